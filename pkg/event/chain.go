@@ -1,0 +1,60 @@
+package event
+
+import (
+	"bytes"
+	"fmt"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Chain verifies one task's events in order. The zero value expects the
+// first event of a task. A Chain is not safe for concurrent use.
+type Chain struct {
+	taskID string
+	head   []byte
+	n      int
+}
+
+// BreakError names the event where a chain stops holding.
+type BreakError struct {
+	// Index is the zero-based position of the event in the task's history.
+	Index   int
+	EventID string
+	Reason  string
+}
+
+func (e *BreakError) Error() string {
+	if e.EventID == "" {
+		return fmt.Sprintf("event %d: %s", e.Index, e.Reason)
+	}
+	return fmt.Sprintf("event %d (%s): %s", e.Index, e.EventID, e.Reason)
+}
+
+// Next opens data as the chain's next event and checks its link to the one
+// before. On failure it returns a *BreakError and leaves the chain as it was.
+func (c *Chain) Next(data []byte) (*stewardv1.Event, error) {
+	ev, err := Open(data)
+	if err != nil {
+		id := ""
+		if ev != nil {
+			id = ev.GetEventId()
+		}
+		return nil, &BreakError{Index: c.n, EventID: id, Reason: err.Error()}
+	}
+	brk := func(reason string) error { return &BreakError{Index: c.n, EventID: ev.EventId, Reason: reason} }
+	switch {
+	case !bytes.Equal(ev.PrevHash, c.head):
+		return nil, brk("prev_hash does not match the previous event's hash")
+	case c.n > 0 && ev.TaskId != c.taskID:
+		return nil, brk(fmt.Sprintf("belongs to task %q, not %q", ev.TaskId, c.taskID))
+	}
+	c.taskID, c.head = ev.TaskId, ev.Hash
+	c.n++
+	return ev, nil
+}
+
+// Head returns the hash of the last verified event, nil before the first.
+func (c *Chain) Head() []byte { return c.head }
+
+// Len returns how many events have been verified.
+func (c *Chain) Len() int { return c.n }

@@ -1,0 +1,65 @@
+package event
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// hashField is the field number of Event.hash.
+const hashField = 99
+
+// HashSize is the length of an event hash in bytes.
+const HashSize = sha256.Size
+
+// trailerSize is the encoded size of the hash field: a two-byte tag, a
+// one-byte length and the hash.
+const trailerSize = 2 + 1 + HashSize
+
+var canonical = proto.MarshalOptions{Deterministic: true}
+
+// Seal links ev to prev (the hash of the task's previous event, nil for the
+// first), computes its hash, sets ev.PrevHash and ev.Hash, and returns the
+// bytes to store.
+func Seal(ev *stewardv1.Event, prev []byte) ([]byte, error) {
+	ev.PrevHash = prev
+	ev.Hash = nil
+	body, err := canonical.Marshal(ev)
+	if err != nil {
+		return nil, fmt.Errorf("seal event: %w", err)
+	}
+	sum := sha256.Sum256(body)
+	ev.Hash = sum[:]
+	data := protowire.AppendTag(body, hashField, protowire.BytesType)
+	return protowire.AppendBytes(data, sum[:]), nil
+}
+
+// ErrBadHash means an event's stored bytes do not match its hash.
+var ErrBadHash = errors.New("hash does not match the event's content")
+
+// Open decodes stored bytes and checks that they hash to the hash they
+// carry. It does not check the link to the previous event; Chain does.
+func Open(data []byte) (*stewardv1.Event, error) {
+	ev := &stewardv1.Event{}
+	if err := proto.Unmarshal(data, ev); err != nil {
+		return nil, fmt.Errorf("decode event: %w", err)
+	}
+	if len(data) < trailerSize {
+		return ev, ErrBadHash
+	}
+	body, trailer := data[:len(data)-trailerSize], data[len(data)-trailerSize:]
+	want := protowire.AppendBytes(protowire.AppendTag(nil, hashField, protowire.BytesType), ev.Hash)
+	if len(ev.Hash) != HashSize || !bytes.Equal(trailer, want) {
+		return ev, ErrBadHash
+	}
+	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], ev.Hash) {
+		return ev, ErrBadHash
+	}
+	return ev, nil
+}

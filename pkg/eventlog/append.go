@@ -1,0 +1,116 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Head is the tip of a task's chain: the stream sequence and hash of its
+// last event. The zero Head is the position before a task's first event.
+type Head struct {
+	Sequence uint64
+	Hash     []byte
+}
+
+// HeadOf returns the head of a folded task.
+func HeadOf(t *stewardv1.Task) Head {
+	return Head{Sequence: t.GetLastSequence(), Hash: t.GetLastHash()}
+}
+
+// ErrConflict means the task moved on since head was read: another writer
+// appended first. Re-read, re-fold, re-check and retry.
+var ErrConflict = errs.New(errs.Conflict, "task changed since it was read; re-read and retry")
+
+// jsErrWrongLastSequence is JetStream's error code for a failed
+// Nats-Expected-Last-Subject-Sequence check.
+const jsErrWrongLastSequence = 10071
+
+// Append seals ev onto head (setting ev.PrevHash and ev.Hash) and stores it,
+// provided the task's last sequence is still head.Sequence. It returns the
+// stored record. If an event with the same id is already stored — a retried
+// append — it returns that record instead of storing a second one.
+func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
+	if !ValidTaskID(ev.TaskId) {
+		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
+	}
+	data, err := event.Seal(ev, head.Hash)
+	if err != nil {
+		return nil, err
+	}
+	msg := &nats.Msg{
+		Subject: l.Subject(ev.TaskId),
+		Data:    data,
+		Header: nats.Header{
+			jetstream.MsgIDHeader:               []string{ev.EventId},
+			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(head.Sequence, 10)},
+			HeaderType:                          []string{ev.Type},
+			HeaderTaskID:                        []string{ev.TaskId},
+		},
+	}
+	ack, err := l.js.PublishMsg(ctx, msg)
+	var apiErr *jetstream.APIError
+	switch {
+	case err == nil && ack.Duplicate:
+		return l.recordAt(ctx, ack.Sequence)
+	case err == nil:
+		return &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}, nil
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrWrongLastSequence:
+		// The server checks the sequence before the message id, so a retry
+		// of an append that was stored lands here too: maybe stored.
+		if rec, ferr := l.find(ctx, ev.TaskId, head.Sequence, ev.EventId); ferr != nil || rec != nil {
+			return rec, ferr
+		}
+		return nil, ErrConflict
+	default:
+		return nil, errs.Wrap(errs.Unavailable, err, "append %s to task %s", ev.Type, ev.TaskId)
+	}
+}
+
+// find returns the task's event with id eventID stored after sequence
+// after, or nil if there is none.
+func (l *Log) find(ctx context.Context, taskID string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
+	var found *stewardv1.EventRecord
+	err := l.scan(ctx, taskID, after+1, func(seq uint64, data []byte) error {
+		ev, err := event.Open(data)
+		if err == nil && ev.EventId == eventID {
+			found = &stewardv1.EventRecord{Sequence: seq, Event: ev}
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return nil, err
+	}
+	return found, nil
+}
+
+// recordAt reads the event stored at seq.
+func (l *Log) recordAt(ctx context.Context, seq uint64) (*stewardv1.EventRecord, error) {
+	stream, err := l.js.Stream(ctx, l.cfg.Stream)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
+	}
+	raw, err := stream.GetMsg(ctx, seq)
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
+	}
+	ev, err := event.Open(raw.Data)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "read event %d", seq)
+	}
+	return &stewardv1.EventRecord{Sequence: seq, Event: ev}, nil
+}
+
+var errStop = errors.New("stop")
+
+// String helps error messages name a head.
+func (h Head) String() string { return fmt.Sprintf("seq %d", h.Sequence) }

@@ -1,0 +1,150 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Handler reacts to one event. Returning nil acknowledges the event;
+// returning an error asks for redelivery after a backoff, so a handler must
+// be idempotent: seeing the same event twice appends nothing twice.
+type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
+
+// Reactions maps event types (event.Type…) to handlers. Events of other
+// types are acknowledged without being decoded.
+type Reactions map[string]Handler
+
+// Subscription is a running consumer. Stop it when done.
+type Subscription interface{ Stop() }
+
+// React runs a durable consumer named name over all task events and hands
+// each event whose type has a handler to it. The consumer survives
+// restarts: a plane picks up where it left off. An event that cannot be
+// decoded or fails its hash check is set aside on the dead-letter stream and
+// acknowledged, so it never blocks the consumer.
+func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription, error) {
+	cons, err := l.js.CreateOrUpdateConsumer(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:       name,
+		Description:   "Steward reactions: " + name,
+		FilterSubject: l.cfg.SubjectPrefix + ".>",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       30 * time.Second,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, err
+	}
+	log := l.cfg.Logger.With("consumer", name)
+	return cons.Consume(func(msg jetstream.Msg) {
+		h := r[msg.Headers().Get(HeaderType)]
+		if h == nil {
+			_ = msg.Ack()
+			return
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			log.Error("event without metadata", "subject", msg.Subject(), "err", err)
+			_ = msg.Term()
+			return
+		}
+		ev, err := event.Open(msg.Data())
+		if err != nil {
+			if derr := l.setAside(ctx, msg.Subject(), meta.Sequence.Stream, msg.Data(), err); derr != nil {
+				log.Error("set aside bad event", "seq", meta.Sequence.Stream, "err", derr)
+				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+				return
+			}
+			_ = msg.Ack()
+			return
+		}
+		if err := h(ctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}); err != nil {
+			log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
+			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+			return
+		}
+		_ = msg.Ack()
+	})
+}
+
+// backoff grows the redelivery delay exponentially from 100ms to 30s.
+func backoff(delivered uint64) time.Duration {
+	d := 100 * time.Millisecond
+	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}
+
+// Follow delivers events in order from stream sequence after+1 on — every
+// task's, or only taskID's when it is not empty — and then follows new
+// ones, until ctx ends or fn returns an error. It uses an ordered consumer:
+// nothing is stored on the server, and nothing is skipped or repeated.
+// Events that cannot be decoded are set aside and reported to bad, if set.
+func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	filter := l.cfg.SubjectPrefix + ".>"
+	if taskID != "" {
+		if !ValidTaskID(taskID) {
+			return ErrInvalidTaskID
+		}
+		filter = l.Subject(taskID)
+	}
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	cons, err := l.js.OrderedConsumer(ctx, l.cfg.Stream, cfg)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+				return err
+			}
+			l.cfg.Logger.Warn("follow: transient error", "err", err)
+			continue
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		seq := meta.Sequence.Stream
+		ev, err := event.Open(msg.Data())
+		if err != nil {
+			if derr := l.setAside(ctx, msg.Subject(), seq, msg.Data(), err); derr != nil {
+				l.cfg.Logger.Error("set aside bad event", "seq", seq, "err", derr)
+			}
+			if bad != nil {
+				bad(seq, err)
+			}
+			continue
+		}
+		if err := fn(&stewardv1.EventRecord{Sequence: seq, Event: ev}); err != nil {
+			return err
+		}
+	}
+}
+
+// logAttrs is shared by the set-aside paths.
+func logAttrs(subject string, seq uint64, err error) []any {
+	return []any{slog.String("subject", subject), slog.Uint64("seq", seq), slog.Any("err", err)}
+}

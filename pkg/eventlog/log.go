@@ -1,0 +1,131 @@
+// Package eventlog is Steward's event log over NATS JetStream: one stream,
+// one subject per task (steward.task.<task_id>), appends conditional on the
+// task's last sequence, deterministic message ids, and a hash chain per task
+// (see pkg/event). It also runs the consumers that planes react through.
+//
+// A *Log is safe for concurrent use.
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Default names. They are part of the deployment contract: NATS
+// permissions in clustered mode are written against them.
+const (
+	DefaultStream           = "STEWARD_EVENTS"
+	DefaultSubjectPrefix    = "steward.task"
+	DefaultDeadLetterStream = "STEWARD_DEADLETTER"
+	DefaultDeadLetterPrefix = "steward.deadletter"
+)
+
+// Message headers Steward sets on every event besides Nats-Msg-Id.
+const (
+	HeaderType   = "Steward-Type"
+	HeaderTaskID = "Steward-Task-Id"
+)
+
+// Config says where the log lives. The zero value is filled with defaults.
+type Config struct {
+	Stream           string
+	SubjectPrefix    string
+	DeadLetterStream string
+	DeadLetterPrefix string
+	// Replicas of the streams; 1 for a single server, 3 for a cluster.
+	Replicas int
+	// Storage is file storage unless set to jetstream.MemoryStorage.
+	Storage jetstream.StorageType
+	// DuplicateWindow bounds how long a retried append is recognised by
+	// its message id alone. Default two minutes.
+	DuplicateWindow time.Duration
+	Logger          *slog.Logger
+}
+
+func (c Config) withDefaults() Config {
+	if c.Stream == "" {
+		c.Stream = DefaultStream
+	}
+	if c.SubjectPrefix == "" {
+		c.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if c.DeadLetterStream == "" {
+		c.DeadLetterStream = DefaultDeadLetterStream
+	}
+	if c.DeadLetterPrefix == "" {
+		c.DeadLetterPrefix = DefaultDeadLetterPrefix
+	}
+	if c.Replicas == 0 {
+		c.Replicas = 1
+	}
+	if c.DuplicateWindow == 0 {
+		c.DuplicateWindow = 2 * time.Minute
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Log is the event log.
+type Log struct {
+	js  jetstream.JetStream
+	cfg Config
+}
+
+// Open makes sure the event and dead-letter streams exist with the
+// configuration Steward needs, and returns the log. Every plane calls it at
+// start; it is idempotent.
+func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error) {
+	cfg = cfg.withDefaults()
+	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        cfg.Stream,
+		Description: "Steward task events; one subject per task",
+		Subjects:    []string{cfg.SubjectPrefix + ".>"},
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Retention:   jetstream.LimitsPolicy,
+		Discard:     jetstream.DiscardNew, // never drop history to make room
+		Duplicates:  cfg.DuplicateWindow,
+		AllowDirect: true, // batch reads of one task's history
+		DenyDelete:  true,
+		DenyPurge:   true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open event stream %s: %w", cfg.Stream, err)
+	}
+	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+		Name:        cfg.DeadLetterStream,
+		Description: "Steward messages set aside because they could not be decoded",
+		Subjects:    []string{cfg.DeadLetterPrefix + ".>"},
+		Storage:     cfg.Storage,
+		Replicas:    cfg.Replicas,
+		Duplicates:  cfg.DuplicateWindow,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open dead-letter stream %s: %w", cfg.DeadLetterStream, err)
+	}
+	return &Log{js: js, cfg: cfg}, nil
+}
+
+// Config returns the log's configuration with defaults filled in.
+func (l *Log) Config() Config { return l.cfg }
+
+// taskIDPattern keeps task ids safe as one NATS subject token.
+var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// ValidTaskID reports whether id can name a task: 1–64 letters, digits,
+// '-' or '_'.
+func ValidTaskID(id string) bool { return taskIDPattern.MatchString(id) }
+
+// Subject returns the subject that holds taskID's events.
+func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." + taskID }
+
+// ErrInvalidTaskID is returned for a task id that ValidTaskID rejects.
+var ErrInvalidTaskID = errors.New("invalid task id: want 1-64 letters, digits, '-' or '_'")

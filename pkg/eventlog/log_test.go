@@ -1,0 +1,234 @@
+package eventlog_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+func mustEvent(t testing.TB, m event.Meta, p event.Payload) *stewardv1.Event {
+	t.Helper()
+	ev, err := event.New(m, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ev
+}
+
+// lastHead reads a task's head the slow, honest way.
+func lastHead(t testing.TB, l *eventlog.Log, taskID string) eventlog.Head {
+	recs, err := l.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		return eventlog.Head{}
+	}
+	last := recs[len(recs)-1]
+	return eventlog.Head{Sequence: last.Sequence, Hash: last.Event.Hash}
+}
+
+func TestConcurrentAppendsOneWinnerPerSequence(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const writers, perWriter = 8, 10
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	conflicts := 0
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perWriter {
+				for {
+					head := lastHead(t, l, "race")
+					ev := mustEvent(t, event.Meta{TaskID: "race", ID: event.ID("w", string(rune('a'+w)), string(rune('a'+i)))}, &stewardv1.TaskStarted{})
+					_, err := l.Append(ctx, head, ev)
+					if errors.Is(err, eventlog.ErrConflict) {
+						mu.Lock()
+						conflicts++
+						mu.Unlock()
+						continue
+					}
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	recs, err := l.Read(ctx, "race") // Read verifies the whole chain.
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != writers*perWriter {
+		t.Fatalf("stored %d events, want %d", len(recs), writers*perWriter)
+	}
+	ids := map[string]bool{}
+	for _, r := range recs {
+		if ids[r.Event.EventId] {
+			t.Fatalf("event %s stored twice", r.Event.EventId)
+		}
+		ids[r.Event.EventId] = true
+	}
+	t.Logf("%d appends, %d conflicts retried", len(recs), conflicts)
+}
+
+func TestRetriedAppendIsStoredOnce(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	first := mustEvent(t, event.Meta{TaskID: "t1", ID: "created"}, &stewardv1.TaskCreated{})
+	rec1, err := l.Append(ctx, eventlog.Head{}, first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The retry carries the same id and the same expected sequence: the
+	// server answers with a sequence error (10071), not a duplicate.
+	retry := mustEvent(t, event.Meta{TaskID: "t1", ID: "created"}, &stewardv1.TaskCreated{})
+	rec2, err := l.Append(ctx, eventlog.Head{}, retry)
+	if err != nil {
+		t.Fatalf("retry: %v", err)
+	}
+	if rec2.Sequence != rec1.Sequence {
+		t.Fatalf("retry returned seq %d, want %d", rec2.Sequence, rec1.Sequence)
+	}
+	// A different event at the same stale head is a conflict.
+	other := mustEvent(t, event.Meta{TaskID: "t1", ID: "other"}, &stewardv1.TaskCreated{})
+	if _, err := l.Append(ctx, eventlog.Head{}, other); !errs.Is(err, errs.Conflict) {
+		t.Fatalf("stale head: err = %v, want conflict", err)
+	}
+	recs, err := l.Read(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("stored %d events, want 1", len(recs))
+	}
+}
+
+func TestAppendRejectsBadTaskIDs(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	for _, id := range []string{"", "a.b", "a*", "a>", "a b", string(make([]byte, 65))} {
+		ev := mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskStarted{})
+		if _, err := l.Append(context.Background(), eventlog.Head{}, ev); !errs.Is(err, errs.Invalid) {
+			t.Errorf("task id %q: err = %v, want invalid", id, err)
+		}
+	}
+}
+
+func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
+	l, bus := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 10)
+	sub, err := l.React(ctx, "test", eventlog.Reactions{
+		event.TypeTaskStarted: func(_ context.Context, rec *stewardv1.EventRecord) error {
+			got <- rec.Event.TaskId
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	garbage := &nats.Msg{Subject: l.Subject("bad"), Data: []byte("not a protobuf \xff\xff"), Header: nats.Header{eventlog.HeaderType: {event.TypeTaskStarted}}}
+	if _, err := bus.JS.PublishMsg(ctx, garbage); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "good"}, &stewardv1.TaskStarted{})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case id := <-got:
+		if id != "good" {
+			t.Fatalf("handler saw task %q, want good", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("consumer stopped at the bad message")
+	}
+	dead, err := l.DeadLetters(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dead) != 1 || dead[0].Subject != l.Subject("bad") || dead[0].Reason == "" {
+		t.Fatalf("dead letters = %+v, want the one bad message with a reason", dead)
+	}
+}
+
+func TestReactionErrorsAreRedelivered(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	calls := 0
+	done := make(chan struct{})
+	sub, err := l.React(ctx, "flaky", eventlog.Reactions{
+		event.TypeTaskStarted: func(context.Context, *stewardv1.EventRecord) error {
+			mu.Lock()
+			defer mu.Unlock()
+			calls++
+			if calls == 1 {
+				return errors.New("not yet")
+			}
+			close(done)
+			return nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	if _, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t"}, &stewardv1.TaskStarted{})); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a failed reaction was not redelivered")
+	}
+}
+
+func TestFollowDeliversInOrderFromASequence(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	head := eventlog.Head{}
+	var seqs []uint64
+	for range 5 {
+		rec, err := l.Append(ctx, head, mustEvent(t, event.Meta{TaskID: "f"}, &stewardv1.TaskStarted{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+		seqs = append(seqs, rec.Sequence)
+	}
+	var got []uint64
+	err := l.Follow(ctx, "f", seqs[1], func(rec *stewardv1.EventRecord) error {
+		got = append(got, rec.Sequence)
+		if len(got) == 3 {
+			return errDone
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, errDone) {
+		t.Fatal(err)
+	}
+	if want := seqs[2:]; len(got) != 3 || got[0] != want[0] || got[2] != want[2] {
+		t.Fatalf("followed %v, want %v", got, want)
+	}
+}
+
+var errDone = errors.New("done")

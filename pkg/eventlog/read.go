@@ -1,0 +1,85 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/synadia-io/orbit.go/jetstreamext"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// readBatch is how many events one direct-get request returns.
+const readBatch = 256
+
+// Raw is an event exactly as stored, for auditors who check the bytes.
+type Raw struct {
+	Sequence uint64
+	Data     []byte
+}
+
+// ReadRaw returns every stored event of taskID, unverified, in order. A
+// task with no events yields an empty slice.
+func (l *Log) ReadRaw(ctx context.Context, taskID string) ([]Raw, error) {
+	if !ValidTaskID(taskID) {
+		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
+	}
+	var out []Raw
+	err := l.scan(ctx, taskID, 1, func(seq uint64, data []byte) error {
+		out = append(out, Raw{Sequence: seq, Data: data})
+		return nil
+	})
+	return out, err
+}
+
+// Read returns every event of taskID in order, each checked against the
+// task's hash chain. A chain break is an Internal error wrapping the
+// *event.BreakError that names the event.
+func (l *Log) Read(ctx context.Context, taskID string) ([]*stewardv1.EventRecord, error) {
+	raws, err := l.ReadRaw(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	var chain event.Chain
+	out := make([]*stewardv1.EventRecord, 0, len(raws))
+	for _, r := range raws {
+		ev, err := chain.Next(r.Data)
+		if err != nil {
+			return nil, errs.Wrap(errs.Internal, err, "task %s", taskID)
+		}
+		out = append(out, &stewardv1.EventRecord{Sequence: r.Sequence, Event: ev})
+	}
+	return out, nil
+}
+
+// scan calls fn for each stored event of taskID from stream sequence from
+// on, in order, until fn returns an error.
+func (l *Log) scan(ctx context.Context, taskID string, from uint64, fn func(seq uint64, data []byte) error) error {
+	subject := l.Subject(taskID)
+	for {
+		msgs, err := jetstreamext.GetBatch(ctx, l.js, l.cfg.Stream, readBatch,
+			jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+		if err != nil {
+			return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+		}
+		n := 0
+		for msg, err := range msgs {
+			if errors.Is(err, jetstreamext.ErrNoMessages) {
+				return nil
+			}
+			if err != nil {
+				return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+			}
+			n++
+			from = msg.Sequence + 1
+			if err := fn(msg.Sequence, msg.Data); err != nil {
+				return err
+			}
+		}
+		if n < readBatch {
+			return nil
+		}
+	}
+}

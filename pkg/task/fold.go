@@ -1,0 +1,142 @@
+// Package task is the one fold that turns a task's events into a task. The
+// control plane uses it to check a command before appending, the state plane
+// to project views, and an auditor's offline replay to rebuild what the task
+// was at every step; all three get the same answer because they run this
+// code. The fold enforces the task state machine: an event that is not a
+// legal next step is a FailedPrecondition error and changes nothing.
+//
+// The functions here are pure; a *stewardv1.Task passed in must not be
+// shared with another goroutine while it is being folded into.
+package task
+
+import (
+	"strings"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// Apply folds ev, stored at stream sequence seq, into t. A new task starts
+// as a zero &stewardv1.Task{}. On error t is unchanged.
+func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
+	if t.EventCount == 0 {
+		if ev.GetTaskCreated() == nil {
+			return errs.New(errs.FailedPrecondition, "task %s: first event is %s, not %s", ev.TaskId, ev.Type, "task.created")
+		}
+	} else if ev.TaskId != t.Contract.GetTaskId() {
+		return errs.New(errs.FailedPrecondition, "event for task %s folded into task %s", ev.TaskId, t.Contract.GetTaskId())
+	}
+	next, reason, err := transition(t, ev)
+	if err != nil {
+		return err
+	}
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_TaskCreated:
+		t.Contract = proto.CloneOf(p.TaskCreated.Contract)
+		if t.Contract == nil {
+			t.Contract = &stewardv1.TaskContract{}
+		}
+		t.Contract.TaskId = ev.TaskId
+		t.RequestId = p.TaskCreated.RequestId
+		t.CreatedAt = ev.Time
+	case *stewardv1.Event_TaskPaused:
+		t.PausedFrom = t.Status
+	case *stewardv1.Event_TaskResumed:
+		t.PausedFrom = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
+	}
+	t.Status = next
+	t.StatusReason = reason
+	t.UpdatedAt = ev.Time
+	t.LastSequence = seq
+	t.LastHash = ev.Hash
+	t.EventCount++
+	return nil
+}
+
+// Fold folds records, in order, into a new task.
+func Fold(records []*stewardv1.EventRecord) (*stewardv1.Task, error) {
+	t := &stewardv1.Task{}
+	for _, r := range records {
+		if err := Apply(t, r.Event, r.Sequence); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// transition returns the status ev moves t to, and why, or the reason it
+// may not happen.
+func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, string, error) {
+	from := t.Status
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_TaskCreated:
+		if t.EventCount != 0 {
+			return 0, "", errs.New(errs.FailedPrecondition, "task %s already exists", ev.TaskId)
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_PENDING, "created", nil
+	case *stewardv1.Event_TaskStarted:
+		if from != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+			return 0, "", illegal(t, "start")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_RUNNING, "started", nil
+	case *stewardv1.Event_TaskPaused:
+		if !Pausable(from) {
+			return 0, "", illegal(t, "pause")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_PAUSED, orDefault(p.TaskPaused.Reason, "paused"), nil
+	case *stewardv1.Event_TaskResumed:
+		if from != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+			return 0, "", illegal(t, "resume")
+		}
+		return t.PausedFrom, orDefault(p.TaskResumed.Reason, "resumed"), nil
+	case *stewardv1.Event_TaskCancelled:
+		if Terminal(from) {
+			return 0, "", illegal(t, "cancel")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_CANCELLED, orDefault(p.TaskCancelled.Reason, "cancelled"), nil
+	default:
+		return 0, "", errs.New(errs.FailedPrecondition, "event %s has unknown type %q", ev.EventId, ev.Type)
+	}
+}
+
+// Terminal reports whether s is an end state no event can leave.
+func Terminal(s stewardv1.TaskStatus) bool {
+	switch s {
+	case stewardv1.TaskStatus_TASK_STATUS_ACCEPTED,
+		stewardv1.TaskStatus_TASK_STATUS_FAILED,
+		stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+		return true
+	}
+	return false
+}
+
+// Pausable reports whether a task in s may be paused. A task that is
+// settling an unknown outcome or compensating may not: stopping half-way
+// through would leave side effects unaccounted for.
+func Pausable(s stewardv1.TaskStatus) bool {
+	switch s {
+	case stewardv1.TaskStatus_TASK_STATUS_PENDING,
+		stewardv1.TaskStatus_TASK_STATUS_RUNNING,
+		stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL,
+		stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT:
+		return true
+	}
+	return false
+}
+
+// StatusName returns s in words, e.g. "waiting for approval".
+func StatusName(s stewardv1.TaskStatus) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATUS_")), "_", " ")
+}
+
+func illegal(t *stewardv1.Task, verb string) error {
+	return errs.New(errs.FailedPrecondition, "cannot %s task %s: it is %s", verb, t.Contract.GetTaskId(), StatusName(t.Status))
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
