@@ -53,7 +53,6 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 			jetstream.MsgIDHeader:               []string{ev.EventId},
 			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(head.Sequence, 10)},
 			HeaderType:                          []string{ev.Type},
-			HeaderTaskID:                        []string{ev.TaskId},
 		},
 	}
 	ack, err := l.js.PublishMsg(ctx, msg)

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"regexp"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -28,8 +27,7 @@ const (
 
 // Message headers Steward sets on every event besides Nats-Msg-Id.
 const (
-	HeaderType   = "Steward-Type"
-	HeaderTaskID = "Steward-Task-Id"
+	HeaderType = "Steward-Type"
 )
 
 // Config says where the log lives. The zero value is filled with defaults.
@@ -117,12 +115,20 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 // Config returns the log's configuration with defaults filled in.
 func (l *Log) Config() Config { return l.cfg }
 
-// taskIDPattern keeps task ids safe as one NATS subject token.
-var taskIDPattern = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// ValidTaskID reports whether id can name a task: 1–64 letters, digits,
-// '-' or '_'.
-func ValidTaskID(id string) bool { return taskIDPattern.MatchString(id) }
+// ValidTaskID reports whether id can name a task: 1–64 ASCII letters,
+// digits, '-' or '_', which keeps it one safe NATS subject token.
+func ValidTaskID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
 
 // Subject returns the subject that holds taskID's events.
 func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." + taskID }
