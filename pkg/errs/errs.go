@@ -30,6 +30,8 @@ const (
 	TooLarge
 	// Unavailable means a dependency (the log) cannot be reached right now.
 	Unavailable
+	// Corrupt means stored data fails its integrity check.
+	Corrupt
 )
 
 var codeNames = map[Code]string{
@@ -41,6 +43,7 @@ var codeNames = map[Code]string{
 	Conflict:           "conflict",
 	TooLarge:           "too large",
 	Unavailable:        "unavailable",
+	Corrupt:            "corrupt",
 }
 
 func (c Code) String() string { return codeNames[c] }

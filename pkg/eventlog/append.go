@@ -94,11 +94,7 @@ func (l *Log) find(ctx context.Context, taskID string, after uint64, eventID str
 
 // recordAt reads the event stored at seq.
 func (l *Log) recordAt(ctx context.Context, seq uint64) (*stewardv1.EventRecord, error) {
-	stream, err := l.js.Stream(ctx, l.cfg.Stream)
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
-	}
-	raw, err := stream.GetMsg(ctx, seq)
+	raw, err := l.stream.GetMsg(ctx, seq)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
 	}

@@ -73,8 +73,9 @@ func (c Config) withDefaults() Config {
 
 // Log is the event log.
 type Log struct {
-	js  jetstream.JetStream
-	cfg Config
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	cfg    Config
 }
 
 // Open makes sure the event and dead-letter streams exist with the
@@ -82,7 +83,7 @@ type Log struct {
 // start; it is idempotent.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error) {
 	cfg = cfg.withDefaults()
-	_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:        cfg.Stream,
 		Description: "Steward task events; one subject per task",
 		Subjects:    []string{cfg.SubjectPrefix + ".>"},
@@ -109,7 +110,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	if err != nil {
 		return nil, fmt.Errorf("open dead-letter stream %s: %w", cfg.DeadLetterStream, err)
 	}
-	return &Log{js: js, cfg: cfg}, nil
+	return &Log{js: js, stream: stream, cfg: cfg}, nil
 }
 
 // Config returns the log's configuration with defaults filled in.

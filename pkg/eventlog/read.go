@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -82,4 +83,20 @@ func (l *Log) scan(ctx context.Context, taskID string, from uint64, fn func(seq 
 			return nil
 		}
 	}
+}
+
+// LastSequence returns the stream sequence of taskID's last event, or 0
+// when the task has none.
+func (l *Log) LastSequence(ctx context.Context, taskID string) (uint64, error) {
+	if !ValidTaskID(taskID) {
+		return 0, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
+	}
+	msg, err := l.stream.GetLastMsgForSubject(ctx, l.Subject(taskID))
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+	}
+	return msg.Sequence, nil
 }

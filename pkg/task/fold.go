@@ -10,6 +10,7 @@
 package task
 
 import (
+	"bytes"
 	"strings"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -18,8 +19,14 @@ import (
 )
 
 // Apply folds ev, stored at stream sequence seq, into t. A new task starts
-// as a zero &stewardv1.Task{}. On error t is unchanged.
+// as a zero &stewardv1.Task{}. A sealed event (one read from the log, with
+// a hash) must also link to t's head: prev_hash equal to t.LastHash. An
+// unsealed event is a proposal being checked before it is appended. On
+// error t is unchanged.
 func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
+	if len(ev.Hash) > 0 && !bytes.Equal(ev.PrevHash, t.LastHash) {
+		return errs.New(errs.FailedPrecondition, "event %s does not link to task %s's previous event", ev.EventId, ev.TaskId)
+	}
 	if t.EventCount == 0 {
 		if ev.GetTaskCreated() == nil {
 			return errs.New(errs.FailedPrecondition, "task %s: first event is %s, not %s", ev.TaskId, ev.Type, "task.created")

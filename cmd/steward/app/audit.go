@@ -1,0 +1,168 @@
+package app
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/audit"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+const auditUsage = `Usage:
+  steward audit replay --task ID [--addr HOST:PORT]   print the task's history, step by step
+  steward audit replay --file FILE                    the same, offline, from an exported file
+  steward audit verify --task ID [--addr HOST:PORT]   check the hash chain (fetched, checked here)
+  steward audit verify --file FILE                    the same, offline
+  steward audit export --task ID --out FILE [--addr HOST:PORT]
+                                                      save the events exactly as stored
+
+verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
+`
+
+// exitChainBroken is verify's exit code for a history that does not hold.
+const exitChainBroken = 3
+
+type auditCmd struct {
+	verb, taskID, addr, file, out string
+	stdout                        io.Writer
+}
+
+func runAudit(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fmt.Fprint(stderr, auditUsage)
+		return errUsage
+	}
+	c := &auditCmd{verb: args[0], stdout: stdout}
+	fs := flag.NewFlagSet("steward audit "+c.verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
+	fs.StringVar(&c.taskID, "task", "", "task `ID`")
+	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
+	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
+	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	switch {
+	case c.verb != "replay" && c.verb != "verify" && c.verb != "export":
+		fmt.Fprint(stderr, auditUsage)
+		return fmt.Errorf("audit: unknown subcommand %q", c.verb)
+	case c.file == "" && c.taskID == "":
+		return errors.New("audit: give --task ID (with --addr) or --file FILE")
+	case c.file != "" && c.taskID != "":
+		return errors.New("audit: --task and --file are alternatives; give one")
+	case c.verb == "export" && (c.taskID == "" || c.out == ""):
+		return errors.New("audit export: --task and --out are required")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	events, err := c.events(ctx)
+	if c.verb == "export" {
+		if err != nil {
+			return err
+		}
+		return c.export(events)
+	}
+	if err != nil && len(events) == 0 {
+		return err
+	}
+	return c.replay(events, err)
+}
+
+// events fetches the task's stored events, from the file or the server.
+// With a file, a framing error comes back with the events read before it.
+func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
+	if c.file != "" {
+		f, err := os.Open(c.file)
+		if err != nil {
+			return nil, fmt.Errorf("--file: %w", err)
+		}
+		defer f.Close()
+		return audit.ReadEvents(f)
+	}
+	base := c.addr
+	if !strings.Contains(base, "://") {
+		base = "http://" + base
+	}
+	client := stewardv1connect.NewAuditServiceClient(http.DefaultClient, base)
+	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	var out [][]byte
+	for stream.Receive() {
+		out = append(out, stream.Msg().Data)
+	}
+	if err := stream.Err(); err != nil {
+		return out, fmt.Errorf("replay %s from %s: %w", c.taskID, base, err)
+	}
+	return out, nil
+}
+
+func (c *auditCmd) export(events [][]byte) error {
+	f, err := os.Create(c.out)
+	if err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	w := bufio.NewWriter(f)
+	for _, d := range events {
+		if err := audit.WriteEvent(w, d); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.stdout, "exported %d events of task %s to %s\n", len(events), c.taskID, c.out)
+	return nil
+}
+
+// replay checks every event here, whatever the server said, and prints
+// each step (replay) or only the verdict (verify). fetchErr is a problem
+// met while reading, reported as a break after the events that did arrive.
+func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
+	var r audit.Replayer
+	for _, d := range events {
+		step, err := r.Next(d, 0)
+		if err != nil {
+			break
+		}
+		if c.verb == "replay" {
+			ev := step.Event
+			fmt.Fprintf(c.stdout, "%3d  %s  %-15s %-28s → %s\n", step.Index, ev.Time.AsTime().Format(time.RFC3339Nano),
+				ev.Type, ev.Actor.GetPrincipal()+"/"+ev.Actor.GetPlane(), task.StatusName(step.Task.Status))
+		}
+	}
+	rep := r.Report()
+	if rep.Break == nil && fetchErr != nil {
+		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: after %d good events: %v", rep.Events, fetchErr)}
+	}
+	if rep.Break != nil {
+		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: %v", rep.Break)}
+	}
+	fmt.Fprintf(c.stdout, "ok: %d events verified, task %s is %s, head %s\n",
+		rep.Events, rep.Task.GetContract().GetTaskId(), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))
+	return nil
+}

@@ -1,0 +1,95 @@
+// Package app is the steward command: flag parsing and the wiring of
+// packages into a running process, and nothing else. It is a package, not
+// part of main, so that end-to-end tests can run the same Main in-process.
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+)
+
+// Version is set at build time with -ldflags "-X ...app.Version=…".
+var Version = "dev"
+
+const usage = `steward — a durable runtime for AI-agent tasks
+
+Usage:
+  steward dev    [--addr HOST:PORT] [--data DIR] [--nats-listen HOST:PORT]
+                 run every plane and an embedded NATS JetStream in one process
+  steward serve  --plane=control|governance|execution|state --nats=URL [--addr HOST:PORT]
+                 run one plane against an external NATS JetStream
+  steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
+                 replay or verify a task's hash-chained history, online or offline
+  steward version
+
+Run 'steward COMMAND --help' for a command's flags.
+`
+
+// Main runs the command line args and returns the exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "dev", "serve":
+		err = runServer(args[0], args[1:], stdout, stderr)
+	case "audit":
+		err = runAudit(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "steward", Version)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "steward: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.Is(err, errUsage):
+		return 2
+	default:
+		fmt.Fprintln(stderr, "steward:", err)
+		var fail *failure
+		if errors.As(err, &fail) {
+			return fail.code
+		}
+		return 1
+	}
+}
+
+// errUsage means a flag was wrong; the flag package has already said which.
+var errUsage = errors.New("usage")
+
+// failure is an error with a chosen exit code.
+type failure struct {
+	code int
+	err  error
+}
+
+func (f *failure) Error() string { return f.err.Error() }
+
+func runServer(mode string, args []string, stdout, stderr io.Writer) error {
+	m := NewServer(stdout, stderr)
+	if err := m.ParseFlags(mode, args); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := m.Run(ctx); err != nil {
+		m.Close()
+		return err
+	}
+	err := m.Wait(ctx)
+	m.Close()
+	return err
+}

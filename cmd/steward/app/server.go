@@ -1,0 +1,249 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/services/control"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/state"
+)
+
+// Defaults for the server commands.
+const (
+	DefaultAddr    = "127.0.0.1:7700"
+	DefaultDataDir = ".steward/data"
+)
+
+// plane is what the wiring needs of each plane.
+type plane interface {
+	Start(ctx context.Context) error
+	Stop()
+	Services() []rpc.Service
+}
+
+// Server is a running `steward dev` or `steward serve`: flags, then Run,
+// then Close. Tests use it directly with Addr ":0" and a temporary data
+// directory.
+type Server struct {
+	// Flags.
+	Mode       string // "dev" or "serve"
+	Addr       string
+	DataDir    string
+	NATSListen string // dev: also serve the embedded NATS here
+	NATSURL    string // serve: the external NATS
+	Plane      string // serve: which plane
+	LogLevel   string
+
+	stdout, stderr io.Writer
+	logger         *slog.Logger
+
+	bus    *embedded.Server
+	nc     *nats.Conn
+	planes []plane
+	rpc    *rpc.Server
+	served chan error
+}
+
+// NewServer returns a server command writing to stdout and stderr.
+func NewServer(stdout, stderr io.Writer) *Server {
+	return &Server{stdout: stdout, stderr: stderr, served: make(chan error, 1)}
+}
+
+// ParseFlags reads the flags of mode ("dev" or "serve").
+func (m *Server) ParseFlags(mode string, args []string) error {
+	m.Mode = mode
+	fs := flag.NewFlagSet("steward "+mode, flag.ContinueOnError)
+	fs.SetOutput(m.stderr)
+	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC and gRPC-Web on")
+	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
+	if mode == "dev" {
+		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
+		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")
+	} else {
+		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")
+		fs.StringVar(&m.Plane, "plane", "", "which plane to run: control, governance, execution or state")
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("steward %s: unexpected argument %q", mode, fs.Arg(0))
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(m.LogLevel)); err != nil {
+		return fmt.Errorf("--log-level: %q is not one of debug, info, warn, error", m.LogLevel)
+	}
+	m.logger = slog.New(slog.NewTextHandler(m.stderr, &slog.HandlerOptions{Level: level}))
+	if _, _, err := net.SplitHostPort(m.Addr); err != nil {
+		return fmt.Errorf("--addr: %q is not HOST:PORT: %v", m.Addr, err)
+	}
+	if mode == "serve" {
+		if m.NATSURL == "" {
+			return errors.New("--nats is required for steward serve")
+		}
+		switch m.Plane {
+		case control.PlaneName, governance.PlaneName, execution.PlaneName, state.PlaneName:
+		case "":
+			return errors.New("--plane is required: control, governance, execution or state")
+		default:
+			return fmt.Errorf("--plane: %q is not one of control, governance, execution, state", m.Plane)
+		}
+	}
+	if m.NATSListen != "" {
+		if _, port, err := net.SplitHostPort(m.NATSListen); err != nil {
+			return fmt.Errorf("--nats-listen: %q is not HOST:PORT: %v", m.NATSListen, err)
+		} else if _, err := strconv.Atoi(port); err != nil {
+			return fmt.Errorf("--nats-listen: port %q is not a number", port)
+		}
+	}
+	return nil
+}
+
+// Run connects to (or starts) NATS, opens the log, starts the planes and
+// begins serving. It returns once the server is listening.
+func (m *Server) Run(ctx context.Context) error {
+	if m.logger == nil {
+		m.logger = slog.New(slog.NewTextHandler(m.stderr, nil))
+	}
+	if err := m.connect(); err != nil {
+		return err
+	}
+	js, err := jetstream.New(m.nc)
+	if err != nil {
+		return err
+	}
+	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger})
+	if err != nil {
+		return err
+	}
+	m.planes = m.selectPlanes(log)
+	var services []rpc.Service
+	for _, p := range m.planes {
+		if err := p.Start(ctx); err != nil {
+			return err
+		}
+		services = append(services, p.Services()...)
+	}
+	m.rpc, err = rpc.Listen(m.Addr, services)
+	if err != nil {
+		return fmt.Errorf("--addr %s: %w", m.Addr, err)
+	}
+	go func() { m.served <- m.rpc.Serve() }()
+	what := "all planes"
+	if m.Mode == "serve" {
+		what = m.Plane + " plane"
+	}
+	fmt.Fprintf(m.stdout, "steward: %s serving Connect, gRPC and gRPC-Web on http://%s\n", what, m.rpc.Addr())
+	if m.bus != nil {
+		dir, _ := filepath.Abs(m.DataDir)
+		fmt.Fprintf(m.stdout, "steward: embedded NATS JetStream, data in %s\n", dir)
+		if u := m.bus.ClientURL(); u != "" {
+			fmt.Fprintf(m.stdout, "steward: embedded NATS also serving %s\n", u)
+		}
+	}
+	return nil
+}
+
+// connect starts the embedded server (dev) or dials the external one.
+func (m *Server) connect() error {
+	opts := []nats.Option{nats.Name("steward " + m.Mode + " " + m.Plane), nats.MaxReconnects(-1)}
+	if m.Mode == "serve" {
+		nc, err := nats.Connect(m.NATSURL, append(opts, nats.RetryOnFailedConnect(false))...)
+		if err != nil {
+			return fmt.Errorf("--nats %s: %w", m.NATSURL, err)
+		}
+		m.nc = nc
+		return nil
+	}
+	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	cfg := embedded.Config{StoreDir: m.DataDir}
+	if m.NATSListen != "" {
+		host, port, _ := net.SplitHostPort(m.NATSListen)
+		cfg.Host = host
+		cfg.Port, _ = strconv.Atoi(port)
+		if cfg.Port == 0 {
+			cfg.Port = -1 // any free port
+		}
+	}
+	bus, err := embedded.Start(cfg)
+	if err != nil {
+		return err
+	}
+	m.bus = bus
+	nc, err := bus.Connect(opts...)
+	if err != nil {
+		return err
+	}
+	m.nc = nc
+	return nil
+}
+
+func (m *Server) selectPlanes(log *eventlog.Log) []plane {
+	all := map[string]func() plane{
+		control.PlaneName:    func() plane { return control.New(log, m.logger) },
+		governance.PlaneName: func() plane { return governance.New(log, m.logger) },
+		execution.PlaneName:  func() plane { return execution.New(log, m.logger) },
+		state.PlaneName:      func() plane { return state.New(log, m.logger) },
+	}
+	if m.Mode == "serve" {
+		return []plane{all[m.Plane]()}
+	}
+	return []plane{all[control.PlaneName](), all[governance.PlaneName](), all[execution.PlaneName](), all[state.PlaneName]()}
+}
+
+// URL returns the base URL of the RPC server, with the real port.
+func (m *Server) URL() string { return "http://" + m.rpc.Addr() }
+
+// Wait blocks until ctx ends or the server fails.
+func (m *Server) Wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+		return nil
+	case err := <-m.served:
+		return err
+	}
+}
+
+// Close stops the planes, then the RPC server (letting running calls
+// finish), then NATS. It is safe to call after a failed Run.
+func (m *Server) Close() {
+	for _, p := range m.planes {
+		p.Stop()
+	}
+	if m.rpc != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = m.rpc.Shutdown(ctx)
+		cancel()
+	}
+	if m.nc != nil {
+		_ = m.nc.Drain()
+		m.nc.Close()
+	}
+	if m.bus != nil {
+		m.bus.Shutdown()
+	}
+}

@@ -1,0 +1,65 @@
+// Package rpc is Steward's Connect edge, shared by every plane: the one
+// table that turns domain errors into Connect codes, the interceptors that
+// every handler runs behind (recover, error translation, principal), and the
+// HTTP server that serves Connect, gRPC and gRPC-Web over h2c with gRPC
+// reflection and health checks.
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"connectrpc.com/connect"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+
+	"github.com/steward-run/steward/pkg/errs"
+)
+
+// connectCodes is the single translation table from domain codes to
+// Connect codes.
+var connectCodes = map[errs.Code]connect.Code{
+	errs.Invalid:            connect.CodeInvalidArgument,
+	errs.NotFound:           connect.CodeNotFound,
+	errs.AlreadyExists:      connect.CodeAlreadyExists,
+	errs.FailedPrecondition: connect.CodeFailedPrecondition,
+	errs.Conflict:           connect.CodeAborted,
+	errs.TooLarge:           connect.CodeResourceExhausted,
+	errs.Unavailable:        connect.CodeUnavailable,
+	errs.Corrupt:            connect.CodeDataLoss,
+}
+
+// ToConnect translates err for a client. Domain errors keep their message
+// (and, for invalid input, a BadRequest detail naming the field); anything
+// else is logged in full and reported as Internal without internals.
+func ToConnect(ctx context.Context, log *slog.Logger, err error) error {
+	if err == nil {
+		return nil
+	}
+	var cerr *connect.Error
+	if errors.As(err, &cerr) {
+		return err // already a Connect error, e.g. from the framework
+	}
+	if errors.Is(err, context.Canceled) {
+		return connect.NewError(connect.CodeCanceled, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	}
+	code, ok := connectCodes[errs.CodeOf(err)]
+	if !ok {
+		log.ErrorContext(ctx, "internal error", "err", err)
+		return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
+	}
+	out := connect.NewError(code, err)
+	var e *errs.Error
+	if errors.As(err, &e) && e.Field != "" {
+		detail, derr := connect.NewErrorDetail(&errdetails.BadRequest{
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: e.Field, Description: e.Message}},
+		})
+		if derr == nil {
+			out.AddDetail(detail)
+		}
+	}
+	return out
+}

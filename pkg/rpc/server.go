@@ -1,0 +1,99 @@
+package rpc
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"connectrpc.com/connect"
+	"connectrpc.com/grpchealth"
+	"connectrpc.com/grpcreflect"
+)
+
+// MaxRequestBytes bounds a request message. Larger requests get
+// ResourceExhausted before anything is decoded.
+const MaxRequestBytes = 1 << 20
+
+// Service is one Connect service a plane serves.
+type Service struct {
+	// Name is the fully-qualified service name, e.g. "steward.v1.TaskService".
+	Name    string
+	Path    string
+	Handler http.Handler
+}
+
+// HandlerOptions are the options every Steward handler is built with.
+func HandlerOptions(log *slog.Logger) []connect.HandlerOption {
+	return []connect.HandlerOption{
+		connect.WithInterceptors(NewEdgeInterceptor(log)),
+		connect.WithReadMaxBytes(MaxRequestBytes),
+		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, r any) error {
+			log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", r)
+			return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
+		}),
+	}
+}
+
+// Server serves services over one listener with Connect, gRPC and gRPC-Web
+// on HTTP/1.1 and cleartext HTTP/2, plus gRPC reflection, the gRPC health
+// service and a plain /healthz for probes that speak only HTTP.
+type Server struct {
+	srv *http.Server
+	ln  net.Listener
+}
+
+// Listen binds addr and prepares to serve services.
+func Listen(addr string, services []Service) (*Server, error) {
+	mux := http.NewServeMux()
+	names := make([]string, 0, len(services))
+	for _, s := range services {
+		mux.Handle(s.Path, s.Handler)
+		names = append(names, s.Name)
+	}
+	reflector := grpcreflect.NewStaticReflector(names...)
+	mux.Handle(grpcreflect.NewHandlerV1(reflector))
+	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
+	mux.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(names...)))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		ln: ln,
+		srv: &http.Server{
+			Handler:           mux,
+			Protocols:         &protocols,
+			ReadHeaderTimeout: 10 * time.Second,
+		},
+	}, nil
+}
+
+// Addr returns the bound address, with the real port when ":0" was asked.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// Serve serves until Shutdown; it returns nil after a clean shutdown.
+func (s *Server) Serve() error {
+	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// Shutdown stops accepting calls and waits for running ones until ctx ends;
+// then it closes what is left. Planes end their long-lived streams (watches)
+// themselves when they stop, which should come first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		_ = s.srv.Close()
+	}
+	return err
+}

@@ -1,0 +1,114 @@
+package task_test
+
+import (
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// sealed builds a chain of sealed events for task t1, as the log holds them.
+func sealed(t *testing.T, payloads ...event.Payload) []*stewardv1.EventRecord {
+	t.Helper()
+	var out []*stewardv1.EventRecord
+	var prev []byte
+	for i, p := range payloads {
+		ev, err := event.New(event.Meta{TaskID: "t1"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := event.Seal(ev, prev); err != nil {
+			t.Fatal(err)
+		}
+		prev = ev.Hash
+		out = append(out, &stewardv1.EventRecord{Sequence: uint64(10 + i), Event: ev})
+	}
+	return out
+}
+
+var (
+	created = func() event.Payload {
+		return &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "i"}, RequestId: "r1"}
+	}
+	started   = func() event.Payload { return &stewardv1.TaskStarted{} }
+	paused    = func() event.Payload { return &stewardv1.TaskPaused{Reason: "wait"} }
+	resumed   = func() event.Payload { return &stewardv1.TaskResumed{} }
+	cancelled = func() event.Payload { return &stewardv1.TaskCancelled{Reason: "no longer needed"} }
+)
+
+func TestFoldFollowsTheStateMachine(t *testing.T) {
+	tests := []struct {
+		name    string
+		events  []event.Payload
+		want    stewardv1.TaskStatus
+		illegal bool
+	}{
+		{"created is pending", []event.Payload{created()}, stewardv1.TaskStatus_TASK_STATUS_PENDING, false},
+		{"started is running", []event.Payload{created(), started()}, stewardv1.TaskStatus_TASK_STATUS_RUNNING, false},
+		{"pause and resume return to running", []event.Payload{created(), started(), paused(), resumed()}, stewardv1.TaskStatus_TASK_STATUS_RUNNING, false},
+		{"pause while pending resumes to pending", []event.Payload{created(), paused(), resumed()}, stewardv1.TaskStatus_TASK_STATUS_PENDING, false},
+		{"cancel a paused task", []event.Payload{created(), started(), paused(), cancelled()}, stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false},
+		{"resume a cancelled task", []event.Payload{created(), cancelled(), resumed()}, 0, true},
+		{"cancel twice", []event.Payload{created(), cancelled(), cancelled()}, 0, true},
+		{"start twice", []event.Payload{created(), started(), started()}, 0, true},
+		{"resume a running task", []event.Payload{created(), started(), resumed()}, 0, true},
+		{"pause a paused task", []event.Payload{created(), paused(), paused()}, 0, true},
+		{"no creation", []event.Payload{started()}, 0, true},
+		{"created twice", []event.Payload{created(), created()}, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := task.Fold(sealed(t, tt.events...))
+			if tt.illegal {
+				if !errs.Is(err, errs.FailedPrecondition) {
+					t.Fatalf("err = %v, want a failed precondition", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != tt.want {
+				t.Fatalf("status = %v, want %v", got.Status, tt.want)
+			}
+			if got.EventCount != uint32(len(tt.events)) || got.LastSequence != uint64(9+len(tt.events)) {
+				t.Fatalf("count/seq = %d/%d", got.EventCount, got.LastSequence)
+			}
+		})
+	}
+}
+
+func TestApplyLeavesTaskUnchangedOnError(t *testing.T) {
+	recs := sealed(t, created(), cancelled(), resumed())
+	tk, err := task.Fold(recs[:2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := tk.String()
+	if err := task.Apply(tk, recs[2].Event, recs[2].Sequence); err == nil {
+		t.Fatal("resume of a cancelled task was accepted")
+	}
+	if tk.String() != before {
+		t.Fatal("a refused event changed the task")
+	}
+}
+
+func TestFoldRefusesABrokenLink(t *testing.T) {
+	recs := sealed(t, created(), started(), paused())
+	recs = append(recs[:1], recs[2:]...) // drop "started"
+	if _, err := task.Fold(recs); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("err = %v, want a failed precondition for the broken link", err)
+	}
+}
+
+func TestFoldKeepsTheContract(t *testing.T) {
+	tk, err := task.Fold(sealed(t, created()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Contract.TaskId != "t1" || tk.Contract.Intent != "i" || tk.RequestId != "r1" {
+		t.Fatalf("task = %v", tk)
+	}
+}

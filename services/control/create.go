@@ -1,0 +1,71 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// TaskIDFor returns the id of the task a request id creates. Deriving the id
+// from the request id is what makes CreateTask idempotent without a second
+// store: the second request lands on the same subject and finds it taken.
+func TaskIDFor(requestID string) string {
+	if requestID == "" {
+		return event.RandomID()
+	}
+	return event.ID("task", requestID)
+}
+
+// CreateTask validates req and opens a task. With a request id it is
+// idempotent: the same request again returns the same task with created
+// false, and the same request id with a different contract is
+// AlreadyExists.
+func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (*stewardv1.Task, bool, error) {
+	if err := validateCreate(req, time.Now()); err != nil {
+		return nil, false, err
+	}
+	taskID := TaskIDFor(req.RequestId)
+	contract := proto.CloneOf(req.Contract)
+	contract.TaskId = taskID
+	ev, err := event.New(event.Meta{
+		ID:            event.ID(taskID, event.TypeTaskCreated),
+		TaskID:        taskID,
+		Actor:         p.actor(principal),
+		CorrelationID: req.RequestId,
+	}, &stewardv1.TaskCreated{Contract: contract, RequestId: req.RequestId})
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := p.log.Append(ctx, eventlog.Head{}, ev)
+	switch {
+	case errors.Is(err, eventlog.ErrConflict):
+		// The task exists: this is a repeat of an earlier request.
+	case err != nil:
+		return nil, false, err
+	case rec.Event == ev:
+		t := &stewardv1.Task{}
+		if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
+			return nil, false, err
+		}
+		return t, true, nil
+	}
+	// Compare with the creation event, not the folded task: later events
+	// may change the contract the task carries.
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(recs) == 0 || !proto.Equal(recs[0].Event.GetTaskCreated().GetContract(), contract) {
+		return nil, false, errs.New(errs.AlreadyExists, "request_id %q already created task %s with a different contract", req.RequestId, taskID)
+	}
+	t, err := task.Fold(recs)
+	return t, false, err
+}

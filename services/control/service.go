@@ -1,0 +1,71 @@
+package control
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// taskService implements TaskService over the plane.
+type taskService struct {
+	stewardv1connect.UnimplementedTaskServiceHandler
+	plane *Plane
+}
+
+func (s *taskService) CreateTask(ctx context.Context, req *connect.Request[stewardv1.CreateTaskRequest]) (*connect.Response[stewardv1.CreateTaskResponse], error) {
+	t, created, err := s.plane.CreateTask(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.CreateTaskResponse{Task: t, Created: created}), nil
+}
+
+func (s *taskService) CancelTask(ctx context.Context, req *connect.Request[stewardv1.CancelTaskRequest]) (*connect.Response[stewardv1.CancelTaskResponse], error) {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+		return &stewardv1.TaskCancelled{Reason: reason}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.CancelTaskResponse{Task: t}), nil
+}
+
+func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+		return &stewardv1.TaskPaused{Reason: reason}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.PauseTaskResponse{Task: t}), nil
+}
+
+func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewardv1.ResumeTaskRequest]) (*connect.Response[stewardv1.ResumeTaskResponse], error) {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+		return &stewardv1.TaskResumed{Reason: reason}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ResumeTaskResponse{Task: t}), nil
+}
+
+// command validates the common fields of a lifecycle command and applies it.
+func (s *taskService) command(ctx context.Context, taskID, reason string, payload func(string) eventPayload) (*stewardv1.Task, error) {
+	if taskID == "" {
+		return nil, errs.Field("task_id", "is required")
+	}
+	if !eventlog.ValidTaskID(taskID) {
+		return nil, errs.Field("task_id", "%q is not a task id", taskID)
+	}
+	if err := checkReason(reason); err != nil {
+		return nil, err
+	}
+	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, payload(reason))
+}

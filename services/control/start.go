@@ -1,0 +1,39 @@
+package control
+
+import (
+	"context"
+
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// reactions are the control plane's durable reactions to the log.
+func (p *Plane) reactions() eventlog.Reactions {
+	return eventlog.Reactions{
+		event.TypeTaskCreated: p.startIfPending,
+		// A task paused before it started goes back to pending on resume
+		// and needs starting then.
+		event.TypeTaskResumed: p.startIfPending,
+	}
+}
+
+// startIfPending starts a pending task. It is idempotent: the start event's
+// id is derived from the task, so a redelivered cause finds the task
+// already running (and does nothing) or, mid-retry, the same event stored.
+func (p *Plane) startIfPending(ctx context.Context, rec *stewardv1.EventRecord) error {
+	taskID := rec.Event.TaskId
+	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+			return nil, nil
+		}
+		return event.New(event.Meta{
+			ID:            event.ID(taskID, event.TypeTaskStarted),
+			TaskID:        taskID,
+			Actor:         p.actor("steward"),
+			CausationID:   rec.Event.EventId,
+			CorrelationID: rec.Event.CorrelationId,
+		}, &stewardv1.TaskStarted{})
+	})
+	return err
+}

@@ -1,0 +1,216 @@
+package control
+
+import (
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Limits on a task contract. They keep one task's events small enough to
+// replay quickly and keep a careless client from filling the log.
+const (
+	MaxTextLen   = 4096 // intent, desired outcome, descriptions
+	MaxRefLen    = 256  // principal and credential refs, ids, tool names
+	MaxListLen   = 256  // any repeated field
+	MaxRequestID = 128
+	MaxReasonLen = 1024
+)
+
+// validateCreate checks a CreateTask request and names the first field
+// that is wrong, as the client spells it.
+func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
+	if err := checkText("request_id", req.RequestId, MaxRequestID, false); err != nil {
+		return err
+	}
+	c := req.Contract
+	if c == nil {
+		return errs.Field("contract", "is required")
+	}
+	checks := []error{
+		checkText("contract.intent", c.Intent, MaxTextLen, true),
+		checkText("contract.desired_outcome", c.DesiredOutcome, MaxTextLen, true),
+		checkText("contract.requester_ref", c.RequesterRef, MaxRefLen, true),
+		checkText("contract.authorizer_ref", c.AuthorizerRef, MaxRefLen, false),
+		checkText("contract.accountable_owner_ref", c.AccountableOwnerRef, MaxRefLen, true),
+		checkText("contract.acceptance_owner_ref", c.AcceptanceOwnerRef, MaxRefLen, false),
+		checkText("contract.credential_ref", c.CredentialRef, MaxRefLen, false),
+		checkRiskTier(c.RiskTier),
+		checkBudget(c.Budget),
+		checkDeadline(c, now),
+		checkList("contract.delegation_chain", len(c.DelegationChain)),
+		checkList("contract.context_refs", len(c.ContextRefs)),
+		checkTools(c.AllowedTools),
+		checkCriteria(c.AcceptanceCriteria),
+		checkRecovery(c.RecoveryPolicy),
+	}
+	for _, err := range checks {
+		if err != nil {
+			return err
+		}
+	}
+	for i, d := range c.DelegationChain {
+		f := fmt.Sprintf("contract.delegation_chain[%d]", i)
+		for _, err := range []error{
+			checkText(f+".from_ref", d.FromRef, MaxRefLen, true),
+			checkText(f+".to_ref", d.ToRef, MaxRefLen, true),
+			checkText(f+".credential_ref", d.CredentialRef, MaxRefLen, false),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	for i, r := range c.ContextRefs {
+		if err := checkText(fmt.Sprintf("contract.context_refs[%d].uri", i), r.Uri, MaxTextLen, true); err != nil {
+			return err
+		}
+	}
+	if s := c.InputSnapshot; s != nil {
+		if err := checkList("contract.input_snapshot.inputs", len(s.Inputs)); err != nil {
+			return err
+		}
+		if err := checkText("contract.input_snapshot.version", s.Version, MaxRefLen, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkText(field, s string, maxLen int, required bool) error {
+	switch {
+	case required && s == "":
+		return errs.Field(field, "is required")
+	case len(s) > maxLen:
+		return &errs.Error{Code: errs.TooLarge, Field: field, Message: fmt.Sprintf("is %d bytes; the limit is %d", len(s), maxLen)}
+	case !utf8.ValidString(s):
+		return errs.Field(field, "is not valid UTF-8")
+	}
+	return nil
+}
+
+func checkList(field string, n int) error {
+	if n > MaxListLen {
+		return &errs.Error{Code: errs.TooLarge, Field: field, Message: fmt.Sprintf("has %d entries; the limit is %d", n, MaxListLen)}
+	}
+	return nil
+}
+
+func checkRiskTier(t stewardv1.RiskTier) error {
+	if t == stewardv1.RiskTier_RISK_TIER_UNSPECIFIED {
+		return errs.Field("contract.risk_tier", "is required (RISK_TIER_LOW, _MEDIUM, _HIGH or _CRITICAL)")
+	}
+	if _, ok := stewardv1.RiskTier_name[int32(t)]; !ok {
+		return errs.Field("contract.risk_tier", "%d is not a known risk tier", t)
+	}
+	return nil
+}
+
+func checkBudget(b *stewardv1.Budget) error {
+	if b == nil {
+		return nil
+	}
+	if b.MaxTokens < 0 {
+		return errs.Field("contract.budget.max_tokens", "must not be negative")
+	}
+	if b.MaxCostMicros < 0 {
+		return errs.Field("contract.budget.max_cost_micros", "must not be negative")
+	}
+	if b.MaxCostMicros > 0 && len(b.Currency) != 3 {
+		return errs.Field("contract.budget.currency", "must be a three-letter ISO 4217 code when a cost budget is set")
+	}
+	if err := checkList("contract.budget.milestones", len(b.Milestones)); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	var tokens, cost int64
+	for i, m := range b.Milestones {
+		f := fmt.Sprintf("contract.budget.milestones[%d]", i)
+		if err := checkText(f+".milestone_id", m.MilestoneId, MaxRefLen, true); err != nil {
+			return err
+		}
+		if seen[m.MilestoneId] {
+			return errs.Field(f+".milestone_id", "%q appears twice", m.MilestoneId)
+		}
+		seen[m.MilestoneId] = true
+		if m.MaxTokens < 0 {
+			return errs.Field(f+".max_tokens", "must not be negative")
+		}
+		if m.MaxCostMicros < 0 {
+			return errs.Field(f+".max_cost_micros", "must not be negative")
+		}
+		tokens, cost = tokens+m.MaxTokens, cost+m.MaxCostMicros
+		// Each term is bounded by the task budget below, so the sums
+		// cannot overflow before the check fires.
+		if b.MaxTokens > 0 && tokens > b.MaxTokens {
+			return errs.Field(f+".max_tokens", "milestone token budgets add up to more than the task's %d", b.MaxTokens)
+		}
+		if b.MaxCostMicros > 0 && cost > b.MaxCostMicros {
+			return errs.Field(f+".max_cost_micros", "milestone cost budgets add up to more than the task's %d", b.MaxCostMicros)
+		}
+	}
+	return nil
+}
+
+func checkDeadline(c *stewardv1.TaskContract, now time.Time) error {
+	if c.Deadline == nil {
+		return nil
+	}
+	if err := c.Deadline.CheckValid(); err != nil {
+		return errs.Field("contract.deadline", "is not a valid time: %v", err)
+	}
+	if !c.Deadline.AsTime().After(now) {
+		return errs.Field("contract.deadline", "%s is not in the future", c.Deadline.AsTime().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func checkTools(tools []string) error {
+	if err := checkList("contract.allowed_tools", len(tools)); err != nil {
+		return err
+	}
+	for i, t := range tools {
+		if err := checkText(fmt.Sprintf("contract.allowed_tools[%d]", i), t, MaxRefLen, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
+	if err := checkList("contract.acceptance_criteria", len(cs)); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for i, c := range cs {
+		f := fmt.Sprintf("contract.acceptance_criteria[%d]", i)
+		if err := checkText(f+".id", c.Id, MaxRefLen, true); err != nil {
+			return err
+		}
+		if seen[c.Id] {
+			return errs.Field(f+".id", "%q appears twice", c.Id)
+		}
+		seen[c.Id] = true
+		if err := checkText(f+".description", c.Description, MaxTextLen, false); err != nil {
+			return err
+		}
+		if err := checkText(f+".expression", c.Expression, MaxTextLen, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkRecovery(r *stewardv1.RecoveryPolicy) error {
+	if r == nil {
+		return nil
+	}
+	if _, ok := stewardv1.RecoveryMode_name[int32(r.Mode)]; !ok {
+		return errs.Field("contract.recovery_policy.mode", "%d is not a known recovery mode", r.Mode)
+	}
+	return nil
+}
+
+func checkReason(s string) error { return checkText("reason", s, MaxReasonLen, false) }

@@ -1,0 +1,85 @@
+// Package state is the state plane: it projects task views from the log and
+// serves them (QueryService), and replays and verifies task histories for
+// auditors (AuditService).
+//
+// Where views live: in memory, rebuilt from the log on start by an ordered
+// consumer that folds every event with the same fold the control plane
+// uses (pkg/task). The log is the only source of truth; keeping views in
+// memory means there is no second store to drift from it, every state-plane
+// replica serves identical views, and "drop the projections and replay" is
+// simply a restart. The cost is start-up time proportional to the log; the
+// README gives the measured rebuild rate. Views persisted in a KV bucket
+// would trade that for a second copy to keep consistent and are not needed
+// at today's sizes.
+//
+// Reads are read-your-writes: GetTask first asks the log for the task's
+// last sequence and waits (briefly) until the projection has applied it.
+package state
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// PlaneName is the state plane's name in logs.
+const PlaneName = "state"
+
+// Plane is the state plane. Its methods are safe for concurrent use.
+type Plane struct {
+	log    *eventlog.Log
+	logger *slog.Logger
+	views  *Projection
+
+	// ctx ends when the plane stops; watches end with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   sync.WaitGroup
+}
+
+// New returns a state plane over log.
+func New(log *eventlog.Log, logger *slog.Logger) *Plane {
+	ctx, cancel := context.WithCancel(context.Background())
+	logger = logger.With("plane", PlaneName)
+	return &Plane{log: log, logger: logger, views: NewProjection(logger), ctx: ctx, cancel: cancel}
+}
+
+// Start begins projecting the log into views.
+func (p *Plane) Start(context.Context) error {
+	p.done.Add(1)
+	go func() {
+		defer p.done.Done()
+		for p.ctx.Err() == nil {
+			err := p.log.Follow(p.ctx, "", p.views.Applied(), p.views.Apply, p.views.skip)
+			if err != nil && !errors.Is(err, context.Canceled) {
+				p.logger.Error("projection stopped; restarting", "err", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// Stop ends the projection and every open watch.
+func (p *Plane) Stop() {
+	p.cancel()
+	p.done.Wait()
+}
+
+// Views returns the plane's projection, for tests and in-process callers.
+func (p *Plane) Views() *Projection { return p.views }
+
+// Services returns the Connect services the plane serves.
+func (p *Plane) Services() []rpc.Service {
+	opts := rpc.HandlerOptions(p.logger)
+	qPath, q := stewardv1connect.NewQueryServiceHandler(&queryService{plane: p}, opts...)
+	aPath, a := stewardv1connect.NewAuditServiceHandler(&auditService{plane: p}, opts...)
+	return []rpc.Service{
+		{Name: stewardv1connect.QueryServiceName, Path: qPath, Handler: q},
+		{Name: stewardv1connect.AuditServiceName, Path: aPath, Handler: a},
+	}
+}

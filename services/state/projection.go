@@ -1,0 +1,146 @@
+package state
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// Projection holds the views of all tasks, folded from the log. It is safe
+// for concurrent use: one goroutine applies, many read.
+type Projection struct {
+	logger *slog.Logger
+
+	mu      sync.RWMutex
+	tasks   map[string]*stewardv1.Task
+	order   []string // task ids by creation sequence: stable paging
+	applied uint64   // last stream sequence applied
+	// changed is closed and replaced whenever applied moves, waking waiters.
+	changed chan struct{}
+	// rejected counts events the fold refused (illegal on the log).
+	rejected int
+}
+
+// NewProjection returns an empty projection.
+func NewProjection(logger *slog.Logger) *Projection {
+	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, changed: make(chan struct{})}
+}
+
+// Apply folds one record into its task's view. It never fails: an event the
+// fold refuses is a malformed event on the log, reported and skipped so one
+// bad event cannot stop every view.
+func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	id := rec.Event.TaskId
+	t, ok := p.tasks[id]
+	if !ok {
+		t = &stewardv1.Task{}
+	}
+	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
+		p.rejected++
+		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
+	} else if !ok {
+		p.tasks[id] = t
+		p.order = append(p.order, id)
+	}
+	p.advance(rec.Sequence)
+	return nil
+}
+
+// skip notes an event that could not be decoded (the log has set it aside).
+func (p *Projection) skip(seq uint64, _ error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.rejected++
+	p.advance(seq)
+}
+
+func (p *Projection) advance(seq uint64) {
+	if seq > p.applied {
+		p.applied = seq
+		close(p.changed)
+		p.changed = make(chan struct{})
+	}
+}
+
+// Applied returns the last stream sequence the projection has applied.
+func (p *Projection) Applied() uint64 {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.applied
+}
+
+// Rejected returns how many events were refused or undecodable.
+func (p *Projection) Rejected() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return p.rejected
+}
+
+// WaitFor blocks until the projection has applied seq or ctx ends.
+func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
+	for {
+		p.mu.RLock()
+		applied, changed := p.applied, p.changed
+		p.mu.RUnlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return errs.Wrap(errs.Unavailable, ctx.Err(), "views are behind the log (at %d, want %d)", applied, seq)
+		}
+	}
+}
+
+// Get returns a copy of the task's view.
+func (p *Projection) Get(taskID string) (*stewardv1.Task, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	t, ok := p.tasks[taskID]
+	if !ok {
+		return nil, false
+	}
+	return proto.CloneOf(t), true
+}
+
+// List returns up to limit tasks created after position after (0 for the
+// start) whose status is in statuses (all when empty), in creation order,
+// and the position to continue from (0 when there is no more).
+func (p *Projection) List(statuses []stewardv1.TaskStatus, after, limit int) ([]*stewardv1.Task, int) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []*stewardv1.Task
+	for i := after; i < len(p.order); i++ {
+		t := p.tasks[p.order[i]]
+		if len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
+			continue
+		}
+		if len(out) == limit {
+			return out, i
+		}
+		out = append(out, proto.CloneOf(t))
+	}
+	return out, 0
+}
+
+// Snapshot returns copies of every view, keyed by task id: for comparing a
+// rebuilt projection with a live one.
+func (p *Projection) Snapshot() map[string]*stewardv1.Task {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	out := make(map[string]*stewardv1.Task, len(p.tasks))
+	for id, t := range p.tasks {
+		out[id] = proto.CloneOf(t)
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package state
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+// Paging limits for ListTasks.
+const (
+	DefaultPageSize = 100
+	MaxPageSize     = 1000
+)
+
+// freshnessWait bounds how long a read waits for the views to catch up
+// with the log before it answers Unavailable.
+const freshnessWait = 5 * time.Second
+
+type queryService struct {
+	stewardv1connect.UnimplementedQueryServiceHandler
+	plane *Plane
+}
+
+func checkTaskID(id string) error {
+	if id == "" {
+		return errs.Field("task_id", "is required")
+	}
+	if !eventlog.ValidTaskID(id) {
+		return errs.Field("task_id", "%q is not a task id", id)
+	}
+	return nil
+}
+
+// fresh returns the task's view once the projection has caught up with the
+// task's last event on the log: a client that just wrote reads its write.
+func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
+	}
+	last, err := p.log.LastSequence(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if last == 0 {
+		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
+	defer cancel()
+	if err := p.views.WaitFor(wctx, last); err != nil {
+		return nil, err
+	}
+	t, ok := p.views.Get(taskID)
+	if !ok {
+		// The log has events the fold refused: report, don't pretend.
+		return nil, errs.New(errs.Corrupt, "task %s has events but no valid view; run VerifyTask", taskID)
+	}
+	return t, nil
+}
+
+func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
+	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
+}
+
+func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {
+	size := int(req.Msg.PageSize)
+	switch {
+	case size < 0:
+		return nil, errs.Field("page_size", "must not be negative")
+	case size == 0:
+		size = DefaultPageSize
+	case size > MaxPageSize:
+		return nil, errs.Field("page_size", "%d exceeds the limit of %d", size, MaxPageSize)
+	}
+	for i, st := range req.Msg.Statuses {
+		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
+			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
+		}
+	}
+	after, err := decodePageToken(req.Msg.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	tasks, next := s.plane.views.List(req.Msg.Statuses, after, size)
+	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
+}
+
+// Page tokens are opaque to clients; inside they are a position in creation
+// order, which new tasks only extend, so paging is stable.
+const pageTokenPrefix = "v1:"
+
+func encodePageToken(pos int) string {
+	if pos == 0 {
+		return ""
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + strconv.Itoa(pos)))
+}
+
+func decodePageToken(tok string) (int, error) {
+	if tok == "" {
+		return 0, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(tok)
+	if err == nil && strings.HasPrefix(string(raw), pageTokenPrefix) {
+		if pos, err := strconv.Atoi(strings.TrimPrefix(string(raw), pageTokenPrefix)); err == nil && pos > 0 {
+			return pos, nil
+		}
+	}
+	return 0, errs.Field("page_token", "is not a token this server issued")
+}
+
+func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewardv1.WatchTaskRequest], stream *connect.ServerStream[stewardv1.WatchTaskResponse]) error {
+	if err := checkTaskID(req.Msg.TaskId); err != nil {
+		return err
+	}
+	last, err := s.plane.log.LastSequence(ctx, req.Msg.TaskId)
+	if err != nil {
+		return err
+	}
+	if last == 0 {
+		return errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
+	}
+	// The watch ends when the client goes or the plane stops.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	defer context.AfterFunc(s.plane.ctx, stop)()
+	err = s.plane.log.Follow(ctx, req.Msg.TaskId, req.Msg.AfterSequence, func(rec *stewardv1.EventRecord) error {
+		return stream.Send(&stewardv1.WatchTaskResponse{Record: rec})
+	}, nil)
+	if ctx.Err() != nil {
+		return nil // the client left or the server is stopping: a normal end
+	}
+	return err
+}
+
+func (s *queryService) GetTimeline(ctx context.Context, req *connect.Request[stewardv1.GetTimelineRequest]) (*connect.Response[stewardv1.GetTimelineResponse], error) {
+	if err := checkTaskID(req.Msg.TaskId); err != nil {
+		return nil, err
+	}
+	recs, err := s.plane.log.Read(ctx, req.Msg.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
+	}
+	return connect.NewResponse(&stewardv1.GetTimelineResponse{Entries: Timeline(recs)}), nil
+}
