@@ -1,0 +1,65 @@
+package e2e_test
+
+import (
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/cmd/steward/app"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+// TestServicesMode runs each plane as its own `steward serve` against one
+// external NATS JetStream server, as docker-compose and Kubernetes do, and
+// checks that a task created through the control plane is served by the
+// state plane.
+func TestServicesMode(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	urls := map[string]string{}
+	for _, plane := range []string{"control", "governance", "execution", "state"} {
+		m := app.NewServer(io.Discard, &testWriter{t: t})
+		err := m.ParseFlags("serve", []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatalf("%s: %v", plane, err)
+		}
+		t.Cleanup(m.Close)
+		urls[plane] = m.URL()
+	}
+	control, state := newClients(urls["control"]), newClients(urls["state"])
+	taskID := createTask(t, control, "services-1").Contract.TaskId
+	got := waitStatus(t, state, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	if got.RequestId != "services-1" {
+		t.Fatalf("state plane serves %v", got)
+	}
+	// Each plane serves only its own services.
+	_, err := state.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented && connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("the state plane accepted a control-plane call: %v", err)
+	}
+}
+
+func TestServeFlagsAreChecked(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve", "--nats", "nats://x:4222"}, "--plane is required"},
+		{[]string{"serve", "--plane", "billing", "--nats", "nats://x:4222"}, `--plane: "billing"`},
+		{[]string{"serve", "--plane", "state"}, "--nats is required"},
+		{[]string{"dev", "--addr", "nonsense"}, "--addr"},
+		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
+	} {
+		out := run(t, 1, tt.args...)
+		if !strings.Contains(out, tt.want) {
+			t.Errorf("steward %v said %q; want it to mention %q", tt.args, out, tt.want)
+		}
+	}
+}
+

@@ -1,0 +1,148 @@
+package control_test
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/control"
+)
+
+func validRequest(requestID string) *stewardv1.CreateTaskRequest {
+	return &stewardv1.CreateTaskRequest{RequestId: requestID, Contract: &stewardv1.TaskContract{
+		Intent: "i", DesiredOutcome: "o", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
+		RiskTier: stewardv1.RiskTier_RISK_TIER_LOW,
+	}}
+}
+
+// TestConcurrentCreatesMakeOneTask races many creates of one request id:
+// exactly one creates, the rest get the same task.
+func TestConcurrentCreatesMakeOneTask(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	ids := map[string]int{}
+	created := 0
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tk, ok, err := ctl.CreateTask(context.Background(), "t", validRequest("once"))
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			ids[tk.Contract.TaskId]++
+			if ok {
+				created++
+			}
+		}()
+	}
+	wg.Wait()
+	if len(ids) != 1 || created != 1 {
+		t.Fatalf("tasks %v, created %d times; want one task created once", ids, created)
+	}
+	recs, err := log.Read(context.Background(), control.TaskIDFor("once"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1 {
+		t.Fatalf("%d events stored, want 1", len(recs))
+	}
+}
+
+// TestConcurrentCommandsFollowTheStateMachine races pause and cancel: every
+// command either wins a sequence or is refused as illegal; the chain holds.
+func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("race"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	accepted := 0
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var p event.Payload = &stewardv1.TaskPaused{}
+			if i%2 == 1 {
+				p = &stewardv1.TaskResumed{}
+			}
+			if i == 11 {
+				p = &stewardv1.TaskCancelled{}
+			}
+			_, err := ctl.Apply(ctx, "t", id, p)
+			switch {
+			case err == nil:
+				mu.Lock()
+				accepted++
+				mu.Unlock()
+			case errs.Is(err, errs.FailedPrecondition), errs.Is(err, errs.Conflict):
+			default:
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	recs, err := log.Read(ctx, id) // verifies the chain
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 1+accepted {
+		t.Fatalf("%d events stored, %d commands accepted", len(recs), accepted)
+	}
+}
+
+// TestStartReactionIsIdempotent delivers the same created event to the
+// control plane's reaction several times: one start event, not several.
+func TestStartReactionIsIdempotent(t *testing.T) {
+	log, bus := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("redeliver"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer ctl.Stop()
+	waitEvents(t, log, tk.Contract.TaskId, 2)
+	// Redeliver: reset the durable consumer to the start of the stream.
+	if err := bus.JS.DeleteConsumer(ctx, log.Config().Stream, control.PlaneName); err != nil {
+		t.Fatal(err)
+	}
+	ctl.Stop()
+	ctl2 := control.New(log, slog.New(slog.DiscardHandler))
+	if err := ctl2.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer ctl2.Stop()
+	// A marker task created after the reset: once it has started, the
+	// reaction has passed the first task's creation again.
+	marker, _, err := ctl.CreateTask(ctx, "t", validRequest("marker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitEvents(t, log, marker.Contract.TaskId, 2)
+	recs, err := log.Read(ctx, tk.Contract.TaskId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 2 {
+		t.Fatalf("after redelivery the task has %d events, want 2", len(recs))
+	}
+}
