@@ -62,4 +62,3 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		}
 	}
 }
-

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -117,7 +118,7 @@ func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
 				return err
 			}
 			l.cfg.Logger.Warn("follow: transient error", "err", err)

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -58,6 +59,10 @@ func (p *Plane) Start(context.Context) error {
 			err := p.log.Follow(p.ctx, "", p.views.Applied(), p.views.Apply, p.views.skip)
 			if err != nil && !errors.Is(err, context.Canceled) {
 				p.logger.Error("projection stopped; restarting", "err", err)
+				select {
+				case <-p.ctx.Done():
+				case <-time.After(time.Second):
+				}
 			}
 		}
 	}()

@@ -1,0 +1,748 @@
+package deploy_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/cli"
+	"github.com/compose-spec/compose-go/v2/types"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/yaml"
+)
+
+// planes are Steward's four planes: one compose service and one
+// Kubernetes Deployment+Service each.
+var planes = []string{"control", "governance", "execution", "state"}
+
+const (
+	planePort = 7700
+	natsURL   = "nats://nats:4222"
+	k8sDir    = "k8s"
+)
+
+// ---------------------------------------------------------------------------
+// docker-compose.yml
+
+// loadCompose loads a compose file with compose-go, with schema validation
+// on: the compose-spec JSON schema rejects unknown keys. The environment is
+// fixed so that the host's variables cannot change the result.
+func loadCompose(t *testing.T, path string) (*types.Project, error) {
+	t.Helper()
+	opts, err := cli.NewProjectOptions([]string{path},
+		cli.WithWorkingDirectory(filepath.Dir(path)),
+		cli.WithEnv([]string{}),
+		cli.WithResolvedPaths(true),
+		cli.WithConsistency(true),
+	)
+	if err != nil {
+		return nil, err
+	}
+	return cli.ProjectFromOptions(context.Background(), opts)
+}
+
+func TestComposeStrictRejectsUnknownKeys(t *testing.T) {
+	// Guards the strictness the other compose tests rely on: a misspelt
+	// key must fail to load, not be dropped.
+	bad := filepath.Join(t.TempDir(), "compose.yml")
+	src := "services:\n  nats:\n    image: nats:2.12-alpine\n    comand: [\"-js\"]\n"
+	if err := os.WriteFile(bad, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loadCompose(t, bad); err == nil {
+		t.Fatal("compose file with unknown key `comand` loaded without error; loading is not strict")
+	}
+}
+
+func TestCompose(t *testing.T) {
+	path, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := loadCompose(t, path)
+	if err != nil {
+		t.Fatalf("load %s: %v", path, err)
+	}
+
+	names := p.ServiceNames()
+	sort.Strings(names)
+	want := append([]string{"nats"}, planes...)
+	sort.Strings(want)
+	if !slices.Equal(names, want) {
+		t.Fatalf("services = %v, want %v", names, want)
+	}
+
+	t.Run("nats", func(t *testing.T) {
+		nats, _ := p.GetService("nats")
+		if !strings.HasPrefix(nats.Image, "nats:2.12") {
+			t.Errorf("nats image = %q, want nats:2.12*", nats.Image)
+		}
+		cmd := []string(nats.Command)
+		if !slices.Contains(cmd, "-js") && !slices.Contains(cmd, "--jetstream") {
+			t.Errorf("nats command %q does not enable JetStream (-js)", cmd)
+		}
+		sd := flagValue(cmd, "-sd", "--store_dir")
+		if sd == "" {
+			t.Fatalf("nats command %q sets no JetStream store dir (-sd)", cmd)
+		}
+		var mounted bool
+		for _, v := range nats.Volumes {
+			if v.Target == sd {
+				mounted = true
+				if v.Type != types.VolumeTypeVolume {
+					t.Errorf("nats %s is a %s mount, want a named volume", sd, v.Type)
+				}
+				if _, ok := p.Volumes[v.Source]; !ok {
+					t.Errorf("nats volume %q is not declared under top-level volumes", v.Source)
+				}
+			}
+		}
+		if !mounted {
+			t.Errorf("nats store dir %s has no volume mounted", sd)
+		}
+		if nats.HealthCheck == nil || nats.HealthCheck.Disable || len(nats.HealthCheck.Test) == 0 {
+			t.Fatal("nats has no healthcheck; planes depend on it being healthy")
+		}
+		if test := strings.Join(nats.HealthCheck.Test, " "); !strings.Contains(test, "8222/healthz") {
+			t.Errorf("nats healthcheck %q does not query the monitoring /healthz", test)
+		} else if flagValue(cmd, "-m", "--http_port") != "8222" {
+			t.Errorf("nats healthcheck uses port 8222 but command %q does not serve monitoring there (-m 8222)", cmd)
+		}
+	})
+
+	published := map[string]string{"control": "7701", "state": "7702"}
+	var builders int
+	for _, name := range planes {
+		t.Run(name, func(t *testing.T) {
+			s, err := p.GetService(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := []string(s.Command)
+			if len(cmd) == 0 || cmd[0] != "serve" {
+				t.Errorf("command %q does not start with serve", cmd)
+			}
+			for _, arg := range []string{"--plane=" + name, "--nats=" + natsURL, fmt.Sprintf("--addr=0.0.0.0:%d", planePort)} {
+				if !slices.Contains(cmd, arg) {
+					t.Errorf("command %q lacks %s", cmd, arg)
+				}
+			}
+			if s.Image != "steward:dev" {
+				t.Errorf("image = %q, want steward:dev (one image for every plane)", s.Image)
+			}
+			if s.Build != nil {
+				builders++
+				if s.Build.Context != filepath.Dir(path) {
+					t.Errorf("build context = %q, want the repository root %q", s.Build.Context, filepath.Dir(path))
+				}
+			}
+			dep, ok := s.DependsOn["nats"]
+			if !ok {
+				t.Fatalf("does not depend on nats (depends_on = %v)", s.DependsOn)
+			}
+			if dep.Condition != types.ServiceConditionHealthy {
+				t.Errorf("depends_on nats condition = %q, want %q", dep.Condition, types.ServiceConditionHealthy)
+			}
+			if s.Restart != types.RestartPolicyUnlessStopped {
+				t.Errorf("restart = %q, want %q", s.Restart, types.RestartPolicyUnlessStopped)
+			}
+			wantPub, wantsPort := published[name]
+			if !wantsPort {
+				if len(s.Ports) != 0 {
+					t.Errorf("ports = %+v, want none published", s.Ports)
+				}
+				return
+			}
+			if len(s.Ports) != 1 || s.Ports[0].Published != wantPub || s.Ports[0].Target != planePort {
+				t.Errorf("ports = %+v, want %s:%d", s.Ports, wantPub, planePort)
+			}
+		})
+	}
+	if builders != 1 {
+		t.Errorf("%d plane services have build:, want exactly 1 building steward:dev for all", builders)
+	}
+}
+
+// flagValue returns the value after the first of names in args ("-x v" or
+// "-x=v"), or "".
+func flagValue(args []string, names ...string) string {
+	for i, a := range args {
+		for _, n := range names {
+			if a == n && i+1 < len(args) {
+				return args[i+1]
+			}
+			if v, ok := strings.CutPrefix(a, n+"="); ok {
+				return v
+			}
+		}
+	}
+	return ""
+}
+
+// ---------------------------------------------------------------------------
+// Dockerfile (no parser dependency: the checks are line-based)
+
+func TestDockerfile(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var froms, users, entrypoints []string
+	var builds bool
+	for line := range strings.Lines(string(b)) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		instr, rest, _ := strings.Cut(line, " ")
+		switch strings.ToUpper(instr) {
+		case "FROM":
+			froms = append(froms, rest)
+		case "USER":
+			users = append(users, strings.TrimSpace(rest))
+		case "ENTRYPOINT":
+			entrypoints = append(entrypoints, strings.TrimSpace(rest))
+		case "RUN":
+			if strings.Contains(rest, "go build") && strings.Contains(rest, "./cmd/steward") {
+				builds = true
+				if !strings.Contains(rest, "CGO_ENABLED=0") {
+					t.Errorf("go build is not CGO_ENABLED=0; a static runtime image needs a static binary")
+				}
+			}
+		}
+	}
+	if len(froms) < 2 {
+		t.Fatalf("FROM lines = %q, want a multi-stage build", froms)
+	}
+	if !strings.HasPrefix(froms[0], "golang:1.26") {
+		t.Errorf("build stage FROM %q, want golang:1.26", froms[0])
+	}
+	if !builds {
+		t.Error("no RUN go build ... ./cmd/steward")
+	}
+	if _, err := os.Stat(filepath.Join("..", "cmd", "steward")); err != nil {
+		t.Errorf("Dockerfile builds ./cmd/steward: %v", err)
+	}
+	if len(users) == 0 {
+		t.Error("no USER: the image would run as root")
+	} else if u := users[len(users)-1]; u == "root" || u == "0" || strings.HasPrefix(u, "0:") || strings.HasPrefix(u, "root:") {
+		t.Errorf("final USER %q is root", u)
+	}
+	if len(entrypoints) == 0 || entrypoints[len(entrypoints)-1] != `["/steward"]` {
+		t.Errorf("ENTRYPOINT = %q, want [\"/steward\"]", entrypoints)
+	}
+}
+
+// ---------------------------------------------------------------------------
+// deploy/k8s
+
+// object is one decoded Kubernetes manifest.
+type object struct {
+	file string
+	kind string
+	name string
+	obj  any
+}
+
+// typeMeta reads just kind and apiVersion to pick the Go type.
+type typeMeta struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+}
+
+// newObject returns a pointer to the typed object for apiVersion/kind.
+func newObject(tm typeMeta) (any, error) {
+	switch tm.APIVersion + "/" + tm.Kind {
+	case "v1/Namespace":
+		return &corev1.Namespace{}, nil
+	case "v1/ConfigMap":
+		return &corev1.ConfigMap{}, nil
+	case "v1/Service":
+		return &corev1.Service{}, nil
+	case "apps/v1/Deployment":
+		return &appsv1.Deployment{}, nil
+	case "apps/v1/StatefulSet":
+		return &appsv1.StatefulSet{}, nil
+	}
+	return nil, fmt.Errorf("unknown apiVersion %q kind %q", tm.APIVersion, tm.Kind)
+}
+
+// strictUnmarshal decodes JSON into v, failing on unknown fields and on
+// trailing data.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after object")
+	}
+	return nil
+}
+
+// decodeManifests decodes every YAML document of r strictly into typed
+// Kubernetes objects.
+func decodeManifests(file string, r io.Reader) ([]object, error) {
+	yr := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	var out []object
+	for i := 0; ; i++ {
+		doc, err := yr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		j, err := yaml.YAMLToJSONStrict(doc)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if s := strings.TrimSpace(string(j)); s == "null" || s == "" {
+			continue // empty document, e.g. after a trailing ---
+		}
+		var tm typeMeta
+		if err := json.Unmarshal(j, &tm); err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		obj, err := newObject(tm)
+		if err != nil {
+			return nil, fmt.Errorf("%s: document %d: %w", file, i, err)
+		}
+		if err := strictUnmarshal(j, obj); err != nil {
+			return nil, fmt.Errorf("%s: document %d (%s): %w", file, i, tm.Kind, err)
+		}
+		meta := obj.(metav1.Object)
+		if meta.GetName() == "" {
+			return nil, fmt.Errorf("%s: document %d (%s) has no metadata.name", file, i, tm.Kind)
+		}
+		out = append(out, object{file: file, kind: tm.Kind, name: meta.GetName(), obj: obj})
+	}
+}
+
+func TestDecodeManifestsIsStrict(t *testing.T) {
+	// Guards the strictness TestKubernetes relies on.
+	cases := map[string]string{
+		"unknown field":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndatta:\n  A: b\n",
+		"nested unknown field": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          imagee: x\n",
+		"unknown kind":         "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\n",
+		"duplicate key":        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  A: b\n  A: c\n",
+		"wrong type":           "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports: 7700\n",
+		"no name":              "apiVersion: v1\nkind: Namespace\nmetadata: {}\n",
+	}
+	for name, src := range cases {
+		t.Run(name, func(t *testing.T) {
+			if _, err := decodeManifests(name, strings.NewReader(src)); err == nil {
+				t.Errorf("decoded without error:\n%s", src)
+			}
+		})
+	}
+	objs, err := decodeManifests("ok", strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: b\n---\n"))
+	if err != nil || len(objs) != 2 {
+		t.Fatalf("two documents: got %d objects, err %v", len(objs), err)
+	}
+}
+
+// manifests is every object in deploy/k8s, by kind and name.
+type manifests struct {
+	all         []object
+	namespaces  map[string]*corev1.Namespace
+	configMaps  map[string]*corev1.ConfigMap
+	services    map[string]*corev1.Service
+	deployments map[string]*appsv1.Deployment
+	statefuls   map[string]*appsv1.StatefulSet
+}
+
+func loadManifests(t *testing.T) *manifests {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if yml, _ := filepath.Glob(filepath.Join(k8sDir, "*.yml")); len(yml) > 0 {
+		t.Errorf("%v: use the .yaml extension so these files are checked", yml)
+	}
+	m := &manifests{
+		namespaces:  map[string]*corev1.Namespace{},
+		configMaps:  map[string]*corev1.ConfigMap{},
+		services:    map[string]*corev1.Service{},
+		deployments: map[string]*appsv1.Deployment{},
+		statefuls:   map[string]*appsv1.StatefulSet{},
+	}
+	for _, f := range files {
+		if filepath.Base(f) == "kustomization.yaml" {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, err := decodeManifests(f, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(objs) == 0 {
+			t.Errorf("%s holds no objects", f)
+		}
+		for _, o := range objs {
+			var dup bool
+			switch v := o.obj.(type) {
+			case *corev1.Namespace:
+				_, dup = m.namespaces[o.name]
+				m.namespaces[o.name] = v
+			case *corev1.ConfigMap:
+				_, dup = m.configMaps[o.name]
+				m.configMaps[o.name] = v
+			case *corev1.Service:
+				_, dup = m.services[o.name]
+				m.services[o.name] = v
+			case *appsv1.Deployment:
+				_, dup = m.deployments[o.name]
+				m.deployments[o.name] = v
+			case *appsv1.StatefulSet:
+				_, dup = m.statefuls[o.name]
+				m.statefuls[o.name] = v
+			}
+			if dup {
+				t.Errorf("%s: %s %q is defined twice", f, o.kind, o.name)
+			}
+			if o.kind != "Namespace" {
+				if ns := o.obj.(metav1.Object).GetNamespace(); ns != "steward" {
+					t.Errorf("%s: %s %q has namespace %q, want steward", f, o.kind, o.name, ns)
+				}
+			}
+			m.all = append(m.all, o)
+		}
+	}
+	return m
+}
+
+func TestKustomizationListsEveryManifest(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Namespace  string   `json:"namespace"`
+		Resources  []string `json:"resources"`
+	}
+	j, err := yaml.YAMLToJSONStrict(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := strictUnmarshal(j, &k); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if k.Kind != "Kustomization" || k.Namespace != "steward" {
+		t.Errorf("kustomization.yaml: kind %q namespace %q, want Kustomization in steward", k.Kind, k.Namespace)
+	}
+	files, _ := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	var want []string
+	for _, f := range files {
+		if b := filepath.Base(f); b != "kustomization.yaml" {
+			want = append(want, b)
+		}
+	}
+	got := slices.Clone(k.Resources)
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("kustomization resources = %v, want every manifest %v", got, want)
+	}
+}
+
+func TestKubernetes(t *testing.T) {
+	m := loadManifests(t)
+
+	if _, ok := m.namespaces["steward"]; !ok {
+		t.Error("no Namespace steward")
+	}
+
+	cm, ok := m.configMaps["steward-config"]
+	if !ok {
+		t.Fatal("no ConfigMap steward-config")
+	}
+	if got := cm.Data["NATS_URL"]; got != natsURL {
+		t.Errorf("steward-config NATS_URL = %q, want %q", got, natsURL)
+	}
+	if got := cm.Data["LOG_LEVEL"]; !slices.Contains([]string{"debug", "info", "warn", "error"}, got) {
+		t.Errorf("steward-config LOG_LEVEL = %q, want one of debug, info, warn, error", got)
+	}
+
+	t.Run("nats", func(t *testing.T) {
+		ss, ok := m.statefuls["nats"]
+		if !ok {
+			t.Fatal("no StatefulSet nats")
+		}
+		checkSelector(t, "StatefulSet nats", ss.Spec.Selector, ss.Spec.Template.Labels)
+		if _, ok := m.services[ss.Spec.ServiceName]; !ok {
+			t.Errorf("StatefulSet serviceName %q has no Service", ss.Spec.ServiceName)
+		}
+		if len(ss.Spec.Template.Spec.Containers) == 0 {
+			t.Fatal("StatefulSet nats has no containers")
+		}
+		c := ss.Spec.Template.Spec.Containers[0]
+		args := append(slices.Clone(c.Command), c.Args...)
+		if !slices.Contains(args, "-js") && !slices.Contains(args, "--jetstream") {
+			t.Errorf("nats args %q do not enable JetStream (-js)", args)
+		}
+		sd := flagValue(args, "-sd", "--store_dir")
+		if sd == "" {
+			t.Fatalf("nats args %q set no store dir (-sd)", args)
+		}
+		if len(ss.Spec.VolumeClaimTemplates) == 0 {
+			t.Fatal("StatefulSet nats has no volumeClaimTemplates")
+		}
+		var claimed bool
+		for _, vm := range c.VolumeMounts {
+			if vm.MountPath != sd {
+				continue
+			}
+			for _, pvc := range ss.Spec.VolumeClaimTemplates {
+				if pvc.Name == vm.Name {
+					claimed = true
+					if pvc.Spec.Resources.Requests.Storage().IsZero() {
+						t.Errorf("volume claim %q requests no storage", pvc.Name)
+					}
+				}
+			}
+		}
+		if !claimed {
+			t.Errorf("nats store dir %s is not mounted from a volume claim template", sd)
+		}
+		checkContainer(t, "nats", c)
+
+		svc, ok := m.services["nats"]
+		if !ok {
+			t.Fatal("no Service nats (steward-config points at nats:4222)")
+		}
+		checkServiceTargets(t, svc, ss.Spec.Template)
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == 4222 }) {
+			t.Errorf("Service nats ports %+v lack 4222", svc.Spec.Ports)
+		}
+	})
+
+	for _, name := range planes {
+		t.Run(name, func(t *testing.T) {
+			d, ok := m.deployments[name]
+			if !ok {
+				t.Fatalf("no Deployment %s", name)
+			}
+			checkSelector(t, "Deployment "+name, d.Spec.Selector, d.Spec.Template.Labels)
+			pod := d.Spec.Template.Spec
+			if len(pod.Containers) != 1 {
+				t.Fatalf("Deployment %s has %d containers, want 1", name, len(pod.Containers))
+			}
+			c := pod.Containers[0]
+			if len(c.Command) != 0 {
+				t.Errorf("command %q overrides the image's ENTRYPOINT /steward", c.Command)
+			}
+			if len(c.Args) == 0 || c.Args[0] != "serve" {
+				t.Errorf("args %q do not start with serve", c.Args)
+			}
+			for _, a := range []string{"--plane=" + name, "--nats=$(NATS_URL)", "--log-level=$(LOG_LEVEL)", fmt.Sprintf("--addr=0.0.0.0:%d", planePort)} {
+				if !slices.Contains(c.Args, a) {
+					t.Errorf("args %q lack %s", c.Args, a)
+				}
+			}
+			if n := strings.Count(strings.Join(c.Args, " "), "--plane="); n != 1 {
+				t.Errorf("args %q have %d --plane flags", c.Args, n)
+			}
+			// Every $(VAR) in args must come from the ConfigMap, else
+			// Kubernetes passes it through literally.
+			env := envNames(t, c, m.configMaps)
+			for _, ref := range varRef.FindAllStringSubmatch(strings.Join(c.Args, " "), -1) {
+				if !env[ref[1]] {
+					t.Errorf("args use $(%s) but the container has no such env", ref[1])
+				}
+			}
+			if !slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.ContainerPort == planePort }) {
+				t.Errorf("container ports %+v lack %d", c.Ports, planePort)
+			}
+			checkContainer(t, name, c)
+			if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
+				if c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot == nil || !*c.SecurityContext.RunAsNonRoot {
+					t.Error("runAsNonRoot is not set on the pod or the container")
+				}
+			}
+
+			svc, ok := m.services[name]
+			if !ok {
+				t.Fatalf("no Service %s", name)
+			}
+			checkServiceTargets(t, svc, d.Spec.Template)
+			i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "http" })
+			if i < 0 {
+				t.Fatalf("Service %s has no port named http: %+v", name, svc.Spec.Ports)
+			}
+			if p := svc.Spec.Ports[i]; p.Port != planePort {
+				t.Errorf("Service %s port http = %d, want %d", name, p.Port, planePort)
+			}
+			// Exactly one plane's pods behind each plane's Service.
+			for _, other := range planes {
+				if other == name {
+					continue
+				}
+				if od, ok := m.deployments[other]; ok && subset(svc.Spec.Selector, od.Spec.Template.Labels) {
+					t.Errorf("Service %s selector %v also selects Deployment %s's pods", name, svc.Spec.Selector, other)
+				}
+			}
+		})
+	}
+}
+
+var varRef = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
+
+// envNames is the set of environment variable names container c gets from
+// env and from the ConfigMaps it references in envFrom.
+func envNames(t *testing.T, c corev1.Container, cms map[string]*corev1.ConfigMap) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	for _, e := range c.Env {
+		names[e.Name] = true
+	}
+	for _, ef := range c.EnvFrom {
+		if ef.ConfigMapRef == nil {
+			continue
+		}
+		cm, ok := cms[ef.ConfigMapRef.Name]
+		if !ok {
+			t.Errorf("envFrom references ConfigMap %q, which is not defined", ef.ConfigMapRef.Name)
+			continue
+		}
+		for k := range cm.Data {
+			names[ef.Prefix+k] = true
+		}
+	}
+	return names
+}
+
+// checkContainer checks probes, resources and the container security
+// context shared by every workload.
+func checkContainer(t *testing.T, name string, c corev1.Container) {
+	t.Helper()
+	for kind, p := range map[string]*corev1.Probe{"readiness": c.ReadinessProbe, "liveness": c.LivenessProbe} {
+		if p == nil {
+			t.Errorf("%s: no %s probe", name, kind)
+			continue
+		}
+		switch {
+		case p.GRPC != nil:
+			if !hasContainerPort(c, intstr.FromInt32(p.GRPC.Port)) {
+				t.Errorf("%s: %s grpc probe port %d is not a container port", name, kind, p.GRPC.Port)
+			}
+		case p.HTTPGet != nil:
+			if !strings.HasPrefix(p.HTTPGet.Path, "/healthz") {
+				t.Errorf("%s: %s httpGet path %q, want /healthz", name, kind, p.HTTPGet.Path)
+			}
+			if !hasContainerPort(c, p.HTTPGet.Port) {
+				t.Errorf("%s: %s httpGet port %s is not a container port", name, kind, p.HTTPGet.Port.String())
+			}
+		case p.TCPSocket != nil:
+			if !hasContainerPort(c, p.TCPSocket.Port) {
+				t.Errorf("%s: %s tcpSocket port %s is not a container port", name, kind, p.TCPSocket.Port.String())
+			}
+		default:
+			t.Errorf("%s: %s probe has no handler", name, kind)
+		}
+	}
+	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, hasReq := c.Resources.Requests[r]
+		lim, hasLim := c.Resources.Limits[r]
+		if !hasReq || !hasLim {
+			t.Errorf("%s: resources lack %s request or limit", name, r)
+			continue
+		}
+		if req.Cmp(lim) > 0 {
+			t.Errorf("%s: %s request %s exceeds limit %s", name, r, req.String(), lim.String())
+		}
+	}
+	sc := c.SecurityContext
+	if sc == nil {
+		t.Errorf("%s: no container securityContext", name)
+		return
+	}
+	if sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation {
+		t.Errorf("%s: allowPrivilegeEscalation is not false", name)
+	}
+	if sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem {
+		t.Errorf("%s: readOnlyRootFilesystem is not true", name)
+	}
+	if sc.Privileged != nil && *sc.Privileged {
+		t.Errorf("%s: privileged", name)
+	}
+}
+
+func hasContainerPort(c corev1.Container, port intstr.IntOrString) bool {
+	return slices.ContainsFunc(c.Ports, func(p corev1.ContainerPort) bool {
+		if port.Type == intstr.String {
+			return p.Name == port.StrVal
+		}
+		return p.ContainerPort == port.IntVal
+	})
+}
+
+// checkSelector checks a workload's selector matches its pod template.
+func checkSelector(t *testing.T, what string, sel *metav1.LabelSelector, podLabels map[string]string) {
+	t.Helper()
+	if sel == nil || len(sel.MatchLabels) == 0 {
+		t.Errorf("%s: no selector.matchLabels", what)
+		return
+	}
+	if len(sel.MatchExpressions) != 0 {
+		t.Errorf("%s: selector.matchExpressions are not checked here; use matchLabels", what)
+	}
+	if !subset(sel.MatchLabels, podLabels) {
+		t.Errorf("%s: selector %v does not match pod template labels %v", what, sel.MatchLabels, podLabels)
+	}
+}
+
+// checkServiceTargets checks a Service selects the pods of tmpl and that
+// each target port exists on a container.
+func checkServiceTargets(t *testing.T, svc *corev1.Service, tmpl corev1.PodTemplateSpec) {
+	t.Helper()
+	if len(svc.Spec.Selector) == 0 {
+		t.Errorf("Service %s has no selector", svc.Name)
+	} else if !subset(svc.Spec.Selector, tmpl.Labels) {
+		t.Errorf("Service %s selector %v is not a subset of pod labels %v", svc.Name, svc.Spec.Selector, tmpl.Labels)
+	}
+	if len(svc.Spec.Ports) == 0 {
+		t.Errorf("Service %s has no ports", svc.Name)
+	}
+	for _, p := range svc.Spec.Ports {
+		target := p.TargetPort
+		if target.Type == intstr.Int && target.IntVal == 0 {
+			target = intstr.FromInt32(p.Port) // targetPort defaults to port
+		}
+		if !slices.ContainsFunc(tmpl.Spec.Containers, func(c corev1.Container) bool { return hasContainerPort(c, target) }) {
+			t.Errorf("Service %s port %d targets %s, which no container exposes", svc.Name, p.Port, target.String())
+		}
+	}
+}
+
+// subset reports whether every label of sel is in labels.
+func subset(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if lv, ok := labels[k]; !ok || lv != v {
+			return false
+		}
+	}
+	return true
+}
