@@ -39,12 +39,18 @@ type Report struct {
 // OK reports whether every event verified.
 func (r *Report) OK() bool { return r.Break == nil }
 
-// Replayer checks events one at a time. The zero value is ready for a
-// task's first event. It is not safe for concurrent use.
+// Replayer checks events one at a time, from a task's first. It is not
+// safe for concurrent use.
 type Replayer struct {
 	chain event.Chain
 	task  stewardv1.Task
 	brk   *event.BreakError
+}
+
+// NewReplayer returns a replayer for the events of taskID; with "" the
+// first event names the task.
+func NewReplayer(taskID string) *Replayer {
+	return &Replayer{chain: event.Chain{TaskID: taskID}}
 }
 
 // Next verifies data as the next stored event (at stream sequence seq, 0
@@ -75,9 +81,10 @@ func (r *Replayer) Report() *Report {
 	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: proto.CloneOf(&r.task), Break: r.brk}
 }
 
-// Verify replays every stored event in order and reports.
-func Verify(events [][]byte) *Report {
-	var r Replayer
+// Verify replays every stored event of taskID ("" when unknown) in order
+// and reports.
+func Verify(taskID string, events [][]byte) *Report {
+	r := NewReplayer(taskID)
 	for _, d := range events {
 		if _, err := r.Next(d, 0); err != nil {
 			break

@@ -7,10 +7,12 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// Chain verifies one task's events in order. The zero value expects the
-// first event of a task. A Chain is not safe for concurrent use.
+// Chain verifies one task's events in order, from the first. Set TaskID to
+// the task the events are read for, so that a foreign chain placed under
+// its name is refused from the first event; left empty, the first event
+// names the task. A Chain is not safe for concurrent use.
 type Chain struct {
-	taskID string
+	TaskID string
 	head   []byte
 	n      int
 }
@@ -45,10 +47,10 @@ func (c *Chain) Next(data []byte) (*stewardv1.Event, error) {
 	switch {
 	case !bytes.Equal(ev.PrevHash, c.head):
 		return nil, brk("prev_hash does not match the previous event's hash")
-	case c.n > 0 && ev.TaskId != c.taskID:
-		return nil, brk(fmt.Sprintf("belongs to task %q, not %q", ev.TaskId, c.taskID))
+	case c.TaskID != "" && ev.TaskId != c.TaskID:
+		return nil, brk(fmt.Sprintf("belongs to task %q, not %q", ev.TaskId, c.TaskID))
 	}
-	c.taskID, c.head = ev.TaskId, ev.Hash
+	c.TaskID, c.head = ev.TaskId, ev.Hash
 	c.n++
 	return ev, nil
 }

@@ -78,19 +78,38 @@ func New(m Meta, payload Payload) (*stewardv1.Event, error) {
 	ev.Time = timestamppb.New(t.UTC())
 	switch p := payload.(type) {
 	case *stewardv1.TaskCreated:
-		ev.Type, ev.Payload = TypeTaskCreated, &stewardv1.Event_TaskCreated{TaskCreated: p}
+		ev.Payload = &stewardv1.Event_TaskCreated{TaskCreated: p}
 	case *stewardv1.TaskStarted:
-		ev.Type, ev.Payload = TypeTaskStarted, &stewardv1.Event_TaskStarted{TaskStarted: p}
+		ev.Payload = &stewardv1.Event_TaskStarted{TaskStarted: p}
 	case *stewardv1.TaskPaused:
-		ev.Type, ev.Payload = TypeTaskPaused, &stewardv1.Event_TaskPaused{TaskPaused: p}
+		ev.Payload = &stewardv1.Event_TaskPaused{TaskPaused: p}
 	case *stewardv1.TaskResumed:
-		ev.Type, ev.Payload = TypeTaskResumed, &stewardv1.Event_TaskResumed{TaskResumed: p}
+		ev.Payload = &stewardv1.Event_TaskResumed{TaskResumed: p}
 	case *stewardv1.TaskCancelled:
-		ev.Type, ev.Payload = TypeTaskCancelled, &stewardv1.Event_TaskCancelled{TaskCancelled: p}
+		ev.Payload = &stewardv1.Event_TaskCancelled{TaskCancelled: p}
 	default:
 		return nil, fmt.Errorf("event: %T is not an event payload", payload)
 	}
+	ev.Type = TypeOf(ev)
 	return ev, nil
+}
+
+// TypeOf returns the type name that belongs to ev's payload, or "" for an
+// event without a known payload.
+func TypeOf(ev *stewardv1.Event) string {
+	switch ev.Payload.(type) {
+	case *stewardv1.Event_TaskCreated:
+		return TypeTaskCreated
+	case *stewardv1.Event_TaskStarted:
+		return TypeTaskStarted
+	case *stewardv1.Event_TaskPaused:
+		return TypeTaskPaused
+	case *stewardv1.Event_TaskResumed:
+		return TypeTaskResumed
+	case *stewardv1.Event_TaskCancelled:
+		return TypeTaskCancelled
+	}
+	return ""
 }
 
 // ID derives a deterministic event id from the parts that name its cause,

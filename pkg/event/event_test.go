@@ -98,3 +98,27 @@ func TestNewRejectsNonEvents(t *testing.T) {
 		t.Fatal("a Task is not an event payload")
 	}
 }
+
+func TestOpenRefusesATypeThatDoesNotMatchThePayload(t *testing.T) {
+	ev := newEvent(t, "t1", &stewardv1.TaskCancelled{})
+	ev.Type = event.TypeTaskStarted // hashed, but a lie about the payload
+	data, err := event.Seal(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := event.Open(data); err == nil {
+		t.Fatal("an event whose type names another payload was accepted")
+	}
+}
+
+func TestChainRefusesAForeignFirstEvent(t *testing.T) {
+	ev := newEvent(t, "victim", &stewardv1.TaskCreated{})
+	data, err := event.Seal(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := event.Chain{TaskID: "attacker"}
+	if _, err := c.Next(data); err == nil {
+		t.Fatal("another task's chain verified under this task's name")
+	}
+}

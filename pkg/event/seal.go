@@ -61,5 +61,10 @@ func Open(data []byte) (*stewardv1.Event, error) {
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], ev.Hash) {
 		return ev, ErrBadHash
 	}
+	// The type travels unhashed in a message header for routing; the one
+	// in the envelope is hashed and must name the payload it sits beside.
+	if ev.Type == "" || ev.Type != TypeOf(ev) {
+		return ev, fmt.Errorf("type %q does not match the payload", ev.Type)
+	}
 	return ev, nil
 }

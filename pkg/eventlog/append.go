@@ -30,9 +30,16 @@ func HeadOf(t *stewardv1.Task) Head {
 // appended first. Re-read, re-fold, re-check and retry.
 var ErrConflict = errs.New(errs.Conflict, "task changed since it was read; re-read and retry")
 
-// jsErrWrongLastSequence is JetStream's error code for a failed
-// Nats-Expected-Last-Subject-Sequence check.
-const jsErrWrongLastSequence = 10071
+// JetStream error codes Append interprets.
+const (
+	// A failed Nats-Expected-Last-Subject-Sequence check (single server).
+	jsErrWrongLastSequence = 10071
+	// The same, from a clustered stream while another message on the
+	// subject is still being proposed: it carries no sequence.
+	jsErrWrongLastSequenceConstant = 10164
+	// A message with this id is still being proposed (clustered).
+	jsErrDuplicateInProcess = 10158
+)
 
 // Append seals ev onto head (setting ev.PrevHash and ev.Hash) and stores it,
 // provided the task's last sequence is still head.Sequence. It returns the
@@ -45,6 +52,9 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	data, err := event.Seal(ev, head.Hash)
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > l.maxPayload {
+		return nil, errs.New(errs.TooLarge, "the %s event is %d bytes; the event log takes at most %d", ev.Type, len(data), l.maxPayload)
 	}
 	msg := &nats.Msg{
 		Subject: l.Subject(ev.TaskId),
@@ -59,16 +69,18 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil && ack.Duplicate:
-		return l.recordAt(ctx, ack.Sequence)
+		return l.duplicateOf(ctx, ev, ack.Sequence)
 	case err == nil:
 		return &stewardv1.EventRecord{Sequence: ack.Sequence, Event: ev}, nil
-	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrWrongLastSequence:
+	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
 		// The server checks the sequence before the message id, so a retry
 		// of an append that was stored lands here too: maybe stored.
 		if rec, ferr := l.find(ctx, ev.TaskId, head.Sequence, ev.EventId); ferr != nil || rec != nil {
 			return rec, ferr
 		}
 		return nil, ErrConflict
+	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess:
+		return nil, ErrConflict // the same event is being stored; re-read and see
 	default:
 		return nil, errs.Wrap(errs.Unavailable, err, "append %s to task %s", ev.Type, ev.TaskId)
 	}
@@ -79,7 +91,7 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 func (l *Log) find(ctx context.Context, taskID string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
 	var found *stewardv1.EventRecord
 	err := l.scan(ctx, taskID, after+1, func(seq uint64, data []byte) error {
-		ev, err := event.Open(data)
+		ev, err := l.decode(l.Subject(taskID), data)
 		if err == nil && ev.EventId == eventID {
 			found = &stewardv1.EventRecord{Sequence: seq, Event: ev}
 			return errStop
@@ -92,15 +104,29 @@ func (l *Log) find(ctx context.Context, taskID string, after uint64, eventID str
 	return found, nil
 }
 
+// duplicateOf returns the stored event that the server says ev duplicates,
+// after checking that it is the same event: same task and id. Anything else
+// is an id collision, which must not pass for success.
+func (l *Log) duplicateOf(ctx context.Context, ev *stewardv1.Event, seq uint64) (*stewardv1.EventRecord, error) {
+	rec, err := l.recordAt(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Event.TaskId != ev.TaskId || rec.Event.EventId != ev.EventId || rec.Event.Type != ev.Type {
+		return nil, errs.New(errs.Internal, "event id %s collides with event %d of task %s", ev.EventId, seq, rec.Event.TaskId)
+	}
+	return rec, nil
+}
+
 // recordAt reads the event stored at seq.
 func (l *Log) recordAt(ctx context.Context, seq uint64) (*stewardv1.EventRecord, error) {
 	raw, err := l.stream.GetMsg(ctx, seq)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
 	}
-	ev, err := event.Open(raw.Data)
+	ev, err := l.decode(raw.Subject, raw.Data)
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "read event %d", seq)
+		return nil, errs.Wrap(errs.Corrupt, err, "read event %d", seq)
 	}
 	return &stewardv1.EventRecord{Sequence: seq, Event: ev}, nil
 }

@@ -3,13 +3,14 @@ package eventlog
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -29,7 +30,9 @@ type Subscription interface{ Stop() }
 // each event whose type has a handler to it. The consumer survives
 // restarts: a plane picks up where it left off. An event that cannot be
 // decoded or fails its hash check is set aside on the dead-letter stream and
-// acknowledged, so it never blocks the consumer.
+// acknowledged, so it never blocks the consumer. So is an event whose
+// handler fails for good (invalid, not found, failed precondition, corrupt:
+// see Permanent); any other failure is retried with backoff.
 func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription, error) {
 	cons, err := l.js.CreateOrUpdateConsumer(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
 		Durable:       name,
@@ -56,23 +59,40 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			_ = msg.Term()
 			return
 		}
-		ev, err := event.Open(msg.Data())
-		if err != nil {
-			if derr := l.setAside(ctx, msg.Subject(), meta.Sequence.Stream, msg.Data(), err); derr != nil {
+		setAside := func(cause error) {
+			if derr := l.setAside(ctx, msg.Subject(), meta.Sequence.Stream, msg.Data(), cause); derr != nil {
 				log.Error("set aside bad event", "seq", meta.Sequence.Stream, "err", derr)
 				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
 				return
 			}
 			_ = msg.Ack()
+		}
+		ev, err := l.decode(msg.Subject(), msg.Data())
+		if err != nil {
+			setAside(err)
 			return
 		}
-		if err := h(ctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}); err != nil {
+		err = h(ctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})
+		switch {
+		case err == nil:
+			_ = msg.Ack()
+		case Permanent(err):
+			setAside(fmt.Errorf("%s reaction to %s: %w", name, ev.Type, err))
+		default:
 			log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
 			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
-			return
 		}
-		_ = msg.Ack()
 	})
+}
+
+// Permanent reports whether a reaction's error will not go away by
+// retrying: redelivering the event could only fail the same way.
+func Permanent(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.Invalid, errs.NotFound, errs.FailedPrecondition, errs.Corrupt, errs.AlreadyExists, errs.TooLarge:
+		return true
+	}
+	return false
 }
 
 // backoff grows the redelivery delay exponentially from 100ms to 30s.
@@ -129,7 +149,7 @@ func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*
 			continue
 		}
 		seq := meta.Sequence.Stream
-		ev, err := event.Open(msg.Data())
+		ev, err := l.decode(msg.Subject(), msg.Data())
 		if err != nil {
 			if derr := l.setAside(ctx, msg.Subject(), seq, msg.Data(), err); derr != nil {
 				l.cfg.Logger.Error("set aside bad event", "seq", seq, "err", derr)

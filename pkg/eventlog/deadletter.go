@@ -16,12 +16,13 @@ const (
 	HeaderError        = "Steward-Error"
 )
 
-// setAside copies a message that cannot be decoded to the dead-letter
-// stream, under a subject named for its original sequence, and logs it.
-// Every reader of the log may meet the same bad message; the per-sequence
-// subject makes setting it aside idempotent across readers and restarts.
+// setAside copies a message that cannot be decoded or processed to the
+// dead-letter stream, under a subject named for its original sequence, and
+// logs it. Every reader of the log may meet the same bad message; the
+// per-sequence subject (one message each) makes setting it aside idempotent
+// across readers and restarts.
 func (l *Log) setAside(ctx context.Context, subject string, seq uint64, data []byte, cause error) error {
-	l.cfg.Logger.Error("event cannot be decoded; set aside", logAttrs(subject, seq, cause)...)
+	l.cfg.Logger.Error("event set aside", logAttrs(subject, seq, cause)...)
 	dl := l.deadLetterSubject(seq)
 	stream, err := l.js.Stream(ctx, l.cfg.DeadLetterStream)
 	if err != nil {

@@ -36,7 +36,8 @@ type Config struct {
 	SubjectPrefix    string
 	DeadLetterStream string
 	DeadLetterPrefix string
-	// Replicas of the streams; 1 for a single server, 3 for a cluster.
+	// Replicas of the streams when Open creates them; 1 for a single
+	// server, 3 for a cluster.
 	Replicas int
 	// Storage is file storage unless set to jetstream.MemoryStorage.
 	Storage jetstream.StorageType
@@ -76,14 +77,18 @@ type Log struct {
 	js     jetstream.JetStream
 	stream jetstream.Stream
 	cfg    Config
+	// maxPayload is the largest message the server takes.
+	maxPayload int
 }
 
-// Open makes sure the event and dead-letter streams exist with the
-// configuration Steward needs, and returns the log. Every plane calls it at
-// start; it is idempotent.
+// Open makes sure the event and dead-letter streams exist and returns the
+// log. A missing stream is created with the configuration Steward needs;
+// an existing one is used as it is — an operator's changes (more replicas,
+// other limits) are never rewritten — and a replica count that differs from
+// cfg is logged. Every plane calls Open at start; it is idempotent.
 func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error) {
 	cfg = cfg.withDefaults()
-	stream, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
+	stream, err := ensureStream(ctx, js, cfg, jetstream.StreamConfig{
 		Name:        cfg.Stream,
 		Description: "Steward task events; one subject per task",
 		Subjects:    []string{cfg.SubjectPrefix + ".>"},
@@ -97,20 +102,47 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 		DenyPurge:   true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open event stream %s: %w", cfg.Stream, err)
+		return nil, err
 	}
-	_, err = js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
-		Name:        cfg.DeadLetterStream,
-		Description: "Steward messages set aside because they could not be decoded",
-		Subjects:    []string{cfg.DeadLetterPrefix + ".>"},
-		Storage:     cfg.Storage,
-		Replicas:    cfg.Replicas,
-		Duplicates:  cfg.DuplicateWindow,
+	// One message per subject: setting a message aside is idempotent
+	// across readers and restarts (see setAside).
+	_, err = ensureStream(ctx, js, cfg, jetstream.StreamConfig{
+		Name:                 cfg.DeadLetterStream,
+		Description:          "Steward messages set aside because they could not be decoded or processed",
+		Subjects:             []string{cfg.DeadLetterPrefix + ".>"},
+		Storage:              cfg.Storage,
+		Replicas:             cfg.Replicas,
+		Duplicates:           cfg.DuplicateWindow,
+		MaxMsgsPerSubject:    1,
+		Discard:              jetstream.DiscardNew,
+		DiscardNewPerSubject: true,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("open dead-letter stream %s: %w", cfg.DeadLetterStream, err)
+		return nil, err
 	}
-	return &Log{js: js, stream: stream, cfg: cfg}, nil
+	maxPayload := int(js.Conn().MaxPayload())
+	if maxPayload <= 0 {
+		maxPayload = 1 << 20
+	}
+	return &Log{js: js, stream: stream, cfg: cfg, maxPayload: maxPayload}, nil
+}
+
+func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config, want jetstream.StreamConfig) (jetstream.Stream, error) {
+	stream, err := js.Stream(ctx, want.Name)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		stream, err = js.CreateStream(ctx, want)
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			stream, err = js.Stream(ctx, want.Name) // another plane created it first
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open stream %s: %w", want.Name, err)
+	}
+	if got := stream.CachedInfo().Config.Replicas; got != want.Replicas {
+		cfg.Logger.Warn("stream replica count differs from the configured one; leaving the stream as it is",
+			"stream", want.Name, "stream_replicas", got, "configured", want.Replicas)
+	}
+	return stream, nil
 }
 
 // Config returns the log's configuration with defaults filled in.

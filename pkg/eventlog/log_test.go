@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -232,3 +233,77 @@ func TestFollowDeliversInOrderFromASequence(t *testing.T) {
 }
 
 var errDone = errors.New("done")
+
+// TestEventUnderAnotherTasksSubjectIsRefused stores a validly sealed event
+// of task "victim" under task "attacker"'s subject.
+func TestEventUnderAnotherTasksSubjectIsRefused(t *testing.T) {
+	l, bus := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	ev := mustEvent(t, event.Meta{TaskID: "victim"}, &stewardv1.TaskCreated{})
+	data, err := event.Seal(ev, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bus.JS.Publish(ctx, l.Subject("attacker"), data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Read(ctx, "attacker"); !errs.Is(err, errs.Corrupt) {
+		t.Fatalf("Read = %v, want corrupt", err)
+	}
+	var followed int
+	var bad error
+	fctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = l.Follow(fctx, "", 0, func(*stewardv1.EventRecord) error { followed++; return nil }, func(_ uint64, err error) { bad = err; cancel() })
+	if followed != 0 || bad == nil {
+		t.Fatalf("Follow delivered %d events and reported %v; want the event refused", followed, bad)
+	}
+}
+
+// TestPermanentReactionFailureIsSetAside: a handler that fails for good is
+// not retried forever; the event goes to the dead letters.
+func TestPermanentReactionFailureIsSetAside(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var mu sync.Mutex
+	calls := 0
+	sub, err := l.React(ctx, "strict", eventlog.Reactions{
+		event.TypeTaskStarted: func(context.Context, *stewardv1.EventRecord) error {
+			mu.Lock()
+			calls++
+			mu.Unlock()
+			return errs.New(errs.FailedPrecondition, "never going to work")
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	if _, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t"}, &stewardv1.TaskStarted{})); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		dead, err := l.DeadLetters(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(dead) == 1 {
+			if !strings.Contains(dead[0].Reason, "never going to work") {
+				t.Fatalf("dead letter reason %q", dead[0].Reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the event was not set aside")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond) // longer than the first redelivery backoff
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 1 {
+		t.Fatalf("handler ran %d times, want 1", calls)
+	}
+}

@@ -3,6 +3,7 @@ package eventlog
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/synadia-io/orbit.go/jetstreamext"
@@ -36,19 +37,19 @@ func (l *Log) ReadRaw(ctx context.Context, taskID string) ([]Raw, error) {
 }
 
 // Read returns every event of taskID in order, each checked against the
-// task's hash chain. A chain break is an Internal error wrapping the
+// task's hash chain. A chain break is a Corrupt error wrapping the
 // *event.BreakError that names the event.
 func (l *Log) Read(ctx context.Context, taskID string) ([]*stewardv1.EventRecord, error) {
 	raws, err := l.ReadRaw(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
-	var chain event.Chain
+	chain := event.Chain{TaskID: taskID}
 	out := make([]*stewardv1.EventRecord, 0, len(raws))
 	for _, r := range raws {
 		ev, err := chain.Next(r.Data)
 		if err != nil {
-			return nil, errs.Wrap(errs.Internal, err, "task %s", taskID)
+			return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
 		}
 		out = append(out, &stewardv1.EventRecord{Sequence: r.Sequence, Event: ev})
 	}
@@ -99,4 +100,28 @@ func (l *Log) LastSequence(ctx context.Context, taskID string) (uint64, error) {
 		return 0, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
 	}
 	return msg.Sequence, nil
+}
+
+// LastStreamSequence returns the sequence of the last event in the whole
+// log, or 0 when it is empty.
+func (l *Log) LastStreamSequence(ctx context.Context) (uint64, error) {
+	info, err := l.stream.Info(ctx)
+	if err != nil {
+		return 0, errs.Wrap(errs.Unavailable, err, "read the event stream's state")
+	}
+	return info.State.LastSeq, nil
+}
+
+// decode opens an event read from subject and checks that it belongs
+// there: an event sealed for one task and stored under another's subject is
+// refused.
+func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
+	ev, err := event.Open(data)
+	if err != nil {
+		return nil, err
+	}
+	if subject != l.Subject(ev.TaskId) {
+		return nil, fmt.Errorf("event %s of task %s was stored under %s", ev.EventId, ev.TaskId, subject)
+	}
+	return ev, nil
 }

@@ -30,8 +30,10 @@ var connectCodes = map[errs.Code]connect.Code{
 }
 
 // ToConnect translates err for a client. Domain errors keep their message
-// (and, for invalid input, a BadRequest detail naming the field); anything
-// else is logged in full and reported as Internal without internals.
+// (and, for invalid input, a BadRequest detail naming the field), except
+// Unavailable, whose cause is logged and replaced by a generic message;
+// anything else is logged in full and reported as Internal without
+// internals.
 func ToConnect(ctx context.Context, log *slog.Logger, err error) error {
 	if err == nil {
 		return nil
@@ -50,6 +52,11 @@ func ToConnect(ctx context.Context, log *slog.Logger, err error) error {
 	if !ok {
 		log.ErrorContext(ctx, "internal error", "err", err)
 		return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
+	}
+	if code == connect.CodeUnavailable {
+		// The cause is the bus's own wording; it stays in the log.
+		log.WarnContext(ctx, "unavailable", "err", err)
+		return connect.NewError(code, errors.New("the event log is unavailable; try again"))
 	}
 	out := connect.NewError(code, err)
 	var e *errs.Error

@@ -49,7 +49,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 		t.CreatedAt = ev.Time
 	case *stewardv1.Event_TaskPaused:
 		t.PausedFrom = t.Status
-	case *stewardv1.Event_TaskResumed:
+	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled:
 		t.PausedFrom = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
 	}
 	t.Status = next

@@ -2,9 +2,13 @@ package control_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -84,7 +88,7 @@ func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
 			if i == 11 {
 				p = &stewardv1.TaskCancelled{}
 			}
-			_, err := ctl.Apply(ctx, "t", id, p)
+			_, err := ctl.Apply(ctx, "t", id, "", p)
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -144,5 +148,73 @@ func TestStartReactionIsIdempotent(t *testing.T) {
 	}
 	if len(recs) != 2 {
 		t.Fatalf("after redelivery the task has %d events, want 2", len(recs))
+	}
+}
+
+// TestCommandWithRequestIDIsSafeToRetry repeats a pause with the same
+// request id: the repeat succeeds and appends nothing; without a request id
+// the repeat is an illegal transition.
+func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	ctx := context.Background()
+	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("retry"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	for range 2 {
+		got, err := ctl.Apply(ctx, "t", id, "pause-1", &stewardv1.TaskPaused{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || got.EventCount != 2 {
+			t.Fatalf("after pause: %v", got)
+		}
+	}
+	if _, err := ctl.Apply(ctx, "t", id, "", &stewardv1.TaskPaused{}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("a second pause without a request id: %v, want failed precondition", err)
+	}
+}
+
+func TestValidationNamesTheField(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	tests := []struct {
+		name  string
+		edit  func(*stewardv1.TaskContract)
+		field string
+	}{
+		{"milestones overflow the task budget", func(c *stewardv1.TaskContract) {
+			c.Budget = &stewardv1.Budget{MaxTokens: 10, Milestones: []*stewardv1.MilestoneBudget{
+				{MilestoneId: "a", MaxTokens: 1}, {MilestoneId: "b", MaxTokens: 1<<63 - 1},
+			}}
+		}, "contract.budget.milestones[1].max_tokens"},
+		{"milestones add up past the budget", func(c *stewardv1.TaskContract) {
+			c.Budget = &stewardv1.Budget{MaxCostMicros: 10, Currency: "EUR", Milestones: []*stewardv1.MilestoneBudget{
+				{MilestoneId: "a", MaxCostMicros: 6}, {MilestoneId: "b", MaxCostMicros: 6},
+			}}
+		}, "contract.budget.milestones[1].max_cost_micros"},
+		{"timestamp JSON cannot carry", func(c *stewardv1.TaskContract) {
+			c.DelegationChain = []*stewardv1.Delegation{{FromRef: "a", ToRef: "b", DelegatedAt: &timestamppb.Timestamp{Seconds: 1 << 62}}}
+		}, "contract.delegation_chain[0].delegated_at"},
+		{"long context digest", func(c *stewardv1.TaskContract) {
+			c.ContextRefs = []*stewardv1.ContextRef{{Uri: "s3://x", Digest: strings.Repeat("d", 300)}}
+		}, "contract.context_refs[0].digest"},
+		{"input without uri", func(c *stewardv1.TaskContract) {
+			c.InputSnapshot = &stewardv1.InputSnapshot{Inputs: []*stewardv1.ContextRef{{}}}
+		}, "contract.input_snapshot.inputs[0].uri"},
+		{"bad currency", func(c *stewardv1.TaskContract) { c.Budget = &stewardv1.Budget{Currency: "euro"} }, "contract.budget.currency"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := validRequest("")
+			tt.edit(req.Contract)
+			_, _, err := ctl.CreateTask(context.Background(), "t", req)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Field != tt.field {
+				t.Fatalf("err = %v, want one naming %s", err, tt.field)
+			}
+		})
 	}
 }

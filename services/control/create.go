@@ -33,7 +33,10 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	taskID := TaskIDFor(req.RequestId)
-	contract := proto.CloneOf(req.Contract)
+	contract, err := knownFieldsOnly(req.Contract)
+	if err != nil {
+		return nil, false, err
+	}
 	contract.TaskId = taskID
 	ev, err := event.New(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskCreated),
@@ -68,4 +71,18 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	}
 	t, err := task.Fold(recs)
 	return t, false, err
+}
+
+// knownFieldsOnly copies c without fields this server does not know, which
+// would otherwise be stored and hashed without anyone seeing them.
+func knownFieldsOnly(c *stewardv1.TaskContract) (*stewardv1.TaskContract, error) {
+	data, err := proto.Marshal(c)
+	if err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "contract")
+	}
+	out := &stewardv1.TaskContract{}
+	if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(data, out); err != nil {
+		return nil, errs.Wrap(errs.Invalid, err, "contract")
+	}
+	return out, nil
 }

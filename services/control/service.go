@@ -27,7 +27,7 @@ func (s *taskService) CreateTask(ctx context.Context, req *connect.Request[stewa
 }
 
 func (s *taskService) CancelTask(ctx context.Context, req *connect.Request[stewardv1.CancelTaskRequest]) (*connect.Response[stewardv1.CancelTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
 		return &stewardv1.TaskCancelled{Reason: reason}
 	})
 	if err != nil {
@@ -37,7 +37,7 @@ func (s *taskService) CancelTask(ctx context.Context, req *connect.Request[stewa
 }
 
 func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
 		return &stewardv1.TaskPaused{Reason: reason}
 	})
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewar
 }
 
 func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewardv1.ResumeTaskRequest]) (*connect.Response[stewardv1.ResumeTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.Reason, func(reason string) eventPayload {
+	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
 		return &stewardv1.TaskResumed{Reason: reason}
 	})
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewa
 }
 
 // command validates the common fields of a lifecycle command and applies it.
-func (s *taskService) command(ctx context.Context, taskID, reason string, payload func(string) eventPayload) (*stewardv1.Task, error) {
+func (s *taskService) command(ctx context.Context, taskID, requestID, reason string, payload func(string) eventPayload) (*stewardv1.Task, error) {
 	if taskID == "" {
 		return nil, errs.Field("task_id", "is required")
 	}
@@ -67,5 +67,8 @@ func (s *taskService) command(ctx context.Context, taskID, reason string, payloa
 	if err := checkReason(reason); err != nil {
 		return nil, err
 	}
-	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, payload(reason))
+	if err := checkText("request_id", requestID, MaxRequestID, false); err != nil {
+		return nil, err
+	}
+	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, requestID, payload(reason))
 }

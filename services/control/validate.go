@@ -5,6 +5,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -41,7 +43,6 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 		checkBudget(c.Budget),
 		checkDeadline(c, now),
 		checkList("contract.delegation_chain", len(c.DelegationChain)),
-		checkList("contract.context_refs", len(c.ContextRefs)),
 		checkTools(c.AllowedTools),
 		checkCriteria(c.AcceptanceCriteria),
 		checkRecovery(c.RecoveryPolicy),
@@ -57,24 +58,54 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 			checkText(f+".from_ref", d.FromRef, MaxRefLen, true),
 			checkText(f+".to_ref", d.ToRef, MaxRefLen, true),
 			checkText(f+".credential_ref", d.CredentialRef, MaxRefLen, false),
+			checkTime(f+".delegated_at", d.DelegatedAt),
 		} {
 			if err != nil {
 				return err
 			}
 		}
 	}
-	for i, r := range c.ContextRefs {
-		if err := checkText(fmt.Sprintf("contract.context_refs[%d].uri", i), r.Uri, MaxTextLen, true); err != nil {
-			return err
-		}
+	if err := checkContextRefs("contract.context_refs", c.ContextRefs); err != nil {
+		return err
 	}
 	if s := c.InputSnapshot; s != nil {
-		if err := checkList("contract.input_snapshot.inputs", len(s.Inputs)); err != nil {
-			return err
-		}
 		if err := checkText("contract.input_snapshot.version", s.Version, MaxRefLen, false); err != nil {
 			return err
 		}
+		if err := checkContextRefs("contract.input_snapshot.inputs", s.Inputs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkContextRefs(field string, refs []*stewardv1.ContextRef) error {
+	if err := checkList(field, len(refs)); err != nil {
+		return err
+	}
+	for i, r := range refs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		for _, err := range []error{
+			checkText(f+".uri", r.Uri, MaxTextLen, true),
+			checkText(f+".version", r.Version, MaxRefLen, false),
+			checkText(f+".digest", r.Digest, MaxRefLen, false),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkTime refuses timestamps outside what JSON can carry: stored, they
+// would make the task unreadable to every JSON client.
+func checkTime(field string, ts *timestamppb.Timestamp) error {
+	if ts == nil {
+		return nil
+	}
+	if err := ts.CheckValid(); err != nil {
+		return errs.Field(field, "is not a valid time: %v", err)
 	}
 	return nil
 }
@@ -118,8 +149,8 @@ func checkBudget(b *stewardv1.Budget) error {
 	if b.MaxCostMicros < 0 {
 		return errs.Field("contract.budget.max_cost_micros", "must not be negative")
 	}
-	if b.MaxCostMicros > 0 && len(b.Currency) != 3 {
-		return errs.Field("contract.budget.currency", "must be a three-letter ISO 4217 code when a cost budget is set")
+	if (b.MaxCostMicros > 0 || b.Currency != "") && len(b.Currency) != 3 {
+		return errs.Field("contract.budget.currency", "must be a three-letter ISO 4217 code")
 	}
 	if err := checkList("contract.budget.milestones", len(b.Milestones)); err != nil {
 		return err
@@ -141,15 +172,15 @@ func checkBudget(b *stewardv1.Budget) error {
 		if m.MaxCostMicros < 0 {
 			return errs.Field(f+".max_cost_micros", "must not be negative")
 		}
-		tokens, cost = tokens+m.MaxTokens, cost+m.MaxCostMicros
-		// Each term is bounded by the task budget below, so the sums
-		// cannot overflow before the check fires.
-		if b.MaxTokens > 0 && tokens > b.MaxTokens {
+		// Compare with what is left rather than adding first, so that a
+		// huge milestone cannot wrap the sum around.
+		if b.MaxTokens > 0 && m.MaxTokens > b.MaxTokens-tokens {
 			return errs.Field(f+".max_tokens", "milestone token budgets add up to more than the task's %d", b.MaxTokens)
 		}
-		if b.MaxCostMicros > 0 && cost > b.MaxCostMicros {
+		if b.MaxCostMicros > 0 && m.MaxCostMicros > b.MaxCostMicros-cost {
 			return errs.Field(f+".max_cost_micros", "milestone cost budgets add up to more than the task's %d", b.MaxCostMicros)
 		}
+		tokens, cost = tokens+m.MaxTokens, cost+m.MaxCostMicros
 	}
 	return nil
 }
@@ -158,8 +189,8 @@ func checkDeadline(c *stewardv1.TaskContract, now time.Time) error {
 	if c.Deadline == nil {
 		return nil
 	}
-	if err := c.Deadline.CheckValid(); err != nil {
-		return errs.Field("contract.deadline", "is not a valid time: %v", err)
+	if err := checkTime("contract.deadline", c.Deadline); err != nil {
+		return err
 	}
 	if !c.Deadline.AsTime().After(now) {
 		return errs.Field("contract.deadline", "%s is not in the future", c.Deadline.AsTime().Format(time.RFC3339))

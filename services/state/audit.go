@@ -37,17 +37,16 @@ func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stew
 	if err != nil {
 		return err
 	}
-	var r audit.Replayer
+	// Every stored event goes out, verified or not: an auditor judges for
+	// themselves and must be able to export a broken history. After the
+	// first break, responses carry only the sequence and the bytes.
+	r := audit.NewReplayer(req.Msg.TaskId)
 	for _, raw := range raws {
-		step, err := r.Next(raw.Data, raw.Sequence)
-		if err != nil {
-			return errs.Wrap(errs.Corrupt, err, "task %s", req.Msg.TaskId)
+		resp := &stewardv1.ReplayTaskResponse{Record: &stewardv1.EventRecord{Sequence: raw.Sequence}, Data: raw.Data}
+		if step, err := r.Next(raw.Data, raw.Sequence); err == nil {
+			resp.Record.Event, resp.Task = step.Event, step.Task
 		}
-		if err := stream.Send(&stewardv1.ReplayTaskResponse{
-			Record: &stewardv1.EventRecord{Sequence: raw.Sequence, Event: step.Event},
-			Task:   step.Task,
-			Data:   raw.Data,
-		}); err != nil {
+		if err := stream.Send(resp); err != nil {
 			return err
 		}
 	}
@@ -59,7 +58,7 @@ func (s *auditService) VerifyTask(ctx context.Context, req *connect.Request[stew
 	if err != nil {
 		return nil, err
 	}
-	var r audit.Replayer
+	r := audit.NewReplayer(req.Msg.TaskId)
 	for _, raw := range raws {
 		if _, err := r.Next(raw.Data, raw.Sequence); err != nil {
 			break

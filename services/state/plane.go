@@ -37,21 +37,35 @@ type Plane struct {
 	logger *slog.Logger
 	views  *Projection
 
-	// ctx ends when the plane stops; watches end with it.
+	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   sync.WaitGroup
+	// streams ends before the RPC server shuts down, so that open watches
+	// do not hold the shutdown up.
+	streams    context.Context
+	endStreams context.CancelFunc
 }
 
 // New returns a state plane over log.
 func New(log *eventlog.Log, logger *slog.Logger) *Plane {
 	ctx, cancel := context.WithCancel(context.Background())
+	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
-	return &Plane{log: log, logger: logger, views: NewProjection(logger), ctx: ctx, cancel: cancel}
+	return &Plane{
+		log: log, logger: logger, views: NewProjection(logger),
+		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
+	}
 }
 
-// Start begins projecting the log into views.
-func (p *Plane) Start(context.Context) error {
+// Start begins projecting the log into views and returns once the views
+// have caught up with the log as it was at start, so that the plane never
+// serves a half-rebuilt view.
+func (p *Plane) Start(ctx context.Context) error {
+	last, err := p.log.LastStreamSequence(ctx)
+	if err != nil {
+		return err
+	}
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
@@ -66,8 +80,17 @@ func (p *Plane) Start(context.Context) error {
 			}
 		}
 	}()
+	start := time.Now()
+	if err := p.views.WaitFor(ctx, last); err != nil {
+		return err
+	}
+	p.logger.Info("views rebuilt from the log", "events", last, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
+
+// EndStreams ends every open watch; call it before shutting the RPC server
+// down.
+func (p *Plane) EndStreams() { p.endStreams() }
 
 // Stop ends the projection and every open watch.
 func (p *Plane) Stop() {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -26,11 +27,14 @@ type Projection struct {
 	changed chan struct{}
 	// rejected counts events the fold refused (illegal on the log).
 	rejected int
+	// broken names the tasks whose views stopped at a refused event, and
+	// why: their views are stale and must not be served as current.
+	broken map[string]string
 }
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, changed: make(chan struct{})}
+	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, broken: map[string]string{}, changed: make(chan struct{})}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -46,6 +50,9 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	}
 	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
 		p.rejected++
+		if _, seen := p.broken[id]; !seen {
+			p.broken[id] = fmt.Sprintf("event %d (%s) was refused: %v", rec.Sequence, rec.Event.EventId, err)
+		}
 		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
 	} else if !ok {
 		p.tasks[id] = t
@@ -102,15 +109,20 @@ func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
 	}
 }
 
-// Get returns a copy of the task's view.
-func (p *Projection) Get(taskID string) (*stewardv1.Task, bool) {
+// Get returns a copy of the task's view. A task whose history holds an
+// event the fold refused has no current view: Get returns a Corrupt error
+// naming the event.
+func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	if why, ok := p.broken[taskID]; ok {
+		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
+	}
 	t, ok := p.tasks[taskID]
 	if !ok {
-		return nil, false
+		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
-	return proto.CloneOf(t), true
+	return proto.CloneOf(t), nil
 }
 
 // List returns up to limit tasks created after position after (0 for the

@@ -11,10 +11,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/state"
 )
 
@@ -25,18 +26,13 @@ func contract(i int) *stewardv1.TaskContract {
 	}
 }
 
-// TestRebuiltProjectionEqualsLive drives tasks through their lifecycle with
-// the live state plane projecting, then rebuilds a projection from an empty
-// state and compares every view.
+// TestRebuiltProjectionEqualsLive writes task histories with the live state
+// plane projecting, then rebuilds a projection from an empty state and
+// compares every view.
 func TestRebuiltProjectionEqualsLive(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	logger := slog.New(slog.DiscardHandler)
-	ctl := control.New(log, logger)
-	if err := ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Stop()
 	live := state.New(log, logger)
 	if err := live.Start(ctx); err != nil {
 		t.Fatal(err)
@@ -48,26 +44,19 @@ func TestRebuiltProjectionEqualsLive(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tk, _, err := ctl.CreateTask(ctx, "tester", &stewardv1.CreateTaskRequest{RequestId: fmt.Sprint("r", i), Contract: contract(i)})
-			if err != nil {
-				t.Error(err)
-				return
-			}
-			id := tk.Contract.TaskId
+			history := []event.Payload{&stewardv1.TaskCreated{Contract: contract(i)}, &stewardv1.TaskStarted{}}
 			switch i % 3 {
 			case 0:
-				_, err = ctl.Apply(ctx, "tester", id, &stewardv1.TaskCancelled{Reason: "changed plans"})
+				history = append(history, &stewardv1.TaskCancelled{Reason: "changed plans"})
 			case 1:
-				_, err = ctl.Apply(ctx, "tester", id, &stewardv1.TaskPaused{})
+				history = append(history, &stewardv1.TaskPaused{}, &stewardv1.TaskResumed{}, &stewardv1.TaskPaused{Reason: "again"})
 			}
-			if err != nil {
+			if err := appendHistory(ctx, log, fmt.Sprint("task-", i), history...); err != nil {
 				t.Error(err)
 			}
 		}()
 	}
 	wg.Wait()
-	// Let the starter reaction finish its work on the tasks still pending.
-	time.Sleep(300 * time.Millisecond)
 
 	last := lastSequence(t, log)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -96,6 +85,23 @@ func TestRebuiltProjectionEqualsLive(t *testing.T) {
 	}
 }
 
+// appendHistory appends payloads as one task's history, in order.
+func appendHistory(ctx context.Context, log *eventlog.Log, taskID string, payloads ...event.Payload) error {
+	head := eventlog.Head{}
+	for _, p := range payloads {
+		ev, err := event.New(event.Meta{TaskID: taskID}, p)
+		if err != nil {
+			return err
+		}
+		rec, err := log.Append(ctx, head, ev)
+		if err != nil {
+			return err
+		}
+		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+	}
+	return nil
+}
+
 // lastSequence finds the stream's last sequence by following it to the end.
 func lastSequence(t *testing.T, log *eventlog.Log) uint64 {
 	t.Helper()
@@ -115,10 +121,9 @@ func lastSequence(t *testing.T, log *eventlog.Log) uint64 {
 func TestListPagesAreStable(t *testing.T) {
 	p := state.NewProjection(slog.New(slog.DiscardHandler))
 	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
 	ctx := context.Background()
 	for i := range 7 {
-		if _, _, err := ctl.CreateTask(ctx, "tester", &stewardv1.CreateTaskRequest{Contract: contract(i)}); err != nil {
+		if err := appendHistory(ctx, log, fmt.Sprint("t", i), &stewardv1.TaskCreated{Contract: contract(i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -145,5 +150,30 @@ func TestListPagesAreStable(t *testing.T) {
 	}
 	if page, _ := p.List([]stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_RUNNING}, 0, 10); len(page) != 0 {
 		t.Fatalf("no task was started, but %d are listed as running", len(page))
+	}
+}
+
+// TestRefusedEventMakesTheViewCorrupt stores an event that the fold must
+// refuse (a start after a cancel, validly sealed): the task's view is not
+// served as if it were current.
+func TestRefusedEventMakesTheViewCorrupt(t *testing.T) {
+	p := state.NewProjection(slog.New(slog.DiscardHandler))
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	err := appendHistory(ctx, log, "bad", &stewardv1.TaskCreated{Contract: contract(0)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() { _ = log.Follow(fctx, "", 0, p.Apply, nil) }()
+	if err := p.WaitFor(ctx, 3); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Get("bad"); !errs.Is(err, errs.Corrupt) {
+		t.Fatalf("Get = %v, want a corrupt-view error", err)
+	}
+	if p.Rejected() != 1 {
+		t.Fatalf("rejected = %d, want 1", p.Rejected())
 	}
 }

@@ -59,12 +59,12 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 	if err := p.views.WaitFor(wctx, last); err != nil {
 		return nil, err
 	}
-	t, ok := p.views.Get(taskID)
-	if !ok {
-		// The log has events the fold refused: report, don't pretend.
+	t, err := p.views.Get(taskID)
+	if errs.Is(err, errs.NotFound) {
+		// The log has events but the fold made no task of them.
 		return nil, errs.New(errs.Corrupt, "task %s has events but no valid view; run VerifyTask", taskID)
 	}
-	return t, nil
+	return t, err
 }
 
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
@@ -133,10 +133,10 @@ func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewa
 	if last == 0 {
 		return errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
 	}
-	// The watch ends when the client goes or the plane stops.
+	// The watch ends when the client goes or the server begins to stop.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	defer context.AfterFunc(s.plane.ctx, stop)()
+	defer context.AfterFunc(s.plane.streams, stop)()
 	err = s.plane.log.Follow(ctx, req.Msg.TaskId, req.Msg.AfterSequence, func(rec *stewardv1.EventRecord) error {
 		return stream.Send(&stewardv1.WatchTaskResponse{Record: rec})
 	}, nil)

@@ -49,6 +49,7 @@ type Server struct {
 	NATSListen string // dev: also serve the embedded NATS here
 	NATSURL    string // serve: the external NATS
 	Plane      string // serve: which plane
+	Replicas   int    // serve: replicas of the streams when this process creates them
 	LogLevel   string
 
 	stdout, stderr io.Writer
@@ -79,6 +80,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	} else {
 		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")
 		fs.StringVar(&m.Plane, "plane", "", "which plane to run: control, governance, execution or state")
+		fs.IntVar(&m.Replicas, "replicas", 1, "replicas of Steward's streams when they are created (3 on a JetStream cluster); existing streams are left as they are")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -109,6 +111,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return fmt.Errorf("--plane: %q is not one of control, governance, execution, state", m.Plane)
 		}
 	}
+	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
+		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	}
 	if m.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(m.NATSListen); err != nil {
 			return fmt.Errorf("--nats-listen: %q is not HOST:PORT: %v", m.NATSListen, err)
@@ -134,7 +139,7 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger})
+	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger, Replicas: m.Replicas})
 	if err != nil {
 		return err
 	}
@@ -181,6 +186,9 @@ func (m *Server) connect() error {
 		return fmt.Errorf("--data: %w", err)
 	}
 	cfg := embedded.Config{StoreDir: m.DataDir}
+	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
+		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	}
 	if m.NATSListen != "" {
 		host, port, _ := net.SplitHostPort(m.NATSListen)
 		cfg.Host = host
@@ -228,22 +236,44 @@ func (m *Server) Wait(ctx context.Context) error {
 	}
 }
 
-// Close stops the planes, then the RPC server (letting running calls
-// finish), then NATS. It is safe to call after a failed Run.
+// Close shuts down in the order that loses nothing: end open watch
+// streams; stop the RPC server, letting running calls finish against live
+// planes; stop the planes' reactions and projections; drain the NATS
+// connection so that pending acks reach the server; stop the embedded
+// server. It is safe to call after a failed Run.
 func (m *Server) Close() {
 	for _, p := range m.planes {
-		p.Stop()
+		if s, ok := p.(interface{ EndStreams() }); ok {
+			s.EndStreams()
+		}
 	}
 	if m.rpc != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		_ = m.rpc.Shutdown(ctx)
 		cancel()
 	}
+	for _, p := range m.planes {
+		p.Stop()
+	}
 	if m.nc != nil {
-		_ = m.nc.Drain()
-		m.nc.Close()
+		drain(m.nc, 5*time.Second)
 	}
 	if m.bus != nil {
 		m.bus.Shutdown()
+	}
+}
+
+// drain flushes and closes nc, waiting up to timeout for it to finish.
+func drain(nc *nats.Conn, timeout time.Duration) {
+	closed := make(chan struct{})
+	nc.SetClosedHandler(func(*nats.Conn) { close(closed) })
+	if err := nc.Drain(); err != nil {
+		nc.Close()
+		return
+	}
+	select {
+	case <-closed:
+	case <-time.After(timeout):
+		nc.Close()
 	}
 }
