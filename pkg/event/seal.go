@@ -22,7 +22,9 @@ const HashSize = sha256.Size
 // one-byte length and the hash.
 const trailerSize = 2 + 1 + HashSize
 
-var canonical = proto.MarshalOptions{Deterministic: true}
+// canonical marshals deterministically, reusing the sizes that Size has
+// just cached so that Seal can allocate the stored bytes once.
+var canonical = proto.MarshalOptions{Deterministic: true, UseCachedSize: true}
 
 // Seal links ev to prev (the hash of the task's previous event, nil for the
 // first), computes its hash, sets ev.PrevHash and ev.Hash, and returns the
@@ -30,7 +32,7 @@ var canonical = proto.MarshalOptions{Deterministic: true}
 func Seal(ev *stewardv1.Event, prev []byte) ([]byte, error) {
 	ev.PrevHash = prev
 	ev.Hash = nil
-	body, err := canonical.Marshal(ev)
+	body, err := canonical.MarshalAppend(make([]byte, 0, canonical.Size(ev)+trailerSize), ev)
 	if err != nil {
 		return nil, fmt.Errorf("seal event: %w", err)
 	}
