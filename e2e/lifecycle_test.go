@@ -97,7 +97,11 @@ func TestSurvivesKillNine(t *testing.T) {
 
 	// Offline: export, verify, flip one byte of one event, verify again.
 	file := filepath.Join(t.TempDir(), "task.events")
-	run(t, 0, "audit", "export", "--task", taskID, "--addr", strings.TrimPrefix(p.url, "http://"), "--out", file)
+	addr := strings.TrimPrefix(p.url, "http://")
+	if out := run(t, 0, "audit", "verify", "--task", taskID, "--addr", addr); !strings.Contains(out, "ok: 4 events verified") {
+		t.Fatalf("online verify: %s", out)
+	}
+	run(t, 0, "audit", "export", "--task", taskID, "--addr", addr, "--out", file)
 	p.stop(t)
 	out := run(t, 0, "audit", "verify", "--file", file)
 	if !strings.Contains(out, "ok: 4 events verified") {

@@ -1,0 +1,89 @@
+package audit_test
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/audit"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// history seals a legal three-event history of task t1.
+func history(t *testing.T) [][]byte {
+	t.Helper()
+	var out [][]byte
+	var prev []byte
+	for _, p := range []event.Payload{&stewardv1.TaskCreated{}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}} {
+		ev, err := event.New(event.Meta{TaskID: "t1"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := event.Seal(ev, prev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prev = ev.Hash
+		out = append(out, data)
+	}
+	return out
+}
+
+func TestExportRoundTripVerifies(t *testing.T) {
+	events := history(t)
+	var file bytes.Buffer
+	for _, d := range events {
+		if err := audit.WriteEvent(&file, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read, err := audit.ReadEvents(&file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := audit.Verify("t1", read)
+	if !rep.OK() || rep.Events != 3 || rep.Task.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		t.Fatalf("report = %+v", rep)
+	}
+}
+
+func TestVerifyNamesTheFirstBadEvent(t *testing.T) {
+	tests := []struct {
+		name   string
+		tamper func([][]byte) [][]byte
+		index  int
+		reason string
+	}{
+		{"flipped byte", func(e [][]byte) [][]byte { e[1][3] ^= 0x40; return e }, 1, ""},
+		{"dropped event", func(e [][]byte) [][]byte { return [][]byte{e[0], e[2]} }, 1, "prev_hash"},
+		{"reordered", func(e [][]byte) [][]byte { return [][]byte{e[1], e[0], e[2]} }, 0, ""},
+		{"foreign task", func(e [][]byte) [][]byte { return e }, 0, "belongs to task"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			taskID := "t1"
+			if tt.name == "foreign task" {
+				taskID = "other"
+			}
+			rep := audit.Verify(taskID, tt.tamper(history(t)))
+			if rep.OK() || rep.Break.Index != tt.index || !strings.Contains(rep.Break.Reason, tt.reason) {
+				t.Fatalf("break = %+v, want one at %d mentioning %q", rep.Break, tt.index, tt.reason)
+			}
+		})
+	}
+}
+
+func TestReadEventsNamesABrokenFrame(t *testing.T) {
+	var file bytes.Buffer
+	for _, d := range history(t) {
+		if err := audit.WriteEvent(&file, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw := file.Bytes()
+	_, err := audit.ReadEvents(bytes.NewReader(raw[:len(raw)-5]))
+	if err == nil || !strings.Contains(err.Error(), "event 2") {
+		t.Fatalf("err = %v, want one naming event 2", err)
+	}
+}
