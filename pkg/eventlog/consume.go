@@ -20,7 +20,7 @@ import (
 type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
 
 // Reactions maps event types (event.Type…) to handlers. Events of other
-// types are acknowledged without being decoded.
+// types are acknowledged once decoded and checked.
 type Reactions map[string]Handler
 
 // Subscription is a running consumer. Stop it when done.
@@ -48,11 +48,6 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 	}
 	log := l.cfg.Logger.With("consumer", name)
 	return cons.Consume(func(msg jetstream.Msg) {
-		h := r[msg.Headers().Get(HeaderType)]
-		if h == nil {
-			_ = msg.Ack()
-			return
-		}
 		meta, err := msg.Metadata()
 		if err != nil {
 			log.Error("event without metadata", "subject", msg.Subject(), "err", err)
@@ -67,9 +62,17 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			}
 			_ = msg.Ack()
 		}
+		// Route by the hashed type inside the event, never by the
+		// unhashed header, so that no one can steer or hide an event by
+		// relabelling it.
 		ev, err := l.decode(msg.Subject(), msg.Data())
 		if err != nil {
 			setAside(err)
+			return
+		}
+		h := r[ev.Type]
+		if h == nil {
+			_ = msg.Ack()
 			return
 		}
 		err = h(ctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})

@@ -25,10 +25,10 @@ const (
 	DefaultDeadLetterPrefix = "steward.deadletter"
 )
 
-// Message headers Steward sets on every event besides Nats-Msg-Id.
-const (
-	HeaderType = "Steward-Type"
-)
+// HeaderType is set on every event, besides Nats-Msg-Id, so that people
+// and tools reading the stream (the nats CLI) see the type without decoding.
+// It is not hashed; Steward itself routes by the type inside the event.
+const HeaderType = "Steward-Type"
 
 // Config says where the log lives. The zero value is filled with defaults.
 type Config struct {
