@@ -142,16 +142,22 @@ func create(c clients, req *stewardv1.CreateTaskRequest) func() error {
 	}
 }
 
-func TestMalformedJSONIsInvalidArgument(t *testing.T) {
+func TestMalformedRequestsAreInvalidArgument(t *testing.T) {
 	url := startInProcess(t)
-	for _, body := range []string{`{"contract": {"intent": `, `[1,2,3]`, `{"contract": {"riskTier": {}}}`} {
-		resp, err := http.Post(url+"/steward.v1.TaskService/CreateTask", "application/json", strings.NewReader(body))
+	for _, tt := range []struct{ contentType, body string }{
+		{"application/json", `{"contract": {"intent": `},
+		{"application/json", `[1,2,3]`},
+		{"application/json", `{"contract": {"riskTier": {}}}`},
+		{"application/proto", "\x12\xff\xff\xff\xff\x0f"}, // field 2, length past the end
+		{"application/proto", "\xff"},
+	} {
+		resp, err := http.Post(url+"/steward.v1.TaskService/CreateTask", tt.contentType, strings.NewReader(tt.body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("body %q: HTTP %d, want 400 (invalid_argument)", body, resp.StatusCode)
+			t.Errorf("%s body %q: HTTP %d, want 400 (invalid_argument)", tt.contentType, tt.body, resp.StatusCode)
 		}
 	}
 }
