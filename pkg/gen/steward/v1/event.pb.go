@@ -31,7 +31,8 @@ type Event struct {
 	// Deterministic, derived from the event's cause, so a retried append
 	// is recognised as the same event.
 	EventId string `protobuf:"bytes,1,opt,name=event_id,json=eventId,proto3" json:"event_id,omitempty"`
-	TaskId  string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The task the event belongs to; for a tool registration, "tool.<name>".
+	TaskId string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Dotted type name, e.g. "task.created"; matches the payload.
 	Type  string                 `protobuf:"bytes,3,opt,name=type,proto3" json:"type,omitempty"`
 	Time  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
@@ -49,6 +50,16 @@ type Event struct {
 	//	*Event_TaskPaused
 	//	*Event_TaskResumed
 	//	*Event_TaskCancelled
+	//	*Event_ActionProposed
+	//	*Event_PolicyEvaluated
+	//	*Event_ActionDenied
+	//	*Event_ApprovalRequested
+	//	*Event_ApprovalDecided
+	//	*Event_ActionPermitted
+	//	*Event_ActionClaimed
+	//	*Event_ActionDispatched
+	//	*Event_ActionOutcomeRecorded
+	//	*Event_ToolRegistered
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -201,6 +212,96 @@ func (x *Event) GetTaskCancelled() *TaskCancelled {
 	return nil
 }
 
+func (x *Event) GetActionProposed() *ActionProposed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionProposed); ok {
+			return x.ActionProposed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetPolicyEvaluated() *PolicyEvaluated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PolicyEvaluated); ok {
+			return x.PolicyEvaluated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionDenied() *ActionDenied {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionDenied); ok {
+			return x.ActionDenied
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetApprovalRequested() *ApprovalRequested {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ApprovalRequested); ok {
+			return x.ApprovalRequested
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetApprovalDecided() *ApprovalDecided {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ApprovalDecided); ok {
+			return x.ApprovalDecided
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionPermitted() *ActionPermitted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionPermitted); ok {
+			return x.ActionPermitted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionClaimed() *ActionClaimed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionClaimed); ok {
+			return x.ActionClaimed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionDispatched() *ActionDispatched {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionDispatched); ok {
+			return x.ActionDispatched
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionOutcomeRecorded() *ActionOutcomeRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionOutcomeRecorded); ok {
+			return x.ActionOutcomeRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolRegistered() *ToolRegistered {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolRegistered); ok {
+			return x.ToolRegistered
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -232,6 +333,46 @@ type Event_TaskCancelled struct {
 	TaskCancelled *TaskCancelled `protobuf:"bytes,24,opt,name=task_cancelled,json=taskCancelled,proto3,oneof"`
 }
 
+type Event_ActionProposed struct {
+	ActionProposed *ActionProposed `protobuf:"bytes,30,opt,name=action_proposed,json=actionProposed,proto3,oneof"`
+}
+
+type Event_PolicyEvaluated struct {
+	PolicyEvaluated *PolicyEvaluated `protobuf:"bytes,31,opt,name=policy_evaluated,json=policyEvaluated,proto3,oneof"`
+}
+
+type Event_ActionDenied struct {
+	ActionDenied *ActionDenied `protobuf:"bytes,32,opt,name=action_denied,json=actionDenied,proto3,oneof"`
+}
+
+type Event_ApprovalRequested struct {
+	ApprovalRequested *ApprovalRequested `protobuf:"bytes,33,opt,name=approval_requested,json=approvalRequested,proto3,oneof"`
+}
+
+type Event_ApprovalDecided struct {
+	ApprovalDecided *ApprovalDecided `protobuf:"bytes,34,opt,name=approval_decided,json=approvalDecided,proto3,oneof"`
+}
+
+type Event_ActionPermitted struct {
+	ActionPermitted *ActionPermitted `protobuf:"bytes,35,opt,name=action_permitted,json=actionPermitted,proto3,oneof"`
+}
+
+type Event_ActionClaimed struct {
+	ActionClaimed *ActionClaimed `protobuf:"bytes,36,opt,name=action_claimed,json=actionClaimed,proto3,oneof"`
+}
+
+type Event_ActionDispatched struct {
+	ActionDispatched *ActionDispatched `protobuf:"bytes,37,opt,name=action_dispatched,json=actionDispatched,proto3,oneof"`
+}
+
+type Event_ActionOutcomeRecorded struct {
+	ActionOutcomeRecorded *ActionOutcomeRecorded `protobuf:"bytes,38,opt,name=action_outcome_recorded,json=actionOutcomeRecorded,proto3,oneof"`
+}
+
+type Event_ToolRegistered struct {
+	ToolRegistered *ToolRegistered `protobuf:"bytes,50,opt,name=tool_registered,json=toolRegistered,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -241,6 +382,26 @@ func (*Event_TaskPaused) isEvent_Payload() {}
 func (*Event_TaskResumed) isEvent_Payload() {}
 
 func (*Event_TaskCancelled) isEvent_Payload() {}
+
+func (*Event_ActionProposed) isEvent_Payload() {}
+
+func (*Event_PolicyEvaluated) isEvent_Payload() {}
+
+func (*Event_ActionDenied) isEvent_Payload() {}
+
+func (*Event_ApprovalRequested) isEvent_Payload() {}
+
+func (*Event_ApprovalDecided) isEvent_Payload() {}
+
+func (*Event_ActionPermitted) isEvent_Payload() {}
+
+func (*Event_ActionClaimed) isEvent_Payload() {}
+
+func (*Event_ActionDispatched) isEvent_Payload() {}
+
+func (*Event_ActionOutcomeRecorded) isEvent_Payload() {}
+
+func (*Event_ToolRegistered) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -520,6 +681,559 @@ func (x *TaskCancelled) GetReason() string {
 	return ""
 }
 
+// ActionProposed records a proposed action, canonicalised and hashed
+// (control plane).
+type ActionProposed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Action        *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionProposed) Reset() {
+	*x = ActionProposed{}
+	mi := &file_steward_v1_event_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionProposed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionProposed) ProtoMessage() {}
+
+func (x *ActionProposed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionProposed.ProtoReflect.Descriptor instead.
+func (*ActionProposed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ActionProposed) GetAction() *Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+// PolicyEvaluated records the snapshot of one policy evaluation of an
+// action (governance plane).
+type PolicyEvaluated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Snapshot      *PolicySnapshot        `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PolicyEvaluated) Reset() {
+	*x = PolicyEvaluated{}
+	mi := &file_steward_v1_event_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PolicyEvaluated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PolicyEvaluated) ProtoMessage() {}
+
+func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PolicyEvaluated.ProtoReflect.Descriptor instead.
+func (*PolicyEvaluated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PolicyEvaluated) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *PolicyEvaluated) GetSnapshot() *PolicySnapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+// ActionDenied records that an action may not run (governance plane).
+type ActionDenied struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	SnapshotId    string                 `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	Reasons       []string               `protobuf:"bytes,3,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionDenied) Reset() {
+	*x = ActionDenied{}
+	mi := &file_steward_v1_event_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionDenied) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionDenied) ProtoMessage() {}
+
+func (x *ActionDenied) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionDenied.ProtoReflect.Descriptor instead.
+func (*ActionDenied) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *ActionDenied) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionDenied) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *ActionDenied) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+// ApprovalRequested asks a person to decide about one action hash
+// (governance plane).
+type ApprovalRequested struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Approval      *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequested) Reset() {
+	*x = ApprovalRequested{}
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequested) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequested) ProtoMessage() {}
+
+func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequested.ProtoReflect.Descriptor instead.
+func (*ApprovalRequested) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *ApprovalRequested) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+// ApprovalDecided records a person's decision (governance plane).
+type ApprovalDecided struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApprovalId    string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	ActionHash    string                 `protobuf:"bytes,3,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
+	Decision      ApprovalDecision       `protobuf:"varint,4,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	DecidedBy     string                 `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	Comment       string                 `protobuf:"bytes,6,opt,name=comment,proto3" json:"comment,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalDecided) Reset() {
+	*x = ApprovalDecided{}
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalDecided) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalDecided) ProtoMessage() {}
+
+func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalDecided.ProtoReflect.Descriptor instead.
+func (*ApprovalDecided) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *ApprovalDecided) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ApprovalDecided) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ApprovalDecided) GetActionHash() string {
+	if x != nil {
+		return x.ActionHash
+	}
+	return ""
+}
+
+func (x *ApprovalDecided) GetDecision() ApprovalDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED
+}
+
+func (x *ApprovalDecided) GetDecidedBy() string {
+	if x != nil {
+		return x.DecidedBy
+	}
+	return ""
+}
+
+func (x *ApprovalDecided) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+// ActionPermitted issues the one-time permit for an action (governance
+// plane).
+type ActionPermitted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Permit        *ActionPermit          `protobuf:"bytes,1,opt,name=permit,proto3" json:"permit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionPermitted) Reset() {
+	*x = ActionPermitted{}
+	mi := &file_steward_v1_event_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionPermitted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionPermitted) ProtoMessage() {}
+
+func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionPermitted.ProtoReflect.Descriptor instead.
+func (*ActionPermitted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ActionPermitted) GetPermit() *ActionPermit {
+	if x != nil {
+		return x.Permit
+	}
+	return nil
+}
+
+// ActionClaimed records that a worker holds an action's permit and is
+// about to dispatch it (execution plane).
+type ActionClaimed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	PermitId      string                 `protobuf:"bytes,2,opt,name=permit_id,json=permitId,proto3" json:"permit_id,omitempty"`
+	Worker        string                 `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionClaimed) Reset() {
+	*x = ActionClaimed{}
+	mi := &file_steward_v1_event_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionClaimed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionClaimed) ProtoMessage() {}
+
+func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionClaimed.ProtoReflect.Descriptor instead.
+func (*ActionClaimed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ActionClaimed) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionClaimed) GetPermitId() string {
+	if x != nil {
+		return x.PermitId
+	}
+	return ""
+}
+
+func (x *ActionClaimed) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+// ActionDispatched records that the call is going out (execution plane).
+type ActionDispatched struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionDispatched) Reset() {
+	*x = ActionDispatched{}
+	mi := &file_steward_v1_event_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionDispatched) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionDispatched) ProtoMessage() {}
+
+func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionDispatched.ProtoReflect.Descriptor instead.
+func (*ActionDispatched) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ActionDispatched) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionDispatched) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+// ActionOutcomeRecorded records how a dispatch ended: succeeded, failed or
+// unknown (execution plane).
+type ActionOutcomeRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Outcome       *Outcome               `protobuf:"bytes,2,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionOutcomeRecorded) Reset() {
+	*x = ActionOutcomeRecorded{}
+	mi := &file_steward_v1_event_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionOutcomeRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionOutcomeRecorded) ProtoMessage() {}
+
+func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionOutcomeRecorded.ProtoReflect.Descriptor instead.
+func (*ActionOutcomeRecorded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ActionOutcomeRecorded) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionOutcomeRecorded) GetOutcome() *Outcome {
+	if x != nil {
+		return x.Outcome
+	}
+	return nil
+}
+
+// ToolRegistered records a tool version in the registry (execution plane).
+// It lives on the tool's own subject, steward.tool.<name>, not a task's.
+type ToolRegistered struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Contract      *ToolContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolRegistered) Reset() {
+	*x = ToolRegistered{}
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolRegistered) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolRegistered) ProtoMessage() {}
+
+func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
+func (*ToolRegistered) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ToolRegistered) GetContract() *ToolContract {
+	if x != nil {
+		return x.Contract
+	}
+	return nil
+}
+
 // EventRecord is an event as read from the log, with its stream sequence.
 type EventRecord struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -531,7 +1245,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[7]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -543,7 +1257,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[7]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -556,7 +1270,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -578,7 +1292,8 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/task.proto\"\x8e\x05\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf9\n" +
+	"\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -594,7 +1309,17 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vtask_paused\x18\x16 \x01(\v2\x16.steward.v1.TaskPausedH\x00R\n" +
 	"taskPaused\x12<\n" +
 	"\ftask_resumed\x18\x17 \x01(\v2\x17.steward.v1.TaskResumedH\x00R\vtaskResumed\x12B\n" +
-	"\x0etask_cancelled\x18\x18 \x01(\v2\x19.steward.v1.TaskCancelledH\x00R\rtaskCancelled\x12\x12\n" +
+	"\x0etask_cancelled\x18\x18 \x01(\v2\x19.steward.v1.TaskCancelledH\x00R\rtaskCancelled\x12E\n" +
+	"\x0faction_proposed\x18\x1e \x01(\v2\x1a.steward.v1.ActionProposedH\x00R\x0eactionProposed\x12H\n" +
+	"\x10policy_evaluated\x18\x1f \x01(\v2\x1b.steward.v1.PolicyEvaluatedH\x00R\x0fpolicyEvaluated\x12?\n" +
+	"\raction_denied\x18  \x01(\v2\x18.steward.v1.ActionDeniedH\x00R\factionDenied\x12N\n" +
+	"\x12approval_requested\x18! \x01(\v2\x1d.steward.v1.ApprovalRequestedH\x00R\x11approvalRequested\x12H\n" +
+	"\x10approval_decided\x18\" \x01(\v2\x1b.steward.v1.ApprovalDecidedH\x00R\x0fapprovalDecided\x12H\n" +
+	"\x10action_permitted\x18# \x01(\v2\x1b.steward.v1.ActionPermittedH\x00R\x0factionPermitted\x12B\n" +
+	"\x0eaction_claimed\x18$ \x01(\v2\x19.steward.v1.ActionClaimedH\x00R\ractionClaimed\x12K\n" +
+	"\x11action_dispatched\x18% \x01(\v2\x1c.steward.v1.ActionDispatchedH\x00R\x10actionDispatched\x12[\n" +
+	"\x17action_outcome_recorded\x18& \x01(\v2!.steward.v1.ActionOutcomeRecordedH\x00R\x15actionOutcomeRecorded\x12E\n" +
+	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -611,7 +1336,43 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vTaskResumed\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"'\n" +
 	"\rTaskCancelled\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"R\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"<\n" +
+	"\x0eActionProposed\x12*\n" +
+	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\"f\n" +
+	"\x0fPolicyEvaluated\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x126\n" +
+	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"f\n" +
+	"\fActionDenied\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
+	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
+	"snapshotId\x12\x18\n" +
+	"\areasons\x18\x03 \x03(\tR\areasons\"E\n" +
+	"\x11ApprovalRequested\x120\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe3\x01\n" +
+	"\x0fApprovalDecided\x12\x1f\n" +
+	"\vapproval_id\x18\x01 \x01(\tR\n" +
+	"approvalId\x12\x1b\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
+	"\vaction_hash\x18\x03 \x01(\tR\n" +
+	"actionHash\x128\n" +
+	"\bdecision\x18\x04 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x1d\n" +
+	"\n" +
+	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x18\n" +
+	"\acomment\x18\x06 \x01(\tR\acomment\"C\n" +
+	"\x0fActionPermitted\x120\n" +
+	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\"a\n" +
+	"\rActionClaimed\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
+	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x12\x16\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\"I\n" +
+	"\x10ActionDispatched\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\"c\n" +
+	"\x15ActionOutcomeRecorded\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"F\n" +
+	"\x0eToolRegistered\x124\n" +
+	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12'\n" +
 	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05eventB\xa2\x01\n" +
@@ -632,7 +1393,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 	return file_steward_v1_event_proto_rawDescData
 }
 
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_steward_v1_event_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: steward.v1.Event
 	(*Actor)(nil),                 // 1: steward.v1.Actor
@@ -641,25 +1402,59 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*TaskPaused)(nil),            // 4: steward.v1.TaskPaused
 	(*TaskResumed)(nil),           // 5: steward.v1.TaskResumed
 	(*TaskCancelled)(nil),         // 6: steward.v1.TaskCancelled
-	(*EventRecord)(nil),           // 7: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 9: steward.v1.TaskContract
+	(*ActionProposed)(nil),        // 7: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),       // 8: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),          // 9: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),     // 10: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),       // 11: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),       // 12: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),         // 13: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),      // 14: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil), // 15: steward.v1.ActionOutcomeRecorded
+	(*ToolRegistered)(nil),        // 16: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 17: steward.v1.EventRecord
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 19: steward.v1.TaskContract
+	(*Action)(nil),                // 20: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 22: steward.v1.Approval
+	(ApprovalDecision)(0),         // 23: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 24: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 25: steward.v1.Outcome
+	(*ToolContract)(nil),          // 26: steward.v1.ToolContract
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	8, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
-	1, // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
-	2, // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
-	3, // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
-	4, // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
-	5, // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
-	6, // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
-	9, // 7: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	0, // 8: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	18, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	1,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
+	2,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
+	3,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
+	4,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
+	5,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
+	6,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
+	7,  // 7: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	8,  // 8: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	9,  // 9: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	10, // 10: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	11, // 11: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	12, // 12: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	13, // 13: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	14, // 14: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	15, // 15: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	16, // 16: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	19, // 17: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	20, // 18: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	21, // 19: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	22, // 20: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	23, // 21: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	24, // 22: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	25, // 23: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	26, // 24: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	0,  // 25: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -667,13 +1462,25 @@ func file_steward_v1_event_proto_init() {
 	if File_steward_v1_event_proto != nil {
 		return
 	}
+	file_steward_v1_action_proto_init()
 	file_steward_v1_task_proto_init()
+	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
 		(*Event_TaskCreated)(nil),
 		(*Event_TaskStarted)(nil),
 		(*Event_TaskPaused)(nil),
 		(*Event_TaskResumed)(nil),
 		(*Event_TaskCancelled)(nil),
+		(*Event_ActionProposed)(nil),
+		(*Event_PolicyEvaluated)(nil),
+		(*Event_ActionDenied)(nil),
+		(*Event_ApprovalRequested)(nil),
+		(*Event_ApprovalDecided)(nil),
+		(*Event_ActionPermitted)(nil),
+		(*Event_ActionClaimed)(nil),
+		(*Event_ActionDispatched)(nil),
+		(*Event_ActionOutcomeRecorded)(nil),
+		(*Event_ToolRegistered)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -681,7 +1488,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -107,62 +107,6 @@ func (TaskStatus) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_task_proto_rawDescGZIP(), []int{0}
 }
 
-// RiskTier is the contract's declared risk; policy may raise it, never lower it.
-type RiskTier int32
-
-const (
-	RiskTier_RISK_TIER_UNSPECIFIED RiskTier = 0
-	RiskTier_RISK_TIER_LOW         RiskTier = 1
-	RiskTier_RISK_TIER_MEDIUM      RiskTier = 2
-	RiskTier_RISK_TIER_HIGH        RiskTier = 3
-	RiskTier_RISK_TIER_CRITICAL    RiskTier = 4
-)
-
-// Enum value maps for RiskTier.
-var (
-	RiskTier_name = map[int32]string{
-		0: "RISK_TIER_UNSPECIFIED",
-		1: "RISK_TIER_LOW",
-		2: "RISK_TIER_MEDIUM",
-		3: "RISK_TIER_HIGH",
-		4: "RISK_TIER_CRITICAL",
-	}
-	RiskTier_value = map[string]int32{
-		"RISK_TIER_UNSPECIFIED": 0,
-		"RISK_TIER_LOW":         1,
-		"RISK_TIER_MEDIUM":      2,
-		"RISK_TIER_HIGH":        3,
-		"RISK_TIER_CRITICAL":    4,
-	}
-)
-
-func (x RiskTier) Enum() *RiskTier {
-	p := new(RiskTier)
-	*p = x
-	return p
-}
-
-func (x RiskTier) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (RiskTier) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_task_proto_enumTypes[1].Descriptor()
-}
-
-func (RiskTier) Type() protoreflect.EnumType {
-	return &file_steward_v1_task_proto_enumTypes[1]
-}
-
-func (x RiskTier) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use RiskTier.Descriptor instead.
-func (RiskTier) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
-}
-
 // RecoveryMode says what to do when a step fails for good.
 type RecoveryMode int32
 
@@ -200,11 +144,11 @@ func (x RecoveryMode) String() string {
 }
 
 func (RecoveryMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_task_proto_enumTypes[2].Descriptor()
+	return file_steward_v1_task_proto_enumTypes[1].Descriptor()
 }
 
 func (RecoveryMode) Type() protoreflect.EnumType {
-	return &file_steward_v1_task_proto_enumTypes[2]
+	return &file_steward_v1_task_proto_enumTypes[1]
 }
 
 func (x RecoveryMode) Number() protoreflect.EnumNumber {
@@ -213,7 +157,7 @@ func (x RecoveryMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecoveryMode.Descriptor instead.
 func (RecoveryMode) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
 }
 
 // Budget bounds what a task may spend. Costs are integer micro-units of
@@ -848,7 +792,9 @@ type Task struct {
 	// Status to return to on resume; set while paused.
 	PausedFrom TaskStatus `protobuf:"varint,9,opt,name=paused_from,json=pausedFrom,proto3,enum=steward.v1.TaskStatus" json:"paused_from,omitempty"`
 	// The request id the task was created with, if any.
-	RequestId     string `protobuf:"bytes,10,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,10,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The action ledger, in order of proposal.
+	Actions       []*Action `protobuf:"bytes,11,rep,name=actions,proto3" json:"actions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -953,12 +899,19 @@ func (x *Task) GetRequestId() string {
 	return ""
 }
 
+func (x *Task) GetActions() []*Action {
+	if x != nil {
+		return x.Actions
+	}
+	return nil
+}
+
 var File_steward_v1_task_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa8\x01\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
@@ -1014,7 +967,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\rallowed_tools\x18\x0e \x03(\tR\fallowedTools\x12P\n" +
 	"\x13acceptance_criteria\x18\x0f \x03(\v2\x1f.steward.v1.AcceptanceCriterionR\x12acceptanceCriteria\x12C\n" +
 	"\x0frecovery_policy\x18\x10 \x01(\v2\x1a.steward.v1.RecoveryPolicyR\x0erecoveryPolicy\x12@\n" +
-	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\"\xc2\x03\n" +
+	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\"\xf0\x03\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1031,7 +984,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"pausedFrom\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\n" +
-	" \x01(\tR\trequestId*\xf9\x02\n" +
+	" \x01(\tR\trequestId\x12,\n" +
+	"\aactions\x18\v \x03(\v2\x12.steward.v1.ActionR\aactions*\xf9\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1047,13 +1001,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*z\n" +
-	"\bRiskTier\x12\x19\n" +
-	"\x15RISK_TIER_UNSPECIFIED\x10\x00\x12\x11\n" +
-	"\rRISK_TIER_LOW\x10\x01\x12\x14\n" +
-	"\x10RISK_TIER_MEDIUM\x10\x02\x12\x12\n" +
-	"\x0eRISK_TIER_HIGH\x10\x03\x12\x16\n" +
-	"\x12RISK_TIER_CRITICAL\x10\x04*\x80\x01\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1075,46 +1023,48 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_proto_rawDescData
 }
 
-var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
-	(RiskTier)(0),                 // 1: steward.v1.RiskTier
-	(RecoveryMode)(0),             // 2: steward.v1.RecoveryMode
-	(*Budget)(nil),                // 3: steward.v1.Budget
-	(*MilestoneBudget)(nil),       // 4: steward.v1.MilestoneBudget
-	(*Delegation)(nil),            // 5: steward.v1.Delegation
-	(*ContextRef)(nil),            // 6: steward.v1.ContextRef
-	(*AcceptanceCriterion)(nil),   // 7: steward.v1.AcceptanceCriterion
-	(*RecoveryPolicy)(nil),        // 8: steward.v1.RecoveryPolicy
-	(*InputSnapshot)(nil),         // 9: steward.v1.InputSnapshot
-	(*TaskContract)(nil),          // 10: steward.v1.TaskContract
-	(*Task)(nil),                  // 11: steward.v1.Task
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(RecoveryMode)(0),             // 1: steward.v1.RecoveryMode
+	(*Budget)(nil),                // 2: steward.v1.Budget
+	(*MilestoneBudget)(nil),       // 3: steward.v1.MilestoneBudget
+	(*Delegation)(nil),            // 4: steward.v1.Delegation
+	(*ContextRef)(nil),            // 5: steward.v1.ContextRef
+	(*AcceptanceCriterion)(nil),   // 6: steward.v1.AcceptanceCriterion
+	(*RecoveryPolicy)(nil),        // 7: steward.v1.RecoveryPolicy
+	(*InputSnapshot)(nil),         // 8: steward.v1.InputSnapshot
+	(*TaskContract)(nil),          // 9: steward.v1.TaskContract
+	(*Task)(nil),                  // 10: steward.v1.Task
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 12: steward.v1.RiskTier
+	(*Action)(nil),                // 13: steward.v1.Action
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
-	4,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	12, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
-	2,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
-	6,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
-	5,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
-	3,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	12, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
-	6,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	1,  // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
-	7,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
-	8,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
-	9,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	10, // 12: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	3,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
+	11, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	1,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
+	5,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
+	4,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
+	2,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
+	11, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	5,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
+	12, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	6,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
+	7,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
+	8,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
+	9,  // 12: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
 	0,  // 13: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	12, // 14: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	12, // 15: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 14: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	11, // 15: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 16: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 17: steward.v1.Task.actions:type_name -> steward.v1.Action
+	18, // [18:18] is the sub-list for method output_type
+	18, // [18:18] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1122,12 +1072,14 @@ func file_steward_v1_task_proto_init() {
 	if File_steward_v1_task_proto != nil {
 		return
 	}
+	file_steward_v1_action_proto_init()
+	file_steward_v1_risk_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
-			NumEnums:      3,
+			NumEnums:      2,
 			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
