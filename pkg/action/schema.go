@@ -1,0 +1,110 @@
+package action
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// printer renders schema errors; the library needs one.
+var printer = message.NewPrinter(language.English)
+
+// Schema is a compiled JSON Schema for a tool's parameters. It is safe for
+// concurrent use.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// CompileSchema compiles a JSON Schema document. An empty document accepts
+// any object. The schema may not load other documents: a tool contract is
+// self-contained.
+func CompileSchema(doc string) (*Schema, error) {
+	if strings.TrimSpace(doc) == "" {
+		doc = `{"type":"object"}`
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
+	if err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.UseLoader(noLoader{})
+	if err := c.AddResource("tool.json", v); err != nil {
+		return nil, err
+	}
+	s, err := c.Compile("tool.json")
+	if err != nil {
+		return nil, err
+	}
+	return &Schema{s: s}, nil
+}
+
+// noLoader refuses to fetch referenced schemas: compiling a contract must
+// never reach the network or the file system.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("schema may not load %s: a tool contract must be self-contained", url)
+}
+
+// Violation is a parameter that fails the schema: where, and why.
+type Violation struct {
+	// Path is a JSON Pointer into the parameters, e.g. "/recipients/0".
+	Path   string
+	Reason string
+}
+
+func (v *Violation) Error() string {
+	path := v.Path
+	if path == "" {
+		path = "/"
+	}
+	return fmt.Sprintf("params%s: %s", strings.TrimSuffix(path, "/"), v.Reason)
+}
+
+// Validate checks params (a JSON object) against the schema and returns
+// the first violation as a *Violation.
+func (s *Schema) Validate(params []byte) error {
+	if len(params) == 0 {
+		params = []byte("{}")
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
+	if err != nil {
+		return &Violation{Reason: "not JSON: " + err.Error()}
+	}
+	err = s.s.Validate(v)
+	if err == nil {
+		return nil
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return &Violation{Reason: err.Error()}
+	}
+	leaf := deepest(ve)
+	return &Violation{Path: pointer(leaf.InstanceLocation), Reason: leaf.ErrorKind.LocalizedString(printer)}
+}
+
+// deepest follows the first cause down to the most specific error: the one
+// that names the offending value, not the schema keyword that grouped it.
+func deepest(e *jsonschema.ValidationError) *jsonschema.ValidationError {
+	for len(e.Causes) > 0 {
+		e = e.Causes[0]
+	}
+	return e
+}
+
+func pointer(loc []string) string {
+	if len(loc) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, t := range loc {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return b.String()
+}
