@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -39,6 +40,18 @@ const (
 	TypeTaskPaused    = "task.paused"
 	TypeTaskResumed   = "task.resumed"
 	TypeTaskCancelled = "task.cancelled"
+
+	TypeActionProposed   = "action.proposed"
+	TypePolicyEvaluated  = "action.policy_evaluated"
+	TypeActionDenied     = "action.denied"
+	TypeApprovalRequired = "action.approval_requested"
+	TypeApprovalDecided  = "action.approval_decided"
+	TypeActionPermitted  = "action.permitted"
+	TypeActionClaimed    = "action.claimed"
+	TypeActionDispatched = "action.dispatched"
+	TypeActionOutcome    = "action.outcome"
+
+	TypeToolRegistered = "tool.registered"
 )
 
 // Payload is one of the event payload messages, such as
@@ -76,41 +89,59 @@ func New(m Meta, payload Payload) (*stewardv1.Event, error) {
 		t = time.Now()
 	}
 	ev.Time = timestamppb.New(t.UTC())
-	switch p := payload.(type) {
-	case *stewardv1.TaskCreated:
-		ev.Payload = &stewardv1.Event_TaskCreated{TaskCreated: p}
-	case *stewardv1.TaskStarted:
-		ev.Payload = &stewardv1.Event_TaskStarted{TaskStarted: p}
-	case *stewardv1.TaskPaused:
-		ev.Payload = &stewardv1.Event_TaskPaused{TaskPaused: p}
-	case *stewardv1.TaskResumed:
-		ev.Payload = &stewardv1.Event_TaskResumed{TaskResumed: p}
-	case *stewardv1.TaskCancelled:
-		ev.Payload = &stewardv1.Event_TaskCancelled{TaskCancelled: p}
-	default:
+	field, ok := payloadFields[payload.ProtoReflect().Descriptor().FullName()]
+	if !ok {
 		return nil, fmt.Errorf("event: %T is not an event payload", payload)
 	}
+	ev.ProtoReflect().Set(field, protoreflect.ValueOfMessage(payload.ProtoReflect()))
 	ev.Type = TypeOf(ev)
 	return ev, nil
 }
 
+// typeNames maps each payload field of the envelope to its type name. A new
+// event type is one line here and one field in the proto.
+var typeNames = map[protoreflect.Name]string{
+	"task_created":            TypeTaskCreated,
+	"task_started":            TypeTaskStarted,
+	"task_paused":             TypeTaskPaused,
+	"task_resumed":            TypeTaskResumed,
+	"task_cancelled":          TypeTaskCancelled,
+	"action_proposed":         TypeActionProposed,
+	"policy_evaluated":        TypePolicyEvaluated,
+	"action_denied":           TypeActionDenied,
+	"approval_requested":      TypeApprovalRequired,
+	"approval_decided":        TypeApprovalDecided,
+	"action_permitted":        TypeActionPermitted,
+	"action_claimed":          TypeActionClaimed,
+	"action_dispatched":       TypeActionDispatched,
+	"action_outcome_recorded": TypeActionOutcome,
+	"tool_registered":         TypeToolRegistered,
+}
+
+// payloadFields maps each payload message to its field in the envelope.
+var payloadFields = func() map[protoreflect.FullName]protoreflect.FieldDescriptor {
+	out := map[protoreflect.FullName]protoreflect.FieldDescriptor{}
+	for i := range payloadOneof.Fields().Len() {
+		f := payloadOneof.Fields().Get(i)
+		if _, ok := typeNames[f.Name()]; !ok {
+			panic("event: payload field " + string(f.Name()) + " has no type name")
+		}
+		out[f.Message().FullName()] = f
+	}
+	return out
+}()
+
 // TypeOf returns the type name that belongs to ev's payload, or "" for an
 // event without a known payload.
 func TypeOf(ev *stewardv1.Event) string {
-	switch ev.Payload.(type) {
-	case *stewardv1.Event_TaskCreated:
-		return TypeTaskCreated
-	case *stewardv1.Event_TaskStarted:
-		return TypeTaskStarted
-	case *stewardv1.Event_TaskPaused:
-		return TypeTaskPaused
-	case *stewardv1.Event_TaskResumed:
-		return TypeTaskResumed
-	case *stewardv1.Event_TaskCancelled:
-		return TypeTaskCancelled
+	f := ev.ProtoReflect().WhichOneof(payloadOneof)
+	if f == nil {
+		return ""
 	}
-	return ""
+	return typeNames[f.Name()]
 }
+
+var payloadOneof = (&stewardv1.Event{}).ProtoReflect().Descriptor().Oneofs().ByName("payload")
 
 // ID derives a deterministic event id from the parts that name its cause,
 // such as the causing event's id and the reaction's name. Redelivering the

@@ -46,8 +46,9 @@ const (
 // stored record. If an event with the same id is already stored — a retried
 // append — it returns that record instead of storing a second one.
 func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
-	if !ValidTaskID(ev.TaskId) {
-		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
+	subject, err := l.subjectOf(ev)
+	if err != nil {
+		return nil, err
 	}
 	data, err := event.Seal(ev, head.Hash)
 	if err != nil {
@@ -57,7 +58,7 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 		return nil, errs.New(errs.TooLarge, "the %s event is %d bytes; the event log takes at most %d", ev.Type, len(data), l.maxPayload)
 	}
 	msg := &nats.Msg{
-		Subject: l.Subject(ev.TaskId),
+		Subject: subject,
 		Data:    data,
 		Header: nats.Header{
 			jetstream.MsgIDHeader:               []string{ev.EventId},
@@ -75,23 +76,23 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
 		// The server checks the sequence before the message id, so a retry
 		// of an append that was stored lands here too: maybe stored.
-		if rec, ferr := l.find(ctx, ev.TaskId, head.Sequence, ev.EventId); ferr != nil || rec != nil {
+		if rec, ferr := l.find(ctx, subject, head.Sequence, ev.EventId); ferr != nil || rec != nil {
 			return rec, ferr
 		}
 		return nil, ErrConflict
 	case errors.As(err, &apiErr) && apiErr.ErrorCode == jsErrDuplicateInProcess:
 		return nil, ErrConflict // the same event is being stored; re-read and see
 	default:
-		return nil, errs.Wrap(errs.Unavailable, err, "append %s to task %s", ev.Type, ev.TaskId)
+		return nil, errs.Wrap(errs.Unavailable, err, "append %s to %s", ev.Type, subject)
 	}
 }
 
-// find returns the task's event with id eventID stored after sequence
+// find returns the event with id eventID stored on subject after sequence
 // after, or nil if there is none.
-func (l *Log) find(ctx context.Context, taskID string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
+func (l *Log) find(ctx context.Context, subject string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
 	var found *stewardv1.EventRecord
-	err := l.scan(ctx, taskID, after+1, func(seq uint64, data []byte) error {
-		ev, err := l.decode(l.Subject(taskID), data)
+	err := l.scan(ctx, subject, after+1, func(seq uint64, data []byte) error {
+		ev, err := l.decode(subject, data)
 		if err == nil && ev.EventId == eventID {
 			found = &stewardv1.EventRecord{Sequence: seq, Event: ev}
 			return errStop

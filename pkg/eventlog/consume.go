@@ -107,11 +107,12 @@ func backoff(delivered uint64) time.Duration {
 	return min(d, 30*time.Second)
 }
 
-// Follow delivers events in order from stream sequence after+1 on — every
-// task's, or only taskID's when it is not empty — and then follows new
-// ones, until ctx ends or fn returns an error. It uses an ordered consumer:
-// nothing is stored on the server, and nothing is skipped or repeated.
-// Events that cannot be decoded are set aside and reported to bad, if set.
+// Follow delivers task events in order from stream sequence after+1 on —
+// every task's, or only taskID's when it is not empty — and then follows
+// new ones, until ctx ends or fn returns an error. It uses an ordered
+// consumer: nothing is stored on the server, and nothing is skipped or
+// repeated. Events that cannot be decoded are set aside and reported to
+// bad, if set.
 func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
 	filter := l.cfg.SubjectPrefix + ".>"
 	if taskID != "" {
@@ -120,6 +121,15 @@ func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*
 		}
 		filter = l.Subject(taskID)
 	}
+	return l.follow(ctx, filter, after, fn, bad)
+}
+
+// FollowTools is Follow over the tool registrations.
+func (l *Log) FollowTools(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	return l.follow(ctx, l.cfg.ToolPrefix+".>", after, fn, bad)
+}
+
+func (l *Log) follow(ctx context.Context, filter string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1

@@ -11,9 +11,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Default names. They are part of the deployment contract: NATS
@@ -21,6 +25,7 @@ import (
 const (
 	DefaultStream           = "STEWARD_EVENTS"
 	DefaultSubjectPrefix    = "steward.task"
+	DefaultToolPrefix       = "steward.tool"
 	DefaultDeadLetterStream = "STEWARD_DEADLETTER"
 	DefaultDeadLetterPrefix = "steward.deadletter"
 )
@@ -32,8 +37,10 @@ const HeaderType = "Steward-Type"
 
 // Config says where the log lives. The zero value is filled with defaults.
 type Config struct {
-	Stream           string
-	SubjectPrefix    string
+	Stream        string
+	SubjectPrefix string
+	// ToolPrefix is where tool registrations live: steward.tool.<name>.
+	ToolPrefix       string
 	DeadLetterStream string
 	DeadLetterPrefix string
 	// Replicas of the streams when Open creates them; 1 for a single
@@ -53,6 +60,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.SubjectPrefix == "" {
 		c.SubjectPrefix = DefaultSubjectPrefix
+	}
+	if c.ToolPrefix == "" {
+		c.ToolPrefix = DefaultToolPrefix
 	}
 	if c.DeadLetterStream == "" {
 		c.DeadLetterStream = DefaultDeadLetterStream
@@ -90,8 +100,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	cfg = cfg.withDefaults()
 	stream, err := ensureStream(ctx, js, cfg, jetstream.StreamConfig{
 		Name:        cfg.Stream,
-		Description: "Steward task events; one subject per task",
-		Subjects:    []string{cfg.SubjectPrefix + ".>"},
+		Description: "Steward events; one subject per task and one per tool",
+		Subjects:    []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>"},
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,
@@ -138,11 +148,30 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config, want 
 	if err != nil {
 		return nil, fmt.Errorf("open stream %s: %w", want.Name, err)
 	}
+	// Subjects are Steward's own contract: a newer version may add some,
+	// and an older stream gets them. Nothing else is touched.
+	have := stream.CachedInfo().Config
+	if missing := missingSubjects(have.Subjects, want.Subjects); len(missing) > 0 {
+		have.Subjects = append(have.Subjects, missing...)
+		if stream, err = js.UpdateStream(ctx, have); err != nil {
+			return nil, fmt.Errorf("add subjects %v to stream %s: %w", missing, want.Name, err)
+		}
+	}
 	if got := stream.CachedInfo().Config.Replicas; got != want.Replicas {
 		cfg.Logger.Warn("stream replica count differs from the configured one; leaving the stream as it is",
 			"stream", want.Name, "stream_replicas", got, "configured", want.Replicas)
 	}
 	return stream, nil
+}
+
+func missingSubjects(have, want []string) []string {
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(have, w) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // Config returns the log's configuration with defaults filled in.
@@ -165,6 +194,25 @@ func ValidTaskID(id string) bool {
 
 // Subject returns the subject that holds taskID's events.
 func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." + taskID }
+
+// ToolSubject returns the subject that holds the registrations of a tool.
+func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + name }
+
+// subjectOf returns the subject ev belongs on: its tool's for a tool
+// registration, its task's for everything else.
+func (l *Log) subjectOf(ev *stewardv1.Event) (string, error) {
+	if reg := ev.GetToolRegistered(); reg != nil {
+		name := reg.GetContract().GetName()
+		if !ValidTaskID(name) {
+			return "", errs.Field("contract.name", "%q is not a tool name: want 1-64 letters, digits, '-' or '_'", name)
+		}
+		return l.ToolSubject(name), nil
+	}
+	if !ValidTaskID(ev.TaskId) {
+		return "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
+	}
+	return l.Subject(ev.TaskId), nil
+}
 
 // ErrInvalidTaskID is returned for a task id that ValidTaskID rejects.
 var ErrInvalidTaskID = errors.New("invalid task id: want 1-64 letters, digits, '-' or '_'")

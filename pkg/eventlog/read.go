@@ -28,8 +28,12 @@ func (l *Log) ReadRaw(ctx context.Context, taskID string) ([]Raw, error) {
 	if !ValidTaskID(taskID) {
 		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
+	return l.readRaw(ctx, l.Subject(taskID))
+}
+
+func (l *Log) readRaw(ctx context.Context, subject string) ([]Raw, error) {
 	var out []Raw
-	err := l.scan(ctx, taskID, 1, func(seq uint64, data []byte) error {
+	err := l.scan(ctx, subject, 1, func(seq uint64, data []byte) error {
 		out = append(out, Raw{Sequence: seq, Data: data})
 		return nil
 	})
@@ -44,27 +48,48 @@ func (l *Log) Read(ctx context.Context, taskID string) ([]*stewardv1.EventRecord
 	if err != nil {
 		return nil, err
 	}
+	return l.verify(l.Subject(taskID), taskID, raws)
+}
+
+// ReadTool returns every registration of the named tool, in order, each
+// checked against the tool subject's hash chain.
+func (l *Log) ReadTool(ctx context.Context, name string) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(name) {
+		return nil, errs.Field("name", "%q is not a tool name", name)
+	}
+	subject := l.ToolSubject(name)
+	raws, err := l.readRaw(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	return l.verify(subject, "", raws)
+}
+
+// verify checks raws as one subject's chain.
+func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventRecord, error) {
 	chain := event.Chain{TaskID: taskID}
 	out := make([]*stewardv1.EventRecord, 0, len(raws))
 	for _, r := range raws {
 		ev, err := chain.Next(r.Data)
+		if err == nil && subject != l.mustSubjectOf(ev) {
+			err = fmt.Errorf("event %s belongs on %s, not %s", ev.EventId, l.mustSubjectOf(ev), subject)
+		}
 		if err != nil {
-			return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+			return nil, errs.Wrap(errs.Corrupt, err, "%s", subject)
 		}
 		out = append(out, &stewardv1.EventRecord{Sequence: r.Sequence, Event: ev})
 	}
 	return out, nil
 }
 
-// scan calls fn for each stored event of taskID from stream sequence from
-// on, in order, until fn returns an error.
-func (l *Log) scan(ctx context.Context, taskID string, from uint64, fn func(seq uint64, data []byte) error) error {
-	subject := l.Subject(taskID)
+// scan calls fn for each event stored on subject from stream sequence
+// from on, in order, until fn returns an error.
+func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, data []byte) error) error {
 	for {
 		msgs, err := jetstreamext.GetBatch(ctx, l.js, l.cfg.Stream, readBatch,
 			jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
 		if err != nil {
-			return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 		}
 		n := 0
 		for msg, err := range msgs {
@@ -72,7 +97,7 @@ func (l *Log) scan(ctx context.Context, taskID string, from uint64, fn func(seq 
 				return nil
 			}
 			if err != nil {
-				return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+				return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 			}
 			n++
 			from = msg.Sequence + 1
@@ -92,36 +117,52 @@ func (l *Log) LastSequence(ctx context.Context, taskID string) (uint64, error) {
 	if !ValidTaskID(taskID) {
 		return 0, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
-	msg, err := l.stream.GetLastMsgForSubject(ctx, l.Subject(taskID))
+	return l.lastOn(ctx, l.Subject(taskID))
+}
+
+// LastTaskSequence returns the sequence of the last task event of any
+// task, or 0 when there is none: where a projection of all tasks must
+// reach to be current.
+func (l *Log) LastTaskSequence(ctx context.Context) (uint64, error) {
+	return l.lastOn(ctx, l.cfg.SubjectPrefix+".>")
+}
+
+// LastToolSequence is LastTaskSequence for tool registrations.
+func (l *Log) LastToolSequence(ctx context.Context) (uint64, error) {
+	return l.lastOn(ctx, l.cfg.ToolPrefix+".>")
+}
+
+func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
+	msg, err := l.stream.GetLastMsgForSubject(ctx, filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
 	if err != nil {
-		return 0, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+		return 0, errs.Wrap(errs.Unavailable, err, "read %s", filter)
 	}
 	return msg.Sequence, nil
 }
 
-// LastStreamSequence returns the sequence of the last event in the whole
-// log, or 0 when it is empty.
-func (l *Log) LastStreamSequence(ctx context.Context) (uint64, error) {
-	info, err := l.stream.Info(ctx)
-	if err != nil {
-		return 0, errs.Wrap(errs.Unavailable, err, "read the event stream's state")
-	}
-	return info.State.LastSeq, nil
-}
-
 // decode opens an event read from subject and checks that it belongs
-// there: an event sealed for one task and stored under another's subject is
-// refused.
+// there: an event sealed for one task (or tool) and stored under another's
+// subject is refused.
 func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 	ev, err := event.Open(data)
 	if err != nil {
 		return nil, err
 	}
-	if subject != l.Subject(ev.TaskId) {
-		return nil, fmt.Errorf("event %s of task %s was stored under %s", ev.EventId, ev.TaskId, subject)
+	if want := l.mustSubjectOf(ev); subject != want {
+		return nil, fmt.Errorf("event %s belongs on %s but was stored under %s", ev.EventId, want, subject)
 	}
 	return ev, nil
+}
+
+// mustSubjectOf is subjectOf for events already stored, where an invalid
+// id simply matches no subject.
+func (l *Log) mustSubjectOf(ev *stewardv1.Event) string {
+	s, err := l.subjectOf(ev)
+	if err != nil {
+		return "(invalid: " + err.Error() + ")"
+	}
+	return s
 }

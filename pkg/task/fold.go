@@ -34,6 +34,23 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	} else if ev.TaskId != t.Contract.GetTaskId() {
 		return errs.New(errs.FailedPrecondition, "event for task %s folded into task %s", ev.TaskId, t.Contract.GetTaskId())
 	}
+	if commit, ok, err := actionStep(t, ev); ok {
+		if err != nil {
+			return err
+		}
+		commit()
+	} else if err := lifecycleStep(t, ev); err != nil {
+		return err
+	}
+	t.UpdatedAt = ev.Time
+	t.LastSequence = seq
+	t.LastHash = ev.Hash
+	t.EventCount++
+	return nil
+}
+
+// lifecycleStep applies a task lifecycle event.
+func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	next, reason, err := transition(t, ev)
 	if err != nil {
 		return err
@@ -54,10 +71,6 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	}
 	t.Status = next
 	t.StatusReason = reason
-	t.UpdatedAt = ev.Time
-	t.LastSequence = seq
-	t.LastHash = ev.Hash
-	t.EventCount++
 	return nil
 }
 
@@ -107,6 +120,12 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 	}
 }
 
+// Active reports whether a task in s is live: it may take new actions.
+// Waiting for approval of one action does not stop a task proposing others.
+func Active(s stewardv1.TaskStatus) bool {
+	return s == stewardv1.TaskStatus_TASK_STATUS_RUNNING || s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
+}
+
 // Terminal reports whether s is an end state no event can leave.
 func Terminal(s stewardv1.TaskStatus) bool {
 	switch s {
@@ -133,8 +152,10 @@ func Pausable(s stewardv1.TaskStatus) bool {
 }
 
 // StatusName returns s in words, e.g. "waiting for approval".
-func StatusName(s stewardv1.TaskStatus) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.String(), "TASK_STATUS_")), "_", " ")
+func StatusName(s stewardv1.TaskStatus) string { return enumWords(s.String(), "TASK_STATUS_") }
+
+func enumWords(name, prefix string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, prefix)), "_", " ")
 }
 
 func illegal(t *stewardv1.Task, verb string) error {

@@ -1,0 +1,262 @@
+package task
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// The action ledger: Proposed → Evaluated → (Denied | AwaitingApproval →
+// Approved | Rejected) → Permitted → Claimed → Dispatched → Succeeded |
+// Failed | Unknown. Each step names the statuses it may follow; anything
+// else is refused, so a redelivered or out-of-order event cannot move an
+// action backwards.
+const (
+	proposed         = stewardv1.ActionStatus_ACTION_STATUS_PROPOSED
+	evaluated        = stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
+	denied           = stewardv1.ActionStatus_ACTION_STATUS_DENIED
+	awaitingApproval = stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
+	approved         = stewardv1.ActionStatus_ACTION_STATUS_APPROVED
+	rejected         = stewardv1.ActionStatus_ACTION_STATUS_REJECTED
+	permitted        = stewardv1.ActionStatus_ACTION_STATUS_PERMITTED
+	claimed          = stewardv1.ActionStatus_ACTION_STATUS_CLAIMED
+	dispatched       = stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED
+	succeeded        = stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	failed           = stewardv1.ActionStatus_ACTION_STATUS_FAILED
+	unknown          = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+)
+
+// FindAction returns the action with id in t's ledger, or nil.
+func FindAction(t *stewardv1.Task, id string) *stewardv1.Action {
+	for _, a := range t.Actions {
+		if a.ActionId == id {
+			return a
+		}
+	}
+	return nil
+}
+
+// actionStep checks an action event against t and returns the change to
+// make; ok is false for events that are not about actions. Nothing changes
+// until the caller runs commit, so a refused event leaves t as it was.
+func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err error) {
+	var (
+		id    string
+		from  []stewardv1.ActionStatus
+		to    stewardv1.ActionStatus
+		check func(*stewardv1.Action) error
+		apply func(*stewardv1.Action)
+	)
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_ActionProposed:
+		a := p.ActionProposed.GetAction()
+		switch {
+		case a.GetActionId() == "":
+			return nil, true, errs.New(errs.FailedPrecondition, "proposed action has no id")
+		case FindAction(t, a.ActionId) != nil:
+			return nil, true, errs.New(errs.FailedPrecondition, "action %s was already proposed", a.ActionId)
+		case !Active(t.Status):
+			return nil, true, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", t.Contract.GetTaskId(), StatusName(t.Status))
+		}
+		return func() {
+			a := proto.CloneOf(a)
+			a.Status, a.ProposedAt, a.UpdatedAt = proposed, ev.Time, ev.Time
+			t.Actions = append(t.Actions, a)
+		}, true, nil
+
+	case *stewardv1.Event_PolicyEvaluated:
+		id = p.PolicyEvaluated.ActionId
+		// A fresh evaluation after approval keeps the action approved.
+		from = []stewardv1.ActionStatus{proposed, approved}
+		apply = func(a *stewardv1.Action) {
+			a.Snapshot = p.PolicyEvaluated.Snapshot
+			if a.Status == proposed {
+				a.Status = evaluated
+			}
+		}
+
+	case *stewardv1.Event_ActionDenied:
+		id, from, to = p.ActionDenied.ActionId, []stewardv1.ActionStatus{proposed, evaluated, approved}, denied
+		apply = func(a *stewardv1.Action) {
+			a.Outcome = &stewardv1.Outcome{Status: denied, Reason: joinReasons(p.ActionDenied.Reasons), FinishedAt: ev.Time}
+		}
+
+	case *stewardv1.Event_ApprovalRequested:
+		ap := p.ApprovalRequested.GetApproval()
+		id, from, to = ap.GetActionId(), []stewardv1.ActionStatus{evaluated}, awaitingApproval
+		check = func(a *stewardv1.Action) error {
+			if ap.ActionHash != a.ActionHash {
+				return fmt.Errorf("approval %s is for hash %s, the action's is %s", ap.ApprovalId, ap.ActionHash, a.ActionHash)
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) { a.Approval = proto.CloneOf(ap) }
+
+	case *stewardv1.Event_ApprovalDecided:
+		d := p.ApprovalDecided
+		id, from = d.ActionId, []stewardv1.ActionStatus{awaitingApproval}
+		to = rejected
+		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			to = approved
+		}
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case a.Approval.GetApprovalId() != d.ApprovalId:
+				return fmt.Errorf("approval %s is not the action's open approval", d.ApprovalId)
+			case d.ActionHash != a.ActionHash:
+				return fmt.Errorf("the decision is for hash %s, the action's is %s", d.ActionHash, a.ActionHash)
+			case d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
+				return fmt.Errorf("decision %v is neither approve nor reject", d.Decision)
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) {
+			a.Approval = proto.CloneOf(a.Approval)
+			a.Approval.Decision, a.Approval.DecidedBy, a.Approval.Comment, a.Approval.DecidedAt = d.Decision, d.DecidedBy, d.Comment, ev.Time
+			if to == rejected {
+				a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "rejected by " + d.DecidedBy + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
+			}
+		}
+
+	case *stewardv1.Event_ActionPermitted:
+		pm := p.ActionPermitted.GetPermit()
+		id, from, to = pm.GetActionId(), []stewardv1.ActionStatus{evaluated, approved}, permitted
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case pm.ActionHash != a.ActionHash || pm.RequestHash != a.RequestHash:
+				return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
+			case a.Status == evaluated && a.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+				return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
+			case !Active(t.Status):
+				return fmt.Errorf("task is %s", StatusName(t.Status))
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) { a.Permit = proto.CloneOf(pm) }
+
+	case *stewardv1.Event_ActionClaimed:
+		c := p.ActionClaimed
+		id, from, to = c.ActionId, []stewardv1.ActionStatus{permitted}, claimed
+		check = func(a *stewardv1.Action) error {
+			if a.Permit.GetPermitId() != c.PermitId {
+				return fmt.Errorf("claim of permit %s, the action's permit is %s", c.PermitId, a.Permit.GetPermitId())
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) { a.ClaimedBy = c.Worker }
+
+	case *stewardv1.Event_ActionDispatched:
+		id, from, to = p.ActionDispatched.ActionId, []stewardv1.ActionStatus{claimed}, dispatched
+
+	case *stewardv1.Event_ActionOutcomeRecorded:
+		o := p.ActionOutcomeRecorded.GetOutcome()
+		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{dispatched}, o.GetStatus()
+		check = func(*stewardv1.Action) error {
+			if to != succeeded && to != failed && to != unknown {
+				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) { a.Outcome = proto.CloneOf(o) }
+
+	default:
+		return nil, false, nil
+	}
+
+	a := FindAction(t, id)
+	if a == nil {
+		return nil, true, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s", ev.Type, t.Contract.GetTaskId(), id)
+	}
+	if !contains(from, a.Status) {
+		return nil, true, errs.New(errs.FailedPrecondition, "%s: action %s is %s", ev.Type, id, actionStatusName(a.Status))
+	}
+	if check != nil {
+		if err := check(a); err != nil {
+			return nil, true, errs.New(errs.FailedPrecondition, "%s: action %s: %v", ev.Type, id, err)
+		}
+	}
+	return func() {
+		// Replace the entry rather than mutate it: views handed out
+		// earlier may share it.
+		next := proto.CloneOf(a)
+		if apply != nil {
+			apply(next)
+		}
+		if to != stewardv1.ActionStatus_ACTION_STATUS_UNSPECIFIED {
+			next.Status = to
+		}
+		next.UpdatedAt = ev.Time
+		for i := range t.Actions {
+			if t.Actions[i].ActionId == id {
+				t.Actions[i] = next
+			}
+		}
+		followApprovals(t)
+	}, true, nil
+}
+
+// followApprovals keeps the task's status in step with its open approvals:
+// waiting for approval while any is open, running again after. A paused
+// task keeps its pause; what it resumes to follows instead.
+func followApprovals(t *stewardv1.Task) {
+	open := ""
+	for _, a := range t.Actions {
+		if a.Status == awaitingApproval {
+			open = a.ActionId
+			break
+		}
+	}
+	set := func(s *stewardv1.TaskStatus, reason bool) {
+		switch {
+		case open != "" && *s == stewardv1.TaskStatus_TASK_STATUS_RUNNING:
+			*s = stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
+			if reason {
+				t.StatusReason = "waiting for approval of action " + open
+			}
+		case open == "" && *s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL:
+			*s = stewardv1.TaskStatus_TASK_STATUS_RUNNING
+			if reason {
+				t.StatusReason = "approvals decided"
+			}
+		}
+	}
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		set(&t.PausedFrom, false)
+		return
+	}
+	set(&t.Status, true)
+}
+
+func contains(list []stewardv1.ActionStatus, s stewardv1.ActionStatus) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func actionStatusName(s stewardv1.ActionStatus) string {
+	return enumWords(s.String(), "ACTION_STATUS_")
+}
+
+func joinReasons(rs []string) string {
+	out := ""
+	for i, r := range rs {
+		if i > 0 {
+			out += "; "
+		}
+		out += r
+	}
+	return out
+}
+
+func orEmpty(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
+}

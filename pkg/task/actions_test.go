@@ -1,0 +1,87 @@
+package task_test
+
+import (
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+func proposedAction() *stewardv1.ActionProposed {
+	return &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", ActionHash: "h1", RequestHash: "r1", Tool: "mail"}}
+}
+
+func TestLedgerWithApproval(t *testing.T) {
+	tk, err := task.Fold(sealed(t,
+		created(), started(), proposedAction(),
+		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL || tk.Actions[0].Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
+		t.Fatalf("task %v, action %v", tk.Status, tk.Actions[0].Status)
+	}
+	tk, err = task.Fold(sealed(t,
+		created(), started(), proposedAction(),
+		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
+		&stewardv1.ApprovalDecided{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:bo"},
+		&stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p1", ActionId: "a1", ActionHash: "h1", RequestHash: "r1"}},
+		&stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p1", Worker: "w"},
+		&stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1},
+		&stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := tk.Actions[0]
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED ||
+		a.Approval.DecidedBy != "user:bo" || a.Permit.PermitId != "p1" || a.ClaimedBy != "w" {
+		t.Fatalf("task %v, action %v", tk.Status, a)
+	}
+}
+
+func TestLedgerRefusesOutOfOrderSteps(t *testing.T) {
+	base := []event.Payload{created(), started(), proposedAction()}
+	tests := []struct {
+		name string
+		next event.Payload
+	}{
+		{"permit without allow", &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p", ActionId: "a1", ActionHash: "h1", RequestHash: "r1"}}},
+		{"claim before permit", &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p"}},
+		{"decision with no approval", &stewardv1.ApprovalDecided{ApprovalId: "x", ActionId: "a1", ActionHash: "h1", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE}},
+		{"unknown action", &stewardv1.PolicyEvaluated{ActionId: "nope"}},
+		{"same proposal twice", proposedAction()},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := task.Fold(sealed(t, append(append([]event.Payload{}, base...), tt.next)...))
+			if !errs.Is(err, errs.FailedPrecondition) {
+				t.Fatalf("err = %v, want failed precondition", err)
+			}
+		})
+	}
+}
+
+func TestDecisionForAnotherHashIsRefused(t *testing.T) {
+	_, err := task.Fold(sealed(t,
+		created(), started(), proposedAction(),
+		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
+		&stewardv1.ApprovalDecided{ApprovalId: "ap1", ActionId: "a1", ActionHash: "other", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE},
+	))
+	if !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("err = %v, want the decision refused", err)
+	}
+}
+
+func TestProposalNeedsARunningTask(t *testing.T) {
+	_, err := task.Fold(sealed(t, created(), proposedAction()))
+	if !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("err = %v, want refused for a pending task", err)
+	}
+}
