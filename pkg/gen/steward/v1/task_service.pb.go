@@ -9,6 +9,7 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -21,6 +22,157 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ProposeActionRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Client-chosen id that makes the call safe to retry: the same id
+	// returns the same action. Optional.
+	ProposalId string `protobuf:"bytes,2,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
+	Tool       string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	// The registered version to call; the latest when empty.
+	ToolVersion string `protobuf:"bytes,4,opt,name=tool_version,json=toolVersion,proto3" json:"tool_version,omitempty"`
+	// What the call acts on, in the tool's terms (a path, an account).
+	Target string           `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
+	Params *structpb.Struct `protobuf:"bytes,6,opt,name=params,proto3" json:"params,omitempty"`
+	// Set to an existing action's id to propose an edited version of it:
+	// a new action with new hashes, which goes through policy again.
+	EditOf        string `protobuf:"bytes,7,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposeActionRequest) Reset() {
+	*x = ProposeActionRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposeActionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposeActionRequest) ProtoMessage() {}
+
+func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposeActionRequest.ProtoReflect.Descriptor instead.
+func (*ProposeActionRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ProposeActionRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetProposalId() string {
+	if x != nil {
+		return x.ProposalId
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetToolVersion() string {
+	if x != nil {
+		return x.ToolVersion
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetParams() *structpb.Struct {
+	if x != nil {
+		return x.Params
+	}
+	return nil
+}
+
+func (x *ProposeActionRequest) GetEditOf() string {
+	if x != nil {
+		return x.EditOf
+	}
+	return ""
+}
+
+type ProposeActionResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// False when the proposal id named an action that already existed.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProposeActionResponse) Reset() {
+	*x = ProposeActionResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProposeActionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProposeActionResponse) ProtoMessage() {}
+
+func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProposeActionResponse.ProtoReflect.Descriptor instead.
+func (*ProposeActionResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ProposeActionResponse) GetAction() *Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *ProposeActionResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 type CreateTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Client-chosen id that makes the call safe to retry. Optional.
@@ -32,7 +184,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +196,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +209,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *CreateTaskRequest) GetRequestId() string {
@@ -85,7 +237,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -97,7 +249,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -110,7 +262,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *CreateTaskResponse) GetTask() *Task {
@@ -140,7 +292,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -152,7 +304,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -165,7 +317,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -198,7 +350,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -210,7 +362,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -223,7 +375,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -246,7 +398,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -258,7 +410,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -271,7 +423,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PauseTaskRequest) GetTaskId() string {
@@ -304,7 +456,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -316,7 +468,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -329,7 +481,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -352,7 +504,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -364,7 +516,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -377,7 +529,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ResumeTaskRequest) GetTaskId() string {
@@ -410,7 +562,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -422,7 +574,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -435,7 +587,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -450,7 +602,19 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x15steward/v1/task.proto\"h\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\"\xe9\x01\n" +
+	"\x14ProposeActionRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
+	"\vproposal_id\x18\x02 \x01(\tR\n" +
+	"proposalId\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12!\n" +
+	"\ftool_version\x18\x04 \x01(\tR\vtoolVersion\x12\x16\n" +
+	"\x06target\x18\x05 \x01(\tR\x06target\x12/\n" +
+	"\x06params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x17\n" +
+	"\aedit_of\x18\a \x01(\tR\x06editOf\"]\n" +
+	"\x15ProposeActionResponse\x12*\n" +
+	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +
 	"\x11CreateTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x124\n" +
@@ -478,7 +642,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\":\n" +
 	"\x12ResumeTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xc6\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x9e\x03\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -486,7 +650,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"CancelTask\x12\x1d.steward.v1.CancelTaskRequest\x1a\x1e.steward.v1.CancelTaskResponse\"\x00\x12J\n" +
 	"\tPauseTask\x12\x1c.steward.v1.PauseTaskRequest\x1a\x1d.steward.v1.PauseTaskResponse\"\x00\x12M\n" +
 	"\n" +
-	"ResumeTask\x12\x1d.steward.v1.ResumeTaskRequest\x1a\x1e.steward.v1.ResumeTaskResponse\"\x00B\xa8\x01\n" +
+	"ResumeTask\x12\x1d.steward.v1.ResumeTaskRequest\x1a\x1e.steward.v1.ResumeTaskResponse\"\x00\x12V\n" +
+	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -503,38 +668,46 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*CreateTaskRequest)(nil),  // 0: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil), // 1: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),  // 2: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil), // 3: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),   // 4: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),  // 5: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),  // 6: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil), // 7: steward.v1.ResumeTaskResponse
-	(*TaskContract)(nil),       // 8: steward.v1.TaskContract
-	(*Task)(nil),               // 9: steward.v1.Task
+	(*ProposeActionRequest)(nil),  // 0: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil), // 1: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),     // 2: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),    // 3: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),     // 4: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),    // 5: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),      // 6: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),     // 7: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),     // 8: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),    // 9: steward.v1.ResumeTaskResponse
+	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
+	(*Action)(nil),                // 11: steward.v1.Action
+	(*TaskContract)(nil),          // 12: steward.v1.TaskContract
+	(*Task)(nil),                  // 13: steward.v1.Task
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	8, // 0: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	9, // 1: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	9, // 2: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	9, // 3: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	9, // 4: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	0, // 5: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	2, // 6: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	4, // 7: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	6, // 8: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	1, // 9: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	3, // 10: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	5, // 11: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	7, // 12: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	9, // [9:13] is the sub-list for method output_type
-	5, // [5:9] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	10, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	11, // 1: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	12, // 2: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	13, // 3: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	13, // 4: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	13, // 5: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	13, // 6: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	2,  // 7: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	4,  // 8: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	6,  // 9: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	8,  // 10: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	0,  // 11: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	3,  // 12: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	5,  // 13: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	7,  // 14: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	9,  // 15: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	1,  // 16: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	12, // [12:17] is the sub-list for method output_type
+	7,  // [7:12] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -542,6 +715,7 @@ func file_steward_v1_task_service_proto_init() {
 	if File_steward_v1_task_service_proto != nil {
 		return
 	}
+	file_steward_v1_action_proto_init()
 	file_steward_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -549,7 +723,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -41,6 +41,9 @@ const (
 	TaskServicePauseTaskProcedure = "/steward.v1.TaskService/PauseTask"
 	// TaskServiceResumeTaskProcedure is the fully-qualified name of the TaskService's ResumeTask RPC.
 	TaskServiceResumeTaskProcedure = "/steward.v1.TaskService/ResumeTask"
+	// TaskServiceProposeActionProcedure is the fully-qualified name of the TaskService's ProposeAction
+	// RPC.
+	TaskServiceProposeActionProcedure = "/steward.v1.TaskService/ProposeAction"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -51,6 +54,11 @@ type TaskServiceClient interface {
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
+	// ProposeAction proposes one tool call for a running task. Steward
+	// canonicalises and hashes it and hands it to governance; the response
+	// carries the action as proposed, and WatchTask or GetTask show what
+	// happens next. Idempotent on proposal_id.
+	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -88,15 +96,22 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ResumeTask")),
 			connect.WithClientOptions(opts...),
 		),
+		proposeAction: connect.NewClient[v1.ProposeActionRequest, v1.ProposeActionResponse](
+			httpClient,
+			baseURL+TaskServiceProposeActionProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ProposeAction")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // taskServiceClient implements TaskServiceClient.
 type taskServiceClient struct {
-	createTask *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
-	cancelTask *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
-	pauseTask  *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
-	resumeTask *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	createTask    *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
+	cancelTask    *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
+	pauseTask     *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
+	resumeTask    *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	proposeAction *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -119,6 +134,11 @@ func (c *taskServiceClient) ResumeTask(ctx context.Context, req *connect.Request
 	return c.resumeTask.CallUnary(ctx, req)
 }
 
+// ProposeAction calls steward.v1.TaskService.ProposeAction.
+func (c *taskServiceClient) ProposeAction(ctx context.Context, req *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {
+	return c.proposeAction.CallUnary(ctx, req)
+}
+
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
@@ -127,6 +147,11 @@ type TaskServiceHandler interface {
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
+	// ProposeAction proposes one tool call for a running task. Steward
+	// canonicalises and hashes it and hands it to governance; the response
+	// carries the action as proposed, and WatchTask or GetTask show what
+	// happens next. Idempotent on proposal_id.
+	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -160,6 +185,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ResumeTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceProposeActionHandler := connect.NewUnaryHandler(
+		TaskServiceProposeActionProcedure,
+		svc.ProposeAction,
+		connect.WithSchema(taskServiceMethods.ByName("ProposeAction")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -170,6 +201,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServicePauseTaskHandler.ServeHTTP(w, r)
 		case TaskServiceResumeTaskProcedure:
 			taskServiceResumeTaskHandler.ServeHTTP(w, r)
+		case TaskServiceProposeActionProcedure:
+			taskServiceProposeActionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -193,4 +226,8 @@ func (UnimplementedTaskServiceHandler) PauseTask(context.Context, *connect.Reque
 
 func (UnimplementedTaskServiceHandler) ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ResumeTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ProposeAction is not implemented"))
 }

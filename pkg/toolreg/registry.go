@@ -1,0 +1,180 @@
+// Package toolreg is the tool registry as every plane sees it: an
+// in-memory index of registered tool versions, folded from the tool
+// registrations on the log (steward.tool.<name>). The execution plane
+// writes registrations; the control plane reads contracts to validate
+// proposals, governance to feed policy, execution to find endpoints. Each
+// keeps its own Registry, rebuilt on start like any projection.
+//
+// A Registry is safe for concurrent use.
+package toolreg
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sort"
+	"sync"
+	"time"
+
+	"golang.org/x/mod/semver"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Entry is a registered tool version with its compiled parameter schema.
+type Entry struct {
+	Tool   *stewardv1.Tool
+	Schema *action.Schema
+}
+
+// Registry indexes registered tools.
+type Registry struct {
+	logger *slog.Logger
+
+	mu       sync.RWMutex
+	versions map[string]map[string]*Entry // name → version → entry
+	latest   map[string]*Entry
+	applied  uint64
+	changed  chan struct{}
+}
+
+// New returns an empty registry.
+func New(logger *slog.Logger) *Registry {
+	return &Registry{logger: logger, versions: map[string]map[string]*Entry{}, latest: map[string]*Entry{}, changed: make(chan struct{})}
+}
+
+// Apply indexes one registration. A registration whose schema no longer
+// compiles is logged and skipped: it was checked when it was registered.
+func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
+	reg := rec.Event.GetToolRegistered()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	defer r.advance(rec.Sequence)
+	if reg == nil {
+		return nil
+	}
+	c := reg.Contract
+	schema, err := action.CompileSchema(c.ParametersSchema)
+	if err != nil {
+		r.logger.Error("registered tool's schema does not compile; skipped", "tool", c.Name, "version", c.Version, "err", err)
+		return nil
+	}
+	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}, Schema: schema}
+	if r.versions[c.Name] == nil {
+		r.versions[c.Name] = map[string]*Entry{}
+	}
+	if _, ok := r.versions[c.Name][c.Version]; ok {
+		return nil // a version is registered once; the first stands
+	}
+	r.versions[c.Name][c.Version] = e
+	if cur := r.latest[c.Name]; cur == nil || newer(c.Version, cur.Tool.Contract.Version) {
+		r.latest[c.Name] = e
+	}
+	return nil
+}
+
+// newer orders versions: semantic versions by precedence ("v" optional),
+// anything else by registration order (the later one wins).
+func newer(a, b string) bool {
+	va, vb := "v"+trimV(a), "v"+trimV(b)
+	if semver.IsValid(va) && semver.IsValid(vb) {
+		return semver.Compare(va, vb) > 0
+	}
+	return true
+}
+
+func trimV(s string) string {
+	if len(s) > 0 && s[0] == 'v' {
+		return s[1:]
+	}
+	return s
+}
+
+func (r *Registry) advance(seq uint64) {
+	if seq > r.applied {
+		r.applied = seq
+		close(r.changed)
+		r.changed = make(chan struct{})
+	}
+}
+
+// skip notes a registration that could not be decoded.
+func (r *Registry) skip(seq uint64, _ error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.advance(seq)
+}
+
+// Run follows the registrations on log until ctx ends.
+func (r *Registry) Run(ctx context.Context, log *eventlog.Log) {
+	for ctx.Err() == nil {
+		r.mu.RLock()
+		after := r.applied
+		r.mu.RUnlock()
+		err := log.FollowTools(ctx, after, r.Apply, r.skip)
+		if err != nil && !errors.Is(err, context.Canceled) {
+			r.logger.Error("tool registry stopped following; restarting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Sync waits until the registry holds every registration on the log now:
+// after a registration, a reader sees it.
+func (r *Registry) Sync(ctx context.Context, log *eventlog.Log) error {
+	last, err := log.LastToolSequence(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		r.mu.RLock()
+		applied, changed := r.applied, r.changed
+		r.mu.RUnlock()
+		if applied >= last {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return errs.Wrap(errs.Unavailable, ctx.Err(), "the tool registry is behind the log")
+		}
+	}
+}
+
+// Get returns a tool version, the latest when version is empty.
+func (r *Registry) Get(name, version string) (*Entry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var e *Entry
+	if version == "" {
+		e = r.latest[name]
+	} else {
+		e = r.versions[name][version]
+	}
+	if e == nil {
+		if version == "" {
+			return nil, errs.New(errs.NotFound, "tool %q is not registered", name)
+		}
+		return nil, errs.New(errs.NotFound, "tool %q has no version %q", name, version)
+	}
+	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema}, nil
+}
+
+// List returns the latest version of every tool, by name.
+func (r *Registry) List() []*stewardv1.Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*stewardv1.Tool, 0, len(r.latest))
+	for _, e := range r.latest {
+		out = append(out, proto.CloneOf(e.Tool))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Contract.Name < out[j].Contract.Name })
+	return out
+}

@@ -1,0 +1,100 @@
+package toolreg
+
+import (
+	"fmt"
+	"net/url"
+	"time"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// BuiltinKinds are the tools the execution plane runs itself.
+var BuiltinKinds = []string{"noop", "file.write", "kv.append"}
+
+// MaxTimeout bounds a tool's call timeout.
+const MaxTimeout = 10 * time.Minute
+
+// Validate checks a contract before it is registered and names the first
+// field that is wrong.
+func Validate(c *stewardv1.ToolContract) error {
+	if c == nil {
+		return errs.Field("contract", "is required")
+	}
+	switch {
+	case c.Name == "":
+		return errs.Field("contract.name", "is required")
+	case !eventlog.ValidTaskID(c.Name):
+		return errs.Field("contract.name", "%q: want 1-64 letters, digits, '-' or '_'", c.Name)
+	case c.Version == "":
+		return errs.Field("contract.version", "is required")
+	case len(c.Version) > 64:
+		return errs.Field("contract.version", "is longer than 64 bytes")
+	case len(c.Description) > 4096:
+		return &errs.Error{Code: errs.TooLarge, Field: "contract.description", Message: "is longer than 4096 bytes"}
+	case len(c.ParametersSchema) > 64<<10:
+		return &errs.Error{Code: errs.TooLarge, Field: "contract.parameters_schema", Message: "is larger than 64 KiB"}
+	}
+	if _, err := action.CompileSchema(c.ParametersSchema); err != nil {
+		return errs.Field("contract.parameters_schema", "does not compile: %v", err)
+	}
+	if _, ok := stewardv1.EffectClass_name[int32(c.EffectClass)]; !ok || c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_UNSPECIFIED {
+		return errs.Field("contract.effect_class", "is required: EFFECT_CLASS_READ, _IDEMPOTENT_WRITE, _REVERSIBLE_WRITE or _IRREVERSIBLE")
+	}
+	if _, ok := stewardv1.DataSensitivity_name[int32(c.DataSensitivity)]; !ok {
+		return errs.Field("contract.data_sensitivity", "%d is not a known sensitivity", c.DataSensitivity)
+	}
+	if _, ok := stewardv1.ApprovalRule_name[int32(c.DefaultApproval)]; !ok {
+		return errs.Field("contract.default_approval", "%d is not a known approval rule", c.DefaultApproval)
+	}
+	if c.Timeout != nil {
+		if err := c.Timeout.CheckValid(); err != nil || c.Timeout.AsDuration() <= 0 || c.Timeout.AsDuration() > MaxTimeout {
+			return errs.Field("contract.timeout", "must be between 0 and %s", MaxTimeout)
+		}
+	}
+	if c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && c.CompensatingTool == "" {
+		return errs.Field("contract.compensating_tool", "is required for a reversible write: name the tool that undoes it")
+	}
+	switch e := c.Endpoint.(type) {
+	case *stewardv1.ToolContract_Http:
+		if err := checkURL("contract.http.url", e.Http.Url, true); err != nil {
+			return err
+		}
+		if err := checkURL("contract.http.status_url", e.Http.StatusUrl, false); err != nil {
+			return err
+		}
+		if c.StatusQuery && e.Http.StatusUrl == "" {
+			return errs.Field("contract.http.status_url", "is required when status_query is set")
+		}
+	case *stewardv1.ToolContract_Builtin:
+		known := false
+		for _, k := range BuiltinKinds {
+			known = known || e.Builtin.Kind == k
+		}
+		if !known {
+			return errs.Field("contract.builtin.kind", "%q is not one of %v", e.Builtin.Kind, BuiltinKinds)
+		}
+	default:
+		return errs.Field("contract.endpoint", "is required: http or builtin")
+	}
+	return nil
+}
+
+func checkURL(field, s string, required bool) error {
+	if s == "" {
+		if required {
+			return errs.Field(field, "is required")
+		}
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errs.Field(field, "%q is not an absolute http(s) URL", s)
+	}
+	return nil
+}
+
+// Key names a tool version in messages.
+func Key(name, version string) string { return fmt.Sprintf("%s@%s", name, version) }
