@@ -11,64 +11,68 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 )
 
-// RequestBucket is the KV bucket that holds canonical requests, keyed by
-// their hash: content-addressed, written once, never changed.
-const RequestBucket = "STEWARD_REQUESTS"
+// The content-addressed buckets: values keyed by their SHA-256, written
+// once, never changed.
+const (
+	// RequestBucket holds canonical requests (an action's request_ref).
+	RequestBucket = "STEWARD_REQUESTS"
+	// ResultBucket holds tool results (an outcome's result_ref).
+	ResultBucket = "STEWARD_RESULTS"
+)
 
-// refPrefix starts every request_ref.
-const refPrefix = "kv://" + RequestBucket + "/"
-
-// Store keeps canonical requests. It is safe for concurrent use.
+// Store keeps immutable blobs by hash in one KV bucket. It is safe for
+// concurrent use.
 type Store struct {
-	kv jetstream.KeyValue
+	kv     jetstream.KeyValue
+	prefix string
 }
 
-// OpenStore opens (creating if missing) the request bucket.
-func OpenStore(ctx context.Context, js jetstream.JetStream, replicas int) (*Store, error) {
-	kv, err := js.KeyValue(ctx, RequestBucket)
+// OpenStore opens (creating if missing) a content-addressed bucket.
+func OpenStore(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Store, error) {
+	kv, err := js.KeyValue(ctx, bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
 		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      RequestBucket,
-			Description: "Steward canonical action requests, by hash",
+			Bucket:      bucket,
+			Description: "Steward content-addressed blobs, by SHA-256",
 			History:     1,
 			Replicas:    max(replicas, 1),
 		})
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, RequestBucket)
+			kv, err = js.KeyValue(ctx, bucket)
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open request store: %w", err)
+		return nil, fmt.Errorf("open store %s: %w", bucket, err)
 	}
-	return &Store{kv: kv}, nil
+	return &Store{kv: kv, prefix: "kv://" + bucket + "/"}, nil
 }
 
-// Put stores canonical request bytes once and returns their reference.
-// Storing the same bytes again is a no-op.
-func (s *Store) Put(ctx context.Context, canonical []byte) (string, error) {
-	h := RequestHash(canonical)
-	if _, err := s.kv.Create(ctx, h, canonical); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
-		return "", errs.Wrap(errs.Unavailable, err, "store request %s", h)
+// Put stores data once and returns its reference and hash. Storing the
+// same bytes again is a no-op.
+func (s *Store) Put(ctx context.Context, data []byte) (ref, hash string, err error) {
+	h := RequestHash(data)
+	if _, err := s.kv.Create(ctx, h, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", h)
 	}
-	return refPrefix + h, nil
+	return s.prefix + h, h, nil
 }
 
-// Get returns the request stored under ref after checking that it still
-// hashes to wantHash: the execution plane calls it before every dispatch.
+// Get returns the bytes stored under ref after checking that they still
+// hash to wantHash: the execution plane calls it before every dispatch.
 func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
-	h, ok := strings.CutPrefix(ref, refPrefix)
+	h, ok := strings.CutPrefix(ref, s.prefix)
 	if !ok {
-		return nil, errs.New(errs.Corrupt, "request_ref %q is not a request reference", ref)
+		return nil, errs.New(errs.Corrupt, "%q is not a reference into %s", ref, s.prefix)
 	}
 	e, err := s.kv.Get(ctx, h)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		return nil, errs.New(errs.Corrupt, "request %s is missing from the store", h)
+		return nil, errs.New(errs.Corrupt, "%s is missing from the store", ref)
 	}
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "read request %s", h)
+		return nil, errs.Wrap(errs.Unavailable, err, "read %s", ref)
 	}
 	if got := RequestHash(e.Value()); got != wantHash || h != wantHash {
-		return nil, errs.New(errs.Corrupt, "stored request hashes to %s, the permit names %s", got, wantHash)
+		return nil, errs.New(errs.Corrupt, "%s hashes to %s, not %s", ref, got, wantHash)
 	}
 	return e.Value(), nil
 }

@@ -32,6 +32,8 @@ const (
 	Unavailable
 	// Corrupt means stored data fails its integrity check.
 	Corrupt
+	// PermissionDenied means the caller is known but may not do this.
+	PermissionDenied
 )
 
 var codeNames = map[Code]string{
@@ -44,6 +46,7 @@ var codeNames = map[Code]string{
 	TooLarge:           "too large",
 	Unavailable:        "unavailable",
 	Corrupt:            "corrupt",
+	PermissionDenied:   "permission denied",
 }
 
 func (c Code) String() string { return codeNames[c] }

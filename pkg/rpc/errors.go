@@ -27,6 +27,7 @@ var connectCodes = map[errs.Code]connect.Code{
 	errs.TooLarge:           connect.CodeResourceExhausted,
 	errs.Unavailable:        connect.CodeUnavailable,
 	errs.Corrupt:            connect.CodeDataLoss,
+	errs.PermissionDenied:   connect.CodePermissionDenied,
 }
 
 // ToConnect translates err for a client. Domain errors keep their message

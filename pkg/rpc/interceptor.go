@@ -2,42 +2,75 @@ package rpc
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
 )
 
-// PrincipalHeader names the caller. Until authentication lands it is taken
-// on trust and recorded as the actor of the events a call causes.
+// PrincipalHeader names the caller when no tokens are configured. It is
+// taken on trust, carries no roles, and is recorded as the actor of the
+// events a call causes.
 const PrincipalHeader = "Steward-Principal"
 
-type principalKey struct{}
+type identityKey struct{}
+
+// Caller returns the caller's identity: anonymous, without roles, when
+// nothing named it.
+func Caller(ctx context.Context) Identity {
+	if id, ok := ctx.Value(identityKey{}).(Identity); ok && id.Principal != "" {
+		return id
+	}
+	return Identity{Principal: "anonymous"}
+}
 
 // Principal returns the caller's principal, or "anonymous".
-func Principal(ctx context.Context) string {
-	if p, ok := ctx.Value(principalKey{}).(string); ok && p != "" {
-		return p
-	}
-	return "anonymous"
+func Principal(ctx context.Context) string { return Caller(ctx).Principal }
+
+// WithIdentity returns ctx carrying id, for in-process callers.
+func WithIdentity(ctx context.Context, id Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
 }
 
-// WithPrincipal returns ctx carrying principal p, for in-process callers.
-func WithPrincipal(ctx context.Context, p string) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
+// edgeInterceptor authenticates the caller and translates errors, for
+// unary and streaming handlers alike.
+type edgeInterceptor struct {
+	log    *slog.Logger
+	tokens Tokens
 }
-
-// edgeInterceptor attaches the principal and translates errors, for unary
-// and streaming handlers alike.
-type edgeInterceptor struct{ log *slog.Logger }
 
 // NewEdgeInterceptor returns the interceptor every Steward handler runs
-// behind.
-func NewEdgeInterceptor(log *slog.Logger) connect.Interceptor { return &edgeInterceptor{log: log} }
+// behind. With tokens, every call must carry "Authorization: Bearer
+// <token>" naming one of them; without, the Steward-Principal header is
+// trusted and grants no roles.
+func NewEdgeInterceptor(log *slog.Logger, tokens Tokens) connect.Interceptor {
+	return &edgeInterceptor{log: log, tokens: tokens}
+}
+
+func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.Context, error) {
+	if i.tokens == nil {
+		p := strings.TrimSpace(h.Get(PrincipalHeader))
+		if p == "" || len(p) > 256 {
+			return ctx, nil
+		}
+		return WithIdentity(ctx, Identity{Principal: p}), nil
+	}
+	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
+	id, known := i.tokens[strings.TrimSpace(token)]
+	if !ok || !known {
+		return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New("a valid bearer token is required (Authorization: Bearer <token>)"))
+	}
+	return WithIdentity(ctx, id), nil
+}
 
 func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		ctx = withPrincipalFrom(ctx, req.Header().Get(PrincipalHeader))
+		ctx, err := i.identify(ctx, req.Header())
+		if err != nil {
+			return nil, err
+		}
 		resp, err := next(ctx, req)
 		return resp, ToConnect(ctx, i.log, err)
 	}
@@ -49,15 +82,10 @@ func (i *edgeInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) 
 
 func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ctx = withPrincipalFrom(ctx, conn.RequestHeader().Get(PrincipalHeader))
+		ctx, err := i.identify(ctx, conn.RequestHeader())
+		if err != nil {
+			return err
+		}
 		return ToConnect(ctx, i.log, next(ctx, conn))
 	}
-}
-
-func withPrincipalFrom(ctx context.Context, p string) context.Context {
-	p = strings.TrimSpace(p)
-	if p == "" || len(p) > 256 {
-		return ctx
-	}
-	return WithPrincipal(ctx, p)
 }

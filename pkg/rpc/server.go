@@ -25,10 +25,11 @@ type Service struct {
 	Handler http.Handler
 }
 
-// HandlerOptions are the options every Steward handler is built with.
-func HandlerOptions(log *slog.Logger) []connect.HandlerOption {
+// HandlerOptions are the options every Steward handler is built with;
+// tokens may be nil (see NewEdgeInterceptor).
+func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 	return []connect.HandlerOption{
-		connect.WithInterceptors(NewEdgeInterceptor(log)),
+		connect.WithInterceptors(NewEdgeInterceptor(log, tokens)),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, r any) error {
 			log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", r)

@@ -13,9 +13,13 @@ import (
 	"context"
 	"log/slog"
 
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/toolreg"
 )
 
 // PlaneName is the control plane's name in events and consumer names.
@@ -23,14 +27,29 @@ const PlaneName = "control"
 
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log    *eventlog.Log
-	logger *slog.Logger
-	sub    eventlog.Subscription
+	log      *eventlog.Log
+	logger   *slog.Logger
+	tools    *toolreg.Registry
+	requests *action.Store
+	sub      eventlog.Subscription
+}
+
+// Option configures a Plane.
+type Option func(*Plane)
+
+// WithActions lets the plane take proposed actions: it needs the tool
+// registry to check them and the request store to keep them.
+func WithActions(tools *toolreg.Registry, requests *action.Store) Option {
+	return func(p *Plane) { p.tools, p.requests = tools, requests }
 }
 
 // New returns a control plane over log.
-func New(log *eventlog.Log, logger *slog.Logger) *Plane {
-	return &Plane{log: log, logger: logger.With("plane", PlaneName)}
+func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
+	p := &Plane{log: log, logger: logger.With("plane", PlaneName)}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Start runs the plane's reactions.
@@ -51,8 +70,8 @@ func (p *Plane) Stop() {
 	}
 }
 
-// Services returns the Connect services the plane serves.
-func (p *Plane) Services() []rpc.Service {
-	path, h := stewardv1connect.NewTaskServiceHandler(&taskService{plane: p}, rpc.HandlerOptions(p.logger)...)
+// Services returns the Connect services the plane serves, built with opts.
+func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
+	path, h := stewardv1connect.NewTaskServiceHandler(&taskService{plane: p}, opts...)
 	return []rpc.Service{{Name: stewardv1connect.TaskServiceName, Path: path, Handler: h}}
 }

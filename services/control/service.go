@@ -72,3 +72,11 @@ func (s *taskService) command(ctx context.Context, taskID, requestID, reason str
 	}
 	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, requestID, payload(reason))
 }
+
+func (s *taskService) ProposeAction(ctx context.Context, req *connect.Request[stewardv1.ProposeActionRequest]) (*connect.Response[stewardv1.ProposeActionResponse], error) {
+	a, created, err := s.plane.ProposeAction(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ProposeActionResponse{Action: a, Created: created}), nil
+}

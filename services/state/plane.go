@@ -23,6 +23,8 @@ import (
 	"sync"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -62,7 +64,7 @@ func New(log *eventlog.Log, logger *slog.Logger) *Plane {
 // have caught up with the log as it was at start, so that the plane never
 // serves a half-rebuilt view.
 func (p *Plane) Start(ctx context.Context) error {
-	last, err := p.log.LastStreamSequence(ctx)
+	last, err := p.log.LastTaskSequence(ctx)
 	if err != nil {
 		return err
 	}
@@ -101,9 +103,8 @@ func (p *Plane) Stop() {
 // Views returns the plane's projection, for tests and in-process callers.
 func (p *Plane) Views() *Projection { return p.views }
 
-// Services returns the Connect services the plane serves.
-func (p *Plane) Services() []rpc.Service {
-	opts := rpc.HandlerOptions(p.logger)
+// Services returns the Connect services the plane serves, built with opts.
+func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	qPath, q := stewardv1connect.NewQueryServiceHandler(&queryService{plane: p}, opts...)
 	aPath, a := stewardv1connect.NewAuditServiceHandler(&auditService{plane: p}, opts...)
 	return []rpc.Service{

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -35,7 +36,7 @@ const (
 type plane interface {
 	Start(ctx context.Context) error
 	Stop()
-	Services() []rpc.Service
+	Services(opts []connect.HandlerOption) []rpc.Service
 }
 
 // Server is a running `steward dev` or `steward serve`: flags, then Run,
@@ -48,9 +49,14 @@ type Server struct {
 	DataDir    string
 	NATSListen string // dev: also serve the embedded NATS here
 	NATSURL    string // serve: the external NATS
+	ToolsFile  string // execution: tool contracts to register at start
+	PolicyDir  string // governance: Rego bundle directory, watched for changes
+	Sandbox    string // execution: root for the file.write built-in tool
+	Worker     string // execution: this worker's name in claims
 	Plane      string // serve: which plane
 	Replicas   int    // serve: replicas of the streams when this process creates them
 	LogLevel   string
+	AuthFile   string // bearer tokens; without it, callers are trusted by header and hold no roles
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -58,6 +64,7 @@ type Server struct {
 	bus    *embedded.Server
 	nc     *nats.Conn
 	planes []plane
+	stops  []func() // background work to end after the planes
 	rpc    *rpc.Server
 	served chan error
 }
@@ -74,6 +81,11 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.SetOutput(m.stderr)
 	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC and gRPC-Web on")
 	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start (execution plane)")
+	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
+	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
+	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims (default: host name and process id)")
+	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
 		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")
@@ -114,6 +126,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
 	}
+	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
+		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	}
 	if m.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(m.NATSListen); err != nil {
 			return fmt.Errorf("--nats-listen: %q is not HOST:PORT: %v", m.NATSListen, err)
@@ -143,13 +158,22 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.planes = m.selectPlanes(log)
+	if m.planes, err = m.selectPlanes(ctx, js, log); err != nil {
+		return err
+	}
+	var tokens rpc.Tokens
+	if m.AuthFile != "" {
+		if tokens, err = rpc.LoadTokens(m.AuthFile); err != nil {
+			return fmt.Errorf("--auth: %w", err)
+		}
+	}
+	opts := rpc.HandlerOptions(m.logger, tokens)
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(ctx); err != nil {
 			return err
 		}
-		services = append(services, p.Services()...)
+		services = append(services, p.Services(opts)...)
 	}
 	m.rpc, err = rpc.Listen(m.Addr, services)
 	if err != nil {
@@ -186,9 +210,6 @@ func (m *Server) connect() error {
 		return fmt.Errorf("--data: %w", err)
 	}
 	cfg := embedded.Config{StoreDir: m.DataDir}
-	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
-		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
-	}
 	if m.NATSListen != "" {
 		host, port, _ := net.SplitHostPort(m.NATSListen)
 		cfg.Host = host
@@ -208,19 +229,6 @@ func (m *Server) connect() error {
 	}
 	m.nc = nc
 	return nil
-}
-
-func (m *Server) selectPlanes(log *eventlog.Log) []plane {
-	all := map[string]func() plane{
-		control.PlaneName:    func() plane { return control.New(log, m.logger) },
-		governance.PlaneName: func() plane { return governance.New(log, m.logger) },
-		execution.PlaneName:  func() plane { return execution.New(log, m.logger) },
-		state.PlaneName:      func() plane { return state.New(log, m.logger) },
-	}
-	if m.Mode == "serve" {
-		return []plane{all[m.Plane]()}
-	}
-	return []plane{all[control.PlaneName](), all[governance.PlaneName](), all[execution.PlaneName](), all[state.PlaneName]()}
 }
 
 // URL returns the base URL of the RPC server, with the real port.
@@ -254,6 +262,9 @@ func (m *Server) Close() {
 	}
 	for _, p := range m.planes {
 		p.Stop()
+	}
+	for _, stop := range m.stops {
+		stop()
 	}
 	if m.nc != nil {
 		drain(m.nc, 5*time.Second)

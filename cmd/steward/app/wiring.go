@@ -1,0 +1,114 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/toolreg"
+	"github.com/steward-run/steward/services/control"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/adapter"
+	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/governance/policy"
+	"github.com/steward-run/steward/services/state"
+)
+
+// ToolKVBucket is the bucket the kv.append built-in tool writes to.
+const ToolKVBucket = "STEWARD_TOOL_KV"
+
+// selectPlanes builds the planes this process runs, with what each needs.
+// In dev mode they share one tool registry and one set of stores.
+func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *eventlog.Log) ([]plane, error) {
+	want := []string{control.PlaneName, governance.PlaneName, execution.PlaneName, state.PlaneName}
+	if m.Mode == "serve" {
+		want = []string{m.Plane}
+	}
+	tools := toolreg.New(m.logger)
+	m.background(func(ctx context.Context) { tools.Run(ctx, log) })
+	requests, err := action.OpenStore(ctx, js, action.RequestBucket, m.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	var planes []plane
+	for _, name := range want {
+		switch name {
+		case control.PlaneName:
+			planes = append(planes, control.New(log, m.logger, control.WithActions(tools, requests)))
+		case governance.PlaneName:
+			engine, err := policy.Load(ctx, m.PolicyDir)
+			if err != nil {
+				return nil, fmt.Errorf("--policy-dir: %w", err)
+			}
+			m.logger.Info("policy bundle loaded", "revision", engine.Revision(), "dir", m.PolicyDir)
+			planes = append(planes, governance.New(log, m.logger, engine, tools, requests))
+		case execution.PlaneName:
+			p, err := m.executionPlane(ctx, js, log, tools, requests)
+			if err != nil {
+				return nil, err
+			}
+			planes = append(planes, p)
+		case state.PlaneName:
+			planes = append(planes, state.New(log, m.logger))
+		}
+	}
+	return planes, nil
+}
+
+func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests *action.Store) (*execution.Plane, error) {
+	results, err := action.OpenStore(ctx, js, action.ResultBucket, m.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	claims, err := execution.OpenClaims(ctx, js, m.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	toolKV, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
+	if err != nil {
+		return nil, err
+	}
+	sandbox := m.Sandbox
+	if sandbox == "" {
+		sandbox = "sandbox"
+		if m.Mode == "dev" {
+			sandbox = filepath.Join(m.DataDir, "sandbox")
+		}
+	}
+	builtin, err := adapter.NewBuiltin(adapter.BuiltinConfig{SandboxDir: sandbox, KV: toolKV})
+	if err != nil {
+		return nil, fmt.Errorf("--sandbox: %w", err)
+	}
+	worker := m.Worker
+	if worker == "" {
+		host, _ := os.Hostname()
+		worker = fmt.Sprintf("%s-%d", host, os.Getpid())
+	}
+	p := execution.New(log, m.logger, execution.Config{
+		Tools: tools, Requests: requests, Results: results, Claims: claims, Worker: worker,
+		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
+	})
+	if m.ToolsFile != "" {
+		if err := p.RegisterFile(ctx, m.ToolsFile); err != nil {
+			return nil, fmt.Errorf("--tools: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// background runs fn until the server closes.
+func (m *Server) background(fn func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	m.stops = append(m.stops, func() { cancel(); <-done })
+}

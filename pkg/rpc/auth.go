@@ -1,0 +1,64 @@
+package rpc
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Identity is an authenticated caller: who, and which roles they hold.
+type Identity struct {
+	Principal string   `json:"principal"`
+	Roles     []string `json:"roles"`
+}
+
+// HasRole reports whether the identity holds any of roles.
+func (id Identity) HasRole(roles ...string) bool {
+	for _, r := range roles {
+		if slices.Contains(id.Roles, r) {
+			return true
+		}
+	}
+	return false
+}
+
+// Tokens maps bearer tokens to identities: the simple static scheme that
+// stands in for real authentication for now.
+type Tokens map[string]Identity
+
+// tokensFile is the format of an --auth file.
+type tokensFile struct {
+	Tokens []struct {
+		Token string `json:"token"`
+		Identity
+	} `json:"tokens"`
+}
+
+// LoadTokens reads a token file:
+//
+//	{"tokens": [{"token": "…", "principal": "user:bo", "roles": ["authorizer"]}]}
+func LoadTokens(path string) (Tokens, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var f tokensFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	out := Tokens{}
+	for i, t := range f.Tokens {
+		switch {
+		case len(t.Token) < 16:
+			return nil, fmt.Errorf("%s: tokens[%d]: a token must be at least 16 characters", path, i)
+		case t.Principal == "":
+			return nil, fmt.Errorf("%s: tokens[%d]: principal is required", path, i)
+		}
+		if _, dup := out[t.Token]; dup {
+			return nil, fmt.Errorf("%s: tokens[%d]: the token appears twice", path, i)
+		}
+		out[t.Token] = t.Identity
+	}
+	return out, nil
+}

@@ -1,0 +1,82 @@
+package task
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// maxConflictRetries bounds how often Update re-reads after losing a race
+// for the task's next sequence.
+const maxConflictRetries = 16
+
+// Load reads and folds a task; a task with no events is NotFound. It also
+// returns the ids of the events folded, so a caller can tell that an event
+// it means to append is already there.
+func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, map[string]bool, error) {
+	recs, err := log.Read(ctx, taskID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(recs) == 0 {
+		return nil, nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	t, err := Fold(recs)
+	if err != nil {
+		return nil, nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	}
+	ids := make(map[string]bool, len(recs))
+	for _, r := range recs {
+		ids[r.Event.EventId] = true
+	}
+	return t, ids, nil
+}
+
+// Build decides, from the task as it is now, the one event to append, or
+// nil for nothing to do.
+type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
+
+// Update is every plane's write loop: load and fold the task, build the
+// event, dry-run it through the fold (an illegal step appends nothing),
+// append it conditionally on the task's last sequence, and on a lost race
+// start over. An event whose id is already in the task's history is not
+// appended again: that makes a redelivered reaction or a retried command a
+// no-op. It returns the task as it is after.
+func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
+	for range maxConflictRetries {
+		t, folded, err := Load(ctx, log, taskID)
+		if err != nil {
+			return nil, err
+		}
+		ev, err := build(t)
+		if err != nil || ev == nil || folded[ev.EventId] {
+			return t, err
+		}
+		if err := Apply(proto.CloneOf(t), ev, 0); err != nil {
+			return nil, err
+		}
+		rec, err := log.Append(ctx, eventlog.HeadOf(t), ev)
+		if errors.Is(err, eventlog.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rec.Event != ev {
+			// A retried append stored before: the task has moved on from
+			// t, so read it afresh.
+			t, _, err := Load(ctx, log, taskID)
+			return t, err
+		}
+		if err := Apply(t, rec.Event, rec.Sequence); err != nil {
+			return nil, err
+		}
+		return t, nil
+	}
+	return nil, errs.New(errs.Conflict, "task %s is changing too fast; try again", taskID)
+}

@@ -1,0 +1,250 @@
+package adapter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"sync"
+	"time"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+const (
+	// DefaultTimeout bounds a call to a tool whose contract sets no timeout.
+	DefaultTimeout = 30 * time.Second
+	// MaxResultBytes is the largest result a tool may return; a larger one
+	// fails the call deterministically, since asking again returns the same.
+	MaxResultBytes = 4 << 20
+	// maxReasonBody is how much of an error answer is read for its reason.
+	maxReasonBody = 64 << 10
+)
+
+// The headers of the HTTP tool protocol.
+const (
+	HeaderIdempotencyKey = "Idempotency-Key"
+	HeaderActionID       = "Steward-Action-Id"
+	HeaderTaskID         = "Steward-Task-Id"
+)
+
+// httpAdapter speaks the HTTP tool protocol (DESIGN.md, "The HTTP tool
+// protocol").
+type httpAdapter struct {
+	client *http.Client
+}
+
+// NewHTTP returns an Adapter for tools served over the HTTP tool protocol,
+// safe for concurrent use. A nil client means http.DefaultClient. The
+// adapter uses a copy of the client that does not follow redirects: a
+// redirected POST may be replayed elsewhere or turned into a GET, and what
+// comes back would not be the tool's answer to this request.
+//
+// How Call classifies what happens:
+//
+//   - 2xx: SUCCEEDED with the body, which must be JSON (an empty body is
+//     taken as null) and at most MaxResultBytes; otherwise FAILED
+//     DETERMINISTIC, because asking again gets the same answer.
+//   - 409 whose JSON body has "state": "in_progress" (the status query's
+//     word for it): UNKNOWN with InFlight set. Any other 409 is UNKNOWN
+//     without InFlight: the tool reports a conflict on the key, so it may
+//     have acted, and only a status query can say.
+//   - 408, 429, 5xx: FAILED TRANSIENT.
+//   - any other 4xx: FAILED DETERMINISTIC; the reason is the body's
+//     "message" or "error" (a string, or an object with a "message"),
+//     else the status line.
+//   - other statuses (3xx): FAILED DETERMINISTIC, outside the protocol.
+//   - no response: FAILED TRANSIENT if the request was surely not sent
+//     (refused, DNS failure, a deadline before the connection), else
+//     UNKNOWN. See sendTracker for how "sent" is decided.
+func NewHTTP(client *http.Client) Adapter {
+	if client == nil {
+		client = http.DefaultClient
+	}
+	c := *client
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &httpAdapter{client: &c}
+}
+
+// Call implements Adapter.
+func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
+	url := req.Tool.GetHttp().GetUrl()
+	if url == "" {
+		return deterministic("tool %s has no http url", toolName(req.Tool))
+	}
+	if req.OpKey == "" {
+		return deterministic("no op_key: a tool is never called without one")
+	}
+	ctx, cancel := context.WithTimeout(ctx, toolTimeout(req.Tool))
+	defer cancel()
+
+	var sent sendTracker
+	ctx = httptrace.WithClientTrace(ctx, sent.trace())
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(req.Body))
+	if err != nil {
+		return deterministic("build request to %s: %v", url, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	hreq.Header.Set(HeaderIdempotencyKey, req.OpKey)
+	hreq.Header.Set(HeaderActionID, req.ActionID)
+	hreq.Header.Set(HeaderTaskID, req.TaskID)
+
+	resp, err := a.client.Do(hreq)
+	if err != nil {
+		if sent.maybeSent() {
+			return unknown("no answer after the request was sent: %v", err)
+		}
+		return transient("request not sent: %v", err)
+	}
+	defer closeBody(resp.Body)
+	return classify(resp)
+}
+
+// classify turns a tool's answer into a Result.
+func classify(resp *http.Response) Result {
+	code := resp.StatusCode
+	switch {
+	case code >= 200 && code < 300:
+		body, err := io.ReadAll(io.LimitReader(resp.Body, MaxResultBytes+1))
+		switch {
+		case err != nil:
+			// The tool said yes and the result was lost on the way.
+			return unknown("tool answered %s but its result could not be read: %v", resp.Status, err)
+		case len(body) > MaxResultBytes:
+			return deterministic("result too large: more than %d bytes", MaxResultBytes)
+		case len(bytes.TrimSpace(body)) == 0:
+			return succeeded([]byte("null"))
+		case !json.Valid(body):
+			return deterministic("tool answered %s with a result that is not JSON", resp.Status)
+		}
+		return succeeded(body)
+	case code == http.StatusConflict:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
+		if saysInFlight(body) {
+			r := unknown("tool says the op_key is still in progress")
+			r.InFlight = true
+			return r
+		}
+		return unknown("tool answered %s without saying the key is in progress: %s", resp.Status, reasonOf(resp, body))
+	case code == http.StatusRequestTimeout, code == http.StatusTooManyRequests, code >= 500:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
+		return transient("%s", reasonOf(resp, body))
+	case code >= 400:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxReasonBody))
+		return deterministic("%s", reasonOf(resp, body))
+	default:
+		return deterministic("tool answered %s, which the protocol does not define", resp.Status)
+	}
+}
+
+// saysInFlight reports whether a 409 body is {"state": "in_progress", ...}.
+func saysInFlight(body []byte) bool {
+	var v struct {
+		State string `json:"state"`
+	}
+	return json.Unmarshal(body, &v) == nil && v.State == StateInProgress
+}
+
+// reasonOf is the status line, followed by the body's message when the body
+// has one.
+func reasonOf(resp *http.Response, body []byte) string {
+	var v struct {
+		Message string          `json:"message"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &v) == nil {
+		msg := v.Message
+		if msg == "" {
+			var s string
+			var o struct {
+				Message string `json:"message"`
+			}
+			if json.Unmarshal(v.Error, &s) == nil {
+				msg = s
+			} else if json.Unmarshal(v.Error, &o) == nil {
+				msg = o.Message
+			}
+		}
+		if msg != "" {
+			return "HTTP " + resp.Status + ": " + clip(msg)
+		}
+	}
+	return "HTTP " + resp.Status
+}
+
+// clip keeps a reason short enough to live in an event.
+func clip(s string) string {
+	const max = 512
+	s = string(bytes.ToValidUTF8([]byte(s), []byte("?")))
+	if len(s) <= max {
+		return s
+	}
+	for i := max; i > 0; i-- {
+		if s[i]&0xC0 != 0x80 { // the start of a rune
+			return s[:i] + "…"
+		}
+	}
+	return ""
+}
+
+// closeBody drains a little of what is left so the connection can be
+// reused, then closes.
+func closeBody(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 4<<10))
+	_ = body.Close()
+}
+
+// toolTimeout is the tool's own timeout, or DefaultTimeout if it sets none.
+func toolTimeout(tool *stewardv1.ToolContract) time.Duration {
+	if d := tool.GetTimeout(); d != nil && d.CheckValid() == nil && d.AsDuration() > 0 {
+		return d.AsDuration()
+	}
+	return DefaultTimeout
+}
+
+func toolName(tool *stewardv1.ToolContract) string {
+	return fmt.Sprintf("%q@%q", tool.GetName(), tool.GetVersion())
+}
+
+// sendTracker decides, from httptrace events, whether a failed call may have
+// reached the tool. WroteRequest with no error means the whole request was
+// written: the tool may be acting on it. A connection that was obtained but
+// whose write never reported back is counted as maybe sent too: when a
+// deadline fires the transport can return before the write goroutine
+// reports, and the bytes may already be on the wire. Only when every write
+// that began reported an error (a tool cannot act on part of a body whose
+// length it was told) or no connection was ever obtained is the request
+// surely unsent. It counts, rather than flags, because the transport may
+// retry a request carrying an Idempotency-Key on a fresh connection.
+type sendTracker struct {
+	mu     sync.Mutex
+	conns  int  // connections obtained: writes begun
+	writes int  // writes that reported back, with or without an error
+	whole  bool // some write finished without an error
+}
+
+func (s *sendTracker) trace() *httptrace.ClientTrace {
+	return &httptrace.ClientTrace{
+		GotConn: func(httptrace.GotConnInfo) {
+			s.mu.Lock()
+			s.conns++
+			s.mu.Unlock()
+		},
+		WroteRequest: func(info httptrace.WroteRequestInfo) {
+			s.mu.Lock()
+			s.writes++
+			s.whole = s.whole || info.Err == nil
+			s.mu.Unlock()
+		},
+	}
+}
+
+func (s *sendTracker) maybeSent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.whole || s.conns > s.writes
+}

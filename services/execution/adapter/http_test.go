@@ -1,0 +1,197 @@
+package adapter_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/adapter"
+)
+
+const canonicalBody = `{"params":{"amount":5},"target":"acct-1","task_id":"task-1","tool":"payments.charge","tool_version":"1"}`
+
+func httpRequest(tool *stewardv1.ToolContract, opKey string) adapter.Request {
+	return adapter.Request{TaskID: "task-1", ActionID: "act-1", OpKey: opKey, Tool: tool, Body: []byte(canonicalBody)}
+}
+
+var (
+	succeededStatus = stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	failedStatus    = stewardv1.ActionStatus_ACTION_STATUS_FAILED
+	unknownStatus   = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+	noClass         = stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
+	transientClass  = stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
+	determClass     = stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC
+)
+
+func TestHTTPCallClassifiesAnswers(t *testing.T) {
+	tests := []struct {
+		answer     answer
+		status     stewardv1.ActionStatus
+		class      stewardv1.FailureClass
+		inFlight   bool
+		body       string // exact result, when set
+		reason     string // a part of the reason, when set
+		executions int    // how often the tool acted on the key
+	}{
+		{answer: answerOK, status: succeededStatus, body: `{"op_key":"op-1","execution":1}`, executions: 1},
+		{answer: answerEmpty, status: succeededStatus, body: `null`},
+		{answer: answerNotJSON, status: failedStatus, class: determClass, reason: "not JSON"},
+		{answer: answerHuge, status: failedStatus, class: determClass, reason: "result too large"},
+		{answer: answerInFlight, status: unknownStatus, inFlight: true, executions: 1},
+		{answer: answerConflict, status: unknownStatus, reason: "conflict"},
+		{answer: answerBadRequest, status: failedStatus, class: determClass, reason: "amount must be positive"},
+		{answer: answerNotFound, status: failedStatus, class: determClass, reason: "no such account"},
+		{answer: answerUnprocessed, status: failedStatus, class: determClass, reason: "422 Unprocessable Entity"},
+		{answer: answerTimeout, status: failedStatus, class: transientClass, reason: "408"},
+		{answer: answerTooMany, status: failedStatus, class: transientClass, reason: "slow down"},
+		{answer: answerUnavailable, status: failedStatus, class: transientClass, reason: "503"},
+		{answer: answerRedirect, status: failedStatus, class: determClass, reason: "307"},
+		{answer: answerHang, status: unknownStatus, reason: "after the request was sent", executions: 1},
+		{answer: answerDrop, status: unknownStatus, reason: "after the request was sent", executions: 1},
+	}
+	for _, tt := range tests {
+		t.Run(string(tt.answer), func(t *testing.T) {
+			ts := startToolServer(t, tt.answer)
+			a := adapter.NewHTTP(ts.Client())
+			timeout := 10 * time.Second
+			if tt.answer == answerHang {
+				timeout = 300 * time.Millisecond
+			}
+			tool := httpTool(ts.URL+"/call", "", timeout)
+
+			got := a.Call(context.Background(), httpRequest(tool, "op-1"))
+
+			if got.Status != tt.status || got.FailureClass != tt.class || got.InFlight != tt.inFlight {
+				t.Fatalf("got %v/%v inFlight=%v (%q), want %v/%v inFlight=%v",
+					got.Status, got.FailureClass, got.InFlight, got.Reason, tt.status, tt.class, tt.inFlight)
+			}
+			if tt.body != "" && string(got.Body) != tt.body {
+				t.Errorf("body = %s, want %s", got.Body, tt.body)
+			}
+			if tt.status != succeededStatus && got.Body != nil {
+				t.Errorf("body on a %v result: %.100s", got.Status, got.Body)
+			}
+			if !strings.Contains(got.Reason, tt.reason) {
+				t.Errorf("reason = %q, want it to contain %q", got.Reason, tt.reason)
+			}
+			if n := ts.executionsOf("op-1"); n != tt.executions {
+				t.Errorf("tool acted %d times on the key, want %d", n, tt.executions)
+			}
+			if n := ts.executionsOf("redirected"); n != 0 {
+				t.Errorf("the redirect was followed %d times", n)
+			}
+		})
+	}
+}
+
+func TestHTTPCallSendsTheProtocolHeaders(t *testing.T) {
+	ts := startToolServer(t, answerOK)
+	a := adapter.NewHTTP(ts.Client())
+
+	got := a.Call(context.Background(), httpRequest(httpTool(ts.URL+"/call", "", 0), "op-42"))
+	if got.Status != succeededStatus {
+		t.Fatalf("status = %v (%s)", got.Status, got.Reason)
+	}
+
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.lastMethod != http.MethodPost {
+		t.Errorf("method = %s, want POST", ts.lastMethod)
+	}
+	if string(ts.lastBody) != canonicalBody {
+		t.Errorf("body = %s, want the canonical request", ts.lastBody)
+	}
+	for name, want := range map[string]string{
+		"Content-Type":               "application/json",
+		adapter.HeaderIdempotencyKey: "op-42",
+		adapter.HeaderActionID:       "act-1",
+		adapter.HeaderTaskID:         "task-1",
+	} {
+		if got := ts.lastHeader.Get(name); got != want {
+			t.Errorf("header %s = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestHTTPCallRepeatedKeyGetsFirstResult(t *testing.T) {
+	ts := startToolServer(t, answerOK)
+	a := adapter.NewHTTP(ts.Client())
+	req := httpRequest(httpTool(ts.URL+"/call", "", 0), "op-7")
+
+	first := a.Call(context.Background(), req)
+	second := a.Call(context.Background(), req)
+
+	if first.Status != succeededStatus || second.Status != succeededStatus {
+		t.Fatalf("statuses = %v, %v", first.Status, second.Status)
+	}
+	if string(first.Body) != string(second.Body) {
+		t.Errorf("repeat got %s, first got %s", second.Body, first.Body)
+	}
+	if n := ts.executionsOf("op-7"); n != 1 {
+		t.Errorf("tool acted %d times, want 1", n)
+	}
+}
+
+// Each of these fails before the request is written, so nothing can have
+// happened and trying again is safe.
+func TestHTTPCallNotSentIsTransient(t *testing.T) {
+	closed := startToolServer(t, answerOK)
+	closedURL := closed.URL + "/call"
+	closed.Close()
+
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	live := startToolServer(t, answerOK)
+
+	tests := []struct {
+		name string
+		ctx  context.Context
+		url  string
+	}{
+		{"connection refused", context.Background(), closedURL},
+		{"DNS failure", context.Background(), "http://steward-adapter-test.invalid/call"},
+		{"cancelled before sending", cancelled, live.URL + "/call"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			a := adapter.NewHTTP(nil)
+			got := a.Call(tt.ctx, httpRequest(httpTool(tt.url, "", 5*time.Second), "op-1"))
+			if got.Status != failedStatus || got.FailureClass != transientClass {
+				t.Fatalf("got %v/%v (%s), want FAILED/TRANSIENT", got.Status, got.FailureClass, got.Reason)
+			}
+			if !strings.Contains(got.Reason, "not sent") {
+				t.Errorf("reason = %q, want it to say the request was not sent", got.Reason)
+			}
+		})
+	}
+	if n := live.executionsOf("op-1"); n != 0 {
+		t.Errorf("live tool acted %d times after a cancelled call", n)
+	}
+}
+
+func TestHTTPCallRefusesBadRequests(t *testing.T) {
+	ts := startToolServer(t, answerOK)
+	a := adapter.NewHTTP(ts.Client())
+	tests := []struct {
+		name string
+		req  adapter.Request
+	}{
+		{"no op_key", httpRequest(httpTool(ts.URL+"/call", "", 0), "")},
+		{"no url", httpRequest(httpTool("", "", 0), "op-1")},
+		{"builtin tool", httpRequest(builtinTool(adapter.KindNoop), "op-1")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := a.Call(context.Background(), tt.req)
+			if got.Status != failedStatus || got.FailureClass != determClass {
+				t.Fatalf("got %v/%v (%s), want FAILED/DETERMINISTIC", got.Status, got.FailureClass, got.Reason)
+			}
+		})
+	}
+	if n := ts.executionsOf(""); n != 0 {
+		t.Errorf("a call without an op_key reached the tool %d times", n)
+	}
+}

@@ -1,0 +1,140 @@
+package governance
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Approvals indexes every approval on the log, folded from the approval
+// events by an ordered consumer like any projection. It answers
+// ListApprovals and GetApproval and finds an approval's task. It is safe
+// for concurrent use.
+type Approvals struct {
+	logger *slog.Logger
+
+	mu      sync.RWMutex
+	byID    map[string]*stewardv1.Approval
+	order   []string
+	applied uint64
+	changed chan struct{}
+}
+
+// NewApprovals returns an empty index.
+func NewApprovals(logger *slog.Logger) *Approvals {
+	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, changed: make(chan struct{})}
+}
+
+// Apply folds one task event into the index.
+func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	defer x.advance(rec.Sequence)
+	switch p := rec.Event.Payload.(type) {
+	case *stewardv1.Event_ApprovalRequested:
+		ap := proto.CloneOf(p.ApprovalRequested.Approval)
+		if _, ok := x.byID[ap.ApprovalId]; !ok {
+			x.order = append(x.order, ap.ApprovalId)
+		}
+		x.byID[ap.ApprovalId] = ap
+	case *stewardv1.Event_ApprovalDecided:
+		d := p.ApprovalDecided
+		if ap := x.byID[d.ApprovalId]; ap != nil {
+			ap = proto.CloneOf(ap)
+			ap.Decision, ap.DecidedBy, ap.Comment, ap.DecidedAt = d.Decision, d.DecidedBy, d.Comment, rec.Event.Time
+			x.byID[d.ApprovalId] = ap
+		}
+	}
+	return nil
+}
+
+func (x *Approvals) skip(seq uint64, _ error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.advance(seq)
+}
+
+func (x *Approvals) advance(seq uint64) {
+	if seq > x.applied {
+		x.applied = seq
+		close(x.changed)
+		x.changed = make(chan struct{})
+	}
+}
+
+// Run follows the log until ctx ends.
+func (x *Approvals) Run(ctx context.Context, log *eventlog.Log) {
+	for ctx.Err() == nil {
+		x.mu.RLock()
+		after := x.applied
+		x.mu.RUnlock()
+		if err := log.Follow(ctx, "", after, x.Apply, x.skip); err != nil && !errors.Is(err, context.Canceled) {
+			x.logger.Error("approvals index stopped following; restarting", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Sync waits until the index holds every task event on the log now.
+func (x *Approvals) Sync(ctx context.Context, log *eventlog.Log) error {
+	last, err := log.LastTaskSequence(ctx)
+	if err != nil {
+		return err
+	}
+	for {
+		x.mu.RLock()
+		applied, changed := x.applied, x.changed
+		x.mu.RUnlock()
+		if applied >= last {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return errs.Wrap(errs.Unavailable, ctx.Err(), "the approvals index is behind the log")
+		}
+	}
+}
+
+// Fresh returns an approval as the log has it now.
+func (x *Approvals) Fresh(ctx context.Context, log *eventlog.Log, id string) (*stewardv1.Approval, error) {
+	wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := x.Sync(wctx, log); err != nil {
+		return nil, err
+	}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ap, ok := x.byID[id]
+	if !ok {
+		return nil, errs.New(errs.NotFound, "approval %s not found", id)
+	}
+	return proto.CloneOf(ap), nil
+}
+
+// List returns approvals in the order they were requested, of one task
+// when taskID is set, and only undecided ones when pendingOnly.
+func (x *Approvals) List(taskID string, pendingOnly bool) []*stewardv1.Approval {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	var out []*stewardv1.Approval
+	for _, id := range x.order {
+		ap := x.byID[id]
+		if (taskID != "" && ap.TaskId != taskID) || (pendingOnly && ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED) {
+			continue
+		}
+		out = append(out, proto.CloneOf(ap))
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package governance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// Decide records a person's decision on an approval. The caller must hold
+// one of its required roles, and must name the action hash they saw: a
+// decision for any other hash is refused, so an approval never stretches
+// to a different action.
+func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.DecideApprovalRequest) (*stewardv1.Approval, error) {
+	switch {
+	case req.ApprovalId == "":
+		return nil, errs.Field("approval_id", "is required")
+	case req.ActionHash == "":
+		return nil, errs.Field("action_hash", "is required: the hash of the action you decide on")
+	case req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
+		return nil, errs.Field("decision", "must be APPROVAL_DECISION_APPROVE or APPROVAL_DECISION_REJECT")
+	case len(req.Comment) > 4096:
+		return nil, &errs.Error{Code: errs.TooLarge, Field: "comment", Message: "is longer than 4096 bytes"}
+	}
+	known, err := p.approvals.Fresh(ctx, p.log, req.ApprovalId)
+	if err != nil {
+		return nil, err
+	}
+	var decided *stewardv1.Approval
+	_, err = task.Update(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		a := task.FindAction(t, known.ActionId)
+		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId {
+			return nil, errs.New(errs.NotFound, "approval %s not found", req.ApprovalId)
+		}
+		ap := a.Approval
+		switch {
+		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL:
+			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
+		case req.ActionHash != a.ActionHash:
+			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", req.ActionHash, a.ActionHash)
+		case !who.HasRole(ap.RequiredRoles...):
+			return nil, errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, req.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
+		}
+		decided = ap
+		return event.New(event.Meta{
+			ID:     event.ID(a.ActionId, event.TypeApprovalDecided),
+			TaskID: t.Contract.TaskId,
+			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
+		}, &stewardv1.ApprovalDecided{
+			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
+			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.approvals.Fresh(ctx, p.log, decided.ApprovalId)
+}
+
+// afterDecision reacts to an approval: policy is evaluated again and the
+// task's state checked; only if policy still does not deny and the task is
+// still live is a permit issued. A rejection needs nothing more.
+func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord) error {
+	d := rec.Event.GetApprovalDecided()
+	if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		return nil
+	}
+	taskID := rec.Event.TaskId
+	t, err := p.evaluate(ctx, taskID, d.ActionId, roundApproved, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec.Event)
+	if err != nil {
+		return err
+	}
+	a := task.FindAction(t, d.ActionId)
+	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_APPROVED {
+		return nil // permitted or denied before
+	}
+	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, roundApproved) {
+		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
+	}
+	if a.Snapshot.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_DENY {
+		reasons := append([]string{"policy changed after the approval and now denies the action"}, a.Snapshot.GetReasons()...)
+		return p.deny(ctx, taskID, a, reasons, rec.Event)
+	}
+	return p.permit(ctx, t, a, rec.Event)
+}
+
+func decisionWord(d stewardv1.ApprovalDecision) string {
+	if d == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		return "approved"
+	}
+	return "rejected"
+}
+
+func jsonUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	return dec.Decode(v)
+}

@@ -1,0 +1,249 @@
+package governance
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/governance/policy"
+)
+
+// Stable ids for what governance records about an action. Redelivery of
+// the cause derives the same ids, so nothing is recorded twice.
+func snapshotID(actionID, round string) string { return "snap-" + event.ID(actionID, round)[:24] }
+func approvalID(actionID string) string        { return "apv-" + event.ID(actionID, "approval")[:24] }
+func permitID(actionID string) string          { return "pmt-" + event.ID(actionID, "permit")[:24] }
+
+// Evaluation rounds: on proposal, and again after an approval.
+const (
+	roundProposal = "proposal"
+	roundApproved = "approved"
+)
+
+// decide reacts to a proposed action: it records a policy snapshot, then
+// acts on the snapshot's decision. Each step runs only if the ledger says
+// it has not happened yet, so a redelivery after a crash continues from
+// the recorded snapshot instead of evaluating again.
+func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
+	a := rec.Event.GetActionProposed().GetAction()
+	taskID := rec.Event.TaskId
+	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec.Event)
+	if err != nil {
+		return err
+	}
+	cur := task.FindAction(t, a.ActionId)
+	if cur.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED {
+		return nil // decided before
+	}
+	switch cur.Snapshot.GetDecision() {
+	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return p.permit(ctx, t, cur, rec.Event)
+	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
+		return p.requestApproval(ctx, t, cur, rec.Event)
+	default:
+		return p.deny(ctx, taskID, cur, cur.Snapshot.GetReasons(), rec.Event)
+	}
+}
+
+// evaluate records a policy snapshot for the action in round, if the
+// action is in status from and the round has no snapshot yet, and returns
+// the task after.
+func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, cause *stewardv1.Event) (*stewardv1.Task, error) {
+	return task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		a := task.FindAction(t, actionID)
+		if a == nil {
+			return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
+		}
+		if a.Status != from {
+			return nil, nil
+		}
+		snap, err := p.snapshot(ctx, t, a, round)
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
+	})
+}
+
+// snapshot evaluates policy for one action. A Rego error is returned (the
+// reaction retries); an undefined result is a deny, in the engine.
+func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string) (*stewardv1.PolicySnapshot, error) {
+	if err := p.tools.Sync(ctx, p.log); err != nil {
+		return nil, err
+	}
+	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	if err != nil {
+		return nil, err
+	}
+	request, err := p.requests(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	input, inputHash, err := policyInput(t, entry.Tool.Contract, a, request)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
+	}
+	res, err := p.engine.Evaluate(ctx, input)
+	if err != nil {
+		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
+	}
+	return &stewardv1.PolicySnapshot{
+		SnapshotId:            snapshotID(a.ActionId, round),
+		BundleRevision:        res.Revision,
+		InputHash:             inputHash,
+		Decision:              decisionOf(res.Decision),
+		RiskTier:              riskOf(res.RiskTier, t.Contract.GetRiskTier()),
+		RequiredApproverRoles: res.RequiredApproverRoles,
+		Reasons:               res.Reasons,
+		EvaluatedAt:           timestamppb.Now(),
+	}, nil
+}
+
+func decisionOf(d string) stewardv1.PolicyDecision {
+	switch d {
+	case policy.Allow:
+		return stewardv1.PolicyDecision_POLICY_DECISION_ALLOW
+	case policy.RequireApproval:
+		return stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL
+	}
+	return stewardv1.PolicyDecision_POLICY_DECISION_DENY
+}
+
+// riskOf takes the policy's tier, never lower than the contract's.
+func riskOf(s string, contract stewardv1.RiskTier) stewardv1.RiskTier {
+	t := stewardv1.RiskTier(stewardv1.RiskTier_value[s])
+	return max(t, contract)
+}
+
+// permit issues the action's one permit.
+func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
+	taskID := t.Contract.TaskId
+	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		cur := task.FindAction(t, a.ActionId)
+		if cur.GetStatus() != a.Status {
+			return nil, nil
+		}
+		if !task.Active(t.Status) {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
+				Reasons: []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
+			})
+		}
+		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionPermitted), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
+			PermitId:      permitID(a.ActionId),
+			ActionId:      a.ActionId,
+			ActionHash:    cur.ActionHash,
+			RequestHash:   cur.RequestHash,
+			SnapshotId:    cur.Snapshot.GetSnapshotId(),
+			CredentialRef: t.Contract.GetCredentialRef(),
+			IssuedAt:      timestamppb.Now(),
+		}})
+	})
+	return err
+}
+
+// deny records that the action may not run.
+func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, reasons []string, cause *stewardv1.Event) error {
+	if len(reasons) == 0 {
+		reasons = []string{"policy denied the action"}
+	}
+	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
+			return nil, nil
+		}
+		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
+			&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: reasons})
+	})
+	return err
+}
+
+// requestApproval asks for a person's decision, with what they need to make
+// it.
+func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
+	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	if err != nil {
+		return err
+	}
+	request, err := p.requests(ctx, a)
+	if err != nil {
+		return err
+	}
+	params, err := paramsJSON(request)
+	if err != nil {
+		return err
+	}
+	tool := entry.Tool.Contract
+	approval := &stewardv1.Approval{
+		ApprovalId:      approvalID(a.ActionId),
+		TaskId:          t.Contract.TaskId,
+		ActionId:        a.ActionId,
+		ActionHash:      a.ActionHash,
+		RequiredRoles:   a.Snapshot.GetRequiredApproverRoles(),
+		RequestedBy:     a.ProposedBy,
+		Tool:            tool.Name,
+		ToolVersion:     tool.Version,
+		Target:          a.Target,
+		ParametersJson:  params,
+		EffectClass:     tool.EffectClass,
+		DataSensitivity: tool.DataSensitivity,
+		PolicyReasons:   a.Snapshot.GetReasons(),
+		ExpectedImpact:  impact(tool, a),
+		Rollback:        tool.CompensatingTool,
+		RequestedAt:     timestamppb.Now(),
+	}
+	taskID := t.Contract.TaskId
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
+			return nil, nil
+		}
+		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeApprovalRequired), cause), &stewardv1.ApprovalRequested{Approval: approval})
+	})
+	return err
+}
+
+// impact says in a sentence what running the action would do.
+func impact(tool *stewardv1.ToolContract, a *stewardv1.Action) string {
+	what := map[stewardv1.EffectClass]string{
+		stewardv1.EffectClass_EFFECT_CLASS_READ:             "reads",
+		stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE: "writes (repeatable)",
+		stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE: "writes (can be undone with " + tool.CompensatingTool + ")",
+		stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE:     "makes an irreversible change",
+	}[tool.EffectClass]
+	target := a.Target
+	if target == "" {
+		target = "its target"
+	}
+	return fmt.Sprintf("%s %s %s", tool.Name, what, target)
+}
+
+// requests reads an action's canonical request, checked against its hash.
+func (p *Plane) requests(ctx context.Context, a *stewardv1.Action) ([]byte, error) {
+	return p.store.Get(ctx, a.RequestRef, a.RequestHash)
+}
+
+func paramsJSON(request []byte) (string, error) {
+	var req struct {
+		Params any `json:"params"`
+	}
+	if err := jsonUnmarshal(request, &req); err != nil {
+		return "", err
+	}
+	b, err := action.CanonicalJSON(req.Params)
+	return string(b), err
+}
+
+func (p *Plane) meta(taskID, id string, cause *stewardv1.Event) event.Meta {
+	return event.Meta{
+		ID:            id,
+		TaskID:        taskID,
+		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+		CausationID:   cause.GetEventId(),
+		CorrelationID: cause.GetCorrelationId(),
+	}
+}

@@ -1,0 +1,139 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
+)
+
+// Engine evaluates a policy bundle. It is safe for concurrent use:
+// Evaluate never blocks on Reload, and sees either the old bundle or the new
+// one, never a mix.
+type Engine struct {
+	current atomic.Pointer[bundle]
+
+	dir    string // "" for the embedded default bundle
+	fsys   fs.FS
+	origin string // how compile errors name the bundle's files
+
+	reloadMu sync.Mutex // one Reload at a time; Evaluate does not take it
+}
+
+// Load compiles every .rego file in dir and its subdirectories, except
+// *_test.rego, into an Engine. An empty dir means the default bundle built
+// into the binary.
+func Load(ctx context.Context, dir string) (*Engine, error) {
+	e := &Engine{dir: dir, fsys: defaultBundle, origin: "default"}
+	if dir != "" {
+		info, err := os.Stat(dir)
+		if err != nil {
+			return nil, fmt.Errorf("load policy: %w", err)
+		}
+		if !info.IsDir() {
+			return nil, fmt.Errorf("load policy: %s is not a directory", dir)
+		}
+		e.fsys, e.origin = os.DirFS(dir), dir
+	}
+	src, err := readSource(e.fsys)
+	if err != nil {
+		return nil, fmt.Errorf("load policy %s: %w", e.origin, err)
+	}
+	b, err := compile(ctx, src, e.origin)
+	if err != nil {
+		return nil, fmt.Errorf("load policy: %w", err)
+	}
+	e.current.Store(b)
+	return e, nil
+}
+
+// Revision returns the revision of the bundle in force, "sha256:<hex>".
+func (e *Engine) Revision() string {
+	return e.current.Load().revision
+}
+
+// Evaluate evaluates data.steward.policy.decision over input. A policy that
+// gives no usable decision yields a Deny Result, not an error; an error means
+// evaluation itself failed (a Rego runtime error, or ctx ended mid-way), and the
+// caller must treat the action as denied for now.
+func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, error) {
+	b := e.current.Load() // one bundle for the whole evaluation
+	rs, err := b.query.Eval(ctx, rego.EvalInput(input))
+	if err != nil {
+		return Result{}, fmt.Errorf("evaluate policy %s: %w", b.revision, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return denyResult(b.revision, "policy gave no decision: data.steward.policy.decision is undefined"), nil
+	}
+	return decodeDecision(rs[0].Expressions[0].Value, b.revision), nil
+}
+
+// Reload re-reads the bundle's directory. If its revision differs from the
+// bundle in force and it compiles, Reload swaps it in and returns true. If
+// it cannot be read or does not compile, the bundle in force stays and Reload
+// returns the error. For the embedded default bundle Reload does nothing.
+func (e *Engine) Reload(ctx context.Context) (bool, error) {
+	if e.dir == "" {
+		return false, nil
+	}
+	e.reloadMu.Lock()
+	defer e.reloadMu.Unlock()
+	src, err := readSource(e.fsys)
+	if err != nil {
+		return false, fmt.Errorf("reload policy %s: %w", e.origin, err)
+	}
+	if src.revision == e.current.Load().revision {
+		return false, nil
+	}
+	b, err := compile(ctx, src, e.origin)
+	if err != nil {
+		return false, fmt.Errorf("reload policy: %w", err)
+	}
+	e.current.Store(b)
+	return true, nil
+}
+
+// Watch calls Reload every interval until ctx ends, logging each new
+// revision and each new reload error with logger (slog.Default if nil). A
+// failure that repeats is logged once, not on every tick.
+func (e *Engine) Watch(ctx context.Context, interval time.Duration, logger *slog.Logger) {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	var lastErr string
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+		changed, err := e.Reload(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return
+		case err != nil:
+			if err.Error() != lastErr {
+				logger.Error("policy reload failed; keeping the bundle in force",
+					"dir", e.dir, "revision", e.Revision(), "err", err)
+			}
+			lastErr = err.Error()
+		case changed:
+			logger.Info("policy reloaded", "dir", e.dir, "revision", e.Revision())
+			lastErr = ""
+		default:
+			if lastErr != "" {
+				// The broken files were put back as they were.
+				logger.Info("policy reload recovered", "dir", e.dir, "revision", e.Revision())
+				lastErr = ""
+			}
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Decision values, as the policy spells them.
+const (
+	// Allow lets the action run without a person.
+	Allow = "allow"
+	// Deny stops the action, whoever would approve it.
+	Deny = "deny"
+	// RequireApproval lets the action run once a person in one of the
+	// RequiredApproverRoles approves it.
+	RequireApproval = "require_approval"
+)
+
+// Result is the outcome of one evaluation: what a PolicySnapshot records.
+type Result struct {
+	// Decision is Allow, Deny or RequireApproval.
+	Decision string
+	// RiskTier is a RiskTier enum name such as "RISK_TIER_HIGH", or "" if
+	// the policy did not say.
+	RiskTier string
+	// RequiredApproverRoles names who may approve when Decision is
+	// RequireApproval.
+	RequiredApproverRoles []string
+	// Reasons explain the decision to people.
+	Reasons []string
+	// Revision is the revision of the bundle that decided, "sha256:<hex>".
+	Revision string
+}
+
+// denyResult is the fail-closed answer for a policy that did not decide.
+func denyResult(revision, reason string) Result {
+	return Result{Decision: Deny, Reasons: []string{reason}, Revision: revision}
+}
+
+// decodeDecision turns the value of data.steward.policy.decision into a
+// Result. Anything malformed is a deny that says what was wrong, because a
+// policy that cannot be read has not allowed anything.
+func decodeDecision(value any, revision string) Result {
+	obj, ok := value.(map[string]any)
+	if !ok {
+		return denyResult(revision, fmt.Sprintf("policy gave no decision: data.steward.policy.decision is %T, not an object", value))
+	}
+	decision, _ := obj["decision"].(string)
+	if !slices.Contains([]string{Allow, Deny, RequireApproval}, decision) {
+		return denyResult(revision, fmt.Sprintf("policy gave no decision: decision is %#v, not one of allow, deny, require_approval", obj["decision"]))
+	}
+	r := Result{Decision: decision, Revision: revision}
+	if v, ok := obj["risk_tier"]; ok {
+		if r.RiskTier, ok = v.(string); !ok {
+			return denyResult(revision, fmt.Sprintf("policy gave a malformed decision: risk_tier is %T, not a string", v))
+		}
+	}
+	var err error
+	if r.RequiredApproverRoles, err = stringList(obj, "required_approver_roles"); err != nil {
+		return denyResult(revision, "policy gave a malformed decision: "+err.Error())
+	}
+	if r.Reasons, err = stringList(obj, "reasons"); err != nil {
+		return denyResult(revision, "policy gave a malformed decision: "+err.Error())
+	}
+	return r
+}
+
+// stringList reads obj[key] as a list of strings; a missing key is nil.
+func stringList(obj map[string]any, key string) ([]string, error) {
+	v, ok := obj[key]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%s is %T, not a list", key, v)
+	}
+	out := make([]string, 0, len(list))
+	for i, item := range list {
+		s, ok := item.(string)
+		if !ok {
+			return nil, fmt.Errorf("%s[%d] is %T, not a string", key, i, item)
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}

@@ -1,0 +1,47 @@
+package governance
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+type governanceService struct {
+	stewardv1connect.UnimplementedGovernanceServiceHandler
+	plane *Plane
+}
+
+func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Request[stewardv1.ListApprovalsRequest]) (*connect.Response[stewardv1.ListApprovalsResponse], error) {
+	if req.Msg.TaskId != "" && !eventlog.ValidTaskID(req.Msg.TaskId) {
+		return nil, errs.Field("task_id", "%q is not a task id", req.Msg.TaskId)
+	}
+	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ListApprovalsResponse{Approvals: s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly)}), nil
+}
+
+func (s *governanceService) GetApproval(ctx context.Context, req *connect.Request[stewardv1.GetApprovalRequest]) (*connect.Response[stewardv1.GetApprovalResponse], error) {
+	if req.Msg.ApprovalId == "" {
+		return nil, errs.Field("approval_id", "is required")
+	}
+	ap, err := s.plane.approvals.Fresh(ctx, s.plane.log, req.Msg.ApprovalId)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.GetApprovalResponse{Approval: ap}), nil
+}
+
+func (s *governanceService) DecideApproval(ctx context.Context, req *connect.Request[stewardv1.DecideApprovalRequest]) (*connect.Response[stewardv1.DecideApprovalResponse], error) {
+	ap, err := s.plane.Decide(ctx, rpc.Caller(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.DecideApprovalResponse{Approval: ap}), nil
+}
