@@ -51,9 +51,10 @@ var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (htt
 
 // startBinary runs `steward dev` on a free loopback port with its data in
 // dataDir and waits until it says where it serves.
-func startBinary(t *testing.T, dataDir string) *proc {
+func startBinary(t *testing.T, dataDir string, flags ...string) *proc {
 	t.Helper()
-	cmd := exec.Command(binary, "dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn")
+	args := append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)
+	cmd := exec.Command(binary, args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,232 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+const (
+	agentToken    = "agent-token-0123456789"
+	approverToken = "approver-token-0123456789"
+	viewerToken   = "viewer-token-0123456789"
+)
+
+// governedSetup writes a tools file pointing at the tool server and a
+// tokens file, and returns the flags that use them.
+func governedSetup(t *testing.T, tool *toolServer, policyDir string) []string {
+	dir := t.TempDir()
+	tools := fmt.Sprintf(`{"tools": [
+	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ",
+	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
+	   "http": {"url": %q}},
+	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
+	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"amount\"],\"properties\":{\"amount\":{\"type\":\"integer\",\"minimum\":1}}}",
+	   "http": {"url": %q}}
+	]}`, tool.URL+"/search", tool.URL+"/wire")
+	tokens := fmt.Sprintf(`{"tokens": [
+	  {"token": %q, "principal": "agent:summariser", "roles": []},
+	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
+	  {"token": %q, "principal": "user:cy", "roles": ["viewer"]}
+	]}`, agentToken, approverToken, viewerToken)
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flags := []string{"--tools", write("tools.json", tools), "--auth", write("tokens.json", tokens)}
+	if policyDir != "" {
+		flags = append(flags, "--policy-dir", policyDir)
+	}
+	return flags
+}
+
+// authed is a set of clients that present one bearer token.
+type authed struct {
+	clients
+	governance stewardv1connect.GovernanceServiceClient
+}
+
+func withToken(url, token string) authed {
+	opt := connect.WithInterceptors(bearer(token))
+	hc := &http.Client{Timeout: 30 * time.Second}
+	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt)}
+}
+
+type bearer string
+
+func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		req.Header().Set("Authorization", "Bearer "+string(b))
+		return next(ctx, req)
+	}
+}
+func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		return conn
+	}
+}
+func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+func governedTask(t *testing.T, c authed, requestID string) string {
+	t.Helper()
+	k := contract()
+	k.AllowedTools = []string{"search", "wire"}
+	k.AuthorizerRef = "user:bo"
+	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, c.clients, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	return id
+}
+
+func propose(t *testing.T, c authed, taskID, proposalID, tool string, params map[string]any) *stewardv1.Action {
+	t.Helper()
+	s, err := structpb.NewStruct(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: proposalID, Tool: tool, Target: "acct:42", Params: s,
+	}))
+	if err != nil {
+		t.Fatalf("propose %s: %v", tool, err)
+	}
+	return resp.Msg.Action
+}
+
+// waitAction polls GetTask until the action reaches status want.
+func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1.ActionStatus) (*stewardv1.Task, *stewardv1.Action) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, a := range resp.Msg.Task.Actions {
+			if a.ActionId == actionID && a.Status == want {
+				return resp.Msg.Task, a
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("action %s did not reach %v; task: %v", actionID, want, resp.Msg.Task.Actions)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestGovernedActions walks the heart of Steward with the real binary and
+// a real HTTP tool: a read runs without approval; an irreversible write
+// waits, is approved by a person with the role, runs exactly once, and its
+// ledger entry names the snapshot, the approver and the permit; a decision
+// for another hash, or by someone without the role, is refused; an edit
+// is a new action that needs its own decision.
+func TestGovernedActions(t *testing.T) {
+	tool := startToolServer(t)
+	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
+	agent, approver, viewer := withToken(p.url, agentToken), withToken(p.url, approverToken), withToken(p.url, viewerToken)
+	ctx := context.Background()
+	taskID := governedTask(t, agent, "governed-1")
+
+	// A read runs at once.
+	read := propose(t, agent, taskID, "read-1", "search", map[string]any{"q": "incidents last week"})
+	_, done := waitAction(t, agent.clients, taskID, read.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if done.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || done.Permit == nil || done.Outcome.ResultRef == "" {
+		t.Fatalf("read ledger entry: %v", done)
+	}
+	if n := tool.callsFor(read.OpKey); n != 1 {
+		t.Fatalf("the read ran %d times, want 1", n)
+	}
+
+	// An irreversible write waits for a person.
+	wire := propose(t, agent, taskID, "wire-1", "wire", map[string]any{"amount": 120})
+	tk, _ := waitAction(t, agent.clients, taskID, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL {
+		t.Fatalf("task is %v while an approval is open", tk.Status)
+	}
+	list, err := approver.governance.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{TaskId: taskID, PendingOnly: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Msg.Approvals) != 1 {
+		t.Fatalf("pending approvals: %v", list.Msg.Approvals)
+	}
+	ap := list.Msg.Approvals[0]
+	if ap.ActionHash != wire.ActionHash || ap.Tool != "wire" || ap.ParametersJson != `{"amount":120}` || len(ap.PolicyReasons) == 0 || ap.ExpectedImpact == "" {
+		t.Fatalf("the approval does not show what a person needs: %v", ap)
+	}
+
+	decide := func(c authed, hash string) error {
+		_, err := c.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+			ApprovalId: ap.ApprovalId, ActionHash: hash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, Comment: "ok for the quarter",
+		}))
+		return err
+	}
+	if err := decide(approver, read.ActionHash); connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("approval of a different hash: %v, want invalid_argument", err)
+	}
+	if err := decide(viewer, wire.ActionHash); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("approval without the role: %v, want permission_denied", err)
+	}
+	if err := decide(withToken(p.url, "no-such-token-000000"), wire.ActionHash); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("approval with an unknown token: %v, want unauthenticated", err)
+	}
+	if n := tool.callsFor(wire.OpKey); n != 0 {
+		t.Fatalf("the write ran %d times before approval", n)
+	}
+	if err := decide(approver, wire.ActionHash); err != nil {
+		t.Fatal(err)
+	}
+	tk, done = waitAction(t, agent.clients, taskID, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if done.Approval.GetDecidedBy() != "user:bo" || done.Permit.GetPermitId() == "" || done.Snapshot.GetSnapshotId() == "" || done.Snapshot.GetBundleRevision() == "" {
+		t.Fatalf("ledger entry does not name approver, permit and snapshot: %v", done)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("task is %v after the approval, want running", tk.Status)
+	}
+	if err := decide(approver, wire.ActionHash); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("a second decision: %v, want failed_precondition", err)
+	}
+	if n := tool.callsFor(wire.OpKey); n != 1 {
+		t.Fatalf("the approved write ran %d times, want exactly 1", n)
+	}
+
+	// An edit is a new action with new hashes and needs its own decision.
+	s, _ := structpb.NewStruct(map[string]any{"amount": 99})
+	edit, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: "wire-1-edit", Tool: "wire", Target: "acct:42", Params: s, EditOf: wire.ActionId,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := edit.Msg.Action
+	if e.ActionId == wire.ActionId || e.ActionHash == wire.ActionHash || e.RequestHash == wire.RequestHash || e.OpKey == wire.OpKey || e.EditOf != wire.ActionId {
+		t.Fatalf("the edit did not get identities of its own: %v", e)
+	}
+	waitAction(t, agent.clients, taskID, e.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+
+	// The whole history still verifies.
+	v, err := agent.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: taskID}))
+	if err != nil || !v.Msg.Ok {
+		t.Fatalf("verify: %v %v", v, err)
+	}
+}
