@@ -185,3 +185,5 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	w.t.Logf("%s", p)
 	return len(p), nil
 }
+
+func sleepBriefly() { time.Sleep(10 * time.Millisecond) }

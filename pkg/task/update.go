@@ -3,6 +3,8 @@ package task
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -12,8 +14,10 @@ import (
 )
 
 // maxConflictRetries bounds how often Update re-reads after losing a race
-// for the task's next sequence.
-const maxConflictRetries = 16
+// for the task's next sequence. Between tries it waits a random while that
+// grows with each loss, so writers racing on one busy task spread out
+// instead of colliding again in lockstep.
+const maxConflictRetries = 64
 
 // Load reads and folds a task; a task with no events is NotFound. It also
 // returns the ids of the events folded, so a caller can tell that an event
@@ -48,7 +52,7 @@ type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 // appended again: that makes a redelivered reaction or a retried command a
 // no-op. It returns the task as it is after.
 func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
-	for range maxConflictRetries {
+	for attempt := range maxConflictRetries {
 		t, folded, err := Load(ctx, log, taskID)
 		if err != nil {
 			return nil, err
@@ -62,6 +66,9 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 		}
 		rec, err := log.Append(ctx, eventlog.HeadOf(t), ev)
 		if errors.Is(err, eventlog.ErrConflict) {
+			if err := pause(ctx, attempt); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		if err != nil {
@@ -79,4 +86,15 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 		return t, nil
 	}
 	return nil, errs.New(errs.Conflict, "task %s is changing too fast; try again", taskID)
+}
+
+// pause waits a random time up to 2^attempt × 100µs, capped at 50ms.
+func pause(ctx context.Context, attempt int) error {
+	ceiling := min(100*time.Microsecond<<min(attempt, 10), 50*time.Millisecond)
+	select {
+	case <-time.After(rand.N(ceiling) + time.Microsecond):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
