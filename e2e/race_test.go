@@ -13,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/rpc"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
@@ -24,94 +25,123 @@ import (
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// TestPermitIsClaimedOnce gives every permit to several execution workers
-// at once — each with its own durable consumer, so each receives every
-// permit — and checks that the tool sees exactly one execution per action.
-func TestPermitIsClaimedOnce(t *testing.T) {
-	const workers, actions = 5, 20
+// planes is every plane of Steward built in-process on one embedded
+// JetStream, with several execution workers.
+type planes struct {
+	log   *eventlog.Log
+	bus   *stewardtest.Bus
+	tool  *toolServer
+	tools *toolreg.Registry
+	ctl   *control.Plane
+	gov   *governance.Plane
+	execs []*execution.Plane
+	deps  execution.Config
+}
+
+// startPlanes starts control, governance and n execution workers, each
+// worker with its own durable consumer so that each receives every
+// permit, and registers the "search" (read) and "wire" (irreversible)
+// tools on the tool server.
+func startPlanes(t *testing.T, n int) *planes {
 	log, bus := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	tool := startToolServer(t)
-
-	tools := toolreg.New(logger)
+	ps := &planes{log: log, bus: bus, tool: startToolServer(t), tools: toolreg.New(logger)}
 	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	go tools.Run(rctx, log)
-	requests, err := action.OpenStore(ctx, bus.JS, action.RequestBucket, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	engine, err := policy.Load(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctl := control.New(log, logger, control.WithActions(tools, requests))
-	gov := governance.New(log, logger, engine, tools, requests)
-	start := func(p interface{ Start(context.Context) error }) {
-		if err := p.Start(ctx); err != nil {
+	t.Cleanup(stop)
+	go ps.tools.Run(rctx, log)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	start(ctl)
-	start(gov)
-	defer ctl.Stop()
-	defer gov.Stop()
-	var execs []*execution.Plane
-	for i := range workers {
-		p := execution.New(log, logger, execution.Config{
-			Tools: tools, Requests: requests, Results: results, Claims: claims,
-			Worker: fmt.Sprint("w", i), Consumer: fmt.Sprint("execution-w", i),
-			Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})},
-		})
-		start(p)
-		defer p.Stop()
-		execs = append(execs, p)
+	requests, err := action.OpenStore(ctx, bus.JS, action.RequestBucket, 1)
+	must(err)
+	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
+	must(err)
+	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
+	must(err)
+	engine, err := policy.Load(ctx, "")
+	must(err)
+	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Claims: claims,
+		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})}}
+	ps.ctl = control.New(log, logger, control.WithActions(ps.tools, requests))
+	ps.gov = governance.New(log, logger, engine, ps.tools, requests)
+	must(ps.ctl.Start(ctx))
+	must(ps.gov.Start(ctx))
+	t.Cleanup(ps.ctl.Stop)
+	t.Cleanup(ps.gov.Stop)
+	for i := range n {
+		cfg := ps.deps
+		cfg.Worker, cfg.Consumer = fmt.Sprint("w", i), fmt.Sprint("execution-w", i)
+		p := execution.New(log, logger, cfg)
+		must(p.Start(ctx))
+		t.Cleanup(p.Stop)
+		ps.execs = append(ps.execs, p)
 	}
-	if _, _, err := execs[0].Register(ctx, "test", &stewardv1.ToolContract{
-		Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
-		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: tool.URL}},
-	}); err != nil {
-		t.Fatal(err)
+	for _, c := range []*stewardv1.ToolContract{
+		{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ps.tool.URL + "/search"}}},
+		{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
+			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ps.tool.URL + "/wire"}}},
+	} {
+		_, _, err := ps.execs[0].Register(ctx, "test", c)
+		must(err)
 	}
+	return ps
+}
 
-	req := &stewardv1.CreateTaskRequest{RequestId: "race", Contract: contract()}
-	tk, _, err := ctl.CreateTask(ctx, "t", req)
+// runningTask creates a task that allows both tools and waits until it runs.
+func (ps *planes) runningTask(t *testing.T, requestID string) string {
+	k := contract()
+	k.AllowedTools = []string{"search", "wire"}
+	tk, _, err := ps.ctl.CreateTask(context.Background(), "t", &stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k})
 	if err != nil {
 		t.Fatal(err)
 	}
-	taskID := tk.Contract.TaskId
-	waitTask(t, log, taskID, func(t *stewardv1.Task) bool { return t.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	waitTask(t, ps.log, tk.Contract.TaskId, func(t *stewardv1.Task) bool { return t.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	return tk.Contract.TaskId
+}
+
+func (ps *planes) propose(t *testing.T, taskID, proposalID, tool string) *stewardv1.Action {
+	params, _ := structpb.NewStruct(map[string]any{"q": proposalID})
+	a, _, err := ps.ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposalID, Tool: tool, Params: params})
+	if err != nil {
+		t.Error(err)
+	}
+	return a
+}
+
+func countStatus(tk *stewardv1.Task, s stewardv1.ActionStatus) int {
+	n := 0
+	for _, a := range tk.Actions {
+		if a.Status == s {
+			n++
+		}
+	}
+	return n
+}
+
+// TestPermitIsClaimedOnce gives every permit to several execution workers
+// at once and checks that the tool sees exactly one execution per action.
+func TestPermitIsClaimedOnce(t *testing.T) {
+	const workers, actions = 5, 20
+	ps := startPlanes(t, workers)
+	taskID := ps.runningTask(t, "race")
 	var wg sync.WaitGroup
 	for i := range actions {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			params, _ := structpb.NewStruct(map[string]any{"q": fmt.Sprint("query ", i)})
-			if _, _, err := ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: fmt.Sprint("p", i), Tool: "search", Params: params}); err != nil {
-				t.Error(err)
-			}
+			ps.propose(t, taskID, fmt.Sprint("p", i), "search")
 		}()
 	}
 	wg.Wait()
-	final := waitTask(t, log, taskID, func(t *stewardv1.Task) bool {
-		n := 0
-		for _, a := range t.Actions {
-			if a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
-				n++
-			}
-		}
-		return n == actions
+	final := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return countStatus(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED) == actions
 	})
-	keys, calls := tool.executions()
+	keys, calls := ps.tool.executions()
 	if keys != actions || calls != actions {
 		t.Fatalf("%d workers, %d actions: the tool did %d executions over %d calls; want %d and %d", workers, actions, keys, calls, actions, actions)
 	}
@@ -120,6 +150,63 @@ func TestPermitIsClaimedOnce(t *testing.T) {
 		claimedBy[a.ClaimedBy]++
 	}
 	t.Logf("claims per worker: %v", claimedBy)
+}
+
+// TestRedeliveryAppendsNothingTwice runs governed actions to the end, then
+// makes every plane see every event again — each durable consumer is
+// deleted and the planes restarted, so JetStream redelivers the whole log
+// — and checks that no event was appended and no tool call made.
+func TestRedeliveryAppendsNothingTwice(t *testing.T) {
+	ps := startPlanes(t, 2)
+	ctx := context.Background()
+	taskID := ps.runningTask(t, "redeliver")
+	ps.propose(t, taskID, "r1", "search")
+	ps.propose(t, taskID, "r2", "search")
+	w := ps.propose(t, taskID, "w1", "wire")
+	tk := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return countStatus(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED) == 2 && countStatus(t, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL) == 1
+	})
+	a := task.FindAction(tk, w.ActionId)
+	if _, err := ps.gov.Decide(ctx, rpc.Identity{Principal: "user:bo", Roles: []string{"authorizer"}}, &stewardv1.DecideApprovalRequest{
+		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return countStatus(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED) == 3
+	})
+	_, callsBefore := ps.tool.executions()
+
+	// Redeliver everything to every plane.
+	ps.ctl.Stop()
+	ps.gov.Stop()
+	for _, e := range ps.execs {
+		e.Stop()
+	}
+	for _, consumer := range []string{control.PlaneName, governance.PlaneName, "execution-w0", "execution-w1"} {
+		if err := ps.bus.JS.DeleteConsumer(ctx, ps.log.Config().Stream, consumer); err != nil {
+			t.Fatalf("delete consumer %s: %v", consumer, err)
+		}
+	}
+	for _, p := range []interface{ Start(context.Context) error }{ps.ctl, ps.gov, ps.execs[0], ps.execs[1]} {
+		if err := p.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A fresh action after the restart: once it has run, every plane has
+	// passed over the whole history again.
+	marker := ps.propose(t, taskID, "after", "search")
+	after := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return task.FindAction(t, marker.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	})
+	// The marker's own events are the only new ones: proposed, evaluated,
+	// permitted, claimed, dispatched, outcome.
+	if got, want := after.EventCount, before.EventCount+6; got != want {
+		t.Fatalf("after redelivery the task has %d events, want %d", got, want)
+	}
+	if _, calls := ps.tool.executions(); calls != callsBefore+1 {
+		t.Fatalf("after redelivery the tool got %d calls, want %d", calls, callsBefore+1)
+	}
 }
 
 // waitTask reads and folds the task from the log until ok holds.
