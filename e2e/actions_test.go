@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -228,5 +229,85 @@ func TestGovernedActions(t *testing.T) {
 	v, err := agent.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: taskID}))
 	if err != nil || !v.Msg.Ok {
 		t.Fatalf("verify: %v %v", v, err)
+	}
+}
+
+// TestProposalBadInput: unknown tool, tool the contract does not allow,
+// parameters failing the schema, a task that is not running, approvals
+// that do not exist — each a clear error naming the problem, and nothing
+// half-done on the log.
+func TestProposalBadInput(t *testing.T) {
+	tool := startToolServer(t)
+	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
+	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	ctx := context.Background()
+	taskID := governedTask(t, agent, "bad-1")
+
+	k := contract() // allows only "search"
+	narrow, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "narrow", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowID := narrow.Msg.Task.Contract.TaskId
+	waitStatus(t, agent.clients, narrowID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	paused := governedTask(t, agent, "bad-paused")
+	if _, err := agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: paused})); err != nil {
+		t.Fatal(err)
+	}
+	before, err := agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	params := func(m map[string]any) *structpb.Struct { s, _ := structpb.NewStruct(m); return s }
+	tests := []struct {
+		name string
+		req  *stewardv1.ProposeActionRequest
+		code connect.Code
+		says string
+	}{
+		{"unknown tool", &stewardv1.ProposeActionRequest{TaskId: taskID, Tool: "teleport", Params: params(nil)}, connect.CodeInvalidArgument, `tool: tool "teleport" is not registered`},
+		{"unknown version", &stewardv1.ProposeActionRequest{TaskId: taskID, Tool: "search", ToolVersion: "9.9.9", Params: params(map[string]any{"q": "x"})}, connect.CodeInvalidArgument, "no version"},
+		{"tool not allowed", &stewardv1.ProposeActionRequest{TaskId: narrowID, Tool: "wire", Params: params(map[string]any{"amount": 1})}, connect.CodeInvalidArgument, "not among the tools"},
+		{"params fail the schema", &stewardv1.ProposeActionRequest{TaskId: taskID, Tool: "wire", Params: params(map[string]any{"amount": 0})}, connect.CodeInvalidArgument, "params/amount"},
+		{"missing param", &stewardv1.ProposeActionRequest{TaskId: taskID, Tool: "search", Params: params(nil)}, connect.CodeInvalidArgument, "params"},
+		{"task not running", &stewardv1.ProposeActionRequest{TaskId: paused, Tool: "search", Params: params(map[string]any{"q": "x"})}, connect.CodeFailedPrecondition, "paused"},
+		{"unknown task", &stewardv1.ProposeActionRequest{TaskId: "nope", Tool: "search", Params: params(map[string]any{"q": "x"})}, connect.CodeNotFound, "not found"},
+		{"no tool", &stewardv1.ProposeActionRequest{TaskId: taskID}, connect.CodeInvalidArgument, "tool"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(tt.req))
+			if connect.CodeOf(err) != tt.code || !strings.Contains(err.Error(), tt.says) {
+				t.Fatalf("err = %v, want %v saying %q", err, tt.code, tt.says)
+			}
+		})
+	}
+	after, err := agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Msg.Task.EventCount != before.Msg.Task.EventCount {
+		t.Fatalf("refused proposals appended %d events", after.Msg.Task.EventCount-before.Msg.Task.EventCount)
+	}
+
+	// The same proposal id with another request is refused; with the same
+	// request it is the same action.
+	a := propose(t, agent, taskID, "same", "search", map[string]any{"q": "one"})
+	if b := propose(t, agent, taskID, "same", "search", map[string]any{"q": "one"}); b.ActionId != a.ActionId {
+		t.Fatalf("a repeated proposal made a new action")
+	}
+	_, err = agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: "same", Tool: "search", Params: params(map[string]any{"q": "two"})}))
+	if connect.CodeOf(err) != connect.CodeAlreadyExists {
+		t.Fatalf("proposal id reused for another request: %v, want already_exists", err)
+	}
+
+	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{ApprovalId: "apv-nope", ActionHash: "x", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE}))
+	if connect.CodeOf(err) != connect.CodeNotFound {
+		t.Fatalf("unknown approval: %v, want not_found", err)
+	}
+	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{ApprovalId: "apv-nope", ActionHash: "x"}))
+	if connect.CodeOf(err) != connect.CodeInvalidArgument {
+		t.Fatalf("decision without a decision: %v, want invalid_argument", err)
 	}
 }
