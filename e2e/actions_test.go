@@ -225,6 +225,21 @@ func TestGovernedActions(t *testing.T) {
 	}
 	waitAction(t, agent.clients, taskID, e.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 
+	// The timeline tells the story.
+	tl, err := agent.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var story []string
+	for _, e := range tl.Msg.Entries {
+		story = append(story, e.Summary)
+	}
+	for _, want := range []string{"proposed action " + wire.ActionId, "user:bo approved action " + wire.ActionId, "Action " + wire.ActionId + " succeeded", "said require approval"} {
+		if !strings.Contains(strings.Join(story, "\n"), want) {
+			t.Errorf("the timeline does not say %q:\n%s", want, strings.Join(story, "\n"))
+		}
+	}
+
 	// The whole history still verifies.
 	v, err := agent.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: taskID}))
 	if err != nil || !v.Msg.Ok {

@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"strings"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -48,6 +49,44 @@ func summary(ev *stewardv1.Event) string {
 		return withReason(who+" resumed the task", p.TaskResumed.Reason)
 	case *stewardv1.Event_TaskCancelled:
 		return withReason(who+" cancelled the task", p.TaskCancelled.Reason)
+	case *stewardv1.Event_ActionProposed:
+		a := p.ActionProposed.Action
+		s := fmt.Sprintf("%s proposed action %s: %s %s on %q (%s)", who, a.ActionId, a.Tool, a.ToolVersion, a.Target, effectName(a.EffectClass))
+		if a.EditOf != "" {
+			s += ", an edit of " + a.EditOf
+		}
+		return s
+	case *stewardv1.Event_PolicyEvaluated:
+		snap := p.PolicyEvaluated.Snapshot
+		return withReason(fmt.Sprintf("Policy %s said %s for action %s", shortRev(snap.GetBundleRevision()), decisionName(snap.GetDecision()), p.PolicyEvaluated.ActionId), strings.Join(snap.GetReasons(), "; "))
+	case *stewardv1.Event_ActionDenied:
+		return withReason("Action "+p.ActionDenied.ActionId+" was denied", strings.Join(p.ActionDenied.Reasons, "; "))
+	case *stewardv1.Event_ApprovalRequested:
+		ap := p.ApprovalRequested.Approval
+		return fmt.Sprintf("Approval %s requested from a person with role %s: %s", ap.ApprovalId, strings.Join(ap.RequiredRoles, " or "), ap.ExpectedImpact)
+	case *stewardv1.Event_ApprovalDecided:
+		d := p.ApprovalDecided
+		verb := "rejected"
+		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			verb = "approved"
+		}
+		return withReason(fmt.Sprintf("%s %s action %s (hash %.12s…)", d.DecidedBy, verb, d.ActionId, d.ActionHash), d.Comment)
+	case *stewardv1.Event_ActionPermitted:
+		return fmt.Sprintf("Permit %s issued for action %s", p.ActionPermitted.Permit.GetPermitId(), p.ActionPermitted.Permit.GetActionId())
+	case *stewardv1.Event_ActionClaimed:
+		return fmt.Sprintf("Worker %s claimed the permit of action %s", p.ActionClaimed.Worker, p.ActionClaimed.ActionId)
+	case *stewardv1.Event_ActionDispatched:
+		return fmt.Sprintf("Action %s dispatched to its tool (attempt %d)", p.ActionDispatched.ActionId, p.ActionDispatched.Attempt)
+	case *stewardv1.Event_ActionOutcomeRecorded:
+		o := p.ActionOutcomeRecorded.Outcome
+		switch o.GetStatus() {
+		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+			return fmt.Sprintf("Action %s succeeded; result at %s", p.ActionOutcomeRecorded.ActionId, o.ResultRef)
+		case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
+			return withReason(fmt.Sprintf("Action %s failed (%s)", p.ActionOutcomeRecorded.ActionId, enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason)
+		default:
+			return withReason(fmt.Sprintf("The outcome of action %s is unknown: the call went out and no answer came back", p.ActionOutcomeRecorded.ActionId), o.Reason)
+		}
 	default:
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
@@ -60,16 +99,22 @@ func withReason(s, reason string) string {
 	return s + ": " + reason
 }
 
-func riskName(t stewardv1.RiskTier) string {
-	switch t {
-	case stewardv1.RiskTier_RISK_TIER_LOW:
-		return "low"
-	case stewardv1.RiskTier_RISK_TIER_MEDIUM:
-		return "medium"
-	case stewardv1.RiskTier_RISK_TIER_HIGH:
-		return "high"
-	case stewardv1.RiskTier_RISK_TIER_CRITICAL:
-		return "critical"
-	}
-	return "unspecified"
+func effectName(e stewardv1.EffectClass) string { return enumWords(e.String(), "EFFECT_CLASS_") }
+
+func decisionName(d stewardv1.PolicyDecision) string {
+	return enumWords(d.String(), "POLICY_DECISION_")
 }
+
+func enumWords(name, prefix string) string {
+	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, prefix)), "_", " ")
+}
+
+// shortRev shortens a bundle revision for a sentence.
+func shortRev(rev string) string {
+	if len(rev) > 19 {
+		return rev[:19] + "…"
+	}
+	return rev
+}
+
+func riskName(t stewardv1.RiskTier) string { return enumWords(t.String(), "RISK_TIER_") }
