@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -324,5 +325,27 @@ func TestProposalBadInput(t *testing.T) {
 	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{ApprovalId: "apv-nope", ActionHash: "x"}))
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("decision without a decision: %v, want invalid_argument", err)
+	}
+}
+
+// TestExampleWalkthrough runs examples/walkthrough.sh — the README's
+// example — against the real binary started with the example files.
+func TestExampleWalkthrough(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	p := startBinary(t, t.TempDir(), "--tools", "../examples/tools.json", "--auth", "../examples/tokens.json")
+	cmd := exec.Command("bash", "../examples/walkthrough.sh")
+	cmd.Env = append(os.Environ(), "STEWARD_URL="+p.url, "RUN=test")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("walkthrough failed: %v\n%s", err, out)
+	}
+	for _, want := range []string{"succeeded", `"decidedBy":"user:bo"`, `"approvedBy": "user:bo"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("walkthrough output lacks %q:\n%s", want, out)
+		}
 	}
 }
