@@ -176,7 +176,9 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 	}
 	var seen []uint64
 	for len(seen) < 2 && stream.Receive() {
-		seen = append(seen, stream.Msg().Record.Sequence)
+		if r := stream.Msg().Record; r != nil {
+			seen = append(seen, r.Sequence)
+		}
 	}
 	stream.Close()
 
@@ -197,7 +199,9 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 	}
 	defer stream.Close()
 	for len(seen) < 8 && stream.Receive() {
-		seen = append(seen, stream.Msg().Record.Sequence)
+		if r := stream.Msg().Record; r != nil {
+			seen = append(seen, r.Sequence)
+		}
 	}
 	timeline, err := c.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
 	if err != nil {

@@ -73,7 +73,10 @@ func TestGRPCClient(t *testing.T) {
 	if err := st.CloseSend(); err != nil {
 		t.Fatal(err)
 	}
-	first := &stewardv1.WatchTaskResponse{}
+	opening, first := &stewardv1.WatchTaskResponse{}, &stewardv1.WatchTaskResponse{}
+	if err := st.RecvMsg(opening); err != nil {
+		t.Fatal(err)
+	}
 	if err := st.RecvMsg(first); err != nil {
 		t.Fatal(err)
 	}

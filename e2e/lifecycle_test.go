@@ -63,6 +63,9 @@ func TestSurvivesKillNine(t *testing.T) {
 		t.Fatal(err)
 	}
 	var types []string
+	if !stream.Receive() || stream.Msg().Record != nil || stream.Msg().LastSequence == 0 {
+		t.Fatalf("the first watch response should say where the task stands, with no event: %v %v", stream.Msg(), stream.Err())
+	}
 	for len(types) < 2 && stream.Receive() {
 		types = append(types, stream.Msg().Record.Event.Type)
 	}

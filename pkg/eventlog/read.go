@@ -6,15 +6,10 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/synadia-io/orbit.go/jetstreamext"
-
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
-
-// readBatch is how many events one direct-get request returns.
-const readBatch = 256
 
 // Raw is an event exactly as stored, for auditors who check the bytes.
 type Raw struct {
@@ -83,32 +78,43 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 }
 
 // scan calls fn for each event stored on subject from stream sequence
-// from on, in order, until fn returns an error.
+// from on, in order, until fn returns an error. Each step is one direct
+// get of the next message on the subject, answered by any replica.
 func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, data []byte) error) error {
 	for {
-		msgs, err := jetstreamext.GetBatch(ctx, l.js, l.cfg.Stream, readBatch,
-			jetstreamext.GetBatchSeq(from), jetstreamext.GetBatchSubject(subject))
+		msg, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		if errors.Is(err, jetstream.ErrMsgNotFound) {
+			return nil
+		}
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 		}
-		n := 0
-		for msg, err := range msgs {
-			if errors.Is(err, jetstreamext.ErrNoMessages) {
-				return nil
-			}
-			if err != nil {
-				return errs.Wrap(errs.Unavailable, err, "read %s", subject)
-			}
-			n++
-			from = msg.Sequence + 1
-			if err := fn(msg.Sequence, msg.Data); err != nil {
-				return err
-			}
+		if err := fn(msg.Sequence, msg.Data); err != nil {
+			return err
 		}
-		if n < readBatch {
-			return nil
-		}
+		from = msg.Sequence + 1
 	}
+}
+
+// ReadAfter returns the events of taskID stored after stream sequence
+// after, in order, each checked against its own hash and subject. Linking
+// them to the events before is the caller's part: the fold checks each
+// event's prev_hash against the head it already has.
+func (l *Log) ReadAfter(ctx context.Context, taskID string, after uint64) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(taskID) {
+		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
+	}
+	subject := l.Subject(taskID)
+	var out []*stewardv1.EventRecord
+	err := l.scan(ctx, subject, after+1, func(seq uint64, data []byte) error {
+		ev, err := l.decode(subject, data)
+		if err != nil {
+			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
+		}
+		out = append(out, &stewardv1.EventRecord{Sequence: seq, Event: ev})
+		return nil
+	})
+	return out, err
 }
 
 // LastSequence returns the stream sequence of taskID's last event, or 0

@@ -22,23 +22,31 @@ const maxConflictRetries = 64
 // Load reads and folds a task; a task with no events is NotFound. It also
 // returns the ids of the events folded, so a caller can tell that an event
 // it means to append is already there.
+//
+// Load reads only what is new: it keeps the last fold of each task it has
+// seen and folds the events appended since (see cache). The task returned
+// is the caller's own; the ids map must not be changed.
 func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, map[string]bool, error) {
-	recs, err := log.Read(ctx, taskID)
+	c := cacheFor(log)
+	base := c.get(taskID)
+	if base == nil {
+		base = &folded{}
+	}
+	recs, err := log.ReadAfter(ctx, taskID, base.task.GetLastSequence())
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(recs) == 0 {
+	if base.task == nil && len(recs) == 0 {
 		return nil, nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
-	t, err := Fold(recs)
-	if err != nil {
-		return nil, nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	f := base
+	if len(recs) > 0 {
+		if f, err = base.extend(recs); err != nil {
+			return nil, nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+		}
+		c.put(taskID, f)
 	}
-	ids := make(map[string]bool, len(recs))
-	for _, r := range recs {
-		ids[r.Event.EventId] = true
-	}
-	return t, ids, nil
+	return proto.CloneOf(f.task), f.ids, nil
 }
 
 // Build decides, from the task as it is now, the one event to append, or

@@ -133,6 +133,11 @@ func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewa
 	if last == 0 {
 		return errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
 	}
+	// Answer at once: stream headers go out with the first message, and a
+	// client waiting for them must not wait for the task's next event.
+	if err := stream.Send(&stewardv1.WatchTaskResponse{LastSequence: last}); err != nil {
+		return err
+	}
 	// The watch ends when the client goes or the server begins to stop.
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()

@@ -278,8 +278,13 @@ func (x *WatchTaskRequest) GetAfterSequence() uint64 {
 }
 
 type WatchTaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Record        *EventRecord           `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The event; unset in the first response.
+	Record *EventRecord `protobuf:"bytes,1,opt,name=record,proto3" json:"record,omitempty"`
+	// Set in the first response only, which carries no record: the task's
+	// last sequence when the watch began. It arrives at once, so a client
+	// knows the watch is live before any new event.
+	LastSequence  uint64 `protobuf:"varint,2,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -319,6 +324,13 @@ func (x *WatchTaskResponse) GetRecord() *EventRecord {
 		return x.Record
 	}
 	return nil
+}
+
+func (x *WatchTaskResponse) GetLastSequence() uint64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
 }
 
 type GetTimelineRequest struct {
@@ -506,9 +518,10 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"R\n" +
 	"\x10WatchTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12%\n" +
-	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"D\n" +
+	"\x0eafter_sequence\x18\x02 \x01(\x04R\rafterSequence\"i\n" +
 	"\x11WatchTaskResponse\x12/\n" +
-	"\x06record\x18\x01 \x01(\v2\x17.steward.v1.EventRecordR\x06record\"-\n" +
+	"\x06record\x18\x01 \x01(\v2\x17.steward.v1.EventRecordR\x06record\x12#\n" +
+	"\rlast_sequence\x18\x02 \x01(\x04R\flastSequence\"-\n" +
 	"\x12GetTimelineRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"J\n" +
 	"\x13GetTimelineResponse\x123\n" +

@@ -49,7 +49,8 @@ type QueryServiceClient interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
-	// ones. Reconnect with the last sequence seen: no gap, no duplicate.
+	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
+	// first response carries no event, only the task's last sequence.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest]) (*connect.ServerStreamForClient[v1.WatchTaskResponse], error)
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
 }
@@ -128,7 +129,8 @@ type QueryServiceHandler interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
-	// ones. Reconnect with the last sequence seen: no gap, no duplicate.
+	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
+	// first response carries no event, only the task's last sequence.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest], *connect.ServerStream[v1.WatchTaskResponse]) error
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
 }

@@ -1,0 +1,170 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/cmd/steward/app"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// BenchmarkGovernedAction measures a governed action of a no-op built-in
+// tool under an auto-allow policy, in embedded mode over Connect: from the
+// ProposeAction call to the outcome being visible in GetTask. Each
+// measured action crosses all four planes: proposed (control), evaluated
+// and permitted (governance), claimed, dispatched and succeeded
+// (execution), projected (state). Run:
+//
+//	go test -run '^$' -bench GovernedAction -benchtime 400x ./e2e/
+func BenchmarkGovernedAction(b *testing.B) {
+	dir := b.TempDir()
+	policyDir := filepath.Join(dir, "policy")
+	write := func(path, content string) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	write(filepath.Join(policyDir, "allow.rego"), "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"benchmark: allow all\"]}\n")
+	toolsFile := filepath.Join(dir, "tools.json")
+	write(toolsFile, `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "builtin": {"kind": "noop"}}]}`)
+	m := app.NewServer(io.Discard, benchLog())
+	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", benchLevel(),
+		"--tools", toolsFile, "--policy-dir", policyDir}); err != nil {
+		b.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(m.Close)
+	c := newClients(m.URL())
+	params, _ := structpb.NewStruct(map[string]any{})
+
+	newTask := func(id string) string {
+		k := contract()
+		k.AllowedTools = []string{"noop"}
+		resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: id, Contract: k}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			got, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: resp.Msg.Task.Contract.TaskId}))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got.Msg.Task.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+				return got.Msg.Task.Contract.TaskId
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	// one runs one action on taskID and returns how long it took until
+	// GetTask shows it succeeded. It follows the task with WatchTask so it
+	// reads the view as soon as the outcome is on the log.
+	one := func(taskID, proposal string, after uint64) (time.Duration, uint64) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID, AfterSequence: after}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposal, Tool: "noop", Params: params}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		id := resp.Msg.Action.ActionId
+		for stream.Receive() {
+			rec := stream.Msg().Record
+			if rec == nil {
+				continue // the opening message
+			}
+			after = rec.Sequence
+			if o := rec.Event.GetActionOutcomeRecorded(); o != nil && o.ActionId == id {
+				break
+			}
+		}
+		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if got.Msg.Task.Actions[len(got.Msg.Task.Actions)-1].Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			b.Fatalf("action %s did not succeed: %v", id, got.Msg.Task.Actions[len(got.Msg.Task.Actions)-1])
+		}
+		return time.Since(start), after
+	}
+
+	b.Run("latency", func(b *testing.B) {
+		taskID := newTask(fmt.Sprint("bench-latency-", b.N))
+		var lat []time.Duration
+		var after uint64
+		i := 0
+		for b.Loop() {
+			i++
+			var d time.Duration
+			d, after = one(taskID, fmt.Sprint("p", i), after)
+			lat = append(lat, d)
+		}
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	})
+
+	b.Run("16-tasks", func(b *testing.B) {
+		const tasks = 16
+		ids := make([]string, tasks)
+		for i := range ids {
+			ids[i] = newTask(fmt.Sprint("bench-tp-", b.N, "-", i))
+		}
+		start := time.Now()
+		var wg sync.WaitGroup
+		var next sync.Mutex
+		n := 0
+		for w := range tasks {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var after uint64
+				for {
+					next.Lock()
+					if n >= b.N {
+						next.Unlock()
+						return
+					}
+					n++
+					k := n
+					next.Unlock()
+					_, after = one(ids[w], fmt.Sprint("p", k), after)
+				}
+			}()
+		}
+		wg.Wait()
+		b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "actions/s")
+	})
+}
+
+func benchLog() io.Writer {
+	if os.Getenv("BENCH_DEBUG") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+func benchLevel() string {
+	if os.Getenv("BENCH_DEBUG") != "" {
+		return "debug"
+	}
+	return "error"
+}
