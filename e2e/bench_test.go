@@ -96,12 +96,15 @@ func BenchmarkGovernedAction(b *testing.B) {
 				break
 			}
 		}
+		if err := stream.Err(); err != nil {
+			b.Fatalf("watch of %s ended: %v", taskID, err)
+		}
 		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
 		if err != nil {
 			b.Fatal(err)
 		}
-		if got.Msg.Task.Actions[len(got.Msg.Task.Actions)-1].Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
-			b.Fatalf("action %s did not succeed: %v", id, got.Msg.Task.Actions[len(got.Msg.Task.Actions)-1])
+		if a := got.Msg.Task.Actions[len(got.Msg.Task.Actions)-1]; a.ActionId != id || a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			b.Fatalf("action %s is not visible as succeeded: %v is %v", id, a.ActionId, a.Status)
 		}
 		return time.Since(start), after
 	}

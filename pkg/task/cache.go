@@ -12,11 +12,36 @@ import (
 // cacheSize bounds how many folded tasks one process keeps per log.
 const cacheSize = 4096
 
-// folded is a task as folded up to some event, with the ids of the events
-// in it. Entries are never changed once stored; a newer fold replaces one.
+// folded is a task as folded up to some event, with the ids of its events.
+// The task is never changed once stored; a newer fold replaces it.
 type folded struct {
 	task *stewardv1.Task
-	ids  map[string]bool
+	ids  *idSet
+}
+
+// idSet is the ids of a task's events. Every fold of one task shares it:
+// ids are only ever added, and an id that is in the set is on the log, so
+// an older fold may see ids newer than itself without harm.
+type idSet struct {
+	mu  sync.RWMutex
+	ids map[string]struct{}
+}
+
+// Has reports whether an event with id is in the task's history.
+func (s *idSet) Has(id string) bool {
+	if s == nil {
+		return false
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	_, ok := s.ids[id]
+	return ok
+}
+
+func (s *idSet) add(id string) {
+	s.mu.Lock()
+	s.ids[id] = struct{}{}
+	s.mu.Unlock()
 }
 
 // cache keeps the last fold of recently used tasks, so that Load reads
@@ -58,20 +83,20 @@ func (c *cache) put(taskID string, f *folded) {
 	c.tasks[taskID] = f
 }
 
-// extend folds records into a copy of f.
+// extend folds records into a copy of f's task.
 func (f *folded) extend(recs []*stewardv1.EventRecord) (*folded, error) {
-	next := &folded{task: &stewardv1.Task{}, ids: make(map[string]bool, len(f.ids)+len(recs))}
+	next := &folded{task: &stewardv1.Task{}, ids: f.ids}
 	if f.task != nil {
 		next.task = proto.CloneOf(f.task)
 	}
-	for id := range f.ids {
-		next.ids[id] = true
+	if next.ids == nil {
+		next.ids = &idSet{ids: map[string]struct{}{}}
 	}
 	for _, r := range recs {
 		if err := Apply(next.task, r.Event, r.Sequence); err != nil {
 			return nil, err
 		}
-		next.ids[r.Event.EventId] = true
+		next.ids.add(r.Event.EventId)
 	}
 	return next, nil
 }

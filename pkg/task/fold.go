@@ -27,12 +27,8 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	if len(ev.Hash) > 0 && !bytes.Equal(ev.PrevHash, t.LastHash) {
 		return errs.New(errs.FailedPrecondition, "event %s does not link to task %s's previous event", ev.EventId, ev.TaskId)
 	}
-	if t.EventCount == 0 {
-		if ev.GetTaskCreated() == nil {
-			return errs.New(errs.FailedPrecondition, "task %s: first event is %s, not %s", ev.TaskId, ev.Type, "task.created")
-		}
-	} else if ev.TaskId != t.Contract.GetTaskId() {
-		return errs.New(errs.FailedPrecondition, "event for task %s folded into task %s", ev.TaskId, t.Contract.GetTaskId())
+	if err := belongs(t, ev); err != nil {
+		return err
 	}
 	if commit, ok, err := actionStep(t, ev); ok {
 		if err != nil {
@@ -71,6 +67,32 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	}
 	t.Status = next
 	t.StatusReason = reason
+	return nil
+}
+
+// Check reports whether ev would be a legal next step for t, without
+// changing t: the dry run every write makes before it appends.
+func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
+	if err := belongs(t, ev); err != nil {
+		return err
+	}
+	if _, ok, err := actionStep(t, ev); ok {
+		return err
+	}
+	_, _, err := transition(t, ev)
+	return err
+}
+
+// belongs checks that ev is about t: the first event creates the task, and
+// every later one names it.
+func belongs(t *stewardv1.Task, ev *stewardv1.Event) error {
+	if t.EventCount == 0 {
+		if ev.GetTaskCreated() == nil {
+			return errs.New(errs.FailedPrecondition, "task %s: first event is %s, not %s", ev.TaskId, ev.Type, "task.created")
+		}
+	} else if ev.TaskId != t.Contract.GetTaskId() {
+		return errs.New(errs.FailedPrecondition, "event for task %s folded into task %s", ev.TaskId, t.Contract.GetTaskId())
+	}
 	return nil
 }
 

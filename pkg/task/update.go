@@ -19,14 +19,17 @@ import (
 // instead of colliding again in lockstep.
 const maxConflictRetries = 64
 
+// History tells whether an event is in a task's history.
+type History interface{ Has(eventID string) bool }
+
 // Load reads and folds a task; a task with no events is NotFound. It also
-// returns the ids of the events folded, so a caller can tell that an event
-// it means to append is already there.
+// returns the task's history, so a caller can tell that an event it means
+// to append is already there.
 //
 // Load reads only what is new: it keeps the last fold of each task it has
 // seen and folds the events appended since (see cache). The task returned
-// is the caller's own; the ids map must not be changed.
-func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, map[string]bool, error) {
+// is the caller's own.
+func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, History, error) {
 	c := cacheFor(log)
 	base := c.get(taskID)
 	if base == nil {
@@ -66,10 +69,10 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 			return nil, err
 		}
 		ev, err := build(t)
-		if err != nil || ev == nil || folded[ev.EventId] {
+		if err != nil || ev == nil || folded.Has(ev.EventId) {
 			return t, err
 		}
-		if err := Apply(proto.CloneOf(t), ev, 0); err != nil {
+		if err := Check(t, ev); err != nil {
 			return nil, err
 		}
 		rec, err := log.Append(ctx, eventlog.HeadOf(t), ev)

@@ -30,6 +30,8 @@ type Projection struct {
 	// broken names the tasks whose views stopped at a refused event, and
 	// why: their views are stale and must not be served as current.
 	broken map[string]string
+
+	watchers watchers
 }
 
 // NewProjection returns an empty projection.
@@ -59,6 +61,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		p.order = append(p.order, id)
 	}
 	p.advance(rec.Sequence)
+	p.watchers.publish(rec)
 	return nil
 }
 

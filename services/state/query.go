@@ -123,32 +123,56 @@ func decodePageToken(tok string) (int, error) {
 }
 
 func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewardv1.WatchTaskRequest], stream *connect.ServerStream[stewardv1.WatchTaskResponse]) error {
-	if err := checkTaskID(req.Msg.TaskId); err != nil {
+	taskID := req.Msg.TaskId
+	if err := checkTaskID(taskID); err != nil {
 		return err
 	}
-	last, err := s.plane.log.LastSequence(ctx, req.Msg.TaskId)
+	// Subscribe before reading the past, so that nothing applied in
+	// between is missed; what arrives twice is dropped by sequence.
+	w, cancel := s.plane.views.watchers.subscribe(taskID)
+	defer cancel()
+	last, err := s.plane.log.LastSequence(ctx, taskID)
 	if err != nil {
 		return err
 	}
 	if last == 0 {
-		return errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
+		return errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	// Answer at once: stream headers go out with the first message, and a
 	// client waiting for them must not wait for the task's next event.
 	if err := stream.Send(&stewardv1.WatchTaskResponse{LastSequence: last}); err != nil {
 		return err
 	}
-	// The watch ends when the client goes or the server begins to stop.
-	ctx, stop := context.WithCancel(ctx)
-	defer stop()
-	defer context.AfterFunc(s.plane.streams, stop)()
-	err = s.plane.log.Follow(ctx, req.Msg.TaskId, req.Msg.AfterSequence, func(rec *stewardv1.EventRecord) error {
-		return stream.Send(&stewardv1.WatchTaskResponse{Record: rec})
-	}, nil)
-	if ctx.Err() != nil {
-		return nil // the client left or the server is stopping: a normal end
+	past, err := s.plane.log.ReadAfter(ctx, taskID, req.Msg.AfterSequence)
+	if err != nil {
+		return err
 	}
-	return err
+	sent := req.Msg.AfterSequence
+	for _, rec := range past {
+		if err := stream.Send(&stewardv1.WatchTaskResponse{Record: rec}); err != nil {
+			return err
+		}
+		sent = rec.Sequence
+	}
+	for {
+		select {
+		case rec, ok := <-w.ch:
+			if !ok {
+				return errs.New(errs.Conflict, "the watch fell behind; reconnect with after_sequence %d", sent)
+			}
+			if rec.Sequence <= sent {
+				continue
+			}
+			if err := stream.Send(&stewardv1.WatchTaskResponse{Record: rec}); err != nil {
+				return err
+			}
+			sent = rec.Sequence
+		case <-ctx.Done():
+			return nil // the client left
+		case <-s.plane.streams.Done():
+			return nil // the server is stopping
+		}
+	}
 }
 
 func (s *queryService) GetTimeline(ctx context.Context, req *connect.Request[stewardv1.GetTimelineRequest]) (*connect.Response[stewardv1.GetTimelineResponse], error) {

@@ -75,7 +75,9 @@ func (b *builtinAdapter) Call(ctx context.Context, req Request) Result {
 	}
 	switch kind := req.Tool.GetBuiltin().GetKind(); kind {
 	case KindNoop:
-		return b.once(req.OpKey, kind, func() Result { return succeeded([]byte(`{"ok":true}`)) })
+		// Nothing to do twice, so nothing to remember: no op record, no
+		// fsync on the way.
+		return succeeded(noopResult)
 	case KindFileWrite:
 		var p fileWriteParams
 		if err := readParams(req.Body, &p); err != nil {
@@ -97,7 +99,10 @@ func (b *builtinAdapter) Status(ctx context.Context, req Request) (StatusAnswer,
 		return StatusAnswer{}, errors.New("adapter: status query without an op_key")
 	}
 	switch kind := req.Tool.GetBuiltin().GetKind(); kind {
-	case KindNoop, KindFileWrite:
+	case KindNoop:
+		// A no-op has no effect to be unsure about: it always succeeded.
+		return StatusAnswer{State: StateSucceeded, Result: noopResult}, nil
+	case KindFileWrite:
 		// Holding the key's lock makes a call in progress finish first, so
 		// it is not reported as not accepted half-way through.
 		unlock := b.lock(req.OpKey)
@@ -116,6 +121,8 @@ func (b *builtinAdapter) Status(ctx context.Context, req Request) (StatusAnswer,
 		return StatusAnswer{}, fmt.Errorf("adapter: unknown builtin kind %q", kind)
 	}
 }
+
+var noopResult = []byte(`{"ok":true}`)
 
 // once does the work for opKey unless its record says it is done, and
 // records a success. A failure is not recorded: it changed nothing, and the

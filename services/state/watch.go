@@ -1,0 +1,65 @@
+package state
+
+import (
+	"sync"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// watchBuffer is how many events a watcher may fall behind the projection
+// before it is cut off (and reconnects from its last sequence).
+const watchBuffer = 1024
+
+// watcher receives one task's events as the projection applies them.
+type watcher struct {
+	ch   chan *stewardv1.EventRecord
+	once sync.Once
+}
+
+// watchers fans the projection's events out to open watches, so that a
+// watch costs a channel, not a consumer on the server.
+type watchers struct {
+	mu     sync.Mutex
+	byTask map[string]map[*watcher]struct{}
+}
+
+// subscribe registers a watcher for taskID. The channel closes when the
+// watcher falls too far behind; cancel unregisters it.
+func (w *watchers) subscribe(taskID string) (*watcher, func()) {
+	x := &watcher{ch: make(chan *stewardv1.EventRecord, watchBuffer)}
+	w.mu.Lock()
+	if w.byTask == nil {
+		w.byTask = map[string]map[*watcher]struct{}{}
+	}
+	if w.byTask[taskID] == nil {
+		w.byTask[taskID] = map[*watcher]struct{}{}
+	}
+	w.byTask[taskID][x] = struct{}{}
+	w.mu.Unlock()
+	return x, func() {
+		w.mu.Lock()
+		delete(w.byTask[taskID], x)
+		if len(w.byTask[taskID]) == 0 {
+			delete(w.byTask, taskID)
+		}
+		w.mu.Unlock()
+		x.close()
+	}
+}
+
+func (x *watcher) close() { x.once.Do(func() { close(x.ch) }) }
+
+// publish hands rec to the task's watchers without ever blocking the
+// projection: a watcher whose buffer is full is closed instead.
+func (w *watchers) publish(rec *stewardv1.EventRecord) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for x := range w.byTask[rec.Event.TaskId] {
+		select {
+		case x.ch <- rec:
+		default:
+			delete(w.byTask[rec.Event.TaskId], x)
+			x.close()
+		}
+	}
+}
