@@ -17,6 +17,10 @@ import (
 // ResourceExhausted before anything is decoded.
 const MaxRequestBytes = 1 << 20
 
+// CompressMinBytes is the smallest response that is gzip-compressed for a
+// client that accepts it.
+const CompressMinBytes = 64 << 10
+
 // Service is one Connect service a plane serves.
 type Service struct {
 	// Name is the fully-qualified service name, e.g. "steward.v1.TaskService".
@@ -31,6 +35,9 @@ func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 	return []connect.HandlerOption{
 		connect.WithInterceptors(NewEdgeInterceptor(log, tokens)),
 		connect.WithReadMaxBytes(MaxRequestBytes),
+		// Compressing small messages costs more CPU than it saves bytes,
+		// and most callers sit on the same network.
+		connect.WithCompressMinBytes(CompressMinBytes),
 		connect.WithRecover(func(ctx context.Context, spec connect.Spec, _ http.Header, r any) error {
 			log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", r)
 			return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
