@@ -22,7 +22,7 @@ func TestServicesMode(t *testing.T) {
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
 		m := app.NewServer(io.Discard, &testWriter{t: t})
-		err := m.ParseFlags("serve", []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn"})
+		err := m.ParseFlags("serve", []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
