@@ -10,11 +10,9 @@ package toolreg
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sort"
 	"sync"
-	"time"
 
 	"golang.org/x/mod/semver"
 	"google.golang.org/protobuf/proto"
@@ -35,25 +33,25 @@ type Entry struct {
 type Registry struct {
 	logger *slog.Logger
 
+	progress eventlog.Progress
+
 	mu       sync.RWMutex
 	versions map[string]map[string]*Entry // name → version → entry
 	latest   map[string]*Entry
-	applied  uint64
-	changed  chan struct{}
 }
 
 // New returns an empty registry.
 func New(logger *slog.Logger) *Registry {
-	return &Registry{logger: logger, versions: map[string]map[string]*Entry{}, latest: map[string]*Entry{}, changed: make(chan struct{})}
+	return &Registry{logger: logger, versions: map[string]map[string]*Entry{}, latest: map[string]*Entry{}}
 }
 
 // Apply indexes one registration. A registration whose schema no longer
 // compiles is logged and skipped: it was checked when it was registered.
 func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 	reg := rec.Event.GetToolRegistered()
+	defer r.progress.Advance(rec.Sequence)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	defer r.advance(rec.Sequence)
 	if reg == nil {
 		return nil
 	}
@@ -94,58 +92,19 @@ func trimV(s string) string {
 	return s
 }
 
-func (r *Registry) advance(seq uint64) {
-	if seq > r.applied {
-		r.applied = seq
-		close(r.changed)
-		r.changed = make(chan struct{})
-	}
-}
+// Skip notes a registration that could not be decoded.
+func (r *Registry) Skip(seq uint64, _ error) { r.progress.Advance(seq) }
 
-// skip notes a registration that could not be decoded.
-func (r *Registry) skip(seq uint64, _ error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.advance(seq)
-}
+// Progress says how far the registry has applied the log.
+func (r *Registry) Progress() *eventlog.Progress { return &r.progress }
 
 // Run follows the registrations on log until ctx ends.
-func (r *Registry) Run(ctx context.Context, log *eventlog.Log) {
-	for ctx.Err() == nil {
-		r.mu.RLock()
-		after := r.applied
-		r.mu.RUnlock()
-		err := log.FollowTools(ctx, after, r.Apply, r.skip)
-		if err != nil && !errors.Is(err, context.Canceled) {
-			r.logger.Error("tool registry stopped following; restarting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
+func (r *Registry) Run(ctx context.Context, log *eventlog.Log) { log.KeepReadingTools(ctx, r) }
 
 // Sync waits until the registry holds every registration on the log now:
 // after a registration, a reader sees it.
 func (r *Registry) Sync(ctx context.Context, log *eventlog.Log) error {
-	last, err := log.LastToolSequence(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		r.mu.RLock()
-		applied, changed := r.applied, r.changed
-		r.mu.RUnlock()
-		if applied >= last {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, ctx.Err(), "the tool registry is behind the log")
-		}
-	}
+	return eventlog.CatchUp(ctx, r, log.LastToolSequence)
 }
 
 // Get returns a tool version, the latest when version is empty.

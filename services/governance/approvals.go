@@ -2,7 +2,6 @@ package governance
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,23 +20,23 @@ import (
 type Approvals struct {
 	logger *slog.Logger
 
-	mu      sync.RWMutex
-	byID    map[string]*stewardv1.Approval
-	order   []string
-	applied uint64
-	changed chan struct{}
+	progress eventlog.Progress
+
+	mu    sync.RWMutex
+	byID  map[string]*stewardv1.Approval
+	order []string
 }
 
 // NewApprovals returns an empty index.
 func NewApprovals(logger *slog.Logger) *Approvals {
-	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, changed: make(chan struct{})}
+	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}}
 }
 
 // Apply folds one task event into the index.
 func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
+	defer x.progress.Advance(rec.Sequence)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	defer x.advance(rec.Sequence)
 	switch p := rec.Event.Payload.(type) {
 	case *stewardv1.Event_ApprovalRequested:
 		ap := proto.CloneOf(p.ApprovalRequested.Approval)
@@ -56,55 +55,15 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 	return nil
 }
 
-func (x *Approvals) skip(seq uint64, _ error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.advance(seq)
-}
+// Skip notes an event that could not be decoded.
+func (x *Approvals) Skip(seq uint64, _ error) { x.progress.Advance(seq) }
 
-func (x *Approvals) advance(seq uint64) {
-	if seq > x.applied {
-		x.applied = seq
-		close(x.changed)
-		x.changed = make(chan struct{})
-	}
-}
-
-// Run follows the log until ctx ends.
-func (x *Approvals) Run(ctx context.Context, log *eventlog.Log) {
-	for ctx.Err() == nil {
-		x.mu.RLock()
-		after := x.applied
-		x.mu.RUnlock()
-		if err := log.Follow(ctx, "", after, x.Apply, x.skip); err != nil && !errors.Is(err, context.Canceled) {
-			x.logger.Error("approvals index stopped following; restarting", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
+// Progress says how far the index has applied the log.
+func (x *Approvals) Progress() *eventlog.Progress { return &x.progress }
 
 // Sync waits until the index holds every task event on the log now.
 func (x *Approvals) Sync(ctx context.Context, log *eventlog.Log) error {
-	last, err := log.LastTaskSequence(ctx)
-	if err != nil {
-		return err
-	}
-	for {
-		x.mu.RLock()
-		applied, changed := x.applied, x.changed
-		x.mu.RUnlock()
-		if applied >= last {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, ctx.Err(), "the approvals index is behind the log")
-		}
-	}
+	return eventlog.CatchUp(ctx, x, log.LastTaskSequence)
 }
 
 // Fresh returns an approval as the log has it now.

@@ -61,7 +61,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	go func() {
 		defer close(p.done)
 		go p.engine.Watch(bg, PolicyReloadInterval, p.logger)
-		p.approvals.Run(bg, p.log)
+		p.log.KeepReading(bg, p.approvals)
 	}()
 	if err := p.approvals.Sync(ctx, p.log); err != nil {
 		return err

@@ -18,7 +18,6 @@ package state
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -71,16 +70,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
-		for p.ctx.Err() == nil {
-			err := p.log.Follow(p.ctx, "", p.views.Applied(), p.views.Apply, p.views.skip)
-			if err != nil && !errors.Is(err, context.Canceled) {
-				p.logger.Error("projection stopped; restarting", "err", err)
-				select {
-				case <-p.ctx.Done():
-				case <-time.After(time.Second):
-				}
-			}
-		}
+		p.log.KeepReading(p.ctx, p.views)
 	}()
 	start := time.Now()
 	if err := p.views.WaitFor(ctx, last); err != nil {

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 )
@@ -19,12 +20,11 @@ import (
 type Projection struct {
 	logger *slog.Logger
 
-	mu      sync.RWMutex
-	tasks   map[string]*stewardv1.Task
-	order   []string // task ids by creation sequence: stable paging
-	applied uint64   // last stream sequence applied
-	// changed is closed and replaced whenever applied moves, waking waiters.
-	changed chan struct{}
+	progress eventlog.Progress
+
+	mu    sync.RWMutex
+	tasks map[string]*stewardv1.Task
+	order []string // task ids by creation sequence: stable paging
 	// rejected counts events the fold refused (illegal on the log).
 	rejected int
 	// broken names the tasks whose views stopped at a refused event, and
@@ -36,7 +36,7 @@ type Projection struct {
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, broken: map[string]string{}, changed: make(chan struct{})}
+	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, broken: map[string]string{}}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -60,33 +60,21 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		p.tasks[id] = t
 		p.order = append(p.order, id)
 	}
-	p.advance(rec.Sequence)
+	p.progress.Advance(rec.Sequence)
 	p.watchers.publish(rec)
 	return nil
 }
 
-// skip notes an event that could not be decoded (the log has set it aside).
-func (p *Projection) skip(seq uint64, _ error) {
+// Skip notes an event that could not be decoded (the log has set it aside).
+func (p *Projection) Skip(seq uint64, _ error) {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	p.rejected++
-	p.advance(seq)
+	p.mu.Unlock()
+	p.progress.Advance(seq)
 }
 
-func (p *Projection) advance(seq uint64) {
-	if seq > p.applied {
-		p.applied = seq
-		close(p.changed)
-		p.changed = make(chan struct{})
-	}
-}
-
-// Applied returns the last stream sequence the projection has applied.
-func (p *Projection) Applied() uint64 {
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	return p.applied
-}
+// Progress says how far the projection has applied the log.
+func (p *Projection) Progress() *eventlog.Progress { return &p.progress }
 
 // Rejected returns how many events were refused or undecodable.
 func (p *Projection) Rejected() int {
@@ -97,19 +85,7 @@ func (p *Projection) Rejected() int {
 
 // WaitFor blocks until the projection has applied seq or ctx ends.
 func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
-	for {
-		p.mu.RLock()
-		applied, changed := p.applied, p.changed
-		p.mu.RUnlock()
-		if applied >= seq {
-			return nil
-		}
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return errs.Wrap(errs.Unavailable, ctx.Err(), "views are behind the log (at %d, want %d)", applied, seq)
-		}
-	}
+	return p.progress.WaitFor(ctx, seq)
 }
 
 // Get returns a copy of the task's view. A task whose history holds an
