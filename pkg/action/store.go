@@ -29,22 +29,29 @@ type Store struct {
 
 // OpenStore opens (creating if missing) a content-addressed bucket.
 func OpenStore(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Store, error) {
-	kv, err := js.KeyValue(ctx, bucket)
+	kv, err := OpenBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: bucket, Description: "Steward content-addressed blobs, by SHA-256", History: 1, Replicas: max(replicas, 1),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Store{kv: kv, prefix: "kv://" + bucket + "/"}, nil
+}
+
+// OpenBucket opens a KV bucket, creating it with cfg if it is missing. An
+// existing bucket is used as it is, like the event streams.
+func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	kv, err := js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket:      bucket,
-			Description: "Steward content-addressed blobs, by SHA-256",
-			History:     1,
-			Replicas:    max(replicas, 1),
-		})
+		kv, err = js.CreateKeyValue(ctx, cfg)
 		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, bucket)
+			kv, err = js.KeyValue(ctx, cfg.Bucket) // another process created it first
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", bucket, err)
+		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
 	}
-	return &Store{kv: kv, prefix: "kv://" + bucket + "/"}, nil
+	return kv, nil
 }
 
 // Put stores data once and returns its reference and hash. Storing the

@@ -10,8 +10,6 @@ package execution
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 
 	"connectrpc.com/connect"
@@ -66,19 +64,9 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) *Plane {
 
 // OpenClaims opens (creating if missing) the claim bucket.
 func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, ClaimBucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, jetstream.KeyValueConfig{
-			Bucket: ClaimBucket, Description: "Steward permit claims: first create wins", History: 1, Replicas: max(replicas, 1),
-		})
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, ClaimBucket)
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open claims: %w", err)
-	}
-	return kv, nil
+	return action.OpenBucket(ctx, js, jetstream.KeyValueConfig{
+		Bucket: ClaimBucket, Description: "Steward permit claims: first create wins", History: 1, Replicas: max(replicas, 1),
+	})
 }
 
 // Start runs the plane's reactions.

@@ -70,7 +70,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, err
 	}
-	toolKV, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
+	toolKV, err := action.OpenBucket(ctx, js, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
 	if err != nil {
 		return nil, err
 	}
