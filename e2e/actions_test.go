@@ -318,6 +318,16 @@ func TestProposalBadInput(t *testing.T) {
 		t.Fatalf("proposal id reused for another request: %v, want already_exists", err)
 	}
 
+	// With tokens on, registering a tool takes the tool-admin role.
+	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, p.url, connect.WithInterceptors(bearer(agentToken)))
+	_, err = tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
+		Name: "pay", Version: "9.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: tool.URL}},
+	}}))
+	if connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("registering a tool without the role: %v, want permission_denied", err)
+	}
+
 	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{ApprovalId: "apv-nope", ActionHash: "x", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE}))
 	if connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("unknown approval: %v, want not_found", err)

@@ -11,6 +11,9 @@ import (
 type Identity struct {
 	Principal string   `json:"principal"`
 	Roles     []string `json:"roles"`
+	// Verified is set when a token proved the identity; a principal named
+	// in the Steward-Principal header is not verified.
+	Verified bool `json:"-"`
 }
 
 // HasRole reports whether the identity holds any of roles.

@@ -62,6 +62,7 @@ func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.
 	if !ok || !known {
 		return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New("a valid bearer token is required (Authorization: Bearer <token>)"))
 	}
+	id.Verified = true
 	return WithIdentity(ctx, id), nil
 }
 

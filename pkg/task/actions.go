@@ -141,8 +141,11 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		c := p.ActionClaimed
 		id, from, to = c.ActionId, []stewardv1.ActionStatus{permitted}, claimed
 		check = func(a *stewardv1.Action) error {
-			if a.Permit.GetPermitId() != c.PermitId {
+			switch {
+			case a.Permit.GetPermitId() != c.PermitId:
 				return fmt.Errorf("claim of permit %s, the action's permit is %s", c.PermitId, a.Permit.GetPermitId())
+			case !Active(t.Status):
+				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil
 		}
@@ -150,13 +153,25 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 
 	case *stewardv1.Event_ActionDispatched:
 		id, from, to = p.ActionDispatched.ActionId, []stewardv1.ActionStatus{claimed}, dispatched
+		check = func(*stewardv1.Action) error {
+			if !Active(t.Status) {
+				return fmt.Errorf("task is %s; nothing is dispatched for it", StatusName(t.Status))
+			}
+			return nil
+		}
 
 	case *stewardv1.Event_ActionOutcomeRecorded:
 		o := p.ActionOutcomeRecorded.GetOutcome()
-		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{dispatched}, o.GetStatus()
-		check = func(*stewardv1.Action) error {
-			if to != succeeded && to != failed && to != unknown {
+		// A claimed action may also fail before it is dispatched (its
+		// request or tool did not check out); only a dispatched one can
+		// succeed or be unknown.
+		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, dispatched}, o.GetStatus()
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
+			case a.Status == claimed && to != failed:
+				return fmt.Errorf("an action that was never dispatched cannot have %s", actionStatusName(to))
 			}
 			return nil
 		}

@@ -85,3 +85,28 @@ func TestProposalNeedsARunningTask(t *testing.T) {
 		t.Fatalf("err = %v, want refused for a pending task", err)
 	}
 }
+
+func TestNothingIsClaimedOrDispatchedForACancelledTask(t *testing.T) {
+	permitted := []event.Payload{
+		created(), started(), proposedAction(),
+		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}},
+		&stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p1", ActionId: "a1", ActionHash: "h1", RequestHash: "r1"}},
+	}
+	claim := &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p1", Worker: "w"}
+	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), cancelled(), claim)...)); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("claim on a cancelled task: %v, want refused", err)
+	}
+	dispatch := &stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1}
+	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, cancelled(), dispatch)...)); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("dispatch on a cancelled task: %v, want refused", err)
+	}
+	// A claimed action may fail before dispatch, but not succeed.
+	succeededEarly := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED}}
+	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, succeededEarly)...)); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("success without a dispatch: %v, want refused", err)
+	}
+	failedEarly := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED}}
+	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, failedEarly)...)); err != nil {
+		t.Fatalf("a refusal before dispatch: %v", err)
+	}
+}

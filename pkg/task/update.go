@@ -69,7 +69,13 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 			return nil, err
 		}
 		ev, err := build(t)
-		if err != nil || ev == nil || folded.Has(ev.EventId) {
+		if err != nil || ev == nil {
+			return t, err
+		}
+		if folded.Has(ev.EventId) {
+			// Already on the log; it may have landed after t was read, so
+			// read again to return a task that includes it.
+			t, _, err := Load(ctx, log, taskID)
 			return t, err
 		}
 		if err := Check(t, ev); err != nil {

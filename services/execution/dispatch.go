@@ -15,9 +15,11 @@ import (
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
-// execute reacts to a permit: claim, record pending, check, dispatch,
-// record the outcome. Only the worker whose claim wins goes past the
-// claim; for everyone else, and for any redelivery, the permit is done.
+// execute reacts to a permit: claim, record the claim, check the stored
+// request, record the dispatch, call the tool, record the outcome. Only the
+// worker whose claim wins goes past the claim. A redelivery to that worker
+// continues from what the ledger shows; a dispatch already recorded is
+// never repeated: with no outcome on the log, the outcome is unknown.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	permit := rec.Event.GetActionPermitted().GetPermit()
 	taskID := rec.Event.TaskId
@@ -26,49 +28,71 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 		return err
 	}
 	a := task.FindAction(t, permit.ActionId)
-	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || a.Permit.GetPermitId() != permit.PermitId {
-		return nil // claimed before, by us or another worker
-	}
-	if !task.Active(t.Status) {
-		p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
+	if a == nil || a.Permit.GetPermitId() != permit.PermitId {
 		return nil
 	}
-	won, err := p.claim(ctx, permit)
-	if err != nil || !won {
-		return err
+	switch a.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
+		if !task.Active(t.Status) {
+			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
+			return nil
+		}
+		won, err := p.claim(ctx, permit)
+		if err != nil || !won {
+			return err
+		}
+		if err := p.record(ctx, taskID, a.ActionId, event.TypeActionClaimed, rec.Event, &stewardv1.ActionClaimed{
+			ActionId: a.ActionId, PermitId: permit.PermitId, Worker: p.cfg.Worker,
+		}); err != nil {
+			return err
+		}
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
+		if a.ClaimedBy != p.cfg.Worker {
+			return nil // another worker's
+		}
+	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		if a.ClaimedBy != p.cfg.Worker {
+			return nil
+		}
+		return p.outcome(ctx, taskID, a, rec.Event, adapter.Result{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+			Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
+		})
+	default:
+		return nil // done before
 	}
-	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionClaimed, rec.Event, &stewardv1.ActionClaimed{
-		ActionId: a.ActionId, PermitId: permit.PermitId, Worker: p.cfg.Worker,
-	}); err != nil {
-		return err
+	refuse := func(why string, err error) error {
+		return p.outcome(ctx, taskID, a, rec.Event, adapter.Result{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
+			Reason: "refused before dispatch: " + why + ": " + err.Error(),
+		})
 	}
 	// Recompute the request hash from the stored payload and compare with
 	// the permit: what runs is exactly what was approved.
 	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, permit.RequestHash)
-	if err != nil {
-		if errs.Is(err, errs.Corrupt) {
-			return p.dispatched(ctx, taskID, a, rec.Event, adapter.Result{
-				Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
-				Reason: "refused before dispatch: " + err.Error(),
-			})
-		}
+	if errs.Is(err, errs.Corrupt) {
+		return refuse("the stored request does not match the permit", err)
+	} else if err != nil {
+		return err
+	}
+	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
 		return err
 	}
 	entry, err := p.cfg.Tools.Get(a.Tool, a.ToolVersion)
 	if err != nil {
-		if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
-			return err
-		}
-		if entry, err = p.cfg.Tools.Get(a.Tool, a.ToolVersion); err != nil {
-			return err
-		}
+		return refuse("the tool is not registered here", err)
 	}
 	ad, err := p.cfg.Adapters.For(entry.Tool.Contract)
 	if err != nil {
+		return refuse("no adapter for the tool", err)
+	}
+	// Record the dispatch before the call, so that a call that may have
+	// gone out is on the ledger even if this process dies during it.
+	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionDispatched, rec.Event, &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: 1}); err != nil {
 		return err
 	}
 	res := ad.Call(ctx, adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body})
-	return p.dispatched(ctx, taskID, a, rec.Event, res)
+	return p.outcome(ctx, taskID, a, rec.Event, res)
 }
 
 // claim takes the permit for this worker. KV create-only is atomic across
@@ -92,13 +116,9 @@ func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool
 	}
 }
 
-// dispatched records the dispatch and its outcome. The dispatch record
-// goes first so that the ledger shows a call that may have gone out even
-// if the process dies before the outcome.
-func (p *Plane) dispatched(ctx context.Context, taskID string, a *stewardv1.Action, cause *stewardv1.Event, res adapter.Result) error {
-	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionDispatched, cause, &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: 1}); err != nil {
-		return err
-	}
+// outcome records how the call ended, with a succeeded result stored by
+// hash.
+func (p *Plane) outcome(ctx context.Context, taskID string, a *stewardv1.Action, cause *stewardv1.Event, res adapter.Result) error {
 	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.Now(), Attempt: 1}
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
 		ref, hash, err := p.cfg.Results.Put(ctx, res.Body)

@@ -65,8 +65,12 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 }
 
 // afterDecision reacts to an approval: policy is evaluated again and the
-// task's state checked; only if policy still does not deny and the task is
-// still live is a permit issued. A rejection needs nothing more.
+// task's state checked. A permit follows only if the fresh snapshot, taken
+// under the bundle in force now, still asks for the approval that was
+// given (or now allows the action outright) and the task is live. If policy
+// now denies, or asks for other roles than the approver was checked
+// against, the action is denied and must be proposed again. A rejection
+// needs nothing more.
 func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord) error {
 	d := rec.Event.GetApprovalDecided()
 	if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
@@ -84,8 +88,8 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord) e
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, roundApproved) {
 		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
 	}
-	if a.Snapshot.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_DENY {
-		reasons := append([]string{"policy changed after the approval and now denies the action"}, a.Snapshot.GetReasons()...)
+	if why := changedSinceApproval(a, p.engine.Revision()); why != "" {
+		reasons := append([]string{"policy changed after the approval: " + why + "; propose the action again"}, a.Snapshot.GetReasons()...)
 		return p.deny(ctx, taskID, a, reasons, rec.Event)
 	}
 	return p.permit(ctx, t, a, rec.Event)
@@ -102,4 +106,39 @@ func jsonUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dec.Decode(v)
+}
+
+// changedSinceApproval says why the fresh snapshot no longer supports the
+// approval, or "" if it does.
+func changedSinceApproval(a *stewardv1.Action, revision string) string {
+	snap := a.Snapshot
+	switch {
+	case snap.GetBundleRevision() != revision:
+		// The snapshot was recorded before a crash and the bundle has
+		// changed since: it no longer says what policy says now.
+		return "the bundle was replaced after this check"
+	case snap.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return ""
+	case snap.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
+		return "it now denies the action"
+	case !sameRoles(snap.GetRequiredApproverRoles(), a.Approval.GetRequiredRoles()):
+		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(a.Approval.GetRequiredRoles(), ", "))
+	}
+	return ""
+}
+
+func sameRoles(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, r := range a {
+		seen[r] = true
+	}
+	for _, r := range b {
+		if !seen[r] {
+			return false
+		}
+	}
+	return true
 }

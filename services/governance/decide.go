@@ -20,6 +20,9 @@ func snapshotID(actionID, round string) string { return "snap-" + event.ID(actio
 func approvalID(actionID string) string        { return "apv-" + event.ID(actionID, "approval")[:24] }
 func permitID(actionID string) string          { return "pmt-" + event.ID(actionID, "permit")[:24] }
 
+// DefaultApproverRole decides approvals for which policy named no role.
+const DefaultApproverRole = "authorizer"
+
 // Evaluation rounds: on proposal, and again after an approval.
 const (
 	roundProposal = "proposal"
@@ -179,12 +182,17 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		return err
 	}
 	tool := entry.Tool.Contract
+	roles := a.Snapshot.GetRequiredApproverRoles()
+	if len(roles) == 0 {
+		// An approval nobody may decide would hold the task forever.
+		roles = []string{DefaultApproverRole}
+	}
 	approval := &stewardv1.Approval{
 		ApprovalId:      approvalID(a.ActionId),
 		TaskId:          t.Contract.TaskId,
 		ActionId:        a.ActionId,
 		ActionHash:      a.ActionHash,
-		RequiredRoles:   a.Snapshot.GetRequiredApproverRoles(),
+		RequiredRoles:   roles,
 		RequestedBy:     a.ProposedBy,
 		Tool:            tool.Name,
 		ToolVersion:     tool.Version,
