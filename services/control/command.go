@@ -10,12 +10,6 @@ import (
 
 type eventPayload = event.Payload
 
-// load reads and folds a task.
-func (p *Plane) load(ctx context.Context, taskID string) (*stewardv1.Task, error) {
-	t, _, err := task.Load(ctx, p.log, taskID)
-	return t, err
-}
-
 // Apply records payload on taskID if the task's state machine allows it
 // now, and returns the task as it is after. With a request id the command
 // is idempotent: its event id derives from it, and a repeat finds the event
