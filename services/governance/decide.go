@@ -37,6 +37,12 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 	a := rec.Event.GetActionProposed().GetAction()
 	taskID := rec.Event.TaskId
 	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec.Event)
+	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
+		// The action cannot be judged (its stored request or its tool is
+		// gone): say so on the ledger rather than leave it proposed.
+		proposed := &stewardv1.Action{ActionId: a.ActionId, Status: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED}
+		return p.deny(ctx, taskID, proposed, []string{"the action cannot be evaluated: " + err.Error()}, rec.Event)
+	}
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,77 @@
+package rpc_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+func TestToConnectIsTheOneTable(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	ctx := context.Background()
+	tests := []struct {
+		err     error
+		code    connect.Code
+		message string
+	}{
+		{errs.Field("contract.intent", "is required"), connect.CodeInvalidArgument, "contract.intent: is required"},
+		{errs.New(errs.NotFound, "task x not found"), connect.CodeNotFound, "task x not found"},
+		{errs.New(errs.FailedPrecondition, "it is cancelled"), connect.CodeFailedPrecondition, "cancelled"},
+		{errs.New(errs.Conflict, "busy"), connect.CodeAborted, "busy"},
+		{errs.New(errs.PermissionDenied, "no role"), connect.CodePermissionDenied, "no role"},
+		{errs.New(errs.Corrupt, "chain broken"), connect.CodeDataLoss, "chain broken"},
+		{errs.Wrap(errs.Unavailable, errors.New("nats: secret internals"), "append"), connect.CodeUnavailable, "try again"},
+		{errors.New("a bug with internals"), connect.CodeInternal, "server log"},
+	}
+	for _, tt := range tests {
+		got := rpc.ToConnect(ctx, log, tt.err)
+		if connect.CodeOf(got) != tt.code || !strings.Contains(got.Error(), tt.message) {
+			t.Errorf("%v → %v, want %v mentioning %q", tt.err, got, tt.code, tt.message)
+		}
+		if strings.Contains(got.Error(), "internals") {
+			t.Errorf("%v leaked internals: %v", tt.err, got)
+		}
+	}
+	var cerr *connect.Error
+	if errors.As(rpc.ToConnect(ctx, log, errs.Field("params/amount", "too small")), &cerr) && len(cerr.Details()) != 1 {
+		t.Errorf("invalid input should carry a BadRequest detail naming the field")
+	}
+}
+
+func TestLoadTokens(t *testing.T) {
+	dir := t.TempDir()
+	write := func(content string) string {
+		p := filepath.Join(dir, "tokens.json")
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tokens, err := rpc.LoadTokens(write(`{"tokens": [{"token": "0123456789abcdef", "principal": "user:bo", "roles": ["authorizer"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := tokens["0123456789abcdef"]; id.Principal != "user:bo" || !id.HasRole("viewer", "authorizer") || id.HasRole("viewer") {
+		t.Fatalf("identity = %+v", id)
+	}
+	for _, bad := range []string{
+		`{"tokens": [{"token": "short", "principal": "p"}]}`,
+		`{"tokens": [{"token": "0123456789abcdef"}]}`,
+		`{"tokens": [{"token": "0123456789abcdef", "principal": "a"}, {"token": "0123456789abcdef", "principal": "b"}]}`,
+		`not json`,
+	} {
+		if _, err := rpc.LoadTokens(write(bad)); err == nil {
+			t.Errorf("token file %s was accepted", bad)
+		}
+	}
+}

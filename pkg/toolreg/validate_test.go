@@ -1,0 +1,60 @@
+package toolreg_test
+
+import (
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolreg"
+)
+
+func valid() *stewardv1.ToolContract {
+	return &stewardv1.ToolContract{
+		Name: "search", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		ParametersSchema: `{"type":"object"}`,
+		Endpoint:         &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "https://tools.example/search"}},
+	}
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*stewardv1.ToolContract)
+		field string
+	}{
+		{"no name", func(c *stewardv1.ToolContract) { c.Name = "" }, "contract.name"},
+		{"dotted name", func(c *stewardv1.ToolContract) { c.Name = "a.b" }, "contract.name"},
+		{"no version", func(c *stewardv1.ToolContract) { c.Version = "" }, "contract.version"},
+		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
+		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
+		{"reversible without compensation", func(c *stewardv1.ToolContract) {
+			c.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE
+		}, "contract.compensating_tool"},
+		{"no endpoint", func(c *stewardv1.ToolContract) { c.Endpoint = nil }, "contract.endpoint"},
+		{"relative url", func(c *stewardv1.ToolContract) {
+			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "/search"}}
+		}, "contract.http.url"},
+		{"status query without url", func(c *stewardv1.ToolContract) { c.StatusQuery = true }, "contract.http.status_url"},
+		{"unknown builtin", func(c *stewardv1.ToolContract) {
+			c.Endpoint = &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "shell"}}
+		}, "contract.builtin.kind"},
+		{"timeout too long", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(toolreg.MaxTimeout * 2) }, "contract.timeout"},
+	}
+	if err := toolreg.Validate(valid()); err != nil {
+		t.Fatalf("a valid contract was refused: %v", err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := valid()
+			tt.edit(c)
+			err := toolreg.Validate(c)
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Field != tt.field || e.Code != errs.Invalid {
+				t.Fatalf("err = %v, want invalid %s", err, tt.field)
+			}
+		})
+	}
+}
