@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
@@ -226,4 +227,34 @@ func waitTask(t *testing.T, log *eventlog.Log, taskID string, ok func(*stewardv1
 	}
 	t.Fatalf("task %s never got there: it is %v with actions %v", taskID, tk.GetStatus(), statuses)
 	return nil
+}
+
+// TestActionThatCannotBeEvaluatedIsDenied removes an action's stored
+// request before governance sees it: the action is denied with the reason,
+// not left proposed for ever.
+func TestActionThatCannotBeEvaluatedIsDenied(t *testing.T) {
+	ps := startPlanes(t, 1)
+	ctx := context.Background()
+	taskID := ps.runningTask(t, "lost-request")
+	ps.gov.Stop()
+	a := ps.propose(t, taskID, "lost", "search")
+	kv, err := ps.bus.JS.KeyValue(ctx, action.RequestBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := kv.Purge(ctx, a.RequestHash); err != nil {
+		t.Fatal(err)
+	}
+	if err := ps.gov.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tk := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DENIED
+	})
+	if got := task.FindAction(tk, a.ActionId).Outcome.GetReason(); !strings.Contains(got, "cannot be evaluated") {
+		t.Fatalf("deny reason: %q", got)
+	}
+	if _, calls := ps.tool.executions(); calls != 0 {
+		t.Fatalf("the tool was called %d times", calls)
+	}
 }
