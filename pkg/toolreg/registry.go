@@ -126,6 +126,21 @@ func (r *Registry) Get(name, version string) (*Entry, error) {
 	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema}, nil
 }
 
+// Lookup is Get for a reader that must not miss a registration made just
+// before: a named version is immutable once registered, so only a miss
+// waits for the registry to catch up with the log and asks again. The
+// latest version may lag a registration by as long as the registry takes
+// to apply it.
+func (r *Registry) Lookup(ctx context.Context, log *eventlog.Log, name, version string) (*Entry, error) {
+	if e, err := r.Get(name, version); err == nil {
+		return e, nil
+	}
+	if err := r.Sync(ctx, log); err != nil {
+		return nil, err
+	}
+	return r.Get(name, version)
+}
+
 // List returns the latest version of every tool, by name.
 func (r *Registry) List() []*stewardv1.Tool {
 	r.mu.RLock()

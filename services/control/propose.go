@@ -33,12 +33,11 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err := validateProposal(req); err != nil {
 		return nil, false, err
 	}
-	if err := p.tools.Sync(ctx, p.log); err != nil {
-		return nil, false, err
-	}
-	entry, err := p.tools.Get(req.Tool, req.ToolVersion)
-	if err != nil {
+	entry, err := p.tools.Lookup(ctx, p.log, req.Tool, req.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
 		return nil, false, errs.Field("tool", "%s", err.Error())
+	} else if err != nil {
+		return nil, false, err
 	}
 	params, err := protojson.Marshal(req.Params)
 	if err != nil {

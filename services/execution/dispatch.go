@@ -75,12 +75,11 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	} else if err != nil {
 		return err
 	}
-	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
-		return err
-	}
-	entry, err := p.cfg.Tools.Get(a.Tool, a.ToolVersion)
-	if err != nil {
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
 		return refuse("the tool is not registered here", err)
+	} else if err != nil {
+		return err
 	}
 	ad, err := p.cfg.Adapters.For(entry.Tool.Contract)
 	if err != nil {

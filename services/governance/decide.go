@@ -83,10 +83,7 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 // snapshot evaluates policy for one action. A Rego error is returned (the
 // reaction retries); an undefined result is a deny, in the engine.
 func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string) (*stewardv1.PolicySnapshot, error) {
-	if err := p.tools.Sync(ctx, p.log); err != nil {
-		return nil, err
-	}
-	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
 	if err != nil {
 		return nil, err
 	}
