@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
+	"sync"
 	"log/slog"
 	"time"
 
@@ -47,7 +49,7 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 		return nil, err
 	}
 	log := l.cfg.Logger.With("consumer", name)
-	return cons.Consume(func(msg jetstream.Msg) {
+	handle := func(msg jetstream.Msg) {
 		meta, err := msg.Metadata()
 		if err != nil {
 			log.Error("event without metadata", "subject", msg.Subject(), "err", err)
@@ -85,6 +87,70 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
 			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
 		}
+	}
+	ls := newLanes(reactionLanes, handle)
+	cc, err := cons.Consume(ls.route)
+	if err != nil {
+		ls.close()
+		return nil, err
+	}
+	return &laneSubscription{cc: cc, lanes: ls}, nil
+}
+
+// reactionLanes is how many events of different tasks one consumer handles
+// at once. Reactions spend most of their time waiting on the log, so lanes
+// overlap those waits; one task's events always share a lane, in order.
+const reactionLanes = 8
+
+// lanes hands messages to a fixed set of goroutines by task subject.
+type lanes struct {
+	chans []chan jetstream.Msg
+	done  sync.WaitGroup
+}
+
+func newLanes(n int, handle func(jetstream.Msg)) *lanes {
+	ls := &lanes{chans: make([]chan jetstream.Msg, n)}
+	for i := range ls.chans {
+		ch := make(chan jetstream.Msg, 64)
+		ls.chans[i] = ch
+		ls.done.Add(1)
+		go func() {
+			defer ls.done.Done()
+			for msg := range ch {
+				handle(msg)
+			}
+		}()
+	}
+	return ls
+}
+
+// route queues msg on its task's lane; a full lane holds the consumer back.
+func (ls *lanes) route(msg jetstream.Msg) {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(msg.Subject()))
+	ls.chans[h.Sum32()%uint32(len(ls.chans))] <- msg
+}
+
+// close lets the lanes finish what they hold, then ends them.
+func (ls *lanes) close() {
+	for _, ch := range ls.chans {
+		close(ch)
+	}
+	ls.done.Wait()
+}
+
+// laneSubscription stops the consumer, then drains its lanes.
+type laneSubscription struct {
+	cc    jetstream.ConsumeContext
+	lanes *lanes
+	once  sync.Once
+}
+
+func (s *laneSubscription) Stop() {
+	s.once.Do(func() {
+		s.cc.Stop()
+		<-s.cc.Closed()
+		s.lanes.close()
 	})
 }
 
