@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"sync"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
