@@ -50,7 +50,9 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		}
 		decided = ap
 		return event.New(event.Meta{
-			ID:     event.ID(a.ActionId, event.TypeApprovalDecided),
+			// The id names who decided what: the same person repeating the
+			// same decision is a retry, anyone else finds it decided.
+			ID:     event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
 			TaskID: t.Contract.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
 		}, &stewardv1.ApprovalDecided{

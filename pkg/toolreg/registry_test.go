@@ -1,0 +1,57 @@
+package toolreg_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/toolreg"
+)
+
+func register(t *testing.T, log *eventlog.Log, head *eventlog.Head, version string) {
+	t.Helper()
+	c := valid()
+	c.Version = version
+	ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, version)}, &stewardv1.ToolRegistered{Contract: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := log.Append(context.Background(), *head, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	*head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+}
+
+func TestRegistryFollowsTheLog(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := toolreg.New(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	go r.Run(ctx, log)
+	var head eventlog.Head
+	for _, v := range []string{"1.2.0", "1.10.0", "1.9.9"} {
+		register(t, log, &head, v)
+	}
+	// Lookup of a version registered a moment ago waits for the registry.
+	e, err := r.Lookup(ctx, log, "search", "1.9.9")
+	if err != nil || e.Tool.Contract.Version != "1.9.9" {
+		t.Fatalf("lookup 1.9.9: %v, %v", e, err)
+	}
+	// Latest is by semantic version, not by registration order.
+	if e, err := r.Lookup(ctx, log, "search", ""); err != nil || e.Tool.Contract.Version != "1.10.0" {
+		t.Fatalf("latest: %v, %v", e, err)
+	}
+	if _, err := r.Lookup(ctx, log, "search", "2.0.0"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("unknown version: %v, want not found", err)
+	}
+	if got := r.List(); len(got) != 1 || got[0].Contract.Version != "1.10.0" {
+		t.Fatalf("list: %v", got)
+	}
+}
