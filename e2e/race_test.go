@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -256,5 +257,46 @@ func TestActionThatCannotBeEvaluatedIsDenied(t *testing.T) {
 	}
 	if _, calls := ps.tool.executions(); calls != 0 {
 		t.Fatalf("the tool was called %d times", calls)
+	}
+}
+
+// TestPermitWaitsForAPausedTask approves an action while its task is
+// paused: the permit is issued but nothing runs until the task resumes,
+// and then it runs once.
+func TestPermitWaitsForAPausedTask(t *testing.T) {
+	ps := startPlanes(t, 2)
+	ctx := context.Background()
+	taskID := ps.runningTask(t, "paused-permit")
+	w := ps.propose(t, taskID, "w1", "wire")
+	tk := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return task.FindAction(t, w.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
+	})
+	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, "", &stewardv1.TaskPaused{Reason: "hold on"}); err != nil {
+		t.Fatal(err)
+	}
+	a := task.FindAction(tk, w.ActionId)
+	if _, err := ps.gov.Decide(ctx, rpc.Identity{Principal: "user:bo", Roles: []string{"authorizer"}}, &stewardv1.DecideApprovalRequest{
+		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	paused := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return task.FindAction(t, w.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED
+	})
+	if paused.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || paused.PausedFrom != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("task is %v (resumes to %v), want paused, resuming to running", paused.Status, paused.PausedFrom)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := ps.tool.callsFor(w.OpKey); n != 0 {
+		t.Fatalf("the tool ran %d times while the task was paused", n)
+	}
+	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, "", &stewardv1.TaskResumed{}); err != nil {
+		t.Fatal(err)
+	}
+	waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
+		return task.FindAction(t, w.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	})
+	if n := ps.tool.callsFor(w.OpKey); n != 1 {
+		t.Fatalf("after the resume the tool ran %d times, want 1", n)
 	}
 }

@@ -130,7 +130,8 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
 			case a.Status == evaluated && a.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 				return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
-			case !Active(t.Status):
+			case Terminal(t.Status):
+				// A paused task may hold a permit; it is claimed on resume.
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil

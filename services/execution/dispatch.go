@@ -15,14 +15,35 @@ import (
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
+// resume runs the permits a task received while it was paused.
+func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	for _, a := range t.Actions {
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+			continue
+		}
+		if err := p.run(ctx, rec.Event.TaskId, a.Permit, rec.Event); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // execute reacts to a permit: claim, record the claim, check the stored
 // request, record the dispatch, call the tool, record the outcome. Only the
 // worker whose claim wins goes past the claim. A redelivery to that worker
 // continues from what the ledger shows; a dispatch already recorded is
 // never repeated: with no outcome on the log, the outcome is unknown.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
-	permit := rec.Event.GetActionPermitted().GetPermit()
-	taskID := rec.Event.TaskId
+	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), rec.Event)
+}
+
+// run carries one permit as far as the ledger lets it go; cause is the
+// event that prompted it.
+func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, cause *stewardv1.Event) error {
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
@@ -34,6 +55,7 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 		if !task.Active(t.Status) {
+			// Paused: the permit waits for the resume. Ended: it is moot.
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
 		}
@@ -41,7 +63,7 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 		if err != nil || !won {
 			return err
 		}
-		if err := p.record(ctx, taskID, a.ActionId, event.TypeActionClaimed, rec.Event, &stewardv1.ActionClaimed{
+		if err := p.record(ctx, taskID, a.ActionId, event.TypeActionClaimed, cause, &stewardv1.ActionClaimed{
 			ActionId: a.ActionId, PermitId: permit.PermitId, Worker: p.cfg.Worker,
 		}); err != nil {
 			return err
@@ -54,7 +76,7 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 		if a.ClaimedBy != p.cfg.Worker {
 			return nil
 		}
-		return p.outcome(ctx, taskID, a, rec.Event, adapter.Result{
+		return p.outcome(ctx, taskID, a, cause, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
 			Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
 		})
@@ -62,7 +84,7 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 		return nil // done before
 	}
 	refuse := func(why string, err error) error {
-		return p.outcome(ctx, taskID, a, rec.Event, adapter.Result{
+		return p.outcome(ctx, taskID, a, cause, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
 			Reason: "refused before dispatch: " + why + ": " + err.Error(),
 		})
@@ -87,11 +109,11 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	}
 	// Record the dispatch before the call, so that a call that may have
 	// gone out is on the ledger even if this process dies during it.
-	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionDispatched, rec.Event, &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: 1}); err != nil {
+	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionDispatched, cause, &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: 1}); err != nil {
 		return err
 	}
 	res := ad.Call(ctx, adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body})
-	return p.outcome(ctx, taskID, a, rec.Event, res)
+	return p.outcome(ctx, taskID, a, cause, res)
 }
 
 // claim takes the permit for this worker. KV create-only is atomic across

@@ -71,7 +71,11 @@ func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 
 // Start runs the plane's reactions.
 func (p *Plane) Start(ctx context.Context) error {
-	sub, err := p.log.React(ctx, p.cfg.Consumer, eventlog.Reactions{event.TypeActionPermitted: p.execute})
+	sub, err := p.log.React(ctx, p.cfg.Consumer, eventlog.Reactions{
+		event.TypeActionPermitted: p.execute,
+		// Permits that arrived while the task was paused wait for this.
+		event.TypeTaskResumed: p.resume,
+	})
 	if err != nil {
 		return err
 	}
