@@ -226,6 +226,34 @@ func TestGovernedActions(t *testing.T) {
 	}
 	waitAction(t, agent.clients, taskID, e.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 
+	// Editing an action that waits for approval withdraws it, so nobody
+	// approves the old version by mistake.
+	s2, _ := structpb.NewStruct(map[string]any{"amount": 98})
+	edit2, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: "wire-1-edit-2", Tool: "wire", Target: "acct:42", Params: s2, EditOf: e.ActionId,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, old := waitAction(t, agent.clients, taskID, e.ActionId, stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN)
+	if !old.Approval.GetWithdrawn() {
+		t.Fatalf("the withdrawn action's approval is not closed: %v", old.Approval)
+	}
+	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: old.Approval.ApprovalId, ActionHash: old.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
+	}))
+	if connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("approving a withdrawn action: %v, want failed_precondition", err)
+	}
+	waitAction(t, agent.clients, taskID, edit2.Msg.Action.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	pending, err := approver.governance.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{TaskId: taskID, PendingOnly: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pending.Msg.Approvals) != 1 || pending.Msg.Approvals[0].ActionId != edit2.Msg.Action.ActionId {
+		t.Fatalf("pending approvals after the edit: %v", pending.Msg.Approvals)
+	}
+
 	// The timeline tells the story.
 	tl, err := agent.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
 	if err != nil {

@@ -50,6 +50,7 @@ const (
 	TypeActionClaimed    = "action.claimed"
 	TypeActionDispatched = "action.dispatched"
 	TypeActionOutcome    = "action.outcome"
+	TypeActionWithdrawn  = "action.withdrawn"
 
 	TypeToolRegistered = "tool.registered"
 )
@@ -115,6 +116,7 @@ var typeNames = map[protoreflect.Name]string{
 	"action_claimed":          TypeActionClaimed,
 	"action_dispatched":       TypeActionDispatched,
 	"action_outcome_recorded": TypeActionOutcome,
+	"action_withdrawn":        TypeActionWithdrawn,
 	"tool_registered":         TypeToolRegistered,
 }
 

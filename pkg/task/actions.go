@@ -27,6 +27,7 @@ const (
 	succeeded        = stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
 	failed           = stewardv1.ActionStatus_ACTION_STATUS_FAILED
 	unknown          = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+	withdrawn        = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN
 )
 
 // FindAction returns the action with id in t's ledger, or nil.
@@ -137,6 +138,17 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil
 		}
 		apply = func(a *stewardv1.Action) { a.Permit = proto.CloneOf(pm) }
+
+	case *stewardv1.Event_ActionWithdrawn:
+		w := p.ActionWithdrawn
+		id, from, to = w.ActionId, []stewardv1.ActionStatus{proposed, evaluated, awaitingApproval, approved}, withdrawn
+		apply = func(a *stewardv1.Action) {
+			if a.Approval != nil && a.Approval.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+				a.Approval = proto.CloneOf(a.Approval)
+				a.Approval.Withdrawn = true
+			}
+			a.Outcome = &stewardv1.Outcome{Status: withdrawn, Reason: "replaced by the edited action " + w.ReplacedBy, FinishedAt: ev.Time}
+		}
 
 	case *stewardv1.Event_ActionClaimed:
 		c := p.ActionClaimed

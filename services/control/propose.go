@@ -117,7 +117,30 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		}
 		return existing, false, nil
 	}
+	if req.EditOf != "" {
+		if t, err = p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
+			return nil, false, err
+		}
+	}
 	return task.FindAction(t, actionID), true, nil
+}
+
+// withdraw closes an edited action that has not been permitted yet, so
+// that nobody approves the old version by mistake. An action already
+// permitted or further along stays as it is.
+func (p *Plane) withdraw(ctx context.Context, principal, taskID, original, replacement string) (*stewardv1.Task, error) {
+	return p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		switch task.FindAction(t, original).GetStatus() {
+		case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
+			stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL, stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
+			return event.New(event.Meta{
+				ID:     event.ID(taskID, event.TypeActionWithdrawn, original, replacement),
+				TaskID: taskID,
+				Actor:  p.actor(principal),
+			}, &stewardv1.ActionWithdrawn{ActionId: original, ReplacedBy: replacement})
+		}
+		return nil, nil
+	})
 }
 
 func validateProposal(req *stewardv1.ProposeActionRequest) error {

@@ -44,6 +44,12 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 			x.order = append(x.order, ap.ApprovalId)
 		}
 		x.byID[ap.ApprovalId] = ap
+	case *stewardv1.Event_ActionWithdrawn:
+		if ap := x.byID[approvalID(p.ActionWithdrawn.ActionId)]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+			ap = proto.CloneOf(ap)
+			ap.Withdrawn = true
+			x.byID[ap.ApprovalId] = ap
+		}
 	case *stewardv1.Event_ApprovalDecided:
 		d := p.ApprovalDecided
 		if ap := x.byID[d.ApprovalId]; ap != nil {
@@ -90,7 +96,8 @@ func (x *Approvals) List(taskID string, pendingOnly bool) []*stewardv1.Approval 
 	var out []*stewardv1.Approval
 	for _, id := range x.order {
 		ap := x.byID[id]
-		if (taskID != "" && ap.TaskId != taskID) || (pendingOnly && ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED) {
+		decided := ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED || ap.Withdrawn
+		if (taskID != "" && ap.TaskId != taskID) || (pendingOnly && decided) {
 			continue
 		}
 		out = append(out, proto.CloneOf(ap))

@@ -41,6 +41,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		}
 		ap := a.Approval
 		switch {
+		case ap.Withdrawn:
+			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: its action was withdrawn (%s)", req.ApprovalId, a.Outcome.GetReason())
 		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
 		case req.ActionHash != a.ActionHash:

@@ -71,6 +71,8 @@ func summary(ev *stewardv1.Event) string {
 			verb = "approved"
 		}
 		return withReason(fmt.Sprintf("%s %s action %s (hash %.12s…)", d.DecidedBy, verb, d.ActionId, d.ActionHash), d.Comment)
+	case *stewardv1.Event_ActionWithdrawn:
+		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
 	case *stewardv1.Event_ActionPermitted:
 		return fmt.Sprintf("Permit %s issued for action %s", p.ActionPermitted.Permit.GetPermitId(), p.ActionPermitted.Permit.GetActionId())
 	case *stewardv1.Event_ActionClaimed:

@@ -42,6 +42,8 @@ const (
 	ActionStatus_ACTION_STATUS_FAILED     ActionStatus = 11
 	// The call went out and no answer came back.
 	ActionStatus_ACTION_STATUS_UNKNOWN ActionStatus = 12
+	// Replaced by an edited proposal before it was permitted.
+	ActionStatus_ACTION_STATUS_WITHDRAWN ActionStatus = 13
 )
 
 // Enum value maps for ActionStatus.
@@ -60,6 +62,7 @@ var (
 		10: "ACTION_STATUS_SUCCEEDED",
 		11: "ACTION_STATUS_FAILED",
 		12: "ACTION_STATUS_UNKNOWN",
+		13: "ACTION_STATUS_WITHDRAWN",
 	}
 	ActionStatus_value = map[string]int32{
 		"ACTION_STATUS_UNSPECIFIED":       0,
@@ -75,6 +78,7 @@ var (
 		"ACTION_STATUS_SUCCEEDED":         10,
 		"ACTION_STATUS_FAILED":            11,
 		"ACTION_STATUS_UNKNOWN":           12,
+		"ACTION_STATUS_WITHDRAWN":         13,
 	}
 )
 
@@ -391,10 +395,13 @@ type Approval struct {
 	Rollback    string                 `protobuf:"bytes,15,opt,name=rollback,proto3" json:"rollback,omitempty"`
 	RequestedAt *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
 	// Set once decided.
-	Decision      ApprovalDecision       `protobuf:"varint,17,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
-	DecidedBy     string                 `protobuf:"bytes,18,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
-	Comment       string                 `protobuf:"bytes,19,opt,name=comment,proto3" json:"comment,omitempty"`
-	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	Decision  ApprovalDecision       `protobuf:"varint,17,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	DecidedBy string                 `protobuf:"bytes,18,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	Comment   string                 `protobuf:"bytes,19,opt,name=comment,proto3" json:"comment,omitempty"`
+	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// Set when the action was withdrawn (edited) before anyone decided:
+	// the approval is closed and can no longer be decided.
+	Withdrawn     bool `protobuf:"varint,21,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -567,6 +574,13 @@ func (x *Approval) GetDecidedAt() *timestamppb.Timestamp {
 		return x.DecidedAt
 	}
 	return nil
+}
+
+func (x *Approval) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
 }
 
 // ActionPermit says that one action, with this hash, may run now. It can
@@ -977,7 +991,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\trisk_tier\x18\x05 \x01(\x0e2\x14.steward.v1.RiskTierR\briskTier\x126\n" +
 	"\x17required_approver_roles\x18\x06 \x03(\tR\x15requiredApproverRoles\x12\x18\n" +
 	"\areasons\x18\a \x03(\tR\areasons\x12=\n" +
-	"\fevaluated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\"\xa1\x06\n" +
+	"\fevaluated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\"\xbf\x06\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1003,7 +1017,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"decided_by\x18\x12 \x01(\tR\tdecidedBy\x12\x18\n" +
 	"\acomment\x18\x13 \x01(\tR\acomment\x129\n" +
 	"\n" +
-	"decided_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\x8d\x02\n" +
+	"decided_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x1c\n" +
+	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\"\x8d\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -1053,7 +1068,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"proposedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x17\n" +
-	"\aedit_of\x18\x14 \x01(\tR\x06editOf*\x85\x03\n" +
+	"\aedit_of\x18\x14 \x01(\tR\x06editOf*\xa2\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1068,7 +1083,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x17ACTION_STATUS_SUCCEEDED\x10\n" +
 	"\x12\x18\n" +
 	"\x14ACTION_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15ACTION_STATUS_UNKNOWN\x10\f*\x8c\x01\n" +
+	"\x15ACTION_STATUS_UNKNOWN\x10\f\x12\x1b\n" +
+	"\x17ACTION_STATUS_WITHDRAWN\x10\r*\x8c\x01\n" +
 	"\x0ePolicyDecision\x12\x1f\n" +
 	"\x1bPOLICY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15POLICY_DECISION_ALLOW\x10\x01\x12\x18\n" +

@@ -59,6 +59,7 @@ type Event struct {
 	//	*Event_ActionClaimed
 	//	*Event_ActionDispatched
 	//	*Event_ActionOutcomeRecorded
+	//	*Event_ActionWithdrawn
 	//	*Event_ToolRegistered
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
@@ -293,6 +294,15 @@ func (x *Event) GetActionOutcomeRecorded() *ActionOutcomeRecorded {
 	return nil
 }
 
+func (x *Event) GetActionWithdrawn() *ActionWithdrawn {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionWithdrawn); ok {
+			return x.ActionWithdrawn
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetToolRegistered() *ToolRegistered {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ToolRegistered); ok {
@@ -369,6 +379,10 @@ type Event_ActionOutcomeRecorded struct {
 	ActionOutcomeRecorded *ActionOutcomeRecorded `protobuf:"bytes,38,opt,name=action_outcome_recorded,json=actionOutcomeRecorded,proto3,oneof"`
 }
 
+type Event_ActionWithdrawn struct {
+	ActionWithdrawn *ActionWithdrawn `protobuf:"bytes,39,opt,name=action_withdrawn,json=actionWithdrawn,proto3,oneof"`
+}
+
 type Event_ToolRegistered struct {
 	ToolRegistered *ToolRegistered `protobuf:"bytes,50,opt,name=tool_registered,json=toolRegistered,proto3,oneof"`
 }
@@ -400,6 +414,8 @@ func (*Event_ActionClaimed) isEvent_Payload() {}
 func (*Event_ActionDispatched) isEvent_Payload() {}
 
 func (*Event_ActionOutcomeRecorded) isEvent_Payload() {}
+
+func (*Event_ActionWithdrawn) isEvent_Payload() {}
 
 func (*Event_ToolRegistered) isEvent_Payload() {}
 
@@ -1188,6 +1204,61 @@ func (x *ActionOutcomeRecorded) GetOutcome() *Outcome {
 	return nil
 }
 
+// ActionWithdrawn records that an action was replaced by an edited
+// proposal before it was permitted (control plane).
+type ActionWithdrawn struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// The action that replaces it.
+	ReplacedBy    string `protobuf:"bytes,2,opt,name=replaced_by,json=replacedBy,proto3" json:"replaced_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionWithdrawn) Reset() {
+	*x = ActionWithdrawn{}
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionWithdrawn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionWithdrawn) ProtoMessage() {}
+
+func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionWithdrawn.ProtoReflect.Descriptor instead.
+func (*ActionWithdrawn) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ActionWithdrawn) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionWithdrawn) GetReplacedBy() string {
+	if x != nil {
+		return x.ReplacedBy
+	}
+	return ""
+}
+
 // ToolRegistered records a tool version in the registry (execution plane).
 // It lives on the tool's own subject, steward.tool.<name>, not a task's.
 type ToolRegistered struct {
@@ -1199,7 +1270,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1282,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1295,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -1245,7 +1316,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1257,7 +1328,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1270,7 +1341,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -1292,8 +1363,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf9\n" +
-	"\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc3\v\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -1318,7 +1388,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x10action_permitted\x18# \x01(\v2\x1b.steward.v1.ActionPermittedH\x00R\x0factionPermitted\x12B\n" +
 	"\x0eaction_claimed\x18$ \x01(\v2\x19.steward.v1.ActionClaimedH\x00R\ractionClaimed\x12K\n" +
 	"\x11action_dispatched\x18% \x01(\v2\x1c.steward.v1.ActionDispatchedH\x00R\x10actionDispatched\x12[\n" +
-	"\x17action_outcome_recorded\x18& \x01(\v2!.steward.v1.ActionOutcomeRecordedH\x00R\x15actionOutcomeRecorded\x12E\n" +
+	"\x17action_outcome_recorded\x18& \x01(\v2!.steward.v1.ActionOutcomeRecordedH\x00R\x15actionOutcomeRecorded\x12H\n" +
+	"\x10action_withdrawn\x18' \x01(\v2\x1b.steward.v1.ActionWithdrawnH\x00R\x0factionWithdrawn\x12E\n" +
 	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
@@ -1370,7 +1441,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\"c\n" +
 	"\x15ActionOutcomeRecorded\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
-	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"F\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"O\n" +
+	"\x0fActionWithdrawn\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
+	"\vreplaced_by\x18\x02 \x01(\tR\n" +
+	"replacedBy\"F\n" +
 	"\x0eToolRegistered\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
@@ -1393,7 +1468,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 	return file_steward_v1_event_proto_rawDescData
 }
 
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_steward_v1_event_proto_goTypes = []any{
 	(*Event)(nil),                 // 0: steward.v1.Event
 	(*Actor)(nil),                 // 1: steward.v1.Actor
@@ -1411,20 +1486,21 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ActionClaimed)(nil),         // 13: steward.v1.ActionClaimed
 	(*ActionDispatched)(nil),      // 14: steward.v1.ActionDispatched
 	(*ActionOutcomeRecorded)(nil), // 15: steward.v1.ActionOutcomeRecorded
-	(*ToolRegistered)(nil),        // 16: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 17: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 19: steward.v1.TaskContract
-	(*Action)(nil),                // 20: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 22: steward.v1.Approval
-	(ApprovalDecision)(0),         // 23: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 24: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 25: steward.v1.Outcome
-	(*ToolContract)(nil),          // 26: steward.v1.ToolContract
+	(*ActionWithdrawn)(nil),       // 16: steward.v1.ActionWithdrawn
+	(*ToolRegistered)(nil),        // 17: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 18: steward.v1.EventRecord
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 20: steward.v1.TaskContract
+	(*Action)(nil),                // 21: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 22: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 23: steward.v1.Approval
+	(ApprovalDecision)(0),         // 24: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 25: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 26: steward.v1.Outcome
+	(*ToolContract)(nil),          // 27: steward.v1.ToolContract
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	18, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	19, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	1,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	2,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	3,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -1440,21 +1516,22 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	13, // 13: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
 	14, // 14: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
 	15, // 15: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	16, // 16: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	19, // 17: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	20, // 18: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	21, // 19: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	22, // 20: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	23, // 21: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	24, // 22: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	25, // 23: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	26, // 24: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	0,  // 25: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	16, // 16: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	17, // 17: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	20, // 18: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	21, // 19: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	22, // 20: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	23, // 21: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	24, // 22: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	25, // 23: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	26, // 24: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	27, // 25: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	0,  // 26: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -1480,6 +1557,7 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ActionClaimed)(nil),
 		(*Event_ActionDispatched)(nil),
 		(*Event_ActionOutcomeRecorded)(nil),
+		(*Event_ActionWithdrawn)(nil),
 		(*Event_ToolRegistered)(nil),
 	}
 	type x struct{}
@@ -1488,7 +1566,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
