@@ -84,7 +84,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start (execution plane)")
 	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
-	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims (default: host name and process id)")
+	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")

@@ -87,8 +87,14 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	}
 	worker := m.Worker
 	if worker == "" {
+		// dev is one process over its own data: a name that survives a
+		// restart lets it finish what it had claimed before. Services run
+		// several workers per host, so each process names itself.
 		host, _ := os.Hostname()
-		worker = fmt.Sprintf("%s-%d", host, os.Getpid())
+		worker = "dev-" + host
+		if m.Mode == "serve" {
+			worker = fmt.Sprintf("%s-%d", host, os.Getpid())
+		}
 	}
 	p := execution.New(log, m.logger, execution.Config{
 		Tools: tools, Requests: requests, Results: results, Claims: claims, Worker: worker,
