@@ -21,7 +21,6 @@ var (
 	succeededStatus = stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
 	failedStatus    = stewardv1.ActionStatus_ACTION_STATUS_FAILED
 	unknownStatus   = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
-	noClass         = stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
 	transientClass  = stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
 	determClass     = stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC
 )
