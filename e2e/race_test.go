@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -66,7 +67,9 @@ func startPlanes(t *testing.T, n int) *planes {
 	must(err)
 	engine, err := policy.Load(ctx, "")
 	must(err)
-	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Claims: claims,
+	timers, err := timer.Open(ctx, bus.JS, timer.Config{})
+	must(err)
+	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Claims: claims, Timers: timers,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})}}
 	ps.ctl = control.New(log, logger, control.WithActions(ps.tools, requests))
 	ps.gov = governance.New(log, logger, engine, ps.tools, requests)
@@ -77,7 +80,8 @@ func startPlanes(t *testing.T, n int) *planes {
 	for i := range n {
 		cfg := ps.deps
 		cfg.Worker, cfg.Consumer = fmt.Sprint("w", i), fmt.Sprint("execution-w", i)
-		p := execution.New(log, logger, cfg)
+		p, err := execution.New(log, logger, cfg)
+		must(err)
 		must(p.Start(ctx))
 		t.Cleanup(p.Stop)
 		ps.execs = append(ps.execs, p)

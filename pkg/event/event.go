@@ -35,11 +35,16 @@ const SchemaVersion = 1
 // Event type names. They travel in the envelope and in the Steward-Type
 // message header, so consumers can skip events without decoding them.
 const (
-	TypeTaskCreated   = "task.created"
-	TypeTaskStarted   = "task.started"
-	TypeTaskPaused    = "task.paused"
-	TypeTaskResumed   = "task.resumed"
-	TypeTaskCancelled = "task.cancelled"
+	TypeTaskCreated      = "task.created"
+	TypeTaskStarted      = "task.started"
+	TypeTaskPaused       = "task.paused"
+	TypeTaskResumed      = "task.resumed"
+	TypeTaskCancelled    = "task.cancelled"
+	TypeTaskFailed       = "task.failed"
+	TypeTaskCompensating = "task.compensating"
+	TypeTaskNeedsInput   = "task.needs_input"
+	TypeTaskSuspended    = "task.suspended"
+	TypeTaskStalled      = "task.stalled"
 
 	TypeActionProposed   = "action.proposed"
 	TypePolicyEvaluated  = "action.policy_evaluated"
@@ -51,8 +56,13 @@ const (
 	TypeActionDispatched = "action.dispatched"
 	TypeActionOutcome    = "action.outcome"
 	TypeActionWithdrawn  = "action.withdrawn"
+	TypeActionWaiting    = "action.waiting"
+	TypeActionSettled    = "action.settled"
+	TypeActionHeartbeat  = "action.heartbeat"
+	TypeApprovalReminded = "action.approval_reminded"
 
 	TypeToolRegistered = "tool.registered"
+	TypeBreakerChanged = "service.breaker_changed"
 )
 
 // Payload is one of the event payload messages, such as
@@ -117,7 +127,17 @@ var typeNames = map[protoreflect.Name]string{
 	"action_dispatched":       TypeActionDispatched,
 	"action_outcome_recorded": TypeActionOutcome,
 	"action_withdrawn":        TypeActionWithdrawn,
+	"task_failed":             TypeTaskFailed,
+	"task_compensating":       TypeTaskCompensating,
+	"task_needs_input":        TypeTaskNeedsInput,
+	"task_suspended":          TypeTaskSuspended,
+	"task_stalled":            TypeTaskStalled,
+	"action_waiting":          TypeActionWaiting,
+	"action_settled":          TypeActionSettled,
+	"action_heartbeat":        TypeActionHeartbeat,
+	"approval_reminded":       TypeApprovalReminded,
 	"tool_registered":         TypeToolRegistered,
+	"breaker_changed":         TypeBreakerChanged,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -77,7 +77,7 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			_ = msg.Ack()
 			return
 		}
-		err = h(ctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})
+		err = h(context.WithValue(ctx, msgKey{}, msg), &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})
 		switch {
 		case err == nil:
 			_ = msg.Ack()
@@ -95,6 +95,17 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 		return nil, err
 	}
 	return &laneSubscription{cc: cc, lanes: ls}, nil
+}
+
+type msgKey struct{}
+
+// InProgress tells JetStream that the reaction running under ctx is still
+// working on its event, so that the event is not redelivered while a long
+// call is in flight. Outside a reaction it does nothing.
+func InProgress(ctx context.Context) {
+	if msg, ok := ctx.Value(msgKey{}).(jetstream.Msg); ok {
+		_ = msg.InProgress()
+	}
 }
 
 // reactionLanes is how many events of different tasks one consumer handles

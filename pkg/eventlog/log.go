@@ -26,6 +26,7 @@ const (
 	DefaultStream           = "STEWARD_EVENTS"
 	DefaultSubjectPrefix    = "steward.task"
 	DefaultToolPrefix       = "steward.tool"
+	DefaultServicePrefix    = "steward.service"
 	DefaultDeadLetterStream = "STEWARD_DEADLETTER"
 	DefaultDeadLetterPrefix = "steward.deadletter"
 )
@@ -40,7 +41,10 @@ type Config struct {
 	Stream        string
 	SubjectPrefix string
 	// ToolPrefix is where tool registrations live: steward.tool.<name>.
-	ToolPrefix       string
+	ToolPrefix string
+	// ServicePrefix is where service-wide facts, such as circuit breaker
+	// changes, live: steward.service.<key>.
+	ServicePrefix    string
 	DeadLetterStream string
 	DeadLetterPrefix string
 	// Replicas of the streams when Open creates them; 1 for a single
@@ -63,6 +67,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ToolPrefix == "" {
 		c.ToolPrefix = DefaultToolPrefix
+	}
+	if c.ServicePrefix == "" {
+		c.ServicePrefix = DefaultServicePrefix
 	}
 	if c.DeadLetterStream == "" {
 		c.DeadLetterStream = DefaultDeadLetterStream
@@ -100,8 +107,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	cfg = cfg.withDefaults()
 	stream, err := ensureStream(ctx, js, cfg, jetstream.StreamConfig{
 		Name:        cfg.Stream,
-		Description: "Steward events; one subject per task and one per tool",
-		Subjects:    []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>"},
+		Description: "Steward events; one subject per task, one per tool and one per service",
+		Subjects:    []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>", cfg.ServicePrefix + ".>"},
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,
@@ -198,9 +205,19 @@ func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." +
 // ToolSubject returns the subject that holds the registrations of a tool.
 func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + name }
 
+// ServiceSubject returns the subject that holds a service's events.
+func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "." + key }
+
 // subjectOf returns the subject ev belongs on: its tool's for a tool
-// registration, its task's for everything else.
+// registration, its service's for a breaker change, its task's for
+// everything else.
 func (l *Log) subjectOf(ev *stewardv1.Event) (string, error) {
+	if b := ev.GetBreakerChanged(); b != nil {
+		if !ValidTaskID(b.ServiceKey) {
+			return "", errs.Field("service_key", "%q is not a service key: want 1-64 letters, digits, '-' or '_'", b.ServiceKey)
+		}
+		return l.ServiceSubject(b.ServiceKey), nil
+	}
 	if reg := ev.GetToolRegistered(); reg != nil {
 		name := reg.GetContract().GetName()
 		if !ValidTaskID(name) {

@@ -28,7 +28,20 @@ const (
 	failed           = stewardv1.ActionStatus_ACTION_STATUS_FAILED
 	unknown          = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
 	withdrawn        = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN
+	waiting          = stewardv1.ActionStatus_ACTION_STATUS_WAITING
 )
+
+// DefaultMaxActions caps the actions a task may propose when its contract
+// sets no limit: a loop guard against an agent proposing forever.
+const DefaultMaxActions = 1000
+
+// MaxActions is the cap on t's proposals.
+func MaxActions(t *stewardv1.Task) int {
+	if n := t.Contract.GetLimits().GetMaxActions(); n > 0 {
+		return int(n)
+	}
+	return DefaultMaxActions
+}
 
 // FindAction returns the action with id in t's ledger, or nil.
 func FindAction(t *stewardv1.Task, id string) *stewardv1.Action {
@@ -59,8 +72,17 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil, true, errs.New(errs.FailedPrecondition, "proposed action has no id")
 		case FindAction(t, a.ActionId) != nil:
 			return nil, true, errs.New(errs.FailedPrecondition, "action %s was already proposed", a.ActionId)
+		case a.GetCompensates() != "":
+			if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+				return nil, true, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))
+			}
+			if c := FindAction(t, a.Compensates); c == nil || c.Status != succeeded {
+				return nil, true, errs.New(errs.FailedPrecondition, "action %s compensates %s, which did not succeed", a.ActionId, a.Compensates)
+			}
 		case !Active(t.Status):
 			return nil, true, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", t.Contract.GetTaskId(), StatusName(t.Status))
+		case proposals(t) >= MaxActions(t):
+			return nil, true, errs.New(errs.FailedPrecondition, "task %s reached its cap of %d actions (contract.limits.max_actions)", t.Contract.GetTaskId(), MaxActions(t))
 		}
 		return func() {
 			a := proto.CloneOf(a)
@@ -157,7 +179,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			switch {
 			case a.Permit.GetPermitId() != c.PermitId:
 				return fmt.Errorf("claim of permit %s, the action's permit is %s", c.PermitId, a.Permit.GetPermitId())
-			case !Active(t.Status):
+			case !Working(t.Status):
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil
@@ -165,10 +187,95 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		apply = func(a *stewardv1.Action) { a.ClaimedBy = c.Worker }
 
 	case *stewardv1.Event_ActionDispatched:
-		id, from, to = p.ActionDispatched.ActionId, []stewardv1.ActionStatus{claimed}, dispatched
-		check = func(*stewardv1.Action) error {
-			if !Active(t.Status) {
+		d := p.ActionDispatched
+		id, from, to = d.ActionId, []stewardv1.ActionStatus{claimed, waiting}, dispatched
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case !Working(t.Status):
 				return fmt.Errorf("task is %s; nothing is dispatched for it", StatusName(t.Status))
+			case d.Attempt != a.Attempt+1:
+				return fmt.Errorf("dispatch attempt %d after %d", d.Attempt, a.Attempt)
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) {
+			a.Attempt = d.Attempt
+			if d.Worker != "" {
+				a.ClaimedBy = d.Worker
+			}
+			clearWait(a)
+		}
+
+	case *stewardv1.Event_ActionWaiting:
+		w := p.ActionWaiting
+		// Waiting for a breaker before a dispatch, or backing off after
+		// a transient failure of one (which is then not an outcome: the
+		// outcome is what the last attempt comes to).
+		id, from, to = w.ActionId, []stewardv1.ActionStatus{claimed, waiting, dispatched}, waiting
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case a.Status == dispatched && w.Kind != stewardv1.WaitKind_WAIT_KIND_RETRY:
+				return fmt.Errorf("a dispatched action waits only to retry")
+			case w.NextAttempt != a.Attempt+1:
+				return fmt.Errorf("next attempt %d after %d", w.NextAttempt, a.Attempt)
+			case w.Kind != stewardv1.WaitKind_WAIT_KIND_RETRY && w.Kind != stewardv1.WaitKind_WAIT_KIND_BREAKER:
+				return fmt.Errorf("wait kind %v is neither retry nor breaker", w.Kind)
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) {
+			a.WaitKind, a.WaitUntil, a.WaitReason = w.Kind, w.Until, w.Reason
+		}
+
+	case *stewardv1.Event_ActionSettled:
+		st := p.ActionSettled
+		id, from = st.ActionId, []stewardv1.ActionStatus{unknown}
+		switch st.State {
+		case stewardv1.SettleState_SETTLE_STATE_SUCCEEDED:
+			to = succeeded
+		case stewardv1.SettleState_SETTLE_STATE_FAILED:
+			to = failed
+		case stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED:
+			to = waiting
+		}
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case to == stewardv1.ActionStatus_ACTION_STATUS_UNSPECIFIED:
+				return fmt.Errorf("settle state %v is not succeeded, failed or not accepted", st.State)
+			case to == waiting && a.Redispatched:
+				return fmt.Errorf("not accepted a second time; the action was dispatched again once already")
+			case st.SettledBy == "":
+				return fmt.Errorf("a settlement names who settled it")
+			}
+			return nil
+		}
+		apply = func(a *stewardv1.Action) {
+			a.SettledBy = st.SettledBy
+			o := &stewardv1.Outcome{Status: to, Reason: "settled by " + st.SettledBy + orEmpty(": ", st.Reason), FinishedAt: ev.Time, Attempt: a.Attempt}
+			switch to {
+			case succeeded:
+				o.ResultRef, o.ResultHash = st.ResultRef, st.ResultHash
+			case failed:
+				o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC
+			case waiting:
+				// Nothing happened at the tool: dispatch once more, now,
+				// with the same op_key and the same request.
+				a.Redispatched = true
+				a.WaitKind, a.WaitUntil, a.WaitReason = stewardv1.WaitKind_WAIT_KIND_RETRY, ev.Time, o.Reason+"; the tool has no record of the call"
+			}
+			a.Outcome = o
+		}
+
+	case *stewardv1.Event_ActionHeartbeat:
+		id, from = p.ActionHeartbeat.ActionId, []stewardv1.ActionStatus{dispatched}
+		apply = func(a *stewardv1.Action) { a.LastHeartbeat = ev.Time }
+
+	case *stewardv1.Event_ApprovalReminded:
+		r := p.ApprovalReminded
+		id, from = r.ActionId, []stewardv1.ActionStatus{awaitingApproval}
+		check = func(a *stewardv1.Action) error {
+			if a.Approval.GetApprovalId() != r.ApprovalId {
+				return fmt.Errorf("approval %s is not the action's open approval", r.ApprovalId)
 			}
 			return nil
 		}
@@ -188,7 +295,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			}
 			return nil
 		}
-		apply = func(a *stewardv1.Action) { a.Outcome = proto.CloneOf(o) }
+		apply = func(a *stewardv1.Action) { a.Outcome = proto.CloneOf(o); clearWait(a) }
 
 	default:
 		return nil, false, nil
@@ -222,40 +329,24 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				t.Actions[i] = next
 			}
 		}
-		followApprovals(t)
+		followLedger(t)
 	}, true, nil
 }
 
-// followApprovals keeps the task's status in step with its open approvals:
-// waiting for approval while any is open, running again after. A paused
-// task keeps its pause; what it resumes to follows instead.
-func followApprovals(t *stewardv1.Task) {
-	open := ""
+func clearWait(a *stewardv1.Action) {
+	a.WaitKind, a.WaitUntil, a.WaitReason = stewardv1.WaitKind_WAIT_KIND_UNSPECIFIED, nil, ""
+}
+
+// proposals counts the actions that count against the task's cap:
+// compensations do not, so a task at its cap can still undo its work.
+func proposals(t *stewardv1.Task) int {
+	n := 0
 	for _, a := range t.Actions {
-		if a.Status == awaitingApproval {
-			open = a.ActionId
-			break
+		if a.Compensates == "" {
+			n++
 		}
 	}
-	set := func(s *stewardv1.TaskStatus, reason bool) {
-		switch {
-		case open != "" && *s == stewardv1.TaskStatus_TASK_STATUS_RUNNING:
-			*s = stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
-			if reason {
-				t.StatusReason = "waiting for approval of action " + open
-			}
-		case open == "" && *s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL:
-			*s = stewardv1.TaskStatus_TASK_STATUS_RUNNING
-			if reason {
-				t.StatusReason = "approvals decided"
-			}
-		}
-	}
-	if t.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED {
-		set(&t.PausedFrom, false)
-		return
-	}
-	set(&t.Status, true)
+	return n
 }
 
 func contains(list []stewardv1.ActionStatus, s stewardv1.ActionStatus) bool {

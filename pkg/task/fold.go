@@ -38,6 +38,10 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	} else if err := lifecycleStep(t, ev); err != nil {
 		return err
 	}
+	if ev.GetTaskStalled() == nil {
+		// Any progress clears a stall mark.
+		t.StalledSince, t.StalledReason = nil, ""
+	}
 	t.UpdatedAt = ev.Time
 	t.LastSequence = seq
 	t.LastHash = ev.Hash
@@ -62,11 +66,20 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.CreatedAt = ev.Time
 	case *stewardv1.Event_TaskPaused:
 		t.PausedFrom = t.Status
-	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled:
+	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
 		t.PausedFrom = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
+	case *stewardv1.Event_TaskCompensating:
+		t.FinalStatus = p.TaskCompensating.FinalStatus
+		t.Compensations = append([]string(nil), p.TaskCompensating.ActionIds...)
+	case *stewardv1.Event_TaskStalled:
+		t.StalledSince, t.StalledReason = p.TaskStalled.QuietSince, p.TaskStalled.Reason
+		return nil // a mark, not a change of status
 	}
 	t.Status = next
 	t.StatusReason = reason
+	if ev.GetTaskResumed() != nil {
+		followLedger(t) // what it resumes to may have moved on
+	}
 	return nil
 }
 
@@ -128,24 +141,74 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_PAUSED, orDefault(p.TaskPaused.Reason, "paused"), nil
 	case *stewardv1.Event_TaskResumed:
-		if from != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
-			return 0, "", illegal(t, "resume")
+		switch from {
+		case stewardv1.TaskStatus_TASK_STATUS_PAUSED:
+			return t.PausedFrom, orDefault(p.TaskResumed.Reason, "resumed"), nil
+		case stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, stewardv1.TaskStatus_TASK_STATUS_SUSPENDED:
+			return stewardv1.TaskStatus_TASK_STATUS_RUNNING, orDefault(p.TaskResumed.Reason, "resumed"), nil
 		}
-		return t.PausedFrom, orDefault(p.TaskResumed.Reason, "resumed"), nil
+		return 0, "", illegal(t, "resume")
 	case *stewardv1.Event_TaskCancelled:
 		if Terminal(from) {
 			return 0, "", illegal(t, "cancel")
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_CANCELLED, orDefault(p.TaskCancelled.Reason, "cancelled"), nil
+	case *stewardv1.Event_TaskFailed:
+		if Terminal(from) {
+			return 0, "", illegal(t, "fail")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_FAILED, orDefault(p.TaskFailed.Reason, "failed"), nil
+	case *stewardv1.Event_TaskCompensating:
+		c := p.TaskCompensating
+		switch {
+		case Terminal(from) || from == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING:
+			return 0, "", illegal(t, "compensate")
+		case c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_FAILED && c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+			return 0, "", errs.New(errs.FailedPrecondition, "compensation must end the task as failed or cancelled, not %s", StatusName(c.FinalStatus))
+		}
+		for _, id := range c.ActionIds {
+			if a := FindAction(t, id); a == nil || a.Status != succeeded {
+				return 0, "", errs.New(errs.FailedPrecondition, "task %s: action %s cannot be compensated: it did not succeed", t.Contract.GetTaskId(), id)
+			}
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_COMPENSATING, orDefault(c.Reason, "compensating"), nil
+	case *stewardv1.Event_TaskNeedsInput:
+		if !Active(from) {
+			return 0, "", illegal(t, "stop for input")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, orDefault(p.TaskNeedsInput.Reason, "needs input"), nil
+	case *stewardv1.Event_TaskSuspended:
+		if !Active(from) && from != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+			return 0, "", illegal(t, "suspend")
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_SUSPENDED, orDefault(p.TaskSuspended.Reason, "suspended"), nil
+	case *stewardv1.Event_TaskStalled:
+		if !Working(from) {
+			return 0, "", illegal(t, "mark stalled")
+		}
+		return from, "", nil
 	default:
 		return 0, "", errs.New(errs.FailedPrecondition, "event %s has unknown type %q", ev.EventId, ev.Type)
 	}
 }
 
 // Active reports whether a task in s is live: it may take new actions.
-// Waiting for approval of one action does not stop a task proposing others.
+// Waiting for approval of one action, or settling the unknown outcome of
+// one, does not stop a task's other work.
 func Active(s stewardv1.TaskStatus) bool {
-	return s == stewardv1.TaskStatus_TASK_STATUS_RUNNING || s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
+	switch s {
+	case stewardv1.TaskStatus_TASK_STATUS_RUNNING,
+		stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL,
+		stewardv1.TaskStatus_TASK_STATUS_RECONCILING:
+		return true
+	}
+	return false
+}
+
+// Working reports whether a task in s may have calls going out: an active
+// task, or one compensating (whose compensations are calls).
+func Working(s stewardv1.TaskStatus) bool {
+	return Active(s) || s == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING
 }
 
 // Terminal reports whether s is an end state no event can leave.

@@ -27,6 +27,9 @@ import (
 type Entry struct {
 	Tool   *stewardv1.Tool
 	Schema *action.Schema
+	// ResultSchema checks a successful result; nil when the contract
+	// declares none.
+	ResultSchema *action.Schema
 }
 
 // Registry indexes registered tools.
@@ -61,7 +64,14 @@ func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 		r.logger.Error("registered tool's schema does not compile; skipped", "tool", c.Name, "version", c.Version, "err", err)
 		return nil
 	}
-	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}, Schema: schema}
+	var result *action.Schema
+	if c.ResultSchema != "" {
+		if result, err = action.CompileSchema(c.ResultSchema); err != nil {
+			r.logger.Error("registered tool's result schema does not compile; skipped", "tool", c.Name, "version", c.Version, "err", err)
+			return nil
+		}
+	}
+	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}, Schema: schema, ResultSchema: result}
 	if r.versions[c.Name] == nil {
 		r.versions[c.Name] = map[string]*Entry{}
 	}
@@ -123,7 +133,7 @@ func (r *Registry) Get(name, version string) (*Entry, error) {
 		}
 		return nil, errs.New(errs.NotFound, "tool %q has no version %q", name, version)
 	}
-	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema}, nil
+	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema, ResultSchema: e.ResultSchema}, nil
 }
 
 // Lookup is Get for a reader that must not miss a registration made just

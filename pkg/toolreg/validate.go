@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -16,6 +18,9 @@ var BuiltinKinds = []string{"noop", "file.write", "kv.append"}
 
 // MaxTimeout bounds a tool's call timeout.
 const MaxTimeout = 10 * time.Minute
+
+// MaxAttempts bounds a retry policy's attempts.
+const MaxAttempts = 100
 
 // Validate checks a contract before it is registered and names the first
 // field that is wrong.
@@ -39,6 +44,17 @@ func Validate(c *stewardv1.ToolContract) error {
 	}
 	if _, err := action.CompileSchema(c.ParametersSchema); err != nil {
 		return errs.Field("contract.parameters_schema", "does not compile: %v", err)
+	}
+	if len(c.ResultSchema) > 64<<10 {
+		return &errs.Error{Code: errs.TooLarge, Field: "contract.result_schema", Message: "is larger than 64 KiB"}
+	}
+	if c.ResultSchema != "" {
+		if _, err := action.CompileSchema(c.ResultSchema); err != nil {
+			return errs.Field("contract.result_schema", "does not compile: %v", err)
+		}
+	}
+	if err := validateRetryPolicy(c.RetryPolicy); err != nil {
+		return err
 	}
 	if _, ok := stewardv1.EffectClass_name[int32(c.EffectClass)]; !ok || c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_UNSPECIFIED {
 		return errs.Field("contract.effect_class", "is required: EFFECT_CLASS_READ, _IDEMPOTENT_WRITE, _REVERSIBLE_WRITE or _IRREVERSIBLE")
@@ -98,3 +114,26 @@ func checkURL(field, s string, required bool) error {
 
 // Key names a tool version in messages.
 func Key(name, version string) string { return fmt.Sprintf("%s@%s", name, version) }
+
+// validateRetryPolicy checks a contract's retry policy: no negative or
+// inverted durations, and at most MaxAttempts attempts.
+func validateRetryPolicy(p *stewardv1.RetryPolicy) error {
+	if p == nil {
+		return nil
+	}
+	if p.MaxAttempts > MaxAttempts {
+		return errs.Field("contract.retry_policy.max_attempts", "is more than %d", MaxAttempts)
+	}
+	for _, d := range []struct {
+		name string
+		d    *durationpb.Duration
+	}{{"initial_backoff", p.InitialBackoff}, {"max_backoff", p.MaxBackoff}, {"max_elapsed", p.MaxElapsed}} {
+		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
+			return errs.Field("contract.retry_policy."+d.name, "must be a non-negative duration")
+		}
+	}
+	if p.InitialBackoff != nil && p.MaxBackoff != nil && p.MaxBackoff.AsDuration() > 0 && p.InitialBackoff.AsDuration() > p.MaxBackoff.AsDuration() {
+		return errs.Field("contract.retry_policy.initial_backoff", "is longer than max_backoff")
+	}
+	return nil
+}

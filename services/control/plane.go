@@ -1,7 +1,9 @@
 // Package control is the control plane: it accepts task commands over
 // TaskService, checks each against the task folded from its events, and
 // appends the events that record it. It also starts created tasks, through
-// a durable reaction on the log.
+// a durable reaction on the log; drives the compensation of a failed or
+// cancelled task, action by action; and stops a task that keeps failing
+// the same way, asking for help.
 //
 // Commands are checked by dry-running the event through the one fold
 // (pkg/task) before it is appended, so an illegal transition appends
@@ -31,6 +33,7 @@ type Plane struct {
 	logger   *slog.Logger
 	tools    *toolreg.Registry
 	requests *action.Store
+	results  *action.Store
 	sub      eventlog.Subscription
 }
 
@@ -38,9 +41,18 @@ type Plane struct {
 type Option func(*Plane)
 
 // WithActions lets the plane take proposed actions: it needs the tool
-// registry to check them and the request store to keep them.
+// registry to check them and the request store to keep them. It also runs
+// the compensation driver, which proposes actions of its own.
 func WithActions(tools *toolreg.Registry, requests *action.Store) Option {
 	return func(p *Plane) { p.tools, p.requests = tools, requests }
+}
+
+// WithResults gives the plane the store of tool results
+// (action.ResultBucket). The compensation driver hands each compensating
+// tool the result of the call it undoes, and waits (retrying) for this
+// store while a task it compensates has such a result.
+func WithResults(results *action.Store) Option {
+	return func(p *Plane) { p.results = results }
 }
 
 // New returns a control plane over log.

@@ -2,12 +2,11 @@ package control
 
 import (
 	"context"
-	"errors"
-	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
-	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -23,9 +22,11 @@ const (
 
 // ProposeAction checks a proposed tool call against the task and the tool,
 // canonicalises and stores the request, derives the action's identities,
-// and records the proposal. With a proposal id it is idempotent: the same
-// proposal again returns the same action with created false; the same
-// proposal id with a different request is AlreadyExists.
+// and records the proposal. The action runs under the tool's retry policy,
+// narrowed by the request's (see narrowRetry). With a proposal id it is
+// idempotent: the same proposal again returns the same action with created
+// false; the same proposal id with a different request or retry policy is
+// AlreadyExists.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
 	if p.tools == nil || p.requests == nil {
 		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
@@ -33,87 +34,40 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err := validateProposal(req); err != nil {
 		return nil, false, err
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, req.Tool, req.ToolVersion)
-	if errs.Is(err, errs.NotFound) {
-		return nil, false, errs.Field("tool", "%s", err.Error())
-	} else if err != nil {
+	params := []byte("{}")
+	if req.Params != nil {
+		var err error
+		if params, err = protojson.Marshal(req.Params); err != nil {
+			return nil, false, errs.Field("params", "%v", err)
+		}
+	}
+	d, err := p.prepare(ctx, proposal{
+		taskID: req.TaskId, proposalID: req.ProposalId,
+		tool: req.Tool, toolVersion: req.ToolVersion, target: req.Target,
+		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
+	})
+	if err != nil {
 		return nil, false, err
 	}
-	params, err := protojson.Marshal(req.Params)
-	if err != nil {
-		return nil, false, errs.Field("params", "%v", err)
-	}
-	if req.Params == nil {
-		params = []byte("{}")
-	}
-	if len(params) > MaxParams {
-		return nil, false, &errs.Error{Code: errs.TooLarge, Field: "params", Message: "are larger than 256 KiB"}
-	}
-	if err := entry.Schema.Validate(params); err != nil {
-		var v *action.Violation
-		if errors.As(err, &v) {
-			return nil, false, errs.Field("params"+v.Path, "%s", v.Reason)
-		}
-		return nil, false, errs.Field("params", "%v", err)
-	}
-	tool := entry.Tool.Contract
-	canonical, err := action.Canonical(action.Request{TaskID: req.TaskId, Tool: tool.Name, ToolVersion: tool.Version, Target: req.Target, Params: params})
-	if err != nil {
-		return nil, false, errs.Field("params", "%v", err)
-	}
-	requestHash := action.RequestHash(canonical)
-	actionID := event.RandomID()
-	if req.ProposalId != "" {
-		actionID = action.ID(req.TaskId, req.ProposalId)
-	} else {
-		actionID = "act-" + actionID
-	}
-	a := &stewardv1.Action{
-		ActionId:    actionID,
-		ProposalId:  req.ProposalId,
-		Tool:        tool.Name,
-		ToolVersion: tool.Version,
-		Target:      req.Target,
-		EffectClass: tool.EffectClass,
-		RequestHash: requestHash,
-		ActionHash:  action.Hash(actionID, requestHash),
-		OpKey:       action.OpKey(req.TaskId, actionID),
-		ProposedBy:  principal,
-		EditOf:      req.EditOf,
-	}
-
-	var existing *stewardv1.Action
-	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if existing = task.FindAction(t, actionID); existing != nil {
-			return nil, nil // a repeat of the proposal: nothing to append
-		}
-		if !slices.Contains(t.Contract.AllowedTools, tool.Name) {
-			return nil, errs.Field("tool", "%q is not among the tools task %s allows (%v)", tool.Name, req.TaskId, t.Contract.AllowedTools)
-		}
+	actionID := d.action.ActionId
+	t, existing, _, err := p.record(ctx, req.TaskId, d, "", func(t *stewardv1.Task) (bool, error) {
 		if req.EditOf != "" && task.FindAction(t, req.EditOf) == nil {
-			return nil, errs.Field("edit_of", "task %s has no action %s", req.TaskId, req.EditOf)
+			return false, errs.Field("edit_of", "task %s has no action %s", req.TaskId, req.EditOf)
 		}
 		if !task.Active(t.Status) {
-			return nil, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", req.TaskId, task.StatusName(t.Status))
+			return false, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", req.TaskId, task.StatusName(t.Status))
 		}
-		// Store the request before the proposal names it: a proposal must
-		// never point at a request that is not there.
-		if a.RequestRef, _, err = p.requests.Put(ctx, canonical); err != nil {
-			return nil, err
-		}
-		return event.New(event.Meta{
-			ID:            event.ID(req.TaskId, event.TypeActionProposed, actionID),
-			TaskID:        req.TaskId,
-			Actor:         p.actor(principal),
-			CorrelationID: req.ProposalId,
-		}, &stewardv1.ActionProposed{Action: a})
+		return true, nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
 	if existing != nil {
-		if existing.RequestHash != requestHash {
+		if existing.RequestHash != d.action.RequestHash {
 			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %q already proposed a different request (action %s)", req.ProposalId, actionID)
+		}
+		if !proto.Equal(existing.RetryPolicy, d.action.RetryPolicy) {
+			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %q already proposed this request with a different retry_policy (action %s)", req.ProposalId, actionID)
 		}
 		return existing, false, nil
 	}
@@ -151,6 +105,8 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		return errs.Field("task_id", "%q is not a task id", req.TaskId)
 	case req.Tool == "":
 		return errs.Field("tool", "is required")
+	case strings.HasPrefix(req.ProposalId, compensationPrefix):
+		return errs.Field("proposal_id", "%q starts with %q, which is reserved for the compensations Steward proposes", req.ProposalId, compensationPrefix)
 	}
 	for _, err := range []error{
 		checkText("proposal_id", req.ProposalId, MaxRequestID, false),

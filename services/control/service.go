@@ -5,8 +5,6 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/steward-run/steward/pkg/errs"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -27,13 +25,19 @@ func (s *taskService) CreateTask(ctx context.Context, req *connect.Request[stewa
 }
 
 func (s *taskService) CancelTask(ctx context.Context, req *connect.Request[stewardv1.CancelTaskRequest]) (*connect.Response[stewardv1.CancelTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
-		return &stewardv1.TaskCancelled{Reason: reason}
-	})
+	t, err := s.plane.CancelTask(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&stewardv1.CancelTaskResponse{Task: t}), nil
+}
+
+func (s *taskService) FailTask(ctx context.Context, req *connect.Request[stewardv1.FailTaskRequest]) (*connect.Response[stewardv1.FailTaskResponse], error) {
+	t, err := s.plane.FailTask(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.FailTaskResponse{Task: t}), nil
 }
 
 func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
@@ -58,16 +62,7 @@ func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewa
 
 // command validates the common fields of a lifecycle command and applies it.
 func (s *taskService) command(ctx context.Context, taskID, requestID, reason string, payload func(string) eventPayload) (*stewardv1.Task, error) {
-	if taskID == "" {
-		return nil, errs.Field("task_id", "is required")
-	}
-	if !eventlog.ValidTaskID(taskID) {
-		return nil, errs.Field("task_id", "%q is not a task id", taskID)
-	}
-	if err := checkReason(reason); err != nil {
-		return nil, err
-	}
-	if err := checkText("request_id", requestID, MaxRequestID, false); err != nil {
+	if err := checkCommand(taskID, requestID, reason); err != nil {
 		return nil, err
 	}
 	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, requestID, payload(reason))

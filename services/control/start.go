@@ -8,13 +8,39 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// reactions are the control plane's durable reactions to the log.
+// reactions are the control plane's durable reactions to the log. The
+// compensation driver runs only on a plane that takes actions: it
+// proposes some of its own.
 func (p *Plane) reactions() eventlog.Reactions {
-	return eventlog.Reactions{
+	r := eventlog.Reactions{
 		event.TypeTaskCreated: p.startIfPending,
 		// A task paused before it started goes back to pending on resume
 		// and needs starting then.
-		event.TypeTaskResumed: p.startIfPending,
+		event.TypeTaskResumed:   p.startIfPending,
+		event.TypeActionOutcome: p.guardLoop,
+		event.TypeActionSettled: p.guardLoop,
+	}
+	if p.tools != nil && p.requests != nil {
+		// Every event that starts a compensation or may end one.
+		for _, typ := range []string{event.TypeTaskCompensating, event.TypeActionOutcome, event.TypeActionSettled,
+			event.TypeActionDenied, event.TypeApprovalDecided, event.TypeActionWithdrawn} {
+			r[typ] = both(r[typ], p.compensate)
+		}
+	}
+	return r
+}
+
+// both runs first (if any) and then second. Each is idempotent, so when
+// either fails and the event comes again, running both again is safe.
+func both(first, second eventlog.Handler) eventlog.Handler {
+	if first == nil {
+		return second
+	}
+	return func(ctx context.Context, rec *stewardv1.EventRecord) error {
+		if err := first(ctx, rec); err != nil {
+			return err
+		}
+		return second(ctx, rec)
 	}
 }
 
@@ -30,7 +56,7 @@ func (p *Plane) startIfPending(ctx context.Context, rec *stewardv1.EventRecord) 
 		return event.New(event.Meta{
 			ID:            event.ID(taskID, event.TypeTaskStarted),
 			TaskID:        taskID,
-			Actor:         p.actor("steward"),
+			Actor:         p.actor(stewardPrincipal),
 			CausationID:   rec.Event.EventId,
 			CorrelationID: rec.Event.CorrelationId,
 		}, &stewardv1.TaskStarted{})

@@ -4,46 +4,67 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/execution/adapter"
+	"github.com/steward-run/steward/services/execution/breaker"
 )
 
-// resume runs the permits a task received while it was paused.
+// cause is what prompted a step: the event (or timer) it follows from.
+type cause struct{ id, correlation string }
+
+func causeOf(ev *stewardv1.Event) cause { return cause{id: ev.EventId, correlation: ev.CorrelationId} }
+
+// execute reacts to a permit: claim it, record the claim, then make the
+// first attempt. Only the worker whose claim wins goes past the claim.
+func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
+	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), causeOf(rec.Event))
+}
+
+// resume carries on with a task that was paused, or stopped for input:
+// permits it received meanwhile, claims that could not be dispatched, and
+// waits that ended. What succeeded is never touched again.
 func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}
+	c := causeOf(rec.Event)
 	for _, a := range t.Actions {
-		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
-			continue
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
+			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
+			// The claimant found the task stopped and left the claim;
+			// the fold lets one dispatch in, whoever makes it.
+			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+			// A wait whose timer fired while the task was stopped;
+			// one still running fires by itself.
+			if !a.WaitUntil.AsTime().After(p.now()) {
+				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+			}
 		}
-		if err := p.run(ctx, rec.Event.TaskId, a.Permit, rec.Event); err != nil {
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// execute reacts to a permit: claim, record the claim, check the stored
-// request, record the dispatch, call the tool, record the outcome. Only the
-// worker whose claim wins goes past the claim. A redelivery to that worker
-// continues from what the ledger shows; a dispatch already recorded is
-// never repeated: with no outcome on the log, the outcome is unknown.
-func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
-	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), rec.Event)
-}
-
-// run carries one permit as far as the ledger lets it go; cause is the
-// event that prompted it.
-func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, cause *stewardv1.Event) error {
+// run carries one permit as far as the ledger lets it go. A redelivery to
+// the claimant continues from what the ledger shows; a dispatch already
+// recorded without an outcome is never repeated: its outcome is unknown.
+func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
@@ -54,7 +75,7 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 	}
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
-		if !task.Active(t.Status) {
+		if !task.Working(t.Status) {
 			// Paused: the permit waits for the resume. Ended: it is moot.
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
@@ -63,11 +84,12 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if err != nil || !won {
 			return err
 		}
-		if err := p.record(ctx, taskID, a.ActionId, event.TypeActionClaimed, cause, &stewardv1.ActionClaimed{
+		if err := p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionClaimed), c, &stewardv1.ActionClaimed{
 			ActionId: a.ActionId, PermitId: permit.PermitId, Worker: p.cfg.Worker,
 		}); err != nil {
 			return err
 		}
+		crashpoint.Here(crashpoint.AfterClaim)
 	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
 		if a.ClaimedBy != p.cfg.Worker {
 			return nil // another worker's
@@ -76,44 +98,146 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if a.ClaimedBy != p.cfg.Worker {
 			return nil
 		}
-		return p.outcome(ctx, taskID, a, cause, adapter.Result{
+		release, ok := p.busy.take(a.ActionId)
+		if !ok {
+			return errBusy(a.ActionId) // the call is still going, in this process
+		}
+		defer release()
+		return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
 			Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
 		})
 	default:
-		return nil // done before
+		return nil // done before, or waiting on a timer
 	}
-	refuse := func(why string, err error) error {
-		return p.outcome(ctx, taskID, a, cause, adapter.Result{
+	return p.attempt(ctx, taskID, a.ActionId, c)
+}
+
+// attempt makes the next dispatch of a claimed or waiting action: breaker,
+// dispatch record, call, outcome. The fold lets exactly one dispatch per
+// attempt onto the log, so of several workers (or a timer and a
+// redelivery) that try, one calls the tool and the others stand down.
+func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) error {
+	release, ok := p.busy.take(actionID)
+	if !ok {
+		return errBusy(actionID)
+	}
+	defer release()
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return err
+	}
+	a := task.FindAction(t, actionID)
+	switch {
+	case a == nil:
+		return nil
+	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		return nil
+	case !task.Working(t.Status):
+		return nil // the resume picks it up
+	}
+	call, refusal, err := p.prepare(ctx, taskID, a)
+	if err != nil {
+		return err
+	}
+	if refusal != nil {
+		return p.outcome(ctx, taskID, actionID, a.Attempt, c, *refusal)
+	}
+	next := a.Attempt + 1
+	key := serviceKey(call.Tool)
+	ok, retryAt, tr := p.breakers.Allow(key, p.now())
+	p.noteBreaker(ctx, tr)
+	if !ok {
+		return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
+			fmt.Sprintf("the circuit breaker for service %s is open", key))
+	}
+	err = p.record(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker})
+	if errs.Is(err, errs.FailedPrecondition) {
+		return nil // another worker dispatched this attempt, or the task stopped
+	} else if err != nil {
+		return err
+	}
+	res := p.call(ctx, taskID, a, next, call)
+	crashpoint.Here(crashpoint.AfterDispatch)
+	p.noteBreaker(ctx, p.breakers.Record(key, breakerOutcome(res), p.now()))
+	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
+		policy := retryPolicyOf(a, call.Tool)
+		if d, ok := policy.next(next+1, a.Permit.GetIssuedAt().AsTime(), p.now()); ok {
+			a.Attempt = next
+			return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
+				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))
+		}
+	}
+	return p.outcome(ctx, taskID, actionID, next, c, res)
+}
+
+// prepare checks what is about to run: the stored request against the
+// permit's hash, the tool and its adapter. A refusal is the failed outcome
+// to record instead of a call.
+func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
+	refuse := func(why string, err error) (*prepared, *adapter.Result, error) {
+		return nil, &adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
 			Reason: "refused before dispatch: " + why + ": " + err.Error(),
-		})
+		}, nil
 	}
 	// Recompute the request hash from the stored payload and compare with
-	// the permit: what runs is exactly what was approved.
-	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, permit.RequestHash)
+	// the permit: what runs is exactly what was approved, on every attempt.
+	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, a.Permit.GetRequestHash())
 	if errs.Is(err, errs.Corrupt) {
 		return refuse("the stored request does not match the permit", err)
 	} else if err != nil {
-		return err
+		return nil, nil, err
 	}
 	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		return refuse("the tool is not registered here", err)
 	} else if err != nil {
-		return err
+		return nil, nil, err
 	}
-	ad, err := p.cfg.Adapters.For(entry.Tool.Contract)
-	if err != nil {
+	if _, err := p.cfg.Adapters.For(entry.Tool.Contract); err != nil {
 		return refuse("no adapter for the tool", err)
 	}
-	// Record the dispatch before the call, so that a call that may have
-	// gone out is on the ledger even if this process dies during it.
-	if err := p.record(ctx, taskID, a.ActionId, event.TypeActionDispatched, cause, &stewardv1.ActionDispatched{ActionId: a.ActionId, Attempt: 1}); err != nil {
-		return err
+	return &prepared{
+		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
+		result:  entry.ResultSchema,
+	}, nil, nil
+}
+
+// prepared is a call checked and ready to go.
+type prepared struct {
+	adapter.Request
+	// result checks a successful result; nil when the tool declares no
+	// result schema.
+	result *action.Schema
+}
+
+// call makes the call, keeping the task and the log told that it is still
+// going while it lasts, then checks a successful result against the tool's
+// result schema.
+func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, attempt uint32, req *prepared) adapter.Result {
+	ad, _ := p.cfg.Adapters.For(req.Tool)
+	stop := p.heartbeat(ctx, taskID, a.ActionId, attempt)
+	res := ad.Call(ctx, req.Request)
+	stop()
+	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && req.result != nil {
+		if err := req.result.Validate(res.Body); err != nil {
+			return adapter.Result{
+				Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_VALIDATION,
+				Reason: "the tool answered, but its result does not fit the contract's result_schema: " + err.Error(),
+			}
+		}
 	}
-	res := ad.Call(ctx, adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body})
-	return p.outcome(ctx, taskID, a, cause, res)
+	return res
+}
+
+// wait records that a's next attempt waits until until; the reaction to
+// that event sets the durable timer that ends the wait.
+func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
+	next := a.Attempt + 1
+	return p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
+		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason})
 }
 
 // claim takes the permit for this worker. KV create-only is atomic across
@@ -137,34 +261,69 @@ func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool
 	}
 }
 
-// outcome records how the call ended, with a succeeded result stored by
-// hash.
-func (p *Plane) outcome(ctx context.Context, taskID string, a *stewardv1.Action, cause *stewardv1.Event, res adapter.Result) error {
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.Now(), Attempt: 1}
-	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+// outcome records how attempt ended, with a succeeded result stored by
+// hash. An unknown outcome goes to reconciliation (see reconcile).
+func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt uint32, c cause, res adapter.Result) error {
+	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt}
+	switch res.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 		ref, hash, err := p.cfg.Results.Put(ctx, res.Body)
 		if err != nil {
 			return err
 		}
 		o.ResultRef, o.ResultHash = ref, hash
+	case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
+		o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN
 	}
-	return p.record(ctx, taskID, a.ActionId, event.TypeActionOutcome, cause, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o})
+	err := p.record(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o})
+	if err == nil {
+		crashpoint.Here(crashpoint.AfterOutcome)
+	}
+	return err
 }
 
-// record appends one ledger step with an id derived from the action, so a
+// record appends one ledger step with the given deterministic id, so a
 // step already on the log is not appended again.
-func (p *Plane) record(ctx context.Context, taskID, actionID, typ string, cause *stewardv1.Event, payload event.Payload) error {
-	_, err := task.Update(ctx, p.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{
-			ID:            event.ID(actionID, typ),
-			TaskID:        taskID,
-			Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
-			CausationID:   cause.EventId,
-			CorrelationID: cause.CorrelationId,
-		}, payload)
-	})
+func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload event.Payload) error {
+	ev, err := event.New(event.Meta{
+		ID:            id,
+		TaskID:        taskID,
+		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
+		CausationID:   c.id,
+		CorrelationID: c.correlation,
+	}, payload)
 	if err != nil {
-		return fmt.Errorf("record %s for %s: %w", typ, actionID, err)
+		return err
+	}
+	_, err = task.Update(ctx, p.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+	if err != nil {
+		return fmt.Errorf("record %s: %w", ev.Type, err)
 	}
 	return nil
+}
+
+// serviceKey is what a tool's calls count against in the breakers.
+func serviceKey(tool *stewardv1.ToolContract) string {
+	if tool.GetServiceKey() != "" {
+		return tool.GetServiceKey()
+	}
+	return tool.GetName()
+}
+
+// breakerOutcome says what a result tells about the service: a transient
+// failure or no answer counts against it; a deterministic or validation
+// failure is about the request, not the service.
+func breakerOutcome(res adapter.Result) breaker.Outcome {
+	switch {
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+		return breaker.Success
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+		res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT:
+		return breaker.Failure
+	}
+	return breaker.Neutral
+}
+
+func errBusy(actionID string) error {
+	return errs.New(errs.Unavailable, "action %s is being worked on in this process; later", actionID)
 }

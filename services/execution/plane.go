@@ -6,11 +6,23 @@
 // permit's hash, dispatches through the tool's adapter with the action's
 // op_key, and records the outcome — succeeded, failed with a class, or
 // unknown when the call went out and no answer came back.
+//
+// It owns what happens on the bad days, too:
+//   - transient failures are retried with the same op_key, after an
+//     exponential backoff with full jitter, within the action's retry
+//     policy; deterministic and validation failures go back to the agent;
+//   - a circuit breaker per service key holds actions while a service is
+//     failing: they wait (they are not failed and not dropped);
+//   - an unknown outcome is settled by asking the tool's status query, with
+//     backoff, or by a person (ActionService.SettleAction);
+//   - every wait is an event plus a durable timer (pkg/timer), so a
+//     restart neither loses nor resets it.
 package execution
 
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go/jetstream"
@@ -20,8 +32,10 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution/adapter"
+	"github.com/steward-run/steward/services/execution/breaker"
 )
 
 // PlaneName is the execution plane's name in events and consumer names.
@@ -44,23 +58,50 @@ type Config struct {
 	// share the permits, workers with their own each see every permit
 	// (and the claim decides). Default "execution".
 	Consumer string
+	// Timers end waits and schedule status queries. Without them a wait
+	// cannot be recorded, and an action that needs one stays claimed.
+	Timers *timer.Timers
+	// Breaker configures the circuit breakers; zero fields are defaults.
+	Breaker breaker.Config
+	// HeartbeatInterval is how often a call in flight says so; default
+	// DefaultHeartbeatInterval.
+	HeartbeatInterval time.Duration
+	// Now is the clock; time.Now by default. Tests may stop it.
+	Now func() time.Time
 }
 
 // Plane is the execution plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log    *eventlog.Log
-	logger *slog.Logger
-	cfg    Config
-	sub    eventlog.Subscription
+	log      *eventlog.Log
+	logger   *slog.Logger
+	cfg      Config
+	breakers *breaker.Set
+	busy     inflight
+	subs     []interface{ Stop() }
 }
 
-// New returns an execution plane over log.
-func New(log *eventlog.Log, logger *slog.Logger, cfg Config) *Plane {
+// New returns an execution plane over log. A breaker configuration that
+// does not validate is an error naming the field.
+func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 	if cfg.Consumer == "" {
 		cfg.Consumer = PlaneName
 	}
-	return &Plane{log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg}
+	if cfg.HeartbeatInterval <= 0 {
+		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if err := cfg.Breaker.Validate(); err != nil {
+		return nil, err
+	}
+	return &Plane{
+		log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
+		breakers: breaker.New(cfg.Breaker),
+	}, nil
 }
+
+func (p *Plane) now() time.Time { return p.cfg.Now() }
 
 // OpenClaims opens (creating if missing) the claim bucket.
 func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
@@ -69,29 +110,48 @@ func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 	})
 }
 
-// Start runs the plane's reactions.
+// Start runs the plane's reactions, and its timers when it has them.
 func (p *Plane) Start(ctx context.Context) error {
 	sub, err := p.log.React(ctx, p.cfg.Consumer, eventlog.Reactions{
 		event.TypeActionPermitted: p.execute,
-		// Permits that arrived while the task was paused wait for this.
-		event.TypeTaskResumed: p.resume,
+		// Permits that arrived while the task was stopped wait for this.
+		event.TypeTaskResumed:   p.resume,
+		event.TypeActionWaiting: p.armWait,
+		event.TypeActionSettled: p.armWait,
+		event.TypeActionOutcome: p.reconcileOutcome,
 	})
 	if err != nil {
 		return err
 	}
-	p.sub = sub
+	p.subs = append(p.subs, sub)
+	if p.cfg.Timers != nil {
+		tsub, err := p.cfg.Timers.Run(ctx, p.cfg.Consumer+"-timers", []string{timerWait, timerReconcile}, p.fired)
+		if err != nil {
+			p.Stop()
+			return err
+		}
+		p.subs = append(p.subs, tsub)
+	}
 	return nil
 }
 
-// Stop stops the plane's reactions.
+// Stop stops the plane's reactions and timers.
 func (p *Plane) Stop() {
-	if p.sub != nil {
-		p.sub.Stop()
+	for _, s := range p.subs {
+		s.Stop()
 	}
+	p.subs = nil
 }
+
+// Breakers lists this worker's circuit breakers that are not closed.
+func (p *Plane) Breakers() []breaker.Status { return p.breakers.Snapshot(p.now()) }
 
 // Services returns the Connect services the plane serves, built with opts.
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	path, h := stewardv1connect.NewToolServiceHandler(&toolService{plane: p}, opts...)
-	return []rpc.Service{{Name: stewardv1connect.ToolServiceName, Path: path, Handler: h}}
+	aPath, a := stewardv1connect.NewActionServiceHandler(&actionService{plane: p}, opts...)
+	return []rpc.Service{
+		{Name: stewardv1connect.ToolServiceName, Path: path, Handler: h},
+		{Name: stewardv1connect.ActionServiceName, Path: aPath, Handler: a},
+	}
 }

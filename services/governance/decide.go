@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -153,6 +154,9 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 			IssuedAt:      timestamppb.Now(),
 		}})
 	})
+	if err == nil {
+		crashpoint.Here(crashpoint.AfterPermit)
+	}
 	return err
 }
 

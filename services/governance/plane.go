@@ -3,7 +3,9 @@
 // issues a one-time ActionPermit, denies the action, or asks a person to
 // approve it. People decide through GovernanceService; a decision binds to
 // the exact action hash, and before a permit follows an approval, policy
-// and the task's state are checked again.
+// and the task's state are checked again. With durable timers (WithTimers)
+// an approval that waits too long reminds its approvers and then suspends
+// its task.
 //
 // Every reaction is idempotent: its events have ids derived from the
 // action, and a step already on the log is reused, never recomputed.
@@ -12,6 +14,7 @@ package governance
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -21,6 +24,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance/policy"
 )
@@ -41,35 +45,75 @@ type Plane struct {
 	store     *action.Store
 	approvals *Approvals
 
-	sub    eventlog.Subscription
-	cancel context.CancelFunc
-	done   chan struct{}
+	// timers is nil when approvals wait without reminders or suspension.
+	timers *timer.Timers
+	notify Notifier
+
+	sub      eventlog.Subscription
+	timerSub timer.Subscription
+	cancel   context.CancelFunc
+	done     sync.WaitGroup
+}
+
+// Option configures a Plane.
+type Option func(*Plane)
+
+// WithTimers gives the plane durable timers: every approval it asks for
+// reminds its approvers after the task's approval_remind_after and
+// suspends the task after approval_suspend_after, unless it is decided
+// first. Without it approvals wait as long as it takes.
+func WithTimers(t *timer.Timers) Option { return func(p *Plane) { p.timers = t } }
+
+// WithNotifier sets what is told about an approval that is still waiting
+// at its reminder; the default logs a warning.
+func WithNotifier(n Notifier) Option {
+	return func(p *Plane) {
+		if n != nil {
+			p.notify = n
+		}
+	}
 }
 
 // New returns a governance plane that decides with engine, reads tool
 // contracts from tools and canonical requests from store.
-func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store) *Plane {
+func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store, opts ...Option) *Plane {
 	logger = logger.With("plane", PlaneName)
-	return &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger)}
+	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger)}
+	p.notify = p.logReminder
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Start rebuilds the approvals index, watches the policy directory, and
-// runs the plane's reactions.
+// runs the plane's reactions and, with timers, the approval timers.
 func (p *Plane) Start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
-	p.cancel, p.done = cancel, make(chan struct{})
-	go func() {
-		defer close(p.done)
-		go p.engine.Watch(bg, PolicyReloadInterval, p.logger)
-		p.log.KeepReading(bg, p.approvals)
-	}()
+	p.cancel = cancel
+	p.done.Go(func() { p.engine.Watch(bg, PolicyReloadInterval, p.logger) })
+	p.done.Go(func() { p.log.KeepReading(bg, p.approvals) })
 	if err := p.approvals.Sync(ctx, p.log); err != nil {
 		return err
 	}
-	sub, err := p.log.React(ctx, PlaneName, eventlog.Reactions{
+	reactions := eventlog.Reactions{
 		event.TypeActionProposed:  p.decide,
 		event.TypeApprovalDecided: p.afterDecision,
-	})
+	}
+	if p.timers != nil {
+		reactions[event.TypeApprovalRequired] = p.armOnRequest
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)
+		if err != nil {
+			return err
+		}
+		p.timerSub = sub
+		// Approvals asked for before timers were configured, or whose
+		// reaction was missed, get theirs now; setting one again is a
+		// no-op.
+		pending := p.approvals.List("", true)
+		p.done.Go(func() { p.armPending(bg, pending) })
+	}
+	sub, err := p.log.React(ctx, PlaneName, reactions)
 	if err != nil {
 		return err
 	}
@@ -77,14 +121,18 @@ func (p *Plane) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the reactions, the policy watch and the approvals index.
+// Stop stops the reactions, the timers, the policy watch and the
+// approvals index.
 func (p *Plane) Stop() {
+	if p.timerSub != nil {
+		p.timerSub.Stop()
+	}
 	if p.sub != nil {
 		p.sub.Stop()
 	}
 	if p.cancel != nil {
 		p.cancel()
-		<-p.done
+		p.done.Wait()
 	}
 }
 

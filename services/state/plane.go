@@ -1,6 +1,7 @@
 // Package state is the state plane: it projects task views from the log and
-// serves them (QueryService), and replays and verifies task histories for
-// auditors (AuditService).
+// serves them (QueryService), replays and verifies task histories for
+// auditors (AuditService), and marks working tasks that have gone quiet as
+// stalled (see watchdog.go).
 //
 // Where views live: in memory, rebuilt from the log on start by an ordered
 // consumer that folds every event with the same fold the control plane
@@ -37,6 +38,8 @@ type Plane struct {
 	log    *eventlog.Log
 	logger *slog.Logger
 	views  *Projection
+	// stallCheck is how often the watchdog looks for stalled tasks.
+	stallCheck time.Duration
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -48,20 +51,38 @@ type Plane struct {
 	endStreams context.CancelFunc
 }
 
+// Option configures a Plane.
+type Option func(*Plane)
+
+// WithStallCheckEvery sets how often the watchdog looks for stalled tasks;
+// the default is DefaultStallCheckEvery. A non-positive d keeps the
+// default.
+func WithStallCheckEvery(d time.Duration) Option {
+	return func(p *Plane) {
+		if d > 0 {
+			p.stallCheck = d
+		}
+	}
+}
+
 // New returns a state plane over log.
-func New(log *eventlog.Log, logger *slog.Logger) *Plane {
+func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
 	ctx, cancel := context.WithCancel(context.Background())
 	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
-	return &Plane{
-		log: log, logger: logger, views: NewProjection(logger),
+	p := &Plane{
+		log: log, logger: logger, views: NewProjection(logger), stallCheck: DefaultStallCheckEvery,
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
 }
 
 // Start begins projecting the log into views and returns once the views
 // have caught up with the log as it was at start, so that the plane never
-// serves a half-rebuilt view.
+// serves a half-rebuilt view. Then it starts the stall watchdog.
 func (p *Plane) Start(ctx context.Context) error {
 	last, err := p.log.LastTaskSequence(ctx)
 	if err != nil {
@@ -77,6 +98,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	p.logger.Info("views rebuilt from the log", "events", last, "took", time.Since(start).Round(time.Millisecond))
+	p.done.Go(func() { p.watchStalls(p.ctx) })
 	return nil
 }
 
@@ -84,7 +106,7 @@ func (p *Plane) Start(ctx context.Context) error {
 // down.
 func (p *Plane) EndStreams() { p.endStreams() }
 
-// Stop ends the projection and every open watch.
+// Stop ends the projection, the watchdog and every open watch.
 func (p *Plane) Stop() {
 	p.cancel()
 	p.done.Wait()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -36,20 +37,28 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 	if err != nil {
 		return nil, err
 	}
+	results, err := action.OpenStore(ctx, js, action.ResultBucket, m.Replicas)
+	if err != nil {
+		return nil, err
+	}
+	timers, err := timer.Open(ctx, js, timer.Config{Replicas: m.Replicas, Logger: m.logger})
+	if err != nil {
+		return nil, err
+	}
 	var planes []plane
 	for _, name := range want {
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.WithActions(tools, requests)))
+			planes = append(planes, control.New(log, m.logger, control.WithActions(tools, requests), control.WithResults(results)))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
 				return nil, fmt.Errorf("--policy-dir: %w", err)
 			}
 			m.logger.Info("policy bundle loaded", "revision", engine.Revision(), "dir", m.PolicyDir)
-			planes = append(planes, governance.New(log, m.logger, engine, tools, requests))
+			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers)))
 		case execution.PlaneName:
-			p, err := m.executionPlane(ctx, js, log, tools, requests)
+			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
 			if err != nil {
 				return nil, err
 			}
@@ -61,11 +70,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 	return planes, nil
 }
 
-func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests *action.Store) (*execution.Plane, error) {
-	results, err := action.OpenStore(ctx, js, action.ResultBucket, m.Replicas)
-	if err != nil {
-		return nil, err
-	}
+func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
 	claims, err := execution.OpenClaims(ctx, js, m.Replicas)
 	if err != nil {
 		return nil, err
@@ -96,10 +101,13 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 			worker = fmt.Sprintf("%s-%d", host, os.Getpid())
 		}
 	}
-	p := execution.New(log, m.logger, execution.Config{
-		Tools: tools, Requests: requests, Results: results, Claims: claims, Worker: worker,
+	p, err := execution.New(log, m.logger, execution.Config{
+		Tools: tools, Requests: requests, Results: results, Claims: claims, Worker: worker, Timers: timers,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
+	if err != nil {
+		return nil, err
+	}
 	if m.ToolsFile != "" {
 		if err := p.RegisterFile(ctx, m.ToolsFile); err != nil {
 			return nil, fmt.Errorf("--tools: %w", err)

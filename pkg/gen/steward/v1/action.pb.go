@@ -44,6 +44,10 @@ const (
 	ActionStatus_ACTION_STATUS_UNKNOWN ActionStatus = 12
 	// Replaced by an edited proposal before it was permitted.
 	ActionStatus_ACTION_STATUS_WITHDRAWN ActionStatus = 13
+	// Claimed, and waiting to be dispatched (again): a retry's backoff, an
+	// open circuit breaker, or a settled "not accepted". A durable timer
+	// ends the wait.
+	ActionStatus_ACTION_STATUS_WAITING ActionStatus = 14
 )
 
 // Enum value maps for ActionStatus.
@@ -63,6 +67,7 @@ var (
 		11: "ACTION_STATUS_FAILED",
 		12: "ACTION_STATUS_UNKNOWN",
 		13: "ACTION_STATUS_WITHDRAWN",
+		14: "ACTION_STATUS_WAITING",
 	}
 	ActionStatus_value = map[string]int32{
 		"ACTION_STATUS_UNSPECIFIED":       0,
@@ -79,6 +84,7 @@ var (
 		"ACTION_STATUS_FAILED":            11,
 		"ACTION_STATUS_UNKNOWN":           12,
 		"ACTION_STATUS_WITHDRAWN":         13,
+		"ACTION_STATUS_WAITING":           14,
 	}
 )
 
@@ -173,6 +179,9 @@ const (
 	FailureClass_FAILURE_CLASS_DETERMINISTIC FailureClass = 2
 	// The tool said yes but the result does not check out.
 	FailureClass_FAILURE_CLASS_VALIDATION FailureClass = 3
+	// The call went out and no answer came back: not a failure yet, only
+	// not known. Set on outcomes whose status is UNKNOWN.
+	FailureClass_FAILURE_CLASS_UNKNOWN FailureClass = 4
 )
 
 // Enum value maps for FailureClass.
@@ -182,12 +191,14 @@ var (
 		1: "FAILURE_CLASS_TRANSIENT",
 		2: "FAILURE_CLASS_DETERMINISTIC",
 		3: "FAILURE_CLASS_VALIDATION",
+		4: "FAILURE_CLASS_UNKNOWN",
 	}
 	FailureClass_value = map[string]int32{
 		"FAILURE_CLASS_UNSPECIFIED":   0,
 		"FAILURE_CLASS_TRANSIENT":     1,
 		"FAILURE_CLASS_DETERMINISTIC": 2,
 		"FAILURE_CLASS_VALIDATION":    3,
+		"FAILURE_CLASS_UNKNOWN":       4,
 	}
 )
 
@@ -216,6 +227,115 @@ func (x FailureClass) Number() protoreflect.EnumNumber {
 // Deprecated: Use FailureClass.Descriptor instead.
 func (FailureClass) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_action_proto_rawDescGZIP(), []int{2}
+}
+
+// WaitKind says what a waiting action waits for.
+type WaitKind int32
+
+const (
+	WaitKind_WAIT_KIND_UNSPECIFIED WaitKind = 0
+	// The backoff before the next attempt after a transient failure.
+	WaitKind_WAIT_KIND_RETRY WaitKind = 1
+	// The circuit breaker of the tool's service is open.
+	WaitKind_WAIT_KIND_BREAKER WaitKind = 2
+)
+
+// Enum value maps for WaitKind.
+var (
+	WaitKind_name = map[int32]string{
+		0: "WAIT_KIND_UNSPECIFIED",
+		1: "WAIT_KIND_RETRY",
+		2: "WAIT_KIND_BREAKER",
+	}
+	WaitKind_value = map[string]int32{
+		"WAIT_KIND_UNSPECIFIED": 0,
+		"WAIT_KIND_RETRY":       1,
+		"WAIT_KIND_BREAKER":     2,
+	}
+)
+
+func (x WaitKind) Enum() *WaitKind {
+	p := new(WaitKind)
+	*p = x
+	return p
+}
+
+func (x WaitKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (WaitKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_action_proto_enumTypes[3].Descriptor()
+}
+
+func (WaitKind) Type() protoreflect.EnumType {
+	return &file_steward_v1_action_proto_enumTypes[3]
+}
+
+func (x WaitKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use WaitKind.Descriptor instead.
+func (WaitKind) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{3}
+}
+
+// SettleState is the settled truth about an unknown outcome.
+type SettleState int32
+
+const (
+	SettleState_SETTLE_STATE_UNSPECIFIED SettleState = 0
+	// The tool did the work; the result is recorded.
+	SettleState_SETTLE_STATE_SUCCEEDED SettleState = 1
+	// The tool did not do the work and will not.
+	SettleState_SETTLE_STATE_FAILED SettleState = 2
+	// The tool has no record of the key and nothing is in flight: the same
+	// request may be dispatched once more, with the same op_key.
+	SettleState_SETTLE_STATE_NOT_ACCEPTED SettleState = 3
+)
+
+// Enum value maps for SettleState.
+var (
+	SettleState_name = map[int32]string{
+		0: "SETTLE_STATE_UNSPECIFIED",
+		1: "SETTLE_STATE_SUCCEEDED",
+		2: "SETTLE_STATE_FAILED",
+		3: "SETTLE_STATE_NOT_ACCEPTED",
+	}
+	SettleState_value = map[string]int32{
+		"SETTLE_STATE_UNSPECIFIED":  0,
+		"SETTLE_STATE_SUCCEEDED":    1,
+		"SETTLE_STATE_FAILED":       2,
+		"SETTLE_STATE_NOT_ACCEPTED": 3,
+	}
+)
+
+func (x SettleState) Enum() *SettleState {
+	p := new(SettleState)
+	*p = x
+	return p
+}
+
+func (x SettleState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SettleState) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_action_proto_enumTypes[4].Descriptor()
+}
+
+func (SettleState) Type() protoreflect.EnumType {
+	return &file_steward_v1_action_proto_enumTypes[4]
+}
+
+func (x SettleState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SettleState.Descriptor instead.
+func (SettleState) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{4}
 }
 
 // ApprovalDecision is a person's answer.
@@ -252,11 +372,11 @@ func (x ApprovalDecision) String() string {
 }
 
 func (ApprovalDecision) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_action_proto_enumTypes[3].Descriptor()
+	return file_steward_v1_action_proto_enumTypes[5].Descriptor()
 }
 
 func (ApprovalDecision) Type() protoreflect.EnumType {
-	return &file_steward_v1_action_proto_enumTypes[3]
+	return &file_steward_v1_action_proto_enumTypes[5]
 }
 
 func (x ApprovalDecision) Number() protoreflect.EnumNumber {
@@ -265,7 +385,7 @@ func (x ApprovalDecision) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ApprovalDecision.Descriptor instead.
 func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{5}
 }
 
 // PolicySnapshot is the result of one policy evaluation.
@@ -800,7 +920,24 @@ type Action struct {
 	ProposedAt *timestamppb.Timestamp `protobuf:"bytes,18,opt,name=proposed_at,json=proposedAt,proto3" json:"proposed_at,omitempty"`
 	UpdatedAt  *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
 	// The action this one edits, if it is an edit.
-	EditOf        string `protobuf:"bytes,20,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
+	EditOf string `protobuf:"bytes,20,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
+	// Dispatches so far, counting the current one.
+	Attempt uint32 `protobuf:"varint,21,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The retry policy in force: the tool's, narrowed by the proposal.
+	RetryPolicy *RetryPolicy `protobuf:"bytes,22,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	// Set while the action is WAITING: what for, and until when.
+	WaitKind   WaitKind               `protobuf:"varint,23,opt,name=wait_kind,json=waitKind,proto3,enum=steward.v1.WaitKind" json:"wait_kind,omitempty"`
+	WaitUntil  *timestamppb.Timestamp `protobuf:"bytes,24,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	WaitReason string                 `protobuf:"bytes,25,opt,name=wait_reason,json=waitReason,proto3" json:"wait_reason,omitempty"`
+	// The action this one undoes, if it is a compensation.
+	Compensates string `protobuf:"bytes,26,opt,name=compensates,proto3" json:"compensates,omitempty"`
+	// Who settled an unknown outcome: "status query" or a person.
+	SettledBy string `protobuf:"bytes,27,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
+	// Set once a settled "not accepted" led to a second dispatch; only one
+	// is ever allowed.
+	Redispatched bool `protobuf:"varint,28,opt,name=redispatched,proto3" json:"redispatched,omitempty"`
+	// The last heartbeat of a long call.
+	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -975,6 +1112,69 @@ func (x *Action) GetEditOf() string {
 	return ""
 }
 
+func (x *Action) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Action) GetRetryPolicy() *RetryPolicy {
+	if x != nil {
+		return x.RetryPolicy
+	}
+	return nil
+}
+
+func (x *Action) GetWaitKind() WaitKind {
+	if x != nil {
+		return x.WaitKind
+	}
+	return WaitKind_WAIT_KIND_UNSPECIFIED
+}
+
+func (x *Action) GetWaitUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitUntil
+	}
+	return nil
+}
+
+func (x *Action) GetWaitReason() string {
+	if x != nil {
+		return x.WaitReason
+	}
+	return ""
+}
+
+func (x *Action) GetCompensates() string {
+	if x != nil {
+		return x.Compensates
+	}
+	return ""
+}
+
+func (x *Action) GetSettledBy() string {
+	if x != nil {
+		return x.SettledBy
+	}
+	return ""
+}
+
+func (x *Action) GetRedispatched() bool {
+	if x != nil {
+		return x.Redispatched
+	}
+	return false
+}
+
+func (x *Action) GetLastHeartbeat() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastHeartbeat
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1039,7 +1239,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
-	"\aattempt\x18\a \x01(\rR\aattempt\"\x9b\x06\n" +
+	"\aattempt\x18\a \x01(\rR\aattempt\"\xa8\t\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1068,7 +1268,19 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"proposedAt\x129\n" +
 	"\n" +
 	"updated_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x17\n" +
-	"\aedit_of\x18\x14 \x01(\tR\x06editOf*\xa2\x03\n" +
+	"\aedit_of\x18\x14 \x01(\tR\x06editOf\x12\x18\n" +
+	"\aattempt\x18\x15 \x01(\rR\aattempt\x12:\n" +
+	"\fretry_policy\x18\x16 \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x121\n" +
+	"\twait_kind\x18\x17 \x01(\x0e2\x14.steward.v1.WaitKindR\bwaitKind\x129\n" +
+	"\n" +
+	"wait_until\x18\x18 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12\x1f\n" +
+	"\vwait_reason\x18\x19 \x01(\tR\n" +
+	"waitReason\x12 \n" +
+	"\vcompensates\x18\x1a \x01(\tR\vcompensates\x12\x1d\n" +
+	"\n" +
+	"settled_by\x18\x1b \x01(\tR\tsettledBy\x12\"\n" +
+	"\fredispatched\x18\x1c \x01(\bR\fredispatched\x12A\n" +
+	"\x0elast_heartbeat\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat*\xbd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1084,17 +1296,28 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x12\x18\n" +
 	"\x14ACTION_STATUS_FAILED\x10\v\x12\x19\n" +
 	"\x15ACTION_STATUS_UNKNOWN\x10\f\x12\x1b\n" +
-	"\x17ACTION_STATUS_WITHDRAWN\x10\r*\x8c\x01\n" +
+	"\x17ACTION_STATUS_WITHDRAWN\x10\r\x12\x19\n" +
+	"\x15ACTION_STATUS_WAITING\x10\x0e*\x8c\x01\n" +
 	"\x0ePolicyDecision\x12\x1f\n" +
 	"\x1bPOLICY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15POLICY_DECISION_ALLOW\x10\x01\x12\x18\n" +
 	"\x14POLICY_DECISION_DENY\x10\x02\x12$\n" +
-	" POLICY_DECISION_REQUIRE_APPROVAL\x10\x03*\x89\x01\n" +
+	" POLICY_DECISION_REQUIRE_APPROVAL\x10\x03*\xa4\x01\n" +
 	"\fFailureClass\x12\x1d\n" +
 	"\x19FAILURE_CLASS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17FAILURE_CLASS_TRANSIENT\x10\x01\x12\x1f\n" +
 	"\x1bFAILURE_CLASS_DETERMINISTIC\x10\x02\x12\x1c\n" +
-	"\x18FAILURE_CLASS_VALIDATION\x10\x03*r\n" +
+	"\x18FAILURE_CLASS_VALIDATION\x10\x03\x12\x19\n" +
+	"\x15FAILURE_CLASS_UNKNOWN\x10\x04*Q\n" +
+	"\bWaitKind\x12\x19\n" +
+	"\x15WAIT_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
+	"\x0fWAIT_KIND_RETRY\x10\x01\x12\x15\n" +
+	"\x11WAIT_KIND_BREAKER\x10\x02*\x7f\n" +
+	"\vSettleState\x12\x1c\n" +
+	"\x18SETTLE_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16SETTLE_STATE_SUCCEEDED\x10\x01\x12\x17\n" +
+	"\x13SETTLE_STATE_FAILED\x10\x02\x12\x1d\n" +
+	"\x19SETTLE_STATE_NOT_ACCEPTED\x10\x03*r\n" +
 	"\x10ApprovalDecision\x12!\n" +
 	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1c\n" +
@@ -1115,49 +1338,56 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 	return file_steward_v1_action_proto_rawDescData
 }
 
-var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
 var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_steward_v1_action_proto_goTypes = []any{
 	(ActionStatus)(0),             // 0: steward.v1.ActionStatus
 	(PolicyDecision)(0),           // 1: steward.v1.PolicyDecision
 	(FailureClass)(0),             // 2: steward.v1.FailureClass
-	(ApprovalDecision)(0),         // 3: steward.v1.ApprovalDecision
-	(*PolicySnapshot)(nil),        // 4: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 5: steward.v1.Approval
-	(*ActionPermit)(nil),          // 6: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 7: steward.v1.Outcome
-	(*Action)(nil),                // 8: steward.v1.Action
-	(RiskTier)(0),                 // 9: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(EffectClass)(0),              // 11: steward.v1.EffectClass
-	(DataSensitivity)(0),          // 12: steward.v1.DataSensitivity
+	(WaitKind)(0),                 // 3: steward.v1.WaitKind
+	(SettleState)(0),              // 4: steward.v1.SettleState
+	(ApprovalDecision)(0),         // 5: steward.v1.ApprovalDecision
+	(*PolicySnapshot)(nil),        // 6: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 7: steward.v1.Approval
+	(*ActionPermit)(nil),          // 8: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 9: steward.v1.Outcome
+	(*Action)(nil),                // 10: steward.v1.Action
+	(RiskTier)(0),                 // 11: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(EffectClass)(0),              // 13: steward.v1.EffectClass
+	(DataSensitivity)(0),          // 14: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),           // 15: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	9,  // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	10, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
-	11, // 3: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	12, // 4: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	10, // 5: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	3,  // 6: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	10, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	10, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	11, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	12, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	13, // 3: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	14, // 4: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	12, // 5: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	5,  // 6: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
+	12, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	12, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
 	0,  // 9: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
 	2,  // 10: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	10, // 11: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	11, // 12: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	12, // 11: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 12: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
 	0,  // 13: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	4,  // 14: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	5,  // 15: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	6,  // 16: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	7,  // 17: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	10, // 18: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	10, // 19: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	6,  // 14: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	7,  // 15: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	8,  // 16: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	9,  // 17: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	12, // 18: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	12, // 19: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 20: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 21: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	12, // 22: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	12, // 23: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -1172,7 +1402,7 @@ func file_steward_v1_action_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
-			NumEnums:      4,
+			NumEnums:      6,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -9,6 +9,7 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -21,6 +22,59 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// BreakerState is a circuit breaker's state.
+type BreakerState int32
+
+const (
+	BreakerState_BREAKER_STATE_UNSPECIFIED BreakerState = 0
+	BreakerState_BREAKER_STATE_CLOSED      BreakerState = 1
+	BreakerState_BREAKER_STATE_OPEN        BreakerState = 2
+	BreakerState_BREAKER_STATE_HALF_OPEN   BreakerState = 3
+)
+
+// Enum value maps for BreakerState.
+var (
+	BreakerState_name = map[int32]string{
+		0: "BREAKER_STATE_UNSPECIFIED",
+		1: "BREAKER_STATE_CLOSED",
+		2: "BREAKER_STATE_OPEN",
+		3: "BREAKER_STATE_HALF_OPEN",
+	}
+	BreakerState_value = map[string]int32{
+		"BREAKER_STATE_UNSPECIFIED": 0,
+		"BREAKER_STATE_CLOSED":      1,
+		"BREAKER_STATE_OPEN":        2,
+		"BREAKER_STATE_HALF_OPEN":   3,
+	}
+)
+
+func (x BreakerState) Enum() *BreakerState {
+	p := new(BreakerState)
+	*p = x
+	return p
+}
+
+func (x BreakerState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_event_proto_enumTypes[0].Descriptor()
+}
+
+func (BreakerState) Type() protoreflect.EnumType {
+	return &file_steward_v1_event_proto_enumTypes[0]
+}
+
+func (x BreakerState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use BreakerState.Descriptor instead.
+func (BreakerState) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{0}
+}
 
 // Event is the envelope of every fact on the log. Each task's events form a
 // hash chain: hash = SHA-256 of the event's canonical encoding with hash
@@ -50,6 +104,11 @@ type Event struct {
 	//	*Event_TaskPaused
 	//	*Event_TaskResumed
 	//	*Event_TaskCancelled
+	//	*Event_TaskFailed
+	//	*Event_TaskCompensating
+	//	*Event_TaskNeedsInput
+	//	*Event_TaskSuspended
+	//	*Event_TaskStalled
 	//	*Event_ActionProposed
 	//	*Event_PolicyEvaluated
 	//	*Event_ActionDenied
@@ -60,7 +119,12 @@ type Event struct {
 	//	*Event_ActionDispatched
 	//	*Event_ActionOutcomeRecorded
 	//	*Event_ActionWithdrawn
+	//	*Event_ActionWaiting
+	//	*Event_ActionSettled
+	//	*Event_ActionHeartbeat
+	//	*Event_ApprovalReminded
 	//	*Event_ToolRegistered
+	//	*Event_BreakerChanged
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -213,6 +277,51 @@ func (x *Event) GetTaskCancelled() *TaskCancelled {
 	return nil
 }
 
+func (x *Event) GetTaskFailed() *TaskFailed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskFailed); ok {
+			return x.TaskFailed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskCompensating() *TaskCompensating {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskCompensating); ok {
+			return x.TaskCompensating
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskNeedsInput() *TaskNeedsInput {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskNeedsInput); ok {
+			return x.TaskNeedsInput
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskSuspended() *TaskSuspended {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskSuspended); ok {
+			return x.TaskSuspended
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskStalled() *TaskStalled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskStalled); ok {
+			return x.TaskStalled
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetActionProposed() *ActionProposed {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ActionProposed); ok {
@@ -303,10 +412,55 @@ func (x *Event) GetActionWithdrawn() *ActionWithdrawn {
 	return nil
 }
 
+func (x *Event) GetActionWaiting() *ActionWaiting {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionWaiting); ok {
+			return x.ActionWaiting
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionSettled() *ActionSettled {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionSettled); ok {
+			return x.ActionSettled
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetActionHeartbeat() *ActionHeartbeat {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionHeartbeat); ok {
+			return x.ActionHeartbeat
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetApprovalReminded() *ApprovalReminded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ApprovalReminded); ok {
+			return x.ApprovalReminded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetToolRegistered() *ToolRegistered {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ToolRegistered); ok {
 			return x.ToolRegistered
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetBreakerChanged() *BreakerChanged {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BreakerChanged); ok {
+			return x.BreakerChanged
 		}
 	}
 	return nil
@@ -341,6 +495,26 @@ type Event_TaskResumed struct {
 
 type Event_TaskCancelled struct {
 	TaskCancelled *TaskCancelled `protobuf:"bytes,24,opt,name=task_cancelled,json=taskCancelled,proto3,oneof"`
+}
+
+type Event_TaskFailed struct {
+	TaskFailed *TaskFailed `protobuf:"bytes,25,opt,name=task_failed,json=taskFailed,proto3,oneof"`
+}
+
+type Event_TaskCompensating struct {
+	TaskCompensating *TaskCompensating `protobuf:"bytes,26,opt,name=task_compensating,json=taskCompensating,proto3,oneof"`
+}
+
+type Event_TaskNeedsInput struct {
+	TaskNeedsInput *TaskNeedsInput `protobuf:"bytes,27,opt,name=task_needs_input,json=taskNeedsInput,proto3,oneof"`
+}
+
+type Event_TaskSuspended struct {
+	TaskSuspended *TaskSuspended `protobuf:"bytes,28,opt,name=task_suspended,json=taskSuspended,proto3,oneof"`
+}
+
+type Event_TaskStalled struct {
+	TaskStalled *TaskStalled `protobuf:"bytes,29,opt,name=task_stalled,json=taskStalled,proto3,oneof"`
 }
 
 type Event_ActionProposed struct {
@@ -383,8 +557,28 @@ type Event_ActionWithdrawn struct {
 	ActionWithdrawn *ActionWithdrawn `protobuf:"bytes,39,opt,name=action_withdrawn,json=actionWithdrawn,proto3,oneof"`
 }
 
+type Event_ActionWaiting struct {
+	ActionWaiting *ActionWaiting `protobuf:"bytes,40,opt,name=action_waiting,json=actionWaiting,proto3,oneof"`
+}
+
+type Event_ActionSettled struct {
+	ActionSettled *ActionSettled `protobuf:"bytes,41,opt,name=action_settled,json=actionSettled,proto3,oneof"`
+}
+
+type Event_ActionHeartbeat struct {
+	ActionHeartbeat *ActionHeartbeat `protobuf:"bytes,42,opt,name=action_heartbeat,json=actionHeartbeat,proto3,oneof"`
+}
+
+type Event_ApprovalReminded struct {
+	ApprovalReminded *ApprovalReminded `protobuf:"bytes,43,opt,name=approval_reminded,json=approvalReminded,proto3,oneof"`
+}
+
 type Event_ToolRegistered struct {
 	ToolRegistered *ToolRegistered `protobuf:"bytes,50,opt,name=tool_registered,json=toolRegistered,proto3,oneof"`
+}
+
+type Event_BreakerChanged struct {
+	BreakerChanged *BreakerChanged `protobuf:"bytes,51,opt,name=breaker_changed,json=breakerChanged,proto3,oneof"`
 }
 
 func (*Event_TaskCreated) isEvent_Payload() {}
@@ -396,6 +590,16 @@ func (*Event_TaskPaused) isEvent_Payload() {}
 func (*Event_TaskResumed) isEvent_Payload() {}
 
 func (*Event_TaskCancelled) isEvent_Payload() {}
+
+func (*Event_TaskFailed) isEvent_Payload() {}
+
+func (*Event_TaskCompensating) isEvent_Payload() {}
+
+func (*Event_TaskNeedsInput) isEvent_Payload() {}
+
+func (*Event_TaskSuspended) isEvent_Payload() {}
+
+func (*Event_TaskStalled) isEvent_Payload() {}
 
 func (*Event_ActionProposed) isEvent_Payload() {}
 
@@ -417,7 +621,17 @@ func (*Event_ActionOutcomeRecorded) isEvent_Payload() {}
 
 func (*Event_ActionWithdrawn) isEvent_Payload() {}
 
+func (*Event_ActionWaiting) isEvent_Payload() {}
+
+func (*Event_ActionSettled) isEvent_Payload() {}
+
+func (*Event_ActionHeartbeat) isEvent_Payload() {}
+
+func (*Event_ApprovalReminded) isEvent_Payload() {}
+
 func (*Event_ToolRegistered) isEvent_Payload() {}
+
+func (*Event_BreakerChanged) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -697,6 +911,264 @@ func (x *TaskCancelled) GetReason() string {
 	return ""
 }
 
+// TaskFailed ends a task as failed (control plane).
+type TaskFailed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskFailed) Reset() {
+	*x = TaskFailed{}
+	mi := &file_steward_v1_event_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskFailed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskFailed) ProtoMessage() {}
+
+func (x *TaskFailed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskFailed.ProtoReflect.Descriptor instead.
+func (*TaskFailed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TaskFailed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// TaskCompensating starts undoing a failing or cancelled task's reversible
+// writes (control plane). The listed actions are compensated one at a
+// time, in the order given — the reverse of the order they succeeded in —
+// each by its own governed action; then the task ends as final_status.
+type TaskCompensating struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Reason string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// TASK_STATUS_FAILED or TASK_STATUS_CANCELLED.
+	FinalStatus   TaskStatus `protobuf:"varint,2,opt,name=final_status,json=finalStatus,proto3,enum=steward.v1.TaskStatus" json:"final_status,omitempty"`
+	ActionIds     []string   `protobuf:"bytes,3,rep,name=action_ids,json=actionIds,proto3" json:"action_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskCompensating) Reset() {
+	*x = TaskCompensating{}
+	mi := &file_steward_v1_event_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskCompensating) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskCompensating) ProtoMessage() {}
+
+func (x *TaskCompensating) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskCompensating.ProtoReflect.Descriptor instead.
+func (*TaskCompensating) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TaskCompensating) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskCompensating) GetFinalStatus() TaskStatus {
+	if x != nil {
+		return x.FinalStatus
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *TaskCompensating) GetActionIds() []string {
+	if x != nil {
+		return x.ActionIds
+	}
+	return nil
+}
+
+// TaskNeedsInput stops a task that a loop guard caught, until someone
+// resumes it (control plane).
+type TaskNeedsInput struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskNeedsInput) Reset() {
+	*x = TaskNeedsInput{}
+	mi := &file_steward_v1_event_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskNeedsInput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskNeedsInput) ProtoMessage() {}
+
+func (x *TaskNeedsInput) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskNeedsInput.ProtoReflect.Descriptor instead.
+func (*TaskNeedsInput) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskNeedsInput) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// TaskSuspended stops a task that a timer or a guard caught, such as an
+// approval that waited too long; it needs an explicit resume (governance
+// plane).
+type TaskSuspended struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskSuspended) Reset() {
+	*x = TaskSuspended{}
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskSuspended) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskSuspended) ProtoMessage() {}
+
+func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskSuspended.ProtoReflect.Descriptor instead.
+func (*TaskSuspended) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TaskSuspended) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// TaskStalled marks a working task that made no progress for longer than
+// its threshold (state plane). It changes no status; the task's next event
+// clears the mark.
+type TaskStalled struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	QuietSince    *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=quiet_since,json=quietSince,proto3" json:"quiet_since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskStalled) Reset() {
+	*x = TaskStalled{}
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskStalled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskStalled) ProtoMessage() {}
+
+func (x *TaskStalled) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskStalled.ProtoReflect.Descriptor instead.
+func (*TaskStalled) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TaskStalled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskStalled) GetQuietSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.QuietSince
+	}
+	return nil
+}
+
 // ActionProposed records a proposed action, canonicalised and hashed
 // (control plane).
 type ActionProposed struct {
@@ -708,7 +1180,7 @@ type ActionProposed struct {
 
 func (x *ActionProposed) Reset() {
 	*x = ActionProposed{}
-	mi := &file_steward_v1_event_proto_msgTypes[7]
+	mi := &file_steward_v1_event_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -720,7 +1192,7 @@ func (x *ActionProposed) String() string {
 func (*ActionProposed) ProtoMessage() {}
 
 func (x *ActionProposed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[7]
+	mi := &file_steward_v1_event_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -733,7 +1205,7 @@ func (x *ActionProposed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionProposed.ProtoReflect.Descriptor instead.
 func (*ActionProposed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ActionProposed) GetAction() *Action {
@@ -755,7 +1227,7 @@ type PolicyEvaluated struct {
 
 func (x *PolicyEvaluated) Reset() {
 	*x = PolicyEvaluated{}
-	mi := &file_steward_v1_event_proto_msgTypes[8]
+	mi := &file_steward_v1_event_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -767,7 +1239,7 @@ func (x *PolicyEvaluated) String() string {
 func (*PolicyEvaluated) ProtoMessage() {}
 
 func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[8]
+	mi := &file_steward_v1_event_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -780,7 +1252,7 @@ func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyEvaluated.ProtoReflect.Descriptor instead.
 func (*PolicyEvaluated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PolicyEvaluated) GetActionId() string {
@@ -809,7 +1281,7 @@ type ActionDenied struct {
 
 func (x *ActionDenied) Reset() {
 	*x = ActionDenied{}
-	mi := &file_steward_v1_event_proto_msgTypes[9]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -821,7 +1293,7 @@ func (x *ActionDenied) String() string {
 func (*ActionDenied) ProtoMessage() {}
 
 func (x *ActionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[9]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -834,7 +1306,7 @@ func (x *ActionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDenied.ProtoReflect.Descriptor instead.
 func (*ActionDenied) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ActionDenied) GetActionId() string {
@@ -869,7 +1341,7 @@ type ApprovalRequested struct {
 
 func (x *ApprovalRequested) Reset() {
 	*x = ApprovalRequested{}
-	mi := &file_steward_v1_event_proto_msgTypes[10]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -881,7 +1353,7 @@ func (x *ApprovalRequested) String() string {
 func (*ApprovalRequested) ProtoMessage() {}
 
 func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[10]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -894,7 +1366,7 @@ func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequested.ProtoReflect.Descriptor instead.
 func (*ApprovalRequested) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ApprovalRequested) GetApproval() *Approval {
@@ -919,7 +1391,7 @@ type ApprovalDecided struct {
 
 func (x *ApprovalDecided) Reset() {
 	*x = ApprovalDecided{}
-	mi := &file_steward_v1_event_proto_msgTypes[11]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -931,7 +1403,7 @@ func (x *ApprovalDecided) String() string {
 func (*ApprovalDecided) ProtoMessage() {}
 
 func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[11]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -944,7 +1416,7 @@ func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecided.ProtoReflect.Descriptor instead.
 func (*ApprovalDecided) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ApprovalDecided) GetApprovalId() string {
@@ -1000,7 +1472,7 @@ type ActionPermitted struct {
 
 func (x *ActionPermitted) Reset() {
 	*x = ActionPermitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[12]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1012,7 +1484,7 @@ func (x *ActionPermitted) String() string {
 func (*ActionPermitted) ProtoMessage() {}
 
 func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[12]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1025,7 +1497,7 @@ func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionPermitted.ProtoReflect.Descriptor instead.
 func (*ActionPermitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActionPermitted) GetPermit() *ActionPermit {
@@ -1048,7 +1520,7 @@ type ActionClaimed struct {
 
 func (x *ActionClaimed) Reset() {
 	*x = ActionClaimed{}
-	mi := &file_steward_v1_event_proto_msgTypes[13]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1060,7 +1532,7 @@ func (x *ActionClaimed) String() string {
 func (*ActionClaimed) ProtoMessage() {}
 
 func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[13]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1073,7 +1545,7 @@ func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionClaimed.ProtoReflect.Descriptor instead.
 func (*ActionClaimed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ActionClaimed) GetActionId() string {
@@ -1099,16 +1571,19 @@ func (x *ActionClaimed) GetWorker() string {
 
 // ActionDispatched records that the call is going out (execution plane).
 type ActionDispatched struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Attempt  uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The worker making the call; a retry may be made by another worker
+	// than the one that claimed the permit.
+	Worker        string `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActionDispatched) Reset() {
 	*x = ActionDispatched{}
-	mi := &file_steward_v1_event_proto_msgTypes[14]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1595,7 @@ func (x *ActionDispatched) String() string {
 func (*ActionDispatched) ProtoMessage() {}
 
 func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[14]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1608,7 @@ func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDispatched.ProtoReflect.Descriptor instead.
 func (*ActionDispatched) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ActionDispatched) GetActionId() string {
@@ -1150,6 +1625,13 @@ func (x *ActionDispatched) GetAttempt() uint32 {
 	return 0
 }
 
+func (x *ActionDispatched) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
 // ActionOutcomeRecorded records how a dispatch ended: succeeded, failed or
 // unknown (execution plane).
 type ActionOutcomeRecorded struct {
@@ -1162,7 +1644,7 @@ type ActionOutcomeRecorded struct {
 
 func (x *ActionOutcomeRecorded) Reset() {
 	*x = ActionOutcomeRecorded{}
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1174,7 +1656,7 @@ func (x *ActionOutcomeRecorded) String() string {
 func (*ActionOutcomeRecorded) ProtoMessage() {}
 
 func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1187,7 +1669,7 @@ func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionOutcomeRecorded.ProtoReflect.Descriptor instead.
 func (*ActionOutcomeRecorded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ActionOutcomeRecorded) GetActionId() string {
@@ -1217,7 +1699,7 @@ type ActionWithdrawn struct {
 
 func (x *ActionWithdrawn) Reset() {
 	*x = ActionWithdrawn{}
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1229,7 +1711,7 @@ func (x *ActionWithdrawn) String() string {
 func (*ActionWithdrawn) ProtoMessage() {}
 
 func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1242,7 +1724,7 @@ func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWithdrawn.ProtoReflect.Descriptor instead.
 func (*ActionWithdrawn) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ActionWithdrawn) GetActionId() string {
@@ -1259,6 +1741,394 @@ func (x *ActionWithdrawn) GetReplacedBy() string {
 	return ""
 }
 
+// ActionWaiting records that an action's next dispatch waits until a time:
+// a retry's backoff or an open circuit breaker (execution plane). A durable
+// timer ends the wait, so a restart neither loses nor shortens it.
+type ActionWaiting struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Kind     WaitKind               `protobuf:"varint,2,opt,name=kind,proto3,enum=steward.v1.WaitKind" json:"kind,omitempty"`
+	Until    *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=until,proto3" json:"until,omitempty"`
+	// The attempt the next dispatch will be.
+	NextAttempt   uint32 `protobuf:"varint,4,opt,name=next_attempt,json=nextAttempt,proto3" json:"next_attempt,omitempty"`
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionWaiting) Reset() {
+	*x = ActionWaiting{}
+	mi := &file_steward_v1_event_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionWaiting) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionWaiting) ProtoMessage() {}
+
+func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionWaiting.ProtoReflect.Descriptor instead.
+func (*ActionWaiting) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ActionWaiting) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionWaiting) GetKind() WaitKind {
+	if x != nil {
+		return x.Kind
+	}
+	return WaitKind_WAIT_KIND_UNSPECIFIED
+}
+
+func (x *ActionWaiting) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *ActionWaiting) GetNextAttempt() uint32 {
+	if x != nil {
+		return x.NextAttempt
+	}
+	return 0
+}
+
+func (x *ActionWaiting) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ActionSettled records the truth about an unknown outcome, from the
+// tool's status query or from a person (execution plane).
+type ActionSettled struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	State    SettleState            `protobuf:"varint,2,opt,name=state,proto3,enum=steward.v1.SettleState" json:"state,omitempty"`
+	// Succeeded: where the result is, and its hash.
+	ResultRef  string `protobuf:"bytes,3,opt,name=result_ref,json=resultRef,proto3" json:"result_ref,omitempty"`
+	ResultHash string `protobuf:"bytes,4,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
+	Reason     string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// "status query", or the principal who settled it.
+	SettledBy     string `protobuf:"bytes,6,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionSettled) Reset() {
+	*x = ActionSettled{}
+	mi := &file_steward_v1_event_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionSettled) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionSettled) ProtoMessage() {}
+
+func (x *ActionSettled) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionSettled.ProtoReflect.Descriptor instead.
+func (*ActionSettled) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *ActionSettled) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionSettled) GetState() SettleState {
+	if x != nil {
+		return x.State
+	}
+	return SettleState_SETTLE_STATE_UNSPECIFIED
+}
+
+func (x *ActionSettled) GetResultRef() string {
+	if x != nil {
+		return x.ResultRef
+	}
+	return ""
+}
+
+func (x *ActionSettled) GetResultHash() string {
+	if x != nil {
+		return x.ResultHash
+	}
+	return ""
+}
+
+func (x *ActionSettled) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ActionSettled) GetSettledBy() string {
+	if x != nil {
+		return x.SettledBy
+	}
+	return ""
+}
+
+// ActionHeartbeat records that a long call is still going (execution
+// plane).
+type ActionHeartbeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Beat          uint32                 `protobuf:"varint,3,opt,name=beat,proto3" json:"beat,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionHeartbeat) Reset() {
+	*x = ActionHeartbeat{}
+	mi := &file_steward_v1_event_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionHeartbeat) ProtoMessage() {}
+
+func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionHeartbeat.ProtoReflect.Descriptor instead.
+func (*ActionHeartbeat) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ActionHeartbeat) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionHeartbeat) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *ActionHeartbeat) GetBeat() uint32 {
+	if x != nil {
+		return x.Beat
+	}
+	return 0
+}
+
+// ApprovalReminded records that an approval waited past its reminder
+// threshold and its approvers were reminded (governance plane).
+type ApprovalReminded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ApprovalId    string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Waited        *durationpb.Duration   `protobuf:"bytes,3,opt,name=waited,proto3" json:"waited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalReminded) Reset() {
+	*x = ApprovalReminded{}
+	mi := &file_steward_v1_event_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalReminded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalReminded) ProtoMessage() {}
+
+func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalReminded.ProtoReflect.Descriptor instead.
+func (*ApprovalReminded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ApprovalReminded) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ApprovalReminded) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ApprovalReminded) GetWaited() *durationpb.Duration {
+	if x != nil {
+		return x.Waited
+	}
+	return nil
+}
+
+// BreakerChanged records a change of one worker's circuit breaker for a
+// service key (execution plane). It lives on the service's own subject,
+// steward.service.<key>, not a task's.
+type BreakerChanged struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ServiceKey string                 `protobuf:"bytes,1,opt,name=service_key,json=serviceKey,proto3" json:"service_key,omitempty"`
+	From       BreakerState           `protobuf:"varint,2,opt,name=from,proto3,enum=steward.v1.BreakerState" json:"from,omitempty"`
+	To         BreakerState           `protobuf:"varint,3,opt,name=to,proto3,enum=steward.v1.BreakerState" json:"to,omitempty"`
+	Requests   uint32                 `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
+	Failures   uint32                 `protobuf:"varint,5,opt,name=failures,proto3" json:"failures,omitempty"`
+	// When open: the end of the cool-down.
+	Until         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	Worker        string                 `protobuf:"bytes,7,opt,name=worker,proto3" json:"worker,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BreakerChanged) Reset() {
+	*x = BreakerChanged{}
+	mi := &file_steward_v1_event_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BreakerChanged) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BreakerChanged) ProtoMessage() {}
+
+func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
+func (*BreakerChanged) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BreakerChanged) GetServiceKey() string {
+	if x != nil {
+		return x.ServiceKey
+	}
+	return ""
+}
+
+func (x *BreakerChanged) GetFrom() BreakerState {
+	if x != nil {
+		return x.From
+	}
+	return BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *BreakerChanged) GetTo() BreakerState {
+	if x != nil {
+		return x.To
+	}
+	return BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *BreakerChanged) GetRequests() uint32 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *BreakerChanged) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *BreakerChanged) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *BreakerChanged) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
 // ToolRegistered records a tool version in the registry (execution plane).
 // It lives on the tool's own subject, steward.tool.<name>, not a task's.
 type ToolRegistered struct {
@@ -1270,7 +2140,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1282,7 +2152,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1295,7 +2165,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -1316,7 +2186,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +2198,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +2211,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -1363,7 +2233,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc3\v\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xfb\x10\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -1379,7 +2249,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vtask_paused\x18\x16 \x01(\v2\x16.steward.v1.TaskPausedH\x00R\n" +
 	"taskPaused\x12<\n" +
 	"\ftask_resumed\x18\x17 \x01(\v2\x17.steward.v1.TaskResumedH\x00R\vtaskResumed\x12B\n" +
-	"\x0etask_cancelled\x18\x18 \x01(\v2\x19.steward.v1.TaskCancelledH\x00R\rtaskCancelled\x12E\n" +
+	"\x0etask_cancelled\x18\x18 \x01(\v2\x19.steward.v1.TaskCancelledH\x00R\rtaskCancelled\x129\n" +
+	"\vtask_failed\x18\x19 \x01(\v2\x16.steward.v1.TaskFailedH\x00R\n" +
+	"taskFailed\x12K\n" +
+	"\x11task_compensating\x18\x1a \x01(\v2\x1c.steward.v1.TaskCompensatingH\x00R\x10taskCompensating\x12F\n" +
+	"\x10task_needs_input\x18\x1b \x01(\v2\x1a.steward.v1.TaskNeedsInputH\x00R\x0etaskNeedsInput\x12B\n" +
+	"\x0etask_suspended\x18\x1c \x01(\v2\x19.steward.v1.TaskSuspendedH\x00R\rtaskSuspended\x12<\n" +
+	"\ftask_stalled\x18\x1d \x01(\v2\x17.steward.v1.TaskStalledH\x00R\vtaskStalled\x12E\n" +
 	"\x0faction_proposed\x18\x1e \x01(\v2\x1a.steward.v1.ActionProposedH\x00R\x0eactionProposed\x12H\n" +
 	"\x10policy_evaluated\x18\x1f \x01(\v2\x1b.steward.v1.PolicyEvaluatedH\x00R\x0fpolicyEvaluated\x12?\n" +
 	"\raction_denied\x18  \x01(\v2\x18.steward.v1.ActionDeniedH\x00R\factionDenied\x12N\n" +
@@ -1389,8 +2265,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eaction_claimed\x18$ \x01(\v2\x19.steward.v1.ActionClaimedH\x00R\ractionClaimed\x12K\n" +
 	"\x11action_dispatched\x18% \x01(\v2\x1c.steward.v1.ActionDispatchedH\x00R\x10actionDispatched\x12[\n" +
 	"\x17action_outcome_recorded\x18& \x01(\v2!.steward.v1.ActionOutcomeRecordedH\x00R\x15actionOutcomeRecorded\x12H\n" +
-	"\x10action_withdrawn\x18' \x01(\v2\x1b.steward.v1.ActionWithdrawnH\x00R\x0factionWithdrawn\x12E\n" +
-	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12\x12\n" +
+	"\x10action_withdrawn\x18' \x01(\v2\x1b.steward.v1.ActionWithdrawnH\x00R\x0factionWithdrawn\x12B\n" +
+	"\x0eaction_waiting\x18( \x01(\v2\x19.steward.v1.ActionWaitingH\x00R\ractionWaiting\x12B\n" +
+	"\x0eaction_settled\x18) \x01(\v2\x19.steward.v1.ActionSettledH\x00R\ractionSettled\x12H\n" +
+	"\x10action_heartbeat\x18* \x01(\v2\x1b.steward.v1.ActionHeartbeatH\x00R\x0factionHeartbeat\x12K\n" +
+	"\x11approval_reminded\x18+ \x01(\v2\x1c.steward.v1.ApprovalRemindedH\x00R\x10approvalReminded\x12E\n" +
+	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12E\n" +
+	"\x0fbreaker_changed\x183 \x01(\v2\x1a.steward.v1.BreakerChangedH\x00R\x0ebreakerChanged\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -1407,7 +2288,23 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vTaskResumed\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"'\n" +
 	"\rTaskCancelled\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"<\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"$\n" +
+	"\n" +
+	"TaskFailed\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x84\x01\n" +
+	"\x10TaskCompensating\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x129\n" +
+	"\ffinal_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12\x1d\n" +
+	"\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\"(\n" +
+	"\x0eTaskNeedsInput\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"'\n" +
+	"\rTaskSuspended\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
+	"\vTaskStalled\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12;\n" +
+	"\vquiet_since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"quietSince\"<\n" +
 	"\x0eActionProposed\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\"f\n" +
 	"\x0fPolicyEvaluated\x12\x1b\n" +
@@ -1435,22 +2332,62 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rActionClaimed\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
 	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x12\x16\n" +
-	"\x06worker\x18\x03 \x01(\tR\x06worker\"I\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\"a\n" +
 	"\x10ActionDispatched\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x18\n" +
-	"\aattempt\x18\x02 \x01(\rR\aattempt\"c\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\"c\n" +
 	"\x15ActionOutcomeRecorded\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"O\n" +
 	"\x0fActionWithdrawn\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vreplaced_by\x18\x02 \x01(\tR\n" +
-	"replacedBy\"F\n" +
+	"replacedBy\"\xc3\x01\n" +
+	"\rActionWaiting\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12(\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x14.steward.v1.WaitKindR\x04kind\x120\n" +
+	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12!\n" +
+	"\fnext_attempt\x18\x04 \x01(\rR\vnextAttempt\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xd2\x01\n" +
+	"\rActionSettled\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
+	"\x05state\x18\x02 \x01(\x0e2\x17.steward.v1.SettleStateR\x05state\x12\x1d\n" +
+	"\n" +
+	"result_ref\x18\x03 \x01(\tR\tresultRef\x12\x1f\n" +
+	"\vresult_hash\x18\x04 \x01(\tR\n" +
+	"resultHash\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"settled_by\x18\x06 \x01(\tR\tsettledBy\"\\\n" +
+	"\x0fActionHeartbeat\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x12\n" +
+	"\x04beat\x18\x03 \x01(\rR\x04beat\"\x83\x01\n" +
+	"\x10ApprovalReminded\x12\x1f\n" +
+	"\vapproval_id\x18\x01 \x01(\tR\n" +
+	"approvalId\x12\x1b\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\x121\n" +
+	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\x8b\x02\n" +
+	"\x0eBreakerChanged\x12\x1f\n" +
+	"\vservice_key\x18\x01 \x01(\tR\n" +
+	"serviceKey\x12,\n" +
+	"\x04from\x18\x02 \x01(\x0e2\x18.steward.v1.BreakerStateR\x04from\x12(\n" +
+	"\x02to\x18\x03 \x01(\x0e2\x18.steward.v1.BreakerStateR\x02to\x12\x1a\n" +
+	"\brequests\x18\x04 \x01(\rR\brequests\x12\x1a\n" +
+	"\bfailures\x18\x05 \x01(\rR\bfailures\x120\n" +
+	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x16\n" +
+	"\x06worker\x18\a \x01(\tR\x06worker\"F\n" +
 	"\x0eToolRegistered\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12'\n" +
-	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05eventB\xa2\x01\n" +
+	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event*|\n" +
+	"\fBreakerState\x12\x1d\n" +
+	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
+	"\x12BREAKER_STATE_OPEN\x10\x02\x12\x1b\n" +
+	"\x17BREAKER_STATE_HALF_OPEN\x10\x03B\xa2\x01\n" +
 	"\x0ecom.steward.v1B\n" +
 	"EventProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
@@ -1468,70 +2405,105 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 	return file_steward_v1_event_proto_rawDescData
 }
 
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_steward_v1_event_proto_goTypes = []any{
-	(*Event)(nil),                 // 0: steward.v1.Event
-	(*Actor)(nil),                 // 1: steward.v1.Actor
-	(*TaskCreated)(nil),           // 2: steward.v1.TaskCreated
-	(*TaskStarted)(nil),           // 3: steward.v1.TaskStarted
-	(*TaskPaused)(nil),            // 4: steward.v1.TaskPaused
-	(*TaskResumed)(nil),           // 5: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),         // 6: steward.v1.TaskCancelled
-	(*ActionProposed)(nil),        // 7: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),       // 8: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),          // 9: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),     // 10: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),       // 11: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),       // 12: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),         // 13: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),      // 14: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil), // 15: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),       // 16: steward.v1.ActionWithdrawn
-	(*ToolRegistered)(nil),        // 17: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 18: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 20: steward.v1.TaskContract
-	(*Action)(nil),                // 21: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 22: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 23: steward.v1.Approval
-	(ApprovalDecision)(0),         // 24: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 25: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 26: steward.v1.Outcome
-	(*ToolContract)(nil),          // 27: steward.v1.ToolContract
+	(BreakerState)(0),             // 0: steward.v1.BreakerState
+	(*Event)(nil),                 // 1: steward.v1.Event
+	(*Actor)(nil),                 // 2: steward.v1.Actor
+	(*TaskCreated)(nil),           // 3: steward.v1.TaskCreated
+	(*TaskStarted)(nil),           // 4: steward.v1.TaskStarted
+	(*TaskPaused)(nil),            // 5: steward.v1.TaskPaused
+	(*TaskResumed)(nil),           // 6: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),         // 7: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),            // 8: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),      // 9: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),        // 10: steward.v1.TaskNeedsInput
+	(*TaskSuspended)(nil),         // 11: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),           // 12: steward.v1.TaskStalled
+	(*ActionProposed)(nil),        // 13: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),       // 14: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),          // 15: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),     // 16: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),       // 17: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),       // 18: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),         // 19: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),      // 20: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil), // 21: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),       // 22: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),         // 23: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),         // 24: steward.v1.ActionSettled
+	(*ActionHeartbeat)(nil),       // 25: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),      // 26: steward.v1.ApprovalReminded
+	(*BreakerChanged)(nil),        // 27: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),        // 28: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 29: steward.v1.EventRecord
+	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 31: steward.v1.TaskContract
+	(TaskStatus)(0),               // 32: steward.v1.TaskStatus
+	(*Action)(nil),                // 33: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 34: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 35: steward.v1.Approval
+	(ApprovalDecision)(0),         // 36: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 37: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 38: steward.v1.Outcome
+	(WaitKind)(0),                 // 39: steward.v1.WaitKind
+	(SettleState)(0),              // 40: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 41: google.protobuf.Duration
+	(*ToolContract)(nil),          // 42: steward.v1.ToolContract
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	19, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
-	1,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
-	2,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
-	3,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
-	4,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
-	5,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
-	6,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
-	7,  // 7: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	8,  // 8: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	9,  // 9: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	10, // 10: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	11, // 11: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	12, // 12: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	13, // 13: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	14, // 14: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	15, // 15: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	16, // 16: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	17, // 17: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	20, // 18: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	21, // 19: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	22, // 20: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	23, // 21: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	24, // 22: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	25, // 23: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	26, // 24: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	27, // 25: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	0,  // 26: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	30, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
+	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
+	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
+	5,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
+	6,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
+	7,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
+	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
+	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
+	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
+	11, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	12, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	13, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	14, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	15, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	16, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	17, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	18, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	19, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	20, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	21, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	22, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	23, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	24, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	25, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	26, // 25: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	28, // 26: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	27, // 27: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	31, // 28: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	32, // 29: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	30, // 30: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	33, // 31: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	34, // 32: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	35, // 33: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	36, // 34: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	37, // 35: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	38, // 36: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	39, // 37: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	30, // 38: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	40, // 39: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	41, // 40: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 41: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 42: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	30, // 43: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	42, // 44: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 45: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -1548,6 +2520,11 @@ func file_steward_v1_event_proto_init() {
 		(*Event_TaskPaused)(nil),
 		(*Event_TaskResumed)(nil),
 		(*Event_TaskCancelled)(nil),
+		(*Event_TaskFailed)(nil),
+		(*Event_TaskCompensating)(nil),
+		(*Event_TaskNeedsInput)(nil),
+		(*Event_TaskSuspended)(nil),
+		(*Event_TaskStalled)(nil),
 		(*Event_ActionProposed)(nil),
 		(*Event_PolicyEvaluated)(nil),
 		(*Event_ActionDenied)(nil),
@@ -1558,20 +2535,26 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ActionDispatched)(nil),
 		(*Event_ActionOutcomeRecorded)(nil),
 		(*Event_ActionWithdrawn)(nil),
+		(*Event_ActionWaiting)(nil),
+		(*Event_ActionSettled)(nil),
+		(*Event_ActionHeartbeat)(nil),
+		(*Event_ApprovalReminded)(nil),
 		(*Event_ToolRegistered)(nil),
+		(*Event_BreakerChanged)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   19,
+			NumEnums:      1,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_steward_v1_event_proto_goTypes,
 		DependencyIndexes: file_steward_v1_event_proto_depIdxs,
+		EnumInfos:         file_steward_v1_event_proto_enumTypes,
 		MessageInfos:      file_steward_v1_event_proto_msgTypes,
 	}.Build()
 	File_steward_v1_event_proto = out.File

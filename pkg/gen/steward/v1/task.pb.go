@@ -9,6 +9,7 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -621,6 +622,8 @@ type TaskContract struct {
 	AcceptanceCriteria  []*AcceptanceCriterion `protobuf:"bytes,15,rep,name=acceptance_criteria,json=acceptanceCriteria,proto3" json:"acceptance_criteria,omitempty"`
 	RecoveryPolicy      *RecoveryPolicy        `protobuf:"bytes,16,opt,name=recovery_policy,json=recoveryPolicy,proto3" json:"recovery_policy,omitempty"`
 	InputSnapshot       *InputSnapshot         `protobuf:"bytes,17,opt,name=input_snapshot,json=inputSnapshot,proto3" json:"input_snapshot,omitempty"`
+	Limits              *TaskLimits            `protobuf:"bytes,18,opt,name=limits,proto3" json:"limits,omitempty"`
+	Timers              *TaskTimers            `protobuf:"bytes,19,opt,name=timers,proto3" json:"timers,omitempty"`
 	unknownFields       protoimpl.UnknownFields
 	sizeCache           protoimpl.SizeCache
 }
@@ -774,6 +777,203 @@ func (x *TaskContract) GetInputSnapshot() *InputSnapshot {
 	return nil
 }
 
+func (x *TaskContract) GetLimits() *TaskLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *TaskContract) GetTimers() *TaskTimers {
+	if x != nil {
+		return x.Timers
+	}
+	return nil
+}
+
+// TaskLimits are the task's loop guards. Zero means the default (README).
+type TaskLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The most actions the task may propose, edits included.
+	MaxActions uint32 `protobuf:"varint,1,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
+	// The same failure (tool, target, class, reason) this many times in a
+	// row stops the task with a request for help instead of trying again.
+	MaxSameFailures uint32 `protobuf:"varint,2,opt,name=max_same_failures,json=maxSameFailures,proto3" json:"max_same_failures,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TaskLimits) Reset() {
+	*x = TaskLimits{}
+	mi := &file_steward_v1_task_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskLimits) ProtoMessage() {}
+
+func (x *TaskLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
+func (*TaskLimits) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TaskLimits) GetMaxActions() uint32 {
+	if x != nil {
+		return x.MaxActions
+	}
+	return 0
+}
+
+func (x *TaskLimits) GetMaxSameFailures() uint32 {
+	if x != nil {
+		return x.MaxSameFailures
+	}
+	return 0
+}
+
+// TaskTimers are the task's durable deadlines. Zero means the default
+// (README).
+type TaskTimers struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// An approval open this long reminds its approvers.
+	ApprovalRemindAfter *durationpb.Duration `protobuf:"bytes,1,opt,name=approval_remind_after,json=approvalRemindAfter,proto3" json:"approval_remind_after,omitempty"`
+	// An approval open this long suspends the task.
+	ApprovalSuspendAfter *durationpb.Duration `protobuf:"bytes,2,opt,name=approval_suspend_after,json=approvalSuspendAfter,proto3" json:"approval_suspend_after,omitempty"`
+	// A working task with no event for this long is marked stalled.
+	StallAfter    *durationpb.Duration `protobuf:"bytes,3,opt,name=stall_after,json=stallAfter,proto3" json:"stall_after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskTimers) Reset() {
+	*x = TaskTimers{}
+	mi := &file_steward_v1_task_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskTimers) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskTimers) ProtoMessage() {}
+
+func (x *TaskTimers) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskTimers.ProtoReflect.Descriptor instead.
+func (*TaskTimers) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TaskTimers) GetApprovalRemindAfter() *durationpb.Duration {
+	if x != nil {
+		return x.ApprovalRemindAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetApprovalSuspendAfter() *durationpb.Duration {
+	if x != nil {
+		return x.ApprovalSuspendAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetStallAfter() *durationpb.Duration {
+	if x != nil {
+		return x.StallAfter
+	}
+	return nil
+}
+
+// TaskProgress is what a task has done and what is left: every action
+// that is not withdrawn is in exactly one list.
+type TaskProgress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Done          []string               `protobuf:"bytes,1,rep,name=done,proto3" json:"done,omitempty"`
+	Failed        []string               `protobuf:"bytes,2,rep,name=failed,proto3" json:"failed,omitempty"`
+	Remaining     []string               `protobuf:"bytes,3,rep,name=remaining,proto3" json:"remaining,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskProgress) Reset() {
+	*x = TaskProgress{}
+	mi := &file_steward_v1_task_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskProgress) ProtoMessage() {}
+
+func (x *TaskProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskProgress.ProtoReflect.Descriptor instead.
+func (*TaskProgress) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TaskProgress) GetDone() []string {
+	if x != nil {
+		return x.Done
+	}
+	return nil
+}
+
+func (x *TaskProgress) GetFailed() []string {
+	if x != nil {
+		return x.Failed
+	}
+	return nil
+}
+
+func (x *TaskProgress) GetRemaining() []string {
+	if x != nil {
+		return x.Remaining
+	}
+	return nil
+}
+
 // Task is a task as folded from its events: the same value for the control
 // plane, the state plane and an auditor's offline replay.
 type Task struct {
@@ -794,14 +994,22 @@ type Task struct {
 	// The request id the task was created with, if any.
 	RequestId string `protobuf:"bytes,10,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The action ledger, in order of proposal.
-	Actions       []*Action `protobuf:"bytes,11,rep,name=actions,proto3" json:"actions,omitempty"`
+	Actions  []*Action     `protobuf:"bytes,11,rep,name=actions,proto3" json:"actions,omitempty"`
+	Progress *TaskProgress `protobuf:"bytes,12,opt,name=progress,proto3" json:"progress,omitempty"`
+	// Set while the task is marked stalled.
+	StalledSince  *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=stalled_since,json=stalledSince,proto3" json:"stalled_since,omitempty"`
+	StalledReason string                 `protobuf:"bytes,14,opt,name=stalled_reason,json=stalledReason,proto3" json:"stalled_reason,omitempty"`
+	// While compensating: how the task ends, and the actions still to undo
+	// in the order they are undone.
+	FinalStatus   TaskStatus `protobuf:"varint,15,opt,name=final_status,json=finalStatus,proto3,enum=steward.v1.TaskStatus" json:"final_status,omitempty"`
+	Compensations []string   `protobuf:"bytes,16,rep,name=compensations,proto3" json:"compensations,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_steward_v1_task_proto_msgTypes[8]
+	mi := &file_steward_v1_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -813,7 +1021,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[8]
+	mi := &file_steward_v1_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -826,7 +1034,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Task) GetContract() *TaskContract {
@@ -906,12 +1114,47 @@ func (x *Task) GetActions() []*Action {
 	return nil
 }
 
+func (x *Task) GetProgress() *TaskProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *Task) GetStalledSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StalledSince
+	}
+	return nil
+}
+
+func (x *Task) GetStalledReason() string {
+	if x != nil {
+		return x.StalledReason
+	}
+	return ""
+}
+
+func (x *Task) GetFinalStatus() TaskStatus {
+	if x != nil {
+		return x.FinalStatus
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *Task) GetCompensations() []string {
+	if x != nil {
+		return x.Compensations
+	}
+	return nil
+}
+
 var File_steward_v1_task_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
@@ -948,7 +1191,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xd4\x06\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xb4\a\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -967,7 +1210,24 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\rallowed_tools\x18\x0e \x03(\tR\fallowedTools\x12P\n" +
 	"\x13acceptance_criteria\x18\x0f \x03(\v2\x1f.steward.v1.AcceptanceCriterionR\x12acceptanceCriteria\x12C\n" +
 	"\x0frecovery_policy\x18\x10 \x01(\v2\x1a.steward.v1.RecoveryPolicyR\x0erecoveryPolicy\x12@\n" +
-	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\"\xf0\x03\n" +
+	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\x12.\n" +
+	"\x06limits\x18\x12 \x01(\v2\x16.steward.v1.TaskLimitsR\x06limits\x12.\n" +
+	"\x06timers\x18\x13 \x01(\v2\x16.steward.v1.TaskTimersR\x06timers\"Y\n" +
+	"\n" +
+	"TaskLimits\x12\x1f\n" +
+	"\vmax_actions\x18\x01 \x01(\rR\n" +
+	"maxActions\x12*\n" +
+	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xe8\x01\n" +
+	"\n" +
+	"TaskTimers\x12M\n" +
+	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
+	"\x16approval_suspend_after\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x14approvalSuspendAfter\x12:\n" +
+	"\vstall_after\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"stallAfter\"X\n" +
+	"\fTaskProgress\x12\x12\n" +
+	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
+	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xef\x05\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -985,7 +1245,12 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\n" +
 	" \x01(\tR\trequestId\x12,\n" +
-	"\aactions\x18\v \x03(\v2\x12.steward.v1.ActionR\aactions*\xf9\x02\n" +
+	"\aactions\x18\v \x03(\v2\x12.steward.v1.ActionR\aactions\x124\n" +
+	"\bprogress\x18\f \x01(\v2\x18.steward.v1.TaskProgressR\bprogress\x12?\n" +
+	"\rstalled_since\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fstalledSince\x12%\n" +
+	"\x0estalled_reason\x18\x0e \x01(\tR\rstalledReason\x129\n" +
+	"\ffinal_status\x18\x0f \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12$\n" +
+	"\rcompensations\x18\x10 \x03(\tR\rcompensations*\xf9\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1024,7 +1289,7 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(RecoveryMode)(0),             // 1: steward.v1.RecoveryMode
@@ -1036,35 +1301,47 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*RecoveryPolicy)(nil),        // 7: steward.v1.RecoveryPolicy
 	(*InputSnapshot)(nil),         // 8: steward.v1.InputSnapshot
 	(*TaskContract)(nil),          // 9: steward.v1.TaskContract
-	(*Task)(nil),                  // 10: steward.v1.Task
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 12: steward.v1.RiskTier
-	(*Action)(nil),                // 13: steward.v1.Action
+	(*TaskLimits)(nil),            // 10: steward.v1.TaskLimits
+	(*TaskTimers)(nil),            // 11: steward.v1.TaskTimers
+	(*TaskProgress)(nil),          // 12: steward.v1.TaskProgress
+	(*Task)(nil),                  // 13: steward.v1.Task
+	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 15: steward.v1.RiskTier
+	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(*Action)(nil),                // 17: steward.v1.Action
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	3,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	11, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	14, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
 	5,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
 	4,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
 	2,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	11, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	14, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
 	5,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	12, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	15, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
 	6,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
 	7,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
 	8,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	9,  // 12: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
-	0,  // 13: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	11, // 14: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	11, // 15: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 16: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	13, // 17: steward.v1.Task.actions:type_name -> steward.v1.Action
-	18, // [18:18] is the sub-list for method output_type
-	18, // [18:18] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	10, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
+	11, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
+	16, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	16, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	16, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	9,  // 17: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	0,  // 18: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
+	14, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	14, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 21: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
+	17, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
+	12, // 23: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	14, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	0,  // 25: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1080,7 +1357,7 @@ func file_steward_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

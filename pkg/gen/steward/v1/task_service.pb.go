@@ -36,7 +36,10 @@ type ProposeActionRequest struct {
 	Params *structpb.Struct `protobuf:"bytes,6,opt,name=params,proto3" json:"params,omitempty"`
 	// Set to an existing action's id to propose an edited version of it:
 	// a new action with new hashes, which goes through policy again.
-	EditOf        string `protobuf:"bytes,7,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
+	EditOf string `protobuf:"bytes,7,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
+	// Narrows the tool's retry policy for this action; a field may only be
+	// lowered, never raised past the tool's.
+	RetryPolicy   *RetryPolicy `protobuf:"bytes,8,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -118,6 +121,13 @@ func (x *ProposeActionRequest) GetEditOf() string {
 		return x.EditOf
 	}
 	return ""
+}
+
+func (x *ProposeActionRequest) GetRetryPolicy() *RetryPolicy {
+	if x != nil {
+		return x.RetryPolicy
+	}
+	return nil
 }
 
 type ProposeActionResponse struct {
@@ -597,12 +607,117 @@ func (x *ResumeTaskResponse) GetTask() *Task {
 	return nil
 }
 
+type FailTaskRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Client-chosen id that makes the call safe to retry.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailTaskRequest) Reset() {
+	*x = FailTaskRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailTaskRequest) ProtoMessage() {}
+
+func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
+func (*FailTaskRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *FailTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *FailTaskRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *FailTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type FailTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FailTaskResponse) Reset() {
+	*x = FailTaskResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FailTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FailTaskResponse) ProtoMessage() {}
+
+func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
+func (*FailTaskResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *FailTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\"\xe9\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa5\x02\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -611,7 +726,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\ftool_version\x18\x04 \x01(\tR\vtoolVersion\x12\x16\n" +
 	"\x06target\x18\x05 \x01(\tR\x06target\x12/\n" +
 	"\x06params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x17\n" +
-	"\aedit_of\x18\a \x01(\tR\x06editOf\"]\n" +
+	"\aedit_of\x18\a \x01(\tR\x06editOf\x12:\n" +
+	"\fretry_policy\x18\b \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\"]\n" +
 	"\x15ProposeActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +
@@ -642,7 +758,14 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\":\n" +
 	"\x12ResumeTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x9e\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"a\n" +
+	"\x0fFailTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"8\n" +
+	"\x10FailTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xe7\x03\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -650,7 +773,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"CancelTask\x12\x1d.steward.v1.CancelTaskRequest\x1a\x1e.steward.v1.CancelTaskResponse\"\x00\x12J\n" +
 	"\tPauseTask\x12\x1c.steward.v1.PauseTaskRequest\x1a\x1d.steward.v1.PauseTaskResponse\"\x00\x12M\n" +
 	"\n" +
-	"ResumeTask\x12\x1d.steward.v1.ResumeTaskRequest\x1a\x1e.steward.v1.ResumeTaskResponse\"\x00\x12V\n" +
+	"ResumeTask\x12\x1d.steward.v1.ResumeTaskRequest\x1a\x1e.steward.v1.ResumeTaskResponse\"\x00\x12G\n" +
+	"\bFailTask\x12\x1b.steward.v1.FailTaskRequest\x1a\x1c.steward.v1.FailTaskResponse\"\x00\x12V\n" +
 	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
@@ -668,7 +792,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ProposeActionRequest)(nil),  // 0: steward.v1.ProposeActionRequest
 	(*ProposeActionResponse)(nil), // 1: steward.v1.ProposeActionResponse
@@ -680,34 +804,41 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*PauseTaskResponse)(nil),     // 7: steward.v1.PauseTaskResponse
 	(*ResumeTaskRequest)(nil),     // 8: steward.v1.ResumeTaskRequest
 	(*ResumeTaskResponse)(nil),    // 9: steward.v1.ResumeTaskResponse
-	(*structpb.Struct)(nil),       // 10: google.protobuf.Struct
-	(*Action)(nil),                // 11: steward.v1.Action
-	(*TaskContract)(nil),          // 12: steward.v1.TaskContract
-	(*Task)(nil),                  // 13: steward.v1.Task
+	(*FailTaskRequest)(nil),       // 10: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),      // 11: steward.v1.FailTaskResponse
+	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
+	(*RetryPolicy)(nil),           // 13: steward.v1.RetryPolicy
+	(*Action)(nil),                // 14: steward.v1.Action
+	(*TaskContract)(nil),          // 15: steward.v1.TaskContract
+	(*Task)(nil),                  // 16: steward.v1.Task
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	10, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	11, // 1: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	12, // 2: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	13, // 3: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	13, // 4: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	13, // 5: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	13, // 6: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	2,  // 7: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	4,  // 8: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	6,  // 9: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	8,  // 10: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	0,  // 11: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	3,  // 12: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	5,  // 13: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	7,  // 14: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	9,  // 15: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	1,  // 16: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	12, // [12:17] is the sub-list for method output_type
-	7,  // [7:12] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	12, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	13, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	14, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	15, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	16, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	16, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	16, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	16, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	16, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	2,  // 9: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	4,  // 10: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	6,  // 11: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	8,  // 12: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	10, // 13: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	0,  // 14: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	3,  // 15: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	5,  // 16: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	7,  // 17: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	9,  // 18: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	11, // 19: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	1,  // 20: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	15, // [15:21] is the sub-list for method output_type
+	9,  // [9:15] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -717,13 +848,14 @@ func file_steward_v1_task_service_proto_init() {
 	}
 	file_steward_v1_action_proto_init()
 	file_steward_v1_task_proto_init()
+	file_steward_v1_tool_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -452,8 +452,12 @@ type ToolContract struct {
 	DefaultApproval  ApprovalRule         `protobuf:"varint,11,opt,name=default_approval,json=defaultApproval,proto3,enum=steward.v1.ApprovalRule" json:"default_approval,omitempty"`
 	Timeout          *durationpb.Duration `protobuf:"bytes,12,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	RetryPolicy      *RetryPolicy         `protobuf:"bytes,13,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
-	// The circuit breaker counts failures against this key.
+	// The circuit breaker counts failures against this key; the tool's name
+	// when empty.
 	ServiceKey string `protobuf:"bytes,14,opt,name=service_key,json=serviceKey,proto3" json:"service_key,omitempty"`
+	// JSON Schema of a successful result, checked after every call: a
+	// result that does not fit is a validation failure. Optional.
+	ResultSchema string `protobuf:"bytes,15,opt,name=result_schema,json=resultSchema,proto3" json:"result_schema,omitempty"`
 	// Types that are valid to be assigned to Endpoint:
 	//
 	//	*ToolContract_Http
@@ -587,6 +591,13 @@ func (x *ToolContract) GetRetryPolicy() *RetryPolicy {
 func (x *ToolContract) GetServiceKey() string {
 	if x != nil {
 		return x.ServiceKey
+	}
+	return ""
+}
+
+func (x *ToolContract) GetResultSchema() string {
+	if x != nil {
+		return x.ResultSchema
 	}
 	return ""
 }
@@ -726,7 +737,7 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\n" +
 	"status_url\x18\x02 \x01(\tR\tstatusUrl\"%\n" +
 	"\x0fBuiltinEndpoint\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x96\x06\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\xbb\x06\n" +
 	"\fToolContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -743,7 +754,8 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\atimeout\x18\f \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12:\n" +
 	"\fretry_policy\x18\r \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x12\x1f\n" +
 	"\vservice_key\x18\x0e \x01(\tR\n" +
-	"serviceKey\x12.\n" +
+	"serviceKey\x12#\n" +
+	"\rresult_schema\x18\x0f \x01(\tR\fresultSchema\x12.\n" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
 	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltinB\n" +
 	"\n" +

@@ -41,6 +41,8 @@ const (
 	TaskServicePauseTaskProcedure = "/steward.v1.TaskService/PauseTask"
 	// TaskServiceResumeTaskProcedure is the fully-qualified name of the TaskService's ResumeTask RPC.
 	TaskServiceResumeTaskProcedure = "/steward.v1.TaskService/ResumeTask"
+	// TaskServiceFailTaskProcedure is the fully-qualified name of the TaskService's FailTask RPC.
+	TaskServiceFailTaskProcedure = "/steward.v1.TaskService/FailTask"
 	// TaskServiceProposeActionProcedure is the fully-qualified name of the TaskService's ProposeAction
 	// RPC.
 	TaskServiceProposeActionProcedure = "/steward.v1.TaskService/ProposeAction"
@@ -53,7 +55,13 @@ type TaskServiceClient interface {
 	CreateTask(context.Context, *connect.Request[v1.CreateTaskRequest]) (*connect.Response[v1.CreateTaskResponse], error)
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
+	// ResumeTask returns a paused task to where it was, and a task that is
+	// waiting for input or suspended to running.
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
+	// FailTask ends a task as failed. When its recovery policy says
+	// compensate and reversible writes succeeded, the task compensates them
+	// first, in reverse order.
+	FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error)
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
@@ -96,6 +104,12 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ResumeTask")),
 			connect.WithClientOptions(opts...),
 		),
+		failTask: connect.NewClient[v1.FailTaskRequest, v1.FailTaskResponse](
+			httpClient,
+			baseURL+TaskServiceFailTaskProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("FailTask")),
+			connect.WithClientOptions(opts...),
+		),
 		proposeAction: connect.NewClient[v1.ProposeActionRequest, v1.ProposeActionResponse](
 			httpClient,
 			baseURL+TaskServiceProposeActionProcedure,
@@ -111,6 +125,7 @@ type taskServiceClient struct {
 	cancelTask    *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
 	pauseTask     *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
 	resumeTask    *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	failTask      *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
 	proposeAction *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
 }
 
@@ -134,6 +149,11 @@ func (c *taskServiceClient) ResumeTask(ctx context.Context, req *connect.Request
 	return c.resumeTask.CallUnary(ctx, req)
 }
 
+// FailTask calls steward.v1.TaskService.FailTask.
+func (c *taskServiceClient) FailTask(ctx context.Context, req *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error) {
+	return c.failTask.CallUnary(ctx, req)
+}
+
 // ProposeAction calls steward.v1.TaskService.ProposeAction.
 func (c *taskServiceClient) ProposeAction(ctx context.Context, req *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {
 	return c.proposeAction.CallUnary(ctx, req)
@@ -146,7 +166,13 @@ type TaskServiceHandler interface {
 	CreateTask(context.Context, *connect.Request[v1.CreateTaskRequest]) (*connect.Response[v1.CreateTaskResponse], error)
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
+	// ResumeTask returns a paused task to where it was, and a task that is
+	// waiting for input or suspended to running.
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
+	// FailTask ends a task as failed. When its recovery policy says
+	// compensate and reversible writes succeeded, the task compensates them
+	// first, in reverse order.
+	FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error)
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
@@ -185,6 +211,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ResumeTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceFailTaskHandler := connect.NewUnaryHandler(
+		TaskServiceFailTaskProcedure,
+		svc.FailTask,
+		connect.WithSchema(taskServiceMethods.ByName("FailTask")),
+		connect.WithHandlerOptions(opts...),
+	)
 	taskServiceProposeActionHandler := connect.NewUnaryHandler(
 		TaskServiceProposeActionProcedure,
 		svc.ProposeAction,
@@ -201,6 +233,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServicePauseTaskHandler.ServeHTTP(w, r)
 		case TaskServiceResumeTaskProcedure:
 			taskServiceResumeTaskHandler.ServeHTTP(w, r)
+		case TaskServiceFailTaskProcedure:
+			taskServiceFailTaskHandler.ServeHTTP(w, r)
 		case TaskServiceProposeActionProcedure:
 			taskServiceProposeActionHandler.ServeHTTP(w, r)
 		default:
@@ -226,6 +260,10 @@ func (UnimplementedTaskServiceHandler) PauseTask(context.Context, *connect.Reque
 
 func (UnimplementedTaskServiceHandler) ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ResumeTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.FailTask is not implemented"))
 }
 
 func (UnimplementedTaskServiceHandler) ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {

@@ -1,0 +1,57 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// ServiceHead returns the head of a service subject's chain and its last
+// event (nil when the subject is empty), so a writer can append the next
+// one without reading the whole history.
+func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Event, error) {
+	if !ValidTaskID(key) {
+		return Head{}, nil, errs.Field("service_key", "%q is not a service key", key)
+	}
+	subject := l.ServiceSubject(key)
+	msg, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	if errors.Is(err, jetstream.ErrMsgNotFound) {
+		return Head{}, nil, nil
+	}
+	if err != nil {
+		return Head{}, nil, errs.Wrap(errs.Unavailable, err, "read %s", subject)
+	}
+	ev, err := l.decode(subject, msg.Data)
+	if err != nil {
+		return Head{}, nil, errs.Wrap(errs.Corrupt, err, "last event on %s", subject)
+	}
+	return Head{Sequence: msg.Sequence, Hash: ev.Hash}, ev, nil
+}
+
+// ReadService returns every event of a service subject, in order, each
+// checked against the subject's hash chain.
+func (l *Log) ReadService(ctx context.Context, key string) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(key) {
+		return nil, errs.Field("service_key", "%q is not a service key", key)
+	}
+	subject := l.ServiceSubject(key)
+	raws, err := l.readRaw(ctx, subject)
+	if err != nil {
+		return nil, err
+	}
+	return l.verify(subject, "", raws)
+}
+
+// LastServiceSequence is LastTaskSequence for service events.
+func (l *Log) LastServiceSequence(ctx context.Context) (uint64, error) {
+	return l.lastOn(ctx, l.cfg.ServicePrefix+".>")
+}
+
+// FollowServices is Follow over the service events.
+func (l *Log) FollowServices(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	return l.follow(ctx, l.cfg.ServicePrefix+".>", after, fn, bad)
+}

@@ -1,0 +1,193 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+)
+
+// Fired is a timer that came due.
+type Fired struct {
+	Kind string
+	ID   string
+	// At is the due time Set was given; the timer fired at or after it.
+	At      time.Time
+	Payload []byte
+}
+
+// Handler reacts to a fired timer. Returning nil acknowledges it;
+// returning an error redelivers it after a backoff growing from 100ms to
+// 30s. A timer can be delivered more than once (a lost ack, a crash
+// mid-handler, a new consumer within FiredRetention), so handlers must be
+// idempotent.
+type Handler func(ctx context.Context, f Fired) error
+
+// Subscription is a running consumer. Stop it when done.
+type Subscription interface{ Stop() }
+
+// ackWait is how long a delivered timer is someone's before the server
+// offers it again; a running handler keeps extending it.
+const ackWait = 30 * time.Second
+
+// Run runs a durable consumer named consumer over fired timers of the given
+// kinds, handing each to fn, one at a time, until ctx ends or the
+// subscription is stopped. A kind matches exactly: "execution" does not
+// take "execution.retry". Several processes may share one consumer name
+// (with the same kinds): each fired timer goes to one of them. The consumer
+// survives restarts and picks up timers that fired while nobody ran it.
+func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Handler) (Subscription, error) {
+	if consumer == "" {
+		return nil, errs.Field("consumer", "is empty")
+	}
+	if fn == nil {
+		return nil, errs.Field("fn", "is nil")
+	}
+	if len(kinds) == 0 {
+		return nil, errs.Field("kinds", "is empty")
+	}
+	var filters []string
+	for _, k := range kinds {
+		if err := checkKind(k); err != nil {
+			return nil, err
+		}
+		// One token after the kind, so a kind never takes its
+		// sub-kinds' timers.
+		filters = append(filters, t.subject("fired", k, "*"))
+	}
+	slices.Sort(filters)
+	filters = slices.Compact(filters) // the server refuses duplicate filters
+	cons, err := t.js.CreateOrUpdateConsumer(ctx, t.cfg.Stream, jetstream.ConsumerConfig{
+		Durable:        consumer,
+		Description:    "Steward timers: " + consumer,
+		FilterSubjects: filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        ackWait,
+		MaxDeliver:     -1,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
+	}
+	// One message at a time: a timer buffered behind a slow handler would
+	// run out its ack wait and go to another process while still queued.
+	it, err := cons.Messages(jetstream.PullMaxMessages(1))
+	if err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
+	}
+	s := &subscription{it: it, done: make(chan struct{})}
+	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
+	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn)
+	return s, nil
+}
+
+type subscription struct {
+	it           jetstream.MessagesContext
+	done         chan struct{}
+	stopOnCancel func() bool
+	once         sync.Once
+}
+
+// Stop stops taking timers and waits for a running handler to return.
+func (s *subscription) Stop() {
+	s.once.Do(func() {
+		s.stopOnCancel()
+		s.it.Stop()
+		<-s.done
+	})
+}
+
+func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler) {
+	defer close(s.done)
+	for {
+		msg, err := s.it.Next()
+		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+			return
+		}
+		if err != nil {
+			log.Warn("timer consumer: transient error", "err", err)
+			continue
+		}
+		handle(ctx, log, msg, fn)
+	}
+}
+
+// handle runs fn on one fired timer and acknowledges or redelivers it.
+func handle(ctx context.Context, log *slog.Logger, msg jetstream.Msg, fn Handler) {
+	f, err := decode(msg)
+	if err != nil {
+		// Not a timer Set made: no retry can help.
+		log.Error("fired message is not a timer; dropping it", "subject", msg.Subject(), "err", err)
+		_ = msg.Term()
+		return
+	}
+	var attempt uint64 = 1
+	if meta, err := msg.Metadata(); err == nil {
+		attempt = meta.NumDelivered
+	}
+	stopProgress := keepInProgress(msg)
+	err = fn(ctx, f)
+	stopProgress()
+	switch {
+	case err == nil:
+		_ = msg.Ack()
+	case ctx.Err() != nil:
+		_ = msg.Nak() // shutting down: let another process have it now
+	default:
+		log.Warn("timer handler failed; will redeliver", "kind", f.Kind, "id", f.ID, "attempt", attempt, "err", err)
+		_ = msg.NakWithDelay(backoff(attempt))
+	}
+}
+
+// keepInProgress extends the ack wait while a handler runs, so a slow
+// handler does not get its timer handed to another process as well.
+func keepInProgress(msg jetstream.Msg) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		tick := time.NewTicker(ackWait / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				_ = msg.InProgress()
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
+	}
+}
+
+func decode(msg jetstream.Msg) (Fired, error) {
+	h := msg.Headers()
+	f := Fired{Kind: h.Get(HeaderKind), ID: h.Get(HeaderID), Payload: msg.Data()}
+	if f.Kind == "" || f.ID == "" {
+		return Fired{}, errors.New("missing " + HeaderKind + " or " + HeaderID)
+	}
+	at, err := time.Parse(time.RFC3339Nano, h.Get(HeaderAt))
+	if err != nil {
+		return Fired{}, err
+	}
+	f.At = at
+	return f, nil
+}
+
+// backoff grows the redelivery delay exponentially from 100ms to 30s.
+func backoff(delivered uint64) time.Duration {
+	d := 100 * time.Millisecond
+	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 30*time.Second)
+}

@@ -1,0 +1,437 @@
+package timer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// delivery is one call of a handler.
+type delivery struct {
+	timer.Fired
+	when time.Time
+}
+
+// recorder is a handler that records every call on a channel.
+type recorder struct {
+	ch chan delivery
+}
+
+func newRecorder() *recorder { return &recorder{ch: make(chan delivery, 100)} }
+
+func (r *recorder) handle(_ context.Context, f timer.Fired) error {
+	r.ch <- delivery{Fired: f, when: time.Now()}
+	return nil
+}
+
+// next waits for one delivery.
+func (r *recorder) next(t *testing.T, within time.Duration) delivery {
+	t.Helper()
+	select {
+	case d := <-r.ch:
+		return d
+	case <-time.After(within):
+		t.Fatalf("no timer fired within %s", within)
+		return delivery{}
+	}
+}
+
+// none checks that nothing more is delivered for a while.
+func (r *recorder) none(t *testing.T, wait time.Duration) {
+	t.Helper()
+	select {
+	case d := <-r.ch:
+		t.Fatalf("unexpected delivery %s/%s", d.Kind, d.ID)
+	case <-time.After(wait):
+	}
+}
+
+func open(t *testing.T) (*timer.Timers, *stewardtest.Bus) {
+	t.Helper()
+	bus := stewardtest.StartBus(t)
+	tm, err := timer.Open(context.Background(), bus.JS, timer.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tm, bus
+}
+
+func run(t *testing.T, tm *timer.Timers, consumer string, kinds []string, fn timer.Handler) {
+	t.Helper()
+	sub, err := tm.Run(context.Background(), consumer, kinds, fn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sub.Stop)
+}
+
+func TestFiresOnceAtItsTime(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"execution.retry"}, rec.handle)
+
+	// Not on a whole second, so rounding down would fire it early.
+	at := time.Now().Add(1500 * time.Millisecond)
+	if err := tm.Set(context.Background(), "execution.retry", "act-1/2", at, []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	d := rec.next(t, 5*time.Second)
+	if d.when.Before(at) {
+		t.Errorf("fired at %s, %s before its time", d.when, at.Sub(d.when))
+	}
+	if d.Kind != "execution.retry" || d.ID != "act-1/2" || string(d.Payload) != "hello" || !d.At.Equal(at) {
+		t.Errorf("fired %+v, want kind execution.retry, id act-1/2, at %s, payload hello", d.Fired, at)
+	}
+	rec.none(t, 1500*time.Millisecond)
+}
+
+func TestPastTimeFiresSoon(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	start := time.Now()
+	if err := tm.Set(context.Background(), "k", "late", start.Add(-time.Hour), nil); err != nil {
+		t.Fatal(err)
+	}
+	d := rec.next(t, 3*time.Second)
+	if d.ID != "late" || len(d.Payload) != 0 {
+		t.Errorf("fired %+v", d.Fired)
+	}
+	t.Logf("a past timer fired after %s", d.when.Sub(start))
+}
+
+func TestSetTwiceFiresOnce(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	ctx := context.Background()
+
+	at := time.Now().Add(time.Second)
+	if err := tm.Set(ctx, "k", "same", at, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	// A retry, and a second process doing the same work a little later
+	// with a different time and payload: the first Set wins.
+	if err := tm.Set(ctx, "k", "same", at, []byte("first")); err != nil {
+		t.Fatal(err)
+	}
+	if err := tm.Set(ctx, "k", "same", at.Add(time.Second), []byte("second")); err != nil {
+		t.Fatal(err)
+	}
+	d := rec.next(t, 5*time.Second)
+	if string(d.Payload) != "first" || !d.At.Equal(at) {
+		t.Errorf("fired %+v, want the first Set's", d.Fired)
+	}
+	// Setting it again after it fired does not fire it again.
+	if err := tm.Set(ctx, "k", "same", time.Now(), []byte("third")); err != nil {
+		t.Fatal(err)
+	}
+	rec.none(t, 2500*time.Millisecond)
+}
+
+func TestConcurrentSetsFireOnce(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	at := time.Now().Add(time.Second)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			if err := tm.Set(context.Background(), "k", "race", at, fmt.Appendf(nil, "%d", i)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	rec.next(t, 5*time.Second)
+	rec.none(t, 1500*time.Millisecond)
+}
+
+func TestDistinctIDsFireSeparately(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	at := time.Now()
+	// Ids that would collide if they were cut or escaped into a subject.
+	ids := []string{"a.b", "a_b", "a b", "a*b", "ä/b", "a>b"}
+	for _, id := range ids {
+		if err := tm.Set(context.Background(), "k", id, at, []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for range ids {
+		d := rec.next(t, 3*time.Second)
+		if string(d.Payload) != d.ID {
+			t.Errorf("timer %q carries payload %q", d.ID, d.Payload)
+		}
+		got[d.ID] = true
+	}
+	if len(got) != len(ids) {
+		t.Errorf("fired %v, want each of %q once", got, ids)
+	}
+	rec.none(t, 500*time.Millisecond)
+}
+
+func TestHandlerErrorRedelivers(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	var calls []time.Time
+	var mu sync.Mutex
+	done := make(chan struct{})
+	run(t, tm, "worker", []string{"k"}, func(_ context.Context, f timer.Fired) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, time.Now())
+		switch len(calls) {
+		case 1, 2:
+			return errors.New("not yet")
+		case 3:
+			close(done)
+		}
+		return nil
+	})
+	if err := tm.Set(context.Background(), "k", "flaky", time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("not redelivered")
+	}
+	time.Sleep(time.Second) // an acked timer stays acked
+	mu.Lock()
+	defer mu.Unlock()
+	if len(calls) != 3 {
+		t.Fatalf("handler ran %d times, want 3", len(calls))
+	}
+	// Backoff: 100ms after the first failure, 200ms after the second.
+	if gap := calls[1].Sub(calls[0]); gap < 90*time.Millisecond {
+		t.Errorf("first redelivery after %s, want about 100ms", gap)
+	}
+	if gap := calls[2].Sub(calls[1]); gap < 190*time.Millisecond {
+		t.Errorf("second redelivery after %s, want about 200ms", gap)
+	}
+}
+
+func TestKindsFilter(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	parent, child, both := newRecorder(), newRecorder(), newRecorder()
+	run(t, tm, "parent", []string{"alpha"}, parent.handle)
+	run(t, tm, "child", []string{"alpha.beta"}, child.handle)
+	run(t, tm, "both", []string{"alpha.beta", "gamma", "gamma"}, both.handle)
+	ctx := context.Background()
+	now := time.Now()
+	for _, k := range []string{"alpha", "alpha.beta", "gamma", "delta"} {
+		if err := tm.Set(ctx, k, "1", now, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if d := parent.next(t, 3*time.Second); d.Kind != "alpha" {
+		t.Errorf("parent got %s", d.Kind)
+	}
+	if d := child.next(t, 3*time.Second); d.Kind != "alpha.beta" {
+		t.Errorf("child got %s", d.Kind)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		got[both.next(t, 3*time.Second).Kind] = true
+	}
+	if !got["alpha.beta"] || !got["gamma"] {
+		t.Errorf("both got %v, want alpha.beta and gamma", got)
+	}
+	parent.none(t, 500*time.Millisecond)
+	child.none(t, 0)
+	both.none(t, 0)
+}
+
+func TestSharedConsumerDeliversEachOnce(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	var count atomic.Int32
+	seen := make(chan string, 100)
+	handler := func(_ context.Context, f timer.Fired) error {
+		count.Add(1)
+		seen <- f.ID
+		return nil
+	}
+	// Two processes sharing one consumer.
+	run(t, tm, "shared", []string{"k"}, handler)
+	run(t, tm, "shared", []string{"k"}, handler)
+	const n = 10
+	for i := range n {
+		if err := tm.Set(context.Background(), "k", fmt.Sprint(i), time.Now(), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for range n {
+		select {
+		case id := <-seen:
+			got[id] = true
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of %d timers fired", len(got), n)
+		}
+	}
+	time.Sleep(500 * time.Millisecond)
+	if c := count.Load(); c != n || len(got) != n {
+		t.Errorf("%d deliveries of %d distinct timers, want %d of %d", c, len(got), n, n)
+	}
+}
+
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	ctx := context.Background()
+	now := time.Now()
+	sets := []struct {
+		name, kind, id string
+		at             time.Time
+	}{
+		{"empty kind", "", "x", now},
+		{"empty id", "k", "", now},
+		{"zero time", "k", "x", time.Time{}},
+		{"wildcard token", "a.*", "x", now},
+		{"tail wildcard", "a.>", "x", now},
+		{"wildcard inside token", "a.b*", "x", now},
+		{"space in kind", "a b", "x", now},
+		{"empty token", "a..b", "x", now},
+		{"leading dot", ".a", "x", now},
+		{"trailing dot", "a.", "x", now},
+		{"newline in id", "k", "x\ny", now},
+		{"id with surrounding spaces", "k", " x ", now},
+	}
+	for _, tc := range sets {
+		t.Run("Set/"+tc.name, func(t *testing.T) {
+			err := tm.Set(ctx, tc.kind, tc.id, tc.at, nil)
+			if !errs.Is(err, errs.Invalid) {
+				t.Errorf("Set(%q, %q) = %v, want an invalid-input error", tc.kind, tc.id, err)
+			}
+		})
+	}
+	noop := func(context.Context, timer.Fired) error { return nil }
+	runs := []struct {
+		name, consumer string
+		kinds          []string
+		fn             timer.Handler
+	}{
+		{"no consumer name", "", []string{"k"}, noop},
+		{"no kinds", "c", nil, noop},
+		{"bad kind", "c", []string{"k.*"}, noop},
+		{"no handler", "c", []string{"k"}, nil},
+	}
+	for _, tc := range runs {
+		t.Run("Run/"+tc.name, func(t *testing.T) {
+			sub, err := tm.Run(ctx, tc.consumer, tc.kinds, tc.fn)
+			if !errs.Is(err, errs.Invalid) {
+				if sub != nil {
+					sub.Stop()
+				}
+				t.Errorf("Run = %v, want an invalid-input error", err)
+			}
+		})
+	}
+}
+
+func TestOpenKeepsExistingStream(t *testing.T) {
+	t.Parallel()
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	if _, err := timer.Open(ctx, bus.JS, timer.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := timer.Open(ctx, bus.JS, timer.Config{}); err != nil {
+		t.Fatalf("second Open: %v", err)
+	}
+	// A stream that cannot schedule is refused, not rewritten.
+	if _, err := bus.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "PLAIN", Subjects: []string{"plain.>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := timer.Open(ctx, bus.JS, timer.Config{Stream: "PLAIN", Prefix: "plain"}); err == nil {
+		t.Fatal("Open accepted a stream without message schedules")
+	}
+	s, err := bus.JS.Stream(ctx, "PLAIN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.CachedInfo().Config.AllowMsgSchedules {
+		t.Error("Open rewrote an existing stream")
+	}
+}
+
+func TestStopOnContextEnd(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	rec := newRecorder()
+	sub, err := tm.Run(ctx, "worker", []string{"k"}, rec.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	stopped := make(chan struct{})
+	go func() { sub.Stop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Stop hung after the context ended")
+	}
+	if err := tm.Set(context.Background(), "k", "after", time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.none(t, 1500*time.Millisecond)
+}
+
+func TestFiredTimerReplacesItsSchedule(t *testing.T) {
+	t.Parallel()
+	tm, bus := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	ctx := context.Background()
+	if err := tm.Set(ctx, "k", "x", time.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	rec.next(t, 3*time.Second)
+	s, err := bus.JS.Stream(ctx, timer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(timer.DefaultPrefix+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The schedule is gone; the fired timer stays, as the record that
+	// makes a later Set a no-op, until its TTL ends it.
+	if len(info.State.Subjects) != 1 {
+		t.Fatalf("stream holds subjects %v, want only the fired timer", info.State.Subjects)
+	}
+	for subj := range info.State.Subjects {
+		if !strings.HasPrefix(subj, timer.DefaultPrefix+".fired.") {
+			t.Errorf("stream holds %s, want only the fired timer", subj)
+		}
+		msg, err := s.GetLastMsgForSubject(ctx, subj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ttl := msg.Header.Get(jetstream.MsgTTLHeader); ttl != timer.FiredRetention.String() {
+			t.Errorf("fired timer %s has TTL %q, want %s", subj, ttl, timer.FiredRetention)
+		}
+	}
+}

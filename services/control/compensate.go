@@ -1,0 +1,171 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// compensationPrefix starts the proposal id of every compensation. With
+// the id of the action it undoes it makes the compensation's action id
+// deterministic, so that a redelivered event proposes it once; clients may
+// not use the prefix (validateProposal), so no proposal of theirs can take
+// that id first.
+const compensationPrefix = "compensate-"
+
+// compensate drives a compensating task one action at a time, in the order
+// its TaskCompensating event listed them: it proposes the compensation of
+// the first action still to undo and waits while that runs (governance may
+// ask for approval; execution retries). When the compensation has ended,
+// however it ended, the fold drops the action from the list, and the event
+// that ended it brings the driver back to propose the next. With nothing
+// left it ends the task as failed or cancelled, as the compensation was
+// started for, saying how the compensations went.
+//
+// It reacts to every event that starts a compensation or may end one, and
+// is idempotent: the compensation's action id and the final event's id
+// derive from the task, so a redelivery appends nothing twice.
+func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+		return nil
+	}
+	if len(t.Compensations) == 0 {
+		return p.finishCompensation(ctx, rec, "")
+	}
+	head := t.Compensations[0]
+	for _, a := range t.Actions {
+		if a.Compensates == head {
+			return nil // under way: the event that ends it brings us back
+		}
+	}
+	err = p.proposeCompensation(ctx, rec, t, head)
+	if err != nil && eventlog.Permanent(err) {
+		// A redelivery would meet the same refusal: end the task now,
+		// saying what was and was not undone, rather than loop.
+		return p.finishCompensation(ctx, rec, fmt.Sprintf("could not propose the compensation of %s: %v", head, err))
+	}
+	return err
+}
+
+// proposeCompensation proposes the call that undoes action head of t: the
+// latest version of its tool's compensating tool, on the same target (see
+// compensationParams for its parameters).
+func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, head string) error {
+	taskID := t.Contract.GetTaskId()
+	orig := task.FindAction(t, head)
+	if orig == nil {
+		return errs.New(errs.FailedPrecondition, "task %s has no action %s", taskID, head)
+	}
+	entry, err := p.tools.Lookup(ctx, p.log, orig.Tool, orig.ToolVersion)
+	if err != nil {
+		return err
+	}
+	undo := entry.Tool.Contract.CompensatingTool
+	if undo == "" {
+		return errs.New(errs.FailedPrecondition, "tool %s@%s names no compensating tool", orig.Tool, orig.ToolVersion)
+	}
+	params, err := p.compensationParams(ctx, orig)
+	if err != nil {
+		return err
+	}
+	d, err := p.prepare(ctx, proposal{
+		taskID: taskID, proposalID: compensationPrefix + head,
+		tool: undo, target: orig.Target, params: params,
+		compensates: head, principal: stewardPrincipal,
+	})
+	if err != nil {
+		return err
+	}
+	_, existing, _, err := p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
+		// Only while head is still the next to undo: a cancel may have
+		// ended the compensation since the task was read.
+		return t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING && len(t.Compensations) > 0 && t.Compensations[0] == head, nil
+	})
+	if err == nil && existing != nil && existing.Compensates != head {
+		return errs.New(errs.FailedPrecondition, "action %s, the id of the compensation of %s, is taken by another action", existing.ActionId, head)
+	}
+	return err
+}
+
+// compensationParams are the parameters of the compensation of orig: the
+// JSON object
+//
+//	{"action_id": …, "op_key": …, "target": …, "params": {…}, "result": …}
+//
+// naming the call to undo, its idempotency key, target and parameters (from
+// its stored request), and its result (null when it returned none): what a
+// compensating tool needs to find and undo the effect.
+func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
+	canonical, err := p.requests.Get(ctx, orig.RequestRef, orig.RequestHash)
+	if err != nil {
+		return nil, err
+	}
+	var req struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(canonical, &req); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "request of action %s", orig.ActionId)
+	}
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage("{}")
+	}
+	result := json.RawMessage("null")
+	if o := orig.Outcome; o.GetResultRef() != "" {
+		if p.results == nil {
+			// A wiring mistake, not the task's: wait for a plane that can
+			// read results rather than undo without one.
+			return nil, errs.New(errs.Unavailable, "this control plane has no results store to read the result of action %s", orig.ActionId)
+		}
+		if result, err = p.results.Get(ctx, o.ResultRef, o.ResultHash); err != nil {
+			return nil, err
+		}
+		if !json.Valid(result) {
+			// The tool protocol asks for a JSON body; pass anything else
+			// on as text rather than refuse to undo.
+			text, _ := json.Marshal(string(result))
+			result = text
+		}
+	}
+	return json.Marshal(map[string]any{
+		"action_id": orig.ActionId,
+		"op_key":    orig.OpKey,
+		"target":    orig.Target,
+		"params":    req.Params,
+		"result":    result,
+	})
+}
+
+// finishCompensation ends a compensating task as the compensation was
+// started for, once nothing is left to undo, or at once when stopped says
+// why the rest cannot be undone.
+func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventRecord, stopped string) error {
+	taskID := rec.Event.TaskId
+	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || (stopped == "" && len(t.Compensations) > 0) {
+			return nil, nil
+		}
+		reason := compensationReport(t, stopped)
+		var payload event.Payload = &stewardv1.TaskFailed{Reason: reason}
+		if t.FinalStatus == stewardv1.TaskStatus_TASK_STATUS_CANCELLED {
+			payload = &stewardv1.TaskCancelled{Reason: reason}
+		}
+		return event.New(event.Meta{
+			ID:            event.ID(taskID, "compensated"),
+			TaskID:        taskID,
+			Actor:         p.actor(stewardPrincipal),
+			CausationID:   rec.Event.EventId,
+			CorrelationID: rec.Event.CorrelationId,
+		}, payload)
+	})
+	return err
+}

@@ -1,0 +1,137 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/crashpoint"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// proposal is one tool call to propose. A client's ProposeAction and the
+// compensation driver both describe their calls this way, so that both go
+// through the same checks and derive the same identities.
+type proposal struct {
+	taskID, proposalID string
+	tool, toolVersion  string // toolVersion empty: the latest
+	target             string
+	params             []byte                 // a JSON object
+	retry              *stewardv1.RetryPolicy // the proposer's narrowing; nil for none
+	editOf             string
+	compensates        string // the action this one undoes
+	principal          string
+}
+
+// draft is a proposal checked against its tool: the action to record and
+// its canonical request, neither stored yet.
+type draft struct {
+	action    *stewardv1.Action
+	canonical []byte
+}
+
+// prepare checks pr against its tool — schema, size, retry policy —
+// canonicalises the request and derives the action's identities. Errors
+// name the field of a ProposeActionRequest that is wrong.
+func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
+	entry, err := p.tools.Lookup(ctx, p.log, pr.tool, pr.toolVersion)
+	if errs.Is(err, errs.NotFound) {
+		return nil, errs.Field("tool", "%s", err.Error())
+	} else if err != nil {
+		return nil, err
+	}
+	if len(pr.params) > MaxParams {
+		return nil, &errs.Error{Code: errs.TooLarge, Field: "params", Message: "are larger than 256 KiB"}
+	}
+	if err := entry.Schema.Validate(pr.params); err != nil {
+		var v *action.Violation
+		if errors.As(err, &v) {
+			return nil, errs.Field("params"+v.Path, "%s", v.Reason)
+		}
+		return nil, errs.Field("params", "%v", err)
+	}
+	tool := entry.Tool.Contract
+	retry, err := narrowRetry(tool, pr.retry)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := action.Canonical(action.Request{TaskID: pr.taskID, Tool: tool.Name, ToolVersion: tool.Version, Target: pr.target, Params: pr.params})
+	if err != nil {
+		return nil, errs.Field("params", "%v", err)
+	}
+	requestHash := action.RequestHash(canonical)
+	actionID := "act-" + event.RandomID()
+	if pr.proposalID != "" {
+		actionID = action.ID(pr.taskID, pr.proposalID)
+	}
+	return &draft{canonical: canonical, action: &stewardv1.Action{
+		ActionId:    actionID,
+		ProposalId:  pr.proposalID,
+		Tool:        tool.Name,
+		ToolVersion: tool.Version,
+		Target:      pr.target,
+		EffectClass: tool.EffectClass,
+		RequestHash: requestHash,
+		ActionHash:  action.Hash(actionID, requestHash),
+		OpKey:       action.OpKey(pr.taskID, actionID),
+		ProposedBy:  pr.principal,
+		EditOf:      pr.editOf,
+		RetryPolicy: retry,
+		Compensates: pr.compensates,
+	}}, nil
+}
+
+// admission decides, from the task as it is when the proposal is about to
+// be appended, whether it may go ahead: an error refuses it; false drops
+// it without an error (the moment for it has passed).
+type admission func(t *stewardv1.Task) (bool, error)
+
+// record stores d's request and appends its proposal, unless the task has
+// the action already: then existing is that action and nothing is
+// appended. appended says whether this call appended the proposal. Both
+// kinds of proposal must name a tool the task allows; admit adds the
+// checks of each kind.
+func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID string, admit admission) (t *stewardv1.Task, existing *stewardv1.Action, appended bool, err error) {
+	a := d.action
+	t, err = p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		appended = false
+		if existing = task.FindAction(t, a.ActionId); existing != nil {
+			return nil, nil // a repeat of the proposal: nothing to append
+		}
+		if !slices.Contains(t.Contract.AllowedTools, a.Tool) {
+			return nil, errs.Field("tool", "%q is not among the tools task %s allows (%v)", a.Tool, taskID, t.Contract.AllowedTools)
+		}
+		if ok, err := admit(t); !ok || err != nil {
+			return nil, err
+		}
+		// Store the request before the proposal names it: a proposal must
+		// never point at a request that is not there.
+		var err error
+		if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
+			return nil, err
+		}
+		appended = true
+		return event.New(event.Meta{
+			ID:            event.ID(taskID, event.TypeActionProposed, a.ActionId),
+			TaskID:        taskID,
+			Actor:         p.actor(a.ProposedBy),
+			CausationID:   causationID,
+			CorrelationID: a.ProposalId,
+		}, &stewardv1.ActionProposed{Action: a})
+	})
+	if err != nil {
+		return nil, nil, false, err
+	}
+	if appended {
+		if a.Compensates != "" {
+			crashpoint.Here(crashpoint.DuringCompensation)
+		} else {
+			crashpoint.Here(crashpoint.AfterProposal)
+		}
+	}
+	return t, existing, appended, nil
+}

@@ -1,0 +1,96 @@
+package control
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// DefaultMaxSameFailures is how many actions in a row may fail the same
+// way on one tool and target before the task stops for help, when the
+// contract sets no contract.limits.max_same_failures.
+const DefaultMaxSameFailures = 3
+
+func maxSameFailures(t *stewardv1.Task) int {
+	if n := t.Contract.GetLimits().GetMaxSameFailures(); n > 0 {
+		return int(n)
+	}
+	return DefaultMaxSameFailures
+}
+
+// guardLoop stops an agent going round in circles: when the last
+// max-same-failures actions that ended on one tool and target all failed
+// with the same failure class and reason, the task is set waiting for
+// input, with a reason that says so, instead of burning budget on the
+// next identical try. A success there (or a denial, or a rejection) ends
+// the run; a withdrawn action is not a try and does not count. Once a
+// person resumes the task, one more identical failure stops it again: the
+// last tries there are still all the same failure.
+//
+// It reacts to outcomes and settlements and is idempotent: the event's id
+// derives from the run's last failed action.
+func (p *Plane) guardLoop(ctx context.Context, rec *stewardv1.EventRecord) error {
+	var actionID string
+	switch pl := rec.Event.Payload.(type) {
+	case *stewardv1.Event_ActionOutcomeRecorded:
+		actionID = pl.ActionOutcomeRecorded.ActionId
+	case *stewardv1.Event_ActionSettled:
+		actionID = pl.ActionSettled.ActionId
+	default:
+		return nil
+	}
+	taskID := rec.Event.TaskId
+	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		a := task.FindAction(t, actionID)
+		if !task.Active(t.Status) || a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+			return nil, nil
+		}
+		run := sameFailures(t, a.Tool, a.Target, maxSameFailures(t))
+		if run == nil {
+			return nil, nil
+		}
+		last := run[len(run)-1]
+		where := strings.TrimSpace(a.Tool + " " + a.Target)
+		return event.New(event.Meta{
+			ID:            event.ID(taskID, event.TypeTaskNeedsInput, last.ActionId),
+			TaskID:        taskID,
+			Actor:         p.actor(stewardPrincipal),
+			CausationID:   rec.Event.EventId,
+			CorrelationID: rec.Event.CorrelationId,
+		}, &stewardv1.TaskNeedsInput{Reason: fmt.Sprintf("needs help: the same failure %d times in a row on %s: %s", len(run), where, clip(last.Outcome.GetReason()))})
+	})
+	return err
+}
+
+// sameFailures returns the last n actions of t that ended on tool and
+// target, by outcome time (ties in ledger order), if they all failed with
+// the same failure class and reason; otherwise nil.
+func sameFailures(t *stewardv1.Task, tool, target string, n int) []*stewardv1.Action {
+	var ended []*stewardv1.Action
+	for _, a := range t.Actions {
+		if a.Tool == tool && a.Target == target && a.Compensates == "" &&
+			task.ActionEnded(a.Status) && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+			ended = append(ended, a)
+		}
+	}
+	if len(ended) < n {
+		return nil
+	}
+	slices.SortStableFunc(ended, func(x, y *stewardv1.Action) int {
+		return x.Outcome.GetFinishedAt().AsTime().Compare(y.Outcome.GetFinishedAt().AsTime())
+	})
+	run := ended[len(ended)-n:]
+	last := run[len(run)-1].Outcome
+	for _, a := range run {
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED ||
+			a.Outcome.GetFailureClass() != last.GetFailureClass() || a.Outcome.GetReason() != last.GetReason() {
+			return nil
+		}
+	}
+	return run
+}

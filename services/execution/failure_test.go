@@ -1,0 +1,219 @@
+package execution_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+const (
+	succeededS = stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	failedS    = stewardv1.ActionStatus_ACTION_STATUS_FAILED
+	unknownS   = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+)
+
+func TestTransientFailuresAreRetriedWithTheSameKey(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "503", "429", "ok")
+	b.register(ts, "charge", false, nil)
+	taskID, actionID := b.permit("t-retry", "charge", "card-1")
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if a.Attempt != 3 || a.Outcome.Attempt != 3 {
+		t.Errorf("attempt %d (outcome %d), want 3", a.Attempt, a.Outcome.Attempt)
+	}
+	if got := ts.callCount(); got != 3 {
+		t.Errorf("tool got %d calls, want 3", got)
+	}
+	if got := ts.executions(a.OpKey); got != 1 {
+		t.Errorf("work done %d times for the op_key, want 1", got)
+	}
+	if got := b.count(taskID, event.TypeActionWaiting); got != 2 {
+		t.Errorf("%d waits on the log, want 2", got)
+	}
+}
+
+func TestRetriesStopAtMaxAttempts(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "503", "503", "503", "ok")
+	b.register(ts, "charge", false, nil)
+	taskID, actionID := b.permit("t-exhaust", "charge", "card-1")
+	a := b.waitAction(taskID, actionID, status(failedS))
+	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT || a.Outcome.Attempt != 3 {
+		t.Errorf("outcome %v", a.Outcome)
+	}
+	if got := ts.callCount(); got != 3 {
+		t.Errorf("tool got %d calls, want 3 (max_attempts)", got)
+	}
+}
+
+func TestDeterministicAndValidationFailuresAreNotRetried(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	bad := startScriptedTool(t, "400")
+	b.register(bad, "lookup", false, nil)
+	taskID, actionID := b.permit("t-determ", "lookup", "x")
+	a := b.waitAction(taskID, actionID, status(failedS))
+	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC || !strings.Contains(a.Outcome.Reason, "scripted 400") {
+		t.Errorf("outcome %v", a.Outcome)
+	}
+	if bad.callCount() != 1 {
+		t.Errorf("tool got %d calls, want 1", bad.callCount())
+	}
+
+	wrong := startScriptedTool(t, "ok")
+	b.register(wrong, "report", false, func(c *stewardv1.ToolContract) {
+		c.ResultSchema = `{"type":"object","required":["count"]}`
+	})
+	taskID, actionID = b.permit("t-valid", "report", "x")
+	a = b.waitAction(taskID, actionID, status(failedS))
+	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_VALIDATION || !strings.Contains(a.Outcome.Reason, "result_schema") {
+		t.Errorf("outcome %v", a.Outcome)
+	}
+	if wrong.callCount() != 1 {
+		t.Errorf("tool got %d calls, want 1", wrong.callCount())
+	}
+}
+
+func TestUnknownOutcomeIsSettledByTheStatusQuery(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "slow")
+	b.register(ts, "charge", true, nil)
+	taskID, actionID := b.permit("t-slow", "charge", "card-1")
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if a.SettledBy != "status query" || a.Outcome.ResultRef == "" {
+		t.Errorf("settled by %q, result %q", a.SettledBy, a.Outcome.ResultRef)
+	}
+	if got := ts.executions(a.OpKey); got != 1 {
+		t.Errorf("work done %d times, want 1", got)
+	}
+	if got := b.count(taskID, event.TypeActionDispatched); got != 1 {
+		t.Errorf("%d dispatches, want 1", got)
+	}
+}
+
+func TestNotAcceptedIsDispatchedOnceMoreWithTheSameKey(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "drop", "ok")
+	b.register(ts, "charge", true, nil)
+	taskID, actionID := b.permit("t-drop", "charge", "card-1")
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if !a.Redispatched || a.Attempt != 2 {
+		t.Errorf("redispatched %v, attempt %d; want true, 2", a.Redispatched, a.Attempt)
+	}
+	if got := ts.executions(a.OpKey); got != 1 {
+		t.Errorf("work done %d times, want 1", got)
+	}
+}
+
+func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "slow")
+	b.register(ts, "charge", false, nil)
+	taskID, actionID := b.permit("t-person", "charge", "card-1")
+	b.waitAction(taskID, actionID, status(unknownS))
+	time.Sleep(300 * time.Millisecond) // nothing settles it by itself
+	tk := b.waitAction(taskID, actionID, status(unknownS))
+	if tk.SettledBy != "" {
+		t.Fatalf("settled by %q without a person", tk.SettledBy)
+	}
+	ctx := context.Background()
+	_, err := b.plane.Settle(ctx, "alice", &stewardv1.SettleActionRequest{TaskId: taskID, ActionId: actionID, State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED})
+	if !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "reason") {
+		t.Errorf("settle without a reason: %v", err)
+	}
+	result, _ := structpb.NewValue(map[string]any{"charged": true})
+	a, err := b.plane.Settle(ctx, "alice", &stewardv1.SettleActionRequest{
+		TaskId: taskID, ActionId: actionID, State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, Result: result, Reason: "the bank statement shows the charge",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Status != succeededS || a.SettledBy != "alice" || !strings.Contains(a.Outcome.Reason, "bank statement") {
+		t.Errorf("settled action: %v by %q: %q", a.Status, a.SettledBy, a.Outcome.GetReason())
+	}
+	if _, err := b.plane.Settle(ctx, "bob", &stewardv1.SettleActionRequest{TaskId: taskID, ActionId: "nope", State: stewardv1.SettleState_SETTLE_STATE_FAILED, Reason: "x"}); !errs.Is(err, errs.NotFound) {
+		t.Errorf("settle of a missing action: %v", err)
+	}
+	if got := ts.executions(a.OpKey); got != 1 {
+		t.Errorf("work done %d times, want 1", got)
+	}
+}
+
+func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "503", "ok")
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
+		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 2, 2
+	})
+	taskID, actionID := b.permit("t-restart", "charge", "card-1")
+	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	b.plane.Stop()
+	time.Sleep(2500 * time.Millisecond) // the wait ends while nothing runs
+	b.start()
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if a.Attempt != 2 || ts.callCount() != 2 {
+		t.Errorf("attempt %d, %d calls; want 2, 2", a.Attempt, ts.callCount())
+	}
+	if got := b.count(taskID, event.TypeActionDispatched); got != 2 {
+		t.Errorf("%d dispatches, want 2", got)
+	}
+}
+
+func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
+	b := newBed(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
+	ts := startScriptedTool(t, "503", "503", "503", "503")
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
+		c.ServiceKey = "bank"
+		c.RetryPolicy.MaxAttempts = 10
+	})
+	var ids [][2]string
+	for _, id := range []string{"t-b1", "t-b2", "t-b3"} {
+		taskID, actionID := b.permit(id, "charge", id)
+		ids = append(ids, [2]string{taskID, actionID})
+	}
+	sawBreaker := false
+	for _, id := range ids {
+		a := b.waitAction(id[0], id[1], status(succeededS))
+		if got := ts.executions(a.OpKey); got != 1 {
+			t.Errorf("%s: work done %d times, want 1", id[1], got)
+		}
+		if b.count(id[0], event.TypeActionWaiting) > 0 {
+			sawBreaker = sawBreaker || waitedFor(t, b, id[0], stewardv1.WaitKind_WAIT_KIND_BREAKER)
+		}
+	}
+	if !sawBreaker {
+		t.Error("no action waited for the breaker")
+	}
+	changes, err := b.log.ReadService(context.Background(), "bank")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var path []string
+	for _, r := range changes {
+		path = append(path, r.Event.GetBreakerChanged().To.String())
+	}
+	joined := strings.Join(path, " ")
+	if !strings.Contains(joined, "BREAKER_STATE_OPEN") || !strings.HasSuffix(joined, "BREAKER_STATE_CLOSED") {
+		t.Errorf("breaker changes %v: want it to open and end closed", path)
+	}
+}
+
+func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) bool {
+	recs, err := b.log.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if w := r.Event.GetActionWaiting(); w != nil && w.Kind == kind {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,279 @@
+package execution_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
+	"github.com/steward-run/steward/pkg/toolreg"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/adapter"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// scriptedTool is a real HTTP tool whose answers follow a script, call by
+// call, and which remembers the work it did per Idempotency-Key so that its
+// status query tells the truth.
+type scriptedTool struct {
+	*httptest.Server
+	mu     sync.Mutex
+	script []string // one answer per call: "ok", "503", "400", "slow" (work, then answer late), "drop" (no work, no answer)
+	calls  int
+	work   map[string]int // key → times the work was done
+	keys   []string       // keys in the order their work was done
+}
+
+func startScriptedTool(t *testing.T, script ...string) *scriptedTool {
+	ts := &scriptedTool{script: script, work: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /call", ts.call)
+	mux.HandleFunc("GET /status", ts.status)
+	ts.Server = httptest.NewServer(mux)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func (ts *scriptedTool) call(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := r.Header.Get(adapter.HeaderIdempotencyKey)
+	ts.mu.Lock()
+	answer := "ok"
+	if ts.calls < len(ts.script) {
+		answer = ts.script[ts.calls]
+	}
+	ts.calls++
+	doWork := func() {
+		if ts.work[key] == 0 {
+			ts.keys = append(ts.keys, key)
+		}
+		ts.work[key]++
+	}
+	switch answer {
+	case "ok":
+		doWork()
+	case "slow":
+		doWork()
+	}
+	ts.mu.Unlock()
+	switch answer {
+	case "ok":
+		writeJSON(w, http.StatusOK, map[string]any{"done": key})
+	case "slow":
+		time.Sleep(1500 * time.Millisecond) // past the caller's timeout
+		writeJSON(w, http.StatusOK, map[string]any{"done": key})
+	case "drop":
+		time.Sleep(1500 * time.Millisecond)
+	default:
+		code, _ := strconv.Atoi(answer)
+		writeJSON(w, code, map[string]any{"message": "scripted " + answer})
+	}
+}
+
+func (ts *scriptedTool) status(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("op_key")
+	ts.mu.Lock()
+	done := ts.work[key] > 0
+	ts.mu.Unlock()
+	if done {
+		writeJSON(w, http.StatusOK, map[string]any{"state": "succeeded", "result": map[string]any{"done": key}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"state": "not_accepted"})
+}
+
+func (ts *scriptedTool) executions(key string) int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.work[key]
+}
+
+func (ts *scriptedTool) callCount() int {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	return ts.calls
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// bed is an execution plane on a real bus, fed permits written straight
+// onto the log (standing in for the control and governance planes).
+type bed struct {
+	t        *testing.T
+	log      *eventlog.Log
+	bus      *stewardtest.Bus
+	cfg      execution.Config
+	plane    *execution.Plane
+	requests *action.Store
+}
+
+func newBed(t *testing.T, br breaker.Config) *bed {
+	t.Helper()
+	ctx := context.Background()
+	log, bus := stewardtest.OpenLog(t)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	requests, err := action.OpenStore(ctx, bus.JS, action.RequestBucket, 1)
+	must(err)
+	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
+	must(err)
+	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
+	must(err)
+	timers, err := timer.Open(ctx, bus.JS, timer.Config{})
+	must(err)
+	tools := toolreg.New(slog.New(slog.DiscardHandler))
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); tools.Run(rctx, log) }()
+	t.Cleanup(func() { cancel(); <-done })
+	b := &bed{t: t, log: log, bus: bus, requests: requests, cfg: execution.Config{
+		Tools: tools, Requests: requests, Results: results, Claims: claims, Timers: timers, Worker: "w1",
+		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, HeartbeatInterval: 200 * time.Millisecond,
+	}}
+	b.start()
+	return b
+}
+
+// start runs a fresh plane, as a restarted process would.
+func (b *bed) start() {
+	b.t.Helper()
+	p, err := execution.New(b.log, slog.New(slog.DiscardHandler), b.cfg)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := p.Start(context.Background()); err != nil {
+		b.t.Fatal(err)
+	}
+	b.plane = p
+	b.t.Cleanup(p.Stop)
+}
+
+// register records a tool served by ts.
+func (b *bed) register(ts *scriptedTool, name string, statusQuery bool, edit func(*stewardv1.ToolContract)) {
+	b.t.Helper()
+	c := &stewardv1.ToolContract{
+		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		Timeout:     durationpb.New(time.Second),
+		RetryPolicy: &stewardv1.RetryPolicy{MaxAttempts: 3, InitialBackoff: durationpb.New(50 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond)},
+		Endpoint:    &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ts.URL + "/call"}},
+	}
+	if statusQuery {
+		c.StatusQuery = true
+		c.GetHttp().StatusUrl = ts.URL + "/status"
+	}
+	if edit != nil {
+		edit(c)
+	}
+	if _, _, err := b.plane.Register(context.Background(), "test", c); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// permit opens a running task with one permitted action for tool, and
+// returns the task and action ids.
+func (b *bed) permit(taskID, tool, target string) (string, string) {
+	b.t.Helper()
+	ctx := context.Background()
+	canonical, err := action.Canonical(action.Request{TaskID: taskID, Tool: tool, ToolVersion: "1", Target: target, Params: []byte(`{}`)})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	ref, reqHash, err := b.requests.Put(ctx, canonical)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	actionID := action.ID(taskID, "p1")
+	a := &stewardv1.Action{
+		ActionId: actionID, ProposalId: "p1", Tool: tool, ToolVersion: "1", Target: target,
+		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		RequestRef:  ref, RequestHash: reqHash, ActionHash: action.Hash(actionID, reqHash), OpKey: action.OpKey(taskID, actionID),
+	}
+	b.append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "test", AllowedTools: []string{tool}}})
+	b.append(taskID, &stewardv1.TaskStarted{})
+	b.append(taskID, &stewardv1.ActionProposed{Action: a})
+	b.append(taskID, &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	b.append(taskID, &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
+		PermitId: "pm-" + actionID, ActionId: actionID, ActionHash: a.ActionHash, RequestHash: reqHash, SnapshotId: "s1", IssuedAt: timestamppb.Now(),
+	}})
+	return taskID, actionID
+}
+
+func (b *bed) append(taskID string, payload event.Payload) {
+	b.t.Helper()
+	ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test", Plane: "test"}}, payload)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if _, ok := payload.(*stewardv1.TaskCreated); ok {
+		_, err = b.log.Append(context.Background(), eventlog.Head{}, ev)
+	} else {
+		_, err = task.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+	}
+	if err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// waitAction polls until the action satisfies ok.
+func (b *bed) waitAction(taskID, actionID string, ok func(*stewardv1.Action) bool) *stewardv1.Action {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		t, _, err := task.Load(context.Background(), b.log, taskID)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		a := task.FindAction(t, actionID)
+		if ok(a) {
+			return a
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("action %s: gave up waiting; it is %v (%s)", actionID, a.GetStatus(), a.GetOutcome().GetReason())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func status(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {
+	return func(a *stewardv1.Action) bool { return a.GetStatus() == s }
+}
+
+// count returns how many of the task's events have type typ.
+func (b *bed) count(taskID, typ string) int {
+	b.t.Helper()
+	recs, err := b.log.Read(context.Background(), taskID)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	n := 0
+	for _, r := range recs {
+		if r.Event.Type == typ {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,72 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// DefaultHeartbeatInterval is how often a call in flight says so.
+const DefaultHeartbeatInterval = 10 * time.Second
+
+// heartbeat starts telling, every interval while a call is in flight, two
+// listeners that it is still going: JetStream, so that the event behind
+// the call is not redelivered to another worker mid-call, and the task, so
+// that the state plane's watchdog does not take a long call for a stall.
+// The returned stop ends it and waits for a beat being written.
+func (p *Plane) heartbeat(ctx context.Context, taskID, actionID string, attempt uint32) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var done sync.WaitGroup
+	done.Add(1)
+	go func() {
+		defer done.Done()
+		tick := time.NewTicker(p.cfg.HeartbeatInterval)
+		defer tick.Stop()
+		for beat := uint32(1); ; beat++ {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			eventlog.InProgress(ctx)
+			id := event.ID(actionID, event.TypeActionHeartbeat, fmt.Sprint(attempt), fmt.Sprint(beat))
+			err := p.record(ctx, taskID, id, cause{}, &stewardv1.ActionHeartbeat{ActionId: actionID, Attempt: attempt, Beat: beat})
+			if err != nil && ctx.Err() == nil {
+				// A missed beat is not worth failing the call for.
+				p.logger.Warn("heartbeat not recorded", "task", taskID, "action", actionID, "err", err)
+			}
+		}
+	}()
+	return func() { cancel(); done.Wait() }
+}
+
+// inflight is the set of actions this process is working on, so that a
+// timer and a redelivery arriving together do not both go ahead, and a
+// redelivery during a long call does not take the call for lost.
+type inflight struct {
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+// take marks id as being worked on; ok is false when it already is.
+func (f *inflight) take(id string) (release func(), ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids[id] {
+		return nil, false
+	}
+	if f.ids == nil {
+		f.ids = map[string]bool{}
+	}
+	f.ids[id] = true
+	return func() {
+		f.mu.Lock()
+		delete(f.ids, id)
+		f.mu.Unlock()
+	}, true
+}

@@ -1,0 +1,106 @@
+package execution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/steward-run/steward/pkg/crashpoint"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/execution/adapter"
+)
+
+// StatusQuerySettler is who settles an outcome from a tool's own answer.
+const StatusQuerySettler = "status query"
+
+// reconcileOutcome reacts to an unknown outcome by asking the tool.
+func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord) error {
+	o := rec.Event.GetActionOutcomeRecorded()
+	if o.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		return nil
+	}
+	return p.reconcile(ctx, rec.Event.TaskId, o.ActionId, o.Outcome.Attempt, 0, causeOf(rec.Event))
+}
+
+// reconcile settles an unknown outcome by asking the tool's status query,
+// and asks again later (a durable timer, with backoff) until the answer is
+// authoritative. Nothing is ever assumed: no answer, or "in progress",
+// leaves the outcome unknown. A tool without a status query leaves it to a
+// person (SettleAction).
+//
+// The answers: succeeded closes the action with the tool's result; failed
+// fails it; not accepted — the tool has no record of the key and nothing
+// is in flight — lets the same request go out once more with the same
+// op_key (see armWait), and a second "not accepted" fails it.
+func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt, check uint32, c cause) error {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	a := task.FindAction(t, actionID)
+	if a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || a.Attempt != attempt {
+		return nil // settled already
+	}
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
+		p.logger.Warn("unknown outcome waits for a person: its tool is not registered here", "task", taskID, "action", actionID)
+		return nil
+	} else if err != nil {
+		return err
+	}
+	ad, err := p.cfg.Adapters.For(entry.Tool.Contract)
+	if err != nil {
+		p.logger.Warn("unknown outcome waits for a person: no adapter for its tool", "task", taskID, "action", actionID, "err", err)
+		return nil
+	}
+	ans, err := ad.Status(ctx, adapter.Request{TaskID: taskID, ActionID: actionID, OpKey: a.OpKey, Tool: entry.Tool.Contract})
+	if errors.Is(err, adapter.ErrNoStatusQuery) {
+		p.logger.Info("unknown outcome waits for a person to settle it (SettleAction): the tool offers no status query", "task", taskID, "action", actionID)
+		return nil
+	}
+	if err != nil || ans.State == adapter.StateInProgress {
+		why := "in progress"
+		if err != nil {
+			why = err.Error()
+		}
+		check++
+		p.logger.Info("unknown outcome not settled yet; asking again later", "task", taskID, "action", actionID, "check", check, "answer", why)
+		return p.setTimer(ctx, timerReconcile, fmt.Sprintf("%s/%d/%d", a.OpKey, attempt, check), p.now().Add(reconcileDelay(check)), timerNote{
+			TaskID: taskID, ActionID: actionID, Attempt: attempt, Check: check, Cause: c.id, Correlation: c.correlation,
+		})
+	}
+	crashpoint.Here(crashpoint.DuringReconciliation)
+	settled := &stewardv1.ActionSettled{ActionId: actionID, SettledBy: StatusQuerySettler, Reason: ans.Reason}
+	switch ans.State {
+	case adapter.StateSucceeded:
+		body := ans.Result
+		if len(body) == 0 {
+			body = []byte("null")
+		}
+		if settled.ResultRef, settled.ResultHash, err = p.cfg.Results.Put(ctx, body); err != nil {
+			return err
+		}
+		settled.State = stewardv1.SettleState_SETTLE_STATE_SUCCEEDED
+	case adapter.StateFailed:
+		settled.State = stewardv1.SettleState_SETTLE_STATE_FAILED
+	case adapter.StateNotAccepted:
+		settled.State = stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED
+		if a.Redispatched {
+			settled.State = stewardv1.SettleState_SETTLE_STATE_FAILED
+			settled.Reason = "the tool did not accept the request, again, after the one dispatch more that is allowed"
+		}
+	default:
+		return nil // the adapter only returns valid states
+	}
+	return p.settle(ctx, taskID, a, c, settled)
+}
+
+// settle records a settlement of a's unknown outcome; the first one wins.
+func (p *Plane) settle(ctx context.Context, taskID string, a *stewardv1.Action, c cause, s *stewardv1.ActionSettled) error {
+	return p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionSettled, fmt.Sprint(a.Attempt)), c, s)
+}

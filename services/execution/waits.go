@@ -1,0 +1,122 @@
+package execution
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// Timer kinds the execution plane owns.
+const (
+	// timerWait ends an action's wait: a retry backoff, an open breaker,
+	// or the "now" of a settled not-accepted.
+	timerWait = "execution.wait"
+	// timerReconcile asks a tool's status query again about an unknown
+	// outcome.
+	timerReconcile = "execution.reconcile"
+)
+
+// timerNote is what an execution timer carries.
+type timerNote struct {
+	TaskID   string `json:"task_id"`
+	ActionID string `json:"action_id"`
+	// Attempt is the attempt the timer is about: the next one for a wait,
+	// the unknown one for a reconciliation.
+	Attempt uint32 `json:"attempt"`
+	// Check counts status queries, for the reconciliation backoff.
+	Check uint32 `json:"check,omitempty"`
+	// Cause is the event the timer follows from.
+	Cause       string `json:"cause"`
+	Correlation string `json:"correlation,omitempty"`
+}
+
+// armWait reacts to an action starting to wait (ActionWaiting, or a settled
+// "not accepted") by setting the durable timer that ends the wait. The
+// timer's id is the event's, so a redelivery sets nothing twice; and since
+// the timer is set by a reaction to the recorded wait, a crash between the
+// two loses nothing.
+func (p *Plane) armWait(ctx context.Context, rec *stewardv1.EventRecord) error {
+	ev := rec.Event
+	note := timerNote{TaskID: ev.TaskId, Cause: ev.EventId, Correlation: ev.CorrelationId}
+	var until time.Time
+	switch pl := ev.Payload.(type) {
+	case *stewardv1.Event_ActionWaiting:
+		note.ActionID, note.Attempt, until = pl.ActionWaiting.ActionId, pl.ActionWaiting.NextAttempt, pl.ActionWaiting.Until.AsTime()
+	case *stewardv1.Event_ActionSettled:
+		if pl.ActionSettled.State != stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED {
+			return nil
+		}
+		note.ActionID, until = pl.ActionSettled.ActionId, ev.Time.AsTime()
+	default:
+		return nil
+	}
+	return p.setTimer(ctx, timerWait, ev.EventId, until, note)
+}
+
+func (p *Plane) setTimer(ctx context.Context, kind, id string, at time.Time, note timerNote) error {
+	if p.cfg.Timers == nil {
+		return errs.New(errs.FailedPrecondition, "no timers configured: cannot wait until %s", at.Format(time.RFC3339))
+	}
+	body, err := json.Marshal(note)
+	if err != nil {
+		return err
+	}
+	return p.cfg.Timers.Set(ctx, kind, id, at, body)
+}
+
+// fired reacts to an execution timer coming due.
+func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
+	var note timerNote
+	if err := json.Unmarshal(f.Payload, &note); err != nil {
+		p.logger.Error("execution timer with a bad payload; dropped", "kind", f.Kind, "id", f.ID, "err", err)
+		return nil
+	}
+	c := cause{id: note.Cause, correlation: note.Correlation}
+	switch f.Kind {
+	case timerWait:
+		return p.endWait(ctx, note, c)
+	case timerReconcile:
+		return p.reconcile(ctx, note.TaskID, note.ActionID, note.Attempt, note.Check, c)
+	}
+	return nil
+}
+
+// endWait makes the attempt a wait was for, if the action still waits for
+// it. A task that is stopped leaves it to the resume; a task that went on
+// without it (a newer wait, an ended action) makes the timer moot.
+func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
+	t, _, err := task.Load(ctx, p.log, note.TaskID)
+	if errs.Is(err, errs.NotFound) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	a := task.FindAction(t, note.ActionID)
+	if a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
+		return nil
+	}
+	if note.Attempt != 0 && a.Attempt+1 != note.Attempt {
+		return nil
+	}
+	if left := time.Until(a.WaitUntil.AsTime()); left > time.Second {
+		// A newer wait for the same attempt (the breaker still open):
+		// its own timer ends it.
+		return nil
+	}
+	return p.attempt(ctx, note.TaskID, note.ActionID, c)
+}
+
+// reconcileDelay is how long to wait before status query number check+1:
+// doubling from a second to five minutes.
+func reconcileDelay(check uint32) time.Duration {
+	d := time.Second
+	for i := uint32(1); i < check && d < 5*time.Minute; i++ {
+		d *= 2
+	}
+	return min(d, 5*time.Minute)
+}

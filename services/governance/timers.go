@@ -1,0 +1,242 @@
+package governance
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// How long an approval may wait when the task's contract does not say
+// (contract.timers): first its approvers are reminded, then the task is
+// suspended until someone resumes it.
+const (
+	DefaultApprovalRemindAfter  = 24 * time.Hour
+	DefaultApprovalSuspendAfter = 72 * time.Hour
+)
+
+// ApprovalTimerKind is the kind of the plane's approval timers, and
+// TimerConsumer the durable consumer that takes them when they fire.
+const (
+	ApprovalTimerKind = "governance.approval"
+	TimerConsumer     = "governance-timers"
+)
+
+// The two timers of an approval.
+const (
+	stageRemind  = "remind"
+	stageSuspend = "suspend"
+)
+
+// Notifier is told that an approval is still waiting, at its reminder: it
+// is how approvers hear about it (mail, chat, a pager). It runs once the
+// reminder is on the log, and normally once per approval; it should return
+// quickly and may not block the timer that called it for long.
+type Notifier func(ctx context.Context, ap *stewardv1.Approval, waited time.Duration)
+
+// logReminder is the default Notifier.
+func (p *Plane) logReminder(_ context.Context, ap *stewardv1.Approval, waited time.Duration) {
+	p.logger.Warn("approval still waiting", "approval", ap.ApprovalId, "task", ap.TaskId, "action", ap.ActionId,
+		"roles", ap.RequiredRoles, "waited", waited)
+}
+
+// approvalTimer is a timer's payload: which approval, and which stage.
+type approvalTimer struct {
+	TaskID     string `json:"task_id"`
+	ActionID   string `json:"action_id"`
+	ApprovalID string `json:"approval_id"`
+	Stage      string `json:"stage"`
+}
+
+// approvalWaits returns the contract's thresholds; a missing or
+// non-positive one means the default.
+func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
+	remind, suspend = DefaultApprovalRemindAfter, DefaultApprovalSuspendAfter
+	if d := c.GetTimers().GetApprovalRemindAfter(); d != nil && d.AsDuration() > 0 {
+		remind = d.AsDuration()
+	}
+	if d := c.GetTimers().GetApprovalSuspendAfter(); d != nil && d.AsDuration() > 0 {
+		suspend = d.AsDuration()
+	}
+	return remind, suspend
+}
+
+// armOnRequest reacts to a requested approval by setting its timers.
+// Setting them again on redelivery is a no-op.
+func (p *Plane) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord) error {
+	ap := rec.Event.GetApprovalRequested().GetApproval()
+	return p.arm(ctx, rec.Event.TaskId, ap.GetActionId(), ap.GetApprovalId())
+}
+
+// armPending sets the timers of approvals that were open at start.
+func (p *Plane) armPending(ctx context.Context, pending []*stewardv1.Approval) {
+	for _, ap := range pending {
+		if err := p.arm(ctx, ap.TaskId, ap.ActionId, ap.ApprovalId); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			p.logger.Warn("could not set an open approval's timers", "approval", ap.ApprovalId, "task", ap.TaskId, "err", err)
+		}
+	}
+}
+
+// arm sets an open approval's reminder and suspension timers, counted from
+// when it was requested.
+func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) error {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return err
+	}
+	a, ok := openApproval(t, actionID, approvalID)
+	if !ok {
+		return nil // decided, withdrawn or ended before its timers were set
+	}
+	requested := requestedAt(a)
+	remind, suspend := approvalWaits(t.Contract)
+	for stage, after := range map[string]time.Duration{stageRemind: remind, stageSuspend: suspend} {
+		payload, err := json.Marshal(approvalTimer{TaskID: taskID, ActionID: actionID, ApprovalID: approvalID, Stage: stage})
+		if err != nil {
+			return err
+		}
+		if err := p.timers.Set(ctx, ApprovalTimerKind, approvalID+"/"+stage, requested.Add(after), payload); err != nil {
+			return fmt.Errorf("set %s timer of approval %s: %w", stage, approvalID, err)
+		}
+	}
+	return nil
+}
+
+// requestedAt is when the action's approval was asked for.
+func requestedAt(a *stewardv1.Action) time.Time {
+	if ts := a.Approval.GetRequestedAt(); ts != nil {
+		return ts.AsTime()
+	}
+	return a.GetUpdatedAt().AsTime() // the request was its last step
+}
+
+// openApproval returns the action if it still waits on approvalID and its
+// task has not ended.
+func openApproval(t *stewardv1.Task, actionID, approvalID string) (*stewardv1.Action, bool) {
+	a := task.FindAction(t, actionID)
+	ok := !task.Terminal(t.Status) && a != nil &&
+		a.Status == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL &&
+		a.Approval.GetApprovalId() == approvalID
+	return a, ok
+}
+
+// onApprovalTimer handles a fired approval timer. It does something only if
+// the approval is still open; its events have ids derived from the
+// approval, so a timer delivered twice records nothing twice.
+func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
+	var at approvalTimer
+	if err := json.Unmarshal(f.Payload, &at); err != nil || at.TaskID == "" || at.ActionID == "" || at.ApprovalID == "" {
+		p.logger.Error("approval timer with a bad payload; dropping it", "id", f.ID, "err", err)
+		return nil
+	}
+	var err error
+	switch at.Stage {
+	case stageRemind:
+		err = p.remind(ctx, at)
+	case stageSuspend:
+		err = p.suspendWaiting(ctx, at)
+	default:
+		p.logger.Error("approval timer of an unknown stage; dropping it", "id", f.ID, "stage", at.Stage)
+		return nil
+	}
+	if err != nil && eventlog.Permanent(err) {
+		// The task is gone, corrupt or refuses the step: a retry would
+		// fail the same way.
+		p.logger.Warn("approval timer could not act", "stage", at.Stage, "approval", at.ApprovalID, "task", at.TaskID, "err", err)
+		return nil
+	}
+	return err
+}
+
+// remind records that the approval is still waiting and tells the
+// Notifier.
+func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
+	id := event.ID(at.ApprovalID, "reminded")
+	_, history, err := task.Load(ctx, p.log, at.TaskID)
+	if err != nil {
+		return err
+	}
+	if history.Has(id) {
+		return nil // reminded before
+	}
+	var (
+		open   *stewardv1.Approval
+		waited time.Duration
+	)
+	_, err = task.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		open = nil
+		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
+		if !ok {
+			return nil, nil
+		}
+		open, waited = a.Approval, time.Since(requestedAt(a)).Round(time.Second)
+		return event.New(p.timerMeta(id, t, a), &stewardv1.ApprovalReminded{
+			ApprovalId: at.ApprovalID, ActionId: at.ActionID, Waited: durationpb.New(waited),
+		})
+	})
+	if err != nil || open == nil {
+		return err
+	}
+	p.notify(ctx, open, waited)
+	return nil
+}
+
+// suspendWaiting suspends a task whose approval waited too long: nobody
+// is deciding, and the task should not look as if it were going on. A
+// person resumes it. A paused task is left alone: someone is holding it
+// already.
+func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
+	var reason string
+	_, err := task.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		reason = ""
+		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
+		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
+			return nil, nil
+		}
+		_, after := approvalWaits(t.Contract)
+		reason = fmt.Sprintf("approval %s for action %s waited longer than %s; resume the task to go on", at.ApprovalID, at.ActionID, shortDuration(after))
+		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, a), &stewardv1.TaskSuspended{Reason: reason})
+	})
+	if err != nil || reason == "" {
+		return err
+	}
+	p.logger.Warn("task suspended: an approval waited too long", "task", at.TaskID, "approval", at.ApprovalID, "action", at.ActionID, "reason", reason)
+	return nil
+}
+
+// timerMeta is the envelope of an event a timer caused: its cause is the
+// approval request, and it is correlated with the action's proposal like
+// the rest of the action's events.
+func (p *Plane) timerMeta(id string, t *stewardv1.Task, a *stewardv1.Action) event.Meta {
+	return event.Meta{
+		ID:            id,
+		TaskID:        t.Contract.GetTaskId(),
+		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+		CausationID:   event.ID(a.ActionId, event.TypeApprovalRequired),
+		CorrelationID: a.ProposalId,
+	}
+}
+
+// shortDuration writes d without trailing zero units: "72h", "1h30m", "2s".
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -1,0 +1,174 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// DefaultStallAfter is how long a working task may go without an event
+// before it is marked stalled, when its contract does not say
+// (contract.timers.stall_after).
+const DefaultStallAfter = 15 * time.Minute
+
+// DefaultStallCheckEvery is how often the watchdog looks for stalled
+// tasks.
+const DefaultStallCheckEvery = 30 * time.Second
+
+// watchStalls looks for stalled tasks every p.stallCheck until ctx ends.
+//
+// A stalled task is a working one with no event for longer than its
+// threshold that is not waiting on something it declared: an approval, a
+// durable timer (an action waiting to retry or for a breaker), or the
+// settling of an unknown outcome. Those have their own clocks and people;
+// silence anywhere else means something is stuck — a worker that died
+// mid-call without a heartbeat, a reaction that keeps failing, an agent
+// that stopped proposing. The mark is an event, so every view, watch and
+// receipt shows it, and the task's next event clears it.
+//
+// Every state-plane replica runs a watchdog; they mark a task once between
+// them, because the mark's id is derived from the task's last event.
+func (p *Plane) watchStalls(ctx context.Context) {
+	tick := time.NewTicker(p.stallCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		for _, id := range p.views.quiet(time.Now()) {
+			if err := p.markStalled(ctx, id); err != nil && ctx.Err() == nil {
+				p.logger.Warn("could not mark a task stalled", "task", id, "err", err)
+			}
+		}
+	}
+}
+
+// quiet returns the ids of tasks whose views look stalled at now; the
+// caller checks each again against the log.
+func (p *Projection) quiet(now time.Time) []string {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	var out []string
+	for _, id := range p.order {
+		if _, broken := p.broken[id]; broken {
+			continue
+		}
+		if stallReason(p.tasks[id], now) != "" {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// markStalled appends TaskStalled if the task, as the log has it now, is
+// still stalled.
+func (p *Plane) markStalled(ctx context.Context, taskID string) error {
+	var mark *stewardv1.TaskStalled
+	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		mark = nil
+		reason := stallReason(t, time.Now())
+		if reason == "" {
+			return nil, nil
+		}
+		mark = &stewardv1.TaskStalled{Reason: reason, QuietSince: t.UpdatedAt}
+		return event.New(event.Meta{
+			// Derived from the quiet point: replicas, and a retry, agree.
+			ID:     event.ID(taskID, "stalled", strconv.FormatUint(t.LastSequence, 10)),
+			TaskID: taskID,
+			Actor:  &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+		}, proto.CloneOf(mark))
+	})
+	if err != nil || mark == nil {
+		return err
+	}
+	p.logger.Warn("task stalled", "task", taskID, "quiet_since", mark.QuietSince.AsTime(), "reason", mark.Reason)
+	return nil
+}
+
+// stallAfter is t's stall threshold; a missing or non-positive one means
+// the default.
+func stallAfter(c *stewardv1.TaskContract) time.Duration {
+	if d := c.GetTimers().GetStallAfter(); d != nil && d.AsDuration() > 0 {
+		return d.AsDuration()
+	}
+	return DefaultStallAfter
+}
+
+// stallReason says why t is stalled at now, or "" if it is not.
+func stallReason(t *stewardv1.Task, now time.Time) string {
+	if !task.Working(t.Status) || t.StalledSince != nil || t.UpdatedAt == nil {
+		return ""
+	}
+	quiet := now.Sub(t.UpdatedAt.AsTime())
+	if quiet < stallAfter(t.Contract) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL {
+		return ""
+	}
+	var open []*stewardv1.Action
+	for _, a := range t.Actions {
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
+			stewardv1.ActionStatus_ACTION_STATUS_WAITING,
+			stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
+			return "" // waiting on something with its own clock
+		}
+		if !task.ActionEnded(a.Status) {
+			open = append(open, a)
+		}
+	}
+	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, open))
+}
+
+// doing says what a quiet task was last doing, for a person to follow up.
+func doing(t *stewardv1.Task, open []*stewardv1.Action) string {
+	if len(open) == 0 {
+		if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+			return "it is compensating, but no compensation is in flight"
+		}
+		return "no action is in flight: nothing was proposed since " + stamp(t.UpdatedAt.AsTime())
+	}
+	a := open[0]
+	what := fmt.Sprintf("action %s (%s)", a.ActionId, a.Tool)
+	since := stamp(a.GetUpdatedAt().AsTime())
+	var s string
+	switch a.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		s = fmt.Sprintf("%s was dispatched at %s (attempt %d)", what, since, a.Attempt)
+		if a.LastHeartbeat != nil {
+			s += ", last heartbeat at " + stamp(a.LastHeartbeat.AsTime())
+		} else {
+			s += " with no heartbeat"
+		}
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
+		s = fmt.Sprintf("%s was claimed by %s at %s and not dispatched", what, orUnknown(a.ClaimedBy), since)
+	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
+		s = fmt.Sprintf("%s was permitted at %s and no worker claimed it", what, since)
+	case stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
+		s = fmt.Sprintf("%s was approved at %s and no permit followed", what, since)
+	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED:
+		s = fmt.Sprintf("%s was proposed at %s and governance has not decided on it", what, stamp(a.GetProposedAt().AsTime()))
+	default:
+		s = fmt.Sprintf("%s is %s since %s", what, a.Status, since)
+	}
+	if len(open) > 1 {
+		s += fmt.Sprintf(" (and %d more actions are open)", len(open)-1)
+	}
+	return s
+}
+
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339) }
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "an unknown worker"
+	}
+	return s
+}
