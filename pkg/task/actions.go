@@ -11,9 +11,12 @@ import (
 
 // The action ledger: Proposed → Evaluated → (Denied | AwaitingApproval →
 // Approved | Rejected) → Permitted → Claimed → Dispatched → Succeeded |
-// Failed | Unknown. Each step names the statuses it may follow; anything
-// else is refused, so a redelivered or out-of-order event cannot move an
-// action backwards.
+// Failed | Unknown. Between claim and outcome an action may be Waiting (a
+// retry's backoff, an open breaker) and dispatched again, one attempt at a
+// time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
+// — Waiting for its one more dispatch. Each step names the statuses it may
+// follow; anything else is refused, so a redelivered or out-of-order event
+// cannot move an action backwards.
 const (
 	proposed         = stewardv1.ActionStatus_ACTION_STATUS_PROPOSED
 	evaluated        = stewardv1.ActionStatus_ACTION_STATUS_EVALUATED

@@ -5,6 +5,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -46,6 +47,8 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 		checkTools(c.AllowedTools),
 		checkCriteria(c.AcceptanceCriteria),
 		checkRecovery(c.RecoveryPolicy),
+		checkLimits(c.Limits),
+		checkTimers(c.Timers),
 	}
 	for _, err := range checks {
 		if err != nil {
@@ -245,3 +248,43 @@ func checkRecovery(r *stewardv1.RecoveryPolicy) error {
 }
 
 func checkReason(s string) error { return checkText("reason", s, MaxReasonLen, false) }
+
+// MaxLimit bounds the loop guards a contract may set.
+const MaxLimit = 100_000
+
+func checkLimits(l *stewardv1.TaskLimits) error {
+	switch {
+	case l == nil:
+		return nil
+	case l.MaxActions > MaxLimit:
+		return errs.Field("contract.limits.max_actions", "is more than %d", MaxLimit)
+	case l.MaxSameFailures > MaxLimit:
+		return errs.Field("contract.limits.max_same_failures", "is more than %d", MaxLimit)
+	}
+	return nil
+}
+
+// checkTimers refuses durations that are negative or invalid, and a
+// suspension that would come before its reminder. Zero means the default.
+func checkTimers(tm *stewardv1.TaskTimers) error {
+	if tm == nil {
+		return nil
+	}
+	for _, d := range []struct {
+		field string
+		d     *durationpb.Duration
+	}{
+		{"contract.timers.approval_remind_after", tm.ApprovalRemindAfter},
+		{"contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter},
+		{"contract.timers.stall_after", tm.StallAfter},
+	} {
+		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
+			return errs.Field(d.field, "must be a non-negative duration")
+		}
+	}
+	remind, suspend := tm.ApprovalRemindAfter.AsDuration(), tm.ApprovalSuspendAfter.AsDuration()
+	if remind > 0 && suspend > 0 && suspend <= remind {
+		return errs.Field("contract.timers.approval_suspend_after", "must be longer than approval_remind_after")
+	}
+	return nil
+}

@@ -90,8 +90,46 @@ func summary(ev *stewardv1.Event) string {
 			return withReason(fmt.Sprintf("The outcome of action %s is unknown: the call went out and no answer came back", p.ActionOutcomeRecorded.ActionId), o.Reason)
 		}
 	default:
+		if s := failureSummary(ev); s != "" {
+			return s
+		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
+}
+
+// failureSummary tells the events of the bad days: failures, waits,
+// settlements, compensation, guards and timers.
+func failureSummary(ev *stewardv1.Event) string {
+	who := actorName(ev.Actor)
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_TaskFailed:
+		return withReason(who+" failed the task", p.TaskFailed.Reason)
+	case *stewardv1.Event_TaskCompensating:
+		c := p.TaskCompensating
+		return withReason(fmt.Sprintf("The task is undoing %d actions (%s), newest first, and will then be %s",
+			len(c.ActionIds), strings.Join(c.ActionIds, ", "), enumWords(c.FinalStatus.String(), "TASK_STATUS_")), c.Reason)
+	case *stewardv1.Event_TaskNeedsInput:
+		return withReason("The task stopped and waits for input", p.TaskNeedsInput.Reason)
+	case *stewardv1.Event_TaskSuspended:
+		return withReason("The task was suspended", p.TaskSuspended.Reason)
+	case *stewardv1.Event_TaskStalled:
+		return withReason("The task looks stalled", p.TaskStalled.Reason)
+	case *stewardv1.Event_ActionWaiting:
+		w := p.ActionWaiting
+		what := "retries"
+		if w.Kind == stewardv1.WaitKind_WAIT_KIND_BREAKER {
+			what = "waits for a circuit breaker"
+		}
+		return withReason(fmt.Sprintf("Action %s %s: attempt %d at %s", w.ActionId, what, w.NextAttempt, w.Until.AsTime().UTC().Format("15:04:05.000")), w.Reason)
+	case *stewardv1.Event_ActionSettled:
+		st := p.ActionSettled
+		return withReason(fmt.Sprintf("%s settled the unknown outcome of action %s: %s", st.SettledBy, st.ActionId, enumWords(st.State.String(), "SETTLE_STATE_")), st.Reason)
+	case *stewardv1.Event_ActionHeartbeat:
+		return fmt.Sprintf("Action %s is still running (attempt %d, heartbeat %d)", p.ActionHeartbeat.ActionId, p.ActionHeartbeat.Attempt, p.ActionHeartbeat.Beat)
+	case *stewardv1.Event_ApprovalReminded:
+		return fmt.Sprintf("Approval %s has waited %s; its approvers were reminded", p.ApprovalReminded.ApprovalId, p.ApprovalReminded.Waited.AsDuration())
+	}
+	return ""
 }
 
 func withReason(s, reason string) string {
