@@ -80,6 +80,11 @@ func (l *Log) KeepReadingTools(ctx context.Context, r Reader) {
 	l.keepFollowing(ctx, r, func(after uint64) error { return l.FollowTools(ctx, after, r.Apply, r.Skip) })
 }
 
+// KeepReadingServices is KeepReading over the service events.
+func (l *Log) KeepReadingServices(ctx context.Context, r Reader) {
+	l.keepFollowing(ctx, r, func(after uint64) error { return l.FollowServices(ctx, after, r.Apply, r.Skip) })
+}
+
 func (l *Log) keepFollowing(ctx context.Context, r Reader, follow func(after uint64) error) {
 	for ctx.Err() == nil {
 		err := follow(r.Progress().Applied())

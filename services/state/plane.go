@@ -38,6 +38,8 @@ type Plane struct {
 	log    *eventlog.Log
 	logger *slog.Logger
 	views  *Projection
+	// breakers is the view of the execution workers' circuit breakers.
+	breakers *Breakers
 	// stallCheck is how often the watchdog looks for stalled tasks.
 	stallCheck time.Duration
 
@@ -71,7 +73,7 @@ func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
 	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{
-		log: log, logger: logger, views: NewProjection(logger), stallCheck: DefaultStallCheckEvery,
+		log: log, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), stallCheck: DefaultStallCheckEvery,
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
 	for _, o := range opts {
@@ -88,11 +90,8 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.done.Add(1)
-	go func() {
-		defer p.done.Done()
-		p.log.KeepReading(p.ctx, p.views)
-	}()
+	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
+	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
 	start := time.Now()
 	if err := p.views.WaitFor(ctx, last); err != nil {
 		return err

@@ -22,6 +22,190 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ListBreakersRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only breakers that are not closed.
+	NotClosed     bool `protobuf:"varint,1,opt,name=not_closed,json=notClosed,proto3" json:"not_closed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBreakersRequest) Reset() {
+	*x = ListBreakersRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBreakersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBreakersRequest) ProtoMessage() {}
+
+func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBreakersRequest.ProtoReflect.Descriptor instead.
+func (*ListBreakersRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ListBreakersRequest) GetNotClosed() bool {
+	if x != nil {
+		return x.NotClosed
+	}
+	return false
+}
+
+type ListBreakersResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// By service key, then worker.
+	Breakers      []*Breaker `protobuf:"bytes,1,rep,name=breakers,proto3" json:"breakers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBreakersResponse) Reset() {
+	*x = ListBreakersResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBreakersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBreakersResponse) ProtoMessage() {}
+
+func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBreakersResponse.ProtoReflect.Descriptor instead.
+func (*ListBreakersResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ListBreakersResponse) GetBreakers() []*Breaker {
+	if x != nil {
+		return x.Breakers
+	}
+	return nil
+}
+
+// Breaker is one worker's circuit breaker for one service key.
+type Breaker struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ServiceKey string                 `protobuf:"bytes,1,opt,name=service_key,json=serviceKey,proto3" json:"service_key,omitempty"`
+	Worker     string                 `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
+	State      BreakerState           `protobuf:"varint,3,opt,name=state,proto3,enum=steward.v1.BreakerState" json:"state,omitempty"`
+	// When it last changed, and, when open, until when.
+	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	Requests      uint32                 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
+	Failures      uint32                 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Breaker) Reset() {
+	*x = Breaker{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Breaker) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Breaker) ProtoMessage() {}
+
+func (x *Breaker) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
+func (*Breaker) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Breaker) GetServiceKey() string {
+	if x != nil {
+		return x.ServiceKey
+	}
+	return ""
+}
+
+func (x *Breaker) GetWorker() string {
+	if x != nil {
+		return x.Worker
+	}
+	return ""
+}
+
+func (x *Breaker) GetState() BreakerState {
+	if x != nil {
+		return x.State
+	}
+	return BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+func (x *Breaker) GetSince() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+func (x *Breaker) GetUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Until
+	}
+	return nil
+}
+
+func (x *Breaker) GetRequests() uint32 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
+func (x *Breaker) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
 type GetTaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -31,7 +215,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +227,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +240,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -75,7 +259,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -87,7 +271,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -100,7 +284,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -123,7 +307,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -135,7 +319,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -148,7 +332,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ListTasksRequest) GetStatuses() []TaskStatus {
@@ -182,7 +366,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -194,7 +378,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -207,7 +391,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -235,7 +419,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -247,7 +431,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -260,7 +444,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -291,7 +475,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -303,7 +487,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -316,7 +500,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *WatchTaskResponse) GetRecord() *EventRecord {
@@ -342,7 +526,7 @@ type GetTimelineRequest struct {
 
 func (x *GetTimelineRequest) Reset() {
 	*x = GetTimelineRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -354,7 +538,7 @@ func (x *GetTimelineRequest) String() string {
 func (*GetTimelineRequest) ProtoMessage() {}
 
 func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -367,7 +551,7 @@ func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTimelineRequest) GetTaskId() string {
@@ -386,7 +570,7 @@ type GetTimelineResponse struct {
 
 func (x *GetTimelineResponse) Reset() {
 	*x = GetTimelineResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +582,7 @@ func (x *GetTimelineResponse) String() string {
 func (*GetTimelineResponse) ProtoMessage() {}
 
 func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +595,7 @@ func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetTimelineResponse) GetEntries() []*TimelineEntry {
@@ -435,7 +619,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -447,7 +631,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -460,7 +644,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TimelineEntry) GetSequence() uint64 {
@@ -503,7 +687,21 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\")\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\"4\n" +
+	"\x13ListBreakersRequest\x12\x1d\n" +
+	"\n" +
+	"not_closed\x18\x01 \x01(\bR\tnotClosed\"G\n" +
+	"\x14ListBreakersResponse\x12/\n" +
+	"\bbreakers\x18\x01 \x03(\v2\x13.steward.v1.BreakerR\bbreakers\"\x8e\x02\n" +
+	"\aBreaker\x12\x1f\n" +
+	"\vservice_key\x18\x01 \x01(\tR\n" +
+	"serviceKey\x12\x16\n" +
+	"\x06worker\x18\x02 \x01(\tR\x06worker\x12.\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x18.steward.v1.BreakerStateR\x05state\x120\n" +
+	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
+	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1a\n" +
+	"\brequests\x18\x06 \x01(\rR\brequests\x12\x1a\n" +
+	"\bfailures\x18\a \x01(\rR\bfailures\")\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"7\n" +
 	"\x0fGetTaskResponse\x12$\n" +
@@ -531,12 +729,13 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\xc9\x02\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary2\xa1\x03\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tListTasks\x12\x1c.steward.v1.ListTasksRequest\x1a\x1d.steward.v1.ListTasksResponse\"\x03\x90\x02\x01\x12L\n" +
 	"\tWatchTask\x12\x1c.steward.v1.WatchTaskRequest\x1a\x1d.steward.v1.WatchTaskResponse\"\x000\x01\x12S\n" +
-	"\vGetTimeline\x12\x1e.steward.v1.GetTimelineRequest\x1a\x1f.steward.v1.GetTimelineResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
+	"\vGetTimeline\x12\x1e.steward.v1.GetTimelineRequest\x1a\x1f.steward.v1.GetTimelineResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fListBreakers\x12\x1f.steward.v1.ListBreakersRequest\x1a .steward.v1.ListBreakersResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -553,42 +752,52 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_steward_v1_query_service_proto_goTypes = []any{
-	(*GetTaskRequest)(nil),        // 0: steward.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),       // 1: steward.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),      // 2: steward.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 3: steward.v1.ListTasksResponse
-	(*WatchTaskRequest)(nil),      // 4: steward.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),     // 5: steward.v1.WatchTaskResponse
-	(*GetTimelineRequest)(nil),    // 6: steward.v1.GetTimelineRequest
-	(*GetTimelineResponse)(nil),   // 7: steward.v1.GetTimelineResponse
-	(*TimelineEntry)(nil),         // 8: steward.v1.TimelineEntry
-	(*Task)(nil),                  // 9: steward.v1.Task
-	(TaskStatus)(0),               // 10: steward.v1.TaskStatus
-	(*EventRecord)(nil),           // 11: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*ListBreakersRequest)(nil),   // 0: steward.v1.ListBreakersRequest
+	(*ListBreakersResponse)(nil),  // 1: steward.v1.ListBreakersResponse
+	(*Breaker)(nil),               // 2: steward.v1.Breaker
+	(*GetTaskRequest)(nil),        // 3: steward.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),       // 4: steward.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),      // 5: steward.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),     // 6: steward.v1.ListTasksResponse
+	(*WatchTaskRequest)(nil),      // 7: steward.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),     // 8: steward.v1.WatchTaskResponse
+	(*GetTimelineRequest)(nil),    // 9: steward.v1.GetTimelineRequest
+	(*GetTimelineResponse)(nil),   // 10: steward.v1.GetTimelineResponse
+	(*TimelineEntry)(nil),         // 11: steward.v1.TimelineEntry
+	(BreakerState)(0),             // 12: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*Task)(nil),                  // 14: steward.v1.Task
+	(TaskStatus)(0),               // 15: steward.v1.TaskStatus
+	(*EventRecord)(nil),           // 16: steward.v1.EventRecord
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	9,  // 0: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	10, // 1: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	9,  // 2: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	11, // 3: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	8,  // 4: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	12, // 5: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	0,  // 6: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	2,  // 7: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	4,  // 8: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	6,  // 9: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	1,  // 10: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	3,  // 11: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	5,  // 12: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	7,  // 13: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	10, // [10:14] is the sub-list for method output_type
-	6,  // [6:10] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	2,  // 0: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
+	12, // 1: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	13, // 2: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	13, // 3: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	14, // 4: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	15, // 5: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	14, // 6: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	16, // 7: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	11, // 8: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	13, // 9: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	3,  // 10: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	5,  // 11: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	7,  // 12: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	9,  // 13: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	0,  // 14: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	4,  // 15: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	6,  // 16: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	8,  // 17: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	10, // 18: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	1,  // 19: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	15, // [15:20] is the sub-list for method output_type
+	10, // [10:15] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -604,7 +813,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -42,6 +42,9 @@ const (
 	// QueryServiceGetTimelineProcedure is the fully-qualified name of the QueryService's GetTimeline
 	// RPC.
 	QueryServiceGetTimelineProcedure = "/steward.v1.QueryService/GetTimeline"
+	// QueryServiceListBreakersProcedure is the fully-qualified name of the QueryService's ListBreakers
+	// RPC.
+	QueryServiceListBreakersProcedure = "/steward.v1.QueryService/ListBreakers"
 )
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
@@ -53,6 +56,9 @@ type QueryServiceClient interface {
 	// first response carries no event, only the task's last sequence.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest]) (*connect.ServerStreamForClient[v1.WatchTaskResponse], error)
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
+	// ListBreakers lists every execution worker's circuit breakers as their
+	// last recorded change left them.
+	ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the steward.v1.QueryService service. By default, it
@@ -93,15 +99,23 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listBreakers: connect.NewClient[v1.ListBreakersRequest, v1.ListBreakersResponse](
+			httpClient,
+			baseURL+QueryServiceListBreakersProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("ListBreakers")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // queryServiceClient implements QueryServiceClient.
 type queryServiceClient struct {
-	getTask     *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
-	listTasks   *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
-	watchTask   *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
-	getTimeline *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
+	getTask      *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
+	listTasks    *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	watchTask    *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
+	getTimeline  *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
+	listBreakers *connect.Client[v1.ListBreakersRequest, v1.ListBreakersResponse]
 }
 
 // GetTask calls steward.v1.QueryService.GetTask.
@@ -124,6 +138,11 @@ func (c *queryServiceClient) GetTimeline(ctx context.Context, req *connect.Reque
 	return c.getTimeline.CallUnary(ctx, req)
 }
 
+// ListBreakers calls steward.v1.QueryService.ListBreakers.
+func (c *queryServiceClient) ListBreakers(ctx context.Context, req *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error) {
+	return c.listBreakers.CallUnary(ctx, req)
+}
+
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
 type QueryServiceHandler interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
@@ -133,6 +152,9 @@ type QueryServiceHandler interface {
 	// first response carries no event, only the task's last sequence.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest], *connect.ServerStream[v1.WatchTaskResponse]) error
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
+	// ListBreakers lists every execution worker's circuit breakers as their
+	// last recorded change left them.
+	ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -169,6 +191,13 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceListBreakersHandler := connect.NewUnaryHandler(
+		QueryServiceListBreakersProcedure,
+		svc.ListBreakers,
+		connect.WithSchema(queryServiceMethods.ByName("ListBreakers")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
@@ -179,6 +208,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceWatchTaskHandler.ServeHTTP(w, r)
 		case QueryServiceGetTimelineProcedure:
 			queryServiceGetTimelineHandler.ServeHTTP(w, r)
+		case QueryServiceListBreakersProcedure:
+			queryServiceListBreakersHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -202,4 +233,8 @@ func (UnimplementedQueryServiceHandler) WatchTask(context.Context, *connect.Requ
 
 func (UnimplementedQueryServiceHandler) GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetTimeline is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.ListBreakers is not implemented"))
 }

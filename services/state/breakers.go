@@ -1,0 +1,78 @@
+package state
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Breakers is the view of every execution worker's circuit breakers, folded
+// from the BreakerChanged events on the service subjects: the last change
+// of each (service key, worker) is where that breaker stands. It is safe for
+// concurrent use.
+type Breakers struct {
+	progress eventlog.Progress
+	mu       sync.RWMutex
+	last     map[[2]string]*stewardv1.Breaker
+}
+
+// NewBreakers returns an empty view.
+func NewBreakers() *Breakers { return &Breakers{last: map[[2]string]*stewardv1.Breaker{}} }
+
+// Apply folds one service event.
+func (b *Breakers) Apply(rec *stewardv1.EventRecord) error {
+	defer b.progress.Advance(rec.Sequence)
+	c := rec.Event.GetBreakerChanged()
+	if c == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.last[[2]string{c.ServiceKey, c.Worker}] = &stewardv1.Breaker{
+		ServiceKey: c.ServiceKey, Worker: c.Worker, State: c.To, Since: rec.Event.Time, Until: c.Until,
+		Requests: c.Requests, Failures: c.Failures,
+	}
+	return nil
+}
+
+// Skip passes over an event that could not be read.
+func (b *Breakers) Skip(seq uint64, _ error) { b.progress.Advance(seq) }
+
+// Progress says how far the view got.
+func (b *Breakers) Progress() *eventlog.Progress { return &b.progress }
+
+// List returns the breakers, by service key then worker; only those not
+// closed when notClosed is set.
+func (b *Breakers) List(notClosed bool) []*stewardv1.Breaker {
+	b.mu.RLock()
+	out := make([]*stewardv1.Breaker, 0, len(b.last))
+	for _, br := range b.last {
+		if notClosed && br.State == stewardv1.BreakerState_BREAKER_STATE_CLOSED {
+			continue
+		}
+		out = append(out, proto.CloneOf(br))
+	}
+	b.mu.RUnlock()
+	slices.SortFunc(out, func(x, y *stewardv1.Breaker) int {
+		if c := strings.Compare(x.ServiceKey, y.ServiceKey); c != 0 {
+			return c
+		}
+		return strings.Compare(x.Worker, y.Worker)
+	})
+	return out
+}
+
+func (s *queryService) ListBreakers(ctx context.Context, req *connect.Request[stewardv1.ListBreakersRequest]) (*connect.Response[stewardv1.ListBreakersResponse], error) {
+	p := s.plane
+	if err := eventlog.CatchUp(ctx, p.breakers, p.log.LastServiceSequence); err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ListBreakersResponse{Breakers: p.breakers.List(req.Msg.NotClosed)}), nil
+}

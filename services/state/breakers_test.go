@@ -1,0 +1,76 @@
+package state_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/state"
+)
+
+// TestListBreakersShowsEachWorkersLastChange records breaker changes on a
+// service subject, as execution workers do, and reads them back through
+// QueryService.ListBreakers.
+func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
+	ctx := context.Background()
+	log, _ := stewardtest.OpenLog(t)
+	change := func(worker string, to stewardv1.BreakerState) {
+		t.Helper()
+		head, _, err := log.ServiceHead(ctx, "bank")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, err := event.New(event.Meta{Actor: &stewardv1.Actor{Principal: worker, Plane: "execution"}}, &stewardv1.BreakerChanged{
+			ServiceKey: "bank", Worker: worker, To: to, Requests: 5, Failures: 4, Until: timestamppb.New(time.Now().Add(time.Minute)),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := log.Append(ctx, head, ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	change("w1", stewardv1.BreakerState_BREAKER_STATE_OPEN)
+	change("w2", stewardv1.BreakerState_BREAKER_STATE_OPEN)
+	change("w2", stewardv1.BreakerState_BREAKER_STATE_CLOSED)
+
+	p := state.New(log, slog.New(slog.DiscardHandler))
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Stop)
+	mux := http.NewServeMux()
+	for _, s := range p.Services(nil) {
+		mux.Handle(s.Path, s.Handler)
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	client := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
+
+	resp, err := client.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := resp.Msg.Breakers
+	if len(got) != 2 || got[0].Worker != "w1" || got[0].State != stewardv1.BreakerState_BREAKER_STATE_OPEN ||
+		got[1].Worker != "w2" || got[1].State != stewardv1.BreakerState_BREAKER_STATE_CLOSED {
+		t.Fatalf("breakers %v", got)
+	}
+	resp, err = client.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{NotClosed: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Msg.Breakers) != 1 || resp.Msg.Breakers[0].Worker != "w1" {
+		t.Fatalf("not closed: %v", resp.Msg.Breakers)
+	}
+}
