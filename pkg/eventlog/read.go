@@ -52,7 +52,12 @@ func (l *Log) ReadTool(ctx context.Context, name string) ([]*stewardv1.EventReco
 	if !ValidTaskID(name) {
 		return nil, errs.Field("name", "%q is not a tool name", name)
 	}
-	subject := l.ToolSubject(name)
+	return l.readChain(ctx, l.ToolSubject(name))
+}
+
+// readChain reads a subject that holds no task (a tool's, a service's),
+// checked against its hash chain.
+func (l *Log) readChain(ctx context.Context, subject string) ([]*stewardv1.EventRecord, error) {
 	raws, err := l.readRaw(ctx, subject)
 	if err != nil {
 		return nil, err

@@ -38,12 +38,7 @@ func (l *Log) ReadService(ctx context.Context, key string) ([]*stewardv1.EventRe
 	if !ValidTaskID(key) {
 		return nil, errs.Field("service_key", "%q is not a service key", key)
 	}
-	subject := l.ServiceSubject(key)
-	raws, err := l.readRaw(ctx, subject)
-	if err != nil {
-		return nil, err
-	}
-	return l.verify(subject, "", raws)
+	return l.readChain(ctx, l.ServiceSubject(key))
 }
 
 // LastServiceSequence is LastTaskSequence for service events.
