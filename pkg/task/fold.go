@@ -73,6 +73,9 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.Compensations = append([]string(nil), p.TaskCompensating.ActionIds...)
 	case *stewardv1.Event_TaskStalled:
 		t.StalledSince, t.StalledReason = p.TaskStalled.QuietSince, p.TaskStalled.Reason
+		if t.StalledSince == nil {
+			t.StalledSince = ev.Time
+		}
 		return nil // a mark, not a change of status
 	}
 	t.Status = next

@@ -217,3 +217,29 @@ func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) boo
 	}
 	return false
 }
+
+// TestStalledTaskIsTakenOverFromASilentWorker leaves a dispatch of a worker
+// that died mid-call on the log; once the task is marked stalled, a live
+// worker records the outcome as unknown, and the status query settles it.
+func TestStalledTaskIsTakenOverFromASilentWorker(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "ok")
+	b.register(ts, "charge", true, nil)
+	b.plane.Stop() // the dead worker's turn: nothing reacts
+	taskID, actionID := b.permit("t-dead", "charge", "card-1")
+	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"})
+	b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
+	b.start()
+	time.Sleep(200 * time.Millisecond)
+	if a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)); a.ClaimedBy != "dead" {
+		t.Fatalf("a live worker took a dispatch before any stall: %v", a)
+	}
+	b.append(taskID, &stewardv1.TaskStalled{Reason: "silent"})
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if a.ClaimedBy != "w1" || !a.Redispatched {
+		t.Errorf("claimed by %q, redispatched %v; want w1, true", a.ClaimedBy, a.Redispatched)
+	}
+	if got := ts.executions(a.OpKey); got != 1 {
+		t.Errorf("work done %d times, want 1", got)
+	}
+}

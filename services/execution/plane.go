@@ -119,6 +119,8 @@ func (p *Plane) Start(ctx context.Context) error {
 		event.TypeActionWaiting: p.armWait,
 		event.TypeActionSettled: p.armWait,
 		event.TypeActionOutcome: p.reconcileOutcome,
+		// What a silent worker left behind.
+		event.TypeTaskStalled: p.takeOver,
 	})
 	if err != nil {
 		return err

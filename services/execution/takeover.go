@@ -1,0 +1,51 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/execution/adapter"
+)
+
+// takeOver reacts to a task marked stalled by carrying on what its
+// execution worker left: a worker that died holding a claim never says so,
+// and the stall mark — no event, not even a heartbeat, for the task's
+// stall threshold — is the sign. A live worker heartbeats every
+// HeartbeatInterval while it calls, so its work is not taken from it.
+//
+// A claim not yet dispatched is dispatched here (the fold lets one dispatch
+// per attempt in, whoever makes it). A dispatch without an outcome is
+// recorded as unknown, never repeated, and reconciliation takes it from
+// there.
+func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	if t.StalledSince == nil || !task.Working(t.Status) {
+		return nil // it moved on since
+	}
+	c := causeOf(rec.Event)
+	for _, a := range t.Actions {
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
+			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+			release, ok := p.busy.take(a.ActionId)
+			if !ok {
+				continue // this process is calling it right now
+			}
+			err = p.outcome(ctx, t.Contract.TaskId, a.ActionId, a.Attempt, c, adapter.Result{
+				Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+				Reason: fmt.Sprintf("worker %s dispatched the call and went silent: the task stalled with no outcome and no heartbeat", a.ClaimedBy),
+			})
+			release()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
