@@ -53,8 +53,18 @@ var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (htt
 // dataDir and waits until it says where it serves.
 func startBinary(t *testing.T, dataDir string, flags ...string) *proc {
 	t.Helper()
+	return startBinaryEnv(t, dataDir, nil, flags...)
+}
+
+// startBinaryEnv is startBinary with env ("KEY=value") added to the
+// process's environment; a later value of a key wins.
+func startBinaryEnv(t *testing.T, dataDir string, env []string, flags ...string) *proc {
+	t.Helper()
 	args := append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)
 	cmd := exec.Command(binary, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 		Description:   "Steward reactions: " + name,
 		FilterSubject: l.cfg.SubjectPrefix + ".>",
 		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       30 * time.Second,
+		AckWait:       ReactionAckWait,
 		MaxDeliver:    -1,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
@@ -96,6 +96,13 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 	}
 	return &laneSubscription{cc: cc, lanes: ls}, nil
 }
+
+// ReactionAckWait is how long JetStream waits for a reaction before it
+// delivers the event again. It is short because it is also how long a
+// reaction cut off by a crash waits to be taken up again after a restart
+// (the server remembers the delivery); a reaction that runs longer — a
+// tool call — says it is still working with InProgress.
+const ReactionAckWait = 5 * time.Second
 
 type msgKey struct{}
 

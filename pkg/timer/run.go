@@ -35,7 +35,10 @@ type Subscription interface{ Stop() }
 
 // ackWait is how long a delivered timer is someone's before the server
 // offers it again; a running handler keeps extending it.
-const ackWait = 30 * time.Second
+//
+// It is short because it is also how long a timer whose handler was cut
+// off by a crash waits to be taken up again after a restart.
+const ackWait = 5 * time.Second
 
 // Run runs a durable consumer named consumer over fired timers of the given
 // kinds, handing each to fn, one at a time, until ctx ends or the

@@ -27,22 +27,46 @@ func (p *Plane) heartbeat(ctx context.Context, taskID, actionID string, attempt 
 		defer done.Done()
 		tick := time.NewTicker(p.cfg.HeartbeatInterval)
 		defer tick.Stop()
-		for beat := uint32(1); ; beat++ {
+		beat := uint32(0)
+		for {
 			select {
 			case <-ctx.Done():
 				return
 			case <-tick.C:
-			}
-			eventlog.InProgress(ctx)
-			id := event.ID(actionID, event.TypeActionHeartbeat, fmt.Sprint(attempt), fmt.Sprint(beat))
-			err := p.record(ctx, taskID, id, cause{}, &stewardv1.ActionHeartbeat{ActionId: actionID, Attempt: attempt, Beat: beat})
-			if err != nil && ctx.Err() == nil {
-				// A missed beat is not worth failing the call for.
-				p.logger.Warn("heartbeat not recorded", "task", taskID, "action", actionID, "err", err)
+				beat++
+				id := event.ID(actionID, event.TypeActionHeartbeat, fmt.Sprint(attempt), fmt.Sprint(beat))
+				err := p.record(ctx, taskID, id, cause{}, &stewardv1.ActionHeartbeat{ActionId: actionID, Attempt: attempt, Beat: beat})
+				if err != nil && ctx.Err() == nil {
+					// A missed beat is not worth failing the call for.
+					p.logger.Warn("heartbeat not recorded", "task", taskID, "action", actionID, "err", err)
+				}
 			}
 		}
 	}()
-	return func() { cancel(); done.Wait() }
+	working := keepWorking(ctx)
+	return func() { working(); cancel(); done.Wait() }
+}
+
+// keepWorking tells JetStream, until stop, that the reaction running under
+// ctx is still working on its event, so that a long call is not taken for a
+// reaction cut off by a crash.
+func keepWorking(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(eventlog.ReactionAckWait / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				eventlog.InProgress(ctx)
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
 }
 
 // inflight is the set of actions this process is working on, so that a

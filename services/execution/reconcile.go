@@ -58,7 +58,9 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 		p.logger.Warn("unknown outcome waits for a person: no adapter for its tool", "task", taskID, "action", actionID, "err", err)
 		return nil
 	}
+	working := keepWorking(ctx)
 	ans, err := ad.Status(ctx, adapter.Request{TaskID: taskID, ActionID: actionID, OpKey: a.OpKey, Tool: entry.Tool.Contract})
+	working()
 	if errors.Is(err, adapter.ErrNoStatusQuery) {
 		p.logger.Info("unknown outcome waits for a person to settle it (SettleAction): the tool offers no status query", "task", taskID, "action", actionID)
 		return nil

@@ -1,0 +1,331 @@
+// The crash matrix runs each crash point STEWARD_CRASH_RUNS times (default
+// 2, so CI stays fast). The full suite:
+//
+//	STEWARD_CRASH_RUNS=10 go test -count=1 -run TestCrashMatrix -v ./e2e/
+
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/crashpoint"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+const (
+	// crashWait bounds how long the armed binary takes to reach its point.
+	crashWait = 15 * time.Second
+	// recoveryWait bounds how long the restarted binary takes to finish
+	// what the crash interrupted. It is longer than the log's 30s ack wait,
+	// so a recovery that waits for a redelivery still passes (and shows in
+	// the recovery times).
+	recoveryWait = 45 * time.Second
+	// statusQuerySettler is how the ledger names a settlement by the
+	// tool's status query.
+	statusQuerySettler = "status query"
+)
+
+// crashScenario drives a task to one crash point and says what recovery
+// looks like.
+type crashScenario struct {
+	point string
+	// drive runs against the armed binary until it dies at point.
+	drive func(t *testing.T, r *crashRun)
+	// recovered reports whether the restarted binary finished the work.
+	recovered func(tk *stewardv1.Task) bool
+	// check makes the point's own checks on the recovered task.
+	check func(t *testing.T, r *crashRun, tk *stewardv1.Task, history []*stewardv1.EventRecord)
+}
+
+// settlement is how a scenario's action may come to succeed.
+type settlement int
+
+const (
+	// byAnswer: from the tool's answer to the call; nobody asks the tool.
+	byAnswer settlement = iota
+	// byStatusQuery: the outcome was recorded as unknown and the status
+	// query settled it.
+	byStatusQuery
+	// eitherWay: the point is in another plane than the one that runs the
+	// call, and in one process the call may already be in flight when the
+	// binary dies; then byStatusQuery, else byAnswer.
+	eitherWay
+)
+
+func crashScenarios() []crashScenario {
+	step := func(point, tool string, settle settlement, asks int) crashScenario {
+		return crashScenario{
+			point:     point,
+			drive:     func(t *testing.T, r *crashRun) { r.propose(t, "step", tool) },
+			recovered: actionSucceeded("step"),
+			check: func(t *testing.T, r *crashRun, tk *stewardv1.Task, history []*stewardv1.EventRecord) {
+				checkStep(t, r, tk, history, settle, asks)
+			},
+		}
+	}
+	return []crashScenario{
+		step(crashpoint.AfterProposal, "put", eitherWay, 1),
+		step(crashpoint.AfterPermit, "put", eitherWay, 1),
+		step(crashpoint.AfterClaim, "put", byAnswer, 0),
+		// The call went out and came back, but nothing recorded how: the
+		// restart must call the outcome unknown and ask the tool.
+		step(crashpoint.AfterDispatch, "put", byStatusQuery, 1),
+		step(crashpoint.AfterOutcome, "put", byAnswer, 0),
+		{
+			point:     crashpoint.DuringCompensation,
+			drive:     driveCompensation,
+			recovered: func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_FAILED },
+			check:     checkCompensation,
+		},
+		// The slow tool outlasts its timeout: unknown, asked, crash before
+		// the settlement, asked again after the restart.
+		step(crashpoint.DuringReconciliation, "slowput", byStatusQuery, 2),
+	}
+}
+
+// TestCrashMatrix kills the real binary at every named crash point (the
+// binary sends itself SIGKILL there), restarts it on the same data without
+// the crash armed, and checks that the task reaches the state it would
+// have reached without the crash; that the tool worked once per op_key and
+// once per action (and got one request per key: a dispatch whose outcome
+// is unknown is settled by asking, never by calling again); that no event
+// seen before the crash is lost and none is duplicated — every event id
+// once, every ledger step once; that the hash chain verifies; and that the
+// projection agrees with the log. It prints how long recovery took.
+func TestCrashMatrix(t *testing.T) {
+	runs := crashRuns(t)
+	scenarios := crashScenarios()
+	var covered []string
+	for _, sc := range scenarios {
+		covered = append(covered, sc.point)
+	}
+	if !slices.Equal(covered, crashpoint.Points) {
+		t.Fatalf("the matrix covers %v; the crash points are %v", covered, crashpoint.Points)
+	}
+	crashStats.reset()
+	for _, sc := range scenarios {
+		t.Run(sc.point, func(t *testing.T) {
+			for i := range runs {
+				t.Run(fmt.Sprintf("run-%d", i+1), func(t *testing.T) { runCrash(t, sc, i+1) })
+			}
+		})
+	}
+	line := crashStats.summary()
+	t.Log(line)
+	if testing.Verbose() {
+		fmt.Println(line)
+	}
+}
+
+// crashRuns is STEWARD_CRASH_RUNS, or 2.
+func crashRuns(t *testing.T) int {
+	t.Helper()
+	s := os.Getenv("STEWARD_CRASH_RUNS")
+	if s == "" {
+		return 2
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 1 {
+		t.Fatalf("STEWARD_CRASH_RUNS=%q: want a positive number", s)
+	}
+	return n
+}
+
+// crashRun is one run of one scenario.
+type crashRun struct {
+	tool   *crashTool
+	taskID string
+	c      clients
+	// lastErr is the last RPC error while the binary was dying; it is
+	// reported if the binary does not die.
+	lastErr error
+}
+
+func runCrash(t *testing.T, sc crashScenario, run int) {
+	var res crashResult
+	defer func() { crashStats.add(sc.point, res, t.Failed()) }()
+	r := &crashRun{tool: startCrashTool(t)}
+	flags := crashFlags(t, r.tool)
+	data := t.TempDir()
+
+	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + sc.point}, flags...)
+	r.c = newClients(p.url)
+	r.taskID = crashTask(t, r.c, fmt.Sprintf("crash-%s-%d", sc.point, run))
+	w := watchEvents(t, p.url, r.taskID)
+	sc.drive(t, r)
+	waitCrash(t, p, sc.point, r.lastErr)
+	seen := w.close()
+
+	// The restart: same data, nothing armed.
+	restart := time.Now()
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, flags...)
+	r.c = newClients(p.url)
+	pollTask(t, r.c, r.taskID, sc.recovered)
+	res.recovery = time.Since(restart)
+
+	history, tk := settledHistory(t, r.c, r.taskID)
+	res.lost = checkHistory(t, r, tk, history, seen)
+	res.duplicates = checkTool(t, r, tk)
+	sc.check(t, r, tk, history)
+	verifyChain(t, r.c, r.taskID, len(history))
+
+	progress := "no event needed"
+	if d, ok := firstProgress(history, restart); ok {
+		progress = "next event " + d.Round(time.Millisecond).String() + " after restart"
+	}
+	t.Logf("%s run %d: %d events seen before the crash (to sequence %d), %d on the log after; %s; recovered %s after restart",
+		sc.point, run, len(seen), lastSequence(seen), len(history), progress, res.recovery.Round(time.Millisecond))
+}
+
+// crashResult is what one run measured; recovery is zero if the task
+// never recovered.
+type crashResult struct {
+	duplicates, lost int
+	recovery         time.Duration
+}
+
+// crashFlags writes the tools file for tool and returns the flags for it.
+func crashFlags(t *testing.T, tool *crashTool) []string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tools.json")
+	if err := os.WriteFile(path, []byte(crashToolsFile(tool)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"--tools", path}
+}
+
+// crashTask creates a running task that may use the crash tools and
+// compensates when it fails.
+func crashTask(t *testing.T, c clients, requestID string) string {
+	t.Helper()
+	k := contract()
+	k.AllowedTools = []string{"put", "slowput", "reserve", "release"}
+	k.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_COMPENSATE}
+	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, c, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	return id
+}
+
+// propose proposes a call of tool on the armed binary. The binary may die
+// before it answers; the error is kept for the report if it does not.
+func (r *crashRun) propose(t *testing.T, proposalID, tool string) *stewardv1.Action {
+	t.Helper()
+	params, err := structpb.NewStruct(map[string]any{"item": proposalID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := r.c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: r.taskID, ProposalId: proposalID, Tool: tool, Target: "shelf:" + proposalID, Params: params,
+	}))
+	if err != nil {
+		r.lastErr = fmt.Errorf("propose %s: %w", proposalID, err)
+		return nil
+	}
+	return resp.Msg.Action
+}
+
+// driveCompensation makes two reservations, one after the other, then
+// fails the task: it compensates them, newest first, and the binary dies
+// when the first compensation is proposed.
+func driveCompensation(t *testing.T, r *crashRun) {
+	t.Helper()
+	for _, id := range []string{"reserve-1", "reserve-2"} {
+		a := r.propose(t, id, "reserve")
+		if a == nil {
+			t.Fatalf("%v", r.lastErr)
+		}
+		waitAction(t, r.c, r.taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.c.tasks.FailTask(ctx, connect.NewRequest(&stewardv1.FailTaskRequest{
+		TaskId: r.taskID, RequestId: "fail-1", Reason: "crash matrix: undo the reservations",
+	}))
+	if err != nil {
+		r.lastErr = fmt.Errorf("fail task: %w", err)
+	}
+}
+
+// waitCrash waits for the armed binary to kill itself.
+func waitCrash(t *testing.T, p *proc, point string, lastErr error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(crashWait):
+		_ = p.cmd.Process.Kill()
+		<-done
+		t.Fatalf("steward did not reach crash point %s within %s (last RPC error: %v)", point, crashWait, lastErr)
+	}
+	ws, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("steward ended with %v, want SIGKILL at crash point %s", p.cmd.ProcessState, point)
+	}
+}
+
+// pollTask polls GetTask every 20ms until done says the task is there.
+// Errors are tolerated until the deadline: the restarted binary may still
+// be rebuilding its projection.
+func pollTask(t *testing.T, c clients, taskID string, done func(*stewardv1.Task) bool) *stewardv1.Task {
+	t.Helper()
+	deadline := time.Now().Add(recoveryWait)
+	var last *stewardv1.Task
+	var lastErr error
+	for time.Now().Before(deadline) {
+		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+		if err == nil && done(resp.Msg.Task) {
+			return resp.Msg.Task
+		}
+		if err == nil {
+			last = resp.Msg.Task
+		}
+		lastErr = err
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("task %s did not recover within %s (last error %v); it is %v, actions:\n%s",
+		taskID, recoveryWait, lastErr, last.GetStatus(), describeActions(last))
+	return nil
+}
+
+// actionSucceeded reports a running task whose action proposalID succeeded.
+func actionSucceeded(proposalID string) func(*stewardv1.Task) bool {
+	return func(tk *stewardv1.Task) bool {
+		a := byProposal(tk, proposalID)
+		return a != nil && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	}
+}
+
+func byProposal(tk *stewardv1.Task, proposalID string) *stewardv1.Action {
+	for _, a := range tk.GetActions() {
+		if a.ProposalId == proposalID {
+			return a
+		}
+	}
+	return nil
+}
+
+func describeActions(tk *stewardv1.Task) string {
+	var s string
+	for _, a := range tk.GetActions() {
+		s += fmt.Sprintf("  %s %s %s settled_by=%q compensates=%q outcome=%v\n", a.ActionId, a.Tool, a.Status, a.SettledBy, a.Compensates, a.Outcome)
+	}
+	return s
+}

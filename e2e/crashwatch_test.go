@@ -1,0 +1,141 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+// What the crash matrix watches and counts across runs.
+
+// eventWatch keeps every event of a task that the binary shows, until the
+// binary dies: the events a client saw before the crash.
+type eventWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	ready  chan struct{} // closed once the history up to the watch's start is in
+	mu     sync.Mutex
+	seen   []*stewardv1.EventRecord
+}
+
+// watchEvents watches taskID and returns once it has the task's history
+// so far.
+func watchEvents(t *testing.T, url, taskID string) *eventWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &eventWatch{cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+	// No client timeout: a watch lasts as long as the binary does.
+	query := stewardv1connect.NewQueryServiceClient(&http.Client{}, url)
+	go func() {
+		defer close(w.done)
+		var once sync.Once
+		for ctx.Err() == nil {
+			w.follow(ctx, query, taskID, func() { once.Do(func() { close(w.ready) }) })
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	select {
+	case <-w.ready:
+	case <-time.After(10 * time.Second):
+		w.close()
+		t.Fatalf("WatchTask %s did not catch up within 10s", taskID)
+	}
+	return w
+}
+
+// follow watches from the last event seen until the stream ends, and calls
+// caughtUp once it has every event up to where the task stood when the
+// watch began.
+func (w *eventWatch) follow(ctx context.Context, query stewardv1connect.QueryServiceClient, taskID string, caughtUp func()) {
+	w.mu.Lock()
+	after := lastSequence(w.seen)
+	w.mu.Unlock()
+	stream, err := query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID, AfterSequence: after}))
+	if err != nil {
+		return
+	}
+	defer stream.Close()
+	var head uint64
+	for stream.Receive() {
+		msg := stream.Msg()
+		if msg.Record == nil {
+			head = msg.LastSequence
+		} else {
+			w.mu.Lock()
+			w.seen = append(w.seen, msg.Record)
+			w.mu.Unlock()
+		}
+		if last := max(after, lastSequence(w.snapshot())); head > 0 && last >= head {
+			caughtUp()
+		}
+	}
+}
+
+func (w *eventWatch) snapshot() []*stewardv1.EventRecord {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.seen
+}
+
+// close stops watching and returns what was seen.
+func (w *eventWatch) close() []*stewardv1.EventRecord {
+	w.cancel()
+	<-w.done
+	return w.snapshot()
+}
+
+// crashStats collects the matrix's numbers across runs.
+var crashStats = &crashCollector{points: map[string]bool{}}
+
+type crashCollector struct {
+	mu               sync.Mutex
+	points           map[string]bool
+	runs, failed     int
+	duplicates, lost int
+	recoveries       []time.Duration
+}
+
+func (s *crashCollector) reset() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.points = map[string]bool{}
+	s.runs, s.failed, s.duplicates, s.lost = 0, 0, 0, 0
+	s.recoveries = nil
+}
+
+func (s *crashCollector) add(point string, res crashResult, failed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.points[point] = true
+	s.runs++
+	if failed {
+		s.failed++
+	}
+	s.duplicates += res.duplicates
+	s.lost += res.lost
+	if res.recovery > 0 {
+		s.recoveries = append(s.recoveries, res.recovery)
+	}
+}
+
+// summary is the one line a crash-matrix run reports.
+func (s *crashCollector) summary() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := slices.Clone(s.recoveries)
+	slices.Sort(r)
+	var p50, maxd time.Duration
+	if len(r) > 0 {
+		p50, maxd = r[(len(r)-1)/2], r[len(r)-1]
+	}
+	return fmt.Sprintf("crash matrix: points=%d runs=%d failed=%d duplicates=%d lost=%d recovery_p50=%dms recovery_max=%dms",
+		len(s.points), s.runs, s.failed, s.duplicates, s.lost, p50.Milliseconds(), maxd.Milliseconds())
+}
