@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -161,7 +162,7 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 // start runs a fresh plane, as a restarted process would.
 func (b *bed) start() {
 	b.t.Helper()
-	p, err := execution.New(b.log, slog.New(slog.DiscardHandler), b.cfg)
+	p, err := execution.New(b.log, slog.New(slog.NewTextHandler(testWriter{b.t}, nil)), b.cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -276,4 +277,12 @@ func (b *bed) count(taskID, typ string) int {
 		}
 	}
 	return n
+}
+
+// testWriter sends the plane's log to the test's, shown when it fails.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSuffix(string(p), "\n"))
+	return len(p), nil
 }

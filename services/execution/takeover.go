@@ -15,8 +15,9 @@ import (
 // stall threshold — is the sign. A live worker heartbeats every
 // HeartbeatInterval while it calls, so its work is not taken from it.
 //
-// A claim not yet dispatched is dispatched here (the fold lets one dispatch
-// per attempt in, whoever makes it). A dispatch without an outcome is
+// A permit nobody claimed is claimed, and a claim not yet dispatched, or a
+// wait whose timer came due with nothing happening, is dispatched here
+// (the fold lets one dispatch per attempt in, whoever makes it). A dispatch without an outcome is
 // recorded as unknown, never repeated, and reconciliation takes it from
 // there.
 func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error {
@@ -30,8 +31,15 @@ func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error 
 	c := causeOf(rec.Event)
 	for _, a := range t.Actions {
 		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
+			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
 		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
 			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+			// A wait whose timer came due and did nothing.
+			if !a.WaitUntil.AsTime().After(p.now()) {
+				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+			}
 		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
 			release, ok := p.busy.take(a.ActionId)
 			if !ok {

@@ -26,8 +26,8 @@ const DefaultStallCheckEvery = 30 * time.Second
 //
 // A stalled task is a working one with no event for longer than its
 // threshold that is not waiting on something it declared: an approval, a
-// durable timer (an action waiting to retry or for a breaker), or the
-// settling of an unknown outcome. Those have their own clocks and people;
+// durable timer not yet due (an action waiting to retry or for a breaker),
+// or the settling of an unknown outcome. Those have their own clocks and people;
 // silence anywhere else means something is stuck — a worker that died
 // mid-call without a heartbeat, a reaction that keeps failing, an agent
 // that stopped proposing. The mark is an event, so every view, watch and
@@ -116,9 +116,14 @@ func stallReason(t *stewardv1.Task, now time.Time) string {
 	for _, a := range t.Actions {
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
-			stewardv1.ActionStatus_ACTION_STATUS_WAITING,
 			stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
 			return "" // waiting on something with its own clock
+		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+			if a.WaitUntil.AsTime().After(now) {
+				return "" // its timer has not come due
+			}
+			// Its timer came due and nothing happened: as stuck as
+			// anything else, and the mark gets it going again.
 		}
 		if !task.ActionEnded(a.Status) {
 			open = append(open, a)
@@ -147,6 +152,8 @@ func doing(t *stewardv1.Task, open []*stewardv1.Action) string {
 		} else {
 			s += " with no heartbeat"
 		}
+	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		s = fmt.Sprintf("%s waited until %s (%s) and was not dispatched again", what, stamp(a.WaitUntil.AsTime()), a.WaitReason)
 	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
 		s = fmt.Sprintf("%s was claimed by %s at %s and not dispatched", what, orUnknown(a.ClaimedBy), since)
 	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:

@@ -57,6 +57,9 @@ func actionUpTo(upTo string) []event.Payload {
 	case "waiting to retry":
 		steps = append(append(steps, run...),
 			step{upTo, &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(time.Now().Add(time.Hour))}})
+	case "overdue wait":
+		steps = append(append(steps, run...),
+			step{upTo, &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.Now()}})
 	case "unknown":
 		steps = append(append(steps, run...),
 			step{upTo, &stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN}}})
@@ -119,8 +122,9 @@ func countType(t *testing.T, log *eventlog.Log, taskID, typ string) (n int, last
 
 // TestWatchdogMarksOnlyUndeclaredSilence leaves tasks quiet past their
 // threshold: only the one whose action was dispatched with no heartbeat,
-// and the one with nothing in flight, are marked, and each once; tasks
-// waiting on an approval, a retry timer or the settling of an unknown
+// the one with nothing in flight, and the one whose retry timer came due
+// with nothing happening, are marked, and each once; tasks waiting on an
+// approval, a retry timer not yet due or the settling of an unknown
 // outcome, and a paused task, are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
@@ -130,6 +134,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 		"idle":              {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}},
 		"awaiting-approval": actionUpTo("awaiting approval"),
 		"waiting-to-retry":  actionUpTo("waiting to retry"),
+		"overdue-wait":      actionUpTo("overdue wait"),
 		"unknown":           actionUpTo("unknown"),
 		"paused":            {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}},
 	}
@@ -142,7 +147,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	p := startWatchdog(t, log, &out)
 	time.Sleep(quietAfter + 1500*time.Millisecond)
 
-	want := map[string]int{"dispatched": 1, "idle": 1}
+	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1}
 	for id := range histories {
 		n, ev := countType(t, log, id, event.TypeTaskStalled)
 		if n != want[id] {
@@ -168,7 +173,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	if r := ev.GetTaskStalled().GetReason(); !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
 		t.Errorf("reason %q does not say what the task was doing", r)
 	}
-	if logged := out.String(); strings.Count(logged, "task stalled") != 2 || !strings.Contains(logged, "level=WARN") {
+	if logged := out.String(); strings.Count(logged, "task stalled") != 3 || !strings.Contains(logged, "level=WARN") {
 		t.Errorf("want two warnings, logged:\n%s", logged)
 	}
 }
