@@ -27,9 +27,9 @@ const (
 	// crashWait bounds how long the armed binary takes to reach its point.
 	crashWait = 15 * time.Second
 	// recoveryWait bounds how long the restarted binary takes to finish
-	// what the crash interrupted. It is longer than the log's 30s ack wait,
-	// so a recovery that waits for a redelivery still passes (and shows in
-	// the recovery times).
+	// what the crash interrupted. It is well past the log's ack wait
+	// (eventlog.ReactionAckWait), so a recovery that waits for a
+	// redelivery still passes (and shows in the recovery times).
 	recoveryWait = 45 * time.Second
 	// statusQuerySettler is how the ledger names a settlement by the
 	// tool's status query.
