@@ -38,6 +38,23 @@ const (
 // sets no limit: a loop guard against an agent proposing forever.
 const DefaultMaxActions = 1000
 
+// MayRun reports whether a of t may be claimed and dispatched now: in an
+// active task, any action; in a compensating one, only compensations — a
+// task being undone starts nothing new of its own.
+func MayRun(t *stewardv1.Task, a *stewardv1.Action) bool {
+	return Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING && a.GetCompensates() != ""
+}
+
+// MayPermit reports whether a of t may receive a permit now. A paused task
+// may hold one (it is claimed on resume); an ended task may not, nor may an
+// action of a compensating task that is not itself a compensation.
+func MayPermit(t *stewardv1.Task, a *stewardv1.Action) bool {
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+		return a.GetCompensates() != ""
+	}
+	return !Terminal(t.Status)
+}
+
 // MaxActions is the cap on t's proposals.
 func MaxActions(t *stewardv1.Task) int {
 	if n := t.Contract.GetLimits().GetMaxActions(); n > 0 {
@@ -156,7 +173,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
 			case a.Status == evaluated && a.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 				return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
-			case Terminal(t.Status):
+			case !MayPermit(t, a):
 				// A paused task may hold a permit; it is claimed on resume.
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
@@ -182,7 +199,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			switch {
 			case a.Permit.GetPermitId() != c.PermitId:
 				return fmt.Errorf("claim of permit %s, the action's permit is %s", c.PermitId, a.Permit.GetPermitId())
-			case !Working(t.Status):
+			case !MayRun(t, a):
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil
@@ -194,8 +211,8 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		id, from, to = d.ActionId, []stewardv1.ActionStatus{claimed, waiting}, dispatched
 		check = func(a *stewardv1.Action) error {
 			switch {
-			case !Working(t.Status):
-				return fmt.Errorf("task is %s; nothing is dispatched for it", StatusName(t.Status))
+			case !MayRun(t, a):
+				return fmt.Errorf("task is %s; this action is not dispatched for it", StatusName(t.Status))
 			case d.Attempt != a.Attempt+1:
 				return fmt.Errorf("dispatch attempt %d after %d", d.Attempt, a.Attempt)
 			}
@@ -285,15 +302,15 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 
 	case *stewardv1.Event_ActionOutcomeRecorded:
 		o := p.ActionOutcomeRecorded.GetOutcome()
-		// A claimed action may also fail before it is dispatched (its
-		// request or tool did not check out); only a dispatched one can
-		// succeed or be unknown.
-		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, dispatched}, o.GetStatus()
+		// A claimed or waiting action may also fail before it is
+		// dispatched (its request or tool did not check out); only a
+		// dispatched one can succeed or be unknown.
+		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, waiting, dispatched}, o.GetStatus()
 		check = func(a *stewardv1.Action) error {
 			switch {
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
-			case a.Status == claimed && to != failed:
+			case a.Status != dispatched && to != failed:
 				return fmt.Errorf("an action that was never dispatched cannot have %s", actionStatusName(to))
 			}
 			return nil

@@ -211,3 +211,41 @@ func TestActionCapIsAGuard(t *testing.T) {
 		t.Fatalf("a second action past a cap of 1: %v", err)
 	}
 }
+
+// TestCompensatingTaskStartsNothingOfItsOwn checks that while a task is
+// being undone its own actions are neither permitted, claimed nor
+// dispatched, that a refusal can end a waiting one, and that a reversible
+// write in flight when the compensation began joins the list if it
+// succeeds.
+func TestCompensatingTaskStartsNothingOfItsOwn(t *testing.T) {
+	reversible := func(id string) []event.Payload {
+		steps := dispatchedAction(id)
+		steps[0].(*stewardv1.ActionProposed).Action.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE
+		return steps
+	}
+	done := func(id string) event.Payload {
+		return &stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Attempt: 1}}
+	}
+	comp := &stewardv1.TaskCompensating{FinalStatus: stewardv1.TaskStatus_TASK_STATUS_CANCELLED, ActionIds: []string{"a1"}}
+	// a2 was permitted before the compensation began: no claim after.
+	permitted := reversible("a2")[:3]
+	if _, err := fold(t, reversible("a1"), one(done("a1")), permitted, one(comp, &stewardv1.ActionClaimed{ActionId: "a2", PermitId: "pa2", Worker: "w"})); err == nil {
+		t.Error("an action of a compensating task was claimed")
+	}
+	// a2 was dispatched before, and succeeds after: it is undone first.
+	tk, err := fold(t, reversible("a1"), one(done("a1")), reversible("a2"), one(comp, done("a2")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(tk.Compensations, ","); got != "a2,a1" {
+		t.Errorf("compensations %q, want a2,a1", got)
+	}
+	// A waiting action may be refused before its next dispatch.
+	_, err = fold(t, dispatchedAction("a3"), one(
+		&stewardv1.ActionWaiting{ActionId: "a3", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2},
+		&stewardv1.ActionOutcomeRecorded{ActionId: "a3", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC}},
+	))
+	if err != nil {
+		t.Errorf("a refusal of a waiting action: %v", err)
+	}
+}

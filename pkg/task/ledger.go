@@ -12,12 +12,10 @@ import (
 //     keeps its pause; what it resumes to follows instead. Other statuses
 //     (compensating, waiting for input, suspended, ended) are left alone.
 //   - its progress: which actions are done, failed or remaining.
-//   - while compensating, the actions still to undo: one leaves the list
-//     when its compensation has ended, however it ended.
+//   - while compensating, the actions still to undo (followCompensations).
 func followLedger(t *stewardv1.Task) {
 	var unknownID, awaitingID string
 	progress := &stewardv1.TaskProgress{}
-	ended := map[string]bool{} // compensated action → its compensation ended
 	for _, a := range t.Actions {
 		switch a.Status {
 		case unknown:
@@ -38,19 +36,10 @@ func followLedger(t *stewardv1.Task) {
 		default:
 			progress.Remaining = append(progress.Remaining, a.ActionId)
 		}
-		if a.Compensates != "" && ActionEnded(a.Status) {
-			ended[a.Compensates] = true
-		}
 	}
 	t.Progress = progress
-	if len(t.Compensations) > 0 && len(ended) > 0 {
-		left := t.Compensations[:0:0]
-		for _, id := range t.Compensations {
-			if !ended[id] {
-				left = append(left, id)
-			}
-		}
-		t.Compensations = left
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+		followCompensations(t)
 	}
 
 	set := func(s *stewardv1.TaskStatus, reason bool) {
@@ -95,4 +84,36 @@ func ActionEnded(s stewardv1.ActionStatus) bool {
 		return true
 	}
 	return false
+}
+
+// followCompensations keeps a compensating task's list of actions to undo:
+// one leaves it when its compensation has ended, however it ended; and a
+// reversible write of the task's own that succeeds only now — it was in
+// flight when the compensation began — joins it at the front, newest
+// first, so that nothing the task did is left standing.
+func followCompensations(t *stewardv1.Task) {
+	undone := map[string]bool{} // action → a compensation of it exists
+	ended := map[string]bool{}  // action → its compensation ended
+	for _, a := range t.Actions {
+		if a.Compensates != "" {
+			undone[a.Compensates] = true
+			ended[a.Compensates] = ended[a.Compensates] || ActionEnded(a.Status)
+		}
+	}
+	listed := map[string]bool{}
+	left := t.Compensations[:0:0]
+	for _, id := range t.Compensations {
+		listed[id] = true
+		if !ended[id] {
+			left = append(left, id)
+		}
+	}
+	var late []string
+	for _, a := range t.Actions {
+		if a.Compensates == "" && a.Status == succeeded && a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE &&
+			!listed[a.ActionId] && !undone[a.ActionId] {
+			late = append([]string{a.ActionId}, late...)
+		}
+	}
+	t.Compensations = append(late, left...)
 }

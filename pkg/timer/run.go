@@ -79,20 +79,20 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
 	}
-	// One message at a time: a timer buffered behind a slow handler would
-	// run out its ack wait and go to another process while still queued.
-	it, err := cons.Messages(jetstream.PullMaxMessages(1))
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
-	}
-	s := &subscription{it: it, done: make(chan struct{})}
+	pulling, stopPulling := context.WithCancel(ctx)
+	s := &subscription{cons: cons, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
 	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn)
 	return s, nil
 }
 
+// pullWait bounds one pull request; an idle consumer asks again this often.
+const pullWait = time.Second
+
 type subscription struct {
-	it           jetstream.MessagesContext
+	cons         jetstream.Consumer
+	pulling      context.Context // ends on Stop or when Run's ctx ends
+	stopPulling  context.CancelFunc
 	done         chan struct{}
 	stopOnCancel func() bool
 	once         sync.Once
@@ -102,24 +102,48 @@ type subscription struct {
 func (s *subscription) Stop() {
 	s.once.Do(func() {
 		s.stopOnCancel()
-		s.it.Stop()
+		s.stopPulling()
 		<-s.done
 	})
 }
 
+// loop pulls one fired timer at a time, each with its own short request,
+// rather than through cons.Messages: that iterator (nats.go v1.55.0) can
+// skip asking for the next message when its previous pull request is
+// still being sent as its answer arrives, and then asks again only when
+// its missed-heartbeat timer fires, 30s later. Several timers due in the
+// same second trip it. One message at a time also keeps a timer from
+// waiting in a buffer behind a slow handler until its ack wait runs out
+// and it goes to another process while still queued.
 func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler) {
 	defer close(s.done)
-	for {
-		msg, err := s.it.Next()
-		if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+	for s.pulling.Err() == nil {
+		msg, err := s.next()
+		switch {
+		case err == nil && s.pulling.Err() != nil:
+			_ = msg.Nak() // stopped while it came: let another process have it now
 			return
-		}
-		if err != nil {
+		case err == nil:
+			handle(ctx, log, msg, fn)
+		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
+			return
+		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+			// Nothing due yet, or stopping: the loop condition decides.
+		default:
 			log.Warn("timer consumer: transient error", "err", err)
-			continue
+			select { // do not spin on an error that persists, such as a deleted consumer
+			case <-s.pulling.Done():
+			case <-time.After(pullWait):
+			}
 		}
-		handle(ctx, log, msg, fn)
 	}
+}
+
+// next waits up to pullWait for one fired timer; Stop cuts the wait short.
+func (s *subscription) next() (jetstream.Msg, error) {
+	ctx, cancel := context.WithTimeout(s.pulling, pullWait)
+	defer cancel()
+	return s.cons.Next(jetstream.FetchContext(ctx))
 }
 
 // handle runs fn on one fired timer and acknowledges or redelivers it.

@@ -189,6 +189,34 @@ func TestDistinctIDsFireSeparately(t *testing.T) {
 	rec.none(t, 500*time.Millisecond)
 }
 
+// Timers due in the same second all fire promptly. nats.go's Messages
+// iterator could lose a pull when several came together and leave the
+// rest 30s late; see subscription.loop.
+func TestTimersDueTogetherAllFirePromptly(t *testing.T) {
+	t.Parallel()
+	tm, _ := open(t)
+	rec := newRecorder()
+	run(t, tm, "worker", []string{"k"}, rec.handle)
+	at := time.Now().Add(time.Second)
+	const n = 5
+	for i := range n {
+		if err := tm.Set(context.Background(), "k", fmt.Sprint("t", i), at, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]bool{}
+	for range n {
+		d := rec.next(t, time.Until(at)+3*time.Second)
+		if late := d.when.Sub(at); late > 3*time.Second {
+			t.Errorf("timer %s fired %s late", d.ID, late)
+		}
+		got[d.ID] = true
+	}
+	if len(got) != n {
+		t.Errorf("fired %v, want %d distinct timers", got, n)
+	}
+}
+
 func TestHandlerErrorRedelivers(t *testing.T) {
 	t.Parallel()
 	tm, _ := open(t)

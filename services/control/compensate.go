@@ -40,6 +40,11 @@ func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) erro
 		return nil
 	}
 	if len(t.Compensations) == 0 {
+		if inFlight(t) {
+			// A call of the task's own may still succeed, and then
+			// needs undoing too (the fold lists it): wait for its end.
+			return nil
+		}
 		return p.finishCompensation(ctx, rec, "")
 	}
 	head := t.Compensations[0]
@@ -168,4 +173,16 @@ func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventReco
 		}, payload)
 	})
 	return err
+}
+
+// inFlight reports whether an action of t's own (not a compensation) has a
+// call out whose end is not known yet: dispatched, or unknown until it is
+// settled. Nothing else of the task's own starts while it compensates.
+func inFlight(t *stewardv1.Task) bool {
+	for _, a := range t.Actions {
+		if a.Compensates == "" && (a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED || a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN) {
+			return true
+		}
+	}
+	return false
 }

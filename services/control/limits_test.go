@@ -29,6 +29,7 @@ func TestBadLimitsAndTimersAreRefused(t *testing.T) {
 	}{
 		{"too many actions", func(c *stewardv1.TaskContract) { c.Limits = &stewardv1.TaskLimits{MaxActions: control.MaxLimit + 1} }, "contract.limits.max_actions"},
 		{"negative stall", func(c *stewardv1.TaskContract) { c.Timers = &stewardv1.TaskTimers{StallAfter: d(-time.Second)} }, "contract.timers.stall_after"},
+		{"stall shorter than heartbeats", func(c *stewardv1.TaskContract) { c.Timers = &stewardv1.TaskTimers{StallAfter: d(time.Second)} }, "contract.timers.stall_after"},
 		{"suspend before remind", func(c *stewardv1.TaskContract) {
 			c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: d(time.Hour), ApprovalSuspendAfter: d(time.Minute)}
 		}, "contract.timers.approval_suspend_after"},

@@ -249,6 +249,9 @@ func checkRecovery(r *stewardv1.RecoveryPolicy) error {
 
 func checkReason(s string) error { return checkText("reason", s, MaxReasonLen, false) }
 
+// MinStallAfter is the shortest stall threshold a contract may set.
+const MinStallAfter = time.Minute
+
 // MaxLimit bounds the loop guards a contract may set.
 const MaxLimit = 100_000
 
@@ -281,6 +284,9 @@ func checkTimers(tm *stewardv1.TaskTimers) error {
 		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
 			return errs.Field(d.field, "must be a non-negative duration")
 		}
+	}
+	if tm.StallAfter != nil && tm.StallAfter.AsDuration() > 0 && tm.StallAfter.AsDuration() < MinStallAfter {
+		return errs.Field("contract.timers.stall_after", "must be at least %s: a live call heartbeats every 10 s, and a stall mark hands its work to another worker", MinStallAfter)
 	}
 	remind, suspend := tm.ApprovalRemindAfter.AsDuration(), tm.ApprovalSuspendAfter.AsDuration()
 	if remind > 0 && suspend > 0 && suspend <= remind {

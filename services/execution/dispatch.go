@@ -53,6 +53,10 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 			if !a.WaitUntil.AsTime().After(p.now()) {
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
+		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+			if a.ClaimedBy == p.cfg.Worker {
+				err = p.lostCall(ctx, t.Contract.TaskId, a, c)
+			}
 		}
 		if err != nil {
 			return err
@@ -75,7 +79,7 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 	}
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
-		if !task.Working(t.Status) {
+		if !task.MayRun(t, a) {
 			// Paused: the permit waits for the resume. Ended: it is moot.
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
@@ -98,15 +102,7 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if a.ClaimedBy != p.cfg.Worker {
 			return nil
 		}
-		release, ok := p.busy.take(a.ActionId)
-		if !ok {
-			return errBusy(a.ActionId) // the call is still going, in this process
-		}
-		defer release()
-		return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{
-			Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
-			Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
-		})
+		return p.lostCall(ctx, taskID, a, c)
 	default:
 		return nil // done before, or waiting on a timer
 	}
@@ -133,15 +129,15 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		return nil
 	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		return nil
-	case !task.Working(t.Status):
-		return nil // the resume picks it up
+	case !task.MayRun(t, a):
+		return nil // the resume picks it up, or the task moved on without it
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
 	if err != nil {
 		return err
 	}
 	if refusal != nil {
-		return p.outcome(ctx, taskID, actionID, a.Attempt, c, *refusal)
+		return p.refuse(ctx, taskID, a, c, *refusal)
 	}
 	next := a.Attempt + 1
 	key := serviceKey(call.Tool)
@@ -259,6 +255,30 @@ func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool
 	default:
 		return false, errs.Wrap(errs.Unavailable, err, "claim permit %s", permit.PermitId)
 	}
+}
+
+// lostCall records the outcome of a's dispatch as unknown: this worker
+// made it, is not making it now, and never recorded how it ended — the
+// process stopped or lost the log during the call. The call is never made
+// again here; reconciliation settles it.
+func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action, c cause) error {
+	release, ok := p.busy.take(a.ActionId)
+	if !ok {
+		return errBusy(a.ActionId) // the call is still going, in this process
+	}
+	defer release()
+	return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+		Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
+	})
+}
+
+// refuse records that a claimed or waiting action will not be dispatched
+// (again): what it would run does not check out. Its id is its own, apart
+// from the outcome of any attempt already made.
+func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, c cause, res adapter.Result) error {
+	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt}
+	return p.record(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o})
 }
 
 // outcome records how attempt ended, with a succeeded result stored by

@@ -230,7 +230,7 @@ func TestStalledTaskIsTakenOverFromASilentWorker(t *testing.T) {
 	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"})
 	b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
 	b.start()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(700 * time.Millisecond) // past three heartbeat intervals: the dead worker is silent
 	if a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)); a.ClaimedBy != "dead" {
 		t.Fatalf("a live worker took a dispatch before any stall: %v", a)
 	}

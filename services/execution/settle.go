@@ -53,10 +53,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", req.TaskId, req.ActionId)
 	}
 	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
-		if a.SettledBy != "" {
-			return a, nil // settled before, maybe by this very call
-		}
-		return nil, errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", a.ActionId, a.Status)
+		return settledAs(a, principal, req.State)
 	}
 	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal}
 	if req.State == stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
@@ -80,7 +77,25 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	if err != nil {
 		return nil, err
 	}
-	return task.FindAction(t, req.ActionId), nil
+	return settledAs(task.FindAction(t, req.ActionId), principal, req.State)
+}
+
+// settledAs returns a if it was settled as this request asks — a retry of
+// the request finds its own settlement — and FailedPrecondition if it was
+// settled otherwise, or is not settled and not unknown.
+func settledAs(a *stewardv1.Action, principal string, state stewardv1.SettleState) (*stewardv1.Action, error) {
+	want := map[stewardv1.SettleState]stewardv1.ActionStatus{
+		stewardv1.SettleState_SETTLE_STATE_SUCCEEDED:    stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED,
+		stewardv1.SettleState_SETTLE_STATE_FAILED:       stewardv1.ActionStatus_ACTION_STATUS_FAILED,
+		stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED: stewardv1.ActionStatus_ACTION_STATUS_WAITING,
+	}[state]
+	switch {
+	case a.SettledBy == principal && (a.Status == want || state == stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED && a.Redispatched):
+		return a, nil
+	case a.SettledBy != "":
+		return nil, errs.New(errs.FailedPrecondition, "action %s was already settled by %s: %s", a.ActionId, a.SettledBy, a.GetOutcome().GetReason())
+	}
+	return nil, errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", a.ActionId, a.Status)
 }
 
 type actionService struct {

@@ -41,6 +41,9 @@ func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error 
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
 		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+			if p.alive(a) {
+				continue // its worker still heartbeats: a long call, not a dead one
+			}
 			release, ok := p.busy.take(a.ActionId)
 			if !ok {
 				continue // this process is calling it right now
@@ -56,4 +59,16 @@ func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error 
 		}
 	}
 	return nil
+}
+
+// alive reports whether a dispatched action's worker gave a sign of life
+// lately: a heartbeat, or the dispatch itself, within three heartbeat
+// intervals. Some other action's events may have kept the task from
+// stalling, so the task's mark alone does not say this call went silent.
+func (p *Plane) alive(a *stewardv1.Action) bool {
+	last := a.GetUpdatedAt().AsTime()
+	if hb := a.GetLastHeartbeat(); hb != nil && hb.AsTime().After(last) {
+		last = hb.AsTime()
+	}
+	return p.now().Sub(last) < 3*p.cfg.HeartbeatInterval
 }

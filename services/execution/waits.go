@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/timer"
@@ -77,13 +78,20 @@ func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
 		return nil
 	}
 	c := cause{id: note.Cause, correlation: note.Correlation}
+	var err error
 	switch f.Kind {
 	case timerWait:
-		return p.endWait(ctx, note, c)
+		err = p.endWait(ctx, note, c)
 	case timerReconcile:
-		return p.reconcile(ctx, note.TaskID, note.ActionID, note.Attempt, note.Check, c)
+		err = p.reconcile(ctx, note.TaskID, note.ActionID, note.Attempt, note.Check, c)
 	}
-	return nil
+	if eventlog.Permanent(err) {
+		// Delivering the timer again cannot help; the stall watchdog
+		// finds what is left waiting.
+		p.logger.Error("execution timer failed for good; dropped", "kind", f.Kind, "id", f.ID, "task", note.TaskID, "action", note.ActionID, "err", err)
+		return nil
+	}
+	return err
 }
 
 // endWait makes the attempt a wait was for, if the action still waits for
@@ -97,13 +105,21 @@ func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
 		return err
 	}
 	a := task.FindAction(t, note.ActionID)
-	if a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
+	if a == nil {
+		return nil
+	}
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && a.ClaimedBy == p.cfg.Worker && (note.Attempt == 0 || a.Attempt == note.Attempt) {
+		// This timer's attempt went out here and the process stopped
+		// during the call: the timer is delivered again, the call is not.
+		return p.lostCall(ctx, note.TaskID, a, c)
+	}
+	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 		return nil
 	}
 	if note.Attempt != 0 && a.Attempt+1 != note.Attempt {
 		return nil
 	}
-	if left := time.Until(a.WaitUntil.AsTime()); left > time.Second {
+	if left := a.WaitUntil.AsTime().Sub(p.now()); left > time.Second {
 		// A newer wait for the same attempt (the breaker still open):
 		// its own timer ends it.
 		return nil

@@ -137,8 +137,9 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 			return nil, nil
 		}
 		// A paused task still gets its permit: execution holds it until the
-		// task resumes. An ended task gets none.
-		if task.Terminal(t.Status) {
+		// task resumes. An ended task gets none, nor does a compensating
+		// task for anything but a compensation.
+		if !task.MayPermit(t, cur) {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
 				Reasons: []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},

@@ -25,13 +25,20 @@ const DefaultStallCheckEvery = 30 * time.Second
 // watchStalls looks for stalled tasks every p.stallCheck until ctx ends.
 //
 // A stalled task is a working one with no event for longer than its
-// threshold that is not waiting on something it declared: an approval, a
-// durable timer not yet due (an action waiting to retry or for a breaker),
-// or the settling of an unknown outcome. Those have their own clocks and people;
-// silence anywhere else means something is stuck — a worker that died
-// mid-call without a heartbeat, a reaction that keeps failing, an agent
-// that stopped proposing. The mark is an event, so every view, watch and
-// receipt shows it, and the task's next event clears it.
+// threshold, judged action by action. Any action that should be moving on
+// its own — proposed or evaluated and not decided, approved and not
+// permitted, permitted and not claimed, claimed and not dispatched,
+// dispatched with no word since, or waiting on a timer that came due —
+// makes the task stalled, whatever else it is waiting on: one action
+// waiting for approval does not hide a worker that died mid-call on
+// another. Failing that, a task waiting on something it declared — an
+// approval, a durable timer not yet due (an action waiting to retry or for
+// a breaker), or the settling of an unknown outcome — is not stalled:
+// those have their own clocks and people. A task with nothing in flight
+// and nothing declared is stalled too: a reaction that keeps failing, an
+// agent that stopped proposing. The mark is an event, so every view, watch
+// and receipt shows it, the execution plane's takeover reacts to it, and
+// the task's next event clears it.
 //
 // Every state-plane replica runs a watchdog; they mark a task once between
 // them, because the mark's id is derived from the task's last event.
@@ -103,33 +110,69 @@ func stallAfter(c *stewardv1.TaskContract) time.Duration {
 	return DefaultStallAfter
 }
 
-// stallReason says why t is stalled at now, or "" if it is not.
+// stallReason says why t is stalled at now, or "" if it is not. It
+// judges each action (see watchStalls): a stuck one stalls the task even
+// while others wait on an approval, a timer or an unknown outcome; only
+// when none is stuck does a declared wait keep the task from being
+// stalled.
 func stallReason(t *stewardv1.Task, now time.Time) string {
 	if !task.Working(t.Status) || t.StalledSince != nil || t.UpdatedAt == nil {
 		return ""
 	}
 	quiet := now.Sub(t.UpdatedAt.AsTime())
-	if quiet < stallAfter(t.Contract) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL {
+	if quiet < stallAfter(t.Contract) {
 		return ""
 	}
-	var open []*stewardv1.Action
+	// The status follows the ledger; trust it too, should they disagree.
+	pending := t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
+	var stuck, open []*stewardv1.Action
 	for _, a := range t.Actions {
-		switch a.Status {
-		case stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
-			stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
-			return "" // waiting on something with its own clock
-		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
-			if a.WaitUntil.AsTime().After(now) {
-				return "" // its timer has not come due
-			}
-			// Its timer came due and nothing happened: as stuck as
-			// anything else, and the mark gets it going again.
-		}
-		if !task.ActionEnded(a.Status) {
+		switch {
+		case task.ActionEnded(a.Status):
+			continue
+		case stuckable(a, now):
+			stuck = append(stuck, a)
+		default:
+			pending = pending || declared(a, now)
 			open = append(open, a)
 		}
 	}
-	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, open))
+	if len(stuck) == 0 && pending {
+		return "" // waiting on something with its own clock
+	}
+	// The first stuck action leads; the rest of what is open follows.
+	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, append(stuck, open...)))
+}
+
+// stuckable reports whether a, quiet, is stuck: it should have moved on
+// without anyone being asked or any timer running.
+func stuckable(a *stewardv1.Action, now time.Time) bool {
+	switch a.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED,
+		stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
+		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
+		stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
+		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED,
+		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		return true
+	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		// Its timer came due and nothing happened.
+		return !a.WaitUntil.AsTime().After(now)
+	}
+	return false
+}
+
+// declared reports whether a waits on something with its own clock: an
+// approval, the settling of an unknown outcome, or a timer not yet due.
+func declared(a *stewardv1.Action, now time.Time) bool {
+	switch a.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
+		stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
+		return true
+	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		return a.WaitUntil.AsTime().After(now)
+	}
+	return false
 }
 
 // doing says what a quiet task was last doing, for a person to follow up.

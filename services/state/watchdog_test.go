@@ -43,12 +43,7 @@ func actionUpTo(upTo string) []event.Payload {
 		{"started", &stewardv1.TaskStarted{}},
 		{"proposed", &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: id, ProposalId: "p1", Tool: "wire", ActionHash: "h", RequestHash: "r"}}},
 	}
-	run := []step{
-		{"evaluated", &stewardv1.PolicyEvaluated{ActionId: id, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}}},
-		{"permitted", &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "pm", ActionId: id, ActionHash: "h", RequestHash: "r"}}},
-		{"claimed", &stewardv1.ActionClaimed{ActionId: id, PermitId: "pm", Worker: "w1"}},
-		{"dispatched", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1"}},
-	}
+	run := runSteps(id)
 	switch upTo {
 	case "awaiting approval":
 		steps = append(steps,
@@ -72,6 +67,33 @@ func actionUpTo(upTo string) []event.Payload {
 		if s.name == upTo {
 			break
 		}
+	}
+	return out
+}
+
+// runSteps are the ledger steps that take action id from proposed, allowed
+// by policy, to its first dispatch.
+func runSteps(id string) []step {
+	return []step{
+		{"evaluated", &stewardv1.PolicyEvaluated{ActionId: id, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}}},
+		{"permitted", &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "pm-" + id, ActionId: id, ActionHash: "h", RequestHash: "r"}}},
+		{"claimed", &stewardv1.ActionClaimed{ActionId: id, PermitId: "pm-" + id, Worker: "w1"}},
+		{"dispatched", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1"}},
+	}
+}
+
+// beside returns the events of a task whose action act-1 awaits approval
+// while a second action, act-2 (tool "mail"), is dispatched and, if wait
+// is non-zero, then waits to retry until wait from now.
+func beside(wait time.Duration) []event.Payload {
+	const id = "act-2"
+	out := actionUpTo("awaiting approval")
+	out = append(out, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: id, ProposalId: "p2", Tool: "mail", ActionHash: "h", RequestHash: "r"}})
+	for _, s := range runSteps(id) {
+		out = append(out, s.payload)
+	}
+	if wait != 0 {
+		out = append(out, &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(time.Now().Add(wait))})
 	}
 	return out
 }
@@ -122,21 +144,25 @@ func countType(t *testing.T, log *eventlog.Log, taskID, typ string) (n int, last
 
 // TestWatchdogMarksOnlyUndeclaredSilence leaves tasks quiet past their
 // threshold: only the one whose action was dispatched with no heartbeat,
-// the one with nothing in flight, and the one whose retry timer came due
-// with nothing happening, are marked, and each once; tasks waiting on an
-// approval, a retry timer not yet due or the settling of an unknown
-// outcome, and a paused task, are not.
+// the one with nothing in flight, the one whose retry timer came due with
+// nothing happening, and the one with an action dispatched with no
+// heartbeat beside another awaiting approval, are marked, and each once;
+// tasks waiting on an approval (alone or beside a retry timer not yet
+// due), a retry timer not yet due or the settling of an unknown outcome,
+// and a paused task, are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	histories := map[string][]event.Payload{
-		"dispatched":        actionUpTo("dispatched"),
-		"idle":              {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}},
-		"awaiting-approval": actionUpTo("awaiting approval"),
-		"waiting-to-retry":  actionUpTo("waiting to retry"),
-		"overdue-wait":      actionUpTo("overdue wait"),
-		"unknown":           actionUpTo("unknown"),
-		"paused":            {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}},
+		"dispatched":              actionUpTo("dispatched"),
+		"idle":                    {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}},
+		"awaiting-approval":       actionUpTo("awaiting approval"),
+		"waiting-to-retry":        actionUpTo("waiting to retry"),
+		"overdue-wait":            actionUpTo("overdue wait"),
+		"unknown":                 actionUpTo("unknown"),
+		"paused":                  {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}},
+		"approval-and-dispatched": beside(0),
+		"approval-and-waiting":    beside(time.Hour),
 	}
 	for id, h := range histories {
 		if err := appendHistory(ctx, log, id, h...); err != nil {
@@ -147,7 +173,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	p := startWatchdog(t, log, &out)
 	time.Sleep(quietAfter + 1500*time.Millisecond)
 
-	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1}
+	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
 	for id := range histories {
 		n, ev := countType(t, log, id, event.TypeTaskStalled)
 		if n != want[id] {
@@ -173,8 +199,14 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	if r := ev.GetTaskStalled().GetReason(); !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
 		t.Errorf("reason %q does not say what the task was doing", r)
 	}
-	if logged := out.String(); strings.Count(logged, "task stalled") != 3 || !strings.Contains(logged, "level=WARN") {
-		t.Errorf("want two warnings, logged:\n%s", logged)
+	// The stuck action leads, not the one awaiting approval before it.
+	_, ev = countType(t, log, "approval-and-dispatched", event.TypeTaskStalled)
+	if r := ev.GetTaskStalled().GetReason(); !strings.Contains(r, "action act-2 (mail) was dispatched at") || !strings.Contains(r, "with no heartbeat") ||
+		!strings.Contains(r, "(and 1 more actions are open)") {
+		t.Errorf("reason %q does not name the dispatched action", r)
+	}
+	if logged := out.String(); strings.Count(logged, "task stalled") != 4 || !strings.Contains(logged, "level=WARN") {
+		t.Errorf("want four warnings, logged:\n%s", logged)
 	}
 }
 
