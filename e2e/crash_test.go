@@ -81,6 +81,11 @@ func crashScenarios() []crashScenario {
 		// The call went out and came back, but nothing recorded how: the
 		// restart must call the outcome unknown and ask the tool.
 		step(crashpoint.AfterDispatch, "put", byStatusQuery, 1),
+		// The same for a retry: the first call fails transiently, the
+		// retry's timer fires, its call works and the binary dies before
+		// the outcome. The timer comes again after the restart, and the
+		// call is called unknown, not made again.
+		step(crashpoint.AfterRetryDispatch, "flakyput", byStatusQuery, 1),
 		step(crashpoint.AfterOutcome, "put", byAnswer, 0),
 		{
 			point:     crashpoint.DuringCompensation,
@@ -210,7 +215,7 @@ func crashFlags(t *testing.T, tool *crashTool) []string {
 func crashTask(t *testing.T, c clients, requestID string) string {
 	t.Helper()
 	k := contract()
-	k.AllowedTools = []string{"put", "slowput", "reserve", "release"}
+	k.AllowedTools = []string{"put", "slowput", "flakyput", "reserve", "release"}
 	k.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_COMPENSATE}
 	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
 	if err != nil {

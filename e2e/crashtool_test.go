@@ -23,14 +23,16 @@ const slowAnswer = 2500 * time.Millisecond
 //
 //	POST /work    answers at once
 //	POST /slow    works at once, then holds its answer for slowAnswer
+//	POST /flaky   answers a key's first request 503, without working
 //	POST /undo    the compensating tool
-//	GET  /status  the status query for all three
+//	GET  /status  the status query for all of them
 type crashTool struct {
 	*httptest.Server
 	stop chan struct{} // closed at cleanup: slow answers stop waiting
 
 	mu      sync.Mutex
-	posts   map[string]int    // requests per key
+	posts   map[string]int    // requests per key (after a /flaky refusal)
+	refused map[string]bool   // keys /flaky refused once
 	asks    map[string]int    // status queries per key
 	results map[string][]byte // the result of each key worked
 	worked  []toolExecution   // effective executions, in order
@@ -45,10 +47,11 @@ type toolExecution struct {
 
 func startCrashTool(t *testing.T) *crashTool {
 	t.Helper()
-	ct := &crashTool{stop: make(chan struct{}), posts: map[string]int{}, asks: map[string]int{}, results: map[string][]byte{}}
+	ct := &crashTool{stop: make(chan struct{}), posts: map[string]int{}, asks: map[string]int{}, results: map[string][]byte{}, refused: map[string]bool{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /work", ct.call)
 	mux.HandleFunc("POST /slow", ct.call)
+	mux.HandleFunc("POST /flaky", ct.call)
 	mux.HandleFunc("POST /undo", ct.call)
 	mux.HandleFunc("GET /status", ct.status)
 	ct.Server = httptest.NewServer(mux)
@@ -69,6 +72,14 @@ func (ct *crashTool) call(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	ct.mu.Lock()
+	if r.URL.Path == "/flaky" && !ct.refused[key] {
+		// The first request for a key fails before any work: a transient
+		// failure, retried with the same key.
+		ct.refused[key] = true
+		ct.mu.Unlock()
+		http.Error(w, `{"message":"try again"}`, http.StatusServiceUnavailable)
+		return
+	}
 	ct.posts[key]++
 	result, ok := ct.results[key]
 	if !ok {
@@ -147,6 +158,8 @@ func (ct *crashTool) asksFor(key string) int {
 // crashToolsFile is the tools file that points Steward at ct:
 //   - put: an idempotent write with a status query;
 //   - slowput: the same on /slow, with a 1s timeout that the tool outlasts;
+//   - flakyput: the same on /flaky, which refuses a key's first request
+//     with a 503 (posts counts only the requests after it);
 //   - reserve: a reversible write that release undoes.
 func crashToolsFile(ct *crashTool) string {
 	const item = `{\"type\":\"object\",\"required\":[\"item\"],\"properties\":{\"item\":{\"type\":\"string\",\"minLength\":1}}}`
@@ -160,6 +173,7 @@ func crashToolsFile(ct *crashTool) string {
 	return `{"tools": [` +
 		tool("put", "EFFECT_CLASS_IDEMPOTENT_WRITE", item, "5s", "/work", "") + ",\n" +
 		tool("slowput", "EFFECT_CLASS_IDEMPOTENT_WRITE", item, "1s", "/slow", "") + ",\n" +
+		tool("flakyput", "EFFECT_CLASS_IDEMPOTENT_WRITE", item, "5s", "/flaky", `"retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "0.2s"},`) + ",\n" +
 		tool("reserve", "EFFECT_CLASS_REVERSIBLE_WRITE", item, "5s", "/work", `"compensatingTool": "release",`) + ",\n" +
 		tool("release", "EFFECT_CLASS_IDEMPOTENT_WRITE", undo, "5s", "/undo", "") +
 		`]}`

@@ -32,6 +32,9 @@ const (
 	// AfterDispatch: the tool call returned and its outcome is not
 	// recorded.
 	AfterDispatch = "after-dispatch"
+	// AfterRetryDispatch: the call of a retry — made when a durable
+	// timer ended its wait — returned and its outcome is not recorded.
+	AfterRetryDispatch = "after-retry-dispatch"
 	// AfterOutcome: the outcome is on the log and the state plane may not
 	// have projected it.
 	AfterOutcome = "after-outcome"
@@ -43,7 +46,7 @@ const (
 )
 
 // Points lists every named point.
-var Points = []string{AfterProposal, AfterPermit, AfterClaim, AfterDispatch, AfterOutcome, DuringCompensation, DuringReconciliation}
+var Points = []string{AfterProposal, AfterPermit, AfterClaim, AfterDispatch, AfterRetryDispatch, AfterOutcome, DuringCompensation, DuringReconciliation}
 
 var armed = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}

@@ -156,6 +156,9 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	}
 	res := p.call(ctx, taskID, a, next, call)
 	crashpoint.Here(crashpoint.AfterDispatch)
+	if next > 1 {
+		crashpoint.Here(crashpoint.AfterRetryDispatch)
+	}
 	p.noteBreaker(ctx, p.breakers.Record(key, breakerOutcome(res), p.now()))
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
 		policy := retryPolicyOf(a, call.Tool)
