@@ -58,7 +58,7 @@ type approvalTimer struct {
 }
 
 // approvalWaits returns the contract's thresholds; a missing or
-// non-positive one means the default.
+// non-positive one means the default, and the reminder always comes first.
 func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
 	remind, suspend = DefaultApprovalRemindAfter, DefaultApprovalSuspendAfter
 	if d := c.GetTimers().GetApprovalRemindAfter(); d != nil && d.AsDuration() > 0 {
@@ -66,6 +66,11 @@ func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
 	}
 	if d := c.GetTimers().GetApprovalSuspendAfter(); d != nil && d.AsDuration() > 0 {
 		suspend = d.AsDuration()
+	}
+	if remind >= suspend {
+		// A contract that sets only a short suspension: remind halfway,
+		// so that approvers hear before the task stops.
+		remind = suspend / 2
 	}
 	return remind, suspend
 }
