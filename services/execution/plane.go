@@ -145,8 +145,6 @@ func (p *Plane) Stop() {
 	p.subs = nil
 }
 
-// Breakers lists this worker's circuit breakers that are not closed.
-func (p *Plane) Breakers() []breaker.Status { return p.breakers.Snapshot(p.now()) }
 
 // Services returns the Connect services the plane serves, built with opts.
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
