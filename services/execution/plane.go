@@ -145,7 +145,6 @@ func (p *Plane) Stop() {
 	p.subs = nil
 }
 
-
 // Services returns the Connect services the plane serves, built with opts.
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	path, h := stewardv1connect.NewToolServiceHandler(&toolService{plane: p}, opts...)
