@@ -22,6 +22,102 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetReceiptRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReceiptRequest) Reset() {
+	*x = GetReceiptRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReceiptRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReceiptRequest) ProtoMessage() {}
+
+func (x *GetReceiptRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReceiptRequest.ProtoReflect.Descriptor instead.
+func (*GetReceiptRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetReceiptRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+type GetReceiptResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Receipt       *Receipt               `protobuf:"bytes,1,opt,name=receipt,proto3" json:"receipt,omitempty"`
+	Markdown      string                 `protobuf:"bytes,2,opt,name=markdown,proto3" json:"markdown,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetReceiptResponse) Reset() {
+	*x = GetReceiptResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetReceiptResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetReceiptResponse) ProtoMessage() {}
+
+func (x *GetReceiptResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetReceiptResponse.ProtoReflect.Descriptor instead.
+func (*GetReceiptResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetReceiptResponse) GetReceipt() *Receipt {
+	if x != nil {
+		return x.Receipt
+	}
+	return nil
+}
+
+func (x *GetReceiptResponse) GetMarkdown() string {
+	if x != nil {
+		return x.Markdown
+	}
+	return ""
+}
+
 type ListBreakersRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only breakers that are not closed.
@@ -32,7 +128,7 @@ type ListBreakersRequest struct {
 
 func (x *ListBreakersRequest) Reset() {
 	*x = ListBreakersRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -44,7 +140,7 @@ func (x *ListBreakersRequest) String() string {
 func (*ListBreakersRequest) ProtoMessage() {}
 
 func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -57,7 +153,7 @@ func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersRequest.ProtoReflect.Descriptor instead.
 func (*ListBreakersRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListBreakersRequest) GetNotClosed() bool {
@@ -77,7 +173,7 @@ type ListBreakersResponse struct {
 
 func (x *ListBreakersResponse) Reset() {
 	*x = ListBreakersResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -89,7 +185,7 @@ func (x *ListBreakersResponse) String() string {
 func (*ListBreakersResponse) ProtoMessage() {}
 
 func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -102,7 +198,7 @@ func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersResponse.ProtoReflect.Descriptor instead.
 func (*ListBreakersResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListBreakersResponse) GetBreakers() []*Breaker {
@@ -129,7 +225,7 @@ type Breaker struct {
 
 func (x *Breaker) Reset() {
 	*x = Breaker{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -141,7 +237,7 @@ func (x *Breaker) String() string {
 func (*Breaker) ProtoMessage() {}
 
 func (x *Breaker) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -154,7 +250,7 @@ func (x *Breaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
 func (*Breaker) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Breaker) GetServiceKey() string {
@@ -215,7 +311,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -227,7 +323,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -240,7 +336,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -259,7 +355,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -271,7 +367,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -284,7 +380,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -307,7 +403,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -319,7 +415,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -332,7 +428,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListTasksRequest) GetStatuses() []TaskStatus {
@@ -366,7 +462,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -378,7 +474,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -391,7 +487,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -419,7 +515,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +527,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +540,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -475,7 +571,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -487,7 +583,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -500,7 +596,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *WatchTaskResponse) GetRecord() *EventRecord {
@@ -526,7 +622,7 @@ type GetTimelineRequest struct {
 
 func (x *GetTimelineRequest) Reset() {
 	*x = GetTimelineRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -538,7 +634,7 @@ func (x *GetTimelineRequest) String() string {
 func (*GetTimelineRequest) ProtoMessage() {}
 
 func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -551,7 +647,7 @@ func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetTimelineRequest) GetTaskId() string {
@@ -570,7 +666,7 @@ type GetTimelineResponse struct {
 
 func (x *GetTimelineResponse) Reset() {
 	*x = GetTimelineResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +678,7 @@ func (x *GetTimelineResponse) String() string {
 func (*GetTimelineResponse) ProtoMessage() {}
 
 func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +691,7 @@ func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetTimelineResponse) GetEntries() []*TimelineEntry {
@@ -619,7 +715,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +727,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +740,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TimelineEntry) GetSequence() uint64 {
@@ -687,7 +783,12 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\"4\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\",\n" +
+	"\x11GetReceiptRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"_\n" +
+	"\x12GetReceiptResponse\x12-\n" +
+	"\areceipt\x18\x01 \x01(\v2\x13.steward.v1.ReceiptR\areceipt\x12\x1a\n" +
+	"\bmarkdown\x18\x02 \x01(\tR\bmarkdown\"4\n" +
 	"\x13ListBreakersRequest\x12\x1d\n" +
 	"\n" +
 	"not_closed\x18\x01 \x01(\bR\tnotClosed\"G\n" +
@@ -729,13 +830,15 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\xa1\x03\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary2\xf3\x03\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tListTasks\x12\x1c.steward.v1.ListTasksRequest\x1a\x1d.steward.v1.ListTasksResponse\"\x03\x90\x02\x01\x12L\n" +
 	"\tWatchTask\x12\x1c.steward.v1.WatchTaskRequest\x1a\x1d.steward.v1.WatchTaskResponse\"\x000\x01\x12S\n" +
 	"\vGetTimeline\x12\x1e.steward.v1.GetTimelineRequest\x1a\x1f.steward.v1.GetTimelineResponse\"\x03\x90\x02\x01\x12V\n" +
-	"\fListBreakers\x12\x1f.steward.v1.ListBreakersRequest\x1a .steward.v1.ListBreakersResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
+	"\fListBreakers\x12\x1f.steward.v1.ListBreakersRequest\x1a .steward.v1.ListBreakersResponse\"\x03\x90\x02\x01\x12P\n" +
+	"\n" +
+	"GetReceipt\x12\x1d.steward.v1.GetReceiptRequest\x1a\x1e.steward.v1.GetReceiptResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -752,52 +855,58 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_steward_v1_query_service_proto_goTypes = []any{
-	(*ListBreakersRequest)(nil),   // 0: steward.v1.ListBreakersRequest
-	(*ListBreakersResponse)(nil),  // 1: steward.v1.ListBreakersResponse
-	(*Breaker)(nil),               // 2: steward.v1.Breaker
-	(*GetTaskRequest)(nil),        // 3: steward.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),       // 4: steward.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),      // 5: steward.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 6: steward.v1.ListTasksResponse
-	(*WatchTaskRequest)(nil),      // 7: steward.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),     // 8: steward.v1.WatchTaskResponse
-	(*GetTimelineRequest)(nil),    // 9: steward.v1.GetTimelineRequest
-	(*GetTimelineResponse)(nil),   // 10: steward.v1.GetTimelineResponse
-	(*TimelineEntry)(nil),         // 11: steward.v1.TimelineEntry
-	(BreakerState)(0),             // 12: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*Task)(nil),                  // 14: steward.v1.Task
-	(TaskStatus)(0),               // 15: steward.v1.TaskStatus
-	(*EventRecord)(nil),           // 16: steward.v1.EventRecord
+	(*GetReceiptRequest)(nil),     // 0: steward.v1.GetReceiptRequest
+	(*GetReceiptResponse)(nil),    // 1: steward.v1.GetReceiptResponse
+	(*ListBreakersRequest)(nil),   // 2: steward.v1.ListBreakersRequest
+	(*ListBreakersResponse)(nil),  // 3: steward.v1.ListBreakersResponse
+	(*Breaker)(nil),               // 4: steward.v1.Breaker
+	(*GetTaskRequest)(nil),        // 5: steward.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),       // 6: steward.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),      // 7: steward.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),     // 8: steward.v1.ListTasksResponse
+	(*WatchTaskRequest)(nil),      // 9: steward.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),     // 10: steward.v1.WatchTaskResponse
+	(*GetTimelineRequest)(nil),    // 11: steward.v1.GetTimelineRequest
+	(*GetTimelineResponse)(nil),   // 12: steward.v1.GetTimelineResponse
+	(*TimelineEntry)(nil),         // 13: steward.v1.TimelineEntry
+	(*Receipt)(nil),               // 14: steward.v1.Receipt
+	(BreakerState)(0),             // 15: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(*Task)(nil),                  // 17: steward.v1.Task
+	(TaskStatus)(0),               // 18: steward.v1.TaskStatus
+	(*EventRecord)(nil),           // 19: steward.v1.EventRecord
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	2,  // 0: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	12, // 1: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	13, // 2: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	13, // 3: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	14, // 4: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	15, // 5: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	14, // 6: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	16, // 7: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	11, // 8: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	13, // 9: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	3,  // 10: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	5,  // 11: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	7,  // 12: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	9,  // 13: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	0,  // 14: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	4,  // 15: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	6,  // 16: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	8,  // 17: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	10, // 18: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	1,  // 19: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	14, // 0: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	4,  // 1: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
+	15, // 2: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	16, // 3: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	16, // 4: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	17, // 5: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	18, // 6: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	17, // 7: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	19, // 8: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	13, // 9: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	16, // 10: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	5,  // 11: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	7,  // 12: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	9,  // 13: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	11, // 14: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	2,  // 15: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	0,  // 16: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	6,  // 17: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	8,  // 18: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	10, // 19: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	12, // 20: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	3,  // 21: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	1,  // 22: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	17, // [17:23] is the sub-list for method output_type
+	11, // [11:17] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -806,6 +915,7 @@ func file_steward_v1_query_service_proto_init() {
 		return
 	}
 	file_steward_v1_event_proto_init()
+	file_steward_v1_receipt_proto_init()
 	file_steward_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -813,7 +923,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,6 +45,8 @@ const (
 	// QueryServiceListBreakersProcedure is the fully-qualified name of the QueryService's ListBreakers
 	// RPC.
 	QueryServiceListBreakersProcedure = "/steward.v1.QueryService/ListBreakers"
+	// QueryServiceGetReceiptProcedure is the fully-qualified name of the QueryService's GetReceipt RPC.
+	QueryServiceGetReceiptProcedure = "/steward.v1.QueryService/GetReceipt"
 )
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
@@ -59,6 +61,9 @@ type QueryServiceClient interface {
 	// ListBreakers lists every execution worker's circuit breakers as their
 	// last recorded change left them.
 	ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error)
+	// GetReceipt returns the task's receipt, as a message (JSON for
+	// machines) and as Markdown for people.
+	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the steward.v1.QueryService service. By default, it
@@ -106,6 +111,13 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getReceipt: connect.NewClient[v1.GetReceiptRequest, v1.GetReceiptResponse](
+			httpClient,
+			baseURL+QueryServiceGetReceiptProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetReceipt")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -116,6 +128,7 @@ type queryServiceClient struct {
 	watchTask    *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
 	getTimeline  *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
 	listBreakers *connect.Client[v1.ListBreakersRequest, v1.ListBreakersResponse]
+	getReceipt   *connect.Client[v1.GetReceiptRequest, v1.GetReceiptResponse]
 }
 
 // GetTask calls steward.v1.QueryService.GetTask.
@@ -143,6 +156,11 @@ func (c *queryServiceClient) ListBreakers(ctx context.Context, req *connect.Requ
 	return c.listBreakers.CallUnary(ctx, req)
 }
 
+// GetReceipt calls steward.v1.QueryService.GetReceipt.
+func (c *queryServiceClient) GetReceipt(ctx context.Context, req *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error) {
+	return c.getReceipt.CallUnary(ctx, req)
+}
+
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
 type QueryServiceHandler interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
@@ -155,6 +173,9 @@ type QueryServiceHandler interface {
 	// ListBreakers lists every execution worker's circuit breakers as their
 	// last recorded change left them.
 	ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error)
+	// GetReceipt returns the task's receipt, as a message (JSON for
+	// machines) and as Markdown for people.
+	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -198,6 +219,13 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceGetReceiptHandler := connect.NewUnaryHandler(
+		QueryServiceGetReceiptProcedure,
+		svc.GetReceipt,
+		connect.WithSchema(queryServiceMethods.ByName("GetReceipt")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
@@ -210,6 +238,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceGetTimelineHandler.ServeHTTP(w, r)
 		case QueryServiceListBreakersProcedure:
 			queryServiceListBreakersHandler.ServeHTTP(w, r)
+		case QueryServiceGetReceiptProcedure:
+			queryServiceGetReceiptHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -237,4 +267,8 @@ func (UnimplementedQueryServiceHandler) GetTimeline(context.Context, *connect.Re
 
 func (UnimplementedQueryServiceHandler) ListBreakers(context.Context, *connect.Request[v1.ListBreakersRequest]) (*connect.Response[v1.ListBreakersResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.ListBreakers is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetReceipt is not implemented"))
 }
