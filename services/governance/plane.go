@@ -102,6 +102,8 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	if p.timers != nil {
 		reactions[event.TypeApprovalRequired] = p.armOnRequest
+		// A suspension that came due while the task was paused.
+		reactions[event.TypeTaskResumed] = p.suspendOverdue
 		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)
 		if err != nil {
 			return err

@@ -221,6 +221,27 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	return nil
 }
 
+// suspendOverdue reacts to a resumed task by suspending it for any
+// approval whose suspension came due while it was paused: the timer found
+// the task held and left it, and nothing else would bring it back.
+func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	_, after := approvalWaits(t.Contract)
+	for _, a := range t.Actions {
+		if _, ok := openApproval(t, a.ActionId, a.Approval.GetApprovalId()); !ok || time.Since(requestedAt(a)) < after {
+			continue
+		}
+		at := approvalTimer{TaskID: rec.Event.TaskId, ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId(), Stage: stageSuspend}
+		if err := p.suspendWaiting(ctx, at); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // timerMeta is the envelope of an event a timer caused: its cause is the
 // approval request, and it is correlated with the action's proposal like
 // the rest of the action's events.

@@ -273,3 +273,22 @@ func TestApprovalTimersSurviveRestart(t *testing.T) {
 	e.start(t)
 	e.checkRemindedAndSuspendedOnce(t)
 }
+
+// TestSuspensionDueWhilePausedComesOnResume pauses the task before the
+// approval's suspension comes due: the timer leaves a held task alone, and
+// the resume brings the suspension.
+func TestSuspensionDueWhilePausedComesOnResume(t *testing.T) {
+	e := newEnv(t)
+	e.awaitApproval(t, time.Second, 2*time.Second)
+	e.append(t, &stewardv1.TaskPaused{Reason: "held"})
+	e.start(t)
+	e.waitFor(t, "the reminder", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalReminded] > 0 })
+	time.Sleep(2 * time.Second) // past the suspension
+	if n := e.count(t); n[event.TypeTaskSuspended] != 0 {
+		t.Fatalf("a paused task was suspended: %v", n)
+	}
+	e.append(t, &stewardv1.TaskResumed{Reason: "back"})
+	e.waitFor(t, "the suspension after the resume", func(n map[string]int, tk *stewardv1.Task) bool {
+		return n[event.TypeTaskSuspended] == 1 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
+	})
+}
