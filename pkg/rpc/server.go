@@ -47,14 +47,39 @@ func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 
 // Server serves services over one listener with Connect, gRPC and gRPC-Web
 // on HTTP/1.1 and cleartext HTTP/2, plus gRPC reflection, the gRPC health
-// service and a plain /healthz for probes that speak only HTTP.
+// service, a plain /healthz for probes that speak only HTTP, and any plain
+// HTTP handlers mounted with WithHandler (such as /metrics).
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
 }
 
+// Option configures a Server.
+type Option func(*options)
+
+type options struct {
+	handlers []route
+}
+
+type route struct {
+	pattern string
+	handler http.Handler
+}
+
+// WithHandler mounts h at pattern, a net/http ServeMux pattern such as
+// "GET /metrics", beside the services. It is plain HTTP: the Connect
+// interceptors (authentication among them) do not run for it. A pattern
+// that clashes with another one makes Listen panic, as ServeMux does.
+func WithHandler(pattern string, h http.Handler) Option {
+	return func(o *options) { o.handlers = append(o.handlers, route{pattern, h}) }
+}
+
 // Listen binds addr and prepares to serve services.
-func Listen(addr string, services []Service) (*Server, error) {
+func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(services))
 	for _, s := range services {
@@ -66,6 +91,9 @@ func Listen(addr string, services []Service) (*Server, error) {
 	mux.Handle(grpcreflect.NewHandlerV1Alpha(reflector))
 	mux.Handle(grpchealth.NewHandler(grpchealth.NewStaticChecker(names...)))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	for _, r := range o.handlers {
+		mux.Handle(r.pattern, r.handler)
+	}
 
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)

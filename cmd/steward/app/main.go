@@ -25,6 +25,8 @@ Usage:
                  run one plane against an external NATS JetStream
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
                  replay or verify a task's hash-chained history, online or offline
+  steward receipt --task ID [--format markdown|json] [--addr HOST:PORT]
+                 print what happened to a task, from its recorded events
   steward version
 
 Run 'steward COMMAND --help' for a command's flags.
@@ -42,6 +44,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runServer(args[0], args[1:], stdout, stderr)
 	case "audit":
 		err = runAudit(args[1:], stdout, stderr)
+	case "receipt":
+		err = runReceipt(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "steward", Version)
 	case "help", "-h", "--help":

@@ -79,7 +79,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	m.Mode = mode
 	fs := flag.NewFlagSet("steward "+mode, flag.ContinueOnError)
 	fs.SetOutput(m.stderr)
-	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC and gRPC-Web on")
+	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC, gRPC-Web, /healthz and /metrics on")
 	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start (execution plane)")
 	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
@@ -175,7 +175,11 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 		services = append(services, p.Services(opts)...)
 	}
-	m.rpc, err = rpc.Listen(m.Addr, services)
+	metrics, err := m.metricsHandler(js, log)
+	if err != nil {
+		return err
+	}
+	m.rpc, err = rpc.Listen(m.Addr, services, rpc.WithHandler("GET /metrics", metrics))
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", m.Addr, err)
 	}

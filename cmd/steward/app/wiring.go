@@ -3,11 +3,15 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -114,6 +118,38 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		}
 	}
 	return p, nil
+}
+
+// metricsHandler builds this process's own Prometheus registry (not the
+// global one, so tests can run several servers in one process) and returns
+// the /metrics handler over it. Every process reports Go runtime and process
+// metrics and the lag of the durable consumers on the event and timer
+// streams, which needs only the JetStream connection; a plane that has
+// metrics of its own (the state plane's task metrics) adds its collector.
+// A collector that fails, such as consumer lag while NATS is away, is
+// logged and left out of that scrape; the rest is still served.
+func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http.Handler, error) {
+	reg := prometheus.NewRegistry()
+	all := []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, log.Config().Stream, timer.DefaultStream),
+	}
+	for _, p := range m.planes {
+		if c, ok := p.(interface{ Collector() prometheus.Collector }); ok {
+			all = append(all, c.Collector())
+		}
+	}
+	for _, c := range all {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("register metrics: %w", err)
+		}
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		ErrorLog:      slog.NewLogLogger(m.logger.Handler(), slog.LevelWarn),
+		ErrorHandling: promhttp.ContinueOnError,
+		Registry:      reg,
+	}), nil
 }
 
 // background runs fn until the server closes.

@@ -1,0 +1,259 @@
+package state
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"slices"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// GetReceipt builds the task's receipt from one read of its log: the
+// events are folded here, with the same fold as the views, rather than
+// taken from the projection, so that the receipt and the last event it
+// names (sequence, hash, count) come from the same read and cannot
+// disagree, even while the task moves on.
+func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stewardv1.GetReceiptRequest]) (*connect.Response[stewardv1.GetReceiptResponse], error) {
+	taskID := req.Msg.TaskId
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
+	}
+	recs, err := s.plane.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if len(recs) == 0 {
+		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	r, err := BuildReceipt(recs)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.GetReceiptResponse{Receipt: r, Markdown: ReceiptMarkdown(r)}), nil
+}
+
+// BuildReceipt folds one task's whole history — its verified records, in
+// order, as the log returns them — into the task's receipt. Every line of
+// the receipt is something a plane recorded; nothing is taken from what an
+// agent says about its own work. A history the fold refuses is Corrupt.
+// Artifacts, acceptance checks and budget used are not recorded on the log
+// yet and are left empty.
+//
+// BuildReceipt is a pure function, safe for concurrent use.
+func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
+	t, err := task.Fold(recs)
+	if err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "fold the task's history; run VerifyTask")
+	}
+	if t.EventCount == 0 {
+		return nil, errs.New(errs.NotFound, "no events to build a receipt from")
+	}
+	k := t.Contract
+	r := &stewardv1.Receipt{
+		TaskId:         k.GetTaskId(),
+		Intent:         k.GetIntent(),
+		DesiredOutcome: k.GetDesiredOutcome(),
+		InputVersion:   k.GetInputSnapshot().GetVersion(),
+		Status:         t.Status,
+		StatusReason:   t.StatusReason,
+		Partial:        partial(t),
+		Progress:       proto.CloneOf(t.Progress),
+		CreatedAt:      t.CreatedAt,
+		UpdatedAt:      t.UpdatedAt,
+		LastSequence:   t.LastSequence,
+		LastEventHash:  hex.EncodeToString(t.LastHash),
+		EventCount:     t.EventCount,
+	}
+	if r.Progress == nil {
+		r.Progress = &stewardv1.TaskProgress{}
+	}
+	if t.CreatedAt != nil && t.UpdatedAt != nil {
+		r.Elapsed = durationpb.New(t.UpdatedAt.AsTime().Sub(t.CreatedAt.AsTime()))
+	}
+	for _, a := range t.Actions {
+		r.Calls = append(r.Calls, receiptCall(a))
+	}
+	h := readHistory(t, recs)
+	r.Retries, r.Errors, r.PolicyRevisions = h.retries, h.errors, h.revisions
+	for _, id := range h.approvals {
+		if a := task.FindAction(t, id); a != nil && a.Approval != nil {
+			r.Approvals = append(r.Approvals, receiptApproval(a.Approval))
+		}
+	}
+	return r, nil
+}
+
+// partial reports whether t's receipt is partial. The rule: a task that
+// is not accepted, and either stopped short of its end — failed,
+// cancelled, paused, waiting for input, suspended, or compensating (which
+// ends as failed or cancelled) — or has actions that failed or are still
+// to finish. So a running task whose actions all succeeded is not partial
+// (nothing it started is left undone, though it may take more work); the
+// same task with one failed action, or one still waiting for approval, is.
+func partial(t *stewardv1.Task) bool {
+	switch t.Status {
+	case stewardv1.TaskStatus_TASK_STATUS_ACCEPTED:
+		return false
+	case stewardv1.TaskStatus_TASK_STATUS_FAILED,
+		stewardv1.TaskStatus_TASK_STATUS_CANCELLED,
+		stewardv1.TaskStatus_TASK_STATUS_PAUSED,
+		stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT,
+		stewardv1.TaskStatus_TASK_STATUS_SUSPENDED,
+		stewardv1.TaskStatus_TASK_STATUS_COMPENSATING:
+		return true
+	}
+	return len(t.Progress.GetFailed()) > 0 || len(t.Progress.GetRemaining()) > 0
+}
+
+// receiptCall is one ledger entry as the receipt shows it.
+func receiptCall(a *stewardv1.Action) *stewardv1.ReceiptCall {
+	c := &stewardv1.ReceiptCall{
+		ActionId:       a.ActionId,
+		Tool:           a.Tool,
+		ToolVersion:    a.ToolVersion,
+		Target:         a.Target,
+		EffectClass:    a.EffectClass,
+		Status:         a.Status,
+		Attempts:       a.Attempt,
+		SnapshotId:     a.Snapshot.GetSnapshotId(),
+		PolicyRevision: a.Snapshot.GetBundleRevision(),
+		Decision:       a.Snapshot.GetDecision(),
+		SettledBy:      a.SettledBy,
+		Compensates:    a.Compensates,
+		OpKey:          a.OpKey,
+		ProposedAt:     a.ProposedAt,
+	}
+	if ap := a.Approval; ap.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		c.ApprovedBy = ap.DecidedBy
+	}
+	o := a.Outcome
+	switch {
+	case a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+		c.ResultRef, c.ResultHash = o.GetResultRef(), o.GetResultHash()
+	case a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING && a.WaitReason != "":
+		c.Reason = a.WaitReason
+	case o != nil:
+		c.FailureClass, c.Reason = o.FailureClass, o.Reason
+	}
+	if task.ActionEnded(a.Status) || a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		c.FinishedAt = o.GetFinishedAt()
+	}
+	return c
+}
+
+func receiptApproval(ap *stewardv1.Approval) *stewardv1.ReceiptApproval {
+	return &stewardv1.ReceiptApproval{
+		ApprovalId:    ap.ApprovalId,
+		ActionId:      ap.ActionId,
+		ActionHash:    ap.ActionHash,
+		RequiredRoles: slices.Clone(ap.RequiredRoles),
+		Decision:      ap.Decision,
+		DecidedBy:     ap.DecidedBy,
+		Comment:       ap.Comment,
+		RequestedAt:   ap.RequestedAt,
+		DecidedAt:     ap.DecidedAt,
+	}
+}
+
+// history is what the receipt needs that the folded task does not keep:
+// it keeps each action's last state, the receipt wants the way there.
+type history struct {
+	retries   uint32
+	errors    []string
+	revisions []string
+	approvals []string // action ids, in the order approvals were requested
+}
+
+// readHistory walks the task's events in order. t is the task folded from
+// the same events, for the tool of each action.
+//
+//   - retries: dispatches beyond each action's first.
+//   - errors: every failure and unknown outcome, in order — failed and
+//     unknown outcomes, transient failures that were retried (recorded as
+//     a retry wait after a dispatch, not as an outcome), and unknown
+//     outcomes settled as failed. Denials and rejections are decisions,
+//     not errors; they show in the calls.
+//   - revisions: every policy bundle revision that evaluated an action,
+//     in the order first seen; an action evaluated again after its
+//     approval may have met two.
+func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
+	var h history
+	dispatches := map[string]uint32{}
+	inFlight := map[string]bool{} // action → its last ledger step was a dispatch
+	seen := map[string]bool{}
+	who := func(id string) string {
+		if a := task.FindAction(t, id); a != nil && a.Tool != "" {
+			return fmt.Sprintf("action %s (%s)", id, a.Tool)
+		}
+		return "action " + id
+	}
+	for _, rec := range recs {
+		switch p := rec.Event.Payload.(type) {
+		case *stewardv1.Event_ActionDispatched:
+			id := p.ActionDispatched.ActionId
+			if dispatches[id]++; dispatches[id] > 1 {
+				h.retries++
+			}
+			inFlight[id] = true
+			continue
+		case *stewardv1.Event_ActionHeartbeat:
+			continue // still the same dispatch
+		case *stewardv1.Event_PolicyEvaluated:
+			if rev := p.PolicyEvaluated.Snapshot.GetBundleRevision(); rev != "" && !seen[rev] {
+				seen[rev] = true
+				h.revisions = append(h.revisions, rev)
+			}
+		case *stewardv1.Event_ApprovalRequested:
+			h.approvals = append(h.approvals, p.ApprovalRequested.Approval.GetActionId())
+		case *stewardv1.Event_ActionOutcomeRecorded:
+			id, o := p.ActionOutcomeRecorded.ActionId, p.ActionOutcomeRecorded.Outcome
+			switch o.GetStatus() {
+			case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
+				h.errors = append(h.errors, withReason(fmt.Sprintf("%s%s failed (%s)", who(id), attempt(o.Attempt), enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason))
+			case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
+				h.errors = append(h.errors, withReason(fmt.Sprintf("%s%s: outcome unknown, the call went out and no answer came back", who(id), attempt(o.Attempt)), o.Reason))
+			}
+		case *stewardv1.Event_ActionWaiting:
+			w := p.ActionWaiting
+			if w.Kind == stewardv1.WaitKind_WAIT_KIND_RETRY && inFlight[w.ActionId] {
+				h.errors = append(h.errors, withReason(fmt.Sprintf("%s%s failed (transient), retried", who(w.ActionId), attempt(w.NextAttempt-1)), w.Reason))
+			}
+		case *stewardv1.Event_ActionSettled:
+			st := p.ActionSettled
+			if st.State == stewardv1.SettleState_SETTLE_STATE_FAILED {
+				h.errors = append(h.errors, withReason(fmt.Sprintf("%s: unknown outcome settled as failed by %s", who(st.ActionId), st.SettledBy), st.Reason))
+			}
+		}
+		if id := actionOf(rec.Event); id != "" {
+			inFlight[id] = false
+		}
+	}
+	return h
+}
+
+// actionOf returns the action an action event is about, or "".
+func actionOf(ev *stewardv1.Event) string {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_ActionOutcomeRecorded:
+		return p.ActionOutcomeRecorded.ActionId
+	case *stewardv1.Event_ActionWaiting:
+		return p.ActionWaiting.ActionId
+	case *stewardv1.Event_ActionSettled:
+		return p.ActionSettled.ActionId
+	}
+	return ""
+}
+
+func attempt(n uint32) string {
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" attempt %d", n)
+}
