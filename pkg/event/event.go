@@ -60,6 +60,9 @@ const (
 	TypeActionSettled    = "action.settled"
 	TypeActionHeartbeat  = "action.heartbeat"
 	TypeApprovalReminded = "action.approval_reminded"
+	TypeBudgetConsumed   = "budget.consumed"
+	TypeBudgetAlerted    = "budget.alerted"
+	TypeBudgetRaised     = "budget.raised"
 
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
@@ -136,6 +139,9 @@ var typeNames = map[protoreflect.Name]string{
 	"action_settled":          TypeActionSettled,
 	"action_heartbeat":        TypeActionHeartbeat,
 	"approval_reminded":       TypeApprovalReminded,
+	"budget_consumed":         TypeBudgetConsumed,
+	"budget_alerted":          TypeBudgetAlerted,
+	"budget_raised":           TypeBudgetRaised,
 	"tool_registered":         TypeToolRegistered,
 	"breaker_changed":         TypeBreakerChanged,
 }

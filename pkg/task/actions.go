@@ -306,7 +306,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		// dispatched (its request or tool did not check out); only a
 		// dispatched one can succeed or be unknown.
 		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, waiting, dispatched}, o.GetStatus()
-		check = func(a *stewardv1.Action) error {
+		outcomeCheck := func(a *stewardv1.Action) error {
 			switch {
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
@@ -315,7 +315,20 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			}
 			return nil
 		}
-		apply = func(a *stewardv1.Action) { a.Outcome = proto.CloneOf(o); clearWait(a) }
+		check = func(a *stewardv1.Action) error {
+			if err := outcomeCheck(a); err != nil {
+				return err
+			}
+			return CheckSpend(t, 0, o.GetCostMicros())
+		}
+		apply = func(a *stewardv1.Action) {
+			a.Outcome = proto.CloneOf(o)
+			clearWait(a)
+			// A call costs what it costs, whatever came of it.
+			if o.GetCostMicros() > 0 {
+				spend(t, 0, o.GetCostMicros(), "")
+			}
+		}
 
 	default:
 		return nil, false, nil

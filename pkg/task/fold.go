@@ -35,6 +35,11 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 			return err
 		}
 		commit()
+	} else if commit, ok, err := budgetStep(t, ev); ok {
+		if err != nil {
+			return err
+		}
+		commit()
 	} else if err := lifecycleStep(t, ev); err != nil {
 		return err
 	}
@@ -93,6 +98,9 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 		return err
 	}
 	if _, ok, err := actionStep(t, ev); ok {
+		return err
+	}
+	if _, ok, err := budgetStep(t, ev); ok {
 		return err
 	}
 	_, _, err := transition(t, ev)

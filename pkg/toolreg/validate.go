@@ -56,6 +56,9 @@ func Validate(c *stewardv1.ToolContract) error {
 	if err := validateRetryPolicy(c.RetryPolicy); err != nil {
 		return err
 	}
+	if c.CostMicrosPerCall < 0 {
+		return errs.Field("contract.cost_micros_per_call", "must not be negative")
+	}
 	if _, ok := stewardv1.EffectClass_name[int32(c.EffectClass)]; !ok || c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_UNSPECIFIED {
 		return errs.Field("contract.effect_class", "is required: EFFECT_CLASS_READ, _IDEMPOTENT_WRITE, _REVERSIBLE_WRITE or _IRREVERSIBLE")
 	}

@@ -168,6 +168,10 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))
 		}
 	}
+	if res.CostMicros == 0 {
+		// Every call made for the action so far, at the contract's price.
+		res.CostMicros = call.Tool.GetCostMicrosPerCall() * int64(next)
+	}
 	return p.outcome(ctx, taskID, actionID, next, c, res)
 }
 
@@ -287,7 +291,7 @@ func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, 
 // outcome records how attempt ended, with a succeeded result stored by
 // hash. An unknown outcome goes to reconciliation (see reconcile).
 func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt uint32, c cause, res adapter.Result) error {
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt}
+	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros}
 	switch res.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 		ref, hash, err := p.cfg.Results.Put(ctx, res.Body)

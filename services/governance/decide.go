@@ -37,6 +37,14 @@ const (
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 	a := rec.Event.GetActionProposed().GetAction()
 	taskID := rec.Event.TaskId
+	if t, _, err := task.Load(ctx, p.log, taskID); err == nil && a.Compensates == "" {
+		// A task whose budget is spent gets nothing new: no point asking
+		// policy or a person about an action that could not be permitted.
+		if line, spent := task.Spent(t); spent && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+			proposed := &stewardv1.Action{ActionId: a.ActionId, Status: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED}
+			return p.deny(ctx, taskID, proposed, []string{budgetSpentReason(line)}, rec.Event)
+		}
+	}
 	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec.Event)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged (its stored request or its tool is
@@ -139,6 +147,15 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		// A paused task still gets its permit: execution holds it until the
 		// task resumes. An ended task gets none, nor does a compensating
 		// task for anything but a compensation.
+		// Nor does a task whose budget is spent, for anything but a
+		// compensation (undoing is never held back for money): the
+		// budget guard suspends it (budget.go).
+		if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
+				Reasons: []string{budgetSpentReason(line)},
+			})
+		}
 		if !task.MayPermit(t, cur) {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),

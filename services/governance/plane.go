@@ -99,6 +99,10 @@ func (p *Plane) Start(ctx context.Context) error {
 	reactions := eventlog.Reactions{
 		event.TypeActionProposed:  p.decide,
 		event.TypeApprovalDecided: p.afterDecision,
+		// The budget guard.
+		event.TypeBudgetConsumed: p.guardBudget,
+		event.TypeActionOutcome:  p.guardBudget,
+		event.TypeBudgetRaised:   p.guardBudget,
 	}
 	if p.timers != nil {
 		reactions[event.TypeApprovalRequired] = p.armOnRequest

@@ -43,8 +43,8 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 // order, as the log returns them — into the task's receipt. Every line of
 // the receipt is something a plane recorded; nothing is taken from what an
 // agent says about its own work. A history the fold refuses is Corrupt.
-// Artifacts, acceptance checks and budget used are not recorded on the log
-// yet and are left empty.
+// Artifacts and acceptance checks are not recorded on the log yet and are
+// left empty.
 //
 // BuildReceipt is a pure function, safe for concurrent use.
 func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
@@ -70,6 +70,9 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 		LastSequence:   t.LastSequence,
 		LastEventHash:  hex.EncodeToString(t.LastHash),
 		EventCount:     t.EventCount,
+		BudgetUsed: &stewardv1.ReceiptBudget{
+			Tokens: t.BudgetUsed.GetTokens(), CostMicros: t.BudgetUsed.GetCostMicros(), Currency: k.GetBudget().GetCurrency(),
+		},
 	}
 	if r.Progress == nil {
 		r.Progress = &stewardv1.TaskProgress{}

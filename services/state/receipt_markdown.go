@@ -106,9 +106,15 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	}
 
 	line("")
-	line("## Artifacts, acceptance checks and budget")
+	line("## Budget used")
 	line("")
-	line("Not recorded yet: Steward does not yet record artifacts, acceptance checks or budget spent on the log.")
+	used := r.GetBudgetUsed()
+	line("- **Tokens:** %d", used.GetTokens())
+	line("- **Cost:** %d micro-units%s", used.GetCostMicros(), orEmptyText(" of "+text(used.GetCurrency()), used.GetCurrency()))
+	line("")
+	line("## Artifacts and acceptance checks")
+	line("")
+	line("Not recorded yet: Steward does not yet record artifacts or acceptance checks on the log.")
 
 	line("")
 	line("## Timings")
@@ -248,6 +254,14 @@ func orDash(s string) string {
 func orNone(s string) string {
 	if s == "" {
 		return "not recorded"
+	}
+	return s
+}
+
+// orEmptyText is s when cond is not empty, else "".
+func orEmptyText(s, cond string) string {
+	if cond == "" {
+		return ""
 	}
 	return s
 }

@@ -126,6 +126,15 @@ func failureSummary(ev *stewardv1.Event) string {
 		return withReason(fmt.Sprintf("%s settled the unknown outcome of action %s: %s", st.SettledBy, st.ActionId, enumWords(st.State.String(), "SETTLE_STATE_")), st.Reason)
 	case *stewardv1.Event_ActionHeartbeat:
 		return fmt.Sprintf("Action %s is still running (attempt %d, heartbeat %d)", p.ActionHeartbeat.ActionId, p.ActionHeartbeat.Attempt, p.ActionHeartbeat.Beat)
+	case *stewardv1.Event_BudgetConsumed:
+		c := p.BudgetConsumed
+		return withReason(fmt.Sprintf("%s reported %d tokens and %d micro-units spent", who, c.Tokens, c.CostMicros), c.Source)
+	case *stewardv1.Event_BudgetAlerted:
+		a := p.BudgetAlerted
+		return fmt.Sprintf("The task has spent %d%% of its %s budget (%d of %d)", a.Percent, a.Dimension, a.Used, a.Limit)
+	case *stewardv1.Event_BudgetRaised:
+		r := p.BudgetRaised
+		return withReason(fmt.Sprintf("%s raised the budget to %d tokens and %d micro-units (0: unchanged)", who, r.MaxTokens, r.MaxCostMicros), r.Reason)
 	case *stewardv1.Event_ApprovalReminded:
 		return fmt.Sprintf("Approval %s has waited %s; its approvers were reminded", p.ApprovalReminded.ApprovalId, p.ApprovalReminded.Waited.AsDuration())
 	}

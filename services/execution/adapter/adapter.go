@@ -45,6 +45,9 @@ type Result struct {
 	// InFlight is set when the tool says the key is still being worked on
 	// (HTTP 409 in flight); Status is then UNKNOWN.
 	InFlight bool
+	// CostMicros is what the tool says the call cost (HTTP header
+	// Steward-Cost-Micros); 0 when it does not say.
+	CostMicros int64
 }
 
 // StatusAnswer is a tool's authoritative answer about an op_key.

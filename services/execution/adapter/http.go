@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"strconv"
 	"sync"
 	"time"
 
@@ -29,6 +30,9 @@ const (
 	HeaderIdempotencyKey = "Idempotency-Key"
 	HeaderActionID       = "Steward-Action-Id"
 	HeaderTaskID         = "Steward-Task-Id"
+	// HeaderCostMicros is how a tool may say what a call cost, in
+	// micro-units of the task's currency.
+	HeaderCostMicros = "Steward-Cost-Micros"
 )
 
 // httpAdapter speaks the HTTP tool protocol (DESIGN.md, "The HTTP tool
@@ -101,7 +105,11 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 		return transient("request not sent: %v", err)
 	}
 	defer closeBody(resp.Body)
-	return classify(resp)
+	res := classify(resp)
+	if c, err := strconv.ParseInt(resp.Header.Get(HeaderCostMicros), 10, 64); err == nil && c > 0 {
+		res.CostMicros = c
+	}
+	return res
 }
 
 // classify turns a tool's answer into a Result.

@@ -805,10 +805,14 @@ type Outcome struct {
 	ResultRef  string `protobuf:"bytes,2,opt,name=result_ref,json=resultRef,proto3" json:"result_ref,omitempty"`
 	ResultHash string `protobuf:"bytes,3,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
 	// Failed: the class and the reason.
-	FailureClass  FailureClass           `protobuf:"varint,4,opt,name=failure_class,json=failureClass,proto3,enum=steward.v1.FailureClass" json:"failure_class,omitempty"`
-	Reason        string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
-	Attempt       uint32                 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	FailureClass FailureClass           `protobuf:"varint,4,opt,name=failure_class,json=failureClass,proto3,enum=steward.v1.FailureClass" json:"failure_class,omitempty"`
+	Reason       string                 `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	FinishedAt   *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Attempt      uint32                 `protobuf:"varint,7,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// What the calls cost, in micro-units of the task's currency: the tool's
+	// own figure when it answers with one, else its contract's price per
+	// call times the calls made.
+	CostMicros    int64 `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -888,6 +892,13 @@ func (x *Outcome) GetFinishedAt() *timestamppb.Timestamp {
 func (x *Outcome) GetAttempt() uint32 {
 	if x != nil {
 		return x.Attempt
+	}
+	return 0
+}
+
+func (x *Outcome) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
 	}
 	return 0
 }
@@ -1228,7 +1239,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\vsnapshot_id\x18\x05 \x01(\tR\n" +
 	"snapshotId\x12%\n" +
 	"\x0ecredential_ref\x18\x06 \x01(\tR\rcredentialRef\x127\n" +
-	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\"\xa9\x02\n" +
+	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\"\xca\x02\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1239,7 +1250,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12;\n" +
 	"\vfinished_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"finishedAt\x12\x18\n" +
-	"\aattempt\x18\a \x01(\rR\aattempt\"\xa8\t\n" +
+	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
+	"\vcost_micros\x18\b \x01(\x03R\n" +
+	"costMicros\"\xa8\t\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +

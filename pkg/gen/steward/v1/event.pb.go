@@ -123,6 +123,9 @@ type Event struct {
 	//	*Event_ActionSettled
 	//	*Event_ActionHeartbeat
 	//	*Event_ApprovalReminded
+	//	*Event_BudgetConsumed
+	//	*Event_BudgetAlerted
+	//	*Event_BudgetRaised
 	//	*Event_ToolRegistered
 	//	*Event_BreakerChanged
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
@@ -448,6 +451,33 @@ func (x *Event) GetApprovalReminded() *ApprovalReminded {
 	return nil
 }
 
+func (x *Event) GetBudgetConsumed() *BudgetConsumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BudgetConsumed); ok {
+			return x.BudgetConsumed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetBudgetAlerted() *BudgetAlerted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BudgetAlerted); ok {
+			return x.BudgetAlerted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetBudgetRaised() *BudgetRaised {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BudgetRaised); ok {
+			return x.BudgetRaised
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetToolRegistered() *ToolRegistered {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ToolRegistered); ok {
@@ -573,6 +603,18 @@ type Event_ApprovalReminded struct {
 	ApprovalReminded *ApprovalReminded `protobuf:"bytes,43,opt,name=approval_reminded,json=approvalReminded,proto3,oneof"`
 }
 
+type Event_BudgetConsumed struct {
+	BudgetConsumed *BudgetConsumed `protobuf:"bytes,44,opt,name=budget_consumed,json=budgetConsumed,proto3,oneof"`
+}
+
+type Event_BudgetAlerted struct {
+	BudgetAlerted *BudgetAlerted `protobuf:"bytes,45,opt,name=budget_alerted,json=budgetAlerted,proto3,oneof"`
+}
+
+type Event_BudgetRaised struct {
+	BudgetRaised *BudgetRaised `protobuf:"bytes,46,opt,name=budget_raised,json=budgetRaised,proto3,oneof"`
+}
+
 type Event_ToolRegistered struct {
 	ToolRegistered *ToolRegistered `protobuf:"bytes,50,opt,name=tool_registered,json=toolRegistered,proto3,oneof"`
 }
@@ -628,6 +670,12 @@ func (*Event_ActionSettled) isEvent_Payload() {}
 func (*Event_ActionHeartbeat) isEvent_Payload() {}
 
 func (*Event_ApprovalReminded) isEvent_Payload() {}
+
+func (*Event_BudgetConsumed) isEvent_Payload() {}
+
+func (*Event_BudgetAlerted) isEvent_Payload() {}
+
+func (*Event_BudgetRaised) isEvent_Payload() {}
 
 func (*Event_ToolRegistered) isEvent_Payload() {}
 
@@ -2033,6 +2081,221 @@ func (x *ApprovalReminded) GetWaited() *durationpb.Duration {
 	return nil
 }
 
+// BudgetConsumed records spending against the task's budget that no tool
+// call carries: model usage the agent reports (control plane). A tool
+// call's cost travels on its outcome.
+type BudgetConsumed struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Tokens     int64                  `protobuf:"varint,1,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros int64                  `protobuf:"varint,2,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// The milestone it counts against too, if any.
+	MilestoneId string `protobuf:"bytes,3,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// What spent it, e.g. "model:gpt-x".
+	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetConsumed) Reset() {
+	*x = BudgetConsumed{}
+	mi := &file_steward_v1_event_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetConsumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetConsumed) ProtoMessage() {}
+
+func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
+func (*BudgetConsumed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BudgetConsumed) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *BudgetConsumed) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *BudgetConsumed) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *BudgetConsumed) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+// BudgetAlerted records that spending crossed a threshold of the task's
+// budget: 50, 80 or 100 percent (governance plane).
+type BudgetAlerted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "tokens" or "cost".
+	Dimension string `protobuf:"bytes,1,opt,name=dimension,proto3" json:"dimension,omitempty"`
+	Percent   uint32 `protobuf:"varint,2,opt,name=percent,proto3" json:"percent,omitempty"`
+	Used      int64  `protobuf:"varint,3,opt,name=used,proto3" json:"used,omitempty"`
+	Limit     int64  `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Set when the threshold is a milestone's.
+	MilestoneId   string `protobuf:"bytes,5,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetAlerted) Reset() {
+	*x = BudgetAlerted{}
+	mi := &file_steward_v1_event_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetAlerted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetAlerted) ProtoMessage() {}
+
+func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
+func (*BudgetAlerted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BudgetAlerted) GetDimension() string {
+	if x != nil {
+		return x.Dimension
+	}
+	return ""
+}
+
+func (x *BudgetAlerted) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *BudgetAlerted) GetUsed() int64 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
+func (x *BudgetAlerted) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *BudgetAlerted) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+// BudgetRaised records an authorised raise of the task's budget (control
+// plane). A zero limit leaves that limit as it was.
+type BudgetRaised struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxTokens     int64                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxCostMicros int64                  `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetRaised) Reset() {
+	*x = BudgetRaised{}
+	mi := &file_steward_v1_event_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetRaised) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetRaised) ProtoMessage() {}
+
+func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
+func (*BudgetRaised) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *BudgetRaised) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *BudgetRaised) GetMaxCostMicros() int64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *BudgetRaised) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // BreakerChanged records a change of one worker's circuit breaker for a
 // service key (execution plane). It lives on the service's own subject,
 // steward.service.<key>, not a task's.
@@ -2052,7 +2315,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2064,7 +2327,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2077,7 +2340,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -2140,7 +2403,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2152,7 +2415,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2165,7 +2428,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -2186,7 +2449,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2198,7 +2461,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2211,7 +2474,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -2233,7 +2496,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xfb\x10\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\x12\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -2270,6 +2533,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eaction_settled\x18) \x01(\v2\x19.steward.v1.ActionSettledH\x00R\ractionSettled\x12H\n" +
 	"\x10action_heartbeat\x18* \x01(\v2\x1b.steward.v1.ActionHeartbeatH\x00R\x0factionHeartbeat\x12K\n" +
 	"\x11approval_reminded\x18+ \x01(\v2\x1c.steward.v1.ApprovalRemindedH\x00R\x10approvalReminded\x12E\n" +
+	"\x0fbudget_consumed\x18, \x01(\v2\x1a.steward.v1.BudgetConsumedH\x00R\x0ebudgetConsumed\x12B\n" +
+	"\x0ebudget_alerted\x18- \x01(\v2\x19.steward.v1.BudgetAlertedH\x00R\rbudgetAlerted\x12?\n" +
+	"\rbudget_raised\x18. \x01(\v2\x18.steward.v1.BudgetRaisedH\x00R\fbudgetRaised\x12E\n" +
 	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12E\n" +
 	"\x0fbreaker_changed\x183 \x01(\v2\x1a.steward.v1.BreakerChangedH\x00R\x0ebreakerChanged\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
@@ -2368,7 +2634,24 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x121\n" +
-	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\x8b\x02\n" +
+	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\x84\x01\n" +
+	"\x0eBudgetConsumed\x12\x16\n" +
+	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x02 \x01(\x03R\n" +
+	"costMicros\x12!\n" +
+	"\fmilestone_id\x18\x03 \x01(\tR\vmilestoneId\x12\x16\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\"\x94\x01\n" +
+	"\rBudgetAlerted\x12\x1c\n" +
+	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x18\n" +
+	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
+	"\x04used\x18\x03 \x01(\x03R\x04used\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\x03R\x05limit\x12!\n" +
+	"\fmilestone_id\x18\x05 \x01(\tR\vmilestoneId\"m\n" +
+	"\fBudgetRaised\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x8b\x02\n" +
 	"\x0eBreakerChanged\x12\x1f\n" +
 	"\vservice_key\x18\x01 \x01(\tR\n" +
 	"serviceKey\x12,\n" +
@@ -2406,7 +2689,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),             // 0: steward.v1.BreakerState
 	(*Event)(nil),                 // 1: steward.v1.Event
@@ -2435,25 +2718,28 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ActionSettled)(nil),         // 24: steward.v1.ActionSettled
 	(*ActionHeartbeat)(nil),       // 25: steward.v1.ActionHeartbeat
 	(*ApprovalReminded)(nil),      // 26: steward.v1.ApprovalReminded
-	(*BreakerChanged)(nil),        // 27: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),        // 28: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 29: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 30: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 31: steward.v1.TaskContract
-	(TaskStatus)(0),               // 32: steward.v1.TaskStatus
-	(*Action)(nil),                // 33: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 34: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 35: steward.v1.Approval
-	(ApprovalDecision)(0),         // 36: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 37: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 38: steward.v1.Outcome
-	(WaitKind)(0),                 // 39: steward.v1.WaitKind
-	(SettleState)(0),              // 40: steward.v1.SettleState
-	(*durationpb.Duration)(nil),   // 41: google.protobuf.Duration
-	(*ToolContract)(nil),          // 42: steward.v1.ToolContract
+	(*BudgetConsumed)(nil),        // 27: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),         // 28: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),          // 29: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),        // 30: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),        // 31: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 32: steward.v1.EventRecord
+	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 34: steward.v1.TaskContract
+	(TaskStatus)(0),               // 35: steward.v1.TaskStatus
+	(*Action)(nil),                // 36: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 37: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 38: steward.v1.Approval
+	(ApprovalDecision)(0),         // 39: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 40: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 41: steward.v1.Outcome
+	(WaitKind)(0),                 // 42: steward.v1.WaitKind
+	(SettleState)(0),              // 43: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 44: google.protobuf.Duration
+	(*ToolContract)(nil),          // 45: steward.v1.ToolContract
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	30, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	33, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -2479,31 +2765,34 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	24, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
 	25, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
 	26, // 25: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	28, // 26: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	27, // 27: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	31, // 28: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	32, // 29: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	30, // 30: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	33, // 31: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	34, // 32: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	35, // 33: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	36, // 34: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	37, // 35: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	38, // 36: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	39, // 37: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	30, // 38: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	40, // 39: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	41, // 40: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 41: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 42: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	30, // 43: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	42, // 44: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 45: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	46, // [46:46] is the sub-list for method output_type
-	46, // [46:46] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	27, // 26: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	28, // 27: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	29, // 28: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	31, // 29: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	30, // 30: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	34, // 31: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	35, // 32: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	33, // 33: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	36, // 34: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	37, // 35: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	38, // 36: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	39, // 37: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	40, // 38: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	41, // 39: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	42, // 40: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	33, // 41: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	43, // 42: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	44, // 43: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 44: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 45: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	33, // 46: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	45, // 47: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 48: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	49, // [49:49] is the sub-list for method output_type
+	49, // [49:49] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -2539,6 +2828,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ActionSettled)(nil),
 		(*Event_ActionHeartbeat)(nil),
 		(*Event_ApprovalReminded)(nil),
+		(*Event_BudgetConsumed)(nil),
+		(*Event_BudgetAlerted)(nil),
+		(*Event_BudgetRaised)(nil),
 		(*Event_ToolRegistered)(nil),
 		(*Event_BreakerChanged)(nil),
 	}
@@ -2548,7 +2840,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1003,6 +1003,8 @@ type Task struct {
 	// in the order they are undone.
 	FinalStatus   TaskStatus `protobuf:"varint,15,opt,name=final_status,json=finalStatus,proto3,enum=steward.v1.TaskStatus" json:"final_status,omitempty"`
 	Compensations []string   `protobuf:"bytes,16,rep,name=compensations,proto3" json:"compensations,omitempty"`
+	// What the task has spent, and the budget alerts it has raised.
+	BudgetUsed    *BudgetUsage `protobuf:"bytes,17,opt,name=budget_used,json=budgetUsed,proto3" json:"budget_used,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1149,6 +1151,145 @@ func (x *Task) GetCompensations() []string {
 	return nil
 }
 
+func (x *Task) GetBudgetUsed() *BudgetUsage {
+	if x != nil {
+		return x.BudgetUsed
+	}
+	return nil
+}
+
+// BudgetUsage is what a task (or one milestone) has spent.
+type BudgetUsage struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Tokens     int64                  `protobuf:"varint,1,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros int64                  `protobuf:"varint,2,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	Milestones []*MilestoneUsage      `protobuf:"bytes,3,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	// The alerts raised so far, as "tokens:50", "cost:80", or with a
+	// milestone, "cost:80:m1".
+	Alerts        []string `protobuf:"bytes,4,rep,name=alerts,proto3" json:"alerts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetUsage) Reset() {
+	*x = BudgetUsage{}
+	mi := &file_steward_v1_task_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetUsage) ProtoMessage() {}
+
+func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetUsage.ProtoReflect.Descriptor instead.
+func (*BudgetUsage) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *BudgetUsage) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *BudgetUsage) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *BudgetUsage) GetMilestones() []*MilestoneUsage {
+	if x != nil {
+		return x.Milestones
+	}
+	return nil
+}
+
+func (x *BudgetUsage) GetAlerts() []string {
+	if x != nil {
+		return x.Alerts
+	}
+	return nil
+}
+
+// MilestoneUsage is what one milestone has spent.
+type MilestoneUsage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MilestoneId   string                 `protobuf:"bytes,1,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	Tokens        int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros    int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MilestoneUsage) Reset() {
+	*x = MilestoneUsage{}
+	mi := &file_steward_v1_task_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MilestoneUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MilestoneUsage) ProtoMessage() {}
+
+func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MilestoneUsage.ProtoReflect.Descriptor instead.
+func (*MilestoneUsage) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *MilestoneUsage) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *MilestoneUsage) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *MilestoneUsage) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
 var File_steward_v1_task_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_proto_rawDesc = "" +
@@ -1227,7 +1368,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xef\x05\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa9\x06\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1250,7 +1391,22 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\rstalled_since\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fstalledSince\x12%\n" +
 	"\x0estalled_reason\x18\x0e \x01(\tR\rstalledReason\x129\n" +
 	"\ffinal_status\x18\x0f \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12$\n" +
-	"\rcompensations\x18\x10 \x03(\tR\rcompensations*\xf9\x02\n" +
+	"\rcompensations\x18\x10 \x03(\tR\rcompensations\x128\n" +
+	"\vbudget_used\x18\x11 \x01(\v2\x17.steward.v1.BudgetUsageR\n" +
+	"budgetUsed\"\x9a\x01\n" +
+	"\vBudgetUsage\x12\x16\n" +
+	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x02 \x01(\x03R\n" +
+	"costMicros\x12:\n" +
+	"\n" +
+	"milestones\x18\x03 \x03(\v2\x1a.steward.v1.MilestoneUsageR\n" +
+	"milestones\x12\x16\n" +
+	"\x06alerts\x18\x04 \x03(\tR\x06alerts\"l\n" +
+	"\x0eMilestoneUsage\x12!\n" +
+	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x03R\n" +
+	"costMicros*\xf9\x02\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1289,7 +1445,7 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(RecoveryMode)(0),             // 1: steward.v1.RecoveryMode
@@ -1305,43 +1461,47 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*TaskTimers)(nil),            // 11: steward.v1.TaskTimers
 	(*TaskProgress)(nil),          // 12: steward.v1.TaskProgress
 	(*Task)(nil),                  // 13: steward.v1.Task
-	(*timestamppb.Timestamp)(nil), // 14: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 15: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
-	(*Action)(nil),                // 17: steward.v1.Action
+	(*BudgetUsage)(nil),           // 14: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 15: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 17: steward.v1.RiskTier
+	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
+	(*Action)(nil),                // 19: steward.v1.Action
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	3,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	14, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	16, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
 	5,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
 	4,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
 	2,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	14, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	16, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
 	5,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	15, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	17, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
 	6,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
 	7,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
 	8,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
 	10, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
 	11, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
-	16, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	16, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	16, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	18, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	18, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	18, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
 	9,  // 17: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
 	0,  // 18: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	14, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	14, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	16, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 21: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	17, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
+	19, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
 	12, // 23: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	14, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	16, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
 	0,  // 25: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	14, // 26: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	15, // 27: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1357,7 +1517,7 @@ func file_steward_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

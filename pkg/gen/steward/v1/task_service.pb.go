@@ -712,6 +712,259 @@ func (x *FailTaskResponse) GetTask() *Task {
 	return nil
 }
 
+type ReportUsageRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	TaskId      string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Tokens      int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros  int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	MilestoneId string                 `protobuf:"bytes,4,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// The model that spent it, e.g. "gpt-x".
+	Model string `protobuf:"bytes,5,opt,name=model,proto3" json:"model,omitempty"`
+	// Client-chosen id that makes the call safe to retry: a repeat is
+	// recorded once.
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUsageRequest) Reset() {
+	*x = ReportUsageRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUsageRequest) ProtoMessage() {}
+
+func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
+func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ReportUsageRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ReportUsageRequest) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *ReportUsageRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *ReportUsageRequest) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ReportUsageRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type ReportUsageResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportUsageResponse) Reset() {
+	*x = ReportUsageResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportUsageResponse) ProtoMessage() {}
+
+func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
+func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ReportUsageResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type RaiseBudgetRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The new limits; zero leaves a limit as it is. A new limit must be
+	// higher than the old one.
+	MaxTokens     int64  `protobuf:"varint,2,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxCostMicros int64  `protobuf:"varint,3,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseBudgetRequest) Reset() {
+	*x = RaiseBudgetRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseBudgetRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseBudgetRequest) ProtoMessage() {}
+
+func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseBudgetRequest.ProtoReflect.Descriptor instead.
+func (*RaiseBudgetRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *RaiseBudgetRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RaiseBudgetRequest) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *RaiseBudgetRequest) GetMaxCostMicros() int64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *RaiseBudgetRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RaiseBudgetRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type RaiseBudgetResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaiseBudgetResponse) Reset() {
+	*x = RaiseBudgetResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaiseBudgetResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaiseBudgetResponse) ProtoMessage() {}
+
+func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaiseBudgetResponse.ProtoReflect.Descriptor instead.
+func (*RaiseBudgetResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *RaiseBudgetResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
@@ -765,7 +1018,28 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"8\n" +
 	"\x10FailTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xe7\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xbe\x01\n" +
+	"\x12ReportUsageRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x03R\n" +
+	"costMicros\x12!\n" +
+	"\fmilestone_id\x18\x04 \x01(\tR\vmilestoneId\x12\x14\n" +
+	"\x05model\x18\x05 \x01(\tR\x05model\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\";\n" +
+	"\x13ReportUsageResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xab\x01\n" +
+	"\x12RaiseBudgetRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x02 \x01(\x03R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\";\n" +
+	"\x13RaiseBudgetResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x8b\x05\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -774,7 +1048,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\tPauseTask\x12\x1c.steward.v1.PauseTaskRequest\x1a\x1d.steward.v1.PauseTaskResponse\"\x00\x12M\n" +
 	"\n" +
 	"ResumeTask\x12\x1d.steward.v1.ResumeTaskRequest\x1a\x1e.steward.v1.ResumeTaskResponse\"\x00\x12G\n" +
-	"\bFailTask\x12\x1b.steward.v1.FailTaskRequest\x1a\x1c.steward.v1.FailTaskResponse\"\x00\x12V\n" +
+	"\bFailTask\x12\x1b.steward.v1.FailTaskRequest\x1a\x1c.steward.v1.FailTaskResponse\"\x00\x12P\n" +
+	"\vReportUsage\x12\x1e.steward.v1.ReportUsageRequest\x1a\x1f.steward.v1.ReportUsageResponse\"\x00\x12P\n" +
+	"\vRaiseBudget\x12\x1e.steward.v1.RaiseBudgetRequest\x1a\x1f.steward.v1.RaiseBudgetResponse\"\x00\x12V\n" +
 	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
@@ -792,7 +1068,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ProposeActionRequest)(nil),  // 0: steward.v1.ProposeActionRequest
 	(*ProposeActionResponse)(nil), // 1: steward.v1.ProposeActionResponse
@@ -806,39 +1082,49 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ResumeTaskResponse)(nil),    // 9: steward.v1.ResumeTaskResponse
 	(*FailTaskRequest)(nil),       // 10: steward.v1.FailTaskRequest
 	(*FailTaskResponse)(nil),      // 11: steward.v1.FailTaskResponse
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*RetryPolicy)(nil),           // 13: steward.v1.RetryPolicy
-	(*Action)(nil),                // 14: steward.v1.Action
-	(*TaskContract)(nil),          // 15: steward.v1.TaskContract
-	(*Task)(nil),                  // 16: steward.v1.Task
+	(*ReportUsageRequest)(nil),    // 12: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),   // 13: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),    // 14: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),   // 15: steward.v1.RaiseBudgetResponse
+	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*RetryPolicy)(nil),           // 17: steward.v1.RetryPolicy
+	(*Action)(nil),                // 18: steward.v1.Action
+	(*TaskContract)(nil),          // 19: steward.v1.TaskContract
+	(*Task)(nil),                  // 20: steward.v1.Task
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	12, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	13, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	14, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	15, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	16, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	16, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	16, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	16, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	16, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	2,  // 9: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	4,  // 10: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	6,  // 11: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	8,  // 12: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	10, // 13: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	0,  // 14: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	3,  // 15: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	5,  // 16: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	7,  // 17: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	9,  // 18: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	11, // 19: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	1,  // 20: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	16, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	17, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	18, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	19, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	20, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	20, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	20, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	20, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	20, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	20, // 9: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	20, // 10: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	2,  // 11: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	4,  // 12: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	6,  // 13: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	8,  // 14: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	10, // 15: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	12, // 16: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	14, // 17: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	0,  // 18: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	3,  // 19: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	5,  // 20: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	7,  // 21: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	9,  // 22: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	11, // 23: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	13, // 24: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	15, // 25: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	1,  // 26: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	19, // [19:27] is the sub-list for method output_type
+	11, // [11:19] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -855,7 +1141,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

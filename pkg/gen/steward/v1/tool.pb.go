@@ -458,6 +458,9 @@ type ToolContract struct {
 	// JSON Schema of a successful result, checked after every call: a
 	// result that does not fit is a validation failure. Optional.
 	ResultSchema string `protobuf:"bytes,15,opt,name=result_schema,json=resultSchema,proto3" json:"result_schema,omitempty"`
+	// The price of one call, in micro-units of the task's currency; a tool
+	// may answer with its own figure in the Steward-Cost-Micros header.
+	CostMicrosPerCall int64 `protobuf:"varint,16,opt,name=cost_micros_per_call,json=costMicrosPerCall,proto3" json:"cost_micros_per_call,omitempty"`
 	// Types that are valid to be assigned to Endpoint:
 	//
 	//	*ToolContract_Http
@@ -602,6 +605,13 @@ func (x *ToolContract) GetResultSchema() string {
 	return ""
 }
 
+func (x *ToolContract) GetCostMicrosPerCall() int64 {
+	if x != nil {
+		return x.CostMicrosPerCall
+	}
+	return 0
+}
+
 func (x *ToolContract) GetEndpoint() isToolContract_Endpoint {
 	if x != nil {
 		return x.Endpoint
@@ -737,7 +747,7 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\n" +
 	"status_url\x18\x02 \x01(\tR\tstatusUrl\"%\n" +
 	"\x0fBuiltinEndpoint\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\"\xbb\x06\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\xec\x06\n" +
 	"\fToolContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -755,7 +765,8 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\fretry_policy\x18\r \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x12\x1f\n" +
 	"\vservice_key\x18\x0e \x01(\tR\n" +
 	"serviceKey\x12#\n" +
-	"\rresult_schema\x18\x0f \x01(\tR\fresultSchema\x12.\n" +
+	"\rresult_schema\x18\x0f \x01(\tR\fresultSchema\x12/\n" +
+	"\x14cost_micros_per_call\x18\x10 \x01(\x03R\x11costMicrosPerCall\x12.\n" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
 	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltinB\n" +
 	"\n" +

@@ -43,6 +43,10 @@ const (
 	TaskServiceResumeTaskProcedure = "/steward.v1.TaskService/ResumeTask"
 	// TaskServiceFailTaskProcedure is the fully-qualified name of the TaskService's FailTask RPC.
 	TaskServiceFailTaskProcedure = "/steward.v1.TaskService/FailTask"
+	// TaskServiceReportUsageProcedure is the fully-qualified name of the TaskService's ReportUsage RPC.
+	TaskServiceReportUsageProcedure = "/steward.v1.TaskService/ReportUsage"
+	// TaskServiceRaiseBudgetProcedure is the fully-qualified name of the TaskService's RaiseBudget RPC.
+	TaskServiceRaiseBudgetProcedure = "/steward.v1.TaskService/RaiseBudget"
 	// TaskServiceProposeActionProcedure is the fully-qualified name of the TaskService's ProposeAction
 	// RPC.
 	TaskServiceProposeActionProcedure = "/steward.v1.TaskService/ProposeAction"
@@ -62,6 +66,12 @@ type TaskServiceClient interface {
 	// compensate and reversible writes succeeded, the task compensates them
 	// first, in reverse order.
 	FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error)
+	// ReportUsage records model usage against the task's budget.
+	ReportUsage(context.Context, *connect.Request[v1.ReportUsageRequest]) (*connect.Response[v1.ReportUsageResponse], error)
+	// RaiseBudget raises the task's budget; with --auth it needs the
+	// budget-owner role. A task suspended for its budget then needs a
+	// ResumeTask.
+	RaiseBudget(context.Context, *connect.Request[v1.RaiseBudgetRequest]) (*connect.Response[v1.RaiseBudgetResponse], error)
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
@@ -110,6 +120,18 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("FailTask")),
 			connect.WithClientOptions(opts...),
 		),
+		reportUsage: connect.NewClient[v1.ReportUsageRequest, v1.ReportUsageResponse](
+			httpClient,
+			baseURL+TaskServiceReportUsageProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ReportUsage")),
+			connect.WithClientOptions(opts...),
+		),
+		raiseBudget: connect.NewClient[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse](
+			httpClient,
+			baseURL+TaskServiceRaiseBudgetProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("RaiseBudget")),
+			connect.WithClientOptions(opts...),
+		),
 		proposeAction: connect.NewClient[v1.ProposeActionRequest, v1.ProposeActionResponse](
 			httpClient,
 			baseURL+TaskServiceProposeActionProcedure,
@@ -126,6 +148,8 @@ type taskServiceClient struct {
 	pauseTask     *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
 	resumeTask    *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
 	failTask      *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
+	reportUsage   *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
+	raiseBudget   *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
 	proposeAction *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
 }
 
@@ -154,6 +178,16 @@ func (c *taskServiceClient) FailTask(ctx context.Context, req *connect.Request[v
 	return c.failTask.CallUnary(ctx, req)
 }
 
+// ReportUsage calls steward.v1.TaskService.ReportUsage.
+func (c *taskServiceClient) ReportUsage(ctx context.Context, req *connect.Request[v1.ReportUsageRequest]) (*connect.Response[v1.ReportUsageResponse], error) {
+	return c.reportUsage.CallUnary(ctx, req)
+}
+
+// RaiseBudget calls steward.v1.TaskService.RaiseBudget.
+func (c *taskServiceClient) RaiseBudget(ctx context.Context, req *connect.Request[v1.RaiseBudgetRequest]) (*connect.Response[v1.RaiseBudgetResponse], error) {
+	return c.raiseBudget.CallUnary(ctx, req)
+}
+
 // ProposeAction calls steward.v1.TaskService.ProposeAction.
 func (c *taskServiceClient) ProposeAction(ctx context.Context, req *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {
 	return c.proposeAction.CallUnary(ctx, req)
@@ -173,6 +207,12 @@ type TaskServiceHandler interface {
 	// compensate and reversible writes succeeded, the task compensates them
 	// first, in reverse order.
 	FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error)
+	// ReportUsage records model usage against the task's budget.
+	ReportUsage(context.Context, *connect.Request[v1.ReportUsageRequest]) (*connect.Response[v1.ReportUsageResponse], error)
+	// RaiseBudget raises the task's budget; with --auth it needs the
+	// budget-owner role. A task suspended for its budget then needs a
+	// ResumeTask.
+	RaiseBudget(context.Context, *connect.Request[v1.RaiseBudgetRequest]) (*connect.Response[v1.RaiseBudgetResponse], error)
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
@@ -217,6 +257,18 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("FailTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceReportUsageHandler := connect.NewUnaryHandler(
+		TaskServiceReportUsageProcedure,
+		svc.ReportUsage,
+		connect.WithSchema(taskServiceMethods.ByName("ReportUsage")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceRaiseBudgetHandler := connect.NewUnaryHandler(
+		TaskServiceRaiseBudgetProcedure,
+		svc.RaiseBudget,
+		connect.WithSchema(taskServiceMethods.ByName("RaiseBudget")),
+		connect.WithHandlerOptions(opts...),
+	)
 	taskServiceProposeActionHandler := connect.NewUnaryHandler(
 		TaskServiceProposeActionProcedure,
 		svc.ProposeAction,
@@ -235,6 +287,10 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceResumeTaskHandler.ServeHTTP(w, r)
 		case TaskServiceFailTaskProcedure:
 			taskServiceFailTaskHandler.ServeHTTP(w, r)
+		case TaskServiceReportUsageProcedure:
+			taskServiceReportUsageHandler.ServeHTTP(w, r)
+		case TaskServiceRaiseBudgetProcedure:
+			taskServiceRaiseBudgetHandler.ServeHTTP(w, r)
 		case TaskServiceProposeActionProcedure:
 			taskServiceProposeActionHandler.ServeHTTP(w, r)
 		default:
@@ -264,6 +320,14 @@ func (UnimplementedTaskServiceHandler) ResumeTask(context.Context, *connect.Requ
 
 func (UnimplementedTaskServiceHandler) FailTask(context.Context, *connect.Request[v1.FailTaskRequest]) (*connect.Response[v1.FailTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.FailTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ReportUsage(context.Context, *connect.Request[v1.ReportUsageRequest]) (*connect.Response[v1.ReportUsageResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReportUsage is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) RaiseBudget(context.Context, *connect.Request[v1.RaiseBudgetRequest]) (*connect.Response[v1.RaiseBudgetResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.RaiseBudget is not implemented"))
 }
 
 func (UnimplementedTaskServiceHandler) ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {

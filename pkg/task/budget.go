@@ -1,0 +1,194 @@
+package task
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// budgetStep checks a budget event against t and returns the change to
+// make; ok is false for events that are not about budgets. Spending is
+// recorded whatever the budget says — it happened — and only a task that
+// has ended takes no more; the guards that stop spending (alerts, the
+// suspension, the check before every permit) are governance's.
+func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err error) {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_BudgetConsumed:
+		c := p.BudgetConsumed
+		if Terminal(t.Status) {
+			return nil, true, illegal(t, "spend for")
+		}
+		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
+			return nil, true, errs.Field("milestone_id", "task %s has no milestone %q in its budget", t.Contract.GetTaskId(), c.MilestoneId)
+		}
+		if err := CheckSpend(t, c.Tokens, c.CostMicros); err != nil {
+			return nil, true, err
+		}
+		return func() { spend(t, c.Tokens, c.CostMicros, c.MilestoneId) }, true, nil
+	case *stewardv1.Event_BudgetAlerted:
+		a := p.BudgetAlerted
+		key := AlertKey(a.Dimension, a.Percent, a.MilestoneId)
+		if slices.Contains(t.BudgetUsed.GetAlerts(), key) {
+			return nil, true, errs.New(errs.FailedPrecondition, "task %s already raised alert %s", t.Contract.GetTaskId(), key)
+		}
+		return func() {
+			u := usage(t)
+			u.Alerts = append(u.Alerts, key)
+		}, true, nil
+	case *stewardv1.Event_BudgetRaised:
+		r := p.BudgetRaised
+		b := t.Contract.GetBudget()
+		switch {
+		case Terminal(t.Status):
+			return nil, true, illegal(t, "raise the budget of")
+		case r.MaxTokens < 0 || r.MaxCostMicros < 0:
+			return nil, true, errs.Field("max_tokens", "limits must not be negative")
+		case r.MaxTokens == 0 && r.MaxCostMicros == 0:
+			return nil, true, errs.Field("max_tokens", "name a new token or cost limit")
+		case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
+			return nil, true, errs.Field("max_tokens", "%d is not above the current limit %d", r.MaxTokens, b.GetMaxTokens())
+		case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
+			return nil, true, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
+		}
+		return func() {
+			t.Contract = proto.CloneOf(t.Contract)
+			if t.Contract.Budget == nil {
+				t.Contract.Budget = &stewardv1.Budget{}
+			}
+			if r.MaxTokens != 0 {
+				t.Contract.Budget.MaxTokens = r.MaxTokens
+			}
+			if r.MaxCostMicros != 0 {
+				t.Contract.Budget.MaxCostMicros = r.MaxCostMicros
+			}
+			// Alerts start over against the new limits.
+			u := usage(t)
+			u.Alerts = nil
+		}, true, nil
+	}
+	return nil, false, nil
+}
+
+// CheckSpend refuses spending that is negative or would overflow the
+// task's running totals.
+func CheckSpend(t *stewardv1.Task, tokens, costMicros int64) error {
+	switch {
+	case tokens < 0:
+		return errs.Field("tokens", "must not be negative")
+	case costMicros < 0:
+		return errs.Field("cost_micros", "must not be negative")
+	case tokens > math.MaxInt64-t.BudgetUsed.GetTokens():
+		return errs.Field("tokens", "would overflow the task's total")
+	case costMicros > math.MaxInt64-t.BudgetUsed.GetCostMicros():
+		return errs.Field("cost_micros", "would overflow the task's total")
+	}
+	return nil
+}
+
+// spend adds to t's totals, and to a milestone's when named.
+func spend(t *stewardv1.Task, tokens, costMicros int64, milestone string) {
+	u := usage(t)
+	u.Tokens += tokens
+	u.CostMicros += costMicros
+	if milestone == "" {
+		return
+	}
+	for _, m := range u.Milestones {
+		if m.MilestoneId == milestone {
+			m.Tokens += tokens
+			m.CostMicros += costMicros
+			return
+		}
+	}
+	u.Milestones = append(u.Milestones, &stewardv1.MilestoneUsage{MilestoneId: milestone, Tokens: tokens, CostMicros: costMicros})
+}
+
+// usage returns t's usage, a copy of its own: views handed out earlier may
+// share the old one.
+func usage(t *stewardv1.Task) *stewardv1.BudgetUsage {
+	if t.BudgetUsed == nil {
+		t.BudgetUsed = &stewardv1.BudgetUsage{}
+	} else {
+		t.BudgetUsed = proto.CloneOf(t.BudgetUsed)
+	}
+	return t.BudgetUsed
+}
+
+func milestoneBudget(t *stewardv1.Task, id string) *stewardv1.MilestoneBudget {
+	for _, m := range t.Contract.GetBudget().GetMilestones() {
+		if m.MilestoneId == id {
+			return m
+		}
+	}
+	return nil
+}
+
+// AlertKey names one budget alert, as Task.budget_used.alerts lists them.
+func AlertKey(dimension string, percent uint32, milestone string) string {
+	k := fmt.Sprintf("%s:%d", dimension, percent)
+	if milestone != "" {
+		k += ":" + milestone
+	}
+	return k
+}
+
+// BudgetLine is one limit of a task's budget and what is spent against it.
+type BudgetLine struct {
+	Dimension   string // "tokens" or "cost"
+	MilestoneID string
+	Used, Limit int64
+}
+
+// String says the line in words, e.g. "cost 1200000 of 1000000 micros
+// (milestone m1)".
+func (l BudgetLine) String() string {
+	unit := "tokens"
+	if l.Dimension == "cost" {
+		unit = "micros"
+	}
+	s := fmt.Sprintf("%s %d of %d %s", l.Dimension, l.Used, l.Limit, unit)
+	if l.MilestoneID != "" {
+		s += " (milestone " + l.MilestoneID + ")"
+	}
+	return s
+}
+
+// BudgetLines lists every limit t's budget sets (a zero limit sets none),
+// task-wide first, then per milestone.
+func BudgetLines(t *stewardv1.Task) []BudgetLine {
+	b, u := t.Contract.GetBudget(), t.BudgetUsed
+	var out []BudgetLine
+	add := func(dim, m string, used, limit int64) {
+		if limit > 0 {
+			out = append(out, BudgetLine{Dimension: dim, MilestoneID: m, Used: used, Limit: limit})
+		}
+	}
+	add("tokens", "", u.GetTokens(), b.GetMaxTokens())
+	add("cost", "", u.GetCostMicros(), b.GetMaxCostMicros())
+	for _, m := range b.GetMilestones() {
+		var mu *stewardv1.MilestoneUsage
+		for _, x := range u.GetMilestones() {
+			if x.MilestoneId == m.MilestoneId {
+				mu = x
+			}
+		}
+		add("tokens", m.MilestoneId, mu.GetTokens(), m.MaxTokens)
+		add("cost", m.MilestoneId, mu.GetCostMicros(), m.MaxCostMicros)
+	}
+	return out
+}
+
+// Spent returns the first limit of t's budget that is used up, if any.
+func Spent(t *stewardv1.Task) (BudgetLine, bool) {
+	for _, l := range BudgetLines(t) {
+		if l.Used >= l.Limit {
+			return l, true
+		}
+	}
+	return BudgetLine{}, false
+}

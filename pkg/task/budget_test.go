@@ -1,0 +1,67 @@
+package task_test
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+func budgeted() event.Payload {
+	c := created()
+	c.(*stewardv1.TaskCreated).Contract.Budget = &stewardv1.Budget{
+		MaxTokens: 100, MaxCostMicros: 1000,
+		Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "m1", MaxCostMicros: 400}},
+	}
+	return c
+}
+
+func TestSpendingAddsUpAndIsChecked(t *testing.T) {
+	costly := dispatchedAction("a1")
+	costly = append(costly, &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, Attempt: 1, CostMicros: 300,
+	}})
+	steps := append([]event.Payload{budgeted(), started(), &stewardv1.BudgetConsumed{Tokens: 40, CostMicros: 200, MilestoneId: "m1"}}, costly...)
+	tk, err := task.Fold(sealed(t, steps...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := tk.BudgetUsed
+	if u.Tokens != 40 || u.CostMicros != 500 || len(u.Milestones) != 1 || u.Milestones[0].CostMicros != 200 {
+		t.Fatalf("usage %v", u)
+	}
+	if _, spent := task.Spent(tk); spent {
+		t.Error("spent with 500 of 1000")
+	}
+	for name, bad := range map[string]event.Payload{
+		"negative tokens":   &stewardv1.BudgetConsumed{Tokens: -1},
+		"overflow":          &stewardv1.BudgetConsumed{CostMicros: math.MaxInt64},
+		"unknown milestone": &stewardv1.BudgetConsumed{CostMicros: 1, MilestoneId: "m9"},
+		"a lower limit":     &stewardv1.BudgetRaised{MaxCostMicros: 900},
+		"no limit":          &stewardv1.BudgetRaised{},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := task.Fold(sealed(t, append(steps, bad)...)); err == nil {
+				t.Fatal("folded; want a refusal")
+			}
+		})
+	}
+	tk, err = task.Fold(sealed(t, append(steps, &stewardv1.BudgetConsumed{CostMicros: 250, MilestoneId: "m1"})...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, spent := task.Spent(tk)
+	if !spent || line.MilestoneID != "m1" || !strings.Contains(line.String(), "cost 450 of 400 micros (milestone m1)") {
+		t.Errorf("spent %v: %s", spent, line)
+	}
+	tk, err = task.Fold(sealed(t, append(steps, &stewardv1.BudgetAlerted{Dimension: "cost", Percent: 50, Used: 500, Limit: 1000}, &stewardv1.BudgetRaised{MaxCostMicros: 2000})...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Contract.Budget.MaxCostMicros != 2000 || tk.Contract.Budget.MaxTokens != 100 || len(tk.BudgetUsed.Alerts) != 0 {
+		t.Errorf("after a raise: budget %v, alerts %v", tk.Contract.Budget, tk.BudgetUsed.Alerts)
+	}
+}

@@ -1,0 +1,58 @@
+package governance_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// TestBudgetGuardAlertsSuspendsAndRefusesPermits spends a task's budget in
+// three steps: alerts at 50 and 80 %, then at 100 % an alert and a
+// suspension; an action proposed after a resume is denied while the budget
+// stays spent, and a raise starts the alerts over.
+func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
+	e := newEnv(t)
+	e.append(t, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
+		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
+		AllowedTools: []string{"search"},
+		Budget:       &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"},
+	}})
+	e.append(t, &stewardv1.TaskStarted{})
+	e.start(t)
+	alerts := func(n map[string]int, _ *stewardv1.Task) int { return n[event.TypeBudgetAlerted] }
+
+	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 600, Source: "model:x"})
+	e.waitFor(t, "the 50% alert", func(n map[string]int, tk *stewardv1.Task) bool { return alerts(n, tk) == 1 })
+	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 300})
+	e.waitFor(t, "the 80% alert", func(n map[string]int, tk *stewardv1.Task) bool { return alerts(n, tk) == 2 })
+	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 200})
+	e.waitFor(t, "the 100% alert and the suspension", func(n map[string]int, tk *stewardv1.Task) bool {
+		return alerts(n, tk) == 3 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
+	})
+	tk := e.append(t, &stewardv1.TaskResumed{Reason: "go on"})
+	if got := strings.Join(tk.BudgetUsed.Alerts, " "); got != "cost:50 cost:80 cost:100" || tk.BudgetUsed.CostMicros != 1100 {
+		t.Fatalf("usage %v", tk.BudgetUsed)
+	}
+
+	// Still spent: a proposal gets no permit.
+	e.append(t, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "act-9", ProposalId: "p9", Tool: "search", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, ActionHash: "h9", RequestHash: "r9"}})
+	e.waitFor(t, "the denial", func(_ map[string]int, tk *stewardv1.Task) bool {
+		a := task.FindAction(tk, "act-9")
+		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DENIED
+	})
+	tk = e.append(t, &stewardv1.BudgetRaised{MaxCostMicros: 5000, Reason: "approved by finance"})
+	if a := task.FindAction(tk, "act-9"); !strings.Contains(a.Outcome.GetReason(), "budget is spent") {
+		t.Errorf("denial reason %q", a.Outcome.GetReason())
+	}
+	if tk.Contract.Budget.MaxCostMicros != 5000 || len(tk.BudgetUsed.Alerts) != 0 {
+		t.Errorf("after the raise: budget %v, alerts %v", tk.Contract.Budget, tk.BudgetUsed.Alerts)
+	}
+	// 1100 of 5000 is under half: no new alert.
+	n := e.count(t)
+	if n[event.TypeBudgetAlerted] != 3 || n[event.TypeTaskSuspended] != 1 {
+		t.Errorf("events %v: want 3 alerts and 1 suspension", n)
+	}
+}
