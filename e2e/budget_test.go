@@ -1,0 +1,81 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+const budgetOwnerToken = "e2e-budget-owner-token-0123"
+
+// TestBudgetIsGuardedEndToEnd runs the real binary: tool calls cost what
+// the tool's contract says, reported model usage adds to it, the task is
+// suspended when its budget is spent and a new action is denied; only the
+// budget owner may raise it, and after a raise and a resume the task goes
+// on.
+func TestBudgetIsGuardedEndToEnd(t *testing.T) {
+	tool := startToolServer(t)
+	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ",
+	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
+	tokens := fmt.Sprintf(`{"tokens": [
+	  {"token": %q, "principal": "agent:summariser", "roles": []},
+	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]}]}`, agentToken, budgetOwnerToken)
+	dir := t.TempDir()
+	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
+	agent := withToken(p.url, agentToken)
+	ctx := context.Background()
+
+	k := contract()
+	k.Budget = &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"}
+	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "budget", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+
+	a := propose(t, agent, taskID, "s1", "search", map[string]any{"q": "incidents"})
+	waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if _, err := agent.tasks.ReportUsage(ctx, connect.NewRequest(&stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: 900, CostMicros: 700, Model: "m", RequestId: "u1"})); err != nil {
+		t.Fatal(err)
+	}
+	tk := waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_SUSPENDED)
+	if tk.BudgetUsed.GetCostMicros() != 1100 || len(tk.BudgetUsed.GetAlerts()) != 3 {
+		t.Fatalf("usage %v, want 1100 spent and three alerts", tk.BudgetUsed)
+	}
+	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID})); err != nil {
+		t.Fatal(err)
+	}
+	denied := propose(t, agent, taskID, "s2", "search", map[string]any{"q": "more"})
+	waitAction(t, agent.clients, taskID, denied.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+
+	raise := &stewardv1.RaiseBudgetRequest{TaskId: taskID, MaxCostMicros: 5000, Reason: "finance agreed"}
+	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("raise by the agent: %v, want permission_denied", err)
+	}
+	owner := withToken(p.url, budgetOwnerToken)
+	if _, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); err != nil {
+		t.Fatal(err)
+	}
+	again := propose(t, agent, taskID, "s3", "search", map[string]any{"q": "again"})
+	_, done := waitAction(t, agent.clients, taskID, again.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if done.Outcome.CostMicros != 400 {
+		t.Errorf("call cost %d, want the contract's 400", done.Outcome.CostMicros)
+	}
+}
+
+// writeFile writes content to dir/name and returns the path.
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
