@@ -26,25 +26,33 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 		return nil // nothing spent
 	}
 	taskID := rec.Event.TaskId
-	for {
+	for range len(BudgetThresholds) * 16 { // bounded: every pass records one alert
 		var alert *stewardv1.BudgetAlerted
 		t, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 			alert = nextAlert(t)
 			if alert == nil {
 				return nil, nil
 			}
+			// The id names the limits in force: a raise starts the alerts
+			// over, and an alert after it is a new one.
+			b := t.Contract.GetBudget()
 			key := task.AlertKey(alert.Dimension, alert.Percent, alert.MilestoneId)
-			return event.New(p.meta(taskID, event.ID(taskID, "budget-alert", key, fmt.Sprint(alert.Limit)), rec.Event), alert)
+			id := event.ID(taskID, "budget-alert", key, fmt.Sprint(alert.Limit), fmt.Sprint(b.GetMaxTokens()), fmt.Sprint(b.GetMaxCostMicros()))
+			return event.New(p.meta(taskID, id, rec.Event), alert)
 		})
-		if err != nil || alert == nil {
-			if err == nil {
-				return p.suspendIfSpent(ctx, t, rec.Event)
-			}
+		if err != nil {
 			return err
+		}
+		if alert == nil {
+			return p.suspendIfSpent(ctx, t, rec.Event)
+		}
+		if !slices.Contains(t.BudgetUsed.GetAlerts(), task.AlertKey(alert.Dimension, alert.Percent, alert.MilestoneId)) {
+			return nil // not recorded after all; a redelivery tries again
 		}
 		p.logger.Warn("task budget alert", "task", taskID, "dimension", alert.Dimension, "percent", alert.Percent,
 			"used", alert.Used, "limit", alert.Limit, "milestone", alert.MilestoneId)
 	}
+	return nil
 }
 
 // nextAlert returns the first alert t's spending calls for and has not

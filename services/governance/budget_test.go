@@ -43,6 +43,10 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 		a := task.FindAction(tk, "act-9")
 		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DENIED
 	})
+	// A raise of another limit starts the alerts over: the cost ones are
+	// recorded again, once each.
+	e.append(t, &stewardv1.BudgetRaised{MaxTokens: 10, Reason: "a token cap too"})
+	e.waitFor(t, "the cost alerts again", func(n map[string]int, tk *stewardv1.Task) bool { return alerts(n, tk) == 6 })
 	tk = e.append(t, &stewardv1.BudgetRaised{MaxCostMicros: 5000, Reason: "approved by finance"})
 	if a := task.FindAction(tk, "act-9"); !strings.Contains(a.Outcome.GetReason(), "budget is spent") {
 		t.Errorf("denial reason %q", a.Outcome.GetReason())
@@ -52,7 +56,7 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 	}
 	// 1100 of 5000 is under half: no new alert.
 	n := e.count(t)
-	if n[event.TypeBudgetAlerted] != 3 || n[event.TypeTaskSuspended] != 1 {
-		t.Errorf("events %v: want 3 alerts and 1 suspension", n)
+	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 1 {
+		t.Errorf("events %v: want 6 alerts and 1 suspension", n)
 	}
 }
