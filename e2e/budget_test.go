@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -67,6 +68,14 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	_, done := waitAction(t, agent.clients, taskID, again.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	if done.Outcome.CostMicros != 400 {
 		t.Errorf("call cost %d, want the contract's 400", done.Outcome.CostMicros)
+	}
+
+	// The client commands present a token to a server with --auth.
+	if out := run(t, 1, "receipt", "--task", taskID, "--addr", p.url); !strings.Contains(out, "unauthenticated") {
+		t.Errorf("receipt without a token: %s", out)
+	}
+	if md := run(t, 0, "receipt", "--task", taskID, "--addr", p.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
+		t.Errorf("the receipt does not show the budget used:\n%s", md)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"strings"
 	"time"
@@ -29,6 +28,8 @@ const auditUsage = `Usage:
   steward audit export --task ID --out FILE [--addr HOST:PORT]
                                                       save the events exactly as stored
 
+Against a server started with --auth, pass --token TOKEN or set $STEWARD_TOKEN.
+
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
 know that no events were cut off the end.
@@ -38,8 +39,8 @@ know that no events were cut off the end.
 const exitChainBroken = 3
 
 type auditCmd struct {
-	verb, taskID, addr, file, out string
-	stdout                        io.Writer
+	verb, taskID, addr, file, out, token string
+	stdout                               io.Writer
 }
 
 func runAudit(args []string, stdout, stderr io.Writer) error {
@@ -55,6 +56,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
+	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -98,11 +100,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		defer f.Close()
 		return audit.ReadEvents(f)
 	}
-	base := c.addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
-	client := stewardv1connect.NewAuditServiceClient(http.DefaultClient, base)
+	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token), serverURL(c.addr))
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
 	if err != nil {
 		return nil, err
@@ -113,7 +111,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		out = append(out, stream.Msg().Data)
 	}
 	if err := stream.Err(); err != nil {
-		return out, fmt.Errorf("replay %s from %s: %w", c.taskID, base, err)
+		return out, fmt.Errorf("replay %s from %s: %w", c.taskID, serverURL(c.addr), err)
 	}
 	return out, nil
 }

@@ -6,8 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -19,7 +17,7 @@ import (
 )
 
 const receiptUsage = `Usage:
-  steward receipt --task ID [--format markdown|json] [--addr HOST:PORT]
+  steward receipt --task ID [--format markdown|json] [--addr HOST:PORT] [--token TOKEN]
 
 Prints the task's receipt: what happened to it, from its recorded events
 alone. markdown (the default) is for people; json is the Receipt message as
@@ -28,13 +26,14 @@ hash with the head hash that 'steward audit verify --task ID' prints.
 `
 
 func runReceipt(args []string, stdout, stderr io.Writer) error {
-	var taskID, format, addr string
+	var taskID, format, addr, token string
 	fs := flag.NewFlagSet("steward receipt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage) }
 	fs.StringVar(&taskID, "task", "", "task `ID`")
 	fs.StringVar(&format, "format", "markdown", "markdown or json")
 	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
+	fs.StringVar(&token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -55,13 +54,10 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	case format != "markdown" && format != "json":
 		return bad("--format must be markdown or json, not %q", format)
 	}
-	base := addr
-	if !strings.Contains(base, "://") {
-		base = "http://" + base
-	}
+	base := serverURL(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewQueryServiceClient(http.DefaultClient, base)
+	client := stewardv1connect.NewQueryServiceClient(httpClient(token), base)
 	resp, err := client.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
 	if err != nil {
 		return fmt.Errorf("receipt %s from %s: %w", taskID, base, err)
