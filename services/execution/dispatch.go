@@ -38,25 +38,34 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if err != nil {
 		return err
 	}
-	c := causeOf(rec.Event)
+	return p.carryOn(ctx, t, causeOf(rec.Event), func(a *stewardv1.Action) error {
+		if a.ClaimedBy != p.cfg.Worker {
+			return nil // its own worker takes it up
+		}
+		return p.lostCall(ctx, t.Contract.TaskId, a, causeOf(rec.Event), lostCallReason)
+	})
+}
+
+// carryOn takes up what t's actions were left at: a permit not claimed, a
+// claim not dispatched (the fold lets one dispatch per attempt in, whoever
+// makes it), a wait whose time has come. For a dispatch without an outcome
+// it asks dispatched, since who may call it lost depends on why we look.
+func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause, dispatched func(*stewardv1.Action) error) error {
+	var err error
 	for _, a := range t.Actions {
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
 		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-			// The claimant found the task stopped and left the claim;
-			// the fold lets one dispatch in, whoever makes it.
 			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
-			// A wait whose timer fired while the task was stopped;
-			// one still running fires by itself.
+			// A wait whose timer fired while nothing could act on it; one
+			// still to come fires by itself.
 			if !a.WaitUntil.AsTime().After(p.now()) {
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
 		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-			if a.ClaimedBy == p.cfg.Worker {
-				err = p.lostCall(ctx, t.Contract.TaskId, a, c)
-			}
+			err = dispatched(a)
 		}
 		if err != nil {
 			return err
@@ -102,7 +111,7 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if a.ClaimedBy != p.cfg.Worker {
 			return nil
 		}
-		return p.lostCall(ctx, taskID, a, c)
+		return p.lostCall(ctx, taskID, a, c, lostCallReason)
 	default:
 		return nil // done before, or waiting on a timer
 	}
@@ -264,20 +273,20 @@ func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool
 	}
 }
 
-// lostCall records the outcome of a's dispatch as unknown: this worker
-// made it, is not making it now, and never recorded how it ended — the
-// process stopped or lost the log during the call. The call is never made
-// again here; reconciliation settles it.
-func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action, c cause) error {
+// lostCallReason is why a worker records its own dispatch as unknown.
+const lostCallReason = "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)"
+
+// lostCall records the outcome of a's dispatch as unknown, saying why: the
+// call went out and how it ended was never recorded, and nobody is making
+// it now in this process. The call is never made again here;
+// reconciliation settles it.
+func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action, c cause, reason string) error {
 	release, ok := p.busy.take(a.ActionId)
 	if !ok {
 		return errBusy(a.ActionId) // the call is still going, in this process
 	}
 	defer release()
-	return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{
-		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
-		Reason: "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)",
-	})
+	return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, Reason: reason})
 }
 
 // refuse records that a claimed or waiting action will not be dispatched
