@@ -38,8 +38,14 @@ func (p *Plane) guardLoop(ctx context.Context, rec *stewardv1.EventRecord) error
 	var actionID string
 	switch pl := rec.Event.Payload.(type) {
 	case *stewardv1.Event_ActionOutcomeRecorded:
+		if pl.ActionOutcomeRecorded.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+			return nil // only a failure can make a run; no need to read the task
+		}
 		actionID = pl.ActionOutcomeRecorded.ActionId
 	case *stewardv1.Event_ActionSettled:
+		if pl.ActionSettled.State != stewardv1.SettleState_SETTLE_STATE_FAILED {
+			return nil
+		}
 		actionID = pl.ActionSettled.ActionId
 	default:
 		return nil
