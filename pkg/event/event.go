@@ -64,6 +64,13 @@ const (
 	TypeBudgetAlerted    = "budget.alerted"
 	TypeBudgetRaised     = "budget.raised"
 
+	TypeCredentialIssued  = "credential.issued"
+	TypeCredentialRevoked = "credential.revoked"
+	TypeArtifactSubmitted = "artifact.submitted"
+	TypeTaskProduced      = "task.produced"
+	TypeTaskAccepted      = "task.accepted"
+	TypeTaskReturned      = "task.returned"
+
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
 )
@@ -144,6 +151,12 @@ var typeNames = map[protoreflect.Name]string{
 	"budget_raised":           TypeBudgetRaised,
 	"tool_registered":         TypeToolRegistered,
 	"breaker_changed":         TypeBreakerChanged,
+	"credential_issued":       TypeCredentialIssued,
+	"credential_revoked":      TypeCredentialRevoked,
+	"artifact_submitted":      TypeArtifactSubmitted,
+	"task_produced":           TypeTaskProduced,
+	"task_accepted":           TypeTaskAccepted,
+	"task_returned":           TypeTaskReturned,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

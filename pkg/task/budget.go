@@ -55,6 +55,9 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
 			return nil, true, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
 		}
+		if err := withinDelegation(t, r); err != nil {
+			return nil, true, err
+		}
 		return func() {
 			t.Contract = proto.CloneOf(t.Contract)
 			if t.Contract.Budget == nil {
@@ -191,4 +194,22 @@ func Spent(t *stewardv1.Task) (BudgetLine, bool) {
 		}
 	}
 	return BudgetLine{}, false
+}
+
+// withinDelegation refuses to raise a delegated task's budget above the
+// caps its credential was delegated with: a delegation may only narrow. A
+// task's own credential records its budget as created, and its budget
+// owner may raise it.
+func withinDelegation(t *stewardv1.Task, r *stewardv1.BudgetRaised) error {
+	c := t.Credential.GetCredential()
+	if c.GetParentCredentialId() == "" {
+		return nil
+	}
+	switch {
+	case r.MaxTokens != 0 && c.MaxTokens != 0 && r.MaxTokens > c.MaxTokens:
+		return errs.Field("max_tokens", "%d is above the %d task %s was delegated (credential %s)", r.MaxTokens, c.MaxTokens, t.Contract.GetTaskId(), c.CredentialId)
+	case r.MaxCostMicros != 0 && c.MaxCostMicros != 0 && r.MaxCostMicros > c.MaxCostMicros:
+		return errs.Field("max_cost_micros", "%d is above the %d task %s was delegated (credential %s)", r.MaxCostMicros, c.MaxCostMicros, t.Contract.GetTaskId(), c.CredentialId)
+	}
+	return nil
 }

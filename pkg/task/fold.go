@@ -30,12 +30,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	if err := belongs(t, ev); err != nil {
 		return err
 	}
-	if commit, ok, err := actionStep(t, ev); ok {
-		if err != nil {
-			return err
-		}
-		commit()
-	} else if commit, ok, err := budgetStep(t, ev); ok {
+	if commit, ok, err := step(t, ev); ok {
 		if err != nil {
 			return err
 		}
@@ -69,6 +64,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.Contract.TaskId = ev.TaskId
 		t.RequestId = p.TaskCreated.RequestId
 		t.CreatedAt = ev.Time
+		t.CreatedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskPaused:
 		t.PausedFrom = t.Status
 	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
@@ -97,14 +93,27 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 	if err := belongs(t, ev); err != nil {
 		return err
 	}
-	if _, ok, err := actionStep(t, ev); ok {
-		return err
-	}
-	if _, ok, err := budgetStep(t, ev); ok {
+	if _, ok, err := step(t, ev); ok {
 		return err
 	}
 	_, _, err := transition(t, ev)
 	return err
+}
+
+// steps are the parts of the fold that check an event and return the
+// change to make, each for its own kind of event.
+var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
+	actionStep, budgetStep, credentialStep, acceptanceStep,
+}
+
+// step runs the step that ev is for; ok is false for a lifecycle event.
+func step(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err error) {
+	for _, s := range steps {
+		if commit, ok, err := s(t, ev); ok {
+			return commit, ok, err
+		}
+	}
+	return nil, false, nil
 }
 
 // belongs checks that ev is about t: the first event creates the task, and

@@ -128,6 +128,12 @@ type Event struct {
 	//	*Event_BudgetRaised
 	//	*Event_ToolRegistered
 	//	*Event_BreakerChanged
+	//	*Event_CredentialIssued
+	//	*Event_CredentialRevoked
+	//	*Event_ArtifactSubmitted
+	//	*Event_TaskProduced
+	//	*Event_TaskAccepted
+	//	*Event_TaskReturned
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -496,6 +502,60 @@ func (x *Event) GetBreakerChanged() *BreakerChanged {
 	return nil
 }
 
+func (x *Event) GetCredentialIssued() *CredentialIssued {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CredentialIssued); ok {
+			return x.CredentialIssued
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetCredentialRevoked() *CredentialRevoked {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CredentialRevoked); ok {
+			return x.CredentialRevoked
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetArtifactSubmitted() *ArtifactSubmitted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ArtifactSubmitted); ok {
+			return x.ArtifactSubmitted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskProduced() *TaskProduced {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskProduced); ok {
+			return x.TaskProduced
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskAccepted() *TaskAccepted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskAccepted); ok {
+			return x.TaskAccepted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetTaskReturned() *TaskReturned {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_TaskReturned); ok {
+			return x.TaskReturned
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -623,6 +683,30 @@ type Event_BreakerChanged struct {
 	BreakerChanged *BreakerChanged `protobuf:"bytes,51,opt,name=breaker_changed,json=breakerChanged,proto3,oneof"`
 }
 
+type Event_CredentialIssued struct {
+	CredentialIssued *CredentialIssued `protobuf:"bytes,60,opt,name=credential_issued,json=credentialIssued,proto3,oneof"`
+}
+
+type Event_CredentialRevoked struct {
+	CredentialRevoked *CredentialRevoked `protobuf:"bytes,61,opt,name=credential_revoked,json=credentialRevoked,proto3,oneof"`
+}
+
+type Event_ArtifactSubmitted struct {
+	ArtifactSubmitted *ArtifactSubmitted `protobuf:"bytes,62,opt,name=artifact_submitted,json=artifactSubmitted,proto3,oneof"`
+}
+
+type Event_TaskProduced struct {
+	TaskProduced *TaskProduced `protobuf:"bytes,63,opt,name=task_produced,json=taskProduced,proto3,oneof"`
+}
+
+type Event_TaskAccepted struct {
+	TaskAccepted *TaskAccepted `protobuf:"bytes,64,opt,name=task_accepted,json=taskAccepted,proto3,oneof"`
+}
+
+type Event_TaskReturned struct {
+	TaskReturned *TaskReturned `protobuf:"bytes,65,opt,name=task_returned,json=taskReturned,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -680,6 +764,18 @@ func (*Event_BudgetRaised) isEvent_Payload() {}
 func (*Event_ToolRegistered) isEvent_Payload() {}
 
 func (*Event_BreakerChanged) isEvent_Payload() {}
+
+func (*Event_CredentialIssued) isEvent_Payload() {}
+
+func (*Event_CredentialRevoked) isEvent_Payload() {}
+
+func (*Event_ArtifactSubmitted) isEvent_Payload() {}
+
+func (*Event_TaskProduced) isEvent_Payload() {}
+
+func (*Event_TaskAccepted) isEvent_Payload() {}
+
+func (*Event_TaskReturned) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -2491,12 +2587,350 @@ func (x *EventRecord) GetEvent() *Event {
 	return nil
 }
 
+// CredentialIssued records the task's signed credential and, for a
+// delegated task, its ancestors' (governance plane). With the chain on the
+// task's own log, one task's events are enough to verify it offline.
+type CredentialIssued struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Credential *SignedCredential      `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	// The ancestors' signed credentials, the root first.
+	Chain         []*SignedCredential `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialIssued) Reset() {
+	*x = CredentialIssued{}
+	mi := &file_steward_v1_event_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialIssued) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialIssued) ProtoMessage() {}
+
+func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
+func (*CredentialIssued) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *CredentialIssued) GetCredential() *SignedCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+func (x *CredentialIssued) GetChain() []*SignedCredential {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
+// CredentialRevoked withdraws a task's credential: nothing more is
+// permitted under it, nor under any credential delegated from it, and its
+// open approvals are closed (governance plane).
+type CredentialRevoked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CredentialId  string                 `protobuf:"bytes,1,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialRevoked) Reset() {
+	*x = CredentialRevoked{}
+	mi := &file_steward_v1_event_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialRevoked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialRevoked) ProtoMessage() {}
+
+func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
+func (*CredentialRevoked) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CredentialRevoked) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *CredentialRevoked) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ArtifactSubmitted records one version of an artifact (control plane).
+type ArtifactSubmitted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Artifact      *Artifact              `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ArtifactSubmitted) Reset() {
+	*x = ArtifactSubmitted{}
+	mi := &file_steward_v1_event_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ArtifactSubmitted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ArtifactSubmitted) ProtoMessage() {}
+
+func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
+func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ArtifactSubmitted) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+// TaskProduced says the task has produced its result, with the acceptance
+// criteria evaluated over it (control plane). If a check failed the task
+// goes back to running; if all passed it is produced and waits for its
+// acceptance owner, or, with no review required, it is accepted.
+type TaskProduced struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Round  uint32                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Checks []*CriterionResult     `protobuf:"bytes,2,rep,name=checks,proto3" json:"checks,omitempty"`
+	// The artifacts the result consists of, as "name@version".
+	Artifacts []string `protobuf:"bytes,3,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	// Whether a person must accept or return it.
+	ReviewRequired bool `protobuf:"varint,4,opt,name=review_required,json=reviewRequired,proto3" json:"review_required,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TaskProduced) Reset() {
+	*x = TaskProduced{}
+	mi := &file_steward_v1_event_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskProduced) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskProduced) ProtoMessage() {}
+
+func (x *TaskProduced) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
+func (*TaskProduced) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TaskProduced) GetRound() uint32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *TaskProduced) GetChecks() []*CriterionResult {
+	if x != nil {
+		return x.Checks
+	}
+	return nil
+}
+
+func (x *TaskProduced) GetArtifacts() []string {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *TaskProduced) GetReviewRequired() bool {
+	if x != nil {
+		return x.ReviewRequired
+	}
+	return false
+}
+
+// TaskAccepted records the acceptance owner accepting a produced result
+// (control plane); the actor is who accepted.
+type TaskAccepted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Round         uint32                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskAccepted) Reset() {
+	*x = TaskAccepted{}
+	mi := &file_steward_v1_event_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskAccepted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskAccepted) ProtoMessage() {}
+
+func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
+func (*TaskAccepted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *TaskAccepted) GetRound() uint32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *TaskAccepted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// TaskReturned records the acceptance owner returning a produced result
+// for revision (control plane): the task goes back to running.
+type TaskReturned struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Round         uint32                 `protobuf:"varint,1,opt,name=round,proto3" json:"round,omitempty"`
+	Reasons       []string               `protobuf:"bytes,2,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskReturned) Reset() {
+	*x = TaskReturned{}
+	mi := &file_steward_v1_event_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskReturned) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskReturned) ProtoMessage() {}
+
+func (x *TaskReturned) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
+func (*TaskReturned) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *TaskReturned) GetRound() uint32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
+}
+
+func (x *TaskReturned) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\x12\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf7\x15\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -2537,7 +2971,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0ebudget_alerted\x18- \x01(\v2\x19.steward.v1.BudgetAlertedH\x00R\rbudgetAlerted\x12?\n" +
 	"\rbudget_raised\x18. \x01(\v2\x18.steward.v1.BudgetRaisedH\x00R\fbudgetRaised\x12E\n" +
 	"\x0ftool_registered\x182 \x01(\v2\x1a.steward.v1.ToolRegisteredH\x00R\x0etoolRegistered\x12E\n" +
-	"\x0fbreaker_changed\x183 \x01(\v2\x1a.steward.v1.BreakerChangedH\x00R\x0ebreakerChanged\x12\x12\n" +
+	"\x0fbreaker_changed\x183 \x01(\v2\x1a.steward.v1.BreakerChangedH\x00R\x0ebreakerChanged\x12K\n" +
+	"\x11credential_issued\x18< \x01(\v2\x1c.steward.v1.CredentialIssuedH\x00R\x10credentialIssued\x12N\n" +
+	"\x12credential_revoked\x18= \x01(\v2\x1d.steward.v1.CredentialRevokedH\x00R\x11credentialRevoked\x12N\n" +
+	"\x12artifact_submitted\x18> \x01(\v2\x1d.steward.v1.ArtifactSubmittedH\x00R\x11artifactSubmitted\x12?\n" +
+	"\rtask_produced\x18? \x01(\v2\x18.steward.v1.TaskProducedH\x00R\ftaskProduced\x12?\n" +
+	"\rtask_accepted\x18@ \x01(\v2\x18.steward.v1.TaskAcceptedH\x00R\ftaskAccepted\x12?\n" +
+	"\rtask_returned\x18A \x01(\v2\x18.steward.v1.TaskReturnedH\x00R\ftaskReturned\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -2665,7 +3105,28 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12'\n" +
-	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event*|\n" +
+	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event\"\x84\x01\n" +
+	"\x10CredentialIssued\x12<\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2\x1c.steward.v1.SignedCredentialR\n" +
+	"credential\x122\n" +
+	"\x05chain\x18\x02 \x03(\v2\x1c.steward.v1.SignedCredentialR\x05chain\"P\n" +
+	"\x11CredentialRevoked\x12#\n" +
+	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"E\n" +
+	"\x11ArtifactSubmitted\x120\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xa0\x01\n" +
+	"\fTaskProduced\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\rR\x05round\x123\n" +
+	"\x06checks\x18\x02 \x03(\v2\x1b.steward.v1.CriterionResultR\x06checks\x12\x1c\n" +
+	"\tartifacts\x18\x03 \x03(\tR\tartifacts\x12'\n" +
+	"\x0freview_required\x18\x04 \x01(\bR\x0ereviewRequired\"<\n" +
+	"\fTaskAccepted\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\rR\x05round\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
+	"\fTaskReturned\x12\x14\n" +
+	"\x05round\x18\x01 \x01(\rR\x05round\x12\x18\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -2689,7 +3150,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),             // 0: steward.v1.BreakerState
 	(*Event)(nil),                 // 1: steward.v1.Event
@@ -2724,22 +3185,31 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*BreakerChanged)(nil),        // 30: steward.v1.BreakerChanged
 	(*ToolRegistered)(nil),        // 31: steward.v1.ToolRegistered
 	(*EventRecord)(nil),           // 32: steward.v1.EventRecord
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 34: steward.v1.TaskContract
-	(TaskStatus)(0),               // 35: steward.v1.TaskStatus
-	(*Action)(nil),                // 36: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 37: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 38: steward.v1.Approval
-	(ApprovalDecision)(0),         // 39: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 40: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 41: steward.v1.Outcome
-	(WaitKind)(0),                 // 42: steward.v1.WaitKind
-	(SettleState)(0),              // 43: steward.v1.SettleState
-	(*durationpb.Duration)(nil),   // 44: google.protobuf.Duration
-	(*ToolContract)(nil),          // 45: steward.v1.ToolContract
+	(*CredentialIssued)(nil),      // 33: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),     // 34: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),     // 35: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),          // 36: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),          // 37: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),          // 38: steward.v1.TaskReturned
+	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 40: steward.v1.TaskContract
+	(TaskStatus)(0),               // 41: steward.v1.TaskStatus
+	(*Action)(nil),                // 42: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 43: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 44: steward.v1.Approval
+	(ApprovalDecision)(0),         // 45: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 46: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 47: steward.v1.Outcome
+	(WaitKind)(0),                 // 48: steward.v1.WaitKind
+	(SettleState)(0),              // 49: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 50: google.protobuf.Duration
+	(*ToolContract)(nil),          // 51: steward.v1.ToolContract
+	(*SignedCredential)(nil),      // 52: steward.v1.SignedCredential
+	(*Artifact)(nil),              // 53: steward.v1.Artifact
+	(*CriterionResult)(nil),       // 54: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	33, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	39, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -2770,29 +3240,39 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	29, // 28: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
 	31, // 29: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
 	30, // 30: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	34, // 31: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	35, // 32: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	33, // 33: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	36, // 34: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	37, // 35: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	38, // 36: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	39, // 37: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	40, // 38: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	41, // 39: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	42, // 40: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	33, // 41: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	43, // 42: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	44, // 43: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 44: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 45: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	33, // 46: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	45, // 47: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 48: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	49, // [49:49] is the sub-list for method output_type
-	49, // [49:49] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	33, // 31: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	34, // 32: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	35, // 33: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	36, // 34: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	37, // 35: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	38, // 36: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	40, // 37: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	41, // 38: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	39, // 39: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	42, // 40: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	43, // 41: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	44, // 42: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	45, // 43: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	46, // 44: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	47, // 45: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	48, // 46: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	39, // 47: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	49, // 48: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	50, // 49: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 50: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 51: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	39, // 52: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	51, // 53: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 54: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	52, // 55: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	52, // 56: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	53, // 57: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	54, // 58: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	59, // [59:59] is the sub-list for method output_type
+	59, // [59:59] is the sub-list for method input_type
+	59, // [59:59] is the sub-list for extension type_name
+	59, // [59:59] is the sub-list for extension extendee
+	0,  // [0:59] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -2800,7 +3280,9 @@ func file_steward_v1_event_proto_init() {
 	if File_steward_v1_event_proto != nil {
 		return
 	}
+	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_credential_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
@@ -2833,6 +3315,12 @@ func file_steward_v1_event_proto_init() {
 		(*Event_BudgetRaised)(nil),
 		(*Event_ToolRegistered)(nil),
 		(*Event_BreakerChanged)(nil),
+		(*Event_CredentialIssued)(nil),
+		(*Event_CredentialRevoked)(nil),
+		(*Event_ArtifactSubmitted)(nil),
+		(*Event_TaskProduced)(nil),
+		(*Event_TaskAccepted)(nil),
+		(*Event_TaskReturned)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -2840,7 +3328,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -320,12 +320,197 @@ func (x *DecideApprovalResponse) GetApproval() *Approval {
 	return nil
 }
 
+type RevokeCredentialRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeCredentialRequest) Reset() {
+	*x = RevokeCredentialRequest{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeCredentialRequest) ProtoMessage() {}
+
+func (x *RevokeCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeCredentialRequest.ProtoReflect.Descriptor instead.
+func (*RevokeCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *RevokeCredentialRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RevokeCredentialRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RevokeCredentialResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credential    *CredentialState       `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeCredentialResponse) Reset() {
+	*x = RevokeCredentialResponse{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeCredentialResponse) ProtoMessage() {}
+
+func (x *RevokeCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeCredentialResponse.ProtoReflect.Descriptor instead.
+func (*RevokeCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RevokeCredentialResponse) GetCredential() *CredentialState {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+type GetCredentialKeyRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCredentialKeyRequest) Reset() {
+	*x = GetCredentialKeyRequest{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCredentialKeyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCredentialKeyRequest) ProtoMessage() {}
+
+func (x *GetCredentialKeyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCredentialKeyRequest.ProtoReflect.Descriptor instead.
+func (*GetCredentialKeyRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{8}
+}
+
+type GetCredentialKeyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Ed25519 public key, raw 32 bytes.
+	PublicKey     []byte `protobuf:"bytes,1,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	KeyId         string `protobuf:"bytes,2,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetCredentialKeyResponse) Reset() {
+	*x = GetCredentialKeyResponse{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetCredentialKeyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetCredentialKeyResponse) ProtoMessage() {}
+
+func (x *GetCredentialKeyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetCredentialKeyResponse.ProtoReflect.Descriptor instead.
+func (*GetCredentialKeyResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *GetCredentialKeyResponse) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+func (x *GetCredentialKeyResponse) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
 var File_steward_v1_governance_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\n" +
 	"#steward/v1/governance_service.proto\x12\n" +
-	"steward.v1\x1a\x17steward/v1/action.proto\"R\n" +
+	"steward.v1\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\"R\n" +
 	"\x14ListApprovalsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
 	"\fpending_only\x18\x02 \x01(\bR\vpendingOnly\"K\n" +
@@ -344,11 +529,25 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\bdecision\x18\x03 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
 	"\acomment\x18\x04 \x01(\tR\acomment\"J\n" +
 	"\x16DecideApprovalResponse\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval2\x9e\x02\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"J\n" +
+	"\x17RevokeCredentialRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"W\n" +
+	"\x18RevokeCredentialResponse\x12;\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
+	"credential\"\x19\n" +
+	"\x17GetCredentialKeyRequest\"P\n" +
+	"\x18GetCredentialKeyResponse\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x15\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x05keyId2\xe3\x03\n" +
 	"\x11GovernanceService\x12Y\n" +
 	"\rListApprovals\x12 .steward.v1.ListApprovalsRequest\x1a!.steward.v1.ListApprovalsResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vGetApproval\x12\x1e.steward.v1.GetApprovalRequest\x1a\x1f.steward.v1.GetApprovalResponse\"\x03\x90\x02\x01\x12Y\n" +
-	"\x0eDecideApproval\x12!.steward.v1.DecideApprovalRequest\x1a\".steward.v1.DecideApprovalResponse\"\x00B\xae\x01\n" +
+	"\x0eDecideApproval\x12!.steward.v1.DecideApprovalRequest\x1a\".steward.v1.DecideApprovalResponse\"\x00\x12_\n" +
+	"\x10RevokeCredential\x12#.steward.v1.RevokeCredentialRequest\x1a$.steward.v1.RevokeCredentialResponse\"\x00\x12b\n" +
+	"\x10GetCredentialKey\x12#.steward.v1.GetCredentialKeyRequest\x1a$.steward.v1.GetCredentialKeyResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x0ecom.steward.v1B\x16GovernanceServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -365,33 +564,43 @@ func file_steward_v1_governance_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_governance_service_proto_rawDescData
 }
 
-var file_steward_v1_governance_service_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_steward_v1_governance_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_steward_v1_governance_service_proto_goTypes = []any{
-	(*ListApprovalsRequest)(nil),   // 0: steward.v1.ListApprovalsRequest
-	(*ListApprovalsResponse)(nil),  // 1: steward.v1.ListApprovalsResponse
-	(*GetApprovalRequest)(nil),     // 2: steward.v1.GetApprovalRequest
-	(*GetApprovalResponse)(nil),    // 3: steward.v1.GetApprovalResponse
-	(*DecideApprovalRequest)(nil),  // 4: steward.v1.DecideApprovalRequest
-	(*DecideApprovalResponse)(nil), // 5: steward.v1.DecideApprovalResponse
-	(*Approval)(nil),               // 6: steward.v1.Approval
-	(ApprovalDecision)(0),          // 7: steward.v1.ApprovalDecision
+	(*ListApprovalsRequest)(nil),     // 0: steward.v1.ListApprovalsRequest
+	(*ListApprovalsResponse)(nil),    // 1: steward.v1.ListApprovalsResponse
+	(*GetApprovalRequest)(nil),       // 2: steward.v1.GetApprovalRequest
+	(*GetApprovalResponse)(nil),      // 3: steward.v1.GetApprovalResponse
+	(*DecideApprovalRequest)(nil),    // 4: steward.v1.DecideApprovalRequest
+	(*DecideApprovalResponse)(nil),   // 5: steward.v1.DecideApprovalResponse
+	(*RevokeCredentialRequest)(nil),  // 6: steward.v1.RevokeCredentialRequest
+	(*RevokeCredentialResponse)(nil), // 7: steward.v1.RevokeCredentialResponse
+	(*GetCredentialKeyRequest)(nil),  // 8: steward.v1.GetCredentialKeyRequest
+	(*GetCredentialKeyResponse)(nil), // 9: steward.v1.GetCredentialKeyResponse
+	(*Approval)(nil),                 // 10: steward.v1.Approval
+	(ApprovalDecision)(0),            // 11: steward.v1.ApprovalDecision
+	(*CredentialState)(nil),          // 12: steward.v1.CredentialState
 }
 var file_steward_v1_governance_service_proto_depIdxs = []int32{
-	6, // 0: steward.v1.ListApprovalsResponse.approvals:type_name -> steward.v1.Approval
-	6, // 1: steward.v1.GetApprovalResponse.approval:type_name -> steward.v1.Approval
-	7, // 2: steward.v1.DecideApprovalRequest.decision:type_name -> steward.v1.ApprovalDecision
-	6, // 3: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
-	0, // 4: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
-	2, // 5: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
-	4, // 6: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
-	1, // 7: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
-	3, // 8: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
-	5, // 9: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
-	7, // [7:10] is the sub-list for method output_type
-	4, // [4:7] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	10, // 0: steward.v1.ListApprovalsResponse.approvals:type_name -> steward.v1.Approval
+	10, // 1: steward.v1.GetApprovalResponse.approval:type_name -> steward.v1.Approval
+	11, // 2: steward.v1.DecideApprovalRequest.decision:type_name -> steward.v1.ApprovalDecision
+	10, // 3: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
+	12, // 4: steward.v1.RevokeCredentialResponse.credential:type_name -> steward.v1.CredentialState
+	0,  // 5: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
+	2,  // 6: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
+	4,  // 7: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
+	6,  // 8: steward.v1.GovernanceService.RevokeCredential:input_type -> steward.v1.RevokeCredentialRequest
+	8,  // 9: steward.v1.GovernanceService.GetCredentialKey:input_type -> steward.v1.GetCredentialKeyRequest
+	1,  // 10: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
+	3,  // 11: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
+	5,  // 12: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
+	7,  // 13: steward.v1.GovernanceService.RevokeCredential:output_type -> steward.v1.RevokeCredentialResponse
+	9,  // 14: steward.v1.GovernanceService.GetCredentialKey:output_type -> steward.v1.GetCredentialKeyResponse
+	10, // [10:15] is the sub-list for method output_type
+	5,  // [5:10] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_governance_service_proto_init() }
@@ -400,13 +609,14 @@ func file_steward_v1_governance_service_proto_init() {
 		return
 	}
 	file_steward_v1_action_proto_init()
+	file_steward_v1_credential_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_governance_service_proto_rawDesc), len(file_steward_v1_governance_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -64,6 +64,10 @@ type Receipt struct {
 	LastSequence  uint64 `protobuf:"varint,20,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	LastEventHash string `protobuf:"bytes,21,opt,name=last_event_hash,json=lastEventHash,proto3" json:"last_event_hash,omitempty"`
 	EventCount    uint32 `protobuf:"varint,22,opt,name=event_count,json=eventCount,proto3" json:"event_count,omitempty"`
+	// Every round of acceptance: its checks and who accepted or returned it.
+	AcceptanceRounds []*AcceptanceRound `protobuf:"bytes,23,rep,name=acceptance_rounds,json=acceptanceRounds,proto3" json:"acceptance_rounds,omitempty"`
+	// The credential the task acted under, and its delegation chain.
+	Credential    *ReceiptCredential `protobuf:"bytes,24,opt,name=credential,proto3" json:"credential,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -250,6 +254,20 @@ func (x *Receipt) GetEventCount() uint32 {
 		return x.EventCount
 	}
 	return 0
+}
+
+func (x *Receipt) GetAcceptanceRounds() []*AcceptanceRound {
+	if x != nil {
+		return x.AcceptanceRounds
+	}
+	return nil
+}
+
+func (x *Receipt) GetCredential() *ReceiptCredential {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
 }
 
 // ReceiptCall is one tool call of the task, as the ledger has it.
@@ -569,6 +587,8 @@ type ReceiptArtifact struct {
 	Ref           string                 `protobuf:"bytes,3,opt,name=ref,proto3" json:"ref,omitempty"`
 	Hash          string                 `protobuf:"bytes,4,opt,name=hash,proto3" json:"hash,omitempty"`
 	Size          int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	Version       uint32                 `protobuf:"varint,6,opt,name=version,proto3" json:"version,omitempty"`
+	ActionId      string                 `protobuf:"bytes,7,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -638,12 +658,28 @@ func (x *ReceiptArtifact) GetSize() int64 {
 	return 0
 }
 
+func (x *ReceiptArtifact) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ReceiptArtifact) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
 // ReceiptCheck is one acceptance check and its result.
 type ReceiptCheck struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	CriterionId   string                 `protobuf:"bytes,1,opt,name=criterion_id,json=criterionId,proto3" json:"criterion_id,omitempty"`
-	Passed        bool                   `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
-	Detail        string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	CriterionId string                 `protobuf:"bytes,1,opt,name=criterion_id,json=criterionId,proto3" json:"criterion_id,omitempty"`
+	Passed      bool                   `protobuf:"varint,2,opt,name=passed,proto3" json:"passed,omitempty"`
+	Detail      string                 `protobuf:"bytes,3,opt,name=detail,proto3" json:"detail,omitempty"`
+	// The acceptance round the check ran in.
+	Round         uint32 `protobuf:"varint,4,opt,name=round,proto3" json:"round,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -697,6 +733,13 @@ func (x *ReceiptCheck) GetDetail() string {
 		return x.Detail
 	}
 	return ""
+}
+
+func (x *ReceiptCheck) GetRound() uint32 {
+	if x != nil {
+		return x.Round
+	}
+	return 0
 }
 
 // ReceiptBudget is what the task spent.
@@ -760,12 +803,106 @@ func (x *ReceiptBudget) GetCurrency() string {
 	return ""
 }
 
+// ReceiptCredential is the credential a task acted under.
+type ReceiptCredential struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CredentialId  string                 `protobuf:"bytes,1,opt,name=credential_id,json=credentialId,proto3" json:"credential_id,omitempty"`
+	Principal     string                 `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	KeyId         string                 `protobuf:"bytes,3,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	Revoked       bool                   `protobuf:"varint,5,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	RevokedReason string                 `protobuf:"bytes,6,opt,name=revoked_reason,json=revokedReason,proto3" json:"revoked_reason,omitempty"`
+	// The ancestors' credential ids, the root first.
+	Chain         []string `protobuf:"bytes,7,rep,name=chain,proto3" json:"chain,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptCredential) Reset() {
+	*x = ReceiptCredential{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptCredential) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptCredential) ProtoMessage() {}
+
+func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptCredential.ProtoReflect.Descriptor instead.
+func (*ReceiptCredential) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ReceiptCredential) GetCredentialId() string {
+	if x != nil {
+		return x.CredentialId
+	}
+	return ""
+}
+
+func (x *ReceiptCredential) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ReceiptCredential) GetKeyId() string {
+	if x != nil {
+		return x.KeyId
+	}
+	return ""
+}
+
+func (x *ReceiptCredential) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
+	}
+	return nil
+}
+
+func (x *ReceiptCredential) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
+func (x *ReceiptCredential) GetRevokedReason() string {
+	if x != nil {
+		return x.RevokedReason
+	}
+	return ""
+}
+
+func (x *ReceiptCredential) GetChain() []string {
+	if x != nil {
+		return x.Chain
+	}
+	return nil
+}
+
 var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xcb\a\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xd4\b\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -793,7 +930,11 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\rlast_sequence\x18\x14 \x01(\x04R\flastSequence\x12&\n" +
 	"\x0flast_event_hash\x18\x15 \x01(\tR\rlastEventHash\x12\x1f\n" +
 	"\vevent_count\x18\x16 \x01(\rR\n" +
-	"eventCount\"\x8f\x06\n" +
+	"eventCount\x12H\n" +
+	"\x11acceptance_rounds\x18\x17 \x03(\v2\x1b.steward.v1.AcceptanceRoundR\x10acceptanceRounds\x12=\n" +
+	"\n" +
+	"credential\x18\x18 \x01(\v2\x1d.steward.v1.ReceiptCredentialR\n" +
+	"credential\"\x8f\x06\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -836,23 +977,35 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\acomment\x18\a \x01(\tR\acomment\x12=\n" +
 	"\frequested_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x129\n" +
 	"\n" +
-	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"~\n" +
+	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xb5\x01\n" +
 	"\x0fReceiptArtifact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
 	"media_type\x18\x02 \x01(\tR\tmediaType\x12\x10\n" +
 	"\x03ref\x18\x03 \x01(\tR\x03ref\x12\x12\n" +
 	"\x04hash\x18\x04 \x01(\tR\x04hash\x12\x12\n" +
-	"\x04size\x18\x05 \x01(\x03R\x04size\"a\n" +
+	"\x04size\x18\x05 \x01(\x03R\x04size\x12\x18\n" +
+	"\aversion\x18\x06 \x01(\rR\aversion\x12\x1b\n" +
+	"\taction_id\x18\a \x01(\tR\bactionId\"w\n" +
 	"\fReceiptCheck\x12!\n" +
 	"\fcriterion_id\x18\x01 \x01(\tR\vcriterionId\x12\x16\n" +
 	"\x06passed\x18\x02 \x01(\bR\x06passed\x12\x16\n" +
-	"\x06detail\x18\x03 \x01(\tR\x06detail\"d\n" +
+	"\x06detail\x18\x03 \x01(\tR\x06detail\x12\x14\n" +
+	"\x05round\x18\x04 \x01(\rR\x05round\"d\n" +
 	"\rReceiptBudget\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
 	"costMicros\x12\x1a\n" +
-	"\bcurrency\x18\x03 \x01(\tR\bcurrencyB\xa4\x01\n" +
+	"\bcurrency\x18\x03 \x01(\tR\bcurrency\"\xff\x01\n" +
+	"\x11ReceiptCredential\x12#\n" +
+	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x15\n" +
+	"\x06key_id\x18\x03 \x01(\tR\x05keyId\x129\n" +
+	"\n" +
+	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
+	"\arevoked\x18\x05 \x01(\bR\arevoked\x12%\n" +
+	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\x12\x14\n" +
+	"\x05chain\x18\a \x03(\tR\x05chainB\xa4\x01\n" +
 	"\x0ecom.steward.v1B\fReceiptProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -869,7 +1022,7 @@ func file_steward_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_steward_v1_receipt_proto_rawDescData
 }
 
-var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_steward_v1_receipt_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: steward.v1.Receipt
 	(*ReceiptCall)(nil),           // 1: steward.v1.ReceiptCall
@@ -877,41 +1030,46 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*ReceiptArtifact)(nil),       // 3: steward.v1.ReceiptArtifact
 	(*ReceiptCheck)(nil),          // 4: steward.v1.ReceiptCheck
 	(*ReceiptBudget)(nil),         // 5: steward.v1.ReceiptBudget
-	(TaskStatus)(0),               // 6: steward.v1.TaskStatus
-	(*TaskProgress)(nil),          // 7: steward.v1.TaskProgress
-	(*timestamppb.Timestamp)(nil), // 8: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
-	(EffectClass)(0),              // 10: steward.v1.EffectClass
-	(ActionStatus)(0),             // 11: steward.v1.ActionStatus
-	(FailureClass)(0),             // 12: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 13: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 14: steward.v1.ApprovalDecision
+	(*ReceiptCredential)(nil),     // 6: steward.v1.ReceiptCredential
+	(TaskStatus)(0),               // 7: steward.v1.TaskStatus
+	(*TaskProgress)(nil),          // 8: steward.v1.TaskProgress
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
+	(*AcceptanceRound)(nil),       // 11: steward.v1.AcceptanceRound
+	(EffectClass)(0),              // 12: steward.v1.EffectClass
+	(ActionStatus)(0),             // 13: steward.v1.ActionStatus
+	(FailureClass)(0),             // 14: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 15: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 16: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
-	6,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
-	7,  // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
+	7,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
+	8,  // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
 	1,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
 	2,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
 	3,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
 	4,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
 	5,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
-	8,  // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
-	8,  // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
-	9,  // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
-	10, // 10: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	11, // 11: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	12, // 12: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	13, // 13: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	8,  // 14: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	8,  // 15: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	14, // 16: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	8,  // 17: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	8,  // 18: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	9,  // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
+	9,  // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
+	10, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
+	11, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
+	6,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
+	12, // 12: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	13, // 13: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	14, // 14: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	15, // 15: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	9,  // 16: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	9,  // 17: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 18: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	9,  // 19: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	9,  // 20: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	9,  // 21: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -919,6 +1077,7 @@ func file_steward_v1_receipt_proto_init() {
 	if File_steward_v1_receipt_proto != nil {
 		return
 	}
+	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -928,7 +1087,7 @@ func file_steward_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_receipt_proto_rawDesc), len(file_steward_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

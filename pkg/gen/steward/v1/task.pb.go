@@ -429,7 +429,10 @@ type AcceptanceCriterion struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
 	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
 	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	// A deterministic expression over artifacts and action results.
+	// A CEL expression over the task's artifacts and actions that must
+	// evaluate to true (see the README, "Acceptance criteria"). It is
+	// compiled when the task is created: one that does not compile, or is
+	// not a boolean, is refused then.
 	Expression string `protobuf:"bytes,3,opt,name=expression,proto3" json:"expression,omitempty"`
 	// When set, a named reviewer must also accept.
 	RequiresReviewer bool `protobuf:"varint,4,opt,name=requires_reviewer,json=requiresReviewer,proto3" json:"requires_reviewer,omitempty"`
@@ -624,8 +627,15 @@ type TaskContract struct {
 	InputSnapshot       *InputSnapshot         `protobuf:"bytes,17,opt,name=input_snapshot,json=inputSnapshot,proto3" json:"input_snapshot,omitempty"`
 	Limits              *TaskLimits            `protobuf:"bytes,18,opt,name=limits,proto3" json:"limits,omitempty"`
 	Timers              *TaskTimers            `protobuf:"bytes,19,opt,name=timers,proto3" json:"timers,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Scopes the task's credential holds (see TaskCredential).
+	Scopes []string `protobuf:"bytes,20,rep,name=scopes,proto3" json:"scopes,omitempty"`
+	// When set, the requester may not accept the task's result.
+	SeparationOfDuties bool `protobuf:"varint,21,opt,name=separation_of_duties,json=separationOfDuties,proto3" json:"separation_of_duties,omitempty"`
+	// Set by DelegateTask: the task this one was delegated from. Not
+	// accepted on CreateTask, nor is delegation_chain.
+	ParentTaskId  string `protobuf:"bytes,22,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskContract) Reset() {
@@ -789,6 +799,27 @@ func (x *TaskContract) GetTimers() *TaskTimers {
 		return x.Timers
 	}
 	return nil
+}
+
+func (x *TaskContract) GetScopes() []string {
+	if x != nil {
+		return x.Scopes
+	}
+	return nil
+}
+
+func (x *TaskContract) GetSeparationOfDuties() bool {
+	if x != nil {
+		return x.SeparationOfDuties
+	}
+	return false
+}
+
+func (x *TaskContract) GetParentTaskId() string {
+	if x != nil {
+		return x.ParentTaskId
+	}
+	return ""
 }
 
 // TaskLimits are the task's loop guards. Zero means the default (README).
@@ -1004,7 +1035,15 @@ type Task struct {
 	FinalStatus   TaskStatus `protobuf:"varint,15,opt,name=final_status,json=finalStatus,proto3,enum=steward.v1.TaskStatus" json:"final_status,omitempty"`
 	Compensations []string   `protobuf:"bytes,16,rep,name=compensations,proto3" json:"compensations,omitempty"`
 	// What the task has spent, and the budget alerts it has raised.
-	BudgetUsed    *BudgetUsage `protobuf:"bytes,17,opt,name=budget_used,json=budgetUsed,proto3" json:"budget_used,omitempty"`
+	BudgetUsed *BudgetUsage `protobuf:"bytes,17,opt,name=budget_used,json=budgetUsed,proto3" json:"budget_used,omitempty"`
+	// The principal that created the task.
+	CreatedBy string `protobuf:"bytes,18,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	// Issued by governance after creation; unset until then.
+	Credential *CredentialState `protobuf:"bytes,19,opt,name=credential,proto3" json:"credential,omitempty"`
+	// Every version of every artifact submitted, in order.
+	Artifacts []*Artifact `protobuf:"bytes,20,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	// Every time the task was produced, and what came of it.
+	Acceptance    []*AcceptanceRound `protobuf:"bytes,21,rep,name=acceptance,proto3" json:"acceptance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1158,6 +1197,34 @@ func (x *Task) GetBudgetUsed() *BudgetUsage {
 	return nil
 }
 
+func (x *Task) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+func (x *Task) GetCredential() *CredentialState {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
+func (x *Task) GetArtifacts() []*Artifact {
+	if x != nil {
+		return x.Artifacts
+	}
+	return nil
+}
+
+func (x *Task) GetAcceptance() []*AcceptanceRound {
+	if x != nil {
+		return x.Acceptance
+	}
+	return nil
+}
+
 // BudgetUsage is what a task (or one milestone) has spent.
 type BudgetUsage struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1295,7 +1362,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
@@ -1332,7 +1399,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xb4\a\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xa4\b\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1353,7 +1420,10 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x0frecovery_policy\x18\x10 \x01(\v2\x1a.steward.v1.RecoveryPolicyR\x0erecoveryPolicy\x12@\n" +
 	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\x12.\n" +
 	"\x06limits\x18\x12 \x01(\v2\x16.steward.v1.TaskLimitsR\x06limits\x12.\n" +
-	"\x06timers\x18\x13 \x01(\v2\x16.steward.v1.TaskTimersR\x06timers\"Y\n" +
+	"\x06timers\x18\x13 \x01(\v2\x16.steward.v1.TaskTimersR\x06timers\x12\x16\n" +
+	"\x06scopes\x18\x14 \x03(\tR\x06scopes\x120\n" +
+	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
+	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\"Y\n" +
 	"\n" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
@@ -1368,7 +1438,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa9\x06\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xf6\a\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1393,7 +1463,16 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\ffinal_status\x18\x0f \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12$\n" +
 	"\rcompensations\x18\x10 \x03(\tR\rcompensations\x128\n" +
 	"\vbudget_used\x18\x11 \x01(\v2\x17.steward.v1.BudgetUsageR\n" +
-	"budgetUsed\"\x9a\x01\n" +
+	"budgetUsed\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\x12 \x01(\tR\tcreatedBy\x12;\n" +
+	"\n" +
+	"credential\x18\x13 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
+	"credential\x122\n" +
+	"\tartifacts\x18\x14 \x03(\v2\x14.steward.v1.ArtifactR\tartifacts\x12;\n" +
+	"\n" +
+	"acceptance\x18\x15 \x03(\v2\x1b.steward.v1.AcceptanceRoundR\n" +
+	"acceptance\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -1467,6 +1546,9 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(RiskTier)(0),                 // 17: steward.v1.RiskTier
 	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
 	(*Action)(nil),                // 19: steward.v1.Action
+	(*CredentialState)(nil),       // 20: steward.v1.CredentialState
+	(*Artifact)(nil),              // 21: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 22: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	3,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
@@ -1496,12 +1578,15 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	16, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
 	0,  // 25: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
 	14, // 26: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	15, // 27: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	20, // 27: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	21, // 28: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	22, // 29: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	15, // 30: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1509,7 +1594,9 @@ func file_steward_v1_task_proto_init() {
 	if File_steward_v1_task_proto != nil {
 		return
 	}
+	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_credential_proto_init()
 	file_steward_v1_risk_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

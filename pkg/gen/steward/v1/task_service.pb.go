@@ -965,12 +965,614 @@ func (x *RaiseBudgetResponse) GetTask() *Task {
 	return nil
 }
 
+type DelegateTaskRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ParentTaskId string                 `protobuf:"bytes,1,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	// The sub-task's contract. Its allowed_tools and scopes must be among
+	// the parent credential's, its budget and deadline within it; an unset
+	// budget or deadline inherits the parent's. delegation_chain and
+	// parent_task_id are set by Steward.
+	Contract *TaskContract `protobuf:"bytes,2,opt,name=contract,proto3" json:"contract,omitempty"`
+	// Who the sub-task's credential is for: the sub-agent.
+	DelegateRef string `protobuf:"bytes,3,opt,name=delegate_ref,json=delegateRef,proto3" json:"delegate_ref,omitempty"`
+	// Makes the call safe to retry, as for CreateTask.
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegateTaskRequest) Reset() {
+	*x = DelegateTaskRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegateTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegateTaskRequest) ProtoMessage() {}
+
+func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegateTaskRequest.ProtoReflect.Descriptor instead.
+func (*DelegateTaskRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *DelegateTaskRequest) GetParentTaskId() string {
+	if x != nil {
+		return x.ParentTaskId
+	}
+	return ""
+}
+
+func (x *DelegateTaskRequest) GetContract() *TaskContract {
+	if x != nil {
+		return x.Contract
+	}
+	return nil
+}
+
+func (x *DelegateTaskRequest) GetDelegateRef() string {
+	if x != nil {
+		return x.DelegateRef
+	}
+	return ""
+}
+
+func (x *DelegateTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type DelegateTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DelegateTaskResponse) Reset() {
+	*x = DelegateTaskResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DelegateTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DelegateTaskResponse) ProtoMessage() {}
+
+func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DelegateTaskResponse.ProtoReflect.Descriptor instead.
+func (*DelegateTaskResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *DelegateTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *DelegateTaskResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type SubmitArtifactRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	MediaType string                 `protobuf:"bytes,3,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
+	// The content, stored by Steward. Either content, or uri with sha256
+	// and size_bytes for content stored elsewhere.
+	Content   []byte `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
+	Uri       string `protobuf:"bytes,5,opt,name=uri,proto3" json:"uri,omitempty"`
+	Sha256    string `protobuf:"bytes,6,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	SizeBytes int64  `protobuf:"varint,7,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	// The action that produced it, if any; it must have succeeded.
+	ActionId      string `protobuf:"bytes,8,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	RequestId     string `protobuf:"bytes,9,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitArtifactRequest) Reset() {
+	*x = SubmitArtifactRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitArtifactRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitArtifactRequest) ProtoMessage() {}
+
+func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
+func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SubmitArtifactRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetMediaType() string {
+	if x != nil {
+		return x.MediaType
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *SubmitArtifactRequest) GetUri() string {
+	if x != nil {
+		return x.Uri
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+func (x *SubmitArtifactRequest) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *SubmitArtifactRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type SubmitArtifactResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Artifact      *Artifact              `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	Task          *Task                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitArtifactResponse) Reset() {
+	*x = SubmitArtifactResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitArtifactResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitArtifactResponse) ProtoMessage() {}
+
+func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
+func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+func (x *SubmitArtifactResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type MarkProducedRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	RequestId     string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkProducedRequest) Reset() {
+	*x = MarkProducedRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkProducedRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkProducedRequest) ProtoMessage() {}
+
+func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
+func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *MarkProducedRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *MarkProducedRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type MarkProducedResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Round         *AcceptanceRound       `protobuf:"bytes,2,opt,name=round,proto3" json:"round,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MarkProducedResponse) Reset() {
+	*x = MarkProducedResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MarkProducedResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MarkProducedResponse) ProtoMessage() {}
+
+func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
+func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *MarkProducedResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *MarkProducedResponse) GetRound() *AcceptanceRound {
+	if x != nil {
+		return x.Round
+	}
+	return nil
+}
+
+type AcceptTaskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestId     string                 `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptTaskRequest) Reset() {
+	*x = AcceptTaskRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptTaskRequest) ProtoMessage() {}
+
+func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
+func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *AcceptTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *AcceptTaskRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AcceptTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type AcceptTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AcceptTaskResponse) Reset() {
+	*x = AcceptTaskResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AcceptTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AcceptTaskResponse) ProtoMessage() {}
+
+func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
+func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *AcceptTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type ReturnTaskRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// What must change; at least one.
+	Reasons       []string `protobuf:"bytes,2,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	RequestId     string   `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnTaskRequest) Reset() {
+	*x = ReturnTaskRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnTaskRequest) ProtoMessage() {}
+
+func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
+func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ReturnTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ReturnTaskRequest) GetReasons() []string {
+	if x != nil {
+		return x.Reasons
+	}
+	return nil
+}
+
+func (x *ReturnTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type ReturnTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReturnTaskResponse) Reset() {
+	*x = ReturnTaskResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReturnTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReturnTaskResponse) ProtoMessage() {}
+
+func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
+func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *ReturnTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa5\x02\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa5\x02\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1039,7 +1641,53 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x05 \x01(\tR\trequestId\";\n" +
 	"\x13RaiseBudgetResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x8b\x05\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xb3\x01\n" +
+	"\x13DelegateTaskRequest\x12$\n" +
+	"\x0eparent_task_id\x18\x01 \x01(\tR\fparentTaskId\x124\n" +
+	"\bcontract\x18\x02 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12!\n" +
+	"\fdelegate_ref\x18\x03 \x01(\tR\vdelegateRef\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"V\n" +
+	"\x14DelegateTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x82\x02\n" +
+	"\x15SubmitArtifactRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"media_type\x18\x03 \x01(\tR\tmediaType\x12\x18\n" +
+	"\acontent\x18\x04 \x01(\fR\acontent\x12\x10\n" +
+	"\x03uri\x18\x05 \x01(\tR\x03uri\x12\x16\n" +
+	"\x06sha256\x18\x06 \x01(\tR\x06sha256\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\a \x01(\x03R\tsizeBytes\x12\x1b\n" +
+	"\taction_id\x18\b \x01(\tR\bactionId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\t \x01(\tR\trequestId\"p\n" +
+	"\x16SubmitArtifactResponse\x120\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\x12$\n" +
+	"\x04task\x18\x02 \x01(\v2\x10.steward.v1.TaskR\x04task\"M\n" +
+	"\x13MarkProducedRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\"o\n" +
+	"\x14MarkProducedResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x121\n" +
+	"\x05round\x18\x02 \x01(\v2\x1b.steward.v1.AcceptanceRoundR\x05round\"c\n" +
+	"\x11AcceptTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\":\n" +
+	"\x12AcceptTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"e\n" +
+	"\x11ReturnTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x18\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\":\n" +
+	"\x12ReturnTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xae\b\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -1051,7 +1699,14 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\bFailTask\x12\x1b.steward.v1.FailTaskRequest\x1a\x1c.steward.v1.FailTaskResponse\"\x00\x12P\n" +
 	"\vReportUsage\x12\x1e.steward.v1.ReportUsageRequest\x1a\x1f.steward.v1.ReportUsageResponse\"\x00\x12P\n" +
 	"\vRaiseBudget\x12\x1e.steward.v1.RaiseBudgetRequest\x1a\x1f.steward.v1.RaiseBudgetResponse\"\x00\x12V\n" +
-	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00B\xa8\x01\n" +
+	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00\x12S\n" +
+	"\fDelegateTask\x12\x1f.steward.v1.DelegateTaskRequest\x1a .steward.v1.DelegateTaskResponse\"\x00\x12Y\n" +
+	"\x0eSubmitArtifact\x12!.steward.v1.SubmitArtifactRequest\x1a\".steward.v1.SubmitArtifactResponse\"\x00\x12S\n" +
+	"\fMarkProduced\x12\x1f.steward.v1.MarkProducedRequest\x1a .steward.v1.MarkProducedResponse\"\x00\x12M\n" +
+	"\n" +
+	"AcceptTask\x12\x1d.steward.v1.AcceptTaskRequest\x1a\x1e.steward.v1.AcceptTaskResponse\"\x00\x12M\n" +
+	"\n" +
+	"ReturnTask\x12\x1d.steward.v1.ReturnTaskRequest\x1a\x1e.steward.v1.ReturnTaskResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1068,63 +1723,93 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*ProposeActionRequest)(nil),  // 0: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil), // 1: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),     // 2: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),    // 3: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),     // 4: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),    // 5: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),      // 6: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),     // 7: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),     // 8: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),    // 9: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),       // 10: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),      // 11: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),    // 12: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),   // 13: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),    // 14: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),   // 15: steward.v1.RaiseBudgetResponse
-	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
-	(*RetryPolicy)(nil),           // 17: steward.v1.RetryPolicy
-	(*Action)(nil),                // 18: steward.v1.Action
-	(*TaskContract)(nil),          // 19: steward.v1.TaskContract
-	(*Task)(nil),                  // 20: steward.v1.Task
+	(*ProposeActionRequest)(nil),   // 0: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),  // 1: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),      // 2: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),     // 3: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),      // 4: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),     // 5: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),       // 6: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),      // 7: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),      // 8: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),     // 9: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),        // 10: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),       // 11: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),     // 12: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),    // 13: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),     // 14: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),    // 15: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),    // 16: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),   // 17: steward.v1.DelegateTaskResponse
+	(*SubmitArtifactRequest)(nil),  // 18: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil), // 19: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),    // 20: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),   // 21: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),      // 22: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),     // 23: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),      // 24: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),     // 25: steward.v1.ReturnTaskResponse
+	(*structpb.Struct)(nil),        // 26: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 27: steward.v1.RetryPolicy
+	(*Action)(nil),                 // 28: steward.v1.Action
+	(*TaskContract)(nil),           // 29: steward.v1.TaskContract
+	(*Task)(nil),                   // 30: steward.v1.Task
+	(*Artifact)(nil),               // 31: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 32: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	16, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	17, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	18, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	19, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	20, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	20, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	20, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	20, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	20, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	20, // 9: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	20, // 10: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	2,  // 11: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	4,  // 12: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	6,  // 13: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	8,  // 14: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	10, // 15: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	12, // 16: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	14, // 17: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	0,  // 18: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	3,  // 19: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	5,  // 20: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	7,  // 21: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	9,  // 22: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	11, // 23: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	13, // 24: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	15, // 25: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	1,  // 26: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	19, // [19:27] is the sub-list for method output_type
-	11, // [11:19] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	26, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	27, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	28, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	29, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	30, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	30, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	30, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	30, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	30, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	30, // 9: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	30, // 10: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	29, // 11: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	30, // 12: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	31, // 13: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	30, // 14: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	30, // 15: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	32, // 16: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	30, // 17: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	30, // 18: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	2,  // 19: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	4,  // 20: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	6,  // 21: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	8,  // 22: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	10, // 23: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	12, // 24: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	14, // 25: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	0,  // 26: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	16, // 27: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	18, // 28: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	20, // 29: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	22, // 30: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	24, // 31: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	3,  // 32: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	5,  // 33: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	7,  // 34: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	9,  // 35: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	11, // 36: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	13, // 37: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	15, // 38: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	1,  // 39: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	17, // 40: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	19, // 41: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	21, // 42: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	23, // 43: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	25, // 44: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	32, // [32:45] is the sub-list for method output_type
+	19, // [19:32] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -1132,6 +1817,7 @@ func file_steward_v1_task_service_proto_init() {
 	if File_steward_v1_task_service_proto != nil {
 		return
 	}
+	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -1141,7 +1827,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

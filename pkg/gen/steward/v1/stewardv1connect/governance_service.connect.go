@@ -42,6 +42,12 @@ const (
 	// GovernanceServiceDecideApprovalProcedure is the fully-qualified name of the GovernanceService's
 	// DecideApproval RPC.
 	GovernanceServiceDecideApprovalProcedure = "/steward.v1.GovernanceService/DecideApproval"
+	// GovernanceServiceRevokeCredentialProcedure is the fully-qualified name of the GovernanceService's
+	// RevokeCredential RPC.
+	GovernanceServiceRevokeCredentialProcedure = "/steward.v1.GovernanceService/RevokeCredential"
+	// GovernanceServiceGetCredentialKeyProcedure is the fully-qualified name of the GovernanceService's
+	// GetCredentialKey RPC.
+	GovernanceServiceGetCredentialKeyProcedure = "/steward.v1.GovernanceService/GetCredentialKey"
 )
 
 // GovernanceServiceClient is a client for the steward.v1.GovernanceService service.
@@ -52,6 +58,13 @@ type GovernanceServiceClient interface {
 	// hold one of the approval's required roles. The decision names the
 	// action hash it approves; a decision for any other hash is refused.
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
+	// RevokeCredential revokes a task's credential: nothing more is
+	// permitted to the task or to any task delegated from it, and its open
+	// approvals are closed. With --auth it needs the operator role.
+	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
+	// GetCredentialKey returns the public key credentials are signed with,
+	// for verifying delegation chains offline.
+	GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error)
 }
 
 // NewGovernanceServiceClient constructs a client for the steward.v1.GovernanceService service. By
@@ -85,14 +98,29 @@ func NewGovernanceServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(governanceServiceMethods.ByName("DecideApproval")),
 			connect.WithClientOptions(opts...),
 		),
+		revokeCredential: connect.NewClient[v1.RevokeCredentialRequest, v1.RevokeCredentialResponse](
+			httpClient,
+			baseURL+GovernanceServiceRevokeCredentialProcedure,
+			connect.WithSchema(governanceServiceMethods.ByName("RevokeCredential")),
+			connect.WithClientOptions(opts...),
+		),
+		getCredentialKey: connect.NewClient[v1.GetCredentialKeyRequest, v1.GetCredentialKeyResponse](
+			httpClient,
+			baseURL+GovernanceServiceGetCredentialKeyProcedure,
+			connect.WithSchema(governanceServiceMethods.ByName("GetCredentialKey")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // governanceServiceClient implements GovernanceServiceClient.
 type governanceServiceClient struct {
-	listApprovals  *connect.Client[v1.ListApprovalsRequest, v1.ListApprovalsResponse]
-	getApproval    *connect.Client[v1.GetApprovalRequest, v1.GetApprovalResponse]
-	decideApproval *connect.Client[v1.DecideApprovalRequest, v1.DecideApprovalResponse]
+	listApprovals    *connect.Client[v1.ListApprovalsRequest, v1.ListApprovalsResponse]
+	getApproval      *connect.Client[v1.GetApprovalRequest, v1.GetApprovalResponse]
+	decideApproval   *connect.Client[v1.DecideApprovalRequest, v1.DecideApprovalResponse]
+	revokeCredential *connect.Client[v1.RevokeCredentialRequest, v1.RevokeCredentialResponse]
+	getCredentialKey *connect.Client[v1.GetCredentialKeyRequest, v1.GetCredentialKeyResponse]
 }
 
 // ListApprovals calls steward.v1.GovernanceService.ListApprovals.
@@ -110,6 +138,16 @@ func (c *governanceServiceClient) DecideApproval(ctx context.Context, req *conne
 	return c.decideApproval.CallUnary(ctx, req)
 }
 
+// RevokeCredential calls steward.v1.GovernanceService.RevokeCredential.
+func (c *governanceServiceClient) RevokeCredential(ctx context.Context, req *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error) {
+	return c.revokeCredential.CallUnary(ctx, req)
+}
+
+// GetCredentialKey calls steward.v1.GovernanceService.GetCredentialKey.
+func (c *governanceServiceClient) GetCredentialKey(ctx context.Context, req *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error) {
+	return c.getCredentialKey.CallUnary(ctx, req)
+}
+
 // GovernanceServiceHandler is an implementation of the steward.v1.GovernanceService service.
 type GovernanceServiceHandler interface {
 	ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error)
@@ -118,6 +156,13 @@ type GovernanceServiceHandler interface {
 	// hold one of the approval's required roles. The decision names the
 	// action hash it approves; a decision for any other hash is refused.
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
+	// RevokeCredential revokes a task's credential: nothing more is
+	// permitted to the task or to any task delegated from it, and its open
+	// approvals are closed. With --auth it needs the operator role.
+	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
+	// GetCredentialKey returns the public key credentials are signed with,
+	// for verifying delegation chains offline.
+	GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error)
 }
 
 // NewGovernanceServiceHandler builds an HTTP handler from the service implementation. It returns
@@ -147,6 +192,19 @@ func NewGovernanceServiceHandler(svc GovernanceServiceHandler, opts ...connect.H
 		connect.WithSchema(governanceServiceMethods.ByName("DecideApproval")),
 		connect.WithHandlerOptions(opts...),
 	)
+	governanceServiceRevokeCredentialHandler := connect.NewUnaryHandler(
+		GovernanceServiceRevokeCredentialProcedure,
+		svc.RevokeCredential,
+		connect.WithSchema(governanceServiceMethods.ByName("RevokeCredential")),
+		connect.WithHandlerOptions(opts...),
+	)
+	governanceServiceGetCredentialKeyHandler := connect.NewUnaryHandler(
+		GovernanceServiceGetCredentialKeyProcedure,
+		svc.GetCredentialKey,
+		connect.WithSchema(governanceServiceMethods.ByName("GetCredentialKey")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.GovernanceService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case GovernanceServiceListApprovalsProcedure:
@@ -155,6 +213,10 @@ func NewGovernanceServiceHandler(svc GovernanceServiceHandler, opts ...connect.H
 			governanceServiceGetApprovalHandler.ServeHTTP(w, r)
 		case GovernanceServiceDecideApprovalProcedure:
 			governanceServiceDecideApprovalHandler.ServeHTTP(w, r)
+		case GovernanceServiceRevokeCredentialProcedure:
+			governanceServiceRevokeCredentialHandler.ServeHTTP(w, r)
+		case GovernanceServiceGetCredentialKeyProcedure:
+			governanceServiceGetCredentialKeyHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -174,4 +236,12 @@ func (UnimplementedGovernanceServiceHandler) GetApproval(context.Context, *conne
 
 func (UnimplementedGovernanceServiceHandler) DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.GovernanceService.DecideApproval is not implemented"))
+}
+
+func (UnimplementedGovernanceServiceHandler) RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.GovernanceService.RevokeCredential is not implemented"))
+}
+
+func (UnimplementedGovernanceServiceHandler) GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.GovernanceService.GetCredentialKey is not implemented"))
 }

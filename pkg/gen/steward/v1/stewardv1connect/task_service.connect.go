@@ -50,6 +50,19 @@ const (
 	// TaskServiceProposeActionProcedure is the fully-qualified name of the TaskService's ProposeAction
 	// RPC.
 	TaskServiceProposeActionProcedure = "/steward.v1.TaskService/ProposeAction"
+	// TaskServiceDelegateTaskProcedure is the fully-qualified name of the TaskService's DelegateTask
+	// RPC.
+	TaskServiceDelegateTaskProcedure = "/steward.v1.TaskService/DelegateTask"
+	// TaskServiceSubmitArtifactProcedure is the fully-qualified name of the TaskService's
+	// SubmitArtifact RPC.
+	TaskServiceSubmitArtifactProcedure = "/steward.v1.TaskService/SubmitArtifact"
+	// TaskServiceMarkProducedProcedure is the fully-qualified name of the TaskService's MarkProduced
+	// RPC.
+	TaskServiceMarkProducedProcedure = "/steward.v1.TaskService/MarkProduced"
+	// TaskServiceAcceptTaskProcedure is the fully-qualified name of the TaskService's AcceptTask RPC.
+	TaskServiceAcceptTaskProcedure = "/steward.v1.TaskService/AcceptTask"
+	// TaskServiceReturnTaskProcedure is the fully-qualified name of the TaskService's ReturnTask RPC.
+	TaskServiceReturnTaskProcedure = "/steward.v1.TaskService/ReturnTask"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -77,6 +90,23 @@ type TaskServiceClient interface {
 	// carries the action as proposed, and WatchTask or GetTask show what
 	// happens next. Idempotent on proposal_id.
 	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
+	// DelegateTask hands part of a task to a sub-agent as a sub-task whose
+	// credential may only keep or narrow the parent's: tools, scopes, budget
+	// and expiry. Widening anything is InvalidArgument, naming the field.
+	DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error)
+	// SubmitArtifact records one version of an artifact of the task's
+	// result, its content inline or by reference.
+	SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error)
+	// MarkProduced says the task has produced its result. The contract's
+	// acceptance criteria are evaluated over it at once; the response says
+	// how each went.
+	MarkProduced(context.Context, *connect.Request[v1.MarkProducedRequest]) (*connect.Response[v1.MarkProducedResponse], error)
+	// AcceptTask accepts a produced result: only the contract's acceptance
+	// owner may, and not the requester under separation of duties.
+	AcceptTask(context.Context, *connect.Request[v1.AcceptTaskRequest]) (*connect.Response[v1.AcceptTaskResponse], error)
+	// ReturnTask returns a produced result for revision, with reasons; the
+	// task goes back to running. Only the acceptance owner may.
+	ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -138,19 +168,54 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ProposeAction")),
 			connect.WithClientOptions(opts...),
 		),
+		delegateTask: connect.NewClient[v1.DelegateTaskRequest, v1.DelegateTaskResponse](
+			httpClient,
+			baseURL+TaskServiceDelegateTaskProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("DelegateTask")),
+			connect.WithClientOptions(opts...),
+		),
+		submitArtifact: connect.NewClient[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse](
+			httpClient,
+			baseURL+TaskServiceSubmitArtifactProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("SubmitArtifact")),
+			connect.WithClientOptions(opts...),
+		),
+		markProduced: connect.NewClient[v1.MarkProducedRequest, v1.MarkProducedResponse](
+			httpClient,
+			baseURL+TaskServiceMarkProducedProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("MarkProduced")),
+			connect.WithClientOptions(opts...),
+		),
+		acceptTask: connect.NewClient[v1.AcceptTaskRequest, v1.AcceptTaskResponse](
+			httpClient,
+			baseURL+TaskServiceAcceptTaskProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("AcceptTask")),
+			connect.WithClientOptions(opts...),
+		),
+		returnTask: connect.NewClient[v1.ReturnTaskRequest, v1.ReturnTaskResponse](
+			httpClient,
+			baseURL+TaskServiceReturnTaskProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ReturnTask")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // taskServiceClient implements TaskServiceClient.
 type taskServiceClient struct {
-	createTask    *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
-	cancelTask    *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
-	pauseTask     *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
-	resumeTask    *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
-	failTask      *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
-	reportUsage   *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
-	raiseBudget   *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
-	proposeAction *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
+	createTask     *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
+	cancelTask     *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
+	pauseTask      *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
+	resumeTask     *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	failTask       *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
+	reportUsage    *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
+	raiseBudget    *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
+	proposeAction  *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
+	delegateTask   *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
+	submitArtifact *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
+	markProduced   *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
+	acceptTask     *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
+	returnTask     *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -193,6 +258,31 @@ func (c *taskServiceClient) ProposeAction(ctx context.Context, req *connect.Requ
 	return c.proposeAction.CallUnary(ctx, req)
 }
 
+// DelegateTask calls steward.v1.TaskService.DelegateTask.
+func (c *taskServiceClient) DelegateTask(ctx context.Context, req *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error) {
+	return c.delegateTask.CallUnary(ctx, req)
+}
+
+// SubmitArtifact calls steward.v1.TaskService.SubmitArtifact.
+func (c *taskServiceClient) SubmitArtifact(ctx context.Context, req *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error) {
+	return c.submitArtifact.CallUnary(ctx, req)
+}
+
+// MarkProduced calls steward.v1.TaskService.MarkProduced.
+func (c *taskServiceClient) MarkProduced(ctx context.Context, req *connect.Request[v1.MarkProducedRequest]) (*connect.Response[v1.MarkProducedResponse], error) {
+	return c.markProduced.CallUnary(ctx, req)
+}
+
+// AcceptTask calls steward.v1.TaskService.AcceptTask.
+func (c *taskServiceClient) AcceptTask(ctx context.Context, req *connect.Request[v1.AcceptTaskRequest]) (*connect.Response[v1.AcceptTaskResponse], error) {
+	return c.acceptTask.CallUnary(ctx, req)
+}
+
+// ReturnTask calls steward.v1.TaskService.ReturnTask.
+func (c *taskServiceClient) ReturnTask(ctx context.Context, req *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error) {
+	return c.returnTask.CallUnary(ctx, req)
+}
+
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
@@ -218,6 +308,23 @@ type TaskServiceHandler interface {
 	// carries the action as proposed, and WatchTask or GetTask show what
 	// happens next. Idempotent on proposal_id.
 	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
+	// DelegateTask hands part of a task to a sub-agent as a sub-task whose
+	// credential may only keep or narrow the parent's: tools, scopes, budget
+	// and expiry. Widening anything is InvalidArgument, naming the field.
+	DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error)
+	// SubmitArtifact records one version of an artifact of the task's
+	// result, its content inline or by reference.
+	SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error)
+	// MarkProduced says the task has produced its result. The contract's
+	// acceptance criteria are evaluated over it at once; the response says
+	// how each went.
+	MarkProduced(context.Context, *connect.Request[v1.MarkProducedRequest]) (*connect.Response[v1.MarkProducedResponse], error)
+	// AcceptTask accepts a produced result: only the contract's acceptance
+	// owner may, and not the requester under separation of duties.
+	AcceptTask(context.Context, *connect.Request[v1.AcceptTaskRequest]) (*connect.Response[v1.AcceptTaskResponse], error)
+	// ReturnTask returns a produced result for revision, with reasons; the
+	// task goes back to running. Only the acceptance owner may.
+	ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -275,6 +382,36 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ProposeAction")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceDelegateTaskHandler := connect.NewUnaryHandler(
+		TaskServiceDelegateTaskProcedure,
+		svc.DelegateTask,
+		connect.WithSchema(taskServiceMethods.ByName("DelegateTask")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceSubmitArtifactHandler := connect.NewUnaryHandler(
+		TaskServiceSubmitArtifactProcedure,
+		svc.SubmitArtifact,
+		connect.WithSchema(taskServiceMethods.ByName("SubmitArtifact")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceMarkProducedHandler := connect.NewUnaryHandler(
+		TaskServiceMarkProducedProcedure,
+		svc.MarkProduced,
+		connect.WithSchema(taskServiceMethods.ByName("MarkProduced")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceAcceptTaskHandler := connect.NewUnaryHandler(
+		TaskServiceAcceptTaskProcedure,
+		svc.AcceptTask,
+		connect.WithSchema(taskServiceMethods.ByName("AcceptTask")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceReturnTaskHandler := connect.NewUnaryHandler(
+		TaskServiceReturnTaskProcedure,
+		svc.ReturnTask,
+		connect.WithSchema(taskServiceMethods.ByName("ReturnTask")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -293,6 +430,16 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceRaiseBudgetHandler.ServeHTTP(w, r)
 		case TaskServiceProposeActionProcedure:
 			taskServiceProposeActionHandler.ServeHTTP(w, r)
+		case TaskServiceDelegateTaskProcedure:
+			taskServiceDelegateTaskHandler.ServeHTTP(w, r)
+		case TaskServiceSubmitArtifactProcedure:
+			taskServiceSubmitArtifactHandler.ServeHTTP(w, r)
+		case TaskServiceMarkProducedProcedure:
+			taskServiceMarkProducedHandler.ServeHTTP(w, r)
+		case TaskServiceAcceptTaskProcedure:
+			taskServiceAcceptTaskHandler.ServeHTTP(w, r)
+		case TaskServiceReturnTaskProcedure:
+			taskServiceReturnTaskHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -332,4 +479,24 @@ func (UnimplementedTaskServiceHandler) RaiseBudget(context.Context, *connect.Req
 
 func (UnimplementedTaskServiceHandler) ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ProposeAction is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.DelegateTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.SubmitArtifact is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) MarkProduced(context.Context, *connect.Request[v1.MarkProducedRequest]) (*connect.Response[v1.MarkProducedResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.MarkProduced is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) AcceptTask(context.Context, *connect.Request[v1.AcceptTaskRequest]) (*connect.Response[v1.AcceptTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.AcceptTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReturnTask is not implemented"))
 }
