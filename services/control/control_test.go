@@ -196,8 +196,19 @@ func TestValidationNamesTheField(t *testing.T) {
 			}}
 		}, "contract.budget.milestones[1].max_cost_micros"},
 		{"timestamp JSON cannot carry", func(c *stewardv1.TaskContract) {
-			c.DelegationChain = []*stewardv1.Delegation{{FromRef: "a", ToRef: "b", DelegatedAt: &timestamppb.Timestamp{Seconds: 1 << 62}}}
-		}, "contract.delegation_chain[0].delegated_at"},
+			c.Deadline = &timestamppb.Timestamp{Seconds: 1 << 62}
+		}, "contract.deadline"},
+		{"delegation claimed on create", func(c *stewardv1.TaskContract) {
+			c.DelegationChain = []*stewardv1.Delegation{{FromRef: "a", ToRef: "b"}}
+		}, "contract.delegation_chain"},
+		{"reviewer without an owner", func(c *stewardv1.TaskContract) {
+			c.AcceptanceOwnerRef = ""
+			c.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "r", RequiresReviewer: true}}
+		}, "contract.acceptance_criteria[0].requires_reviewer"},
+		{"requester accepts under separation of duties", func(c *stewardv1.TaskContract) {
+			c.SeparationOfDuties, c.AcceptanceOwnerRef = true, c.RequesterRef
+		}, "contract.acceptance_owner_ref"},
+		{"empty scope", func(c *stewardv1.TaskContract) { c.Scopes = []string{"repo:read", ""} }, "contract.scopes[1]"},
 		{"long context digest", func(c *stewardv1.TaskContract) {
 			c.ContextRefs = []*stewardv1.ContextRef{{Uri: "s3://x", Digest: strings.Repeat("d", 300)}}
 		}, "contract.context_refs[0].digest"},

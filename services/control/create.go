@@ -32,18 +32,23 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	if err := validateCreate(req, time.Now()); err != nil {
 		return nil, false, err
 	}
-	taskID := TaskIDFor(req.RequestId)
 	contract, err := knownFieldsOnly(req.Contract)
 	if err != nil {
 		return nil, false, err
 	}
+	return p.create(ctx, principal, req.RequestId, contract)
+}
+
+// create opens a task with a checked contract; see CreateTask.
+func (p *Plane) create(ctx context.Context, principal, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
+	taskID := TaskIDFor(requestID)
 	contract.TaskId = taskID
 	ev, err := event.New(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskCreated),
 		TaskID:        taskID,
 		Actor:         p.actor(principal),
-		CorrelationID: req.RequestId,
-	}, &stewardv1.TaskCreated{Contract: contract, RequestId: req.RequestId})
+		CorrelationID: requestID,
+	}, &stewardv1.TaskCreated{Contract: contract, RequestId: requestID})
 	if err != nil {
 		return nil, false, err
 	}
@@ -67,7 +72,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	if len(recs) == 0 || !proto.Equal(recs[0].Event.GetTaskCreated().GetContract(), contract) {
-		return nil, false, errs.New(errs.AlreadyExists, "request_id %q already created task %s with a different contract", req.RequestId, taskID)
+		return nil, false, errs.New(errs.AlreadyExists, "request_id %q already created task %s with a different contract", requestID, taskID)
 	}
 	t, err := task.Fold(recs)
 	return t, false, err

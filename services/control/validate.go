@@ -23,15 +23,28 @@ const (
 )
 
 // validateCreate checks a CreateTask request and names the first field
-// that is wrong, as the client spells it.
+// that is wrong, as the client spells it. A delegation is made with
+// DelegateTask, which checks it against the parent's credential; a
+// contract on CreateTask may not claim one.
 func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 	if err := checkText("request_id", req.RequestId, MaxRequestID, false); err != nil {
 		return err
 	}
 	c := req.Contract
-	if c == nil {
+	switch {
+	case c == nil:
 		return errs.Field("contract", "is required")
+	case len(c.DelegationChain) > 0:
+		return errs.Field("contract.delegation_chain", "is set by DelegateTask, not by the client")
+	case c.ParentTaskId != "":
+		return errs.Field("contract.parent_task_id", "is set by DelegateTask, not by the client")
 	}
+	return validateContract(c, now)
+}
+
+// validateContract checks a task contract, from CreateTask or
+// DelegateTask, and names the first field that is wrong.
+func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 	checks := []error{
 		checkText("contract.intent", c.Intent, MaxTextLen, true),
 		checkText("contract.desired_outcome", c.DesiredOutcome, MaxTextLen, true),
@@ -44,8 +57,10 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 		checkBudget(c.Budget),
 		checkDeadline(c, now),
 		checkList("contract.delegation_chain", len(c.DelegationChain)),
-		checkTools(c.AllowedTools),
+		checkNames("contract.allowed_tools", c.AllowedTools),
+		checkNames("contract.scopes", c.Scopes),
 		checkCriteria(c.AcceptanceCriteria),
+		checkAcceptance(c),
 		checkRecovery(c.RecoveryPolicy),
 		checkLimits(c.Limits),
 		checkTimers(c.Timers),
@@ -53,19 +68,6 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 	for _, err := range checks {
 		if err != nil {
 			return err
-		}
-	}
-	for i, d := range c.DelegationChain {
-		f := fmt.Sprintf("contract.delegation_chain[%d]", i)
-		for _, err := range []error{
-			checkText(f+".from_ref", d.FromRef, MaxRefLen, true),
-			checkText(f+".to_ref", d.ToRef, MaxRefLen, true),
-			checkText(f+".credential_ref", d.CredentialRef, MaxRefLen, false),
-			checkTime(f+".delegated_at", d.DelegatedAt),
-		} {
-			if err != nil {
-				return err
-			}
 		}
 	}
 	if err := checkContextRefs("contract.context_refs", c.ContextRefs); err != nil {
@@ -77,6 +79,26 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 		}
 		if err := checkContextRefs("contract.input_snapshot.inputs", s.Inputs); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// checkAcceptance checks who accepts the task's result: a criterion that
+// asks for a reviewer needs an acceptance owner, and under separation of
+// duties the owner may not be the requester.
+func checkAcceptance(c *stewardv1.TaskContract) error {
+	for i, cr := range c.AcceptanceCriteria {
+		if cr.RequiresReviewer && c.AcceptanceOwnerRef == "" {
+			return errs.Field(fmt.Sprintf("contract.acceptance_criteria[%d].requires_reviewer", i), "needs contract.acceptance_owner_ref: nobody is named to review")
+		}
+	}
+	if c.SeparationOfDuties {
+		switch {
+		case c.AcceptanceOwnerRef == "":
+			return errs.Field("contract.acceptance_owner_ref", "is required with separation_of_duties: someone other than the requester must accept")
+		case c.AcceptanceOwnerRef == c.RequesterRef:
+			return errs.Field("contract.acceptance_owner_ref", "%q is also the requester; separation_of_duties needs someone else", c.AcceptanceOwnerRef)
 		}
 	}
 	return nil
@@ -201,36 +223,13 @@ func checkDeadline(c *stewardv1.TaskContract, now time.Time) error {
 	return nil
 }
 
-func checkTools(tools []string) error {
-	if err := checkList("contract.allowed_tools", len(tools)); err != nil {
+// checkNames checks a list of names, such as tools or scopes.
+func checkNames(field string, names []string) error {
+	if err := checkList(field, len(names)); err != nil {
 		return err
 	}
-	for i, t := range tools {
-		if err := checkText(fmt.Sprintf("contract.allowed_tools[%d]", i), t, MaxRefLen, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
-	if err := checkList("contract.acceptance_criteria", len(cs)); err != nil {
-		return err
-	}
-	seen := map[string]bool{}
-	for i, c := range cs {
-		f := fmt.Sprintf("contract.acceptance_criteria[%d]", i)
-		if err := checkText(f+".id", c.Id, MaxRefLen, true); err != nil {
-			return err
-		}
-		if seen[c.Id] {
-			return errs.Field(f+".id", "%q appears twice", c.Id)
-		}
-		seen[c.Id] = true
-		if err := checkText(f+".description", c.Description, MaxTextLen, false); err != nil {
-			return err
-		}
-		if err := checkText(f+".expression", c.Expression, MaxTextLen, false); err != nil {
+	for i, n := range names {
+		if err := checkText(fmt.Sprintf("%s[%d]", field, i), n, MaxRefLen, true); err != nil {
 			return err
 		}
 	}
