@@ -23,6 +23,11 @@ const statusQuerySettler = "status query"
 // a week.
 var PermitLatencyBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 7 * 24 * 3600}
 
+// TimeToAcceptedBuckets are the upper bounds, in seconds, of the time to
+// accepted result histogram: from a minute (a task accepted by its checks
+// alone) to a month (one that waited on reviews and approvals).
+var TimeToAcceptedBuckets = []float64{1, 10, 60, 300, 900, 3600, 4 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600, 30 * 24 * 3600}
+
 var (
 	tasksDesc = prometheus.NewDesc("steward_tasks",
 		"Tasks with a current view, by status.", []string{"status"}, nil)
@@ -31,7 +36,13 @@ var (
 	successDesc = prometheus.NewDesc("steward_task_success_ratio",
 		"Ended tasks (accepted, failed, cancelled) that were accepted, over ended tasks; 0 when none ended.", nil, nil)
 	acceptedOutputDesc = prometheus.NewDesc("steward_accepted_output_ratio",
-		"Tasks accepted, over tasks now produced or accepted; 0 when there are none.", nil, nil)
+		"Produced results that were accepted, over produced results decided (accepted, returned, or failing their checks); 0 when none were decided.", nil, nil)
+	costPerAcceptedDesc = prometheus.NewDesc("steward_cost_per_accepted_task_micros",
+		"Mean cost of an accepted task, in micro-units of the currency its contract names; tasks in other currencies are not mixed in.", []string{"currency"}, nil)
+	tokensPerAcceptedDesc = prometheus.NewDesc("steward_tokens_per_accepted_task",
+		"Mean tokens spent by an accepted task; 0 when none is accepted.", nil, nil)
+	timeToAcceptedDesc = prometheus.NewDesc("steward_time_to_accepted_seconds",
+		"Time from a task's creation to the acceptance of its result, for accepted tasks.", nil, nil)
 	interventionDesc = prometheus.NewDesc("steward_human_intervention_ratio",
 		"Tasks with an approval decision or an outcome settled by a person, over tasks; 0 when there are none.", nil, nil)
 	rollbackDesc = prometheus.NewDesc("steward_rollback_ratio",
@@ -79,6 +90,7 @@ func (c *TaskCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		tasksDesc, brokenDesc, successDesc, acceptedOutputDesc, interventionDesc, rollbackDesc,
 		policyBlockDesc, traceDesc, actionsDesc, failedDesc, permitLatencyDesc,
+		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc,
 	} {
 		ch <- d
 	}
@@ -95,7 +107,12 @@ func (c *TaskCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(brokenDesc, float64(t.broken))
 	gauge(successDesc, ratio(t.accepted, t.ended, 0))
-	gauge(acceptedOutputDesc, ratio(t.accepted, t.producedOrAccepted, 0))
+	gauge(acceptedOutputDesc, ratio(t.roundsAccepted, t.roundsDecided, 0))
+	for currency, cost := range t.acceptedCost {
+		gauge(costPerAcceptedDesc, float64(cost.micros)/float64(cost.tasks), currency)
+	}
+	gauge(tokensPerAcceptedDesc, ratio(int(t.acceptedTokens), t.accepted, 0))
+	ch <- prometheus.MustNewConstHistogram(timeToAcceptedDesc, t.toAccepted.count, t.toAccepted.sum, t.toAccepted.cumulative())
 	gauge(interventionDesc, ratio(t.intervened, t.views, 0))
 	gauge(rollbackDesc, ratio(t.rolledBack, t.ended, 0))
 	gauge(policyBlockDesc, ratio(t.denied, t.evaluated, 0))
@@ -155,7 +172,12 @@ type tally struct {
 	tasks         map[stewardv1.TaskStatus]int
 	// ended tasks, and of them those accepted and those that compensated.
 	ended, accepted, rolledBack int
-	producedOrAccepted          int
+	// acceptance rounds decided, and of them those accepted.
+	roundsDecided, roundsAccepted int
+	// what accepted tasks spent, by currency, and how long they took.
+	acceptedCost   map[string]*spending
+	acceptedTokens int64
+	toAccepted     histogram
 	// intervened counts tasks a person stepped into.
 	intervened int
 	actions    map[stewardv1.ActionStatus]int
@@ -178,7 +200,9 @@ func (p *Projection) tally() tally {
 			stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC: 0,
 			stewardv1.FailureClass_FAILURE_CLASS_VALIDATION:    0,
 		},
-		permits: [2]histogram{newHistogram(PermitLatencyBuckets), newHistogram(PermitLatencyBuckets)},
+		permits:      [2]histogram{newHistogram(PermitLatencyBuckets), newHistogram(PermitLatencyBuckets)},
+		acceptedCost: map[string]*spending{},
+		toAccepted:   newHistogram(TimeToAcceptedBuckets),
 	}
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -196,12 +220,17 @@ func (p *Projection) tally() tally {
 func (t *tally) count(v *stewardv1.Task) {
 	t.views++
 	t.tasks[v.Status]++
-	switch v.Status {
-	case stewardv1.TaskStatus_TASK_STATUS_ACCEPTED:
-		t.accepted++
-		t.producedOrAccepted++
-	case stewardv1.TaskStatus_TASK_STATUS_PRODUCED:
-		t.producedOrAccepted++
+	for _, r := range v.Acceptance {
+		switch r.Decision {
+		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED:
+			t.roundsAccepted++
+			t.roundsDecided++
+		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED, stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED:
+			t.roundsDecided++
+		}
+	}
+	if v.Status == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED {
+		t.countAccepted(v)
 	}
 	ended := task.Terminal(v.Status)
 	if ended {
@@ -240,6 +269,30 @@ func (t *tally) count(v *stewardv1.Task) {
 	}
 	if intervened {
 		t.intervened++
+	}
+}
+
+// spending is what the accepted tasks of one currency spent.
+type spending struct {
+	tasks  int
+	micros int64
+}
+
+// countAccepted adds an accepted task's spending and its time to
+// acceptance: from its creation to the decision on its last round.
+func (t *tally) countAccepted(v *stewardv1.Task) {
+	t.accepted++
+	currency := v.Contract.GetBudget().GetCurrency()
+	s := t.acceptedCost[currency]
+	if s == nil {
+		s = &spending{}
+		t.acceptedCost[currency] = s
+	}
+	s.tasks++
+	s.micros += v.BudgetUsed.GetCostMicros()
+	t.acceptedTokens += v.BudgetUsed.GetTokens()
+	if n := len(v.Acceptance); n > 0 && v.CreatedAt != nil && v.Acceptance[n-1].DecidedAt != nil {
+		t.toAccepted.observe(max(v.Acceptance[n-1].DecidedAt.AsTime().Sub(v.CreatedAt.AsTime()), 0))
 	}
 }
 

@@ -26,6 +26,7 @@ var proposalTime = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 // timedEvent is one event of a history, at a time (now when zero).
 type timedEvent struct {
 	at time.Time
+	by string // the actor's principal, if any
 	p  event.Payload
 }
 
@@ -70,12 +71,18 @@ func (h *metricsHistory) outcome(id string, s stewardv1.ActionStatus, class stew
 	return h.then(&stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{Status: s, FailureClass: class, Attempt: 1}})
 }
 
+// at adds an event by principal at a time.
+func (h *metricsHistory) at(when time.Time, principal string, p event.Payload) *metricsHistory {
+	h.events = append(h.events, timedEvent{at: when, by: principal, p: p})
+	return h
+}
+
 // appendTo appends the history to log as task taskID's.
 func (h *metricsHistory) appendTo(t *testing.T, log *eventlog.Log, taskID string) {
 	t.Helper()
 	head := eventlog.Head{}
 	for _, s := range h.events {
-		ev, err := event.New(event.Meta{TaskID: taskID, Time: s.at}, s.p)
+		ev, err := event.New(event.Meta{TaskID: taskID, Time: s.at, Actor: &stewardv1.Actor{Principal: s.by}}, s.p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -129,6 +136,30 @@ func TestTaskCollector(t *testing.T) {
 		outcome("a5", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN).
 		then(&stewardv1.ActionSettled{ActionId: "a5", State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, SettledBy: "user:al"}).
 		appendTo(t, log, "settled")
+	// Accepted by its checks alone, 90 s after it was created, having
+	// spent 3000 micro-euros and 100 tokens.
+	euros := contract(7)
+	euros.Budget = &stewardv1.Budget{Currency: "EUR"}
+	passed := []*stewardv1.CriterionResult{{CriterionId: "c", Passed: true}}
+	new(metricsHistory).at(proposalTime, "agent", &stewardv1.TaskCreated{Contract: euros}).then(&stewardv1.TaskStarted{}).
+		then(&stewardv1.BudgetConsumed{Tokens: 100, CostMicros: 3000}).
+		at(proposalTime.Add(90*time.Second), "agent", &stewardv1.TaskProduced{Round: 1, Checks: passed}).
+		appendTo(t, log, "accepted")
+	// Returned once by its acceptance owner, then accepted two hours after
+	// it was created, having spent 1000 micro-euros and 300 tokens.
+	reviewed := contract(8)
+	reviewed.Budget, reviewed.AcceptanceOwnerRef = &stewardv1.Budget{Currency: "EUR"}, "user:owner"
+	new(metricsHistory).at(proposalTime, "agent", &stewardv1.TaskCreated{Contract: reviewed}).then(&stewardv1.TaskStarted{}).
+		then(&stewardv1.BudgetConsumed{Tokens: 300, CostMicros: 1000}).
+		at(proposalTime.Add(time.Hour), "agent", &stewardv1.TaskProduced{Round: 1, Checks: passed, ReviewRequired: true}).
+		at(proposalTime.Add(time.Hour), "user:owner", &stewardv1.TaskReturned{Round: 1, Reasons: []string{"more"}}).
+		at(proposalTime.Add(time.Hour), "agent", &stewardv1.TaskProduced{Round: 2, Checks: passed, ReviewRequired: true}).
+		at(proposalTime.Add(2*time.Hour), "user:owner", &stewardv1.TaskAccepted{Round: 2}).
+		appendTo(t, log, "reviewed")
+	// Running again: its checks failed.
+	new(metricsHistory).start(9).
+		then(&stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{{CriterionId: "c", Passed: false}}}).
+		appendTo(t, log, "checksfailed")
 	// Broken: a start after a cancel, which the fold refuses.
 	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: contract(6)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{}).
 		appendTo(t, log, "broken")
@@ -147,7 +178,7 @@ func TestTaskCollector(t *testing.T) {
 	want := `
 # HELP steward_tasks Tasks with a current view, by status.
 # TYPE steward_tasks gauge
-steward_tasks{status="accepted"} 0
+steward_tasks{status="accepted"} 2
 steward_tasks{status="cancelled"} 1
 steward_tasks{status="compensating"} 0
 steward_tasks{status="failed"} 2
@@ -155,7 +186,7 @@ steward_tasks{status="paused"} 0
 steward_tasks{status="pending"} 0
 steward_tasks{status="produced"} 0
 steward_tasks{status="reconciling"} 0
-steward_tasks{status="running"} 2
+steward_tasks{status="running"} 3
 steward_tasks{status="suspended"} 0
 steward_tasks{status="waiting_for_approval"} 0
 steward_tasks{status="waiting_for_input"} 0
@@ -214,23 +245,48 @@ steward_permit_latency_seconds_bucket{approval="required",le="+Inf"} 1
 steward_permit_latency_seconds_sum{approval="required"} 7200
 steward_permit_latency_seconds_count{approval="required"} 1
 `
-	names := []string{"steward_tasks", "steward_tasks_broken", "steward_actions_failed", "steward_permit_latency_seconds"}
+	want += `# HELP steward_time_to_accepted_seconds Time from a task's creation to the acceptance of its result, for accepted tasks.
+# TYPE steward_time_to_accepted_seconds histogram
+steward_time_to_accepted_seconds_bucket{le="1"} 0
+steward_time_to_accepted_seconds_bucket{le="10"} 0
+steward_time_to_accepted_seconds_bucket{le="60"} 0
+steward_time_to_accepted_seconds_bucket{le="300"} 1
+steward_time_to_accepted_seconds_bucket{le="900"} 1
+steward_time_to_accepted_seconds_bucket{le="3600"} 1
+steward_time_to_accepted_seconds_bucket{le="14400"} 2
+steward_time_to_accepted_seconds_bucket{le="86400"} 2
+steward_time_to_accepted_seconds_bucket{le="259200"} 2
+steward_time_to_accepted_seconds_bucket{le="604800"} 2
+steward_time_to_accepted_seconds_bucket{le="2.592e+06"} 2
+steward_time_to_accepted_seconds_bucket{le="+Inf"} 2
+steward_time_to_accepted_seconds_sum 7290
+steward_time_to_accepted_seconds_count 2
+# HELP steward_cost_per_accepted_task_micros Mean cost of an accepted task, in micro-units of the currency its contract names; tasks in other currencies are not mixed in.
+# TYPE steward_cost_per_accepted_task_micros gauge
+steward_cost_per_accepted_task_micros{currency="EUR"} 2000
+`
+	names := []string{"steward_tasks", "steward_tasks_broken", "steward_actions_failed", "steward_permit_latency_seconds",
+		"steward_time_to_accepted_seconds", "steward_cost_per_accepted_task_micros"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 
 	ratios := map[string]float64{
-		// Nothing is accepted until acceptance exists.
-		"steward_task_success_ratio":    0,
-		"steward_accepted_output_ratio": 0,
-		// approved (a decision) and settled (by a person), of five.
-		"steward_human_intervention_ratio": 0.4,
-		// rolledback, of denied, approved and rolledback.
-		"steward_rollback_ratio": 1.0 / 3,
+		// accepted and reviewed, of the five ended tasks.
+		"steward_task_success_ratio": 0.4,
+		// two rounds accepted, of four decided (one returned, one failed
+		// its checks).
+		"steward_accepted_output_ratio": 0.5,
+		// (100 + 300) / 2
+		"steward_tokens_per_accepted_task": 200,
+		// approved (a decision) and settled (by a person), of eight.
+		"steward_human_intervention_ratio": 0.25,
+		// rolledback, of the five ended tasks.
+		"steward_rollback_ratio": 0.2,
 		// a2, of the five evaluated actions.
 		"steward_policy_block_ratio": 0.2,
-		// five of six histories fold.
-		"steward_trace_completeness_ratio": 5.0 / 6,
+		// eight of nine histories fold.
+		"steward_trace_completeness_ratio": 8.0 / 9,
 	}
 	for name, want := range ratios {
 		if got := gatherMetric(t, c, name); len(got) != 1 || !nearlyEqual(got[""], want) {

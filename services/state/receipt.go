@@ -43,9 +43,6 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 // order, as the log returns them — into the task's receipt. Every line of
 // the receipt is something a plane recorded; nothing is taken from what an
 // agent says about its own work. A history the fold refuses is Corrupt.
-// Artifacts and acceptance checks are not recorded on the log yet and are
-// left empty.
-//
 // BuildReceipt is a pure function, safe for concurrent use.
 func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	t, err := task.Fold(recs)
@@ -90,7 +87,40 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 			r.Approvals = append(r.Approvals, receiptApproval(a.Approval))
 		}
 	}
+	for _, a := range t.Artifacts {
+		r.Artifacts = append(r.Artifacts, &stewardv1.ReceiptArtifact{
+			Name: a.Name, MediaType: a.MediaType, Ref: a.Uri, Hash: a.Sha256, Size: a.SizeBytes, Version: a.Version, ActionId: a.ActionId,
+		})
+	}
+	for _, round := range t.Acceptance {
+		r.AcceptanceRounds = append(r.AcceptanceRounds, proto.CloneOf(round))
+		for _, c := range round.Checks {
+			r.AcceptanceChecks = append(r.AcceptanceChecks, &stewardv1.ReceiptCheck{
+				CriterionId: c.CriterionId, Passed: c.Passed, Detail: c.Detail, Round: round.Round,
+			})
+		}
+	}
+	r.Credential = receiptCredential(t.Credential)
 	return r, nil
+}
+
+// receiptCredential is the credential the task acted under, or nil before
+// governance issued one.
+func receiptCredential(cs *stewardv1.CredentialState) *stewardv1.ReceiptCredential {
+	c := cs.GetCredential()
+	if c == nil {
+		return nil
+	}
+	rc := &stewardv1.ReceiptCredential{
+		CredentialId: c.CredentialId, Principal: c.Principal, KeyId: c.KeyId, ExpiresAt: c.ExpiresAt,
+		Revoked: cs.Revoked, RevokedReason: cs.RevokedReason,
+	}
+	for _, link := range cs.Chain {
+		if parent, err := task.DecodeCredential(link); err == nil {
+			rc.Chain = append(rc.Chain, parent.CredentialId)
+		}
+	}
+	return rc
 }
 
 // partial reports whether t's receipt is partial. The rule: a task that

@@ -112,9 +112,63 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	line("- **Tokens:** %d", used.GetTokens())
 	line("- **Cost:** %d micro-units%s", used.GetCostMicros(), orEmptyText(" of "+text(used.GetCurrency()), used.GetCurrency()))
 	line("")
-	line("## Artifacts and acceptance checks")
+	line("## Artifacts")
 	line("")
-	line("Not recorded yet: Steward does not yet record artifacts or acceptance checks on the log.")
+	if len(r.Artifacts) == 0 {
+		line("No artifacts were submitted.")
+	} else {
+		line("| Artifact | Version | Media type | Size (bytes) | SHA-256 | Where | Produced by |")
+		line("| --- | ---: | --- | ---: | --- | --- | --- |")
+		for _, a := range r.Artifacts {
+			line("| %s | %d | %s | %d | %s | %s | %s |", code(a.Name, true), a.Version, orDash(code(a.MediaType, true)), a.Size,
+				code(a.Hash, true), orDash(code(a.Ref, true)), orDash(code(a.ActionId, true)))
+		}
+	}
+
+	line("")
+	line("## Acceptance")
+	line("")
+	if len(r.AcceptanceRounds) == 0 {
+		line("The task has not been marked produced.")
+	}
+	for _, round := range r.AcceptanceRounds {
+		line("### Round %d — %s", round.Round, roundDecision(round))
+		line("")
+		line("Produced by %s at %s, covering %s.", orNone(text(round.ProducedBy)), orNone(when(round.ProducedAt)), orDash(code(strings.Join(round.Artifacts, ", "), false)))
+		if round.DecidedBy != "" {
+			line("Decided by %s at %s%s.", text(round.DecidedBy), orNone(when(round.DecidedAt)), orEmptyText(": "+text(strings.Join(round.Reasons, "; ")), strings.Join(round.Reasons, "")))
+		}
+		line("")
+		if len(round.Checks) == 0 {
+			line("The contract has no acceptance criteria.")
+		} else {
+			line("| Check | Expression | Result | Detail |")
+			line("| --- | --- | --- | --- |")
+			for _, c := range round.Checks {
+				result := "failed"
+				if c.Passed {
+					result = "passed"
+				}
+				line("| %s | %s | %s | %s |", code(c.CriterionId, true), orDash(code(c.Expression, true)), result, orDash(text(c.Detail)))
+			}
+		}
+		line("")
+	}
+
+	line("")
+	line("## Credential")
+	line("")
+	if c := r.Credential; c == nil {
+		line("No credential was issued.")
+	} else {
+		line("- **Credential:** %s for %s, signed with key %s, expires %s", code(c.CredentialId, false), orNone(text(c.Principal)), orNone(code(c.KeyId, false)), orNone(when(c.ExpiresAt)))
+		if len(c.Chain) > 0 {
+			line("- **Delegated from:** %s", code(strings.Join(c.Chain, " → "), false))
+		}
+		if c.Revoked {
+			line("- **Revoked:** %s", orNone(text(c.RevokedReason)))
+		}
+	}
 
 	line("")
 	line("## Timings")
@@ -191,6 +245,21 @@ func approvalDecision(a *stewardv1.ReceiptApproval, action stewardv1.ActionStatu
 	default:
 		return "open"
 	}
+}
+
+// roundDecision says how an acceptance round ended, in words.
+func roundDecision(r *stewardv1.AcceptanceRound) string {
+	switch r.Decision {
+	case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_PENDING:
+		return "checks passed; waiting for the acceptance owner"
+	case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED:
+		return "accepted"
+	case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED:
+		return "returned for revision"
+	case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED:
+		return "checks failed"
+	}
+	return "undecided"
 }
 
 func actionStatusName(s stewardv1.ActionStatus) string {

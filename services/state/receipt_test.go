@@ -161,8 +161,8 @@ func TestReceiptTellsWhatHappened(t *testing.T) {
 		r.Approvals[0].Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || r.Approvals[0].DecidedAt == nil {
 		t.Errorf("approvals: %v", r.Approvals)
 	}
-	if len(r.Artifacts) != 0 || len(r.AcceptanceChecks) != 0 {
-		t.Errorf("artifacts and checks are not recorded yet, but the receipt has %v %v", r.Artifacts, r.AcceptanceChecks)
+	if len(r.Artifacts) != 0 || len(r.AcceptanceChecks) != 0 || len(r.AcceptanceRounds) != 0 {
+		t.Errorf("no artifacts were submitted nor checks run, but the receipt has %v %v %v", r.Artifacts, r.AcceptanceChecks, r.AcceptanceRounds)
 	}
 	if r.BudgetUsed.GetTokens() != 0 || r.BudgetUsed.GetCostMicros() != 0 {
 		t.Errorf("nothing was spent, but the receipt says %v", r.BudgetUsed)
@@ -182,7 +182,9 @@ func TestReceiptTellsWhatHappened(t *testing.T) {
 		"- `rev-A`\n- `rev-B`\n",
 		"Retries (dispatches beyond each action's first): 1",
 		"1. action act-1 (search) attempt 1 failed (transient), retried",
-		"Not recorded yet",
+		"No artifacts were submitted.",
+		"The task has not been marked produced.",
+		"No credential was issued.",
 		"inputs-v7",
 		fmt.Sprintf("Covers events 1..%d of the task, last event at stream sequence %d, hash %x.", len(history), last.Sequence, v.Msg.HeadHash),
 	} {

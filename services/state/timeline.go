@@ -93,6 +93,9 @@ func summary(ev *stewardv1.Event) string {
 		if s := failureSummary(ev); s != "" {
 			return s
 		}
+		if s := responsibilitySummary(ev); s != "" {
+			return s
+		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
 }
@@ -137,6 +140,39 @@ func failureSummary(ev *stewardv1.Event) string {
 		return withReason(fmt.Sprintf("%s raised the budget to %d tokens and %d micro-units (0: unchanged)", who, r.MaxTokens, r.MaxCostMicros), r.Reason)
 	case *stewardv1.Event_ApprovalReminded:
 		return fmt.Sprintf("Approval %s has waited %s; its approvers were reminded", p.ApprovalReminded.ApprovalId, p.ApprovalReminded.Waited.AsDuration())
+	}
+	return ""
+}
+
+// responsibilitySummary tells the events about who may act and who
+// accepts: credentials, artifacts and acceptance.
+func responsibilitySummary(ev *stewardv1.Event) string {
+	who := actorName(ev.Actor)
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_CredentialIssued:
+		n := len(p.CredentialIssued.Chain)
+		if n == 0 {
+			return "Governance issued the task's credential"
+		}
+		return fmt.Sprintf("Governance issued the task's credential, delegated through %d credentials", n)
+	case *stewardv1.Event_CredentialRevoked:
+		return withReason(fmt.Sprintf("%s revoked credential %s", who, p.CredentialRevoked.CredentialId), p.CredentialRevoked.Reason)
+	case *stewardv1.Event_ArtifactSubmitted:
+		a := p.ArtifactSubmitted.Artifact
+		return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes, sha256 %.12s…)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes(), a.GetSha256())
+	case *stewardv1.Event_TaskProduced:
+		pr := p.TaskProduced
+		passed := 0
+		for _, c := range pr.Checks {
+			if c.Passed {
+				passed++
+			}
+		}
+		return fmt.Sprintf("%s marked the task produced (round %d); %d of %d acceptance checks passed", who, pr.Round, passed, len(pr.Checks))
+	case *stewardv1.Event_TaskAccepted:
+		return withReason(fmt.Sprintf("%s accepted the result of round %d", who, p.TaskAccepted.Round), p.TaskAccepted.Reason)
+	case *stewardv1.Event_TaskReturned:
+		return withReason(fmt.Sprintf("%s returned the result of round %d for revision", who, p.TaskReturned.Round), strings.Join(p.TaskReturned.Reasons, "; "))
 	}
 	return ""
 }

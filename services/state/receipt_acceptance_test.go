@@ -1,0 +1,152 @@
+package state_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// by is one event of a history and who recorded it.
+type by struct {
+	principal string
+	payload   event.Payload
+}
+
+func appendBy(ctx context.Context, log *eventlog.Log, taskID string, steps ...by) error {
+	head := eventlog.Head{}
+	for _, s := range steps {
+		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: s.principal}}, s.payload)
+		if err != nil {
+			return err
+		}
+		rec, err := log.Append(ctx, head, ev)
+		if err != nil {
+			return err
+		}
+		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+	}
+	return nil
+}
+
+func artifact(name string, version uint32, content string) *stewardv1.ArtifactSubmitted {
+	return &stewardv1.ArtifactSubmitted{Artifact: &stewardv1.Artifact{
+		Name: name, MediaType: "text/markdown", Uri: "kv://STEWARD_RESULTS/" + name, Sha256: strings.Repeat("ab", 32),
+		SizeBytes: int64(len(content)), Version: version, ActionId: "act-1",
+	}}
+}
+
+func check(id string, passed bool) *stewardv1.CriterionResult {
+	r := &stewardv1.CriterionResult{CriterionId: id, Expression: `artifacts["report"].size > 0`, Passed: passed}
+	if !passed {
+		r.Detail = "evaluated to false"
+	}
+	return r
+}
+
+// TestReceiptShowsArtifactsAndAcceptance builds the receipt of a task that
+// failed its checks once, was returned once by its acceptance owner and
+// accepted on the third round, and checks that every round, check,
+// artifact version and the credential are on it.
+func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := contract(1)
+	k.TaskId, k.AcceptanceOwnerRef, k.AllowedTools = "acc", "user:owner", []string{"search"}
+	signed, err := credential.NewSigner(key).Sign(credential.Root(k, "agent:a", time.Now(), time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []by{{"agent:a", &stewardv1.TaskCreated{Contract: k}}, {"steward", &stewardv1.TaskStarted{}},
+		{"steward", &stewardv1.CredentialIssued{Credential: signed}}}
+	for _, p := range act("act-1", "search", "q", "rev-A") {
+		steps = append(steps, by{"steward", p})
+	}
+	steps = append(steps,
+		by{"steward", succeededOutcome("act-1", 1)},
+		by{"agent:a", artifact("report", 1, "")},
+		by{"agent:a", &stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{check("has-report", false)}, Artifacts: []string{"report@1"}, ReviewRequired: true}},
+		by{"agent:a", artifact("report", 2, "draft")},
+		by{"agent:a", &stewardv1.TaskProduced{Round: 2, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@2"}, ReviewRequired: true}},
+		by{"user:owner", &stewardv1.TaskReturned{Round: 2, Reasons: []string{"cite the sources"}}},
+		by{"agent:a", artifact("report", 3, "final, with sources")},
+		by{"agent:a", &stewardv1.TaskProduced{Round: 3, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@3"}, ReviewRequired: true}},
+		by{"user:owner", &stewardv1.TaskAccepted{Round: 3, Reason: "good"}},
+	)
+	if err := appendBy(ctx, log, "acc", steps...); err != nil {
+		t.Fatal(err)
+	}
+	q, _ := serveState(t, log)
+	got := getReceipt(t, q, "acc")
+	r := got.Receipt
+
+	if r.Status != stewardv1.TaskStatus_TASK_STATUS_ACCEPTED || r.Partial {
+		t.Fatalf("status %v partial %v, want accepted and whole", r.Status, r.Partial)
+	}
+	if len(r.Artifacts) != 3 || r.Artifacts[2].Version != 3 || r.Artifacts[2].Size != int64(len("final, with sources")) || r.Artifacts[0].ActionId != "act-1" || r.Artifacts[1].Hash == "" {
+		t.Errorf("artifacts: %v", r.Artifacts)
+	}
+	want := []struct {
+		decision stewardv1.AcceptanceDecision
+		by       string
+	}{
+		{stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED, ""},
+		{stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED, "user:owner"},
+		{stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED, "user:owner"},
+	}
+	if len(r.AcceptanceRounds) != len(want) {
+		t.Fatalf("rounds: %v", r.AcceptanceRounds)
+	}
+	for i, w := range want {
+		if got := r.AcceptanceRounds[i]; got.Round != uint32(i+1) || got.Decision != w.decision || got.DecidedBy != w.by || got.ProducedBy != "agent:a" {
+			t.Errorf("round %d: %v, want %v by %q", i+1, got, w.decision, w.by)
+		}
+	}
+	if len(r.AcceptanceChecks) != 3 || r.AcceptanceChecks[0].Passed || r.AcceptanceChecks[0].Round != 1 || !r.AcceptanceChecks[2].Passed || r.AcceptanceChecks[2].Round != 3 {
+		t.Errorf("checks: %v", r.AcceptanceChecks)
+	}
+	if c := r.Credential; c == nil || c.CredentialId != credential.ID("acc", "") || c.Principal != "agent:a" || c.KeyId == "" || c.Revoked {
+		t.Errorf("credential: %v", c)
+	}
+
+	md := got.Markdown
+	for _, want := range []string{
+		"| `report` | 3 | `text/markdown` | 19 |",
+		"### Round 1 — checks failed",
+		"### Round 2 — returned for revision",
+		"Decided by user:owner at ",
+		": cite the sources.",
+		"### Round 3 — accepted",
+		"| `has-report` | `artifacts[\"report\"].size > 0` | failed | evaluated to false |",
+		"- **Credential:** `" + credential.ID("acc", "") + "` for agent:a, signed with key `",
+		"**accepted** (accepted)",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("the Markdown does not say %q:\n%s", want, md)
+		}
+	}
+	checkTables(t, md)
+
+	// The receipt is the fold's: the same events give the same receipt.
+	recs, err := log.Read(ctx, "acc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	folded, err := task.Fold(recs)
+	if err != nil || folded.Status != r.Status || len(folded.Acceptance) != len(r.AcceptanceRounds) {
+		t.Fatalf("fold: %v, %v", folded.GetStatus(), err)
+	}
+}
