@@ -106,13 +106,23 @@ func (r *rig) settle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		stream, err := r.bus.JS.Stream(ctx, r.log.Config().Stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		si, err := stream.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
 		ci, err := cons.Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// Nothing undelivered and nothing unacknowledged: a reaction's own
-		// appends land before its ack, so they would count as undelivered.
-		if ci.NumPending == 0 && ci.NumAckPending == 0 {
+		// Everything on the stream acknowledged: a reaction's own appends
+		// land before its ack, so they would be above the ack floor. The
+		// ack floor, not NumPending, which the server updates a moment
+		// after an append and so can read 0 for an event just stored.
+		if ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0 {
 			return
 		}
 		if time.Now().After(deadline) {
