@@ -3,6 +3,7 @@ module github.com/steward-run/steward
 go 1.26.8
 
 require (
+	cel.dev/cel-go v0.33.2
 	connectrpc.com/connect v1.21.1
 	connectrpc.com/grpchealth v1.5.0
 	connectrpc.com/grpcreflect v1.3.1
@@ -23,7 +24,6 @@ require (
 )
 
 require (
-	cel.dev/cel-go v0.33.2 // indirect
 	cel.dev/expr v0.25.3 // indirect
 	github.com/agnivade/levenshtein v1.2.2 // indirect
 	github.com/antithesishq/antithesis-sdk-go v0.8.0-default-no-op // indirect

@@ -104,7 +104,7 @@ func checkArtifact(t *stewardv1.Task, a *stewardv1.Artifact) error {
 		return errs.Field("name", "is required")
 	case a.SizeBytes < 0:
 		return errs.Field("size_bytes", "must not be negative")
-	case !validSHA256(a.Sha256):
+	case !ValidSHA256(a.Sha256):
 		return errs.Field("sha256", "%q is not 64 lowercase hex digits", a.Sha256)
 	case a.Uri == "":
 		return errs.Field("uri", "is required")
@@ -209,7 +209,9 @@ func ReviewRequired(c *stewardv1.TaskContract) bool {
 	return slices.ContainsFunc(c.GetAcceptanceCriteria(), (*stewardv1.AcceptanceCriterion).GetRequiresReviewer)
 }
 
-func validSHA256(s string) bool {
+// ValidSHA256 reports whether s is a SHA-256 as artifacts carry it: 64
+// lowercase hex digits.
+func ValidSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

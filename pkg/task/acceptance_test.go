@@ -137,6 +137,9 @@ func TestArtifactsAreChecked(t *testing.T) {
 			}
 		})
 	}
+	if _, err := foldAs(t, k, as{"agent", dispatchedAction("a1")[0]}, as{"agent", produced(1, true, false)}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("produced with an action just proposed: %v", err)
+	}
 	var steps []as
 	for _, p := range dispatchedAction("a1") {
 		steps = append(steps, as{"steward", p})

@@ -108,6 +108,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			a := proto.CloneOf(a)
 			a.Status, a.ProposedAt, a.UpdatedAt = proposed, ev.Time, ev.Time
 			t.Actions = append(t.Actions, a)
+			followLedger(t) // the action is under way from now
 		}, true, nil
 
 	case *stewardv1.Event_PolicyEvaluated:
@@ -122,8 +123,15 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		}
 
 	case *stewardv1.Event_ActionDenied:
-		id, from, to = p.ActionDenied.ActionId, []stewardv1.ActionStatus{proposed, evaluated, approved}, denied
+		// An action awaiting approval is denied when its task's
+		// credential is revoked: the approval is closed undecided, as for
+		// a withdrawn action, so nobody can decide it any more.
+		id, from, to = p.ActionDenied.ActionId, []stewardv1.ActionStatus{proposed, evaluated, awaitingApproval, approved}, denied
 		apply = func(a *stewardv1.Action) {
+			if a.Status == awaitingApproval && a.Approval != nil {
+				a.Approval = proto.CloneOf(a.Approval)
+				a.Approval.Withdrawn = true
+			}
 			a.Outcome = &stewardv1.Outcome{Status: denied, Reason: joinReasons(p.ActionDenied.Reasons), FinishedAt: ev.Time}
 		}
 

@@ -1,13 +1,69 @@
 package control
 
+// Acceptance criteria are CEL expressions (https://cel.dev) that must
+// evaluate to true over the task's result. The environment is kept small,
+// so that a criterion reads the same in a year:
+//
+//	artifacts  map(string, dyn)  the latest version of each artifact, by name:
+//	  name, media_type, uri, sha256  string
+//	  size, version                  int
+//	  action_id                      string ("" when none)
+//	  json   the content parsed as JSON when the media type is JSON
+//	         (application/json or */*+json) and the content is in Steward's
+//	         store; null otherwise (an error if the content is not JSON)
+//	  text   the content as a string for text/* in Steward's store; ""
+//	         otherwise
+//	actions    list(dyn)         the task's actions, in the order proposed:
+//	  id, tool, target  string
+//	  status            lower-case word: "succeeded", "failed", "denied",
+//	                    "awaiting_approval", ... (ActionStatus without its
+//	                    prefix)
+//	  result            the parsed JSON result of a succeeded action whose
+//	                    result is in Steward's results store; null otherwise
+//	  compensates       string: the action it undoes, "" when none
+//
+// JSON numbers are doubles, as in CEL's own JSON mapping; comparing them
+// with ints (json.count == 3) works. Only the standard library and its
+// macros (has, all, exists, exists_one, map, filter) are available: no
+// clock, no randomness, no I/O. Maps iterate in key order, and every
+// evaluation is bounded by CriterionCostLimit, so a criterion gives the
+// same answer every time it is evaluated over the same result.
+//
+// An expression must type-check to bool, or to dyn when its value is
+// known only at run time; a value that turns out not to be a boolean fails
+// the check. An evaluation error (a missing key, a field of null) fails
+// the check with the error as its detail: it says what is missing.
+
 import (
+	"context"
 	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// checkCriteria checks a contract's acceptance criteria.
+// CriterionCostLimit bounds one evaluation of one criterion, in CEL's cost
+// units (about one per operation; a string or list function costs in
+// proportion to its size). Past it the check fails.
+const CriterionCostLimit = 1_000_000
+
+// reviewerDecides is the detail of a criterion with no expression: a
+// person checks it.
+const reviewerDecides = "no expression: the acceptance owner checks this when reviewing"
+
+// checkCriteria checks a contract's acceptance criteria, compiling each
+// expression so that a mistake is refused when the task is created rather
+// than found when it is produced.
 func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 	if err := checkList("contract.acceptance_criteria", len(cs)); err != nil {
 		return err
@@ -28,6 +84,254 @@ func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 		if err := checkText(f+".expression", c.Expression, MaxTextLen, false); err != nil {
 			return err
 		}
+		if c.Expression == "" {
+			if !c.RequiresReviewer {
+				return errs.Field(f+".expression", "is required unless requires_reviewer is set: a criterion is either checked by an expression or by a person")
+			}
+			continue
+		}
+		if _, err := compileCriterion(c.Expression); err != nil {
+			return errs.Field(f+".expression", "%v", err)
+		}
 	}
 	return nil
 }
+
+// criteriaEnv is the one CEL environment criteria compile in.
+var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
+	return cel.NewEnv(
+		cel.Variable("artifacts", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Variable("actions", cel.ListType(cel.DynType)),
+	)
+})
+
+// maxCachedPrograms bounds the program cache: expressions come from
+// clients, and a busy plane should not keep every one it has seen.
+const maxCachedPrograms = 1024
+
+// programs caches compiled criteria by expression. CEL programs are safe
+// for concurrent use, so one compilation serves every task.
+var programs = struct {
+	sync.Mutex
+	m map[string]cel.Program
+}{m: map[string]cel.Program{}}
+
+// compileCriterion compiles expr into a program, or returns CEL's message
+// saying why it cannot.
+func compileCriterion(expr string) (cel.Program, error) {
+	programs.Lock()
+	prg, ok := programs.m[expr]
+	programs.Unlock()
+	if ok {
+		return prg, nil
+	}
+	env, err := criteriaEnv()
+	if err != nil {
+		return nil, err
+	}
+	ast, iss := env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
+		return nil, fmt.Errorf("evaluates to %s, not bool", t)
+	}
+	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err
+	}
+	programs.Lock()
+	defer programs.Unlock()
+	if len(programs.m) >= maxCachedPrograms {
+		for k := range programs.m { // drop any one; compiling again is cheap
+			delete(programs.m, k)
+			break
+		}
+	}
+	programs.m[expr] = prg
+	return prg, nil
+}
+
+// evaluateCriteria evaluates each criterion over vars (see gather). A
+// criterion that cannot be compiled or evaluated fails with the reason as
+// its detail; only a cancelled ctx stops the evaluation as a whole.
+func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, vars map[string]any) ([]*stewardv1.CriterionResult, error) {
+	out := make([]*stewardv1.CriterionResult, 0, len(cs))
+	for _, c := range cs {
+		r := &stewardv1.CriterionResult{CriterionId: c.Id, Expression: c.Expression}
+		out = append(out, r)
+		if c.Expression == "" {
+			r.Passed, r.Detail = true, reviewerDecides
+			continue
+		}
+		prg, err := compileCriterion(c.Expression)
+		if err != nil {
+			// Only a contract from before criteria were compiled gets here.
+			r.Detail = "does not compile: " + err.Error()
+			continue
+		}
+		v, _, err := prg.ContextEval(ctx, vars)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		switch b, ok := v.(types.Bool); {
+		case err != nil:
+			r.Detail = clipTo(err.Error(), MaxReasonLen)
+		case !ok:
+			r.Detail = fmt.Sprintf("evaluated to %s, not true or false", describe(v))
+		case !bool(b):
+			r.Detail = "evaluated to false"
+		default:
+			r.Passed = true
+		}
+	}
+	return out, nil
+}
+
+// describe names a CEL value for a detail, briefly.
+func describe(v ref.Val) string {
+	switch v := v.(type) {
+	case types.String:
+		return fmt.Sprintf("%q (a string)", clipTo(string(v), 64))
+	case types.Null:
+		return "null"
+	case traits.Lister, traits.Mapper:
+		return "a " + v.Type().TypeName()
+	}
+	return fmt.Sprintf("%v (%s)", v.Value(), v.Type().TypeName())
+}
+
+// clipTo cuts s to at most n bytes on a rune boundary. Details are recorded
+// in events, and an error can quote content: a key looked up, a value.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// artifactValue is one artifact as criteria see it; json and text are nil
+// when its content is not read (see gather).
+func artifactValue(a *stewardv1.Artifact, json, text ref.Val) ref.Val {
+	if json == nil {
+		json = types.NullValue
+	}
+	if text == nil {
+		text = types.String("")
+	}
+	return object(map[string]ref.Val{
+		"name":       types.String(a.Name),
+		"media_type": types.String(a.MediaType),
+		"uri":        types.String(a.Uri),
+		"sha256":     types.String(a.Sha256),
+		"size":       types.Int(a.SizeBytes),
+		"version":    types.Int(a.Version),
+		"action_id":  types.String(a.ActionId),
+		"json":       json,
+		"text":       text,
+	})
+}
+
+// actionValue is one action as criteria see it; result is nil when there
+// is none to read.
+func actionValue(a *stewardv1.Action, result ref.Val) ref.Val {
+	if result == nil {
+		result = types.NullValue
+	}
+	return object(map[string]ref.Val{
+		"id":          types.String(a.ActionId),
+		"tool":        types.String(a.Tool),
+		"target":      types.String(a.Target),
+		"status":      types.String(actionStatusWord(a.Status)),
+		"result":      result,
+		"compensates": types.String(a.Compensates),
+	})
+}
+
+// actionStatusWord is the status as criteria compare it: "succeeded",
+// "awaiting_approval".
+func actionStatusWord(s stewardv1.ActionStatus) string {
+	return strings.ToLower(strings.TrimPrefix(s.String(), "ACTION_STATUS_"))
+}
+
+// jsonValue turns a value decoded by encoding/json into a CEL value.
+func jsonValue(v any) ref.Val {
+	switch v := v.(type) {
+	case nil:
+		return types.NullValue
+	case bool:
+		return types.Bool(v)
+	case float64:
+		return types.Double(v)
+	case string:
+		return types.String(v)
+	case []any:
+		elems := make([]ref.Val, len(v))
+		for i, e := range v {
+			elems[i] = jsonValue(e)
+		}
+		return types.NewRefValList(types.DefaultTypeAdapter, elems)
+	case map[string]any:
+		fields := make(map[string]ref.Val, len(v))
+		for k, e := range v {
+			fields[k] = jsonValue(e)
+		}
+		return object(fields)
+	}
+	return types.NewErr("unexpected JSON value %T", v)
+}
+
+// object is a CEL map with string keys that iterates in key order, so that
+// map() and filter() over it give the same list every time.
+func object(fields map[string]ref.Val) ref.Val {
+	m := make(map[ref.Val]ref.Val, len(fields))
+	keys := make([]ref.Val, 0, len(fields))
+	for k, v := range fields {
+		m[types.String(k)] = v
+		keys = append(keys, types.String(k))
+	}
+	slices.SortFunc(keys, func(a, b ref.Val) int { return int(a.(types.String).Compare(b).(types.Int)) })
+	return sortedMap{Mapper: types.NewRefValMap(types.DefaultTypeAdapter, m), keys: keys}
+}
+
+// sortedMap is a CEL map whose iteration follows keys. It is not
+// traits.Foldable, so comprehensions iterate it through Iterator.
+type sortedMap struct {
+	traits.Mapper
+	keys []ref.Val
+}
+
+func (m sortedMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys} }
+
+// keyIterator walks a sortedMap's keys.
+type keyIterator struct {
+	keys []ref.Val
+	next int
+}
+
+func (it *keyIterator) HasNext() ref.Val { return types.Bool(it.next < len(it.keys)) }
+
+func (it *keyIterator) Next() ref.Val {
+	if it.next >= len(it.keys) {
+		return types.NewErr("no more keys")
+	}
+	it.next++
+	return it.keys[it.next-1]
+}
+
+func (it *keyIterator) ConvertToNative(reflect.Type) (any, error) {
+	return nil, fmt.Errorf("an iterator has no native form")
+}
+
+func (it *keyIterator) ConvertToType(ref.Type) ref.Val {
+	return types.NewErr("an iterator cannot be converted")
+}
+
+func (it *keyIterator) Equal(ref.Val) ref.Val { return types.False }
+
+func (it *keyIterator) Type() ref.Type { return types.IteratorType }
+
+func (it *keyIterator) Value() any { return nil }

@@ -3,7 +3,9 @@
 // appends the events that record it. It also starts created tasks, through
 // a durable reaction on the log; drives the compensation of a failed or
 // cancelled task, action by action; and stops a task that keeps failing
-// the same way, asking for help.
+// the same way, asking for help. It records a task's artifacts, evaluates
+// its acceptance criteria (CEL, see criteria.go) when the task is marked
+// produced, and takes its acceptance owner's decision.
 //
 // Commands are checked by dry-running the event through the one fold
 // (pkg/task) before it is appended, so an illegal transition appends
@@ -35,6 +37,8 @@ type Plane struct {
 	requests *action.Store
 	results  *action.Store
 	sub      eventlog.Subscription
+	// Artifact size limits; see WithArtifactLimits.
+	maxInline, maxReferenced int64
 }
 
 // Option configures a Plane.
@@ -55,9 +59,28 @@ func WithResults(results *action.Store) Option {
 	return func(p *Plane) { p.results = results }
 }
 
+// WithArtifactLimits sets the largest artifact SubmitArtifact takes inline
+// (stored in the results store) and by reference; zero keeps the default
+// (DefaultMaxInlineArtifact, DefaultMaxReferencedArtifact). Inline content
+// travels in one NATS message, so its limit must stay under the server's
+// max_payload, and the request under the RPC edge's rpc.MaxRequestBytes.
+func WithArtifactLimits(inline, referenced int64) Option {
+	return func(p *Plane) {
+		if inline > 0 {
+			p.maxInline = inline
+		}
+		if referenced > 0 {
+			p.maxReferenced = referenced
+		}
+	}
+}
+
 // New returns a control plane over log.
 func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
-	p := &Plane{log: log, logger: logger.With("plane", PlaneName)}
+	p := &Plane{
+		log: log, logger: logger.With("plane", PlaneName),
+		maxInline: DefaultMaxInlineArtifact, maxReferenced: DefaultMaxReferencedArtifact,
+	}
 	for _, o := range opts {
 		o(p)
 	}

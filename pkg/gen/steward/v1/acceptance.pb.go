@@ -87,8 +87,9 @@ type Artifact struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Name      string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	MediaType string                 `protobuf:"bytes,2,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
-	// Where the content is: "sha256:<hex>" in Steward's result store for
-	// content submitted inline, or the URI the client gave.
+	// Where the content is: "kv://STEWARD_RESULTS/<sha256 hex>" in
+	// Steward's content-addressed store for content submitted inline, or
+	// the absolute URI the client gave.
 	Uri string `protobuf:"bytes,3,opt,name=uri,proto3" json:"uri,omitempty"`
 	// Lowercase hex SHA-256 of the content.
 	Sha256    string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`

@@ -1,0 +1,95 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// AcceptTask records the acceptance owner accepting the task's produced
+// result, in its current round; the reason is optional. Who may is checked
+// by the fold (pkg/task): only the contract's acceptance owner, and under
+// separation of duties not the requester; anyone else is PermissionDenied
+// and nothing is appended. With a request id the call is idempotent.
+func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1.AcceptTaskRequest) (*stewardv1.Task, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
+		return nil, err
+	}
+	return p.review(ctx, principal, req.TaskId, req.RequestId, func(round uint32) eventPayload {
+		return &stewardv1.TaskAccepted{Round: round, Reason: req.Reason}
+	})
+}
+
+// ReturnTask records the acceptance owner returning the task's produced
+// result for revision, saying what must change; the task goes back to
+// running. The same people may as for AcceptTask.
+func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1.ReturnTaskRequest) (*stewardv1.Task, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
+		return nil, err
+	}
+	if len(req.Reasons) == 0 {
+		return nil, errs.Field("reasons", "is required: say what must change")
+	}
+	if err := checkList("reasons", len(req.Reasons)); err != nil {
+		return nil, err
+	}
+	for i, r := range req.Reasons {
+		if err := checkText(fmt.Sprintf("reasons[%d]", i), r, MaxReasonLen, true); err != nil {
+			return nil, err
+		}
+	}
+	return p.review(ctx, principal, req.TaskId, req.RequestId, func(round uint32) eventPayload {
+		return &stewardv1.TaskReturned{Round: round, Reasons: req.Reasons}
+	})
+}
+
+// review records a decision on the task's current round, as folded when
+// it is appended. A request id names one command: a repeat of this
+// decision returns the task, and the id of another command is
+// AlreadyExists rather than a silent no-op.
+func (p *Plane) review(ctx context.Context, principal, taskID, requestID string, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {
+	id := commandID(taskID, requestID)
+	var ev *stewardv1.Event
+	t, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		var err error
+		ev, err = event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
+			decision(uint32(len(t.Acceptance))))
+		return ev, err
+	})
+	if err != nil || id == "" {
+		return t, err
+	}
+	if r := roundOf(t, uint32(len(t.Acceptance))); r != nil && r.DecidedBy == principal && r.DecidedAt.AsTime().Equal(ev.Time.AsTime()) {
+		return t, nil
+	}
+	first, err := p.commandEvent(ctx, taskID, id)
+	if err != nil {
+		return nil, err
+	}
+	if first.Type != ev.Type {
+		return nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", requestID, taskID, first.Type)
+	}
+	return t, nil
+}
+
+func (s *taskService) AcceptTask(ctx context.Context, req *connect.Request[stewardv1.AcceptTaskRequest]) (*connect.Response[stewardv1.AcceptTaskResponse], error) {
+	t, err := s.plane.AcceptTask(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.AcceptTaskResponse{Task: t}), nil
+}
+
+func (s *taskService) ReturnTask(ctx context.Context, req *connect.Request[stewardv1.ReturnTaskRequest]) (*connect.Response[stewardv1.ReturnTaskResponse], error) {
+	t, err := s.plane.ReturnTask(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ReturnTaskResponse{Task: t}), nil
+}

@@ -1,0 +1,220 @@
+package control
+
+import (
+	"context"
+	"mime"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// Artifact size limits, by default; WithArtifactLimits changes them.
+const (
+	// DefaultMaxInlineArtifact bounds content sent inline: it is stored as
+	// one message, well under NATS's default 1 MiB max_payload.
+	DefaultMaxInlineArtifact = 512 << 10
+	// DefaultMaxReferencedArtifact bounds the declared size of content
+	// stored elsewhere. Steward never reads it; the bound catches a size
+	// that is surely wrong.
+	DefaultMaxReferencedArtifact = 5 << 30
+)
+
+// emptySHA256 is the hash of no bytes: the one hash a zero-byte artifact
+// may have.
+const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+// SubmitArtifact records the next version of an artifact of the task's
+// result. Content sent inline is stored in the results store, where
+// criteria can read it; content stored elsewhere is named by uri, sha256
+// and size_bytes, which Steward records but does not fetch. With a request
+// id the call is idempotent: a repeat returns the artifact it recorded,
+// and the same request id naming different content is AlreadyExists.
+func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, *stewardv1.Task, error) {
+	a, err := p.checkArtifact(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(req.Content) > 0 {
+		if p.results == nil {
+			return nil, nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
+		}
+		// Stored before the event: an orphan blob after a failed append
+		// is harmless, an event naming a missing blob is not.
+		if a.Uri, _, err = p.results.Put(ctx, req.Content); err != nil {
+			return nil, nil, err
+		}
+	}
+	id := commandID(req.TaskId, req.RequestId)
+	var built *stewardv1.Artifact
+	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		now := time.Now().UTC()
+		built = proto.CloneOf(a)
+		built.Version = uint32(len(task.ArtifactVersions(t, a.Name))) + 1
+		built.SubmittedAt, built.SubmittedBy = timestamppb.New(now), principal
+		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
+			&stewardv1.ArtifactSubmitted{Artifact: built})
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	if got := task.FindArtifact(t, task.ArtifactRef(built)); proto.Equal(got, built) {
+		return got, t, nil
+	}
+	// A repeat: the event was on the log already, with its own version.
+	ev, err := p.commandEvent(ctx, req.TaskId, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	first := ev.GetArtifactSubmitted().GetArtifact()
+	if first == nil || first.Name != a.Name || first.Sha256 != a.Sha256 || first.Uri != a.Uri {
+		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded something else on task %s", req.RequestId, req.TaskId)
+	}
+	return task.FindArtifact(t, task.ArtifactRef(first)), t, nil
+}
+
+// checkArtifact checks a request and returns the artifact it describes,
+// without its version, time and submitter. For inline content it computes
+// the hash and size; the uri is set once the content is stored.
+func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
+		return nil, err
+	}
+	for _, err := range []error{
+		checkText("name", req.Name, MaxRefLen, true),
+		checkText("media_type", req.MediaType, MaxRefLen, true),
+		checkText("action_id", req.ActionId, MaxRefLen, false),
+		checkText("uri", req.Uri, MaxTextLen, false),
+	} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if strings.Contains(req.Name, "@") {
+		return nil, errs.Field("name", "%q contains '@', which separates a name from its version (report@2)", req.Name)
+	}
+	if err := checkMediaType(req.MediaType); err != nil {
+		return nil, err
+	}
+	a := &stewardv1.Artifact{Name: req.Name, MediaType: req.MediaType, ActionId: req.ActionId}
+	switch {
+	case len(req.Content) > 0 && req.Uri != "":
+		return nil, errs.Field("uri", "give the content inline or a uri to it, not both")
+	case len(req.Content) > 0:
+		if n := int64(len(req.Content)); n > p.maxInline {
+			return nil, &errs.Error{Code: errs.TooLarge, Field: "content",
+				Message: sizeMessage(n, p.maxInline) + " for content sent inline: store it elsewhere and submit it by reference (uri, sha256, size_bytes)"}
+		}
+		a.Sha256, a.SizeBytes = action.RequestHash(req.Content), int64(len(req.Content))
+		if req.Sha256 != "" && strings.ToLower(req.Sha256) != a.Sha256 {
+			return nil, errs.Field("sha256", "%s is not the hash of the content, %s", req.Sha256, a.Sha256)
+		}
+		if req.SizeBytes != 0 && req.SizeBytes != a.SizeBytes {
+			return nil, errs.Field("size_bytes", "%d is not the size of the content, %d bytes", req.SizeBytes, a.SizeBytes)
+		}
+		return a, nil
+	case req.Uri == "":
+		return nil, errs.Field("content", "is required: give the content inline, or a uri with sha256 and size_bytes")
+	}
+	if u, err := url.Parse(req.Uri); err != nil || u.Scheme == "" {
+		return nil, errs.Field("uri", "%q is not an absolute URI", req.Uri)
+	}
+	a.Uri, a.Sha256, a.SizeBytes = req.Uri, req.Sha256, req.SizeBytes
+	switch {
+	case req.Sha256 == "":
+		return nil, errs.Field("sha256", "is required with a uri: the hex SHA-256 of the content")
+	case !task.ValidSHA256(req.Sha256):
+		return nil, errs.Field("sha256", "%q is not 64 lowercase hex digits", req.Sha256)
+	case req.SizeBytes < 0:
+		return nil, errs.Field("size_bytes", "must not be negative")
+	case req.SizeBytes == 0 && req.Sha256 != emptySHA256:
+		// Zero is also what a client that forgot the field sends.
+		return nil, errs.Field("size_bytes", "is required with a uri: the size of the content in bytes")
+	case req.SizeBytes > p.maxReferenced:
+		return nil, &errs.Error{Code: errs.TooLarge, Field: "size_bytes", Message: sizeMessage(req.SizeBytes, p.maxReferenced)}
+	}
+	if p.inStore(req.Uri) {
+		// Criteria read what is in the store: make sure it is what the
+		// client says.
+		data, err := p.results.Get(ctx, req.Uri, req.Sha256)
+		if errs.Is(err, errs.Corrupt) {
+			return nil, errs.Field("uri", "%s does not hold content with sha256 %s", req.Uri, req.Sha256)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if int64(len(data)) != req.SizeBytes {
+			return nil, errs.Field("size_bytes", "%d is not the size of the content at %s, %d bytes", req.SizeBytes, req.Uri, len(data))
+		}
+	}
+	return a, nil
+}
+
+// inStore reports whether uri names content in Steward's results store,
+// which criteria can read.
+func (p *Plane) inStore(uri string) bool {
+	return p.results != nil && strings.HasPrefix(uri, "kv://"+action.ResultBucket+"/")
+}
+
+// commandEvent returns the event a command recorded on taskID under id.
+func (p *Plane) commandEvent(ctx context.Context, taskID, id string) (*stewardv1.Event, error) {
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range recs {
+		if r.Event.EventId == id {
+			return r.Event, nil
+		}
+	}
+	return nil, errs.New(errs.Internal, "task %s: event %s is in its history but not on its subject", taskID, id)
+}
+
+// checkMediaType accepts "type/subtype" with optional parameters.
+func checkMediaType(s string) error {
+	mt, _, err := mime.ParseMediaType(s)
+	if err != nil {
+		return errs.Field("media_type", "%q is not a media type: %v", s, err)
+	}
+	typ, sub, ok := strings.Cut(mt, "/")
+	if !ok || typ == "" || sub == "" || strings.Contains(sub, "/") {
+		return errs.Field("media_type", "%q is not a media type such as text/markdown or application/json", s)
+	}
+	return nil
+}
+
+func sizeMessage(n, limit int64) string {
+	return "is " + byteCount(n) + "; the limit is " + byteCount(limit)
+}
+
+// byteCount writes n bytes the way a person reads it: "512 KiB".
+func byteCount(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.unit
+		}
+	}
+	return strconv.FormatInt(n, 10) + " bytes"
+}
+
+func (s *taskService) SubmitArtifact(ctx context.Context, req *connect.Request[stewardv1.SubmitArtifactRequest]) (*connect.Response[stewardv1.SubmitArtifactResponse], error) {
+	a, t, err := s.plane.SubmitArtifact(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.SubmitArtifactResponse{Artifact: a, Task: t}), nil
+}

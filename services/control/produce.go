@@ -1,0 +1,224 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"mime"
+	"strings"
+	"time"
+
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// maxProduceTries bounds how often MarkProduced evaluates again because
+// the task changed under it.
+const maxProduceTries = 8
+
+// errStale says the task changed between evaluating the criteria and
+// recording them.
+var errStale = errors.New("the task changed while its criteria were evaluated")
+
+// MarkProduced records that the task has produced its result: it evaluates
+// every acceptance criterion over the latest artifacts and the actions,
+// and appends the round. A failed check sends the task back to running; if
+// all pass the task waits for its acceptance owner, or, when no review is
+// required, is accepted. With a request id the call is idempotent: a
+// repeat returns the task and the round it recorded.
+func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
+		return nil, nil, err
+	}
+	id := commandID(req.TaskId, req.RequestId)
+	for range maxProduceTries {
+		t, history, err := task.Load(ctx, p.log, req.TaskId)
+		if err != nil {
+			return nil, nil, err
+		}
+		if id != "" && history.Has(id) {
+			return p.producedRound(ctx, t, id)
+		}
+		// Dry-run without checks first: a task that may not produce now
+		// (an action under way, a round open) is refused before any
+		// content is read.
+		dry, err := p.producedEvent(t, principal, id, req.RequestId, nil, time.Now())
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := task.Check(t, dry); err != nil {
+			return nil, nil, err
+		}
+		vars, err := p.gather(ctx, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		checks, err := evaluateCriteria(ctx, t.Contract.GetAcceptanceCriteria(), vars)
+		if err != nil {
+			return nil, nil, err
+		}
+		inputs, now := criteriaInputs(t), time.Now()
+		var round uint32
+		t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+			// The checks hold for the task they were evaluated on; one
+			// that has changed since (a new artifact, an action ended,
+			// another round) is evaluated again.
+			if criteriaInputs(cur) != inputs {
+				return nil, errStale
+			}
+			round = uint32(len(cur.Acceptance)) + 1
+			return p.producedEvent(cur, principal, id, req.RequestId, checks, now)
+		})
+		if errors.Is(err, errStale) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if r := roundOf(t, round); r != nil && r.ProducedAt.AsTime().Equal(now.UTC()) && r.ProducedBy == principal {
+			return t, r, nil
+		}
+		// A repeat of this request landed first.
+		return p.producedRound(ctx, t, id)
+	}
+	return nil, nil, errs.New(errs.Conflict, "task %s is changing too fast to evaluate its acceptance criteria; try again", req.TaskId)
+}
+
+// producedEvent is the TaskProduced that records checks on t.
+func (p *Plane) producedEvent(t *stewardv1.Task, principal, id, requestID string, checks []*stewardv1.CriterionResult, now time.Time) (*stewardv1.Event, error) {
+	latest := task.LatestArtifacts(t)
+	refs := make([]string, len(latest))
+	for i, a := range latest {
+		refs[i] = task.ArtifactRef(a)
+	}
+	taskID := t.Contract.GetTaskId()
+	return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID, Time: now},
+		&stewardv1.TaskProduced{
+			Round:          uint32(len(t.Acceptance)) + 1,
+			Checks:         checks,
+			Artifacts:      refs,
+			ReviewRequired: task.ReviewRequired(t.Contract),
+		})
+}
+
+// producedRound returns the round an earlier MarkProduced with event id
+// recorded.
+func (p *Plane) producedRound(ctx context.Context, t *stewardv1.Task, id string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+	ev, err := p.commandEvent(ctx, t.Contract.GetTaskId(), id)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr := ev.GetTaskProduced()
+	if pr == nil {
+		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", ev.CorrelationId, t.Contract.GetTaskId(), ev.Type)
+	}
+	r := roundOf(t, pr.Round)
+	if r == nil {
+		return nil, nil, errs.New(errs.Internal, "task %s has no acceptance round %d", t.Contract.GetTaskId(), pr.Round)
+	}
+	return t, r, nil
+}
+
+func roundOf(t *stewardv1.Task, round uint32) *stewardv1.AcceptanceRound {
+	if round == 0 || int(round) > len(t.Acceptance) {
+		return nil
+	}
+	return t.Acceptance[round-1]
+}
+
+// criteriaInputs sums up what criteria read from t, to tell whether t
+// changed in a way that matters while they were evaluated.
+func criteriaInputs(t *stewardv1.Task) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "round %d;", len(t.Acceptance))
+	for _, a := range task.LatestArtifacts(t) {
+		fmt.Fprintf(&b, "%s %s;", task.ArtifactRef(a), a.Sha256)
+	}
+	for _, a := range t.Actions {
+		fmt.Fprintf(&b, "%s %d %s;", a.ActionId, a.Status, a.Outcome.GetResultHash())
+	}
+	return b.String()
+}
+
+// gather builds the variables criteria are evaluated over (see
+// criteria.go). Content is read from the results store only when some
+// criterion names the field that holds it (json, text or result): an
+// expression reads a field by its name, and a task whose criteria only
+// look at names and sizes should not load megabytes to do so.
+func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, error) {
+	var needContent, needResults bool
+	for _, c := range t.Contract.GetAcceptanceCriteria() {
+		e := c.Expression
+		needContent = needContent || strings.Contains(e, "json") || strings.Contains(e, "text")
+		needResults = needResults || strings.Contains(e, "result")
+	}
+	artifacts := map[string]ref.Val{}
+	for _, a := range task.LatestArtifacts(t) {
+		var js, text ref.Val
+		isJSON, isText := contentKind(a.MediaType)
+		if needContent && (isJSON || isText) && p.inStore(a.Uri) {
+			data, err := p.results.Get(ctx, a.Uri, a.Sha256)
+			if err != nil {
+				return nil, fmt.Errorf("read artifact %s: %w", task.ArtifactRef(a), err)
+			}
+			if isJSON {
+				js = parseJSON(data, "artifact "+task.ArtifactRef(a))
+			} else {
+				text = types.String(strings.ToValidUTF8(string(data), "\uFFFD"))
+			}
+		}
+		artifacts[a.Name] = artifactValue(a, js, text)
+	}
+	actions := make([]ref.Val, len(t.Actions))
+	for i, a := range t.Actions {
+		var result ref.Val
+		if o := a.Outcome; needResults && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && p.inStore(o.GetResultRef()) {
+			data, err := p.results.Get(ctx, o.ResultRef, o.ResultHash)
+			if err != nil {
+				return nil, fmt.Errorf("read the result of action %s: %w", a.ActionId, err)
+			}
+			result = parseJSON(data, "the result of action "+a.ActionId)
+		}
+		actions[i] = actionValue(a, result)
+	}
+	return map[string]any{
+		"artifacts": object(artifacts),
+		"actions":   types.NewRefValList(types.DefaultTypeAdapter, actions),
+	}, nil
+}
+
+// contentKind tells whether a media type is JSON (application/json,
+// anything +json) or text (text/*).
+func contentKind(mediaType string) (isJSON, isText bool) {
+	mt, _, err := mime.ParseMediaType(mediaType)
+	if err != nil {
+		return false, false
+	}
+	return mt == "application/json" || strings.HasSuffix(mt, "+json"), strings.HasPrefix(mt, "text/")
+}
+
+// parseJSON is data as a CEL value; content that is not JSON is an error
+// value, so that a criterion reading it fails saying why.
+func parseJSON(data []byte, what string) ref.Val {
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		return types.NewErr("%s is not valid JSON: %v", what, err)
+	}
+	return jsonValue(v)
+}
+
+func (s *taskService) MarkProduced(ctx context.Context, req *connect.Request[stewardv1.MarkProducedRequest]) (*connect.Response[stewardv1.MarkProducedResponse], error) {
+	t, r, err := s.plane.MarkProduced(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.MarkProducedResponse{Task: t, Round: r}), nil
+}
