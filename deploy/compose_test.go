@@ -136,6 +136,9 @@ func TestCompose(t *testing.T) {
 			if s.Restart != types.RestartPolicyUnlessStopped {
 				t.Errorf("restart = %q, want %q", s.Restart, types.RestartPolicyUnlessStopped)
 			}
+			if name == "governance" {
+				checkComposeCredentialKey(t, p, s)
+			}
 			wantPub, wantsPort := published[name]
 			if !wantsPort {
 				if len(s.Ports) != 0 {
@@ -151,6 +154,31 @@ func TestCompose(t *testing.T) {
 	if builders != 1 {
 		t.Errorf("%d plane services have build:, want exactly 1 building steward:dev for all", builders)
 	}
+}
+
+// checkComposeCredentialKey checks that governance keeps its credential
+// signing key on a named volume, so that a recreated container signs with
+// the same key.
+func checkComposeCredentialKey(t *testing.T, p *types.Project, s types.ServiceConfig) {
+	t.Helper()
+	path := flagValue(s.Command, "--credential-key")
+	if path == "" {
+		t.Fatalf("governance command %q sets no --credential-key", s.Command)
+	}
+	dir := filepath.Dir(path)
+	for _, v := range s.Volumes {
+		if v.Target != dir {
+			continue
+		}
+		if v.Type != types.VolumeTypeVolume {
+			t.Errorf("governance %s is a %s mount, want a named volume", dir, v.Type)
+		}
+		if _, ok := p.Volumes[v.Source]; !ok {
+			t.Errorf("governance volume %q is not declared under top-level volumes", v.Source)
+		}
+		return
+	}
+	t.Errorf("--credential-key %s: no volume is mounted at %s", path, dir)
 }
 
 // flagValue returns the value after the first of names in args ("-x v" or

@@ -349,6 +349,9 @@ func TestKubernetes(t *testing.T) {
 				t.Errorf("container ports %+v lack %d", c.Ports, planePort)
 			}
 			checkContainer(t, name, c)
+			if name == "governance" {
+				checkCredentialKey(t, pod, c)
+			}
 			if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
 				if c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot == nil || !*c.SecurityContext.RunAsNonRoot {
 					t.Error("runAsNonRoot is not set on the pod or the container")
@@ -377,6 +380,43 @@ func TestKubernetes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// credentialKeySecret is the Secret governance reads its credential
+// signing key from; the operator creates it (see governance.yaml).
+const credentialKeySecret = "steward-credential-key"
+
+// checkCredentialKey checks that the governance container is given a
+// credential key file from the Secret, so every replica signs with one
+// key, and that the non-root user can read it.
+func checkCredentialKey(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	path := flagValue(c.Args, "--credential-key")
+	if path == "" {
+		t.Fatalf("governance args %q set no --credential-key: each replica would sign with a key of its own", c.Args)
+	}
+	dir, file := filepath.Dir(path), filepath.Base(path)
+	i := slices.IndexFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir })
+	if i < 0 {
+		t.Fatalf("--credential-key %s: nothing is mounted at %s", path, dir)
+	}
+	vm := c.VolumeMounts[i]
+	if !vm.ReadOnly {
+		t.Errorf("the credential key mount %s is not read-only", dir)
+	}
+	j := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == vm.Name })
+	if j < 0 || pod.Volumes[j].Secret == nil || pod.Volumes[j].Secret.SecretName != credentialKeySecret {
+		t.Fatalf("the credential key mount %s is not from Secret %s", dir, credentialKeySecret)
+	}
+	sec := pod.Volumes[j].Secret
+	if len(sec.Items) > 0 && !slices.ContainsFunc(sec.Items, func(k corev1.KeyToPath) bool { return k.Path == file }) {
+		t.Errorf("Secret %s items %+v do not put a file at %s", credentialKeySecret, sec.Items, file)
+	}
+	readable := sec.DefaultMode == nil || *sec.DefaultMode&0o004 != 0 ||
+		(*sec.DefaultMode&0o040 != 0 && pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil)
+	if !readable {
+		t.Errorf("the credential key (mode %o) is not readable by the non-root user: set fsGroup and a group-readable mode", *sec.DefaultMode)
 	}
 }
 

@@ -128,8 +128,8 @@ func TestBadInputIsRefusedAndNothingIsAppended(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.Msg.Task.EventCount != 3 { // created, started, cancelled; the refused resume added nothing
-				t.Fatalf("cancelled task has %d events, want 3", got.Msg.Task.EventCount)
+			if got.Msg.Task.EventCount != 4 { // created, credential issued, started, cancelled; the refused resume added nothing
+				t.Fatalf("cancelled task has %d events, want 4", got.Msg.Task.EventCount)
 			}
 		})
 	}
@@ -198,7 +198,7 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stream.Close()
-	for len(seen) < 8 && stream.Receive() {
+	for len(seen) < 9 && stream.Receive() { // created, credential issued, started, 3 × (paused, resumed)
 		if r := stream.Msg().Record; r != nil {
 			seen = append(seen, r.Sequence)
 		}
@@ -219,8 +219,8 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 			t.Fatalf("watched %v, log has %v", seen, want)
 		}
 	}
-	if !strings.Contains(timeline.Msg.Entries[2].Summary, "paused the task") {
-		t.Fatalf("timeline entry reads %q", timeline.Msg.Entries[2].Summary)
+	if !strings.Contains(timeline.Msg.Entries[3].Summary, "paused the task") {
+		t.Fatalf("timeline entry reads %q", timeline.Msg.Entries[3].Summary)
 	}
 }
 

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // scrape GETs url's /metrics and returns each sample's value by its series
@@ -118,4 +122,70 @@ func keysWith(m map[string]float64, prefix string) []string {
 		}
 	}
 	return out
+}
+
+// TestAcceptanceMetrics runs the binary through a known scenario — one
+// task accepted by its checks alone after spending 2000 micro-euros and 50
+// tokens, one returned by its acceptance owner — and checks the
+// acceptance metrics /metrics reports for it.
+func TestAcceptanceMetrics(t *testing.T) {
+	p := startBinary(t, t.TempDir())
+	c := newClients(p.url)
+	ctx := context.Background()
+
+	start := func(requestID, owner string) string {
+		t.Helper()
+		k := contract()
+		k.Budget = &stewardv1.Budget{MaxCostMicros: 1_000_000, Currency: "EUR"}
+		k.AcceptanceOwnerRef = owner
+		k.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "has-notes", Expression: `"notes" in artifacts`}}
+		resp, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := resp.Msg.Task.Contract.TaskId
+		waitStatus(t, c, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+		if _, err := c.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{
+			TaskId: id, Name: "notes", MediaType: "text/plain", Content: []byte("done"),
+		})); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	accepted := start("metrics-accepted", "")
+	if _, err := c.tasks.ReportUsage(ctx, connect.NewRequest(&stewardv1.ReportUsageRequest{TaskId: accepted, Tokens: 50, CostMicros: 2000, RequestId: "u"})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: accepted})); err != nil {
+		t.Fatal(err)
+	}
+	returned := start("metrics-returned", "user:owner")
+	if _, err := c.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: returned})); err != nil {
+		t.Fatal(err)
+	}
+	ret := connect.NewRequest(&stewardv1.ReturnTaskRequest{TaskId: returned, Reasons: []string{"too short"}})
+	ret.Header().Set(rpc.PrincipalHeader, "user:owner")
+	if _, err := c.tasks.ReturnTask(ctx, ret); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, accepted, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED)
+	waitStatus(t, c, returned, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+
+	m := scrape(t, p.url)
+	for series, want := range map[string]float64{
+		`steward_tasks{status="accepted"}`:                          1,
+		`steward_tasks{status="running"}`:                           1,
+		`steward_task_success_ratio`:                                1,   // one ended, accepted
+		`steward_accepted_output_ratio`:                             0.5, // one round accepted, one returned
+		`steward_cost_per_accepted_task_micros{currency="EUR"}`:     2000,
+		`steward_tokens_per_accepted_task`:                          50,
+		`steward_time_to_accepted_seconds_count`:                    1,
+		`steward_time_to_accepted_seconds_bucket{le="+Inf"}`:        1,
+		`steward_human_intervention_ratio`:                          0,
+		`steward_permit_latency_seconds_count{approval="required"}`: 0,
+	} {
+		if got, ok := m[series]; !ok || got != want {
+			t.Errorf("%s = %v (present: %v), want %v", series, got, ok, want)
+		}
+	}
 }

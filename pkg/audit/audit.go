@@ -1,11 +1,13 @@
 // Package audit replays a task's stored events the way an auditor does:
 // every event's bytes are checked against its hash, every link against the
-// event before, and every step through the same fold the planes use. It
-// works the same on events read over RPC and on an exported file, with no
-// server involved.
+// event before, and every step through the same fold the planes use; with
+// WithCredentials, every credential the task was issued is verified too,
+// down its delegation chain. It works the same on events read over RPC
+// and on an exported file, with no server involved.
 package audit
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 
@@ -34,6 +36,8 @@ type Report struct {
 	Task *stewardv1.Task
 	// Break names the first event that does not hold; nil when all do.
 	Break *event.BreakError
+	// Credentials are the credentials verified (WithCredentials).
+	Credentials []CredentialCheck
 }
 
 // OK reports whether every event verified.
@@ -45,12 +49,20 @@ type Replayer struct {
 	chain event.Chain
 	task  stewardv1.Task
 	brk   *event.BreakError
+
+	credentials bool
+	trusted     []ed25519.PublicKey
+	checked     []CredentialCheck
 }
 
 // NewReplayer returns a replayer for the events of taskID; with "" the
 // first event names the task.
-func NewReplayer(taskID string) *Replayer {
-	return &Replayer{chain: event.Chain{TaskID: taskID}}
+func NewReplayer(taskID string, opts ...Option) *Replayer {
+	r := &Replayer{chain: event.Chain{TaskID: taskID}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // Next verifies data as the next stored event (at stream sequence seq, 0
@@ -69,6 +81,14 @@ func (r *Replayer) Next(data []byte, seq uint64) (*Step, error) {
 		r.brk = brk
 		return nil, brk
 	}
+	if r.credentials && ev.GetCredentialIssued() != nil && r.task.Contract != nil {
+		check, err := r.checkCredential(index, ev)
+		if err != nil {
+			r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: err.Error()}
+			return nil, r.brk
+		}
+		r.checked = append(r.checked, *check)
+	}
 	if err := task.Apply(&r.task, ev, seq); err != nil {
 		r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: fmt.Sprintf("not a legal step: %v", err)}
 		return nil, r.brk
@@ -78,13 +98,13 @@ func (r *Replayer) Next(data []byte, seq uint64) (*Step, error) {
 
 // Report summarises what has been replayed so far.
 func (r *Replayer) Report() *Report {
-	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: proto.CloneOf(&r.task), Break: r.brk}
+	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: proto.CloneOf(&r.task), Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
 }
 
 // Verify replays every stored event of taskID ("" when unknown) in order
 // and reports.
-func Verify(taskID string, events [][]byte) *Report {
-	r := NewReplayer(taskID)
+func Verify(taskID string, events [][]byte, opts ...Option) *Report {
+	r := NewReplayer(taskID, opts...)
 	for _, d := range events {
 		if _, err := r.Next(d, 0); err != nil {
 			break

@@ -30,14 +30,19 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 	if err := checkText("request_id", req.RequestId, MaxRequestID, false); err != nil {
 		return err
 	}
-	c := req.Contract
+	return validateClientContract(req.Contract, now)
+}
+
+// validateClientContract checks a contract as a client sends it: a
+// delegation is for Steward to record, never for a client to claim.
+func validateClientContract(c *stewardv1.TaskContract, now time.Time) error {
 	switch {
 	case c == nil:
 		return errs.Field("contract", "is required")
 	case len(c.DelegationChain) > 0:
-		return errs.Field("contract.delegation_chain", "is set by DelegateTask, not by the client")
+		return errs.Field("contract.delegation_chain", "is set by Steward (DelegateTask), not by the client")
 	case c.ParentTaskId != "":
-		return errs.Field("contract.parent_task_id", "is set by DelegateTask, not by the client")
+		return errs.Field("contract.parent_task_id", "is set by Steward (DelegateTask), not by the client")
 	}
 	return validateContract(c, now)
 }

@@ -140,6 +140,13 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		return nil
 	case !task.MayRun(t, a):
 		return nil // the resume picks it up, or the task moved on without it
+	case t.Credential.GetRevoked():
+		// A permit issued before the revocation runs no more than a new
+		// one would: nothing goes out under a revoked credential.
+		return p.refuse(ctx, taskID, a, c, adapter.Result{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
+			Reason: fmt.Sprintf("refused before dispatch: credential %s was revoked: %s", t.Credential.GetCredential().GetCredentialId(), t.Credential.RevokedReason),
+		})
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
 	if err != nil {

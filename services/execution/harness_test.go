@@ -198,6 +198,12 @@ func (b *bed) register(ts *scriptedTool, name string, statusQuery bool, edit fun
 // returns the task and action ids.
 func (b *bed) permit(taskID, tool, target string) (string, string) {
 	b.t.Helper()
+	return b.permitAfter(taskID, tool, target)
+}
+
+// permitAfter is permit with events recorded just before the permit.
+func (b *bed) permitAfter(taskID, tool, target string, before ...event.Payload) (string, string) {
+	b.t.Helper()
 	ctx := context.Background()
 	canonical, err := action.Canonical(action.Request{TaskID: taskID, Tool: tool, ToolVersion: "1", Target: target, Params: []byte(`{}`)})
 	if err != nil {
@@ -217,6 +223,9 @@ func (b *bed) permit(taskID, tool, target string) (string, string) {
 	b.append(taskID, &stewardv1.TaskStarted{})
 	b.append(taskID, &stewardv1.ActionProposed{Action: a})
 	b.append(taskID, &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	for _, p := range before {
+		b.append(taskID, p)
+	}
 	b.append(taskID, &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
 		PermitId: "pm-" + actionID, ActionId: actionID, ActionHash: a.ActionHash, RequestHash: reqHash, SnapshotId: "s1", IssuedAt: timestamppb.Now(),
 	}})

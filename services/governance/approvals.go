@@ -45,11 +45,11 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 		}
 		x.byID[ap.ApprovalId] = ap
 	case *stewardv1.Event_ActionWithdrawn:
-		if ap := x.byID[approvalID(p.ActionWithdrawn.ActionId)]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
-			ap = proto.CloneOf(ap)
-			ap.Withdrawn = true
-			x.byID[ap.ApprovalId] = ap
-		}
+		x.close(p.ActionWithdrawn.ActionId)
+	case *stewardv1.Event_ActionDenied:
+		// A denial of an action awaiting approval (its credential was
+		// revoked) closes the approval undecided.
+		x.close(p.ActionDenied.ActionId)
 	case *stewardv1.Event_ApprovalDecided:
 		d := p.ApprovalDecided
 		if ap := x.byID[d.ApprovalId]; ap != nil {
@@ -59,6 +59,15 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 		}
 	}
 	return nil
+}
+
+// close marks the undecided approval of actionID, if any, withdrawn.
+func (x *Approvals) close(actionID string) {
+	if ap := x.byID[approvalID(actionID)]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+		ap = proto.CloneOf(ap)
+		ap.Withdrawn = true
+		x.byID[ap.ApprovalId] = ap
+	}
 }
 
 // Skip notes an event that could not be decoded.

@@ -30,19 +30,24 @@ const (
 	roundApproved = "approved"
 )
 
-// decide reacts to a proposed action: it records a policy snapshot, then
-// acts on the snapshot's decision. Each step runs only if the ledger says
-// it has not happened yet, so a redelivery after a crash continues from
-// the recorded snapshot instead of evaluating again.
+// decide reacts to a proposed action: it checks the budget and the task's
+// credential, records a policy snapshot, then acts on the snapshot's
+// decision. Each step runs only if the ledger says it has not happened
+// yet, so a redelivery after a crash continues from the recorded snapshot
+// instead of evaluating again.
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 	a := rec.Event.GetActionProposed().GetAction()
 	taskID := rec.Event.TaskId
-	if t, _, err := task.Load(ctx, p.log, taskID); err == nil && a.Compensates == "" {
-		// A task whose budget is spent gets nothing new: no point asking
-		// policy or a person about an action that could not be permitted.
-		if line, spent := task.Spent(t); spent && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+	if t, _, err := task.Load(ctx, p.log, taskID); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+		// What could not be permitted is denied before policy or a
+		// person is asked about it.
+		why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
+		if err != nil {
+			return err
+		}
+		if why != "" {
 			proposed := &stewardv1.Action{ActionId: a.ActionId, Status: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED}
-			return p.deny(ctx, taskID, proposed, []string{budgetSpentReason(line)}, rec.Event)
+			return p.deny(ctx, taskID, proposed, []string{why}, rec.Event)
 		}
 	}
 	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec.Event)
@@ -67,6 +72,26 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 	default:
 		return p.deny(ctx, taskID, cur, cur.Snapshot.GetReasons(), rec.Event)
 	}
+}
+
+// refuseEarly says why a just proposed action of t could not be
+// permitted whatever policy says: the task's budget is spent (not for a
+// compensation: undoing is never held back for money), or its credential
+// does not allow it. A credential the task does not have yet is issued
+// now.
+func (p *Plane) refuseEarly(ctx context.Context, t *stewardv1.Task, actionID string, cause *stewardv1.Event) (string, error) {
+	a := task.FindAction(t, actionID)
+	if line, spent := task.Spent(t); spent && a.Compensates == "" {
+		return budgetSpentReason(line), nil
+	}
+	t, why, err := p.ensureCredential(ctx, t, cause)
+	if err != nil {
+		return "", err
+	}
+	if why != "" {
+		return fmt.Sprintf("task %s has no credential: %s", t.Contract.GetTaskId(), why), nil
+	}
+	return p.credentialRefusal(ctx, t, a)
 }
 
 // evaluate records a policy snapshot for the action in round, if the
@@ -139,6 +164,11 @@ func riskOf(s string, contract stewardv1.RiskTier) stewardv1.RiskTier {
 // permit issues the action's one permit.
 func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
 	taskID := t.Contract.TaskId
+	// An approval of an action proposed before the task had a credential
+	// needs one now; if none can be issued, the check below says so.
+	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
+		return err
+	}
 	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
 		if cur.GetStatus() != a.Status {
@@ -162,13 +192,29 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 				Reasons: []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
 			})
 		}
+		// Checked here, on the task as it is when the permit is appended,
+		// so that a revocation or an expiry since the proposal (or during
+		// a long wait for approval) stops the permit.
+		why, err := p.credentialRefusal(ctx, t, cur)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why},
+			})
+		}
+		credentialRef := t.Contract.GetCredentialRef()
+		if c := t.Credential.GetCredential(); c != nil {
+			credentialRef = c.CredentialId
+		}
 		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionPermitted), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
 			PermitId:      permitID(a.ActionId),
 			ActionId:      a.ActionId,
 			ActionHash:    cur.ActionHash,
 			RequestHash:   cur.RequestHash,
 			SnapshotId:    cur.Snapshot.GetSnapshotId(),
-			CredentialRef: t.Contract.GetCredentialRef(),
+			CredentialRef: credentialRef,
 			IssuedAt:      timestamppb.Now(),
 		}})
 	})
@@ -234,8 +280,19 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 	}
 	taskID := t.Contract.TaskId
 	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
+		cur := task.FindAction(t, a.ActionId)
+		if cur.GetStatus() != a.Status {
 			return nil, nil
+		}
+		// A credential revoked since the check before policy: ask nobody
+		// for an approval that could lead to no permit.
+		why, err := p.credentialRefusal(ctx, t, cur)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
+				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}})
 		}
 		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeApprovalRequired), cause), &stewardv1.ApprovalRequested{Approval: approval})
 	})

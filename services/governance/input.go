@@ -48,7 +48,7 @@ func policyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *stewardv1.A
 			"proposed_by":  a.ProposedBy,
 			"edit_of":      a.EditOf,
 		},
-		"credential": map[string]any{"credential_ref": t.Contract.GetCredentialRef(), "scopes": []any{}},
+		"credential": credentialFacts(t),
 		"risk":       map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()},
 	}
 	canonical, err := action.CanonicalJSON(roundTrip(input))
@@ -57,6 +57,26 @@ func policyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *stewardv1.A
 	}
 	sum := sha256.Sum256(canonical)
 	return input, hex.EncodeToString(sum[:]), nil
+}
+
+// credentialFacts is what policy sees of the task's credential: its bounds,
+// and whether it was delegated. Governance has checked it before policy
+// runs (checkCredential); policy may ask for more, such as an approval for
+// any delegated task.
+func credentialFacts(t *stewardv1.Task) map[string]any {
+	c := t.Credential.GetCredential()
+	facts := map[string]any{
+		"credential_ref": c.GetCredentialId(),
+		"principal":      c.GetPrincipal(),
+		"allowed_tools":  append([]string{}, c.GetAllowedTools()...),
+		"scopes":         append([]string{}, c.GetScopes()...),
+		"delegated":      c.GetParentCredentialId() != "",
+		"depth":          len(t.Credential.GetChain()),
+	}
+	if c.GetCredentialId() == "" {
+		facts["credential_ref"] = t.Contract.GetCredentialRef()
+	}
+	return facts
 }
 
 func asMap(m proto.Message) (map[string]any, error) {

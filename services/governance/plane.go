@@ -5,7 +5,9 @@
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers (WithTimers)
 // an approval that waits too long reminds its approvers and then suspends
-// its task.
+// its task. With a signer (WithSigner) it issues every task a signed
+// credential, checks it before policy and before every permit, and
+// revokes it on an operator's word (credential.go).
 //
 // Every reaction is idempotent: its events have ids derived from the
 // action, and a step already on the log is reused, never recomputed.
@@ -20,6 +22,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -48,6 +51,10 @@ type Plane struct {
 	// timers is nil when approvals wait without reminders or suspension.
 	timers *timer.Timers
 	notify Notifier
+
+	// signer is nil when the plane issues and checks no credentials.
+	signer        *credential.Signer
+	credentialTTL time.Duration
 
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
@@ -78,7 +85,7 @@ func WithNotifier(n Notifier) Option {
 // contracts from tools and canonical requests from store.
 func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store, opts ...Option) *Plane {
 	logger = logger.With("plane", PlaneName)
-	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger)}
+	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger), credentialTTL: credential.DefaultTTL}
 	p.notify = p.logReminder
 	for _, o := range opts {
 		o(p)
@@ -103,6 +110,9 @@ func (p *Plane) Start(ctx context.Context) error {
 		event.TypeBudgetConsumed: p.guardBudget,
 		event.TypeActionOutcome:  p.guardBudget,
 		event.TypeBudgetRaised:   p.guardBudget,
+		// Credentials.
+		event.TypeTaskCreated:       p.issueOnCreate,
+		event.TypeCredentialRevoked: p.closeApprovals,
 	}
 	if p.timers != nil {
 		reactions[event.TypeApprovalRequired] = p.armOnRequest
@@ -147,3 +157,7 @@ func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	path, h := stewardv1connect.NewGovernanceServiceHandler(&governanceService{plane: p}, opts...)
 	return []rpc.Service{{Name: stewardv1connect.GovernanceServiceName, Path: path, Handler: h}}
 }
+
+// Approvals returns the plane's index of approvals, as ListApprovals and
+// GetApproval read it.
+func (p *Plane) Approvals() *Approvals { return p.approvals }

@@ -45,3 +45,19 @@ func (s *governanceService) DecideApproval(ctx context.Context, req *connect.Req
 	}
 	return connect.NewResponse(&stewardv1.DecideApprovalResponse{Approval: ap}), nil
 }
+
+func (s *governanceService) RevokeCredential(ctx context.Context, req *connect.Request[stewardv1.RevokeCredentialRequest]) (*connect.Response[stewardv1.RevokeCredentialResponse], error) {
+	c, err := s.plane.RevokeCredential(ctx, rpc.Caller(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.RevokeCredentialResponse{Credential: c}), nil
+}
+
+func (s *governanceService) GetCredentialKey(context.Context, *connect.Request[stewardv1.GetCredentialKeyRequest]) (*connect.Response[stewardv1.GetCredentialKeyResponse], error) {
+	k, err := s.plane.CredentialKey()
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(k), nil
+}

@@ -3,18 +3,21 @@ package app
 import (
 	"bufio"
 	"context"
+	"crypto/ed25519"
 	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/audit"
+	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/task"
@@ -27,12 +30,20 @@ const auditUsage = `Usage:
   steward audit verify --file FILE                    the same, offline
   steward audit export --task ID --out FILE [--addr HOST:PORT]
                                                       save the events exactly as stored
+  steward audit key [--addr HOST:PORT] [--out FILE]   print the public key governance signs
+                                                      task credentials with (PEM)
 
 Against a server started with --auth, pass --token TOKEN or set $STEWARD_TOKEN.
 
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
 know that no events were cut off the end.
+
+replay and verify also verify the task's credential and its delegation chain: every
+link's signature, and that each link keeps or narrows the one before. Pass
+--trust-key FILE (PEM or 64 hex digits; repeat for several keys) to require that
+every link is signed by a key you trust; without it they print the key id each
+credential was signed with. A credential that fails names the task and the link.
 `
 
 // exitChainBroken is verify's exit code for a history that does not hold.
@@ -40,6 +51,7 @@ const exitChainBroken = 3
 
 type auditCmd struct {
 	verb, taskID, addr, file, out, token string
+	trusted                              []ed25519.PublicKey
 	stdout                               io.Writer
 }
 
@@ -53,15 +65,26 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
 	fs.StringVar(&c.taskID, "task", "", "task `ID`")
-	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
+	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
+	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link must be signed with; repeat for several", func(path string) error {
+		pub, err := credential.LoadPublicKey(path)
+		if err != nil {
+			return err
+		}
+		c.trusted = append(c.trusted, pub)
+		return nil
+	})
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return errUsage
+	}
+	if c.verb == "key" {
+		return c.key()
 	}
 	switch {
 	case c.verb != "replay" && c.verb != "verify" && c.verb != "export":
@@ -146,7 +169,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 	if len(events) == 0 && fetchErr == nil {
 		return &failure{code: exitChainBroken, err: errors.New("FAIL: no events to verify")}
 	}
-	r := audit.NewReplayer(c.taskID)
+	r := audit.NewReplayer(c.taskID, audit.WithCredentials(c.trusted...))
 	for _, d := range events {
 		step, err := r.Next(d, 0)
 		if err != nil {
@@ -165,7 +188,48 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 	if rep.Break != nil {
 		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: %v", rep.Break)}
 	}
+	for _, cc := range rep.Credentials {
+		signed := "signed by key " + strings.Join(slices.Compact(slices.Clone(cc.KeyIDs)), ", ")
+		if !cc.Pinned {
+			signed += " (not pinned: pass --trust-key to check who signed)"
+		} else {
+			signed += " (trusted)"
+		}
+		fmt.Fprintf(c.stdout, "credential %s of task %s for %s: chain of %d verified, %s\n", cc.CredentialID, cc.TaskID, cc.Principal, cc.Links, signed)
+	}
 	fmt.Fprintf(c.stdout, "ok: %d events verified, task %s is %s, head %s\n",
 		rep.Events, rep.Task.GetContract().GetTaskId(), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))
+	return nil
+}
+
+// key fetches the public key governance signs credentials with and
+// prints it as PEM (or writes it to --out), for --trust-key.
+func (c *auditCmd) key() error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token), serverURL(c.addr))
+	resp, err := client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
+	if err != nil {
+		return fmt.Errorf("credential key from %s: %w", serverURL(c.addr), err)
+	}
+	if len(resp.Msg.PublicKey) != ed25519.PublicKeySize {
+		return fmt.Errorf("credential key from %s: %d bytes, not an Ed25519 public key", serverURL(c.addr), len(resp.Msg.PublicKey))
+	}
+	pub := ed25519.PublicKey(resp.Msg.PublicKey)
+	if id := credential.KeyID(pub); id != resp.Msg.KeyId {
+		return fmt.Errorf("credential key from %s: its id is %s, the server says %s", serverURL(c.addr), id, resp.Msg.KeyId)
+	}
+	pemBytes, err := credential.MarshalPublicKey(pub)
+	if err != nil {
+		return err
+	}
+	if c.out == "" {
+		_, err = c.stdout.Write(pemBytes)
+		return err
+	}
+	if err := os.WriteFile(c.out, pemBytes, 0o644); err != nil {
+		return fmt.Errorf("--out: %w", err)
+	}
+	fmt.Fprintf(c.stdout, "credential key %s written to %s\n", resp.Msg.KeyId, c.out)
 	return nil
 }

@@ -57,6 +57,9 @@ type Server struct {
 	Replicas   int    // serve: replicas of the streams when this process creates them
 	LogLevel   string
 	AuthFile   string // bearer tokens; without it, callers are trusted by header and hold no roles
+	// governance: Ed25519 key that signs task credentials (see
+	// credentialSigner for the default)
+	CredentialKey string
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -86,6 +89,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
+	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default: DATA/credential.key in dev, a key for this process only in serve) (governance plane)")
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
 		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")

@@ -2,6 +2,8 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -60,7 +63,11 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 				return nil, fmt.Errorf("--policy-dir: %w", err)
 			}
 			m.logger.Info("policy bundle loaded", "revision", engine.Revision(), "dir", m.PolicyDir)
-			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers)))
+			signer, err := m.credentialSigner()
+			if err != nil {
+				return nil, err
+			}
+			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers), governance.WithSigner(signer)))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
 			if err != nil {
@@ -72,6 +79,47 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 		}
 	}
 	return planes, nil
+}
+
+// CredentialKeyFile is the name of the credential signing key in a dev
+// server's data directory.
+const CredentialKeyFile = "credential.key"
+
+// credentialSigner loads the key governance signs task credentials with:
+// --credential-key, created there if missing; in dev by default
+// DATA/credential.key, created on first start and kept, so that
+// credentials issued before a restart still verify. A serve process given
+// no file signs with a key of its own that dies with it, and says so.
+func (m *Server) credentialSigner() (*credential.Signer, error) {
+	path := m.CredentialKey
+	if path == "" && m.Mode == "dev" {
+		path = filepath.Join(m.DataDir, CredentialKeyFile)
+	}
+	if path == "" {
+		_, key, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		s := credential.NewSigner(key)
+		m.logger.Warn("no --credential-key: task credentials are signed with a key made for this process only; "+
+			"after a restart, or on another governance replica, they no longer verify and nothing can be delegated from them",
+			"key_id", s.KeyID())
+		return s, nil
+	}
+	key, created, err := credential.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("--credential-key: %w", err)
+	}
+	s := credential.NewSigner(key)
+	switch {
+	case created && m.Mode == "serve":
+		m.logger.Warn("created a new credential signing key; every governance replica must share this one key (mount one key file, such as a Kubernetes Secret, into all of them)",
+			"file", path, "key_id", s.KeyID())
+	case created:
+		m.logger.Info("created a credential signing key", "file", path, "key_id", s.KeyID())
+	}
+	m.logger.Info("signing task credentials", "key_id", s.KeyID(), "file", path)
+	return s, nil
 }
 
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {

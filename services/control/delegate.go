@@ -1,0 +1,183 @@
+package control
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// MaxDelegationDepth is how many hands a task may pass through: a
+// sub-task of a sub-task … this many deep, and no deeper.
+const MaxDelegationDepth = 16
+
+// DelegateTask opens a sub-task of req.ParentTaskId for req.DelegateRef
+// whose contract keeps or narrows the parent's credential: its tools and
+// scopes among the parent's, its budget and deadline within it. A budget
+// cap it leaves unset is the parent credential's, written into the
+// sub-task's contract so that the budget guard holds it there too; an
+// unset deadline is the parent credential's expiry, through the sub-task's
+// credential. Steward sets parent_task_id and the delegation chain (the
+// parent's, plus this hop); governance issues the sub-task's credential
+// from its parent's when it sees the task created.
+//
+// The parent must exist, must not have ended, and must hold a credential
+// that is neither revoked (nor any ancestor's) nor expired. Nothing is
+// appended when the delegation is refused. With a request id it is
+// idempotent as CreateTask is: the same request again returns the same
+// sub-task with created false, even if the parent has ended since.
+func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (*stewardv1.Task, bool, error) {
+	now := time.Now()
+	if err := validateDelegate(req, now); err != nil {
+		return nil, false, err
+	}
+	contract, err := knownFieldsOnly(req.Contract)
+	if err != nil {
+		return nil, false, err
+	}
+	parent, _, err := task.Load(ctx, p.log, req.ParentTaskId)
+	if err != nil {
+		return nil, false, err
+	}
+	prior, err := p.priorDelegation(ctx, req.RequestId)
+	if err != nil {
+		return nil, false, err
+	}
+	if prior == nil {
+		// A retry of a delegation already made is answered as it was;
+		// only a new one must find the parent fit to delegate.
+		if err := p.mayDelegate(ctx, parent, now); err != nil {
+			return nil, false, err
+		}
+	}
+	pc := parent.Credential.GetCredential()
+	if pc == nil {
+		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s has no credential yet: governance issues it when the task is created; try again", req.ParentTaskId)
+	}
+	if err := credential.Narrows(pc, contract); err != nil {
+		return nil, false, err
+	}
+	if err := inheritBudget(contract, pc, parent.Contract); err != nil {
+		return nil, false, err
+	}
+	hop := &stewardv1.Delegation{FromRef: pc.Principal, ToRef: req.DelegateRef, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(now)}
+	if prior != nil {
+		// The same request again: the same hop, so the contract compares
+		// equal and the existing sub-task is returned.
+		hop.DelegatedAt = prior.DelegatedAt
+	}
+	contract.ParentTaskId = req.ParentTaskId
+	contract.DelegationChain = append(slices.Clone(parent.Contract.GetDelegationChain()), hop)
+	if n := len(contract.DelegationChain); n > MaxDelegationDepth {
+		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", req.ParentTaskId, n-1, MaxDelegationDepth)
+	}
+	return p.create(ctx, principal, req.RequestId, contract)
+}
+
+// validateDelegate checks a DelegateTask request and names the first field
+// that is wrong.
+func validateDelegate(req *stewardv1.DelegateTaskRequest, now time.Time) error {
+	switch {
+	case req.ParentTaskId == "":
+		return errs.Field("parent_task_id", "is required")
+	case !eventlog.ValidTaskID(req.ParentTaskId):
+		return errs.Field("parent_task_id", "%q is not a task id", req.ParentTaskId)
+	case req.DelegateRef == "":
+		return errs.Field("delegate_ref", "is required: who the sub-task's credential is for")
+	}
+	if err := checkText("delegate_ref", req.DelegateRef, MaxRefLen, true); err != nil {
+		return err
+	}
+	if err := checkText("request_id", req.RequestId, MaxRequestID, false); err != nil {
+		return err
+	}
+	return validateClientContract(req.Contract, now)
+}
+
+// mayDelegate checks that parent may hand work on now: it has not ended,
+// and its credential stands.
+func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now time.Time) error {
+	id := parent.Contract.GetTaskId()
+	cs := parent.Credential
+	switch {
+	case task.Terminal(parent.Status):
+		return errs.New(errs.FailedPrecondition, "parent task %s is %s: an ended task delegates nothing", id, task.StatusName(parent.Status))
+	case cs == nil:
+		return errs.New(errs.FailedPrecondition, "parent task %s has no credential yet: governance issues it when the task is created; try again", id)
+	case cs.Revoked:
+		return errs.New(errs.FailedPrecondition, "credential %s of parent task %s was revoked (%s): it delegates nothing", cs.Credential.GetCredentialId(), id, cs.RevokedReason)
+	case cs.Credential.GetExpiresAt() != nil && !now.Before(cs.Credential.ExpiresAt.AsTime()):
+		return errs.New(errs.FailedPrecondition, "credential %s of parent task %s expired at %s", cs.Credential.CredentialId, id, cs.Credential.ExpiresAt.AsTime().Format(time.RFC3339))
+	}
+	// A revocation holds for everything delegated below it; governance
+	// would refuse the sub-task's every action, so refuse it now.
+	for depth, ancestorID := 0, parent.Contract.GetParentTaskId(); ancestorID != "" && depth <= MaxDelegationDepth; depth++ {
+		a, _, err := task.Load(ctx, p.log, ancestorID)
+		if err != nil {
+			return err
+		}
+		if a.Credential.GetRevoked() {
+			return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", a.Credential.Credential.GetCredentialId(), ancestorID, id, a.Credential.RevokedReason)
+		}
+		ancestorID = a.Contract.GetParentTaskId()
+	}
+	return nil
+}
+
+// priorDelegation returns the last hop of the sub-task an earlier call
+// with requestID created, or nil if there is none.
+func (p *Plane) priorDelegation(ctx context.Context, requestID string) (*stewardv1.Delegation, error) {
+	if requestID == "" {
+		return nil, nil
+	}
+	recs, err := p.log.Read(ctx, TaskIDFor(requestID))
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	chain := recs[0].Event.GetTaskCreated().GetContract().GetDelegationChain()
+	if len(chain) == 0 {
+		return nil, nil
+	}
+	return chain[len(chain)-1], nil
+}
+
+// inheritBudget writes the parent credential's caps into c where c sets
+// none, and refuses caps in another currency than the parent's, which
+// could not be compared.
+func inheritBudget(c *stewardv1.TaskContract, parent *stewardv1.TaskCredential, parentContract *stewardv1.TaskContract) error {
+	if parent.MaxTokens == 0 && parent.MaxCostMicros == 0 {
+		return nil
+	}
+	if c.Budget == nil {
+		c.Budget = &stewardv1.Budget{}
+	}
+	b, currency := c.Budget, parentContract.GetBudget().GetCurrency()
+	if b.MaxCostMicros != 0 && parent.MaxCostMicros != 0 && currency != "" && b.Currency != currency {
+		return errs.Field("contract.budget.currency", "%q is not the parent's %q: caps in different currencies cannot be compared", b.Currency, currency)
+	}
+	if b.MaxTokens == 0 {
+		b.MaxTokens = parent.MaxTokens
+	}
+	if b.MaxCostMicros == 0 && parent.MaxCostMicros != 0 {
+		b.MaxCostMicros, b.Currency = parent.MaxCostMicros, currency
+	}
+	// Milestones checked against no cap may not fit the inherited one.
+	return checkBudget(b)
+}
+
+func (s *taskService) DelegateTask(ctx context.Context, req *connect.Request[stewardv1.DelegateTaskRequest]) (*connect.Response[stewardv1.DelegateTaskResponse], error) {
+	t, created, err := s.plane.DelegateTask(ctx, rpc.Principal(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.DelegateTaskResponse{Task: t, Created: created}), nil
+}

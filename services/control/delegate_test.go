@@ -1,0 +1,293 @@
+package control_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control"
+)
+
+// delegation is a control plane and a signer standing in for governance,
+// which issues the credentials DelegateTask checks.
+type delegation struct {
+	log    *eventlog.Log
+	ctl    *control.Plane
+	signer *credential.Signer
+}
+
+func newDelegation(t *testing.T) *delegation {
+	t.Helper()
+	log, _ := stewardtest.OpenLog(t)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &delegation{log: log, ctl: control.New(log, slog.New(slog.DiscardHandler)), signer: credential.NewSigner(key)}
+}
+
+// parentContract allows two tools and two scopes, with a budget, for an
+// hour.
+func parentContract() *stewardv1.TaskContract {
+	c := validRequest("").Contract
+	c.AllowedTools = []string{"search", "write"}
+	c.Scopes = []string{"docs:read", "docs:write"}
+	c.Budget = &stewardv1.Budget{MaxTokens: 1000, MaxCostMicros: 5000, Currency: "USD"}
+	c.Deadline = timestamppb.New(time.Now().Add(time.Hour))
+	return c
+}
+
+// parent creates a task as user:ana and issues its credential, issued at
+// issued and lasting ttl.
+func (d *delegation) parent(t *testing.T, requestID string, issued time.Time, ttl time.Duration) *stewardv1.Task {
+	t.Helper()
+	tk, _, err := d.ctl.CreateTask(context.Background(), "user:ana", &stewardv1.CreateTaskRequest{RequestId: requestID, Contract: parentContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, issued, ttl))
+	return d.load(t, tk.Contract.TaskId)
+}
+
+func (d *delegation) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCredential) {
+	t.Helper()
+	signed, err := d.signer.Sign(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chain []*stewardv1.SignedCredential
+	if tk.Contract.ParentTaskId != "" {
+		p := d.load(t, tk.Contract.ParentTaskId).Credential
+		chain = append(append(chain, p.Chain...), p.Signed)
+	}
+	d.append(t, tk.Contract.TaskId, &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
+}
+
+func (d *delegation) append(t *testing.T, taskID string, p event.Payload) {
+	t.Helper()
+	if _, err := task.Update(context.Background(), d.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "governance"}}, p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (d *delegation) load(t *testing.T, taskID string) *stewardv1.Task {
+	t.Helper()
+	tk, _, err := task.Load(context.Background(), d.log, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
+}
+
+func (d *delegation) last(t *testing.T) uint64 {
+	t.Helper()
+	seq, err := d.log.LastTaskSequence(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// subContract is a narrower contract than parentContract.
+func subContract() *stewardv1.TaskContract {
+	c := validRequest("").Contract
+	c.AllowedTools = []string{"search"}
+	c.Scopes = []string{"docs:read"}
+	return c
+}
+
+// TestDelegateTaskNarrows delegates a narrower sub-task: it names its
+// parent, the chain records the hop from the parent's principal to the
+// delegate under the parent's credential, unset caps are the parent's,
+// and the same request again is the same sub-task. A sub-task may
+// delegate again, extending the chain.
+func TestDelegateTaskNarrows(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	parent := d.parent(t, "parent", time.Now(), 0)
+	pc := parent.Credential.Credential
+	req := &stewardv1.DelegateTaskRequest{ParentTaskId: parent.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:researcher", RequestId: "sub-1"}
+	sub, created, err := d.ctl.DelegateTask(ctx, "agent:lead", req)
+	if err != nil || !created {
+		t.Fatalf("delegate: %v, created %v", err, created)
+	}
+	c := sub.Contract
+	if c.ParentTaskId != parent.Contract.TaskId || len(c.DelegationChain) != 1 {
+		t.Fatalf("sub-task contract %v", c)
+	}
+	hop := c.DelegationChain[0]
+	if hop.FromRef != "user:ana" || hop.ToRef != "agent:researcher" || hop.CredentialRef != pc.CredentialId || hop.DelegatedAt == nil {
+		t.Errorf("hop %v", hop)
+	}
+	if b := c.Budget; b.GetMaxTokens() != 1000 || b.GetMaxCostMicros() != 5000 || b.GetCurrency() != "USD" {
+		t.Errorf("inherited budget %v", b)
+	}
+	if c.Deadline != nil {
+		t.Errorf("deadline %v: the credential carries the parent's expiry, not the contract", c.Deadline)
+	}
+	if err := credential.Narrows(pc, c); err != nil {
+		t.Errorf("the sub-task does not narrow its parent: %v", err)
+	}
+
+	// The same request again, later: the same task, nothing appended.
+	seq := d.last(t)
+	time.Sleep(5 * time.Millisecond)
+	again, created, err := d.ctl.DelegateTask(ctx, "agent:lead", proto.CloneOf(req))
+	if err != nil || created || again.Contract.TaskId != sub.Contract.TaskId || d.last(t) != seq {
+		t.Fatalf("retry: %v, created %v, task %s", err, created, again.GetContract().GetTaskId())
+	}
+	other := proto.CloneOf(req)
+	other.Contract.Intent = "something else"
+	if _, _, err := d.ctl.DelegateTask(ctx, "agent:lead", other); !errs.Is(err, errs.AlreadyExists) {
+		t.Errorf("same request id, another contract: %v", err)
+	}
+
+	// A sub-task of the sub-task.
+	d.issue(t, sub, credential.Delegated(pc, sub.Contract, "agent:researcher", time.Now()))
+	leaf := subContract()
+	leaf.Scopes = nil
+	leaf.Budget = &stewardv1.Budget{MaxTokens: 10}
+	deeper, _, err := d.ctl.DelegateTask(ctx, "agent:researcher", &stewardv1.DelegateTaskRequest{ParentTaskId: sub.Contract.TaskId, Contract: leaf, DelegateRef: "agent:reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := deeper.Contract.DelegationChain
+	if len(chain) != 2 || chain[1].FromRef != "agent:researcher" || chain[1].ToRef != "agent:reader" || deeper.Contract.Budget.MaxTokens != 10 {
+		t.Errorf("second hop: %v", deeper.Contract)
+	}
+}
+
+// TestDelegateTaskRefusesWidening refuses each way a sub-task could widen
+// its parent's credential, naming the field, and appends nothing.
+func TestDelegateTaskRefusesWidening(t *testing.T) {
+	d := newDelegation(t)
+	parent := d.parent(t, "parent", time.Now(), 0)
+	for _, tc := range []struct {
+		field  string
+		change func(*stewardv1.TaskContract)
+	}{
+		{"contract.allowed_tools[1]", func(c *stewardv1.TaskContract) { c.AllowedTools = []string{"search", "shell"} }},
+		{"contract.scopes[0]", func(c *stewardv1.TaskContract) { c.Scopes = []string{"admin"} }},
+		{"contract.budget.max_tokens", func(c *stewardv1.TaskContract) { c.Budget = &stewardv1.Budget{MaxTokens: 1001} }},
+		{"contract.budget.max_cost_micros", func(c *stewardv1.TaskContract) {
+			c.Budget = &stewardv1.Budget{MaxCostMicros: 5001, Currency: "USD"}
+		}},
+		{"contract.budget.currency", func(c *stewardv1.TaskContract) { c.Budget = &stewardv1.Budget{MaxCostMicros: 10, Currency: "EUR"} }},
+		{"contract.deadline", func(c *stewardv1.TaskContract) { c.Deadline = timestamppb.New(time.Now().Add(2 * time.Hour)) }},
+	} {
+		t.Run(tc.field, func(t *testing.T) {
+			c := subContract()
+			tc.change(c)
+			seq := d.last(t)
+			_, _, err := d.ctl.DelegateTask(context.Background(), "agent:lead", &stewardv1.DelegateTaskRequest{
+				ParentTaskId: parent.Contract.TaskId, Contract: c, DelegateRef: "agent:sub", RequestId: "wide-" + tc.field,
+			})
+			var e *errs.Error
+			if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != tc.field {
+				t.Errorf("got %v, want an invalid %s", err, tc.field)
+			}
+			if d.last(t) != seq {
+				t.Errorf("a refused delegation appended events")
+			}
+		})
+	}
+}
+
+// TestDelegateTaskChecksRequestAndParent refuses a bad request naming the
+// field, and a parent that may not delegate, appending nothing.
+func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	ok := d.parent(t, "ok", time.Now(), 0)
+	id := ok.Contract.TaskId
+	req := func(change func(*stewardv1.DelegateTaskRequest)) *stewardv1.DelegateTaskRequest {
+		r := &stewardv1.DelegateTaskRequest{ParentTaskId: id, Contract: subContract(), DelegateRef: "agent:sub"}
+		change(r)
+		return r
+	}
+	for _, tc := range []struct {
+		field string
+		req   *stewardv1.DelegateTaskRequest
+	}{
+		{"parent_task_id", req(func(r *stewardv1.DelegateTaskRequest) { r.ParentTaskId = "" })},
+		{"parent_task_id", req(func(r *stewardv1.DelegateTaskRequest) { r.ParentTaskId = "a/b" })},
+		{"delegate_ref", req(func(r *stewardv1.DelegateTaskRequest) { r.DelegateRef = "" })},
+		{"request_id", req(func(r *stewardv1.DelegateTaskRequest) { r.RequestId = strings.Repeat("x", control.MaxRequestID+1) })},
+		{"contract", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract = nil })},
+		{"contract.intent", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract.Intent = "" })},
+		{"contract.delegation_chain", req(func(r *stewardv1.DelegateTaskRequest) {
+			r.Contract.DelegationChain = []*stewardv1.Delegation{{FromRef: "user:root", ToRef: "me"}}
+		})},
+		{"contract.parent_task_id", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract.ParentTaskId = "other" })},
+	} {
+		seq := d.last(t)
+		_, _, err := d.ctl.DelegateTask(ctx, "agent:lead", tc.req)
+		var e *errs.Error
+		if !errors.As(err, &e) || (e.Code != errs.Invalid && e.Code != errs.TooLarge) || e.Field != tc.field {
+			t.Errorf("%s: got %v", tc.field, err)
+		}
+		if d.last(t) != seq {
+			t.Errorf("%s: a refused delegation appended events", tc.field)
+		}
+	}
+
+	// Parents that may not delegate.
+	bare, _, err := d.ctl.CreateTask(ctx, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "bare", Contract: parentContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoked := d.parent(t, "revoked", time.Now(), 0)
+	d.append(t, revoked.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: revoked.Credential.Credential.CredentialId, Reason: "leaked"})
+	expired := d.parent(t, "expired", time.Now().Add(-2*time.Hour), time.Hour)
+	ended := d.parent(t, "ended", time.Now(), 0)
+	if _, err := d.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: ended.Contract.TaskId, Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	// A sub-task of the revoked task, created before the revocation.
+	orphanParent := d.parent(t, "grandparent", time.Now(), 0)
+	child, _, err := d.ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{ParentTaskId: orphanParent.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.issue(t, child, credential.Delegated(orphanParent.Credential.Credential, child.Contract, "agent:sub", time.Now()))
+	d.append(t, orphanParent.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: orphanParent.Credential.Credential.CredentialId, Reason: "stop all"})
+
+	for _, tc := range []struct {
+		parent string
+		code   errs.Code
+		want   string
+	}{
+		{"task-none", errs.NotFound, "not found"},
+		{bare.Contract.TaskId, errs.FailedPrecondition, "no credential"},
+		{revoked.Contract.TaskId, errs.FailedPrecondition, "revoked (leaked)"},
+		{expired.Contract.TaskId, errs.FailedPrecondition, "expired"},
+		{ended.Contract.TaskId, errs.FailedPrecondition, "cancelled"},
+		{child.Contract.TaskId, errs.FailedPrecondition, "revoked (stop all)"},
+	} {
+		seq := d.last(t)
+		_, _, err := d.ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{ParentTaskId: tc.parent, Contract: subContract(), DelegateRef: "agent:sub", RequestId: "from-" + tc.parent})
+		if !errs.Is(err, tc.code) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("from %s: got %v, want %v with %q", tc.parent, err, tc.code, tc.want)
+		}
+		if d.last(t) != seq {
+			t.Errorf("from %s: a refused delegation appended events", tc.parent)
+		}
+	}
+}

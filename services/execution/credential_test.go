@@ -1,0 +1,41 @@
+package execution_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steward-run/steward/pkg/credential"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// TestNothingRunsUnderARevokedCredential: a permit issued before its
+// task's credential was revoked is refused at claim, not dispatched.
+func TestNothingRunsUnderARevokedCredential(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "ok")
+	b.register(ts, "charge", false, nil)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := &stewardv1.TaskContract{TaskId: "t-revoked", AllowedTools: []string{"charge"}}
+	signed, err := credential.NewSigner(key).Sign(credential.Root(k, "agent", time.Now(), time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID, actionID := b.permitAfter("t-revoked", "charge", "card-1",
+		&stewardv1.CredentialIssued{Credential: signed},
+		&stewardv1.CredentialRevoked{CredentialId: credential.ID("t-revoked", ""), Reason: "leaked"},
+	)
+	a := b.waitAction(taskID, actionID, status(failedS))
+	if !strings.Contains(a.Outcome.GetReason(), "credential "+credential.ID("t-revoked", "")+" was revoked: leaked") {
+		t.Errorf("outcome %q", a.Outcome.GetReason())
+	}
+	if n := ts.callCount(); n != 0 {
+		t.Errorf("the tool was called %d times under a revoked credential", n)
+	}
+}
