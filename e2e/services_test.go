@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"io"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -22,7 +23,11 @@ func TestServicesMode(t *testing.T) {
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
 		m := app.NewServer(io.Discard, &testWriter{t: t})
-		err := m.ParseFlags("serve", []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()})
+		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()}
+		if plane == "governance" {
+			flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
+		}
+		err := m.ParseFlags("serve", flags)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,6 +58,7 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--nats", "nats://x:4222"}, "--plane is required"},
 		{[]string{"serve", "--plane", "billing", "--nats", "nats://x:4222"}, `--plane: "billing"`},
 		{[]string{"serve", "--plane", "state"}, "--nats is required"},
+		{[]string{"serve", "--plane", "governance", "--nats", "nats://x:4222"}, "--credential-key is required"},
 		{[]string{"dev", "--addr", "nonsense"}, "--addr"},
 		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
 	} {

@@ -89,7 +89,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
-	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default: DATA/credential.key in dev, a key for this process only in serve) (governance plane)")
+	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
 		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")
@@ -130,8 +130,10 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
 	}
-	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
-		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	if m.Mode == "serve" && m.Plane == governance.PlaneName && m.CredentialKey == "" {
+		// A key of its own would make every replica, and every restart,
+		// sign with another key: credentials would stop verifying.
+		return errors.New("--credential-key is required for the governance plane: every governance replica signs task credentials with this one Ed25519 key (openssl genpkey -algorithm ed25519 -out credential.key; it is created if the file is missing)")
 	}
 	if m.NATSListen != "" {
 		if _, port, err := net.SplitHostPort(m.NATSListen); err != nil {

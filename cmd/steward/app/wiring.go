@@ -2,8 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -94,17 +92,6 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 	path := m.CredentialKey
 	if path == "" && m.Mode == "dev" {
 		path = filepath.Join(m.DataDir, CredentialKeyFile)
-	}
-	if path == "" {
-		_, key, err := ed25519.GenerateKey(rand.Reader)
-		if err != nil {
-			return nil, err
-		}
-		s := credential.NewSigner(key)
-		m.logger.Warn("no --credential-key: task credentials are signed with a key made for this process only; "+
-			"after a restart, or on another governance replica, they no longer verify and nothing can be delegated from them",
-			"key_id", s.KeyID())
-		return s, nil
 	}
 	key, created, err := credential.LoadOrCreateKey(path)
 	if err != nil {
