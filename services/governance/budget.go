@@ -49,10 +49,32 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 		if !slices.Contains(t.BudgetUsed.GetAlerts(), task.AlertKey(alert.Dimension, alert.Percent, alert.MilestoneId)) {
 			return nil // not recorded after all; a redelivery tries again
 		}
-		p.logger.Warn("task budget alert", "task", taskID, "dimension", alert.Dimension, "percent", alert.Percent,
-			"used", alert.Used, "limit", alert.Limit, "milestone", alert.MilestoneId)
+		p.notifyBudget(ctx, taskID, alert)
 	}
 	return nil
+}
+
+// BudgetNotifier is told about a budget alert once it is on the log: it is
+// how a task's owners hear that it has spent 50, 80 or 100 % of a limit
+// (mail, chat, a pager). It runs once per alert, from the reaction that
+// recorded it — so a crash between the two loses the call, never the
+// event — and should return quickly.
+type BudgetNotifier func(ctx context.Context, taskID string, alert *stewardv1.BudgetAlerted)
+
+// WithBudgetNotifier sets what is told about budget alerts; the default
+// logs a warning.
+func WithBudgetNotifier(n BudgetNotifier) Option {
+	return func(p *Plane) {
+		if n != nil {
+			p.notifyBudget = n
+		}
+	}
+}
+
+// logBudgetAlert is the default BudgetNotifier.
+func (p *Plane) logBudgetAlert(_ context.Context, taskID string, alert *stewardv1.BudgetAlerted) {
+	p.logger.Warn("task budget alert", "task", taskID, "dimension", alert.Dimension, "percent", alert.Percent,
+		"used", alert.Used, "limit", alert.Limit, "milestone", alert.MilestoneId)
 }
 
 // nextAlert returns the first alert t's spending calls for and has not

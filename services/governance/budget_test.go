@@ -59,4 +59,10 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 1 {
 		t.Errorf("events %v: want 6 alerts and 1 suspension", n)
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	want := "cost:50 cost:80 cost:100 cost:50 cost:80 cost:100"
+	if got := strings.ReplaceAll(strings.Join(e.alerted, " "), taskID+" ", ""); got != want {
+		t.Errorf("the budget notifier heard %q, want %q", got, want)
+	}
 }

@@ -49,8 +49,9 @@ type Plane struct {
 	approvals *Approvals
 
 	// timers is nil when approvals wait without reminders or suspension.
-	timers *timer.Timers
-	notify Notifier
+	timers       *timer.Timers
+	notify       Notifier
+	notifyBudget BudgetNotifier
 
 	// signer is nil when the plane issues and checks no credentials.
 	signer        *credential.Signer
@@ -86,7 +87,7 @@ func WithNotifier(n Notifier) Option {
 func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store, opts ...Option) *Plane {
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger), credentialTTL: credential.DefaultTTL}
-	p.notify = p.logReminder
+	p.notify, p.notifyBudget = p.logReminder, p.logBudgetAlert
 	for _, o := range opts {
 		o(p)
 	}

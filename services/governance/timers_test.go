@@ -2,6 +2,7 @@ package governance_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -39,6 +40,7 @@ type env struct {
 
 	mu       sync.Mutex
 	reminded []string // approvals the Notifier was told about
+	alerted  []string // budget alerts the BudgetNotifier was told about
 }
 
 func newEnv(t *testing.T) *env {
@@ -70,6 +72,11 @@ func (e *env) start(t *testing.T) (stop func()) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.reminded = append(e.reminded, ap.ApprovalId)
+		}),
+		governance.WithBudgetNotifier(func(_ context.Context, taskID string, a *stewardv1.BudgetAlerted) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.alerted = append(e.alerted, fmt.Sprintf("%s %s:%d", taskID, a.Dimension, a.Percent))
 		}))
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
