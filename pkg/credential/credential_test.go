@@ -179,6 +179,11 @@ func TestVerifyChain(t *testing.T) {
 	if _, err := credential.VerifyChain(foreign, []*stewardv1.SignedCredential{rootSigned}, s.PublicKey()); err == nil || !strings.Contains(err.Error(), "link 1") || !strings.Contains(err.Error(), "not trusted") {
 		t.Errorf("untrusted link: %v", err)
 	}
+	// Without trusted keys, a link signed by another hand than the root's
+	// breaks the chain too.
+	if _, err := credential.VerifyChain(foreign, []*stewardv1.SignedCredential{rootSigned}); err == nil || !strings.Contains(err.Error(), "link 1") || !strings.Contains(err.Error(), "its parent by") {
+		t.Errorf("mixed keys: %v", err)
+	}
 }
 
 func TestNarrowsNamesTheWideningField(t *testing.T) {

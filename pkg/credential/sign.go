@@ -76,21 +76,32 @@ func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err err
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, false, err
 	}
-	// O_EXCL: of two processes creating the key, one wins and the other
-	// reads the winner's.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		key, err = LoadKey(path)
-		return key, false, err
-	}
+	// Write a complete file under a temporary name, then link it into
+	// place: of two processes creating the key, one wins, and the other
+	// never reads a half-written file.
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".credential-key-*")
 	if err != nil {
 		return nil, false, err
 	}
-	if err := pem.Encode(f, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		f.Close()
+	defer os.Remove(tmp.Name())
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
 		return nil, false, err
 	}
-	return key, true, f.Close()
+	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
+		tmp.Close()
+		return nil, false, err
+	}
+	if err := tmp.Close(); err != nil {
+		return nil, false, err
+	}
+	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
+		key, err = LoadKey(path)
+		return key, false, err
+	} else if err != nil {
+		return nil, false, err
+	}
+	return key, true, nil
 }
 
 // LoadKey reads an Ed25519 private key (PEM, PKCS #8), as
@@ -194,15 +205,22 @@ func trustedKey(pub ed25519.PublicKey, trusted []ed25519.PublicKey) bool {
 }
 
 // VerifyChain checks a delegated credential and its ancestors, given root
-// first: every signature verifies (against trusted keys, if any), every
-// link names the one before it, and every link keeps or narrows the one
-// before. It returns the leaf's credential.
+// first: every signature verifies — against trusted keys, if any, else
+// every link with the root's key — every link names the one before it, and
+// every link keeps or narrows the one before. It returns the leaf's
+// credential.
 func VerifyChain(leaf *stewardv1.SignedCredential, chain []*stewardv1.SignedCredential, trusted ...ed25519.PublicKey) (*stewardv1.TaskCredential, error) {
 	var parent *stewardv1.TaskCredential
 	for i, s := range append(append([]*stewardv1.SignedCredential(nil), chain...), leaf) {
 		c, err := Verify(s, trusted...)
 		if err != nil {
 			return nil, fmt.Errorf("link %d: %w", i, err)
+		}
+		// Without trusted keys, a chain is at least signed by one hand:
+		// a link signed by another key than the root's would let anyone
+		// with a key of their own extend a genuine chain.
+		if parent != nil && len(trusted) == 0 && c.KeyId != parent.KeyId {
+			return nil, errs.New(errs.Corrupt, "link %d: credential %s is signed by key %s, its parent by %s", i, c.CredentialId, c.KeyId, parent.KeyId)
 		}
 		switch {
 		case parent == nil && c.ParentCredentialId != "":

@@ -129,8 +129,19 @@ func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 			t.Contract.GetTaskId(), len(t.Progress.Remaining), strings.Join(t.Progress.Remaining, ", "))
 	case pr.Round != uint32(len(t.Acceptance))+1:
 		return errs.New(errs.FailedPrecondition, "task %s: the next acceptance round is %d, not %d", t.Contract.GetTaskId(), len(t.Acceptance)+1, pr.Round)
-	case pr.ReviewRequired && t.Contract.GetAcceptanceOwnerRef() == "":
-		return errs.New(errs.FailedPrecondition, "task %s: review is required but the contract names no acceptance owner", t.Contract.GetTaskId())
+	case pr.ReviewRequired != ReviewRequired(t.Contract):
+		return errs.New(errs.FailedPrecondition, "task %s: the produced result says review_required=%t, but its contract says %t", t.Contract.GetTaskId(), pr.ReviewRequired, ReviewRequired(t.Contract))
+	}
+	// One check per criterion of the contract, in its order: a round that
+	// leaves one out, or adds one, is not the contract's.
+	criteria := t.Contract.GetAcceptanceCriteria()
+	if len(pr.Checks) != len(criteria) {
+		return errs.New(errs.FailedPrecondition, "task %s: the produced result has %d checks for %d acceptance criteria", t.Contract.GetTaskId(), len(pr.Checks), len(criteria))
+	}
+	for i, c := range criteria {
+		if pr.Checks[i].GetCriterionId() != c.Id {
+			return errs.New(errs.FailedPrecondition, "task %s: check %d is for criterion %q, not %q", t.Contract.GetTaskId(), i, pr.Checks[i].GetCriterionId(), c.Id)
+		}
 	}
 	for _, ref := range pr.Artifacts {
 		if FindArtifact(t, ref) == nil {
@@ -152,8 +163,8 @@ func checkReview(t *stewardv1.Task, ev *stewardv1.Event, round uint32, verb stri
 		return errs.New(errs.FailedPrecondition, "task %s is in acceptance round %d, not %d", c.GetTaskId(), len(t.Acceptance), round)
 	case who != c.GetAcceptanceOwnerRef():
 		return errs.New(errs.PermissionDenied, "%s may not %s task %s: only its acceptance owner %s may", who, verb, c.GetTaskId(), c.GetAcceptanceOwnerRef())
-	case c.GetSeparationOfDuties() && who == c.GetRequesterRef():
-		return errs.New(errs.PermissionDenied, "%s may not %s task %s: they requested it, and its contract separates duties", who, verb, c.GetTaskId())
+	case c.GetSeparationOfDuties() && (who == c.GetRequesterRef() || who == t.CreatedBy):
+		return errs.New(errs.PermissionDenied, "%s may not %s task %s: they requested or created it, and its contract separates duties", who, verb, c.GetTaskId())
 	}
 	return nil
 }

@@ -49,8 +49,11 @@ func produced(round uint32, passed, review bool) *stewardv1.TaskProduced {
 		Checks: []*stewardv1.CriterionResult{{CriterionId: "c1", Passed: passed}}}
 }
 
+// criteria are the one criterion produced() checks.
+var criteria = []*stewardv1.AcceptanceCriterion{{Id: "c1", Expression: "true"}}
+
 func reviewed() *stewardv1.TaskContract {
-	return &stewardv1.TaskContract{Intent: "i", RequesterRef: "user:req", AcceptanceOwnerRef: "user:owner", SeparationOfDuties: true}
+	return &stewardv1.TaskContract{Intent: "i", RequesterRef: "user:req", AcceptanceOwnerRef: "user:owner", SeparationOfDuties: true, AcceptanceCriteria: criteria}
 }
 
 // TestProducedIsNotAccepted walks a task through failed checks, a return
@@ -95,6 +98,13 @@ func TestProducedIsNotAccepted(t *testing.T) {
 			}
 		})
 	}
+	t.Run("the creator under separation of duties", func(t *testing.T) {
+		k := reviewed()
+		k.AcceptanceOwnerRef = "agent" // who created it, under another requester_ref
+		if _, err := foldAs(t, k, steps[0], steps[1], steps[2], as{"agent", &stewardv1.TaskAccepted{Round: 2}}); !errs.Is(err, errs.PermissionDenied) {
+			t.Fatalf("err = %v, want permission denied", err)
+		}
+	})
 	t.Run("the requester under separation of duties", func(t *testing.T) {
 		k := reviewed()
 		k.AcceptanceOwnerRef = "user:req" // CreateTask refuses this; the fold still does
@@ -109,17 +119,30 @@ func TestProducedIsNotAccepted(t *testing.T) {
 }
 
 func TestAcceptedByChecksWithoutReview(t *testing.T) {
-	tk, err := foldAs(t, &stewardv1.TaskContract{Intent: "i"}, as{"agent", submitted("report", 1, "")}, as{"agent", produced(1, true, false)})
+	k := &stewardv1.TaskContract{Intent: "i", AcceptanceCriteria: criteria}
+	tk, err := foldAs(t, k, as{"agent", submitted("report", 1, "")}, as{"agent", produced(1, true, false)})
 	if err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_ACCEPTED || tk.Acceptance[0].DecidedBy != task.CriteriaAcceptor {
 		t.Fatalf("%v %v", tk.GetStatus(), err)
 	}
-	if _, err := foldAs(t, &stewardv1.TaskContract{Intent: "i"}, as{"agent", produced(1, true, true)}); !errs.Is(err, errs.FailedPrecondition) {
-		t.Fatalf("review with no owner: %v", err)
+	// The round must be the contract's: its review rule, one check per
+	// criterion in order.
+	for name, p := range map[string]*stewardv1.TaskProduced{
+		"review with no owner": produced(1, true, true),
+		"a check left out":     {Round: 1},
+		"another check":        {Round: 1, Checks: []*stewardv1.CriterionResult{{CriterionId: "c9", Passed: true}}},
+	} {
+		if _, err := foldAs(t, k, as{"agent", p}); !errs.Is(err, errs.FailedPrecondition) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// Nor may a round skip the owner's review the contract asks for.
+	if _, err := foldAs(t, reviewed(), as{"agent", produced(1, true, false)}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Errorf("review skipped: %v", err)
 	}
 }
 
 func TestArtifactsAreChecked(t *testing.T) {
-	k := &stewardv1.TaskContract{Intent: "i"}
+	k := &stewardv1.TaskContract{Intent: "i", AcceptanceCriteria: criteria}
 	for name, tc := range map[string]struct {
 		steps []as
 		code  errs.Code

@@ -196,20 +196,13 @@ func Spent(t *stewardv1.Task) (BudgetLine, bool) {
 	return BudgetLine{}, false
 }
 
-// withinDelegation refuses to raise a delegated task's budget above the
-// caps its credential was delegated with: a delegation may only narrow. A
-// task's own credential records its budget as created, and its budget
-// owner may raise it.
-func withinDelegation(t *stewardv1.Task, r *stewardv1.BudgetRaised) error {
-	c := t.Credential.GetCredential()
-	if c.GetParentCredentialId() == "" {
-		return nil
-	}
-	switch {
-	case r.MaxTokens != 0 && c.MaxTokens != 0 && r.MaxTokens > c.MaxTokens:
-		return errs.Field("max_tokens", "%d is above the %d task %s was delegated (credential %s)", r.MaxTokens, c.MaxTokens, t.Contract.GetTaskId(), c.CredentialId)
-	case r.MaxCostMicros != 0 && c.MaxCostMicros != 0 && r.MaxCostMicros > c.MaxCostMicros:
-		return errs.Field("max_cost_micros", "%d is above the %d task %s was delegated (credential %s)", r.MaxCostMicros, c.MaxCostMicros, t.Contract.GetTaskId(), c.CredentialId)
+// withinDelegation refuses to raise a delegated task's budget: what it
+// may spend was reserved from its parent's budget when it was delegated,
+// and only a new delegation reserves more. A task's own budget owner may
+// raise its budget.
+func withinDelegation(t *stewardv1.Task, _ *stewardv1.BudgetRaised) error {
+	if parent := t.Contract.GetParentTaskId(); parent != "" {
+		return errs.New(errs.FailedPrecondition, "task %s was delegated from task %s with the budget it has: raise the parent's budget and delegate again", t.Contract.GetTaskId(), parent)
 	}
 	return nil
 }

@@ -229,3 +229,20 @@ func TestValidationNamesTheField(t *testing.T) {
 		})
 	}
 }
+
+// TestSeparationOfDutiesCountsTheCreator: whoever creates a task may not
+// be its acceptance owner under separation of duties, whatever the
+// contract names as requester.
+func TestSeparationOfDutiesCountsTheCreator(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	req := validRequest("sod")
+	req.Contract.RequesterRef, req.Contract.AcceptanceOwnerRef, req.Contract.SeparationOfDuties = "user:someone-else", "user:owner", true
+	_, _, err := ctl.CreateTask(context.Background(), "user:owner", req)
+	if !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "contract.acceptance_owner_ref") {
+		t.Fatalf("err = %v, want invalid contract.acceptance_owner_ref", err)
+	}
+	if _, _, err := ctl.CreateTask(context.Background(), "agent", req); err != nil {
+		t.Fatalf("created by someone else: %v", err)
+	}
+}

@@ -50,7 +50,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any
 		// content is read.
-		dry, err := p.producedEvent(t, principal, id, req.RequestId, nil, time.Now())
+		dry, err := p.producedEvent(t, principal, id, req.RequestId, unevaluated(t.Contract.GetAcceptanceCriteria()), time.Now())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -90,6 +90,16 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		return p.producedRound(ctx, t, id)
 	}
 	return nil, nil, errs.New(errs.Conflict, "task %s is changing too fast to evaluate its acceptance criteria; try again", req.TaskId)
+}
+
+// unevaluated is one not-yet-evaluated check per criterion: the shape of
+// a round for the dry run, whose checks the fold counts.
+func unevaluated(cs []*stewardv1.AcceptanceCriterion) []*stewardv1.CriterionResult {
+	out := make([]*stewardv1.CriterionResult, len(cs))
+	for i, c := range cs {
+		out[i] = &stewardv1.CriterionResult{CriterionId: c.Id}
+	}
+	return out
 }
 
 // producedEvent is the TaskProduced that records checks on t.

@@ -32,10 +32,47 @@ func TestNothingRunsUnderARevokedCredential(t *testing.T) {
 		&stewardv1.CredentialRevoked{CredentialId: credential.ID("t-revoked", ""), Reason: "leaked"},
 	)
 	a := b.waitAction(taskID, actionID, status(failedS))
-	if !strings.Contains(a.Outcome.GetReason(), "credential "+credential.ID("t-revoked", "")+" was revoked: leaked") {
+	if !strings.Contains(a.Outcome.GetReason(), "credential revoked: leaked (credential "+credential.ID("t-revoked", "")) {
 		t.Errorf("outcome %q", a.Outcome.GetReason())
 	}
 	if n := ts.callCount(); n != 0 {
 		t.Errorf("the tool was called %d times under a revoked credential", n)
+	}
+}
+
+// TestNothingRunsUnderARevokedAncestor: a sub-task's permit is refused
+// once the credential of the task it was delegated from is revoked, though
+// its own credential still stands.
+func TestNothingRunsUnderARevokedAncestor(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "ok")
+	b.register(ts, "charge", false, nil)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer := credential.NewSigner(key)
+	parent := &stewardv1.TaskContract{TaskId: "t-parent", AllowedTools: []string{"charge"}}
+	root := credential.Root(parent, "agent", time.Now(), time.Hour)
+	signedRoot, err := signer.Sign(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.append("t-parent", &stewardv1.TaskCreated{Contract: parent})
+	b.append("t-parent", &stewardv1.CredentialIssued{Credential: signedRoot})
+	b.append("t-parent", &stewardv1.CredentialRevoked{CredentialId: root.CredentialId, Reason: "compromised"})
+
+	child := &stewardv1.TaskContract{TaskId: "t-child", AllowedTools: []string{"charge"}, ParentTaskId: "t-parent"}
+	signedChild, err := signer.Sign(credential.Delegated(root, child, "sub-agent", time.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID, actionID := b.permitAfterContract(child, "charge", "card-1", &stewardv1.CredentialIssued{Credential: signedChild, Chain: []*stewardv1.SignedCredential{signedRoot}})
+	a := b.waitAction(taskID, actionID, status(failedS))
+	if !strings.Contains(a.Outcome.GetReason(), "of ancestor task t-parent was revoked") {
+		t.Errorf("outcome %q", a.Outcome.GetReason())
+	}
+	if n := ts.callCount(); n != 0 {
+		t.Errorf("the tool was called %d times under a revoked ancestor", n)
 	}
 }

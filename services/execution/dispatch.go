@@ -140,12 +140,13 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		return nil
 	case !task.MayRun(t, a):
 		return nil // the resume picks it up, or the task moved on without it
-	case t.Credential.GetRevoked():
-		// A permit issued before the revocation runs no more than a new
-		// one would: nothing goes out under a revoked credential.
+	}
+	if why, err := p.credentialStands(ctx, t, a); err != nil {
+		return err
+	} else if why != "" {
 		return p.refuse(ctx, taskID, a, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
-			Reason: fmt.Sprintf("refused before dispatch: credential %s was revoked: %s", t.Credential.GetCredential().GetCredentialId(), t.Credential.RevokedReason),
+			Reason: "refused before dispatch: " + why,
 		})
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
@@ -189,6 +190,23 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		res.CostMicros = call.Tool.GetCostMicrosPerCall() * int64(next)
 	}
 	return p.outcome(ctx, taskID, actionID, next, c, res)
+}
+
+// credentialStands says why a permit issued earlier may not be used now:
+// the task's credential, or an ancestor's, was revoked since, or it has
+// expired (compensations are exempt from expiry, as governance has them).
+// Governance checked both before the permit; this closes the time between
+// the permit and the call, which a retry's backoff or a pause can make
+// long.
+func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
+	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
+		return why, err
+	}
+	c := t.Credential.GetCredential()
+	if a.Compensates == "" && c.GetExpiresAt() != nil && !p.now().Before(c.ExpiresAt.AsTime()) {
+		return fmt.Sprintf("credential %s expired at %s", c.CredentialId, c.ExpiresAt.AsTime().UTC().Format(time.RFC3339)), nil
+	}
+	return "", nil
 }
 
 // prepare checks what is about to run: the stored request against the

@@ -204,6 +204,13 @@ func (b *bed) permit(taskID, tool, target string) (string, string) {
 // permitAfter is permit with events recorded just before the permit.
 func (b *bed) permitAfter(taskID, tool, target string, before ...event.Payload) (string, string) {
 	b.t.Helper()
+	return b.permitAfterContract(&stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{tool}}, tool, target, before...)
+}
+
+// permitAfterContract is permitAfter for a task with contract k.
+func (b *bed) permitAfterContract(k *stewardv1.TaskContract, tool, target string, before ...event.Payload) (string, string) {
+	b.t.Helper()
+	taskID := k.TaskId
 	ctx := context.Background()
 	canonical, err := action.Canonical(action.Request{TaskID: taskID, Tool: tool, ToolVersion: "1", Target: target, Params: []byte(`{}`)})
 	if err != nil {
@@ -219,7 +226,7 @@ func (b *bed) permitAfter(taskID, tool, target string, before ...event.Payload) 
 		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 		RequestRef:  ref, RequestHash: reqHash, ActionHash: action.Hash(actionID, reqHash), OpKey: action.OpKey(taskID, actionID),
 	}
-	b.append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "test", AllowedTools: []string{tool}}})
+	b.append(taskID, &stewardv1.TaskCreated{Contract: k})
 	b.append(taskID, &stewardv1.TaskStarted{})
 	b.append(taskID, &stewardv1.ActionProposed{Action: a})
 	b.append(taskID, &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})

@@ -2,8 +2,10 @@ package governance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
@@ -38,13 +40,16 @@ import (
 // OperatorRole may revoke credentials when callers are authenticated.
 const OperatorRole = "operator"
 
-// maxDelegationDepth bounds the walk up a delegation chain, so corrupt
-// data cannot make it loop.
-const maxDelegationDepth = 32
-
 // WithSigner makes the plane issue, sign and check task credentials with
 // s. Without it the plane issues none and checks none.
 func WithSigner(s *credential.Signer) Option { return func(p *Plane) { p.signer = s } }
+
+// WithTrustedKeys adds public keys that credentials signed earlier may be
+// signed with: after a key rotation, the old key, so that tasks issued
+// under it keep working. The signer's own key is always trusted.
+func WithTrustedKeys(keys ...ed25519.PublicKey) Option {
+	return func(p *Plane) { p.trusted = append(p.trusted, keys...) }
+}
 
 // WithCredentialTTL sets how long a credential lasts when its task's
 // deadline does not end it sooner; the default is credential.DefaultTTL.
@@ -96,8 +101,8 @@ func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event
 	if parentID := t.Contract.GetParentTaskId(); parentID == "" {
 		cred = credential.Root(t.Contract, t.CreatedBy, now, p.credentialTTL)
 	} else {
-		if depth >= maxDelegationDepth {
-			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, maxDelegationDepth), nil
+		if depth >= task.MaxChainWalk {
+			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, task.MaxChainWalk), nil
 		}
 		parent, why, err := p.issue(ctx, parentID, cause, depth+1)
 		if why != "" || err != nil {
@@ -112,7 +117,7 @@ func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event
 		}
 		// The parent's credential came from the log; check it was ours
 		// and holds together before deriving from it.
-		pc, err := credential.VerifyChain(ps.Signed, ps.Chain, p.signer.PublicKey())
+		pc, err := credential.VerifyChain(ps.Signed, ps.Chain, p.trustedKeys()...)
 		if err != nil {
 			return t, fmt.Sprintf("the credential of parent task %s does not verify: %v", parentID, err), nil
 		}
@@ -167,7 +172,10 @@ func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *ste
 	if t.Credential == nil {
 		return fmt.Sprintf("task %s has no credential", t.Contract.GetTaskId()), nil
 	}
-	if why, err := p.revoked(ctx, t); why != "" || err != nil {
+	if why := p.verifyCredential(t.Credential); why != "" {
+		return why, nil
+	}
+	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
 		return why, err
 	}
 	if a.GetCompensates() != "" {
@@ -186,43 +194,51 @@ func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *ste
 	return "", nil
 }
 
-// revoked says why t's credential no longer stands because it, or an
-// ancestor's, was revoked; "" when none was.
-func (p *Plane) revoked(ctx context.Context, t *stewardv1.Task) (string, error) {
-	taskID := t.Contract.GetTaskId()
-	cs := t.Credential
-	if cs.GetRevoked() {
-		return revokedReason(cs, taskID, ""), nil
+// verifyCredential says why cs was not issued by this governance: the fold
+// takes a credential as the log has it, and only its signatures, along the
+// whole chain and by a trusted key, show that governance issued it.
+func (p *Plane) verifyCredential(cs *stewardv1.CredentialState) string {
+	sig := string(cs.Signed.GetSignature())
+	if p.verified.has(sig) {
+		return ""
 	}
-	child := taskID
-	for depth, parentID := 0, t.Contract.GetParentTaskId(); parentID != ""; depth++ {
-		if depth >= maxDelegationDepth {
-			return fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, maxDelegationDepth), nil
-		}
-		parent, _, err := task.Load(ctx, p.log, parentID)
-		switch {
-		case errs.Is(err, errs.NotFound):
-			return fmt.Sprintf("task %s was delegated from task %s, which is not found", child, parentID), nil
-		case err != nil:
-			return "", err
-		case parent.Credential.GetRevoked():
-			return revokedReason(parent.Credential, parentID, cs.Credential.GetCredentialId()), nil
-		}
-		child, parentID = parentID, parent.Contract.GetParentTaskId()
+	if _, err := credential.VerifyChain(cs.Signed, cs.Chain, p.trustedKeys()...); err != nil {
+		return fmt.Sprintf("credential %s does not verify: %v", cs.Credential.GetCredentialId(), err)
 	}
-	return "", nil
+	p.verified.add(sig)
+	return ""
 }
 
-// revokedReason is the reason given for an action refused because cs (of
-// taskID) was revoked; own is the acting task's credential when cs is an
-// ancestor's.
-func revokedReason(cs *stewardv1.CredentialState, taskID, own string) string {
-	c := cs.Credential.GetCredentialId()
-	why := fmt.Sprintf("credential revoked: %s", cs.RevokedReason)
-	if own != "" {
-		return fmt.Sprintf("%s (credential %s of ancestor task %s was revoked by %s, and with it credential %s delegated from it)", why, c, taskID, cs.RevokedBy, own)
+// trustedKeys are the keys a credential may be signed with.
+func (p *Plane) trustedKeys() []ed25519.PublicKey {
+	return append([]ed25519.PublicKey{p.signer.PublicKey()}, p.trusted...)
+}
+
+// verifiedSet is a bounded set of verified signatures: verifying costs an
+// Ed25519 check per link, and every action of a task checks the same
+// credential twice. Past its bound it starts over, which only costs
+// checks.
+type verifiedSet struct {
+	mu  sync.Mutex
+	set map[string]struct{}
+}
+
+const maxVerified = 100_000
+
+func (v *verifiedSet) has(sig string) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	_, ok := v.set[sig]
+	return ok
+}
+
+func (v *verifiedSet) add(sig string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.set == nil || len(v.set) >= maxVerified {
+		v.set = map[string]struct{}{}
 	}
-	return fmt.Sprintf("%s (credential %s of task %s was revoked by %s)", why, c, taskID, cs.RevokedBy)
+	v.set[sig] = struct{}{}
 }
 
 // MaxRevokeReasonLen bounds a revocation's reason.
@@ -299,7 +315,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 			continue
 		}
-		why, err := p.revoked(ctx, t)
+		why, err := task.Revoked(ctx, p.log, t)
 		if err != nil {
 			return err
 		}

@@ -530,3 +530,36 @@ func countType(t *testing.T, log *eventlog.Log, taskID, typ string) int {
 	}
 	return n
 }
+
+// TestOnlyTrustedSignaturesCount: a credential on the log that this
+// governance did not sign — a forgery — permits nothing; one signed with
+// an earlier key it was told to trust keeps working after a rotation.
+func TestOnlyTrustedSignaturesCount(t *testing.T) {
+	e := newCredEnv(t)
+	sign := func(taskID string) (*stewardv1.SignedCredential, ed25519.PublicKey) {
+		pub, key, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := credContract([]string{"search"}, nil)
+		c.TaskId = taskID
+		s, err := credential.NewSigner(key).Sign(credential.Root(c, "user:ana", time.Now(), time.Hour))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s, pub
+	}
+	forged, _ := sign("forged")
+	rotated, oldKey := sign("rotated")
+	for id, s := range map[string]*stewardv1.SignedCredential{"forged": forged, "rotated": rotated} {
+		e.create(t, id, "user:ana", credContract([]string{"search"}, nil))
+		e.do(t, id, &stewardv1.CredentialIssued{Credential: s})
+	}
+	e.start(t, governance.WithTrustedKeys(oldKey))
+
+	a := e.waitAction(t, "forged", e.propose(t, "forged", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	if r := denialOf(a); !strings.Contains(r, "does not verify") || !strings.Contains(r, "not trusted") {
+		t.Errorf("forged credential: %q", r)
+	}
+	e.waitAction(t, "rotated", e.propose(t, "rotated", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+}

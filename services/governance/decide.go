@@ -42,6 +42,11 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 		// What could not be permitted is denied before policy or a
 		// person is asked about it.
 		why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
+		if errs.Is(err, errs.Corrupt) {
+			// What the check must read (an ancestor's history) is broken:
+			// say so on the ledger rather than leave the action proposed.
+			why, err = "the task's credential cannot be checked: "+err.Error(), nil
+		}
 		if err != nil {
 			return err
 		}

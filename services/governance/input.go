@@ -61,8 +61,8 @@ func policyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *stewardv1.A
 
 // credentialFacts is what policy sees of the task's credential: its bounds,
 // and whether it was delegated. Governance has checked it before policy
-// runs (checkCredential); policy may ask for more, such as an approval for
-// any delegated task.
+// runs (credentialRefusal); policy may ask for more, such as an approval
+// for any delegated task.
 func credentialFacts(t *stewardv1.Task) map[string]any {
 	c := t.Credential.GetCredential()
 	facts := map[string]any{

@@ -15,6 +15,7 @@ package governance
 
 import (
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"sync"
 	"time"
@@ -56,6 +57,11 @@ type Plane struct {
 	// signer is nil when the plane issues and checks no credentials.
 	signer        *credential.Signer
 	credentialTTL time.Duration
+	// trusted are the keys a task's credential may be signed with: the
+	// signer's and any earlier ones (WithTrustedKeys); verified remembers
+	// the credentials that checked out.
+	trusted  []ed25519.PublicKey
+	verified verifiedSet
 
 	sub      eventlog.Subscription
 	timerSub timer.Subscription

@@ -140,6 +140,7 @@ func TestTaskCollector(t *testing.T) {
 	// spent 3000 micro-euros and 100 tokens.
 	euros := contract(7)
 	euros.Budget = &stewardv1.Budget{Currency: "EUR"}
+	euros.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "c", Expression: "true"}}
 	passed := []*stewardv1.CriterionResult{{CriterionId: "c", Passed: true}}
 	new(metricsHistory).at(proposalTime, "agent", &stewardv1.TaskCreated{Contract: euros}).then(&stewardv1.TaskStarted{}).
 		then(&stewardv1.BudgetConsumed{Tokens: 100, CostMicros: 3000}).
@@ -149,6 +150,7 @@ func TestTaskCollector(t *testing.T) {
 	// it was created, having spent 1000 micro-euros and 300 tokens.
 	reviewed := contract(8)
 	reviewed.Budget, reviewed.AcceptanceOwnerRef = &stewardv1.Budget{Currency: "EUR"}, "user:owner"
+	reviewed.AcceptanceCriteria = euros.AcceptanceCriteria
 	new(metricsHistory).at(proposalTime, "agent", &stewardv1.TaskCreated{Contract: reviewed}).then(&stewardv1.TaskStarted{}).
 		then(&stewardv1.BudgetConsumed{Tokens: 300, CostMicros: 1000}).
 		at(proposalTime.Add(time.Hour), "agent", &stewardv1.TaskProduced{Round: 1, Checks: passed, ReviewRequired: true}).
@@ -157,7 +159,9 @@ func TestTaskCollector(t *testing.T) {
 		at(proposalTime.Add(2*time.Hour), "user:owner", &stewardv1.TaskAccepted{Round: 2}).
 		appendTo(t, log, "reviewed")
 	// Running again: its checks failed.
-	new(metricsHistory).start(9).
+	failing := contract(9)
+	failing.AcceptanceCriteria = euros.AcceptanceCriteria
+	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: failing}, &stewardv1.TaskStarted{}).
 		then(&stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{{CriterionId: "c", Passed: false}}}).
 		appendTo(t, log, "checksfailed")
 	// Broken: a start after a cancel, which the fold refuses.

@@ -14,6 +14,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/state"
 )
 
 // by is one event of a history and who recorded it.
@@ -66,6 +67,7 @@ func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
 	}
 	k := contract(1)
 	k.TaskId, k.AcceptanceOwnerRef, k.AllowedTools = "acc", "user:owner", []string{"search"}
+	k.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "has-report", Expression: `artifacts["report"].size > 0`}}
 	signed, err := credential.NewSigner(key).Sign(credential.Root(k, "agent:a", time.Now(), time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -148,5 +150,17 @@ func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
 	folded, err := task.Fold(recs)
 	if err != nil || folded.Status != r.Status || len(folded.Acceptance) != len(r.AcceptanceRounds) {
 		t.Fatalf("fold: %v, %v", folded.GetStatus(), err)
+	}
+}
+
+// TestReceiptShowsAClosedApproval: an approval closed by a denial (its
+// task's credential was revoked) reads as closed, not open.
+func TestReceiptShowsAClosedApproval(t *testing.T) {
+	md := state.ReceiptMarkdown(&stewardv1.Receipt{
+		TaskId: "t", Calls: []*stewardv1.ReceiptCall{{ActionId: "a1", Status: stewardv1.ActionStatus_ACTION_STATUS_DENIED}},
+		Approvals: []*stewardv1.ReceiptApproval{{ApprovalId: "ap1", ActionId: "a1"}},
+	})
+	if !strings.Contains(md, "closed undecided") || strings.Contains(md, "| open |") {
+		t.Errorf("the approval does not read as closed:\n%s", md)
 	}
 }

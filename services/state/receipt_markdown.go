@@ -242,6 +242,8 @@ func approvalDecision(a *stewardv1.ReceiptApproval, action stewardv1.ActionStatu
 		return "rejected"
 	case action == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
 		return "withdrawn (the action was edited)"
+	case action == stewardv1.ActionStatus_ACTION_STATUS_DENIED:
+		return "closed undecided (the action was denied; see its reason)"
 	default:
 		return "open"
 	}

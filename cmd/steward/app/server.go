@@ -60,6 +60,8 @@ type Server struct {
 	// governance: Ed25519 key that signs task credentials (see
 	// credentialSigner for the default)
 	CredentialKey string
+	// governance: public keys of earlier credential keys, still trusted
+	TrustedKeys []string
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -90,6 +92,10 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
+	fs.Func("credential-trust-key", "public key `FILE` (PEM or hex) of an earlier credential key, still trusted for the credentials it signed: keep tasks working across a key rotation; repeat for several (governance plane)", func(path string) error {
+		m.TrustedKeys = append(m.TrustedKeys, path)
+		return nil
+	})
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
 		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -65,7 +66,16 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 			if err != nil {
 				return nil, err
 			}
-			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers), governance.WithSigner(signer)))
+			var trusted []ed25519.PublicKey
+			for _, path := range m.TrustedKeys {
+				pub, err := credential.LoadPublicKey(path)
+				if err != nil {
+					return nil, fmt.Errorf("--credential-trust-key: %w", err)
+				}
+				trusted = append(trusted, pub)
+			}
+			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers),
+				governance.WithSigner(signer), governance.WithTrustedKeys(trusted...)))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
 			if err != nil {
@@ -86,8 +96,8 @@ const CredentialKeyFile = "credential.key"
 // credentialSigner loads the key governance signs task credentials with:
 // --credential-key, created there if missing; in dev by default
 // DATA/credential.key, created on first start and kept, so that
-// credentials issued before a restart still verify. A serve process given
-// no file signs with a key of its own that dies with it, and says so.
+// credentials issued before a restart still verify. Serve requires the
+// flag (ParseFlags): every replica must sign with the same key.
 func (m *Server) credentialSigner() (*credential.Signer, error) {
 	path := m.CredentialKey
 	if path == "" && m.Mode == "dev" {

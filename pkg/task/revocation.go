@@ -1,0 +1,57 @@
+package task
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// MaxChainWalk bounds the walk up a delegation chain, so that a corrupt
+// or cyclic chain cannot hold a caller forever.
+const MaxChainWalk = 32
+
+// Revoked says why t may no longer act because its credential, or the
+// credential of a task it was delegated from, however far up, was revoked;
+// "" when none was. A revocation is recorded on the revoked task's own
+// log, so a sub-task's fold does not see its ancestors'; this walk is how
+// governance (before a permit) and execution (before a call) find them.
+// err is a failure to read, worth retrying.
+func Revoked(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (string, error) {
+	taskID := t.Contract.GetTaskId()
+	if cs := t.Credential; cs.GetRevoked() {
+		return revokedReason(cs, taskID, ""), nil
+	}
+	own := t.Credential.GetCredential().GetCredentialId()
+	child := taskID
+	for depth, parentID := 0, t.Contract.GetParentTaskId(); parentID != ""; depth++ {
+		if depth >= MaxChainWalk {
+			return fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, MaxChainWalk), nil
+		}
+		parent, _, err := Load(ctx, log, parentID)
+		switch {
+		case errs.Is(err, errs.NotFound):
+			return fmt.Sprintf("task %s was delegated from task %s, which is not found", child, parentID), nil
+		case err != nil:
+			return "", err
+		case parent.Credential.GetRevoked():
+			return revokedReason(parent.Credential, parentID, own), nil
+		}
+		child, parentID = parentID, parent.Contract.GetParentTaskId()
+	}
+	return "", nil
+}
+
+// revokedReason is the reason given for refusing to act because cs (of
+// taskID) was revoked; own is the acting task's credential when cs is an
+// ancestor's.
+func revokedReason(cs *stewardv1.CredentialState, taskID, own string) string {
+	c := cs.GetCredential().GetCredentialId()
+	why := fmt.Sprintf("credential revoked: %s", cs.RevokedReason)
+	if own != "" {
+		return fmt.Sprintf("%s (credential %s of ancestor task %s was revoked by %s, and with it credential %s delegated from it)", why, c, taskID, cs.RevokedBy, own)
+	}
+	return fmt.Sprintf("%s (credential %s of task %s was revoked by %s)", why, c, taskID, cs.RevokedBy)
+}
