@@ -89,6 +89,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	sub := contract()
 	sub.AllowedTools = []string{"search", "wire"}
 	sub.AuthorizerRef = "user:bo"
+	sub.Budget = &stewardv1.Budget{MaxTokens: 10_000} // reserved from the parent's 50,000
 	delegated, err := agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
 		ParentTaskId: parentID, Contract: sub, DelegateRef: "agent:researcher", RequestId: "researcher-1",
 	}))
@@ -96,6 +97,9 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	childID := delegated.Msg.Task.Contract.TaskId
+	if got, err := agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: parentID})); err != nil || got.Msg.Task.BudgetUsed.GetTokens() != 10_000 {
+		t.Fatalf("the parent reserved %v for its sub-task (%v), want 10,000 tokens", got.Msg.GetTask().GetBudgetUsed(), err)
+	}
 	if hop := delegated.Msg.Task.Contract.DelegationChain; len(hop) != 1 || hop[0].ToRef != "agent:researcher" || hop[0].CredentialRef != parentCred.CredentialId {
 		t.Fatalf("delegation chain %v", hop)
 	}

@@ -36,16 +36,15 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	if err != nil {
 		return nil, false, err
 	}
-	return p.create(ctx, principal, req.RequestId, contract)
+	return p.create(ctx, principal, TaskIDFor(req.RequestId), req.RequestId, contract)
 }
 
 // create opens a task with a checked contract; see CreateTask.
-func (p *Plane) create(ctx context.Context, principal, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
+func (p *Plane) create(ctx context.Context, principal, taskID, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
 	if contract.SeparationOfDuties && contract.AcceptanceOwnerRef == principal {
 		// The fold refuses the creator's acceptance too; say so now.
 		return nil, false, errs.Field("contract.acceptance_owner_ref", "%q is creating the task; separation_of_duties needs someone else to accept it", principal)
 	}
-	taskID := TaskIDFor(requestID)
 	contract.TaskId = taskID
 	ev, err := event.New(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskCreated),

@@ -66,7 +66,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err := credential.Narrows(pc, contract); err != nil {
 		return nil, false, err
 	}
-	if err := inheritBudget(contract, pc, parent.Contract); err != nil {
+	if err := sameCurrency(contract, pc, parent.Contract); err != nil {
 		return nil, false, err
 	}
 	hop := &stewardv1.Delegation{FromRef: pc.Principal, ToRef: req.DelegateRef, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(now)}
@@ -80,7 +80,22 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if n := len(contract.DelegationChain); n > MaxDelegationDepth {
 		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", req.ParentTaskId, n-1, MaxDelegationDepth)
 	}
-	return p.create(ctx, principal, req.RequestId, contract)
+	// Everything is checked before the reservation, the one write on the
+	// parent, so that a refused delegation writes nothing.
+	childID := TaskIDFor(req.RequestId)
+	if err := p.reserve(ctx, principal, req.ParentTaskId, childID, contract, pc); err != nil {
+		return nil, false, err
+	}
+	t, created, err := p.create(ctx, principal, childID, req.RequestId, contract)
+	if errs.Is(err, errs.AlreadyExists) && prior == nil {
+		// The same request at the same moment made the sub-task first,
+		// with its own delegated_at: answer with that one.
+		if prior, perr := p.priorDelegation(ctx, req.RequestId); perr == nil && prior != nil {
+			hop.DelegatedAt = prior.DelegatedAt
+			return p.create(ctx, principal, childID, req.RequestId, contract)
+		}
+	}
+	return t, created, err
 }
 
 // validateDelegate checks a DelegateTask request and names the first field
@@ -150,28 +165,24 @@ func (p *Plane) priorDelegation(ctx context.Context, requestID string) (*steward
 	return chain[len(chain)-1], nil
 }
 
-// inheritBudget writes the parent credential's caps into c where c sets
-// none, and refuses caps in another currency than the parent's, which
-// could not be compared.
-func inheritBudget(c *stewardv1.TaskContract, parent *stewardv1.TaskCredential, parentContract *stewardv1.TaskContract) error {
-	if parent.MaxTokens == 0 && parent.MaxCostMicros == 0 {
+// sameCurrency refuses a cost cap in another currency than the parent's,
+// which could not be compared; an unset one takes the parent's.
+func sameCurrency(c *stewardv1.TaskContract, parent *stewardv1.TaskCredential, parentContract *stewardv1.TaskContract) error {
+	currency := parentContract.GetBudget().GetCurrency()
+	if parent.MaxCostMicros == 0 && parentContract.GetBudget().GetMaxCostMicros() == 0 {
 		return nil
 	}
 	if c.Budget == nil {
 		c.Budget = &stewardv1.Budget{}
 	}
-	b, currency := c.Budget, parentContract.GetBudget().GetCurrency()
-	if b.MaxCostMicros != 0 && parent.MaxCostMicros != 0 && currency != "" && b.Currency != currency {
+	b := c.Budget
+	if b.MaxCostMicros != 0 && currency != "" && b.Currency != currency {
 		return errs.Field("contract.budget.currency", "%q is not the parent's %q: caps in different currencies cannot be compared", b.Currency, currency)
 	}
-	if b.MaxTokens == 0 {
-		b.MaxTokens = parent.MaxTokens
+	if b.MaxCostMicros == 0 {
+		b.Currency = currency
 	}
-	if b.MaxCostMicros == 0 && parent.MaxCostMicros != 0 {
-		b.MaxCostMicros, b.Currency = parent.MaxCostMicros, currency
-	}
-	// Milestones checked against no cap may not fit the inherited one.
-	return checkBudget(b)
+	return nil
 }
 
 func (s *taskService) DelegateTask(ctx context.Context, req *connect.Request[stewardv1.DelegateTaskRequest]) (*connect.Response[stewardv1.DelegateTaskResponse], error) {

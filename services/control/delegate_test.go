@@ -5,8 +5,10 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +112,7 @@ func subContract() *stewardv1.TaskContract {
 	c := validRequest("").Contract
 	c.AllowedTools = []string{"search"}
 	c.Scopes = []string{"docs:read"}
+	c.Budget = &stewardv1.Budget{MaxTokens: 100, MaxCostMicros: 500, Currency: "USD"}
 	return c
 }
 
@@ -136,8 +139,11 @@ func TestDelegateTaskNarrows(t *testing.T) {
 	if hop.FromRef != "user:ana" || hop.ToRef != "agent:researcher" || hop.CredentialRef != pc.CredentialId || hop.DelegatedAt == nil {
 		t.Errorf("hop %v", hop)
 	}
-	if b := c.Budget; b.GetMaxTokens() != 1000 || b.GetMaxCostMicros() != 5000 || b.GetCurrency() != "USD" {
-		t.Errorf("inherited budget %v", b)
+	if b := c.Budget; b.GetMaxTokens() != 100 || b.GetMaxCostMicros() != 500 || b.GetCurrency() != "USD" {
+		t.Errorf("budget %v", b)
+	}
+	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 || u.GetCostMicros() != 500 {
+		t.Errorf("the parent reserved %v for the sub-task, want 100 tokens and 500 micro-units", u)
 	}
 	if c.Deadline != nil {
 		t.Errorf("deadline %v: the credential carries the parent's expiry, not the contract", c.Deadline)
@@ -163,7 +169,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 	d.issue(t, sub, credential.Delegated(pc, sub.Contract, "agent:researcher", time.Now()))
 	leaf := subContract()
 	leaf.Scopes = nil
-	leaf.Budget = &stewardv1.Budget{MaxTokens: 10}
+	leaf.Budget = &stewardv1.Budget{MaxTokens: 10, MaxCostMicros: 50, Currency: "USD"}
 	deeper, _, err := d.ctl.DelegateTask(ctx, "agent:researcher", &stewardv1.DelegateTaskRequest{ParentTaskId: sub.Contract.TaskId, Contract: leaf, DelegateRef: "agent:reader"})
 	if err != nil {
 		t.Fatal(err)
@@ -289,5 +295,100 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 		if d.last(t) != seq {
 			t.Errorf("from %s: a refused delegation appended events", tc.parent)
 		}
+	}
+}
+
+// TestDelegationReservesTheParentsBudget: what a sub-task may spend comes
+// out of its parent's budget, so a parent and its sub-tasks together stay
+// within it — also when delegations race — and a retry reserves nothing
+// twice.
+func TestDelegationReservesTheParentsBudget(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	parent := d.parent(t, "budget-parent", time.Now(), time.Hour)
+	parentID := parent.Contract.TaskId
+	delegate := func(requestID string, tokens int64) (*stewardv1.Task, error) {
+		c := subContract()
+		c.Budget = &stewardv1.Budget{MaxTokens: tokens, MaxCostMicros: 10, Currency: "USD"}
+		tk, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{
+			ParentTaskId: parentID, DelegateRef: "agent:sub", RequestId: requestID, Contract: c,
+		})
+		return tk, err
+	}
+
+	// Ten delegations of 150 tokens race for the parent's 1000: six fit.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	made := 0
+	for i := range 10 {
+		wg.Go(func() {
+			if _, err := delegate(fmt.Sprint("race-", i), 150); err == nil {
+				mu.Lock()
+				made++
+				mu.Unlock()
+			} else if !errs.Is(err, errs.Invalid) {
+				t.Errorf("delegation %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if made != 6 {
+		t.Fatalf("%d delegations of 150 fit in 1000 tokens, want 6", made)
+	}
+	if used := d.load(t, parentID).BudgetUsed.GetTokens(); used != 900 {
+		t.Fatalf("the parent has %d tokens reserved, want 900", used)
+	}
+
+	// Too much for what is left names the field, and so does no cap.
+	if _, err := delegate("too-much", 101); !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "contract.budget.max_tokens") {
+		t.Fatalf("over the headroom: %v", err)
+	}
+	if _, err := delegate("no-cap", 0); !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "is required") {
+		t.Fatalf("no cap: %v", err)
+	}
+	rest, err := delegate("the-rest", 100)
+	if err != nil || rest.Contract.Budget.GetMaxTokens() != 100 {
+		t.Fatalf("the rest: %v, %v", rest.GetContract().GetBudget(), err)
+	}
+	again, err := delegate("the-rest", 100)
+	if err != nil || again.Contract.TaskId != rest.Contract.TaskId || again.Contract.Budget.GetMaxTokens() != 100 {
+		t.Fatalf("a retry: %v, %v", again.GetContract(), err)
+	}
+	if used := d.load(t, parentID).BudgetUsed.GetTokens(); used != 1000 {
+		t.Fatalf("the parent has %d tokens reserved after a retry, want 1000", used)
+	}
+	if _, err := delegate("nothing-left", 1); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("with nothing left: %v", err)
+	}
+}
+
+// TestConcurrentSameDelegationMakesOneSubTask: the same request sent
+// several times at once makes one sub-task, reserved once, and every call
+// gets it.
+func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
+	d := newDelegation(t)
+	parent := d.parent(t, "same-parent", time.Now(), time.Hour)
+	var wg sync.WaitGroup
+	ids := make([]string, 8)
+	for i := range ids {
+		wg.Go(func() {
+			tk, _, err := d.ctl.DelegateTask(context.Background(), "user:ana", &stewardv1.DelegateTaskRequest{
+				ParentTaskId: parent.Contract.TaskId, DelegateRef: "agent:sub", RequestId: "same", Contract: subContract(),
+			})
+			if err != nil {
+				t.Errorf("call %d: %v", i, err)
+				return
+			}
+			ids[i] = tk.Contract.TaskId
+		})
+	}
+	wg.Wait()
+	for _, id := range ids {
+		if id != ids[0] {
+			t.Fatalf("sub-tasks %v, want one", ids)
+		}
+	}
+	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 {
+		t.Fatalf("reserved %d tokens, want 100 once", u.GetTokens())
 	}
 }

@@ -1,0 +1,133 @@
+package control
+
+import (
+	"context"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// reserveID is the id of the event that reserves childID's budget on its
+// parent.
+func reserveID(parentID, childID string) string {
+	return event.ID(parentID, "delegation-reserve", childID)
+}
+
+// reserve takes what a sub-task may spend out of its parent's budget,
+// before the sub-task exists: a BudgetConsumed on the parent, "reserved
+// for delegated task …", for every dimension the parent's budget limits.
+// So a parent and everything delegated from it together spend no more than
+// the parent's budget, however many sub-tasks it hands work to. Where the
+// parent's budget limits, c must name its cap, and it must fit in what the
+// parent has left (and in the parent credential's cap); where only the
+// credential caps, an unset cap is the credential's. What a sub-task does
+// not spend is not given back.
+//
+// The check and the reservation are one conditional write on the parent,
+// so two delegations at once cannot take the same budget. A retry finds
+// its reservation made and takes the caps from it, so the sub-task's
+// contract comes out the same.
+func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential) error {
+	id := reserveID(parentID, childID)
+	parent, history, err := task.Load(ctx, p.log, parentID)
+	if err != nil {
+		return err
+	}
+	if c.Budget == nil {
+		c.Budget = &stewardv1.Budget{}
+	}
+	b := c.Budget
+	if history.Has(id) {
+		ev, err := p.commandEvent(ctx, parentID, id)
+		if err != nil {
+			return err
+		}
+		r, pb := ev.GetBudgetConsumed(), parent.Contract.GetBudget()
+		b.MaxTokens = capOnRetry(r.GetTokens(), pb.GetMaxTokens(), b.MaxTokens, pc.MaxTokens)
+		b.MaxCostMicros = capOnRetry(r.GetCostMicros(), pb.GetMaxCostMicros(), b.MaxCostMicros, pc.MaxCostMicros)
+		return nil
+	}
+	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
+	_, err = task.Update(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+		if !task.Active(parent.Status) && parent.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+			// Paused, suspended (its budget spent, say), waiting for
+			// input, produced or compensating: nothing new starts.
+			return nil, errs.New(errs.FailedPrecondition, "parent task %s is %s: only a live task delegates", parentID, task.StatusName(parent.Status))
+		}
+		tokens, err := headroom("contract.budget.max_tokens", parent, "tokens", explicitTokens, parent.Contract.GetBudget().GetMaxTokens(), parent.BudgetUsed.GetTokens(), pc.MaxTokens)
+		if err != nil {
+			return nil, err
+		}
+		cost, err := headroom("contract.budget.max_cost_micros", parent, "cost micro-units", explicitCost, parent.Contract.GetBudget().GetMaxCostMicros(), parent.BudgetUsed.GetCostMicros(), pc.MaxCostMicros)
+		if err != nil {
+			return nil, err
+		}
+		b.MaxTokens, b.MaxCostMicros = tokens.cap, cost.cap
+		if err := checkBudget(b); err != nil {
+			return nil, err // milestones must fit the caps
+		}
+		if tokens.reserved == 0 && cost.reserved == 0 {
+			return nil, nil // the parent's budget limits nothing
+		}
+		return event.New(event.Meta{ID: id, TaskID: parentID, Actor: p.actor(principal)}, &stewardv1.BudgetConsumed{
+			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for delegated task " + childID,
+		})
+	})
+	return err
+}
+
+// share is a sub-task's cap in one dimension, and how much of it is
+// reserved from the parent.
+type share struct{ cap, reserved int64 }
+
+// headroom works out a sub-task's cap in one dimension: the explicit cap
+// if it fits in what the parent has left, else all of that. limit is the
+// parent's budget (0: none), used what it spent, credCap its credential's
+// cap (0: none).
+func headroom(field string, parent *stewardv1.Task, what string, explicit, limit, used, credCap int64) (share, error) {
+	left := int64(0)
+	switch {
+	case limit == 0 && credCap == 0:
+		return share{cap: explicit}, nil // nothing to reserve from
+	case limit == 0:
+		left = credCap
+	default:
+		left = max(limit-used, 0)
+		if credCap != 0 {
+			left = min(left, credCap)
+		}
+	}
+	reserve := func(n int64) share {
+		if limit == 0 {
+			return share{cap: n}
+		}
+		return share{cap: n, reserved: n}
+	}
+	switch {
+	case left == 0:
+		return share{}, errs.New(errs.FailedPrecondition, "parent task %s has no %s left to delegate (%d of %d spent or reserved)", parent.Contract.GetTaskId(), what, used, limit)
+	case explicit == 0 && limit != 0:
+		// Taking all that is left by default would leave the parent, and
+		// every later sub-task, with nothing: say how much.
+		return share{}, errs.Field(field, "is required: parent task %s limits its %s, and has %d left to hand on", parent.Contract.GetTaskId(), what, left)
+	case explicit == 0:
+		return share{cap: left}, nil // the parent credential's cap
+	case explicit > left:
+		return share{}, errs.Field(field, "%d is more than the %d %s parent task %s has left to delegate", explicit, left, what, parent.Contract.GetTaskId())
+	}
+	return reserve(explicit), nil
+}
+
+// capOnRetry is the cap a retried delegation had the first time: what it
+// reserved where the parent's budget limits, else as headroom gave it.
+func capOnRetry(reserved, limit, explicit, credCap int64) int64 {
+	switch {
+	case limit != 0:
+		return reserved
+	case explicit != 0:
+		return explicit
+	}
+	return credCap
+}
