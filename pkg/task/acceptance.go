@@ -11,6 +11,11 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
+// MaxArtifacts caps the artifact versions one task may record: criteria
+// read the latest of each, and a bound keeps that, and the task's view,
+// small.
+const MaxArtifacts = 256
+
 // CriteriaAcceptor is who a round accepted without review is decided by.
 const CriteriaAcceptor = "acceptance criteria"
 
@@ -102,6 +107,8 @@ func checkArtifact(t *stewardv1.Task, a *stewardv1.Artifact) error {
 		return illegal(t, "submit an artifact to")
 	case a == nil || a.Name == "":
 		return errs.Field("name", "is required")
+	case len(t.Artifacts) >= MaxArtifacts:
+		return errs.New(errs.FailedPrecondition, "task %s already has %d artifact versions, the most a task may record", id, MaxArtifacts)
 	case a.SizeBytes < 0:
 		return errs.Field("size_bytes", "must not be negative")
 	case !ValidSHA256(a.Sha256):

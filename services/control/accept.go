@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // AcceptTask records the acceptance owner accepting the task's produced
@@ -21,7 +22,7 @@ func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	return p.review(ctx, principal, req.TaskId, req.RequestId, func(round uint32) eventPayload {
+	return p.review(ctx, principal, req.TaskId, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskAccepted{Round: round, Reason: req.Reason}
 	})
 }
@@ -44,19 +45,30 @@ func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1
 			return nil, err
 		}
 	}
-	return p.review(ctx, principal, req.TaskId, req.RequestId, func(round uint32) eventPayload {
+	return p.review(ctx, principal, req.TaskId, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskReturned{Round: round, Reasons: req.Reasons}
 	})
 }
 
 // review records a decision on the task's current round, as folded when
-// it is appended. A request id names one command: a repeat of this
-// decision returns the task, and the id of another command is
-// AlreadyExists rather than a silent no-op.
-func (p *Plane) review(ctx context.Context, principal, taskID, requestID string, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {
+// it is appended; with want set, only if that is round want, so that a
+// decision never reaches a result its maker has not seen. A request id
+// names one command: a repeat of this decision returns the task, and the
+// id of another command is AlreadyExists rather than a silent no-op.
+func (p *Plane) review(ctx context.Context, principal, taskID, requestID string, want uint32, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {
 	id := commandID(taskID, requestID)
+	if id != "" && want != 0 {
+		// A repeat of a decision made is answered as it was, whatever
+		// round the task has reached since.
+		if _, history, err := task.Load(ctx, p.log, taskID); err == nil && history.Has(id) {
+			want = 0
+		}
+	}
 	var ev *stewardv1.Event
 	t, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if cur := uint32(len(t.Acceptance)); want != 0 && want != cur {
+			return nil, errs.New(errs.FailedPrecondition, "task %s is in acceptance round %d, not %d: look at the result produced since", taskID, cur, want)
+		}
 		var err error
 		ev, err = event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
 			decision(uint32(len(t.Acceptance))))

@@ -213,7 +213,16 @@ func TestOwnerReturnsThenAccepts(t *testing.T) {
 	}
 	r.submit(t, id, &stewardv1.SubmitArtifactRequest{Name: "report", MediaType: "text/markdown", Content: []byte("a longer report")})
 	r.produce(t, id, "")
-	tk, err := r.ctl.AcceptTask(ctx, owner, &stewardv1.AcceptTaskRequest{TaskId: id, Reason: "good"})
+	// A decision naming the round the owner looked at reaches no other:
+	// round 1 was decided, round 2 is new.
+	if _, err := r.ctl.AcceptTask(ctx, owner, &stewardv1.AcceptTaskRequest{TaskId: id, Round: 1}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("accepting round 1 while round 2 is up: %v", err)
+	}
+	// The return's retry is still answered, though round 2 is up.
+	if _, err := r.ctl.ReturnTask(ctx, owner, &stewardv1.ReturnTaskRequest{TaskId: id, Reasons: []string{"too short"}, RequestId: "ret-1", Round: 1}); err != nil {
+		t.Fatalf("a retried return of round 1: %v", err)
+	}
+	tk, err := r.ctl.AcceptTask(ctx, owner, &stewardv1.AcceptTaskRequest{TaskId: id, Reason: "good", Round: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
