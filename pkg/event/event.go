@@ -70,6 +70,7 @@ const (
 	TypeTaskProduced      = "task.produced"
 	TypeTaskAccepted      = "task.accepted"
 	TypeTaskReturned      = "task.returned"
+	TypeBudgetReleased    = "budget.released"
 
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
@@ -157,6 +158,7 @@ var typeNames = map[protoreflect.Name]string{
 	"task_produced":           TypeTaskProduced,
 	"task_accepted":           TypeTaskAccepted,
 	"task_returned":           TypeTaskReturned,
+	"budget_released":         TypeBudgetReleased,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -30,6 +30,22 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil, true, err
 		}
 		return func() { spend(t, c.Tokens, c.CostMicros, c.MilestoneId) }, true, nil
+	case *stewardv1.Event_BudgetReleased:
+		// An ended task takes it too: a sub-task may end after its parent.
+		r := p.BudgetReleased
+		u := t.BudgetUsed
+		switch {
+		case r.Tokens < 0 || r.CostMicros < 0:
+			return nil, true, errs.Field("tokens", "a release must not be negative")
+		case r.Tokens > u.GetTokens() || r.CostMicros > u.GetCostMicros():
+			return nil, true, errs.New(errs.FailedPrecondition, "task %s cannot release %d tokens and %d micro-units: it has used %d and %d",
+				t.Contract.GetTaskId(), r.Tokens, r.CostMicros, u.GetTokens(), u.GetCostMicros())
+		}
+		return func() {
+			u := usage(t)
+			u.Tokens -= r.Tokens
+			u.CostMicros -= r.CostMicros
+		}, true, nil
 	case *stewardv1.Event_BudgetAlerted:
 		a := p.BudgetAlerted
 		key := AlertKey(a.Dimension, a.Percent, a.MilestoneId)

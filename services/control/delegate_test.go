@@ -392,3 +392,44 @@ func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
 		t.Fatalf("reserved %d tokens, want 100 once", u.GetTokens())
 	}
 }
+
+// TestEndedSubTaskGivesBackWhatItDidNotSpend: when a sub-task ends, what
+// its parent reserved for it and it did not spend goes back to the
+// parent, once.
+func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	if err := d.ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.ctl.Stop)
+	parent := d.parent(t, "giving-parent", time.Now(), time.Hour)
+	parentID := parent.Contract.TaskId
+	c := subContract()
+	c.Budget = &stewardv1.Budget{MaxTokens: 300, MaxCostMicros: 500, Currency: "USD"}
+	sub, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{ParentTaskId: parentID, DelegateRef: "agent:sub", RequestId: "giver", Contract: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subID := sub.Contract.TaskId
+	waitTask(t, d.log, subID, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	if _, err := d.ctl.ReportUsage(ctx, "agent:sub", &stewardv1.ReportUsageRequest{TaskId: subID, Tokens: 100, CostMicros: 500, RequestId: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: subID, Reason: "done elsewhere"}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 100 })
+	if got.BudgetUsed.GetCostMicros() != 500 {
+		t.Errorf("the parent's cost is %d after the release, want the 500 the sub-task spent", got.BudgetUsed.GetCostMicros())
+	}
+	// Redelivery gives nothing back twice.
+	d.ctl.Stop()
+	if err := d.ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if u := d.load(t, parentID).BudgetUsed; u.GetTokens() != 100 {
+		t.Errorf("after a restart the parent has %d tokens used, want 100", u.GetTokens())
+	}
+}

@@ -23,7 +23,7 @@ func reserveID(parentID, childID string) string {
 // parent's budget limits, c must name its cap, and it must fit in what the
 // parent has left (and in the parent credential's cap); where only the
 // credential caps, an unset cap is the credential's. What a sub-task does
-// not spend is not given back.
+// not spend comes back when it ends (release).
 //
 // The check and the reservation are one conditional write on the parent,
 // so two delegations at once cannot take the same budget. A retry finds
@@ -130,4 +130,51 @@ func capOnRetry(reserved, limit, explicit, credCap int64) int64 {
 		return explicit
 	}
 	return credCap
+}
+
+// releaseID is the id of the event that gives back what childID did not
+// spend of its reservation on its parent.
+func releaseID(parentID, childID string) string {
+	return event.ID(parentID, "delegation-release", childID)
+}
+
+// release reacts to a task's end: if it was delegated, what its parent
+// reserved for it and it did not spend goes back to the parent
+// (BudgetReleased). Spending includes what it reserved for sub-tasks of
+// its own that are still running: those come back to it, not to its
+// parent. Idempotent: the release's id derives from the sub-task.
+func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
+	child, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	parentID := child.Contract.GetParentTaskId()
+	if parentID == "" || !task.Terminal(child.Status) {
+		return nil
+	}
+	_, history, err := task.Load(ctx, p.log, parentID)
+	if err != nil {
+		return err
+	}
+	id := reserveID(parentID, child.Contract.TaskId)
+	if !history.Has(id) {
+		return nil // nothing was reserved: the parent's budget limits nothing
+	}
+	reserved, err := p.commandEvent(ctx, parentID, id)
+	if err != nil {
+		return err
+	}
+	r := reserved.GetBudgetConsumed()
+	tokens := max(r.GetTokens()-child.BudgetUsed.GetTokens(), 0)
+	cost := max(r.GetCostMicros()-child.BudgetUsed.GetCostMicros(), 0)
+	if tokens == 0 && cost == 0 {
+		return nil
+	}
+	_, err = task.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		return event.New(event.Meta{
+			ID: releaseID(parentID, child.Contract.TaskId), TaskID: parentID, Actor: p.actor(stewardPrincipal),
+			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,
+		}, &stewardv1.BudgetReleased{ChildTaskId: child.Contract.TaskId, Tokens: tokens, CostMicros: cost})
+	})
+	return err
 }

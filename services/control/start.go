@@ -20,6 +20,11 @@ func (p *Plane) reactions() eventlog.Reactions {
 		event.TypeActionOutcome: p.guardLoop,
 		event.TypeActionSettled: p.guardLoop,
 	}
+	// Every event that may end a task: a sub-task's end gives back to its
+	// parent what it did not spend.
+	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced} {
+		r[typ] = both(r[typ], p.release)
+	}
 	if p.tools != nil && p.requests != nil {
 		// Every event that starts a compensation or may end one.
 		for _, typ := range []string{event.TypeTaskCompensating, event.TypeActionOutcome, event.TypeActionSettled,

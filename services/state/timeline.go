@@ -135,6 +135,9 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_BudgetAlerted:
 		a := p.BudgetAlerted
 		return fmt.Sprintf("The task has spent %d%% of its %s budget (%d of %d)", a.Percent, a.Dimension, a.Used, a.Limit)
+	case *stewardv1.Event_BudgetReleased:
+		r := p.BudgetReleased
+		return fmt.Sprintf("Delegated task %s ended; %d tokens and %d micro-units it did not spend came back", r.ChildTaskId, r.Tokens, r.CostMicros)
 	case *stewardv1.Event_BudgetRaised:
 		r := p.BudgetRaised
 		return withReason(fmt.Sprintf("%s raised the budget to %d tokens and %d micro-units (0: unchanged)", who, r.MaxTokens, r.MaxCostMicros), r.Reason)

@@ -134,6 +134,7 @@ type Event struct {
 	//	*Event_TaskProduced
 	//	*Event_TaskAccepted
 	//	*Event_TaskReturned
+	//	*Event_BudgetReleased
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -556,6 +557,15 @@ func (x *Event) GetTaskReturned() *TaskReturned {
 	return nil
 }
 
+func (x *Event) GetBudgetReleased() *BudgetReleased {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_BudgetReleased); ok {
+			return x.BudgetReleased
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -707,6 +717,10 @@ type Event_TaskReturned struct {
 	TaskReturned *TaskReturned `protobuf:"bytes,65,opt,name=task_returned,json=taskReturned,proto3,oneof"`
 }
 
+type Event_BudgetReleased struct {
+	BudgetReleased *BudgetReleased `protobuf:"bytes,66,opt,name=budget_released,json=budgetReleased,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -776,6 +790,8 @@ func (*Event_TaskProduced) isEvent_Payload() {}
 func (*Event_TaskAccepted) isEvent_Payload() {}
 
 func (*Event_TaskReturned) isEvent_Payload() {}
+
+func (*Event_BudgetReleased) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -2925,12 +2941,74 @@ func (x *TaskReturned) GetReasons() []string {
 	return nil
 }
 
+// BudgetReleased gives back to a task what it reserved for a sub-task and
+// the sub-task did not spend, once the sub-task has ended (control plane).
+type BudgetReleased struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ChildTaskId   string                 `protobuf:"bytes,1,opt,name=child_task_id,json=childTaskId,proto3" json:"child_task_id,omitempty"`
+	Tokens        int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros    int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BudgetReleased) Reset() {
+	*x = BudgetReleased{}
+	mi := &file_steward_v1_event_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BudgetReleased) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BudgetReleased) ProtoMessage() {}
+
+func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
+func (*BudgetReleased) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *BudgetReleased) GetChildTaskId() string {
+	if x != nil {
+		return x.ChildTaskId
+	}
+	return ""
+}
+
+func (x *BudgetReleased) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *BudgetReleased) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf7\x15\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbe\x16\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -2977,7 +3055,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x12artifact_submitted\x18> \x01(\v2\x1d.steward.v1.ArtifactSubmittedH\x00R\x11artifactSubmitted\x12?\n" +
 	"\rtask_produced\x18? \x01(\v2\x18.steward.v1.TaskProducedH\x00R\ftaskProduced\x12?\n" +
 	"\rtask_accepted\x18@ \x01(\v2\x18.steward.v1.TaskAcceptedH\x00R\ftaskAccepted\x12?\n" +
-	"\rtask_returned\x18A \x01(\v2\x18.steward.v1.TaskReturnedH\x00R\ftaskReturned\x12\x12\n" +
+	"\rtask_returned\x18A \x01(\v2\x18.steward.v1.TaskReturnedH\x00R\ftaskReturned\x12E\n" +
+	"\x0fbudget_released\x18B \x01(\v2\x1a.steward.v1.BudgetReleasedH\x00R\x0ebudgetReleased\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -3126,7 +3205,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
 	"\fTaskReturned\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x18\n" +
-	"\areasons\x18\x02 \x03(\tR\areasons*|\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons\"m\n" +
+	"\x0eBudgetReleased\x12\"\n" +
+	"\rchild_task_id\x18\x01 \x01(\tR\vchildTaskId\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x03R\n" +
+	"costMicros*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -3150,7 +3234,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),             // 0: steward.v1.BreakerState
 	(*Event)(nil),                 // 1: steward.v1.Event
@@ -3191,25 +3275,26 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*TaskProduced)(nil),          // 36: steward.v1.TaskProduced
 	(*TaskAccepted)(nil),          // 37: steward.v1.TaskAccepted
 	(*TaskReturned)(nil),          // 38: steward.v1.TaskReturned
-	(*timestamppb.Timestamp)(nil), // 39: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 40: steward.v1.TaskContract
-	(TaskStatus)(0),               // 41: steward.v1.TaskStatus
-	(*Action)(nil),                // 42: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 43: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 44: steward.v1.Approval
-	(ApprovalDecision)(0),         // 45: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 46: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 47: steward.v1.Outcome
-	(WaitKind)(0),                 // 48: steward.v1.WaitKind
-	(SettleState)(0),              // 49: steward.v1.SettleState
-	(*durationpb.Duration)(nil),   // 50: google.protobuf.Duration
-	(*ToolContract)(nil),          // 51: steward.v1.ToolContract
-	(*SignedCredential)(nil),      // 52: steward.v1.SignedCredential
-	(*Artifact)(nil),              // 53: steward.v1.Artifact
-	(*CriterionResult)(nil),       // 54: steward.v1.CriterionResult
+	(*BudgetReleased)(nil),        // 39: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 41: steward.v1.TaskContract
+	(TaskStatus)(0),               // 42: steward.v1.TaskStatus
+	(*Action)(nil),                // 43: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 44: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 45: steward.v1.Approval
+	(ApprovalDecision)(0),         // 46: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 47: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 48: steward.v1.Outcome
+	(WaitKind)(0),                 // 49: steward.v1.WaitKind
+	(SettleState)(0),              // 50: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 51: google.protobuf.Duration
+	(*ToolContract)(nil),          // 52: steward.v1.ToolContract
+	(*SignedCredential)(nil),      // 53: steward.v1.SignedCredential
+	(*Artifact)(nil),              // 54: steward.v1.Artifact
+	(*CriterionResult)(nil),       // 55: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	39, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	40, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -3246,33 +3331,34 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	36, // 34: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
 	37, // 35: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
 	38, // 36: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	40, // 37: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	41, // 38: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	39, // 39: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	42, // 40: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	43, // 41: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	44, // 42: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	45, // 43: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	46, // 44: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	47, // 45: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	48, // 46: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	39, // 47: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	49, // 48: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	50, // 49: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 50: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 51: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	39, // 52: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	51, // 53: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 54: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	52, // 55: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	52, // 56: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	53, // 57: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	54, // 58: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	39, // 37: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	41, // 38: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	42, // 39: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	40, // 40: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	43, // 41: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	44, // 42: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	45, // 43: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	46, // 44: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	47, // 45: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	48, // 46: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	49, // 47: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	40, // 48: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	50, // 49: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	51, // 50: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 51: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 52: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	40, // 53: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	52, // 54: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 55: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	53, // 56: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	53, // 57: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	54, // 58: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	55, // 59: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	60, // [60:60] is the sub-list for method output_type
+	60, // [60:60] is the sub-list for method input_type
+	60, // [60:60] is the sub-list for extension type_name
+	60, // [60:60] is the sub-list for extension extendee
+	0,  // [0:60] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -3321,6 +3407,7 @@ func file_steward_v1_event_proto_init() {
 		(*Event_TaskProduced)(nil),
 		(*Event_TaskAccepted)(nil),
 		(*Event_TaskReturned)(nil),
+		(*Event_BudgetReleased)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3328,7 +3415,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   38,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
