@@ -85,6 +85,16 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		t.Fatalf("the parent's credential %v", parentCred)
 	}
 
+	// With --auth, only the agent a task belongs to does its work.
+	if _, err := approver.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: parentID, ProposalId: "not-mine", Tool: "search", Target: "acct:42",
+	})); connect.CodeOf(err) != connect.CodePermissionDenied || !strings.Contains(err.Error(), "agent:lead") {
+		t.Fatalf("a proposal by someone else: %v, want permission_denied naming the owner", err)
+	}
+	if _, err := approver.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: parentID})); connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Fatalf("marking someone else's task produced: %v", err)
+	}
+
 	// A sub-task with the same tools but not the scope.
 	sub := contract()
 	sub.AllowedTools = []string{"search", "wire"}

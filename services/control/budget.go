@@ -59,6 +59,9 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 }
 
 func (s *taskService) ReportUsage(ctx context.Context, req *connect.Request[stewardv1.ReportUsageRequest]) (*connect.Response[stewardv1.ReportUsageResponse], error) {
+	if err := s.plane.mayActFor(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil {
+		return nil, err
+	}
 	t, err := s.plane.ReportUsage(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
