@@ -308,6 +308,12 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 	}
 	for _, ap := range p.approvals.List("", true) {
 		t, _, err := task.Load(ctx, p.log, ap.TaskId)
+		if errs.Is(err, errs.Corrupt) {
+			// One broken history must not keep the others' approvals
+			// open; its permits are refused all the same.
+			p.logger.Error("revocation: cannot check the approvals of a broken task", "task", ap.TaskId, "err", err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -316,6 +322,9 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 			continue
 		}
 		why, err := task.Revoked(ctx, p.log, t)
+		if errs.Is(err, errs.Corrupt) {
+			why, err = "the task's credential cannot be checked: "+err.Error(), nil
+		}
 		if err != nil {
 			return err
 		}
