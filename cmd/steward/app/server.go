@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/steward-run/steward/pkg/credential"
+
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -62,6 +64,9 @@ type Server struct {
 	CredentialKey string
 	// governance: public keys of earlier credential keys, still trusted
 	TrustedKeys []string
+	// governance: how long a credential lasts when its task has no
+	// earlier deadline
+	CredentialTTL time.Duration
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -92,6 +97,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
+	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
 	fs.Func("credential-trust-key", "public key `FILE` (PEM or hex) of an earlier credential key, still trusted for the credentials it signed: keep tasks working across a key rotation; repeat for several (governance plane)", func(path string) error {
 		m.TrustedKeys = append(m.TrustedKeys, path)
 		return nil
@@ -135,6 +141,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	}
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	}
+	if m.CredentialTTL <= 0 {
+		return fmt.Errorf("--credential-ttl: %s is not a positive duration", m.CredentialTTL)
 	}
 	if m.Mode == "serve" && m.Plane == governance.PlaneName && m.CredentialKey == "" {
 		// A key of its own would make every replica, and every restart,
