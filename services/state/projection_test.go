@@ -87,19 +87,11 @@ func TestRebuiltProjectionEqualsLive(t *testing.T) {
 
 // appendHistory appends payloads as one task's history, in order.
 func appendHistory(ctx context.Context, log *eventlog.Log, taskID string, payloads ...event.Payload) error {
-	head := eventlog.Head{}
-	for _, p := range payloads {
-		ev, err := event.New(event.Meta{TaskID: taskID}, p)
-		if err != nil {
-			return err
-		}
-		rec, err := log.Append(ctx, head, ev)
-		if err != nil {
-			return err
-		}
-		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+	steps := make([]by, len(payloads))
+	for i, p := range payloads {
+		steps[i] = by{payload: p}
 	}
-	return nil
+	return appendBy(ctx, log, taskID, steps...)
 }
 
 // lastSequence finds the stream's last sequence by following it to the end.

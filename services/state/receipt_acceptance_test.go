@@ -26,7 +26,11 @@ type by struct {
 func appendBy(ctx context.Context, log *eventlog.Log, taskID string, steps ...by) error {
 	head := eventlog.Head{}
 	for _, s := range steps {
-		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: s.principal}}, s.payload)
+		meta := event.Meta{TaskID: taskID}
+		if s.principal != "" {
+			meta.Actor = &stewardv1.Actor{Principal: s.principal}
+		}
+		ev, err := event.New(meta, s.payload)
 		if err != nil {
 			return err
 		}
