@@ -16,10 +16,10 @@ import (
 const budgetOwnerToken = "e2e-budget-owner-token-0123"
 
 // TestBudgetIsGuardedEndToEnd runs the real binary: tool calls cost what
-// the tool's contract says, reported model usage adds to it, the task is
-// suspended when its budget is spent and a new action is denied; only the
-// budget owner may raise it, and after a raise and a resume the task goes
-// on.
+// the tool's contract says, reported model usage adds to it, alerts come
+// at 50, 80 and 100 %, the task is suspended when its budget is spent and
+// takes no new action; only the budget owner may raise it, and the raise
+// resumes the task, which goes on.
 func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	tool := startToolServer(t)
 	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ",
@@ -50,19 +50,25 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	if tk.BudgetUsed.GetCostMicros() != 1100 || len(tk.BudgetUsed.GetAlerts()) != 3 {
 		t.Fatalf("usage %v, want 1100 spent and three alerts", tk.BudgetUsed)
 	}
-	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID})); err != nil {
-		t.Fatal(err)
+	// Suspended: the next action is not even taken.
+	if _, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: "s2", Tool: "search", Target: "acct:42",
+	})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Fatalf("a proposal while suspended: %v, want failed_precondition", err)
 	}
-	denied := propose(t, agent, taskID, "s2", "search", map[string]any{"q": "more"})
-	waitAction(t, agent.clients, taskID, denied.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 
 	raise := &stewardv1.RaiseBudgetRequest{TaskId: taskID, MaxCostMicros: 5000, Reason: "finance agreed"}
 	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("raise by the agent: %v, want permission_denied", err)
 	}
 	owner := withToken(p.url, budgetOwnerToken)
-	if _, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); err != nil {
+	raised, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// The raise by the budget owner resumes the task it suspended.
+	if tk := raised.Msg.Task; tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || !strings.Contains(tk.StatusReason, "raised by user:fin") {
+		t.Fatalf("after the raise: %s (%s), want running again", tk.Status, tk.StatusReason)
 	}
 	again := propose(t, agent, taskID, "s3", "search", map[string]any{"q": "again"})
 	_, done := waitAction(t, agent.clients, taskID, again.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)

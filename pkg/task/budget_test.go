@@ -65,3 +65,15 @@ func TestSpendingAddsUpAndIsChecked(t *testing.T) {
 		t.Errorf("after a raise: budget %v, alerts %v", tk.Contract.Budget, tk.BudgetUsed.Alerts)
 	}
 }
+
+func TestSuspensionKeepsItsCause(t *testing.T) {
+	spent := &stewardv1.TaskSuspended{Reason: "spent", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT}
+	tk, err := task.Fold(sealed(t, budgeted(), started(), spent))
+	if err != nil || tk.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
+		t.Fatalf("suspended for %v (%v)", tk.GetSuspendedFor(), err)
+	}
+	tk, err = task.Fold(sealed(t, budgeted(), started(), spent, resumed()))
+	if err != nil || tk.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_UNSPECIFIED {
+		t.Fatalf("after the resume, suspended for %v (%v)", tk.GetSuspendedFor(), err)
+	}
+}

@@ -81,6 +81,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	}
 	t.Status = next
 	t.StatusReason = reason
+	t.SuspendedFor = ev.GetTaskSuspended().GetCause() // unset by any other step
 	if ev.GetTaskResumed() != nil {
 		followLedger(t) // what it resumes to may have moved on
 	}

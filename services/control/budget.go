@@ -2,12 +2,15 @@ package control
 
 import (
 	"context"
+	"fmt"
 
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // BudgetOwnerRole may raise a task's budget when tokens are in use.
@@ -53,8 +56,36 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
-	return p.Apply(ctx, principal, req.TaskId, req.RequestId, &stewardv1.BudgetRaised{
+	t, err := p.Apply(ctx, principal, req.TaskId, req.RequestId, &stewardv1.BudgetRaised{
 		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return p.resumeIfFunded(ctx, principal, t)
+}
+
+// resumeIfFunded resumes a task that governance suspended because its
+// budget was spent, once a raise has lifted it: the raise is the decision
+// to go on. A task suspended for anything else, or still spent on another
+// limit, stays suspended. The resume's id derives from the task's last
+// sequence, which a repeat of the same raise leaves as it was.
+func (p *Plane) resumeIfFunded(ctx context.Context, principal string, t *stewardv1.Task) (*stewardv1.Task, error) {
+	if _, spent := task.Spent(t); spent || t.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED ||
+		t.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
+		return t, nil
+	}
+	taskID := t.Contract.GetTaskId()
+	id := event.ID(taskID, "budget-resume", fmt.Sprint(t.LastSequence))
+	return p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+		if cur.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED || cur.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
+			return nil, nil
+		}
+		if _, spent := task.Spent(cur); spent {
+			return nil, nil
+		}
+		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal)},
+			&stewardv1.TaskResumed{Reason: "the budget was raised by " + principal})
 	})
 }
 

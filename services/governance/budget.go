@@ -110,7 +110,7 @@ func (p *Plane) suspendIfSpent(ctx context.Context, t *stewardv1.Task, cause *st
 			return nil, nil
 		}
 		return event.New(p.meta(taskID, event.ID(taskID, "budget-suspended", fmt.Sprint(line.Limit), line.Dimension, line.MilestoneID), cause),
-			&stewardv1.TaskSuspended{Reason: "the budget is spent: " + line.String() + "; raise it (RaiseBudget) and resume the task"})
+			&stewardv1.TaskSuspended{Reason: "the budget is spent: " + line.String() + "; raise it (RaiseBudget) and the task resumes", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT})
 	})
 	return err
 }

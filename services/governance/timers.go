@@ -212,7 +212,7 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 		}
 		_, after := approvalWaits(t.Contract)
 		reason = fmt.Sprintf("approval %s for action %s waited longer than %s; resume the task to go on", at.ApprovalID, at.ActionID, shortDuration(after))
-		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, a), &stewardv1.TaskSuspended{Reason: reason})
+		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, a), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
 	})
 	if err != nil || reason == "" {
 		return err

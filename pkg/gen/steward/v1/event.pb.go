@@ -1233,6 +1233,7 @@ func (x *TaskNeedsInput) GetReason() string {
 type TaskSuspended struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Cause         SuspendCause           `protobuf:"varint,2,opt,name=cause,proto3,enum=steward.v1.SuspendCause" json:"cause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1272,6 +1273,13 @@ func (x *TaskSuspended) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *TaskSuspended) GetCause() SuspendCause {
+	if x != nil {
+		return x.Cause
+	}
+	return SuspendCause_SUSPEND_CAUSE_UNSPECIFIED
 }
 
 // TaskStalled marks a working task that made no progress for longer than
@@ -3083,9 +3091,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"action_ids\x18\x03 \x03(\tR\tactionIds\"(\n" +
 	"\x0eTaskNeedsInput\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"'\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"W\n" +
 	"\rTaskSuspended\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"b\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12.\n" +
+	"\x05cause\x18\x02 \x01(\x0e2\x18.steward.v1.SuspendCauseR\x05cause\"b\n" +
 	"\vTaskStalled\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12;\n" +
 	"\vquiet_since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -3279,19 +3288,20 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
 	(*TaskContract)(nil),          // 41: steward.v1.TaskContract
 	(TaskStatus)(0),               // 42: steward.v1.TaskStatus
-	(*Action)(nil),                // 43: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 44: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 45: steward.v1.Approval
-	(ApprovalDecision)(0),         // 46: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 47: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 48: steward.v1.Outcome
-	(WaitKind)(0),                 // 49: steward.v1.WaitKind
-	(SettleState)(0),              // 50: steward.v1.SettleState
-	(*durationpb.Duration)(nil),   // 51: google.protobuf.Duration
-	(*ToolContract)(nil),          // 52: steward.v1.ToolContract
-	(*SignedCredential)(nil),      // 53: steward.v1.SignedCredential
-	(*Artifact)(nil),              // 54: steward.v1.Artifact
-	(*CriterionResult)(nil),       // 55: steward.v1.CriterionResult
+	(SuspendCause)(0),             // 43: steward.v1.SuspendCause
+	(*Action)(nil),                // 44: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 45: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 46: steward.v1.Approval
+	(ApprovalDecision)(0),         // 47: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 48: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 49: steward.v1.Outcome
+	(WaitKind)(0),                 // 50: steward.v1.WaitKind
+	(SettleState)(0),              // 51: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 52: google.protobuf.Duration
+	(*ToolContract)(nil),          // 53: steward.v1.ToolContract
+	(*SignedCredential)(nil),      // 54: steward.v1.SignedCredential
+	(*Artifact)(nil),              // 55: steward.v1.Artifact
+	(*CriterionResult)(nil),       // 56: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	40, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -3334,31 +3344,32 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	39, // 37: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
 	41, // 38: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
 	42, // 39: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	40, // 40: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	43, // 41: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	44, // 42: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	45, // 43: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	46, // 44: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	47, // 45: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	48, // 46: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	49, // 47: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	40, // 48: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	50, // 49: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	51, // 50: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 51: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 52: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	40, // 53: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	52, // 54: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 55: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	53, // 56: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	53, // 57: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	54, // 58: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	55, // 59: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	60, // [60:60] is the sub-list for method output_type
-	60, // [60:60] is the sub-list for method input_type
-	60, // [60:60] is the sub-list for extension type_name
-	60, // [60:60] is the sub-list for extension extendee
-	0,  // [0:60] is the sub-list for field type_name
+	43, // 40: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	40, // 41: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	44, // 42: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	45, // 43: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	46, // 44: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	47, // 45: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	48, // 46: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	49, // 47: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	50, // 48: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	40, // 49: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	51, // 50: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	52, // 51: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 52: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 53: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	40, // 54: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	53, // 55: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 56: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	54, // 57: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	54, // 58: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	55, // 59: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	56, // 60: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

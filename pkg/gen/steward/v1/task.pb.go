@@ -108,6 +108,58 @@ func (TaskStatus) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_task_proto_rawDescGZIP(), []int{0}
 }
 
+// SuspendCause is why governance suspended a task.
+type SuspendCause int32
+
+const (
+	SuspendCause_SUSPEND_CAUSE_UNSPECIFIED SuspendCause = 0
+	// An approval waited past approval_suspend_after.
+	SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE SuspendCause = 1
+	// The budget is spent; a raise that lifts it resumes the task.
+	SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT SuspendCause = 2
+)
+
+// Enum value maps for SuspendCause.
+var (
+	SuspendCause_name = map[int32]string{
+		0: "SUSPEND_CAUSE_UNSPECIFIED",
+		1: "SUSPEND_CAUSE_APPROVAL_OVERDUE",
+		2: "SUSPEND_CAUSE_BUDGET_SPENT",
+	}
+	SuspendCause_value = map[string]int32{
+		"SUSPEND_CAUSE_UNSPECIFIED":      0,
+		"SUSPEND_CAUSE_APPROVAL_OVERDUE": 1,
+		"SUSPEND_CAUSE_BUDGET_SPENT":     2,
+	}
+)
+
+func (x SuspendCause) Enum() *SuspendCause {
+	p := new(SuspendCause)
+	*p = x
+	return p
+}
+
+func (x SuspendCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SuspendCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_task_proto_enumTypes[1].Descriptor()
+}
+
+func (SuspendCause) Type() protoreflect.EnumType {
+	return &file_steward_v1_task_proto_enumTypes[1]
+}
+
+func (x SuspendCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SuspendCause.Descriptor instead.
+func (SuspendCause) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
+}
+
 // RecoveryMode says what to do when a step fails for good.
 type RecoveryMode int32
 
@@ -145,11 +197,11 @@ func (x RecoveryMode) String() string {
 }
 
 func (RecoveryMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_task_proto_enumTypes[1].Descriptor()
+	return file_steward_v1_task_proto_enumTypes[2].Descriptor()
 }
 
 func (RecoveryMode) Type() protoreflect.EnumType {
-	return &file_steward_v1_task_proto_enumTypes[1]
+	return &file_steward_v1_task_proto_enumTypes[2]
 }
 
 func (x RecoveryMode) Number() protoreflect.EnumNumber {
@@ -158,7 +210,7 @@ func (x RecoveryMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecoveryMode.Descriptor instead.
 func (RecoveryMode) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 // Budget bounds what a task may spend. Costs are integer micro-units of
@@ -1043,7 +1095,9 @@ type Task struct {
 	// Every version of every artifact submitted, in order.
 	Artifacts []*Artifact `protobuf:"bytes,20,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	// Every time the task was produced, and what came of it.
-	Acceptance    []*AcceptanceRound `protobuf:"bytes,21,rep,name=acceptance,proto3" json:"acceptance,omitempty"`
+	Acceptance []*AcceptanceRound `protobuf:"bytes,21,rep,name=acceptance,proto3" json:"acceptance,omitempty"`
+	// While suspended, why.
+	SuspendedFor  SuspendCause `protobuf:"varint,22,opt,name=suspended_for,json=suspendedFor,proto3,enum=steward.v1.SuspendCause" json:"suspended_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1223,6 +1277,13 @@ func (x *Task) GetAcceptance() []*AcceptanceRound {
 		return x.Acceptance
 	}
 	return nil
+}
+
+func (x *Task) GetSuspendedFor() SuspendCause {
+	if x != nil {
+		return x.SuspendedFor
+	}
+	return SuspendCause_SUSPEND_CAUSE_UNSPECIFIED
 }
 
 // BudgetUsage is what a task (or one milestone) has spent.
@@ -1438,7 +1499,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xf6\a\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xb5\b\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1472,7 +1533,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\tartifacts\x18\x14 \x03(\v2\x14.steward.v1.ArtifactR\tartifacts\x12;\n" +
 	"\n" +
 	"acceptance\x18\x15 \x03(\v2\x1b.steward.v1.AcceptanceRoundR\n" +
-	"acceptance\"\x9a\x01\n" +
+	"acceptance\x12=\n" +
+	"\rsuspended_for\x18\x16 \x01(\x0e2\x18.steward.v1.SuspendCauseR\fsuspendedFor\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -1501,7 +1563,11 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*\x80\x01\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*q\n" +
+	"\fSuspendCause\x12\x1d\n" +
+	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
+	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
+	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1523,70 +1589,72 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_proto_rawDescData
 }
 
-var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
 var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
-	(RecoveryMode)(0),             // 1: steward.v1.RecoveryMode
-	(*Budget)(nil),                // 2: steward.v1.Budget
-	(*MilestoneBudget)(nil),       // 3: steward.v1.MilestoneBudget
-	(*Delegation)(nil),            // 4: steward.v1.Delegation
-	(*ContextRef)(nil),            // 5: steward.v1.ContextRef
-	(*AcceptanceCriterion)(nil),   // 6: steward.v1.AcceptanceCriterion
-	(*RecoveryPolicy)(nil),        // 7: steward.v1.RecoveryPolicy
-	(*InputSnapshot)(nil),         // 8: steward.v1.InputSnapshot
-	(*TaskContract)(nil),          // 9: steward.v1.TaskContract
-	(*TaskLimits)(nil),            // 10: steward.v1.TaskLimits
-	(*TaskTimers)(nil),            // 11: steward.v1.TaskTimers
-	(*TaskProgress)(nil),          // 12: steward.v1.TaskProgress
-	(*Task)(nil),                  // 13: steward.v1.Task
-	(*BudgetUsage)(nil),           // 14: steward.v1.BudgetUsage
-	(*MilestoneUsage)(nil),        // 15: steward.v1.MilestoneUsage
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 17: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 18: google.protobuf.Duration
-	(*Action)(nil),                // 19: steward.v1.Action
-	(*CredentialState)(nil),       // 20: steward.v1.CredentialState
-	(*Artifact)(nil),              // 21: steward.v1.Artifact
-	(*AcceptanceRound)(nil),       // 22: steward.v1.AcceptanceRound
+	(SuspendCause)(0),             // 1: steward.v1.SuspendCause
+	(RecoveryMode)(0),             // 2: steward.v1.RecoveryMode
+	(*Budget)(nil),                // 3: steward.v1.Budget
+	(*MilestoneBudget)(nil),       // 4: steward.v1.MilestoneBudget
+	(*Delegation)(nil),            // 5: steward.v1.Delegation
+	(*ContextRef)(nil),            // 6: steward.v1.ContextRef
+	(*AcceptanceCriterion)(nil),   // 7: steward.v1.AcceptanceCriterion
+	(*RecoveryPolicy)(nil),        // 8: steward.v1.RecoveryPolicy
+	(*InputSnapshot)(nil),         // 9: steward.v1.InputSnapshot
+	(*TaskContract)(nil),          // 10: steward.v1.TaskContract
+	(*TaskLimits)(nil),            // 11: steward.v1.TaskLimits
+	(*TaskTimers)(nil),            // 12: steward.v1.TaskTimers
+	(*TaskProgress)(nil),          // 13: steward.v1.TaskProgress
+	(*Task)(nil),                  // 14: steward.v1.Task
+	(*BudgetUsage)(nil),           // 15: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 16: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 18: steward.v1.RiskTier
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*Action)(nil),                // 20: steward.v1.Action
+	(*CredentialState)(nil),       // 21: steward.v1.CredentialState
+	(*Artifact)(nil),              // 22: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 23: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
-	3,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	16, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
-	1,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
-	5,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
-	4,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
-	2,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	16, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
-	5,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	17, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
-	6,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
-	7,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
-	8,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	10, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
-	11, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
-	18, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	18, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	18, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	9,  // 17: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	4,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
+	17, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	2,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
+	6,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
+	5,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
+	3,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
+	17, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	6,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
+	18, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	7,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
+	8,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
+	9,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
+	11, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
+	12, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
+	19, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	19, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	19, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	10, // 17: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
 	0,  // 18: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	16, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	16, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	17, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	17, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 21: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	19, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
-	12, // 23: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	16, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	20, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
+	13, // 23: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	17, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
 	0,  // 25: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	14, // 26: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	20, // 27: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	21, // 28: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	22, // 29: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
-	15, // 30: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	15, // 26: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	21, // 27: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	22, // 28: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	23, // 29: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	1,  // 30: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
+	16, // 31: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1603,7 +1671,7 @@ func file_steward_v1_task_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      3,
 			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
