@@ -71,7 +71,7 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
 			return nil, true, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
 		}
-		if err := withinDelegation(t, r); err != nil {
+		if err := withinDelegation(t); err != nil {
 			return nil, true, err
 		}
 		return func() {
@@ -216,7 +216,7 @@ func Spent(t *stewardv1.Task) (BudgetLine, bool) {
 // may spend was reserved from its parent's budget when it was delegated,
 // and only a new delegation reserves more. A task's own budget owner may
 // raise its budget.
-func withinDelegation(t *stewardv1.Task, _ *stewardv1.BudgetRaised) error {
+func withinDelegation(t *stewardv1.Task) error {
 	if parent := t.Contract.GetParentTaskId(); parent != "" {
 		return errs.New(errs.FailedPrecondition, "task %s was delegated from task %s with the budget it has: raise the parent's budget and delegate again", t.Contract.GetTaskId(), parent)
 	}

@@ -24,24 +24,48 @@ func Revoked(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (string,
 	if cs := t.Credential; cs.GetRevoked() {
 		return revokedReason(cs, taskID, ""), nil
 	}
-	own := t.Credential.GetCredential().GetCredentialId()
+	r, err := RevokedAbove(ctx, log, t)
+	if r == nil || err != nil {
+		return "", err
+	}
+	if r.Why != "" {
+		return r.Why, nil
+	}
+	return revokedReason(r.Credential, r.TaskID, t.Credential.GetCredential().GetCredentialId()), nil
+}
+
+// Revocation is a revoked credential found above a task, or why the walk
+// up could not go on.
+type Revocation struct {
+	// TaskID is the ancestor whose Credential is revoked.
+	TaskID     string
+	Credential *stewardv1.CredentialState
+	// Why is set instead when the chain is broken (an ancestor missing,
+	// or a chain deeper than MaxChainWalk): nothing may act under it.
+	Why string
+}
+
+// RevokedAbove walks up t's delegation chain and returns the first
+// ancestor whose credential is revoked, or nil when none is.
+func RevokedAbove(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (*Revocation, error) {
+	taskID := t.Contract.GetTaskId()
 	child := taskID
 	for depth, parentID := 0, t.Contract.GetParentTaskId(); parentID != ""; depth++ {
 		if depth >= MaxChainWalk {
-			return fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, MaxChainWalk), nil
+			return &Revocation{Why: fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, MaxChainWalk)}, nil
 		}
 		parent, _, err := Load(ctx, log, parentID)
 		switch {
 		case errs.Is(err, errs.NotFound):
-			return fmt.Sprintf("task %s was delegated from task %s, which is not found", child, parentID), nil
+			return &Revocation{Why: fmt.Sprintf("task %s was delegated from task %s, which is not found", child, parentID)}, nil
 		case err != nil:
-			return "", err
+			return nil, err
 		case parent.Credential.GetRevoked():
-			return revokedReason(parent.Credential, parentID, own), nil
+			return &Revocation{TaskID: parentID, Credential: parent.Credential}, nil
 		}
 		child, parentID = parentID, parent.Contract.GetParentTaskId()
 	}
-	return "", nil
+	return nil, nil
 }
 
 // revokedReason is the reason given for refusing to act because cs (of

@@ -135,17 +135,16 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 	}
 	// A revocation holds for everything delegated below it; governance
 	// would refuse the sub-task's every action, so refuse it now.
-	for depth, ancestorID := 0, parent.Contract.GetParentTaskId(); ancestorID != "" && depth <= MaxDelegationDepth; depth++ {
-		a, _, err := task.Load(ctx, p.log, ancestorID)
-		if err != nil {
-			return err
-		}
-		if a.Credential.GetRevoked() {
-			return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", a.Credential.Credential.GetCredentialId(), ancestorID, id, a.Credential.RevokedReason)
-		}
-		ancestorID = a.Contract.GetParentTaskId()
+	r, err := task.RevokedAbove(ctx, p.log, parent)
+	switch {
+	case err != nil:
+		return err
+	case r == nil:
+		return nil
+	case r.Why != "":
+		return errs.New(errs.FailedPrecondition, "parent task %s may not delegate: %s", id, r.Why)
 	}
-	return nil
+	return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
 }
 
 // priorDelegation returns the last hop of the sub-task an earlier call
