@@ -168,6 +168,9 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 	defer cancel()
 	taskID := createTask(t, c, "watch-1").Contract.TaskId
 	waitStatus(t, c, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	// The credential is issued beside the start, in either order; wait for both
+	// so the pauses below come after them in the log.
+	waitCredential(t, c, taskID)
 
 	// First connection: read two events, then drop.
 	stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID}))
