@@ -96,7 +96,7 @@ func governedTask(t *testing.T, c authed, requestID string) string {
 		t.Fatal(err)
 	}
 	id := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, c.clients, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	waitStarted(t, c.clients, id)
 	return id
 }
 

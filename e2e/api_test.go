@@ -57,7 +57,7 @@ func TestBadInputIsRefusedAndNothingIsAppended(t *testing.T) {
 			c := newClients(url, proto.opts...)
 			ctx := context.Background()
 			cancelled := createTask(t, c, "cancelled-"+proto.name).Contract.TaskId
-			waitStatus(t, c, cancelled, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+			waitStarted(t, c, cancelled)
 			if _, err := c.tasks.CancelTask(ctx, connect.NewRequest(&stewardv1.CancelTaskRequest{TaskId: cancelled})); err != nil {
 				t.Fatal(err)
 			}
@@ -167,10 +167,7 @@ func TestWatchReconnectHasNoGapAndNoDuplicate(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	taskID := createTask(t, c, "watch-1").Contract.TaskId
-	waitStatus(t, c, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
-	// The credential is issued beside the start, in either order; wait for both
-	// so the pauses below come after them in the log.
-	waitCredential(t, c, taskID)
+	waitStarted(t, c, taskID)
 
 	// First connection: read two events, then drop.
 	stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID}))

@@ -188,6 +188,15 @@ func waitStatus(t *testing.T, c clients, taskID string, want stewardv1.TaskStatu
 	}
 }
 
+// waitStarted waits until the task runs and holds its credential: the two
+// reactions to its creation, which the log may record in either order and
+// after later commands. Tests that count or order a task's events start here.
+func waitStarted(t *testing.T, c clients, taskID string) {
+	t.Helper()
+	waitStatus(t, c, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	waitCredential(t, c, taskID)
+}
+
 // testWriter sends a process's log lines to the test log.
 type testWriter struct{ t *testing.T }
 

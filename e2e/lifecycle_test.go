@@ -53,7 +53,7 @@ func TestSurvivesKillNine(t *testing.T) {
 	taskID := body["task"].(map[string]any)["contract"].(map[string]any)["taskId"].(string)
 
 	c := newClients(p.url)
-	waitStatus(t, c, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	waitStarted(t, c, taskID)
 
 	// WatchTask streams the events so far: created, then started.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

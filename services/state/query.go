@@ -94,6 +94,12 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err != nil {
 		return nil, err
 	}
+	// Like a read of one task, a list shows what the caller just wrote.
+	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
+	defer cancel()
+	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
+		return nil, err
+	}
 	tasks, next := s.plane.views.List(req.Msg.Statuses, after, size)
 	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
 }

@@ -142,6 +142,20 @@ func countType(t *testing.T, log *eventlog.Log, taskID, typ string) (n int, last
 	return n, last
 }
 
+// waitMarks waits up to 10 s for each task in want to carry a stall mark.
+func waitMarks(t *testing.T, log *eventlog.Log, want map[string]int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for id := range want {
+		for {
+			if n, _ := countType(t, log, id, event.TypeTaskStalled); n > 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
 // TestWatchdogMarksOnlyUndeclaredSilence leaves tasks quiet past their
 // threshold: only the one whose action was dispatched with no heartbeat,
 // the one with nothing in flight, the one whose retry timer came due with
@@ -171,9 +185,15 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	}
 	var out lockedBuffer
 	p := startWatchdog(t, log, &out)
+	// Long enough for a wrong mark to show; then, on a slow machine, wait for
+	// the right ones and for the views to hold them.
 	time.Sleep(quietAfter + 1500*time.Millisecond)
-
 	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
+	waitMarks(t, log, want)
+	if err := eventlog.CatchUp(ctx, p.Views(), log.LastTaskSequence); err != nil {
+		t.Fatal(err)
+	}
+
 	for id := range histories {
 		n, ev := countType(t, log, id, event.TypeTaskStalled)
 		if n != want[id] {
