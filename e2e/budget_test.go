@@ -57,6 +57,12 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 		t.Fatalf("a proposal while suspended: %v, want failed_precondition", err)
 	}
 
+	// A resume by hand does not lift a spent budget; only a raise does.
+	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"})); connect.CodeOf(err) != connect.CodeFailedPrecondition ||
+		!strings.Contains(err.Error(), "RaiseBudget") {
+		t.Fatalf("a resume while the budget is spent: %v, want failed_precondition naming RaiseBudget", err)
+	}
+
 	raise := &stewardv1.RaiseBudgetRequest{TaskId: taskID, MaxCostMicros: 5000, Reason: "finance agreed"}
 	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("raise by the agent: %v, want permission_denied", err)

@@ -65,6 +65,18 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 	return p.resumeIfFunded(ctx, principal, t)
 }
 
+// stillSpent refuses to resume a task suspended for a budget that is still
+// spent, naming the line.
+func stillSpent(t *stewardv1.Task) error {
+	if t.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED || t.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
+		return nil
+	}
+	if line, spent := task.Spent(t); spent {
+		return errs.New(errs.FailedPrecondition, "task %s is suspended because its budget is spent (%s): a budget owner raises it with RaiseBudget, which resumes the task", t.Contract.GetTaskId(), line)
+	}
+	return nil
+}
+
 // resumeIfFunded resumes a task that governance suspended because its
 // budget was spent, once a raise has lifted it: the raise is the decision
 // to go on. A task suspended for anything else, or still spent on another

@@ -28,6 +28,20 @@ func (p *Plane) Apply(ctx context.Context, principal, taskID, requestID string, 
 	})
 }
 
+// Resume resumes a paused, suspended or waiting task, except one that
+// governance suspended because its budget is spent and that still is: it
+// could not act, as no permit is issued past a spent budget, so only a
+// raise resumes it (RaiseBudget does so by itself).
+func (p *Plane) Resume(ctx context.Context, principal, taskID, requestID, reason string) (*stewardv1.Task, error) {
+	id := commandID(taskID, requestID)
+	return p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+		if err := stillSpent(cur); err != nil {
+			return nil, err
+		}
+		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, &stewardv1.TaskResumed{Reason: reason})
+	})
+}
+
 // commandID is the event id of a command with a request id, and empty (a
 // random id) without one.
 func commandID(taskID, requestID string) string {

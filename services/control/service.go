@@ -51,9 +51,11 @@ func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewar
 }
 
 func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewardv1.ResumeTaskRequest]) (*connect.Response[stewardv1.ResumeTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
-		return &stewardv1.TaskResumed{Reason: reason}
-	})
+	m := req.Msg
+	if err := checkCommand(m.TaskId, m.RequestId, m.Reason); err != nil {
+		return nil, err
+	}
+	t, err := s.plane.Resume(ctx, rpc.Principal(ctx), m.TaskId, m.RequestId, m.Reason)
 	if err != nil {
 		return nil, err
 	}
