@@ -433,3 +433,83 @@ func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
 		t.Errorf("after a restart the parent has %d tokens used, want 100", u.GetTokens())
 	}
 }
+
+// TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp: a sub-task that ends
+// while its own sub-task runs counts that reservation as spent; when the
+// inner one ends, what it did not spend comes back to the ended sub-task
+// and is passed on to the parent, once. In the end the parent has used
+// exactly what the two spent.
+func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	if err := d.ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.ctl.Stop)
+	parent := d.parent(t, "chain-parent", time.Now(), time.Hour)
+	parentID := parent.Contract.TaskId
+	running := func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING }
+	delegate := func(from, requestID string, tokens, cost int64) *stewardv1.Task {
+		c := subContract()
+		c.Scopes = nil
+		c.Budget = &stewardv1.Budget{MaxTokens: tokens, MaxCostMicros: cost, Currency: "USD"}
+		tk, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{ParentTaskId: from, DelegateRef: "agent:sub", RequestId: requestID, Contract: c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitTask(t, d.log, tk.Contract.TaskId, running)
+		return tk
+	}
+	use := func(taskID string, tokens, cost int64) {
+		if _, err := d.ctl.ReportUsage(ctx, "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost, RequestId: "u"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel := func(taskID string) {
+		if _, err := d.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: taskID, Reason: "enough"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	child := delegate(parentID, "child", 300, 500)
+	d.issue(t, child, credential.Delegated(parent.Credential.Credential, child.Contract, "agent:sub", time.Now()))
+	grandchild := delegate(child.Contract.TaskId, "grandchild", 100, 200)
+	use(child.Contract.TaskId, 50, 100)
+	use(grandchild.Contract.TaskId, 20, 50)
+
+	// The child ends first: 300-150 tokens and 500-300 micro-units back.
+	cancel(child.Contract.TaskId)
+	waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 150 })
+	// Then the grandchild: 80 tokens and 150 micro-units, through the child.
+	cancel(grandchild.Contract.TaskId)
+	got := waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 70 })
+	if got.BudgetUsed.GetCostMicros() != 150 {
+		t.Errorf("the parent has used %d micro-units, want the 150 the two spent", got.BudgetUsed.GetCostMicros())
+	}
+	if c := d.load(t, child.Contract.TaskId).BudgetUsed; c.GetTokens() != 70 || c.GetCostMicros() != 150 {
+		t.Errorf("the child has used %v, want its own 50 and 100 plus the grandchild's 20 and 50", c)
+	}
+	recs, err := d.log.Read(ctx, parentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var passed []*stewardv1.BudgetReleased
+	for _, r := range recs {
+		if rel := r.Event.GetBudgetReleased(); rel != nil && rel.PassedOnFromTaskId != "" {
+			passed = append(passed, rel)
+		}
+	}
+	if len(passed) != 1 || passed[0].PassedOnFromTaskId != grandchild.Contract.TaskId || passed[0].ChildTaskId != child.Contract.TaskId {
+		t.Fatalf("passed-on releases %v, want one from the grandchild through the child", passed)
+	}
+
+	// Redelivery passes nothing on twice.
+	d.ctl.Stop()
+	if err := d.ctl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if u := d.load(t, parentID).BudgetUsed; u.GetTokens() != 70 || u.GetCostMicros() != 150 {
+		t.Errorf("after a restart the parent has used %v, want 70 and 150", u)
+	}
+}

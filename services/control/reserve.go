@@ -139,42 +139,118 @@ func releaseID(parentID, childID string) string {
 }
 
 // release reacts to a task's end: if it was delegated, what its parent
-// reserved for it and it did not spend goes back to the parent
-// (BudgetReleased). Spending includes what it reserved for sub-tasks of
-// its own that are still running: those come back to it, not to its
-// parent. Idempotent: the release's id derives from the sub-task.
+// reserved for it and it had not spent when it ended goes back to the
+// parent (BudgetReleased). Spending then includes what it had reserved
+// for sub-tasks of its own still running; each of those gives back to it
+// when it ends, and passOn sends that on up. The task is judged as it was
+// at its end, not as later releases left it, so nothing comes back twice.
+// Idempotent: the release's id derives from the sub-task.
 func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
-	child, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
-	if err != nil {
+	if delegated, err := p.delegated(ctx, rec.Event.TaskId); !delegated {
 		return err
 	}
+	child, err := p.asOf(ctx, rec.Event.TaskId, rec.Sequence)
+	if err != nil || !task.Terminal(child.Status) {
+		return err
+	}
+	reserved, err := p.reservation(ctx, child)
+	if err != nil || reserved == nil {
+		return err
+	}
+	tokens := max(reserved.GetTokens()-child.BudgetUsed.GetTokens(), 0)
+	cost := max(reserved.GetCostMicros()-child.BudgetUsed.GetCostMicros(), 0)
 	parentID := child.Contract.GetParentTaskId()
-	if parentID == "" || !task.Terminal(child.Status) {
-		return nil
+	return p.giveBack(ctx, rec, parentID, releaseID(parentID, child.Contract.TaskId),
+		&stewardv1.BudgetReleased{ChildTaskId: child.Contract.TaskId, Tokens: tokens, CostMicros: cost})
+}
+
+// passOn reacts to a release that came to a task after it had ended: its
+// own release counted that reservation as spent, so what came back goes
+// on to its parent, and from there up as far as the chain reserved.
+// Idempotent: the id derives from the release passed on.
+func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
+	if delegated, err := p.delegated(ctx, rec.Event.TaskId); !delegated {
+		return err
+	}
+	r := rec.Event.GetBudgetReleased()
+	ended, err := p.asOf(ctx, rec.Event.TaskId, rec.Sequence-1)
+	if err != nil || !task.Terminal(ended.Status) {
+		return err // a task still at work counts it in its own release
+	}
+	reserved, err := p.reservation(ctx, ended)
+	if err != nil || reserved == nil {
+		return err
+	}
+	from := r.PassedOnFromTaskId
+	if from == "" {
+		from = r.ChildTaskId
+	}
+	parentID := ended.Contract.GetParentTaskId()
+	return p.giveBack(ctx, rec, parentID, event.ID(parentID, "delegation-pass-on", rec.Event.EventId),
+		&stewardv1.BudgetReleased{ChildTaskId: ended.Contract.TaskId, Tokens: r.Tokens, CostMicros: r.CostMicros, PassedOnFromTaskId: from})
+}
+
+// reservation returns what t's parent reserved for it, or nil when t was
+// not delegated or its parent's budget limited nothing.
+func (p *Plane) reservation(ctx context.Context, t *stewardv1.Task) (*stewardv1.BudgetConsumed, error) {
+	parentID := t.Contract.GetParentTaskId()
+	if parentID == "" {
+		return nil, nil
 	}
 	_, history, err := task.Load(ctx, p.log, parentID)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	id := reserveID(parentID, child.Contract.TaskId)
+	id := reserveID(parentID, t.Contract.TaskId)
 	if !history.Has(id) {
-		return nil // nothing was reserved: the parent's budget limits nothing
+		return nil, nil
 	}
-	reserved, err := p.commandEvent(ctx, parentID, id)
+	ev, err := p.commandEvent(ctx, parentID, id)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	r := reserved.GetBudgetConsumed()
-	tokens := max(r.GetTokens()-child.BudgetUsed.GetTokens(), 0)
-	cost := max(r.GetCostMicros()-child.BudgetUsed.GetCostMicros(), 0)
-	if tokens == 0 && cost == 0 {
+	return ev.GetBudgetConsumed(), nil
+}
+
+// giveBack records r on parentID, caused by rec; a release of nothing is
+// not recorded.
+func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parentID, id string, r *stewardv1.BudgetReleased) error {
+	if r.Tokens == 0 && r.CostMicros == 0 {
 		return nil
 	}
-	_, err = task.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	_, err := task.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{
-			ID: releaseID(parentID, child.Contract.TaskId), TaskID: parentID, Actor: p.actor(stewardPrincipal),
+			ID: id, TaskID: parentID, Actor: p.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,
-		}, &stewardv1.BudgetReleased{ChildTaskId: child.Contract.TaskId, Tokens: tokens, CostMicros: cost})
+		}, r)
 	})
 	return err
+}
+
+// delegated reports whether taskID was delegated, from its cached view:
+// only then is its history read again to judge a release.
+func (p *Plane) delegated(ctx context.Context, taskID string) (bool, error) {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return false, err
+	}
+	return t.Contract.GetParentTaskId() != "", nil
+}
+
+// asOf is taskID as it was once the event at seq, and those before it,
+// had been recorded.
+func (p *Plane) asOf(ctx context.Context, taskID string, seq uint64) (*stewardv1.Task, error) {
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	n := 0
+	for n < len(recs) && recs[n].Sequence <= seq {
+		n++
+	}
+	t, err := task.Fold(recs[:n])
+	if err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	}
+	return t, nil
 }

@@ -19,6 +19,8 @@ func (p *Plane) reactions() eventlog.Reactions {
 		event.TypeTaskResumed:   p.startIfPending,
 		event.TypeActionOutcome: p.guardLoop,
 		event.TypeActionSettled: p.guardLoop,
+		// A release to a task that has ended goes on to its parent.
+		event.TypeBudgetReleased: p.passOn,
 	}
 	// Every event that may end a task: a sub-task's end gives back to its
 	// parent what it did not spend.

@@ -137,6 +137,9 @@ func failureSummary(ev *stewardv1.Event) string {
 		return fmt.Sprintf("The task has spent %d%% of its %s budget (%d of %d)", a.Percent, a.Dimension, a.Used, a.Limit)
 	case *stewardv1.Event_BudgetReleased:
 		r := p.BudgetReleased
+		if r.PassedOnFromTaskId != "" {
+			return fmt.Sprintf("Delegated task %s, already ended, passed on %d tokens and %d micro-units that task %s did not spend", r.ChildTaskId, r.Tokens, r.CostMicros, r.PassedOnFromTaskId)
+		}
 		return fmt.Sprintf("Delegated task %s ended; %d tokens and %d micro-units it did not spend came back", r.ChildTaskId, r.Tokens, r.CostMicros)
 	case *stewardv1.Event_BudgetRaised:
 		r := p.BudgetRaised

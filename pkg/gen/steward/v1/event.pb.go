@@ -2951,13 +2951,18 @@ func (x *TaskReturned) GetReasons() []string {
 
 // BudgetReleased gives back to a task what it reserved for a sub-task and
 // the sub-task did not spend, once the sub-task has ended (control plane).
+// A sub-task that ended before a sub-task of its own passes that one's
+// release on up, naming where it came from.
 type BudgetReleased struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ChildTaskId   string                 `protobuf:"bytes,1,opt,name=child_task_id,json=childTaskId,proto3" json:"child_task_id,omitempty"`
-	Tokens        int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
-	CostMicros    int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ChildTaskId string                 `protobuf:"bytes,1,opt,name=child_task_id,json=childTaskId,proto3" json:"child_task_id,omitempty"`
+	Tokens      int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros  int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// Set on a release passed on: the descendant whose unspent reservation
+	// it is. Empty when it is child_task_id's own.
+	PassedOnFromTaskId string `protobuf:"bytes,4,opt,name=passed_on_from_task_id,json=passedOnFromTaskId,proto3" json:"passed_on_from_task_id,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *BudgetReleased) Reset() {
@@ -3009,6 +3014,13 @@ func (x *BudgetReleased) GetCostMicros() int64 {
 		return x.CostMicros
 	}
 	return 0
+}
+
+func (x *BudgetReleased) GetPassedOnFromTaskId() string {
+	if x != nil {
+		return x.PassedOnFromTaskId
+	}
+	return ""
 }
 
 var File_steward_v1_event_proto protoreflect.FileDescriptor
@@ -3214,12 +3226,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
 	"\fTaskReturned\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x18\n" +
-	"\areasons\x18\x02 \x03(\tR\areasons\"m\n" +
+	"\areasons\x18\x02 \x03(\tR\areasons\"\xa1\x01\n" +
 	"\x0eBudgetReleased\x12\"\n" +
 	"\rchild_task_id\x18\x01 \x01(\tR\vchildTaskId\x12\x16\n" +
 	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x03 \x01(\x03R\n" +
-	"costMicros*|\n" +
+	"costMicros\x122\n" +
+	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
