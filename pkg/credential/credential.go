@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -73,6 +74,30 @@ func Delegated(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract, dele
 		d.ExpiresAt = dl
 	}
 	return d
+}
+
+// Renewed returns c re-issued at now until expires, with nothing else
+// changed: the same id, so permits, revocations and the delegation chain
+// recorded in contracts keep naming it.
+func Renewed(c *stewardv1.TaskCredential, now, expires time.Time) *stewardv1.TaskCredential {
+	r := proto.CloneOf(c)
+	r.IssuedAt, r.ExpiresAt = timestamppb.New(now), timestamppb.New(expires)
+	return r
+}
+
+// RenewalOf checks that renewed is prev re-issued with a later expiry and
+// nothing else changed but the key that signs it (which a key rotation
+// changes): the check the fold makes on every renewal.
+func RenewalOf(prev, renewed *stewardv1.TaskCredential) error {
+	a, b := proto.CloneOf(prev), proto.CloneOf(renewed)
+	a.IssuedAt, a.ExpiresAt, a.KeyId, b.IssuedAt, b.ExpiresAt, b.KeyId = nil, nil, "", nil, nil, ""
+	switch {
+	case !proto.Equal(a, b):
+		return errs.New(errs.FailedPrecondition, "a renewal of credential %s may change only when it was issued, when it expires and the key that signs it", prev.CredentialId)
+	case prev.ExpiresAt == nil || renewed.ExpiresAt == nil || !renewed.ExpiresAt.AsTime().After(prev.ExpiresAt.AsTime()):
+		return errs.New(errs.FailedPrecondition, "a renewal of credential %s must expire later than it does (%s)", prev.CredentialId, prev.ExpiresAt.AsTime().Format(time.RFC3339))
+	}
+	return nil
 }
 
 // Narrows checks that a sub-task contract c keeps or narrows parent, and

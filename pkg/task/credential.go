@@ -3,6 +3,7 @@ package task
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -15,21 +16,26 @@ import (
 func credentialStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err error) {
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_CredentialIssued:
-		if t.Credential != nil {
-			return nil, true, errs.New(errs.FailedPrecondition, "task %s already has credential %s", t.Contract.GetTaskId(), t.Credential.Credential.GetCredentialId())
-		}
-		c, err := DecodeCredential(p.CredentialIssued.Credential)
+		ci := p.CredentialIssued
+		c, err := DecodeCredential(ci.Credential)
 		if err != nil {
 			return nil, true, err
 		}
 		if c.TaskId != t.Contract.GetTaskId() {
 			return nil, true, errs.New(errs.FailedPrecondition, "credential %s is for task %s, not %s", c.CredentialId, c.TaskId, t.Contract.GetTaskId())
 		}
+		if err := renews(t, ci, c); err != nil {
+			return nil, true, err
+		}
 		return func() {
 			t.Credential = &stewardv1.CredentialState{
 				Credential: c,
-				Signed:     p.CredentialIssued.Credential,
-				Chain:      p.CredentialIssued.Chain,
+				Signed:     ci.Credential,
+				Chain:      ci.Chain,
+				Renewals:   t.Credential.GetRenewals(),
+			}
+			if ci.RenewalReason != "" {
+				t.Credential.Renewals++
 			}
 		}, true, nil
 	case *stewardv1.Event_CredentialRevoked:
@@ -49,6 +55,26 @@ func credentialStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok b
 		}, true, nil
 	}
 	return nil, false, nil
+}
+
+// renews checks a credential event against the credential t holds: the
+// first is an issue, every later one a renewal of the same credential
+// with a later expiry, never of a revoked one.
+func renews(t *stewardv1.Task, ci *stewardv1.CredentialIssued, c *stewardv1.TaskCredential) error {
+	cur := t.Credential
+	switch {
+	case cur == nil && ci.RenewalReason != "":
+		return errs.New(errs.FailedPrecondition, "task %s has no credential to renew", t.Contract.GetTaskId())
+	case cur == nil:
+		return nil
+	case ci.RenewalReason == "":
+		return errs.New(errs.FailedPrecondition, "task %s already has credential %s", t.Contract.GetTaskId(), cur.Credential.GetCredentialId())
+	case cur.Revoked:
+		return errs.New(errs.FailedPrecondition, "credential %s is revoked and is not renewed", cur.Credential.GetCredentialId())
+	case Terminal(t.Status):
+		return errs.New(errs.FailedPrecondition, "task %s has ended; its credential is not renewed", t.Contract.GetTaskId())
+	}
+	return credential.RenewalOf(cur.Credential, c)
 }
 
 // DecodeCredential returns the credential inside s, unverified.

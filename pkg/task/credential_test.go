@@ -59,3 +59,39 @@ func TestCredentialFold(t *testing.T) {
 		t.Fatalf("a task's own budget owner may raise it past the credential's record of it: %v", err)
 	}
 }
+
+// TestCredentialRenewalFold: a renewal keeps the credential and extends
+// its expiry; it may change nothing else, never shortens it, and renews
+// neither a missing nor a revoked credential nor an ended task's.
+func TestCredentialRenewalFold(t *testing.T) {
+	k := &stewardv1.TaskContract{Intent: "i", TaskId: "t1", AllowedTools: []string{"search"}}
+	now := time.Now()
+	root := credential.Root(k, "agent", now, time.Hour)
+	own := issued(t, root)
+	renewal := func(c *stewardv1.TaskCredential) *stewardv1.CredentialIssued {
+		r := issued(t, c)
+		r.RenewalReason = "longer"
+		return r
+	}
+	later := renewal(credential.Renewed(root, now.Add(time.Minute), now.Add(2*time.Hour)))
+	tk, err := foldAs(t, k, as{"steward", own}, as{"user:op", later})
+	if err != nil || tk.Credential.Renewals != 1 || !tk.Credential.Credential.ExpiresAt.AsTime().Equal(now.Add(2*time.Hour)) {
+		t.Fatalf("renewed: %v %v", tk.GetCredential(), err)
+	}
+	wider := credential.Renewed(root, now, now.Add(2*time.Hour))
+	wider.AllowedTools = append(wider.AllowedTools, "wire")
+	revoke := &stewardv1.CredentialRevoked{CredentialId: root.CredentialId, Reason: "leaked"}
+	for name, steps := range map[string][]as{
+		"nothing to renew": {{"user:op", later}},
+		"sooner":           {{"steward", own}, {"user:op", renewal(credential.Renewed(root, now, now.Add(time.Minute)))}},
+		"wider":            {{"steward", own}, {"user:op", renewal(wider)}},
+		"revoked":          {{"steward", own}, {"user:op", revoke}, {"user:op", later}},
+		"ended":            {{"steward", own}, {"user:op", &stewardv1.TaskCancelled{}}, {"user:op", later}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := foldAs(t, k, steps...); !errs.Is(err, errs.FailedPrecondition) {
+				t.Fatalf("err = %v, want failed_precondition", err)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -241,7 +242,7 @@ func (v *verifiedSet) add(sig string) {
 	v.set[sig] = struct{}{}
 }
 
-// MaxRevokeReasonLen bounds a revocation's reason.
+// MaxRevokeReasonLen bounds the reason for a revocation or a renewal.
 const MaxRevokeReasonLen = 1024
 
 // RevokeCredential revokes a task's credential for who, with a reason:
@@ -250,22 +251,7 @@ const MaxRevokeReasonLen = 1024
 // credential returns it unchanged. A task without a credential yet gets
 // one first, so that it can be revoked.
 func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
-	switch {
-	case req.TaskId == "":
-		return nil, errs.Field("task_id", "is required")
-	case !eventlog.ValidTaskID(req.TaskId):
-		return nil, errs.Field("task_id", "%q is not a task id", req.TaskId)
-	case req.Reason == "":
-		return nil, errs.Field("reason", "is required: say why the credential is revoked")
-	case len(req.Reason) > MaxRevokeReasonLen:
-		return nil, &errs.Error{Code: errs.TooLarge, Field: "reason", Message: fmt.Sprintf("is longer than %d bytes", MaxRevokeReasonLen)}
-	case who.Verified && !who.HasRole(OperatorRole):
-		return nil, errs.New(errs.PermissionDenied, "%s may not revoke credentials: that needs the %s role", who.Principal, OperatorRole)
-	}
-	if p.signer == nil {
-		return nil, errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
-	}
-	if _, _, err := task.Load(ctx, p.log, req.TaskId); err != nil {
+	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
 		return nil, err
 	}
 	_, why, err := p.issue(ctx, req.TaskId, nil, 0)
@@ -292,6 +278,30 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 	}
 	return t.Credential, nil
 }
+
+// checkOperatorCommand checks a revocation or renewal: a task that
+// exists, a reason, and the operator role when callers are authenticated.
+func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, taskID, reason, verb string) error {
+	switch {
+	case taskID == "":
+		return errs.Field("task_id", "is required")
+	case !eventlog.ValidTaskID(taskID):
+		return errs.Field("task_id", "%q is not a task id", taskID)
+	case reason == "":
+		return errs.Field("reason", "is required: say why the credential is %s", pastTense(verb))
+	case len(reason) > MaxRevokeReasonLen:
+		return &errs.Error{Code: errs.TooLarge, Field: "reason", Message: fmt.Sprintf("is longer than %d bytes", MaxRevokeReasonLen)}
+	case who.Verified && !who.HasRole(OperatorRole):
+		return errs.New(errs.PermissionDenied, "%s may not %s credentials: that needs the %s role", who.Principal, verb, OperatorRole)
+	}
+	if p.signer == nil {
+		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
+	}
+	_, _, err := task.Load(ctx, p.log, taskID)
+	return err
+}
+
+func pastTense(verb string) string { return strings.TrimSuffix(verb, "e") + "ed" }
 
 // closeApprovals reacts to a revocation: every action still awaiting
 // approval under the revoked credential, or under one delegated from it,

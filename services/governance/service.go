@@ -61,3 +61,11 @@ func (s *governanceService) GetCredentialKey(context.Context, *connect.Request[s
 	}
 	return connect.NewResponse(k), nil
 }
+
+func (s *governanceService) RenewCredential(ctx context.Context, req *connect.Request[stewardv1.RenewCredentialRequest]) (*connect.Response[stewardv1.RenewCredentialResponse], error) {
+	c, err := s.plane.RenewCredential(ctx, rpc.Caller(ctx), req.Msg)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.RenewCredentialResponse{Credential: c}), nil
+}

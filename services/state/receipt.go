@@ -113,7 +113,7 @@ func receiptCredential(cs *stewardv1.CredentialState) *stewardv1.ReceiptCredenti
 	}
 	rc := &stewardv1.ReceiptCredential{
 		CredentialId: c.CredentialId, Principal: c.Principal, KeyId: c.KeyId, ExpiresAt: c.ExpiresAt,
-		Revoked: cs.Revoked, RevokedReason: cs.RevokedReason,
+		Revoked: cs.Revoked, RevokedReason: cs.RevokedReason, Renewals: cs.Renewals,
 	}
 	for _, link := range cs.Chain {
 		if parent, err := task.DecodeCredential(link); err == nil {

@@ -165,6 +165,9 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 		if len(c.Chain) > 0 {
 			line("- **Delegated from:** %s", code(strings.Join(c.Chain, " → "), false))
 		}
+		if c.Renewals > 0 {
+			line("- **Renewed:** %d times; the expiry above is the last renewal's", c.Renewals)
+		}
 		if c.Revoked {
 			line("- **Revoked:** %s", orNone(text(c.RevokedReason)))
 		}

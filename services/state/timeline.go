@@ -3,8 +3,10 @@ package state
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // Timeline tells a task's events as sentences a person can follow.
@@ -156,7 +158,15 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 	who := actorName(ev.Actor)
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_CredentialIssued:
-		n := len(p.CredentialIssued.Chain)
+		ci := p.CredentialIssued
+		if ci.RenewalReason != "" {
+			until := "a later time"
+			if c, err := task.DecodeCredential(ci.Credential); err == nil {
+				until = c.ExpiresAt.AsTime().UTC().Format(time.RFC3339)
+			}
+			return withReason(fmt.Sprintf("%s renewed the task's credential until %s", who, until), ci.RenewalReason)
+		}
+		n := len(ci.Chain)
 		if n == 0 {
 			return "Governance issued the task's credential"
 		}

@@ -246,6 +246,8 @@ type CredentialState struct {
 	RevokedReason string                 `protobuf:"bytes,5,opt,name=revoked_reason,json=revokedReason,proto3" json:"revoked_reason,omitempty"`
 	RevokedBy     string                 `protobuf:"bytes,6,opt,name=revoked_by,json=revokedBy,proto3" json:"revoked_by,omitempty"`
 	RevokedAt     *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=revoked_at,json=revokedAt,proto3" json:"revoked_at,omitempty"`
+	// How many times the credential was renewed.
+	Renewals      uint32 `protobuf:"varint,8,opt,name=renewals,proto3" json:"renewals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -329,6 +331,13 @@ func (x *CredentialState) GetRevokedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *CredentialState) GetRenewals() uint32 {
+	if x != nil {
+		return x.Renewals
+	}
+	return 0
+}
+
 var File_steward_v1_credential_proto protoreflect.FileDescriptor
 
 const file_steward_v1_credential_proto_rawDesc = "" +
@@ -357,7 +366,7 @@ const file_steward_v1_credential_proto_rawDesc = "" +
 	"credential\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xd2\x02\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xee\x02\n" +
 	"\x0fCredentialState\x12:\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1a.steward.v1.TaskCredentialR\n" +
@@ -369,7 +378,8 @@ const file_steward_v1_credential_proto_rawDesc = "" +
 	"\n" +
 	"revoked_by\x18\x06 \x01(\tR\trevokedBy\x129\n" +
 	"\n" +
-	"revoked_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAtB\xa7\x01\n" +
+	"revoked_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\trevokedAt\x12\x1a\n" +
+	"\brenewals\x18\b \x01(\rR\brenewalsB\xa7\x01\n" +
 	"\x0ecom.steward.v1B\x0fCredentialProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"

@@ -2618,7 +2618,11 @@ type CredentialIssued struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Credential *SignedCredential      `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
 	// The ancestors' signed credentials, the root first.
-	Chain         []*SignedCredential `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	Chain []*SignedCredential `protobuf:"bytes,2,rep,name=chain,proto3" json:"chain,omitempty"`
+	// Set when this re-issues the task's credential with a later expiry
+	// (RenewCredential): why. A renewal keeps the credential's id and
+	// everything it allows; the actor is who renewed it.
+	RenewalReason string `protobuf:"bytes,3,opt,name=renewal_reason,json=renewalReason,proto3" json:"renewal_reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2665,6 +2669,13 @@ func (x *CredentialIssued) GetChain() []*SignedCredential {
 		return x.Chain
 	}
 	return nil
+}
+
+func (x *CredentialIssued) GetRenewalReason() string {
+	if x != nil {
+		return x.RenewalReason
+	}
+	return ""
 }
 
 // CredentialRevoked withdraws a task's credential: nothing more is
@@ -3205,12 +3216,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12'\n" +
-	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event\"\x84\x01\n" +
+	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event\"\xab\x01\n" +
 	"\x10CredentialIssued\x12<\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1c.steward.v1.SignedCredentialR\n" +
 	"credential\x122\n" +
-	"\x05chain\x18\x02 \x03(\v2\x1c.steward.v1.SignedCredentialR\x05chain\"P\n" +
+	"\x05chain\x18\x02 \x03(\v2\x1c.steward.v1.SignedCredentialR\x05chain\x12%\n" +
+	"\x0erenewal_reason\x18\x03 \x01(\tR\rrenewalReason\"P\n" +
 	"\x11CredentialRevoked\x12#\n" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"E\n" +

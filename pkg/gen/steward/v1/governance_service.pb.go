@@ -416,6 +416,102 @@ func (x *RevokeCredentialResponse) GetCredential() *CredentialState {
 	return nil
 }
 
+type RenewCredentialRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCredentialRequest) Reset() {
+	*x = RenewCredentialRequest{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCredentialRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCredentialRequest) ProtoMessage() {}
+
+func (x *RenewCredentialRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCredentialRequest.ProtoReflect.Descriptor instead.
+func (*RenewCredentialRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *RenewCredentialRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RenewCredentialRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type RenewCredentialResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Credential    *CredentialState       `protobuf:"bytes,1,opt,name=credential,proto3" json:"credential,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RenewCredentialResponse) Reset() {
+	*x = RenewCredentialResponse{}
+	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RenewCredentialResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RenewCredentialResponse) ProtoMessage() {}
+
+func (x *RenewCredentialResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RenewCredentialResponse.ProtoReflect.Descriptor instead.
+func (*RenewCredentialResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RenewCredentialResponse) GetCredential() *CredentialState {
+	if x != nil {
+		return x.Credential
+	}
+	return nil
+}
+
 type GetCredentialKeyRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -424,7 +520,7 @@ type GetCredentialKeyRequest struct {
 
 func (x *GetCredentialKeyRequest) Reset() {
 	*x = GetCredentialKeyRequest{}
-	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	mi := &file_steward_v1_governance_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -436,7 +532,7 @@ func (x *GetCredentialKeyRequest) String() string {
 func (*GetCredentialKeyRequest) ProtoMessage() {}
 
 func (x *GetCredentialKeyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_governance_service_proto_msgTypes[8]
+	mi := &file_steward_v1_governance_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -449,7 +545,7 @@ func (x *GetCredentialKeyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCredentialKeyRequest.ProtoReflect.Descriptor instead.
 func (*GetCredentialKeyRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{10}
 }
 
 type GetCredentialKeyResponse struct {
@@ -463,7 +559,7 @@ type GetCredentialKeyResponse struct {
 
 func (x *GetCredentialKeyResponse) Reset() {
 	*x = GetCredentialKeyResponse{}
-	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	mi := &file_steward_v1_governance_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -475,7 +571,7 @@ func (x *GetCredentialKeyResponse) String() string {
 func (*GetCredentialKeyResponse) ProtoMessage() {}
 
 func (x *GetCredentialKeyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_governance_service_proto_msgTypes[9]
+	mi := &file_steward_v1_governance_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -488,7 +584,7 @@ func (x *GetCredentialKeyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetCredentialKeyResponse.ProtoReflect.Descriptor instead.
 func (*GetCredentialKeyResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_governance_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetCredentialKeyResponse) GetPublicKey() []byte {
@@ -536,17 +632,25 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\x18RevokeCredentialResponse\x12;\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
+	"credential\"I\n" +
+	"\x16RenewCredentialRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"V\n" +
+	"\x17RenewCredentialResponse\x12;\n" +
+	"\n" +
+	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
 	"credential\"\x19\n" +
 	"\x17GetCredentialKeyRequest\"P\n" +
 	"\x18GetCredentialKeyResponse\x12\x1d\n" +
 	"\n" +
 	"public_key\x18\x01 \x01(\fR\tpublicKey\x12\x15\n" +
-	"\x06key_id\x18\x02 \x01(\tR\x05keyId2\xe3\x03\n" +
+	"\x06key_id\x18\x02 \x01(\tR\x05keyId2\xc1\x04\n" +
 	"\x11GovernanceService\x12Y\n" +
 	"\rListApprovals\x12 .steward.v1.ListApprovalsRequest\x1a!.steward.v1.ListApprovalsResponse\"\x03\x90\x02\x01\x12S\n" +
 	"\vGetApproval\x12\x1e.steward.v1.GetApprovalRequest\x1a\x1f.steward.v1.GetApprovalResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\x0eDecideApproval\x12!.steward.v1.DecideApprovalRequest\x1a\".steward.v1.DecideApprovalResponse\"\x00\x12_\n" +
-	"\x10RevokeCredential\x12#.steward.v1.RevokeCredentialRequest\x1a$.steward.v1.RevokeCredentialResponse\"\x00\x12b\n" +
+	"\x10RevokeCredential\x12#.steward.v1.RevokeCredentialRequest\x1a$.steward.v1.RevokeCredentialResponse\"\x00\x12\\\n" +
+	"\x0fRenewCredential\x12\".steward.v1.RenewCredentialRequest\x1a#.steward.v1.RenewCredentialResponse\"\x00\x12b\n" +
 	"\x10GetCredentialKey\x12#.steward.v1.GetCredentialKeyRequest\x1a$.steward.v1.GetCredentialKeyResponse\"\x03\x90\x02\x01B\xae\x01\n" +
 	"\x0ecom.steward.v1B\x16GovernanceServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
@@ -564,7 +668,7 @@ func file_steward_v1_governance_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_governance_service_proto_rawDescData
 }
 
-var file_steward_v1_governance_service_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_steward_v1_governance_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_steward_v1_governance_service_proto_goTypes = []any{
 	(*ListApprovalsRequest)(nil),     // 0: steward.v1.ListApprovalsRequest
 	(*ListApprovalsResponse)(nil),    // 1: steward.v1.ListApprovalsResponse
@@ -574,33 +678,38 @@ var file_steward_v1_governance_service_proto_goTypes = []any{
 	(*DecideApprovalResponse)(nil),   // 5: steward.v1.DecideApprovalResponse
 	(*RevokeCredentialRequest)(nil),  // 6: steward.v1.RevokeCredentialRequest
 	(*RevokeCredentialResponse)(nil), // 7: steward.v1.RevokeCredentialResponse
-	(*GetCredentialKeyRequest)(nil),  // 8: steward.v1.GetCredentialKeyRequest
-	(*GetCredentialKeyResponse)(nil), // 9: steward.v1.GetCredentialKeyResponse
-	(*Approval)(nil),                 // 10: steward.v1.Approval
-	(ApprovalDecision)(0),            // 11: steward.v1.ApprovalDecision
-	(*CredentialState)(nil),          // 12: steward.v1.CredentialState
+	(*RenewCredentialRequest)(nil),   // 8: steward.v1.RenewCredentialRequest
+	(*RenewCredentialResponse)(nil),  // 9: steward.v1.RenewCredentialResponse
+	(*GetCredentialKeyRequest)(nil),  // 10: steward.v1.GetCredentialKeyRequest
+	(*GetCredentialKeyResponse)(nil), // 11: steward.v1.GetCredentialKeyResponse
+	(*Approval)(nil),                 // 12: steward.v1.Approval
+	(ApprovalDecision)(0),            // 13: steward.v1.ApprovalDecision
+	(*CredentialState)(nil),          // 14: steward.v1.CredentialState
 }
 var file_steward_v1_governance_service_proto_depIdxs = []int32{
-	10, // 0: steward.v1.ListApprovalsResponse.approvals:type_name -> steward.v1.Approval
-	10, // 1: steward.v1.GetApprovalResponse.approval:type_name -> steward.v1.Approval
-	11, // 2: steward.v1.DecideApprovalRequest.decision:type_name -> steward.v1.ApprovalDecision
-	10, // 3: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
-	12, // 4: steward.v1.RevokeCredentialResponse.credential:type_name -> steward.v1.CredentialState
-	0,  // 5: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
-	2,  // 6: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
-	4,  // 7: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
-	6,  // 8: steward.v1.GovernanceService.RevokeCredential:input_type -> steward.v1.RevokeCredentialRequest
-	8,  // 9: steward.v1.GovernanceService.GetCredentialKey:input_type -> steward.v1.GetCredentialKeyRequest
-	1,  // 10: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
-	3,  // 11: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
-	5,  // 12: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
-	7,  // 13: steward.v1.GovernanceService.RevokeCredential:output_type -> steward.v1.RevokeCredentialResponse
-	9,  // 14: steward.v1.GovernanceService.GetCredentialKey:output_type -> steward.v1.GetCredentialKeyResponse
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	12, // 0: steward.v1.ListApprovalsResponse.approvals:type_name -> steward.v1.Approval
+	12, // 1: steward.v1.GetApprovalResponse.approval:type_name -> steward.v1.Approval
+	13, // 2: steward.v1.DecideApprovalRequest.decision:type_name -> steward.v1.ApprovalDecision
+	12, // 3: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
+	14, // 4: steward.v1.RevokeCredentialResponse.credential:type_name -> steward.v1.CredentialState
+	14, // 5: steward.v1.RenewCredentialResponse.credential:type_name -> steward.v1.CredentialState
+	0,  // 6: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
+	2,  // 7: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
+	4,  // 8: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
+	6,  // 9: steward.v1.GovernanceService.RevokeCredential:input_type -> steward.v1.RevokeCredentialRequest
+	8,  // 10: steward.v1.GovernanceService.RenewCredential:input_type -> steward.v1.RenewCredentialRequest
+	10, // 11: steward.v1.GovernanceService.GetCredentialKey:input_type -> steward.v1.GetCredentialKeyRequest
+	1,  // 12: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
+	3,  // 13: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
+	5,  // 14: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
+	7,  // 15: steward.v1.GovernanceService.RevokeCredential:output_type -> steward.v1.RevokeCredentialResponse
+	9,  // 16: steward.v1.GovernanceService.RenewCredential:output_type -> steward.v1.RenewCredentialResponse
+	11, // 17: steward.v1.GovernanceService.GetCredentialKey:output_type -> steward.v1.GetCredentialKeyResponse
+	12, // [12:18] is the sub-list for method output_type
+	6,  // [6:12] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_governance_service_proto_init() }
@@ -616,7 +725,7 @@ func file_steward_v1_governance_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_governance_service_proto_rawDesc), len(file_steward_v1_governance_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -813,7 +813,10 @@ type ReceiptCredential struct {
 	Revoked       bool                   `protobuf:"varint,5,opt,name=revoked,proto3" json:"revoked,omitempty"`
 	RevokedReason string                 `protobuf:"bytes,6,opt,name=revoked_reason,json=revokedReason,proto3" json:"revoked_reason,omitempty"`
 	// The ancestors' credential ids, the root first.
-	Chain         []string `protobuf:"bytes,7,rep,name=chain,proto3" json:"chain,omitempty"`
+	Chain []string `protobuf:"bytes,7,rep,name=chain,proto3" json:"chain,omitempty"`
+	// How many times the credential was renewed; expires_at is the last
+	// renewal's.
+	Renewals      uint32 `protobuf:"varint,8,opt,name=renewals,proto3" json:"renewals,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -895,6 +898,13 @@ func (x *ReceiptCredential) GetChain() []string {
 		return x.Chain
 	}
 	return nil
+}
+
+func (x *ReceiptCredential) GetRenewals() uint32 {
+	if x != nil {
+		return x.Renewals
+	}
+	return 0
 }
 
 var File_steward_v1_receipt_proto protoreflect.FileDescriptor
@@ -996,7 +1006,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
 	"costMicros\x12\x1a\n" +
-	"\bcurrency\x18\x03 \x01(\tR\bcurrency\"\xff\x01\n" +
+	"\bcurrency\x18\x03 \x01(\tR\bcurrency\"\x9b\x02\n" +
 	"\x11ReceiptCredential\x12#\n" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x1c\n" +
 	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\x15\n" +
@@ -1005,7 +1015,8 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"expires_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12\x18\n" +
 	"\arevoked\x18\x05 \x01(\bR\arevoked\x12%\n" +
 	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\x12\x14\n" +
-	"\x05chain\x18\a \x03(\tR\x05chainB\xa4\x01\n" +
+	"\x05chain\x18\a \x03(\tR\x05chain\x12\x1a\n" +
+	"\brenewals\x18\b \x01(\rR\brenewalsB\xa4\x01\n" +
 	"\x0ecom.steward.v1B\fReceiptProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"

@@ -45,6 +45,9 @@ const (
 	// GovernanceServiceRevokeCredentialProcedure is the fully-qualified name of the GovernanceService's
 	// RevokeCredential RPC.
 	GovernanceServiceRevokeCredentialProcedure = "/steward.v1.GovernanceService/RevokeCredential"
+	// GovernanceServiceRenewCredentialProcedure is the fully-qualified name of the GovernanceService's
+	// RenewCredential RPC.
+	GovernanceServiceRenewCredentialProcedure = "/steward.v1.GovernanceService/RenewCredential"
 	// GovernanceServiceGetCredentialKeyProcedure is the fully-qualified name of the GovernanceService's
 	// GetCredentialKey RPC.
 	GovernanceServiceGetCredentialKeyProcedure = "/steward.v1.GovernanceService/GetCredentialKey"
@@ -62,6 +65,13 @@ type GovernanceServiceClient interface {
 	// permitted to the task or to any task delegated from it, and its open
 	// approvals are closed. With --auth it needs the operator role.
 	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
+	// RenewCredential re-issues a task's credential with a later expiry and
+	// nothing it allows changed: for a task still at work when its credential
+	// runs out. The new expiry is the sooner of the credential ttl from now,
+	// the task's deadline and, for a delegated task, its parent's
+	// credential; a renewal that would not extend it is refused. A revoked
+	// credential is never renewed. With --auth it needs the operator role.
+	RenewCredential(context.Context, *connect.Request[v1.RenewCredentialRequest]) (*connect.Response[v1.RenewCredentialResponse], error)
 	// GetCredentialKey returns the public key credentials are signed with,
 	// for verifying delegation chains offline.
 	GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error)
@@ -104,6 +114,12 @@ func NewGovernanceServiceClient(httpClient connect.HTTPClient, baseURL string, o
 			connect.WithSchema(governanceServiceMethods.ByName("RevokeCredential")),
 			connect.WithClientOptions(opts...),
 		),
+		renewCredential: connect.NewClient[v1.RenewCredentialRequest, v1.RenewCredentialResponse](
+			httpClient,
+			baseURL+GovernanceServiceRenewCredentialProcedure,
+			connect.WithSchema(governanceServiceMethods.ByName("RenewCredential")),
+			connect.WithClientOptions(opts...),
+		),
 		getCredentialKey: connect.NewClient[v1.GetCredentialKeyRequest, v1.GetCredentialKeyResponse](
 			httpClient,
 			baseURL+GovernanceServiceGetCredentialKeyProcedure,
@@ -120,6 +136,7 @@ type governanceServiceClient struct {
 	getApproval      *connect.Client[v1.GetApprovalRequest, v1.GetApprovalResponse]
 	decideApproval   *connect.Client[v1.DecideApprovalRequest, v1.DecideApprovalResponse]
 	revokeCredential *connect.Client[v1.RevokeCredentialRequest, v1.RevokeCredentialResponse]
+	renewCredential  *connect.Client[v1.RenewCredentialRequest, v1.RenewCredentialResponse]
 	getCredentialKey *connect.Client[v1.GetCredentialKeyRequest, v1.GetCredentialKeyResponse]
 }
 
@@ -143,6 +160,11 @@ func (c *governanceServiceClient) RevokeCredential(ctx context.Context, req *con
 	return c.revokeCredential.CallUnary(ctx, req)
 }
 
+// RenewCredential calls steward.v1.GovernanceService.RenewCredential.
+func (c *governanceServiceClient) RenewCredential(ctx context.Context, req *connect.Request[v1.RenewCredentialRequest]) (*connect.Response[v1.RenewCredentialResponse], error) {
+	return c.renewCredential.CallUnary(ctx, req)
+}
+
 // GetCredentialKey calls steward.v1.GovernanceService.GetCredentialKey.
 func (c *governanceServiceClient) GetCredentialKey(ctx context.Context, req *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error) {
 	return c.getCredentialKey.CallUnary(ctx, req)
@@ -160,6 +182,13 @@ type GovernanceServiceHandler interface {
 	// permitted to the task or to any task delegated from it, and its open
 	// approvals are closed. With --auth it needs the operator role.
 	RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error)
+	// RenewCredential re-issues a task's credential with a later expiry and
+	// nothing it allows changed: for a task still at work when its credential
+	// runs out. The new expiry is the sooner of the credential ttl from now,
+	// the task's deadline and, for a delegated task, its parent's
+	// credential; a renewal that would not extend it is refused. A revoked
+	// credential is never renewed. With --auth it needs the operator role.
+	RenewCredential(context.Context, *connect.Request[v1.RenewCredentialRequest]) (*connect.Response[v1.RenewCredentialResponse], error)
 	// GetCredentialKey returns the public key credentials are signed with,
 	// for verifying delegation chains offline.
 	GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error)
@@ -198,6 +227,12 @@ func NewGovernanceServiceHandler(svc GovernanceServiceHandler, opts ...connect.H
 		connect.WithSchema(governanceServiceMethods.ByName("RevokeCredential")),
 		connect.WithHandlerOptions(opts...),
 	)
+	governanceServiceRenewCredentialHandler := connect.NewUnaryHandler(
+		GovernanceServiceRenewCredentialProcedure,
+		svc.RenewCredential,
+		connect.WithSchema(governanceServiceMethods.ByName("RenewCredential")),
+		connect.WithHandlerOptions(opts...),
+	)
 	governanceServiceGetCredentialKeyHandler := connect.NewUnaryHandler(
 		GovernanceServiceGetCredentialKeyProcedure,
 		svc.GetCredentialKey,
@@ -215,6 +250,8 @@ func NewGovernanceServiceHandler(svc GovernanceServiceHandler, opts ...connect.H
 			governanceServiceDecideApprovalHandler.ServeHTTP(w, r)
 		case GovernanceServiceRevokeCredentialProcedure:
 			governanceServiceRevokeCredentialHandler.ServeHTTP(w, r)
+		case GovernanceServiceRenewCredentialProcedure:
+			governanceServiceRenewCredentialHandler.ServeHTTP(w, r)
 		case GovernanceServiceGetCredentialKeyProcedure:
 			governanceServiceGetCredentialKeyHandler.ServeHTTP(w, r)
 		default:
@@ -240,6 +277,10 @@ func (UnimplementedGovernanceServiceHandler) DecideApproval(context.Context, *co
 
 func (UnimplementedGovernanceServiceHandler) RevokeCredential(context.Context, *connect.Request[v1.RevokeCredentialRequest]) (*connect.Response[v1.RevokeCredentialResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.GovernanceService.RevokeCredential is not implemented"))
+}
+
+func (UnimplementedGovernanceServiceHandler) RenewCredential(context.Context, *connect.Request[v1.RenewCredentialRequest]) (*connect.Response[v1.RenewCredentialResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.GovernanceService.RenewCredential is not implemented"))
 }
 
 func (UnimplementedGovernanceServiceHandler) GetCredentialKey(context.Context, *connect.Request[v1.GetCredentialKeyRequest]) (*connect.Response[v1.GetCredentialKeyResponse], error) {

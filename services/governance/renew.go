@@ -1,0 +1,103 @@
+package governance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// RenewCredential re-issues a task's credential with a later expiry, for
+// who, with a reason: a task still at work when its credential runs out
+// (a long task with no deadline) goes on. Only the expiry changes, never
+// what the credential allows, and it stays within what bounds it: the
+// credential ttl from now, the task's deadline and, for a delegated task,
+// its parent's credential (renew the parent first). A task without a
+// credential yet is issued one. It is idempotent per renewal: two
+// renewals of the same credential at once record one.
+func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (*stewardv1.CredentialState, error) {
+	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
+		return nil, err
+	}
+	t, why, err := p.issue(ctx, req.TaskId, nil, 0)
+	switch {
+	case err != nil:
+		return nil, err
+	case t.Credential == nil:
+		return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to renew: %s", req.TaskId, why)
+	case task.Terminal(t.Status):
+		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
+	}
+	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
+		if err == nil {
+			err = errs.New(errs.FailedPrecondition, "not renewed: %s", why)
+		}
+		return nil, err
+	}
+	now := time.Now()
+	cur := t.Credential
+	expires, bound, chain, err := p.renewalBound(ctx, t, now)
+	if err != nil {
+		return nil, err
+	}
+	if !expires.After(cur.Credential.ExpiresAt.AsTime()) {
+		return nil, errs.New(errs.FailedPrecondition, "credential %s already lasts until %s, which %s: a renewal would not extend it",
+			cur.Credential.CredentialId, cur.Credential.ExpiresAt.AsTime().Format(time.RFC3339), bound)
+	}
+	signed, err := p.signer.Sign(credential.Renewed(cur.Credential, now, expires))
+	if err != nil {
+		return nil, err
+	}
+	id := event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
+	t, err = task.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if t.Credential.GetRenewals() != cur.Renewals {
+			return nil, nil // renewed meanwhile
+		}
+		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName}},
+			&stewardv1.CredentialIssued{Credential: signed, Chain: chain, RenewalReason: req.Reason})
+	})
+	if err != nil {
+		return nil, err
+	}
+	p.logger.Info("credential renewed", "task", req.TaskId, "credential", cur.Credential.CredentialId, "by", who.Principal, "expires", t.Credential.Credential.GetExpiresAt().AsTime())
+	return t.Credential, nil
+}
+
+// renewalBound returns how long t's credential may last if renewed at now,
+// what bounds it (for the refusal when that is no later than now), and
+// the chain to record: for a delegated task, its parent's credential as
+// it is now, which must verify.
+func (p *Plane) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Time) (time.Time, string, []*stewardv1.SignedCredential, error) {
+	parentID := t.Contract.GetParentTaskId()
+	if parentID == "" {
+		expires, bound := now.Add(p.credentialTTL), fmt.Sprintf("is the credential ttl (%s) from now", p.credentialTTL)
+		if d := t.Contract.GetDeadline(); d != nil && d.AsTime().Before(expires) {
+			expires, bound = d.AsTime(), "is the task's deadline"
+		}
+		return expires, bound, nil, nil
+	}
+	parent, _, err := task.Load(ctx, p.log, parentID)
+	if err != nil {
+		return time.Time{}, "", nil, err
+	}
+	ps := parent.Credential
+	if ps == nil {
+		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "parent task %s has no credential", parentID)
+	}
+	if _, err := credential.VerifyChain(ps.Signed, ps.Chain, p.trustedKeys()...); err != nil {
+		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "the credential of parent task %s does not verify: %v", parentID, err)
+	}
+	expires, bound := ps.Credential.ExpiresAt.AsTime(), fmt.Sprintf("is when the credential of parent task %s expires (renew it first)", parentID)
+	if d := t.Contract.GetDeadline(); d != nil && d.AsTime().Before(expires) {
+		expires, bound = d.AsTime(), "is the task's deadline"
+	}
+	return expires, bound, append(slices.Clone(ps.Chain), ps.Signed), nil
+}
