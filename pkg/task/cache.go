@@ -19,29 +19,38 @@ type folded struct {
 	ids  *idSet
 }
 
-// idSet is the ids of a task's events. Every fold of one task shares it:
-// ids are only ever added, and an id that is in the set is on the log, so
-// an older fold may see ids newer than itself without harm.
+// idSet is the ids of a task's events, with the sequence each is stored
+// at. Every fold of one task shares it, and ids are only ever added, so a
+// set may hold ids newer than a fold that shares it: history reads it as
+// of one fold.
 type idSet struct {
 	mu  sync.RWMutex
-	ids map[string]struct{}
+	ids map[string]uint64
+}
+
+func (s *idSet) add(id string, seq uint64) {
+	s.mu.Lock()
+	s.ids[id] = seq
+	s.mu.Unlock()
+}
+
+// history is a task's event ids as of one fold: Has finds only the events
+// that fold includes, so a caller that finds an id finds its effect in the
+// task Load returned with it too.
+type history struct {
+	set  *idSet
+	upTo uint64
 }
 
 // Has reports whether an event with id is in the task's history.
-func (s *idSet) Has(id string) bool {
-	if s == nil {
+func (h history) Has(id string) bool {
+	if h.set == nil {
 		return false
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	_, ok := s.ids[id]
-	return ok
-}
-
-func (s *idSet) add(id string) {
-	s.mu.Lock()
-	s.ids[id] = struct{}{}
-	s.mu.Unlock()
+	h.set.mu.RLock()
+	defer h.set.mu.RUnlock()
+	seq, ok := h.set.ids[id]
+	return ok && seq <= h.upTo
 }
 
 // cache keeps the last fold of recently used tasks, so that Load reads
@@ -90,13 +99,13 @@ func (f *folded) extend(recs []*stewardv1.EventRecord) (*folded, error) {
 		next.task = proto.CloneOf(f.task)
 	}
 	if next.ids == nil {
-		next.ids = &idSet{ids: map[string]struct{}{}}
+		next.ids = &idSet{ids: map[string]uint64{}}
 	}
 	for _, r := range recs {
 		if err := Apply(next.task, r.Event, r.Sequence); err != nil {
 			return nil, err
 		}
-		next.ids.add(r.Event.EventId)
+		next.ids.add(r.Event.EventId, r.Sequence)
 	}
 	return next, nil
 }

@@ -23,8 +23,8 @@ const maxConflictRetries = 64
 type History interface{ Has(eventID string) bool }
 
 // Load reads and folds a task; a task with no events is NotFound. It also
-// returns the task's history, so a caller can tell that an event it means
-// to append is already there.
+// returns the task's history as of the task returned, so a caller can tell
+// that an event it means to append is already there, and find its effect.
 //
 // Load reads only what is new: it keeps the last fold of each task it has
 // seen and folds the events appended since (see cache). The task returned
@@ -49,7 +49,7 @@ func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Tas
 		}
 		c.put(taskID, f)
 	}
-	return proto.CloneOf(f.task), f.ids, nil
+	return proto.CloneOf(f.task), history{set: f.ids, upTo: f.task.GetLastSequence()}, nil
 }
 
 // Build decides, from the task as it is now, the one event to append, or
@@ -73,10 +73,7 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 			return t, err
 		}
 		if folded.Has(ev.EventId) {
-			// Already on the log; it may have landed after t was read, so
-			// read again to return a task that includes it.
-			t, _, err := Load(ctx, log, taskID)
-			return t, err
+			return t, nil // already on the log, and in t
 		}
 		if err := Check(t, ev); err != nil {
 			return nil, err
