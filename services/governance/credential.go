@@ -3,6 +3,8 @@ package governance
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -199,15 +201,29 @@ func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *ste
 // takes a credential as the log has it, and only its signatures, along the
 // whole chain and by a trusted key, show that governance issued it.
 func (p *Plane) verifyCredential(cs *stewardv1.CredentialState) string {
-	sig := string(cs.Signed.GetSignature())
-	if p.verified.has(sig) {
+	key := verifiedKey(cs)
+	if p.verified.has(key) {
 		return ""
 	}
 	if _, err := credential.VerifyChain(cs.Signed, cs.Chain, p.trustedKeys()...); err != nil {
 		return fmt.Sprintf("credential %s does not verify: %v", cs.Credential.GetCredentialId(), err)
 	}
-	p.verified.add(sig)
+	p.verified.add(key)
 	return ""
+}
+
+// verifiedKey names exactly what was verified: every link's bytes,
+// signature and key. A signature alone would let anyone who can write to
+// the log pair a signature seen before with bytes of their own.
+func verifiedKey(cs *stewardv1.CredentialState) string {
+	h := sha256.New()
+	for _, s := range append(slices.Clone(cs.Chain), cs.Signed) {
+		for _, b := range [][]byte{s.GetCredential(), s.GetSignature(), s.GetPublicKey()} {
+			_ = binary.Write(h, binary.BigEndian, uint64(len(b)))
+			h.Write(b)
+		}
+	}
+	return string(h.Sum(nil))
 }
 
 // trustedKeys are the keys a credential may be signed with.
@@ -215,7 +231,7 @@ func (p *Plane) trustedKeys() []ed25519.PublicKey {
 	return append([]ed25519.PublicKey{p.signer.PublicKey()}, p.trusted...)
 }
 
-// verifiedSet is a bounded set of verified signatures: verifying costs an
+// verifiedSet is a bounded set of verified credentials: verifying costs an
 // Ed25519 check per link, and every action of a task checks the same
 // credential twice. Past its bound it starts over, which only costs
 // checks.
@@ -226,20 +242,20 @@ type verifiedSet struct {
 
 const maxVerified = 100_000
 
-func (v *verifiedSet) has(sig string) bool {
+func (v *verifiedSet) has(key string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	_, ok := v.set[sig]
+	_, ok := v.set[key]
 	return ok
 }
 
-func (v *verifiedSet) add(sig string) {
+func (v *verifiedSet) add(key string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.set == nil || len(v.set) >= maxVerified {
 		v.set = map[string]struct{}{}
 	}
-	v.set[sig] = struct{}{}
+	v.set[key] = struct{}{}
 }
 
 // MaxRevokeReasonLen bounds the reason for a revocation or a renewal.
