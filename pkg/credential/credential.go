@@ -50,6 +50,7 @@ func Root(c *stewardv1.TaskContract, principal string, now time.Time, ttl time.D
 		MaxCostMicros: c.GetBudget().GetMaxCostMicros(),
 		IssuedAt:      timestamppb.New(now),
 		ExpiresAt:     timestamppb.New(expires),
+		RiskTier:      c.GetRiskTier(),
 	}
 }
 
@@ -69,6 +70,7 @@ func Delegated(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract, dele
 		ExpiresAt:          parent.ExpiresAt,
 		ParentCredentialId: parent.CredentialId,
 		ParentTaskId:       parent.TaskId,
+		RiskTier:           c.GetRiskTier(),
 	}
 	if dl := c.GetDeadline(); dl != nil {
 		d.ExpiresAt = dl
@@ -113,6 +115,10 @@ func Narrows(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract) error 
 			return errs.Field(fmt.Sprintf("contract.scopes[%d]", i), "%q is not among the parent credential's scopes %v: a delegation may only keep or narrow them", s, parent.Scopes)
 		}
 	}
+	if c.GetRiskTier() < parent.RiskTier {
+		return errs.Field("contract.risk_tier", "%s is below the parent credential's %s: a delegation may not lower the risk tier, which decides what needs approval",
+			c.GetRiskTier(), parent.RiskTier)
+	}
 	b := c.GetBudget()
 	if err := capWithin("contract.budget.max_tokens", b.GetMaxTokens(), parent.MaxTokens); err != nil {
 		return err
@@ -135,6 +141,7 @@ func narrowsCredential(parent, child *stewardv1.TaskCredential) error {
 		Scopes:       child.Scopes,
 		Budget:       &stewardv1.Budget{MaxTokens: child.MaxTokens, MaxCostMicros: child.MaxCostMicros},
 		Deadline:     child.ExpiresAt,
+		RiskTier:     child.RiskTier,
 	}
 	if err := Narrows(parent, c); err != nil {
 		return err

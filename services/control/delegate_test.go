@@ -44,9 +44,10 @@ func newDelegation(t *testing.T) *delegation {
 }
 
 // parentContract allows two tools and two scopes, with a budget, for an
-// hour.
+// hour, at medium risk.
 func parentContract() *stewardv1.TaskContract {
 	c := validRequest("").Contract
+	c.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
 	c.AllowedTools = []string{"search", "write"}
 	c.Scopes = []string{"docs:read", "docs:write"}
 	c.Budget = &stewardv1.Budget{MaxTokens: 1000, MaxCostMicros: 5000, Currency: "USD"}
@@ -110,6 +111,7 @@ func (d *delegation) last(t *testing.T) uint64 {
 // subContract is a narrower contract than parentContract.
 func subContract() *stewardv1.TaskContract {
 	c := validRequest("").Contract
+	c.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
 	c.AllowedTools = []string{"search"}
 	c.Scopes = []string{"docs:read"}
 	c.Budget = &stewardv1.Budget{MaxTokens: 100, MaxCostMicros: 500, Currency: "USD"}
@@ -197,6 +199,8 @@ func TestDelegateTaskRefusesWidening(t *testing.T) {
 		}},
 		{"contract.budget.currency", func(c *stewardv1.TaskContract) { c.Budget = &stewardv1.Budget{MaxCostMicros: 10, Currency: "EUR"} }},
 		{"contract.deadline", func(c *stewardv1.TaskContract) { c.Deadline = timestamppb.New(time.Now().Add(2 * time.Hour)) }},
+		// Policy asks for approval by the tier: a lower one could skip it.
+		{"contract.risk_tier", func(c *stewardv1.TaskContract) { c.RiskTier = stewardv1.RiskTier_RISK_TIER_LOW }},
 	} {
 		t.Run(tc.field, func(t *testing.T) {
 			c := subContract()

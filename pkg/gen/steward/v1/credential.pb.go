@@ -50,7 +50,10 @@ type TaskCredential struct {
 	ParentCredentialId string `protobuf:"bytes,10,opt,name=parent_credential_id,json=parentCredentialId,proto3" json:"parent_credential_id,omitempty"`
 	ParentTaskId       string `protobuf:"bytes,11,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
 	// The first 16 hex digits of the SHA-256 of the signer's public key.
-	KeyId         string `protobuf:"bytes,12,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	KeyId string `protobuf:"bytes,12,opt,name=key_id,json=keyId,proto3" json:"key_id,omitempty"`
+	// The task's risk tier: a floor, since policy asks for approval by the
+	// tier, and a sub-task may not lower it to skip one.
+	RiskTier      RiskTier `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -167,6 +170,13 @@ func (x *TaskCredential) GetKeyId() string {
 		return x.KeyId
 	}
 	return ""
+}
+
+func (x *TaskCredential) GetRiskTier() RiskTier {
+	if x != nil {
+		return x.RiskTier
+	}
+	return RiskTier_RISK_TIER_UNSPECIFIED
 }
 
 // SignedCredential is a TaskCredential with its Ed25519 signature. The
@@ -343,7 +353,7 @@ var File_steward_v1_credential_proto protoreflect.FileDescriptor
 const file_steward_v1_credential_proto_rawDesc = "" +
 	"\n" +
 	"\x1bsteward/v1/credential.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd3\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\"\x86\x04\n" +
 	"\x0eTaskCredential\x12#\n" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x1c\n" +
@@ -359,7 +369,8 @@ const file_steward_v1_credential_proto_rawDesc = "" +
 	"\x14parent_credential_id\x18\n" +
 	" \x01(\tR\x12parentCredentialId\x12$\n" +
 	"\x0eparent_task_id\x18\v \x01(\tR\fparentTaskId\x12\x15\n" +
-	"\x06key_id\x18\f \x01(\tR\x05keyId\"o\n" +
+	"\x06key_id\x18\f \x01(\tR\x05keyId\x121\n" +
+	"\trisk_tier\x18\r \x01(\x0e2\x14.steward.v1.RiskTierR\briskTier\"o\n" +
 	"\x10SignedCredential\x12\x1e\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\fR\n" +
@@ -402,19 +413,21 @@ var file_steward_v1_credential_proto_goTypes = []any{
 	(*SignedCredential)(nil),      // 1: steward.v1.SignedCredential
 	(*CredentialState)(nil),       // 2: steward.v1.CredentialState
 	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 4: steward.v1.RiskTier
 }
 var file_steward_v1_credential_proto_depIdxs = []int32{
 	3, // 0: steward.v1.TaskCredential.issued_at:type_name -> google.protobuf.Timestamp
 	3, // 1: steward.v1.TaskCredential.expires_at:type_name -> google.protobuf.Timestamp
-	0, // 2: steward.v1.CredentialState.credential:type_name -> steward.v1.TaskCredential
-	1, // 3: steward.v1.CredentialState.signed:type_name -> steward.v1.SignedCredential
-	1, // 4: steward.v1.CredentialState.chain:type_name -> steward.v1.SignedCredential
-	3, // 5: steward.v1.CredentialState.revoked_at:type_name -> google.protobuf.Timestamp
-	6, // [6:6] is the sub-list for method output_type
-	6, // [6:6] is the sub-list for method input_type
-	6, // [6:6] is the sub-list for extension type_name
-	6, // [6:6] is the sub-list for extension extendee
-	0, // [0:6] is the sub-list for field type_name
+	4, // 2: steward.v1.TaskCredential.risk_tier:type_name -> steward.v1.RiskTier
+	0, // 3: steward.v1.CredentialState.credential:type_name -> steward.v1.TaskCredential
+	1, // 4: steward.v1.CredentialState.signed:type_name -> steward.v1.SignedCredential
+	1, // 5: steward.v1.CredentialState.chain:type_name -> steward.v1.SignedCredential
+	3, // 6: steward.v1.CredentialState.revoked_at:type_name -> google.protobuf.Timestamp
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_credential_proto_init() }
@@ -422,6 +435,7 @@ func file_steward_v1_credential_proto_init() {
 	if File_steward_v1_credential_proto != nil {
 		return
 	}
+	file_steward_v1_risk_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
