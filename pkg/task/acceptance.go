@@ -160,9 +160,12 @@ func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 
 // checkReview checks that the event's actor may decide on t's current
 // round: the task is produced, the round is the current one, the actor is
-// the acceptance owner, and, under separation of duties, not the requester.
+// the acceptance owner, and, under separation of duties, none of those
+// who asked for or did the work: the requester, the creator, the
+// principal its credential was issued to, and who produced the round.
 func checkReview(t *stewardv1.Task, ev *stewardv1.Event, round uint32, verb string) error {
 	who, c := ev.Actor.GetPrincipal(), t.Contract
+	worker := who == t.Credential.GetCredential().GetPrincipal() || len(t.Acceptance) > 0 && who == t.Acceptance[len(t.Acceptance)-1].ProducedBy
 	switch {
 	case t.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED:
 		return illegal(t, verb)
@@ -170,8 +173,8 @@ func checkReview(t *stewardv1.Task, ev *stewardv1.Event, round uint32, verb stri
 		return errs.New(errs.FailedPrecondition, "task %s is in acceptance round %d, not %d", c.GetTaskId(), len(t.Acceptance), round)
 	case who != c.GetAcceptanceOwnerRef():
 		return errs.New(errs.PermissionDenied, "%s may not %s task %s: only its acceptance owner %s may", who, verb, c.GetTaskId(), c.GetAcceptanceOwnerRef())
-	case c.GetSeparationOfDuties() && (who == c.GetRequesterRef() || who == t.CreatedBy):
-		return errs.New(errs.PermissionDenied, "%s may not %s task %s: they requested or created it, and its contract separates duties", who, verb, c.GetTaskId())
+	case c.GetSeparationOfDuties() && (who == c.GetRequesterRef() || who == t.CreatedBy || worker):
+		return errs.New(errs.PermissionDenied, "%s may not %s task %s: they requested, created or worked on it, and its contract separates duties", who, verb, c.GetTaskId())
 	}
 	return nil
 }

@@ -112,6 +112,13 @@ func TestProducedIsNotAccepted(t *testing.T) {
 			t.Fatalf("err = %v, want permission denied", err)
 		}
 	})
+	t.Run("who produced it under separation of duties", func(t *testing.T) {
+		// Without --auth callers name themselves: the owner may claim to
+		// be the one producing; then the owner may not accept.
+		if _, err := foldAs(t, k, steps[0], steps[1], as{"user:owner", produced(2, true, true)}, as{"user:owner", &stewardv1.TaskAccepted{Round: 2}}); !errs.Is(err, errs.PermissionDenied) {
+			t.Fatalf("err = %v, want permission denied", err)
+		}
+	})
 	tk, err = foldAs(t, k, append(steps, as{"user:owner", &stewardv1.TaskAccepted{Round: 3, Reason: "good"}})...)
 	if err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_ACCEPTED || tk.Acceptance[2].Decision != stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED {
 		t.Fatalf("accepted: %v %v", tk.GetStatus(), err)

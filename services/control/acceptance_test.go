@@ -156,9 +156,14 @@ func TestArtifactVersions(t *testing.T) {
 	if len(tk.Artifacts) != 4 {
 		t.Errorf("%d artifacts recorded, want 4", len(tk.Artifacts))
 	}
-	_, _, err = r.ctl.SubmitArtifact(ctx, "agent", &stewardv1.SubmitArtifactRequest{TaskId: id, Name: "report", MediaType: "text/markdown", Content: []byte("other"), RequestId: "s1"})
-	if !errs.Is(err, errs.AlreadyExists) {
-		t.Errorf("request id reused for other content: %v, want already exists", err)
+	for _, other := range []*stewardv1.SubmitArtifactRequest{
+		{Name: "report", MediaType: "text/markdown", Content: []byte("other")},
+		{Name: "report", MediaType: "text/plain", Content: []byte("v1")},
+	} {
+		other.TaskId, other.RequestId = id, "s1"
+		if _, _, err := r.ctl.SubmitArtifact(ctx, "agent", other); !errs.Is(err, errs.AlreadyExists) {
+			t.Errorf("request id reused for %s %q: %v, want already exists", other.MediaType, other.Content, err)
+		}
 	}
 }
 

@@ -35,6 +35,21 @@ func (p *Plane) mayActFor(ctx context.Context, who rpc.Identity, taskID string) 
 	return errs.New(errs.PermissionDenied, "%s may not act for task %s: it belongs to %s", who.Principal, taskID, owners(t.CreatedBy, t.Credential.GetCredential().GetPrincipal()))
 }
 
+// notRevoked refuses to do work for taskID once its credential, or an
+// ancestor's, is revoked: a revocation is the operator's emergency stop,
+// and a result handed in after it could still end the task accepted.
+func (p *Plane) notRevoked(ctx context.Context, taskID, what string) error {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return err
+	}
+	why, err := task.Revoked(ctx, p.log, t)
+	if why != "" {
+		return errs.New(errs.FailedPrecondition, "task %s may not %s: %s", taskID, what, why)
+	}
+	return err
+}
+
 // owners names who may act for a task, once each.
 func owners(creator, delegate string) string {
 	if delegate == "" || delegate == creator {

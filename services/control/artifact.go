@@ -46,6 +46,9 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
+		return nil, nil, err
+	}
 	if len(req.Content) > 0 {
 		if p.results == nil {
 			return nil, nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
@@ -78,7 +81,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 		return nil, nil, err
 	}
 	first := ev.GetArtifactSubmitted().GetArtifact()
-	if first == nil || first.Name != a.Name || first.Sha256 != a.Sha256 || first.Uri != a.Uri {
+	if first == nil || first.Name != a.Name || first.Sha256 != a.Sha256 || first.Uri != a.Uri || first.MediaType != a.MediaType || first.ActionId != a.ActionId {
 		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded something else on task %s", req.RequestId, req.TaskId)
 	}
 	return task.FindArtifact(t, task.ArtifactRef(first)), t, nil

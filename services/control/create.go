@@ -39,11 +39,24 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	return p.create(ctx, principal, TaskIDFor(req.RequestId), req.RequestId, contract)
 }
 
+// checkDuties refuses, under separation of duties, an acceptance owner who
+// creates the task or, for a sub-task, is its delegate: the fold refuses
+// their decision, so say so now.
+func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
+	switch owner := c.AcceptanceOwnerRef; {
+	case !c.SeparationOfDuties:
+	case owner == creator:
+		return errs.Field("contract.acceptance_owner_ref", "%q is creating the task; separation_of_duties needs someone else to accept it", owner)
+	case owner == delegate:
+		return errs.Field("contract.acceptance_owner_ref", "%q is the delegate who does the work; separation_of_duties needs someone else to accept it", owner)
+	}
+	return nil
+}
+
 // create opens a task with a checked contract; see CreateTask.
 func (p *Plane) create(ctx context.Context, principal, taskID, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
-	if contract.SeparationOfDuties && contract.AcceptanceOwnerRef == principal {
-		// The fold refuses the creator's acceptance too; say so now.
-		return nil, false, errs.Field("contract.acceptance_owner_ref", "%q is creating the task; separation_of_duties needs someone else to accept it", principal)
+	if err := checkDuties(contract, principal, ""); err != nil {
+		return nil, false, err
 	}
 	contract.TaskId = taskID
 	ev, err := event.New(event.Meta{

@@ -48,8 +48,11 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	prior, err := p.priorDelegation(ctx, req.RequestId)
+	prior, err := p.priorDelegation(ctx, req.RequestId, req.ParentTaskId)
 	if err != nil {
+		return nil, false, err
+	}
+	if err := checkDuties(contract, principal, req.DelegateRef); err != nil {
 		return nil, false, err
 	}
 	if prior == nil {
@@ -90,7 +93,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
-		if prior, perr := p.priorDelegation(ctx, req.RequestId); perr == nil && prior != nil {
+		if prior, perr := p.priorDelegation(ctx, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
 			return p.create(ctx, principal, childID, req.RequestId, contract)
 		}
@@ -148,18 +151,23 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 }
 
 // priorDelegation returns the last hop of the sub-task an earlier call
-// with requestID created, or nil if there is none.
-func (p *Plane) priorDelegation(ctx context.Context, requestID string) (*stewardv1.Delegation, error) {
+// with requestID delegated from parentID, or nil if there is none. A task
+// that requestID made otherwise (another parent, or CreateTask) is
+// AlreadyExists, before anything is reserved for a sub-task that could
+// not be made.
+func (p *Plane) priorDelegation(ctx context.Context, requestID, parentID string) (*stewardv1.Delegation, error) {
 	if requestID == "" {
 		return nil, nil
 	}
-	recs, err := p.log.Read(ctx, TaskIDFor(requestID))
+	taskID := TaskIDFor(requestID)
+	recs, err := p.log.Read(ctx, taskID)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
-	chain := recs[0].Event.GetTaskCreated().GetContract().GetDelegationChain()
-	if len(chain) == 0 {
-		return nil, nil
+	c := recs[0].Event.GetTaskCreated().GetContract()
+	chain := c.GetDelegationChain()
+	if c.GetParentTaskId() != parentID || len(chain) == 0 {
+		return nil, errs.New(errs.AlreadyExists, "request_id %q already made task %s, which was not delegated from task %s", requestID, taskID, parentID)
 	}
 	return chain[len(chain)-1], nil
 }

@@ -517,3 +517,72 @@ func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
 		t.Errorf("after a restart the parent has used %v, want 70 and 150", u)
 	}
 }
+
+// TestRefusedDelegationReservesNothing: every refusal comes before the
+// reservation on the parent, so a refused delegation leaves the parent's
+// budget as it was. Found by an independent review: the separation of
+// duties check and a request id already used elsewhere were refused only
+// after the reservation, which nothing ever gave back.
+func TestRefusedDelegationReservesNothing(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	parent := d.parent(t, "careful-parent", time.Now(), time.Hour)
+	other := d.parent(t, "other-parent", time.Now(), time.Hour)
+	if _, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{
+		ParentTaskId: other.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:sub", RequestId: "taken"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.ctl.CreateTask(ctx, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "created", Contract: validRequest("").Contract}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, requestID, owner string
+		code                   errs.Code
+	}{
+		{"the caller accepts under separation of duties", "sod-caller", "agent:lead", errs.Invalid},
+		{"the delegate accepts under separation of duties", "sod-delegate", "agent:sub", errs.Invalid},
+		{"a request id used on another parent", "taken", "", errs.AlreadyExists},
+		{"a request id used by CreateTask", "created", "", errs.AlreadyExists},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := subContract()
+			if tc.owner != "" {
+				c.SeparationOfDuties, c.AcceptanceOwnerRef = true, tc.owner
+			}
+			seq := d.last(t)
+			_, _, err := d.ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{
+				ParentTaskId: parent.Contract.TaskId, Contract: c, DelegateRef: "agent:sub", RequestId: tc.requestID})
+			if !errs.Is(err, tc.code) {
+				t.Fatalf("got %v, want %v", err, tc.code)
+			}
+			if d.last(t) != seq {
+				t.Errorf("the refused delegation appended events")
+			}
+		})
+	}
+	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 0 || u.GetCostMicros() != 0 {
+		t.Fatalf("the parent has %v reserved after refused delegations", u)
+	}
+}
+
+// TestRevokedTaskHandsInNothing: after a revocation the task's agent may
+// neither submit artifacts nor mark the task produced, which with no
+// review would end it accepted. Found by an independent review.
+func TestRevokedTaskHandsInNothing(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	parent := d.parent(t, "revoked-parent", time.Now(), 0)
+	id := parent.Contract.TaskId
+	d.append(t, id, &stewardv1.TaskStarted{})
+	d.append(t, id, &stewardv1.CredentialRevoked{CredentialId: parent.Credential.Credential.CredentialId, Reason: "agent compromised"})
+	seq := d.last(t)
+	if _, _, err := d.ctl.SubmitArtifact(ctx, "user:ana", &stewardv1.SubmitArtifactRequest{TaskId: id, Name: "r", MediaType: "text/plain", Uri: "s3://b/r", Sha256: strings.Repeat("0f", 32), SizeBytes: 1}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "agent compromised") {
+		t.Errorf("an artifact after the revocation: %v", err)
+	}
+	if _, _, err := d.ctl.MarkProduced(ctx, "user:ana", &stewardv1.MarkProducedRequest{TaskId: id}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "agent compromised") {
+		t.Errorf("produced after the revocation: %v", err)
+	}
+	if d.last(t) != seq {
+		t.Errorf("refused work appended events")
+	}
+}

@@ -38,6 +38,9 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, nil, err
 	}
+	if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
+		return nil, nil, err
+	}
 	id := commandID(req.TaskId, req.RequestId)
 	for range maxProduceTries {
 		t, history, err := task.Load(ctx, p.log, req.TaskId)
