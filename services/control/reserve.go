@@ -138,19 +138,22 @@ func releaseID(parentID, childID string) string {
 	return event.ID(parentID, "delegation-release", childID)
 }
 
-// release reacts to a task's end: if it was delegated, what its parent
-// reserved for it and it had not spent when it ended goes back to the
-// parent (BudgetReleased). Spending then includes what it had reserved
+// release reacts to a task's end, and to the outcomes of calls still out
+// when it ended: if it was delegated, once it has ended with no call in
+// flight (settled), what its parent reserved for it and it had not spent
+// goes back to the parent (BudgetReleased). Until then a call's cost may
+// still land on it. Spending at that point includes what it had reserved
 // for sub-tasks of its own still running; each of those gives back to it
 // when it ends, and passOn sends that on up. The task is judged as it was
-// at its end, not as later releases left it, so nothing comes back twice.
+// when it settled, not as later releases left it, so whichever event
+// triggers it, the release is the same, and nothing comes back twice.
 // Idempotent: the release's id derives from the sub-task.
 func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if delegated, err := p.delegated(ctx, rec.Event.TaskId); !delegated {
+	if ended, err := p.endedSubTask(ctx, rec.Event.TaskId); !ended {
 		return err
 	}
-	child, err := p.asOf(ctx, rec.Event.TaskId, rec.Sequence)
-	if err != nil || !task.Terminal(child.Status) {
+	child, _, err := p.settled(ctx, rec.Event.TaskId)
+	if err != nil || child == nil {
 		return err
 	}
 	reserved, err := p.reservation(ctx, child)
@@ -164,18 +167,18 @@ func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 		&stewardv1.BudgetReleased{ChildTaskId: child.Contract.TaskId, Tokens: tokens, CostMicros: cost})
 }
 
-// passOn reacts to a release that came to a task after it had ended: its
-// own release counted that reservation as spent, so what came back goes
-// on to its parent, and from there up as far as the chain reserved.
+// passOn reacts to a release that came to a task after it had settled:
+// its own release counted that reservation as spent, so what came back
+// goes on to its parent, and from there up as far as the chain reserved.
 // Idempotent: the id derives from the release passed on.
 func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if delegated, err := p.delegated(ctx, rec.Event.TaskId); !delegated {
+	if ended, err := p.endedSubTask(ctx, rec.Event.TaskId); !ended {
 		return err
 	}
 	r := rec.Event.GetBudgetReleased()
-	ended, err := p.asOf(ctx, rec.Event.TaskId, rec.Sequence-1)
-	if err != nil || !task.Terminal(ended.Status) {
-		return err // a task still at work counts it in its own release
+	ended, at, err := p.settled(ctx, rec.Event.TaskId)
+	if err != nil || ended == nil || at > rec.Sequence {
+		return err // a task not settled before it counts it in its own release
 	}
 	reserved, err := p.reservation(ctx, ended)
 	if err != nil || reserved == nil {
@@ -227,30 +230,44 @@ func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parent
 	return err
 }
 
-// delegated reports whether taskID was delegated, from its cached view:
-// only then is its history read again to judge a release.
-func (p *Plane) delegated(ctx context.Context, taskID string) (bool, error) {
+// endedSubTask reports whether taskID was delegated and has ended, from
+// its cached view: only then is its history read again to judge a
+// release.
+func (p *Plane) endedSubTask(ctx context.Context, taskID string) (bool, error) {
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
 		return false, err
 	}
-	return t.Contract.GetParentTaskId() != "", nil
+	return t.Contract.GetParentTaskId() != "" && task.Terminal(t.Status), nil
 }
 
-// asOf is taskID as it was once the event at seq, and those before it,
-// had been recorded.
-func (p *Plane) asOf(ctx context.Context, taskID string, seq uint64) (*stewardv1.Task, error) {
+// settled is taskID as it was when it first stood ended with no call in
+// flight, and the sequence of that event; nil while it has not.
+func (p *Plane) settled(ctx context.Context, taskID string) (*stewardv1.Task, uint64, error) {
 	recs, err := p.log.Read(ctx, taskID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	n := 0
-	for n < len(recs) && recs[n].Sequence <= seq {
-		n++
+	t := &stewardv1.Task{}
+	for _, r := range recs {
+		if err := task.Apply(t, r.Event, r.Sequence); err != nil {
+			return nil, 0, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+		}
+		if task.Terminal(t.Status) && !callsOut(t) {
+			return t, r.Sequence, nil
+		}
 	}
-	t, err := task.Fold(recs[:n])
-	if err != nil {
-		return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	return nil, 0, nil
+}
+
+// callsOut reports whether a call of t's may have reached its tool and
+// not yet come back: its cost may still land on t. A claim or a retry
+// not yet dispatched when t ended never will be.
+func callsOut(t *stewardv1.Task) bool {
+	for _, a := range t.Actions {
+		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED || a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+			return true
+		}
 	}
-	return t, nil
+	return false
 }
