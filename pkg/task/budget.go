@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -45,6 +47,9 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			u := usage(t)
 			u.Tokens -= r.Tokens
 			u.CostMicros -= r.CostMicros
+			// What came back is spendable again, so the alerts it takes
+			// the task back under are raised again when it gets there.
+			u.Alerts = slices.DeleteFunc(u.Alerts, func(key string) bool { return !crossed(t, key) })
 		}, true, nil
 	case *stewardv1.Event_BudgetAlerted:
 		a := p.BudgetAlerted
@@ -154,6 +159,24 @@ func AlertKey(dimension string, percent uint32, milestone string) string {
 		k += ":" + milestone
 	}
 	return k
+}
+
+// crossed reports whether t's spending still reaches the alert key (see
+// AlertKey) names. Milestones are never released to, so their alerts
+// stand.
+func crossed(t *stewardv1.Task, key string) bool {
+	dim, rest, _ := strings.Cut(key, ":")
+	pct, milestone, _ := strings.Cut(rest, ":")
+	percent, err := strconv.ParseUint(pct, 10, 32)
+	if err != nil || milestone != "" {
+		return true
+	}
+	for _, l := range BudgetLines(t) {
+		if l.Dimension == dim && l.MilestoneID == "" {
+			return float64(l.Used) >= float64(l.Limit)*float64(percent)/100
+		}
+	}
+	return true
 }
 
 // BudgetLine is one limit of a task's budget and what is spent against it.

@@ -33,11 +33,11 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 			if alert == nil {
 				return nil, nil
 			}
-			// The id names the limits in force: a raise starts the alerts
-			// over, and an alert after it is a new one.
-			b := t.Contract.GetBudget()
+			// The id names the state it is raised in: after a raise starts
+			// the alerts over, or a release takes the task back under a
+			// threshold, crossing it again is a new alert.
 			key := task.AlertKey(alert.Dimension, alert.Percent, alert.MilestoneId)
-			id := event.ID(taskID, "budget-alert", key, fmt.Sprint(alert.Limit), fmt.Sprint(b.GetMaxTokens()), fmt.Sprint(b.GetMaxCostMicros()))
+			id := event.ID(taskID, "budget-alert", key, fmt.Sprint(t.LastSequence))
 			return event.New(p.meta(taskID, id, rec.Event), alert)
 		})
 		if err != nil {
@@ -109,7 +109,9 @@ func (p *Plane) suspendIfSpent(ctx context.Context, t *stewardv1.Task, cause *st
 		if !spent || !task.Active(t.Status) {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, event.ID(taskID, "budget-suspended", fmt.Sprint(line.Limit), line.Dimension, line.MilestoneID), cause),
+		// The id names the state it suspends: a task given budget back
+		// (a sub-task's release) and spent again is suspended again.
+		return event.New(p.meta(taskID, event.ID(taskID, "budget-suspended", fmt.Sprint(t.LastSequence)), cause),
 			&stewardv1.TaskSuspended{Reason: "the budget is spent: " + line.String() + "; raise it (RaiseBudget) and the task resumes", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT})
 	})
 	return err

@@ -54,15 +54,50 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 	if tk.Contract.Budget.MaxCostMicros != 5000 || len(tk.BudgetUsed.Alerts) != 0 {
 		t.Errorf("after the raise: budget %v, alerts %v", tk.Contract.Budget, tk.BudgetUsed.Alerts)
 	}
-	// 1100 of 5000 is under half: no new alert.
+	// 1100 of 5000 is under half: no new alert. The resume by hand while
+	// spent (which ResumeTask refuses; written here directly) was
+	// suspended again.
 	n := e.count(t)
-	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 1 {
-		t.Errorf("events %v: want 6 alerts and 1 suspension", n)
+	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 2 {
+		t.Errorf("events %v: want 6 alerts and 2 suspensions", n)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	want := "cost:50 cost:80 cost:100 cost:50 cost:80 cost:100"
 	if got := strings.ReplaceAll(strings.Join(e.alerted, " "), taskID+" ", ""); got != want {
 		t.Errorf("the budget notifier heard %q, want %q", got, want)
+	}
+}
+
+// TestSpentAgainAfterAReleaseIsSuspendedAgain: a task suspended for its
+// budget, given budget back by a sub-task's release and resumed, spends
+// it again: it is suspended again, and the alerts the release took it
+// back under are raised again. Found by an independent review: the
+// suspension's and the alerts' ids named only the limits, so the second
+// time looked like the first, already recorded.
+func TestSpentAgainAfterAReleaseIsSuspendedAgain(t *testing.T) {
+	e := newEnv(t)
+	e.append(t, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
+		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
+		AllowedTools: []string{"search"},
+		Budget:       &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"},
+	}})
+	e.append(t, &stewardv1.TaskStarted{})
+	e.start(t)
+	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 1000, Source: "reserved for delegated task x"})
+	e.waitFor(t, "the suspension", func(_ map[string]int, tk *stewardv1.Task) bool {
+		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
+	})
+	tk := e.append(t, &stewardv1.BudgetReleased{ChildTaskId: "x", CostMicros: 600})
+	if got := strings.Join(tk.BudgetUsed.Alerts, " "); got != "" {
+		t.Errorf("at 400 of 1000 the alerts %q still stand", got)
+	}
+	e.append(t, &stewardv1.TaskResumed{Reason: "budget back"})
+	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 700, Source: "model:x"})
+	e.waitFor(t, "the second suspension", func(n map[string]int, tk *stewardv1.Task) bool {
+		return n[event.TypeTaskSuspended] == 2 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
+	})
+	if n := e.count(t); n[event.TypeBudgetAlerted] != 6 {
+		t.Errorf("%d alerts, want 50, 80 and 100 %% twice", n[event.TypeBudgetAlerted])
 	}
 }
