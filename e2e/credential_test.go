@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/audit"
 	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/control"
@@ -173,6 +174,12 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	if out := run(t, 0, "audit", "verify", "--file", exported); !strings.Contains(out, "not pinned") {
 		t.Errorf("verify without a key:\n%s", out)
 	}
+	// A history with no credential in it shows nothing a key could check.
+	bare := filepath.Join(dir, "bare.events")
+	firstEventOnly(t, exported, bare)
+	if out := run(t, 3, "audit", "verify", "--file", bare, "--trust-key", keyFile); !strings.Contains(out, "no credential to check") {
+		t.Errorf("verify a history without a credential against a key:\n%s", out)
+	}
 
 	// Revocation: only an operator may; it closes the parent's open
 	// approval and stops permits to the parent and to its sub-task.
@@ -242,5 +249,27 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	again, err := os.ReadFile(filepath.Join(dir, "again.pem"))
 	if before, _ := os.ReadFile(keyFile); err != nil || string(again) != string(before) {
 		t.Errorf("the credential key changed across a restart: %v", err)
+	}
+}
+
+// firstEventOnly writes the first event of the export at from to to.
+func firstEventOnly(t *testing.T, from, to string) {
+	t.Helper()
+	f, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	events, err := audit.ReadEvents(f)
+	if err != nil || len(events) == 0 {
+		t.Fatalf("read %s: %d events, %v", from, len(events), err)
+	}
+	out, err := os.Create(to)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	if err := audit.WriteEvent(out, events[0]); err != nil {
+		t.Fatal(err)
 	}
 }

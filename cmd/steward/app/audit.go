@@ -188,6 +188,11 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 	if rep.Break != nil {
 		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: %v", rep.Break)}
 	}
+	if len(c.trusted) > 0 && len(rep.Credentials) == 0 {
+		// The hash chain needs no key: without a credential, nothing here
+		// shows that the trusted governance wrote these events.
+		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: --trust-key was given, but the %d events carry no credential to check it against", rep.Events)}
+	}
 	for _, cc := range rep.Credentials {
 		signed := "signed by key " + strings.Join(slices.Compact(slices.Clone(cc.KeyIDs)), ", ")
 		if !cc.Pinned {
