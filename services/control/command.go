@@ -34,6 +34,9 @@ func (p *Plane) Apply(ctx context.Context, principal, taskID, requestID string, 
 // raise resumes it (RaiseBudget does so by itself).
 func (p *Plane) Resume(ctx context.Context, principal, taskID, requestID, reason string) (*stewardv1.Task, error) {
 	id := commandID(taskID, requestID)
+	if t, history, err := task.Load(ctx, p.log, taskID); err == nil && id != "" && history.Has(id) {
+		return t, nil // a retry of a recorded resume, whatever the budget says now
+	}
 	return p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		if err := stillSpent(cur); err != nil {
 			return nil, err

@@ -149,70 +149,102 @@ func releaseID(parentID, childID string) string {
 // triggers it, the release is the same, and nothing comes back twice.
 // Idempotent: the release's id derives from the sub-task.
 func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if ended, err := p.endedSubTask(ctx, rec.Event.TaskId); !ended {
+	taskID := rec.Event.TaskId
+	g, err := p.owedBy(ctx, taskID, func(parentID string) string { return releaseID(parentID, taskID) })
+	if err != nil || g == nil {
 		return err
 	}
-	child, _, err := p.settled(ctx, rec.Event.TaskId)
+	child, _, err := settled(g.history, taskID)
 	if err != nil || child == nil {
 		return err
 	}
-	reserved, err := p.reservation(ctx, child)
-	if err != nil || reserved == nil {
-		return err
-	}
-	tokens := max(reserved.GetTokens()-child.BudgetUsed.GetTokens(), 0)
-	cost := max(reserved.GetCostMicros()-child.BudgetUsed.GetCostMicros(), 0)
-	parentID := child.Contract.GetParentTaskId()
-	return p.giveBack(ctx, rec, parentID, releaseID(parentID, child.Contract.TaskId),
-		&stewardv1.BudgetReleased{ChildTaskId: child.Contract.TaskId, Tokens: tokens, CostMicros: cost})
+	return p.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
+		ChildTaskId: taskID,
+		Tokens:      owed(g.reserved.GetTokens(), child.BudgetUsed.GetTokens()),
+		CostMicros:  owed(g.reserved.GetCostMicros(), child.BudgetUsed.GetCostMicros()),
+	})
 }
 
 // passOn reacts to a release that came to a task after it had settled:
 // its own release counted that reservation as spent, so what came back
 // goes on to its parent, and from there up as far as the chain reserved.
-// Idempotent: the id derives from the release passed on.
+// What goes on is what the parent is owed because of it, dimension by
+// dimension: nothing in a dimension the parent did not reserve, and only
+// the part past an overspend. Idempotent: the id derives from the release
+// passed on.
 func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if ended, err := p.endedSubTask(ctx, rec.Event.TaskId); !ended {
+	taskID := rec.Event.TaskId
+	g, err := p.owedBy(ctx, taskID, func(parentID string) string {
+		return event.ID(parentID, "delegation-pass-on", rec.Event.EventId)
+	})
+	if err != nil || g == nil {
 		return err
 	}
-	r := rec.Event.GetBudgetReleased()
-	ended, at, err := p.settled(ctx, rec.Event.TaskId)
+	ended, at, err := settled(g.history, taskID)
 	if err != nil || ended == nil || at > rec.Sequence {
 		return err // a task not settled before it counts it in its own release
 	}
-	reserved, err := p.reservation(ctx, ended)
-	if err != nil || reserved == nil {
+	after, err := foldUpTo(g.history, taskID, rec.Sequence)
+	if err != nil {
 		return err
 	}
+	r, u, res := rec.Event.GetBudgetReleased(), after.BudgetUsed, g.reserved
 	from := r.PassedOnFromTaskId
 	if from == "" {
 		from = r.ChildTaskId
 	}
-	parentID := ended.Contract.GetParentTaskId()
-	return p.giveBack(ctx, rec, parentID, event.ID(parentID, "delegation-pass-on", rec.Event.EventId),
-		&stewardv1.BudgetReleased{ChildTaskId: ended.Contract.TaskId, Tokens: r.Tokens, CostMicros: r.CostMicros, PassedOnFromTaskId: from})
+	return p.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
+		ChildTaskId:        taskID,
+		Tokens:             owed(res.GetTokens(), u.GetTokens()) - owed(res.GetTokens(), u.GetTokens()+r.Tokens),
+		CostMicros:         owed(res.GetCostMicros(), u.GetCostMicros()) - owed(res.GetCostMicros(), u.GetCostMicros()+r.CostMicros),
+		PassedOnFromTaskId: from,
+	})
 }
 
-// reservation returns what t's parent reserved for it, or nil when t was
-// not delegated or its parent's budget limited nothing.
-func (p *Plane) reservation(ctx context.Context, t *stewardv1.Task) (*stewardv1.BudgetConsumed, error) {
+// owed is what a parent that reserved reserved is owed back by a sub-task
+// that used used.
+func owed(reserved, used int64) int64 { return max(reserved-used, 0) }
+
+// giving is what a release to a sub-task's parent needs: where it goes,
+// its id, what was reserved, and the sub-task's history.
+type giving struct {
+	parentID, id string
+	reserved     *stewardv1.BudgetConsumed
+	history      []*stewardv1.EventRecord
+}
+
+// owedBy returns what giving back from taskID to its parent under the id
+// idFor names needs, or nil when there is nothing to give: taskID was not
+// delegated or has not ended, its parent reserved nothing for it, or the
+// release is recorded already. Those are answered from cached views; only
+// a release still to be made reads the logs.
+func (p *Plane) owedBy(ctx context.Context, taskID string, idFor func(parentID string) string) (*giving, error) {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return nil, err
+	}
 	parentID := t.Contract.GetParentTaskId()
-	if parentID == "" {
+	if parentID == "" || !task.Terminal(t.Status) {
 		return nil, nil
 	}
-	_, history, err := task.Load(ctx, p.log, parentID)
+	_, parent, err := task.Load(ctx, p.log, parentID)
 	if err != nil {
 		return nil, err
 	}
-	id := reserveID(parentID, t.Contract.TaskId)
-	if !history.Has(id) {
+	g := &giving{parentID: parentID, id: idFor(parentID)}
+	reserved := reserveID(parentID, taskID)
+	if !parent.Has(reserved) || parent.Has(g.id) {
 		return nil, nil
 	}
-	ev, err := p.commandEvent(ctx, parentID, id)
+	ev, err := p.commandEvent(ctx, parentID, reserved)
 	if err != nil {
 		return nil, err
 	}
-	return ev.GetBudgetConsumed(), nil
+	g.reserved = ev.GetBudgetConsumed()
+	if g.history, err = p.log.Read(ctx, taskID); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // giveBack records r on parentID, caused by rec; a release of nothing is
@@ -230,24 +262,10 @@ func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parent
 	return err
 }
 
-// endedSubTask reports whether taskID was delegated and has ended, from
-// its cached view: only then is its history read again to judge a
-// release.
-func (p *Plane) endedSubTask(ctx context.Context, taskID string) (bool, error) {
-	t, _, err := task.Load(ctx, p.log, taskID)
-	if err != nil {
-		return false, err
-	}
-	return t.Contract.GetParentTaskId() != "" && task.Terminal(t.Status), nil
-}
-
-// settled is taskID as it was when it first stood ended with no call in
-// flight, and the sequence of that event; nil while it has not.
-func (p *Plane) settled(ctx context.Context, taskID string) (*stewardv1.Task, uint64, error) {
-	recs, err := p.log.Read(ctx, taskID)
-	if err != nil {
-		return nil, 0, err
-	}
+// settled is the task with history recs as it was when it first stood
+// ended with no call in flight, and the sequence of that event; nil while
+// it has not.
+func settled(recs []*stewardv1.EventRecord, taskID string) (*stewardv1.Task, uint64, error) {
 	t := &stewardv1.Task{}
 	for _, r := range recs {
 		if err := task.Apply(t, r.Event, r.Sequence); err != nil {
@@ -258,6 +276,20 @@ func (p *Plane) settled(ctx context.Context, taskID string) (*stewardv1.Task, ui
 		}
 	}
 	return nil, 0, nil
+}
+
+// foldUpTo is the task with history recs as it was once the event at seq
+// was recorded.
+func foldUpTo(recs []*stewardv1.EventRecord, taskID string, seq uint64) (*stewardv1.Task, error) {
+	n := 0
+	for n < len(recs) && recs[n].Sequence <= seq {
+		n++
+	}
+	t, err := task.Fold(recs[:n])
+	if err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	}
+	return t, nil
 }
 
 // callsOut reports whether a call of t's may have reached its tool and
