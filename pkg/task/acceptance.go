@@ -105,6 +105,8 @@ func checkArtifact(t *stewardv1.Task, a *stewardv1.Artifact) error {
 	switch {
 	case !Active(t.Status):
 		return illegal(t, "submit an artifact to")
+	case t.Credential.GetRevoked():
+		return revokedWork(t, "submit artifacts")
 	case a == nil || a.Name == "":
 		return errs.Field("name", "is required")
 	case len(t.Artifacts) >= MaxArtifacts:
@@ -127,10 +129,20 @@ func checkArtifact(t *stewardv1.Task, a *stewardv1.Artifact) error {
 	return nil
 }
 
+// revokedWork refuses work handed in under a revoked credential. The fold
+// sees only the task's own revocation; the control plane also refuses
+// under an ancestor's, which it finds by walking up.
+func revokedWork(t *stewardv1.Task, what string) error {
+	return errs.New(errs.FailedPrecondition, "task %s may not %s: its credential %s was revoked (%s)",
+		t.Contract.GetTaskId(), what, t.Credential.GetCredential().GetCredentialId(), t.Credential.GetRevokedReason())
+}
+
 func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 	switch {
 	case !Active(t.Status):
 		return illegal(t, "mark produced")
+	case t.Credential.GetRevoked():
+		return revokedWork(t, "mark its result produced")
 	case len(t.Progress.GetRemaining()) > 0:
 		return errs.New(errs.FailedPrecondition, "task %s still has %d actions under way (%s): produce the result when they have ended",
 			t.Contract.GetTaskId(), len(t.Progress.Remaining), strings.Join(t.Progress.Remaining, ", "))

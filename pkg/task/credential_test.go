@@ -3,6 +3,7 @@ package task_test
 import (
 	"crypto/ed25519"
 	"crypto/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -93,5 +94,21 @@ func TestCredentialRenewalFold(t *testing.T) {
 				t.Fatalf("err = %v, want failed_precondition", err)
 			}
 		})
+	}
+}
+
+// TestRevokedTaskHandsInNoWork: after its own credential is revoked the
+// fold takes no artifact and no produced result for a task.
+func TestRevokedTaskHandsInNoWork(t *testing.T) {
+	k := &stewardv1.TaskContract{Intent: "i", TaskId: "t1"}
+	own := issued(t, credential.Root(k, "agent", time.Now(), time.Hour))
+	revoked := as{"user:op", &stewardv1.CredentialRevoked{CredentialId: credential.ID("t1", ""), Reason: "leaked"}}
+	for name, last := range map[string]as{
+		"an artifact": {"agent", submitted("report", 1, "")},
+		"a result":    {"agent", &stewardv1.TaskProduced{Round: 1}},
+	} {
+		if _, err := foldAs(t, k, as{"steward", own}, revoked, last); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "leaked") {
+			t.Errorf("%s after the revocation: %v", name, err)
+		}
 	}
 }
