@@ -27,13 +27,23 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
 		return nil, err
 	}
-	t, why, err := p.issue(ctx, req.TaskId, nil, 0)
-	switch {
-	case err != nil:
+	t, _, err := task.Load(ctx, p.log, req.TaskId)
+	if err != nil {
 		return nil, err
-	case t.Credential == nil:
-		return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to renew: %s", req.TaskId, why)
-	case task.Terminal(t.Status):
+	}
+	if t.Credential == nil {
+		// Never issued (a task from before credentials, or a missed
+		// reaction): issuing it now is the renewal.
+		issued, why, err := p.issue(ctx, req.TaskId, nil, 0)
+		switch {
+		case err != nil:
+			return nil, err
+		case issued.GetCredential() == nil:
+			return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to renew: %s", req.TaskId, why)
+		}
+		return issued.Credential, nil
+	}
+	if task.Terminal(t.Status) {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
 	}
 	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
