@@ -14,14 +14,7 @@ import (
 // suspension; an action proposed after a resume is denied while the budget
 // stays spent, and a raise starts the alerts over.
 func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
-	e := newEnv(t)
-	e.append(t, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
-		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
-		AllowedTools: []string{"search"},
-		Budget:       &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"},
-	}})
-	e.append(t, &stewardv1.TaskStarted{})
-	e.start(t)
+	e := budgetedTask(t)
 	alerts := func(n map[string]int, _ *stewardv1.Task) int { return n[event.TypeBudgetAlerted] }
 
 	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 600, Source: "model:x"})
@@ -76,14 +69,7 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 // suspension's and the alerts' ids named only the limits, so the second
 // time looked like the first, already recorded.
 func TestSpentAgainAfterAReleaseIsSuspendedAgain(t *testing.T) {
-	e := newEnv(t)
-	e.append(t, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
-		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
-		AllowedTools: []string{"search"},
-		Budget:       &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"},
-	}})
-	e.append(t, &stewardv1.TaskStarted{})
-	e.start(t)
+	e := budgetedTask(t)
 	e.append(t, &stewardv1.BudgetConsumed{CostMicros: 1000, Source: "reserved for delegated task x"})
 	e.waitFor(t, "the suspension", func(_ map[string]int, tk *stewardv1.Task) bool {
 		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
@@ -100,4 +86,19 @@ func TestSpentAgainAfterAReleaseIsSuspendedAgain(t *testing.T) {
 	if n := e.count(t); n[event.TypeBudgetAlerted] != 6 {
 		t.Errorf("%d alerts, want 50, 80 and 100 %% twice", n[event.TypeBudgetAlerted])
 	}
+}
+
+// budgetedTask starts governance over a running task that may spend 1000
+// micro-units.
+func budgetedTask(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	e.append(t, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
+		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
+		AllowedTools: []string{"search"},
+		Budget:       &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"},
+	}})
+	e.append(t, &stewardv1.TaskStarted{})
+	e.start(t)
+	return e
 }
