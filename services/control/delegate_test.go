@@ -29,18 +29,19 @@ import (
 // which issues the credentials DelegateTask checks.
 type delegation struct {
 	log    *eventlog.Log
+	bus    *stewardtest.Bus
 	ctl    *control.Plane
 	signer *credential.Signer
 }
 
 func newDelegation(t *testing.T) *delegation {
 	t.Helper()
-	log, _ := stewardtest.OpenLog(t)
+	log, bus := stewardtest.OpenLog(t)
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &delegation{log: log, ctl: control.New(log, slog.New(slog.DiscardHandler)), signer: credential.NewSigner(key)}
+	return &delegation{log: log, bus: bus, ctl: control.New(log, slog.New(slog.DiscardHandler)), signer: credential.NewSigner(key)}
 }
 
 // parentContract allows two tools and two scopes, with a budget, for an
@@ -660,4 +661,27 @@ func TestPassOnGivesOnlyWhatTheParentIsOwed(t *testing.T) {
 			t.Errorf("the parent, which limits no cost, has %d micro-units used", got.BudgetUsed.GetCostMicros())
 		}
 	})
+}
+
+// TestReleaseWhenAnEndedTasksCallWaitsToRetry: a sub-task cancelled while
+// its call is out, whose call then fails and is set to wait for a retry
+// that an ended task never makes, gives back its reservation at that
+// wait. Found by an independent review: the wait was not among the events
+// that trigger a release, and nothing came after it.
+func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
+	d, c := startChain(t)
+	parent := d.parent(t, "wait-parent", time.Now(), time.Hour)
+	id := c.delegate(parent.Contract.TaskId, "child", 300, 500).Contract.TaskId
+	d.append(t, id, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", Tool: "search", ActionHash: "h", RequestHash: "r"}})
+	d.append(t, id, &stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	d.append(t, id, &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p", ActionId: "a1", ActionHash: "h", RequestHash: "r"}})
+	d.append(t, id, &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p", Worker: "w"})
+	d.append(t, id, &stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1, Worker: "w"})
+	c.cancel(id)
+	settle(t, d.bus, d.log) // the end is handled while the call is out: nothing given back yet
+	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
+		t.Fatalf("the parent has %d tokens used while the call is out, want the 300 reserved", u.GetTokens())
+	}
+	d.append(t, id, &stewardv1.ActionWaiting{ActionId: "a1", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Reason: "transient"})
+	waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
 }

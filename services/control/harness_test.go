@@ -99,14 +99,21 @@ func (r *rig) redeliver(t *testing.T) {
 // far is on the log.
 func (r *rig) settle(t *testing.T) {
 	t.Helper()
+	settle(t, r.bus, r.log)
+}
+
+// settle waits until the control plane reading log on bus has handled
+// every event on the stream now (see rig.settle).
+func settle(t *testing.T, bus *stewardtest.Bus, log *eventlog.Log) {
+	t.Helper()
 	ctx := context.Background()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		cons, err := r.bus.JS.Consumer(ctx, r.log.Config().Stream, control.PlaneName)
+		cons, err := bus.JS.Consumer(ctx, log.Config().Stream, control.PlaneName)
 		if err != nil {
 			t.Fatal(err)
 		}
-		stream, err := r.bus.JS.Stream(ctx, r.log.Config().Stream)
+		stream, err := bus.JS.Stream(ctx, log.Config().Stream)
 		if err != nil {
 			t.Fatal(err)
 		}

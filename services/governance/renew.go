@@ -58,7 +58,11 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err != nil {
 		return nil, err
 	}
-	if !expires.After(cur.Credential.ExpiresAt.AsTime()) {
+	switch {
+	case !expires.After(now):
+		return nil, errs.New(errs.FailedPrecondition, "credential %s cannot be renewed: it could last only until %s, which %s and has passed",
+			cur.Credential.CredentialId, expires.UTC().Format(time.RFC3339), bound)
+	case !expires.After(cur.Credential.ExpiresAt.AsTime()):
 		return nil, errs.New(errs.FailedPrecondition, "credential %s already lasts until %s, which %s: a renewal would not extend it",
 			cur.Credential.CredentialId, cur.Credential.ExpiresAt.AsTime().Format(time.RFC3339), bound)
 	}

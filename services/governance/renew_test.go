@@ -92,7 +92,13 @@ func TestRenewal(t *testing.T) {
 	e.create(t, "soon", "user:ana", k)
 	e.credentialed(t, "soon")
 	if _, err := renew(operator, "soon", "r"); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "deadline") {
-		t.Errorf("renewing past the deadline: %v", err)
+		t.Errorf("renewing up to the deadline: %v", err)
+	}
+	// Once the deadline has passed, a renewal would leave the credential
+	// expired: refused, not reported as done.
+	time.Sleep(time.Until(k.Deadline.AsTime()) + 50*time.Millisecond)
+	if _, err := renew(operator, "soon", "r"); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "has passed") {
+		t.Errorf("renewing after the deadline: %v", err)
 	}
 
 	// A revoked credential is not renewed, nor one under it.
