@@ -665,9 +665,10 @@ func TestPassOnGivesOnlyWhatTheParentIsOwed(t *testing.T) {
 
 // TestReleaseWhenAnEndedTasksCallWaitsToRetry: a sub-task cancelled while
 // its call is out, whose call then fails and is set to wait for a retry
-// that an ended task never makes, gives back its reservation at that
-// wait. Found by an independent review: the wait was not among the events
-// that trigger a release, and nothing came after it.
+// that an ended task never makes, gives back its reservation once the
+// execution plane closes the waiting action with the cost of the attempt
+// made, and not before. Found by an independent review: the wait ended
+// the release's watch, and nothing came after it.
 func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
 	d, c := startChain(t)
 	parent := d.parent(t, "wait-parent", time.Now(), time.Hour)
@@ -683,5 +684,14 @@ func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
 		t.Fatalf("the parent has %d tokens used while the call is out, want the 300 reserved", u.GetTokens())
 	}
 	d.append(t, id, &stewardv1.ActionWaiting{ActionId: "a1", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Reason: "transient"})
-	waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
+	settle(t, d.bus, d.log)
+	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
+		t.Fatalf("the parent has %d tokens used while the action waits, want the 300 reserved", u.GetTokens())
+	}
+	d.append(t, id, &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, Attempt: 1, CostMicros: 100, Reason: "not retried"}})
+	got := waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
+	if got.BudgetUsed.GetCostMicros() != 100 {
+		t.Errorf("the parent has %d micro-units used, want the attempt's 100", got.BudgetUsed.GetCostMicros())
+	}
 }

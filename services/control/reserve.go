@@ -292,12 +292,15 @@ func foldUpTo(recs []*stewardv1.EventRecord, taskID string, seq uint64) (*stewar
 	return t, nil
 }
 
-// callsOut reports whether a call of t's may have reached its tool and
-// not yet come back: its cost may still land on t. A claim or a retry
-// not yet dispatched when t ended never will be.
+// callsOut reports whether an action of t's may still have a cost land on
+// t: a call at its tool or of unknown outcome, or one waiting to retry,
+// which the execution plane closes with the cost of the attempts made
+// when an ended task's wait is over. A claim never dispatched costs
+// nothing.
 func callsOut(t *stewardv1.Task) bool {
 	for _, a := range t.Actions {
-		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED || a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 			return true
 		}
 	}

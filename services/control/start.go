@@ -22,12 +22,11 @@ func (p *Plane) reactions() eventlog.Reactions {
 		// A release to a task that has ended goes on to its parent.
 		event.TypeBudgetReleased: p.passOn,
 	}
-	// Every event that may end a task, or end a call still out when it
-	// ended (an outcome, a settlement, or a retry's wait, which an ended
-	// task never dispatches): a sub-task's end gives back to its parent
-	// what it did not spend.
+	// Every event that may end a task, or close an action still out when
+	// it ended (an outcome or a settlement): a sub-task's end gives back to
+	// its parent what it did not spend.
 	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced,
-		event.TypeActionOutcome, event.TypeActionSettled, event.TypeActionWaiting} {
+		event.TypeActionOutcome, event.TypeActionSettled} {
 		r[typ] = both(r[typ], p.release)
 	}
 	if p.tools != nil && p.requests != nil {

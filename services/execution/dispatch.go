@@ -138,6 +138,13 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		return nil
 	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		return nil
+	case !task.MayRun(t, a) && task.Terminal(t.Status) && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		// An ended task makes no more attempts: close the action, so that
+		// the attempts already made are charged and its end is recorded.
+		return p.refuse(ctx, taskID, a, c, adapter.Result{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT,
+			Reason: fmt.Sprintf("not retried: the task is %s (after %d attempts)", task.StatusName(t.Status), a.Attempt),
+		})
 	case !task.MayRun(t, a):
 		return nil // the resume picks it up, or the task moved on without it
 	}
@@ -318,8 +325,27 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 // (again): what it would run does not check out. Its id is its own, apart
 // from the outcome of any attempt already made.
 func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, c cause, res adapter.Result) error {
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt}
+	cost, err := p.attemptsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost}
 	return p.record(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o})
+}
+
+// attemptsCost is what the calls already made for a cost at the tool
+// contract's price: a retry refused or not made still paid for them.
+func (p *Plane) attemptsCost(ctx context.Context, a *stewardv1.Action) (int64, error) {
+	if a.Attempt == 0 {
+		return 0, nil
+	}
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
+		return 0, nil // no price to charge by
+	} else if err != nil {
+		return 0, err
+	}
+	return entry.Tool.Contract.GetCostMicrosPerCall() * int64(a.Attempt), nil
 }
 
 // outcome records how attempt ended, with a succeeded result stored by

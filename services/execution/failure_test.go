@@ -243,3 +243,26 @@ func TestStalledTaskIsTakenOverFromASilentWorker(t *testing.T) {
 		t.Errorf("work done %d times, want 1", got)
 	}
 }
+
+// TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts: a task cancelled while
+// its action waits to retry makes no more calls; when the wait ends the
+// action is closed, failed, and the attempts made are charged at the
+// tool's price, so the task's budget counts every call it paid for.
+func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "503", "ok")
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
+		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 1, 1
+		c.CostMicrosPerCall = 250
+	})
+	taskID, actionID := b.permit("t-ended", "charge", "card-1")
+	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	b.append(taskID, &stewardv1.TaskCancelled{Reason: "no longer needed"})
+	a := b.waitAction(taskID, actionID, status(failedS))
+	if !strings.Contains(a.Outcome.Reason, "not retried") || a.Outcome.CostMicros != 250 {
+		t.Errorf("outcome %q costing %d, want not retried, charged the one call at 250", a.Outcome.Reason, a.Outcome.CostMicros)
+	}
+	if got := ts.callCount(); got != 1 {
+		t.Errorf("tool got %d calls, want 1: an ended task retries nothing", got)
+	}
+}

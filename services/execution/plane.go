@@ -112,7 +112,7 @@ func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jets
 
 // Start runs the plane's reactions, and its timers when it has them.
 func (p *Plane) Start(ctx context.Context) error {
-	sub, err := p.log.React(ctx, p.cfg.Consumer, eventlog.Reactions{
+	reactions := eventlog.Reactions{
 		event.TypeActionPermitted: p.execute,
 		// Permits that arrived while the task was stopped wait for this.
 		event.TypeTaskResumed:   p.resume,
@@ -121,7 +121,12 @@ func (p *Plane) Start(ctx context.Context) error {
 		event.TypeActionOutcome: p.reconcileOutcome,
 		// What a silent worker left behind.
 		event.TypeTaskStalled: p.takeOver,
-	})
+	}
+	// Every event that may end a task: its waiting actions are closed.
+	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced} {
+		reactions[typ] = p.closeWaits
+	}
+	sub, err := p.log.React(ctx, p.cfg.Consumer, reactions)
 	if err != nil {
 		return err
 	}

@@ -94,6 +94,26 @@ func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
 	return err
 }
 
+// closeWaits reacts to a task's end: an ended task makes no more
+// attempts, so each action waiting to retry, or for a breaker, is closed
+// now (see attempt), with the cost of the calls it made, rather than left
+// waiting for a timer that could find it only if it fired after the end.
+func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil || !task.Terminal(t.Status) {
+		return err
+	}
+	for _, a := range t.Actions {
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
+			continue
+		}
+		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, causeOf(rec.Event)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // endWait makes the attempt a wait was for, if the action still waits for
 // it. A task that is stopped leaves it to the resume; a task that went on
 // without it (a newer wait, an ended action) makes the timer moot.
