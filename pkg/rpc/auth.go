@@ -55,8 +55,9 @@ func LoadTokens(path string) (Tokens, error) {
 		switch {
 		case len(t.Token) < 16:
 			return nil, fmt.Errorf("%s: tokens[%d]: a token must be at least 16 characters", path, i)
-		case t.Principal == "":
-			return nil, fmt.Errorf("%s: tokens[%d]: principal is required", path, i)
+		}
+		if err := CheckPrincipal(fmt.Sprintf("tokens[%d].principal", i), t.Principal); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if _, dup := out[t.Token]; dup {
 			return nil, fmt.Errorf("%s: tokens[%d]: the token appears twice", path, i)

@@ -51,9 +51,9 @@ func NewEdgeInterceptor(log *slog.Logger, tokens Tokens) connect.Interceptor {
 
 func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.Context, error) {
 	if i.tokens == nil {
-		p := strings.TrimSpace(h.Get(PrincipalHeader))
-		if p == "" || len(p) > 256 {
-			return ctx, nil
+		p, err := principalFrom(h.Values(PrincipalHeader))
+		if err != nil || p == "" {
+			return ctx, ToConnect(ctx, i.log, err)
 		}
 		return WithIdentity(ctx, Identity{Principal: p}), nil
 	}
@@ -72,6 +72,9 @@ func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err != nil {
 			return nil, err
 		}
+		if err := refusal(req.Any()); err != nil {
+			return nil, err
+		}
 		resp, err := next(ctx, req)
 		return resp, ToConnect(ctx, i.log, err)
 	}
@@ -87,6 +90,16 @@ func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		if err != nil {
 			return err
 		}
-		return ToConnect(ctx, i.log, next(ctx, conn))
+		return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
 	}
+}
+
+// strictConn answers a streamed request that a strict codec refused.
+type strictConn struct{ connect.StreamingHandlerConn }
+
+func (c strictConn) Receive(m any) error {
+	if err := c.StreamingHandlerConn.Receive(m); err != nil {
+		return err
+	}
+	return refusal(m)
 }

@@ -32,7 +32,7 @@ type Service struct {
 // HandlerOptions are the options every Steward handler is built with;
 // tokens may be nil (see NewEdgeInterceptor).
 func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
-	return []connect.HandlerOption{
+	return append(strictCodecs(),
 		connect.WithInterceptors(NewEdgeInterceptor(log, tokens)),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
@@ -42,7 +42,7 @@ func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 			log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", r)
 			return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
 		}),
-	}
+	)
 }
 
 // Server serves services over one listener with Connect, gRPC and gRPC-Web
@@ -83,7 +83,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(services))
 	for _, s := range services {
-		mux.Handle(s.Path, s.Handler)
+		mux.Handle(s.Path, checkGet(s.Handler))
 		names = append(names, s.Name)
 	}
 	reflector := grpcreflect.NewStaticReflector(names...)

@@ -1,0 +1,62 @@
+package rpc
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/steward-run/steward/pkg/errs"
+)
+
+// MaxPrincipalLen bounds a principal's name in bytes.
+const MaxPrincipalLen = 256
+
+// reservedPrincipals are the names Steward records its own actions
+// under, and the one it gives a caller who names nobody: a caller who
+// took one would pass their acts off as Steward's.
+var reservedPrincipals = []string{"steward", "anonymous"}
+
+// CheckPrincipal reports whether p may name a caller: valid UTF-8 of at
+// most MaxPrincipalLen bytes, with no control or bidi characters (a
+// principal is printed in receipts and terminals) and none of Steward's
+// own names. field names where p came from, for the error.
+func CheckPrincipal(field, p string) error {
+	switch {
+	case p == "":
+		return errs.Field(field, "is empty")
+	case !utf8.ValidString(p):
+		return errs.Field(field, "is not valid UTF-8")
+	case len(p) > MaxPrincipalLen:
+		return errs.Field(field, "is %d bytes; the limit is %d", len(p), MaxPrincipalLen)
+	}
+	for _, r := range p {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return errs.Field(field, "contains the control character %U", r)
+		}
+	}
+	for _, name := range reservedPrincipals {
+		if strings.EqualFold(p, name) {
+			return errs.Field(field, "%q is reserved for Steward itself", name)
+		}
+	}
+	return nil
+}
+
+// principalFrom reads the Steward-Principal header: "" when absent.
+func principalFrom(values []string) (string, error) {
+	switch len(values) {
+	case 0:
+		return "", nil
+	case 1:
+	default:
+		return "", errs.Field(PrincipalHeader, "is sent %d times; send it once", len(values))
+	}
+	p := strings.TrimSpace(values[0])
+	if p == "" {
+		return "", nil
+	}
+	if err := CheckPrincipal(PrincipalHeader, p); err != nil {
+		return "", err
+	}
+	return p, nil
+}
