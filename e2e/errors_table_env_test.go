@@ -1,0 +1,348 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// tableEnv is the one server every row is checked against, with a client
+// for each role, and the fixtures rows share.
+type tableEnv struct {
+	top      *testing.T
+	url      string
+	natsURL  string
+	agent    authed // creates tasks and does their work
+	approver authed // authorizer
+	viewer   authed // viewer: may look, not decide
+	operator authed // settles, revokes, renews
+	funder   authed // budget-owner
+	reviewer authed // an acceptance owner, no roles
+	actions  stewardv1connect.ActionServiceClient
+
+	mu       sync.Mutex
+	fixtures map[string]any
+}
+
+const (
+	tableOperatorToken = "table-operator-token-0123456789"
+	tableFunderToken   = "table-budget-owner-token-012345"
+	tableReviewerToken = "table-reviewer-token-0123456789"
+)
+
+func startTableEnv(t *testing.T) *tableEnv {
+	tool := startToolServer(t)
+	release := make(chan struct{})
+	slow := newHTTPTool(t, func(w http.ResponseWriter, r *http.Request) {
+		select { // never answers in time: the outcome is unknown
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	dir := t.TempDir()
+	// Every tool declares an effect class and a data sensitivity: a
+	// contract without them is refused.
+	tools := fmt.Sprintf(`{"tools": [
+	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
+	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
+	   "retryPolicy": {"maxAttempts": 2}, "http": {"url": %q}},
+	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
+	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"amount\"],\"properties\":{\"amount\":{\"type\":\"integer\",\"minimum\":1}}}",
+	   "http": {"url": %q}},
+	  {"name": "ledger", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	   "requiredScopes": ["payments:write"], "http": {"url": %q}},
+	  {"name": "slow", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
+	   "timeout": "1s", "http": {"url": %q}}
+	]}`, tool.URL+"/search", tool.URL+"/wire", tool.URL+"/ledger", slow)
+	tokens := fmt.Sprintf(`{"tokens": [
+	  {"token": %q, "principal": "agent:summariser", "roles": []},
+	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
+	  {"token": %q, "principal": "user:cy", "roles": ["viewer"]},
+	  {"token": %q, "principal": "user:ops", "roles": ["operator"]},
+	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]},
+	  {"token": %q, "principal": "user:rev", "roles": []}
+	]}`, agentToken, approverToken, viewerToken, tableOperatorToken, tableFunderToken, tableReviewerToken)
+	natsAddr := freeAddr(t)
+	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens),
+		"--nats-listen", natsAddr)
+	return &tableEnv{
+		top: t, url: p.url, natsURL: "nats://" + natsAddr,
+		agent: withToken(p.url, agentToken), approver: withToken(p.url, approverToken), viewer: withToken(p.url, viewerToken),
+		operator: withToken(p.url, tableOperatorToken), funder: withToken(p.url, tableFunderToken), reviewer: withToken(p.url, tableReviewerToken),
+		actions:  stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(tableOperatorToken))),
+		fixtures: map[string]any{},
+	}
+}
+
+// newHTTPTool serves h on loopback for the test and returns its URL.
+func newHTTPTool(t *testing.T, h http.HandlerFunc) string {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for a server that does not report the port it took.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// fixture returns what build made the first time it was asked for key:
+// rows that need the same situation share it.
+func fixture[T any](e *tableEnv, key string, build func() T) T {
+	e.mu.Lock()
+	v, ok := e.fixtures[key]
+	e.mu.Unlock()
+	if ok {
+		return v.(T)
+	}
+	made := build()
+	e.mu.Lock()
+	e.fixtures[key] = made
+	e.mu.Unlock()
+	return made
+}
+
+// onField asserts that err carries a BadRequest detail naming field, and
+// returns err.
+func onField(t *testing.T, err error, field string) error {
+	t.Helper()
+	if got := badRequestField(err); got != field {
+		t.Errorf("%v: names field %q, want %q", err, got, field)
+	}
+	return err
+}
+
+// badRequestField is the field err's BadRequest detail names, or "".
+func badRequestField(err error) string {
+	var cerr *connect.Error
+	if !errors.As(err, &cerr) {
+		return ""
+	}
+	for _, d := range cerr.Details() {
+		if v, derr := d.Value(); derr == nil {
+			if br, ok := v.(*errdetails.BadRequest); ok && len(br.FieldViolations) > 0 {
+				return br.FieldViolations[0].Field
+			}
+		}
+	}
+	return ""
+}
+
+// saying asserts that err's message contains each of words, and returns err.
+func saying(t *testing.T, err error, words ...string) error {
+	t.Helper()
+	for _, w := range words {
+		if err == nil || !strings.Contains(err.Error(), w) {
+			t.Errorf("%v: does not say %q", err, w)
+		}
+	}
+	return err
+}
+
+// alike asserts that errs, several inputs one answer covers, all carry the
+// same code, and returns the first to stand for them.
+func alike(t *testing.T, errs ...error) error {
+	t.Helper()
+	for i, err := range errs[1:] {
+		if err == nil || connect.CodeOf(err) != connect.CodeOf(errs[0]) {
+			t.Errorf("input %d: %v, unlike input 1: %v", i+2, err, errs[0])
+		}
+	}
+	return errs[0]
+}
+
+// eventCount is how many events taskID has.
+func (e *tableEnv) eventCount(t *testing.T, taskID string) uint32 {
+	t.Helper()
+	return getTask(t, e.agent.clients, taskID).EventCount
+}
+
+// unchanged asserts that calls append nothing to taskID, and returns
+// their errors.
+func (e *tableEnv) unchanged(t *testing.T, taskID string, calls ...func() error) []error {
+	t.Helper()
+	before := e.eventCount(t, taskID)
+	out := make([]error, len(calls))
+	for i, call := range calls {
+		out[i] = call()
+	}
+	if after := e.eventCount(t, taskID); after != before {
+		t.Errorf("task %s went from %d to %d events on refused calls", taskID, before, after)
+	}
+	return out
+}
+
+// create creates a task with k as agent, waits until it runs with its
+// credential, and returns its id.
+func (e *tableEnv) create(t *testing.T, requestID string, k *stewardv1.TaskContract) string {
+	t.Helper()
+	resp, err := e.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatalf("create %s: %v", requestID, err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, e.agent.clients, id)
+	return id
+}
+
+// governed is a contract that allows search and wire, authorized by user:bo.
+func governed() *stewardv1.TaskContract {
+	k := contract()
+	k.AllowedTools = []string{"search", "wire"}
+	k.AuthorizerRef = "user:bo"
+	return k
+}
+
+// translated is what the RPC edge answers for a domain error.
+func translated(err error) error {
+	return rpc.ToConnect(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), err)
+}
+
+// raw sends body, as it is, to procedure ("Service/Method" of steward.v1)
+// as the agent: JSON over Connect, or binary protobuf over gRPC.
+func (e *tableEnv) raw(t *testing.T, procedure, encoding string, body []byte) error {
+	t.Helper()
+	opts := []connect.ClientOption{connect.WithCodec(rawCodec{name: encoding}), connect.WithInterceptors(bearer(agentToken))}
+	if encoding == "proto" {
+		opts = append(opts, connect.WithGRPC())
+	}
+	client := connect.NewClient[rawMessage, rawMessage](&http.Client{Timeout: 30 * time.Second}, e.url+"/steward.v1."+procedure, opts...)
+	_, err := client.CallUnary(context.Background(), connect.NewRequest(&rawMessage{b: body}))
+	return err
+}
+
+// get sends a Connect GET with query to procedure and returns its answer
+// as an error with the code and BadRequest field the answer carries.
+func (e *tableEnv) get(t *testing.T, procedure, query string) error {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.url+"/steward.v1."+procedure+"?"+query, nil)
+	req.Header.Set("Authorization", "Bearer "+agentToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	codeName, field := connectError(resp, answer)
+	if resp.StatusCode == http.StatusOK {
+		return nil
+	}
+	var code connect.Code
+	if err := code.UnmarshalText([]byte(codeName)); err != nil {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, answer)
+	}
+	out := connect.NewError(code, fmt.Errorf("%s", answer))
+	if field != "" {
+		if d, err := connect.NewErrorDetail(&errdetails.BadRequest{FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field}}}); err == nil {
+			out.AddDetail(d)
+		}
+	}
+	return out
+}
+
+// tamper rewrites who caused taskID's last event and appends the forgery
+// behind the server's back, straight onto the stream over NATS, as a
+// damaged disk or a hostile operator might. It returns its sequence.
+func (e *tableEnv) tamper(t *testing.T, taskID string) uint64 {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := nats.Connect(e.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(ctx, "STEWARD_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subject := "steward.task." + taskID
+	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev stewardv1.Event
+	if err := proto.Unmarshal(last.Data, &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Actor = &stewardv1.Actor{Principal: "user:mallory", Plane: "control"}
+	forged, err := proto.Marshal(&ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ack, err := js.Publish(ctx, subject, forged)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack.Sequence
+}
+
+// propose proposes tool with params (none when nil) on taskID as the agent
+// and returns the error.
+func (e *tableEnv) propose(t *testing.T, taskID, proposalID, tool, version string, params map[string]any, retry *stewardv1.RetryPolicy) error {
+	t.Helper()
+	s, err := structpb.NewStruct(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: proposalID, Tool: tool, ToolVersion: version, Target: "acct:42", Params: s, RetryPolicy: retry,
+	}))
+	return err
+}
+
+// actionOf is the id of the action proposalID made on taskID.
+func (e *tableEnv) actionOf(t *testing.T, taskID, proposalID string) string {
+	t.Helper()
+	for _, a := range getTask(t, e.agent.clients, taskID).Actions {
+		if a.ProposalId == proposalID {
+			return a.ActionId
+		}
+	}
+	t.Fatalf("task %s has no action from proposal %s", taskID, proposalID)
+	return ""
+}
+
+func (e *tableEnv) decide(c authed, approvalID, hash string) error {
+	_, err := c.governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: approvalID, ActionHash: hash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, Comment: "ok",
+	}))
+	return err
+}
+
+func (e *tableEnv) settle(c stewardv1connect.ActionServiceClient, a actionRef, state stewardv1.SettleState, reason string) error {
+	_, err := c.SettleAction(context.Background(), connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: a.task, ActionId: a.action, State: state, Reason: reason}))
+	return err
+}
