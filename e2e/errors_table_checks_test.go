@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -32,24 +34,38 @@ func errorsTableChecks() map[string]tableCheck {
 			)}
 		},
 		"a missing or wrong field": func(t *testing.T, e *tableEnv) []error {
-			k := contract()
-			k.Intent = ""
-			_, err := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-no-intent", Contract: k}))
-			return []error{saying(t, onField(t, err, "contract.intent"), "contract.intent: is required")}
+			missing, past := contract(), contract()
+			missing.Intent = ""
+			past.Deadline = timestamppb.New(time.Now().Add(-time.Hour))
+			_, errMissing := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-no-intent", Contract: missing}))
+			_, errPast := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-past", Contract: past}))
+			return []error{alike(t,
+				saying(t, onField(t, errMissing, "contract.intent"), "contract.intent: is required"),
+				onField(t, errPast, "contract.deadline"),
+			)}
 		},
 		"an unknown field, a misspelt enum name, or an enum number with no name, at any depth, in JSON or binary": func(t *testing.T, e *tableEnv) []error {
-			bad := &stewardv1.CreateTaskRequest{RequestId: "table-enum-number", Contract: contract()}
-			bad.Contract.RiskTier = 99
-			binary, err := proto.Marshal(bad)
-			if err != nil {
-				t.Fatal(err)
+			binary := func(change func(*stewardv1.TaskContract)) []byte {
+				req := &stewardv1.CreateTaskRequest{RequestId: "table-binary", Contract: contract()}
+				change(req.Contract)
+				b, err := proto.Marshal(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return b
 			}
+			field4242 := protowire.AppendVarint(protowire.AppendTag(nil, 4242, protowire.VarintType), 1)
 			return []error{alike(t,
 				saying(t, onField(t, e.raw(t, "TaskService/CreateTask", "json", []byte(`{"requestId": "table-typo", "contract": {"budget": {"maxToken": "50"}}}`)),
 					"contract.budget.maxToken"), "contract.budget.maxToken: is not a field of steward.v1.Budget (did you mean maxTokens?)"),
 				saying(t, onField(t, e.raw(t, "TaskService/CreateTask", "json", []byte(`{"requestId": "table-typo", "contract": {"riskTier": "RISK_TIER_HGH"}}`)),
 					"contract.risk_tier"), "RISK_TIER_HGH"),
-				saying(t, onField(t, e.raw(t, "TaskService/CreateTask", "proto", binary), "contract.risk_tier"), "99"),
+				saying(t, onField(t, e.raw(t, "TaskService/CreateTask", "json", []byte(`{"requestId": "table-typo", "contract": {"riskTier": 99}}`)),
+					"contract.risk_tier"), "99"),
+				onField(t, e.raw(t, "TaskService/CreateTask", "proto", binary(func(k *stewardv1.TaskContract) { k.ProtoReflect().SetUnknown(field4242) })),
+					"contract.4242"),
+				saying(t, onField(t, e.raw(t, "TaskService/CreateTask", "proto", binary(func(k *stewardv1.TaskContract) { k.RiskTier = 99 })),
+					"contract.risk_tier"), "99"),
 			)}
 		},
 		"a value of the wrong type (`\"taskId\": 5`)": func(t *testing.T, e *tableEnv) []error {
@@ -110,6 +126,9 @@ func errorsTableChecks() map[string]tableCheck {
 		// A conflict that keeps losing and an unreachable log cannot be
 		// provoked from outside without stopping NATS under the server:
 		// these two rows are checked through the one translation table.
+		// (Stopping the bus under `steward serve --plane=control` does
+		// not answer unavailable today: JetStream's own 5 s timeout comes
+		// back as deadline_exceeded, naming the subject. Reported.)
 		"a lost race that keeps losing": func(t *testing.T, e *tableEnv) []error {
 			return []error{translated(errs.New(errs.Conflict, "append to task x: the task moved on"))}
 		},
@@ -449,9 +468,16 @@ func errorsTableChecks() map[string]tableCheck {
 			return []error{saying(t, err, "tokens", "RaiseBudget")}
 		},
 		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *tableEnv) []error {
-			out := run(t, 1, "serve", "--plane=governance", "--nats", e.natsURL)
-			if !strings.Contains(out, "--credential-key") {
-				t.Errorf("steward said %q; want it to name --credential-key", out)
+			cmd := exec.Command(binary, "serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0")
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Errorf("steward serve --plane=governance without --credential-key: %v, want exit status 1", err)
+			}
+			if !strings.Contains(stderr.String(), "--credential-key") {
+				t.Errorf("steward said %q on stderr; want it to name --credential-key", stderr.String())
 			}
 			return nil
 		},
