@@ -23,7 +23,11 @@ import (
 )
 
 // errorsTableChecks maps each row of the table in docs/errors.md, by its
-// input text exactly, to its check. A new row needs one entry here.
+// input text exactly, to its check. A new row needs one entry here: a
+// check returns one error per Connect code the row's answer names, in
+// order ("as above" stands for the codes of the row before); alike folds
+// several inputs that share one answer into one error, onField and saying
+// assert what the answer says it names.
 func errorsTableChecks() map[string]tableCheck {
 	ctx := context.Background()
 	return map[string]tableCheck{
@@ -195,15 +199,15 @@ func errorsTableChecks() map[string]tableCheck {
 		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise": func(t *testing.T, e *tableEnv) []error {
 			unknown := e.unknownAction(t, "table-settle")
 			done := e.succeededAction(t)
-			noReason := e.settle(e.actions, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "")
-			notUnknown := e.settle(e.actions, done, stewardv1.SettleState_SETTLE_STATE_FAILED, "the tool says no")
-			if err := e.settle(e.actions, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
+			noReason := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "")
+			notUnknown := e.settle(e.settler, done, stewardv1.SettleState_SETTLE_STATE_FAILED, "the tool says no")
+			if err := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.settle(e.actions, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
+			if err := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
 				t.Errorf("a retry of the same settlement: %v, want the action", err)
 			}
-			otherwise := e.settle(e.actions, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
+			otherwise := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
 			return []error{onField(t, noReason, "reason"), alike(t, notUnknown, otherwise)}
 		},
 		"`SettleAction` without the `operator` role, with `--auth`": func(t *testing.T, e *tableEnv) []error {

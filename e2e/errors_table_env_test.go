@@ -32,13 +32,13 @@ type tableEnv struct {
 	top      *testing.T
 	url      string
 	natsURL  string
-	agent    authed // creates tasks and does their work
-	approver authed // authorizer
-	viewer   authed // viewer: may look, not decide
-	operator authed // settles, revokes, renews
-	funder   authed // budget-owner
-	reviewer authed // an acceptance owner, no roles
-	actions  stewardv1connect.ActionServiceClient
+	agent    authed                               // creates tasks and does their work
+	approver authed                               // authorizer
+	viewer   authed                               // viewer: may look, not decide
+	operator authed                               // settles, revokes, renews
+	funder   authed                               // budget-owner
+	reviewer authed                               // an acceptance owner, no roles
+	settler  stewardv1connect.ActionServiceClient // as the operator
 
 	mu       sync.Mutex
 	fixtures map[string]any
@@ -90,7 +90,7 @@ func startTableEnv(t *testing.T) *tableEnv {
 		top: t, url: p.url, natsURL: "nats://" + natsAddr,
 		agent: withToken(p.url, agentToken), approver: withToken(p.url, approverToken), viewer: withToken(p.url, viewerToken),
 		operator: withToken(p.url, tableOperatorToken), funder: withToken(p.url, tableFunderToken), reviewer: withToken(p.url, tableReviewerToken),
-		actions:  stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(tableOperatorToken))),
+		settler:  actionClient(p.url, tableOperatorToken),
 		fixtures: map[string]any{},
 	}
 }
@@ -104,7 +104,7 @@ func newHTTPTool(t *testing.T, h http.HandlerFunc) string {
 }
 
 // freeAddr returns a loopback address with a port that was free a moment
-// ago, for a server that does not report the port it took.
+// ago, for --nats-listen: startBinary reads only the RPC address.
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

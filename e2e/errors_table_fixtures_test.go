@@ -16,7 +16,7 @@ import (
 
 // The situations below are made once, the first time a row asks for one,
 // and shared by the rows that need them. Each is named for what holds of
-// it; none is changed by a row after it is made.
+// it; no row changes what another row relies on.
 
 // actionRef names one action of one task.
 type actionRef struct{ task, action string }
