@@ -20,6 +20,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // errorsTableChecks maps each row of the table in docs/errors.md, by its
@@ -127,19 +128,21 @@ func errorsTableChecks() map[string]tableCheck {
 			_, err := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-reused", Contract: other}))
 			return []error{err}
 		},
-		// A conflict that keeps losing and an unreachable log cannot be
-		// provoked from outside without stopping NATS under the server:
-		// these two rows are checked through the one translation table.
-		// (Stopping the bus under `steward serve --plane=control` does
-		// not answer unavailable today: JetStream's own 5 s timeout comes
-		// back as deadline_exceeded, naming the subject. Reported.)
+		// A conflict that keeps losing cannot be provoked from outside:
+		// it is checked through the one translation table.
 		"a lost race that keeps losing": func(t *testing.T, e *tableEnv) []error {
 			return []error{translated(errs.New(errs.Conflict, "append to task x: the task moved on"))}
 		},
 		"the event log cannot be reached": func(t *testing.T, e *tableEnv) []error {
-			err := translated(errs.Wrap(errs.Unavailable, errors.New("nats: no responders available for request"), "read task x"))
-			if strings.Contains(err.Error(), "no responders") {
-				t.Errorf("%v: the cause belongs in the server log, not the answer", err)
+			// A control plane whose NATS goes away under it.
+			bus := stewardtest.StartBus(t)
+			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error")
+			bus.Server.Shutdown()
+			_, err := newClients(p.url).tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
+			for _, internal := range []string{"steward.task", "deadline", "nats"} {
+				if strings.Contains(fmt.Sprint(err), internal) {
+					t.Errorf("%v: the cause belongs in the server log, not the answer", err)
+				}
 			}
 			return []error{err}
 		},

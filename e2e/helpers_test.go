@@ -60,7 +60,13 @@ func startBinary(t *testing.T, dataDir string, flags ...string) *proc {
 // process's environment; a later value of a key wins.
 func startBinaryEnv(t *testing.T, dataDir string, env []string, flags ...string) *proc {
 	t.Helper()
-	args := append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)
+	return startCommand(t, env, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)...)
+}
+
+// startCommand runs the binary with args and waits until it says where
+// it serves.
+func startCommand(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
 	cmd := exec.Command(binary, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)

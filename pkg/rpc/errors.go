@@ -43,13 +43,19 @@ func ToConnect(ctx context.Context, log *slog.Logger, err error) error {
 	if errors.As(err, &cerr) {
 		return err // already a Connect error, e.g. from the framework
 	}
-	if errors.Is(err, context.Canceled) {
-		return connect.NewError(connect.CodeCanceled, err)
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return connect.NewError(connect.CodeDeadlineExceeded, err)
+	// The caller's own context says whether the caller gave up; a
+	// deadline inside the chain is Steward's own timeout on the bus, which
+	// the caller can only retry.
+	switch {
+	case errors.Is(ctx.Err(), context.Canceled):
+		return connect.NewError(connect.CodeCanceled, ctx.Err())
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return connect.NewError(connect.CodeDeadlineExceeded, ctx.Err())
 	}
 	code, ok := connectCodes[errs.CodeOf(err)]
+	if !ok && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
+		code, ok = connect.CodeUnavailable, true
+	}
 	if !ok {
 		log.ErrorContext(ctx, "internal error", "err", err)
 		return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))

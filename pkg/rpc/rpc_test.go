@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -32,6 +33,9 @@ func TestToConnectIsTheOneTable(t *testing.T) {
 		{errs.New(errs.Corrupt, "chain broken"), connect.CodeDataLoss, "chain broken"},
 		{errs.Wrap(errs.Unavailable, errors.New("nats: secret internals"), "append"), connect.CodeUnavailable, "try again"},
 		{errors.New("a bug with internals"), connect.CodeInternal, "server log"},
+		// Steward's own timeout on the bus, while the caller still waits.
+		{fmt.Errorf("append to steward.task.x (internals): %w", context.DeadlineExceeded), connect.CodeUnavailable, "try again"},
+		{errs.Wrap(errs.Conflict, context.DeadlineExceeded, "busy"), connect.CodeAborted, "busy"},
 	}
 	for _, tt := range tests {
 		got := rpc.ToConnect(ctx, log, tt.err)
@@ -41,6 +45,11 @@ func TestToConnectIsTheOneTable(t *testing.T) {
 		if strings.Contains(got.Error(), "internals") {
 			t.Errorf("%v leaked internals: %v", tt.err, got)
 		}
+	}
+	gone, cancel := context.WithCancel(ctx)
+	cancel()
+	if got := rpc.ToConnect(gone, log, errs.Wrap(errs.Unavailable, context.Canceled, "append")); connect.CodeOf(got) != connect.CodeCanceled {
+		t.Errorf("a caller who gave up: %v, want canceled", got)
 	}
 	var cerr *connect.Error
 	if errors.As(rpc.ToConnect(ctx, log, errs.Field("params/amount", "too small")), &cerr) && len(cerr.Details()) != 1 {
