@@ -143,7 +143,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), field) {
 			t.Errorf("widening %s: %v", field, err)
 		}
-		_, err = agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: control.TaskIDFor("wide-" + field)}))
+		_, err = agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: control.TaskIDFor("agent:lead", "wide-"+field)}))
 		if connect.CodeOf(err) != connect.CodeNotFound {
 			t.Errorf("widening %s created a task: %v", field, err)
 		}

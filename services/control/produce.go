@@ -41,7 +41,10 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 	if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
 		return nil, nil, err
 	}
-	id := commandID(req.TaskId, req.RequestId)
+	id, err := p.claim(ctx, principal, "MarkProduced", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	for range maxProduceTries {
 		t, history, err := task.Load(ctx, p.log, req.TaskId)
 		if err != nil {
