@@ -26,6 +26,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -131,4 +132,19 @@ func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u 
 	}
 	return errs.New(errs.AlreadyExists, "request id %q was first used for %s on task %s%s; a request id names one command with one body on one task: use a new one",
 		requestID, first.Command, first.TaskID, what)
+}
+
+// MaxLen is the longest request id, in bytes.
+const MaxLen = 128
+
+// Check refuses a request id past MaxLen or not valid UTF-8, naming the
+// field request_id.
+func Check(requestID string) error {
+	switch {
+	case len(requestID) > MaxLen:
+		return &errs.Error{Code: errs.TooLarge, Field: "request_id", Message: fmt.Sprintf("is %d bytes; the limit is %d", len(requestID), MaxLen)}
+	case !utf8.ValidString(requestID):
+		return errs.Field("request_id", "is not valid UTF-8")
+	}
+	return nil
 }
