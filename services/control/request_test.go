@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -259,4 +260,44 @@ func (r *rig) last(t *testing.T) uint64 {
 		t.Fatal(err)
 	}
 	return seq
+}
+
+// TestDelegationRequestIDNamesOneDelegation is TestRequestIDNamesOneCommand
+// for DelegateTask, whose parents need credentials: the id names one
+// delegation from one parent, and a refused reuse reserves nothing.
+func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
+	d := newDelegation(t)
+	ctx := context.Background()
+	parentID := d.parent(t, "one-parent", time.Now(), time.Hour).Contract.TaskId
+	otherID := d.parent(t, "other-parent", time.Now(), time.Hour).Contract.TaskId
+	delegate := func(parent string, c *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
+		return d.ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{ParentTaskId: parent, Contract: c, DelegateRef: "agent:sub", RequestId: "d1"})
+	}
+	first, created, err := delegate(parentID, subContract())
+	if err != nil || !created {
+		t.Fatalf("first delegation: %v (created %v)", err, created)
+	}
+	last := d.last(t)
+	again, created, err := delegate(parentID, subContract())
+	if err != nil || created || again.Contract.TaskId != first.Contract.TaskId || d.last(t) != last {
+		t.Fatalf("repeat: %v, created %v, task %s (first %s), appended %v", err, created, again.GetContract().GetTaskId(), first.Contract.TaskId, d.last(t) != last)
+	}
+	firstUse := fmt.Sprintf("request id %q was first used for DelegateTask on task %s", "d1", parentID)
+	other := subContract()
+	other.Intent = "something else"
+	for what, send := range map[string]func() error{
+		"another body": func() error { _, _, err := delegate(parentID, other); return err },
+		"another task": func() error { _, _, err := delegate(otherID, subContract()); return err },
+		"another command": func() error {
+			_, err := d.ctl.PauseTask(ctx, "agent:lead", &stewardv1.PauseTaskRequest{TaskId: parentID, RequestId: "d1"})
+			return err
+		},
+	} {
+		if err := send(); !errs.Is(err, errs.AlreadyExists) || !strings.Contains(err.Error(), firstUse) {
+			t.Errorf("%s: %v; want already exists: %s", what, err, firstUse)
+		}
+		if d.last(t) != last {
+			t.Errorf("%s appended events", what)
+		}
+	}
 }
