@@ -134,7 +134,8 @@ func (p *Plane) producedRound(ctx context.Context, t *stewardv1.Task, id string)
 	}
 	pr := ev.GetTaskProduced()
 	if pr == nil {
-		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", ev.CorrelationId, t.Contract.GetTaskId(), ev.Type)
+		// The claim let only a MarkProduced record under this id.
+		return nil, nil, errs.New(errs.Internal, "task %s: event %s of request %q is a %s, not a TaskProduced", t.Contract.GetTaskId(), id, ev.CorrelationId, ev.Type)
 	}
 	r := roundOf(t, pr.Round)
 	if r == nil {
