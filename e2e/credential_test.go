@@ -143,7 +143,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		if connect.CodeOf(err) != connect.CodeInvalidArgument || !strings.Contains(err.Error(), field) {
 			t.Errorf("widening %s: %v", field, err)
 		}
-		_, err = agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: control.TaskIDFor("wide-" + field)}))
+		_, err = agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: control.TaskIDFor("agent:lead", "wide-"+field)}))
 		if connect.CodeOf(err) != connect.CodeNotFound {
 			t.Errorf("widening %s created a task: %v", field, err)
 		}
@@ -183,7 +183,8 @@ func TestCredentialsEndToEnd(t *testing.T) {
 
 	// Revocation: only an operator may; it closes the parent's open
 	// approval and stops permits to the parent and to its sub-task.
-	parentWire := propose(t, agent, parentID, "wire-1", "wire", map[string]any{"amount": 7})
+	// A proposal id is a request id: the sub-task's "wire-1" is taken.
+	parentWire := propose(t, agent, parentID, "parent-wire-1", "wire", map[string]any{"amount": 7})
 	_, waiting := waitAction(t, agent.clients, parentID, parentWire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	revoke := &stewardv1.RevokeCredentialRequest{TaskId: parentID, Reason: "agent key leaked"}
 	if _, err := agent.governance.RevokeCredential(ctx, connect.NewRequest(revoke)); connect.CodeOf(err) != connect.CodePermissionDenied {
@@ -207,14 +208,14 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		t.Errorf("approving after the revocation: %v, want failed_precondition", err)
 	}
 	for _, id := range []string{parentID, childID} {
-		a := propose(t, agent, id, "after-revoke", "search", map[string]any{"q": "y"})
+		a := propose(t, agent, id, "after-revoke-"+id, "search", map[string]any{"q": "y"})
 		_, d := waitAction(t, agent.clients, id, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 		if !strings.Contains(d.Outcome.GetReason(), "credential revoked: agent key leaked") {
 			t.Errorf("task %s after the revocation: %q", id, d.Outcome.GetReason())
 		}
 	}
 	if _, err := agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
-		ParentTaskId: parentID, Contract: contract(), DelegateRef: "agent:x", RequestId: "after-revoke",
+		ParentTaskId: parentID, Contract: contract(), DelegateRef: "agent:x", RequestId: "delegate-after-revoke",
 	})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Errorf("delegating from a revoked parent: %v, want failed_precondition", err)
 	}

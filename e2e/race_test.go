@@ -275,7 +275,7 @@ func TestPermitWaitsForAPausedTask(t *testing.T) {
 	tk := waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {
 		return task.FindAction(t, w.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
 	})
-	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, "", &stewardv1.TaskPaused{Reason: "hold on"}); err != nil {
+	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, &stewardv1.TaskPaused{Reason: "hold on"}); err != nil {
 		t.Fatal(err)
 	}
 	a := task.FindAction(tk, w.ActionId)
@@ -294,7 +294,7 @@ func TestPermitWaitsForAPausedTask(t *testing.T) {
 	if n := ps.tool.callsFor(w.OpKey); n != 0 {
 		t.Fatalf("the tool ran %d times while the task was paused", n)
 	}
-	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, "", &stewardv1.TaskResumed{}); err != nil {
+	if _, err := ps.ctl.Apply(ctx, "user:ana", taskID, &stewardv1.TaskResumed{}); err != nil {
 		t.Fatal(err)
 	}
 	waitTask(t, ps.log, taskID, func(t *stewardv1.Task) bool {

@@ -36,13 +36,13 @@ echo "task $TASK"
 wait_for "$TASK" '.task.status == "TASK_STATUS_RUNNING"'
 
 echo "== 2. propose a read: it runs at once"
-READ=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"lookup-1\",
+READ=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"lookup-$RUN\",
   \"tool\": \"lookup\", \"params\": {\"customer\": \"acme\"}}" | jq -r .action.actionId)
 wait_for "$TASK" ".task.actions[] | select(.actionId == \"$READ\") | .status == \"ACTION_STATUS_SUCCEEDED\""
 echo "$READ succeeded"
 
 echo "== 3. propose an irreversible write: it waits for a person"
-WRITE=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"publish-1\",
+WRITE=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"publish-$RUN\",
   \"tool\": \"publish\", \"target\": \"shared-drive\",
   \"params\": {\"path\": \"reports/weekly-$RUN.md\", \"content\": \"# Weekly report\\nAll quiet.\\n\"}}" | jq -r .action.actionId)
 wait_for "$TASK" '.task.status == "TASK_STATUS_WAITING_FOR_APPROVAL"'

@@ -96,6 +96,7 @@ type Log struct {
 	cfg    Config
 	// maxPayload is the largest message the server takes.
 	maxPayload int
+	firstUse   firstUses
 }
 
 // Open makes sure the event and dead-letter streams exist and returns the

@@ -22,7 +22,11 @@ func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	return p.review(ctx, principal, req.TaskId, req.RequestId, req.Round, func(round uint32) eventPayload {
+	id, err := p.claim(ctx, principal, "AcceptTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.review(ctx, principal, req.TaskId, id, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskAccepted{Round: round, Reason: req.Reason}
 	})
 }
@@ -45,18 +49,20 @@ func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1
 			return nil, err
 		}
 	}
-	return p.review(ctx, principal, req.TaskId, req.RequestId, req.Round, func(round uint32) eventPayload {
+	id, err := p.claim(ctx, principal, "ReturnTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.review(ctx, principal, req.TaskId, id, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskReturned{Round: round, Reasons: req.Reasons}
 	})
 }
 
 // review records a decision on the task's current round, as folded when
-// it is appended; with want set, only if that is round want, so that a
-// decision never reaches a result its maker has not seen. A request id
-// names one command: a repeat of this decision returns the task, and the
-// id of another command is AlreadyExists rather than a silent no-op.
-func (p *Plane) review(ctx context.Context, principal, taskID, requestID string, want uint32, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {
-	id := commandID(taskID, requestID)
+// it is appended, under event id (see claim); with want set, only if that
+// is round want, so that a decision never reaches a result its maker has
+// not seen. A repeat of a decision made returns the task.
+func (p *Plane) review(ctx context.Context, principal, taskID, id, requestID string, want uint32, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {
 	if id != "" && want != 0 {
 		// A repeat of a decision made is answered as it was, whatever
 		// round the task has reached since.
@@ -64,30 +70,13 @@ func (p *Plane) review(ctx context.Context, principal, taskID, requestID string,
 			want = 0
 		}
 	}
-	var ev *stewardv1.Event
-	t, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	return p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if cur := uint32(len(t.Acceptance)); want != 0 && want != cur {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is in acceptance round %d, not %d: look at the result produced since", taskID, cur, want)
 		}
-		var err error
-		ev, err = event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
+		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
 			decision(uint32(len(t.Acceptance))))
-		return ev, err
 	})
-	if err != nil || id == "" {
-		return t, err
-	}
-	if r := roundOf(t, uint32(len(t.Acceptance))); r != nil && r.DecidedBy == principal && r.DecidedAt.AsTime().Equal(ev.Time.AsTime()) {
-		return t, nil
-	}
-	first, err := p.commandEvent(ctx, taskID, id)
-	if err != nil {
-		return nil, err
-	}
-	if first.Type != ev.Type {
-		return nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", requestID, taskID, first.Type)
-	}
-	return t, nil
 }
 
 func (s *taskService) AcceptTask(ctx context.Context, req *connect.Request[stewardv1.AcceptTaskRequest]) (*connect.Response[stewardv1.AcceptTaskResponse], error) {

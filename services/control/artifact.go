@@ -39,14 +39,18 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // result. Content sent inline is stored in the results store, where
 // criteria can read it; content stored elsewhere is named by uri, sha256
 // and size_bytes, which Steward records but does not fetch. With a request
-// id the call is idempotent: a repeat returns the artifact it recorded,
-// and the same request id naming different content is AlreadyExists.
+// id the call is idempotent (see claim): a repeat returns the artifact it
+// recorded.
 func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, *stewardv1.Task, error) {
 	a, err := p.checkArtifact(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
+		return nil, nil, err
+	}
+	id, err := p.claim(ctx, principal, "SubmitArtifact", req.TaskId, req.RequestId, req)
+	if err != nil {
 		return nil, nil, err
 	}
 	if len(req.Content) > 0 {
@@ -59,7 +63,6 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 			return nil, nil, err
 		}
 	}
-	id := commandID(req.TaskId, req.RequestId)
 	var built *stewardv1.Artifact
 	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		now := time.Now().UTC()
@@ -75,16 +78,13 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	if got := task.FindArtifact(t, task.ArtifactRef(built)); proto.Equal(got, built) {
 		return got, t, nil
 	}
-	// A repeat: the event was on the log already, with its own version.
+	// A repeat (the claim saw the same request): the event was on the
+	// log already, with its own version.
 	ev, err := p.commandEvent(ctx, req.TaskId, id)
 	if err != nil {
 		return nil, nil, err
 	}
-	first := ev.GetArtifactSubmitted().GetArtifact()
-	if first == nil || first.Name != a.Name || first.Sha256 != a.Sha256 || first.Uri != a.Uri || first.MediaType != a.MediaType || first.ActionId != a.ActionId {
-		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded something else on task %s", req.RequestId, req.TaskId)
-	}
-	return task.FindArtifact(t, task.ArtifactRef(first)), t, nil
+	return task.FindArtifact(t, task.ArtifactRef(ev.GetArtifactSubmitted().GetArtifact())), t, nil
 }
 
 // checkArtifact checks a request and returns the artifact it describes,

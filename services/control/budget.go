@@ -38,11 +38,15 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 	if err := checkText("milestone_id", req.MilestoneId, MaxRefLen, false); err != nil {
 		return nil, err
 	}
+	id, err := p.claim(ctx, principal, "ReportUsage", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
 	source := ""
 	if req.Model != "" {
 		source = "model:" + req.Model
 	}
-	return p.Apply(ctx, principal, req.TaskId, req.RequestId, &stewardv1.BudgetConsumed{
+	return p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetConsumed{
 		Tokens: req.Tokens, CostMicros: req.CostMicros, MilestoneId: req.MilestoneId, Source: source,
 	})
 }
@@ -56,7 +60,11 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
-	t, err := p.Apply(ctx, principal, req.TaskId, req.RequestId, &stewardv1.BudgetRaised{
+	id, err := p.claim(ctx, principal, "RaiseBudget", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	t, err := p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetRaised{
 		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason,
 	})
 	if err != nil {

@@ -16,42 +16,57 @@ type eventPayload = event.Payload
 // name: starts, compensations, stops for help.
 const stewardPrincipal = "steward"
 
-// Apply records payload on taskID if the task's state machine allows it
-// now, and returns the task as it is after. With a request id the command
-// is idempotent: its event id derives from it, and a repeat finds the event
-// already folded and returns the task. An illegal transition is
-// FailedPrecondition and appends nothing.
-func (p *Plane) Apply(ctx context.Context, principal, taskID, requestID string, payload event.Payload) (*stewardv1.Task, error) {
-	id := commandID(taskID, requestID)
+// Apply records payload on taskID, under a random event id, if the task's
+// state machine allows it now, and returns the task as it is after. An
+// illegal transition is FailedPrecondition and appends nothing. Commands
+// with a request id go through claim instead (see PauseTask).
+func (p *Plane) Apply(ctx context.Context, principal, taskID string, payload event.Payload) (*stewardv1.Task, error) {
+	return p.command(ctx, principal, taskID, "", "", payload)
+}
+
+// command records payload on taskID under event id (from claim; empty
+// for a random one). A retry finds its event already folded and returns
+// the task.
+func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID string, payload event.Payload) (*stewardv1.Task, error) {
 	return p.apply(ctx, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, payload)
 	})
 }
 
-// Resume resumes a paused, suspended or waiting task, except one that
+// PauseTask pauses a task. With a request id it is idempotent (see claim).
+func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.PauseTaskRequest) (*stewardv1.Task, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
+		return nil, err
+	}
+	id, err := p.claim(ctx, principal, "PauseTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.TaskPaused{Reason: req.Reason})
+}
+
+// ResumeTask resumes a paused, suspended or waiting task, except one that
 // governance suspended because its budget is spent and that still is: it
 // could not act, as no permit is issued past a spent budget, so only a
-// raise resumes it (RaiseBudget does so by itself).
-func (p *Plane) Resume(ctx context.Context, principal, taskID, requestID, reason string) (*stewardv1.Task, error) {
-	id := commandID(taskID, requestID)
-	if t, history, err := task.Load(ctx, p.log, taskID); err == nil && id != "" && history.Has(id) {
+// raise resumes it (RaiseBudget does so by itself). With a request id it
+// is idempotent (see claim).
+func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1.ResumeTaskRequest) (*stewardv1.Task, error) {
+	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
+		return nil, err
+	}
+	id, err := p.claim(ctx, principal, "ResumeTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	if t, history, err := task.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded resume, whatever the budget says now
 	}
-	return p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		if err := stillSpent(cur); err != nil {
 			return nil, err
 		}
-		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, &stewardv1.TaskResumed{Reason: reason})
+		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})
 	})
-}
-
-// commandID is the event id of a command with a request id, and empty (a
-// random id) without one.
-func commandID(taskID, requestID string) string {
-	if requestID == "" {
-		return ""
-	}
-	return event.ID(taskID, "command", requestID)
 }
 
 // checkCommand checks the fields every lifecycle command has.

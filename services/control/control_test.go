@@ -54,7 +54,7 @@ func TestConcurrentCreatesMakeOneTask(t *testing.T) {
 	if len(ids) != 1 || created != 1 {
 		t.Fatalf("tasks %v, created %d times; want one task created once", ids, created)
 	}
-	recs, err := log.Read(context.Background(), control.TaskIDFor("once"))
+	recs, err := log.Read(context.Background(), control.TaskIDFor("t", "once"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
 			if i == 11 {
 				p = &stewardv1.TaskCancelled{}
 			}
-			_, err := ctl.Apply(ctx, "t", id, "", p)
+			_, err := ctl.Apply(ctx, "t", id, p)
 			switch {
 			case err == nil:
 				mu.Lock()
@@ -164,7 +164,7 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 	}
 	id := tk.Contract.TaskId
 	for range 2 {
-		got, err := ctl.Apply(ctx, "t", id, "pause-1", &stewardv1.TaskPaused{})
+		got, err := ctl.PauseTask(ctx, "t", &stewardv1.PauseTaskRequest{TaskId: id, RequestId: "pause-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 			t.Fatalf("after pause: %v", got)
 		}
 	}
-	if _, err := ctl.Apply(ctx, "t", id, "", &stewardv1.TaskPaused{}); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := ctl.Apply(ctx, "t", id, &stewardv1.TaskPaused{}); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("a second pause without a request id: %v, want failed precondition", err)
 	}
 }

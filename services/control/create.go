@@ -14,20 +14,11 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// TaskIDFor returns the id of the task a request id creates. Deriving the id
-// from the request id is what makes CreateTask idempotent without a second
-// store: the second request lands on the same subject and finds it taken.
-func TaskIDFor(requestID string) string {
-	if requestID == "" {
-		return event.RandomID()
-	}
-	return event.ID("task", requestID)
-}
-
 // CreateTask validates req and opens a task. With a request id it is
-// idempotent: the same request again returns the same task with created
-// false, and the same request id with a different contract is
-// AlreadyExists.
+// idempotent: the task's id derives from the caller and the request id
+// (TaskIDFor), so the same request again lands on the same task and
+// returns it with created false; the request id used for anything else is
+// AlreadyExists (see claim).
 func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (*stewardv1.Task, bool, error) {
 	if err := validateCreate(req, time.Now()); err != nil {
 		return nil, false, err
@@ -36,7 +27,11 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	if err != nil {
 		return nil, false, err
 	}
-	return p.create(ctx, principal, TaskIDFor(req.RequestId), req.RequestId, contract)
+	taskID := TaskIDFor(principal, req.RequestId)
+	if _, err := p.claimFor(ctx, principal, "CreateTask", taskID, req.RequestId, req); err != nil {
+		return nil, false, err
+	}
+	return p.create(ctx, principal, taskID, req.RequestId, contract)
 }
 
 // checkDuties refuses, under separation of duties, an acceptance owner who

@@ -48,7 +48,10 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	prior, err := p.priorDelegation(ctx, req.RequestId, req.ParentTaskId)
+	if _, err := p.claim(ctx, principal, "DelegateTask", req.ParentTaskId, req.RequestId, req); err != nil {
+		return nil, false, err
+	}
+	prior, err := p.priorDelegation(ctx, principal, req.RequestId, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -85,7 +88,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	}
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
-	childID := TaskIDFor(req.RequestId)
+	childID := TaskIDFor(principal, req.RequestId)
 	if err := p.reserve(ctx, principal, req.ParentTaskId, childID, contract, pc); err != nil {
 		return nil, false, err
 	}
@@ -93,7 +96,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
-		if prior, perr := p.priorDelegation(ctx, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
+		if prior, perr := p.priorDelegation(ctx, principal, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
 			return p.create(ctx, principal, childID, req.RequestId, contract)
 		}
@@ -150,16 +153,17 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 	return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
 }
 
-// priorDelegation returns the last hop of the sub-task an earlier call
-// with requestID delegated from parentID, or nil if there is none. A task
-// that requestID made otherwise (another parent, or CreateTask) is
-// AlreadyExists, before anything is reserved for a sub-task that could
-// not be made.
-func (p *Plane) priorDelegation(ctx context.Context, requestID, parentID string) (*stewardv1.Delegation, error) {
+// priorDelegation returns the last hop of the sub-task an earlier call by
+// principal with requestID delegated from parentID, or nil if there is
+// none. The claim has refused the id used otherwise (another parent, or
+// CreateTask) already; a task under the id that is not such a sub-task
+// is AlreadyExists all the same, before anything is reserved for a
+// sub-task that could not be made.
+func (p *Plane) priorDelegation(ctx context.Context, principal, requestID, parentID string) (*stewardv1.Delegation, error) {
 	if requestID == "" {
 		return nil, nil
 	}
-	taskID := TaskIDFor(requestID)
+	taskID := TaskIDFor(principal, requestID)
 	recs, err := p.log.Read(ctx, taskID)
 	if err != nil || len(recs) == 0 {
 		return nil, err

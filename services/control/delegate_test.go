@@ -503,11 +503,12 @@ func TestRefusedDelegationReservesNothing(t *testing.T) {
 	ctx := context.Background()
 	parent := d.parent(t, "careful-parent", time.Now(), time.Hour)
 	other := d.parent(t, "other-parent", time.Now(), time.Hour)
-	if _, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{
+	// Request ids are the caller's own: the same caller used these.
+	if _, _, err := d.ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{
 		ParentTaskId: other.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:sub", RequestId: "taken"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := d.ctl.CreateTask(ctx, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "created", Contract: validRequest("").Contract}); err != nil {
+	if _, _, err := d.ctl.CreateTask(ctx, "agent:lead", &stewardv1.CreateTaskRequest{RequestId: "created", Contract: validRequest("").Contract}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -603,7 +604,8 @@ func (c chain) credentialed(parent, sub *stewardv1.Task) {
 
 func (c chain) use(taskID string, tokens, cost int64) {
 	c.t.Helper()
-	if _, err := c.d.ctl.ReportUsage(context.Background(), "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost, RequestId: "u"}); err != nil {
+	if _, err := c.d.ctl.ReportUsage(context.Background(), "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost,
+		RequestId: fmt.Sprintf("u-%s-%d-%d", taskID, tokens, cost)}); err != nil {
 		c.t.Fatal(err)
 	}
 }

@@ -17,7 +17,14 @@ import (
 // as it was going to, when its compensations end; CancelTask ends it at
 // once. With a request id the call is idempotent.
 func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.FailTaskRequest) (*stewardv1.Task, error) {
-	return p.end(ctx, principal, req.TaskId, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_FAILED)
+	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
+		return nil, err
+	}
+	id, err := p.claim(ctx, principal, "FailTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_FAILED)
 }
 
 // CancelTask ends a task as cancelled, compensating first as FailTask
@@ -27,16 +34,19 @@ func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.F
 // not). That is the way out of a compensation that cannot finish. With a
 // request id the call is idempotent.
 func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1.CancelTaskRequest) (*stewardv1.Task, error) {
-	return p.end(ctx, principal, req.TaskId, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_CANCELLED)
+	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
+		return nil, err
+	}
+	id, err := p.claim(ctx, principal, "CancelTask", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, err
+	}
+	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_CANCELLED)
 }
 
 // end ends a task as final (failed or cancelled), or starts compensating
-// on the way there.
-func (p *Plane) end(ctx context.Context, principal, taskID, requestID, reason string, final stewardv1.TaskStatus) (*stewardv1.Task, error) {
-	if err := checkCommand(taskID, requestID, reason); err != nil {
-		return nil, err
-	}
-	id := commandID(taskID, requestID)
+// on the way there, under event id (see claim).
+func (p *Plane) end(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus) (*stewardv1.Task, error) {
 	t, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		var payload event.Payload = &stewardv1.TaskCancelled{Reason: reason}
 		if final == stewardv1.TaskStatus_TASK_STATUS_FAILED {

@@ -41,7 +41,10 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 	if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
 		return nil, nil, err
 	}
-	id := commandID(req.TaskId, req.RequestId)
+	id, err := p.claim(ctx, principal, "MarkProduced", req.TaskId, req.RequestId, req)
+	if err != nil {
+		return nil, nil, err
+	}
 	for range maxProduceTries {
 		t, history, err := task.Load(ctx, p.log, req.TaskId)
 		if err != nil {
@@ -131,7 +134,8 @@ func (p *Plane) producedRound(ctx context.Context, t *stewardv1.Task, id string)
 	}
 	pr := ev.GetTaskProduced()
 	if pr == nil {
-		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", ev.CorrelationId, t.Contract.GetTaskId(), ev.Type)
+		// The claim let only a MarkProduced record under this id.
+		return nil, nil, errs.New(errs.Internal, "task %s: event %s of request %q is a %s, not a TaskProduced", t.Contract.GetTaskId(), id, ev.CorrelationId, ev.Type)
 	}
 	r := roundOf(t, pr.Round)
 	if r == nil {

@@ -25,13 +25,20 @@ const (
 // and records the proposal. The action runs under the tool's retry policy,
 // narrowed by the request's (see narrowRetry). With a proposal id it is
 // idempotent: the same proposal again returns the same action with created
-// false; the same proposal id with a different request or retry policy is
-// AlreadyExists.
+// false; the proposal id used for anything else is AlreadyExists (see
+// claim), and so is another caller's proposal id that names an action
+// already proposed on the task with a different request or retry policy.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
 	if p.tools == nil || p.requests == nil {
 		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
 	}
 	if err := validateProposal(req); err != nil {
+		return nil, false, err
+	}
+	// The proposal id is this command's request id, under the one rule
+	// (see claim); the action's id still derives from the task and the
+	// proposal id, as the op_key a tool sees derives from it.
+	if _, err := p.claim(ctx, principal, "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
 		return nil, false, err
 	}
 	params := []byte("{}")

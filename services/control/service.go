@@ -41,9 +41,7 @@ func (s *taskService) FailTask(ctx context.Context, req *connect.Request[steward
 }
 
 func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
-	t, err := s.command(ctx, req.Msg.TaskId, req.Msg.RequestId, req.Msg.Reason, func(reason string) eventPayload {
-		return &stewardv1.TaskPaused{Reason: reason}
-	})
+	t, err := s.plane.PauseTask(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
@@ -51,23 +49,11 @@ func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewar
 }
 
 func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewardv1.ResumeTaskRequest]) (*connect.Response[stewardv1.ResumeTaskResponse], error) {
-	m := req.Msg
-	if err := checkCommand(m.TaskId, m.RequestId, m.Reason); err != nil {
-		return nil, err
-	}
-	t, err := s.plane.Resume(ctx, rpc.Principal(ctx), m.TaskId, m.RequestId, m.Reason)
+	t, err := s.plane.ResumeTask(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(&stewardv1.ResumeTaskResponse{Task: t}), nil
-}
-
-// command validates the common fields of a lifecycle command and applies it.
-func (s *taskService) command(ctx context.Context, taskID, requestID, reason string, payload func(string) eventPayload) (*stewardv1.Task, error) {
-	if err := checkCommand(taskID, requestID, reason); err != nil {
-		return nil, err
-	}
-	return s.plane.Apply(ctx, rpc.Principal(ctx), taskID, requestID, payload(reason))
 }
 
 func (s *taskService) ProposeAction(ctx context.Context, req *connect.Request[stewardv1.ProposeActionRequest]) (*connect.Response[stewardv1.ProposeActionResponse], error) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 )
 
 // Limits on a task contract. They keep one task's events small enough to
@@ -18,7 +19,7 @@ const (
 	MaxTextLen   = 4096 // intent, desired outcome, descriptions
 	MaxRefLen    = 256  // principal and credential refs, ids, tool names
 	MaxListLen   = 256  // any repeated field
-	MaxRequestID = 128
+	MaxRequestID = requestid.MaxLen
 	MaxReasonLen = 1024
 )
 

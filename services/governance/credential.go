@@ -86,6 +86,14 @@ func (p *Plane) issueOnCreate(ctx context.Context, rec *stewardv1.EventRecord) e
 // why says why no credential could be issued; err is a failure worth
 // retrying.
 func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
+	return p.issueAs(ctx, taskID, event.ID(taskID, event.TypeCredentialIssued), cause, depth)
+}
+
+// issueAs is issue recording taskID's credential under event id: a
+// renewal with a request id that issues the credential records it under
+// the request's id, so that a repeat finds it (see RenewCredential). The
+// fold takes one credential per task, whichever id comes first.
+func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
 	t, _, err = task.Load(ctx, p.log, taskID)
 	if err != nil {
 		if errs.Is(err, errs.NotFound) || errs.Is(err, errs.Corrupt) {
@@ -142,7 +150,7 @@ func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event
 		if t.Credential != nil {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, event.ID(taskID, event.TypeCredentialIssued), cause), &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
+		return event.New(p.meta(taskID, id, cause), &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
 	})
 	if err != nil {
 		return nil, "", err

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
@@ -21,20 +22,44 @@ import (
 // what the credential allows, and it stays within what bounds it: the
 // credential ttl from now, the task's deadline and, for a delegated task,
 // its parent's credential (renew the parent first). A task without a
-// credential yet is issued one. It is idempotent per renewal: two
-// renewals of the same credential at once record one.
+// credential yet is issued one.
+//
+// With a request id it is idempotent under the one rule for request ids
+// (pkg/requestid): the renewal is recorded under an event id derived from
+// the caller and the request id, and a repeat returns the credential as
+// that renewal left it, renewing nothing more; the id used for another
+// command, task or reason is AlreadyExists. Without one, two renewals of
+// the same credential at once record one.
 func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (*stewardv1.CredentialState, error) {
 	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
+		return nil, err
+	}
+	if err := requestid.Check(req.RequestId); err != nil {
 		return nil, err
 	}
 	t, _, err := task.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
+	id := ""
+	if req.RequestId != "" {
+		s := requestid.ForPrincipal(who.Principal)
+		if err := requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req)); err != nil {
+			return nil, err
+		}
+		id = s.EventID(req.TaskId, req.RequestId)
+		if first, err := p.renewedBy(ctx, req.TaskId, id); first != nil || err != nil {
+			return first, err
+		}
+	}
 	if t.Credential == nil {
 		// Never issued (a task from before credentials, or a missed
 		// reaction): issuing it now is the renewal.
-		issued, why, err := p.issue(ctx, req.TaskId, nil, 0)
+		issueID := id
+		if issueID == "" {
+			issueID = event.ID(req.TaskId, event.TypeCredentialIssued)
+		}
+		issued, why, err := p.issueAs(ctx, req.TaskId, issueID, nil, 0)
 		switch {
 		case err != nil:
 			return nil, err
@@ -70,19 +95,54 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err != nil {
 		return nil, err
 	}
-	id := event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
+	eventID := id
+	if eventID == "" {
+		eventID = event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
+	}
 	t, err = task.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential.GetRenewals() != cur.Renewals {
-			return nil, nil // renewed meanwhile
+			if id == "" {
+				return nil, nil // renewed meanwhile: one renewal for both
+			}
+			// A request of its own is one renewal of its own: it was
+			// signed for the credential as it was, so start over.
+			return nil, errs.New(errs.Conflict, "credential %s was renewed by another request meanwhile; try again", cur.Credential.CredentialId)
 		}
-		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName}},
+		return event.New(event.Meta{ID: eventID, TaskID: req.TaskId, Actor: &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName}, CorrelationID: req.RequestId},
 			&stewardv1.CredentialIssued{Credential: signed, Chain: chain, RenewalReason: req.Reason})
 	})
+	if errs.Is(err, errs.Conflict) && id != "" {
+		// The renewal that came first may be this request's own repeat.
+		if first, ferr := p.renewedBy(ctx, req.TaskId, id); first != nil || ferr != nil {
+			return first, ferr
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	p.logger.Info("credential renewed", "task", req.TaskId, "credential", cur.Credential.CredentialId, "by", who.Principal, "expires", t.Credential.Credential.GetExpiresAt().AsTime())
 	return t.Credential, nil
+}
+
+// renewedBy returns the credential as the event id on taskID left it —
+// the first answer to the request that recorded it — or nil if there is
+// no such event.
+func (p *Plane) renewedBy(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range recs {
+		if r.Event.EventId != id {
+			continue
+		}
+		t, err := task.Fold(recs[:i+1])
+		if err != nil {
+			return nil, err
+		}
+		return t.Credential, nil
+	}
+	return nil, nil
 }
 
 // renewalBound returns how long t's credential may last if renewed at now,

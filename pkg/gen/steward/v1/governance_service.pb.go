@@ -417,9 +417,14 @@ func (x *RevokeCredentialResponse) GetCredential() *CredentialState {
 }
 
 type RenewCredentialRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Client-chosen id that makes the call safe to retry: a repeat returns
+	// the credential the first call issued and renews nothing more. It names
+	// one renewal of one task; used for anything else it is already_exists.
+	// Optional: without it every call renews.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -464,6 +469,13 @@ func (x *RenewCredentialRequest) GetTaskId() string {
 func (x *RenewCredentialRequest) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *RenewCredentialRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
 	}
 	return ""
 }
@@ -632,10 +644,12 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\x18RevokeCredentialResponse\x12;\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +
-	"credential\"I\n" +
+	"credential\"h\n" +
 	"\x16RenewCredentialRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\"V\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"V\n" +
 	"\x17RenewCredentialResponse\x12;\n" +
 	"\n" +
 	"credential\x18\x01 \x01(\v2\x1b.steward.v1.CredentialStateR\n" +

@@ -68,7 +68,8 @@ const (
 // TaskServiceClient is a client for the steward.v1.TaskService service.
 type TaskServiceClient interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
-	// request_id: the same request twice yields the same task.
+	// request_id: the same request twice yields the same task, whose id is
+	// derived from the caller and the request id.
 	CreateTask(context.Context, *connect.Request[v1.CreateTaskRequest]) (*connect.Response[v1.CreateTaskResponse], error)
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
@@ -286,7 +287,8 @@ func (c *taskServiceClient) ReturnTask(ctx context.Context, req *connect.Request
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
-	// request_id: the same request twice yields the same task.
+	// request_id: the same request twice yields the same task, whose id is
+	// derived from the caller and the request id.
 	CreateTask(context.Context, *connect.Request[v1.CreateTaskRequest]) (*connect.Response[v1.CreateTaskResponse], error)
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)

@@ -1,0 +1,150 @@
+// Package requestid gives a client's request id its one meaning: it names
+// exactly one command, with one body, on one task, for one caller. A
+// repeat of that command is a retry and gets the first answer; anything
+// else under the same id is AlreadyExists, naming what the id was first
+// used for — never a silent success that did nothing.
+//
+// Ids are scoped: a Scope (tenant, principal) is part of every id derived
+// from a request id, so two callers who both pick "demo-1" make two tasks
+// and neither learns of the other's.
+//
+// The first use of each id is recorded create-only (Log.FirstUse) before
+// the command's own conditional append, never inside it. The derived event
+// ids cannot do this alone: a command's event lives on its task's log, so
+// the same id reused on another task, or for another command whose event
+// is built differently, would find nothing there. One key per (scope,
+// request id) sees every reuse. A use whose command is then refused (an
+// illegal transition) keeps the id: the same command may be retried, a
+// different one needs a new id.
+//
+// Everything here is safe for concurrent use.
+package requestid
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"unicode/utf8"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+)
+
+// Scope is whose request ids these are. Tenant is empty until Steward has
+// tenants; it is a part of every derivation already, so that giving it a
+// value later scopes ids by it without another scheme.
+type Scope struct {
+	Tenant    string
+	Principal string
+}
+
+// ForPrincipal is the scope of a caller known by its principal alone.
+func ForPrincipal(principal string) Scope { return Scope{Principal: principal} }
+
+func (s Scope) parts(requestID string) []string {
+	return []string{"tenant", s.Tenant, "principal", s.Principal, "request", requestID}
+}
+
+// TaskID is the id of the task requestID creates in s: deriving it is
+// what makes creating a task idempotent without a second store.
+func (s Scope) TaskID(requestID string) string {
+	return event.ID(append([]string{"task"}, s.parts(requestID)...)...)
+}
+
+// EventID is the id of the event a command with requestID records on
+// taskID: a retry finds it in the task's history.
+func (s Scope) EventID(taskID, requestID string) string {
+	return event.ID(append([]string{taskID, "command"}, s.parts(requestID)...)...)
+}
+
+// key is where the first use of requestID in s is recorded.
+func (s Scope) key(requestID string) string {
+	return "r." + event.ID(s.parts(requestID)...)
+}
+
+// Use is what a request id is used for: one command (its RPC's name, such
+// as "PauseTask"), on one task, with one body.
+type Use struct {
+	Command string `json:"command"`
+	TaskID  string `json:"task_id"`
+	// Body is the SHA-256 of the request without its request id, in
+	// deterministic protobuf encoding: the same message from the same
+	// build always encodes the same (see UseOf).
+	Body string `json:"body"`
+}
+
+// idFields are the fields that carry a request's id, left out of its body.
+var idFields = []protoreflect.Name{"request_id", "proposal_id"}
+
+// UseOf is the use of a request id by command on taskID with req. The
+// body is all of req but its request id (request_id, or ProposeAction's
+// proposal_id), so the task id is in it too. Deterministic encoding is
+// stable for one build; were a new protobuf library to encode a map
+// differently, a retry across the upgrade would be refused, never
+// mistaken for a match.
+func UseOf(command, taskID string, req proto.Message) Use {
+	m := proto.Clone(req).ProtoReflect()
+	for _, name := range idFields {
+		if fd := m.Descriptor().Fields().ByName(name); fd != nil {
+			m.Clear(fd)
+		}
+	}
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(m.Interface())
+	if err != nil {
+		// Only an invalid message fails to encode; it cannot match another.
+		data = []byte(err.Error())
+	}
+	sum := sha256.Sum256(data)
+	return Use{Command: command, TaskID: taskID, Body: hex.EncodeToString(sum[:])}
+}
+
+// Claim records u as the use of requestID in s. The first use wins; the
+// same use again (a retry) is nil; any other use is AlreadyExists, naming
+// the first. An empty request id claims nothing.
+func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u Use) error {
+	if requestID == "" {
+		return nil
+	}
+	mine, err := json.Marshal(u)
+	if err != nil {
+		return fmt.Errorf("claim request id: %w", err)
+	}
+	got, err := log.FirstUse(ctx, s.key(requestID), mine)
+	if err != nil {
+		return err
+	}
+	var first Use
+	if err := json.Unmarshal(got, &first); err != nil {
+		return errs.Wrap(errs.Corrupt, err, "the first use of request id %q", requestID)
+	}
+	if first == u {
+		return nil
+	}
+	what := ""
+	if first.Command == u.Command && first.TaskID == u.TaskID {
+		what = " with another body"
+	}
+	return errs.New(errs.AlreadyExists, "request id %q was first used for %s on task %s%s; a request id names one command with one body on one task: use a new one",
+		requestID, first.Command, first.TaskID, what)
+}
+
+// MaxLen is the longest request id, in bytes.
+const MaxLen = 128
+
+// Check refuses a request id past MaxLen or not valid UTF-8, naming the
+// field request_id.
+func Check(requestID string) error {
+	switch {
+	case len(requestID) > MaxLen:
+		return &errs.Error{Code: errs.TooLarge, Field: "request_id", Message: fmt.Sprintf("is %d bytes; the limit is %d", len(requestID), MaxLen)}
+	case !utf8.ValidString(requestID):
+		return errs.Field("request_id", "is not valid UTF-8")
+	}
+	return nil
+}

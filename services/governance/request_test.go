@@ -1,0 +1,80 @@
+package governance_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/services/governance"
+)
+
+// TestRenewalRequestIDRenewsOnce: ten identical renewals with one request
+// id, at once, make one renewal and all answer with the credential it
+// issued; the id with another reason or on another task is
+// already_exists naming its first use, and appends nothing. Before, ten
+// calls made ten renewals.
+func TestRenewalRequestIDRenewsOnce(t *testing.T) {
+	e := newCredEnv(t)
+	e.start(t, governance.WithCredentialTTL(time.Hour))
+	ctx := context.Background()
+	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
+	renew := func(taskID, reason string) (*stewardv1.CredentialState, error) {
+		return e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: taskID, Reason: reason, RequestId: "renew-1"})
+	}
+	e.create(t, "long", "user:ana", credContract([]string{"search"}, nil))
+	e.create(t, "other", "user:ana", credContract([]string{"search"}, nil))
+	e.credentialed(t, "long")
+	e.credentialed(t, "other")
+
+	answers := make([]*stewardv1.CredentialState, 10)
+	var wg sync.WaitGroup
+	for i := range answers {
+		wg.Go(func() {
+			var err error
+			if answers[i], err = renew("long", "still working"); err != nil {
+				t.Errorf("renewal %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	for i, a := range answers {
+		if a.GetRenewals() != 1 || !proto.Equal(a, answers[0]) {
+			t.Errorf("answer %d: %d renewals, equal to the first %v; want the one renewal", i, a.GetRenewals(), proto.Equal(a, answers[0]))
+		}
+	}
+	tk := e.waitTask(t, "long", "its credential", func(*stewardv1.Task) bool { return true })
+	if tk.Credential.Renewals != 1 {
+		t.Fatalf("the task's credential was renewed %d times, want 1", tk.Credential.Renewals)
+	}
+	last, err := e.log.LastTaskSequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again, err := renew("long", "still working"); err != nil || !proto.Equal(again, answers[0]) {
+		t.Errorf("a later repeat: %v, %v; want the first answer", err, again)
+	}
+	firstUse := fmt.Sprintf("request id %q was first used for RenewCredential on task long", "renew-1")
+	for what, taskID := range map[string]string{"another reason": "long", "another task": "other"} {
+		reason := "still working"
+		if what == "another reason" {
+			reason = "something else"
+		}
+		if _, err := renew(taskID, reason); !errs.Is(err, errs.AlreadyExists) || !strings.Contains(err.Error(), firstUse) {
+			t.Errorf("%s: %v; want already exists: %s", what, err, firstUse)
+		}
+	}
+	if seq, err := e.log.LastTaskSequence(ctx); err != nil || seq != last {
+		t.Errorf("repeats and refusals appended events (last sequence %d, was %d): %v", seq, last, err)
+	}
+}
