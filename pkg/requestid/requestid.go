@@ -42,13 +42,28 @@ import (
 type Scope struct {
 	Tenant    string
 	Principal string
+	// Task narrows the scope to one task: set for an agent's proposal
+	// ids, which name steps of one task (see ForProposal).
+	Task string
 }
 
 // ForPrincipal is the scope of a caller known by its principal alone.
 func ForPrincipal(principal string) Scope { return Scope{Principal: principal} }
 
+// ForProposal is the scope of a caller's proposal ids on one task. An
+// action's id derives from its task and proposal id, and an agent that
+// names its steps "step-1" on every task means another step each time; on
+// one task, the proposal id still names one proposal with one body.
+func ForProposal(principal, taskID string) Scope {
+	return Scope{Principal: principal, Task: taskID}
+}
+
 func (s Scope) parts(requestID string) []string {
-	return []string{"tenant", s.Tenant, "principal", s.Principal, "request", requestID}
+	parts := []string{"tenant", s.Tenant, "principal", s.Principal}
+	if s.Task != "" {
+		parts = append(parts, "task", s.Task)
+	}
+	return append(parts, "request", requestID)
 }
 
 // TaskID is the id of the task requestID creates in s: deriving it is

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -28,7 +29,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	taskID := TaskIDFor(principal, req.RequestId)
-	if _, err := p.claimFor(ctx, principal, "CreateTask", taskID, req.RequestId, req); err != nil {
+	if _, err := p.claimFor(ctx, requestid.ForPrincipal(principal), "CreateTask", taskID, req.RequestId, req); err != nil {
 		return nil, false, err
 	}
 	return p.create(ctx, principal, taskID, req.RequestId, contract)

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -36,9 +37,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		return nil, false, err
 	}
 	// The proposal id is this command's request id, under the one rule
-	// (see claim); the action's id still derives from the task and the
-	// proposal id, as the op_key a tool sees derives from it.
-	if _, err := p.claim(ctx, principal, "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
+	// (see claim) but scoped to the task: the action's id derives from the
+	// task and the proposal id, as the op_key a tool sees derives from it.
+	if _, err := p.claimIn(ctx, requestid.ForProposal(principal, req.TaskId), "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
 		return nil, false, err
 	}
 	params := []byte("{}")

@@ -28,22 +28,26 @@ func TaskIDFor(principal, requestID string) string {
 // id it claims nothing and the event gets a random id. A request id first
 // used otherwise is AlreadyExists, and nothing is appended.
 func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID string, req proto.Message) (string, error) {
+	return p.claimIn(ctx, requestid.ForPrincipal(principal), command, taskID, requestID, req)
+}
+
+// claimIn is claim with the request id in scope s.
+func (p *Plane) claimIn(ctx context.Context, s requestid.Scope, command, taskID, requestID string, req proto.Message) (string, error) {
 	if requestID == "" {
 		return "", nil
 	}
 	if _, _, err := task.Load(ctx, p.log, taskID); err != nil {
 		return "", err
 	}
-	return p.claimFor(ctx, principal, command, taskID, requestID, req)
+	return p.claimFor(ctx, s, command, taskID, requestID, req)
 }
 
-// claimFor is claim for a task that need not exist yet: the one a
+// claimFor is claimIn for a task that need not exist yet: the one a
 // CreateTask opens.
-func (p *Plane) claimFor(ctx context.Context, principal, command, taskID, requestID string, req proto.Message) (string, error) {
+func (p *Plane) claimFor(ctx context.Context, s requestid.Scope, command, taskID, requestID string, req proto.Message) (string, error) {
 	if requestID == "" {
 		return "", nil
 	}
-	s := requestid.ForPrincipal(principal)
 	if err := requestid.Claim(ctx, p.log, s, requestID, requestid.UseOf(command, taskID, req)); err != nil {
 		return "", err
 	}

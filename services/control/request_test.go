@@ -32,6 +32,10 @@ type requestCase struct {
 	// onTask is false when the command makes its own task (CreateTask),
 	// so there is no other task to send it on.
 	onTask bool
+	// perTask is set for ids scoped to their task (proposal ids): on
+	// another task, or as another command's request id, the same id is
+	// another id.
+	perTask bool
 }
 
 func requestCases() []requestCase {
@@ -99,7 +103,7 @@ func requestCases() []requestCase {
 			},
 		},
 		{
-			command: "ProposeAction", principal: "agent", onTask: true, setup: running(nil),
+			command: "ProposeAction", principal: "agent", onTask: true, perTask: true, setup: running(nil),
 			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
 				params, err := structpb.NewStruct(map[string]any{"q": reasons[body]})
 				if err != nil {
@@ -201,6 +205,13 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 			if tc.command != "MarkProduced" {
 				_, err = tc.send(ctx, r, taskID, "r1", 1)
 				refused("another body", err)
+			}
+			if tc.perTask {
+				// Another task's step with the same name is its own.
+				if _, err = tc.send(ctx, r, otherID, "r1", 0); err != nil {
+					t.Errorf("the same id on another task: %v; want a proposal of its own", err)
+				}
+				return
 			}
 			if tc.onTask {
 				_, err = tc.send(ctx, r, otherID, "r1", 0)
