@@ -67,8 +67,10 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		switch {
 		case Terminal(t.Status):
 			return nil, true, illegal(t, "raise the budget of")
-		case r.MaxTokens < 0 || r.MaxCostMicros < 0:
-			return nil, true, errs.Field("max_tokens", "limits must not be negative")
+		case r.MaxTokens < 0:
+			return nil, true, errs.Field("max_tokens", "must not be negative")
+		case r.MaxCostMicros < 0:
+			return nil, true, errs.Field("max_cost_micros", "must not be negative")
 		case r.MaxTokens == 0 && r.MaxCostMicros == 0:
 			return nil, true, errs.Field("max_tokens", "name a new token or cost limit")
 		case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
