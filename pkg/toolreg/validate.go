@@ -62,8 +62,10 @@ func Validate(c *stewardv1.ToolContract) error {
 	if _, ok := stewardv1.EffectClass_name[int32(c.EffectClass)]; !ok || c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_UNSPECIFIED {
 		return errs.Field("contract.effect_class", "is required: EFFECT_CLASS_READ, _IDEMPOTENT_WRITE, _REVERSIBLE_WRITE or _IRREVERSIBLE")
 	}
-	if _, ok := stewardv1.DataSensitivity_name[int32(c.DataSensitivity)]; !ok {
-		return errs.Field("contract.data_sensitivity", "%d is not a known sensitivity", c.DataSensitivity)
+	// Fail closed: an unset sensitivity would read to policy as the
+	// mildest, and a write to restricted data would run unapproved.
+	if _, ok := stewardv1.DataSensitivity_name[int32(c.DataSensitivity)]; !ok || c.DataSensitivity == stewardv1.DataSensitivity_DATA_SENSITIVITY_UNSPECIFIED {
+		return errs.Field("contract.data_sensitivity", "is required: DATA_SENSITIVITY_PUBLIC, _INTERNAL, _CONFIDENTIAL or _RESTRICTED")
 	}
 	if _, ok := stewardv1.ApprovalRule_name[int32(c.DefaultApproval)]; !ok {
 		return errs.Field("contract.default_approval", "%d is not a known approval rule", c.DefaultApproval)

@@ -14,6 +14,7 @@ import (
 func valid() *stewardv1.ToolContract {
 	return &stewardv1.ToolContract{
 		Name: "search", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
 		ParametersSchema: `{"type":"object"}`,
 		Endpoint:         &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "https://tools.example/search"}},
 	}
@@ -30,6 +31,9 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"no version", func(c *stewardv1.ToolContract) { c.Version = "" }, "contract.version"},
 		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
 		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
+		{"unknown effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 9 }, "contract.effect_class"},
+		{"no data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 0 }, "contract.data_sensitivity"},
+		{"unknown data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 9 }, "contract.data_sensitivity"},
 		{"reversible without compensation", func(c *stewardv1.ToolContract) {
 			c.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE
 		}, "contract.compensating_tool"},

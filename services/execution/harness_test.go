@@ -177,7 +177,7 @@ func (b *bed) start() {
 func (b *bed) register(ts *scriptedTool, name string, statusQuery bool, edit func(*stewardv1.ToolContract)) {
 	b.t.Helper()
 	c := &stewardv1.ToolContract{
-		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Timeout:     durationpb.New(time.Second),
 		RetryPolicy: &stewardv1.RetryPolicy{MaxAttempts: 3, InitialBackoff: durationpb.New(50 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond)},
 		Endpoint:    &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ts.URL + "/call"}},
