@@ -20,6 +20,7 @@ func TestToolsFileFailsClosed(t *testing.T) {
 		field string
 	}{
 		{"no data sensitivity", `{"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "builtin": {"kind": "noop"}}`, "contract.data_sensitivity"},
+		{"service key the breaker cannot record", `{"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "serviceKey": "a.b", "builtin": {"kind": "noop"}}`, "contract.service_key"},
 		{"no effect class", `{"name": "wire", "version": "1", "dataSensitivity": "DATA_SENSITIVITY_RESTRICTED", "builtin": {"kind": "noop"}}`, "contract.effect_class"},
 	}
 	for _, tt := range tests {

@@ -75,6 +75,13 @@ func Validate(c *stewardv1.ToolContract) error {
 			return errs.Field("contract.timeout", "must be between 0 and %s", MaxTimeout)
 		}
 	}
+	// The breaker counts against this key; one it could not record would
+	// hold actions behind an open breaker that no view shows.
+	if c.ServiceKey != "" {
+		if err := eventlog.CheckServiceKey("contract.service_key", c.ServiceKey); err != nil {
+			return err
+		}
+	}
 	if c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && c.CompensatingTool == "" {
 		return errs.Field("contract.compensating_tool", "is required for a reversible write: name the tool that undoes it")
 	}

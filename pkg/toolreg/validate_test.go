@@ -2,6 +2,7 @@ package toolreg_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -32,6 +33,10 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
 		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
 		{"unknown effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 9 }, "contract.effect_class"},
+		{"service key a wildcard", func(c *stewardv1.ToolContract) { c.ServiceKey = ">" }, "contract.service_key"},
+		{"service key a star", func(c *stewardv1.ToolContract) { c.ServiceKey = "*" }, "contract.service_key"},
+		{"service key with a dot", func(c *stewardv1.ToolContract) { c.ServiceKey = "a.b" }, "contract.service_key"},
+		{"service key too long", func(c *stewardv1.ToolContract) { c.ServiceKey = strings.Repeat("k", 65) }, "contract.service_key"},
 		{"no data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 0 }, "contract.data_sensitivity"},
 		{"unknown data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 9 }, "contract.data_sensitivity"},
 		{"reversible without compensation", func(c *stewardv1.ToolContract) {
@@ -49,6 +54,11 @@ func TestValidateNamesTheField(t *testing.T) {
 	}
 	if err := toolreg.Validate(valid()); err != nil {
 		t.Fatalf("a valid contract was refused: %v", err)
+	}
+	keyed := valid()
+	keyed.ServiceKey = "payments_eu-1"
+	if err := toolreg.Validate(keyed); err != nil {
+		t.Fatalf("a valid service key was refused: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
