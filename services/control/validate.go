@@ -33,12 +33,20 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 	return validateClientContract(req.Contract, now)
 }
 
-// validateClientContract checks a contract as a client sends it: a
-// delegation is for Steward to record, never for a client to claim.
+// validateClientContract checks a contract as a client sends it. The
+// fields Steward owns are refused rather than ignored or stored: the task
+// id is derived from the request, the credential is issued by governance
+// (a credential_ref the client chose would otherwise stand in a permit for
+// a task that has none yet), and a delegation is for Steward to record,
+// never for a client to claim.
 func validateClientContract(c *stewardv1.TaskContract, now time.Time) error {
 	switch {
 	case c == nil:
 		return errs.Field("contract", "is required")
+	case c.TaskId != "":
+		return errs.Field("contract.task_id", "is set by Steward, not by the client")
+	case c.CredentialRef != "":
+		return errs.Field("contract.credential_ref", "is set by Steward (governance issues the credential), not by the client")
 	case len(c.DelegationChain) > 0:
 		return errs.Field("contract.delegation_chain", "is set by Steward (DelegateTask), not by the client")
 	case c.ParentTaskId != "":
