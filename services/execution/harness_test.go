@@ -126,6 +126,8 @@ type bed struct {
 	cfg      execution.Config
 	plane    *execution.Plane
 	requests *action.Store
+	// logger, when set, is the plane's logger from the next start on.
+	logger *slog.Logger
 }
 
 func newBed(t *testing.T, br breaker.Config) *bed {
@@ -162,7 +164,11 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 // start runs a fresh plane, as a restarted process would.
 func (b *bed) start() {
 	b.t.Helper()
-	p, err := execution.New(b.log, slog.New(slog.NewTextHandler(testWriter{b.t}, nil)), b.cfg)
+	logger := b.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(testWriter{b.t}, nil))
+	}
+	p, err := execution.New(b.log, logger, b.cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
