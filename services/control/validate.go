@@ -10,15 +10,16 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/limits"
 )
 
 // Limits on a task contract. They keep one task's events small enough to
 // replay quickly and keep a careless client from filling the log.
 const (
-	MaxTextLen   = 4096 // intent, desired outcome, descriptions
-	MaxRefLen    = 256  // principal and credential refs, ids, tool names
-	MaxListLen   = 256  // any repeated field
-	MaxRequestID = 128
+	MaxTextLen   = 4096                // intent, desired outcome, descriptions
+	MaxRefLen    = limits.MaxID        // principal and credential refs, ids, tool names
+	MaxListLen   = limits.MaxList      // any repeated field
+	MaxRequestID = limits.MaxRequestID // request ids
 	MaxReasonLen = 1024
 )
 

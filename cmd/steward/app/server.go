@@ -21,6 +21,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/embedded"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/limits"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -188,7 +189,9 @@ func (m *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("--auth: %w", err)
 		}
 	}
-	opts := rpc.HandlerOptions(m.logger, tokens)
+	// Inside the edge interceptor, which translates its refusals: no
+	// handler sees an id or a list past its documented limit.
+	opts := append(rpc.HandlerOptions(m.logger, tokens), connect.WithInterceptors(limits.NewInterceptor()))
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(ctx); err != nil {
