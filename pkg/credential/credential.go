@@ -107,12 +107,12 @@ func RenewalOf(prev, renewed *stewardv1.TaskCredential) error {
 func Narrows(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract) error {
 	for i, tool := range c.GetAllowedTools() {
 		if !slices.Contains(parent.AllowedTools, tool) {
-			return errs.Field(fmt.Sprintf("contract.allowed_tools[%d]", i), "%q is not among the parent credential's tools %v: a delegation may only keep or narrow them", tool, parent.AllowedTools)
+			return errs.Field(fmt.Sprintf("contract.allowed_tools[%d]", i), "%s is not among the parent credential's tools %v: a delegation may only keep or narrow them", errs.Quote(tool), parent.AllowedTools)
 		}
 	}
 	for i, s := range c.GetScopes() {
 		if !slices.Contains(parent.Scopes, s) {
-			return errs.Field(fmt.Sprintf("contract.scopes[%d]", i), "%q is not among the parent credential's scopes %v: a delegation may only keep or narrow them", s, parent.Scopes)
+			return errs.Field(fmt.Sprintf("contract.scopes[%d]", i), "%s is not among the parent credential's scopes %v: a delegation may only keep or narrow them", errs.Quote(s), parent.Scopes)
 		}
 	}
 	if c.GetRiskTier() < parent.RiskTier {
@@ -191,7 +191,7 @@ func Covers(c *stewardv1.TaskCredential, tool string, scopes []string, now time.
 	}
 	for _, s := range scopes {
 		if !slices.Contains(c.Scopes, s) {
-			return errs.New(errs.PermissionDenied, "credential %s does not hold scope %q, which tool %s requires", c.CredentialId, s, tool)
+			return errs.New(errs.PermissionDenied, "credential %s does not hold scope %s, which tool %s requires", c.CredentialId, errs.Quote(s), tool)
 		}
 	}
 	return nil

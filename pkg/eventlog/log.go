@@ -221,7 +221,7 @@ func (l *Log) subjectOf(ev *stewardv1.Event) (string, error) {
 	if reg := ev.GetToolRegistered(); reg != nil {
 		name := reg.GetContract().GetName()
 		if !ValidTaskID(name) {
-			return "", errs.Field("contract.name", "%q is not a tool name: want 1-64 letters, digits, '-' or '_'", name)
+			return "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(name))
 		}
 		return l.ToolSubject(name), nil
 	}

@@ -26,7 +26,7 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil, true, illegal(t, "spend for")
 		}
 		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
-			return nil, true, errs.Field("milestone_id", "task %s has no milestone %q in its budget", t.Contract.GetTaskId(), c.MilestoneId)
+			return nil, true, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(c.MilestoneId))
 		}
 		if err := CheckSpend(t, c.Tokens, c.CostMicros); err != nil {
 			return nil, true, err

@@ -32,7 +32,7 @@ func Validate(c *stewardv1.ToolContract) error {
 	case c.Name == "":
 		return errs.Field("contract.name", "is required")
 	case !eventlog.ValidTaskID(c.Name):
-		return errs.Field("contract.name", "%q: want 1-64 letters, digits, '-' or '_'", c.Name)
+		return errs.Field("contract.name", "%s: want 1-64 letters, digits, '-' or '_'", errs.Quote(c.Name))
 	case c.Version == "":
 		return errs.Field("contract.version", "is required")
 	case len(c.Version) > 64:
@@ -102,7 +102,7 @@ func Validate(c *stewardv1.ToolContract) error {
 			known = known || e.Builtin.Kind == k
 		}
 		if !known {
-			return errs.Field("contract.builtin.kind", "%q is not one of %v", e.Builtin.Kind, BuiltinKinds)
+			return errs.Field("contract.builtin.kind", "%s is not one of %v", errs.Quote(e.Builtin.Kind), BuiltinKinds)
 		}
 	default:
 		return errs.Field("contract.endpoint", "is required: http or builtin")
@@ -119,7 +119,7 @@ func checkURL(field, s string, required bool) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errs.Field(field, "%q is not an absolute http(s) URL", s)
+		return errs.Field(field, "%s is not an absolute http(s) URL", errs.Quote(s))
 	}
 	return nil
 }

@@ -85,7 +85,7 @@ func (p *Plane) review(ctx context.Context, principal, taskID, requestID string,
 		return nil, err
 	}
 	if first.Type != ev.Type {
-		return nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", requestID, taskID, first.Type)
+		return nil, errs.New(errs.AlreadyExists, "request_id %s already recorded another command on task %s (%s)", errs.Quote(requestID), taskID, first.Type)
 	}
 	return t, nil
 }

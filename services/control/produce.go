@@ -131,7 +131,7 @@ func (p *Plane) producedRound(ctx context.Context, t *stewardv1.Task, id string)
 	}
 	pr := ev.GetTaskProduced()
 	if pr == nil {
-		return nil, nil, errs.New(errs.AlreadyExists, "request_id %q already recorded another command on task %s (%s)", ev.CorrelationId, t.Contract.GetTaskId(), ev.Type)
+		return nil, nil, errs.New(errs.AlreadyExists, "request_id %s already recorded another command on task %s (%s)", errs.Quote(ev.CorrelationId), t.Contract.GetTaskId(), ev.Type)
 	}
 	r := roundOf(t, pr.Round)
 	if r == nil {

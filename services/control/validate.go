@@ -112,7 +112,7 @@ func checkAcceptance(c *stewardv1.TaskContract) error {
 		case c.AcceptanceOwnerRef == "":
 			return errs.Field("contract.acceptance_owner_ref", "is required with separation_of_duties: someone other than the requester must accept")
 		case c.AcceptanceOwnerRef == c.RequesterRef:
-			return errs.Field("contract.acceptance_owner_ref", "%q is also the requester; separation_of_duties needs someone else", c.AcceptanceOwnerRef)
+			return errs.Field("contract.acceptance_owner_ref", "%s is also the requester; separation_of_duties needs someone else", errs.Quote(c.AcceptanceOwnerRef))
 		}
 	}
 	return nil
@@ -202,7 +202,7 @@ func checkBudget(b *stewardv1.Budget) error {
 			return err
 		}
 		if seen[m.MilestoneId] {
-			return errs.Field(f+".milestone_id", "%q appears twice", m.MilestoneId)
+			return errs.Field(f+".milestone_id", "%s appears twice", errs.Quote(m.MilestoneId))
 		}
 		seen[m.MilestoneId] = true
 		if m.MaxTokens < 0 {
