@@ -4,8 +4,10 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -76,5 +78,36 @@ func TestCheckLeavesParametersAlone(t *testing.T) {
 	}
 	if err := limits.Check((&stewardv1.ProposeActionRequest{TaskId: "t", Params: params}).ProtoReflect()); err != nil {
 		t.Fatalf("refused: %v", err)
+	}
+}
+
+func TestDuration(t *testing.T) {
+	const least, most = time.Minute, time.Hour
+	tests := []struct {
+		name string
+		d    *durationpb.Duration
+		ok   bool
+	}{
+		{"unset", nil, true},
+		{"zero: the default", durationpb.New(0), true},
+		{"the least", durationpb.New(least), true},
+		{"the most", durationpb.New(most), true},
+		{"a nanosecond", durationpb.New(time.Nanosecond), false},
+		{"past the most", durationpb.New(most + time.Nanosecond), false},
+		{"negative", durationpb.New(-time.Minute), false},
+		{"10,000 years", &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}, false},
+		{"not a duration", &durationpb.Duration{Seconds: 1, Nanos: -1}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := limits.Duration("timers.x", tt.d, least, most)
+			var e *errs.Error
+			switch {
+			case tt.ok && err != nil:
+				t.Fatalf("refused: %v", err)
+			case !tt.ok && (!errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "timers.x"):
+				t.Fatalf("err = %v, want invalid timers.x", err)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -51,6 +52,19 @@ func TestValidateNamesTheField(t *testing.T) {
 			c.Endpoint = &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "shell"}}
 		}, "contract.builtin.kind"},
 		{"timeout too long", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(toolreg.MaxTimeout * 2) }, "contract.timeout"},
+		{"timeout of a nanosecond", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(time.Nanosecond) }, "contract.timeout"},
+		{"retention of 10,000 years", func(c *stewardv1.ToolContract) {
+			c.Idempotency = &stewardv1.IdempotencySupport{HonoursKey: true, Retention: &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}}
+		}, "contract.idempotency.retention"},
+		{"backoff of a nanosecond", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{InitialBackoff: durationpb.New(time.Nanosecond)}
+		}, "contract.retry_policy.initial_backoff"},
+		{"backoff past a day", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{MaxBackoff: durationpb.New(toolreg.MaxRetryBackoff + time.Second)}
+		}, "contract.retry_policy.max_backoff"},
+		{"retries for a year", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{MaxElapsed: durationpb.New(365 * 24 * time.Hour)}
+		}, "contract.retry_policy.max_elapsed"},
 	}
 	if err := toolreg.Validate(valid()); err != nil {
 		t.Fatalf("a valid contract was refused: %v", err)

@@ -5,7 +5,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -262,8 +261,20 @@ func checkRecovery(r *stewardv1.RecoveryPolicy) error {
 
 func checkReason(s string) error { return checkText("reason", s, MaxReasonLen, false) }
 
-// MinStallAfter is the shortest stall threshold a contract may set.
-const MinStallAfter = time.Minute
+// The documented ranges of a contract's timers (contract.timers). Zero
+// means the default; anything else outside its range is refused.
+const (
+	// MinApprovalTimer and MaxApprovalTimer bound approval_remind_after
+	// and approval_suspend_after: people need a minute to answer, and a
+	// wait of more than a year is a typo.
+	MinApprovalTimer = time.Minute
+	MaxApprovalTimer = 365 * 24 * time.Hour
+	// MinStallAfter and MaxStallAfter bound stall_after: a live call
+	// heartbeats every 10 s, and a stall mark hands its work to another
+	// worker; a working task silent for a month is stalled by any measure.
+	MinStallAfter = time.Minute
+	MaxStallAfter = 30 * 24 * time.Hour
+)
 
 // MaxLimit bounds the loop guards a contract may set.
 const MaxLimit = 100_000
@@ -280,26 +291,20 @@ func checkLimits(l *stewardv1.TaskLimits) error {
 	return nil
 }
 
-// checkTimers refuses durations that are negative or invalid, and a
+// checkTimers refuses a timer outside its documented range, and a
 // suspension that would come before its reminder. Zero means the default.
 func checkTimers(tm *stewardv1.TaskTimers) error {
 	if tm == nil {
 		return nil
 	}
-	for _, d := range []struct {
-		field string
-		d     *durationpb.Duration
-	}{
-		{"contract.timers.approval_remind_after", tm.ApprovalRemindAfter},
-		{"contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter},
-		{"contract.timers.stall_after", tm.StallAfter},
+	for _, err := range []error{
+		limits.Duration("contract.timers.approval_remind_after", tm.ApprovalRemindAfter, MinApprovalTimer, MaxApprovalTimer),
+		limits.Duration("contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter, MinApprovalTimer, MaxApprovalTimer),
+		limits.Duration("contract.timers.stall_after", tm.StallAfter, MinStallAfter, MaxStallAfter),
 	} {
-		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
-			return errs.Field(d.field, "must be a non-negative duration")
+		if err != nil {
+			return err
 		}
-	}
-	if tm.StallAfter != nil && tm.StallAfter.AsDuration() > 0 && tm.StallAfter.AsDuration() < MinStallAfter {
-		return errs.Field("contract.timers.stall_after", "must be at least %s: a live call heartbeats every 10 s, and a stall mark hands its work to another worker", MinStallAfter)
 	}
 	remind, suspend := tm.ApprovalRemindAfter.AsDuration(), tm.ApprovalSuspendAfter.AsDuration()
 	if remind > 0 && suspend > 0 && suspend <= remind {
