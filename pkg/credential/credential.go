@@ -25,6 +25,14 @@ import (
 // DefaultTTL is how long a credential lasts when the task has no deadline.
 const DefaultTTL = 30 * 24 * time.Hour
 
+// MinTTL and MaxTTL bound the credential lifetime an operator may set
+// (--credential-ttl): shorter than a minute expires before an approval can
+// be given; longer than a year is a credential nobody reviews.
+const (
+	MinTTL = time.Minute
+	MaxTTL = 365 * 24 * time.Hour
+)
+
 // ID returns the id of the credential of taskID delegated from parent ("" for
 // a task's own): derived, so that issuing it again is recognised.
 func ID(taskID, parent string) string { return "cred-" + event.ID(taskID, "credential", parent)[:24] }

@@ -143,8 +143,8 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
 	}
-	if m.CredentialTTL <= 0 {
-		return fmt.Errorf("--credential-ttl: %s is not a positive duration", m.CredentialTTL)
+	if m.CredentialTTL < credential.MinTTL || m.CredentialTTL > credential.MaxTTL {
+		return fmt.Errorf("--credential-ttl: %s is outside %s–%s", m.CredentialTTL, credential.MinTTL, credential.MaxTTL)
 	}
 	if m.Mode == "serve" && m.Plane == governance.PlaneName && m.CredentialKey == "" {
 		// A key of its own would make every replica, and every restart,
