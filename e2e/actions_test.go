@@ -29,7 +29,7 @@ const (
 func governedSetup(t *testing.T, tool *toolServer, policyDir string) []string {
 	dir := t.TempDir()
 	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ",
+	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
 	   "http": {"url": %q}},
 	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
@@ -349,7 +349,7 @@ func TestProposalBadInput(t *testing.T) {
 	// With tokens on, registering a tool takes the tool-admin role.
 	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, p.url, connect.WithInterceptors(bearer(agentToken)))
 	_, err = tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
-		Name: "pay", Version: "9.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		Name: "pay", Version: "9.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: tool.URL}},
 	}}))
 	if connect.CodeOf(err) != connect.CodePermissionDenied {

@@ -40,7 +40,7 @@ func BenchmarkGovernedAction(b *testing.B) {
 	}
 	write(filepath.Join(policyDir, "allow.rego"), "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"benchmark: allow all\"]}\n")
 	toolsFile := filepath.Join(dir, "tools.json")
-	write(toolsFile, `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "builtin": {"kind": "noop"}}]}`)
+	write(toolsFile, `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "builtin": {"kind": "noop"}}]}`)
 	m := app.NewServer(io.Discard, benchLog())
 	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", benchLevel(),
 		"--tools", toolsFile, "--policy-dir", policyDir}); err != nil {

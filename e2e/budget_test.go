@@ -22,7 +22,7 @@ const budgetOwnerToken = "e2e-budget-owner-token-0123"
 // resumes the task, which goes on.
 func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	tool := startToolServer(t)
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ",
+	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},

@@ -165,7 +165,7 @@ func crashToolsFile(ct *crashTool) string {
 	const item = `{\"type\":\"object\",\"required\":[\"item\"],\"properties\":{\"item\":{\"type\":\"string\",\"minLength\":1}}}`
 	const undo = `{\"type\":\"object\",\"required\":[\"action_id\",\"op_key\"],\"properties\":{\"action_id\":{\"type\":\"string\"},\"op_key\":{\"type\":\"string\"}}}`
 	tool := func(name, class, schema, timeout, path, extra string) string {
-		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "parametersSchema": "%s",
+		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "parametersSchema": "%s",
 		  "idempotency": {"honoursKey": true, "keyScope": "per-tool", "onRepeat": "the first result"},
 		  "statusQuery": true, "timeout": %q, %s
 		  "http": {"url": %q, "statusUrl": %q}}`, name, class, schema, timeout, extra, ct.URL+path, ct.URL+"/status")

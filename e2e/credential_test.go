@@ -26,8 +26,8 @@ import (
 func credentialSetup(t *testing.T, tool *toolServer, dir string) []string {
 	t.Helper()
 	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "http": {"url": %q}},
-	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "requiredScopes": ["payments:write"], "http": {"url": %q}}
+	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}},
+	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "requiredScopes": ["payments:write"], "http": {"url": %q}}
 	]}`, tool.URL+"/search", tool.URL+"/wire")
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:lead", "roles": []},

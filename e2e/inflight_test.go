@@ -33,7 +33,7 @@ func TestSubTaskCancelledMidCallReleasesAfterTheCall(t *testing.T) {
 	t.Cleanup(tool.Close)
 	t.Cleanup(release)
 	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ",
+	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "costMicrosPerCall": 200, "http": {"url": %q}}]}`, tool.URL)
 	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools))
 	c := newClients(p.url)

@@ -87,9 +87,9 @@ func startPlanes(t *testing.T, n int) *planes {
 		ps.execs = append(ps.execs, p)
 	}
 	for _, c := range []*stewardv1.ToolContract{
-		{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ps.tool.URL + "/search"}}},
-		{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
+		{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ps.tool.URL + "/wire"}}},
 	} {
 		_, _, err := ps.execs[0].Register(ctx, "test", c)

@@ -27,7 +27,7 @@ const ownerToken = "e2e-acceptance-owner-token-0123"
 func TestReceiptMatchesReplay(t *testing.T) {
 	tool := startToolServer(t)
 	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "http": {"url": %q}}]}`, tool.URL+"/search")
+	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}]}`, tool.URL+"/search")
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
 	  {"token": %q, "principal": "user:owner", "roles": []}]}`, agentToken, ownerToken)

@@ -60,6 +60,8 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--plane", "state"}, "--nats is required"},
 		{[]string{"serve", "--plane", "governance", "--nats", "nats://x:4222"}, "--credential-key is required"},
 		{[]string{"dev", "--credential-ttl", "-1h"}, "--credential-ttl"},
+		{[]string{"dev", "--credential-ttl", "1ns"}, "--credential-ttl"},
+		{[]string{"dev", "--credential-ttl", "87600h"}, "--credential-ttl"},
 		{[]string{"dev", "--addr", "nonsense"}, "--addr"},
 		{[]string{"dev", "--log-level", "loud"}, "--log-level"},
 	} {

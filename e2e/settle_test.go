@@ -45,7 +45,7 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 		}
 		return p
 	}
-	tools := write("tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE",
+	tools := write("tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "timeout": "1s", "http": {"url": %q}}]}`, tool.URL))
 	tokens := write("tokens.json", fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},

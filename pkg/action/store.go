@@ -69,7 +69,7 @@ func (s *Store) Put(ctx context.Context, data []byte) (ref, hash string, err err
 func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
 	h, ok := strings.CutPrefix(ref, s.prefix)
 	if !ok {
-		return nil, errs.New(errs.Corrupt, "%q is not a reference into %s", ref, s.prefix)
+		return nil, errs.New(errs.Corrupt, "%s is not a reference into %s", errs.Quote(ref), s.prefix)
 	}
 	e, err := s.kv.Get(ctx, h)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {

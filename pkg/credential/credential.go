@@ -25,6 +25,14 @@ import (
 // DefaultTTL is how long a credential lasts when the task has no deadline.
 const DefaultTTL = 30 * 24 * time.Hour
 
+// MinTTL and MaxTTL bound the credential lifetime an operator may set
+// (--credential-ttl): shorter than a minute expires before an approval can
+// be given; longer than a year is a credential nobody reviews.
+const (
+	MinTTL = time.Minute
+	MaxTTL = 365 * 24 * time.Hour
+)
+
 // ID returns the id of the credential of taskID delegated from parent ("" for
 // a task's own): derived, so that issuing it again is recognised.
 func ID(taskID, parent string) string { return "cred-" + event.ID(taskID, "credential", parent)[:24] }
@@ -107,12 +115,12 @@ func RenewalOf(prev, renewed *stewardv1.TaskCredential) error {
 func Narrows(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract) error {
 	for i, tool := range c.GetAllowedTools() {
 		if !slices.Contains(parent.AllowedTools, tool) {
-			return errs.Field(fmt.Sprintf("contract.allowed_tools[%d]", i), "%q is not among the parent credential's tools %v: a delegation may only keep or narrow them", tool, parent.AllowedTools)
+			return errs.Field(fmt.Sprintf("contract.allowed_tools[%d]", i), "%s is not among the parent credential's tools %v: a delegation may only keep or narrow them", errs.Quote(tool), parent.AllowedTools)
 		}
 	}
 	for i, s := range c.GetScopes() {
 		if !slices.Contains(parent.Scopes, s) {
-			return errs.Field(fmt.Sprintf("contract.scopes[%d]", i), "%q is not among the parent credential's scopes %v: a delegation may only keep or narrow them", s, parent.Scopes)
+			return errs.Field(fmt.Sprintf("contract.scopes[%d]", i), "%s is not among the parent credential's scopes %v: a delegation may only keep or narrow them", errs.Quote(s), parent.Scopes)
 		}
 	}
 	if c.GetRiskTier() < parent.RiskTier {
@@ -191,7 +199,7 @@ func Covers(c *stewardv1.TaskCredential, tool string, scopes []string, now time.
 	}
 	for _, s := range scopes {
 		if !slices.Contains(c.Scopes, s) {
-			return errs.New(errs.PermissionDenied, "credential %s does not hold scope %q, which tool %s requires", c.CredentialId, s, tool)
+			return errs.New(errs.PermissionDenied, "credential %s does not hold scope %s, which tool %s requires", c.CredentialId, errs.Quote(s), tool)
 		}
 	}
 	return nil

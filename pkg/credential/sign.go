@@ -226,9 +226,9 @@ func VerifyChain(leaf *stewardv1.SignedCredential, chain []*stewardv1.SignedCred
 		case parent == nil && c.ParentCredentialId != "":
 			return nil, errs.New(errs.Corrupt, "link %d: credential %s names parent %s, which the chain does not hold", i, c.CredentialId, c.ParentCredentialId)
 		case parent != nil && c.ParentCredentialId != parent.CredentialId:
-			return nil, errs.New(errs.Corrupt, "link %d: credential %s names parent %q, not %s", i, c.CredentialId, c.ParentCredentialId, parent.CredentialId)
+			return nil, errs.New(errs.Corrupt, "link %d: credential %s names parent %s, not %s", i, c.CredentialId, errs.Quote(c.ParentCredentialId), parent.CredentialId)
 		case parent != nil && c.ParentTaskId != parent.TaskId:
-			return nil, errs.New(errs.Corrupt, "link %d: credential %s names parent task %q, not %s", i, c.CredentialId, c.ParentTaskId, parent.TaskId)
+			return nil, errs.New(errs.Corrupt, "link %d: credential %s names parent task %s, not %s", i, c.CredentialId, errs.Quote(c.ParentTaskId), parent.TaskId)
 		}
 		if parent != nil {
 			if err := narrowsCredential(parent, c); err != nil {

@@ -214,15 +214,15 @@ func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "
 // everything else.
 func (l *Log) subjectOf(ev *stewardv1.Event) (string, error) {
 	if b := ev.GetBreakerChanged(); b != nil {
-		if !ValidTaskID(b.ServiceKey) {
-			return "", errs.Field("service_key", "%q is not a service key: want 1-64 letters, digits, '-' or '_'", b.ServiceKey)
+		if err := CheckServiceKey("service_key", b.ServiceKey); err != nil {
+			return "", err
 		}
 		return l.ServiceSubject(b.ServiceKey), nil
 	}
 	if reg := ev.GetToolRegistered(); reg != nil {
 		name := reg.GetContract().GetName()
 		if !ValidTaskID(name) {
-			return "", errs.Field("contract.name", "%q is not a tool name: want 1-64 letters, digits, '-' or '_'", name)
+			return "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(name))
 		}
 		return l.ToolSubject(name), nil
 	}

@@ -50,7 +50,7 @@ func (l *Log) Read(ctx context.Context, taskID string) ([]*stewardv1.EventRecord
 // checked against the tool subject's hash chain.
 func (l *Log) ReadTool(ctx context.Context, name string) ([]*stewardv1.EventRecord, error) {
 	if !ValidTaskID(name) {
-		return nil, errs.Field("name", "%q is not a tool name", name)
+		return nil, errs.Field("name", "%s is not a tool name", errs.Quote(name))
 	}
 	return l.readChain(ctx, l.ToolSubject(name))
 }

@@ -10,12 +10,25 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
+// CheckServiceKey is the one rule for a circuit breaker's service key:
+// 1–64 ASCII letters, digits, '-' or '_', like a task id, because the key
+// is one token of the breaker's subject (steward.service.<key>). A tool
+// contract is checked with it when registered, so that no key is accepted
+// there that recording a breaker change would refuse later. The error
+// names field.
+func CheckServiceKey(field, key string) error {
+	if !ValidTaskID(key) {
+		return errs.Field(field, "%s is not a service key: want 1-64 letters, digits, '-' or '_'", errs.Quote(key))
+	}
+	return nil
+}
+
 // ServiceHead returns the head of a service subject's chain and its last
 // event (nil when the subject is empty), so a writer can append the next
 // one without reading the whole history.
 func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Event, error) {
-	if !ValidTaskID(key) {
-		return Head{}, nil, errs.Field("service_key", "%q is not a service key", key)
+	if err := CheckServiceKey("service_key", key); err != nil {
+		return Head{}, nil, err
 	}
 	subject := l.ServiceSubject(key)
 	msg, err := l.stream.GetLastMsgForSubject(ctx, subject)
@@ -35,8 +48,8 @@ func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Eve
 // ReadService returns every event of a service subject, in order, each
 // checked against the subject's hash chain.
 func (l *Log) ReadService(ctx context.Context, key string) ([]*stewardv1.EventRecord, error) {
-	if !ValidTaskID(key) {
-		return nil, errs.Field("service_key", "%q is not a service key", key)
+	if err := CheckServiceKey("service_key", key); err != nil {
+		return nil, err
 	}
 	return l.readChain(ctx, l.ServiceSubject(key))
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/limits"
 )
 
 // Scope is whose request ids these are. Tenant is empty until Steward has
@@ -150,7 +151,7 @@ func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u 
 }
 
 // MaxLen is the longest request id, in bytes.
-const MaxLen = 128
+const MaxLen = limits.MaxRequestID
 
 // Check refuses a request id past MaxLen or not valid UTF-8, naming the
 // field request_id.

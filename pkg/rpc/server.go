@@ -11,6 +11,8 @@ import (
 	"connectrpc.com/connect"
 	"connectrpc.com/grpchealth"
 	"connectrpc.com/grpcreflect"
+
+	"github.com/steward-run/steward/pkg/limits"
 )
 
 // MaxRequestBytes bounds a request message. Larger requests get
@@ -33,7 +35,9 @@ type Service struct {
 // tokens may be nil (see NewEdgeInterceptor).
 func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 	return append(strictCodecs(),
-		connect.WithInterceptors(NewEdgeInterceptor(log, tokens)),
+		// The edge answers refused decodings and translates every error,
+		// so the limits every request shares are checked inside it.
+		connect.WithInterceptors(NewEdgeInterceptor(log, tokens), limits.NewInterceptor()),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
 		// and most callers sit on the same network.

@@ -114,12 +114,12 @@ func checkArtifact(t *stewardv1.Task, a *stewardv1.Artifact) error {
 	case a.SizeBytes < 0:
 		return errs.Field("size_bytes", "must not be negative")
 	case !ValidSHA256(a.Sha256):
-		return errs.Field("sha256", "%q is not 64 lowercase hex digits", a.Sha256)
+		return errs.Field("sha256", "%s is not 64 lowercase hex digits", errs.Quote(a.Sha256))
 	case a.Uri == "":
 		return errs.Field("uri", "is required")
 	case a.Version != uint32(len(ArtifactVersions(t, a.Name)))+1:
-		return errs.New(errs.FailedPrecondition, "task %s: artifact %q is at version %d, so the next is %d, not %d",
-			id, a.Name, len(ArtifactVersions(t, a.Name)), len(ArtifactVersions(t, a.Name))+1, a.Version)
+		return errs.New(errs.FailedPrecondition, "task %s: artifact %s is at version %d, so the next is %d, not %d",
+			id, errs.Quote(a.Name), len(ArtifactVersions(t, a.Name)), len(ArtifactVersions(t, a.Name))+1, a.Version)
 	}
 	if a.ActionId != "" {
 		if act := FindAction(t, a.ActionId); act == nil || act.Status != succeeded {
@@ -159,7 +159,7 @@ func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 	}
 	for i, c := range criteria {
 		if pr.Checks[i].GetCriterionId() != c.Id {
-			return errs.New(errs.FailedPrecondition, "task %s: check %d is for criterion %q, not %q", t.Contract.GetTaskId(), i, pr.Checks[i].GetCriterionId(), c.Id)
+			return errs.New(errs.FailedPrecondition, "task %s: check %d is for criterion %s, not %s", t.Contract.GetTaskId(), i, errs.Quote(pr.Checks[i].GetCriterionId()), errs.Quote(c.Id))
 		}
 	}
 	for _, ref := range pr.Artifacts {

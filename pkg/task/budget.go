@@ -26,7 +26,7 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil, true, illegal(t, "spend for")
 		}
 		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
-			return nil, true, errs.Field("milestone_id", "task %s has no milestone %q in its budget", t.Contract.GetTaskId(), c.MilestoneId)
+			return nil, true, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(c.MilestoneId))
 		}
 		if err := CheckSpend(t, c.Tokens, c.CostMicros); err != nil {
 			return nil, true, err
@@ -67,8 +67,10 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		switch {
 		case Terminal(t.Status):
 			return nil, true, illegal(t, "raise the budget of")
-		case r.MaxTokens < 0 || r.MaxCostMicros < 0:
-			return nil, true, errs.Field("max_tokens", "limits must not be negative")
+		case r.MaxTokens < 0:
+			return nil, true, errs.Field("max_tokens", "must not be negative")
+		case r.MaxCostMicros < 0:
+			return nil, true, errs.Field("max_cost_micros", "must not be negative")
 		case r.MaxTokens == 0 && r.MaxCostMicros == 0:
 			return nil, true, errs.Field("max_tokens", "name a new token or cost limit")
 		case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():

@@ -209,7 +209,7 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		}
 		return from, "", nil
 	default:
-		return 0, "", errs.New(errs.FailedPrecondition, "event %s has unknown type %q", ev.EventId, ev.Type)
+		return 0, "", errs.New(errs.FailedPrecondition, "event %s has unknown type %s", ev.EventId, errs.Quote(ev.Type))
 	}
 }
 

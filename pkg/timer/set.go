@@ -108,10 +108,10 @@ func checkKind(kind string) error {
 	}
 	for tok := range strings.SplitSeq(kind, ".") {
 		if tok == "" {
-			return errs.Field("kind", "%q has an empty token", kind)
+			return errs.Field("kind", "%s has an empty token", errs.Quote(kind))
 		}
 		if tok == "*" || tok == ">" || strings.ContainsFunc(tok, badSubjectRune) {
-			return errs.Field("kind", "%q is not a subject token sequence: no wildcards or spaces", kind)
+			return errs.Field("kind", "%s is not a subject token sequence: no wildcards or spaces", errs.Quote(kind))
 		}
 	}
 	return nil
@@ -131,10 +131,10 @@ func checkID(id string) error {
 		return errs.Field("id", "is longer than %d bytes", maxIDLen)
 	}
 	if !utf8.ValidString(id) || strings.ContainsFunc(id, unicode.IsControl) {
-		return errs.Field("id", "%q has control characters or is not UTF-8", id)
+		return errs.Field("id", "%s has control characters or is not UTF-8", errs.Quote(id))
 	}
 	if strings.TrimSpace(id) != id {
-		return errs.Field("id", "%q has leading or trailing spaces", id)
+		return errs.Field("id", "%s has leading or trailing spaces", errs.Quote(id))
 	}
 	return nil
 }

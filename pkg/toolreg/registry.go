@@ -129,9 +129,9 @@ func (r *Registry) Get(name, version string) (*Entry, error) {
 	}
 	if e == nil {
 		if version == "" {
-			return nil, errs.New(errs.NotFound, "tool %q is not registered", name)
+			return nil, errs.New(errs.NotFound, "tool %s is not registered", errs.Quote(name))
 		}
-		return nil, errs.New(errs.NotFound, "tool %q has no version %q", name, version)
+		return nil, errs.New(errs.NotFound, "tool %s has no version %s", errs.Quote(name), errs.Quote(version))
 	}
 	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema, ResultSchema: e.ResultSchema}, nil
 }

@@ -5,19 +5,37 @@ import (
 	"net/url"
 	"time"
 
-	"google.golang.org/protobuf/types/known/durationpb"
-
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/limits"
 )
 
 // BuiltinKinds are the tools the execution plane runs itself.
 var BuiltinKinds = []string{"noop", "file.write", "kv.append"}
 
-// MaxTimeout bounds a tool's call timeout.
-const MaxTimeout = 10 * time.Minute
+// The documented ranges of the durations in a tool contract and in a
+// proposal's retry policy. Zero (or unset) means the default.
+const (
+	// MinTimeout and MaxTimeout bound a tool's call timeout: a call that
+	// may not take 100 ms cannot be answered, and a caller waiting more
+	// than 10 minutes should be polling a status query.
+	MinTimeout = 100 * time.Millisecond
+	MaxTimeout = 10 * time.Minute
+	// MinRetryBackoff and MaxRetryBackoff bound retry_policy's
+	// initial_backoff and max_backoff: shorter is a hot loop against a
+	// failing service, longer is a retry nobody waits for.
+	MinRetryBackoff = 10 * time.Millisecond
+	MaxRetryBackoff = 24 * time.Hour
+	// MinRetryElapsed and MaxRetryElapsed bound retry_policy.max_elapsed.
+	MinRetryElapsed = time.Second
+	MaxRetryElapsed = 30 * 24 * time.Hour
+	// MinRetention and MaxRetention bound idempotency.retention, how long
+	// the tool remembers an op_key.
+	MinRetention = time.Second
+	MaxRetention = 10 * 365 * 24 * time.Hour
+)
 
 // MaxAttempts bounds a retry policy's attempts.
 const MaxAttempts = 100
@@ -32,7 +50,7 @@ func Validate(c *stewardv1.ToolContract) error {
 	case c.Name == "":
 		return errs.Field("contract.name", "is required")
 	case !eventlog.ValidTaskID(c.Name):
-		return errs.Field("contract.name", "%q: want 1-64 letters, digits, '-' or '_'", c.Name)
+		return errs.Field("contract.name", "%s: want 1-64 letters, digits, '-' or '_'", errs.Quote(c.Name))
 	case c.Version == "":
 		return errs.Field("contract.version", "is required")
 	case len(c.Version) > 64:
@@ -62,15 +80,25 @@ func Validate(c *stewardv1.ToolContract) error {
 	if _, ok := stewardv1.EffectClass_name[int32(c.EffectClass)]; !ok || c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_UNSPECIFIED {
 		return errs.Field("contract.effect_class", "is required: EFFECT_CLASS_READ, _IDEMPOTENT_WRITE, _REVERSIBLE_WRITE or _IRREVERSIBLE")
 	}
-	if _, ok := stewardv1.DataSensitivity_name[int32(c.DataSensitivity)]; !ok {
-		return errs.Field("contract.data_sensitivity", "%d is not a known sensitivity", c.DataSensitivity)
+	// Fail closed: an unset sensitivity would read to policy as the
+	// mildest, and a write to restricted data would run unapproved.
+	if _, ok := stewardv1.DataSensitivity_name[int32(c.DataSensitivity)]; !ok || c.DataSensitivity == stewardv1.DataSensitivity_DATA_SENSITIVITY_UNSPECIFIED {
+		return errs.Field("contract.data_sensitivity", "is required: DATA_SENSITIVITY_PUBLIC, _INTERNAL, _CONFIDENTIAL or _RESTRICTED")
 	}
 	if _, ok := stewardv1.ApprovalRule_name[int32(c.DefaultApproval)]; !ok {
 		return errs.Field("contract.default_approval", "%d is not a known approval rule", c.DefaultApproval)
 	}
-	if c.Timeout != nil {
-		if err := c.Timeout.CheckValid(); err != nil || c.Timeout.AsDuration() <= 0 || c.Timeout.AsDuration() > MaxTimeout {
-			return errs.Field("contract.timeout", "must be between 0 and %s", MaxTimeout)
+	if err := limits.Duration("contract.timeout", c.Timeout, MinTimeout, MaxTimeout); err != nil {
+		return err
+	}
+	if err := limits.Duration("contract.idempotency.retention", c.GetIdempotency().GetRetention(), MinRetention, MaxRetention); err != nil {
+		return err
+	}
+	// The breaker counts against this key; one it could not record would
+	// hold actions behind an open breaker that no view shows.
+	if c.ServiceKey != "" {
+		if err := eventlog.CheckServiceKey("contract.service_key", c.ServiceKey); err != nil {
+			return err
 		}
 	}
 	if c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && c.CompensatingTool == "" {
@@ -93,7 +121,7 @@ func Validate(c *stewardv1.ToolContract) error {
 			known = known || e.Builtin.Kind == k
 		}
 		if !known {
-			return errs.Field("contract.builtin.kind", "%q is not one of %v", e.Builtin.Kind, BuiltinKinds)
+			return errs.Field("contract.builtin.kind", "%s is not one of %v", errs.Quote(e.Builtin.Kind), BuiltinKinds)
 		}
 	default:
 		return errs.Field("contract.endpoint", "is required: http or builtin")
@@ -110,7 +138,7 @@ func checkURL(field, s string, required bool) error {
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return errs.Field(field, "%q is not an absolute http(s) URL", s)
+		return errs.Field(field, "%s is not an absolute http(s) URL", errs.Quote(s))
 	}
 	return nil
 }
@@ -118,8 +146,9 @@ func checkURL(field, s string, required bool) error {
 // Key names a tool version in messages.
 func Key(name, version string) string { return fmt.Sprintf("%s@%s", name, version) }
 
-// validateRetryPolicy checks a contract's retry policy: no negative or
-// inverted durations, and at most MaxAttempts attempts.
+// validateRetryPolicy checks a contract's retry policy: every duration in
+// its range, max_backoff not shorter than initial_backoff, and at most
+// MaxAttempts attempts.
 func validateRetryPolicy(p *stewardv1.RetryPolicy) error {
 	if p == nil {
 		return nil
@@ -127,16 +156,27 @@ func validateRetryPolicy(p *stewardv1.RetryPolicy) error {
 	if p.MaxAttempts > MaxAttempts {
 		return errs.Field("contract.retry_policy.max_attempts", "is more than %d", MaxAttempts)
 	}
-	for _, d := range []struct {
-		name string
-		d    *durationpb.Duration
-	}{{"initial_backoff", p.InitialBackoff}, {"max_backoff", p.MaxBackoff}, {"max_elapsed", p.MaxElapsed}} {
-		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
-			return errs.Field("contract.retry_policy."+d.name, "must be a non-negative duration")
-		}
+	if err := CheckRetryDurations("contract.retry_policy.", p); err != nil {
+		return err
 	}
 	if p.InitialBackoff != nil && p.MaxBackoff != nil && p.MaxBackoff.AsDuration() > 0 && p.InitialBackoff.AsDuration() > p.MaxBackoff.AsDuration() {
 		return errs.Field("contract.retry_policy.initial_backoff", "is longer than max_backoff")
+	}
+	return nil
+}
+
+// CheckRetryDurations checks each duration of a retry policy, from a tool
+// contract or a proposal, against its documented range, naming it as
+// prefix + its name.
+func CheckRetryDurations(prefix string, p *stewardv1.RetryPolicy) error {
+	for _, err := range []error{
+		limits.Duration(prefix+"initial_backoff", p.GetInitialBackoff(), MinRetryBackoff, MaxRetryBackoff),
+		limits.Duration(prefix+"max_backoff", p.GetMaxBackoff(), MinRetryBackoff, MaxRetryBackoff),
+		limits.Duration(prefix+"max_elapsed", p.GetMaxElapsed(), MinRetryElapsed, MaxRetryElapsed),
+	} {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package toolreg_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -14,6 +16,7 @@ import (
 func valid() *stewardv1.ToolContract {
 	return &stewardv1.ToolContract{
 		Name: "search", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
 		ParametersSchema: `{"type":"object"}`,
 		Endpoint:         &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "https://tools.example/search"}},
 	}
@@ -30,6 +33,13 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"no version", func(c *stewardv1.ToolContract) { c.Version = "" }, "contract.version"},
 		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
 		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
+		{"unknown effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 9 }, "contract.effect_class"},
+		{"service key a wildcard", func(c *stewardv1.ToolContract) { c.ServiceKey = ">" }, "contract.service_key"},
+		{"service key a star", func(c *stewardv1.ToolContract) { c.ServiceKey = "*" }, "contract.service_key"},
+		{"service key with a dot", func(c *stewardv1.ToolContract) { c.ServiceKey = "a.b" }, "contract.service_key"},
+		{"service key too long", func(c *stewardv1.ToolContract) { c.ServiceKey = strings.Repeat("k", 65) }, "contract.service_key"},
+		{"no data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 0 }, "contract.data_sensitivity"},
+		{"unknown data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 9 }, "contract.data_sensitivity"},
 		{"reversible without compensation", func(c *stewardv1.ToolContract) {
 			c.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE
 		}, "contract.compensating_tool"},
@@ -42,9 +52,27 @@ func TestValidateNamesTheField(t *testing.T) {
 			c.Endpoint = &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "shell"}}
 		}, "contract.builtin.kind"},
 		{"timeout too long", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(toolreg.MaxTimeout * 2) }, "contract.timeout"},
+		{"timeout of a nanosecond", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(time.Nanosecond) }, "contract.timeout"},
+		{"retention of 10,000 years", func(c *stewardv1.ToolContract) {
+			c.Idempotency = &stewardv1.IdempotencySupport{HonoursKey: true, Retention: &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}}
+		}, "contract.idempotency.retention"},
+		{"backoff of a nanosecond", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{InitialBackoff: durationpb.New(time.Nanosecond)}
+		}, "contract.retry_policy.initial_backoff"},
+		{"backoff past a day", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{MaxBackoff: durationpb.New(toolreg.MaxRetryBackoff + time.Second)}
+		}, "contract.retry_policy.max_backoff"},
+		{"retries for a year", func(c *stewardv1.ToolContract) {
+			c.RetryPolicy = &stewardv1.RetryPolicy{MaxElapsed: durationpb.New(365 * 24 * time.Hour)}
+		}, "contract.retry_policy.max_elapsed"},
 	}
 	if err := toolreg.Validate(valid()); err != nil {
 		t.Fatalf("a valid contract was refused: %v", err)
+	}
+	keyed := valid()
+	keyed.ServiceKey = "payments_eu-1"
+	if err := toolreg.Validate(keyed); err != nil {
+		t.Fatalf("a valid service key was refused: %v", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package control_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"testing"
@@ -43,6 +44,20 @@ func TestUsageAndRaises(t *testing.T) {
 		{&stewardv1.ReportUsageRequest{Tokens: 1}, "task_id"},
 	} {
 		if _, err := ctl.ReportUsage(ctx, "agent", tc.req); !errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), tc.field) {
+			t.Errorf("%v: got %v, want an invalid %s", tc.req, err, tc.field)
+		}
+	}
+	// A negative limit names the field that is negative, not its sibling.
+	for _, tc := range []struct {
+		req   *stewardv1.RaiseBudgetRequest
+		field string
+	}{
+		{&stewardv1.RaiseBudgetRequest{TaskId: id, MaxCostMicros: -1, Reason: "r"}, "max_cost_micros"},
+		{&stewardv1.RaiseBudgetRequest{TaskId: id, MaxTokens: -1, Reason: "r"}, "max_tokens"},
+		{&stewardv1.RaiseBudgetRequest{TaskId: id, MaxTokens: 2000, MaxCostMicros: -1, Reason: "r"}, "max_cost_micros"},
+	} {
+		var e *errs.Error
+		if _, err := ctl.RaiseBudget(ctx, "owner", tc.req); !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != tc.field {
 			t.Errorf("%v: got %v, want an invalid %s", tc.req, err, tc.field)
 		}
 	}

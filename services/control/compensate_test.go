@@ -177,7 +177,7 @@ func TestCancelAbandonsCompensation(t *testing.T) {
 func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
 	r := newRig(t)
 	r.register(t, &stewardv1.ToolContract{Name: "strict", Version: "1", ParametersSchema: `{"type":"object","required":["amount"]}`})
-	r.register(t, &stewardv1.ToolContract{Name: "pay", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, CompensatingTool: "strict"})
+	r.register(t, &stewardv1.ToolContract{Name: "pay", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "strict"})
 	req := validRequest("strict")
 	req.Contract.AllowedTools = []string{"pay", "strict"}
 	req.Contract.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: compensate}

@@ -198,6 +198,8 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"timestamp JSON cannot carry", func(c *stewardv1.TaskContract) {
 			c.Deadline = &timestamppb.Timestamp{Seconds: 1 << 62}
 		}, "contract.deadline"},
+		{"task id set by the client", func(c *stewardv1.TaskContract) { c.TaskId = "mine" }, "contract.task_id"},
+		{"credential set by the client", func(c *stewardv1.TaskContract) { c.CredentialRef = "cred-forged" }, "contract.credential_ref"},
 		{"delegation claimed on create", func(c *stewardv1.TaskContract) {
 			c.DelegationChain = []*stewardv1.Delegation{{FromRef: "a", ToRef: "b"}}
 		}, "contract.delegation_chain"},

@@ -42,9 +42,9 @@ func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
 	switch owner := c.AcceptanceOwnerRef; {
 	case !c.SeparationOfDuties:
 	case owner == creator:
-		return errs.Field("contract.acceptance_owner_ref", "%q is creating the task; separation_of_duties needs someone else to accept it", owner)
+		return errs.Field("contract.acceptance_owner_ref", "%s is creating the task; separation_of_duties needs someone else to accept it", errs.Quote(owner))
 	case owner == delegate:
-		return errs.Field("contract.acceptance_owner_ref", "%q is the delegate who does the work; separation_of_duties needs someone else to accept it", owner)
+		return errs.Field("contract.acceptance_owner_ref", "%s is the delegate who does the work; separation_of_duties needs someone else to accept it", errs.Quote(owner))
 	}
 	return nil
 }
@@ -84,7 +84,7 @@ func (p *Plane) create(ctx context.Context, principal, taskID, requestID string,
 		return nil, false, err
 	}
 	if len(recs) == 0 || !proto.Equal(recs[0].Event.GetTaskCreated().GetContract(), contract) {
-		return nil, false, errs.New(errs.AlreadyExists, "request_id %q already created task %s with a different contract", requestID, taskID)
+		return nil, false, errs.New(errs.AlreadyExists, "request_id %s already created task %s with a different contract", errs.Quote(requestID), taskID)
 	}
 	t, err := task.Fold(recs)
 	return t, false, err

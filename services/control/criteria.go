@@ -75,7 +75,7 @@ func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 			return err
 		}
 		if seen[c.Id] {
-			return errs.Field(f+".id", "%q appears twice", c.Id)
+			return errs.Field(f+".id", "%s appears twice", errs.Quote(c.Id))
 		}
 		seen[c.Id] = true
 		if err := checkText(f+".description", c.Description, MaxTextLen, false); err != nil {

@@ -111,7 +111,7 @@ func validateDelegate(req *stewardv1.DelegateTaskRequest, now time.Time) error {
 	case req.ParentTaskId == "":
 		return errs.Field("parent_task_id", "is required")
 	case !eventlog.ValidTaskID(req.ParentTaskId):
-		return errs.Field("parent_task_id", "%q is not a task id", req.ParentTaskId)
+		return errs.Field("parent_task_id", "%s is not a task id", errs.Quote(req.ParentTaskId))
 	case req.DelegateRef == "":
 		return errs.Field("delegate_ref", "is required: who the sub-task's credential is for")
 	}
@@ -171,7 +171,7 @@ func (p *Plane) priorDelegation(ctx context.Context, principal, requestID, paren
 	c := recs[0].Event.GetTaskCreated().GetContract()
 	chain := c.GetDelegationChain()
 	if c.GetParentTaskId() != parentID || len(chain) == 0 {
-		return nil, errs.New(errs.AlreadyExists, "request_id %q already made task %s, which was not delegated from task %s", requestID, taskID, parentID)
+		return nil, errs.New(errs.AlreadyExists, "request_id %s already made task %s, which was not delegated from task %s", errs.Quote(requestID), taskID, parentID)
 	}
 	return chain[len(chain)-1], nil
 }
@@ -188,7 +188,7 @@ func sameCurrency(c *stewardv1.TaskContract, parent *stewardv1.TaskCredential, p
 	}
 	b := c.Budget
 	if b.MaxCostMicros != 0 && currency != "" && b.Currency != currency {
-		return errs.Field("contract.budget.currency", "%q is not the parent's %q: caps in different currencies cannot be compared", b.Currency, currency)
+		return errs.Field("contract.budget.currency", "%s is not the parent's %s: caps in different currencies cannot be compared", errs.Quote(b.Currency), errs.Quote(currency))
 	}
 	if b.MaxCostMicros == 0 {
 		b.Currency = currency

@@ -247,6 +247,8 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 			r.Contract.DelegationChain = []*stewardv1.Delegation{{FromRef: "user:root", ToRef: "me"}}
 		})},
 		{"contract.parent_task_id", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract.ParentTaskId = "other" })},
+		{"contract.task_id", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract.TaskId = "mine" })},
+		{"contract.credential_ref", req(func(r *stewardv1.DelegateTaskRequest) { r.Contract.CredentialRef = "cred-forged" })},
 	} {
 		seq := d.last(t)
 		_, _, err := d.ctl.DelegateTask(ctx, "agent:lead", tc.req)

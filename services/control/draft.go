@@ -103,7 +103,7 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 			return nil, nil // a repeat of the proposal: nothing to append
 		}
 		if !slices.Contains(t.Contract.AllowedTools, a.Tool) {
-			return nil, errs.Field("tool", "%q is not among the tools task %s allows (%v)", a.Tool, taskID, t.Contract.AllowedTools)
+			return nil, errs.Field("tool", "%s is not among the tools task %s allows (%v)", errs.Quote(a.Tool), taskID, t.Contract.AllowedTools)
 		}
 		if ok, err := admit(t); !ok || err != nil {
 			return nil, err

@@ -54,11 +54,11 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	for _, c := range []*stewardv1.ToolContract{
-		{Name: "write", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, CompensatingTool: "undo",
+		{Name: "write", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo",
 			ParametersSchema: `{"type":"object","required":["text"]}`},
-		{Name: "undo", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, ParametersSchema: undoSchema},
-		{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ},
-		{Name: "net", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE, RetryPolicy: &stewardv1.RetryPolicy{
+		{Name: "undo", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: undoSchema},
+		{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL},
+		{Name: "net", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, RetryPolicy: &stewardv1.RetryPolicy{
 			MaxAttempts: 5, InitialBackoff: dur(time.Second), MaxBackoff: dur(30 * time.Second), MaxElapsed: dur(5 * time.Minute)}},
 	} {
 		r.register(t, c)

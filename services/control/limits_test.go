@@ -30,6 +30,25 @@ func TestBadLimitsAndTimersAreRefused(t *testing.T) {
 		{"too many actions", func(c *stewardv1.TaskContract) { c.Limits = &stewardv1.TaskLimits{MaxActions: control.MaxLimit + 1} }, "contract.limits.max_actions"},
 		{"negative stall", func(c *stewardv1.TaskContract) { c.Timers = &stewardv1.TaskTimers{StallAfter: d(-time.Second)} }, "contract.timers.stall_after"},
 		{"stall shorter than heartbeats", func(c *stewardv1.TaskContract) { c.Timers = &stewardv1.TaskTimers{StallAfter: d(time.Second)} }, "contract.timers.stall_after"},
+		{"remind after a nanosecond", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: d(time.Nanosecond)}
+		}, "contract.timers.approval_remind_after"},
+		{"remind after 10,000 years", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}}
+		}, "contract.timers.approval_remind_after"},
+		{"suspend after a nanosecond", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{ApprovalSuspendAfter: d(time.Nanosecond)}
+		}, "contract.timers.approval_suspend_after"},
+		{"suspend past a year", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{ApprovalSuspendAfter: d(control.MaxApprovalTimer + time.Second)}
+		}, "contract.timers.approval_suspend_after"},
+		{"stall after a nanosecond", func(c *stewardv1.TaskContract) { c.Timers = &stewardv1.TaskTimers{StallAfter: d(time.Nanosecond)} }, "contract.timers.stall_after"},
+		{"stall past its range", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{StallAfter: d(control.MaxStallAfter + time.Second)}
+		}, "contract.timers.stall_after"},
+		{"a duration protobuf cannot hold", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{StallAfter: &durationpb.Duration{Seconds: 1 << 62}}
+		}, "contract.timers.stall_after"},
 		{"suspend before remind", func(c *stewardv1.TaskContract) {
 			c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: d(time.Hour), ApprovalSuspendAfter: d(time.Minute)}
 		}, "contract.timers.approval_suspend_after"},
@@ -51,5 +70,13 @@ func TestBadLimitsAndTimersAreRefused(t *testing.T) {
 	ok.Contract.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: d(time.Minute), ApprovalSuspendAfter: d(time.Hour), StallAfter: d(time.Minute)}
 	if _, _, err := ctl.CreateTask(context.Background(), "t", ok); err != nil {
 		t.Fatalf("a good contract was refused: %v", err)
+	}
+	// The ends of every range are inside it.
+	edges := validRequest("edges")
+	edges.Contract.Timers = &stewardv1.TaskTimers{
+		ApprovalRemindAfter: d(control.MaxApprovalTimer - time.Hour), ApprovalSuspendAfter: d(control.MaxApprovalTimer), StallAfter: d(control.MaxStallAfter),
+	}
+	if _, _, err := ctl.CreateTask(context.Background(), "t", edges); err != nil {
+		t.Fatalf("timers at the ends of their ranges were refused: %v", err)
 	}
 }

@@ -72,10 +72,10 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	}
 	if existing != nil {
 		if existing.RequestHash != d.action.RequestHash {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %q already proposed a different request (action %s)", req.ProposalId, actionID)
+			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed a different request (action %s)", errs.Quote(req.ProposalId), actionID)
 		}
 		if !proto.Equal(existing.RetryPolicy, d.action.RetryPolicy) {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %q already proposed this request with a different retry_policy (action %s)", req.ProposalId, actionID)
+			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request with a different retry_policy (action %s)", errs.Quote(req.ProposalId), actionID)
 		}
 		return existing, false, nil
 	}
@@ -110,11 +110,11 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 	case req.TaskId == "":
 		return errs.Field("task_id", "is required")
 	case !eventlog.ValidTaskID(req.TaskId):
-		return errs.Field("task_id", "%q is not a task id", req.TaskId)
+		return errs.Field("task_id", "%s is not a task id", errs.Quote(req.TaskId))
 	case req.Tool == "":
 		return errs.Field("tool", "is required")
 	case strings.HasPrefix(req.ProposalId, compensationPrefix):
-		return errs.Field("proposal_id", "%q starts with %q, which is reserved for the compensations Steward proposes", req.ProposalId, compensationPrefix)
+		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the compensations Steward proposes", errs.Quote(req.ProposalId), errs.Quote(compensationPrefix))
 	}
 	for _, err := range []error{
 		checkText("proposal_id", req.ProposalId, MaxRequestID, false),

@@ -6,6 +6,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolreg"
 )
 
 // narrowRetry returns the retry policy an action runs under: its tool's,
@@ -20,6 +21,9 @@ func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*ste
 	limit := tool.GetRetryPolicy()
 	if req == nil {
 		return proto.CloneOf(limit), nil
+	}
+	if err := toolreg.CheckRetryDurations("retry_policy.", req); err != nil {
+		return nil, err
 	}
 	out := &stewardv1.RetryPolicy{}
 	if limit != nil {
@@ -45,13 +49,8 @@ func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*ste
 			continue
 		}
 		field := "retry_policy." + f.name
-		if err := f.req.CheckValid(); err != nil {
-			return nil, errs.Field(field, "is not a valid duration: %v", err)
-		}
-		d := f.req.AsDuration()
+		d := f.req.AsDuration() // valid and in range: checked above
 		switch {
-		case d < 0:
-			return nil, errs.Field(field, "must not be negative")
 		case d == 0:
 			continue // not set: the tool's stands
 		case f.limit != nil && f.limit.AsDuration() > 0 && d > f.limit.AsDuration():

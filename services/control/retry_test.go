@@ -38,6 +38,9 @@ func TestRetryPolicyOnlyNarrows(t *testing.T) {
 		{"longer elapsed", "net", &stewardv1.RetryPolicy{MaxElapsed: dur(10 * time.Minute)}, nil, "retry_policy.max_elapsed"},
 		{"negative", "net", &stewardv1.RetryPolicy{InitialBackoff: dur(-time.Second)}, nil, "retry_policy.initial_backoff"},
 		{"invalid duration", "net", &stewardv1.RetryPolicy{MaxElapsed: &durationpb.Duration{Seconds: 1, Nanos: -1}}, nil, "retry_policy.max_elapsed"},
+		{"a nanosecond backoff", "search", &stewardv1.RetryPolicy{InitialBackoff: dur(time.Nanosecond)}, nil, "retry_policy.initial_backoff"},
+		{"a backoff of 10,000 years", "search", &stewardv1.RetryPolicy{MaxBackoff: &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}}, nil, "retry_policy.max_backoff"},
+		{"a nanosecond to retry in", "search", &stewardv1.RetryPolicy{MaxElapsed: dur(time.Nanosecond)}, nil, "retry_policy.max_elapsed"},
 		{"max backoff under the initial", "net", &stewardv1.RetryPolicy{MaxBackoff: dur(500 * time.Millisecond)}, nil, "retry_policy.max_backoff"},
 	}
 	for _, tt := range tests {

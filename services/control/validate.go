@@ -5,21 +5,20 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/requestid"
+	"github.com/steward-run/steward/pkg/limits"
 )
 
 // Limits on a task contract. They keep one task's events small enough to
 // replay quickly and keep a careless client from filling the log.
 const (
-	MaxTextLen   = 4096 // intent, desired outcome, descriptions
-	MaxRefLen    = 256  // principal and credential refs, ids, tool names
-	MaxListLen   = 256  // any repeated field
-	MaxRequestID = requestid.MaxLen
+	MaxTextLen   = 4096                // intent, desired outcome, descriptions
+	MaxRefLen    = limits.MaxID        // principal and credential refs, ids, tool names
+	MaxListLen   = limits.MaxList      // any repeated field
+	MaxRequestID = limits.MaxRequestID // request ids
 	MaxReasonLen = 1024
 )
 
@@ -34,12 +33,20 @@ func validateCreate(req *stewardv1.CreateTaskRequest, now time.Time) error {
 	return validateClientContract(req.Contract, now)
 }
 
-// validateClientContract checks a contract as a client sends it: a
-// delegation is for Steward to record, never for a client to claim.
+// validateClientContract checks a contract as a client sends it. The
+// fields Steward owns are refused rather than ignored or stored: the task
+// id is derived from the request, the credential is issued by governance
+// (a credential_ref the client chose would otherwise stand in a permit for
+// a task that has none yet), and a delegation is for Steward to record,
+// never for a client to claim.
 func validateClientContract(c *stewardv1.TaskContract, now time.Time) error {
 	switch {
 	case c == nil:
 		return errs.Field("contract", "is required")
+	case c.TaskId != "":
+		return errs.Field("contract.task_id", "is set by Steward, not by the client")
+	case c.CredentialRef != "":
+		return errs.Field("contract.credential_ref", "is set by Steward (governance issues the credential), not by the client")
 	case len(c.DelegationChain) > 0:
 		return errs.Field("contract.delegation_chain", "is set by Steward (DelegateTask), not by the client")
 	case c.ParentTaskId != "":
@@ -104,7 +111,7 @@ func checkAcceptance(c *stewardv1.TaskContract) error {
 		case c.AcceptanceOwnerRef == "":
 			return errs.Field("contract.acceptance_owner_ref", "is required with separation_of_duties: someone other than the requester must accept")
 		case c.AcceptanceOwnerRef == c.RequesterRef:
-			return errs.Field("contract.acceptance_owner_ref", "%q is also the requester; separation_of_duties needs someone else", c.AcceptanceOwnerRef)
+			return errs.Field("contract.acceptance_owner_ref", "%s is also the requester; separation_of_duties needs someone else", errs.Quote(c.AcceptanceOwnerRef))
 		}
 	}
 	return nil
@@ -194,7 +201,7 @@ func checkBudget(b *stewardv1.Budget) error {
 			return err
 		}
 		if seen[m.MilestoneId] {
-			return errs.Field(f+".milestone_id", "%q appears twice", m.MilestoneId)
+			return errs.Field(f+".milestone_id", "%s appears twice", errs.Quote(m.MilestoneId))
 		}
 		seen[m.MilestoneId] = true
 		if m.MaxTokens < 0 {
@@ -254,8 +261,20 @@ func checkRecovery(r *stewardv1.RecoveryPolicy) error {
 
 func checkReason(s string) error { return checkText("reason", s, MaxReasonLen, false) }
 
-// MinStallAfter is the shortest stall threshold a contract may set.
-const MinStallAfter = time.Minute
+// The documented ranges of a contract's timers (contract.timers). Zero
+// means the default; anything else outside its range is refused.
+const (
+	// MinApprovalTimer and MaxApprovalTimer bound approval_remind_after
+	// and approval_suspend_after: people need a minute to answer, and a
+	// wait of more than a year is a typo.
+	MinApprovalTimer = time.Minute
+	MaxApprovalTimer = 365 * 24 * time.Hour
+	// MinStallAfter and MaxStallAfter bound stall_after: a live call
+	// heartbeats every 10 s, and a stall mark hands its work to another
+	// worker; a working task silent for a month is stalled by any measure.
+	MinStallAfter = time.Minute
+	MaxStallAfter = 30 * 24 * time.Hour
+)
 
 // MaxLimit bounds the loop guards a contract may set.
 const MaxLimit = 100_000
@@ -272,26 +291,20 @@ func checkLimits(l *stewardv1.TaskLimits) error {
 	return nil
 }
 
-// checkTimers refuses durations that are negative or invalid, and a
+// checkTimers refuses a timer outside its documented range, and a
 // suspension that would come before its reminder. Zero means the default.
 func checkTimers(tm *stewardv1.TaskTimers) error {
 	if tm == nil {
 		return nil
 	}
-	for _, d := range []struct {
-		field string
-		d     *durationpb.Duration
-	}{
-		{"contract.timers.approval_remind_after", tm.ApprovalRemindAfter},
-		{"contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter},
-		{"contract.timers.stall_after", tm.StallAfter},
+	for _, err := range []error{
+		limits.Duration("contract.timers.approval_remind_after", tm.ApprovalRemindAfter, MinApprovalTimer, MaxApprovalTimer),
+		limits.Duration("contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter, MinApprovalTimer, MaxApprovalTimer),
+		limits.Duration("contract.timers.stall_after", tm.StallAfter, MinStallAfter, MaxStallAfter),
 	} {
-		if d.d != nil && (d.d.CheckValid() != nil || d.d.AsDuration() < 0) {
-			return errs.Field(d.field, "must be a non-negative duration")
+		if err != nil {
+			return err
 		}
-	}
-	if tm.StallAfter != nil && tm.StallAfter.AsDuration() > 0 && tm.StallAfter.AsDuration() < MinStallAfter {
-		return errs.Field("contract.timers.stall_after", "must be at least %s: a live call heartbeats every 10 s, and a stall mark hands its work to another worker", MinStallAfter)
 	}
 	remind, suspend := tm.ApprovalRemindAfter.AsDuration(), tm.ApprovalSuspendAfter.AsDuration()
 	if remind > 0 && suspend > 0 && suspend <= remind {

@@ -97,10 +97,12 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if err != nil || !won {
 			return err
 		}
-		if err := p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionClaimed), c, &stewardv1.ActionClaimed{
-			ActionId: a.ActionId, PermitId: permit.PermitId, Worker: p.cfg.Worker,
-		}); err != nil {
+		recorded, err := p.recordClaim(ctx, taskID, a.ActionId, permit.PermitId, c)
+		if err != nil {
 			return err
+		}
+		if !recorded {
+			return p.unclaim(ctx, permit)
 		}
 		crashpoint.Here(crashpoint.AfterClaim)
 	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
@@ -367,6 +369,52 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 		crashpoint.Here(crashpoint.AfterOutcome)
 	}
 	return err
+}
+
+// unclaim gives up this worker's claim of a permit whose claim the log
+// refused, so that whichever worker takes up the resume may claim it.
+func (p *Plane) unclaim(ctx context.Context, permit *stewardv1.ActionPermit) error {
+	if err := p.cfg.Claims.Delete(ctx, "permit."+permit.PermitId); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "give up the claim of permit %s", permit.PermitId)
+	}
+	return nil
+}
+
+// recordClaim records this worker's claim of an action's permit, unless
+// the task has stopped since run read it: the loop guard stopping it for
+// input, a pause or a cancel racing the claim is an ordinary race, not a
+// fault, so it is logged at info and the claim is not recorded (recorded
+// is false). The permit then waits for the resume, which takes it up again
+// (carryOn); an ended task's permit is moot.
+func (p *Plane) recordClaim(ctx context.Context, taskID, actionID, permitID string, c cause) (recorded bool, err error) {
+	ev, err := event.New(event.Meta{
+		ID:            event.ID(actionID, event.TypeActionClaimed),
+		TaskID:        taskID,
+		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
+		CausationID:   c.id,
+		CorrelationID: c.correlation,
+	}, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: p.cfg.Worker})
+	if err != nil {
+		return false, err
+	}
+	var stopped stewardv1.TaskStatus
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		stopped = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
+		a := task.FindAction(t, actionID)
+		if a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && !task.MayRun(t, a) {
+			stopped = t.Status
+			return nil, nil
+		}
+		return ev, nil
+	})
+	switch {
+	case err != nil:
+		return false, fmt.Errorf("record %s: %w", ev.Type, err)
+	case stopped != stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED:
+		p.logger.Info("permit claimed but not recorded: the task stopped meanwhile; the resume takes it up", "task", taskID, "action", actionID, "status", task.StatusName(stopped))
+		return false, nil
+	}
+	return true, nil
 }
 
 // record appends one ledger step with the given deterministic id, so a

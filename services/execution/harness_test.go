@@ -126,6 +126,8 @@ type bed struct {
 	cfg      execution.Config
 	plane    *execution.Plane
 	requests *action.Store
+	// logger, when set, is the plane's logger from the next start on.
+	logger *slog.Logger
 }
 
 func newBed(t *testing.T, br breaker.Config) *bed {
@@ -162,7 +164,11 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 // start runs a fresh plane, as a restarted process would.
 func (b *bed) start() {
 	b.t.Helper()
-	p, err := execution.New(b.log, slog.New(slog.NewTextHandler(testWriter{b.t}, nil)), b.cfg)
+	logger := b.logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(testWriter{b.t}, nil))
+	}
+	p, err := execution.New(b.log, logger, b.cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -177,7 +183,7 @@ func (b *bed) start() {
 func (b *bed) register(ts *scriptedTool, name string, statusQuery bool, edit func(*stewardv1.ToolContract)) {
 	b.t.Helper()
 	c := &stewardv1.ToolContract{
-		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Timeout:     durationpb.New(time.Second),
 		RetryPolicy: &stewardv1.RetryPolicy{MaxAttempts: 3, InitialBackoff: durationpb.New(50 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond)},
 		Endpoint:    &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ts.URL + "/call"}},

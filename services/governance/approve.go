@@ -46,7 +46,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
 		case req.ActionHash != a.ActionHash:
-			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", req.ActionHash, a.ActionHash)
+			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
 		case !who.HasRole(ap.RequiredRoles...):
 			return nil, errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, req.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
 		}

@@ -41,8 +41,8 @@ type credEnv struct {
 
 // credTools are the registered tools: wire needs a scope.
 var credTools = []*stewardv1.ToolContract{
-	{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ},
-	{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, RequiredScopes: []string{"payments:write"}},
+	{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL},
+	{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, RequiredScopes: []string{"payments:write"}},
 }
 
 func newCredEnv(t *testing.T) *credEnv {

@@ -21,6 +21,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/terminal"
 )
 
 const auditUsage = `Usage:
@@ -178,7 +179,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 		if c.verb == "replay" {
 			ev := step.Event
 			fmt.Fprintf(c.stdout, "%3d  %s  %-15s %-28s → %s\n", step.Index, ev.Time.AsTime().Format(time.RFC3339Nano),
-				ev.Type, ev.Actor.GetPrincipal()+"/"+ev.Actor.GetPlane(), task.StatusName(step.Task.Status))
+				terminal.EscapeLine(ev.Type), terminal.EscapeLine(ev.Actor.GetPrincipal()+"/"+ev.Actor.GetPlane()), task.StatusName(step.Task.Status))
 		}
 	}
 	rep := r.Report()
@@ -200,10 +201,11 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 		} else {
 			signed += " (trusted)"
 		}
-		fmt.Fprintf(c.stdout, "credential %s of task %s for %s: chain of %d verified, %s\n", cc.CredentialID, cc.TaskID, cc.Principal, cc.Links, signed)
+		fmt.Fprintf(c.stdout, "credential %s of task %s for %s: chain of %d verified, %s\n",
+			terminal.EscapeLine(cc.CredentialID), terminal.EscapeLine(cc.TaskID), terminal.EscapeLine(cc.Principal), cc.Links, signed)
 	}
 	fmt.Fprintf(c.stdout, "ok: %d events verified, task %s is %s, head %s\n",
-		rep.Events, rep.Task.GetContract().GetTaskId(), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))
+		rep.Events, terminal.EscapeLine(rep.Task.GetContract().GetTaskId()), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))
 	return nil
 }
 

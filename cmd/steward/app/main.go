@@ -11,6 +11,8 @@ import (
 	"io"
 	"os/signal"
 	"syscall"
+
+	"github.com/steward-run/steward/pkg/terminal"
 )
 
 // Version is set at build time with -ldflags "-X ...app.Version=…".
@@ -43,9 +45,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case "dev", "serve":
 		err = runServer(args[0], args[1:], stdout, stderr)
 	case "audit":
-		err = runAudit(args[1:], stdout, stderr)
+		// What these print came from clients and tools: a reason can
+		// carry an escape sequence or a bidi control.
+		err = runAudit(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "receipt":
-		err = runReceipt(args[1:], stdout, stderr)
+		err = runReceipt(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "version":
 		fmt.Fprintln(stdout, "steward", Version)
 	case "help", "-h", "--help":
@@ -62,7 +66,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	default:
-		fmt.Fprintln(stderr, "steward:", err)
+		fmt.Fprintln(stderr, "steward:", terminal.Escape(err.Error()))
 		var fail *failure
 		if errors.As(err, &fail) {
 			return fail.code

@@ -142,8 +142,8 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
 	}
-	if m.CredentialTTL <= 0 {
-		return fmt.Errorf("--credential-ttl: %s is not a positive duration", m.CredentialTTL)
+	if m.CredentialTTL < credential.MinTTL || m.CredentialTTL > credential.MaxTTL {
+		return fmt.Errorf("--credential-ttl: %s is outside %s–%s", m.CredentialTTL, credential.MinTTL, credential.MaxTTL)
 	}
 	if m.Mode == "serve" && m.Plane == governance.PlaneName && m.CredentialKey == "" {
 		// A key of its own would make every replica, and every restart,
@@ -188,6 +188,8 @@ func (m *Server) Run(ctx context.Context) error {
 			return fmt.Errorf("--auth: %w", err)
 		}
 	}
+	// Inside the edge interceptor, which translates its refusals: no
+	// handler sees an id or a list past its documented limit.
 	opts := rpc.HandlerOptions(m.logger, tokens)
 	var services []rpc.Service
 	for _, p := range m.planes {

@@ -1,0 +1,166 @@
+package execution_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// stopOnClaim is the claim bucket with a hook: the first claim it is
+// asked for stops the task for input first, as the loop guard does when
+// it reacts to an earlier failure at the same moment. The race is then
+// certain rather than likely.
+type stopOnClaim struct {
+	jetstream.KeyValue
+	once sync.Once
+	stop func()
+}
+
+func (s *stopOnClaim) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	s.once.Do(s.stop)
+	return s.KeyValue.Create(ctx, key, value, opts...)
+}
+
+// levels remembers every record at warn and above, and passes all on.
+type levels struct {
+	slog.Handler
+	mu   *sync.Mutex
+	seen *[]string
+}
+
+func (h levels) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level >= slog.LevelWarn {
+		h.mu.Lock()
+		*h.seen = append(*h.seen, r.Level.String()+" "+r.Message)
+		h.mu.Unlock()
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h levels) WithAttrs(as []slog.Attr) slog.Handler {
+	return levels{Handler: h.Handler.WithAttrs(as), mu: h.mu, seen: h.seen}
+}
+
+func (h levels) WithGroup(name string) slog.Handler {
+	return levels{Handler: h.Handler.WithGroup(name), mu: h.mu, seen: h.seen}
+}
+
+// TestClaimRacingAStopIsAnOrdinaryOutcome: the task stops for input
+// between the worker reading it and recording its claim. That is a race
+// every busy task can meet, not a fault: nothing is logged at warn or
+// error, nothing is set aside, and once a person resumes the task the
+// action is claimed and runs once.
+func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
+	ts := startScriptedTool(t, "ok")
+	b := newBed(t, breaker.Config{})
+	b.plane.Stop()
+	var (
+		mu   sync.Mutex
+		seen []string
+	)
+	b.logger = slog.New(levels{Handler: slog.NewTextHandler(testWriter{t}, nil), mu: &mu, seen: &seen})
+	const taskID = "claim-race"
+	b.cfg.Claims = &stopOnClaim{KeyValue: b.cfg.Claims, stop: func() {
+		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: "control"}},
+			&stewardv1.TaskNeedsInput{Reason: "needs help: the same failure 3 times in a row"})
+		if err == nil {
+			_, err = task.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+		}
+		if err != nil {
+			t.Errorf("stop the task: %v", err)
+		}
+	}}
+	b.start()
+	b.register(ts, "net", false, nil)
+	_, actionID := b.permit(taskID, "net", "api")
+
+	b.waitTask(taskID, func(tk *stewardv1.Task) bool {
+		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
+	})
+	b.settle()
+	if a := b.waitAction(taskID, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+		t.Fatalf("while the task waits for input the action is %v, want still permitted", a.Status)
+	}
+
+	b.append(taskID, &stewardv1.TaskResumed{Reason: "go on"})
+	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+	b.settle()
+	if n := ts.callCount(); n != 1 {
+		t.Errorf("the tool was called %d times, want once", n)
+	}
+	dead, err := b.log.DeadLetters(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dead {
+		t.Errorf("event %d set aside, want none: %s", d.Sequence, d.Reason)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) > 0 {
+		t.Errorf("the race was logged as a fault:\n%s", strings.Join(seen, "\n"))
+	}
+}
+
+// waitTask polls until the task satisfies ok.
+func (b *bed) waitTask(taskID string, ok func(*stewardv1.Task) bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tk, _, err := task.Load(context.Background(), b.log, taskID)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if ok(tk) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("task %s: gave up waiting; it is %v", taskID, tk.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// settle waits until the execution plane has acknowledged every event on
+// the stream: its reactions to them have finished.
+func (b *bed) settle() {
+	b.t.Helper()
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		cons, err := b.bus.JS.Consumer(ctx, b.log.Config().Stream, execution.PlaneName)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		stream, err := b.bus.JS.Stream(ctx, b.log.Config().Stream)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		si, err := stream.Info(ctx)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.t.Fatalf("execution plane has %d events undelivered, %d unacknowledged", ci.NumPending, ci.NumAckPending)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
