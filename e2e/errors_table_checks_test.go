@@ -365,14 +365,16 @@ func errorsTableChecks() map[string]tableCheck {
 			// Governance answers 90 % used with two alerts; wait for them so
 			// that they are not taken for appends of the refused calls.
 			pollTask(t, e.agent.clients, parent, func(tk *stewardv1.Task) bool { return len(tk.BudgetUsed.GetAlerts()) == 2 })
+			n := 0 // a request id names one delegation: each input gets its own
 			delegate := func(field string, change func(*stewardv1.TaskContract)) func() error {
 				return func() error {
+					n++
 					sub := governed()
 					sub.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
 					sub.Budget = &stewardv1.Budget{MaxTokens: 1_000}
 					change(sub)
 					_, err := e.agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
-						ParentTaskId: parent, Contract: sub, DelegateRef: "agent:helper", RequestId: "table-wide-" + field}))
+						ParentTaskId: parent, Contract: sub, DelegateRef: "agent:helper", RequestId: fmt.Sprintf("table-wide-%d", n)}))
 					return onField(t, err, field)
 				}
 			}

@@ -105,7 +105,7 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 		}
 	}
 	if strings.Contains(req.Name, "@") {
-		return nil, errs.Field("name", "%q contains '@', which separates a name from its version (report@2)", req.Name)
+		return nil, errs.Field("name", "%s contains '@', which separates a name from its version (report@2)", errs.Quote(req.Name))
 	}
 	if err := checkMediaType(req.MediaType); err != nil {
 		return nil, err
@@ -121,7 +121,7 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 		}
 		a.Sha256, a.SizeBytes = action.RequestHash(req.Content), int64(len(req.Content))
 		if req.Sha256 != "" && strings.ToLower(req.Sha256) != a.Sha256 {
-			return nil, errs.Field("sha256", "%s is not the hash of the content, %s", req.Sha256, a.Sha256)
+			return nil, errs.Field("sha256", "%s is not the hash of the content, %s", errs.Quote(req.Sha256), a.Sha256)
 		}
 		if req.SizeBytes != 0 && req.SizeBytes != a.SizeBytes {
 			return nil, errs.Field("size_bytes", "%d is not the size of the content, %d bytes", req.SizeBytes, a.SizeBytes)
@@ -131,14 +131,14 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 		return nil, errs.Field("content", "is required: give the content inline, or a uri with sha256 and size_bytes")
 	}
 	if u, err := url.Parse(req.Uri); err != nil || u.Scheme == "" {
-		return nil, errs.Field("uri", "%q is not an absolute URI", req.Uri)
+		return nil, errs.Field("uri", "%s is not an absolute URI", errs.Quote(req.Uri))
 	}
 	a.Uri, a.Sha256, a.SizeBytes = req.Uri, req.Sha256, req.SizeBytes
 	switch {
 	case req.Sha256 == "":
 		return nil, errs.Field("sha256", "is required with a uri: the hex SHA-256 of the content")
 	case !task.ValidSHA256(req.Sha256):
-		return nil, errs.Field("sha256", "%q is not 64 lowercase hex digits", req.Sha256)
+		return nil, errs.Field("sha256", "%s is not 64 lowercase hex digits", errs.Quote(req.Sha256))
 	case req.SizeBytes < 0:
 		return nil, errs.Field("size_bytes", "must not be negative")
 	case req.SizeBytes == 0 && req.Sha256 != emptySHA256:
@@ -152,13 +152,13 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 		// client says.
 		data, err := p.results.Get(ctx, req.Uri, req.Sha256)
 		if errs.Is(err, errs.Corrupt) {
-			return nil, errs.Field("uri", "%s does not hold content with sha256 %s", req.Uri, req.Sha256)
+			return nil, errs.Field("uri", "%s does not hold content with sha256 %s", errs.Quote(req.Uri), errs.Quote(req.Sha256))
 		}
 		if err != nil {
 			return nil, err
 		}
 		if int64(len(data)) != req.SizeBytes {
-			return nil, errs.Field("size_bytes", "%d is not the size of the content at %s, %d bytes", req.SizeBytes, req.Uri, len(data))
+			return nil, errs.Field("size_bytes", "%d is not the size of the content at %s, %d bytes", req.SizeBytes, errs.Quote(req.Uri), len(data))
 		}
 	}
 	return a, nil
@@ -188,11 +188,11 @@ func (p *Plane) commandEvent(ctx context.Context, taskID, id string) (*stewardv1
 func checkMediaType(s string) error {
 	mt, _, err := mime.ParseMediaType(s)
 	if err != nil {
-		return errs.Field("media_type", "%q is not a media type: %v", s, err)
+		return errs.Field("media_type", "%s is not a media type: %v", errs.Quote(s), err)
 	}
 	typ, sub, ok := strings.Cut(mt, "/")
 	if !ok || typ == "" || sub == "" || strings.Contains(sub, "/") {
-		return errs.Field("media_type", "%q is not a media type such as text/markdown or application/json", s)
+		return errs.Field("media_type", "%s is not a media type such as text/markdown or application/json", errs.Quote(s))
 	}
 	return nil
 }
