@@ -30,6 +30,12 @@ import (
 // proto may have, and one no Steward message uses.
 const refusalField protowire.Number = protowire.MaxValidNumber
 
+// MaxDepth bounds how deeply a request's messages nest, in every encoding:
+// about 50 levels of JSON inside a tool's parameters (a JSON array or
+// object is two messages, a Value and a ListValue or Struct). Protobuf's
+// own limit is 10,000, at which a 20 KB request costs seconds of CPU.
+const MaxDepth = 100
+
 // strictCodecs returns the codecs every Steward handler decodes with, one
 // per name Connect negotiates.
 func strictCodecs() []connect.HandlerOption {
@@ -65,12 +71,13 @@ func (protoCodec) Unmarshal(data []byte, m any) error {
 	if !ok {
 		return fmt.Errorf("rpc: %T is not a protobuf message", m)
 	}
-	if err := proto.Unmarshal(data, pm); err != nil {
-		refuse(pm, "", fmt.Sprintf("is not a valid %s in binary protobuf: %s", pm.ProtoReflect().Descriptor().FullName(), trimProtoPrefix(err.Error())))
+	if err := (proto.UnmarshalOptions{RecursionLimit: MaxDepth}).Unmarshal(data, pm); err != nil {
+		refuse(pm, "", fmt.Sprintf("is not a valid %s in binary protobuf (or nests more than %d messages deep): %s",
+			pm.ProtoReflect().Descriptor().FullName(), MaxDepth, trimProtoPrefix(err.Error())))
 		return nil
 	}
-	if bad := checkDefined(pm.ProtoReflect(), ""); bad != nil {
-		refuse(pm, bad.Field, bad.Description)
+	if bad := checkDefined(pm.ProtoReflect()); bad != nil {
+		refuse(pm, bad.field, bad.description)
 	}
 	return nil
 }
@@ -96,14 +103,14 @@ func (jsonCodec) Unmarshal(data []byte, m any) error {
 		refuse(pm, "", "is empty; a JSON object is required (send {} for an empty request)")
 		return nil
 	}
-	if err := (protojson.UnmarshalOptions{}).Unmarshal(data, pm); err != nil {
+	if err := (protojson.UnmarshalOptions{RecursionLimit: MaxDepth}).Unmarshal(data, pm); err != nil {
 		field, desc := explainJSON(pm.ProtoReflect().Descriptor(), data, err)
 		refuse(pm, field, desc)
 		return nil
 	}
 	// protojson takes any number for an open enum.
-	if bad := checkDefined(pm.ProtoReflect(), ""); bad != nil {
-		refuse(pm, bad.Field, bad.Description)
+	if bad := checkDefined(pm.ProtoReflect()); bad != nil {
+		refuse(pm, bad.field, bad.description)
 	}
 	return nil
 }
@@ -111,7 +118,7 @@ func (jsonCodec) Unmarshal(data []byte, m any) error {
 // refuse empties m and leaves in it why it was refused.
 func refuse(m proto.Message, field, description string) {
 	proto.Reset(m)
-	b, _ := proto.Marshal(&errdetails.BadRequest_FieldViolation{Field: field, Description: description})
+	b, _ := proto.Marshal(&errdetails.BadRequest_FieldViolation{Field: capPath(field), Description: truncate(description, maxWords)})
 	raw := protowire.AppendTag(nil, refusalField, protowire.BytesType)
 	raw = protowire.AppendBytes(raw, b)
 	m.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))

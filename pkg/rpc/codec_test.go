@@ -2,11 +2,14 @@ package rpc
 
 import (
 	"errors"
+	"runtime"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -40,11 +43,18 @@ func TestJSONRefusalsNameTheFieldAndValue(t *testing.T) {
 			"contract.intent", "contract.intent: appears twice"},
 		{"syntax error inside a field", &stewardv1.CreateTaskRequest{}, `{"contract": {"intent": }}`,
 			"contract.intent", ""},
-		{"not an object", &stewardv1.CreateTaskRequest{}, `[1]`, "", "request is not valid JSON at line 1, column 1: unexpected token ["},
+		{"not an object", &stewardv1.CreateTaskRequest{}, `[1]`, "", "request must be a JSON object, not a JSON array"},
 		{"cut short", &stewardv1.CreateTaskRequest{}, `{"contract": {`, "", "request is not valid JSON: it ends early"},
 		{"empty", &stewardv1.GetTaskRequest{}, ``, "", "request is empty; a JSON object is required (send {} for an empty request)"},
 		{"unknown field echoed short", &stewardv1.GetTaskRequest{}, `{"` + longKey + `": 1}`,
 			longKey[:maxEcho] + "…", ""},
+		{"a value with a colon in it", &stewardv1.ListTasksRequest{}, `{"statuses": ["TASK_STATUS_RUNNING", "x: y"]}`,
+			"statuses[1]", `statuses[1]: "x: y" is not a steward.v1.TaskStatus; use one of TASK_STATUS_PENDING, TASK_STATUS_RUNNING, TASK_STATUS_WAITING_FOR_APPROVAL, TASK_STATUS_WAITING_FOR_INPUT, TASK_STATUS_PAUSED, TASK_STATUS_RECONCILING, TASK_STATUS_COMPENSATING, TASK_STATUS_SUSPENDED, TASK_STATUS_PRODUCED, TASK_STATUS_ACCEPTED, TASK_STATUS_FAILED, TASK_STATUS_CANCELLED`},
+		{"the wrong JSON type", &stewardv1.CreateTaskRequest{}, `{"contract": {"deadline": {"seconds": 1}}}`,
+			"contract.deadline", "contract.deadline: does not take a JSON object"},
+		{"null for the whole request", &stewardv1.CreateTaskRequest{}, `null`, "", "request must be a JSON object, not null"},
+		{"control characters in a key", &stewardv1.GetTaskRequest{}, "{\"\\u001b[31mred\": 1}", `\u001b[31mred`, ""},
+		{"not JSON at all", &stewardv1.CreateTaskRequest{}, `{"contract": {"intent": }}x`, "contract.intent", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := (jsonCodec{}).Unmarshal([]byte(tt.body), tt.msg); err != nil {
@@ -133,5 +143,50 @@ func TestPrincipalHeader(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("%q: got %q, %v", tt.values, got, err)
 		}
+	}
+}
+
+// TestDeepNestingIsRefusedCheaply: a small request nested thousands deep
+// once cost gigabytes and seconds before authentication ran, as the walk
+// built a path string at every level. It is refused at MaxDepth, in JSON
+// and binary, for little memory.
+func TestDeepNestingIsRefusedCheaply(t *testing.T) {
+	const depth = 5000
+	jsonBody := `{"params": {"a": ` + strings.Repeat("[", depth) + "1" + strings.Repeat("]", depth) + `}}`
+	v := structpb.NewNumberValue(1)
+	for range depth {
+		v = structpb.NewListValue(&structpb.ListValue{Values: []*structpb.Value{v}})
+	}
+	binBody, err := proto.Marshal(&stewardv1.ProposeActionRequest{Params: &structpb.Struct{Fields: map[string]*structpb.Value{"a": v}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tt := range map[string]struct {
+		codec connect.Codec
+		body  []byte
+	}{"json": {jsonCodec{}, []byte(jsonBody)}, "proto": {protoCodec{}, binBody}} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		msg := &stewardv1.ProposeActionRequest{}
+		if err := tt.codec.Unmarshal(tt.body, msg); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if connect.CodeOf(refusal(msg)) != connect.CodeInvalidArgument {
+			t.Errorf("%s: %d levels were not refused: %v", name, depth, refusal(msg))
+		}
+		if grew := after.TotalAlloc - before.TotalAlloc; grew > 16<<20 {
+			t.Errorf("%s: refusing a %d-byte body allocated %d MB", name, len(tt.body), grew>>20)
+		}
+	}
+}
+
+// TestLegitimateNestingIsAccepted: parameters a few dozen levels deep, as
+// real tools take, decode, and a violation deep inside is named cheaply.
+func TestLegitimateNestingIsAccepted(t *testing.T) {
+	body := `{"params": {"a": ` + strings.Repeat(`{"b": `, 40) + "1" + strings.Repeat("}", 40) + `}}`
+	msg := &stewardv1.ProposeActionRequest{}
+	if err := (jsonCodec{}).Unmarshal([]byte(body), msg); err != nil || refusal(msg) != nil {
+		t.Fatalf("40 levels of parameters: %v %v", err, refusal(msg))
 	}
 }

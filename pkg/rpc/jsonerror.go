@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/steward-run/steward/pkg/terminal"
 )
 
 // protojson reports where a message went wrong as "(line L:C)" and names
@@ -30,37 +32,77 @@ func explainJSON(md protoreflect.MessageDescriptor, data []byte, err error) (fie
 		if msg == "unexpected EOF" {
 			return "", "is not valid JSON: it ends early"
 		}
-		return "", "is not valid: " + truncate(msg)
+		return "", "is not valid: " + terminal.EscapeLine(msg)
 	}
 	syntax, what := match[1] != "", match[4]
 	line, _ := strconv.Atoi(match[2])
 	col, _ := strconv.Atoi(match[3])
-	segs, isKey := jsonPathAt(data, offsetOf(data, line, col))
+	off := offsetOf(data, line, col)
+	segs, isKey := jsonPathAt(data, off)
 	loc := locate(md, segs)
+	value := echo(tokenAt(data, off))
 	switch {
+	case syntax && !json.Valid(data):
+		return loc.path, fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, terminal.EscapeLine(what))
+	case syntax && loc.path == "":
+		return "", fmt.Sprintf("must be a JSON object, not %s", jsonKind(value))
 	case syntax:
-		return loc.path, fmt.Sprintf("is not valid JSON at line %d, column %d: %s", line, col, truncate(what))
+		// Valid JSON that protojson cannot take: the wrong JSON type.
+		return loc.path, fmt.Sprintf("does not take %s", jsonKind(value))
 	case isKey && strings.HasPrefix(what, "unknown field "):
 		return loc.path, unknownField(loc)
 	case strings.HasPrefix(what, "duplicate field "):
 		return loc.path, "appears twice"
-	case strings.HasPrefix(what, "invalid value for enum field "):
-		if loc.field != nil && loc.field.Enum() != nil {
-			return loc.path, fmt.Sprintf("%s is not a %s; use one of %s", truncate(valueOf(what)), loc.field.Enum().FullName(), enumNames(loc.field.Enum()))
-		}
+	case strings.HasPrefix(what, "invalid value for enum field ") && loc.field != nil && loc.field.Enum() != nil:
+		return loc.path, fmt.Sprintf("%s is not a %s%s", value, loc.field.Enum().FullName(), useOneOf(loc.field.Enum()))
 	case strings.HasPrefix(what, "invalid value for "):
 		kind, _, _ := strings.Cut(strings.TrimPrefix(what, "invalid value for "), " field ")
-		return loc.path, fmt.Sprintf("%s is not a valid %s", truncate(valueOf(what)), kind)
+		return loc.path, fmt.Sprintf("%s is not a valid %s", value, kind)
 	}
-	return loc.path, truncate(what)
+	return loc.path, terminal.EscapeLine(what)
 }
 
-// valueOf returns the value protojson quotes after the last ": ".
-func valueOf(what string) string {
-	if i := strings.LastIndex(what, ": "); i >= 0 {
-		return what[i+2:]
+// tokenAt returns the JSON token that starts at off, or its first bytes.
+func tokenAt(data []byte, off int) string {
+	if off >= len(data) {
+		return ""
 	}
-	return what
+	rest := data[off:min(len(data), off+4*maxEcho)]
+	if rest[0] == '"' {
+		for i := 1; i < len(rest); i++ {
+			switch rest[i] {
+			case '\\':
+				i++
+			case '"':
+				return string(rest[:i+1])
+			}
+		}
+		return string(rest)
+	}
+	if i := bytes.IndexAny(rest, ",:}] \t\r\n"); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest)
+}
+
+// jsonKind names the JSON type of a token, for "does not take a JSON
+// object".
+func jsonKind(token string) string {
+	switch {
+	case token == "":
+		return "nothing"
+	case token[0] == '{':
+		return "a JSON object"
+	case token[0] == '[':
+		return "a JSON array"
+	case token[0] == '"':
+		return "a JSON string"
+	case token == "null":
+		return "null"
+	case token == "true" || token == "false":
+		return "a JSON boolean"
+	}
+	return "a JSON number"
 }
 
 func trimProtoPrefix(s string) string {
@@ -204,7 +246,7 @@ func locate(md protoreflect.MessageDescriptor, segs []segment) location {
 			fmt.Fprintf(&b, "[%d]", s.index)
 			md, field = messageOf(field), nil
 		case field != nil && field.IsMap():
-			fmt.Fprintf(&b, "[%s]", truncate(s.key))
+			fmt.Fprintf(&b, "[%s]", echo(s.key))
 			md, field = messageOf(field.MapValue()), nil
 		case !s.isKey:
 			fmt.Fprintf(&b, "[%d]", s.index)
@@ -221,7 +263,7 @@ func locate(md protoreflect.MessageDescriptor, segs []segment) location {
 				b.WriteByte('.')
 			}
 			if fd == nil {
-				b.WriteString(truncate(s.key))
+				b.WriteString(echo(s.key))
 				md, field = nil, nil
 				continue
 			}
@@ -234,7 +276,7 @@ func locate(md protoreflect.MessageDescriptor, segs []segment) location {
 			}
 		}
 	}
-	loc.path = b.String()
+	loc.path = capPath(b.String())
 	return loc
 }
 

@@ -17,9 +17,9 @@ const MaxPrincipalLen = 256
 var reservedPrincipals = []string{"steward", "anonymous"}
 
 // CheckPrincipal reports whether p may name a caller: valid UTF-8 of at
-// most MaxPrincipalLen bytes, with no control or bidi characters (a
-// principal is printed in receipts and terminals) and none of Steward's
-// own names. field names where p came from, for the error.
+// most MaxPrincipalLen bytes, with no control or invisible characters (a
+// principal is printed in receipts and terminals, and must look like what
+// it is) and none of Steward's own names. field names where p came from, for the error.
 func CheckPrincipal(field, p string) error {
 	switch {
 	case p == "":
@@ -30,8 +30,10 @@ func CheckPrincipal(field, p string) error {
 		return errs.Field(field, "is %d bytes; the limit is %d", len(p), MaxPrincipalLen)
 	}
 	for _, r := range p {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return errs.Field(field, "contains the control character %U", r)
+		// Invisible characters (format, bidi, line and paragraph
+		// separators) would let "steward\u200b" pass for Steward.
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
+			return errs.Field(field, "contains the invisible or control character %U", r)
 		}
 	}
 	for _, name := range reservedPrincipals {
