@@ -121,13 +121,6 @@ func errorsTableChecks() map[string]tableCheck {
 				return err
 			})
 		},
-		"a request id reused for another contract": func(t *testing.T, e *tableEnv) []error {
-			e.create(t, "table-reused", contract())
-			other := contract()
-			other.Intent = "Something else entirely"
-			_, err := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-reused", Contract: other}))
-			return []error{err}
-		},
 		// A conflict that keeps losing cannot be provoked from outside:
 		// it is checked through the one translation table.
 		"a lost race that keeps losing": func(t *testing.T, e *tableEnv) []error {

@@ -45,9 +45,10 @@ type tableEnv struct {
 }
 
 const (
-	tableOperatorToken = "table-operator-token-0123456789"
-	tableFunderToken   = "table-budget-owner-token-012345"
-	tableReviewerToken = "table-reviewer-token-0123456789"
+	tableOperatorToken  = "table-operator-token-0123456789"
+	tableFunderToken    = "table-budget-owner-token-012345"
+	tableReviewerToken  = "table-reviewer-token-0123456789"
+	tableToolAdminToken = "table-tool-admin-token-01234567"
 )
 
 func startTableEnv(t *testing.T) *tableEnv {
@@ -81,8 +82,9 @@ func startTableEnv(t *testing.T) *tableEnv {
 	  {"token": %q, "principal": "user:cy", "roles": ["viewer"]},
 	  {"token": %q, "principal": "user:ops", "roles": ["operator"]},
 	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]},
-	  {"token": %q, "principal": "user:rev", "roles": []}
-	]}`, agentToken, approverToken, viewerToken, tableOperatorToken, tableFunderToken, tableReviewerToken)
+	  {"token": %q, "principal": "user:rev", "roles": []},
+	  {"token": %q, "principal": "user:tools", "roles": ["tool-admin"]}
+	]}`, agentToken, approverToken, viewerToken, tableOperatorToken, tableFunderToken, tableReviewerToken, tableToolAdminToken)
 	natsAddr := freeAddr(t)
 	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens),
 		"--nats-listen", natsAddr)

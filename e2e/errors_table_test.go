@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"maps"
 	"os"
 	"regexp"
 	"strings"
@@ -24,9 +25,10 @@ type tableCheck func(t *testing.T, e *tableEnv) []error
 func TestErrorsTableMatchesTheCode(t *testing.T) {
 	rows := readErrorsTable(t, "../docs/errors.md")
 	checks := errorsTableChecks()
+	maps.Copy(checks, inputChecks())
 	for _, r := range rows {
 		if _, ok := checks[r.input]; !ok {
-			t.Errorf("docs/errors.md has the row %q, which no check covers: add an entry for it to errorsTableChecks in e2e/errors_table_checks_test.go", r.input)
+			t.Errorf("docs/errors.md has the row %q, which no check covers: add an entry for it to errorsTableChecks (e2e/errors_table_checks_test.go) or inputChecks (e2e/errors_table_input_test.go)", r.input)
 		}
 	}
 	documented := map[string]bool{}

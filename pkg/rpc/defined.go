@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/terminal"
 )
 
@@ -120,9 +121,9 @@ func (p path) String() string {
 
 // Bounds on what a refusal echoes: an answer must not grow with the input.
 const (
-	maxEcho  = 64  // one value or key from the request
-	maxPath  = 256 // a whole field path; its end, which names the field, is kept
-	maxWords = 512 // a whole description
+	maxEcho  = errs.MaxEcho // one value or key from the request
+	maxPath  = 256          // a whole field path; its end, which names the field, is kept
+	maxWords = 512          // a whole description
 )
 
 // echo makes a value from the request fit to quote: control and bidi

@@ -1,0 +1,108 @@
+package e2e_test
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/limits"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/toolreg"
+	"github.com/steward-run/steward/services/control"
+)
+
+// TestLimitsTableMatchesTheCode reads the limits table in docs/errors.md
+// and checks each row against the constants the code enforces, so that a
+// limit changed in one place is changed in the other.
+func TestLimitsTableMatchesTheCode(t *testing.T) {
+	data, err := os.ReadFile("../docs/errors.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d deep", rpc.MaxDepth)},
+		"text fields (intent, desired outcome, descriptions, expressions)": {size(control.MaxTextLen)},
+		"task ids (`task_id`, `parent_task_id`)":                            {fmt.Sprintf("1–%d", limits.MaxTaskID)},
+		"request ids (`request_id`, `proposal_id`)":                         {size(limits.MaxRequestID)},
+		"every other id, ref, hash, name, version, page token, service key": {size(limits.MaxID)},
+		"a principal (`Steward-Principal`, or a token file's `principal`)":  {size(rpc.MaxPrincipalLen)},
+		"reasons": {size(control.MaxReasonLen)},
+		"every list or map, at any depth":                                   {fmt.Sprintf("%d entries", limits.MaxList)},
+		"a value quoted back in an error":                                   {size(errs.MaxEcho)},
+		"`contract.timers.approval_remind_after`, `approval_suspend_after`": {span(control.MinApprovalTimer, control.MaxApprovalTimer)},
+		"`contract.timers.stall_after`":                                     {span(control.MinStallAfter, control.MaxStallAfter)},
+		"a tool's `timeout`":                                                {span(toolreg.MinTimeout, toolreg.MaxTimeout)},
+		"`retryPolicy.initialBackoff`, `maxBackoff` (tool or proposal)":     {span(toolreg.MinRetryBackoff, toolreg.MaxRetryBackoff)},
+		"`retryPolicy.maxElapsed`":                                          {span(toolreg.MinRetryElapsed, toolreg.MaxRetryElapsed)},
+		"`idempotency.retention`":                                           {span(toolreg.MinRetention, toolreg.MaxRetention)},
+		"`--credential-ttl`":                                                {span(credential.MinTTL, credential.MaxTTL)},
+	}
+	rows := map[string]string{}
+	in := false
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case line == "| what | limit |":
+			in = true
+		case in && strings.HasPrefix(line, "| ---"):
+		case in && strings.HasPrefix(line, "|"):
+			cells := strings.Split(strings.Trim(line, "|"), " | ")
+			rows[strings.TrimSpace(cells[0])] = strings.TrimSpace(cells[len(cells)-1])
+		default:
+			in = false
+		}
+	}
+	for what, limit := range rows {
+		words, ok := want[what]
+		if !ok {
+			t.Errorf("docs/errors.md limits the row %q, which this test does not know: add it with the constants it documents", what)
+			continue
+		}
+		for _, w := range words {
+			if !strings.Contains(limit, w) {
+				t.Errorf("docs/errors.md says %q is limited to %q; the code says %q", what, limit, w)
+			}
+		}
+	}
+	for what := range want {
+		if _, ok := rows[what]; !ok {
+			t.Errorf("the limit %q is not in docs/errors.md", what)
+		}
+	}
+}
+
+// size writes n bytes as the docs do: "1 MiB", "4 KiB", "128 bytes".
+func size(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// span writes a range as the docs do: "1 minute – 1 year".
+func span(lo, hi time.Duration) string { return human(lo) + " – " + human(hi) }
+
+// human writes d in its largest whole unit; a day only from two on, as
+// the docs say "24 hours".
+func human(d time.Duration) string {
+	const day, year = 24 * time.Hour, 365 * 24 * time.Hour
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{year, "year"}, {day, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}} {
+		if d < u.d || d%u.d != 0 || (u.d == day && d < 2*day) {
+			continue
+		}
+		if n := int(d / u.d); n != 1 {
+			return fmt.Sprintf("%d %ss", n, u.name)
+		}
+		return "1 " + u.name
+	}
+	return fmt.Sprintf("%d ms", d.Milliseconds())
+}
