@@ -57,6 +57,23 @@ import (
 // proportion to its size). Past it the check fails.
 const CriterionCostLimit = 1_000_000
 
+// Limits on a criterion's expression, past which it is refused when the
+// task is created, before it is type-checked. Parsing and checking take
+// time that grows with nesting, and nested comprehensions multiply the
+// work of an evaluation; CriterionCostLimit still bounds each evaluation.
+// An expression is at most MaxTextLen bytes.
+const (
+	// MaxCriterionNesting bounds how deeply an expression nests (calls,
+	// operators, parentheses, lists), as cel-go's parser counts it.
+	MaxCriterionNesting = 32
+	// MaxCriterionNodes bounds the nodes of an expression after its macros
+	// (all, exists, map, …) are expanded.
+	MaxCriterionNodes = 1024
+	// MaxCriterionComprehensions bounds how many comprehensions (all,
+	// exists, map, filter, …) an expression nests one inside another.
+	MaxCriterionComprehensions = 3
+)
+
 // reviewerDecides is the detail of a criterion with no expression: a
 // person checks it.
 const reviewerDecides = "no expression: the acceptance owner checks this when reviewing"
@@ -102,6 +119,10 @@ var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("artifacts", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("actions", cel.ListType(cel.DynType)),
+		cel.ParserExpressionSizeLimit(MaxTextLen),
+		cel.ParserRecursionLimit(MaxCriterionNesting),
+		cel.ExpressionNodeLimit(MaxCriterionNodes),
+		cel.ASTValidators(cel.ValidateComprehensionNestingLimit(MaxCriterionComprehensions)),
 	)
 })
 
