@@ -32,7 +32,7 @@ type Service struct {
 // HandlerOptions are the options every Steward handler is built with;
 // tokens may be nil (see NewEdgeInterceptor).
 func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
-	return []connect.HandlerOption{
+	return append(depthCodecs(),
 		connect.WithInterceptors(NewEdgeInterceptor(log, tokens)),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
@@ -42,7 +42,7 @@ func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 			log.ErrorContext(ctx, "handler panicked", "procedure", spec.Procedure, "panic", r)
 			return connect.NewError(connect.CodeInternal, errors.New("internal error; the server log has the details"))
 		}),
-	}
+	)
 }
 
 // Connection limits. A client that sends headers and then trickles or
