@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -13,6 +14,9 @@ import (
 
 // printer renders schema errors; the library needs one.
 var printer = message.NewPrinter(language.English)
+
+// heavy holds a place for each check of more than HeavyValidationSteps.
+var heavy = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // Schema is a compiled JSON Schema for a tool's parameters. It is safe for
 // concurrent use.
@@ -95,6 +99,10 @@ func (s *Schema) Validate(params []byte) error {
 	n := 0
 	if err := s.b.steps(s.b.start, v, nil, &n); err != nil {
 		return err
+	}
+	if n > HeavyValidationSteps {
+		heavy <- struct{}{}
+		defer func() { <-heavy }()
 	}
 	err = s.s.Validate(v)
 	if err == nil {

@@ -61,8 +61,12 @@ const CriterionCostLimit = 1_000_000
 // task is created, before it is type-checked. Parsing and checking take
 // time that grows with nesting, and nested comprehensions multiply the
 // work of an evaluation; CriterionCostLimit still bounds each evaluation.
-// An expression is at most MaxTextLen bytes.
 const (
+	// MaxCriterionBytes bounds an expression. cel-go's parser makes tens of
+	// megabytes of garbage refusing a 4 KiB expression with too many
+	// nodes; in 1 KiB there is no room for MaxCriterionNodes, and real
+	// criteria are a line or two.
+	MaxCriterionBytes = 1024
 	// MaxCriterionNesting bounds how deeply an expression nests (calls,
 	// operators, parentheses, lists), as cel-go's parser counts it.
 	MaxCriterionNesting = 32
@@ -98,7 +102,7 @@ func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 		if err := checkText(f+".description", c.Description, MaxTextLen, false); err != nil {
 			return err
 		}
-		if err := checkText(f+".expression", c.Expression, MaxTextLen, false); err != nil {
+		if err := checkText(f+".expression", c.Expression, MaxCriterionBytes, false); err != nil {
 			return err
 		}
 		if c.Expression == "" {
@@ -119,7 +123,7 @@ var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("artifacts", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("actions", cel.ListType(cel.DynType)),
-		cel.ParserExpressionSizeLimit(MaxTextLen),
+		cel.ParserExpressionSizeLimit(MaxCriterionBytes),
 		cel.ParserRecursionLimit(MaxCriterionNesting),
 		cel.ExpressionNodeLimit(MaxCriterionNodes),
 		cel.ASTValidators(cel.ValidateComprehensionNestingLimit(MaxCriterionComprehensions)),
