@@ -51,9 +51,14 @@ const (
 	// of milliseconds and about 10 MB of garbage.
 	MaxValidationSteps = 25_000
 	// HeavyValidationSteps is the work past which a check waits its turn:
-	// no more than GOMAXPROCS of them run at once, so that many requests at
-	// the limit at the same time add CPU time, not memory.
+	// no more than GOMAXPROCS checks and compilations this heavy run at
+	// once, so that many requests at the limits at the same time add time,
+	// not memory.
 	HeavyValidationSteps = 2_500
+	// HeavySchemaKeys is the size, in object keys, past which compiling a
+	// schema waits its turn in the same way: at MaxSchemaKeys the library
+	// makes about 25 MB of garbage.
+	HeavySchemaKeys = 512
 )
 
 // tooLarge is the error for a limit passed; the caller names the field.
@@ -64,6 +69,7 @@ func tooLarge(format string, args ...any) error {
 // bounds is what measuring a schema document found: the targets of its
 // $refs, resolved once so that checking a value can follow them cheaply.
 type bounds struct {
+	keys    int // object keys in the document
 	root    any
 	refs    map[string]any // "$ref" value → the subschema it points to
 	nodes   map[unsafe.Pointer]*node
@@ -80,7 +86,7 @@ func measureSchema(doc any) (*bounds, error) {
 	if err := measureShape(doc, 1, &keys); err != nil {
 		return nil, err
 	}
-	b := &bounds{root: doc, refs: map[string]any{}}
+	b := &bounds{keys: keys, root: doc, refs: map[string]any{}}
 	if err := b.collectRefs(doc, true); err != nil {
 		return nil, err
 	}

@@ -15,7 +15,8 @@ import (
 // printer renders schema errors; the library needs one.
 var printer = message.NewPrinter(language.English)
 
-// heavy holds a place for each check of more than HeavyValidationSteps.
+// heavy holds a place for each check of more than HeavyValidationSteps and
+// each compilation of a schema of more than HeavySchemaKeys.
 var heavy = make(chan struct{}, runtime.GOMAXPROCS(0))
 
 // Schema is a compiled JSON Schema for a tool's parameters. It is safe for
@@ -50,6 +51,10 @@ func CompileSchema(doc string) (*Schema, error) {
 	c.UseLoader(noLoader{})
 	if err := c.AddResource("tool.json", v); err != nil {
 		return nil, err
+	}
+	if b.keys > HeavySchemaKeys {
+		heavy <- struct{}{}
+		defer func() { <-heavy }()
 	}
 	s, err := c.Compile("tool.json")
 	if err != nil {
