@@ -21,8 +21,8 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// badRequest is one entry of e2e/testdata/bad_requests.json.
-type badRequest struct {
+// corpusEntry is one entry of e2e/testdata/bad_requests.json.
+type corpusEntry struct {
 	RPC          string            `json:"rpc"` // "steward.v1.Service/Method"; every RPC for a generic case
 	Why          string            `json:"why"`
 	ContentType  string            `json:"contentType"` // application/json when empty
@@ -40,8 +40,8 @@ type badRequest struct {
 type repeat [2]any
 
 type corpus struct {
-	Generic []badRequest `json:"generic"`
-	Cases   []badRequest `json:"cases"`
+	Generic []corpusEntry `json:"generic"`
+	Cases   []corpusEntry `json:"cases"`
 }
 
 // TestBadRequestCorpus sends every request of the committed corpus to the
@@ -112,7 +112,7 @@ func getTask(t *testing.T, c clients, taskID string) *stewardv1.Task {
 }
 
 // sendBad sends br to m and checks the answer.
-func sendBad(t *testing.T, url string, m protoreflect.MethodDescriptor, br badRequest) {
+func sendBad(t *testing.T, url string, m protoreflect.MethodDescriptor, br corpusEntry) {
 	t.Helper()
 	body := []byte(br.Body)
 	if br.BodyBase64 != "" {

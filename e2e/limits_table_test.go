@@ -24,7 +24,7 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d deep", rpc.MaxDepth)},
+		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d deep", rpc.MaxMessageDepth)},
 		"text fields (intent, desired outcome, descriptions, expressions)": {size(control.MaxTextLen)},
 		"task ids (`task_id`, `parent_task_id`)":                            {fmt.Sprintf("1–%d", limits.MaxTaskID)},
 		"request ids (`request_id`, `proposal_id`)":                         {size(limits.MaxRequestID)},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -14,33 +15,52 @@ import (
 // printer renders schema errors; the library needs one.
 var printer = message.NewPrinter(language.English)
 
+// heavy holds a place for each check of more than HeavyValidationSteps and
+// each compilation of a schema of more than HeavySchemaKeys.
+var heavy = make(chan struct{}, runtime.GOMAXPROCS(0))
+
 // Schema is a compiled JSON Schema for a tool's parameters. It is safe for
 // concurrent use.
 type Schema struct {
 	s *jsonschema.Schema
+	b *bounds
 }
 
 // CompileSchema compiles a JSON Schema document. An empty document accepts
 // any object. The schema may not load other documents: a tool contract is
-// self-contained.
+// self-contained. A document past one of the limits in bounds.go is
+// refused before it is compiled, with an *errs.Error whose code is
+// errs.TooLarge (or errs.Invalid for a $ref that cannot be followed) and
+// no field: the caller knows which field held it.
 func CompileSchema(doc string) (*Schema, error) {
 	if strings.TrimSpace(doc) == "" {
 		doc = `{"type":"object"}`
 	}
+	if len(doc) > MaxSchemaBytes {
+		return nil, tooLarge("is larger than %d KiB", MaxSchemaBytes>>10)
+	}
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(doc))
 	if err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	b, err := measureSchema(v)
+	if err != nil {
+		return nil, err
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	if err := c.AddResource("tool.json", v); err != nil {
 		return nil, err
 	}
+	if b.keys > HeavySchemaKeys {
+		heavy <- struct{}{}
+		defer func() { <-heavy }()
+	}
 	s, err := c.Compile("tool.json")
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{s: s}, nil
+	return &Schema{s: s, b: b}, nil
 }
 
 // noLoader refuses to fetch referenced schemas: compiling a contract must
@@ -67,7 +87,9 @@ func (v *Violation) Error() string {
 }
 
 // Validate checks params (a JSON object) against the schema and returns
-// the first violation as a *Violation.
+// the first violation as a *Violation. Params nested deeper than
+// MaxValueDepth, or that would take more than MaxValidationSteps to check,
+// are refused unchecked with an *errs.Error whose code is errs.TooLarge.
 func (s *Schema) Validate(params []byte) error {
 	if len(params) == 0 {
 		params = []byte("{}")
@@ -75,6 +97,17 @@ func (s *Schema) Validate(params []byte) error {
 	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(params))
 	if err != nil {
 		return &Violation{Reason: "not JSON: " + err.Error()}
+	}
+	if err := measureValue(v, 1); err != nil {
+		return err
+	}
+	n := 0
+	if err := s.b.steps(s.b.start, v, nil, &n); err != nil {
+		return err
+	}
+	if n > HeavyValidationSteps {
+		heavy <- struct{}{}
+		defer func() { <-heavy }()
 	}
 	err = s.s.Validate(v)
 	if err == nil {

@@ -30,11 +30,14 @@ import (
 // proto may have, and one no Steward message uses.
 const refusalField protowire.Number = protowire.MaxValidNumber
 
-// MaxDepth bounds how deeply a request's messages nest, in every encoding:
-// about 50 levels of JSON inside a tool's parameters (a JSON array or
-// object is two messages, a Value and a ListValue or Struct). Protobuf's
-// own limit is 10,000, at which a 20 KB request costs seconds of CPU.
-const MaxDepth = 100
+// MaxMessageDepth bounds how deeply a request nests messages, in every
+// encoding, counted as protobuf counts recursion: each message, and in
+// google.protobuf.Struct each Value, ListValue and Struct, is a level, so
+// JSON params nested n arrays deep take about 2n. protobuf's default,
+// 10,000, let a 1 MiB body of nested arrays cost tens of megabytes and a
+// 20 KB one seconds of CPU before it was refused; this is far above any
+// real request (params may nest action.MaxValueDepth JSON levels).
+const MaxMessageDepth = 200
 
 // strictCodecs returns the codecs every Steward handler decodes with, one
 // per name Connect negotiates.
@@ -71,9 +74,9 @@ func (protoCodec) Unmarshal(data []byte, m any) error {
 	if !ok {
 		return fmt.Errorf("rpc: %T is not a protobuf message", m)
 	}
-	if err := (proto.UnmarshalOptions{RecursionLimit: MaxDepth}).Unmarshal(data, pm); err != nil {
+	if err := (proto.UnmarshalOptions{RecursionLimit: MaxMessageDepth}).Unmarshal(data, pm); err != nil {
 		refuse(pm, "", fmt.Sprintf("is not a valid %s in binary protobuf (or nests more than %d messages deep): %s",
-			pm.ProtoReflect().Descriptor().FullName(), MaxDepth, trimProtoPrefix(err.Error())))
+			pm.ProtoReflect().Descriptor().FullName(), MaxMessageDepth, trimProtoPrefix(err.Error())))
 		return nil
 	}
 	if bad := checkDefined(pm.ProtoReflect()); bad != nil {
@@ -94,6 +97,14 @@ func (jsonCodec) Marshal(m any) ([]byte, error) {
 	return protojson.Marshal(pm)
 }
 
+func (jsonCodec) MarshalAppend(dst []byte, m any) ([]byte, error) {
+	pm, ok := m.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("rpc: %T is not a protobuf message", m)
+	}
+	return protojson.MarshalOptions{}.MarshalAppend(dst, pm)
+}
+
 func (jsonCodec) Unmarshal(data []byte, m any) error {
 	pm, ok := m.(proto.Message)
 	if !ok {
@@ -103,7 +114,7 @@ func (jsonCodec) Unmarshal(data []byte, m any) error {
 		refuse(pm, "", "is empty; a JSON object is required (send {} for an empty request)")
 		return nil
 	}
-	if err := (protojson.UnmarshalOptions{RecursionLimit: MaxDepth}).Unmarshal(data, pm); err != nil {
+	if err := (protojson.UnmarshalOptions{RecursionLimit: MaxMessageDepth}).Unmarshal(data, pm); err != nil {
 		field, desc := explainJSON(pm.ProtoReflect().Descriptor(), data, err)
 		refuse(pm, field, desc)
 		return nil

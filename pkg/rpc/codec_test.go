@@ -148,7 +148,7 @@ func TestPrincipalHeader(t *testing.T) {
 
 // TestDeepNestingIsRefusedCheaply: a small request nested thousands deep
 // once cost gigabytes and seconds before authentication ran, as the walk
-// built a path string at every level. It is refused at MaxDepth, in JSON
+// built a path string at every level. It is refused at MaxMessageDepth, in JSON
 // and binary, for little memory.
 func TestDeepNestingIsRefusedCheaply(t *testing.T) {
 	const depth = 5000

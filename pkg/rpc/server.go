@@ -49,6 +49,30 @@ func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
 	)
 }
 
+// Connection limits. A client that sends headers and then trickles or
+// withholds its body, or that keeps a connection open and idle, would
+// otherwise hold a connection and a goroutine for ever. Each has an Option
+// that changes it.
+const (
+	// DefaultReadHeaderTimeout bounds reading a request's headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading a request, headers and body, from
+	// its first byte: a request of MaxRequestBytes at 64 KiB/s still fits.
+	// It never cuts a response: over HTTP/1 the deadline is lifted once the
+	// body is read, and over HTTP/2 it only ends the stream's body, so
+	// WatchTask and ReplayTask stream for as long as they need. There is
+	// no write timeout for the same reason.
+	DefaultReadTimeout = 30 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection (HTTP/1) or an
+	// HTTP/2 connection with no open stream after this long without a
+	// request.
+	DefaultIdleTimeout = 2 * time.Minute
+	// DefaultMaxConcurrentStreams bounds the streams (calls) one HTTP/2
+	// connection may have open at once; a client that wants more opens
+	// another connection.
+	DefaultMaxConcurrentStreams = 100
+)
+
 // Server serves services over one listener with Connect, gRPC and gRPC-Web
 // on HTTP/1.1 and cleartext HTTP/2, plus gRPC reflection, the gRPC health
 // service, a plain /healthz for probes that speak only HTTP, and any plain
@@ -62,7 +86,11 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
-	handlers []route
+	handlers          []route
+	readHeaderTimeout time.Duration
+	readTimeout       time.Duration
+	idleTimeout       time.Duration
+	maxStreams        int
 }
 
 type route struct {
@@ -78,9 +106,34 @@ func WithHandler(pattern string, h http.Handler) Option {
 	return func(o *options) { o.handlers = append(o.handlers, route{pattern, h}) }
 }
 
+// WithReadHeaderTimeout replaces DefaultReadHeaderTimeout.
+func WithReadHeaderTimeout(d time.Duration) Option {
+	return func(o *options) { o.readHeaderTimeout = d }
+}
+
+// WithReadTimeout replaces DefaultReadTimeout.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = d }
+}
+
+// WithIdleTimeout replaces DefaultIdleTimeout.
+func WithIdleTimeout(d time.Duration) Option {
+	return func(o *options) { o.idleTimeout = d }
+}
+
+// WithMaxConcurrentStreams replaces DefaultMaxConcurrentStreams.
+func WithMaxConcurrentStreams(n int) Option {
+	return func(o *options) { o.maxStreams = n }
+}
+
 // Listen binds addr and prepares to serve services.
 func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
-	var o options
+	o := options{
+		readHeaderTimeout: DefaultReadHeaderTimeout,
+		readTimeout:       DefaultReadTimeout,
+		idleTimeout:       DefaultIdleTimeout,
+		maxStreams:        DefaultMaxConcurrentStreams,
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -111,7 +164,10 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 		srv: &http.Server{
 			Handler:           mux,
 			Protocols:         &protocols,
-			ReadHeaderTimeout: 10 * time.Second,
+			ReadHeaderTimeout: o.readHeaderTimeout,
+			ReadTimeout:       o.readTimeout,
+			IdleTimeout:       o.idleTimeout,
+			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams},
 		},
 	}, nil
 }

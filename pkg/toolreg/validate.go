@@ -1,6 +1,7 @@
 package toolreg
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"time"
@@ -57,18 +58,13 @@ func Validate(c *stewardv1.ToolContract) error {
 		return errs.Field("contract.version", "is longer than 64 bytes")
 	case len(c.Description) > 4096:
 		return &errs.Error{Code: errs.TooLarge, Field: "contract.description", Message: "is longer than 4096 bytes"}
-	case len(c.ParametersSchema) > 64<<10:
-		return &errs.Error{Code: errs.TooLarge, Field: "contract.parameters_schema", Message: "is larger than 64 KiB"}
 	}
-	if _, err := action.CompileSchema(c.ParametersSchema); err != nil {
-		return errs.Field("contract.parameters_schema", "does not compile: %v", err)
-	}
-	if len(c.ResultSchema) > 64<<10 {
-		return &errs.Error{Code: errs.TooLarge, Field: "contract.result_schema", Message: "is larger than 64 KiB"}
+	if err := checkSchema("contract.parameters_schema", c.ParametersSchema); err != nil {
+		return err
 	}
 	if c.ResultSchema != "" {
-		if _, err := action.CompileSchema(c.ResultSchema); err != nil {
-			return errs.Field("contract.result_schema", "does not compile: %v", err)
+		if err := checkSchema("contract.result_schema", c.ResultSchema); err != nil {
+			return err
 		}
 	}
 	if err := validateRetryPolicy(c.RetryPolicy); err != nil {
@@ -127,6 +123,20 @@ func Validate(c *stewardv1.ToolContract) error {
 		return errs.Field("contract.endpoint", "is required: http or builtin")
 	}
 	return nil
+}
+
+// checkSchema compiles a schema, answering under field: TooLarge past one
+// of action's schema limits, Invalid for anything else wrong with it.
+func checkSchema(field, doc string) error {
+	_, err := action.CompileSchema(doc)
+	if err == nil {
+		return nil
+	}
+	var e *errs.Error
+	if errors.As(err, &e) {
+		return &errs.Error{Code: e.Code, Field: field, Message: e.Message}
+	}
+	return errs.Field(field, "does not compile: %v", err)
 }
 
 func checkURL(field, s string, required bool) error {

@@ -57,6 +57,27 @@ import (
 // proportion to its size). Past it the check fails.
 const CriterionCostLimit = 1_000_000
 
+// Limits on a criterion's expression, past which it is refused when the
+// task is created, before it is type-checked. Parsing and checking take
+// time that grows with nesting, and nested comprehensions multiply the
+// work of an evaluation; CriterionCostLimit still bounds each evaluation.
+const (
+	// MaxCriterionBytes bounds an expression. cel-go's parser makes tens of
+	// megabytes of garbage refusing a 4 KiB expression with too many
+	// nodes; in 1 KiB there is no room for MaxCriterionNodes, and real
+	// criteria are a line or two.
+	MaxCriterionBytes = 1024
+	// MaxCriterionNesting bounds how deeply an expression nests (calls,
+	// operators, parentheses, lists), as cel-go's parser counts it.
+	MaxCriterionNesting = 32
+	// MaxCriterionNodes bounds the nodes of an expression after its macros
+	// (all, exists, map, …) are expanded.
+	MaxCriterionNodes = 1024
+	// MaxCriterionComprehensions bounds how many comprehensions (all,
+	// exists, map, filter, …) an expression nests one inside another.
+	MaxCriterionComprehensions = 3
+)
+
 // reviewerDecides is the detail of a criterion with no expression: a
 // person checks it.
 const reviewerDecides = "no expression: the acceptance owner checks this when reviewing"
@@ -81,7 +102,7 @@ func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 		if err := checkText(f+".description", c.Description, MaxTextLen, false); err != nil {
 			return err
 		}
-		if err := checkText(f+".expression", c.Expression, MaxTextLen, false); err != nil {
+		if err := checkText(f+".expression", c.Expression, MaxCriterionBytes, false); err != nil {
 			return err
 		}
 		if c.Expression == "" {
@@ -102,6 +123,10 @@ var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
 	return cel.NewEnv(
 		cel.Variable("artifacts", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("actions", cel.ListType(cel.DynType)),
+		cel.ParserExpressionSizeLimit(MaxCriterionBytes),
+		cel.ParserRecursionLimit(MaxCriterionNesting),
+		cel.ExpressionNodeLimit(MaxCriterionNodes),
+		cel.ASTValidators(cel.ValidateComprehensionNestingLimit(MaxCriterionComprehensions)),
 	)
 })
 

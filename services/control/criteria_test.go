@@ -98,8 +98,8 @@ func TestCriteriaSeeArtifactsAndActions(t *testing.T) {
 		{`actions.filter(a, a.status == "failed").size() == 1 && actions[1].result == null`, true, ""},
 		{`actions.all(a, a.compensates == "" && a.target == "acct:42")`, true, ""},
 		{`artifacts.summary.action_id == actions[0].id`, true, ""},
-		{`[0,1,2,3,4,5,6,7,8,9].all(a, [0,1,2,3,4,5,6,7,8,9].all(b, [0,1,2,3,4,5,6,7,8,9].all(c,
-		   [0,1,2,3,4,5,6,7,8,9].all(d, [0,1,2,3,4,5,6,7,8,9].all(e, [0,1,2,3,4,5,6,7,8,9].all(f, true))))))`, false, "cost limit exceeded"},
+		// As deep as comprehensions may nest, over lists of 100: 10^6 steps.
+		{stewardtest.NestedComprehensions(control.MaxCriterionComprehensions, 100), false, "cost limit exceeded"},
 	}
 	criteria := make([]*stewardv1.AcceptanceCriterion, len(tests))
 	for i, tt := range tests {

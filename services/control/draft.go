@@ -52,6 +52,10 @@ func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
 		if errors.As(err, &v) {
 			return nil, errs.Field("params"+v.Path, "%s", v.Reason)
 		}
+		var e *errs.Error
+		if errors.As(err, &e) { // a limit on the work of checking them
+			return nil, &errs.Error{Code: e.Code, Field: "params", Message: e.Message}
+		}
 		return nil, errs.Field("params", "%v", err)
 	}
 	tool := entry.Tool.Contract

@@ -36,12 +36,6 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err := validateProposal(req); err != nil {
 		return nil, false, err
 	}
-	// The proposal id is this command's request id, under the one rule
-	// (see claim) but scoped to the task: the action's id derives from the
-	// task and the proposal id, as the op_key a tool sees derives from it.
-	if _, err := p.claimIn(ctx, requestid.ForProposal(principal, req.TaskId), "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
-		return nil, false, err
-	}
 	params := []byte("{}")
 	if req.Params != nil {
 		var err error
@@ -55,6 +49,14 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
 	})
 	if err != nil {
+		return nil, false, err
+	}
+	// The proposal id is this command's request id, under the one rule
+	// (see claim) but scoped to the task: the action's id derives from the
+	// task and the proposal id, as the op_key a tool sees derives from it.
+	// It is claimed once the proposal is known to be valid, so that an
+	// agent told its parameters are wrong may fix them under the same id.
+	if _, err := p.claimIn(ctx, requestid.ForProposal(principal, req.TaskId), "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
 		return nil, false, err
 	}
 	actionID := d.action.ActionId

@@ -312,3 +312,20 @@ func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
 		}
 	}
 }
+
+// TestAProposalRefusedForItsParametersKeepsItsID: an agent told its
+// parameters are wrong fixes them and proposes again under the same
+// proposal id; the refusal did not spend it.
+func TestAProposalRefusedForItsParametersKeepsItsID(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	taskID := r.acceptanceTask(t, "fix-params", nil)
+	bad, _ := structpb.NewStruct(map[string]any{"wrong": "field"})
+	if _, _, err := r.ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: "step-1", Tool: "write", Params: bad}); !errs.Is(err, errs.Invalid) {
+		t.Fatalf("parameters failing the schema: %v, want invalid", err)
+	}
+	good, _ := structpb.NewStruct(map[string]any{"text": "hello"})
+	if _, created, err := r.ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: "step-1", Tool: "write", Params: good}); err != nil || !created {
+		t.Fatalf("the fixed proposal under the same id: created %v, %v", created, err)
+	}
+}
