@@ -25,14 +25,14 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 	}
 	want := map[string][]string{
 		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d deep", rpc.MaxMessageDepth)},
-		"text fields (intent, desired outcome, descriptions, expressions)": {size(control.MaxTextLen)},
+		"text fields (intent, desired outcome, descriptions, expressions)":  {size(control.MaxTextLen)},
 		"task ids (`task_id`, `parent_task_id`)":                            {fmt.Sprintf("1–%d", limits.MaxTaskID)},
 		"request ids (`request_id`, `proposal_id`)":                         {size(limits.MaxRequestID)},
 		"every other id, ref, hash, name, version, page token, service key": {size(limits.MaxID)},
 		"a principal (`Steward-Principal`, or a token file's `principal`)":  {size(rpc.MaxPrincipalLen)},
-		"reasons": {size(control.MaxReasonLen)},
-		"every list or map, at any depth":                                   {fmt.Sprintf("%d entries", limits.MaxList)},
-		"a value quoted back in an error":                                   {size(errs.MaxEcho)},
+		"reasons":                         {size(control.MaxReasonLen)},
+		"every list or map, at any depth": {fmt.Sprintf("%d entries", limits.MaxList)},
+		"a value quoted back in an error": {size(errs.MaxEcho)},
 		"`contract.timers.approval_remind_after`, `approval_suspend_after`": {span(control.MinApprovalTimer, control.MaxApprovalTimer)},
 		"`contract.timers.stall_after`":                                     {span(control.MinStallAfter, control.MaxStallAfter)},
 		"a tool's `timeout`":                                                {span(toolreg.MinTimeout, toolreg.MaxTimeout)},
