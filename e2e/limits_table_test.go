@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/limits"
@@ -24,8 +25,15 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
-		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d deep", rpc.MaxMessageDepth)},
-		"text fields (intent, desired outcome, descriptions, expressions)":  {size(control.MaxTextLen)},
+		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d messages deep", rpc.MaxMessageDepth)},
+		"text fields (intent, desired outcome, descriptions)": {size(control.MaxTextLen)},
+		"an acceptance criterion": {size(control.MaxCriterionBytes), fmt.Sprintf("%d levels", control.MaxCriterionNesting),
+			count(control.MaxCriterionNodes, "nodes"), fmt.Sprintf("%d comprehensions", control.MaxCriterionComprehensions)},
+		"a tool's `parametersSchema` or `resultSchema`": {size(action.MaxSchemaBytes), fmt.Sprintf("%d levels", action.MaxSchemaDepth),
+			count(action.MaxSchemaKeys, "object keys"), fmt.Sprintf("%d `$ref`s", action.MaxSchemaRefChain), count(action.MaxSchemaExpansion, "subschemas")},
+		"a tool's `params` and results": {size(control.MaxParams), fmt.Sprintf("%d levels", action.MaxValueDepth), count(action.MaxValidationSteps, "steps")},
+		"an HTTP connection": {"headers within " + human(rpc.DefaultReadHeaderTimeout), "request within " + human(rpc.DefaultReadTimeout),
+			"after " + human(rpc.DefaultIdleTimeout) + " idle", fmt.Sprintf("%d concurrent calls", rpc.DefaultMaxConcurrentStreams)},
 		"task ids (`task_id`, `parent_task_id`)":                            {fmt.Sprintf("1–%d", limits.MaxTaskID)},
 		"request ids (`request_id`, `proposal_id`)":                         {size(limits.MaxRequestID)},
 		"every other id, ref, hash, name, version, page token, service key": {size(limits.MaxID)},
@@ -83,6 +91,15 @@ func size(n int) string {
 		return fmt.Sprintf("%d KiB", n>>10)
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// count writes n things as the docs do: "4,096 object keys".
+func count(n int, things string) string {
+	s := fmt.Sprint(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s + " " + things
 }
 
 // span writes a range as the docs do: "1 minute – 1 year".

@@ -31,12 +31,12 @@ import (
 const refusalField protowire.Number = protowire.MaxValidNumber
 
 // MaxMessageDepth bounds how deeply a request nests messages, in every
-// encoding, counted as protobuf counts recursion: each message, and in
-// google.protobuf.Struct each Value, ListValue and Struct, is a level, so
-// JSON params nested n arrays deep take about 2n. protobuf's default,
-// 10,000, let a 1 MiB body of nested arrays cost tens of megabytes and a
-// 20 KB one seconds of CPU before it was refused; this is far above any
-// real request (params may nest action.MaxValueDepth JSON levels).
+// encoding, counted as protobuf counts recursion: each message is a level
+// (in binary, a Struct's Value and ListValue are a level each; in JSON, one
+// per array or object). protobuf's default, 10,000, let a 1 MiB body of
+// nested arrays cost tens of megabytes and a 20 KB one seconds of CPU
+// before it was refused; this is far above any real request (params may
+// nest action.MaxValueDepth JSON levels).
 const MaxMessageDepth = 200
 
 // strictCodecs returns the codecs every Steward handler decodes with, one
