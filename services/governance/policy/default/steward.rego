@@ -91,6 +91,19 @@ approval_reasons contains "tools touching restricted data require approval" if {
 	data_sensitivity == "DATA_SENSITIVITY_RESTRICTED"
 }
 
+# A tool that does not say how sensitive its data is (one registered before
+# contracts had to) is not taken for the mildest: a person decides.
+approval_reasons contains sprintf("tool %q does not say how sensitive its data is", [tool_name]) if {
+	not known_sensitivities[data_sensitivity]
+}
+
+known_sensitivities := {
+	"DATA_SENSITIVITY_PUBLIC",
+	"DATA_SENSITIVITY_INTERNAL",
+	"DATA_SENSITIVITY_CONFIDENTIAL",
+	"DATA_SENSITIVITY_RESTRICTED",
+}
+
 # Writes are allowed on their own, but not to sensitive data ...
 approval_reasons contains sprintf("writes to %s data require approval", [data_sensitivity]) if {
 	write_effects[effect_class]

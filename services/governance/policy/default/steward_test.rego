@@ -72,6 +72,14 @@ test_irreversible_requires_approval if {
 	d.reasons == ["irreversible actions require approval"]
 }
 
+test_unknown_sensitivity_requires_approval if {
+	every sensitivity in ["DATA_SENSITIVITY_UNSPECIFIED", "DATA_SENSITIVITY_RESTRICTD"] {
+		d := policy.decision with input as low({"data_sensitivity": sensitivity})
+		approval_by_authorizer(d)
+		d.reasons == [`tool "t" does not say how sensitive its data is`]
+	}
+}
+
 test_restricted_read_requires_approval if {
 	d := policy.decision with input as low({"data_sensitivity": "DATA_SENSITIVITY_RESTRICTED"})
 	approval_by_authorizer(d)
