@@ -2,11 +2,9 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -470,17 +468,7 @@ func errorsTableChecks() map[string]tableCheck {
 			return []error{saying(t, err, "tokens", "RaiseBudget")}
 		},
 		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *tableEnv) []error {
-			cmd := exec.Command(binary, "serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0")
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Errorf("steward serve --plane=governance without --credential-key: %v, want exit status 1", err)
-			}
-			if !strings.Contains(stderr.String(), "--credential-key") {
-				t.Errorf("steward said %q on stderr; want it to name --credential-key", stderr.String())
-			}
+			exitsNaming(t, []string{"serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--credential-key")
 			return nil
 		},
 	}

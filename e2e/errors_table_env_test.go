@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -347,4 +348,23 @@ func (e *tableEnv) decide(c authed, approvalID, hash string) error {
 func (e *tableEnv) settle(c stewardv1connect.ActionServiceClient, a actionRef, state stewardv1.SettleState, reason string) error {
 	_, err := c.SettleAction(context.Background(), connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: a.task, ActionId: a.action, State: state, Reason: reason}))
 	return err
+}
+
+// exitsNaming runs the binary with args and checks that it exits with
+// status 1, saying each of words on stderr.
+func exitsNaming(t *testing.T, args []string, words ...string) {
+	t.Helper()
+	cmd := exec.Command(binary, args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("steward %s: %v, want exit status 1", strings.Join(args, " "), err)
+	}
+	for _, w := range words {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("steward %s said %q on stderr; want it to name %q", strings.Join(args, " "), stderr.String(), w)
+		}
+	}
 }

@@ -2,10 +2,8 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -164,19 +162,7 @@ func inputChecks() map[string]tableCheck {
 			undefined := register(func(c *stewardv1.ToolContract) { c.DataSensitivity = 9 })
 
 			file := writeFile(t, t.TempDir(), "tools.json", `{"tools": [{"name": "w", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "http": {"url": "http://127.0.0.1:1/w"}}]}`)
-			cmd := exec.Command(binary, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--tools", file)
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			err := cmd.Run()
-			var exit *exec.ExitError
-			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
-				t.Errorf("steward dev with a tool of no sensitivity: %v, want exit status 1", err)
-			}
-			for _, want := range []string{filepath.Base(file), "w", "contract.data_sensitivity"} {
-				if !strings.Contains(stderr.String(), want) {
-					t.Errorf("steward said %q; want it to name %q", stderr.String(), want)
-				}
-			}
+			exitsNaming(t, []string{"dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--tools", file}, filepath.Base(file), "w", "contract.data_sensitivity")
 			return []error{alike(t, onField(t, noClass, "contract.effect_class"), onField(t, noSensitivity, "contract.data_sensitivity"),
 				onField(t, undefined, "contract.data_sensitivity"))}
 		},
@@ -205,14 +191,7 @@ func inputChecks() map[string]tableCheck {
 		},
 		"`--credential-ttl` outside 1 minute – 1 year": func(t *testing.T, e *tableEnv) []error {
 			for _, ttl := range []string{"1ns", "87600h"} {
-				cmd := exec.Command(binary, "dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--credential-ttl", ttl)
-				var stderr strings.Builder
-				cmd.Stderr = &stderr
-				err := cmd.Run()
-				var exit *exec.ExitError
-				if !errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(stderr.String(), "--credential-ttl") {
-					t.Errorf("--credential-ttl %s: %v, stderr %q; want exit status 1 naming the flag", ttl, err, stderr.String())
-				}
+				exitsNaming(t, []string{"dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--credential-ttl", ttl}, "--credential-ttl")
 			}
 			return nil
 		},
