@@ -185,6 +185,9 @@ func missingSubjects(have, want []string) []string {
 // Config returns the log's configuration with defaults filled in.
 func (l *Log) Config() Config { return l.cfg }
 
+// TaskIDRule says what ValidTaskID accepts, for error messages.
+const TaskIDRule = "a task id is 1–64 ASCII letters, digits, '-' or '_'"
+
 // ValidTaskID reports whether id can name a task: 1–64 ASCII letters,
 // digits, '-' or '_', which keeps it one safe NATS subject token.
 func ValidTaskID(id string) bool {

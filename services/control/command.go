@@ -75,7 +75,7 @@ func checkCommand(taskID, requestID, reason string) error {
 		return errs.Field("task_id", "is required")
 	}
 	if !eventlog.ValidTaskID(taskID) {
-		return errs.Field("task_id", "%s is not a task id", errs.Quote(taskID))
+		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(taskID))
 	}
 	if err := checkReason(reason); err != nil {
 		return err

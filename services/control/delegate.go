@@ -111,7 +111,7 @@ func validateDelegate(req *stewardv1.DelegateTaskRequest, now time.Time) error {
 	case req.ParentTaskId == "":
 		return errs.Field("parent_task_id", "is required")
 	case !eventlog.ValidTaskID(req.ParentTaskId):
-		return errs.Field("parent_task_id", "%s is not a task id", errs.Quote(req.ParentTaskId))
+		return errs.Field("parent_task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.ParentTaskId))
 	case req.DelegateRef == "":
 		return errs.Field("delegate_ref", "is required: who the sub-task's credential is for")
 	}

@@ -112,7 +112,7 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 	case req.TaskId == "":
 		return errs.Field("task_id", "is required")
 	case !eventlog.ValidTaskID(req.TaskId):
-		return errs.Field("task_id", "%s is not a task id", errs.Quote(req.TaskId))
+		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.TaskId))
 	case req.Tool == "":
 		return errs.Field("tool", "is required")
 	case strings.HasPrefix(req.ProposalId, compensationPrefix):

@@ -29,7 +29,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	case req.TaskId == "":
 		return nil, errs.Field("task_id", "is required")
 	case !eventlog.ValidTaskID(req.TaskId):
-		return nil, errs.Field("task_id", "%s is not a task id", errs.Quote(req.TaskId))
+		return nil, errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.TaskId))
 	case req.ActionId == "":
 		return nil, errs.Field("action_id", "is required")
 	case req.Reason == "":

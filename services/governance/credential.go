@@ -310,7 +310,7 @@ func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, task
 	case taskID == "":
 		return errs.Field("task_id", "is required")
 	case !eventlog.ValidTaskID(taskID):
-		return errs.Field("task_id", "%s is not a task id", errs.Quote(taskID))
+		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(taskID))
 	case reason == "":
 		return errs.Field("reason", "is required: say why the credential is %s", pastTense(verb))
 	case len(reason) > MaxRevokeReasonLen:

@@ -19,7 +19,7 @@ type governanceService struct {
 
 func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Request[stewardv1.ListApprovalsRequest]) (*connect.Response[stewardv1.ListApprovalsResponse], error) {
 	if req.Msg.TaskId != "" && !eventlog.ValidTaskID(req.Msg.TaskId) {
-		return nil, errs.Field("task_id", "%s is not a task id", errs.Quote(req.Msg.TaskId))
+		return nil, errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.Msg.TaskId))
 	}
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err

@@ -36,7 +36,7 @@ func checkTaskID(id string) error {
 		return errs.Field("task_id", "is required")
 	}
 	if !eventlog.ValidTaskID(id) {
-		return errs.Field("task_id", "%s is not a task id", errs.Quote(id))
+		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(id))
 	}
 	return nil
 }
