@@ -65,6 +65,20 @@ func inputChecks() map[string]tableCheck {
 			}
 			return nil
 		},
+		"a command refused (bad input, a state that forbids it), then sent fixed under the same request id": func(t *testing.T, e *tableEnv) []error {
+			id := e.create(t, "table-fixed", contract())
+			raise := func(tokens int64) error {
+				_, err := e.funder.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: id, RequestId: "table-raise", MaxTokens: tokens, Reason: "more"}))
+				return err
+			}
+			if err := raise(10); connect.CodeOf(err) != connect.CodeInvalidArgument {
+				t.Fatalf("a raise that lowers the limit: %v, want invalid_argument", err)
+			}
+			if err := raise(100_000); err != nil {
+				t.Errorf("the fixed raise under the same request id: %v", err)
+			}
+			return nil
+		},
 		"one request id from two callers": func(t *testing.T, e *tableEnv) []error {
 			mine := e.create(t, "table-demo-1", contract())
 			resp, err := e.reviewer.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-demo-1", Contract: contract()}))

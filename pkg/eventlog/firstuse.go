@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,28 +26,53 @@ type firstUses struct {
 
 // FirstUse records value under key unless the key holds a value already,
 // and returns what the key holds: value when this call recorded it, the
-// first value recorded otherwise. It is a "first one wins" across tasks,
-// where a task's own log cannot be the unit: pkg/requestid records there
-// what each request id was first used for. Keys are KV keys
-// ([-_=/.A-Za-z0-9]); a key is never changed or removed.
-func (l *Log) FirstUse(ctx context.Context, key string, value []byte) ([]byte, error) {
+// first value recorded otherwise, and the record's revision when this call
+// made it (0 otherwise). It is a "first one wins" across tasks, where a
+// task's own log cannot be the unit: pkg/requestid records there what
+// each request id was first used for. Keys are KV keys ([-_=/.A-Za-z0-9]);
+// a record lasts FirstUseTTL unless ForgetFirstUse removes it sooner.
+func (l *Log) FirstUse(ctx context.Context, key string, value []byte) ([]byte, uint64, error) {
 	kv, err := l.firstUseBucket(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	_, err = kv.Create(ctx, key, value)
+	rev, err := kv.Create(ctx, key, value)
 	if err == nil {
-		return value, nil
+		return value, rev, nil
 	}
 	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
+		return nil, 0, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
 	}
 	e, err := kv.Get(ctx, key)
-	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		// Forgotten between the two calls: the next try records it.
+		return nil, 0, errs.New(errs.Conflict, "first use of %s changed under us; try again", key)
 	}
-	return e.Value(), nil
+	if err != nil {
+		return nil, 0, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
+	}
+	return e.Value(), 0, nil
 }
+
+// ForgetFirstUse removes the record FirstUse made at revision, if it is
+// still that one: a use that was refused before it recorded anything
+// leaves the key free for the next.
+func (l *Log) ForgetFirstUse(ctx context.Context, key string, revision uint64) error {
+	kv, err := l.firstUseBucket(ctx)
+	if err != nil {
+		return err
+	}
+	if err := kv.Delete(ctx, key, jetstream.LastRevision(revision)); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "forget first use of %s", key)
+	}
+	return nil
+}
+
+// FirstUseTTL is how long a first use is remembered. A retry comes within
+// minutes; after this, an id reused on the same task is still recognised
+// by its event id on the task's log, and only a reuse for another task or
+// another command goes unnoticed.
+const FirstUseTTL = 30 * 24 * time.Hour
 
 func (l *Log) firstUseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	l.firstUse.mu.Lock()
@@ -56,7 +82,7 @@ func (l *Log) firstUseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	}
 	cfg := jetstream.KeyValueConfig{
 		Bucket: DefaultFirstUseBucket, Description: "Steward request ids: what each was first used for; first create wins",
-		History: 1, Replicas: l.cfg.Replicas, Storage: l.cfg.Storage,
+		History: 1, Replicas: l.cfg.Replicas, Storage: l.cfg.Storage, TTL: FirstUseTTL,
 	}
 	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
 	if errors.Is(err, jetstream.ErrBucketNotFound) {

@@ -120,34 +120,75 @@ func UseOf(command, taskID string, req proto.Message) Use {
 	return Use{Command: command, TaskID: taskID, Body: hex.EncodeToString(sum[:])}
 }
 
+// Hold is a request id claimed for one use. A refused command releases
+// it (see Release), so that the request, fixed, may use the id.
+type Hold struct {
+	key      string
+	revision uint64 // of the record this claim made; 0 if it found one
+}
+
 // Claim records u as the use of requestID in s. The first use wins; the
-// same use again (a retry) is nil; any other use is AlreadyExists, naming
-// the first. An empty request id claims nothing.
-func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u Use) error {
+// same use again (a retry) is held too; any other use is AlreadyExists,
+// naming the first. An empty request id claims nothing (a nil Hold).
+func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u Use) (*Hold, error) {
 	if requestID == "" {
-		return nil
+		return nil, nil
 	}
 	mine, err := json.Marshal(u)
 	if err != nil {
-		return fmt.Errorf("claim request id: %w", err)
+		return nil, fmt.Errorf("claim request id: %w", err)
 	}
-	got, err := log.FirstUse(ctx, s.key(requestID), mine)
+	key := s.key(requestID)
+	got, rev, err := log.FirstUse(ctx, key, mine)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	var first Use
 	if err := json.Unmarshal(got, &first); err != nil {
-		return errs.Wrap(errs.Corrupt, err, "the first use of request id %q", requestID)
+		return nil, errs.Wrap(errs.Corrupt, err, "the first use of request id %s", errs.Quote(requestID))
 	}
 	if first == u {
-		return nil
+		return &Hold{key: key, revision: rev}, nil
 	}
 	what := ""
 	if first.Command == u.Command && first.TaskID == u.TaskID {
 		what = " with another body"
 	}
-	return errs.New(errs.AlreadyExists, "request id %q was first used for %s on task %s%s; a request id names one command with one body on one task: use a new one",
-		requestID, first.Command, first.TaskID, what)
+	return nil, errs.New(errs.AlreadyExists, "request id %s was first used for %s on task %s%s; a request id names one command with one body on one task: use a new one",
+		errs.Quote(requestID), first.Command, first.TaskID, what)
+}
+
+// Release forgets the first use h recorded, when the command it was
+// claimed for refused it and recorded nothing: nothing happened under the
+// id, so it is free. A hold that found the use recorded before (a retry)
+// releases nothing. nil is a no-op.
+func (h *Hold) Release(ctx context.Context, log *eventlog.Log) error {
+	if h == nil || h.revision == 0 {
+		return nil
+	}
+	return log.ForgetFirstUse(ctx, h.key, h.revision)
+}
+
+// Refused reports whether err refuses a command as it was asked, with
+// nothing recorded: bad input, a state that does not allow it, something
+// missing, no permission. A conflict or an unavailable log may have
+// recorded it, and keeps the claim.
+func Refused(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.Invalid, errs.TooLarge, errs.FailedPrecondition, errs.NotFound, errs.PermissionDenied:
+		return err != nil
+	}
+	return false
+}
+
+// LegacyTaskID and LegacyEventID are the ids a request id derived before
+// request ids were the caller's own (before STEWARD_REQUEST_IDS): a retry
+// sent across the upgrade finds what its first try recorded under them.
+func LegacyTaskID(requestID string) string { return event.ID("task", requestID) }
+
+// LegacyEventID: see LegacyTaskID.
+func LegacyEventID(taskID, requestID string) string {
+	return event.ID(taskID, "command", requestID)
 }
 
 // MaxLen is the longest request id, in bytes.

@@ -24,7 +24,7 @@ func TestClaim(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	ana := requestid.ForPrincipal("user:ana")
-	if err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "hold")); err != nil {
+	if _, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "hold")); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -42,7 +42,7 @@ func TestClaim(t *testing.T) {
 		{"another tenant", requestid.Scope{Tenant: "acme", Principal: "user:ana"}, pause("t2", "other"), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := requestid.Claim(ctx, log, tc.scope, "r1", tc.use)
+			_, err := requestid.Claim(ctx, log, tc.scope, "r1", tc.use)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("got %v, want nil", err)
@@ -51,7 +51,7 @@ func TestClaim(t *testing.T) {
 			}
 		})
 	}
-	if err := requestid.Claim(ctx, log, ana, "", pause("t9", "x")); err != nil {
+	if _, err := requestid.Claim(ctx, log, ana, "", pause("t9", "x")); err != nil {
 		t.Errorf("no request id claims nothing: %v", err)
 	}
 }
@@ -67,7 +67,7 @@ func TestClaimRace(t *testing.T) {
 	won := 0
 	for i := range 16 {
 		wg.Go(func() {
-			err := requestid.Claim(ctx, log, s, "race", pause("t1", fmt.Sprint(i)))
+			_, err := requestid.Claim(ctx, log, s, "race", pause("t1", fmt.Sprint(i)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -83,7 +83,7 @@ func TestClaimRace(t *testing.T) {
 	}
 	for range 16 {
 		wg.Go(func() {
-			if err := requestid.Claim(ctx, log, s, "same", pause("t1", "x")); err != nil {
+			if _, err := requestid.Claim(ctx, log, s, "same", pause("t1", "x")); err != nil {
 				t.Error(err)
 			}
 		})
@@ -112,4 +112,39 @@ func ExampleScope_TaskID() {
 	// Output:
 	// false
 	// true
+}
+
+// TestRelease: a first use released is forgotten, so the id is free for
+// another use; a retry's hold releases nothing.
+func TestRelease(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	ana := requestid.ForPrincipal("user:ana")
+	first, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "hold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "hold"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := retry.Release(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "fixed")); !errs.Is(err, errs.AlreadyExists) {
+		t.Fatalf("after a retry's release: %v, want the first use still held", err)
+	}
+	if err := first.Release(ctx, log); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "fixed")); err != nil {
+		t.Fatalf("after the first use's release: %v, want the id free", err)
+	}
+	// A stale release does not forget the use that came after it.
+	if err := first.Release(ctx, log); err == nil {
+		t.Error("a second release of the same hold: nil, want refused by its revision")
+	}
+	if _, err := requestid.Claim(ctx, log, ana, "r1", pause("t1", "other")); !errs.Is(err, errs.AlreadyExists) {
+		t.Fatalf("after a stale release: %v, want the later use held", err)
+	}
 }

@@ -18,14 +18,16 @@ import (
 // by the fold (pkg/task): only the contract's acceptance owner, and under
 // separation of duties not the requester; anyone else is PermissionDenied
 // and nothing is appended. With a request id the call is idempotent.
-func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1.AcceptTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1.AcceptTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "AcceptTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "AcceptTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	return p.review(ctx, principal, req.TaskId, id, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskAccepted{Round: round, Reason: req.Reason}
 	})
@@ -34,7 +36,7 @@ func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1
 // ReturnTask records the acceptance owner returning the task's produced
 // result for revision, saying what must change; the task goes back to
 // running. The same people may as for AcceptTask.
-func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1.ReturnTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1.ReturnTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
 	}
@@ -49,10 +51,12 @@ func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1
 			return nil, err
 		}
 	}
-	id, err := p.claim(ctx, principal, "ReturnTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "ReturnTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	return p.review(ctx, principal, req.TaskId, id, req.RequestId, req.Round, func(round uint32) eventPayload {
 		return &stewardv1.TaskReturned{Round: round, Reasons: req.Reasons}
 	})

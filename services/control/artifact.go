@@ -41,16 +41,28 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // and size_bytes, which Steward records but does not fetch. With a request
 // id the call is idempotent (see claim): a repeat returns the artifact it
 // recorded.
-func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, *stewardv1.Task, error) {
+func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (_ *stewardv1.Artifact, _ *stewardv1.Task, err error) {
 	a, err := p.checkArtifact(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
+	u, err := p.claim(ctx, principal, "SubmitArtifact", req.TaskId, req.RequestId, req)
+	if err != nil {
 		return nil, nil, err
 	}
-	id, err := p.claim(ctx, principal, "SubmitArtifact", req.TaskId, req.RequestId, req)
-	if err != nil {
+	defer u.settle(ctx, &err)
+	id := u.id
+	if id != "" {
+		// A repeat is answered as it was, even after a revocation since.
+		if t, h, err := task.Load(ctx, p.log, req.TaskId); err == nil && h.Has(id) {
+			ev, err := p.commandEvent(ctx, req.TaskId, id)
+			if err != nil {
+				return nil, nil, err
+			}
+			return task.FindArtifact(t, task.ArtifactRef(ev.GetArtifactSubmitted().GetArtifact())), t, nil
+		}
+	}
+	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
 		return nil, nil, err
 	}
 	if len(req.Content) > 0 {

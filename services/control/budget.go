@@ -20,7 +20,7 @@ const BudgetOwnerRole = "budget-owner"
 // budget: every consumption is an event. With a request id it is
 // idempotent. Spending is recorded even past the budget — it happened —
 // and governance suspends the task before its next permit.
-func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv1.ReportUsageRequest) (*stewardv1.Task, error) {
+func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv1.ReportUsageRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
 	}
@@ -38,10 +38,12 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 	if err := checkText("milestone_id", req.MilestoneId, MaxRefLen, false); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "ReportUsage", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "ReportUsage", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	source := ""
 	if req.Model != "" {
 		source = "model:" + req.Model
@@ -53,17 +55,19 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 
 // RaiseBudget raises the task's limits: an explicit command, recorded
 // with who raised it and why. A limit may only go up.
-func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv1.RaiseBudgetRequest) (*stewardv1.Task, error) {
+func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv1.RaiseBudgetRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
-	id, err := p.claim(ctx, principal, "RaiseBudget", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "RaiseBudget", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	t, err := p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetRaised{
 		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason,
 	})

@@ -34,14 +34,16 @@ func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID st
 }
 
 // PauseTask pauses a task. With a request id it is idempotent (see claim).
-func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.PauseTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.PauseTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "PauseTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "PauseTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	return p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.TaskPaused{Reason: req.Reason})
 }
 
@@ -50,14 +52,16 @@ func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.
 // could not act, as no permit is issued past a spent budget, so only a
 // raise resumes it (RaiseBudget does so by itself). With a request id it
 // is idempotent (see claim).
-func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1.ResumeTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "ResumeTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "ResumeTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	if t, history, err := task.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded resume, whatever the budget says now
 	}

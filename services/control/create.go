@@ -20,7 +20,7 @@ import (
 // (TaskIDFor), so the same request again lands on the same task and
 // returns it with created false; the request id used for anything else is
 // AlreadyExists (see claim).
-func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (*stewardv1.Task, bool, error) {
+func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	if err := validateCreate(req, time.Now()); err != nil {
 		return nil, false, err
 	}
@@ -28,11 +28,46 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	if err != nil {
 		return nil, false, err
 	}
-	taskID := TaskIDFor(principal, req.RequestId)
-	if _, err := p.claimFor(ctx, requestid.ForPrincipal(principal), "CreateTask", taskID, req.RequestId, req); err != nil {
+	taskID, legacy, err := p.requestedTask(ctx, principal, req.RequestId)
+	if err != nil {
 		return nil, false, err
 	}
+	if !legacy {
+		u, cerr := p.claimFor(ctx, principal, "CreateTask", taskID, req.RequestId, req, "", p.exists(taskID))
+		if cerr != nil {
+			return nil, false, cerr
+		}
+		defer u.settle(ctx, &err) // the named result: what CreateTask answers
+	}
 	return p.create(ctx, principal, taskID, req.RequestId, contract)
+}
+
+// requestedTask returns the id of the task principal's requestID makes:
+// derived from both (TaskIDFor), or, for a task this caller made with
+// this request id before request ids were the caller's own, its id then
+// (legacy), so that a retry across the upgrade finds it.
+func (p *Plane) requestedTask(ctx context.Context, principal, requestID string) (id string, legacy bool, err error) {
+	if requestID == "" {
+		return TaskIDFor(principal, requestID), false, nil
+	}
+	old := requestid.LegacyTaskID(requestID)
+	recs, err := p.log.Read(ctx, old)
+	if err != nil {
+		return "", false, err
+	}
+	if len(recs) > 0 && recs[0].Event.GetActor().GetPrincipal() == principal && recs[0].Event.GetTaskCreated().GetRequestId() == requestID {
+		return old, true, nil
+	}
+	return TaskIDFor(principal, requestID), false, nil
+}
+
+// exists reports whether taskID has been created: what a CreateTask under
+// a request id records.
+func (p *Plane) exists(taskID string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		recs, err := p.log.Read(ctx, taskID)
+		return unsure(err) || len(recs) > 0
+	}
 }
 
 // checkDuties refuses, under separation of duties, an acceptance owner who

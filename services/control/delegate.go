@@ -35,7 +35,7 @@ const MaxDelegationDepth = 16
 // appended when the delegation is refused. With a request id it is
 // idempotent as CreateTask is: the same request again returns the same
 // sub-task with created false, even if the parent has ended since.
-func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (*stewardv1.Task, bool, error) {
+func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	now := time.Now()
 	if err := validateDelegate(req, now); err != nil {
 		return nil, false, err
@@ -48,10 +48,24 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	if _, err := p.claim(ctx, principal, "DelegateTask", req.ParentTaskId, req.RequestId, req); err != nil {
+	childID, legacy, err := p.requestedTask(ctx, principal, req.RequestId)
+	if err != nil {
 		return nil, false, err
 	}
-	prior, err := p.priorDelegation(ctx, principal, req.RequestId, req.ParentTaskId)
+	if !legacy {
+		// What a delegation records: its reservation on the parent, then
+		// the sub-task.
+		recorded := func(ctx context.Context) bool {
+			_, h, err := task.Load(ctx, p.log, req.ParentTaskId)
+			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || p.exists(childID)(ctx)
+		}
+		u, cerr := p.claimFor(ctx, principal, "DelegateTask", req.ParentTaskId, req.RequestId, req, "", recorded)
+		if cerr != nil {
+			return nil, false, cerr
+		}
+		defer u.settle(ctx, &err) // the named result: what DelegateTask answers
+	}
+	prior, err := p.priorDelegation(ctx, childID, req.RequestId, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -88,7 +102,6 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	}
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
-	childID := TaskIDFor(principal, req.RequestId)
 	if err := p.reserve(ctx, principal, req.ParentTaskId, childID, contract, pc); err != nil {
 		return nil, false, err
 	}
@@ -96,7 +109,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
-		if prior, perr := p.priorDelegation(ctx, principal, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
+		if prior, perr := p.priorDelegation(ctx, childID, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
 			return p.create(ctx, principal, childID, req.RequestId, contract)
 		}
@@ -153,17 +166,16 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 	return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
 }
 
-// priorDelegation returns the last hop of the sub-task an earlier call by
-// principal with requestID delegated from parentID, or nil if there is
+// priorDelegation returns the last hop of sub-task taskID, which an
+// earlier call with requestID delegated from parentID, or nil if there is
 // none. The claim has refused the id used otherwise (another parent, or
 // CreateTask) already; a task under the id that is not such a sub-task
 // is AlreadyExists all the same, before anything is reserved for a
 // sub-task that could not be made.
-func (p *Plane) priorDelegation(ctx context.Context, principal, requestID, parentID string) (*stewardv1.Delegation, error) {
+func (p *Plane) priorDelegation(ctx context.Context, taskID, requestID, parentID string) (*stewardv1.Delegation, error) {
 	if requestID == "" {
 		return nil, nil
 	}
-	taskID := TaskIDFor(principal, requestID)
 	recs, err := p.log.Read(ctx, taskID)
 	if err != nil || len(recs) == 0 {
 		return nil, err

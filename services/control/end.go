@@ -16,14 +16,16 @@ import (
 // compensate). A task already compensating is refused: it fails, or ends
 // as it was going to, when its compensations end; CancelTask ends it at
 // once. With a request id the call is idempotent.
-func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.FailTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.FailTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "FailTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "FailTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_FAILED)
 }
 
@@ -33,14 +35,16 @@ func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.F
 // in flight finish, and the ledger shows what was undone and what was
 // not). That is the way out of a compensation that cannot finish. With a
 // request id the call is idempotent.
-func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1.CancelTaskRequest) (*stewardv1.Task, error) {
+func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1.CancelTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	id, err := p.claim(ctx, principal, "CancelTask", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "CancelTask", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_CANCELLED)
 }
 

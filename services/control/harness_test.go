@@ -145,7 +145,16 @@ func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.log.Append(context.Background(), eventlog.Head{}, ev); err != nil {
+	// Later versions of a tool follow the earlier ones on its subject.
+	head := eventlog.Head{}
+	recs, err := r.log.ReadTool(context.Background(), c.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(recs); n > 0 {
+		head = eventlog.Head{Sequence: recs[n-1].Sequence, Hash: recs[n-1].Event.Hash}
+	}
+	if _, err := r.log.Append(context.Background(), head, ev); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -34,17 +34,16 @@ var errStale = errors.New("the task changed while its criteria were evaluated")
 // all pass the task waits for its acceptance owner, or, when no review is
 // required, is accepted. With a request id the call is idempotent: a
 // repeat returns the task and the round it recorded.
-func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (_ *stewardv1.Task, _ *stewardv1.AcceptanceRound, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, nil, err
 	}
-	if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
-		return nil, nil, err
-	}
-	id, err := p.claim(ctx, principal, "MarkProduced", req.TaskId, req.RequestId, req)
+	u, err := p.claim(ctx, principal, "MarkProduced", req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}
+	defer u.settle(ctx, &err)
+	id := u.id
 	for range maxProduceTries {
 		t, history, err := task.Load(ctx, p.log, req.TaskId)
 		if err != nil {
@@ -52,6 +51,11 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		}
 		if id != "" && history.Has(id) {
 			return p.producedRound(ctx, t, id)
+		}
+		// After the repeat's answer: a revocation since does not take
+		// back what was recorded before it.
+		if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
+			return nil, nil, err
 		}
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any

@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -26,9 +25,12 @@ const (
 // and records the proposal. The action runs under the tool's retry policy,
 // narrowed by the request's (see narrowRetry). With a proposal id it is
 // idempotent: the same proposal again returns the same action with created
-// false; the proposal id used for anything else is AlreadyExists (see
-// claim), and so is another caller's proposal id that names an action
-// already proposed on the task with a different request or retry policy.
+// false, and the proposal id on the task with another request or retry
+// policy is AlreadyExists. A proposal id names one action on its task,
+// whoever proposes it: the action's id, and the op_key a tool sees,
+// derive from the task and the proposal id. It needs no claim of its own
+// (see claim): the action on the task's log is the record, and a proposal
+// refused for its parameters leaves the id free for the fixed one.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
 	if p.tools == nil || p.requests == nil {
 		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
@@ -51,14 +53,6 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
-	// The proposal id is this command's request id, under the one rule
-	// (see claim) but scoped to the task: the action's id derives from the
-	// task and the proposal id, as the op_key a tool sees derives from it.
-	// It is claimed once the proposal is known to be valid, so that an
-	// agent told its parameters are wrong may fix them under the same id.
-	if _, err := p.claimIn(ctx, requestid.ForProposal(principal, req.TaskId), "ProposeAction", req.TaskId, req.ProposalId, req); err != nil {
-		return nil, false, err
-	}
 	actionID := d.action.ActionId
 	t, existing, _, err := p.record(ctx, req.TaskId, d, "", func(t *stewardv1.Task) (bool, error) {
 		if req.EditOf != "" && task.FindAction(t, req.EditOf) == nil {
@@ -72,12 +66,31 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
+	if existing != nil && existing.RequestHash != d.action.RequestHash && req.ToolVersion == "" &&
+		existing.Tool == d.action.Tool && existing.ToolVersion != d.action.ToolVersion {
+		// A retry after a newer version of the tool was registered: the
+		// request names the version the first try resolved to.
+		if again, err := p.prepare(ctx, proposal{
+			taskID: req.TaskId, proposalID: req.ProposalId,
+			tool: req.Tool, toolVersion: existing.ToolVersion, target: req.Target,
+			params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
+		}); err == nil {
+			d = again
+		}
+	}
 	if existing != nil {
 		if existing.RequestHash != d.action.RequestHash {
 			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed a different request (action %s)", errs.Quote(req.ProposalId), actionID)
 		}
 		if !proto.Equal(existing.RetryPolicy, d.action.RetryPolicy) {
 			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request with a different retry_policy (action %s)", errs.Quote(req.ProposalId), actionID)
+		}
+		if req.EditOf != "" {
+			// The first try may have stopped before it withdrew the
+			// version it replaces.
+			if _, err := p.withdraw(ctx, principal, req.TaskId, req.EditOf, actionID); err != nil {
+				return nil, false, err
+			}
 		}
 		return existing, false, nil
 	}

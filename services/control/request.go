@@ -2,9 +2,11 @@ package control
 
 import (
 	"context"
+	"errors"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
@@ -20,36 +22,76 @@ func TaskIDFor(principal, requestID string) string {
 	return requestid.ForPrincipal(principal).TaskID(requestID)
 }
 
-// claim spends requestID on one command: the RPC's name, the task it acts
-// on (which must exist, so that a mistyped task id does not spend the
-// request id) and the request as sent. It returns the id of the event
-// the command records, derived from the caller and the request id, so
-// that a retry finds that event in the task's history; without a request
-// id it claims nothing and the event gets a random id. A request id first
-// used otherwise is AlreadyExists, and nothing is appended.
-func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID string, req proto.Message) (string, error) {
-	return p.claimIn(ctx, requestid.ForPrincipal(principal), command, taskID, requestID, req)
+// use is a request id claimed for one command (see claim).
+type use struct {
+	// id is the event id the command records under: derived from the
+	// caller and the request id, so that a retry finds the event in the
+	// task's history; empty without a request id (a random one).
+	id       string
+	hold     *requestid.Hold
+	recorded func(ctx context.Context) bool
+	p        *Plane
 }
 
-// claimIn is claim with the request id in scope s.
-func (p *Plane) claimIn(ctx context.Context, s requestid.Scope, command, taskID, requestID string, req proto.Message) (string, error) {
+// claim claims requestID for one command: the RPC's name, the task it acts
+// on and the request as sent. A request id first used otherwise is
+// AlreadyExists, and nothing is appended. The command ends with
+// u.settle(ctx, &err): a command refused before it recorded anything (bad
+// input, a state that forbids it) frees the id, so that the request, fixed,
+// may use it; a retry of a command that was recorded finds its event.
+func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID string, req proto.Message) (*use, error) {
 	if requestID == "" {
-		return "", nil
+		return &use{}, nil
 	}
-	if _, _, err := task.Load(ctx, p.log, taskID); err != nil {
-		return "", err
+	_, history, err := task.Load(ctx, p.log, taskID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		return nil, err // a mistyped task id claims nothing
+	case err != nil:
+		return nil, err
+	case history.Has(requestid.LegacyEventID(taskID, requestID)):
+		// Recorded before request ids were the caller's own: this is a
+		// retry across the upgrade, and its event is found by that id.
+		return &use{id: requestid.LegacyEventID(taskID, requestID)}, nil
 	}
-	return p.claimFor(ctx, s, command, taskID, requestID, req)
+	id := requestid.ForPrincipal(principal).EventID(taskID, requestID)
+	return p.claimFor(ctx, principal, command, taskID, requestID, req, id, func(ctx context.Context) bool {
+		_, h, err := task.Load(ctx, p.log, taskID)
+		return unsure(err) || (err == nil && h.Has(id))
+	})
 }
 
-// claimFor is claimIn for a task that need not exist yet: the one a
-// CreateTask opens.
-func (p *Plane) claimFor(ctx context.Context, s requestid.Scope, command, taskID, requestID string, req proto.Message) (string, error) {
+// claimFor claims requestID for a command whose record recorded reports
+// (the task a CreateTask opens, say), under event id.
+func (p *Plane) claimFor(ctx context.Context, principal, command, taskID, requestID string, req proto.Message, id string, recorded func(context.Context) bool) (*use, error) {
 	if requestID == "" {
-		return "", nil
+		return &use{}, nil
 	}
-	if err := requestid.Claim(ctx, p.log, s, requestID, requestid.UseOf(command, taskID, req)); err != nil {
-		return "", err
+	h, err := requestid.Claim(ctx, p.log, requestid.ForPrincipal(principal), requestID, requestid.UseOf(command, taskID, req))
+	if err != nil {
+		return nil, err
 	}
-	return s.EventID(taskID, requestID), nil
+	return &use{id: id, hold: h, recorded: recorded, p: p}, nil
+}
+
+// unsure reports whether err leaves it open what was recorded: anything
+// but "no such task".
+func unsure(err error) bool { return err != nil && !errs.Is(err, errs.NotFound) }
+
+// settle ends the use with the command's error: a refusal that recorded
+// nothing frees the request id. It is called deferred, with the named
+// error result.
+func (u *use) settle(ctx context.Context, err *error) {
+	if u.hold == nil || !requestid.Refused(*err) {
+		return
+	}
+	// Whatever the caller's context says now, the id must not stay spent
+	// by a command that did nothing.
+	ctx = context.WithoutCancel(ctx)
+	if u.recorded(ctx) {
+		return
+	}
+	if rerr := u.hold.Release(ctx, u.p.log); rerr != nil && !errors.Is(rerr, context.Canceled) {
+		u.p.logger.WarnContext(ctx, "a refused command's request id stays spent", "event_id", u.id, "err", rerr)
+	}
 }

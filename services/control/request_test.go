@@ -192,6 +192,9 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 			}
 
 			firstUse := fmt.Sprintf("request id %q was first used for %s on task %s", "r1", tc.command, taskID)
+			if tc.perTask {
+				firstUse = fmt.Sprintf("proposal_id %q already proposed a different request", "r1")
+			}
 			refused := func(what string, err error) {
 				t.Helper()
 				if !errs.Is(err, errs.AlreadyExists) || !strings.Contains(err.Error(), firstUse) {

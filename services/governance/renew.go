@@ -30,7 +30,7 @@ import (
 // that renewal left it, renewing nothing more; the id used for another
 // command, task or reason is AlreadyExists. Without one, two renewals of
 // the same credential at once record one.
-func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (*stewardv1.CredentialState, error) {
+func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (_ *stewardv1.CredentialState, err error) {
 	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
 		return nil, err
 	}
@@ -44,10 +44,22 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	id := ""
 	if req.RequestId != "" {
 		s := requestid.ForPrincipal(who.Principal)
-		if err := requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req)); err != nil {
+		hold, err := requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req))
+		if err != nil {
 			return nil, err
 		}
 		id = s.EventID(req.TaskId, req.RequestId)
+		defer func() {
+			// A renewal refused before it recorded anything (an ended
+			// task, nothing to extend) leaves the id free.
+			if !requestid.Refused(err) {
+				return
+			}
+			ctx := context.WithoutCancel(ctx)
+			if _, h, lerr := task.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
+				_ = hold.Release(ctx, p.log)
+			}
+		}()
 		if first, err := p.renewedBy(ctx, req.TaskId, id); first != nil || err != nil {
 			return first, err
 		}
