@@ -1,6 +1,7 @@
 package action_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -61,7 +62,7 @@ func TestSchemaNamesThePath(t *testing.T) {
 		{`{"to":[],"extra":1}`, ""},
 	}
 	for _, tt := range tests {
-		err := s.Validate([]byte(tt.params))
+		err := s.Validate(context.Background(), []byte(tt.params))
 		var v *action.Violation
 		if !errors.As(err, &v) {
 			t.Errorf("%s: err = %v, want a violation", tt.params, err)
@@ -71,7 +72,7 @@ func TestSchemaNamesThePath(t *testing.T) {
 			t.Errorf("%s: violation at %q (%s), want %q", tt.params, v.Path, v.Reason, tt.path)
 		}
 	}
-	if err := s.Validate([]byte(`{"to":["a@b.c"],"amount":3}`)); err != nil {
+	if err := s.Validate(context.Background(), []byte(`{"to":["a@b.c"],"amount":3}`)); err != nil {
 		t.Fatalf("valid params refused: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package action
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"reflect"
@@ -55,6 +56,10 @@ const (
 	// once, so that many requests at the limits at the same time add time,
 	// not memory.
 	HeavyValidationSteps = 2_500
+	// enumPerStep is how many entries of an enum the library compares
+	// with a value in about the time of one step (a number compares as an
+	// exact rational).
+	enumPerStep = 4
 	// HeavySchemaKeys is the size, in object keys, past which compiling a
 	// schema waits its turn in the same way: at MaxSchemaKeys the library
 	// makes about 25 MB of garbage.
@@ -202,6 +207,18 @@ func (b *bounds) collectRefs(s any, root bool) error {
 			return errs.New(errs.Invalid, "%s is not supported: use $ref with a JSON Pointer such as \"#/$defs/item\"", k)
 		}
 	}
+	// Patterns are measured here, so that one past its limits is named in
+	// a sentence rather than in the compiler's report on the metaschema.
+	if p, ok := m["pattern"].(string); ok {
+		if _, err := PatternInsts(p); err != nil {
+			return errs.New(errs.Invalid, "pattern %q: %v", clip(p), err)
+		}
+	}
+	for k := range mapOf(m["patternProperties"]) {
+		if _, err := PatternInsts(k); err != nil {
+			return errs.New(errs.Invalid, "patternProperties %q: %v", clip(k), err)
+		}
+	}
 	if r, ok := m["$ref"]; ok {
 		ref, ok := r.(string)
 		if !ok {
@@ -213,6 +230,11 @@ func (b *bounds) collectRefs(s any, root bool) error {
 				return err
 			}
 			b.refs[ref] = target
+			// A target may sit anywhere in the document, not only under
+			// $defs: the $refs inside it count as much as any.
+			if err := b.collectRefs(target, false); err != nil {
+				return err
+			}
 		}
 	}
 	return subschemas(m, true, func(v any) error { return b.collectRefs(v, false) })
@@ -221,6 +243,18 @@ func (b *bounds) collectRefs(s any, root bool) error {
 // resolvePointer finds the subschema ref points to: "#" is the document,
 // "#/a/b" a JSON Pointer in URI fragment form.
 func resolvePointer(doc any, ref string) (any, error) {
+	if root, _ := doc.(map[string]any); root != nil {
+		// An absolute $ref to the document's own $id is a local one.
+		if id, _ := root["$id"].(string); id != "" && strings.HasPrefix(ref, strings.TrimSuffix(id, "#")) {
+			ref = "#" + strings.TrimPrefix(strings.TrimPrefix(ref, strings.TrimSuffix(id, "#")), "#")
+		}
+	}
+	if name, ok := strings.CutPrefix(ref, "#"); ok && name != "" && !strings.HasPrefix(name, "/") {
+		if target := findAnchor(doc, name, 0); target != nil {
+			return target, nil
+		}
+		return nil, errs.New(errs.Invalid, "$ref %q names no $anchor in this schema", clip(ref))
+	}
 	if ref != "#" && !strings.HasPrefix(ref, "#/") {
 		return nil, errs.New(errs.Invalid, "$ref %q: a tool contract must be self-contained; want a JSON Pointer into this schema, such as \"#/$defs/item\"", clip(ref))
 	}
@@ -253,6 +287,32 @@ func resolvePointer(doc any, ref string) (any, error) {
 	return v, nil
 }
 
+// findAnchor returns the subschema of v whose $anchor is name, or nil.
+// depth stops it at MaxSchemaDepth, which measureShape has checked.
+func findAnchor(v any, name string, depth int) any {
+	if depth > MaxSchemaDepth {
+		return nil
+	}
+	switch c := v.(type) {
+	case map[string]any:
+		if a, _ := c["$anchor"].(string); a == name {
+			return c
+		}
+		for _, e := range c {
+			if f := findAnchor(e, name, depth+1); f != nil {
+				return f
+			}
+		}
+	case []any:
+		for _, e := range c {
+			if f := findAnchor(e, name, depth+1); f != nil {
+				return f
+			}
+		}
+	}
+	return nil
+}
+
 // expand counts the subschemas of s with every $ref replaced by its
 // target, stopping past MaxSchemaExpansion; open holds the $refs being
 // expanded on the way here, so that a recursive one counts once, and
@@ -269,8 +329,12 @@ func (b *bounds) expand(s any, open map[string]bool, chain int, n *int) error {
 		if chain+1 > MaxSchemaRefChain {
 			return tooLarge("follows more than %d $refs one inside another", MaxSchemaRefChain)
 		}
+		target, found := b.refs[ref]
+		if !found {
+			return errs.New(errs.Invalid, "$ref %q was not resolved", clip(ref))
+		}
 		open[ref] = true
-		err := b.expand(b.refs[ref], open, chain+1, n)
+		err := b.expand(target, open, chain+1, n)
 		delete(open, ref)
 		if err != nil {
 			return err
@@ -287,9 +351,17 @@ func clip(s string) string {
 	return s
 }
 
-// measureValue checks that v nests no deeper than MaxValueDepth.
+// MaxNumberExponent bounds a number's decimal exponent in a value checked
+// against a schema: the library compares numbers exactly, and 1e999999 is
+// a million-digit integer.
+const MaxNumberExponent = 400
+
+// measureValue checks that v nests no deeper than MaxValueDepth and holds
+// no number past MaxNumberExponent.
 func measureValue(v any, depth int) error {
 	switch v := v.(type) {
+	case json.Number:
+		return measureNumber(string(v))
 	case map[string]any:
 		if depth > MaxValueDepth {
 			return tooLarge("nest deeper than %d levels", MaxValueDepth)
@@ -312,16 +384,38 @@ func measureValue(v any, depth int) error {
 	return nil
 }
 
+// measureNumber refuses a number literal whose size or exponent the
+// library would spend long on.
+func measureNumber(lit string) error {
+	if len(lit) > 2*MaxNumberExponent {
+		return tooLarge("holds a number of %d digits; the limit is %d", len(lit), 2*MaxNumberExponent)
+	}
+	if i := strings.IndexAny(lit, "eE"); i >= 0 {
+		if exp, err := strconv.Atoi(strings.TrimPrefix(lit[i+1:], "+")); err != nil || exp > MaxNumberExponent || exp < -MaxNumberExponent {
+			return tooLarge("holds the number %s, past the exponent limit of %d", clip(lit), MaxNumberExponent)
+		}
+	}
+	return nil
+}
+
 // node is a subschema reduced to what steps needs: which subschemas apply
 // to the same value, and which to its parts.
 type node struct {
 	ref       string // "" for none; followed through bounds.nodes
+	pattern   int    // instructions of "pattern", matched against a string
+	keyRegexp int    // instructions of the patternProperties keys, matched against each key
+	enum      int    // entries of "enum", each compared with the value
 	inPlace   []*node
 	props     map[string]*node
 	eachProp  []*node // patternProperties (all assumed to match), additional…, unevaluated…
 	propNames *node
 	prefix    []*node
 	eachItem  []*node
+}
+
+func mapOf(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
 }
 
 // nodeOf builds the node of s, once per subschema.
@@ -338,6 +432,26 @@ func (b *bounds) nodeOf(s any) *node {
 	b.nodes[key] = n
 	if ref, ok := m["$ref"].(string); ok {
 		n.ref = ref
+	}
+	// A pattern that does not compile is refused by the compiler; here it
+	// counts as the largest.
+	insts := func(expr string) int {
+		if i, err := PatternInsts(expr); err == nil {
+			return i
+		}
+		return MaxPatternInsts
+	}
+	if p, ok := m["pattern"].(string); ok {
+		n.pattern = insts(p)
+	}
+	if f, _ := m["format"].(string); f == "regex" {
+		n.pattern += MaxPatternInsts // the value is compiled as one
+	}
+	for k := range mapOf(m["patternProperties"]) {
+		n.keyRegexp += insts(k)
+	}
+	if e, ok := m["enum"].([]any); ok {
+		n.enum = len(e)
 	}
 	add := func(l *[]*node, s any) {
 		if isSchema(s) {
@@ -400,8 +514,26 @@ func (b *bounds) steps(s *node, v any, open []string, n *int) error {
 	if s == nil {
 		return nil
 	}
+	// Comparing with every entry of an enum, matching a pattern: work in
+	// the same step, counted in steps' units.
+	*n += s.enum / enumPerStep
+	if str, ok := v.(string); ok {
+		*n += len(str) * s.pattern / patternBytesPerStep
+	}
+	if obj, ok := v.(map[string]any); ok && s.keyRegexp > 0 {
+		for key := range obj {
+			*n += len(key) * s.keyRegexp / patternBytesPerStep
+		}
+	}
+	if *n > MaxValidationSteps {
+		return tooLarge("would take more than %d steps to check against the schema", MaxValidationSteps)
+	}
 	if s.ref != "" && !slices.Contains(open, s.ref) {
-		if err := b.steps(b.targets[s.ref], v, append(open, s.ref), n); err != nil {
+		target, found := b.targets[s.ref]
+		if !found {
+			return errs.New(errs.Invalid, "$ref %q was not resolved", clip(s.ref))
+		}
+		if err := b.steps(target, v, append(open, s.ref), n); err != nil {
 			return err
 		}
 	}

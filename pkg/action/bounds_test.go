@@ -1,6 +1,7 @@
 package action_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -17,6 +18,27 @@ import (
 // far inside the 1 s a request may keep a core. Work that is accepted, at
 // the limits, is timed by the benchmarks below instead.
 const fast = 250 * time.Millisecond
+
+// refFanOutside is stewardtest.RefFanSchema with its definitions under a
+// key that is not a subschema keyword, as OpenAPI's components are.
+func refFanOutside(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"object","$ref":"#/x/s0","x":{`)
+	for i := range n {
+		fmt.Fprintf(&b, `"s%d":{"anyOf":[{"$ref":"#/x/s%d"},{"$ref":"#/x/s%d"}]},`, i, i+1, i+1)
+	}
+	fmt.Fprintf(&b, `"s%d":{"type":"string"}}}`, n)
+	return b.String()
+}
+
+func mustCompile(t *testing.T, doc string) *action.Schema {
+	t.Helper()
+	s, err := action.CompileSchema(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
 
 func TestSchemaLimits(t *testing.T) {
 	for _, tc := range []struct {
@@ -36,7 +58,16 @@ func TestSchemaLimits(t *testing.T) {
 		{"$ref chain of 1,000", stewardtest.RefChainSchema(1000), errs.TooLarge, "more than 32 $refs"},
 		{"$refs that unfold twice over", stewardtest.RefFanSchema(30), errs.TooLarge, "more than 10000 subschemas"},
 		{"a recursive schema", `{"type":"object","properties":{"children":{"type":"array","items":{"$ref":"#"}}}}`, errs.Internal, ""},
-		{"a $ref to an anchor", `{"$defs":{"a":{"$anchor":"a"}},"$ref":"#a"}`, errs.Invalid, "JSON Pointer"},
+		{"a $ref to an anchor", `{"$defs":{"a":{"$anchor":"a"}},"$ref":"#a"}`, errs.Internal, ""},
+		{"a $ref to an anchor that is not there", `{"$ref":"#nowhere"}`, errs.Invalid, "names no $anchor"},
+		{"a $ref to the schema's own $id", `{"$id":"https://example.com/tool.json","$defs":{"a":{"type":"string"}},"properties":{"x":{"$ref":"https://example.com/tool.json#/$defs/a"}}}`, errs.Internal, ""},
+		{"a $ref to another document", `{"$ref":"https://example.com/other.json"}`, errs.Invalid, "JSON Pointer"},
+		// Found by an independent review: refs inside a target outside
+		// $defs were not followed, and the limits below did not see them.
+		{"$refs that unfold twice over, outside $defs", refFanOutside(30), errs.TooLarge, "more than 10000 subschemas"},
+		{"a pattern past the instruction limit", `{"properties":{"s":{"pattern":"[a-z]{1000}[a-z]{1000}"}}}`, errs.Invalid, "instructions"},
+		{"a patternProperties key past the limit", `{"patternProperties":{"[a-z]{1000}[a-z]{1000}":{}}}`, errs.Invalid, "instructions"},
+		{"a pattern past the size limit", `{"properties":{"s":{"pattern":"` + strings.Repeat("a", action.MaxPatternBytes+1) + `"}}}`, errs.Invalid, "longer than"},
 		{"a $ref to nothing", `{"$ref":"#/$defs/missing"}`, errs.Invalid, "points at nothing"},
 		{"a nested $id", `{"properties":{"a":{"$id":"other.json"}}}`, errs.Invalid, "$id"},
 		{"a $dynamicRef", `{"$dynamicRef":"#x"}`, errs.Invalid, "$dynamicRef"},
@@ -70,6 +101,12 @@ func TestValueLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	patterned := mustCompile(t, `{"properties":{"s":{"pattern":"^[a-z]{900}X$"}}}`)
+	var enum strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&enum, "%d,", i)
+	}
+	enumerated := mustCompile(t, `{"properties":{"n":{"items":{"enum":[`+strings.TrimSuffix(enum.String(), ",")+`]}}}}`)
 	for _, tc := range []struct {
 		name   string
 		schema *action.Schema
@@ -81,10 +118,16 @@ func TestValueLimits(t *testing.T) {
 		{"depth past the limit", open, `{"a":` + stewardtest.NestedArrays(2*action.MaxValueDepth) + `}`, errs.TooLarge, "deeper than 64"},
 		{"a recursive schema, 2^13 steps", bomb, stewardtest.NestedX(13), errs.Invalid, "missing property 'x'"},
 		{"a recursive schema, 2^40 steps", bomb, stewardtest.NestedX(40), errs.TooLarge, "more than 25000 steps"},
+		// Found by an independent review: work the steps did not count.
+		{"a long string against a large pattern", patterned, `{"s":"` + strings.Repeat("a", 200_000) + `"}`, errs.TooLarge, "more than 25000 steps"},
+		{"a short string against a large pattern", patterned, `{"s":"` + strings.Repeat("a", 100) + `"}`, errs.Invalid, "does not match pattern"},
+		{"many values against a long numeric enum", enumerated, `{"n":[` + strings.Repeat("9999,", 2000) + `9999]}`, errs.TooLarge, "more than 25000 steps"},
+		{"a number with a huge exponent", open, `{"n":1e999999}`, errs.TooLarge, "exponent"},
+		{"a number with a small exponent", open, `{"n":1e300}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
-			err := tc.schema.Validate([]byte(tc.value))
+			err := tc.schema.Validate(context.Background(), []byte(tc.value))
 			if d := time.Since(start); d > fast && tc.code == errs.TooLarge {
 				t.Errorf("took %s", d)
 			}
@@ -156,7 +199,7 @@ func BenchmarkValidateLimits(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.value)))
 			for b.Loop() {
-				_ = bc.schema.Validate([]byte(bc.value))
+				_ = bc.schema.Validate(context.Background(), []byte(bc.value))
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package action
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -49,10 +50,13 @@ func CompileSchema(doc string) (*Schema, error) {
 	}
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(boundedRegexp)
 	if err := c.AddResource("tool.json", v); err != nil {
 		return nil, err
 	}
 	if b.keys > HeavySchemaKeys {
+		// Compiling is not cancellable and happens at registration and
+		// on replay, so it waits as long as it must.
 		heavy <- struct{}{}
 		defer func() { <-heavy }()
 	}
@@ -88,9 +92,11 @@ func (v *Violation) Error() string {
 
 // Validate checks params (a JSON object) against the schema and returns
 // the first violation as a *Violation. Params nested deeper than
-// MaxValueDepth, or that would take more than MaxValidationSteps to check,
-// are refused unchecked with an *errs.Error whose code is errs.TooLarge.
-func (s *Schema) Validate(params []byte) error {
+// MaxValueDepth, holding a number past MaxNumberExponent, or that would
+// take more than MaxValidationSteps to check, are refused unchecked with
+// an *errs.Error whose code is errs.TooLarge. A heavy check waits for its
+// turn only as long as ctx lasts.
+func (s *Schema) Validate(ctx context.Context, params []byte) error {
 	if len(params) == 0 {
 		params = []byte("{}")
 	}
@@ -106,8 +112,12 @@ func (s *Schema) Validate(params []byte) error {
 		return err
 	}
 	if n > HeavyValidationSteps {
-		heavy <- struct{}{}
-		defer func() { <-heavy }()
+		select {
+		case heavy <- struct{}{}:
+			defer func() { <-heavy }()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 	err = s.s.Validate(v)
 	if err == nil {
@@ -118,7 +128,23 @@ func (s *Schema) Validate(params []byte) error {
 		return &Violation{Reason: err.Error()}
 	}
 	leaf := deepest(ve)
-	return &Violation{Path: pointer(leaf.InstanceLocation), Reason: leaf.ErrorKind.LocalizedString(printer)}
+	// The library quotes the value and the keyword's argument in full.
+	return &Violation{Path: pointer(leaf.InstanceLocation), Reason: clipReason(leaf.ErrorKind.LocalizedString(printer))}
+}
+
+// maxReason bounds a violation's reason: an answer must not grow with the
+// input.
+const maxReason = 256
+
+func clipReason(r string) string {
+	if len(r) <= maxReason {
+		return r
+	}
+	cut := maxReason
+	for cut > 0 && r[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return r[:cut] + "…"
 }
 
 // deepest follows the first cause down to the most specific error: the one

@@ -36,22 +36,24 @@ func (l *Log) FirstUse(ctx context.Context, key string, value []byte) ([]byte, u
 	if err != nil {
 		return nil, 0, err
 	}
-	rev, err := kv.Create(ctx, key, value)
-	if err == nil {
-		return value, rev, nil
+	for range 3 {
+		rev, err := kv.Create(ctx, key, value)
+		if err == nil {
+			return value, rev, nil
+		}
+		if !errors.Is(err, jetstream.ErrKeyExists) {
+			return nil, 0, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
+		}
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue // forgotten between the two calls: record it now
+		}
+		if err != nil {
+			return nil, 0, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
+		}
+		return e.Value(), 0, nil
 	}
-	if !errors.Is(err, jetstream.ErrKeyExists) {
-		return nil, 0, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
-	}
-	e, err := kv.Get(ctx, key)
-	if errors.Is(err, jetstream.ErrKeyNotFound) {
-		// Forgotten between the two calls: the next try records it.
-		return nil, 0, errs.New(errs.Conflict, "first use of %s changed under us; try again", key)
-	}
-	if err != nil {
-		return nil, 0, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
-	}
-	return e.Value(), 0, nil
+	return nil, 0, errs.New(errs.Conflict, "the first use of %s keeps changing; try again", key)
 }
 
 // ForgetFirstUse removes the record FirstUse made at revision, if it is

@@ -124,6 +124,7 @@ func UseOf(command, taskID string, req proto.Message) Use {
 // it (see Release), so that the request, fixed, may use the id.
 type Hold struct {
 	key      string
+	use      []byte
 	revision uint64 // of the record this claim made; 0 if it found one
 }
 
@@ -148,7 +149,7 @@ func Claim(ctx context.Context, log *eventlog.Log, s Scope, requestID string, u 
 		return nil, errs.Wrap(errs.Corrupt, err, "the first use of request id %s", errs.Quote(requestID))
 	}
 	if first == u {
-		return &Hold{key: key, revision: rev}, nil
+		return &Hold{key: key, use: mine, revision: rev}, nil
 	}
 	what := ""
 	if first.Command == u.Command && first.TaskID == u.TaskID {
@@ -167,6 +168,17 @@ func (h *Hold) Release(ctx context.Context, log *eventlog.Log) error {
 		return nil
 	}
 	return log.ForgetFirstUse(ctx, h.key, h.revision)
+}
+
+// Keep makes sure the use h found is still recorded once its command has
+// been: the claim that recorded it may have been refused and released
+// while this one, a retry at the same moment, went through.
+func (h *Hold) Keep(ctx context.Context, log *eventlog.Log) error {
+	if h == nil || h.revision != 0 {
+		return nil
+	}
+	_, _, err := log.FirstUse(ctx, h.key, h.use)
+	return err
 }
 
 // Refused reports whether err refuses a command as it was asked, with

@@ -10,6 +10,7 @@ package toolreg
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sort"
 	"sync"
@@ -30,6 +31,10 @@ type Entry struct {
 	// ResultSchema checks a successful result; nil when the contract
 	// declares none.
 	ResultSchema *action.Schema
+	// Unusable says why a version registered earlier can no longer be
+	// proposed: its schema does not compile under this release's limits.
+	// It stays listed, so that it is not taken for unregistered.
+	Unusable error
 }
 
 // Registry indexes registered tools.
@@ -49,29 +54,30 @@ func New(logger *slog.Logger) *Registry {
 }
 
 // Apply indexes one registration. A registration whose schema no longer
-// compiles is logged and skipped: it was checked when it was registered.
+// compiles (it passed the limits of the release that registered it) is
+// kept as Unusable, named so in a proposal's answer, rather than dropped.
+// Schemas compile before the lock is taken: readers never wait for one.
 func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 	reg := rec.Event.GetToolRegistered()
 	defer r.progress.Advance(rec.Sequence)
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	if reg == nil {
 		return nil
 	}
 	c := reg.Contract
-	schema, err := action.CompileSchema(c.ParametersSchema)
-	if err != nil {
-		r.logger.Error("registered tool's schema does not compile; skipped", "tool", c.Name, "version", c.Version, "err", err)
-		return nil
-	}
-	var result *action.Schema
-	if c.ResultSchema != "" {
-		if result, err = action.CompileSchema(c.ResultSchema); err != nil {
-			r.logger.Error("registered tool's result schema does not compile; skipped", "tool", c.Name, "version", c.Version, "err", err)
-			return nil
+	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}}
+	var err error
+	if e.Schema, err = action.CompileSchema(c.ParametersSchema); err != nil {
+		e.Unusable = fmt.Errorf("its parameters_schema does not compile under this release's limits: %w", err)
+	} else if c.ResultSchema != "" {
+		if e.ResultSchema, err = action.CompileSchema(c.ResultSchema); err != nil {
+			e.Unusable = fmt.Errorf("its result_schema does not compile under this release's limits: %w", err)
 		}
 	}
-	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}, Schema: schema, ResultSchema: result}
+	if e.Unusable != nil {
+		r.logger.Warn("a registered tool version can no longer be proposed; register a new version", "tool", c.Name, "version", c.Version, "err", e.Unusable)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.versions[c.Name] == nil {
 		r.versions[c.Name] = map[string]*Entry{}
 	}
@@ -133,7 +139,7 @@ func (r *Registry) Get(name, version string) (*Entry, error) {
 		}
 		return nil, errs.New(errs.NotFound, "tool %s has no version %s", errs.Quote(name), errs.Quote(version))
 	}
-	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema, ResultSchema: e.ResultSchema}, nil
+	return &Entry{Tool: proto.CloneOf(e.Tool), Schema: e.Schema, ResultSchema: e.ResultSchema, Unusable: e.Unusable}, nil
 }
 
 // Lookup is Get for a reader that must not miss a registration made just

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -53,5 +54,24 @@ func TestRegistryFollowsTheLog(t *testing.T) {
 	}
 	if got := r.List(); len(got) != 1 || got[0].Contract.Version != "1.10.0" {
 		t.Fatalf("list: %v", got)
+	}
+}
+
+// TestAVersionPastTodaysLimitsStaysListed: a registration that passed the
+// limits of the release that made it, but not today's, is kept and named
+// unusable, never taken for unregistered. Found by an independent review.
+func TestAVersionPastTodaysLimitsStaysListed(t *testing.T) {
+	r := toolreg.New(slog.New(slog.DiscardHandler))
+	c := &stewardv1.ToolContract{Name: "old", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		ParametersSchema: `{"properties":{"s":{"pattern":"[a-z]{1000}[a-z]{1000}"}}}`}
+	if err := r.Apply(&stewardv1.EventRecord{Sequence: 1, Event: &stewardv1.Event{Payload: &stewardv1.Event_ToolRegistered{ToolRegistered: &stewardv1.ToolRegistered{Contract: c}}}}); err != nil {
+		t.Fatal(err)
+	}
+	e, err := r.Get("old", "")
+	if err != nil {
+		t.Fatalf("the old version is gone: %v", err)
+	}
+	if e.Unusable == nil || !strings.Contains(e.Unusable.Error(), "instructions") {
+		t.Errorf("unusable: %v, want the reason its schema no longer compiles", e.Unusable)
 	}
 }

@@ -120,7 +120,9 @@ func checkCriteria(cs []*stewardv1.AcceptanceCriterion) error {
 
 // criteriaEnv is the one CEL environment criteria compile in.
 var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
-	return cel.NewEnv(
+	return cel.NewCustomEnv(
+		withoutStdMatches(),
+		boundedMatches(),
 		cel.Variable("artifacts", cel.MapType(cel.StringType, cel.DynType)),
 		cel.Variable("actions", cel.ListType(cel.DynType)),
 		cel.ParserExpressionSizeLimit(MaxCriterionBytes),
@@ -161,7 +163,7 @@ func compileCriterion(expr string) (cel.Program, error) {
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("evaluates to %s, not bool", t)
 	}
-	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(100))
+	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(100), matchCost())
 	if err != nil {
 		return nil, err
 	}

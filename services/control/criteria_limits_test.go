@@ -104,3 +104,33 @@ func clearPrograms() {
 	defer programs.Unlock()
 	clear(programs.m)
 }
+
+// TestMatchesIsBounded: CEL's own matches ran to the end before its cost
+// counted (16 s on one 512 KiB artifact); the criteria's matches measures
+// first. Found by an independent review.
+func TestMatchesIsBounded(t *testing.T) {
+	vars := map[string]any{"artifacts": map[string]any{"r": map[string]any{"text": strings.Repeat("a", 512<<10)}, "s": map[string]any{"text": strings.Repeat("a", 10_000)}}, "actions": []any{}}
+	for _, tc := range []struct {
+		expr   string
+		passed bool
+		detail string
+	}{
+		{`artifacts.r.text.matches('^a+$')`, true, ""},
+		{`matches(artifacts.r.text, 'b')`, false, ""},
+		{`artifacts.r.text.matches('[a-z]{900}X')`, false, "limit"},
+		{`artifacts.s.text.matches('[a-z]{900}X')`, false, "limit"},
+		{`'abc'.matches('[a-z]{1000}[a-z]{1000}')`, false, "instructions"},
+	} {
+		start := time.Now()
+		res, err := evaluateCriteria(context.Background(), []*stewardv1.AcceptanceCriterion{{Id: "c", Expression: tc.expr}}, vars)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.expr, err)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Errorf("%s took %s", tc.expr, d)
+		}
+		if res[0].Passed != tc.passed || !strings.Contains(res[0].Detail, tc.detail) {
+			t.Errorf("%s: passed %v (%s), want %v saying %q", tc.expr, res[0].Passed, res[0].Detail, tc.passed, tc.detail)
+		}
+	}
+}

@@ -44,10 +44,14 @@ func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
 	} else if err != nil {
 		return nil, err
 	}
+	if entry.Unusable != nil {
+		c := entry.Tool.Contract
+		return nil, errs.New(errs.FailedPrecondition, "tool %s version %s cannot be proposed: %v; register a new version", c.Name, c.Version, entry.Unusable)
+	}
 	if len(pr.params) > MaxParams {
 		return nil, &errs.Error{Code: errs.TooLarge, Field: "params", Message: "are larger than 256 KiB"}
 	}
-	if err := entry.Schema.Validate(pr.params); err != nil {
+	if err := entry.Schema.Validate(ctx, pr.params); err != nil {
 		var v *action.Violation
 		if errors.As(err, &v) {
 			return nil, errs.Field("params"+v.Path, "%s", v.Reason)

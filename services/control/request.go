@@ -82,7 +82,16 @@ func unsure(err error) bool { return err != nil && !errs.Is(err, errs.NotFound) 
 // nothing frees the request id. It is called deferred, with the named
 // error result.
 func (u *use) settle(ctx context.Context, err *error) {
-	if u.hold == nil || !requestid.Refused(*err) {
+	if u.hold == nil {
+		return
+	}
+	if *err == nil {
+		if kerr := u.hold.Keep(context.WithoutCancel(ctx), u.p.log); kerr != nil {
+			u.p.logger.WarnContext(ctx, "a retried command's request id may not be recorded", "event_id", u.id, "err", kerr)
+		}
+		return
+	}
+	if !requestid.Refused(*err) {
 		return
 	}
 	// Whatever the caller's context says now, the id must not stay spent

@@ -268,7 +268,9 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 	res := ad.Call(ctx, req.Request)
 	stop()
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && req.result != nil {
-		if err := req.result.Validate(res.Body); err != nil {
+		// The call was made: its result is judged even if this worker
+		// is stopping, never recorded as failed for want of a turn.
+		if err := req.result.Validate(context.WithoutCancel(ctx), res.Body); err != nil {
 			return adapter.Result{
 				Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_VALIDATION,
 				Reason: "the tool answered, but its result does not fit the contract's result_schema: " + err.Error(),

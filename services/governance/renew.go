@@ -51,11 +51,16 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 		id = s.EventID(req.TaskId, req.RequestId)
 		defer func() {
 			// A renewal refused before it recorded anything (an ended
-			// task, nothing to extend) leaves the id free.
+			// task, nothing to extend) leaves the id free; one recorded
+			// keeps it recorded.
+			ctx := context.WithoutCancel(ctx)
+			if err == nil {
+				_ = hold.Keep(ctx, p.log)
+				return
+			}
 			if !requestid.Refused(err) {
 				return
 			}
-			ctx := context.WithoutCancel(ctx)
 			if _, h, lerr := task.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
 				_ = hold.Release(ctx, p.log)
 			}
