@@ -31,7 +31,10 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 			count(control.MaxCriterionNodes, "nodes"), fmt.Sprintf("%d comprehensions", control.MaxCriterionComprehensions)},
 		"a tool's `parametersSchema` or `resultSchema`": {size(action.MaxSchemaBytes), fmt.Sprintf("%d levels", action.MaxSchemaDepth),
 			count(action.MaxSchemaKeys, "object keys"), fmt.Sprintf("%d `$ref`s", action.MaxSchemaRefChain), count(action.MaxSchemaExpansion, "subschemas")},
-		"a tool's `params` and results": {size(control.MaxParams), fmt.Sprintf("%d levels", action.MaxValueDepth), count(action.MaxValidationSteps, "steps")},
+		"a tool's `params` and results": {size(control.MaxParams), fmt.Sprintf("%d levels", action.MaxValueDepth), count(action.MaxValidationSteps, "steps"),
+			fmt.Sprintf("exponent of at most %d", action.MaxNumberExponent)},
+		"a regular expression (a schema's `pattern` or `patternProperties` key, a value of format `regex`, a criterion's `matches`)": {
+			size(action.MaxPatternBytes), count(action.MaxPatternInsts, "instructions")},
 		"an HTTP connection": {"headers within " + human(rpc.DefaultReadHeaderTimeout), "request within " + human(rpc.DefaultReadTimeout),
 			"after " + human(rpc.DefaultIdleTimeout) + " idle", fmt.Sprintf("%d concurrent calls", rpc.DefaultMaxConcurrentStreams)},
 		"task ids (`task_id`, `parent_task_id`)":                            {fmt.Sprintf("1–%d", limits.MaxTaskID)},
