@@ -659,26 +659,29 @@ func (x *InputSnapshot) GetInputs() []*ContextRef {
 // TaskContract is the machine-checkable contract behind a task.
 type TaskContract struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Assigned by Steward on creation; ignored on input.
-	TaskId              string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Intent              string                 `protobuf:"bytes,2,opt,name=intent,proto3" json:"intent,omitempty"`
-	DesiredOutcome      string                 `protobuf:"bytes,3,opt,name=desired_outcome,json=desiredOutcome,proto3" json:"desired_outcome,omitempty"`
-	RequesterRef        string                 `protobuf:"bytes,4,opt,name=requester_ref,json=requesterRef,proto3" json:"requester_ref,omitempty"`
-	AuthorizerRef       string                 `protobuf:"bytes,5,opt,name=authorizer_ref,json=authorizerRef,proto3" json:"authorizer_ref,omitempty"`
-	AccountableOwnerRef string                 `protobuf:"bytes,6,opt,name=accountable_owner_ref,json=accountableOwnerRef,proto3" json:"accountable_owner_ref,omitempty"`
-	AcceptanceOwnerRef  string                 `protobuf:"bytes,7,opt,name=acceptance_owner_ref,json=acceptanceOwnerRef,proto3" json:"acceptance_owner_ref,omitempty"`
-	DelegationChain     []*Delegation          `protobuf:"bytes,8,rep,name=delegation_chain,json=delegationChain,proto3" json:"delegation_chain,omitempty"`
-	CredentialRef       string                 `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
-	Budget              *Budget                `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`
-	Deadline            *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	ContextRefs         []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
-	RiskTier            RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
-	AllowedTools        []string               `protobuf:"bytes,14,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
-	AcceptanceCriteria  []*AcceptanceCriterion `protobuf:"bytes,15,rep,name=acceptance_criteria,json=acceptanceCriteria,proto3" json:"acceptance_criteria,omitempty"`
-	RecoveryPolicy      *RecoveryPolicy        `protobuf:"bytes,16,opt,name=recovery_policy,json=recoveryPolicy,proto3" json:"recovery_policy,omitempty"`
-	InputSnapshot       *InputSnapshot         `protobuf:"bytes,17,opt,name=input_snapshot,json=inputSnapshot,proto3" json:"input_snapshot,omitempty"`
-	Limits              *TaskLimits            `protobuf:"bytes,18,opt,name=limits,proto3" json:"limits,omitempty"`
-	Timers              *TaskTimers            `protobuf:"bytes,19,opt,name=timers,proto3" json:"timers,omitempty"`
+	// Assigned by Steward on creation (derived from the caller and the
+	// request id); a request that sets it is refused.
+	TaskId              string        `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Intent              string        `protobuf:"bytes,2,opt,name=intent,proto3" json:"intent,omitempty"`
+	DesiredOutcome      string        `protobuf:"bytes,3,opt,name=desired_outcome,json=desiredOutcome,proto3" json:"desired_outcome,omitempty"`
+	RequesterRef        string        `protobuf:"bytes,4,opt,name=requester_ref,json=requesterRef,proto3" json:"requester_ref,omitempty"`
+	AuthorizerRef       string        `protobuf:"bytes,5,opt,name=authorizer_ref,json=authorizerRef,proto3" json:"authorizer_ref,omitempty"`
+	AccountableOwnerRef string        `protobuf:"bytes,6,opt,name=accountable_owner_ref,json=accountableOwnerRef,proto3" json:"accountable_owner_ref,omitempty"`
+	AcceptanceOwnerRef  string        `protobuf:"bytes,7,opt,name=acceptance_owner_ref,json=acceptanceOwnerRef,proto3" json:"acceptance_owner_ref,omitempty"`
+	DelegationChain     []*Delegation `protobuf:"bytes,8,rep,name=delegation_chain,json=delegationChain,proto3" json:"delegation_chain,omitempty"`
+	// The task's credential, recorded by Steward; a request that sets it is
+	// refused.
+	CredentialRef      string                 `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
+	Budget             *Budget                `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`
+	Deadline           *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	ContextRefs        []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
+	RiskTier           RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
+	AllowedTools       []string               `protobuf:"bytes,14,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
+	AcceptanceCriteria []*AcceptanceCriterion `protobuf:"bytes,15,rep,name=acceptance_criteria,json=acceptanceCriteria,proto3" json:"acceptance_criteria,omitempty"`
+	RecoveryPolicy     *RecoveryPolicy        `protobuf:"bytes,16,opt,name=recovery_policy,json=recoveryPolicy,proto3" json:"recovery_policy,omitempty"`
+	InputSnapshot      *InputSnapshot         `protobuf:"bytes,17,opt,name=input_snapshot,json=inputSnapshot,proto3" json:"input_snapshot,omitempty"`
+	Limits             *TaskLimits            `protobuf:"bytes,18,opt,name=limits,proto3" json:"limits,omitempty"`
+	Timers             *TaskTimers            `protobuf:"bytes,19,opt,name=timers,proto3" json:"timers,omitempty"`
 	// Scopes the task's credential holds (see TaskCredential).
 	Scopes []string `protobuf:"bytes,20,rep,name=scopes,proto3" json:"scopes,omitempty"`
 	// When set, the requester may not accept the task's result.
