@@ -66,7 +66,7 @@ func boundsChecks() map[string]tableCheck {
 			}
 			return []error{alike(t, out...)}
 		},
-		"a schema `pattern` or `patternProperties` key over 1 KiB or compiling to more than 1,000 instructions": func(t *testing.T, e *tableEnv) []error {
+		"a schema `pattern` or `patternProperties` key over 1 KiB or compiling to more than 2,000 instructions": func(t *testing.T, e *tableEnv) []error {
 			return []error{alike(t,
 				onField(t, register(e, "table-pattern-long", func(c *stewardv1.ToolContract) {
 					params(c, `{"properties":{"s":{"pattern":"`+strings.Repeat("a", 1025)+`"}}}`)
@@ -76,7 +76,7 @@ func boundsChecks() map[string]tableCheck {
 				}), "contract.parameters_schema"),
 			)}
 		},
-		"`params` nested deeper than 64 levels, or that would take more than 25,000 steps to check against the tool's schema (every subschema applied, every enum entry compared and every pattern matched counts)": func(t *testing.T, e *tableEnv) []error {
+		"`params` nested deeper than 64 levels, or that would take more than 25,000 steps to check against the tool's schema (every subschema applied, every enum entry or required name compared, every pattern matched and every format checked counts)": func(t *testing.T, e *tableEnv) []error {
 			if err := register(e, "table-fan-tool", func(c *stewardv1.ToolContract) { params(c, stewardtest.RecursiveFanSchema) }); err != nil {
 				t.Fatal(err)
 			}

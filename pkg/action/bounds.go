@@ -56,10 +56,13 @@ const (
 	// once, so that many requests at the limits at the same time add time,
 	// not memory.
 	HeavyValidationSteps = 2_500
-	// enumPerStep is how many entries of an enum the library compares
-	// with a value in about the time of one step (a number compares as an
-	// exact rational).
+	// enumPerStep is how many entries of an enum (or names of a
+	// "required") the library compares with a value in about the time of
+	// one step (a number compares as an exact rational).
 	enumPerStep = 4
+	// formatBytesPerStep is how many bytes of a string a "format" check
+	// scans in about the time of one step.
+	formatBytesPerStep = 256
 	// HeavySchemaKeys is the size, in object keys, past which compiling a
 	// schema waits its turn in the same way: at MaxSchemaKeys the library
 	// makes about 25 MB of garbage.
@@ -133,6 +136,10 @@ func measureShape(v any, depth int, keys *int) error {
 				return err
 			}
 		}
+	case json.Number:
+		// The library keeps numbers as exact rationals: 1e999999 in a
+		// maximum or an enum is a million-digit integer at every use.
+		return measureNumber(string(v))
 	}
 	return nil
 }
@@ -405,6 +412,8 @@ type node struct {
 	pattern   int    // instructions of "pattern", matched against a string
 	keyRegexp int    // instructions of the patternProperties keys, matched against each key
 	enum      int    // entries of "enum", each compared with the value
+	names     int    // names in "required", "dependentRequired" and "dependencies", each looked up
+	format    int    // "format"s (other than regex) that scan the whole string
 	inPlace   []*node
 	props     map[string]*node
 	eachProp  []*node // patternProperties (all assumed to match), additional…, unevaluated…
@@ -452,6 +461,19 @@ func (b *bounds) nodeOf(s any) *node {
 	}
 	if e, ok := m["enum"].([]any); ok {
 		n.enum = len(e)
+	}
+	if r, ok := m["required"].([]any); ok {
+		n.names += len(r)
+	}
+	for _, k := range []string{"dependentRequired", "dependencies"} {
+		for _, v := range mapOf(m[k]) {
+			if l, ok := v.([]any); ok {
+				n.names += len(l)
+			}
+		}
+	}
+	if f, _ := m["format"].(string); f != "" && f != "regex" {
+		n.format = 1
 	}
 	add := func(l *[]*node, s any) {
 		if isSchema(s) {
@@ -516,9 +538,9 @@ func (b *bounds) steps(s *node, v any, open []string, n *int) error {
 	}
 	// Comparing with every entry of an enum, matching a pattern: work in
 	// the same step, counted in steps' units.
-	*n += s.enum / enumPerStep
+	*n += (s.enum + s.names) / enumPerStep
 	if str, ok := v.(string); ok {
-		*n += len(str) * s.pattern / patternBytesPerStep
+		*n += len(str)*s.pattern/patternBytesPerStep + len(str)*s.format/formatBytesPerStep
 	}
 	if obj, ok := v.(map[string]any); ok && s.keyRegexp > 0 {
 		for key := range obj {

@@ -67,6 +67,9 @@ func TestSchemaLimits(t *testing.T) {
 		{"$refs that unfold twice over, outside $defs", refFanOutside(30), errs.TooLarge, "more than 10000 subschemas"},
 		{"a pattern past the instruction limit", `{"properties":{"s":{"pattern":"[a-z]{1000}[a-z]{1000}"}}}`, errs.Invalid, "instructions"},
 		{"a patternProperties key past the limit", `{"patternProperties":{"[a-z]{1000}[a-z]{1000}":{}}}`, errs.Invalid, "instructions"},
+		{"a number past the exponent limit in a schema", `{"properties":{"a":{"maxLength":1e999999}}}`, errs.TooLarge, "exponent"},
+		{"a maximum that panicked the library", `{"properties":{"a":{"maximum":1e99999999}}}`, errs.TooLarge, "exponent"},
+		{"an enum of huge numbers", `{"properties":{"a":{"enum":[1e999999,2e999999]}}}`, errs.TooLarge, "exponent"},
 		{"a pattern past the size limit", `{"properties":{"s":{"pattern":"` + strings.Repeat("a", action.MaxPatternBytes+1) + `"}}}`, errs.Invalid, "longer than"},
 		{"a $ref to nothing", `{"$ref":"#/$defs/missing"}`, errs.Invalid, "points at nothing"},
 		{"a nested $id", `{"properties":{"a":{"$id":"other.json"}}}`, errs.Invalid, "$id"},
@@ -106,6 +109,12 @@ func TestValueLimits(t *testing.T) {
 	for i := range 2000 {
 		fmt.Fprintf(&enum, "%d,", i)
 	}
+	var names strings.Builder
+	for i := range 2000 {
+		fmt.Fprintf(&names, `"n%d",`, i)
+	}
+	required := mustCompile(t, `{"properties":{"a":{"type":"array","items":{"required":[`+strings.TrimSuffix(names.String(), ",")+`]}}}}`)
+	formats := mustCompile(t, `{"$schema":"http://json-schema.org/draft-07/schema#","properties":{"a":{"anyOf":[`+strings.TrimSuffix(strings.Repeat(`{"format":"uri-reference"},`, 100), ",")+`]}}}`)
 	enumerated := mustCompile(t, `{"properties":{"n":{"items":{"enum":[`+strings.TrimSuffix(enum.String(), ",")+`]}}}}`)
 	for _, tc := range []struct {
 		name   string
@@ -123,6 +132,8 @@ func TestValueLimits(t *testing.T) {
 		{"a short string against a large pattern", patterned, `{"s":"` + strings.Repeat("a", 100) + `"}`, errs.Invalid, "does not match pattern"},
 		{"many values against a long numeric enum", enumerated, `{"n":[` + strings.Repeat("9999,", 2000) + `9999]}`, errs.TooLarge, "more than 25000 steps"},
 		{"a number with a huge exponent", open, `{"n":1e999999}`, errs.TooLarge, "exponent"},
+		{"many objects against a long required", required, `{"a":[` + strings.Repeat("{},", 20_000) + `{}]}`, errs.TooLarge, "more than 25000 steps"},
+		{"a long string against many formats", formats, `{"a":"` + strings.Repeat("a", 200_000) + `"}`, errs.TooLarge, "more than 25000 steps"},
 		{"a number with a small exponent", open, `{"n":1e300}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

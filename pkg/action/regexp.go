@@ -16,8 +16,9 @@ const (
 	// MaxPatternBytes bounds a regular expression's text.
 	MaxPatternBytes = 1024
 	// MaxPatternInsts bounds a regular expression's compiled program, in
-	// instructions: [a-z]{1000} is about 1,000.
-	MaxPatternInsts = 1000
+	// instructions: [a-z]{1000} is about 1,000, ^\S{1,500}$ about 1,000,
+	// the long IPv6 pattern about 700.
+	MaxPatternInsts = 2000
 	// patternBytesPerStep is how many text bytes times instructions cost
 	// about as much as one step of MaxValidationSteps.
 	patternBytesPerStep = 256

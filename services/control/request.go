@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"google.golang.org/protobuf/proto"
 
@@ -50,11 +51,20 @@ func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID
 	case err != nil:
 		return nil, err
 	case history.Has(requestid.LegacyEventID(taskID, requestID)):
-		// Recorded before request ids were the caller's own: this is a
-		// retry across the upgrade, and its event is found by that id.
-		return &use{id: requestid.LegacyEventID(taskID, requestID)}, nil
+		// Recorded before request ids were the caller's own: a retry
+		// across the upgrade, if this caller sent this command then.
+		legacy := requestid.LegacyEventID(taskID, requestID)
+		ev, err := p.commandEvent(ctx, taskID, legacy)
+		if err != nil {
+			return nil, err
+		}
+		if ev.GetActor().GetPrincipal() != principal || !commandRecords(command, ev.GetType()) {
+			return nil, errs.New(errs.AlreadyExists, "request id %s was used on task %s before request ids were the caller's own, for %s by %s: use a new one",
+				errs.Quote(requestID), taskID, ev.GetType(), ev.GetActor().GetPrincipal())
+		}
+		return &use{id: legacy}, nil
 	}
-	id := requestid.ForPrincipal(principal).EventID(taskID, requestID)
+	id := requestid.ForPrincipal(principal).EventID(taskID, command, requestID)
 	return p.claimFor(ctx, principal, command, taskID, requestID, req, id, func(ctx context.Context) bool {
 		_, h, err := task.Load(ctx, p.log, taskID)
 		return unsure(err) || (err == nil && h.Has(id))
@@ -72,6 +82,24 @@ func (p *Plane) claimFor(ctx context.Context, principal, command, taskID, reques
 		return nil, err
 	}
 	return &use{id: id, hold: h, recorded: recorded, p: p}, nil
+}
+
+// commandRecords says whether command records an event of type typ: what
+// a retry across the upgrade must find under its old id.
+func commandRecords(command, typ string) bool {
+	types, ok := map[string][]string{
+		"PauseTask":      {event.TypeTaskPaused},
+		"ResumeTask":     {event.TypeTaskResumed},
+		"CancelTask":     {event.TypeTaskCancelled, event.TypeTaskCompensating},
+		"FailTask":       {event.TypeTaskFailed, event.TypeTaskCompensating},
+		"ReportUsage":    {event.TypeBudgetConsumed},
+		"RaiseBudget":    {event.TypeBudgetRaised},
+		"SubmitArtifact": {event.TypeArtifactSubmitted},
+		"MarkProduced":   {event.TypeTaskProduced},
+		"AcceptTask":     {event.TypeTaskAccepted},
+		"ReturnTask":     {event.TypeTaskReturned},
+	}[command]
+	return ok && slices.Contains(types, typ)
 }
 
 // unsure reports whether err leaves it open what was recorded: anything

@@ -203,3 +203,59 @@ func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
 		t.Errorf("new work after the revocation: %v, want failed precondition", err)
 	}
 }
+
+// TestAnOldIDFindsOnlyItsOwnCommand: an id recorded before ids were the
+// caller's own is a retry only of the same command by the same caller.
+// Found by an independent review: another caller's CancelTask was
+// answered as done, and a SubmitArtifact panicked.
+func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	id := r.acceptanceTask(t, "old-ids", nil)
+	if _, err := task.Update(ctx, r.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
+			&stewardv1.BudgetConsumed{Tokens: 10})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ctl.CancelTask(ctx, "user:bo", &stewardv1.CancelTaskRequest{TaskId: id, RequestId: "x"}); !errs.Is(err, errs.AlreadyExists) {
+		t.Errorf("another caller's cancel under the old id: %v, want already exists", err)
+	}
+	if _, _, err := r.ctl.SubmitArtifact(ctx, "user:ana", &stewardv1.SubmitArtifactRequest{TaskId: id, RequestId: "x", Name: "n", MediaType: "text/plain", Content: []byte("x")}); !errs.Is(err, errs.AlreadyExists) {
+		t.Errorf("another command under the old id: %v, want already exists", err)
+	}
+	if tk, err := r.ctl.ReportUsage(ctx, "user:ana", &stewardv1.ReportUsageRequest{TaskId: id, RequestId: "x", Tokens: 10}); err != nil || tk.GetBudgetUsed().GetTokens() != 10 {
+		t.Errorf("the retry itself: %d tokens, %v; want 10, charged once", tk.GetBudgetUsed().GetTokens(), err)
+	}
+}
+
+// TestARetriedProposalEditsOnlyWhatItEdited: the same proposal naming
+// another edit_of is not a retry, and withdraws nothing. Found by an
+// independent review.
+func TestARetriedProposalEditsOnlyWhatItEdited(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t)
+	id := r.acceptanceTask(t, "edits", nil)
+	propose := func(proposal, q, editOf string) (*stewardv1.Action, error) {
+		params, _ := structpb.NewStruct(map[string]any{"text": q})
+		a, _, err := r.ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: proposal, Tool: "write", Params: params, EditOf: editOf})
+		return a, err
+	}
+	if _, err := propose("s1", "x", ""); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := propose("s2", "y", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := propose("s1", "x", s2.ActionId); !errs.Is(err, errs.AlreadyExists) {
+		t.Errorf("s1 again as an edit of s2: %v, want already exists", err)
+	}
+	tk, _, err := task.Load(ctx, r.log, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := task.FindAction(tk, s2.ActionId); a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+		t.Errorf("s2 was withdrawn by a proposal that did not edit it")
+	}
+}

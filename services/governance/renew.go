@@ -44,11 +44,14 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	id := ""
 	if req.RequestId != "" {
 		s := requestid.ForPrincipal(who.Principal)
-		hold, err := requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req))
+		// Assigned, not declared: the deferred release below reads the
+		// named result.
+		var hold *requestid.Hold
+		hold, err = requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req))
 		if err != nil {
 			return nil, err
 		}
-		id = s.EventID(req.TaskId, req.RequestId)
+		id = s.EventID(req.TaskId, "RenewCredential", req.RequestId)
 		defer func() {
 			// A renewal refused before it recorded anything (an ended
 			// task, nothing to extend) leaves the id free; one recorded

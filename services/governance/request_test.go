@@ -78,3 +78,24 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 		t.Errorf("repeats and refusals appended events (last sequence %d, was %d): %v", seq, last, err)
 	}
 }
+
+// TestARefusedRenewalLeavesItsRequestIDFree: a renewal refused before it
+// recorded anything (the task has ended) spends nothing. Found by an
+// independent review: the release read a shadowed error and never ran.
+func TestARefusedRenewalLeavesItsRequestIDFree(t *testing.T) {
+	e := newCredEnv(t)
+	e.start(t, governance.WithCredentialTTL(time.Hour))
+	ctx := context.Background()
+	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
+	e.create(t, "ended", "user:ana", credContract([]string{"search"}, nil))
+	e.create(t, "live", "user:ana", credContract([]string{"search"}, nil))
+	e.credentialed(t, "ended")
+	e.credentialed(t, "live")
+	e.do(t, "ended", &stewardv1.TaskCancelled{Reason: "done"})
+	if _, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "ended", Reason: "more", RequestId: "r"}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("renewing an ended task: %v, want failed precondition", err)
+	}
+	if _, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "live", Reason: "more", RequestId: "r"}); err != nil {
+		t.Fatalf("the id on a task it may renew: %v", err)
+	}
+}
