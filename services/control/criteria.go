@@ -183,7 +183,7 @@ func compileCriterion(expr string) (cel.Program, error) {
 
 // MaxCriterionTime bounds the evaluation of one criterion, beyond its cost
 // limit: a criterion still running then fails, saying so.
-const MaxCriterionTime = 250 * time.Millisecond
+const MaxCriterionTime = 500 * time.Millisecond
 
 // MaxCriteriaTime bounds the evaluation of all of a task's criteria: a
 // round is recorded in about this much CPU at most.
