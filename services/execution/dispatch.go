@@ -180,7 +180,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	} else if err != nil {
 		return err
 	}
-	res := p.call(ctx, taskID, a, next, call)
+	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now())
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
 		crashpoint.Here(crashpoint.AfterRetryDispatch)

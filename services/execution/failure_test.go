@@ -115,7 +115,7 @@ func TestNotAcceptedIsDispatchedOnceMoreWithTheSameKey(t *testing.T) {
 func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
 	b := newBed(t, breaker.Config{})
 	ts := startScriptedTool(t, "slow")
-	b.register(ts, "charge", false, nil)
+	b.register(ts, "charge", false, writesOnce)
 	taskID, actionID := b.permit("t-person", "charge", "card-1")
 	b.waitAction(taskID, actionID, status(unknownS))
 	time.Sleep(300 * time.Millisecond) // nothing settles it by itself
@@ -266,3 +266,7 @@ func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
 		t.Errorf("tool got %d calls, want 1: an ended task retries nothing", got)
 	}
 }
+
+// writesOnce makes a bed's tool one that does not honour its op_key: a
+// call that may have arrived is never made again blind.
+func writesOnce(c *stewardv1.ToolContract) { c.Idempotency = nil }

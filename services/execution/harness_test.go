@@ -67,9 +67,7 @@ func (ts *scriptedTool) call(w http.ResponseWriter, r *http.Request) {
 		ts.work[key]++
 	}
 	switch answer {
-	case "ok":
-		doWork()
-	case "slow":
+	case "ok", "slow", "work-500":
 		doWork()
 	}
 	ts.mu.Unlock()
@@ -81,6 +79,8 @@ func (ts *scriptedTool) call(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"done": key})
 	case "drop":
 		time.Sleep(1500 * time.Millisecond)
+	case "work-500": // does the work, then fails to say so
+		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "scripted 500 after the work"})
 	default:
 		code, _ := strconv.Atoi(answer)
 		writeJSON(w, code, map[string]any{"message": "scripted " + answer})
@@ -186,6 +186,9 @@ func (b *bed) register(ts *scriptedTool, name string, statusQuery bool, edit fun
 		Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Timeout:     durationpb.New(time.Second),
 		RetryPolicy: &stewardv1.RetryPolicy{MaxAttempts: 3, InitialBackoff: durationpb.New(50 * time.Millisecond), MaxBackoff: durationpb.New(100 * time.Millisecond)},
+		// An idempotent write that honours its key: what may be retried
+		// after it answered 5xx. Tests of the tools that may not edit it.
+		Idempotency: &stewardv1.IdempotencySupport{HonoursKey: true},
 		Endpoint:    &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: ts.URL + "/call"}},
 	}
 	if statusQuery {

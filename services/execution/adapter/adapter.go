@@ -45,6 +45,11 @@ type Result struct {
 	// InFlight is set when the tool says the key is still being worked on
 	// (HTTP 409 in flight); Status is then UNKNOWN.
 	InFlight bool
+	// Arrived is set when the request may have reached the tool: it
+	// answered (even 5xx), or the request was sent and no answer came.
+	// Only a request that surely never arrived may be sent again to a tool
+	// that could act twice (see the execution plane's retry rule).
+	Arrived bool
 	// CostMicros is what the tool says the call cost (HTTP header
 	// Steward-Cost-Micros); 0 when it does not say.
 	CostMicros int64

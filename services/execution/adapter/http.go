@@ -56,7 +56,9 @@ type httpAdapter struct {
 //     word for it): UNKNOWN with InFlight set. Any other 409 is UNKNOWN
 //     without InFlight: the tool reports a conflict on the key, so it may
 //     have acted, and only a status query can say.
-//   - 408, 429, 5xx: FAILED TRANSIENT.
+//   - 408, 429, 5xx: FAILED TRANSIENT, with Arrived set: the tool had
+//     the request, and whether it may be sent again is the execution
+//     plane's rule (by effect class and idempotency), not the adapter's.
 //   - any other 4xx: FAILED DETERMINISTIC; the reason is the body's
 //     "message" or "error" (a string, or an object with a "message"),
 //     else the status line.
@@ -100,12 +102,15 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 	resp, err := a.client.Do(hreq)
 	if err != nil {
 		if sent.maybeSent() {
-			return unknown("no answer after the request was sent: %v", err)
+			r := unknown("no answer after the request was sent: %v", err)
+			r.Arrived = true
+			return r
 		}
 		return transient("request not sent: %v", err)
 	}
 	defer closeBody(resp.Body)
 	res := classify(resp)
+	res.Arrived = true // the tool answered: it had the request
 	if c, err := strconv.ParseInt(resp.Header.Get(HeaderCostMicros), 10, 64); err == nil && c > 0 {
 		res.CostMicros = c
 	}

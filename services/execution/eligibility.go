@@ -1,0 +1,76 @@
+package execution
+
+import (
+	"fmt"
+	"time"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/adapter"
+)
+
+// One approval, at most one effect. A failed call is sent again only when
+// that cannot do the work twice:
+//
+//   - a request that surely never reached the tool (no connection, a DNS
+//     failure, refused) may always be sent again;
+//   - one that may have arrived (the tool answered 408, 429 or 5xx, or no
+//     answer came after it was sent) may be sent again blind only to a
+//     read, or to a tool whose contract honours the op_key and still
+//     remembers it (its retention has not run out since the first try);
+//   - for any other tool its outcome is unknown, settled by the tool's
+//     status query or by a person (SettleAction), and the call is made
+//     again only after a settled not_accepted.
+//
+// docs/retries.md has the table.
+
+// blindRetry says whether a call of tool that may have arrived may be sent
+// again as it is, and if not, why.
+func blindRetry(tool *stewardv1.ToolContract, firstTry, now time.Time) (bool, string) {
+	if tool.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ {
+		return true, ""
+	}
+	idem := tool.GetIdempotency()
+	if !idem.GetHonoursKey() {
+		return false, fmt.Sprintf("tool %s is %s and does not honour the op_key", tool.GetName(), effectName(tool.GetEffectClass()))
+	}
+	if r := idem.GetRetention(); r != nil && r.AsDuration() > 0 && now.Sub(firstTry) >= r.AsDuration() {
+		return false, fmt.Sprintf("tool %s remembers an op_key for %s, and the first try was %s ago", tool.GetName(), r.AsDuration(), now.Sub(firstTry).Round(time.Second))
+	}
+	return true, ""
+}
+
+// eligible applies the rule to res, a call of tool first tried at
+// firstTry: a transient failure that may have arrived becomes unknown when
+// a blind retry could act twice, and an unknown outcome (no answer) of a
+// tool without a status query is a transient failure, retried, when a
+// blind retry cannot act twice.
+func eligible(res adapter.Result, tool *stewardv1.ToolContract, firstTry, now time.Time) adapter.Result {
+	if !res.Arrived || res.InFlight {
+		return res
+	}
+	ok, why := blindRetry(tool, firstTry, now)
+	switch {
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT && !ok:
+		res.Status, res.FailureClass = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
+		res.Reason = fmt.Sprintf("%s, after the request arrived: it may have done the work, and %s, so it is not called again until its outcome is settled (by its status query or SettleAction)", res.Reason, why)
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN && ok && !tool.GetStatusQuery():
+		// With no status query to ask, a tool that may repeat the call
+		// safely is asked again; one with a status query is asked that,
+		// which does nothing twice.
+		res.Status, res.FailureClass = stewardv1.ActionStatus_ACTION_STATUS_FAILED, stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
+		res.Reason += "; sent again with the same op_key, which the tool may repeat safely"
+	}
+	return res
+}
+
+func effectName(c stewardv1.EffectClass) string {
+	switch c {
+	case stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE:
+		return "an idempotent write"
+	case stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE:
+		return "a reversible write"
+	case stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE:
+		return "irreversible"
+	}
+	return c.String()
+}

@@ -1,0 +1,86 @@
+package execution_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// irreversible makes a bed's tool one that moves money: it does not
+// honour its op_key, and nothing undoes it.
+func irreversible(c *stewardv1.ToolContract) {
+	c.EffectClass, c.Idempotency = stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, nil
+}
+
+// TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated: the tool did
+// the work and answered 500. Before, it was called three times: three
+// transfers. Now its outcome is unknown and it is settled, once, by the
+// status query, or by a person when there is none.
+func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
+	t.Run("settled by the status query", func(t *testing.T) {
+		b := newBed(t, breaker.Config{})
+		ts := startScriptedTool(t, "work-500", "ok", "ok")
+		b.register(ts, "wire", true, irreversible)
+		taskID, actionID := b.permit("t-wire-query", "wire", "acct-1")
+		a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		if a.SettledBy == "" || ts.callCount() != 1 || ts.executions(a.OpKey) != 1 {
+			t.Fatalf("settled by %q after %d calls, %d executions; want the status query, 1 call, 1 execution", a.SettledBy, ts.callCount(), ts.executions(a.OpKey))
+		}
+	})
+	t.Run("settled by a person", func(t *testing.T) {
+		b := newBed(t, breaker.Config{})
+		ts := startScriptedTool(t, "work-500", "ok", "ok")
+		b.register(ts, "wire", false, irreversible)
+		taskID, actionID := b.permit("t-wire-person", "wire", "acct-1")
+		a := b.waitAction(taskID, actionID, status(unknownS))
+		if !strings.Contains(a.Outcome.GetReason(), "not called again") {
+			t.Errorf("unknown because %q; want the rule named", a.Outcome.GetReason())
+		}
+		result, _ := structpb.NewValue(map[string]any{"sent": true})
+		if _, err := b.plane.Settle(context.Background(), "user:ops", &stewardv1.SettleActionRequest{
+			TaskId: taskID, ActionId: actionID, State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, Result: result, Reason: "the bank shows one transfer",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		time.Sleep(200 * time.Millisecond) // a retry, had one been scheduled, would have come by now
+		if ts.callCount() != 1 {
+			t.Fatalf("%d calls, want 1", ts.callCount())
+		}
+	})
+}
+
+// TestWhatMayBeRetried: a request that never arrived is sent again to any
+// tool; a write that honours its key is sent again after a 503, with the
+// same op_key; a 400 stays failed.
+func TestWhatMayBeRetried(t *testing.T) {
+	t.Run("an irreversible tool refusing connections", func(t *testing.T) {
+		b := newBed(t, breaker.Config{})
+		ts := startScriptedTool(t, "ok")
+		ts.Close() // refuses connections: no request can arrive
+		b.register(ts, "wire", false, irreversible)
+		taskID, actionID := b.permit("t-refused", "wire", "acct-1")
+		a := b.waitAction(taskID, actionID, func(a *stewardv1.Action) bool {
+			return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED || a.Status == unknownS
+		})
+		if a.Status == unknownS || a.Attempt != 3 {
+			t.Fatalf("%s after %d attempts (%s); want failed after all 3, each retried", a.Status, a.Attempt, a.Outcome.GetReason())
+		}
+	})
+	t.Run("an honouring write answering 503 then 200", func(t *testing.T) {
+		b := newBed(t, breaker.Config{})
+		ts := startScriptedTool(t, "503", "ok")
+		b.register(ts, "charge", false, nil)
+		taskID, actionID := b.permit("t-honours", "charge", "card-1")
+		a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		if ts.callCount() != 2 || ts.executions(a.OpKey) != 1 || len(ts.keys) != 1 {
+			t.Fatalf("%d calls, %d executions under %d keys; want 2 calls with one op_key", ts.callCount(), ts.executions(a.OpKey), len(ts.keys))
+		}
+	})
+}
