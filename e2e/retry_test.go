@@ -148,6 +148,10 @@ func TestRetriesByEffectClass(t *testing.T) {
 	approve := func(a *stewardv1.Action) {
 		t.Helper()
 		_, w := waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+		// The approver is told the rule before deciding.
+		if !strings.Contains(w.Approval.GetExpectedImpact(), "no automatic retry") {
+			t.Errorf("the approval says %q; want it to say there is no automatic retry", w.Approval.GetExpectedImpact())
+		}
 		if _, err := approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
 			ApprovalId: w.Approval.ApprovalId, ActionHash: w.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
 		})); err != nil {

@@ -190,3 +190,11 @@ func CheckRetryDurations(prefix string, p *stewardv1.RetryPolicy) error {
 	}
 	return nil
 }
+
+// MayRepeat reports whether a call of c that may have reached the tool may
+// be sent again as it is: c reads, or honours its op_key (within its
+// retention, which the caller checks against the time of the first try).
+// Any other tool's call is made at most once per approval.
+func MayRepeat(c *stewardv1.ToolContract) bool {
+	return c.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ || c.GetIdempotency().GetHonoursKey()
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -29,10 +30,10 @@ func blindRetry(tool *stewardv1.ToolContract, firstTry, now time.Time) (bool, st
 	if tool.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ {
 		return true, ""
 	}
-	idem := tool.GetIdempotency()
-	if !idem.GetHonoursKey() {
+	if !toolreg.MayRepeat(tool) {
 		return false, fmt.Sprintf("tool %s is %s and does not honour the op_key", tool.GetName(), effectName(tool.GetEffectClass()))
 	}
+	idem := tool.GetIdempotency()
 	if r := idem.GetRetention(); r != nil && r.AsDuration() > 0 && now.Sub(firstTry) >= r.AsDuration() {
 		return false, fmt.Sprintf("tool %s remembers an op_key for %s, and the first try was %s ago", tool.GetName(), r.AsDuration(), now.Sub(firstTry).Round(time.Second))
 	}

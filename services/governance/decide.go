@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
@@ -316,7 +317,12 @@ func impact(tool *stewardv1.ToolContract, a *stewardv1.Action) string {
 	if target == "" {
 		target = "its target"
 	}
-	return fmt.Sprintf("%s %s %s", tool.Name, what, target)
+	retry := "a failed call is retried with the same op_key"
+	if !toolreg.MayRepeat(tool) {
+		// What an approver must know: one approval, at most one call.
+		retry = "no automatic retry: a call that may have reached the tool and failed is settled by its status query or a person"
+	}
+	return fmt.Sprintf("%s %s %s; %s", tool.Name, what, target, retry)
 }
 
 // requests reads an action's canonical request, checked against its hash.
