@@ -312,13 +312,15 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		o := p.ActionOutcomeRecorded.GetOutcome()
 		// A claimed or waiting action may also fail before it is
 		// dispatched (its request or tool did not check out); only a
-		// dispatched one can succeed or be unknown.
+		// dispatched one can succeed or be unknown, or one waiting to
+		// retry a try that may have done the work (its retry may not go
+		// out: the tool may have forgotten the op_key).
 		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, waiting, dispatched}, o.GetStatus()
 		outcomeCheck := func(a *stewardv1.Action) error {
 			switch {
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
-			case a.Status != dispatched && to != failed:
+			case a.Status != dispatched && to != failed && !(to == unknown && a.Status == waiting && a.Attempt > 0):
 				return fmt.Errorf("an action that was never dispatched cannot have %s", actionStatusName(to))
 			}
 			return nil

@@ -166,6 +166,16 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		return p.refuse(ctx, taskID, a, c, *refusal)
 	}
 	next := a.Attempt + 1
+	if next > 1 && !a.Redispatched {
+		// The retention is checked when the retry goes out, not when the
+		// failure came back: a wait or a pause may have outlasted it.
+		if why := pastRetention(call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now()); why != "" {
+			return p.refuse(ctx, taskID, a, c, adapter.Result{
+				Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
+				Reason: fmt.Sprintf("not retried: %s, and an earlier try may have done the work; its outcome is settled by the status query or SettleAction", why),
+			})
+		}
+	}
 	key := serviceKey(call.Tool)
 	ok, retryAt, tr := p.breakers.Allow(key, p.now())
 	p.noteBreaker(ctx, tr)

@@ -42,26 +42,37 @@ func blindRetry(tool *stewardv1.ToolContract, firstTry, now time.Time) (bool, st
 
 // eligible applies the rule to res, a call of tool first tried at
 // firstTry: a transient failure that may have arrived becomes unknown when
-// a blind retry could act twice, and an unknown outcome (no answer) of a
-// tool without a status query is a transient failure, retried, when a
-// blind retry cannot act twice.
+// a blind retry could act twice. An unknown outcome (no answer) stays
+// unknown for every tool, settled by the status query or a person: a
+// retry is allowed for some tools, never required, and an unknown turned
+// into a failure could end failed with the work done.
 func eligible(res adapter.Result, tool *stewardv1.ToolContract, firstTry, now time.Time) adapter.Result {
-	if !res.Arrived || res.InFlight {
+	if !res.Arrived || res.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED || res.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
 		return res
 	}
-	ok, why := blindRetry(tool, firstTry, now)
-	switch {
-	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT && !ok:
-		res.Status, res.FailureClass = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
-		res.Reason = fmt.Sprintf("%s, after the request arrived: it may have done the work, and %s, so it is not called again until its outcome is settled (by its status query or SettleAction)", res.Reason, why)
-	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN && ok && !tool.GetStatusQuery():
-		// With no status query to ask, a tool that may repeat the call
-		// safely is asked again; one with a status query is asked that,
-		// which does nothing twice.
-		res.Status, res.FailureClass = stewardv1.ActionStatus_ACTION_STATUS_FAILED, stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
-		res.Reason += "; sent again with the same op_key, which the tool may repeat safely"
+	if ok, why := blindRetry(tool, firstTry, now); !ok {
+		return mayHaveActed(res, why)
 	}
 	return res
+}
+
+// mayHaveActed is res as an unknown outcome: the call may have done the
+// work, and why it is not made again.
+func mayHaveActed(res adapter.Result, why string) adapter.Result {
+	res.Status, res.FailureClass = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
+	res.Reason = fmt.Sprintf("%s, after the request arrived: it may have done the work, and %s, so it is not called again until its outcome is settled (by its status query or SettleAction)", res.Reason, why)
+	return res
+}
+
+// pastRetention says why a retry of a call of tool, first permitted at
+// firstTry, may not go out now: the tool may have forgotten its op_key,
+// so an earlier try that arrived would be done again. "" when it may.
+func pastRetention(tool *stewardv1.ToolContract, firstTry, now time.Time) string {
+	if tool.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ || !toolreg.MayRepeat(tool) {
+		return "" // reads repeat safely; other tools are retried only when nothing arrived
+	}
+	_, why := blindRetry(tool, firstTry, now)
+	return why
 }
 
 func effectName(c stewardv1.EffectClass) string {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -83,4 +84,37 @@ func TestWhatMayBeRetried(t *testing.T) {
 			t.Fatalf("%d calls, %d executions under %d keys; want 2 calls with one op_key", ts.callCount(), ts.executions(a.OpKey), len(ts.keys))
 		}
 	})
+}
+
+// TestARetryPastTheToolsRetentionIsNotSent: a tool that honours its key
+// for a second is not sent a retry after that; an earlier try may
+// have done the work. Found by an independent review.
+func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "work-500", "ok")
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
+		// The wait before the retry is a random time up to 10 s: nine
+		// times in ten past the retention, when only the check as the
+		// retry goes out stops it.
+		c.Idempotency.Retention = durationpb.New(time.Second)
+		c.RetryPolicy.InitialBackoff, c.RetryPolicy.MaxBackoff = durationpb.New(10*time.Second), durationpb.New(10*time.Second)
+		c.RetryPolicy.MaxAttempts = 2
+	})
+	taskID, actionID := b.permit("t-retention", "charge", "card-1")
+	a := b.waitAction(taskID, actionID, func(a *stewardv1.Action) bool {
+		return a.Status == unknownS || a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
+	})
+	if ts.callCount() != 1 || ts.executions(a.OpKey) != 1 {
+		t.Fatalf("%d calls, %d executions; want the one try", ts.callCount(), ts.executions(a.OpKey))
+	}
+}
+
+// TestAnUnknownOutcomeStaysUnknown: no answer after the request was sent
+// is unknown for every tool, never a failure with the work done.
+func TestAnUnknownOutcomeStaysUnknown(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "slow")
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) { c.RetryPolicy.MaxAttempts = 1 })
+	taskID, actionID := b.permit("t-stays", "charge", "card-1")
+	b.waitAction(taskID, actionID, status(unknownS))
 }

@@ -317,10 +317,13 @@ func impact(tool *stewardv1.ToolContract, a *stewardv1.Action) string {
 	if target == "" {
 		target = "its target"
 	}
-	retry := "a failed call is retried with the same op_key"
+	retry := "a failed call may be retried with the same op_key"
+	if r := tool.GetIdempotency().GetRetention(); r != nil && tool.GetEffectClass() != stewardv1.EffectClass_EFFECT_CLASS_READ {
+		retry += " within the tool's retention of " + r.AsDuration().String()
+	}
 	if !toolreg.MayRepeat(tool) {
-		// What an approver must know: one approval, at most one call.
-		retry = "no automatic retry: a call that may have reached the tool and failed is settled by its status query or a person"
+		// What an approver must know: one approval, at most one effect.
+		retry = "no automatic retry once a call may have reached the tool: its outcome is settled by the tool's status query or a person"
 	}
 	return fmt.Sprintf("%s %s %s; %s", tool.Name, what, target, retry)
 }

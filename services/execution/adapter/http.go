@@ -93,6 +93,12 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 	if err != nil {
 		return deterministic("build request to %s: %v", url, err)
 	}
+	// Go's transport resends a request it takes for idempotent (one with an
+	// Idempotency-Key header is) when a reused connection fails, and it
+	// can only with GetBody. A tool that does not honour its key would do
+	// the work twice, and Steward would see only the second answer: the
+	// transport never resends; whether to send again is Steward's rule.
+	hreq.GetBody = nil
 	hreq.Header.Set("Content-Type", "application/json")
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set(HeaderIdempotencyKey, req.OpKey)
