@@ -50,6 +50,9 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 	// 1100 of 5000 is under half: no new alert. The resume by hand while
 	// spent (which ResumeTask refuses; written here directly) was
 	// suspended again.
+	// Governance suspends the resumed task as it sees the resume: wait for
+	// that, not for luck.
+	e.waitFor(t, "the second suspension", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeTaskSuspended] == 2 })
 	n := e.count(t)
 	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 2 {
 		t.Errorf("events %v: want 6 alerts and 2 suspensions", n)
