@@ -19,18 +19,6 @@ import (
 // the limits, is timed by the benchmarks below instead.
 const fast = 250 * time.Millisecond
 
-// refFanOutside is stewardtest.RefFanSchema with its definitions under a
-// key that is not a subschema keyword, as OpenAPI's components are.
-func refFanOutside(n int) string {
-	var b strings.Builder
-	b.WriteString(`{"type":"object","$ref":"#/x/s0","x":{`)
-	for i := range n {
-		fmt.Fprintf(&b, `"s%d":{"anyOf":[{"$ref":"#/x/s%d"},{"$ref":"#/x/s%d"}]},`, i, i+1, i+1)
-	}
-	fmt.Fprintf(&b, `"s%d":{"type":"string"}}}`, n)
-	return b.String()
-}
-
 func mustCompile(t *testing.T, doc string) *action.Schema {
 	t.Helper()
 	s, err := action.CompileSchema(doc)
@@ -64,7 +52,7 @@ func TestSchemaLimits(t *testing.T) {
 		{"a $ref to another document", `{"$ref":"https://example.com/other.json"}`, errs.Invalid, "JSON Pointer"},
 		// Found by an independent review: refs inside a target outside
 		// $defs were not followed, and the limits below did not see them.
-		{"$refs that unfold twice over, outside $defs", refFanOutside(30), errs.TooLarge, "more than 10000 subschemas"},
+		{"$refs that unfold twice over, outside $defs", stewardtest.RefFanSchemaUnder("components", 30), errs.TooLarge, "more than 10000 subschemas"},
 		{"a pattern past the instruction limit", `{"properties":{"s":{"pattern":"[a-z]{1000}[a-z]{1000}"}}}`, errs.Invalid, "instructions"},
 		{"a patternProperties key past the limit", `{"patternProperties":{"[a-z]{1000}[a-z]{1000}":{}}}`, errs.Invalid, "instructions"},
 		{"a number past the exponent limit in a schema", `{"properties":{"a":{"maxLength":1e999999}}}`, errs.TooLarge, "exponent"},

@@ -59,9 +59,13 @@ func RefChainSchema(n int) string {
 // RefFanSchema is a schema of n definitions where each refers to the next
 // twice, in anyOf: under 2 KB for n = 30, yet following its $refs unfolds
 // into 2^n subschemas.
-func RefFanSchema(n int) string {
+func RefFanSchema(n int) string { return RefFanSchemaUnder("$defs", n) }
+
+// RefFanSchemaUnder is RefFanSchema with its definitions under key, which
+// need not be a keyword: OpenAPI keeps its schemas under "components".
+func RefFanSchemaUnder(key string, n int) string {
 	var b strings.Builder
-	b.WriteString(`{"$ref":"#/$defs/d0","$defs":{`)
+	fmt.Fprintf(&b, `{"$ref":"#/%s/d0",%q:{`, key, key)
 	for i := range n {
 		if i > 0 {
 			b.WriteByte(',')
@@ -69,7 +73,7 @@ func RefFanSchema(n int) string {
 		if i == n-1 {
 			fmt.Fprintf(&b, `"d%d":false`, i)
 		} else {
-			fmt.Fprintf(&b, `"d%d":{"anyOf":[{"$ref":"#/$defs/d%d"},{"$ref":"#/$defs/d%d"}]}`, i, i+1, i+1)
+			fmt.Fprintf(&b, `"d%d":{"anyOf":[{"$ref":"#/%s/d%d"},{"$ref":"#/%s/d%d"}]}`, i, key, i+1, key, i+1)
 		}
 	}
 	b.WriteString(`}}`)
