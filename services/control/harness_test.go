@@ -106,37 +106,7 @@ func (r *rig) settle(t *testing.T) {
 // every event on the stream now (see rig.settle).
 func settle(t *testing.T, bus *stewardtest.Bus, log *eventlog.Log) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		cons, err := bus.JS.Consumer(ctx, log.Config().Stream, control.PlaneName)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := bus.JS.Stream(ctx, log.Config().Stream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		si, err := stream.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Everything on the stream acknowledged: a reaction's own appends
-		// land before its ack, so they would be above the ack floor. The
-		// ack floor, not NumPending, which the server updates a moment
-		// after an append and so can read 0 for an event just stored.
-		if ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("control plane has %d events undelivered, %d unacknowledged", ci.NumPending, ci.NumAckPending)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	bus.Settle(t, log.Config().Stream, control.PlaneName)
 }
 
 func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {

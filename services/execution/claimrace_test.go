@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
@@ -113,54 +115,21 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	}
 }
 
-// waitTask polls until the task satisfies ok.
+// waitTask waits until the task satisfies ok.
 func (b *bed) waitTask(taskID string, ok func(*stewardv1.Task) bool) {
 	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
 		tk, _, err := task.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			b.t.Fatal(err)
 		}
-		if ok(tk) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("task %s: gave up waiting; it is %v", taskID, tk.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return ok(tk), fmt.Sprintf("task %s is %v", taskID, tk.Status)
+	})
 }
 
 // settle waits until the execution plane has acknowledged every event on
 // the stream: its reactions to them have finished.
 func (b *bed) settle() {
 	b.t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		cons, err := b.bus.JS.Consumer(ctx, b.log.Config().Stream, execution.PlaneName)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		stream, err := b.bus.JS.Stream(ctx, b.log.Config().Stream)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		si, err := stream.Info(ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		ci, err := cons.Info(ctx)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		if ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("execution plane has %d events undelivered, %d unacknowledged", ci.NumPending, ci.NumAckPending)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b.bus.Settle(b.t, b.log.Config().Stream, execution.PlaneName)
 }

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -50,9 +51,10 @@ func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 			t.Fatal(err)
 		}
 		b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
-		time.Sleep(200 * time.Millisecond) // a retry, had one been scheduled, would have come by now
-		if ts.callCount() != 1 {
-			t.Fatalf("%d calls, want 1", ts.callCount())
+		// Every reaction has run, and none scheduled a retry.
+		b.settle()
+		if waits := b.count(taskID, event.TypeActionWaiting); ts.callCount() != 1 || waits != 0 {
+			t.Fatalf("%d calls and %d retry waits, want 1 and none", ts.callCount(), waits)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package execution_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -264,24 +265,19 @@ func (b *bed) append(taskID string, payload event.Payload) {
 	}
 }
 
-// waitAction polls until the action satisfies ok.
+// waitAction waits until the action satisfies ok.
 func (b *bed) waitAction(taskID, actionID string, ok func(*stewardv1.Action) bool) *stewardv1.Action {
 	b.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var a *stewardv1.Action
+	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
 		t, _, err := task.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			b.t.Fatal(err)
 		}
-		a := task.FindAction(t, actionID)
-		if ok(a) {
-			return a
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("action %s: gave up waiting; it is %v (%s)", actionID, a.GetStatus(), a.GetOutcome().GetReason())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		a = task.FindAction(t, actionID)
+		return ok(a), fmt.Sprintf("action %s is %v (%s)", actionID, a.GetStatus(), a.GetOutcome().GetReason())
+	})
+	return a
 }
 
 func status(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {

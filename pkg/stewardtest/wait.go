@@ -1,0 +1,56 @@
+package stewardtest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// Eventually polls cond until it holds, and fails tb after within, with
+// what cond last said about the state it saw. It is the one place tests
+// wait: on a condition, never on a fixed sleep.
+func Eventually(tb testing.TB, within time.Duration, cond func() (ok bool, state string)) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		ok, state := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("gave up waiting after %s: %s", within, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Settle waits until consumer has acknowledged every message on stream:
+// the plane behind it has handled every event so far, and since a
+// reaction's own appends land before its ack, they are on the log too.
+// It reads the ack floor, not NumPending, which the server updates a
+// moment after an append and so can read 0 for an event just stored.
+func (b *Bus) Settle(tb testing.TB, stream, consumer string) {
+	tb.Helper()
+	ctx := context.Background()
+	Eventually(tb, 30*time.Second, func() (bool, string) {
+		cons, err := b.JS.Consumer(ctx, stream, consumer)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		s, err := b.JS.Stream(ctx, stream)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		si, err := s.Info(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		ci, err := cons.Info(ctx)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0,
+			fmt.Sprintf("%s has %d events undelivered, %d unacknowledged", consumer, ci.NumPending, ci.NumAckPending)
+	})
+}
