@@ -354,9 +354,4 @@ func (b *bounds) expand(s any, open map[string]bool, chain int, n *int) error {
 }
 
 // clip keeps a quoted $ref short in an error message.
-func clip(s string) string {
-	if len(s) > 64 {
-		return s[:64] + "…"
-	}
-	return s
-}
+func clip(s string) string { return errs.Cut(s, errs.MaxEcho) }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/steward-run/steward/pkg/errs"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -136,16 +137,7 @@ func (s *Schema) Validate(ctx context.Context, params []byte) error {
 // input.
 const maxReason = 256
 
-func clipReason(r string) string {
-	if len(r) <= maxReason {
-		return r
-	}
-	cut := maxReason
-	for cut > 0 && r[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return r[:cut] + "…"
-}
+func clipReason(r string) string { return errs.Cut(r, maxReason) }
 
 // deepest follows the first cause down to the most specific error: the one
 // that names the offending value, not the schema keyword that grouped it.

@@ -16,9 +16,22 @@ func Quote(s string) string {
 	if len(s) <= MaxEcho {
 		return strconv.Quote(s)
 	}
-	cut := MaxEcho
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
+	return strconv.Quote(s[:runeCut(s, MaxEcho)]) + "…"
+}
+
+// Cut cuts s to at most n bytes on a rune boundary, marking a cut with
+// "…": for text from outside that an error or an event repeats.
+func Cut(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return strconv.Quote(s[:cut]) + "…"
+	return s[:runeCut(s, n)] + "…"
+}
+
+// runeCut is the largest index at most n that starts a rune of s.
+func runeCut(s string, n int) int {
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
 }

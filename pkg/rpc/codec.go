@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"connectrpc.com/connect"
+	"github.com/steward-run/steward/pkg/errs"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -129,7 +130,7 @@ func (jsonCodec) Unmarshal(data []byte, m any) error {
 // refuse empties m and leaves in it why it was refused.
 func refuse(m proto.Message, field, description string) {
 	proto.Reset(m)
-	b, _ := proto.Marshal(&errdetails.BadRequest_FieldViolation{Field: capPath(field), Description: truncate(description, maxWords)})
+	b, _ := proto.Marshal(&errdetails.BadRequest_FieldViolation{Field: capPath(field), Description: errs.Cut(description, maxWords)})
 	raw := protowire.AppendTag(nil, refusalField, protowire.BytesType)
 	raw = protowire.AppendBytes(raw, b)
 	m.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))

@@ -128,19 +128,7 @@ const (
 
 // echo makes a value from the request fit to quote: control and bidi
 // characters escaped, cut to maxEcho bytes.
-func echo(s string) string { return truncate(terminal.EscapeLine(s), maxEcho) }
-
-// truncate cuts s to n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !isRuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
-}
+func echo(s string) string { return errs.Cut(terminal.EscapeLine(s), maxEcho) }
 
 // capPath keeps the last maxPath bytes of a path, where the field is named.
 func capPath(s string) string {

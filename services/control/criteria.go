@@ -43,7 +43,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/types"
@@ -254,15 +253,7 @@ func describe(v ref.Val) string {
 
 // clipTo cuts s to at most n bytes on a rune boundary. Details are recorded
 // in events, and an error can quote content: a key looked up, a value.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
+func clipTo(s string, n int) string { return errs.Cut(s, n) }
 
 // artifactValue is one artifact as criteria see it; json and text are nil
 // when its content is not read (see gather).
