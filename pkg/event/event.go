@@ -46,23 +46,24 @@ const (
 	TypeTaskSuspended    = "task.suspended"
 	TypeTaskStalled      = "task.stalled"
 
-	TypeActionProposed   = "action.proposed"
-	TypePolicyEvaluated  = "action.policy_evaluated"
-	TypeActionDenied     = "action.denied"
-	TypeApprovalRequired = "action.approval_requested"
-	TypeApprovalDecided  = "action.approval_decided"
-	TypeActionPermitted  = "action.permitted"
-	TypeActionClaimed    = "action.claimed"
-	TypeActionDispatched = "action.dispatched"
-	TypeActionOutcome    = "action.outcome"
-	TypeActionWithdrawn  = "action.withdrawn"
-	TypeActionWaiting    = "action.waiting"
-	TypeActionSettled    = "action.settled"
-	TypeActionHeartbeat  = "action.heartbeat"
-	TypeApprovalReminded = "action.approval_reminded"
-	TypeBudgetConsumed   = "budget.consumed"
-	TypeBudgetAlerted    = "budget.alerted"
-	TypeBudgetRaised     = "budget.raised"
+	TypeActionProposed     = "action.proposed"
+	TypePolicyEvaluated    = "action.policy_evaluated"
+	TypeActionDenied       = "action.denied"
+	TypeApprovalRequired   = "action.approval_requested"
+	TypeApprovalDecided    = "action.approval_decided"
+	TypeActionPermitted    = "action.permitted"
+	TypeActionClaimed      = "action.claimed"
+	TypeActionDispatched   = "action.dispatched"
+	TypeActionOutcome      = "action.outcome"
+	TypeActionWithdrawn    = "action.withdrawn"
+	TypeActionWaiting      = "action.waiting"
+	TypeActionSettled      = "action.settled"
+	TypeActionHeartbeat    = "action.heartbeat"
+	TypeActionRevalidating = "action.revalidating"
+	TypeApprovalReminded   = "action.approval_reminded"
+	TypeBudgetConsumed     = "budget.consumed"
+	TypeBudgetAlerted      = "budget.alerted"
+	TypeBudgetRaised       = "budget.raised"
 
 	TypeCredentialIssued  = "credential.issued"
 	TypeCredentialRevoked = "credential.revoked"
@@ -146,6 +147,7 @@ var typeNames = map[protoreflect.Name]string{
 	"action_waiting":          TypeActionWaiting,
 	"action_settled":          TypeActionSettled,
 	"action_heartbeat":        TypeActionHeartbeat,
+	"action_revalidating":     TypeActionRevalidating,
 	"approval_reminded":       TypeApprovalReminded,
 	"budget_consumed":         TypeBudgetConsumed,
 	"budget_alerted":          TypeBudgetAlerted,

@@ -17,6 +17,12 @@ import (
 // — Waiting for its one more dispatch. Each step names the statuses it may
 // follow; anything else is refused, so a redelivered or out-of-order event
 // cannot move an action backwards.
+//
+// A permit is used for one dispatch, and only while it is fresh: a later
+// use (a retry, the re-dispatch after "not accepted", a dispatch after a
+// resume, a permit past its expiry) goes through Revalidating, where
+// governance evaluates the action again and issues a new permit, asks for
+// approval, or denies it (revalidate.go).
 const (
 	proposed         = stewardv1.ActionStatus_ACTION_STATUS_PROPOSED
 	evaluated        = stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
@@ -32,6 +38,7 @@ const (
 	unknown          = stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
 	withdrawn        = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN
 	waiting          = stewardv1.ActionStatus_ACTION_STATUS_WAITING
+	revalidating     = stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING
 )
 
 // DefaultMaxActions caps the actions a task may propose when its contract
@@ -113,8 +120,9 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 
 	case *stewardv1.Event_PolicyEvaluated:
 		id = p.PolicyEvaluated.ActionId
-		// A fresh evaluation after approval keeps the action approved.
-		from = []stewardv1.ActionStatus{proposed, approved}
+		// A fresh evaluation after approval keeps the action approved; one
+		// on revalidation keeps it revalidating.
+		from = []stewardv1.ActionStatus{proposed, approved, revalidating}
 		apply = func(a *stewardv1.Action) {
 			a.Snapshot = p.PolicyEvaluated.Snapshot
 			if a.Status == proposed {
@@ -126,18 +134,31 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		// An action awaiting approval is denied when its task's
 		// credential is revoked: the approval is closed undecided, as for
 		// a withdrawn action, so nobody can decide it any more.
-		id, from, to = p.ActionDenied.ActionId, []stewardv1.ActionStatus{proposed, evaluated, awaitingApproval, approved}, denied
+		// A revalidated action is denied with the cost of the calls it
+		// already made.
+		d := p.ActionDenied
+		id, from, to = d.ActionId, []stewardv1.ActionStatus{proposed, evaluated, awaitingApproval, approved, revalidating}, denied
+		check = func(a *stewardv1.Action) error {
+			if d.CostMicros != 0 && a.Attempt == 0 {
+				return fmt.Errorf("a denial carries a cost only for calls made, and none was")
+			}
+			return CheckSpend(t, 0, d.CostMicros)
+		}
 		apply = func(a *stewardv1.Action) {
 			if a.Status == awaitingApproval && a.Approval != nil {
 				a.Approval = proto.CloneOf(a.Approval)
 				a.Approval.Withdrawn = true
 			}
-			a.Outcome = &stewardv1.Outcome{Status: denied, Reason: joinReasons(p.ActionDenied.Reasons), FinishedAt: ev.Time}
+			a.Outcome = &stewardv1.Outcome{Status: denied, Reason: joinReasons(d.Reasons), FinishedAt: ev.Time, Attempt: a.Attempt, CostMicros: d.CostMicros}
+			clearWait(a)
+			if d.CostMicros > 0 {
+				spend(t, 0, d.CostMicros, "")
+			}
 		}
 
 	case *stewardv1.Event_ApprovalRequested:
 		ap := p.ApprovalRequested.GetApproval()
-		id, from, to = ap.GetActionId(), []stewardv1.ActionStatus{evaluated}, awaitingApproval
+		id, from, to = ap.GetActionId(), []stewardv1.ActionStatus{evaluated, revalidating}, awaitingApproval
 		check = func(a *stewardv1.Action) error {
 			if ap.ActionHash != a.ActionHash {
 				return fmt.Errorf("approval %s is for hash %s, the action's is %s", ap.ApprovalId, ap.ActionHash, a.ActionHash)
@@ -174,20 +195,26 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 
 	case *stewardv1.Event_ActionPermitted:
 		pm := p.ActionPermitted.GetPermit()
-		id, from, to = pm.GetActionId(), []stewardv1.ActionStatus{evaluated, approved}, permitted
+		id, from, to = pm.GetActionId(), []stewardv1.ActionStatus{evaluated, approved, revalidating}, permitted
 		check = func(a *stewardv1.Action) error {
 			switch {
 			case pm.ActionHash != a.ActionHash || pm.RequestHash != a.RequestHash:
 				return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
 			case a.Status == evaluated && a.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 				return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
+			case a.Status == revalidating && !approvalStands(a):
+				return fmt.Errorf("permit %s on revalidation without an allow or an approval of the roles now required", pm.PermitId)
+			case a.Permit != nil && pm.PermitId == a.Permit.PermitId:
+				return fmt.Errorf("permit %s was issued before; a new permit has a new id", pm.PermitId)
 			case !MayPermit(t, a):
 				// A paused task may hold a permit; it is claimed on resume.
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil
 		}
-		apply = func(a *stewardv1.Action) { a.Permit = proto.CloneOf(pm) }
+		apply = func(a *stewardv1.Action) {
+			a.Permit, a.PermitStale = proto.CloneOf(pm), false
+		}
 
 	case *stewardv1.Event_ActionWithdrawn:
 		w := p.ActionWithdrawn
@@ -224,10 +251,27 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			case d.Attempt != a.Attempt+1:
 				return fmt.Errorf("dispatch attempt %d after %d", d.Attempt, a.Attempt)
 			}
+			if d.PermitId == "" {
+				return nil // an old ledger's: one permit per action
+			}
+			switch {
+			case d.PermitId != a.Permit.GetPermitId():
+				return fmt.Errorf("dispatch under permit %s, the action's permit is %s", d.PermitId, a.Permit.GetPermitId())
+			case d.PermitId == a.DispatchedPermitId:
+				return fmt.Errorf("permit %s was dispatched under before; a permit is used for one dispatch", d.PermitId)
+			case a.PermitStale:
+				return fmt.Errorf("permit %s is stale: the task was resumed since it was issued", d.PermitId)
+			}
 			return nil
 		}
 		apply = func(a *stewardv1.Action) {
 			a.Attempt = d.Attempt
+			// An old ledger's dispatch names no permit: it was made under
+			// the action's one permit.
+			a.DispatchedPermitId = orDefault(d.PermitId, a.Permit.GetPermitId())
+			if a.FirstDispatchedAt == nil {
+				a.FirstDispatchedAt = ev.Time
+			}
 			if d.Worker != "" {
 				a.ClaimedBy = d.Worker
 			}
@@ -294,6 +338,23 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			a.Outcome = o
 		}
 
+	case *stewardv1.Event_ActionRevalidating:
+		r := p.ActionRevalidating
+		id, from, to = r.ActionId, []stewardv1.ActionStatus{permitted, claimed, waiting}, revalidating
+		check = func(a *stewardv1.Action) error {
+			switch {
+			case r.PermitId == "" || r.PermitId != a.Permit.GetPermitId():
+				return fmt.Errorf("revalidation of permit %q, the action's permit is %s", r.PermitId, a.Permit.GetPermitId())
+			case r.Reason == stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED:
+				return fmt.Errorf("a revalidation names its reason")
+			}
+			return nil
+		}
+		// Attempt, op_key, Redispatched and who claimed it stay: the next
+		// dispatch, under a new permit, is the next attempt of the same
+		// call.
+		apply = func(a *stewardv1.Action) { clearWait(a) }
+
 	case *stewardv1.Event_ActionHeartbeat:
 		id, from = p.ActionHeartbeat.ActionId, []stewardv1.ActionStatus{dispatched}
 		apply = func(a *stewardv1.Action) { a.LastHeartbeat = ev.Time }
@@ -314,13 +375,14 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		// dispatched (its request or tool did not check out); only a
 		// dispatched one can succeed or be unknown, or one waiting to
 		// retry a try that may have done the work (its retry may not go
-		// out: the tool may have forgotten the op_key).
+		// out: the tool may have forgotten the op_key), or claimed under a
+		// new permit for that retry.
 		id, from, to = p.ActionOutcomeRecorded.ActionId, []stewardv1.ActionStatus{claimed, waiting, dispatched}, o.GetStatus()
 		outcomeCheck := func(a *stewardv1.Action) error {
 			switch {
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
-			case a.Status != dispatched && to != failed && !(to == unknown && a.Status == waiting && a.Attempt > 0):
+			case a.Status != dispatched && to != failed && !(to == unknown && (a.Status == waiting || a.Status == claimed) && a.Attempt > 0):
 				return fmt.Errorf("an action that was never dispatched cannot have %s", actionStatusName(to))
 			}
 			return nil
@@ -374,6 +436,54 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		}
 		followLedger(t)
 	}, true, nil
+}
+
+// approvalStands reports whether a revalidated action's snapshot lets a
+// new permit follow: it allows the action, or it asks for an approval and
+// the one already given was asked of the same roles. Governance, which
+// owns the permit, names the default role when policy names none; here an
+// approval given counts for that.
+func approvalStands(a *stewardv1.Action) bool {
+	switch a.Snapshot.GetDecision() {
+	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return true
+	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
+		roles := a.Snapshot.GetRequiredApproverRoles()
+		return a.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
+			(len(roles) == 0 || SameRoles(roles, a.Approval.GetRequiredRoles()))
+	}
+	return false
+}
+
+// SameRoles reports whether a and b name the same roles, in any order.
+func SameRoles(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, r := range a {
+		seen[r] = true
+	}
+	for _, r := range b {
+		if !seen[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// markStale marks the permits a resume makes stale: those of actions not
+// yet dispatched under them, or waiting to be dispatched again. A new
+// permit clears the mark.
+func markStale(t *stewardv1.Task) {
+	for i, a := range t.Actions {
+		switch a.Status {
+		case permitted, claimed, waiting:
+			next := proto.CloneOf(a)
+			next.PermitStale = true
+			t.Actions[i] = next
+		}
+	}
 }
 
 func clearWait(a *stewardv1.Action) {

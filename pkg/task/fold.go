@@ -83,6 +83,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	t.StatusReason = reason
 	t.SuspendedFor = ev.GetTaskSuspended().GetCause() // unset by any other step
 	if ev.GetTaskResumed() != nil {
+		markStale(t)    // a permit issued before the resume is checked again
 		followLedger(t) // what it resumes to may have moved on
 	}
 	return nil

@@ -93,6 +93,10 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
 		}
+		// revalidation: a stale or expired permit is never claimed.
+		if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
+			return err
+		}
 		won, err := p.claim(ctx, permit)
 		if err != nil || !won {
 			return err
@@ -150,6 +154,11 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	case !task.MayRun(t, a):
 		return nil // the resume picks it up, or the task moved on without it
 	}
+	// revalidation: a permit used before, stale or expired is not used
+	// again; governance decides anew, credential and budget included.
+	if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
+		return err
+	}
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
 		return err
 	} else if why != "" {
@@ -169,7 +178,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	if next > 1 && !a.Redispatched {
 		// The retention is checked when the retry goes out, not when the
 		// failure came back: a wait or a pause may have outlasted it.
-		if why := pastRetention(call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now()); why != "" {
+		if why := pastRetention(call.Tool, firstUse(a), p.now()); why != "" {
 			return p.refuse(ctx, taskID, a, c, adapter.Result{
 				Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
 				Reason: fmt.Sprintf("not retried: %s, and an earlier try may have done the work; its outcome is settled by the status query or SettleAction", why),
@@ -184,13 +193,13 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 			fmt.Sprintf("the circuit breaker for service %s is open", key))
 	}
 	err = p.record(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
-		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker})
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker, PermitId: a.Permit.GetPermitId()})
 	if errs.Is(err, errs.FailedPrecondition) {
 		return nil // another worker dispatched this attempt, or the task stopped
 	} else if err != nil {
 		return err
 	}
-	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now())
+	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
 		crashpoint.Here(crashpoint.AfterRetryDispatch)
@@ -198,7 +207,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	p.noteBreaker(ctx, p.breakers.Record(key, breakerOutcome(res), p.now()))
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
 		policy := retryPolicyOf(a, call.Tool)
-		if d, ok := policy.next(next+1, a.Permit.GetIssuedAt().AsTime(), p.now()); ok {
+		if d, ok := policy.next(next+1, firstUse(a), p.now()); ok {
 			a.Attempt = next
 			return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
 				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))
@@ -400,7 +409,7 @@ func (p *Plane) unclaim(ctx context.Context, permit *stewardv1.ActionPermit) err
 // (carryOn); an ended task's permit is moot.
 func (p *Plane) recordClaim(ctx context.Context, taskID, actionID, permitID string, c cause) (recorded bool, err error) {
 	ev, err := event.New(event.Meta{
-		ID:            event.ID(actionID, event.TypeActionClaimed),
+		ID:            event.ID(actionID, event.TypeActionClaimed, permitID, p.cfg.Worker),
 		TaskID:        taskID,
 		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
 		CausationID:   c.id,

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -129,6 +131,8 @@ type bed struct {
 	requests *action.Store
 	// logger, when set, is the plane's logger from the next start on.
 	logger *slog.Logger
+	// revalidated counts the permits the stand-in governance re-issued.
+	revalidated atomic.Int32
 }
 
 func newBed(t *testing.T, br breaker.Config) *bed {
@@ -158,8 +162,48 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 		Tools: tools, Requests: requests, Results: results, Claims: claims, Timers: timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, HeartbeatInterval: 200 * time.Millisecond,
 	}}
+	b.standInGovernance()
 	b.start()
 	return b
+}
+
+// standInGovernance answers every revalidation as a governance plane whose
+// policy still allows the action would: a new snapshot and a new permit.
+// Tests of what governance decides on revalidation run the real plane
+// (revalidate_test.go).
+func (b *bed) standInGovernance() {
+	sub, err := b.log.React(context.Background(), "test-governance", eventlog.Reactions{
+		event.TypeActionRevalidating: func(ctx context.Context, rec *stewardv1.EventRecord) error {
+			r := rec.Event.GetActionRevalidating()
+			t, _, err := task.Load(ctx, b.log, rec.Event.TaskId)
+			if err != nil {
+				return err
+			}
+			a := task.FindAction(t, r.ActionId)
+			if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING || a.Permit.GetPermitId() != r.PermitId {
+				return nil
+			}
+			b.revalidated.Add(1)
+			snap := &stewardv1.PolicySnapshot{SnapshotId: "s-" + r.PermitId, Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}
+			pm := &stewardv1.ActionPermit{
+				PermitId: r.PermitId + "-r", ActionId: a.ActionId, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: snap.SnapshotId, IssuedAt: timestamppb.Now(),
+			}
+			for _, p := range []event.Payload{&stewardv1.PolicyEvaluated{ActionId: a.ActionId, Snapshot: snap}, &stewardv1.ActionPermitted{Permit: pm}} {
+				ev, err := event.New(event.Meta{ID: event.ID(rec.Event.EventId, fmt.Sprintf("%T", p)), TaskID: rec.Event.TaskId, Actor: &stewardv1.Actor{Principal: "test", Plane: "governance"}}, p)
+				if err != nil {
+					return err
+				}
+				if _, err := task.Update(ctx, b.log, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
+					return err
+				}
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(sub.Stop)
 }
 
 // start runs a fresh plane, as a restarted process would.

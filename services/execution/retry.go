@@ -10,7 +10,7 @@ import (
 
 // DefaultRetryPolicy applies where neither the action nor its tool sets a
 // field: three attempts, backoff from half a second up to 30 seconds, and
-// no retry more than ten minutes after the permit.
+// no retry more than ten minutes after the first dispatch.
 var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 3, InitialBackoff: 500 * time.Millisecond, MaxBackoff: 30 * time.Second, MaxElapsed: 10 * time.Minute}
 
 // RetryPolicy is a retry policy with every field decided.

@@ -25,11 +25,14 @@ type Approvals struct {
 	mu    sync.RWMutex
 	byID  map[string]*stewardv1.Approval
 	order []string
+	// latest is each action's most recent approval: a revalidation may
+	// ask for a second one.
+	latest map[string]string
 }
 
 // NewApprovals returns an empty index.
 func NewApprovals(logger *slog.Logger) *Approvals {
-	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}}
+	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, latest: map[string]string{}}
 }
 
 // Apply folds one task event into the index.
@@ -44,6 +47,7 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 			x.order = append(x.order, ap.ApprovalId)
 		}
 		x.byID[ap.ApprovalId] = ap
+		x.latest[ap.ActionId] = ap.ApprovalId
 	case *stewardv1.Event_ActionWithdrawn:
 		x.close(p.ActionWithdrawn.ActionId)
 	case *stewardv1.Event_ActionDenied:
@@ -63,7 +67,7 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 
 // close marks the undecided approval of actionID, if any, withdrawn.
 func (x *Approvals) close(actionID string) {
-	if ap := x.byID[approvalID(actionID)]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+	if ap := x.byID[x.latest[actionID]]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
 		ap = proto.CloneOf(ap)
 		ap.Withdrawn = true
 		x.byID[ap.ApprovalId] = ap

@@ -51,10 +51,15 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			return nil, errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, req.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
 		}
 		decided = ap
+		id := event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String())
+		if ap.ApprovalId != approvalID(a.ActionId, "") {
+			// A revalidation's approval: its decision is not the first's.
+			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
+		}
 		return event.New(event.Meta{
 			// The id names who decided what: the same person repeating the
 			// same decision is a retry, anyone else finds it decided.
-			ID:     event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
+			ID:     id,
 			TaskID: t.Contract.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
 		}, &stewardv1.ApprovalDecided{
@@ -81,15 +86,21 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord) e
 		return nil
 	}
 	taskID := rec.Event.TaskId
-	t, err := p.evaluate(ctx, taskID, d.ActionId, roundApproved, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec.Event)
+	// Each approval has its own round: a revalidation may ask for a second
+	// one, and its fresh snapshot must not be taken for the first's.
+	round := roundApproved
+	if d.ApprovalId != approvalID(d.ActionId, "") {
+		round = roundApproved + "-" + d.ApprovalId
+	}
+	t, err := p.evaluate(ctx, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec.Event)
 	if err != nil {
 		return err
 	}
 	a := task.FindAction(t, d.ActionId)
-	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_APPROVED {
+	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_APPROVED || a.Approval.GetApprovalId() != d.ApprovalId {
 		return nil // permitted or denied before
 	}
-	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, roundApproved) {
+	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
 	}
 	if why := changedSinceApproval(a, p.engine.Revision()); why != "" {

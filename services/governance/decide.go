@@ -3,6 +3,7 @@ package governance
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -17,10 +18,32 @@ import (
 )
 
 // Stable ids for what governance records about an action. Redelivery of
-// the cause derives the same ids, so nothing is recorded twice.
+// the cause derives the same ids, so nothing is recorded twice. An
+// action's first approval and permit are keyed by the action alone; those
+// that follow a revalidation, by the permit that was not used (prev), so
+// that each revalidation has its own.
 func snapshotID(actionID, round string) string { return "snap-" + event.ID(actionID, round)[:24] }
-func approvalID(actionID string) string        { return "apv-" + event.ID(actionID, "approval")[:24] }
-func permitID(actionID string) string          { return "pmt-" + event.ID(actionID, "permit")[:24] }
+func approvalID(actionID, prev string) string {
+	if prev == "" {
+		return "apv-" + event.ID(actionID, "approval")[:24]
+	}
+	return "apv-" + event.ID(actionID, "approval", prev)[:24]
+}
+func permitID(actionID, prev string) string {
+	if prev == "" {
+		return "pmt-" + event.ID(actionID, "permit")[:24]
+	}
+	return "pmt-" + event.ID(actionID, "permit", prev)[:24]
+}
+
+// keyedBy returns the id parts of an event about an action, with prev (the
+// permit a revalidation did not use) when there is one.
+func keyedBy(actionID, typ, prev string) string {
+	if prev == "" {
+		return event.ID(actionID, typ)
+	}
+	return event.ID(actionID, typ, prev)
+}
 
 // DefaultApproverRole decides approvals for which policy named no role.
 const DefaultApproverRole = "authorizer"
@@ -109,7 +132,9 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 		if a == nil {
 			return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
 		}
-		if a.Status != from {
+		if a.Status != from || a.Snapshot.GetSnapshotId() == snapshotID(actionID, round) {
+			// Moved on, or evaluated in this round before: a status that
+			// stays (approved, revalidating) does not tell.
 			return nil, nil
 		}
 		snap, err := p.snapshot(ctx, t, a, round)
@@ -175,9 +200,13 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
 		return err
 	}
-	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != a.Status {
+		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
 			return nil, nil
 		}
 		// A paused task still gets its permit: execution holds it until the
@@ -189,13 +218,14 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons: []string{budgetSpentReason(line)},
+				Reasons: []string{budgetSpentReason(line)}, CostMicros: cost,
 			})
 		}
 		if !task.MayPermit(t, cur) {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons: []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
+				Reasons:    []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
+				CostMicros: cost,
 			})
 		}
 		// Checked here, on the task as it is when the permit is appended,
@@ -207,21 +237,24 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		}
 		if why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why},
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost,
 			})
 		}
 		credentialRef := t.Contract.GetCredentialRef()
 		if c := t.Credential.GetCredential(); c != nil {
 			credentialRef = c.CredentialId
 		}
-		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionPermitted), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
-			PermitId:      permitID(a.ActionId),
+		prev := cur.Permit.GetPermitId()
+		issued := time.Now()
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
+			PermitId:      permitID(a.ActionId, prev),
 			ActionId:      a.ActionId,
 			ActionHash:    cur.ActionHash,
 			RequestHash:   cur.RequestHash,
 			SnapshotId:    cur.Snapshot.GetSnapshotId(),
 			CredentialRef: credentialRef,
-			IssuedAt:      timestamppb.Now(),
+			IssuedAt:      timestamppb.New(issued),
+			ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
 		}})
 	})
 	if err == nil {
@@ -235,14 +268,37 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 	if len(reasons) == 0 {
 		reasons = []string{"policy denied the action"}
 	}
-	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
 			return nil, nil
 		}
 		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
-			&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: reasons})
+			&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: reasons, CostMicros: cost})
 	})
 	return err
+}
+
+// callsCost is what the calls already made for a, and not yet charged by
+// an outcome, cost at the tool contract's price: an action denied on
+// revalidation after a try still paid for it. A retry's transient failure
+// records no outcome (its cost goes on the last attempt's); an unknown
+// outcome, later settled "not accepted", was charged when recorded.
+func (p *Plane) callsCost(ctx context.Context, a *stewardv1.Action) (int64, error) {
+	uncharged := int64(a.Attempt) - int64(a.Outcome.GetAttempt())
+	if a.Attempt == 0 || uncharged <= 0 {
+		return 0, nil
+	}
+	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
+		return 0, nil // no price to charge by
+	} else if err != nil {
+		return 0, err
+	}
+	return entry.Tool.Contract.GetCostMicrosPerCall() * uncharged, nil
 }
 
 // requestApproval asks for a person's decision, with what they need to make
@@ -267,7 +323,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		roles = []string{DefaultApproverRole}
 	}
 	approval := &stewardv1.Approval{
-		ApprovalId:      approvalID(a.ActionId),
+		ApprovalId:      approvalID(a.ActionId, a.Permit.GetPermitId()),
 		TaskId:          t.Contract.TaskId,
 		ActionId:        a.ActionId,
 		ActionHash:      a.ActionHash,
@@ -285,9 +341,13 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		RequestedAt:     timestamppb.Now(),
 	}
 	taskID := t.Contract.TaskId
+	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
 	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != a.Status {
+		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
 			return nil, nil
 		}
 		// A credential revoked since the check before policy: ask nobody
@@ -298,9 +358,9 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		}
 		if why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
-				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}})
+				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
 		}
-		return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeApprovalRequired), cause), &stewardv1.ApprovalRequested{Approval: approval})
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeApprovalRequired, a.Permit.GetPermitId()), cause), &stewardv1.ApprovalRequested{Approval: approval})
 	})
 	return err
 }

@@ -57,6 +57,8 @@ type Plane struct {
 	// signer is nil when the plane issues and checks no credentials.
 	signer        *credential.Signer
 	credentialTTL time.Duration
+	// permitTTL is how long a permit may be used after it is issued.
+	permitTTL time.Duration
 	// trusted are the keys a task's credential may be signed with: the
 	// signer's and any earlier ones (WithTrustedKeys); verified remembers
 	// the credentials that checked out.
@@ -88,11 +90,26 @@ func WithNotifier(n Notifier) Option {
 	}
 }
 
+// DefaultPermitTTL is how long a permit may be used after it is issued,
+// unless WithPermitTTL says otherwise. A permit past it is not used: its
+// action is revalidated.
+const DefaultPermitTTL = 10 * time.Minute
+
+// WithPermitTTL sets how long a permit may be used after it is issued; a
+// non-positive d leaves the default.
+func WithPermitTTL(d time.Duration) Option {
+	return func(p *Plane) {
+		if d > 0 {
+			p.permitTTL = d
+		}
+	}
+}
+
 // New returns a governance plane that decides with engine, reads tool
 // contracts from tools and canonical requests from store.
 func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store, opts ...Option) *Plane {
 	logger = logger.With("plane", PlaneName)
-	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger), credentialTTL: credential.DefaultTTL}
+	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger), credentialTTL: credential.DefaultTTL, permitTTL: DefaultPermitTTL}
 	p.notify, p.notifyBudget = p.logReminder, p.logBudgetAlert
 	for _, o := range opts {
 		o(p)
@@ -113,6 +130,8 @@ func (p *Plane) Start(ctx context.Context) error {
 	reactions := eventlog.Reactions{
 		event.TypeActionProposed:  p.decide,
 		event.TypeApprovalDecided: p.afterDecision,
+		// A permit that may not be used as it is: decide again.
+		event.TypeActionRevalidating: p.revalidate,
 		// The budget guard.
 		event.TypeBudgetConsumed: p.guardBudget,
 		event.TypeActionOutcome:  p.guardBudget,

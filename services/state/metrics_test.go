@@ -303,8 +303,8 @@ steward_cost_per_accepted_task_micros{currency="EUR"} 2000
 			t.Errorf("steward_actions{status=%q} = %v, want %v", status, actions[status], n)
 		}
 	}
-	if len(actions) != 14 {
-		t.Errorf("steward_actions has %d statuses, want all 14: %v", len(actions), actions)
+	if len(actions) != 15 {
+		t.Errorf("steward_actions has %d statuses, want all 15: %v", len(actions), actions)
 	}
 }
 

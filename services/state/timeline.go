@@ -129,6 +129,9 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_ActionSettled:
 		st := p.ActionSettled
 		return withReason(fmt.Sprintf("%s settled the unknown outcome of action %s: %s", st.SettledBy, st.ActionId, enumWords(st.State.String(), "SETTLE_STATE_")), st.Reason)
+	case *stewardv1.Event_ActionRevalidating:
+		r := p.ActionRevalidating
+		return withReason(fmt.Sprintf("Permit %s of action %s was not used (%s): policy, credential and budget are checked again", r.PermitId, r.ActionId, enumWords(r.Reason.String(), "REVALIDATION_REASON_")), r.Detail)
 	case *stewardv1.Event_ActionHeartbeat:
 		return fmt.Sprintf("Action %s is still running (attempt %d, heartbeat %d)", p.ActionHeartbeat.ActionId, p.ActionHeartbeat.Attempt, p.ActionHeartbeat.Beat)
 	case *stewardv1.Event_BudgetConsumed:

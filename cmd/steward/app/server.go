@@ -67,6 +67,8 @@ type Server struct {
 	// governance: how long a credential lasts when its task has no
 	// earlier deadline
 	CredentialTTL time.Duration
+	// governance: how long a permit may be used after it is issued
+	PermitTTL time.Duration
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -98,6 +100,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
+	fs.DurationVar(&m.PermitTTL, "permit-ttl", governance.DefaultPermitTTL, "how long a permit may be used after it is issued; a permit past it is not used, and its action is evaluated again (`DURATION`, 1s–24h; see docs/permits.md) (governance plane)")
 	fs.Func("credential-trust-key", "public key `FILE` (PEM or hex) of an earlier credential key, still trusted for the credentials it signed: keep tasks working across a key rotation; repeat for several (governance plane)", func(path string) error {
 		m.TrustedKeys = append(m.TrustedKeys, path)
 		return nil
@@ -144,6 +147,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	}
 	if m.CredentialTTL < credential.MinTTL || m.CredentialTTL > credential.MaxTTL {
 		return fmt.Errorf("--credential-ttl: %s is outside %s–%s", m.CredentialTTL, credential.MinTTL, credential.MaxTTL)
+	}
+	if m.PermitTTL < time.Second || m.PermitTTL > 24*time.Hour {
+		return fmt.Errorf("--permit-ttl: %s is outside 1s–24h", m.PermitTTL)
 	}
 	if m.Mode == "serve" && m.Plane == governance.PlaneName && m.CredentialKey == "" {
 		// A key of its own would make every replica, and every restart,

@@ -75,7 +75,8 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 				trusted = append(trusted, pub)
 			}
 			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers),
-				governance.WithSigner(signer), governance.WithTrustedKeys(trusted...), governance.WithCredentialTTL(m.CredentialTTL)))
+				governance.WithSigner(signer), governance.WithTrustedKeys(trusted...), governance.WithCredentialTTL(m.CredentialTTL),
+				governance.WithPermitTTL(m.PermitTTL)))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
 			if err != nil {

@@ -48,6 +48,10 @@ const (
 	// open circuit breaker, or a settled "not accepted". A durable timer
 	// ends the wait.
 	ActionStatus_ACTION_STATUS_WAITING ActionStatus = 14
+	// A later use of its permit (after a resume, for a retry, for the
+	// re-dispatch after "not accepted", or past the permit's expiry) waits
+	// for governance to decide again under what is in force now.
+	ActionStatus_ACTION_STATUS_REVALIDATING ActionStatus = 15
 )
 
 // Enum value maps for ActionStatus.
@@ -68,6 +72,7 @@ var (
 		12: "ACTION_STATUS_UNKNOWN",
 		13: "ACTION_STATUS_WITHDRAWN",
 		14: "ACTION_STATUS_WAITING",
+		15: "ACTION_STATUS_REVALIDATING",
 	}
 	ActionStatus_value = map[string]int32{
 		"ACTION_STATUS_UNSPECIFIED":       0,
@@ -85,6 +90,7 @@ var (
 		"ACTION_STATUS_UNKNOWN":           12,
 		"ACTION_STATUS_WITHDRAWN":         13,
 		"ACTION_STATUS_WAITING":           14,
+		"ACTION_STATUS_REVALIDATING":      15,
 	}
 )
 
@@ -714,6 +720,9 @@ type ActionPermit struct {
 	SnapshotId    string                 `protobuf:"bytes,5,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
 	CredentialRef string                 `protobuf:"bytes,6,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
 	IssuedAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
+	// After this the permit is not used: its action is revalidated and gets
+	// a new permit, or none. Unset on permits issued before expiry existed.
+	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -793,6 +802,13 @@ func (x *ActionPermit) GetCredentialRef() string {
 func (x *ActionPermit) GetIssuedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.IssuedAt
+	}
+	return nil
+}
+
+func (x *ActionPermit) GetExpiresAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpiresAt
 	}
 	return nil
 }
@@ -949,8 +965,18 @@ type Action struct {
 	Redispatched bool `protobuf:"varint,28,opt,name=redispatched,proto3" json:"redispatched,omitempty"`
 	// The last heartbeat of a long call.
 	LastHeartbeat *timestamppb.Timestamp `protobuf:"bytes,29,opt,name=last_heartbeat,json=lastHeartbeat,proto3" json:"last_heartbeat,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// The permit the last dispatch was made under. A permit is used for one
+	// dispatch: a later one waits for a new permit.
+	DispatchedPermitId string `protobuf:"bytes,30,opt,name=dispatched_permit_id,json=dispatchedPermitId,proto3" json:"dispatched_permit_id,omitempty"`
+	// Set when a resume made the current permit stale: it is not dispatched
+	// under, and a new permit clears the mark.
+	PermitStale bool `protobuf:"varint,31,opt,name=permit_stale,json=permitStale,proto3" json:"permit_stale,omitempty"`
+	// When the first dispatch was recorded: what a retry's max_elapsed and a
+	// tool's key retention are measured from. Unset on old ledgers, which
+	// measure from the permit.
+	FirstDispatchedAt *timestamppb.Timestamp `protobuf:"bytes,32,opt,name=first_dispatched_at,json=firstDispatchedAt,proto3" json:"first_dispatched_at,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -1186,6 +1212,27 @@ func (x *Action) GetLastHeartbeat() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Action) GetDispatchedPermitId() string {
+	if x != nil {
+		return x.DispatchedPermitId
+	}
+	return ""
+}
+
+func (x *Action) GetPermitStale() bool {
+	if x != nil {
+		return x.PermitStale
+	}
+	return false
+}
+
+func (x *Action) GetFirstDispatchedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FirstDispatchedAt
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1229,7 +1276,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\acomment\x18\x13 \x01(\tR\acomment\x129\n" +
 	"\n" +
 	"decided_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x1c\n" +
-	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\"\x8d\x02\n" +
+	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -1239,7 +1286,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\vsnapshot_id\x18\x05 \x01(\tR\n" +
 	"snapshotId\x12%\n" +
 	"\x0ecredential_ref\x18\x06 \x01(\tR\rcredentialRef\x127\n" +
-	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\"\xca\x02\n" +
+	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x129\n" +
+	"\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xca\x02\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1252,7 +1301,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
-	"costMicros\"\xa8\t\n" +
+	"costMicros\"\xc9\n" +
+	"\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1293,7 +1343,10 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"settled_by\x18\x1b \x01(\tR\tsettledBy\x12\"\n" +
 	"\fredispatched\x18\x1c \x01(\bR\fredispatched\x12A\n" +
-	"\x0elast_heartbeat\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat*\xbd\x03\n" +
+	"\x0elast_heartbeat\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x120\n" +
+	"\x14dispatched_permit_id\x18\x1e \x01(\tR\x12dispatchedPermitId\x12!\n" +
+	"\fpermit_stale\x18\x1f \x01(\bR\vpermitStale\x12J\n" +
+	"\x13first_dispatched_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\x11firstDispatchedAt*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1310,7 +1363,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x14ACTION_STATUS_FAILED\x10\v\x12\x19\n" +
 	"\x15ACTION_STATUS_UNKNOWN\x10\f\x12\x1b\n" +
 	"\x17ACTION_STATUS_WITHDRAWN\x10\r\x12\x19\n" +
-	"\x15ACTION_STATUS_WAITING\x10\x0e*\x8c\x01\n" +
+	"\x15ACTION_STATUS_WAITING\x10\x0e\x12\x1e\n" +
+	"\x1aACTION_STATUS_REVALIDATING\x10\x0f*\x8c\x01\n" +
 	"\x0ePolicyDecision\x12\x1f\n" +
 	"\x1bPOLICY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15POLICY_DECISION_ALLOW\x10\x01\x12\x18\n" +
@@ -1381,26 +1435,28 @@ var file_steward_v1_action_proto_depIdxs = []int32{
 	5,  // 6: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
 	12, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
 	12, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	0,  // 9: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
-	2,  // 10: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	12, // 11: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 12: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
-	0,  // 13: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	6,  // 14: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	7,  // 15: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	8,  // 16: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	9,  // 17: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	12, // 18: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	12, // 19: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 20: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
-	3,  // 21: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	12, // 22: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	12, // 23: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	12, // 9: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 10: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
+	2,  // 11: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
+	12, // 12: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	13, // 13: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	0,  // 14: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
+	6,  // 15: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	7,  // 16: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	8,  // 17: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	9,  // 18: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	12, // 19: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	12, // 20: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	15, // 21: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 22: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	12, // 23: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	12, // 24: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	12, // 25: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }

@@ -23,6 +23,67 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// RevalidationReason says why a permit is checked again before it is used.
+type RevalidationReason int32
+
+const (
+	RevalidationReason_REVALIDATION_REASON_UNSPECIFIED RevalidationReason = 0
+	// The task was resumed after the permit was issued.
+	RevalidationReason_REVALIDATION_REASON_RESUME RevalidationReason = 1
+	// A retry after a transient failure.
+	RevalidationReason_REVALIDATION_REASON_RETRY RevalidationReason = 2
+	// The one re-dispatch after an unknown outcome was settled as "not
+	// accepted".
+	RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED RevalidationReason = 3
+	// The permit's expiry has passed.
+	RevalidationReason_REVALIDATION_REASON_EXPIRED RevalidationReason = 4
+)
+
+// Enum value maps for RevalidationReason.
+var (
+	RevalidationReason_name = map[int32]string{
+		0: "REVALIDATION_REASON_UNSPECIFIED",
+		1: "REVALIDATION_REASON_RESUME",
+		2: "REVALIDATION_REASON_RETRY",
+		3: "REVALIDATION_REASON_NOT_ACCEPTED",
+		4: "REVALIDATION_REASON_EXPIRED",
+	}
+	RevalidationReason_value = map[string]int32{
+		"REVALIDATION_REASON_UNSPECIFIED":  0,
+		"REVALIDATION_REASON_RESUME":       1,
+		"REVALIDATION_REASON_RETRY":        2,
+		"REVALIDATION_REASON_NOT_ACCEPTED": 3,
+		"REVALIDATION_REASON_EXPIRED":      4,
+	}
+)
+
+func (x RevalidationReason) Enum() *RevalidationReason {
+	p := new(RevalidationReason)
+	*p = x
+	return p
+}
+
+func (x RevalidationReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RevalidationReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_event_proto_enumTypes[0].Descriptor()
+}
+
+func (RevalidationReason) Type() protoreflect.EnumType {
+	return &file_steward_v1_event_proto_enumTypes[0]
+}
+
+func (x RevalidationReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RevalidationReason.Descriptor instead.
+func (RevalidationReason) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{0}
+}
+
 // BreakerState is a circuit breaker's state.
 type BreakerState int32
 
@@ -60,11 +121,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_event_proto_enumTypes[0].Descriptor()
+	return file_steward_v1_event_proto_enumTypes[1].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_steward_v1_event_proto_enumTypes[0]
+	return &file_steward_v1_event_proto_enumTypes[1]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -73,7 +134,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{1}
 }
 
 // Event is the envelope of every fact on the log. Each task's events form a
@@ -122,6 +183,7 @@ type Event struct {
 	//	*Event_ActionWaiting
 	//	*Event_ActionSettled
 	//	*Event_ActionHeartbeat
+	//	*Event_ActionRevalidating
 	//	*Event_ApprovalReminded
 	//	*Event_BudgetConsumed
 	//	*Event_BudgetAlerted
@@ -449,6 +511,15 @@ func (x *Event) GetActionHeartbeat() *ActionHeartbeat {
 	return nil
 }
 
+func (x *Event) GetActionRevalidating() *ActionRevalidating {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ActionRevalidating); ok {
+			return x.ActionRevalidating
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetApprovalReminded() *ApprovalReminded {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_ApprovalReminded); ok {
@@ -669,6 +740,10 @@ type Event_ActionHeartbeat struct {
 	ActionHeartbeat *ActionHeartbeat `protobuf:"bytes,42,opt,name=action_heartbeat,json=actionHeartbeat,proto3,oneof"`
 }
 
+type Event_ActionRevalidating struct {
+	ActionRevalidating *ActionRevalidating `protobuf:"bytes,47,opt,name=action_revalidating,json=actionRevalidating,proto3,oneof"`
+}
+
 type Event_ApprovalReminded struct {
 	ApprovalReminded *ApprovalReminded `protobuf:"bytes,43,opt,name=approval_reminded,json=approvalReminded,proto3,oneof"`
 }
@@ -766,6 +841,8 @@ func (*Event_ActionWaiting) isEvent_Payload() {}
 func (*Event_ActionSettled) isEvent_Payload() {}
 
 func (*Event_ActionHeartbeat) isEvent_Payload() {}
+
+func (*Event_ActionRevalidating) isEvent_Payload() {}
 
 func (*Event_ApprovalReminded) isEvent_Payload() {}
 
@@ -1439,10 +1516,13 @@ func (x *PolicyEvaluated) GetSnapshot() *PolicySnapshot {
 
 // ActionDenied records that an action may not run (governance plane).
 type ActionDenied struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	SnapshotId    string                 `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
-	Reasons       []string               `protobuf:"bytes,3,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ActionId   string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	SnapshotId string                 `protobuf:"bytes,2,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	Reasons    []string               `protobuf:"bytes,3,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	// What the calls already made for the action cost, when it is denied on
+	// revalidation after some: a call costs what it costs.
+	CostMicros    int64 `protobuf:"varint,4,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1496,6 +1576,13 @@ func (x *ActionDenied) GetReasons() []string {
 		return x.Reasons
 	}
 	return nil
+}
+
+func (x *ActionDenied) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
 }
 
 // ApprovalRequested asks a person to decide about one action hash
@@ -1744,7 +1831,10 @@ type ActionDispatched struct {
 	Attempt  uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// The worker making the call; a retry may be made by another worker
 	// than the one that claimed the permit.
-	Worker        string `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
+	Worker string `protobuf:"bytes,3,opt,name=worker,proto3" json:"worker,omitempty"`
+	// The permit the call is made under: one dispatch per permit. Empty on
+	// old ledgers.
+	PermitId      string `protobuf:"bytes,4,opt,name=permit_id,json=permitId,proto3" json:"permit_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1796,6 +1886,13 @@ func (x *ActionDispatched) GetAttempt() uint32 {
 func (x *ActionDispatched) GetWorker() string {
 	if x != nil {
 		return x.Worker
+	}
+	return ""
+}
+
+func (x *ActionDispatched) GetPermitId() string {
+	if x != nil {
+		return x.PermitId
 	}
 	return ""
 }
@@ -2077,6 +2174,79 @@ func (x *ActionSettled) GetSettledBy() string {
 	return ""
 }
 
+// ActionRevalidating records that an action's permit will not be used as
+// it is (execution plane): governance evaluates the action again under the
+// policy, credential and budget in force now, and issues a new permit,
+// asks for approval, or denies it.
+type ActionRevalidating struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// The permit that is not used.
+	PermitId      string             `protobuf:"bytes,2,opt,name=permit_id,json=permitId,proto3" json:"permit_id,omitempty"`
+	Reason        RevalidationReason `protobuf:"varint,3,opt,name=reason,proto3,enum=steward.v1.RevalidationReason" json:"reason,omitempty"`
+	Detail        string             `protobuf:"bytes,4,opt,name=detail,proto3" json:"detail,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionRevalidating) Reset() {
+	*x = ActionRevalidating{}
+	mi := &file_steward_v1_event_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionRevalidating) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionRevalidating) ProtoMessage() {}
+
+func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionRevalidating.ProtoReflect.Descriptor instead.
+func (*ActionRevalidating) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ActionRevalidating) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ActionRevalidating) GetPermitId() string {
+	if x != nil {
+		return x.PermitId
+	}
+	return ""
+}
+
+func (x *ActionRevalidating) GetReason() RevalidationReason {
+	if x != nil {
+		return x.Reason
+	}
+	return RevalidationReason_REVALIDATION_REASON_UNSPECIFIED
+}
+
+func (x *ActionRevalidating) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
 // ActionHeartbeat records that a long call is still going (execution
 // plane).
 type ActionHeartbeat struct {
@@ -2090,7 +2260,7 @@ type ActionHeartbeat struct {
 
 func (x *ActionHeartbeat) Reset() {
 	*x = ActionHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2102,7 +2272,7 @@ func (x *ActionHeartbeat) String() string {
 func (*ActionHeartbeat) ProtoMessage() {}
 
 func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2115,7 +2285,7 @@ func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionHeartbeat.ProtoReflect.Descriptor instead.
 func (*ActionHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ActionHeartbeat) GetActionId() string {
@@ -2152,7 +2322,7 @@ type ApprovalReminded struct {
 
 func (x *ApprovalReminded) Reset() {
 	*x = ApprovalReminded{}
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2334,7 @@ func (x *ApprovalReminded) String() string {
 func (*ApprovalReminded) ProtoMessage() {}
 
 func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2347,7 @@ func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalReminded.ProtoReflect.Descriptor instead.
 func (*ApprovalReminded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ApprovalReminded) GetApprovalId() string {
@@ -2218,7 +2388,7 @@ type BudgetConsumed struct {
 
 func (x *BudgetConsumed) Reset() {
 	*x = BudgetConsumed{}
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2230,7 +2400,7 @@ func (x *BudgetConsumed) String() string {
 func (*BudgetConsumed) ProtoMessage() {}
 
 func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2243,7 +2413,7 @@ func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
 func (*BudgetConsumed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BudgetConsumed) GetTokens() int64 {
@@ -2291,7 +2461,7 @@ type BudgetAlerted struct {
 
 func (x *BudgetAlerted) Reset() {
 	*x = BudgetAlerted{}
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2303,7 +2473,7 @@ func (x *BudgetAlerted) String() string {
 func (*BudgetAlerted) ProtoMessage() {}
 
 func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2316,7 +2486,7 @@ func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
 func (*BudgetAlerted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BudgetAlerted) GetDimension() string {
@@ -2367,7 +2537,7 @@ type BudgetRaised struct {
 
 func (x *BudgetRaised) Reset() {
 	*x = BudgetRaised{}
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2379,7 +2549,7 @@ func (x *BudgetRaised) String() string {
 func (*BudgetRaised) ProtoMessage() {}
 
 func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2392,7 +2562,7 @@ func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
 func (*BudgetRaised) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BudgetRaised) GetMaxTokens() int64 {
@@ -2435,7 +2605,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2447,7 +2617,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2460,7 +2630,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -2523,7 +2693,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2535,7 +2705,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2548,7 +2718,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -2569,7 +2739,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2581,7 +2751,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2594,7 +2764,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -2629,7 +2799,7 @@ type CredentialIssued struct {
 
 func (x *CredentialIssued) Reset() {
 	*x = CredentialIssued{}
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2641,7 +2811,7 @@ func (x *CredentialIssued) String() string {
 func (*CredentialIssued) ProtoMessage() {}
 
 func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2654,7 +2824,7 @@ func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
 func (*CredentialIssued) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *CredentialIssued) GetCredential() *SignedCredential {
@@ -2691,7 +2861,7 @@ type CredentialRevoked struct {
 
 func (x *CredentialRevoked) Reset() {
 	*x = CredentialRevoked{}
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2703,7 +2873,7 @@ func (x *CredentialRevoked) String() string {
 func (*CredentialRevoked) ProtoMessage() {}
 
 func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2716,7 +2886,7 @@ func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
 func (*CredentialRevoked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *CredentialRevoked) GetCredentialId() string {
@@ -2743,7 +2913,7 @@ type ArtifactSubmitted struct {
 
 func (x *ArtifactSubmitted) Reset() {
 	*x = ArtifactSubmitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2925,7 @@ func (x *ArtifactSubmitted) String() string {
 func (*ArtifactSubmitted) ProtoMessage() {}
 
 func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +2938,7 @@ func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
 func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ArtifactSubmitted) GetArtifact() *Artifact {
@@ -2796,7 +2966,7 @@ type TaskProduced struct {
 
 func (x *TaskProduced) Reset() {
 	*x = TaskProduced{}
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +2978,7 @@ func (x *TaskProduced) String() string {
 func (*TaskProduced) ProtoMessage() {}
 
 func (x *TaskProduced) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +2991,7 @@ func (x *TaskProduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
 func (*TaskProduced) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskProduced) GetRound() uint32 {
@@ -2864,7 +3034,7 @@ type TaskAccepted struct {
 
 func (x *TaskAccepted) Reset() {
 	*x = TaskAccepted{}
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2876,7 +3046,7 @@ func (x *TaskAccepted) String() string {
 func (*TaskAccepted) ProtoMessage() {}
 
 func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2889,7 +3059,7 @@ func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
 func (*TaskAccepted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *TaskAccepted) GetRound() uint32 {
@@ -2918,7 +3088,7 @@ type TaskReturned struct {
 
 func (x *TaskReturned) Reset() {
 	*x = TaskReturned{}
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2930,7 +3100,7 @@ func (x *TaskReturned) String() string {
 func (*TaskReturned) ProtoMessage() {}
 
 func (x *TaskReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2943,7 +3113,7 @@ func (x *TaskReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
 func (*TaskReturned) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *TaskReturned) GetRound() uint32 {
@@ -2978,7 +3148,7 @@ type BudgetReleased struct {
 
 func (x *BudgetReleased) Reset() {
 	*x = BudgetReleased{}
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2990,7 +3160,7 @@ func (x *BudgetReleased) String() string {
 func (*BudgetReleased) ProtoMessage() {}
 
 func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3003,7 +3173,7 @@ func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
 func (*BudgetReleased) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *BudgetReleased) GetChildTaskId() string {
@@ -3039,7 +3209,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbe\x16\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x91\x17\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3074,7 +3244,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x10action_withdrawn\x18' \x01(\v2\x1b.steward.v1.ActionWithdrawnH\x00R\x0factionWithdrawn\x12B\n" +
 	"\x0eaction_waiting\x18( \x01(\v2\x19.steward.v1.ActionWaitingH\x00R\ractionWaiting\x12B\n" +
 	"\x0eaction_settled\x18) \x01(\v2\x19.steward.v1.ActionSettledH\x00R\ractionSettled\x12H\n" +
-	"\x10action_heartbeat\x18* \x01(\v2\x1b.steward.v1.ActionHeartbeatH\x00R\x0factionHeartbeat\x12K\n" +
+	"\x10action_heartbeat\x18* \x01(\v2\x1b.steward.v1.ActionHeartbeatH\x00R\x0factionHeartbeat\x12Q\n" +
+	"\x13action_revalidating\x18/ \x01(\v2\x1e.steward.v1.ActionRevalidatingH\x00R\x12actionRevalidating\x12K\n" +
 	"\x11approval_reminded\x18+ \x01(\v2\x1c.steward.v1.ApprovalRemindedH\x00R\x10approvalReminded\x12E\n" +
 	"\x0fbudget_consumed\x18, \x01(\v2\x1a.steward.v1.BudgetConsumedH\x00R\x0ebudgetConsumed\x12B\n" +
 	"\x0ebudget_alerted\x18- \x01(\v2\x19.steward.v1.BudgetAlertedH\x00R\rbudgetAlerted\x12?\n" +
@@ -3126,12 +3297,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\"f\n" +
 	"\x0fPolicyEvaluated\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x126\n" +
-	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"f\n" +
+	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"\x87\x01\n" +
 	"\fActionDenied\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
 	"snapshotId\x12\x18\n" +
-	"\areasons\x18\x03 \x03(\tR\areasons\"E\n" +
+	"\areasons\x18\x03 \x03(\tR\areasons\x12\x1f\n" +
+	"\vcost_micros\x18\x04 \x01(\x03R\n" +
+	"costMicros\"E\n" +
 	"\x11ApprovalRequested\x120\n" +
 	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe3\x01\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
@@ -3149,11 +3322,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rActionClaimed\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
 	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x12\x16\n" +
-	"\x06worker\x18\x03 \x01(\tR\x06worker\"a\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\"~\n" +
 	"\x10ActionDispatched\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x16\n" +
-	"\x06worker\x18\x03 \x01(\tR\x06worker\"c\n" +
+	"\x06worker\x18\x03 \x01(\tR\x06worker\x12\x1b\n" +
+	"\tpermit_id\x18\x04 \x01(\tR\bpermitId\"c\n" +
 	"\x15ActionOutcomeRecorded\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
 	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"O\n" +
@@ -3176,7 +3350,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"resultHash\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"settled_by\x18\x06 \x01(\tR\tsettledBy\"\\\n" +
+	"settled_by\x18\x06 \x01(\tR\tsettledBy\"\x9e\x01\n" +
+	"\x12ActionRevalidating\x12\x1b\n" +
+	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
+	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x126\n" +
+	"\x06reason\x18\x03 \x01(\x0e2\x1e.steward.v1.RevalidationReasonR\x06reason\x12\x16\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\\\n" +
 	"\x0fActionHeartbeat\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x12\n" +
@@ -3244,7 +3423,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x03 \x01(\x03R\n" +
 	"costMicros\x122\n" +
-	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*|\n" +
+	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*\xbf\x01\n" +
+	"\x12RevalidationReason\x12#\n" +
+	"\x1fREVALIDATION_REASON_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aREVALIDATION_REASON_RESUME\x10\x01\x12\x1d\n" +
+	"\x19REVALIDATION_REASON_RETRY\x10\x02\x12$\n" +
+	" REVALIDATION_REASON_NOT_ACCEPTED\x10\x03\x12\x1f\n" +
+	"\x1bREVALIDATION_REASON_EXPIRED\x10\x04*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -3267,134 +3452,138 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 	return file_steward_v1_event_proto_rawDescData
 }
 
-var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_steward_v1_event_proto_goTypes = []any{
-	(BreakerState)(0),             // 0: steward.v1.BreakerState
-	(*Event)(nil),                 // 1: steward.v1.Event
-	(*Actor)(nil),                 // 2: steward.v1.Actor
-	(*TaskCreated)(nil),           // 3: steward.v1.TaskCreated
-	(*TaskStarted)(nil),           // 4: steward.v1.TaskStarted
-	(*TaskPaused)(nil),            // 5: steward.v1.TaskPaused
-	(*TaskResumed)(nil),           // 6: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),         // 7: steward.v1.TaskCancelled
-	(*TaskFailed)(nil),            // 8: steward.v1.TaskFailed
-	(*TaskCompensating)(nil),      // 9: steward.v1.TaskCompensating
-	(*TaskNeedsInput)(nil),        // 10: steward.v1.TaskNeedsInput
-	(*TaskSuspended)(nil),         // 11: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),           // 12: steward.v1.TaskStalled
-	(*ActionProposed)(nil),        // 13: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),       // 14: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),          // 15: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),     // 16: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),       // 17: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),       // 18: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),         // 19: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),      // 20: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil), // 21: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),       // 22: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),         // 23: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),         // 24: steward.v1.ActionSettled
-	(*ActionHeartbeat)(nil),       // 25: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),      // 26: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),        // 27: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),         // 28: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),          // 29: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),        // 30: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),        // 31: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 32: steward.v1.EventRecord
-	(*CredentialIssued)(nil),      // 33: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),     // 34: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),     // 35: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),          // 36: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),          // 37: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),          // 38: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),        // 39: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil), // 40: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 41: steward.v1.TaskContract
-	(TaskStatus)(0),               // 42: steward.v1.TaskStatus
-	(SuspendCause)(0),             // 43: steward.v1.SuspendCause
-	(*Action)(nil),                // 44: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 45: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 46: steward.v1.Approval
-	(ApprovalDecision)(0),         // 47: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 48: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 49: steward.v1.Outcome
-	(WaitKind)(0),                 // 50: steward.v1.WaitKind
-	(SettleState)(0),              // 51: steward.v1.SettleState
-	(*durationpb.Duration)(nil),   // 52: google.protobuf.Duration
-	(*ToolContract)(nil),          // 53: steward.v1.ToolContract
-	(*SignedCredential)(nil),      // 54: steward.v1.SignedCredential
-	(*Artifact)(nil),              // 55: steward.v1.Artifact
-	(*CriterionResult)(nil),       // 56: steward.v1.CriterionResult
+	(RevalidationReason)(0),       // 0: steward.v1.RevalidationReason
+	(BreakerState)(0),             // 1: steward.v1.BreakerState
+	(*Event)(nil),                 // 2: steward.v1.Event
+	(*Actor)(nil),                 // 3: steward.v1.Actor
+	(*TaskCreated)(nil),           // 4: steward.v1.TaskCreated
+	(*TaskStarted)(nil),           // 5: steward.v1.TaskStarted
+	(*TaskPaused)(nil),            // 6: steward.v1.TaskPaused
+	(*TaskResumed)(nil),           // 7: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),         // 8: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),            // 9: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),      // 10: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),        // 11: steward.v1.TaskNeedsInput
+	(*TaskSuspended)(nil),         // 12: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),           // 13: steward.v1.TaskStalled
+	(*ActionProposed)(nil),        // 14: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),       // 15: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),          // 16: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),     // 17: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),       // 18: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),       // 19: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),         // 20: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),      // 21: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil), // 22: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),       // 23: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),         // 24: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),         // 25: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),    // 26: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),       // 27: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),      // 28: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),        // 29: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),         // 30: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),          // 31: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),        // 32: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),        // 33: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 34: steward.v1.EventRecord
+	(*CredentialIssued)(nil),      // 35: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),     // 36: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),     // 37: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),          // 38: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),          // 39: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),          // 40: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),        // 41: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil), // 42: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 43: steward.v1.TaskContract
+	(TaskStatus)(0),               // 44: steward.v1.TaskStatus
+	(SuspendCause)(0),             // 45: steward.v1.SuspendCause
+	(*Action)(nil),                // 46: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 47: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 48: steward.v1.Approval
+	(ApprovalDecision)(0),         // 49: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 50: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 51: steward.v1.Outcome
+	(WaitKind)(0),                 // 52: steward.v1.WaitKind
+	(SettleState)(0),              // 53: steward.v1.SettleState
+	(*durationpb.Duration)(nil),   // 54: google.protobuf.Duration
+	(*ToolContract)(nil),          // 55: steward.v1.ToolContract
+	(*SignedCredential)(nil),      // 56: steward.v1.SignedCredential
+	(*Artifact)(nil),              // 57: steward.v1.Artifact
+	(*CriterionResult)(nil),       // 58: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	40, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
-	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
-	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
-	5,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
-	6,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
-	7,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
-	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
-	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
-	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	11, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	12, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	13, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	14, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	15, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	16, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	17, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	18, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	19, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	20, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	21, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	22, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	23, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	24, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	25, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	26, // 25: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	27, // 26: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	28, // 27: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	29, // 28: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	31, // 29: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	30, // 30: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	33, // 31: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	34, // 32: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	35, // 33: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	36, // 34: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	37, // 35: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	38, // 36: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	39, // 37: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
-	41, // 38: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	42, // 39: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	43, // 40: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	40, // 41: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	44, // 42: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	45, // 43: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	46, // 44: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	47, // 45: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	48, // 46: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	49, // 47: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	50, // 48: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	40, // 49: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	51, // 50: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	52, // 51: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 52: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 53: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	40, // 54: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	53, // 55: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 56: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	54, // 57: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	54, // 58: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	55, // 59: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	56, // 60: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	61, // [61:61] is the sub-list for method output_type
-	61, // [61:61] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	42, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	3,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
+	4,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
+	5,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
+	6,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
+	7,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
+	8,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
+	9,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
+	10, // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
+	11, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
+	12, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	13, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	14, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	15, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	16, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	17, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	18, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	19, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	20, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	21, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	22, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	23, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	24, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	25, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	27, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	26, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	28, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	29, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	30, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	31, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	33, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	32, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	35, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	36, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	37, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	38, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	39, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	40, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	41, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	43, // 39: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	44, // 40: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	45, // 41: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	42, // 42: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	46, // 43: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	47, // 44: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	48, // 45: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	49, // 46: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	50, // 47: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	51, // 48: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	52, // 49: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	42, // 50: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	53, // 51: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	0,  // 52: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	54, // 53: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	1,  // 54: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	1,  // 55: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	42, // 56: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	55, // 57: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	2,  // 58: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	56, // 59: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	56, // 60: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	57, // 61: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	58, // 62: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	63, // [63:63] is the sub-list for method output_type
+	63, // [63:63] is the sub-list for method input_type
+	63, // [63:63] is the sub-list for extension type_name
+	63, // [63:63] is the sub-list for extension extendee
+	0,  // [0:63] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -3431,6 +3620,7 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ActionWaiting)(nil),
 		(*Event_ActionSettled)(nil),
 		(*Event_ActionHeartbeat)(nil),
+		(*Event_ActionRevalidating)(nil),
 		(*Event_ApprovalReminded)(nil),
 		(*Event_BudgetConsumed)(nil),
 		(*Event_BudgetAlerted)(nil),
@@ -3450,8 +3640,8 @@ func file_steward_v1_event_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   39,
+			NumEnums:      2,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,71 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// A permit is used for one dispatch, and only while it is fresh. Before a
+// later use — a retry, the one re-dispatch after "not accepted", a
+// dispatch after a resume, a permit past its expiry — execution records
+// ActionRevalidating instead of dispatching, and governance decides again
+// under the policy, credential and budget in force now: a new permit (the
+// ActionPermitted reaction claims it and makes the next attempt, with the
+// same op_key), a new approval, or a denial. The fold refuses a second
+// dispatch under one permit, and a dispatch under a stale one.
+
+// revalidation says why a's permit may not be used now, with a detail for
+// the ledger; REVALIDATION_REASON_UNSPECIFIED when it may.
+func (p *Plane) revalidation(a *stewardv1.Action) (stewardv1.RevalidationReason, string) {
+	pm := a.Permit
+	used := pm.GetPermitId() != "" && a.DispatchedPermitId == pm.GetPermitId()
+	switch {
+	case used && a.Redispatched && a.SettledBy != "" && a.Outcome.GetAttempt() == a.Attempt:
+		return stewardv1.RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED,
+			fmt.Sprintf("the re-dispatch after attempt %d was settled not accepted by %s", a.Attempt, a.SettledBy)
+	case used:
+		return stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY,
+			fmt.Sprintf("attempt %d would go out under the permit attempt %d used", a.Attempt+1, a.Attempt)
+	case a.PermitStale:
+		return stewardv1.RevalidationReason_REVALIDATION_REASON_RESUME, "the task was resumed after the permit was issued"
+	case pm.GetExpiresAt() != nil && !p.now().Before(pm.ExpiresAt.AsTime()):
+		return stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED,
+			fmt.Sprintf("the permit expired at %s", pm.ExpiresAt.AsTime().UTC().Format(time.RFC3339Nano))
+	}
+	return stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED, ""
+}
+
+// revalidate records that a's permit is not used, if it may not be: ok is
+// true when the caller goes on with the permit. The event's id is the
+// action's and the old permit's, so workers and redeliveries that find the
+// same permit unusable record it once; one that finds it already moved on
+// stands down.
+func (p *Plane) revalidate(ctx context.Context, taskID string, a *stewardv1.Action, c cause) (ok bool, err error) {
+	reason, detail := p.revalidation(a)
+	if reason == stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED {
+		return true, nil
+	}
+	old := a.Permit.GetPermitId()
+	p.logger.Info("permit not used: revalidating", "task", taskID, "action", a.ActionId, "permit", old, "reason", reason, "detail", detail)
+	err = p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionRevalidating, old), c,
+		&stewardv1.ActionRevalidating{ActionId: a.ActionId, PermitId: old, Reason: reason, Detail: detail})
+	if errs.Is(err, errs.FailedPrecondition) {
+		return false, nil // another worker got there first, or the task stopped
+	}
+	return false, err
+}
+
+// firstUse is what a retry's max_elapsed and a tool's key retention are
+// measured from: the first dispatch, which a new permit does not move;
+// on an old ledger, or before the first dispatch, the permit's issue.
+func firstUse(a *stewardv1.Action) time.Time {
+	if a.FirstDispatchedAt != nil {
+		return a.FirstDispatchedAt.AsTime()
+	}
+	return a.Permit.GetIssuedAt().AsTime()
+}
