@@ -38,14 +38,16 @@ import (
 type scriptedTool struct {
 	*httptest.Server
 	mu     sync.Mutex
-	script []string // one answer per call: "ok", "503", "400", "slow" (work, then answer late), "drop" (no work, no answer)
-	calls  int
-	work   map[string]int // key → times the work was done
-	keys   []string       // keys in the order their work was done
+	script []string // one answer per call: "ok", "503", "400", "slow" (work, then answer late), "drop" (no work, no answer), "hold-503" (503 once released)
+	// release ends the "hold-" answers.
+	release chan struct{}
+	calls   int
+	work    map[string]int // key → times the work was done
+	keys    []string       // keys in the order their work was done
 }
 
 func startScriptedTool(t *testing.T, script ...string) *scriptedTool {
-	ts := &scriptedTool{script: script, work: map[string]int{}}
+	ts := &scriptedTool{script: script, work: map[string]int{}, release: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /call", ts.call)
 	mux.HandleFunc("GET /status", ts.status)
@@ -82,6 +84,12 @@ func (ts *scriptedTool) call(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"done": key})
 	case "drop":
 		time.Sleep(1500 * time.Millisecond)
+	case "hold-503": // answers once the test has changed the world
+		select {
+		case <-ts.release:
+		case <-r.Context().Done():
+		}
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"message": "scripted 503 after a hold"})
 	case "work-500": // does the work, then fails to say so
 		writeJSON(w, http.StatusInternalServerError, map[string]any{"message": "scripted 500 after the work"})
 	default:
@@ -137,6 +145,16 @@ type bed struct {
 
 func newBed(t *testing.T, br breaker.Config) *bed {
 	t.Helper()
+	b := openBed(t, br)
+	b.standInGovernance()
+	b.start()
+	return b
+}
+
+// openBed is newBed without a plane started, nor anything standing in for
+// governance.
+func openBed(t *testing.T, br breaker.Config) *bed {
+	t.Helper()
 	ctx := context.Background()
 	log, bus := stewardtest.OpenLog(t)
 	must := func(err error) {
@@ -162,8 +180,6 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 		Tools: tools, Requests: requests, Results: results, Claims: claims, Timers: timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, HeartbeatInterval: 200 * time.Millisecond,
 	}}
-	b.standInGovernance()
-	b.start()
 	return b
 }
 
