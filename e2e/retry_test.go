@@ -29,10 +29,13 @@ type recordingTool struct {
 	calls  int
 	keys   []string       // op_key of every call, in order
 	work   map[string]int // op_key → times the work was done
+	// hold ends the "hold-" answers: "hold-503" and "hold-500" answer so,
+	// without doing the work, once it is closed.
+	hold chan struct{}
 }
 
 func startRecordingTool(t *testing.T, l net.Listener, script ...string) *recordingTool {
-	rt := &recordingTool{script: script, work: map[string]int{}}
+	rt := &recordingTool{script: script, work: map[string]int{}, hold: make(chan struct{})}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /call", rt.call)
 	mux.HandleFunc("GET /status", rt.status)
@@ -61,6 +64,13 @@ func (rt *recordingTool) call(w http.ResponseWriter, r *http.Request) {
 	}
 	rt.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
+	if held, ok := strings.CutPrefix(answer, "hold-"); ok {
+		select {
+		case <-rt.hold:
+		case <-r.Context().Done():
+		}
+		answer = held
+	}
 	switch answer {
 	case "ok":
 		_, _ = fmt.Fprintf(w, `{"done": %q}`, key)

@@ -31,11 +31,13 @@ func (p *Plane) revalidation(a *stewardv1.Action) (stewardv1.RevalidationReason,
 	case used:
 		return stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY,
 			fmt.Sprintf("attempt %d would go out under the permit attempt %d used", a.Attempt+1, a.Attempt)
-	case a.PermitStale:
-		return stewardv1.RevalidationReason_REVALIDATION_REASON_RESUME, "the task was resumed after the permit was issued"
 	case pm.GetExpiresAt() != nil && !p.now().Before(pm.ExpiresAt.AsTime()):
+		// Before staleness: a permit held through a pause past its
+		// expiry would be revalidated for either; its expiry says more.
 		return stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED,
 			fmt.Sprintf("the permit expired at %s", pm.ExpiresAt.AsTime().UTC().Format(time.RFC3339Nano))
+	case a.PermitStale:
+		return stewardv1.RevalidationReason_REVALIDATION_REASON_RESUME, "the task was resumed after the permit was issued"
 	}
 	return stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED, ""
 }
