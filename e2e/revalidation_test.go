@@ -474,3 +474,48 @@ func waitFor(t *testing.T, ok func() bool, what string) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestExpiredPermitIsNeverClaimed: a permit past its expiry (--permit-ttl
+// 1s; the action was approved while its task was paused, and the task
+// resumed after the second) is not claimed. Governance takes a new
+// snapshot, under which the approval already given still counts, and
+// issues a new permit; the action is dispatched once, under it.
+func TestExpiredPermitIsNeverClaimed(t *testing.T) {
+	c := &revalCell{row: expiredRow(), col: revalCol{name: "nothing changed", change: func(*testing.T, *revalCell) {}}, name: "expiring"}
+	startRevalEnv(t, []*revalCell{c}, []string{"--permit-ttl", "1s"})
+	c.row.setup(t, c)
+	c.row.trigger(t, c)
+	done := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+
+	var revalidatedAt uint64
+	var snapshots, permits, dispatches int
+	for _, r := range replayTask(t, c.env.agent.clients, c.taskID) {
+		switch ev := r.Event; {
+		case ev.GetActionClaimed().GetPermitId() == c.oldPermit:
+			t.Errorf("the expired permit %s was claimed", c.oldPermit)
+		case ev.GetActionRevalidating() != nil:
+			if rv := ev.GetActionRevalidating(); rv.PermitId != c.oldPermit || rv.Reason != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED {
+				t.Errorf("revalidation %v; want permit %s, expired", rv, c.oldPermit)
+			}
+			revalidatedAt = r.Sequence
+		case revalidatedAt == 0:
+		case ev.GetPolicyEvaluated() != nil:
+			snapshots++
+		case ev.GetActionPermitted() != nil:
+			permits++
+		}
+		if d := r.Event.GetActionDispatched(); d != nil {
+			dispatches++
+			if d.PermitId != done.Permit.PermitId {
+				t.Errorf("a dispatch under permit %s; want the new one, %s", d.PermitId, done.Permit.PermitId)
+			}
+		}
+	}
+	if revalidatedAt == 0 || snapshots != 1 || permits != 1 || done.Permit.PermitId == c.oldPermit {
+		t.Fatalf("revalidated at %d, then %d snapshots and %d permits (now %s, was %s); want a revalidation, then one of each, a new permit",
+			revalidatedAt, snapshots, permits, done.Permit.PermitId, c.oldPermit)
+	}
+	if calls, _, work := c.tool.record(done.OpKey); dispatches != 1 || calls != 1 || work != 1 {
+		t.Fatalf("%d dispatches, %d calls, work done %d times; want one of each", dispatches, calls, work)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
@@ -33,6 +35,15 @@ type governedBed struct {
 
 func newGovernedBed(t *testing.T) *governedBed {
 	t.Helper()
+	g := openGovernedBed(t)
+	g.startGovernance()
+	g.start()
+	return g
+}
+
+// openGovernedBed is newGovernedBed with neither plane started.
+func openGovernedBed(t *testing.T) *governedBed {
+	t.Helper()
 	ctx := context.Background()
 	b := openBed(t, breaker.Config{})
 	rego, err := os.ReadFile("../governance/policy/default/steward.rego")
@@ -47,14 +58,20 @@ func newGovernedBed(t *testing.T) *governedBed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, nil))
-	g := governance.New(b.log, logger, engine, b.cfg.Tools, b.requests)
-	if err := g.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Stop)
-	b.start()
 	return &governedBed{bed: b, engine: engine, bundle: bundle, rego: rego}
+}
+
+// startGovernance starts a governance plane on the bed's log; stop it with
+// Stop (it is also stopped when the test ends).
+func (g *governedBed) startGovernance() *governance.Plane {
+	g.t.Helper()
+	logger := slog.New(slog.NewTextHandler(testWriter{g.t}, nil))
+	p := governance.New(g.log, logger, g.engine, g.cfg.Tools, g.requests)
+	if err := p.Start(context.Background()); err != nil {
+		g.t.Fatal(err)
+	}
+	g.t.Cleanup(p.Stop)
+	return p
 }
 
 // addPolicy puts rules after the default bundle and reloads it now.
@@ -199,5 +216,65 @@ required_approver_roles contains "treasury" if input.action.tool == "charge"`)
 	done := g.waitAction(taskID, actionID, status(succeededS))
 	if ts.callCount() != 2 || done.Attempt != 2 {
 		t.Fatalf("%d calls, attempt %d; want 2 and 2", ts.callCount(), done.Attempt)
+	}
+}
+
+// TestAnExpiredPermitIsNeverClaimed: with the execution plane's clock past
+// a permit's expiry, the permit is not claimed; governance takes a new
+// snapshot and issues a new permit, under which the one dispatch is made.
+func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
+	g := openGovernedBed(t)
+	var ahead atomic.Int64 // how far the execution plane's clock is ahead
+	g.cfg.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	plane, err := execution.New(g.log, slog.New(slog.NewTextHandler(testWriter{t}, nil)), g.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.plane = plane // registers the tool; reacts to nothing yet
+	ts := startScriptedTool(t, "ok")
+	g.register(ts, "charge", false, nil)
+
+	// The first permit, with no execution plane to claim it.
+	gov := g.startGovernance()
+	taskID, actionID := g.propose("t-expired", "charge", "card-1")
+	old := g.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_PERMITTED))
+	gov.Stop()
+	// The execution plane comes up an hour later, as it sees it.
+	ahead.Store(int64(time.Hour))
+	if err := plane.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(plane.Stop)
+	g.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING))
+	// Time runs on from now; governance decides again.
+	ahead.Store(0)
+	g.startGovernance()
+	done := g.waitAction(taskID, actionID, status(succeededS))
+
+	if done.Permit.PermitId == old.Permit.PermitId || done.Snapshot.SnapshotId == old.Snapshot.SnapshotId {
+		t.Fatalf("permit %s, snapshot %s: want both new", done.Permit.PermitId, done.Snapshot.SnapshotId)
+	}
+	var revalidatedAt uint64
+	var snapshotsAfter, dispatches int
+	for _, r := range g.history(taskID) {
+		switch ev := r.Event; {
+		case ev.GetActionClaimed().GetPermitId() == old.Permit.PermitId:
+			t.Errorf("the expired permit %s was claimed", old.Permit.PermitId)
+		case ev.GetActionRevalidating() != nil:
+			if rv := ev.GetActionRevalidating(); rv.PermitId != old.Permit.PermitId || rv.Reason != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED {
+				t.Errorf("revalidation %v; want the old permit, expired", rv)
+			}
+			revalidatedAt = r.Sequence
+		case ev.GetPolicyEvaluated() != nil && revalidatedAt > 0:
+			snapshotsAfter++
+		case ev.GetActionDispatched() != nil:
+			dispatches++
+			if ev.GetActionDispatched().PermitId != done.Permit.PermitId {
+				t.Errorf("a dispatch under %s; want the new permit %s", ev.GetActionDispatched().PermitId, done.Permit.PermitId)
+			}
+		}
+	}
+	if revalidatedAt == 0 || snapshotsAfter != 1 || dispatches != 1 || ts.callCount() != 1 {
+		t.Fatalf("revalidated at %d, %d snapshots after, %d dispatches, %d calls; want a revalidation, 1, 1, 1", revalidatedAt, snapshotsAfter, dispatches, ts.callCount())
 	}
 }
