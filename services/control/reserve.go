@@ -295,13 +295,18 @@ func foldUpTo(recs []*stewardv1.EventRecord, taskID string, seq uint64) (*stewar
 // callsOut reports whether an action of t's may still have a cost land on
 // t: a call at its tool or of unknown outcome, or one waiting to retry,
 // which the execution plane closes with the cost of the attempts made
-// when an ended task's wait is over. A claim never dispatched costs
-// nothing.
+// when an ended task's wait is over, or one gone back to governance after
+// a call (revalidating: governance denies it in an ended task, with the
+// calls' cost). A claim never dispatched costs nothing.
 func callsOut(t *stewardv1.Task) bool {
 	for _, a := range t.Actions {
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 			return true
+		case stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+			if a.Attempt > 0 {
+				return true
+			}
 		}
 	}
 	return false

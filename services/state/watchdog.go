@@ -153,7 +153,8 @@ func stuckable(a *stewardv1.Action, now time.Time) bool {
 		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
 		stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
 		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED,
-		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED,
+		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
 		return true
 	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		// Its timer came due and nothing happened.
@@ -203,6 +204,8 @@ func doing(t *stewardv1.Task, open []*stewardv1.Action) string {
 		s = fmt.Sprintf("%s was permitted at %s and no worker claimed it", what, since)
 	case stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
 		s = fmt.Sprintf("%s was approved at %s and no permit followed", what, since)
+	case stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+		s = fmt.Sprintf("%s went back to governance at %s, its permit not used, and governance has not decided on it again", what, since)
 	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED:
 		s = fmt.Sprintf("%s was proposed at %s and governance has not decided on it", what, stamp(a.GetProposedAt().AsTime()))
 	default:
