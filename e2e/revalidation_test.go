@@ -39,18 +39,21 @@ import (
 // is when the revalidation meets the spent budget. Its reason is still
 // the row's.
 
-const revalBudget = 1000
+const (
+	revalBudget        = 1000
+	revalTreasuryToken = "e2e-treasury-token-0123456789"
+)
 
 // revalEnv is one running binary with a tool per cell.
 type revalEnv struct {
-	url                       string
-	agent, approver, operator authed
-	ops                       stewardv1connect.ActionServiceClient
-	bundle                    string
-	rego                      []byte
-	probe                     *recordingTool
-	probes                    int
-	probeTask, probeRevision  string
+	url                                  string
+	agent, approver, operator, treasurer authed
+	ops                                  stewardv1connect.ActionServiceClient
+	bundle                               string
+	rego                                 []byte
+	probe                                *recordingTool
+	probes                               int
+	probeTask, probeRevision             string
 	// The targets the policy rules now deny, and ask treasury for.
 	denyTargets, rolesTargets []string
 }
@@ -362,6 +365,25 @@ func (c *revalCell) check(t *testing.T) {
 	if calls, _, _ := c.tool.record(""); calls != c.callsBefore {
 		t.Errorf("the tool got %d calls; want the %d before the trigger", calls, c.callsBefore)
 	}
+	if c.col.denied == "" {
+		c.approvedByTreasury(t, a)
+	}
+}
+
+// approvedByTreasury approves the new approval as someone who holds only
+// the new role: the action goes on under a new permit, with one more call
+// and the same op_key.
+func (c *revalCell) approvedByTreasury(t *testing.T, a *stewardv1.Action) {
+	t.Helper()
+	if _, err := c.env.treasurer.governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE})); err != nil {
+		t.Fatal(err)
+	}
+	done := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	calls, keys, _ := c.tool.record("")
+	if calls != c.callsBefore+1 || keys[len(keys)-1] != done.OpKey || done.Permit.PermitId == c.oldPermit {
+		t.Errorf("after the approval: %d calls (last key %s), permit %s; want %d, op_key %s, a new permit", calls, keys[len(keys)-1], done.Permit.PermitId, c.callsBefore+1, done.OpKey)
+	}
 }
 
 // startRevalEnv starts a binary with a tool for every cell (and a probe,
@@ -391,14 +413,16 @@ func startRevalEnv(t *testing.T, cells []*revalCell, flags []string) *revalEnv {
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
 	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}
-	]}`, agentToken, approverToken, operatorToken)
+	  {"token": %q, "principal": "user:ops", "roles": ["operator"]},
+	  {"token": %q, "principal": "user:tess", "roles": ["treasury"]}
+	]}`, agentToken, approverToken, operatorToken, revalTreasuryToken)
 	p := startBinary(t, filepath.Join(dir, "data"), append([]string{
 		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(entries, ",\n")+`]}`),
 		"--auth", writeFile(t, dir, "tokens.json", tokens), "--policy-dir", filepath.Dir(env.bundle),
 	}, flags...)...)
 	env.url = p.url
 	env.agent, env.approver, env.operator = withToken(p.url, agentToken), withToken(p.url, approverToken), withToken(p.url, operatorToken)
+	env.treasurer = withToken(p.url, revalTreasuryToken)
 	env.ops = stewardv1connect.NewActionServiceClient(http.DefaultClient, p.url, connect.WithInterceptors(bearer(operatorToken)))
 	env.probeTask = env.task(t, "probe", "probe")
 	env.probeRevision = env.probeOnce(t)
