@@ -229,3 +229,21 @@ func TestFirstDispatchTimeStaysOnANewPermit(t *testing.T) {
 		t.Fatalf("first_dispatched_at = %v, want the first dispatch's time %v", got.AsTime(), first.AsTime())
 	}
 }
+
+// TestARetryRefusedUnderItsNewPermitIsUnknown: a retry claimed under a new
+// permit may still not go out (the tool's key retention ran out); its
+// outcome is then unknown, as from a wait. A claim never dispatched cannot
+// be unknown.
+func TestARetryRefusedUnderItsNewPermitIsUnknown(t *testing.T) {
+	unknownOutcome := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, Attempt: 1}}
+	if _, err := fold(t, firstDispatch(), one(
+		retryWait(), revalidating("pa1", retryAfter), snapshot("s2", allow), newPermit("p2"),
+		&stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p2", Worker: "w1"},
+		unknownOutcome,
+	)); err != nil {
+		t.Fatalf("unknown after a claim under a new permit: %v", err)
+	}
+	if _, err := fold(t, dispatchedAction("a1")[:4], one(unknownOutcome)); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("unknown for a claim never dispatched: %v, want refused", err)
+	}
+}
