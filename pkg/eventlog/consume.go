@@ -17,8 +17,9 @@ import (
 )
 
 // Handler reacts to one event. Returning nil acknowledges the event;
-// returning an error asks for redelivery after a backoff, so a handler must
-// be idempotent: seeing the same event twice appends nothing twice.
+// returning an error asks for redelivery after a backoff (errs.Later: after
+// the time it names), so a handler must be idempotent: seeing the same
+// event twice appends nothing twice.
 type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
 
 // Reactions maps event types (event.Type…) to handlers. Events of other
@@ -78,9 +79,13 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			return
 		}
 		err = h(context.WithValue(ctx, msgKey{}, msg), &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})
+		later, notYet := errs.LaterBy(err)
 		switch {
 		case err == nil:
 			_ = msg.Ack()
+		case notYet:
+			log.Debug("reaction: not yet", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "why", err)
+			_ = msg.NakWithDelay(later)
 		case Permanent(err):
 			setAside(fmt.Errorf("%s reaction to %s: %w", name, ev.Type, err))
 		default:

@@ -162,11 +162,15 @@ func handle(ctx context.Context, log *slog.Logger, msg jetstream.Msg, fn Handler
 	stopProgress := keepInProgress(msg)
 	err = fn(ctx, f)
 	stopProgress()
+	later, notYet := errs.LaterBy(err)
 	switch {
 	case err == nil:
 		_ = msg.Ack()
 	case ctx.Err() != nil:
 		_ = msg.Nak() // shutting down: let another process have it now
+	case notYet:
+		log.Debug("timer: not yet", "kind", f.Kind, "id", f.ID, "why", err)
+		_ = msg.NakWithDelay(later)
 	default:
 		log.Warn("timer handler failed; will redeliver", "kind", f.Kind, "id", f.ID, "attempt", attempt, "err", err)
 		_ = msg.NakWithDelay(backoff(attempt))

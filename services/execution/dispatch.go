@@ -2,11 +2,9 @@ package execution
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
@@ -24,8 +22,8 @@ type cause struct{ id, correlation string }
 
 func causeOf(ev *stewardv1.Event) cause { return cause{id: ev.EventId, correlation: ev.CorrelationId} }
 
-// execute reacts to a permit: claim it, record the claim, then make the
-// first attempt. Only the worker whose claim wins goes past the claim.
+// execute reacts to a permit: claim it, then make the first attempt. Only
+// the worker whose claim wins goes past the claim.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), causeOf(rec.Event))
 }
@@ -38,34 +36,26 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if err != nil {
 		return err
 	}
-	return p.carryOn(ctx, t, causeOf(rec.Event), func(a *stewardv1.Action) error {
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil // its own worker takes it up
-		}
-		return p.lostCall(ctx, t.Contract.TaskId, a, causeOf(rec.Event), lostCallReason)
-	})
+	return p.carryOn(ctx, t, causeOf(rec.Event))
 }
 
 // carryOn takes up what t's actions were left at: a permit not claimed, a
-// claim not dispatched (the fold lets one dispatch per attempt in, whoever
-// makes it), a wait whose time has come. For a dispatch without an outcome
-// it asks dispatched, since who may call it lost depends on why we look.
-func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause, dispatched func(*stewardv1.Action) error) error {
+// claim not dispatched or a dispatch without an outcome (see hold), a wait
+// whose time has come.
+func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
 	var err error
 	for _, a := range t.Actions {
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
-		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+			err = p.hold(ctx, t.Contract.TaskId, a, c)
 		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 			// A wait whose timer fired while nothing could act on it; one
 			// still to come fires by itself.
 			if !a.WaitUntil.AsTime().After(p.now()) {
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
-		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-			err = dispatched(a)
 		}
 		if err != nil {
 			return err
@@ -74,9 +64,9 @@ func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause, dispatc
 	return nil
 }
 
-// run carries one permit as far as the ledger lets it go. A redelivery to
-// the claimant continues from what the ledger shows; a dispatch already
-// recorded without an outcome is never repeated: its outcome is unknown.
+// run carries one permit as far as the ledger lets it go. A permit claimed
+// or dispatched already is held (see hold): a dispatch recorded without an
+// outcome is never repeated; its outcome is unknown.
 func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
@@ -93,31 +83,21 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
 		}
-		won, err := p.claim(ctx, permit)
-		if err != nil || !won {
-			return err
-		}
-		recorded, err := p.recordClaim(ctx, taskID, a.ActionId, permit.PermitId, c)
+		won, err := p.claim(ctx, taskID, permit, c)
 		if err != nil {
 			return err
 		}
-		if !recorded {
-			return p.unclaim(ctx, permit)
+		if !won {
+			// Read again: another worker's claim is held under its lease
+			// like any other, and a stopped task leaves the permit be.
+			return p.run(ctx, taskID, permit, c)
 		}
 		crashpoint.Here(crashpoint.AfterClaim)
-	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil // another worker's
-		}
-	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil
-		}
-		return p.lostCall(ctx, taskID, a, c, lostCallReason)
-	default:
-		return nil // done before, or waiting on a timer
+		return p.attempt(ctx, taskID, a.ActionId, c)
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		return p.hold(ctx, taskID, a, c)
 	}
-	return p.attempt(ctx, taskID, a.ActionId, c)
+	return nil // done before, or waiting on a timer
 }
 
 // attempt makes the next dispatch of a claimed or waiting action: breaker,
@@ -298,27 +278,6 @@ func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, c 
 		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason})
 }
 
-// claim takes the permit for this worker. KV create-only is atomic across
-// workers and processes: exactly one create of a key succeeds, ever. A
-// worker that finds its own claim (a redelivery after a failed append)
-// goes on with it.
-func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool, error) {
-	key := "permit." + permit.PermitId
-	_, err := p.cfg.Claims.Create(ctx, key, []byte(p.cfg.Worker))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyExists):
-		e, gerr := p.cfg.Claims.Get(ctx, key)
-		if gerr != nil {
-			return false, errs.Wrap(errs.Unavailable, gerr, "read claim of permit %s", permit.PermitId)
-		}
-		return string(e.Value()) == p.cfg.Worker, nil
-	default:
-		return false, errs.Wrap(errs.Unavailable, err, "claim permit %s", permit.PermitId)
-	}
-}
-
 // lostCallReason is why a worker records its own dispatch as unknown.
 const lostCallReason = "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)"
 
@@ -344,7 +303,13 @@ func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, 
 		return err
 	}
 	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost}
-	return p.record(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o})
+	// Only as the action was read: had another worker dispatched it since,
+	// this refusal would be taken for the outcome of that call.
+	unchanged := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		return cur.GetStatus() == a.Status && cur.GetAttempt() == a.Attempt
+	}
+	return p.recordIf(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, unchanged)
 }
 
 // attemptsCost is what the calls already made for a cost at the tool
@@ -383,55 +348,15 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	return err
 }
 
-// unclaim gives up this worker's claim of a permit whose claim the log
-// refused, so that whichever worker takes up the resume may claim it.
-func (p *Plane) unclaim(ctx context.Context, permit *stewardv1.ActionPermit) error {
-	if err := p.cfg.Claims.Delete(ctx, "permit."+permit.PermitId); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "give up the claim of permit %s", permit.PermitId)
-	}
-	return nil
-}
-
-// recordClaim records this worker's claim of an action's permit, unless
-// the task has stopped since run read it: the loop guard stopping it for
-// input, a pause or a cancel racing the claim is an ordinary race, not a
-// fault, so it is logged at info and the claim is not recorded (recorded
-// is false). The permit then waits for the resume, which takes it up again
-// (carryOn); an ended task's permit is moot.
-func (p *Plane) recordClaim(ctx context.Context, taskID, actionID, permitID string, c cause) (recorded bool, err error) {
-	ev, err := event.New(event.Meta{
-		ID:            event.ID(actionID, event.TypeActionClaimed),
-		TaskID:        taskID,
-		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
-		CausationID:   c.id,
-		CorrelationID: c.correlation,
-	}, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: p.cfg.Worker})
-	if err != nil {
-		return false, err
-	}
-	var stopped stewardv1.TaskStatus
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		stopped = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
-		a := task.FindAction(t, actionID)
-		if a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && !task.MayRun(t, a) {
-			stopped = t.Status
-			return nil, nil
-		}
-		return ev, nil
-	})
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("record %s: %w", ev.Type, err)
-	case stopped != stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED:
-		p.logger.Info("permit claimed but not recorded: the task stopped meanwhile; the resume takes it up", "task", taskID, "action", actionID, "status", task.StatusName(stopped))
-		return false, nil
-	}
-	return true, nil
-}
-
 // record appends one ledger step with the given deterministic id, so a
 // step already on the log is not appended again.
 func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload event.Payload) error {
+	return p.recordIf(ctx, taskID, id, c, payload, nil)
+}
+
+// recordIf is record, appending nothing unless still holds of the task as
+// it is when the step would be appended (nil: always).
+func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) error {
 	ev, err := event.New(event.Meta{
 		ID:            id,
 		TaskID:        taskID,
@@ -442,7 +367,12 @@ func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload 
 	if err != nil {
 		return err
 	}
-	_, err = task.Update(ctx, p.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if still != nil && !still(t) {
+			return nil, nil
+		}
+		return ev, nil
+	})
 	if err != nil {
 		return fmt.Errorf("record %s: %w", ev.Type, err)
 	}

@@ -129,6 +129,8 @@ type bed struct {
 	requests *action.Store
 	// logger, when set, is the plane's logger from the next start on.
 	logger *slog.Logger
+	// beforeClaim, when set, runs before each claim from the next start on.
+	beforeClaim func()
 }
 
 func newBed(t *testing.T, br breaker.Config) *bed {
@@ -145,8 +147,6 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 	must(err)
 	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
 	must(err)
-	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
-	must(err)
 	timers, err := timer.Open(ctx, bus.JS, timer.Config{})
 	must(err)
 	tools := toolreg.New(slog.New(slog.DiscardHandler))
@@ -155,8 +155,8 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 	go func() { defer close(done); tools.Run(rctx, log) }()
 	t.Cleanup(func() { cancel(); <-done })
 	b := &bed{t: t, log: log, bus: bus, requests: requests, cfg: execution.Config{
-		Tools: tools, Requests: requests, Results: results, Claims: claims, Timers: timers, Worker: "w1",
-		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, HeartbeatInterval: 200 * time.Millisecond,
+		Tools: tools, Requests: requests, Results: results, Timers: timers, Worker: "w1",
+		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
 	}}
 	b.start()
 	return b
@@ -172,6 +172,9 @@ func (b *bed) start() {
 	p, err := execution.New(b.log, logger, b.cfg)
 	if err != nil {
 		b.t.Fatal(err)
+	}
+	if b.beforeClaim != nil {
+		execution.SetBeforeClaim(p, b.beforeClaim)
 	}
 	if err := p.Start(context.Background()); err != nil {
 		b.t.Fatal(err)

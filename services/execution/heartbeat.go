@@ -11,13 +11,16 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// DefaultHeartbeatInterval is how often a call in flight says so.
-const DefaultHeartbeatInterval = 10 * time.Second
+// DefaultLease is how long a worker may go silent holding an action before
+// another takes it over: long enough for a GC pause or a slow append, short
+// enough that a dead worker's call is settled in seconds.
+const DefaultLease = 5 * time.Second
 
-// heartbeat starts telling, every interval while a call is in flight, two
+// heartbeat starts telling, every Lease/3 while a call is in flight, two
 // listeners that it is still going: JetStream, so that the event behind
 // the call is not redelivered to another worker mid-call, and the task, so
-// that the state plane's watchdog does not take a long call for a stall.
+// that no worker takes the call for a dead one's (see hold) and the state
+// plane's watchdog does not take it for a stall.
 // The returned stop ends it and waits for a beat being written.
 func (p *Plane) heartbeat(ctx context.Context, taskID, actionID string, attempt uint32) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
@@ -25,7 +28,7 @@ func (p *Plane) heartbeat(ctx context.Context, taskID, actionID string, attempt 
 	done.Add(1)
 	go func() {
 		defer done.Done()
-		tick := time.NewTicker(p.cfg.HeartbeatInterval)
+		tick := time.NewTicker(p.cfg.Lease / 3)
 		defer tick.Stop()
 		beat := uint32(0)
 		for {
