@@ -1,5 +1,7 @@
 // The crash matrix runs each crash point STEWARD_CRASH_RUNS times (default
-// 2, so CI stays fast). The full suite:
+// 2, so CI stays fast); some points run twice over, once restarted under
+// the same worker name and once under a new one (name+new-worker), which
+// recovers only after the dead worker's lease. The full suite:
 //
 //	STEWARD_CRASH_RUNS=10 go test -count=1 -run TestCrashMatrix -v ./e2e/
 
@@ -120,18 +122,30 @@ func crashScenarios() []crashScenario {
 		// The call went out and the worker died before its outcome; the
 		// new worker calls it unknown once the lease has run out, and the
 		// status query settles it: never called again.
-		renamed(step(crashpoint.AfterDispatch, "put", byStatusQuery, 1), defaultLease+newWorkerBound, func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
-			if got := dispatchesOf(history, a.ActionId); len(got) != 1 || got[0] != crashWorkers[0] {
-				t.Errorf("dispatches by %v; want one, by the worker that died (%s)", got, crashWorkers[0])
-			}
-			u := unknownOutcome(history, a.ActionId)
-			if by := u.GetEvent().GetActor().GetPrincipal(); by != crashWorkers[1] {
-				t.Errorf("the unknown outcome was recorded by %q; want the new worker %s", by, crashWorkers[1])
-			}
-			if reason := u.GetEvent().GetActionOutcomeRecorded().GetOutcome().GetReason(); !strings.Contains(reason, crashWorkers[0]) {
-				t.Errorf("the outcome is unknown because %q; want the reason to name the silent worker %s", reason, crashWorkers[0])
-			}
-		}),
+		renamed(step(crashpoint.AfterDispatch, "put", byStatusQuery, 1), defaultLease+newWorkerBound, checkTakenOverCall(1)),
+		// The same for a retry, which a durable timer sent: the timer comes
+		// again to the new worker, which takes the call over the same way.
+		renamed(step(crashpoint.AfterRetryDispatch, "flakyput", byStatusQuery, 1), defaultLease+newWorkerBound, checkTakenOverCall(2)),
+	}
+}
+
+// checkTakenOverCall: the worker that died made all the action's
+// dispatches, and the new worker recorded the last one's outcome unknown,
+// naming the silent worker.
+func checkTakenOverCall(dispatches int) func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+	return func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+		t.Helper()
+		got := dispatchesOf(history, a.ActionId)
+		if len(got) != dispatches || slices.ContainsFunc(got, func(w string) bool { return w != crashWorkers[0] }) {
+			t.Errorf("dispatches by %v; want %d, all by the worker that died (%s)", got, dispatches, crashWorkers[0])
+		}
+		u := unknownOutcome(history, a.ActionId)
+		if by := u.GetEvent().GetActor().GetPrincipal(); by != crashWorkers[1] {
+			t.Errorf("the unknown outcome was recorded by %q; want the new worker %s", by, crashWorkers[1])
+		}
+		if reason := u.GetEvent().GetActionOutcomeRecorded().GetOutcome().GetReason(); !strings.Contains(reason, crashWorkers[0]) {
+			t.Errorf("the outcome is unknown because %q; want the reason to name the silent worker %s", reason, crashWorkers[0])
+		}
 	}
 }
 
