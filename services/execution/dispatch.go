@@ -42,9 +42,13 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 // carryOn takes up what t's actions were left at: a permit not claimed, a
 // claim not dispatched or a dispatch without an outcome (see hold), a wait
 // whose time has come.
+//
+// Every action is taken up: one that must wait (a call in flight, a lease
+// still running) does not hold up the rest, and its error comes back after.
 func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
-	var err error
+	var first error
 	for _, a := range t.Actions {
+		var err error
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
@@ -57,11 +61,11 @@ func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
 		}
-		if err != nil {
-			return err
+		if first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
 // run carries one permit as far as the ledger lets it go. A permit claimed
@@ -291,7 +295,26 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 		return errBusy(a.ActionId) // the call is still going, in this process
 	}
 	defer release()
-	return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, Reason: reason})
+	cost, err := p.attemptsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	o := &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
+		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
+	}
+	// Only while the call is still silent: a heartbeat or an outcome from
+	// its worker since the lease was read means it is alive after all.
+	// The id is apart from the call's own outcome, so that a late answer
+	// is refused by the fold, and said so (see outcome), not taken for
+	// this one.
+	silent := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		return cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetAttempt() == a.Attempt &&
+			(cur.GetClaimedBy() == p.cfg.Worker || p.leaseLeft(cur) <= 0)
+	}
+	return p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionOutcome, fmt.Sprint(a.Attempt), "lost"), c,
+		&stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, silent)
 }
 
 // refuse records that a claimed or waiting action will not be dispatched
@@ -341,11 +364,25 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
 		o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN
 	}
-	err := p.record(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o})
-	if err == nil {
-		crashpoint.Here(crashpoint.AfterOutcome)
+	// A worker that lost its lease mid-call finds the action taken over:
+	// its answer is not recorded (reconciliation settles the call from
+	// the tool), and it says so.
+	var now *stewardv1.Action
+	ours := func(t *stewardv1.Task) bool {
+		now = task.FindAction(t, actionID)
+		return now.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && now.GetAttempt() == attempt
 	}
-	return err
+	err := p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o}, ours)
+	if err != nil {
+		return err
+	}
+	if now.GetOutcome().GetAttempt() == attempt && now.GetOutcome().GetStatus() != res.Status && res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		p.logger.Warn("the call's answer came after another worker took the action over; not recorded: reconciliation settles it from the tool",
+			"task", taskID, "action", actionID, "attempt", attempt, "answer", task.ActionStatusName(res.Status), "now", task.ActionStatusName(now.GetStatus()))
+		return nil
+	}
+	crashpoint.Here(crashpoint.AfterOutcome)
+	return nil
 }
 
 // record appends one ledger step with the given deterministic id, so a

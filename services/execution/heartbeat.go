@@ -9,6 +9,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // DefaultLease is how long a worker may go silent holding an action before
@@ -38,10 +39,23 @@ func (p *Plane) heartbeat(ctx context.Context, taskID, actionID string, attempt 
 			case <-tick.C:
 				beat++
 				id := event.ID(actionID, event.TypeActionHeartbeat, fmt.Sprint(attempt), fmt.Sprint(beat))
-				err := p.record(ctx, taskID, id, cause{}, &stewardv1.ActionHeartbeat{ActionId: actionID, Attempt: attempt, Beat: beat})
-				if err != nil && ctx.Err() == nil {
+				// Only for this worker's own call: one taken over since
+				// (its lease ran out) gets no beats that would keep
+				// another worker's attempt alive.
+				held := true
+				ours := func(t *stewardv1.Task) bool {
+					a := task.FindAction(t, actionID)
+					held = a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && a.GetAttempt() == attempt && a.GetClaimedBy() == p.cfg.Worker
+					return held
+				}
+				err := p.recordIf(ctx, taskID, id, cause{}, &stewardv1.ActionHeartbeat{ActionId: actionID, Attempt: attempt, Beat: beat}, ours)
+				switch {
+				case err != nil && ctx.Err() == nil:
 					// A missed beat is not worth failing the call for.
 					p.logger.Warn("heartbeat not recorded", "task", taskID, "action", actionID, "err", err)
+				case !held:
+					p.logger.Info("call taken over by another worker (this one was silent past its lease); no more heartbeats", "task", taskID, "action", actionID, "attempt", attempt)
+					return
 				}
 			}
 		}
