@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -107,54 +109,108 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 // attempt makes the next dispatch of a claimed or waiting action: breaker,
 // dispatch record, call, outcome. The fold lets exactly one dispatch per
 // attempt onto the log, so of several workers (or a timer and a
-// redelivery) that try, one calls the tool and the others stand down.
+// redelivery) that try, one calls the tool; the others hold the action
+// under its lease (see hold), so that if that one dies, they take over.
 func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) error {
-	release, ok := p.busy.take(actionID)
-	if !ok {
-		return errBusy(actionID)
+	err := p.attemptOnce(ctx, taskID, actionID, c)
+	if !errors.Is(err, errDispatchLost) {
+		return err
 	}
-	defer release()
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
+	switch a := task.FindAction(t, actionID); a.GetStatus() {
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		return p.hold(ctx, taskID, a, c)
+	}
+	return nil
+}
+
+// errDispatchLost is attemptOnce's answer when the log refused its
+// dispatch record: another worker made this attempt, or the task stopped.
+var errDispatchLost = errors.New("the dispatch record was refused")
+
+// attemptOnce is one try at attempt, holding the action in this process
+// until its call has an outcome. The call and its outcome go on apart from
+// the reaction that made the dispatch (eventlog.Detach), so that a long
+// call does not hold up the task's other events: a resume, another permit.
+func (p *Plane) attemptOnce(ctx context.Context, taskID, actionID string, c cause) error {
+	release, ok := p.busy.take(actionID)
+	if !ok {
+		return errBusy(actionID)
+	}
+	d, err := p.dispatch(ctx, taskID, actionID, c)
+	if err != nil || d == nil {
+		release()
+		return err
+	}
+	if finish, ok := eventlog.Detach(ctx); ok {
+		p.calls.Go(func() {
+			defer release()
+			finish(p.complete(ctx, d))
+		})
+		return nil
+	}
+	defer release()
+	return p.complete(ctx, d)
+}
+
+// inFlight is a dispatch on the log whose call is to be made.
+type inFlight struct {
+	taskID  string
+	a       *stewardv1.Action
+	attempt uint32
+	call    *prepared
+	key     string // the breaker's
+	c       cause
+}
+
+// dispatch checks a claimed or waiting action and records its next
+// dispatch; nil when there is nothing to call (refused, waiting, or not
+// this worker's to make now).
+func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) (*inFlight, error) {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return nil, err
+	}
 	a := task.FindAction(t, actionID)
 	switch {
 	case a == nil:
-		return nil
+		return nil, nil
 	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
-		return nil
+		return nil, nil
 	case !task.MayRun(t, a) && task.Terminal(t.Status) && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		// An ended task makes no more attempts: close the action, so that
 		// the attempts already made are charged and its end is recorded.
-		return p.refuse(ctx, taskID, a, c, adapter.Result{
+		return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT,
 			Reason: fmt.Sprintf("not retried: the task is %s (after %d attempts)", task.StatusName(t.Status), a.Attempt),
 		})
 	case !task.MayRun(t, a):
-		return nil // the resume picks it up, or the task moved on without it
+		return nil, nil // the resume picks it up, or the task moved on without it
 	}
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
-		return err
+		return nil, err
 	} else if why != "" {
-		return p.refuse(ctx, taskID, a, c, adapter.Result{
+		return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
 			Reason: "refused before dispatch: " + why,
 		})
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if refusal != nil {
-		return p.refuse(ctx, taskID, a, c, *refusal)
+		return nil, p.refuse(ctx, taskID, a, c, *refusal)
 	}
 	next := a.Attempt + 1
 	if next > 1 && !a.Redispatched {
 		// The retention is checked when the retry goes out, not when the
 		// failure came back: a wait or a pause may have outlasted it.
 		if why := pastRetention(call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now()); why != "" {
-			return p.refuse(ctx, taskID, a, c, adapter.Result{
+			return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 				Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
 				Reason: fmt.Sprintf("not retried: %s, and an earlier try may have done the work; its outcome is settled by the status query or SettleAction", why),
 			})
@@ -164,16 +220,23 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	ok, retryAt, tr := p.breakers.Allow(key, p.now())
 	p.noteBreaker(ctx, tr)
 	if !ok {
-		return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
+		return nil, p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
 			fmt.Sprintf("the circuit breaker for service %s is open", key))
 	}
 	err = p.record(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
 		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker})
 	if errs.Is(err, errs.FailedPrecondition) {
-		return nil // another worker dispatched this attempt, or the task stopped
+		return nil, errDispatchLost
 	} else if err != nil {
-		return err
+		return nil, err
 	}
+	return &inFlight{taskID: taskID, a: a, attempt: next, call: call, key: key, c: c}, nil
+}
+
+// complete makes d's call and records how it went: its outcome, or the
+// wait before a retry.
+func (p *Plane) complete(ctx context.Context, d *inFlight) error {
+	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, a.Permit.GetIssuedAt().AsTime(), p.now())
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
@@ -184,7 +247,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		policy := retryPolicyOf(a, call.Tool)
 		if d, ok := policy.next(next+1, a.Permit.GetIssuedAt().AsTime(), p.now()); ok {
 			a.Attempt = next
-			return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
+			return p.wait(ctx, taskID, a, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
 				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))
 		}
 	}
@@ -276,10 +339,27 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 
 // wait records that a's next attempt waits until until; the reaction to
 // that event sets the durable timer that ends the wait.
-func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
+//
+// Only while a is still as this worker left it (from, at its attempt): a
+// worker whose lease ran out during its call finds the action taken over,
+// and its retry is not its to schedule any more.
+func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, from stewardv1.ActionStatus, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
 	next := a.Attempt + 1
-	return p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
-		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason})
+	moved := ""
+	still := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		if cur.GetStatus() != from || cur.GetAttempt() != a.Attempt {
+			moved = task.ActionStatusName(cur.GetStatus())
+			return false
+		}
+		return true
+	}
+	err := p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
+		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason}, still)
+	if err == nil && moved != "" {
+		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", moved)
+	}
+	return err
 }
 
 // lostCallReason is why a worker records its own dispatch as unknown.

@@ -17,6 +17,10 @@ import (
 // enough that a dead worker's call is settled in seconds.
 const DefaultLease = 5 * time.Second
 
+// MinLease is the shortest lease: tests use a fraction of a second; a
+// deployment should stay well above its clocks' skew (see docs/claims.md).
+const MinLease = 30 * time.Millisecond
+
 // heartbeat starts telling, every Lease/3 while a call is in flight, two
 // listeners that it is still going: JetStream, so that the event behind
 // the call is not redelivered to another worker mid-call, and the task, so

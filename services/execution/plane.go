@@ -24,11 +24,13 @@ package execution
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -76,7 +78,10 @@ type Plane struct {
 	cfg      Config
 	breakers *breaker.Set
 	busy     inflight
-	subs     []interface{ Stop() }
+	// calls are the calls going on apart from the reactions that
+	// dispatched them; Stop waits for them.
+	calls sync.WaitGroup
+	subs  []interface{ Stop() }
 	// beforeClaim, when set, runs just before a claim is appended; tests
 	// use it to make a race certain.
 	beforeClaim func()
@@ -90,6 +95,9 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultLease
+	}
+	if cfg.Lease < MinLease {
+		return nil, errs.New(errs.Invalid, "lease %s is under %s: heartbeats come every third of it", cfg.Lease, MinLease)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -137,12 +145,14 @@ func (p *Plane) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the plane's reactions and timers.
+// Stop stops the plane's reactions and timers, and waits for the calls
+// they made to end and be recorded.
 func (p *Plane) Stop() {
 	for _, s := range p.subs {
 		s.Stop()
 	}
 	p.subs = nil
+	p.calls.Wait()
 }
 
 // Services returns the Connect services the plane serves, built with opts.
