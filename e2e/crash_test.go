@@ -1,5 +1,7 @@
 // The crash matrix runs each crash point STEWARD_CRASH_RUNS times (default
-// 2, so CI stays fast). The full suite:
+// 2, so CI stays fast); some points run twice over, once restarted under
+// the same worker name and once under a new one (name+new-worker), which
+// recovers only after the dead worker's lease. The full suite:
 //
 //	STEWARD_CRASH_RUNS=10 go test -count=1 -run TestCrashMatrix -v ./e2e/
 
@@ -12,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -40,6 +43,15 @@ const (
 // looks like.
 type crashScenario struct {
 	point string
+	// name tells the scenario apart from others at the same point; the
+	// point's name when empty.
+	name string
+	// workers are the --worker names of the armed binary and of the
+	// restarted one; both are left to the default when empty.
+	workers [2]string
+	// within bounds the recovery, from the restart, more tightly than
+	// recoveryWait; zero for no bound of its own.
+	within time.Duration
 	// drive runs against the armed binary until it dies at point.
 	drive func(t *testing.T, r *crashRun)
 	// recovered reports whether the restarted binary finished the work.
@@ -96,7 +108,84 @@ func crashScenarios() []crashScenario {
 		// The slow tool outlasts its timeout: unknown, asked, crash before
 		// the settlement, asked again after the restart.
 		step(crashpoint.DuringReconciliation, "slowput", byStatusQuery, 2),
+		// The worker does not come back under its name, as a rescheduled
+		// pod does not: the claim it left is dispatched by the new one,
+		// within 10 s of the restart, and called once.
+		renamed(step(crashpoint.AfterClaim, "put", byAnswer, 0), newWorkerBound, func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+			if got := claimsOf(history, a.ActionId); len(got) != 1 || got[0] != crashWorkers[0] {
+				t.Errorf("claims by %v; want one, by the worker that died (%s)", got, crashWorkers[0])
+			}
+			if got := dispatchesOf(history, a.ActionId); len(got) != 1 || got[0] != crashWorkers[1] {
+				t.Errorf("dispatches by %v; want one, by the new worker (%s)", got, crashWorkers[1])
+			}
+		}),
+		// The call went out and the worker died before its outcome; the
+		// new worker calls it unknown once the lease has run out, and the
+		// status query settles it: never called again.
+		renamed(step(crashpoint.AfterDispatch, "put", byStatusQuery, 1), defaultLease+newWorkerBound, checkTakenOverCall(1)),
+		// The same for a retry, which a durable timer sent: the timer comes
+		// again to the new worker, which takes the call over the same way.
+		renamed(step(crashpoint.AfterRetryDispatch, "flakyput", byStatusQuery, 1), defaultLease+newWorkerBound, checkTakenOverCall(2)),
 	}
+}
+
+// checkTakenOverCall: the worker that died made all the action's
+// dispatches, and the new worker recorded the last one's outcome unknown,
+// naming the silent worker.
+func checkTakenOverCall(dispatches int) func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+	return func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+		t.Helper()
+		got := dispatchesOf(history, a.ActionId)
+		if len(got) != dispatches || slices.ContainsFunc(got, func(w string) bool { return w != crashWorkers[0] }) {
+			t.Errorf("dispatches by %v; want %d, all by the worker that died (%s)", got, dispatches, crashWorkers[0])
+		}
+		u := unknownOutcome(history, a.ActionId)
+		if by := u.GetEvent().GetActor().GetPrincipal(); by != crashWorkers[1] {
+			t.Errorf("the unknown outcome was recorded by %q; want the new worker %s", by, crashWorkers[1])
+		}
+		if reason := u.GetEvent().GetActionOutcomeRecorded().GetOutcome().GetReason(); !strings.Contains(reason, crashWorkers[0]) {
+			t.Errorf("the outcome is unknown because %q; want the reason to name the silent worker %s", reason, crashWorkers[0])
+		}
+	}
+}
+
+const (
+	// newWorkerBound is how soon after a restart under a new worker name
+	// a claim the old one left must be done (issue 11).
+	newWorkerBound = 10 * time.Second
+	// defaultLease is the execution plane's default --lease: a dispatch
+	// is not taken for lost before it runs out.
+	defaultLease = 5 * time.Second
+)
+
+// crashWorkers are the worker names of the armed binary and of the
+// restarted one in the scenarios that restart under a new name.
+var crashWorkers = [2]string{"crash-w1", "crash-w2"}
+
+// renamed is sc with the binary restarted under a new worker name: it must
+// recover within bound of the restart, and pass sc's checks and check's,
+// which get the scenario's one action.
+func renamed(sc crashScenario, bound time.Duration, check func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action)) crashScenario {
+	sc.name = sc.point + "+new-worker"
+	sc.workers = crashWorkers
+	sc.within = bound
+	base := sc.check
+	sc.check = func(t *testing.T, r *crashRun, tk *stewardv1.Task, history []*stewardv1.EventRecord) {
+		t.Helper()
+		base(t, r, tk, history)
+		if len(tk.Actions) == 1 {
+			check(t, history, tk.Actions[0])
+		}
+	}
+	return sc
+}
+
+// nameOf is the scenario's name in subtests and figures.
+func (sc crashScenario) nameOf() string {
+	if sc.name != "" {
+		return sc.name
+	}
+	return sc.point
 }
 
 // TestCrashMatrix kills the real binary at every named crash point (the
@@ -113,23 +202,27 @@ func TestCrashMatrix(t *testing.T) {
 	scenarios := crashScenarios()
 	var covered []string
 	for _, sc := range scenarios {
-		covered = append(covered, sc.point)
+		if !slices.Contains(covered, sc.point) {
+			covered = append(covered, sc.point)
+		}
 	}
 	if !slices.Equal(covered, crashpoint.Points) {
 		t.Fatalf("the matrix covers %v; the crash points are %v", covered, crashpoint.Points)
 	}
 	crashStats.reset()
 	for _, sc := range scenarios {
-		t.Run(sc.point, func(t *testing.T) {
+		t.Run(sc.nameOf(), func(t *testing.T) {
 			for i := range runs {
 				t.Run(fmt.Sprintf("run-%d", i+1), func(t *testing.T) { runCrash(t, sc, i+1) })
 			}
 		})
 	}
-	line := crashStats.summary()
-	t.Log(line)
-	if testing.Verbose() {
-		fmt.Println(line)
+	lines := append([]string{crashStats.summary()}, crashStats.pointSummaries()...)
+	for _, line := range lines {
+		t.Log(line)
+		if testing.Verbose() {
+			fmt.Println(line)
+		}
 	}
 }
 
@@ -159,12 +252,18 @@ type crashRun struct {
 
 func runCrash(t *testing.T, sc crashScenario, run int) {
 	var res crashResult
-	defer func() { crashStats.add(sc.point, res, t.Failed()) }()
+	defer func() { crashStats.add(sc.nameOf(), res, t.Failed()) }()
 	r := &crashRun{tool: startCrashTool(t)}
 	flags := crashFlags(t, r.tool)
 	data := t.TempDir()
+	as := func(worker string) []string {
+		if worker == "" {
+			return flags
+		}
+		return append(slices.Clone(flags), "--worker="+worker)
+	}
 
-	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + sc.point}, flags...)
+	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + sc.point}, as(sc.workers[0])...)
 	r.c = newClients(p.url)
 	r.taskID = crashTask(t, r.c, fmt.Sprintf("crash-%s-%d", sc.point, run))
 	w := watchEvents(t, p.url, r.taskID)
@@ -174,10 +273,13 @@ func runCrash(t *testing.T, sc crashScenario, run int) {
 
 	// The restart: same data, nothing armed.
 	restart := time.Now()
-	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, flags...)
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, as(sc.workers[1])...)
 	r.c = newClients(p.url)
 	pollTask(t, r.c, r.taskID, sc.recovered)
 	res.recovery = time.Since(restart)
+	if sc.within > 0 && res.recovery > sc.within {
+		t.Errorf("recovered %s after the restart; want within %s", res.recovery.Round(time.Millisecond), sc.within)
+	}
 
 	history, tk := settledHistory(t, r.c, r.taskID)
 	res.lost = checkHistory(t, r, tk, history, seen)
@@ -190,7 +292,7 @@ func runCrash(t *testing.T, sc crashScenario, run int) {
 		progress = "next event " + d.Round(time.Millisecond).String() + " after restart"
 	}
 	t.Logf("%s run %d: %d events seen before the crash (to sequence %d), %d on the log after; %s; recovered %s after restart",
-		sc.point, run, len(seen), lastSequence(seen), len(history), progress, res.recovery.Round(time.Millisecond))
+		sc.nameOf(), run, len(seen), lastSequence(seen), len(history), progress, res.recovery.Round(time.Millisecond))
 }
 
 // crashResult is what one run measured; recovery is zero if the task

@@ -101,6 +101,15 @@ type crashCollector struct {
 	runs, failed     int
 	duplicates, lost int
 	recoveries       []time.Duration
+	// order and byPoint are each scenario's runs, for its own figures.
+	order   []string
+	byPoint map[string]*pointStats
+}
+
+// pointStats is what the runs of one scenario measured.
+type pointStats struct {
+	runs, failed, duplicates, lost int
+	recoveries                     []time.Duration
 }
 
 func (s *crashCollector) reset() {
@@ -109,6 +118,7 @@ func (s *crashCollector) reset() {
 	s.points = map[string]bool{}
 	s.runs, s.failed, s.duplicates, s.lost = 0, 0, 0, 0
 	s.recoveries = nil
+	s.order, s.byPoint = nil, map[string]*pointStats{}
 }
 
 func (s *crashCollector) add(point string, res crashResult, failed bool) {
@@ -124,18 +134,56 @@ func (s *crashCollector) add(point string, res crashResult, failed bool) {
 	if res.recovery > 0 {
 		s.recoveries = append(s.recoveries, res.recovery)
 	}
+	if s.byPoint == nil {
+		s.byPoint = map[string]*pointStats{}
+	}
+	ps := s.byPoint[point]
+	if ps == nil {
+		ps = &pointStats{}
+		s.byPoint[point] = ps
+		s.order = append(s.order, point)
+	}
+	ps.runs++
+	if failed {
+		ps.failed++
+	}
+	ps.duplicates += res.duplicates
+	ps.lost += res.lost
+	if res.recovery > 0 {
+		ps.recoveries = append(ps.recoveries, res.recovery)
+	}
+}
+
+// pointSummaries is one line per scenario, in the order they ran.
+func (s *crashCollector) pointSummaries() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var lines []string
+	for _, point := range s.order {
+		ps := s.byPoint[point]
+		p50, maxd := percentiles(ps.recoveries)
+		lines = append(lines, fmt.Sprintf("crash matrix: point=%s runs=%d failed=%d duplicates=%d lost=%d recovery_p50=%dms recovery_max=%dms",
+			point, ps.runs, ps.failed, ps.duplicates, ps.lost, p50.Milliseconds(), maxd.Milliseconds()))
+	}
+	return lines
+}
+
+// percentiles returns the median (the lower one of an even count) and the
+// maximum of d.
+func percentiles(d []time.Duration) (p50, maxd time.Duration) {
+	r := slices.Clone(d)
+	slices.Sort(r)
+	if len(r) > 0 {
+		p50, maxd = r[(len(r)-1)/2], r[len(r)-1]
+	}
+	return p50, maxd
 }
 
 // summary is the one line a crash-matrix run reports.
 func (s *crashCollector) summary() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := slices.Clone(s.recoveries)
-	slices.Sort(r)
-	var p50, maxd time.Duration
-	if len(r) > 0 {
-		p50, maxd = r[(len(r)-1)/2], r[len(r)-1]
-	}
+	p50, maxd := percentiles(s.recoveries)
 	return fmt.Sprintf("crash matrix: points=%d runs=%d failed=%d duplicates=%d lost=%d recovery_p50=%dms recovery_max=%dms",
 		len(s.points), s.runs, s.failed, s.duplicates, s.lost, p50.Milliseconds(), maxd.Milliseconds())
 }

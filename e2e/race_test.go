@@ -63,13 +63,11 @@ func startPlanes(t *testing.T, n int) *planes {
 	must(err)
 	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
 	must(err)
-	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
-	must(err)
 	engine, err := policy.Load(ctx, "")
 	must(err)
 	timers, err := timer.Open(ctx, bus.JS, timer.Config{})
 	must(err)
-	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Claims: claims, Timers: timers,
+	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Timers: timers,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})}}
 	ps.ctl = control.New(log, logger, control.WithActions(ps.tools, requests))
 	ps.gov = governance.New(log, logger, engine, ps.tools, requests)

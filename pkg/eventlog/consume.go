@@ -17,8 +17,9 @@ import (
 )
 
 // Handler reacts to one event. Returning nil acknowledges the event;
-// returning an error asks for redelivery after a backoff, so a handler must
-// be idempotent: seeing the same event twice appends nothing twice.
+// returning an error asks for redelivery after a backoff (errs.Later: after
+// the time it names), so a handler must be idempotent: seeing the same
+// event twice appends nothing twice.
 type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
 
 // Reactions maps event types (event.Type…) to handlers. Events of other
@@ -77,16 +78,23 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			_ = msg.Ack()
 			return
 		}
-		err = h(context.WithValue(ctx, msgKey{}, msg), &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev})
-		switch {
-		case err == nil:
-			_ = msg.Ack()
-		case Permanent(err):
-			setAside(fmt.Errorf("%s reaction to %s: %w", name, ev.Type, err))
-		default:
-			log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
-			_ = msg.NakWithDelay(backoff(meta.NumDelivered))
-		}
+		work := &detached{settle: func(err error) {
+			later, notYet := errs.LaterBy(err)
+			switch {
+			case err == nil:
+				_ = msg.Ack()
+			case notYet:
+				log.Debug("reaction: not yet", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "why", err)
+				_ = msg.NakWithDelay(later)
+			case Permanent(err):
+				setAside(fmt.Errorf("%s reaction to %s: %w", name, ev.Type, err))
+			default:
+				log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
+				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
+			}
+		}}
+		hctx := context.WithValue(context.WithValue(ctx, msgKey{}, msg), detachKey{}, work)
+		work.done(h(hctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}))
 	}
 	ls := newLanes(reactionLanes, handle)
 	cc, err := cons.Consume(ls.route)
@@ -105,6 +113,53 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 const ReactionAckWait = 5 * time.Second
 
 type msgKey struct{}
+
+type detachKey struct{}
+
+// detached is one event's work: the reaction and the parts it went on
+// with apart (Detach). The event is settled — acknowledged, redelivered
+// or set aside — once all are done, by the first error among them.
+type detached struct {
+	mu     sync.Mutex
+	n      int // parts still going apart from the reaction itself
+	first  error
+	settle func(error)
+}
+
+func (d *detached) add() {
+	d.mu.Lock()
+	d.n++
+	d.mu.Unlock()
+}
+
+func (d *detached) done(err error) {
+	d.mu.Lock()
+	if d.first == nil {
+		d.first = err
+	}
+	d.n--
+	last := d.n < 0
+	d.mu.Unlock()
+	if last {
+		d.settle(d.first)
+	}
+}
+
+// Detach lets a reaction go on with part of its work after it returns,
+// such as a tool call: the consumer moves on to the next event of the same
+// task at once, while the event stays this process's (kept in progress,
+// not redelivered) until finish is called with the part's result. The
+// event is settled by the reaction's result and every part's together.
+// Outside a reaction ok is false, and the caller does the work in line.
+func Detach(ctx context.Context) (finish func(error), ok bool) {
+	d, ok := ctx.Value(detachKey{}).(*detached)
+	if !ok {
+		return nil, false
+	}
+	d.add()
+	var once sync.Once
+	return func(err error) { once.Do(func() { d.done(err) }) }, true
+}
 
 // InProgress tells JetStream that the reaction running under ctx is still
 // working on its event, so that the event is not redelivered while a long

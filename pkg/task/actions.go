@@ -383,7 +383,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
 			case a.Status != dispatched && to != failed && !(to == unknown && (a.Status == waiting || a.Status == claimed) && a.Attempt > 0):
-				return fmt.Errorf("an action that was never dispatched cannot have %s", actionStatusName(to))
+				return fmt.Errorf("an action that was never dispatched cannot have %s", ActionStatusName(to))
 			}
 			return nil
 		}
@@ -411,7 +411,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		return nil, true, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s", ev.Type, t.Contract.GetTaskId(), id)
 	}
 	if !contains(from, a.Status) {
-		return nil, true, errs.New(errs.FailedPrecondition, "%s: action %s is %s", ev.Type, id, actionStatusName(a.Status))
+		return nil, true, errs.New(errs.FailedPrecondition, "%s: action %s is %s", ev.Type, id, ActionStatusName(a.Status))
 	}
 	if check != nil {
 		if err := check(a); err != nil {
@@ -511,7 +511,8 @@ func contains(list []stewardv1.ActionStatus, s stewardv1.ActionStatus) bool {
 	return false
 }
 
-func actionStatusName(s stewardv1.ActionStatus) string {
+// ActionStatusName returns s in words, e.g. "awaiting approval".
+func ActionStatusName(s stewardv1.ActionStatus) string {
 	return enumWords(s.String(), "ACTION_STATUS_")
 }
 

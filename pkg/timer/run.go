@@ -41,7 +41,7 @@ type Subscription interface{ Stop() }
 const ackWait = 5 * time.Second
 
 // Run runs a durable consumer named consumer over fired timers of the given
-// kinds, handing each to fn, one at a time, until ctx ends or the
+// kinds, handing each to fn, up to handlerSlots at a time, until ctx ends or the
 // subscription is stopped. A kind matches exactly: "execution" does not
 // take "execution.retry". Several processes may share one consumer name
 // (with the same kinds): each fired timer goes to one of them. The consumer
@@ -89,6 +89,12 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 // pullWait bounds one pull request; an idle consumer asks again this often.
 const pullWait = time.Second
 
+// handlerSlots is how many fired timers one subscription handles at once. A
+// handler may run long (a tool call after a retry's wait): one at a time,
+// it would keep every other timer of the process waiting behind it,
+// another worker's redelivered timer among them.
+const handlerSlots = 8
+
 type subscription struct {
 	cons         jetstream.Consumer
 	pulling      context.Context // ends on Stop or when Run's ctx ends
@@ -112,19 +118,36 @@ func (s *subscription) Stop() {
 // skip asking for the next message when its previous pull request is
 // still being sent as its answer arrives, and then asks again only when
 // its missed-heartbeat timer fires, 30s later. Several timers due in the
-// same second trip it. One message at a time also keeps a timer from
-// waiting in a buffer behind a slow handler until its ack wait runs out
-// and it goes to another process while still queued.
+// same second trip it. Pulling one message at a time, and only into a free
+// handler slot, also keeps a timer from waiting in a buffer behind slow
+// handlers until its ack wait runs out and it goes to another process
+// while still queued.
 func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler) {
+	var running sync.WaitGroup
 	defer close(s.done)
+	defer running.Wait()
+	slots := make(chan struct{}, handlerSlots)
 	for s.pulling.Err() == nil {
+		// A timer is pulled only when a slot is free to handle it, so none
+		// waits in a buffer while its ack wait runs out.
+		select {
+		case slots <- struct{}{}:
+		case <-s.pulling.Done():
+			return
+		}
 		msg, err := s.next()
+		if err != nil || s.pulling.Err() != nil {
+			<-slots
+		}
 		switch {
 		case err == nil && s.pulling.Err() != nil:
 			_ = msg.Nak() // stopped while it came: let another process have it now
 			return
 		case err == nil:
-			handle(ctx, log, msg, fn)
+			running.Go(func() {
+				defer func() { <-slots }()
+				handle(ctx, log, msg, fn)
+			})
 		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
 			return
 		case errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
@@ -162,11 +185,15 @@ func handle(ctx context.Context, log *slog.Logger, msg jetstream.Msg, fn Handler
 	stopProgress := keepInProgress(msg)
 	err = fn(ctx, f)
 	stopProgress()
+	later, notYet := errs.LaterBy(err)
 	switch {
 	case err == nil:
 		_ = msg.Ack()
 	case ctx.Err() != nil:
 		_ = msg.Nak() // shutting down: let another process have it now
+	case notYet:
+		log.Debug("timer: not yet", "kind", f.Kind, "id", f.ID, "why", err)
+		_ = msg.NakWithDelay(later)
 	default:
 		log.Warn("timer handler failed; will redeliver", "kind", f.Kind, "id", f.ID, "attempt", attempt, "err", err)
 		_ = msg.NakWithDelay(backoff(attempt))

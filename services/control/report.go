@@ -38,7 +38,7 @@ func compensationReport(t *stewardv1.Task, stopped string) string {
 		case stewardv1.ActionStatus_ACTION_STATUS_REJECTED:
 			notes = append(notes, fmt.Sprintf("the compensation of %s was %s", a.Compensates, why)) // "rejected by …"
 		default:
-			notes = append(notes, fmt.Sprintf("the compensation of %s was %s", a.Compensates, actionStatusWords(a.Status)))
+			notes = append(notes, fmt.Sprintf("the compensation of %s was %s", a.Compensates, task.ActionStatusName(a.Status)))
 		}
 	}
 	left := len(t.Compensations)
@@ -64,10 +64,6 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-func actionStatusWords(s stewardv1.ActionStatus) string {
-	return strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(s.String(), "ACTION_STATUS_")), "_", " ")
 }
 
 // clip shortens s to at most maxNoteLen bytes, on a rune boundary.

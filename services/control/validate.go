@@ -270,8 +270,8 @@ const (
 	MinApprovalTimer = time.Minute
 	MaxApprovalTimer = 365 * 24 * time.Hour
 	// MinStallAfter and MaxStallAfter bound stall_after: a live call
-	// heartbeats every 10 s, and a stall mark hands its work to another
-	// worker; a working task silent for a month is stalled by any measure.
+	// heartbeats every few seconds (a third of the execution lease); a
+	// working task silent for a month is stalled by any measure.
 	MinStallAfter = time.Minute
 	MaxStallAfter = 30 * 24 * time.Hour
 )

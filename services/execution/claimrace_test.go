@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
-
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -18,21 +16,6 @@ import (
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
-
-// stopOnClaim is the claim bucket with a hook: the first claim it is
-// asked for stops the task for input first, as the loop guard does when
-// it reacts to an earlier failure at the same moment. The race is then
-// certain rather than likely.
-type stopOnClaim struct {
-	jetstream.KeyValue
-	once sync.Once
-	stop func()
-}
-
-func (s *stopOnClaim) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
-	s.once.Do(s.stop)
-	return s.KeyValue.Create(ctx, key, value, opts...)
-}
 
 // levels remembers every record at warn and above, and passes all on.
 type levels struct {
@@ -73,7 +56,8 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	)
 	b.logger = slog.New(levels{Handler: slog.NewTextHandler(testWriter{t}, nil), mu: &mu, seen: &seen})
 	const taskID = "claim-race"
-	b.cfg.Claims = &stopOnClaim{KeyValue: b.cfg.Claims, stop: func() {
+	var once sync.Once
+	stopTask := func() {
 		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: "control"}},
 			&stewardv1.TaskNeedsInput{Reason: "needs help: the same failure 3 times in a row"})
 		if err == nil {
@@ -82,7 +66,11 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 		if err != nil {
 			t.Errorf("stop the task: %v", err)
 		}
-	}}
+	}
+	// The first claim finds the task stopped for input first, as when the
+	// loop guard reacts to an earlier failure at the same moment: the race
+	// is then certain rather than likely.
+	b.beforeClaim = func() { once.Do(stopTask) }
 	b.start()
 	b.register(ts, "net", false, nil)
 	_, actionID := b.permit(taskID, "net", "api")

@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -24,8 +24,8 @@ type cause struct{ id, correlation string }
 
 func causeOf(ev *stewardv1.Event) cause { return cause{id: ev.EventId, correlation: ev.CorrelationId} }
 
-// execute reacts to a permit: claim it, record the claim, then make the
-// first attempt. Only the worker whose claim wins goes past the claim.
+// execute reacts to a permit: claim it, then make the first attempt. Only
+// the worker whose claim wins goes past the claim.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
 	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), causeOf(rec.Event))
 }
@@ -38,45 +38,41 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if err != nil {
 		return err
 	}
-	return p.carryOn(ctx, t, causeOf(rec.Event), func(a *stewardv1.Action) error {
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil // its own worker takes it up
-		}
-		return p.lostCall(ctx, t.Contract.TaskId, a, causeOf(rec.Event), lostCallReason)
-	})
+	return p.carryOn(ctx, t, causeOf(rec.Event))
 }
 
 // carryOn takes up what t's actions were left at: a permit not claimed, a
-// claim not dispatched (the fold lets one dispatch per attempt in, whoever
-// makes it), a wait whose time has come. For a dispatch without an outcome
-// it asks dispatched, since who may call it lost depends on why we look.
-func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause, dispatched func(*stewardv1.Action) error) error {
-	var err error
+// claim not dispatched or a dispatch without an outcome (see hold), a wait
+// whose time has come.
+//
+// Every action is taken up: one that must wait (a call in flight, a lease
+// still running) does not hold up the rest, and its error comes back after.
+func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
+	var first error
 	for _, a := range t.Actions {
+		var err error
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			err = p.run(ctx, t.Contract.TaskId, a.Permit, c)
-		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-			err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
+		case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+			err = p.hold(ctx, t.Contract.TaskId, a, c)
 		case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 			// A wait whose timer fired while nothing could act on it; one
 			// still to come fires by itself.
 			if !a.WaitUntil.AsTime().After(p.now()) {
 				err = p.attempt(ctx, t.Contract.TaskId, a.ActionId, c)
 			}
-		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-			err = dispatched(a)
 		}
-		if err != nil {
-			return err
+		if first == nil {
+			first = err
 		}
 	}
-	return nil
+	return first
 }
 
-// run carries one permit as far as the ledger lets it go. A redelivery to
-// the claimant continues from what the ledger shows; a dispatch already
-// recorded without an outcome is never repeated: its outcome is unknown.
+// run carries one permit as far as the ledger lets it go. A permit claimed
+// or dispatched already is held (see hold): a dispatch recorded without an
+// outcome is never repeated; its outcome is unknown.
 func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
@@ -97,89 +93,133 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 			return err
 		}
-		won, err := p.claim(ctx, permit)
-		if err != nil || !won {
-			return err
-		}
-		recorded, err := p.recordClaim(ctx, taskID, a.ActionId, permit.PermitId, c)
+		won, err := p.claim(ctx, taskID, permit, c)
 		if err != nil {
 			return err
 		}
-		if !recorded {
-			return p.unclaim(ctx, permit)
+		if !won {
+			// Read again: another worker's claim is held under its lease
+			// like any other, and a stopped task leaves the permit be.
+			return p.run(ctx, taskID, permit, c)
 		}
 		crashpoint.Here(crashpoint.AfterClaim)
-	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil // another worker's
-		}
-	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-		if a.ClaimedBy != p.cfg.Worker {
-			return nil
-		}
-		return p.lostCall(ctx, taskID, a, c, lostCallReason)
-	default:
-		return nil // done before, or waiting on a timer
+		return p.attempt(ctx, taskID, a.ActionId, c)
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		return p.hold(ctx, taskID, a, c)
 	}
-	return p.attempt(ctx, taskID, a.ActionId, c)
+	return nil // done before, or waiting on a timer
 }
 
 // attempt makes the next dispatch of a claimed or waiting action: breaker,
 // dispatch record, call, outcome. The fold lets exactly one dispatch per
 // attempt onto the log, so of several workers (or a timer and a
-// redelivery) that try, one calls the tool and the others stand down.
+// redelivery) that try, one calls the tool; the others hold the action
+// under its lease (see hold), so that if that one dies, they take over.
 func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) error {
-	release, ok := p.busy.take(actionID)
-	if !ok {
-		return errBusy(actionID)
+	err := p.attemptOnce(ctx, taskID, actionID, c)
+	if !errors.Is(err, errDispatchLost) {
+		return err
 	}
-	defer release()
 	t, _, err := task.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
+	switch a := task.FindAction(t, actionID); a.GetStatus() {
+	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
+		return p.hold(ctx, taskID, a, c)
+	}
+	return nil
+}
+
+// errDispatchLost is attemptOnce's answer when the log refused its
+// dispatch record: another worker made this attempt, or the task stopped.
+var errDispatchLost = errors.New("the dispatch record was refused")
+
+// attemptOnce is one try at attempt, holding the action in this process
+// until its call has an outcome. The call and its outcome go on apart from
+// the reaction that made the dispatch (eventlog.Detach), so that a long
+// call does not hold up the task's other events: a resume, another permit.
+func (p *Plane) attemptOnce(ctx context.Context, taskID, actionID string, c cause) error {
+	release, ok := p.busy.take(actionID)
+	if !ok {
+		return errBusy(actionID)
+	}
+	d, err := p.dispatch(ctx, taskID, actionID, c)
+	if err != nil || d == nil {
+		release()
+		return err
+	}
+	if finish, ok := eventlog.Detach(ctx); ok {
+		p.calls.Go(func() {
+			defer release()
+			finish(p.complete(ctx, d))
+		})
+		return nil
+	}
+	defer release()
+	return p.complete(ctx, d)
+}
+
+// inFlight is a dispatch on the log whose call is to be made.
+type inFlight struct {
+	taskID  string
+	a       *stewardv1.Action
+	attempt uint32
+	call    *prepared
+	key     string // the breaker's
+	c       cause
+}
+
+// dispatch checks a claimed or waiting action and records its next
+// dispatch; nil when there is nothing to call (refused, waiting, or not
+// this worker's to make now).
+func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) (*inFlight, error) {
+	t, _, err := task.Load(ctx, p.log, taskID)
+	if err != nil {
+		return nil, err
+	}
 	a := task.FindAction(t, actionID)
 	switch {
 	case a == nil:
-		return nil
+		return nil, nil
 	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
-		return nil
+		return nil, nil
 	case !task.MayRun(t, a) && task.Terminal(t.Status) && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		// An ended task makes no more attempts: close the action, so that
 		// the attempts already made are charged and its end is recorded.
-		return p.refuse(ctx, taskID, a, c, adapter.Result{
+		return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT,
 			Reason: fmt.Sprintf("not retried: the task is %s (after %d attempts)", task.StatusName(t.Status), a.Attempt),
 		})
 	case !task.MayRun(t, a):
-		return nil // the resume picks it up, or the task moved on without it
+		return nil, nil // the resume picks it up, or the task moved on without it
 	}
 	// revalidation: a permit used before, stale or expired is not used
 	// again; governance decides anew, credential and budget included.
 	if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
-		return err
+		return nil, err
 	}
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
-		return err
+		return nil, err
 	} else if why != "" {
-		return p.refuse(ctx, taskID, a, c, adapter.Result{
+		return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
 			Reason: "refused before dispatch: " + why,
 		})
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if refusal != nil {
-		return p.refuse(ctx, taskID, a, c, *refusal)
+		return nil, p.refuse(ctx, taskID, a, c, *refusal)
 	}
 	next := a.Attempt + 1
 	if next > 1 && !a.Redispatched {
 		// The retention is checked when the retry goes out, not when the
 		// failure came back: a wait or a pause may have outlasted it.
 		if why := pastRetention(call.Tool, firstUse(a), p.now()); why != "" {
-			return p.refuse(ctx, taskID, a, c, adapter.Result{
+			return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
 				Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
 				Reason: fmt.Sprintf("not retried: %s, and an earlier try may have done the work; its outcome is settled by the status query or SettleAction", why),
 			})
@@ -189,16 +229,23 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	ok, retryAt, tr := p.breakers.Allow(key, p.now())
 	p.noteBreaker(ctx, tr)
 	if !ok {
-		return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
+		return nil, p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
 			fmt.Sprintf("the circuit breaker for service %s is open", key))
 	}
 	err = p.record(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
 		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker, PermitId: a.Permit.GetPermitId()})
 	if errs.Is(err, errs.FailedPrecondition) {
-		return nil // another worker dispatched this attempt, or the task stopped
+		return nil, errDispatchLost
 	} else if err != nil {
-		return err
+		return nil, err
 	}
+	return &inFlight{taskID: taskID, a: a, attempt: next, call: call, key: key, c: c}, nil
+}
+
+// complete makes d's call and records how it went: its outcome, or the
+// wait before a retry.
+func (p *Plane) complete(ctx context.Context, d *inFlight) error {
+	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
@@ -209,7 +256,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 		policy := retryPolicyOf(a, call.Tool)
 		if d, ok := policy.next(next+1, firstUse(a), p.now()); ok {
 			a.Attempt = next
-			return p.wait(ctx, taskID, a, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
+			return p.wait(ctx, taskID, a, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
 				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))
 		}
 	}
@@ -301,31 +348,27 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 
 // wait records that a's next attempt waits until until; the reaction to
 // that event sets the durable timer that ends the wait.
-func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
+//
+// Only while a is still as this worker left it (from, at its attempt): a
+// worker whose lease ran out during its call finds the action taken over,
+// and its retry is not its to schedule any more.
+func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, from stewardv1.ActionStatus, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
 	next := a.Attempt + 1
-	return p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
-		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason})
-}
-
-// claim takes the permit for this worker. KV create-only is atomic across
-// workers and processes: exactly one create of a key succeeds, ever. A
-// worker that finds its own claim (a redelivery after a failed append)
-// goes on with it.
-func (p *Plane) claim(ctx context.Context, permit *stewardv1.ActionPermit) (bool, error) {
-	key := "permit." + permit.PermitId
-	_, err := p.cfg.Claims.Create(ctx, key, []byte(p.cfg.Worker))
-	switch {
-	case err == nil:
-		return true, nil
-	case errors.Is(err, jetstream.ErrKeyExists):
-		e, gerr := p.cfg.Claims.Get(ctx, key)
-		if gerr != nil {
-			return false, errs.Wrap(errs.Unavailable, gerr, "read claim of permit %s", permit.PermitId)
+	moved := ""
+	still := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		if cur.GetStatus() != from || cur.GetAttempt() != a.Attempt {
+			moved = task.ActionStatusName(cur.GetStatus())
+			return false
 		}
-		return string(e.Value()) == p.cfg.Worker, nil
-	default:
-		return false, errs.Wrap(errs.Unavailable, err, "claim permit %s", permit.PermitId)
+		return true
 	}
+	err := p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
+		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason}, still)
+	if err == nil && moved != "" {
+		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", moved)
+	}
+	return err
 }
 
 // lostCallReason is why a worker records its own dispatch as unknown.
@@ -341,7 +384,26 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 		return errBusy(a.ActionId) // the call is still going, in this process
 	}
 	defer release()
-	return p.outcome(ctx, taskID, a.ActionId, a.Attempt, c, adapter.Result{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, Reason: reason})
+	cost, err := p.attemptsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	o := &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
+		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
+	}
+	// Only while the call is still silent: a heartbeat or an outcome from
+	// its worker since the lease was read means it is alive after all.
+	// The id is apart from the call's own outcome, so that a late answer
+	// is refused by the fold, and said so (see outcome), not taken for
+	// this one.
+	silent := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		return cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetAttempt() == a.Attempt &&
+			(cur.GetClaimedBy() == p.cfg.Worker || p.leaseLeft(cur) <= 0)
+	}
+	return p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionOutcome, fmt.Sprint(a.Attempt), "lost"), c,
+		&stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, silent)
 }
 
 // refuse records that a claimed or waiting action will not be dispatched
@@ -353,7 +415,13 @@ func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, 
 		return err
 	}
 	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost}
-	return p.record(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o})
+	// Only as the action was read: had another worker dispatched it since,
+	// this refusal would be taken for the outcome of that call.
+	unchanged := func(t *stewardv1.Task) bool {
+		cur := task.FindAction(t, a.ActionId)
+		return cur.GetStatus() == a.Status && cur.GetAttempt() == a.Attempt
+	}
+	return p.recordIf(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, unchanged)
 }
 
 // attemptsCost is what the calls already made for a cost at the tool
@@ -385,62 +453,36 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
 		o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN
 	}
-	err := p.record(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o})
-	if err == nil {
-		crashpoint.Here(crashpoint.AfterOutcome)
+	// A worker that lost its lease mid-call finds the action taken over:
+	// its answer is not recorded (reconciliation settles the call from
+	// the tool), and it says so.
+	var now *stewardv1.Action
+	ours := func(t *stewardv1.Task) bool {
+		now = task.FindAction(t, actionID)
+		return now.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && now.GetAttempt() == attempt
 	}
-	return err
-}
-
-// unclaim gives up this worker's claim of a permit whose claim the log
-// refused, so that whichever worker takes up the resume may claim it.
-func (p *Plane) unclaim(ctx context.Context, permit *stewardv1.ActionPermit) error {
-	if err := p.cfg.Claims.Delete(ctx, "permit."+permit.PermitId); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "give up the claim of permit %s", permit.PermitId)
-	}
-	return nil
-}
-
-// recordClaim records this worker's claim of an action's permit, unless
-// the task has stopped since run read it: the loop guard stopping it for
-// input, a pause or a cancel racing the claim is an ordinary race, not a
-// fault, so it is logged at info and the claim is not recorded (recorded
-// is false). The permit then waits for the resume, which takes it up again
-// (carryOn); an ended task's permit is moot.
-func (p *Plane) recordClaim(ctx context.Context, taskID, actionID, permitID string, c cause) (recorded bool, err error) {
-	ev, err := event.New(event.Meta{
-		ID:            event.ID(actionID, event.TypeActionClaimed, permitID, p.cfg.Worker),
-		TaskID:        taskID,
-		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
-		CausationID:   c.id,
-		CorrelationID: c.correlation,
-	}, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: p.cfg.Worker})
+	err := p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o}, ours)
 	if err != nil {
-		return false, err
+		return err
 	}
-	var stopped stewardv1.TaskStatus
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		stopped = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
-		a := task.FindAction(t, actionID)
-		if a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && !task.MayRun(t, a) {
-			stopped = t.Status
-			return nil, nil
-		}
-		return ev, nil
-	})
-	switch {
-	case err != nil:
-		return false, fmt.Errorf("record %s: %w", ev.Type, err)
-	case stopped != stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED:
-		p.logger.Info("permit claimed but not recorded: the task stopped meanwhile; the resume takes it up", "task", taskID, "action", actionID, "status", task.StatusName(stopped))
-		return false, nil
+	if now.GetOutcome().GetAttempt() == attempt && now.GetOutcome().GetStatus() != res.Status && res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		p.logger.Warn("the call's answer came after another worker took the action over; not recorded: reconciliation settles it from the tool",
+			"task", taskID, "action", actionID, "attempt", attempt, "answer", task.ActionStatusName(res.Status), "now", task.ActionStatusName(now.GetStatus()))
+		return nil
 	}
-	return true, nil
+	crashpoint.Here(crashpoint.AfterOutcome)
+	return nil
 }
 
 // record appends one ledger step with the given deterministic id, so a
 // step already on the log is not appended again.
 func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload event.Payload) error {
+	return p.recordIf(ctx, taskID, id, c, payload, nil)
+}
+
+// recordIf is record, appending nothing unless still holds of the task as
+// it is when the step would be appended (nil: always).
+func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) error {
 	ev, err := event.New(event.Meta{
 		ID:            id,
 		TaskID:        taskID,
@@ -451,7 +493,12 @@ func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload 
 	if err != nil {
 		return err
 	}
-	_, err = task.Update(ctx, p.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if still != nil && !still(t) {
+			return nil, nil
+		}
+		return ev, nil
+	})
 	if err != nil {
 		return fmt.Errorf("record %s: %w", ev.Type, err)
 	}

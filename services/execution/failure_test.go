@@ -218,10 +218,12 @@ func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) boo
 	return false
 }
 
-// TestStalledTaskIsTakenOverFromASilentWorker leaves a dispatch of a worker
-// that died mid-call on the log; once the task is marked stalled, a live
-// worker records the outcome as unknown, and the status query settles it.
-func TestStalledTaskIsTakenOverFromASilentWorker(t *testing.T) {
+// TestASilentWorkersCallIsTakenOverAfterItsLease leaves a dispatch of a
+// worker that died mid-call on the log. A live worker, under another name,
+// leaves it alone while the dead one's lease lasts; then it records the
+// outcome as unknown, naming the silent worker, and the status query
+// settles it. The call is never made again blind.
+func TestASilentWorkersCallIsTakenOverAfterItsLease(t *testing.T) {
 	b := newBed(t, breaker.Config{})
 	ts := startScriptedTool(t, "ok")
 	b.register(ts, "charge", true, nil)
@@ -230,17 +232,70 @@ func TestStalledTaskIsTakenOverFromASilentWorker(t *testing.T) {
 	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"})
 	b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
 	b.start()
-	time.Sleep(700 * time.Millisecond) // past three heartbeat intervals: the dead worker is silent
-	if a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)); a.ClaimedBy != "dead" {
-		t.Fatalf("a live worker took a dispatch before any stall: %v", a)
-	}
-	b.append(taskID, &stewardv1.TaskStalled{Reason: "silent"})
 	a := b.waitAction(taskID, actionID, status(succeededS))
 	if a.ClaimedBy != "w1" || !a.Redispatched {
 		t.Errorf("claimed by %q, redispatched %v; want w1, true", a.ClaimedBy, a.Redispatched)
 	}
 	if got := ts.executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times, want 1", got)
+	}
+	recs, err := b.log.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dispatched, unknown *stewardv1.Event
+	for _, r := range recs {
+		switch {
+		case r.Event.GetActionDispatched().GetWorker() == "dead":
+			dispatched = r.Event
+		case r.Event.GetActionOutcomeRecorded().GetOutcome().GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN && unknown == nil:
+			unknown = r.Event
+		}
+	}
+	if unknown == nil {
+		t.Fatal("no unknown outcome recorded for the silent worker's call")
+	}
+	if why := unknown.GetActionOutcomeRecorded().Outcome.Reason; !strings.Contains(why, "worker dead") {
+		t.Errorf("unknown outcome says %q; want it to name the silent worker", why)
+	}
+	if held := unknown.Time.AsTime().Sub(dispatched.Time.AsTime()); held < b.cfg.Lease {
+		t.Errorf("taken over %s after the dispatch, within the dead worker's lease of %s", held, b.cfg.Lease)
+	}
+}
+
+// TestADeadWorkersClaimIsDispatchedByAnother: a worker that died between
+// its claim and its dispatch record leaves a claim and nothing else. A
+// worker under another name dispatches it once the lease has run out.
+func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startScriptedTool(t, "ok")
+	b.register(ts, "charge", false, writesOnce)
+	b.plane.Stop()
+	taskID, actionID := b.permit("t-claimed", "charge", "card-1")
+	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "gone"})
+	b.start()
+	a := b.waitAction(taskID, actionID, status(succeededS))
+	if a.ClaimedBy != "w1" || a.Attempt != 1 {
+		t.Errorf("dispatched by %q as attempt %d; want w1, 1", a.ClaimedBy, a.Attempt)
+	}
+	if got := ts.callCount(); got != 1 {
+		t.Errorf("tool got %d calls, want 1", got)
+	}
+	recs, err := b.log.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var claimedAt, dispatchedAt time.Time
+	for _, r := range recs {
+		if r.Event.GetActionClaimed() != nil {
+			claimedAt = r.Event.Time.AsTime()
+		}
+		if r.Event.GetActionDispatched() != nil {
+			dispatchedAt = r.Event.Time.AsTime()
+		}
+	}
+	if held := dispatchedAt.Sub(claimedAt); held < b.cfg.Lease {
+		t.Errorf("dispatched %s after the claim, within the dead worker's lease of %s", held, b.cfg.Lease)
 	}
 }
 

@@ -141,6 +141,8 @@ type bed struct {
 	logger *slog.Logger
 	// revalidated counts the permits the stand-in governance re-issued.
 	revalidated atomic.Int32
+	// beforeClaim, when set, runs before each claim from the next start on.
+	beforeClaim func()
 }
 
 func newBed(t *testing.T, br breaker.Config) *bed {
@@ -167,8 +169,6 @@ func openBed(t *testing.T, br breaker.Config) *bed {
 	must(err)
 	results, err := action.OpenStore(ctx, bus.JS, action.ResultBucket, 1)
 	must(err)
-	claims, err := execution.OpenClaims(ctx, bus.JS, 1)
-	must(err)
 	timers, err := timer.Open(ctx, bus.JS, timer.Config{})
 	must(err)
 	tools := toolreg.New(slog.New(slog.DiscardHandler))
@@ -177,8 +177,8 @@ func openBed(t *testing.T, br breaker.Config) *bed {
 	go func() { defer close(done); tools.Run(rctx, log) }()
 	t.Cleanup(func() { cancel(); <-done })
 	b := &bed{t: t, log: log, bus: bus, requests: requests, cfg: execution.Config{
-		Tools: tools, Requests: requests, Results: results, Claims: claims, Timers: timers, Worker: "w1",
-		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, HeartbeatInterval: 200 * time.Millisecond,
+		Tools: tools, Requests: requests, Results: results, Timers: timers, Worker: "w1",
+		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
 	}}
 	return b
 }
@@ -232,6 +232,9 @@ func (b *bed) start() {
 	p, err := execution.New(b.log, logger, b.cfg)
 	if err != nil {
 		b.t.Fatal(err)
+	}
+	if b.beforeClaim != nil {
+		execution.SetBeforeClaim(p, b.beforeClaim)
 	}
 	if err := p.Start(context.Background()); err != nil {
 		b.t.Fatal(err)

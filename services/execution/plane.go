@@ -1,11 +1,11 @@
 // Package execution is the execution plane: the only place side effects
 // happen, and only under a permit. It keeps the tool registry
 // (ToolService; every registration an event), and reacts to permits: it
-// claims the permit atomically (once, ever, however many workers race),
-// records the action as pending, re-checks the stored request against the
-// permit's hash, dispatches through the tool's adapter with the action's
-// op_key, and records the outcome — succeeded, failed with a class, or
-// unknown when the call went out and no answer came back.
+// claims the permit (the conditional ActionClaimed append: once, ever,
+// however many workers race), re-checks the stored request against the
+// permit's hash, records the dispatch, calls the tool's adapter with the
+// action's op_key, and records the outcome — succeeded, failed with a
+// class, or unknown when the call went out and no answer came back.
 //
 // It owns what happens on the bad days, too:
 //   - transient failures are retried with the same op_key, after an
@@ -16,18 +16,21 @@
 //   - an unknown outcome is settled by asking the tool's status query, with
 //     backoff, or by a person (ActionService.SettleAction);
 //   - every wait is an event plus a durable timer (pkg/timer), so a
-//     restart neither loses nor resets it.
+//     restart neither loses nor resets it;
+//   - a worker that dies holding a claim or a call is taken over by any
+//     live worker once its lease runs out (see hold).
 package execution
 
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -41,18 +44,15 @@ import (
 // PlaneName is the execution plane's name in events and consumer names.
 const PlaneName = "execution"
 
-// ClaimBucket holds one key per claimed permit: KV create-only makes the
-// first claim win, across every worker.
-const ClaimBucket = "STEWARD_CLAIMS"
-
 // Config is what an execution plane needs besides the log.
 type Config struct {
 	Tools    *toolreg.Registry
 	Requests *action.Store
 	Results  *action.Store
 	Adapters adapter.Set
-	Claims   jetstream.KeyValue
-	// Worker names this process in claims; unique per process.
+	// Worker names this process in claims; unique among live workers. It
+	// need not survive a restart: a worker gone is taken over after its
+	// lease. Under the same name, a restart takes up its work at once.
 	Worker string
 	// Consumer is the durable consumer's name; workers that share one
 	// share the permits, workers with their own each see every permit
@@ -63,9 +63,10 @@ type Config struct {
 	Timers *timer.Timers
 	// Breaker configures the circuit breakers; zero fields are defaults.
 	Breaker breaker.Config
-	// HeartbeatInterval is how often a call in flight says so; default
-	// DefaultHeartbeatInterval.
-	HeartbeatInterval time.Duration
+	// Lease is how long an action's worker may go without a sign of life
+	// on the log before any live worker takes the action over; default
+	// DefaultLease. A call in flight heartbeats every Lease/3.
+	Lease time.Duration
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
@@ -77,7 +78,13 @@ type Plane struct {
 	cfg      Config
 	breakers *breaker.Set
 	busy     inflight
-	subs     []interface{ Stop() }
+	// calls are the calls going on apart from the reactions that
+	// dispatched them; Stop waits for them.
+	calls sync.WaitGroup
+	subs  []interface{ Stop() }
+	// beforeClaim, when set, runs just before a claim is appended; tests
+	// use it to make a race certain.
+	beforeClaim func()
 }
 
 // New returns an execution plane over log. A breaker configuration that
@@ -86,8 +93,11 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 	if cfg.Consumer == "" {
 		cfg.Consumer = PlaneName
 	}
-	if cfg.HeartbeatInterval <= 0 {
-		cfg.HeartbeatInterval = DefaultHeartbeatInterval
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Lease < MinLease {
+		return nil, errs.New(errs.Invalid, "lease %s is under %s: heartbeats come every third of it", cfg.Lease, MinLease)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -102,13 +112,6 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 }
 
 func (p *Plane) now() time.Time { return p.cfg.Now() }
-
-// OpenClaims opens (creating if missing) the claim bucket.
-func OpenClaims(ctx context.Context, js jetstream.JetStream, replicas int) (jetstream.KeyValue, error) {
-	return action.OpenBucket(ctx, js, jetstream.KeyValueConfig{
-		Bucket: ClaimBucket, Description: "Steward permit claims: first create wins", History: 1, Replicas: max(replicas, 1),
-	})
-}
 
 // Start runs the plane's reactions, and its timers when it has them.
 func (p *Plane) Start(ctx context.Context) error {
@@ -142,12 +145,14 @@ func (p *Plane) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the plane's reactions and timers.
+// Stop stops the plane's reactions and timers, and waits for the calls
+// they made to end and be recorded.
 func (p *Plane) Stop() {
 	for _, s := range p.subs {
 		s.Stop()
 	}
 	p.subs = nil
+	p.calls.Wait()
 }
 
 // Services returns the Connect services the plane serves, built with opts.

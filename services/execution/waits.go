@@ -128,10 +128,10 @@ func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
 	if a == nil {
 		return nil
 	}
-	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && a.ClaimedBy == p.cfg.Worker && (note.Attempt == 0 || a.Attempt == note.Attempt) {
-		// This timer's attempt went out here and the process stopped
-		// during the call: the timer is delivered again, the call is not.
-		return p.lostCall(ctx, note.TaskID, a, c, lostCallReason)
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && (note.Attempt == 0 || a.Attempt == note.Attempt) {
+		// This timer's attempt went out and its worker stopped during the
+		// call: the timer is delivered again, the call is not (see hold).
+		return p.hold(ctx, note.TaskID, a, c)
 	}
 	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 		return nil

@@ -49,14 +49,15 @@ type Server struct {
 	Mode       string // "dev" or "serve"
 	Addr       string
 	DataDir    string
-	NATSListen string // dev: also serve the embedded NATS here
-	NATSURL    string // serve: the external NATS
-	ToolsFile  string // execution: tool contracts to register at start
-	PolicyDir  string // governance: Rego bundle directory, watched for changes
-	Sandbox    string // execution: root for the file.write built-in tool
-	Worker     string // execution: this worker's name in claims
-	Plane      string // serve: which plane
-	Replicas   int    // serve: replicas of the streams when this process creates them
+	NATSListen string        // dev: also serve the embedded NATS here
+	NATSURL    string        // serve: the external NATS
+	ToolsFile  string        // execution: tool contracts to register at start
+	PolicyDir  string        // governance: Rego bundle directory, watched for changes
+	Sandbox    string        // execution: root for the file.write built-in tool
+	Worker     string        // execution: this worker's name in claims
+	Lease      time.Duration // execution: how long a silent worker keeps what it holds
+	Plane      string        // serve: which plane
+	Replicas   int           // serve: replicas of the streams when this process creates them
 	LogLevel   string
 	AuthFile   string // bearer tokens; without it, callers are trusted by header and hold no roles
 	// governance: Ed25519 key that signs task credentials (see
@@ -96,7 +97,8 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start (execution plane)")
 	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
-	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims; a worker finishes only its own claims, so keep it stable across restarts (default: dev-HOST in dev, HOST-PID in serve)")
+	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims, unique among live workers; a restart under the same name takes up its work at once, under another after --lease (default: dev-HOST in dev, HOST-PID in serve)")
+	fs.DurationVar(&m.Lease, "lease", execution.DefaultLease, "how long an execution worker may go silent (no claim, dispatch or heartbeat on the log) holding an action before any live worker takes it over: a claim is dispatched, a call's outcome recorded unknown and reconciled (execution plane; `DURATION`, at least 1s)")
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
@@ -144,6 +146,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	}
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
+	}
+	if m.Lease < time.Second {
+		return fmt.Errorf("--lease: %s is under 1s: heartbeats come every third of it, and clocks must agree well within it", m.Lease)
 	}
 	if m.CredentialTTL < credential.MinTTL || m.CredentialTTL > credential.MaxTTL {
 		return fmt.Errorf("--credential-ttl: %s is outside %s–%s", m.CredentialTTL, credential.MinTTL, credential.MaxTTL)

@@ -121,10 +121,6 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 }
 
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
-	claims, err := execution.OpenClaims(ctx, js, m.Replicas)
-	if err != nil {
-		return nil, err
-	}
 	toolKV, err := action.OpenBucket(ctx, js, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
 	if err != nil {
 		return nil, err
@@ -143,8 +139,9 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	worker := m.Worker
 	if worker == "" {
 		// dev is one process over its own data: a name that survives a
-		// restart lets it finish what it had claimed before. Services run
-		// several workers per host, so each process names itself.
+		// restart lets it take up what it held at once, not after the
+		// lease. Services run several workers per host, so each process
+		// names itself.
 		host, _ := os.Hostname()
 		worker = "dev-" + host
 		if m.Mode == "serve" {
@@ -152,7 +149,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		}
 	}
 	p, err := execution.New(log, m.logger, execution.Config{
-		Tools: tools, Requests: requests, Results: results, Claims: claims, Worker: worker, Timers: timers,
+		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
 	if err != nil {

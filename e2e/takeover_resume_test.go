@@ -1,0 +1,74 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// TestResumeIsNotHeldUpByACallInFlight: a permit issued while its task
+// was paused runs soon after the resume, even while another action's call
+// is still at the tool. The resume takes up every action it finds left;
+// one that is held (a call in flight, here or under another worker's
+// lease) must not keep it from the others.
+func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
+	held := startHeldTool(t)
+	wire := startRecordingTool(t, nil)
+	dir := t.TempDir()
+	tools := fmt.Sprintf(`{"tools": [
+	  {"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	   "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}},
+	  {"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}}
+	]}`, held.URL+"/call", held.URL+"/status", wire.URL+"/call", wire.URL+"/status")
+	tokens := fmt.Sprintf(`{"tokens": [
+	  {"token": %q, "principal": "agent:summariser", "roles": []},
+	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]}
+	]}`, agentToken, approverToken)
+	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
+	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	ctx := context.Background()
+
+	k := contract()
+	k.AllowedTools = []string{"held", "wire"}
+	k.AuthorizerRef = "user:bo"
+	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "resume-in-flight", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, agent.clients, taskID)
+
+	propose(t, agent, taskID, "held", "held", map[string]any{"item": "x"})
+	select {
+	case <-held.arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the held call never reached the tool")
+	}
+	w := propose(t, agent, taskID, "wire", "wire", map[string]any{"amount": 100})
+	_, a := waitAction(t, agent.clients, taskID, w.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	if _, err := agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: taskID, Reason: "hold on"})); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_PAUSED)
+	if _, err := approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
+	})); err != nil {
+		t.Fatal(err)
+	}
+	waitAction(t, agent.clients, taskID, w.ActionId, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	resumed := time.Now()
+	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"})); err != nil {
+		t.Fatal(err)
+	}
+	done := eventuallyAction(t, agent.clients, taskID, "wire", 15*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	t.Logf("the permit issued during the pause ran %s after the resume, with the held call still in flight", time.Since(resumed).Round(time.Millisecond))
+	if calls, _, work := wire.record(done.OpKey); calls != 1 || work != 1 {
+		t.Errorf("%d calls, work done %d times; want 1 and 1", calls, work)
+	}
+}

@@ -1,0 +1,342 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/cmd/steward/app"
+	"github.com/steward-run/steward/pkg/crashpoint"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+// takeoverBound is how long after a restart under another worker name a
+// claimed action may take to complete (issue 11: "within 10 s").
+const takeoverBound = 10 * time.Second
+
+// TestTakeoverAfterClaimUnderNewWorkerName: worker w1 records its claim
+// and dies before it records the dispatch; the binary comes back over the
+// same data as w2, which no claim names. The claim is not stranded: within
+// 10 s of the restart w2 dispatches it and the action succeeds, with one
+// execution at the tool, and the ledger shows the claim by w1 and the
+// dispatch by w2.
+func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
+	tool := startRecordingTool(t, nil)
+	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", recordingToolsFile(tool, "30s"))}
+	data := t.TempDir()
+
+	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterClaim}, append(flags, "--worker=w1")...)
+	r := &crashRun{c: newClients(p.url)}
+	r.taskID = takeoverTask(t, r.c, r.c, "takeover-after-claim")
+	r.propose(t, "step", "put")
+	waitCrash(t, p, crashpoint.AfterClaim, r.lastErr)
+
+	restart := time.Now()
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, append(flags, "--worker=w2")...)
+	r.c = newClients(p.url)
+	a := eventuallyAction(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	t.Logf("the action succeeded %s after the restart", time.Since(restart).Round(time.Millisecond))
+
+	calls, keys, work := tool.record(a.OpKey)
+	if calls != 1 || work != 1 {
+		t.Errorf("the tool got %d calls (keys %v) and did the work %d times; want one call, worked once", calls, keys, work)
+	}
+	history, _ := settledHistory(t, r.c, r.taskID)
+	if got := claimsOf(history, a.ActionId); len(got) != 1 || got[0] != "w1" {
+		t.Errorf("claims of the action by %v; want one, by w1", got)
+	}
+	if got := dispatchesOf(history, a.ActionId); len(got) != 1 || got[0] != "w2" {
+		t.Errorf("dispatches of the action by %v; want one, by w2", got)
+	}
+	if a.SettledBy != "" || hasUnknownOutcome(history, a.ActionId) {
+		t.Errorf("the action was settled by %q; a claim never dispatched has no unknown outcome to settle", a.SettledBy)
+	}
+	verifyChain(t, r.c, r.taskID, len(history))
+}
+
+// takeoverLease is the lease the two workers of
+// TestTakeoverWhenAWorkerDiesMidCall hold their actions under.
+const takeoverLease = 3 * time.Second
+
+// TestTakeoverWhenAWorkerDiesMidCall runs the planes as separate
+// processes over one NATS, with two execution workers sharing the permits.
+// The tool holds the call open. The worker that dispatched it is killed
+// with SIGKILL mid-call; within the lease plus 10 s the other worker
+// records the outcome as unknown, naming the silent worker, and never
+// calls again: the tool's status query — "in progress" until the work is
+// done, then the result — settles the action as succeeded. The tool got
+// one request for the op_key.
+func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
+	tool := startHeldTool(t)
+	bus := stewardtest.StartBus(t)
+	urls := map[string]string{}
+	for _, plane := range []string{"control", "governance", "state"} {
+		urls[plane] = startServePlane(t, bus.Server.ClientURL(), plane)
+	}
+	tools := writeFile(t, t.TempDir(), "tools.json", heldToolsFile(tool))
+	workers := map[string]*proc{}
+	for _, name := range []string{"wa", "wb"} {
+		workers[name] = startCommand(t, nil, "serve", "--plane=execution", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0",
+			"--log-level", "warn", "--sandbox", t.TempDir(), "--tools", tools, "--worker", name, "--lease", takeoverLease.String())
+	}
+	control, state := newClients(urls["control"]), newClients(urls["state"])
+	r := &crashRun{c: control}
+	r.taskID = takeoverTask(t, control, state, "takeover-mid-call")
+	a := r.propose(t, "held", "held")
+	if a == nil {
+		t.Fatal(r.lastErr)
+	}
+	var key string
+	select {
+	case key = <-tool.arrived:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the call never reached the tool")
+	}
+
+	// The worker that made the call is the one to kill.
+	var dispatcher string
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		got := dispatchesOf(replayTask(t, state, r.taskID), a.ActionId)
+		if len(got) == 1 {
+			dispatcher = got[0]
+		}
+		return len(got) == 1, fmt.Sprintf("dispatches by %v", got)
+	})
+	survivor := "wa"
+	if dispatcher == "wa" {
+		survivor = "wb"
+	} else if dispatcher != "wb" {
+		t.Fatalf("the call was dispatched by %q, which is neither worker", dispatcher)
+	}
+	killed := time.Now()
+	workers[dispatcher].kill()
+
+	// The other worker calls it unknown, within the lease plus 10 s.
+	var unknown *stewardv1.EventRecord
+	stewardtest.Eventually(t, takeoverLease+10*time.Second, func() (bool, string) {
+		unknown = unknownOutcome(replayTask(t, state, r.taskID), a.ActionId)
+		return unknown != nil, fmt.Sprintf("no unknown outcome %s after %s was killed", time.Since(killed).Round(time.Millisecond), dispatcher)
+	})
+	t.Logf("%s recorded the outcome unknown %s after %s was killed (lease %s): %q", unknown.Event.GetActor().GetPrincipal(),
+		unknown.Event.Time.AsTime().Sub(killed).Round(time.Millisecond), dispatcher, takeoverLease, unknown.Event.GetActionOutcomeRecorded().GetOutcome().GetReason())
+	if by := unknown.Event.GetActor().GetPrincipal(); by != survivor {
+		t.Errorf("the unknown outcome was recorded by %q; want the surviving worker %s", by, survivor)
+	}
+	if reason := unknown.Event.GetActionOutcomeRecorded().GetOutcome().GetReason(); !strings.Contains(reason, dispatcher) {
+		t.Errorf("the outcome is unknown because %q; want the reason to name the silent worker %s", reason, dispatcher)
+	}
+
+	// The work finishes at the tool; its status query settles the action.
+	tool.finish()
+	settled := eventuallyAction(t, state, r.taskID, "held", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	t.Logf("settled by %q %s after the kill", settled.SettledBy, time.Since(killed).Round(time.Millisecond))
+	if settled.SettledBy != statusQuerySettler {
+		t.Errorf("the action was settled by %q; want %q", settled.SettledBy, statusQuerySettler)
+	}
+	if settled.OpKey != key {
+		t.Errorf("the tool was called with op_key %s; the action's is %s", key, settled.OpKey)
+	}
+	if n := tool.postsFor(key); n != 1 {
+		t.Errorf("the tool got %d requests for the op_key; want 1 (a lost call is asked about, never repeated)", n)
+	}
+	if n := tool.asksFor(key); n < 1 {
+		t.Errorf("the status query was asked %d times; want at least once", n)
+	}
+	history := replayTask(t, state, r.taskID)
+	if got := dispatchesOf(history, a.ActionId); len(got) != 1 {
+		t.Errorf("dispatches by %v; want exactly one, by %s", got, dispatcher)
+	}
+	verifyChain(t, state, r.taskID, len(history))
+}
+
+// startServePlane runs one plane as `steward serve` in this process over
+// natsURL and returns its URL: the planes this test does not kill.
+func startServePlane(t *testing.T, natsURL, plane string) string {
+	t.Helper()
+	m := app.NewServer(io.Discard, &testWriter{t: t})
+	flags := []string{"--plane", plane, "--nats", natsURL, "--addr", "127.0.0.1:0", "--log-level", "warn"}
+	if plane == "governance" {
+		flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
+	}
+	if err := m.ParseFlags("serve", flags); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatalf("%s: %v", plane, err)
+	}
+	t.Cleanup(m.Close)
+	return m.URL()
+}
+
+// takeoverTask creates a task that may use put and held through control,
+// and waits until state serves it running.
+func takeoverTask(t *testing.T, control, state clients, requestID string) string {
+	t.Helper()
+	k := contract()
+	k.AllowedTools = []string{"put", "held"}
+	resp, err := control.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, state, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	return id
+}
+
+// eventuallyAction waits up to within for the task's action proposalID to
+// reach want, and returns it.
+func eventuallyAction(t *testing.T, c clients, taskID, proposalID string, within time.Duration, want stewardv1.ActionStatus) *stewardv1.Action {
+	t.Helper()
+	var a *stewardv1.Action
+	stewardtest.Eventually(t, within, func() (bool, string) {
+		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
+		if err != nil {
+			// A restarted binary may still be rebuilding its projection.
+			return false, err.Error()
+		}
+		a = byProposal(resp.Msg.Task, proposalID)
+		return a != nil && a.Status == want, fmt.Sprintf("action %s is not %v:\n%s", proposalID, want, describeActions(resp.Msg.Task))
+	})
+	return a
+}
+
+// claimsOf returns the worker of each ActionClaimed of actionID.
+func claimsOf(history []*stewardv1.EventRecord, actionID string) []string {
+	var by []string
+	for _, rec := range history {
+		if c := rec.Event.GetActionClaimed(); c.GetActionId() == actionID {
+			by = append(by, c.Worker)
+		}
+	}
+	return by
+}
+
+// dispatchesOf returns the worker of each ActionDispatched of actionID.
+func dispatchesOf(history []*stewardv1.EventRecord, actionID string) []string {
+	var by []string
+	for _, rec := range history {
+		if d := rec.Event.GetActionDispatched(); d.GetActionId() == actionID {
+			by = append(by, d.Worker)
+		}
+	}
+	return by
+}
+
+// unknownOutcome returns the first unknown outcome of actionID, or nil.
+func unknownOutcome(history []*stewardv1.EventRecord, actionID string) *stewardv1.EventRecord {
+	for _, rec := range history {
+		o := rec.Event.GetActionOutcomeRecorded()
+		if o.GetActionId() == actionID && o.GetOutcome().GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+			return rec
+		}
+	}
+	return nil
+}
+
+// recordingToolsFile registers rt as put: an idempotent write with a
+// status query.
+func recordingToolsFile(rt *recordingTool, timeout string) string {
+	return fmt.Sprintf(`{"tools": [{"name": "put", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": %q, "http": {"url": %q, "statusUrl": %q}}]}`,
+		timeout, rt.URL+"/call", rt.URL+"/status")
+}
+
+// heldTool is an HTTP tool whose work takes as long as the test says: a
+// call holds its request open until finish (or until the caller goes
+// away; the work goes on without it). Its status query answers
+// not_accepted for a key it never had, in_progress while the work runs,
+// and succeeded with the result once it is done.
+type heldTool struct {
+	*httptest.Server
+	arrived chan string   // the op_key of every call, as it arrives
+	done    chan struct{} // closed by finish
+	once    sync.Once
+
+	mu    sync.Mutex
+	posts map[string]int
+	asks  map[string]int
+}
+
+func startHeldTool(t *testing.T) *heldTool {
+	t.Helper()
+	ht := &heldTool{arrived: make(chan string, 16), done: make(chan struct{}), posts: map[string]int{}, asks: map[string]int{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /call", ht.call)
+	mux.HandleFunc("GET /status", ht.status)
+	ht.Server = httptest.NewServer(mux)
+	t.Cleanup(func() {
+		ht.finish()
+		ht.Close()
+	})
+	return ht
+}
+
+func (ht *heldTool) call(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	key := r.Header.Get("Idempotency-Key")
+	ht.mu.Lock()
+	ht.posts[key]++
+	ht.mu.Unlock()
+	ht.arrived <- key
+	select {
+	case <-ht.done:
+	case <-r.Context().Done():
+		return // the caller is gone; the work is not
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"done": %q}`, key)
+}
+
+func (ht *heldTool) status(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("op_key")
+	ht.mu.Lock()
+	ht.asks[key]++
+	posted := ht.posts[key] > 0
+	ht.mu.Unlock()
+	answer := map[string]any{"state": "not_accepted"}
+	if posted {
+		select {
+		case <-ht.done:
+			answer = map[string]any{"state": "succeeded", "result": map[string]any{"done": key}}
+		default:
+			answer = map[string]any{"state": "in_progress"}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(answer)
+}
+
+// finish ends the work: held calls answer, the status query succeeds.
+func (ht *heldTool) finish() { ht.once.Do(func() { close(ht.done) }) }
+
+func (ht *heldTool) postsFor(key string) int {
+	ht.mu.Lock()
+	defer ht.mu.Unlock()
+	return ht.posts[key]
+}
+
+func (ht *heldTool) asksFor(key string) int {
+	ht.mu.Lock()
+	defer ht.mu.Unlock()
+	return ht.asks[key]
+}
+
+// heldToolsFile registers ht as held: an idempotent write with a status
+// query and a timeout well past the test, so that only the kill ends the
+// call.
+func heldToolsFile(ht *heldTool) string {
+	return fmt.Sprintf(`{"tools": [{"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}}]}`,
+		ht.URL+"/call", ht.URL+"/status")
+}

@@ -1,0 +1,172 @@
+package execution_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
+	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
+
+// process is an execution worker with its own connection to the bus, so
+// that closing the connection is the worker's death as far as the log can
+// tell: no heartbeat, no ack, no outcome.
+type process struct {
+	nc    *nats.Conn
+	plane *execution.Plane
+}
+
+func (b *bed) process(name, consumer string) *process {
+	b.t.Helper()
+	ctx := context.Background()
+	nc, err := b.bus.Server.Connect()
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	log, err := eventlog.Open(ctx, js, eventlog.Config{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	requests, err := action.OpenStore(ctx, js, action.RequestBucket, 1)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	results, err := action.OpenStore(ctx, js, action.ResultBucket, 1)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	timers, err := timer.Open(ctx, js, timer.Config{})
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cfg := b.cfg
+	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, requests, results, timers
+	p, err := execution.New(log, slog.New(slog.NewTextHandler(testWriter{b.t}, &slog.HandlerOptions{Level: slog.LevelError})).With("proc", name), cfg)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := p.Start(ctx); err != nil {
+		b.t.Fatal(err)
+	}
+	return &process{nc: nc, plane: p}
+}
+
+// TestRetryCallOfADeadWorkerIsTakenOverWithinTheLease: two
+// workers on their own consumers (as e2e/race_test.go runs them) both get
+// the timer that ends an action's retry wait. One dispatches attempt 2 and
+// dies mid-call. The other must take the call over within its lease (the
+// issue: "the other worker takes over within the lease time plus 10 s").
+// When the survivor read the action as waiting and lost the dispatch race,
+// attempt() returns nil, the timer is acknowledged, and nothing but the
+// stall mark (15 min) ever comes back to the action.
+//
+// With one action, the survivor is free after the race; it fails when it
+// read the action as waiting (attempt() returns nil on FailedPrecondition
+// and the timer is acked) — a race, so not every run. With two actions due
+// together it fails every run: the survivor's timer consumer handles one
+// timer at a time, and it is itself blocked in the call of the other
+// action, so even a Later redelivery of the dead worker's timer waits for
+// that call to end.
+func TestRetryCallOfADeadWorkerIsTakenOverWithinTheLease(t *testing.T) {
+	t.Run("one action", func(t *testing.T) { retryTakeover(t, 1, false) })
+	t.Run("two actions", func(t *testing.T) { retryTakeover(t, 2, false) })
+	// The binary's setup: one consumer shared by every worker. Each
+	// fired timer goes to one worker; the dead worker's comes back to the
+	// survivor after the ack wait, but the survivor's timer loop is busy
+	// with its own call and pulls nothing until that call ends.
+	t.Run("two actions, shared consumer", func(t *testing.T) { retryTakeover(t, 2, true) })
+}
+
+func retryTakeover(t *testing.T, n int, shared bool) {
+	b := newBed(t, breaker.Config{})
+	release := make(chan struct{})
+	var mu sync.Mutex
+	calls := 0
+	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		select { // the call goes on until the test ends
+		case <-release:
+		case <-r.Context().Done():
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
+	}))
+	t.Cleanup(tool.Close)
+	b.register(&scriptedTool{Server: tool}, "charge", false, func(c *stewardv1.ToolContract) {
+		c.Timeout = durationpb.New(time.Minute)
+	})
+	b.plane.Stop()
+
+	var tasks, actions []string
+	until := time.Now().Add(1500 * time.Millisecond)
+	for i := range n {
+		taskID, actionID := b.permit(fmt.Sprint("t-sep-", i), "charge", "card")
+		// A worker long gone made attempt 1, which failed transiently.
+		b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "old"})
+		b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "old"})
+		b.append(taskID, &stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(until), Reason: "attempt 1 failed: 503"})
+		tasks, actions = append(tasks, taskID), append(actions, actionID)
+	}
+	ca, cb := "execution-wa", "execution-wb"
+	if shared {
+		ca, cb = "execution-shared", "execution-shared"
+	}
+	wa := b.process("wa", ca)
+	wb := b.process("wb", cb)
+	t.Cleanup(wb.plane.Stop)
+	t.Cleanup(func() { close(release) }) // runs first: lets the calls end
+
+	// Every attempt 2 goes out.
+	for i := range n {
+		b.waitAction(tasks[i], actions[i], func(a *stewardv1.Action) bool {
+			return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && a.GetAttempt() == 2
+		})
+	}
+	// wa dies.
+	wa.nc.Close()
+	var mine []int
+	for i := range n {
+		tk, _, _ := task.Load(context.Background(), b.log, tasks[i])
+		if task.FindAction(tk, actions[i]).ClaimedBy == "wa" {
+			mine = append(mine, i)
+		}
+	}
+	t.Logf("wa dispatched attempt 2 of %d of %d actions, then died", len(mine), n)
+	if len(mine) == 0 {
+		t.Skip("wb won every race; run again")
+	}
+	time.Sleep(b.cfg.Lease + 10*time.Second) // the issue's bound: lease + 10 s
+	stuck := 0
+	for _, i := range mine {
+		tk, _, _ := task.Load(context.Background(), b.log, tasks[i])
+		a := task.FindAction(tk, actions[i])
+		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
+			stuck++
+			t.Logf("%s: still dispatched by dead wa, last sign %s ago", actions[i], time.Since(a.UpdatedAt.AsTime()).Round(time.Millisecond))
+		}
+	}
+	if stuck > 0 {
+		t.Fatalf("%d of %d calls of the dead worker still dispatched %s after its lease (%s) ran out: nobody takes them over", stuck, len(mine), 10*time.Second, b.cfg.Lease)
+	}
+}
