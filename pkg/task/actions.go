@@ -22,7 +22,8 @@ import (
 // use (a retry, the re-dispatch after "not accepted", a dispatch after a
 // resume, a permit past its expiry) goes through Revalidating, where
 // governance evaluates the action again and issues a new permit, asks for
-// approval, or denies it (revalidate.go).
+// approval, or denies it (revalidate.go in services/execution and
+// services/governance; docs/permits.md).
 const (
 	proposed         = stewardv1.ActionStatus_ACTION_STATUS_PROPOSED
 	evaluated        = stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
@@ -53,7 +54,7 @@ func MayRun(t *stewardv1.Task, a *stewardv1.Action) bool {
 }
 
 // MayPermit reports whether a of t may receive a permit now. A paused task
-// may hold one (it is claimed on resume); an ended task may not, nor may an
+// may hold one (revalidated on resume); an ended task may not, nor may an
 // action of a compensating task that is not itself a compensation.
 func MayPermit(t *stewardv1.Task, a *stewardv1.Action) bool {
 	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
@@ -207,7 +208,8 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			case a.Permit != nil && pm.PermitId == a.Permit.PermitId:
 				return fmt.Errorf("permit %s was issued before; a new permit has a new id", pm.PermitId)
 			case !MayPermit(t, a):
-				// A paused task may hold a permit; it is claimed on resume.
+				// A paused task may hold a permit; the resume makes it
+				// stale, so it is revalidated before it is claimed.
 				return fmt.Errorf("task is %s", StatusName(t.Status))
 			}
 			return nil
