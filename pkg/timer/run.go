@@ -41,12 +41,17 @@ type Subscription interface{ Stop() }
 const ackWait = 5 * time.Second
 
 // Run runs a durable consumer named consumer over fired timers of the given
-// kinds, handing each to fn, up to handlerSlots at a time, until ctx ends or the
+// kinds, handing each to fn, one at a time (in the order they fired; see
+// Slots), until ctx ends or the
 // subscription is stopped. A kind matches exactly: "execution" does not
 // take "execution.retry". Several processes may share one consumer name
 // (with the same kinds): each fired timer goes to one of them. The consumer
 // survives restarts and picks up timers that fired while nobody ran it.
-func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Handler) (Subscription, error) {
+func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Handler, opts ...RunOption) (Subscription, error) {
+	slots := 1
+	for _, o := range opts {
+		slots = max(o.slots, slots)
+	}
 	if consumer == "" {
 		return nil, errs.Field("consumer", "is empty")
 	}
@@ -82,18 +87,22 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	pulling, stopPulling := context.WithCancel(ctx)
 	s := &subscription{cons: cons, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
-	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn)
+	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
 	return s, nil
 }
+
+// RunOption configures Run.
+type RunOption struct{ slots int }
+
+// Slots lets Run hand up to n fired timers to fn at once, in no particular
+// order. A handler that may run long (a tool call after a retry's wait)
+// would otherwise keep every other timer of the process waiting behind it,
+// another worker's redelivered timer among them.
+func Slots(n int) RunOption { return RunOption{slots: n} }
 
 // pullWait bounds one pull request; an idle consumer asks again this often.
 const pullWait = time.Second
 
-// handlerSlots is how many fired timers one subscription handles at once. A
-// handler may run long (a tool call after a retry's wait): one at a time,
-// it would keep every other timer of the process waiting behind it,
-// another worker's redelivered timer among them.
-const handlerSlots = 8
 
 type subscription struct {
 	cons         jetstream.Consumer
@@ -122,7 +131,7 @@ func (s *subscription) Stop() {
 // handler slot, also keeps a timer from waiting in a buffer behind slow
 // handlers until its ack wait runs out and it goes to another process
 // while still queued.
-func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler) {
+func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler, handlerSlots int) {
 	var running sync.WaitGroup
 	defer close(s.done)
 	defer running.Wait()

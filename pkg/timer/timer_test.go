@@ -463,3 +463,50 @@ func TestFiredTimerReplacesItsSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestSlotsLetALongHandlerNotHoldUpTheRest: with Slots, a timer fires
+// while another's handler is still running; without, it waits its turn.
+func TestSlotsLetALongHandlerNotHoldUpTheRest(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		opts     []timer.RunOption
+		overlaps bool
+	}{{"one at a time", nil, false}, {"two slots", []timer.RunOption{timer.Slots(2)}, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm, _ := open(t)
+			ctx := context.Background()
+			release := make(chan struct{})
+			second := make(chan struct{}, 1)
+			sub, err := tm.Run(ctx, "worker", []string{"k"}, func(_ context.Context, f timer.Fired) error {
+				if f.ID == "long" {
+					<-release
+					return nil
+				}
+				second <- struct{}{}
+				return nil
+			}, tc.opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(sub.Stop)
+			t.Cleanup(func() { close(release) })
+			if err := tm.Set(ctx, "k", "long", time.Now(), nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := tm.Set(ctx, "k", "short", time.Now().Add(500*time.Millisecond), nil); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-second:
+				if !tc.overlaps {
+					t.Error("a timer was handled while another's handler ran")
+				}
+			case <-time.After(4 * time.Second):
+				if tc.overlaps {
+					t.Error("the short timer waited behind the long handler")
+				}
+			}
+		})
+	}
+}

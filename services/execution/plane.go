@@ -113,6 +113,9 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 
 func (p *Plane) now() time.Time { return p.cfg.Now() }
 
+// timerSlots is how many of its timers an execution worker handles at once.
+const timerSlots = 8
+
 // Start runs the plane's reactions, and its timers when it has them.
 func (p *Plane) Start(ctx context.Context) error {
 	reactions := eventlog.Reactions{
@@ -135,7 +138,9 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.subs = append(p.subs, sub)
 	if p.cfg.Timers != nil {
-		tsub, err := p.cfg.Timers.Run(ctx, p.cfg.Consumer+"-timers", []string{timerWait, timerReconcile}, p.fired)
+		// Its timers are handled several at a time: a retry's call runs in
+		// its timer's handler, and must not hold up another's takeover.
+		tsub, err := p.cfg.Timers.Run(ctx, p.cfg.Consumer+"-timers", []string{timerWait, timerReconcile}, p.fired, timer.Slots(timerSlots))
 		if err != nil {
 			p.Stop()
 			return err
