@@ -103,7 +103,6 @@ func Slots(n int) RunOption { return RunOption{slots: n} }
 // pullWait bounds one pull request; an idle consumer asks again this often.
 const pullWait = time.Second
 
-
 type subscription struct {
 	cons         jetstream.Consumer
 	pulling      context.Context // ends on Stop or when Run's ctx ends
