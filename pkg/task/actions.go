@@ -151,6 +151,10 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				a.Approval.Withdrawn = true
 			}
 			a.Outcome = &stewardv1.Outcome{Status: denied, Reason: joinReasons(d.Reasons), FinishedAt: ev.Time, Attempt: a.Attempt, CostMicros: d.CostMicros}
+			if mayHaveWorked(a) {
+				to = unknown
+				a.Outcome.Status, a.Outcome.FailureClass, a.Outcome.Reason = unknown, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN, stoppedAfterCalls("denied", a, a.Outcome.Reason)
+			}
 			clearWait(a)
 			if d.CostMicros > 0 {
 				spend(t, 0, d.CostMicros, "")
@@ -191,6 +195,11 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			a.Approval.Decision, a.Approval.DecidedBy, a.Approval.Comment, a.Approval.DecidedAt = d.Decision, d.DecidedBy, d.Comment, ev.Time
 			if to == rejected {
 				a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "rejected by " + d.DecidedBy + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
+				if mayHaveWorked(a) {
+					to = unknown
+					a.Outcome.Status, a.Outcome.FailureClass, a.Outcome.Attempt = unknown, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN, a.Attempt
+					a.Outcome.Reason = stoppedAfterCalls("rejected", a, a.Outcome.Reason)
+				}
 			}
 		}
 
@@ -355,7 +364,10 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		// Attempt, op_key, Redispatched and who claimed it stay: the next
 		// dispatch, under a new permit, is the next attempt of the same
 		// call.
-		apply = func(a *stewardv1.Action) { clearWait(a) }
+		apply = func(a *stewardv1.Action) {
+			clearWait(a)
+			a.LastRevalidation, a.RevalidatedAt = r.Reason, ev.Time
+		}
 
 	case *stewardv1.Event_ActionHeartbeat:
 		id, from = p.ActionHeartbeat.ActionId, []stewardv1.ActionStatus{dispatched}
@@ -438,6 +450,24 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		}
 		followLedger(t)
 	}, true, nil
+}
+
+// mayHaveWorked reports whether a call already made for a may have done
+// the work: it was dispatched, and its tool is not a read, and what came
+// of its last attempt is not known (a settled "not accepted" says it did
+// nothing). Such an action stopped by a denial or a rejection on
+// revalidation is unknown, not denied: the work may be done, and is
+// settled — by the status query or a person — never guessed.
+func mayHaveWorked(a *stewardv1.Action) bool {
+	notAccepted := a.Redispatched && a.SettledBy != "" && a.Outcome.GetAttempt() == a.Attempt
+	return a.Attempt > 0 && a.EffectClass != stewardv1.EffectClass_EFFECT_CLASS_READ && !notAccepted
+}
+
+// stoppedAfterCalls is the reason of an action stopped (denied, rejected)
+// after calls that may have done the work.
+func stoppedAfterCalls(how string, a *stewardv1.Action, why string) string {
+	return fmt.Sprintf("%s before attempt %d (%s), but attempt %d may have done the work: its outcome is settled by the status query or SettleAction, and the call is not made again",
+		how, a.Attempt+1, why, a.Attempt)
 }
 
 // approvalStands reports whether a revalidated action's snapshot lets a

@@ -23,10 +23,11 @@ func (p *Plane) reactions() eventlog.Reactions {
 		event.TypeBudgetReleased: p.passOn,
 	}
 	// Every event that may end a task, or close an action still out when
-	// it ended (an outcome or a settlement): a sub-task's end gives back to
-	// its parent what it did not spend.
+	// it ended (an outcome, a settlement, a denial on revalidation with the
+	// cost of the calls made): a sub-task's end gives back to its parent
+	// what it did not spend.
 	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced,
-		event.TypeActionOutcome, event.TypeActionSettled} {
+		event.TypeActionOutcome, event.TypeActionSettled, event.TypeActionDenied} {
 		r[typ] = both(r[typ], p.release)
 	}
 	if p.tools != nil && p.requests != nil {

@@ -38,6 +38,7 @@ func (p *Plane) claim(ctx context.Context, taskID string, permit *stewardv1.Acti
 		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
 		CausationID:   c.id,
 		CorrelationID: c.correlation,
+		Time:          p.now(),
 	}, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: permit.PermitId, Worker: p.cfg.Worker})
 	if err != nil {
 		return false, err

@@ -489,6 +489,8 @@ func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payloa
 		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
 		CausationID:   c.id,
 		CorrelationID: c.correlation,
+		// The plane's clock, which leases and expiries are read against.
+		Time: p.now(),
 	}, payload)
 	if err != nil {
 		return err

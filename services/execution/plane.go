@@ -125,6 +125,10 @@ func (p *Plane) Start(ctx context.Context) error {
 		event.TypeActionWaiting: p.armWait,
 		event.TypeActionSettled: p.armWait,
 		event.TypeActionOutcome: p.reconcileOutcome,
+		// A denial or rejection after calls that may have done the work
+		// leaves the action unknown: settled like any other.
+		event.TypeActionDenied:    p.reconcileStopped,
+		event.TypeApprovalDecided: p.reconcileStopped,
 		// What a silent worker left behind.
 		event.TypeTaskStalled: p.takeOver,
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // A permit is used for one dispatch, and only while it is fresh. Before a
@@ -53,6 +54,11 @@ func (p *Plane) revalidate(ctx context.Context, taskID string, a *stewardv1.Acti
 		return true, nil
 	}
 	old := a.Permit.GetPermitId()
+	if wait := p.arrivedExpired(a, reason); wait > 0 {
+		p.logger.Error("permit arrived already expired, just after an expired permit was revalidated: governance's clock and this worker's disagree by more than --permit-ttl; not revalidated again until then (fix the clocks, or pause and resume the task)",
+			"task", taskID, "action", a.ActionId, "permit", old, "issued_at", a.Permit.GetIssuedAt().AsTime(), "expires_at", a.Permit.GetExpiresAt().AsTime(), "now", p.now())
+		return false, errs.Later(wait, "permit %s arrived expired", old)
+	}
 	p.logger.Info("permit not used: revalidating", "task", taskID, "action", a.ActionId, "permit", old, "reason", reason, "detail", detail)
 	err = p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionRevalidating, old), c,
 		&stewardv1.ActionRevalidating{ActionId: a.ActionId, PermitId: old, Reason: reason, Detail: detail})
@@ -60,6 +66,39 @@ func (p *Plane) revalidate(ctx context.Context, taskID string, a *stewardv1.Acti
 		return false, nil // another worker got there first, or the task stopped
 	}
 	return false, err
+}
+
+// arrivedExpired says how long to hold off revalidating a's permit for its
+// expiry, when the permit was issued in answer to an expiry and is expired
+// already: clocks that disagree by more than the permit's TTL would make
+// every new permit expire on arrival, and revalidation loop without end.
+// It holds off for one TTL from the last revalidation, by this clock.
+func (p *Plane) arrivedExpired(a *stewardv1.Action, reason stewardv1.RevalidationReason) time.Duration {
+	pm := a.Permit
+	if reason != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED || a.LastRevalidation != reason || a.RevalidatedAt == nil || pm.GetExpiresAt() == nil {
+		return 0
+	}
+	ttl := pm.ExpiresAt.AsTime().Sub(pm.GetIssuedAt().AsTime())
+	return a.RevalidatedAt.AsTime().Add(ttl).Sub(p.now())
+}
+
+// reconcileStopped reacts to a denial or a rejection that left an action
+// unknown (calls made may have done the work; see the fold's
+// mayHaveWorked) by settling it as any unknown outcome is.
+func (p *Plane) reconcileStopped(ctx context.Context, rec *stewardv1.EventRecord) error {
+	id := rec.Event.GetActionDenied().GetActionId()
+	if d := rec.Event.GetApprovalDecided(); d != nil {
+		id = d.ActionId
+	}
+	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	if err != nil {
+		return err
+	}
+	a := task.FindAction(t, id)
+	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		return nil
+	}
+	return p.reconcile(ctx, rec.Event.TaskId, id, a.Attempt, 0, causeOf(rec.Event))
 }
 
 // firstUse is what a retry's max_elapsed and a tool's key retention are

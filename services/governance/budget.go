@@ -25,6 +25,9 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 	if o := rec.Event.GetActionOutcomeRecorded(); o != nil && o.GetOutcome().GetCostMicros() == 0 {
 		return nil // nothing spent
 	}
+	if d := rec.Event.GetActionDenied(); d != nil && d.GetCostMicros() == 0 {
+		return nil
+	}
 	taskID := rec.Event.TaskId
 	for range len(BudgetThresholds) * 16 { // bounded: every pass records one alert
 		var alert *stewardv1.BudgetAlerted

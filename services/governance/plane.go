@@ -135,6 +135,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		// The budget guard.
 		event.TypeBudgetConsumed: p.guardBudget,
 		event.TypeActionOutcome:  p.guardBudget,
+		event.TypeActionDenied:   p.guardBudget, // on revalidation, with the calls' cost
 		event.TypeBudgetRaised:   p.guardBudget,
 		// Credentials.
 		event.TypeTaskCreated:       p.issueOnCreate,

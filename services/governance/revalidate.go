@@ -9,8 +9,11 @@ import (
 )
 
 // revalidationRound names the evaluation round of a revalidation: one per
-// permit that was not used.
-func revalidationRound(oldPermit string) string { return "revalidate-" + oldPermit }
+// permit that was not used and bundle revision, so that a snapshot
+// recorded before a crash is not acted on under a bundle replaced since.
+func revalidationRound(oldPermit, revision string) string {
+	return "revalidate-" + oldPermit + "@" + revision
+}
 
 // revalidate reacts to an action whose permit will not be used as it is (a
 // resume, a retry, the re-dispatch after "not accepted", an expired
@@ -25,7 +28,7 @@ func revalidationRound(oldPermit string) string { return "revalidate-" + oldPerm
 func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord) error {
 	r := rec.Event.GetActionRevalidating()
 	taskID := rec.Event.TaskId
-	round := revalidationRound(r.PermitId)
+	round := revalidationRound(r.PermitId, p.engine.Revision())
 	t, err := p.evaluate(ctx, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec.Event)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged any more (its stored request or its

@@ -394,6 +394,67 @@ func (ApprovalDecision) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_action_proto_rawDescGZIP(), []int{5}
 }
 
+// RevalidationReason says why a permit is checked again before it is used.
+type RevalidationReason int32
+
+const (
+	RevalidationReason_REVALIDATION_REASON_UNSPECIFIED RevalidationReason = 0
+	// The task was resumed after the permit was issued.
+	RevalidationReason_REVALIDATION_REASON_RESUME RevalidationReason = 1
+	// A retry after a transient failure.
+	RevalidationReason_REVALIDATION_REASON_RETRY RevalidationReason = 2
+	// The one re-dispatch after an unknown outcome was settled as "not
+	// accepted".
+	RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED RevalidationReason = 3
+	// The permit's expiry has passed.
+	RevalidationReason_REVALIDATION_REASON_EXPIRED RevalidationReason = 4
+)
+
+// Enum value maps for RevalidationReason.
+var (
+	RevalidationReason_name = map[int32]string{
+		0: "REVALIDATION_REASON_UNSPECIFIED",
+		1: "REVALIDATION_REASON_RESUME",
+		2: "REVALIDATION_REASON_RETRY",
+		3: "REVALIDATION_REASON_NOT_ACCEPTED",
+		4: "REVALIDATION_REASON_EXPIRED",
+	}
+	RevalidationReason_value = map[string]int32{
+		"REVALIDATION_REASON_UNSPECIFIED":  0,
+		"REVALIDATION_REASON_RESUME":       1,
+		"REVALIDATION_REASON_RETRY":        2,
+		"REVALIDATION_REASON_NOT_ACCEPTED": 3,
+		"REVALIDATION_REASON_EXPIRED":      4,
+	}
+)
+
+func (x RevalidationReason) Enum() *RevalidationReason {
+	p := new(RevalidationReason)
+	*p = x
+	return p
+}
+
+func (x RevalidationReason) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (RevalidationReason) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_action_proto_enumTypes[6].Descriptor()
+}
+
+func (RevalidationReason) Type() protoreflect.EnumType {
+	return &file_steward_v1_action_proto_enumTypes[6]
+}
+
+func (x RevalidationReason) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use RevalidationReason.Descriptor instead.
+func (RevalidationReason) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{6}
+}
+
 // PolicySnapshot is the result of one policy evaluation.
 type PolicySnapshot struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -972,11 +1033,16 @@ type Action struct {
 	// under, and a new permit clears the mark.
 	PermitStale bool `protobuf:"varint,31,opt,name=permit_stale,json=permitStale,proto3" json:"permit_stale,omitempty"`
 	// When the first dispatch was recorded: what a retry's max_elapsed and a
-	// tool's key retention are measured from. Unset on old ledgers, which
-	// measure from the permit.
+	// tool's key retention are measured from.
 	FirstDispatchedAt *timestamppb.Timestamp `protobuf:"bytes,32,opt,name=first_dispatched_at,json=firstDispatchedAt,proto3" json:"first_dispatched_at,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Why the action was last revalidated, and when (by the execution
+	// worker's clock): a permit that arrives already expired right after an
+	// expiry's revalidation says the clocks disagree, and is not revalidated
+	// again at once.
+	LastRevalidation RevalidationReason     `protobuf:"varint,33,opt,name=last_revalidation,json=lastRevalidation,proto3,enum=steward.v1.RevalidationReason" json:"last_revalidation,omitempty"`
+	RevalidatedAt    *timestamppb.Timestamp `protobuf:"bytes,34,opt,name=revalidated_at,json=revalidatedAt,proto3" json:"revalidated_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -1233,6 +1299,20 @@ func (x *Action) GetFirstDispatchedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Action) GetLastRevalidation() RevalidationReason {
+	if x != nil {
+		return x.LastRevalidation
+	}
+	return RevalidationReason_REVALIDATION_REASON_UNSPECIFIED
+}
+
+func (x *Action) GetRevalidatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RevalidatedAt
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1301,8 +1381,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
-	"costMicros\"\xc9\n" +
-	"\n" +
+	"costMicros\"\xd9\v\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1346,7 +1425,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0elast_heartbeat\x18\x1d \x01(\v2\x1a.google.protobuf.TimestampR\rlastHeartbeat\x120\n" +
 	"\x14dispatched_permit_id\x18\x1e \x01(\tR\x12dispatchedPermitId\x12!\n" +
 	"\fpermit_stale\x18\x1f \x01(\bR\vpermitStale\x12J\n" +
-	"\x13first_dispatched_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\x11firstDispatchedAt*\xdd\x03\n" +
+	"\x13first_dispatched_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\x11firstDispatchedAt\x12K\n" +
+	"\x11last_revalidation\x18! \x01(\x0e2\x1e.steward.v1.RevalidationReasonR\x10lastRevalidation\x12A\n" +
+	"\x0erevalidated_at\x18\" \x01(\v2\x1a.google.protobuf.TimestampR\rrevalidatedAt*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1388,7 +1469,13 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x10ApprovalDecision\x12!\n" +
 	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1c\n" +
-	"\x18APPROVAL_DECISION_REJECT\x10\x02B\xa3\x01\n" +
+	"\x18APPROVAL_DECISION_REJECT\x10\x02*\xbf\x01\n" +
+	"\x12RevalidationReason\x12#\n" +
+	"\x1fREVALIDATION_REASON_UNSPECIFIED\x10\x00\x12\x1e\n" +
+	"\x1aREVALIDATION_REASON_RESUME\x10\x01\x12\x1d\n" +
+	"\x19REVALIDATION_REASON_RETRY\x10\x02\x12$\n" +
+	" REVALIDATION_REASON_NOT_ACCEPTED\x10\x03\x12\x1f\n" +
+	"\x1bREVALIDATION_REASON_EXPIRED\x10\x04B\xa3\x01\n" +
 	"\x0ecom.steward.v1B\vActionProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1405,7 +1492,7 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 	return file_steward_v1_action_proto_rawDescData
 }
 
-var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 6)
+var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
 var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
 var file_steward_v1_action_proto_goTypes = []any{
 	(ActionStatus)(0),             // 0: steward.v1.ActionStatus
@@ -1414,49 +1501,52 @@ var file_steward_v1_action_proto_goTypes = []any{
 	(WaitKind)(0),                 // 3: steward.v1.WaitKind
 	(SettleState)(0),              // 4: steward.v1.SettleState
 	(ApprovalDecision)(0),         // 5: steward.v1.ApprovalDecision
-	(*PolicySnapshot)(nil),        // 6: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 7: steward.v1.Approval
-	(*ActionPermit)(nil),          // 8: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 9: steward.v1.Outcome
-	(*Action)(nil),                // 10: steward.v1.Action
-	(RiskTier)(0),                 // 11: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(EffectClass)(0),              // 13: steward.v1.EffectClass
-	(DataSensitivity)(0),          // 14: steward.v1.DataSensitivity
-	(*RetryPolicy)(nil),           // 15: steward.v1.RetryPolicy
+	(RevalidationReason)(0),       // 6: steward.v1.RevalidationReason
+	(*PolicySnapshot)(nil),        // 7: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 8: steward.v1.Approval
+	(*ActionPermit)(nil),          // 9: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 10: steward.v1.Outcome
+	(*Action)(nil),                // 11: steward.v1.Action
+	(RiskTier)(0),                 // 12: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(EffectClass)(0),              // 14: steward.v1.EffectClass
+	(DataSensitivity)(0),          // 15: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),           // 16: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	11, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	12, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
-	13, // 3: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	14, // 4: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	12, // 5: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	12, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	13, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	14, // 3: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	15, // 4: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	13, // 5: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 6: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	12, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	12, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	12, // 9: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	13, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	13, // 9: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 10: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
 	2,  // 11: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	12, // 12: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	13, // 13: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	13, // 12: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	14, // 13: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
 	0,  // 14: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	6,  // 15: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	7,  // 16: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	8,  // 17: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	9,  // 18: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	12, // 19: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	12, // 20: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	15, // 21: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	7,  // 15: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	8,  // 16: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	9,  // 17: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	10, // 18: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	13, // 19: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	13, // 20: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	16, // 21: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
 	3,  // 22: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	12, // 23: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	12, // 24: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	12, // 25: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	13, // 23: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	13, // 24: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	13, // 25: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	6,  // 26: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
+	13, // 27: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -1471,7 +1561,7 @@ func file_steward_v1_action_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
-			NumEnums:      6,
+			NumEnums:      7,
 			NumMessages:   5,
 			NumExtensions: 0,
 			NumServices:   0,

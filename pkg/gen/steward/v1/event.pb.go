@@ -23,67 +23,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// RevalidationReason says why a permit is checked again before it is used.
-type RevalidationReason int32
-
-const (
-	RevalidationReason_REVALIDATION_REASON_UNSPECIFIED RevalidationReason = 0
-	// The task was resumed after the permit was issued.
-	RevalidationReason_REVALIDATION_REASON_RESUME RevalidationReason = 1
-	// A retry after a transient failure.
-	RevalidationReason_REVALIDATION_REASON_RETRY RevalidationReason = 2
-	// The one re-dispatch after an unknown outcome was settled as "not
-	// accepted".
-	RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED RevalidationReason = 3
-	// The permit's expiry has passed.
-	RevalidationReason_REVALIDATION_REASON_EXPIRED RevalidationReason = 4
-)
-
-// Enum value maps for RevalidationReason.
-var (
-	RevalidationReason_name = map[int32]string{
-		0: "REVALIDATION_REASON_UNSPECIFIED",
-		1: "REVALIDATION_REASON_RESUME",
-		2: "REVALIDATION_REASON_RETRY",
-		3: "REVALIDATION_REASON_NOT_ACCEPTED",
-		4: "REVALIDATION_REASON_EXPIRED",
-	}
-	RevalidationReason_value = map[string]int32{
-		"REVALIDATION_REASON_UNSPECIFIED":  0,
-		"REVALIDATION_REASON_RESUME":       1,
-		"REVALIDATION_REASON_RETRY":        2,
-		"REVALIDATION_REASON_NOT_ACCEPTED": 3,
-		"REVALIDATION_REASON_EXPIRED":      4,
-	}
-)
-
-func (x RevalidationReason) Enum() *RevalidationReason {
-	p := new(RevalidationReason)
-	*p = x
-	return p
-}
-
-func (x RevalidationReason) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (RevalidationReason) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_event_proto_enumTypes[0].Descriptor()
-}
-
-func (RevalidationReason) Type() protoreflect.EnumType {
-	return &file_steward_v1_event_proto_enumTypes[0]
-}
-
-func (x RevalidationReason) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use RevalidationReason.Descriptor instead.
-func (RevalidationReason) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{0}
-}
-
 // BreakerState is a circuit breaker's state.
 type BreakerState int32
 
@@ -121,11 +60,11 @@ func (x BreakerState) String() string {
 }
 
 func (BreakerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_event_proto_enumTypes[1].Descriptor()
+	return file_steward_v1_event_proto_enumTypes[0].Descriptor()
 }
 
 func (BreakerState) Type() protoreflect.EnumType {
-	return &file_steward_v1_event_proto_enumTypes[1]
+	return &file_steward_v1_event_proto_enumTypes[0]
 }
 
 func (x BreakerState) Number() protoreflect.EnumNumber {
@@ -134,7 +73,7 @@ func (x BreakerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use BreakerState.Descriptor instead.
 func (BreakerState) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{0}
 }
 
 // Event is the envelope of every fact on the log. Each task's events form a
@@ -3423,13 +3362,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x03 \x01(\x03R\n" +
 	"costMicros\x122\n" +
-	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*\xbf\x01\n" +
-	"\x12RevalidationReason\x12#\n" +
-	"\x1fREVALIDATION_REASON_UNSPECIFIED\x10\x00\x12\x1e\n" +
-	"\x1aREVALIDATION_REASON_RESUME\x10\x01\x12\x1d\n" +
-	"\x19REVALIDATION_REASON_RETRY\x10\x02\x12$\n" +
-	" REVALIDATION_REASON_NOT_ACCEPTED\x10\x03\x12\x1f\n" +
-	"\x1bREVALIDATION_REASON_EXPIRED\x10\x04*|\n" +
+	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -3452,63 +3385,63 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 	return file_steward_v1_event_proto_rawDescData
 }
 
-var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_steward_v1_event_proto_goTypes = []any{
-	(RevalidationReason)(0),       // 0: steward.v1.RevalidationReason
-	(BreakerState)(0),             // 1: steward.v1.BreakerState
-	(*Event)(nil),                 // 2: steward.v1.Event
-	(*Actor)(nil),                 // 3: steward.v1.Actor
-	(*TaskCreated)(nil),           // 4: steward.v1.TaskCreated
-	(*TaskStarted)(nil),           // 5: steward.v1.TaskStarted
-	(*TaskPaused)(nil),            // 6: steward.v1.TaskPaused
-	(*TaskResumed)(nil),           // 7: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),         // 8: steward.v1.TaskCancelled
-	(*TaskFailed)(nil),            // 9: steward.v1.TaskFailed
-	(*TaskCompensating)(nil),      // 10: steward.v1.TaskCompensating
-	(*TaskNeedsInput)(nil),        // 11: steward.v1.TaskNeedsInput
-	(*TaskSuspended)(nil),         // 12: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),           // 13: steward.v1.TaskStalled
-	(*ActionProposed)(nil),        // 14: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),       // 15: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),          // 16: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),     // 17: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),       // 18: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),       // 19: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),         // 20: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),      // 21: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil), // 22: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),       // 23: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),         // 24: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),         // 25: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),    // 26: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),       // 27: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),      // 28: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),        // 29: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),         // 30: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),          // 31: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),        // 32: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),        // 33: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 34: steward.v1.EventRecord
-	(*CredentialIssued)(nil),      // 35: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),     // 36: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),     // 37: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),          // 38: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),          // 39: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),          // 40: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),        // 41: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil), // 42: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 43: steward.v1.TaskContract
-	(TaskStatus)(0),               // 44: steward.v1.TaskStatus
-	(SuspendCause)(0),             // 45: steward.v1.SuspendCause
-	(*Action)(nil),                // 46: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 47: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 48: steward.v1.Approval
-	(ApprovalDecision)(0),         // 49: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 50: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 51: steward.v1.Outcome
-	(WaitKind)(0),                 // 52: steward.v1.WaitKind
-	(SettleState)(0),              // 53: steward.v1.SettleState
+	(BreakerState)(0),             // 0: steward.v1.BreakerState
+	(*Event)(nil),                 // 1: steward.v1.Event
+	(*Actor)(nil),                 // 2: steward.v1.Actor
+	(*TaskCreated)(nil),           // 3: steward.v1.TaskCreated
+	(*TaskStarted)(nil),           // 4: steward.v1.TaskStarted
+	(*TaskPaused)(nil),            // 5: steward.v1.TaskPaused
+	(*TaskResumed)(nil),           // 6: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),         // 7: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),            // 8: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),      // 9: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),        // 10: steward.v1.TaskNeedsInput
+	(*TaskSuspended)(nil),         // 11: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),           // 12: steward.v1.TaskStalled
+	(*ActionProposed)(nil),        // 13: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),       // 14: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),          // 15: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),     // 16: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),       // 17: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),       // 18: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),         // 19: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),      // 20: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil), // 21: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),       // 22: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),         // 23: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),         // 24: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),    // 25: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),       // 26: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),      // 27: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),        // 28: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),         // 29: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),          // 30: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),        // 31: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),        // 32: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 33: steward.v1.EventRecord
+	(*CredentialIssued)(nil),      // 34: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),     // 35: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),     // 36: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),          // 37: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),          // 38: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),          // 39: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),        // 40: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 42: steward.v1.TaskContract
+	(TaskStatus)(0),               // 43: steward.v1.TaskStatus
+	(SuspendCause)(0),             // 44: steward.v1.SuspendCause
+	(*Action)(nil),                // 45: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 46: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 47: steward.v1.Approval
+	(ApprovalDecision)(0),         // 48: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 49: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 50: steward.v1.Outcome
+	(WaitKind)(0),                 // 51: steward.v1.WaitKind
+	(SettleState)(0),              // 52: steward.v1.SettleState
+	(RevalidationReason)(0),       // 53: steward.v1.RevalidationReason
 	(*durationpb.Duration)(nil),   // 54: google.protobuf.Duration
 	(*ToolContract)(nil),          // 55: steward.v1.ToolContract
 	(*SignedCredential)(nil),      // 56: steward.v1.SignedCredential
@@ -3516,65 +3449,65 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*CriterionResult)(nil),       // 58: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	42, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
-	3,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
-	4,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
-	5,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
-	6,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
-	7,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
-	8,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
-	9,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
-	10, // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
-	11, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	12, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	13, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	14, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	15, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	16, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	17, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	18, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	19, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	20, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	21, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	22, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	23, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	24, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	25, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	27, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	26, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
-	28, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	29, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	30, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	31, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	33, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	32, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	35, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	36, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	37, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	38, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	39, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	40, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	41, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
-	43, // 39: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	44, // 40: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	45, // 41: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	42, // 42: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	46, // 43: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	47, // 44: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	48, // 45: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	49, // 46: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	50, // 47: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	51, // 48: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	52, // 49: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	42, // 50: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	53, // 51: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	0,  // 52: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	41, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
+	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
+	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
+	5,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
+	6,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
+	7,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
+	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
+	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
+	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
+	11, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	12, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	13, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	14, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	15, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	16, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	17, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	18, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	19, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	20, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	21, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	22, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	23, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	24, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	26, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	25, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	27, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	28, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	29, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	30, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	32, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	31, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	34, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	35, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	36, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	37, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	38, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	39, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	40, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	42, // 39: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	43, // 40: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	44, // 41: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	41, // 42: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	45, // 43: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	46, // 44: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	47, // 45: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	48, // 46: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	49, // 47: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	50, // 48: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	51, // 49: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	41, // 50: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	52, // 51: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	53, // 52: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
 	54, // 53: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	1,  // 54: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	1,  // 55: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	42, // 56: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	0,  // 54: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 55: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	41, // 56: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
 	55, // 57: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	2,  // 58: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	1,  // 58: steward.v1.EventRecord.event:type_name -> steward.v1.Event
 	56, // 59: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
 	56, // 60: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
 	57, // 61: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
@@ -3640,7 +3573,7 @@ func file_steward_v1_event_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
-			NumEnums:      2,
+			NumEnums:      1,
 			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   0,

@@ -1,0 +1,61 @@
+package governance_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// TestADenialsCostIsGuarded: a denial on
+// revalidation now spends the task's budget (ActionDenied.cost_micros),
+// but the budget guard reacts only to reported usage, outcomes and
+// raises. A denial that takes the task to 100 % of its cost limit raises
+// no alert and does not suspend the task.
+func TestADenialsCostIsGuarded(t *testing.T) {
+	e := newCredEnv(t)
+	paid := &stewardv1.ToolContract{Name: "paid", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CostMicrosPerCall: 70}
+	ev, err := event.New(event.Meta{ID: event.ID("tool", "paid", "1")}, &stewardv1.ToolRegistered{Contract: paid})
+	if err == nil {
+		_, err = e.log.Append(context.Background(), eventlog.Head{}, ev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	credTools = append(credTools, paid)
+	t.Cleanup(func() { credTools = credTools[:len(credTools)-1] })
+	e.start(t)
+	c := credContract([]string{"paid"}, nil)
+	c.Budget.MaxCostMicros = 70
+	e.create(t, "t-guard", "agent:a", c)
+	id := e.propose(t, "t-guard", "p1", "paid")
+	first := e.waitAction(t, "t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	cred := e.credentialed(t, "t-guard").Credential
+
+	e.do(t, "t-guard", &stewardv1.ActionClaimed{ActionId: id, PermitId: first.Permit.PermitId, Worker: "w1"})
+	e.do(t, "t-guard", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1", PermitId: first.Permit.PermitId})
+	e.do(t, "t-guard", &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2})
+	e.do(t, "t-guard", &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
+	e.do(t, "t-guard", &stewardv1.ActionRevalidating{ActionId: id, PermitId: first.Permit.PermitId, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY})
+
+	a := e.waitAction(t, "t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	if a.Outcome.CostMicros != 70 {
+		t.Fatalf("denial %v; want the call charged at 70", a.Outcome)
+	}
+	time.Sleep(time.Second)
+	tk, _, err := task.Load(context.Background(), e.log, "t-guard")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.BudgetUsed.GetCostMicros() != 70 || len(tk.BudgetUsed.GetAlerts()) == 0 || tk.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED {
+		t.Fatalf("cost %d of 70, alerts %v, task %s: want the 50/80/100 %% alerts and the task suspended for its spent budget",
+			tk.BudgetUsed.GetCostMicros(), tk.BudgetUsed.GetAlerts(), tk.Status)
+	}
+}
