@@ -136,24 +136,8 @@ func changedSinceApproval(a *stewardv1.Action, revision string) string {
 		return ""
 	case snap.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
 		return "it now denies the action"
-	case !sameRoles(snap.GetRequiredApproverRoles(), a.Approval.GetRequiredRoles()):
+	case !task.SameRoles(snap.GetRequiredApproverRoles(), a.Approval.GetRequiredRoles()):
 		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(a.Approval.GetRequiredRoles(), ", "))
 	}
 	return ""
-}
-
-func sameRoles(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, r := range a {
-		seen[r] = true
-	}
-	for _, r := range b {
-		if !seen[r] {
-			return false
-		}
-	}
-	return true
 }

@@ -92,5 +92,5 @@ func approvalCounts(a *stewardv1.Action) bool {
 		roles = []string{DefaultApproverRole}
 	}
 	return a.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
-		!a.Approval.GetWithdrawn() && sameRoles(roles, a.Approval.GetRequiredRoles())
+		!a.Approval.GetWithdrawn() && task.SameRoles(roles, a.Approval.GetRequiredRoles())
 }
