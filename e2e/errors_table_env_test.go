@@ -291,8 +291,9 @@ func (e *tableEnv) tamper(t *testing.T, taskID string) uint64 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	subject := "steward.task." + taskID
-	last, err := stream.GetLastMsgForSubject(ctx, subject)
+	// A task's events are stored one subject per type; the wildcard
+	// finds its last, whatever its type.
+	last, err := stream.GetLastMsgForSubject(ctx, "steward.task."+taskID+".>")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,12 +301,15 @@ func (e *tableEnv) tamper(t *testing.T, taskID string) uint64 {
 	if err := proto.Unmarshal(last.Data, &ev); err != nil {
 		t.Fatal(err)
 	}
+	if want := "steward.task." + taskID + "." + ev.Type; last.Subject != want {
+		t.Fatalf("the live binary stored a %s event under %s, want %s", ev.Type, last.Subject, want)
+	}
 	ev.Actor = &stewardv1.Actor{Principal: "user:mallory", Plane: "control"}
 	forged, err := proto.Marshal(&ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ack, err := js.Publish(ctx, subject, forged)
+	ack, err := js.Publish(ctx, last.Subject, forged)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ const (
 // stored record. If an event with the same id is already stored — a retried
 // append — it returns that record instead of storing a second one.
 func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stewardv1.EventRecord, error) {
-	subject, err := l.subjectOf(ev)
+	subject, chain, err := l.subjectOf(ev)
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +61,11 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 		Subject: subject,
 		Data:    data,
 		Header: nats.Header{
-			jetstream.MsgIDHeader:               []string{ev.EventId},
-			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(head.Sequence, 10)},
-			HeaderType:                          []string{ev.Type},
+			jetstream.MsgIDHeader: []string{ev.EventId},
+			// The chain's last sequence across all its type subjects.
+			jetstream.ExpectedLastSubjSeqHeader:     []string{strconv.FormatUint(head.Sequence, 10)},
+			jetstream.ExpectedLastSubjSeqSubjHeader: []string{chain},
+			HeaderType:                              []string{ev.Type},
 		},
 	}
 	ack, err := l.js.PublishMsg(ctx, msg)
@@ -76,7 +78,7 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	case errors.As(err, &apiErr) && (apiErr.ErrorCode == jsErrWrongLastSequence || apiErr.ErrorCode == jsErrWrongLastSequenceConstant):
 		// The server checks the sequence before the message id, so a retry
 		// of an append that was stored lands here too: maybe stored.
-		if rec, ferr := l.find(ctx, subject, head.Sequence, ev.EventId); ferr != nil || rec != nil {
+		if rec, ferr := l.find(ctx, chain, head.Sequence, ev.EventId); ferr != nil || rec != nil {
 			return rec, ferr
 		}
 		return nil, ErrConflict
@@ -87,11 +89,11 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	}
 }
 
-// find returns the event with id eventID stored on subject after sequence
-// after, or nil if there is none.
-func (l *Log) find(ctx context.Context, subject string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
+// find returns the event with id eventID stored on chain (a wildcard)
+// after sequence after, or nil if there is none.
+func (l *Log) find(ctx context.Context, chain string, after uint64, eventID string) (*stewardv1.EventRecord, error) {
 	var found *stewardv1.EventRecord
-	err := l.scan(ctx, subject, after+1, func(seq uint64, data []byte) error {
+	err := l.scan(ctx, chain, after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
 		if err == nil && ev.EventId == eventID {
 			found = &stewardv1.EventRecord{Sequence: seq, Event: ev}

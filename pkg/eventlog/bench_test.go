@@ -37,12 +37,13 @@ func BenchmarkAppend(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	rawSubject := l.Subject("raw")
+	rawSubject := l.TaskSubject("raw", raw.Type)
 	// A task of its own per run, so -count runs do not meet each other's
 	// message ids in the duplicate window.
 	taskID := event.RandomID()
 	head := eventlog.Head{}
-	hdrSubject := l.Subject("headers-" + taskID)
+	hdrSubject := l.TaskSubject("headers-"+taskID, raw.Type)
+	hdrChain := l.Subject("headers-" + taskID)
 	var hdrLast uint64
 	var rawLat, hdrLat, appLat []time.Duration
 	i := 0
@@ -56,8 +57,9 @@ func BenchmarkAppend(b *testing.B) {
 
 		start = time.Now()
 		ack, err := bus.JS.PublishMsg(ctx, &nats.Msg{Subject: hdrSubject, Data: rawData, Header: nats.Header{
-			jetstream.MsgIDHeader:               []string{fmt.Sprint("h", taskID, i)},
-			jetstream.ExpectedLastSubjSeqHeader: []string{strconv.FormatUint(hdrLast, 10)},
+			jetstream.MsgIDHeader:                   []string{fmt.Sprint("h", taskID, i)},
+			jetstream.ExpectedLastSubjSeqHeader:     []string{strconv.FormatUint(hdrLast, 10)},
+			jetstream.ExpectedLastSubjSeqSubjHeader: []string{hdrChain},
 		}})
 		if err != nil {
 			b.Fatal(err)

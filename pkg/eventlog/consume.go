@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -29,22 +30,31 @@ type Reactions map[string]Handler
 // Subscription is a running consumer. Stop it when done.
 type Subscription interface{ Stop() }
 
-// React runs a durable consumer named name over all task events and hands
-// each event whose type has a handler to it. The consumer survives
+// React runs a durable consumer named name over the task events of the
+// types r has handlers for — its filter is one subject per type, so the
+// server sends nothing else — and hands each event to its handler. The consumer survives
 // restarts: a plane picks up where it left off. An event that cannot be
 // decoded or fails its hash check is set aside on the dead-letter stream and
 // acknowledged, so it never blocks the consumer. So is an event whose
 // handler fails for good (invalid, not found, failed precondition, corrupt:
 // see Permanent); any other failure is retried with backoff.
 func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription, error) {
+	var filters []string
+	for typ := range r {
+		filters = append(filters, l.TypeFilter(typ))
+	}
+	if len(filters) == 0 {
+		return nil, errs.New(errs.Invalid, "reactions %s react to nothing", name)
+	}
+	slices.Sort(filters)
 	cons, err := l.js.CreateOrUpdateConsumer(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
-		Durable:       name,
-		Description:   "Steward reactions: " + name,
-		FilterSubject: l.cfg.SubjectPrefix + ".>",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ReactionAckWait,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
+		Durable:        name,
+		Description:    "Steward reactions: " + name,
+		FilterSubjects: filters,
+		AckPolicy:      jetstream.AckExplicitPolicy,
+		AckWait:        ReactionAckWait,
+		MaxDeliver:     -1,
+		DeliverPolicy:  jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -203,36 +204,65 @@ func ValidTaskID(id string) bool {
 	return true
 }
 
-// Subject returns the subject that holds taskID's events.
-func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." + taskID }
+// Each event is stored on a subject of its own type under its chain's:
+// steward.task.<task_id>.<type> (and steward.tool.<name>.<type>,
+// steward.service.<key>.<type>), so that a consumer can take only the
+// types it reacts to, and NATS can tell who may publish what. A chain —
+// a task's events, a tool's, a service's — is the wildcard over its
+// types, and appends to it are conditional on its last sequence across
+// all of them.
 
-// ToolSubject returns the subject that holds the registrations of a tool.
-func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + name }
+// Subject returns the wildcard over the subjects that hold taskID's
+// events, one per type.
+func (l *Log) Subject(taskID string) string { return l.cfg.SubjectPrefix + "." + taskID + ".>" }
 
-// ServiceSubject returns the subject that holds a service's events.
-func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "." + key }
+// TaskSubject returns the subject that holds taskID's events of type typ.
+func (l *Log) TaskSubject(taskID, typ string) string {
+	return l.cfg.SubjectPrefix + "." + taskID + "." + typ
+}
 
-// subjectOf returns the subject ev belongs on: its tool's for a tool
-// registration, its service's for a breaker change, its task's for
-// everything else.
-func (l *Log) subjectOf(ev *stewardv1.Event) (string, error) {
-	if b := ev.GetBreakerChanged(); b != nil {
-		if err := CheckServiceKey("service_key", b.ServiceKey); err != nil {
-			return "", err
+// TypeFilter returns the wildcard over every task's events of type typ.
+func (l *Log) TypeFilter(typ string) string { return l.cfg.SubjectPrefix + ".*." + typ }
+
+// ToolSubject returns the wildcard over the subjects that hold the
+// registrations of a tool.
+func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + name + ".>" }
+
+// ServiceSubject returns the wildcard over the subjects that hold a
+// service's events.
+func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "." + key + ".>" }
+
+// subjectOf returns the subject ev belongs on, and the wildcard over its
+// chain: its tool's for a tool registration, its service's for a breaker
+// change, its task's for everything else.
+func (l *Log) subjectOf(ev *stewardv1.Event) (subject, chain string, err error) {
+	// The type is the payload's, which the hash covers, never a label.
+	typ := event.TypeOf(ev)
+	if typ == "" {
+		return "", "", errs.New(errs.Invalid, "event %s has no payload of a known type", errs.Quote(ev.EventId))
+	}
+	var prefix, key string
+	switch {
+	case ev.GetBreakerChanged() != nil:
+		key = ev.GetBreakerChanged().ServiceKey
+		if err := CheckServiceKey("service_key", key); err != nil {
+			return "", "", err
 		}
-		return l.ServiceSubject(b.ServiceKey), nil
-	}
-	if reg := ev.GetToolRegistered(); reg != nil {
-		name := reg.GetContract().GetName()
-		if !ValidTaskID(name) {
-			return "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(name))
+		prefix = l.cfg.ServicePrefix
+	case ev.GetToolRegistered() != nil:
+		key = ev.GetToolRegistered().GetContract().GetName()
+		if !ValidTaskID(key) {
+			return "", "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(key))
 		}
-		return l.ToolSubject(name), nil
+		prefix = l.cfg.ToolPrefix
+	default:
+		key = ev.TaskId
+		if !ValidTaskID(key) {
+			return "", "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
+		}
+		prefix = l.cfg.SubjectPrefix
 	}
-	if !ValidTaskID(ev.TaskId) {
-		return "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
-	}
-	return l.Subject(ev.TaskId), nil
+	return prefix + "." + key + "." + typ, prefix + "." + key + ".>", nil
 }
 
 // ErrInvalidTaskID is returned for a task id that ValidTaskID rejects.

@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -145,7 +146,7 @@ func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Stop()
-	garbage := &nats.Msg{Subject: l.Subject("bad"), Data: []byte("not a protobuf \xff\xff"), Header: nats.Header{eventlog.HeaderType: {event.TypeTaskStarted}}}
+	garbage := &nats.Msg{Subject: l.TaskSubject("bad", event.TypeTaskStarted), Data: []byte("not a protobuf \xff\xff"), Header: nats.Header{eventlog.HeaderType: {event.TypeTaskStarted}}}
 	if _, err := bus.JS.PublishMsg(ctx, garbage); err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
 			break
 		}
 	}
-	if len(dead) != 1 || dead[0].Subject != l.Subject("bad") || dead[0].Reason == "" {
+	if len(dead) != 1 || dead[0].Subject != l.TaskSubject("bad", event.TypeTaskStarted) || dead[0].Reason == "" {
 		t.Fatalf("dead letters = %+v, want the one bad message with a reason", dead)
 	}
 }
@@ -252,7 +253,7 @@ func TestEventUnderAnotherTasksSubjectIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := bus.JS.Publish(ctx, l.Subject("attacker"), data); err != nil {
+	if _, err := bus.JS.Publish(ctx, l.TaskSubject("attacker", event.TypeTaskCreated), data); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := l.Read(ctx, "attacker"); !errs.Is(err, errs.Corrupt) {
@@ -313,5 +314,41 @@ func TestPermanentReactionFailureIsSetAside(t *testing.T) {
 	defer mu.Unlock()
 	if calls != 1 {
 		t.Fatalf("handler ran %d times, want 1", calls)
+	}
+}
+
+// TestEachTypeHasItsSubjectAndOneChain: a task's events are stored on a
+// subject per type, and an append is conditional on the task's last
+// sequence across all of them: one based on a head from before an event of
+// another type is refused.
+func TestEachTypeHasItsSubjectAndOneChain(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	created, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskCreated{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	afterCreated := eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}
+	if _, err := l.Append(ctx, afterCreated, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskStarted{})); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Append(ctx, afterCreated, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskPaused{Reason: "stale"}))
+	if !errors.Is(err, eventlog.ErrConflict) {
+		t.Fatalf("an append on task.paused from before task.started: %v, want a conflict", err)
+	}
+	raws, err := l.ReadRaw(ctx, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var subjects []string
+	for _, r := range raws {
+		subjects = append(subjects, r.Subject)
+	}
+	want := []string{l.TaskSubject("t1", event.TypeTaskCreated), l.TaskSubject("t1", event.TypeTaskStarted)}
+	if !slices.Equal(subjects, want) {
+		t.Fatalf("stored under %v, want %v", subjects, want)
+	}
+	if _, err := l.Read(ctx, "t1"); err != nil {
+		t.Fatalf("the chain across type subjects does not verify: %v", err)
 	}
 }

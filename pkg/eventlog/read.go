@@ -14,7 +14,9 @@ import (
 // Raw is an event exactly as stored, for auditors who check the bytes.
 type Raw struct {
 	Sequence uint64
-	Data     []byte
+	// Subject is where it is stored: its chain's, and its type's.
+	Subject string
+	Data    []byte
 }
 
 // ReadRaw returns every stored event of taskID, unverified, in order. A
@@ -28,8 +30,8 @@ func (l *Log) ReadRaw(ctx context.Context, taskID string) ([]Raw, error) {
 
 func (l *Log) readRaw(ctx context.Context, subject string) ([]Raw, error) {
 	var out []Raw
-	err := l.scan(ctx, subject, 1, func(seq uint64, data []byte) error {
-		out = append(out, Raw{Sequence: seq, Data: data})
+	err := l.scan(ctx, subject, 1, func(seq uint64, subject string, data []byte) error {
+		out = append(out, Raw{Sequence: seq, Subject: subject, Data: data})
 		return nil
 	})
 	return out, err
@@ -65,14 +67,15 @@ func (l *Log) readChain(ctx context.Context, subject string) ([]*stewardv1.Event
 	return l.verify(subject, "", raws)
 }
 
-// verify checks raws as one subject's chain.
+// verify checks raws as one chain, the events stored under subject (a
+// wildcard), each on its own type's subject.
 func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventRecord, error) {
 	chain := event.Chain{TaskID: taskID}
 	out := make([]*stewardv1.EventRecord, 0, len(raws))
 	for _, r := range raws {
 		ev, err := chain.Next(r.Data)
-		if err == nil && subject != l.mustSubjectOf(ev) {
-			err = fmt.Errorf("event %s belongs on %s, not %s", ev.EventId, l.mustSubjectOf(ev), subject)
+		if err == nil && r.Subject != l.mustSubjectOf(ev) {
+			err = fmt.Errorf("event %s belongs on %s, not %s", ev.EventId, l.mustSubjectOf(ev), r.Subject)
 		}
 		if err != nil {
 			return nil, errs.Wrap(errs.Corrupt, err, "%s", subject)
@@ -82,10 +85,10 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 	return out, nil
 }
 
-// scan calls fn for each event stored on subject from stream sequence
-// from on, in order, until fn returns an error. Each step is one direct
-// get of the next message on the subject, answered by any replica.
-func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, data []byte) error) error {
+// scan calls fn for each event stored on subject (a wildcard) from stream
+// sequence from on, in order, until fn returns an error. Each step is one
+// direct get of the next message on the subject, answered by any replica.
+func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
 	for {
 		msg, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
@@ -94,7 +97,7 @@ func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 		}
-		if err := fn(msg.Sequence, msg.Data); err != nil {
+		if err := fn(msg.Sequence, msg.Subject, msg.Data); err != nil {
 			return err
 		}
 		from = msg.Sequence + 1
@@ -109,9 +112,8 @@ func (l *Log) ReadAfter(ctx context.Context, taskID string, after uint64) ([]*st
 	if !ValidTaskID(taskID) {
 		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
-	subject := l.Subject(taskID)
 	var out []*stewardv1.EventRecord
-	err := l.scan(ctx, subject, after+1, func(seq uint64, data []byte) error {
+	err := l.scan(ctx, l.Subject(taskID), after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
 		if err != nil {
 			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
@@ -162,7 +164,7 @@ func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	if want := l.mustSubjectOf(ev); subject != want {
+	if want, _, _ := l.subjectOf(ev); subject != want {
 		return nil, fmt.Errorf("event %s belongs on %s but was stored under %s", ev.EventId, want, subject)
 	}
 	return ev, nil
@@ -171,7 +173,7 @@ func (l *Log) decode(subject string, data []byte) (*stewardv1.Event, error) {
 // mustSubjectOf is subjectOf for events already stored, where an invalid
 // id simply matches no subject.
 func (l *Log) mustSubjectOf(ev *stewardv1.Event) string {
-	s, err := l.subjectOf(ev)
+	s, _, err := l.subjectOf(ev)
 	if err != nil {
 		return "(invalid: " + err.Error() + ")"
 	}
