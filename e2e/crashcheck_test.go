@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 
 	"connectrpc.com/connect"
@@ -213,6 +214,11 @@ func checkHistory(t *testing.T, r *crashRun, tk *stewardv1.Task, history, seen [
 			t.Errorf("sequence %d follows %d", rec.Sequence, prev)
 		}
 		prev = rec.Sequence
+		// Each plane emits only what it owns; the real binary's log, not
+		// only the fold's check, shows it.
+		if plane, owner := rec.Event.GetActor().GetPlane(), event.Owner(rec.Event.Type); plane != owner {
+			t.Errorf("event %s (%s) is recorded by the %q plane; it is the %s plane's", id, rec.Event.Type, plane, owner)
+		}
 		if k := stepKey(rec.Event); k != "" {
 			steps[k]++
 		}

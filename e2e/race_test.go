@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
@@ -217,13 +218,13 @@ func TestRedeliveryAppendsNothingTwice(t *testing.T) {
 func waitTask(t *testing.T, log *eventlog.Log, taskID string, ok func(*stewardv1.Task) bool) *stewardv1.Task {
 	t.Helper()
 	for range 1500 {
-		tk, _, err := task.Load(context.Background(), log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), log, taskID)
 		if err == nil && ok(tk) {
 			return tk
 		}
 		sleepBriefly()
 	}
-	tk, _, _ := task.Load(context.Background(), log, taskID)
+	tk, _, _ := taskstore.Load(context.Background(), log, taskID)
 	statuses := map[string]int{}
 	for _, a := range tk.GetActions() {
 		statuses[a.Status.String()]++

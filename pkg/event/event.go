@@ -202,3 +202,26 @@ func RandomID() string {
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms.
 	return hex.EncodeToString(b[:])
 }
+
+// TypeFor returns the type name of the events whose payload is P, or ""
+// when P is not an event payload.
+func TypeFor[P Payload]() string {
+	var zero P
+	f := payloadFields[zero.ProtoReflect().Descriptor().FullName()]
+	if f == nil {
+		return ""
+	}
+	return typeNames[f.Name()]
+}
+
+// PayloadOf returns ev's payload as a P; ok is false when it is another
+// type's.
+func PayloadOf[P Payload](ev *stewardv1.Event) (p P, ok bool) {
+	m := ev.ProtoReflect()
+	f := m.WhichOneof(payloadOneof)
+	if f == nil {
+		return p, false
+	}
+	p, ok = m.Get(f).Message().Interface().(P)
+	return p, ok
+}

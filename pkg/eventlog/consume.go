@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -23,9 +24,37 @@ import (
 // event twice appends nothing twice.
 type Handler func(ctx context.Context, rec *stewardv1.EventRecord) error
 
-// Reactions maps event types (event.Type…) to handlers. Events of other
-// types are acknowledged once decoded and checked.
-type Reactions map[string]Handler
+// Reaction is a handler of the events of one type: see On and OnRecord.
+type Reaction struct {
+	typ    string
+	handle Handler
+}
+
+// On reacts to the events whose payload is P. P's type is the consumer's
+// filter subject, and fn gets the payload itself: a handler cannot be
+// registered under one type and read another's.
+func On[P event.Payload](fn func(ctx context.Context, rec *stewardv1.EventRecord, p P) error) Reaction {
+	return Reaction{typ: typeFor[P](), handle: func(ctx context.Context, rec *stewardv1.EventRecord) error {
+		p, ok := event.PayloadOf[P](rec.Event)
+		if !ok {
+			return errs.New(errs.Internal, "a %s event came to the reaction to %s", rec.Event.Type, event.TypeFor[P]())
+		}
+		return fn(ctx, rec, p)
+	}}
+}
+
+// OnRecord is On for a handler that reads the record itself, such as one
+// shared by several types.
+func OnRecord[P event.Payload](fn Handler) Reaction { return Reaction{typ: typeFor[P](), handle: fn} }
+
+func typeFor[P event.Payload]() string {
+	typ := event.TypeFor[P]()
+	if typ == "" {
+		var zero P
+		panic(fmt.Sprintf("eventlog: %T is not an event payload", zero))
+	}
+	return typ
+}
 
 // Subscription is a running consumer. Stop it when done.
 type Subscription interface{ Stop() }
@@ -38,10 +67,18 @@ type Subscription interface{ Stop() }
 // acknowledged, so it never blocks the consumer. So is an event whose
 // handler fails for good (invalid, not found, failed precondition, corrupt:
 // see Permanent); any other failure is retried with backoff.
-func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription, error) {
+//
+// Several reactions to one type run in the order given; the first to fail
+// stops the rest, and the event comes again for all of them (each is
+// idempotent).
+func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Subscription, error) {
+	r := map[string][]Handler{}
 	var filters []string
-	for typ := range r {
-		filters = append(filters, l.TypeFilter(typ))
+	for _, x := range reactions {
+		if r[x.typ] == nil {
+			filters = append(filters, l.TypeFilter(x.typ))
+		}
+		r[x.typ] = append(r[x.typ], x.handle)
 	}
 	if len(filters) == 0 {
 		return nil, errs.New(errs.Invalid, "reactions %s react to nothing", name)
@@ -83,10 +120,18 @@ func (l *Log) React(ctx context.Context, name string, r Reactions) (Subscription
 			setAside(err)
 			return
 		}
-		h := r[ev.Type]
-		if h == nil {
+		hs := r[ev.Type]
+		if hs == nil {
 			_ = msg.Ack()
 			return
+		}
+		h := func(ctx context.Context, rec *stewardv1.EventRecord) error {
+			for _, h := range hs {
+				if err := h(ctx, rec); err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 		work := &detached{settle: func(err error) {
 			later, notYet := errs.LaterBy(err)

@@ -20,10 +20,10 @@ func BenchmarkReactionHop(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan *stewardv1.EventRecord, 1)
-	sub, err := l.React(ctx, "hop", eventlog.Reactions{event.TypeTaskPaused: func(_ context.Context, rec *stewardv1.EventRecord) error {
+	sub, err := l.React(ctx, "hop", eventlog.OnRecord[*stewardv1.TaskPaused](func(_ context.Context, rec *stewardv1.EventRecord) error {
 		got <- rec
 		return nil
-	}})
+	}))
 	if err != nil {
 		b.Fatal(err)
 	}

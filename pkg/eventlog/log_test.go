@@ -3,6 +3,7 @@ package eventlog_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -136,12 +137,10 @@ func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	got := make(chan string, 10)
-	sub, err := l.React(ctx, "test", eventlog.Reactions{
-		event.TypeTaskStarted: func(_ context.Context, rec *stewardv1.EventRecord) error {
-			got <- rec.Event.TaskId
-			return nil
-		},
-	})
+	sub, err := l.React(ctx, "test", eventlog.OnRecord[*stewardv1.TaskStarted](func(_ context.Context, rec *stewardv1.EventRecord) error {
+		got <- rec.Event.TaskId
+		return nil
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,18 +184,16 @@ func TestReactionErrorsAreRedelivered(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
 	done := make(chan struct{})
-	sub, err := l.React(ctx, "flaky", eventlog.Reactions{
-		event.TypeTaskStarted: func(context.Context, *stewardv1.EventRecord) error {
-			mu.Lock()
-			defer mu.Unlock()
-			calls++
-			if calls == 1 {
-				return errors.New("not yet")
-			}
-			close(done)
-			return nil
-		},
-	})
+	sub, err := l.React(ctx, "flaky", eventlog.OnRecord[*stewardv1.TaskStarted](func(context.Context, *stewardv1.EventRecord) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls == 1 {
+			return errors.New("not yet")
+		}
+		close(done)
+		return nil
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -277,14 +274,12 @@ func TestPermanentReactionFailureIsSetAside(t *testing.T) {
 	defer cancel()
 	var mu sync.Mutex
 	calls := 0
-	sub, err := l.React(ctx, "strict", eventlog.Reactions{
-		event.TypeTaskStarted: func(context.Context, *stewardv1.EventRecord) error {
-			mu.Lock()
-			calls++
-			mu.Unlock()
-			return errs.New(errs.FailedPrecondition, "never going to work")
-		},
-	})
+	sub, err := l.React(ctx, "strict", eventlog.OnRecord[*stewardv1.TaskStarted](func(context.Context, *stewardv1.EventRecord) error {
+		mu.Lock()
+		calls++
+		mu.Unlock()
+		return errs.New(errs.FailedPrecondition, "never going to work")
+	}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,5 +345,48 @@ func TestEachTypeHasItsSubjectAndOneChain(t *testing.T) {
 	}
 	if _, err := l.Read(ctx, "t1"); err != nil {
 		t.Fatalf("the chain across type subjects does not verify: %v", err)
+	}
+}
+
+// TestReactionsAreTyped: On hands a reaction its payload, and reactions to
+// one type run in the order given; the consumer asks only for their types.
+func TestReactionsAreTyped(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		order = append(order, s)
+		mu.Unlock()
+	}
+	sub, err := l.React(ctx, "typed",
+		eventlog.On(func(_ context.Context, _ *stewardv1.EventRecord, p *stewardv1.TaskPaused) error {
+			note("first:" + p.Reason)
+			return nil
+		}),
+		eventlog.OnRecord[*stewardv1.TaskPaused](func(context.Context, *stewardv1.EventRecord) error {
+			note("second")
+			return nil
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	created, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskCreated{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskPaused{Reason: "why"})); err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Equal(order, []string{"first:why", "second"}), fmt.Sprint(order)
+	})
+	if _, err := l.React(ctx, "none"); !errs.Is(err, errs.Invalid) {
+		t.Errorf("React with no reactions: %v, want invalid", err)
 	}
 }

@@ -38,7 +38,7 @@ func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Eve
 	if err != nil {
 		return Head{}, nil, errs.Wrap(errs.Unavailable, err, "read %s", subject)
 	}
-	ev, err := l.decode(subject, msg.Data)
+	ev, err := l.decode(msg.Subject, msg.Data)
 	if err != nil {
 		return Head{}, nil, errs.Wrap(errs.Corrupt, err, "last event on %s", subject)
 	}

@@ -2,9 +2,12 @@ package stewardtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Eventually polls cond until it holds, and fails tb after within, with
@@ -25,11 +28,12 @@ func Eventually(tb testing.TB, within time.Duration, cond func() (ok bool, state
 	}
 }
 
-// Settle waits until consumer has acknowledged every message on stream:
-// the plane behind it has handled every event so far, and since a
-// reaction's own appends land before its ack, they are on the log too.
-// It reads the ack floor, not NumPending, which the server updates a
-// moment after an append and so can read 0 for an event just stored.
+// Settle waits until consumer has acknowledged every message on stream
+// that its filter takes: the plane behind it has handled every event so
+// far, and since a reaction's own appends land before its ack, they are on
+// the log too. It reads the ack floor against the last message on the
+// filter's subjects, not NumPending, which the server updates a moment
+// after an append and so can read 0 for an event just stored.
 func (b *Bus) Settle(tb testing.TB, stream, consumer string) {
 	tb.Helper()
 	ctx := context.Background()
@@ -42,15 +46,29 @@ func (b *Bus) Settle(tb testing.TB, stream, consumer string) {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		si, err := s.Info(ctx)
-		if err != nil {
-			tb.Fatal(err)
-		}
 		ci, err := cons.Info(ctx)
 		if err != nil {
 			tb.Fatal(err)
 		}
-		return ci.AckFloor.Stream >= si.State.LastSeq && ci.NumAckPending == 0,
+		filters := ci.Config.FilterSubjects
+		if ci.Config.FilterSubject != "" {
+			filters = append(filters, ci.Config.FilterSubject)
+		}
+		if len(filters) == 0 {
+			filters = []string{">"}
+		}
+		var last uint64
+		for _, f := range filters {
+			msg, err := s.GetLastMsgForSubject(ctx, f)
+			if errors.Is(err, jetstream.ErrMsgNotFound) {
+				continue
+			}
+			if err != nil {
+				tb.Fatal(err)
+			}
+			last = max(last, msg.Sequence)
+		}
+		return ci.AckFloor.Stream >= last && ci.NumAckPending == 0,
 			fmt.Sprintf("%s has %d events undelivered, %d unacknowledged", consumer, ci.NumPending, ci.NumAckPending)
 	})
 }

@@ -13,9 +13,11 @@ import (
 	"bytes"
 	"strings"
 
-	"github.com/steward-run/steward/pkg/errs"
-	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Apply folds ev, stored at stream sequence seq, into t. A new task starts
@@ -121,6 +123,10 @@ func step(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err e
 // belongs checks that ev is about t: the first event creates the task, and
 // every later one names it.
 func belongs(t *stewardv1.Task, ev *stewardv1.Event) error {
+	// Each plane emits only the events it owns (event.Owner).
+	if plane, owner := ev.GetActor().GetPlane(), event.Owner(ev.Type); plane != "" && plane != owner {
+		return errs.New(errs.FailedPrecondition, "task %s: a %s event is the %s plane's to record, not the %s plane's", ev.TaskId, ev.Type, owner, plane)
+	}
 	if t.EventCount == 0 {
 		if ev.GetTaskCreated() == nil {
 			return errs.New(errs.FailedPrecondition, "task %s: first event is %s, not %s", ev.TaskId, ev.Type, "task.created")

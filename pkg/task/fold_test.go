@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -110,5 +111,27 @@ func TestFoldKeepsTheContract(t *testing.T) {
 	}
 	if tk.Contract.TaskId != "t1" || tk.Contract.Intent != "i" || tk.RequestId != "r1" {
 		t.Fatalf("task = %v", tk)
+	}
+}
+
+// TestAnEventFromAPlaneThatDoesNotOwnItIsRefused: a permit recorded by
+// the execution plane, or a claim by governance, is not folded.
+func TestAnEventFromAPlaneThatDoesNotOwnItIsRefused(t *testing.T) {
+	tk := &stewardv1.Task{}
+	created, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: "user:a", Plane: event.PlaneControl}}, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: "t1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Apply(tk, created, 1); err != nil {
+		t.Fatal(err)
+	}
+	for _, plane := range []string{event.PlaneExecution, event.PlaneGovernance, "mallory"} {
+		ev, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: "x", Plane: plane}}, &stewardv1.TaskStarted{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := task.Check(tk, ev); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "control plane's to record") {
+			t.Errorf("task.started from %s: %v, want refused as the control plane's", plane, err)
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -149,7 +150,7 @@ func TestArtifactVersions(t *testing.T) {
 			t.Fatalf("step %d: the task returned has no %s", i, s.want)
 		}
 	}
-	tk, _, err := task.Load(ctx, r.log, id)
+	tk, _, err := taskstore.Load(ctx, r.log, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,7 +365,7 @@ func TestConcurrentProducesMakeOneRound(t *testing.T) {
 			t.Errorf("produce %d: round %d", i, rounds[i].Round)
 		}
 	}
-	tk, _, err := task.Load(context.Background(), r.log, id)
+	tk, _, err := taskstore.Load(context.Background(), r.log, id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +482,7 @@ func (r *rig) produce(t *testing.T, taskID, requestID string) (*stewardv1.Task, 
 // events counts taskID's events.
 func (r *rig) events(t *testing.T, taskID string) uint32 {
 	t.Helper()
-	tk, _, err := task.Load(context.Background(), r.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

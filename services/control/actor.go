@@ -6,7 +6,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // mayActFor refuses an authenticated caller who is neither the principal
@@ -23,7 +23,7 @@ func (p *Plane) mayActFor(ctx context.Context, who rpc.Identity, taskID string) 
 	if !who.Verified || !eventlog.ValidTaskID(taskID) {
 		return nil
 	}
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	switch {
 	case errs.Is(err, errs.NotFound):
 		return nil
@@ -39,11 +39,11 @@ func (p *Plane) mayActFor(ctx context.Context, who rpc.Identity, taskID string) 
 // ancestor's, is revoked: a revocation is the operator's emergency stop,
 // and a result handed in after it could still end the task accepted.
 func (p *Plane) notRevoked(ctx context.Context, taskID, what string) error {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
-	why, err := task.Revoked(ctx, p.log, t)
+	why, err := taskstore.Revoked(ctx, p.log, t)
 	if why != "" {
 		return errs.New(errs.FailedPrecondition, "task %s may not %s: %s", taskID, what, why)
 	}

@@ -18,6 +18,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Artifact size limits, by default; WithArtifactLimits changes them.
@@ -54,7 +55,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	id := u.id
 	if id != "" {
 		// A repeat is answered as it was, even after a revocation since.
-		if t, h, err := task.Load(ctx, p.log, req.TaskId); err == nil && h.Has(id) {
+		if t, h, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && h.Has(id) {
 			ev, err := p.commandEvent(ctx, req.TaskId, id)
 			if err != nil {
 				return nil, nil, err

@@ -7,7 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 type eventPayload = event.Payload
@@ -62,7 +62,7 @@ func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	if t, history, err := task.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded resume, whatever the budget says now
 	}
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
@@ -87,8 +87,8 @@ func checkCommand(taskID, requestID, reason string) error {
 	return checkText("request_id", requestID, MaxRequestID, false)
 }
 
-func (p *Plane) apply(ctx context.Context, taskID string, build task.Build) (*stewardv1.Task, error) {
-	return task.Update(ctx, p.log, taskID, build)
+func (p *Plane) apply(ctx context.Context, taskID string, build taskstore.Build) (*stewardv1.Task, error) {
+	return taskstore.Update(ctx, p.log, taskID, build)
 }
 
 func (p *Plane) actor(principal string) *stewardv1.Actor {

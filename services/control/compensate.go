@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // compensationPrefix starts the proposal id of every compensation. With
@@ -32,7 +33,7 @@ const compensationPrefix = "compensate-"
 // is idempotent: the compensation's action id and the final event's id
 // derive from the task, so a redelivery appends nothing twice.
 func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}

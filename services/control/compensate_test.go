@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 const (
@@ -162,7 +163,7 @@ func TestCancelAbandonsCompensation(t *testing.T) {
 	// The compensation under way still ends; nothing new is proposed.
 	r.finish(t, id, undo, succeeded(), nil, time.Now())
 	r.settle(t)
-	tk, _, err := task.Load(ctx, r.log, id)
+	tk, _, err := taskstore.Load(ctx, r.log, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // MaxDelegationDepth is how many hands a task may pass through: a
@@ -44,7 +45,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	parent, _, err := task.Load(ctx, p.log, req.ParentTaskId)
+	parent, _, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -56,7 +57,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		// What a delegation records: its reservation on the parent, then
 		// the sub-task.
 		recorded := func(ctx context.Context) bool {
-			_, h, err := task.Load(ctx, p.log, req.ParentTaskId)
+			_, h, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
 			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || p.exists(childID)(ctx)
 		}
 		u, cerr := p.claimFor(ctx, principal, "DelegateTask", req.ParentTaskId, req.RequestId, req, "", recorded)
@@ -154,7 +155,7 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 	}
 	// A revocation holds for everything delegated below it; governance
 	// would refuse the sub-task's every action, so refuse it now.
-	r, err := task.RevokedAbove(ctx, p.log, parent)
+	r, err := taskstore.RevokedAbove(ctx, p.log, parent)
 	switch {
 	case err != nil:
 		return err

@@ -21,7 +21,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -84,7 +84,7 @@ func (d *delegation) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCr
 
 func (d *delegation) append(t *testing.T, taskID string, p event.Payload) {
 	t.Helper()
-	if _, err := task.Update(context.Background(), d.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := taskstore.Update(context.Background(), d.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "governance"}}, p)
 	}); err != nil {
 		t.Fatal(err)
@@ -93,7 +93,7 @@ func (d *delegation) append(t *testing.T, taskID string, p event.Payload) {
 
 func (d *delegation) load(t *testing.T, taskID string) *stewardv1.Task {
 	t.Helper()
-	tk, _, err := task.Load(context.Background(), d.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), d.log, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

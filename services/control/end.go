@@ -8,6 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // FailTask ends a task as failed. When the contract's recovery policy says
@@ -79,7 +80,7 @@ func (p *Plane) end(ctx context.Context, principal, taskID, id, requestID, reaso
 		// A repeat of a request that moved the task on may be refused by
 		// where it moved the task to: compensating refuses a second fail.
 		// If the request's event is on the log, the repeat succeeded.
-		if t, history, lerr := task.Load(ctx, p.log, taskID); lerr == nil && history.Has(id) {
+		if t, history, lerr := taskstore.Load(ctx, p.log, taskID); lerr == nil && history.Has(id) {
 			return t, nil
 		}
 	}

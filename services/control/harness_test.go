@@ -16,6 +16,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
 )
@@ -172,7 +173,7 @@ func (r *rig) run(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, r
 // dispatch takes a proposed action up to its dispatch.
 func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
 	t.Helper()
-	tk, _, err := task.Load(context.Background(), r.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,8 +208,12 @@ func (r *rig) finish(t *testing.T, taskID, actionID string, o *stewardv1.Outcome
 // append records one event on a task as another plane would.
 func (r *rig) append(t *testing.T, taskID string, p event.Payload) {
 	t.Helper()
-	_, err := task.Update(context.Background(), r.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test", Plane: "test"}}, p)
+	_, err := taskstore.Update(context.Background(), r.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
+		if err == nil {
+			ev.Actor.Plane = event.Owner(ev.Type) // as the plane that owns it
+		}
+		return ev, err
 	})
 	if err != nil {
 		t.Fatalf("append %T: %v", p, err)
@@ -228,7 +233,7 @@ func waitTask(t *testing.T, log *eventlog.Log, taskID string, ok func(*stewardv1
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		tk, _, err := task.Load(context.Background(), log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), log, taskID)
 		if err != nil {
 			t.Fatal(err)
 		}

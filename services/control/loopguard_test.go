@@ -8,6 +8,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 const (
@@ -36,7 +37,7 @@ func (tr *tries) next(t *testing.T, target string, o *stewardv1.Outcome) *stewar
 func (tr *tries) status(t *testing.T) *stewardv1.Task {
 	t.Helper()
 	tr.r.settle(t)
-	tk, _, err := task.Load(context.Background(), tr.r.log, tr.taskID)
+	tk, _, err := taskstore.Load(context.Background(), tr.r.log, tr.taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -27,7 +28,7 @@ import (
 )
 
 // PlaneName is the control plane's name in events and consumer names.
-const PlaneName = "control"
+const PlaneName = event.PlaneControl
 
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
@@ -89,7 +90,7 @@ func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
 
 // Start runs the plane's reactions.
 func (p *Plane) Start(ctx context.Context) error {
-	sub, err := p.log.React(ctx, PlaneName, p.reactions())
+	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // maxProduceTries bounds how often MarkProduced evaluates again because
@@ -45,7 +46,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 	defer u.settle(ctx, &err)
 	id := u.id
 	for range maxProduceTries {
-		t, history, err := task.Load(ctx, p.log, req.TaskId)
+		t, history, err := taskstore.Load(ctx, p.log, req.TaskId)
 		if err != nil {
 			return nil, nil, err
 		}

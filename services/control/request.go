@@ -10,7 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/requestid"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TaskIDFor returns the id of the task a request id creates for the
@@ -44,7 +44,7 @@ func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID
 	if requestID == "" {
 		return &use{}, nil
 	}
-	_, history, err := task.Load(ctx, p.log, taskID)
+	_, history, err := taskstore.Load(ctx, p.log, taskID)
 	switch {
 	case errs.Is(err, errs.NotFound):
 		return nil, err // a mistyped task id claims nothing
@@ -66,7 +66,7 @@ func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID
 	}
 	id := requestid.ForPrincipal(principal).EventID(taskID, command, requestID)
 	return p.claimFor(ctx, principal, command, taskID, requestID, req, id, func(ctx context.Context) bool {
-		_, h, err := task.Load(ctx, p.log, taskID)
+		_, h, err := taskstore.Load(ctx, p.log, taskID)
 		return unsure(err) || (err == nil && h.Has(id))
 	})
 }

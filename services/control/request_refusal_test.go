@@ -16,6 +16,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestARefusedCommandLeavesItsRequestIDFree: a command refused for
@@ -137,7 +138,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	// ReportUsage as it was: the event id derived from the task and the
 	// request id alone.
 	waitRunning(t, r, old)
-	if _, err := task.Update(ctx, r.log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := taskstore.Update(ctx, r.log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(old, "u-1"), TaskID: old, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "u-1"},
 			&stewardv1.BudgetConsumed{Tokens: 100})
 	}); err != nil {
@@ -173,7 +174,7 @@ func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 func waitRunning(t *testing.T, r *rig, taskID string) {
 	t.Helper()
 	r.settle(t)
-	tk, _, err := task.Load(context.Background(), r.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
 	if err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 		t.Fatalf("task %s: %v, %v; want running", taskID, tk.GetStatus(), err)
 	}
@@ -212,7 +213,7 @@ func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	id := r.acceptanceTask(t, "old-ids", nil)
-	if _, err := task.Update(ctx, r.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := taskstore.Update(ctx, r.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
 			&stewardv1.BudgetConsumed{Tokens: 10})
 	}); err != nil {
@@ -251,7 +252,7 @@ func TestARetriedProposalEditsOnlyWhatItEdited(t *testing.T) {
 	if _, err := propose("s1", "x", s2.ActionId); !errs.Is(err, errs.AlreadyExists) {
 		t.Errorf("s1 again as an edit of s2: %v, want already exists", err)
 	}
-	tk, _, err := task.Load(ctx, r.log, id)
+	tk, _, err := taskstore.Load(ctx, r.log, id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // reserveID is the id of the event that reserves childID's budget on its
@@ -31,7 +32,7 @@ func reserveID(parentID, childID string) string {
 // contract comes out the same.
 func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential) error {
 	id := reserveID(parentID, childID)
-	parent, history, err := task.Load(ctx, p.log, parentID)
+	parent, history, err := taskstore.Load(ctx, p.log, parentID)
 	if err != nil {
 		return err
 	}
@@ -50,7 +51,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 		return nil
 	}
 	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
-	_, err = task.Update(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.Update(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
 		if !task.Active(parent.Status) && parent.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			// Paused, suspended (its budget spent, say), waiting for
 			// input, produced or compensating: nothing new starts.
@@ -219,7 +220,7 @@ type giving struct {
 // release is recorded already. Those are answered from cached views; only
 // a release still to be made reads the logs.
 func (p *Plane) owedBy(ctx context.Context, taskID string, idFor func(parentID string) string) (*giving, error) {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -227,7 +228,7 @@ func (p *Plane) owedBy(ctx context.Context, taskID string, idFor func(parentID s
 	if parentID == "" || !task.Terminal(t.Status) {
 		return nil, nil
 	}
-	_, parent, err := task.Load(ctx, p.log, parentID)
+	_, parent, err := taskstore.Load(ctx, p.log, parentID)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +254,7 @@ func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parent
 	if r.Tokens == 0 && r.CostMicros == 0 {
 		return nil
 	}
-	_, err := task.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	_, err := taskstore.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{
 			ID: id, TaskID: parentID, Actor: p.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,

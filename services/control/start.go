@@ -11,47 +11,43 @@ import (
 // reactions are the control plane's durable reactions to the log. The
 // compensation driver runs only on a plane that takes actions: it
 // proposes some of its own.
-func (p *Plane) reactions() eventlog.Reactions {
-	r := eventlog.Reactions{
-		event.TypeTaskCreated: p.startIfPending,
+func (p *Plane) reactions() []eventlog.Reaction {
+	r := []eventlog.Reaction{
+		eventlog.OnRecord[*stewardv1.TaskCreated](p.startIfPending),
 		// A task paused before it started goes back to pending on resume
 		// and needs starting then.
-		event.TypeTaskResumed:   p.startIfPending,
-		event.TypeActionOutcome: p.guardLoop,
-		event.TypeActionSettled: p.guardLoop,
+		eventlog.OnRecord[*stewardv1.TaskResumed](p.startIfPending),
+		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.guardLoop),
+		eventlog.OnRecord[*stewardv1.ActionSettled](p.guardLoop),
 		// A release to a task that has ended goes on to its parent.
-		event.TypeBudgetReleased: p.passOn,
+		eventlog.OnRecord[*stewardv1.BudgetReleased](p.passOn),
 	}
 	// Every event that may end a task, or close an action still out when
 	// it ended (an outcome, a settlement, a denial on revalidation with the
 	// cost of the calls made): a sub-task's end gives back to its parent
-	// what it did not spend.
-	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced,
-		event.TypeActionOutcome, event.TypeActionSettled, event.TypeActionDenied} {
-		r[typ] = both(r[typ], p.release)
-	}
+	// what it did not spend. Each runs after the reactions above to its
+	// type.
+	r = append(r,
+		eventlog.OnRecord[*stewardv1.TaskCancelled](p.release),
+		eventlog.OnRecord[*stewardv1.TaskFailed](p.release),
+		eventlog.OnRecord[*stewardv1.TaskAccepted](p.release),
+		eventlog.OnRecord[*stewardv1.TaskProduced](p.release),
+		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.release),
+		eventlog.OnRecord[*stewardv1.ActionSettled](p.release),
+		eventlog.OnRecord[*stewardv1.ActionDenied](p.release),
+	)
 	if p.tools != nil && p.requests != nil {
 		// Every event that starts a compensation or may end one.
-		for _, typ := range []string{event.TypeTaskCompensating, event.TypeActionOutcome, event.TypeActionSettled,
-			event.TypeActionDenied, event.TypeApprovalDecided, event.TypeActionWithdrawn} {
-			r[typ] = both(r[typ], p.compensate)
-		}
+		r = append(r,
+			eventlog.OnRecord[*stewardv1.TaskCompensating](p.compensate),
+			eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.compensate),
+			eventlog.OnRecord[*stewardv1.ActionSettled](p.compensate),
+			eventlog.OnRecord[*stewardv1.ActionDenied](p.compensate),
+			eventlog.OnRecord[*stewardv1.ApprovalDecided](p.compensate),
+			eventlog.OnRecord[*stewardv1.ActionWithdrawn](p.compensate),
+		)
 	}
 	return r
-}
-
-// both runs first (if any) and then second. Each is idempotent, so when
-// either fails and the event comes again, running both again is safe.
-func both(first, second eventlog.Handler) eventlog.Handler {
-	if first == nil {
-		return second
-	}
-	return func(ctx context.Context, rec *stewardv1.EventRecord) error {
-		if err := first(ctx, rec); err != nil {
-			return err
-		}
-		return second(ctx, rec)
-	}
 }
 
 // startIfPending starts a pending task. It is idempotent: the start event's

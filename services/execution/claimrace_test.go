@@ -12,7 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -61,7 +61,7 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: "control"}},
 			&stewardv1.TaskNeedsInput{Reason: "needs help: the same failure 3 times in a row"})
 		if err == nil {
-			_, err = task.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+			_, err = taskstore.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 		}
 		if err != nil {
 			t.Errorf("stop the task: %v", err)
@@ -107,7 +107,7 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 func (b *bed) waitTask(taskID string, ok func(*stewardv1.Task) bool) {
 	b.t.Helper()
 	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
-		tk, _, err := task.Load(context.Background(), b.log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			b.t.Fatal(err)
 		}

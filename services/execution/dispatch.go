@@ -8,13 +8,13 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -26,15 +26,15 @@ func causeOf(ev *stewardv1.Event) cause { return cause{id: ev.EventId, correlati
 
 // execute reacts to a permit: claim it, then make the first attempt. Only
 // the worker whose claim wins goes past the claim.
-func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord) error {
-	return p.run(ctx, rec.Event.TaskId, rec.Event.GetActionPermitted().GetPermit(), causeOf(rec.Event))
+func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord, pm *stewardv1.ActionPermitted) error {
+	return p.run(ctx, rec.Event.TaskId, pm.GetPermit(), causeOf(rec.Event))
 }
 
 // resume carries on with a task that was paused, or stopped for input:
 // permits it received meanwhile, claims that could not be dispatched, and
 // waits that ended. What succeeded is never touched again.
 func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}
@@ -74,7 +74,7 @@ func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
 // or dispatched already is held (see hold): a dispatch recorded without an
 // outcome is never repeated; its outcome is unknown.
 func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	if !errors.Is(err, errDispatchLost) {
 		return err
 	}
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
@@ -174,7 +174,7 @@ type inFlight struct {
 // dispatch; nil when there is nothing to call (refused, waiting, or not
 // this worker's to make now).
 func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) (*inFlight, error) {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -267,64 +267,6 @@ func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 	return p.outcome(ctx, taskID, actionID, next, c, res)
 }
 
-// credentialStands says why a permit issued earlier may not be used now:
-// the task's credential, or an ancestor's, was revoked since, or it has
-// expired (compensations are exempt from expiry, as governance has them).
-// Governance checked both before the permit; this closes the time between
-// the permit and the call, which a retry's backoff or a pause can make
-// long.
-func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
-	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
-		return why, err
-	}
-	c := t.Credential.GetCredential()
-	if a.Compensates == "" && c.GetExpiresAt() != nil && !p.now().Before(c.ExpiresAt.AsTime()) {
-		return fmt.Sprintf("credential %s expired at %s", c.CredentialId, c.ExpiresAt.AsTime().UTC().Format(time.RFC3339)), nil
-	}
-	return "", nil
-}
-
-// prepare checks what is about to run: the stored request against the
-// permit's hash, the tool and its adapter. A refusal is the failed outcome
-// to record instead of a call.
-func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
-	refuse := func(why string, err error) (*prepared, *adapter.Result, error) {
-		return nil, &adapter.Result{
-			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
-			Reason: "refused before dispatch: " + why + ": " + err.Error(),
-		}, nil
-	}
-	// Recompute the request hash from the stored payload and compare with
-	// the permit: what runs is exactly what was approved, on every attempt.
-	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, a.Permit.GetRequestHash())
-	if errs.Is(err, errs.Corrupt) {
-		return refuse("the stored request does not match the permit", err)
-	} else if err != nil {
-		return nil, nil, err
-	}
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
-	if errs.Is(err, errs.NotFound) {
-		return refuse("the tool is not registered here", err)
-	} else if err != nil {
-		return nil, nil, err
-	}
-	if _, err := p.cfg.Adapters.For(entry.Tool.Contract); err != nil {
-		return refuse("no adapter for the tool", err)
-	}
-	return &prepared{
-		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
-		result:  entry.ResultSchema,
-	}, nil, nil
-}
-
-// prepared is a call checked and ready to go.
-type prepared struct {
-	adapter.Request
-	// result checks a successful result; nil when the tool declares no
-	// result schema.
-	result *action.Schema
-}
-
 // call makes the call, keeping the task and the log told that it is still
 // going while it lasts, then checks a successful result against the tool's
 // result schema.
@@ -369,142 +311,6 @@ func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, fr
 		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", moved)
 	}
 	return err
-}
-
-// lostCallReason is why a worker records its own dispatch as unknown.
-const lostCallReason = "the call was dispatched but its outcome was never recorded (the worker stopped or lost the log during the call)"
-
-// lostCall records the outcome of a's dispatch as unknown, saying why: the
-// call went out and how it ended was never recorded, and nobody is making
-// it now in this process. The call is never made again here;
-// reconciliation settles it.
-func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action, c cause, reason string) error {
-	release, ok := p.busy.take(a.ActionId)
-	if !ok {
-		return errBusy(a.ActionId) // the call is still going, in this process
-	}
-	defer release()
-	cost, err := p.attemptsCost(ctx, a)
-	if err != nil {
-		return err
-	}
-	o := &stewardv1.Outcome{
-		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
-		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
-	}
-	// Only while the call is still silent: a heartbeat or an outcome from
-	// its worker since the lease was read means it is alive after all.
-	// The id is apart from the call's own outcome, so that a late answer
-	// is refused by the fold, and said so (see outcome), not taken for
-	// this one.
-	silent := func(t *stewardv1.Task) bool {
-		cur := task.FindAction(t, a.ActionId)
-		return cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetAttempt() == a.Attempt &&
-			(cur.GetClaimedBy() == p.cfg.Worker || p.leaseLeft(cur) <= 0)
-	}
-	return p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionOutcome, fmt.Sprint(a.Attempt), "lost"), c,
-		&stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, silent)
-}
-
-// refuse records that a claimed or waiting action will not be dispatched
-// (again): what it would run does not check out. Its id is its own, apart
-// from the outcome of any attempt already made.
-func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, c cause, res adapter.Result) error {
-	cost, err := p.attemptsCost(ctx, a)
-	if err != nil {
-		return err
-	}
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost}
-	// Only as the action was read: had another worker dispatched it since,
-	// this refusal would be taken for the outcome of that call.
-	unchanged := func(t *stewardv1.Task) bool {
-		cur := task.FindAction(t, a.ActionId)
-		return cur.GetStatus() == a.Status && cur.GetAttempt() == a.Attempt
-	}
-	return p.recordIf(ctx, taskID, event.ID(a.ActionId, "refused", fmt.Sprint(a.Attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, unchanged)
-}
-
-// attemptsCost is what the calls already made for a cost at the tool
-// contract's price: a retry refused or not made still paid for them.
-func (p *Plane) attemptsCost(ctx context.Context, a *stewardv1.Action) (int64, error) {
-	if a.Attempt == 0 {
-		return 0, nil
-	}
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
-	if errs.Is(err, errs.NotFound) {
-		return 0, nil // no price to charge by
-	} else if err != nil {
-		return 0, err
-	}
-	return entry.Tool.Contract.GetCostMicrosPerCall() * int64(a.Attempt), nil
-}
-
-// outcome records how attempt ended, with a succeeded result stored by
-// hash. An unknown outcome goes to reconciliation (see reconcile).
-func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt uint32, c cause, res adapter.Result) error {
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros}
-	switch res.Status {
-	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-		ref, hash, err := p.cfg.Results.Put(ctx, res.Body)
-		if err != nil {
-			return err
-		}
-		o.ResultRef, o.ResultHash = ref, hash
-	case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
-		o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN
-	}
-	// A worker that lost its lease mid-call finds the action taken over:
-	// its answer is not recorded (reconciliation settles the call from
-	// the tool), and it says so.
-	var now *stewardv1.Action
-	ours := func(t *stewardv1.Task) bool {
-		now = task.FindAction(t, actionID)
-		return now.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && now.GetAttempt() == attempt
-	}
-	err := p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o}, ours)
-	if err != nil {
-		return err
-	}
-	if now.GetOutcome().GetAttempt() == attempt && now.GetOutcome().GetStatus() != res.Status && res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
-		p.logger.Warn("the call's answer came after another worker took the action over; not recorded: reconciliation settles it from the tool",
-			"task", taskID, "action", actionID, "attempt", attempt, "answer", task.ActionStatusName(res.Status), "now", task.ActionStatusName(now.GetStatus()))
-		return nil
-	}
-	crashpoint.Here(crashpoint.AfterOutcome)
-	return nil
-}
-
-// record appends one ledger step with the given deterministic id, so a
-// step already on the log is not appended again.
-func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload event.Payload) error {
-	return p.recordIf(ctx, taskID, id, c, payload, nil)
-}
-
-// recordIf is record, appending nothing unless still holds of the task as
-// it is when the step would be appended (nil: always).
-func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) error {
-	ev, err := event.New(event.Meta{
-		ID:            id,
-		TaskID:        taskID,
-		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
-		CausationID:   c.id,
-		CorrelationID: c.correlation,
-		// The plane's clock, which leases and expiries are read against.
-		Time: p.now(),
-	}, payload)
-	if err != nil {
-		return err
-	}
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if still != nil && !still(t) {
-			return nil, nil
-		}
-		return ev, nil
-	})
-	if err != nil {
-		return fmt.Errorf("record %s: %w", ev.Type, err)
-	}
-	return nil
 }
 
 // serviceKey is what a tool's calls count against in the breakers.

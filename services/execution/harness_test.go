@@ -25,6 +25,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution"
@@ -188,34 +189,32 @@ func openBed(t *testing.T, br breaker.Config) *bed {
 // Tests of what governance decides on revalidation run the real plane
 // (revalidate_test.go).
 func (b *bed) standInGovernance() {
-	sub, err := b.log.React(context.Background(), "test-governance", eventlog.Reactions{
-		event.TypeActionRevalidating: func(ctx context.Context, rec *stewardv1.EventRecord) error {
-			r := rec.Event.GetActionRevalidating()
-			t, _, err := task.Load(ctx, b.log, rec.Event.TaskId)
+	sub, err := b.log.React(context.Background(), "test-governance", eventlog.OnRecord[*stewardv1.ActionRevalidating](func(ctx context.Context, rec *stewardv1.EventRecord) error {
+		r := rec.Event.GetActionRevalidating()
+		t, _, err := taskstore.Load(ctx, b.log, rec.Event.TaskId)
+		if err != nil {
+			return err
+		}
+		a := task.FindAction(t, r.ActionId)
+		if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING || a.Permit.GetPermitId() != r.PermitId {
+			return nil
+		}
+		b.revalidated.Add(1)
+		snap := &stewardv1.PolicySnapshot{SnapshotId: "s-" + r.PermitId, Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}
+		pm := &stewardv1.ActionPermit{
+			PermitId: r.PermitId + "-r", ActionId: a.ActionId, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: snap.SnapshotId, IssuedAt: timestamppb.Now(),
+		}
+		for _, p := range []event.Payload{&stewardv1.PolicyEvaluated{ActionId: a.ActionId, Snapshot: snap}, &stewardv1.ActionPermitted{Permit: pm}} {
+			ev, err := event.New(event.Meta{ID: event.ID(rec.Event.EventId, fmt.Sprintf("%T", p)), TaskID: rec.Event.TaskId, Actor: &stewardv1.Actor{Principal: "test", Plane: "governance"}}, p)
 			if err != nil {
 				return err
 			}
-			a := task.FindAction(t, r.ActionId)
-			if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING || a.Permit.GetPermitId() != r.PermitId {
-				return nil
+			if _, err := taskstore.Update(ctx, b.log, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
+				return err
 			}
-			b.revalidated.Add(1)
-			snap := &stewardv1.PolicySnapshot{SnapshotId: "s-" + r.PermitId, Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}
-			pm := &stewardv1.ActionPermit{
-				PermitId: r.PermitId + "-r", ActionId: a.ActionId, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: snap.SnapshotId, IssuedAt: timestamppb.Now(),
-			}
-			for _, p := range []event.Payload{&stewardv1.PolicyEvaluated{ActionId: a.ActionId, Snapshot: snap}, &stewardv1.ActionPermitted{Permit: pm}} {
-				ev, err := event.New(event.Meta{ID: event.ID(rec.Event.EventId, fmt.Sprintf("%T", p)), TaskID: rec.Event.TaskId, Actor: &stewardv1.Actor{Principal: "test", Plane: "governance"}}, p)
-				if err != nil {
-					return err
-				}
-				if _, err := task.Update(ctx, b.log, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
-					return err
-				}
-			}
-			return nil
-		},
-	})
+		}
+		return nil
+	}))
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -314,14 +313,15 @@ func (b *bed) permitAfterContract(k *stewardv1.TaskContract, tool, target string
 
 func (b *bed) append(taskID string, payload event.Payload) {
 	b.t.Helper()
-	ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test", Plane: "test"}}, payload)
+	ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, payload)
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	ev.Actor.Plane = event.Owner(ev.Type) // as the plane that owns it
 	if _, ok := payload.(*stewardv1.TaskCreated); ok {
 		_, err = b.log.Append(context.Background(), eventlog.Head{}, ev)
 	} else {
-		_, err = task.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+		_, err = taskstore.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 	}
 	if err != nil {
 		b.t.Fatal(err)
@@ -333,7 +333,7 @@ func (b *bed) waitAction(taskID, actionID string, ok func(*stewardv1.Action) boo
 	b.t.Helper()
 	var a *stewardv1.Action
 	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
-		t, _, err := task.Load(context.Background(), b.log, taskID)
+		t, _, err := taskstore.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			b.t.Fatal(err)
 		}

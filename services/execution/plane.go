@@ -33,6 +33,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/timer"
@@ -42,7 +43,7 @@ import (
 )
 
 // PlaneName is the execution plane's name in events and consumer names.
-const PlaneName = "execution"
+const PlaneName = event.PlaneExecution
 
 // Config is what an execution plane needs besides the log.
 type Config struct {
@@ -118,25 +119,26 @@ const timerSlots = 8
 
 // Start runs the plane's reactions, and its timers when it has them.
 func (p *Plane) Start(ctx context.Context) error {
-	reactions := eventlog.Reactions{
-		event.TypeActionPermitted: p.execute,
+	reactions := []eventlog.Reaction{
+		eventlog.On(p.execute),
 		// Permits that arrived while the task was stopped wait for this.
-		event.TypeTaskResumed:   p.resume,
-		event.TypeActionWaiting: p.armWait,
-		event.TypeActionSettled: p.armWait,
-		event.TypeActionOutcome: p.reconcileOutcome,
+		eventlog.OnRecord[*stewardv1.TaskResumed](p.resume),
+		eventlog.OnRecord[*stewardv1.ActionWaiting](p.armWait),
+		eventlog.OnRecord[*stewardv1.ActionSettled](p.armWait),
+		eventlog.On(p.reconcileOutcome),
 		// A denial or rejection after calls that may have done the work
 		// leaves the action unknown: settled like any other.
-		event.TypeActionDenied:    p.reconcileStopped,
-		event.TypeApprovalDecided: p.reconcileStopped,
+		eventlog.OnRecord[*stewardv1.ActionDenied](p.reconcileStopped),
+		eventlog.OnRecord[*stewardv1.ApprovalDecided](p.reconcileStopped),
 		// What a silent worker left behind.
-		event.TypeTaskStalled: p.takeOver,
+		eventlog.OnRecord[*stewardv1.TaskStalled](p.takeOver),
+		// Every event that may end a task: its waiting actions are closed.
+		eventlog.OnRecord[*stewardv1.TaskCancelled](p.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskFailed](p.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskAccepted](p.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskProduced](p.closeWaits),
 	}
-	// Every event that may end a task: its waiting actions are closed.
-	for _, typ := range []string{event.TypeTaskCancelled, event.TypeTaskFailed, event.TypeTaskAccepted, event.TypeTaskProduced} {
-		reactions[typ] = p.closeWaits
-	}
-	sub, err := p.log.React(ctx, p.cfg.Consumer, reactions)
+	sub, err := p.log.React(ctx, p.cfg.Consumer, reactions...)
 	if err != nil {
 		return err
 	}

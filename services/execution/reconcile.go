@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -17,8 +18,7 @@ import (
 const StatusQuerySettler = "status query"
 
 // reconcileOutcome reacts to an unknown outcome by asking the tool.
-func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord) error {
-	o := rec.Event.GetActionOutcomeRecorded()
+func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord, o *stewardv1.ActionOutcomeRecorded) error {
 	if o.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		return nil
 	}
@@ -36,7 +36,7 @@ func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord
 // is in flight — lets the same request go out once more with the same
 // op_key (see armWait), and a second "not accepted" fails it.
 func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt, check uint32, c cause) error {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if errs.Is(err, errs.NotFound) {
 		return nil
 	} else if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -44,7 +45,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	default:
 		return nil, errs.Field("state", "must be SETTLE_STATE_SUCCEEDED, SETTLE_STATE_FAILED or SETTLE_STATE_NOT_ACCEPTED")
 	}
-	t, _, err := task.Load(ctx, p.log, req.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -73,7 +74,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	if err := p.settle(ctx, req.TaskId, a, cause{}, s); err != nil {
 		return nil, err
 	}
-	t, _, err = task.Load(ctx, p.log, req.TaskId)
+	t, _, err = taskstore.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}

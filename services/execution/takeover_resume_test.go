@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -81,7 +82,7 @@ func TestResumeIsNotBlockedByAnotherWorkersLiveCall(t *testing.T) {
 
 	deadline := time.Now().Add(4 * time.Second)
 	for time.Now().Before(deadline) {
-		tk, _, err := task.Load(context.Background(), b.log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			t.Fatal(err)
 		}

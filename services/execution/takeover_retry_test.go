@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
@@ -147,7 +148,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	wa.nc.Close()
 	var mine []int
 	for i := range n {
-		tk, _, _ := task.Load(context.Background(), b.log, tasks[i])
+		tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
 		if task.FindAction(tk, actions[i]).ClaimedBy == "wa" {
 			mine = append(mine, i)
 		}
@@ -159,7 +160,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	time.Sleep(b.cfg.Lease + 10*time.Second) // the bound: lease + 10 s
 	stuck := 0
 	for _, i := range mine {
-		tk, _, _ := task.Load(context.Background(), b.log, tasks[i])
+		tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
 		a := task.FindAction(tk, actions[i])
 		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
 			stuck++

@@ -12,6 +12,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Decide records a person's decision on an approval. The caller must hold
@@ -34,7 +35,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		return nil, err
 	}
 	var decided *stewardv1.Approval
-	_, err = task.Update(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.Update(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, known.ActionId)
 		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId {
 			return nil, errs.New(errs.NotFound, "approval %s not found", req.ApprovalId)

@@ -10,7 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestADenialsCostIsGuarded: a denial on
@@ -50,7 +50,7 @@ func TestADenialsCostIsGuarded(t *testing.T) {
 		t.Fatalf("denial %v; want the call charged at 70", a.Outcome)
 	}
 	time.Sleep(time.Second)
-	tk, _, err := task.Load(context.Background(), e.log, "t-guard")
+	tk, _, err := taskstore.Load(context.Background(), e.log, "t-guard")
 	if err != nil {
 		t.Fatal(err)
 	}

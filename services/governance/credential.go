@@ -18,6 +18,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Task credentials: governance signs one for every task when it is
@@ -94,7 +95,7 @@ func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event
 // the request's id, so that a repeat finds it (see RenewCredential). The
 // fold takes one credential per task, whichever id comes first.
 func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
-	t, _, err = task.Load(ctx, p.log, taskID)
+	t, _, err = taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		if errs.Is(err, errs.NotFound) || errs.Is(err, errs.Corrupt) {
 			return nil, err.Error(), nil
@@ -112,8 +113,8 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 	if parentID := t.Contract.GetParentTaskId(); parentID == "" {
 		cred = credential.Root(t.Contract, t.CreatedBy, now, p.credentialTTL)
 	} else {
-		if depth >= task.MaxChainWalk {
-			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, task.MaxChainWalk), nil
+		if depth >= taskstore.MaxChainWalk {
+			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, taskstore.MaxChainWalk), nil
 		}
 		parent, why, err := p.issue(ctx, parentID, cause, depth+1)
 		if why != "" || err != nil {
@@ -146,7 +147,7 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 	if err != nil {
 		return nil, "", err
 	}
-	t, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential != nil {
 			return nil, nil
 		}
@@ -186,7 +187,7 @@ func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *ste
 	if why := p.verifyCredential(t.Credential); why != "" {
 		return why, nil
 	}
-	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
+	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
 		return why, err
 	}
 	if a.GetCompensates() != "" {
@@ -282,7 +283,7 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 	if err != nil {
 		return nil, err
 	}
-	t, err := task.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err := taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cs := t.Credential
 		switch {
 		case cs == nil:
@@ -321,7 +322,7 @@ func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, task
 	if p.signer == nil {
 		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
 	}
-	_, _, err := task.Load(ctx, p.log, taskID)
+	_, _, err := taskstore.Load(ctx, p.log, taskID)
 	return err
 }
 
@@ -341,7 +342,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		return err
 	}
 	for _, ap := range p.approvals.List("", true) {
-		t, _, err := task.Load(ctx, p.log, ap.TaskId)
+		t, _, err := taskstore.Load(ctx, p.log, ap.TaskId)
 		if errs.Is(err, errs.Corrupt) {
 			// One broken history must not keep the others' approvals
 			// open; its permits are refused all the same.
@@ -355,7 +356,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 			continue
 		}
-		why, err := task.Revoked(ctx, p.log, t)
+		why, err := taskstore.Revoked(ctx, p.log, t)
 		if errs.Is(err, errs.Corrupt) {
 			why, err = "the task's credential cannot be checked: "+err.Error(), nil
 		}

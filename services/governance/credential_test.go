@@ -23,6 +23,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
@@ -115,7 +116,7 @@ func (e *credEnv) create(t *testing.T, taskID, principal string, c *stewardv1.Ta
 // do appends p to taskID as the test.
 func (e *credEnv) do(t *testing.T, taskID string, p event.Payload) *stewardv1.Task {
 	t.Helper()
-	tk, err := task.Update(context.Background(), e.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	tk, err := taskstore.Update(context.Background(), e.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
 	})
 	if err != nil {
@@ -156,7 +157,7 @@ func (e *credEnv) waitTask(t *testing.T, taskID, what string, ok func(*stewardv1
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		tk, _, err := task.Load(context.Background(), e.log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), e.log, taskID)
 		if err == nil && ok(tk) {
 			return tk
 		}
@@ -244,7 +245,7 @@ func TestCredentialIssuedOnCreation(t *testing.T) {
 			t.Errorf("task %s: %d credentials issued, want 1", id, n)
 		}
 	}
-	tk, _, _ := task.Load(context.Background(), e.log, "child")
+	tk, _, _ := taskstore.Load(context.Background(), e.log, "child")
 	if p := task.FindAction(tk, a).Permit; p.GetCredentialRef() != leaf.CredentialId {
 		t.Errorf("permit names credential %q, want %s", p.GetCredentialRef(), leaf.CredentialId)
 	}
@@ -358,7 +359,7 @@ func TestRevocation(t *testing.T) {
 	if r := denialOf(a); !strings.HasPrefix(r, "credential revoked: leaked token") || !a.Approval.GetWithdrawn() {
 		t.Errorf("closed approval: %q, %v", r, a.Approval)
 	}
-	tk, _, _ := task.Load(ctx, e.log, "root")
+	tk, _, _ := taskstore.Load(ctx, e.log, "root")
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 		t.Errorf("task is %v with its approval closed", tk.Status)
 	}
@@ -452,7 +453,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 	first := e.propose(t, "old", "s0", "search")
 	e.waitAction(t, "old", first, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	e.plane.Stop()
-	if tk, _, _ := task.Load(context.Background(), e.log, "old"); tk.Credential != nil {
+	if tk, _, _ := taskstore.Load(context.Background(), e.log, "old"); tk.Credential != nil {
 		t.Fatal("a plane without a signer issued a credential")
 	}
 	e.start(t, governance.WithCredentialTTL(3*time.Second)) // s1 is permitted before expiry, even on a slow machine
@@ -461,7 +462,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 
 	// The first search ran and the task is being undone after the
 	// credential expired.
-	tk, _, err := task.Load(context.Background(), e.log, "old")
+	tk, _, err := taskstore.Load(context.Background(), e.log, "old")
 	if err != nil {
 		t.Fatal(err)
 	}

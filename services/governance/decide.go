@@ -3,18 +3,16 @@ package governance
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
-	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/toolreg"
-	"github.com/steward-run/steward/services/governance/policy"
 )
 
 // Stable ids for what governance records about an action. Redelivery of
@@ -62,7 +60,7 @@ const (
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
 	a := rec.Event.GetActionProposed().GetAction()
 	taskID := rec.Event.TaskId
-	if t, _, err := task.Load(ctx, p.log, taskID); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+	if t, _, err := taskstore.Load(ctx, p.log, taskID); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
 		// What could not be permitted is denied before policy or a
 		// person is asked about it.
 		why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
@@ -123,146 +121,6 @@ func (p *Plane) refuseEarly(ctx context.Context, t *stewardv1.Task, actionID str
 	return p.credentialRefusal(ctx, t, a)
 }
 
-// evaluate records a policy snapshot for the action in round, if the
-// action is in status from and the round has no snapshot yet, and returns
-// the task after.
-func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, cause *stewardv1.Event) (*stewardv1.Task, error) {
-	return task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		a := task.FindAction(t, actionID)
-		if a == nil {
-			return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
-		}
-		if a.Status != from || a.Snapshot.GetSnapshotId() == snapshotID(actionID, round) {
-			// Moved on, or evaluated in this round before: a status that
-			// stays (approved, revalidating) does not tell.
-			return nil, nil
-		}
-		snap, err := p.snapshot(ctx, t, a, round)
-		if err != nil {
-			return nil, err
-		}
-		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
-	})
-}
-
-// snapshot evaluates policy for one action. A Rego error is returned (the
-// reaction retries); an undefined result is a deny, in the engine.
-func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string) (*stewardv1.PolicySnapshot, error) {
-	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
-	if err != nil {
-		return nil, err
-	}
-	request, err := p.requests(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	input, inputHash, err := policyInput(t, entry.Tool.Contract, a, request)
-	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
-	}
-	res, err := p.engine.Evaluate(ctx, input)
-	if err != nil {
-		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
-	}
-	return &stewardv1.PolicySnapshot{
-		SnapshotId:            snapshotID(a.ActionId, round),
-		BundleRevision:        res.Revision,
-		InputHash:             inputHash,
-		Decision:              decisionOf(res.Decision),
-		RiskTier:              riskOf(res.RiskTier, t.Contract.GetRiskTier()),
-		RequiredApproverRoles: res.RequiredApproverRoles,
-		Reasons:               res.Reasons,
-		EvaluatedAt:           timestamppb.Now(),
-	}, nil
-}
-
-func decisionOf(d string) stewardv1.PolicyDecision {
-	switch d {
-	case policy.Allow:
-		return stewardv1.PolicyDecision_POLICY_DECISION_ALLOW
-	case policy.RequireApproval:
-		return stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL
-	}
-	return stewardv1.PolicyDecision_POLICY_DECISION_DENY
-}
-
-// riskOf takes the policy's tier, never lower than the contract's.
-func riskOf(s string, contract stewardv1.RiskTier) stewardv1.RiskTier {
-	t := stewardv1.RiskTier(stewardv1.RiskTier_value[s])
-	return max(t, contract)
-}
-
-// permit issues the action's one permit.
-func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
-	taskID := t.Contract.TaskId
-	// An approval of an action proposed before the task had a credential
-	// needs one now; if none can be issued, the check below says so.
-	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
-		return err
-	}
-	cost, err := p.callsCost(ctx, a)
-	if err != nil {
-		return err
-	}
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
-			return nil, nil
-		}
-		// A paused task still gets its permit: execution holds it until the
-		// task resumes. An ended task gets none, nor does a compensating
-		// task for anything but a compensation.
-		// Nor does a task whose budget is spent, for anything but a
-		// compensation (undoing is never held back for money): the
-		// budget guard suspends it (budget.go).
-		if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons: []string{budgetSpentReason(line)}, CostMicros: cost,
-			})
-		}
-		if !task.MayPermit(t, cur) {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons:    []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
-				CostMicros: cost,
-			})
-		}
-		// Checked here, on the task as it is when the permit is appended,
-		// so that a revocation or an expiry since the proposal (or during
-		// a long wait for approval) stops the permit.
-		why, err := p.credentialRefusal(ctx, t, cur)
-		if err != nil {
-			return nil, err
-		}
-		if why != "" {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost,
-			})
-		}
-		credentialRef := t.Contract.GetCredentialRef()
-		if c := t.Credential.GetCredential(); c != nil {
-			credentialRef = c.CredentialId
-		}
-		prev := cur.Permit.GetPermitId()
-		issued := time.Now()
-		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
-			PermitId:      permitID(a.ActionId, prev),
-			ActionId:      a.ActionId,
-			ActionHash:    cur.ActionHash,
-			RequestHash:   cur.RequestHash,
-			SnapshotId:    cur.Snapshot.GetSnapshotId(),
-			CredentialRef: credentialRef,
-			IssuedAt:      timestamppb.New(issued),
-			ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
-		}})
-	})
-	if err == nil {
-		crashpoint.Here(crashpoint.AfterPermit)
-	}
-	return err
-}
-
 // deny records that the action may not run.
 func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, reasons []string, cause *stewardv1.Event) error {
 	if len(reasons) == 0 {
@@ -272,7 +130,7 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 	if err != nil {
 		return err
 	}
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
 			return nil, nil
 		}
@@ -345,7 +203,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 	if err != nil {
 		return err
 	}
-	_, err = task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
 		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
 			return nil, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestForgedCredentialWithASeenSignature: governance once remembered
@@ -46,7 +47,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		fake.AllowedTools, fake.Scopes, fake.ExpiresAt = []string{"search", "wire"}, []string{"payments:write"}, nil
 		fake.MaxTokens = 0
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fake)
-		_, err := task.Update(ctx, e.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := taskstore.Update(ctx, e.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory"}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
 				Credential: data, Signature: genuine.Signed.Signature, PublicKey: genuine.Signed.PublicKey}})
 		})
@@ -58,7 +59,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		}
 	}
 	e.do(t, id, &stewardv1.TaskStarted{})
-	tk, _, _ := task.Load(ctx, e.log, id)
+	tk, _, _ := taskstore.Load(ctx, e.log, id)
 	t.Logf("task %s holds credential %s, scopes %v, expires %v", id, tk.Credential.Credential.CredentialId, tk.Credential.Credential.Scopes, tk.Credential.Credential.ExpiresAt)
 
 	a := e.propose(t, id, "w1", "wire")

@@ -26,6 +26,7 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/timer"
@@ -34,7 +35,7 @@ import (
 )
 
 // PlaneName is the governance plane's name in events and consumer names.
-const PlaneName = "governance"
+const PlaneName = event.PlaneGovernance
 
 // PolicyReloadInterval is how often the policy directory is checked for
 // changes.
@@ -127,24 +128,25 @@ func (p *Plane) Start(ctx context.Context) error {
 	if err := p.approvals.Sync(ctx, p.log); err != nil {
 		return err
 	}
-	reactions := eventlog.Reactions{
-		event.TypeActionProposed:  p.decide,
-		event.TypeApprovalDecided: p.afterDecision,
+	reactions := []eventlog.Reaction{
+		eventlog.OnRecord[*stewardv1.ActionProposed](p.decide),
+		eventlog.OnRecord[*stewardv1.ApprovalDecided](p.afterDecision),
 		// A permit that may not be used as it is: decide again.
-		event.TypeActionRevalidating: p.revalidate,
+		eventlog.OnRecord[*stewardv1.ActionRevalidating](p.revalidate),
 		// The budget guard.
-		event.TypeBudgetConsumed: p.guardBudget,
-		event.TypeActionOutcome:  p.guardBudget,
-		event.TypeActionDenied:   p.guardBudget, // on revalidation, with the calls' cost
-		event.TypeBudgetRaised:   p.guardBudget,
+		eventlog.OnRecord[*stewardv1.BudgetConsumed](p.guardBudget),
+		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.guardBudget),
+		eventlog.OnRecord[*stewardv1.ActionDenied](p.guardBudget), // on revalidation, with the calls' cost
+		eventlog.OnRecord[*stewardv1.BudgetRaised](p.guardBudget),
 		// Credentials.
-		event.TypeTaskCreated:       p.issueOnCreate,
-		event.TypeCredentialRevoked: p.closeApprovals,
+		eventlog.OnRecord[*stewardv1.TaskCreated](p.issueOnCreate),
+		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.closeApprovals),
 	}
 	if p.timers != nil {
-		reactions[event.TypeApprovalRequired] = p.armOnRequest
-		// A suspension that came due while the task was paused.
-		reactions[event.TypeTaskResumed] = p.suspendOverdue
+		reactions = append(reactions,
+			eventlog.OnRecord[*stewardv1.ApprovalRequested](p.armOnRequest),
+			// A suspension that came due while the task was paused.
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue))
 		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)
 		if err != nil {
 			return err
@@ -156,7 +158,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		pending := p.approvals.List("", true)
 		p.done.Go(func() { p.armPending(bg, pending) })
 	}
-	sub, err := p.log.React(ctx, PlaneName, reactions)
+	sub, err := p.log.React(ctx, PlaneName, reactions...)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // RenewCredential re-issues a task's credential with a later expiry, for
@@ -37,7 +38,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err := requestid.Check(req.RequestId); err != nil {
 		return nil, err
 	}
-	t, _, err := task.Load(ctx, p.log, req.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 			if !requestid.Refused(err) {
 				return
 			}
-			if _, h, lerr := task.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
+			if _, h, lerr := taskstore.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
 				_ = hold.Release(ctx, p.log)
 			}
 		}()
@@ -91,7 +92,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if task.Terminal(t.Status) {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
 	}
-	if why, err := task.Revoked(ctx, p.log, t); why != "" || err != nil {
+	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
 		if err == nil {
 			err = errs.New(errs.FailedPrecondition, "not renewed: %s", why)
 		}
@@ -119,7 +120,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if eventID == "" {
 		eventID = event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
 	}
-	t, err = task.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential.GetRenewals() != cur.Renewals {
 			if id == "" {
 				return nil, nil // renewed meanwhile: one renewal for both
@@ -178,7 +179,7 @@ func (p *Plane) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Ti
 		}
 		return expires, bound, nil, nil
 	}
-	parent, _, err := task.Load(ctx, p.log, parentID)
+	parent, _, err := taskstore.Load(ctx, p.log, parentID)
 	if err != nil {
 		return time.Time{}, "", nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
@@ -97,7 +98,7 @@ func (p *Plane) armPending(ctx context.Context, pending []*stewardv1.Approval) {
 // arm sets an open approval's reminder and suspension timers, counted from
 // when it was requested.
 func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) error {
-	t, _, err := task.Load(ctx, p.log, taskID)
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return err
 	}
@@ -169,7 +170,7 @@ func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 // Notifier.
 func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 	id := event.ID(at.ApprovalID, "reminded")
-	_, history, err := task.Load(ctx, p.log, at.TaskID)
+	_, history, err := taskstore.Load(ctx, p.log, at.TaskID)
 	if err != nil {
 		return err
 	}
@@ -180,7 +181,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 		open   *stewardv1.Approval
 		waited time.Duration
 	)
-	_, err = task.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		open = nil
 		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok {
@@ -204,7 +205,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 // already.
 func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	var reason string
-	_, err := task.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err := taskstore.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
@@ -225,7 +226,7 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 // approval whose suspension came due while it was paused: the timer found
 // the task held and left it, and nothing else would bring it back.
 func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := task.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}

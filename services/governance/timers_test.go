@@ -19,6 +19,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance"
@@ -129,7 +130,7 @@ func (e *env) append(t *testing.T, p event.Payload) *stewardv1.Task {
 		}
 		return nil
 	}
-	tk, err := task.Update(context.Background(), e.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	tk, err := taskstore.Update(context.Background(), e.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
 	})
 	if err != nil {
@@ -179,7 +180,7 @@ func (e *env) waitFor(t *testing.T, what string, ok func(map[string]int, *stewar
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		tk, _, err := task.Load(context.Background(), e.log, taskID)
+		tk, _, err := taskstore.Load(context.Background(), e.log, taskID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -228,7 +229,7 @@ func (e *env) checkRemindedAndSuspendedOnce(t *testing.T) {
 	if strings.Join(order, " ") != event.TypeApprovalReminded+" "+event.TypeTaskSuspended {
 		t.Errorf("order %v: want the reminder, then the suspension", order)
 	}
-	tk, _, err := task.Load(context.Background(), e.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), e.log, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

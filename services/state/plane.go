@@ -25,13 +25,14 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // PlaneName is the state plane's name in logs.
-const PlaneName = "state"
+const PlaneName = event.PlaneState
 
 // Plane is the state plane. Its methods are safe for concurrent use.
 type Plane struct {

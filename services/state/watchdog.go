@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // DefaultStallAfter is how long a working task may go without an event
@@ -80,7 +81,7 @@ func (p *Projection) quiet(now time.Time) []string {
 // still stalled.
 func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	var mark *stewardv1.TaskStalled
-	_, err := task.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err := taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		mark = nil
 		reason := stallReason(t, time.Now())
 		if reason == "" {

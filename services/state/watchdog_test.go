@@ -16,7 +16,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/state"
 )
 
@@ -243,7 +243,7 @@ func TestNewEventClearsStallMark(t *testing.T) {
 	p := startWatchdog(t, log, &out)
 	waitView(t, p, "t1", func(v *stewardv1.Task) bool { return v.StalledSince != nil })
 
-	tk, err := task.Update(ctx, log, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) {
+	tk, err := taskstore.Update(ctx, log, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{TaskID: "t1"}, &stewardv1.ActionHeartbeat{ActionId: "act-1", Attempt: 1, Beat: 1})
 	})
 	if err != nil {

@@ -1,4 +1,4 @@
-package task
+package taskstore
 
 import (
 	"context"

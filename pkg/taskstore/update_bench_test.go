@@ -1,4 +1,4 @@
-package task_test
+package taskstore_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // BenchmarkUpdate measures one write through the shared write loop on a
@@ -22,7 +22,7 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 	paused := false
 	for b.Loop() {
-		_, err := task.Update(ctx, log, "t", func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := taskstore.Update(ctx, log, "t", func(*stewardv1.Task) (*stewardv1.Event, error) {
 			paused = !paused
 			if paused {
 				return event.New(event.Meta{TaskID: "t"}, &stewardv1.TaskPaused{})

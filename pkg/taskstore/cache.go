@@ -1,4 +1,4 @@
-package task
+package taskstore
 
 import (
 	"sync"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // cacheSize bounds how many folded tasks one process keeps per log.
@@ -102,7 +103,7 @@ func (f *folded) extend(recs []*stewardv1.EventRecord) (*folded, error) {
 		next.ids = &idSet{ids: map[string]uint64{}}
 	}
 	for _, r := range recs {
-		if err := Apply(next.task, r.Event, r.Sequence); err != nil {
+		if err := task.Apply(next.task, r.Event, r.Sequence); err != nil {
 			return nil, err
 		}
 		next.ids.add(r.Event.EventId, r.Sequence)

@@ -1,4 +1,4 @@
-package task
+package taskstore
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // maxConflictRetries bounds how often Update re-reads after losing a race
@@ -75,7 +76,7 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 		if folded.Has(ev.EventId) {
 			return t, nil // already on the log, and in t
 		}
-		if err := Check(t, ev); err != nil {
+		if err := task.Check(t, ev); err != nil {
 			return nil, err
 		}
 		rec, err := log.Append(ctx, eventlog.HeadOf(t), ev)
@@ -94,7 +95,7 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 			t, _, err := Load(ctx, log, taskID)
 			return t, err
 		}
-		if err := Apply(t, rec.Event, rec.Sequence); err != nil {
+		if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
 			return nil, err
 		}
 		return t, nil

@@ -1,0 +1,69 @@
+package event
+
+// The planes, as events name them in their actor.
+const (
+	PlaneControl    = "control"
+	PlaneGovernance = "governance"
+	PlaneExecution  = "execution"
+	PlaneState      = "state"
+)
+
+// owners names the one plane that may emit each event type (DESIGN, rule
+// 3: each plane owns its events, and planes meet only on the log). The
+// fold refuses an event whose actor names another plane; the per-plane
+// NATS users of a later issue are built from this table.
+var owners = map[string]string{
+	TypeTaskCreated:       PlaneControl,
+	TypeTaskStarted:       PlaneControl,
+	TypeTaskPaused:        PlaneControl,
+	TypeTaskResumed:       PlaneControl,
+	TypeTaskCancelled:     PlaneControl,
+	TypeTaskFailed:        PlaneControl,
+	TypeTaskCompensating:  PlaneControl,
+	TypeTaskNeedsInput:    PlaneControl,
+	TypeTaskProduced:      PlaneControl,
+	TypeTaskAccepted:      PlaneControl,
+	TypeTaskReturned:      PlaneControl,
+	TypeActionProposed:    PlaneControl,
+	TypeActionWithdrawn:   PlaneControl,
+	TypeArtifactSubmitted: PlaneControl,
+	TypeBudgetConsumed:    PlaneControl,
+	TypeBudgetRaised:      PlaneControl,
+	TypeBudgetReleased:    PlaneControl,
+
+	TypePolicyEvaluated:   PlaneGovernance,
+	TypeActionDenied:      PlaneGovernance,
+	TypeApprovalRequired:  PlaneGovernance,
+	TypeApprovalDecided:   PlaneGovernance,
+	TypeApprovalReminded:  PlaneGovernance,
+	TypeActionPermitted:   PlaneGovernance,
+	TypeTaskSuspended:     PlaneGovernance,
+	TypeBudgetAlerted:     PlaneGovernance,
+	TypeCredentialIssued:  PlaneGovernance,
+	TypeCredentialRevoked: PlaneGovernance,
+
+	TypeActionClaimed:      PlaneExecution,
+	TypeActionDispatched:   PlaneExecution,
+	TypeActionOutcome:      PlaneExecution,
+	TypeActionWaiting:      PlaneExecution,
+	TypeActionSettled:      PlaneExecution,
+	TypeActionHeartbeat:    PlaneExecution,
+	TypeActionRevalidating: PlaneExecution,
+	TypeToolRegistered:     PlaneExecution,
+	TypeBreakerChanged:     PlaneExecution,
+
+	TypeTaskStalled: PlaneState,
+}
+
+// Owner returns the plane that owns events of type typ, or "" for a type
+// that is not Steward's.
+func Owner(typ string) string { return owners[typ] }
+
+// Types returns every event type.
+func Types() []string {
+	out := make([]string, 0, len(typeNames))
+	for _, t := range typeNames {
+		out = append(out, t)
+	}
+	return out
+}

@@ -1,0 +1,71 @@
+package execution
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/execution/adapter"
+)
+
+// credentialStands says why a permit issued earlier may not be used now:
+// the task's credential, or an ancestor's, was revoked since, or it has
+// expired (compensations are exempt from expiry, as governance has them).
+// Governance checked both before the permit; this closes the time between
+// the permit and the call, which a retry's backoff or a pause can make
+// long.
+func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
+	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
+		return why, err
+	}
+	c := t.Credential.GetCredential()
+	if a.Compensates == "" && c.GetExpiresAt() != nil && !p.now().Before(c.ExpiresAt.AsTime()) {
+		return fmt.Sprintf("credential %s expired at %s", c.CredentialId, c.ExpiresAt.AsTime().UTC().Format(time.RFC3339)), nil
+	}
+	return "", nil
+}
+
+// prepare checks what is about to run: the stored request against the
+// permit's hash, the tool and its adapter. A refusal is the failed outcome
+// to record instead of a call.
+func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
+	refuse := func(why string, err error) (*prepared, *adapter.Result, error) {
+		return nil, &adapter.Result{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
+			Reason: "refused before dispatch: " + why + ": " + err.Error(),
+		}, nil
+	}
+	// Recompute the request hash from the stored payload and compare with
+	// the permit: what runs is exactly what was approved, on every attempt.
+	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, a.Permit.GetRequestHash())
+	if errs.Is(err, errs.Corrupt) {
+		return refuse("the stored request does not match the permit", err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	if errs.Is(err, errs.NotFound) {
+		return refuse("the tool is not registered here", err)
+	} else if err != nil {
+		return nil, nil, err
+	}
+	if _, err := p.cfg.Adapters.For(entry.Tool.Contract); err != nil {
+		return refuse("no adapter for the tool", err)
+	}
+	return &prepared{
+		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
+		result:  entry.ResultSchema,
+	}, nil, nil
+}
+
+// prepared is a call checked and ready to go.
+type prepared struct {
+	adapter.Request
+	// result checks a successful result; nil when the tool declares no
+	// result schema.
+	result *action.Schema
+}

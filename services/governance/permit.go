@@ -1,0 +1,86 @@
+package governance
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/crashpoint"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// permit issues the action's one permit.
+func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
+	taskID := t.Contract.TaskId
+	// An approval of an action proposed before the task had a credential
+	// needs one now; if none can be issued, the check below says so.
+	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
+		return err
+	}
+	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		cur := task.FindAction(t, a.ActionId)
+		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
+			return nil, nil
+		}
+		// A paused task still gets its permit: execution holds it until the
+		// task resumes. An ended task gets none, nor does a compensating
+		// task for anything but a compensation.
+		// Nor does a task whose budget is spent, for anything but a
+		// compensation (undoing is never held back for money): the
+		// budget guard suspends it (budget.go).
+		if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
+				Reasons: []string{budgetSpentReason(line)}, CostMicros: cost,
+			})
+		}
+		if !task.MayPermit(t, cur) {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
+				Reasons:    []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
+				CostMicros: cost,
+			})
+		}
+		// Checked here, on the task as it is when the permit is appended,
+		// so that a revocation or an expiry since the proposal (or during
+		// a long wait for approval) stops the permit.
+		why, err := p.credentialRefusal(ctx, t, cur)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
+				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost,
+			})
+		}
+		credentialRef := t.Contract.GetCredentialRef()
+		if c := t.Credential.GetCredential(); c != nil {
+			credentialRef = c.CredentialId
+		}
+		prev := cur.Permit.GetPermitId()
+		issued := time.Now()
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
+			PermitId:      permitID(a.ActionId, prev),
+			ActionId:      a.ActionId,
+			ActionHash:    cur.ActionHash,
+			RequestHash:   cur.RequestHash,
+			SnapshotId:    cur.Snapshot.GetSnapshotId(),
+			CredentialRef: credentialRef,
+			IssuedAt:      timestamppb.New(issued),
+			ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
+		}})
+	})
+	if err == nil {
+		crashpoint.Here(crashpoint.AfterPermit)
+	}
+	return err
+}
