@@ -96,6 +96,11 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 	if err != nil {
 		return nil, err
 	}
+	if l.cfg.SoleConsumer {
+		if _, err := l.js.ResetConsumer(ctx, l.cfg.Stream, name); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "reset consumer %s", name)
+		}
+	}
 	log := l.cfg.Logger.With("consumer", name)
 	handle := func(msg jetstream.Msg) {
 		meta, err := msg.Metadata()

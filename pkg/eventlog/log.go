@@ -57,6 +57,12 @@ type Config struct {
 	// its message id alone. Default two minutes.
 	DuplicateWindow time.Duration
 	Logger          *slog.Logger
+	// SoleConsumer says this process is the only one that reads its
+	// durable consumers (steward dev). React then resets a consumer to its
+	// ack floor as it starts, so that what a crashed predecessor had in
+	// hand comes again at once, not after the ack wait. Never set it where
+	// processes share a consumer: a live one's events would come again.
+	SoleConsumer bool
 }
 
 func (c Config) withDefaults() Config {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -388,5 +389,54 @@ func TestReactionsAreTyped(t *testing.T) {
 	})
 	if _, err := l.React(ctx, "none"); !errs.Is(err, errs.Invalid) {
 		t.Errorf("React with no reactions: %v, want invalid", err)
+	}
+}
+
+// TestASoleConsumerTakesUpWhatItsPredecessorHeld: an event delivered to a
+// process that died before acknowledging it comes again to its successor
+// at once when the successor is the consumer's only reader, not after the
+// ack wait.
+func TestASoleConsumerTakesUpWhatItsPredecessorHeld(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	l, err := eventlog.Open(ctx, bus.JS, eventlog.Config{SoleConsumer: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t1"}, &stewardv1.TaskCreated{})); err != nil {
+		t.Fatal(err)
+	}
+	// The predecessor: the same durable, which takes the event and dies
+	// holding it.
+	cons, err := bus.JS.CreateOrUpdateConsumer(ctx, l.Config().Stream, jetstream.ConsumerConfig{
+		Durable: "sole", AckPolicy: jetstream.AckExplicitPolicy, AckWait: eventlog.ReactionAckWait,
+		FilterSubjects: []string{l.TypeFilter(event.TypeTaskCreated)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch, err := cons.Fetch(1, jetstream.FetchMaxWait(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range batch.Messages() {
+	}
+	got := make(chan struct{}, 1)
+	start := time.Now()
+	sub, err := l.React(ctx, "sole", eventlog.OnRecord[*stewardv1.TaskCreated](func(context.Context, *stewardv1.EventRecord) error {
+		got <- struct{}{}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	select {
+	case <-got:
+		if d := time.Since(start); d >= eventlog.ReactionAckWait/2 {
+			t.Errorf("the held event came again after %s; want at once", d)
+		}
+	case <-time.After(2 * eventlog.ReactionAckWait):
+		t.Fatal("the held event never came again")
 	}
 }

@@ -84,6 +84,11 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
 	}
+	if t.cfg.SoleConsumer {
+		if _, err := t.js.ResetConsumer(ctx, t.cfg.Stream, consumer); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "reset timer consumer %s", consumer)
+		}
+	}
 	pulling, stopPulling := context.WithCancel(ctx)
 	s := &subscription{cons: cons, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)

@@ -54,6 +54,10 @@ type Config struct {
 	Replicas int
 	// Logger gets handler failures; default slog.Default().
 	Logger *slog.Logger
+	// SoleConsumer: as eventlog.Config's. Run resets its consumer to its
+	// ack floor as it starts, so that a timer a crashed predecessor had in
+	// hand fires again at once.
+	SoleConsumer bool
 }
 
 func (c Config) withDefaults() Config {

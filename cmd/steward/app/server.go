@@ -186,7 +186,9 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger, Replicas: m.Replicas})
+	// dev is one process over its own embedded server: the only reader of
+	// its consumers.
+	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: m.Mode == "dev"})
 	if err != nil {
 		return err
 	}

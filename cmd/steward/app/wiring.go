@@ -47,7 +47,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *
 	if err != nil {
 		return nil, err
 	}
-	timers, err := timer.Open(ctx, js, timer.Config{Replicas: m.Replicas, Logger: m.logger})
+	timers, err := timer.Open(ctx, js, timer.Config{Replicas: m.Replicas, Logger: m.logger, SoleConsumer: m.Mode == "dev"})
 	if err != nil {
 		return nil, err
 	}
