@@ -81,8 +81,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 // now denies, or asks for other roles than the approver was checked
 // against, the action is denied and must be proposed again. A rejection
 // needs nothing more.
-func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord) error {
-	d := rec.Event.GetApprovalDecided()
+func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d *stewardv1.ApprovalDecided) error {
 	if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
 		return nil
 	}

@@ -57,8 +57,8 @@ const (
 // decision. Each step runs only if the ledger says it has not happened
 // yet, so a redelivery after a crash continues from the recorded snapshot
 // instead of evaluating again.
-func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord) error {
-	a := rec.Event.GetActionProposed().GetAction()
+func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
+	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
 	if t, _, err := taskstore.Load(ctx, p.log, taskID); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
 		// What could not be permitted is denied before policy or a

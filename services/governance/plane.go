@@ -129,10 +129,10 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	reactions := []eventlog.Reaction{
-		eventlog.OnRecord[*stewardv1.ActionProposed](p.decide),
-		eventlog.OnRecord[*stewardv1.ApprovalDecided](p.afterDecision),
+		eventlog.On(p.decide),
+		eventlog.On(p.afterDecision),
 		// A permit that may not be used as it is: decide again.
-		eventlog.OnRecord[*stewardv1.ActionRevalidating](p.revalidate),
+		eventlog.On(p.revalidate),
 		// The budget guard.
 		eventlog.OnRecord[*stewardv1.BudgetConsumed](p.guardBudget),
 		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.guardBudget),
@@ -144,7 +144,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	if p.timers != nil {
 		reactions = append(reactions,
-			eventlog.OnRecord[*stewardv1.ApprovalRequested](p.armOnRequest),
+			eventlog.On(p.armOnRequest),
 			// A suspension that came due while the task was paused.
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue))
 		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)

@@ -26,8 +26,7 @@ func revalidationRound(oldPermit, revision string) string {
 // credential or a spent budget deny the action, charged for the calls it
 // made. Every id is keyed by the old permit, so a redelivery records
 // nothing twice, and each step runs only if the ledger says it has not.
-func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord) error {
-	r := rec.Event.GetActionRevalidating()
+func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *stewardv1.ActionRevalidating) error {
 	taskID := rec.Event.TaskId
 	round := revalidationRound(r.PermitId, p.engine.Revision())
 	t, err := p.evaluate(ctx, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec.Event)

@@ -78,8 +78,8 @@ func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
 
 // armOnRequest reacts to a requested approval by setting its timers.
 // Setting them again on redelivery is a no-op.
-func (p *Plane) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord) error {
-	ap := rec.Event.GetApprovalRequested().GetApproval()
+func (p *Plane) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord, requested *stewardv1.ApprovalRequested) error {
+	ap := requested.GetApproval()
 	return p.arm(ctx, rec.Event.TaskId, ap.GetActionId(), ap.GetApprovalId())
 }
 
