@@ -15,6 +15,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // The revalidation table: before any later use of a permit — after a
@@ -494,16 +495,10 @@ func (env *revalEnv) governanceIdle(t *testing.T) {
 	}, "the governance plane to catch up")
 }
 
-// waitFor polls ok until it holds, for up to 20 s.
+// waitFor waits up to 20 s for ok to hold.
 func waitFor(t *testing.T, ok func() bool, what string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) { return ok(), "waiting for " + what })
 }
 
 // TestExpiredPermitIsNeverClaimed: a permit past its expiry (--permit-ttl

@@ -45,7 +45,7 @@ func TestALateWorkersRetryWaitIsNotDeadLettered(t *testing.T) {
 		Reason: "worker w1 went silent for longer than its lease", Attempt: 1, FinishedAt: timestamppb.Now(),
 	}})
 	close(release)
-	time.Sleep(2 * time.Second)
+	b.settle() // w1's late answer handled and its permit acknowledged
 	st, err := b.bus.JS.Stream(context.Background(), "STEWARD_DEADLETTER")
 	if err != nil {
 		t.Logf("no dead-letter stream: %v", err)

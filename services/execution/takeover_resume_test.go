@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/breaker"
@@ -80,22 +82,12 @@ func TestResumeIsNotBlockedByAnotherWorkersLiveCall(t *testing.T) {
 	b.start()
 	b.append(taskID, &stewardv1.TaskResumed{Reason: "go on"})
 
-	deadline := time.Now().Add(4 * time.Second)
-	for time.Now().Before(deadline) {
+	stewardtest.Eventually(t, 4*time.Second, func() (bool, string) {
 		tk, _, err := taskstore.Load(context.Background(), b.log, taskID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if a := task.FindAction(tk, actionB); a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
-			t.Logf("B is %v after the resume", a.Status)
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// Once A's worker stops heartbeating, A is taken over and only then is
-	// B claimed: it was A, not B, that held the resume back.
-	stop.Store(true)
-	<-done
-	b.waitAction(taskID, actionB, status(succeededS))
-	t.Fatalf("B's permit was unclaimed for 4s after the resume (lease %s), and claimed only after A's worker went silent: the resume is stuck behind another worker's live call", b.cfg.Lease)
+		return task.FindAction(tk, actionB).Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
+			fmt.Sprintf("B's permit unclaimed after the resume (lease %s) while A's worker heartbeats: the resume is stuck behind another worker's live call", b.cfg.Lease)
+	})
 }

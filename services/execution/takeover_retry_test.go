@@ -18,6 +18,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
@@ -157,17 +158,15 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	if len(mine) == 0 {
 		t.Skip("wb won every race; run again")
 	}
-	time.Sleep(b.cfg.Lease + 10*time.Second) // the bound: lease + 10 s
-	stuck := 0
-	for _, i := range mine {
-		tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
-		a := task.FindAction(tk, actions[i])
-		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
-			stuck++
-			t.Logf("%s: still dispatched by dead wa, last sign %s ago", actions[i], time.Since(a.UpdatedAt.AsTime()).Round(time.Millisecond))
+	// The bound: taken over within the lease + 10 s.
+	stewardtest.Eventually(t, b.cfg.Lease+10*time.Second, func() (bool, string) {
+		stuck := 0
+		for _, i := range mine {
+			tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
+			if task.FindAction(tk, actions[i]).Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
+				stuck++
+			}
 		}
-	}
-	if stuck > 0 {
-		t.Fatalf("%d of %d calls of the dead worker still dispatched %s after its lease (%s) ran out: nobody takes them over", stuck, len(mine), 10*time.Second, b.cfg.Lease)
-	}
+		return stuck == 0, fmt.Sprintf("%d of %d calls of the dead worker still dispatched after its lease (%s) ran out: nobody takes them over", stuck, len(mine), b.cfg.Lease)
+	})
 }

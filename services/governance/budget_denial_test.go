@@ -2,6 +2,7 @@ package governance_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -49,13 +51,13 @@ func TestADenialsCostIsGuarded(t *testing.T) {
 	if a.Outcome.CostMicros != 70 {
 		t.Fatalf("denial %v; want the call charged at 70", a.Outcome)
 	}
-	time.Sleep(time.Second)
-	tk, _, err := taskstore.Load(context.Background(), e.log, "t-guard")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tk.BudgetUsed.GetCostMicros() != 70 || len(tk.BudgetUsed.GetAlerts()) == 0 || tk.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED {
-		t.Fatalf("cost %d of 70, alerts %v, task %s: want the 50/80/100 %% alerts and the task suspended for its spent budget",
-			tk.BudgetUsed.GetCostMicros(), tk.BudgetUsed.GetAlerts(), tk.Status)
-	}
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		tk, _, err := taskstore.Load(context.Background(), e.log, "t-guard")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tk.BudgetUsed.GetCostMicros() == 70 && len(tk.BudgetUsed.GetAlerts()) > 0 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED,
+			fmt.Sprintf("cost %d of 70, alerts %v, task %s: want the 50/80/100 %% alerts and the task suspended for its spent budget",
+				tk.BudgetUsed.GetCostMicros(), tk.BudgetUsed.GetAlerts(), tk.Status)
+	})
 }
