@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -260,8 +261,18 @@ func newLanes(n int, handle func(jetstream.Msg)) *lanes {
 // route queues msg on its task's lane; a full lane holds the consumer back.
 func (ls *lanes) route(msg jetstream.Msg) {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(msg.Subject()))
+	_, _ = h.Write([]byte(chainOf(msg.Subject())))
 	ls.chans[h.Sum32()%uint32(len(ls.chans))] <- msg
+}
+
+// chainOf is the part of a subject that names its chain (a task, a tool, a
+// service), without the type's token: every type of one task shares a lane,
+// so a task's events are handled in the order they were appended.
+func chainOf(subject string) string {
+	if i := strings.LastIndexByte(subject, '.'); i >= 0 {
+		return subject[:i]
+	}
+	return subject
 }
 
 // close lets the lanes finish what they hold, then ends them.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -438,5 +439,57 @@ func TestASoleConsumerTakesUpWhatItsPredecessorHeld(t *testing.T) {
 		}
 	case <-time.After(2 * eventlog.ReactionAckWait):
 		t.Fatal("the held event never came again")
+	}
+}
+
+// TestATasksEventsAreHandledInOrderAcrossTypes: each type has its own
+// subject, yet a task's events reach one consumer's reactions one at a
+// time, in the order they were appended; a reaction to a later type never
+// overtakes one to an earlier. Found when a release and the pass-on it
+// must precede ran side by side.
+func TestATasksEventsAreHandledInOrderAcrossTypes(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	var mu sync.Mutex
+	handled := map[string]bool{} // tasks whose TaskStarted was handled
+	started := make(chan string, 16)
+	var overtaken atomic.Int32
+	sub, err := l.React(ctx, "ordered",
+		eventlog.OnRecord[*stewardv1.TaskCreated](func(_ context.Context, rec *stewardv1.EventRecord) error {
+			// Give a wrongly parallel TaskStarted reaction time to show.
+			time.Sleep(50 * time.Millisecond)
+			mu.Lock()
+			defer mu.Unlock()
+			if handled[rec.Event.TaskId] {
+				overtaken.Add(1)
+			}
+			return nil
+		}),
+		eventlog.OnRecord[*stewardv1.TaskStarted](func(_ context.Context, rec *stewardv1.EventRecord) error {
+			mu.Lock()
+			handled[rec.Event.TaskId] = true
+			mu.Unlock()
+			started <- rec.Event.TaskId
+			return nil
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Stop()
+	const tasks = 4
+	for i := range tasks {
+		id := fmt.Sprintf("ordered-%d", i)
+		created, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskCreated{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskStarted{})); err != nil {
+			t.Fatal(err)
+		}
+		<-started
+	}
+	if n := overtaken.Load(); n != 0 {
+		t.Fatalf("%d of %d tasks had TaskStarted handled while their TaskCreated reaction still ran", n, tasks)
 	}
 }
