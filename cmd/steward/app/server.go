@@ -14,13 +14,13 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/stores"
 
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/embedded"
-	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -188,11 +188,13 @@ func (m *Server) Run(ctx context.Context) error {
 	defer cancel()
 	// dev is one process over its own embedded server: the only reader of
 	// its consumers.
-	log, err := eventlog.Open(octx, js, eventlog.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: m.Mode == "dev"})
+	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: m.Mode == "dev"})
 	if err != nil {
 		return err
 	}
-	if m.planes, err = m.selectPlanes(ctx, js, log); err != nil {
+	m.stops = append(m.stops, st.Close)
+	log := st.Log
+	if m.planes, err = m.selectPlanes(ctx, js, st); err != nil {
 		return err
 	}
 	var tokens rpc.Tokens

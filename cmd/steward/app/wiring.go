@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
@@ -32,25 +33,12 @@ const ToolKVBucket = "STEWARD_TOOL_KV"
 
 // selectPlanes builds the planes this process runs, with what each needs.
 // In dev mode they share one tool registry and one set of stores.
-func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, log *eventlog.Log) ([]plane, error) {
+func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *stores.Set) ([]plane, error) {
 	want := []string{control.PlaneName, governance.PlaneName, execution.PlaneName, state.PlaneName}
 	if m.Mode == "serve" {
 		want = []string{m.Plane}
 	}
-	tools := toolreg.New(m.logger)
-	m.background(func(ctx context.Context) { tools.Run(ctx, log) })
-	requests, err := action.OpenStore(ctx, js, action.RequestBucket, m.Replicas)
-	if err != nil {
-		return nil, err
-	}
-	results, err := action.OpenStore(ctx, js, action.ResultBucket, m.Replicas)
-	if err != nil {
-		return nil, err
-	}
-	timers, err := timer.Open(ctx, js, timer.Config{Replicas: m.Replicas, Logger: m.logger, SoleConsumer: m.Mode == "dev"})
-	if err != nil {
-		return nil, err
-	}
+	log, tools, requests, results, timers := st.Log, st.Tools, st.Requests, st.Results, st.Timers
 	var planes []plane
 	for _, name := range want {
 		switch name {
@@ -193,15 +181,4 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		ErrorHandling: promhttp.ContinueOnError,
 		Registry:      reg,
 	}), nil
-}
-
-// background runs fn until the server closes.
-func (m *Server) background(fn func(ctx context.Context)) {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(ctx)
-	}()
-	m.stops = append(m.stops, func() { cancel(); <-done })
 }

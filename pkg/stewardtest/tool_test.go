@@ -1,0 +1,73 @@
+package stewardtest_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+func post(t *testing.T, url, key string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"target":"x","params":{"a":1}}`))
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func status(t *testing.T, tool *stewardtest.Tool, key string) string {
+	t.Helper()
+	resp, err := http.Get(tool.URL + "/status?op_key=" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct{ State string }
+	_ = json.NewDecoder(resp.Body).Decode(&s)
+	return s.State
+}
+
+// TestTheReferenceToolWorksOncePerKeyAndFollowsItsScript: a scripted
+// failure does no work, a repeat gets the first result, a tool that
+// ignores keys works again, and the status query tells the truth.
+func TestTheReferenceToolWorksOncePerKeyAndFollowsItsScript(t *testing.T) {
+	tool := stewardtest.StartTool(t).Script("/call", stewardtest.Fail(503)).ScriptPerKey("/flaky", stewardtest.Fail(503))
+	if code, _ := post(t, tool.URL+"/call", "k1"); code != 503 {
+		t.Fatalf("first call answered %d, want the scripted 503", code)
+	}
+	if got := status(t, tool, "k1"); got != "not_accepted" {
+		t.Fatalf("status after a refusal = %q, want not_accepted", got)
+	}
+	_, first := post(t, tool.URL+"/call", "k1")
+	_, again := post(t, tool.URL+"/call", "k1")
+	if first != again || tool.Executions("k1") != 1 || tool.CallsFor("k1") != 3 {
+		t.Fatalf("repeat answered %s after %s; %d executions of %d calls, want 1 of 3", again, first, tool.Executions("k1"), tool.CallsFor("k1"))
+	}
+	if got := status(t, tool, "k1"); got != "succeeded" || tool.Asks("k1") != 2 {
+		t.Fatalf("status after the work = %q (%d asks), want succeeded (2)", got, tool.Asks("k1"))
+	}
+	for _, k := range []string{"a", "b"} {
+		if code, _ := post(t, tool.URL+"/flaky", k); code != 503 {
+			t.Fatalf("first call with key %s to /flaky answered %d, want 503", k, code)
+		}
+		if code, _ := post(t, tool.URL+"/flaky", k); code != 200 {
+			t.Fatalf("second call with key %s to /flaky answered %d, want 200", k, code)
+		}
+	}
+	tool.IgnoreKeys()
+	post(t, tool.URL+"/call", "k1")
+	if n := tool.Executions("k1"); n != 2 {
+		t.Fatalf("a tool that ignores keys worked %d times for k1, want 2", n)
+	}
+	if w := tool.Worked(); len(w) != 4 || w[1].Key != "a" || w[1].Target != "x" {
+		t.Fatalf("worked = %+v", w)
+	}
+}
