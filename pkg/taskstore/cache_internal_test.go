@@ -1,13 +1,10 @@
 package taskstore
 
 import (
-	"context"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestHistoryIsAsOfItsFold: folds of one task share one id set, and a
@@ -15,28 +12,24 @@ import (
 // must not find them, or a caller would look for an event's effect in a
 // task that does not have it yet.
 func TestHistoryIsAsOfItsFold(t *testing.T) {
-	ctx := context.Background()
-	log, _ := stewardtest.OpenLog(t)
-	created, err := event.New(event.Meta{ID: event.ID("t1", "created"), TaskID: "t1"}, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "i"}})
-	if err == nil {
-		_, err = log.Append(ctx, eventlog.Head{}, created)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []event.Payload{
+	// Built here, not with the test kit, which stands on this package.
+	var recs []*stewardv1.EventRecord
+	var prev []byte
+	for i, p := range []event.Payload{
+		&stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "i"}},
 		&stewardv1.TaskStarted{},
 		&stewardv1.TaskPaused{Reason: "later"},
 	} {
-		if _, err := Update(ctx, log, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) {
-			return event.New(event.Meta{ID: event.ID("t1", string(p.ProtoReflect().Descriptor().Name())), TaskID: "t1"}, p)
-		}); err != nil {
+		ev, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: "test"}}, p)
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	recs, err := log.Read(ctx, "t1")
-	if err != nil {
-		t.Fatal(err)
+		ev.Actor.Plane = event.Owner(ev.Type)
+		if _, err := event.Seal(ev, prev); err != nil {
+			t.Fatal(err)
+		}
+		prev = ev.Hash
+		recs = append(recs, &stewardv1.EventRecord{Sequence: uint64(i + 1), Event: ev})
 	}
 	older, err := (&folded{}).extend(recs[:2])
 	if err != nil {
