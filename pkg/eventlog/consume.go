@@ -7,7 +7,6 @@ import (
 	"hash/fnv"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -157,7 +156,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 		hctx := context.WithValue(context.WithValue(ctx, msgKey{}, msg), detachKey{}, work)
 		work.done(h(hctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}))
 	}
-	ls := newLanes(reactionLanes, handle)
+	ls := newLanes(reactionLanes, l.chainOf, handle)
 	cc, err := cons.Consume(ls.route)
 	if err != nil {
 		ls.close()
@@ -239,11 +238,12 @@ const reactionLanes = 8
 // lanes hands messages to a fixed set of goroutines by task subject.
 type lanes struct {
 	chans []chan jetstream.Msg
+	key   func(subject string) string // the chain a subject belongs to
 	done  sync.WaitGroup
 }
 
-func newLanes(n int, handle func(jetstream.Msg)) *lanes {
-	ls := &lanes{chans: make([]chan jetstream.Msg, n)}
+func newLanes(n int, key func(subject string) string, handle func(jetstream.Msg)) *lanes {
+	ls := &lanes{chans: make([]chan jetstream.Msg, n), key: key}
 	for i := range ls.chans {
 		ch := make(chan jetstream.Msg, 64)
 		ls.chans[i] = ch
@@ -258,21 +258,11 @@ func newLanes(n int, handle func(jetstream.Msg)) *lanes {
 	return ls
 }
 
-// route queues msg on its task's lane; a full lane holds the consumer back.
+// route queues msg on its chain's lane; a full lane holds the consumer back.
 func (ls *lanes) route(msg jetstream.Msg) {
 	h := fnv.New32a()
-	_, _ = h.Write([]byte(chainOf(msg.Subject())))
+	_, _ = h.Write([]byte(ls.key(msg.Subject())))
 	ls.chans[h.Sum32()%uint32(len(ls.chans))] <- msg
-}
-
-// chainOf is the part of a subject that names its chain (a task, a tool, a
-// service), without the type's token: every type of one task shares a lane,
-// so a task's events are handled in the order they were appended.
-func chainOf(subject string) string {
-	if i := strings.LastIndexByte(subject, '.'); i >= 0 {
-		return subject[:i]
-	}
-	return subject
 }
 
 // close lets the lanes finish what they hold, then ends them.

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -237,6 +238,23 @@ func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + 
 // ServiceSubject returns the wildcard over the subjects that hold a
 // service's events.
 func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "." + key + ".>" }
+
+// chainOf returns the part of subject that names its chain — a task's,
+// a tool's or a service's — without the type, which may span several
+// tokens (task.created): every type of one task shares a reaction lane,
+// so a task's events are handled in the order they were appended.
+func (l *Log) chainOf(subject string) string {
+	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix} {
+		rest, ok := strings.CutPrefix(subject, prefix+".")
+		if !ok {
+			continue
+		}
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			return subject[:len(prefix)+1+i]
+		}
+	}
+	return subject
+}
 
 // subjectOf returns the subject ev belongs on, and the wildcard over its
 // chain: its tool's for a tool registration, its service's for a breaker

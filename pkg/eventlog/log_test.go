@@ -451,21 +451,23 @@ func TestATasksEventsAreHandledInOrderAcrossTypes(t *testing.T) {
 	l, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	var mu sync.Mutex
-	handled := map[string]bool{} // tasks whose TaskStarted was handled
-	started := make(chan string, 16)
+	handled := map[string]bool{} // tasks whose second event was handled
+	started, createdDone := make(chan string, 16), make(chan string, 16)
 	var overtaken atomic.Int32
 	sub, err := l.React(ctx, "ordered",
 		eventlog.OnRecord[*stewardv1.TaskCreated](func(_ context.Context, rec *stewardv1.EventRecord) error {
-			// Give a wrongly parallel TaskStarted reaction time to show.
+			// Give a wrongly parallel reaction to the next event time to show.
 			time.Sleep(50 * time.Millisecond)
 			mu.Lock()
 			defer mu.Unlock()
 			if handled[rec.Event.TaskId] {
 				overtaken.Add(1)
 			}
+			createdDone <- rec.Event.TaskId
 			return nil
 		}),
-		eventlog.OnRecord[*stewardv1.TaskStarted](func(_ context.Context, rec *stewardv1.EventRecord) error {
+		// Another kind of event than the first, so another type prefix.
+		eventlog.OnRecord[*stewardv1.BudgetReleased](func(_ context.Context, rec *stewardv1.EventRecord) error {
 			mu.Lock()
 			handled[rec.Event.TaskId] = true
 			mu.Unlock()
@@ -477,19 +479,20 @@ func TestATasksEventsAreHandledInOrderAcrossTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sub.Stop()
-	const tasks = 4
+	const tasks = 4 // each lands on another lane than its first event's by 7 chances in 8, were lanes per subject
 	for i := range tasks {
 		id := fmt.Sprintf("ordered-%d", i)
 		created, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskCreated{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskStarted{})); err != nil {
+		if _, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.BudgetReleased{Tokens: 1})); err != nil {
 			t.Fatal(err)
 		}
 		<-started
+		<-createdDone
 	}
 	if n := overtaken.Load(); n != 0 {
-		t.Fatalf("%d of %d tasks had TaskStarted handled while their TaskCreated reaction still ran", n, tasks)
+		t.Fatalf("%d of %d tasks had a later event handled while their TaskCreated reaction still ran", n, tasks)
 	}
 }
