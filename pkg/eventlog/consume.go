@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"log/slog"
 	"slices"
 	"sync"
@@ -239,11 +239,12 @@ const reactionLanes = 8
 type lanes struct {
 	chans []chan jetstream.Msg
 	key   func(subject string) string // the chain a subject belongs to
+	seed  maphash.Seed
 	done  sync.WaitGroup
 }
 
 func newLanes(n int, key func(subject string) string, handle func(jetstream.Msg)) *lanes {
-	ls := &lanes{chans: make([]chan jetstream.Msg, n), key: key}
+	ls := &lanes{chans: make([]chan jetstream.Msg, n), key: key, seed: maphash.MakeSeed()}
 	for i := range ls.chans {
 		ch := make(chan jetstream.Msg, 64)
 		ls.chans[i] = ch
@@ -260,9 +261,9 @@ func newLanes(n int, key func(subject string) string, handle func(jetstream.Msg)
 
 // route queues msg on its chain's lane; a full lane holds the consumer back.
 func (ls *lanes) route(msg jetstream.Msg) {
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(ls.key(msg.Subject())))
-	ls.chans[h.Sum32()%uint32(len(ls.chans))] <- msg
+	// maphash mixes every bit of the key; FNV-1a's low bits, which a
+	// modulus by 8 keeps, depend only on the low bits of each byte.
+	ls.chans[maphash.String(ls.seed, ls.key(msg.Subject()))%uint64(len(ls.chans))] <- msg
 }
 
 // close lets the lanes finish what they hold, then ends them.
