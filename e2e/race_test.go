@@ -70,7 +70,7 @@ func startPlanes(t *testing.T, n int) *planes {
 	must(err)
 	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Timers: timers,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})}}
-	ps.ctl = control.New(log, logger, control.WithActions(ps.tools, requests))
+	ps.ctl = control.New(log, logger, control.Config{Tools: ps.tools, Requests: requests})
 	ps.gov = governance.New(log, logger, engine, ps.tools, requests)
 	must(ps.ctl.Start(ctx))
 	must(ps.gov.Start(ctx))

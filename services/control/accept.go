@@ -78,7 +78,7 @@ func (p *Plane) review(ctx context.Context, principal, taskID, id, requestID str
 		if cur := uint32(len(t.Acceptance)); want != 0 && want != cur {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is in acceptance round %d, not %d: look at the result produced since", taskID, cur, want)
 		}
-		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
+		return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID},
 			decision(uint32(len(t.Acceptance))))
 	})
 }

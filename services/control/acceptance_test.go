@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -54,7 +52,7 @@ func TestArtifactRequestsNameTheBadField(t *testing.T) {
 		{"action not succeeded", &stewardv1.SubmitArtifactRequest{Name: "r", MediaType: "text/plain", Content: []byte("x"), ActionId: search.ActionId}, errs.Invalid, "action_id"},
 		{"no task id", &stewardv1.SubmitArtifactRequest{Name: "r", MediaType: "text/plain", Content: []byte("x")}, errs.Invalid, "task_id"},
 	}
-	before := r.events(t, id)
+	before := r.task(t, id).EventCount
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.field != "task_id" {
@@ -67,7 +65,7 @@ func TestArtifactRequestsNameTheBadField(t *testing.T) {
 			}
 		})
 	}
-	if n := r.events(t, id); n != before {
+	if n := r.task(t, id).EventCount; n != before {
 		t.Errorf("refused requests appended %d events", n-before)
 	}
 }
@@ -79,7 +77,9 @@ func TestArtifactRequestsNameTheBadField(t *testing.T) {
 func TestOversizedArtifactIsTooLarge(t *testing.T) {
 	r := newRig(t)
 	id := r.acceptanceTask(t, "large", nil)
-	small := control.New(r.log, slog.New(slog.DiscardHandler), control.WithResults(r.results), control.WithArtifactLimits(1024, 1<<20))
+	cfg := r.config()
+	cfg.MaxInlineArtifact, cfg.MaxReferencedArtifact = 1024, 1<<20
+	small := control.New(r.Log, r.Logger, cfg)
 	hash := strings.Repeat("0a", 32)
 	tests := []struct {
 		name    string
@@ -97,7 +97,7 @@ func TestOversizedArtifactIsTooLarge(t *testing.T) {
 		{"by reference, plane's limit", small, &stewardv1.SubmitArtifactRequest{Name: "r", MediaType: "text/plain", Uri: "s3://b/k", Sha256: hash, SizeBytes: 2 << 20},
 			"size_bytes", "is 2 MiB; the limit is 1 MiB"},
 	}
-	before := r.events(t, id)
+	before := r.task(t, id).EventCount
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.TaskId = id
@@ -108,7 +108,7 @@ func TestOversizedArtifactIsTooLarge(t *testing.T) {
 			}
 		})
 	}
-	if n := r.events(t, id); n != before {
+	if n := r.task(t, id).EventCount; n != before {
 		t.Errorf("oversized artifacts appended %d events", n-before)
 	}
 	// At the limit is fine.
@@ -150,10 +150,7 @@ func TestArtifactVersions(t *testing.T) {
 			t.Fatalf("step %d: the task returned has no %s", i, s.want)
 		}
 	}
-	tk, _, err := taskstore.Load(ctx, r.log, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := r.task(t, id)
 	if len(tk.Artifacts) != 4 {
 		t.Errorf("%d artifacts recorded, want 4", len(tk.Artifacts))
 	}
@@ -266,7 +263,7 @@ func TestOnlyTheAcceptanceOwnerDecides(t *testing.T) {
 	})
 	r.submit(t, id, &stewardv1.SubmitArtifactRequest{Name: "report", MediaType: "text/plain", Content: []byte("done")})
 	r.produce(t, id, "")
-	before := r.events(t, id)
+	before := r.task(t, id).EventCount
 	for _, who := range []string{"agent", requester, "anonymous"} {
 		for verb, decide := range map[string]func() error{
 			"accept": func() error {
@@ -283,7 +280,7 @@ func TestOnlyTheAcceptanceOwnerDecides(t *testing.T) {
 			}
 		}
 	}
-	if n := r.events(t, id); n != before {
+	if n := r.task(t, id).EventCount; n != before {
 		t.Errorf("refused decisions appended %d events", n-before)
 	}
 	if tk, err := r.ctl.AcceptTask(ctx, owner, &stewardv1.AcceptTaskRequest{TaskId: id}); err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_ACCEPTED {
@@ -318,10 +315,10 @@ func TestMarkProducedIsSafeToRetry(t *testing.T) {
 	ctx := context.Background()
 	id := r.acceptanceTask(t, "retry", func(c *stewardv1.TaskContract) { c.AcceptanceOwnerRef = owner })
 	_, first := r.produce(t, id, "m1")
-	n := r.events(t, id)
+	n := r.task(t, id).EventCount
 	tk, again := r.produce(t, id, "m1")
-	if again.Round != first.Round || tk.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED || r.events(t, id) != n {
-		t.Errorf("retry: round %d (first %d), %s, %d events (was %d)", again.Round, first.Round, tk.Status, r.events(t, id), n)
+	if again.Round != first.Round || tk.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED || r.task(t, id).EventCount != n {
+		t.Errorf("retry: round %d (first %d), %s, %d events (was %d)", again.Round, first.Round, tk.Status, r.task(t, id).EventCount, n)
 	}
 	if _, _, err := r.ctl.MarkProduced(ctx, "agent", &stewardv1.MarkProducedRequest{TaskId: id, RequestId: "m2"}); !errs.Is(err, errs.FailedPrecondition) {
 		t.Errorf("producing a produced task: %v, want failed precondition", err)
@@ -332,7 +329,7 @@ func TestMarkProducedIsSafeToRetry(t *testing.T) {
 	if _, _, err := r.ctl.SubmitArtifact(ctx, "agent", &stewardv1.SubmitArtifactRequest{TaskId: id, Name: "r", MediaType: "text/plain", Content: []byte("x"), RequestId: "m1"}); !errs.Is(err, errs.AlreadyExists) {
 		t.Errorf("submit with the produce's request id: %v, want already exists", err)
 	}
-	if r.events(t, id) != n {
+	if r.task(t, id).EventCount != n {
 		t.Errorf("reused request ids appended events")
 	}
 }
@@ -365,10 +362,7 @@ func TestConcurrentProducesMakeOneRound(t *testing.T) {
 			t.Errorf("produce %d: round %d", i, rounds[i].Round)
 		}
 	}
-	tk, _, err := taskstore.Load(context.Background(), r.log, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := r.task(t, id)
 	if len(tk.Acceptance) != 1 || tk.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED {
 		t.Errorf("%d rounds, task %s", len(tk.Acceptance), tk.Status)
 	}
@@ -380,12 +374,12 @@ func TestMarkProducedWaitsForActions(t *testing.T) {
 	r := newRig(t)
 	id := r.acceptanceTask(t, "busy", nil)
 	a := r.propose(t, id, "p1", "search", "acct:42", map[string]any{"q": "x"})
-	before := r.events(t, id)
+	before := r.task(t, id).EventCount
 	_, _, err := r.ctl.MarkProduced(context.Background(), "agent", &stewardv1.MarkProducedRequest{TaskId: id})
 	if !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), a.ActionId) {
 		t.Fatalf("produce with an action under way: %v", err)
 	}
-	if n := r.events(t, id); n != before {
+	if n := r.task(t, id).EventCount; n != before {
 		t.Errorf("a refused produce appended %d events", n-before)
 	}
 }
@@ -451,7 +445,7 @@ func (r *rig) acceptanceTask(t *testing.T, requestID string, edit func(*stewardv
 		t.Fatal(err)
 	}
 	id := tk.Contract.TaskId
-	waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
 	return id
 }
 
@@ -477,16 +471,6 @@ func (r *rig) produce(t *testing.T, taskID, requestID string) (*stewardv1.Task, 
 		t.Fatalf("round %d is past the task's last, %d", round.Round, last.Round)
 	}
 	return tk, round
-}
-
-// events counts taskID's events.
-func (r *rig) events(t *testing.T, taskID string) uint32 {
-	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk.EventCount
 }
 
 func sha256hex(b []byte) string {

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -21,7 +20,7 @@ import (
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
-// Artifact size limits, by default; WithArtifactLimits changes them.
+// Artifact size limits, by default; Config changes them.
 const (
 	// DefaultMaxInlineArtifact bounds content sent inline: it is stored as
 	// one message, well under NATS's default 1 MiB max_payload.
@@ -78,11 +77,11 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	}
 	var built *stewardv1.Artifact
 	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		now := time.Now().UTC()
+		now := p.now().UTC()
 		built = proto.CloneOf(a)
 		built.Version = uint32(len(task.ArtifactVersions(t, a.Name))) + 1
 		built.SubmittedAt, built.SubmittedBy = timestamppb.New(now), principal
-		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
+		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
 			&stewardv1.ArtifactSubmitted{Artifact: built})
 	})
 	if err != nil {

@@ -108,7 +108,7 @@ func (p *Plane) resumeIfFunded(ctx context.Context, principal string, t *steward
 		if _, spent := task.Spent(cur); spent {
 			return nil, nil
 		}
-		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal)},
+		return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal)},
 			&stewardv1.TaskResumed{Reason: "the budget was raised by " + principal})
 	})
 }

@@ -3,22 +3,19 @@ package control_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/services/control"
 )
 
 // TestUsageAndRaises records usage once per request id, refuses bad
 // figures naming the field, and lets a budget only go up.
 func TestUsageAndRaises(t *testing.T) {
 	ctx := context.Background()
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	req := validRequest("budgeted")
 	req.Contract.Budget = &stewardv1.Budget{MaxTokens: 1000, MaxCostMicros: 5000, Currency: "USD"}
 	tk, _, err := ctl.CreateTask(ctx, "t", req)

@@ -29,7 +29,7 @@ func (p *Plane) Apply(ctx context.Context, principal, taskID string, payload eve
 // the task.
 func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID string, payload event.Payload) (*stewardv1.Task, error) {
 	return p.apply(ctx, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, payload)
+		return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, payload)
 	})
 }
 
@@ -69,7 +69,7 @@ func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1
 		if err := stillSpent(cur); err != nil {
 			return nil, err
 		}
-		return event.New(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})
+		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})
 	})
 }
 

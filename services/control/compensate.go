@@ -165,7 +165,7 @@ func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventReco
 		if t.FinalStatus == stewardv1.TaskStatus_TASK_STATUS_CANCELLED {
 			payload = &stewardv1.TaskCancelled{Reason: reason}
 		}
-		return event.New(event.Meta{
+		return p.event(event.Meta{
 			ID:            event.ID(taskID, "compensated"),
 			TaskID:        taskID,
 			Actor:         p.actor(stewardPrincipal),

@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 const (
@@ -67,7 +66,7 @@ func TestFailTaskCompensatesInReverse(t *testing.T) {
 			t.Fatalf("after FailTask: %s", tk.Status)
 		}
 	}
-	tk := waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[0]) != nil })
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[0]) != nil })
 	if tk.Status != compensating || tk.FinalStatus != failedStatus || !slices.Equal(tk.Compensations, want) {
 		t.Fatalf("compensating: status %s, final %s, compensations %v; want compensating, failed, %v", tk.Status, tk.FinalStatus, tk.Compensations, want)
 	}
@@ -91,17 +90,17 @@ func TestFailTaskCompensatesInReverse(t *testing.T) {
 	// End the first compensation; the driver proposes the next: w3,
 	// whose call returned no result.
 	r.run(t, id, c.ActionId, succeeded(), nil, time.Now())
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[1]) != nil })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[1]) != nil })
 	c = compensationOf(tk, want[1])
 	r.checkParams(t, c, tk, want[1], `null`)
 	r.run(t, id, c.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, "row is locked"), nil, time.Now())
 
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[2]) != nil })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, want[2]) != nil })
 	c = compensationOf(tk, want[2])
 	r.checkParams(t, c, tk, want[2], `{"row":1}`)
 	r.run(t, id, c.ActionId, succeeded(), nil, time.Now())
 
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
 	wantReason := "deadline missed; compensated 2 of 3 actions; the compensation of " + want[1] + " failed: row is locked"
 	if tk.Status != failedStatus || tk.StatusReason != wantReason {
 		t.Fatalf("ended %s (%s), want failed (%s)", tk.Status, tk.StatusReason, wantReason)
@@ -131,9 +130,9 @@ func TestCancelTaskCompensates(t *testing.T) {
 	if tk.Status != compensating || tk.FinalStatus != cancelled {
 		t.Fatalf("after cancel: %s, final %s; want compensating, cancelled", tk.Status, tk.FinalStatus)
 	}
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return compensationOf(tk, a.ActionId) != nil })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, a.ActionId) != nil })
 	r.run(t, id, compensationOf(tk, a.ActionId).ActionId, succeeded(), nil, time.Now())
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
 	if tk.Status != cancelled || tk.StatusReason != "compensated 1 action" {
 		t.Fatalf("ended %s (%s), want cancelled (compensated 1 action)", tk.Status, tk.StatusReason)
 	}
@@ -154,7 +153,7 @@ func TestCancelAbandonsCompensation(t *testing.T) {
 	if _, err := r.ctl.FailTask(ctx, "ops", &stewardv1.FailTaskRequest{TaskId: id}); err != nil {
 		t.Fatal(err)
 	}
-	tk := waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return compensationOf(tk, ids[1]) != nil })
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, ids[1]) != nil })
 	undo := compensationOf(tk, ids[1]).ActionId
 	r.dispatch(t, id, undo)
 	if tk, err := r.ctl.CancelTask(ctx, "ops", &stewardv1.CancelTaskRequest{TaskId: id, Reason: "stop"}); err != nil || tk.Status != cancelled {
@@ -162,11 +161,8 @@ func TestCancelAbandonsCompensation(t *testing.T) {
 	}
 	// The compensation under way still ends; nothing new is proposed.
 	r.finish(t, id, undo, succeeded(), nil, time.Now())
-	r.settle(t)
-	tk, _, err := taskstore.Load(ctx, r.log, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r.settle()
+	tk = r.task(t, id)
 	if tk.Status != cancelled || countCompensations(tk) != 1 {
 		t.Fatalf("after cancel: %s with %d compensations, want cancelled with 1", tk.Status, countCompensations(tk))
 	}
@@ -187,13 +183,13 @@ func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := tk.Contract.TaskId
-	waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
 	a := r.propose(t, id, "p1", "pay", "acct", nil)
 	r.run(t, id, a.ActionId, succeeded(), nil, time.Now())
 	if _, err := r.ctl.FailTask(context.Background(), "ops", &stewardv1.FailTaskRequest{TaskId: id, Reason: "no"}); err != nil {
 		t.Fatal(err)
 	}
-	tk = waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.Terminal(tk.Status) })
 	if tk.Status != failedStatus || !strings.Contains(tk.StatusReason, "could not propose the compensation of "+a.ActionId) ||
 		!strings.Contains(tk.StatusReason, "params") || !strings.Contains(tk.StatusReason, "compensated 0 of 1 action") {
 		t.Fatalf("ended %s (%s)", tk.Status, tk.StatusReason)
@@ -205,11 +201,11 @@ func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
 func (r *rig) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task, orig, result string) {
 	t.Helper()
 	o := task.FindAction(tk, orig)
-	canonical, err := r.requests.Get(context.Background(), c.RequestRef, c.RequestHash)
+	canonical, err := r.Requests.Get(context.Background(), c.RequestRef, c.RequestHash)
 	if err != nil {
 		t.Fatal(err)
 	}
-	origReq, err := r.requests.Get(context.Background(), o.RequestRef, o.RequestHash)
+	origReq, err := r.Requests.Get(context.Background(), o.RequestRef, o.RequestHash)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,14 +233,11 @@ func (r *rig) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task,
 	}
 }
 
-func (r *rig) count(t *testing.T, taskID string) int {
+// count is how many events taskID has once the plane has handled all.
+func (r *rig) count(t *testing.T, taskID string) uint32 {
 	t.Helper()
-	r.settle(t)
-	recs, err := r.log.Read(context.Background(), taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(recs)
+	r.settle()
+	return r.task(t, taskID).EventCount
 }
 
 func countCompensations(tk *stewardv1.Task) int {

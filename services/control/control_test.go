@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -27,8 +25,8 @@ func validRequest(requestID string) *stewardv1.CreateTaskRequest {
 // TestConcurrentCreatesMakeOneTask races many creates of one request id:
 // exactly one creates, the rest get the same task.
 func TestConcurrentCreatesMakeOneTask(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl, log := r.ctl, r.Log
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	ids := map[string]int{}
@@ -66,8 +64,8 @@ func TestConcurrentCreatesMakeOneTask(t *testing.T) {
 // TestConcurrentCommandsFollowTheStateMachine races pause and cancel: every
 // command either wins a sequence or is refused as illegal; the chain holds.
 func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl, log := r.ctl, r.Log
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("race"))
 	if err != nil {
@@ -113,41 +111,18 @@ func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
 // TestStartReactionIsIdempotent delivers the same created event to the
 // control plane's reaction several times: one start event, not several.
 func TestStartReactionIsIdempotent(t *testing.T) {
-	log, bus := stewardtest.OpenLog(t)
-	ctx := context.Background()
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
-	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("redeliver"))
+	r := idleRig(t)
+	tk, _, err := r.ctl.CreateTask(context.Background(), "t", validRequest("redeliver"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ctl.Stop()
-	waitEvents(t, log, tk.Contract.TaskId, 2)
-	// Redeliver: reset the durable consumer to the start of the stream.
-	if err := bus.JS.DeleteConsumer(ctx, log.Config().Stream, control.PlaneName); err != nil {
-		t.Fatal(err)
-	}
-	ctl.Stop()
-	ctl2 := control.New(log, slog.New(slog.DiscardHandler))
-	if err := ctl2.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ctl2.Stop()
-	// A marker task created after the reset: once it has started, the
-	// reaction has passed the first task's creation again.
-	marker, _, err := ctl.CreateTask(ctx, "t", validRequest("marker"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitEvents(t, log, marker.Contract.TaskId, 2)
-	recs, err := log.Read(ctx, tk.Contract.TaskId)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 2 {
-		t.Fatalf("after redelivery the task has %d events, want 2", len(recs))
+	r.start(t)
+	r.running(tk.Contract.TaskId)
+	// Redeliver: a fresh plane reads the stream from the start, the
+	// task's creation again among it.
+	r.redeliver(t)
+	if n := r.task(t, tk.Contract.TaskId).EventCount; n != 2 {
+		t.Fatalf("after redelivery the task has %d events, want 2", n)
 	}
 }
 
@@ -155,8 +130,8 @@ func TestStartReactionIsIdempotent(t *testing.T) {
 // request id: the repeat succeeds and appends nothing; without a request id
 // the repeat is an illegal transition.
 func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("retry"))
 	if err != nil {
@@ -178,8 +153,8 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 }
 
 func TestValidationNamesTheField(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	tests := []struct {
 		name  string
 		edit  func(*stewardv1.TaskContract)
@@ -236,8 +211,8 @@ func TestValidationNamesTheField(t *testing.T) {
 // be its acceptance owner under separation of duties, whatever the
 // contract names as requester.
 func TestSeparationOfDutiesCountsTheCreator(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	req := validRequest("sod")
 	req.Contract.RequesterRef, req.Contract.AcceptanceOwnerRef, req.Contract.SeparationOfDuties = "user:someone-else", "user:owner", true
 	_, _, err := ctl.CreateTask(context.Background(), "user:owner", req)

@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -21,7 +20,7 @@ import (
 // returns it with created false; the request id used for anything else is
 // AlreadyExists (see claim).
 func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
-	if err := validateCreate(req, time.Now()); err != nil {
+	if err := validateCreate(req, p.now()); err != nil {
 		return nil, false, err
 	}
 	contract, err := knownFieldsOnly(req.Contract)
@@ -90,7 +89,7 @@ func (p *Plane) create(ctx context.Context, principal, taskID, requestID string,
 		return nil, false, err
 	}
 	contract.TaskId = taskID
-	ev, err := event.New(event.Meta{
+	ev, err := p.event(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskCreated),
 		TaskID:        taskID,
 		Actor:         p.actor(principal),

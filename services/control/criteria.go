@@ -193,6 +193,8 @@ const MaxCriteriaTime = time.Second
 // its detail; only a cancelled ctx stops the evaluation as a whole.
 func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, vars map[string]any) ([]*stewardv1.CriterionResult, error) {
 	out := make([]*stewardv1.CriterionResult, 0, len(cs))
+	// The real clock, not the plane's: this bounds work done now, as the
+	// contexts below do, not a time the task records.
 	deadline := time.Now().Add(MaxCriteriaTime)
 	for _, c := range cs {
 		r := &stewardv1.CriterionResult{CriterionId: c.Id, Expression: c.Expression}

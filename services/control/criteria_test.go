@@ -3,7 +3,6 @@ package control_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,8 @@ import (
 // is refused when the task is created, naming the criterion's field and
 // saying what CEL said.
 func TestCriteriaAreCompiledAtCreation(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	tests := []struct {
 		name     string
 		criteria []*stewardv1.AcceptanceCriterion

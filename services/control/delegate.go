@@ -37,7 +37,7 @@ const MaxDelegationDepth = 16
 // idempotent as CreateTask is: the same request again returns the same
 // sub-task with created false, even if the parent has ended since.
 func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
-	now := time.Now()
+	now := p.now()
 	if err := validateDelegate(req, now); err != nil {
 		return nil, false, err
 	}

@@ -2,11 +2,8 @@ package control_test
 
 import (
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -17,32 +14,9 @@ import (
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
-	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
-
-// delegation is a control plane and a signer standing in for governance,
-// which issues the credentials DelegateTask checks.
-type delegation struct {
-	log    *eventlog.Log
-	bus    *stewardtest.Bus
-	ctl    *control.Plane
-	signer *credential.Signer
-}
-
-func newDelegation(t *testing.T) *delegation {
-	t.Helper()
-	log, bus := stewardtest.OpenLog(t)
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &delegation{log: log, bus: bus, ctl: control.New(log, slog.New(slog.DiscardHandler)), signer: credential.NewSigner(key)}
-}
 
 // parentContract allows two tools and two scopes, with a budget, for an
 // hour, at medium risk.
@@ -58,17 +32,17 @@ func parentContract() *stewardv1.TaskContract {
 
 // parent creates a task as user:ana and issues its credential, issued at
 // issued and lasting ttl.
-func (d *delegation) parent(t *testing.T, requestID string, issued time.Time, ttl time.Duration) *stewardv1.Task {
+func (d *rig) parent(t *testing.T, requestID string, issued time.Time, ttl time.Duration) *stewardv1.Task {
 	t.Helper()
 	tk, _, err := d.ctl.CreateTask(context.Background(), "user:ana", &stewardv1.CreateTaskRequest{RequestId: requestID, Contract: parentContract()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, issued, ttl))
-	return d.load(t, tk.Contract.TaskId)
+	return d.task(t, tk.Contract.TaskId)
 }
 
-func (d *delegation) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCredential) {
+func (d *rig) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCredential) {
 	t.Helper()
 	signed, err := d.signer.Sign(c)
 	if err != nil {
@@ -76,37 +50,10 @@ func (d *delegation) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCr
 	}
 	var chain []*stewardv1.SignedCredential
 	if tk.Contract.ParentTaskId != "" {
-		p := d.load(t, tk.Contract.ParentTaskId).Credential
+		p := d.task(t, tk.Contract.ParentTaskId).Credential
 		chain = append(append(chain, p.Chain...), p.Signed)
 	}
-	d.append(t, tk.Contract.TaskId, &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
-}
-
-func (d *delegation) append(t *testing.T, taskID string, p event.Payload) {
-	t.Helper()
-	if _, err := taskstore.Update(context.Background(), d.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "governance"}}, p)
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (d *delegation) load(t *testing.T, taskID string) *stewardv1.Task {
-	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), d.log, taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
-}
-
-func (d *delegation) last(t *testing.T) uint64 {
-	t.Helper()
-	seq, err := d.log.LastTaskSequence(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seq
+	d.Append(tk.Contract.TaskId, &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
 }
 
 // subContract is a narrower contract than parentContract.
@@ -125,7 +72,7 @@ func subContract() *stewardv1.TaskContract {
 // and the same request again is the same sub-task. A sub-task may
 // delegate again, extending the chain.
 func TestDelegateTaskNarrows(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "parent", time.Now(), 0)
 	pc := parent.Credential.Credential
@@ -145,7 +92,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 	if b := c.Budget; b.GetMaxTokens() != 100 || b.GetMaxCostMicros() != 500 || b.GetCurrency() != "USD" {
 		t.Errorf("budget %v", b)
 	}
-	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 || u.GetCostMicros() != 500 {
+	if u := d.task(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 || u.GetCostMicros() != 500 {
 		t.Errorf("the parent reserved %v for the sub-task, want 100 tokens and 500 micro-units", u)
 	}
 	if c.Deadline != nil {
@@ -157,7 +104,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 
 	// The same request again, later: the same task, nothing appended.
 	seq := d.last(t)
-	time.Sleep(5 * time.Millisecond)
+	d.advance(time.Second)
 	again, created, err := d.ctl.DelegateTask(ctx, "agent:lead", proto.CloneOf(req))
 	if err != nil || created || again.Contract.TaskId != sub.Contract.TaskId || d.last(t) != seq {
 		t.Fatalf("retry: %v, created %v, task %s", err, created, again.GetContract().GetTaskId())
@@ -186,7 +133,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 // TestDelegateTaskRefusesWidening refuses each way a sub-task could widen
 // its parent's credential, naming the field, and appends nothing.
 func TestDelegateTaskRefusesWidening(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	parent := d.parent(t, "parent", time.Now(), 0)
 	for _, tc := range []struct {
 		field  string
@@ -224,7 +171,7 @@ func TestDelegateTaskRefusesWidening(t *testing.T) {
 // TestDelegateTaskChecksRequestAndParent refuses a bad request naming the
 // field, and a parent that may not delegate, appending nothing.
 func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	ok := d.parent(t, "ok", time.Now(), 0)
 	id := ok.Contract.TaskId
@@ -267,7 +214,7 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	revoked := d.parent(t, "revoked", time.Now(), 0)
-	d.append(t, revoked.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: revoked.Credential.Credential.CredentialId, Reason: "leaked"})
+	d.Append(revoked.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: revoked.Credential.Credential.CredentialId, Reason: "leaked"})
 	expired := d.parent(t, "expired", time.Now().Add(-2*time.Hour), time.Hour)
 	ended := d.parent(t, "ended", time.Now(), 0)
 	if _, err := d.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: ended.Contract.TaskId, Reason: "done"}); err != nil {
@@ -280,7 +227,7 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.issue(t, child, credential.Delegated(orphanParent.Credential.Credential, child.Contract, "agent:sub", time.Now()))
-	d.append(t, orphanParent.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: orphanParent.Credential.Credential.CredentialId, Reason: "stop all"})
+	d.Append(orphanParent.Contract.TaskId, &stewardv1.CredentialRevoked{CredentialId: orphanParent.Credential.Credential.CredentialId, Reason: "stop all"})
 
 	for _, tc := range []struct {
 		parent string
@@ -310,7 +257,7 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 // within it — also when delegations race — and a retry reserves nothing
 // twice.
 func TestDelegationReservesTheParentsBudget(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "budget-parent", time.Now(), time.Hour)
 	parentID := parent.Contract.TaskId
@@ -342,7 +289,7 @@ func TestDelegationReservesTheParentsBudget(t *testing.T) {
 	if made != 6 {
 		t.Fatalf("%d delegations of 150 fit in 1000 tokens, want 6", made)
 	}
-	if used := d.load(t, parentID).BudgetUsed.GetTokens(); used != 900 {
+	if used := d.task(t, parentID).BudgetUsed.GetTokens(); used != 900 {
 		t.Fatalf("the parent has %d tokens reserved, want 900", used)
 	}
 
@@ -361,7 +308,7 @@ func TestDelegationReservesTheParentsBudget(t *testing.T) {
 	if err != nil || again.Contract.TaskId != rest.Contract.TaskId || again.Contract.Budget.GetMaxTokens() != 100 {
 		t.Fatalf("a retry: %v, %v", again.GetContract(), err)
 	}
-	if used := d.load(t, parentID).BudgetUsed.GetTokens(); used != 1000 {
+	if used := d.task(t, parentID).BudgetUsed.GetTokens(); used != 1000 {
 		t.Fatalf("the parent has %d tokens reserved after a retry, want 1000", used)
 	}
 	if _, err := delegate("nothing-left", 1); !errs.Is(err, errs.FailedPrecondition) {
@@ -373,7 +320,7 @@ func TestDelegationReservesTheParentsBudget(t *testing.T) {
 // several times at once makes one sub-task, reserved once, and every call
 // gets it.
 func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	parent := d.parent(t, "same-parent", time.Now(), time.Hour)
 	var wg sync.WaitGroup
 	ids := make([]string, 8)
@@ -395,7 +342,7 @@ func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
 			t.Fatalf("sub-tasks %v, want one", ids)
 		}
 	}
-	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 {
+	if u := d.task(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 100 {
 		t.Fatalf("reserved %d tokens, want 100 once", u.GetTokens())
 	}
 }
@@ -404,12 +351,9 @@ func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
 // its parent reserved for it and it did not spend goes back to the
 // parent, once.
 func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
-	if err := d.ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.ctl.Stop)
+	d.start(t)
 	parent := d.parent(t, "giving-parent", time.Now(), time.Hour)
 	parentID := parent.Contract.TaskId
 	c := subContract()
@@ -419,24 +363,20 @@ func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
 		t.Fatal(err)
 	}
 	subID := sub.Contract.TaskId
-	waitTask(t, d.log, subID, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	d.running(subID)
 	if _, err := d.ctl.ReportUsage(ctx, "agent:sub", &stewardv1.ReportUsageRequest{TaskId: subID, Tokens: 100, CostMicros: 500, RequestId: "u1"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := d.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: subID, Reason: "done elsewhere"}); err != nil {
 		t.Fatal(err)
 	}
-	got := waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 100 })
+	got := d.WaitTask(parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 100 })
 	if got.BudgetUsed.GetCostMicros() != 500 {
 		t.Errorf("the parent's cost is %d after the release, want the 500 the sub-task spent", got.BudgetUsed.GetCostMicros())
 	}
 	// Redelivery gives nothing back twice.
-	d.ctl.Stop()
-	if err := d.ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	if u := d.load(t, parentID).BudgetUsed; u.GetTokens() != 100 {
+	d.redeliver(t)
+	if u := d.task(t, parentID).BudgetUsed; u.GetTokens() != 100 {
 		t.Errorf("after a restart the parent has %d tokens used, want 100", u.GetTokens())
 	}
 }
@@ -447,30 +387,30 @@ func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
 // and is passed on to the parent, once. In the end the parent has used
 // exactly what the two spent.
 func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
-	d, c := startChain(t)
+	d := startChain(t)
 	ctx := context.Background()
 	parent := d.parent(t, "chain-parent", time.Now(), time.Hour)
 	parentID := parent.Contract.TaskId
 
-	child := c.delegate(parentID, "child", 300, 500)
-	c.credentialed(parent, child)
-	grandchild := c.delegate(child.Contract.TaskId, "grandchild", 100, 200)
-	c.use(child.Contract.TaskId, 50, 100)
-	c.use(grandchild.Contract.TaskId, 20, 50)
+	child := d.subTask(t, parentID, "child", 300, 500)
+	d.credentialed(t, parent, child)
+	grandchild := d.subTask(t, child.Contract.TaskId, "grandchild", 100, 200)
+	d.use(t, child.Contract.TaskId, 50, 100)
+	d.use(t, grandchild.Contract.TaskId, 20, 50)
 
 	// The child ends first: 300-150 tokens and 500-300 micro-units back.
-	c.cancel(child.Contract.TaskId)
-	waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 150 })
+	d.cancel(t, child.Contract.TaskId)
+	d.WaitTask(parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 150 })
 	// Then the grandchild: 80 tokens and 150 micro-units, through the child.
-	c.cancel(grandchild.Contract.TaskId)
-	got := waitTask(t, d.log, parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 70 })
+	d.cancel(t, grandchild.Contract.TaskId)
+	got := d.WaitTask(parentID, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 70 })
 	if got.BudgetUsed.GetCostMicros() != 150 {
 		t.Errorf("the parent has used %d micro-units, want the 150 the two spent", got.BudgetUsed.GetCostMicros())
 	}
-	if u := d.load(t, child.Contract.TaskId).BudgetUsed; u.GetTokens() != 70 || u.GetCostMicros() != 150 {
+	if u := d.task(t, child.Contract.TaskId).BudgetUsed; u.GetTokens() != 70 || u.GetCostMicros() != 150 {
 		t.Errorf("the child has used %v, want its own 50 and 100 plus the grandchild's 20 and 50", u)
 	}
-	recs, err := d.log.Read(ctx, parentID)
+	recs, err := d.Log.Read(ctx, parentID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -485,12 +425,8 @@ func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
 	}
 
 	// Redelivery passes nothing on twice.
-	d.ctl.Stop()
-	if err := d.ctl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(200 * time.Millisecond)
-	if u := d.load(t, parentID).BudgetUsed; u.GetTokens() != 70 || u.GetCostMicros() != 150 {
+	d.redeliver(t)
+	if u := d.task(t, parentID).BudgetUsed; u.GetTokens() != 70 || u.GetCostMicros() != 150 {
 		t.Errorf("after a restart the parent has used %v, want 70 and 150", u)
 	}
 }
@@ -501,7 +437,7 @@ func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
 // duties check and a request id already used elsewhere were refused only
 // after the reservation, which nothing ever gave back.
 func TestRefusedDelegationReservesNothing(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "careful-parent", time.Now(), time.Hour)
 	other := d.parent(t, "other-parent", time.Now(), time.Hour)
@@ -538,7 +474,7 @@ func TestRefusedDelegationReservesNothing(t *testing.T) {
 			}
 		})
 	}
-	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 0 || u.GetCostMicros() != 0 {
+	if u := d.task(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 0 || u.GetCostMicros() != 0 {
 		t.Fatalf("the parent has %v reserved after refused delegations", u)
 	}
 }
@@ -547,12 +483,12 @@ func TestRefusedDelegationReservesNothing(t *testing.T) {
 // neither submit artifacts nor mark the task produced, which with no
 // review would end it accepted. Found by an independent review.
 func TestRevokedTaskHandsInNothing(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "revoked-parent", time.Now(), 0)
 	id := parent.Contract.TaskId
-	d.append(t, id, &stewardv1.TaskStarted{})
-	d.append(t, id, &stewardv1.CredentialRevoked{CredentialId: parent.Credential.Credential.CredentialId, Reason: "agent compromised"})
+	d.Append(id, &stewardv1.TaskStarted{})
+	d.Append(id, &stewardv1.CredentialRevoked{CredentialId: parent.Credential.Credential.CredentialId, Reason: "agent compromised"})
 	seq := d.last(t)
 	if _, _, err := d.ctl.SubmitArtifact(ctx, "user:ana", &stewardv1.SubmitArtifactRequest{TaskId: id, Name: "r", MediaType: "text/plain", Uri: "s3://b/r", Sha256: strings.Repeat("0f", 32), SizeBytes: 1}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "agent compromised") {
 		t.Errorf("an artifact after the revocation: %v", err)
@@ -565,57 +501,49 @@ func TestRevokedTaskHandsInNothing(t *testing.T) {
 	}
 }
 
-// chain drives a delegation chain through a started control plane.
-type chain struct {
-	t *testing.T
-	d *delegation
-}
-
-// startChain starts d's control plane, so that sub-tasks start and give
-// back what they did not spend.
-func startChain(t *testing.T) (*delegation, chain) {
+// startChain is an idle rig whose plane runs, so that sub-tasks start and
+// give back what they did not spend.
+func startChain(t *testing.T) *rig {
 	t.Helper()
-	d := newDelegation(t)
-	if err := d.ctl.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.ctl.Stop)
-	return d, chain{t, d}
+	d := idleRig(t)
+	d.start(t)
+	return d
 }
 
-// delegate makes a running sub-task of from with the caps given.
-func (c chain) delegate(from, requestID string, tokens, cost int64) *stewardv1.Task {
-	c.t.Helper()
+// subTask makes a running sub-task of from with the caps given.
+func (d *rig) subTask(t *testing.T, from, requestID string, tokens, cost int64) *stewardv1.Task {
+	t.Helper()
 	k := subContract()
 	k.Scopes = nil
 	k.Budget = &stewardv1.Budget{MaxTokens: tokens, MaxCostMicros: cost, Currency: "USD"}
-	tk, _, err := c.d.ctl.DelegateTask(context.Background(), "user:ana", &stewardv1.DelegateTaskRequest{ParentTaskId: from, DelegateRef: "agent:sub", RequestId: requestID, Contract: k})
+	tk, _, err := d.ctl.DelegateTask(context.Background(), "user:ana", &stewardv1.DelegateTaskRequest{ParentTaskId: from, DelegateRef: "agent:sub", RequestId: requestID, Contract: k})
 	if err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
-	waitTask(c.t, c.d.log, tk.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	d.running(tk.Contract.TaskId)
 	return tk
 }
 
 // credentialed issues sub's credential from its parent's, so that it may
 // delegate in turn.
-func (c chain) credentialed(parent, sub *stewardv1.Task) {
-	c.t.Helper()
-	c.d.issue(c.t, sub, credential.Delegated(c.d.load(c.t, parent.Contract.TaskId).Credential.Credential, sub.Contract, "agent:sub", time.Now()))
+func (d *rig) credentialed(t *testing.T, parent, sub *stewardv1.Task) {
+	t.Helper()
+	d.issue(t, sub, credential.Delegated(d.task(t, parent.Contract.TaskId).Credential.Credential, sub.Contract, "agent:sub", time.Now()))
 }
 
-func (c chain) use(taskID string, tokens, cost int64) {
-	c.t.Helper()
-	if _, err := c.d.ctl.ReportUsage(context.Background(), "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost,
+// use reports usage on taskID as its agent.
+func (d *rig) use(t *testing.T, taskID string, tokens, cost int64) {
+	t.Helper()
+	if _, err := d.ctl.ReportUsage(context.Background(), "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost,
 		RequestId: fmt.Sprintf("u-%s-%d-%d", taskID, tokens, cost)}); err != nil {
-		c.t.Fatal(err)
+		t.Fatal(err)
 	}
 }
 
-func (c chain) cancel(taskID string) {
-	c.t.Helper()
-	if _, err := c.d.ctl.CancelTask(context.Background(), "user:ana", &stewardv1.CancelTaskRequest{TaskId: taskID, Reason: "enough"}); err != nil {
-		c.t.Fatal(err)
+func (d *rig) cancel(t *testing.T, taskID string) {
+	t.Helper()
+	if _, err := d.ctl.CancelTask(context.Background(), "user:ana", &stewardv1.CancelTaskRequest{TaskId: taskID, Reason: "enough"}); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -629,22 +557,22 @@ func (c chain) cancel(taskID string) {
 // parent never reserved was refused and lost with its tokens.
 func TestPassOnGivesOnlyWhatTheParentIsOwed(t *testing.T) {
 	t.Run("past an overspend", func(t *testing.T) {
-		d, c := startChain(t)
+		d := startChain(t)
 		parent := d.parent(t, "over-parent", time.Now(), time.Hour)
-		child := c.delegate(parent.Contract.TaskId, "child", 300, 500)
-		c.credentialed(parent, child)
-		grandchild := c.delegate(child.Contract.TaskId, "grandchild", 100, 200)
-		c.use(child.Contract.TaskId, 250, 0)
-		c.cancel(child.Contract.TaskId)
-		c.cancel(grandchild.Contract.TaskId)
-		waitTask(t, d.log, child.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 250 })
-		got := waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 250 })
+		child := d.subTask(t, parent.Contract.TaskId, "child", 300, 500)
+		d.credentialed(t, parent, child)
+		grandchild := d.subTask(t, child.Contract.TaskId, "grandchild", 100, 200)
+		d.use(t, child.Contract.TaskId, 250, 0)
+		d.cancel(t, child.Contract.TaskId)
+		d.cancel(t, grandchild.Contract.TaskId)
+		d.WaitTask(child.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 250 })
+		got := d.WaitTask(parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 250 })
 		if got.BudgetUsed.GetCostMicros() != 0 {
 			t.Errorf("the parent has %d micro-units used; nobody spent any", got.BudgetUsed.GetCostMicros())
 		}
 	})
 	t.Run("a dimension the parent never reserved", func(t *testing.T) {
-		d, c := startChain(t)
+		d := startChain(t)
 		k := parentContract()
 		k.Budget = &stewardv1.Budget{MaxTokens: 1000, Currency: "USD"}
 		tk, _, err := d.ctl.CreateTask(context.Background(), "user:ana", &stewardv1.CreateTaskRequest{RequestId: "tokens-parent", Contract: k})
@@ -652,15 +580,15 @@ func TestPassOnGivesOnlyWhatTheParentIsOwed(t *testing.T) {
 			t.Fatal(err)
 		}
 		d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, time.Now(), time.Hour))
-		parent := d.load(t, tk.Contract.TaskId)
-		child := c.delegate(parent.Contract.TaskId, "child", 300, 500)
-		c.credentialed(parent, child)
-		grandchild := c.delegate(child.Contract.TaskId, "grandchild", 100, 200)
-		c.use(child.Contract.TaskId, 50, 0)
-		c.cancel(child.Contract.TaskId)
-		waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 150 })
-		c.cancel(grandchild.Contract.TaskId)
-		got := waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 50 })
+		parent := d.task(t, tk.Contract.TaskId)
+		child := d.subTask(t, parent.Contract.TaskId, "child", 300, 500)
+		d.credentialed(t, parent, child)
+		grandchild := d.subTask(t, child.Contract.TaskId, "grandchild", 100, 200)
+		d.use(t, child.Contract.TaskId, 50, 0)
+		d.cancel(t, child.Contract.TaskId)
+		d.WaitTask(parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 150 })
+		d.cancel(t, grandchild.Contract.TaskId)
+		got := d.WaitTask(parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 50 })
 		if got.BudgetUsed.GetCostMicros() != 0 {
 			t.Errorf("the parent, which limits no cost, has %d micro-units used", got.BudgetUsed.GetCostMicros())
 		}
@@ -674,27 +602,27 @@ func TestPassOnGivesOnlyWhatTheParentIsOwed(t *testing.T) {
 // made, and not before. Found by an independent review: the wait ended
 // the release's watch, and nothing came after it.
 func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
-	d, c := startChain(t)
+	d := startChain(t)
 	parent := d.parent(t, "wait-parent", time.Now(), time.Hour)
-	id := c.delegate(parent.Contract.TaskId, "child", 300, 500).Contract.TaskId
-	d.append(t, id, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", Tool: "search", ActionHash: "h", RequestHash: "r"}})
-	d.append(t, id, &stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
-	d.append(t, id, &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p", ActionId: "a1", ActionHash: "h", RequestHash: "r"}})
-	d.append(t, id, &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p", Worker: "w"})
-	d.append(t, id, &stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1, Worker: "w"})
-	c.cancel(id)
-	settle(t, d.bus, d.log) // the end is handled while the call is out: nothing given back yet
-	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
+	id := d.subTask(t, parent.Contract.TaskId, "child", 300, 500).Contract.TaskId
+	d.Append(id, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", Tool: "search", ActionHash: "h", RequestHash: "r"}})
+	d.Append(id, &stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	d.Append(id, &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p", ActionId: "a1", ActionHash: "h", RequestHash: "r"}})
+	d.Append(id, &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p", Worker: "w"})
+	d.Append(id, &stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1, Worker: "w"})
+	d.cancel(t, id)
+	d.settle() // the end is handled while the call is out: nothing given back yet
+	if u := d.task(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
 		t.Fatalf("the parent has %d tokens used while the call is out, want the 300 reserved", u.GetTokens())
 	}
-	d.append(t, id, &stewardv1.ActionWaiting{ActionId: "a1", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Reason: "transient"})
-	settle(t, d.bus, d.log)
-	if u := d.load(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
+	d.Append(id, &stewardv1.ActionWaiting{ActionId: "a1", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Reason: "transient"})
+	d.settle()
+	if u := d.task(t, parent.Contract.TaskId).BudgetUsed; u.GetTokens() != 300 {
 		t.Fatalf("the parent has %d tokens used while the action waits, want the 300 reserved", u.GetTokens())
 	}
-	d.append(t, id, &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{
+	d.Append(id, &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{
 		Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, Attempt: 1, CostMicros: 100, Reason: "not retried"}})
-	got := waitTask(t, d.log, parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
+	got := d.WaitTask(parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
 	if got.BudgetUsed.GetCostMicros() != 100 {
 		t.Errorf("the parent has %d micro-units used, want the attempt's 100", got.BudgetUsed.GetCostMicros())
 	}

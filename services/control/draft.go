@@ -105,6 +105,14 @@ type admission func(t *stewardv1.Task) (bool, error)
 // checks of each kind.
 func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID string, admit admission) (t *stewardv1.Task, existing *stewardv1.Action, appended bool, err error) {
 	a := d.action
+	// Store the request before the proposal names it, and before the
+	// conditional append, which may run its build again on a conflict: a
+	// proposal must never point at a request that is not there. Should the
+	// proposal be refused or be a repeat, the stored request is harmless —
+	// the store is by hash, and the same request is the same entry.
+	if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
+		return nil, nil, false, err
+	}
 	t, err = p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		appended = false
 		if existing = task.FindAction(t, a.ActionId); existing != nil {
@@ -116,14 +124,8 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 		if ok, err := admit(t); !ok || err != nil {
 			return nil, err
 		}
-		// Store the request before the proposal names it: a proposal must
-		// never point at a request that is not there.
-		var err error
-		if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
-			return nil, err
-		}
 		appended = true
-		return event.New(event.Meta{
+		return p.event(event.Meta{
 			ID:            event.ID(taskID, event.TypeActionProposed, a.ActionId),
 			TaskID:        taskID,
 			Actor:         p.actor(a.ProposedBy),

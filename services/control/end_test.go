@@ -3,19 +3,17 @@ package control_test
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/control"
 )
 
 func TestFailTaskNamesTheBadField(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	tests := []struct {
 		name  string
 		req   *stewardv1.FailTaskRequest
@@ -42,8 +40,8 @@ func TestFailTaskNamesTheBadField(t *testing.T) {
 // returns the failed task and appends nothing; another request id is an
 // illegal transition.
 func TestFailTaskWithRequestIDIsSafeToRetry(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl := r.ctl
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("fail-retry"))
 	if err != nil {

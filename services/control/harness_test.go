@@ -2,7 +2,9 @@ package control_test
 
 import (
 	"context"
-	"log/slog"
+	"crypto/ed25519"
+	"crypto/rand"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -10,14 +12,13 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
-	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -27,33 +28,25 @@ const undoSchema = `{"type":"object","required":["action_id","op_key","target","
  "properties":{"action_id":{"type":"string"},"op_key":{"type":"string"},"target":{"type":"string"},"params":{"type":"object"},"result":{}},
  "additionalProperties":false}`
 
-// rig is a control plane that takes actions, running against a real
-// embedded JetStream, with the stores and tools it needs. The test plays
-// governance and execution by appending their events itself.
+// rig is the control plane under test over the kit's environment
+// (stewardtest.Env), which holds the log and the stores as the binary opens
+// them. The test plays governance and execution by appending their events
+// itself (Env.Append), and signer stands in for governance where a task
+// needs a credential.
 type rig struct {
-	log      *eventlog.Log
-	bus      *stewardtest.Bus
-	tools    *toolreg.Registry
-	requests *action.Store
-	results  *action.Store
-	ctl      *control.Plane
+	*stewardtest.Env
+	ctl    *control.Plane
+	signer *credential.Signer
+	// ahead is how far the plane's clock runs ahead of the real one, in
+	// nanoseconds; see advance.
+	ahead atomic.Int64
 }
 
+// newRig registers the rig's tools and starts a control plane that takes
+// actions.
 func newRig(t *testing.T) *rig {
 	t.Helper()
-	ctx := context.Background()
-	log, bus := stewardtest.OpenLog(t)
-	r := &rig{log: log, bus: bus, tools: toolreg.New(slog.New(slog.DiscardHandler))}
-	rctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	go r.tools.Run(rctx, log)
-	var err error
-	if r.requests, err = action.OpenStore(ctx, bus.JS, action.RequestBucket, 1); err != nil {
-		t.Fatal(err)
-	}
-	if r.results, err = action.OpenStore(ctx, bus.JS, action.ResultBucket, 1); err != nil {
-		t.Fatal(err)
-	}
+	r := idleRig(t)
 	for _, c := range []*stewardv1.ToolContract{
 		{Name: "write", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo",
 			ParametersSchema: `{"type":"object","required":["text"]}`},
@@ -64,19 +57,40 @@ func newRig(t *testing.T) *rig {
 	} {
 		r.register(t, c)
 	}
-	r.ctl = r.plane(t)
+	r.start(t)
 	return r
 }
 
-// plane starts a control plane over the rig's log and stores.
-func (r *rig) plane(t *testing.T) *control.Plane {
+// idleRig is a control plane over a fresh environment whose reactions do
+// not run: only what its commands append is on the log.
+func idleRig(t *testing.T) *rig {
 	t.Helper()
-	p := control.New(r.log, slog.New(slog.DiscardHandler), control.WithActions(r.tools, r.requests), control.WithResults(r.results))
-	if err := p.Start(context.Background()); err != nil {
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(p.Stop)
-	return p
+	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key)}
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	return r
+}
+
+// config is the plane's configuration over the rig's stores, as the
+// binary wires it.
+func (r *rig) config() control.Config {
+	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
+		Now: func() time.Time { return time.Now().Add(time.Duration(r.ahead.Load())) }}
+}
+
+// advance moves the plane's clock on by d.
+func (r *rig) advance(d time.Duration) { r.ahead.Add(int64(d)) }
+
+// start runs the plane's reactions until the test ends.
+func (r *rig) start(t *testing.T) {
+	t.Helper()
+	if err := r.ctl.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.ctl.Stop)
 }
 
 // redeliver makes the control plane see every event again: it stops the
@@ -85,29 +99,43 @@ func (r *rig) plane(t *testing.T) *control.Plane {
 // everything on the log now.
 func (r *rig) redeliver(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
 	r.ctl.Stop()
-	if err := r.bus.JS.DeleteConsumer(ctx, r.log.Config().Stream, control.PlaneName); err != nil {
+	if err := r.JS.DeleteConsumer(context.Background(), r.Log.Config().Stream, control.PlaneName); err != nil {
 		t.Fatal(err)
 	}
-	r.ctl = r.plane(t)
-	r.settle(t)
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.start(t)
+	r.settle()
 }
 
-// settle waits until the control plane has handled (acknowledged) every
-// event on the stream now. A reaction acknowledges after it has appended
-// what it appends, so after settle the plane's answer to every event so
-// far is on the log.
-func (r *rig) settle(t *testing.T) {
+// settle waits until the control plane has handled every event on the log
+// now: a reaction acknowledges after it has appended what it appends, so
+// then the plane's answer to every event so far is on the log.
+func (r *rig) settle() { r.Settle(control.PlaneName) }
+
+// task is the task folded from the log now.
+func (r *rig) task(t *testing.T, taskID string) *stewardv1.Task {
 	t.Helper()
-	settle(t, r.bus, r.log)
+	tk, _, err := taskstore.Load(context.Background(), r.Log, taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tk
 }
 
-// settle waits until the control plane reading log on bus has handled
-// every event on the stream now (see rig.settle).
-func settle(t *testing.T, bus *stewardtest.Bus, log *eventlog.Log) {
+// last is the sequence of the last event on any task.
+func (r *rig) last(t *testing.T) uint64 {
 	t.Helper()
-	bus.Settle(t, log.Config().Stream, control.PlaneName)
+	seq, err := r.Log.LastTaskSequence(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return seq
+}
+
+// running waits until the task runs.
+func (r *rig) running(taskID string) *stewardv1.Task {
+	return r.WaitTask(taskID, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
 }
 
 func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {
@@ -118,14 +146,14 @@ func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {
 	}
 	// Later versions of a tool follow the earlier ones on its subject.
 	head := eventlog.Head{}
-	recs, err := r.log.ReadTool(context.Background(), c.Name)
+	recs, err := r.Log.ReadTool(context.Background(), c.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(recs); n > 0 {
 		head = eventlog.Head{Sequence: recs[n-1].Sequence, Hash: recs[n-1].Event.Hash}
 	}
-	if _, err := r.log.Append(context.Background(), head, ev); err != nil {
+	if _, err := r.Log.Append(context.Background(), head, ev); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -143,7 +171,7 @@ func (r *rig) runningTask(t *testing.T, requestID string, mode stewardv1.Recover
 		t.Fatal(err)
 	}
 	id := tk.Contract.TaskId
-	waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+	r.running(id)
 	return id
 }
 
@@ -173,11 +201,7 @@ func (r *rig) run(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, r
 // dispatch takes a proposed action up to its dispatch.
 func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
 	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a := task.FindAction(tk, actionID)
+	a := task.FindAction(r.task(t, taskID), actionID)
 	if a == nil {
 		t.Fatalf("task %s has no action %s", taskID, actionID)
 	}
@@ -188,7 +212,7 @@ func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
 		&stewardv1.ActionClaimed{ActionId: actionID, PermitId: permit, Worker: "w"},
 		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "w"},
 	} {
-		r.append(t, taskID, p)
+		r.Append(taskID, p)
 	}
 }
 
@@ -197,27 +221,12 @@ func (r *rig) finish(t *testing.T, taskID, actionID string, o *stewardv1.Outcome
 	t.Helper()
 	if result != nil {
 		var err error
-		if o.ResultRef, o.ResultHash, err = r.results.Put(context.Background(), result); err != nil {
+		if o.ResultRef, o.ResultHash, err = r.Results.Put(context.Background(), result); err != nil {
 			t.Fatal(err)
 		}
 	}
 	o.FinishedAt = timestamppb.New(finished)
-	r.append(t, taskID, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o})
-}
-
-// append records one event on a task as another plane would.
-func (r *rig) append(t *testing.T, taskID string, p event.Payload) {
-	t.Helper()
-	_, err := taskstore.Update(context.Background(), r.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
-		if err == nil {
-			ev.Actor.Plane = event.Owner(ev.Type) // as the plane that owns it
-		}
-		return ev, err
-	})
-	if err != nil {
-		t.Fatalf("append %T: %v", p, err)
-	}
+	r.Append(taskID, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o})
 }
 
 func succeeded() *stewardv1.Outcome {
@@ -226,25 +235,6 @@ func succeeded() *stewardv1.Outcome {
 
 func failed(class stewardv1.FailureClass, reason string) *stewardv1.Outcome {
 	return &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: class, Reason: reason, Attempt: 1}
-}
-
-// waitTask waits until the task satisfies ok and returns it.
-func waitTask(t *testing.T, log *eventlog.Log, taskID string, ok func(*stewardv1.Task) bool) *stewardv1.Task {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		tk, _, err := taskstore.Load(context.Background(), log, taskID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ok(tk) {
-			return tk
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s never got there; it is %s (%s) with %d actions", taskID, tk.Status, tk.StatusReason, len(tk.Actions))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }
 
 // compensationOf returns the action that compensates id, or nil.

@@ -2,7 +2,6 @@ package control_test
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -19,8 +17,8 @@ import (
 // of a contract are checked on creation, naming the field, and that
 // nothing is appended.
 func TestBadLimitsAndTimersAreRefused(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctl := control.New(log, slog.New(slog.DiscardHandler))
+	r := idleRig(t)
+	ctl, log := r.ctl, r.Log
 	d := durationpb.New
 	for _, tc := range []struct {
 		name  string

@@ -62,7 +62,7 @@ func (p *Plane) guardLoop(ctx context.Context, rec *stewardv1.EventRecord) error
 		}
 		last := run[len(run)-1]
 		where := strings.TrimSpace(a.Tool + " " + a.Target)
-		return event.New(event.Meta{
+		return p.event(event.Meta{
 			ID:            event.ID(taskID, event.TypeTaskNeedsInput, last.ActionId),
 			TaskID:        taskID,
 			Actor:         p.actor(stewardPrincipal),

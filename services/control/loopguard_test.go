@@ -8,7 +8,6 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 const (
@@ -36,12 +35,8 @@ func (tr *tries) next(t *testing.T, target string, o *stewardv1.Outcome) *stewar
 
 func (tr *tries) status(t *testing.T) *stewardv1.Task {
 	t.Helper()
-	tr.r.settle(t)
-	tk, _, err := taskstore.Load(context.Background(), tr.r.log, tr.taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
+	tr.r.settle()
+	return tr.r.task(t, tr.taskID)
 }
 
 // TestLoopGuardStopsTheSameFailure: the third identical failure on one

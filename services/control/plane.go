@@ -16,12 +16,14 @@ package control
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -30,6 +32,31 @@ import (
 // PlaneName is the control plane's name in events and consumer names.
 const PlaneName = event.PlaneControl
 
+// Config is what a control plane needs besides the log.
+type Config struct {
+	// Tools and Requests let the plane take proposed actions: the tool
+	// registry checks them and the request store keeps them. With them the
+	// plane also runs the compensation driver, which proposes actions of
+	// its own.
+	Tools    *toolreg.Registry
+	Requests *action.Store
+	// Results is the store of tool results (action.ResultBucket). The
+	// compensation driver hands each compensating tool the result of the
+	// call it undoes, and waits (retrying) for this store while a task it
+	// compensates has such a result; SubmitArtifact keeps inline content
+	// in it.
+	Results *action.Store
+	// MaxInlineArtifact and MaxReferencedArtifact are the largest artifact
+	// SubmitArtifact takes inline (stored in Results) and by reference;
+	// zero is the default (DefaultMaxInlineArtifact,
+	// DefaultMaxReferencedArtifact). Inline content travels in one NATS
+	// message, so its limit must stay under the server's max_payload, and
+	// the request under the RPC edge's rpc.MaxRequestBytes.
+	MaxInlineArtifact, MaxReferencedArtifact int64
+	// Now is the clock; time.Now by default. Tests may stop it.
+	Now func() time.Time
+}
+
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
 	log      *eventlog.Log
@@ -37,55 +64,44 @@ type Plane struct {
 	tools    *toolreg.Registry
 	requests *action.Store
 	results  *action.Store
+	now      func() time.Time
 	sub      eventlog.Subscription
-	// Artifact size limits; see WithArtifactLimits.
+	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
 }
 
-// Option configures a Plane.
+// Option is a test hook on a Plane; a process configures one with Config.
 type Option func(*Plane)
 
-// WithActions lets the plane take proposed actions: it needs the tool
-// registry to check them and the request store to keep them. It also runs
-// the compensation driver, which proposes actions of its own.
-func WithActions(tools *toolreg.Registry, requests *action.Store) Option {
-	return func(p *Plane) { p.tools, p.requests = tools, requests }
-}
-
-// WithResults gives the plane the store of tool results
-// (action.ResultBucket). The compensation driver hands each compensating
-// tool the result of the call it undoes, and waits (retrying) for this
-// store while a task it compensates has such a result.
-func WithResults(results *action.Store) Option {
-	return func(p *Plane) { p.results = results }
-}
-
-// WithArtifactLimits sets the largest artifact SubmitArtifact takes inline
-// (stored in the results store) and by reference; zero keeps the default
-// (DefaultMaxInlineArtifact, DefaultMaxReferencedArtifact). Inline content
-// travels in one NATS message, so its limit must stay under the server's
-// max_payload, and the request under the RPC edge's rpc.MaxRequestBytes.
-func WithArtifactLimits(inline, referenced int64) Option {
-	return func(p *Plane) {
-		if inline > 0 {
-			p.maxInline = inline
-		}
-		if referenced > 0 {
-			p.maxReferenced = referenced
-		}
+// New returns a control plane over log, configured by cfg.
+func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
-}
-
-// New returns a control plane over log.
-func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
+	if cfg.MaxInlineArtifact <= 0 {
+		cfg.MaxInlineArtifact = DefaultMaxInlineArtifact
+	}
+	if cfg.MaxReferencedArtifact <= 0 {
+		cfg.MaxReferencedArtifact = DefaultMaxReferencedArtifact
+	}
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
-		maxInline: DefaultMaxInlineArtifact, maxReferenced: DefaultMaxReferencedArtifact,
+		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, now: cfg.Now,
+		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	for _, o := range opts {
 		o(p)
 	}
 	return p
+}
+
+// event is the event that records payload under meta, at the plane's
+// clock's time unless meta says otherwise.
+func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event, error) {
+	if meta.Time.IsZero() {
+		meta.Time = p.now()
+	}
+	return event.New(meta, payload)
 }
 
 // Start runs the plane's reactions.

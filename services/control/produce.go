@@ -25,9 +25,10 @@ import (
 // the task changed under it.
 const maxProduceTries = 8
 
-// errStale says the task changed between evaluating the criteria and
-// recording them.
-var errStale = errors.New("the task changed while its criteria were evaluated")
+// errStale says, from a build, that the task changed since what the build
+// decides on was worked out before the conditional write (criteria
+// evaluated, tools looked up): work it out again.
+var errStale = errors.New("the task changed since it was read")
 
 // MarkProduced records that the task has produced its result: it evaluates
 // every acceptance criterion over the latest artifacts and the actions,
@@ -61,7 +62,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any
 		// content is read.
-		dry, err := p.producedEvent(t, principal, id, req.RequestId, unevaluated(t.Contract.GetAcceptanceCriteria()), time.Now())
+		dry, err := p.producedEvent(t, principal, id, req.RequestId, unevaluated(t.Contract.GetAcceptanceCriteria()), p.now())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -76,7 +77,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		if err != nil {
 			return nil, nil, err
 		}
-		inputs, now := criteriaInputs(t), time.Now()
+		inputs, now := criteriaInputs(t), p.now()
 		var round uint32
 		t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 			// The checks hold for the task they were evaluated on; one
@@ -121,7 +122,7 @@ func (p *Plane) producedEvent(t *stewardv1.Task, principal, id, requestID string
 		refs[i] = task.ArtifactRef(a)
 	}
 	taskID := t.Contract.GetTaskId()
-	return event.New(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID, Time: now},
+	return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID, Time: now},
 		&stewardv1.TaskProduced{
 			Round:          uint32(len(t.Acceptance)) + 1,
 			Checks:         checks,

@@ -114,7 +114,7 @@ func (p *Plane) withdraw(ctx context.Context, principal, taskID, original, repla
 		switch task.FindAction(t, original).GetStatus() {
 		case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
 			stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL, stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
-			return event.New(event.Meta{
+			return p.event(event.Meta{
 				ID:     event.ID(taskID, event.TypeActionWithdrawn, original, replacement),
 				TaskID: taskID,
 				Actor:  p.actor(principal),

@@ -91,7 +91,7 @@ func TestARefusedCommandLeavesItsRequestIDFree(t *testing.T) {
 // TestARefusedDelegationLeavesItsRequestIDFree: a delegation refused for
 // asking more than the parent has, fixed, goes through under the same id.
 func TestARefusedDelegationLeavesItsRequestIDFree(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "fixable-parent", time.Now(), time.Hour)
 	delegate := func(tokens int64) error {
@@ -123,7 +123,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.log.Append(ctx, eventlog.Head{}, ev); err != nil {
+	if _, err := r.Log.Append(ctx, eventlog.Head{}, ev); err != nil {
 		t.Fatal(err)
 	}
 	tk, created, err := r.ctl.CreateTask(ctx, "user:ana", validRequest("demo-1"))
@@ -137,8 +137,8 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 
 	// ReportUsage as it was: the event id derived from the task and the
 	// request id alone.
-	waitRunning(t, r, old)
-	if _, err := taskstore.Update(ctx, r.log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	r.running(old)
+	if _, err := taskstore.Update(ctx, r.Log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(old, "u-1"), TaskID: old, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "u-1"},
 			&stewardv1.BudgetConsumed{Tokens: 100})
 	}); err != nil {
@@ -171,29 +171,20 @@ func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 	}
 }
 
-func waitRunning(t *testing.T, r *rig, taskID string) {
-	t.Helper()
-	r.settle(t)
-	tk, _, err := taskstore.Load(context.Background(), r.log, taskID)
-	if err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
-		t.Fatalf("task %s: %v, %v; want running", taskID, tk.GetStatus(), err)
-	}
-}
-
 // TestARetryAfterARevocationGetsItsFirstAnswer: a revocation stops new
 // work, not the answer to work recorded before it.
 func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parent := d.parent(t, "revoked-later", time.Now(), 0)
 	id := parent.Contract.TaskId
-	d.append(t, id, &stewardv1.TaskStarted{})
+	d.Append(id, &stewardv1.TaskStarted{})
 	submit := &stewardv1.SubmitArtifactRequest{TaskId: id, RequestId: "report-1", Name: "r", MediaType: "text/plain", Uri: "s3://b/r", Sha256: strings.Repeat("0f", 32), SizeBytes: 1}
 	first, _, err := d.ctl.SubmitArtifact(ctx, "user:ana", submit)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.append(t, id, &stewardv1.CredentialRevoked{CredentialId: parent.Credential.Credential.CredentialId, Reason: "agent compromised"})
+	d.Append(id, &stewardv1.CredentialRevoked{CredentialId: parent.Credential.Credential.CredentialId, Reason: "agent compromised"})
 	again, _, err := d.ctl.SubmitArtifact(ctx, "user:ana", submit)
 	if err != nil || !proto.Equal(again, first) {
 		t.Fatalf("the retry after the revocation: %v, %v; want the first answer %v", again, err, first)
@@ -213,7 +204,7 @@ func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t)
 	id := r.acceptanceTask(t, "old-ids", nil)
-	if _, err := taskstore.Update(ctx, r.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := taskstore.Update(ctx, r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
 			&stewardv1.BudgetConsumed{Tokens: 10})
 	}); err != nil {
@@ -252,10 +243,7 @@ func TestARetriedProposalEditsOnlyWhatItEdited(t *testing.T) {
 	if _, err := propose("s1", "x", s2.ActionId); !errs.Is(err, errs.AlreadyExists) {
 		t.Errorf("s1 again as an edit of s2: %v, want already exists", err)
 	}
-	tk, _, err := taskstore.Load(ctx, r.log, id)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tk := r.task(t, id)
 	if a := task.FindAction(tk, s2.ActionId); a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
 		t.Errorf("s2 was withdrawn by a proposal that did not edit it")
 	}

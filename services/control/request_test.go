@@ -176,7 +176,7 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 			if !tc.onTask {
 				taskID = first.(*stewardv1.Task).Contract.TaskId
 			}
-			r.settle(t)
+			r.settle()
 			last := r.last(t)
 
 			again, err := tc.send(ctx, r, taskID, "r1", 0)
@@ -200,7 +200,7 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 				if !errs.Is(err, errs.AlreadyExists) || !strings.Contains(err.Error(), firstUse) {
 					t.Errorf("%s: %v; want already exists: %s", what, err, firstUse)
 				}
-				r.settle(t)
+				r.settle()
 				if r.last(t) != last {
 					t.Errorf("%s appended events", what)
 				}
@@ -253,7 +253,7 @@ func TestRequestIDsAreTheCallers(t *testing.T) {
 		t.Errorf("task ids %s and %s are not derived from the caller and the request id", a.Contract.TaskId, b.Contract.TaskId)
 	}
 	for _, id := range []string{a.Contract.TaskId, b.Contract.TaskId} {
-		waitTask(t, r.log, id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
+		r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
 	}
 	// The same id on one task by two callers is two commands.
 	for _, who := range []string{"agent:one", "agent:two"} {
@@ -261,26 +261,16 @@ func TestRequestIDsAreTheCallers(t *testing.T) {
 			t.Fatalf("usage by %s: %v", who, err)
 		}
 	}
-	if tk := waitTask(t, r.log, a.Contract.TaskId, func(*stewardv1.Task) bool { return true }); tk.BudgetUsed.GetTokens() != 10 {
+	if tk := r.WaitTask(a.Contract.TaskId, func(*stewardv1.Task) bool { return true }); tk.BudgetUsed.GetTokens() != 10 {
 		t.Errorf("two callers' usage under one request id: %d tokens recorded, want 10", tk.BudgetUsed.GetTokens())
 	}
-}
-
-// last is the sequence of the last event on any task.
-func (r *rig) last(t *testing.T) uint64 {
-	t.Helper()
-	seq, err := r.log.LastTaskSequence(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return seq
 }
 
 // TestDelegationRequestIDNamesOneDelegation is TestRequestIDNamesOneCommand
 // for DelegateTask, whose parents need credentials: the id names one
 // delegation from one parent, and a refused reuse reserves nothing.
 func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
-	d := newDelegation(t)
+	d := idleRig(t)
 	ctx := context.Background()
 	parentID := d.parent(t, "one-parent", time.Now(), time.Hour).Contract.TaskId
 	otherID := d.parent(t, "other-parent", time.Now(), time.Hour).Contract.TaskId

@@ -72,7 +72,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 		if tokens.reserved == 0 && cost.reserved == 0 {
 			return nil, nil // the parent's budget limits nothing
 		}
-		return event.New(event.Meta{ID: id, TaskID: parentID, Actor: p.actor(principal)}, &stewardv1.BudgetConsumed{
+		return p.event(event.Meta{ID: id, TaskID: parentID, Actor: p.actor(principal)}, &stewardv1.BudgetConsumed{
 			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for delegated task " + childID,
 		})
 	})
@@ -255,7 +255,7 @@ func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parent
 		return nil
 	}
 	_, err := taskstore.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{
+		return p.event(event.Meta{
 			ID: id, TaskID: parentID, Actor: p.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,
 		}, r)

@@ -59,7 +59,7 @@ func (p *Plane) startIfPending(ctx context.Context, rec *stewardv1.EventRecord) 
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			return nil, nil
 		}
-		return event.New(event.Meta{
+		return p.event(event.Meta{
 			ID:            event.ID(taskID, event.TypeTaskStarted),
 			TaskID:        taskID,
 			Actor:         p.actor(stewardPrincipal),

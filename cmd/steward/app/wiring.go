@@ -43,7 +43,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 	for _, name := range want {
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.WithActions(tools, requests), control.WithResults(results)))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
