@@ -165,15 +165,13 @@ func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
 	// Tasks are handled in parallel lanes: the bad one may still be on
 	// its way aside.
 	var dead []eventlog.SetAside
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		var err error
 		if dead, err = l.DeadLetters(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if len(dead) > 0 {
-			break
-		}
-	}
+		return len(dead) > 0, "no dead letter"
+	})
 	if len(dead) != 1 || dead[0].Subject != l.TaskSubject("bad", event.TypeTaskStarted) || dead[0].Reason == "" {
 		t.Fatalf("dead letters = %+v, want the one bad message with a reason", dead)
 	}
