@@ -8,18 +8,23 @@ import (
 	"github.com/steward-run/steward/pkg/audit"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // history seals a legal three-event history of task t1.
 func history(t *testing.T) [][]byte {
 	t.Helper()
+	return sealed(t, "t1", &stewardv1.TaskCreated{}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{})
+}
+
+// sealed returns payloads as task taskID's history, recorded as their
+// owning planes would (stewardtest.Event), in the bytes the log stores.
+func sealed(t *testing.T, taskID string, payloads ...event.Payload) [][]byte {
+	t.Helper()
 	var out [][]byte
 	var prev []byte
-	for _, p := range []event.Payload{&stewardv1.TaskCreated{}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}} {
-		ev, err := event.New(event.Meta{TaskID: "t1"}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, p := range payloads {
+		ev := stewardtest.Event(t, taskID, p)
 		data, err := event.Seal(ev, prev)
 		if err != nil {
 			t.Fatal(err)

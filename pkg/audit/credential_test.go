@@ -40,25 +40,11 @@ func delegated(t *testing.T, signer *credential.Signer, change func(*stewardv1.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out [][]byte
-	var prev []byte
-	for _, p := range []event.Payload{
+	return sealed(t, "child",
 		&stewardv1.TaskCreated{Contract: contract},
 		&stewardv1.TaskStarted{},
 		&stewardv1.CredentialIssued{Credential: leafSigned, Chain: []*stewardv1.SignedCredential{rootSigned}},
-	} {
-		ev, err := event.New(event.Meta{TaskID: "child"}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		data, err := event.Seal(ev, prev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prev = ev.Hash
-		out = append(out, data)
-	}
-	return out
+	)
 }
 
 func newSigner(t *testing.T) *credential.Signer {

@@ -165,15 +165,13 @@ func TestUndecodableEventIsSetAsideAndConsumerGoesOn(t *testing.T) {
 	// Tasks are handled in parallel lanes: the bad one may still be on
 	// its way aside.
 	var dead []eventlog.SetAside
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		var err error
 		if dead, err = l.DeadLetters(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if len(dead) > 0 {
-			break
-		}
-	}
+		return len(dead) > 0, "no dead letter"
+	})
 	if len(dead) != 1 || dead[0].Subject != l.TaskSubject("bad", event.TypeTaskStarted) || dead[0].Reason == "" {
 		t.Fatalf("dead letters = %+v, want the one bad message with a reason", dead)
 	}
@@ -271,7 +269,7 @@ func TestEventUnderAnotherTasksSubjectIsRefused(t *testing.T) {
 // TestPermanentReactionFailureIsSetAside: a handler that fails for good is
 // not retried forever; the event goes to the dead letters.
 func TestPermanentReactionFailureIsSetAside(t *testing.T) {
-	l, _ := stewardtest.OpenLog(t)
+	l, bus := stewardtest.OpenLog(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex
@@ -289,24 +287,23 @@ func TestPermanentReactionFailureIsSetAside(t *testing.T) {
 	if _, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: "t"}, &stewardv1.TaskStarted{})); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		dead, err := l.DeadLetters(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(dead) == 1 {
-			if !strings.Contains(dead[0].Reason, "never going to work") {
-				t.Fatalf("dead letter reason %q", dead[0].Reason)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the event was not set aside")
-		}
-		time.Sleep(20 * time.Millisecond)
+		return len(dead) == 1, fmt.Sprintf("%d dead letters", len(dead))
+	})
+	dead, err := l.DeadLetters(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // longer than the first redelivery backoff
+	if !strings.Contains(dead[0].Reason, "never going to work") {
+		t.Fatalf("dead letter reason %q", dead[0].Reason)
+	}
+	// Once the consumer has acknowledged the event, set aside, it cannot
+	// be delivered again.
+	bus.Settle(t, l.Config().Stream, "strict")
 	mu.Lock()
 	defer mu.Unlock()
 	if calls != 1 {

@@ -50,12 +50,22 @@ func History(tb testing.TB, taskID string, payloads ...event.Payload) []*steward
 // the task.
 func Append(tb testing.TB, log *eventlog.Log, taskID string, payloads ...event.Payload) *stewardv1.Task {
 	tb.Helper()
+	evs := make([]*stewardv1.Event, len(payloads))
+	for i, p := range payloads {
+		evs[i] = Event(tb, taskID, p)
+	}
+	return AppendEvents(tb, log, taskID, evs...)
+}
+
+// AppendEvents is Append for events made by Event and then amended, for
+// a test that needs another principal or time than Event's.
+func AppendEvents(tb testing.TB, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
+	tb.Helper()
 	ctx := context.Background()
 	var t *stewardv1.Task
-	for _, p := range payloads {
-		ev := Event(tb, taskID, p)
+	for _, ev := range evs {
 		var err error
-		if _, ok := p.(*stewardv1.TaskCreated); ok {
+		if ev.GetTaskCreated() != nil {
 			var rec *stewardv1.EventRecord
 			if rec, err = log.Append(ctx, eventlog.Head{}, ev); err == nil {
 				t, _, err = taskstore.Load(ctx, log, rec.Event.TaskId)
@@ -74,4 +84,10 @@ func Append(tb testing.TB, log *eventlog.Log, taskID string, payloads ...event.P
 func (e *Env) Append(taskID string, payloads ...event.Payload) *stewardv1.Task {
 	e.tb.Helper()
 	return Append(e.tb, e.Log, taskID, payloads...)
+}
+
+// AppendEvents is the package's AppendEvents on e's log.
+func (e *Env) AppendEvents(taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
+	e.tb.Helper()
+	return AppendEvents(e.tb, e.Log, taskID, evs...)
 }

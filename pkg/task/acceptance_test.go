@@ -7,6 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -24,10 +25,8 @@ func foldAs(t *testing.T, k *stewardv1.TaskContract, steps ...as) (*stewardv1.Ta
 	tk := &stewardv1.Task{}
 	all := append([]as{{"agent", &stewardv1.TaskCreated{Contract: k}}, {"steward", started()}}, steps...)
 	for i, s := range all {
-		ev, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: s.who}}, s.p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ev := stewardtest.Event(t, "t1", s.p)
+		ev.Actor.Principal = s.who
 		if err := task.Apply(tk, ev, uint64(i+1)); err != nil {
 			if i != len(all)-1 {
 				t.Fatalf("step %d (%T): %v", i, s.p, err)

@@ -6,6 +6,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -14,7 +15,7 @@ func proposedAction() *stewardv1.ActionProposed {
 }
 
 func TestLedgerWithApproval(t *testing.T) {
-	tk, err := task.Fold(sealed(t,
+	tk, err := task.Fold(stewardtest.History(t, "t1",
 		created(), started(), proposedAction(),
 		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
@@ -25,7 +26,7 @@ func TestLedgerWithApproval(t *testing.T) {
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL || tk.Actions[0].Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 		t.Fatalf("task %v, action %v", tk.Status, tk.Actions[0].Status)
 	}
-	tk, err = task.Fold(sealed(t,
+	tk, err = task.Fold(stewardtest.History(t, "t1",
 		created(), started(), proposedAction(),
 		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
@@ -59,7 +60,7 @@ func TestLedgerRefusesOutOfOrderSteps(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := task.Fold(sealed(t, append(append([]event.Payload{}, base...), tt.next)...))
+			_, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, base...), tt.next)...))
 			if !errs.Is(err, errs.FailedPrecondition) {
 				t.Fatalf("err = %v, want failed precondition", err)
 			}
@@ -68,7 +69,7 @@ func TestLedgerRefusesOutOfOrderSteps(t *testing.T) {
 }
 
 func TestDecisionForAnotherHashIsRefused(t *testing.T) {
-	_, err := task.Fold(sealed(t,
+	_, err := task.Fold(stewardtest.History(t, "t1",
 		created(), started(), proposedAction(),
 		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1"}},
@@ -80,7 +81,7 @@ func TestDecisionForAnotherHashIsRefused(t *testing.T) {
 }
 
 func TestProposalNeedsARunningTask(t *testing.T) {
-	_, err := task.Fold(sealed(t, created(), proposedAction()))
+	_, err := task.Fold(stewardtest.History(t, "t1", created(), proposedAction()))
 	if !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("err = %v, want refused for a pending task", err)
 	}
@@ -93,20 +94,20 @@ func TestNothingIsClaimedOrDispatchedForACancelledTask(t *testing.T) {
 		&stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p1", ActionId: "a1", ActionHash: "h1", RequestHash: "r1"}},
 	}
 	claim := &stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p1", Worker: "w"}
-	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), cancelled(), claim)...)); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, permitted...), cancelled(), claim)...)); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("claim on a cancelled task: %v, want refused", err)
 	}
 	dispatch := &stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1}
-	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, cancelled(), dispatch)...)); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, permitted...), claim, cancelled(), dispatch)...)); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("dispatch on a cancelled task: %v, want refused", err)
 	}
 	// A claimed action may fail before dispatch, but not succeed.
 	succeededEarly := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED}}
-	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, succeededEarly)...)); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, permitted...), claim, succeededEarly)...)); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("success without a dispatch: %v, want refused", err)
 	}
 	failedEarly := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED}}
-	if _, err := task.Fold(sealed(t, append(append([]event.Payload{}, permitted...), claim, failedEarly)...)); err != nil {
+	if _, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, permitted...), claim, failedEarly)...)); err != nil {
 		t.Fatalf("a refusal before dispatch: %v", err)
 	}
 }

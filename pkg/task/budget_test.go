@@ -7,6 +7,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -25,7 +26,7 @@ func TestSpendingAddsUpAndIsChecked(t *testing.T) {
 		Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, Attempt: 1, CostMicros: 300,
 	}})
 	steps := append([]event.Payload{budgeted(), started(), &stewardv1.BudgetConsumed{Tokens: 40, CostMicros: 200, MilestoneId: "m1"}}, costly...)
-	tk, err := task.Fold(sealed(t, steps...))
+	tk, err := task.Fold(stewardtest.History(t, "t1", steps...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,12 +45,12 @@ func TestSpendingAddsUpAndIsChecked(t *testing.T) {
 		"no limit":          &stewardv1.BudgetRaised{},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := task.Fold(sealed(t, append(steps, bad)...)); err == nil {
+			if _, err := task.Fold(stewardtest.History(t, "t1", append(steps, bad)...)); err == nil {
 				t.Fatal("folded; want a refusal")
 			}
 		})
 	}
-	tk, err = task.Fold(sealed(t, append(steps, &stewardv1.BudgetConsumed{CostMicros: 250, MilestoneId: "m1"})...))
+	tk, err = task.Fold(stewardtest.History(t, "t1", append(steps, &stewardv1.BudgetConsumed{CostMicros: 250, MilestoneId: "m1"})...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func TestSpendingAddsUpAndIsChecked(t *testing.T) {
 	if !spent || line.MilestoneID != "m1" || !strings.Contains(line.String(), "cost 450 of 400 micros (milestone m1)") {
 		t.Errorf("spent %v: %s", spent, line)
 	}
-	tk, err = task.Fold(sealed(t, append(steps, &stewardv1.BudgetAlerted{Dimension: "cost", Percent: 50, Used: 500, Limit: 1000}, &stewardv1.BudgetRaised{MaxCostMicros: 2000})...))
+	tk, err = task.Fold(stewardtest.History(t, "t1", append(steps, &stewardv1.BudgetAlerted{Dimension: "cost", Percent: 50, Used: 500, Limit: 1000}, &stewardv1.BudgetRaised{MaxCostMicros: 2000})...))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +69,11 @@ func TestSpendingAddsUpAndIsChecked(t *testing.T) {
 
 func TestSuspensionKeepsItsCause(t *testing.T) {
 	spent := &stewardv1.TaskSuspended{Reason: "spent", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT}
-	tk, err := task.Fold(sealed(t, budgeted(), started(), spent))
+	tk, err := task.Fold(stewardtest.History(t, "t1", budgeted(), started(), spent))
 	if err != nil || tk.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
 		t.Fatalf("suspended for %v (%v)", tk.GetSuspendedFor(), err)
 	}
-	tk, err = task.Fold(sealed(t, budgeted(), started(), spent, resumed()))
+	tk, err = task.Fold(stewardtest.History(t, "t1", budgeted(), started(), spent, resumed()))
 	if err != nil || tk.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_UNSPECIFIED {
 		t.Fatalf("after the resume, suspended for %v (%v)", tk.GetSuspendedFor(), err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -29,7 +30,7 @@ func fold(t *testing.T, steps ...[]event.Payload) (*stewardv1.Task, error) {
 	for _, s := range steps {
 		all = append(all, s...)
 	}
-	return task.Fold(sealed(t, all...))
+	return task.Fold(stewardtest.History(t, "t1", all...))
 }
 
 func one(p ...event.Payload) []event.Payload { return p }
@@ -206,7 +207,7 @@ func TestStallMarkIsClearedByTheNextEvent(t *testing.T) {
 func TestActionCapIsAGuard(t *testing.T) {
 	c := created()
 	c.(*stewardv1.TaskCreated).Contract.Limits = &stewardv1.TaskLimits{MaxActions: 1}
-	_, err := task.Fold(sealed(t, append([]event.Payload{c, started()}, append(dispatchedAction("a1"), dispatchedAction("a2")...)...)...))
+	_, err := task.Fold(stewardtest.History(t, "t1", append([]event.Payload{c, started()}, append(dispatchedAction("a1"), dispatchedAction("a2")...)...)...))
 	if err == nil || !strings.Contains(err.Error(), "max_actions") {
 		t.Fatalf("a second action past a cap of 1: %v", err)
 	}

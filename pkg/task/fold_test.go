@@ -7,27 +7,9 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
-
-// sealed builds a chain of sealed events for task t1, as the log holds them.
-func sealed(t *testing.T, payloads ...event.Payload) []*stewardv1.EventRecord {
-	t.Helper()
-	var out []*stewardv1.EventRecord
-	var prev []byte
-	for i, p := range payloads {
-		ev, err := event.New(event.Meta{TaskID: "t1"}, p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := event.Seal(ev, prev); err != nil {
-			t.Fatal(err)
-		}
-		prev = ev.Hash
-		out = append(out, &stewardv1.EventRecord{Sequence: uint64(10 + i), Event: ev})
-	}
-	return out
-}
 
 var (
 	created = func() event.Payload {
@@ -61,7 +43,7 @@ func TestFoldFollowsTheStateMachine(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := task.Fold(sealed(t, tt.events...))
+			got, err := task.Fold(stewardtest.History(t, "t1", tt.events...))
 			if tt.illegal {
 				if !errs.Is(err, errs.FailedPrecondition) {
 					t.Fatalf("err = %v, want a failed precondition", err)
@@ -74,7 +56,7 @@ func TestFoldFollowsTheStateMachine(t *testing.T) {
 			if got.Status != tt.want {
 				t.Fatalf("status = %v, want %v", got.Status, tt.want)
 			}
-			if got.EventCount != uint32(len(tt.events)) || got.LastSequence != uint64(9+len(tt.events)) {
+			if got.EventCount != uint32(len(tt.events)) || got.LastSequence != uint64(len(tt.events)) {
 				t.Fatalf("count/seq = %d/%d", got.EventCount, got.LastSequence)
 			}
 		})
@@ -82,7 +64,7 @@ func TestFoldFollowsTheStateMachine(t *testing.T) {
 }
 
 func TestApplyLeavesTaskUnchangedOnError(t *testing.T) {
-	recs := sealed(t, created(), cancelled(), resumed())
+	recs := stewardtest.History(t, "t1", created(), cancelled(), resumed())
 	tk, err := task.Fold(recs[:2])
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +79,7 @@ func TestApplyLeavesTaskUnchangedOnError(t *testing.T) {
 }
 
 func TestFoldRefusesABrokenLink(t *testing.T) {
-	recs := sealed(t, created(), started(), paused())
+	recs := stewardtest.History(t, "t1", created(), started(), paused())
 	recs = append(recs[:1], recs[2:]...) // drop "started"
 	if _, err := task.Fold(recs); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("err = %v, want a failed precondition for the broken link", err)
@@ -105,7 +87,7 @@ func TestFoldRefusesABrokenLink(t *testing.T) {
 }
 
 func TestFoldKeepsTheContract(t *testing.T) {
-	tk, err := task.Fold(sealed(t, created()))
+	tk, err := task.Fold(stewardtest.History(t, "t1", created()))
 	if err != nil {
 		t.Fatal(err)
 	}

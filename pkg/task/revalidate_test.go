@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -215,7 +216,7 @@ func TestNotAcceptedRedispatchIsRevalidated(t *testing.T) {
 }
 
 func TestFirstDispatchTimeStaysOnANewPermit(t *testing.T) {
-	recs := sealed(t, append(append([]event.Payload{created(), started()}, firstDispatch()...),
+	recs := stewardtest.History(t, "t1", append(append([]event.Payload{created(), started()}, firstDispatch()...),
 		retryWait(), revalidating("pa1", retryAfter), snapshot("s2", allow), newPermit("p2"),
 		&stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p2", Worker: "w1"}, dispatchUnder("p2", 2))...)
 	tk, err := task.Fold(recs)

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -17,18 +16,15 @@ import (
 func BenchmarkUpdate(b *testing.B) {
 	log, _ := stewardtest.OpenLog(b)
 	ctx := context.Background()
-	ev, _ := event.New(event.Meta{TaskID: "t"}, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
-	if _, err := log.Append(ctx, eventlog.Head{}, ev); err != nil {
-		b.Fatal(err)
-	}
+	stewardtest.Append(b, log, "t", &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
 	paused := false
 	for b.Loop() {
 		_, err := taskstore.Update(ctx, log, "t", func(*stewardv1.Task) (*stewardv1.Event, error) {
 			paused = !paused
 			if paused {
-				return event.New(event.Meta{TaskID: "t"}, &stewardv1.TaskPaused{})
+				return stewardtest.Event(b, "t", &stewardv1.TaskPaused{}), nil
 			}
-			return event.New(event.Meta{TaskID: "t"}, &stewardv1.TaskResumed{})
+			return stewardtest.Event(b, "t", &stewardv1.TaskResumed{}), nil
 		})
 		if err != nil {
 			b.Fatal(err)

@@ -2,15 +2,20 @@ package timer_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
+// TestSurvivesRestart sets a timer, stops its consumer and the server
+// before it is due, and starts the server again: the timer fires while no
+// consumer runs, and the consumer, started again, has it once.
 func TestSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -36,7 +41,7 @@ func TestSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := time.Now().Add(1500 * time.Millisecond)
+	at := time.Now().Add(time.Second)
 	if err := tm.Set(ctx, "k", "durable", at, []byte("still here")); err != nil {
 		t.Fatal(err)
 	}
@@ -49,9 +54,8 @@ func TestSurvivesRestart(t *testing.T) {
 	default:
 	}
 
-	time.Sleep(time.Until(at) + time.Second) // due while nothing runs
-
-	// Second life, on the same store.
+	// Second life, on the same store. The timer comes due before its
+	// consumer runs again.
 	srv, err = embedded.Start(embedded.Config{StoreDir: dir, Port: -1})
 	if err != nil {
 		t.Fatal(err)
@@ -67,10 +71,16 @@ func TestSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bus := &stewardtest.Bus{Server: srv, Conn: nc, JS: js}
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		fired := onStream(t, bus, "fired")
+		return len(fired) == 1, fmt.Sprintf("fired timers: %v", fired)
+	})
 	run(t, tm, "worker", []string{"k"}, rec.handle)
 	d := rec.next(t, 5*time.Second)
 	if d.ID != "durable" || string(d.Payload) != "still here" {
 		t.Errorf("fired %+v", d.Fired)
 	}
-	rec.none(t, 1500*time.Millisecond)
+	settled(t, bus, "worker")
+	rec.none(t)
 }

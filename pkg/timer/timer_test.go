@@ -47,13 +47,67 @@ func (r *recorder) next(t *testing.T, within time.Duration) delivery {
 	}
 }
 
-// none checks that nothing more is delivered for a while.
-func (r *recorder) none(t *testing.T, wait time.Duration) {
+// none checks that nothing more was delivered. Call it once the timers
+// have settled (see settled), when nothing more can come.
+func (r *recorder) none(t *testing.T) {
 	t.Helper()
 	select {
 	case d := <-r.ch:
 		t.Fatalf("unexpected delivery %s/%s", d.Kind, d.ID)
-	case <-time.After(wait):
+	default:
+	}
+}
+
+// settled waits until no timer is left to fire on bus's default timer
+// stream and each of consumers has acknowledged every fired timer it
+// takes: whatever these timers were going to deliver, they have.
+func settled(t *testing.T, bus *stewardtest.Bus, consumers ...string) {
+	t.Helper()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		at := onStream(t, bus, "at")
+		return len(at) == 0, fmt.Sprintf("schedules pending: %v", at)
+	})
+	for _, c := range consumers {
+		bus.Settle(t, timer.DefaultStream, c)
+	}
+}
+
+// onStream returns the subjects under stage ("at" for schedules, "fired"
+// for fired timers) on bus's default timer stream, with their message
+// counts.
+func onStream(t *testing.T, bus *stewardtest.Bus, stage string) map[string]uint64 {
+	t.Helper()
+	ctx := context.Background()
+	s, err := bus.JS.Stream(ctx, timer.DefaultStream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(timer.DefaultPrefix+"."+stage+".>"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.State.Subjects
+}
+
+// undelivered waits until consumer has pending fired timers not yet
+// delivered, and checks that it has ackPending delivered and not yet
+// acknowledged.
+func undelivered(t *testing.T, bus *stewardtest.Bus, consumer string, pending uint64, ackPending int) {
+	t.Helper()
+	ctx := context.Background()
+	var ci *jetstream.ConsumerInfo
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		c, err := bus.JS.Consumer(ctx, timer.DefaultStream, consumer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ci, err = c.Info(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return ci.NumPending == pending, fmt.Sprintf("%s has %d timers undelivered, want %d", consumer, ci.NumPending, pending)
+	})
+	if ci.NumAckPending != ackPending {
+		t.Errorf("%s has %d timers in hand, want %d", consumer, ci.NumAckPending, ackPending)
 	}
 }
 
@@ -78,7 +132,7 @@ func run(t *testing.T, tm *timer.Timers, consumer string, kinds []string, fn tim
 
 func TestFiresOnceAtItsTime(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	rec := newRecorder()
 	run(t, tm, "worker", []string{"execution.retry"}, rec.handle)
 
@@ -94,7 +148,8 @@ func TestFiresOnceAtItsTime(t *testing.T) {
 	if d.Kind != "execution.retry" || d.ID != "act-1/2" || string(d.Payload) != "hello" || !d.At.Equal(at) {
 		t.Errorf("fired %+v, want kind execution.retry, id act-1/2, at %s, payload hello", d.Fired, at)
 	}
-	rec.none(t, 1500*time.Millisecond)
+	settled(t, bus, "worker")
+	rec.none(t)
 }
 
 func TestPastTimeFiresSoon(t *testing.T) {
@@ -115,7 +170,7 @@ func TestPastTimeFiresSoon(t *testing.T) {
 
 func TestSetTwiceFiresOnce(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	rec := newRecorder()
 	run(t, tm, "worker", []string{"k"}, rec.handle)
 	ctx := context.Background()
@@ -140,12 +195,13 @@ func TestSetTwiceFiresOnce(t *testing.T) {
 	if err := tm.Set(ctx, "k", "same", time.Now(), []byte("third")); err != nil {
 		t.Fatal(err)
 	}
-	rec.none(t, 2500*time.Millisecond)
+	settled(t, bus, "worker")
+	rec.none(t)
 }
 
 func TestConcurrentSetsFireOnce(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	rec := newRecorder()
 	run(t, tm, "worker", []string{"k"}, rec.handle)
 	at := time.Now().Add(time.Second)
@@ -159,12 +215,13 @@ func TestConcurrentSetsFireOnce(t *testing.T) {
 	}
 	wg.Wait()
 	rec.next(t, 5*time.Second)
-	rec.none(t, 1500*time.Millisecond)
+	settled(t, bus, "worker")
+	rec.none(t)
 }
 
 func TestDistinctIDsFireSeparately(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	rec := newRecorder()
 	run(t, tm, "worker", []string{"k"}, rec.handle)
 	at := time.Now()
@@ -186,7 +243,8 @@ func TestDistinctIDsFireSeparately(t *testing.T) {
 	if len(got) != len(ids) {
 		t.Errorf("fired %v, want each of %q once", got, ids)
 	}
-	rec.none(t, 500*time.Millisecond)
+	settled(t, bus, "worker")
+	rec.none(t)
 }
 
 // Timers due in the same second all fire promptly. nats.go's Messages
@@ -219,7 +277,7 @@ func TestTimersDueTogetherAllFirePromptly(t *testing.T) {
 
 func TestHandlerErrorRedelivers(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	var calls []time.Time
 	var mu sync.Mutex
 	done := make(chan struct{})
@@ -243,7 +301,8 @@ func TestHandlerErrorRedelivers(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("not redelivered")
 	}
-	time.Sleep(time.Second) // an acked timer stays acked
+	// Once acknowledged, the timer is not delivered again.
+	settled(t, bus, "worker")
 	mu.Lock()
 	defer mu.Unlock()
 	if len(calls) != 3 {
@@ -260,7 +319,7 @@ func TestHandlerErrorRedelivers(t *testing.T) {
 
 func TestKindsFilter(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	parent, child, both := newRecorder(), newRecorder(), newRecorder()
 	run(t, tm, "parent", []string{"alpha"}, parent.handle)
 	run(t, tm, "child", []string{"alpha.beta"}, child.handle)
@@ -285,14 +344,15 @@ func TestKindsFilter(t *testing.T) {
 	if !got["alpha.beta"] || !got["gamma"] {
 		t.Errorf("both got %v, want alpha.beta and gamma", got)
 	}
-	parent.none(t, 500*time.Millisecond)
-	child.none(t, 0)
-	both.none(t, 0)
+	settled(t, bus, "parent", "child", "both")
+	parent.none(t)
+	child.none(t)
+	both.none(t)
 }
 
 func TestSharedConsumerDeliversEachOnce(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	var count atomic.Int32
 	seen := make(chan string, 100)
 	handler := func(_ context.Context, f timer.Fired) error {
@@ -318,7 +378,7 @@ func TestSharedConsumerDeliversEachOnce(t *testing.T) {
 			t.Fatalf("only %d of %d timers fired", len(got), n)
 		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	settled(t, bus, "shared")
 	if c := count.Load(); c != n || len(got) != n {
 		t.Errorf("%d deliveries of %d distinct timers, want %d of %d", c, len(got), n, n)
 	}
@@ -406,7 +466,7 @@ func TestOpenKeepsExistingStream(t *testing.T) {
 
 func TestStopOnContextEnd(t *testing.T) {
 	t.Parallel()
-	tm, _ := open(t)
+	tm, bus := open(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	rec := newRecorder()
 	sub, err := tm.Run(ctx, "worker", []string{"k"}, rec.handle)
@@ -421,10 +481,16 @@ func TestStopOnContextEnd(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("Stop hung after the context ended")
 	}
+	// A witness takes the same timers: once it has the timer, the stopped
+	// consumer could have had it too.
+	witness := newRecorder()
+	run(t, tm, "witness", []string{"k"}, witness.handle)
 	if err := tm.Set(context.Background(), "k", "after", time.Now(), nil); err != nil {
 		t.Fatal(err)
 	}
-	rec.none(t, 1500*time.Millisecond)
+	witness.next(t, 5*time.Second)
+	rec.none(t)
+	undelivered(t, bus, "worker", 1, 0)
 }
 
 func TestFiredTimerReplacesItsSchedule(t *testing.T) {
@@ -474,7 +540,7 @@ func TestSlotsLetALongHandlerNotHoldUpTheRest(t *testing.T) {
 		overlaps bool
 	}{{"one at a time", nil, false}, {"two slots", []timer.RunOption{timer.Slots(2)}, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			tm, _ := open(t)
+			tm, bus := open(t)
 			ctx := context.Background()
 			release := make(chan struct{})
 			second := make(chan struct{}, 1)
@@ -491,22 +557,32 @@ func TestSlotsLetALongHandlerNotHoldUpTheRest(t *testing.T) {
 			}
 			t.Cleanup(sub.Stop)
 			t.Cleanup(func() { close(release) })
+			// A witness takes the same timers: once it has both, the
+			// worker could have had the short one too, had it a free slot.
+			witness := newRecorder()
+			run(t, tm, "witness", []string{"k"}, witness.handle)
 			if err := tm.Set(ctx, "k", "long", time.Now(), nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := tm.Set(ctx, "k", "short", time.Now().Add(500*time.Millisecond), nil); err != nil {
 				t.Fatal(err)
 			}
-			select {
-			case <-second:
-				if !tc.overlaps {
-					t.Error("a timer was handled while another's handler ran")
-				}
-			case <-time.After(4 * time.Second):
-				if tc.overlaps {
+			witness.next(t, 5*time.Second)
+			witness.next(t, 5*time.Second)
+			if tc.overlaps {
+				select {
+				case <-second:
+				case <-time.After(5 * time.Second):
 					t.Error("the short timer waited behind the long handler")
 				}
+				return
 			}
+			select {
+			case <-second:
+				t.Error("a timer was handled while another's handler ran")
+			default:
+			}
+			undelivered(t, bus, "worker", 1, 1)
 		})
 	}
 }

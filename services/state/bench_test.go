@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
@@ -19,25 +18,14 @@ import (
 //	go test -run '^$' -bench ProjectionRebuild -benchtime 3x ./services/state/
 func BenchmarkProjectionRebuild(b *testing.B) {
 	const tasks, perTask = 5000, 4
-	log, _ := stewardtest.OpenLog(b)
+	env := stewardtest.NewEnv(b)
+	log := env.Log
 	ctx := context.Background()
 	for i := range tasks {
-		id := event.RandomID()
-		head := eventlog.Head{}
-		for j, p := range []event.Payload{
+		env.Append(event.RandomID(), []event.Payload{
 			&stewardv1.TaskCreated{Contract: contract(i)}, &stewardv1.TaskStarted{},
 			&stewardv1.TaskPaused{Reason: "r"}, &stewardv1.TaskResumed{},
-		}[:perTask] {
-			ev, err := event.New(event.Meta{TaskID: id, ID: event.ID(id, string(rune('a'+j)))}, p)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rec, err := log.Append(ctx, head, ev)
-			if err != nil {
-				b.Fatal(err)
-			}
-			head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
-		}
+		}[:perTask]...)
 	}
 	const last = tasks * perTask
 	b.ResetTimer()

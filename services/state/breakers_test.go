@@ -2,9 +2,6 @@ package state_test
 
 import (
 	"context"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -13,9 +10,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/services/state"
 )
 
 // TestListBreakersShowsEachWorkersLastChange records breaker changes on a
@@ -23,7 +18,8 @@ import (
 // QueryService.ListBreakers.
 func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
 	ctx := context.Background()
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
+	log := env.Log
 	change := func(worker string, to stewardv1.BreakerState) {
 		t.Helper()
 		head, _, err := log.ServiceHead(ctx, "bank")
@@ -44,18 +40,7 @@ func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
 	change("w2", stewardv1.BreakerState_BREAKER_STATE_OPEN)
 	change("w2", stewardv1.BreakerState_BREAKER_STATE_CLOSED)
 
-	p := state.New(log, slog.New(slog.DiscardHandler))
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	mux := http.NewServeMux()
-	for _, s := range p.Services(nil) {
-		mux.Handle(s.Path, s.Handler)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	client := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
+	client, _ := serveState(t, env)
 
 	resp, err := client.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{}))
 	if err != nil {

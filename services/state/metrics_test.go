@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
@@ -77,21 +76,27 @@ func (h *metricsHistory) at(when time.Time, principal string, p event.Payload) *
 	return h
 }
 
-// appendTo appends the history to log as task taskID's.
-func (h *metricsHistory) appendTo(t *testing.T, log *eventlog.Log, taskID string) {
-	t.Helper()
-	head := eventlog.Head{}
-	for _, s := range h.events {
-		ev, err := event.New(event.Meta{TaskID: taskID, Time: s.at, Actor: &stewardv1.Actor{Principal: s.by}}, s.p)
-		if err != nil {
-			t.Fatal(err)
+// recorded returns the history as task taskID's events.
+func (h *metricsHistory) recorded(tb testing.TB, taskID string) []*stewardv1.Event {
+	tb.Helper()
+	out := make([]*stewardv1.Event, len(h.events))
+	for i, s := range h.events {
+		ev := stewardtest.Event(tb, taskID, s.p)
+		if s.by != "" {
+			ev.Actor.Principal = s.by
 		}
-		rec, err := log.Append(context.Background(), head, ev)
-		if err != nil {
-			t.Fatalf("task %s: append %T: %v", taskID, s.p, err)
+		if !s.at.IsZero() {
+			ev.Time = timestamppb.New(s.at)
 		}
-		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+		out[i] = ev
 	}
+	return out
+}
+
+// appendTo records the history in env as task taskID's.
+func (h *metricsHistory) appendTo(t *testing.T, env *stewardtest.Env, taskID string) {
+	t.Helper()
+	env.AppendEvents(taskID, h.recorded(t, taskID)...)
 }
 
 // TestTaskCollector builds a projection over six task histories, one of
@@ -105,15 +110,15 @@ func TestTaskCollector(t *testing.T) {
 		failure  = stewardv1.ActionStatus_ACTION_STATUS_FAILED
 		noClass  = stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
 	)
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	// Running: one action policy allowed, permitted in 1/64 s. (Latencies
 	// are binary fractions of a second so that their sum is exact.)
 	new(metricsHistory).start(1).propose("a1", allow).permit("a1", time.Second/64).outcome("a1", success, noClass).
-		appendTo(t, log, "allowed")
+		appendTo(t, env, "allowed")
 	// Cancelled: one action policy denied.
 	new(metricsHistory).start(2).propose("a2", deny).
 		then(&stewardv1.ActionDenied{ActionId: "a2", SnapshotId: "s-a2"}, &stewardv1.TaskCancelled{}).
-		appendTo(t, log, "denied")
+		appendTo(t, env, "denied")
 	// Failed: a person approved an action, permitted two hours after it
 	// was proposed; it failed.
 	new(metricsHistory).start(3).propose("a3", approval).
@@ -123,19 +128,19 @@ func TestTaskCollector(t *testing.T) {
 		).
 		permit("a3", 2*time.Hour).outcome("a3", failure, stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT).
 		then(&stewardv1.TaskFailed{Reason: "gave up"}).
-		appendTo(t, log, "approved")
+		appendTo(t, env, "approved")
 	// Failed after compensating what it had done.
 	new(metricsHistory).start(4).propose("a4", allow).permit("a4", time.Second/32).outcome("a4", success, noClass).
 		then(
 			&stewardv1.TaskCompensating{FinalStatus: stewardv1.TaskStatus_TASK_STATUS_FAILED, ActionIds: []string{"a4"}},
 			&stewardv1.TaskFailed{Reason: "compensated"},
 		).
-		appendTo(t, log, "rolledback")
+		appendTo(t, env, "rolledback")
 	// Running: an unknown outcome that a person settled.
 	new(metricsHistory).start(5).propose("a5", allow).permit("a5", time.Second/256).
 		outcome("a5", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN).
 		then(&stewardv1.ActionSettled{ActionId: "a5", State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, SettledBy: "user:al"}).
-		appendTo(t, log, "settled")
+		appendTo(t, env, "settled")
 	// Accepted by its checks alone, 90 s after it was created, having
 	// spent 3000 micro-euros and 100 tokens.
 	euros := contract(7)
@@ -145,7 +150,7 @@ func TestTaskCollector(t *testing.T) {
 	new(metricsHistory).at(proposalTime, "agent", &stewardv1.TaskCreated{Contract: euros}).then(&stewardv1.TaskStarted{}).
 		then(&stewardv1.BudgetConsumed{Tokens: 100, CostMicros: 3000}).
 		at(proposalTime.Add(90*time.Second), "agent", &stewardv1.TaskProduced{Round: 1, Checks: passed}).
-		appendTo(t, log, "accepted")
+		appendTo(t, env, "accepted")
 	// Returned once by its acceptance owner, then accepted two hours after
 	// it was created, having spent 1000 micro-euros and 300 tokens.
 	reviewed := contract(8)
@@ -157,24 +162,24 @@ func TestTaskCollector(t *testing.T) {
 		at(proposalTime.Add(time.Hour), "user:owner", &stewardv1.TaskReturned{Round: 1, Reasons: []string{"more"}}).
 		at(proposalTime.Add(time.Hour), "agent", &stewardv1.TaskProduced{Round: 2, Checks: passed, ReviewRequired: true}).
 		at(proposalTime.Add(2*time.Hour), "user:owner", &stewardv1.TaskAccepted{Round: 2}).
-		appendTo(t, log, "reviewed")
+		appendTo(t, env, "reviewed")
 	// Running again: its checks failed.
 	failing := contract(9)
 	failing.AcceptanceCriteria = euros.AcceptanceCriteria
 	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: failing}, &stewardv1.TaskStarted{}).
 		then(&stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{{CriterionId: "c", Passed: false}}}).
-		appendTo(t, log, "checksfailed")
+		appendTo(t, env, "checksfailed")
 	// Broken: a start after a cancel, which the fold refuses.
-	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: contract(6)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{}).
-		appendTo(t, log, "broken")
+	appendUnchecked(t, env.Log, "broken", &stewardv1.TaskCreated{Contract: contract(6)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})
 
-	views := state.NewProjection(slog.New(slog.DiscardHandler))
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	go func() { _ = log.Follow(ctx, "", 0, views.Apply, nil) }()
-	wctx, wcancel := context.WithTimeout(ctx, 10*time.Second)
-	defer wcancel()
-	if err := views.WaitFor(wctx, lastSequence(t, log)); err != nil {
+	last, err := env.Log.LastTaskSequence(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := follow(t, env.Log)
+	if err := views.WaitFor(ctx, last); err != nil {
 		t.Fatal(err)
 	}
 
@@ -375,11 +380,7 @@ func BenchmarkTaskCollector(b *testing.B) {
 			id := fmt.Sprint("a", j)
 			h.propose(id, stewardv1.PolicyDecision_POLICY_DECISION_ALLOW).permit(id, time.Second/64)
 		}
-		for _, s := range h.events {
-			ev, err := event.New(event.Meta{TaskID: fmt.Sprint("t", i), Time: s.at}, s.p)
-			if err != nil {
-				b.Fatal(err)
-			}
+		for _, ev := range h.recorded(b, fmt.Sprint("t", i)) {
 			seq++
 			if err := views.Apply(&stewardv1.EventRecord{Sequence: seq, Event: ev}); err != nil {
 				b.Fatal(err)

@@ -41,8 +41,7 @@ type Plane struct {
 	views  *Projection
 	// breakers is the view of the execution workers' circuit breakers.
 	breakers *Breakers
-	// stallCheck is how often the watchdog looks for stalled tasks.
-	stallCheck time.Duration
+	cfg      Config
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -54,27 +53,39 @@ type Plane struct {
 	endStreams context.CancelFunc
 }
 
-// Option configures a Plane.
-type Option func(*Plane)
-
-// WithStallCheckEvery sets how often the watchdog looks for stalled tasks;
-// the default is DefaultStallCheckEvery. A non-positive d keeps the
-// default.
-func WithStallCheckEvery(d time.Duration) Option {
-	return func(p *Plane) {
-		if d > 0 {
-			p.stallCheck = d
-		}
-	}
+// Config is what a process configures in a state plane. The zero Config
+// is the default.
+type Config struct {
+	// StallCheckEvery is how often the watchdog looks for stalled tasks;
+	// DefaultStallCheckEvery when not positive.
+	StallCheckEvery time.Duration
+	// Now is the plane's clock, which the watchdog judges quiet by;
+	// time.Now when nil.
+	Now func() time.Time
 }
 
-// New returns a state plane over log.
-func New(log *eventlog.Log, logger *slog.Logger, opts ...Option) *Plane {
+// withDefaults returns c with its unset fields set to their defaults.
+func (c Config) withDefaults() Config {
+	if c.StallCheckEvery <= 0 {
+		c.StallCheckEvery = DefaultStallCheckEvery
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Option configures a Plane beyond its Config: what a process wires in
+// rather than sets. There is none yet.
+type Option func(*Plane)
+
+// New returns a state plane over log, configured by cfg.
+func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
 	ctx, cancel := context.WithCancel(context.Background())
 	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{
-		log: log, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), stallCheck: DefaultStallCheckEvery,
+		log: log, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
 	for _, o := range opts {
@@ -93,11 +104,11 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
-	start := time.Now()
+	start := p.cfg.Now()
 	if err := p.views.WaitFor(ctx, last); err != nil {
 		return err
 	}
-	p.logger.Info("views rebuilt from the log", "events", last, "took", time.Since(start).Round(time.Millisecond))
+	p.logger.Info("views rebuilt from the log", "events", last, "took", p.cfg.Now().Sub(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
 	return nil
 }

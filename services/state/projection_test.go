@@ -2,10 +2,8 @@ package state_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,53 +24,47 @@ func contract(i int) *stewardv1.TaskContract {
 	}
 }
 
-// TestRebuiltProjectionEqualsLive writes task histories with the live state
-// plane projecting, then rebuilds a projection from an empty state and
-// compares every view.
+// TestRebuiltProjectionEqualsLive writes task histories, interleaved,
+// with the live state plane projecting, then rebuilds a projection from an
+// empty state and compares every view.
 func TestRebuiltProjectionEqualsLive(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
-	logger := slog.New(slog.DiscardHandler)
-	live := state.New(log, logger)
-	if err := live.Start(ctx); err != nil {
+	live := startPlane(t, env.Log, env.Logger, state.Config{})
+
+	histories := make([][]event.Payload, 20)
+	for i := range histories {
+		h := []event.Payload{&stewardv1.TaskCreated{Contract: contract(i)}, &stewardv1.TaskStarted{}}
+		switch i % 3 {
+		case 0:
+			h = append(h, &stewardv1.TaskCancelled{Reason: "changed plans"})
+		case 1:
+			h = append(h, &stewardv1.TaskPaused{}, &stewardv1.TaskResumed{}, &stewardv1.TaskPaused{Reason: "again"})
+		}
+		histories[i] = h
+	}
+	// Step by step across the tasks, so that their events interleave.
+	for step := range 5 {
+		for i, h := range histories {
+			if step < len(h) {
+				env.Append(fmt.Sprint("task-", i), h[step])
+			}
+		}
+	}
+
+	last, err := env.Log.LastTaskSequence(ctx)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer live.Stop()
-
-	var wg sync.WaitGroup
-	for i := range 20 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			history := []event.Payload{&stewardv1.TaskCreated{Contract: contract(i)}, &stewardv1.TaskStarted{}}
-			switch i % 3 {
-			case 0:
-				history = append(history, &stewardv1.TaskCancelled{Reason: "changed plans"})
-			case 1:
-				history = append(history, &stewardv1.TaskPaused{}, &stewardv1.TaskResumed{}, &stewardv1.TaskPaused{Reason: "again"})
-			}
-			if err := appendHistory(ctx, log, fmt.Sprint("task-", i), history...); err != nil {
-				t.Error(err)
-			}
-		}()
-	}
-	wg.Wait()
-
-	last := lastSequence(t, log)
 	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	if err := live.Views().WaitFor(wctx, last); err != nil {
 		t.Fatal(err)
 	}
-	rebuilt := state.NewProjection(logger)
-	rctx, rcancel := context.WithCancel(ctx)
-	go func() {
-		_ = log.Follow(rctx, "", 0, rebuilt.Apply, nil)
-	}()
+	rebuilt := follow(t, env.Log)
 	if err := rebuilt.WaitFor(wctx, last); err != nil {
 		t.Fatal(err)
 	}
-	rcancel()
 
 	want, got := live.Views().Snapshot(), rebuilt.Snapshot()
 	if len(want) != 20 || len(got) != len(want) {
@@ -85,44 +77,49 @@ func TestRebuiltProjectionEqualsLive(t *testing.T) {
 	}
 }
 
-// appendHistory appends payloads as one task's history, in order.
-func appendHistory(ctx context.Context, log *eventlog.Log, taskID string, payloads ...event.Payload) error {
-	steps := make([]by, len(payloads))
-	for i, p := range payloads {
-		steps[i] = by{payload: p}
-	}
-	return appendBy(ctx, log, taskID, steps...)
-}
-
-// lastSequence finds the stream's last sequence by following it to the end.
-func lastSequence(t *testing.T, log *eventlog.Log) uint64 {
+// startPlane starts a state plane over log; it stops when the test ends.
+func startPlane(t *testing.T, log *eventlog.Log, logger *slog.Logger, cfg state.Config) *state.Plane {
 	t.Helper()
-	var last uint64
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	defer cancel()
-	err := log.Follow(ctx, "", 0, func(rec *stewardv1.EventRecord) error {
-		last = rec.Sequence
-		return nil
-	}, nil)
-	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+	p := state.New(log, logger, cfg)
+	if err := p.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return last
+	t.Cleanup(p.Stop)
+	return p
+}
+
+// follow returns a projection, from an empty state, that follows log
+// until the test ends.
+func follow(t testing.TB, log *eventlog.Log) *state.Projection {
+	p := state.NewProjection(slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = log.Follow(ctx, "", 0, p.Apply, nil) }()
+	return p
+}
+
+// appendUnchecked appends payloads to task taskID as a faulty writer
+// would, without asking the fold: for what a reader makes of a history
+// the fold refuses.
+func appendUnchecked(t *testing.T, log *eventlog.Log, taskID string, payloads ...event.Payload) {
+	t.Helper()
+	head := eventlog.Head{}
+	for _, p := range payloads {
+		rec, err := log.Append(context.Background(), head, stewardtest.Event(t, taskID, p))
+		if err != nil {
+			t.Fatalf("task %s: append %T: %v", taskID, p, err)
+		}
+		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+	}
 }
 
 func TestListPagesAreStable(t *testing.T) {
-	p := state.NewProjection(slog.New(slog.DiscardHandler))
-	log, _ := stewardtest.OpenLog(t)
-	ctx := context.Background()
+	env := stewardtest.NewEnv(t)
 	for i := range 7 {
-		if err := appendHistory(ctx, log, fmt.Sprint("t", i), &stewardv1.TaskCreated{Contract: contract(i)}); err != nil {
-			t.Fatal(err)
-		}
+		env.Append(fmt.Sprint("t", i), &stewardv1.TaskCreated{Contract: contract(i)})
 	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = log.Follow(fctx, "", 0, p.Apply, nil) }()
-	if err := p.WaitFor(ctx, 7); err != nil {
+	p := follow(t, env.Log)
+	if err := p.WaitFor(context.Background(), 7); err != nil {
 		t.Fatal(err)
 	}
 	var seen []string
@@ -149,17 +146,10 @@ func TestListPagesAreStable(t *testing.T) {
 // refuse (a start after a cancel, validly sealed): the task's view is not
 // served as if it were current.
 func TestRefusedEventMakesTheViewCorrupt(t *testing.T) {
-	p := state.NewProjection(slog.New(slog.DiscardHandler))
-	log, _ := stewardtest.OpenLog(t)
-	ctx := context.Background()
-	err := appendHistory(ctx, log, "bad", &stewardv1.TaskCreated{Contract: contract(0)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() { _ = log.Follow(fctx, "", 0, p.Apply, nil) }()
-	if err := p.WaitFor(ctx, 3); err != nil {
+	env := stewardtest.NewEnv(t)
+	appendUnchecked(t, env.Log, "bad", &stewardv1.TaskCreated{Contract: contract(0)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})
+	p := follow(t, env.Log)
+	if err := p.WaitFor(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p.Get("bad"); !errs.Is(err, errs.Corrupt) {

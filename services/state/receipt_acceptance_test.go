@@ -10,37 +10,18 @@ import (
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/state"
 )
 
-// by is one event of a history and who recorded it.
-type by struct {
-	principal string
-	payload   event.Payload
-}
-
-func appendBy(ctx context.Context, log *eventlog.Log, taskID string, steps ...by) error {
-	head := eventlog.Head{}
-	for _, s := range steps {
-		meta := event.Meta{TaskID: taskID}
-		if s.principal != "" {
-			meta.Actor = &stewardv1.Actor{Principal: s.principal}
-		}
-		ev, err := event.New(meta, s.payload)
-		if err != nil {
-			return err
-		}
-		rec, err := log.Append(ctx, head, ev)
-		if err != nil {
-			return err
-		}
-		head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
-	}
-	return nil
+// by returns payload as an event of task taskID that principal recorded.
+func by(tb testing.TB, taskID, principal string, payload event.Payload) *stewardv1.Event {
+	tb.Helper()
+	ev := stewardtest.Event(tb, taskID, payload)
+	ev.Actor.Principal = principal
+	return ev
 }
 
 func artifact(name string, version uint32, content string) *stewardv1.ArtifactSubmitted {
@@ -63,7 +44,7 @@ func check(id string, passed bool) *stewardv1.CriterionResult {
 // accepted on the third round, and checks that every round, check,
 // artifact version and the credential are on it.
 func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -76,26 +57,25 @@ func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := []by{{"agent:a", &stewardv1.TaskCreated{Contract: k}}, {"steward", &stewardv1.TaskStarted{}},
-		{"steward", &stewardv1.CredentialIssued{Credential: signed}}}
+	step := func(principal string, p event.Payload) *stewardv1.Event { return by(t, "acc", principal, p) }
+	steps := []*stewardv1.Event{step("agent:a", &stewardv1.TaskCreated{Contract: k}), step("steward", &stewardv1.TaskStarted{}),
+		step("steward", &stewardv1.CredentialIssued{Credential: signed})}
 	for _, p := range act("act-1", "search", "q", "rev-A") {
-		steps = append(steps, by{"steward", p})
+		steps = append(steps, step("steward", p))
 	}
 	steps = append(steps,
-		by{"steward", succeededOutcome("act-1", 1)},
-		by{"agent:a", artifact("report", 1, "")},
-		by{"agent:a", &stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{check("has-report", false)}, Artifacts: []string{"report@1"}, ReviewRequired: true}},
-		by{"agent:a", artifact("report", 2, "draft")},
-		by{"agent:a", &stewardv1.TaskProduced{Round: 2, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@2"}, ReviewRequired: true}},
-		by{"user:owner", &stewardv1.TaskReturned{Round: 2, Reasons: []string{"cite the sources"}}},
-		by{"agent:a", artifact("report", 3, "final, with sources")},
-		by{"agent:a", &stewardv1.TaskProduced{Round: 3, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@3"}, ReviewRequired: true}},
-		by{"user:owner", &stewardv1.TaskAccepted{Round: 3, Reason: "good"}},
+		step("steward", succeededOutcome("act-1", 1)),
+		step("agent:a", artifact("report", 1, "")),
+		step("agent:a", &stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{check("has-report", false)}, Artifacts: []string{"report@1"}, ReviewRequired: true}),
+		step("agent:a", artifact("report", 2, "draft")),
+		step("agent:a", &stewardv1.TaskProduced{Round: 2, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@2"}, ReviewRequired: true}),
+		step("user:owner", &stewardv1.TaskReturned{Round: 2, Reasons: []string{"cite the sources"}}),
+		step("agent:a", artifact("report", 3, "final, with sources")),
+		step("agent:a", &stewardv1.TaskProduced{Round: 3, Checks: []*stewardv1.CriterionResult{check("has-report", true)}, Artifacts: []string{"report@3"}, ReviewRequired: true}),
+		step("user:owner", &stewardv1.TaskAccepted{Round: 3, Reason: "good"}),
 	)
-	if err := appendBy(ctx, log, "acc", steps...); err != nil {
-		t.Fatal(err)
-	}
-	q, _ := serveState(t, log)
+	env.AppendEvents("acc", steps...)
+	q, _ := serveState(t, env)
 	got := getReceipt(t, q, "acc")
 	r := got.Receipt
 
@@ -147,7 +127,7 @@ func TestReceiptShowsArtifactsAndAcceptance(t *testing.T) {
 	checkTables(t, md)
 
 	// The receipt is the fold's: the same events give the same receipt.
-	recs, err := log.Read(ctx, "acc")
+	recs, err := env.Log.Read(ctx, "acc")
 	if err != nil {
 		t.Fatal(err)
 	}

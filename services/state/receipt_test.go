@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -14,7 +13,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -22,18 +20,13 @@ import (
 	"github.com/steward-run/steward/services/state"
 )
 
-// serveState starts a state plane over log behind the real edge
+// serveState starts a state plane over env's log behind the real edge
 // interceptor, and returns clients for its query and audit services.
-func serveState(t *testing.T, log *eventlog.Log) (stewardv1connect.QueryServiceClient, stewardv1connect.AuditServiceClient) {
+func serveState(t *testing.T, env *stewardtest.Env) (stewardv1connect.QueryServiceClient, stewardv1connect.AuditServiceClient) {
 	t.Helper()
-	logger := slog.New(slog.DiscardHandler)
-	p := state.New(log, logger)
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
+	p := startPlane(t, env.Log, env.Logger, state.Config{})
 	mux := http.NewServeMux()
-	for _, s := range p.Services(rpc.HandlerOptions(logger, nil)) {
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)
@@ -104,17 +97,15 @@ func getReceipt(t *testing.T, q stewardv1connect.QueryServiceClient, id string) 
 // checks every part against the history, the footer against VerifyTask's
 // head, and that rendering is stable.
 func TestReceiptTellsWhatHappened(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
 	history := eventful()
-	if err := appendHistory(ctx, log, "rcpt", history...); err != nil {
-		t.Fatal(err)
-	}
-	q, a := serveState(t, log)
+	env.Append("rcpt", history...)
+	q, a := serveState(t, env)
 	got := getReceipt(t, q, "rcpt")
 	r := got.Receipt
 
-	recs, err := log.Read(ctx, "rcpt")
+	recs, err := env.Log.Read(ctx, "rcpt")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +194,7 @@ func TestReceiptTellsWhatHappened(t *testing.T) {
 // input, suspended, compensating) or has actions that failed (denials and
 // rejections included) or are unfinished.
 func TestReceiptPartial(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	ctx := context.Background()
+	env := stewardtest.NewEnv(t)
 	failing := append(running(), act("act-1", "wire", "acct:7", "rev-A")...)
 	failing = append(failing, &stewardv1.ActionOutcomeRecorded{ActionId: "act-1", Outcome: &stewardv1.Outcome{
 		Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, Reason: "account closed", Attempt: 1,
@@ -232,11 +222,9 @@ func TestReceiptPartial(t *testing.T) {
 		{"suspended", append(running(), &stewardv1.TaskSuspended{Reason: "approval waited too long"}), true, 0},
 	}
 	for _, tt := range tests {
-		if err := appendHistory(ctx, log, tt.name, tt.history...); err != nil {
-			t.Fatalf("%s: %v", tt.name, err)
-		}
+		env.Append(tt.name, tt.history...)
 	}
-	q, _ := serveState(t, log)
+	q, _ := serveState(t, env)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := getReceipt(t, q, tt.name)
@@ -265,8 +253,7 @@ func TestReceiptPartial(t *testing.T) {
 // TestReceiptBadInput: a missing or malformed task id is InvalidArgument
 // naming task_id; an unknown task is NotFound.
 func TestReceiptBadInput(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
-	q, _ := serveState(t, log)
+	q, _ := serveState(t, stewardtest.NewEnv(t))
 	for id, want := range map[string]connect.Code{
 		"":            connect.CodeInvalidArgument,
 		"a.b":         connect.CodeInvalidArgument,

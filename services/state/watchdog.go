@@ -23,7 +23,8 @@ const DefaultStallAfter = 15 * time.Minute
 // tasks.
 const DefaultStallCheckEvery = 30 * time.Second
 
-// watchStalls looks for stalled tasks every p.stallCheck until ctx ends.
+// watchStalls looks for stalled tasks every p.cfg.StallCheckEvery until
+// ctx ends, judging quiet by the plane's clock.
 //
 // A stalled task is a working one with no event for longer than its
 // threshold, judged action by action. Any action that should be moving on
@@ -44,7 +45,7 @@ const DefaultStallCheckEvery = 30 * time.Second
 // Every state-plane replica runs a watchdog; they mark a task once between
 // them, because the mark's id is derived from the task's last event.
 func (p *Plane) watchStalls(ctx context.Context) {
-	tick := time.NewTicker(p.stallCheck)
+	tick := time.NewTicker(p.cfg.StallCheckEvery)
 	defer tick.Stop()
 	for {
 		select {
@@ -52,7 +53,7 @@ func (p *Plane) watchStalls(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, id := range p.views.quiet(time.Now()) {
+		for _, id := range p.views.quiet(p.cfg.Now()) {
 			if err := p.markStalled(ctx, id); err != nil && ctx.Err() == nil {
 				p.logger.Warn("could not mark a task stalled", "task", id, "err", err)
 			}
@@ -83,7 +84,7 @@ func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	var mark *stewardv1.TaskStalled
 	_, err := taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		mark = nil
-		reason := stallReason(t, time.Now())
+		reason := stallReason(t, p.cfg.Now())
 		if reason == "" {
 			return nil, nil
 		}

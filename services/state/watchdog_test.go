@@ -3,6 +3,7 @@ package state_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -16,7 +17,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/state"
 )
 
@@ -116,44 +116,50 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-func startWatchdog(t *testing.T, log *eventlog.Log, out *lockedBuffer) *state.Plane {
-	t.Helper()
-	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	p := state.New(log, logger, state.WithStallCheckEvery(100*time.Millisecond))
-	if err := p.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.Stop)
-	return p
+// clock is the watchdog's clock in these tests: it stands where the test
+// sets it.
+type clock struct {
+	mu sync.Mutex
+	at time.Time
 }
 
-func countType(t *testing.T, log *eventlog.Log, taskID, typ string) (n int, last *stewardv1.Event) {
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+func (c *clock) Set(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at = at
+}
+
+// startWatchdog starts a state plane over env's log that judges quiet by
+// clk, looking often, and logs its warnings to out.
+func startWatchdog(t *testing.T, env *stewardtest.Env, clk *clock, out *lockedBuffer) *state.Plane {
 	t.Helper()
-	recs, err := log.Read(context.Background(), taskID)
+	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return startPlane(t, env.Log, logger, state.Config{StallCheckEvery: 10 * time.Millisecond, Now: clk.Now})
+}
+
+// lastMark returns the last stall mark on task taskID, or nil.
+func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.TaskStalled {
+	t.Helper()
+	recs, err := env.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var last *stewardv1.Event
 	for _, r := range recs {
-		if r.Event.Type == typ {
-			n++
+		if r.Event.Type == event.TypeTaskStalled {
 			last = r.Event
 		}
 	}
-	return n, last
-}
-
-// waitMarks waits up to 10 s for each task in want to carry a stall mark.
-func waitMarks(t *testing.T, log *eventlog.Log, want map[string]int) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for id := range want {
-		for {
-			if n, _ := countType(t, log, id, event.TypeTaskStalled); n > 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+	if last != nil && last.Actor.GetPlane() != state.PlaneName {
+		t.Errorf("%s: stall mark by %v, want the state plane", taskID, last.Actor)
 	}
+	return last.GetTaskStalled()
 }
 
 // TestWatchdogMarksOnlyUndeclaredSilence leaves tasks quiet past their
@@ -165,66 +171,75 @@ func waitMarks(t *testing.T, log *eventlog.Log, want map[string]int) {
 // due), a retry timer not yet due or the settling of an unknown outcome,
 // and a paused task, are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
-	histories := map[string][]event.Payload{
-		"dispatched":              actionUpTo("dispatched"),
-		"idle":                    {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}},
-		"awaiting-approval":       actionUpTo("awaiting approval"),
-		"waiting-to-retry":        actionUpTo("waiting to retry"),
-		"overdue-wait":            actionUpTo("overdue wait"),
-		"unknown":                 actionUpTo("unknown"),
-		"paused":                  {&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}},
-		"approval-and-dispatched": beside(0),
-		"approval-and-waiting":    beside(time.Hour),
+	// In creation order; "idle", created last, is looked at last.
+	histories := []struct {
+		id      string
+		history []event.Payload
+	}{
+		{"dispatched", actionUpTo("dispatched")},
+		{"awaiting-approval", actionUpTo("awaiting approval")},
+		{"waiting-to-retry", actionUpTo("waiting to retry")},
+		{"overdue-wait", actionUpTo("overdue wait")},
+		{"unknown", actionUpTo("unknown")},
+		{"paused", []event.Payload{&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}}},
+		{"approval-and-dispatched", beside(0)},
+		{"approval-and-waiting", beside(time.Hour)},
+		{"idle", []event.Payload{&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}}},
 	}
-	for id, h := range histories {
-		if err := appendHistory(ctx, log, id, h...); err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
+	for _, h := range histories {
+		env.Append(h.id, h.history...)
 	}
+	// Every task has been quiet past its threshold, and no timer of an
+	// hour has come due.
+	clk := &clock{at: time.Now().Add(quietAfter + time.Second)}
 	var out lockedBuffer
-	p := startWatchdog(t, log, &out)
-	// Long enough for a wrong mark to show; then, on a slow machine, wait for
-	// the right ones and for the views to hold them.
-	time.Sleep(quietAfter + 1500*time.Millisecond)
+	p := startWatchdog(t, env, clk, &out)
+	// A look at the tasks judges them all at one time, in creation order,
+	// and the clock stands still: once the last task is marked, any wrong
+	// mark would be on the log.
 	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
-	waitMarks(t, log, want)
-	if err := eventlog.CatchUp(ctx, p.Views(), log.LastTaskSequence); err != nil {
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return env.Count("idle", event.TypeTaskStalled) > 0, "idle is not marked stalled"
+	})
+	if err := eventlog.CatchUp(ctx, p.Views(), env.Log.LastTaskSequence); err != nil {
 		t.Fatal(err)
 	}
 
-	for id := range histories {
-		n, ev := countType(t, log, id, event.TypeTaskStalled)
-		if n != want[id] {
+	for _, h := range histories {
+		id := h.id
+		if n := env.Count(id, event.TypeTaskStalled); n != want[id] {
 			t.Errorf("%s: %d stall marks, want %d", id, n, want[id])
 			continue
 		}
-		if n == 0 {
+		if want[id] == 0 {
 			continue
 		}
-		if ev.Actor.GetPlane() != state.PlaneName {
-			t.Errorf("%s: stall mark by %v, want the state plane", id, ev.Actor)
-		}
+		mark := lastMark(t, env, id)
 		view, err := p.Views().Get(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if view.StalledSince == nil || view.StalledReason != ev.GetTaskStalled().Reason {
+		if view.StalledSince == nil || view.StalledReason != mark.Reason {
 			t.Errorf("%s: view stalled since %v (%q), want the mark", id, view.StalledSince, view.StalledReason)
 		}
 	}
-	_, ev := countType(t, log, "dispatched", event.TypeTaskStalled)
-	t.Logf("reason: %s", ev.GetTaskStalled().GetReason())
-	if r := ev.GetTaskStalled().GetReason(); !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
+	r := lastMark(t, env, "dispatched").GetReason()
+	t.Logf("reason: %s", r)
+	if !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
 		t.Errorf("reason %q does not say what the task was doing", r)
 	}
 	// The stuck action leads, not the one awaiting approval before it.
-	_, ev = countType(t, log, "approval-and-dispatched", event.TypeTaskStalled)
-	if r := ev.GetTaskStalled().GetReason(); !strings.Contains(r, "action act-2 (mail) was dispatched at") || !strings.Contains(r, "with no heartbeat") ||
+	if r := lastMark(t, env, "approval-and-dispatched").GetReason(); !strings.Contains(r, "action act-2 (mail) was dispatched at") || !strings.Contains(r, "with no heartbeat") ||
 		!strings.Contains(r, "(and 1 more actions are open)") {
 		t.Errorf("reason %q does not name the dispatched action", r)
 	}
+	// The warning follows the mark onto the log.
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		logged := out.String()
+		return strings.Count(logged, "task stalled") >= 4, "logged:\n" + logged
+	})
 	if logged := out.String(); strings.Count(logged, "task stalled") != 4 || !strings.Contains(logged, "level=WARN") {
 		t.Errorf("want four warnings, logged:\n%s", logged)
 	}
@@ -234,21 +249,17 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 // heartbeat: the mark is gone from the view at once, and a new quiet
 // spell makes a new mark.
 func TestNewEventClearsStallMark(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
-	if err := appendHistory(ctx, log, "t1", actionUpTo("dispatched")...); err != nil {
-		t.Fatal(err)
-	}
+	env.Append("t1", actionUpTo("dispatched")...)
+	clk := &clock{at: time.Now().Add(quietAfter + time.Second)}
 	var out lockedBuffer
-	p := startWatchdog(t, log, &out)
+	p := startWatchdog(t, env, clk, &out)
 	waitView(t, p, "t1", func(v *stewardv1.Task) bool { return v.StalledSince != nil })
 
-	tk, err := taskstore.Update(ctx, log, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{TaskID: "t1"}, &stewardv1.ActionHeartbeat{ActionId: "act-1", Attempt: 1, Beat: 1})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The clock stands before the heartbeat: the task is not quiet.
+	clk.Set(time.Now())
+	tk := env.Append("t1", &stewardv1.ActionHeartbeat{ActionId: "act-1", Attempt: 1, Beat: 1})
 	if err := p.Views().WaitFor(ctx, tk.LastSequence); err != nil {
 		t.Fatal(err)
 	}
@@ -256,6 +267,7 @@ func TestNewEventClearsStallMark(t *testing.T) {
 		t.Fatalf("after a heartbeat the view is still stalled: %v %q", v.StalledSince, v.StalledReason)
 	}
 
+	clk.Set(tk.UpdatedAt.AsTime().Add(quietAfter + time.Second))
 	v := waitView(t, p, "t1", func(v *stewardv1.Task) bool { return v.StalledSince != nil })
 	if !v.StalledSince.AsTime().Equal(tk.UpdatedAt.AsTime()) {
 		t.Errorf("quiet since %v, want the heartbeat's time %v", v.StalledSince.AsTime(), tk.UpdatedAt.AsTime())
@@ -263,21 +275,19 @@ func TestNewEventClearsStallMark(t *testing.T) {
 	if !strings.Contains(v.StalledReason, "last heartbeat at") {
 		t.Errorf("reason %q does not name the heartbeat", v.StalledReason)
 	}
-	if n, _ := countType(t, log, "t1", event.TypeTaskStalled); n != 2 {
+	if n := env.Count("t1", event.TypeTaskStalled); n != 2 {
 		t.Errorf("%d stall marks, want 2: one per quiet spell", n)
 	}
 }
 
+// waitView waits until task id's view satisfies ok, and returns it.
 func waitView(t *testing.T, p *state.Plane, id string, ok func(*stewardv1.Task) bool) *stewardv1.Task {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if v, err := p.Views().Get(id); err == nil && ok(v) {
-			return v
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	v, err := p.Views().Get(id)
-	t.Fatalf("task %s never reached the wanted view: %v %v", id, v, err)
-	return nil
+	var v *stewardv1.Task
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		var err error
+		v, err = p.Views().Get(id)
+		return err == nil && ok(v), fmt.Sprintf("task %s's view is %v (%v)", id, v, err)
+	})
+	return v
 }

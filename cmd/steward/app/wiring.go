@@ -72,7 +72,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger))
+			planes = append(planes, state.New(log, m.logger, state.Config{}))
 		}
 	}
 	return planes, nil
