@@ -71,7 +71,7 @@ func startPlanes(t *testing.T, n int) *planes {
 	ps.deps = execution.Config{Tools: ps.tools, Requests: requests, Results: results, Timers: timers,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{})}}
 	ps.ctl = control.New(log, logger, control.WithActions(ps.tools, requests))
-	ps.gov = governance.New(log, logger, engine, ps.tools, requests)
+	ps.gov = governance.New(log, logger, governance.Config{Engine: engine, Tools: ps.tools, Requests: requests})
 	must(ps.ctl.Start(ctx))
 	must(ps.gov.Start(ctx))
 	t.Cleanup(ps.ctl.Stop)
