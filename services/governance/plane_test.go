@@ -32,6 +32,9 @@ type govEnv struct {
 	signer *credential.Signer
 	clock  *clock
 	plane  *governance.Plane
+	// onEvaluate, when set before start, is called at every policy
+	// evaluation.
+	onEvaluate func()
 
 	mu       sync.Mutex
 	reminded []string // approvals the Notifier was told about
@@ -97,6 +100,11 @@ func (e *govEnv) start(t *testing.T, settings ...func(*governance.Config)) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			e.alerted = append(e.alerted, fmt.Sprintf("%s %s:%d", taskID, a.Dimension, a.Percent))
+		}),
+		governance.WithEvaluationHook(func() {
+			if e.onEvaluate != nil {
+				e.onEvaluate()
+			}
 		}))
 	if err := p.Start(ctx); err != nil {
 		t.Fatal(err)
