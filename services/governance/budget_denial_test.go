@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -29,11 +27,7 @@ func TestADenialsCostIsGuarded(t *testing.T) {
 	first := e.waitStatus("t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	cred := e.credentialed("t-guard").Credential
 
-	e.Append("t-guard", &stewardv1.ActionClaimed{ActionId: id, PermitId: first.Permit.PermitId, Worker: "w1"})
-	e.Append("t-guard", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1", PermitId: first.Permit.PermitId})
-	e.Append("t-guard", &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2})
-	e.Append("t-guard", &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
-	e.Append("t-guard", &stewardv1.ActionRevalidating{ActionId: id, PermitId: first.Permit.PermitId, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY})
+	e.used(t, "t-guard", id, first.Permit.PermitId, 1, &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
 
 	a := e.waitStatus("t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if a.Outcome.CostMicros != 70 {

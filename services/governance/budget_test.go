@@ -7,6 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/governance"
 )
 
 // TestBudgetGuardAlertsSuspendsAndRefusesPermits spends a task's budget in
@@ -37,9 +38,14 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DENIED
 	})
 	// A raise of another limit starts the alerts over: the cost ones are
-	// recorded again, once each.
+	// recorded again, once each. The task, resumed by hand while spent
+	// (which ResumeTask refuses; written here directly), is suspended
+	// again as the guard finishes with the raise: wait for both before
+	// the next raise, which would leave nothing spent to suspend for.
 	e.Append(taskID, &stewardv1.BudgetRaised{MaxTokens: 10, Reason: "a token cap too"})
-	e.waitCounts(t, taskID, func(n map[string]int, tk *stewardv1.Task) bool { return alerts(n, tk) == 6 })
+	e.waitCounts(t, taskID, func(n map[string]int, tk *stewardv1.Task) bool {
+		return alerts(n, tk) == 6 && n[event.TypeTaskSuspended] == 2
+	})
 	tk = e.Append(taskID, &stewardv1.BudgetRaised{MaxCostMicros: 5000, Reason: "approved by finance"})
 	if a := task.FindAction(tk, "act-9"); !strings.Contains(a.Outcome.GetReason(), "budget is spent") {
 		t.Errorf("denial reason %q", a.Outcome.GetReason())
@@ -47,12 +53,8 @@ func TestBudgetGuardAlertsSuspendsAndRefusesPermits(t *testing.T) {
 	if tk.Contract.Budget.MaxCostMicros != 5000 || len(tk.BudgetUsed.Alerts) != 0 {
 		t.Errorf("after the raise: budget %v, alerts %v", tk.Contract.Budget, tk.BudgetUsed.Alerts)
 	}
-	// 1100 of 5000 is under half: no new alert. The resume by hand while
-	// spent (which ResumeTask refuses; written here directly) was
-	// suspended again.
-	// Governance suspends the resumed task as it sees the resume: wait for
-	// that, not for luck.
-	e.waitCounts(t, taskID, func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeTaskSuspended] == 2 })
+	// 1100 of 5000 is under half: no new alert.
+	e.Settle(governance.PlaneName)
 	n := e.counts(t, taskID)
 	if n[event.TypeBudgetAlerted] != 6 || n[event.TypeTaskSuspended] != 2 {
 		t.Errorf("events %v: want 6 alerts and 2 suspensions", n)

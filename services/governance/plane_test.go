@@ -208,6 +208,19 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 	return id
 }
 
+// used writes what execution records when a permitted action is claimed,
+// dispatched once and fails transiently, then finds its permit used: the
+// retry goes back to governance, after meanwhile.
+func (e *govEnv) used(t *testing.T, taskID, actionID, permitID string, attempt uint32, meanwhile ...event.Payload) {
+	t.Helper()
+	e.Append(taskID,
+		&stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: "w1"},
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: attempt, Worker: "w1", PermitId: permitID},
+		&stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.New(e.clock.Now()), NextAttempt: attempt + 1})
+	e.Append(taskID, meanwhile...)
+	e.Append(taskID, &stewardv1.ActionRevalidating{ActionId: actionID, PermitId: permitID, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, Detail: "test"})
+}
+
 // waitStatus waits until the action reaches status and returns it.
 func (e *govEnv) waitStatus(taskID, actionID string, status stewardv1.ActionStatus) *stewardv1.Action {
 	return e.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool { return a.GetStatus() == status })

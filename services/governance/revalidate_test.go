@@ -5,23 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/governance"
 )
-
-// used writes what execution records when a permitted action is claimed,
-// dispatched once and fails transiently, then finds its permit used: the
-// retry goes back to governance.
-func (e *govEnv) used(t *testing.T, taskID, actionID, permitID string, attempt uint32) {
-	t.Helper()
-	e.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: "w1"})
-	e.Append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: attempt, Worker: "w1", PermitId: permitID})
-	e.Append(taskID, &stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: attempt + 1})
-	e.Append(taskID, &stewardv1.ActionRevalidating{ActionId: actionID, PermitId: permitID, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, Detail: "test"})
-}
 
 // TestEachRevalidationGetsItsOwnSnapshotAndPermit: a revalidation that
 // policy still allows gets a new snapshot and a new permit, expiring a TTL
@@ -76,11 +63,7 @@ func TestRevalidationUnderARevokedCredentialIsDeniedAndCharged(t *testing.T) {
 	first := e.waitStatus("t-revoked", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	cred := e.credentialed("t-revoked").Credential
 
-	e.Append("t-revoked", &stewardv1.ActionClaimed{ActionId: id, PermitId: first.Permit.PermitId, Worker: "w1"})
-	e.Append("t-revoked", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1", PermitId: first.Permit.PermitId})
-	e.Append("t-revoked", &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2})
-	e.Append("t-revoked", &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
-	e.Append("t-revoked", &stewardv1.ActionRevalidating{ActionId: id, PermitId: first.Permit.PermitId, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY})
+	e.used(t, "t-revoked", id, first.Permit.PermitId, 1, &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
 
 	a := e.waitStatus("t-revoked", id, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if a.Snapshot.SnapshotId == first.Snapshot.SnapshotId {
