@@ -4,10 +4,11 @@
 // approve it. People decide through GovernanceService; a decision binds to
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers
-// (Config.Timers) an approval that waits too long reminds its approvers and
-// then suspends its task. With a signer (Config.Signer) it issues every task a signed
-// credential, checks it before policy and before every permit, and
-// revokes it on an operator's word (credential.go).
+// (Config.Timers) an approval that waits too long reminds its approvers
+// and then suspends its task. With a signer (Config.Signer) it issues
+// every task a signed credential, checks it before policy and before every
+// permit, and revokes it on an operator's word (credential.go). Its clock
+// is Config.Now.
 //
 // Every reaction is idempotent: its events have ids derived from the
 // action, and a step already on the log is reused, never recomputed.

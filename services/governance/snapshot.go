@@ -35,8 +35,13 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 	if err != nil {
 		return nil, err
 	}
+	permit := a.Permit.GetPermitId()
 	return taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if !awaitsSnapshot(task.FindAction(t, actionID), from, round) {
+		// The evaluation holds for the action as it was read: in status
+		// from, under the same permit (a revalidation's), unevaluated in
+		// this round.
+		cur := task.FindAction(t, actionID)
+		if !awaitsSnapshot(cur, from, round) || cur.Permit.GetPermitId() != permit {
 			return nil, nil
 		}
 		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
