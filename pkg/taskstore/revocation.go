@@ -20,18 +20,28 @@ const MaxChainWalk = 32
 // governance (before a permit) and execution (before a call) find them.
 // err is a failure to read, worth retrying.
 func Revoked(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (string, error) {
-	taskID := t.Contract.GetTaskId()
-	if cs := t.Credential; cs.GetRevoked() {
-		return revokedReason(cs, taskID, ""), nil
+	if t.Credential.GetRevoked() {
+		return RevocationReason(t, nil), nil
 	}
 	r, err := RevokedAbove(ctx, log, t)
-	if r == nil || err != nil {
+	if err != nil {
 		return "", err
 	}
-	if r.Why != "" {
-		return r.Why, nil
+	return RevocationReason(t, r), nil
+}
+
+// RevocationReason is Revoked without the reading: why t may no longer
+// act, given above, what RevokedAbove found for it (nil for nothing).
+func RevocationReason(t *stewardv1.Task, above *Revocation) string {
+	switch {
+	case t.Credential.GetRevoked():
+		return revokedReason(t.Credential, t.Contract.GetTaskId(), "")
+	case above == nil:
+		return ""
+	case above.Why != "":
+		return above.Why
 	}
-	return revokedReason(r.Credential, r.TaskID, t.Credential.GetCredential().GetCredentialId()), nil
+	return revokedReason(above.Credential, above.TaskID, t.Credential.GetCredential().GetCredentialId())
 }
 
 // Revocation is a revoked credential found above a task, or why the walk

@@ -67,7 +67,7 @@ func openGovernedBed(t *testing.T) *governedBed {
 func (g *governedBed) startGovernance() *governance.Plane {
 	g.t.Helper()
 	logger := slog.New(slog.NewTextHandler(testWriter{g.t}, nil))
-	p := governance.New(g.log, logger, g.engine, g.cfg.Tools, g.requests)
+	p := governance.New(g.log, logger, governance.Config{Engine: g.engine, Tools: g.cfg.Tools, Requests: g.requests})
 	if err := p.Start(context.Background()); err != nil {
 		g.t.Fatal(err)
 	}

@@ -6,10 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
-	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -21,38 +17,24 @@ import (
 // raises. A denial that takes the task to 100 % of its cost limit raises
 // no alert and does not suspend the task.
 func TestADenialsCostIsGuarded(t *testing.T) {
-	e := newCredEnv(t)
-	paid := &stewardv1.ToolContract{Name: "paid", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
-		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CostMicrosPerCall: 70}
-	ev, err := event.New(event.Meta{ID: event.ID("tool", "paid", "1")}, &stewardv1.ToolRegistered{Contract: paid})
-	if err == nil {
-		_, err = e.log.Append(context.Background(), eventlog.Head{}, ev)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	credTools = append(credTools, paid)
-	t.Cleanup(func() { credTools = credTools[:len(credTools)-1] })
+	e := newGovEnv(t)
+	e.register(t, paidTool)
 	e.start(t)
 	c := credContract([]string{"paid"}, nil)
 	c.Budget.MaxCostMicros = 70
 	e.create(t, "t-guard", "agent:a", c)
 	id := e.propose(t, "t-guard", "p1", "paid")
-	first := e.waitAction(t, "t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
-	cred := e.credentialed(t, "t-guard").Credential
+	first := e.waitStatus("t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	cred := e.credentialed("t-guard").Credential
 
-	e.do(t, "t-guard", &stewardv1.ActionClaimed{ActionId: id, PermitId: first.Permit.PermitId, Worker: "w1"})
-	e.do(t, "t-guard", &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1", PermitId: first.Permit.PermitId})
-	e.do(t, "t-guard", &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2})
-	e.do(t, "t-guard", &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
-	e.do(t, "t-guard", &stewardv1.ActionRevalidating{ActionId: id, PermitId: first.Permit.PermitId, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY})
+	e.used(t, "t-guard", id, first.Permit.PermitId, 1, &stewardv1.CredentialRevoked{CredentialId: cred.CredentialId, Reason: "key leaked"})
 
-	a := e.waitAction(t, "t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	a := e.waitStatus("t-guard", id, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if a.Outcome.CostMicros != 70 {
 		t.Fatalf("denial %v; want the call charged at 70", a.Outcome)
 	}
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		tk, _, err := taskstore.Load(context.Background(), e.log, "t-guard")
+		tk, _, err := taskstore.Load(context.Background(), e.Log, "t-guard")
 		if err != nil {
 			t.Fatal(err)
 		}

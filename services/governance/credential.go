@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
@@ -43,27 +42,6 @@ import (
 
 // OperatorRole may revoke credentials when callers are authenticated.
 const OperatorRole = "operator"
-
-// WithSigner makes the plane issue, sign and check task credentials with
-// s. Without it the plane issues none and checks none.
-func WithSigner(s *credential.Signer) Option { return func(p *Plane) { p.signer = s } }
-
-// WithTrustedKeys adds public keys that credentials signed earlier may be
-// signed with: after a key rotation, the old key, so that tasks issued
-// under it keep working. The signer's own key is always trusted.
-func WithTrustedKeys(keys ...ed25519.PublicKey) Option {
-	return func(p *Plane) { p.trusted = append(p.trusted, keys...) }
-}
-
-// WithCredentialTTL sets how long a credential lasts when its task's
-// deadline does not end it sooner; the default is credential.DefaultTTL.
-func WithCredentialTTL(d time.Duration) Option {
-	return func(p *Plane) {
-		if d > 0 {
-			p.credentialTTL = d
-		}
-	}
-}
 
 // issueOnCreate reacts to a new task by issuing its credential. A
 // credential that cannot be issued (its parent's does not verify, or the
@@ -105,7 +83,7 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 	if t.Credential != nil || p.signer == nil {
 		return t, "", nil
 	}
-	now := time.Now()
+	now := p.now()
 	var (
 		cred  *stewardv1.TaskCredential
 		chain []*stewardv1.SignedCredential
@@ -178,32 +156,78 @@ func (p *Plane) ensureCredential(ctx context.Context, t *stewardv1.Task, cause *
 // credential now, or "" when it may (see the top of this file). err is a
 // failure to find out, worth retrying.
 func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
-	if p.signer == nil {
-		return "", nil
-	}
-	if t.Credential == nil {
-		return fmt.Sprintf("task %s has no credential", t.Contract.GetTaskId()), nil
-	}
-	if why := p.verifyCredential(t.Credential); why != "" {
-		return why, nil
-	}
-	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
-		return why, err
-	}
-	if a.GetCompensates() != "" {
-		return "", nil
-	}
-	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	c, err := p.readCredentialCheck(ctx, t, a)
 	if err != nil {
-		if errs.Is(err, errs.NotFound) {
-			return fmt.Sprintf("credential %s cannot be checked: %v", t.Credential.Credential.GetCredentialId(), err), nil
-		}
 		return "", err
 	}
-	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, entry.Tool.Contract.GetRequiredScopes(), time.Now()); err != nil {
-		return err.Error(), nil
+	return p.refuseCredential(t, a, c), nil
+}
+
+// credentialCheck is what checking an action's credential reads from
+// outside its task: read before a conditional write, so that the check
+// inside it (refuseCredential) reads nothing.
+type credentialCheck struct {
+	// above is a revoked credential up the delegation chain, or nil.
+	above *taskstore.Revocation
+	// scopes are those the action's tool requires; unknown says why the
+	// tool could not be found instead.
+	scopes  []string
+	unknown error
+}
+
+// readCredentialCheck reads what refuseCredential needs about action a of
+// t. err is a failure to read, worth retrying.
+func (p *Plane) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (credentialCheck, error) {
+	var c credentialCheck
+	if p.signer == nil {
+		return c, nil
 	}
-	return "", nil
+	// Read even for a task with no credential yet: it may have one by the
+	// time of the write.
+	var err error
+	if c.above, err = taskstore.RevokedAbove(ctx, p.log, t); err != nil {
+		return c, err
+	}
+	if a.GetCompensates() != "" {
+		return c, nil
+	}
+	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		c.unknown = err
+	case err != nil:
+		return c, err
+	default:
+		c.scopes = entry.Tool.Contract.GetRequiredScopes()
+	}
+	return c, nil
+}
+
+// refuseCredential is credentialRefusal on what readCredentialCheck read:
+// it checks t's credential as t has it now, by the plane's clock.
+func (p *Plane) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c credentialCheck) string {
+	if p.signer == nil {
+		return ""
+	}
+	if t.Credential == nil {
+		return fmt.Sprintf("task %s has no credential", t.Contract.GetTaskId())
+	}
+	if why := p.verifyCredential(t.Credential); why != "" {
+		return why
+	}
+	if why := taskstore.RevocationReason(t, c.above); why != "" {
+		return why
+	}
+	if a.GetCompensates() != "" {
+		return ""
+	}
+	if c.unknown != nil {
+		return fmt.Sprintf("credential %s cannot be checked: %v", t.Credential.Credential.GetCredentialId(), c.unknown)
+	}
+	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, c.scopes, p.now()); err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // verifyCredential says why cs was not issued by this governance: the fold

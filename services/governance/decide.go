@@ -196,10 +196,14 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		PolicyReasons:   a.Snapshot.GetReasons(),
 		ExpectedImpact:  impact(tool, a),
 		Rollback:        tool.CompensatingTool,
-		RequestedAt:     timestamppb.Now(),
+		RequestedAt:     timestamppb.New(p.now()),
 	}
 	taskID := t.Contract.TaskId
 	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	check, err := p.readCredentialCheck(ctx, t, a)
 	if err != nil {
 		return err
 	}
@@ -210,11 +214,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		}
 		// A credential revoked since the check before policy: ask nobody
 		// for an approval that could lead to no permit.
-		why, err := p.credentialRefusal(ctx, t, cur)
-		if err != nil {
-			return nil, err
-		}
-		if why != "" {
+		if why := p.refuseCredential(t, cur, check); why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
 				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
 		}

@@ -22,14 +22,14 @@ import (
 // credential already verified was taken as verified and its forged bounds
 // (a scope, no expiry) used to permit. It must be denied.
 func TestForgedCredentialWithASeenSignature(t *testing.T) {
-	e := newCredEnv(t)
+	e := newGovEnv(t)
 	e.start(t)
 	ctx := context.Background()
 
 	// A genuine task acts once: its credential's signature is now cached.
 	e.create(t, "genuine", "user:ana", credContract([]string{"search"}, nil))
-	genuine := e.credentialed(t, "genuine")
-	e.waitAction(t, "genuine", e.propose(t, "genuine", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	genuine := e.credentialed("genuine")
+	e.waitStatus("genuine", e.propose(t, "genuine", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 
 	// Someone who can write to the log opens a task and gets a credential in
 	// before governance: forged bytes, the genuine signature and key.
@@ -39,7 +39,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		c := credContract([]string{"search", "wire"}, nil)
 		c.TaskId = id
 		ev, _ := event.New(event.Meta{ID: event.ID(id, event.TypeTaskCreated), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory"}}, &stewardv1.TaskCreated{Contract: c})
-		if _, err := e.log.Append(ctx, eventlog.Head{}, ev); err != nil {
+		if _, err := e.Log.Append(ctx, eventlog.Head{}, ev); err != nil {
 			t.Fatal(err)
 		}
 		fake := proto.CloneOf(genuine.Credential)
@@ -47,7 +47,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		fake.AllowedTools, fake.Scopes, fake.ExpiresAt = []string{"search", "wire"}, []string{"payments:write"}, nil
 		fake.MaxTokens = 0
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fake)
-		_, err := taskstore.Update(ctx, e.log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := taskstore.Update(ctx, e.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory"}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
 				Credential: data, Signature: genuine.Signed.Signature, PublicKey: genuine.Signed.PublicKey}})
 		})
@@ -58,12 +58,12 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	e.do(t, id, &stewardv1.TaskStarted{})
-	tk, _, _ := taskstore.Load(ctx, e.log, id)
+	e.Append(id, &stewardv1.TaskStarted{})
+	tk, _, _ := taskstore.Load(ctx, e.Log, id)
 	t.Logf("task %s holds credential %s, scopes %v, expires %v", id, tk.Credential.Credential.CredentialId, tk.Credential.Credential.Scopes, tk.Credential.Credential.ExpiresAt)
 
 	a := e.propose(t, id, "w1", "wire")
-	got := e.waitTask(t, id, "a decision", func(tk *stewardv1.Task) bool {
+	got := e.WaitTask(id, func(tk *stewardv1.Task) bool {
 		s := task.FindAction(tk, a).GetStatus()
 		return s != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && s != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
 	})

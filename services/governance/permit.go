@@ -3,7 +3,6 @@ package governance
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -23,6 +22,10 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		return err
 	}
 	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return err
+	}
+	check, err := p.readCredentialCheck(ctx, t, a)
 	if err != nil {
 		return err
 	}
@@ -53,11 +56,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		// Checked here, on the task as it is when the permit is appended,
 		// so that a revocation or an expiry since the proposal (or during
 		// a long wait for approval) stops the permit.
-		why, err := p.credentialRefusal(ctx, t, cur)
-		if err != nil {
-			return nil, err
-		}
-		if why != "" {
+		if why := p.refuseCredential(t, cur, check); why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost,
 			})
@@ -67,7 +66,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 			credentialRef = c.CredentialId
 		}
 		prev := cur.Permit.GetPermitId()
-		issued := time.Now()
+		issued := p.now()
 		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
 			PermitId:      permitID(a.ActionId, prev),
 			ActionId:      a.ActionId,

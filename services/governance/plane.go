@@ -3,11 +3,12 @@
 // issues a one-time ActionPermit, denies the action, or asks a person to
 // approve it. People decide through GovernanceService; a decision binds to
 // the exact action hash, and before a permit follows an approval, policy
-// and the task's state are checked again. With durable timers (WithTimers)
-// an approval that waits too long reminds its approvers and then suspends
-// its task. With a signer (WithSigner) it issues every task a signed
-// credential, checks it before policy and before every permit, and
-// revokes it on an operator's word (credential.go).
+// and the task's state are checked again. With durable timers
+// (Config.Timers) an approval that waits too long reminds its approvers
+// and then suspends its task. With a signer (Config.Signer) it issues
+// every task a signed credential, checks it before policy and before every
+// permit, and revokes it on an operator's word (credential.go). Its clock
+// is Config.Now.
 //
 // Every reaction is idempotent: its events have ids derived from the
 // action, and a step already on the log is reused, never recomputed.
@@ -49,11 +50,15 @@ type Plane struct {
 	tools     *toolreg.Registry
 	store     *action.Store
 	approvals *Approvals
+	now       func() time.Time
 
 	// timers is nil when approvals wait without reminders or suspension.
 	timers       *timer.Timers
 	notify       Notifier
 	notifyBudget BudgetNotifier
+	// evaluated, when set, is told of every policy evaluation (a test's
+	// count).
+	evaluated func()
 
 	// signer is nil when the plane issues and checks no credentials.
 	signer        *credential.Signer
@@ -61,8 +66,8 @@ type Plane struct {
 	// permitTTL is how long a permit may be used after it is issued.
 	permitTTL time.Duration
 	// trusted are the keys a task's credential may be signed with: the
-	// signer's and any earlier ones (WithTrustedKeys); verified remembers
-	// the credentials that checked out.
+	// signer's and any earlier ones (Config.TrustedKeys); verified
+	// remembers the credentials that checked out.
 	trusted  []ed25519.PublicKey
 	verified verifiedSet
 
@@ -72,14 +77,40 @@ type Plane struct {
 	done     sync.WaitGroup
 }
 
-// Option configures a Plane.
-type Option func(*Plane)
+// Config is what a process configures a governance plane with.
+type Config struct {
+	// Engine evaluates the policy bundle.
+	Engine *policy.Engine
+	// Tools has the tool contracts; Requests the canonical requests.
+	Tools    *toolreg.Registry
+	Requests *action.Store
+	// Timers, when set, make every approval the plane asks for remind its
+	// approvers after the task's approval_remind_after and suspend the task
+	// after approval_suspend_after, unless it is decided first. Without
+	// them approvals wait as long as it takes.
+	Timers *timer.Timers
+	// Signer, when set, makes the plane issue, sign and check task
+	// credentials. Without it the plane issues none and checks none.
+	Signer *credential.Signer
+	// TrustedKeys are keys that credentials signed earlier may be signed
+	// with: after a key rotation, the old key, so that tasks issued under
+	// it keep working. The signer's own key is always trusted.
+	TrustedKeys []ed25519.PublicKey
+	// CredentialTTL is how long a credential lasts when its task's
+	// deadline does not end it sooner; zero or less means
+	// credential.DefaultTTL.
+	CredentialTTL time.Duration
+	// PermitTTL is how long a permit may be used after it is issued; zero
+	// or less means DefaultPermitTTL. A permit past it is not used: its
+	// action is revalidated.
+	PermitTTL time.Duration
+	// Now is the plane's clock: when credentials and permits are issued
+	// and expire, how long an approval waited. Default time.Now.
+	Now func() time.Time
+}
 
-// WithTimers gives the plane durable timers: every approval it asks for
-// reminds its approvers after the task's approval_remind_after and
-// suspends the task after approval_suspend_after, unless it is decided
-// first. Without it approvals wait as long as it takes.
-func WithTimers(t *timer.Timers) Option { return func(p *Plane) { p.timers = t } }
+// Option sets a hook on a Plane.
+type Option func(*Plane)
 
 // WithNotifier sets what is told about an approval that is still waiting
 // at its reminder; the default logs a warning.
@@ -91,26 +122,31 @@ func WithNotifier(n Notifier) Option {
 	}
 }
 
+// WithEvaluationHook sets a function called after every policy
+// evaluation, for tests to count them.
+func WithEvaluationHook(f func()) Option { return func(p *Plane) { p.evaluated = f } }
+
 // DefaultPermitTTL is how long a permit may be used after it is issued,
-// unless WithPermitTTL says otherwise. A permit past it is not used: its
-// action is revalidated.
+// unless Config.PermitTTL says otherwise.
 const DefaultPermitTTL = 10 * time.Minute
 
-// WithPermitTTL sets how long a permit may be used after it is issued; a
-// non-positive d leaves the default.
-func WithPermitTTL(d time.Duration) Option {
-	return func(p *Plane) {
-		if d > 0 {
-			p.permitTTL = d
-		}
-	}
-}
-
-// New returns a governance plane that decides with engine, reads tool
-// contracts from tools and canonical requests from store.
-func New(log *eventlog.Log, logger *slog.Logger, engine *policy.Engine, tools *toolreg.Registry, store *action.Store, opts ...Option) *Plane {
+// New returns a governance plane on log configured by cfg.
+func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
 	logger = logger.With("plane", PlaneName)
-	p := &Plane{log: log, logger: logger, engine: engine, tools: tools, store: store, approvals: NewApprovals(logger), credentialTTL: credential.DefaultTTL, permitTTL: DefaultPermitTTL}
+	p := &Plane{
+		log: log, logger: logger, engine: cfg.Engine, tools: cfg.Tools, store: cfg.Requests, approvals: NewApprovals(logger),
+		now: cfg.Now, timers: cfg.Timers, signer: cfg.Signer, trusted: cfg.TrustedKeys,
+		credentialTTL: cfg.CredentialTTL, permitTTL: cfg.PermitTTL,
+	}
+	if p.now == nil {
+		p.now = time.Now
+	}
+	if p.credentialTTL <= 0 {
+		p.credentialTTL = credential.DefaultTTL
+	}
+	if p.permitTTL <= 0 {
+		p.permitTTL = DefaultPermitTTL
+	}
 	p.notify, p.notifyBudget = p.logReminder, p.logBudgetAlert
 	for _, o := range opts {
 		o(p)

@@ -98,7 +98,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 		}
 		return nil, err
 	}
-	now := time.Now()
+	now := p.now()
 	cur := t.Credential
 	expires, bound, chain, err := p.renewalBound(ctx, t, now)
 	if err != nil {

@@ -23,11 +23,9 @@ import (
 // extend the credential, and for a revoked one; a log with renewals
 // verifies offline.
 func TestRenewal(t *testing.T) {
-	e := newCredEnv(t)
-	// Long enough for the steps after a renewal to run before it expires
-	// again on a slow machine.
-	const ttl = 4 * time.Second
-	e.start(t, governance.WithCredentialTTL(ttl))
+	e := newGovEnv(t)
+	const ttl = time.Hour
+	e.start(t, credentialTTL(ttl))
 	ctx := context.Background()
 	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
 	renew := func(who rpc.Identity, taskID, reason string) (*stewardv1.CredentialState, error) {
@@ -35,9 +33,9 @@ func TestRenewal(t *testing.T) {
 	}
 
 	e.create(t, "long", "user:ana", credContract([]string{"search"}, nil))
-	first := e.credentialed(t, "long")
+	first := e.credentialed("long")
 	e.delegate(t, "long", "sub", "agent:sub", credContract([]string{"search"}, nil))
-	e.credentialed(t, "sub")
+	e.credentialed("sub")
 
 	for _, tc := range []struct {
 		who    rpc.Identity
@@ -59,8 +57,8 @@ func TestRenewal(t *testing.T) {
 	}
 
 	// Past its expiry the task is denied; renewed, it acts again.
-	time.Sleep(time.Until(first.Credential.ExpiresAt.AsTime()) + 50*time.Millisecond)
-	a := e.waitAction(t, "long", e.propose(t, "long", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	e.clock.Pass(first.Credential.ExpiresAt.AsTime())
+	a := e.waitStatus("long", e.propose(t, "long", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if !strings.Contains(denialOf(a), "expired") {
 		t.Fatalf("denial %q", denialOf(a))
 	}
@@ -68,13 +66,13 @@ func TestRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cs.Renewals != 1 || !cs.Credential.ExpiresAt.AsTime().After(time.Now()) {
+	if cs.Renewals != 1 || !cs.Credential.ExpiresAt.AsTime().After(e.clock.Now()) {
 		t.Errorf("renewed: %d renewals, expires %v", cs.Renewals, cs.Credential.ExpiresAt.AsTime())
 	}
 	if !sameButTimes(first.Credential, cs.Credential) {
 		t.Errorf("the renewal changed more than its times:\n%v\n%v", first.Credential, cs.Credential)
 	}
-	e.waitAction(t, "long", e.propose(t, "long", "s2", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	e.waitStatus("long", e.propose(t, "long", "s2", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 
 	// Now the sub-task can be renewed, to its parent's new expiry.
 	sub, err := renew(operator, "sub", "with its parent")
@@ -84,19 +82,19 @@ func TestRenewal(t *testing.T) {
 	if !sub.Credential.ExpiresAt.AsTime().Equal(cs.Credential.ExpiresAt.AsTime()) || !proto.Equal(sub.Chain[len(sub.Chain)-1], cs.Signed) {
 		t.Errorf("the sub-task's renewal: expires %v, chain %v; want its parent's renewed credential", sub.Credential.ExpiresAt.AsTime(), sub.Chain)
 	}
-	e.waitAction(t, "sub", e.propose(t, "sub", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	e.waitStatus("sub", e.propose(t, "sub", "s1", "search"), stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 
 	// A deadline bounds a renewal.
 	k := credContract([]string{"search"}, nil)
-	k.Deadline = timestamppb.New(time.Now().Add(ttl / 2))
+	k.Deadline = timestamppb.New(e.clock.Now().Add(ttl / 2))
 	e.create(t, "soon", "user:ana", k)
-	e.credentialed(t, "soon")
+	e.credentialed("soon")
 	if _, err := renew(operator, "soon", "r"); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "deadline") {
 		t.Errorf("renewing up to the deadline: %v", err)
 	}
 	// Once the deadline has passed, a renewal would leave the credential
 	// expired: refused, not reported as done.
-	time.Sleep(time.Until(k.Deadline.AsTime()) + 50*time.Millisecond)
+	e.clock.Pass(k.Deadline.AsTime())
 	if _, err := renew(operator, "soon", "r"); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "has passed") {
 		t.Errorf("renewing after the deadline: %v", err)
 	}
@@ -113,7 +111,7 @@ func TestRenewal(t *testing.T) {
 
 	// The log, renewals and all, verifies offline with the key.
 	for _, id := range []string{"long", "sub"} {
-		raws, err := e.log.ReadRaw(ctx, id)
+		raws, err := e.Log.ReadRaw(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}

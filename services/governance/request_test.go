@@ -22,8 +22,8 @@ import (
 // already_exists naming its first use, and appends nothing. Before, ten
 // calls made ten renewals.
 func TestRenewalRequestIDRenewsOnce(t *testing.T) {
-	e := newCredEnv(t)
-	e.start(t, governance.WithCredentialTTL(time.Hour))
+	e := newGovEnv(t)
+	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
 	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
 	renew := func(taskID, reason string) (*stewardv1.CredentialState, error) {
@@ -31,8 +31,8 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 	}
 	e.create(t, "long", "user:ana", credContract([]string{"search"}, nil))
 	e.create(t, "other", "user:ana", credContract([]string{"search"}, nil))
-	e.credentialed(t, "long")
-	e.credentialed(t, "other")
+	e.credentialed("long")
+	e.credentialed("other")
 
 	answers := make([]*stewardv1.CredentialState, 10)
 	var wg sync.WaitGroup
@@ -53,11 +53,11 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 			t.Errorf("answer %d: %d renewals, equal to the first %v; want the one renewal", i, a.GetRenewals(), proto.Equal(a, answers[0]))
 		}
 	}
-	tk := e.waitTask(t, "long", "its credential", func(*stewardv1.Task) bool { return true })
+	tk := e.WaitTask("long", func(*stewardv1.Task) bool { return true })
 	if tk.Credential.Renewals != 1 {
 		t.Fatalf("the task's credential was renewed %d times, want 1", tk.Credential.Renewals)
 	}
-	last, err := e.log.LastTaskSequence(ctx)
+	last, err := e.Log.LastTaskSequence(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 			t.Errorf("%s: %v; want already exists: %s", what, err, firstUse)
 		}
 	}
-	if seq, err := e.log.LastTaskSequence(ctx); err != nil || seq != last {
+	if seq, err := e.Log.LastTaskSequence(ctx); err != nil || seq != last {
 		t.Errorf("repeats and refusals appended events (last sequence %d, was %d): %v", seq, last, err)
 	}
 }
@@ -83,15 +83,15 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 // recorded anything (the task has ended) spends nothing. Found by an
 // independent review: the release read a shadowed error and never ran.
 func TestARefusedRenewalLeavesItsRequestIDFree(t *testing.T) {
-	e := newCredEnv(t)
-	e.start(t, governance.WithCredentialTTL(time.Hour))
+	e := newGovEnv(t)
+	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
 	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
 	e.create(t, "ended", "user:ana", credContract([]string{"search"}, nil))
 	e.create(t, "live", "user:ana", credContract([]string{"search"}, nil))
-	e.credentialed(t, "ended")
-	e.credentialed(t, "live")
-	e.do(t, "ended", &stewardv1.TaskCancelled{Reason: "done"})
+	e.credentialed("ended")
+	e.credentialed("live")
+	e.Append("ended", &stewardv1.TaskCancelled{Reason: "done"})
 	if _, err := e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: "ended", Reason: "more", RequestId: "r"}); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("renewing an ended task: %v, want failed precondition", err)
 	}

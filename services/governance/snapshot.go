@@ -16,24 +16,43 @@ import (
 
 // evaluate records a policy snapshot for the action in round, if the
 // action is in status from and the round has no snapshot yet, and returns
-// the task after.
+// the task after. Policy is evaluated once, on the task as read before the
+// write; the write only checks that the action is still where the
+// evaluation found it, and records nothing otherwise.
 func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, cause *stewardv1.Event) (*stewardv1.Task, error) {
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	if err != nil {
+		return nil, err
+	}
+	a := task.FindAction(t, actionID)
+	if a == nil {
+		return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
+	}
+	if !awaitsSnapshot(a, from, round) {
+		return t, nil
+	}
+	snap, err := p.snapshot(ctx, t, a, round)
+	if err != nil {
+		return nil, err
+	}
+	permit := a.Permit.GetPermitId()
 	return taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		a := task.FindAction(t, actionID)
-		if a == nil {
-			return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
-		}
-		if a.Status != from || a.Snapshot.GetSnapshotId() == snapshotID(actionID, round) {
-			// Moved on, or evaluated in this round before: a status that
-			// stays (approved, revalidating) does not tell.
+		// The evaluation holds for the action as it was read: in status
+		// from, under the same permit (a revalidation's), unevaluated in
+		// this round.
+		cur := task.FindAction(t, actionID)
+		if !awaitsSnapshot(cur, from, round) || cur.Permit.GetPermitId() != permit {
 			return nil, nil
-		}
-		snap, err := p.snapshot(ctx, t, a, round)
-		if err != nil {
-			return nil, err
 		}
 		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
 	})
+}
+
+// awaitsSnapshot reports whether a is in status from with no snapshot of
+// round yet: a status that stays (approved, revalidating) does not tell
+// whether it was evaluated in this round before.
+func awaitsSnapshot(a *stewardv1.Action, from stewardv1.ActionStatus, round string) bool {
+	return a.GetStatus() == from && a.Snapshot.GetSnapshotId() != snapshotID(a.GetActionId(), round)
 }
 
 // snapshot evaluates policy for one action. A Rego error is returned (the
@@ -52,6 +71,9 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
 	res, err := p.engine.Evaluate(ctx, input)
+	if p.evaluated != nil {
+		p.evaluated()
+	}
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
@@ -63,7 +85,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 		RiskTier:              riskOf(res.RiskTier, t.Contract.GetRiskTier()),
 		RequiredApproverRoles: res.RequiredApproverRoles,
 		Reasons:               res.Reasons,
-		EvaluatedAt:           timestamppb.Now(),
+		EvaluatedAt:           timestamppb.New(p.now()),
 	}, nil
 }
 

@@ -187,7 +187,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 		if !ok {
 			return nil, nil
 		}
-		open, waited = a.Approval, time.Since(requestedAt(a)).Round(time.Second)
+		open, waited = a.Approval, p.now().Sub(requestedAt(a)).Round(time.Second)
 		return event.New(p.timerMeta(id, t, a), &stewardv1.ApprovalReminded{
 			ApprovalId: at.ApprovalID, ActionId: at.ActionID, Waited: durationpb.New(waited),
 		})
@@ -232,7 +232,7 @@ func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) 
 	}
 	_, after := approvalWaits(t.Contract)
 	for _, a := range t.Actions {
-		if _, ok := openApproval(t, a.ActionId, a.Approval.GetApprovalId()); !ok || time.Since(requestedAt(a)) < after {
+		if _, ok := openApproval(t, a.ActionId, a.Approval.GetApprovalId()); !ok || p.now().Sub(requestedAt(a)) < after {
 			continue
 		}
 		at := approvalTimer{TaskID: rec.Event.TaskId, ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId(), Stage: stageSuspend}

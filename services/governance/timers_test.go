@@ -3,27 +3,20 @@ package governance_test
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/steward-run/steward/pkg/action"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
-	"github.com/steward-run/steward/pkg/timer"
-	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance"
-	"github.com/steward-run/steward/services/governance/policy"
 )
 
 const (
@@ -32,73 +25,12 @@ const (
 	approvalID = "apv-1"
 )
 
-// env is a log, timers and what a governance plane needs, on one embedded
-// JetStream.
-type env struct {
-	log    *eventlog.Log
-	bus    *stewardtest.Bus
-	timers *timer.Timers
-
-	mu       sync.Mutex
-	reminded []string // approvals the Notifier was told about
-	alerted  []string // budget alerts the BudgetNotifier was told about
-}
-
-func newEnv(t *testing.T) *env {
-	log, bus := stewardtest.OpenLog(t)
-	timers, err := timer.Open(context.Background(), bus.JS, timer.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &env{log: log, bus: bus, timers: timers}
-}
-
-// start starts a governance plane with timers; stop it with the returned
-// function (also called when the test ends).
-func (e *env) start(t *testing.T) (stop func()) {
-	t.Helper()
-	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	engine, err := policy.Load(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, err := action.OpenStore(ctx, e.bus.JS, action.RequestBucket, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := governance.New(e.log, logger, engine, toolreg.New(logger), store,
-		governance.WithTimers(e.timers),
-		governance.WithNotifier(func(_ context.Context, ap *stewardv1.Approval, waited time.Duration) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.reminded = append(e.reminded, ap.ApprovalId)
-		}),
-		governance.WithBudgetNotifier(func(_ context.Context, taskID string, a *stewardv1.BudgetAlerted) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			e.alerted = append(e.alerted, fmt.Sprintf("%s %s:%d", taskID, a.Dimension, a.Percent))
-		}))
-	if err := p.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	var once sync.Once
-	stop = func() { once.Do(p.Stop) }
-	t.Cleanup(stop)
-	return stop
-}
-
-func (e *env) notified() []string {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]string(nil), e.reminded...)
-}
-
 // awaitApproval writes the history of a running task whose one action
-// waits for approval, asked for now, with the given thresholds. It is
+// waits for approval, asked for ago, with the given thresholds. It is
 // written before the plane starts, so that the plane finds the action
-// past the steps it would take itself.
-func (e *env) awaitApproval(t *testing.T, remind, suspend time.Duration) {
+// past the steps it would take itself. Timers come due in whole seconds:
+// the thresholds are a second or two, and ago brings them closer.
+func (e *govEnv) awaitApproval(t *testing.T, ago, remind, suspend time.Duration) {
 	t.Helper()
 	contract := &stewardv1.TaskContract{
 		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
@@ -111,103 +43,66 @@ func (e *env) awaitApproval(t *testing.T, remind, suspend time.Duration) {
 		&stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{
 			ApprovalId: approvalID, TaskId: taskID, ActionId: actionID, ActionHash: "h",
-			RequiredRoles: []string{"treasurer"}, RequestedAt: timestamppb.Now(),
+			RequiredRoles: []string{"treasurer"}, RequestedAt: timestamppb.New(time.Now().Add(-ago)),
 		}},
 	} {
-		e.append(t, p)
+		e.Append(taskID, p)
 	}
-}
-
-func (e *env) append(t *testing.T, p event.Payload) *stewardv1.Task {
-	t.Helper()
-	if _, ok := p.(*stewardv1.TaskCreated); ok {
-		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
-		if err == nil {
-			_, err = e.log.Append(context.Background(), eventlog.Head{}, ev)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		return nil
-	}
-	tk, err := taskstore.Update(context.Background(), e.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "test"}}, p)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tk
-}
-
-// count returns how many events of each type the task has.
-func (e *env) count(t *testing.T) map[string]int {
-	t.Helper()
-	recs, err := e.log.Read(context.Background(), taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := map[string]int{}
-	for _, r := range recs {
-		n[r.Event.Type]++
-	}
-	return n
 }
 
 // waitTimersSet waits until both of the approval's timers are stored.
-func (e *env) waitTimersSet(t *testing.T) {
+func (e *govEnv) waitTimersSet(t *testing.T) {
 	t.Helper()
-	ctx := context.Background()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		s, err := e.bus.JS.Stream(ctx, timer.DefaultStream)
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, err := s.Info(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if info.State.Msgs >= 2 {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the approval's timers were never set")
+	e.waitTimers(t, "set", func(info *jetstream.StreamInfo) bool { return info.State.Msgs >= 2 })
 }
 
-// waitFor polls the task until ok or the deadline.
-func (e *env) waitFor(t *testing.T, what string, ok func(map[string]int, *stewardv1.Task) bool) {
+// waitTimersHandled waits until both of the approval's timers have come
+// due and the timer consumer, if a plane runs, has handled them: what they
+// were going to do is on the log by then.
+func (e *govEnv) waitTimersHandled(t *testing.T, running bool) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		tk, _, err := taskstore.Load(context.Background(), e.log, taskID)
+	fired := e.Timers.Config().Prefix + ".fired.>"
+	e.waitTimers(t, "fired", func(info *jetstream.StreamInfo) bool { return len(info.State.Subjects) >= 2 }, jetstream.WithSubjectFilter(fired))
+	if running {
+		e.Bus.Settle(t, e.Timers.Config().Stream, governance.TimerConsumer)
+		e.Settle(governance.PlaneName)
+	}
+}
+
+func (e *govEnv) waitTimers(t *testing.T, what string, ok func(*jetstream.StreamInfo) bool, opts ...jetstream.StreamInfoOpt) {
+	t.Helper()
+	ctx := context.Background()
+	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
+		s, err := e.JS.Stream(ctx, e.Timers.Config().Stream)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if ok(e.count(t), tk) {
-			return
+		info, err := s.Info(ctx, opts...)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("never saw %s; events: %v", what, e.count(t))
+		return ok(info), fmt.Sprintf("the approval's timers are not %s: %d messages", what, info.State.Msgs)
+	})
 }
 
 // checkRemindedAndSuspendedOnce waits for the reminder and the
-// suspension, then checks that each happened once and stays that way.
-func (e *env) checkRemindedAndSuspendedOnce(t *testing.T) {
+// suspension, then checks that each happened once.
+func (e *govEnv) checkRemindedAndSuspendedOnce(t *testing.T) {
 	t.Helper()
-	e.waitFor(t, "a reminder and a suspension", func(n map[string]int, _ *stewardv1.Task) bool {
+	e.waitCounts(t, taskID, func(n map[string]int, _ *stewardv1.Task) bool {
 		return n[event.TypeApprovalReminded] > 0 && n[event.TypeTaskSuspended] > 0
 	})
-	time.Sleep(1500 * time.Millisecond) // room for a duplicate to show up
-	n := e.count(t)
+	// A duplicate would come from a timer or a reaction delivered again:
+	// once both consumers are past everything, none is coming.
+	e.waitTimersHandled(t, true)
+	n := e.counts(t, taskID)
 	if n[event.TypeApprovalReminded] != 1 || n[event.TypeTaskSuspended] != 1 {
 		t.Fatalf("reminded %d times, suspended %d times; want once each", n[event.TypeApprovalReminded], n[event.TypeTaskSuspended])
 	}
 	if got := e.notified(); len(got) != 1 || got[0] != approvalID {
 		t.Errorf("notified about %v, want [%s] once", got, approvalID)
 	}
-	recs, err := e.log.Read(context.Background(), taskID)
+	recs, err := e.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +124,7 @@ func (e *env) checkRemindedAndSuspendedOnce(t *testing.T) {
 	if strings.Join(order, " ") != event.TypeApprovalReminded+" "+event.TypeTaskSuspended {
 		t.Errorf("order %v: want the reminder, then the suspension", order)
 	}
-	tk, _, err := taskstore.Load(context.Background(), e.log, taskID)
+	tk, _, err := taskstore.Load(context.Background(), e.Log, taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,23 +137,24 @@ func (e *env) checkRemindedAndSuspendedOnce(t *testing.T) {
 }
 
 func TestWaitingApprovalRemindsThenSuspends(t *testing.T) {
-	e := newEnv(t)
-	e.awaitApproval(t, time.Second, 2*time.Second)
-	e.start(t)
+	e := newGovEnv(t)
+	// The reminder is due now, the suspension a second later.
+	e.awaitApproval(t, time.Second, time.Second, 2*time.Second)
+	e.start(t, withoutSigner)
 	e.checkRemindedAndSuspendedOnce(t)
 }
 
 func TestDecidedApprovalFiresNothing(t *testing.T) {
-	e := newEnv(t)
-	e.awaitApproval(t, 2*time.Second, 3*time.Second)
-	e.start(t)
+	e := newGovEnv(t)
+	e.awaitApproval(t, 0, 2*time.Second, 3*time.Second)
+	e.start(t, withoutSigner)
 	e.waitTimersSet(t)
-	e.append(t, &stewardv1.ApprovalDecided{
+	e.Append(taskID, &stewardv1.ApprovalDecided{
 		ApprovalId: approvalID, ActionId: actionID, ActionHash: "h",
 		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT, DecidedBy: "user:t",
 	})
-	time.Sleep(5 * time.Second) // past both timers
-	n := e.count(t)
+	e.waitTimersHandled(t, true)
+	n := e.counts(t, taskID)
 	if n[event.TypeApprovalReminded] != 0 || n[event.TypeTaskSuspended] != 0 || len(e.notified()) != 0 {
 		t.Fatalf("a decided approval reminded %d times and suspended %d times (notified %v); want neither",
 			n[event.TypeApprovalReminded], n[event.TypeTaskSuspended], e.notified())
@@ -269,16 +165,16 @@ func TestDecidedApprovalFiresNothing(t *testing.T) {
 // either fires, lets both come due with no plane running, and starts a new
 // plane on the same log: each fires once.
 func TestApprovalTimersSurviveRestart(t *testing.T) {
-	e := newEnv(t)
-	e.awaitApproval(t, time.Second, 2*time.Second)
-	stop := e.start(t)
+	e := newGovEnv(t)
+	e.awaitApproval(t, 0, time.Second, 2*time.Second)
+	e.start(t, withoutSigner)
 	e.waitTimersSet(t)
-	stop()
-	time.Sleep(3500 * time.Millisecond)
-	if n := e.count(t); n[event.TypeApprovalReminded] != 0 || n[event.TypeTaskSuspended] != 0 {
+	e.plane.Stop()
+	e.waitTimersHandled(t, false)
+	if n := e.counts(t, taskID); n[event.TypeApprovalReminded] != 0 || n[event.TypeTaskSuspended] != 0 {
 		t.Fatalf("timers acted with no plane running: %v", n)
 	}
-	e.start(t)
+	e.start(t, withoutSigner)
 	e.checkRemindedAndSuspendedOnce(t)
 }
 
@@ -286,17 +182,17 @@ func TestApprovalTimersSurviveRestart(t *testing.T) {
 // approval's suspension comes due: the timer leaves a held task alone, and
 // the resume brings the suspension.
 func TestSuspensionDueWhilePausedComesOnResume(t *testing.T) {
-	e := newEnv(t)
-	e.awaitApproval(t, time.Second, 2*time.Second)
-	e.append(t, &stewardv1.TaskPaused{Reason: "held"})
-	e.start(t)
-	e.waitFor(t, "the reminder", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalReminded] > 0 })
-	time.Sleep(2 * time.Second) // past the suspension
-	if n := e.count(t); n[event.TypeTaskSuspended] != 0 {
-		t.Fatalf("a paused task was suspended: %v", n)
+	e := newGovEnv(t)
+	// Both timers are due now.
+	e.awaitApproval(t, 2*time.Second, time.Second, 2*time.Second)
+	e.Append(taskID, &stewardv1.TaskPaused{Reason: "held"})
+	e.start(t, withoutSigner)
+	e.waitTimersHandled(t, true)
+	if n := e.counts(t, taskID); n[event.TypeApprovalReminded] != 1 || n[event.TypeTaskSuspended] != 0 {
+		t.Fatalf("events %v: want the reminder, and no suspension of a paused task", n)
 	}
-	e.append(t, &stewardv1.TaskResumed{Reason: "back"})
-	e.waitFor(t, "the suspension after the resume", func(n map[string]int, tk *stewardv1.Task) bool {
+	e.Append(taskID, &stewardv1.TaskResumed{Reason: "back"})
+	e.waitCounts(t, taskID, func(n map[string]int, tk *stewardv1.Task) bool {
 		return n[event.TypeTaskSuspended] == 1 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
 	})
 }

@@ -62,9 +62,10 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 				}
 				trusted = append(trusted, pub)
 			}
-			planes = append(planes, governance.New(log, m.logger, engine, tools, requests, governance.WithTimers(timers),
-				governance.WithSigner(signer), governance.WithTrustedKeys(trusted...), governance.WithCredentialTTL(m.CredentialTTL),
-				governance.WithPermitTTL(m.PermitTTL)))
+			planes = append(planes, governance.New(log, m.logger, governance.Config{
+				Engine: engine, Tools: tools, Requests: requests, Timers: timers,
+				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
+			}))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
 			if err != nil {

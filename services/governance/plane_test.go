@@ -1,0 +1,269 @@
+package governance_test
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/governance/policy"
+)
+
+// govEnv is the kit's environment with what governance's tests add: the
+// registered tools (credTools), a signing key, a clock the test moves, and
+// the governance plane it starts. The test plays the control and
+// execution planes by appending their events.
+type govEnv struct {
+	*stewardtest.Env
+	signer *credential.Signer
+	clock  *clock
+	plane  *governance.Plane
+	// onEvaluate, when set before start, is called at every policy
+	// evaluation.
+	onEvaluate func()
+
+	mu       sync.Mutex
+	reminded []string // approvals the Notifier was told about
+	alerted  []string // budget alerts the BudgetNotifier was told about
+}
+
+// credTools are the registered tools: wire needs a scope.
+var credTools = []*stewardv1.ToolContract{
+	{Name: "search", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL},
+	{Name: "wire", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, RequiredScopes: []string{"payments:write"}},
+}
+
+// paidTool is a tool some tests register too: it costs 70 a call.
+var paidTool = &stewardv1.ToolContract{Name: "paid", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+	DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CostMicrosPerCall: 70}
+
+func newGovEnv(t *testing.T) *govEnv {
+	t.Helper()
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &govEnv{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), clock: &clock{}}
+	e.register(t, credTools...)
+	return e
+}
+
+// register records tool contracts, as the control plane does.
+func (e *govEnv) register(t *testing.T, contracts ...*stewardv1.ToolContract) {
+	t.Helper()
+	for _, c := range contracts {
+		ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, c.Version)}, &stewardv1.ToolRegistered{Contract: c})
+		if err == nil {
+			_, err = e.Log.Append(context.Background(), eventlog.Head{}, ev)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// start starts a governance plane with the env's stores, timers, signer
+// and clock, as settings change them; it is stopped when the test ends,
+// or by e.plane.Stop.
+func (e *govEnv) start(t *testing.T, settings ...func(*governance.Config)) {
+	t.Helper()
+	ctx := context.Background()
+	engine, err := policy.Load(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := governance.Config{Engine: engine, Tools: e.Tools, Requests: e.Requests, Timers: e.Timers, Signer: e.signer, Now: e.clock.Now}
+	for _, s := range settings {
+		s(&cfg)
+	}
+	p := governance.New(e.Log, e.Logger, cfg,
+		governance.WithNotifier(func(_ context.Context, ap *stewardv1.Approval, _ time.Duration) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.reminded = append(e.reminded, ap.ApprovalId)
+		}),
+		governance.WithBudgetNotifier(func(_ context.Context, taskID string, a *stewardv1.BudgetAlerted) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			e.alerted = append(e.alerted, fmt.Sprintf("%s %s:%d", taskID, a.Dimension, a.Percent))
+		}),
+		governance.WithEvaluationHook(func() {
+			if e.onEvaluate != nil {
+				e.onEvaluate()
+			}
+		}))
+	if err := p.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.plane = p
+	var once sync.Once
+	t.Cleanup(func() { once.Do(p.Stop) })
+}
+
+// Settings of start.
+func withoutSigner(c *governance.Config) { c.Signer = nil }
+func credentialTTL(d time.Duration) func(*governance.Config) {
+	return func(c *governance.Config) { c.CredentialTTL = d }
+}
+
+func (e *govEnv) notified() []string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]string(nil), e.reminded...)
+}
+
+// counts returns how many events of each type the task has.
+func (e *govEnv) counts(t *testing.T, taskID string) map[string]int {
+	t.Helper()
+	recs, err := e.Log.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	for _, r := range recs {
+		n[r.Event.Type]++
+	}
+	return n
+}
+
+// waitCounts waits until ok holds of the task and the count of its
+// events by type.
+func (e *govEnv) waitCounts(t *testing.T, taskID string, ok func(map[string]int, *stewardv1.Task) bool) {
+	t.Helper()
+	e.WaitTask(taskID, func(tk *stewardv1.Task) bool { return ok(e.counts(t, taskID), tk) })
+}
+
+// create writes a task's creation, by principal, and its start.
+func (e *govEnv) create(t *testing.T, taskID, principal string, c *stewardv1.TaskContract) {
+	t.Helper()
+	c.TaskId = taskID
+	ev, err := event.New(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: &stewardv1.Actor{Principal: principal}}, &stewardv1.TaskCreated{Contract: c})
+	if err == nil {
+		_, err = e.Log.Append(context.Background(), eventlog.Head{}, ev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Append(taskID, &stewardv1.TaskStarted{})
+}
+
+func credContract(tools, scopes []string) *stewardv1.TaskContract {
+	return &stewardv1.TaskContract{
+		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
+		RiskTier: stewardv1.RiskTier_RISK_TIER_LOW, AllowedTools: tools, Scopes: scopes,
+		Budget: &stewardv1.Budget{MaxTokens: 1000},
+	}
+}
+
+// propose stores the canonical request of a call of tool and proposes it,
+// as the control plane does.
+func (e *govEnv) propose(t *testing.T, taskID, proposalID, tool string) string {
+	t.Helper()
+	return e.proposeAction(t, taskID, proposalID, tool, "", "agent", map[string]any{"n": 1})
+}
+
+// proposeCompensation proposes a search that undoes action of, as the
+// control plane would (the test tool undoes with itself).
+func (e *govEnv) proposeCompensation(t *testing.T, taskID, of, proposalID string) string {
+	t.Helper()
+	return e.proposeAction(t, taskID, proposalID, "search", of, "steward", map[string]any{"undo": of})
+}
+
+func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any) string {
+	t.Helper()
+	var tc *stewardv1.ToolContract
+	for _, c := range append([]*stewardv1.ToolContract{paidTool}, credTools...) {
+		if c.Name == tool {
+			tc = c
+		}
+	}
+	raw, _ := json.Marshal(params)
+	canonical, err := action.Canonical(action.Request{TaskID: taskID, Tool: tool, ToolVersion: "1", Target: "acct:1", Params: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, hash, err := e.Requests.Put(context.Background(), canonical)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := action.ID(taskID, proposalID)
+	e.Append(taskID, &stewardv1.ActionProposed{Action: &stewardv1.Action{
+		ActionId: id, ProposalId: proposalID, Tool: tool, ToolVersion: "1", Target: "acct:1", EffectClass: tc.EffectClass,
+		RequestRef: ref, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
+	}})
+	return id
+}
+
+// used writes what execution records when a permitted action is claimed,
+// dispatched once and fails transiently, then finds its permit used: the
+// retry goes back to governance, after meanwhile.
+func (e *govEnv) used(t *testing.T, taskID, actionID, permitID string, attempt uint32, meanwhile ...event.Payload) {
+	t.Helper()
+	e.Append(taskID,
+		&stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: "w1"},
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: attempt, Worker: "w1", PermitId: permitID},
+		&stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.New(e.clock.Now()), NextAttempt: attempt + 1})
+	e.Append(taskID, meanwhile...)
+	e.Append(taskID, &stewardv1.ActionRevalidating{ActionId: actionID, PermitId: permitID, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, Detail: "test"})
+}
+
+// waitStatus waits until the action reaches status and returns it.
+func (e *govEnv) waitStatus(taskID, actionID string, status stewardv1.ActionStatus) *stewardv1.Action {
+	return e.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool { return a.GetStatus() == status })
+}
+
+// credentialed waits for taskID's credential.
+func (e *govEnv) credentialed(taskID string) *stewardv1.CredentialState {
+	return e.WaitTask(taskID, func(tk *stewardv1.Task) bool { return tk.Credential != nil }).Credential
+}
+
+// delegate writes a sub-task of parent as DelegateTask would: the chain
+// names the delegate.
+func (e *govEnv) delegate(t *testing.T, parent, child, delegate string, c *stewardv1.TaskContract) {
+	t.Helper()
+	pc := e.credentialed(parent).Credential
+	c.ParentTaskId = parent
+	c.DelegationChain = []*stewardv1.Delegation{{FromRef: pc.Principal, ToRef: delegate, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(e.clock.Now())}}
+	e.create(t, child, "agent:parent", c)
+}
+
+func denialOf(a *stewardv1.Action) string { return a.GetOutcome().GetReason() }
+
+func findAction(tk *stewardv1.Task, id string) *stewardv1.Action { return task.FindAction(tk, id) }
+
+// clock is the plane's clock in a test: the time now, moved on by
+// Pass, so that a credential expires without the test waiting for it.
+type clock struct {
+	mu     sync.Mutex
+	offset time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.offset)
+}
+
+// Pass moves the clock just past at.
+func (c *clock) Pass(at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if d := at.Sub(time.Now().Add(c.offset)); d > 0 {
+		c.offset += d
+	}
+	c.offset += time.Millisecond
+}
