@@ -123,15 +123,29 @@ func (g *governedPlanes) start(p *execution.Plane) {
 }
 
 // startBoth starts governance, and an execution plane with the tool's
-// contract edited by edit.
-func (g *governedPlanes) startBoth(edit func(*stewardv1.ToolContract)) {
+// contract edited by edit; it returns the governance plane.
+func (g *governedPlanes) startBoth(edit func(*stewardv1.ToolContract)) *governance.Plane {
 	g.t.Helper()
-	g.startGovernance()
+	gov := g.startGovernance()
 	g.start(g.execution(g.Logger, edit))
+	return gov
 }
 
-// waitsLong gives the held call time to be released.
-func waitsLong(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(30 * time.Second) }
+// heldCall starts both planes, proposes a charge as task taskID, and
+// returns once its first call is held at the tool, with the action as it
+// was dispatched: the test changes the world, then releases the call,
+// which answers 503, and the retry is revalidated.
+func heldCall(t *testing.T, taskID string) (*governedPlanes, *governance.Plane, *stewardv1.Action) {
+	t.Helper()
+	g := newGovernedPlanes(t, held, stewardtest.OK)
+	gov := g.startBoth(func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(30 * time.Second) })
+	actionID := g.propose(taskID)
+	first := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		return g.tool.Calls() == 1, fmt.Sprintf("%d calls, want the first held", g.tool.Calls())
+	})
+	return g, gov, first
+}
 
 // addPolicy puts rules after the default bundle and reloads it now.
 func (g *governedPlanes) addPolicy(rules string) {
@@ -165,14 +179,6 @@ func (g *governedPlanes) history(taskID string) []*stewardv1.EventRecord {
 	return recs
 }
 
-// waitCalled waits until the tool has had n calls.
-func (g *governedPlanes) waitCalled(n int) {
-	g.t.Helper()
-	stewardtest.Eventually(g.t, 30*time.Second, func() (bool, string) {
-		return g.tool.Calls() == n, fmt.Sprintf("%d calls, want %d", g.tool.Calls(), n)
-	})
-}
-
 func actionIs(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {
 	return func(a *stewardv1.Action) bool { return a.GetStatus() == s }
 }
@@ -182,12 +188,9 @@ func actionIs(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {
 // the action again (a new snapshot), issues a new permit, and attempt 2
 // goes out under it with the same op_key.
 func TestARetryIsRevalidatedUnderANewPermit(t *testing.T) {
-	g := newGovernedPlanes(t, held, stewardtest.OK)
-	g.startBoth(waitsLong)
 	const taskID = "t-reval-retry"
-	actionID := g.propose(taskID)
-	first := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
-	g.waitCalled(1)
+	g, _, first := heldCall(t, taskID)
+	actionID := first.ActionId
 	g.tool.Release()
 	a := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
 
@@ -225,12 +228,9 @@ func TestARetryIsRevalidatedUnderANewPermit(t *testing.T) {
 // first call may have done the work (a 503 from a write), so the action is
 // unknown, saying it was denied, until its outcome is settled.
 func TestARetryThatPolicyNowDeniesIsNotMade(t *testing.T) {
-	g := newGovernedPlanes(t, held, stewardtest.OK)
-	g.startBoth(waitsLong)
 	const taskID = "t-reval-deny"
-	actionID := g.propose(taskID)
-	first := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
-	g.waitCalled(1)
+	g, _, first := heldCall(t, taskID)
+	actionID := first.ActionId
 	g.addPolicy(`deny_reasons contains "charges are frozen for the audit" if input.action.tool == "charge"`)
 	g.tool.Release()
 	a := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN))
@@ -254,12 +254,9 @@ func TestARetryThatPolicyNowDeniesIsNotMade(t *testing.T) {
 // for the action; the retry waits for a new approval, and once it is given
 // the action goes on under a new permit.
 func TestARetryThatNeedsOtherRolesWaitsForThem(t *testing.T) {
-	g := newGovernedPlanes(t, held, stewardtest.OK)
-	g.startBoth(waitsLong)
 	const taskID = "t-reval-roles"
-	actionID := g.propose(taskID)
-	g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
-	g.waitCalled(1)
+	g, _, dispatched := heldCall(t, taskID)
+	actionID := dispatched.ActionId
 	g.addPolicy(`approval_reasons contains "treasury signs charges now" if input.action.tool == "charge"
 required_approver_roles contains "treasury" if input.action.tool == "charge"`)
 	g.tool.Release()
@@ -388,13 +385,9 @@ func TestADenialAfterACallThatMayHaveWorkedIsNotDenied(t *testing.T) {
 // whether the bundle is still the one it was taken under would issue a new
 // permit, and the retry would be made under a policy no longer in force.
 func TestARevalidationSnapshotFromBeforeACrashIsNotTakenUnderANewBundle(t *testing.T) {
-	g := newGovernedPlanes(t, held, stewardtest.OK)
-	gov := g.startGovernance()
-	g.start(g.execution(g.Logger, waitsLong))
 	const taskID = "t-review-crash"
-	actionID := g.propose(taskID)
-	first := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
-	g.waitCalled(1)
+	g, gov, first := heldCall(t, taskID)
+	actionID := first.ActionId
 	gov.Stop()
 	g.tool.Release()
 	g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING))
