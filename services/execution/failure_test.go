@@ -155,7 +155,7 @@ func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
 
 func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startTool(t, stewardtest.Fail(503))
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 2, 2
 	})
@@ -315,7 +315,7 @@ func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
 // tool's price, so the task's budget counts every call it paid for.
 func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startTool(t, stewardtest.Fail(503))
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 1, 1
 		c.CostMicrosPerCall = 250
