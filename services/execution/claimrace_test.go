@@ -2,12 +2,10 @@ package execution_test
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -47,21 +45,21 @@ func (h levels) WithGroup(name string) slog.Handler {
 // error, nothing is set aside, and once a person resumes the task the
 // action is claimed and runs once.
 func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
-	ts := startScriptedTool(t, "ok")
+	ts := startTool(t)
 	b := newBed(t, breaker.Config{})
 	b.plane.Stop()
 	var (
 		mu   sync.Mutex
 		seen []string
 	)
-	b.logger = slog.New(levels{Handler: slog.NewTextHandler(testWriter{t}, nil), mu: &mu, seen: &seen})
+	b.Logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
 	const taskID = "claim-race"
 	var once sync.Once
 	stopTask := func() {
 		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: "control"}},
 			&stewardv1.TaskNeedsInput{Reason: "needs help: the same failure 3 times in a row"})
 		if err == nil {
-			_, err = taskstore.Update(context.Background(), b.log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+			_, err = taskstore.Update(context.Background(), b.Log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 		}
 		if err != nil {
 			t.Errorf("stop the task: %v", err)
@@ -75,21 +73,21 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	b.register(ts, "net", false, nil)
 	_, actionID := b.permit(taskID, "net", "api")
 
-	b.waitTask(taskID, func(tk *stewardv1.Task) bool {
+	b.WaitTask(taskID, func(tk *stewardv1.Task) bool {
 		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
 	})
-	b.settle()
-	if a := b.waitAction(taskID, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+	b.Settle(execution.PlaneName)
+	if a := b.WaitAction(taskID, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
 		t.Fatalf("while the task waits for input the action is %v, want still permitted", a.Status)
 	}
 
-	b.append(taskID, &stewardv1.TaskResumed{Reason: "go on"})
-	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
-	b.settle()
-	if n := ts.callCount(); n != 1 {
+	b.Append(taskID, &stewardv1.TaskResumed{Reason: "go on"})
+	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+	b.Settle(execution.PlaneName)
+	if n := ts.Calls(); n != 1 {
 		t.Errorf("the tool was called %d times, want once", n)
 	}
-	dead, err := b.log.DeadLetters(context.Background())
+	dead, err := b.Log.DeadLetters(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,23 +99,4 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	if len(seen) > 0 {
 		t.Errorf("the race was logged as a fault:\n%s", strings.Join(seen, "\n"))
 	}
-}
-
-// waitTask waits until the task satisfies ok.
-func (b *bed) waitTask(taskID string, ok func(*stewardv1.Task) bool) {
-	b.t.Helper()
-	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
-		tk, _, err := taskstore.Load(context.Background(), b.log, taskID)
-		if err != nil {
-			b.t.Fatal(err)
-		}
-		return ok(tk), fmt.Sprintf("task %s is %v", taskID, tk.Status)
-	})
-}
-
-// settle waits until the execution plane has acknowledged every event on
-// the stream: its reactions to them have finished.
-func (b *bed) settle() {
-	b.t.Helper()
-	b.bus.Settle(b.t, b.log.Config().Stream, execution.PlaneName)
 }

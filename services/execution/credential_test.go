@@ -16,7 +16,7 @@ import (
 // task's credential was revoked is refused at claim, not dispatched.
 func TestNothingRunsUnderARevokedCredential(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "ok")
+	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -27,15 +27,15 @@ func TestNothingRunsUnderARevokedCredential(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	taskID, actionID := b.permitAfter("t-revoked", "charge", "card-1",
+	taskID, actionID := b.permit("t-revoked", "charge", "card-1",
 		&stewardv1.CredentialIssued{Credential: signed},
 		&stewardv1.CredentialRevoked{CredentialId: credential.ID("t-revoked", ""), Reason: "leaked"},
 	)
-	a := b.waitAction(taskID, actionID, status(failedS))
+	a := b.WaitAction(taskID, actionID, status(failedS))
 	if !strings.Contains(a.Outcome.GetReason(), "credential revoked: leaked (credential "+credential.ID("t-revoked", "")) {
 		t.Errorf("outcome %q", a.Outcome.GetReason())
 	}
-	if n := ts.callCount(); n != 0 {
+	if n := ts.Calls(); n != 0 {
 		t.Errorf("the tool was called %d times under a revoked credential", n)
 	}
 }
@@ -45,7 +45,7 @@ func TestNothingRunsUnderARevokedCredential(t *testing.T) {
 // its own credential still stands.
 func TestNothingRunsUnderARevokedAncestor(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "ok")
+	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -58,21 +58,20 @@ func TestNothingRunsUnderARevokedAncestor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.append("t-parent", &stewardv1.TaskCreated{Contract: parent})
-	b.append("t-parent", &stewardv1.CredentialIssued{Credential: signedRoot})
-	b.append("t-parent", &stewardv1.CredentialRevoked{CredentialId: root.CredentialId, Reason: "compromised"})
+	b.Append("t-parent", &stewardv1.TaskCreated{Contract: parent}, &stewardv1.CredentialIssued{Credential: signedRoot},
+		&stewardv1.CredentialRevoked{CredentialId: root.CredentialId, Reason: "compromised"})
 
 	child := &stewardv1.TaskContract{TaskId: "t-child", AllowedTools: []string{"charge"}, ParentTaskId: "t-parent"}
 	signedChild, err := signer.Sign(credential.Delegated(root, child, "sub-agent", time.Now()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	taskID, actionID := b.permitAfterContract(child, "charge", "card-1", &stewardv1.CredentialIssued{Credential: signedChild, Chain: []*stewardv1.SignedCredential{signedRoot}})
-	a := b.waitAction(taskID, actionID, status(failedS))
+	taskID, actionID := b.permitUnder(child, "charge", "card-1", &stewardv1.CredentialIssued{Credential: signedChild, Chain: []*stewardv1.SignedCredential{signedRoot}})
+	a := b.WaitAction(taskID, actionID, status(failedS))
 	if !strings.Contains(a.Outcome.GetReason(), "of ancestor task t-parent was revoked") {
 		t.Errorf("outcome %q", a.Outcome.GetReason())
 	}
-	if n := ts.callCount(); n != 0 {
+	if n := ts.Calls(); n != 0 {
 		t.Errorf("the tool was called %d times under a revoked ancestor", n)
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -27,20 +29,20 @@ func irreversible(c *stewardv1.ToolContract) {
 func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 	t.Run("settled by the status query", func(t *testing.T) {
 		b := newBed(t, breaker.Config{})
-		ts := startScriptedTool(t, "work-500", "ok", "ok")
+		ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK, stewardtest.OK)
 		b.register(ts, "wire", true, irreversible)
 		taskID, actionID := b.permit("t-wire-query", "wire", "acct-1")
-		a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
-		if a.SettledBy == "" || ts.callCount() != 1 || ts.executions(a.OpKey) != 1 {
-			t.Fatalf("settled by %q after %d calls, %d executions; want the status query, 1 call, 1 execution", a.SettledBy, ts.callCount(), ts.executions(a.OpKey))
+		a := b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		if a.SettledBy == "" || ts.Calls() != 1 || ts.Executions(a.OpKey) != 1 {
+			t.Fatalf("settled by %q after %d calls, %d executions; want the status query, 1 call, 1 execution", a.SettledBy, ts.Calls(), ts.Executions(a.OpKey))
 		}
 	})
 	t.Run("settled by a person", func(t *testing.T) {
 		b := newBed(t, breaker.Config{})
-		ts := startScriptedTool(t, "work-500", "ok", "ok")
+		ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK, stewardtest.OK)
 		b.register(ts, "wire", false, irreversible)
 		taskID, actionID := b.permit("t-wire-person", "wire", "acct-1")
-		a := b.waitAction(taskID, actionID, status(unknownS))
+		a := b.WaitAction(taskID, actionID, status(unknownS))
 		if !strings.Contains(a.Outcome.GetReason(), "not called again") {
 			t.Errorf("unknown because %q; want the rule named", a.Outcome.GetReason())
 		}
@@ -50,11 +52,11 @@ func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 		}); err != nil {
 			t.Fatal(err)
 		}
-		b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
 		// Every reaction has run, and none scheduled a retry.
-		b.settle()
-		if waits := b.count(taskID, event.TypeActionWaiting); ts.callCount() != 1 || waits != 0 {
-			t.Fatalf("%d calls and %d retry waits, want 1 and none", ts.callCount(), waits)
+		b.Settle(execution.PlaneName)
+		if waits := b.Count(taskID, event.TypeActionWaiting); ts.Calls() != 1 || waits != 0 {
+			t.Fatalf("%d calls and %d retry waits, want 1 and none", ts.Calls(), waits)
 		}
 	})
 }
@@ -65,11 +67,11 @@ func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 func TestWhatMayBeRetried(t *testing.T) {
 	t.Run("an irreversible tool refusing connections", func(t *testing.T) {
 		b := newBed(t, breaker.Config{})
-		ts := startScriptedTool(t, "ok")
+		ts := startTool(t)
 		ts.Close() // refuses connections: no request can arrive
 		b.register(ts, "wire", false, irreversible)
 		taskID, actionID := b.permit("t-refused", "wire", "acct-1")
-		a := b.waitAction(taskID, actionID, func(a *stewardv1.Action) bool {
+		a := b.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool {
 			return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED || a.Status == unknownS
 		})
 		if a.Status == unknownS || a.Attempt != 3 {
@@ -78,12 +80,12 @@ func TestWhatMayBeRetried(t *testing.T) {
 	})
 	t.Run("an honouring write answering 503 then 200", func(t *testing.T) {
 		b := newBed(t, breaker.Config{})
-		ts := startScriptedTool(t, "503", "ok")
+		ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 		b.register(ts, "charge", false, nil)
 		taskID, actionID := b.permit("t-honours", "charge", "card-1")
-		a := b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
-		if ts.callCount() != 2 || ts.executions(a.OpKey) != 1 || len(ts.keys) != 1 {
-			t.Fatalf("%d calls, %d executions under %d keys; want 2 calls with one op_key", ts.callCount(), ts.executions(a.OpKey), len(ts.keys))
+		a := b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		if ts.Calls() != 2 || ts.CallsFor(a.OpKey) != 2 || ts.Executions(a.OpKey) != 1 || len(ts.Worked()) != 1 {
+			t.Fatalf("%d calls, %d with the op_key, %d executions of it, %d in all; want 2 calls with the op_key and one execution", ts.Calls(), ts.CallsFor(a.OpKey), ts.Executions(a.OpKey), len(ts.Worked()))
 		}
 	})
 }
@@ -93,7 +95,7 @@ func TestWhatMayBeRetried(t *testing.T) {
 // have done the work. Found by an independent review.
 func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "work-500", "ok")
+	ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.Idempotency.Retention = durationpb.New(time.Second)
 		c.RetryPolicy.InitialBackoff, c.RetryPolicy.MaxBackoff = durationpb.New(10*time.Second), durationpb.New(10*time.Second)
@@ -105,15 +107,15 @@ func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
 	// and only the check as it goes out can stop it. (The wait is a random
 	// time up to 10 s; the one in a few hundred under the time it takes to
 	// see it fails this test.)
-	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
 	b.plane.Stop()
 	b.cfg.Now = func() time.Time { return time.Now().Add(2 * time.Second) }
 	b.start()
-	a := b.waitAction(taskID, actionID, func(a *stewardv1.Action) bool {
+	a := b.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool {
 		return a.Status == unknownS || a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED
 	})
-	if ts.callCount() != 1 || ts.executions(a.OpKey) != 1 {
-		t.Fatalf("%d calls, %d executions; want the one try", ts.callCount(), ts.executions(a.OpKey))
+	if ts.Calls() != 1 || ts.Executions(a.OpKey) != 1 {
+		t.Fatalf("%d calls, %d executions; want the one try", ts.Calls(), ts.Executions(a.OpKey))
 	}
 }
 
@@ -121,8 +123,8 @@ func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
 // is unknown for every tool, never a failure with the work done.
 func TestAnUnknownOutcomeStaysUnknown(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "slow")
+	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) { c.RetryPolicy.MaxAttempts = 1 })
 	taskID, actionID := b.permit("t-stays", "charge", "card-1")
-	b.waitAction(taskID, actionID, status(unknownS))
+	b.WaitAction(taskID, actionID, status(unknownS))
 }

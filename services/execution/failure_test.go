@@ -11,6 +11,8 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -22,106 +24,111 @@ const (
 
 func TestTransientFailuresAreRetriedWithTheSameKey(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "503", "429", "ok")
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(429), stewardtest.OK)
 	b.register(ts, "charge", false, nil)
 	taskID, actionID := b.permit("t-retry", "charge", "card-1")
-	a := b.waitAction(taskID, actionID, status(succeededS))
+	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if a.Attempt != 3 || a.Outcome.Attempt != 3 {
 		t.Errorf("attempt %d (outcome %d), want 3", a.Attempt, a.Outcome.Attempt)
 	}
-	if got := ts.callCount(); got != 3 {
+	if got := ts.Calls(); got != 3 {
 		t.Errorf("tool got %d calls, want 3", got)
 	}
-	if got := ts.executions(a.OpKey); got != 1 {
+	if got := ts.Executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times for the op_key, want 1", got)
 	}
-	if got := b.count(taskID, event.TypeActionWaiting); got != 2 {
+	if got := b.Count(taskID, event.TypeActionWaiting); got != 2 {
 		t.Errorf("%d waits on the log, want 2", got)
 	}
 }
 
 func TestRetriesStopAtMaxAttempts(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "503", "503", "503", "ok")
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, nil)
 	taskID, actionID := b.permit("t-exhaust", "charge", "card-1")
-	a := b.waitAction(taskID, actionID, status(failedS))
+	a := b.WaitAction(taskID, actionID, status(failedS))
 	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT || a.Outcome.Attempt != 3 {
 		t.Errorf("outcome %v", a.Outcome)
 	}
-	if got := ts.callCount(); got != 3 {
+	if got := ts.Calls(); got != 3 {
 		t.Errorf("tool got %d calls, want 3 (max_attempts)", got)
 	}
 }
 
 func TestDeterministicAndValidationFailuresAreNotRetried(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	bad := startScriptedTool(t, "400")
+	bad := startTool(t, stewardtest.Fail(400))
 	b.register(bad, "lookup", false, nil)
 	taskID, actionID := b.permit("t-determ", "lookup", "x")
-	a := b.waitAction(taskID, actionID, status(failedS))
+	a := b.WaitAction(taskID, actionID, status(failedS))
 	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC || !strings.Contains(a.Outcome.Reason, "scripted 400") {
 		t.Errorf("outcome %v", a.Outcome)
 	}
-	if bad.callCount() != 1 {
-		t.Errorf("tool got %d calls, want 1", bad.callCount())
+	if bad.Calls() != 1 {
+		t.Errorf("tool got %d calls, want 1", bad.Calls())
 	}
 
-	wrong := startScriptedTool(t, "ok")
+	wrong := startTool(t)
 	b.register(wrong, "report", false, func(c *stewardv1.ToolContract) {
 		c.ResultSchema = `{"type":"object","required":["count"]}`
 	})
 	taskID, actionID = b.permit("t-valid", "report", "x")
-	a = b.waitAction(taskID, actionID, status(failedS))
+	a = b.WaitAction(taskID, actionID, status(failedS))
 	if a.Outcome.FailureClass != stewardv1.FailureClass_FAILURE_CLASS_VALIDATION || !strings.Contains(a.Outcome.Reason, "result_schema") {
 		t.Errorf("outcome %v", a.Outcome)
 	}
-	if wrong.callCount() != 1 {
-		t.Errorf("tool got %d calls, want 1", wrong.callCount())
+	if wrong.Calls() != 1 {
+		t.Errorf("tool got %d calls, want 1", wrong.Calls())
 	}
 }
 
 func TestUnknownOutcomeIsSettledByTheStatusQuery(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "slow")
+	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", true, nil)
 	taskID, actionID := b.permit("t-slow", "charge", "card-1")
-	a := b.waitAction(taskID, actionID, status(succeededS))
+	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if a.SettledBy != "status query" || a.Outcome.ResultRef == "" {
 		t.Errorf("settled by %q, result %q", a.SettledBy, a.Outcome.ResultRef)
 	}
-	if got := ts.executions(a.OpKey); got != 1 {
+	if got := ts.Executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times, want 1", got)
 	}
-	if got := b.count(taskID, event.TypeActionDispatched); got != 1 {
+	if got := b.Count(taskID, event.TypeActionDispatched); got != 1 {
 		t.Errorf("%d dispatches, want 1", got)
 	}
 }
 
 func TestNotAcceptedIsDispatchedOnceMoreWithTheSameKey(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "drop", "ok")
+	ts := startTool(t, stewardtest.Silent, stewardtest.OK)
 	b.register(ts, "charge", true, nil)
 	taskID, actionID := b.permit("t-drop", "charge", "card-1")
-	a := b.waitAction(taskID, actionID, status(succeededS))
+	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if !a.Redispatched || a.Attempt != 2 {
 		t.Errorf("redispatched %v, attempt %d; want true, 2", a.Redispatched, a.Attempt)
 	}
-	if got := ts.executions(a.OpKey); got != 1 {
+	if got := ts.Executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times, want 1", got)
 	}
 }
 
 func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "slow")
+	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", false, writesOnce)
 	taskID, actionID := b.permit("t-person", "charge", "card-1")
-	b.waitAction(taskID, actionID, status(unknownS))
-	time.Sleep(300 * time.Millisecond) // nothing settles it by itself
-	tk := b.waitAction(taskID, actionID, status(unknownS))
-	if tk.SettledBy != "" {
-		t.Fatalf("settled by %q without a person", tk.SettledBy)
+	b.WaitAction(taskID, actionID, status(unknownS))
+	// Nothing settles it by itself: every reaction to the unknown outcome
+	// has run, and none set a timer to come back to it.
+	b.Settle(execution.PlaneName)
+	if b.timer("*", execution.TimerReconcile) || b.timer("*", execution.TimerWait) {
+		t.Fatal("a timer was set to come back to an unknown outcome that only a person can settle")
+	}
+	tk := b.WaitAction(taskID, actionID, func(*stewardv1.Action) bool { return true })
+	if tk.Status != unknownS || tk.SettledBy != "" {
+		t.Fatalf("%v, settled by %q without a person", tk.Status, tk.SettledBy)
 	}
 	ctx := context.Background()
 	_, err := b.plane.Settle(ctx, "alice", &stewardv1.SettleActionRequest{TaskId: taskID, ActionId: actionID, State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED})
@@ -141,34 +148,37 @@ func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
 	if _, err := b.plane.Settle(ctx, "bob", &stewardv1.SettleActionRequest{TaskId: taskID, ActionId: "nope", State: stewardv1.SettleState_SETTLE_STATE_FAILED, Reason: "x"}); !errs.Is(err, errs.NotFound) {
 		t.Errorf("settle of a missing action: %v", err)
 	}
-	if got := ts.executions(a.OpKey); got != 1 {
+	if got := ts.Executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times, want 1", got)
 	}
 }
 
 func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "503", "ok")
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 2, 2
 	})
 	taskID, actionID := b.permit("t-restart", "charge", "card-1")
-	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
 	b.plane.Stop()
-	time.Sleep(2500 * time.Millisecond) // the wait ends while nothing runs
+	// The wait ends while nothing runs.
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		return b.timer("fired", execution.TimerWait), "the retry's timer has not fired"
+	})
 	b.start()
-	a := b.waitAction(taskID, actionID, status(succeededS))
-	if a.Attempt != 2 || ts.callCount() != 2 {
-		t.Errorf("attempt %d, %d calls; want 2, 2", a.Attempt, ts.callCount())
+	a := b.WaitAction(taskID, actionID, status(succeededS))
+	if a.Attempt != 2 || ts.Calls() != 2 {
+		t.Errorf("attempt %d, %d calls; want 2, 2", a.Attempt, ts.Calls())
 	}
-	if got := b.count(taskID, event.TypeActionDispatched); got != 2 {
+	if got := b.Count(taskID, event.TypeActionDispatched); got != 2 {
 		t.Errorf("%d dispatches, want 2", got)
 	}
 }
 
 func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
 	b := newBed(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
-	ts := startScriptedTool(t, "503", "503", "503", "503")
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503))
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.ServiceKey = "bank"
 		c.RetryPolicy.MaxAttempts = 10
@@ -180,18 +190,18 @@ func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
 	}
 	sawBreaker := false
 	for _, id := range ids {
-		a := b.waitAction(id[0], id[1], status(succeededS))
-		if got := ts.executions(a.OpKey); got != 1 {
+		a := b.WaitAction(id[0], id[1], status(succeededS))
+		if got := ts.Executions(a.OpKey); got != 1 {
 			t.Errorf("%s: work done %d times, want 1", id[1], got)
 		}
-		if b.count(id[0], event.TypeActionWaiting) > 0 {
+		if b.Count(id[0], event.TypeActionWaiting) > 0 {
 			sawBreaker = sawBreaker || waitedFor(t, b, id[0], stewardv1.WaitKind_WAIT_KIND_BREAKER)
 		}
 	}
 	if !sawBreaker {
 		t.Error("no action waited for the breaker")
 	}
-	changes, err := b.log.ReadService(context.Background(), "bank")
+	changes, err := b.Log.ReadService(context.Background(), "bank")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +216,7 @@ func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
 }
 
 func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) bool {
-	recs, err := b.log.Read(context.Background(), taskID)
+	recs, err := b.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,21 +235,21 @@ func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) boo
 // settles it. The call is never made again blind.
 func TestASilentWorkersCallIsTakenOverAfterItsLease(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "ok")
+	ts := startTool(t)
 	b.register(ts, "charge", true, nil)
 	b.plane.Stop() // the dead worker's turn: nothing reacts
 	taskID, actionID := b.permit("t-dead", "charge", "card-1")
-	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"})
-	b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
+	b.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"},
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
 	b.start()
-	a := b.waitAction(taskID, actionID, status(succeededS))
+	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if a.ClaimedBy != "w1" || !a.Redispatched {
 		t.Errorf("claimed by %q, redispatched %v; want w1, true", a.ClaimedBy, a.Redispatched)
 	}
-	if got := ts.executions(a.OpKey); got != 1 {
+	if got := ts.Executions(a.OpKey); got != 1 {
 		t.Errorf("work done %d times, want 1", got)
 	}
-	recs, err := b.log.Read(context.Background(), taskID)
+	recs, err := b.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,20 +278,20 @@ func TestASilentWorkersCallIsTakenOverAfterItsLease(t *testing.T) {
 // worker under another name dispatches it once the lease has run out.
 func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "ok")
+	ts := startTool(t)
 	b.register(ts, "charge", false, writesOnce)
 	b.plane.Stop()
 	taskID, actionID := b.permit("t-claimed", "charge", "card-1")
-	b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "gone"})
+	b.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "gone"})
 	b.start()
-	a := b.waitAction(taskID, actionID, status(succeededS))
+	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if a.ClaimedBy != "w1" || a.Attempt != 1 {
 		t.Errorf("dispatched by %q as attempt %d; want w1, 1", a.ClaimedBy, a.Attempt)
 	}
-	if got := ts.callCount(); got != 1 {
+	if got := ts.Calls(); got != 1 {
 		t.Errorf("tool got %d calls, want 1", got)
 	}
-	recs, err := b.log.Read(context.Background(), taskID)
+	recs, err := b.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,19 +315,19 @@ func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
 // tool's price, so the task's budget counts every call it paid for.
 func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	ts := startScriptedTool(t, "503", "ok")
+	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 1, 1
 		c.CostMicrosPerCall = 250
 	})
 	taskID, actionID := b.permit("t-ended", "charge", "card-1")
-	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
-	b.append(taskID, &stewardv1.TaskCancelled{Reason: "no longer needed"})
-	a := b.waitAction(taskID, actionID, status(failedS))
+	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	b.Append(taskID, &stewardv1.TaskCancelled{Reason: "no longer needed"})
+	a := b.WaitAction(taskID, actionID, status(failedS))
 	if !strings.Contains(a.Outcome.Reason, "not retried") || a.Outcome.CostMicros != 250 {
 		t.Errorf("outcome %q costing %d, want not retried, charged the one call at 250", a.Outcome.Reason, a.Outcome.CostMicros)
 	}
-	if got := ts.callCount(); got != 1 {
+	if got := ts.Calls(); got != 1 {
 		t.Errorf("tool got %d calls, want 1: an ended task retries nothing", got)
 	}
 }

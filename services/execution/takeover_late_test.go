@@ -3,7 +3,6 @@ package execution_test
 import (
 	"context"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -11,6 +10,8 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -25,38 +26,25 @@ import (
 // if it were a bad event.
 func TestALateWorkersRetryWaitIsNotDeadLettered(t *testing.T) {
 	b := newBed(t, breaker.Config{})
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		<-release
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"message": "late 503"})
-	}))
-	t.Cleanup(tool.Close)
-	b.register(&scriptedTool{Server: tool}, "charge", false, func(c *stewardv1.ToolContract) {
+	ts := startTool(t, stewardtest.Answer{Code: http.StatusServiceUnavailable, Hold: stewardtest.HoldUntilRelease})
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.Timeout = durationpb.New(time.Minute)
 	})
 	taskID, actionID := b.permit("t-late", "charge", "card")
-	<-entered
-	b.waitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
+	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED))
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) { return ts.Calls() == 1, "the call has not reached the tool" })
 	// Another worker, finding w1's lease run out, records the call unknown.
-	b.append(taskID, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: &stewardv1.Outcome{
+	b.Append(taskID, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: &stewardv1.Outcome{
 		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
 		Reason: "worker w1 went silent for longer than its lease", Attempt: 1, FinishedAt: timestamppb.Now(),
 	}})
-	close(release)
-	b.settle() // w1's late answer handled and its permit acknowledged
-	st, err := b.bus.JS.Stream(context.Background(), "STEWARD_DEADLETTER")
-	if err != nil {
-		t.Logf("no dead-letter stream: %v", err)
-		return
-	}
-	info, err := st.Info(context.Background())
+	ts.Release()
+	b.Settle(execution.PlaneName) // w1's late answer handled and its permit acknowledged
+	dead, err := b.Log.DeadLetters(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.State.Msgs > 0 {
-		m, _ := st.GetMsg(context.Background(), info.State.FirstSeq)
-		t.Fatalf("%d event(s) set aside after an ordinary takeover race; first: %s", info.State.Msgs, m.Header)
+	for _, d := range dead {
+		t.Errorf("event %d set aside after an ordinary takeover race: %s", d.Sequence, d.Reason)
 	}
 }

@@ -3,10 +3,6 @@ package execution_test
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +11,11 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/steward-run/steward/pkg/action"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
-	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -37,33 +31,25 @@ type process struct {
 func (b *bed) process(name, consumer string) *process {
 	b.t.Helper()
 	ctx := context.Background()
-	nc, err := b.bus.Server.Connect()
+	nc, err := b.Server.Connect()
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	b.t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	log, err := eventlog.Open(ctx, js, eventlog.Config{})
+	set, err := stores.Open(ctx, js, stores.Config{Logger: b.Logger})
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	requests, err := action.OpenStore(ctx, js, action.RequestBucket, 1)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	results, err := action.OpenStore(ctx, js, action.ResultBucket, 1)
-	if err != nil {
-		b.t.Fatal(err)
-	}
-	timers, err := timer.Open(ctx, js, timer.Config{})
-	if err != nil {
-		b.t.Fatal(err)
-	}
+	b.t.Cleanup(set.Close)
 	cfg := b.cfg
-	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, requests, results, timers
-	p, err := execution.New(log, slog.New(slog.NewTextHandler(testWriter{b.t}, &slog.HandlerOptions{Level: slog.LevelError})).With("proc", name), cfg)
+	// The tools as the bed's registry has them already; the process's
+	// own would learn them from the log a moment later.
+	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Requests, set.Results, set.Timers
+	p, err := execution.New(set.Log, b.Logger.With("proc", name), cfg)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -101,21 +87,9 @@ func TestRetryCallOfADeadWorkerIsTakenOverWithinTheLease(t *testing.T) {
 
 func retryTakeover(t *testing.T, n int, shared bool) {
 	b := newBed(t, breaker.Config{})
-	release := make(chan struct{})
-	var mu sync.Mutex
-	calls := 0
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		mu.Unlock()
-		select { // the call goes on until the test ends
-		case <-release:
-		case <-r.Context().Done():
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"ok": true})
-	}))
-	t.Cleanup(tool.Close)
-	b.register(&scriptedTool{Server: tool}, "charge", false, func(c *stewardv1.ToolContract) {
+	// Every call goes on until the test ends.
+	ts := stewardtest.StartTool(t).Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.Timeout = durationpb.New(time.Minute)
 	})
 	b.plane.Stop()
@@ -125,9 +99,9 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	for i := range n {
 		taskID, actionID := b.permit(fmt.Sprint("t-sep-", i), "charge", "card")
 		// A worker long gone made attempt 1, which failed transiently.
-		b.append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "old"})
-		b.append(taskID, &stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "old"})
-		b.append(taskID, &stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(until), Reason: "attempt 1 failed: 503"})
+		b.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "old"},
+			&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "old"},
+			&stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(until), Reason: "attempt 1 failed: 503"})
 		tasks, actions = append(tasks, taskID), append(actions, actionID)
 	}
 	ca, cb := "execution-wa", "execution-wb"
@@ -137,11 +111,11 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	wa := b.process("wa", ca)
 	wb := b.process("wb", cb)
 	t.Cleanup(wb.plane.Stop)
-	t.Cleanup(func() { close(release) }) // runs first: lets the calls end
+	t.Cleanup(ts.Release) // runs first: lets the calls end
 
 	// Every attempt 2 goes out.
 	for i := range n {
-		b.waitAction(tasks[i], actions[i], func(a *stewardv1.Action) bool {
+		b.WaitAction(tasks[i], actions[i], func(a *stewardv1.Action) bool {
 			return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && a.GetAttempt() == 2
 		})
 	}
@@ -149,7 +123,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	wa.nc.Close()
 	var mine []int
 	for i := range n {
-		tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
+		tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
 		if task.FindAction(tk, actions[i]).ClaimedBy == "wa" {
 			mine = append(mine, i)
 		}
@@ -162,7 +136,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	stewardtest.Eventually(t, b.cfg.Lease+10*time.Second, func() (bool, string) {
 		stuck := 0
 		for _, i := range mine {
-			tk, _, _ := taskstore.Load(context.Background(), b.log, tasks[i])
+			tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
 			if task.FindAction(tk, actions[i]).Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
 				stuck++
 			}

@@ -2,13 +2,16 @@ package adapter_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution/adapter"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 const canonicalBody = `{"params":{"amount":5},"target":"acct-1","task_id":"task-1","tool":"payments.charge","tool_version":"1"}`
@@ -27,7 +30,8 @@ var (
 
 func TestHTTPCallClassifiesAnswers(t *testing.T) {
 	tests := []struct {
-		answer     answer
+		name       string
+		answer     stewardtest.Answer
 		status     stewardv1.ActionStatus
 		class      stewardv1.FailureClass
 		inFlight   bool
@@ -35,28 +39,37 @@ func TestHTTPCallClassifiesAnswers(t *testing.T) {
 		reason     string // a part of the reason, when set
 		executions int    // how often the tool acted on the key
 	}{
-		{answer: answerOK, status: succeededStatus, body: `{"op_key":"op-1","execution":1}`, executions: 1},
-		{answer: answerEmpty, status: succeededStatus, body: `null`},
-		{answer: answerNotJSON, status: failedStatus, class: determClass, reason: "not JSON"},
-		{answer: answerHuge, status: failedStatus, class: determClass, reason: "result too large"},
-		{answer: answerInFlight, status: unknownStatus, inFlight: true, executions: 1},
-		{answer: answerConflict, status: unknownStatus, reason: "conflict"},
-		{answer: answerBadRequest, status: failedStatus, class: determClass, reason: "amount must be positive"},
-		{answer: answerNotFound, status: failedStatus, class: determClass, reason: "no such account"},
-		{answer: answerUnprocessed, status: failedStatus, class: determClass, reason: "422 Unprocessable Entity"},
-		{answer: answerTimeout, status: failedStatus, class: transientClass, reason: "408"},
-		{answer: answerTooMany, status: failedStatus, class: transientClass, reason: "slow down"},
-		{answer: answerUnavailable, status: failedStatus, class: transientClass, reason: "503"},
-		{answer: answerRedirect, status: failedStatus, class: determClass, reason: "307"},
-		{answer: answerHang, status: unknownStatus, reason: "after the request was sent", executions: 1},
-		{answer: answerDrop, status: unknownStatus, reason: "after the request was sent", executions: 1},
+		{name: "200 with the result", answer: stewardtest.OK, status: succeededStatus,
+			body: `{"echo":{"amount":5},"execution":1,"key":"op-1","ok":true,"task":"task-1"}`, executions: 1},
+		{name: "204 with no body", answer: stewardtest.Answer{Code: http.StatusNoContent, NoBody: true}, status: succeededStatus, body: `null`},
+		{name: "200 with a body that is not JSON", answer: stewardtest.Answer{Body: "<html>ok</html>"}, status: failedStatus, class: determClass, reason: "not JSON"},
+		{name: "200 with a result over the cap", answer: stewardtest.Answer{Body: fmt.Sprintf("%q", strings.Repeat("x", adapter.MaxResultBytes))},
+			status: failedStatus, class: determClass, reason: "result too large"},
+		{name: "409 in progress", answer: stewardtest.Answer{Work: true, Code: http.StatusConflict, Body: `{"state":"in_progress"}`},
+			status: unknownStatus, inFlight: true, executions: 1},
+		{name: "409 conflict", answer: stewardtest.Answer{Code: http.StatusConflict, Body: `{"message":"conflict"}`}, status: unknownStatus, reason: "conflict"},
+		{name: "400", answer: stewardtest.Answer{Code: http.StatusBadRequest, Body: `{"message":"amount must be positive"}`},
+			status: failedStatus, class: determClass, reason: "amount must be positive"},
+		{name: "404 with a nested message", answer: stewardtest.Answer{Code: http.StatusNotFound, Body: `{"error":{"message":"no such account"}}`},
+			status: failedStatus, class: determClass, reason: "no such account"},
+		{name: "422 with no body", answer: stewardtest.Answer{Code: http.StatusUnprocessableEntity, NoBody: true},
+			status: failedStatus, class: determClass, reason: "422 Unprocessable Entity"},
+		{name: "408", answer: stewardtest.Answer{Code: http.StatusRequestTimeout, NoBody: true}, status: failedStatus, class: transientClass, reason: "408"},
+		{name: "429", answer: stewardtest.Answer{Code: http.StatusTooManyRequests, Body: `{"message":"slow down"}`},
+			status: failedStatus, class: transientClass, reason: "slow down"},
+		{name: "503", answer: stewardtest.Answer{Code: http.StatusServiceUnavailable, NoBody: true}, status: failedStatus, class: transientClass, reason: "503"},
+		{name: "307 elsewhere", answer: stewardtest.Answer{Code: http.StatusTemporaryRedirect, Header: http.Header{"Location": {"/elsewhere"}}, NoBody: true},
+			status: failedStatus, class: determClass, reason: "307"},
+		{name: "work, then never answer", answer: stewardtest.Late, status: unknownStatus, reason: "after the request was sent", executions: 1},
+		{name: "work, then drop the connection", answer: stewardtest.Answer{Work: true, Drop: true},
+			status: unknownStatus, reason: "after the request was sent", executions: 1},
 	}
 	for _, tt := range tests {
-		t.Run(string(tt.answer), func(t *testing.T) {
-			ts := startToolServer(t, tt.answer)
+		t.Run(tt.name, func(t *testing.T) {
+			ts := stewardtest.StartTool(t).Always("/call", tt.answer)
 			a := adapter.NewHTTP(ts.Client())
 			timeout := 10 * time.Second
-			if tt.answer == answerHang {
+			if tt.answer.Hold == stewardtest.HoldForever {
 				timeout = 300 * time.Millisecond
 			}
 			tool := httpTool(ts.URL+"/call", "", timeout)
@@ -76,10 +89,10 @@ func TestHTTPCallClassifiesAnswers(t *testing.T) {
 			if !strings.Contains(got.Reason, tt.reason) {
 				t.Errorf("reason = %q, want it to contain %q", got.Reason, tt.reason)
 			}
-			if n := ts.executionsOf("op-1"); n != tt.executions {
+			if n := ts.Executions("op-1"); n != tt.executions {
 				t.Errorf("tool acted %d times on the key, want %d", n, tt.executions)
 			}
-			if n := ts.executionsOf("redirected"); n != 0 {
+			if n := ts.CallsTo("/elsewhere"); n != 0 {
 				t.Errorf("the redirect was followed %d times", n)
 			}
 		})
@@ -87,7 +100,7 @@ func TestHTTPCallClassifiesAnswers(t *testing.T) {
 }
 
 func TestHTTPCallSendsTheProtocolHeaders(t *testing.T) {
-	ts := startToolServer(t, answerOK)
+	ts := stewardtest.StartTool(t)
 	a := adapter.NewHTTP(ts.Client())
 
 	got := a.Call(context.Background(), httpRequest(httpTool(ts.URL+"/call", "", 0), "op-42"))
@@ -95,13 +108,16 @@ func TestHTTPCallSendsTheProtocolHeaders(t *testing.T) {
 		t.Fatalf("status = %v (%s)", got.Status, got.Reason)
 	}
 
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.lastMethod != http.MethodPost {
-		t.Errorf("method = %s, want POST", ts.lastMethod)
+	reqs := ts.Requests()
+	if len(reqs) != 1 {
+		t.Fatalf("the tool got %d requests, want 1", len(reqs))
 	}
-	if string(ts.lastBody) != canonicalBody {
-		t.Errorf("body = %s, want the canonical request", ts.lastBody)
+	last := reqs[0]
+	if last.Method != http.MethodPost {
+		t.Errorf("method = %s, want POST", last.Method)
+	}
+	if string(last.Body) != canonicalBody {
+		t.Errorf("body = %s, want the canonical request", last.Body)
 	}
 	for name, want := range map[string]string{
 		"Content-Type":               "application/json",
@@ -109,14 +125,14 @@ func TestHTTPCallSendsTheProtocolHeaders(t *testing.T) {
 		adapter.HeaderActionID:       "act-1",
 		adapter.HeaderTaskID:         "task-1",
 	} {
-		if got := ts.lastHeader.Get(name); got != want {
+		if got := last.Header.Get(name); got != want {
 			t.Errorf("header %s = %q, want %q", name, got, want)
 		}
 	}
 }
 
 func TestHTTPCallRepeatedKeyGetsFirstResult(t *testing.T) {
-	ts := startToolServer(t, answerOK)
+	ts := stewardtest.StartTool(t)
 	a := adapter.NewHTTP(ts.Client())
 	req := httpRequest(httpTool(ts.URL+"/call", "", 0), "op-7")
 
@@ -129,7 +145,7 @@ func TestHTTPCallRepeatedKeyGetsFirstResult(t *testing.T) {
 	if string(first.Body) != string(second.Body) {
 		t.Errorf("repeat got %s, first got %s", second.Body, first.Body)
 	}
-	if n := ts.executionsOf("op-7"); n != 1 {
+	if n := ts.Executions("op-7"); n != 1 {
 		t.Errorf("tool acted %d times, want 1", n)
 	}
 }
@@ -137,13 +153,13 @@ func TestHTTPCallRepeatedKeyGetsFirstResult(t *testing.T) {
 // Each of these fails before the request is written, so nothing can have
 // happened and trying again is safe.
 func TestHTTPCallNotSentIsTransient(t *testing.T) {
-	closed := startToolServer(t, answerOK)
+	closed := stewardtest.StartTool(t)
 	closedURL := closed.URL + "/call"
 	closed.Close()
 
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	live := startToolServer(t, answerOK)
+	live := stewardtest.StartTool(t)
 
 	tests := []struct {
 		name string
@@ -166,13 +182,13 @@ func TestHTTPCallNotSentIsTransient(t *testing.T) {
 			}
 		})
 	}
-	if n := live.executionsOf("op-1"); n != 0 {
-		t.Errorf("live tool acted %d times after a cancelled call", n)
+	if n := live.Calls(); n != 0 {
+		t.Errorf("live tool got %d calls after a cancelled call", n)
 	}
 }
 
 func TestHTTPCallRefusesBadRequests(t *testing.T) {
-	ts := startToolServer(t, answerOK)
+	ts := stewardtest.StartTool(t)
 	a := adapter.NewHTTP(ts.Client())
 	tests := []struct {
 		name string
@@ -190,7 +206,23 @@ func TestHTTPCallRefusesBadRequests(t *testing.T) {
 			}
 		})
 	}
-	if n := ts.executionsOf(""); n != 0 {
-		t.Errorf("a call without an op_key reached the tool %d times", n)
+	if n := ts.Calls(); n != 0 {
+		t.Errorf("a refused call reached the tool %d times", n)
 	}
+}
+
+// httpTool is a contract for a tool's endpoints.
+func httpTool(url, statusURL string, timeout time.Duration) *stewardv1.ToolContract {
+	tool := &stewardv1.ToolContract{
+		Name:    "payments.charge",
+		Version: "1",
+		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{
+			Url:       url,
+			StatusUrl: statusURL,
+		}},
+	}
+	if timeout > 0 {
+		tool.Timeout = durationpb.New(timeout)
+	}
+	return tool
 }

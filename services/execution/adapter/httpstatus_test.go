@@ -3,8 +3,10 @@ package adapter_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"testing"
 
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -33,10 +35,7 @@ func TestHTTPStatusParsesAnswers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ts := startToolServer(t, answerOK)
-			ts.mu.Lock()
-			ts.statusCode, ts.statusBody = tt.code, tt.body
-			ts.mu.Unlock()
+			ts := stewardtest.StartTool(t).AnswerStatus(stewardtest.Answer{Code: tt.code, Body: tt.body})
 			a := adapter.NewHTTP(ts.Client())
 
 			got, err := a.Status(context.Background(), httpRequest(httpTool(ts.URL+"/call", ts.URL+"/status", 0), "op-1"))
@@ -62,10 +61,7 @@ func TestHTTPStatusParsesAnswers(t *testing.T) {
 }
 
 func TestHTTPStatusSendsTheOpKeyEscaped(t *testing.T) {
-	ts := startToolServer(t, answerOK)
-	ts.mu.Lock()
-	ts.statusBody = `{"state":"not_accepted"}`
-	ts.mu.Unlock()
+	ts := stewardtest.StartTool(t)
 	a := adapter.NewHTTP(ts.Client())
 	const key = "op key/with&odd=chars?é#"
 
@@ -73,27 +69,35 @@ func TestHTTPStatusSendsTheOpKeyEscaped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if len(ts.statusOpKeys) != 1 || ts.statusOpKeys[0] != key {
-		t.Fatalf("tool saw op_key %q, want [%q]", ts.statusOpKeys, key)
+	asked := statusQueries(ts)
+	if len(asked) != 1 || ts.Asks(key) != 1 {
+		t.Fatalf("tool got %d status queries, %d about %q; want the one", len(asked), ts.Asks(key), key)
 	}
-	if q := ts.statusQuery[0]; q != "op_key=op+key%2Fwith%26odd%3Dchars%3F%C3%A9%23&tenant=a" {
+	if q := asked[0].Query; q != "op_key=op+key%2Fwith%26odd%3Dchars%3F%C3%A9%23&tenant=a" {
 		t.Errorf("query = %q, want the op_key escaped and the url's own query kept", q)
 	}
 }
 
 func TestHTTPStatusWithoutStatusURL(t *testing.T) {
-	ts := startToolServer(t, answerOK)
+	ts := stewardtest.StartTool(t)
 	a := adapter.NewHTTP(ts.Client())
 
 	_, err := a.Status(context.Background(), httpRequest(httpTool(ts.URL+"/call", "", 0), "op-1"))
 	if !errors.Is(err, adapter.ErrNoStatusQuery) {
 		t.Fatalf("err = %v, want ErrNoStatusQuery", err)
 	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if len(ts.statusOpKeys) != 0 {
-		t.Errorf("a status query was sent: %q", ts.statusOpKeys)
+	if asked := statusQueries(ts); len(asked) != 0 {
+		t.Errorf("a status query was sent: %q", asked[0].Query)
 	}
+}
+
+// statusQueries returns the status queries the tool got.
+func statusQueries(ts *stewardtest.Tool) []stewardtest.Request {
+	var out []stewardtest.Request
+	for _, r := range ts.Requests() {
+		if r.Method == http.MethodGet {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -2,12 +2,10 @@ package adapter_test
 
 import (
 	"context"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -16,25 +14,9 @@ import (
 // did an irreversible tool's work twice behind Steward's back. Found by an
 // independent review.
 func TestTheTransportNeverResendsACall(t *testing.T) {
-	var mu sync.Mutex
-	calls := 0
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		calls++
-		n := calls
-		mu.Unlock()
-		if n == 2 {
-			// Does the work, then the connection dies before the answer.
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok": true}`))
-	}))
-	t.Cleanup(srv.Close)
+	// The second call does the work, then its connection dies before the
+	// answer.
+	srv := stewardtest.StartTool(t).Script("/", stewardtest.OK, stewardtest.Answer{Work: true, Drop: true})
 	a := adapter.NewHTTP(srv.Client())
 	tool := &stewardv1.ToolContract{Name: "wire", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
 		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: srv.URL}}}
@@ -45,9 +27,7 @@ func TestTheTransportNeverResendsACall(t *testing.T) {
 		t.Fatalf("warm-up: %v %s", r.Status, r.Reason) // leaves a keep-alive connection
 	}
 	r := call("k")
-	mu.Lock()
-	defer mu.Unlock()
-	if calls != 2 || r.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || !r.Arrived {
+	if calls := srv.Calls(); calls != 2 || r.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || !r.Arrived {
 		t.Fatalf("%d requests reached the tool, result %v (arrived %v): want 2 in all and the second unknown", calls, r.Status, r.Arrived)
 	}
 }
