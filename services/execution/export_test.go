@@ -1,8 +1,8 @@
 package execution
 
-// SetBeforeClaim makes p run f just before each claim it appends, so that a
-// test can make a race with the claim certain.
-func SetBeforeClaim(p *Plane, f func()) { p.beforeClaim = f }
+// BeforeClaim makes the plane run f just before each claim it appends, so
+// that a test can make a race with the claim certain.
+func BeforeClaim(f func()) Option { return func(p *Plane) { p.beforeClaim = f } }
 
 // The kinds of the plane's timers.
 const (

@@ -104,12 +104,13 @@ func (b *bed) start() {
 	if logger == nil {
 		logger = b.Logger
 	}
-	p, err := execution.New(b.Log, logger, b.cfg)
+	var opts []execution.Option
+	if b.beforeClaim != nil {
+		opts = append(opts, execution.BeforeClaim(b.beforeClaim))
+	}
+	p, err := execution.New(b.Log, logger, b.cfg, opts...)
 	if err != nil {
 		b.t.Fatal(err)
-	}
-	if b.beforeClaim != nil {
-		execution.SetBeforeClaim(p, b.beforeClaim)
 	}
 	if err := p.Start(context.Background()); err != nil {
 		b.t.Fatal(err)

@@ -88,9 +88,12 @@ type Plane struct {
 	beforeClaim func()
 }
 
+// Option is a test hook on a Plane; a process configures one with Config.
+type Option func(*Plane)
+
 // New returns an execution plane over log. A breaker configuration that
 // does not validate is an error naming the field.
-func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
+func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*Plane, error) {
 	if cfg.Consumer == "" {
 		cfg.Consumer = PlaneName
 	}
@@ -106,10 +109,14 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config) (*Plane, error) {
 	if err := cfg.Breaker.Validate(); err != nil {
 		return nil, err
 	}
-	return &Plane{
+	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
 		breakers: breaker.New(cfg.Breaker),
-	}, nil
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p, nil
 }
 
 func (p *Plane) now() time.Time { return p.cfg.Now() }
