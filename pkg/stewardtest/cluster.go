@@ -10,7 +10,6 @@ import (
 
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Cluster is a JetStream cluster of servers in the test's process, each
@@ -74,16 +73,9 @@ func StartCluster(tb testing.TB, size int) *Cluster {
 		return false, "no JetStream meta leader"
 	})
 	for _, ns := range c.Nodes {
-		nc, err := nats.Connect("", nats.InProcessServer(ns), nats.Name("steward-test"))
-		if err != nil {
-			tb.Fatal(err)
-		}
-		tb.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		c.Buses = append(c.Buses, &Bus{Conn: nc, JS: js})
+		c.Buses = append(c.Buses, connectBus(tb, func(opts ...nats.Option) (*nats.Conn, error) {
+			return nats.Connect("", append([]nats.Option{nats.InProcessServer(ns), nats.Name("steward-test")}, opts...)...)
+		}))
 	}
 	return c
 }
