@@ -30,7 +30,16 @@ func StartBus(tb testing.TB) *Bus {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(s.Shutdown)
-	nc, err := s.Connect()
+	bus := connectBus(tb, s.Connect)
+	bus.Server = s
+	return bus
+}
+
+// connectBus opens a connection with connect, closed when the test ends,
+// and returns it as a Bus without a Server.
+func connectBus(tb testing.TB, connect func(...nats.Option) (*nats.Conn, error)) *Bus {
+	tb.Helper()
+	nc, err := connect()
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -39,7 +48,7 @@ func StartBus(tb testing.TB) *Bus {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &Bus{Server: s, Conn: nc, JS: js}
+	return &Bus{Conn: nc, JS: js}
 }
 
 // OpenLog opens the event log on a fresh bus.
