@@ -10,7 +10,7 @@ const (
 
 // owners names the one plane that may emit each event type (DESIGN, rule
 // 3: each plane owns its events, and planes meet only on the log). The
-// fold refuses an event whose actor names another plane; the per-plane
+// fold refuses an event whose actor names another plane, or none; the per-plane
 // NATS users of a later issue are built from this table.
 var owners = map[string]string{
 	TypeTaskCreated:       PlaneControl,

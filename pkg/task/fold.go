@@ -123,8 +123,11 @@ func step(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err e
 // belongs checks that ev is about t: the first event creates the task, and
 // every later one names it.
 func belongs(t *stewardv1.Task, ev *stewardv1.Event) error {
-	// Each plane emits only the events it owns (event.Owner).
-	if plane, owner := ev.GetActor().GetPlane(), event.Owner(ev.Type); plane != "" && plane != owner {
+	// Each plane emits only the events it owns (event.Owner), and says so.
+	switch plane, owner := ev.GetActor().GetPlane(), event.Owner(ev.Type); {
+	case plane == "":
+		return errs.New(errs.FailedPrecondition, "task %s: a %s event names no plane; it is the %s plane's to record", ev.TaskId, ev.Type, owner)
+	case plane != owner:
 		return errs.New(errs.FailedPrecondition, "task %s: a %s event is the %s plane's to record, not the %s plane's", ev.TaskId, ev.Type, owner, plane)
 	}
 	if t.EventCount == 0 {

@@ -107,13 +107,21 @@ func TestAnEventFromAPlaneThatDoesNotOwnItIsRefused(t *testing.T) {
 	if err := task.Apply(tk, created, 1); err != nil {
 		t.Fatal(err)
 	}
-	for _, plane := range []string{event.PlaneExecution, event.PlaneGovernance, "mallory"} {
+	// An event that names no plane, or no actor at all, is no one's.
+	for _, plane := range []string{event.PlaneExecution, event.PlaneGovernance, "mallory", ""} {
 		ev, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: "x", Plane: plane}}, &stewardv1.TaskStarted{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := task.Check(tk, ev); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "control plane's to record") {
-			t.Errorf("task.started from %s: %v, want refused as the control plane's", plane, err)
+			t.Errorf("task.started from %q: %v, want refused as the control plane's", plane, err)
 		}
+	}
+	anonymous, err := event.New(event.Meta{TaskID: "t1"}, &stewardv1.TaskStarted{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Check(tk, anonymous); !errs.Is(err, errs.FailedPrecondition) {
+		t.Errorf("task.started with no actor: %v, want refused", err)
 	}
 }

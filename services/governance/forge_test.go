@@ -38,7 +38,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		id = fmt.Sprint("forged-", i)
 		c := credContract([]string{"search", "wire"}, nil)
 		c.TaskId = id
-		ev, _ := event.New(event.Meta{ID: event.ID(id, event.TypeTaskCreated), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory"}}, &stewardv1.TaskCreated{Contract: c})
+		ev, _ := event.New(event.Meta{ID: event.ID(id, event.TypeTaskCreated), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory", Plane: event.PlaneControl}}, &stewardv1.TaskCreated{Contract: c})
 		if _, err := e.Log.Append(ctx, eventlog.Head{}, ev); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,9 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		fake.MaxTokens = 0
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fake)
 		_, err := taskstore.Update(ctx, e.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
-			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory"}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
+			// Names the plane that owns the type, as a forger would: the
+			// signature is what must give it away.
+			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory", Plane: event.PlaneGovernance}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
 				Credential: data, Signature: genuine.Signed.Signature, PublicKey: genuine.Signed.PublicKey}})
 		})
 		if err == nil {

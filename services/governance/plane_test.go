@@ -151,7 +151,7 @@ func (e *govEnv) waitCounts(t *testing.T, taskID string, ok func(map[string]int,
 func (e *govEnv) create(t *testing.T, taskID, principal string, c *stewardv1.TaskContract) {
 	t.Helper()
 	c.TaskId = taskID
-	ev, err := event.New(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: &stewardv1.Actor{Principal: principal}}, &stewardv1.TaskCreated{Contract: c})
+	ev, err := event.New(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: &stewardv1.Actor{Principal: principal, Plane: event.PlaneControl}}, &stewardv1.TaskCreated{Contract: c})
 	if err == nil {
 		_, err = e.Log.Append(context.Background(), eventlog.Head{}, ev)
 	}
