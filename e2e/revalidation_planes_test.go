@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,8 +276,8 @@ required_approver_roles contains "treasury" if input.action.tool == "charge"`)
 // snapshot and issues a new permit, under which the one dispatch is made.
 func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
 	g := newGovernedPlanes(t)
-	var ahead atomic.Int64 // how far the execution plane's clock is ahead
-	g.exec.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	var clock stewardtest.Clock // the execution plane's
+	g.exec.Now = clock.Now
 	plane := g.execution(g.Logger, nil) // registers the tool; reacts to nothing yet
 
 	// The first permit, with no execution plane to claim it.
@@ -288,11 +287,11 @@ func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
 	old := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_PERMITTED))
 	gov.Stop()
 	// The execution plane comes up an hour later, as it sees it.
-	ahead.Store(int64(time.Hour))
+	clock.Advance(time.Hour)
 	g.start(plane)
 	g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING))
 	// Time runs on from now; governance decides again.
-	ahead.Store(0)
+	clock.Advance(-time.Hour)
 	g.startGovernance()
 	done := g.WaitAction(taskID, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
 
@@ -332,11 +331,11 @@ func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
 // events a round, with no bound.
 func TestRevalidationOfAnExpiredPermitEnds(t *testing.T) {
 	g := newGovernedPlanes(t)
-	var ahead atomic.Int64
-	g.exec.Now = func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	var clock stewardtest.Clock // the execution plane's
+	g.exec.Now = clock.Now
 	logs := &logTap{tb: t}
 	plane := g.execution(slog.New(slog.NewTextHandler(logs, nil)), nil)
-	ahead.Store(int64(time.Hour)) // execution's clock an hour past governance's: past the default 10m TTL
+	clock.Advance(time.Hour) // execution's clock an hour past governance's: past the default 10m TTL
 	g.start(plane)
 	g.startGovernance()
 	const taskID = "t-review-skew"

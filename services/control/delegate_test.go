@@ -104,7 +104,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 
 	// The same request again, later: the same task, nothing appended.
 	seq := d.last(t)
-	d.advance(time.Second)
+	d.clock.Advance(time.Second)
 	again, created, err := d.ctl.DelegateTask(ctx, "agent:lead", proto.CloneOf(req))
 	if err != nil || created || again.Contract.TaskId != sub.Contract.TaskId || d.last(t) != seq {
 		t.Fatalf("retry: %v, created %v, task %s", err, created, again.GetContract().GetTaskId())

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,9 +36,8 @@ type rig struct {
 	*stewardtest.Env
 	ctl    *control.Plane
 	signer *credential.Signer
-	// ahead is how far the plane's clock runs ahead of the real one, in
-	// nanoseconds; see advance.
-	ahead atomic.Int64
+	// clock is the plane's, moved on by the tests that need time to pass.
+	clock stewardtest.Clock
 }
 
 // newRig registers the rig's tools and starts a control plane that takes
@@ -78,11 +76,8 @@ func idleRig(t *testing.T) *rig {
 // binary wires it.
 func (r *rig) config() control.Config {
 	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
-		Now: func() time.Time { return time.Now().Add(time.Duration(r.ahead.Load())) }}
+		Now: r.clock.Now}
 }
-
-// advance moves the plane's clock on by d.
-func (r *rig) advance(d time.Duration) { r.ahead.Add(int64(d)) }
 
 // start runs the plane's reactions until the test ends.
 func (r *rig) start(t *testing.T) {

@@ -30,7 +30,7 @@ import (
 type govEnv struct {
 	*stewardtest.Env
 	signer *credential.Signer
-	clock  *clock
+	clock  *stewardtest.Clock
 	plane  *governance.Plane
 	// onEvaluate, when set before start, is called at every policy
 	// evaluation.
@@ -57,7 +57,7 @@ func newGovEnv(t *testing.T) *govEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &govEnv{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), clock: &clock{}}
+	e := &govEnv{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), clock: &stewardtest.Clock{}}
 	e.register(t, credTools...)
 	return e
 }
@@ -244,26 +244,3 @@ func (e *govEnv) delegate(t *testing.T, parent, child, delegate string, c *stewa
 func denialOf(a *stewardv1.Action) string { return a.GetOutcome().GetReason() }
 
 func findAction(tk *stewardv1.Task, id string) *stewardv1.Action { return task.FindAction(tk, id) }
-
-// clock is the plane's clock in a test: the time now, moved on by
-// Pass, so that a credential expires without the test waiting for it.
-type clock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-// Pass moves the clock just past at.
-func (c *clock) Pass(at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if d := at.Sub(time.Now().Add(c.offset)); d > 0 {
-		c.offset += d
-	}
-	c.offset += time.Millisecond
-}

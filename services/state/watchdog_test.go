@@ -1,12 +1,10 @@
 package state_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -98,46 +96,9 @@ func beside(wait time.Duration) []event.Payload {
 	return out
 }
 
-// lockedBuffer collects log output from several goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// clock is the watchdog's clock in these tests: it stands where the test
-// sets it.
-type clock struct {
-	mu sync.Mutex
-	at time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.at
-}
-
-func (c *clock) Set(at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at = at
-}
-
 // startWatchdog starts a state plane over env's log that judges quiet by
 // clk, looking often, and logs its warnings to out.
-func startWatchdog(t *testing.T, env *stewardtest.Env, clk *clock, out *lockedBuffer) *state.Plane {
+func startWatchdog(t *testing.T, env *stewardtest.Env, clk *stewardtest.Clock, out *stewardtest.LogBuffer) *state.Plane {
 	t.Helper()
 	logger := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return startPlane(t, env.Log, logger, state.Config{StallCheckEvery: 10 * time.Millisecond, Now: clk.Now})
@@ -193,8 +154,9 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	}
 	// Every task has been quiet past its threshold, and no timer of an
 	// hour has come due.
-	clk := &clock{at: time.Now().Add(quietAfter + time.Second)}
-	var out lockedBuffer
+	clk := &stewardtest.Clock{}
+	clk.Set(time.Now().Add(quietAfter + time.Second))
+	var out stewardtest.LogBuffer
 	p := startWatchdog(t, env, clk, &out)
 	// A look at the tasks judges them all at one time, in creation order,
 	// and the clock stands still: once the last task is marked, any wrong
@@ -252,8 +214,9 @@ func TestNewEventClearsStallMark(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
 	env.Append("t1", actionUpTo("dispatched")...)
-	clk := &clock{at: time.Now().Add(quietAfter + time.Second)}
-	var out lockedBuffer
+	clk := &stewardtest.Clock{}
+	clk.Set(time.Now().Add(quietAfter + time.Second))
+	var out stewardtest.LogBuffer
 	p := startWatchdog(t, env, clk, &out)
 	waitView(t, p, "t1", func(v *stewardv1.Task) bool { return v.StalledSince != nil })
 

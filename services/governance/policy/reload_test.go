@@ -1,7 +1,6 @@
 package policy_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
@@ -167,24 +167,6 @@ func TestConcurrentEvaluateAndReload(t *testing.T) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer that a slog handler and a test may share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func TestWatch(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -195,7 +177,7 @@ func TestWatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	rev1 := engine.Revision()
-	var logs syncBuffer
+	var logs stewardtest.LogBuffer
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
