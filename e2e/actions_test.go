@@ -16,6 +16,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 const (
@@ -26,7 +27,7 @@ const (
 
 // governedSetup writes a tools file pointing at the tool server and a
 // tokens file, and returns the flags that use them.
-func governedSetup(t *testing.T, tool *toolServer, policyDir string) []string {
+func governedSetup(t *testing.T, tool *stewardtest.Tool, policyDir string) []string {
 	dir := t.TempDir()
 	tools := fmt.Sprintf(`{"tools": [
 	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
@@ -143,7 +144,7 @@ func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1
 // for another hash, or by someone without the role, is refused; an edit
 // is a new action that needs its own decision.
 func TestGovernedActions(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
 	agent, approver, viewer := withToken(p.url, agentToken), withToken(p.url, approverToken), withToken(p.url, viewerToken)
 	ctx := context.Background()
@@ -155,7 +156,7 @@ func TestGovernedActions(t *testing.T) {
 	if done.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || done.Permit == nil || done.Outcome.ResultRef == "" {
 		t.Fatalf("read ledger entry: %v", done)
 	}
-	if n := tool.callsFor(read.OpKey); n != 1 {
+	if n := tool.CallsFor(read.OpKey); n != 1 {
 		t.Fatalf("the read ran %d times, want 1", n)
 	}
 
@@ -192,7 +193,7 @@ func TestGovernedActions(t *testing.T) {
 	if err := decide(withToken(p.url, "no-such-token-000000"), wire.ActionHash); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("approval with an unknown token: %v, want unauthenticated", err)
 	}
-	if n := tool.callsFor(wire.OpKey); n != 0 {
+	if n := tool.CallsFor(wire.OpKey); n != 0 {
 		t.Fatalf("the write ran %d times before approval", n)
 	}
 	if err := decide(approver, wire.ActionHash); err != nil {
@@ -208,7 +209,7 @@ func TestGovernedActions(t *testing.T) {
 	if err := decide(approver, wire.ActionHash); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("a second decision: %v, want failed_precondition", err)
 	}
-	if n := tool.callsFor(wire.OpKey); n != 1 {
+	if n := tool.CallsFor(wire.OpKey); n != 1 {
 		t.Fatalf("the approved write ran %d times, want exactly 1", n)
 	}
 
@@ -281,7 +282,7 @@ func TestGovernedActions(t *testing.T) {
 // that do not exist — each a clear error naming the problem, and nothing
 // half-done on the log.
 func TestProposalBadInput(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
 	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
 	ctx := context.Background()

@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 const budgetOwnerToken = "e2e-budget-owner-token-0123"
@@ -21,7 +22,7 @@ const budgetOwnerToken = "e2e-budget-owner-token-0123"
 // takes no new action; only the budget owner may raise it, and the raise
 // resumes the task, which goes on.
 func TestBudgetIsGuardedEndToEnd(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
 	tokens := fmt.Sprintf(`{"tokens": [

@@ -24,6 +24,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/crashpoint"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 const (
@@ -242,7 +243,7 @@ func crashRuns(t *testing.T) int {
 
 // crashRun is one run of one scenario.
 type crashRun struct {
-	tool   *crashTool
+	tool   *stewardtest.Tool
 	taskID string
 	c      clients
 	// lastErr is the last RPC error while the binary was dying; it is
@@ -303,7 +304,7 @@ type crashResult struct {
 }
 
 // crashFlags writes the tools file for tool and returns the flags for it.
-func crashFlags(t *testing.T, tool *crashTool) []string {
+func crashFlags(t *testing.T, tool *stewardtest.Tool) []string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "tools.json")
 	if err := os.WriteFile(path, []byte(crashToolsFile(tool)), 0o600); err != nil {

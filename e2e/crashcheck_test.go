@@ -35,7 +35,7 @@ func checkStep(t *testing.T, r *crashRun, tk *stewardv1.Task, history []*steward
 			settle = byStatusQuery
 		}
 	}
-	got := r.tool.asksFor(a.OpKey)
+	got := r.tool.Asks(a.OpKey)
 	switch settle {
 	case byAnswer:
 		if a.SettledBy != "" || got != 0 {
@@ -72,13 +72,7 @@ func checkCompensation(t *testing.T, r *crashRun, tk *stewardv1.Task, history []
 	if len(tk.Compensations) != 0 {
 		t.Errorf("compensations still to run on a failed task: %v", tk.Compensations)
 	}
-	var undone []string
-	for _, ex := range r.tool.executions() {
-		if ex.Path == "/undo" {
-			undone = append(undone, ex.Undoes)
-		}
-	}
-	if want := []string{r2.ActionId, r1.ActionId}; !slices.Equal(undone, want) {
+	if want, undone := []string{r2.ActionId, r1.ActionId}, undone(r.tool); !slices.Equal(undone, want) {
 		t.Errorf("the tool undid %v, want %v (newest first, each once)", undone, want)
 	}
 	var proposed []string
@@ -116,9 +110,9 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 	t.Helper()
 	byAction := map[string]int{}
 	byKey := map[string]int{}
-	for _, ex := range r.tool.executions() {
-		byAction[ex.ActionID]++
-		byKey[ex.Key]++
+	for _, w := range r.tool.Worked() {
+		byAction[w.ActionID]++
+		byKey[w.Key]++
 	}
 	keys := map[string]bool{}
 	for _, a := range tk.Actions {
@@ -136,7 +130,7 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 			t.Errorf("the tool worked action %s %d times (under several keys)", a.ActionId, n)
 			duplicates += n - 1
 		}
-		if n := r.tool.postsFor(a.OpKey); n > 1 {
+		if n := postsFor(r.tool, a.OpKey); n > 1 {
 			t.Errorf("the tool got %d requests for action %s's op_key, want 1", n, a.ActionId)
 			duplicates += n - 1
 		}

@@ -18,12 +18,13 @@ import (
 	"github.com/steward-run/steward/pkg/audit"
 	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/control"
 )
 
 // credentialSetup writes tools (wire needs the payments:write scope) and
 // tokens for an agent, an approver and an operator, and returns the flags.
-func credentialSetup(t *testing.T, tool *toolServer, dir string) []string {
+func credentialSetup(t *testing.T, tool *stewardtest.Tool, dir string) []string {
 	t.Helper()
 	tools := fmt.Sprintf(`{"tools": [
 	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}},
@@ -64,7 +65,7 @@ func waitCredential(t *testing.T, c clients, taskID string) *stewardv1.Credentia
 // the parent's credential closes its open approval and stops permits to it
 // and to its sub-task; an expired credential stops permits.
 func TestCredentialsEndToEnd(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	p := startBinary(t, data, credentialSetup(t, tool, dir)...)
@@ -219,7 +220,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Errorf("delegating from a revoked parent: %v, want failed_precondition", err)
 	}
-	if n := tool.callsFor(parentWire.OpKey) + tool.callsFor(wire.OpKey); n != 0 {
+	if n := tool.CallsFor(parentWire.OpKey) + tool.CallsFor(wire.OpKey); n != 0 {
 		t.Errorf("the wire tool was called %d times", n)
 	}
 

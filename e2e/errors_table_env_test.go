@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"sync"
@@ -25,6 +24,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // tableEnv is the one server every row is checked against, with a client
@@ -53,15 +53,8 @@ const (
 )
 
 func startTableEnv(t *testing.T) *tableEnv {
-	tool := startToolServer(t)
-	release := make(chan struct{})
-	slow := newHTTPTool(t, func(w http.ResponseWriter, r *http.Request) {
-		select { // never answers in time: the outcome is unknown
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	t.Cleanup(func() { close(release) })
+	// slow never answers in time: the outcome is unknown.
+	tool := stewardtest.StartTool(t).Always("/slow", stewardtest.Silent)
 	dir := t.TempDir()
 	// Every tool declares an effect class and a data sensitivity: a
 	// contract without them is refused.
@@ -76,7 +69,7 @@ func startTableEnv(t *testing.T) *tableEnv {
 	   "requiredScopes": ["payments:write"], "http": {"url": %q}},
 	  {"name": "slow", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
 	   "timeout": "1s", "http": {"url": %q}}
-	]}`, tool.URL+"/search", tool.URL+"/wire", tool.URL+"/ledger", slow)
+	]}`, tool.URL+"/search", tool.URL+"/wire", tool.URL+"/ledger", tool.URL+"/slow")
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
 	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
@@ -96,14 +89,6 @@ func startTableEnv(t *testing.T) *tableEnv {
 		settler:  actionClient(p.url, tableOperatorToken),
 		fixtures: map[string]any{},
 	}
-}
-
-// newHTTPTool serves h on loopback for the test and returns its URL.
-func newHTTPTool(t *testing.T, h http.HandlerFunc) string {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
 }
 
 // freeAddr returns a loopback address with a port that was free a moment

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestPolicyChangeBetweenApprovalAndPermit edits the policy directory of a
@@ -27,7 +29,7 @@ func TestPolicyChangeBetweenApprovalAndPermit(t *testing.T) {
 	if err := os.WriteFile(bundle, rego, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	p := startBinary(t, t.TempDir(), governedSetup(t, tool, policyDir)...)
 	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
 	taskID := governedTask(t, agent, "policy-1")
@@ -42,18 +44,13 @@ func TestPolicyChangeBetweenApprovalAndPermit(t *testing.T) {
 		t.Fatal(err)
 	}
 	// New snapshots carry the new revision once the plane has reloaded.
-	deadline := time.Now().Add(15 * time.Second)
-	for i := 0; ; i++ {
-		read := propose(t, agent, taskID, "probe-"+string(rune('a'+i)), "search", map[string]any{"q": "x"})
+	probes := 0
+	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
+		probes++
+		read := propose(t, agent, taskID, fmt.Sprintf("probe-%d", probes), "search", map[string]any{"q": "x"})
 		_, a := waitAction(t, agent.clients, taskID, read.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
-		if a.Snapshot.BundleRevision != before {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the policy directory was not reloaded")
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
+		return a.Snapshot.BundleRevision != before, "the policy directory was not reloaded"
+	})
 
 	_, err = approver.governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
 		ApprovalId: waiting.Approval.ApprovalId, ActionHash: wire.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
@@ -65,7 +62,7 @@ func TestPolicyChangeBetweenApprovalAndPermit(t *testing.T) {
 	if denied.Permit != nil || !strings.Contains(denied.Outcome.GetReason(), "wires are frozen") || denied.Snapshot.BundleRevision == before {
 		t.Fatalf("after the policy change: %v", denied)
 	}
-	if n := tool.callsFor(wire.OpKey); n != 0 {
+	if n := tool.CallsFor(wire.OpKey); n != 0 {
 		t.Fatalf("the wire ran %d times under a policy that denies it", n)
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/audit"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
 )
 
@@ -25,7 +26,7 @@ const ownerToken = "e2e-acceptance-owner-token-0123"
 // receipt` printed. Only the stream sequence differs: an exported file
 // does not carry it.
 func TestReceiptMatchesReplay(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
 	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}]}`, tool.URL+"/search")
 	tokens := fmt.Sprintf(`{"tokens": [

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestReceiptCLI runs an action through the real binary and a real HTTP
@@ -19,7 +20,7 @@ import (
 // whose last event is the head that VerifyTask and `steward audit verify`
 // report, and bad flags exit 2 naming the flag.
 func TestReceiptCLI(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	// The CLI presents no bearer token (neither does `steward audit`), so
 	// this server runs without the tokens file: callers are trusted by
 	// header, and a read needs no approver.

@@ -4,11 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +13,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 const operatorToken = "e2e-operator-token-0123456789"
@@ -26,28 +23,13 @@ const operatorToken = "e2e-operator-token-0123456789"
 // no status query: the outcome is unknown, the task reconciles, nothing is
 // assumed, and only a person with the operator role settles it.
 func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
-	var mu sync.Mutex
-	work := map[string]int{}
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		work[r.Header.Get("Idempotency-Key")]++
-		mu.Unlock()
-		time.Sleep(2 * time.Second) // past the 1s timeout: the caller never hears
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"charged":true}`))
-	}))
-	t.Cleanup(tool.Close)
+	// The tool does the work and holds its answer past the 1s timeout:
+	// the caller never hears.
+	tool := stewardtest.StartTool(t).Always("/charge", stewardtest.Late)
 	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	tools := write("tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "timeout": "1s", "http": {"url": %q}}]}`, tool.URL))
-	tokens := write("tokens.json", fmt.Sprintf(`{"tokens": [
+	tools := writeFile(t, dir, "tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "timeout": "1s", "http": {"url": %q}}]}`, tool.URL+"/charge"))
+	tokens := writeFile(t, dir, "tokens.json", fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
 	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}]}`, agentToken, operatorToken))
 	p := startBinary(t, t.TempDir(), "--tools", tools, "--auth", tokens)
@@ -96,11 +78,11 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 		t.Fatalf("settled action: %v by %q, result %q", a.Status, a.SettledBy, a.Outcome.GetResultRef())
 	}
 	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
-	mu.Lock()
-	executions := work[a.OpKey]
-	mu.Unlock()
-	if executions != 1 {
-		t.Errorf("the tool did the work %d times, want 1", executions)
+	if n := tool.CallsFor(a.OpKey); n != 1 {
+		t.Errorf("the tool was called %d times, want 1", n)
+	}
+	if n := tool.Executions(a.OpKey); n != 1 {
+		t.Errorf("the tool did the work %d times, want 1", n)
 	}
 	tl, err := agent.query.GetTimeline(context.Background(), connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
 	if err != nil {
