@@ -52,7 +52,7 @@ type revalEnv struct {
 	ops                                  stewardv1connect.ActionServiceClient
 	bundle                               string
 	rego                                 []byte
-	probe                                *recordingTool
+	probe                                *stewardtest.Tool
 	probes                               int
 	probeTask, probeRevision             string
 	// The targets the policy rules now deny, and ask treasury for.
@@ -64,7 +64,7 @@ type revalCell struct {
 	row    revalRow
 	col    revalCol
 	env    *revalEnv
-	tool   *recordingTool
+	tool   *stewardtest.Tool
 	name   string // the tool's, and the task's request id
 	taskID string
 	action *stewardv1.Action
@@ -80,7 +80,7 @@ type revalRow struct {
 	// entry is the tool's contract in the tools file, but for its name
 	// and URL; script is how the tool answers.
 	entry  string
-	script []string
+	script []stewardtest.Answer
 	// setup brings the cell to just before its trigger.
 	setup   func(t *testing.T, c *revalCell)
 	trigger func(t *testing.T, c *revalCell)
@@ -95,6 +95,12 @@ type revalCol struct {
 	// denied is what the denial's reason says; "" when the action waits
 	// for a new approval instead.
 	denied string
+}
+
+// heldThenOK is a script whose first call is held until the test
+// releases it and then answers code without the work; the next works.
+func heldThenOK(code int) []stewardtest.Answer {
+	return []stewardtest.Answer{{Code: code, Hold: stewardtest.HoldUntilRelease}}
 }
 
 const (
@@ -221,7 +227,7 @@ func permittedWhilePaused(t *testing.T, c *revalCell) {
 // dispatchedAndHeld: the first call is out, and the tool holds it.
 func dispatchedAndHeld(t *testing.T, c *revalCell) {
 	a := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)
-	waitFor(t, func() bool { n, _, _ := c.tool.record(""); return n == 1 }, c.name+": the first call")
+	waitFor(t, func() bool { return c.tool.Calls() == 1 }, c.name+": the first call")
 	c.oldPermit, c.oldSnapshot, c.callsBefore = a.Permit.PermitId, a.Snapshot.SnapshotId, 1
 }
 
@@ -229,20 +235,20 @@ func revalRows() []revalRow {
 	return []revalRow{
 		{
 			name: "resume", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RESUME,
-			entry: irreversibleEntry, script: []string{"ok"},
+			entry:   irreversibleEntry,
 			setup:   permittedWhilePaused,
 			trigger: func(t *testing.T, c *revalCell) { c.resume(t) },
 		},
 		{
 			name: "retry wait", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, mayHaveWorked: true,
-			entry: honouringEntry, script: []string{"hold-503", "ok"},
+			entry: honouringEntry, script: heldThenOK(http.StatusServiceUnavailable),
 			setup: func(t *testing.T, c *revalCell) {
 				c.propose(t)
 				dispatchedAndHeld(t, c)
 			},
 			trigger: func(t *testing.T, c *revalCell) {
 				// The 503 comes back; the retry's backoff is short.
-				close(c.tool.hold)
+				c.tool.Release()
 				if c.paused {
 					c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_WAITING)
 					c.resume(t)
@@ -251,7 +257,7 @@ func revalRows() []revalRow {
 		},
 		{
 			name: "not_accepted re-dispatch", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED,
-			entry: irreversibleEntry, script: []string{"hold-500", "ok"},
+			entry: irreversibleEntry, script: heldThenOK(http.StatusInternalServerError),
 			setup: func(t *testing.T, c *revalCell) {
 				c.propose(t)
 				c.approve(t)
@@ -260,7 +266,7 @@ func revalRows() []revalRow {
 			trigger: func(t *testing.T, c *revalCell) {
 				// The 500 may have done the work: unknown, until a person
 				// finds the tool has no record of it.
-				close(c.tool.hold)
+				c.tool.Release()
 				c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN)
 				if _, err := c.env.ops.SettleAction(context.Background(), connect.NewRequest(&stewardv1.SettleActionRequest{
 					TaskId: c.taskID, ActionId: c.action.ActionId, State: stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED,
@@ -280,7 +286,7 @@ func revalRows() []revalRow {
 func expiredRow() revalRow {
 	return revalRow{
 		name: "expired permit", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED,
-		entry: irreversibleEntry, script: []string{"ok"},
+		entry: irreversibleEntry,
 		setup: permittedWhilePaused,
 		trigger: func(t *testing.T, c *revalCell) {
 			a := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
@@ -370,7 +376,7 @@ func (c *revalCell) check(t *testing.T) {
 	if a.Snapshot.GetSnapshotId() == c.oldSnapshot {
 		t.Errorf("the action still points at snapshot %s, the one before the trigger", c.oldSnapshot)
 	}
-	if calls, _, _ := c.tool.record(""); calls != c.callsBefore {
+	if calls := c.tool.Calls(); calls != c.callsBefore {
 		t.Errorf("the tool got %d calls; want the %d before the trigger", calls, c.callsBefore)
 	}
 	if c.col.denied == "" {
@@ -388,7 +394,8 @@ func (c *revalCell) approvedByTreasury(t *testing.T, a *stewardv1.Action) {
 		t.Fatal(err)
 	}
 	done := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
-	calls, keys, _ := c.tool.record("")
+	keys := callKeys(c.tool, "/call")
+	calls := len(keys)
 	if calls != c.callsBefore+1 || keys[len(keys)-1] != done.OpKey || done.Permit.PermitId == c.oldPermit {
 		t.Errorf("after the approval: %d calls (last key %s), permit %s; want %d, op_key %s, a new permit", calls, keys[len(keys)-1], done.Permit.PermitId, c.callsBefore+1, done.OpKey)
 	}
@@ -411,11 +418,11 @@ func startRevalEnv(t *testing.T, cells []*revalCell, flags []string) *revalEnv {
 	if err := os.WriteFile(env.bundle, rego, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env.probe = startRecordingTool(t, nil)
+	env.probe = stewardtest.StartTool(t)
 	entries := []string{fmt.Sprintf(`{"name": "probe", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "http": {"url": %q}}`, env.probe.URL+"/call")}
 	for _, c := range cells {
 		c.env = env
-		c.tool = startRecordingTool(t, nil, c.row.script...)
+		c.tool = stewardtest.StartTool(t).IgnoreKeys().Script("/call", c.row.script...)
 		entries = append(entries, fmt.Sprintf(`{"name": %q, "version": "1", %s, "http": {"url": %q}}`, c.name, c.row.entry, c.tool.URL+"/call"))
 	}
 	tokens := fmt.Sprintf(`{"tokens": [
@@ -541,7 +548,7 @@ func TestExpiredPermitIsNeverClaimed(t *testing.T) {
 		t.Fatalf("revalidated at %d, then %d snapshots and %d permits (now %s, was %s); want a revalidation, then one of each, a new permit",
 			revalidatedAt, snapshots, permits, done.Permit.PermitId, c.oldPermit)
 	}
-	if calls, _, work := c.tool.record(done.OpKey); dispatches != 1 || calls != 1 || work != 1 {
+	if calls, work := c.tool.Calls(), c.tool.Executions(done.OpKey); dispatches != 1 || calls != 1 || work != 1 {
 		t.Fatalf("%d dispatches, %d calls, work done %d times; want one of each", dispatches, calls, work)
 	}
 }

@@ -28,8 +28,8 @@ const takeoverBound = 10 * time.Second
 // execution at the tool, and the ledger shows the claim by w1 and the
 // dispatch by w2.
 func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
-	tool := startRecordingTool(t, nil)
-	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", recordingToolsFile(tool, "30s"))}
+	tool := stewardtest.StartTool(t).IgnoreKeys()
+	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", putToolsFile(tool, "30s"))}
 	data := t.TempDir()
 
 	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterClaim}, append(flags, "--worker=w1")...)
@@ -44,7 +44,7 @@ func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 	a := eventuallyAction(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("the action succeeded %s after the restart", time.Since(restart).Round(time.Millisecond))
 
-	calls, keys, work := tool.record(a.OpKey)
+	calls, keys, work := tool.Calls(), callKeys(tool, "/call"), tool.Executions(a.OpKey)
 	if calls != 1 || work != 1 {
 		t.Errorf("the tool got %d calls (keys %v) and did the work %d times; want one call, worked once", calls, keys, work)
 	}
@@ -243,12 +243,12 @@ func unknownOutcome(history []*stewardv1.EventRecord, actionID string) *stewardv
 	return nil
 }
 
-// recordingToolsFile registers rt as put: an idempotent write with a
+// putToolsFile registers tool's /call as put: an idempotent write with a
 // status query.
-func recordingToolsFile(rt *recordingTool, timeout string) string {
+func putToolsFile(tool *stewardtest.Tool, timeout string) string {
 	return fmt.Sprintf(`{"tools": [{"name": "put", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": %q, "http": {"url": %q, "statusUrl": %q}}]}`,
-		timeout, rt.URL+"/call", rt.URL+"/status")
+		timeout, tool.URL+"/call", tool.URL+"/status")
 }
 
 // heldToolsFile registers tool's /call as held: an idempotent write with a status
