@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -13,8 +11,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
-
-const budgetOwnerToken = "e2e-budget-owner-token-0123"
 
 // TestBudgetIsGuardedEndToEnd runs the real binary: tool calls cost what
 // the tool's contract says, reported model usage adds to it, alerts come
@@ -27,7 +23,7 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
 	tokens := fmt.Sprintf(`{"tokens": [
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]}]}`, agentToken, budgetOwnerToken)
+	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]}]}`, agentToken, funderToken)
 	dir := t.TempDir()
 	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
 	agent := withToken(p.url, agentToken)
@@ -68,7 +64,7 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("raise by the agent: %v, want permission_denied", err)
 	}
-	owner := withToken(p.url, budgetOwnerToken)
+	owner := withToken(p.url, funderToken)
 	raised, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise))
 	if err != nil {
 		t.Fatal(err)
@@ -90,14 +86,4 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	if md := run(t, 0, "receipt", "--task", taskID, "--addr", p.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
 		t.Errorf("the receipt does not show the budget used:\n%s", md)
 	}
-}
-
-// writeFile writes content to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

@@ -389,28 +389,14 @@ func waitCrash(t *testing.T, p *proc, point string, lastErr error) {
 	}
 }
 
-// pollTask polls GetTask every 20ms until done says the task is there.
-// Errors are tolerated until the deadline: the restarted binary may still
-// be rebuilding its projection.
+// pollTask waits until done says the task is there. Errors are
+// tolerated until the deadline: the restarted binary may still be
+// rebuilding its projection.
 func pollTask(t *testing.T, c clients, taskID string, done func(*stewardv1.Task) bool) *stewardv1.Task {
 	t.Helper()
-	deadline := time.Now().Add(recoveryWait)
-	var last *stewardv1.Task
-	var lastErr error
-	for time.Now().Before(deadline) {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err == nil && done(resp.Msg.Task) {
-			return resp.Msg.Task
-		}
-		if err == nil {
-			last = resp.Msg.Task
-		}
-		lastErr = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("task %s did not recover within %s (last error %v); it is %v, actions:\n%s",
-		taskID, recoveryWait, lastErr, last.GetStatus(), describeActions(last))
-	return nil
+	return waitServed(t, c, taskID, recoveryWait, func(tk *stewardv1.Task) (bool, string) {
+		return done(tk), fmt.Sprintf("did not recover within %s; it is %v, actions:\n%s", recoveryWait, tk.GetStatus(), describeActions(tk))
+	})
 }
 
 // actionSucceeded reports a running task whose action proposalID succeeded.

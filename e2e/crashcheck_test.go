@@ -10,6 +10,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 
 	"connectrpc.com/connect"
 	"github.com/steward-run/steward/pkg/action"
@@ -148,23 +149,16 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 // all (same event count and last sequence), and returns both.
 func settledHistory(t *testing.T, c clients, taskID string) ([]*stewardv1.EventRecord, *stewardv1.Task) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		history := replayTask(t, c, taskID)
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk := resp.Msg.Task
-		if int(tk.EventCount) == len(history) && tk.LastSequence == lastSequence(history) {
-			return history, tk
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the projection says %d events up to sequence %d; the log has %d up to %d",
+	var history []*stewardv1.EventRecord
+	var tk *stewardv1.Task
+	stewardtest.Eventually(t, 5*time.Second, func() (bool, string) {
+		history = replayTask(t, c, taskID)
+		tk = getTask(t, c, taskID)
+		return int(tk.EventCount) == len(history) && tk.LastSequence == lastSequence(history),
+			fmt.Sprintf("the projection says %d events up to sequence %d; the log has %d up to %d",
 				tk.EventCount, tk.LastSequence, len(history), lastSequence(history))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	return history, tk
 }
 
 func replayTask(t *testing.T, c clients, taskID string) []*stewardv1.EventRecord {

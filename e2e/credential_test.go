@@ -38,25 +38,6 @@ func credentialSetup(t *testing.T, tool *stewardtest.Tool, dir string) []string 
 	return []string{"--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens)}
 }
 
-// waitCredential polls GetTask until the task holds its credential.
-func waitCredential(t *testing.T, c clients, taskID string) *stewardv1.CredentialState {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cs := resp.Msg.Task.Credential; cs != nil {
-			return cs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s has no credential after 10s", taskID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestCredentialsEndToEnd runs the real binary: every task is issued a
 // signed credential; a delegated sub-task acts under a narrower one and is
 // refused a tool that needs a scope it was not given; a widening
@@ -237,7 +218,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	if !cs.Credential.ExpiresAt.AsTime().Equal(short.Deadline.AsTime()) {
 		t.Errorf("expires %v, want the deadline %v", cs.Credential.ExpiresAt.AsTime(), short.Deadline.AsTime())
 	}
-	time.Sleep(time.Until(short.Deadline.AsTime()) + 100*time.Millisecond)
+	waitPast(t, short.Deadline.AsTime())
 	late := propose(t, agent, shortID, "late", "search", map[string]any{"q": "z"})
 	_, d := waitAction(t, agent.clients, shortID, late.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if !strings.Contains(d.Outcome.GetReason(), "credential "+cs.Credential.CredentialId+" expired") || d.Permit != nil {

@@ -17,8 +17,6 @@ import (
 	"github.com/steward-run/steward/services/state"
 )
 
-const ownerToken = "e2e-acceptance-owner-token-0123"
-
 // TestReceiptMatchesReplay takes a task through a tool call, an artifact,
 // a return by its acceptance owner and an acceptance on the real binary;
 // then rebuilds the receipt offline from the exported log, after

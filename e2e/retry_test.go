@@ -43,7 +43,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 	  {"token": %q, "principal": "agent:summariser", "roles": []},
 	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
 	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}
-	]}`, agentToken, approverToken, tableOperatorToken)
+	]}`, agentToken, approverToken, operatorToken)
 	dir := t.TempDir()
 	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
 	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
@@ -97,7 +97,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 		if !strings.Contains(u.Outcome.GetReason(), "not called again") {
 			t.Errorf("unknown because %q; want the rule named", u.Outcome.GetReason())
 		}
-		ops := stewardv1connect.NewActionServiceClient(http.DefaultClient, p.url, connect.WithInterceptors(bearer(tableOperatorToken)))
+		ops := stewardv1connect.NewActionServiceClient(http.DefaultClient, p.url, connect.WithInterceptors(bearer(operatorToken)))
 		if _, err := ops.SettleAction(ctx, connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: taskID, ActionId: a.ActionId,
 			State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, Reason: "the bank shows one transfer"})); err != nil {
 			t.Fatal(err)

@@ -16,8 +16,6 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-const operatorToken = "e2e-operator-token-0123456789"
-
 // TestUnknownOutcomeWaitsForAPersonToSettleIt runs the real binary with a
 // tool that does the work but answers after the caller's timeout and offers
 // no status query: the outcome is unknown, the task reconciles, nothing is

@@ -65,7 +65,7 @@ func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
 	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"})); err != nil {
 		t.Fatal(err)
 	}
-	done := eventuallyAction(t, agent.clients, taskID, "wire", 15*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	done := waitProposal(t, agent.clients, taskID, "wire", 15*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("the permit issued during the pause ran %s after the resume, with the held call still in flight", time.Since(resumed).Round(time.Millisecond))
 	if calls, work := tool.CallsTo("/wire"), tool.Executions(done.OpKey); calls != 1 || work != 1 {
 		t.Errorf("%d calls, work done %d times; want 1 and 1", calls, work)

@@ -41,7 +41,7 @@ func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 	restart := time.Now()
 	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, append(flags, "--worker=w2")...)
 	r.c = newClients(p.url)
-	a := eventuallyAction(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	a := waitProposal(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("the action succeeded %s after the restart", time.Since(restart).Round(time.Millisecond))
 
 	calls, keys, work := tool.Calls(), callKeys(tool, "/call"), tool.Executions(a.OpKey)
@@ -138,7 +138,7 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 	// The work finishes at the tool; its status query settles the action.
 	tool.AnswerStatus(stewardtest.Answer{Body: fmt.Sprintf(`{"state": "succeeded", "result": {"done": %q}}`, key)})
 	tool.Release()
-	settled := eventuallyAction(t, state, r.taskID, "held", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	settled := waitProposal(t, state, r.taskID, "held", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("settled by %q %s after the kill", settled.SettledBy, time.Since(killed).Round(time.Millisecond))
 	if settled.SettledBy != statusQuerySettler {
 		t.Errorf("the action was settled by %q; want %q", settled.SettledBy, statusQuerySettler)
@@ -163,7 +163,7 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 // natsURL and returns its URL: the planes this test does not kill.
 func startServePlane(t *testing.T, natsURL, plane string) string {
 	t.Helper()
-	m := app.NewServer(io.Discard, &testWriter{t: t})
+	m := app.NewServer(io.Discard, &testWriter{tb: t})
 	flags := []string{"--plane", plane, "--nats", natsURL, "--addr", "127.0.0.1:0", "--log-level", "warn"}
 	if plane == "governance" {
 		flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
@@ -191,23 +191,6 @@ func takeoverTask(t *testing.T, control, state clients, requestID string) string
 	id := resp.Msg.Task.Contract.TaskId
 	waitStatus(t, state, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
 	return id
-}
-
-// eventuallyAction waits up to within for the task's action proposalID to
-// reach want, and returns it.
-func eventuallyAction(t *testing.T, c clients, taskID, proposalID string, within time.Duration, want stewardv1.ActionStatus) *stewardv1.Action {
-	t.Helper()
-	var a *stewardv1.Action
-	stewardtest.Eventually(t, within, func() (bool, string) {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			// A restarted binary may still be rebuilding its projection.
-			return false, err.Error()
-		}
-		a = byProposal(resp.Msg.Task, proposalID)
-		return a != nil && a.Status == want, fmt.Sprintf("action %s is not %v:\n%s", proposalID, want, describeActions(resp.Msg.Task))
-	})
-	return a
 }
 
 // claimsOf returns the worker of each ActionClaimed of actionID.

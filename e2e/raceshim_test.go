@@ -2,12 +2,15 @@ package e2e_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// toolServer is the reference tool as race_test.go counts it. It goes
-// when race_test.go moves to stewardtest.Tool's own counts.
+// What race_test.go still uses of the old helpers, over the kit. This file
+// goes when race_test.go moves to stewardtest.NewEnv and stewardtest.Tool.
+
+// toolServer is the reference tool as race_test.go counts it.
 type toolServer struct{ *stewardtest.Tool }
 
 func startToolServer(t *testing.T) *toolServer { return &toolServer{stewardtest.StartTool(t)} }
@@ -23,3 +26,5 @@ func (ts *toolServer) executions() (keys, requests int) {
 }
 
 func (ts *toolServer) callsFor(key string) int { return ts.CallsFor(key) }
+
+func sleepBriefly() { time.Sleep(10 * time.Millisecond) }
