@@ -19,14 +19,10 @@ import (
 // resumes the task, which goes on.
 func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	tool := stewardtest.StartTool(t)
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]}]}`, agentToken, funderToken)
-	dir := t.TempDir()
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent := withToken(p.url, agentToken)
+	tools := fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "costMicrosPerCall": 400, "http": {"url": %q}}`, tool.URL+"/search")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent := h.agent
 	ctx := context.Background()
 
 	k := contract()
@@ -64,7 +60,7 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("raise by the agent: %v, want permission_denied", err)
 	}
-	owner := withToken(p.url, funderToken)
+	owner := h.funder
 	raised, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise))
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +76,10 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	}
 
 	// The client commands present a token to a server with --auth.
-	if out := run(t, 1, "receipt", "--task", taskID, "--addr", p.url); !strings.Contains(out, "unauthenticated") {
+	if out := run(t, 1, "receipt", "--task", taskID, "--addr", h.url); !strings.Contains(out, "unauthenticated") {
 		t.Errorf("receipt without a token: %s", out)
 	}
-	if md := run(t, 0, "receipt", "--task", taskID, "--addr", p.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
+	if md := run(t, 0, "receipt", "--task", taskID, "--addr", h.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
 		t.Errorf("the receipt does not show the budget used:\n%s", md)
 	}
 }

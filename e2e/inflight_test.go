@@ -21,11 +21,9 @@ import (
 func TestSubTaskCancelledMidCallReleasesAfterTheCall(t *testing.T) {
 	// The tool holds the call until the test releases it.
 	tool := stewardtest.StartTool(t).Always("/search", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
-	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "costMicrosPerCall": 200, "http": {"url": %q}}]}`, tool.URL+"/search")
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools))
-	c := newClients(p.url)
+	h := startSteward(t, setup{open: true, tools: []string{fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "costMicrosPerCall": 200, "http": {"url": %q}}`, tool.URL+"/search")}})
+	c := newClients(h.url)
 	ctx := context.Background()
 
 	k := contract()

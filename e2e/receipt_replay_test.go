@@ -26,12 +26,9 @@ import (
 func TestReceiptMatchesReplay(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}]}`, tool.URL+"/search")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:owner", "roles": []}]}`, agentToken, ownerToken)
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent, owner := withToken(p.url, agentToken), withToken(p.url, ownerToken)
+	tools := fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}`, tool.URL+"/search")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent, owner := h.agent, h.owner
 	ctx := context.Background()
 
 	k := contract()
@@ -80,12 +77,12 @@ func TestReceiptMatchesReplay(t *testing.T) {
 	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED)
 
 	var printed stewardv1.Receipt
-	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", p.url, "--token", agentToken)
+	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", h.url, "--token", agentToken)
 	if err := protojson.Unmarshal([]byte(out), &printed); err != nil {
 		t.Fatalf("not a receipt: %v\n%s", err, out)
 	}
 	file := filepath.Join(dir, "task.events")
-	run(t, 0, "audit", "export", "--task", taskID, "--out", file, "--addr", p.url, "--token", agentToken)
+	run(t, 0, "audit", "export", "--task", taskID, "--out", file, "--addr", h.url, "--token", agentToken)
 
 	f, err := os.Open(file)
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -29,24 +28,16 @@ func TestRetriesByEffectClass(t *testing.T) {
 		Script("/lookup", stewardtest.Fail(http.StatusBadRequest))
 	refusing := freeAddr(t) // nothing listens until the first try has failed
 	const fast = `"retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "0.2s"}`
-	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "wire-q", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	tools := fmt.Sprintf(`{"name": "wire-q", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}, %s},
 	  {"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}, %s},
 	  {"name": "wire-down", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}, %s},
 	  {"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
 	   "idempotency": {"honoursKey": true}, "http": {"url": %q}, %s},
-	  {"name": "lookup", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "http": {"url": %q}, %s}
-	]}`, tool.URL+"/wire-q", tool.URL+"/status", fast, tool.URL+"/wire", fast, "http://"+refusing+"/wire-down", fast,
+	  {"name": "lookup", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "http": {"url": %q}, %s}`, tool.URL+"/wire-q", tool.URL+"/status", fast, tool.URL+"/wire", fast, "http://"+refusing+"/wire-down", fast,
 		tool.URL+"/charge", fast, tool.URL+"/lookup", fast)
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}
-	]}`, agentToken, approverToken, operatorToken)
-	dir := t.TempDir()
-	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent, approver := h.agent, h.approver
 	ctx := context.Background()
 
 	k := contract()
@@ -97,8 +88,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 		if !strings.Contains(u.Outcome.GetReason(), "not called again") {
 			t.Errorf("unknown because %q; want the rule named", u.Outcome.GetReason())
 		}
-		ops := stewardv1connect.NewActionServiceClient(http.DefaultClient, p.url, connect.WithInterceptors(bearer(operatorToken)))
-		if _, err := ops.SettleAction(ctx, connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: taskID, ActionId: a.ActionId,
+		if _, err := h.ops.SettleAction(ctx, connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: taskID, ActionId: a.ActionId,
 			State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, Reason: "the bank shows one transfer"})); err != nil {
 			t.Fatal(err)
 		}

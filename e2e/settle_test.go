@@ -3,16 +3,13 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -24,15 +21,11 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 	// The tool does the work and holds its answer past the 1s timeout:
 	// the caller never hears.
 	tool := stewardtest.StartTool(t).Always("/charge", stewardtest.Late)
-	dir := t.TempDir()
-	tools := writeFile(t, dir, "tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "timeout": "1s", "http": {"url": %q}}]}`, tool.URL+"/charge"))
-	tokens := writeFile(t, dir, "tokens.json", fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}]}`, agentToken, operatorToken))
-	p := startBinary(t, t.TempDir(), "--tools", tools, "--auth", tokens)
+	tools := fmt.Sprintf(`{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "timeout": "1s", "http": {"url": %q}}`, tool.URL+"/charge")
+	h := startSteward(t, setup{tools: []string{tools}})
 
-	agent := withToken(p.url, agentToken)
+	agent := h.agent
 	k := contract()
 	k.AllowedTools = []string{"charge"}
 	resp, err := agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "settle", Contract: k}))
@@ -53,8 +46,7 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 	}
 
 	settle := func(token string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
-		c := stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(token)))
-		resp, err := c.SettleAction(context.Background(), connect.NewRequest(req))
+		resp, err := actionClient(h.url, token).SettleAction(context.Background(), connect.NewRequest(req))
 		if err != nil {
 			return nil, err
 		}

@@ -20,19 +20,12 @@ import (
 func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
 	// held's call stays at the tool for the whole test.
 	tool := stewardtest.StartTool(t).Always("/held", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
-	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	tools := fmt.Sprintf(`{"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}},
 	  {"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}}
-	]}`, tool.URL+"/held", tool.URL+"/status", tool.URL+"/wire", tool.URL+"/status")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]}
-	]}`, agentToken, approverToken)
-	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}}`, tool.URL+"/held", tool.URL+"/status", tool.URL+"/wire", tool.URL+"/status")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent, approver := h.agent, h.approver
 	ctx := context.Background()
 
 	k := contract()
