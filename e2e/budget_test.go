@@ -27,12 +27,7 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 
 	k := contract()
 	k.Budget = &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"}
-	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "budget", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "budget", k)
 
 	a := propose(t, agent, taskID, "s1", "search", map[string]any{"q": "incidents"})
 	waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)

@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -306,11 +305,7 @@ type crashResult struct {
 // crashFlags writes the tools file for tool and returns the flags for it.
 func crashFlags(t *testing.T, tool *stewardtest.Tool) []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tools.json")
-	if err := os.WriteFile(path, []byte(crashToolsFile(tool)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--tools", path}
+	return []string{"--tools", writeFile(t, t.TempDir(), "tools.json", crashToolsFile(tool))}
 }
 
 // crashTask creates a running task that may use the crash tools and

@@ -116,19 +116,6 @@ func (e *harness) unchanged(t *testing.T, taskID string, calls ...func() error) 
 	return out
 }
 
-// create creates a task with k as agent, waits until it runs with its
-// credential, and returns its id.
-func (e *harness) create(t *testing.T, requestID string, k *stewardv1.TaskContract) string {
-	t.Helper()
-	resp, err := e.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
-	if err != nil {
-		t.Fatalf("create %s: %v", requestID, err)
-	}
-	id := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, e.agent.clients, id)
-	return id
-}
-
 // governed is a contract that allows search and wire, authorized by user:bo.
 func governed() *stewardv1.TaskContract {
 	k := contract()

@@ -180,6 +180,19 @@ func (h *harness) reloadPolicy(t *testing.T, rules string, probe func() string) 
 	})
 }
 
+// create creates a task with k as agent, waits until it runs with its
+// credential, and returns its id.
+func (h *harness) create(t *testing.T, requestID string, k *stewardv1.TaskContract) string {
+	t.Helper()
+	resp, err := h.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatalf("create %s: %v", requestID, err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, h.agent.clients, id)
+	return id
+}
+
 // writeFile writes content to dir/name, making dir, and returns the path.
 func writeFile(tb testing.TB, dir, name, content string) string {
 	tb.Helper()

@@ -37,12 +37,7 @@ func TestReceiptMatchesReplay(t *testing.T) {
 		{Id: "has-report", Expression: `"report" in artifacts && artifacts["report"].size > 0`},
 		{Id: "searched", Expression: `actions.exists(a, a.tool == "search" && a.status == "succeeded")`},
 	}
-	created, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "replayed", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := created.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "replayed", k)
 	a := propose(t, agent, taskID, "s1", "search", map[string]any{"q": "incidents"})
 	waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 

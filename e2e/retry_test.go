@@ -43,12 +43,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 	k := contract()
 	k.AllowedTools = []string{"wire-q", "wire", "wire-down", "charge", "lookup"}
 	k.AuthorizerRef = "user:bo"
-	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "retries", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, agent.clients, taskID)
+	taskID := h.create(t, "retries", k)
 	run := func(proposal, tool string) *stewardv1.Action {
 		t.Helper()
 		params, _ := structpb.NewStruct(map[string]any{"amount": 100})

@@ -415,12 +415,7 @@ func (env *revalTable) task(t *testing.T, requestID, tool string) string {
 	k.AllowedTools = []string{tool}
 	k.AuthorizerRef = "user:bo"
 	k.Budget = &stewardv1.Budget{MaxTokens: 50_000, MaxCostMicros: revalBudget, Currency: "USD"}
-	resp, err := env.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitStarted(t, env.agent.clients, resp.Msg.Task.Contract.TaskId)
-	return resp.Msg.Task.Contract.TaskId
+	return env.create(t, requestID, k)
 }
 
 // probeOnce runs a read and returns the bundle revision its snapshot

@@ -28,12 +28,7 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 	agent := h.agent
 	k := contract()
 	k.AllowedTools = []string{"charge"}
-	resp, err := agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "settle", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "settle", k)
 	params, _ := structpb.NewStruct(map[string]any{"amount": 5})
 	pr, err := agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: "c1", Tool: "charge", Target: "card:1", Params: params}))
 	if err != nil {

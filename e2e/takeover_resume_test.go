@@ -31,12 +31,7 @@ func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
 	k := contract()
 	k.AllowedTools = []string{"held", "wire"}
 	k.AuthorizerRef = "user:bo"
-	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "resume-in-flight", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, agent.clients, taskID)
+	taskID := h.create(t, "resume-in-flight", k)
 
 	propose(t, agent, taskID, "held", "held", map[string]any{"item": "x"})
 	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {

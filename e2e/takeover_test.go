@@ -234,9 +234,9 @@ func putToolsFile(tool *stewardtest.Tool, timeout string) string {
 		timeout, tool.URL+"/call", tool.URL+"/status")
 }
 
-// heldToolsFile registers tool's /call as held: an idempotent write with a status
-// query and a timeout well past the test, so that only the kill ends the
-// call.
+// heldToolsFile registers tool's /call as held: an idempotent write with
+// a status query and a timeout well past the test, so that only the kill
+// ends the call.
 func heldToolsFile(tool *stewardtest.Tool) string {
 	return fmt.Sprintf(`{"tools": [{"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}}]}`,
