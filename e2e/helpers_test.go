@@ -78,7 +78,6 @@ type harness struct {
 	// top is the test that started it: what fixtures start lives as long.
 	top testing.TB
 	url string
-	p   *proc  // the binary; nil in process
 	dir string // where its files are
 	// natsURL is where the binary's NATS takes clients (setup.nats).
 	natsURL string
@@ -108,7 +107,8 @@ type setup struct {
 	// inProcess runs Main in this process: faster, for tests that need no
 	// signal.
 	inProcess bool
-	flags     []string
+	// flags are more flags for `steward dev`.
+	flags []string
 }
 
 // startSteward starts Steward as s says and returns its harness; it stops
@@ -140,8 +140,7 @@ func startSteward(tb testing.TB, s setup) *harness {
 	if s.inProcess {
 		h.url = startInProcess(tb, flags...)
 	} else {
-		h.p = startBinary(tb, filepath.Join(h.dir, "data"), flags...)
-		h.url = h.p.url
+		h.url = startBinary(tb, filepath.Join(h.dir, "data"), flags...).url
 	}
 	h.agent, h.approver, h.viewer = withToken(h.url, agentToken), withToken(h.url, approverToken), withToken(h.url, viewerToken)
 	h.operator, h.funder, h.reviewer = withToken(h.url, operatorToken), withToken(h.url, funderToken), withToken(h.url, reviewerToken)
