@@ -6,84 +6,28 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-const (
-	agentToken    = "agent-token-0123456789"
-	approverToken = "approver-token-0123456789"
-	viewerToken   = "viewer-token-0123456789"
-)
-
-// governedSetup writes a tools file pointing at the tool server and a
-// tokens file, and returns the flags that use them.
-func governedSetup(t *testing.T, tool *toolServer, policyDir string) []string {
-	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+// governedTools are the tools file's entries for a read, search, and an
+// irreversible write, wire, both served by tool.
+func governedTools(tool *stewardtest.Tool) []string {
+	return []string{
+		fmt.Sprintf(`{"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
-	   "http": {"url": %q}},
-	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
+	   "http": {"url": %q}}`, tool.URL+"/search"),
+		fmt.Sprintf(`{"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"amount\"],\"properties\":{\"amount\":{\"type\":\"integer\",\"minimum\":1}}}",
-	   "http": {"url": %q}}
-	]}`, tool.URL+"/search", tool.URL+"/wire")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
-	  {"token": %q, "principal": "user:cy", "roles": ["viewer"]}
-	]}`, agentToken, approverToken, viewerToken)
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
+	   "http": {"url": %q}}`, tool.URL+"/wire"),
 	}
-	flags := []string{"--tools", write("tools.json", tools), "--auth", write("tokens.json", tokens)}
-	if policyDir != "" {
-		flags = append(flags, "--policy-dir", policyDir)
-	}
-	return flags
-}
-
-// authed is a set of clients that present one bearer token.
-type authed struct {
-	clients
-	governance stewardv1connect.GovernanceServiceClient
-}
-
-func withToken(url, token string) authed {
-	opt := connect.WithInterceptors(bearer(token))
-	hc := &http.Client{Timeout: 30 * time.Second}
-	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt)}
-}
-
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }
 
 func governedTask(t *testing.T, c authed, requestID string) string {
@@ -115,27 +59,6 @@ func propose(t *testing.T, c authed, taskID, proposalID, tool string, params map
 	return resp.Msg.Action
 }
 
-// waitAction polls GetTask until the action reaches status want.
-func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1.ActionStatus) (*stewardv1.Task, *stewardv1.Action) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, a := range resp.Msg.Task.Actions {
-			if a.ActionId == actionID && a.Status == want {
-				return resp.Msg.Task, a
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("action %s did not reach %v; task: %v", actionID, want, resp.Msg.Task.Actions)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestGovernedActions walks the heart of Steward with the real binary and
 // a real HTTP tool: a read runs without approval; an irreversible write
 // waits, is approved by a person with the role, runs exactly once, and its
@@ -143,9 +66,9 @@ func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1
 // for another hash, or by someone without the role, is refused; an edit
 // is a new action that needs its own decision.
 func TestGovernedActions(t *testing.T) {
-	tool := startToolServer(t)
-	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
-	agent, approver, viewer := withToken(p.url, agentToken), withToken(p.url, approverToken), withToken(p.url, viewerToken)
+	tool := stewardtest.StartTool(t)
+	h := startSteward(t, setup{tools: governedTools(tool)})
+	agent, approver, viewer := h.agent, h.approver, h.viewer
 	ctx := context.Background()
 	taskID := governedTask(t, agent, "governed-1")
 
@@ -155,7 +78,7 @@ func TestGovernedActions(t *testing.T) {
 	if done.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || done.Permit == nil || done.Outcome.ResultRef == "" {
 		t.Fatalf("read ledger entry: %v", done)
 	}
-	if n := tool.callsFor(read.OpKey); n != 1 {
+	if n := tool.CallsFor(read.OpKey); n != 1 {
 		t.Fatalf("the read ran %d times, want 1", n)
 	}
 
@@ -189,10 +112,10 @@ func TestGovernedActions(t *testing.T) {
 	if err := decide(viewer, wire.ActionHash); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("approval without the role: %v, want permission_denied", err)
 	}
-	if err := decide(withToken(p.url, "no-such-token-000000"), wire.ActionHash); connect.CodeOf(err) != connect.CodeUnauthenticated {
+	if err := decide(withToken(h.url, "no-such-token-000000"), wire.ActionHash); connect.CodeOf(err) != connect.CodeUnauthenticated {
 		t.Fatalf("approval with an unknown token: %v, want unauthenticated", err)
 	}
-	if n := tool.callsFor(wire.OpKey); n != 0 {
+	if n := tool.CallsFor(wire.OpKey); n != 0 {
 		t.Fatalf("the write ran %d times before approval", n)
 	}
 	if err := decide(approver, wire.ActionHash); err != nil {
@@ -208,7 +131,7 @@ func TestGovernedActions(t *testing.T) {
 	if err := decide(approver, wire.ActionHash); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Fatalf("a second decision: %v, want failed_precondition", err)
 	}
-	if n := tool.callsFor(wire.OpKey); n != 1 {
+	if n := tool.CallsFor(wire.OpKey); n != 1 {
 		t.Fatalf("the approved write ran %d times, want exactly 1", n)
 	}
 
@@ -281,9 +204,9 @@ func TestGovernedActions(t *testing.T) {
 // that do not exist — each a clear error naming the problem, and nothing
 // half-done on the log.
 func TestProposalBadInput(t *testing.T) {
-	tool := startToolServer(t)
-	p := startBinary(t, t.TempDir(), governedSetup(t, tool, "")...)
-	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	tool := stewardtest.StartTool(t)
+	h := startSteward(t, setup{tools: governedTools(tool)})
+	agent, approver := h.agent, h.approver
 	ctx := context.Background()
 	taskID := governedTask(t, agent, "bad-1")
 
@@ -347,7 +270,7 @@ func TestProposalBadInput(t *testing.T) {
 	}
 
 	// With tokens on, registering a tool takes the tool-admin role.
-	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, p.url, connect.WithInterceptors(bearer(agentToken)))
+	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, h.url, connect.WithInterceptors(bearer(agentToken)))
 	_, err = tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
 		Name: "pay", Version: "9.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: tool.URL}},

@@ -14,7 +14,6 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -41,16 +40,7 @@ func BenchmarkGovernedAction(b *testing.B) {
 	write(filepath.Join(policyDir, "allow.rego"), "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"benchmark: allow all\"]}\n")
 	toolsFile := filepath.Join(dir, "tools.json")
 	write(toolsFile, `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "builtin": {"kind": "noop"}}]}`)
-	m := app.NewServer(io.Discard, benchLog())
-	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", benchLevel(),
-		"--tools", toolsFile, "--policy-dir", policyDir}); err != nil {
-		b.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(m.Close)
-	c := newClients(m.URL())
+	c := newClients(startInProcess(b, "--tools", toolsFile, "--policy-dir", policyDir))
 	params, _ := structpb.NewStruct(map[string]any{})
 
 	newTask := func(id string) string {

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -36,28 +34,14 @@ type badRequest struct {
 	code      string
 }
 
-// boundsRig is a steward dev server in this process with a task to read
-// and a tool whose schema applies itself twice over ("fan").
-type boundsRig struct {
-	url    string
-	taskID string
-	query  stewardv1connect.QueryServiceClient
-	bad    []badRequest
-}
-
-func newBoundsRig(tb testing.TB) *boundsRig {
+// startBounds starts Steward in this process, open, with a task to read
+// and a tool whose schema applies itself twice over ("fan"); it returns
+// the server's URL, the task, and the bad requests against it.
+func startBounds(tb testing.TB) (url, taskID string, bad []badRequest) {
 	tb.Helper()
-	m := app.NewServer(io.Discard, benchLog())
-	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tb.TempDir(), "data"), "--log-level", benchLevel()}); err != nil {
-		tb.Fatal(err)
-	}
-	if err := m.Run(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(m.Close)
-	r := &boundsRig{url: m.URL(), query: stewardv1connect.NewQueryServiceClient(http.DefaultClient, m.URL())}
+	h := startSteward(tb, setup{inProcess: true, open: true})
 	ctx := context.Background()
-	tools := stewardv1connect.NewToolServiceClient(http.DefaultClient, r.url)
+	tools := stewardv1connect.NewToolServiceClient(http.DefaultClient, h.url)
 	for name, schema := range map[string]string{"noop": "", "fan": stewardtest.RecursiveFanSchema} {
 		if _, err := tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
 			Name: name, Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, ParametersSchema: schema,
@@ -69,13 +53,12 @@ func newBoundsRig(tb testing.TB) *boundsRig {
 	}
 	k := contract()
 	k.AllowedTools = []string{"noop", "fan"}
-	resp, err := stewardv1connect.NewTaskServiceClient(http.DefaultClient, r.url).CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "bounds", Contract: k}))
+	resp, err := newClients(h.url).tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "bounds", Contract: k}))
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r.taskID = resp.Msg.Task.Contract.TaskId
-	r.bad = badRequests(tb, r.taskID)
-	return r
+	taskID = resp.Msg.Task.Contract.TaskId
+	return h.url, taskID, badRequests(tb, taskID)
 }
 
 // badRequests are the adversarial requests of issue 10, each past a limit
@@ -147,16 +130,10 @@ func mustJSON(tb testing.TB, v any) []byte {
 	return b
 }
 
-// send posts a Connect JSON request and returns its error code ("" for
-// success).
-func (r *boundsRig) send(req badRequest) (string, error) {
-	code, _, err := r.sendFor(req)
-	return code, err
-}
-
-// sendFor is send that also returns the error message.
-func (r *boundsRig) sendFor(req badRequest) (string, string, error) {
-	hreq, err := http.NewRequest(http.MethodPost, r.url+req.procedure, bytes.NewReader(req.body))
+// send posts req to the server at url as Connect JSON and returns its
+// error code ("" for success) and message.
+func send(url string, req badRequest) (string, string, error) {
+	hreq, err := http.NewRequest(http.MethodPost, url+req.procedure, bytes.NewReader(req.body))
 	if err != nil {
 		return "", "", err
 	}
@@ -188,11 +165,11 @@ func (r *boundsRig) sendFor(req badRequest) (string, string, error) {
 // keep a core busy. (The registration at the key limit is not refused, and
 // is timed by BenchmarkBadRequest.)
 func TestBadRequestsAreRefusedFast(t *testing.T) {
-	r := newBoundsRig(t)
-	for _, req := range r.bad {
+	url, _, bad := startBounds(t)
+	for _, req := range bad {
 		t.Run(req.name, func(t *testing.T) {
 			start := time.Now()
-			code, msg, err := r.sendFor(req)
+			code, msg, err := send(url, req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -212,11 +189,11 @@ func TestBadRequestsAreRefusedFast(t *testing.T) {
 //
 //	go test -run '^$' -bench BadRequest -benchtime 20x ./e2e/
 func BenchmarkBadRequest(b *testing.B) {
-	r := newBoundsRig(b)
-	for _, req := range r.bad {
+	url, _, bad := startBounds(b)
+	for _, req := range bad {
 		b.Run(req.name, func(b *testing.B) {
 			for b.Loop() {
-				if code, err := r.send(req); err != nil || code != req.code {
+				if code, _, err := send(url, req); err != nil || code != req.code {
 					b.Fatalf("answered %q (%v), want %q", code, err, req.code)
 				}
 			}
@@ -237,13 +214,14 @@ func BenchmarkBadRequest(b *testing.B) {
 func BenchmarkGetTaskUnderBadLoad(b *testing.B) {
 	for _, clients := range []int{0, 16} {
 		b.Run(fmt.Sprintf("bad_clients=%d", clients), func(b *testing.B) {
-			r := newBoundsRig(b)
+			url, taskID, kinds := startBounds(b)
+			query := newClients(url).query
 			if only := os.Getenv("BOUNDS_ONLY"); only != "" { // to find which kind costs what
-				r.bad = slices.DeleteFunc(r.bad, func(req badRequest) bool { return !strings.Contains(req.name, only) })
+				kinds = slices.DeleteFunc(kinds, func(req badRequest) bool { return !strings.Contains(req.name, only) })
 			}
 			ctx := context.Background()
 			getTask := func() {
-				if _, err := r.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: r.taskID})); err != nil {
+				if _, err := query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID})); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -268,9 +246,9 @@ func BenchmarkGetTaskUnderBadLoad(b *testing.B) {
 							return
 						default:
 						}
-						req := r.bad[n%len(r.bad)]
+						req := kinds[n%len(kinds)]
 						start := time.Now()
-						code, err := r.send(req)
+						code, _, err := send(url, req)
 						d := time.Since(start)
 						mu.Lock()
 						bad = append(bad, d)

@@ -3,17 +3,14 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
-
-const budgetOwnerToken = "e2e-budget-owner-token-0123"
 
 // TestBudgetIsGuardedEndToEnd runs the real binary: tool calls cost what
 // the tool's contract says, reported model usage adds to it, alerts come
@@ -21,25 +18,16 @@ const budgetOwnerToken = "e2e-budget-owner-token-0123"
 // takes no new action; only the budget owner may raise it, and the raise
 // resumes the task, which goes on.
 func TestBudgetIsGuardedEndToEnd(t *testing.T) {
-	tool := startToolServer(t)
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "costMicrosPerCall": 400, "http": {"url": %q}}]}`, tool.URL+"/search")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]}]}`, agentToken, budgetOwnerToken)
-	dir := t.TempDir()
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent := withToken(p.url, agentToken)
+	tool := stewardtest.StartTool(t)
+	tools := fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "costMicrosPerCall": 400, "http": {"url": %q}}`, tool.URL+"/search")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent := h.agent
 	ctx := context.Background()
 
 	k := contract()
 	k.Budget = &stewardv1.Budget{MaxCostMicros: 1000, Currency: "USD"}
-	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "budget", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "budget", k)
 
 	a := propose(t, agent, taskID, "s1", "search", map[string]any{"q": "incidents"})
 	waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
@@ -67,7 +55,7 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	if _, err := agent.tasks.RaiseBudget(ctx, connect.NewRequest(raise)); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("raise by the agent: %v, want permission_denied", err)
 	}
-	owner := withToken(p.url, budgetOwnerToken)
+	owner := h.funder
 	raised, err := owner.tasks.RaiseBudget(ctx, connect.NewRequest(raise))
 	if err != nil {
 		t.Fatal(err)
@@ -83,20 +71,10 @@ func TestBudgetIsGuardedEndToEnd(t *testing.T) {
 	}
 
 	// The client commands present a token to a server with --auth.
-	if out := run(t, 1, "receipt", "--task", taskID, "--addr", p.url); !strings.Contains(out, "unauthenticated") {
+	if out := run(t, 1, "receipt", "--task", taskID, "--addr", h.url); !strings.Contains(out, "unauthenticated") {
 		t.Errorf("receipt without a token: %s", out)
 	}
-	if md := run(t, 0, "receipt", "--task", taskID, "--addr", p.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
+	if md := run(t, 0, "receipt", "--task", taskID, "--addr", h.url, "--token", agentToken); !strings.Contains(md, "**Cost:** 1500 micro-units of USD") {
 		t.Errorf("the receipt does not show the budget used:\n%s", md)
 	}
-}
-
-// writeFile writes content to dir/name and returns the path.
-func writeFile(t *testing.T, dir, name, content string) string {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }

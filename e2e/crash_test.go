@@ -11,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/crashpoint"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 const (
@@ -242,7 +242,7 @@ func crashRuns(t *testing.T) int {
 
 // crashRun is one run of one scenario.
 type crashRun struct {
-	tool   *crashTool
+	tool   *stewardtest.Tool
 	taskID string
 	c      clients
 	// lastErr is the last RPC error while the binary was dying; it is
@@ -303,13 +303,9 @@ type crashResult struct {
 }
 
 // crashFlags writes the tools file for tool and returns the flags for it.
-func crashFlags(t *testing.T, tool *crashTool) []string {
+func crashFlags(t *testing.T, tool *stewardtest.Tool) []string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "tools.json")
-	if err := os.WriteFile(path, []byte(crashToolsFile(tool)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return []string{"--tools", path}
+	return []string{"--tools", writeFile(t, t.TempDir(), "tools.json", crashToolsFile(tool))}
 }
 
 // crashTask creates a running task that may use the crash tools and
@@ -388,28 +384,14 @@ func waitCrash(t *testing.T, p *proc, point string, lastErr error) {
 	}
 }
 
-// pollTask polls GetTask every 20ms until done says the task is there.
-// Errors are tolerated until the deadline: the restarted binary may still
-// be rebuilding its projection.
+// pollTask waits until done says the task is there. Errors are
+// tolerated until the deadline: the restarted binary may still be
+// rebuilding its projection.
 func pollTask(t *testing.T, c clients, taskID string, done func(*stewardv1.Task) bool) *stewardv1.Task {
 	t.Helper()
-	deadline := time.Now().Add(recoveryWait)
-	var last *stewardv1.Task
-	var lastErr error
-	for time.Now().Before(deadline) {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err == nil && done(resp.Msg.Task) {
-			return resp.Msg.Task
-		}
-		if err == nil {
-			last = resp.Msg.Task
-		}
-		lastErr = err
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("task %s did not recover within %s (last error %v); it is %v, actions:\n%s",
-		taskID, recoveryWait, lastErr, last.GetStatus(), describeActions(last))
-	return nil
+	return waitServed(t, c, taskID, recoveryWait, func(tk *stewardv1.Task) (bool, string) {
+		return done(tk), fmt.Sprintf("did not recover within %s; it is %v, actions:\n%s", recoveryWait, tk.GetStatus(), describeActions(tk))
+	})
 }
 
 // actionSucceeded reports a running task whose action proposalID succeeded.

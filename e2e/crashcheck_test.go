@@ -10,6 +10,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 
 	"connectrpc.com/connect"
 	"github.com/steward-run/steward/pkg/action"
@@ -35,7 +36,7 @@ func checkStep(t *testing.T, r *crashRun, tk *stewardv1.Task, history []*steward
 			settle = byStatusQuery
 		}
 	}
-	got := r.tool.asksFor(a.OpKey)
+	got := r.tool.Asks(a.OpKey)
 	switch settle {
 	case byAnswer:
 		if a.SettledBy != "" || got != 0 {
@@ -72,13 +73,7 @@ func checkCompensation(t *testing.T, r *crashRun, tk *stewardv1.Task, history []
 	if len(tk.Compensations) != 0 {
 		t.Errorf("compensations still to run on a failed task: %v", tk.Compensations)
 	}
-	var undone []string
-	for _, ex := range r.tool.executions() {
-		if ex.Path == "/undo" {
-			undone = append(undone, ex.Undoes)
-		}
-	}
-	if want := []string{r2.ActionId, r1.ActionId}; !slices.Equal(undone, want) {
+	if want, undone := []string{r2.ActionId, r1.ActionId}, undone(r.tool); !slices.Equal(undone, want) {
 		t.Errorf("the tool undid %v, want %v (newest first, each once)", undone, want)
 	}
 	var proposed []string
@@ -116,9 +111,9 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 	t.Helper()
 	byAction := map[string]int{}
 	byKey := map[string]int{}
-	for _, ex := range r.tool.executions() {
-		byAction[ex.ActionID]++
-		byKey[ex.Key]++
+	for _, w := range r.tool.Worked() {
+		byAction[w.ActionID]++
+		byKey[w.Key]++
 	}
 	keys := map[string]bool{}
 	for _, a := range tk.Actions {
@@ -136,7 +131,7 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 			t.Errorf("the tool worked action %s %d times (under several keys)", a.ActionId, n)
 			duplicates += n - 1
 		}
-		if n := r.tool.postsFor(a.OpKey); n > 1 {
+		if n := postsFor(r.tool, a.OpKey); n > 1 {
 			t.Errorf("the tool got %d requests for action %s's op_key, want 1", n, a.ActionId)
 			duplicates += n - 1
 		}
@@ -154,23 +149,16 @@ func checkTool(t *testing.T, r *crashRun, tk *stewardv1.Task) (duplicates int) {
 // all (same event count and last sequence), and returns both.
 func settledHistory(t *testing.T, c clients, taskID string) ([]*stewardv1.EventRecord, *stewardv1.Task) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		history := replayTask(t, c, taskID)
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		tk := resp.Msg.Task
-		if int(tk.EventCount) == len(history) && tk.LastSequence == lastSequence(history) {
-			return history, tk
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the projection says %d events up to sequence %d; the log has %d up to %d",
+	var history []*stewardv1.EventRecord
+	var tk *stewardv1.Task
+	stewardtest.Eventually(t, 5*time.Second, func() (bool, string) {
+		history = replayTask(t, c, taskID)
+		tk = getTask(t, c, taskID)
+		return int(tk.EventCount) == len(history) && tk.LastSequence == lastSequence(history),
+			fmt.Sprintf("the projection says %d events up to sequence %d; the log has %d up to %d",
 				tk.EventCount, tk.LastSequence, len(history), lastSequence(history))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	})
+	return history, tk
 }
 
 func replayTask(t *testing.T, c clients, taskID string) []*stewardv1.EventRecord {

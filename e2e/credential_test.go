@@ -18,12 +18,13 @@ import (
 	"github.com/steward-run/steward/pkg/audit"
 	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/control"
 )
 
 // credentialSetup writes tools (wire needs the payments:write scope) and
 // tokens for an agent, an approver and an operator, and returns the flags.
-func credentialSetup(t *testing.T, tool *toolServer, dir string) []string {
+func credentialSetup(t *testing.T, tool *stewardtest.Tool, dir string) []string {
 	t.Helper()
 	tools := fmt.Sprintf(`{"tools": [
 	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}},
@@ -37,25 +38,6 @@ func credentialSetup(t *testing.T, tool *toolServer, dir string) []string {
 	return []string{"--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens)}
 }
 
-// waitCredential polls GetTask until the task holds its credential.
-func waitCredential(t *testing.T, c clients, taskID string) *stewardv1.CredentialState {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cs := resp.Msg.Task.Credential; cs != nil {
-			return cs
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s has no credential after 10s", taskID)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 // TestCredentialsEndToEnd runs the real binary: every task is issued a
 // signed credential; a delegated sub-task acts under a narrower one and is
 // refused a tool that needs a scope it was not given; a widening
@@ -64,7 +46,7 @@ func waitCredential(t *testing.T, c clients, taskID string) *stewardv1.Credentia
 // the parent's credential closes its open approval and stops permits to it
 // and to its sub-task; an expired credential stops permits.
 func TestCredentialsEndToEnd(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	p := startBinary(t, data, credentialSetup(t, tool, dir)...)
@@ -219,7 +201,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	})); connect.CodeOf(err) != connect.CodeFailedPrecondition {
 		t.Errorf("delegating from a revoked parent: %v, want failed_precondition", err)
 	}
-	if n := tool.callsFor(parentWire.OpKey) + tool.callsFor(wire.OpKey); n != 0 {
+	if n := tool.CallsFor(parentWire.OpKey) + tool.CallsFor(wire.OpKey); n != 0 {
 		t.Errorf("the wire tool was called %d times", n)
 	}
 
@@ -236,7 +218,7 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	if !cs.Credential.ExpiresAt.AsTime().Equal(short.Deadline.AsTime()) {
 		t.Errorf("expires %v, want the deadline %v", cs.Credential.ExpiresAt.AsTime(), short.Deadline.AsTime())
 	}
-	time.Sleep(time.Until(short.Deadline.AsTime()) + 100*time.Millisecond)
+	waitPast(t, short.Deadline.AsTime())
 	late := propose(t, agent, shortID, "late", "search", map[string]any{"q": "z"})
 	_, d := waitAction(t, agent.clients, shortID, late.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if !strings.Contains(d.Outcome.GetReason(), "credential "+cs.Credential.CredentialId+" expired") || d.Permit != nil {

@@ -30,13 +30,13 @@ import (
 func errorsTableChecks() map[string]tableCheck {
 	ctx := context.Background()
 	return map[string]tableCheck{
-		"malformed JSON or protobuf": func(t *testing.T, e *tableEnv) []error {
+		"malformed JSON or protobuf": func(t *testing.T, e *harness) []error {
 			return []error{alike(t,
 				e.raw(t, "TaskService/CreateTask", "json", []byte(`{"requestId": `)),
 				e.raw(t, "TaskService/CreateTask", "proto", []byte{0xff, 0xff, 0xff, 0xff}),
 			)}
 		},
-		"a missing or wrong field": func(t *testing.T, e *tableEnv) []error {
+		"a missing or wrong field": func(t *testing.T, e *harness) []error {
 			missing, past := contract(), contract()
 			missing.Intent = ""
 			past.Deadline = timestamppb.New(time.Now().Add(-time.Hour))
@@ -47,7 +47,7 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, errPast, "contract.deadline"),
 			)}
 		},
-		"an unknown field, a misspelt enum name, or an enum number with no name, at any depth, in JSON or binary": func(t *testing.T, e *tableEnv) []error {
+		"an unknown field, a misspelt enum name, or an enum number with no name, at any depth, in JSON or binary": func(t *testing.T, e *harness) []error {
 			binary := func(change func(*stewardv1.TaskContract)) []byte {
 				req := &stewardv1.CreateTaskRequest{RequestId: "table-binary", Contract: contract()}
 				change(req.Contract)
@@ -71,11 +71,11 @@ func errorsTableChecks() map[string]tableCheck {
 					"contract.risk_tier"), "99"),
 			)}
 		},
-		"a value of the wrong type (`\"taskId\": 5`)": func(t *testing.T, e *tableEnv) []error {
+		"a value of the wrong type (`\"taskId\": 5`)": func(t *testing.T, e *harness) []error {
 			err := e.raw(t, "QueryService/GetTask", "json", []byte(`{"taskId": 5}`))
 			return []error{saying(t, onField(t, err, "task_id"), "task_id: 5 is not a valid string")}
 		},
-		"a `Steward-Principal` header that is not UTF-8, is over 256 bytes, holds a control or bidi character, or names `steward` or `anonymous`": func(t *testing.T, e *tableEnv) []error {
+		"a `Steward-Principal` header that is not UTF-8, is over 256 bytes, holds a control or bidi character, or names `steward` or `anonymous`": func(t *testing.T, e *harness) []error {
 			// The header names the caller only on a server without --auth.
 			url := fixture(e, "open server", func() string { return startInProcess(e.top) })
 			var out []error
@@ -85,10 +85,10 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{alike(t, out...)}
 		},
-		"a Connect GET whose `message` is not base64url (with `base64=1`)": func(t *testing.T, e *tableEnv) []error {
+		"a Connect GET whose `message` is not base64url (with `base64=1`)": func(t *testing.T, e *harness) []error {
 			return []error{onField(t, e.get(t, "QueryService/GetTask", "encoding=json&base64=1&connect=v1&message=%21%21not*base64"), "message")}
 		},
-		"a field or list over its limit": func(t *testing.T, e *tableEnv) []error {
+		"a field or list over its limit": func(t *testing.T, e *harness) []error {
 			long := contract()
 			long.Intent = strings.Repeat("i", 4<<10+1)
 			many := contract()
@@ -99,7 +99,7 @@ func errorsTableChecks() map[string]tableCheck {
 			_, errMany := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-many", Contract: many}))
 			return []error{alike(t, onField(t, errLong, "contract.intent"), onField(t, errMany, "contract.allowed_tools"))}
 		},
-		"a request over 1 MiB": func(t *testing.T, e *tableEnv) []error {
+		"a request over 1 MiB": func(t *testing.T, e *harness) []error {
 			// Nothing in it is wrong but its size: blanks between the
 			// braces. With fewer blanks it is an ordinary question.
 			body := func(blanks int) []byte { return []byte(`{"taskId": "table-blank"` + strings.Repeat(" ", blanks) + `}`) }
@@ -108,11 +108,11 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.raw(t, "QueryService/GetTask", "json", body(1<<20))}
 		},
-		"an unknown task": func(t *testing.T, e *tableEnv) []error {
+		"an unknown task": func(t *testing.T, e *harness) []error {
 			_, err := e.agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: "table-no-such-task"}))
 			return []error{err}
 		},
-		"an illegal transition (resume a cancelled task)": func(t *testing.T, e *tableEnv) []error {
+		"an illegal transition (resume a cancelled task)": func(t *testing.T, e *harness) []error {
 			id := e.cancelled(t)
 			return e.unchanged(t, id, func() error {
 				_, err := e.agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: id, Reason: "go on"}))
@@ -121,10 +121,10 @@ func errorsTableChecks() map[string]tableCheck {
 		},
 		// A conflict that keeps losing cannot be provoked from outside:
 		// it is checked through the one translation table.
-		"a lost race that keeps losing": func(t *testing.T, e *tableEnv) []error {
+		"a lost race that keeps losing": func(t *testing.T, e *harness) []error {
 			return []error{translated(errs.New(errs.Conflict, "append to task x: the task moved on"))}
 		},
-		"the event log cannot be reached": func(t *testing.T, e *tableEnv) []error {
+		"the event log cannot be reached": func(t *testing.T, e *harness) []error {
 			// A control plane whose NATS goes away under it.
 			bus := stewardtest.StartBus(t)
 			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error")
@@ -137,13 +137,13 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{err}
 		},
-		"a task whose stored history does not verify": func(t *testing.T, e *tableEnv) []error {
+		"a task whose stored history does not verify": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-tampered", contract())
 			seq := e.tamper(t, id)
 			_, err := e.agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "x"}))
 			return []error{saying(t, err, fmt.Sprintf("event %d", seq))}
 		},
-		"an unknown tool or version, a tool the contract does not allow, parameters failing the schema": func(t *testing.T, e *tableEnv) []error {
+		"an unknown tool or version, a tool the contract does not allow, parameters failing the schema": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			narrow := fixture(e, "narrow task", func() string { return e.create(t, "table-narrow", contract()) }) // search only
 			return e.unchanged(t, id, func() error {
@@ -155,14 +155,14 @@ func errorsTableChecks() map[string]tableCheck {
 				)
 			})
 		},
-		"a proposal for a task that is not running": func(t *testing.T, e *tableEnv) []error {
+		"a proposal for a task that is not running": func(t *testing.T, e *harness) []error {
 			return []error{e.propose(t, e.paused(t), "", "search", "", map[string]any{"q": "x"}, nil)}
 		},
-		"a decision for another action hash": func(t *testing.T, e *tableEnv) []error {
+		"a decision for another action hash": func(t *testing.T, e *harness) []error {
 			ap := e.pendingApproval(t)
 			return []error{onField(t, e.decide(e.approver, ap.ApprovalId, "sha256:0000"), "action_hash")}
 		},
-		"a decision by someone without the role; a missing or unknown token with `--auth`": func(t *testing.T, e *tableEnv) []error {
+		"a decision by someone without the role; a missing or unknown token with `--auth`": func(t *testing.T, e *harness) []error {
 			ap := e.pendingApproval(t)
 			return []error{
 				e.decide(e.viewer, ap.ApprovalId, ap.ActionHash),
@@ -170,18 +170,18 @@ func errorsTableChecks() map[string]tableCheck {
 					e.decide(authed{governance: stewardv1connect.NewGovernanceServiceClient(http.DefaultClient, e.url)}, ap.ApprovalId, ap.ActionHash)),
 			}
 		},
-		"a decision on an approval already decided": func(t *testing.T, e *tableEnv) []error {
+		"a decision on an approval already decided": func(t *testing.T, e *harness) []error {
 			ap := e.approval(t, e.governed(t), "table-decided", 7)
 			if err := e.decide(e.approver, ap.ApprovalId, ap.ActionHash); err != nil {
 				t.Fatal(err)
 			}
 			return []error{e.decide(e.approver, ap.ApprovalId, ap.ActionHash)}
 		},
-		"a retry policy in a proposal wider than the tool's": func(t *testing.T, e *tableEnv) []error {
+		"a retry policy in a proposal wider than the tool's": func(t *testing.T, e *harness) []error {
 			err := e.propose(t, e.governed(t), "", "search", "", map[string]any{"q": "x"}, &stewardv1.RetryPolicy{MaxAttempts: 5})
 			return []error{onField(t, err, "retry_policy.max_attempts")}
 		},
-		"a proposal past the task's action cap": func(t *testing.T, e *tableEnv) []error {
+		"a proposal past the task's action cap": func(t *testing.T, e *harness) []error {
 			k := contract()
 			k.Limits = &stewardv1.TaskLimits{MaxActions: 1}
 			id := e.create(t, "table-capped", k)
@@ -190,26 +190,26 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.propose(t, id, "second", "search", "", map[string]any{"q": "y"}, nil)}
 		},
-		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise": func(t *testing.T, e *tableEnv) []error {
+		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle")
 			done := e.succeededAction(t)
-			noReason := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "")
-			notUnknown := e.settle(e.settler, done, stewardv1.SettleState_SETTLE_STATE_FAILED, "the tool says no")
-			if err := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
+			noReason := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "")
+			notUnknown := e.settle(e.ops, done, stewardv1.SettleState_SETTLE_STATE_FAILED, "the tool says no")
+			if err := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
 				t.Fatal(err)
 			}
-			if err := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
+			if err := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement shows no charge"); err != nil {
 				t.Errorf("a retry of the same settlement: %v, want the action", err)
 			}
-			otherwise := e.settle(e.settler, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
+			otherwise := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
 			return []error{onField(t, noReason, "reason"), alike(t, notUnknown, otherwise)}
 		},
-		"`SettleAction` without the `operator` role, with `--auth`": func(t *testing.T, e *tableEnv) []error {
+		"`SettleAction` without the `operator` role, with `--auth`": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle-role")
 			agent := actionClient(e.url, agentToken)
 			return []error{e.settle(agent, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "I say so")}
 		},
-		"`ReportUsage` with negative or no figures, an unknown milestone, or totals that would overflow": func(t *testing.T, e *tableEnv) []error {
+		"`ReportUsage` with negative or no figures, an unknown milestone, or totals that would overflow": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-usage", contract())
 			report := func(requestID string, tokens, cost int64, milestone string) error {
 				_, err := e.agent.tasks.ReportUsage(ctx, connect.NewRequest(&stewardv1.ReportUsageRequest{
@@ -226,7 +226,7 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, report("u-overflow", math.MaxInt64, 0, ""), "tokens"),
 			)}
 		},
-		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role, with `--auth`": func(t *testing.T, e *tableEnv) []error {
+		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role, with `--auth`": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			raise := func(c authed, tokens int64, reason string) error {
 				_, err := c.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: id, MaxTokens: tokens, Reason: reason}))
@@ -237,7 +237,7 @@ func errorsTableChecks() map[string]tableCheck {
 				raise(e.agent, 90_000, "I want more"),
 			}
 		},
-		"a proposal while the task's budget is spent": func(t *testing.T, e *tableEnv) []error {
+		"a proposal while the task's budget is spent": func(t *testing.T, e *harness) []error {
 			// An action that waited for approval while the budget ran out
 			// is denied when approved, naming the spent limit.
 			k := governed()
@@ -257,7 +257,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.propose(t, id, "while-spent", "search", "", map[string]any{"q": "x"}, nil)}
 		},
-		"an acceptance criterion that does not compile or is not a boolean": func(t *testing.T, e *tableEnv) []error {
+		"an acceptance criterion that does not compile or is not a boolean": func(t *testing.T, e *harness) []error {
 			create := func(expr string) error {
 				k := contract()
 				k.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "ok", Expression: "true"}, {Id: "bad", Expression: expr}}
@@ -266,7 +266,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{alike(t, create(`artifacts["x"].size >`), create(`1 + 1`))}
 		},
-		"`requiresReviewer` without an acceptance owner; `separationOfDuties` with the requester, the creator or the delegate as owner": func(t *testing.T, e *tableEnv) []error {
+		"`requiresReviewer` without an acceptance owner; `separationOfDuties` with the requester, the creator or the delegate as owner": func(t *testing.T, e *harness) []error {
 			create := func(change func(*stewardv1.TaskContract)) error {
 				k := contract()
 				change(k)
@@ -286,7 +286,7 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, byDelegate, "contract.acceptance_owner_ref"),
 			)}
 		},
-		"an artifact over the size limit (512 KiB inline, 5 GiB by reference); content and a uri together; a bad hash or media type": func(t *testing.T, e *tableEnv) []error {
+		"an artifact over the size limit (512 KiB inline, 5 GiB by reference); content and a uri together; a bad hash or media type": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			hash := strings.Repeat("ab", 32)
 			submit := func(req *stewardv1.SubmitArtifactRequest) error {
@@ -313,12 +313,12 @@ func errorsTableChecks() map[string]tableCheck {
 						onField(t, submit(&stewardv1.SubmitArtifactRequest{Content: []byte("x"), MediaType: "not a media type"}), "media_type"))
 				})
 		},
-		"`MarkProduced` while an action is under way": func(t *testing.T, e *tableEnv) []error {
+		"`MarkProduced` while an action is under way": func(t *testing.T, e *harness) []error {
 			ap := e.pendingApproval(t)
 			_, err := e.agent.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: ap.TaskId}))
 			return []error{saying(t, err, ap.ActionId)}
 		},
-		"`AcceptTask` or `ReturnTask` by anyone but the acceptance owner, or, under separation of duties, by one who asked for or did the work": func(t *testing.T, e *tableEnv) []error {
+		"`AcceptTask` or `ReturnTask` by anyone but the acceptance owner, or, under separation of duties, by one who asked for or did the work": func(t *testing.T, e *harness) []error {
 			id := e.produced(t)
 			accept := func(c authed) func() error {
 				return func() error {
@@ -332,7 +332,7 @@ func errorsTableChecks() map[string]tableCheck {
 			})
 			return []error{alike(t, errs...)}
 		},
-		"`SubmitArtifact` or `MarkProduced` for a task whose credential (or an ancestor's) is revoked": func(t *testing.T, e *tableEnv) []error {
+		"`SubmitArtifact` or `MarkProduced` for a task whose credential (or an ancestor's) is revoked": func(t *testing.T, e *harness) []error {
 			parent, child := e.revoked(t)
 			submit := func(id string) error {
 				_, err := e.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{TaskId: id, Name: "r", MediaType: "text/plain", Content: []byte("x")}))
@@ -341,11 +341,11 @@ func errorsTableChecks() map[string]tableCheck {
 			_, produce := e.agent.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: parent}))
 			return []error{alike(t, submit(parent), submit(child), saying(t, produce, "revoked"))}
 		},
-		"`ReturnTask` without a reason": func(t *testing.T, e *tableEnv) []error {
+		"`ReturnTask` without a reason": func(t *testing.T, e *harness) []error {
 			_, err := e.reviewer.tasks.ReturnTask(ctx, connect.NewRequest(&stewardv1.ReturnTaskRequest{TaskId: e.produced(t)}))
 			return []error{onField(t, err, "reasons")}
 		},
-		"`DelegateTask` that widens a tool, scope, budget cap or deadline, or lowers the risk tier; a cap missing where the parent's budget limits, or more than the parent has left; that sets `delegationChain` or `parentTaskId` itself": func(t *testing.T, e *tableEnv) []error {
+		"`DelegateTask` that widens a tool, scope, budget cap or deadline, or lowers the risk tier; a cap missing where the parent's budget limits, or more than the parent has left; that sets `delegationChain` or `parentTaskId` itself": func(t *testing.T, e *harness) []error {
 			k := governed()
 			k.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
 			k.Deadline = timestamppb.New(time.Now().Add(24 * time.Hour))
@@ -383,7 +383,7 @@ func errorsTableChecks() map[string]tableCheck {
 				delegate("contract.parent_task_id", func(c *stewardv1.TaskContract) { c.ParentTaskId = parent }),
 			)...)}
 		},
-		"`DelegateTask` from a task that is not live, has nothing left of a limited budget, or whose credential is revoked (here or above) or expired": func(t *testing.T, e *tableEnv) []error {
+		"`DelegateTask` from a task that is not live, has nothing left of a limited budget, or whose credential is revoked (here or above) or expired": func(t *testing.T, e *harness) []error {
 			delegate := func(parent, requestID string) error {
 				sub := contract()
 				sub.Budget = &stewardv1.Budget{MaxTokens: 100}
@@ -406,12 +406,12 @@ func errorsTableChecks() map[string]tableCheck {
 				saying(t, delegate(e.expired(t), "table-from-expired"), "expired"),
 			)}
 		},
-		"`RaiseBudget` on a delegated task": func(t *testing.T, e *tableEnv) []error {
+		"`RaiseBudget` on a delegated task": func(t *testing.T, e *harness) []error {
 			_, child := e.delegated(t)
 			_, err := e.funder.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: child, MaxTokens: 20_000, Reason: "more"}))
 			return []error{saying(t, err, "raise the parent's budget")}
 		},
-		"an action outside the task's credential, or under an expired or revoked one": func(t *testing.T, e *tableEnv) []error {
+		"an action outside the task's credential, or under an expired or revoked one": func(t *testing.T, e *harness) []error {
 			k := contract()
 			k.AllowedTools = []string{"ledger"}
 			noScope := e.create(t, "table-no-scope", k)
@@ -434,7 +434,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"`RevokeCredential` without a reason; without the `operator` role, with `--auth`": func(t *testing.T, e *tableEnv) []error {
+		"`RevokeCredential` without a reason; without the `operator` role, with `--auth`": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			revoke := func(c authed, reason string) error {
 				_, err := c.governance.RevokeCredential(ctx, connect.NewRequest(&stewardv1.RevokeCredentialRequest{TaskId: id, Reason: reason}))
@@ -442,7 +442,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{onField(t, revoke(e.operator, ""), "reason"), revoke(e.agent, "leaked")}
 		},
-		"`RenewCredential` likewise; of a revoked credential, an ended task, or one the deadline or the parent's credential would not let last longer": func(t *testing.T, e *tableEnv) []error {
+		"`RenewCredential` likewise; of a revoked credential, an ended task, or one the deadline or the parent's credential would not let last longer": func(t *testing.T, e *harness) []error {
 			renew := func(c authed, id, reason string) error {
 				_, err := c.governance.RenewCredential(ctx, connect.NewRequest(&stewardv1.RenewCredentialRequest{TaskId: id, Reason: reason}))
 				return err
@@ -463,11 +463,11 @@ func errorsTableChecks() map[string]tableCheck {
 				),
 			}
 		},
-		"`ResumeTask` on a task suspended for a budget that is still spent": func(t *testing.T, e *tableEnv) []error {
+		"`ResumeTask` on a task suspended for a budget that is still spent": func(t *testing.T, e *harness) []error {
 			_, err := e.agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: e.spent(t), Reason: "go on"}))
 			return []error{saying(t, err, "tokens", "RaiseBudget")}
 		},
-		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *tableEnv) []error {
+		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *harness) []error {
 			exitsNaming(t, []string{"serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--credential-key")
 			return nil
 		},

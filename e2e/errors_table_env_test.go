@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
-	"net/http/httptest"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,113 +22,28 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// tableEnv is the one server every row is checked against, with a client
-// for each role, and the fixtures rows share.
-type tableEnv struct {
-	top      *testing.T
-	url      string
-	natsURL  string
-	agent    authed                               // creates tasks and does their work
-	approver authed                               // authorizer
-	viewer   authed                               // viewer: may look, not decide
-	operator authed                               // settles, revokes, renews
-	funder   authed                               // budget-owner
-	reviewer authed                               // an acceptance owner, no roles
-	settler  stewardv1connect.ActionServiceClient // as the operator
-
-	mu       sync.Mutex
-	fixtures map[string]any
-}
-
-const (
-	tableOperatorToken  = "table-operator-token-0123456789"
-	tableFunderToken    = "table-budget-owner-token-012345"
-	tableReviewerToken  = "table-reviewer-token-0123456789"
-	tableToolAdminToken = "table-tool-admin-token-01234567"
-)
-
-func startTableEnv(t *testing.T) *tableEnv {
-	tool := startToolServer(t)
-	release := make(chan struct{})
-	slow := newHTTPTool(t, func(w http.ResponseWriter, r *http.Request) {
-		select { // never answers in time: the outcome is unknown
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	t.Cleanup(func() { close(release) })
-	dir := t.TempDir()
+// startTableEnv starts the one server every row of the errors table is
+// checked against.
+func startTableEnv(t *testing.T) *harness {
+	// slow never answers in time: the outcome is unknown.
+	tool := stewardtest.StartTool(t).Always("/slow", stewardtest.Silent)
 	// Every tool declares an effect class and a data sensitivity: a
 	// contract without them is refused.
-	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
+	return startSteward(t, setup{nats: true, tools: []string{
+		fmt.Sprintf(`{"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
-	   "retryPolicy": {"maxAttempts": 2}, "http": {"url": %q}},
-	  {"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
+	   "retryPolicy": {"maxAttempts": 2}, "http": {"url": %q}}`, tool.URL+"/search"),
+		fmt.Sprintf(`{"name": "wire", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"amount\"],\"properties\":{\"amount\":{\"type\":\"integer\",\"minimum\":1}}}",
-	   "http": {"url": %q}},
-	  {"name": "ledger", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	   "requiredScopes": ["payments:write"], "http": {"url": %q}},
-	  {"name": "slow", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
-	   "timeout": "1s", "http": {"url": %q}}
-	]}`, tool.URL+"/search", tool.URL+"/wire", tool.URL+"/ledger", slow)
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
-	  {"token": %q, "principal": "user:cy", "roles": ["viewer"]},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]},
-	  {"token": %q, "principal": "user:fin", "roles": ["budget-owner"]},
-	  {"token": %q, "principal": "user:rev", "roles": []},
-	  {"token": %q, "principal": "user:tools", "roles": ["tool-admin"]}
-	]}`, agentToken, approverToken, viewerToken, tableOperatorToken, tableFunderToken, tableReviewerToken, tableToolAdminToken)
-	natsAddr := freeAddr(t)
-	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens),
-		"--nats-listen", natsAddr)
-	return &tableEnv{
-		top: t, url: p.url, natsURL: "nats://" + natsAddr,
-		agent: withToken(p.url, agentToken), approver: withToken(p.url, approverToken), viewer: withToken(p.url, viewerToken),
-		operator: withToken(p.url, tableOperatorToken), funder: withToken(p.url, tableFunderToken), reviewer: withToken(p.url, tableReviewerToken),
-		settler:  actionClient(p.url, tableOperatorToken),
-		fixtures: map[string]any{},
-	}
-}
-
-// newHTTPTool serves h on loopback for the test and returns its URL.
-func newHTTPTool(t *testing.T, h http.HandlerFunc) string {
-	t.Helper()
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv.URL
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago, for --nats-listen: startBinary reads only the RPC address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// fixture returns what build made the first time it was asked for key:
-// rows that need the same situation share it.
-func fixture[T any](e *tableEnv, key string, build func() T) T {
-	e.mu.Lock()
-	v, ok := e.fixtures[key]
-	e.mu.Unlock()
-	if ok {
-		return v.(T)
-	}
-	made := build()
-	e.mu.Lock()
-	e.fixtures[key] = made
-	e.mu.Unlock()
-	return made
+	   "http": {"url": %q}}`, tool.URL+"/wire"),
+		fmt.Sprintf(`{"name": "ledger", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	   "requiredScopes": ["payments:write"], "http": {"url": %q}}`, tool.URL+"/ledger"),
+		fmt.Sprintf(`{"name": "slow", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
+	   "timeout": "1s", "http": {"url": %q}}`, tool.URL+"/slow"),
+	}})
 }
 
 // onField asserts that err carries a BadRequest detail naming field, and
@@ -184,14 +96,14 @@ func alike(t *testing.T, errs ...error) error {
 }
 
 // eventCount is how many events taskID has.
-func (e *tableEnv) eventCount(t *testing.T, taskID string) uint32 {
+func (e *harness) eventCount(t *testing.T, taskID string) uint32 {
 	t.Helper()
 	return getTask(t, e.agent.clients, taskID).EventCount
 }
 
 // unchanged asserts that calls append nothing to taskID, and returns
 // their errors.
-func (e *tableEnv) unchanged(t *testing.T, taskID string, calls ...func() error) []error {
+func (e *harness) unchanged(t *testing.T, taskID string, calls ...func() error) []error {
 	t.Helper()
 	before := e.eventCount(t, taskID)
 	out := make([]error, len(calls))
@@ -202,19 +114,6 @@ func (e *tableEnv) unchanged(t *testing.T, taskID string, calls ...func() error)
 		t.Errorf("task %s went from %d to %d events on refused calls", taskID, before, after)
 	}
 	return out
-}
-
-// create creates a task with k as agent, waits until it runs with its
-// credential, and returns its id.
-func (e *tableEnv) create(t *testing.T, requestID string, k *stewardv1.TaskContract) string {
-	t.Helper()
-	resp, err := e.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
-	if err != nil {
-		t.Fatalf("create %s: %v", requestID, err)
-	}
-	id := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, e.agent.clients, id)
-	return id
 }
 
 // governed is a contract that allows search and wire, authorized by user:bo.
@@ -232,7 +131,7 @@ func translated(err error) error {
 
 // raw sends body, as it is, to procedure ("Service/Method" of steward.v1)
 // as the agent: JSON over Connect, or binary protobuf over gRPC.
-func (e *tableEnv) raw(t *testing.T, procedure, encoding string, body []byte) error {
+func (e *harness) raw(t *testing.T, procedure, encoding string, body []byte) error {
 	t.Helper()
 	opts := []connect.ClientOption{connect.WithCodec(rawCodec{name: encoding}), connect.WithInterceptors(bearer(agentToken))}
 	if encoding == "proto" {
@@ -245,7 +144,7 @@ func (e *tableEnv) raw(t *testing.T, procedure, encoding string, body []byte) er
 
 // get sends a Connect GET with query to procedure and returns its answer
 // as an error with the code and BadRequest field the answer carries.
-func (e *tableEnv) get(t *testing.T, procedure, query string) error {
+func (e *harness) get(t *testing.T, procedure, query string) error {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, e.url+"/steward.v1."+procedure+"?"+query, nil)
 	req.Header.Set("Authorization", "Bearer "+agentToken)
@@ -275,7 +174,7 @@ func (e *tableEnv) get(t *testing.T, procedure, query string) error {
 // tamper rewrites who caused taskID's last event and appends the forgery
 // behind the server's back, straight onto the stream over NATS, as a
 // damaged disk or a hostile operator might. It returns its sequence.
-func (e *tableEnv) tamper(t *testing.T, taskID string) uint64 {
+func (e *harness) tamper(t *testing.T, taskID string) uint64 {
 	t.Helper()
 	ctx := context.Background()
 	nc, err := nats.Connect(e.natsURL)
@@ -318,7 +217,7 @@ func (e *tableEnv) tamper(t *testing.T, taskID string) uint64 {
 
 // propose proposes tool with params (none when nil) on taskID as the agent
 // and returns the error.
-func (e *tableEnv) propose(t *testing.T, taskID, proposalID, tool, version string, params map[string]any, retry *stewardv1.RetryPolicy) error {
+func (e *harness) propose(t *testing.T, taskID, proposalID, tool, version string, params map[string]any, retry *stewardv1.RetryPolicy) error {
 	t.Helper()
 	s, err := structpb.NewStruct(params)
 	if err != nil {
@@ -331,7 +230,7 @@ func (e *tableEnv) propose(t *testing.T, taskID, proposalID, tool, version strin
 }
 
 // actionOf is the id of the action proposalID made on taskID.
-func (e *tableEnv) actionOf(t *testing.T, taskID, proposalID string) string {
+func (e *harness) actionOf(t *testing.T, taskID, proposalID string) string {
 	t.Helper()
 	for _, a := range getTask(t, e.agent.clients, taskID).Actions {
 		if a.ProposalId == proposalID {
@@ -342,14 +241,14 @@ func (e *tableEnv) actionOf(t *testing.T, taskID, proposalID string) string {
 	return ""
 }
 
-func (e *tableEnv) decide(c authed, approvalID, hash string) error {
+func (e *harness) decide(c authed, approvalID, hash string) error {
 	_, err := c.governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
 		ApprovalId: approvalID, ActionHash: hash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, Comment: "ok",
 	}))
 	return err
 }
 
-func (e *tableEnv) settle(c stewardv1connect.ActionServiceClient, a actionRef, state stewardv1.SettleState, reason string) error {
+func (e *harness) settle(c stewardv1connect.ActionServiceClient, a actionRef, state stewardv1.SettleState, reason string) error {
 	_, err := c.SettleAction(context.Background(), connect.NewRequest(&stewardv1.SettleActionRequest{TaskId: a.task, ActionId: a.action, State: state, Reason: reason}))
 	return err
 }

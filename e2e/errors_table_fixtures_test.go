@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 )
 
 // The situations below are made once, the first time a row asks for one,
@@ -21,18 +19,14 @@ import (
 // actionRef names one action of one task.
 type actionRef struct{ task, action string }
 
-func actionClient(url, token string) stewardv1connect.ActionServiceClient {
-	return stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(bearer(token)))
-}
-
 // governed is a running task allowing search and wire; rows send it only
 // requests that are refused.
-func (e *tableEnv) governed(t *testing.T) string {
+func (e *harness) governed(t *testing.T) string {
 	return fixture(e, "governed", func() string { return e.create(t, "table-governed", governed()) })
 }
 
 // cancelled is a task its creator cancelled.
-func (e *tableEnv) cancelled(t *testing.T) string {
+func (e *harness) cancelled(t *testing.T) string {
 	return fixture(e, "cancelled", func() string {
 		id := e.create(t, "table-cancelled", contract())
 		if _, err := e.agent.tasks.CancelTask(context.Background(), connect.NewRequest(&stewardv1.CancelTaskRequest{TaskId: id, Reason: "not needed"})); err != nil {
@@ -44,7 +38,7 @@ func (e *tableEnv) cancelled(t *testing.T) string {
 }
 
 // paused is a task its creator paused.
-func (e *tableEnv) paused(t *testing.T) string {
+func (e *harness) paused(t *testing.T) string {
 	return fixture(e, "paused", func() string {
 		id := e.create(t, "table-paused", contract())
 		if _, err := e.agent.tasks.PauseTask(context.Background(), connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold on"})); err != nil {
@@ -56,7 +50,7 @@ func (e *tableEnv) paused(t *testing.T) string {
 }
 
 // pendingApproval is a wire waiting for its approval; nobody decides it.
-func (e *tableEnv) pendingApproval(t *testing.T) *stewardv1.Approval {
+func (e *harness) pendingApproval(t *testing.T) *stewardv1.Approval {
 	return fixture(e, "pending approval", func() *stewardv1.Approval {
 		return e.approval(t, e.create(t, "table-approvals", governed()), "wire-pending", 120)
 	})
@@ -64,7 +58,7 @@ func (e *tableEnv) pendingApproval(t *testing.T) *stewardv1.Approval {
 
 // approval proposes a wire of amount on taskID and returns the approval it
 // waits for.
-func (e *tableEnv) approval(t *testing.T, taskID, proposalID string, amount int) *stewardv1.Approval {
+func (e *harness) approval(t *testing.T, taskID, proposalID string, amount int) *stewardv1.Approval {
 	t.Helper()
 	a := propose(t, e.agent, taskID, proposalID, "wire", map[string]any{"amount": amount})
 	waitAction(t, e.agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
@@ -83,7 +77,7 @@ func (e *tableEnv) approval(t *testing.T, taskID, proposalID string, amount int)
 
 // unknownAction is a call to the slow tool, which never answers in time:
 // its outcome is unknown until someone settles it.
-func (e *tableEnv) unknownAction(t *testing.T, requestID string) actionRef {
+func (e *harness) unknownAction(t *testing.T, requestID string) actionRef {
 	t.Helper()
 	k := contract()
 	k.AllowedTools = []string{"slow"}
@@ -100,7 +94,7 @@ func (e *tableEnv) unknownAction(t *testing.T, requestID string) actionRef {
 }
 
 // succeededAction is a search that ran.
-func (e *tableEnv) succeededAction(t *testing.T) actionRef {
+func (e *harness) succeededAction(t *testing.T) actionRef {
 	return fixture(e, "succeeded action", func() actionRef {
 		id := e.create(t, "table-searched", contract())
 		a := propose(t, e.agent, id, "search-1", "search", map[string]any{"q": "incidents"})
@@ -110,7 +104,7 @@ func (e *tableEnv) succeededAction(t *testing.T) actionRef {
 }
 
 // spent is a task suspended because it used all its 100 tokens.
-func (e *tableEnv) spent(t *testing.T) string {
+func (e *harness) spent(t *testing.T) string {
 	return fixture(e, "spent", func() string {
 		k := contract()
 		k.Budget = &stewardv1.Budget{MaxTokens: 100}
@@ -126,7 +120,7 @@ func (e *tableEnv) spent(t *testing.T) string {
 
 // produced is a task the agent marked produced, waiting for its acceptance
 // owner, user:rev, under separation of duties.
-func (e *tableEnv) produced(t *testing.T) string {
+func (e *harness) produced(t *testing.T) string {
 	return fixture(e, "produced", func() string {
 		k := contract()
 		k.AcceptanceOwnerRef, k.SeparationOfDuties = "user:rev", true
@@ -144,7 +138,7 @@ func (e *tableEnv) produced(t *testing.T) string {
 
 // delegated is a running parent and the sub-task it delegated 10,000
 // tokens to.
-func (e *tableEnv) delegated(t *testing.T) (parent, child string) {
+func (e *harness) delegated(t *testing.T) (parent, child string) {
 	ids := fixture(e, "delegated", func() [2]string {
 		parent := e.create(t, "table-parent", governed())
 		return [2]string{parent, e.delegate(t, parent, "table-child")}
@@ -154,7 +148,7 @@ func (e *tableEnv) delegated(t *testing.T) (parent, child string) {
 
 // revoked is a task whose credential an operator revoked, and the sub-task
 // it delegated before.
-func (e *tableEnv) revoked(t *testing.T) (parent, child string) {
+func (e *harness) revoked(t *testing.T) (parent, child string) {
 	ids := fixture(e, "revoked", func() [2]string {
 		parent := e.create(t, "table-revoked", governed())
 		child := e.delegate(t, parent, "table-revoked-child")
@@ -169,7 +163,7 @@ func (e *tableEnv) revoked(t *testing.T) (parent, child string) {
 
 // delegate delegates a search-only sub-task with 10,000 tokens from parent
 // and waits until it runs with its credential.
-func (e *tableEnv) delegate(t *testing.T, parent, requestID string) string {
+func (e *harness) delegate(t *testing.T, parent, requestID string) string {
 	t.Helper()
 	sub := contract()
 	sub.Budget = &stewardv1.Budget{MaxTokens: 10_000}
@@ -185,15 +179,13 @@ func (e *tableEnv) delegate(t *testing.T, parent, requestID string) string {
 
 // expired is a task whose credential ended with its deadline, a moment
 // after it started.
-func (e *tableEnv) expired(t *testing.T) string {
+func (e *harness) expired(t *testing.T) string {
 	return fixture(e, "expired", func() string {
 		k := contract()
 		deadline := time.Now().Add(1500 * time.Millisecond)
 		k.Deadline = timestamppb.New(deadline)
 		id := e.create(t, "table-expired", k)
-		for time.Now().Before(deadline) { // the one thing to wait for is the clock
-			sleepBriefly()
-		}
+		waitPast(t, deadline) // the one thing to wait for is the clock
 		return id
 	})
 }

@@ -21,7 +21,7 @@ import (
 func inputChecks() map[string]tableCheck {
 	ctx := context.Background()
 	return map[string]tableCheck{
-		"a request id reused by the same caller for another command, another body or another task (a `proposalId`: for another proposal on its task)": func(t *testing.T, e *tableEnv) []error {
+		"a request id reused by the same caller for another command, another body or another task (a `proposalId`: for another proposal on its task)": func(t *testing.T, e *harness) []error {
 			e.create(t, "table-reused", contract())
 			other := contract()
 			other.Intent = "Something else entirely"
@@ -50,7 +50,7 @@ func inputChecks() map[string]tableCheck {
 			_, anotherTask := e.agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: paused, RequestId: "table-rid", Reason: "hold"}))
 			return []error{alike(t, otherBody, calls[0], calls[1], saying(t, anotherTask, pausedFor))}
 		},
-		"the same command again with the same request id and body": func(t *testing.T, e *tableEnv) []error {
+		"the same command again with the same request id and body": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-retried", contract())
 			pause := func() *stewardv1.Task {
 				resp, err := e.agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, RequestId: "table-retry", Reason: "hold"}))
@@ -65,7 +65,7 @@ func inputChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"a command refused (bad input, a state that forbids it), then sent fixed under the same request id": func(t *testing.T, e *tableEnv) []error {
+		"a command refused (bad input, a state that forbids it), then sent fixed under the same request id": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-fixed", contract())
 			raise := func(tokens int64) error {
 				_, err := e.funder.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: id, RequestId: "table-raise", MaxTokens: tokens, Reason: "more"}))
@@ -79,7 +79,7 @@ func inputChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"one request id from two callers": func(t *testing.T, e *tableEnv) []error {
+		"one request id from two callers": func(t *testing.T, e *harness) []error {
 			mine := e.create(t, "table-demo-1", contract())
 			resp, err := e.reviewer.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-demo-1", Contract: contract()}))
 			switch {
@@ -90,7 +90,7 @@ func inputChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"`RenewCredential` again with the same request id": func(t *testing.T, e *tableEnv) []error {
+		"`RenewCredential` again with the same request id": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-renewed", contract())
 			renew := func(reason string) (*stewardv1.RenewCredentialResponse, error) {
 				resp, err := e.operator.governance.RenewCredential(ctx, connect.NewRequest(&stewardv1.RenewCredentialRequest{TaskId: id, Reason: reason, RequestId: "table-renew"}))
@@ -110,7 +110,7 @@ func inputChecks() map[string]tableCheck {
 			_, other := renew("another reason")
 			return []error{other}
 		},
-		"an id past its limit, in any RPC": func(t *testing.T, e *tableEnv) []error {
+		"an id past its limit, in any RPC": func(t *testing.T, e *harness) []error {
 			huge := strings.Repeat("t", 1<<20-64)
 			_, err := e.agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: huge}))
 			if len(fmt.Sprint(err)) > 1024 {
@@ -119,7 +119,7 @@ func inputChecks() map[string]tableCheck {
 			_, long := e.agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: e.governed(t), RequestId: strings.Repeat("r", 129)}))
 			return []error{alike(t, onField(t, err, "task_id"), onField(t, long, "request_id"))}
 		},
-		"a list or map of more than 256 entries, at any depth of any request": func(t *testing.T, e *tableEnv) []error {
+		"a list or map of more than 256 entries, at any depth of any request": func(t *testing.T, e *harness) []error {
 			statuses := make([]stewardv1.TaskStatus, 100_000)
 			for i := range statuses {
 				statuses[i] = stewardv1.TaskStatus_TASK_STATUS_RUNNING
@@ -133,7 +133,7 @@ func inputChecks() map[string]tableCheck {
 			_, deep := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-milestones", Contract: k}))
 			return []error{alike(t, onField(t, many, "statuses"), onField(t, deep, "contract.budget.milestones"))}
 		},
-		"a value quoted back in an error": func(t *testing.T, e *tableEnv) []error {
+		"a value quoted back in an error": func(t *testing.T, e *harness) []error {
 			_, err := e.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{
 				TaskId: e.governed(t), Name: "report", MediaType: "text/plain", Uri: strings.Repeat("u", 3000) + "\x1b[2J", Sha256: strings.Repeat("a", 64), SizeBytes: 1}))
 			if msg := fmt.Sprint(err); !strings.Contains(msg, strings.Repeat("u", 64)) || strings.Contains(msg, strings.Repeat("u", 65)) || strings.Contains(msg, "\x1b") {
@@ -141,7 +141,7 @@ func inputChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"a duration outside its range (see the limits below)": func(t *testing.T, e *tableEnv) []error {
+		"a duration outside its range (see the limits below)": func(t *testing.T, e *harness) []error {
 			tooShort, tooLong := contract(), contract()
 			tooShort.Timers = &stewardv1.TaskTimers{StallAfter: durationpb.New(time.Nanosecond)}
 			tooLong.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: &durationpb.Duration{Seconds: 10_000 * 365 * 24 * 3600}}
@@ -149,7 +149,7 @@ func inputChecks() map[string]tableCheck {
 			_, long := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-10000y", Contract: tooLong}))
 			return []error{alike(t, onField(t, short, "contract.timers.stall_after"), onField(t, long, "contract.timers.approval_remind_after"))}
 		},
-		"`contract.taskId` or `contract.credentialRef` set by the client, on `CreateTask` or `DelegateTask`": func(t *testing.T, e *tableEnv) []error {
+		"`contract.taskId` or `contract.credentialRef` set by the client, on `CreateTask` or `DelegateTask`": func(t *testing.T, e *harness) []error {
 			withID, withRef := contract(), contract()
 			withID.TaskId = "mine"
 			withRef.CredentialRef = "cred-mine"
@@ -162,7 +162,7 @@ func inputChecks() map[string]tableCheck {
 			})
 			return []error{alike(t, onField(t, errID, "contract.task_id"), onField(t, delegated[0], "contract.credential_ref"))}
 		},
-		"a tool contract without `effectClass` or `dataSensitivity`, or with an undefined one, at `RegisterTool` or in a `--tools` file": func(t *testing.T, e *tableEnv) []error {
+		"a tool contract without `effectClass` or `dataSensitivity`, or with an undefined one, at `RegisterTool` or in a `--tools` file": func(t *testing.T, e *harness) []error {
 			register := func(change func(*stewardv1.ToolContract)) error {
 				c := &stewardv1.ToolContract{Name: "table-tool", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
 					DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
@@ -180,7 +180,7 @@ func inputChecks() map[string]tableCheck {
 			return []error{alike(t, onField(t, noClass, "contract.effect_class"), onField(t, noSensitivity, "contract.data_sensitivity"),
 				onField(t, undefined, "contract.data_sensitivity"))}
 		},
-		"a tool's `serviceKey` that is not 1–64 of `[A-Za-z0-9_-]`": func(t *testing.T, e *tableEnv) []error {
+		"a tool's `serviceKey` that is not 1–64 of `[A-Za-z0-9_-]`": func(t *testing.T, e *harness) []error {
 			var out []error
 			for _, key := range []string{">", "*", "a.b", strings.Repeat("k", 65)} {
 				_, err := e.tools().RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
@@ -191,7 +191,7 @@ func inputChecks() map[string]tableCheck {
 			}
 			return []error{alike(t, out...)}
 		},
-		"`RaiseBudget` with a negative limit": func(t *testing.T, e *tableEnv) []error {
+		"`RaiseBudget` with a negative limit": func(t *testing.T, e *harness) []error {
 			k := contract()
 			k.Budget = &stewardv1.Budget{MaxTokens: 100, MaxCostMicros: 100, Currency: "EUR"}
 			id := e.create(t, "table-negative", k)
@@ -203,7 +203,7 @@ func inputChecks() map[string]tableCheck {
 				return alike(t, onField(t, raise(-1, 200), "max_tokens"), onField(t, raise(200, -1), "max_cost_micros"))
 			})
 		},
-		"`--credential-ttl` outside 1 minute – 1 year": func(t *testing.T, e *tableEnv) []error {
+		"`--credential-ttl` outside 1 minute – 1 year": func(t *testing.T, e *harness) []error {
 			for _, ttl := range []string{"1ns", "87600h"} {
 				exitsNaming(t, []string{"dev", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--credential-ttl", ttl}, "--credential-ttl")
 			}
@@ -213,6 +213,6 @@ func inputChecks() map[string]tableCheck {
 }
 
 // tools is a tool registry client, as a tool-admin.
-func (e *tableEnv) tools() stewardv1connect.ToolServiceClient {
-	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(bearer(tableToolAdminToken)))
+func (e *harness) tools() stewardv1connect.ToolServiceClient {
+	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(bearer(toolAdminToken)))
 }

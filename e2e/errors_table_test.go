@@ -15,7 +15,7 @@ import (
 // describes and returns their errors in the order the row's answer names
 // Connect codes. A row whose answer names no code asserts the outcome it
 // describes itself and returns nil.
-type tableCheck func(t *testing.T, e *tableEnv) []error
+type tableCheck func(t *testing.T, e *harness) []error
 
 // TestErrorsTableMatchesTheCode reads the table in docs/errors.md and
 // checks every row against one real server: each error a row's check

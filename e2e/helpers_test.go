@@ -5,11 +5,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // binary is the steward binary built once for the package.
@@ -41,6 +45,178 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// The tokens a harness knows, one per role.
+const (
+	agentToken     = "agent-token-0123456789"          // agent:summariser
+	approverToken  = "approver-token-0123456789"       // user:bo, authorizer
+	viewerToken    = "viewer-token-0123456789"         // user:cy, viewer
+	operatorToken  = "e2e-operator-token-0123456789"   // user:ops, operator
+	funderToken    = "e2e-budget-owner-token-0123"     // user:fin, budget-owner
+	reviewerToken  = "e2e-reviewer-token-0123456789"   // user:rev, no role: an acceptance owner
+	ownerToken     = "e2e-acceptance-owner-token-0123" // user:owner, no role: an acceptance owner
+	treasurerToken = "e2e-treasury-token-0123456789"   // user:tess, treasury
+	toolAdminToken = "e2e-tool-admin-token-0123456789" // user:tools, tool-admin
+)
+
+// tokensFile is the tokens file that gives each token above its principal
+// and role.
+const tokensFile = `{"tokens": [
+  {"token": "` + agentToken + `", "principal": "agent:summariser", "roles": []},
+  {"token": "` + approverToken + `", "principal": "user:bo", "roles": ["authorizer"]},
+  {"token": "` + viewerToken + `", "principal": "user:cy", "roles": ["viewer"]},
+  {"token": "` + operatorToken + `", "principal": "user:ops", "roles": ["operator"]},
+  {"token": "` + funderToken + `", "principal": "user:fin", "roles": ["budget-owner"]},
+  {"token": "` + reviewerToken + `", "principal": "user:rev", "roles": []},
+  {"token": "` + ownerToken + `", "principal": "user:owner", "roles": []},
+  {"token": "` + treasurerToken + `", "principal": "user:tess", "roles": ["treasury"]},
+  {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]}
+]}`
+
+// harness is a Steward under test — the real binary, or the same Main in
+// this process — with a client for each role of tokensFile.
+type harness struct {
+	// top is the test that started it: what fixtures start lives as long.
+	top testing.TB
+	url string
+	dir string // where its files are
+	// natsURL is where the binary's NATS takes clients (setup.nats).
+	natsURL string
+	// policy is the policy bundle the binary reloads (setup.policy), and
+	// rego the default bundle it started as.
+	policy string
+	rego   []byte
+
+	agent, approver, viewer, operator, funder, reviewer, owner, treasurer authed
+	ops                                                                   stewardv1connect.ActionServiceClient // as the operator
+
+	mu       sync.Mutex
+	fixtures map[string]any
+}
+
+// setup says how a harness runs Steward.
+type setup struct {
+	// tools are the tools file's entries, JSON objects; none when empty.
+	tools []string
+	// open runs without a tokens file: callers are not authenticated.
+	open bool
+	// policy runs with a policy directory holding the default bundle,
+	// which the test may rewrite (reloadPolicy).
+	policy bool
+	// nats makes the binary take NATS clients, at natsURL.
+	nats bool
+	// inProcess runs Main in this process: faster, for tests that need no
+	// signal.
+	inProcess bool
+	// flags are more flags for `steward dev`.
+	flags []string
+}
+
+// startSteward starts Steward as s says and returns its harness; it stops
+// when the test ends.
+func startSteward(tb testing.TB, s setup) *harness {
+	tb.Helper()
+	h := &harness{top: tb, dir: tb.TempDir(), fixtures: map[string]any{}}
+	flags := append([]string{}, s.flags...)
+	if len(s.tools) > 0 {
+		flags = append(flags, "--tools", writeFile(tb, h.dir, "tools.json", `{"tools": [`+strings.Join(s.tools, ",\n")+`]}`))
+	}
+	if !s.open {
+		flags = append(flags, "--auth", writeFile(tb, h.dir, "tokens.json", tokensFile))
+	}
+	if s.policy {
+		rego, err := os.ReadFile("../services/governance/policy/default/steward.rego")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		h.rego = rego
+		h.policy = writeFile(tb, filepath.Join(h.dir, "policy"), "steward.rego", string(rego))
+		flags = append(flags, "--policy-dir", filepath.Dir(h.policy))
+	}
+	if s.nats {
+		addr := freeAddr(tb)
+		h.natsURL = "nats://" + addr
+		flags = append(flags, "--nats-listen", addr)
+	}
+	if s.inProcess {
+		h.url = startInProcess(tb, flags...)
+	} else {
+		h.url = startBinary(tb, filepath.Join(h.dir, "data"), flags...).url
+	}
+	h.agent, h.approver, h.viewer = withToken(h.url, agentToken), withToken(h.url, approverToken), withToken(h.url, viewerToken)
+	h.operator, h.funder, h.reviewer = withToken(h.url, operatorToken), withToken(h.url, funderToken), withToken(h.url, reviewerToken)
+	h.owner, h.treasurer = withToken(h.url, ownerToken), withToken(h.url, treasurerToken)
+	h.ops = actionClient(h.url, operatorToken)
+	return h
+}
+
+// fixture returns what build made the first time h was asked for key:
+// tests that need the same situation share it.
+func fixture[T any](h *harness, key string, build func() T) T {
+	h.mu.Lock()
+	v, ok := h.fixtures[key]
+	h.mu.Unlock()
+	if ok {
+		return v.(T)
+	}
+	made := build()
+	h.mu.Lock()
+	h.fixtures[key] = made
+	h.mu.Unlock()
+	return made
+}
+
+// reloadPolicy writes the default bundle with rules added and waits until
+// governance decides under it: until probe, which runs an action and
+// returns the bundle revision of its snapshot, sees a new revision.
+func (h *harness) reloadPolicy(t *testing.T, rules string, probe func() string) {
+	t.Helper()
+	before := probe()
+	if err := os.WriteFile(h.policy, append(append([]byte{}, h.rego...), rules...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) {
+		return probe() != before, "the policy directory was not reloaded"
+	})
+}
+
+// create creates a task with k as agent, waits until it runs with its
+// credential, and returns its id.
+func (h *harness) create(t *testing.T, requestID string, k *stewardv1.TaskContract) string {
+	t.Helper()
+	resp, err := h.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatalf("create %s: %v", requestID, err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, h.agent.clients, id)
+	return id
+}
+
+// writeFile writes content to dir/name, making dir, and returns the path.
+func writeFile(tb testing.TB, dir, name, content string) string {
+	tb.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return p
+}
+
+// freeAddr returns a loopback address with a port that was free a moment
+// ago, for --nats-listen: startBinary reads only the RPC address.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
 // proc is a running steward binary.
 type proc struct {
 	cmd *exec.Cmd
@@ -51,36 +227,36 @@ var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (htt
 
 // startBinary runs `steward dev` on a free loopback port with its data in
 // dataDir and waits until it says where it serves.
-func startBinary(t *testing.T, dataDir string, flags ...string) *proc {
-	t.Helper()
-	return startBinaryEnv(t, dataDir, nil, flags...)
+func startBinary(tb testing.TB, dataDir string, flags ...string) *proc {
+	tb.Helper()
+	return startBinaryEnv(tb, dataDir, nil, flags...)
 }
 
 // startBinaryEnv is startBinary with env ("KEY=value") added to the
 // process's environment; a later value of a key wins.
-func startBinaryEnv(t *testing.T, dataDir string, env []string, flags ...string) *proc {
-	t.Helper()
-	return startCommand(t, env, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)...)
+func startBinaryEnv(tb testing.TB, dataDir string, env []string, flags ...string) *proc {
+	tb.Helper()
+	return startCommand(tb, env, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)...)
 }
 
 // startCommand runs the binary with args and waits until it says where
 // it serves.
-func startCommand(t *testing.T, env []string, args ...string) *proc {
-	t.Helper()
+func startCommand(tb testing.TB, env []string, args ...string) *proc {
+	tb.Helper()
 	cmd := exec.Command(binary, args...)
 	if len(env) > 0 {
 		cmd.Env = append(os.Environ(), env...)
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	cmd.Stderr = &testWriter{t: t}
+	cmd.Stderr = &testWriter{tb: tb}
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	p := &proc{cmd: cmd}
-	t.Cleanup(func() { p.kill() })
+	tb.Cleanup(func() { p.kill() })
 	found := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -93,7 +269,7 @@ func startCommand(t *testing.T, env []string, args ...string) *proc {
 	select {
 	case p.url = <-found:
 	case <-time.After(20 * time.Second):
-		t.Fatal("steward dev did not say it was serving within 20s")
+		tb.Fatal("steward dev did not say it was serving within 20s")
 	}
 	return p
 }
@@ -122,18 +298,24 @@ func (p *proc) stop(t *testing.T) {
 	}
 }
 
-// startInProcess runs the same Main in this process: faster, for tests
-// that need no SIGKILL.
-func startInProcess(t *testing.T) string {
-	t.Helper()
-	m := app.NewServer(io.Discard, &testWriter{t: t})
-	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "warn"}); err != nil {
-		t.Fatal(err)
+// startInProcess runs `steward dev` with flags in this process: faster,
+// for tests that need no SIGKILL. It logs warnings to the test log; a
+// benchmark's, as benchLog and benchLevel say.
+func startInProcess(tb testing.TB, flags ...string) string {
+	tb.Helper()
+	var logs io.Writer = &testWriter{tb: tb}
+	level := "warn"
+	if _, bench := tb.(*testing.B); bench {
+		logs, level = benchLog(), benchLevel()
+	}
+	m := app.NewServer(io.Discard, logs)
+	if err := m.ParseFlags("dev", append([]string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tb.TempDir(), "data"), "--log-level", level}, flags...)); err != nil {
+		tb.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(m.Close)
+	tb.Cleanup(m.Close)
 	return m.URL()
 }
 
@@ -151,6 +333,42 @@ func newClients(url string, opts ...connect.ClientOption) clients {
 		query: stewardv1connect.NewQueryServiceClient(hc, url, opts...),
 		audit: stewardv1connect.NewAuditServiceClient(hc, url, opts...),
 	}
+}
+
+// authed is a set of clients that present one bearer token.
+type authed struct {
+	clients
+	governance stewardv1connect.GovernanceServiceClient
+}
+
+func withToken(url, token string) authed {
+	opt := connect.WithInterceptors(bearer(token))
+	hc := &http.Client{Timeout: 30 * time.Second}
+	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt)}
+}
+
+// actionClient is an ActionService client that presents token.
+func actionClient(url, token string) stewardv1connect.ActionServiceClient {
+	return stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(bearer(token)))
+}
+
+type bearer string
+
+func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		req.Header().Set("Authorization", "Bearer "+string(b))
+		return next(ctx, req)
+	}
+}
+func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		return conn
+	}
+}
+func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
 }
 
 // contract returns a valid contract; tests change what they need.
@@ -175,23 +393,38 @@ func createTask(t *testing.T, c clients, requestID string) *stewardv1.Task {
 	return resp.Msg.Task
 }
 
-// waitStatus polls GetTask until the task has status want.
-func waitStatus(t *testing.T, c clients, taskID string, want stewardv1.TaskStatus) *stewardv1.Task {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+// waitServed waits up to within until the task, as GetTask serves it,
+// satisfies cond, and returns it. An error counts as not yet: a restarted
+// binary may still be rebuilding its projection.
+func waitServed(tb testing.TB, c clients, taskID string, within time.Duration, cond func(*stewardv1.Task) (bool, string)) *stewardv1.Task {
+	tb.Helper()
+	var tk *stewardv1.Task
+	stewardtest.Eventually(tb, within, func() (bool, string) {
 		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
 		if err != nil {
-			t.Fatal(err)
+			return false, fmt.Sprintf("task %s: %v", taskID, err)
 		}
-		if resp.Msg.Task.Status == want {
-			return resp.Msg.Task
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("task %s is %v, want %v", taskID, resp.Msg.Task.Status, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		tk = resp.Msg.Task
+		ok, state := cond(tk)
+		return ok, fmt.Sprintf("task %s: %s", taskID, state)
+	})
+	return tk
+}
+
+// waitStatus waits until the task has status want.
+func waitStatus(t *testing.T, c clients, taskID string, want stewardv1.TaskStatus) *stewardv1.Task {
+	t.Helper()
+	return waitServed(t, c, taskID, 10*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		return tk.Status == want, fmt.Sprintf("%v, want %v", tk.Status, want)
+	})
+}
+
+// waitCredential waits until the task holds its credential.
+func waitCredential(t *testing.T, c clients, taskID string) *stewardv1.CredentialState {
+	t.Helper()
+	return waitServed(t, c, taskID, 10*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		return tk.Credential != nil, "no credential"
+	}).Credential
 }
 
 // waitStarted waits until the task runs and holds its credential: the two
@@ -203,12 +436,46 @@ func waitStarted(t *testing.T, c clients, taskID string) {
 	waitCredential(t, c, taskID)
 }
 
-// testWriter sends a process's log lines to the test log.
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.t.Logf("%s", p)
-	return len(p), nil
+// waitAction waits until the action reaches status want.
+func waitAction(t *testing.T, c clients, taskID, actionID string, want stewardv1.ActionStatus) (*stewardv1.Task, *stewardv1.Action) {
+	t.Helper()
+	var a *stewardv1.Action
+	tk := waitServed(t, c, taskID, 15*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		a = nil
+		for _, x := range tk.Actions {
+			if x.ActionId == actionID {
+				a = x
+			}
+		}
+		return a != nil && a.Status == want, fmt.Sprintf("action %s did not reach %v:\n%s", actionID, want, describeActions(tk))
+	})
+	return tk, a
 }
 
-func sleepBriefly() { time.Sleep(10 * time.Millisecond) }
+// waitProposal waits up to within for the action proposalID made to reach
+// want, and returns it: for an action whose id the test never learnt.
+func waitProposal(t *testing.T, c clients, taskID, proposalID string, within time.Duration, want stewardv1.ActionStatus) *stewardv1.Action {
+	t.Helper()
+	var a *stewardv1.Action
+	waitServed(t, c, taskID, within, func(tk *stewardv1.Task) (bool, string) {
+		a = byProposal(tk, proposalID)
+		return a != nil && a.Status == want, fmt.Sprintf("action %s is not %v:\n%s", proposalID, want, describeActions(tk))
+	})
+	return a
+}
+
+// waitPast waits until the clock — the binary's too — is past at.
+func waitPast(t *testing.T, at time.Time) {
+	t.Helper()
+	stewardtest.Eventually(t, time.Until(at)+10*time.Second, func() (bool, string) {
+		return time.Now().After(at), "the clock is not past " + at.String()
+	})
+}
+
+// testWriter sends a process's log lines to the test log.
+type testWriter struct{ tb testing.TB }
+
+func (w *testWriter) Write(p []byte) (int, error) {
+	w.tb.Logf("%s", p)
+	return len(p), nil
+}

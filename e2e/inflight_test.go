@@ -3,15 +3,13 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestSubTaskCancelledMidCallReleasesAfterTheCall runs the binary: a
@@ -21,22 +19,11 @@ import (
 // call's cost landed on the ended sub-task, where nobody charged it: a
 // parent and its sub-tasks could spend without bound.
 func TestSubTaskCancelledMidCallReleasesAfterTheCall(t *testing.T) {
-	var once sync.Once
-	arrived, gate := make(chan struct{}, 1), make(chan struct{})
-	release := func() { once.Do(func() { close(gate) }) }
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		arrived <- struct{}{}
-		<-gate
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"ok":true}`))
-	}))
-	t.Cleanup(tool.Close)
-	t.Cleanup(release)
-	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "costMicrosPerCall": 200, "http": {"url": %q}}]}`, tool.URL)
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools))
-	c := newClients(p.url)
+	// The tool holds the call until the test releases it.
+	tool := stewardtest.StartTool(t).Always("/search", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	h := startSteward(t, setup{open: true, tools: []string{fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "costMicrosPerCall": 200, "http": {"url": %q}}`, tool.URL+"/search")}})
+	c := newClients(h.url)
 	ctx := context.Background()
 
 	k := contract()
@@ -57,15 +44,13 @@ func TestSubTaskCancelledMidCallReleasesAfterTheCall(t *testing.T) {
 	childID := d.Msg.Task.Contract.TaskId
 	waitStarted(t, c, childID)
 	act := propose(t, authed{clients: c}, childID, "s", "search", map[string]any{"q": "x"})
-	select {
-	case <-arrived:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call never reached the tool")
-	}
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return tool.CallsTo("/search") == 1, "the call never reached the tool"
+	})
 	if _, err := c.tasks.CancelTask(ctx, connect.NewRequest(&stewardv1.CancelTaskRequest{TaskId: childID, Reason: "stop"})); err != nil {
 		t.Fatal(err)
 	}
-	release()
+	tool.Release()
 	child, _ := waitAction(t, c, childID, act.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	if child.BudgetUsed.GetCostMicros() != 200 {
 		t.Fatalf("the sub-task spent %d, want the call's 200", child.BudgetUsed.GetCostMicros())
@@ -73,19 +58,10 @@ func TestSubTaskCancelledMidCallReleasesAfterTheCall(t *testing.T) {
 
 	// The parent ends up charged exactly what the sub-task spent: 600
 	// reserved, 400 given back after the call.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		g, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: parentID}))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if used := g.Msg.Task.BudgetUsed.GetCostMicros(); used == 200 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the parent has used %d, want the 200 its sub-task spent", used)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		used := getTask(t, c, parentID).BudgetUsed.GetCostMicros()
+		return used == 200, fmt.Sprintf("the parent has used %d, want the 200 its sub-task spent", used)
+	})
 	timeline, err := c.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: parentID}))
 	if err != nil {
 		t.Fatal(err)

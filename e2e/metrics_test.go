@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // scrape GETs url's /metrics and returns each sample's value by its series
@@ -70,19 +72,12 @@ func TestMetricsEndpoint(t *testing.T) {
 	waitStatus(t, c, task.Contract.TaskId, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
 
 	var m map[string]float64
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		m = scrape(t, p.url)
 		// The reactions have seen every event once nothing is pending.
 		pending, consumers := sumOf(m, `steward_consumer_pending{consumer=`)
-		if consumers > 0 && pending == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("consumers still behind after 10s: %d consumers, %v pending", consumers, pending)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return consumers > 0 && pending == 0, fmt.Sprintf("consumers still behind: %d consumers, %v pending", consumers, pending)
+	})
 
 	for series, want := range map[string]float64{
 		`steward_tasks{status="running"}`:                                      1,

@@ -13,10 +13,9 @@ import (
 
 	"github.com/steward-run/steward/pkg/audit"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
 )
-
-const ownerToken = "e2e-acceptance-owner-token-0123"
 
 // TestReceiptMatchesReplay takes a task through a tool call, an artifact,
 // a return by its acceptance owner and an acceptance on the real binary;
@@ -25,14 +24,11 @@ const ownerToken = "e2e-acceptance-owner-token-0123"
 // receipt` printed. Only the stream sequence differs: an exported file
 // does not carry it.
 func TestReceiptMatchesReplay(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}]}`, tool.URL+"/search")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:owner", "roles": []}]}`, agentToken, ownerToken)
-	p := startBinary(t, dir, "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent, owner := withToken(p.url, agentToken), withToken(p.url, ownerToken)
+	tools := fmt.Sprintf(`{"name": "search", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}`, tool.URL+"/search")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent, owner := h.agent, h.owner
 	ctx := context.Background()
 
 	k := contract()
@@ -41,12 +37,7 @@ func TestReceiptMatchesReplay(t *testing.T) {
 		{Id: "has-report", Expression: `"report" in artifacts && artifacts["report"].size > 0`},
 		{Id: "searched", Expression: `actions.exists(a, a.tool == "search" && a.status == "succeeded")`},
 	}
-	created, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "replayed", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := created.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "replayed", k)
 	a := propose(t, agent, taskID, "s1", "search", map[string]any{"q": "incidents"})
 	waitAction(t, agent.clients, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 
@@ -81,12 +72,12 @@ func TestReceiptMatchesReplay(t *testing.T) {
 	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED)
 
 	var printed stewardv1.Receipt
-	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", p.url, "--token", agentToken)
+	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", h.url, "--token", agentToken)
 	if err := protojson.Unmarshal([]byte(out), &printed); err != nil {
 		t.Fatalf("not a receipt: %v\n%s", err, out)
 	}
 	file := filepath.Join(dir, "task.events")
-	run(t, 0, "audit", "export", "--task", taskID, "--out", file, "--addr", p.url, "--token", agentToken)
+	run(t, 0, "audit", "export", "--task", taskID, "--out", file, "--addr", h.url, "--token", agentToken)
 
 	f, err := os.Open(file)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestReceiptCLI runs an action through the real binary and a real HTTP
@@ -19,25 +20,18 @@ import (
 // whose last event is the head that VerifyTask and `steward audit verify`
 // report, and bad flags exit 2 naming the flag.
 func TestReceiptCLI(t *testing.T) {
-	tool := startToolServer(t)
+	tool := stewardtest.StartTool(t)
 	// The CLI presents no bearer token (neither does `steward audit`), so
 	// this server runs without the tokens file: callers are trusted by
 	// header, and a read needs no approver.
-	var flags []string
-	setup := governedSetup(t, tool, "")
-	for i := 0; i+1 < len(setup); i += 2 {
-		if setup[i] != "--auth" {
-			flags = append(flags, setup[i], setup[i+1])
-		}
-	}
-	p := startBinary(t, t.TempDir(), flags...)
-	c := authed{clients: newClients(p.url)}
+	h := startSteward(t, setup{tools: governedTools(tool), open: true})
+	c := authed{clients: newClients(h.url)}
 	ctx := context.Background()
 	taskID := governedTask(t, c, "receipt-1")
 	read := propose(t, c, taskID, "read-1", "search", map[string]any{"q": "incidents last week"})
 	_, done := waitAction(t, c.clients, taskID, read.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 
-	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", p.url)
+	out := run(t, 0, "receipt", "--task", taskID, "--format", "json", "--addr", h.url)
 	var r stewardv1.Receipt
 	if err := protojson.Unmarshal([]byte(out), &r); err != nil {
 		t.Fatalf("--format json is not a Receipt: %v\n%s", err, out)
@@ -53,11 +47,11 @@ func TestReceiptCLI(t *testing.T) {
 		r.Calls[0].ResultHash != done.Outcome.ResultHash || r.Calls[0].PolicyRevision == "" || len(r.PolicyRevisions) != 1 {
 		t.Fatalf("receipt: %v", &r)
 	}
-	if verify := run(t, 0, "audit", "verify", "--task", taskID, "--addr", p.url); !strings.Contains(verify, "head "+r.LastEventHash) {
+	if verify := run(t, 0, "audit", "verify", "--task", taskID, "--addr", h.url); !strings.Contains(verify, "head "+r.LastEventHash) {
 		t.Fatalf("audit verify prints another head than the receipt's %s:\n%s", r.LastEventHash, verify)
 	}
 
-	md := run(t, 0, "receipt", "--task", taskID, "--addr", p.url)
+	md := run(t, 0, "receipt", "--task", taskID, "--addr", h.url)
 	for _, want := range []string{
 		"# Receipt: task `" + taskID + "` — Summarise last week's incidents",
 		fmt.Sprintf("| `%s` | `search@1.0.0` | `acct:42` | succeeded | 1 | `%s` hash `%s` |", read.ActionId, done.Outcome.ResultRef, done.Outcome.ResultHash),
@@ -79,7 +73,7 @@ func TestReceiptCLI(t *testing.T) {
 		{2, []string{"receipt", "--task", taskID, "--format", "yaml"}, "--format must be markdown or json"},
 		{2, []string{"receipt", "--task", "not.a.task"}, "--task"},
 		{2, []string{"receipt", "--task", taskID, "--colour"}, "-colour"},
-		{1, []string{"receipt", "--task", "no-such-task", "--addr", p.url}, "not found"},
+		{1, []string{"receipt", "--task", "no-such-task", "--addr", h.url}, "not found"},
 	} {
 		if out := run(t, tt.code, tt.args...); !strings.Contains(out, tt.want) {
 			t.Errorf("steward %v: output does not say %q:\n%s", tt.args, tt.want, out)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +12,6 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -40,21 +37,14 @@ import (
 // is when the revalidation meets the spent budget. Its reason is still
 // the row's.
 
-const (
-	revalBudget        = 1000
-	revalTreasuryToken = "e2e-treasury-token-0123456789"
-)
+const revalBudget = 1000
 
-// revalEnv is one running binary with a tool per cell.
-type revalEnv struct {
-	url                                  string
-	agent, approver, operator, treasurer authed
-	ops                                  stewardv1connect.ActionServiceClient
-	bundle                               string
-	rego                                 []byte
-	probe                                *recordingTool
-	probes                               int
-	probeTask, probeRevision             string
+// revalTable is the table's binary, with a tool per cell, and what the
+// policy columns have changed so far.
+type revalTable struct {
+	*harness
+	probeTask string // a task that runs probes, to see the policy reload
+	probes    int
 	// The targets the policy rules now deny, and ask treasury for.
 	denyTargets, rolesTargets []string
 }
@@ -63,8 +53,8 @@ type revalEnv struct {
 type revalCell struct {
 	row    revalRow
 	col    revalCol
-	env    *revalEnv
-	tool   *recordingTool
+	env    *revalTable
+	tool   *stewardtest.Tool
 	name   string // the tool's, and the task's request id
 	taskID string
 	action *stewardv1.Action
@@ -80,7 +70,7 @@ type revalRow struct {
 	// entry is the tool's contract in the tools file, but for its name
 	// and URL; script is how the tool answers.
 	entry  string
-	script []string
+	script []stewardtest.Answer
 	// setup brings the cell to just before its trigger.
 	setup   func(t *testing.T, c *revalCell)
 	trigger func(t *testing.T, c *revalCell)
@@ -95,6 +85,12 @@ type revalCol struct {
 	// denied is what the denial's reason says; "" when the action waits
 	// for a new approval instead.
 	denied string
+}
+
+// heldThenOK is a script whose first call is held until the test
+// releases it and then answers code without the work; the next works.
+func heldThenOK(code int) []stewardtest.Answer {
+	return []stewardtest.Answer{{Code: code, Hold: stewardtest.HoldUntilRelease}}
 }
 
 const (
@@ -149,10 +145,9 @@ func revalColumns() []revalCol {
 				// The budget guard sees a paused task and leaves it paused;
 				// had it not finished by the resume, it would suspend the
 				// resumed task, which then revalidates nothing.
-				waitFor(t, func() bool {
-					resp, err := c.env.agent.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: c.taskID}))
-					return err == nil && len(resp.Msg.Task.BudgetUsed.GetAlerts()) == 3
-				}, "the budget alerts")
+				waitServed(t, c.env.agent.clients, c.taskID, 20*time.Second, func(tk *stewardv1.Task) (bool, string) {
+					return len(tk.BudgetUsed.GetAlerts()) == 3, fmt.Sprintf("budget alerts %v", tk.BudgetUsed.GetAlerts())
+				})
 				c.env.governanceIdle(t)
 			}},
 	}
@@ -221,7 +216,7 @@ func permittedWhilePaused(t *testing.T, c *revalCell) {
 // dispatchedAndHeld: the first call is out, and the tool holds it.
 func dispatchedAndHeld(t *testing.T, c *revalCell) {
 	a := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED)
-	waitFor(t, func() bool { n, _, _ := c.tool.record(""); return n == 1 }, c.name+": the first call")
+	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) { return c.tool.Calls() == 1, c.name + ": no first call" })
 	c.oldPermit, c.oldSnapshot, c.callsBefore = a.Permit.PermitId, a.Snapshot.SnapshotId, 1
 }
 
@@ -229,20 +224,20 @@ func revalRows() []revalRow {
 	return []revalRow{
 		{
 			name: "resume", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RESUME,
-			entry: irreversibleEntry, script: []string{"ok"},
+			entry:   irreversibleEntry,
 			setup:   permittedWhilePaused,
 			trigger: func(t *testing.T, c *revalCell) { c.resume(t) },
 		},
 		{
 			name: "retry wait", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, mayHaveWorked: true,
-			entry: honouringEntry, script: []string{"hold-503", "ok"},
+			entry: honouringEntry, script: heldThenOK(http.StatusServiceUnavailable),
 			setup: func(t *testing.T, c *revalCell) {
 				c.propose(t)
 				dispatchedAndHeld(t, c)
 			},
 			trigger: func(t *testing.T, c *revalCell) {
 				// The 503 comes back; the retry's backoff is short.
-				close(c.tool.hold)
+				c.tool.Release()
 				if c.paused {
 					c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_WAITING)
 					c.resume(t)
@@ -251,7 +246,7 @@ func revalRows() []revalRow {
 		},
 		{
 			name: "not_accepted re-dispatch", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_NOT_ACCEPTED,
-			entry: irreversibleEntry, script: []string{"hold-500", "ok"},
+			entry: irreversibleEntry, script: heldThenOK(http.StatusInternalServerError),
 			setup: func(t *testing.T, c *revalCell) {
 				c.propose(t)
 				c.approve(t)
@@ -260,7 +255,7 @@ func revalRows() []revalRow {
 			trigger: func(t *testing.T, c *revalCell) {
 				// The 500 may have done the work: unknown, until a person
 				// finds the tool has no record of it.
-				close(c.tool.hold)
+				c.tool.Release()
 				c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN)
 				if _, err := c.env.ops.SettleAction(context.Background(), connect.NewRequest(&stewardv1.SettleActionRequest{
 					TaskId: c.taskID, ActionId: c.action.ActionId, State: stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED,
@@ -280,11 +275,11 @@ func revalRows() []revalRow {
 func expiredRow() revalRow {
 	return revalRow{
 		name: "expired permit", reason: stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED,
-		entry: irreversibleEntry, script: []string{"ok"},
+		entry: irreversibleEntry,
 		setup: permittedWhilePaused,
 		trigger: func(t *testing.T, c *revalCell) {
 			a := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
-			waitFor(t, func() bool { return time.Now().After(a.Permit.ExpiresAt.AsTime()) }, "the permit's expiry")
+			waitPast(t, a.Permit.ExpiresAt.AsTime())
 			c.resume(t)
 		},
 	}
@@ -370,7 +365,7 @@ func (c *revalCell) check(t *testing.T) {
 	if a.Snapshot.GetSnapshotId() == c.oldSnapshot {
 		t.Errorf("the action still points at snapshot %s, the one before the trigger", c.oldSnapshot)
 	}
-	if calls, _, _ := c.tool.record(""); calls != c.callsBefore {
+	if calls := c.tool.Calls(); calls != c.callsBefore {
 		t.Errorf("the tool got %d calls; want the %d before the trigger", calls, c.callsBefore)
 	}
 	if c.col.denied == "" {
@@ -388,7 +383,8 @@ func (c *revalCell) approvedByTreasury(t *testing.T, a *stewardv1.Action) {
 		t.Fatal(err)
 	}
 	done := c.wait(t, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
-	calls, keys, _ := c.tool.record("")
+	keys := callKeys(c.tool, "/call")
+	calls := len(keys)
 	if calls != c.callsBefore+1 || keys[len(keys)-1] != done.OpKey || done.Permit.PermitId == c.oldPermit {
 		t.Errorf("after the approval: %d calls (last key %s), permit %s; want %d, op_key %s, a new permit", calls, keys[len(keys)-1], done.Permit.PermitId, c.callsBefore+1, done.OpKey)
 	}
@@ -396,67 +392,35 @@ func (c *revalCell) approvedByTreasury(t *testing.T, a *stewardv1.Action) {
 
 // startRevalEnv starts a binary with a tool for every cell (and a probe,
 // to see the policy reload), and a task for every cell.
-func startRevalEnv(t *testing.T, cells []*revalCell, flags []string) *revalEnv {
+func startRevalEnv(t *testing.T, cells []*revalCell, flags []string) *revalTable {
 	t.Helper()
-	env := &revalEnv{}
-	rego, err := os.ReadFile("../services/governance/policy/default/steward.rego")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	env.rego, env.bundle = rego, filepath.Join(dir, "policy", "steward.rego")
-	if err := os.MkdirAll(filepath.Dir(env.bundle), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(env.bundle, rego, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	env.probe = startRecordingTool(t, nil)
-	entries := []string{fmt.Sprintf(`{"name": "probe", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "http": {"url": %q}}`, env.probe.URL+"/call")}
+	probe := stewardtest.StartTool(t)
+	entries := []string{fmt.Sprintf(`{"name": "probe", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "http": {"url": %q}}`, probe.URL+"/call")}
 	for _, c := range cells {
-		c.env = env
-		c.tool = startRecordingTool(t, nil, c.row.script...)
+		c.tool = stewardtest.StartTool(t).IgnoreKeys().Script("/call", c.row.script...)
 		entries = append(entries, fmt.Sprintf(`{"name": %q, "version": "1", %s, "http": {"url": %q}}`, c.name, c.row.entry, c.tool.URL+"/call"))
 	}
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]},
-	  {"token": %q, "principal": "user:tess", "roles": ["treasury"]}
-	]}`, agentToken, approverToken, operatorToken, revalTreasuryToken)
-	p := startBinary(t, filepath.Join(dir, "data"), append([]string{
-		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(entries, ",\n")+`]}`),
-		"--auth", writeFile(t, dir, "tokens.json", tokens), "--policy-dir", filepath.Dir(env.bundle),
-	}, flags...)...)
-	env.url = p.url
-	env.agent, env.approver, env.operator = withToken(p.url, agentToken), withToken(p.url, approverToken), withToken(p.url, operatorToken)
-	env.treasurer = withToken(p.url, revalTreasuryToken)
-	env.ops = stewardv1connect.NewActionServiceClient(http.DefaultClient, p.url, connect.WithInterceptors(bearer(operatorToken)))
+	env := &revalTable{harness: startSteward(t, setup{tools: entries, policy: true, flags: flags})}
 	env.probeTask = env.task(t, "probe", "probe")
-	env.probeRevision = env.probeOnce(t)
 	for _, c := range cells {
+		c.env = env
 		c.taskID = env.task(t, c.name, c.name)
 	}
 	return env
 }
 
-func (env *revalEnv) task(t *testing.T, requestID, tool string) string {
+func (env *revalTable) task(t *testing.T, requestID, tool string) string {
 	t.Helper()
 	k := contract()
 	k.AllowedTools = []string{tool}
 	k.AuthorizerRef = "user:bo"
 	k.Budget = &stewardv1.Budget{MaxTokens: 50_000, MaxCostMicros: revalBudget, Currency: "USD"}
-	resp, err := env.agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitStarted(t, env.agent.clients, resp.Msg.Task.Contract.TaskId)
-	return resp.Msg.Task.Contract.TaskId
+	return env.create(t, requestID, k)
 }
 
 // probeOnce runs a read and returns the bundle revision its snapshot
 // was taken under.
-func (env *revalEnv) probeOnce(t *testing.T) string {
+func (env *revalTable) probeOnce(t *testing.T) string {
 	t.Helper()
 	env.probes++
 	resp, err := env.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
@@ -471,34 +435,21 @@ func (env *revalEnv) probeOnce(t *testing.T) string {
 // reloadPolicy writes the default bundle with the policy columns' rules
 // for the targets listed now, and waits until governance decides under
 // it.
-func (env *revalEnv) reloadPolicy(t *testing.T) {
+func (env *revalTable) reloadPolicy(t *testing.T) {
 	t.Helper()
-	rules := revalRules(env.denyTargets, env.rolesTargets)
-	if err := os.WriteFile(env.bundle, append(append([]byte{}, env.rego...), rules...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	before := env.probeRevision
-	waitFor(t, func() bool {
-		env.probeRevision = env.probeOnce(t)
-		return env.probeRevision != before
-	}, "the policy reload")
+	env.harness.reloadPolicy(t, revalRules(env.denyTargets, env.rolesTargets), func() string { return env.probeOnce(t) })
 }
 
 // governanceIdle waits until the governance plane has handled every event
 // on the log: none pending, none unacknowledged.
-func (env *revalEnv) governanceIdle(t *testing.T) {
+func (env *revalTable) governanceIdle(t *testing.T) {
 	t.Helper()
-	waitFor(t, func() bool {
+	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) {
 		m := scrape(t, env.url)
 		pending, ok := m[`steward_consumer_pending{consumer="governance",stream="STEWARD_EVENTS"}`]
-		return ok && pending == 0 && m[`steward_consumer_ack_pending{consumer="governance",stream="STEWARD_EVENTS"}`] == 0
-	}, "the governance plane to catch up")
-}
-
-// waitFor waits up to 20 s for ok to hold.
-func waitFor(t *testing.T, ok func() bool, what string) {
-	t.Helper()
-	stewardtest.Eventually(t, 20*time.Second, func() (bool, string) { return ok(), "waiting for " + what })
+		acks := m[`steward_consumer_ack_pending{consumer="governance",stream="STEWARD_EVENTS"}`]
+		return ok && pending == 0 && acks == 0, fmt.Sprintf("the governance plane has %v events pending, %v unacknowledged", pending, acks)
+	})
 }
 
 // TestExpiredPermitIsNeverClaimed: a permit past its expiry (--permit-ttl
@@ -541,7 +492,7 @@ func TestExpiredPermitIsNeverClaimed(t *testing.T) {
 		t.Fatalf("revalidated at %d, then %d snapshots and %d permits (now %s, was %s); want a revalidation, then one of each, a new permit",
 			revalidatedAt, snapshots, permits, done.Permit.PermitId, c.oldPermit)
 	}
-	if calls, _, work := c.tool.record(done.OpKey); dispatches != 1 || calls != 1 || work != 1 {
+	if calls, work := c.tool.Calls(), c.tool.Executions(done.OpKey); dispatches != 1 || calls != 1 || work != 1 {
 		t.Fatalf("%d dispatches, %d calls, work done %d times; want one of each", dispatches, calls, work)
 	}
 }

@@ -22,7 +22,7 @@ func TestServicesMode(t *testing.T) {
 	bus := stewardtest.StartBus(t)
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
-		m := app.NewServer(io.Discard, &testWriter{t: t})
+		m := app.NewServer(io.Discard, &testWriter{tb: t})
 		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()}
 		if plane == "governance" {
 			flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))

@@ -3,64 +3,32 @@ package e2e_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
-
-const operatorToken = "e2e-operator-token-0123456789"
 
 // TestUnknownOutcomeWaitsForAPersonToSettleIt runs the real binary with a
 // tool that does the work but answers after the caller's timeout and offers
 // no status query: the outcome is unknown, the task reconciles, nothing is
 // assumed, and only a person with the operator role settles it.
 func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
-	var mu sync.Mutex
-	work := map[string]int{}
-	tool := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		work[r.Header.Get("Idempotency-Key")]++
-		mu.Unlock()
-		time.Sleep(2 * time.Second) // past the 1s timeout: the caller never hears
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write([]byte(`{"charged":true}`))
-	}))
-	t.Cleanup(tool.Close)
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	tools := write("tools.json", fmt.Sprintf(`{"tools": [{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	  "timeout": "1s", "http": {"url": %q}}]}`, tool.URL))
-	tokens := write("tokens.json", fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:ops", "roles": ["operator"]}]}`, agentToken, operatorToken))
-	p := startBinary(t, t.TempDir(), "--tools", tools, "--auth", tokens)
+	// The tool does the work and holds its answer past the 1s timeout:
+	// the caller never hears.
+	tool := stewardtest.StartTool(t).Always("/charge", stewardtest.Late)
+	tools := fmt.Sprintf(`{"name": "charge", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	  "timeout": "1s", "http": {"url": %q}}`, tool.URL+"/charge")
+	h := startSteward(t, setup{tools: []string{tools}})
 
-	agent := withToken(p.url, agentToken)
+	agent := h.agent
 	k := contract()
 	k.AllowedTools = []string{"charge"}
-	resp, err := agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "settle", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	taskID := h.create(t, "settle", k)
 	params, _ := structpb.NewStruct(map[string]any{"amount": 5})
 	pr, err := agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: "c1", Tool: "charge", Target: "card:1", Params: params}))
 	if err != nil {
@@ -73,8 +41,7 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 	}
 
 	settle := func(token string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
-		c := stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(token)))
-		resp, err := c.SettleAction(context.Background(), connect.NewRequest(req))
+		resp, err := actionClient(h.url, token).SettleAction(context.Background(), connect.NewRequest(req))
 		if err != nil {
 			return nil, err
 		}
@@ -96,11 +63,11 @@ func TestUnknownOutcomeWaitsForAPersonToSettleIt(t *testing.T) {
 		t.Fatalf("settled action: %v by %q, result %q", a.Status, a.SettledBy, a.Outcome.GetResultRef())
 	}
 	waitStatus(t, agent.clients, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
-	mu.Lock()
-	executions := work[a.OpKey]
-	mu.Unlock()
-	if executions != 1 {
-		t.Errorf("the tool did the work %d times, want 1", executions)
+	if n := tool.CallsFor(a.OpKey); n != 1 {
+		t.Errorf("the tool was called %d times, want 1", n)
+	}
+	if n := tool.Executions(a.OpKey); n != 1 {
+		t.Errorf("the tool did the work %d times, want 1", n)
 	}
 	tl, err := agent.query.GetTimeline(context.Background(), connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"connectrpc.com/connect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestResumeIsNotHeldUpByACallInFlight: a permit issued while its task
@@ -17,39 +18,25 @@ import (
 // one that is held (a call in flight, here or under another worker's
 // lease) must not keep it from the others.
 func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
-	held := startHeldTool(t)
-	wire := startRecordingTool(t, nil)
-	dir := t.TempDir()
-	tools := fmt.Sprintf(`{"tools": [
-	  {"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
+	// held's call stays at the tool for the whole test.
+	tool := stewardtest.StartTool(t).Always("/held", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	tools := fmt.Sprintf(`{"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}},
 	  {"name": "wire", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}}
-	]}`, held.URL+"/call", held.URL+"/status", wire.URL+"/call", wire.URL+"/status")
-	tokens := fmt.Sprintf(`{"tokens": [
-	  {"token": %q, "principal": "agent:summariser", "roles": []},
-	  {"token": %q, "principal": "user:bo", "roles": ["authorizer"]}
-	]}`, agentToken, approverToken)
-	p := startBinary(t, t.TempDir(), "--tools", writeFile(t, dir, "tools.json", tools), "--auth", writeFile(t, dir, "tokens.json", tokens))
-	agent, approver := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}}`, tool.URL+"/held", tool.URL+"/status", tool.URL+"/wire", tool.URL+"/status")
+	h := startSteward(t, setup{tools: []string{tools}})
+	agent, approver := h.agent, h.approver
 	ctx := context.Background()
 
 	k := contract()
 	k.AllowedTools = []string{"held", "wire"}
 	k.AuthorizerRef = "user:bo"
-	resp, err := agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "resume-in-flight", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, agent.clients, taskID)
+	taskID := h.create(t, "resume-in-flight", k)
 
 	propose(t, agent, taskID, "held", "held", map[string]any{"item": "x"})
-	select {
-	case <-held.arrived:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the held call never reached the tool")
-	}
+	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
+		return tool.CallsTo("/held") == 1, "the held call never reached the tool"
+	})
 	w := propose(t, agent, taskID, "wire", "wire", map[string]any{"amount": 100})
 	_, a := waitAction(t, agent.clients, taskID, w.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	if _, err := agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: taskID, Reason: "hold on"})); err != nil {
@@ -66,9 +53,9 @@ func TestResumeIsNotHeldUpByACallInFlight(t *testing.T) {
 	if _, err := agent.tasks.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"})); err != nil {
 		t.Fatal(err)
 	}
-	done := eventuallyAction(t, agent.clients, taskID, "wire", 15*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	done := waitProposal(t, agent.clients, taskID, "wire", 15*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("the permit issued during the pause ran %s after the resume, with the held call still in flight", time.Since(resumed).Round(time.Millisecond))
-	if calls, _, work := wire.record(done.OpKey); calls != 1 || work != 1 {
+	if calls, work := tool.CallsTo("/wire"), tool.Executions(done.OpKey); calls != 1 || work != 1 {
 		t.Errorf("%d calls, work done %d times; want 1 and 1", calls, work)
 	}
 }

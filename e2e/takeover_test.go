@@ -2,14 +2,10 @@ package e2e_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,8 +28,8 @@ const takeoverBound = 10 * time.Second
 // execution at the tool, and the ledger shows the claim by w1 and the
 // dispatch by w2.
 func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
-	tool := startRecordingTool(t, nil)
-	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", recordingToolsFile(tool, "30s"))}
+	tool := stewardtest.StartTool(t).IgnoreKeys()
+	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", putToolsFile(tool, "30s"))}
 	data := t.TempDir()
 
 	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterClaim}, append(flags, "--worker=w1")...)
@@ -45,10 +41,10 @@ func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 	restart := time.Now()
 	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, append(flags, "--worker=w2")...)
 	r.c = newClients(p.url)
-	a := eventuallyAction(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	a := waitProposal(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("the action succeeded %s after the restart", time.Since(restart).Round(time.Millisecond))
 
-	calls, keys, work := tool.record(a.OpKey)
+	calls, keys, work := tool.Calls(), callKeys(tool, "/call"), tool.Executions(a.OpKey)
 	if calls != 1 || work != 1 {
 		t.Errorf("the tool got %d calls (keys %v) and did the work %d times; want one call, worked once", calls, keys, work)
 	}
@@ -78,7 +74,11 @@ const takeoverLease = 3 * time.Second
 // done, then the result — settles the action as succeeded. The tool got
 // one request for the op_key.
 func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
-	tool := startHeldTool(t)
+	// The tool holds the call open until the test finishes the work; till
+	// then its status query says the work is in progress.
+	tool := stewardtest.StartTool(t).
+		Always("/call", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease}).
+		AnswerStatus(stewardtest.Answer{Body: `{"state": "in_progress"}`})
 	bus := stewardtest.StartBus(t)
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "state"} {
@@ -97,12 +97,10 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 	if a == nil {
 		t.Fatal(r.lastErr)
 	}
-	var key string
-	select {
-	case key = <-tool.arrived:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the call never reached the tool")
-	}
+	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
+		return len(tool.Worked()) > 0, "the call never reached the tool"
+	})
+	key := tool.Worked()[0].Key
 
 	// The worker that made the call is the one to kill.
 	var dispatcher string
@@ -138,8 +136,9 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 	}
 
 	// The work finishes at the tool; its status query settles the action.
-	tool.finish()
-	settled := eventuallyAction(t, state, r.taskID, "held", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	tool.AnswerStatus(stewardtest.Answer{Body: fmt.Sprintf(`{"state": "succeeded", "result": {"done": %q}}`, key)})
+	tool.Release()
+	settled := waitProposal(t, state, r.taskID, "held", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	t.Logf("settled by %q %s after the kill", settled.SettledBy, time.Since(killed).Round(time.Millisecond))
 	if settled.SettledBy != statusQuerySettler {
 		t.Errorf("the action was settled by %q; want %q", settled.SettledBy, statusQuerySettler)
@@ -147,10 +146,10 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 	if settled.OpKey != key {
 		t.Errorf("the tool was called with op_key %s; the action's is %s", key, settled.OpKey)
 	}
-	if n := tool.postsFor(key); n != 1 {
+	if n := tool.CallsFor(key); n != 1 {
 		t.Errorf("the tool got %d requests for the op_key; want 1 (a lost call is asked about, never repeated)", n)
 	}
-	if n := tool.asksFor(key); n < 1 {
+	if n := tool.Asks(key); n < 1 {
 		t.Errorf("the status query was asked %d times; want at least once", n)
 	}
 	history := replayTask(t, state, r.taskID)
@@ -164,7 +163,7 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 // natsURL and returns its URL: the planes this test does not kill.
 func startServePlane(t *testing.T, natsURL, plane string) string {
 	t.Helper()
-	m := app.NewServer(io.Discard, &testWriter{t: t})
+	m := app.NewServer(io.Discard, &testWriter{tb: t})
 	flags := []string{"--plane", plane, "--nats", natsURL, "--addr", "127.0.0.1:0", "--log-level", "warn"}
 	if plane == "governance" {
 		flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
@@ -192,23 +191,6 @@ func takeoverTask(t *testing.T, control, state clients, requestID string) string
 	id := resp.Msg.Task.Contract.TaskId
 	waitStatus(t, state, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
 	return id
-}
-
-// eventuallyAction waits up to within for the task's action proposalID to
-// reach want, and returns it.
-func eventuallyAction(t *testing.T, c clients, taskID, proposalID string, within time.Duration, want stewardv1.ActionStatus) *stewardv1.Action {
-	t.Helper()
-	var a *stewardv1.Action
-	stewardtest.Eventually(t, within, func() (bool, string) {
-		resp, err := c.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
-		if err != nil {
-			// A restarted binary may still be rebuilding its projection.
-			return false, err.Error()
-		}
-		a = byProposal(resp.Msg.Task, proposalID)
-		return a != nil && a.Status == want, fmt.Sprintf("action %s is not %v:\n%s", proposalID, want, describeActions(resp.Msg.Task))
-	})
-	return a
 }
 
 // claimsOf returns the worker of each ActionClaimed of actionID.
@@ -244,99 +226,19 @@ func unknownOutcome(history []*stewardv1.EventRecord, actionID string) *stewardv
 	return nil
 }
 
-// recordingToolsFile registers rt as put: an idempotent write with a
+// putToolsFile registers tool's /call as put: an idempotent write with a
 // status query.
-func recordingToolsFile(rt *recordingTool, timeout string) string {
+func putToolsFile(tool *stewardtest.Tool, timeout string) string {
 	return fmt.Sprintf(`{"tools": [{"name": "put", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": %q, "http": {"url": %q, "statusUrl": %q}}]}`,
-		timeout, rt.URL+"/call", rt.URL+"/status")
+		timeout, tool.URL+"/call", tool.URL+"/status")
 }
 
-// heldTool is an HTTP tool whose work takes as long as the test says: a
-// call holds its request open until finish (or until the caller goes
-// away; the work goes on without it). Its status query answers
-// not_accepted for a key it never had, in_progress while the work runs,
-// and succeeded with the result once it is done.
-type heldTool struct {
-	*httptest.Server
-	arrived chan string   // the op_key of every call, as it arrives
-	done    chan struct{} // closed by finish
-	once    sync.Once
-
-	mu    sync.Mutex
-	posts map[string]int
-	asks  map[string]int
-}
-
-func startHeldTool(t *testing.T) *heldTool {
-	t.Helper()
-	ht := &heldTool{arrived: make(chan string, 16), done: make(chan struct{}), posts: map[string]int{}, asks: map[string]int{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /call", ht.call)
-	mux.HandleFunc("GET /status", ht.status)
-	ht.Server = httptest.NewServer(mux)
-	t.Cleanup(func() {
-		ht.finish()
-		ht.Close()
-	})
-	return ht
-}
-
-func (ht *heldTool) call(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
-	key := r.Header.Get("Idempotency-Key")
-	ht.mu.Lock()
-	ht.posts[key]++
-	ht.mu.Unlock()
-	ht.arrived <- key
-	select {
-	case <-ht.done:
-	case <-r.Context().Done():
-		return // the caller is gone; the work is not
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = fmt.Fprintf(w, `{"done": %q}`, key)
-}
-
-func (ht *heldTool) status(w http.ResponseWriter, r *http.Request) {
-	key := r.URL.Query().Get("op_key")
-	ht.mu.Lock()
-	ht.asks[key]++
-	posted := ht.posts[key] > 0
-	ht.mu.Unlock()
-	answer := map[string]any{"state": "not_accepted"}
-	if posted {
-		select {
-		case <-ht.done:
-			answer = map[string]any{"state": "succeeded", "result": map[string]any{"done": key}}
-		default:
-			answer = map[string]any{"state": "in_progress"}
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(answer)
-}
-
-// finish ends the work: held calls answer, the status query succeeds.
-func (ht *heldTool) finish() { ht.once.Do(func() { close(ht.done) }) }
-
-func (ht *heldTool) postsFor(key string) int {
-	ht.mu.Lock()
-	defer ht.mu.Unlock()
-	return ht.posts[key]
-}
-
-func (ht *heldTool) asksFor(key string) int {
-	ht.mu.Lock()
-	defer ht.mu.Unlock()
-	return ht.asks[key]
-}
-
-// heldToolsFile registers ht as held: an idempotent write with a status
-// query and a timeout well past the test, so that only the kill ends the
-// call.
-func heldToolsFile(ht *heldTool) string {
+// heldToolsFile registers tool's /call as held: an idempotent write with
+// a status query and a timeout well past the test, so that only the kill
+// ends the call.
+func heldToolsFile(tool *stewardtest.Tool) string {
 	return fmt.Sprintf(`{"tools": [{"name": "held", "version": "1", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	  "idempotency": {"honoursKey": true}, "statusQuery": true, "timeout": "120s", "http": {"url": %q, "statusUrl": %q}}]}`,
-		ht.URL+"/call", ht.URL+"/status")
+		tool.URL+"/call", tool.URL+"/status")
 }

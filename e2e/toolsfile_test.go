@@ -27,7 +27,7 @@ func TestToolsFileFailsClosed(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			path := writeFile(t, dir, "tools.json", `{"tools": [`+tt.tool+`]}`)
-			m := app.NewServer(io.Discard, &testWriter{t: t})
+			m := app.NewServer(io.Discard, &testWriter{tb: t})
 			if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", dir, "--log-level", "warn", "--tools", path}); err != nil {
 				t.Fatal(err)
 			}
