@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -177,19 +175,7 @@ func (e *harness) get(t *testing.T, procedure, query string) error {
 func (e *harness) tamper(t *testing.T, taskID string) uint64 {
 	t.Helper()
 	ctx := context.Background()
-	nc, err := nats.Connect(e.natsURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, "STEWARD_EVENTS")
-	if err != nil {
-		t.Fatal(err)
-	}
+	js, stream := e.events(t)
 	// A task's events are stored one subject per type; the wildcard
 	// finds its last, whatever its type.
 	last, err := stream.GetLastMsgForSubject(ctx, "steward.task."+taskID+".>")

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -133,7 +134,7 @@ func startSteward(tb testing.TB, s setup) *harness {
 		flags = append(flags, "--policy-dir", filepath.Dir(h.policy))
 	}
 	if s.nats {
-		addr := freeAddr(tb)
+		addr := stewardtest.FreeAddr(tb)
 		h.natsURL = "nats://" + addr
 		flags = append(flags, "--nats-listen", addr)
 	}
@@ -203,18 +204,6 @@ func writeFile(tb testing.TB, dir, name, content string) string {
 		tb.Fatal(err)
 	}
 	return p
-}
-
-// freeAddr returns a loopback address with a port that was free a moment
-// ago, for --nats-listen: startBinary reads only the RPC address.
-func freeAddr(tb testing.TB) string {
-	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // proc is a running steward binary.
@@ -478,4 +467,24 @@ type testWriter struct{ tb testing.TB }
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.tb.Logf("%s", p)
 	return len(p), nil
+}
+
+// events connects to the binary's NATS (setup.nats) and returns its event
+// stream, for a test that looks behind the API.
+func (h *harness) events(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
+	t.Helper()
+	nc, err := nats.Connect(h.natsURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := js.Stream(context.Background(), "STEWARD_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, stream
 }

@@ -26,7 +26,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 		Script("/wire", stewardtest.WorkThenFail(http.StatusInternalServerError)).
 		Script("/charge", stewardtest.Fail(http.StatusServiceUnavailable)).
 		Script("/lookup", stewardtest.Fail(http.StatusBadRequest))
-	refusing := freeAddr(t) // nothing listens until the first try has failed
+	refusing := stewardtest.FreeAddr(t) // nothing listens until the first try has failed
 	const fast = `"retryPolicy": {"maxAttempts": 5, "initialBackoff": "0.05s", "maxBackoff": "0.2s"}`
 	tools := fmt.Sprintf(`{"name": "wire-q", "version": "1", "effectClass": "EFFECT_CLASS_IRREVERSIBLE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
 	   "statusQuery": true, "http": {"url": %q, "statusUrl": %q}, %s},

@@ -23,30 +23,15 @@ import (
 // sequence across those subjects is refused when an event of another type
 // was appended since — JetStream checks it, whoever writes.
 func TestALiveServerKeepsEachTypeOnItsSubjectAndOneChainAcrossThem(t *testing.T) {
-	natsAddr := freeAddr(t)
-	p := startBinary(t, t.TempDir(), "--nats-listen", natsAddr)
-	c := newClients(p.url)
+	h := startSteward(t, setup{nats: true})
 	ctx := context.Background()
-	id := createTask(t, c, "subjects-1").Contract.TaskId
-	waitStarted(t, c, id)
-	if _, err := c.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "a look at the log", RequestId: "subjects-pause"})); err != nil {
+	id := h.create(t, "subjects-1", contract())
+	waitStarted(t, h.agent.clients, id)
+	if _, err := h.agent.tasks.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "a look at the log", RequestId: "subjects-pause"})); err != nil {
 		t.Fatal(err)
 	}
-	waitStatus(t, c, id, stewardv1.TaskStatus_TASK_STATUS_PAUSED)
-
-	nc, err := nats.Connect("nats://" + natsAddr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := js.Stream(ctx, "STEWARD_EVENTS")
-	if err != nil {
-		t.Fatal(err)
-	}
+	waitStatus(t, h.agent.clients, id, stewardv1.TaskStatus_TASK_STATUS_PAUSED)
+	js, stream := h.events(t)
 	all := "steward.task." + id + ".>"
 	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{FilterSubjects: []string{all}})
 	if err != nil {

@@ -34,7 +34,7 @@ func StartCluster(tb testing.TB, size int) *Cluster {
 	// chosen before any server starts.
 	routes := make([]*url.URL, size)
 	for i := range routes {
-		routes[i] = &url.URL{Scheme: "nats-route", Host: freeAddr(tb)}
+		routes[i] = &url.URL{Scheme: "nats-route", Host: FreeAddr(tb)}
 	}
 	c := &Cluster{}
 	for i := range size {
@@ -80,8 +80,9 @@ func StartCluster(tb testing.TB, size int) *Cluster {
 	return c
 }
 
-// freeAddr returns an address on 127.0.0.1 that nothing listens on now.
-func freeAddr(tb testing.TB) string {
+// FreeAddr returns an address on 127.0.0.1 that nothing listened on a
+// moment ago, for a server the test starts elsewhere (a process, a flag).
+func FreeAddr(tb testing.TB) string {
 	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
