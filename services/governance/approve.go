@@ -63,6 +63,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			ID:     id,
 			TaskID: t.Contract.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
+			Time:   p.now(),
 		}, &stewardv1.ApprovalDecided{
 			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
 			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,

@@ -320,6 +320,7 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 			ID:     event.ID(req.TaskId, event.TypeCredentialRevoked, id),
 			TaskID: req.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
+			Time:   p.now(),
 		}, &stewardv1.CredentialRevoked{CredentialId: id, Reason: req.Reason})
 	})
 	if err != nil {

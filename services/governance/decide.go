@@ -267,6 +267,7 @@ func (p *Plane) meta(taskID, id string, cause *stewardv1.Event) event.Meta {
 		ID:            id,
 		TaskID:        taskID,
 		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+		Time:          p.now(),
 		CausationID:   cause.GetEventId(),
 		CorrelationID: cause.GetCorrelationId(),
 	}

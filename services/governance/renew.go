@@ -129,7 +129,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 			// signed for the credential as it was, so start over.
 			return nil, errs.New(errs.Conflict, "credential %s was renewed by another request meanwhile; try again", cur.Credential.CredentialId)
 		}
-		return event.New(event.Meta{ID: eventID, TaskID: req.TaskId, Actor: &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName}, CorrelationID: req.RequestId},
+		return event.New(event.Meta{ID: eventID, TaskID: req.TaskId, Actor: &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName}, CorrelationID: req.RequestId, Time: now},
 			&stewardv1.CredentialIssued{Credential: signed, Chain: chain, RenewalReason: req.Reason})
 	})
 	if errs.Is(err, errs.Conflict) && id != "" {

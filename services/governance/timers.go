@@ -251,6 +251,7 @@ func (p *Plane) timerMeta(id string, t *stewardv1.Task, a *stewardv1.Action) eve
 		ID:            id,
 		TaskID:        t.Contract.GetTaskId(),
 		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+		Time:          p.now(),
 		CausationID:   event.ID(a.ActionId, event.TypeApprovalRequired),
 		CorrelationID: a.ProposalId,
 	}

@@ -94,6 +94,7 @@ func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 			ID:     event.ID(taskID, "stalled", strconv.FormatUint(t.LastSequence, 10)),
 			TaskID: taskID,
 			Actor:  &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
+			Time:   p.cfg.Now(),
 		}, proto.CloneOf(mark))
 	})
 	if err != nil || mark == nil {
