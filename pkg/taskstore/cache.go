@@ -27,12 +27,28 @@ type folded struct {
 type idSet struct {
 	mu  sync.RWMutex
 	ids map[string]uint64
+	// complete is the sequence up to which the set holds every id of the
+	// task.
+	complete uint64
 }
 
-func (s *idSet) add(id string, seq uint64) {
+// appended adds the id of an event stored at seq whose predecessor in the
+// task is at prev: if the set held every id up to prev, it now does up to
+// seq.
+func (s *idSet) appended(id string, prev, seq uint64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.ids[id] = seq
-	s.mu.Unlock()
+	if s.complete >= prev {
+		s.complete = max(s.complete, seq)
+	}
+}
+
+// covers reports whether the set holds every id up to seq.
+func (s *idSet) covers(seq uint64) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.complete >= seq
 }
 
 // history is a task's event ids as of one fold: Has finds only the events
@@ -103,10 +119,11 @@ func (f *folded) extend(recs []*stewardv1.EventRecord) (*folded, error) {
 		next.ids = &idSet{ids: map[string]uint64{}}
 	}
 	for _, r := range recs {
+		prev := next.task.GetLastSequence()
 		if err := task.Apply(next.task, r.Event, r.Sequence); err != nil {
 			return nil, err
 		}
-		next.ids.add(r.Event.EventId, r.Sequence)
+		next.ids.appended(r.Event.EventId, prev, r.Sequence)
 	}
 	return next, nil
 }

@@ -65,42 +65,90 @@ type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 // no-op. It returns the task as it is after.
 func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
-		t, folded, err := Load(ctx, log, taskID)
+		t, h, err := Load(ctx, log, taskID)
 		if err != nil {
 			return nil, err
 		}
-		ev, err := build(t)
-		if err != nil || ev == nil {
-			return t, err
+		after, err := write(ctx, log, t, h, build)
+		if !errors.Is(err, eventlog.ErrConflict) {
+			return after, err
 		}
-		if folded.Has(ev.EventId) {
-			return t, nil // already on the log, and in t
-		}
-		if err := task.Check(t, ev); err != nil {
+		if err := pause(ctx, attempt); err != nil {
 			return nil, err
 		}
-		rec, err := log.Append(ctx, eventlog.HeadOf(t), ev)
-		if errors.Is(err, eventlog.ErrConflict) {
-			if err := pause(ctx, attempt); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if rec.Event != ev {
-			// A retried append stored before: the task has moved on from
-			// t, so read it afresh.
-			t, _, err := Load(ctx, log, taskID)
-			return t, err
-		}
-		if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
-			return nil, err
-		}
-		return t, nil
 	}
 	return nil, errs.New(errs.Conflict, "task %s is changing too fast; try again", taskID)
+}
+
+// UpdateFrom is Update for a caller that holds the task as this process
+// last loaded or wrote it: the first try builds on t without reading the
+// log again, which is the common case of a plane's consecutive writes to
+// one task. Only an append that lands shows that t was current, so
+// anything else — a lost race, nothing to append, an error, a step the
+// fold refuses, a task this process no longer keeps — is decided again by
+// Update on the task as it is. t is the caller's own (from Load or
+// Update) and becomes the task after; the caller must not use it
+// otherwise once passed.
+func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
+	taskID := t.GetContract().GetTaskId()
+	if f := cacheFor(log).get(taskID); f != nil && f.ids.covers(t.GetLastSequence()) {
+		if after, ok := appendOn(ctx, log, t, history{set: f.ids, upTo: t.GetLastSequence()}, build); ok {
+			return after, nil
+		}
+	}
+	return Update(ctx, log, taskID, build)
+}
+
+// appendOn is UpdateFrom's first try: ok only if build's event was
+// appended on t.
+func appendOn(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, bool) {
+	ev, err := build(t)
+	if err != nil || ev == nil || h.Has(ev.EventId) || task.Check(t, ev) != nil {
+		return nil, false
+	}
+	after, err := commit(ctx, log, t, ev)
+	return after, err == nil
+}
+
+// write is one try of the write loop on t, with its history h: it returns
+// eventlog.ErrConflict when another write came first.
+func write(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, error) {
+	ev, err := build(t)
+	if err != nil || ev == nil {
+		return t, err
+	}
+	if h.Has(ev.EventId) {
+		return t, nil // already on the log, and in t
+	}
+	if err := task.Check(t, ev); err != nil {
+		return nil, err
+	}
+	return commit(ctx, log, t, ev)
+}
+
+// commit appends ev on t conditionally and folds it into t.
+func commit(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, ev *stewardv1.Event) (*stewardv1.Task, error) {
+	head := eventlog.HeadOf(t)
+	rec, err := log.Append(ctx, head, ev)
+	if err != nil {
+		return nil, err
+	}
+	taskID := t.Contract.GetTaskId()
+	if rec.Event != ev {
+		// A retried append stored before: the task has moved on from
+		// t, so read it afresh.
+		t, _, err := Load(ctx, log, taskID)
+		return t, err
+	}
+	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
+		return nil, err
+	}
+	if f := cacheFor(log).get(taskID); f != nil {
+		// The next write from here finds it in the task's history without
+		// a read (UpdateFrom).
+		f.ids.appended(ev.EventId, head.Sequence, rec.Sequence)
+	}
+	return t, nil
 }
 
 // pause waits a random time up to 2^attempt × 100µs, capped at 50ms.

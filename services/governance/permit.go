@@ -13,7 +13,8 @@ import (
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
-// permit issues the action's one permit.
+// permit issues the action's one permit. t is the task as the caller
+// last read or wrote it, and is the permit's to write on (UpdateFrom).
 func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
 	taskID := t.Contract.TaskId
 	// An approval of an action proposed before the task had a credential
@@ -29,7 +30,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 	if err != nil {
 		return err
 	}
-	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
 		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
 			return nil, nil

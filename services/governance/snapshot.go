@@ -36,7 +36,7 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 		return nil, err
 	}
 	permit := a.Permit.GetPermitId()
-	return taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	return taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		// The evaluation holds for the action as it was read: in status
 		// from, under the same permit (a revalidation's), unevaluated in
 		// this round.

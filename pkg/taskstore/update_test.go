@@ -1,0 +1,70 @@
+package taskstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// TestUpdateFromBuildsOnTheTaskItIsGivenAndRereadsOnlyWhenItLost: a write
+// from a task this process just wrote appends on it; a write from a task
+// another writer has moved on from builds again on the task as it is; and
+// an event already appended is not appended twice, on either path.
+func TestUpdateFromBuildsOnTheTaskItIsGivenAndRereadsOnlyWhenItLost(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const id = "from"
+	t0 := stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}}, &stewardv1.TaskStarted{})
+	stale, _, err := taskstore.Load(ctx, log, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paused := stewardtest.Event(t, id, &stewardv1.TaskPaused{Reason: "one"})
+	var built []uint64 // the last sequence of each task a build saw
+	build := func(ev *stewardv1.Event) taskstore.Build {
+		return func(t *stewardv1.Task) (*stewardv1.Event, error) {
+			built = append(built, t.LastSequence)
+			return ev, nil
+		}
+	}
+	t1, err := taskstore.UpdateFrom(ctx, log, t0, build(paused))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t1.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || len(built) != 1 {
+		t.Fatalf("after a write from the current task: %v with %d builds, want paused with 1", t1.Status, len(built))
+	}
+	// The same event again, from the task after it: found in the history
+	// the write left, not appended.
+	before := t1.LastSequence
+	again, err := taskstore.UpdateFrom(ctx, log, t1, build(paused))
+	if err != nil || again.LastSequence != before {
+		t.Fatalf("the same pause again: %v, last sequence %d, want %d", err, again.GetLastSequence(), before)
+	}
+	// From a task read before the pause: the first try loses the race
+	// and the build runs again on the paused task.
+	built = nil
+	resumed := stewardtest.Event(t, id, &stewardv1.TaskResumed{})
+	t2, err := taskstore.UpdateFrom(ctx, log, stale, build(resumed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if t2.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || len(built) != 2 || built[1] != before {
+		t.Fatalf("after a write from a stale task: %v, builds on sequences %v; want running, built again on %d", t2.Status, built, before)
+	}
+	recs, err := log.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, r := range recs {
+		types = append(types, r.Event.Type)
+	}
+	if want := []string{event.TypeTaskCreated, event.TypeTaskStarted, event.TypeTaskPaused, event.TypeTaskResumed}; len(types) != len(want) {
+		t.Fatalf("the log holds %v, want %v", types, want)
+	}
+}
