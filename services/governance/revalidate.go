@@ -2,6 +2,7 @@ package governance
 
 import (
 	"context"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -13,7 +14,16 @@ import (
 // permit that was not used and bundle revision, so that a snapshot
 // recorded before a crash is not acted on under a bundle replaced since.
 func revalidationRound(oldPermit, revision string) string {
-	return "revalidate-" + oldPermit + "@" + revision
+	return revalidationPrefix + oldPermit + "@" + revision
+}
+
+const revalidationPrefix = "revalidate-"
+
+// permitOfRound is the permit a revalidation round was opened for.
+func permitOfRound(round string) string {
+	// A permit id has no @; a bundle revision may.
+	permit, _, _ := strings.Cut(strings.TrimPrefix(round, revalidationPrefix), "@")
+	return permit
 }
 
 // revalidate reacts to an action whose permit will not be used as it is (a

@@ -31,6 +31,11 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 	if !awaitsSnapshot(a, from, round) {
 		return t, nil
 	}
+	if from == stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING && a.Permit.GetPermitId() != permitOfRound(round) {
+		// A late revalidation of a permit replaced since: its round is
+		// not the one the action is in.
+		return t, nil
+	}
 	snap, err := p.snapshot(ctx, t, a, round)
 	if err != nil {
 		return nil, err
