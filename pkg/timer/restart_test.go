@@ -14,8 +14,9 @@ import (
 )
 
 // TestSurvivesRestart sets a timer, stops its consumer and the server
-// before it is due, and starts the server again: the timer fires while no
-// consumer runs, and the consumer, started again, has it once.
+// before it is due, lets it come due while the server is down, and starts
+// the server again: the overdue timer fires while no consumer runs, and the
+// consumer, started again, has it once.
 func TestSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -54,8 +55,16 @@ func TestSurvivesRestart(t *testing.T) {
 	default:
 	}
 
-	// Second life, on the same store. The timer comes due before its
-	// consumer runs again.
+	// The timer comes due while the server is down, so the server must
+	// fire an overdue schedule when it starts again. Schedules fire on
+	// whole seconds; the server keeps wall-clock time, which no clock can
+	// be injected into, so this waits on that clock passing the second.
+	due := at.Truncate(time.Second).Add(time.Second)
+	stewardtest.Eventually(t, 5*time.Second, func() (bool, string) {
+		return time.Now().After(due), fmt.Sprintf("the timer is due at %s", due.Format(time.RFC3339Nano))
+	})
+
+	// Second life, on the same store, after the timer came due.
 	srv, err = embedded.Start(embedded.Config{StoreDir: dir, Port: -1})
 	if err != nil {
 		t.Fatal(err)

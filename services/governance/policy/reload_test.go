@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -186,13 +187,9 @@ func TestWatch(t *testing.T) {
 
 	waitFor := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, logs.String())
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+			return cond(), fmt.Sprintf("no %s; logs:\n%s", what, logs.String())
+		})
 	}
 
 	writeBundle(t, dir, map[string]string{"p.rego": denyAll})
