@@ -156,7 +156,8 @@ func (t *Tool) setScript(path string, s *script) *Tool {
 }
 
 // IgnoreKeys makes the tool do the work on every call that works, as a
-// tool that does not honour idempotency keys would.
+// tool that does not honour idempotency keys would. It still answers with
+// the key's first result; Executions and Worked count every time.
 func (t *Tool) IgnoreKeys() *Tool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -172,7 +173,8 @@ func (t *Tool) AnswerStatus(a Answer) *Tool {
 	return t
 }
 
-// Release lets the answers held until release go.
+// Release lets the answers held until release go, and every such answer
+// after it go at once.
 func (t *Tool) Release() { t.released.Do(func() { close(t.release) }) }
 
 func (t *Tool) call(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
@@ -69,5 +70,58 @@ func TestTheReferenceToolWorksOncePerKeyAndFollowsItsScript(t *testing.T) {
 	}
 	if w := tool.Worked(); len(w) != 4 || w[1].Key != "a" || w[1].Target != "x" {
 		t.Fatalf("worked = %+v", w)
+	}
+}
+
+// TestTheReferenceToolHoldsDropsAndOverridesAsTold: a held answer waits
+// for Release, a Late one for the caller to give up (having done the
+// work), a dropped call gets no answer, Always repeats, and AnswerStatus
+// replaces the truth.
+func TestTheReferenceToolHoldsDropsAndOverridesAsTold(t *testing.T) {
+	tool := stewardtest.StartTool(t).
+		Always("/held", stewardtest.Answer{Code: 503, Hold: stewardtest.HoldUntilRelease}).
+		Always("/late", stewardtest.Late).
+		Always("/drop", stewardtest.Answer{Drop: true})
+	held := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, tool.URL+"/held", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "h")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			held <- 0
+			return
+		}
+		resp.Body.Close()
+		held <- resp.StatusCode
+	}()
+	stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return tool.CallsTo("/held") == 1, "the held call has not arrived" })
+	select {
+	case code := <-held:
+		t.Fatalf("a held call answered %d before the release", code)
+	default:
+	}
+	tool.Release()
+	if code := <-held; code != 503 {
+		t.Fatalf("the held call answered %d after the release, want 503", code)
+	}
+
+	client := &http.Client{Timeout: 100 * time.Millisecond}
+	for _, path := range []string{"/late", "/late", "/drop"} {
+		req, _ := http.NewRequest(http.MethodPost, tool.URL+path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "l")
+		if resp, err := client.Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("%s answered %d, want no answer", path, resp.StatusCode)
+		}
+	}
+	if tool.Executions("l") != 1 || tool.CallsTo("/late") != 2 || tool.CallsTo("/drop") != 1 {
+		t.Fatalf("late: %d executions of %d calls, %d dropped; want 1 of 2, 1", tool.Executions("l"), tool.CallsTo("/late"), tool.CallsTo("/drop"))
+	}
+	if got := status(t, tool, "l"); got != "succeeded" {
+		t.Fatalf("status of the late work = %q, want succeeded", got)
+	}
+	tool.AnswerStatus(stewardtest.Answer{Body: `{"state":"in_progress"}`})
+	if got := status(t, tool, "l"); got != "in_progress" {
+		t.Fatalf("overridden status = %q, want in_progress", got)
 	}
 }
