@@ -81,7 +81,11 @@ const maxEndTries = 8
 // action whose tool it did not look up.
 func (p *Plane) endOnce(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus) (*stewardv1.Task, error) {
 	var undo undoers
-	if t, _, err := taskstore.Load(ctx, p.log, taskID); err == nil && compensates(t) {
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	if err != nil {
+		return nil, err
+	}
+	if compensates(t) {
 		if undo, err = p.undoers(ctx, t); err != nil {
 			return nil, err
 		}
