@@ -1,10 +1,12 @@
 package taskstore
 
 import (
+	"context"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
@@ -13,17 +15,55 @@ import (
 // cacheSize bounds how many folded tasks one process keeps per log.
 const cacheSize = 4096
 
-// folded is a task as folded up to some event, with the ids of its events.
-// The task is never changed once stored; a newer fold replaces it.
-type folded struct {
-	task *stewardv1.Task
+// entry is one task as this process last folded it. Its fold is changed
+// in place, only under mu, and never leaves the entry: Load hands out
+// copies, and a build sees it only while the entry is held (Update). So a
+// write costs nothing in the size of the task, and a read one copy.
+type entry struct {
+	mu   sync.Mutex
+	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
 }
 
+// apply folds recs into the entry's task. A record the fold refuses
+// empties the entry, to be read afresh, and is returned.
+func (e *entry) apply(recs ...*stewardv1.EventRecord) error {
+	for _, r := range recs {
+		if e.task == nil {
+			e.task = &stewardv1.Task{}
+		}
+		prev := e.task.LastSequence
+		if err := task.Apply(e.task, r.Event, r.Sequence); err != nil {
+			e.task, e.ids = nil, newIDSet()
+			return err
+		}
+		e.ids.appended(r.Event.EventId, prev, r.Sequence)
+	}
+	return nil
+}
+
+// catchUp reads and folds what was appended since the entry's fold; a
+// task with no events is NotFound.
+func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) error {
+	recs, err := log.ReadAfter(ctx, taskID, e.task.GetLastSequence())
+	if err != nil {
+		return err
+	}
+	if err := e.apply(recs...); err != nil {
+		return errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	}
+	if e.task == nil {
+		return errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	return nil
+}
+
+// history is the entry's ids as of its fold now.
+func (e *entry) history() history { return history{set: e.ids, upTo: e.task.GetLastSequence()} }
+
 // idSet is the ids of a task's events, with the sequence each is stored
-// at. Every fold of one task shares it, and ids are only ever added, so a
-// set may hold ids newer than a fold that shares it: history reads it as
-// of one fold.
+// at. Ids are only ever added, so a set may hold ids newer than a fold
+// handed out earlier: history reads it as of one fold.
 type idSet struct {
 	mu  sync.RWMutex
 	ids map[string]uint64
@@ -31,6 +71,8 @@ type idSet struct {
 	// task.
 	complete uint64
 }
+
+func newIDSet() *idSet { return &idSet{ids: map[string]uint64{}} }
 
 // appended adds the id of an event stored at seq whose predecessor in the
 // task is at prev: if the set held every id up to prev, it now does up to
@@ -70,35 +112,30 @@ func (h history) Has(id string) bool {
 	return ok && seq <= h.upTo
 }
 
-// cache keeps the last fold of recently used tasks, so that Load reads
-// only the events appended since, not a task's whole history each time.
-// It is safe because the log only ever grows and every event read after
-// the cached head is checked by the fold against that head (prev_hash),
-// exactly as a full read checks the chain.
+// cache keeps the fold of recently used tasks, so that a read or a write
+// reads only the events appended since, not a task's whole history each
+// time. It is safe because the log only ever grows and every event read
+// after the cached head is checked by the fold against that head
+// (prev_hash), exactly as a full read checks the chain.
 type cache struct {
 	mu    sync.Mutex
-	tasks map[string]*folded
+	tasks map[string]*entry
 }
 
 var caches sync.Map // *eventlog.Log → *cache
 
 func cacheFor(log *eventlog.Log) *cache {
-	c, _ := caches.LoadOrStore(log, &cache{tasks: map[string]*folded{}})
+	c, _ := caches.LoadOrStore(log, &cache{tasks: map[string]*entry{}})
 	return c.(*cache)
 }
 
-func (c *cache) get(taskID string) *folded {
+// entry returns taskID's entry, made empty if the cache has none. An
+// entry dropped to make room stays valid for whoever holds it.
+func (c *cache) entry(taskID string) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.tasks[taskID]
-}
-
-// put stores f unless a fold at least as recent is there already.
-func (c *cache) put(taskID string, f *folded) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.tasks[taskID]; old != nil && old.task.LastSequence >= f.task.LastSequence {
-		return
+	if e := c.tasks[taskID]; e != nil {
+		return e
 	}
 	if len(c.tasks) >= cacheSize {
 		for id := range c.tasks { // drop one at random: cheap, and good enough
@@ -106,24 +143,12 @@ func (c *cache) put(taskID string, f *folded) {
 			break
 		}
 	}
-	c.tasks[taskID] = f
+	e := &entry{ids: newIDSet()}
+	c.tasks[taskID] = e
+	return e
 }
 
-// extend folds records into a copy of f's task.
-func (f *folded) extend(recs []*stewardv1.EventRecord) (*folded, error) {
-	next := &folded{task: &stewardv1.Task{}, ids: f.ids}
-	if f.task != nil {
-		next.task = proto.CloneOf(f.task)
-	}
-	if next.ids == nil {
-		next.ids = &idSet{ids: map[string]uint64{}}
-	}
-	for _, r := range recs {
-		prev := next.task.GetLastSequence()
-		if err := task.Apply(next.task, r.Event, r.Sequence); err != nil {
-			return nil, err
-		}
-		next.ids.appended(r.Event.EventId, prev, r.Sequence)
-	}
-	return next, nil
-}
+// own returns a copy of ev for a fold to keep: an event built from a
+// task's own messages must not share them with the task it is folded
+// into, or a later change to one would change the other.
+func own(ev *stewardv1.Event) *stewardv1.Event { return proto.CloneOf(ev) }

@@ -27,57 +27,96 @@ type History interface{ Has(eventID string) bool }
 // returns the task's history as of the task returned, so a caller can tell
 // that an event it means to append is already there, and find its effect.
 //
-// Load reads only what is new: it keeps the last fold of each task it has
-// seen and folds the events appended since (see cache). The task returned
-// is the caller's own.
+// Load reads only what is new: it keeps the fold of each task it has seen
+// and folds the events appended since (see cache). The task returned is
+// the caller's own copy.
 func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, History, error) {
-	c := cacheFor(log)
-	base := c.get(taskID)
-	if base == nil {
-		base = &folded{}
-	}
-	recs, err := log.ReadAfter(ctx, taskID, base.task.GetLastSequence())
-	if err != nil {
+	e := cacheFor(log).entry(taskID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.catchUp(ctx, log, taskID); err != nil {
 		return nil, nil, err
 	}
-	if base.task == nil && len(recs) == 0 {
-		return nil, nil, errs.New(errs.NotFound, "task %s not found", taskID)
-	}
-	f := base
-	if len(recs) > 0 {
-		if f, err = base.extend(recs); err != nil {
-			return nil, nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
-		}
-		c.put(taskID, f)
-	}
-	return proto.CloneOf(f.task), history{set: f.ids, upTo: f.task.GetLastSequence()}, nil
+	return proto.CloneOf(e.task), e.history(), nil
 }
 
 // Build decides, from the task as it is now, the one event to append, or
-// nil for nothing to do.
+// nil for nothing to do. It must not keep or change the task it is given,
+// nor read or write any task through this package: it is a decision on
+// the task, made while the task is held.
 type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 
-// Update is every plane's write loop: load and fold the task, build the
-// event, dry-run it through the fold (an illegal step appends nothing),
-// append it conditionally on the task's last sequence, and on a lost race
-// start over. An event whose id is already in the task's history is not
-// appended again: that makes a redelivered reaction or a retried command a
-// no-op. It returns the task as it is after.
+// Write is every plane's write loop: bring the task's fold up to date,
+// build the event, dry-run it through the fold (an illegal step appends
+// nothing), append it conditionally on the task's last sequence, and on a
+// lost race start over. An event whose id is already in the task's history
+// is not appended again: that makes a redelivered reaction or a retried
+// command a no-op. The fold is this process's own, changed in place, so a
+// write costs nothing in the size of the task.
+func Write(ctx context.Context, log *eventlog.Log, taskID string, build Build) error {
+	_, err := writeLoop(ctx, log, taskID, build, false)
+	return err
+}
+
+// Update is Write for a caller that wants the task as it is after: a copy,
+// which costs the size of the task.
 func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
+	return writeLoop(ctx, log, taskID, build, true)
+}
+
+func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
-		t, h, err := Load(ctx, log, taskID)
-		if err != nil {
-			return nil, err
-		}
-		after, err := write(ctx, log, t, h, build)
+		t, err := writeOnce(ctx, log, taskID, build, copyOut)
 		if !errors.Is(err, eventlog.ErrConflict) {
-			return after, err
+			return t, err
 		}
 		if err := pause(ctx, attempt); err != nil {
 			return nil, err
 		}
 	}
 	return nil, errs.New(errs.Conflict, "task %s is changing too fast; try again", taskID)
+}
+
+// writeOnce is one try of the write loop, holding the task's entry: it
+// returns eventlog.ErrConflict when another write came first.
+func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
+	e := cacheFor(log).entry(taskID)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.catchUp(ctx, log, taskID); err != nil {
+		return nil, err
+	}
+	after := func() *stewardv1.Task {
+		if copyOut {
+			return proto.CloneOf(e.task)
+		}
+		return nil
+	}
+	ev, err := build(e.task)
+	if err != nil || ev == nil {
+		return after(), err
+	}
+	if e.history().Has(ev.EventId) {
+		return after(), nil // already on the log, and in the task
+	}
+	if err := task.Check(e.task, ev); err != nil {
+		return nil, err
+	}
+	rec, err := log.Append(ctx, eventlog.HeadOf(e.task), ev)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Event != ev {
+		// A retried append stored before: read the task on to it.
+		if err := e.catchUp(ctx, log, taskID); err != nil {
+			return nil, err
+		}
+		return after(), nil
+	}
+	if err := e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)}); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "task %s", taskID)
+	}
+	return after(), nil
 }
 
 // UpdateFrom is Update for a caller that holds the task as this process
@@ -91,8 +130,12 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 // otherwise once passed.
 func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
 	taskID := t.GetContract().GetTaskId()
-	if f := cacheFor(log).get(taskID); f != nil && f.ids.covers(t.GetLastSequence()) {
-		if after, ok := appendOn(ctx, log, t, history{set: f.ids, upTo: t.GetLastSequence()}, build); ok {
+	e := cacheFor(log).entry(taskID)
+	e.mu.Lock()
+	ids := e.ids
+	e.mu.Unlock()
+	if ids.covers(t.GetLastSequence()) {
+		if after, ok := appendOn(ctx, log, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
 			return after, nil
 		}
 	}
@@ -100,55 +143,26 @@ func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build
 }
 
 // appendOn is UpdateFrom's first try: ok only if build's event was
-// appended on t.
-func appendOn(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, bool) {
+// appended on t. The entry takes the event too if it stood where t did.
+func appendOn(ctx context.Context, log *eventlog.Log, e *entry, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, bool) {
 	ev, err := build(t)
 	if err != nil || ev == nil || h.Has(ev.EventId) || task.Check(t, ev) != nil {
 		return nil, false
 	}
-	after, err := commit(ctx, log, t, ev)
-	return after, err == nil
-}
-
-// write is one try of the write loop on t, with its history h: it returns
-// eventlog.ErrConflict when another write came first.
-func write(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, error) {
-	ev, err := build(t)
-	if err != nil || ev == nil {
-		return t, err
-	}
-	if h.Has(ev.EventId) {
-		return t, nil // already on the log, and in t
-	}
-	if err := task.Check(t, ev); err != nil {
-		return nil, err
-	}
-	return commit(ctx, log, t, ev)
-}
-
-// commit appends ev on t conditionally and folds it into t.
-func commit(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, ev *stewardv1.Event) (*stewardv1.Task, error) {
 	head := eventlog.HeadOf(t)
 	rec, err := log.Append(ctx, head, ev)
-	if err != nil {
-		return nil, err
-	}
-	taskID := t.Contract.GetTaskId()
-	if rec.Event != ev {
-		// A retried append stored before: the task has moved on from
-		// t, so read it afresh.
-		t, _, err := Load(ctx, log, taskID)
-		return t, err
+	if err != nil || rec.Event != ev {
+		return nil, false
 	}
 	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
-		return nil, err
+		return nil, false
 	}
-	if f := cacheFor(log).get(taskID); f != nil {
-		// The next write from here finds it in the task's history without
-		// a read (UpdateFrom).
-		f.ids.appended(ev.EventId, head.Sequence, rec.Sequence)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.task.GetLastSequence() == head.Sequence {
+		_ = e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)})
 	}
-	return t, nil
+	return t, true
 }
 
 // pause waits a random time up to 2^attempt × 100µs, capped at 50ms.

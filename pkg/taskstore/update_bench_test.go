@@ -32,9 +32,9 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 }
 
-// BenchmarkUpdateBySize measures the same write on tasks that already hold
+// BenchmarkWriteBySize measures the same write on tasks that already hold
 // n actions: a write must not cost more on a bigger task.
-func BenchmarkUpdateBySize(b *testing.B) {
+func BenchmarkWriteBySize(b *testing.B) {
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("actions=%d", n), func(b *testing.B) {
 			log, _ := stewardtest.OpenLog(b)
@@ -50,7 +50,7 @@ func BenchmarkUpdateBySize(b *testing.B) {
 			stewardtest.Append(b, log, id, history...)
 			paused := false
 			for b.Loop() {
-				_, err := taskstore.Update(ctx, log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+				err := taskstore.Write(ctx, log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 					paused = !paused
 					if paused {
 						return stewardtest.Event(b, id, &stewardv1.TaskPaused{}), nil

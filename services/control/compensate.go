@@ -156,7 +156,7 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 // why the rest cannot be undone.
 func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventRecord, stopped string) error {
 	taskID := rec.Event.TaskId
-	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || (stopped == "" && len(t.Compensations) > 0) {
 			return nil, nil
 		}

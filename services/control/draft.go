@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"google.golang.org/protobuf/proto"
 )
 
 // proposal is one tool call to propose. A client's ProposeAction and the
@@ -115,8 +116,9 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 	}
 	t, err = p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		appended = false
-		if existing = task.FindAction(t, a.ActionId); existing != nil {
-			return nil, nil // a repeat of the proposal: nothing to append
+		if found := task.FindAction(t, a.ActionId); found != nil {
+			existing = proto.CloneOf(found) // the build's task is not ours to keep
+			return nil, nil                 // a repeat of the proposal: nothing to append
 		}
 		if !slices.Contains(t.Contract.AllowedTools, a.Tool) {
 			return nil, errs.Field("tool", "%s is not among the tools task %s allows (%v)", errs.Quote(a.Tool), taskID, t.Contract.AllowedTools)

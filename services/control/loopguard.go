@@ -51,7 +51,7 @@ func (p *Plane) guardLoop(ctx context.Context, rec *stewardv1.EventRecord) error
 		return nil
 	}
 	taskID := rec.Event.TaskId
-	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, actionID)
 		if !task.Active(t.Status) || a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
 			return nil, nil

@@ -51,7 +51,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 		return nil
 	}
 	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
-	_, err = taskstore.Update(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
 		if !task.Active(parent.Status) && parent.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			// Paused, suspended (its budget spent, say), waiting for
 			// input, produced or compensating: nothing new starts.
@@ -254,7 +254,7 @@ func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parent
 	if r.Tokens == 0 && r.CostMicros == 0 {
 		return nil
 	}
-	_, err := taskstore.Update(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	err := taskstore.Write(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return p.event(event.Meta{
 			ID: id, TaskID: parentID, Actor: p.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,

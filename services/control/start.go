@@ -55,7 +55,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 // already running (and does nothing) or, mid-retry, the same event stored.
 func (p *Plane) startIfPending(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	_, err := p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			return nil, nil
 		}

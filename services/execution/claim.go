@@ -45,7 +45,7 @@ func (p *Plane) claim(ctx context.Context, taskID string, permit *stewardv1.Acti
 		return false, err
 	}
 	var lost string
-	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		lost = ""
 		switch a := task.FindAction(t, actionID); {
 		case a.GetPermit().GetPermitId() != permit.PermitId || a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:

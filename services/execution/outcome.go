@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
@@ -101,7 +102,12 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	// the tool), and it says so.
 	var now *stewardv1.Action
 	ours := func(t *stewardv1.Task) bool {
-		now = task.FindAction(t, actionID)
+		now = nil
+		cur := task.FindAction(t, actionID)
+		if cur == nil {
+			return false
+		}
+		now = proto.CloneOf(cur) // the build's task is not ours to keep
 		return now.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && now.GetAttempt() == attempt
 	}
 	err := p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o}, ours)

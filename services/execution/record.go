@@ -30,7 +30,7 @@ func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payloa
 	if err != nil {
 		return err
 	}
-	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if still != nil && !still(t) {
 			return nil, nil
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"google.golang.org/protobuf/proto"
 )
 
 // Decide records a person's decision on an approval. The caller must hold
@@ -35,7 +36,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		return nil, err
 	}
 	var decided *stewardv1.Approval
-	_, err = taskstore.Update(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, known.ActionId)
 		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId {
 			return nil, errs.New(errs.NotFound, "approval %s not found", req.ApprovalId)
@@ -51,7 +52,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		case !who.HasRole(ap.RequiredRoles...):
 			return nil, errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, req.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
 		}
-		decided = ap
+		decided = proto.CloneOf(ap) // the build's task is not ours to keep
 		id := event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String())
 		if ap.ApprovalId != approvalID(a.ActionId, "") {
 			// A revalidation's approval: its decision is not the first's.

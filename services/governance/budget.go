@@ -108,7 +108,7 @@ func (p *Plane) suspendIfSpent(ctx context.Context, t *stewardv1.Task, cause *st
 		return nil
 	}
 	taskID := t.Contract.GetTaskId()
-	_, err := taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		line, spent := task.Spent(t)
 		if !spent || !task.Active(t.Status) {
 			return nil, nil

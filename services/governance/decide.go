@@ -130,7 +130,7 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 	if err != nil {
 		return err
 	}
-	_, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
 			return nil, nil
 		}

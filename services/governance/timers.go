@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -181,13 +182,13 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 		open   *stewardv1.Approval
 		waited time.Duration
 	)
-	_, err = taskstore.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		open = nil
 		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok {
 			return nil, nil
 		}
-		open, waited = a.Approval, p.now().Sub(requestedAt(a)).Round(time.Second)
+		open, waited = proto.CloneOf(a.Approval), p.now().Sub(requestedAt(a)).Round(time.Second)
 		return event.New(p.timerMeta(id, t, a), &stewardv1.ApprovalReminded{
 			ApprovalId: at.ApprovalID, ActionId: at.ActionID, Waited: durationpb.New(waited),
 		})
@@ -205,7 +206,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 // already.
 func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	var reason string
-	_, err := taskstore.Update(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {

@@ -82,7 +82,7 @@ func (p *Projection) quiet(now time.Time) []string {
 // still stalled.
 func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	var mark *stewardv1.TaskStalled
-	_, err := taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		mark = nil
 		reason := stallReason(t, p.cfg.Now())
 		if reason == "" {
