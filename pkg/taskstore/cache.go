@@ -53,6 +53,7 @@ func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) e
 		return errs.Wrap(errs.Corrupt, err, "task %s", taskID)
 	}
 	if e.task == nil {
+		cacheFor(log).forget(taskID, e)
 		return errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	return nil
@@ -146,6 +147,17 @@ func (c *cache) entry(taskID string) *entry {
 	e := &entry{ids: newIDSet()}
 	c.tasks[taskID] = e
 	return e
+}
+
+// forget drops taskID's entry e if the cache still keeps it: a task
+// that is not on the log takes no room from those that are. Whoever holds
+// e may go on using it.
+func (c *cache) forget(taskID string, e *entry) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.tasks[taskID] == e {
+		delete(c.tasks, taskID)
+	}
 }
 
 // own returns a copy of ev for a fold to keep: an event built from a

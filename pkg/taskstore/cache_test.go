@@ -1,8 +1,10 @@
 package taskstore_test
 
 import (
+	"context"
 	"testing"
 
+	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -22,5 +24,28 @@ func TestHistoryIsAsOfItsFold(t *testing.T) {
 	if !h.Has(recs[1].Event.EventId) || h.Has(recs[2].Event.EventId) {
 		t.Fatalf("the history of a fold up to the start: has the start %v, has the pause %v; want true, false",
 			h.Has(recs[1].Event.EventId), h.Has(recs[2].Event.EventId))
+	}
+}
+
+// TestATaskNotFoundKeepsNoEntry: reading or writing a task that is not on
+// the log must not take a place in the cache, where it would push out
+// (at random) the fold of a task that is, to be read again in full.
+func TestATaskNotFoundKeepsNoEntry(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	if _, _, err := taskstore.Load(ctx, log, "nobody"); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("Load of a task with no events: %v, want not found", err)
+	}
+	if err := taskstore.Write(ctx, log, "nobody-either", func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil }); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("Write to a task with no events: %v, want not found", err)
+	}
+	for _, id := range []string{"nobody", "nobody-either"} {
+		if taskstore.Cached(log, id) {
+			t.Errorf("task %s, not found, keeps an entry in the cache", id)
+		}
+	}
+	stewardtest.Append(t, log, "somebody", &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
+	if !taskstore.Cached(log, "somebody") {
+		t.Fatal("a task that is found keeps no entry")
 	}
 }

@@ -1,6 +1,9 @@
 package taskstore
 
-import stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+import (
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
 
 // FoldInTwo folds recs[:n] into an entry and takes its history, then
 // folds the rest into the same entry, as a later read does, so that the
@@ -15,4 +18,12 @@ func FoldInTwo(recs []*stewardv1.EventRecord, n int) (History, error) {
 		return nil, err
 	}
 	return h, nil
+}
+
+// Cached reports whether the cache of log keeps an entry for taskID.
+func Cached(log *eventlog.Log, taskID string) bool {
+	c := cacheFor(log)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tasks[taskID] != nil
 }
