@@ -41,9 +41,9 @@ func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Tas
 }
 
 // Build decides, from the task as it is now, the one event to append, or
-// nil for nothing to do. It must not keep or change the task it is given,
-// nor read or write any task through this package: it is a decision on
-// the task, made while the task is held.
+// nil for nothing to do. It is a decision on the task, made while the
+// task is held: it must not keep or change the task it is given, nor read
+// or write any task through this package (the same task would deadlock).
 type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 
 // Write is every plane's write loop: bring the task's fold up to date,
@@ -126,8 +126,8 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 // anything else — a lost race, nothing to append, an error, a step the
 // fold refuses, a task this process no longer keeps — is decided again by
 // Update on the task as it is. t is the caller's own (from Load or
-// Update) and becomes the task after; the caller must not use it
-// otherwise once passed.
+// Update), unchanged since, and becomes the task after; the caller must
+// not use it otherwise once passed.
 func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
 	taskID := t.GetContract().GetTaskId()
 	e := cacheFor(log).entry(taskID)

@@ -88,7 +88,8 @@ func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 		if reason == "" {
 			return nil, nil
 		}
-		mark = &stewardv1.TaskStalled{Reason: reason, QuietSince: t.UpdatedAt}
+		// A copy: the build's task is not ours to keep.
+		mark = &stewardv1.TaskStalled{Reason: reason, QuietSince: proto.CloneOf(t.UpdatedAt)}
 		return event.New(event.Meta{
 			// Derived from the quiet point: replicas, and a retry, agree.
 			ID:     event.ID(taskID, "stalled", strconv.FormatUint(t.LastSequence, 10)),
