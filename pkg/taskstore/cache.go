@@ -16,14 +16,32 @@ import (
 const cacheSize = 4096
 
 // entry is one task as this process last folded it. Its fold is changed
-// in place, only under mu, and never leaves the entry: Load hands out
-// copies, and a build sees it only while the entry is held (Update). So a
-// write costs nothing in the size of the task, and a read one copy.
+// in place, only while the entry is held, and never leaves the entry:
+// Load hands out copies, and a build sees it only while the entry is held
+// (Write). So a write costs nothing in the size of the task, and a read
+// one copy.
 type entry struct {
-	mu   sync.Mutex
+	// held is the entry's lock: a slot, so that whoever waits for it can
+	// give up with their context, since it is held across reads and
+	// appends on the network.
+	held chan struct{}
 	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
 }
+
+func newEntry() *entry { return &entry{held: make(chan struct{}, 1), ids: newIDSet()} }
+
+// hold takes the entry, or gives up when ctx ends.
+func (e *entry) hold(ctx context.Context) error {
+	select {
+	case e.held <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (e *entry) release() { <-e.held }
 
 // apply folds recs into the entry's task. A record the fold refuses
 // empties the entry, to be read afresh, and is returned.
@@ -144,7 +162,7 @@ func (c *cache) entry(taskID string) *entry {
 			break
 		}
 	}
-	e := &entry{ids: newIDSet()}
+	e := newEntry()
 	c.tasks[taskID] = e
 	return e
 }

@@ -9,7 +9,7 @@ import (
 // folds the rest into the same entry, as a later read does, so that the
 // history shares the entry's id set. It returns that first history.
 func FoldInTwo(recs []*stewardv1.EventRecord, n int) (History, error) {
-	e := &entry{ids: newIDSet()}
+	e := newEntry()
 	if err := e.apply(recs[:n]...); err != nil {
 		return nil, err
 	}

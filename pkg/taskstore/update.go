@@ -32,8 +32,10 @@ type History interface{ Has(eventID string) bool }
 // the caller's own copy.
 func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, History, error) {
 	e := cacheFor(log).entry(taskID)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if err := e.hold(ctx); err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+	}
+	defer e.release()
 	if err := e.catchUp(ctx, log, taskID); err != nil {
 		return nil, nil, err
 	}
@@ -81,8 +83,10 @@ func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 // returns eventlog.ErrConflict when another write came first.
 func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
 	e := cacheFor(log).entry(taskID)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if err := e.hold(ctx); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
+	}
+	defer e.release()
 	if err := e.catchUp(ctx, log, taskID); err != nil {
 		return nil, err
 	}
@@ -131,9 +135,11 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
 	taskID := t.GetContract().GetTaskId()
 	e := cacheFor(log).entry(taskID)
-	e.mu.Lock()
+	if err := e.hold(ctx); err != nil {
+		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
+	}
 	ids := e.ids
-	e.mu.Unlock()
+	e.release()
 	if ids.covers(t.GetLastSequence()) {
 		if after, ok := appendOn(ctx, log, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
 			return after, nil
@@ -157,8 +163,10 @@ func appendOn(ctx context.Context, log *eventlog.Log, e *entry, t *stewardv1.Tas
 	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
 		return nil, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	if e.hold(ctx) != nil {
+		return t, true // the entry reads it on its next catch-up
+	}
+	defer e.release()
 	if e.task.GetLastSequence() == head.Sequence {
 		_ = e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)})
 	}

@@ -2,7 +2,9 @@ package taskstore_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -66,5 +68,36 @@ func TestUpdateFromBuildsOnTheTaskItIsGivenAndRereadsOnlyWhenItLost(t *testing.T
 	}
 	if want := []string{event.TypeTaskCreated, event.TypeTaskStarted, event.TypeTaskPaused, event.TypeTaskResumed}; len(types) != len(want) {
 		t.Fatalf("the log holds %v, want %v", types, want)
+	}
+}
+
+// TestAWaitForABusyTaskEndsWithItsContext: a task is held across a
+// write's round trips to the log; whoever waits for it gives up when its
+// own context ends, not when the writer is done.
+func TestAWaitForABusyTaskEndsWithItsContext(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	const id = "busy"
+	stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
+	inBuild, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- taskstore.Write(context.Background(), log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+			close(inBuild)
+			<-release // a writer stuck on the network
+			return nil, nil
+		})
+	}()
+	<-inBuild
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, _, err := taskstore.Load(ctx, log, id); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a read of a held task past its deadline: %v, want the deadline", err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := taskstore.Load(context.Background(), log, id); err != nil {
+		t.Fatalf("once the writer is done: %v", err)
 	}
 }
