@@ -1,0 +1,300 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/cmd/steward/app"
+	"github.com/steward-run/steward/pkg/embedded"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+// runFloor is arm (a): what a four-plane pipeline costs on JetStream with
+// nothing of Steward's: the client appends, and four durable consumers
+// each receive the previous append and append the next. The action is
+// done when the fifth append is acknowledged.
+func runFloor(o opts) (Result, error) {
+	dir, err := os.MkdirTemp("", "bench-floor-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	bus, err := embedded.Start(embedded.Config{StoreDir: dir})
+	if err != nil {
+		return Result{}, err
+	}
+	defer bus.Shutdown()
+	nc, err := bus.Connect()
+	if err != nil {
+		return Result{}, err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return Result{}, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: "HOP", Subjects: []string{"hop.>"}, Storage: jetstream.FileStorage}); err != nil {
+		return Result{}, err
+	}
+	var waiting sync.Map // flow -> chan struct{}
+	for k := 1; k <= 4; k++ {
+		c, err := js.CreateOrUpdateConsumer(ctx, "HOP", jetstream.ConsumerConfig{
+			Durable: fmt.Sprint("hop", k), FilterSubject: fmt.Sprintf("hop.%d.>", k-1), AckPolicy: jetstream.AckExplicitPolicy,
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		cc, err := c.Consume(func(m jetstream.Msg) {
+			// Each message on its own goroutine, as Steward's planes work
+			// on different tasks in parallel lanes.
+			go func() {
+				flow := strings.SplitN(m.Subject(), ".", 3)[2]
+				if _, err := js.Publish(ctx, fmt.Sprintf("hop.%d.%s", k, flow), m.Data()); err != nil {
+					_ = m.Nak()
+					return
+				}
+				_ = m.Ack()
+				if k == 4 {
+					if ch, ok := waiting.LoadAndDelete(flow); ok {
+						close(ch.(chan struct{}))
+					}
+				}
+			}()
+		})
+		if err != nil {
+			return Result{}, err
+		}
+		defer cc.Stop()
+	}
+	payload := make([]byte, 512) // about the size of a sealed Steward event
+	var seq atomic.Int64
+	one := func(int) ([]time.Duration, int, error) {
+		flow := fmt.Sprint("f", seq.Add(1))
+		ch := make(chan struct{})
+		waiting.Store(flow, ch)
+		start := time.Now()
+		if _, err := js.Publish(ctx, "hop.0."+flow, payload); err != nil {
+			return nil, 0, err
+		}
+		select {
+		case <-ch:
+		case <-time.After(30 * time.Second):
+			return nil, 0, fmt.Errorf("flow %s did not finish in 30s", flow)
+		}
+		return []time.Duration{time.Since(start)}, 1, nil
+	}
+	return phases(o.latencyN, o.throughputN, one, nil)
+}
+
+const allowAll = "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"benchmark: allow all\"]}\n"
+
+const toolsJSON = `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "builtin": {"kind": "noop"}}]}`
+
+// stewardFiles writes the tools file and, if allow, the allow-all policy
+// under dir.
+func stewardFiles(dir string, allow bool) (tools, policy string, err error) {
+	tools = filepath.Join(dir, "tools.json")
+	if err := os.WriteFile(tools, []byte(toolsJSON), 0o600); err != nil {
+		return "", "", err
+	}
+	if allow {
+		policy = filepath.Join(dir, "policy")
+		if err := os.MkdirAll(policy, 0o750); err != nil {
+			return "", "", err
+		}
+		if err := os.WriteFile(filepath.Join(policy, "allow.rego"), []byte(allowAll), 0o600); err != nil {
+			return "", "", err
+		}
+	}
+	return tools, policy, nil
+}
+
+func runDevAllow(o opts) (Result, error)   { return runDev(o, true) }
+func runDevDefault(o opts) (Result, error) { return runDev(o, false) }
+
+// runDev is arms (b) and (c): `steward dev` in this process, driven over
+// Connect on loopback.
+func runDev(o opts, allow bool) (Result, error) {
+	dir, err := os.MkdirTemp("", "bench-dev-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	tools, policy, err := stewardFiles(dir, allow)
+	if err != nil {
+		return Result{}, err
+	}
+	flags := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "error", "--tools", tools}
+	if policy != "" {
+		flags = append(flags, "--policy-dir", policy)
+	}
+	m := app.NewServer(io.Discard, os.Stderr)
+	if err := m.ParseFlags("dev", flags); err != nil {
+		return Result{}, err
+	}
+	if err := m.Run(context.Background()); err != nil {
+		return Result{}, err
+	}
+	defer m.Close()
+	return driveSteward(o, m.URL(), m.URL())
+}
+
+// runServices is arm (d): the four planes as `steward serve` servers, in
+// this process, each with its own NATS connection over TCP to an embedded
+// NATS server, driven over Connect: control for writes, state for reads.
+func runServices(o opts) (Result, error) {
+	dir, err := os.MkdirTemp("", "bench-services-")
+	if err != nil {
+		return Result{}, err
+	}
+	defer os.RemoveAll(dir)
+	tools, policy, err := stewardFiles(dir, true)
+	if err != nil {
+		return Result{}, err
+	}
+	bus, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1})
+	if err != nil {
+		return Result{}, err
+	}
+	defer bus.Shutdown()
+	urls := map[string]string{}
+	for _, plane := range []string{"state", "governance", "execution", "control"} {
+		flags := []string{"--plane", plane, "--nats", bus.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error",
+			"--sandbox", filepath.Join(dir, "sandbox"), "--tools", tools, "--policy-dir", policy,
+			"--credential-key", filepath.Join(dir, "credential.key")}
+		m := app.NewServer(io.Discard, os.Stderr)
+		if err := m.ParseFlags("serve", flags); err != nil {
+			return Result{}, err
+		}
+		if err := m.Run(context.Background()); err != nil {
+			return Result{}, fmt.Errorf("%s plane: %w", plane, err)
+		}
+		defer m.Close()
+		urls[plane] = m.URL()
+	}
+	return driveSteward(o, urls["control"], urls["state"])
+}
+
+// actionsPerTask is how many actions a task takes before the next one is
+// created: real tasks take tens of actions.
+const actionsPerTask = 25
+
+type client struct {
+	tasks stewardv1connect.TaskServiceClient
+	query stewardv1connect.QueryServiceClient
+}
+
+// driveSteward measures governed actions through the control plane at
+// writeURL and the state plane at readURL: latency is from the
+// ProposeAction call until GetTask shows the action succeeded; throughput
+// and CPU include creating a task every 25 actions.
+func driveSteward(o opts, writeURL, readURL string) (Result, error) {
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	c := client{
+		tasks: stewardv1connect.NewTaskServiceClient(hc, writeURL),
+		query: stewardv1connect.NewQueryServiceClient(hc, readURL),
+	}
+	params, _ := structpb.NewStruct(map[string]any{})
+	type worker struct {
+		task  string
+		after uint64
+		n     int
+	}
+	workers := make([]worker, concurrency+1)
+	var tasks atomic.Int64
+	one := func(w int) ([]time.Duration, int, error) {
+		wk := &workers[w]
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if wk.n%actionsPerTask == 0 {
+			id, err := newTask(ctx, c, fmt.Sprint("bench-", tasks.Add(1)))
+			if err != nil {
+				return nil, 0, err
+			}
+			wk.task, wk.after = id, 0
+		}
+		wk.n++
+		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: wk.task, AfterSequence: wk.after}))
+		if err != nil {
+			return nil, 0, err
+		}
+		defer stream.Close()
+		start := time.Now()
+		resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: wk.task, ProposalId: fmt.Sprint("p", wk.n), Tool: "noop", Params: params}))
+		if err != nil {
+			return nil, 0, err
+		}
+		id := resp.Msg.Action.ActionId
+		done := false
+		for !done && stream.Receive() {
+			rec := stream.Msg().Record
+			if rec == nil {
+				continue // the opening message
+			}
+			wk.after = rec.Sequence
+			if oc := rec.Event.GetActionOutcomeRecorded(); oc != nil && oc.ActionId == id {
+				done = true
+			}
+		}
+		if !done {
+			return nil, 0, fmt.Errorf("watch of %s ended before action %s's outcome: %v", wk.task, id, stream.Err())
+		}
+		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: wk.task}))
+		if err != nil {
+			return nil, 0, err
+		}
+		acts := got.Msg.Task.Actions
+		if a := acts[len(acts)-1]; a.ActionId != id || a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			return nil, 0, fmt.Errorf("action %s is not visible as succeeded: %v is %v", id, a.ActionId, a.Status)
+		}
+		return []time.Duration{time.Since(start)}, 1, nil
+	}
+	return phases(o.latencyN, o.throughputN, one, nil)
+}
+
+// newTask creates a task that may use noop and waits until it runs.
+func newTask(ctx context.Context, c client, requestID string) (string, error) {
+	k := &stewardv1.TaskContract{
+		Intent:              "benchmark",
+		DesiredOutcome:      "no-op actions",
+		RequesterRef:        "user:bench",
+		AccountableOwnerRef: "user:bench",
+		RiskTier:            stewardv1.RiskTier_RISK_TIER_LOW,
+		Budget:              &stewardv1.Budget{MaxTokens: 50_000},
+		AllowedTools:        []string{"noop"},
+	}
+	resp, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		return "", err
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	for {
+		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: id}))
+		if err != nil && connect.CodeOf(err) != connect.CodeNotFound {
+			return "", err
+		}
+		if err == nil && got.Msg.Task.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+			return id, nil
+		}
+		if ctx.Err() != nil {
+			return "", errors.New("task " + id + " did not start running")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

@@ -1,0 +1,218 @@
+// Command bench runs Steward's governed action side by side with its floor
+// (a bare JetStream pipeline of the same shape) and with DBOS Transact on
+// PostgreSQL, in interleaved rounds of one invocation, and writes
+// bench/results.md, bench/results.png and the marked block of
+// docs/performance.md. Run from bench/:
+//
+//	go run ./cmd/bench
+//
+// Each arm of each round runs in a child process of its own (this binary
+// with -arm), so its peak RSS and CPU time are its own. An arm that fails
+// makes the command exit non-zero.
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Result is what one arm reports for one round.
+type Result struct {
+	Arm        string  `json:"arm"`
+	P50ms      float64 `json:"p50_ms"`
+	P99ms      float64 `json:"p99_ms"`
+	Throughput float64 `json:"throughput"` // actions (or steps) per second, 16 at once
+	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's) while measured
+	RSSMB      float64 `json:"rss_mb"`     // peak RSS of the arm's process
+	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's proportional set size at the end, DBOS arms only
+	Samples    int     `json:"samples"`
+	Load       string  `json:"-"` // the machine's load averages as the arm started (set by the driver)
+}
+
+// arm describes one arm.
+type arm struct {
+	id, name, durability string
+	run                  func(o opts) (Result, error)
+}
+
+type opts struct {
+	latencyN, throughputN int
+	pgURL                 string
+	pgPID                 int
+}
+
+var arms = []arm{
+	{"floor", "(a) bare JetStream: 5 appends, 4 hops through durable consumers",
+		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
+	{"dev-allow", "(b) Steward dev, allow-all policy",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevAllow},
+	{"dev-default", "(c) Steward dev, default policy bundle",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
+	{"services", "(d) Steward services mode: 4 planes over TCP NATS",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runServices},
+	{"dbos-wf1", "(e1) DBOS Transact: one-step workflow",
+		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSWorkflow},
+	{"dbos-step10", "(e2) DBOS Transact: one step of a ten-step workflow",
+		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSStep},
+}
+
+func main() {
+	armID := flag.String("arm", "", "run one arm in this process and print its result as JSON (used by the driver)")
+	rounds := flag.Int("rounds", 3, "interleaved rounds")
+	latencyN := flag.Int("n", 400, "sequential actions per arm and round, for p50 and p99")
+	throughputN := flag.Int("tp", 800, "actions per arm and round at 16 at once, for throughput")
+	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
+	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,dbos-wf1,dbos-step10)")
+	outDir := flag.String("out", ".", "directory for results.md and results.png")
+	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
+	flag.Parse()
+	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
+	if *armID != "" {
+		a, ok := find(*armID)
+		if !ok {
+			fatalf("unknown arm %q", *armID)
+		}
+		r, err := a.run(o)
+		if err != nil {
+			fatalf("%s: %v", a.id, err)
+		}
+		r.Arm = a.id
+		_ = json.NewEncoder(os.Stdout).Encode(r)
+		return
+	}
+	selected := arms
+	if *only != "" {
+		selected = nil
+		for _, id := range strings.Split(*only, ",") {
+			a, ok := find(id)
+			if !ok {
+				fatalf("-arms: unknown arm %q", id)
+			}
+			selected = append(selected, a)
+		}
+	}
+	if err := drive(selected, *rounds, o, *outDir, *doc); err != nil {
+		fatalf("%v", err)
+	}
+}
+
+// loadavg is the machine's 1, 5 and 15 minute load averages.
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func find(id string) (arm, bool) {
+	for _, a := range arms {
+		if a.id == id {
+			return a, true
+		}
+	}
+	return arm{}, false
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(1)
+}
+
+// drive runs every arm in every round, each round in a rotated order, and
+// writes the reports.
+func drive(selected []arm, rounds int, o opts, outDir, doc string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	needPG := slices.ContainsFunc(selected, func(a arm) bool { return strings.HasPrefix(a.id, "dbos") })
+	var pg *postgres
+	if needPG {
+		if pg, err = startPostgres(); err != nil {
+			return fmt.Errorf("postgresql: %w", err)
+		}
+		defer pg.stop()
+		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"))
+	}
+	// The commit and whether the tree is clean, before anything is
+	// written.
+	rep := report{rounds: rounds, o: o, arms: selected}
+	rep.environment()
+	started := time.Now()
+	all := map[string][]Result{}
+	failed := 0
+	for r := range rounds {
+		order := slices.Clone(selected)
+		for range r % len(order) {
+			order = append(order[1:], order[0])
+		}
+		for _, a := range order {
+			args := []string{"-arm", a.id, "-n", fmt.Sprint(o.latencyN), "-tp", fmt.Sprint(o.throughputN)}
+			if strings.HasPrefix(a.id, "dbos") {
+				db := fmt.Sprintf("dbos_%s_%d", strings.ReplaceAll(a.id, "-", "_"), r)
+				if err := pg.createDB(db); err != nil {
+					return err
+				}
+				args = append(args, "-pg", pg.url(db), "-pgpid", fmt.Sprint(pg.pid))
+			}
+			cmd := exec.Command(self, args...)
+			var out bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, os.Stderr
+			t := time.Now()
+			load := loadavg()
+			err := cmd.Run()
+			var res Result
+			if err == nil {
+				err = json.Unmarshal(out.Bytes(), &res)
+			}
+			if err != nil {
+				failed++
+				fmt.Fprintf(os.Stderr, "bench: round %d, %s FAILED: %v\n", r+1, a.id, err)
+				continue
+			}
+			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+				res.RSSMB = float64(ru.Maxrss) / 1024
+			}
+			res.Load = load
+			all[a.id] = append(all[a.id], res)
+			fmt.Fprintf(os.Stderr, "bench: round %d %-12s p50 %6.3f ms  p99 %6.3f ms  %7.0f/s  cpu %.3f ms/action  rss %4.0f MB  (%s)\n",
+				r+1, a.id, res.P50ms, res.P99ms, res.Throughput, res.CPUms, res.RSSMB, time.Since(t).Round(time.Millisecond))
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d arm runs failed", failed)
+	}
+	rep.results, rep.took, rep.when = all, time.Since(started), time.Now().UTC()
+	if pg != nil {
+		rep.pgVersion = pg.version
+	}
+	md := rep.markdown()
+	if err := os.WriteFile(filepath.Join(outDir, "results.md"), []byte(md), 0o644); err != nil {
+		return err
+	}
+	if err := rep.chart(filepath.Join(outDir, "results.png")); err != nil {
+		return fmt.Errorf("chart: %w", err)
+	}
+	fmt.Print(md)
+	if doc != "" {
+		if err := rep.rewriteDoc(doc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
