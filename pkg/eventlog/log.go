@@ -64,6 +64,12 @@ type Config struct {
 	// hand comes again at once, not after the ack wait. Never set it where
 	// processes share a consumer: a live one's events would come again.
 	SoleConsumer bool
+	// SoleWriter says this process is the only one that appends to the
+	// log (steward dev). The task store then writes first on the fold it
+	// keeps, which is current unless someone wrote behind its back, and
+	// reads the log only when the append is refused. It never decides
+	// whether a write is right, only whether it costs a read first.
+	SoleWriter bool
 }
 
 func (c Config) withDefaults() Config {

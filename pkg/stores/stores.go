@@ -25,6 +25,9 @@ type Config struct {
 	// SoleConsumer says this process is the only reader of its durable
 	// consumers (steward dev); see eventlog.Config.
 	SoleConsumer bool
+	// SoleWriter says this process is the only writer of the log (steward
+	// dev); see eventlog.Config.
+	SoleWriter bool
 }
 
 // Set is the stores a process's planes share.
@@ -44,7 +47,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer})
+	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer, SoleWriter: cfg.SoleWriter})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
@@ -20,8 +21,20 @@ import (
 // are given, leave the cached fold equal to a fold of the log, with each
 // event id stored once (run with -race).
 func TestConcurrentWritersAgreeWithTheLog(t *testing.T) {
-	log, _ := stewardtest.OpenLog(t)
+	// As a process among several writes, and as the log's only writer,
+	// which writes on its fold before reading.
+	for _, sole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("sole-writer=%v", sole), func(t *testing.T) { concurrentWriters(t, sole) })
+	}
+}
+
+func concurrentWriters(t *testing.T, sole bool) {
+	bus := stewardtest.StartBus(t)
 	ctx := context.Background()
+	log, err := eventlog.Open(ctx, bus.JS, eventlog.Config{SoleWriter: sole})
+	if err != nil {
+		t.Fatal(err)
+	}
 	const id = "busy"
 	stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}}, &stewardv1.TaskStarted{})
 

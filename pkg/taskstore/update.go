@@ -42,6 +42,25 @@ func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Tas
 	return proto.CloneOf(e.task), e.history(), nil
 }
 
+// LoadSince is Load for a reaction to the task's event at sequence seq: a
+// fold this process keeps that already includes seq is taken as it is,
+// without a read. What the reaction then writes is decided again on the
+// task as the log has it (Write), so a fold that is behind by events after
+// seq costs nothing but a lost race.
+func LoadSince(ctx context.Context, log *eventlog.Log, taskID string, seq uint64) (*stewardv1.Task, History, error) {
+	e := cacheFor(log).entry(taskID)
+	if err := e.hold(ctx); err != nil {
+		return nil, nil, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+	}
+	defer e.release()
+	if e.task == nil || e.task.LastSequence < seq {
+		if err := e.catchUp(ctx, log, taskID); err != nil {
+			return nil, nil, err
+		}
+	}
+	return proto.CloneOf(e.task), e.history(), nil
+}
+
 // Build decides, from the task as it is now, the one event to append, or
 // nil for nothing to do. It is a decision on the task, made while the
 // task is held: it must not keep or change the task it is given, nor read
@@ -68,7 +87,7 @@ func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) 
 
 func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
-		t, err := writeOnce(ctx, log, taskID, build, copyOut)
+		t, err := writeOnce(ctx, log, taskID, build, copyOut, attempt == 0 && log.Config().SoleWriter)
 		if !errors.Is(err, eventlog.ErrConflict) {
 			return t, err
 		}
@@ -80,21 +99,26 @@ func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 }
 
 // writeOnce is one try of the write loop, holding the task's entry: it
-// returns eventlog.ErrConflict when another write came first.
-func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
+// returns eventlog.ErrConflict when another write came first. First, when
+// the fold is likely current (this process is the log's only writer), it
+// tries the write on the fold as it is, without a read.
+func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut, first bool) (*stewardv1.Task, error) {
 	e := cacheFor(log).entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
 	}
 	defer e.release()
-	if err := e.catchUp(ctx, log, taskID); err != nil {
-		return nil, err
-	}
 	after := func() *stewardv1.Task {
 		if copyOut {
 			return proto.CloneOf(e.task)
 		}
 		return nil
+	}
+	if first && e.task != nil && e.appendOn(ctx, log, build) {
+		return after(), nil
+	}
+	if err := e.catchUp(ctx, log, taskID); err != nil {
+		return nil, err
 	}
 	ev, err := build(e.task)
 	if err != nil || ev == nil {
@@ -182,4 +206,20 @@ func pause(ctx context.Context, attempt int) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// appendOn tries build's event on the entry's fold as it is, which the
+// caller holds; true only if it was appended. Anything else — nothing to
+// append, an error, a refusal, a lost race — may come of a fold that is
+// behind, so the caller decides again after reading what is new.
+func (e *entry) appendOn(ctx context.Context, log *eventlog.Log, build Build) bool {
+	ev, err := build(e.task)
+	if err != nil || ev == nil || e.history().Has(ev.EventId) || task.Check(e.task, ev) != nil {
+		return false
+	}
+	rec, err := log.Append(ctx, eventlog.HeadOf(e.task), ev)
+	if err != nil || rec.Event != ev {
+		return false
+	}
+	return e.apply(&stewardv1.EventRecord{Sequence: rec.Sequence, Event: own(ev)}) == nil
 }

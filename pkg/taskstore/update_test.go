@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -99,5 +100,48 @@ func TestAWaitForABusyTaskEndsWithItsContext(t *testing.T) {
 	}
 	if _, _, err := taskstore.Load(context.Background(), log, id); err != nil {
 		t.Fatalf("once the writer is done: %v", err)
+	}
+}
+
+// TestASoleWriterStillSeesWritesBehindItsBack: a process that is the log's
+// only writer writes on the fold it keeps without reading first; an event
+// appended behind its back makes that append lose, and the write is then
+// decided again on the task as the log has it.
+func TestASoleWriterStillSeesWritesBehindItsBack(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	log, err := eventlog.Open(ctx, bus.JS, eventlog.Config{SoleWriter: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const id = "sole"
+	stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}}, &stewardv1.TaskStarted{})
+	// Behind the store's back: the task is paused.
+	recs, err := log.Read(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := recs[len(recs)-1]
+	if _, err := log.Append(ctx, eventlog.Head{Sequence: last.Sequence, Hash: last.Event.Hash}, stewardtest.Event(t, id, &stewardv1.TaskPaused{Reason: "behind"})); err != nil {
+		t.Fatal(err)
+	}
+	var saw []stewardv1.TaskStatus
+	pause, resume := stewardtest.Event(t, id, &stewardv1.TaskPaused{Reason: "stale"}), stewardtest.Event(t, id, &stewardv1.TaskResumed{})
+	err = taskstore.Write(ctx, log, id, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		saw = append(saw, t.Status)
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+			return pause, nil
+		}
+		return resume, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _, err := taskstore.Load(ctx, log, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || len(saw) != 2 || saw[1] != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		t.Fatalf("task %v after builds on %v; want running, decided again on the paused task", tk.Status, saw)
 	}
 }

@@ -20,14 +20,34 @@ import (
 )
 
 // cause is what prompted a step: the event (or timer) it follows from.
-type cause struct{ id, correlation string }
+// cause is the event a step of the plane's answers: its id and
+// correlation, and where it is on the log (0 when not known, as for a
+// timer), which is how far the task must have been read to answer it.
+type cause struct {
+	id, correlation string
+	seq             uint64
+}
 
-func causeOf(ev *stewardv1.Event) cause { return cause{id: ev.EventId, correlation: ev.CorrelationId} }
+func causeOf(rec *stewardv1.EventRecord) cause {
+	return cause{id: rec.Event.EventId, correlation: rec.Event.CorrelationId, seq: rec.Sequence}
+}
+
+// load reads the task to answer c: a fold this process keeps that already
+// holds c's event is enough, since what the answer writes is checked again
+// on the task as the log has it (taskstore.Write and the fold).
+func (p *Plane) load(ctx context.Context, taskID string, c cause) (*stewardv1.Task, error) {
+	if c.seq == 0 {
+		t, _, err := taskstore.Load(ctx, p.log, taskID)
+		return t, err
+	}
+	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, c.seq)
+	return t, err
+}
 
 // execute reacts to a permit: claim it, then make the first attempt. Only
 // the worker whose claim wins goes past the claim.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord, pm *stewardv1.ActionPermitted) error {
-	return p.run(ctx, rec.Event.TaskId, pm.GetPermit(), causeOf(rec.Event))
+	return p.run(ctx, rec.Event.TaskId, pm.GetPermit(), causeOf(rec))
 }
 
 // resume carries on with a task that was paused, or stopped for input:
@@ -38,7 +58,7 @@ func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if err != nil {
 		return err
 	}
-	return p.carryOn(ctx, t, causeOf(rec.Event))
+	return p.carryOn(ctx, t, causeOf(rec))
 }
 
 // carryOn takes up what t's actions were left at: a permit not claimed, a
@@ -74,7 +94,7 @@ func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
 // or dispatched already is held (see hold): a dispatch recorded without an
 // outcome is never repeated; its outcome is unknown.
 func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, err := p.load(ctx, taskID, c)
 	if err != nil {
 		return err
 	}
@@ -174,7 +194,7 @@ type inFlight struct {
 // dispatch; nil when there is nothing to call (refused, waiting, or not
 // this worker's to make now).
 func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) (*inFlight, error) {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, err := p.load(ctx, taskID, c)
 	if err != nil {
 		return nil, err
 	}

@@ -22,7 +22,7 @@ func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord
 	if o.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		return nil
 	}
-	return p.reconcile(ctx, rec.Event.TaskId, o.ActionId, o.Outcome.Attempt, 0, causeOf(rec.Event))
+	return p.reconcile(ctx, rec.Event.TaskId, o.ActionId, o.Outcome.Attempt, 0, causeOf(rec))
 }
 
 // reconcile settles an unknown outcome by asking the tool's status query,

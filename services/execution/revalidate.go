@@ -99,7 +99,7 @@ func (p *Plane) reconcileStopped(ctx context.Context, rec *stewardv1.EventRecord
 	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		return nil
 	}
-	return p.reconcile(ctx, rec.Event.TaskId, id, a.Attempt, 0, causeOf(rec.Event))
+	return p.reconcile(ctx, rec.Event.TaskId, id, a.Attempt, 0, causeOf(rec))
 }
 
 // firstUse is what a retry's max_elapsed and a tool's key retention are

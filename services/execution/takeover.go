@@ -23,5 +23,5 @@ func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error 
 	if t.StalledSince == nil || !task.Working(t.Status) {
 		return nil // it moved on since
 	}
-	return p.carryOn(ctx, t, causeOf(rec.Event))
+	return p.carryOn(ctx, t, causeOf(rec))
 }

@@ -108,7 +108,7 @@ func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) erro
 		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 			continue
 		}
-		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, causeOf(rec.Event)); err != nil {
+		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, causeOf(rec)); err != nil {
 			return err
 		}
 	}

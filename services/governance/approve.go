@@ -94,7 +94,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if d.ApprovalId != approvalID(d.ActionId, "") {
 		round = roundApproved + "-" + d.ApprovalId
 	}
-	t, err := p.evaluate(ctx, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec.Event)
+	t, err := p.evaluate(ctx, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec)
 	if err != nil {
 		return err
 	}

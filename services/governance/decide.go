@@ -60,7 +60,7 @@ const (
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
 	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
-	if t, _, err := taskstore.Load(ctx, p.log, taskID); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+	if t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
 		// What could not be permitted is denied before policy or a
 		// person is asked about it.
 		why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
@@ -77,7 +77,7 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed
 			return p.deny(ctx, taskID, proposed, []string{why}, rec.Event)
 		}
 	}
-	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec.Event)
+	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged (its stored request or its tool is
 		// gone): say so on the ledger rather than leave it proposed.

@@ -19,8 +19,9 @@ import (
 // the task after. Policy is evaluated once, on the task as read before the
 // write; the write only checks that the action is still where the
 // evaluation found it, and records nothing otherwise.
-func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, cause *stewardv1.Event) (*stewardv1.Task, error) {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord) (*stewardv1.Task, error) {
+	cause := rec.Event
+	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
 	if err != nil {
 		return nil, err
 	}

@@ -188,7 +188,10 @@ func (m *Server) Run(ctx context.Context) error {
 	defer cancel()
 	// dev is one process over its own embedded server: the only reader of
 	// its consumers.
-	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: m.Mode == "dev"})
+	// dev is one process over its own embedded server: the only reader of
+	// its consumers and the only writer of its log.
+	dev := m.Mode == "dev"
+	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev})
 	if err != nil {
 		return err
 	}
