@@ -108,9 +108,10 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.raw(t, "QueryService/GetTask", "json", body(1<<20))}
 		},
-		"an unknown task": func(t *testing.T, e *harness) []error {
+		"an unknown task; an action its task does not have (`GetAction`)": func(t *testing.T, e *harness) []error {
 			_, err := e.agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: "table-no-such-task"}))
-			return []error{err}
+			_, errAction := e.agent.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: e.governed(t), ActionId: "table-no-such-action"}))
+			return []error{err, errAction}
 		},
 		"an illegal transition (resume a cancelled task)": func(t *testing.T, e *harness) []error {
 			id := e.cancelled(t)

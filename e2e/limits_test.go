@@ -31,6 +31,8 @@ func TestOversizedIDsAreRefusedSmall(t *testing.T) {
 		body             map[string]any
 	}{
 		{"/steward.v1.QueryService/GetTask", "task_id", map[string]any{"taskId": huge}},
+		{"/steward.v1.QueryService/GetAction", "task_id", map[string]any{"taskId": huge, "actionId": "a"}},
+		{"/steward.v1.QueryService/GetAction", "action_id", map[string]any{"taskId": "t", "actionId": huge}},
 		{"/steward.v1.QueryService/GetTimeline", "task_id", map[string]any{"taskId": huge}},
 		{"/steward.v1.QueryService/GetReceipt", "task_id", map[string]any{"taskId": huge}},
 		{"/steward.v1.QueryService/ListTasks", "page_token", map[string]any{"pageToken": huge}},

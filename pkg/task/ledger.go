@@ -15,7 +15,21 @@ import (
 //   - while compensating, the actions still to undo (followCompensations).
 func followLedger(t *stewardv1.Task) {
 	var unknownID, awaitingID string
-	progress := &stewardv1.TaskProgress{}
+	// Count first, so that each list is made once at its size: this runs
+	// after every ledger step, over the whole ledger.
+	var done, failed, remaining int
+	for _, a := range t.Actions {
+		switch {
+		case a.Status == withdrawn:
+		case a.Status == succeeded:
+			done++
+		case ActionEnded(a.Status):
+			failed++
+		default:
+			remaining++
+		}
+	}
+	progress := &stewardv1.TaskProgress{Done: sized(done), Failed: sized(failed), Remaining: sized(remaining)}
 	for _, a := range t.Actions {
 		switch a.Status {
 		case unknown:
@@ -74,6 +88,15 @@ func followLedger(t *stewardv1.Task) {
 		return
 	}
 	set(&t.Status, true)
+}
+
+// sized returns an empty list with room for n ids; nil for none, as
+// appending to nil would leave it.
+func sized(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return make([]string, 0, n)
 }
 
 // ActionEnded reports whether an action in s is finished with: nothing

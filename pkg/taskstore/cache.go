@@ -17,9 +17,10 @@ const cacheSize = 4096
 
 // entry is one task as this process last folded it. Its fold is changed
 // in place, only while the entry is held, and never leaves the entry:
-// Load hands out copies, and a build sees it only while the entry is held
-// (Write). So a write costs nothing in the size of the task, and a read
-// one copy.
+// Load hands out copies (sharing the action entries, which the fold
+// replaces rather than changes: see copyOut), and a build sees it only
+// while the entry is held (Write). So a write costs nothing in the size of
+// the task, and a read one copy of the task less its ledger.
 type entry struct {
 	// held is the entry's lock: a slot, so that whoever waits for it can
 	// give up with their context, since it is held across reads and
@@ -27,6 +28,9 @@ type entry struct {
 	held chan struct{}
 	task *stewardv1.Task // nil until a first event is folded
 	ids  *idSet
+	// lent holds, in race-detector builds only, a copy of each action entry handed
+	// out with a task and still in the ledger (see copyOut).
+	lent map[*stewardv1.Action]*stewardv1.Action
 }
 
 func newEntry() *entry { return &entry{held: make(chan struct{}, 1), ids: newIDSet()} }
@@ -46,13 +50,14 @@ func (e *entry) release() { <-e.held }
 // apply folds recs into the entry's task. A record the fold refuses
 // empties the entry, to be read afresh, and is returned.
 func (e *entry) apply(recs ...*stewardv1.EventRecord) error {
+	e.checkLent()
 	for _, r := range recs {
 		if e.task == nil {
 			e.task = &stewardv1.Task{}
 		}
 		prev := e.task.LastSequence
 		if err := task.Apply(e.task, r.Event, r.Sequence); err != nil {
-			e.task, e.ids = nil, newIDSet()
+			e.task, e.ids, e.lent = nil, newIDSet(), nil
 			return err
 		}
 		e.ids.appended(r.Event.EventId, prev, r.Sequence)

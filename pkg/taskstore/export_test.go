@@ -27,3 +27,7 @@ func Cached(log *eventlog.Log, taskID string) bool {
 	defer c.mu.Unlock()
 	return c.tasks[taskID] != nil
 }
+
+// GuardLent says whether this build checks that callers leave shared
+// actions alone.
+const GuardLent = guardLent

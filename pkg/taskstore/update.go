@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -29,7 +27,8 @@ type History interface{ Has(eventID string) bool }
 //
 // Load reads only what is new: it keeps the fold of each task it has seen
 // and folds the events appended since (see cache). The task returned is
-// the caller's own copy.
+// the caller's own copy, but for its action entries, which it shares with
+// the fold and must not change (see copyOut).
 func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, History, error) {
 	e := cacheFor(log).entry(taskID)
 	if err := e.hold(ctx); err != nil {
@@ -39,7 +38,7 @@ func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Tas
 	if err := e.catchUp(ctx, log, taskID); err != nil {
 		return nil, nil, err
 	}
-	return proto.CloneOf(e.task), e.history(), nil
+	return e.copyOut(), e.history(), nil
 }
 
 // LoadSince is Load for a reaction to the task's event at sequence seq: a
@@ -80,7 +79,7 @@ func Write(ctx context.Context, log *eventlog.Log, taskID string, build Build) e
 }
 
 // Update is Write for a caller that wants the task as it is after: a copy,
-// which costs the size of the task.
+// as Load's, which costs the size of the task less its ledger.
 func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
 	return writeLoop(ctx, log, taskID, build, true)
 }
@@ -110,7 +109,7 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 	defer e.release()
 	after := func() *stewardv1.Task {
 		if copyOut {
-			return proto.CloneOf(e.task)
+			return e.copyOut()
 		}
 		return nil
 	}

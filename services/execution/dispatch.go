@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
@@ -275,6 +276,7 @@ func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
 		policy := retryPolicyOf(a, call.Tool)
 		if d, ok := policy.next(next+1, firstUse(a), p.now()); ok {
+			a = proto.CloneOf(a) // the loaded task's, shared with the fold: never changed in place
 			a.Attempt = next
 			return p.wait(ctx, taskID, a, stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, c, stewardv1.WaitKind_WAIT_KIND_RETRY, p.now().Add(d),
 				fmt.Sprintf("attempt %d of %d failed: %s", next, policy.MaxAttempts, res.Reason))

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"testing"
 	"time"
@@ -43,4 +44,81 @@ func BenchmarkProjectionRebuild(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(last*b.N)/time.Since(start).Seconds(), "events/s")
+}
+
+// BenchmarkProjectionApplyLongTask measures what folding one event into a
+// task's view costs early and late in a task of 300 actions: the events of
+// its first 20 actions against those of its last 20 (281–300). The view is
+// folded in place, never copied per event. Run:
+//
+//	go test -run '^$' -bench ProjectionApplyLongTask ./services/state/
+func BenchmarkProjectionApplyLongTask(b *testing.B) {
+	const actions, window = 300, 20
+	h := running()
+	var starts []int // index in h of each action's first event
+	for i := range actions {
+		id := fmt.Sprint("a", i)
+		starts = append(starts, len(h))
+		h = append(h, act(id, "search", "web", "r1")...)
+		h = append(h, succeededOutcome(id, 1))
+	}
+	starts = append(starts, len(h))
+	recs := stewardtest.History(b, "long", h...)
+	var early, late time.Duration
+	for b.Loop() {
+		p := state.NewProjection(slog.New(slog.DiscardHandler))
+		for i, rec := range recs {
+			start := time.Now()
+			if err := p.Apply(rec); err != nil {
+				b.Fatal(err)
+			}
+			switch d := time.Since(start); {
+			case i >= starts[0] && i < starts[window]:
+				early += d
+			case i >= starts[actions-window] && i < starts[actions]:
+				late += d
+			}
+		}
+		if p.Rejected() != 0 {
+			b.Fatal("the fold refused an event")
+		}
+	}
+	events := float64(b.N * (starts[window] - starts[0]))
+	b.ReportMetric(float64(early.Nanoseconds())/events, "first20-ns/event")
+	b.ReportMetric(float64(late.Nanoseconds())/events, "last20-ns/event")
+}
+
+// BenchmarkReadOneAction compares reading one action of a task of 300
+// actions through the projection with reading the whole task, as GetAction
+// and GetTask do. Run:
+//
+//	go test -run '^$' -bench ReadOneAction ./services/state/
+func BenchmarkReadOneAction(b *testing.B) {
+	for _, n := range []int{1, 300} {
+		h := running()
+		for i := range n {
+			id := fmt.Sprint("a", i)
+			h = append(h, act(id, "search", "web", "r1")...)
+			h = append(h, succeededOutcome(id, 1))
+		}
+		p := state.NewProjection(slog.New(slog.DiscardHandler))
+		for _, rec := range stewardtest.History(b, "long", h...) {
+			_ = p.Apply(rec)
+		}
+		last := fmt.Sprint("a", n-1)
+		b.Run(fmt.Sprint("GetAction/actions=", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := p.Action("long", last); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(fmt.Sprint("GetTask/actions=", n), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := p.Get("long"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

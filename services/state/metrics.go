@@ -211,7 +211,7 @@ func (p *Projection) tally() tally {
 		if _, bad := p.broken[id]; bad {
 			continue
 		}
-		t.count(v)
+		t.count(v.task)
 	}
 	return t
 }

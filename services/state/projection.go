@@ -23,7 +23,7 @@ type Projection struct {
 	progress eventlog.Progress
 
 	mu    sync.RWMutex
-	tasks map[string]*stewardv1.Task
+	tasks map[string]*view
 	order []string // task ids by creation sequence: stable paging
 	// rejected counts events the fold refused (illegal on the log).
 	rejected int
@@ -34,9 +34,27 @@ type Projection struct {
 	watchers watchers
 }
 
+// view is one task's view: the task folded in place, event by event (the
+// fold changes only what an event touches, so applying an event does not
+// copy the task), and where each action sits in its ledger, so that one
+// action is found without a pass over the ledger.
+type view struct {
+	task *stewardv1.Task
+	// at maps an action id to its index in task.Actions. The ledger only
+	// grows, in order of proposal, and entries keep their place.
+	at map[string]int
+}
+
+// index records the actions the last event added to the ledger.
+func (v *view) index() {
+	for i := len(v.at); i < len(v.task.Actions); i++ {
+		v.at[v.task.Actions[i].ActionId] = i
+	}
+}
+
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*stewardv1.Task{}, broken: map[string]string{}}
+	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -46,19 +64,22 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := rec.Event.TaskId
-	t, ok := p.tasks[id]
+	v, ok := p.tasks[id]
 	if !ok {
-		t = &stewardv1.Task{}
+		v = &view{task: &stewardv1.Task{}, at: map[string]int{}}
 	}
-	if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
+	if err := task.Apply(v.task, rec.Event, rec.Sequence); err != nil {
 		p.rejected++
 		if _, seen := p.broken[id]; !seen {
 			p.broken[id] = fmt.Sprintf("event %d (%s) was refused: %v", rec.Sequence, rec.Event.EventId, err)
 		}
 		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
-	} else if !ok {
-		p.tasks[id] = t
-		p.order = append(p.order, id)
+	} else {
+		v.index()
+		if !ok {
+			p.tasks[id] = v
+			p.order = append(p.order, id)
+		}
 	}
 	p.progress.Advance(rec.Sequence)
 	p.watchers.publish(rec)
@@ -97,11 +118,48 @@ func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 	if why, ok := p.broken[taskID]; ok {
 		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
 	}
-	t, ok := p.tasks[taskID]
+	v, ok := p.tasks[taskID]
 	if !ok {
 		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
-	return proto.CloneOf(t), nil
+	return proto.CloneOf(v.task), nil
+}
+
+// Has reports whether the projection holds a view of the task, broken or
+// not.
+func (p *Projection) Has(taskID string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	_, ok := p.tasks[taskID]
+	_, broken := p.broken[taskID]
+	return ok || broken
+}
+
+// Action returns a copy of one action of the task's view, with the task's
+// status, reason and last sequence. It copies that action only, so its
+// cost does not grow with the task's ledger. Errors as Get, and NotFound
+// for an action the task does not have.
+func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionResponse, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	if why, ok := p.broken[taskID]; ok {
+		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
+	}
+	v, ok := p.tasks[taskID]
+	if !ok {
+		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	i, ok := v.at[actionID]
+	if !ok {
+		return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, errs.Quote(actionID))
+	}
+	t := v.task
+	return &stewardv1.GetActionResponse{
+		Action:           proto.CloneOf(t.Actions[i]),
+		TaskStatus:       t.Status,
+		TaskStatusReason: t.StatusReason,
+		LastSequence:     t.LastSequence,
+	}, nil
 }
 
 // List returns up to limit tasks created after position after (0 for the
@@ -112,7 +170,7 @@ func (p *Projection) List(statuses []stewardv1.TaskStatus, after, limit int) ([]
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
 	for i := after; i < len(p.order); i++ {
-		t := p.tasks[p.order[i]]
+		t := p.tasks[p.order[i]].task
 		if len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
 			continue
 		}
@@ -130,8 +188,8 @@ func (p *Projection) Snapshot() map[string]*stewardv1.Task {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	out := make(map[string]*stewardv1.Task, len(p.tasks))
-	for id, t := range p.tasks {
-		out[id] = proto.CloneOf(t)
+	for id, v := range p.tasks {
+		out[id] = proto.CloneOf(v.task)
 	}
 	return out
 }

@@ -41,28 +41,40 @@ func checkTaskID(id string) error {
 	return nil
 }
 
-// fresh returns the task's view once the projection has caught up with the
-// task's last event on the log: a client that just wrote reads its write.
-func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, error) {
+// caughtUp returns once the projection has caught up with the task's last
+// event on the log: a client that just wrote reads its write.
+func (p *Plane) caughtUp(ctx context.Context, taskID string) error {
 	if err := checkTaskID(taskID); err != nil {
-		return nil, err
+		return err
 	}
 	last, err := p.log.LastSequence(ctx, taskID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if last == 0 {
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+		return errs.New(errs.NotFound, "task %s not found", taskID)
 	}
 	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
 	defer cancel()
-	if err := p.views.WaitFor(wctx, last); err != nil {
+	return p.views.WaitFor(wctx, last)
+}
+
+// noView is the error for a task the log has events of but the projection
+// holds no view of.
+func noView(taskID string) error {
+	return errs.New(errs.Corrupt, "task %s has events but no valid view; run VerifyTask", taskID)
+}
+
+// fresh returns the task's view once the projection has caught up with the
+// task's last event on the log.
+func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, error) {
+	if err := p.caughtUp(ctx, taskID); err != nil {
 		return nil, err
 	}
 	t, err := p.views.Get(taskID)
 	if errs.Is(err, errs.NotFound) {
 		// The log has events but the fold made no task of them.
-		return nil, errs.New(errs.Corrupt, "task %s has events but no valid view; run VerifyTask", taskID)
+		return nil, noView(taskID)
 	}
 	return t, err
 }
@@ -73,6 +85,29 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 		return nil, err
 	}
 	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
+}
+
+// GetAction serves one action from the task's view, read-your-writes as
+// GetTask, copying that action only: what a client polling one action
+// pays does not grow with the task's ledger.
+func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewardv1.GetActionRequest]) (*connect.Response[stewardv1.GetActionResponse], error) {
+	if err := checkTaskID(req.Msg.TaskId); err != nil {
+		return nil, err
+	}
+	if req.Msg.ActionId == "" {
+		return nil, errs.Field("action_id", "is required")
+	}
+	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
+		return nil, err
+	}
+	if !s.plane.views.Has(req.Msg.TaskId) {
+		return nil, noView(req.Msg.TaskId)
+	}
+	resp, err := s.plane.views.Action(req.Msg.TaskId, req.Msg.ActionId)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(resp), nil
 }
 
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {

@@ -71,7 +71,7 @@ func (p *Projection) quiet(now time.Time) []string {
 		if _, broken := p.broken[id]; broken {
 			continue
 		}
-		if stallReason(p.tasks[id], now) != "" {
+		if stallReason(p.tasks[id].task, now) != "" {
 			out = append(out, id)
 		}
 	}

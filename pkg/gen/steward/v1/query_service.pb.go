@@ -390,6 +390,129 @@ func (x *GetTaskResponse) GetTask() *Task {
 	return nil
 }
 
+type GetActionRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetActionRequest) Reset() {
+	*x = GetActionRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetActionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetActionRequest) ProtoMessage() {}
+
+func (x *GetActionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetActionRequest.ProtoReflect.Descriptor instead.
+func (*GetActionRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *GetActionRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GetActionRequest) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+type GetActionResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Action *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
+	// The task's status when the action was read, and why it last changed.
+	TaskStatus       TaskStatus `protobuf:"varint,2,opt,name=task_status,json=taskStatus,proto3,enum=steward.v1.TaskStatus" json:"task_status,omitempty"`
+	TaskStatusReason string     `protobuf:"bytes,3,opt,name=task_status_reason,json=taskStatusReason,proto3" json:"task_status_reason,omitempty"`
+	// Stream sequence of the task's last event folded into the view the
+	// action was read from: WatchTask from here misses nothing after it.
+	LastSequence  uint64 `protobuf:"varint,4,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetActionResponse) Reset() {
+	*x = GetActionResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetActionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetActionResponse) ProtoMessage() {}
+
+func (x *GetActionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetActionResponse.ProtoReflect.Descriptor instead.
+func (*GetActionResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *GetActionResponse) GetAction() *Action {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+func (x *GetActionResponse) GetTaskStatus() TaskStatus {
+	if x != nil {
+		return x.TaskStatus
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *GetActionResponse) GetTaskStatusReason() string {
+	if x != nil {
+		return x.TaskStatusReason
+	}
+	return ""
+}
+
+func (x *GetActionResponse) GetLastSequence() uint64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
+}
+
 type ListTasksRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Only tasks in one of these statuses; all when empty.
@@ -403,7 +526,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +538,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +551,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListTasksRequest) GetStatuses() []TaskStatus {
@@ -462,7 +585,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -474,7 +597,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -487,7 +610,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -515,7 +638,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -527,7 +650,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -540,7 +663,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -571,7 +694,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -583,7 +706,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -596,7 +719,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *WatchTaskResponse) GetRecord() *EventRecord {
@@ -622,7 +745,7 @@ type GetTimelineRequest struct {
 
 func (x *GetTimelineRequest) Reset() {
 	*x = GetTimelineRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -634,7 +757,7 @@ func (x *GetTimelineRequest) String() string {
 func (*GetTimelineRequest) ProtoMessage() {}
 
 func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -647,7 +770,7 @@ func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetTimelineRequest) GetTaskId() string {
@@ -666,7 +789,7 @@ type GetTimelineResponse struct {
 
 func (x *GetTimelineResponse) Reset() {
 	*x = GetTimelineResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -678,7 +801,7 @@ func (x *GetTimelineResponse) String() string {
 func (*GetTimelineResponse) ProtoMessage() {}
 
 func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -691,7 +814,7 @@ func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetTimelineResponse) GetEntries() []*TimelineEntry {
@@ -715,7 +838,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +850,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +863,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TimelineEntry) GetSequence() uint64 {
@@ -783,7 +906,7 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\",\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\",\n" +
 	"\x11GetReceiptRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"_\n" +
 	"\x12GetReceiptResponse\x12-\n" +
@@ -806,7 +929,16 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"7\n" +
 	"\x0fGetTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x82\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"H\n" +
+	"\x10GetActionRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\"\xcb\x01\n" +
+	"\x11GetActionResponse\x12*\n" +
+	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x127\n" +
+	"\vtask_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
+	"taskStatus\x12,\n" +
+	"\x12task_status_reason\x18\x03 \x01(\tR\x10taskStatusReason\x12#\n" +
+	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\x82\x01\n" +
 	"\x10ListTasksRequest\x122\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x16.steward.v1.TaskStatusR\bstatuses\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -830,9 +962,10 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\xf3\x03\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary2\xc2\x04\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
+	"\tGetAction\x12\x1c.steward.v1.GetActionRequest\x1a\x1d.steward.v1.GetActionResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tListTasks\x12\x1c.steward.v1.ListTasksRequest\x1a\x1d.steward.v1.ListTasksResponse\"\x03\x90\x02\x01\x12L\n" +
 	"\tWatchTask\x12\x1c.steward.v1.WatchTaskRequest\x1a\x1d.steward.v1.WatchTaskResponse\"\x000\x01\x12S\n" +
 	"\vGetTimeline\x12\x1e.steward.v1.GetTimelineRequest\x1a\x1f.steward.v1.GetTimelineResponse\"\x03\x90\x02\x01\x12V\n" +
@@ -855,7 +988,7 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_steward_v1_query_service_proto_goTypes = []any{
 	(*GetReceiptRequest)(nil),     // 0: steward.v1.GetReceiptRequest
 	(*GetReceiptResponse)(nil),    // 1: steward.v1.GetReceiptResponse
@@ -864,49 +997,56 @@ var file_steward_v1_query_service_proto_goTypes = []any{
 	(*Breaker)(nil),               // 4: steward.v1.Breaker
 	(*GetTaskRequest)(nil),        // 5: steward.v1.GetTaskRequest
 	(*GetTaskResponse)(nil),       // 6: steward.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),      // 7: steward.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 8: steward.v1.ListTasksResponse
-	(*WatchTaskRequest)(nil),      // 9: steward.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),     // 10: steward.v1.WatchTaskResponse
-	(*GetTimelineRequest)(nil),    // 11: steward.v1.GetTimelineRequest
-	(*GetTimelineResponse)(nil),   // 12: steward.v1.GetTimelineResponse
-	(*TimelineEntry)(nil),         // 13: steward.v1.TimelineEntry
-	(*Receipt)(nil),               // 14: steward.v1.Receipt
-	(BreakerState)(0),             // 15: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil), // 16: google.protobuf.Timestamp
-	(*Task)(nil),                  // 17: steward.v1.Task
-	(TaskStatus)(0),               // 18: steward.v1.TaskStatus
-	(*EventRecord)(nil),           // 19: steward.v1.EventRecord
+	(*GetActionRequest)(nil),      // 7: steward.v1.GetActionRequest
+	(*GetActionResponse)(nil),     // 8: steward.v1.GetActionResponse
+	(*ListTasksRequest)(nil),      // 9: steward.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),     // 10: steward.v1.ListTasksResponse
+	(*WatchTaskRequest)(nil),      // 11: steward.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),     // 12: steward.v1.WatchTaskResponse
+	(*GetTimelineRequest)(nil),    // 13: steward.v1.GetTimelineRequest
+	(*GetTimelineResponse)(nil),   // 14: steward.v1.GetTimelineResponse
+	(*TimelineEntry)(nil),         // 15: steward.v1.TimelineEntry
+	(*Receipt)(nil),               // 16: steward.v1.Receipt
+	(BreakerState)(0),             // 17: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*Task)(nil),                  // 19: steward.v1.Task
+	(*Action)(nil),                // 20: steward.v1.Action
+	(TaskStatus)(0),               // 21: steward.v1.TaskStatus
+	(*EventRecord)(nil),           // 22: steward.v1.EventRecord
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	14, // 0: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	16, // 0: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
 	4,  // 1: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	15, // 2: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	16, // 3: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	16, // 4: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	17, // 5: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	18, // 6: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	17, // 7: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	19, // 8: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	13, // 9: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	16, // 10: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	5,  // 11: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	7,  // 12: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	9,  // 13: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	11, // 14: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	2,  // 15: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	0,  // 16: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	6,  // 17: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	8,  // 18: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	10, // 19: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	12, // 20: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	3,  // 21: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	1,  // 22: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	17, // [17:23] is the sub-list for method output_type
-	11, // [11:17] is the sub-list for method input_type
-	11, // [11:11] is the sub-list for extension type_name
-	11, // [11:11] is the sub-list for extension extendee
-	0,  // [0:11] is the sub-list for field type_name
+	17, // 2: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	18, // 3: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	18, // 4: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	19, // 5: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	20, // 6: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
+	21, // 7: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	21, // 8: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	19, // 9: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	22, // 10: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	15, // 11: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	18, // 12: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	5,  // 13: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	7,  // 14: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	9,  // 15: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	11, // 16: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	13, // 17: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	2,  // 18: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	0,  // 19: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	6,  // 20: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	8,  // 21: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	10, // 22: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	12, // 23: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	14, // 24: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	3,  // 25: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	1,  // 26: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	20, // [20:27] is the sub-list for method output_type
+	13, // [13:20] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -914,6 +1054,7 @@ func file_steward_v1_query_service_proto_init() {
 	if File_steward_v1_query_service_proto != nil {
 		return
 	}
+	file_steward_v1_action_proto_init()
 	file_steward_v1_event_proto_init()
 	file_steward_v1_receipt_proto_init()
 	file_steward_v1_task_proto_init()
@@ -923,7 +1064,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   14,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

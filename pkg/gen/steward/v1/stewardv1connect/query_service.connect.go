@@ -35,6 +35,8 @@ const (
 const (
 	// QueryServiceGetTaskProcedure is the fully-qualified name of the QueryService's GetTask RPC.
 	QueryServiceGetTaskProcedure = "/steward.v1.QueryService/GetTask"
+	// QueryServiceGetActionProcedure is the fully-qualified name of the QueryService's GetAction RPC.
+	QueryServiceGetActionProcedure = "/steward.v1.QueryService/GetAction"
 	// QueryServiceListTasksProcedure is the fully-qualified name of the QueryService's ListTasks RPC.
 	QueryServiceListTasksProcedure = "/steward.v1.QueryService/ListTasks"
 	// QueryServiceWatchTaskProcedure is the fully-qualified name of the QueryService's WatchTask RPC.
@@ -52,6 +54,11 @@ const (
 // QueryServiceClient is a client for the steward.v1.QueryService service.
 type QueryServiceClient interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
+	// GetAction returns one action of a task, with the task's status and
+	// last sequence, read-your-writes as GetTask. It costs the same for the
+	// task's first action as for its thousandth: it does not copy the
+	// ledger. NotFound for an unknown task or action.
+	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
@@ -81,6 +88,13 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			httpClient,
 			baseURL+QueryServiceGetTaskProcedure,
 			connect.WithSchema(queryServiceMethods.ByName("GetTask")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getAction: connect.NewClient[v1.GetActionRequest, v1.GetActionResponse](
+			httpClient,
+			baseURL+QueryServiceGetActionProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetAction")),
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
@@ -124,6 +138,7 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 // queryServiceClient implements QueryServiceClient.
 type queryServiceClient struct {
 	getTask      *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
+	getAction    *connect.Client[v1.GetActionRequest, v1.GetActionResponse]
 	listTasks    *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
 	watchTask    *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
 	getTimeline  *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
@@ -134,6 +149,11 @@ type queryServiceClient struct {
 // GetTask calls steward.v1.QueryService.GetTask.
 func (c *queryServiceClient) GetTask(ctx context.Context, req *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error) {
 	return c.getTask.CallUnary(ctx, req)
+}
+
+// GetAction calls steward.v1.QueryService.GetAction.
+func (c *queryServiceClient) GetAction(ctx context.Context, req *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error) {
+	return c.getAction.CallUnary(ctx, req)
 }
 
 // ListTasks calls steward.v1.QueryService.ListTasks.
@@ -164,6 +184,11 @@ func (c *queryServiceClient) GetReceipt(ctx context.Context, req *connect.Reques
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
 type QueryServiceHandler interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
+	// GetAction returns one action of a task, with the task's status and
+	// last sequence, read-your-writes as GetTask. It costs the same for the
+	// task's first action as for its thousandth: it does not copy the
+	// ledger. NotFound for an unknown task or action.
+	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
@@ -189,6 +214,13 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		QueryServiceGetTaskProcedure,
 		svc.GetTask,
 		connect.WithSchema(queryServiceMethods.ByName("GetTask")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	queryServiceGetActionHandler := connect.NewUnaryHandler(
+		QueryServiceGetActionProcedure,
+		svc.GetAction,
+		connect.WithSchema(queryServiceMethods.ByName("GetAction")),
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
@@ -230,6 +262,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
 			queryServiceGetTaskHandler.ServeHTTP(w, r)
+		case QueryServiceGetActionProcedure:
+			queryServiceGetActionHandler.ServeHTTP(w, r)
 		case QueryServiceListTasksProcedure:
 			queryServiceListTasksHandler.ServeHTTP(w, r)
 		case QueryServiceWatchTaskProcedure:
@@ -251,6 +285,10 @@ type UnimplementedQueryServiceHandler struct{}
 
 func (UnimplementedQueryServiceHandler) GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetTask is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetAction is not implemented"))
 }
 
 func (UnimplementedQueryServiceHandler) ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error) {

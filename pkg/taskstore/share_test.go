@@ -1,0 +1,80 @@
+package taskstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+func sizedTask(tb testing.TB, n int) []event.Payload {
+	tb.Helper()
+	h := []event.Payload{&stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x", AllowedTools: []string{"t"}}}, &stewardv1.TaskStarted{}}
+	for i := range n {
+		a := fmt.Sprintf("a%d", i)
+		h = append(h,
+			&stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: a, Tool: "t", Target: "x", ActionHash: "h" + a, RequestHash: "r" + a}},
+			&stewardv1.PolicyEvaluated{ActionId: a, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s" + a, Decision: stewardv1.PolicyDecision_POLICY_DECISION_DENY, Reasons: []string{"no"}}})
+	}
+	return h
+}
+
+// TestLoadedActionsStayAsTheyWere: a task Load returned shares its action
+// entries with the fold, which replaces an entry rather than change it,
+// so the caller's copy still shows the action as it was after the fold
+// moves on; and a caller that changes a shared action is caught.
+func TestLoadedActionsStayAsTheyWere(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	stewardtest.Append(t, log, "t1", sizedTask(t, 2)...)
+	before, _, err := taskstore.Load(ctx, log, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Append(t, log, "t1", &stewardv1.ActionDenied{ActionId: "a0", Reasons: []string{"no"}})
+	after, _, err := taskstore.Load(ctx, log, "t1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, now := before.Actions[0].Status, after.Actions[0].Status; got != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED || now != stewardv1.ActionStatus_ACTION_STATUS_DENIED {
+		t.Fatalf("action a0 read before its denial is %v, after %v; want evaluated, denied", got, now)
+	}
+	if before.Actions[1] != after.Actions[1] {
+		t.Error("an action no event touched is copied on every Load; want it shared")
+	}
+
+	if !taskstore.GuardLent {
+		return // the check is built with the race detector
+	}
+	after.Actions[1].Target = "elsewhere" // what a caller must not do
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), "action a1 of task t1") {
+			t.Fatalf("a changed shared action went unnoticed: %v", r)
+		}
+	}()
+	_, _, _ = taskstore.Load(ctx, log, "t1")
+}
+
+// BenchmarkLoadBySize measures a Load of a task it has seen before, with
+// nothing new on the log, by the size of its ledger. Run:
+//
+//	go test -run '^$' -bench LoadBySize ./pkg/taskstore/
+func BenchmarkLoadBySize(b *testing.B) {
+	for _, n := range []int{1, 300} {
+		b.Run(fmt.Sprintf("actions=%d", n), func(b *testing.B) {
+			log, _ := stewardtest.OpenLog(b)
+			ctx := context.Background()
+			stewardtest.Append(b, log, "sized", sizedTask(b, n)...)
+			for b.Loop() {
+				if _, _, err := taskstore.Load(ctx, log, "sized"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
