@@ -57,7 +57,7 @@ func LoadSince(ctx context.Context, log *eventlog.Log, taskID string, seq uint64
 			return nil, nil, err
 		}
 	}
-	return proto.CloneOf(e.task), e.history(), nil
+	return e.copyOut(), e.history(), nil
 }
 
 // Build decides, from the task as it is now, the one event to append, or
