@@ -3,6 +3,7 @@ package action_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -69,4 +70,12 @@ func TestRequestChecksTheHashInlineOrStored(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A request goes inline when it is at most MaxInlineRequest bytes.
+func ExampleInline() {
+	small, _ := action.Canonical(action.Request{TaskID: "t1", Tool: "search", ToolVersion: "1", Params: []byte(`{"q":"rent"}`)})
+	large := make([]byte, action.MaxInlineRequest+1)
+	fmt.Println(action.Inline(len(small)), action.Inline(len(large)))
+	// Output: true false
 }
