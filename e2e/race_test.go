@@ -172,12 +172,26 @@ func TestRedeliveryAppendsNothingTwice(t *testing.T) {
 
 // TestActionThatCannotBeEvaluatedIsDenied removes an action's stored
 // request while the governance process is down: when it comes back the
-// action is denied with the reason, not left proposed for ever.
+// action is denied with the reason, not left proposed for ever. The
+// request is made too large to travel inline, so that it is stored.
 func TestActionThatCannotBeEvaluatedIsDenied(t *testing.T) {
 	c := startCluster(t, 1)
 	taskID := governedTask(t, c.agent, "lost-request")
 	c.stop(t, "governance")
-	a := c.mustPropose(t, taskID, "lost", "search")
+	params, err := structpb.NewStruct(map[string]any{"q": strings.Repeat("q", action.MaxInlineRequest)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: taskID, ProposalId: "lost", Tool: "search", Params: params,
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := resp.Msg.Action
+	if a.RequestRef == "" || len(a.Request) != 0 {
+		t.Fatalf("ref %q, %d inline bytes; want the request stored", a.RequestRef, len(a.Request))
+	}
 	kv, err := c.env.JS.KeyValue(context.Background(), action.RequestBucket)
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,19 @@ const (
 	ResultBucket = "STEWARD_RESULTS"
 )
 
+// MaxInlineRequest is the largest canonical request an action carries
+// inline, in its request field, instead of in the request store: a small
+// request then costs no KV put on proposal and no KV get in governance or
+// before dispatch. The bound is small because an inline request is part of
+// every copy of the action — the ActionProposed event, the folded task's
+// ledger, GetTask's answer — so 1 KiB keeps a task at its default cap of
+// 1000 actions well inside a 4 MiB gRPC message, while the typical call
+// (a few short parameters) fits.
+const MaxInlineRequest = 1 << 10
+
+// Inline reports whether a canonical request of n bytes is carried inline.
+func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }
+
 // Store keeps immutable blobs by hash in one KV bucket. It is safe for
 // concurrent use.
 type Store struct {
@@ -82,4 +95,18 @@ func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
 		return nil, errs.New(errs.Corrupt, "%s hashes to %s, not %s", ref, got, wantHash)
 	}
 	return e.Value(), nil
+}
+
+// Request returns an action's canonical request after checking that it
+// hashes to wantHash: the inline copy when there is one (inline non-empty),
+// else the bytes stored under ref. A mismatch is Corrupt either way, as from
+// Get, so that what runs is exactly what was approved whichever way it came.
+func (s *Store) Request(ctx context.Context, inline []byte, ref, wantHash string) ([]byte, error) {
+	if len(inline) == 0 {
+		return s.Get(ctx, ref, wantHash)
+	}
+	if got := RequestHash(inline); got != wantHash {
+		return nil, errs.New(errs.Corrupt, "the inline request hashes to %s, not %s", got, wantHash)
+	}
+	return inline, nil
 }

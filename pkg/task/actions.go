@@ -1,6 +1,8 @@
 package task
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -71,6 +73,13 @@ func MaxActions(t *stewardv1.Task) int {
 	return DefaultMaxActions
 }
 
+// requestHash is the hex SHA-256 of a canonical request, as pkg/action's
+// RequestHash computes it (not imported: the fold stays free of the store).
+func requestHash(canonical []byte) string {
+	sum := sha256.Sum256(canonical)
+	return hex.EncodeToString(sum[:])
+}
+
 // FindAction returns the action with id in t's ledger, or nil.
 func FindAction(t *stewardv1.Task, id string) *stewardv1.Action {
 	for _, a := range t.Actions {
@@ -100,6 +109,10 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil, true, errs.New(errs.FailedPrecondition, "proposed action has no id")
 		case FindAction(t, a.ActionId) != nil:
 			return nil, true, errs.New(errs.FailedPrecondition, "action %s was already proposed", a.ActionId)
+		case len(a.GetRequest()) > 0 && requestHash(a.Request) != a.GetRequestHash():
+			// The inline request is what governance evaluates and
+			// execution sends: it must be the request the hashes name.
+			return nil, true, errs.New(errs.FailedPrecondition, "action %s carries a request that hashes to %s, not its request_hash %s", a.ActionId, requestHash(a.Request), a.GetRequestHash())
 		case a.GetCompensates() != "":
 			if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 				return nil, true, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))

@@ -1,6 +1,9 @@
 package task_test
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -109,5 +112,40 @@ func TestNothingIsClaimedOrDispatchedForACancelledTask(t *testing.T) {
 	failedEarly := &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED}}
 	if _, err := task.Fold(stewardtest.History(t, "t1", append(append([]event.Payload{}, permitted...), claim, failedEarly)...)); err != nil {
 		t.Fatalf("a refusal before dispatch: %v", err)
+	}
+}
+
+// TestInlineRequestMustMatchItsHash folds a proposal carrying its request
+// inline: taken when the bytes hash to request_hash, refused otherwise, so
+// that no event can put one request before governance and the hashes of
+// another before an approver.
+func TestInlineRequestMustMatchItsHash(t *testing.T) {
+	request := []byte(`{"params":{},"target":"t","task_id":"t1","tool":"mail","tool_version":"1"}`)
+	sum := sha256.Sum256(request)
+	hash := hex.EncodeToString(sum[:])
+	propose := func(req []byte, hash string) *stewardv1.ActionProposed {
+		return &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", ActionHash: "h1", RequestHash: hash, Request: req, Tool: "mail"}}
+	}
+	tk, err := task.Fold(stewardtest.History(t, "t1", created(), started(), propose(request, hash)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tk.Actions[0].Request; !bytes.Equal(got, request) {
+		t.Fatalf("ledger's request = %q, want %q", got, request)
+	}
+	for _, c := range []struct {
+		name string
+		req  []byte
+		hash string
+	}{
+		{"another request", []byte(`{"params":{"to":"x"}}`), hash},
+		{"another hash", request, "r1"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := task.Fold(stewardtest.History(t, "t1", created(), started(), propose(c.req, c.hash)))
+			if !errs.Is(err, errs.FailedPrecondition) {
+				t.Fatalf("err = %v, want failed precondition", err)
+			}
+		})
 	}
 }

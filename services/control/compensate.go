@@ -109,10 +109,10 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 //	{"action_id": …, "op_key": …, "target": …, "params": {…}, "result": …}
 //
 // naming the call to undo, its idempotency key, target and parameters (from
-// its stored request), and its result (null when it returned none): what a
+// its request), and its result (null when it returned none): what a
 // compensating tool needs to find and undo the effect.
 func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
-	canonical, err := p.requests.Get(ctx, orig.RequestRef, orig.RequestHash)
+	canonical, err := p.requests.Request(ctx, orig.Request, orig.RequestRef, orig.RequestHash)
 	if err != nil {
 		return nil, err
 	}

@@ -201,11 +201,11 @@ func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
 func (r *rig) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task, orig, result string) {
 	t.Helper()
 	o := task.FindAction(tk, orig)
-	canonical, err := r.Requests.Get(context.Background(), c.RequestRef, c.RequestHash)
+	canonical, err := r.Requests.Request(context.Background(), c.Request, c.RequestRef, c.RequestHash)
 	if err != nil {
 		t.Fatal(err)
 	}
-	origReq, err := r.Requests.Get(context.Background(), o.RequestRef, o.RequestHash)
+	origReq, err := r.Requests.Request(context.Background(), o.Request, o.RequestRef, o.RequestHash)
 	if err != nil {
 		t.Fatal(err)
 	}

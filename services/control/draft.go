@@ -99,19 +99,24 @@ func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
 // it without an error (the moment for it has passed).
 type admission func(t *stewardv1.Task) (bool, error)
 
-// record stores d's request and appends its proposal, unless the task has
+// record stores d's request (unless it is small enough to go inline) and
+// appends its proposal, unless the task has
 // the action already: then existing is that action and nothing is
 // appended. appended says whether this call appended the proposal. Both
 // kinds of proposal must name a tool the task allows; admit adds the
 // checks of each kind.
 func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID string, admit admission) (t *stewardv1.Task, existing *stewardv1.Action, appended bool, err error) {
 	a := d.action
-	// Store the request before the proposal names it, and before the
-	// conditional append, which may run its build again on a conflict: a
-	// proposal must never point at a request that is not there. Should the
-	// proposal be refused or be a repeat, the stored request is harmless —
-	// the store is by hash, and the same request is the same entry.
-	if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
+	// A small request travels inline in the proposal, covered by its
+	// event's hash: no store round trip. A larger one is stored before the
+	// proposal names it, and before the conditional append, which may run
+	// its build again on a conflict: a proposal must never point at a
+	// request that is not there. Should the proposal be refused or be a
+	// repeat, the stored request is harmless — the store is by hash, and
+	// the same request is the same entry.
+	if action.Inline(len(d.canonical)) {
+		a.Request = d.canonical
+	} else if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
 		return nil, nil, false, err
 	}
 	t, err = p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {

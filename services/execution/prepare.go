@@ -29,7 +29,7 @@ func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stew
 	return "", nil
 }
 
-// prepare checks what is about to run: the stored request against the
+// prepare checks what is about to run: the request against the
 // permit's hash, the tool and its adapter. A refusal is the failed outcome
 // to record instead of a call.
 func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
@@ -39,11 +39,12 @@ func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action)
 			Reason: "refused before dispatch: " + why + ": " + err.Error(),
 		}, nil
 	}
-	// Recompute the request hash from the stored payload and compare with
-	// the permit: what runs is exactly what was approved, on every attempt.
-	body, err := p.cfg.Requests.Get(ctx, a.RequestRef, a.Permit.GetRequestHash())
+	// Recompute the request hash from the payload about to be sent —
+	// inline in the action or stored — and compare with the permit: what
+	// runs is exactly what was approved, on every attempt.
+	body, err := p.cfg.Requests.Request(ctx, a.Request, a.RequestRef, a.Permit.GetRequestHash())
 	if errs.Is(err, errs.Corrupt) {
-		return refuse("the stored request does not match the permit", err)
+		return refuse("the request does not match the permit", err)
 	} else if err != nil {
 		return nil, nil, err
 	}

@@ -246,9 +246,10 @@ func impact(tool *stewardv1.ToolContract, a *stewardv1.Action) string {
 	return fmt.Sprintf("%s %s %s; %s", tool.Name, what, target, retry)
 }
 
-// requests reads an action's canonical request, checked against its hash.
+// requests reads an action's canonical request, inline or stored, checked
+// against its hash.
 func (p *Plane) requests(ctx context.Context, a *stewardv1.Action) ([]byte, error) {
-	return p.store.Get(ctx, a.RequestRef, a.RequestHash)
+	return p.store.Request(ctx, a.Request, a.RequestRef, a.RequestHash)
 }
 
 func paramsJSON(request []byte) (string, error) {

@@ -196,14 +196,19 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 	if err != nil {
 		t.Fatal(err)
 	}
-	ref, hash, err := e.Requests.Put(context.Background(), canonical)
-	if err != nil {
+	// As control records it: inline when small, else stored and named.
+	var ref string
+	var inline []byte
+	hash := action.RequestHash(canonical)
+	if action.Inline(len(canonical)) {
+		inline = canonical
+	} else if ref, _, err = e.Requests.Put(context.Background(), canonical); err != nil {
 		t.Fatal(err)
 	}
 	id := action.ID(taskID, proposalID)
 	e.Append(taskID, &stewardv1.ActionProposed{Action: &stewardv1.Action{
 		ActionId: id, ProposalId: proposalID, Tool: tool, ToolVersion: "1", Target: "acct:1", EffectClass: tc.EffectClass,
-		RequestRef: ref, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
+		RequestRef: ref, Request: inline, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
 	}})
 	return id
 }

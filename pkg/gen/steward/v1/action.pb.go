@@ -992,6 +992,7 @@ type Action struct {
 	Target      string      `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
 	EffectClass EffectClass `protobuf:"varint,6,opt,name=effect_class,json=effectClass,proto3,enum=steward.v1.EffectClass" json:"effect_class,omitempty"`
 	// Where the canonical request is stored, and its hashes (hex SHA-256).
+	// Empty when the request is carried inline in request.
 	RequestRef  string `protobuf:"bytes,7,opt,name=request_ref,json=requestRef,proto3" json:"request_ref,omitempty"`
 	RequestHash string `protobuf:"bytes,8,opt,name=request_hash,json=requestHash,proto3" json:"request_hash,omitempty"`
 	ActionHash  string `protobuf:"bytes,9,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
@@ -1041,8 +1042,16 @@ type Action struct {
 	// again at once.
 	LastRevalidation RevalidationReason     `protobuf:"varint,33,opt,name=last_revalidation,json=lastRevalidation,proto3,enum=steward.v1.RevalidationReason" json:"last_revalidation,omitempty"`
 	RevalidatedAt    *timestamppb.Timestamp `protobuf:"bytes,34,opt,name=revalidated_at,json=revalidatedAt,proto3" json:"revalidated_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The canonical request itself, when it is small (at most 1 KiB, see
+	// pkg/action MaxInlineRequest): it then travels in the ActionProposed
+	// event, covered by the event's hash, and is not put in the request
+	// store; request_ref is empty. Larger requests are stored and named by
+	// request_ref, and this is empty. Either way it hashes to request_hash,
+	// which the fold checks and the execution plane checks again before
+	// every dispatch.
+	Request       []byte `protobuf:"bytes,35,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -1313,6 +1322,13 @@ func (x *Action) GetRevalidatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Action) GetRequest() []byte {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1381,7 +1397,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
-	"costMicros\"\xd9\v\n" +
+	"costMicros\"\xf3\v\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1427,7 +1443,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\fpermit_stale\x18\x1f \x01(\bR\vpermitStale\x12J\n" +
 	"\x13first_dispatched_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\x11firstDispatchedAt\x12K\n" +
 	"\x11last_revalidation\x18! \x01(\x0e2\x1e.steward.v1.RevalidationReasonR\x10lastRevalidation\x12A\n" +
-	"\x0erevalidated_at\x18\" \x01(\v2\x1a.google.protobuf.TimestampR\rrevalidatedAt*\xdd\x03\n" +
+	"\x0erevalidated_at\x18\" \x01(\v2\x1a.google.protobuf.TimestampR\rrevalidatedAt\x12\x18\n" +
+	"\arequest\x18# \x01(\fR\arequest*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +

@@ -1,0 +1,81 @@
+package action_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/stewardtest"
+)
+
+func TestInlineIsBoundedByMaxInlineRequest(t *testing.T) {
+	for _, c := range []struct {
+		n    int
+		want bool
+	}{{0, false}, {1, true}, {action.MaxInlineRequest, true}, {action.MaxInlineRequest + 1, false}} {
+		if got := action.Inline(c.n); got != c.want {
+			t.Errorf("Inline(%d) = %v, want %v", c.n, got, c.want)
+		}
+	}
+}
+
+// TestRequestChecksTheHashInlineOrStored reads a request both ways it may
+// come, and refuses either when it does not hash to the hash it should.
+func TestRequestChecksTheHashInlineOrStored(t *testing.T) {
+	e := stewardtest.NewEnv(t)
+	ctx := context.Background()
+	small := []byte(`{"params":{},"target":"t","task_id":"t1","tool":"noop","tool_version":"1"}`)
+	large := []byte(`{"params":{"x":"` + strings.Repeat("a", action.MaxInlineRequest) + `"}}`)
+	ref, largeHash, err := e.Requests.Put(ctx, large)
+	if err != nil {
+		t.Fatal(err)
+	}
+	smallHash := action.RequestHash(small)
+
+	for _, c := range []struct {
+		name   string
+		inline []byte
+		ref    string
+		hash   string
+		want   []byte
+	}{
+		{"inline", small, "", smallHash, small},
+		{"stored", nil, ref, largeHash, large},
+		{"inline with a ref too: the inline copy wins", small, ref, smallHash, small},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := e.Requests.Request(ctx, c.inline, c.ref, c.hash)
+			if err != nil || !bytes.Equal(got, c.want) {
+				t.Fatalf("Request = %q, %v; want %q", got, err, c.want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name   string
+		inline []byte
+		ref    string
+		hash   string
+	}{
+		{"inline, tampered", []byte(`{"params":{"x":1}}`), "", smallHash},
+		{"inline, another hash", small, "", largeHash},
+		{"stored, another hash", nil, ref, smallHash},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got, err := e.Requests.Request(ctx, c.inline, c.ref, c.hash); !errs.Is(err, errs.Corrupt) {
+				t.Fatalf("Request = %q, %v; want Corrupt", got, err)
+			}
+		})
+	}
+}
+
+// A request goes inline when it is at most MaxInlineRequest bytes.
+func ExampleInline() {
+	small, _ := action.Canonical(action.Request{TaskID: "t1", Tool: "search", ToolVersion: "1", Params: []byte(`{"q":"rent"}`)})
+	large := make([]byte, action.MaxInlineRequest+1)
+	fmt.Println(action.Inline(len(small)), action.Inline(len(large)))
+	// Output: true false
+}
