@@ -126,7 +126,15 @@ func (r *Replayer) fold(opened *stewardv1.Event, openErr error, seq uint64) (*st
 
 // Report summarises what has been replayed so far.
 func (r *Replayer) Report() *Report {
-	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: proto.CloneOf(&r.task), Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
+	rep := r.final()
+	rep.Task = proto.CloneOf(rep.Task)
+	return rep
+}
+
+// final is Report for a replayer that is done with: its task goes into
+// the report as it is, not copied.
+func (r *Replayer) final() *Report {
+	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: &r.task, Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
 }
 
 // Verify replays every stored event of taskID ("" when unknown) in order
@@ -141,18 +149,18 @@ func Verify(taskID string, events [][]byte, opts ...Option) *Report {
 				break
 			}
 		}
-		return r.Report()
+		return r.final()
 	}
 	done := make(chan struct{})
 	defer close(done)
 	for batch := range openAhead(events, done) {
 		for _, o := range batch {
 			if _, err := r.fold(o.ev, o.err, 0); err != nil {
-				return r.Report()
+				return r.final()
 			}
 		}
 	}
-	return r.Report()
+	return r.final()
 }
 
 // openBatch is how many events openAhead opens before handing them on.
