@@ -68,11 +68,39 @@ func NewReplayer(taskID string, opts ...Option) *Replayer {
 // Next verifies data as the next stored event (at stream sequence seq, 0
 // when unknown) and folds it. After the first break every call fails.
 func (r *Replayer) Next(data []byte, seq uint64) (*Step, error) {
+	index := r.chain.Len()
+	ev, err := r.next(data, seq)
+	if err != nil {
+		return nil, err
+	}
+	return &Step{Index: index, Event: ev, Task: proto.CloneOf(&r.task), Data: data}, nil
+}
+
+// Check is Next without the step: it verifies and folds data exactly as
+// Next does, but does not copy the task folded so far, which costs as
+// much as the task is large, for every event.
+func (r *Replayer) Check(data []byte, seq uint64) error {
+	_, err := r.next(data, seq)
+	return err
+}
+
+// next verifies and folds data and returns its event.
+func (r *Replayer) next(data []byte, seq uint64) (*stewardv1.Event, error) {
+	if r.brk != nil {
+		return nil, r.brk
+	}
+	opened, err := event.Open(data)
+	return r.fold(opened, err, seq)
+}
+
+// fold is next for an event already opened: opened and openErr are what
+// event.Open returned for its bytes.
+func (r *Replayer) fold(opened *stewardv1.Event, openErr error, seq uint64) (*stewardv1.Event, error) {
 	if r.brk != nil {
 		return nil, r.brk
 	}
 	index := r.chain.Len()
-	ev, err := r.chain.Next(data)
+	ev, err := r.chain.Link(opened, openErr)
 	if err != nil {
 		var brk *event.BreakError
 		if !errors.As(err, &brk) {
@@ -93,22 +121,76 @@ func (r *Replayer) Next(data []byte, seq uint64) (*Step, error) {
 		r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: fmt.Sprintf("not a legal step: %v", err)}
 		return nil, r.brk
 	}
-	return &Step{Index: index, Event: ev, Task: proto.CloneOf(&r.task), Data: data}, nil
+	return ev, nil
 }
 
 // Report summarises what has been replayed so far.
 func (r *Replayer) Report() *Report {
-	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: proto.CloneOf(&r.task), Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
+	rep := r.final()
+	rep.Task = proto.CloneOf(rep.Task)
+	return rep
+}
+
+// final is Report for a replayer that is done with: its task goes into
+// the report as it is, not copied.
+func (r *Replayer) final() *Report {
+	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: &r.task, Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
 }
 
 // Verify replays every stored event of taskID ("" when unknown) in order
-// and reports.
+// and reports. It checks exactly what Next checks, event by event, but
+// opens (decodes and hashes) the events of a long history on another
+// goroutine, ahead of the links and the fold.
 func Verify(taskID string, events [][]byte, opts ...Option) *Report {
 	r := NewReplayer(taskID, opts...)
-	for _, d := range events {
-		if _, err := r.Next(d, 0); err != nil {
-			break
+	if len(events) < openBatch {
+		for _, d := range events {
+			if err := r.Check(d, 0); err != nil {
+				break
+			}
+		}
+		return r.final()
+	}
+	done := make(chan struct{})
+	defer close(done)
+	for batch := range openAhead(events, done) {
+		for _, o := range batch {
+			if _, err := r.fold(o.ev, o.err, 0); err != nil {
+				return r.final()
+			}
 		}
 	}
-	return r.Report()
+	return r.final()
+}
+
+// openBatch is how many events openAhead opens before handing them on.
+const openBatch = 256
+
+// opened is what event.Open returned for one event.
+type opened struct {
+	ev  *stewardv1.Event
+	err error
+}
+
+// openAhead opens events in order, in batches, on a goroutine of its own,
+// until it has opened them all or done is closed.
+func openAhead(events [][]byte, done <-chan struct{}) <-chan []opened {
+	out := make(chan []opened, 4)
+	go func() {
+		defer close(out)
+		for len(events) > 0 {
+			n := min(openBatch, len(events))
+			batch := make([]opened, n)
+			for i, d := range events[:n] {
+				batch[i].ev, batch[i].err = event.Open(d)
+			}
+			events = events[n:]
+			select {
+			case out <- batch:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return out
 }

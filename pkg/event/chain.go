@@ -35,7 +35,14 @@ func (e *BreakError) Error() string {
 // Next opens data as the chain's next event and checks its link to the one
 // before. On failure it returns a *BreakError and leaves the chain as it was.
 func (c *Chain) Next(data []byte) (*stewardv1.Event, error) {
-	ev, err := Open(data)
+	return c.Link(Open(data))
+}
+
+// Link is Next for an event already opened: ev and err are what Open
+// returned for its bytes, so that opening, the costly half, can run ahead
+// of the chain (on another goroutine) while the links are still checked
+// one by one, in order.
+func (c *Chain) Link(ev *stewardv1.Event, err error) (*stewardv1.Event, error) {
 	if err != nil {
 		id := ""
 		if ev != nil {

@@ -42,6 +42,10 @@ func Seal(ev *stewardv1.Event, prev []byte) ([]byte, error) {
 	return protowire.AppendBytes(data, sum[:]), nil
 }
 
+// hashTag is how the hash field starts in stored bytes: its tag and its
+// length, which is HashSize.
+var hashTag = [3]byte(protowire.AppendVarint(protowire.AppendTag(nil, hashField, protowire.BytesType), HashSize))
+
 // ErrBadHash means an event's stored bytes do not match its hash.
 var ErrBadHash = errors.New("hash does not match the event's content")
 
@@ -56,8 +60,7 @@ func Open(data []byte) (*stewardv1.Event, error) {
 		return ev, ErrBadHash
 	}
 	body, trailer := data[:len(data)-trailerSize], data[len(data)-trailerSize:]
-	want := protowire.AppendBytes(protowire.AppendTag(nil, hashField, protowire.BytesType), ev.Hash)
-	if len(ev.Hash) != HashSize || !bytes.Equal(trailer, want) {
+	if len(ev.Hash) != HashSize || !bytes.Equal(trailer[:len(hashTag)], hashTag[:]) || !bytes.Equal(trailer[len(hashTag):], ev.Hash) {
 		return ev, ErrBadHash
 	}
 	if sum := sha256.Sum256(body); !bytes.Equal(sum[:], ev.Hash) {

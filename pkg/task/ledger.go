@@ -15,21 +15,14 @@ import (
 //   - while compensating, the actions still to undo (followCompensations).
 func followLedger(t *stewardv1.Task) {
 	var unknownID, awaitingID string
-	// Count first, so that each list is made once at its size: this runs
-	// after every ledger step, over the whole ledger.
+	// Every action event comes here, and most change no list (a claim, a
+	// dispatch), so the lists are rebuilt only when they would differ;
+	// the fold of a task with many actions (a replay, an audit) would
+	// otherwise spend most of its time building them again. The old
+	// lists are never changed in place.
+	old := t.Progress
+	same := old != nil
 	var done, failed, remaining int
-	for _, a := range t.Actions {
-		switch {
-		case a.Status == withdrawn:
-		case a.Status == succeeded:
-			done++
-		case ActionEnded(a.Status):
-			failed++
-		default:
-			remaining++
-		}
-	}
-	progress := &stewardv1.TaskProgress{Done: sized(done), Failed: sized(failed), Remaining: sized(remaining)}
 	for _, a := range t.Actions {
 		switch a.Status {
 		case unknown:
@@ -41,17 +34,36 @@ func followLedger(t *stewardv1.Task) {
 				awaitingID = a.ActionId
 			}
 		}
+		var list []string
+		var at *int
 		switch {
 		case a.Status == withdrawn:
+			continue
 		case a.Status == succeeded:
-			progress.Done = append(progress.Done, a.ActionId)
+			list, at = old.GetDone(), &done
 		case ActionEnded(a.Status):
-			progress.Failed = append(progress.Failed, a.ActionId)
+			list, at = old.GetFailed(), &failed
 		default:
-			progress.Remaining = append(progress.Remaining, a.ActionId)
+			list, at = old.GetRemaining(), &remaining
 		}
+		same = same && *at < len(list) && list[*at] == a.ActionId
+		*at++
 	}
-	t.Progress = progress
+	if !same || done != len(old.Done) || failed != len(old.Failed) || remaining != len(old.Remaining) {
+		progress := &stewardv1.TaskProgress{Done: sized(done), Failed: sized(failed), Remaining: sized(remaining)}
+		for _, a := range t.Actions {
+			switch {
+			case a.Status == withdrawn:
+			case a.Status == succeeded:
+				progress.Done = append(progress.Done, a.ActionId)
+			case ActionEnded(a.Status):
+				progress.Failed = append(progress.Failed, a.ActionId)
+			default:
+				progress.Remaining = append(progress.Remaining, a.ActionId)
+			}
+		}
+		t.Progress = progress
+	}
 	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 		followCompensations(t)
 	}
@@ -88,15 +100,6 @@ func followLedger(t *stewardv1.Task) {
 		return
 	}
 	set(&t.Status, true)
-}
-
-// sized returns an empty list with room for n ids; nil for none, as
-// appending to nil would leave it.
-func sized(n int) []string {
-	if n == 0 {
-		return nil
-	}
-	return make([]string, 0, n)
 }
 
 // ActionEnded reports whether an action in s is finished with: nothing
@@ -139,4 +142,13 @@ func followCompensations(t *stewardv1.Task) {
 		}
 	}
 	t.Compensations = append(late, left...)
+}
+
+// sized is an empty list with room for n ids; nil for none, as appending
+// nothing would leave it.
+func sized(n int) []string {
+	if n == 0 {
+		return nil
+	}
+	return make([]string, 0, n)
 }

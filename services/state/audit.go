@@ -60,7 +60,7 @@ func (s *auditService) VerifyTask(ctx context.Context, req *connect.Request[stew
 	}
 	r := audit.NewReplayer(req.Msg.TaskId)
 	for _, raw := range raws {
-		if _, err := r.Next(raw.Data, raw.Sequence); err != nil {
+		if err := r.Check(raw.Data, raw.Sequence); err != nil {
 			break
 		}
 	}
