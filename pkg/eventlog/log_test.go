@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -445,30 +444,23 @@ func TestASoleConsumerTakesUpWhatItsPredecessorHeld(t *testing.T) {
 // overtakes one to an earlier. Found when a release and the pass-on it
 // must precede ran side by side.
 func TestATasksEventsAreHandledInOrderAcrossTypes(t *testing.T) {
-	l, _ := stewardtest.OpenLog(t)
+	l, bus := stewardtest.OpenLog(t)
 	ctx := context.Background()
-	var mu sync.Mutex
-	handled := map[string]bool{} // tasks whose second event was handled
-	started, createdDone := make(chan string, 16), make(chan string, 16)
-	var overtaken atomic.Int32
+	// The reaction to a task's first event holds until the test has seen
+	// the consumer deliver the second: a reaction to it that ran beside
+	// the first would have started by then.
+	createdIn, proceed := make(chan string), make(chan struct{})
+	releasedIn, createdDone := make(chan string, 1), make(chan bool)
 	sub, err := l.React(ctx, "ordered",
 		eventlog.OnRecord[*stewardv1.TaskCreated](func(_ context.Context, rec *stewardv1.EventRecord) error {
-			// Give a wrongly parallel reaction to the next event time to show.
-			time.Sleep(50 * time.Millisecond)
-			mu.Lock()
-			defer mu.Unlock()
-			if handled[rec.Event.TaskId] {
-				overtaken.Add(1)
-			}
-			createdDone <- rec.Event.TaskId
+			createdIn <- rec.Event.TaskId
+			<-proceed
+			createdDone <- len(releasedIn) > 0 // overtaken
 			return nil
 		}),
 		// Another kind of event than the first, so another type prefix.
 		eventlog.OnRecord[*stewardv1.BudgetReleased](func(_ context.Context, rec *stewardv1.EventRecord) error {
-			mu.Lock()
-			handled[rec.Event.TaskId] = true
-			mu.Unlock()
-			started <- rec.Event.TaskId
+			releasedIn <- rec.Event.TaskId
 			return nil
 		}),
 	)
@@ -477,19 +469,36 @@ func TestATasksEventsAreHandledInOrderAcrossTypes(t *testing.T) {
 	}
 	defer sub.Stop()
 	const tasks = 4 // each lands on another lane than its first event's by 7 chances in 8, were lanes per subject
+	overtaken := 0
 	for i := range tasks {
 		id := fmt.Sprintf("ordered-%d", i)
 		created, err := l.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskCreated{}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.BudgetReleased{Tokens: 1})); err != nil {
+		<-createdIn
+		released, err := l.Append(ctx, eventlog.Head{Sequence: created.Sequence, Hash: created.Event.Hash}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.BudgetReleased{Tokens: 1}))
+		if err != nil {
 			t.Fatal(err)
 		}
-		<-started
-		<-createdDone
+		stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+			cons, err := bus.JS.Consumer(ctx, l.Config().Stream, "ordered")
+			if err != nil {
+				return false, err.Error()
+			}
+			ci, err := cons.Info(ctx)
+			if err != nil {
+				return false, err.Error()
+			}
+			return ci.Delivered.Stream >= released.Sequence, fmt.Sprintf("delivered to %d, want %d", ci.Delivered.Stream, released.Sequence)
+		})
+		proceed <- struct{}{}
+		if <-createdDone {
+			overtaken++
+		}
+		<-releasedIn
 	}
-	if n := overtaken.Load(); n != 0 {
-		t.Fatalf("%d of %d tasks had a later event handled while their TaskCreated reaction still ran", n, tasks)
+	if overtaken != 0 {
+		t.Fatalf("%d of %d tasks had a later event handled while their TaskCreated reaction still ran", overtaken, tasks)
 	}
 }
