@@ -40,55 +40,24 @@ func treeCPU(pid int) time.Duration {
 		return 0
 	}
 	var total int64
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
+	eachInTree(pid, func(_ string, stat []string) {
+		if len(stat) < 13 {
+			return
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the command name, which is in parentheses.
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		if len(f) < 13 {
-			continue
-		}
-		ppid, _ := strconv.Atoi(f[1])
-		if p != pid && ppid != pid {
-			continue
-		}
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
+		ut, _ := strconv.ParseInt(stat[11], 10, 64)
+		st, _ := strconv.ParseInt(stat[12], 10, 64)
 		total += ut + st
-	}
+	})
 	return time.Duration(total) * time.Second / clockTick
 }
 
 // treePSS is the proportional set size of pid and its children in MB.
 func treePSS(pid int) float64 {
 	var kb int64
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		p, err := strconv.Atoi(e.Name())
+	eachInTree(pid, func(dir string, _ []string) {
+		r, err := os.ReadFile(filepath.Join(dir, "smaps_rollup"))
 		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		s := string(b)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-		ppid, _ := strconv.Atoi(f[1])
-		if p != pid && ppid != pid {
-			continue
-		}
-		r, err := os.ReadFile(filepath.Join("/proc", e.Name(), "smaps_rollup"))
-		if err != nil {
-			continue
+			return
 		}
 		for _, line := range strings.Split(string(r), "\n") {
 			if f := strings.Fields(line); len(f) >= 2 && f[0] == "Pss:" {
@@ -96,8 +65,34 @@ func treePSS(pid int) float64 {
 				kb += n
 			}
 		}
-	}
+	})
 	return float64(kb) / 1024
+}
+
+// eachInTree calls fn with the /proc directory of pid and of each of its
+// children, and the fields of its stat after the command name (which is in
+// parentheses, and may hold spaces).
+func eachInTree(pid int, fn func(dir string, stat []string)) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join("/proc", e.Name())
+		b, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, _ := strconv.Atoi(f[1]); p == pid || ppid == pid {
+			fn(dir, f)
+		}
+	}
 }
 
 // phases runs the two measured phases of an arm: sequential calls of one
