@@ -199,17 +199,13 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		RequestedAt:     timestamppb.New(p.now()),
 	}
 	taskID := t.Contract.TaskId
-	cost, err := p.callsCost(ctx, a)
-	if err != nil {
-		return err
-	}
-	check, err := p.readCredentialCheck(ctx, t, a)
+	cost, check, err := p.readForDecision(ctx, t, a)
 	if err != nil {
 		return err
 	}
 	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
+		if moved(cur, a) {
 			return nil, nil
 		}
 		// A credential revoked since the check before policy: ask nobody

@@ -22,17 +22,13 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
 		return err
 	}
-	cost, err := p.callsCost(ctx, a)
-	if err != nil {
-		return err
-	}
-	check, err := p.readCredentialCheck(ctx, t, a)
+	cost, check, err := p.readForDecision(ctx, t, a)
 	if err != nil {
 		return err
 	}
 	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId() {
+		if moved(cur, a) {
 			return nil, nil
 		}
 		// A paused task still gets its permit: execution holds it until the
@@ -83,4 +79,22 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		crashpoint.Here(crashpoint.AfterPermit)
 	}
 	return err
+}
+
+// readForDecision reads, before the write that decides on a, what that
+// write weighs: the cost of the calls a made, and the task's credential
+// chain.
+func (p *Plane) readForDecision(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (int64, credentialCheck, error) {
+	cost, err := p.callsCost(ctx, a)
+	if err != nil {
+		return 0, credentialCheck{}, err
+	}
+	check, err := p.readCredentialCheck(ctx, t, a)
+	return cost, check, err
+}
+
+// moved reports whether the action is no longer where a decision on a
+// was made: another status, or another permit.
+func moved(cur, a *stewardv1.Action) bool {
+	return cur.GetStatus() != a.Status || cur.Permit.GetPermitId() != a.Permit.GetPermitId()
 }
