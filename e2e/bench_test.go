@@ -19,8 +19,8 @@ import (
 
 // BenchmarkGovernedAction measures a governed action of a no-op built-in
 // tool under an auto-allow policy, in embedded mode over Connect: from the
-// ProposeAction call to the outcome being visible in GetAction, what a
-// client waiting for one action reads. Each
+// ProposeAction call until GetAction, waiting for the action to settle,
+// answers with its outcome: what a client waiting for one action calls. Each
 // measured action crosses all four planes: proposed (control), evaluated
 // and permitted (governance), claimed, dispatched and succeeded
 // (execution), projected (state). A task takes 25 actions, then the next
@@ -63,42 +63,24 @@ func BenchmarkGovernedAction(b *testing.B) {
 		}
 	}
 	// one runs one action on taskID and returns how long it took until
-	// GetAction shows it succeeded. It follows the task with WatchTask so
-	// it reads the view as soon as the outcome is on the log.
-	one := func(taskID, proposal string, after uint64) (time.Duration, uint64) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID, AfterSequence: after}))
-		if err != nil {
-			b.Fatal(err)
-		}
+	// GetAction, waiting for the action to settle, answers that it
+	// succeeded: the one call an agent makes to learn an outcome.
+	one := func(taskID, proposal string) time.Duration {
+		ctx := context.Background()
 		start := time.Now()
 		resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposal, Tool: "noop", Params: params}))
 		if err != nil {
 			b.Fatal(err)
 		}
 		id := resp.Msg.Action.ActionId
-		for stream.Receive() {
-			rec := stream.Msg().Record
-			if rec == nil {
-				continue // the opening message
-			}
-			after = rec.Sequence
-			if o := rec.Event.GetActionOutcomeRecorded(); o != nil && o.ActionId == id {
-				break
-			}
-		}
-		if err := stream.Err(); err != nil {
-			b.Fatalf("watch of %s ended: %v", taskID, err)
-		}
-		got, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: id}))
+		got, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: id, Wait: true}))
 		if err != nil {
 			b.Fatal(err)
 		}
 		if a := got.Msg.Action; a.ActionId != id || a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
 			b.Fatalf("action %s is not visible as succeeded: %v is %v", id, a.ActionId, a.Status)
 		}
-		return time.Since(start), after
+		return time.Since(start)
 	}
 
 	// Tasks get a fresh one every actionsPerTask actions: real tasks take
@@ -107,16 +89,13 @@ func BenchmarkGovernedAction(b *testing.B) {
 	b.Run("latency", func(b *testing.B) {
 		var taskID string
 		var lat []time.Duration
-		var after uint64
 		i := 0
 		for b.Loop() {
 			if i%actionsPerTask == 0 {
-				taskID, after = newTask(fmt.Sprint("bench-latency-", b.N, "-", i)), 0
+				taskID = newTask(fmt.Sprint("bench-latency-", b.N, "-", i))
 			}
 			i++
-			var d time.Duration
-			d, after = one(taskID, fmt.Sprint("p", i), after)
-			lat = append(lat, d)
+			lat = append(lat, one(taskID, fmt.Sprint("p", i)))
 		}
 		slices.Sort(lat)
 		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
@@ -129,19 +108,16 @@ func BenchmarkGovernedAction(b *testing.B) {
 	b.Run("300th", func(b *testing.B) {
 		const perTask, window = 300, 20
 		warm := newTask(fmt.Sprint("bench-depth-warm-", b.N))
-		var after uint64
 		for i := range window {
-			_, after = one(warm, fmt.Sprint("w", i), after)
+			one(warm, fmt.Sprint("w", i))
 		}
 		var first, last []time.Duration
 		n := 0
 		for b.Loop() {
 			n++
 			taskID := newTask(fmt.Sprint("bench-depth-", b.N, "-", n))
-			after = 0
 			for i := range perTask {
-				var d time.Duration
-				d, after = one(taskID, fmt.Sprint("p", i), after)
+				d := one(taskID, fmt.Sprint("p", i))
 				switch {
 				case i < window:
 					first = append(first, d)
@@ -174,7 +150,6 @@ func BenchmarkGovernedAction(b *testing.B) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				var after uint64
 				for {
 					next.Lock()
 					if n >= b.N {
@@ -185,9 +160,9 @@ func BenchmarkGovernedAction(b *testing.B) {
 					k := n
 					next.Unlock()
 					if k%actionsPerTask == 0 {
-						ids[w], after = newTask(fmt.Sprint("bench-tp-", b.N, "-", k)), 0
+						ids[w] = newTask(fmt.Sprint("bench-tp-", b.N, "-", k))
 					}
-					_, after = one(ids[w], fmt.Sprint("p", k), after)
+					one(ids[w], fmt.Sprint("p", k))
 				}
 			}()
 		}

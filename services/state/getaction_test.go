@@ -2,15 +2,22 @@ package state_test
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/state"
 )
 
 // TestGetActionServesOneAction reads actions one by one through
@@ -83,5 +90,70 @@ func TestGetActionReadsItsWrites(t *testing.T) {
 		if got.Msg.Action.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
 			t.Fatalf("action %s read right after its outcome is %v", id, got.Msg.Action.Status)
 		}
+	}
+}
+
+// TestGetActionWaitsForTheOutcome holds a GetAction call with wait while
+// the action is dispatched, across an unrelated event of its task, and
+// answers with the outcome once it is on the log. An action that waits for
+// a person, or is in a paused task, is answered at once.
+func TestGetActionWaitsForTheOutcome(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	env := stewardtest.NewEnv(t)
+	p := startPlane(t, env.Log, env.Logger, state.Config{})
+	mux := http.NewServeMux()
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
+		mux.Handle(s.Path, s.Handler)
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	client := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
+	wait := func(taskID, actionID string) <-chan *stewardv1.GetActionResponse {
+		got := make(chan *stewardv1.GetActionResponse, 1)
+		go func() {
+			resp, err := client.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: actionID, Wait: true}))
+			if err != nil {
+				t.Errorf("GetAction %s with wait: %v", actionID, err)
+				close(got)
+				return
+			}
+			got <- resp.Msg
+		}()
+		return got
+	}
+
+	env.Append("t1", append(running(), act("a1", "search", "web", "r1")...)...)
+	got := wait("t1", "a1")
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return p.Waiting("t1") == 1, fmt.Sprintf("%d calls wait on t1", p.Waiting("t1"))
+	})
+	// Another action's proposal changes the task, not a1: the call holds.
+	env.Append("t1", &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a2", ProposalId: "p-a2", Tool: "search", ToolVersion: "1.0.0", ActionHash: "h-a2", RequestHash: "r-a2", OpKey: "op-a2"}})
+	env.Append("t1", succeededOutcome("a1", 1))
+	select {
+	case resp := <-got:
+		if resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED || resp.GetLastSequence() == 0 {
+			t.Fatalf("GetAction with wait answered %v at %d, want the outcome", resp.GetAction().GetStatus(), resp.GetLastSequence())
+		}
+	case <-ctx.Done():
+		t.Fatal("GetAction with wait did not answer after the outcome")
+	}
+
+	// Awaiting a person: answered at once (the test's deadline would end
+	// a call that held).
+	env.Append("t2", append(running(), act("b1", "search", "web", "r1")[:2]...)...)
+	env.Append("t2", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", TaskId: "t2", ActionId: "b1", ActionHash: "h-b1"}})
+	if resp := <-wait("t2", "b1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
+		t.Errorf("an action awaiting approval answered %v", resp.GetAction().GetStatus())
+	}
+	// Permitted in a paused task: nothing moves it until a person resumes.
+	env.Append("t3", append(running(), act("c1", "search", "web", "r1")[:3]...)...)
+	env.Append("t3", &stewardv1.TaskPaused{Reason: "hold"})
+	if resp := <-wait("t3", "c1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || resp.GetTaskStatus() != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		t.Errorf("a permitted action of a paused task answered %v, task %v", resp.GetAction().GetStatus(), resp.GetTaskStatus())
+	}
+	if n := p.Waiting("t1"); n != 0 {
+		t.Errorf("%d calls still wait on t1 after answering", n)
 	}
 }

@@ -162,6 +162,33 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 	}, nil
 }
 
+// moving reports whether Steward is still moving the action on by itself:
+// it is on its way in a running task, and nobody but Steward need act.
+func (p *Projection) moving(taskID, actionID string) bool {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, ok := p.tasks[taskID]
+	if !ok || p.broken[taskID] != "" {
+		return false
+	}
+	i, ok := v.at[actionID]
+	if !ok || v.task.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		return false
+	}
+	switch v.task.Actions[i].Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED,
+		stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
+		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
+		stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
+		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED,
+		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED,
+		stewardv1.ActionStatus_ACTION_STATUS_WAITING,
+		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+		return true
+	}
+	return false
+}
+
 // List returns up to limit tasks created after position after (0 for the
 // start) whose status is in statuses (all when empty), in creation order,
 // and the position to continue from (0 when there is no more).

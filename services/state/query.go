@@ -97,17 +97,36 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 	if req.Msg.ActionId == "" {
 		return nil, errs.Field("action_id", "is required")
 	}
-	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
+	if req.Msg.Wait {
+		// Subscribe before the first read, so that no change between the
+		// read and the wait is missed.
+		w, cancel := s.plane.views.watchers.subscribe(req.Msg.TaskId)
+		defer cancel()
+		if err := s.plane.readAction(ctx, req.Msg.TaskId, req.Msg.ActionId); err != nil {
+			return nil, err
+		}
+		s.plane.waitAction(ctx, w, req.Msg.TaskId, req.Msg.ActionId)
+	} else if err := s.plane.readAction(ctx, req.Msg.TaskId, req.Msg.ActionId); err != nil {
 		return nil, err
-	}
-	if !s.plane.views.Has(req.Msg.TaskId) {
-		return nil, noView(req.Msg.TaskId)
 	}
 	resp, err := s.plane.views.Action(req.Msg.TaskId, req.Msg.ActionId)
 	if err != nil {
 		return nil, err
 	}
 	return connect.NewResponse(resp), nil
+}
+
+// readAction returns once the views have caught up with the task's last
+// event, or an error if they hold no such action.
+func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
+	if err := p.caughtUp(ctx, taskID); err != nil {
+		return err
+	}
+	if !p.views.Has(taskID) {
+		return noView(taskID)
+	}
+	_, err := p.views.Action(taskID, actionID)
+	return err
 }
 
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {

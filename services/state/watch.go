@@ -1,7 +1,9 @@
 package state
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -9,6 +11,30 @@ import (
 // watchBuffer is how many events a watcher may fall behind the projection
 // before it is cut off (and reconnects from its last sequence).
 const watchBuffer = 1024
+
+// maxActionWait bounds how long GetAction with wait holds a call.
+const maxActionWait = time.Minute
+
+// waitAction returns once the action stops moving (Projection.moving), ctx
+// ends, maxActionWait passes or the server stops, whichever is first. w is
+// the task's watcher, subscribed before the caller's first read: each
+// event it delivers is a change to look at.
+func (p *Plane) waitAction(ctx context.Context, w *watcher, taskID, actionID string) {
+	ctx, cancel := context.WithTimeout(ctx, maxActionWait)
+	defer cancel()
+	for p.views.moving(taskID, actionID) {
+		select {
+		case _, ok := <-w.ch:
+			if !ok {
+				return // fell behind: answer with what the view holds now
+			}
+		case <-ctx.Done():
+			return
+		case <-p.streams.Done():
+			return
+		}
+	}
+}
 
 // watcher receives one task's events as the projection applies them.
 type watcher struct {

@@ -202,7 +202,8 @@ type client struct {
 
 // driveSteward measures governed actions through the control plane at
 // writeURL and the state plane at readURL: latency is from the
-// ProposeAction call until GetTask shows the action succeeded; throughput
+// ProposeAction call until GetAction, waiting for the action to settle,
+// answers that it succeeded; throughput
 // and CPU include creating a task every 25 actions.
 func driveSteward(o opts, writeURL, readURL string) (Result, error) {
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
@@ -212,9 +213,8 @@ func driveSteward(o opts, writeURL, readURL string) (Result, error) {
 	}
 	params, _ := structpb.NewStruct(map[string]any{})
 	type worker struct {
-		task  string
-		after uint64
-		n     int
+		task string
+		n    int
 	}
 	workers := make([]worker, concurrency+1)
 	var tasks atomic.Int64
@@ -227,41 +227,21 @@ func driveSteward(o opts, writeURL, readURL string) (Result, error) {
 			if err != nil {
 				return nil, 0, err
 			}
-			wk.task, wk.after = id, 0
+			wk.task = id
 		}
 		wk.n++
-		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: wk.task, AfterSequence: wk.after}))
-		if err != nil {
-			return nil, 0, err
-		}
-		defer stream.Close()
 		start := time.Now()
 		resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: wk.task, ProposalId: fmt.Sprint("p", wk.n), Tool: "noop", Params: params}))
 		if err != nil {
 			return nil, 0, err
 		}
 		id := resp.Msg.Action.ActionId
-		done := false
-		for !done && stream.Receive() {
-			rec := stream.Msg().Record
-			if rec == nil {
-				continue // the opening message
-			}
-			wk.after = rec.Sequence
-			if oc := rec.Event.GetActionOutcomeRecorded(); oc != nil && oc.ActionId == id {
-				done = true
-			}
-		}
-		if !done {
-			return nil, 0, fmt.Errorf("watch of %s ended before action %s's outcome: %v", wk.task, id, stream.Err())
-		}
-		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: wk.task}))
+		got, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: wk.task, ActionId: id, Wait: true}))
 		if err != nil {
 			return nil, 0, err
 		}
-		acts := got.Msg.Task.Actions
-		if a := acts[len(acts)-1]; a.ActionId != id || a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
-			return nil, 0, fmt.Errorf("action %s is not visible as succeeded: %v is %v", id, a.ActionId, a.Status)
+		if a := got.Msg.Action; a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			return nil, 0, fmt.Errorf("action %s is not visible as succeeded: it is %v", id, a.Status)
 		}
 		return []time.Duration{time.Since(start)}, 1, nil
 	}

@@ -126,7 +126,7 @@ set size at the end of the arm is given beside it).
   tool, an allow-all Rego policy, task credentials as always (issued and signed by
   governance, their signatures verified by governance at evaluation, their expiry and revocation checked by execution before
   dispatch). Latency is from
-  the `+"`ProposeAction`"+` call until `+"`GetTask`"+` shows the action succeeded (followed with `+"`WatchTask`"+`); a task
+  the `+"`ProposeAction`"+` call until `+"`GetAction`"+` with `+"`wait`"+` answers that the action succeeded; a task
   takes %d actions, then the next is created, and task creation counts in throughput and CPU, not in the latency samples.
 - (c) as (b) with the built-in default policy bundle.
 - (d) as (b) in services mode: four `+"`steward serve --plane=...`"+` servers (in the arm's process, each with its own

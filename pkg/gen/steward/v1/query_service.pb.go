@@ -391,9 +391,17 @@ func (x *GetTaskResponse) GetTask() *Task {
 }
 
 type GetActionRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	ActionId string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// When set, and Steward is still moving the action on by itself (it is
+	// proposed, evaluated, approved, permitted, claimed, dispatched,
+	// waiting or revalidating, in a running task), the call holds until
+	// that is no longer so, or one minute passes, and answers with the
+	// action as it then stands; the client's own deadline, if shorter, ends
+	// the call first. Answered at once when the action waits for a person
+	// (awaiting approval, an unknown outcome) or has ended.
+	Wait          bool `protobuf:"varint,3,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -440,6 +448,13 @@ func (x *GetActionRequest) GetActionId() string {
 		return x.ActionId
 	}
 	return ""
+}
+
+func (x *GetActionRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
 }
 
 type GetActionResponse struct {
@@ -929,10 +944,11 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"7\n" +
 	"\x0fGetTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"H\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\\\n" +
 	"\x10GetActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
-	"\taction_id\x18\x02 \x01(\tR\bactionId\"\xcb\x01\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x12\n" +
+	"\x04wait\x18\x03 \x01(\bR\x04wait\"\xcb\x01\n" +
 	"\x11GetActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x127\n" +
 	"\vtask_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +

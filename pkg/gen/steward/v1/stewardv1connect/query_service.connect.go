@@ -57,7 +57,9 @@ type QueryServiceClient interface {
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
 	// task's first action as for its thousandth: it does not copy the
-	// ledger. NotFound for an unknown task or action.
+	// ledger. NotFound for an unknown task or action. With wait set, it
+	// answers once the action has stopped moving: an agent learns the
+	// outcome of what it proposed in one call.
 	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
@@ -187,7 +189,9 @@ type QueryServiceHandler interface {
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
 	// task's first action as for its thousandth: it does not copy the
-	// ledger. NotFound for an unknown task or action.
+	// ledger. NotFound for an unknown task or action. With wait set, it
+	// answers once the action has stopped moving: an agent learns the
+	// outcome of what it proposed in one call.
 	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new

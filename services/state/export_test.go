@@ -1,0 +1,10 @@
+package state
+
+// Waiting returns how many watches and waiting GetAction calls follow
+// taskID: a test waits for a call to be waiting before it changes the
+// task.
+func (p *Plane) Waiting(taskID string) int {
+	p.views.watchers.mu.Lock()
+	defer p.views.watchers.mu.Unlock()
+	return len(p.views.watchers.byTask[taskID])
+}
