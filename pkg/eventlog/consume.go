@@ -322,16 +322,31 @@ func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*
 		}
 		filter = l.Subject(taskID)
 	}
-	return l.follow(ctx, filter, after, fn, bad)
+	return l.follow(ctx, []string{filter}, after, fn, bad)
+}
+
+// FollowTypes is Follow over every task's events of the given types only:
+// the server sends nothing else, so a reader that needs a few types does
+// not receive, decode and drop every event of every task.
+func (l *Log) FollowTypes(ctx context.Context, types []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	return l.follow(ctx, l.typeFilters(types), after, fn, bad)
+}
+
+func (l *Log) typeFilters(types []string) []string {
+	filters := make([]string, len(types))
+	for i, typ := range types {
+		filters[i] = l.TypeFilter(typ)
+	}
+	return filters
 }
 
 // FollowTools is Follow over the tool registrations.
 func (l *Log) FollowTools(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	return l.follow(ctx, l.cfg.ToolPrefix+".>", after, fn, bad)
+	return l.follow(ctx, []string{l.cfg.ToolPrefix + ".>"}, after, fn, bad)
 }
 
-func (l *Log) follow(ctx context.Context, filter string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: []string{filter}, DeliverPolicy: jetstream.DeliverAllPolicy}
+func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
 	}

@@ -239,6 +239,51 @@ func TestFollowDeliversInOrderFromASequence(t *testing.T) {
 
 var errDone = errors.New("done")
 
+// TestFollowTypesDeliversThoseTypesOnly follows two types over two tasks:
+// it gets their events, in order, and nothing else, and LastOfTypes says
+// where such a reader is current.
+func TestFollowTypesDeliversThoseTypesOnly(t *testing.T) {
+	l, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	types := []string{event.TypeTaskPaused, event.TypeTaskResumed}
+	if last, err := l.LastOfTypes(ctx, types...); err != nil || last != 0 {
+		t.Fatalf("LastOfTypes on an empty log = %d, %v", last, err)
+	}
+	var want []uint64
+	for _, task := range []string{"a", "b"} {
+		head := eventlog.Head{}
+		for _, p := range []event.Payload{&stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}, &stewardv1.TaskResumed{}, &stewardv1.TaskCancelled{}} {
+			rec, err := l.Append(ctx, head, mustEvent(t, event.Meta{TaskID: task}, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			head = eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}
+			if typ := rec.Event.Type; typ == event.TypeTaskPaused || typ == event.TypeTaskResumed {
+				want = append(want, rec.Sequence)
+			}
+		}
+	}
+	last, err := l.LastOfTypes(ctx, types...)
+	if err != nil || last != want[len(want)-1] {
+		t.Fatalf("LastOfTypes = %d, %v; want %d", last, err, want[len(want)-1])
+	}
+	var got []uint64
+	err = l.FollowTypes(ctx, types, 0, func(rec *stewardv1.EventRecord) error {
+		if typ := rec.Event.Type; typ != event.TypeTaskPaused && typ != event.TypeTaskResumed {
+			t.Errorf("followed a %s event", typ)
+		}
+		got = append(got, rec.Sequence)
+		if rec.Sequence == last {
+			return errDone
+		}
+		return nil
+	}, nil)
+	if !errors.Is(err, errDone) || !slices.Equal(got, want) {
+		t.Fatalf("followed %v (%v), want %v", got, err, want)
+	}
+}
+
 // TestEventUnderAnotherTasksSubjectIsRefused stores a validly sealed event
 // of task "victim" under task "attacker"'s subject.
 func TestEventUnderAnotherTasksSubjectIsRefused(t *testing.T) {

@@ -75,6 +75,12 @@ func (l *Log) KeepReading(ctx context.Context, r Reader) {
 	l.keepFollowing(ctx, r, func(after uint64) error { return l.Follow(ctx, "", after, r.Apply, r.Skip) })
 }
 
+// KeepReadingTypes is KeepReading over the task events of the given types
+// only; CatchUp with LastOfTypes over the same types.
+func (l *Log) KeepReadingTypes(ctx context.Context, r Reader, types ...string) {
+	l.keepFollowing(ctx, r, func(after uint64) error { return l.FollowTypes(ctx, types, after, r.Apply, r.Skip) })
+}
+
 // KeepReadingTools is KeepReading over the tool registrations.
 func (l *Log) KeepReadingTools(ctx context.Context, r Reader) {
 	l.keepFollowing(ctx, r, func(after uint64) error { return l.FollowTools(ctx, after, r.Apply, r.Skip) })

@@ -140,6 +140,21 @@ func (l *Log) LastTaskSequence(ctx context.Context) (uint64, error) {
 	return l.lastOn(ctx, l.cfg.SubjectPrefix+".>")
 }
 
+// LastOfTypes returns the sequence of the last task event of any of the
+// given types, or 0 when there is none: where a reader of those types
+// (KeepReadingTypes) must reach to be current.
+func (l *Log) LastOfTypes(ctx context.Context, types ...string) (uint64, error) {
+	var last uint64
+	for _, f := range l.typeFilters(types) {
+		seq, err := l.lastOn(ctx, f)
+		if err != nil {
+			return 0, err
+		}
+		last = max(last, seq)
+	}
+	return last, nil
+}
+
 // LastToolSequence is LastTaskSequence for tool registrations.
 func (l *Log) LastToolSequence(ctx context.Context) (uint64, error) {
 	return l.lastOn(ctx, l.cfg.ToolPrefix+".>")

@@ -61,5 +61,5 @@ func (l *Log) LastServiceSequence(ctx context.Context) (uint64, error) {
 
 // FollowServices is Follow over the service events.
 func (l *Log) FollowServices(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	return l.follow(ctx, l.cfg.ServicePrefix+".>", after, fn, bad)
+	return l.follow(ctx, []string{l.cfg.ServicePrefix + ".>"}, after, fn, bad)
 }

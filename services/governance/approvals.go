@@ -9,12 +9,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Approvals indexes every approval on the log, folded from the approval
-// events by an ordered consumer like any projection. It answers
+// events (approvalTypes, and only those) by an ordered consumer like any
+// projection. It answers
 // ListApprovals and GetApproval and finds an approval's task. It is safe
 // for concurrent use.
 type Approvals struct {
@@ -33,6 +35,15 @@ type Approvals struct {
 // NewApprovals returns an empty index.
 func NewApprovals(logger *slog.Logger) *Approvals {
 	return &Approvals{logger: logger, byID: map[string]*stewardv1.Approval{}, latest: map[string]string{}}
+}
+
+// approvalTypes are the events that open, decide or close an approval:
+// all the index reads.
+var approvalTypes = []string{
+	event.TypeFor[*stewardv1.ApprovalRequested](),
+	event.TypeFor[*stewardv1.ApprovalDecided](),
+	event.TypeFor[*stewardv1.ActionWithdrawn](),
+	event.TypeFor[*stewardv1.ActionDenied](),
 }
 
 // Apply folds one task event into the index.
@@ -80,9 +91,9 @@ func (x *Approvals) Skip(seq uint64, _ error) { x.progress.Advance(seq) }
 // Progress says how far the index has applied the log.
 func (x *Approvals) Progress() *eventlog.Progress { return &x.progress }
 
-// Sync waits until the index holds every task event on the log now.
+// Sync waits until the index holds every approval event on the log now.
 func (x *Approvals) Sync(ctx context.Context, log *eventlog.Log) error {
-	return eventlog.CatchUp(ctx, x, log.LastTaskSequence)
+	return eventlog.CatchUp(ctx, x, func(ctx context.Context) (uint64, error) { return log.LastOfTypes(ctx, approvalTypes...) })
 }
 
 // Fresh returns an approval as the log has it now.

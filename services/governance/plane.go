@@ -160,7 +160,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	bg, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	p.done.Go(func() { p.engine.Watch(bg, PolicyReloadInterval, p.logger) })
-	p.done.Go(func() { p.log.KeepReading(bg, p.approvals) })
+	p.done.Go(func() { p.log.KeepReadingTypes(bg, p.approvals, approvalTypes...) })
 	if err := p.approvals.Sync(ctx, p.log); err != nil {
 		return err
 	}
