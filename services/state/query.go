@@ -100,7 +100,7 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 	if req.Msg.Wait {
 		// Subscribe before the first read, so that no change between the
 		// read and the wait is missed.
-		w, cancel := s.plane.views.watchers.subscribe(req.Msg.TaskId)
+		w, cancel := s.plane.views.watchers.notify(req.Msg.TaskId)
 		defer cancel()
 		if err := s.plane.readAction(ctx, req.Msg.TaskId, req.Msg.ActionId); err != nil {
 			return nil, err

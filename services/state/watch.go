@@ -17,17 +17,13 @@ const maxActionWait = time.Minute
 
 // waitAction returns once the action stops moving (Projection.moving), ctx
 // ends, maxActionWait passes or the server stops, whichever is first. w is
-// the task's watcher, subscribed before the caller's first read: each
-// event it delivers is a change to look at.
+// the task's notify watcher, registered before the caller's first read.
 func (p *Plane) waitAction(ctx context.Context, w *watcher, taskID, actionID string) {
 	ctx, cancel := context.WithTimeout(ctx, maxActionWait)
 	defer cancel()
 	for p.views.moving(taskID, actionID) {
 		select {
-		case _, ok := <-w.ch:
-			if !ok {
-				return // fell behind: answer with what the view holds now
-			}
+		case <-w.changed:
 		case <-ctx.Done():
 			return
 		case <-p.streams.Done():
@@ -38,8 +34,9 @@ func (p *Plane) waitAction(ctx context.Context, w *watcher, taskID, actionID str
 
 // watcher receives one task's events as the projection applies them.
 type watcher struct {
-	ch   chan *stewardv1.EventRecord
-	once sync.Once
+	ch      chan *stewardv1.EventRecord // a watch's: the events
+	changed chan struct{}               // a wait's: that there are some
+	once    sync.Once
 }
 
 // watchers fans the projection's events out to open watches, so that a
@@ -49,10 +46,21 @@ type watchers struct {
 	byTask map[string]map[*watcher]struct{}
 }
 
-// subscribe registers a watcher for taskID. The channel closes when the
-// watcher falls too far behind; cancel unregisters it.
+// subscribe registers a watcher for taskID that receives the task's
+// events. The channel closes when the watcher falls too far behind;
+// cancel unregisters it.
 func (w *watchers) subscribe(taskID string) (*watcher, func()) {
-	x := &watcher{ch: make(chan *stewardv1.EventRecord, watchBuffer)}
+	return w.add(taskID, &watcher{ch: make(chan *stewardv1.EventRecord, watchBuffer)})
+}
+
+// notify registers a watcher for taskID that is told the task changed, and
+// not how: what it needs it reads from the view. Its channel holds one
+// signal, so it never falls behind.
+func (w *watchers) notify(taskID string) (*watcher, func()) {
+	return w.add(taskID, &watcher{changed: make(chan struct{}, 1)})
+}
+
+func (w *watchers) add(taskID string, x *watcher) (*watcher, func()) {
 	w.mu.Lock()
 	if w.byTask == nil {
 		w.byTask = map[string]map[*watcher]struct{}{}
@@ -73,7 +81,11 @@ func (w *watchers) subscribe(taskID string) (*watcher, func()) {
 	}
 }
 
-func (x *watcher) close() { x.once.Do(func() { close(x.ch) }) }
+func (x *watcher) close() {
+	if x.ch != nil {
+		x.once.Do(func() { close(x.ch) })
+	}
+}
 
 // publish hands rec to the task's watchers without ever blocking the
 // projection: a watcher whose buffer is full is closed instead.
@@ -81,6 +93,13 @@ func (w *watchers) publish(rec *stewardv1.EventRecord) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for x := range w.byTask[rec.Event.TaskId] {
+		if x.changed != nil {
+			select {
+			case x.changed <- struct{}{}:
+			default: // already told
+			}
+			continue
+		}
 		select {
 		case x.ch <- rec:
 		default:
