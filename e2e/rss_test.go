@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,21 +69,92 @@ func idleRSS(t *testing.T, p *proc) uint64 {
 }
 
 // readRSS reads the binary's resident memory from /proc, in bytes.
-func readRSS(t *testing.T, p *proc) uint64 {
+func readRSS(t *testing.T, p *proc) uint64 { return readStatus(t, p, "VmRSS:") }
+
+// readStatus reads one memory figure (VmRSS:, VmHWM:) of the binary from
+// /proc, in bytes.
+func readStatus(t *testing.T, p *proc, field string) uint64 {
 	t.Helper()
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if rest, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
 			if err != nil {
-				t.Fatalf("VmRSS %q: %v", rest, err)
+				t.Fatalf("%s %q: %v", field, rest, err)
 			}
 			return kb << 10
 		}
 	}
-	t.Fatal("no VmRSS in /proc/<pid>/status")
+	t.Fatalf("no %s in /proc/<pid>/status", field)
 	return 0
+}
+
+// TestMemoryWithManyTasks creates STEWARD_MEM_TASKS running tasks (for
+// issue 13: 100000) in one `steward dev`, 16 at a time, and reports its
+// resident memory, peak and settled, and what each task adds. It is a
+// measurement, skipped unless asked for:
+//
+//	STEWARD_MEM_TASKS=100000 go test -count=1 -timeout 30m -run TestMemoryWithManyTasks -v ./e2e/
+func TestMemoryWithManyTasks(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("STEWARD_MEM_TASKS"))
+	if n <= 0 {
+		t.Skip("set STEWARD_MEM_TASKS to the number of tasks to create")
+	}
+	tool := startCrashTool(t)
+	p := startBinary(t, t.TempDir(), crashFlags(t, tool)...)
+	c := newClients(p.url)
+	before := idleRSS(t, p)
+
+	ctx := context.Background()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				k := contract()
+				k.AllowedTools = []string{"put"}
+				if _, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprint("mem-", i), Contract: k})); err != nil {
+					t.Errorf("task %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	created := time.Since(start)
+	// Tasks start once governance has issued their credentials, in the
+	// order created: when the last one runs, every plane has read every
+	// task.
+	k := contract()
+	resp, err := c.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "mem-last", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Eventually(t, 10*time.Minute, func() (bool, string) {
+		got, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: resp.Msg.Task.Contract.TaskId}))
+		if err != nil {
+			return false, err.Error()
+		}
+		return got.Msg.Task.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING, "the last task is " + got.Msg.Task.Status.String()
+	})
+	started := time.Since(start)
+	peak := readStatus(t, p, "VmHWM:")
+	// Settled: the runtime returns freed memory in the background.
+	var settled uint64
+	prev := uint64(0)
+	stewardtest.Eventually(t, 60*time.Second, func() (bool, string) {
+		settled = readRSS(t, p)
+		stable := prev != 0 && settled+settled/50 >= prev // within 2% of the last read
+		prev = settled
+		return stable, fmt.Sprintf("RSS still falling: %d MB", settled>>20)
+	})
+	t.Logf("%d tasks created in %v (%.0f/s), all running after %v; RSS before %d MB, peak %d MB, settled %d MB: %.1f KB a task",
+		n, created.Round(time.Second), float64(n)/created.Seconds(), started.Round(time.Second), before>>20, peak>>20, settled>>20, float64(settled-before)/float64(n)/1024)
 }
