@@ -2,6 +2,7 @@ package action_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -84,5 +85,30 @@ func TestSchemaMayNotLoadOtherDocuments(t *testing.T) {
 	}
 	if _, err := action.CompileSchema(`{"type": 12}`); err == nil {
 		t.Fatal("an invalid schema compiled")
+	}
+}
+
+// TestCanonicalStringsAreEncodingJSONs: a string's canonical form is what
+// encoding/json writes without HTML escaping, for every byte, rune and
+// invalid sequence that it treats specially.
+func TestCanonicalStringsAreEncodingJSONs(t *testing.T) {
+	cases := []string{"", "plain", "é ü 日本 🙂", "<&>", "\u2028\u2029", "a\u2028b", "\xed\xa0\x80", "\xf4\x90\x80\x80", "ok\xff", "\xe6\x97"}
+	for c := range 256 {
+		cases = append(cases, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"é")
+	}
+	for _, s := range cases {
+		var want strings.Builder
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		got, err := action.CanonicalJSON(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != strings.TrimSuffix(want.String(), "\n") {
+			t.Errorf("%q: canonical %s, encoding/json %s", s, got, want.String())
+		}
 	}
 }

@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Request is a proposed tool call before canonicalisation.
@@ -144,11 +145,41 @@ func encodeFloat(b *bytes.Buffer, f float64) error {
 }
 
 func encodeString(b *bytes.Buffer, s string) {
+	if !needsEscape(s) {
+		// Most strings: encoding/json would write them as they are, so
+		// skip its encoder and the copies it makes.
+		b.WriteByte('"')
+		b.WriteString(s)
+		b.WriteByte('"')
+		return
+	}
 	var sb strings.Builder
 	enc := json.NewEncoder(&sb)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	b.WriteString(strings.TrimSuffix(sb.String(), "\n"))
+}
+
+// needsEscape reports whether encoding/json, without HTML escaping, would
+// write s other than verbatim between quotes: for a control character, a
+// quote or backslash, U+2028 or U+2029, or a byte that is not UTF-8.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c < 0x20 || c == '"' || c == '\\' {
+				return true
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
+			return true
+		}
+		i += size
+	}
+	return false
 }
 
 // hash is hex SHA-256 of parts joined by NUL bytes.

@@ -5,58 +5,106 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-
-	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
+	"strconv"
+	"unicode/utf8"
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// facts renders protos the way policies read them: field names as in the
-// .proto files, enums by name, every field present.
-var facts = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
-
 // policyInput builds the input document for one evaluation, and the hash
-// of its canonical form that the snapshot records.
-func policyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *stewardv1.Action, request []byte) (map[string]any, string, error) {
-	taskFacts, err := asMap(t.Contract)
+// of its canonical form that the snapshot records. Every value in it is
+// one OPA takes as it is (map[string]any, []any, string, bool,
+// json.Number, nil); nothing in it is shared except tool.facts, which no
+// one writes to.
+func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, string, error) {
+	taskFacts, err := protoFacts(t.Contract.ProtoReflect())
 	if err != nil {
 		return nil, "", err
 	}
 	taskFacts["status"] = t.Status.String()
-	toolFacts, err := asMap(tool)
+	params, err := requestParams(request)
 	if err != nil {
 		return nil, "", err
 	}
+	actionFacts := map[string]any{
+		"action_id":    a.ActionId,
+		"tool":         a.Tool,
+		"tool_version": a.ToolVersion,
+		"target":       a.Target,
+		"params":       params,
+		"effect_class": a.EffectClass.String(),
+		"proposed_by":  a.ProposedBy,
+		"edit_of":      a.EditOf,
+	}
+	credential := credentialFacts(t)
+	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
+	input := map[string]any{
+		"task":       taskFacts,
+		"tool":       tool.facts,
+		"action":     actionFacts,
+		"credential": credential,
+		"risk":       risk,
+	}
+	hash, err := inputHash([]member{
+		{key: "action", value: hashedStrings(actionFacts)},
+		{key: "credential", value: hashedStrings(credential)},
+		{key: "risk", value: risk},
+		{key: "task", value: taskFacts},
+		{key: "tool", canonical: tool.canonical},
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return input, hash, nil
+}
+
+// member is one member of the input document, for its hash: its value,
+// or the value's canonical form when that is known.
+type member struct {
+	key       string
+	value     any
+	canonical []byte
+}
+
+// inputHash is the hex SHA-256 of the canonical form of the document of
+// members, given in key order: the bytes action.CanonicalJSON writes for
+// the whole document, put together a member at a time so that the tool's
+// comes from the cache.
+func inputHash(members []member) (string, error) {
+	h := sha256.New()
+	for i, m := range members {
+		sep := ","
+		if i == 0 {
+			sep = "{"
+		}
+		h.Write([]byte(sep + strconv.Quote(m.key) + ":"))
+		canonical := m.canonical
+		if canonical == nil {
+			var err error
+			if canonical, err = action.CanonicalJSON(m.value); err != nil {
+				return "", err
+			}
+		}
+		h.Write(canonical)
+	}
+	h.Write([]byte("}"))
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// requestParams is the params object of a canonical request, numbers as
+// OPA takes them; null if the request has none.
+func requestParams(request []byte) (any, error) {
 	var req struct {
 		Params map[string]any `json:"params"`
 	}
 	if err := json.Unmarshal(request, &req); err != nil {
-		return nil, "", fmt.Errorf("canonical request: %w", err)
+		return nil, fmt.Errorf("canonical request: %w", err)
 	}
-	input := map[string]any{
-		"task": taskFacts,
-		"tool": toolFacts,
-		"action": map[string]any{
-			"action_id":    a.ActionId,
-			"tool":         a.Tool,
-			"tool_version": a.ToolVersion,
-			"target":       a.Target,
-			"params":       req.Params,
-			"effect_class": a.EffectClass.String(),
-			"proposed_by":  a.ProposedBy,
-			"edit_of":      a.EditOf,
-		},
-		"credential": credentialFacts(t),
-		"risk":       map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()},
+	if req.Params == nil {
+		return nil, nil
 	}
-	canonical, err := action.CanonicalJSON(roundTrip(input))
-	if err != nil {
-		return nil, "", err
-	}
-	sum := sha256.Sum256(canonical)
-	return input, hex.EncodeToString(sum[:]), nil
+	return numbersForPolicy(req.Params), nil
 }
 
 // credentialFacts is what policy sees of the task's credential: its bounds,
@@ -68,10 +116,10 @@ func credentialFacts(t *stewardv1.Task) map[string]any {
 	facts := map[string]any{
 		"credential_ref": c.GetCredentialId(),
 		"principal":      c.GetPrincipal(),
-		"allowed_tools":  append([]string{}, c.GetAllowedTools()...),
-		"scopes":         append([]string{}, c.GetScopes()...),
+		"allowed_tools":  stringList(c.GetAllowedTools()),
+		"scopes":         stringList(c.GetScopes()),
 		"delegated":      c.GetParentCredentialId() != "",
-		"depth":          len(t.Credential.GetChain()),
+		"depth":          json.Number(strconv.Itoa(len(t.Credential.GetChain()))),
 	}
 	if c.GetCredentialId() == "" {
 		facts["credential_ref"] = t.Contract.GetCredentialRef()
@@ -79,20 +127,44 @@ func credentialFacts(t *stewardv1.Task) map[string]any {
 	return facts
 }
 
-func asMap(m proto.Message) (map[string]any, error) {
-	data, err := facts.Marshal(m)
-	if err != nil {
-		return nil, err
+// stringList is list as OPA makes a []string its own: through JSON, which
+// turns each invalid UTF-8 byte into U+FFFD.
+func stringList(list []string) []any {
+	out := make([]any, len(list))
+	for i, s := range list {
+		out[i] = validUTF8(s)
 	}
-	var out map[string]any
-	return out, json.Unmarshal(data, &out)
+	return out
 }
 
-// roundTrip normalises Go values (typed slices) to what encoding/json
-// decodes, which is what CanonicalJSON takes.
-func roundTrip(v any) any {
-	data, _ := json.Marshal(v)
-	var out any
-	_ = json.Unmarshal(data, &out)
+// hashedStrings is m with its strings as JSON would carry them
+// (validUTF8): the input hash has always been taken over the document
+// after a trip through JSON. Strings from decoded protos are valid, so
+// this copies nothing in practice.
+func hashedStrings(m map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range m {
+		if s, ok := v.(string); ok && !utf8.ValidString(s) {
+			if out == nil {
+				out = make(map[string]any, len(m))
+				for k, v := range m {
+					out[k] = v
+				}
+			}
+			out[k] = validUTF8(s)
+		}
+	}
+	if out == nil {
+		return m
+	}
 	return out
+}
+
+// validUTF8 replaces each byte of s that is not UTF-8 with U+FFFD, as
+// encoding/json does.
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return string([]rune(s))
 }

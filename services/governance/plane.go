@@ -70,6 +70,8 @@ type Plane struct {
 	// remembers the credentials that checked out.
 	trusted  []ed25519.PublicKey
 	verified verifiedSet
+	// toolFacts are the tool contracts as policy reads them.
+	toolFacts toolFactsCache
 
 	sub      eventlog.Subscription
 	timerSub timer.Subscription

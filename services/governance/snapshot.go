@@ -72,7 +72,11 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, err
 	}
-	input, inputHash, err := policyInput(t, entry.Tool.Contract, a, request)
+	tool, err := p.toolFacts.of(entry.Tool.Contract)
+	if err != nil {
+		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
+	}
+	input, inputHash, err := policyInput(t, tool, a, request)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}

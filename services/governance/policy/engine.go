@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Engine evaluates a policy bundle. It is safe for concurrent use:
@@ -61,10 +59,13 @@ func (e *Engine) Revision() string {
 // Evaluate evaluates data.steward.policy.decision over input. A policy that
 // gives no usable decision yields a Deny Result, not an error; an error means
 // evaluation itself failed (a Rego runtime error, or ctx ended mid-way), and the
-// caller must treat the action as denied for now.
+// caller must treat the action as denied for now. Evaluate only reads
+// input, so parts of it may be shared by evaluations running at once; input
+// made only of JSON's types (nil, bool, string, json.Number, map[string]any,
+// []any) goes to OPA without a copy.
 func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, error) {
 	b := e.current.Load() // one bundle for the whole evaluation
-	rs, err := b.query.Eval(ctx, rego.EvalInput(input))
+	rs, err := b.query.Eval(ctx, inputOption(input))
 	if err != nil {
 		return Result{}, fmt.Errorf("evaluate policy %s: %w", b.revision, err)
 	}

@@ -1,0 +1,47 @@
+package governance
+
+import (
+	"sync"
+
+	"github.com/steward-run/steward/pkg/action"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// toolFacts is what policy sees of a tool contract, and its canonical
+// form for the input hash.
+type toolFacts struct {
+	facts     map[string]any // read-only: shared by every evaluation of the tool
+	canonical []byte
+}
+
+func newToolFacts(c *stewardv1.ToolContract) (toolFacts, error) {
+	facts, err := protoFacts(c.ProtoReflect())
+	if err != nil {
+		return toolFacts{}, err
+	}
+	canonical, err := action.CanonicalJSON(facts)
+	if err != nil {
+		return toolFacts{}, err
+	}
+	return toolFacts{facts: facts, canonical: canonical}, nil
+}
+
+// toolFactsCache keeps toolFacts per name@version: a registered version
+// never changes (toolreg), so its facts are built once. It grows with the
+// registry, which keeps every version too. Safe for concurrent use.
+type toolFactsCache struct {
+	byVersion sync.Map // name + "\x00" + version → toolFacts
+}
+
+func (c *toolFactsCache) of(contract *stewardv1.ToolContract) (toolFacts, error) {
+	key := contract.GetName() + "\x00" + contract.GetVersion()
+	if f, ok := c.byVersion.Load(key); ok {
+		return f.(toolFacts), nil
+	}
+	f, err := newToolFacts(contract)
+	if err != nil {
+		return toolFacts{}, err
+	}
+	actual, _ := c.byVersion.LoadOrStore(key, f)
+	return actual.(toolFacts), nil
+}
