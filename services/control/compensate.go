@@ -33,7 +33,7 @@ const compensationPrefix = "compensate-"
 // is idempotent: the compensation's action id and the final event's id
 // derive from the task, so a redelivery appends nothing twice.
 func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
 	if err != nil {
 		return err
 	}

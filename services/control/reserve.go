@@ -151,7 +151,7 @@ func releaseID(parentID, childID string) string {
 // Idempotent: the release's id derives from the sub-task.
 func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	g, err := p.owedBy(ctx, taskID, func(parentID string) string { return releaseID(parentID, taskID) })
+	g, err := p.owedBy(ctx, rec, func(parentID string) string { return releaseID(parentID, taskID) })
 	if err != nil || g == nil {
 		return err
 	}
@@ -175,7 +175,7 @@ func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 // passed on.
 func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	g, err := p.owedBy(ctx, taskID, func(parentID string) string {
+	g, err := p.owedBy(ctx, rec, func(parentID string) string {
 		return event.ID(parentID, "delegation-pass-on", rec.Event.EventId)
 	})
 	if err != nil || g == nil {
@@ -214,13 +214,15 @@ type giving struct {
 	history      []*stewardv1.EventRecord
 }
 
-// owedBy returns what giving back from taskID to its parent under the id
-// idFor names needs, or nil when there is nothing to give: taskID was not
-// delegated or has not ended, its parent reserved nothing for it, or the
-// release is recorded already. Those are answered from cached views; only
-// a release still to be made reads the logs.
-func (p *Plane) owedBy(ctx context.Context, taskID string, idFor func(parentID string) string) (*giving, error) {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+// owedBy returns what giving back from rec's task to its parent under the
+// id idFor names needs, or nil when there is nothing to give: the task was
+// not delegated or has not ended, its parent reserved nothing for it, or
+// the release is recorded already. Those are answered from cached views
+// (without a read when the task's holds rec already); only a release still
+// to be made reads the logs.
+func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
+	taskID := rec.Event.TaskId
+	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
 	if err != nil {
 		return nil, err
 	}
