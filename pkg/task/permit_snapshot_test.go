@@ -81,6 +81,25 @@ func TestRevalidationPermitCarryingItsSnapshot(t *testing.T) {
 	}
 }
 
+// TestApprovedPermitCarryingItsSnapshot: after an approval, a fresh
+// snapshot that allows may come with the permit too (governance records
+// it alone, to weigh it against the approval first; the ledger takes
+// either).
+func TestApprovedPermitCarryingItsSnapshot(t *testing.T) {
+	tk, err := fold(t, one(proposedA1(),
+		snapshot("s1", askRoles, "authorizer"),
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "ha1", RequiredRoles: []string{"authorizer"}}},
+		&stewardv1.ApprovalDecided{ApprovalId: "ap1", ActionId: "a1", ActionHash: "ha1", Decision: approve, DecidedBy: "user:bo"},
+		permitWithSnapshot("p1", "s2", allow),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := tk.Actions[0]; a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || a.Snapshot.GetSnapshotId() != "s2" || a.Approval.GetDecidedBy() != "user:bo" {
+		t.Fatalf("action %v", a)
+	}
+}
+
 // TestPermitCarryingASnapshotIsRefusedWhenInconsistent checks every way a
 // permit's carried snapshot can disagree with the permit or the ledger; a
 // refused event leaves the task as it was.
