@@ -207,7 +207,7 @@ func checkHistory(t *testing.T, r *crashRun, tk *stewardv1.Task, history, seen [
 		if plane, owner := rec.Event.GetActor().GetPlane(), event.Owner(rec.Event.Type); plane != owner {
 			t.Errorf("event %s (%s) is recorded by the %q plane; it is the %s plane's", id, rec.Event.Type, plane, owner)
 		}
-		if k := stepKey(rec.Event); k != "" {
+		for _, k := range stepKeys(rec.Event) {
 			steps[k]++
 		}
 	}
@@ -244,6 +244,21 @@ func hasStep(steps map[string]int, key string) bool {
 		}
 	}
 	return false
+}
+
+// stepKeys names the ledger steps an event records: none for heartbeats
+// and task events, two for a permit that carries its snapshot (the
+// snapshot is named as PolicyEvaluated names it, so that a snapshot
+// recorded both alone and with a permit counts twice), one otherwise.
+func stepKeys(ev *stewardv1.Event) []string {
+	k := stepKey(ev)
+	if k == "" {
+		return nil
+	}
+	if snap := ev.GetActionPermitted().GetSnapshot(); snap != nil {
+		return []string{k, event.TypePolicyEvaluated + " " + ev.GetActionPermitted().GetPermit().GetActionId() + " " + snap.GetSnapshotId()}
+	}
+	return []string{k}
 }
 
 // stepKey names the ledger step an event records, or "" if it records

@@ -160,9 +160,9 @@ func TestRedeliveryAppendsNothingTwice(t *testing.T) {
 	c.waitAction(taskID, marker.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 	c.env.Settle(c.consumers(t)...)
 	after := c.load(t, taskID)
-	// The marker's own events are the only new ones: proposed, evaluated,
-	// permitted, claimed, dispatched, outcome.
-	if got, want := after.EventCount, before.EventCount+6; got != want {
+	// The marker's own events are the only new ones: proposed, permitted
+	// (carrying its snapshot), claimed, dispatched, outcome.
+	if got, want := after.EventCount, before.EventCount+5; got != want {
 		t.Fatalf("after redelivery the task has %d events, want %d", got, want)
 	}
 	if calls := c.tool.Calls(); calls != callsBefore+1 {

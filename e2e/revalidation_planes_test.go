@@ -309,7 +309,7 @@ func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
 				t.Errorf("revalidation %v; want the old permit, expired", rv)
 			}
 			revalidatedAt = r.Sequence
-		case ev.GetPolicyEvaluated() != nil && revalidatedAt > 0:
+		case (ev.GetPolicyEvaluated() != nil || ev.GetActionPermitted().GetSnapshot() != nil) && revalidatedAt > 0:
 			snapshotsAfter++
 		case ev.GetActionDispatched() != nil:
 			dispatches++

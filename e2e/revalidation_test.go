@@ -351,7 +351,8 @@ func (c *revalCell) check(t *testing.T) {
 	for _, r := range history {
 		switch {
 		case r.Sequence <= revalidatedAt:
-		case r.Event.GetPolicyEvaluated().GetActionId() == a.ActionId:
+		case r.Event.GetPolicyEvaluated().GetActionId() == a.ActionId,
+			r.Event.GetActionPermitted().GetSnapshot() != nil && r.Event.GetActionPermitted().GetPermit().GetActionId() == a.ActionId:
 			snapshots++
 		case r.Event.GetActionDispatched().GetActionId() == a.ActionId:
 			t.Errorf("a dispatch after the revalidation, under permit %q", r.Event.GetActionDispatched().PermitId)
@@ -480,6 +481,9 @@ func TestExpiredPermitIsNeverClaimed(t *testing.T) {
 			snapshots++
 		case ev.GetActionPermitted() != nil:
 			permits++
+			if ev.GetActionPermitted().GetSnapshot() != nil {
+				snapshots++ // recorded with the permit
+			}
 		}
 		if d := r.Event.GetActionDispatched(); d != nil {
 			dispatches++

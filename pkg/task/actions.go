@@ -18,7 +18,9 @@ import (
 // time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
 // — Waiting for its one more dispatch. Each step names the statuses it may
 // follow; anything else is refused, so a redelivered or out-of-order event
-// cannot move an action backwards.
+// cannot move an action backwards. A permit may carry the snapshot it was
+// decided under (an allow with nothing to wait for): it records both steps
+// at once, Proposed (or Revalidating) → Permitted, with the checks of each.
 //
 // A permit is used for one dispatch, and only while it is fresh: a later
 // use (a retry, the re-dispatch after "not accepted", a dispatch after a
@@ -217,15 +219,32 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		}
 
 	case *stewardv1.Event_ActionPermitted:
-		pm := p.ActionPermitted.GetPermit()
+		pm, snap := p.ActionPermitted.GetPermit(), p.ActionPermitted.GetSnapshot()
 		id, from, to = pm.GetActionId(), []stewardv1.ActionStatus{evaluated, approved, revalidating}, permitted
+		if snap != nil {
+			// Policy's evaluation and the permit at once: what
+			// PolicyEvaluated then ActionPermitted would do, in one step.
+			from = []stewardv1.ActionStatus{proposed, approved, revalidating}
+		}
 		check = func(a *stewardv1.Action) error {
+			// The permit is checked against the action as the snapshot
+			// leaves it.
+			status, snapshot := a.Status, a.Snapshot
+			if snap != nil {
+				if err := checkCarriedSnapshot(a, pm, snap); err != nil {
+					return err
+				}
+				snapshot = snap
+				if status == proposed {
+					status = evaluated
+				}
+			}
 			switch {
 			case pm.ActionHash != a.ActionHash || pm.RequestHash != a.RequestHash:
 				return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
-			case a.Status == evaluated && a.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+			case status == evaluated && snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 				return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
-			case a.Status == revalidating && !approvalStands(a):
+			case status == revalidating && !approvalStands(snapshot, a.Approval):
 				return fmt.Errorf("permit %s on revalidation without an allow or an approval of the roles now required", pm.PermitId)
 			case a.Permit != nil && pm.PermitId == a.Permit.PermitId:
 				return fmt.Errorf("permit %s was issued before; a new permit has a new id", pm.PermitId)
@@ -237,6 +256,9 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			return nil
 		}
 		apply = func(a *stewardv1.Action) {
+			if snap != nil {
+				a.Snapshot = snap
+			}
 			a.Permit, a.PermitStale = proto.CloneOf(pm), false
 		}
 
@@ -485,19 +507,37 @@ func stoppedAfterCalls(how string, a *stewardv1.Action, why string) string {
 
 // approvalStands reports whether a revalidated action's snapshot lets a
 // new permit follow: it allows the action, or it asks for an approval and
-// the one already given was asked of the same roles. Governance, which
-// owns the permit, names the default role when policy names none; here an
-// approval given counts for that.
-func approvalStands(a *stewardv1.Action) bool {
-	switch a.Snapshot.GetDecision() {
+// the one already given (approval) was asked of the same roles.
+// Governance, which owns the permit, names the default role when policy
+// names none; here an approval given counts for that.
+func approvalStands(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
+	switch snapshot.GetDecision() {
 	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 		return true
 	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		roles := a.Snapshot.GetRequiredApproverRoles()
-		return a.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
-			(len(roles) == 0 || SameRoles(roles, a.Approval.GetRequiredRoles()))
+		roles := snapshot.GetRequiredApproverRoles()
+		return approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
+			(len(roles) == 0 || SameRoles(roles, approval.GetRequiredRoles()))
 	}
 	return false
+}
+
+// checkCarriedSnapshot checks the snapshot a permit of a carries (policy's
+// evaluation recorded with the permit): it is the one the permit names, it
+// allows the action with nothing to wait for, and it is a new round's — a
+// snapshot already recorded for a is not recorded again.
+func checkCarriedSnapshot(a *stewardv1.Action, pm *stewardv1.ActionPermit, snap *stewardv1.PolicySnapshot) error {
+	switch {
+	case snap.SnapshotId == "":
+		return fmt.Errorf("permit %s carries a snapshot with no id", pm.GetPermitId())
+	case pm.GetSnapshotId() != snap.SnapshotId:
+		return fmt.Errorf("permit %s names snapshot %q but carries snapshot %s", pm.GetPermitId(), pm.GetSnapshotId(), snap.SnapshotId)
+	case snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return fmt.Errorf("permit %s carries a snapshot that says %s, not allow", pm.GetPermitId(), enumWords(snap.Decision.String(), "POLICY_DECISION_"))
+	case a.Snapshot.GetSnapshotId() == snap.SnapshotId:
+		return fmt.Errorf("permit %s carries snapshot %s, recorded for the action before", pm.GetPermitId(), snap.SnapshotId)
+	}
+	return nil
 }
 
 // SameRoles reports whether a and b name the same roles, in any order.

@@ -54,9 +54,10 @@ const (
 
 // decide reacts to a proposed action: it checks the budget and the task's
 // credential, records a policy snapshot, then acts on the snapshot's
-// decision. Each step runs only if the ledger says it has not happened
-// yet, so a redelivery after a crash continues from the recorded snapshot
-// instead of evaluating again.
+// decision. An allow that nothing holds back is recorded with its permit,
+// in one event (evaluate). Each step runs only if the ledger says it has
+// not happened yet, so a redelivery after a crash continues from the
+// recorded snapshot (or permit) instead of evaluating again.
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
 	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
@@ -77,7 +78,7 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed
 			return p.deny(ctx, taskID, proposed, []string{why}, rec.Event)
 		}
 	}
-	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec)
+	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec, true)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged (its stored request or its tool is
 		// gone): say so on the ledger rather than leave it proposed.

@@ -31,54 +31,61 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 		if moved(cur, a) {
 			return nil, nil
 		}
-		// A paused task still gets its permit: execution holds it until the
-		// task resumes. An ended task gets none, nor does a compensating
-		// task for anything but a compensation.
-		// Nor does a task whose budget is spent, for anything but a
-		// compensation (undoing is never held back for money): the
-		// budget guard suspends it (budget.go).
-		if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons: []string{budgetSpentReason(line)}, CostMicros: cost,
-			})
-		}
-		if !task.MayPermit(t, cur) {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
-				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(),
-				Reasons:    []string{fmt.Sprintf("the task is %s", task.StatusName(t.Status))},
-				CostMicros: cost,
-			})
-		}
-		// Checked here, on the task as it is when the permit is appended,
-		// so that a revocation or an expiry since the proposal (or during
-		// a long wait for approval) stops the permit.
-		if why := p.refuseCredential(t, cur, check); why != "" {
+		if why := p.permitRefusal(t, cur, check); why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause), &stewardv1.ActionDenied{
 				ActionId: a.ActionId, SnapshotId: cur.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost,
 			})
 		}
-		credentialRef := t.Contract.GetCredentialRef()
-		if c := t.Credential.GetCredential(); c != nil {
-			credentialRef = c.CredentialId
-		}
 		prev := cur.Permit.GetPermitId()
-		issued := p.now()
-		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), &stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
-			PermitId:      permitID(a.ActionId, prev),
-			ActionId:      a.ActionId,
-			ActionHash:    cur.ActionHash,
-			RequestHash:   cur.RequestHash,
-			SnapshotId:    cur.Snapshot.GetSnapshotId(),
-			CredentialRef: credentialRef,
-			IssuedAt:      timestamppb.New(issued),
-			ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
-		}})
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause),
+			&stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, cur.Snapshot.GetSnapshotId())})
 	})
 	if err == nil {
 		crashpoint.Here(crashpoint.AfterPermit)
 	}
 	return err
+}
+
+// permitRefusal says why cur of t may not get its permit now, or "" when
+// it may: what every write that issues a permit checks, on the task as it
+// is when the permit is appended, with check read before.
+func (p *Plane) permitRefusal(t *stewardv1.Task, cur *stewardv1.Action, check credentialCheck) string {
+	// A paused task still gets its permit: execution holds it until the
+	// task resumes. An ended task gets none, nor does a compensating task
+	// for anything but a compensation.
+	// Nor does a task whose budget is spent, for anything but a
+	// compensation (undoing is never held back for money): the budget
+	// guard suspends it (budget.go).
+	if line, spent := task.Spent(t); spent && cur.Compensates == "" && task.MayPermit(t, cur) {
+		return budgetSpentReason(line)
+	}
+	if !task.MayPermit(t, cur) {
+		return fmt.Sprintf("the task is %s", task.StatusName(t.Status))
+	}
+	// Checked here, on the task as it is when the permit is appended, so
+	// that a revocation or an expiry since the proposal (or during a long
+	// wait for approval) stops the permit.
+	return p.refuseCredential(t, cur, check)
+}
+
+// newPermit is the permit for cur of t, decided under the snapshot
+// snapshotID. Its id is keyed by the permit it replaces, if any.
+func (p *Plane) newPermit(t *stewardv1.Task, cur *stewardv1.Action, snapshotID string) *stewardv1.ActionPermit {
+	credentialRef := t.Contract.GetCredentialRef()
+	if c := t.Credential.GetCredential(); c != nil {
+		credentialRef = c.CredentialId
+	}
+	issued := p.now()
+	return &stewardv1.ActionPermit{
+		PermitId:      permitID(cur.ActionId, cur.Permit.GetPermitId()),
+		ActionId:      cur.ActionId,
+		ActionHash:    cur.ActionHash,
+		RequestHash:   cur.RequestHash,
+		SnapshotId:    snapshotID,
+		CredentialRef: credentialRef,
+		IssuedAt:      timestamppb.New(issued),
+		ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
+	}
 }
 
 // readForDecision reads, before the write that decides on a, what that

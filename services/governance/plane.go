@@ -1,7 +1,8 @@
 // Package governance is the governance plane. It reacts to proposed
 // actions: it evaluates the OPA policy bundle into a PolicySnapshot and then
 // issues a one-time ActionPermit, denies the action, or asks a person to
-// approve it. People decide through GovernanceService; a decision binds to
+// approve it; an allow that nothing holds back is recorded in one event,
+// the permit carrying its snapshot (snapshot.go). People decide through GovernanceService; a decision binds to
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers
 // (Config.Timers) an approval that waits too long reminds its approvers

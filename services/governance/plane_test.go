@@ -249,3 +249,24 @@ func (e *govEnv) delegate(t *testing.T, parent, child, delegate string, c *stewa
 func denialOf(a *stewardv1.Action) string { return a.GetOutcome().GetReason() }
 
 func findAction(tk *stewardv1.Task, id string) *stewardv1.Action { return task.FindAction(tk, id) }
+
+// snapshots counts the policy snapshots on the task's ledger: those
+// recorded alone (PolicyEvaluated) and those recorded with their permit.
+// alone is how many were recorded alone.
+func (e *govEnv) snapshots(t *testing.T, taskID string) (all, alone int) {
+	t.Helper()
+	recs, err := e.Log.Read(context.Background(), taskID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		switch {
+		case r.Event.GetPolicyEvaluated() != nil:
+			all++
+			alone++
+		case r.Event.GetActionPermitted().GetSnapshot() != nil:
+			all++
+		}
+	}
+	return all, alone
+}

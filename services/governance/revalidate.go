@@ -30,16 +30,18 @@ func permitOfRound(round string) string {
 // resume, a retry, the re-dispatch after "not accepted", an expired
 // permit), as decide does to a proposal: a new policy snapshot under the
 // bundle in force now, then the credential chain and the budget, then the
-// snapshot's decision. An allow gets a new permit; an approval asked for
-// again gets one if the approval already given was asked of the same
-// roles, and otherwise a new approval; a deny, a revoked or expired
-// credential or a spent budget deny the action, charged for the calls it
-// made. Every id is keyed by the old permit, so a redelivery records
-// nothing twice, and each step runs only if the ledger says it has not.
+// snapshot's decision. An allow gets a new permit (recorded with the
+// snapshot, in one event, when the credential and the budget let it:
+// evaluate); an approval asked for again gets one if the approval already
+// given was asked of the same roles, and otherwise a new approval; a deny,
+// a revoked or expired credential or a spent budget deny the action,
+// charged for the calls it made. Every id is keyed by the old permit, so
+// a redelivery records nothing twice, and each step runs only if the
+// ledger says it has not.
 func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *stewardv1.ActionRevalidating) error {
 	taskID := rec.Event.TaskId
 	round := revalidationRound(r.PermitId, p.engine.Revision())
-	t, err := p.evaluate(ctx, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec)
+	t, err := p.evaluate(ctx, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec, true)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged any more (its stored request or its
 		// tool is gone): say so rather than leave it revalidating.

@@ -42,8 +42,9 @@ func TestEachRevalidationGetsItsOwnSnapshotAndPermit(t *testing.T) {
 	if a3 := findAction(third, id); a3.Permit.PermitId == first.Permit.PermitId || a3.Snapshot.SnapshotId == a2.Snapshot.SnapshotId {
 		t.Fatalf("the second revalidation reused permit %s or snapshot %s", a3.Permit.PermitId, a3.Snapshot.SnapshotId)
 	}
-	if n := e.Count("t-reval", event.TypePolicyEvaluated); n != 3 {
-		t.Errorf("%d snapshots, want 3: the proposal's and one per revalidation", n)
+	// Each allow is recorded with its permit: one event, not two.
+	if n, alone := e.snapshots(t, "t-reval"); n != 3 || alone != 0 {
+		t.Errorf("%d snapshots (%d alone), want 3, each with its permit: the proposal's and one per revalidation", n, alone)
 	}
 	if n := e.Count("t-reval", event.TypeActionPermitted); n != 3 {
 		t.Errorf("%d permits, want 3", n)

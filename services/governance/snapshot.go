@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -19,7 +20,16 @@ import (
 // the task after. Policy is evaluated once, on the task as read before the
 // write; the write only checks that the action is still where the
 // evaluation found it, and records nothing otherwise.
-func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord) (*stewardv1.Task, error) {
+//
+// With orPermit, an allow that nothing holds back is recorded with its
+// permit, as one ActionPermitted that carries the snapshot: one append
+// instead of two. The write makes every check the permit's own write
+// makes (permitRefusal); where one fails it records the snapshot alone
+// (PolicyEvaluated), and the caller goes on as for any snapshot, to the
+// denial that says why — so a denial always follows its snapshot on the
+// ledger, as before. The combined event is keyed as the permit is, so a
+// redelivery finds it, whichever of the two shapes was written.
+func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord, orPermit bool) (*stewardv1.Task, error) {
 	cause := rec.Event
 	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
 	if err != nil {
@@ -41,8 +51,17 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 	if err != nil {
 		return nil, err
 	}
+	// A task with no credential yet gets one (a write of its own) on the
+	// two-event path, before its permit; here it takes that path.
+	orPermit = orPermit && snap.Decision == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW && (p.signer == nil || t.Credential != nil)
+	var check credentialCheck
+	if orPermit {
+		if check, err = p.readCredentialCheck(ctx, t, a); err != nil {
+			return nil, err
+		}
+	}
 	permit := a.Permit.GetPermitId()
-	return taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		// The evaluation holds for the action as it was read: in status
 		// from, under the same permit (a revalidation's), unevaluated in
 		// this round.
@@ -50,8 +69,22 @@ func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, fr
 		if !awaitsSnapshot(cur, from, round) || cur.Permit.GetPermitId() != permit {
 			return nil, nil
 		}
+		if orPermit && p.permitRefusal(t, cur, check) == "" {
+			return event.New(p.meta(taskID, keyedBy(actionID, event.TypeActionPermitted, permit), cause),
+				&stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, snap.SnapshotId), Snapshot: snap})
+		}
 		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
 	})
+	if err == nil && orPermit && permittedUnder(task.FindAction(t, actionID), snap.SnapshotId) {
+		crashpoint.Here(crashpoint.AfterPermit)
+	}
+	return t, err
+}
+
+// permittedUnder reports whether a holds a permit decided under the
+// snapshot snapshotID.
+func permittedUnder(a *stewardv1.Action, snapshotID string) bool {
+	return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && a.Permit.GetSnapshotId() == snapshotID
 }
 
 // awaitsSnapshot reports whether a is in status from with no snapshot of

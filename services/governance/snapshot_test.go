@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/governance"
 )
@@ -44,7 +43,7 @@ func TestPolicyIsEvaluatedOnceWhileTheTaskMoves(t *testing.T) {
 	if n := evaluations.Load(); n != 1 {
 		t.Errorf("policy was evaluated %d times for one proposal, want once", n)
 	}
-	if n := e.Count("moving", event.TypePolicyEvaluated); n != 1 {
+	if n, _ := e.snapshots(t, "moving"); n != 1 {
 		t.Errorf("%d snapshots, want 1", n)
 	}
 }

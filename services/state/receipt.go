@@ -238,8 +238,13 @@ func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
 			continue
 		case *stewardv1.Event_ActionHeartbeat:
 			continue // still the same dispatch
-		case *stewardv1.Event_PolicyEvaluated:
-			if rev := p.PolicyEvaluated.Snapshot.GetBundleRevision(); rev != "" && !seen[rev] {
+		case *stewardv1.Event_PolicyEvaluated, *stewardv1.Event_ActionPermitted:
+			// A snapshot is recorded alone or with the permit it allowed.
+			snap := rec.Event.GetPolicyEvaluated().GetSnapshot()
+			if snap == nil {
+				snap = rec.Event.GetActionPermitted().GetSnapshot()
+			}
+			if rev := snap.GetBundleRevision(); rev != "" && !seen[rev] {
 				seen[rev] = true
 				h.revisions = append(h.revisions, rev)
 			}

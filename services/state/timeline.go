@@ -59,8 +59,7 @@ func summary(ev *stewardv1.Event) string {
 		}
 		return s
 	case *stewardv1.Event_PolicyEvaluated:
-		snap := p.PolicyEvaluated.Snapshot
-		return withReason(fmt.Sprintf("Policy %s said %s for action %s", shortRev(snap.GetBundleRevision()), decisionName(snap.GetDecision()), p.PolicyEvaluated.ActionId), strings.Join(snap.GetReasons(), "; "))
+		return policySaid(p.PolicyEvaluated.Snapshot, p.PolicyEvaluated.ActionId)
 	case *stewardv1.Event_ActionDenied:
 		return withReason("Action "+p.ActionDenied.ActionId+" was denied", strings.Join(p.ActionDenied.Reasons, "; "))
 	case *stewardv1.Event_ApprovalRequested:
@@ -76,7 +75,14 @@ func summary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
 	case *stewardv1.Event_ActionPermitted:
-		return fmt.Sprintf("Permit %s issued for action %s", p.ActionPermitted.Permit.GetPermitId(), p.ActionPermitted.Permit.GetActionId())
+		pm := p.ActionPermitted.Permit
+		issued := fmt.Sprintf("Permit %s issued for action %s", pm.GetPermitId(), pm.GetActionId())
+		if snap := p.ActionPermitted.Snapshot; snap != nil {
+			// Policy's evaluation recorded with the permit: one entry
+			// that still says what policy said.
+			return policySaid(snap, pm.GetActionId()) + "; " + issued
+		}
+		return issued
 	case *stewardv1.Event_ActionClaimed:
 		return fmt.Sprintf("Worker %s claimed the permit of action %s", p.ActionClaimed.Worker, p.ActionClaimed.ActionId)
 	case *stewardv1.Event_ActionDispatched:
@@ -100,6 +106,11 @@ func summary(ev *stewardv1.Event) string {
 		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
+}
+
+// policySaid tells what policy said of an action in one snapshot.
+func policySaid(snap *stewardv1.PolicySnapshot, actionID string) string {
+	return withReason(fmt.Sprintf("Policy %s said %s for action %s", shortRev(snap.GetBundleRevision()), decisionName(snap.GetDecision()), actionID), strings.Join(snap.GetReasons(), "; "))
 }
 
 // failureSummary tells the events of the bad days: failures, waits,

@@ -1658,8 +1658,14 @@ func (x *ApprovalDecided) GetComment() string {
 // ActionPermitted issues the one-time permit for an action (governance
 // plane).
 type ActionPermitted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Permit        *ActionPermit          `protobuf:"bytes,1,opt,name=permit,proto3" json:"permit,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Permit *ActionPermit          `protobuf:"bytes,1,opt,name=permit,proto3" json:"permit,omitempty"`
+	// The snapshot the permit was decided under, when policy's evaluation
+	// and the permit are recorded at once (an allow with nothing to wait
+	// for); empty when the snapshot was recorded before (by PolicyEvaluated,
+	// e.g. after an approval). When set, the permit's snapshot_id is its id
+	// and its decision is an allow.
+	Snapshot      *PolicySnapshot `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1697,6 +1703,13 @@ func (*ActionPermitted) Descriptor() ([]byte, []int) {
 func (x *ActionPermitted) GetPermit() *ActionPermit {
 	if x != nil {
 		return x.Permit
+	}
+	return nil
+}
+
+func (x *ActionPermitted) GetSnapshot() *PolicySnapshot {
+	if x != nil {
+		return x.Snapshot
 	}
 	return nil
 }
@@ -3255,9 +3268,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\bdecision\x18\x04 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x1d\n" +
 	"\n" +
 	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x18\n" +
-	"\acomment\x18\x06 \x01(\tR\acomment\"C\n" +
+	"\acomment\x18\x06 \x01(\tR\acomment\"{\n" +
 	"\x0fActionPermitted\x120\n" +
-	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\"a\n" +
+	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\x126\n" +
+	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"a\n" +
 	"\rActionClaimed\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
 	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x12\x16\n" +
@@ -3497,26 +3511,27 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	47, // 45: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
 	48, // 46: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
 	49, // 47: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	50, // 48: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	51, // 49: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	41, // 50: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	52, // 51: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	53, // 52: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	54, // 53: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 54: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 55: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	41, // 56: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	55, // 57: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 58: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	56, // 59: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	56, // 60: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	57, // 61: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	58, // 62: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	63, // [63:63] is the sub-list for method output_type
-	63, // [63:63] is the sub-list for method input_type
-	63, // [63:63] is the sub-list for extension type_name
-	63, // [63:63] is the sub-list for extension extendee
-	0,  // [0:63] is the sub-list for field type_name
+	46, // 48: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	50, // 49: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	51, // 50: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	41, // 51: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	52, // 52: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	53, // 53: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	54, // 54: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 55: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 56: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	41, // 57: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	55, // 58: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 59: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	56, // 60: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	56, // 61: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	57, // 62: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	58, // 63: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
