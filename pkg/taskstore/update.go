@@ -60,6 +60,25 @@ func LoadSince(ctx context.Context, log *eventlog.Log, taskID string, seq uint64
 	return e.copyOut(), e.history(), nil
 }
 
+// Peek is LoadSince for a reaction that only looks before it decides to
+// do anything: fn sees the fold itself, held, without a copy. fn must
+// not keep or change the task, nor read or write a task through this
+// package (the same task would deadlock).
+func Peek(ctx context.Context, log *eventlog.Log, taskID string, seq uint64, fn func(t *stewardv1.Task)) error {
+	e := cacheFor(log).entry(taskID)
+	if err := e.hold(ctx); err != nil {
+		return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
+	}
+	defer e.release()
+	if e.task == nil || e.task.LastSequence < seq {
+		if err := e.catchUp(ctx, log, taskID); err != nil {
+			return err
+		}
+	}
+	fn(e.task)
+	return nil
+}
+
 // Build decides, from the task as it is now, the one event to append, or
 // nil for nothing to do. It is a decision on the task, made while the
 // task is held: it must not keep or change the task it is given, nor read

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -143,5 +144,41 @@ func TestASoleWriterStillSeesWritesBehindItsBack(t *testing.T) {
 	}
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || len(saw) != 2 || saw[1] != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
 		t.Fatalf("task %v after builds on %v; want running, decided again on the paused task", tk.Status, saw)
+	}
+}
+
+// TestPeekReadsOnlyWhenTheFoldIsBehind: Peek shows the fold as it is when
+// it holds the event the caller reacts to, and reads on to that event
+// when it does not (here, one appended behind the store's back).
+func TestPeekReadsOnlyWhenTheFoldIsBehind(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const id = "peek"
+	t0 := stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}}, &stewardv1.TaskStarted{})
+	peek := func(seq uint64) (stewardv1.TaskStatus, uint64) {
+		t.Helper()
+		var status stewardv1.TaskStatus
+		var last uint64
+		if err := taskstore.Peek(ctx, log, id, seq, func(t *stewardv1.Task) { status, last = t.Status, t.LastSequence }); err != nil {
+			t.Fatal(err)
+		}
+		return status, last
+	}
+	if status, last := peek(t0.LastSequence); status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || last != t0.LastSequence {
+		t.Fatalf("Peek at the fold's own event: %v at %d, want running at %d", status, last, t0.LastSequence)
+	}
+	rec, err := log.Append(ctx, eventlog.HeadOf(t0), stewardtest.Event(t, id, &stewardv1.TaskPaused{Reason: "behind"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Asked for an earlier event, the fold is taken as it is: no read.
+	if status, _ := peek(t0.LastSequence); status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("Peek at an event the fold holds read on: %v", status)
+	}
+	if status, last := peek(rec.Sequence); status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || last != rec.Sequence {
+		t.Fatalf("Peek at a newer event: %v at %d, want paused at %d", status, last, rec.Sequence)
+	}
+	if err := taskstore.Peek(ctx, log, "nosuch", 1, func(*stewardv1.Task) { t.Error("Peek ran fn for a task with no events") }); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("Peek of a task with no events = %v, want not found", err)
 	}
 }

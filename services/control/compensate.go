@@ -33,12 +33,16 @@ const compensationPrefix = "compensate-"
 // is idempotent: the compensation's action id and the final event's id
 // derive from the task, so a redelivery appends nothing twice.
 func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
+	var compensating bool
+	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+		compensating = t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING
+	})
+	if err != nil || !compensating {
+		return err // most tasks never compensate: no copy of the task for them
+	}
 	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
 	if err != nil {
 		return err
-	}
-	if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
-		return nil
 	}
 	if len(t.Compensations) == 0 {
 		if inFlight(t) {

@@ -222,13 +222,14 @@ type giving struct {
 // to be made reads the logs.
 func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
 	taskID := rec.Event.TaskId
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
-	if err != nil {
+	var parentID string
+	err := taskstore.Peek(ctx, p.log, taskID, rec.Sequence, func(t *stewardv1.Task) {
+		if task.Terminal(t.Status) {
+			parentID = t.Contract.GetParentTaskId()
+		}
+	})
+	if err != nil || parentID == "" {
 		return nil, err
-	}
-	parentID := t.Contract.GetParentTaskId()
-	if parentID == "" || !task.Terminal(t.Status) {
-		return nil, nil
 	}
 	_, parent, err := taskstore.Load(ctx, p.log, parentID)
 	if err != nil {
