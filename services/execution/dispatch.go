@@ -145,9 +145,9 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 
 // attempt makes the next dispatch of a claimed or waiting action — or the
 // first of a permitted one, which then carries the claim (see dispatch):
-// breaker, dispatch record, call, outcome. The fold lets exactly one dispatch per
-// attempt onto the log, so of several workers (or a timer and a
-// redelivery) that try, one calls the tool; the others hold the action
+// breaker, dispatch record, call, outcome. The fold lets exactly one
+// dispatch per attempt onto the log, so of several workers (or a timer and
+// a redelivery) that try, one calls the tool; the others hold the action
 // under its lease (see hold), so that if that one dies, they take over.
 func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) error {
 	err := p.attemptOnce(ctx, taskID, actionID, c)

@@ -85,8 +85,9 @@ type Plane struct {
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
 	subs  []interface{ Stop() }
-	// beforeClaim, when set, runs just before a claim is appended; tests
-	// use it to make a race certain.
+	// beforeClaim, when set, runs just before a claim is appended (an
+	// ActionClaimed, or a first dispatch carrying it); tests use it to
+	// make a race certain.
 	beforeClaim func()
 }
 
