@@ -22,9 +22,9 @@ import (
 // ProposeAction call until GetAction, waiting for the action to settle,
 // answers with its outcome: what a client waiting for one action calls. Each
 // measured action crosses all four planes: proposed (control), evaluated
-// and permitted in one event (governance), claimed, dispatched and succeeded
-// (execution), projected (state). A task takes 25 actions, then the next
-// one starts. Run:
+// and permitted in one event (governance), dispatched (the dispatch
+// carrying the claim) and succeeded (execution), projected (state). A task
+// takes 25 actions, then the next one starts. Run:
 //
 //	go test -run '^$' -bench GovernedAction -benchtime 400x ./e2e/
 func BenchmarkGovernedAction(b *testing.B) {

@@ -89,7 +89,12 @@ func crashScenarios() []crashScenario {
 	return []crashScenario{
 		step(crashpoint.AfterProposal, "put", eitherWay, 1),
 		step(crashpoint.AfterPermit, "put", eitherWay, 1),
-		step(crashpoint.AfterClaim, "put", byAnswer, 0),
+		// The permit's first dispatch carries its claim: the binary dies
+		// after that append and before the call. The dispatch has no
+		// outcome, so the restart calls it unknown and asks the tool,
+		// which has no record of the key (not accepted); the call is then
+		// made once, under a new permit, with the same op_key.
+		step(crashpoint.AfterClaim, "put", byStatusQuery, 1),
 		// The call went out and came back, but nothing recorded how: the
 		// restart must call the outcome unknown and ask the tool.
 		step(crashpoint.AfterDispatch, "put", byStatusQuery, 1),
@@ -109,14 +114,21 @@ func crashScenarios() []crashScenario {
 		// the settlement, asked again after the restart.
 		step(crashpoint.DuringReconciliation, "slowput", byStatusQuery, 2),
 		// The worker does not come back under its name, as a rescheduled
-		// pod does not: the claim it left is dispatched by the new one,
-		// within 10 s of the restart, and called once.
-		renamed(step(crashpoint.AfterClaim, "put", byAnswer, 0), newWorkerBound, func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
-			if got := claimsOf(history, a.ActionId); len(got) != 1 || got[0] != crashWorkers[0] {
-				t.Errorf("claims by %v; want one, by the worker that died (%s)", got, crashWorkers[0])
+		// pod does not: the dispatch it left, which carried its claim, is
+		// taken over by the new one once the lease has run out — unknown,
+		// asked, not accepted — and the new one claims the new permit and
+		// calls, once, all within 10 s of the restart.
+		renamed(step(crashpoint.AfterClaim, "put", byStatusQuery, 1), newWorkerBound, func(t *testing.T, history []*stewardv1.EventRecord, a *stewardv1.Action) {
+			want := crashWorkers[:]
+			if got := claimsOf(history, a.ActionId); !slices.Equal(got, want) {
+				t.Errorf("claims by %v; want %v: the dead worker's, carried by its dispatch, then the new worker's of the new permit", got, want)
 			}
-			if got := dispatchesOf(history, a.ActionId); len(got) != 1 || got[0] != crashWorkers[1] {
-				t.Errorf("dispatches by %v; want one, by the new worker (%s)", got, crashWorkers[1])
+			if got := dispatchesOf(history, a.ActionId); !slices.Equal(got, want) {
+				t.Errorf("dispatches by %v; want %v: the dead worker's, never called, then the new worker's", got, want)
+			}
+			if u := unknownOutcome(history, a.ActionId); u.GetEvent().GetActor().GetPrincipal() != crashWorkers[1] ||
+				!strings.Contains(u.GetEvent().GetActionOutcomeRecorded().GetOutcome().GetReason(), crashWorkers[0]) {
+				t.Errorf("unknown outcome %v; want it recorded by the new worker %s, naming the silent %s", u.GetEvent(), crashWorkers[1], crashWorkers[0])
 			}
 		}),
 		// The call went out and the worker died before its outcome; the

@@ -217,10 +217,15 @@ func checkHistory(t *testing.T, r *crashRun, tk *stewardv1.Task, history, seen [
 		}
 	}
 	for _, a := range tk.Actions {
-		for _, typ := range []string{"action.proposed", "action.policy_evaluated", "action.permitted", "action.claimed"} {
+		for _, typ := range []string{"action.proposed", "action.policy_evaluated", "action.permitted"} {
 			if !hasStep(steps, typ+" "+a.ActionId) {
 				t.Errorf("action %s has no %s on the log", a.ActionId, typ)
 			}
+		}
+		// The claim: an action.claimed step, or the first dispatch under a
+		// permit, which carries it.
+		if len(claimsOf(history, a.ActionId)) == 0 {
+			t.Errorf("action %s has no claim on the log: no action.claimed, and no dispatch carrying one", a.ActionId)
 		}
 		if steps[fmt.Sprintf("action.dispatched %s #%d", a.ActionId, a.Attempt)] != 1 || steps[fmt.Sprintf("action.outcome %s #%d", a.ActionId, a.Attempt)] != 1 {
 			t.Errorf("action %s has no dispatch and outcome of attempt %d on the log", a.ActionId, a.Attempt)

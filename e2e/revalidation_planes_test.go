@@ -302,7 +302,7 @@ func TestAnExpiredPermitIsNeverClaimed(t *testing.T) {
 	var snapshotsAfter, dispatches int
 	for _, r := range g.history(taskID) {
 		switch ev := r.Event; {
-		case ev.GetActionClaimed().GetPermitId() == old.Permit.PermitId:
+		case claimedPermit(ev, old.Permit.PermitId):
 			t.Errorf("the expired permit %s was claimed", old.Permit.PermitId)
 		case ev.GetActionRevalidating() != nil:
 			if rv := ev.GetActionRevalidating(); rv.PermitId != old.Permit.PermitId || rv.Reason != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED {

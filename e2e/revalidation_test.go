@@ -356,7 +356,7 @@ func (c *revalCell) check(t *testing.T) {
 			snapshots++
 		case r.Event.GetActionDispatched().GetActionId() == a.ActionId:
 			t.Errorf("a dispatch after the revalidation, under permit %q", r.Event.GetActionDispatched().PermitId)
-		case r.Event.GetActionClaimed().GetPermitId() == c.oldPermit:
+		case claimedPermit(r.Event, c.oldPermit):
 			t.Errorf("the old permit was claimed after the revalidation")
 		}
 	}
@@ -469,7 +469,7 @@ func TestExpiredPermitIsNeverClaimed(t *testing.T) {
 	var snapshots, permits, dispatches int
 	for _, r := range replayTask(t, c.env.agent.clients, c.taskID) {
 		switch ev := r.Event; {
-		case ev.GetActionClaimed().GetPermitId() == c.oldPermit:
+		case claimedPermit(ev, c.oldPermit):
 			t.Errorf("the expired permit %s was claimed", c.oldPermit)
 		case ev.GetActionRevalidating() != nil:
 			if rv := ev.GetActionRevalidating(); rv.PermitId != c.oldPermit || rv.Reason != stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -21,12 +22,14 @@ import (
 // claimed action may take to complete (issue 11: "within 10 s").
 const takeoverBound = 10 * time.Second
 
-// TestTakeoverAfterClaimUnderNewWorkerName: worker w1 records its claim
-// and dies before it records the dispatch; the binary comes back over the
-// same data as w2, which no claim names. The claim is not stranded: within
-// 10 s of the restart w2 dispatches it and the action succeeds, with one
-// execution at the tool, and the ledger shows the claim by w1 and the
-// dispatch by w2.
+// TestTakeoverAfterClaimUnderNewWorkerName: worker w1 records its claim —
+// carried by the permit's first dispatch — and dies before it makes the
+// call; the binary comes back over the same data as w2, which no claim
+// names. The permit is not stranded: once w1's lease has run out, w2
+// records the dispatch's outcome unknown, naming w1, the tool's status
+// query says it has no record of the key, and w2 claims the new permit and
+// dispatches it. Within 10 s of the restart the action succeeds, with one
+// call and one execution at the tool.
 func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 	tool := stewardtest.StartTool(t).IgnoreKeys()
 	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", putToolsFile(tool, "30s"))}
@@ -49,14 +52,18 @@ func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 		t.Errorf("the tool got %d calls (keys %v) and did the work %d times; want one call, worked once", calls, keys, work)
 	}
 	history, _ := settledHistory(t, r.c, r.taskID)
-	if got := claimsOf(history, a.ActionId); len(got) != 1 || got[0] != "w1" {
-		t.Errorf("claims of the action by %v; want one, by w1", got)
+	if got := claimsOf(history, a.ActionId); !slices.Equal(got, []string{"w1", "w2"}) {
+		t.Errorf("claims of the action by %v; want w1's (carried by its dispatch), then w2's of the new permit", got)
 	}
-	if got := dispatchesOf(history, a.ActionId); len(got) != 1 || got[0] != "w2" {
-		t.Errorf("dispatches of the action by %v; want one, by w2", got)
+	if got := dispatchesOf(history, a.ActionId); !slices.Equal(got, []string{"w1", "w2"}) {
+		t.Errorf("dispatches of the action by %v; want w1's (never called), then w2's", got)
 	}
-	if a.SettledBy != "" || hasUnknownOutcome(history, a.ActionId) {
-		t.Errorf("the action was settled by %q; a claim never dispatched has no unknown outcome to settle", a.SettledBy)
+	u := unknownOutcome(history, a.ActionId)
+	if u.GetEvent().GetActor().GetPrincipal() != "w2" || !strings.Contains(u.GetEvent().GetActionOutcomeRecorded().GetOutcome().GetReason(), "w1") {
+		t.Errorf("unknown outcome %v; want it recorded by w2, naming w1", u.GetEvent())
+	}
+	if a.SettledBy != statusQuerySettler {
+		t.Errorf("the action was settled by %q; want the status query (not accepted), before the one call", a.SettledBy)
 	}
 	verifyChain(t, r.c, r.taskID, len(history))
 }
@@ -193,15 +200,29 @@ func takeoverTask(t *testing.T, control, state clients, requestID string) string
 	return id
 }
 
-// claimsOf returns the worker of each ActionClaimed of actionID.
+// claimsOf returns the worker of each claim of actionID's permits: an
+// ActionClaimed, or a dispatch that carried the claim — straight from the
+// permit, naming a permit that no ActionClaimed claimed before it.
 func claimsOf(history []*stewardv1.EventRecord, actionID string) []string {
 	var by []string
+	claimed := map[string]bool{}
 	for _, rec := range history {
 		if c := rec.Event.GetActionClaimed(); c.GetActionId() == actionID {
 			by = append(by, c.Worker)
+			claimed[c.PermitId] = true
+		}
+		if d := rec.Event.GetActionDispatched(); d.GetActionId() == actionID && d.PermitId != "" && !claimed[d.PermitId] {
+			by = append(by, d.Worker)
+			claimed[d.PermitId] = true
 		}
 	}
 	return by
+}
+
+// claimedPermit reports whether ev claims permitID: an ActionClaimed of it,
+// or a dispatch under it (which carries the claim when none came before).
+func claimedPermit(ev *stewardv1.Event, permitID string) bool {
+	return ev.GetActionClaimed().GetPermitId() == permitID || ev.GetActionDispatched().GetPermitId() == permitID
 }
 
 // dispatchesOf returns the worker of each ActionDispatched of actionID.

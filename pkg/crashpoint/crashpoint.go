@@ -27,7 +27,13 @@ const (
 	// AfterPermit: governance appended ActionPermitted.
 	AfterPermit = "after-permit"
 	// AfterClaim: the execution plane recorded the claim and has not
-	// recorded the dispatch.
+	// made the call. On the common path the claim is carried by the
+	// permit's first dispatch (one ActionDispatched from permitted), so
+	// the point is right after that append, before the call: the dispatch
+	// is on the log and the call was never made, and recovery records the
+	// outcome unknown and settles it by asking the tool. When something
+	// stood between the permit and the call, the claim is ActionClaimed
+	// on its own, and the point is right after it, before the dispatch.
 	AfterClaim = "after-claim"
 	// AfterDispatch: the tool call returned and its outcome is not
 	// recorded.

@@ -13,9 +13,11 @@ import (
 
 // The action ledger: Proposed → Evaluated → (Denied | AwaitingApproval →
 // Approved | Rejected) → Permitted → Claimed → Dispatched → Succeeded |
-// Failed | Unknown. Between claim and outcome an action may be Waiting (a
-// retry's backoff, an open breaker) and dispatched again, one attempt at a
-// time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
+// Failed | Unknown. A permit's first dispatch may go straight from
+// Permitted to Dispatched, carrying the claim (the worker that holds the
+// action) in the same append. Between claim and outcome an action may be
+// Waiting (a retry's backoff, an open breaker) and dispatched again, one
+// attempt at a time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
 // — Waiting for its one more dispatch. Each step names the statuses it may
 // follow; anything else is refused, so a redelivered or out-of-order event
 // cannot move an action backwards. A permit may carry the snapshot it was
@@ -289,13 +291,22 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 
 	case *stewardv1.Event_ActionDispatched:
 		d := p.ActionDispatched
-		id, from, to = d.ActionId, []stewardv1.ActionStatus{claimed, waiting}, dispatched
+		// The first dispatch of a permit may carry its claim: from
+		// permitted, it is the claim and the dispatch in one append, and
+		// of racing workers the first one's wins as a claim's does.
+		id, from, to = d.ActionId, []stewardv1.ActionStatus{permitted, claimed, waiting}, dispatched
 		check = func(a *stewardv1.Action) error {
 			switch {
 			case !MayRun(t, a):
 				return fmt.Errorf("task is %s; this action is not dispatched for it", StatusName(t.Status))
 			case d.Attempt != a.Attempt+1:
 				return fmt.Errorf("dispatch attempt %d after %d", d.Attempt, a.Attempt)
+			case a.Status == permitted && d.Attempt != 1:
+				return fmt.Errorf("dispatch attempt %d straight from the permit; only the first attempt carries its claim, a later one is claimed first", d.Attempt)
+			case a.Status == permitted && d.PermitId == "":
+				return fmt.Errorf("a dispatch straight from the permit names the permit it claims")
+			case a.Status == permitted && d.Worker == "":
+				return fmt.Errorf("a dispatch straight from the permit names the worker that holds it")
 			}
 			if d.PermitId == "" {
 				return nil // an old ledger's: one permit per action

@@ -12,11 +12,12 @@ import (
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
-// claim takes a permit for this worker. The claim is the ActionClaimed
-// append itself: it is conditional on the task's last sequence, and the
-// fold takes a claim only of a permitted action, so of any number of
-// workers racing, exactly one appends it; the others read it and stand
-// down. Nothing else is written, so nothing can be left half-claimed by a
+// claim takes a permit for this worker when something stands between the
+// permit and its first call (see dispatch; otherwise the dispatch itself
+// carries the claim). The claim is the ActionClaimed append itself: it is
+// conditional on the task's last sequence, and the fold takes a claim only
+// of a permitted action, so of any number of workers racing, exactly one
+// appends it; the others read it and stand down. Nothing else is written, so nothing can be left half-claimed by a
 // worker that dies: what it appended is the claim, and its lease (see
 // hold) ends it.
 //

@@ -45,8 +45,9 @@ func (p *Plane) load(ctx context.Context, taskID string, c cause) (*stewardv1.Ta
 	return t, err
 }
 
-// execute reacts to a permit: claim it, then make the first attempt. Only
-// the worker whose claim wins goes past the claim.
+// execute reacts to a permit: claim it and make the first attempt — in one
+// append when nothing stands between the two (see run). Only the worker
+// whose claim wins goes past it.
 func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord, pm *stewardv1.ActionPermitted) error {
 	return p.run(ctx, rec.Event.TaskId, pm.GetPermit(), causeOf(rec))
 }
@@ -91,9 +92,12 @@ func (p *Plane) carryOn(ctx context.Context, t *stewardv1.Task, c cause) error {
 	return first
 }
 
-// run carries one permit as far as the ledger lets it go. A permit claimed
-// or dispatched already is held (see hold): a dispatch recorded without an
-// outcome is never repeated; its outcome is unknown.
+// run carries one permit as far as the ledger lets it go. A fresh permit
+// is claimed by its first dispatch when every check before the call passes
+// at once, and otherwise by ActionClaimed before the attempt (see
+// dispatch). A permit claimed or dispatched already is held (see hold): a
+// dispatch recorded without an outcome is never repeated; its outcome is
+// unknown.
 func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.ActionPermit, c cause) error {
 	t, err := p.load(ctx, taskID, c)
 	if err != nil {
@@ -114,6 +118,14 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 			return err
 		}
+		// The first dispatch of a permit carries its claim when every
+		// check before the call passes at once (see dispatch): one append
+		// then claims and dispatches. When something stands between —
+		// a refusal to record, an open breaker — the permit is claimed
+		// first, and the attempt after the claim deals with it.
+		if err := p.attempt(ctx, taskID, a.ActionId, c); !errors.Is(err, errClaimFirst) {
+			return err
+		}
 		won, err := p.claim(ctx, taskID, permit, c)
 		if err != nil {
 			return err
@@ -131,10 +143,11 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 	return nil // done before, or waiting on a timer
 }
 
-// attempt makes the next dispatch of a claimed or waiting action: breaker,
-// dispatch record, call, outcome. The fold lets exactly one dispatch per
-// attempt onto the log, so of several workers (or a timer and a
-// redelivery) that try, one calls the tool; the others hold the action
+// attempt makes the next dispatch of a claimed or waiting action — or the
+// first of a permitted one, which then carries the claim (see dispatch):
+// breaker, dispatch record, call, outcome. The fold lets exactly one
+// dispatch per attempt onto the log, so of several workers (or a timer and
+// a redelivery) that try, one calls the tool; the others hold the action
 // under its lease (see hold), so that if that one dies, they take over.
 func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) error {
 	err := p.attemptOnce(ctx, taskID, actionID, c)
@@ -155,6 +168,12 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 // errDispatchLost is attemptOnce's answer when the log refused its
 // dispatch record: another worker made this attempt, or the task stopped.
 var errDispatchLost = errors.New("the dispatch record was refused")
+
+// errClaimFirst is dispatch's answer for a permitted action that may not be
+// dispatched at once: something stands between the permit and the call
+// (a refusal to record, an open breaker, a later attempt), and the permit
+// is claimed first, as it always was, before that is dealt with.
+var errClaimFirst = errors.New("the permit is claimed before it is dispatched")
 
 // attemptOnce is one try at attempt, holding the action in this process
 // until its call has an outcome. The call and its outcome go on apart from
@@ -194,15 +213,39 @@ type inFlight struct {
 // dispatch checks a claimed or waiting action and records its next
 // dispatch; nil when there is nothing to call (refused, waiting, or not
 // this worker's to make now).
+//
+// A permitted action's first dispatch is its claim too: when every check
+// below passes, the one ActionDispatched append, conditional on the task's
+// last sequence, names this worker as the holder, and of workers racing
+// the first append wins, as a claim's does (the fold takes it only from
+// the action's current permit, for attempt 1). When a check would record
+// something instead — a refusal, a wait for the breaker — dispatch
+// records nothing and answers errClaimFirst: the permit is claimed, and
+// the claim's attempt records it, as before. Either way the call is made
+// after the append, never before.
 func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) (*inFlight, error) {
 	t, err := p.load(ctx, taskID, c)
 	if err != nil {
 		return nil, err
 	}
 	a := task.FindAction(t, actionID)
+	direct := a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED
+	// between answers a check that would record something before the
+	// call: for a permit not yet claimed, claim it first.
+	between := func(record func() error) (*inFlight, error) {
+		if direct {
+			return nil, errClaimFirst
+		}
+		return nil, record()
+	}
 	switch {
 	case a == nil:
 		return nil, nil
+	case direct && (a.Attempt != 0 || !task.MayRun(t, a)):
+		// A later attempt's permit is claimed first; a task that stopped
+		// since run read it leaves the permit to the claim's checks.
+		return nil, errClaimFirst
+	case direct:
 	case a.Status != stewardv1.ActionStatus_ACTION_STATUS_CLAIMED && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		return nil, nil
 	case !task.MayRun(t, a) && task.Terminal(t.Status) && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING:
@@ -223,9 +266,11 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
 		return nil, err
 	} else if why != "" {
-		return nil, p.refuse(ctx, taskID, a, c, adapter.Result{
-			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
-			Reason: "refused before dispatch: " + why,
+		return between(func() error {
+			return p.refuse(ctx, taskID, a, c, adapter.Result{
+				Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
+				Reason: "refused before dispatch: " + why,
+			})
 		})
 	}
 	call, refusal, err := p.prepare(ctx, taskID, a)
@@ -233,7 +278,7 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		return nil, err
 	}
 	if refusal != nil {
-		return nil, p.refuse(ctx, taskID, a, c, *refusal)
+		return between(func() error { return p.refuse(ctx, taskID, a, c, *refusal) })
 	}
 	next := a.Attempt + 1
 	if next > 1 && !a.Redispatched {
@@ -250,15 +295,58 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	ok, retryAt, tr := p.breakers.Allow(key, p.now())
 	p.noteBreaker(ctx, tr)
 	if !ok {
-		return nil, p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
-			fmt.Sprintf("the circuit breaker for service %s is open", key))
+		return between(func() error {
+			return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
+				fmt.Sprintf("the circuit breaker for service %s is open", key))
+		})
 	}
-	err = p.record(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
-		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker, PermitId: a.Permit.GetPermitId()})
-	if errs.Is(err, errs.FailedPrecondition) {
+	if direct && p.beforeClaim != nil {
+		p.beforeClaim()
+	}
+	permitID := a.Permit.GetPermitId()
+	// A dispatch that carries the claim goes on the log only while the
+	// action is still permitted under this permit, as a claim does: one
+	// that another worker claimed meanwhile is its to dispatch, under its
+	// lease, even though the fold would take a dispatch of a claimed
+	// action from anyone (that is how a dead worker's claim is taken over).
+	lost := ""
+	still := func(t *stewardv1.Task) bool {
+		lost = ""
+		if !direct {
+			return true
+		}
+		cur := task.FindAction(t, actionID)
+		switch {
+		case cur.GetPermit().GetPermitId() == permitID && cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
+			return true
+		case cur.GetDispatchedPermitId() == permitID && cur.GetAttempt() == next && cur.GetClaimedBy() == p.cfg.Worker:
+			return false // ours: a retried append that was stored
+		}
+		lost = "the action is " + task.ActionStatusName(cur.GetStatus())
+		if cur.GetClaimedBy() != "" {
+			lost += " by worker " + cur.ClaimedBy
+		}
+		return false
+	}
+	// The id names the worker: a dispatch on the log is this worker's only
+	// if it is its own (a retried append), never another's.
+	err = p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionDispatched, fmt.Sprint(next), p.cfg.Worker), c,
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker, PermitId: permitID}, still)
+	if errs.Is(err, errs.FailedPrecondition) && direct {
+		lost = "the task stopped or the action moved on: " + err.Error()
+	}
+	switch {
+	case lost != "":
+		p.logger.Info("permit not claimed: "+lost, "task", taskID, "action", actionID, "permit", permitID)
 		return nil, errDispatchLost
-	} else if err != nil {
+	case errs.Is(err, errs.FailedPrecondition):
+		return nil, errDispatchLost
+	case err != nil:
 		return nil, err
+	}
+	if direct {
+		// The claim is on the log, in the dispatch; the call is not made.
+		crashpoint.Here(crashpoint.AfterClaim)
 	}
 	return &inFlight{taskID: taskID, a: a, attempt: next, call: call, key: key, c: c}, nil
 }

@@ -233,14 +233,33 @@ func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) boo
 // leaves it alone while the dead one's lease lasts; then it records the
 // outcome as unknown, naming the silent worker, and the status query
 // settles it. The call is never made again blind.
+//
+// The dead worker's dispatch may have followed its claim, or carried it
+// (straight from the permit): either is taken over the same way.
 func TestASilentWorkersCallIsTakenOverAfterItsLease(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		left func(actionID string) []event.Payload
+	}{
+		{"claimed, then dispatched", func(actionID string) []event.Payload {
+			return []event.Payload{&stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"},
+				&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"}}
+		}},
+		{"dispatched straight from the permit", func(actionID string) []event.Payload {
+			return []event.Payload{&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead", PermitId: "pm-" + actionID}}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) { silentWorkersCallIsTakenOver(t, c.left) })
+	}
+}
+
+func silentWorkersCallIsTakenOver(t *testing.T, left func(actionID string) []event.Payload) {
 	b := newBed(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", true, nil)
 	b.plane.Stop() // the dead worker's turn: nothing reacts
 	taskID, actionID := b.permit("t-dead", "charge", "card-1")
-	b.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "dead"},
-		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "dead"})
+	b.Append(taskID, left(actionID)...)
 	b.start()
 	a := b.WaitAction(taskID, actionID, status(succeededS))
 	if a.ClaimedBy != "w1" || !a.Redispatched {

@@ -1,11 +1,13 @@
 // Package execution is the execution plane: the only place side effects
 // happen, and only under a permit. It keeps the tool registry
 // (ToolService; every registration an event), and reacts to permits: it
-// claims the permit (the conditional ActionClaimed append: once, ever,
-// however many workers race), re-checks the stored request against the
-// permit's hash, records the dispatch, calls the tool's adapter with the
-// action's op_key, and records the outcome — succeeded, failed with a
-// class, or unknown when the call went out and no answer came back.
+// re-checks the stored request against the permit's hash, claims the
+// permit and records the dispatch — one conditional ActionDispatched
+// append that carries the claim, or, when something stands between the
+// permit and the call, ActionClaimed first: either way once, ever,
+// however many workers race — calls the tool's adapter with the action's
+// op_key, and records the outcome — succeeded, failed with a class, or
+// unknown when the call went out and no answer came back.
 //
 // It owns what happens on the bad days, too:
 //   - transient failures are retried with the same op_key, after an
@@ -83,8 +85,9 @@ type Plane struct {
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
 	subs  []interface{ Stop() }
-	// beforeClaim, when set, runs just before a claim is appended; tests
-	// use it to make a race certain.
+	// beforeClaim, when set, runs just before a claim is appended (an
+	// ActionClaimed, or a first dispatch carrying it); tests use it to
+	// make a race certain.
 	beforeClaim func()
 }
 

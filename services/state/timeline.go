@@ -86,7 +86,13 @@ func summary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_ActionClaimed:
 		return fmt.Sprintf("Worker %s claimed the permit of action %s", p.ActionClaimed.Worker, p.ActionClaimed.ActionId)
 	case *stewardv1.Event_ActionDispatched:
-		return fmt.Sprintf("Action %s dispatched to its tool (attempt %d)", p.ActionDispatched.ActionId, p.ActionDispatched.Attempt)
+		// The worker is named: a first dispatch may carry the claim, with no
+		// ActionClaimed before it to say who holds the action.
+		d := p.ActionDispatched
+		if d.Worker != "" {
+			return fmt.Sprintf("Action %s dispatched to its tool by worker %s (attempt %d)", d.ActionId, d.Worker, d.Attempt)
+		}
+		return fmt.Sprintf("Action %s dispatched to its tool (attempt %d)", d.ActionId, d.Attempt)
 	case *stewardv1.Event_ActionOutcomeRecorded:
 		o := p.ActionOutcomeRecorded.Outcome
 		switch o.GetStatus() {

@@ -53,6 +53,10 @@ func actionUpTo(upTo string) []event.Payload {
 	case "overdue wait":
 		steps = append(append(steps, run...),
 			step{upTo, &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.Now()}})
+	case "dispatched from the permit":
+		// The first dispatch carries the claim: no ActionClaimed.
+		steps = append(append(steps, run[:2]...),
+			step{upTo, &stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w1", PermitId: "pm-" + id}})
 	case "unknown":
 		steps = append(append(steps, run...),
 			step{upTo, &stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN}}})
@@ -124,10 +128,11 @@ func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.Task
 }
 
 // TestWatchdogMarksOnlyUndeclaredSilence leaves tasks quiet past their
-// threshold: only the one whose action was dispatched with no heartbeat,
-// the one with nothing in flight, the one whose retry timer came due with
-// nothing happening, and the one with an action dispatched with no
-// heartbeat beside another awaiting approval, are marked, and each once;
+// threshold: only the ones whose action was dispatched with no heartbeat
+// (after a claim, or straight from its permit), the one with nothing in
+// flight, the one whose retry timer came due with nothing happening, and
+// the one with an action dispatched with no heartbeat beside another
+// awaiting approval, are marked, and each once;
 // tasks waiting on an approval (alone or beside a retry timer not yet
 // due), a retry timer not yet due or the settling of an unknown outcome,
 // and a paused task, are not.
@@ -140,6 +145,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 		history []event.Payload
 	}{
 		{"dispatched", actionUpTo("dispatched")},
+		{"dispatched-from-permit", actionUpTo("dispatched from the permit")},
 		{"awaiting-approval", actionUpTo("awaiting approval")},
 		{"waiting-to-retry", actionUpTo("waiting to retry")},
 		{"overdue-wait", actionUpTo("overdue wait")},
@@ -161,7 +167,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	// A look at the tasks judges them all at one time, in creation order,
 	// and the clock stands still: once the last task is marked, any wrong
 	// mark would be on the log.
-	want := map[string]int{"dispatched": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
+	want := map[string]int{"dispatched": 1, "dispatched-from-permit": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		return env.Count("idle", event.TypeTaskStalled) > 0, "idle is not marked stalled"
 	})
@@ -187,10 +193,12 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 			t.Errorf("%s: view stalled since %v (%q), want the mark", id, view.StalledSince, view.StalledReason)
 		}
 	}
-	r := lastMark(t, env, "dispatched").GetReason()
-	t.Logf("reason: %s", r)
-	if !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
-		t.Errorf("reason %q does not say what the task was doing", r)
+	for _, id := range []string{"dispatched", "dispatched-from-permit"} {
+		r := lastMark(t, env, id).GetReason()
+		t.Logf("%s: reason: %s", id, r)
+		if !strings.Contains(r, "action act-1 (wire) was dispatched at") || !strings.Contains(r, "with no heartbeat") {
+			t.Errorf("%s: reason %q does not say what the task was doing", id, r)
+		}
 	}
 	// The stuck action leads, not the one awaiting approval before it.
 	if r := lastMark(t, env, "approval-and-dispatched").GetReason(); !strings.Contains(r, "action act-2 (mail) was dispatched at") || !strings.Contains(r, "with no heartbeat") ||
@@ -200,10 +208,10 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	// The warning follows the mark onto the log.
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
 		logged := out.String()
-		return strings.Count(logged, "task stalled") >= 4, "logged:\n" + logged
+		return strings.Count(logged, "task stalled") >= len(want), "logged:\n" + logged
 	})
-	if logged := out.String(); strings.Count(logged, "task stalled") != 4 || !strings.Contains(logged, "level=WARN") {
-		t.Errorf("want four warnings, logged:\n%s", logged)
+	if logged := out.String(); strings.Count(logged, "task stalled") != len(want) || !strings.Contains(logged, "level=WARN") {
+		t.Errorf("want %d warnings, one per mark, logged:\n%s", len(want), logged)
 	}
 }
 
