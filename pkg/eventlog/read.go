@@ -88,8 +88,18 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 // scan calls fn for each event stored on subject (a wildcard) from stream
 // sequence from on, in order, until fn returns an error. Each step is one
 // direct get of the next message on the subject, answered by any replica.
+//
+// The walk stops at the subject's last message, read first: asking for
+// one more would have the server look through every later message of the
+// stream for none, one by one, since a wildcard over one task's subjects
+// is not what its index skips with once a stream holds many subjects.
+// Events appended during the walk are left for the next read.
 func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq uint64, subject string, data []byte) error) error {
-	for {
+	last, err := l.lastOn(ctx, subject)
+	if err != nil {
+		return err
+	}
+	for from <= last {
 		msg, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
@@ -102,6 +112,7 @@ func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq
 		}
 		from = msg.Sequence + 1
 	}
+	return nil
 }
 
 // ReadAfter returns the events of taskID stored after stream sequence
