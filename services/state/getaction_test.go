@@ -95,21 +95,16 @@ func TestGetActionReadsItsWrites(t *testing.T) {
 
 // TestGetActionWaitsForTheOutcome holds a GetAction call with wait while
 // the action is dispatched, across an unrelated event of its task, and
-// answers with the outcome once it is on the log. An action that waits for
-// a person, or is in a paused task, is answered at once.
+// answers with the outcome once it is on the log; it holds too while
+// another action of the task waits for approval. An action that waits for
+// a person, or is held by a paused task, is answered at once; a call is
+// held no longer than the plane's MaxActionWait.
 func TestGetActionWaitsForTheOutcome(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	env := stewardtest.NewEnv(t)
-	p := startPlane(t, env.Log, env.Logger, state.Config{})
-	mux := http.NewServeMux()
-	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
-		mux.Handle(s.Path, s.Handler)
-	}
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	client := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
-	wait := func(taskID, actionID string) <-chan *stewardv1.GetActionResponse {
+	p, client := serveQuery(t, env, state.Config{})
+	wait := func(client stewardv1connect.QueryServiceClient, taskID, actionID string) <-chan *stewardv1.GetActionResponse {
 		got := make(chan *stewardv1.GetActionResponse, 1)
 		go func() {
 			resp, err := client.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: actionID, Wait: true}))
@@ -122,38 +117,69 @@ func TestGetActionWaitsForTheOutcome(t *testing.T) {
 		}()
 		return got
 	}
+	// outcomeEnds holds a call on a1 of taskID until a1's outcome.
+	outcomeEnds := func(taskID string, meanwhile ...event.Payload) {
+		t.Helper()
+		got := wait(client, taskID, "a1")
+		stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+			return p.Waiting(taskID) == 1, fmt.Sprintf("%d calls wait on %s", p.Waiting(taskID), taskID)
+		})
+		// What changes the task, not a1, lets the call hold on.
+		env.Append(taskID, meanwhile...)
+		env.Append(taskID, succeededOutcome("a1", 1))
+		select {
+		case resp := <-got:
+			if resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED || resp.GetLastSequence() == 0 {
+				t.Fatalf("GetAction with wait answered %v at %d, want the outcome", resp.GetAction().GetStatus(), resp.GetLastSequence())
+			}
+		case <-ctx.Done():
+			t.Fatal("GetAction with wait did not answer after the outcome")
+		}
+		if n := p.Waiting(taskID); n != 0 {
+			t.Errorf("%d calls still wait on %s after answering", n, taskID)
+		}
+	}
 
 	env.Append("t1", append(running(), act("a1", "search", "web", "r1")...)...)
-	got := wait("t1", "a1")
-	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		return p.Waiting("t1") == 1, fmt.Sprintf("%d calls wait on t1", p.Waiting("t1"))
-	})
-	// Another action's proposal changes the task, not a1: the call holds.
-	env.Append("t1", &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a2", ProposalId: "p-a2", Tool: "search", ToolVersion: "1.0.0", ActionHash: "h-a2", RequestHash: "r-a2", OpKey: "op-a2"}})
-	env.Append("t1", succeededOutcome("a1", 1))
-	select {
-	case resp := <-got:
-		if resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED || resp.GetLastSequence() == 0 {
-			t.Fatalf("GetAction with wait answered %v at %d, want the outcome", resp.GetAction().GetStatus(), resp.GetLastSequence())
-		}
-	case <-ctx.Done():
-		t.Fatal("GetAction with wait did not answer after the outcome")
-	}
+	outcomeEnds("t1", &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a2", ProposalId: "p-a2", Tool: "search", ToolVersion: "1.0.0", ActionHash: "h-a2", RequestHash: "r-a2", OpKey: "op-a2"}})
+	// The task waits for approval of another action: a1's call goes on.
+	env.Append("t4", append(running(), act("a1", "search", "web", "r1")...)...)
+	env.Append("t4", act("b1", "search", "web", "r1")[:2]...)
+	outcomeEnds("t4", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap4", TaskId: "t4", ActionId: "b1", ActionHash: "h-b1"}})
 
 	// Awaiting a person: answered at once (the test's deadline would end
 	// a call that held).
 	env.Append("t2", append(running(), act("b1", "search", "web", "r1")[:2]...)...)
 	env.Append("t2", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", TaskId: "t2", ActionId: "b1", ActionHash: "h-b1"}})
-	if resp := <-wait("t2", "b1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
+	if resp := <-wait(client, "t2", "b1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 		t.Errorf("an action awaiting approval answered %v", resp.GetAction().GetStatus())
 	}
 	// Permitted in a paused task: nothing moves it until a person resumes.
 	env.Append("t3", append(running(), act("c1", "search", "web", "r1")[:3]...)...)
 	env.Append("t3", &stewardv1.TaskPaused{Reason: "hold"})
-	if resp := <-wait("t3", "c1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || resp.GetTaskStatus() != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+	if resp := <-wait(client, "t3", "c1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || resp.GetTaskStatus() != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
 		t.Errorf("a permitted action of a paused task answered %v, task %v", resp.GetAction().GetStatus(), resp.GetTaskStatus())
 	}
-	if n := p.Waiting("t1"); n != 0 {
-		t.Errorf("%d calls still wait on t1 after answering", n)
+
+	// A call out with no outcome yet, past the plane's bound: answered
+	// with the action as it stands.
+	_, short := serveQuery(t, env, state.Config{MaxActionWait: 200 * time.Millisecond})
+	env.Append("t5", append(running(), act("a1", "search", "web", "r1")...)...)
+	if resp := <-wait(short, "t5", "a1"); resp.GetAction().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
+		t.Errorf("a call held past MaxActionWait answered %v, want the action as it stands (dispatched)", resp.GetAction().GetStatus())
 	}
+}
+
+// serveQuery starts a state plane configured by cfg on env's log and
+// returns it with a QueryService client over HTTP.
+func serveQuery(t *testing.T, env *stewardtest.Env, cfg state.Config) (*state.Plane, stewardv1connect.QueryServiceClient) {
+	t.Helper()
+	p := startPlane(t, env.Log, env.Logger, cfg)
+	mux := http.NewServeMux()
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
+		mux.Handle(s.Path, s.Handler)
+	}
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return p, stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL)
 }

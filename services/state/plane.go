@@ -59,6 +59,9 @@ type Config struct {
 	// StallCheckEvery is how often the watchdog looks for stalled tasks;
 	// DefaultStallCheckEvery when not positive.
 	StallCheckEvery time.Duration
+	// MaxActionWait bounds how long GetAction with wait holds a call;
+	// DefaultMaxActionWait when not positive.
+	MaxActionWait time.Duration
 	// Now is the plane's clock, which the watchdog judges quiet by;
 	// time.Now when nil.
 	Now func() time.Time
@@ -68,6 +71,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.StallCheckEvery <= 0 {
 		c.StallCheckEvery = DefaultStallCheckEvery
+	}
+	if c.MaxActionWait <= 0 {
+		c.MaxActionWait = DefaultMaxActionWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now

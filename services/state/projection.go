@@ -162,8 +162,13 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 	}, nil
 }
 
-// moving reports whether Steward is still moving the action on by itself:
-// it is on its way in a running task, and nobody but Steward need act.
+// moving reports whether Steward is still moving the action on by itself,
+// with nobody but Steward to act: governance decides what is proposed (in
+// any task: it denies for an ended one), execution runs what its task lets
+// run, a call out ends in an outcome whatever became of its task, and a
+// wait ends with its timer, or with its task. A paused task holds what it
+// may not run; a person's turn (awaiting approval, an outcome to settle)
+// and an end are not moving.
 func (p *Projection) moving(taskID, actionID string) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -172,19 +177,22 @@ func (p *Projection) moving(taskID, actionID string) bool {
 		return false
 	}
 	i, ok := v.at[actionID]
-	if !ok || v.task.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+	if !ok {
 		return false
 	}
-	switch v.task.Actions[i].Status {
+	t, a := v.task, v.task.Actions[i]
+	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED,
 		stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
 		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
-		stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
-		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED,
-		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED,
-		stewardv1.ActionStatus_ACTION_STATUS_WAITING,
-		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING,
+		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
 		return true
+	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
+		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
+		return task.MayRun(t, a)
+	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
+		return task.Working(t.Status) || task.Terminal(t.Status)
 	}
 	return false
 }

@@ -12,14 +12,16 @@ import (
 // before it is cut off (and reconnects from its last sequence).
 const watchBuffer = 1024
 
-// maxActionWait bounds how long GetAction with wait holds a call.
-const maxActionWait = time.Minute
+// DefaultMaxActionWait bounds how long GetAction with wait holds a call
+// (Config.MaxActionWait): well inside the idle timeouts of the proxies a
+// call may cross.
+const DefaultMaxActionWait = time.Minute
 
 // waitAction returns once the action stops moving (Projection.moving), ctx
-// ends, maxActionWait passes or the server stops, whichever is first. w is
+// ends, Config.MaxActionWait passes or the server stops, whichever is first. w is
 // the task's notify watcher, registered before the caller's first read.
 func (p *Plane) waitAction(ctx context.Context, w *watcher, taskID, actionID string) {
-	ctx, cancel := context.WithTimeout(ctx, maxActionWait)
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.MaxActionWait)
 	defer cancel()
 	for p.views.moving(taskID, actionID) {
 		select {

@@ -1400,7 +1400,8 @@ func (x *ActionProposed) GetAction() *Action {
 }
 
 // PolicyEvaluated records the snapshot of one policy evaluation of an
-// action (governance plane).
+// action (governance plane). An allow that nothing holds back is recorded
+// with its permit instead, in ActionPermitted.snapshot.
 type PolicyEvaluated struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`

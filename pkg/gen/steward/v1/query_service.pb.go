@@ -395,12 +395,13 @@ type GetActionRequest struct {
 	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	ActionId string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
 	// When set, and Steward is still moving the action on by itself (it is
-	// proposed, evaluated, approved, permitted, claimed, dispatched,
-	// waiting or revalidating, in a running task), the call holds until
-	// that is no longer so, or one minute passes, and answers with the
-	// action as it then stands; the client's own deadline, if shorter, ends
-	// the call first. Answered at once when the action waits for a person
-	// (awaiting approval, an unknown outcome) or has ended.
+	// proposed, evaluated, approved or revalidating; permitted or claimed
+	// in a task that lets it run; dispatched; or waiting in a task that is
+	// not paused), the call holds until that is no longer so, or one minute
+	// passes, and answers with the action as it then stands; the client's
+	// own deadline, if shorter, ends the call first. Answered at once when
+	// the action waits for a person or its tool's status query (awaiting
+	// approval, an unknown outcome), is held by a paused task, or has ended.
 	Wait          bool `protobuf:"varint,3,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
