@@ -216,6 +216,23 @@ func checkHistory(t *testing.T, r *crashRun, tk *stewardv1.Task, history, seen [
 			t.Errorf("ledger step %s is on the log %d times", k, n)
 		}
 	}
+	// One claim per permit: an ActionClaimed, or the first dispatch under
+	// the permit, which carries it; never a claim of a permit claimed
+	// before in either form.
+	claimed := map[string]string{}
+	for _, rec := range history {
+		if c := rec.Event.GetActionClaimed(); c != nil {
+			if by, ok := claimed[c.PermitId]; ok {
+				t.Errorf("permit %s of action %s is claimed by %s after %s claimed it", c.PermitId, c.ActionId, c.Worker, by)
+			}
+			claimed[c.PermitId] = c.Worker
+		}
+		if d := rec.Event.GetActionDispatched(); d.GetPermitId() != "" {
+			if _, ok := claimed[d.PermitId]; !ok {
+				claimed[d.PermitId] = d.Worker
+			}
+		}
+	}
 	for _, a := range tk.Actions {
 		for _, typ := range []string{"action.proposed", "action.policy_evaluated", "action.permitted"} {
 			if !hasStep(steps, typ+" "+a.ActionId) {

@@ -41,7 +41,7 @@ func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) erro
 		return err // most tasks never compensate: no copy of the task for them
 	}
 	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
-	if err != nil {
+	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 		return err
 	}
 	if len(t.Compensations) == 0 {

@@ -319,8 +319,9 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		switch {
 		case cur.GetPermit().GetPermitId() == permitID && cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			return true
-		case cur.GetDispatchedPermitId() == permitID && cur.GetAttempt() == next && cur.GetClaimedBy() == p.cfg.Worker:
-			return false // ours: a retried append that was stored
+		case cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetDispatchedPermitId() == permitID &&
+			cur.GetAttempt() == next && cur.GetClaimedBy() == p.cfg.Worker:
+			return false // ours: a retried append that was stored, its call not yet answered
 		}
 		lost = "the action is " + task.ActionStatusName(cur.GetStatus())
 		if cur.GetClaimedBy() != "" {
@@ -334,6 +335,11 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: next, Worker: p.cfg.Worker, PermitId: permitID}, still)
 	if errs.Is(err, errs.FailedPrecondition) && direct {
 		lost = "the task stopped or the action moved on: " + err.Error()
+	}
+	if lost != "" || err != nil {
+		// No call goes out: give back what the breaker let through, or a
+		// half-open breaker would hold its probe for a call never made.
+		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
 	}
 	switch {
 	case lost != "":
