@@ -198,3 +198,49 @@ func executionSteps(t *testing.T, b *bed, taskID string) string {
 	}
 	return strings.Join(types, " ")
 }
+
+// TestALostDispatchGivesItsBreakerProbeBack: both workers' breakers for
+// the tool's service are half-open, one probe each, when they race a
+// permit. The winner's call closes its breaker; the loser makes no call
+// and gives its probe back, so its breaker lets the next call through at
+// once rather than after the cool-down.
+func TestALostDispatchGivesItsBreakerProbeBack(t *testing.T) {
+	ts := startTool(t)
+	clock := &stewardtest.Clock{}
+	clock.Set(time.Now())
+	b := newBed(t, breaker.Config{MinRequests: 1, FailureRate: 1, CoolDown: time.Hour, HalfOpenProbes: 1})
+	b.register(ts, "charge", false, nil)
+	b.plane.Stop()
+	race := &barrier{n: 2, wait: 5 * time.Second}
+	b.beforeClaim = race.arrive
+	b.cfg.Now = clock.Now
+	b.start()
+	cfg := b.cfg
+	cfg.Worker, cfg.Consumer = "w2", "execution-w2"
+	w2, err := execution.New(b.Log, b.Logger, cfg, execution.BeforeClaim(race.arrive))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w2.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w2.Stop)
+	for _, p := range []*execution.Plane{b.plane, w2} {
+		p.Breakers().Record("charge", breaker.Failure, clock.Now()) // opens
+	}
+	clock.Advance(time.Hour) // past the cool-down: the next call is the probe
+
+	taskID, actionID := b.permit("t-probe", "charge", "card-1")
+	a := b.WaitAction(taskID, actionID, status(succeededS))
+	if race.rounds() != 1 {
+		t.Fatal("the workers did not race the dispatch")
+	}
+	loser := b.plane
+	if a.ClaimedBy == "w1" {
+		loser = w2
+	}
+	stewardtest.Eventually(t, 5*time.Second, func() (bool, string) {
+		ok, _, _ := loser.Breakers().Allow("charge", clock.Now())
+		return ok, "the losing worker's breaker still holds its probe"
+	})
+}
