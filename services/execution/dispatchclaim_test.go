@@ -125,18 +125,7 @@ func TestRacingWorkersDispatchAPermitOnce(t *testing.T) {
 	}
 	t.Logf("dispatches won: %v", won)
 	b.Settle(execution.PlaneName)
-	dead, err := b.Log.DeadLetters(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, d := range dead {
-		t.Errorf("event %d set aside, want none: %s", d.Sequence, d.Reason)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(seen) > 0 {
-		t.Errorf("the race was logged as a fault:\n%s", strings.Join(seen, "\n"))
-	}
+	b.raceWasQuiet(t, &mu, &seen)
 }
 
 // TestAPermitIsClaimedFirstWhenSomethingStandsBetween: when a check before

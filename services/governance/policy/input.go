@@ -2,6 +2,9 @@ package policy
 
 import (
 	"encoding/json"
+	"iter"
+	"maps"
+	"slices"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
@@ -37,25 +40,18 @@ func jsonShaped(v any, depth int) bool {
 	case nil, bool, string, json.Number:
 		return true
 	case map[string]any:
-		if x == nil {
-			return false
-		}
-		for _, e := range x {
-			if !jsonShaped(e, depth+1) {
-				return false
-			}
-		}
-		return true
+		return x != nil && allShaped(maps.Values(x), depth+1)
 	case []any:
-		if x == nil {
-			return false
-		}
-		for _, e := range x {
-			if !jsonShaped(e, depth+1) {
-				return false
-			}
-		}
-		return true
+		return x != nil && allShaped(slices.Values(x), depth+1)
 	}
 	return false
+}
+
+func allShaped(vs iter.Seq[any], depth int) bool {
+	for v := range vs {
+		if !jsonShaped(v, depth) {
+			return false
+		}
+	}
+	return true
 }
