@@ -76,19 +76,7 @@ func TestRacingWorkersDispatchAPermitOnce(t *testing.T) {
 		seen []string
 	)
 	b.logger = slog.New(levels{Handler: stewardtest.Logger(t).Handler(), mu: &mu, seen: &seen})
-	race := &barrier{n: 2, wait: 5 * time.Second}
-	b.beforeClaim = race.arrive
-	b.start()
-	cfg := b.cfg
-	cfg.Worker, cfg.Consumer = "w2", "execution-w2"
-	w2, err := execution.New(b.Log, b.logger, cfg, execution.BeforeClaim(race.arrive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w2.Stop)
+	_, race := b.racingWorkers()
 
 	const actions = 4
 	won := map[string]int{}
@@ -200,20 +188,8 @@ func TestALostDispatchGivesItsBreakerProbeBack(t *testing.T) {
 	b := newBed(t, breaker.Config{MinRequests: 1, FailureRate: 1, CoolDown: time.Hour, HalfOpenProbes: 1})
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
-	race := &barrier{n: 2, wait: 5 * time.Second}
-	b.beforeClaim = race.arrive
 	b.cfg.Now = clock.Now
-	b.start()
-	cfg := b.cfg
-	cfg.Worker, cfg.Consumer = "w2", "execution-w2"
-	w2, err := execution.New(b.Log, b.Logger, cfg, execution.BeforeClaim(race.arrive))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w2.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(w2.Stop)
+	w2, race := b.racingWorkers()
 	for _, p := range []*execution.Plane{b.plane, w2} {
 		p.Breakers().Record("charge", breaker.Failure, clock.Now()) // opens
 	}
@@ -232,4 +208,29 @@ func TestALostDispatchGivesItsBreakerProbeBack(t *testing.T) {
 		ok, _, _ := loser.Breakers().Allow("charge", clock.Now())
 		return ok, "the losing worker's breaker still holds its probe"
 	})
+}
+
+// racingWorkers starts the bed's worker w1 afresh and a second one, w2, on
+// a consumer of its own, both held before each claim at one barrier, so
+// that they race every permit. It returns w2 and the barrier.
+func (b *bed) racingWorkers() (*execution.Plane, *barrier) {
+	b.t.Helper()
+	race := &barrier{n: 2, wait: 5 * time.Second}
+	b.beforeClaim = race.arrive
+	b.start()
+	logger := b.logger
+	if logger == nil {
+		logger = b.Logger
+	}
+	cfg := b.cfg
+	cfg.Worker, cfg.Consumer = "w2", "execution-w2"
+	w2, err := execution.New(b.Log, logger, cfg, execution.BeforeClaim(race.arrive))
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	if err := w2.Start(context.Background()); err != nil {
+		b.t.Fatal(err)
+	}
+	b.t.Cleanup(w2.Stop)
+	return w2, race
 }
