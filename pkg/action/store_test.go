@@ -79,3 +79,44 @@ func ExampleInline() {
 	fmt.Println(action.Inline(len(small)), action.Inline(len(large)))
 	// Output: true false
 }
+
+// TestPutOfStoredBytesAsksNobody stores a blob, then the same bytes
+// again: the second Put returns the same reference without a round trip
+// to the server; other bytes still go to it. A second Store, as another
+// process would, finds the first one's blob stored.
+func TestPutOfStoredBytesAsksNobody(t *testing.T) {
+	bus := stewardtest.StartBus(t)
+	ctx := context.Background()
+	s, err := action.OpenStore(ctx, bus.JS, "TEST_BLOBS", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, hash, err := s.Put(ctx, []byte(`{"ok":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent := bus.Conn.Stats().OutMsgs
+	again, _, err := s.Put(ctx, []byte(`{"ok":true}`))
+	if err != nil || again != ref {
+		t.Fatalf("the same bytes again: %q, %v; want %q", again, err, ref)
+	}
+	if n := bus.Conn.Stats().OutMsgs - sent; n != 0 {
+		t.Errorf("storing stored bytes again sent %d messages to the server, want none", n)
+	}
+	if _, _, err := s.Put(ctx, []byte(`{"ok":false}`)); err != nil {
+		t.Fatal(err)
+	}
+	if n := bus.Conn.Stats().OutMsgs - sent; n == 0 {
+		t.Error("new bytes were not sent to the server")
+	}
+	other, err := action.OpenStore(ctx, bus.JS, "TEST_BLOBS", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, h, err := other.Put(ctx, []byte(`{"ok":true}`)); err != nil || r != ref || h != hash {
+		t.Fatalf("another store's Put of the same bytes: %q %q %v; want %q %q", r, h, err, ref, hash)
+	}
+	if got, err := other.Get(ctx, ref, hash); err != nil || string(got) != `{"ok":true}` {
+		t.Fatalf("Get = %q, %v", got, err)
+	}
+}
