@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
@@ -100,23 +99,22 @@ func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt ui
 	// A worker that lost its lease mid-call finds the action taken over:
 	// its answer is not recorded (reconciliation settles the call from
 	// the tool), and it says so.
-	var now *stewardv1.Action
+	// What the action was when the write was decided: the build's task is
+	// not ours to keep, so only these are.
+	var nowStatus, nowOutcome stewardv1.ActionStatus
+	var nowAttempt uint32
 	ours := func(t *stewardv1.Task) bool {
-		now = nil
 		cur := task.FindAction(t, actionID)
-		if cur == nil {
-			return false
-		}
-		now = proto.CloneOf(cur) // the build's task is not ours to keep
-		return now.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && now.GetAttempt() == attempt
+		nowStatus, nowOutcome, nowAttempt = cur.GetStatus(), cur.GetOutcome().GetStatus(), cur.GetOutcome().GetAttempt()
+		return nowStatus == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetAttempt() == attempt
 	}
 	err := p.recordIf(ctx, taskID, event.ID(actionID, event.TypeActionOutcome, fmt.Sprint(attempt)), c, &stewardv1.ActionOutcomeRecorded{ActionId: actionID, Outcome: o}, ours)
 	if err != nil {
 		return err
 	}
-	if now.GetOutcome().GetAttempt() == attempt && now.GetOutcome().GetStatus() != res.Status && res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+	if nowAttempt == attempt && nowOutcome != res.Status && res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		p.logger.Warn("the call's answer came after another worker took the action over; not recorded: reconciliation settles it from the tool",
-			"task", taskID, "action", actionID, "attempt", attempt, "answer", task.ActionStatusName(res.Status), "now", task.ActionStatusName(now.GetStatus()))
+			"task", taskID, "action", actionID, "attempt", attempt, "answer", task.ActionStatusName(res.Status), "now", task.ActionStatusName(nowStatus))
 		return nil
 	}
 	crashpoint.Here(crashpoint.AfterOutcome)
