@@ -96,7 +96,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	}
 	// The snapshot is recorded alone: it is weighed against the approval
 	// (changedSinceApproval) before any permit.
-	t, err := p.evaluate(ctx, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec, false)
+	t, err := p.evaluate(ctx, nil, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec, false)
 	if err != nil {
 		return err
 	}

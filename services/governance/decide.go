@@ -61,10 +61,11 @@ const (
 func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
 	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
+	var held *stewardv1.Task // the task as the checks left it, for the evaluation
 	if t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
 		// What could not be permitted is denied before policy or a
 		// person is asked about it.
-		why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
+		t, why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
 		if errs.Is(err, errs.Corrupt) {
 			// What the check must read (an ancestor's history) is broken:
 			// say so on the ledger rather than leave the action proposed.
@@ -77,8 +78,9 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed
 			proposed := &stewardv1.Action{ActionId: a.ActionId, Status: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED}
 			return p.deny(ctx, taskID, proposed, []string{why}, rec.Event)
 		}
+		held = t
 	}
-	t, err := p.evaluate(ctx, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec, true)
+	t, err := p.evaluate(ctx, held, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec, true)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged (its stored request or its tool is
 		// gone): say so on the ledger rather than leave it proposed.
@@ -106,20 +108,21 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed
 // permitted whatever policy says: the task's budget is spent (not for a
 // compensation: undoing is never held back for money), or its credential
 // does not allow it. A credential the task does not have yet is issued
-// now.
-func (p *Plane) refuseEarly(ctx context.Context, t *stewardv1.Task, actionID string, cause *stewardv1.Event) (string, error) {
+// now; the task returned is t as it is after that.
+func (p *Plane) refuseEarly(ctx context.Context, t *stewardv1.Task, actionID string, cause *stewardv1.Event) (*stewardv1.Task, string, error) {
 	a := task.FindAction(t, actionID)
 	if line, spent := task.Spent(t); spent && a.Compensates == "" {
-		return budgetSpentReason(line), nil
+		return t, budgetSpentReason(line), nil
 	}
 	t, why, err := p.ensureCredential(ctx, t, cause)
 	if err != nil {
-		return "", err
+		return t, "", err
 	}
 	if why != "" {
-		return fmt.Sprintf("task %s has no credential: %s", t.Contract.GetTaskId(), why), nil
+		return t, fmt.Sprintf("task %s has no credential: %s", t.Contract.GetTaskId(), why), nil
 	}
-	return p.credentialRefusal(ctx, t, a)
+	why, err = p.credentialRefusal(ctx, t, a)
+	return t, why, err
 }
 
 // deny records that the action may not run.

@@ -41,7 +41,7 @@ func permitOfRound(round string) string {
 func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *stewardv1.ActionRevalidating) error {
 	taskID := rec.Event.TaskId
 	round := revalidationRound(r.PermitId, p.engine.Revision())
-	t, err := p.evaluate(ctx, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec, true)
+	t, err := p.evaluate(ctx, nil, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec, true)
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged any more (its stored request or its
 		// tool is gone): say so rather than leave it revalidating.
@@ -64,7 +64,7 @@ func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *s
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return errs.New(errs.Unavailable, "action %s: the revalidation's snapshot is not on the log yet", a.ActionId)
 	}
-	why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
+	_, why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
 	if errs.Is(err, errs.Corrupt) {
 		why, err = "the task's credential cannot be checked: "+err.Error(), nil
 	}

@@ -17,7 +17,8 @@ import (
 
 // evaluate records a policy snapshot for the action in round, if the
 // action is in status from and the round has no snapshot yet, and returns
-// the task after. Policy is evaluated once, on the task as read before the
+// the task after. held, when not nil, is the task as the caller last
+// loaded or wrote it, its own, taken instead of a load when it holds rec. Policy is evaluated once, on the task as read before the
 // write; the write only checks that the action is still where the
 // evaluation found it, and records nothing otherwise.
 //
@@ -29,11 +30,14 @@ import (
 // denial that says why — so a denial always follows its snapshot on the
 // ledger, as before. The combined event is keyed as the permit is, so a
 // redelivery finds it, whichever of the two shapes was written.
-func (p *Plane) evaluate(ctx context.Context, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord, orPermit bool) (*stewardv1.Task, error) {
+func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord, orPermit bool) (*stewardv1.Task, error) {
 	cause := rec.Event
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
-	if err != nil {
-		return nil, err
+	t := held
+	if t == nil || t.LastSequence < rec.Sequence {
+		var err error
+		if t, _, err = taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err != nil {
+			return nil, err
+		}
 	}
 	a := task.FindAction(t, actionID)
 	if a == nil {
