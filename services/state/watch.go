@@ -13,9 +13,10 @@ import (
 const watchBuffer = 1024
 
 // DefaultMaxActionWait bounds how long GetAction with wait holds a call
-// (Config.MaxActionWait): well inside the idle timeouts of the proxies a
-// call may cross.
-const DefaultMaxActionWait = time.Minute
+// (Config.MaxActionWait): well inside the idle timeouts of the proxies
+// and load balancers a call may cross (60 s is common), so that a held
+// call is answered rather than cut.
+const DefaultMaxActionWait = 30 * time.Second
 
 // waitAction returns once the action stops moving (Projection.moving), ctx
 // ends, Config.MaxActionWait passes or the server stops, whichever is first. w is

@@ -397,8 +397,8 @@ type GetActionRequest struct {
 	// When set, and Steward is still moving the action on by itself (it is
 	// proposed, evaluated, approved or revalidating; permitted or claimed
 	// in a task that lets it run; dispatched; or waiting in a task that is
-	// not paused), the call holds until that is no longer so, or one minute
-	// passes, and answers with the action as it then stands; the client's
+	// not paused), the call holds until that is no longer so, or 30 seconds
+	// pass, and answers with the action as it then stands; the client's
 	// own deadline, if shorter, ends the call first. Answered at once when
 	// the action waits for a person or its tool's status query (awaiting
 	// approval, an unknown outcome), is held by a paused task, or has ended.
