@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -39,16 +38,7 @@ func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }
 type Store struct {
 	kv     jetstream.KeyValue
 	prefix string
-
-	// stored holds hashes this process has stored (or found stored): a
-	// blob is never changed or deleted, so storing one of them again
-	// needs no round trip. Bounded by storedSize.
-	mu     sync.Mutex
-	stored map[string]struct{}
 }
-
-// storedSize bounds how many hashes a Store remembers storing.
-const storedSize = 4096
 
 // OpenStore opens (creating if missing) a content-addressed bucket.
 func OpenStore(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Store, error) {
@@ -58,7 +48,7 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, bucket string, repli
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, prefix: "kv://" + bucket + "/", stored: map[string]struct{}{}}, nil
+	return &Store{kv: kv, prefix: "kv://" + bucket + "/"}, nil
 }
 
 // OpenBucket opens a KV bucket, creating it with cfg if it is missing. An
@@ -77,38 +67,17 @@ func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyVa
 	return kv, nil
 }
 
-// Put stores data once and returns its reference and hash. Storing the
-// same bytes again is a no-op, and costs no round trip when this Store
-// stored them lately (a tool that answers the same result every time).
+// Put stores data and returns its reference and hash. Storing the same
+// bytes again stores them again, under the same key: one round trip (a
+// create of a key that exists takes two, the refusal and a read), and a
+// blob that was purged meanwhile is back, so that a reference handed out
+// always has its bytes behind it.
 func (s *Store) Put(ctx context.Context, data []byte) (ref, hash string, err error) {
 	h := RequestHash(data)
-	if s.has(h) {
-		return s.prefix + h, h, nil
-	}
-	if _, err := s.kv.Create(ctx, h, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
+	if _, err := s.kv.Put(ctx, h, data); err != nil {
 		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", h)
 	}
-	s.remember(h)
 	return s.prefix + h, h, nil
-}
-
-func (s *Store) has(h string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.stored[h]
-	return ok
-}
-
-func (s *Store) remember(h string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.stored) >= storedSize {
-		for k := range s.stored { // forget one at random: cheap, and good enough
-			delete(s.stored, k)
-			break
-		}
-	}
-	s.stored[h] = struct{}{}
 }
 
 // Get returns the bytes stored under ref after checking that they still

@@ -64,7 +64,7 @@ func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *s
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return errs.New(errs.Unavailable, "action %s: the revalidation's snapshot is not on the log yet", a.ActionId)
 	}
-	_, why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
+	t, why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
 	if errs.Is(err, errs.Corrupt) {
 		why, err = "the task's credential cannot be checked: "+err.Error(), nil
 	}

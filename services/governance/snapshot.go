@@ -18,9 +18,11 @@ import (
 // evaluate records a policy snapshot for the action in round, if the
 // action is in status from and the round has no snapshot yet, and returns
 // the task after. held, when not nil, is the task as the caller last
-// loaded or wrote it, its own, taken instead of a load when it holds rec. Policy is evaluated once, on the task as read before the
-// write; the write only checks that the action is still where the
-// evaluation found it, and records nothing otherwise.
+// loaded or wrote it, its own, taken instead of a load when it holds rec.
+// Policy is evaluated once, on the task as read before the write; the
+// write only checks that the action is still where the evaluation found
+// it (a task moved on since held makes it decide again on the task as it
+// is), and records nothing otherwise.
 //
 // With orPermit, an allow that nothing holds back is recorded with its
 // permit, as one ActionPermitted that carries the snapshot: one append
