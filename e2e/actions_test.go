@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
+	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -75,8 +76,12 @@ func TestGovernedActions(t *testing.T) {
 	// A read runs at once.
 	read := propose(t, agent, taskID, "read-1", "search", map[string]any{"q": "incidents last week"})
 	_, done := waitAction(t, agent.clients, taskID, read.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
-	if done.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || done.Permit == nil || done.Outcome.ResultRef == "" {
+	if done.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || done.Permit == nil {
 		t.Fatalf("read ledger entry: %v", done)
+	}
+	// A small result travels in the outcome, under its hash.
+	if o := done.Outcome; o.ResultRef != "" || !strings.Contains(string(o.Result), `"ok":true`) || action.RequestHash(o.Result) != o.ResultHash {
+		t.Fatalf("read's outcome: result %q at %q, hash %s; want it inline, hashing to its result_hash", o.Result, o.ResultRef, o.ResultHash)
 	}
 	if n := tool.CallsFor(read.OpKey); n != 1 {
 		t.Fatalf("the read ran %d times, want 1", n)

@@ -54,7 +54,7 @@ func TestReceiptCLI(t *testing.T) {
 	md := run(t, 0, "receipt", "--task", taskID, "--addr", h.url)
 	for _, want := range []string{
 		"# Receipt: task `" + taskID + "` — Summarise last week's incidents",
-		fmt.Sprintf("| `%s` | `search@1.0.0` | `acct:42` | succeeded | 1 | `%s` hash `%s` |", read.ActionId, done.Outcome.ResultRef, done.Outcome.ResultHash),
+		fmt.Sprintf("| `%s` | `search@1.0.0` | `acct:42` | succeeded | 1 | inline hash `%s` |", read.ActionId, done.Outcome.ResultHash),
 		"- **Partial:** no",
 		"- `" + r.PolicyRevisions[0] + "`",
 		fmt.Sprintf("Covers events 1..%d of the task, last event at stream sequence %d, hash %s.", r.EventCount, r.LastSequence, r.LastEventHash),

@@ -58,5 +58,5 @@ wait_for "$TASK" ".task.actions[] | select(.actionId == \"$WRITE\") | .status ==
 echo "== 5. the ledger"
 call "$AGENT" QueryService/GetTask "{\"taskId\": \"$TASK\"}" | jq '.task | {status, actions: [.actions[] | {
   tool, status, policy: .snapshot.decision, revision: .snapshot.bundleRevision, approvedBy: .approval.decidedBy,
-  permit: .permit.permitId, claimedBy, result: .outcome.resultRef}]}'
+  permit: .permit.permitId, claimedBy, result: (.outcome.resultRef // "inline")}]}'
 echo "done: task $TASK"

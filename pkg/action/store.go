@@ -30,7 +30,8 @@ const (
 // (a few short parameters) fits.
 const MaxInlineRequest = 1 << 10
 
-// Inline reports whether a canonical request of n bytes is carried inline.
+// Inline reports whether a canonical request, or a result, of n bytes is
+// carried inline (same bound, same reasons).
 func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }
 
 // Store keeps immutable blobs by hash in one KV bucket. It is safe for
@@ -105,11 +106,32 @@ func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
 // else the bytes stored under ref. A mismatch is Corrupt either way, as from
 // Get, so that what runs is exactly what was approved whichever way it came.
 func (s *Store) Request(ctx context.Context, inline []byte, ref, wantHash string) ([]byte, error) {
+	return s.read(ctx, "request", inline, ref, wantHash)
+}
+
+// Result returns a succeeded outcome's result, checked against its hash as
+// Request checks a request: inline when it came inline, else stored. An
+// inline result needs no store: a nil Store reads it.
+func (s *Store) Result(ctx context.Context, inline []byte, ref, wantHash string) ([]byte, error) {
+	return s.read(ctx, "result", inline, ref, wantHash)
+}
+
+func (s *Store) read(ctx context.Context, what string, inline []byte, ref, wantHash string) ([]byte, error) {
 	if len(inline) == 0 {
 		return s.Get(ctx, ref, wantHash)
 	}
 	if got := RequestHash(inline); got != wantHash {
-		return nil, errs.New(errs.Corrupt, "the inline request hashes to %s, not %s", got, wantHash)
+		return nil, errs.New(errs.Corrupt, "the inline %s hashes to %s, not %s", what, got, wantHash)
 	}
 	return inline, nil
+}
+
+// Keep returns how data travels: inline (data itself, no ref) when it is
+// small enough (Inline), else stored (its ref); and its hash either way.
+func (s *Store) Keep(ctx context.Context, data []byte) (inline []byte, ref, hash string, err error) {
+	if Inline(len(data)) {
+		return data, "", RequestHash(data), nil
+	}
+	ref, hash, err = s.Put(ctx, data)
+	return nil, ref, hash, err
 }

@@ -442,6 +442,10 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			switch {
 			case to != succeeded && to != failed && to != unknown:
 				return fmt.Errorf("outcome status %v is not succeeded, failed or unknown", to)
+			case len(o.GetResult()) > 0 && (to != succeeded || o.GetResultRef() != ""):
+				return fmt.Errorf("an inline result belongs only to a succeeded outcome with no result_ref")
+			case len(o.GetResult()) > 0 && requestHash(o.Result) != o.GetResultHash():
+				return fmt.Errorf("the inline result hashes to %s, not its result_hash %s", requestHash(o.Result), o.GetResultHash())
 			case a.Status != dispatched && to != failed && !(to == unknown && (a.Status == waiting || a.Status == claimed) && a.Attempt > 0):
 				return fmt.Errorf("an action that was never dispatched cannot have %s", ActionStatusName(to))
 			}

@@ -149,3 +149,38 @@ func TestInlineRequestMustMatchItsHash(t *testing.T) {
 		})
 	}
 }
+
+// TestAnInlineResultHashesToItsResultHash: a succeeded outcome may carry
+// its result inline, when it hashes to its result_hash and nothing is
+// stored for it; any other inline result is refused.
+func TestAnInlineResultHashesToItsResultHash(t *testing.T) {
+	body := []byte(`{"ok":true}`)
+	sum := sha256.Sum256(body)
+	hash := hex.EncodeToString(sum[:])
+	dispatched := []event.Payload{created(), started(), proposedAction(),
+		&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}},
+		&stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{PermitId: "p1", ActionId: "a1", ActionHash: "h1", RequestHash: "r1", SnapshotId: "s1"}},
+		&stewardv1.ActionClaimed{ActionId: "a1", PermitId: "p1", Worker: "w"},
+		&stewardv1.ActionDispatched{ActionId: "a1", Attempt: 1},
+	}
+	outcome := func(o *stewardv1.Outcome) []event.Payload {
+		o.Attempt = 1
+		return append(append([]event.Payload{}, dispatched...), &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: o})
+	}
+	tk, err := task.Fold(stewardtest.History(t, "t1", outcome(&stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Result: body, ResultHash: hash})...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := tk.Actions[0].Outcome; string(o.Result) != string(body) || o.ResultHash != hash {
+		t.Fatalf("outcome %v, want the inline result", o)
+	}
+	for name, o := range map[string]*stewardv1.Outcome{
+		"another hash":     {Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Result: body, ResultHash: "beef"},
+		"stored as well":   {Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Result: body, ResultHash: hash, ResultRef: "kv://STEWARD_RESULTS/" + hash},
+		"a failed outcome": {Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, Result: body, ResultHash: hash},
+	} {
+		if _, err := task.Fold(stewardtest.History(t, "t1", outcome(o)...)); !errs.Is(err, errs.FailedPrecondition) {
+			t.Errorf("%s: err = %v, want failed precondition", name, err)
+		}
+	}
+}

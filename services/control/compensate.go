@@ -130,13 +130,13 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 		req.Params = json.RawMessage("{}")
 	}
 	result := json.RawMessage("null")
-	if o := orig.Outcome; o.GetResultRef() != "" {
-		if p.results == nil {
+	if o := orig.Outcome; o.GetResultRef() != "" || len(o.GetResult()) > 0 {
+		if p.results == nil && len(o.GetResult()) == 0 {
 			// A wiring mistake, not the task's: wait for a plane that can
 			// read results rather than undo without one.
 			return nil, errs.New(errs.Unavailable, "this control plane has no results store to read the result of action %s", orig.ActionId)
 		}
-		if result, err = p.results.Get(ctx, o.ResultRef, o.ResultHash); err != nil {
+		if result, err = p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash); err != nil {
 			return nil, err
 		}
 		if !json.Valid(result) {

@@ -211,12 +211,13 @@ func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
 	}
 }
 
-// finish records a dispatched action's outcome.
+// finish records a dispatched action's outcome, its result inline or
+// stored as the execution plane records it.
 func (r *rig) finish(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, result []byte, finished time.Time) {
 	t.Helper()
 	if result != nil {
 		var err error
-		if o.ResultRef, o.ResultHash, err = r.Results.Put(context.Background(), result); err != nil {
+		if o.Result, o.ResultRef, o.ResultHash, err = r.Results.Keep(context.Background(), result); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -203,8 +203,8 @@ func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, 
 	actions := make([]ref.Val, len(t.Actions))
 	for i, a := range t.Actions {
 		var result ref.Val
-		if o := a.Outcome; needResults && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && p.inStore(o.GetResultRef()) {
-			data, err := p.results.Get(ctx, o.ResultRef, o.ResultHash)
+		if o := a.Outcome; needResults && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && (len(o.GetResult()) > 0 || p.inStore(o.GetResultRef())) {
+			data, err := p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
 			if err != nil {
 				return nil, fmt.Errorf("read the result of action %s: %w", a.ActionId, err)
 			}

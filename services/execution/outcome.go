@@ -82,17 +82,17 @@ func (p *Plane) attemptsCost(ctx context.Context, a *stewardv1.Action) (int64, e
 	return entry.Tool.Contract.GetCostMicrosPerCall() * int64(a.Attempt), nil
 }
 
-// outcome records how attempt ended, with a succeeded result stored by
-// hash. An unknown outcome goes to reconciliation (see reconcile).
+// outcome records how attempt ended, with a succeeded result inline when
+// small, else stored by hash. An unknown outcome goes to reconciliation (see reconcile).
 func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt uint32, c cause, res adapter.Result) error {
 	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros}
 	switch res.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-		ref, hash, err := p.cfg.Results.Put(ctx, res.Body)
+		inline, ref, hash, err := p.cfg.Results.Keep(ctx, res.Body)
 		if err != nil {
 			return err
 		}
-		o.ResultRef, o.ResultHash = ref, hash
+		o.Result, o.ResultRef, o.ResultHash = inline, ref, hash
 	case stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
 		o.FailureClass = stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN
 	}

@@ -213,7 +213,10 @@ func statusLine(r *stewardv1.Receipt) string {
 // callResult is where a call's result is, or why there is none.
 func callResult(c *stewardv1.ReceiptCall) string {
 	if c.ResultRef != "" || c.ResultHash != "" {
-		s := code(c.ResultRef, true)
+		s := "inline" // a small result travels in the outcome itself
+		if c.ResultRef != "" {
+			s = code(c.ResultRef, true)
+		}
 		if c.ResultHash != "" {
 			s += " hash " + code(c.ResultHash, true)
 		}

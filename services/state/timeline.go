@@ -97,6 +97,9 @@ func summary(ev *stewardv1.Event) string {
 		o := p.ActionOutcomeRecorded.Outcome
 		switch o.GetStatus() {
 		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+			if o.ResultRef == "" {
+				return fmt.Sprintf("Action %s succeeded; result inline (%d bytes)", p.ActionOutcomeRecorded.ActionId, len(o.Result))
+			}
 			return fmt.Sprintf("Action %s succeeded; result at %s", p.ActionOutcomeRecorded.ActionId, o.ResultRef)
 		case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
 			return withReason(fmt.Sprintf("Action %s failed (%s)", p.ActionOutcomeRecorded.ActionId, enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason)

@@ -878,7 +878,8 @@ func (x *ActionPermit) GetExpiresAt() *timestamppb.Timestamp {
 type Outcome struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Status ActionStatus           `protobuf:"varint,1,opt,name=status,proto3,enum=steward.v1.ActionStatus" json:"status,omitempty"`
-	// Succeeded: where the result is, and its hash.
+	// Succeeded: where the result is, and its hash. A result of at most
+	// 1 KiB travels inline instead, in result, and result_ref is empty.
 	ResultRef  string `protobuf:"bytes,2,opt,name=result_ref,json=resultRef,proto3" json:"result_ref,omitempty"`
 	ResultHash string `protobuf:"bytes,3,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
 	// Failed: the class and the reason.
@@ -889,7 +890,11 @@ type Outcome struct {
 	// What the calls cost, in micro-units of the task's currency: the tool's
 	// own figure when it answers with one, else its contract's price per
 	// call times the calls made.
-	CostMicros    int64 `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	CostMicros int64 `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// Succeeded, with a result of at most 1 KiB: the result itself, which
+	// hashes to result_hash. No store is read for it, and a client reads
+	// it here.
+	Result        []byte `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -978,6 +983,13 @@ func (x *Outcome) GetCostMicros() int64 {
 		return x.CostMicros
 	}
 	return 0
+}
+
+func (x *Outcome) GetResult() []byte {
+	if x != nil {
+		return x.Result
+	}
+	return nil
 }
 
 // Action is one entry of a task's action ledger: a concrete tool call and
@@ -1384,7 +1396,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0ecredential_ref\x18\x06 \x01(\tR\rcredentialRef\x127\n" +
 	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xca\x02\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe2\x02\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1397,7 +1409,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"finishedAt\x12\x18\n" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
-	"costMicros\"\xf3\v\n" +
+	"costMicros\x12\x16\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xf3\v\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +

@@ -280,7 +280,8 @@ type ReceiptCall struct {
 	EffectClass EffectClass            `protobuf:"varint,5,opt,name=effect_class,json=effectClass,proto3,enum=steward.v1.EffectClass" json:"effect_class,omitempty"`
 	Status      ActionStatus           `protobuf:"varint,6,opt,name=status,proto3,enum=steward.v1.ActionStatus" json:"status,omitempty"`
 	Attempts    uint32                 `protobuf:"varint,7,opt,name=attempts,proto3" json:"attempts,omitempty"`
-	// Succeeded: where the result is, and its hash.
+	// Succeeded: where the result is, and its hash; no ref for a result that
+	// travelled inline (the action's outcome holds it).
 	ResultRef    string       `protobuf:"bytes,8,opt,name=result_ref,json=resultRef,proto3" json:"result_ref,omitempty"`
 	ResultHash   string       `protobuf:"bytes,9,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
 	FailureClass FailureClass `protobuf:"varint,10,opt,name=failure_class,json=failureClass,proto3,enum=steward.v1.FailureClass" json:"failure_class,omitempty"`
