@@ -45,6 +45,9 @@ const (
 	TypeTaskNeedsInput   = "task.needs_input"
 	TypeTaskSuspended    = "task.suspended"
 	TypeTaskStalled      = "task.stalled"
+	TypeInputProvided    = "task.input_provided"
+	TypeDeadlineExtended = "task.deadline_extended"
+	TypeFindingRecorded  = "audit.finding_recorded"
 
 	TypeActionProposed     = "action.proposed"
 	TypePolicyEvaluated    = "action.policy_evaluated"
@@ -161,6 +164,9 @@ var typeNames = map[protoreflect.Name]string{
 	"task_accepted":           TypeTaskAccepted,
 	"task_returned":           TypeTaskReturned,
 	"budget_released":         TypeBudgetReleased,
+	"input_provided":          TypeInputProvided,
+	"deadline_extended":       TypeDeadlineExtended,
+	"finding_recorded":        TypeFindingRecorded,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

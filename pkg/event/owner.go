@@ -30,6 +30,8 @@ var owners = map[string]string{
 	TypeBudgetConsumed:    PlaneControl,
 	TypeBudgetRaised:      PlaneControl,
 	TypeBudgetReleased:    PlaneControl,
+	TypeInputProvided:     PlaneControl,
+	TypeDeadlineExtended:  PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
@@ -52,7 +54,8 @@ var owners = map[string]string{
 	TypeToolRegistered:     PlaneExecution,
 	TypeBreakerChanged:     PlaneExecution,
 
-	TypeTaskStalled: PlaneState,
+	TypeTaskStalled:     PlaneState,
+	TypeFindingRecorded: PlaneState,
 }
 
 // Owner returns the plane that owns events of type typ, or "" for a type

@@ -468,8 +468,11 @@ type PolicySnapshot struct {
 	RequiredApproverRoles []string               `protobuf:"bytes,6,rep,name=required_approver_roles,json=requiredApproverRoles,proto3" json:"required_approver_roles,omitempty"`
 	Reasons               []string               `protobuf:"bytes,7,rep,name=reasons,proto3" json:"reasons,omitempty"`
 	EvaluatedAt           *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=evaluated_at,json=evaluatedAt,proto3" json:"evaluated_at,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// How many distinct principals holding the required roles must approve
+	// (policy's required_approvals); zero means one.
+	RequiredApprovals uint32 `protobuf:"varint,9,opt,name=required_approvals,json=requiredApprovals,proto3" json:"required_approvals,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *PolicySnapshot) Reset() {
@@ -558,6 +561,156 @@ func (x *PolicySnapshot) GetEvaluatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PolicySnapshot) GetRequiredApprovals() uint32 {
+	if x != nil {
+		return x.RequiredApprovals
+	}
+	return 0
+}
+
+// ActionRationale is the proposer's case for an action: what an approver
+// needs to decide, and what policy may require for a high risk tier. It is
+// recorded with the proposal but is not part of the action's hashes: it
+// says why, not what.
+type ActionRationale struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ExpectedImpact string                 `protobuf:"bytes,1,opt,name=expected_impact,json=expectedImpact,proto3" json:"expected_impact,omitempty"`
+	RollbackPlan   string                 `protobuf:"bytes,2,opt,name=rollback_plan,json=rollbackPlan,proto3" json:"rollback_plan,omitempty"`
+	// References to what supports the proposal (URIs, artifact names).
+	Evidence []string `protobuf:"bytes,3,rep,name=evidence,proto3" json:"evidence,omitempty"`
+	// Other actions the proposer considered, and why not them.
+	Alternatives  []string `protobuf:"bytes,4,rep,name=alternatives,proto3" json:"alternatives,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ActionRationale) Reset() {
+	*x = ActionRationale{}
+	mi := &file_steward_v1_action_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ActionRationale) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ActionRationale) ProtoMessage() {}
+
+func (x *ActionRationale) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ActionRationale.ProtoReflect.Descriptor instead.
+func (*ActionRationale) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ActionRationale) GetExpectedImpact() string {
+	if x != nil {
+		return x.ExpectedImpact
+	}
+	return ""
+}
+
+func (x *ActionRationale) GetRollbackPlan() string {
+	if x != nil {
+		return x.RollbackPlan
+	}
+	return ""
+}
+
+func (x *ActionRationale) GetEvidence() []string {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
+func (x *ActionRationale) GetAlternatives() []string {
+	if x != nil {
+		return x.Alternatives
+	}
+	return nil
+}
+
+// ApprovalVote is one principal's decision about an approval.
+type ApprovalVote struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Decision      ApprovalDecision       `protobuf:"varint,2,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	Comment       string                 `protobuf:"bytes,3,opt,name=comment,proto3" json:"comment,omitempty"`
+	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalVote) Reset() {
+	*x = ApprovalVote{}
+	mi := &file_steward_v1_action_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalVote) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalVote) ProtoMessage() {}
+
+func (x *ApprovalVote) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalVote.ProtoReflect.Descriptor instead.
+func (*ApprovalVote) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ApprovalVote) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *ApprovalVote) GetDecision() ApprovalDecision {
+	if x != nil {
+		return x.Decision
+	}
+	return ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED
+}
+
+func (x *ApprovalVote) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *ApprovalVote) GetDecidedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DecidedAt
+	}
+	return nil
+}
+
 // Approval is one request for a person's decision about one action hash.
 type Approval struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -588,14 +741,22 @@ type Approval struct {
 	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
 	// Set when the action was withdrawn (edited) before anyone decided:
 	// the approval is closed and can no longer be decided.
-	Withdrawn     bool `protobuf:"varint,21,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	Withdrawn bool `protobuf:"varint,21,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	// How many distinct approvers must approve; zero means one. decision is
+	// set once that many have approved, or at the first rejection.
+	RequiredApprovals uint32 `protobuf:"varint,22,opt,name=required_approvals,json=requiredApprovals,proto3" json:"required_approvals,omitempty"`
+	// Every decision so far, in order.
+	Votes []*ApprovalVote `protobuf:"bytes,23,rep,name=votes,proto3" json:"votes,omitempty"`
+	// The proposer's case (see ActionRationale); expected_impact above is
+	// Steward's own summary from the tool's effect class.
+	Rationale     *ActionRationale `protobuf:"bytes,24,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
 	*x = Approval{}
-	mi := &file_steward_v1_action_proto_msgTypes[1]
+	mi := &file_steward_v1_action_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -607,7 +768,7 @@ func (x *Approval) String() string {
 func (*Approval) ProtoMessage() {}
 
 func (x *Approval) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[1]
+	mi := &file_steward_v1_action_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -620,7 +781,7 @@ func (x *Approval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Approval.ProtoReflect.Descriptor instead.
 func (*Approval) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Approval) GetApprovalId() string {
@@ -770,6 +931,27 @@ func (x *Approval) GetWithdrawn() bool {
 	return false
 }
 
+func (x *Approval) GetRequiredApprovals() uint32 {
+	if x != nil {
+		return x.RequiredApprovals
+	}
+	return 0
+}
+
+func (x *Approval) GetVotes() []*ApprovalVote {
+	if x != nil {
+		return x.Votes
+	}
+	return nil
+}
+
+func (x *Approval) GetRationale() *ActionRationale {
+	if x != nil {
+		return x.Rationale
+	}
+	return nil
+}
+
 // ActionPermit says that one action, with this hash, may run now. It can
 // be claimed once.
 type ActionPermit struct {
@@ -790,7 +972,7 @@ type ActionPermit struct {
 
 func (x *ActionPermit) Reset() {
 	*x = ActionPermit{}
-	mi := &file_steward_v1_action_proto_msgTypes[2]
+	mi := &file_steward_v1_action_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +984,7 @@ func (x *ActionPermit) String() string {
 func (*ActionPermit) ProtoMessage() {}
 
 func (x *ActionPermit) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[2]
+	mi := &file_steward_v1_action_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +997,7 @@ func (x *ActionPermit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionPermit.ProtoReflect.Descriptor instead.
 func (*ActionPermit) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ActionPermit) GetPermitId() string {
@@ -901,7 +1083,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_steward_v1_action_proto_msgTypes[3]
+	mi := &file_steward_v1_action_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -913,7 +1095,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[3]
+	mi := &file_steward_v1_action_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -926,7 +1108,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Outcome) GetStatus() ActionStatus {
@@ -1061,14 +1243,21 @@ type Action struct {
 	// request_ref, and this is empty. Either way it hashes to request_hash,
 	// which the fold checks and the execution plane checks again before
 	// every dispatch.
-	Request       []byte `protobuf:"bytes,35,opt,name=request,proto3" json:"request,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Request []byte `protobuf:"bytes,35,opt,name=request,proto3" json:"request,omitempty"`
+	// The proposer's case for the action.
+	Rationale *ActionRationale `protobuf:"bytes,36,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// Set on a proposal Steward made under RECOVERY_MODE_RETRY: the failed
+	// action it tries again, and which proposal of the original this is
+	// (2 for the first retry).
+	RetryOf         string `protobuf:"bytes,37,opt,name=retry_of,json=retryOf,proto3" json:"retry_of,omitempty"`
+	RecoveryAttempt uint32 `protobuf:"varint,38,opt,name=recovery_attempt,json=recoveryAttempt,proto3" json:"recovery_attempt,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_steward_v1_action_proto_msgTypes[4]
+	mi := &file_steward_v1_action_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1080,7 +1269,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[4]
+	mi := &file_steward_v1_action_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1093,7 +1282,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Action) GetActionId() string {
@@ -1341,12 +1530,33 @@ func (x *Action) GetRequest() []byte {
 	return nil
 }
 
+func (x *Action) GetRationale() *ActionRationale {
+	if x != nil {
+		return x.Rationale
+	}
+	return nil
+}
+
+func (x *Action) GetRetryOf() string {
+	if x != nil {
+		return x.RetryOf
+	}
+	return ""
+}
+
+func (x *Action) GetRecoveryAttempt() uint32 {
+	if x != nil {
+		return x.RecoveryAttempt
+	}
+	return 0
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"\x17steward/v1/action.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/tool.proto\"\xf5\x02\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/tool.proto\"\xa4\x03\n" +
 	"\x0ePolicySnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12'\n" +
@@ -1357,7 +1567,19 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\trisk_tier\x18\x05 \x01(\x0e2\x14.steward.v1.RiskTierR\briskTier\x126\n" +
 	"\x17required_approver_roles\x18\x06 \x03(\tR\x15requiredApproverRoles\x12\x18\n" +
 	"\areasons\x18\a \x03(\tR\areasons\x12=\n" +
-	"\fevaluated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\"\xbf\x06\n" +
+	"\fevaluated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\x12-\n" +
+	"\x12required_approvals\x18\t \x01(\rR\x11requiredApprovals\"\x9f\x01\n" +
+	"\x0fActionRationale\x12'\n" +
+	"\x0fexpected_impact\x18\x01 \x01(\tR\x0eexpectedImpact\x12#\n" +
+	"\rrollback_plan\x18\x02 \x01(\tR\frollbackPlan\x12\x1a\n" +
+	"\bevidence\x18\x03 \x03(\tR\bevidence\x12\"\n" +
+	"\falternatives\x18\x04 \x03(\tR\falternatives\"\xbb\x01\n" +
+	"\fApprovalVote\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x128\n" +
+	"\bdecision\x18\x02 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
+	"\acomment\x18\x03 \x01(\tR\acomment\x129\n" +
+	"\n" +
+	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xd9\a\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1384,7 +1606,10 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\acomment\x18\x13 \x01(\tR\acomment\x129\n" +
 	"\n" +
 	"decided_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12\x1c\n" +
-	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\"\xc8\x02\n" +
+	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\x12-\n" +
+	"\x12required_approvals\x18\x16 \x01(\rR\x11requiredApprovals\x12.\n" +
+	"\x05votes\x18\x17 \x03(\v2\x18.steward.v1.ApprovalVoteR\x05votes\x129\n" +
+	"\trationale\x18\x18 \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -1410,7 +1635,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xf3\v\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xf4\f\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1457,7 +1682,10 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x13first_dispatched_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\x11firstDispatchedAt\x12K\n" +
 	"\x11last_revalidation\x18! \x01(\x0e2\x1e.steward.v1.RevalidationReasonR\x10lastRevalidation\x12A\n" +
 	"\x0erevalidated_at\x18\" \x01(\v2\x1a.google.protobuf.TimestampR\rrevalidatedAt\x12\x18\n" +
-	"\arequest\x18# \x01(\fR\arequest*\xdd\x03\n" +
+	"\arequest\x18# \x01(\fR\arequest\x129\n" +
+	"\trationale\x18$ \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12\x19\n" +
+	"\bretry_of\x18% \x01(\tR\aretryOf\x12)\n" +
+	"\x10recovery_attempt\x18& \x01(\rR\x0frecoveryAttempt*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1523,7 +1751,7 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_steward_v1_action_proto_goTypes = []any{
 	(ActionStatus)(0),             // 0: steward.v1.ActionStatus
 	(PolicyDecision)(0),           // 1: steward.v1.PolicyDecision
@@ -1533,50 +1761,57 @@ var file_steward_v1_action_proto_goTypes = []any{
 	(ApprovalDecision)(0),         // 5: steward.v1.ApprovalDecision
 	(RevalidationReason)(0),       // 6: steward.v1.RevalidationReason
 	(*PolicySnapshot)(nil),        // 7: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 8: steward.v1.Approval
-	(*ActionPermit)(nil),          // 9: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 10: steward.v1.Outcome
-	(*Action)(nil),                // 11: steward.v1.Action
-	(RiskTier)(0),                 // 12: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(EffectClass)(0),              // 14: steward.v1.EffectClass
-	(DataSensitivity)(0),          // 15: steward.v1.DataSensitivity
-	(*RetryPolicy)(nil),           // 16: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),       // 8: steward.v1.ActionRationale
+	(*ApprovalVote)(nil),          // 9: steward.v1.ApprovalVote
+	(*Approval)(nil),              // 10: steward.v1.Approval
+	(*ActionPermit)(nil),          // 11: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 12: steward.v1.Outcome
+	(*Action)(nil),                // 13: steward.v1.Action
+	(RiskTier)(0),                 // 14: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
+	(EffectClass)(0),              // 16: steward.v1.EffectClass
+	(DataSensitivity)(0),          // 17: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),           // 18: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	12, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	13, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
-	14, // 3: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	15, // 4: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	13, // 5: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	5,  // 6: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	13, // 7: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 8: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	13, // 9: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 10: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
-	2,  // 11: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	13, // 12: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	14, // 13: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
-	0,  // 14: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	7,  // 15: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	8,  // 16: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	9,  // 17: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	10, // 18: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	13, // 19: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	13, // 20: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	16, // 21: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
-	3,  // 22: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	13, // 23: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	13, // 24: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	13, // 25: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
-	6,  // 26: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	13, // 27: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	14, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	15, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	5,  // 3: steward.v1.ApprovalVote.decision:type_name -> steward.v1.ApprovalDecision
+	15, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
+	16, // 5: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	17, // 6: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	15, // 7: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	5,  // 8: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
+	15, // 9: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	9,  // 10: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
+	8,  // 11: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
+	15, // 12: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	15, // 13: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 14: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
+	2,  // 15: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
+	15, // 16: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	16, // 17: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	0,  // 18: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
+	7,  // 19: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	10, // 20: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	11, // 21: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	12, // 22: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	15, // 23: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	15, // 24: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	18, // 25: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 26: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	15, // 27: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	15, // 28: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	15, // 29: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	6,  // 30: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
+	15, // 31: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	8,  // 32: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
+	33, // [33:33] is the sub-list for method output_type
+	33, // [33:33] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -1592,7 +1827,7 @@ func file_steward_v1_action_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -21,6 +21,137 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RecordFindingRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Kind      FindingKind            `protobuf:"varint,3,opt,name=kind,proto3,enum=steward.v1.FindingKind" json:"kind,omitempty"`
+	// The action it concerns, if one; it must be the task's.
+	ActionId string `protobuf:"bytes,4,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// What was found; required.
+	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFindingRequest) Reset() {
+	*x = RecordFindingRequest{}
+	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFindingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFindingRequest) ProtoMessage() {}
+
+func (x *RecordFindingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFindingRequest.ProtoReflect.Descriptor instead.
+func (*RecordFindingRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RecordFindingRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RecordFindingRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RecordFindingRequest) GetKind() FindingKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FindingKind_FINDING_KIND_UNSPECIFIED
+}
+
+func (x *RecordFindingRequest) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *RecordFindingRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+type RecordFindingResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Finding *Finding               `protobuf:"bytes,1,opt,name=finding,proto3" json:"finding,omitempty"`
+	// False when the request id named a finding already recorded.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordFindingResponse) Reset() {
+	*x = RecordFindingResponse{}
+	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordFindingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordFindingResponse) ProtoMessage() {}
+
+func (x *RecordFindingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordFindingResponse.ProtoReflect.Descriptor instead.
+func (*RecordFindingResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordFindingResponse) GetFinding() *Finding {
+	if x != nil {
+		return x.Finding
+	}
+	return nil
+}
+
+func (x *RecordFindingResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 type ReplayTaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -30,7 +161,7 @@ type ReplayTaskRequest struct {
 
 func (x *ReplayTaskRequest) Reset() {
 	*x = ReplayTaskRequest{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -42,7 +173,7 @@ func (x *ReplayTaskRequest) String() string {
 func (*ReplayTaskRequest) ProtoMessage() {}
 
 func (x *ReplayTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -55,7 +186,7 @@ func (x *ReplayTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReplayTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReplayTaskRequest) GetTaskId() string {
@@ -78,7 +209,7 @@ type ReplayTaskResponse struct {
 
 func (x *ReplayTaskResponse) Reset() {
 	*x = ReplayTaskResponse{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -90,7 +221,7 @@ func (x *ReplayTaskResponse) String() string {
 func (*ReplayTaskResponse) ProtoMessage() {}
 
 func (x *ReplayTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -103,7 +234,7 @@ func (x *ReplayTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReplayTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReplayTaskResponse) GetRecord() *EventRecord {
@@ -136,7 +267,7 @@ type VerifyTaskRequest struct {
 
 func (x *VerifyTaskRequest) Reset() {
 	*x = VerifyTaskRequest{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -148,7 +279,7 @@ func (x *VerifyTaskRequest) String() string {
 func (*VerifyTaskRequest) ProtoMessage() {}
 
 func (x *VerifyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -161,7 +292,7 @@ func (x *VerifyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTaskRequest.ProtoReflect.Descriptor instead.
 func (*VerifyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *VerifyTaskRequest) GetTaskId() string {
@@ -185,7 +316,7 @@ type VerifyTaskResponse struct {
 
 func (x *VerifyTaskResponse) Reset() {
 	*x = VerifyTaskResponse{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -197,7 +328,7 @@ func (x *VerifyTaskResponse) String() string {
 func (*VerifyTaskResponse) ProtoMessage() {}
 
 func (x *VerifyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -210,7 +341,7 @@ func (x *VerifyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTaskResponse.ProtoReflect.Descriptor instead.
 func (*VerifyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *VerifyTaskResponse) GetOk() bool {
@@ -255,7 +386,7 @@ type ChainBreak struct {
 
 func (x *ChainBreak) Reset() {
 	*x = ChainBreak{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -267,7 +398,7 @@ func (x *ChainBreak) String() string {
 func (*ChainBreak) ProtoMessage() {}
 
 func (x *ChainBreak) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -280,7 +411,7 @@ func (x *ChainBreak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChainBreak.ProtoReflect.Descriptor instead.
 func (*ChainBreak) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ChainBreak) GetIndex() uint32 {
@@ -316,7 +447,17 @@ var File_steward_v1_audit_service_proto protoreflect.FileDescriptor
 const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/audit_service.proto\x12\n" +
-	"steward.v1\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\",\n" +
+	"steward.v1\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\"\xba\x01\n" +
+	"\x14RecordFindingRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12+\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x17.steward.v1.FindingKindR\x04kind\x12\x1b\n" +
+	"\taction_id\x18\x04 \x01(\tR\bactionId\x12 \n" +
+	"\vdescription\x18\x05 \x01(\tR\vdescription\"`\n" +
+	"\x15RecordFindingResponse\x12-\n" +
+	"\afinding\x18\x01 \x01(\v2\x13.steward.v1.FindingR\afinding\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\",\n" +
 	"\x11ReplayTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\x7f\n" +
 	"\x12ReplayTaskResponse\x12/\n" +
@@ -336,12 +477,13 @@ const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12\x19\n" +
 	"\bevent_id\x18\x03 \x01(\tR\aeventId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason2\xb1\x01\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason2\x89\x02\n" +
 	"\fAuditService\x12O\n" +
 	"\n" +
 	"ReplayTask\x12\x1d.steward.v1.ReplayTaskRequest\x1a\x1e.steward.v1.ReplayTaskResponse\"\x000\x01\x12P\n" +
 	"\n" +
-	"VerifyTask\x12\x1d.steward.v1.VerifyTaskRequest\x1a\x1e.steward.v1.VerifyTaskResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
+	"VerifyTask\x12\x1d.steward.v1.VerifyTaskRequest\x1a\x1e.steward.v1.VerifyTaskResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\rRecordFinding\x12 .steward.v1.RecordFindingRequest\x1a!.steward.v1.RecordFindingResponse\"\x00B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11AuditServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -358,29 +500,37 @@ func file_steward_v1_audit_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_audit_service_proto_rawDescData
 }
 
-var file_steward_v1_audit_service_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_steward_v1_audit_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_steward_v1_audit_service_proto_goTypes = []any{
-	(*ReplayTaskRequest)(nil),  // 0: steward.v1.ReplayTaskRequest
-	(*ReplayTaskResponse)(nil), // 1: steward.v1.ReplayTaskResponse
-	(*VerifyTaskRequest)(nil),  // 2: steward.v1.VerifyTaskRequest
-	(*VerifyTaskResponse)(nil), // 3: steward.v1.VerifyTaskResponse
-	(*ChainBreak)(nil),         // 4: steward.v1.ChainBreak
-	(*EventRecord)(nil),        // 5: steward.v1.EventRecord
-	(*Task)(nil),               // 6: steward.v1.Task
+	(*RecordFindingRequest)(nil),  // 0: steward.v1.RecordFindingRequest
+	(*RecordFindingResponse)(nil), // 1: steward.v1.RecordFindingResponse
+	(*ReplayTaskRequest)(nil),     // 2: steward.v1.ReplayTaskRequest
+	(*ReplayTaskResponse)(nil),    // 3: steward.v1.ReplayTaskResponse
+	(*VerifyTaskRequest)(nil),     // 4: steward.v1.VerifyTaskRequest
+	(*VerifyTaskResponse)(nil),    // 5: steward.v1.VerifyTaskResponse
+	(*ChainBreak)(nil),            // 6: steward.v1.ChainBreak
+	(FindingKind)(0),              // 7: steward.v1.FindingKind
+	(*Finding)(nil),               // 8: steward.v1.Finding
+	(*EventRecord)(nil),           // 9: steward.v1.EventRecord
+	(*Task)(nil),                  // 10: steward.v1.Task
 }
 var file_steward_v1_audit_service_proto_depIdxs = []int32{
-	5, // 0: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
-	6, // 1: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
-	4, // 2: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
-	0, // 3: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
-	2, // 4: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
-	1, // 5: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
-	3, // 6: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
-	5, // [5:7] is the sub-list for method output_type
-	3, // [3:5] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	7,  // 0: steward.v1.RecordFindingRequest.kind:type_name -> steward.v1.FindingKind
+	8,  // 1: steward.v1.RecordFindingResponse.finding:type_name -> steward.v1.Finding
+	9,  // 2: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
+	10, // 3: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
+	6,  // 4: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
+	2,  // 5: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
+	4,  // 6: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
+	0,  // 7: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
+	3,  // 8: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
+	5,  // 9: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
+	1,  // 10: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
+	8,  // [8:11] is the sub-list for method output_type
+	5,  // [5:8] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_audit_service_proto_init() }
@@ -396,7 +546,7 @@ func file_steward_v1_audit_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_audit_service_proto_rawDesc), len(file_steward_v1_audit_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -136,6 +136,9 @@ type Event struct {
 	//	*Event_TaskAccepted
 	//	*Event_TaskReturned
 	//	*Event_BudgetReleased
+	//	*Event_InputProvided
+	//	*Event_DeadlineExtended
+	//	*Event_FindingRecorded
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -576,6 +579,33 @@ func (x *Event) GetBudgetReleased() *BudgetReleased {
 	return nil
 }
 
+func (x *Event) GetInputProvided() *InputProvided {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_InputProvided); ok {
+			return x.InputProvided
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetDeadlineExtended() *DeadlineExtended {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_DeadlineExtended); ok {
+			return x.DeadlineExtended
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetFindingRecorded() *FindingRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_FindingRecorded); ok {
+			return x.FindingRecorded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -735,6 +765,18 @@ type Event_BudgetReleased struct {
 	BudgetReleased *BudgetReleased `protobuf:"bytes,66,opt,name=budget_released,json=budgetReleased,proto3,oneof"`
 }
 
+type Event_InputProvided struct {
+	InputProvided *InputProvided `protobuf:"bytes,67,opt,name=input_provided,json=inputProvided,proto3,oneof"`
+}
+
+type Event_DeadlineExtended struct {
+	DeadlineExtended *DeadlineExtended `protobuf:"bytes,68,opt,name=deadline_extended,json=deadlineExtended,proto3,oneof"`
+}
+
+type Event_FindingRecorded struct {
+	FindingRecorded *FindingRecorded `protobuf:"bytes,69,opt,name=finding_recorded,json=findingRecorded,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -808,6 +850,12 @@ func (*Event_TaskAccepted) isEvent_Payload() {}
 func (*Event_TaskReturned) isEvent_Payload() {}
 
 func (*Event_BudgetReleased) isEvent_Payload() {}
+
+func (*Event_InputProvided) isEvent_Payload() {}
+
+func (*Event_DeadlineExtended) isEvent_Payload() {}
+
+func (*Event_FindingRecorded) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -1197,11 +1245,17 @@ func (x *TaskCompensating) GetActionIds() []string {
 	return nil
 }
 
-// TaskNeedsInput stops a task that a loop guard caught, until someone
-// resumes it (control plane).
+// TaskNeedsInput stops a task to wait for a person: a loop guard caught
+// it, an action failed under RECOVERY_MODE_ESCALATE, or the agent asked
+// (control plane). An answer (InputProvided) or a resume goes on.
 type TaskNeedsInput struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Reason   string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	Cause    NeedsInputCause        `protobuf:"varint,2,opt,name=cause,proto3,enum=steward.v1.NeedsInputCause" json:"cause,omitempty"`
+	Question string                 `protobuf:"bytes,3,opt,name=question,proto3" json:"question,omitempty"`
+	Choices  []string               `protobuf:"bytes,4,rep,name=choices,proto3" json:"choices,omitempty"`
+	// The action that led to it, if one did.
+	ActionId      string `protobuf:"bytes,5,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1243,6 +1297,187 @@ func (x *TaskNeedsInput) GetReason() string {
 	return ""
 }
 
+func (x *TaskNeedsInput) GetCause() NeedsInputCause {
+	if x != nil {
+		return x.Cause
+	}
+	return NeedsInputCause_NEEDS_INPUT_CAUSE_UNSPECIFIED
+}
+
+func (x *TaskNeedsInput) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *TaskNeedsInput) GetChoices() []string {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *TaskNeedsInput) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+// InputProvided answers a task's open question and lets it run again
+// (control plane).
+type InputProvided struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Answer        string                 `protobuf:"bytes,1,opt,name=answer,proto3" json:"answer,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputProvided) Reset() {
+	*x = InputProvided{}
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputProvided) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputProvided) ProtoMessage() {}
+
+func (x *InputProvided) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputProvided.ProtoReflect.Descriptor instead.
+func (*InputProvided) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *InputProvided) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
+// DeadlineExtended moves a task's deadline later; the fold sets the
+// contract's deadline to it (control plane).
+type DeadlineExtended struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Previous      *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=previous,proto3" json:"previous,omitempty"`
+	Deadline      *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeadlineExtended) Reset() {
+	*x = DeadlineExtended{}
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeadlineExtended) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeadlineExtended) ProtoMessage() {}
+
+func (x *DeadlineExtended) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeadlineExtended.ProtoReflect.Descriptor instead.
+func (*DeadlineExtended) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeadlineExtended) GetPrevious() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Previous
+	}
+	return nil
+}
+
+func (x *DeadlineExtended) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *DeadlineExtended) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// FindingRecorded is an auditor's finding about a task (state plane).
+type FindingRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Finding       *Finding               `protobuf:"bytes,1,opt,name=finding,proto3" json:"finding,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FindingRecorded) Reset() {
+	*x = FindingRecorded{}
+	mi := &file_steward_v1_event_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FindingRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FindingRecorded) ProtoMessage() {}
+
+func (x *FindingRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FindingRecorded.ProtoReflect.Descriptor instead.
+func (*FindingRecorded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *FindingRecorded) GetFinding() *Finding {
+	if x != nil {
+		return x.Finding
+	}
+	return nil
+}
+
 // TaskSuspended stops a task that a timer or a guard caught, such as an
 // approval that waited too long; it needs an explicit resume (governance
 // plane).
@@ -1256,7 +1491,7 @@ type TaskSuspended struct {
 
 func (x *TaskSuspended) Reset() {
 	*x = TaskSuspended{}
-	mi := &file_steward_v1_event_proto_msgTypes[10]
+	mi := &file_steward_v1_event_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1268,7 +1503,7 @@ func (x *TaskSuspended) String() string {
 func (*TaskSuspended) ProtoMessage() {}
 
 func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[10]
+	mi := &file_steward_v1_event_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1281,7 +1516,7 @@ func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSuspended.ProtoReflect.Descriptor instead.
 func (*TaskSuspended) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TaskSuspended) GetReason() string {
@@ -1311,7 +1546,7 @@ type TaskStalled struct {
 
 func (x *TaskStalled) Reset() {
 	*x = TaskStalled{}
-	mi := &file_steward_v1_event_proto_msgTypes[11]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1323,7 +1558,7 @@ func (x *TaskStalled) String() string {
 func (*TaskStalled) ProtoMessage() {}
 
 func (x *TaskStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[11]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1336,7 +1571,7 @@ func (x *TaskStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStalled.ProtoReflect.Descriptor instead.
 func (*TaskStalled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TaskStalled) GetReason() string {
@@ -1364,7 +1599,7 @@ type ActionProposed struct {
 
 func (x *ActionProposed) Reset() {
 	*x = ActionProposed{}
-	mi := &file_steward_v1_event_proto_msgTypes[12]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1376,7 +1611,7 @@ func (x *ActionProposed) String() string {
 func (*ActionProposed) ProtoMessage() {}
 
 func (x *ActionProposed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[12]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1389,7 +1624,7 @@ func (x *ActionProposed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionProposed.ProtoReflect.Descriptor instead.
 func (*ActionProposed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ActionProposed) GetAction() *Action {
@@ -1412,7 +1647,7 @@ type PolicyEvaluated struct {
 
 func (x *PolicyEvaluated) Reset() {
 	*x = PolicyEvaluated{}
-	mi := &file_steward_v1_event_proto_msgTypes[13]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1659,7 @@ func (x *PolicyEvaluated) String() string {
 func (*PolicyEvaluated) ProtoMessage() {}
 
 func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[13]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1672,7 @@ func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyEvaluated.ProtoReflect.Descriptor instead.
 func (*PolicyEvaluated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PolicyEvaluated) GetActionId() string {
@@ -1469,7 +1704,7 @@ type ActionDenied struct {
 
 func (x *ActionDenied) Reset() {
 	*x = ActionDenied{}
-	mi := &file_steward_v1_event_proto_msgTypes[14]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1481,7 +1716,7 @@ func (x *ActionDenied) String() string {
 func (*ActionDenied) ProtoMessage() {}
 
 func (x *ActionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[14]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1494,7 +1729,7 @@ func (x *ActionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDenied.ProtoReflect.Descriptor instead.
 func (*ActionDenied) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActionDenied) GetActionId() string {
@@ -1536,7 +1771,7 @@ type ApprovalRequested struct {
 
 func (x *ApprovalRequested) Reset() {
 	*x = ApprovalRequested{}
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1548,7 +1783,7 @@ func (x *ApprovalRequested) String() string {
 func (*ApprovalRequested) ProtoMessage() {}
 
 func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1561,7 +1796,7 @@ func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequested.ProtoReflect.Descriptor instead.
 func (*ApprovalRequested) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ApprovalRequested) GetApproval() *Approval {
@@ -1586,7 +1821,7 @@ type ApprovalDecided struct {
 
 func (x *ApprovalDecided) Reset() {
 	*x = ApprovalDecided{}
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1598,7 +1833,7 @@ func (x *ApprovalDecided) String() string {
 func (*ApprovalDecided) ProtoMessage() {}
 
 func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1611,7 +1846,7 @@ func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecided.ProtoReflect.Descriptor instead.
 func (*ApprovalDecided) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ApprovalDecided) GetApprovalId() string {
@@ -1673,7 +1908,7 @@ type ActionPermitted struct {
 
 func (x *ActionPermitted) Reset() {
 	*x = ActionPermitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1685,7 +1920,7 @@ func (x *ActionPermitted) String() string {
 func (*ActionPermitted) ProtoMessage() {}
 
 func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1698,7 +1933,7 @@ func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionPermitted.ProtoReflect.Descriptor instead.
 func (*ActionPermitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ActionPermitted) GetPermit() *ActionPermit {
@@ -1728,7 +1963,7 @@ type ActionClaimed struct {
 
 func (x *ActionClaimed) Reset() {
 	*x = ActionClaimed{}
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1975,7 @@ func (x *ActionClaimed) String() string {
 func (*ActionClaimed) ProtoMessage() {}
 
 func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1988,7 @@ func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionClaimed.ProtoReflect.Descriptor instead.
 func (*ActionClaimed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ActionClaimed) GetActionId() string {
@@ -1794,7 +2029,7 @@ type ActionDispatched struct {
 
 func (x *ActionDispatched) Reset() {
 	*x = ActionDispatched{}
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2041,7 @@ func (x *ActionDispatched) String() string {
 func (*ActionDispatched) ProtoMessage() {}
 
 func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2054,7 @@ func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDispatched.ProtoReflect.Descriptor instead.
 func (*ActionDispatched) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ActionDispatched) GetActionId() string {
@@ -1862,7 +2097,7 @@ type ActionOutcomeRecorded struct {
 
 func (x *ActionOutcomeRecorded) Reset() {
 	*x = ActionOutcomeRecorded{}
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1874,7 +2109,7 @@ func (x *ActionOutcomeRecorded) String() string {
 func (*ActionOutcomeRecorded) ProtoMessage() {}
 
 func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1887,7 +2122,7 @@ func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionOutcomeRecorded.ProtoReflect.Descriptor instead.
 func (*ActionOutcomeRecorded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ActionOutcomeRecorded) GetActionId() string {
@@ -1917,7 +2152,7 @@ type ActionWithdrawn struct {
 
 func (x *ActionWithdrawn) Reset() {
 	*x = ActionWithdrawn{}
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +2164,7 @@ func (x *ActionWithdrawn) String() string {
 func (*ActionWithdrawn) ProtoMessage() {}
 
 func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +2177,7 @@ func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWithdrawn.ProtoReflect.Descriptor instead.
 func (*ActionWithdrawn) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ActionWithdrawn) GetActionId() string {
@@ -1976,7 +2211,7 @@ type ActionWaiting struct {
 
 func (x *ActionWaiting) Reset() {
 	*x = ActionWaiting{}
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +2223,7 @@ func (x *ActionWaiting) String() string {
 func (*ActionWaiting) ProtoMessage() {}
 
 func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +2236,7 @@ func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWaiting.ProtoReflect.Descriptor instead.
 func (*ActionWaiting) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ActionWaiting) GetActionId() string {
@@ -2057,7 +2292,7 @@ type ActionSettled struct {
 
 func (x *ActionSettled) Reset() {
 	*x = ActionSettled{}
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2069,7 +2304,7 @@ func (x *ActionSettled) String() string {
 func (*ActionSettled) ProtoMessage() {}
 
 func (x *ActionSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2082,7 +2317,7 @@ func (x *ActionSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionSettled.ProtoReflect.Descriptor instead.
 func (*ActionSettled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ActionSettled) GetActionId() string {
@@ -2144,7 +2379,7 @@ type ActionRevalidating struct {
 
 func (x *ActionRevalidating) Reset() {
 	*x = ActionRevalidating{}
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2156,7 +2391,7 @@ func (x *ActionRevalidating) String() string {
 func (*ActionRevalidating) ProtoMessage() {}
 
 func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2169,7 +2404,7 @@ func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionRevalidating.ProtoReflect.Descriptor instead.
 func (*ActionRevalidating) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ActionRevalidating) GetActionId() string {
@@ -2213,7 +2448,7 @@ type ActionHeartbeat struct {
 
 func (x *ActionHeartbeat) Reset() {
 	*x = ActionHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2225,7 +2460,7 @@ func (x *ActionHeartbeat) String() string {
 func (*ActionHeartbeat) ProtoMessage() {}
 
 func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2238,7 +2473,7 @@ func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionHeartbeat.ProtoReflect.Descriptor instead.
 func (*ActionHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ActionHeartbeat) GetActionId() string {
@@ -2275,7 +2510,7 @@ type ApprovalReminded struct {
 
 func (x *ApprovalReminded) Reset() {
 	*x = ApprovalReminded{}
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2287,7 +2522,7 @@ func (x *ApprovalReminded) String() string {
 func (*ApprovalReminded) ProtoMessage() {}
 
 func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2300,7 +2535,7 @@ func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalReminded.ProtoReflect.Descriptor instead.
 func (*ApprovalReminded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApprovalReminded) GetApprovalId() string {
@@ -2341,7 +2576,7 @@ type BudgetConsumed struct {
 
 func (x *BudgetConsumed) Reset() {
 	*x = BudgetConsumed{}
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2353,7 +2588,7 @@ func (x *BudgetConsumed) String() string {
 func (*BudgetConsumed) ProtoMessage() {}
 
 func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2366,7 +2601,7 @@ func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
 func (*BudgetConsumed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *BudgetConsumed) GetTokens() int64 {
@@ -2414,7 +2649,7 @@ type BudgetAlerted struct {
 
 func (x *BudgetAlerted) Reset() {
 	*x = BudgetAlerted{}
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2426,7 +2661,7 @@ func (x *BudgetAlerted) String() string {
 func (*BudgetAlerted) ProtoMessage() {}
 
 func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2439,7 +2674,7 @@ func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
 func (*BudgetAlerted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *BudgetAlerted) GetDimension() string {
@@ -2490,7 +2725,7 @@ type BudgetRaised struct {
 
 func (x *BudgetRaised) Reset() {
 	*x = BudgetRaised{}
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2502,7 +2737,7 @@ func (x *BudgetRaised) String() string {
 func (*BudgetRaised) ProtoMessage() {}
 
 func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2515,7 +2750,7 @@ func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
 func (*BudgetRaised) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BudgetRaised) GetMaxTokens() int64 {
@@ -2558,7 +2793,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2570,7 +2805,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2583,7 +2818,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -2646,7 +2881,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2658,7 +2893,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2671,7 +2906,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -2692,7 +2927,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2704,7 +2939,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2717,7 +2952,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -2752,7 +2987,7 @@ type CredentialIssued struct {
 
 func (x *CredentialIssued) Reset() {
 	*x = CredentialIssued{}
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2764,7 +2999,7 @@ func (x *CredentialIssued) String() string {
 func (*CredentialIssued) ProtoMessage() {}
 
 func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2777,7 +3012,7 @@ func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
 func (*CredentialIssued) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *CredentialIssued) GetCredential() *SignedCredential {
@@ -2814,7 +3049,7 @@ type CredentialRevoked struct {
 
 func (x *CredentialRevoked) Reset() {
 	*x = CredentialRevoked{}
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2826,7 +3061,7 @@ func (x *CredentialRevoked) String() string {
 func (*CredentialRevoked) ProtoMessage() {}
 
 func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2839,7 +3074,7 @@ func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
 func (*CredentialRevoked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CredentialRevoked) GetCredentialId() string {
@@ -2866,7 +3101,7 @@ type ArtifactSubmitted struct {
 
 func (x *ArtifactSubmitted) Reset() {
 	*x = ArtifactSubmitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2878,7 +3113,7 @@ func (x *ArtifactSubmitted) String() string {
 func (*ArtifactSubmitted) ProtoMessage() {}
 
 func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2891,7 +3126,7 @@ func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
 func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ArtifactSubmitted) GetArtifact() *Artifact {
@@ -2919,7 +3154,7 @@ type TaskProduced struct {
 
 func (x *TaskProduced) Reset() {
 	*x = TaskProduced{}
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2931,7 +3166,7 @@ func (x *TaskProduced) String() string {
 func (*TaskProduced) ProtoMessage() {}
 
 func (x *TaskProduced) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2944,7 +3179,7 @@ func (x *TaskProduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
 func (*TaskProduced) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TaskProduced) GetRound() uint32 {
@@ -2987,7 +3222,7 @@ type TaskAccepted struct {
 
 func (x *TaskAccepted) Reset() {
 	*x = TaskAccepted{}
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3234,7 @@ func (x *TaskAccepted) String() string {
 func (*TaskAccepted) ProtoMessage() {}
 
 func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3247,7 @@ func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
 func (*TaskAccepted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *TaskAccepted) GetRound() uint32 {
@@ -3041,7 +3276,7 @@ type TaskReturned struct {
 
 func (x *TaskReturned) Reset() {
 	*x = TaskReturned{}
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3053,7 +3288,7 @@ func (x *TaskReturned) String() string {
 func (*TaskReturned) ProtoMessage() {}
 
 func (x *TaskReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3066,7 +3301,7 @@ func (x *TaskReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
 func (*TaskReturned) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaskReturned) GetRound() uint32 {
@@ -3101,7 +3336,7 @@ type BudgetReleased struct {
 
 func (x *BudgetReleased) Reset() {
 	*x = BudgetReleased{}
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3113,7 +3348,7 @@ func (x *BudgetReleased) String() string {
 func (*BudgetReleased) ProtoMessage() {}
 
 func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3126,7 +3361,7 @@ func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
 func (*BudgetReleased) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *BudgetReleased) GetChildTaskId() string {
@@ -3162,7 +3397,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x91\x17\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xec\x18\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3211,7 +3446,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rtask_produced\x18? \x01(\v2\x18.steward.v1.TaskProducedH\x00R\ftaskProduced\x12?\n" +
 	"\rtask_accepted\x18@ \x01(\v2\x18.steward.v1.TaskAcceptedH\x00R\ftaskAccepted\x12?\n" +
 	"\rtask_returned\x18A \x01(\v2\x18.steward.v1.TaskReturnedH\x00R\ftaskReturned\x12E\n" +
-	"\x0fbudget_released\x18B \x01(\v2\x1a.steward.v1.BudgetReleasedH\x00R\x0ebudgetReleased\x12\x12\n" +
+	"\x0fbudget_released\x18B \x01(\v2\x1a.steward.v1.BudgetReleasedH\x00R\x0ebudgetReleased\x12B\n" +
+	"\x0einput_provided\x18C \x01(\v2\x19.steward.v1.InputProvidedH\x00R\rinputProvided\x12K\n" +
+	"\x11deadline_extended\x18D \x01(\v2\x1c.steward.v1.DeadlineExtendedH\x00R\x10deadlineExtended\x12H\n" +
+	"\x10finding_recorded\x18E \x01(\v2\x1b.steward.v1.FindingRecordedH\x00R\x0ffindingRecorded\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -3236,9 +3474,21 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x129\n" +
 	"\ffinal_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12\x1d\n" +
 	"\n" +
-	"action_ids\x18\x03 \x03(\tR\tactionIds\"(\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xae\x01\n" +
 	"\x0eTaskNeedsInput\x12\x16\n" +
-	"\x06reason\x18\x01 \x01(\tR\x06reason\"W\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x121\n" +
+	"\x05cause\x18\x02 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
+	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
+	"\achoices\x18\x04 \x03(\tR\achoices\x12\x1b\n" +
+	"\taction_id\x18\x05 \x01(\tR\bactionId\"'\n" +
+	"\rInputProvided\x12\x16\n" +
+	"\x06answer\x18\x01 \x01(\tR\x06answer\"\x9a\x01\n" +
+	"\x10DeadlineExtended\x126\n" +
+	"\bprevious\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\bprevious\x126\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"@\n" +
+	"\x0fFindingRecorded\x12-\n" +
+	"\afinding\x18\x01 \x01(\v2\x13.steward.v1.FindingR\afinding\"W\n" +
 	"\rTaskSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12.\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x18.steward.v1.SuspendCauseR\x05cause\"b\n" +
@@ -3401,7 +3651,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),             // 0: steward.v1.BreakerState
 	(*Event)(nil),                 // 1: steward.v1.Event
@@ -3414,57 +3664,62 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*TaskFailed)(nil),            // 8: steward.v1.TaskFailed
 	(*TaskCompensating)(nil),      // 9: steward.v1.TaskCompensating
 	(*TaskNeedsInput)(nil),        // 10: steward.v1.TaskNeedsInput
-	(*TaskSuspended)(nil),         // 11: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),           // 12: steward.v1.TaskStalled
-	(*ActionProposed)(nil),        // 13: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),       // 14: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),          // 15: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),     // 16: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),       // 17: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),       // 18: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),         // 19: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),      // 20: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil), // 21: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),       // 22: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),         // 23: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),         // 24: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),    // 25: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),       // 26: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),      // 27: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),        // 28: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),         // 29: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),          // 30: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),        // 31: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),        // 32: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 33: steward.v1.EventRecord
-	(*CredentialIssued)(nil),      // 34: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),     // 35: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),     // 36: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),          // 37: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),          // 38: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),          // 39: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),        // 40: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil), // 41: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 42: steward.v1.TaskContract
-	(TaskStatus)(0),               // 43: steward.v1.TaskStatus
-	(SuspendCause)(0),             // 44: steward.v1.SuspendCause
-	(*Action)(nil),                // 45: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 46: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 47: steward.v1.Approval
-	(ApprovalDecision)(0),         // 48: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 49: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 50: steward.v1.Outcome
-	(WaitKind)(0),                 // 51: steward.v1.WaitKind
-	(SettleState)(0),              // 52: steward.v1.SettleState
-	(RevalidationReason)(0),       // 53: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),   // 54: google.protobuf.Duration
-	(*ToolContract)(nil),          // 55: steward.v1.ToolContract
-	(*SignedCredential)(nil),      // 56: steward.v1.SignedCredential
-	(*Artifact)(nil),              // 57: steward.v1.Artifact
-	(*CriterionResult)(nil),       // 58: steward.v1.CriterionResult
+	(*InputProvided)(nil),         // 11: steward.v1.InputProvided
+	(*DeadlineExtended)(nil),      // 12: steward.v1.DeadlineExtended
+	(*FindingRecorded)(nil),       // 13: steward.v1.FindingRecorded
+	(*TaskSuspended)(nil),         // 14: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),           // 15: steward.v1.TaskStalled
+	(*ActionProposed)(nil),        // 16: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),       // 17: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),          // 18: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),     // 19: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),       // 20: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),       // 21: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),         // 22: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),      // 23: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil), // 24: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),       // 25: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),         // 26: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),         // 27: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),    // 28: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),       // 29: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),      // 30: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),        // 31: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),         // 32: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),          // 33: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),        // 34: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),        // 35: steward.v1.ToolRegistered
+	(*EventRecord)(nil),           // 36: steward.v1.EventRecord
+	(*CredentialIssued)(nil),      // 37: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),     // 38: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),     // 39: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),          // 40: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),          // 41: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),          // 42: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),        // 43: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 45: steward.v1.TaskContract
+	(TaskStatus)(0),               // 46: steward.v1.TaskStatus
+	(NeedsInputCause)(0),          // 47: steward.v1.NeedsInputCause
+	(*Finding)(nil),               // 48: steward.v1.Finding
+	(SuspendCause)(0),             // 49: steward.v1.SuspendCause
+	(*Action)(nil),                // 50: steward.v1.Action
+	(*PolicySnapshot)(nil),        // 51: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 52: steward.v1.Approval
+	(ApprovalDecision)(0),         // 53: steward.v1.ApprovalDecision
+	(*ActionPermit)(nil),          // 54: steward.v1.ActionPermit
+	(*Outcome)(nil),               // 55: steward.v1.Outcome
+	(WaitKind)(0),                 // 56: steward.v1.WaitKind
+	(SettleState)(0),              // 57: steward.v1.SettleState
+	(RevalidationReason)(0),       // 58: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
+	(*ToolContract)(nil),          // 60: steward.v1.ToolContract
+	(*SignedCredential)(nil),      // 61: steward.v1.SignedCredential
+	(*Artifact)(nil),              // 62: steward.v1.Artifact
+	(*CriterionResult)(nil),       // 63: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	41, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	44, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -3474,65 +3729,72 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
 	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
 	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	11, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	12, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	13, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	14, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	15, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	16, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	17, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	18, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	19, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	20, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	21, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	22, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	23, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	24, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	26, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	25, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
-	27, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	28, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	29, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	30, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	32, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	31, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	34, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	35, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	36, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	37, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	38, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	39, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	40, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
-	42, // 39: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	43, // 40: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	44, // 41: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	41, // 42: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	45, // 43: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	46, // 44: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	47, // 45: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	48, // 46: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	49, // 47: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	46, // 48: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	50, // 49: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	51, // 50: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	41, // 51: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	52, // 52: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	53, // 53: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	54, // 54: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 55: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 56: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	41, // 57: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	55, // 58: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 59: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	56, // 60: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	56, // 61: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	57, // 62: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	58, // 63: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	64, // [64:64] is the sub-list for method output_type
-	64, // [64:64] is the sub-list for method input_type
-	64, // [64:64] is the sub-list for extension type_name
-	64, // [64:64] is the sub-list for extension extendee
-	0,  // [0:64] is the sub-list for field type_name
+	14, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	15, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	16, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	17, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	18, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	19, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	20, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	21, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	22, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	23, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	24, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	25, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	26, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	27, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	29, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	28, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	30, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	31, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	32, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	33, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	35, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	34, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	37, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	38, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	39, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	40, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	41, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	42, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	43, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	11, // 39: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
+	12, // 40: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
+	13, // 41: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
+	45, // 42: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	46, // 43: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	47, // 44: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	44, // 45: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	44, // 46: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	48, // 47: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	49, // 48: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	44, // 49: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	50, // 50: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	51, // 51: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	52, // 52: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	53, // 53: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	54, // 54: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	51, // 55: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	55, // 56: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	56, // 57: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	44, // 58: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	57, // 59: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	58, // 60: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	59, // 61: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 62: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 63: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	44, // 64: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	60, // 65: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 66: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	61, // 67: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	61, // 68: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	62, // 69: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	63, // 70: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	71, // [71:71] is the sub-list for method output_type
+	71, // [71:71] is the sub-list for method input_type
+	71, // [71:71] is the sub-list for extension type_name
+	71, // [71:71] is the sub-list for extension extendee
+	0,  // [0:71] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -3583,6 +3845,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_TaskAccepted)(nil),
 		(*Event_TaskReturned)(nil),
 		(*Event_BudgetReleased)(nil),
+		(*Event_InputProvided)(nil),
+		(*Event_DeadlineExtended)(nil),
+		(*Event_FindingRecorded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -3590,7 +3855,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   40,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -9,6 +9,7 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -22,6 +23,234 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type GetResultRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResultRequest) Reset() {
+	*x = GetResultRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResultRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResultRequest) ProtoMessage() {}
+
+func (x *GetResultRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResultRequest.ProtoReflect.Descriptor instead.
+func (*GetResultRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *GetResultRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GetResultRequest) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+type GetResultResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool's JSON answer.
+	Result *structpb.Value `protobuf:"bytes,1,opt,name=result,proto3" json:"result,omitempty"`
+	// Lowercase hex SHA-256 of the stored bytes, as the outcome records it.
+	ResultHash    string `protobuf:"bytes,2,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
+	SizeBytes     int64  `protobuf:"varint,3,opt,name=size_bytes,json=sizeBytes,proto3" json:"size_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetResultResponse) Reset() {
+	*x = GetResultResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetResultResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetResultResponse) ProtoMessage() {}
+
+func (x *GetResultResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetResultResponse.ProtoReflect.Descriptor instead.
+func (*GetResultResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GetResultResponse) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+func (x *GetResultResponse) GetResultHash() string {
+	if x != nil {
+		return x.ResultHash
+	}
+	return ""
+}
+
+func (x *GetResultResponse) GetSizeBytes() int64 {
+	if x != nil {
+		return x.SizeBytes
+	}
+	return 0
+}
+
+type GetArtifactContentRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Name   string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// The version to read; zero for the latest.
+	Version       uint32 `protobuf:"varint,3,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetArtifactContentRequest) Reset() {
+	*x = GetArtifactContentRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetArtifactContentRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetArtifactContentRequest) ProtoMessage() {}
+
+func (x *GetArtifactContentRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetArtifactContentRequest.ProtoReflect.Descriptor instead.
+func (*GetArtifactContentRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *GetArtifactContentRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GetArtifactContentRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GetArtifactContentRequest) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+type GetArtifactContentResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Set on the first message only.
+	Artifact      *Artifact `protobuf:"bytes,1,opt,name=artifact,proto3" json:"artifact,omitempty"`
+	Chunk         []byte    `protobuf:"bytes,2,opt,name=chunk,proto3" json:"chunk,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetArtifactContentResponse) Reset() {
+	*x = GetArtifactContentResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetArtifactContentResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetArtifactContentResponse) ProtoMessage() {}
+
+func (x *GetArtifactContentResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetArtifactContentResponse.ProtoReflect.Descriptor instead.
+func (*GetArtifactContentResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *GetArtifactContentResponse) GetArtifact() *Artifact {
+	if x != nil {
+		return x.Artifact
+	}
+	return nil
+}
+
+func (x *GetArtifactContentResponse) GetChunk() []byte {
+	if x != nil {
+		return x.Chunk
+	}
+	return nil
+}
+
 type GetReceiptRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -31,7 +260,7 @@ type GetReceiptRequest struct {
 
 func (x *GetReceiptRequest) Reset() {
 	*x = GetReceiptRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -43,7 +272,7 @@ func (x *GetReceiptRequest) String() string {
 func (*GetReceiptRequest) ProtoMessage() {}
 
 func (x *GetReceiptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -56,7 +285,7 @@ func (x *GetReceiptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReceiptRequest.ProtoReflect.Descriptor instead.
 func (*GetReceiptRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetReceiptRequest) GetTaskId() string {
@@ -76,7 +305,7 @@ type GetReceiptResponse struct {
 
 func (x *GetReceiptResponse) Reset() {
 	*x = GetReceiptResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -88,7 +317,7 @@ func (x *GetReceiptResponse) String() string {
 func (*GetReceiptResponse) ProtoMessage() {}
 
 func (x *GetReceiptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -101,7 +330,7 @@ func (x *GetReceiptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReceiptResponse.ProtoReflect.Descriptor instead.
 func (*GetReceiptResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetReceiptResponse) GetReceipt() *Receipt {
@@ -128,7 +357,7 @@ type ListBreakersRequest struct {
 
 func (x *ListBreakersRequest) Reset() {
 	*x = ListBreakersRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -140,7 +369,7 @@ func (x *ListBreakersRequest) String() string {
 func (*ListBreakersRequest) ProtoMessage() {}
 
 func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -153,7 +382,7 @@ func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersRequest.ProtoReflect.Descriptor instead.
 func (*ListBreakersRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListBreakersRequest) GetNotClosed() bool {
@@ -173,7 +402,7 @@ type ListBreakersResponse struct {
 
 func (x *ListBreakersResponse) Reset() {
 	*x = ListBreakersResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -185,7 +414,7 @@ func (x *ListBreakersResponse) String() string {
 func (*ListBreakersResponse) ProtoMessage() {}
 
 func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -198,7 +427,7 @@ func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersResponse.ProtoReflect.Descriptor instead.
 func (*ListBreakersResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListBreakersResponse) GetBreakers() []*Breaker {
@@ -225,7 +454,7 @@ type Breaker struct {
 
 func (x *Breaker) Reset() {
 	*x = Breaker{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -237,7 +466,7 @@ func (x *Breaker) String() string {
 func (*Breaker) ProtoMessage() {}
 
 func (x *Breaker) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -250,7 +479,7 @@ func (x *Breaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
 func (*Breaker) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Breaker) GetServiceKey() string {
@@ -311,7 +540,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -323,7 +552,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -336,7 +565,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -355,7 +584,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -367,7 +596,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -380,7 +609,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -409,7 +638,7 @@ type GetActionRequest struct {
 
 func (x *GetActionRequest) Reset() {
 	*x = GetActionRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +650,7 @@ func (x *GetActionRequest) String() string {
 func (*GetActionRequest) ProtoMessage() {}
 
 func (x *GetActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +663,7 @@ func (x *GetActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActionRequest.ProtoReflect.Descriptor instead.
 func (*GetActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetActionRequest) GetTaskId() string {
@@ -473,7 +702,7 @@ type GetActionResponse struct {
 
 func (x *GetActionResponse) Reset() {
 	*x = GetActionResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +714,7 @@ func (x *GetActionResponse) String() string {
 func (*GetActionResponse) ProtoMessage() {}
 
 func (x *GetActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -498,7 +727,7 @@ func (x *GetActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActionResponse.ProtoReflect.Descriptor instead.
 func (*GetActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetActionResponse) GetAction() *Action {
@@ -542,7 +771,7 @@ type ListTasksRequest struct {
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -554,7 +783,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -567,7 +796,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListTasksRequest) GetStatuses() []TaskStatus {
@@ -601,7 +830,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -613,7 +842,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -626,7 +855,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -654,7 +883,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -666,7 +895,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -679,7 +908,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -710,7 +939,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -722,7 +951,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -735,7 +964,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *WatchTaskResponse) GetRecord() *EventRecord {
@@ -761,7 +990,7 @@ type GetTimelineRequest struct {
 
 func (x *GetTimelineRequest) Reset() {
 	*x = GetTimelineRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -773,7 +1002,7 @@ func (x *GetTimelineRequest) String() string {
 func (*GetTimelineRequest) ProtoMessage() {}
 
 func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -786,7 +1015,7 @@ func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetTimelineRequest) GetTaskId() string {
@@ -805,7 +1034,7 @@ type GetTimelineResponse struct {
 
 func (x *GetTimelineResponse) Reset() {
 	*x = GetTimelineResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[14]
+	mi := &file_steward_v1_query_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +1046,7 @@ func (x *GetTimelineResponse) String() string {
 func (*GetTimelineResponse) ProtoMessage() {}
 
 func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[14]
+	mi := &file_steward_v1_query_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +1059,7 @@ func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetTimelineResponse) GetEntries() []*TimelineEntry {
@@ -854,7 +1083,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[15]
+	mi := &file_steward_v1_query_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -866,7 +1095,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[15]
+	mi := &file_steward_v1_query_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -879,7 +1108,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *TimelineEntry) GetSequence() uint64 {
@@ -922,7 +1151,23 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\",\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\"H\n" +
+	"\x10GetResultRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\"\x83\x01\n" +
+	"\x11GetResultResponse\x12.\n" +
+	"\x06result\x18\x01 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x1f\n" +
+	"\vresult_hash\x18\x02 \x01(\tR\n" +
+	"resultHash\x12\x1d\n" +
+	"\n" +
+	"size_bytes\x18\x03 \x01(\x03R\tsizeBytes\"b\n" +
+	"\x19GetArtifactContentRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
+	"\aversion\x18\x03 \x01(\rR\aversion\"d\n" +
+	"\x1aGetArtifactContentResponse\x120\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\x12\x14\n" +
+	"\x05chunk\x18\x02 \x01(\fR\x05chunk\",\n" +
 	"\x11GetReceiptRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"_\n" +
 	"\x12GetReceiptResponse\x12-\n" +
@@ -979,7 +1224,7 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\xc2\x04\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary2\xfd\x05\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tGetAction\x12\x1c.steward.v1.GetActionRequest\x1a\x1d.steward.v1.GetActionResponse\"\x03\x90\x02\x01\x12M\n" +
@@ -988,7 +1233,9 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\vGetTimeline\x12\x1e.steward.v1.GetTimelineRequest\x1a\x1f.steward.v1.GetTimelineResponse\"\x03\x90\x02\x01\x12V\n" +
 	"\fListBreakers\x12\x1f.steward.v1.ListBreakersRequest\x1a .steward.v1.ListBreakersResponse\"\x03\x90\x02\x01\x12P\n" +
 	"\n" +
-	"GetReceipt\x12\x1d.steward.v1.GetReceiptRequest\x1a\x1e.steward.v1.GetReceiptResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
+	"GetReceipt\x12\x1d.steward.v1.GetReceiptRequest\x1a\x1e.steward.v1.GetReceiptResponse\"\x03\x90\x02\x01\x12M\n" +
+	"\tGetResult\x12\x1c.steward.v1.GetResultRequest\x1a\x1d.steward.v1.GetResultResponse\"\x03\x90\x02\x01\x12j\n" +
+	"\x12GetArtifactContent\x12%.steward.v1.GetArtifactContentRequest\x1a&.steward.v1.GetArtifactContentResponse\"\x03\x90\x02\x010\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1005,65 +1252,77 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_steward_v1_query_service_proto_goTypes = []any{
-	(*GetReceiptRequest)(nil),     // 0: steward.v1.GetReceiptRequest
-	(*GetReceiptResponse)(nil),    // 1: steward.v1.GetReceiptResponse
-	(*ListBreakersRequest)(nil),   // 2: steward.v1.ListBreakersRequest
-	(*ListBreakersResponse)(nil),  // 3: steward.v1.ListBreakersResponse
-	(*Breaker)(nil),               // 4: steward.v1.Breaker
-	(*GetTaskRequest)(nil),        // 5: steward.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),       // 6: steward.v1.GetTaskResponse
-	(*GetActionRequest)(nil),      // 7: steward.v1.GetActionRequest
-	(*GetActionResponse)(nil),     // 8: steward.v1.GetActionResponse
-	(*ListTasksRequest)(nil),      // 9: steward.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 10: steward.v1.ListTasksResponse
-	(*WatchTaskRequest)(nil),      // 11: steward.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),     // 12: steward.v1.WatchTaskResponse
-	(*GetTimelineRequest)(nil),    // 13: steward.v1.GetTimelineRequest
-	(*GetTimelineResponse)(nil),   // 14: steward.v1.GetTimelineResponse
-	(*TimelineEntry)(nil),         // 15: steward.v1.TimelineEntry
-	(*Receipt)(nil),               // 16: steward.v1.Receipt
-	(BreakerState)(0),             // 17: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*Task)(nil),                  // 19: steward.v1.Task
-	(*Action)(nil),                // 20: steward.v1.Action
-	(TaskStatus)(0),               // 21: steward.v1.TaskStatus
-	(*EventRecord)(nil),           // 22: steward.v1.EventRecord
+	(*GetResultRequest)(nil),           // 0: steward.v1.GetResultRequest
+	(*GetResultResponse)(nil),          // 1: steward.v1.GetResultResponse
+	(*GetArtifactContentRequest)(nil),  // 2: steward.v1.GetArtifactContentRequest
+	(*GetArtifactContentResponse)(nil), // 3: steward.v1.GetArtifactContentResponse
+	(*GetReceiptRequest)(nil),          // 4: steward.v1.GetReceiptRequest
+	(*GetReceiptResponse)(nil),         // 5: steward.v1.GetReceiptResponse
+	(*ListBreakersRequest)(nil),        // 6: steward.v1.ListBreakersRequest
+	(*ListBreakersResponse)(nil),       // 7: steward.v1.ListBreakersResponse
+	(*Breaker)(nil),                    // 8: steward.v1.Breaker
+	(*GetTaskRequest)(nil),             // 9: steward.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),            // 10: steward.v1.GetTaskResponse
+	(*GetActionRequest)(nil),           // 11: steward.v1.GetActionRequest
+	(*GetActionResponse)(nil),          // 12: steward.v1.GetActionResponse
+	(*ListTasksRequest)(nil),           // 13: steward.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),          // 14: steward.v1.ListTasksResponse
+	(*WatchTaskRequest)(nil),           // 15: steward.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),          // 16: steward.v1.WatchTaskResponse
+	(*GetTimelineRequest)(nil),         // 17: steward.v1.GetTimelineRequest
+	(*GetTimelineResponse)(nil),        // 18: steward.v1.GetTimelineResponse
+	(*TimelineEntry)(nil),              // 19: steward.v1.TimelineEntry
+	(*structpb.Value)(nil),             // 20: google.protobuf.Value
+	(*Artifact)(nil),                   // 21: steward.v1.Artifact
+	(*Receipt)(nil),                    // 22: steward.v1.Receipt
+	(BreakerState)(0),                  // 23: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
+	(*Task)(nil),                       // 25: steward.v1.Task
+	(*Action)(nil),                     // 26: steward.v1.Action
+	(TaskStatus)(0),                    // 27: steward.v1.TaskStatus
+	(*EventRecord)(nil),                // 28: steward.v1.EventRecord
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	16, // 0: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
-	4,  // 1: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	17, // 2: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	18, // 3: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	18, // 4: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	19, // 5: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	20, // 6: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
-	21, // 7: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	21, // 8: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	19, // 9: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	22, // 10: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	15, // 11: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	18, // 12: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	5,  // 13: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	7,  // 14: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
-	9,  // 15: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	11, // 16: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	13, // 17: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	2,  // 18: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	0,  // 19: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	6,  // 20: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	8,  // 21: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
-	10, // 22: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	12, // 23: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	14, // 24: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	3,  // 25: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	1,  // 26: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	20, // [20:27] is the sub-list for method output_type
-	13, // [13:20] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	20, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
+	21, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
+	22, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	8,  // 3: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
+	23, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	24, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	24, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	25, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	26, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
+	27, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	27, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	25, // 11: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	28, // 12: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	19, // 13: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	24, // 14: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	9,  // 15: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	11, // 16: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	13, // 17: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	15, // 18: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	17, // 19: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	6,  // 20: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	4,  // 21: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	0,  // 22: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
+	2,  // 23: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
+	10, // 24: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	12, // 25: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	14, // 26: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	16, // 27: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	18, // 28: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	7,  // 29: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	5,  // 30: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	1,  // 31: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
+	3,  // 32: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
+	24, // [24:33] is the sub-list for method output_type
+	15, // [15:24] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -1071,6 +1330,7 @@ func file_steward_v1_query_service_proto_init() {
 	if File_steward_v1_query_service_proto != nil {
 		return
 	}
+	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_event_proto_init()
 	file_steward_v1_receipt_proto_init()
@@ -1081,7 +1341,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -117,6 +117,9 @@ const (
 	SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE SuspendCause = 1
 	// The budget is spent; a raise that lifts it resumes the task.
 	SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT SuspendCause = 2
+	// The contract's deadline passed. The accountable owner may extend it
+	// (ExtendDeadline); a ResumeTask then lets the work go on.
+	SuspendCause_SUSPEND_CAUSE_DEADLINE SuspendCause = 3
 )
 
 // Enum value maps for SuspendCause.
@@ -125,11 +128,13 @@ var (
 		0: "SUSPEND_CAUSE_UNSPECIFIED",
 		1: "SUSPEND_CAUSE_APPROVAL_OVERDUE",
 		2: "SUSPEND_CAUSE_BUDGET_SPENT",
+		3: "SUSPEND_CAUSE_DEADLINE",
 	}
 	SuspendCause_value = map[string]int32{
 		"SUSPEND_CAUSE_UNSPECIFIED":      0,
 		"SUSPEND_CAUSE_APPROVAL_OVERDUE": 1,
 		"SUSPEND_CAUSE_BUDGET_SPENT":     2,
+		"SUSPEND_CAUSE_DEADLINE":         3,
 	}
 )
 
@@ -160,14 +165,133 @@ func (SuspendCause) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
 }
 
-// RecoveryMode says what to do when a step fails for good.
+// NeedsInputCause is why a task waits for input.
+type NeedsInputCause int32
+
+const (
+	NeedsInputCause_NEEDS_INPUT_CAUSE_UNSPECIFIED NeedsInputCause = 0
+	// The same failure several times in a row on one tool and target
+	// (contract.limits.max_same_failures).
+	NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES NeedsInputCause = 1
+	// The task has proposed contract.limits.max_actions actions.
+	NeedsInputCause_NEEDS_INPUT_CAUSE_ACTION_CAP NeedsInputCause = 2
+	// An action failed for good under RECOVERY_MODE_ESCALATE.
+	NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED NeedsInputCause = 3
+	// The agent asked a question (TaskService.RequestInput).
+	NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED NeedsInputCause = 4
+)
+
+// Enum value maps for NeedsInputCause.
+var (
+	NeedsInputCause_name = map[int32]string{
+		0: "NEEDS_INPUT_CAUSE_UNSPECIFIED",
+		1: "NEEDS_INPUT_CAUSE_SAME_FAILURES",
+		2: "NEEDS_INPUT_CAUSE_ACTION_CAP",
+		3: "NEEDS_INPUT_CAUSE_ESCALATED",
+		4: "NEEDS_INPUT_CAUSE_ASKED",
+	}
+	NeedsInputCause_value = map[string]int32{
+		"NEEDS_INPUT_CAUSE_UNSPECIFIED":   0,
+		"NEEDS_INPUT_CAUSE_SAME_FAILURES": 1,
+		"NEEDS_INPUT_CAUSE_ACTION_CAP":    2,
+		"NEEDS_INPUT_CAUSE_ESCALATED":     3,
+		"NEEDS_INPUT_CAUSE_ASKED":         4,
+	}
+)
+
+func (x NeedsInputCause) Enum() *NeedsInputCause {
+	p := new(NeedsInputCause)
+	*p = x
+	return p
+}
+
+func (x NeedsInputCause) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (NeedsInputCause) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_task_proto_enumTypes[2].Descriptor()
+}
+
+func (NeedsInputCause) Type() protoreflect.EnumType {
+	return &file_steward_v1_task_proto_enumTypes[2]
+}
+
+func (x NeedsInputCause) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use NeedsInputCause.Descriptor instead.
+func (NeedsInputCause) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
+}
+
+// FindingKind is what an auditor found.
+type FindingKind int32
+
+const (
+	FindingKind_FINDING_KIND_UNSPECIFIED FindingKind = 0
+	// A confirmed violation of policy: counted by
+	// steward_confirmed_policy_violations.
+	FindingKind_FINDING_KIND_POLICY_VIOLATION FindingKind = 1
+)
+
+// Enum value maps for FindingKind.
+var (
+	FindingKind_name = map[int32]string{
+		0: "FINDING_KIND_UNSPECIFIED",
+		1: "FINDING_KIND_POLICY_VIOLATION",
+	}
+	FindingKind_value = map[string]int32{
+		"FINDING_KIND_UNSPECIFIED":      0,
+		"FINDING_KIND_POLICY_VIOLATION": 1,
+	}
+)
+
+func (x FindingKind) Enum() *FindingKind {
+	p := new(FindingKind)
+	*p = x
+	return p
+}
+
+func (x FindingKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FindingKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_task_proto_enumTypes[3].Descriptor()
+}
+
+func (FindingKind) Type() protoreflect.EnumType {
+	return &file_steward_v1_task_proto_enumTypes[3]
+}
+
+func (x FindingKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FindingKind.Descriptor instead.
+func (FindingKind) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
+}
+
+// RecoveryMode says what to do when an action fails for good: after its
+// tool's own retries, if any, are spent.
 type RecoveryMode int32
 
 const (
+	// The agent decides: the failure is recorded and the task runs on.
 	RecoveryMode_RECOVERY_MODE_UNSPECIFIED RecoveryMode = 0
-	RecoveryMode_RECOVERY_MODE_RETRY       RecoveryMode = 1
-	RecoveryMode_RECOVERY_MODE_COMPENSATE  RecoveryMode = 2
-	RecoveryMode_RECOVERY_MODE_ESCALATE    RecoveryMode = 3
+	// The failed action is proposed again, unchanged, by Steward, up to
+	// max_attempts proposals in all; each is governed on its own, with its
+	// own policy snapshot.
+	RecoveryMode_RECOVERY_MODE_RETRY RecoveryMode = 1
+	// FailTask undoes the succeeded reversible writes first, in reverse
+	// order.
+	RecoveryMode_RECOVERY_MODE_COMPENSATE RecoveryMode = 2
+	// The failure stops the task, waiting for input: a person resumes it,
+	// compensates (FailTask) or fails it.
+	RecoveryMode_RECOVERY_MODE_ESCALATE RecoveryMode = 3
 )
 
 // Enum value maps for RecoveryMode.
@@ -197,11 +321,11 @@ func (x RecoveryMode) String() string {
 }
 
 func (RecoveryMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_task_proto_enumTypes[2].Descriptor()
+	return file_steward_v1_task_proto_enumTypes[4].Descriptor()
 }
 
 func (RecoveryMode) Type() protoreflect.EnumType {
-	return &file_steward_v1_task_proto_enumTypes[2]
+	return &file_steward_v1_task_proto_enumTypes[4]
 }
 
 func (x RecoveryMode) Number() protoreflect.EnumNumber {
@@ -210,7 +334,183 @@ func (x RecoveryMode) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use RecoveryMode.Descriptor instead.
 func (RecoveryMode) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+}
+
+// InputRequest is the open question of a task waiting for input.
+type InputRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cause NeedsInputCause        `protobuf:"varint,1,opt,name=cause,proto3,enum=steward.v1.NeedsInputCause" json:"cause,omitempty"`
+	// What a person is asked, in words a person can read.
+	Question string `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
+	// The answers to choose from, if the asker offered any; empty for a
+	// free answer.
+	Choices []string               `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
+	AskedBy string                 `protobuf:"bytes,4,opt,name=asked_by,json=askedBy,proto3" json:"asked_by,omitempty"`
+	AskedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=asked_at,json=askedAt,proto3" json:"asked_at,omitempty"`
+	// The action that led to the question, if one did (ESCALATED,
+	// SAME_FAILURES).
+	ActionId      string `protobuf:"bytes,6,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputRequest) Reset() {
+	*x = InputRequest{}
+	mi := &file_steward_v1_task_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputRequest) ProtoMessage() {}
+
+func (x *InputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputRequest.ProtoReflect.Descriptor instead.
+func (*InputRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *InputRequest) GetCause() NeedsInputCause {
+	if x != nil {
+		return x.Cause
+	}
+	return NeedsInputCause_NEEDS_INPUT_CAUSE_UNSPECIFIED
+}
+
+func (x *InputRequest) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *InputRequest) GetChoices() []string {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *InputRequest) GetAskedBy() string {
+	if x != nil {
+		return x.AskedBy
+	}
+	return ""
+}
+
+func (x *InputRequest) GetAskedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AskedAt
+	}
+	return nil
+}
+
+func (x *InputRequest) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+// Finding is what an auditor recorded about a task after reviewing it.
+type Finding struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	FindingId string                 `protobuf:"bytes,1,opt,name=finding_id,json=findingId,proto3" json:"finding_id,omitempty"`
+	Kind      FindingKind            `protobuf:"varint,2,opt,name=kind,proto3,enum=steward.v1.FindingKind" json:"kind,omitempty"`
+	// The action it concerns, if one.
+	ActionId      string                 `protobuf:"bytes,3,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	RecordedBy    string                 `protobuf:"bytes,5,opt,name=recorded_by,json=recordedBy,proto3" json:"recorded_by,omitempty"`
+	RecordedAt    *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Finding) Reset() {
+	*x = Finding{}
+	mi := &file_steward_v1_task_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Finding) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Finding) ProtoMessage() {}
+
+func (x *Finding) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Finding.ProtoReflect.Descriptor instead.
+func (*Finding) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Finding) GetFindingId() string {
+	if x != nil {
+		return x.FindingId
+	}
+	return ""
+}
+
+func (x *Finding) GetKind() FindingKind {
+	if x != nil {
+		return x.Kind
+	}
+	return FindingKind_FINDING_KIND_UNSPECIFIED
+}
+
+func (x *Finding) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *Finding) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Finding) GetRecordedBy() string {
+	if x != nil {
+		return x.RecordedBy
+	}
+	return ""
+}
+
+func (x *Finding) GetRecordedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RecordedAt
+	}
+	return nil
 }
 
 // Budget bounds what a task may spend. Costs are integer micro-units of
@@ -228,7 +528,7 @@ type Budget struct {
 
 func (x *Budget) Reset() {
 	*x = Budget{}
-	mi := &file_steward_v1_task_proto_msgTypes[0]
+	mi := &file_steward_v1_task_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -240,7 +540,7 @@ func (x *Budget) String() string {
 func (*Budget) ProtoMessage() {}
 
 func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[0]
+	mi := &file_steward_v1_task_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -253,7 +553,7 @@ func (x *Budget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Budget.ProtoReflect.Descriptor instead.
 func (*Budget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Budget) GetMaxTokens() int64 {
@@ -296,7 +596,7 @@ type MilestoneBudget struct {
 
 func (x *MilestoneBudget) Reset() {
 	*x = MilestoneBudget{}
-	mi := &file_steward_v1_task_proto_msgTypes[1]
+	mi := &file_steward_v1_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -308,7 +608,7 @@ func (x *MilestoneBudget) String() string {
 func (*MilestoneBudget) ProtoMessage() {}
 
 func (x *MilestoneBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[1]
+	mi := &file_steward_v1_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -321,7 +621,7 @@ func (x *MilestoneBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MilestoneBudget.ProtoReflect.Descriptor instead.
 func (*MilestoneBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *MilestoneBudget) GetMilestoneId() string {
@@ -358,7 +658,7 @@ type Delegation struct {
 
 func (x *Delegation) Reset() {
 	*x = Delegation{}
-	mi := &file_steward_v1_task_proto_msgTypes[2]
+	mi := &file_steward_v1_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +670,7 @@ func (x *Delegation) String() string {
 func (*Delegation) ProtoMessage() {}
 
 func (x *Delegation) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[2]
+	mi := &file_steward_v1_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +683,7 @@ func (x *Delegation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delegation.ProtoReflect.Descriptor instead.
 func (*Delegation) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Delegation) GetFromRef() string {
@@ -427,7 +727,7 @@ type ContextRef struct {
 
 func (x *ContextRef) Reset() {
 	*x = ContextRef{}
-	mi := &file_steward_v1_task_proto_msgTypes[3]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -439,7 +739,7 @@ func (x *ContextRef) String() string {
 func (*ContextRef) ProtoMessage() {}
 
 func (x *ContextRef) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[3]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -452,7 +752,7 @@ func (x *ContextRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextRef.ProtoReflect.Descriptor instead.
 func (*ContextRef) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ContextRef) GetUri() string {
@@ -494,7 +794,7 @@ type AcceptanceCriterion struct {
 
 func (x *AcceptanceCriterion) Reset() {
 	*x = AcceptanceCriterion{}
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +806,7 @@ func (x *AcceptanceCriterion) String() string {
 func (*AcceptanceCriterion) ProtoMessage() {}
 
 func (x *AcceptanceCriterion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +819,7 @@ func (x *AcceptanceCriterion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptanceCriterion.ProtoReflect.Descriptor instead.
 func (*AcceptanceCriterion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *AcceptanceCriterion) GetId() string {
@@ -552,16 +852,19 @@ func (x *AcceptanceCriterion) GetRequiresReviewer() bool {
 
 // RecoveryPolicy is the task's answer to failure.
 type RecoveryPolicy struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          RecoveryMode           `protobuf:"varint,1,opt,name=mode,proto3,enum=steward.v1.RecoveryMode" json:"mode,omitempty"`
-	MaxAttempts   uint32                 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Mode  RecoveryMode           `protobuf:"varint,1,opt,name=mode,proto3,enum=steward.v1.RecoveryMode" json:"mode,omitempty"`
+	// Under RECOVERY_MODE_RETRY, the most proposals of one action, the
+	// first included; zero means the default (README). Refused with any
+	// other mode.
+	MaxAttempts   uint32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RecoveryPolicy) Reset() {
 	*x = RecoveryPolicy{}
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +876,7 @@ func (x *RecoveryPolicy) String() string {
 func (*RecoveryPolicy) ProtoMessage() {}
 
 func (x *RecoveryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,7 +889,7 @@ func (x *RecoveryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoveryPolicy.ProtoReflect.Descriptor instead.
 func (*RecoveryPolicy) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecoveryPolicy) GetMode() RecoveryMode {
@@ -614,7 +917,7 @@ type InputSnapshot struct {
 
 func (x *InputSnapshot) Reset() {
 	*x = InputSnapshot{}
-	mi := &file_steward_v1_task_proto_msgTypes[6]
+	mi := &file_steward_v1_task_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -626,7 +929,7 @@ func (x *InputSnapshot) String() string {
 func (*InputSnapshot) ProtoMessage() {}
 
 func (x *InputSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[6]
+	mi := &file_steward_v1_task_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -639,7 +942,7 @@ func (x *InputSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputSnapshot.ProtoReflect.Descriptor instead.
 func (*InputSnapshot) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InputSnapshot) GetVersion() string {
@@ -695,7 +998,7 @@ type TaskContract struct {
 
 func (x *TaskContract) Reset() {
 	*x = TaskContract{}
-	mi := &file_steward_v1_task_proto_msgTypes[7]
+	mi := &file_steward_v1_task_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -707,7 +1010,7 @@ func (x *TaskContract) String() string {
 func (*TaskContract) ProtoMessage() {}
 
 func (x *TaskContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[7]
+	mi := &file_steward_v1_task_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -720,7 +1023,7 @@ func (x *TaskContract) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskContract.ProtoReflect.Descriptor instead.
 func (*TaskContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskContract) GetTaskId() string {
@@ -891,7 +1194,7 @@ type TaskLimits struct {
 
 func (x *TaskLimits) Reset() {
 	*x = TaskLimits{}
-	mi := &file_steward_v1_task_proto_msgTypes[8]
+	mi := &file_steward_v1_task_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +1206,7 @@ func (x *TaskLimits) String() string {
 func (*TaskLimits) ProtoMessage() {}
 
 func (x *TaskLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[8]
+	mi := &file_steward_v1_task_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +1219,7 @@ func (x *TaskLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
 func (*TaskLimits) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskLimits) GetMaxActions() uint32 {
@@ -949,7 +1252,7 @@ type TaskTimers struct {
 
 func (x *TaskTimers) Reset() {
 	*x = TaskTimers{}
-	mi := &file_steward_v1_task_proto_msgTypes[9]
+	mi := &file_steward_v1_task_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1264,7 @@ func (x *TaskTimers) String() string {
 func (*TaskTimers) ProtoMessage() {}
 
 func (x *TaskTimers) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[9]
+	mi := &file_steward_v1_task_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1277,7 @@ func (x *TaskTimers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimers.ProtoReflect.Descriptor instead.
 func (*TaskTimers) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskTimers) GetApprovalRemindAfter() *durationpb.Duration {
@@ -1011,7 +1314,7 @@ type TaskProgress struct {
 
 func (x *TaskProgress) Reset() {
 	*x = TaskProgress{}
-	mi := &file_steward_v1_task_proto_msgTypes[10]
+	mi := &file_steward_v1_task_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1023,7 +1326,7 @@ func (x *TaskProgress) String() string {
 func (*TaskProgress) ProtoMessage() {}
 
 func (x *TaskProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[10]
+	mi := &file_steward_v1_task_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1036,7 +1339,7 @@ func (x *TaskProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProgress.ProtoReflect.Descriptor instead.
 func (*TaskProgress) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TaskProgress) GetDone() []string {
@@ -1100,14 +1403,19 @@ type Task struct {
 	// Every time the task was produced, and what came of it.
 	Acceptance []*AcceptanceRound `protobuf:"bytes,21,rep,name=acceptance,proto3" json:"acceptance,omitempty"`
 	// While suspended, why.
-	SuspendedFor  SuspendCause `protobuf:"varint,22,opt,name=suspended_for,json=suspendedFor,proto3,enum=steward.v1.SuspendCause" json:"suspended_for,omitempty"`
+	SuspendedFor SuspendCause `protobuf:"varint,22,opt,name=suspended_for,json=suspendedFor,proto3,enum=steward.v1.SuspendCause" json:"suspended_for,omitempty"`
+	// While waiting for input, the question; cleared by the answer or a
+	// resume.
+	OpenInput *InputRequest `protobuf:"bytes,23,opt,name=open_input,json=openInput,proto3" json:"open_input,omitempty"`
+	// What auditors have recorded about the task (AuditService.RecordFinding).
+	Findings      []*Finding `protobuf:"bytes,24,rep,name=findings,proto3" json:"findings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_steward_v1_task_proto_msgTypes[11]
+	mi := &file_steward_v1_task_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1427,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[11]
+	mi := &file_steward_v1_task_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1440,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Task) GetContract() *TaskContract {
@@ -1289,6 +1597,20 @@ func (x *Task) GetSuspendedFor() SuspendCause {
 	return SuspendCause_SUSPEND_CAUSE_UNSPECIFIED
 }
 
+func (x *Task) GetOpenInput() *InputRequest {
+	if x != nil {
+		return x.OpenInput
+	}
+	return nil
+}
+
+func (x *Task) GetFindings() []*Finding {
+	if x != nil {
+		return x.Findings
+	}
+	return nil
+}
+
 // BudgetUsage is what a task (or one milestone) has spent.
 type BudgetUsage struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1304,7 +1626,7 @@ type BudgetUsage struct {
 
 func (x *BudgetUsage) Reset() {
 	*x = BudgetUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[12]
+	mi := &file_steward_v1_task_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1316,7 +1638,7 @@ func (x *BudgetUsage) String() string {
 func (*BudgetUsage) ProtoMessage() {}
 
 func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[12]
+	mi := &file_steward_v1_task_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1329,7 +1651,7 @@ func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetUsage.ProtoReflect.Descriptor instead.
 func (*BudgetUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BudgetUsage) GetTokens() int64 {
@@ -1372,7 +1694,7 @@ type MilestoneUsage struct {
 
 func (x *MilestoneUsage) Reset() {
 	*x = MilestoneUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[13]
+	mi := &file_steward_v1_task_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1384,7 +1706,7 @@ func (x *MilestoneUsage) String() string {
 func (*MilestoneUsage) ProtoMessage() {}
 
 func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[13]
+	mi := &file_steward_v1_task_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1397,7 +1719,7 @@ func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MilestoneUsage.ProtoReflect.Descriptor instead.
 func (*MilestoneUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MilestoneUsage) GetMilestoneId() string {
@@ -1426,7 +1748,24 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/risk.proto\"\xa8\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/risk.proto\"\xe6\x01\n" +
+	"\fInputRequest\x121\n" +
+	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
+	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
+	"\achoices\x18\x03 \x03(\tR\achoices\x12\x19\n" +
+	"\basked_by\x18\x04 \x01(\tR\aaskedBy\x125\n" +
+	"\basked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aaskedAt\x12\x1b\n" +
+	"\taction_id\x18\x06 \x01(\tR\bactionId\"\xf2\x01\n" +
+	"\aFinding\x12\x1d\n" +
+	"\n" +
+	"finding_id\x18\x01 \x01(\tR\tfindingId\x12+\n" +
+	"\x04kind\x18\x02 \x01(\x0e2\x17.steward.v1.FindingKindR\x04kind\x12\x1b\n" +
+	"\taction_id\x18\x03 \x01(\tR\bactionId\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vrecorded_by\x18\x05 \x01(\tR\n" +
+	"recordedBy\x12;\n" +
+	"\vrecorded_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"recordedAt\"\xa8\x01\n" +
 	"\x06Budget\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
@@ -1502,7 +1841,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xb5\b\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x9f\t\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1537,7 +1876,10 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"acceptance\x18\x15 \x03(\v2\x1b.steward.v1.AcceptanceRoundR\n" +
 	"acceptance\x12=\n" +
-	"\rsuspended_for\x18\x16 \x01(\x0e2\x18.steward.v1.SuspendCauseR\fsuspendedFor\"\x9a\x01\n" +
+	"\rsuspended_for\x18\x16 \x01(\x0e2\x18.steward.v1.SuspendCauseR\fsuspendedFor\x127\n" +
+	"\n" +
+	"open_input\x18\x17 \x01(\v2\x18.steward.v1.InputRequestR\topenInput\x12/\n" +
+	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -1566,11 +1908,21 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*q\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*\x8d\x01\n" +
 	"\fSuspendCause\x12\x1d\n" +
 	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
-	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02*\x80\x01\n" +
+	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02\x12\x1a\n" +
+	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03*\xb9\x01\n" +
+	"\x0fNeedsInputCause\x12!\n" +
+	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fNEEDS_INPUT_CAUSE_SAME_FAILURES\x10\x01\x12 \n" +
+	"\x1cNEEDS_INPUT_CAUSE_ACTION_CAP\x10\x02\x12\x1f\n" +
+	"\x1bNEEDS_INPUT_CAUSE_ESCALATED\x10\x03\x12\x1b\n" +
+	"\x17NEEDS_INPUT_CAUSE_ASKED\x10\x04*N\n" +
+	"\vFindingKind\x12\x1c\n" +
+	"\x18FINDING_KIND_UNSPECIFIED\x10\x00\x12!\n" +
+	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1592,72 +1944,82 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_proto_rawDescData
 }
 
-var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(SuspendCause)(0),             // 1: steward.v1.SuspendCause
-	(RecoveryMode)(0),             // 2: steward.v1.RecoveryMode
-	(*Budget)(nil),                // 3: steward.v1.Budget
-	(*MilestoneBudget)(nil),       // 4: steward.v1.MilestoneBudget
-	(*Delegation)(nil),            // 5: steward.v1.Delegation
-	(*ContextRef)(nil),            // 6: steward.v1.ContextRef
-	(*AcceptanceCriterion)(nil),   // 7: steward.v1.AcceptanceCriterion
-	(*RecoveryPolicy)(nil),        // 8: steward.v1.RecoveryPolicy
-	(*InputSnapshot)(nil),         // 9: steward.v1.InputSnapshot
-	(*TaskContract)(nil),          // 10: steward.v1.TaskContract
-	(*TaskLimits)(nil),            // 11: steward.v1.TaskLimits
-	(*TaskTimers)(nil),            // 12: steward.v1.TaskTimers
-	(*TaskProgress)(nil),          // 13: steward.v1.TaskProgress
-	(*Task)(nil),                  // 14: steward.v1.Task
-	(*BudgetUsage)(nil),           // 15: steward.v1.BudgetUsage
-	(*MilestoneUsage)(nil),        // 16: steward.v1.MilestoneUsage
-	(*timestamppb.Timestamp)(nil), // 17: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 18: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
-	(*Action)(nil),                // 20: steward.v1.Action
-	(*CredentialState)(nil),       // 21: steward.v1.CredentialState
-	(*Artifact)(nil),              // 22: steward.v1.Artifact
-	(*AcceptanceRound)(nil),       // 23: steward.v1.AcceptanceRound
+	(NeedsInputCause)(0),          // 2: steward.v1.NeedsInputCause
+	(FindingKind)(0),              // 3: steward.v1.FindingKind
+	(RecoveryMode)(0),             // 4: steward.v1.RecoveryMode
+	(*InputRequest)(nil),          // 5: steward.v1.InputRequest
+	(*Finding)(nil),               // 6: steward.v1.Finding
+	(*Budget)(nil),                // 7: steward.v1.Budget
+	(*MilestoneBudget)(nil),       // 8: steward.v1.MilestoneBudget
+	(*Delegation)(nil),            // 9: steward.v1.Delegation
+	(*ContextRef)(nil),            // 10: steward.v1.ContextRef
+	(*AcceptanceCriterion)(nil),   // 11: steward.v1.AcceptanceCriterion
+	(*RecoveryPolicy)(nil),        // 12: steward.v1.RecoveryPolicy
+	(*InputSnapshot)(nil),         // 13: steward.v1.InputSnapshot
+	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
+	(*TaskLimits)(nil),            // 15: steward.v1.TaskLimits
+	(*TaskTimers)(nil),            // 16: steward.v1.TaskTimers
+	(*TaskProgress)(nil),          // 17: steward.v1.TaskProgress
+	(*Task)(nil),                  // 18: steward.v1.Task
+	(*BudgetUsage)(nil),           // 19: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 20: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 22: steward.v1.RiskTier
+	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
+	(*Action)(nil),                // 24: steward.v1.Action
+	(*CredentialState)(nil),       // 25: steward.v1.CredentialState
+	(*Artifact)(nil),              // 26: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 27: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
-	4,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	17, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
-	2,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
-	6,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
-	5,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
-	3,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	17, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
-	6,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	18, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
-	7,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
-	8,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
-	9,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	11, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
-	12, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
-	19, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	19, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	19, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	10, // 17: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
-	0,  // 18: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	17, // 19: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	17, // 20: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 21: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	20, // 22: steward.v1.Task.actions:type_name -> steward.v1.Action
-	13, // 23: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	17, // 24: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
-	0,  // 25: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	15, // 26: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	21, // 27: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	22, // 28: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	23, // 29: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
-	1,  // 30: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
-	16, // 31: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	32, // [32:32] is the sub-list for method output_type
-	32, // [32:32] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
+	21, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
+	3,  // 2: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
+	21, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
+	8,  // 4: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
+	21, // 5: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	4,  // 6: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
+	10, // 7: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
+	9,  // 8: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
+	7,  // 9: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
+	21, // 10: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	10, // 11: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
+	22, // 12: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	11, // 13: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
+	12, // 14: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
+	13, // 15: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
+	15, // 16: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
+	16, // 17: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
+	23, // 18: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	23, // 19: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	23, // 20: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	14, // 21: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	0,  // 22: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
+	21, // 23: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	21, // 24: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 25: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
+	24, // 26: steward.v1.Task.actions:type_name -> steward.v1.Action
+	17, // 27: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	21, // 28: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	0,  // 29: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
+	19, // 30: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	25, // 31: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	26, // 32: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	27, // 33: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	1,  // 34: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
+	5,  // 35: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
+	6,  // 36: steward.v1.Task.findings:type_name -> steward.v1.Finding
+	20, // 37: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	38, // [38:38] is the sub-list for method output_type
+	38, // [38:38] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1674,8 +2036,8 @@ func file_steward_v1_task_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   14,
+			NumEnums:      5,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

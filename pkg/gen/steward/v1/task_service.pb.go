@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	structpb "google.golang.org/protobuf/types/known/structpb"
+	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -21,6 +22,338 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+type ExtendDeadlineRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The new deadline: later than the current one, and in the future.
+	Deadline *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	// Why; required.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendDeadlineRequest) Reset() {
+	*x = ExtendDeadlineRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendDeadlineRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendDeadlineRequest) ProtoMessage() {}
+
+func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendDeadlineRequest.ProtoReflect.Descriptor instead.
+func (*ExtendDeadlineRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ExtendDeadlineRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ExtendDeadlineRequest) GetDeadline() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Deadline
+	}
+	return nil
+}
+
+func (x *ExtendDeadlineRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ExtendDeadlineRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type ExtendDeadlineResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtendDeadlineResponse) Reset() {
+	*x = ExtendDeadlineResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtendDeadlineResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtendDeadlineResponse) ProtoMessage() {}
+
+func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtendDeadlineResponse.ProtoReflect.Descriptor instead.
+func (*ExtendDeadlineResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExtendDeadlineResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type RequestInputRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Question string                 `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
+	// The answers to choose from; empty for a free answer.
+	Choices       []string `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
+	RequestId     string   `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestInputRequest) Reset() {
+	*x = RequestInputRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestInputRequest) ProtoMessage() {}
+
+func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestInputRequest.ProtoReflect.Descriptor instead.
+func (*RequestInputRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *RequestInputRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RequestInputRequest) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *RequestInputRequest) GetChoices() []string {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *RequestInputRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type RequestInputResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RequestInputResponse) Reset() {
+	*x = RequestInputResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RequestInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RequestInputResponse) ProtoMessage() {}
+
+func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RequestInputResponse.ProtoReflect.Descriptor instead.
+func (*RequestInputResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *RequestInputResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+type ProvideInputRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The answer: one of the question's choices when it offered some.
+	Answer        string `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProvideInputRequest) Reset() {
+	*x = ProvideInputRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProvideInputRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProvideInputRequest) ProtoMessage() {}
+
+func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
+func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProvideInputRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ProvideInputRequest) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
+func (x *ProvideInputRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type ProvideInputResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProvideInputResponse) Reset() {
+	*x = ProvideInputResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProvideInputResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProvideInputResponse) ProtoMessage() {}
+
+func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProvideInputResponse.ProtoReflect.Descriptor instead.
+func (*ProvideInputResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProvideInputResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
 
 type ProposeActionRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -39,14 +372,17 @@ type ProposeActionRequest struct {
 	EditOf string `protobuf:"bytes,7,opt,name=edit_of,json=editOf,proto3" json:"edit_of,omitempty"`
 	// Narrows the tool's retry policy for this action; a field may only be
 	// lowered, never raised past the tool's.
-	RetryPolicy   *RetryPolicy `protobuf:"bytes,8,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	RetryPolicy *RetryPolicy `protobuf:"bytes,8,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	// The proposer's case: shown to approvers, given to policy, which may
+	// require it for high risk tiers. Not part of the action's hashes.
+	Rationale     *ActionRationale `protobuf:"bytes,9,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProposeActionRequest) Reset() {
 	*x = ProposeActionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -58,7 +394,7 @@ func (x *ProposeActionRequest) String() string {
 func (*ProposeActionRequest) ProtoMessage() {}
 
 func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -71,7 +407,7 @@ func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionRequest.ProtoReflect.Descriptor instead.
 func (*ProposeActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProposeActionRequest) GetTaskId() string {
@@ -130,6 +466,13 @@ func (x *ProposeActionRequest) GetRetryPolicy() *RetryPolicy {
 	return nil
 }
 
+func (x *ProposeActionRequest) GetRationale() *ActionRationale {
+	if x != nil {
+		return x.Rationale
+	}
+	return nil
+}
+
 type ProposeActionResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Action *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
@@ -141,7 +484,7 @@ type ProposeActionResponse struct {
 
 func (x *ProposeActionResponse) Reset() {
 	*x = ProposeActionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -153,7 +496,7 @@ func (x *ProposeActionResponse) String() string {
 func (*ProposeActionResponse) ProtoMessage() {}
 
 func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -166,7 +509,7 @@ func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionResponse.ProtoReflect.Descriptor instead.
 func (*ProposeActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ProposeActionResponse) GetAction() *Action {
@@ -194,7 +537,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -206,7 +549,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -219,7 +562,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *CreateTaskRequest) GetRequestId() string {
@@ -247,7 +590,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -259,7 +602,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -272,7 +615,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *CreateTaskResponse) GetTask() *Task {
@@ -302,7 +645,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +657,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +670,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -360,7 +703,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -372,7 +715,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -385,7 +728,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -408,7 +751,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +763,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +776,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PauseTaskRequest) GetTaskId() string {
@@ -466,7 +809,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -478,7 +821,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -491,7 +834,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -514,7 +857,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -526,7 +869,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -539,7 +882,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResumeTaskRequest) GetTaskId() string {
@@ -572,7 +915,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -584,7 +927,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -597,7 +940,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -619,7 +962,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -631,7 +974,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -644,7 +987,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *FailTaskRequest) GetTaskId() string {
@@ -677,7 +1020,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -689,7 +1032,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -702,7 +1045,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -729,7 +1072,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +1084,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +1097,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReportUsageRequest) GetTaskId() string {
@@ -808,7 +1151,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -820,7 +1163,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -833,7 +1176,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ReportUsageResponse) GetTask() *Task {
@@ -858,7 +1201,7 @@ type RaiseBudgetRequest struct {
 
 func (x *RaiseBudgetRequest) Reset() {
 	*x = RaiseBudgetRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1213,7 @@ func (x *RaiseBudgetRequest) String() string {
 func (*RaiseBudgetRequest) ProtoMessage() {}
 
 func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -883,7 +1226,7 @@ func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetRequest.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *RaiseBudgetRequest) GetTaskId() string {
@@ -930,7 +1273,7 @@ type RaiseBudgetResponse struct {
 
 func (x *RaiseBudgetResponse) Reset() {
 	*x = RaiseBudgetResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1285,7 @@ func (x *RaiseBudgetResponse) String() string {
 func (*RaiseBudgetResponse) ProtoMessage() {}
 
 func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1298,7 @@ func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetResponse.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *RaiseBudgetResponse) GetTask() *Task {
@@ -983,7 +1326,7 @@ type DelegateTaskRequest struct {
 
 func (x *DelegateTaskRequest) Reset() {
 	*x = DelegateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -995,7 +1338,7 @@ func (x *DelegateTaskRequest) String() string {
 func (*DelegateTaskRequest) ProtoMessage() {}
 
 func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1008,7 +1351,7 @@ func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskRequest.ProtoReflect.Descriptor instead.
 func (*DelegateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DelegateTaskRequest) GetParentTaskId() string {
@@ -1049,7 +1392,7 @@ type DelegateTaskResponse struct {
 
 func (x *DelegateTaskResponse) Reset() {
 	*x = DelegateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1404,7 @@ func (x *DelegateTaskResponse) String() string {
 func (*DelegateTaskResponse) ProtoMessage() {}
 
 func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1417,7 @@ func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskResponse.ProtoReflect.Descriptor instead.
 func (*DelegateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *DelegateTaskResponse) GetTask() *Task {
@@ -1111,7 +1454,7 @@ type SubmitArtifactRequest struct {
 
 func (x *SubmitArtifactRequest) Reset() {
 	*x = SubmitArtifactRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1466,7 @@ func (x *SubmitArtifactRequest) String() string {
 func (*SubmitArtifactRequest) ProtoMessage() {}
 
 func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1479,7 @@ func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SubmitArtifactRequest) GetTaskId() string {
@@ -1212,7 +1555,7 @@ type SubmitArtifactResponse struct {
 
 func (x *SubmitArtifactResponse) Reset() {
 	*x = SubmitArtifactResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1224,7 +1567,7 @@ func (x *SubmitArtifactResponse) String() string {
 func (*SubmitArtifactResponse) ProtoMessage() {}
 
 func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1237,7 +1580,7 @@ func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
@@ -1264,7 +1607,7 @@ type MarkProducedRequest struct {
 
 func (x *MarkProducedRequest) Reset() {
 	*x = MarkProducedRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1276,7 +1619,7 @@ func (x *MarkProducedRequest) String() string {
 func (*MarkProducedRequest) ProtoMessage() {}
 
 func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1289,7 +1632,7 @@ func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
 func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *MarkProducedRequest) GetTaskId() string {
@@ -1316,7 +1659,7 @@ type MarkProducedResponse struct {
 
 func (x *MarkProducedResponse) Reset() {
 	*x = MarkProducedResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1328,7 +1671,7 @@ func (x *MarkProducedResponse) String() string {
 func (*MarkProducedResponse) ProtoMessage() {}
 
 func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1341,7 +1684,7 @@ func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
 func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *MarkProducedResponse) GetTask() *Task {
@@ -1373,7 +1716,7 @@ type AcceptTaskRequest struct {
 
 func (x *AcceptTaskRequest) Reset() {
 	*x = AcceptTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1728,7 @@ func (x *AcceptTaskRequest) String() string {
 func (*AcceptTaskRequest) ProtoMessage() {}
 
 func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1741,7 @@ func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *AcceptTaskRequest) GetTaskId() string {
@@ -1438,7 +1781,7 @@ type AcceptTaskResponse struct {
 
 func (x *AcceptTaskResponse) Reset() {
 	*x = AcceptTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1450,7 +1793,7 @@ func (x *AcceptTaskResponse) String() string {
 func (*AcceptTaskResponse) ProtoMessage() {}
 
 func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1463,7 +1806,7 @@ func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *AcceptTaskResponse) GetTask() *Task {
@@ -1487,7 +1830,7 @@ type ReturnTaskRequest struct {
 
 func (x *ReturnTaskRequest) Reset() {
 	*x = ReturnTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1842,7 @@ func (x *ReturnTaskRequest) String() string {
 func (*ReturnTaskRequest) ProtoMessage() {}
 
 func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1855,7 @@ func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ReturnTaskRequest) GetTaskId() string {
@@ -1552,7 +1895,7 @@ type ReturnTaskResponse struct {
 
 func (x *ReturnTaskResponse) Reset() {
 	*x = ReturnTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1907,7 @@ func (x *ReturnTaskResponse) String() string {
 func (*ReturnTaskResponse) ProtoMessage() {}
 
 func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1920,7 @@ func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ReturnTaskResponse) GetTask() *Task {
@@ -1592,7 +1935,30 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa5\x02\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9f\x01\n" +
+	"\x15ExtendDeadlineRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x126\n" +
+	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\">\n" +
+	"\x16ExtendDeadlineResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x83\x01\n" +
+	"\x13RequestInputRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
+	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
+	"\achoices\x18\x03 \x03(\tR\achoices\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\"<\n" +
+	"\x14RequestInputResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"e\n" +
+	"\x13ProvideInputRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06answer\x18\x02 \x01(\tR\x06answer\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"<\n" +
+	"\x14ProvideInputResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xe0\x02\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1602,7 +1968,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x06target\x18\x05 \x01(\tR\x06target\x12/\n" +
 	"\x06params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x17\n" +
 	"\aedit_of\x18\a \x01(\tR\x06editOf\x12:\n" +
-	"\fretry_policy\x18\b \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\"]\n" +
+	"\fretry_policy\x18\b \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x129\n" +
+	"\trationale\x18\t \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\"]\n" +
 	"\x15ProposeActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +
@@ -1709,7 +2076,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05round\x18\x04 \x01(\rR\x05round\":\n" +
 	"\x12ReturnTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xae\b\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xb3\n" +
+	"\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -1728,7 +2096,10 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"AcceptTask\x12\x1d.steward.v1.AcceptTaskRequest\x1a\x1e.steward.v1.AcceptTaskResponse\"\x00\x12M\n" +
 	"\n" +
-	"ReturnTask\x12\x1d.steward.v1.ReturnTaskRequest\x1a\x1e.steward.v1.ReturnTaskResponse\"\x00B\xa8\x01\n" +
+	"ReturnTask\x12\x1d.steward.v1.ReturnTaskRequest\x1a\x1e.steward.v1.ReturnTaskResponse\"\x00\x12Y\n" +
+	"\x0eExtendDeadline\x12!.steward.v1.ExtendDeadlineRequest\x1a\".steward.v1.ExtendDeadlineResponse\"\x00\x12S\n" +
+	"\fRequestInput\x12\x1f.steward.v1.RequestInputRequest\x1a .steward.v1.RequestInputResponse\"\x00\x12S\n" +
+	"\fProvideInput\x12\x1f.steward.v1.ProvideInputRequest\x1a .steward.v1.ProvideInputResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1745,93 +2116,112 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*ProposeActionRequest)(nil),   // 0: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil),  // 1: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),      // 2: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),     // 3: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),      // 4: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),     // 5: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),       // 6: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),      // 7: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),      // 8: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),     // 9: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),        // 10: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 11: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),     // 12: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),    // 13: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),     // 14: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),    // 15: steward.v1.RaiseBudgetResponse
-	(*DelegateTaskRequest)(nil),    // 16: steward.v1.DelegateTaskRequest
-	(*DelegateTaskResponse)(nil),   // 17: steward.v1.DelegateTaskResponse
-	(*SubmitArtifactRequest)(nil),  // 18: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 19: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 20: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 21: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 22: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 23: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 24: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 25: steward.v1.ReturnTaskResponse
-	(*structpb.Struct)(nil),        // 26: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 27: steward.v1.RetryPolicy
-	(*Action)(nil),                 // 28: steward.v1.Action
-	(*TaskContract)(nil),           // 29: steward.v1.TaskContract
-	(*Task)(nil),                   // 30: steward.v1.Task
-	(*Artifact)(nil),               // 31: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 32: steward.v1.AcceptanceRound
+	(*ExtendDeadlineRequest)(nil),  // 0: steward.v1.ExtendDeadlineRequest
+	(*ExtendDeadlineResponse)(nil), // 1: steward.v1.ExtendDeadlineResponse
+	(*RequestInputRequest)(nil),    // 2: steward.v1.RequestInputRequest
+	(*RequestInputResponse)(nil),   // 3: steward.v1.RequestInputResponse
+	(*ProvideInputRequest)(nil),    // 4: steward.v1.ProvideInputRequest
+	(*ProvideInputResponse)(nil),   // 5: steward.v1.ProvideInputResponse
+	(*ProposeActionRequest)(nil),   // 6: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),  // 7: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),      // 8: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),     // 9: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),      // 10: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),     // 11: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),       // 12: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),      // 13: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),      // 14: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),     // 15: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),        // 16: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),       // 17: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),     // 18: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),    // 19: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),     // 20: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),    // 21: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),    // 22: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),   // 23: steward.v1.DelegateTaskResponse
+	(*SubmitArtifactRequest)(nil),  // 24: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil), // 25: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),    // 26: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),   // 27: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),      // 28: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),     // 29: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),      // 30: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),     // 31: steward.v1.ReturnTaskResponse
+	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
+	(*Task)(nil),                   // 33: steward.v1.Task
+	(*structpb.Struct)(nil),        // 34: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 35: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 36: steward.v1.ActionRationale
+	(*Action)(nil),                 // 37: steward.v1.Action
+	(*TaskContract)(nil),           // 38: steward.v1.TaskContract
+	(*Artifact)(nil),               // 39: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 40: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	26, // 0: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	27, // 1: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	28, // 2: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	29, // 3: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	30, // 4: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	30, // 5: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	30, // 6: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	30, // 7: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	30, // 8: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	30, // 9: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	30, // 10: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	29, // 11: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	30, // 12: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	31, // 13: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	30, // 14: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	30, // 15: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	32, // 16: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	30, // 17: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	30, // 18: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	2,  // 19: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	4,  // 20: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	6,  // 21: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	8,  // 22: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	10, // 23: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	12, // 24: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	14, // 25: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	0,  // 26: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	16, // 27: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	18, // 28: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	20, // 29: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	22, // 30: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	24, // 31: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	3,  // 32: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	5,  // 33: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	7,  // 34: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	9,  // 35: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	11, // 36: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	13, // 37: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	15, // 38: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	1,  // 39: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	17, // 40: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	19, // 41: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	21, // 42: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	23, // 43: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	25, // 44: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	32, // [32:45] is the sub-list for method output_type
-	19, // [19:32] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	32, // 0: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	33, // 1: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	33, // 2: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	33, // 3: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	34, // 4: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	35, // 5: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	36, // 6: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	37, // 7: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	38, // 8: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	33, // 9: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	33, // 10: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	33, // 11: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	33, // 12: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	33, // 13: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	33, // 14: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	33, // 15: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	38, // 16: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	33, // 17: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	39, // 18: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	33, // 19: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	33, // 20: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	40, // 21: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	33, // 22: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	33, // 23: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	8,  // 24: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	10, // 25: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	12, // 26: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	14, // 27: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	16, // 28: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	18, // 29: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	20, // 30: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	6,  // 31: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	22, // 32: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	24, // 33: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	26, // 34: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	28, // 35: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	30, // 36: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	0,  // 37: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	2,  // 38: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	4,  // 39: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	9,  // 40: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	11, // 41: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	13, // 42: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	15, // 43: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	17, // 44: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	19, // 45: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	21, // 46: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	7,  // 47: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	23, // 48: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	25, // 49: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	27, // 50: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	29, // 51: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	31, // 52: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	1,  // 53: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	3,  // 54: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	5,  // 55: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	40, // [40:56] is the sub-list for method output_type
+	24, // [24:40] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -1849,7 +2239,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   26,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

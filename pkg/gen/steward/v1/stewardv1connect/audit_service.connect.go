@@ -37,6 +37,9 @@ const (
 	AuditServiceReplayTaskProcedure = "/steward.v1.AuditService/ReplayTask"
 	// AuditServiceVerifyTaskProcedure is the fully-qualified name of the AuditService's VerifyTask RPC.
 	AuditServiceVerifyTaskProcedure = "/steward.v1.AuditService/VerifyTask"
+	// AuditServiceRecordFindingProcedure is the fully-qualified name of the AuditService's
+	// RecordFinding RPC.
+	AuditServiceRecordFindingProcedure = "/steward.v1.AuditService/RecordFinding"
 )
 
 // AuditServiceClient is a client for the steward.v1.AuditService service.
@@ -45,6 +48,10 @@ type AuditServiceClient interface {
 	ReplayTask(context.Context, *connect.Request[v1.ReplayTaskRequest]) (*connect.ServerStreamForClient[v1.ReplayTaskResponse], error)
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)
+	// RecordFinding records what an auditor found on reviewing a task, such
+	// as a confirmed policy violation; with --auth it needs the auditor
+	// role. Idempotent on request_id.
+	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 }
 
 // NewAuditServiceClient constructs a client for the steward.v1.AuditService service. By default, it
@@ -71,13 +78,20 @@ func NewAuditServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		recordFinding: connect.NewClient[v1.RecordFindingRequest, v1.RecordFindingResponse](
+			httpClient,
+			baseURL+AuditServiceRecordFindingProcedure,
+			connect.WithSchema(auditServiceMethods.ByName("RecordFinding")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // auditServiceClient implements AuditServiceClient.
 type auditServiceClient struct {
-	replayTask *connect.Client[v1.ReplayTaskRequest, v1.ReplayTaskResponse]
-	verifyTask *connect.Client[v1.VerifyTaskRequest, v1.VerifyTaskResponse]
+	replayTask    *connect.Client[v1.ReplayTaskRequest, v1.ReplayTaskResponse]
+	verifyTask    *connect.Client[v1.VerifyTaskRequest, v1.VerifyTaskResponse]
+	recordFinding *connect.Client[v1.RecordFindingRequest, v1.RecordFindingResponse]
 }
 
 // ReplayTask calls steward.v1.AuditService.ReplayTask.
@@ -90,12 +104,21 @@ func (c *auditServiceClient) VerifyTask(ctx context.Context, req *connect.Reques
 	return c.verifyTask.CallUnary(ctx, req)
 }
 
+// RecordFinding calls steward.v1.AuditService.RecordFinding.
+func (c *auditServiceClient) RecordFinding(ctx context.Context, req *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error) {
+	return c.recordFinding.CallUnary(ctx, req)
+}
+
 // AuditServiceHandler is an implementation of the steward.v1.AuditService service.
 type AuditServiceHandler interface {
 	// ReplayTask streams every event of a task with the task as folded after it.
 	ReplayTask(context.Context, *connect.Request[v1.ReplayTaskRequest], *connect.ServerStream[v1.ReplayTaskResponse]) error
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)
+	// RecordFinding records what an auditor found on reviewing a task, such
+	// as a confirmed policy violation; with --auth it needs the auditor
+	// role. Idempotent on request_id.
+	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 }
 
 // NewAuditServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -118,12 +141,20 @@ func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	auditServiceRecordFindingHandler := connect.NewUnaryHandler(
+		AuditServiceRecordFindingProcedure,
+		svc.RecordFinding,
+		connect.WithSchema(auditServiceMethods.ByName("RecordFinding")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.AuditService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AuditServiceReplayTaskProcedure:
 			auditServiceReplayTaskHandler.ServeHTTP(w, r)
 		case AuditServiceVerifyTaskProcedure:
 			auditServiceVerifyTaskHandler.ServeHTTP(w, r)
+		case AuditServiceRecordFindingProcedure:
+			auditServiceRecordFindingHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -139,4 +170,8 @@ func (UnimplementedAuditServiceHandler) ReplayTask(context.Context, *connect.Req
 
 func (UnimplementedAuditServiceHandler) VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.VerifyTask is not implemented"))
+}
+
+func (UnimplementedAuditServiceHandler) RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.RecordFinding is not implemented"))
 }

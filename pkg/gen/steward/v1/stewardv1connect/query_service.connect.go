@@ -49,6 +49,11 @@ const (
 	QueryServiceListBreakersProcedure = "/steward.v1.QueryService/ListBreakers"
 	// QueryServiceGetReceiptProcedure is the fully-qualified name of the QueryService's GetReceipt RPC.
 	QueryServiceGetReceiptProcedure = "/steward.v1.QueryService/GetReceipt"
+	// QueryServiceGetResultProcedure is the fully-qualified name of the QueryService's GetResult RPC.
+	QueryServiceGetResultProcedure = "/steward.v1.QueryService/GetResult"
+	// QueryServiceGetArtifactContentProcedure is the fully-qualified name of the QueryService's
+	// GetArtifactContent RPC.
+	QueryServiceGetArtifactContentProcedure = "/steward.v1.QueryService/GetArtifactContent"
 )
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
@@ -73,6 +78,16 @@ type QueryServiceClient interface {
 	// GetReceipt returns the task's receipt, as a message (JSON for
 	// machines) and as Markdown for people.
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
+	// GetResult returns what an action's tool answered, as JSON, after
+	// checking it against the outcome's result_hash. NotFound for an action
+	// without a result.
+	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
+	// GetArtifactContent streams one version of an artifact that Steward
+	// stores, in chunks, the first carrying the artifact's record; the
+	// content is checked against its sha256 before the last chunk is sent.
+	// An artifact submitted by reference is FailedPrecondition, naming its
+	// URI: Steward does not hold it.
+	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the steward.v1.QueryService service. By default, it
@@ -134,18 +149,34 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getResult: connect.NewClient[v1.GetResultRequest, v1.GetResultResponse](
+			httpClient,
+			baseURL+QueryServiceGetResultProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetResult")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getArtifactContent: connect.NewClient[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse](
+			httpClient,
+			baseURL+QueryServiceGetArtifactContentProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetArtifactContent")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // queryServiceClient implements QueryServiceClient.
 type queryServiceClient struct {
-	getTask      *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
-	getAction    *connect.Client[v1.GetActionRequest, v1.GetActionResponse]
-	listTasks    *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
-	watchTask    *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
-	getTimeline  *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
-	listBreakers *connect.Client[v1.ListBreakersRequest, v1.ListBreakersResponse]
-	getReceipt   *connect.Client[v1.GetReceiptRequest, v1.GetReceiptResponse]
+	getTask            *connect.Client[v1.GetTaskRequest, v1.GetTaskResponse]
+	getAction          *connect.Client[v1.GetActionRequest, v1.GetActionResponse]
+	listTasks          *connect.Client[v1.ListTasksRequest, v1.ListTasksResponse]
+	watchTask          *connect.Client[v1.WatchTaskRequest, v1.WatchTaskResponse]
+	getTimeline        *connect.Client[v1.GetTimelineRequest, v1.GetTimelineResponse]
+	listBreakers       *connect.Client[v1.ListBreakersRequest, v1.ListBreakersResponse]
+	getReceipt         *connect.Client[v1.GetReceiptRequest, v1.GetReceiptResponse]
+	getResult          *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
+	getArtifactContent *connect.Client[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse]
 }
 
 // GetTask calls steward.v1.QueryService.GetTask.
@@ -183,6 +214,16 @@ func (c *queryServiceClient) GetReceipt(ctx context.Context, req *connect.Reques
 	return c.getReceipt.CallUnary(ctx, req)
 }
 
+// GetResult calls steward.v1.QueryService.GetResult.
+func (c *queryServiceClient) GetResult(ctx context.Context, req *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error) {
+	return c.getResult.CallUnary(ctx, req)
+}
+
+// GetArtifactContent calls steward.v1.QueryService.GetArtifactContent.
+func (c *queryServiceClient) GetArtifactContent(ctx context.Context, req *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error) {
+	return c.getArtifactContent.CallServerStream(ctx, req)
+}
+
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
 type QueryServiceHandler interface {
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
@@ -205,6 +246,16 @@ type QueryServiceHandler interface {
 	// GetReceipt returns the task's receipt, as a message (JSON for
 	// machines) and as Markdown for people.
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
+	// GetResult returns what an action's tool answered, as JSON, after
+	// checking it against the outcome's result_hash. NotFound for an action
+	// without a result.
+	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
+	// GetArtifactContent streams one version of an artifact that Steward
+	// stores, in chunks, the first carrying the artifact's record; the
+	// content is checked against its sha256 before the last chunk is sent.
+	// An artifact submitted by reference is FailedPrecondition, naming its
+	// URI: Steward does not hold it.
+	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -262,6 +313,20 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceGetResultHandler := connect.NewUnaryHandler(
+		QueryServiceGetResultProcedure,
+		svc.GetResult,
+		connect.WithSchema(queryServiceMethods.ByName("GetResult")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	queryServiceGetArtifactContentHandler := connect.NewServerStreamHandler(
+		QueryServiceGetArtifactContentProcedure,
+		svc.GetArtifactContent,
+		connect.WithSchema(queryServiceMethods.ByName("GetArtifactContent")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
@@ -278,6 +343,10 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceListBreakersHandler.ServeHTTP(w, r)
 		case QueryServiceGetReceiptProcedure:
 			queryServiceGetReceiptHandler.ServeHTTP(w, r)
+		case QueryServiceGetResultProcedure:
+			queryServiceGetResultHandler.ServeHTTP(w, r)
+		case QueryServiceGetArtifactContentProcedure:
+			queryServiceGetArtifactContentHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -313,4 +382,12 @@ func (UnimplementedQueryServiceHandler) ListBreakers(context.Context, *connect.R
 
 func (UnimplementedQueryServiceHandler) GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetReceipt is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetResult is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetArtifactContent is not implemented"))
 }

@@ -63,6 +63,15 @@ const (
 	TaskServiceAcceptTaskProcedure = "/steward.v1.TaskService/AcceptTask"
 	// TaskServiceReturnTaskProcedure is the fully-qualified name of the TaskService's ReturnTask RPC.
 	TaskServiceReturnTaskProcedure = "/steward.v1.TaskService/ReturnTask"
+	// TaskServiceExtendDeadlineProcedure is the fully-qualified name of the TaskService's
+	// ExtendDeadline RPC.
+	TaskServiceExtendDeadlineProcedure = "/steward.v1.TaskService/ExtendDeadline"
+	// TaskServiceRequestInputProcedure is the fully-qualified name of the TaskService's RequestInput
+	// RPC.
+	TaskServiceRequestInputProcedure = "/steward.v1.TaskService/RequestInput"
+	// TaskServiceProvideInputProcedure is the fully-qualified name of the TaskService's ProvideInput
+	// RPC.
+	TaskServiceProvideInputProcedure = "/steward.v1.TaskService/ProvideInput"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -108,6 +117,19 @@ type TaskServiceClient interface {
 	// ReturnTask returns a produced result for revision, with reasons; the
 	// task goes back to running. Only the acceptance owner may.
 	ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error)
+	// ExtendDeadline moves the task's deadline later; only the contract's
+	// accountable owner may, with a reason, which is recorded. The task's
+	// credential can then be renewed up to the new deadline, and a task
+	// suspended at its deadline resumed.
+	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
+	// RequestInput is the agent's way to ask for help: its running task
+	// waits for input with a question, and optional choices, until someone
+	// answers (ProvideInput) or resumes it. GetTask shows the question.
+	RequestInput(context.Context, *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error)
+	// ProvideInput answers a task's open question: the requester, the
+	// accountable owner or an operator may. The answer is recorded and the
+	// task runs again.
+	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -199,6 +221,24 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ReturnTask")),
 			connect.WithClientOptions(opts...),
 		),
+		extendDeadline: connect.NewClient[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse](
+			httpClient,
+			baseURL+TaskServiceExtendDeadlineProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ExtendDeadline")),
+			connect.WithClientOptions(opts...),
+		),
+		requestInput: connect.NewClient[v1.RequestInputRequest, v1.RequestInputResponse](
+			httpClient,
+			baseURL+TaskServiceRequestInputProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("RequestInput")),
+			connect.WithClientOptions(opts...),
+		),
+		provideInput: connect.NewClient[v1.ProvideInputRequest, v1.ProvideInputResponse](
+			httpClient,
+			baseURL+TaskServiceProvideInputProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ProvideInput")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -217,6 +257,9 @@ type taskServiceClient struct {
 	markProduced   *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
 	acceptTask     *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
 	returnTask     *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
+	extendDeadline *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
+	requestInput   *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
+	provideInput   *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -284,6 +327,21 @@ func (c *taskServiceClient) ReturnTask(ctx context.Context, req *connect.Request
 	return c.returnTask.CallUnary(ctx, req)
 }
 
+// ExtendDeadline calls steward.v1.TaskService.ExtendDeadline.
+func (c *taskServiceClient) ExtendDeadline(ctx context.Context, req *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error) {
+	return c.extendDeadline.CallUnary(ctx, req)
+}
+
+// RequestInput calls steward.v1.TaskService.RequestInput.
+func (c *taskServiceClient) RequestInput(ctx context.Context, req *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error) {
+	return c.requestInput.CallUnary(ctx, req)
+}
+
+// ProvideInput calls steward.v1.TaskService.ProvideInput.
+func (c *taskServiceClient) ProvideInput(ctx context.Context, req *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error) {
+	return c.provideInput.CallUnary(ctx, req)
+}
+
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
@@ -327,6 +385,19 @@ type TaskServiceHandler interface {
 	// ReturnTask returns a produced result for revision, with reasons; the
 	// task goes back to running. Only the acceptance owner may.
 	ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error)
+	// ExtendDeadline moves the task's deadline later; only the contract's
+	// accountable owner may, with a reason, which is recorded. The task's
+	// credential can then be renewed up to the new deadline, and a task
+	// suspended at its deadline resumed.
+	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
+	// RequestInput is the agent's way to ask for help: its running task
+	// waits for input with a question, and optional choices, until someone
+	// answers (ProvideInput) or resumes it. GetTask shows the question.
+	RequestInput(context.Context, *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error)
+	// ProvideInput answers a task's open question: the requester, the
+	// accountable owner or an operator may. The answer is recorded and the
+	// task runs again.
+	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -414,6 +485,24 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ReturnTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceExtendDeadlineHandler := connect.NewUnaryHandler(
+		TaskServiceExtendDeadlineProcedure,
+		svc.ExtendDeadline,
+		connect.WithSchema(taskServiceMethods.ByName("ExtendDeadline")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceRequestInputHandler := connect.NewUnaryHandler(
+		TaskServiceRequestInputProcedure,
+		svc.RequestInput,
+		connect.WithSchema(taskServiceMethods.ByName("RequestInput")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceProvideInputHandler := connect.NewUnaryHandler(
+		TaskServiceProvideInputProcedure,
+		svc.ProvideInput,
+		connect.WithSchema(taskServiceMethods.ByName("ProvideInput")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -442,6 +531,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceAcceptTaskHandler.ServeHTTP(w, r)
 		case TaskServiceReturnTaskProcedure:
 			taskServiceReturnTaskHandler.ServeHTTP(w, r)
+		case TaskServiceExtendDeadlineProcedure:
+			taskServiceExtendDeadlineHandler.ServeHTTP(w, r)
+		case TaskServiceRequestInputProcedure:
+			taskServiceRequestInputHandler.ServeHTTP(w, r)
+		case TaskServiceProvideInputProcedure:
+			taskServiceProvideInputHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -501,4 +596,16 @@ func (UnimplementedTaskServiceHandler) AcceptTask(context.Context, *connect.Requ
 
 func (UnimplementedTaskServiceHandler) ReturnTask(context.Context, *connect.Request[v1.ReturnTaskRequest]) (*connect.Response[v1.ReturnTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReturnTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ExtendDeadline is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) RequestInput(context.Context, *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.RequestInput is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ProvideInput is not implemented"))
 }
