@@ -37,6 +37,11 @@ func credentialStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok b
 			if ci.RenewalReason != "" {
 				t.Credential.Renewals++
 			}
+			// The contract names its current credential (DESIGN: "current
+			// credential_ref"). Copied, not changed in place: a contract
+			// may be shared with a copy of the task handed out before.
+			t.Contract = proto.CloneOf(t.Contract)
+			t.Contract.CredentialRef = c.CredentialId
 		}, true, nil
 	case *stewardv1.Event_CredentialRevoked:
 		r := p.CredentialRevoked

@@ -32,6 +32,9 @@ func TestCredentialFold(t *testing.T) {
 	if err != nil || tk.Credential.GetCredential().GetPrincipal() != "agent" || !tk.Credential.Revoked || tk.Credential.RevokedBy != "user:op" {
 		t.Fatalf("%v %v", tk.GetCredential(), err)
 	}
+	if got, want := tk.Contract.CredentialRef, credential.ID("t1", ""); got != want || k.CredentialRef != "" {
+		t.Errorf("contract.credential_ref = %q (created with %q), want %q: the contract names its current credential", got, k.CredentialRef, want)
+	}
 	sub := &stewardv1.TaskContract{Intent: "i", TaskId: "t1", ParentTaskId: "t0", Budget: &stewardv1.Budget{MaxCostMicros: 100}}
 	for name, tc := range map[string]struct {
 		steps []as

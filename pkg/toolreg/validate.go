@@ -108,8 +108,13 @@ func Validate(c *stewardv1.ToolContract) error {
 		if err := checkURL("contract.http.status_url", e.Http.StatusUrl, false); err != nil {
 			return err
 		}
+		// One decision, stated twice: a tool that declares a status query
+		// says where it is, and a status URL is queried only when declared.
 		if c.StatusQuery && e.Http.StatusUrl == "" {
 			return errs.Field("contract.http.status_url", "is required when status_query is set")
+		}
+		if !c.StatusQuery && e.Http.StatusUrl != "" {
+			return errs.Field("contract.status_query", "must be set when http.status_url is: set both, or neither")
 		}
 	case *stewardv1.ToolContract_Builtin:
 		known := false

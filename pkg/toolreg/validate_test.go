@@ -48,6 +48,9 @@ func TestValidateNamesTheField(t *testing.T) {
 			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "/search"}}
 		}, "contract.http.url"},
 		{"status query without url", func(c *stewardv1.ToolContract) { c.StatusQuery = true }, "contract.http.status_url"},
+		{"status url without status query", func(c *stewardv1.ToolContract) {
+			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://tool.example/call", StatusUrl: "http://tool.example/status"}}
+		}, "contract.status_query"},
 		{"unknown builtin", func(c *stewardv1.ToolContract) {
 			c.Endpoint = &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "shell"}}
 		}, "contract.builtin.kind"},

@@ -972,7 +972,8 @@ type TaskContract struct {
 	AccountableOwnerRef string        `protobuf:"bytes,6,opt,name=accountable_owner_ref,json=accountableOwnerRef,proto3" json:"accountable_owner_ref,omitempty"`
 	AcceptanceOwnerRef  string        `protobuf:"bytes,7,opt,name=acceptance_owner_ref,json=acceptanceOwnerRef,proto3" json:"acceptance_owner_ref,omitempty"`
 	DelegationChain     []*Delegation `protobuf:"bytes,8,rep,name=delegation_chain,json=delegationChain,proto3" json:"delegation_chain,omitempty"`
-	// The task's credential, recorded by Steward; a request that sets it is
+	// The task's current credential, recorded by Steward: the fold sets it
+	// when a credential is issued or renewed. A request that sets it is
 	// refused.
 	CredentialRef      string                 `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
 	Budget             *Budget                `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`

@@ -443,7 +443,9 @@ type ToolContract struct {
 	ParametersSchema string              `protobuf:"bytes,4,opt,name=parameters_schema,json=parametersSchema,proto3" json:"parameters_schema,omitempty"`
 	EffectClass      EffectClass         `protobuf:"varint,5,opt,name=effect_class,json=effectClass,proto3,enum=steward.v1.EffectClass" json:"effect_class,omitempty"`
 	Idempotency      *IdempotencySupport `protobuf:"bytes,6,opt,name=idempotency,proto3" json:"idempotency,omitempty"`
-	// Whether the tool answers status queries for an op_key.
+	// Whether the tool answers status queries for an op_key, at
+	// http.status_url: the two are set together or not at all, and only
+	// then does Steward settle an unknown outcome by asking the tool.
 	StatusQuery bool `protobuf:"varint,7,opt,name=status_query,json=statusQuery,proto3" json:"status_query,omitempty"`
 	// Name of the tool that undoes this one, for reversible writes.
 	CompensatingTool string               `protobuf:"bytes,8,opt,name=compensating_tool,json=compensatingTool,proto3" json:"compensating_tool,omitempty"`
