@@ -31,6 +31,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"no name", func(c *stewardv1.ToolContract) { c.Name = "" }, "contract.name"},
 		{"dotted name", func(c *stewardv1.ToolContract) { c.Name = "a.b" }, "contract.name"},
 		{"no version", func(c *stewardv1.ToolContract) { c.Version = "" }, "contract.version"},
+		{"description past 4 KiB", func(c *stewardv1.ToolContract) { c.Description = strings.Repeat("d", 4097) }, "contract.description"},
 		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
 		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
 		{"unknown effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 9 }, "contract.effect_class"},

@@ -160,6 +160,12 @@ func TestValidationNamesTheField(t *testing.T) {
 		edit  func(*stewardv1.TaskContract)
 		field string
 	}{
+		{"no desired outcome", func(c *stewardv1.TaskContract) { c.DesiredOutcome = "" }, "contract.desired_outcome"},
+		{"no accountable owner", func(c *stewardv1.TaskContract) { c.AccountableOwnerRef = "" }, "contract.accountable_owner_ref"},
+		{"parent set by the client", func(c *stewardv1.TaskContract) { c.ParentTaskId = "t-parent" }, "contract.parent_task_id"},
+		{"criterion description past the limit", func(c *stewardv1.TaskContract) {
+			c.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "c", Expression: "true", Description: strings.Repeat("d", control.MaxTextLen+1)}}
+		}, "contract.acceptance_criteria[0].description"},
 		{"milestones overflow the task budget", func(c *stewardv1.TaskContract) {
 			c.Budget = &stewardv1.Budget{MaxTokens: 10, Milestones: []*stewardv1.MilestoneBudget{
 				{MilestoneId: "a", MaxTokens: 1}, {MilestoneId: "b", MaxTokens: 1<<63 - 1},
