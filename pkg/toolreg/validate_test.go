@@ -31,7 +31,6 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"no name", func(c *stewardv1.ToolContract) { c.Name = "" }, "contract.name"},
 		{"dotted name", func(c *stewardv1.ToolContract) { c.Name = "a.b" }, "contract.name"},
 		{"no version", func(c *stewardv1.ToolContract) { c.Version = "" }, "contract.version"},
-		{"description past 4 KiB", func(c *stewardv1.ToolContract) { c.Description = strings.Repeat("d", 4097) }, "contract.description"},
 		{"schema not JSON", func(c *stewardv1.ToolContract) { c.ParametersSchema = "{" }, "contract.parameters_schema"},
 		{"no effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 0 }, "contract.effect_class"},
 		{"unknown effect class", func(c *stewardv1.ToolContract) { c.EffectClass = 9 }, "contract.effect_class"},
@@ -77,6 +76,11 @@ func TestValidateNamesTheField(t *testing.T) {
 	keyed.ServiceKey = "payments_eu-1"
 	if err := toolreg.Validate(keyed); err != nil {
 		t.Fatalf("a valid service key was refused: %v", err)
+	}
+	long := valid()
+	long.Description = strings.Repeat("d", 4097)
+	if err := toolreg.Validate(long); !errs.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), "contract.description") {
+		t.Errorf("a description past 4 KiB: %v, want too large, naming contract.description", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
