@@ -105,3 +105,30 @@ func TestDeadline(t *testing.T) {
 		}
 	}
 }
+
+// TestDeadlinePassedWhileDownSuspendsOnRestart kills the binary before a
+// task's deadline and starts it again on the same data after the deadline
+// passed: the timer, due while nothing ran, suspends the task.
+func TestDeadlinePassedWhileDownSuspendsOnRestart(t *testing.T) {
+	data := t.TempDir()
+	p := startBinary(t, data)
+	c := newClients(p.url)
+	k := contract()
+	due := time.Now().Add(3 * time.Second)
+	k.Deadline = timestamppb.New(due)
+	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "deadline-restart", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, c, id)
+	p.kill()
+	if time.Now().After(due) {
+		t.Skip("the task took longer to start than its deadline gave it")
+	}
+	waitPast(t, due.Add(time.Second)) // timers fire on whole seconds
+	p = startBinary(t, data)
+	waitServed(t, newClients(p.url), id, 20*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		return tk.SuspendedFor == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE, fmt.Sprintf("%v (%s), want suspended at its deadline", tk.Status, tk.StatusReason)
+	})
+}
