@@ -205,7 +205,10 @@ func TestCredentialsEndToEnd(t *testing.T) {
 		t.Errorf("the wire tool was called %d times", n)
 	}
 
-	// Expiry: a credential ends at the task's deadline.
+	// Expiry: a credential ends at the task's deadline, and a sub-task's
+	// with its parent's. Past it the parent is suspended (docs/deadline.md);
+	// the sub-task, with no deadline of its own, runs on, and its actions
+	// are denied for the expired credential.
 	short := contract()
 	short.Deadline = timestamppb.New(time.Now().Add(3 * time.Second))
 	resp, err = agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "short", Contract: short}))
@@ -218,12 +221,27 @@ func TestCredentialsEndToEnd(t *testing.T) {
 	if !cs.Credential.ExpiresAt.AsTime().Equal(short.Deadline.AsTime()) {
 		t.Errorf("expires %v, want the deadline %v", cs.Credential.ExpiresAt.AsTime(), short.Deadline.AsTime())
 	}
+	shortSub := contract()
+	shortSub.Budget = &stewardv1.Budget{MaxTokens: 10_000}
+	dresp, err := agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
+		ParentTaskId: shortID, Contract: shortSub, DelegateRef: "agent:helper", RequestId: "short-sub"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subID := dresp.Msg.Task.Contract.TaskId
+	subCred := waitCredential(t, agent.clients, subID).Credential
+	if !subCred.ExpiresAt.AsTime().Equal(short.Deadline.AsTime()) {
+		t.Errorf("the sub-task's credential expires %v, want the parent's deadline %v", subCred.ExpiresAt.AsTime(), short.Deadline.AsTime())
+	}
 	waitPast(t, short.Deadline.AsTime())
-	late := propose(t, agent, shortID, "late", "search", map[string]any{"q": "z"})
-	_, d := waitAction(t, agent.clients, shortID, late.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
-	if !strings.Contains(d.Outcome.GetReason(), "credential "+cs.Credential.CredentialId+" expired") || d.Permit != nil {
+	late := propose(t, agent, subID, "late", "search", map[string]any{"q": "z"})
+	_, d := waitAction(t, agent.clients, subID, late.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	if !strings.Contains(d.Outcome.GetReason(), "credential "+subCred.CredentialId+" expired") || d.Permit != nil {
 		t.Errorf("after the deadline: %q", d.Outcome.GetReason())
 	}
+	waitServed(t, agent.clients, shortID, 15*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		return tk.SuspendedFor == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE, fmt.Sprintf("%v (%s), want suspended at its deadline", tk.Status, tk.StatusReason)
+	})
 
 	// The key survives a restart: the data directory keeps it.
 	p.stop(t)

@@ -177,15 +177,29 @@ func (e *harness) delegate(t *testing.T, parent, requestID string) string {
 	return id
 }
 
-// expired is a task whose credential ended with its deadline, a moment
-// after it started.
+// expired is a running task whose credential has expired: a sub-task
+// with no deadline of its own, whose credential ended with its parent's
+// deadline (pastDeadline).
 func (e *harness) expired(t *testing.T) string {
-	return fixture(e, "expired", func() string {
+	_, child := e.pastDeadline(t)
+	return child
+}
+
+// pastDeadline is a task whose deadline passed a moment after it started,
+// and a sub-task it delegated before, with no deadline of its own. The
+// parent is suspended at its deadline (docs/deadline.md), so it takes no
+// proposals; the sub-task runs on, under a credential that ended with the
+// parent's.
+func (e *harness) pastDeadline(t *testing.T) (parent, child string) {
+	ids := fixture(e, "past-deadline", func() [2]string {
 		k := contract()
-		deadline := time.Now().Add(1500 * time.Millisecond)
+		k.AccountableOwnerRef = "user:owner"
+		deadline := time.Now().Add(3 * time.Second)
 		k.Deadline = timestamppb.New(deadline)
-		id := e.create(t, "table-expired", k)
+		parent := e.create(t, "table-expired", k)
+		child := e.delegate(t, parent, "table-expired-child")
 		waitPast(t, deadline) // the one thing to wait for is the clock
-		return id
+		return [2]string{parent, child}
 	})
+	return ids[0], ids[1]
 }

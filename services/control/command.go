@@ -50,8 +50,10 @@ func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.
 // ResumeTask resumes a paused, suspended or waiting task, except one that
 // governance suspended because its budget is spent and that still is: it
 // could not act, as no permit is issued past a spent budget, so only a
-// raise resumes it (RaiseBudget does so by itself). With a request id it
-// is idempotent (see claim).
+// raise resumes it (RaiseBudget does so by itself). Nor does it resume a
+// task suspended at its deadline while the deadline has still passed: the
+// accountable owner extends it first (ExtendDeadline). With a request id
+// it is idempotent (see claim).
 func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
@@ -65,8 +67,12 @@ func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1
 	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded resume, whatever the budget says now
 	}
+	now := p.now()
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		if err := stillSpent(cur); err != nil {
+			return nil, err
+		}
+		if err := stillPastDeadline(cur, now); err != nil {
 			return nil, err
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})

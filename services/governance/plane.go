@@ -6,7 +6,8 @@
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers
 // (Config.Timers) an approval that waits too long reminds its approvers
-// and then suspends its task. With a signer (Config.Signer) it issues
+// and then suspends its task, and a task is suspended at its deadline
+// (deadline.go). With a signer (Config.Signer) it issues
 // every task a signed credential, checks it before policy and before every
 // permit, and revokes it on an operator's word (credential.go). Its clock
 // is Config.Now.
@@ -89,8 +90,9 @@ type Config struct {
 	Requests *action.Store
 	// Timers, when set, make every approval the plane asks for remind its
 	// approvers after the task's approval_remind_after and suspend the task
-	// after approval_suspend_after, unless it is decided first. Without
-	// them approvals wait as long as it takes.
+	// after approval_suspend_after, unless it is decided first, and suspend
+	// a task at work when its deadline passes. Without them approvals wait
+	// as long as it takes, and a deadline only ends the credential.
 	Timers *timer.Timers
 	// Signer, when set, makes the plane issue, sign and check task
 	// credentials. Without it the plane issues none and checks none.
@@ -185,8 +187,15 @@ func (p *Plane) Start(ctx context.Context) error {
 		reactions = append(reactions,
 			eventlog.On(p.armOnRequest),
 			// A suspension that came due while the task was paused.
-			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue))
-		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue),
+			// Deadlines (deadline.go): a timer at each, and a task back
+			// at work past its deadline is stopped again.
+			eventlog.OnRecord[*stewardv1.TaskCreated](p.armDeadline),
+			eventlog.OnRecord[*stewardv1.DeadlineExtended](p.armDeadline),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.TaskReturned](p.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.TaskProduced](p.suspendPastDeadline))
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind}, p.onTimer)
 		if err != nil {
 			return err
 		}

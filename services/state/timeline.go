@@ -136,6 +136,9 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_TaskNeedsInput:
 		return withReason("The task stopped and waits for input", p.TaskNeedsInput.Reason)
 	case *stewardv1.Event_TaskSuspended:
+		if p.TaskSuspended.Cause == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE {
+			return withReason("The task was suspended at its deadline", p.TaskSuspended.Reason)
+		}
 		return withReason("The task was suspended", p.TaskSuspended.Reason)
 	case *stewardv1.Event_TaskStalled:
 		return withReason("The task looks stalled", p.TaskStalled.Reason)
@@ -196,6 +199,10 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 		return fmt.Sprintf("Governance issued the task's credential, delegated through %d credentials", n)
 	case *stewardv1.Event_CredentialRevoked:
 		return withReason(fmt.Sprintf("%s revoked credential %s", who, p.CredentialRevoked.CredentialId), p.CredentialRevoked.Reason)
+	case *stewardv1.Event_DeadlineExtended:
+		x := p.DeadlineExtended
+		return withReason(fmt.Sprintf("%s extended the deadline from %s to %s", who,
+			x.Previous.AsTime().UTC().Format(time.RFC3339), x.Deadline.AsTime().UTC().Format(time.RFC3339)), x.Reason)
 	case *stewardv1.Event_ArtifactSubmitted:
 		a := p.ArtifactSubmitted.Artifact
 		return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes, sha256 %.12s…)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes(), a.GetSha256())

@@ -118,7 +118,8 @@ const (
 	// The budget is spent; a raise that lifts it resumes the task.
 	SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT SuspendCause = 2
 	// The contract's deadline passed. The accountable owner may extend it
-	// (ExtendDeadline); a ResumeTask then lets the work go on.
+	// (ExtendDeadline); a ResumeTask then lets the work go on, and not
+	// before.
 	SuspendCause_SUSPEND_CAUSE_DEADLINE SuspendCause = 3
 )
 
@@ -975,8 +976,11 @@ type TaskContract struct {
 	// The task's current credential, recorded by Steward: the fold sets it
 	// when a credential is issued or renewed. A request that sets it is
 	// refused.
-	CredentialRef      string                 `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
-	Budget             *Budget                `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`
+	CredentialRef string  `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
+	Budget        *Budget `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`
+	// When the work must be done: the credential expires by it, and a task
+	// at work is suspended at it (SUSPEND_CAUSE_DEADLINE). Only its
+	// accountable owner moves it, later (TaskService.ExtendDeadline).
 	Deadline           *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
 	ContextRefs        []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
 	RiskTier           RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`

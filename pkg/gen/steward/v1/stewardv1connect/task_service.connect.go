@@ -83,7 +83,9 @@ type TaskServiceClient interface {
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
 	// ResumeTask returns a paused task to where it was, and a task that is
-	// waiting for input or suspended to running.
+	// waiting for input or suspended to running. A task suspended at a
+	// deadline that has still passed is not resumed (FAILED_PRECONDITION):
+	// its accountable owner extends the deadline first (ExtendDeadline).
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
 	// FailTask ends a task as failed. When its recovery policy says
 	// compensate and reversible writes succeeded, the task compensates them
@@ -120,7 +122,12 @@ type TaskServiceClient interface {
 	// ExtendDeadline moves the task's deadline later; only the contract's
 	// accountable owner may, with a reason, which is recorded. The task's
 	// credential can then be renewed up to the new deadline, and a task
-	// suspended at its deadline resumed.
+	// suspended at its deadline resumed: the extension itself renews and
+	// resumes nothing. A task without a deadline is not given one, and an
+	// ended task is not extended (FAILED_PRECONDITION); a sub-task's
+	// deadline stays within its parent's, and extending a parent's leaves
+	// its sub-tasks' as they are. Idempotent on request_id. See
+	// docs/deadline.md.
 	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
 	// RequestInput is the agent's way to ask for help: its running task
 	// waits for input with a question, and optional choices, until someone
@@ -351,7 +358,9 @@ type TaskServiceHandler interface {
 	CancelTask(context.Context, *connect.Request[v1.CancelTaskRequest]) (*connect.Response[v1.CancelTaskResponse], error)
 	PauseTask(context.Context, *connect.Request[v1.PauseTaskRequest]) (*connect.Response[v1.PauseTaskResponse], error)
 	// ResumeTask returns a paused task to where it was, and a task that is
-	// waiting for input or suspended to running.
+	// waiting for input or suspended to running. A task suspended at a
+	// deadline that has still passed is not resumed (FAILED_PRECONDITION):
+	// its accountable owner extends the deadline first (ExtendDeadline).
 	ResumeTask(context.Context, *connect.Request[v1.ResumeTaskRequest]) (*connect.Response[v1.ResumeTaskResponse], error)
 	// FailTask ends a task as failed. When its recovery policy says
 	// compensate and reversible writes succeeded, the task compensates them
@@ -388,7 +397,12 @@ type TaskServiceHandler interface {
 	// ExtendDeadline moves the task's deadline later; only the contract's
 	// accountable owner may, with a reason, which is recorded. The task's
 	// credential can then be renewed up to the new deadline, and a task
-	// suspended at its deadline resumed.
+	// suspended at its deadline resumed: the extension itself renews and
+	// resumes nothing. A task without a deadline is not given one, and an
+	// ended task is not extended (FAILED_PRECONDITION); a sub-task's
+	// deadline stays within its parent's, and extending a parent's leaves
+	// its sub-tasks' as they are. Idempotent on request_id. See
+	// docs/deadline.md.
 	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
 	// RequestInput is the agent's way to ask for help: its running task
 	// waits for input with a question, and optional choices, until someone
