@@ -250,6 +250,12 @@ func TestEscalateStopsTheTask(t *testing.T) {
 		t.Fatalf("redelivery appended %d events", after-before)
 	}
 	r.resume(t, id)
+	// Nor, once resumed, does a redelivery of the failure stop it again.
+	before = r.count(t, id)
+	r.redeliver(t)
+	if tk, after := r.task(t, id), r.count(t, id); after != before || tk.Status != running {
+		t.Fatalf("redelivery after the resume: %d events appended, %s", after-before, tk.Status)
+	}
 	b := r.propose(t, id, "q", "net", "other", nil)
 	r.dispatch(t, id, b.ActionId)
 	r.finish(t, id, b.ActionId, &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN, Attempt: 1}, nil, time.Now())
