@@ -18,7 +18,7 @@ import (
 const (
 	transient   = stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
 	retryMode   = stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
-	escalateNow = stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE
+	escalateMode = stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE
 )
 
 // recoveringTask creates a task allowing the rig's tools under policy and
@@ -233,7 +233,7 @@ func TestRetryAtTheActionCap(t *testing.T) {
 // on, and the next failure stops it again. Redelivery stops it once.
 func TestEscalateStopsTheTask(t *testing.T) {
 	r := newRig(t)
-	id := r.recoveringTask(t, "escalate", &stewardv1.RecoveryPolicy{Mode: escalateNow}, nil)
+	id := r.recoveringTask(t, "escalate", &stewardv1.RecoveryPolicy{Mode: escalateMode}, nil)
 	ok := r.propose(t, id, "ok", "net", "api", nil)
 	r.run(t, id, ok.ActionId, succeeded(), nil, time.Now())
 	a := r.propose(t, id, "p", "net", "api", nil)
@@ -325,7 +325,7 @@ func TestActionCapStopsTheTask(t *testing.T) {
 	}
 	// A resume of a task stopped for input while under its cap grants
 	// nothing.
-	other := r.recoveringTask(t, "under-cap", &stewardv1.RecoveryPolicy{Mode: escalateNow}, &stewardv1.TaskLimits{MaxActions: 2})
+	other := r.recoveringTask(t, "under-cap", &stewardv1.RecoveryPolicy{Mode: escalateMode}, &stewardv1.TaskLimits{MaxActions: 2})
 	a := r.propose(t, other, "p", "net", "api", nil)
 	r.run(t, other, a.ActionId, failed(deterministic, "no"), nil, time.Now())
 	r.WaitTask(other, func(tk *stewardv1.Task) bool { return tk.Status == waitingInput })
@@ -345,7 +345,7 @@ func TestRecoveryPolicyIsChecked(t *testing.T) {
 		policy *stewardv1.RecoveryPolicy
 	}{
 		{"attempts without retry", &stewardv1.RecoveryPolicy{MaxAttempts: 2}},
-		{"attempts with escalate", &stewardv1.RecoveryPolicy{Mode: escalateNow, MaxAttempts: 2}},
+		{"attempts with escalate", &stewardv1.RecoveryPolicy{Mode: escalateMode, MaxAttempts: 2}},
 		{"too many attempts", &stewardv1.RecoveryPolicy{Mode: retryMode, MaxAttempts: control.MaxRecoveryAttempts + 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -173,7 +173,9 @@ const (
 	// The same failure several times in a row on one tool and target
 	// (contract.limits.max_same_failures).
 	NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES NeedsInputCause = 1
-	// The task has proposed contract.limits.max_actions actions.
+	// A proposal past the task's action cap (contract.limits.max_actions,
+	// plus Task.actions_granted) was refused; a resume grants max_actions
+	// more.
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ACTION_CAP NeedsInputCause = 2
 	// An action failed for good under RECOVERY_MODE_ESCALATE.
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED NeedsInputCause = 3
