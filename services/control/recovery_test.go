@@ -228,14 +228,22 @@ func TestRetryAtTheActionCap(t *testing.T) {
 	}
 }
 
-// TestEscalateStopsTheTask: under RECOVERY_MODE_ESCALATE a failure for
-// good stops the task for input, naming the action; a resume lets it go
-// on, and the next failure stops it again. Redelivery stops it once.
+// TestEscalateStopsTheTask: under RECOVERY_MODE_ESCALATE a denial does
+// nothing; a failure for good stops the task for input, naming the
+// action; a resume lets it go on, and the next failure — an unknown
+// outcome once it is settled failed — stops it again. Redelivery stops it
+// once.
 func TestEscalateStopsTheTask(t *testing.T) {
 	r := newRig(t)
 	id := r.recoveringTask(t, "escalate", &stewardv1.RecoveryPolicy{Mode: escalateMode}, nil)
+	// A denial is not a failure.
+	denied := r.propose(t, id, "denied", "net", "api", nil)
+	r.Append(id, &stewardv1.ActionDenied{ActionId: denied.ActionId, Reasons: []string{"not today"}})
 	ok := r.propose(t, id, "ok", "net", "api", nil)
 	r.run(t, id, ok.ActionId, succeeded(), nil, time.Now())
+	if tk := r.task(t, id); tk.Status != running {
+		t.Fatalf("after a denial and a success: %s (%s)", tk.Status, tk.StatusReason)
+	}
 	a := r.propose(t, id, "p", "net", "api", nil)
 	r.run(t, id, a.ActionId, failed(deterministic, "HTTP 409: taken"), nil, time.Now())
 	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == waitingInput })
