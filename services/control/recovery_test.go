@@ -16,8 +16,8 @@ import (
 )
 
 const (
-	transient   = stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
-	retryMode   = stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
+	transient    = stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
+	retryMode    = stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
 	escalateMode = stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE
 )
 
