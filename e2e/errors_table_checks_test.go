@@ -191,6 +191,17 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.propose(t, id, "second", "search", "", map[string]any{"q": "y"}, nil)}
 		},
+		"`contract.recoveryPolicy.maxAttempts` with a mode other than `RECOVERY_MODE_RETRY`, or over 10": func(t *testing.T, e *harness) []error {
+			create := func(p *stewardv1.RecoveryPolicy) error {
+				k := contract()
+				k.RecoveryPolicy = p
+				_, err := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-attempts", Contract: k}))
+				return onField(t, err, "contract.recovery_policy.max_attempts")
+			}
+			return []error{alike(t,
+				create(&stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, MaxAttempts: 2}),
+				create(&stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY, MaxAttempts: 11}))}
+		},
 		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle")
 			done := e.succeededAction(t)

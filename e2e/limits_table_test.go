@@ -52,6 +52,7 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`retryPolicy.maxElapsed`":                                          {span(toolreg.MinRetryElapsed, toolreg.MaxRetryElapsed)},
 		"`idempotency.retention`":                                           {span(toolreg.MinRetention, toolreg.MaxRetention)},
 		"`--credential-ttl`":                                                {span(credential.MinTTL, credential.MaxTTL)},
+		"`contract.recoveryPolicy.maxAttempts`":                             {fmt.Sprintf("%d proposals", control.MaxRecoveryAttempts), fmt.Sprintf("0: %d", control.DefaultRecoveryAttempts)},
 	}
 	rows := map[string]string{}
 	in := false

@@ -69,12 +69,33 @@ func MayPermit(t *stewardv1.Task, a *stewardv1.Action) bool {
 	return !Terminal(t.Status)
 }
 
-// MaxActions is the cap on t's proposals.
+// MaxActions is the cap on t's proposals in force: the contract's
+// max_actions (or DefaultMaxActions), plus what resumes at the cap granted
+// (Task.actions_granted).
 func MaxActions(t *stewardv1.Task) int {
+	return contractMaxActions(t) + int(t.GetActionsGranted())
+}
+
+// contractMaxActions is the contract's cap on t's proposals.
+func contractMaxActions(t *stewardv1.Task) int {
 	if n := t.Contract.GetLimits().GetMaxActions(); n > 0 {
 		return int(n)
 	}
 	return DefaultMaxActions
+}
+
+// AtActionCap reports whether t may propose no more actions of its own
+// (compensations do not count) until a resume grants more.
+func AtActionCap(t *stewardv1.Task) bool { return proposals(t) >= MaxActions(t) }
+
+// grantActions lets a task that a person lets run again while it is at its
+// action cap propose the contract's max_actions more: resuming a task
+// stopped at its cap would otherwise only stop it again at its next
+// proposal, and no command raises the contract's limit.
+func grantActions(t *stewardv1.Task) {
+	if AtActionCap(t) {
+		t.ActionsGranted += uint32(contractMaxActions(t))
+	}
 }
 
 // requestHash is the hex SHA-256 of a canonical request, as pkg/action's
@@ -126,7 +147,7 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			}
 		case !Active(t.Status):
 			return nil, true, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", t.Contract.GetTaskId(), StatusName(t.Status))
-		case proposals(t) >= MaxActions(t):
+		case AtActionCap(t):
 			return nil, true, errs.New(errs.FailedPrecondition, "task %s reached its cap of %d actions (contract.limits.max_actions)", t.Contract.GetTaskId(), MaxActions(t))
 		}
 		return func() {

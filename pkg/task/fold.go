@@ -81,6 +81,9 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		}
 		return nil // a mark, not a change of status
 	}
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT && Active(next) {
+		grantActions(t) // a person lets it go on: at its cap, with more
+	}
 	t.Status = next
 	t.StatusReason = reason
 	t.SuspendedFor = ev.GetTaskSuspended().GetCause() // unset by any other step

@@ -116,18 +116,9 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 // its request), and its result (null when it returned none): what a
 // compensating tool needs to find and undo the effect.
 func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
-	canonical, err := p.requests.Request(ctx, orig.Request, orig.RequestRef, orig.RequestHash)
+	params, err := p.paramsOf(ctx, orig)
 	if err != nil {
 		return nil, err
-	}
-	var req struct {
-		Params json.RawMessage `json:"params"`
-	}
-	if err := json.Unmarshal(canonical, &req); err != nil {
-		return nil, errs.Wrap(errs.Corrupt, err, "request of action %s", orig.ActionId)
-	}
-	if len(req.Params) == 0 {
-		req.Params = json.RawMessage("{}")
 	}
 	result := json.RawMessage("null")
 	if o := orig.Outcome; o.GetResultRef() != "" || len(o.GetResult()) > 0 {
@@ -150,7 +141,7 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 		"action_id": orig.ActionId,
 		"op_key":    orig.OpKey,
 		"target":    orig.Target,
-		"params":    req.Params,
+		"params":    params,
 		"result":    result,
 	})
 }

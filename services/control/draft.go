@@ -119,8 +119,9 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 	} else if a.RequestRef, _, err = p.requests.Put(ctx, d.canonical); err != nil {
 		return nil, nil, false, err
 	}
+	var capped *capStop
 	t, err = p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		appended = false
+		appended, capped = false, nil
 		if found := task.FindAction(t, a.ActionId); found != nil {
 			existing = proto.CloneOf(found) // the build's task is not ours to keep
 			return nil, nil                 // a repeat of the proposal: nothing to append
@@ -131,17 +132,29 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 		if ok, err := admit(t); !ok || err != nil {
 			return nil, err
 		}
+		if a.Compensates == "" && task.Active(t.Status) && task.AtActionCap(t) {
+			// Refused, and the task stops for a person instead (actioncap.go).
+			capped = p.capStop(t, causationID, a.ProposalId)
+			return capped.event, capped.err
+		}
 		appended = true
+		proposer := a.ProposedBy
+		if a.RetryOf != "" {
+			proposer = stewardPrincipal // Steward's retry of the proposer's action
+		}
 		return p.event(event.Meta{
 			ID:            event.ID(taskID, event.TypeActionProposed, a.ActionId),
 			TaskID:        taskID,
-			Actor:         p.actor(a.ProposedBy),
+			Actor:         p.actor(proposer),
 			CausationID:   causationID,
 			CorrelationID: a.ProposalId,
 		}, &stewardv1.ActionProposed{Action: a})
 	})
 	if err != nil {
 		return nil, nil, false, err
+	}
+	if capped != nil {
+		return nil, nil, false, capped.refusal
 	}
 	if appended {
 		if a.Compensates != "" {

@@ -1,7 +1,6 @@
 package control
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,51 +25,37 @@ func maxSameFailures(t *stewardv1.Task) int {
 // guardLoop stops an agent going round in circles: when the last
 // max-same-failures actions that ended on one tool and target all failed
 // with the same failure class and reason, the task is set waiting for
-// input, with a reason that says so, instead of burning budget on the
-// next identical try. A success there (or a denial, or a rejection) ends
-// the run; a withdrawn action is not a try and does not count. Once a
-// person resumes the task, one more identical failure stops it again: the
-// last tries there are still all the same failure.
+// input (NEEDS_INPUT_CAUSE_SAME_FAILURES, naming the last of them), with a
+// reason that says so, instead of burning budget on the next identical
+// try. A success there (or a denial, or a rejection) ends the run; a
+// withdrawn action is not a try and does not count. Once a person resumes
+// the task, one more identical failure stops it again: the last tries
+// there are still all the same failure.
 //
-// It reacts to outcomes and settlements and is idempotent: the event's id
-// derives from the run's last failed action.
-func (p *Plane) guardLoop(ctx context.Context, rec *stewardv1.EventRecord) error {
-	var actionID string
-	switch pl := rec.Event.Payload.(type) {
-	case *stewardv1.Event_ActionOutcomeRecorded:
-		if pl.ActionOutcomeRecorded.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
-			return nil // only a failure can make a run; no need to read the task
-		}
-		actionID = pl.ActionOutcomeRecorded.ActionId
-	case *stewardv1.Event_ActionSettled:
-		if pl.ActionSettled.State != stewardv1.SettleState_SETTLE_STATE_FAILED {
-			return nil
-		}
-		actionID = pl.ActionSettled.ActionId
-	default:
-		return nil
+// It is one step of the recovery reaction (recoverFrom), which runs it on
+// the failed action a of the active task t after deciding that a is not
+// to be retried: Steward's own retries (RECOVERY_MODE_RETRY) go first,
+// and the guard catches the run they end with. It returns nil when there
+// is no run. The event's id derives from the run's last failed action.
+func (p *Plane) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) (*stewardv1.Event, error) {
+	run := sameFailures(t, a.Tool, a.Target, maxSameFailures(t))
+	if run == nil {
+		return nil, nil
 	}
 	taskID := rec.Event.TaskId
-	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		a := task.FindAction(t, actionID)
-		if !task.Active(t.Status) || a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
-			return nil, nil
-		}
-		run := sameFailures(t, a.Tool, a.Target, maxSameFailures(t))
-		if run == nil {
-			return nil, nil
-		}
-		last := run[len(run)-1]
-		where := strings.TrimSpace(a.Tool + " " + a.Target)
-		return p.event(event.Meta{
-			ID:            event.ID(taskID, event.TypeTaskNeedsInput, last.ActionId),
-			TaskID:        taskID,
-			Actor:         p.actor(stewardPrincipal),
-			CausationID:   rec.Event.EventId,
-			CorrelationID: rec.Event.CorrelationId,
-		}, &stewardv1.TaskNeedsInput{Reason: fmt.Sprintf("needs help: the same failure %d times in a row on %s: %s", len(run), where, clip(last.Outcome.GetReason()))})
+	last := run[len(run)-1]
+	where := strings.TrimSpace(a.Tool + " " + a.Target)
+	return p.event(event.Meta{
+		ID:            event.ID(taskID, event.TypeTaskNeedsInput, last.ActionId),
+		TaskID:        taskID,
+		Actor:         p.actor(stewardPrincipal),
+		CausationID:   rec.Event.EventId,
+		CorrelationID: rec.Event.CorrelationId,
+	}, &stewardv1.TaskNeedsInput{
+		Reason:   fmt.Sprintf("needs help: the same failure %d times in a row on %s: %s", len(run), where, clip(last.Outcome.GetReason())),
+		Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES,
+		ActionId: last.ActionId,
 	})
-	return err
 }
 
 // sameFailures returns the last n actions of t that ended on tool and

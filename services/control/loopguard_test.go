@@ -44,7 +44,7 @@ func (tr *tries) status(t *testing.T) *stewardv1.Task {
 // withdrawn action in between do not break the run.
 func TestLoopGuardStopsTheSameFailure(t *testing.T) {
 	r := newRig(t)
-	id := r.runningTask(t, "loop", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, nil)
+	id := r.runningTask(t, "loop", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	boom := func() *stewardv1.Outcome { return failed(deterministic, "HTTP 500: boom") }
 	tr.next(t, "api", boom())
@@ -65,6 +65,9 @@ func TestLoopGuardStopsTheSameFailure(t *testing.T) {
 	if tk.Status != waitingInput || tk.StatusReason != want {
 		t.Fatalf("after three failures: %s (%s), want waiting for input (%s)", tk.Status, tk.StatusReason, want)
 	}
+	if ni := r.needsInput(t, id).GetTaskNeedsInput(); ni.GetCause() != stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES || ni.GetActionId() != edit.ActionId {
+		t.Fatalf("stopped with %v; want cause same failures, naming %s", ni, edit.ActionId)
+	}
 	if task.FindAction(tk, first.ActionId).Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
 		t.Fatal("the edited action was not withdrawn")
 	}
@@ -80,7 +83,7 @@ func TestLoopGuardStopsTheSameFailure(t *testing.T) {
 // and a different reason is a different failure.
 func TestLoopGuardRunsEndOnADifference(t *testing.T) {
 	r := newRig(t)
-	id := r.runningTask(t, "no-loop", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, nil)
+	id := r.runningTask(t, "no-loop", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	tr.next(t, "api", failed(deterministic, "boom"))
 	tr.next(t, "api", failed(deterministic, "boom"))
@@ -98,7 +101,7 @@ func TestLoopGuardRunsEndOnADifference(t *testing.T) {
 // the run's length.
 func TestLoopGuardFollowsTheContract(t *testing.T) {
 	r := newRig(t)
-	id := r.runningTask(t, "limit", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, &stewardv1.TaskLimits{MaxSameFailures: 2})
+	id := r.runningTask(t, "limit", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, &stewardv1.TaskLimits{MaxSameFailures: 2})
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	tr.next(t, "", failed(deterministic, "boom"))
 	tr.next(t, "", failed(deterministic, "boom"))

@@ -2,8 +2,11 @@
 // TaskService, checks each against the task folded from its events, and
 // appends the events that record it. It also starts created tasks, through
 // a durable reaction on the log; drives the compensation of a failed or
-// cancelled task, action by action; and stops a task that keeps failing
-// the same way, asking for help. It records a task's artifacts, evaluates
+// cancelled task, action by action; answers an action that failed for
+// good as the contract's recovery policy says — proposing it again or
+// escalating to a person (recovery.go); and stops a task that keeps
+// failing the same way, or proposes past its action cap, asking for help.
+// It records a task's artifacts, evaluates
 // its acceptance criteria (CEL, see criteria.go) when the task is marked
 // produced, and takes its acceptance owner's decision.
 //

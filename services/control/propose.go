@@ -134,6 +134,8 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		return errs.Field("tool", "is required")
 	case strings.HasPrefix(req.ProposalId, compensationPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the compensations Steward proposes", errs.Quote(req.ProposalId), errs.Quote(compensationPrefix))
+	case strings.HasPrefix(req.ProposalId, recoveryPrefix):
+		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the retries Steward proposes (RECOVERY_MODE_RETRY)", errs.Quote(req.ProposalId), errs.Quote(recoveryPrefix))
 	}
 	for _, err := range []error{
 		checkText("proposal_id", req.ProposalId, MaxRequestID, false),

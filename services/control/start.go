@@ -17,8 +17,12 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// A task paused before it started goes back to pending on resume
 		// and needs starting then.
 		eventlog.OnRecord[*stewardv1.TaskResumed](p.startIfPending),
-		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.guardLoop),
-		eventlog.OnRecord[*stewardv1.ActionSettled](p.guardLoop),
+		// A failure for good: retry it, stop a loop, or escalate
+		// (recovery.go); a task that runs again gets the retries it owes.
+		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.recoverFrom),
+		eventlog.OnRecord[*stewardv1.ActionSettled](p.recoverFrom),
+		eventlog.OnRecord[*stewardv1.TaskResumed](p.retryPending),
+		eventlog.OnRecord[*stewardv1.InputProvided](p.retryPending),
 		// A release to a task that has ended goes on to its parent.
 		eventlog.OnRecord[*stewardv1.BudgetReleased](p.passOn),
 	}

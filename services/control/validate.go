@@ -256,6 +256,13 @@ func checkRecovery(r *stewardv1.RecoveryPolicy) error {
 	if _, ok := stewardv1.RecoveryMode_name[int32(r.Mode)]; !ok {
 		return errs.Field("contract.recovery_policy.mode", "%d is not a known recovery mode", r.Mode)
 	}
+	switch {
+	case r.MaxAttempts > 0 && r.Mode != stewardv1.RecoveryMode_RECOVERY_MODE_RETRY:
+		// Only RETRY proposes again; accepted here it would do nothing.
+		return errs.Field("contract.recovery_policy.max_attempts", "is set, but mode is %s: only RECOVERY_MODE_RETRY proposes a failed action again", r.Mode)
+	case r.MaxAttempts > MaxRecoveryAttempts:
+		return errs.Field("contract.recovery_policy.max_attempts", "%d is more than %d", r.MaxAttempts, MaxRecoveryAttempts)
+	}
 	return nil
 }
 

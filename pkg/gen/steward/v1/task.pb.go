@@ -174,7 +174,9 @@ const (
 	// The same failure several times in a row on one tool and target
 	// (contract.limits.max_same_failures).
 	NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES NeedsInputCause = 1
-	// The task has proposed contract.limits.max_actions actions.
+	// A proposal past the task's action cap (contract.limits.max_actions,
+	// plus Task.actions_granted) was refused; a resume grants max_actions
+	// more.
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ACTION_CAP NeedsInputCause = 2
 	// An action failed for good under RECOVERY_MODE_ESCALATE.
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED NeedsInputCause = 3
@@ -283,15 +285,18 @@ type RecoveryMode int32
 const (
 	// The agent decides: the failure is recorded and the task runs on.
 	RecoveryMode_RECOVERY_MODE_UNSPECIFIED RecoveryMode = 0
-	// The failed action is proposed again, unchanged, by Steward, up to
-	// max_attempts proposals in all; each is governed on its own, with its
-	// own policy snapshot.
+	// An action that failed transiently is proposed again, unchanged, by
+	// Steward, up to max_attempts proposals in all; each is governed on its
+	// own, with its own policy snapshot (Action.retry_of). A deterministic
+	// or validation failure, a settled one, and the last attempt's are left
+	// to the agent, as under UNSPECIFIED (docs/recovery.md).
 	RecoveryMode_RECOVERY_MODE_RETRY RecoveryMode = 1
 	// FailTask undoes the succeeded reversible writes first, in reverse
 	// order.
 	RecoveryMode_RECOVERY_MODE_COMPENSATE RecoveryMode = 2
-	// The failure stops the task, waiting for input: a person resumes it,
-	// compensates (FailTask) or fails it.
+	// The failure stops the task, waiting for input
+	// (NEEDS_INPUT_CAUSE_ESCALATED): a person resumes it (ResumeTask) or
+	// ends it (FailTask, CancelTask).
 	RecoveryMode_RECOVERY_MODE_ESCALATE RecoveryMode = 3
 )
 
@@ -856,8 +861,8 @@ type RecoveryPolicy struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Mode  RecoveryMode           `protobuf:"varint,1,opt,name=mode,proto3,enum=steward.v1.RecoveryMode" json:"mode,omitempty"`
 	// Under RECOVERY_MODE_RETRY, the most proposals of one action, the
-	// first included; zero means the default (README). Refused with any
-	// other mode.
+	// first included; zero means the default, 3; at most 10
+	// (docs/recovery.md). Refused with any other mode.
 	MaxAttempts   uint32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1188,7 +1193,11 @@ func (x *TaskContract) GetParentTaskId() string {
 // TaskLimits are the task's loop guards. Zero means the default (README).
 type TaskLimits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The most actions the task may propose, edits included.
+	// The most actions the task may propose, edits and Steward's retries
+	// (RECOVERY_MODE_RETRY) included, compensations not. A proposal past it
+	// is refused and stops the task, waiting for input
+	// (NEEDS_INPUT_CAUSE_ACTION_CAP); a resume grants max_actions more
+	// (docs/recovery.md).
 	MaxActions uint32 `protobuf:"varint,1,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
 	// The same failure (tool, target, class, reason) this many times in a
 	// row stops the task with a request for help instead of trying again.
@@ -1413,9 +1422,14 @@ type Task struct {
 	// resume.
 	OpenInput *InputRequest `protobuf:"bytes,23,opt,name=open_input,json=openInput,proto3" json:"open_input,omitempty"`
 	// What auditors have recorded about the task (AuditService.RecordFinding).
-	Findings      []*Finding `protobuf:"bytes,24,rep,name=findings,proto3" json:"findings,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Findings []*Finding `protobuf:"bytes,24,rep,name=findings,proto3" json:"findings,omitempty"`
+	// Proposals granted past contract.limits.max_actions: a task stopped at
+	// its action cap (NEEDS_INPUT_CAUSE_ACTION_CAP) that a person lets run
+	// again (ResumeTask) while it is at its cap gets max_actions more. The
+	// cap in force is max_actions (or its default) plus this.
+	ActionsGranted uint32 `protobuf:"varint,30,opt,name=actions_granted,json=actionsGranted,proto3" json:"actions_granted,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -1614,6 +1628,13 @@ func (x *Task) GetFindings() []*Finding {
 		return x.Findings
 	}
 	return nil
+}
+
+func (x *Task) GetActionsGranted() uint32 {
+	if x != nil {
+		return x.ActionsGranted
+	}
+	return 0
 }
 
 // BudgetUsage is what a task (or one milestone) has spent.
@@ -1846,7 +1867,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x9f\t\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xc8\t\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1884,7 +1905,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\rsuspended_for\x18\x16 \x01(\x0e2\x18.steward.v1.SuspendCauseR\fsuspendedFor\x127\n" +
 	"\n" +
 	"open_input\x18\x17 \x01(\v2\x18.steward.v1.InputRequestR\topenInput\x12/\n" +
-	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\"\x9a\x01\n" +
+	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\x12'\n" +
+	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +

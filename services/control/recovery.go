@@ -1,0 +1,267 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// The bounds of contract.recovery_policy.max_attempts: how many proposals
+// of one action RECOVERY_MODE_RETRY makes in all, the first included.
+const (
+	// DefaultRecoveryAttempts is the number when the contract sets none:
+	// the first proposal and two retries.
+	DefaultRecoveryAttempts = 3
+	// MaxRecoveryAttempts is the most a contract may set. Each attempt
+	// may itself be retried by the execution plane (the tool's retry
+	// policy) and may need an approval: more than this is a loop, not a
+	// recovery.
+	MaxRecoveryAttempts = 10
+)
+
+// recoveryPrefix starts the proposal id of every retry Steward proposes
+// under RECOVERY_MODE_RETRY. With the id of the failed action it makes the
+// retry's action id deterministic, so that a redelivered failure proposes
+// it once; clients may not use the prefix (validateProposal).
+const recoveryPrefix = "recovery-"
+
+// recoverFrom is the control plane's answer to an action that failed for
+// good — an outcome FAILED, which comes after the execution plane's own
+// retries are spent, or a settlement FAILED. In an active task, in this
+// order, and at most one of them:
+//
+//  1. Under RECOVERY_MODE_RETRY, a failure worth retrying (retryDue) is
+//     proposed again (retry). The loop guard waits: a run of identical
+//     failures the contract asked to retry is not a loop until the
+//     retries are spent.
+//  2. The loop guard (guardLoop): the same failure max_same_failures
+//     times in a row stops the task, waiting for input.
+//  3. Under RECOVERY_MODE_ESCALATE, the failure stops the task, waiting
+//     for input (escalate).
+//
+// A task that is not active when the failure is read (paused, waiting,
+// suspended, compensating, ended) gets none of them: a retry due then is
+// proposed when the task runs again (retryPending); nothing is proposed
+// into an ended task, and a failure is not escalated into a task already
+// stopped for a person, who sees it in the ledger.
+//
+// Idempotent: the retry's action id, and the stops' event ids, derive from
+// the failed action.
+func (p *Plane) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) error {
+	var actionID string
+	switch pl := rec.Event.Payload.(type) {
+	case *stewardv1.Event_ActionOutcomeRecorded:
+		if pl.ActionOutcomeRecorded.GetOutcome().GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+			return nil // only a failure needs recovering from; no need to read the task
+		}
+		actionID = pl.ActionOutcomeRecorded.ActionId
+	case *stewardv1.Event_ActionSettled:
+		if pl.ActionSettled.State != stewardv1.SettleState_SETTLE_STATE_FAILED {
+			return nil
+		}
+		actionID = pl.ActionSettled.ActionId
+	default:
+		return nil
+	}
+	taskID := rec.Event.TaskId
+	var retryNow bool
+	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		retryNow = false
+		a := task.FindAction(t, actionID)
+		if !task.Active(t.Status) || a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+			return nil, nil
+		}
+		if p.retryDue(t, a) {
+			retryNow = true // proposed below: its request is read and stored first
+			return nil, nil
+		}
+		if ev, err := p.guardLoop(rec, t, a); ev != nil || err != nil {
+			return ev, err
+		}
+		if t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE {
+			return p.escalate(rec, a)
+		}
+		return nil, nil
+	})
+	if err != nil || !retryNow {
+		return err
+	}
+	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	if err != nil {
+		return err
+	}
+	return p.retry(ctx, rec, t, task.FindAction(t, actionID))
+}
+
+// retryPending proposes the retries a task in RECOVERY_MODE_RETRY still
+// owes when it runs again (a resume, an answer): those of failures that
+// ended while it was stopped, or whose retry its action cap refused. It
+// is idempotent as retry is.
+func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) error {
+	var retries bool
+	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+		retries = t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
+	})
+	if err != nil || !retries || !p.takesActions() {
+		return err
+	}
+	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	if err != nil || !task.Active(t.Status) {
+		return err
+	}
+	for _, a := range t.Actions {
+		if p.retryDue(t, a) {
+			if err := p.retry(ctx, rec, t, a); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// takesActions reports whether the plane can propose actions: it has a
+// tool registry and a request store.
+func (p *Plane) takesActions() bool { return p.tools != nil && p.requests != nil }
+
+// retryDue reports whether a, an action of t, is a failure that
+// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable.
+func (p *Plane) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
+	return p.takesActions() &&
+		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
+		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
+		task.FindAction(t, retryID(t, a)) == nil
+}
+
+// retryable reports whether a failed in a way that the same request may
+// not fail again: transiently (the tool answered 408, 429 or 5xx, or the
+// call never reached it — the tool said it did not do the work — and the
+// execution plane's own retries, under the tool's retry policy, are
+// spent). A deterministic failure (another 4xx) would fail the same way
+// again, and a validation failure (a result that does not check out) may
+// have done the work: proposing either again would spend budget, and
+// maybe an approver's time, for nothing, or do the work twice under a new
+// op_key. A settled failure — a status query's or a person's word that
+// the call failed — carries no class worth retrying on (the fold records
+// it as deterministic), and is left to the agent too. Compensations are
+// never retried: a compensating task starts nothing of its own.
+func retryable(a *stewardv1.Action) bool {
+	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && a.Compensates == "" && a.SettledBy == "" &&
+		a.Outcome.GetFailureClass() == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
+}
+
+// recoveryAttempt is which proposal of its original a is: 1 for one the
+// agent proposed.
+func recoveryAttempt(a *stewardv1.Action) uint32 { return max(a.RecoveryAttempt, 1) }
+
+// maxRecoveryAttempts is t's contract.recovery_policy.max_attempts, or
+// its default.
+func maxRecoveryAttempts(t *stewardv1.Task) uint32 {
+	if n := t.Contract.GetRecoveryPolicy().GetMaxAttempts(); n > 0 {
+		return n
+	}
+	return DefaultRecoveryAttempts
+}
+
+// retryID is the action id of the retry of a, a failed action of t.
+func retryID(t *stewardv1.Task, a *stewardv1.Action) string {
+	return action.ID(t.Contract.GetTaskId(), recoveryPrefix+a.ActionId)
+}
+
+// retry proposes failed action a of t again, unchanged: the same tool
+// version, target, parameters (the same request, so the same request
+// hash), retry policy, rationale and proposer, as policy saw them the
+// first time; a new action id, so a new op_key and action hash, since the
+// first call is over. It is governed like any proposal — its own policy
+// snapshot, an approval if policy asks, a permit — and counts against the
+// action cap: at the cap the proposal stops the task instead (capStop).
+// The event that records it is Steward's (its actor), and the action says
+// what it retries (retry_of) and which attempt it is (recovery_attempt).
+//
+// A retry that can no longer be proposed — its tool version unusable, say
+// — is logged and dropped: the failure stands in the ledger and the agent
+// decides, as it does once the attempts are spent.
+func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) error {
+	taskID := t.Contract.GetTaskId()
+	params, err := p.paramsOf(ctx, a)
+	if err != nil {
+		return err
+	}
+	d, err := p.prepare(ctx, proposal{
+		taskID: taskID, proposalID: recoveryPrefix + a.ActionId,
+		tool: a.Tool, toolVersion: a.ToolVersion, target: a.Target,
+		params: params, retry: a.RetryPolicy, principal: a.ProposedBy,
+	})
+	if err == nil && d.action.RequestHash != a.RequestHash {
+		err = errs.New(errs.FailedPrecondition, "the request of action %s does not come out the same again (hash %s, was %s)", a.ActionId, d.action.RequestHash, a.RequestHash)
+	}
+	if err == nil {
+		d.action.RetryOf, d.action.RecoveryAttempt = a.ActionId, recoveryAttempt(a)+1
+		d.action.Rationale = proto.CloneOf(a.Rationale)
+		_, _, _, err = p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
+			// Only while the task runs: a stop since it was read leaves
+			// the retry to the resume (retryPending).
+			return task.Active(t.Status), nil
+		})
+	}
+	if err != nil && eventlog.Permanent(err) {
+		// A redelivery would meet the same refusal; the action cap's
+		// refusal has stopped the task already.
+		p.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", recoveryAttempt(a)+1, "err", err)
+		return nil
+	}
+	return err
+}
+
+// paramsOf reads the parameters a was proposed with from its canonical
+// request.
+func (p *Plane) paramsOf(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
+	canonical, err := p.requests.Request(ctx, a.Request, a.RequestRef, a.RequestHash)
+	if err != nil {
+		return nil, err
+	}
+	var req struct {
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(canonical, &req); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "request of action %s", a.ActionId)
+	}
+	if len(req.Params) == 0 {
+		req.Params = json.RawMessage("{}")
+	}
+	return req.Params, nil
+}
+
+// escalate is the stop of a task under RECOVERY_MODE_ESCALATE when its
+// action a failed for good: the task waits for input
+// (NEEDS_INPUT_CAUSE_ESCALATED, naming a), with a reason that says what
+// failed and how, until a person resumes it (ResumeTask) — the agent then
+// decides what next — or ends it (FailTask, CancelTask). The event's id
+// derives from the action.
+func (p *Plane) escalate(rec *stewardv1.EventRecord, a *stewardv1.Action) (*stewardv1.Event, error) {
+	taskID := rec.Event.TaskId
+	where := strings.TrimSpace(a.Tool + " " + a.Target)
+	class := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.Outcome.GetFailureClass().String(), "FAILURE_CLASS_")), "_", " ")
+	return p.event(event.Meta{
+		ID:            event.ID(taskID, event.TypeTaskNeedsInput, "escalated", a.ActionId),
+		TaskID:        taskID,
+		Actor:         p.actor(stewardPrincipal),
+		CausationID:   rec.Event.EventId,
+		CorrelationID: rec.Event.CorrelationId,
+	}, &stewardv1.TaskNeedsInput{
+		Reason: fmt.Sprintf("escalated: action %s on %s failed (%s): %s; resume the task to go on, or fail it",
+			a.ActionId, where, class, clip(a.Outcome.GetReason())),
+		Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED,
+		ActionId: a.ActionId,
+	})
+}
