@@ -36,6 +36,23 @@ func TestFailTaskWithoutCompensationFails(t *testing.T) {
 	}
 }
 
+// TestFailTaskCompensatesWhenAsked: a person may ask FailTask to undo the
+// reversible writes of a task whose recovery policy does not say so, such
+// as one that escalated its failure to them.
+func TestFailTaskCompensatesWhenAsked(t *testing.T) {
+	r := newRig(t)
+	id := r.runningTask(t, "asked", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, nil)
+	a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": "a"})
+	r.run(t, id, a.ActionId, succeeded(), []byte(`{}`), time.Now())
+	tk, err := r.ctl.FailTask(context.Background(), "ops", &stewardv1.FailTaskRequest{TaskId: id, Reason: "undo it", Compensate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || len(tk.Compensations) != 1 || tk.Compensations[0] != a.ActionId {
+		t.Fatalf("after FailTask with compensate: %s, compensations %v; want compensating %s", tk.Status, tk.Compensations, a.ActionId)
+	}
+}
+
 // TestFailTaskCompensatesInReverse fails a task with three reversible
 // writes done: it compensates the last to succeed first, one at a time,
 // each with the original call's details, and fails once all have ended,

@@ -13,7 +13,8 @@ import (
 )
 
 // FailTask ends a task as failed. When the contract's recovery policy says
-// compensate and the task has compensable actions (see compensable), the
+// compensate, or the request does, and the task has compensable actions
+// (see compensable), the
 // task compensates them first and fails when they have run (see
 // compensate). A task already compensating is refused: it fails, or ends
 // as it was going to, when its compensations end; CancelTask ends it at
@@ -28,7 +29,7 @@ func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.F
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_FAILED)
+	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_FAILED, req.Compensate)
 }
 
 // CancelTask ends a task as cancelled, compensating first as FailTask
@@ -47,16 +48,17 @@ func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_CANCELLED)
+	return p.end(ctx, principal, req.TaskId, id, req.RequestId, req.Reason, stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false)
 }
 
 // end ends a task as final (failed or cancelled), or starts compensating
-// on the way there, under event id (see claim). Which actions to
+// on the way there, under event id (see claim): when the contract says so,
+// or undo does. Which actions to
 // compensate depends on their tools, looked up before the conditional
 // append; an action that succeeded since is looked up on another try.
-func (p *Plane) end(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus) (*stewardv1.Task, error) {
+func (p *Plane) end(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus, undo bool) (*stewardv1.Task, error) {
 	for range maxEndTries {
-		t, err := p.endOnce(ctx, principal, taskID, id, requestID, reason, final)
+		t, err := p.endOnce(ctx, principal, taskID, id, requestID, reason, final, undo)
 		if errors.Is(err, errStale) {
 			continue
 		}
@@ -79,13 +81,13 @@ const maxEndTries = 8
 
 // endOnce is one try of end: errStale when the task has a compensable
 // action whose tool it did not look up.
-func (p *Plane) endOnce(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus) (*stewardv1.Task, error) {
+func (p *Plane) endOnce(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus, asked bool) (*stewardv1.Task, error) {
 	var undo undoers
 	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return nil, err
 	}
-	if compensates(t) {
+	if asked || compensates(t) {
 		if undo, err = p.undoers(ctx, t); err != nil {
 			return nil, err
 		}
@@ -103,7 +105,7 @@ func (p *Plane) endOnce(ctx context.Context, principal, taskID, id, requestID, r
 			if final == stewardv1.TaskStatus_TASK_STATUS_FAILED {
 				return nil, errs.New(errs.FailedPrecondition, "task %s is compensating; it ends when its compensations have run (cancel it to end it now and abandon them)", taskID)
 			}
-		case compensates(t):
+		case asked || compensates(t):
 			ids, ok := compensable(t, undo)
 			if !ok {
 				return nil, errStale

@@ -955,7 +955,11 @@ type FailTaskRequest struct {
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	Reason string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	// Client-chosen id that makes the call safe to retry.
-	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Undo the succeeded reversible writes first, as
+	// RECOVERY_MODE_COMPENSATE does, whatever the contract's recovery mode:
+	// how a person compensates a task that escalated.
+	Compensate    bool `protobuf:"varint,4,opt,name=compensate,proto3" json:"compensate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1009,6 +1013,13 @@ func (x *FailTaskRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *FailTaskRequest) GetCompensate() bool {
+	if x != nil {
+		return x.Compensate
+	}
+	return false
 }
 
 type FailTaskResponse struct {
@@ -2000,12 +2011,15 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\":\n" +
 	"\x12ResumeTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"a\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x81\x01\n" +
 	"\x0fFailTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x03 \x01(\tR\trequestId\"8\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\x12\x1e\n" +
+	"\n" +
+	"compensate\x18\x04 \x01(\bR\n" +
+	"compensate\"8\n" +
 	"\x10FailTaskResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xbe\x01\n" +
 	"\x12ReportUsageRequest\x12\x17\n" +
