@@ -213,7 +213,8 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_TaskReturned:
 		return withReason(fmt.Sprintf("%s returned the result of round %d for revision", who, p.TaskReturned.Round), strings.Join(p.TaskReturned.Reasons, "; "))
 	case *stewardv1.Event_FindingRecorded:
-		return withReason(findingSaid(who, p.FindingRecorded.Finding), p.FindingRecorded.Finding.GetDescription())
+		// The auditor by name: the plane that recorded it says nothing.
+		return withReason(findingSaid(ev.Actor.GetPrincipal(), p.FindingRecorded.Finding), p.FindingRecorded.Finding.GetDescription())
 	}
 	return ""
 }
