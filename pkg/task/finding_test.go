@@ -56,3 +56,16 @@ func TestFoldRecordsFindings(t *testing.T) {
 		})
 	}
 }
+
+// TestFindingIsNotProgress: a finding on a stalled task leaves the stall
+// mark, which only progress clears.
+func TestFindingIsNotProgress(t *testing.T) {
+	got, err := task.Fold(stewardtest.History(t, "t1", created(), started(), &stewardv1.TaskStalled{Reason: "quiet"},
+		finding("f1", "", stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.StalledSince == nil || got.StalledReason != "quiet" {
+		t.Fatalf("the finding cleared the stall mark: %v %q", got.StalledSince, got.StalledReason)
+	}
+}

@@ -120,9 +120,11 @@ func TestTaskCollector(t *testing.T) {
 	}
 	// Running: one action policy allowed, permitted in 1/64 s. (Latencies
 	// are binary fractions of a second so that their sum is exact.) Then
-	// it stalled for two minutes, until a person paused it.
+	// it stalled for two minutes, until a person paused it; an auditor's
+	// finding meanwhile did not end the stall.
 	new(metricsHistory).start(1).propose("a1", allow).permit("a1", time.Second/64).outcome("a1", success, noClass).
 		at(proposalTime.Add(10*time.Minute), "", &stewardv1.TaskStalled{Reason: "quiet"}).
+		at(proposalTime.Add(11*time.Minute), "user:audrey", violation("a1")). // a note, not progress
 		at(proposalTime.Add(12*time.Minute), "user:al", &stewardv1.TaskPaused{}).
 		then(&stewardv1.TaskResumed{}).
 		appendTo(t, env, "allowed")
@@ -300,7 +302,7 @@ steward_time_to_accepted_seconds_count 2
 steward_cost_per_accepted_task_micros{currency="EUR"} 3000
 # HELP steward_confirmed_policy_violations Policy violations auditors confirmed with RecordFinding.
 # TYPE steward_confirmed_policy_violations gauge
-steward_confirmed_policy_violations 2
+steward_confirmed_policy_violations 3
 # HELP steward_recovery_seconds Time from an unknown outcome to its settlement, or from a stall mark to the task's next event.
 # TYPE steward_recovery_seconds histogram
 steward_recovery_seconds_bucket{from="stall",le="1"} 0

@@ -72,9 +72,9 @@ func (v *view) noteRecovery(ev *stewardv1.Event, actionID string, before steward
 		if r.stalledAt.IsZero() {
 			r.stalledAt = at
 		}
-	} else if !r.stalledAt.IsZero() {
-		// Any other event clears the mark (the fold's rule): the stall
-		// ended with it.
+	} else if !r.stalledAt.IsZero() && v.task.StalledSince == nil {
+		// The event cleared the mark (the fold decides what is
+		// progress): the stall ended with it.
 		r.took[fromStall] = append(r.took[fromStall], max(at.Sub(r.stalledAt), 0))
 		r.stalledAt = time.Time{}
 	}
