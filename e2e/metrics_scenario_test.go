@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,7 +194,7 @@ func TestMetricsScenario(t *testing.T) {
 
 	// An auditor confirms two violations: the wire, and the cancelled
 	// task as a whole, after it ended.
-	recordFindings(t, agent, auditor, approvedTask, wire.ActionId, deniedTask)
+	recordFindings(t, p.url, agent, auditor, approvedTask, wire.ActionId, deniedTask)
 
 	// Every task's spend, failed and cancelled work included.
 	var micros, tokens int64
@@ -259,8 +260,9 @@ func TestMetricsScenario(t *testing.T) {
 // RecordFinding refuses: a caller without the auditor role, a request
 // without a kind or a description, an action of another task, a task that
 // does not exist, and a request id reused for another finding. A repeat is
-// the same finding. The timeline and the receipt show it.
-func recordFindings(t *testing.T, agent, auditor authed, onAction, actionID, ended string) {
+// the same finding. The timeline and the receipt show it. The second
+// finding is recorded with `steward audit finding`.
+func recordFindings(t *testing.T, url string, agent, auditor authed, onAction, actionID, ended string) {
 	t.Helper()
 	ctx := context.Background()
 	record := func(c authed, req *stewardv1.RecordFindingRequest) (*stewardv1.RecordFindingResponse, error) {
@@ -306,8 +308,11 @@ func recordFindings(t *testing.T, agent, auditor authed, onAction, actionID, end
 	if _, err := record(auditor, other); connect.CodeOf(err) != connect.CodeAlreadyExists {
 		t.Fatalf("request id reused for another finding: %v, want already_exists", err)
 	}
-	if _, err := record(auditor, &stewardv1.RecordFindingRequest{TaskId: ended, RequestId: "finding-2", Kind: violation, Description: "cancelled to hide the denied write"}); err != nil {
-		t.Fatalf("a finding on an ended task: %v", err)
+	cli := exec.Command(binary, "audit", "finding", "--addr", url, "--task", ended, "--request-id", "finding-2", "--description", "cancelled to hide the denied write")
+	cli.Env = append(os.Environ(), "STEWARD_TOKEN="+auditorToken)
+	out, err := cli.CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "recorded finding ") || !strings.Contains(string(out), "on task "+ended+" by user:audrey") {
+		t.Fatalf("steward audit finding on an ended task: %v: %s", err, out)
 	}
 
 	tl, err := agent.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: onAction}))
