@@ -73,8 +73,10 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	}
 	f := &stewardv1.Finding{FindingId: id, Kind: req.Kind, ActionId: req.ActionId, Description: req.Description}
 	now := p.cfg.Now()
+	created = true
 	t, err = taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if task.FindFinding(t, id) != nil {
+		created = task.FindFinding(t, id) == nil
+		if !created {
 			return nil, nil // this request's own retry came first
 		}
 		return event.New(event.Meta{
@@ -89,8 +91,10 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	if got == nil {
 		return nil, false, fmt.Errorf("finding %s is not on task %s after it was recorded", id, req.TaskId)
 	}
-	p.logger.Info("finding recorded", "task", req.TaskId, "finding", id, "kind", req.Kind, "by", who.Principal)
-	return got, true, nil
+	if created {
+		p.logger.Info("finding recorded", "task", req.TaskId, "finding", id, "kind", req.Kind, "by", who.Principal)
+	}
+	return got, created, nil
 }
 
 // checkFinding checks what a finding request says on its own, before the
