@@ -108,15 +108,7 @@ func (t *tally) count(view *view) {
 			t.recoveries[i].observe(d)
 		}
 	}
-	undone := map[string]bool{}
-	for _, id := range v.Compensations {
-		undone[id] = true
-	}
-	for _, a := range v.Actions {
-		if a.Compensates != "" {
-			undone[a.Compensates] = true
-		}
-	}
+	undone := undoneWrites(v)
 	intervened := false
 	for _, a := range v.Actions {
 		t.actions[a.Status]++
@@ -158,6 +150,28 @@ func (t *tally) count(view *view) {
 	if intervened {
 		t.intervened++
 	}
+}
+
+// undoneWrites returns the ids of the writes v set out to undo: named by
+// its compensation, or by a compensation action; nil, without allocating,
+// for the many tasks that undid nothing.
+func undoneWrites(v *stewardv1.Task) map[string]bool {
+	var out map[string]bool
+	add := func(id string) {
+		if out == nil {
+			out = map[string]bool{}
+		}
+		out[id] = true
+	}
+	for _, id := range v.Compensations {
+		add(id)
+	}
+	for _, a := range v.Actions {
+		if a.Compensates != "" {
+			add(a.Compensates)
+		}
+	}
+	return out
 }
 
 // countUntraced counts the side effects of a broken task as untraced: its
