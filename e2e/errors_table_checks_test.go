@@ -221,6 +221,12 @@ func errorsTableChecks() map[string]tableCheck {
 			agent := actionClient(e.url, agentToken)
 			return []error{e.settle(agent, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "I say so")}
 		},
+		"`RecordFinding` without the `auditor` role, with `--auth`": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-finding-role", contract())
+			_, err := e.operator.audit.RecordFinding(ctx, connect.NewRequest(&stewardv1.RecordFindingRequest{
+				TaskId: id, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, Description: "I say so"}))
+			return []error{err}
+		},
 		"`ReportUsage` with negative or no figures, an unknown milestone, or totals that would overflow": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-usage", contract())
 			report := func(requestID string, tokens, cost int64, milestone string) error {

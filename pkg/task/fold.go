@@ -40,7 +40,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	} else if err := lifecycleStep(t, ev); err != nil {
 		return err
 	}
-	if ev.GetTaskStalled() == nil {
+	if progress(ev) {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""
 	}
@@ -49,6 +49,13 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	t.LastHash = ev.Hash
 	t.EventCount++
 	return nil
+}
+
+// progress reports whether ev is progress, which clears a stall mark: any
+// event but the mark itself and an auditor's finding, which is a note
+// about the task, not work on it.
+func progress(ev *stewardv1.Event) bool {
+	return ev.GetTaskStalled() == nil && ev.GetFindingRecorded() == nil
 }
 
 // lifecycleStep applies a task lifecycle event.
@@ -110,7 +117,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // steps are the parts of the fold that check an event and return the
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
-	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep,
+	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

@@ -8,7 +8,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/task"
 )
 
 // statusQuerySettler is who an unknown outcome was settled by when the
@@ -34,23 +33,27 @@ var (
 	brokenDesc = prometheus.NewDesc("steward_tasks_broken",
 		"Tasks whose history holds an event the fold refused: they have no current view.", nil, nil)
 	successDesc = prometheus.NewDesc("steward_task_success_ratio",
-		"Ended tasks (accepted, failed, cancelled) that were accepted, over ended tasks; 0 when none ended.", nil, nil)
+		"Tasks whose work is over that reached technical completion (produced or accepted), over tasks whose work is over (produced, accepted, failed, cancelled); 0 when there are none.", nil, nil)
 	acceptedOutputDesc = prometheus.NewDesc("steward_accepted_output_ratio",
 		"Produced results that were accepted, over produced results decided (accepted, returned, or failing their checks); 0 when none were decided.", nil, nil)
 	costPerAcceptedDesc = prometheus.NewDesc("steward_cost_per_accepted_task_micros",
-		"Mean cost of an accepted task, in micro-units of the currency its contract names; tasks in other currencies are not mixed in.", []string{"currency"}, nil)
+		"Everything tasks in a currency spent, failed and cancelled work included, over the accepted tasks in that currency, in micro-units; currencies are not mixed.", []string{"currency"}, nil)
 	tokensPerAcceptedDesc = prometheus.NewDesc("steward_tokens_per_accepted_task",
-		"Mean tokens spent by an accepted task; 0 when none is accepted.", nil, nil)
+		"Every token tasks spent, failed and cancelled work included, over accepted tasks; 0 when none is accepted.", nil, nil)
 	timeToAcceptedDesc = prometheus.NewDesc("steward_time_to_accepted_seconds",
 		"Time from a task's creation to the acceptance of its result, for accepted tasks.", nil, nil)
 	interventionDesc = prometheus.NewDesc("steward_human_intervention_ratio",
 		"Tasks with an approval decision or an outcome settled by a person, over tasks; 0 when there are none.", nil, nil)
 	rollbackDesc = prometheus.NewDesc("steward_rollback_ratio",
-		"Ended tasks that compensated, over ended tasks; 0 when none ended.", nil, nil)
+		"Succeeded writes that Steward set out to undo (compensated), over succeeded writes; 0 when none succeeded.", nil, nil)
 	policyBlockDesc = prometheus.NewDesc("steward_policy_block_ratio",
-		"Actions denied, over actions evaluated by policy; 0 when none were evaluated.", nil, nil)
+		"Actions evaluated by policy that were denied or sent to a person for approval, over actions evaluated; 0 when none were evaluated.", nil, nil)
 	traceDesc = prometheus.NewDesc("steward_trace_completeness_ratio",
-		"Tasks whose history folds, over all tasks on the log; 1 when there are none.", nil, nil)
+		"Side effects (writes whose calls ended) with their policy snapshot, permit, approval where required, credential and a known outcome, over side effects; 1 when there are none.", nil, nil)
+	violationsDesc = prometheus.NewDesc("steward_confirmed_policy_violations",
+		"Policy violations auditors confirmed with RecordFinding.", nil, nil)
+	recoveryDesc = prometheus.NewDesc("steward_recovery_seconds",
+		"Time from an unknown outcome to its settlement, or from a stall mark to the task's next event.", []string{"from"}, nil)
 	actionsDesc = prometheus.NewDesc("steward_actions",
 		"Actions in the ledgers of tasks with a current view, by status.", []string{"status"}, nil)
 	failedDesc = prometheus.NewDesc("steward_actions_failed",
@@ -72,7 +75,10 @@ var (
 // skipping that would be easy to get wrong), while one built from the views
 // is right by construction. A ledger only grows, so the counts only grow,
 // which is what Prometheus' rate() needs; only a task whose history breaks
-// takes its actions out, which rate() reads as a counter reset.
+// takes its actions out, which rate() reads as a counter reset. Recovery
+// times are built the same way, from the times each view noted as its
+// events were applied (recovery.go). docs/metrics.md defines every
+// metric.
 //
 // It is safe for concurrent use.
 type TaskCollector struct {
@@ -90,7 +96,7 @@ func (c *TaskCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		tasksDesc, brokenDesc, successDesc, acceptedOutputDesc, interventionDesc, rollbackDesc,
 		policyBlockDesc, traceDesc, actionsDesc, failedDesc, permitLatencyDesc,
-		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc,
+		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc, violationsDesc, recoveryDesc,
 	} {
 		ch <- d
 	}
@@ -106,17 +112,23 @@ func (c *TaskCollector) Collect(ch chan<- prometheus.Metric) {
 		gauge(tasksDesc, float64(t.tasks[s]), enumLabel(s.String(), "TASK_STATUS_"))
 	}
 	gauge(brokenDesc, float64(t.broken))
-	gauge(successDesc, ratio(t.accepted, t.ended, 0))
+	gauge(successDesc, ratio(t.completed, t.workEnded, 0))
 	gauge(acceptedOutputDesc, ratio(t.roundsAccepted, t.roundsDecided, 0))
-	for currency, cost := range t.acceptedCost {
-		gauge(costPerAcceptedDesc, float64(cost.micros)/float64(cost.tasks), currency)
+	for currency, s := range t.spent {
+		if s.accepted > 0 {
+			gauge(costPerAcceptedDesc, float64(s.micros)/float64(s.accepted), currency)
+		}
 	}
-	gauge(tokensPerAcceptedDesc, ratio(int(t.acceptedTokens), t.accepted, 0))
+	gauge(tokensPerAcceptedDesc, ratio64(t.tokens, t.accepted, 0))
 	ch <- prometheus.MustNewConstHistogram(timeToAcceptedDesc, t.toAccepted.count, t.toAccepted.sum, t.toAccepted.cumulative())
 	gauge(interventionDesc, ratio(t.intervened, t.views, 0))
-	gauge(rollbackDesc, ratio(t.rolledBack, t.ended, 0))
-	gauge(policyBlockDesc, ratio(t.denied, t.evaluated, 0))
-	gauge(traceDesc, ratio(t.views, t.views+t.broken, 1))
+	gauge(rollbackDesc, ratio(t.undone, t.writes, 0))
+	gauge(policyBlockDesc, ratio(t.blocked, t.evaluated, 0))
+	gauge(traceDesc, ratio(t.traced, t.sideEffects, 1))
+	gauge(violationsDesc, float64(t.violations))
+	for i, h := range t.recoveries {
+		ch <- prometheus.MustNewConstHistogram(recoveryDesc, h.count, h.sum, h.cumulative(), recoveryLabels[i])
+	}
 	for _, s := range actionStatuses {
 		gauge(actionsDesc, float64(t.actions[s]), enumLabel(s.String(), "ACTION_STATUS_"))
 	}
@@ -158,142 +170,13 @@ func enumValues[E ~int32](names map[int32]string) []E {
 func enumLabel(name, prefix string) string { return strings.ToLower(strings.TrimPrefix(name, prefix)) }
 
 // ratio is n/d, or empty when d is 0.
-func ratio(n, d int, empty float64) float64 {
+func ratio(n, d int, empty float64) float64 { return ratio64(int64(n), d, empty) }
+
+func ratio64(n int64, d int, empty float64) float64 {
 	if d == 0 {
 		return empty
 	}
 	return float64(n) / float64(d)
-}
-
-// tally is what one walk over the views counts.
-type tally struct {
-	// views are tasks with a current view; broken, tasks without one.
-	views, broken int
-	tasks         map[stewardv1.TaskStatus]int
-	// ended tasks, and of them those accepted and those that compensated.
-	ended, accepted, rolledBack int
-	// acceptance rounds decided, and of them those accepted.
-	roundsDecided, roundsAccepted int
-	// what accepted tasks spent, by currency, and how long they took.
-	acceptedCost   map[string]*spending
-	acceptedTokens int64
-	toAccepted     histogram
-	// intervened counts tasks a person stepped into.
-	intervened int
-	actions    map[stewardv1.ActionStatus]int
-	failed     map[stewardv1.FailureClass]int
-	// evaluated counts actions with a policy snapshot; denied, those of
-	// them denied.
-	evaluated, denied int
-	permits           [2]histogram
-}
-
-// tally walks every view once under the read lock. Tasks in the broken set
-// are counted only as broken: their views stopped at a refused event and
-// are not current (Get refuses them too).
-func (p *Projection) tally() tally {
-	t := tally{
-		tasks:   map[stewardv1.TaskStatus]int{},
-		actions: map[stewardv1.ActionStatus]int{},
-		failed: map[stewardv1.FailureClass]int{
-			stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT:     0,
-			stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC: 0,
-			stewardv1.FailureClass_FAILURE_CLASS_VALIDATION:    0,
-		},
-		permits:      [2]histogram{newHistogram(PermitLatencyBuckets), newHistogram(PermitLatencyBuckets)},
-		acceptedCost: map[string]*spending{},
-		toAccepted:   newHistogram(TimeToAcceptedBuckets),
-	}
-	p.mu.RLock()
-	defer p.mu.RUnlock()
-	t.broken = len(p.broken)
-	for id, v := range p.tasks {
-		if _, bad := p.broken[id]; bad {
-			continue
-		}
-		t.count(v.task)
-	}
-	return t
-}
-
-// count adds one task and its actions to t.
-func (t *tally) count(v *stewardv1.Task) {
-	t.views++
-	t.tasks[v.Status]++
-	for _, r := range v.Acceptance {
-		switch r.Decision {
-		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED:
-			t.roundsAccepted++
-			t.roundsDecided++
-		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED, stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED:
-			t.roundsDecided++
-		}
-	}
-	if v.Status == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED {
-		t.countAccepted(v)
-	}
-	ended := task.Terminal(v.Status)
-	if ended {
-		t.ended++
-	}
-	compensated := v.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
-	intervened := false
-	for _, a := range v.Actions {
-		t.actions[a.Status]++
-		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {
-			t.failed[a.GetOutcome().GetFailureClass()]++
-		}
-		if a.Snapshot != nil {
-			t.evaluated++
-			if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DENIED {
-				t.denied++
-			}
-		}
-		compensated = compensated || a.Compensates != ""
-		intervened = intervened || a.GetApproval().GetDecision() != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED ||
-			a.SettledBy != "" && a.SettledBy != statusQuerySettler
-		if a.GetPermit().GetIssuedAt() != nil && a.ProposedAt != nil {
-			// Permits are stamped by governance and proposals by control,
-			// maybe on different hosts: a little clock skew must not make
-			// a negative latency.
-			d := max(a.Permit.IssuedAt.AsTime().Sub(a.ProposedAt.AsTime()), 0)
-			i := 0
-			if a.Approval != nil {
-				i = 1
-			}
-			t.permits[i].observe(d)
-		}
-	}
-	if ended && compensated {
-		t.rolledBack++
-	}
-	if intervened {
-		t.intervened++
-	}
-}
-
-// spending is what the accepted tasks of one currency spent.
-type spending struct {
-	tasks  int
-	micros int64
-}
-
-// countAccepted adds an accepted task's spending and its time to
-// acceptance: from its creation to the decision on its last round.
-func (t *tally) countAccepted(v *stewardv1.Task) {
-	t.accepted++
-	currency := v.Contract.GetBudget().GetCurrency()
-	s := t.acceptedCost[currency]
-	if s == nil {
-		s = &spending{}
-		t.acceptedCost[currency] = s
-	}
-	s.tasks++
-	s.micros += v.BudgetUsed.GetCostMicros()
-	t.acceptedTokens += v.BudgetUsed.GetTokens()
-	if n := len(v.Acceptance); n > 0 && v.CreatedAt != nil && v.Acceptance[n-1].DecidedAt != nil {
-		t.toAccepted.observe(max(v.Acceptance[n-1].DecidedAt.AsTime().Sub(v.CreatedAt.AsTime()), 0))
-	}
 }
 
 // histogram is a plain histogram to build a const Prometheus one from.

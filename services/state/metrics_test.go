@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/common/expfmt"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -48,7 +49,7 @@ func (h *metricsHistory) start(i int) *metricsHistory {
 // propose proposes action id at proposalTime and records policy's decision.
 func (h *metricsHistory) propose(id string, d stewardv1.PolicyDecision) *metricsHistory {
 	h.events = append(h.events, timedEvent{at: proposalTime, p: &stewardv1.ActionProposed{Action: &stewardv1.Action{
-		ActionId: id, Tool: "kv.append", ActionHash: "h-" + id, RequestHash: "r-" + id,
+		ActionId: id, Tool: "kv.append", ActionHash: "h-" + id, RequestHash: "r-" + id, EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 	}}})
 	return h.then(&stewardv1.PolicyEvaluated{ActionId: id, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s-" + id, Decision: d}})
 }
@@ -58,7 +59,7 @@ func (h *metricsHistory) propose(id string, d stewardv1.PolicyDecision) *metrics
 func (h *metricsHistory) permit(id string, after time.Duration) *metricsHistory {
 	return h.then(
 		&stewardv1.ActionPermitted{Permit: &stewardv1.ActionPermit{
-			PermitId: "p-" + id, ActionId: id, ActionHash: "h-" + id, RequestHash: "r-" + id, IssuedAt: timestamppb.New(proposalTime.Add(after)),
+			PermitId: "p-" + id, ActionId: id, ActionHash: "h-" + id, RequestHash: "r-" + id, IssuedAt: timestamppb.New(proposalTime.Add(after)), CredentialRef: "cred-1",
 		}},
 		&stewardv1.ActionClaimed{ActionId: id, PermitId: "p-" + id, Worker: "w"},
 		&stewardv1.ActionDispatched{ActionId: id, Attempt: 1, Worker: "w"},
@@ -99,8 +100,9 @@ func (h *metricsHistory) appendTo(t *testing.T, env *stewardtest.Env, taskID str
 	env.AppendEvents(taskID, h.recorded(t, taskID)...)
 }
 
-// TestTaskCollector builds a projection over six task histories, one of
-// them broken, and checks every metric the state plane reports.
+// TestTaskCollector builds a projection over nine task histories, one of
+// them broken, and checks every metric the state plane reports against its
+// definition in docs/metrics.md.
 func TestTaskCollector(t *testing.T) {
 	const (
 		allow    = stewardv1.PolicyDecision_POLICY_DECISION_ALLOW
@@ -111,13 +113,28 @@ func TestTaskCollector(t *testing.T) {
 		noClass  = stewardv1.FailureClass_FAILURE_CLASS_UNSPECIFIED
 	)
 	env := stewardtest.NewEnv(t)
+	violation := func(actionID string) *stewardv1.FindingRecorded {
+		return &stewardv1.FindingRecorded{Finding: &stewardv1.Finding{
+			FindingId: "f-" + actionID, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, ActionId: actionID, Description: "against policy",
+		}}
+	}
 	// Running: one action policy allowed, permitted in 1/64 s. (Latencies
-	// are binary fractions of a second so that their sum is exact.)
+	// are binary fractions of a second so that their sum is exact.) Then
+	// it stalled for two minutes, until a person paused it; an auditor's
+	// finding meanwhile did not end the stall.
 	new(metricsHistory).start(1).propose("a1", allow).permit("a1", time.Second/64).outcome("a1", success, noClass).
+		at(proposalTime.Add(10*time.Minute), "", &stewardv1.TaskStalled{Reason: "quiet"}).
+		at(proposalTime.Add(11*time.Minute), "user:audrey", violation("a1")). // a note, not progress
+		at(proposalTime.Add(12*time.Minute), "user:al", &stewardv1.TaskPaused{}).
+		then(&stewardv1.TaskResumed{}).
 		appendTo(t, env, "allowed")
-	// Cancelled: one action policy denied.
-	new(metricsHistory).start(2).propose("a2", deny).
-		then(&stewardv1.ActionDenied{ActionId: "a2", SnapshotId: "s-a2"}, &stewardv1.TaskCancelled{}).
+	// Cancelled, having spent 2000 micro-euros and 200 tokens: one action
+	// policy denied. An auditor found a violation after it ended.
+	cancelled := contract(2)
+	cancelled.Budget = &stewardv1.Budget{Currency: "EUR"}
+	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: cancelled}, &stewardv1.TaskStarted{}).propose("a2", deny).
+		then(&stewardv1.ActionDenied{ActionId: "a2", SnapshotId: "s-a2"}, &stewardv1.BudgetConsumed{Tokens: 200, CostMicros: 2000}, &stewardv1.TaskCancelled{}).
+		then(violation("")).
 		appendTo(t, env, "denied")
 	// Failed: a person approved an action, permitted two hours after it
 	// was proposed; it failed.
@@ -127,7 +144,7 @@ func TestTaskCollector(t *testing.T) {
 			&stewardv1.ApprovalDecided{ApprovalId: "ap3", ActionId: "a3", ActionHash: "h-a3", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:bo"},
 		).
 		permit("a3", 2*time.Hour).outcome("a3", failure, stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT).
-		then(&stewardv1.TaskFailed{Reason: "gave up"}).
+		then(&stewardv1.TaskFailed{Reason: "gave up"}, violation("a3")).
 		appendTo(t, env, "approved")
 	// Failed after compensating what it had done.
 	new(metricsHistory).start(4).propose("a4", allow).permit("a4", time.Second/32).outcome("a4", success, noClass).
@@ -136,10 +153,15 @@ func TestTaskCollector(t *testing.T) {
 			&stewardv1.TaskFailed{Reason: "compensated"},
 		).
 		appendTo(t, env, "rolledback")
-	// Running: an unknown outcome that a person settled.
+	// Reconciling: an unknown outcome that a person settled half an hour
+	// later, and another not settled yet.
 	new(metricsHistory).start(5).propose("a5", allow).permit("a5", time.Second/256).
-		outcome("a5", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN).
-		then(&stewardv1.ActionSettled{ActionId: "a5", State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, SettledBy: "user:al"}).
+		at(proposalTime.Add(time.Second), "", &stewardv1.ActionOutcomeRecorded{ActionId: "a5", Outcome: &stewardv1.Outcome{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN, Attempt: 1,
+		}}).
+		at(proposalTime.Add(time.Second+30*time.Minute), "", &stewardv1.ActionSettled{ActionId: "a5", State: stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, SettledBy: "user:al"}).
+		propose("a6", allow).permit("a6", time.Second/64).
+		outcome("a6", stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN).
 		appendTo(t, env, "settled")
 	// Accepted by its checks alone, 90 s after it was created, having
 	// spent 3000 micro-euros and 100 tokens.
@@ -169,8 +191,13 @@ func TestTaskCollector(t *testing.T) {
 	new(metricsHistory).then(&stewardv1.TaskCreated{Contract: failing}, &stewardv1.TaskStarted{}).
 		then(&stewardv1.TaskProduced{Round: 1, Checks: []*stewardv1.CriterionResult{{CriterionId: "c", Passed: false}}}).
 		appendTo(t, env, "checksfailed")
-	// Broken: a start after a cancel, which the fold refuses.
-	appendUnchecked(t, env.Log, "broken", &stewardv1.TaskCreated{Contract: contract(6)}, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})
+	// Broken: a start after a cancel, which the fold refuses, after a
+	// write that succeeded.
+	broken := []event.Payload{&stewardv1.TaskCreated{Contract: contract(6)}, &stewardv1.TaskStarted{}}
+	for _, e := range new(metricsHistory).propose("a7", allow).permit("a7", time.Second).outcome("a7", success, noClass).events {
+		broken = append(broken, e.p)
+	}
+	appendUnchecked(t, env.Log, "broken", append(broken, &stewardv1.TaskCancelled{}, &stewardv1.TaskStarted{})...)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -194,8 +221,8 @@ steward_tasks{status="failed"} 2
 steward_tasks{status="paused"} 0
 steward_tasks{status="pending"} 0
 steward_tasks{status="produced"} 0
-steward_tasks{status="reconciling"} 0
-steward_tasks{status="running"} 3
+steward_tasks{status="reconciling"} 1
+steward_tasks{status="running"} 2
 steward_tasks{status="suspended"} 0
 steward_tasks{status="waiting_for_approval"} 0
 steward_tasks{status="waiting_for_input"} 0
@@ -211,26 +238,26 @@ steward_actions_failed{class="validation"} 0
 # TYPE steward_permit_latency_seconds histogram
 steward_permit_latency_seconds_bucket{approval="none",le="0.005"} 1
 steward_permit_latency_seconds_bucket{approval="none",le="0.01"} 1
-steward_permit_latency_seconds_bucket{approval="none",le="0.025"} 2
-steward_permit_latency_seconds_bucket{approval="none",le="0.05"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="0.1"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="0.25"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="0.5"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="1"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="2.5"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="5"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="10"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="30"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="60"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="300"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="900"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="3600"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="14400"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="86400"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="604800"} 3
-steward_permit_latency_seconds_bucket{approval="none",le="+Inf"} 3
-steward_permit_latency_seconds_sum{approval="none"} 0.05078125
-steward_permit_latency_seconds_count{approval="none"} 3
+steward_permit_latency_seconds_bucket{approval="none",le="0.025"} 3
+steward_permit_latency_seconds_bucket{approval="none",le="0.05"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="0.1"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="0.25"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="0.5"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="1"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="2.5"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="5"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="10"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="30"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="60"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="300"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="900"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="3600"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="14400"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="86400"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="604800"} 4
+steward_permit_latency_seconds_bucket{approval="none",le="+Inf"} 4
+steward_permit_latency_seconds_sum{approval="none"} 0.06640625
+steward_permit_latency_seconds_count{approval="none"} 4
 steward_permit_latency_seconds_bucket{approval="required",le="0.005"} 0
 steward_permit_latency_seconds_bucket{approval="required",le="0.01"} 0
 steward_permit_latency_seconds_bucket{approval="required",le="0.025"} 0
@@ -270,32 +297,65 @@ steward_time_to_accepted_seconds_bucket{le="2.592e+06"} 2
 steward_time_to_accepted_seconds_bucket{le="+Inf"} 2
 steward_time_to_accepted_seconds_sum 7290
 steward_time_to_accepted_seconds_count 2
-# HELP steward_cost_per_accepted_task_micros Mean cost of an accepted task, in micro-units of the currency its contract names; tasks in other currencies are not mixed in.
+# HELP steward_cost_per_accepted_task_micros Everything tasks in a currency spent, failed and cancelled work included, over the accepted tasks in that currency, in micro-units; currencies are not mixed.
 # TYPE steward_cost_per_accepted_task_micros gauge
-steward_cost_per_accepted_task_micros{currency="EUR"} 2000
+steward_cost_per_accepted_task_micros{currency="EUR"} 3000
+# HELP steward_confirmed_policy_violations Policy violations auditors confirmed with RecordFinding.
+# TYPE steward_confirmed_policy_violations gauge
+steward_confirmed_policy_violations 3
+# HELP steward_recovery_seconds Time from an unknown outcome to its settlement, or from a stall mark to the task's next event.
+# TYPE steward_recovery_seconds histogram
+steward_recovery_seconds_bucket{from="stall",le="1"} 0
+steward_recovery_seconds_bucket{from="stall",le="10"} 0
+steward_recovery_seconds_bucket{from="stall",le="60"} 0
+steward_recovery_seconds_bucket{from="stall",le="300"} 1
+steward_recovery_seconds_bucket{from="stall",le="900"} 1
+steward_recovery_seconds_bucket{from="stall",le="3600"} 1
+steward_recovery_seconds_bucket{from="stall",le="14400"} 1
+steward_recovery_seconds_bucket{from="stall",le="86400"} 1
+steward_recovery_seconds_bucket{from="stall",le="259200"} 1
+steward_recovery_seconds_bucket{from="stall",le="604800"} 1
+steward_recovery_seconds_bucket{from="stall",le="+Inf"} 1
+steward_recovery_seconds_sum{from="stall"} 120
+steward_recovery_seconds_count{from="stall"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="1"} 0
+steward_recovery_seconds_bucket{from="unknown_outcome",le="10"} 0
+steward_recovery_seconds_bucket{from="unknown_outcome",le="60"} 0
+steward_recovery_seconds_bucket{from="unknown_outcome",le="300"} 0
+steward_recovery_seconds_bucket{from="unknown_outcome",le="900"} 0
+steward_recovery_seconds_bucket{from="unknown_outcome",le="3600"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="14400"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="86400"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="259200"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="604800"} 1
+steward_recovery_seconds_bucket{from="unknown_outcome",le="+Inf"} 1
+steward_recovery_seconds_sum{from="unknown_outcome"} 1800
+steward_recovery_seconds_count{from="unknown_outcome"} 1
 `
 	names := []string{"steward_tasks", "steward_tasks_broken", "steward_actions_failed", "steward_permit_latency_seconds",
-		"steward_time_to_accepted_seconds", "steward_cost_per_accepted_task_micros"}
+		"steward_time_to_accepted_seconds", "steward_cost_per_accepted_task_micros", "steward_confirmed_policy_violations", "steward_recovery_seconds"}
 	if err := testutil.CollectAndCompare(c, strings.NewReader(want), names...); err != nil {
 		t.Error(err)
 	}
 
 	ratios := map[string]float64{
-		// accepted and reviewed, of the five ended tasks.
+		// accepted and reviewed, of the five whose work is over (none is
+		// produced and waiting).
 		"steward_task_success_ratio": 0.4,
 		// two rounds accepted, of four decided (one returned, one failed
 		// its checks).
 		"steward_accepted_output_ratio": 0.5,
-		// (100 + 300) / 2
-		"steward_tokens_per_accepted_task": 200,
+		// (200 cancelled + 100 + 300) / 2 accepted
+		"steward_tokens_per_accepted_task": 300,
 		// approved (a decision) and settled (by a person), of eight.
 		"steward_human_intervention_ratio": 0.25,
-		// rolledback, of the five ended tasks.
-		"steward_rollback_ratio": 0.2,
-		// a2, of the five evaluated actions.
-		"steward_policy_block_ratio": 0.2,
-		// eight of nine histories fold.
-		"steward_trace_completeness_ratio": 8.0 / 9,
+		// a4 compensated, of the succeeded writes a1, a4 and a5.
+		"steward_rollback_ratio": 1.0 / 3,
+		// a2 denied and a3 sent for approval, of a1 to a6.
+		"steward_policy_block_ratio": 2.0 / 6,
+		// a1, a3, a4 and a5 of six side effects: a6's outcome is still
+		// unknown, and a7 is in a broken history.
+		"steward_trace_completeness_ratio": 4.0 / 6,
 	}
 	for name, want := range ratios {
 		if got := gatherMetric(t, c, name); len(got) != 1 || !nearlyEqual(got[""], want) {
@@ -303,13 +363,31 @@ steward_cost_per_accepted_task_micros{currency="EUR"} 2000
 		}
 	}
 	actions := gatherMetric(t, c, "steward_actions")
-	for status, n := range map[string]float64{"succeeded": 3, "failed": 1, "denied": 1, "unknown": 0, "proposed": 0} {
+	for status, n := range map[string]float64{"succeeded": 3, "failed": 1, "denied": 1, "unknown": 1, "proposed": 0} {
 		if actions[status] != n {
 			t.Errorf("steward_actions{status=%q} = %v, want %v", status, actions[status], n)
 		}
 	}
 	if len(actions) != 15 {
 		t.Errorf("steward_actions has %d statuses, want all 15: %v", len(actions), actions)
+	}
+
+	// Metrics are projections: a projection rebuilt from the log reports
+	// the same values, recovery times included.
+	rebuilt := follow(t, env.Log)
+	if err := rebuilt.WaitFor(ctx, last); err != nil {
+		t.Fatal(err)
+	}
+	live, err := testutil.CollectAndFormat(c, expfmt.TypeTextPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := testutil.CollectAndFormat(state.NewTaskCollector(rebuilt), expfmt.TypeTextPlain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(live) != string(again) {
+		t.Errorf("a rebuilt projection reports other metrics:\n%s\nlive:\n%s", again, live)
 	}
 }
 
@@ -318,11 +396,13 @@ steward_cost_per_accepted_task_micros{currency="EUR"} 2000
 func TestTaskCollectorEmpty(t *testing.T) {
 	c := state.NewTaskCollector(state.NewProjection(slog.New(slog.DiscardHandler)))
 	for name, want := range map[string]float64{
-		"steward_task_success_ratio":       0,
-		"steward_human_intervention_ratio": 0,
-		"steward_policy_block_ratio":       0,
-		"steward_trace_completeness_ratio": 1,
-		"steward_tasks_broken":             0,
+		"steward_task_success_ratio":          0,
+		"steward_human_intervention_ratio":    0,
+		"steward_policy_block_ratio":          0,
+		"steward_trace_completeness_ratio":    1,
+		"steward_tasks_broken":                0,
+		"steward_confirmed_policy_violations": 0,
+		"steward_rollback_ratio":              0,
 	} {
 		if got := gatherMetric(t, c, name); !nearlyEqual(got[""], want) {
 			t.Errorf("%s = %v, want %v", name, got, want)
@@ -330,6 +410,9 @@ func TestTaskCollectorEmpty(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(c, "steward_permit_latency_seconds"); n != 2 {
 		t.Errorf("permit latency has %d series, want 2 (with and without approval)", n)
+	}
+	if n := testutil.CollectAndCount(c, "steward_recovery_seconds"); n != 2 {
+		t.Errorf("recovery time has %d series, want 2 (from an unknown outcome, from a stall)", n)
 	}
 	if problems, err := testutil.CollectAndLint(c); err != nil || len(problems) > 0 {
 		t.Errorf("lint: %v %v", problems, err)

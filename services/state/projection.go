@@ -43,6 +43,8 @@ type view struct {
 	// at maps an action id to its index in task.Actions. The ledger only
 	// grows, in order of proposal, and entries keep their place.
 	at map[string]int
+	// recoveries are the task's recovery times (see recovery.go).
+	recoveries recoveries
 }
 
 // index records the actions the last event added to the ledger.
@@ -68,6 +70,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	if !ok {
 		v = &view{task: &stewardv1.Task{}, at: map[string]int{}}
 	}
+	actionID, before := v.statusBefore(rec.Event)
 	if err := task.Apply(v.task, rec.Event, rec.Sequence); err != nil {
 		p.rejected++
 		if _, seen := p.broken[id]; !seen {
@@ -76,6 +79,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		p.logger.Error("event refused by the fold; view not updated", "task", id, "seq", rec.Sequence, "type", rec.Event.Type, "err", err)
 	} else {
 		v.index()
+		v.noteRecovery(rec.Event, actionID, before)
 		if !ok {
 			p.tasks[id] = v
 			p.order = append(p.order, id)

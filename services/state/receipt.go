@@ -101,6 +101,9 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 		}
 	}
 	r.Credential = receiptCredential(t.Credential)
+	for _, f := range t.Findings {
+		r.Findings = append(r.Findings, proto.CloneOf(f))
+	}
 	return r, nil
 }
 

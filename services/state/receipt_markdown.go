@@ -156,6 +156,20 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	}
 
 	line("")
+	line("## Audit findings")
+	line("")
+	if len(r.Findings) == 0 {
+		line("No auditor has recorded a finding.")
+	} else {
+		line("| Finding | Kind | Action | Description | Recorded by | Recorded |")
+		line("| --- | --- | --- | --- | --- | --- |")
+		for _, f := range r.Findings {
+			line("| %s | %s | %s | %s | %s | %s |", code(f.FindingId, true), enumWords(f.Kind.String(), "FINDING_KIND_"),
+				orDash(code(f.ActionId, true)), orDash(text(f.Description)), orDash(text(f.RecordedBy)), orDash(when(f.RecordedAt)))
+		}
+	}
+
+	line("")
 	line("## Credential")
 	line("")
 	if c := r.Credential; c == nil {

@@ -219,8 +219,20 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 		return withReason(fmt.Sprintf("%s accepted the result of round %d", who, p.TaskAccepted.Round), p.TaskAccepted.Reason)
 	case *stewardv1.Event_TaskReturned:
 		return withReason(fmt.Sprintf("%s returned the result of round %d for revision", who, p.TaskReturned.Round), strings.Join(p.TaskReturned.Reasons, "; "))
+	case *stewardv1.Event_FindingRecorded:
+		// The auditor by name: the plane that recorded it says nothing.
+		return withReason(findingSaid(ev.Actor.GetPrincipal(), p.FindingRecorded.Finding), p.FindingRecorded.Finding.GetDescription())
 	}
 	return ""
+}
+
+// findingSaid tells who found what, and about which action.
+func findingSaid(who string, f *stewardv1.Finding) string {
+	s := fmt.Sprintf("%s recorded finding %s, a %s", who, f.GetFindingId(), enumWords(f.GetKind().String(), "FINDING_KIND_"))
+	if f.GetActionId() != "" {
+		s += ", about action " + f.ActionId
+	}
+	return s
 }
 
 func withReason(s, reason string) string {

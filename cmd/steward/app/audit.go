@@ -33,6 +33,10 @@ const auditUsage = `Usage:
                                                       save the events exactly as stored
   steward audit key [--addr HOST:PORT] [--out FILE]   print the public key governance signs
                                                       task credentials with (PEM)
+  steward audit finding --task ID --description TEXT [--action ID] [--request-id ID]
+                        [--kind policy_violation] [--addr HOST:PORT]
+                                                      record what you found on reviewing a task
+                                                      (the auditor role, with --auth)
 
 Against a server started with --auth, pass --token TOKEN or set $STEWARD_TOKEN.
 
@@ -54,6 +58,8 @@ type auditCmd struct {
 	verb, taskID, addr, file, out, token string
 	trusted                              []ed25519.PublicKey
 	stdout                               io.Writer
+	// finding: what was found.
+	finding findingFlags
 }
 
 func runAudit(args []string, stdout, stderr io.Writer) error {
@@ -78,14 +84,18 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		c.trusted = append(c.trusted, pub)
 		return nil
 	})
+	c.finding.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return errUsage
 	}
-	if c.verb == "key" {
+	switch c.verb {
+	case "key":
 		return c.key()
+	case "finding":
+		return c.recordFinding()
 	}
 	switch {
 	case c.verb != "replay" && c.verb != "verify" && c.verb != "export":

@@ -26,7 +26,8 @@ Usage:
   steward serve  --plane=control|governance|execution|state --nats=URL [--addr HOST:PORT]
                  run one plane against an external NATS JetStream
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
-                 replay or verify a task's hash-chained history, online or offline
+                 replay or verify a task's hash-chained history, online or offline;
+                 audit finding records what an auditor found
   steward receipt --task ID [--format markdown|json] [--addr HOST:PORT]
                  print what happened to a task, from its recorded events
   steward version

@@ -28,7 +28,7 @@ type RecordFindingRequest struct {
 	Kind      FindingKind            `protobuf:"varint,3,opt,name=kind,proto3,enum=steward.v1.FindingKind" json:"kind,omitempty"`
 	// The action it concerns, if one; it must be the task's.
 	ActionId string `protobuf:"bytes,4,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	// What was found; required.
+	// What was found; required, at most 4096 bytes.
 	Description   string `protobuf:"bytes,5,opt,name=description,proto3" json:"description,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -49,8 +49,11 @@ type AuditServiceClient interface {
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)
 	// RecordFinding records what an auditor found on reviewing a task, such
-	// as a confirmed policy violation; with --auth it needs the auditor
-	// role. Idempotent on request_id.
+	// as a confirmed policy violation (steward_confirmed_policy_violations
+	// counts those), on a task in any status, an ended one included; with
+	// --auth it needs the auditor role. Idempotent on request_id, under the
+	// rule TaskService states: the same id and body return the finding with
+	// created false; the id used otherwise is ALREADY_EXISTS.
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 }
 
@@ -116,8 +119,11 @@ type AuditServiceHandler interface {
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)
 	// RecordFinding records what an auditor found on reviewing a task, such
-	// as a confirmed policy violation; with --auth it needs the auditor
-	// role. Idempotent on request_id.
+	// as a confirmed policy violation (steward_confirmed_policy_violations
+	// counts those), on a task in any status, an ended one included; with
+	// --auth it needs the auditor role. Idempotent on request_id, under the
+	// rule TaskService states: the same id and body return the finding with
+	// created false; the id used otherwise is ALREADY_EXISTS.
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 }
 
