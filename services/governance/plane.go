@@ -184,8 +184,10 @@ func (p *Plane) Start(ctx context.Context) error {
 	if p.timers != nil {
 		reactions = append(reactions,
 			eventlog.On(p.armOnRequest),
-			// A suspension that came due while the task was paused.
-			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue))
+			// A suspension that came due while the task was paused. An
+			// answer resumes a task as a resume does, and is treated alike.
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendOverdue))
 		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind}, p.onApprovalTimer)
 		if err != nil {
 			return err
