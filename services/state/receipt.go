@@ -101,6 +101,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 		}
 	}
 	r.Credential = receiptCredential(t.Credential)
+	r.Questions = receiptQuestions(recs)
 	return r, nil
 }
 
