@@ -130,6 +130,9 @@ func TestInputRoundTrip(t *testing.T) {
 			t.Fatalf("a repeated answer appended: %d events, want %d", tk.EventCount, events+1)
 		}
 	}
+	if _, err := provide(rpc.Identity{Principal: "user:a"}, "a-1", "us"); !errs.Is(err, errs.AlreadyExists) {
+		t.Fatalf("the request id of an answer given, for another answer: %v, want already exists", err)
+	}
 	if _, err := provide(rpc.Identity{Principal: "user:a"}, "a-2", "eu"); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("an answer to a running task: %v, want failed precondition", err)
 	}
