@@ -78,6 +78,8 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.PausedFrom = t.Status
 	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
 		t.PausedFrom = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
+	case *stewardv1.Event_TaskNeedsInput:
+		t.OpenInput = askedInput(ev, p.TaskNeedsInput)
 	case *stewardv1.Event_TaskCompensating:
 		t.FinalStatus = p.TaskCompensating.FinalStatus
 		t.Compensations = append([]string(nil), p.TaskCompensating.ActionIds...)
@@ -94,7 +96,9 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	t.Status = next
 	t.StatusReason = reason
 	t.SuspendedFor = ev.GetTaskSuspended().GetCause() // unset by any other step
-	if ev.GetTaskResumed() != nil {
+	keepInput(t)
+	if ev.GetTaskResumed() != nil || ev.GetInputProvided() != nil {
+		// An answer is a resume with words.
 		markStale(t)    // a permit issued before the resume is checked again
 		followLedger(t) // what it resumes to may have moved on
 	}
@@ -217,7 +221,15 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		if !Active(from) {
 			return 0, "", illegal(t, "stop for input")
 		}
-		return stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, orDefault(p.TaskNeedsInput.Reason, "needs input"), nil
+		if err := checkAsked(p.TaskNeedsInput); err != nil {
+			return 0, "", err
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, needsInputReason(ev.Actor.GetPrincipal(), p.TaskNeedsInput), nil
+	case *stewardv1.Event_InputProvided:
+		if err := checkAnswer(t, p.InputProvided); err != nil {
+			return 0, "", err
+		}
+		return stewardv1.TaskStatus_TASK_STATUS_RUNNING, answeredReason(ev), nil
 	case *stewardv1.Event_TaskSuspended:
 		if !Active(from) && from != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
 			return 0, "", illegal(t, "suspend")

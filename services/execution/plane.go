@@ -131,8 +131,10 @@ const timerSlots = 8
 func (p *Plane) Start(ctx context.Context) error {
 	reactions := []eventlog.Reaction{
 		eventlog.On(p.execute),
-		// Permits that arrived while the task was stopped wait for this.
+		// Permits that arrived while the task was stopped wait for this,
+		// or for an answer, which resumes the task as well.
 		eventlog.OnRecord[*stewardv1.TaskResumed](p.resume),
+		eventlog.OnRecord[*stewardv1.InputProvided](p.resume),
 		eventlog.OnRecord[*stewardv1.ActionWaiting](p.armWait),
 		eventlog.OnRecord[*stewardv1.ActionSettled](p.armWait),
 		eventlog.On(p.reconcileOutcome),

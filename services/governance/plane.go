@@ -186,13 +186,16 @@ func (p *Plane) Start(ctx context.Context) error {
 	if p.timers != nil {
 		reactions = append(reactions,
 			eventlog.On(p.armOnRequest),
-			// A suspension that came due while the task was paused.
+			// A suspension that came due while the task was paused. An
+			// answer resumes a task as a resume does, and is treated alike.
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendOverdue),
 			// Deadlines (deadline.go): a timer at each, and a task back
 			// at work past its deadline is stopped again.
 			eventlog.OnRecord[*stewardv1.TaskCreated](p.armDeadline),
 			eventlog.OnRecord[*stewardv1.DeadlineExtended](p.armDeadline),
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.TaskReturned](p.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.TaskProduced](p.suspendPastDeadline))
 		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind}, p.onTimer)

@@ -104,6 +104,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	for _, f := range t.Findings {
 		r.Findings = append(r.Findings, proto.CloneOf(f))
 	}
+	r.Questions = receiptQuestions(recs)
 	return r, nil
 }
 

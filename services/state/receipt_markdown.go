@@ -79,6 +79,8 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 		}
 	}
 
+	questionsMarkdown(line, r.Questions)
+
 	line("")
 	line("## Policy revisions")
 	line("")

@@ -134,7 +134,9 @@ func failureSummary(ev *stewardv1.Event) string {
 		return withReason(fmt.Sprintf("The task is undoing %d actions (%s), newest first, and will then be %s",
 			len(c.ActionIds), strings.Join(c.ActionIds, ", "), enumWords(c.FinalStatus.String(), "TASK_STATUS_")), c.Reason)
 	case *stewardv1.Event_TaskNeedsInput:
-		return withReason("The task stopped and waits for input", p.TaskNeedsInput.Reason)
+		return needsInputSummary(who, p.TaskNeedsInput)
+	case *stewardv1.Event_InputProvided:
+		return inputProvidedSummary(who, p.InputProvided)
 	case *stewardv1.Event_TaskSuspended:
 		if p.TaskSuspended.Cause == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE {
 			return withReason("The task was suspended at its deadline", p.TaskSuspended.Reason)

@@ -1325,8 +1325,9 @@ func (x *TaskNeedsInput) GetActionId() string {
 	return ""
 }
 
-// InputProvided answers a task's open question and lets it run again
-// (control plane).
+// InputProvided answers a task's open question and lets it run again,
+// as TaskResumed does: permits issued before it are revalidated (control
+// plane). The actor is who answered.
 type InputProvided struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Answer        string                 `protobuf:"bytes,1,opt,name=answer,proto3" json:"answer,omitempty"`

@@ -70,7 +70,11 @@ type Receipt struct {
 	Credential *ReceiptCredential `protobuf:"bytes,24,opt,name=credential,proto3" json:"credential,omitempty"`
 	// What auditors recorded about the task after reviewing it
 	// (AuditService.RecordFinding), in order.
-	Findings      []*Finding `protobuf:"bytes,29,rep,name=findings,proto3" json:"findings,omitempty"`
+	Findings []*Finding `protobuf:"bytes,29,rep,name=findings,proto3" json:"findings,omitempty"`
+	// Every stop for input, in order: the agent's questions and Steward's
+	// own stops (a loop guard, an escalated failure, the action cap), each
+	// with its answer once a person gave one.
+	Questions     []*ReceiptQuestion `protobuf:"bytes,25,rep,name=questions,proto3" json:"questions,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +284,117 @@ func (x *Receipt) GetFindings() []*Finding {
 	return nil
 }
 
+func (x *Receipt) GetQuestions() []*ReceiptQuestion {
+	if x != nil {
+		return x.Questions
+	}
+	return nil
+}
+
+// ReceiptQuestion is one stop for input and its answer.
+type ReceiptQuestion struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Cause NeedsInputCause        `protobuf:"varint,1,opt,name=cause,proto3,enum=steward.v1.NeedsInputCause" json:"cause,omitempty"`
+	// The question asked, or why Steward stopped the task.
+	Question string                 `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
+	Choices  []string               `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
+	AskedBy  string                 `protobuf:"bytes,4,opt,name=asked_by,json=askedBy,proto3" json:"asked_by,omitempty"`
+	AskedAt  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=asked_at,json=askedAt,proto3" json:"asked_at,omitempty"`
+	// Empty until answered; a task resumed without an answer (ResumeTask)
+	// has none.
+	Answer        string                 `protobuf:"bytes,6,opt,name=answer,proto3" json:"answer,omitempty"`
+	AnsweredBy    string                 `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	AnsweredAt    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=answered_at,json=answeredAt,proto3" json:"answered_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptQuestion) Reset() {
+	*x = ReceiptQuestion{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptQuestion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptQuestion) ProtoMessage() {}
+
+func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptQuestion.ProtoReflect.Descriptor instead.
+func (*ReceiptQuestion) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReceiptQuestion) GetCause() NeedsInputCause {
+	if x != nil {
+		return x.Cause
+	}
+	return NeedsInputCause_NEEDS_INPUT_CAUSE_UNSPECIFIED
+}
+
+func (x *ReceiptQuestion) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *ReceiptQuestion) GetChoices() []string {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *ReceiptQuestion) GetAskedBy() string {
+	if x != nil {
+		return x.AskedBy
+	}
+	return ""
+}
+
+func (x *ReceiptQuestion) GetAskedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AskedAt
+	}
+	return nil
+}
+
+func (x *ReceiptQuestion) GetAnswer() string {
+	if x != nil {
+		return x.Answer
+	}
+	return ""
+}
+
+func (x *ReceiptQuestion) GetAnsweredBy() string {
+	if x != nil {
+		return x.AnsweredBy
+	}
+	return ""
+}
+
+func (x *ReceiptQuestion) GetAnsweredAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AnsweredAt
+	}
+	return nil
+}
+
 // ReceiptCall is one tool call of the task, as the ledger has it.
 type ReceiptCall struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -313,7 +428,7 @@ type ReceiptCall struct {
 
 func (x *ReceiptCall) Reset() {
 	*x = ReceiptCall{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -325,7 +440,7 @@ func (x *ReceiptCall) String() string {
 func (*ReceiptCall) ProtoMessage() {}
 
 func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -338,7 +453,7 @@ func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCall.ProtoReflect.Descriptor instead.
 func (*ReceiptCall) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReceiptCall) GetActionId() string {
@@ -499,7 +614,7 @@ type ReceiptApproval struct {
 
 func (x *ReceiptApproval) Reset() {
 	*x = ReceiptApproval{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +626,7 @@ func (x *ReceiptApproval) String() string {
 func (*ReceiptApproval) ProtoMessage() {}
 
 func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +639,7 @@ func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptApproval.ProtoReflect.Descriptor instead.
 func (*ReceiptApproval) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReceiptApproval) GetApprovalId() string {
@@ -606,7 +721,7 @@ type ReceiptArtifact struct {
 
 func (x *ReceiptArtifact) Reset() {
 	*x = ReceiptArtifact{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -618,7 +733,7 @@ func (x *ReceiptArtifact) String() string {
 func (*ReceiptArtifact) ProtoMessage() {}
 
 func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -631,7 +746,7 @@ func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptArtifact.ProtoReflect.Descriptor instead.
 func (*ReceiptArtifact) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReceiptArtifact) GetName() string {
@@ -697,7 +812,7 @@ type ReceiptCheck struct {
 
 func (x *ReceiptCheck) Reset() {
 	*x = ReceiptCheck{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -709,7 +824,7 @@ func (x *ReceiptCheck) String() string {
 func (*ReceiptCheck) ProtoMessage() {}
 
 func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -722,7 +837,7 @@ func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCheck.ProtoReflect.Descriptor instead.
 func (*ReceiptCheck) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReceiptCheck) GetCriterionId() string {
@@ -765,7 +880,7 @@ type ReceiptBudget struct {
 
 func (x *ReceiptBudget) Reset() {
 	*x = ReceiptBudget{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -777,7 +892,7 @@ func (x *ReceiptBudget) String() string {
 func (*ReceiptBudget) ProtoMessage() {}
 
 func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -790,7 +905,7 @@ func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptBudget.ProtoReflect.Descriptor instead.
 func (*ReceiptBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReceiptBudget) GetTokens() int64 {
@@ -834,7 +949,7 @@ type ReceiptCredential struct {
 
 func (x *ReceiptCredential) Reset() {
 	*x = ReceiptCredential{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -846,7 +961,7 @@ func (x *ReceiptCredential) String() string {
 func (*ReceiptCredential) ProtoMessage() {}
 
 func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -859,7 +974,7 @@ func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCredential.ProtoReflect.Descriptor instead.
 func (*ReceiptCredential) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReceiptCredential) GetCredentialId() string {
@@ -923,7 +1038,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x85\t\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc0\t\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -956,7 +1071,19 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"credential\x18\x18 \x01(\v2\x1d.steward.v1.ReceiptCredentialR\n" +
 	"credential\x12/\n" +
-	"\bfindings\x18\x1d \x03(\v2\x13.steward.v1.FindingR\bfindings\"\x8f\x06\n" +
+	"\bfindings\x18\x1d \x03(\v2\x13.steward.v1.FindingR\bfindings\x129\n" +
+	"\tquestions\x18\x19 \x03(\v2\x1b.steward.v1.ReceiptQuestionR\tquestions\"\xc2\x02\n" +
+	"\x0fReceiptQuestion\x121\n" +
+	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
+	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
+	"\achoices\x18\x03 \x03(\tR\achoices\x12\x19\n" +
+	"\basked_by\x18\x04 \x01(\tR\aaskedBy\x125\n" +
+	"\basked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aaskedAt\x12\x16\n" +
+	"\x06answer\x18\x06 \x01(\tR\x06answer\x12\x1f\n" +
+	"\vanswered_by\x18\a \x01(\tR\n" +
+	"answeredBy\x12;\n" +
+	"\vanswered_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"answeredAt\"\x8f\x06\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -1045,56 +1172,62 @@ func file_steward_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_steward_v1_receipt_proto_rawDescData
 }
 
-var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_steward_v1_receipt_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: steward.v1.Receipt
-	(*ReceiptCall)(nil),           // 1: steward.v1.ReceiptCall
-	(*ReceiptApproval)(nil),       // 2: steward.v1.ReceiptApproval
-	(*ReceiptArtifact)(nil),       // 3: steward.v1.ReceiptArtifact
-	(*ReceiptCheck)(nil),          // 4: steward.v1.ReceiptCheck
-	(*ReceiptBudget)(nil),         // 5: steward.v1.ReceiptBudget
-	(*ReceiptCredential)(nil),     // 6: steward.v1.ReceiptCredential
-	(TaskStatus)(0),               // 7: steward.v1.TaskStatus
-	(*TaskProgress)(nil),          // 8: steward.v1.TaskProgress
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
-	(*AcceptanceRound)(nil),       // 11: steward.v1.AcceptanceRound
-	(*Finding)(nil),               // 12: steward.v1.Finding
-	(EffectClass)(0),              // 13: steward.v1.EffectClass
-	(ActionStatus)(0),             // 14: steward.v1.ActionStatus
-	(FailureClass)(0),             // 15: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 16: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 17: steward.v1.ApprovalDecision
+	(*ReceiptQuestion)(nil),       // 1: steward.v1.ReceiptQuestion
+	(*ReceiptCall)(nil),           // 2: steward.v1.ReceiptCall
+	(*ReceiptApproval)(nil),       // 3: steward.v1.ReceiptApproval
+	(*ReceiptArtifact)(nil),       // 4: steward.v1.ReceiptArtifact
+	(*ReceiptCheck)(nil),          // 5: steward.v1.ReceiptCheck
+	(*ReceiptBudget)(nil),         // 6: steward.v1.ReceiptBudget
+	(*ReceiptCredential)(nil),     // 7: steward.v1.ReceiptCredential
+	(TaskStatus)(0),               // 8: steward.v1.TaskStatus
+	(*TaskProgress)(nil),          // 9: steward.v1.TaskProgress
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
+	(*AcceptanceRound)(nil),       // 12: steward.v1.AcceptanceRound
+	(*Finding)(nil),               // 13: steward.v1.Finding
+	(NeedsInputCause)(0),          // 14: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 15: steward.v1.EffectClass
+	(ActionStatus)(0),             // 16: steward.v1.ActionStatus
+	(FailureClass)(0),             // 17: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 18: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 19: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
-	7,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
-	8,  // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
-	1,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
-	2,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
-	3,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
-	4,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
-	5,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
-	9,  // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
-	9,  // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
-	10, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
-	11, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
-	6,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
-	12, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
-	13, // 13: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	14, // 14: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	15, // 15: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	16, // 16: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	9,  // 17: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	9,  // 18: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	17, // 19: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	9,  // 20: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	9,  // 21: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	9,  // 22: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	23, // [23:23] is the sub-list for method output_type
-	23, // [23:23] is the sub-list for method input_type
-	23, // [23:23] is the sub-list for extension type_name
-	23, // [23:23] is the sub-list for extension extendee
-	0,  // [0:23] is the sub-list for field type_name
+	8,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
+	9,  // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
+	2,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
+	3,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
+	4,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
+	5,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
+	6,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
+	10, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
+	10, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
+	12, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
+	7,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
+	13, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
+	1,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
+	14, // 14: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	10, // 15: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	10, // 16: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	15, // 17: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	16, // 18: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	17, // 19: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	18, // 20: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	10, // 21: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	10, // 22: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	19, // 23: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	10, // 24: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	10, // 25: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	10, // 26: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -1112,7 +1245,7 @@ func file_steward_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_receipt_proto_rawDesc), len(file_steward_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -347,7 +347,8 @@ func (RecoveryMode) EnumDescriptor() ([]byte, []int) {
 type InputRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Cause NeedsInputCause        `protobuf:"varint,1,opt,name=cause,proto3,enum=steward.v1.NeedsInputCause" json:"cause,omitempty"`
-	// What a person is asked, in words a person can read.
+	// What a person is asked, in words a person can read: the agent's
+	// question, or the reason when Steward stopped the task itself.
 	Question string `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
 	// The answers to choose from, if the asker offered any; empty for a
 	// free answer.
@@ -1418,8 +1419,8 @@ type Task struct {
 	Acceptance []*AcceptanceRound `protobuf:"bytes,21,rep,name=acceptance,proto3" json:"acceptance,omitempty"`
 	// While suspended, why.
 	SuspendedFor SuspendCause `protobuf:"varint,22,opt,name=suspended_for,json=suspendedFor,proto3,enum=steward.v1.SuspendCause" json:"suspended_for,omitempty"`
-	// While waiting for input, the question; cleared by the answer or a
-	// resume.
+	// While waiting for input, the question; kept through a pause, cleared
+	// by the answer, a resume or any other move out of waiting for input.
 	OpenInput *InputRequest `protobuf:"bytes,23,opt,name=open_input,json=openInput,proto3" json:"open_input,omitempty"`
 	// What auditors have recorded about the task (AuditService.RecordFinding).
 	Findings []*Finding `protobuf:"bytes,24,rep,name=findings,proto3" json:"findings,omitempty"`

@@ -138,10 +138,12 @@ func (x *ExtendDeadlineResponse) GetTask() *Task {
 }
 
 type RequestInputRequest struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	TaskId   string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Question string                 `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
-	// The answers to choose from; empty for a free answer.
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Required; at most 4,096 bytes.
+	Question string `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
+	// The answers to choose from; empty for a free answer. At most 32,
+	// each non-blank, at most 256 bytes, and distinct.
 	Choices       []string `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
 	RequestId     string   `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -253,7 +255,8 @@ func (x *RequestInputResponse) GetTask() *Task {
 type ProvideInputRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	// The answer: one of the question's choices when it offered some.
+	// The answer, required, at most 4,096 bytes: one of the question's
+	// choices, exactly, when it offered some.
 	Answer        string `protobuf:"bytes,2,opt,name=answer,proto3" json:"answer,omitempty"`
 	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields

@@ -131,11 +131,17 @@ type TaskServiceClient interface {
 	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
 	// RequestInput is the agent's way to ask for help: its running task
 	// waits for input with a question, and optional choices, until someone
-	// answers (ProvideInput) or resumes it. GetTask shows the question.
+	// answers (ProvideInput) or resumes it. GetTask shows the question
+	// (Task.open_input). Only a running task may ask (any other status is
+	// FAILED_PRECONDITION); with --auth only the agent the task belongs to
+	// (its creator or delegate). Idempotent on request_id. See docs/input.md.
 	RequestInput(context.Context, *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error)
-	// ProvideInput answers a task's open question: the requester, the
-	// accountable owner or an operator may. The answer is recorded and the
-	// task runs again.
+	// ProvideInput answers a task waiting for input, whatever stopped it:
+	// the contract's requester or accountable owner, or with --auth a
+	// principal with the operator role, may; anyone else is
+	// PERMISSION_DENIED. The answer is recorded and the task runs again, as
+	// after a resume (permits issued before it are revalidated).
+	// Idempotent on request_id.
 	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
 }
 
@@ -406,11 +412,17 @@ type TaskServiceHandler interface {
 	ExtendDeadline(context.Context, *connect.Request[v1.ExtendDeadlineRequest]) (*connect.Response[v1.ExtendDeadlineResponse], error)
 	// RequestInput is the agent's way to ask for help: its running task
 	// waits for input with a question, and optional choices, until someone
-	// answers (ProvideInput) or resumes it. GetTask shows the question.
+	// answers (ProvideInput) or resumes it. GetTask shows the question
+	// (Task.open_input). Only a running task may ask (any other status is
+	// FAILED_PRECONDITION); with --auth only the agent the task belongs to
+	// (its creator or delegate). Idempotent on request_id. See docs/input.md.
 	RequestInput(context.Context, *connect.Request[v1.RequestInputRequest]) (*connect.Response[v1.RequestInputResponse], error)
-	// ProvideInput answers a task's open question: the requester, the
-	// accountable owner or an operator may. The answer is recorded and the
-	// task runs again.
+	// ProvideInput answers a task waiting for input, whatever stopped it:
+	// the contract's requester or accountable owner, or with --auth a
+	// principal with the operator role, may; anyone else is
+	// PERMISSION_DENIED. The answer is recorded and the task runs again, as
+	// after a resume (permits issued before it are revalidated).
+	// Idempotent on request_id.
 	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
 }
 

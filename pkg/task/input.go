@@ -1,0 +1,94 @@
+package task
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// A task waiting for input holds its open question (Task.open_input): what
+// the agent asked (TaskNeedsInput with cause ASKED), or, when Steward
+// stopped the task on its own account (a loop guard, an escalated failure,
+// the action cap), the reason, as the question a person answers. An
+// answer (InputProvided) is a resume with words: the task runs again, and
+// the permits issued before it are checked again, as after TaskResumed.
+// The question stays open while the task is paused from waiting for input
+// (a resume returns it there); any other move out of waiting for input
+// closes it.
+
+// askedInput is the open question a TaskNeedsInput event opens.
+func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.InputRequest {
+	q := n.Question
+	if q == "" {
+		q = orDefault(n.Reason, "needs input")
+	}
+	return &stewardv1.InputRequest{
+		Cause:    n.Cause,
+		Question: q,
+		Choices:  slices.Clone(n.Choices),
+		AskedBy:  ev.Actor.GetPrincipal(),
+		AskedAt:  ev.Time,
+		ActionId: n.ActionId,
+	}
+}
+
+// checkAsked checks what a TaskNeedsInput asks: an agent's question must
+// say something.
+func checkAsked(n *stewardv1.TaskNeedsInput) error {
+	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED && strings.TrimSpace(n.Question) == "" {
+		return errs.Field("question", "is required: say what you need to know")
+	}
+	return nil
+}
+
+// checkAnswer checks an answer against t's open question: the task must be
+// waiting for input, and an answer to a question that offered choices
+// must be one of them.
+func checkAnswer(t *stewardv1.Task, a *stewardv1.InputProvided) error {
+	if t.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+		return illegal(t, "answer")
+	}
+	if choices := t.OpenInput.GetChoices(); len(choices) > 0 && !slices.Contains(choices, a.Answer) {
+		return errs.Field("answer", "%s is not one of the choices offered: %s", errs.Quote(a.Answer), quoteAll(choices))
+	}
+	return nil
+}
+
+// keepInput closes t's open question once the task has left waiting for
+// input, other than for a pause that will return to it.
+func keepInput(t *stewardv1.Task) {
+	waiting := stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
+	if t.Status != waiting && (t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || t.PausedFrom != waiting) {
+		t.OpenInput = nil
+	}
+}
+
+// needsInputReason is the status reason of a task waiting for input: the
+// reason given, or who asks what.
+func needsInputReason(who string, n *stewardv1.TaskNeedsInput) string {
+	switch {
+	case n.Reason != "":
+		return n.Reason
+	case n.Question != "":
+		return "waiting for an answer: " + who + " asks " + errs.Quote(n.Question)
+	}
+	return "needs input"
+}
+
+// answeredReason is the status reason of a task an answer sets running.
+func answeredReason(ev *stewardv1.Event) string {
+	if who := ev.Actor.GetPrincipal(); who != "" {
+		return "answered by " + who
+	}
+	return "answered"
+}
+
+func quoteAll(list []string) string {
+	q := make([]string, len(list))
+	for i, s := range list {
+		q[i] = errs.Quote(s)
+	}
+	return strings.Join(q, ", ")
+}

@@ -1,0 +1,31 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// needsInputSummary tells a stop for input: the agent's question and its
+// choices in its own words, or why Steward stopped the task.
+func needsInputSummary(who string, n *stewardv1.TaskNeedsInput) string {
+	if n.Cause != stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED {
+		return withReason("The task stopped and waits for input", n.Reason)
+	}
+	s := fmt.Sprintf("%s asked for input and waits for an answer: %q", who, n.Question)
+	if len(n.Choices) > 0 {
+		quoted := make([]string, len(n.Choices))
+		for i, c := range n.Choices {
+			quoted[i] = fmt.Sprintf("%q", c)
+		}
+		s += " (choices: " + strings.Join(quoted, ", ") + ")"
+	}
+	return s
+}
+
+// inputProvidedSummary tells a person's answer, which sets the task
+// running again.
+func inputProvidedSummary(who string, a *stewardv1.InputProvided) string {
+	return fmt.Sprintf("%s answered %q, and the task goes on", who, a.Answer)
+}
