@@ -25,6 +25,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -65,6 +66,10 @@ type Config struct {
 	// Now is the plane's clock, which the watchdog judges quiet by;
 	// time.Now when nil.
 	Now func() time.Time
+	// Results is the results store, where GetResult reads results too
+	// large to travel inline and GetArtifactContent reads artifacts. Nil
+	// serves inline results only.
+	Results *action.Store
 }
 
 // withDefaults returns c with its unset fields set to their defaults.
