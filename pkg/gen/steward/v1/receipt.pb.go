@@ -67,7 +67,13 @@ type Receipt struct {
 	// Every round of acceptance: its checks and who accepted or returned it.
 	AcceptanceRounds []*AcceptanceRound `protobuf:"bytes,23,rep,name=acceptance_rounds,json=acceptanceRounds,proto3" json:"acceptance_rounds,omitempty"`
 	// The credential the task acted under, and its delegation chain.
-	Credential    *ReceiptCredential `protobuf:"bytes,24,opt,name=credential,proto3" json:"credential,omitempty"`
+	Credential *ReceiptCredential `protobuf:"bytes,24,opt,name=credential,proto3" json:"credential,omitempty"`
+	// The context the task was given to read (contract.context_refs) and the
+	// inputs it started from (contract.input_snapshot.inputs), as the
+	// contract pins them: by URI, version and digest. Steward records them
+	// and shows them to policy; it does not fetch them (docs/contract.md).
+	ContextRefs   []*ContextRef `protobuf:"bytes,25,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
+	Inputs        []*ContextRef `protobuf:"bytes,26,rep,name=inputs,proto3" json:"inputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -266,6 +272,20 @@ func (x *Receipt) GetAcceptanceRounds() []*AcceptanceRound {
 func (x *Receipt) GetCredential() *ReceiptCredential {
 	if x != nil {
 		return x.Credential
+	}
+	return nil
+}
+
+func (x *Receipt) GetContextRefs() []*ContextRef {
+	if x != nil {
+		return x.ContextRefs
+	}
+	return nil
+}
+
+func (x *Receipt) GetInputs() []*ContextRef {
+	if x != nil {
+		return x.Inputs
 	}
 	return nil
 }
@@ -913,7 +933,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xd4\b\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\t\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -945,7 +965,9 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x11acceptance_rounds\x18\x17 \x03(\v2\x1b.steward.v1.AcceptanceRoundR\x10acceptanceRounds\x12=\n" +
 	"\n" +
 	"credential\x18\x18 \x01(\v2\x1d.steward.v1.ReceiptCredentialR\n" +
-	"credential\"\x8f\x06\n" +
+	"credential\x129\n" +
+	"\fcontext_refs\x18\x19 \x03(\v2\x16.steward.v1.ContextRefR\vcontextRefs\x12.\n" +
+	"\x06inputs\x18\x1a \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\x8f\x06\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -1048,11 +1070,12 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
 	(*AcceptanceRound)(nil),       // 11: steward.v1.AcceptanceRound
-	(EffectClass)(0),              // 12: steward.v1.EffectClass
-	(ActionStatus)(0),             // 13: steward.v1.ActionStatus
-	(FailureClass)(0),             // 14: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 15: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 16: steward.v1.ApprovalDecision
+	(*ContextRef)(nil),            // 12: steward.v1.ContextRef
+	(EffectClass)(0),              // 13: steward.v1.EffectClass
+	(ActionStatus)(0),             // 14: steward.v1.ActionStatus
+	(FailureClass)(0),             // 15: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 16: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 17: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	7,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -1067,21 +1090,23 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	10, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
 	11, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
 	6,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
-	12, // 12: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	13, // 13: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	14, // 14: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	15, // 15: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	9,  // 16: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	9,  // 17: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	16, // 18: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	9,  // 19: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	9,  // 20: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	9,  // 21: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	12, // 12: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
+	12, // 13: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
+	13, // 14: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	14, // 15: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	15, // 16: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	16, // 17: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	9,  // 18: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	9,  // 19: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	17, // 20: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	9,  // 21: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	9,  // 22: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	9,  // 23: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
