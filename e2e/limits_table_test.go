@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
+	"github.com/steward-run/steward/services/state"
 )
 
 // TestLimitsTableMatchesTheCode reads the limits table in docs/errors.md
@@ -52,6 +53,8 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`retryPolicy.maxElapsed`":                                          {span(toolreg.MinRetryElapsed, toolreg.MaxRetryElapsed)},
 		"`idempotency.retention`":                                           {span(toolreg.MinRetention, toolreg.MaxRetention)},
 		"`--credential-ttl`":                                                {span(credential.MinTTL, credential.MaxTTL)},
+		"content read back (`GetResult`, `GetArtifactContent`)": {size(action.MaxResult) + " of a result", size(state.MaxArtifactContent) + " of an artifact",
+			"chunks of " + size(state.ArtifactChunkBytes)},
 	}
 	rows := map[string]string{}
 	in := false
