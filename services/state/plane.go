@@ -15,6 +15,10 @@
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
+//
+// It also serves a task's content — tools' results and artifacts' bytes
+// (content.go) — checked against the hashes on the log, to those with a
+// right to the task (access.go).
 package state
 
 import (
