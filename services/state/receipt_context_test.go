@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -41,10 +42,17 @@ func TestReceiptShowsContextAndInputs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"contextRefs":[{"uri":"s3://kb/runbooks/oncall.md","version":"v12","digest":"` + digest + `"}`, `"inputs":[{"uri":"postgres://warehouse/incidents"`} {
-		if !strings.Contains(string(js), want) {
-			t.Errorf("the JSON receipt lacks %s:\n%s", want, js)
-		}
+	// Machines read the refs under the proto's JSON names.
+	var asJSON struct {
+		ContextRefs []map[string]string `json:"contextRefs"`
+		Inputs      []map[string]string `json:"inputs"`
+	}
+	if err := json.Unmarshal(js, &asJSON); err != nil {
+		t.Fatal(err)
+	}
+	if len(asJSON.ContextRefs) != 2 || asJSON.ContextRefs[0]["uri"] != "s3://kb/runbooks/oncall.md" || asJSON.ContextRefs[0]["digest"] != digest ||
+		len(asJSON.Inputs) != 1 || asJSON.Inputs[0]["version"] != "2026-11-30" {
+		t.Errorf("the JSON receipt carries context %v and inputs %v:\n%s", asJSON.ContextRefs, asJSON.Inputs, js)
 	}
 	md := got.Markdown
 	t.Logf("\n%s", md)
