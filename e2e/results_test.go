@@ -22,7 +22,8 @@ import (
 // under the hash its outcome records; the bytes behind a stored result,
 // changed behind Steward's back, are refused as data_loss. An artifact
 // submitted inline comes back whole from GetArtifactContent. A principal
-// the task does not name is refused both, and an operator reads them.
+// the task does not name is refused both, and an operator reads them. The
+// receipt shows the context and inputs the contract pinned.
 func TestResultsReadBack(t *testing.T) {
 	ctx := context.Background()
 	tool := stewardtest.StartTool(t)
@@ -37,6 +38,9 @@ func TestResultsReadBack(t *testing.T) {
 	agent := h.agent
 	k := contract()
 	k.AllowedTools = []string{"search", "export"}
+	digest := "sha256:" + strings.Repeat("5e", 32)
+	k.ContextRefs = []*stewardv1.ContextRef{{Uri: "s3://kb/runbooks/oncall.md", Version: "v12", Digest: digest}}
+	k.InputSnapshot = &stewardv1.InputSnapshot{Version: "week-48", Inputs: []*stewardv1.ContextRef{{Uri: "postgres://warehouse/incidents", Version: "2026-11-30"}}}
 	taskID := h.create(t, "results-1", k)
 
 	small := propose(t, agent, taskID, "read-1", "search", map[string]any{"q": "incidents"})
@@ -112,6 +116,16 @@ func TestResultsReadBack(t *testing.T) {
 	}
 	if _, err := getResult(h.operator, largeDone.ActionId); err != nil {
 		t.Errorf("GetResult by an operator: %v", err)
+	}
+
+	// The receipt names what the task was given, as its contract pinned it.
+	rcpt, err := agent.query.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := rcpt.Msg.Receipt; len(r.ContextRefs) != 1 || r.ContextRefs[0].Digest != digest || len(r.Inputs) != 1 || r.InputVersion != "week-48" ||
+		!strings.Contains(rcpt.Msg.Markdown, "| context | `s3://kb/runbooks/oncall.md` | `v12` | `"+digest+"` |") {
+		t.Errorf("the receipt shows context %v and inputs %v:\n%s", r.ContextRefs, r.Inputs, rcpt.Msg.Markdown)
 	}
 
 	// The stored bytes changed behind Steward's back: refused, not served.
