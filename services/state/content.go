@@ -118,20 +118,18 @@ func (s *queryService) GetArtifactContent(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return err
 	}
-	first := &stewardv1.GetArtifactContentResponse{Artifact: a}
+	// An empty artifact is one message: the record, with no chunk.
+	msg := &stewardv1.GetArtifactContentResponse{Artifact: a}
 	for {
 		n := min(len(data), ArtifactChunkBytes)
-		msg := first
-		if msg == nil {
-			msg = &stewardv1.GetArtifactContentResponse{}
-		}
-		msg.Chunk, data, first = data[:n], data[n:], nil
+		msg.Chunk, data = data[:n], data[n:]
 		if err := stream.Send(msg); err != nil {
 			return err
 		}
 		if len(data) == 0 {
 			return nil
 		}
+		msg = &stewardv1.GetArtifactContentResponse{}
 	}
 }
 
