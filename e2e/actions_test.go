@@ -309,7 +309,7 @@ func TestExampleWalkthrough(t *testing.T) {
 	if err != nil {
 		t.Fatalf("walkthrough failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"succeeded", `"decidedBy":"user:bo"`, `"approvedBy": "user:bo"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
+	for _, want := range []string{"succeeded", `{"result":{"ok":true},"resultHash":"`, `"decidedBy":"user:bo"`, `"approvedBy": "user:bo"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walkthrough output lacks %q:\n%s", want, out)
 		}

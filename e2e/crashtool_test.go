@@ -63,7 +63,7 @@ func crashToolsFile(tool *stewardtest.Tool) string {
 	const undo = `{\"type\":\"object\",\"required\":[\"action_id\",\"op_key\"],\"properties\":{\"action_id\":{\"type\":\"string\"},\"op_key\":{\"type\":\"string\"}}}`
 	entry := func(name, class, schema, timeout, path, extra string) string {
 		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "parametersSchema": "%s",
-		  "idempotency": {"honoursKey": true, "keyScope": "per-tool", "onRepeat": "the first result"},
+		  "idempotency": {"honoursKey": true, "keyScope": "action", "onRepeat": "return_first"},
 		  "statusQuery": true, "timeout": %q, %s
 		  "http": {"url": %q, "statusUrl": %q}}`, name, class, schema, timeout, extra, tool.URL+path, tool.URL+"/status")
 	}

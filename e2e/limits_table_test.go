@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
+	"github.com/steward-run/steward/services/state"
 )
 
 // TestLimitsTableMatchesTheCode reads the limits table in docs/errors.md
@@ -53,6 +54,8 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`idempotency.retention`":                                           {span(toolreg.MinRetention, toolreg.MaxRetention)},
 		"`--credential-ttl`":                                                {span(credential.MinTTL, credential.MaxTTL)},
 		"`contract.recoveryPolicy.maxAttempts`":                             {fmt.Sprintf("%d proposals", control.MaxRecoveryAttempts), fmt.Sprintf("0: %d", control.DefaultRecoveryAttempts)},
+		"content read back (`GetResult`, `GetArtifactContent`)": {size(action.MaxResult) + " of a result", size(state.MaxArtifactContent) + " of an artifact",
+			"chunks of " + size(state.ArtifactChunkBytes)},
 	}
 	rows := map[string]string{}
 	in := false

@@ -35,6 +35,8 @@ func TestOversizedIDsAreRefusedSmall(t *testing.T) {
 		{"/steward.v1.QueryService/GetAction", "action_id", map[string]any{"taskId": "t", "actionId": huge}},
 		{"/steward.v1.QueryService/GetTimeline", "task_id", map[string]any{"taskId": huge}},
 		{"/steward.v1.QueryService/GetReceipt", "task_id", map[string]any{"taskId": huge}},
+		{"/steward.v1.QueryService/GetResult", "task_id", map[string]any{"taskId": huge, "actionId": "a"}},
+		{"/steward.v1.QueryService/GetResult", "action_id", map[string]any{"taskId": "t", "actionId": huge}},
 		{"/steward.v1.QueryService/ListTasks", "page_token", map[string]any{"pageToken": huge}},
 		{"/steward.v1.AuditService/VerifyTask", "task_id", map[string]any{"taskId": huge}},
 		{"/steward.v1.TaskService/CreateTask", "request_id", map[string]any{"requestId": huge}},

@@ -17,7 +17,8 @@ import (
 // TestServicesMode runs each plane as its own `steward serve` against one
 // external NATS JetStream server, as docker-compose and Kubernetes do, and
 // checks that a task created through the control plane is served by the
-// state plane.
+// state plane, and an artifact the control plane stored is read back
+// through the state plane.
 func TestServicesMode(t *testing.T) {
 	bus := stewardtest.StartBus(t)
 	urls := map[string]string{}
@@ -43,8 +44,28 @@ func TestServicesMode(t *testing.T) {
 	if got.RequestId != "services-1" {
 		t.Fatalf("state plane serves %v", got)
 	}
+	// The state plane reads what the control plane stored: an artifact
+	// submitted inline comes back from its own process.
+	content := []byte("# Services mode\nOne store, four processes.\n")
+	if _, err := control.tasks.SubmitArtifact(context.Background(), connect.NewRequest(&stewardv1.SubmitArtifactRequest{
+		TaskId: taskID, RequestId: "services-report", Name: "report", MediaType: "text/markdown", Content: content,
+	})); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := state.query.GetArtifactContent(context.Background(), connect.NewRequest(&stewardv1.GetArtifactContentRequest{TaskId: taskID, Name: "report"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var read []byte
+	for stream.Receive() {
+		read = append(read, stream.Msg().Chunk...)
+	}
+	if err := stream.Err(); err != nil || string(read) != string(content) {
+		t.Fatalf("the state plane read back %q (%v), want %q", read, err, content)
+	}
+	stream.Close()
 	// Each plane serves only its own services.
-	_, err := state.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
+	_, err = state.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
 	if connect.CodeOf(err) != connect.CodeUnimplemented && connect.CodeOf(err) != connect.CodeNotFound {
 		t.Fatalf("the state plane accepted a control-plane call: %v", err)
 	}

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A governed task from start to end, with nothing but curl and jq:
 #   1. create a task that may use two tools;
-#   2. propose a read: policy allows it and it runs at once;
+#   2. propose a read: policy allows it and it runs at once; read its
+#      result back through the API, checked against its recorded hash;
 #   3. propose an irreversible write: it waits for a person;
 #   4. approve it, bound to its action hash, as someone with the role;
 #   5. show the ledger: each action with its policy snapshot, approval,
@@ -39,7 +40,8 @@ echo "== 2. propose a read: it runs at once"
 READ=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"lookup-$RUN\",
   \"tool\": \"lookup\", \"params\": {\"customer\": \"acme\"}}" | jq -r .action.actionId)
 wait_for "$TASK" ".task.actions[] | select(.actionId == \"$READ\") | .status == \"ACTION_STATUS_SUCCEEDED\""
-echo "$READ succeeded"
+echo "$READ succeeded; its result, as the tool answered it:"
+call "$AGENT" QueryService/GetResult "{\"taskId\": \"$TASK\", \"actionId\": \"$READ\"}" | jq -c '{result, resultHash, sizeBytes}'
 
 echo "== 3. propose an irreversible write: it waits for a person"
 WRITE=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"publish-$RUN\",

@@ -30,6 +30,13 @@ const (
 // (a few short parameters) fits.
 const MaxInlineRequest = 1 << 10
 
+// MaxResult is the largest tool result Steward keeps: the HTTP adapter
+// fails a larger answer, a settlement refuses one, and the state plane
+// refuses to serve one (GetResult). It sits here, with the store the
+// results live in, so that the planes that write results and the one that
+// reads them share one bound.
+const MaxResult = 4 << 20
+
 // Inline reports whether a canonical request, or a result, of n bytes is
 // carried inline (same bound, same reasons).
 func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }

@@ -87,7 +87,7 @@ func Validate(c *stewardv1.ToolContract) error {
 	if err := limits.Duration("contract.timeout", c.Timeout, MinTimeout, MaxTimeout); err != nil {
 		return err
 	}
-	if err := limits.Duration("contract.idempotency.retention", c.GetIdempotency().GetRetention(), MinRetention, MaxRetention); err != nil {
+	if err := checkIdempotency(c.Idempotency); err != nil {
 		return err
 	}
 	// The breaker counts against this key; one it could not record would
@@ -126,6 +126,52 @@ func Validate(c *stewardv1.ToolContract) error {
 		}
 	default:
 		return errs.Field("contract.endpoint", "is required: http or builtin")
+	}
+	return nil
+}
+
+// The idempotency a tool contract may declare (docs/retries.md, "What a
+// tool declares about its key"): the one key scope Steward gives and the
+// one behaviour on a repeated key it relies on. Other values are refused
+// rather than recorded, because Steward would act on none of them.
+const (
+	// KeyScopeAction says one op_key covers one action: every dispatch of
+	// it (retries, the one redispatch after "not accepted") carries it,
+	// and no other action's does (op_key = H(task_id, action_id)).
+	KeyScopeAction = "action"
+	// OnRepeatReturnFirst says a call with a key the tool has seen does no
+	// work and answers the first call's result (409 while that call is in
+	// flight): what honours_key promises, and what lets Steward send a
+	// call that may have arrived again within the retention.
+	OnRepeatReturnFirst = "return_first"
+)
+
+// checkIdempotency checks contract.idempotency: key_scope empty or
+// KeyScopeAction, on_repeat empty or OnRepeatReturnFirst, retention in its
+// range; and none of them set on a tool that does not honour its key,
+// since they describe how the key is honoured.
+func checkIdempotency(i *stewardv1.IdempotencySupport) error {
+	if i == nil {
+		return nil
+	}
+	switch {
+	case i.KeyScope != "" && i.KeyScope != KeyScopeAction:
+		return errs.Field("contract.idempotency.key_scope", "%s is not a scope Steward gives: an op_key names one action (all its dispatches, and nothing else); use %q or leave it empty", errs.Quote(i.KeyScope), KeyScopeAction)
+	case i.OnRepeat != "" && i.OnRepeat != OnRepeatReturnFirst:
+		return errs.Field("contract.idempotency.on_repeat", "%s is not a behaviour Steward relies on: a repeated key must get the first call's result, without doing the work again; use %q or leave it empty", errs.Quote(i.OnRepeat), OnRepeatReturnFirst)
+	}
+	if err := limits.Duration("contract.idempotency.retention", i.Retention, MinRetention, MaxRetention); err != nil {
+		return err
+	}
+	if !i.HonoursKey {
+		for _, f := range []struct {
+			name string
+			set  bool
+		}{{"key_scope", i.KeyScope != ""}, {"on_repeat", i.OnRepeat != ""}, {"retention", i.Retention != nil}} {
+			if f.set {
+				return errs.Field("contract.idempotency."+f.name, "describes how the tool honours its key, but honours_key is false: set honours_key, or leave it out")
+			}
+		}
 	}
 	return nil
 }

@@ -117,25 +117,6 @@ func checkAcceptance(c *stewardv1.TaskContract) error {
 	return nil
 }
 
-func checkContextRefs(field string, refs []*stewardv1.ContextRef) error {
-	if err := checkList(field, len(refs)); err != nil {
-		return err
-	}
-	for i, r := range refs {
-		f := fmt.Sprintf("%s[%d]", field, i)
-		for _, err := range []error{
-			checkText(f+".uri", r.Uri, MaxTextLen, true),
-			checkText(f+".version", r.Version, MaxRefLen, false),
-			checkText(f+".digest", r.Digest, MaxRefLen, false),
-		} {
-			if err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // checkTime refuses timestamps outside what JSON can carry: stored, they
 // would make the task unreadable to every JSON client.
 func checkTime(field string, ts *timestamppb.Timestamp) error {

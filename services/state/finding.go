@@ -15,9 +15,6 @@ import (
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
-// AuditorRole may record findings when callers are authenticated.
-const AuditorRole = "auditor"
-
 // MaxFindingDescription bounds what an auditor writes about a finding.
 const MaxFindingDescription = 4096
 

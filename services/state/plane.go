@@ -15,6 +15,10 @@
 //
 // Reads are read-your-writes: GetTask first asks the log for the task's
 // last sequence and waits (briefly) until the projection has applied it.
+//
+// It also serves a task's content — tools' results and artifacts' bytes
+// (content.go) — checked against the hashes on the log, to those with a
+// right to the task (access.go).
 package state
 
 import (
@@ -25,6 +29,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
@@ -65,6 +70,10 @@ type Config struct {
 	// Now is the plane's clock, which the watchdog judges quiet by;
 	// time.Now when nil.
 	Now func() time.Time
+	// Results is the results store, where GetResult reads results too
+	// large to travel inline and GetArtifactContent reads artifacts. Nil
+	// serves inline results only.
+	Results *action.Store
 }
 
 // withDefaults returns c with its unset fields set to their defaults.

@@ -58,6 +58,8 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 		Intent:         k.GetIntent(),
 		DesiredOutcome: k.GetDesiredOutcome(),
 		InputVersion:   k.GetInputSnapshot().GetVersion(),
+		Inputs:         cloneRefs(k.GetInputSnapshot().GetInputs()),
+		ContextRefs:    cloneRefs(k.GetContextRefs()),
 		Status:         t.Status,
 		StatusReason:   t.StatusReason,
 		Partial:        partial(t),

@@ -37,6 +37,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	line("- **Desired outcome (from the contract):** %s", orNone(text(r.DesiredOutcome)))
 	line("- **Input version:** %s", orNone(code(r.InputVersion, false)))
 	line("- **Actions:** %d done, %d failed, %d unfinished", len(r.Progress.GetDone()), len(r.Progress.GetFailed()), len(r.Progress.GetRemaining()))
+	contextMarkdown(&b, r)
 
 	line("")
 	line("## Tool calls")

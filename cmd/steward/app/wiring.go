@@ -73,7 +73,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger, state.Config{}))
+			planes = append(planes, state.New(log, m.logger, state.Config{Results: results}))
 		}
 	}
 	return planes, nil

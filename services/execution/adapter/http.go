@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -20,7 +21,7 @@ const (
 	DefaultTimeout = 30 * time.Second
 	// MaxResultBytes is the largest result a tool may return; a larger one
 	// fails the call deterministically, since asking again returns the same.
-	MaxResultBytes = 4 << 20
+	MaxResultBytes = action.MaxResult
 	// maxReasonBody is how much of an error answer is read for its reason.
 	maxReasonBody = 64 << 10
 )

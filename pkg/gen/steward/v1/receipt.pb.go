@@ -74,7 +74,13 @@ type Receipt struct {
 	// Every stop for input, in order: the agent's questions and Steward's
 	// own stops (a loop guard, an escalated failure, the action cap), each
 	// with its answer once a person gave one.
-	Questions     []*ReceiptQuestion `protobuf:"bytes,25,rep,name=questions,proto3" json:"questions,omitempty"`
+	Questions []*ReceiptQuestion `protobuf:"bytes,25,rep,name=questions,proto3" json:"questions,omitempty"`
+	// The context the task was given to read (contract.context_refs) and the
+	// inputs it started from (contract.input_snapshot.inputs), as the
+	// contract pins them: by URI, version and digest. Steward records them
+	// and shows them to policy; it does not fetch them (docs/contract.md).
+	ContextRefs   []*ContextRef `protobuf:"bytes,27,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
+	Inputs        []*ContextRef `protobuf:"bytes,28,rep,name=inputs,proto3" json:"inputs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -287,6 +293,20 @@ func (x *Receipt) GetFindings() []*Finding {
 func (x *Receipt) GetQuestions() []*ReceiptQuestion {
 	if x != nil {
 		return x.Questions
+	}
+	return nil
+}
+
+func (x *Receipt) GetContextRefs() []*ContextRef {
+	if x != nil {
+		return x.ContextRefs
+	}
+	return nil
+}
+
+func (x *Receipt) GetInputs() []*ContextRef {
+	if x != nil {
+		return x.Inputs
 	}
 	return nil
 }
@@ -1038,7 +1058,8 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc0\t\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xab\n" +
+	"\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1072,7 +1093,9 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"credential\x18\x18 \x01(\v2\x1d.steward.v1.ReceiptCredentialR\n" +
 	"credential\x12/\n" +
 	"\bfindings\x18\x1d \x03(\v2\x13.steward.v1.FindingR\bfindings\x129\n" +
-	"\tquestions\x18\x19 \x03(\v2\x1b.steward.v1.ReceiptQuestionR\tquestions\"\xc2\x02\n" +
+	"\tquestions\x18\x19 \x03(\v2\x1b.steward.v1.ReceiptQuestionR\tquestions\x129\n" +
+	"\fcontext_refs\x18\x1b \x03(\v2\x16.steward.v1.ContextRefR\vcontextRefs\x12.\n" +
+	"\x06inputs\x18\x1c \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xc2\x02\n" +
 	"\x0fReceiptQuestion\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1188,12 +1211,13 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
 	(*AcceptanceRound)(nil),       // 12: steward.v1.AcceptanceRound
 	(*Finding)(nil),               // 13: steward.v1.Finding
-	(NeedsInputCause)(0),          // 14: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 15: steward.v1.EffectClass
-	(ActionStatus)(0),             // 16: steward.v1.ActionStatus
-	(FailureClass)(0),             // 17: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 18: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 19: steward.v1.ApprovalDecision
+	(*ContextRef)(nil),            // 14: steward.v1.ContextRef
+	(NeedsInputCause)(0),          // 15: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 16: steward.v1.EffectClass
+	(ActionStatus)(0),             // 17: steward.v1.ActionStatus
+	(FailureClass)(0),             // 18: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 19: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 20: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	8,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -1210,24 +1234,26 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	7,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
 	13, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
 	1,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
-	14, // 14: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	10, // 15: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	10, // 16: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	15, // 17: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	16, // 18: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	17, // 19: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	18, // 20: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	10, // 21: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	10, // 22: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	19, // 23: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	10, // 24: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	10, // 25: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	10, // 26: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	14, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
+	14, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
+	15, // 16: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	10, // 17: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	10, // 18: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	16, // 19: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	17, // 20: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	18, // 21: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	19, // 22: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	10, // 23: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	10, // 24: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	20, // 25: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	10, // 26: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	10, // 27: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	10, // 28: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }

@@ -191,15 +191,25 @@ func (ApprovalRule) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_tool_proto_rawDescGZIP(), []int{2}
 }
 
-// IdempotencySupport says whether and how a tool honours the op_key.
+// IdempotencySupport says whether and how a tool honours the op_key
+// (docs/retries.md). key_scope, retention and on_repeat describe how the
+// key is honoured: set on a tool that does not honour it, they are
+// refused.
 type IdempotencySupport struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	HonoursKey bool                   `protobuf:"varint,1,opt,name=honours_key,json=honoursKey,proto3" json:"honours_key,omitempty"`
-	// What one key covers, e.g. "per-tool" or "per-account".
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The tool does the work once per op_key and answers a repeated key as
+	// on_repeat says: Steward may then send a call that may have reached the
+	// tool again, within the retention.
+	HonoursKey bool `protobuf:"varint,1,opt,name=honours_key,json=honoursKey,proto3" json:"honours_key,omitempty"`
+	// What one key covers: "action" (or empty, the same) — one op_key names
+	// one action, every dispatch of it and no other action. Steward gives no
+	// other scope; any other value is refused.
 	KeyScope string `protobuf:"bytes,2,opt,name=key_scope,json=keyScope,proto3" json:"key_scope,omitempty"`
-	// How long the tool remembers a key.
+	// How long the tool remembers a key; unset means for good.
 	Retention *durationpb.Duration `protobuf:"bytes,3,opt,name=retention,proto3" json:"retention,omitempty"`
-	// What a repeated key gets, e.g. "the first result".
+	// What a repeated key gets: "return_first" (or empty, the same) — the
+	// first call's result, without doing the work again, and 409
+	// in_progress while the first call runs. Any other value is refused.
 	OnRepeat      string `protobuf:"bytes,4,opt,name=on_repeat,json=onRepeat,proto3" json:"on_repeat,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

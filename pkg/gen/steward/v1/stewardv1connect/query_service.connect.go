@@ -79,12 +79,19 @@ type QueryServiceClient interface {
 	// machines) and as Markdown for people.
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
 	// GetResult returns what an action's tool answered, as JSON, after
-	// checking it against the outcome's result_hash. NotFound for an action
-	// without a result.
+	// checking it against the outcome's result_hash (DataLoss when it does
+	// not match) and the 4 MiB bound of a result: inline, stored, or the
+	// result an unknown outcome was settled with. NotFound for an action
+	// without a result. Like GetArtifactContent, it is served only to the
+	// principals the task names, those of the tasks it was delegated from,
+	// and the operator and auditor roles (PermissionDenied for anyone else;
+	// everyone without --auth): see docs/results.md.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// GetArtifactContent streams one version of an artifact that Steward
-	// stores, in chunks, the first carrying the artifact's record; the
-	// content is checked against its sha256 before the last chunk is sent.
+	// stores, in chunks of at most 64 KiB, the first carrying the artifact's
+	// record; the content (at most 8 MiB) is read whole and checked against
+	// its sha256 and size before the first chunk is sent, so a mismatch is
+	// DataLoss and no content goes out.
 	// An artifact submitted by reference is FailedPrecondition, naming its
 	// URI: Steward does not hold it.
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error)
@@ -247,12 +254,19 @@ type QueryServiceHandler interface {
 	// machines) and as Markdown for people.
 	GetReceipt(context.Context, *connect.Request[v1.GetReceiptRequest]) (*connect.Response[v1.GetReceiptResponse], error)
 	// GetResult returns what an action's tool answered, as JSON, after
-	// checking it against the outcome's result_hash. NotFound for an action
-	// without a result.
+	// checking it against the outcome's result_hash (DataLoss when it does
+	// not match) and the 4 MiB bound of a result: inline, stored, or the
+	// result an unknown outcome was settled with. NotFound for an action
+	// without a result. Like GetArtifactContent, it is served only to the
+	// principals the task names, those of the tasks it was delegated from,
+	// and the operator and auditor roles (PermissionDenied for anyone else;
+	// everyone without --auth): see docs/results.md.
 	GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error)
 	// GetArtifactContent streams one version of an artifact that Steward
-	// stores, in chunks, the first carrying the artifact's record; the
-	// content is checked against its sha256 before the last chunk is sent.
+	// stores, in chunks of at most 64 KiB, the first carrying the artifact's
+	// record; the content (at most 8 MiB) is read whole and checked against
+	// its sha256 and size before the first chunk is sent, so a mismatch is
+	// DataLoss and no content goes out.
 	// An artifact submitted by reference is FailedPrecondition, naming its
 	// URI: Steward does not hold it.
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error

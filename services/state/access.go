@@ -1,0 +1,93 @@
+package state
+
+import (
+	"slices"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// The roles that may read any task's content (GetResult,
+// GetArtifactContent): operators run Steward and answer for it, auditors
+// review what tasks did, and only auditors record findings
+// (RecordFinding). Both are granted by an --auth token file.
+const (
+	OperatorRole = "operator"
+	AuditorRole  = "auditor"
+)
+
+// parties are the principals a task names: who may read its content. See
+// mayRead.
+type parties struct {
+	taskID string
+	// principals are the task's creator, its credential's principal (the
+	// delegate it acts as), the contract's requester, authorizer,
+	// accountable owner and acceptance owner, and every hand of its
+	// delegation chain.
+	principals []string
+	// parent is the task it was delegated from, if any: its parties may
+	// read this one's content too, as the work was theirs to hand out.
+	parent string
+}
+
+// partiesOf returns the principals t names, copied: the view t belongs to
+// moves on after the lock is released.
+func partiesOf(t *stewardv1.Task) parties {
+	k := t.GetContract()
+	p := parties{taskID: k.GetTaskId(), parent: k.GetParentTaskId()}
+	add := func(s string) {
+		if s != "" && !slices.Contains(p.principals, s) {
+			p.principals = append(p.principals, s)
+		}
+	}
+	add(t.GetCreatedBy())
+	add(t.GetCredential().GetCredential().GetPrincipal())
+	add(k.GetRequesterRef())
+	add(k.GetAuthorizerRef())
+	add(k.GetAccountableOwnerRef())
+	add(k.GetAcceptanceOwnerRef())
+	for _, d := range k.GetDelegationChain() {
+		add(d.GetFromRef())
+		add(d.GetToRef())
+	}
+	return p
+}
+
+// mayRead is the one rule for who may read a task's content — its tools'
+// results and its artifacts' bytes — and the only place it is written:
+//
+//   - without --auth (the Steward-Principal header, taken on trust, is no
+//     proof of anything), everyone, as for every other call;
+//   - a caller holding the operator or auditor role, any task;
+//   - anyone else, a task that names them (partiesOf) or the parent task
+//     it was delegated from names them.
+//
+// A caller without the right gets PermissionDenied rather than NotFound:
+// that the task exists is not hidden from them (GetTask and ListTasks serve
+// every task to every caller), so a NotFound would hide nothing and only
+// mislead. ancestor returns the parties of a task up the delegation.
+func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties, bool)) error {
+	if !who.Verified || who.HasRole(OperatorRole, AuditorRole) {
+		return nil
+	}
+	named := p.principals
+	// A delegation chain is short (each hop narrows a credential); the
+	// bound only guards against a cycle no fold would let through.
+	for at, hops := p.parent, 0; at != "" && hops < maxAncestors; hops++ {
+		up, ok := ancestor(at)
+		if !ok {
+			break
+		}
+		named = append(slices.Clip(named), up.principals...)
+		at = up.parent
+	}
+	if slices.Contains(named, who.Principal) {
+		return nil
+	}
+	return errs.New(errs.PermissionDenied, "%s may not read the content of task %s: neither the task nor one it was delegated from names it (creator, requester, authorizer, owner or delegate), and it holds neither the %s nor the %s role",
+		who.Principal, p.taskID, OperatorRole, AuditorRole)
+}
+
+// maxAncestors bounds how far up a delegation mayRead looks.
+const maxAncestors = 32
