@@ -161,7 +161,7 @@ func (c *revalCell) target() string { return "acct:" + c.name }
 func (c *revalCell) propose(t *testing.T) {
 	params, _ := structpb.NewStruct(map[string]any{"amount": 5})
 	resp, err := c.env.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: c.taskID, ProposalId: "p-" + c.name, Tool: c.name, Target: c.target(), Params: params}))
+		TaskId: c.taskID, ProposalId: "p-" + c.name, Tool: c.name, Target: c.target(), Params: params, Rationale: argued}))
 	if err != nil {
 		t.Fatalf("%s: propose: %v", c.name, err)
 	}

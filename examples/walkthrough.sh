@@ -2,7 +2,9 @@
 # A governed task from start to end, with nothing but curl and jq:
 #   1. create a task that may use two tools;
 #   2. propose a read: policy allows it and it runs at once;
-#   3. propose an irreversible write: it waits for a person;
+#   3. propose an irreversible write with the proposer's case for it (what
+#      it will do, how it would be undone): it waits for a person, who
+#      sees that case;
 #   4. approve it, bound to its action hash, as someone with the role;
 #   5. show the ledger: each action with its policy snapshot, approval,
 #      permit and outcome.
@@ -41,13 +43,16 @@ READ=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"propos
 wait_for "$TASK" ".task.actions[] | select(.actionId == \"$READ\") | .status == \"ACTION_STATUS_SUCCEEDED\""
 echo "$READ succeeded"
 
-echo "== 3. propose an irreversible write: it waits for a person"
+echo "== 3. propose an irreversible write, saying why: it waits for a person"
 WRITE=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"publish-$RUN\",
   \"tool\": \"publish\", \"target\": \"shared-drive\",
-  \"params\": {\"path\": \"reports/weekly-$RUN.md\", \"content\": \"# Weekly report\\nAll quiet.\\n\"}}" | jq -r .action.actionId)
+  \"params\": {\"path\": \"reports/weekly-$RUN.md\", \"content\": \"# Weekly report\\nAll quiet.\\n\"},
+  \"rationale\": {\"expectedImpact\": \"everyone on the shared drive can read this week's report\",
+    \"rollbackPlan\": \"publish a correction: a published file cannot be unpublished\",
+    \"evidence\": [\"lookup-$RUN\"], \"alternatives\": [\"mail it to the team only\"]}}" | jq -r .action.actionId)
 wait_for "$TASK" '.task.status == "TASK_STATUS_WAITING_FOR_APPROVAL"'
 APPROVAL=$(call "$APPROVER" GovernanceService/ListApprovals "{\"taskId\": \"$TASK\", \"pendingOnly\": true}" | jq '.approvals[0]')
-echo "$APPROVAL" | jq '{approvalId, tool, target, parametersJson, effectClass, policyReasons, expectedImpact, requiredRoles}'
+echo "$APPROVAL" | jq '{approvalId, tool, target, parametersJson, effectClass, policyReasons, expectedImpact, rationale, requiredRoles}'
 
 echo "== 4. approve it, bound to the action hash"
 call "$APPROVER" GovernanceService/DecideApproval "{\"approvalId\": $(echo "$APPROVAL" | jq .approvalId),
