@@ -153,7 +153,7 @@ func TestGovernedActions(t *testing.T) {
 	// An edit is a new action with new hashes and needs its own decision.
 	s, _ := structpb.NewStruct(map[string]any{"amount": 99})
 	edit, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: "wire-1-edit", Tool: "wire", Target: "acct:42", Params: s, EditOf: wire.ActionId,
+		TaskId: taskID, ProposalId: "wire-1-edit", Tool: "wire", Target: "acct:42", Params: s, EditOf: wire.ActionId, Rationale: argued,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +168,7 @@ func TestGovernedActions(t *testing.T) {
 	// approves the old version by mistake.
 	s2, _ := structpb.NewStruct(map[string]any{"amount": 98})
 	edit2, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: "wire-1-edit-2", Tool: "wire", Target: "acct:42", Params: s2, EditOf: e.ActionId,
+		TaskId: taskID, ProposalId: "wire-1-edit-2", Tool: "wire", Target: "acct:42", Params: s2, EditOf: e.ActionId, Rationale: argued,
 	}))
 	if err != nil {
 		t.Fatal(err)

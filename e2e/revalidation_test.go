@@ -413,8 +413,9 @@ func startRevalEnv(t *testing.T, cells []*revalCell, flags []string) *revalTable
 func (env *revalTable) task(t *testing.T, requestID, tool string) string {
 	t.Helper()
 	k := contract()
+	// No authorizerRef: a cell's new approval is given by treasury alone,
+	// and a named authorizer would have to be among its approvers.
 	k.AllowedTools = []string{tool}
-	k.AuthorizerRef = "user:bo"
 	k.Budget = &stewardv1.Budget{MaxTokens: 50_000, MaxCostMicros: revalBudget, Currency: "USD"}
 	return env.create(t, requestID, k)
 }
