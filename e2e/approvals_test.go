@@ -125,6 +125,14 @@ func TestApprovals(t *testing.T) {
 		if n := tool.CallsFor(wire.OpKey); n != 1 {
 			t.Fatalf("the wire ran %d times, want 1", n)
 		}
+		// The receipt names both approvers.
+		rc, err := h.agent.query.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ap := rc.Msg.Receipt.GetApprovals(); len(ap) != 1 || ap[0].DecidedBy != "user:bo, user:di" || !strings.Contains(rc.Msg.Markdown, "user:bo, user:di") {
+			t.Fatalf("the receipt's approvals %v do not name both approvers", ap)
+		}
 	})
 
 	t.Run("the proposer may not approve", func(t *testing.T) {
