@@ -131,7 +131,7 @@ func TestWhoMayApprove(t *testing.T) {
 	}
 	t.Run("the proposer", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		wire := e.proposeAction(t, "t", "w1", "wire", "", "user:bo", map[string]any{"n": 1})
 		_, err := e.vote("t", wire, authorizer("user:bo"), approve)
@@ -143,7 +143,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("the proposer may reject", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		wire := e.proposeAction(t, "t", "w1", "wire", "", "user:bo", map[string]any{"n": 1})
 		if _, err := e.vote("t", wire, authorizer("user:bo"), reject); err != nil {
@@ -153,7 +153,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("separation of duties", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.SeparationOfDuties, c.RequesterRef = true, "user:req"
 		e.create(t, "root", "user:ana", c)
@@ -169,7 +169,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("a delegate under separation of duties", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		e.create(t, "root", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		e.credentialed("root")
 		c := credContract([]string{"wire"}, []string{"payments:write"})
@@ -185,7 +185,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("the authorizer alone, of one", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
 		e.create(t, "t", "user:ana", c)
@@ -199,7 +199,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("the authorizer among two", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t, withBundle(t, twoForWires))
+		e.start(t, withBundle(t, twoForWires))
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
 		e.create(t, "t", "user:ana", c)
@@ -216,7 +216,7 @@ func TestWhoMayApprove(t *testing.T) {
 	})
 	t.Run("anyone with the role may reject", func(t *testing.T) {
 		e := newGovEnv(t)
-			e.start(t)
+		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
 		e.create(t, "t", "user:ana", c)
