@@ -58,3 +58,29 @@ func TestProposalRationale(t *testing.T) {
 		t.Fatalf("the same call argued otherwise: created %v, %v, %v; want the first action", created, err, again)
 	}
 }
+
+// TestSeparatedAuthorizer: under separation of duties the contract may not
+// name as its authorizer — who must approve its actions — the requester or
+// the creator, whom governance refuses as approvers.
+func TestSeparatedAuthorizer(t *testing.T) {
+	r := idleRig(t)
+	for _, tt := range []struct {
+		authorizer, creator, says string
+	}{
+		{"user:a", "agent", "is also the requester"},
+		{"agent", "agent", "is creating the task"},
+	} {
+		req := validRequest("sod-" + tt.authorizer)
+		req.Contract.SeparationOfDuties, req.Contract.AcceptanceOwnerRef, req.Contract.AuthorizerRef = true, "user:owner", tt.authorizer
+		_, _, err := r.ctl.CreateTask(context.Background(), tt.creator, req)
+		var e *errs.Error
+		if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "contract.authorizer_ref" || !strings.Contains(e.Message, tt.says) {
+			t.Errorf("authorizer %s, created by %s: %v; want contract.authorizer_ref refused, saying %q", tt.authorizer, tt.creator, err, tt.says)
+		}
+	}
+	req := validRequest("sod-ok")
+	req.Contract.SeparationOfDuties, req.Contract.AcceptanceOwnerRef, req.Contract.AuthorizerRef = true, "user:owner", "user:bo"
+	if _, _, err := r.ctl.CreateTask(context.Background(), "agent", req); err != nil {
+		t.Fatal(err)
+	}
+}
