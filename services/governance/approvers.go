@@ -34,8 +34,10 @@ func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision 
 	}
 	c := t.Contract
 	switch {
-	case who.Principal == a.ProposedBy:
-		return errs.New(errs.PermissionDenied, "%s proposed action %s and may not approve it: an approval is someone else's judgement", who.Principal, a.ActionId)
+	case who.Principal == a.ProposedBy || a.RetryOf != "" && who.Principal == task.FindAction(t, a.RetryOf).GetProposedBy():
+		// A retry Steward proposes under RECOVERY_MODE_RETRY is still the
+		// original proposer's action.
+		return errs.New(errs.PermissionDenied, "%s proposed action %s and may not approve it: an approval is someone else's judgement", who.Principal, orOriginal(a))
 	case c.GetSeparationOfDuties() && stakeholder(t, who.Principal) != "":
 		return errs.New(errs.PermissionDenied, "%s may not approve action %s: they are %s of task %s, and its contract separates duties",
 			who.Principal, a.ActionId, stakeholder(t, who.Principal), c.GetTaskId())
@@ -50,6 +52,14 @@ func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision 
 			who.Principal, task.RequiredApprovals(ap), a.ActionId, c.GetTaskId(), authorizer)
 	}
 	return nil
+}
+
+// orOriginal names a, or, for a retry, a and the action it retries.
+func orOriginal(a *stewardv1.Action) string {
+	if a.RetryOf != "" {
+		return a.ActionId + " (a retry of " + a.RetryOf + ")"
+	}
+	return a.ActionId
 }
 
 // stakeholder names the part principal plays in asking for t's work — its
