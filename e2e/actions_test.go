@@ -45,6 +45,16 @@ func governedTask(t *testing.T, c authed, requestID string) string {
 	return id
 }
 
+// argued is the case the e2e agents make for their proposals: the default
+// bundle denies a high-risk change (an irreversible write) whose proposer
+// says nothing of its impact and rollback plan.
+var argued = &stewardv1.ActionRationale{
+	ExpectedImpact: "moves the amount to acct:42",
+	RollbackPlan:   "none automatic: ask the payee to send it back",
+	Evidence:       []string{"ticket:INC-7"},
+	Alternatives:   []string{"wait for the next payment run"},
+}
+
 func propose(t *testing.T, c authed, taskID, proposalID, tool string, params map[string]any) *stewardv1.Action {
 	t.Helper()
 	s, err := structpb.NewStruct(params)
@@ -52,7 +62,7 @@ func propose(t *testing.T, c authed, taskID, proposalID, tool string, params map
 		t.Fatal(err)
 	}
 	resp, err := c.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: proposalID, Tool: tool, Target: "acct:42", Params: s,
+		TaskId: taskID, ProposalId: proposalID, Tool: tool, Target: "acct:42", Params: s, Rationale: argued,
 	}))
 	if err != nil {
 		t.Fatalf("propose %s: %v", tool, err)
@@ -143,7 +153,7 @@ func TestGovernedActions(t *testing.T) {
 	// An edit is a new action with new hashes and needs its own decision.
 	s, _ := structpb.NewStruct(map[string]any{"amount": 99})
 	edit, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: "wire-1-edit", Tool: "wire", Target: "acct:42", Params: s, EditOf: wire.ActionId,
+		TaskId: taskID, ProposalId: "wire-1-edit", Tool: "wire", Target: "acct:42", Params: s, EditOf: wire.ActionId, Rationale: argued,
 	}))
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +168,7 @@ func TestGovernedActions(t *testing.T) {
 	// approves the old version by mistake.
 	s2, _ := structpb.NewStruct(map[string]any{"amount": 98})
 	edit2, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: "wire-1-edit-2", Tool: "wire", Target: "acct:42", Params: s2, EditOf: e.ActionId,
+		TaskId: taskID, ProposalId: "wire-1-edit-2", Tool: "wire", Target: "acct:42", Params: s2, EditOf: e.ActionId, Rationale: argued,
 	}))
 	if err != nil {
 		t.Fatal(err)

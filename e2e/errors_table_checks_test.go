@@ -12,6 +12,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -178,6 +179,60 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{e.decide(e.approver, ap.ApprovalId, ap.ActionHash)}
 		},
+		"an approval by the action's proposer; under separation of duties, by the task's requester, creator or a delegate; by anyone but the contract's `authorizerRef` when it would complete the approval without them (see [approvals](approvals.md))": func(t *testing.T, e *harness) []error {
+			di := withToken(e.url, secondApproverToken)
+			// user:bo, who holds the role, does this task's work.
+			k := contract()
+			k.AllowedTools = []string{"wire"}
+			resp, err := e.approver.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-own-work", Contract: k}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			own := resp.Msg.Task.Contract.TaskId
+			waitStarted(t, e.approver.clients, own)
+			wire := propose(t, e.approver, own, "own-wire", "wire", map[string]any{"amount": 3})
+			_, waiting := waitAction(t, e.approver.clients, own, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+			byProposer := e.decide(e.approver, waiting.Approval.GetApprovalId(), wire.ActionHash)
+			// user:di requested this one, whose contract separates duties.
+			k = contract()
+			k.AllowedTools, k.RequesterRef, k.SeparationOfDuties, k.AcceptanceOwnerRef = []string{"wire"}, "user:di", true, "user:owner"
+			separated := e.approval(t, e.create(t, "table-separated", k), "separated-wire", 4)
+			// The governed task names user:bo its authorizer.
+			named := e.pendingApproval(t)
+			return []error{alike(t,
+				saying(t, byProposer, "user:bo proposed"),
+				saying(t, e.decide(di, separated.ApprovalId, separated.ActionHash), "the requester"),
+				saying(t, e.decide(di, named.ApprovalId, named.ActionHash), "user:bo"),
+			)}
+		},
+		"a `rationale` over its limits; an empty `evidence` or `alternatives` entry": func(t *testing.T, e *harness) []error {
+			propose := func(r *stewardv1.ActionRationale) error {
+				_, err := e.agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: e.governed(t), Tool: "search", Rationale: r}))
+				return err
+			}
+			return []error{
+				alike(t,
+					onField(t, propose(&stewardv1.ActionRationale{ExpectedImpact: strings.Repeat("i", 4097)}), "rationale.expected_impact"),
+					onField(t, propose(&stewardv1.ActionRationale{Evidence: make([]string, 17)}), "rationale.evidence"),
+					onField(t, propose(&stewardv1.ActionRationale{Alternatives: []string{strings.Repeat("a", 1025)}}), "rationale.alternatives[0]")),
+				alike(t,
+					onField(t, propose(&stewardv1.ActionRationale{Evidence: []string{"ok", ""}}), "rationale.evidence[1]"),
+					onField(t, propose(&stewardv1.ActionRationale{Alternatives: []string{""}}), "rationale.alternatives[0]")),
+			}
+		},
+		"a high-risk change (`RISK_TIER_HIGH` or `_CRITICAL`, not a read) proposed without `rationale.expectedImpact` and `rationale.rollbackPlan`, under the default policy": func(t *testing.T, e *harness) []error {
+			params, _ := structpb.NewStruct(map[string]any{"amount": 2})
+			resp, err := e.agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+				TaskId: e.governed(t), ProposalId: "table-unargued", Tool: "wire", Params: params}))
+			if err != nil {
+				t.Fatalf("an unargued wire: %v, want it accepted", err)
+			}
+			_, denied := waitAction(t, e.agent.clients, e.governed(t), resp.Msg.Action.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+			if r := denied.Outcome.GetReason(); !strings.Contains(r, "rationale.expected_impact, rationale.rollback_plan") {
+				t.Errorf("denied with %q, want it to name the missing rationale", r)
+			}
+			return nil
+		},
 		"a retry policy in a proposal wider than the tool's": func(t *testing.T, e *harness) []error {
 			err := e.propose(t, e.governed(t), "", "search", "", map[string]any{"q": "x"}, &stewardv1.RetryPolicy{MaxAttempts: 5})
 			return []error{onField(t, err, "retry_policy.max_attempts")}
@@ -284,7 +339,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return []error{alike(t, create(`artifacts["x"].size >`), create(`1 + 1`))}
 		},
-		"`requiresReviewer` without an acceptance owner; `separationOfDuties` with the requester, the creator or the delegate as owner": func(t *testing.T, e *harness) []error {
+		"`requiresReviewer` without an acceptance owner; `separationOfDuties` with the requester, the creator or the delegate as owner or as `authorizerRef`": func(t *testing.T, e *harness) []error {
 			create := func(change func(*stewardv1.TaskContract)) error {
 				k := contract()
 				change(k)
@@ -295,6 +350,15 @@ func errorsTableChecks() map[string]tableCheck {
 			sub.SeparationOfDuties, sub.AcceptanceOwnerRef = true, "agent:helper"
 			_, byDelegate := e.agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
 				ParentTaskId: e.governed(t), Contract: sub, DelegateRef: "agent:helper", RequestId: "table-owner-delegate"}))
+			authorizedBy := func(who string) func(*stewardv1.TaskContract) {
+				return func(k *stewardv1.TaskContract) {
+					k.SeparationOfDuties, k.AcceptanceOwnerRef, k.AuthorizerRef = true, "user:owner", who
+				}
+			}
+			sub = contract()
+			sub.SeparationOfDuties, sub.AcceptanceOwnerRef, sub.AuthorizerRef = true, "user:owner", "agent:helper"
+			_, authorizedByDelegate := e.agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
+				ParentTaskId: e.governed(t), Contract: sub, DelegateRef: "agent:helper", RequestId: "table-authorizer-delegate"}))
 			return []error{alike(t,
 				onField(t, create(func(k *stewardv1.TaskContract) {
 					k.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "tone", Description: "reads well", RequiresReviewer: true}}
@@ -302,6 +366,9 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, create(func(k *stewardv1.TaskContract) { k.SeparationOfDuties, k.AcceptanceOwnerRef = true, k.RequesterRef }), "contract.acceptance_owner_ref"),
 				onField(t, create(func(k *stewardv1.TaskContract) { k.SeparationOfDuties, k.AcceptanceOwnerRef = true, "agent:summariser" }), "contract.acceptance_owner_ref"),
 				onField(t, byDelegate, "contract.acceptance_owner_ref"),
+				onField(t, create(authorizedBy("user:ana")), "contract.authorizer_ref"),
+				onField(t, create(authorizedBy("agent:summariser")), "contract.authorizer_ref"),
+				onField(t, authorizedByDelegate, "contract.authorizer_ref"),
 			)}
 		},
 		"an artifact over the size limit (512 KiB inline, 5 GiB by reference); content and a uri together; a bad hash or media type": func(t *testing.T, e *harness) []error {

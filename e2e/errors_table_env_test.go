@@ -210,7 +210,7 @@ func (e *harness) propose(t *testing.T, taskID, proposalID, tool, version string
 		t.Fatal(err)
 	}
 	_, err = e.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: proposalID, Tool: tool, ToolVersion: version, Target: "acct:42", Params: s, RetryPolicy: retry,
+		TaskId: taskID, ProposalId: proposalID, Tool: tool, ToolVersion: version, Target: "acct:42", Params: s, RetryPolicy: retry, Rationale: argued,
 	}))
 	return err
 }

@@ -57,6 +57,9 @@ const (
 	ownerToken     = "e2e-acceptance-owner-token-0123" // user:owner, no role: an acceptance owner
 	treasurerToken = "e2e-treasury-token-0123456789"   // user:tess, treasury
 	toolAdminToken = "e2e-tool-admin-token-0123456789" // user:tools, tool-admin
+	// Two more approvers, for approvals that need several people.
+	secondApproverToken = "e2e-second-approver-token-0123" // user:di, authorizer
+	thirdApproverToken  = "e2e-third-approver-token-01234" // user:eve, authorizer
 )
 
 // tokensFile is the tokens file that gives each token above its principal
@@ -70,7 +73,9 @@ const tokensFile = `{"tokens": [
   {"token": "` + reviewerToken + `", "principal": "user:rev", "roles": []},
   {"token": "` + ownerToken + `", "principal": "user:owner", "roles": []},
   {"token": "` + treasurerToken + `", "principal": "user:tess", "roles": ["treasury"]},
-  {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]}
+  {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]},
+  {"token": "` + secondApproverToken + `", "principal": "user:di", "roles": ["authorizer"]},
+  {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]}
 ]}`
 
 // harness is a Steward under test — the real binary, or the same Main in

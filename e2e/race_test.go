@@ -24,7 +24,7 @@ func (c *cluster) propose(taskID, proposalID, tool string) (*stewardv1.Action, e
 		return nil, err
 	}
 	resp, err := c.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
-		TaskId: taskID, ProposalId: proposalID, Tool: tool, Params: params,
+		TaskId: taskID, ProposalId: proposalID, Tool: tool, Params: params, Rationale: argued,
 	}))
 	if err != nil {
 		return nil, fmt.Errorf("propose %s: %w", proposalID, err)

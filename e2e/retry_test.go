@@ -47,7 +47,7 @@ func TestRetriesByEffectClass(t *testing.T) {
 	run := func(proposal, tool string) *stewardv1.Action {
 		t.Helper()
 		params, _ := structpb.NewStruct(map[string]any{"amount": 100})
-		a, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposal, Tool: tool, Target: "acct:42", Params: params}))
+		a, err := agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: taskID, ProposalId: proposal, Tool: tool, Target: "acct:42", Params: params, Rationale: argued}))
 		if err != nil {
 			t.Fatal(err)
 		}

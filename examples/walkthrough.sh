@@ -3,7 +3,9 @@
 #   1. create a task that may use two tools;
 #   2. propose a read: policy allows it and it runs at once; read its
 #      result back through the API, checked against its recorded hash;
-#   3. propose an irreversible write: it waits for a person;
+#   3. propose an irreversible write with the proposer's case for it (what
+#      it will do, how it would be undone): it waits for a person, who
+#      sees that case;
 #   4. approve it, bound to its action hash, as someone with the role;
 #   5. show the ledger: each action with its policy snapshot, approval,
 #      permit and outcome.
@@ -43,13 +45,16 @@ wait_for "$TASK" ".task.actions[] | select(.actionId == \"$READ\") | .status == 
 echo "$READ succeeded; its result, as the tool answered it:"
 call "$AGENT" QueryService/GetResult "{\"taskId\": \"$TASK\", \"actionId\": \"$READ\"}" | jq -c '{result, resultHash, sizeBytes}'
 
-echo "== 3. propose an irreversible write: it waits for a person"
+echo "== 3. propose an irreversible write, saying why: it waits for a person"
 WRITE=$(call "$AGENT" TaskService/ProposeAction "{\"taskId\": \"$TASK\", \"proposalId\": \"publish-$RUN\",
   \"tool\": \"publish\", \"target\": \"shared-drive\",
-  \"params\": {\"path\": \"reports/weekly-$RUN.md\", \"content\": \"# Weekly report\\nAll quiet.\\n\"}}" | jq -r .action.actionId)
+  \"params\": {\"path\": \"reports/weekly-$RUN.md\", \"content\": \"# Weekly report\\nAll quiet.\\n\"},
+  \"rationale\": {\"expectedImpact\": \"everyone on the shared drive can read this week's report\",
+    \"rollbackPlan\": \"publish a correction: a published file cannot be unpublished\",
+    \"evidence\": [\"lookup-$RUN\"], \"alternatives\": [\"mail it to the team only\"]}}" | jq -r .action.actionId)
 wait_for "$TASK" '.task.status == "TASK_STATUS_WAITING_FOR_APPROVAL"'
 APPROVAL=$(call "$APPROVER" GovernanceService/ListApprovals "{\"taskId\": \"$TASK\", \"pendingOnly\": true}" | jq '.approvals[0]')
-echo "$APPROVAL" | jq '{approvalId, tool, target, parametersJson, effectClass, policyReasons, expectedImpact, requiredRoles}'
+echo "$APPROVAL" | jq '{approvalId, tool, target, parametersJson, effectClass, policyReasons, expectedImpact, rationale, requiredRoles}'
 
 echo "== 4. approve it, bound to the action hash"
 call "$APPROVER" GovernanceService/DecideApproval "{\"approvalId\": $(echo "$APPROVAL" | jq .approvalId),

@@ -211,12 +211,10 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		apply = func(a *stewardv1.Action) { a.Approval = proto.CloneOf(ap) }
 
 	case *stewardv1.Event_ApprovalDecided:
+		// One vote (approval.go): the action stays awaiting approval until
+		// the vote that decides it.
 		d := p.ApprovalDecided
 		id, from = d.ActionId, []stewardv1.ActionStatus{awaitingApproval}
-		to = rejected
-		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-			to = approved
-		}
 		check = func(a *stewardv1.Action) error {
 			switch {
 			case a.Approval.GetApprovalId() != d.ApprovalId:
@@ -225,12 +223,20 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				return fmt.Errorf("the decision is for hash %s, the action's is %s", d.ActionHash, a.ActionHash)
 			case d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
 				return fmt.Errorf("decision %v is neither approve nor reject", d.Decision)
+			case VoteOf(a.Approval, d.DecidedBy) != nil:
+				return fmt.Errorf("%s has voted on approval %s already; each approver votes once", d.DecidedBy, d.ApprovalId)
 			}
 			return nil
 		}
 		apply = func(a *stewardv1.Action) {
 			a.Approval = proto.CloneOf(a.Approval)
-			a.Approval.Decision, a.Approval.DecidedBy, a.Approval.Comment, a.Approval.DecidedAt = d.Decision, d.DecidedBy, d.Comment, ev.Time
+			if !CastVote(a.Approval, d, ev.Time) {
+				return // more approvals to come
+			}
+			to = approved
+			if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+				to = rejected
+			}
 			if to == rejected {
 				a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "rejected by " + d.DecidedBy + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
 				if mayHaveWorked(a) {
@@ -543,7 +549,8 @@ func stoppedAfterCalls(how string, a *stewardv1.Action, why string) string {
 
 // approvalStands reports whether a revalidated action's snapshot lets a
 // new permit follow: it allows the action, or it asks for an approval and
-// the one already given (approval) was asked of the same roles.
+// the one already given (approval) was asked of the same roles, and of at
+// least as many approvers.
 // Governance, which owns the permit, names the default role when policy
 // names none; here an approval given counts for that.
 func approvalStands(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
@@ -553,7 +560,7 @@ func approvalStands(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Appr
 	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
 		roles := snapshot.GetRequiredApproverRoles()
 		return approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
-			(len(roles) == 0 || SameRoles(roles, approval.GetRequiredRoles()))
+			(len(roles) == 0 || SameRoles(roles, approval.GetRequiredRoles())) && EnoughApprovals(snapshot, approval)
 	}
 	return false
 }

@@ -27,3 +27,19 @@ func ExampleApply() {
 	// cannot resume task t1: it is cancelled
 	// cancelled
 }
+
+// An approval that needs two people is decided by the second distinct
+// approval; the first is a vote that leaves it open.
+func ExampleCastVote() {
+	ap := &stewardv1.Approval{ApprovalId: "apv-1", RequiredApprovals: 2}
+	approve := stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
+	for _, who := range []string{"user:bo", "user:di"} {
+		decided := task.CastVote(ap, &stewardv1.ApprovalDecided{ApprovalId: "apv-1", Decision: approve, DecidedBy: who}, nil)
+		fmt.Println(who, "decided it:", decided)
+	}
+	fmt.Println(task.Approvers(ap), "decided by", ap.DecidedBy)
+	// Output:
+	// user:bo decided it: false
+	// user:di decided it: true
+	// [user:bo user:di] decided by user:di
+}

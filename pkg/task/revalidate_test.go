@@ -101,6 +101,12 @@ func TestRevalidationOutcomes(t *testing.T) {
 		if _, err := fold(t, steps, one(newPermit("p2"))); err != nil {
 			t.Fatalf("permit after an approval of the same roles: %v", err)
 		}
+		more := snapshot("s2", askRoles, "finance")
+		more.Snapshot.RequiredApprovals = 2
+		steps[len(steps)-1] = more
+		if _, err := fold(t, steps, one(newPermit("p2"))); !errs.Is(err, errs.FailedPrecondition) {
+			t.Fatalf("permit on one approval although two are asked for now: %v, want refused", err)
+		}
 		steps[len(steps)-1] = snapshot("s2", askRoles, "treasury")
 		if _, err := fold(t, steps, one(newPermit("p2"))); !errs.Is(err, errs.FailedPrecondition) {
 			t.Fatalf("permit although other roles are asked for: %v, want refused", err)

@@ -69,10 +69,18 @@ func (p *Plane) exists(taskID string) func(context.Context) bool {
 	}
 }
 
-// checkDuties refuses, under separation of duties, an acceptance owner who
-// creates the task or, for a sub-task, is its delegate: the fold refuses
-// their decision, so say so now.
+// checkDuties refuses, under separation of duties, an acceptance owner or
+// a named authorizer who creates the task or, for a sub-task, is its
+// delegate: the fold refuses the owner's decision and governance the
+// authorizer's approval, so say so now.
 func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
+	switch authorizer := c.AuthorizerRef; {
+	case !c.SeparationOfDuties || authorizer == "":
+	case authorizer == creator:
+		return errs.Field("contract.authorizer_ref", "%s is creating the task; separation_of_duties needs someone else to approve its actions", errs.Quote(authorizer))
+	case authorizer == delegate:
+		return errs.Field("contract.authorizer_ref", "%s is the delegate who does the work; separation_of_duties needs someone else to approve its actions", errs.Quote(authorizer))
+	}
 	switch owner := c.AcceptanceOwnerRef; {
 	case !c.SeparationOfDuties:
 	case owner == creator:

@@ -26,6 +26,9 @@ type proposal struct {
 	editOf             string
 	compensates        string // the action this one undoes
 	principal          string
+	// rationale is the proposer's case, recorded on the action and not
+	// part of its hashes.
+	rationale *stewardv1.ActionRationale
 }
 
 // draft is a proposal checked against its tool: the action to record and
@@ -91,6 +94,7 @@ func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
 		EditOf:      pr.editOf,
 		RetryPolicy: retry,
 		Compensates: pr.compensates,
+		Rationale:   proto.CloneOf(pr.rationale),
 	}}, nil
 }
 

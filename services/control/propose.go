@@ -30,7 +30,10 @@ const (
 // whoever proposes it: the action's id, and the op_key a tool sees,
 // derive from the task and the proposal id. It needs no claim of its own
 // (see claim): the action on the task's log is the record, and a proposal
-// refused for its parameters leaves the id free for the fixed one.
+// refused for its parameters leaves the id free for the fixed one. The
+// proposer's rationale is recorded with the action but is not part of its
+// identity: a repeat with another rationale returns the action as first
+// proposed.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
 	if p.tools == nil || p.requests == nil {
 		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
@@ -49,6 +52,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		taskID: req.TaskId, proposalID: req.ProposalId,
 		tool: req.Tool, toolVersion: req.ToolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
+		rationale: req.Rationale,
 	})
 	if err != nil {
 		return nil, false, err
@@ -74,6 +78,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 			taskID: req.TaskId, proposalID: req.ProposalId,
 			tool: req.Tool, toolVersion: existing.ToolVersion, target: req.Target,
 			params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
+			rationale: req.Rationale,
 		}); err == nil {
 			d = again
 		}
@@ -143,6 +148,7 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		checkText("tool_version", req.ToolVersion, MaxRefLen, false),
 		checkText("target", req.Target, MaxTargetLen, false),
 		checkText("edit_of", req.EditOf, MaxRefLen, false),
+		checkRationale(req.Rationale),
 	} {
 		if err != nil {
 			return err

@@ -112,6 +112,9 @@ func checkAcceptance(c *stewardv1.TaskContract) error {
 			return errs.Field("contract.acceptance_owner_ref", "is required with separation_of_duties: someone other than the requester must accept")
 		case c.AcceptanceOwnerRef == c.RequesterRef:
 			return errs.Field("contract.acceptance_owner_ref", "%s is also the requester; separation_of_duties needs someone else", errs.Quote(c.AcceptanceOwnerRef))
+		case c.AuthorizerRef != "" && c.AuthorizerRef == c.RequesterRef:
+			// The named authorizer must approve, and the requester may not.
+			return errs.Field("contract.authorizer_ref", "%s is also the requester; separation_of_duties needs someone else to approve", errs.Quote(c.AuthorizerRef))
 		}
 	}
 	return nil

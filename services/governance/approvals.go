@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // Approvals indexes every approval on the log, folded from the approval
@@ -67,9 +68,11 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 		x.close(p.ActionDenied.ActionId)
 	case *stewardv1.Event_ApprovalDecided:
 		d := p.ApprovalDecided
-		if ap := x.byID[d.ApprovalId]; ap != nil {
+		// A vote, folded as the task's fold does (task.CastVote): the
+		// approval is decided by the vote that completes it.
+		if ap := x.byID[d.ApprovalId]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED && task.VoteOf(ap, d.DecidedBy) == nil {
 			ap = proto.CloneOf(ap)
-			ap.Decision, ap.DecidedBy, ap.Comment, ap.DecidedAt = d.Decision, d.DecidedBy, d.Comment, rec.Event.Time
+			task.CastVote(ap, d, rec.Event.Time)
 			x.byID[d.ApprovalId] = ap
 		}
 	}

@@ -16,10 +16,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// Decide records a person's decision on an approval. The caller must hold
-// one of its required roles, and must name the action hash they saw: a
-// decision for any other hash is refused, so an approval never stretches
-// to a different action.
+// Decide records a person's vote on an approval. The caller must be one
+// who may vote (mayVote: the role, once each, and for an approval no stake
+// in the action), and must name the action hash they saw: a decision for
+// any other hash is refused, so an approval never stretches to a different
+// action. The approval is decided by the vote that completes it (the
+// required number of distinct approvals) or by a rejection; until then the
+// action waits, and Decide returns the approval with the votes so far.
 func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.DecideApprovalRequest) (*stewardv1.Approval, error) {
 	switch {
 	case req.ApprovalId == "":
@@ -49,8 +52,9 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
 		case req.ActionHash != a.ActionHash:
 			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
-		case !who.HasRole(ap.RequiredRoles...):
-			return nil, errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, req.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
+		}
+		if err := mayVote(t, a, who, req.Decision); err != nil {
+			return nil, err
 		}
 		decided = proto.CloneOf(ap) // the build's task is not ours to keep
 		id := event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String())
@@ -102,7 +106,11 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	}
 	a := task.FindAction(t, d.ActionId)
 	if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_APPROVED || a.Approval.GetApprovalId() != d.ApprovalId {
-		return nil // permitted or denied before
+		// Permitted or denied before; or a vote that left the approval
+		// short of its approvals (still awaiting): the vote that
+		// completes it goes on, and any vote's reaction that finds it
+		// completed derives the same ids.
+		return nil
 	}
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
@@ -142,6 +150,8 @@ func changedSinceApproval(a *stewardv1.Action, revision string) string {
 		return "it now denies the action"
 	case !task.SameRoles(snap.GetRequiredApproverRoles(), a.Approval.GetRequiredRoles()):
 		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(a.Approval.GetRequiredRoles(), ", "))
+	case !task.EnoughApprovals(snap, a.Approval):
+		return fmt.Sprintf("it now asks for %d approvals, not %d", snap.GetRequiredApprovals(), task.RequiredApprovals(a.Approval))
 	}
 	return ""
 }

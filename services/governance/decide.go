@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/action"
@@ -201,6 +202,10 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		ExpectedImpact:  impact(tool, a),
 		Rollback:        tool.CompensatingTool,
 		RequestedAt:     timestamppb.New(p.now()),
+		// N distinct approvers when policy asks for more than one.
+		RequiredApprovals: a.Snapshot.GetRequiredApprovals(),
+		// The proposer's own case, beside Steward's summary above.
+		Rationale: proto.CloneOf(a.Rationale),
 	}
 	taskID := t.Contract.TaskId
 	cost, check, err := p.readForDecision(ctx, t, a)

@@ -36,7 +36,15 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 		"effect_class": a.EffectClass.String(),
 		"proposed_by":  a.ProposedBy,
 		"edit_of":      a.EditOf,
+		"compensates":  a.Compensates,
 	}
+	// The proposer's case, every field present (empty when not given), so
+	// that policy may require it (the default bundle does for high risk).
+	rationale, err := protoFacts(rationaleOf(a).ProtoReflect())
+	if err != nil {
+		return nil, "", err
+	}
+	actionFacts["rationale"] = rationale
 	credential := credentialFacts(t)
 	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
 	input := map[string]any{
@@ -57,6 +65,14 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 		return nil, "", err
 	}
 	return input, hash, nil
+}
+
+// rationaleOf is a's rationale, or an empty one.
+func rationaleOf(a *stewardv1.Action) *stewardv1.ActionRationale {
+	if a.Rationale != nil {
+		return a.Rationale
+	}
+	return &stewardv1.ActionRationale{}
 }
 
 // member is one member of the input document, for its hash: its value,

@@ -62,10 +62,20 @@ func jsonRoutePolicyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *st
 	if c.GetCredentialId() == "" {
 		credential["credential_ref"] = t.Contract.GetCredentialRef()
 	}
+	rationale := a.Rationale
+	if rationale == nil {
+		rationale = &stewardv1.ActionRationale{}
+	}
+	rationaleFacts, err := jsonRouteMap(rationale)
+	if err != nil {
+		return nil, "", err
+	}
 	input := map[string]any{
 		"task": taskFacts,
 		"tool": toolFacts,
 		"action": map[string]any{
+			"compensates":  a.Compensates,
+			"rationale":    rationaleFacts,
 			"action_id":    a.ActionId,
 			"tool":         a.Tool,
 			"tool_version": a.ToolVersion,
@@ -294,6 +304,9 @@ func TestPolicyInputMatchesJSONRoute(t *testing.T) {
 		{},
 		{ActionId: "act-1", Tool: "mail", ToolVersion: "1", Target: "x@y.z", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, ProposedBy: "agent", EditOf: "act-0"},
 		{ActionId: "act-2", Tool: "mail\xff", Target: "日本", EffectClass: stewardv1.EffectClass(42)},
+		{ActionId: "act-3", Tool: "mail", Compensates: "act-1", Rationale: &stewardv1.ActionRationale{
+			ExpectedImpact: "é ü 日本 🙂 <&>\u2028", RollbackPlan: "undo", Evidence: []string{"ticket:7", "kv://x"}, Alternatives: []string{"wait"},
+		}},
 	}
 	n := 0
 	for ti, tk := range tasks {

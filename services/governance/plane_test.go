@@ -183,7 +183,20 @@ func (e *govEnv) proposeCompensation(t *testing.T, taskID, of, proposalID string
 	return e.proposeAction(t, taskID, proposalID, "search", of, "steward", map[string]any{"undo": of})
 }
 
+// proposeAction proposes as proposeWith does, with a rationale unless it
+// is a compensation: the agent argues for its proposals, as the default
+// bundle requires of a high-risk change (wire); Steward's compensations
+// do not.
 func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any) string {
+	t.Helper()
+	var rationale *stewardv1.ActionRationale
+	if compensates == "" {
+		rationale = &stewardv1.ActionRationale{ExpectedImpact: "moves money from acct:1", RollbackPlan: "none: ask for it back"}
+	}
+	return e.proposeWith(t, taskID, proposalID, tool, compensates, by, params, rationale)
+}
+
+func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale) string {
 	t.Helper()
 	var tc *stewardv1.ToolContract
 	for _, c := range append([]*stewardv1.ToolContract{paidTool}, credTools...) {
@@ -209,6 +222,7 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 	e.Append(taskID, &stewardv1.ActionProposed{Action: &stewardv1.Action{
 		ActionId: id, ProposalId: proposalID, Tool: tool, ToolVersion: "1", Target: "acct:1", EffectClass: tc.EffectClass,
 		RequestRef: ref, Request: inline, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
+		Rationale: rationale,
 	}})
 	return id
 }

@@ -96,13 +96,14 @@ func revalidating(a *stewardv1.Action, oldPermit string) bool {
 }
 
 // approvalCounts reports whether a's recorded approval satisfies what its
-// fresh snapshot asks for: it was given, and asked of the roles now
-// required (policy naming none asks the default role).
+// fresh snapshot asks for: it was given, asked of the roles now required
+// (policy naming none asks the default role), and of at least as many
+// approvers.
 func approvalCounts(a *stewardv1.Action) bool {
 	roles := a.Snapshot.GetRequiredApproverRoles()
 	if len(roles) == 0 {
 		roles = []string{DefaultApproverRole}
 	}
 	return a.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
-		!a.Approval.GetWithdrawn() && task.SameRoles(roles, a.Approval.GetRequiredRoles())
+		!a.Approval.GetWithdrawn() && task.SameRoles(roles, a.Approval.GetRequiredRoles()) && task.EnoughApprovals(a.Snapshot, a.Approval)
 }

@@ -133,6 +133,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 		Decision:              decisionOf(res.Decision),
 		RiskTier:              riskOf(res.RiskTier, t.Contract.GetRiskTier()),
 		RequiredApproverRoles: res.RequiredApproverRoles,
+		RequiredApprovals:     res.RequiredApprovals,
 		Reasons:               res.Reasons,
 		EvaluatedAt:           timestamppb.New(p.now()),
 	}, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strings"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -170,7 +171,7 @@ func receiptCall(a *stewardv1.Action) *stewardv1.ReceiptCall {
 		ProposedAt:     a.ProposedAt,
 	}
 	if ap := a.Approval; ap.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-		c.ApprovedBy = ap.DecidedBy
+		c.ApprovedBy = approvedBy(ap)
 	}
 	o := a.Outcome
 	switch {
@@ -187,14 +188,27 @@ func receiptCall(a *stewardv1.Action) *stewardv1.ReceiptCall {
 	return c
 }
 
+// approvedBy names who approved ap: every approver, in order, when it
+// needed several (the last one alone decided_by names).
+func approvedBy(ap *stewardv1.Approval) string {
+	if approvers := task.Approvers(ap); len(approvers) > 1 {
+		return strings.Join(approvers, ", ")
+	}
+	return ap.DecidedBy
+}
+
 func receiptApproval(ap *stewardv1.Approval) *stewardv1.ReceiptApproval {
+	decidedBy := ap.DecidedBy
+	if ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		decidedBy = approvedBy(ap)
+	}
 	return &stewardv1.ReceiptApproval{
 		ApprovalId:    ap.ApprovalId,
 		ActionId:      ap.ActionId,
 		ActionHash:    ap.ActionHash,
 		RequiredRoles: slices.Clone(ap.RequiredRoles),
 		Decision:      ap.Decision,
-		DecidedBy:     ap.DecidedBy,
+		DecidedBy:     decidedBy,
 		Comment:       ap.Comment,
 		RequestedAt:   ap.RequestedAt,
 		DecidedAt:     ap.DecidedAt,

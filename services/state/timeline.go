@@ -64,7 +64,11 @@ func summary(ev *stewardv1.Event) string {
 		return withReason("Action "+p.ActionDenied.ActionId+" was denied", strings.Join(p.ActionDenied.Reasons, "; "))
 	case *stewardv1.Event_ApprovalRequested:
 		ap := p.ApprovalRequested.Approval
-		return fmt.Sprintf("Approval %s requested from a person with role %s: %s", ap.ApprovalId, strings.Join(ap.RequiredRoles, " or "), ap.ExpectedImpact)
+		from := "a person"
+		if n := task.RequiredApprovals(ap); n > 1 {
+			from = fmt.Sprintf("%d different people", n)
+		}
+		return fmt.Sprintf("Approval %s requested from %s with role %s: %s", ap.ApprovalId, from, strings.Join(ap.RequiredRoles, " or "), ap.ExpectedImpact)
 	case *stewardv1.Event_ApprovalDecided:
 		d := p.ApprovalDecided
 		verb := "rejected"

@@ -105,6 +105,7 @@ func actionInput(tool map[string]any) map[string]any {
 			"params":       map[string]any{"q": "x"},
 			"effect_class": contract["effect_class"],
 			"proposed_by":  "agent:1",
+			"rationale":    map[string]any{"expected_impact": "", "rollback_plan": "", "evidence": []any{}, "alternatives": []any{}},
 		},
 		"credential": map[string]any{"credential_ref": "", "scopes": []string{}},
 		"risk":       map[string]any{"contract_risk_tier": "RISK_TIER_LOW"},
@@ -121,6 +122,9 @@ func TestEvaluateDefaultBundle(t *testing.T) {
 	notAllowed["task"].(map[string]any)["allowed_tools"] = []any{"other"}
 	noTask := actionInput(nil)
 	delete(noTask, "task")
+	irreversible := actionInput(map[string]any{"name": "payments.send", "effect_class": "EFFECT_CLASS_IRREVERSIBLE"})
+	argued := actionInput(map[string]any{"name": "payments.send", "effect_class": "EFFECT_CLASS_IRREVERSIBLE"})
+	argued["action"].(map[string]any)["rationale"] = map[string]any{"expected_impact": "pays 120 EUR", "rollback_plan": "ask for a refund", "evidence": []any{}, "alternatives": []any{}}
 
 	tests := []struct {
 		name    string
@@ -132,9 +136,14 @@ func TestEvaluateDefaultBundle(t *testing.T) {
 		input: actionInput(nil),
 		want:  policy.Result{Decision: policy.Allow, RiskTier: "RISK_TIER_LOW", RequiredApproverRoles: []string{}, Reasons: []string{"reads change nothing"}},
 	}, {
-		name:  "irreversible requires the authorizer",
-		input: actionInput(map[string]any{"name": "payments.send", "effect_class": "EFFECT_CLASS_IRREVERSIBLE"}),
-		want:  policy.Result{Decision: policy.RequireApproval, RiskTier: "RISK_TIER_HIGH", RequiredApproverRoles: []string{"authorizer"}, Reasons: []string{"irreversible actions require approval"}},
+		name:  "irreversible, argued for, requires one authorizer",
+		input: argued,
+		want:  policy.Result{Decision: policy.RequireApproval, RiskTier: "RISK_TIER_HIGH", RequiredApproverRoles: []string{"authorizer"}, RequiredApprovals: 1, Reasons: []string{"irreversible actions require approval"}},
+	}, {
+		name:    "irreversible without the proposer's rationale is denied",
+		input:   irreversible,
+		want:    policy.Result{Decision: policy.Deny, RiskTier: "RISK_TIER_HIGH", RequiredApproverRoles: []string{}},
+		reasons: []string{"need the proposer's expected impact and rollback plan: missing rationale.expected_impact, rationale.rollback_plan"},
 	}, {
 		name:    "tool not allowed by the task is denied",
 		input:   notAllowed,
@@ -148,7 +157,7 @@ func TestEvaluateDefaultBundle(t *testing.T) {
 	}, {
 		name:  "restricted data requires approval even to read",
 		input: actionInput(map[string]any{"data_sensitivity": "DATA_SENSITIVITY_RESTRICTED"}),
-		want:  policy.Result{Decision: policy.RequireApproval, RiskTier: "RISK_TIER_LOW", RequiredApproverRoles: []string{"authorizer"}, Reasons: []string{"tools touching restricted data require approval"}},
+		want:  policy.Result{Decision: policy.RequireApproval, RiskTier: "RISK_TIER_LOW", RequiredApproverRoles: []string{"authorizer"}, RequiredApprovals: 1, Reasons: []string{"tools touching restricted data require approval"}},
 	}, {
 		name:  "idempotent write is allowed",
 		input: actionInput(map[string]any{"name": "notes.put", "effect_class": "EFFECT_CLASS_IDEMPOTENT_WRITE"}),
@@ -190,7 +199,7 @@ func TestEvaluateDefaultBundle(t *testing.T) {
 
 func assertResult(t *testing.T, got, want policy.Result) {
 	t.Helper()
-	if got.Decision != want.Decision || got.RiskTier != want.RiskTier || got.Revision != want.Revision ||
+	if got.Decision != want.Decision || got.RiskTier != want.RiskTier || got.Revision != want.Revision || got.RequiredApprovals != want.RequiredApprovals ||
 		!slices.Equal(got.RequiredApproverRoles, want.RequiredApproverRoles) || !slices.Equal(got.Reasons, want.Reasons) {
 		t.Errorf("Evaluate =\n  %+v\nwant\n  %+v", got, want)
 	}
@@ -280,6 +289,22 @@ func TestEvaluateFailsClosed(t *testing.T) {
 		name:   "reason not a string",
 		rego:   "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [1]}\n",
 		reason: "reasons[0] is",
+	}, {
+		name:   "required approvals not a number",
+		rego:   "package steward.policy\n\ndecision := {\"decision\": \"require_approval\", \"required_approvals\": \"2\"}\n",
+		reason: "required_approvals is string, not a number",
+	}, {
+		name:   "required approvals not whole",
+		rego:   "package steward.policy\n\ndecision := {\"decision\": \"require_approval\", \"required_approvals\": 1.5}\n",
+		reason: "required_approvals is 1.5, not a whole number from 0 to 5",
+	}, {
+		name:   "required approvals negative",
+		rego:   "package steward.policy\n\ndecision := {\"decision\": \"require_approval\", \"required_approvals\": -1}\n",
+		reason: "not a whole number from 0 to 5",
+	}, {
+		name:   "required approvals past the ceiling",
+		rego:   "package steward.policy\n\ndecision := {\"decision\": \"require_approval\", \"required_approvals\": 6}\n",
+		reason: "required_approvals is 6, not a whole number from 0 to 5",
 	}, {
 		name:   "risk tier not a string",
 		rego:   "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"risk_tier\": 3}\n",

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 )
@@ -26,11 +27,19 @@ type Result struct {
 	// RequiredApproverRoles names who may approve when Decision is
 	// RequireApproval.
 	RequiredApproverRoles []string
+	// RequiredApprovals is how many distinct principals holding those
+	// roles must approve, at most MaxRequiredApprovals; zero means one.
+	RequiredApprovals uint32
 	// Reasons explain the decision to people.
 	Reasons []string
 	// Revision is the revision of the bundle that decided, "sha256:<hex>".
 	Revision string
 }
+
+// MaxRequiredApprovals caps how many distinct approvers a policy may ask
+// for: a larger number is a mistake in the bundle (an approval nobody could
+// ever complete), and is read as a deny that says so.
+const MaxRequiredApprovals = 5
 
 // denyResult is the fail-closed answer for a policy that did not decide.
 func denyResult(revision, reason string) Result {
@@ -62,7 +71,38 @@ func decodeDecision(value any, revision string) Result {
 	if r.Reasons, err = stringList(obj, "reasons"); err != nil {
 		return denyResult(revision, "policy gave a malformed decision: "+err.Error())
 	}
+	if r.RequiredApprovals, err = approvalCount(obj["required_approvals"]); err != nil {
+		return denyResult(revision, "policy gave a malformed decision: "+err.Error())
+	}
 	return r
+}
+
+// approvalCount reads required_approvals: absent or null is zero (one
+// approver), otherwise a whole number from 0 to MaxRequiredApprovals.
+func approvalCount(v any) (uint32, error) {
+	var n float64
+	switch x := v.(type) {
+	case nil:
+		return 0, nil
+	case json.Number:
+		f, err := x.Float64()
+		if err != nil {
+			return 0, fmt.Errorf("required_approvals is %s, not a number", x)
+		}
+		n = f
+	case float64:
+		n = x
+	case int:
+		n = float64(x)
+	case int64:
+		n = float64(x)
+	default:
+		return 0, fmt.Errorf("required_approvals is %T, not a number", v)
+	}
+	if n != float64(int64(n)) || n < 0 || n > MaxRequiredApprovals {
+		return 0, fmt.Errorf("required_approvals is %v, not a whole number from 0 to %d", v, MaxRequiredApprovals)
+	}
+	return uint32(n), nil
 }
 
 // stringList reads obj[key] as a list of strings; a missing key is nil.

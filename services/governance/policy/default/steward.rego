@@ -36,6 +36,8 @@ contract_risk_tier := object.get(
 
 write_effects := {"EFFECT_CLASS_IDEMPOTENT_WRITE", "EFFECT_CLASS_REVERSIBLE_WRITE"}
 
+changing_effects := write_effects | {"EFFECT_CLASS_IRREVERSIBLE"}
+
 sensitive_data := {"DATA_SENSITIVITY_CONFIDENTIAL", "DATA_SENSITIVITY_RESTRICTED"}
 
 high_risk_tiers := {"RISK_TIER_HIGH", "RISK_TIER_CRITICAL"}
@@ -64,6 +66,28 @@ deny_reasons contains sprintf("action names tool %q but the tool contract is for
 deny_reasons contains sprintf("tool %q has effect class %s, which this policy cannot judge", [tool_name, effect_class]) if {
 	not known_effect_classes[effect_class]
 }
+
+# A change at a high risk tier is argued for before anyone weighs it: the
+# proposer says what it will do and how it would be undone
+# (ProposeActionRequest.rationale), which approvers then read. A read
+# changes nothing and has nothing to roll back; a compensation is Steward's
+# own undoing of a write, never held back. (An unknown effect class is
+# denied above already.)
+deny_reasons contains sprintf("%s actions that change something need the proposer's expected impact and rollback plan: missing %s", [risk_tier, concat(", ", missing_rationale)]) if {
+	changing_effects[effect_class]
+	high_risk_tiers[risk_tier]
+	not compensation
+	count(missing_rationale) > 0
+}
+
+compensation if object.get(input, ["action", "compensates"], "") != ""
+
+# missing_rationale lists, in order, the required parts of the rationale
+# the proposer left empty.
+missing_rationale := [sprintf("rationale.%s", [field]) |
+	some field in ["expected_impact", "rollback_plan"]
+	trim_space(object.get(input, ["action", "rationale", field], "")) == ""
+]
 
 known_effect_classes := {
 	"EFFECT_CLASS_READ",
@@ -121,6 +145,15 @@ approval_reasons contains sprintf("writes in a %s task require approval", [contr
 # reviewer for restricted data adds that role here.
 required_approver_roles contains "authorizer" if count(approval_reasons) > 0
 
+# How many distinct people holding those roles must approve: the most any
+# rule asks for, one when none asks for more. A bundle that wants two
+# people for, say, payments adds
+#
+#     approvals_needed contains 2 if tool_name == "payments.send"
+#
+# (the engine refuses more than 5).
+approvals_needed contains 1
+
 # ---------------------------------------------------------------------------
 # Allow: what may run without a person, unless a rule above objects.
 # ---------------------------------------------------------------------------
@@ -177,8 +210,12 @@ decision := {
 	"decision": outcome,
 	"risk_tier": risk_tier,
 	"required_approver_roles": roles,
+	"required_approvals": approvals,
 	"reasons": reasons,
 }
 
-# Roles only mean something when a person is asked.
+# Roles, and how many approvers, only mean something when a person is
+# asked.
 roles := sort(required_approver_roles) if outcome == "require_approval" else := []
+
+approvals := max(approvals_needed) if outcome == "require_approval" else := 0

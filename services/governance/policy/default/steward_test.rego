@@ -18,12 +18,24 @@ facts(tool, tier) := {
 		},
 		tool,
 	),
-	"action": {"action_id": "a-1", "tool": "t", "tool_version": "1"},
+	"action": {"action_id": "a-1", "tool": "t", "tool_version": "1", "rationale": argued},
 	"credential": {},
 	"risk": {"contract_risk_tier": tier},
 }
 
 low(tool) := facts(tool, "RISK_TIER_LOW")
+
+# argued is a proposer's full rationale: what a high-risk change needs.
+argued := {
+	"expected_impact": "moves 120 EUR to account 42",
+	"rollback_plan": "none: ask the payee to send it back",
+	"evidence": ["ticket:7"],
+	"alternatives": [],
+}
+
+# with_rationale is input i with its action's rationale replaced by r.
+# (object.union merges objects, so the old one is removed first.)
+with_rationale(i, r) := object.union(object.remove(i, ["action"]), {"action": object.union(object.remove(i.action, ["rationale"]), {"rationale": r})})
 
 approval_by_authorizer(d) if {
 	d.decision == "require_approval"
@@ -219,4 +231,69 @@ test_risk_tier_falls_back_to_task if {
 test_unknown_contract_risk_tier_counts_as_critical if {
 	d := policy.decision with input as facts({}, "RISK_TIER_SOMEWHAT")
 	d.risk_tier == "RISK_TIER_CRITICAL"
+}
+
+# --- the proposer's rationale ------------------------------------------------
+
+test_high_risk_change_without_rationale_is_denied if {
+	i := with_rationale(low({"effect_class": "EFFECT_CLASS_IRREVERSIBLE"}), {})
+	d := policy.decision with input as i
+	d.decision == "deny"
+	d.required_approvals == 0
+	d.reasons == ["RISK_TIER_HIGH actions that change something need the proposer's expected impact and rollback plan: missing rationale.expected_impact, rationale.rollback_plan"]
+}
+
+# protojson-shaped input: every field present, empty.
+test_empty_rationale_fields_are_missing if {
+	i := with_rationale(facts({"effect_class": "EFFECT_CLASS_IDEMPOTENT_WRITE"}, "RISK_TIER_CRITICAL"), {"expected_impact": "", "rollback_plan": "  ", "evidence": [], "alternatives": []})
+	d := policy.decision with input as i
+	d.decision == "deny"
+	d.reasons == ["RISK_TIER_CRITICAL actions that change something need the proposer's expected impact and rollback plan: missing rationale.expected_impact, rationale.rollback_plan"]
+}
+
+test_partial_rationale_names_what_is_missing if {
+	i := with_rationale(low({"effect_class": "EFFECT_CLASS_IRREVERSIBLE"}), {"expected_impact": "moves money"})
+	d := policy.decision with input as i
+	d.decision == "deny"
+	d.reasons == ["RISK_TIER_HIGH actions that change something need the proposer's expected impact and rollback plan: missing rationale.rollback_plan"]
+}
+
+test_high_risk_change_with_rationale_goes_to_approval if {
+	d := policy.decision with input as low({"effect_class": "EFFECT_CLASS_IRREVERSIBLE"})
+	approval_by_authorizer(d)
+}
+
+test_medium_risk_change_needs_no_rationale if {
+	d := policy.decision with input as with_rationale(low({"effect_class": "EFFECT_CLASS_REVERSIBLE_WRITE"}), {})
+	d.decision == "allow"
+}
+
+test_read_in_critical_task_needs_no_rationale if {
+	d := policy.decision with input as with_rationale(facts({}, "RISK_TIER_CRITICAL"), {})
+	d.decision == "allow"
+}
+
+test_compensation_needs_no_rationale if {
+	i := with_rationale(facts({"effect_class": "EFFECT_CLASS_REVERSIBLE_WRITE"}, "RISK_TIER_HIGH"), {})
+	d := policy.decision with input as object.union(i, {"action": object.union(i.action, {"compensates": "a-0"})})
+	approval_by_authorizer(d)
+}
+
+# --- how many approvers -------------------------------------------------------
+
+test_one_approver_by_default if {
+	d := policy.decision with input as low({"effect_class": "EFFECT_CLASS_IRREVERSIBLE"})
+	d.required_approvals == 1
+}
+
+test_required_approvals_is_the_most_any_rule_asks if {
+	d := policy.decision with input as low({"effect_class": "EFFECT_CLASS_IRREVERSIBLE"})
+		with policy.approvals_needed as {1, 3, 2}
+	d.required_approvals == 3
+}
+
+test_no_approvers_without_approval if {
+	d := policy.decision with input as low({}) with policy.approvals_needed as {1, 2}
+	d.decision == "allow"
+	d.required_approvals == 0
 }

@@ -57,9 +57,14 @@ const (
 type GovernanceServiceClient interface {
 	ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error)
 	GetApproval(context.Context, *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error)
-	// DecideApproval records a decision by the calling principal, who must
-	// hold one of the approval's required roles. The decision names the
-	// action hash it approves; a decision for any other hash is refused.
+	// DecideApproval records the calling principal's vote on an approval:
+	// they must hold one of its required roles and vote once; an approval
+	// must not come from the action's proposer, nor, under
+	// separation_of_duties, from the requester, the creator or a delegate,
+	// and a contract's authorizer_ref must be among the approvers
+	// (docs/approvals.md). The decision names the action hash it approves;
+	// a decision for any other hash is refused. The approval is decided by
+	// the vote that completes its required_approvals, or by a rejection.
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
 	// RevokeCredential revokes a task's credential: nothing more is
 	// permitted to the task or to any task delegated from it, and its open
@@ -174,9 +179,14 @@ func (c *governanceServiceClient) GetCredentialKey(ctx context.Context, req *con
 type GovernanceServiceHandler interface {
 	ListApprovals(context.Context, *connect.Request[v1.ListApprovalsRequest]) (*connect.Response[v1.ListApprovalsResponse], error)
 	GetApproval(context.Context, *connect.Request[v1.GetApprovalRequest]) (*connect.Response[v1.GetApprovalResponse], error)
-	// DecideApproval records a decision by the calling principal, who must
-	// hold one of the approval's required roles. The decision names the
-	// action hash it approves; a decision for any other hash is refused.
+	// DecideApproval records the calling principal's vote on an approval:
+	// they must hold one of its required roles and vote once; an approval
+	// must not come from the action's proposer, nor, under
+	// separation_of_duties, from the requester, the creator or a delegate,
+	// and a contract's authorizer_ref must be among the approvers
+	// (docs/approvals.md). The decision names the action hash it approves;
+	// a decision for any other hash is refused. The approval is decided by
+	// the vote that completes its required_approvals, or by a rejection.
 	DecideApproval(context.Context, *connect.Request[v1.DecideApprovalRequest]) (*connect.Response[v1.DecideApprovalResponse], error)
 	// RevokeCredential revokes a task's credential: nothing more is
 	// permitted to the task or to any task delegated from it, and its open

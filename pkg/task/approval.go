@@ -1,0 +1,64 @@
+package task
+
+import (
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// An approval is decided by votes. Each ApprovalDecided is one principal's
+// vote, appended to Approval.votes; the approval is decided — decision,
+// decided_by, comment and decided_at set — at the first rejection, or once
+// RequiredApprovals distinct principals have approved, decided_by then
+// being the last of them. A principal votes once: a second vote by the
+// same principal is refused. Who may vote at all (roles, the proposer,
+// separation of duties, the contract's authorizer) is governance's to
+// check before it appends the vote (services/governance/approve.go).
+
+// RequiredApprovals is how many distinct approvals ap needs: its
+// required_approvals, zero meaning one.
+func RequiredApprovals(ap *stewardv1.Approval) int {
+	return max(1, int(ap.GetRequiredApprovals()))
+}
+
+// VoteOf returns principal's vote on ap, or nil if they have not voted.
+func VoteOf(ap *stewardv1.Approval, principal string) *stewardv1.ApprovalVote {
+	for _, v := range ap.GetVotes() {
+		if v.Principal == principal {
+			return v
+		}
+	}
+	return nil
+}
+
+// Approvers returns the principals who approved ap, in the order they did.
+func Approvers(ap *stewardv1.Approval) []string {
+	var out []string
+	for _, v := range ap.GetVotes() {
+		if v.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			out = append(out, v.Principal)
+		}
+	}
+	return out
+}
+
+// CastVote records d, decided at at, as a vote on ap, which it changes
+// (pass a copy), and decides ap when the vote is a rejection or the last
+// approval it needs. It reports whether ap is decided now. The caller has
+// checked that d is a vote ap may take (approve or reject, by someone who
+// has not voted, while ap is undecided).
+func CastVote(ap *stewardv1.Approval, d *stewardv1.ApprovalDecided, at *timestamppb.Timestamp) bool {
+	ap.Votes = append(ap.Votes, &stewardv1.ApprovalVote{Principal: d.DecidedBy, Decision: d.Decision, Comment: d.Comment, DecidedAt: at})
+	if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && len(Approvers(ap)) < RequiredApprovals(ap) {
+		return false
+	}
+	ap.Decision, ap.DecidedBy, ap.Comment, ap.DecidedAt = d.Decision, d.DecidedBy, d.Comment, at
+	return true
+}
+
+// EnoughApprovals reports whether approval asked for at least as many
+// approvals as snapshot requires: an approval given by fewer people than
+// policy now wants does not stand.
+func EnoughApprovals(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
+	return RequiredApprovals(approval) >= max(1, int(snapshot.GetRequiredApprovals()))
+}
