@@ -40,6 +40,7 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"service key too long", func(c *stewardv1.ToolContract) { c.ServiceKey = strings.Repeat("k", 65) }, "contract.service_key"},
 		{"no data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 0 }, "contract.data_sensitivity"},
 		{"unknown data sensitivity", func(c *stewardv1.ToolContract) { c.DataSensitivity = 9 }, "contract.data_sensitivity"},
+		{"unknown default approval", func(c *stewardv1.ToolContract) { c.DefaultApproval = 9 }, "contract.default_approval"},
 		{"reversible without compensation", func(c *stewardv1.ToolContract) {
 			c.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE
 		}, "contract.compensating_tool"},

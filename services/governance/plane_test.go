@@ -199,7 +199,7 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale) string {
 	t.Helper()
 	var tc *stewardv1.ToolContract
-	for _, c := range append([]*stewardv1.ToolContract{paidTool}, credTools...) {
+	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool}, credTools...) {
 		if c.Name == tool {
 			tc = c
 		}

@@ -126,7 +126,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
-	return &stewardv1.PolicySnapshot{
+	s := &stewardv1.PolicySnapshot{
 		SnapshotId:            snapshotID(a.ActionId, round),
 		BundleRevision:        res.Revision,
 		InputHash:             inputHash,
@@ -136,7 +136,21 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 		RequiredApprovals:     res.RequiredApprovals,
 		Reasons:               res.Reasons,
 		EvaluatedAt:           timestamppb.New(p.now()),
-	}, nil
+	}
+	askAlways(s, entry.Tool.Contract)
+	return s, nil
+}
+
+// askAlways holds a tool to its default_approval: a tool whose author
+// asks a person for every call gets one, whatever the bundle says. The
+// default bundle asks too; a custom bundle that never reads the field
+// cannot drop it. Policy may still deny.
+func askAlways(s *stewardv1.PolicySnapshot, tool *stewardv1.ToolContract) {
+	if tool.GetDefaultApproval() != stewardv1.ApprovalRule_APPROVAL_RULE_ALWAYS || s.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW {
+		return
+	}
+	s.Decision = stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL
+	s.Reasons = append(s.Reasons, fmt.Sprintf("tool %s@%s asks a person for every call (default_approval APPROVAL_RULE_ALWAYS)", tool.GetName(), tool.GetVersion()))
 }
 
 func decisionOf(d string) stewardv1.PolicyDecision {

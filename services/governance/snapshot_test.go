@@ -1,6 +1,10 @@
 package governance_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -8,6 +12,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/governance/policy"
 )
 
 // TestPolicyIsEvaluatedOnceWhileTheTaskMoves: the task gets another event
@@ -45,5 +50,39 @@ func TestPolicyIsEvaluatedOnceWhileTheTaskMoves(t *testing.T) {
 	}
 	if n, _ := e.snapshots(t, "moving"); n != 1 {
 		t.Errorf("%d snapshots, want 1", n)
+	}
+}
+
+// askingTool asks a person for every call.
+var askingTool = &stewardv1.ToolContract{Name: "ask", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+	DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC, DefaultApproval: stewardv1.ApprovalRule_APPROVAL_RULE_ALWAYS}
+
+// TestToolThatAlwaysAsksIsAsked: a tool registered with default_approval
+// ALWAYS waits for a person even under a bundle that allows everything
+// and never reads the field; a tool without it runs at once.
+func TestToolThatAlwaysAsksIsAsked(t *testing.T) {
+	e := newGovEnv(t)
+	e.register(t, askingTool)
+	dir := t.TempDir()
+	allow := "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"allow all\"]}\n"
+	if err := os.WriteFile(filepath.Join(dir, "allow.rego"), []byte(allow), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := policy.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, withoutSigner, func(c *governance.Config) { c.Engine = engine })
+	e.create(t, "always", "user:ana", credContract([]string{"ask", "search"}, nil))
+	asked := e.propose(t, "always", "a1", "ask")
+	free := e.propose(t, "always", "s1", "search")
+	a := e.waitStatus("always", asked, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e.waitStatus("always", free, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	if s := a.GetSnapshot(); s.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL ||
+		!strings.Contains(strings.Join(s.GetReasons(), "; "), "APPROVAL_RULE_ALWAYS") {
+		t.Errorf("snapshot %v, want require_approval naming APPROVAL_RULE_ALWAYS", s)
+	}
+	if roles := a.GetApproval().GetRequiredRoles(); len(roles) != 1 || roles[0] != governance.DefaultApproverRole {
+		t.Errorf("approval asks roles %v, want [%s]", roles, governance.DefaultApproverRole)
 	}
 }

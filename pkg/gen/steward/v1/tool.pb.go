@@ -146,7 +146,9 @@ const (
 	ApprovalRule_APPROVAL_RULE_UNSPECIFIED ApprovalRule = 0
 	// Policy decides (the default).
 	ApprovalRule_APPROVAL_RULE_POLICY ApprovalRule = 1
-	// Always ask a person, whatever policy says.
+	// Always ask a person, whatever policy says: governance turns a policy's
+	// allow into require_approval (roles: the bundle's, or "authorizer").
+	// A deny stands.
 	ApprovalRule_APPROVAL_RULE_ALWAYS ApprovalRule = 2
 )
 
