@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
+	"github.com/steward-run/steward/services/governance/policy"
 	"github.com/steward-run/steward/services/state"
 )
 
@@ -43,9 +44,12 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"request ids (`request_id`, `proposal_id`)":                         {size(limits.MaxRequestID)},
 		"every other id, ref, hash, name, version, page token, service key": {size(limits.MaxID)},
 		"a principal (`Steward-Principal`, or a token file's `principal`)":  {size(rpc.MaxPrincipalLen)},
-		"reasons":                         {size(control.MaxReasonLen)},
-		"every list or map, at any depth": {fmt.Sprintf("%d entries", limits.MaxList)},
-		"a value quoted back in an error": {size(errs.MaxEcho)},
+		"reasons": {size(control.MaxReasonLen)},
+		"a proposal's `rationale`": {"`rollbackPlan` " + size(control.MaxTextLen) + " each", fmt.Sprintf("%d `evidence`", control.MaxRationaleEvidence),
+			fmt.Sprintf("%d `alternatives`", control.MaxRationaleAlternatives), "entries of " + size(control.MaxRationaleEntryLen) + " each"},
+		"a policy's `required_approvals`":                                   {fmt.Sprintf("0–%d", policy.MaxRequiredApprovals)},
+		"every list or map, at any depth":                                   {fmt.Sprintf("%d entries", limits.MaxList)},
+		"a value quoted back in an error":                                   {size(errs.MaxEcho)},
 		"`contract.timers.approval_remind_after`, `approval_suspend_after`": {span(control.MinApprovalTimer, control.MaxApprovalTimer)},
 		"`contract.timers.stall_after`":                                     {span(control.MinStallAfter, control.MaxStallAfter)},
 		"a tool's `timeout`":                                                {span(toolreg.MinTimeout, toolreg.MaxTimeout)},
