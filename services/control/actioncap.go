@@ -28,9 +28,15 @@ type capStop struct {
 // person's ResumeTask lets it go on with max_actions more (the fold's
 // Task.actions_granted); FailTask or CancelTask ends it.
 //
-// The stop's id derives from the cap in force, so every proposal refused
-// at one cap — a client's retry, Steward's own retry of a failed action —
-// records it once, and the next cap, after a resume, stops it anew.
+// The stop's id derives from the cap in force and the task's head (the
+// sequence of its last event), so every proposal refused at one cap on the
+// same task — racing proposals, a client's retry, Steward's own retry of a
+// failed action — records it once (once stopped, the task is not active
+// and takes no proposal to stop it again), and the next cap, after a
+// resume, stops it anew. The head matters for a task stopped at its cap,
+// suspended while it waits, and resumed: it runs at the same cap, and a
+// stop whose id was the first one's would be found on the log and append
+// nothing, leaving the task running with every proposal refused.
 func (p *Plane) capStop(t *stewardv1.Task, causationID, proposalID string) *capStop {
 	taskID := t.Contract.GetTaskId()
 	limit := task.MaxActions(t)
@@ -41,7 +47,7 @@ func (p *Plane) capStop(t *stewardv1.Task, causationID, proposalID string) *capS
 			limit, t.ActionsGranted, limit-int(t.ActionsGranted))
 	}
 	ev, err := p.event(event.Meta{
-		ID:            event.ID(taskID, event.TypeTaskNeedsInput, "action-cap", strconv.Itoa(limit)),
+		ID:            event.ID(taskID, event.TypeTaskNeedsInput, "action-cap", strconv.Itoa(limit), strconv.FormatUint(t.LastSequence, 10)),
 		TaskID:        taskID,
 		Actor:         p.actor(stewardPrincipal),
 		CausationID:   causationID,
