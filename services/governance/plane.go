@@ -194,6 +194,9 @@ func (p *Plane) Start(ctx context.Context) error {
 			// at work past its deadline is stopped again.
 			eventlog.OnRecord[*stewardv1.TaskCreated](p.armDeadline),
 			eventlog.OnRecord[*stewardv1.DeadlineExtended](p.armDeadline),
+			// A start too: a task paused before it started is resumed
+			// to pending, which the resume's reaction leaves alone.
+			eventlog.OnRecord[*stewardv1.TaskStarted](p.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.TaskReturned](p.suspendPastDeadline),
