@@ -60,12 +60,21 @@ func TestFoldRecordsFindings(t *testing.T) {
 // TestFindingIsNotProgress: a finding on a stalled task leaves the stall
 // mark, which only progress clears.
 func TestFindingIsNotProgress(t *testing.T) {
-	got, err := task.Fold(stewardtest.History(t, "t1", created(), started(), &stewardv1.TaskStalled{Reason: "quiet"},
-		finding("f1", "", stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION)))
+	history := stewardtest.History(t, "t1", created(), started(), &stewardv1.TaskStalled{Reason: "quiet"},
+		finding("f1", "", stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION))
+	got, err := task.Fold(history)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got.StalledSince == nil || got.StalledReason != "quiet" {
 		t.Fatalf("the finding cleared the stall mark: %v %q", got.StalledSince, got.StalledReason)
+	}
+	before, err := task.Fold(history[:len(history)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.UpdatedAt.AsTime().Equal(before.UpdatedAt.AsTime()) || got.EventCount != before.EventCount+1 {
+		t.Errorf("the finding moved updated_at from %v to %v (events %d → %d): a note is not a change",
+			before.UpdatedAt.AsTime(), got.UpdatedAt.AsTime(), before.EventCount, got.EventCount)
 	}
 }

@@ -44,7 +44,11 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""
 	}
-	t.UpdatedAt = ev.Time
+	if ev.GetFindingRecorded() == nil {
+		// A finding is a note about the task, not a change of it: what the
+		// stall watchdog and the receipt measure from stays put.
+		t.UpdatedAt = ev.Time
+	}
 	t.LastSequence = seq
 	t.LastHash = ev.Hash
 	t.EventCount++

@@ -7,6 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -52,9 +53,12 @@ func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.
 // could not act, as no permit is issued past a spent budget, so only a
 // raise resumes it (RaiseBudget does so by itself). Nor does it resume a
 // task suspended at its deadline while the deadline has still passed: the
-// accountable owner extends it first (ExtendDeadline). With a request id
-// it is idempotent (see claim).
-func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
+// accountable owner extends it first (ExtendDeadline). A task waiting for
+// input is resumed, with --auth, only by those who may answer it
+// (mayAnswer): the agent may not lift its own action cap or wave away its
+// own escalation. With a request id it is idempotent (see claim).
+func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
+	principal := who.Principal
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
@@ -74,6 +78,11 @@ func (p *Plane) ResumeTask(ctx context.Context, principal string, req *stewardv1
 		}
 		if err := stillPastDeadline(cur, now); err != nil {
 			return nil, err
+		}
+		if who.Verified && cur.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+			if err := mayAnswer(cur, who); err != nil {
+				return nil, err
+			}
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})
 	})

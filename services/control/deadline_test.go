@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // deadlineTask creates a task owned by user:own whose deadline is an hour
@@ -136,7 +137,7 @@ func TestResumeAfterTheDeadline(t *testing.T) {
 	r.clock.Pass(due.AsTime())
 	r.Append(id, &stewardv1.TaskSuspended{Reason: "deadline passed", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE})
 	resume := &stewardv1.ResumeTaskRequest{TaskId: id, Reason: "go on", RequestId: "resume-1"}
-	if _, err := r.ctl.ResumeTask(ctx, "user:own", resume); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := r.ctl.ResumeTask(ctx, rpc.Identity{Principal: "user:own"}, resume); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("resume past the deadline: %v, want failed precondition", err)
 	}
 	later := timestamppb.New(r.clock.Now().Add(time.Hour))
@@ -146,7 +147,7 @@ func TestResumeAfterTheDeadline(t *testing.T) {
 	if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED {
 		t.Fatalf("the extension left the task %v; a resume is a decision of its own", tk.Status)
 	}
-	tk, err := r.ctl.ResumeTask(ctx, "user:own", resume)
+	tk, err := r.ctl.ResumeTask(ctx, rpc.Identity{Principal: "user:own"}, resume)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,3 +177,25 @@ func TestOnlyARunningTaskAsks(t *testing.T) {
 		t.Fatalf("a paused task asks: %v, want failed precondition naming the status", err)
 	}
 }
+
+// TestOnlyWhoMayAnswerResumesAWait: with --auth, a task waiting for input
+// is resumed only by those who may answer it; the agent cannot wave away
+// its own stop (an escalation, the action cap) with ResumeTask.
+func TestOnlyWhoMayAnswerResumesAWait(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	id := r.runningTask(t, "resume-wait", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
+	r.Append(id, &stewardv1.TaskNeedsInput{Reason: "escalated: wire failed", Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED})
+	resume := &stewardv1.ResumeTaskRequest{TaskId: id, Reason: "carry on"}
+	agent := rpc.Identity{Principal: r.task(t, id).CreatedBy, Verified: true}
+	if _, err := r.ctl.ResumeTask(ctx, agent, resume); !errs.Is(err, errs.PermissionDenied) {
+		t.Fatalf("the agent resumed its own wait: %v", err)
+	}
+	if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+		t.Fatalf("after a refused resume: %s", tk.Status)
+	}
+	owner := rpc.Identity{Principal: r.task(t, id).Contract.AccountableOwnerRef, Verified: true}
+	if tk, err := r.ctl.ResumeTask(ctx, owner, resume); err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("the owner's resume: %v, %v", tk.GetStatus(), err)
+	}
+}

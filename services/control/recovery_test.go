@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/control"
 )
@@ -65,7 +66,7 @@ func (r *rig) needsInput(t *testing.T, taskID string) *stewardv1.Event {
 
 func (r *rig) resume(t *testing.T, taskID string) {
 	t.Helper()
-	if _, err := r.ctl.ResumeTask(context.Background(), "user:a", &stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"}); err != nil {
+	if _, err := r.ctl.ResumeTask(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -74,7 +75,7 @@ func requestCases() []requestCase {
 				return id
 			},
 			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
-				return task(r.ctl.ResumeTask(ctx, "user:ana", &stewardv1.ResumeTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
+				return task(r.ctl.ResumeTask(ctx, rpc.Identity{Principal: "user:ana"}, &stewardv1.ResumeTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{

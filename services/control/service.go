@@ -49,7 +49,7 @@ func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewar
 }
 
 func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewardv1.ResumeTaskRequest]) (*connect.Response[stewardv1.ResumeTaskResponse], error) {
-	t, err := s.plane.ResumeTask(ctx, rpc.Principal(ctx), req.Msg)
+	t, err := s.plane.ResumeTask(ctx, rpc.Caller(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

@@ -63,8 +63,9 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
 		}
 		return event.New(event.Meta{
-			// The id names who decided what: the same person repeating the
-			// same decision is a retry, anyone else finds it decided.
+			// The id names who decided what, so a redelivery appends nothing;
+			// a caller repeating a vote is refused before this (mayVote:
+			// AlreadyExists), a retry after a lost answer included.
 			ID:     id,
 			TaskID: t.Contract.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},

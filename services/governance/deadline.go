@@ -98,13 +98,15 @@ func (p *Plane) suspendPastDeadline(ctx context.Context, rec *stewardv1.EventRec
 
 // suspendAtDeadline records, under id, the suspension of a task at work
 // whose deadline due says has come. A task that is paused, already
-// suspended, produced (its work is done; acceptance may take longer),
-// compensating or ended is left as it is.
+// suspended, waiting for input (it does nothing until a person answers,
+// and a suspension would throw its question away), produced (its work is
+// done; acceptance may take longer), compensating or ended is left as it
+// is; answered or resumed past its deadline, it is suspended then.
 func (p *Plane) suspendAtDeadline(ctx context.Context, taskID, id, cause string, due func(*stewardv1.Task) bool) error {
 	var reason string
 	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
-		if !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) || !due(t) {
+		if !task.Active(t.Status) || !due(t) {
 			return nil, nil
 		}
 		c := t.Contract

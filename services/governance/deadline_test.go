@@ -153,22 +153,30 @@ func TestDeadlineTimerSurvivesRestart(t *testing.T) {
 	e.waitDeadlineSuspended(t, "restart", 1)
 }
 
-// TestDeadlineLeavesHeldAndEndedTasks: a paused task is left alone at its
-// deadline and suspended when it is resumed; an ended task is left alone.
+// TestDeadlineLeavesHeldAndEndedTasks: a paused task, and one waiting for
+// input (whose question would be lost), are left alone at their deadline
+// and suspended when they run again; an ended task is left alone.
 func TestDeadlineLeavesHeldAndEndedTasks(t *testing.T) {
 	e := newGovEnv(t)
 	e.start(t, withoutSigner)
 	deadline := dueIn(time.Second)
 	e.deadlined(t, "held", deadline)
+	e.deadlined(t, "asking", deadline)
 	e.deadlined(t, "ended", deadline)
 	e.Append("held", &stewardv1.TaskPaused{Reason: "a look"})
+	e.Append("asking", &stewardv1.TaskNeedsInput{Reason: "asked", Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: "Which region?"})
 	e.Append("ended", &stewardv1.TaskCancelled{Reason: "not needed"})
-	e.waitFired(t, 2)
-	for _, id := range []string{"held", "ended"} {
+	e.waitFired(t, 3)
+	for _, id := range []string{"held", "asking", "ended"} {
 		if got := e.deadlineSuspensions(t, id); len(got) != 0 {
 			t.Fatalf("task %s was suspended at its deadline: %v", id, got[0].GetTaskSuspended().Reason)
 		}
 	}
+	if tk := e.WaitTask("asking", func(*stewardv1.Task) bool { return true }); tk.GetOpenInput().GetQuestion() != "Which region?" {
+		t.Fatalf("the question was lost at the deadline: %v", tk.GetOpenInput())
+	}
+	e.Append("asking", &stewardv1.InputProvided{Answer: "eu"})
+	e.waitDeadlineSuspended(t, "asking", 3)
 	e.Append("held", &stewardv1.TaskResumed{Reason: "back"})
 	ev := e.waitDeadlineSuspended(t, "held", 2)
 	n := e.counts(t, "held")
