@@ -98,7 +98,7 @@ func readsEveryTask(who rpc.Identity) bool {
 }
 
 // hideContent blanks the result bytes that actions of a task carry inline
-// (Outcome.result: a result of at most 1 KiB, a settled one's included)
+// (Outcome.result: a result of at most 1 KiB; a settled one never is)
 // unless who may read the task's content (mayRead): the same bytes
 // GetResult would refuse them must not reach them through GetTask,
 // GetAction or ListTasks. What stays — result_hash, result_ref, status —
