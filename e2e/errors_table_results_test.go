@@ -26,6 +26,29 @@ func contentChecks() map[string]tableCheck {
 		}
 		return stream.Err()
 	}
+	// watchFirst and replay return the error of a stream that sends no
+	// message, or nil.
+	watchFirst := func(c authed, taskID string) error {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID}))
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		stream.Receive()
+		return stream.Err()
+	}
+	replay := func(c authed, taskID string) error {
+		stream, err := c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
+		if err != nil {
+			return err
+		}
+		defer stream.Close()
+		for stream.Receive() {
+		}
+		return stream.Err()
+	}
 	submit := func(t *testing.T, e *harness, req *stewardv1.SubmitArtifactRequest) {
 		t.Helper()
 		if _, err := e.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(req)); err != nil {
@@ -80,10 +103,10 @@ func contentChecks() map[string]tableCheck {
 				saying(t, byRef, "s3://bucket/dump.csv"),
 			}
 		},
-		"`GetResult` or `GetArtifactContent` by a principal the task does not name, without the `operator` or `auditor` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`GetResult`, `GetArtifactContent`, `WatchTask` or `ReplayTask` by a principal the task does not name, without the `operator` or `auditor` role, with `--auth`": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			_, err := e.viewer.query.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: id, ActionId: "any"}))
-			return []error{alike(t, err, readArtifact(e.viewer, id, "report", 0))}
+			return []error{alike(t, err, readArtifact(e.viewer, id, "report", 0), watchFirst(e.viewer, id), replay(e.viewer, id))}
 		},
 		"a result or artifact whose stored bytes no longer hash to what the log recorded": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-content-corrupt", contract())

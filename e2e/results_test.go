@@ -22,7 +22,9 @@ import (
 // under the hash its outcome records; the bytes behind a stored result,
 // changed behind Steward's back, are refused as data_loss. An artifact
 // submitted inline comes back whole from GetArtifactContent. A principal
-// the task does not name is refused both, and an operator reads them. The
+// the task does not name is refused both, sees the small result's outcome
+// in GetAction without its bytes and is refused ReplayTask; an operator
+// reads them. The
 // receipt shows the context and inputs the contract pinned.
 func TestResultsReadBack(t *testing.T) {
 	ctx := context.Background()
@@ -116,6 +118,32 @@ func TestResultsReadBack(t *testing.T) {
 	}
 	if _, err := getResult(h.operator, largeDone.ActionId); err != nil {
 		t.Errorf("GetResult by an operator: %v", err)
+	}
+	// Nor does user:cy read the small result where it travels inline: the
+	// view shows it that there is one, and the raw events are refused.
+	getAction := func(c authed) *stewardv1.Outcome {
+		resp, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: smallDone.ActionId}))
+		if err != nil {
+			t.Fatalf("GetAction: %v", err)
+		}
+		return resp.Msg.Action.Outcome
+	}
+	if o := getAction(h.viewer); len(o.GetResult()) != 0 || o.GetResultHash() != smallDone.Outcome.ResultHash {
+		t.Errorf("GetAction shows a principal the task does not name the outcome %v; want its result_hash without its result", o)
+	}
+	if o := getAction(h.operator); !bytes.Equal(o.GetResult(), smallDone.Outcome.Result) {
+		t.Errorf("GetAction shows an operator the outcome %v; want its result", o)
+	}
+	replay, err := h.viewer.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
+	if err == nil {
+		for replay.Receive() {
+			t.Fatal("ReplayTask sent an event to a principal the task does not name")
+		}
+		err = replay.Err()
+		replay.Close()
+	}
+	if connect.CodeOf(err) != connect.CodePermissionDenied {
+		t.Errorf("ReplayTask by a principal the task does not name = %v, want permission_denied", err)
 	}
 
 	// The receipt names what the task was given, as its contract pinned it.

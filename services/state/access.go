@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"slices"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -68,7 +69,7 @@ func partiesOf(t *stewardv1.Task) parties {
 // every task to every caller), so a NotFound would hide nothing and only
 // mislead. ancestor returns the parties of a task up the delegation.
 func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties, bool)) error {
-	if !who.Verified || who.HasRole(OperatorRole, AuditorRole) {
+	if readsEveryTask(who) {
 		return nil
 	}
 	named := p.principals
@@ -87,6 +88,46 @@ func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties,
 	}
 	return errs.New(errs.PermissionDenied, "%s may not read the content of task %s: neither the task nor one it was delegated from names it (creator, requester, authorizer, owner or delegate), and it holds neither the %s nor the %s role",
 		who.Principal, p.taskID, OperatorRole, AuditorRole)
+}
+
+// readsEveryTask reports whether who may read every task's content, before
+// any task is looked at: without --auth, or holding the operator or auditor
+// role (mayRead).
+func readsEveryTask(who rpc.Identity) bool {
+	return !who.Verified || who.HasRole(OperatorRole, AuditorRole)
+}
+
+// hideContent blanks the result bytes that actions of a task carry inline
+// (Outcome.result: a result of at most 1 KiB; a settled one never is)
+// unless who may read the task's content (mayRead): the same bytes
+// GetResult would refuse them must not reach them through GetTask,
+// GetAction or ListTasks. What stays — result_hash, result_ref, status —
+// says that there is a result, not what it is. Requests stay too: they are
+// shown to approvers and policy by design. actions must be the caller's
+// copies out of the projection (Get, Action and List clone), never a view,
+// which every reader shares.
+func (p *Plane) hideContent(who rpc.Identity, self parties, actions ...*stewardv1.Action) {
+	if mayRead(who, self, p.views.parties) == nil {
+		return
+	}
+	for _, a := range actions {
+		if a.Outcome != nil {
+			a.Outcome.Result = nil
+		}
+	}
+}
+
+// mayStream returns an error unless who may receive the task's raw events
+// (WatchTask, ReplayTask): they carry its small results inline under their
+// hash, so they cannot be blanked as a view is, and are served only to who
+// may read the task's content (mayRead). An operator or auditor is let
+// through without looking at the view, which a broken history lacks: an
+// auditor must be able to export one.
+func (p *Plane) mayStream(ctx context.Context, who rpc.Identity, taskID string) error {
+	if readsEveryTask(who) {
+		return nil
+	}
+	return p.readable(ctx, who, taskID)
 }
 
 // maxAncestors bounds how far up a delegation mayRead looks.

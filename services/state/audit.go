@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 type auditService struct {
@@ -32,7 +33,15 @@ func (s *auditService) stored(ctx context.Context, taskID string) ([]eventlog.Ra
 	return raws, nil
 }
 
+// ReplayTask streams the task's stored events, to who may read its content
+// (mayStream): they carry its small results.
 func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stewardv1.ReplayTaskRequest], stream *connect.ServerStream[stewardv1.ReplayTaskResponse]) error {
+	if err := checkTaskID(req.Msg.TaskId); err != nil {
+		return err
+	}
+	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil {
+		return err
+	}
 	raws, err := s.stored(ctx, req.Msg.TaskId)
 	if err != nil {
 		return err

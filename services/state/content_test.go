@@ -25,7 +25,7 @@ import (
 // serveContent serves a state plane with the results store over env, as
 // the binary wires it, behind tokens (nil: open mode). It returns a
 // client per token given.
-func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(token string) stewardv1connect.QueryServiceClient {
+func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(token string) contentClient {
 	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, state.Config{Results: env.Results})
 	mux := http.NewServeMux()
@@ -34,13 +34,23 @@ func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(to
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return func(token string) stewardv1connect.QueryServiceClient {
+	return func(token string) contentClient {
 		var opts []connect.ClientOption
 		if token != "" {
 			opts = append(opts, connect.WithInterceptors(bearer(token)))
 		}
-		return stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL, opts...)
+		return contentClient{
+			QueryServiceClient: stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL, opts...),
+			audit:              stewardv1connect.NewAuditServiceClient(srv.Client(), srv.URL, opts...),
+		}
 	}
+}
+
+// contentClient calls the state plane as one caller: its queries, and its
+// audit service for the raw events.
+type contentClient struct {
+	stewardv1connect.QueryServiceClient
+	audit stewardv1connect.AuditServiceClient
 }
 
 // bearer sends "Authorization: Bearer token" with every call.

@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // Paging limits for ListTasks.
@@ -79,11 +80,15 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 	return t, err
 }
 
+// GetTask serves the task's view, read-your-writes, without the inline
+// results of a caller who may not read its content (hideContent); as
+// GetAction and ListTasks.
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
 		return nil, err
 	}
+	s.plane.hideContent(rpc.Caller(ctx), partiesOf(t), t.Actions...)
 	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
 }
 
@@ -113,6 +118,10 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 	if err != nil {
 		return nil, err
 	}
+	// A task gone from the views since (it broke) names nobody: its
+	// result is hidden from all but who reads every task.
+	self, _ := s.plane.views.parties(req.Msg.TaskId)
+	s.plane.hideContent(rpc.Caller(ctx), self, resp.Action)
 	return connect.NewResponse(resp), nil
 }
 
@@ -155,6 +164,10 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 		return nil, err
 	}
 	tasks, next := s.plane.views.List(req.Msg.Statuses, after, size)
+	who := rpc.Caller(ctx)
+	for _, t := range tasks {
+		s.plane.hideContent(who, partiesOf(t), t.Actions...)
+	}
 	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
 }
 
@@ -182,9 +195,15 @@ func decodePageToken(tok string) (int, error) {
 	return 0, errs.Field("page_token", "is not a token this server issued")
 }
 
+// WatchTask streams the task's events, past and then new, as stored: to
+// who may read its content only (mayStream), as they carry its small
+// results inline.
 func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewardv1.WatchTaskRequest], stream *connect.ServerStream[stewardv1.WatchTaskResponse]) error {
 	taskID := req.Msg.TaskId
 	if err := checkTaskID(taskID); err != nil {
+		return err
+	}
+	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), taskID); err != nil {
 		return err
 	}
 	// Subscribe before reading the past, so that nothing applied in

@@ -1075,7 +1075,8 @@ type Outcome struct {
 	CostMicros int64 `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
 	// Succeeded, with a result of at most 1 KiB: the result itself, which
 	// hashes to result_hash. No store is read for it, and a client reads
-	// it here.
+	// it here. Empty in the views served to a caller who may not read the
+	// task's content (QueryService.GetResult says who may).
 	Result        []byte `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

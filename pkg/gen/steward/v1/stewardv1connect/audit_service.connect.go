@@ -45,6 +45,9 @@ const (
 // AuditServiceClient is a client for the steward.v1.AuditService service.
 type AuditServiceClient interface {
 	// ReplayTask streams every event of a task with the task as folded after it.
+	// With --auth, only to a caller who may read the task's content (the
+	// auditor and operator roles, or a principal the task names; see
+	// QueryService.GetResult): the events carry small results inline.
 	ReplayTask(context.Context, *connect.Request[v1.ReplayTaskRequest]) (*connect.ServerStreamForClient[v1.ReplayTaskResponse], error)
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)
@@ -115,6 +118,9 @@ func (c *auditServiceClient) RecordFinding(ctx context.Context, req *connect.Req
 // AuditServiceHandler is an implementation of the steward.v1.AuditService service.
 type AuditServiceHandler interface {
 	// ReplayTask streams every event of a task with the task as folded after it.
+	// With --auth, only to a caller who may read the task's content (the
+	// auditor and operator roles, or a principal the task names; see
+	// QueryService.GetResult): the events carry small results inline.
 	ReplayTask(context.Context, *connect.Request[v1.ReplayTaskRequest], *connect.ServerStream[v1.ReplayTaskResponse]) error
 	// VerifyTask checks the task's hash chain and names the first bad event.
 	VerifyTask(context.Context, *connect.Request[v1.VerifyTaskRequest]) (*connect.Response[v1.VerifyTaskResponse], error)

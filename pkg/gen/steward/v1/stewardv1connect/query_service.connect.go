@@ -58,6 +58,10 @@ const (
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
 type QueryServiceClient interface {
+	// GetTask returns a task's view, read-your-writes. With --auth, a caller
+	// who may not read the task's content (see GetResult) gets its actions'
+	// outcomes without their inline result bytes (outcome.result): the
+	// status, result_hash and result_ref stay; as GetAction and ListTasks.
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
@@ -69,7 +73,10 @@ type QueryServiceClient interface {
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
-	// first response carries no event, only the task's last sequence.
+	// first response carries no event, only the task's last sequence. The
+	// events carry small results inline, under their hash: with --auth
+	// only a caller who may read the task's content (see GetResult) may
+	// watch, others get PermissionDenied.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest]) (*connect.ServerStreamForClient[v1.WatchTaskResponse], error)
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
 	// ListBreakers lists every execution worker's circuit breakers as their
@@ -233,6 +240,10 @@ func (c *queryServiceClient) GetArtifactContent(ctx context.Context, req *connec
 
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
 type QueryServiceHandler interface {
+	// GetTask returns a task's view, read-your-writes. With --auth, a caller
+	// who may not read the task's content (see GetResult) gets its actions'
+	// outcomes without their inline result bytes (outcome.result): the
+	// status, result_hash and result_ref stay; as GetAction and ListTasks.
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
@@ -244,7 +255,10 @@ type QueryServiceHandler interface {
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
-	// first response carries no event, only the task's last sequence.
+	// first response carries no event, only the task's last sequence. The
+	// events carry small results inline, under their hash: with --auth
+	// only a caller who may read the task's content (see GetResult) may
+	// watch, others get PermissionDenied.
 	WatchTask(context.Context, *connect.Request[v1.WatchTaskRequest], *connect.ServerStream[v1.WatchTaskResponse]) error
 	GetTimeline(context.Context, *connect.Request[v1.GetTimelineRequest]) (*connect.Response[v1.GetTimelineResponse], error)
 	// ListBreakers lists every execution worker's circuit breakers as their
