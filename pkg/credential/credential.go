@@ -20,6 +20,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolpin"
 )
 
 // DefaultTTL is how long a credential lasts when the task has no deadline.
@@ -114,7 +115,9 @@ func RenewalOf(prev, renewed *stewardv1.TaskCredential) error {
 // names the first field of c that would widen it.
 func Narrows(parent *stewardv1.TaskCredential, c *stewardv1.TaskContract) error {
 	for i, tool := range c.GetAllowedTools() {
-		if !slices.Contains(parent.AllowedTools, tool) {
+		// A pinned parent tool allows the child that version only; a
+		// child may pin a tool its parent leaves unpinned (toolpin.Within).
+		if !toolpin.Within(parent.AllowedTools, tool) {
 			return errs.Field(fmt.Sprintf("contract.allowed_tools[%d]", i), "%s is not among the parent credential's tools %v: a delegation may only keep or narrow them", errs.Quote(tool), parent.AllowedTools)
 		}
 	}
@@ -184,17 +187,20 @@ func orParent(v, parent int64) int64 {
 	return v
 }
 
-// Covers reports why c does not allow a call of tool, which requires
-// scopes, at now: it has expired, the tool is not among its tools, or a
-// scope is missing. Revocation is the caller's to check: it is recorded on
-// the log, not in the credential.
-func Covers(c *stewardv1.TaskCredential, tool string, scopes []string, now time.Time) error {
+// Covers reports why c does not allow a call of version of tool, which
+// requires scopes, at now: it has expired, the tool is not among its tools
+// (or is pinned to another version), or a scope is missing. Revocation is
+// the caller's to check: it is recorded on the log, not in the credential.
+func Covers(c *stewardv1.TaskCredential, tool, version string, scopes []string, now time.Time) error {
 	switch {
 	case c == nil:
 		return errs.New(errs.FailedPrecondition, "the task has no credential")
 	case c.ExpiresAt != nil && !now.Before(c.ExpiresAt.AsTime()):
 		return errs.New(errs.FailedPrecondition, "credential %s expired at %s", c.CredentialId, c.ExpiresAt.AsTime().Format(time.RFC3339))
-	case !slices.Contains(c.AllowedTools, tool):
+	case !toolpin.Allows(c.AllowedTools, tool, version):
+		if pin, found := toolpin.Find(c.AllowedTools, tool); found {
+			return errs.New(errs.PermissionDenied, "credential %s covers tool %s at version %s only, not %s", c.CredentialId, tool, errs.Quote(pin), errs.Quote(version))
+		}
 		return errs.New(errs.PermissionDenied, "credential %s does not cover tool %s (it allows %v)", c.CredentialId, tool, c.AllowedTools)
 	}
 	for _, s := range scopes {

@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolpin"
 )
 
 var now = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -218,24 +219,59 @@ func TestNarrowsNamesTheWideningField(t *testing.T) {
 	}
 }
 
+// TestNarrowsKeepsPins: a pinned parent tool allows the child that
+// version only; a child may pin a tool its parent leaves unpinned.
+func TestNarrowsKeepsPins(t *testing.T) {
+	parent := c0()
+	parent.AllowedTools = []string{"search", "fetch@2.0.0"}
+	for _, tc := range []struct {
+		tools []string
+		ok    bool
+	}{
+		{[]string{"search@1.2.0"}, true},
+		{[]string{"search", "fetch@2.0.0"}, true},
+		{[]string{"fetch@2.1.0"}, false},
+		{[]string{"search", "fetch"}, false}, // unpinning widens
+	} {
+		c := rootContract()
+		c.AllowedTools = tc.tools
+		err := credential.Narrows(parent, c)
+		if tc.ok && err != nil {
+			t.Errorf("%v: %v", tc.tools, err)
+		}
+		if !tc.ok && (!errs.Is(err, errs.Invalid) || !strings.Contains(err.Error(), "contract.allowed_tools[")) {
+			t.Errorf("%v: got %v, want contract.allowed_tools[i] refused", tc.tools, err)
+		}
+	}
+}
+
 func TestCovers(t *testing.T) {
 	c := c0()
+	c.AllowedTools = append(c.AllowedTools, "fetch@2.0.0")
 	for _, tc := range []struct {
 		name   string
 		tool   string
 		scopes []string
-		at     time.Time
-		code   errs.Code
-		want   string
+		// version is the tool's; fetch is pinned to 2.0.0, the others
+		// allow any.
+		at   time.Time
+		code errs.Code
+		want string
 	}{
 		{"covered", "wire", []string{"payments:write"}, now, 0, ""},
+		{"pinned version", "fetch", nil, now, 0, ""},
 		{"no scopes needed", "search", nil, now, 0, ""},
 		{"expired", "search", nil, now.Add(48 * time.Hour), errs.FailedPrecondition, "expired"},
 		{"tool", "shell", nil, now, errs.PermissionDenied, "does not cover tool shell"},
+		{"another version than the pin", "fetch@2.1.0", nil, now, errs.PermissionDenied, `covers tool fetch at version "2.0.0" only, not "2.1.0"`},
 		{"scope", "wire", []string{"payments:write", "payments:admin"}, now, errs.PermissionDenied, `scope "payments:admin"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := credential.Covers(c, tc.tool, tc.scopes, tc.at)
+			tool, version := toolpin.Split(tc.tool)
+			if tool == "fetch" && version == "" {
+				version = "2.0.0"
+			}
+			err := credential.Covers(c, tool, version, tc.scopes, tc.at)
 			if tc.want == "" {
 				if err != nil {
 					t.Fatal(err)
@@ -247,7 +283,7 @@ func TestCovers(t *testing.T) {
 			}
 		})
 	}
-	if err := credential.Covers(nil, "search", nil, now); !errs.Is(err, errs.FailedPrecondition) {
+	if err := credential.Covers(nil, "search", "1.0.0", nil, now); !errs.Is(err, errs.FailedPrecondition) {
 		t.Errorf("no credential: %v", err)
 	}
 }

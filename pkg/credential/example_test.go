@@ -35,7 +35,7 @@ func Example() {
 	// Offline: the root first, then the leaf.
 	leaf, err := credential.VerifyChain(childSigned, []*stewardv1.SignedCredential{parentSigned}, signer.PublicKey())
 	fmt.Println(leaf.Principal, leaf.AllowedTools, err)
-	fmt.Println(credential.Covers(leaf, "wire", nil, now))
+	fmt.Println(credential.Covers(leaf, "wire", "1.0.0", nil, now))
 
 	wider := &stewardv1.TaskContract{TaskId: "task-3", AllowedTools: []string{"search", "shell"}}
 	fmt.Println(credential.Narrows(parent, wider) != nil)

@@ -49,6 +49,9 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 		// stall watchdog and the receipt measure from stays put.
 		t.UpdatedAt = ev.Time
 	}
+	if ev.GetTaskCreated() != nil {
+		t.CreatedSequence = seq // which tool versions a proposal may take (toolreg.Registry.AsOf)
+	}
 	t.LastSequence = seq
 	t.LastHash = ev.Hash
 	t.EventCount++

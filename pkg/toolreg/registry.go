@@ -46,6 +46,9 @@ type Registry struct {
 	mu       sync.RWMutex
 	versions map[string]map[string]*Entry // name → version → entry
 	latest   map[string]*Entry
+	// complete is a stream sequence below which every registration is
+	// applied, known from a catch-up (LookupAsOf).
+	complete uint64
 }
 
 // New returns an empty registry.
@@ -155,6 +158,58 @@ func (r *Registry) Lookup(ctx context.Context, log *eventlog.Log, name, version 
 		return nil, err
 	}
 	return r.Get(name, version)
+}
+
+// AsOf returns the version of tool name that a task created at stream
+// sequence created takes when a proposal names no version: the latest of
+// those registered before it. Registrations and tasks share one stream,
+// so the comparison is exact, where registration and creation times, set
+// by two planes' clocks, are not. A version registered after the task
+// never appears in it: nobody can relabel a tool under a running task.
+func (r *Registry) AsOf(name string, created uint64) (*Entry, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var best *Entry
+	for _, e := range r.versions[name] {
+		if e.Tool.Sequence < created && (best == nil || later(e, best)) {
+			best = e
+		}
+	}
+	if best == nil {
+		return nil, errs.New(errs.NotFound, "tool %s has no version registered before the task was created", errs.Quote(name))
+	}
+	return &Entry{Tool: proto.CloneOf(best.Tool), Schema: best.Schema, ResultSchema: best.ResultSchema, Unusable: best.Unusable}, nil
+}
+
+// later orders two registered versions as Apply orders the latest:
+// semantic versions by precedence, anything else by registration.
+func later(a, b *Entry) bool {
+	va, vb := "v"+trimV(a.Tool.Contract.Version), "v"+trimV(b.Tool.Contract.Version)
+	if semver.IsValid(va) && semver.IsValid(vb) {
+		return semver.Compare(va, vb) > 0
+	}
+	return a.Tool.Sequence > b.Tool.Sequence
+}
+
+// LookupAsOf is AsOf for a reader that must not miss a version registered
+// before the task: unless the registry has applied the log that far, it
+// catches up first. Once caught up past created, it remembers so, and the
+// next task as old asks nothing of the log.
+func (r *Registry) LookupAsOf(ctx context.Context, log *eventlog.Log, name string, created uint64) (*Entry, error) {
+	r.mu.RLock()
+	complete := r.complete
+	r.mu.RUnlock()
+	if r.progress.Applied() < created && complete < created {
+		// Every registration before created is on the log already (the
+		// task is), so the last one now is at or past it.
+		if err := r.Sync(ctx, log); err != nil {
+			return nil, err
+		}
+		r.mu.Lock()
+		r.complete = max(r.complete, created)
+		r.mu.Unlock()
+	}
+	return r.AsOf(name, created)
 }
 
 // List returns the latest version of every tool, by name.

@@ -88,7 +88,7 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 	if err != nil {
 		return err
 	}
-	d, err := p.prepare(ctx, proposal{
+	d, err := p.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: compensationPrefix + head,
 		tool: undo, target: orig.Target, params: params,
 		compensates: head, principal: stewardPrincipal,

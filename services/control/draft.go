@@ -3,7 +3,6 @@ package control
 import (
 	"context"
 	"errors"
-	"slices"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/crashpoint"
@@ -11,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/toolpin"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -19,7 +19,7 @@ import (
 // through the same checks and derive the same identities.
 type proposal struct {
 	taskID, proposalID string
-	tool, toolVersion  string // toolVersion empty: the latest
+	tool, toolVersion  string // toolVersion empty: the one the task takes (toolFor)
 	target             string
 	params             []byte                 // a JSON object
 	retry              *stewardv1.RetryPolicy // the proposer's narrowing; nil for none
@@ -41,11 +41,9 @@ type draft struct {
 // prepare checks pr against its tool — schema, size, retry policy —
 // canonicalises the request and derives the action's identities. Errors
 // name the field of a ProposeActionRequest that is wrong.
-func (p *Plane) prepare(ctx context.Context, pr proposal) (*draft, error) {
-	entry, err := p.tools.Lookup(ctx, p.log, pr.tool, pr.toolVersion)
-	if errs.Is(err, errs.NotFound) {
-		return nil, errs.Field("tool", "%s", err.Error())
-	} else if err != nil {
+func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error) {
+	entry, err := p.toolFor(ctx, t, pr.tool, pr.toolVersion)
+	if err != nil {
 		return nil, err
 	}
 	if entry.Unusable != nil {
@@ -130,7 +128,7 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 			existing = proto.CloneOf(found) // the build's task is not ours to keep
 			return nil, nil                 // a repeat of the proposal: nothing to append
 		}
-		if !slices.Contains(t.Contract.AllowedTools, a.Tool) {
+		if !toolpin.Allows(t.Contract.AllowedTools, a.Tool, a.ToolVersion) {
 			return nil, errs.Field("tool", "%s is not among the tools task %s allows (%v)", errs.Quote(a.Tool), taskID, t.Contract.AllowedTools)
 		}
 		if ok, err := admit(t); !ok || err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Limits on a proposal.
@@ -48,7 +49,14 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 			return nil, false, errs.Field("params", "%v", err)
 		}
 	}
-	d, err := p.prepare(ctx, proposal{
+	// The versions a proposal may take are fixed when its task is created
+	// (toolFor): any fold of the task this process holds has them, so one
+	// already cached is taken without a read.
+	t, _, err := taskstore.LoadSince(ctx, p.log, req.TaskId, 1)
+	if err != nil {
+		return nil, false, err
+	}
+	d, err := p.prepare(ctx, t, proposal{
 		taskID: req.TaskId, proposalID: req.ProposalId,
 		tool: req.Tool, toolVersion: req.ToolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
@@ -74,7 +82,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		existing.Tool == d.action.Tool && existing.ToolVersion != d.action.ToolVersion {
 		// A retry after a newer version of the tool was registered: the
 		// request names the version the first try resolved to.
-		if again, err := p.prepare(ctx, proposal{
+		if again, err := p.prepare(ctx, t, proposal{
 			taskID: req.TaskId, proposalID: req.ProposalId,
 			tool: req.Tool, toolVersion: existing.ToolVersion, target: req.Target,
 			params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,

@@ -197,7 +197,7 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 	if err != nil {
 		return err
 	}
-	d, err := p.prepare(ctx, proposal{
+	d, err := p.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: recoveryPrefix + a.ActionId,
 		tool: a.Tool, toolVersion: a.ToolVersion, target: a.Target,
 		params: params, retry: a.RetryPolicy, principal: a.ProposedBy,

@@ -2,6 +2,7 @@ package control
 
 import (
 	"fmt"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/limits"
+	"github.com/steward-run/steward/pkg/toolpin"
 )
 
 // Limits on a task contract. They keep one task's events small enough to
@@ -70,7 +72,7 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkBudget(c.Budget),
 		checkDeadline(c, now),
 		checkList("contract.delegation_chain", len(c.DelegationChain)),
-		checkNames("contract.allowed_tools", c.AllowedTools),
+		checkAllowedTools(c.AllowedTools),
 		checkNames("contract.scopes", c.Scopes),
 		checkCriteria(c.AcceptanceCriteria),
 		checkAcceptance(c),
@@ -229,6 +231,34 @@ func checkNames(field string, names []string) error {
 		if err := checkText(fmt.Sprintf("%s[%d]", field, i), n, MaxRefLen, true); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// checkAllowedTools checks the contract's tools: each a name, or a pin
+// name@version that allows that version only (toolpin), and each tool
+// named once — a pin beside its bare name would mean nothing.
+func checkAllowedTools(tools []string) error {
+	const field = "contract.allowed_tools"
+	if err := checkNames(field, tools); err != nil {
+		return err
+	}
+	seen := make(map[string]int, len(tools))
+	for i, entry := range tools {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		name, version := toolpin.Split(entry)
+		switch {
+		case name == "":
+			return errs.Field(f, "%s names no tool before its @", errs.Quote(entry))
+		case strings.Contains(entry, "@") && version == "":
+			return errs.Field(f, "%s pins no version after its @ (name@version, or the bare name for any version)", errs.Quote(entry))
+		case strings.Contains(version, "@"):
+			return errs.Field(f, "%s has more than one @ (name@version)", errs.Quote(entry))
+		}
+		if j, dup := seen[name]; dup {
+			return errs.Field(f, "%s names tool %s again (%s[%d]); name each tool once, bare or pinned", errs.Quote(entry), errs.Quote(name), field, j)
+		}
+		seen[name] = i
 	}
 	return nil
 }

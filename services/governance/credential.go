@@ -224,7 +224,7 @@ func (p *Plane) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c crede
 	if c.unknown != nil {
 		return fmt.Sprintf("credential %s cannot be checked: %v", t.Credential.Credential.GetCredentialId(), c.unknown)
 	}
-	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, c.scopes, p.now()); err != nil {
+	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, a.ToolVersion, c.scopes, p.now()); err != nil {
 		return err.Error()
 	}
 	return ""

@@ -1429,8 +1429,13 @@ type Task struct {
 	// again (ResumeTask) while it is at its cap gets max_actions more. The
 	// cap in force is max_actions (or its default) plus this.
 	ActionsGranted uint32 `protobuf:"varint,30,opt,name=actions_granted,json=actionsGranted,proto3" json:"actions_granted,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Stream sequence of the task's TaskCreated event. Tool registrations
+	// share the stream, so a tool version registered after the task has a
+	// higher sequence: a proposal that names no version takes the latest
+	// registered before this one, and one registered after is refused.
+	CreatedSequence uint64 `protobuf:"varint,31,opt,name=created_sequence,json=createdSequence,proto3" json:"created_sequence,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -1634,6 +1639,13 @@ func (x *Task) GetFindings() []*Finding {
 func (x *Task) GetActionsGranted() uint32 {
 	if x != nil {
 		return x.ActionsGranted
+	}
+	return 0
+}
+
+func (x *Task) GetCreatedSequence() uint64 {
+	if x != nil {
+		return x.CreatedSequence
 	}
 	return 0
 }
@@ -1868,7 +1880,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xc8\t\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xf3\t\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1907,7 +1919,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"open_input\x18\x17 \x01(\v2\x18.steward.v1.InputRequestR\topenInput\x12/\n" +
 	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\x12'\n" +
-	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\"\x9a\x01\n" +
+	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\x12)\n" +
+	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +

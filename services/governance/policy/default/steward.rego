@@ -21,6 +21,8 @@ package steward.policy
 
 tool_name := object.get(input, ["action", "tool"], "")
 
+tool_version := object.get(input, ["action", "tool_version"], "")
+
 effect_class := object.get(input, ["tool", "effect_class"], "EFFECT_CLASS_UNSPECIFIED")
 
 data_sensitivity := object.get(input, ["tool", "data_sensitivity"], "DATA_SENSITIVITY_UNSPECIFIED")
@@ -52,7 +54,11 @@ deny_reasons contains sprintf("tool %q is not allowed by the task contract", [to
 	not tool_allowed
 }
 
+# An entry is a bare name, which allows any version, or name@version, a
+# pin, which allows that version only.
 tool_allowed if tool_name in object.get(input, ["task", "allowed_tools"], [])
+
+tool_allowed if sprintf("%s@%s", [tool_name, tool_version]) in object.get(input, ["task", "allowed_tools"], [])
 
 # The tool contract must be the one the action names; otherwise every other
 # rule would be judging the wrong tool.

@@ -140,6 +140,18 @@ test_tool_not_in_contract_is_denied if {
 	d.reasons == [`tool "t" is not allowed by the task contract`]
 }
 
+# A pin (name@version) allows its version and no other.
+test_pinned_tool_allows_its_version if {
+	d := policy.decision with input as object.union(low({}), {"task": {"allowed_tools": ["t@1"]}})
+	d.decision == "allow"
+}
+
+test_pinned_tool_denies_another_version if {
+	d := policy.decision with input as object.union(low({}), {"task": {"allowed_tools": ["t@2"]}})
+	d.decision == "deny"
+	d.reasons == [`tool "t" is not allowed by the task contract`]
+}
+
 # protojson omits an empty list, so "no allowed_tools" arrives as no field.
 test_missing_allowed_tools_is_denied if {
 	d := policy.decision with input as object.remove(low({}), ["task"])
