@@ -75,3 +75,47 @@ func TestAVersionPastTodaysLimitsStaysListed(t *testing.T) {
 		t.Errorf("unusable: %v, want the reason its schema no longer compiles", e.Unusable)
 	}
 }
+
+// TestAsOfTakesTheLatestBeforeTheTask: a task created at a stream sequence
+// takes the latest version registered before it, by semantic version, and
+// never one registered after; LookupAsOf catches up with the log first.
+func TestAsOfTakesTheLatestBeforeTheTask(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := toolreg.New(slog.New(slog.DiscardHandler))
+	var head eventlog.Head
+	register(t, log, &head, "1.10.0")
+	register(t, log, &head, "1.9.0") // older by version, though later
+	created := head.Sequence + 1     // a task created now
+	register(t, log, &head, "2.0.0") // after the task
+	// The registry starts behind: LookupAsOf waits until it has applied
+	// every registration before the task.
+	go r.Run(ctx, log)
+	e, err := r.LookupAsOf(ctx, log, "search", created)
+	if err != nil || e.Tool.Contract.Version != "1.10.0" {
+		t.Fatalf("as of the task: %v, %v; want 1.10.0", e, err)
+	}
+	if e, err := r.AsOf("search", head.Sequence+1); err != nil || e.Tool.Contract.Version != "2.0.0" {
+		t.Fatalf("as of a later task: %v, %v; want 2.0.0", e, err)
+	}
+	if _, err := r.AsOf("search", 1); !errs.Is(err, errs.NotFound) {
+		t.Fatalf("as of a task older than every version: %v, want not found", err)
+	}
+}
+
+// TestAsOfOrdersOtherVersionsByRegistration: versions that are not
+// semantic are ordered by when they were registered, as Get's latest is.
+func TestAsOfOrdersOtherVersionsByRegistration(t *testing.T) {
+	r := toolreg.New(slog.New(slog.DiscardHandler))
+	for seq, v := range map[uint64]string{3: "beta", 5: "alpha", 9: "gamma"} {
+		c := valid()
+		c.Version = v
+		if err := r.Apply(&stewardv1.EventRecord{Sequence: seq, Event: &stewardv1.Event{Payload: &stewardv1.Event_ToolRegistered{ToolRegistered: &stewardv1.ToolRegistered{Contract: c}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, err := r.AsOf("search", 9); err != nil || e.Tool.Contract.Version != "alpha" {
+		t.Fatalf("as of 9: %v, %v; want alpha, the last registered before", e, err)
+	}
+}

@@ -191,6 +191,12 @@ func TestValidationNamesTheField(t *testing.T) {
 		{"requester accepts under separation of duties", func(c *stewardv1.TaskContract) {
 			c.SeparationOfDuties, c.AcceptanceOwnerRef = true, c.RequesterRef
 		}, "contract.acceptance_owner_ref"},
+		{"pin without a version", func(c *stewardv1.TaskContract) { c.AllowedTools = []string{"search", "wire@"} }, "contract.allowed_tools[1]"},
+		{"pin without a name", func(c *stewardv1.TaskContract) { c.AllowedTools = []string{"@1.0.0"} }, "contract.allowed_tools[0]"},
+		{"pin with two versions", func(c *stewardv1.TaskContract) { c.AllowedTools = []string{"wire@1@2"} }, "contract.allowed_tools[0]"},
+		{"a tool both bare and pinned", func(c *stewardv1.TaskContract) {
+			c.AllowedTools = []string{"wire@1.0.0", "search", "wire"}
+		}, "contract.allowed_tools[2]"},
 		{"empty scope", func(c *stewardv1.TaskContract) { c.Scopes = []string{"repo:read", ""} }, "contract.scopes[1]"},
 		{"long context digest", func(c *stewardv1.TaskContract) {
 			c.ContextRefs = []*stewardv1.ContextRef{{Uri: "s3://x", Digest: strings.Repeat("d", 300)}}

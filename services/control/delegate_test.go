@@ -168,6 +168,43 @@ func TestDelegateTaskRefusesWidening(t *testing.T) {
 	}
 }
 
+// TestDelegateTaskKeepsPins: a delegation keeps or narrows its parent's
+// pins — a pinned parent tool allows the child that version only, and a
+// child may pin a tool its parent leaves unpinned.
+func TestDelegateTaskKeepsPins(t *testing.T) {
+	d := idleRig(t)
+	ctx := context.Background()
+	pc := parentContract()
+	pc.AllowedTools = []string{"search", "write@2.0.0"}
+	tk, _, err := d.ctl.CreateTask(ctx, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "pinned", Contract: pc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, time.Now(), 0))
+	parentID := tk.Contract.TaskId
+	for _, tc := range []struct {
+		tools []string
+		field string // "" for accepted
+	}{
+		{[]string{"search@1.2.0", "write@2.0.0"}, ""},
+		{[]string{"write"}, "contract.allowed_tools[0]"},
+		{[]string{"search", "write@2.1.0"}, "contract.allowed_tools[1]"},
+	} {
+		c := subContract()
+		c.AllowedTools = tc.tools
+		_, _, err := d.ctl.DelegateTask(ctx, "user:ana", &stewardv1.DelegateTaskRequest{
+			ParentTaskId: parentID, Contract: c, DelegateRef: "agent:sub", RequestId: fmt.Sprint("pin-", tc.tools),
+		})
+		var e *errs.Error
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%v: %v", tc.tools, err)
+		case tc.field != "" && (!errors.As(err, &e) || e.Field != tc.field):
+			t.Errorf("%v: got %v, want one naming %s", tc.tools, err, tc.field)
+		}
+	}
+}
+
 // TestDelegateTaskChecksRequestAndParent refuses a bad request naming the
 // field, and a parent that may not delegate, appending nothing.
 func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
