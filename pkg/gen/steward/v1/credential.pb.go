@@ -35,7 +35,8 @@ type TaskCredential struct {
 	TaskId       string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Who acts under it: the delegate of a sub-task, else the task's creator.
 	Principal string `protobuf:"bytes,3,opt,name=principal,proto3" json:"principal,omitempty"`
-	// Tools the task may call; nothing else.
+	// Tools the task may call; nothing else. A name@version entry covers
+	// that version only.
 	AllowedTools []string `protobuf:"bytes,4,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
 	// Scopes the task holds; a tool that requires a scope not listed here
 	// is not covered.

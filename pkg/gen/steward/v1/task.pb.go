@@ -987,9 +987,13 @@ type TaskContract struct {
 	// When the work must be done: the credential expires by it, and a task
 	// at work is suspended at it (SUSPEND_CAUSE_DEADLINE). Only its
 	// accountable owner moves it, later (TaskService.ExtendDeadline).
-	Deadline           *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	ContextRefs        []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
-	RiskTier           RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
+	Deadline    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
+	ContextRefs []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
+	RiskTier    RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
+	// The tools the task may call, each named once: a bare name allows any
+	// version registered before the task was created; name@version pins
+	// that version, whenever it is registered (docs/contract.md, "Pinned
+	// tools"). A delegation may only keep or narrow them.
 	AllowedTools       []string               `protobuf:"bytes,14,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
 	AcceptanceCriteria []*AcceptanceCriterion `protobuf:"bytes,15,rep,name=acceptance_criteria,json=acceptanceCriteria,proto3" json:"acceptance_criteria,omitempty"`
 	RecoveryPolicy     *RecoveryPolicy        `protobuf:"bytes,16,opt,name=recovery_policy,json=recoveryPolicy,proto3" json:"recovery_policy,omitempty"`

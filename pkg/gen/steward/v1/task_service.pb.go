@@ -365,7 +365,9 @@ type ProposeActionRequest struct {
 	// returns the same action. Optional.
 	ProposalId string `protobuf:"bytes,2,opt,name=proposal_id,json=proposalId,proto3" json:"proposal_id,omitempty"`
 	Tool       string `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
-	// The registered version to call; the latest when empty.
+	// The registered version to call. When empty: the version the contract
+	// pins, else the latest registered before the task was created. A
+	// version other than the pin, or registered after the task, is refused.
 	ToolVersion string `protobuf:"bytes,4,opt,name=tool_version,json=toolVersion,proto3" json:"tool_version,omitempty"`
 	// What the call acts on, in the tool's terms (a path, an account).
 	Target string           `protobuf:"bytes,5,opt,name=target,proto3" json:"target,omitempty"`
