@@ -175,8 +175,11 @@ func (r *Registry) AsOf(name string, created uint64) (*Entry, error) {
 			best = e
 		}
 	}
-	if best == nil {
-		return nil, errs.New(errs.NotFound, "tool %s has no version registered before the task was created", errs.Quote(name))
+	switch {
+	case len(r.versions[name]) == 0:
+		return nil, errs.New(errs.NotFound, "tool %s is not registered", errs.Quote(name))
+	case best == nil:
+		return nil, errs.New(errs.NotFound, "tool %s has no version registered before the task was created; a task takes only those, unless its contract pins a version", errs.Quote(name))
 	}
 	return &Entry{Tool: proto.CloneOf(best.Tool), Schema: best.Schema, ResultSchema: best.ResultSchema, Unusable: best.Unusable}, nil
 }

@@ -35,13 +35,7 @@ func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version st
 		// it was registered.
 		return found(p.tools.Lookup(ctx, p.log, name, pin))
 	case version == "":
-		e, err := p.tools.LookupAsOf(ctx, p.log, name, t.GetCreatedSequence())
-		if errs.Is(err, errs.NotFound) {
-			if latest, _ := p.tools.Get(name, ""); latest != nil {
-				return nil, errs.Field("tool", "tool %s has no version registered before task %s was created; a task takes only the versions registered before it, unless its contract pins one", errs.Quote(name), taskID)
-			}
-		}
-		return found(e, err)
+		return found(p.tools.LookupAsOf(ctx, p.log, name, t.GetCreatedSequence()))
 	}
 	e, err := found(p.tools.Lookup(ctx, p.log, name, version))
 	if err != nil {
