@@ -22,12 +22,14 @@ import (
 // what a running task's tools are: a new version that calls itself READ,
 // and so would skip approval, is not the task's unless its contract pins
 // it. Errors name the field of a ProposeActionRequest that is wrong. A
-// tool the contract does not allow is looked up as an unpinned one, and
-// refused when its proposal is recorded (record).
+// tool the contract does not allow is only looked up: record refuses it,
+// naming the tool, which says more than its version would.
 func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version string) (*toolreg.Entry, error) {
 	taskID := t.GetContract().GetTaskId()
-	pin, _ := toolpin.Find(t.GetContract().GetAllowedTools(), name)
+	pin, allowed := toolpin.Find(t.GetContract().GetAllowedTools(), name)
 	switch {
+	case !allowed:
+		return found(p.tools.Lookup(ctx, p.log, name, version))
 	case pin != "" && version != "" && version != pin:
 		return nil, errs.Field("tool_version", "%s is not the version of tool %s that task %s pins (%s)", errs.Quote(version), errs.Quote(name), taskID, errs.Quote(pin))
 	case pin != "":

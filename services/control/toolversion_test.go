@@ -43,18 +43,19 @@ func TestProposalTakesTheToolVersionsOfItsTask(t *testing.T) {
 		t.Errorf("pinned proposal took write@%s, want its pin write@2", a.ToolVersion)
 	}
 	for _, tc := range []struct {
-		name, taskID, version string
+		name, taskID, tool, version, field string
 	}{
-		{"a version newer than the task", unpinned, "2"},
-		{"another version than the pin", pinned, "1"},
+		{"a version newer than the task", unpinned, "write", "2", "tool_version"},
+		{"another version than the pin", pinned, "write", "1", "tool_version"},
+		{"a tool the contract does not allow", pinned, "search", "1", "tool"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			seq := r.last(t)
 			_, _, err := r.ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{
-				TaskId: tc.taskID, ProposalId: "explicit", Tool: "write", ToolVersion: tc.version, Target: "doc"})
+				TaskId: tc.taskID, ProposalId: "explicit", Tool: tc.tool, ToolVersion: tc.version, Target: "doc"})
 			var e *errs.Error
-			if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "tool_version" {
-				t.Fatalf("got %v, want an invalid tool_version", err)
+			if !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != tc.field {
+				t.Fatalf("got %v, want an invalid %s", err, tc.field)
 			}
 			if r.last(t) != seq {
 				t.Errorf("a refused proposal appended events")
