@@ -25,6 +25,7 @@ package execution
 
 import (
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"sync"
 	"time"
@@ -70,6 +71,12 @@ type Config struct {
 	// on the log before any live worker takes the action over; default
 	// DefaultLease. A call in flight heartbeats every Lease/3.
 	Lease time.Duration
+	// PermitKeys are the public keys governance signs permits with (its
+	// credential key, and earlier ones still trusted). With them, a permit
+	// whose signature does not hold against one of them, or that names
+	// another action, is not claimed (see permitRefusal). Without them
+	// permits are not checked.
+	PermitKeys []ed25519.PublicKey
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
