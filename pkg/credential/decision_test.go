@@ -1,6 +1,8 @@
 package credential_test
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"strings"
 	"testing"
 
@@ -118,5 +120,27 @@ func TestSignAndVerifyDecision(t *testing.T) {
 	}
 	if err := credential.VerifyDecision(d, newSigner(t).PublicKey()); err == nil || !strings.Contains(err.Error(), "not trusted") {
 		t.Errorf("untrusted key: %v", err)
+	}
+}
+
+func BenchmarkSignPermit(b *testing.B) {
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	s := credential.NewSigner(key)
+	for b.Loop() {
+		if _, err := s.SignPermit(permit()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkVerifyPermit(b *testing.B) {
+	_, key, _ := ed25519.GenerateKey(rand.Reader)
+	s := credential.NewSigner(key)
+	sp, _ := s.SignPermit(permit())
+	p := permit()
+	for b.Loop() {
+		if _, err := credential.VerifyPermit(p, sp, "act-1", "hash-1", s.PublicKey()); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
