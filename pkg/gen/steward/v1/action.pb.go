@@ -1057,10 +1057,12 @@ func (x *ActionPermit) GetExpiresAt() *timestamppb.Timestamp {
 }
 
 // SignedPermit is an ActionPermit with governance's Ed25519 signature,
-// made with the credential key. The signature covers exactly the bytes in
-// permit, so verification never re-encodes; a verifier checks that those
-// bytes decode to the permit recorded beside them, and that the permit
-// names the action (id and hash) it is used for.
+// made with the credential key. The signature covers the context
+// "steward.v1.ActionPermit" and a zero byte, then exactly the bytes in
+// permit, so verification never re-encodes and no other signed statement
+// (a credential) passes for a permit; a verifier checks that those bytes
+// decode to the permit recorded beside them, and that the permit names the
+// action (id and hash) it is used for.
 type SignedPermit struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A serialized ActionPermit.
@@ -1125,8 +1127,9 @@ func (x *SignedPermit) GetPublicKey() []byte {
 }
 
 // SignedApprovalDecision is an ApprovalDecided, without its own signature,
-// with governance's Ed25519 signature over exactly the bytes in decision:
-// it binds the principal, the action hash and the decision.
+// with governance's Ed25519 signature over the context
+// "steward.v1.ApprovalDecided", a zero byte, and exactly the bytes in
+// decision: it binds the principal, the action hash and the decision.
 type SignedApprovalDecision struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// A serialized ApprovalDecided whose signed field is empty.
