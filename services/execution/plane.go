@@ -1,7 +1,9 @@
 // Package execution is the execution plane: the only place side effects
 // happen, and only under a permit. It keeps the tool registry
 // (ToolService; every registration an event), and reacts to permits: it
-// re-checks the stored request against the permit's hash, claims the
+// verifies the permit's signature and that it names the action
+// (Config.PermitKeys; permitsig.go), re-checks the stored request against
+// the permit's hash, claims the
 // permit and records the dispatch — one conditional ActionDispatched
 // append that carries the claim, or, when something stands between the
 // permit and the call, ActionClaimed first: either way once, ever,
