@@ -349,6 +349,9 @@ func TestKubernetes(t *testing.T) {
 				t.Errorf("container ports %+v lack %d", c.Ports, planePort)
 			}
 			checkContainer(t, name, c)
+			if name == "execution" {
+				checkPermitKey(t, pod, c)
+			}
 			if name == "governance" {
 				checkCredentialKey(t, pod, c)
 			}
@@ -417,6 +420,33 @@ func checkCredentialKey(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 		(*sec.DefaultMode&0o040 != 0 && pod.SecurityContext != nil && pod.SecurityContext.FSGroup != nil)
 	if !readable {
 		t.Errorf("the credential key (mode %o) is not readable by the non-root user: set fsGroup and a group-readable mode", *sec.DefaultMode)
+	}
+}
+
+// checkPermitKey checks that the execution container verifies permits
+// against a public key from the credential key's Secret, and is given
+// nothing else of it: the private key stays with governance.
+func checkPermitKey(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	path := flagValue(c.Args, "--permit-key")
+	if path == "" {
+		t.Fatalf("execution args %q set no --permit-key: permits would not be verified", c.Args)
+	}
+	dir, file := filepath.Dir(path), filepath.Base(path)
+	i := slices.IndexFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir })
+	if i < 0 || !c.VolumeMounts[i].ReadOnly {
+		t.Fatalf("--permit-key %s: no read-only mount at %s", path, dir)
+	}
+	j := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[i].Name })
+	if j < 0 || pod.Volumes[j].Secret == nil || pod.Volumes[j].Secret.SecretName != credentialKeySecret {
+		t.Fatalf("the permit key mount %s is not from Secret %s", dir, credentialKeySecret)
+	}
+	sec := pod.Volumes[j].Secret
+	if len(sec.Items) != 1 || sec.Items[0].Key != "credential.pub" || sec.Items[0].Path != file {
+		t.Errorf("Secret %s items %+v: want only credential.pub, at %s (never the private key)", credentialKeySecret, sec.Items, file)
+	}
+	if sec.DefaultMode != nil && *sec.DefaultMode&0o004 == 0 && (*sec.DefaultMode&0o040 == 0 || pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil) {
+		t.Errorf("the permit key (mode %o) is not readable by the non-root user", *sec.DefaultMode)
 	}
 }
 

@@ -2,7 +2,8 @@
 // every event's bytes are checked against its hash, every link against the
 // event before, and every step through the same fold the planes use; with
 // WithCredentials, every credential the task was issued is verified too,
-// down its delegation chain. It works the same on events read over RPC
+// down its delegation chain, and with WithDecisions every permit's and
+// approval decision's signature. It works the same on events read over RPC
 // and on an exported file, with no server involved.
 package audit
 
@@ -38,6 +39,9 @@ type Report struct {
 	Break *event.BreakError
 	// Credentials are the credentials verified (WithCredentials).
 	Credentials []CredentialCheck
+	// Decisions counts the permit and approval signatures verified
+	// (WithDecisions); zero without trusted keys.
+	Decisions DecisionChecks
 }
 
 // OK reports whether every event verified.
@@ -53,6 +57,9 @@ type Replayer struct {
 	credentials bool
 	trusted     []ed25519.PublicKey
 	checked     []CredentialCheck
+
+	decisionKeys []ed25519.PublicKey
+	decisions    DecisionChecks
 }
 
 // NewReplayer returns a replayer for the events of taskID; with "" the
@@ -117,6 +124,12 @@ func (r *Replayer) fold(opened *stewardv1.Event, openErr error, seq uint64) (*st
 		}
 		r.checked = append(r.checked, *check)
 	}
+	if len(r.decisionKeys) > 0 {
+		if err := r.checkDecision(ev); err != nil {
+			r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: err.Error()}
+			return nil, r.brk
+		}
+	}
 	if err := task.Apply(&r.task, ev, seq); err != nil {
 		r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: fmt.Sprintf("not a legal step: %v", err)}
 		return nil, r.brk
@@ -134,7 +147,7 @@ func (r *Replayer) Report() *Report {
 // final is Report for a replayer that is done with: its task goes into
 // the report as it is, not copied.
 func (r *Replayer) final() *Report {
-	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: &r.task, Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...)}
+	return &Report{Events: r.chain.Len(), Head: r.chain.Head(), Task: &r.task, Break: r.brk, Credentials: append([]CredentialCheck(nil), r.checked...), Decisions: r.decisions}
 }
 
 // Verify replays every stored event of taskID ("" when unknown) in order

@@ -289,6 +289,12 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 				a.Snapshot = snap
 			}
 			a.Permit, a.PermitStale = proto.CloneOf(pm), false
+			// Kept for the execution plane, which verifies it before it
+			// claims the permit; nil for an unsigned permit.
+			a.SignedPermit = nil
+			if sp := p.ActionPermitted.GetSigned(); sp != nil {
+				a.SignedPermit = proto.CloneOf(sp)
+			}
 		}
 
 	case *stewardv1.Event_ActionWithdrawn:

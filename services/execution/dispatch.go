@@ -118,6 +118,12 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 			return err
 		}
+		// After revalidation: a stale or expired unsigned permit, left
+		// from before an upgrade, is decided again and comes back signed.
+		if err := p.permitRefusal(a); err != nil {
+			p.logger.Error("permit refused, not claimed: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
+			return nil
+		}
 		// The first dispatch of a permit carries its claim when every
 		// check before the call passes at once (see dispatch): one append
 		// then claims and dispatches. When something stands between —

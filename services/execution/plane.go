@@ -1,7 +1,9 @@
 // Package execution is the execution plane: the only place side effects
 // happen, and only under a permit. It keeps the tool registry
 // (ToolService; every registration an event), and reacts to permits: it
-// re-checks the stored request against the permit's hash, claims the
+// verifies the permit's signature and that it names the action
+// (Config.PermitKeys; permitsig.go), re-checks the stored request against
+// the permit's hash, claims the
 // permit and records the dispatch — one conditional ActionDispatched
 // append that carries the claim, or, when something stands between the
 // permit and the call, ActionClaimed first: either way once, ever,
@@ -25,6 +27,7 @@ package execution
 
 import (
 	"context"
+	"crypto/ed25519"
 	"log/slog"
 	"sync"
 	"time"
@@ -70,6 +73,12 @@ type Config struct {
 	// on the log before any live worker takes the action over; default
 	// DefaultLease. A call in flight heartbeats every Lease/3.
 	Lease time.Duration
+	// PermitKeys are the public keys governance signs permits with (its
+	// credential key, and earlier ones still trusted). With them, a permit
+	// whose signature does not hold against one of them, or that names
+	// another action, is not claimed (see permitRefusal). Without them
+	// permits are not checked.
+	PermitKeys []ed25519.PublicKey
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -62,6 +63,19 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			// A revalidation's approval: its decision is not the first's.
 			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
 		}
+		d := &stewardv1.ApprovalDecided{
+			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
+			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
+		}
+		if p.signer != nil {
+			// Signed, so that an audit can tell a decision governance
+			// recorded from one appended by another hand.
+			signed, err := p.signer.SignDecision(d)
+			if err != nil {
+				return nil, err
+			}
+			d.Signed = signed
+		}
 		return event.New(event.Meta{
 			// The id names who decided what, so a redelivery appends nothing;
 			// a caller repeating a vote is refused before this (mayVote:
@@ -70,10 +84,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			TaskID: t.Contract.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
 			Time:   p.now(),
-		}, &stewardv1.ApprovalDecided{
-			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
-			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
-		})
+		}, d)
 	})
 	if err != nil {
 		return nil, err
@@ -93,6 +104,16 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 		return nil
 	}
 	taskID := rec.Event.TaskId
+	if p.signer != nil {
+		// Only a decision this plane recorded (Decide signs it) leads to a
+		// permit: one appended to the log by another hand, or unsigned
+		// from before decisions were signed, is logged and goes no
+		// further; its action stays approved, without a permit.
+		if err := credential.VerifyDecision(d, p.trustedKeys()...); err != nil {
+			p.logger.Error("approval decision refused, no permit follows: "+err.Error(), "task", taskID, "action", d.ActionId, "approval", d.ApprovalId, "decided_by", d.DecidedBy)
+			return nil
+		}
+	}
 	// Each approval has its own round: a revalidation may ask for a second
 	// one, and its fresh snapshot must not be taken for the first's.
 	round := roundApproved

@@ -229,8 +229,14 @@ func TestApprovalAfterRevocationGetsNoPermit(t *testing.T) {
 	// revocation, as with a person clicking at that moment.
 	e.plane.Stop()
 	e.Append("t", &stewardv1.CredentialRevoked{CredentialId: cs.Credential.CredentialId, Reason: "compromised"})
-	e.Append("t", &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: wire, ActionHash: a.ActionHash,
-		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:bo"})
+	d := &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: wire, ActionHash: a.ActionHash,
+		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:bo"}
+	signed, err := e.signer.SignDecision(d) // as Decide signs it
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Signed = signed
+	e.Append("t", d)
 	e.start(t)
 	a = e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if a.Permit != nil || !strings.Contains(denialOf(a), "credential revoked: compromised") {

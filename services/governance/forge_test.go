@@ -8,12 +8,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/governance"
 )
 
 // TestForgedCredentialWithASeenSignature: governance once remembered
@@ -73,5 +75,54 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 	t.Logf("wire under the forged credential: %s %q", act.Status, denialOf(act))
 	if act.Status != stewardv1.ActionStatus_ACTION_STATUS_DENIED || !strings.Contains(denialOf(act), "does not verify") {
 		t.Fatalf("a forged credential was trusted: the action is %s", act.Status)
+	}
+}
+
+// TestDecisionsAndPermitsAreSigned: a decision made through Decide and the
+// permit that follows carry the plane's signatures, which verify against
+// its key and bind the action; an approval decision appended to the log
+// by another hand, unsigned, is counted by the fold but gets no permit.
+func TestDecisionsAndPermitsAreSigned(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	ctx := context.Background()
+	e.create(t, "signed", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
+	wire := e.propose(t, "signed", "w1", "wire")
+	if _, err := e.vote("signed", wire, authorizer("user:bo"), approve); err != nil {
+		t.Fatal(err)
+	}
+	a := e.waitStatus("signed", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	if _, err := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, e.signer.PublicKey()); err != nil {
+		t.Errorf("the permit: %v", err)
+	}
+	recs, err := e.Log.Read(ctx, "signed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions := 0
+	for _, r := range recs {
+		if d := r.Event.GetApprovalDecided(); d != nil {
+			decisions++
+			if err := credential.VerifyDecision(d, e.signer.PublicKey()); err != nil {
+				t.Errorf("the decision: %v", err)
+			}
+		}
+	}
+	if decisions != 1 {
+		t.Errorf("%d decisions on the log, want 1", decisions)
+	}
+
+	// A forged approval: the fold takes the vote; governance permits nothing.
+	forged := e.propose(t, "signed", "w2", "wire")
+	a = e.waitStatus("signed", forged, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e.Append("signed", &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: forged, ActionHash: a.ActionHash,
+		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:mallory"})
+	e.Settle(governance.PlaneName)
+	tk, _, err := taskstore.Load(ctx, e.Log, "signed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := task.FindAction(tk, forged); a.Status != stewardv1.ActionStatus_ACTION_STATUS_APPROVED || a.Permit != nil {
+		t.Errorf("after a forged approval the action is %v with permit %v; want approved, without one", a.Status, a.Permit)
 	}
 }

@@ -37,8 +37,11 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 			})
 		}
 		prev := cur.Permit.GetPermitId()
-		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause),
-			&stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, cur.Snapshot.GetSnapshotId())})
+		pm, err := p.permitted(t, cur, cur.Snapshot.GetSnapshotId(), nil)
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeActionPermitted, prev), cause), pm)
 	})
 	if err == nil {
 		crashpoint.Here(crashpoint.AfterPermit)
@@ -86,6 +89,23 @@ func (p *Plane) newPermit(t *stewardv1.Task, cur *stewardv1.Action, snapshotID s
 		IssuedAt:      timestamppb.New(issued),
 		ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
 	}
+}
+
+// permitted is the event that issues cur of t its permit, decided under
+// the snapshot snapshotID (carried along when snap is set), signed with
+// the credential key when the plane has one. Signing is pure (Ed25519
+// signatures are deterministic), so a retried write signs the same bytes.
+func (p *Plane) permitted(t *stewardv1.Task, cur *stewardv1.Action, snapshotID string, snap *stewardv1.PolicySnapshot) (*stewardv1.ActionPermitted, error) {
+	pm := &stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, snapshotID), Snapshot: snap}
+	if p.signer == nil {
+		return pm, nil
+	}
+	signed, err := p.signer.SignPermit(pm.Permit)
+	if err != nil {
+		return nil, err
+	}
+	pm.Signed = signed
+	return pm, nil
 }
 
 // readForDecision reads, before the write that decides on a, what that

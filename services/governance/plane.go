@@ -9,7 +9,9 @@
 // and then suspends its task, and a task is suspended at its deadline
 // (deadline.go). With a signer (Config.Signer) it issues
 // every task a signed credential, checks it before policy and before every
-// permit, and revokes it on an operator's word (credential.go). Its clock
+// permit, and revokes it on an operator's word (credential.go); with the
+// same key it signs every permit (permit.go) and every approval decision
+// (approve.go), and permits nothing after a decision it cannot verify. Its clock
 // is Config.Now.
 //
 // Every reaction is idempotent: its events have ids derived from the

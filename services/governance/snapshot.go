@@ -76,8 +76,11 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 			return nil, nil
 		}
 		if orPermit && p.permitRefusal(t, cur, check) == "" {
-			return event.New(p.meta(taskID, keyedBy(actionID, event.TypeActionPermitted, permit), cause),
-				&stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, snap.SnapshotId), Snapshot: snap})
+			pm, err := p.permitted(t, cur, snap.SnapshotId, snap)
+			if err != nil {
+				return nil, err
+			}
+			return event.New(p.meta(taskID, keyedBy(actionID, event.TypeActionPermitted, permit), cause), pm)
 		}
 		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
 	})

@@ -49,6 +49,9 @@ link's signature, and that each link keeps or narrows the one before. Pass
 --trust-key FILE (PEM or 64 hex digits; repeat for several keys) to require that
 every link is signed by a key you trust; without it they print the key id each
 credential was signed with. A credential that fails names the task and the link.
+With --trust-key they also check the signature of every permit and every approval
+decision (an unsigned one fails: it was recorded before Steward signed them, or
+forged); without it they say these were not checked. See docs/permits.md.
 `
 
 // exitChainBroken is verify's exit code for a history that does not hold.
@@ -76,7 +79,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
-	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link must be signed with; repeat for several", func(path string) error {
+	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {
 			return err
@@ -182,7 +185,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 	}
 	var rep *audit.Report
 	if c.verb == "replay" {
-		r := audit.NewReplayer(c.taskID, audit.WithCredentials(c.trusted...))
+		r := audit.NewReplayer(c.taskID, audit.WithCredentials(c.trusted...), audit.WithDecisions(c.trusted...))
 		for _, d := range events {
 			step, err := r.Next(d, 0)
 			if err != nil {
@@ -194,7 +197,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 		}
 		rep = r.Report()
 	} else {
-		rep = audit.Verify(c.taskID, events, audit.WithCredentials(c.trusted...))
+		rep = audit.Verify(c.taskID, events, audit.WithCredentials(c.trusted...), audit.WithDecisions(c.trusted...))
 	}
 	if rep.Break == nil && fetchErr != nil {
 		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: after %d good events: %v", rep.Events, fetchErr)}
@@ -216,6 +219,11 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 		}
 		fmt.Fprintf(c.stdout, "credential %s of task %s for %s: chain of %d verified, %s\n",
 			terminal.EscapeLine(cc.CredentialID), terminal.EscapeLine(cc.TaskID), terminal.EscapeLine(cc.Principal), cc.Links, signed)
+	}
+	if len(c.trusted) > 0 {
+		fmt.Fprintf(c.stdout, "signatures: %d permits and %d approval decisions verified (trusted)\n", rep.Decisions.Permits, rep.Decisions.Approvals)
+	} else {
+		fmt.Fprintln(c.stdout, "signatures of permits and approval decisions not checked: pass --trust-key to check them")
 	}
 	fmt.Fprintf(c.stdout, "ok: %d events verified, task %s is %s, head %s\n",
 		rep.Events, terminal.EscapeLine(rep.Task.GetContract().GetTaskId()), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))

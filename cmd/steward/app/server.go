@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"flag"
 	"fmt"
@@ -70,9 +71,14 @@ type Server struct {
 	CredentialTTL time.Duration
 	// governance: how long a permit may be used after it is issued
 	PermitTTL time.Duration
+	// execution (serve): public keys permits must be signed with
+	PermitKeyFiles []string
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
+	// permitKeys are governance's keys, for the execution plane of a dev
+	// server (set when governance is built).
+	permitKeys []ed25519.PublicKey
 
 	bus    *embedded.Server
 	nc     *nats.Conn
@@ -113,6 +119,10 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	} else {
 		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")
 		fs.StringVar(&m.Plane, "plane", "", "which plane to run: control, governance, execution or state")
+		fs.Func("permit-key", "public key `FILE` (PEM or hex; 'steward audit key' writes it) of governance's credential key: a permit not signed by it is never executed; repeat for an earlier key still in use (execution plane)", func(path string) error {
+			m.PermitKeyFiles = append(m.PermitKeyFiles, path)
+			return nil
+		})
 		fs.IntVar(&m.Replicas, "replicas", 1, "replicas of Steward's streams when they are created (3 on a JetStream cluster); existing streams are left as they are")
 	}
 	if err := fs.Parse(args); err != nil {

@@ -62,6 +62,9 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 				}
 				trusted = append(trusted, pub)
 			}
+			// In dev, execution (built next) checks permits against the
+			// keys governance signs and trusts.
+			m.permitKeys = append([]ed25519.PublicKey{signer.PublicKey()}, trusted...)
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
 				Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
@@ -137,8 +140,12 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 			worker = fmt.Sprintf("%s-%d", host, os.Getpid())
 		}
 	}
+	keys, err := m.executionPermitKeys()
+	if err != nil {
+		return nil, err
+	}
 	p, err := execution.New(log, m.logger, execution.Config{
-		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease,
+		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
 	if err != nil {
@@ -182,4 +189,32 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		ErrorHandling: promhttp.ContinueOnError,
 		Registry:      reg,
 	}), nil
+}
+
+// executionPermitKeys are the keys execution verifies permits with: in
+// dev, governance's own (the planes share the process); in serve, those
+// of --permit-key. A serve execution plane without them checks no
+// permit, and says so at every start.
+func (m *Server) executionPermitKeys() ([]ed25519.PublicKey, error) {
+	if m.Mode == "dev" {
+		return m.permitKeys, nil
+	}
+	var keys []ed25519.PublicKey
+	for _, path := range m.PermitKeyFiles {
+		pub, err := credential.LoadPublicKey(path)
+		if err != nil {
+			return nil, fmt.Errorf("--permit-key: %w", err)
+		}
+		keys = append(keys, pub)
+	}
+	if len(keys) == 0 {
+		m.logger.Warn("permit signatures are not checked: pass --permit-key with governance's credential public key (steward audit key) so that a permit governance did not sign is never executed")
+		return nil, nil
+	}
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = credential.KeyID(k)
+	}
+	m.logger.Info("verifying permits", "key_ids", ids)
+	return keys, nil
 }

@@ -1056,6 +1056,141 @@ func (x *ActionPermit) GetExpiresAt() *timestamppb.Timestamp {
 	return nil
 }
 
+// SignedPermit is an ActionPermit with governance's Ed25519 signature,
+// made with the credential key. The signature covers the context
+// "steward.v1.ActionPermit" and a zero byte, then exactly the bytes in
+// permit, so verification never re-encodes and no other signed statement
+// (a credential) passes for a permit; a verifier checks that those bytes
+// decode to the permit recorded beside them, and that the permit names the
+// action (id and hash) it is used for.
+type SignedPermit struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A serialized ActionPermit.
+	Permit    []byte `protobuf:"bytes,1,opt,name=permit,proto3" json:"permit,omitempty"`
+	Signature []byte `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	// The signer's Ed25519 public key; trusted only if it is one the
+	// verifier was given.
+	PublicKey     []byte `protobuf:"bytes,3,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignedPermit) Reset() {
+	*x = SignedPermit{}
+	mi := &file_steward_v1_action_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignedPermit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignedPermit) ProtoMessage() {}
+
+func (x *SignedPermit) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignedPermit.ProtoReflect.Descriptor instead.
+func (*SignedPermit) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *SignedPermit) GetPermit() []byte {
+	if x != nil {
+		return x.Permit
+	}
+	return nil
+}
+
+func (x *SignedPermit) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *SignedPermit) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
+// SignedApprovalDecision is an ApprovalDecided, without its own signature,
+// with governance's Ed25519 signature over the context
+// "steward.v1.ApprovalDecided", a zero byte, and exactly the bytes in
+// decision: it binds the principal, the action hash and the decision.
+type SignedApprovalDecision struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// A serialized ApprovalDecided whose signed field is empty.
+	Decision      []byte `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Signature     []byte `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	PublicKey     []byte `protobuf:"bytes,3,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignedApprovalDecision) Reset() {
+	*x = SignedApprovalDecision{}
+	mi := &file_steward_v1_action_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignedApprovalDecision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignedApprovalDecision) ProtoMessage() {}
+
+func (x *SignedApprovalDecision) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignedApprovalDecision.ProtoReflect.Descriptor instead.
+func (*SignedApprovalDecision) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *SignedApprovalDecision) GetDecision() []byte {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+func (x *SignedApprovalDecision) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *SignedApprovalDecision) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
 // Outcome is how a dispatched action ended.
 type Outcome struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1084,7 +1219,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_steward_v1_action_proto_msgTypes[5]
+	mi := &file_steward_v1_action_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1096,7 +1231,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[5]
+	mi := &file_steward_v1_action_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1109,7 +1244,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Outcome) GetStatus() ActionStatus {
@@ -1252,13 +1387,17 @@ type Action struct {
 	// (2 for the first retry).
 	RetryOf         string `protobuf:"bytes,37,opt,name=retry_of,json=retryOf,proto3" json:"retry_of,omitempty"`
 	RecoveryAttempt uint32 `protobuf:"varint,38,opt,name=recovery_attempt,json=recoveryAttempt,proto3" json:"recovery_attempt,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The permit as governance signed it (ActionPermitted.signed): what the
+	// execution plane verifies before it claims the permit. Empty for a
+	// permit recorded before permits were signed.
+	SignedPermit  *SignedPermit `protobuf:"bytes,39,opt,name=signed_permit,json=signedPermit,proto3" json:"signed_permit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_steward_v1_action_proto_msgTypes[6]
+	mi := &file_steward_v1_action_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1270,7 +1409,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[6]
+	mi := &file_steward_v1_action_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1283,7 +1422,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Action) GetActionId() string {
@@ -1552,6 +1691,13 @@ func (x *Action) GetRecoveryAttempt() uint32 {
 	return 0
 }
 
+func (x *Action) GetSignedPermit() *SignedPermit {
+	if x != nil {
+		return x.SignedPermit
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1622,7 +1768,17 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0ecredential_ref\x18\x06 \x01(\tR\rcredentialRef\x127\n" +
 	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"\xe2\x02\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"c\n" +
+	"\fSignedPermit\x12\x16\n" +
+	"\x06permit\x18\x01 \x01(\fR\x06permit\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"q\n" +
+	"\x16SignedApprovalDecision\x12\x1a\n" +
+	"\bdecision\x18\x01 \x01(\fR\bdecision\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
+	"\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xe2\x02\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1636,7 +1792,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xf4\f\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xb3\r\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1686,7 +1842,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\arequest\x18# \x01(\fR\arequest\x129\n" +
 	"\trationale\x18$ \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12\x19\n" +
 	"\bretry_of\x18% \x01(\tR\aretryOf\x12)\n" +
-	"\x10recovery_attempt\x18& \x01(\rR\x0frecoveryAttempt*\xdd\x03\n" +
+	"\x10recovery_attempt\x18& \x01(\rR\x0frecoveryAttempt\x12=\n" +
+	"\rsigned_permit\x18' \x01(\v2\x18.steward.v1.SignedPermitR\fsignedPermit*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1752,67 +1909,70 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_action_proto_goTypes = []any{
-	(ActionStatus)(0),             // 0: steward.v1.ActionStatus
-	(PolicyDecision)(0),           // 1: steward.v1.PolicyDecision
-	(FailureClass)(0),             // 2: steward.v1.FailureClass
-	(WaitKind)(0),                 // 3: steward.v1.WaitKind
-	(SettleState)(0),              // 4: steward.v1.SettleState
-	(ApprovalDecision)(0),         // 5: steward.v1.ApprovalDecision
-	(RevalidationReason)(0),       // 6: steward.v1.RevalidationReason
-	(*PolicySnapshot)(nil),        // 7: steward.v1.PolicySnapshot
-	(*ActionRationale)(nil),       // 8: steward.v1.ActionRationale
-	(*ApprovalVote)(nil),          // 9: steward.v1.ApprovalVote
-	(*Approval)(nil),              // 10: steward.v1.Approval
-	(*ActionPermit)(nil),          // 11: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 12: steward.v1.Outcome
-	(*Action)(nil),                // 13: steward.v1.Action
-	(RiskTier)(0),                 // 14: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(EffectClass)(0),              // 16: steward.v1.EffectClass
-	(DataSensitivity)(0),          // 17: steward.v1.DataSensitivity
-	(*RetryPolicy)(nil),           // 18: steward.v1.RetryPolicy
+	(ActionStatus)(0),              // 0: steward.v1.ActionStatus
+	(PolicyDecision)(0),            // 1: steward.v1.PolicyDecision
+	(FailureClass)(0),              // 2: steward.v1.FailureClass
+	(WaitKind)(0),                  // 3: steward.v1.WaitKind
+	(SettleState)(0),               // 4: steward.v1.SettleState
+	(ApprovalDecision)(0),          // 5: steward.v1.ApprovalDecision
+	(RevalidationReason)(0),        // 6: steward.v1.RevalidationReason
+	(*PolicySnapshot)(nil),         // 7: steward.v1.PolicySnapshot
+	(*ActionRationale)(nil),        // 8: steward.v1.ActionRationale
+	(*ApprovalVote)(nil),           // 9: steward.v1.ApprovalVote
+	(*Approval)(nil),               // 10: steward.v1.Approval
+	(*ActionPermit)(nil),           // 11: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 12: steward.v1.SignedPermit
+	(*SignedApprovalDecision)(nil), // 13: steward.v1.SignedApprovalDecision
+	(*Outcome)(nil),                // 14: steward.v1.Outcome
+	(*Action)(nil),                 // 15: steward.v1.Action
+	(RiskTier)(0),                  // 16: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil),  // 17: google.protobuf.Timestamp
+	(EffectClass)(0),               // 18: steward.v1.EffectClass
+	(DataSensitivity)(0),           // 19: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),            // 20: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	14, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	15, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	16, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	17, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
 	5,  // 3: steward.v1.ApprovalVote.decision:type_name -> steward.v1.ApprovalDecision
-	15, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
-	16, // 5: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	17, // 6: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	15, // 7: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	17, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 5: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	19, // 6: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	17, // 7: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 8: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	15, // 9: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	17, // 9: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
 	9,  // 10: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
 	8,  // 11: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
-	15, // 12: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	15, // 13: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	17, // 12: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	17, // 13: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 14: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
 	2,  // 15: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	15, // 16: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	16, // 17: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	17, // 16: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 17: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
 	0,  // 18: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
 	7,  // 19: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
 	10, // 20: steward.v1.Action.approval:type_name -> steward.v1.Approval
 	11, // 21: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	12, // 22: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	15, // 23: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	15, // 24: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	18, // 25: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	14, // 22: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	17, // 23: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	17, // 24: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 25: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
 	3,  // 26: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	15, // 27: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	15, // 28: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	15, // 29: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	17, // 27: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	17, // 28: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	17, // 29: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
 	6,  // 30: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	15, // 31: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	17, // 31: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
 	8,  // 32: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
-	33, // [33:33] is the sub-list for method output_type
-	33, // [33:33] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	12, // 33: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -1828,7 +1988,7 @@ func file_steward_v1_action_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1809,13 +1809,16 @@ func (x *ApprovalRequested) GetApproval() *Approval {
 
 // ApprovalDecided records a person's decision (governance plane).
 type ApprovalDecided struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ApprovalId    string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
-	ActionId      string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	ActionHash    string                 `protobuf:"bytes,3,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
-	Decision      ApprovalDecision       `protobuf:"varint,4,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
-	DecidedBy     string                 `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
-	Comment       string                 `protobuf:"bytes,6,opt,name=comment,proto3" json:"comment,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ApprovalId string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ActionId   string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	ActionHash string                 `protobuf:"bytes,3,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
+	Decision   ApprovalDecision       `protobuf:"varint,4,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	DecidedBy  string                 `protobuf:"bytes,5,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	Comment    string                 `protobuf:"bytes,6,opt,name=comment,proto3" json:"comment,omitempty"`
+	// The fields above, signed by governance with its credential key; empty
+	// on a decision recorded before decisions were signed.
+	Signed        *SignedApprovalDecision `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1892,6 +1895,13 @@ func (x *ApprovalDecided) GetComment() string {
 	return ""
 }
 
+func (x *ApprovalDecided) GetSigned() *SignedApprovalDecision {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
+}
+
 // ActionPermitted issues the one-time permit for an action (governance
 // plane).
 type ActionPermitted struct {
@@ -1902,7 +1912,11 @@ type ActionPermitted struct {
 	// for); empty when the snapshot was recorded before (by PolicyEvaluated,
 	// e.g. after an approval). When set, the permit's snapshot_id is its id
 	// and its decision is an allow.
-	Snapshot      *PolicySnapshot `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	Snapshot *PolicySnapshot `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// The permit signed by governance with its credential key (see
+	// SignedPermit); the execution plane runs no permit whose signature
+	// does not hold. Empty on a permit recorded before permits were signed.
+	Signed        *SignedPermit `protobuf:"bytes,3,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1947,6 +1961,13 @@ func (x *ActionPermitted) GetPermit() *ActionPermit {
 func (x *ActionPermitted) GetSnapshot() *PolicySnapshot {
 	if x != nil {
 		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *ActionPermitted) GetSigned() *SignedPermit {
+	if x != nil {
+		return x.Signed
 	}
 	return nil
 }
@@ -3510,7 +3531,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vcost_micros\x18\x04 \x01(\x03R\n" +
 	"costMicros\"E\n" +
 	"\x11ApprovalRequested\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe3\x01\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\x9f\x02\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -3520,10 +3541,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\bdecision\x18\x04 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x1d\n" +
 	"\n" +
 	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x18\n" +
-	"\acomment\x18\x06 \x01(\tR\acomment\"{\n" +
+	"\acomment\x18\x06 \x01(\tR\acomment\x12:\n" +
+	"\x06signed\x18\a \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xad\x01\n" +
 	"\x0fActionPermitted\x120\n" +
 	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\x126\n" +
-	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"a\n" +
+	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x120\n" +
+	"\x06signed\x18\x03 \x01(\v2\x18.steward.v1.SignedPermitR\x06signed\"a\n" +
 	"\rActionClaimed\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
 	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x12\x16\n" +
@@ -3654,70 +3677,72 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_steward_v1_event_proto_goTypes = []any{
-	(BreakerState)(0),             // 0: steward.v1.BreakerState
-	(*Event)(nil),                 // 1: steward.v1.Event
-	(*Actor)(nil),                 // 2: steward.v1.Actor
-	(*TaskCreated)(nil),           // 3: steward.v1.TaskCreated
-	(*TaskStarted)(nil),           // 4: steward.v1.TaskStarted
-	(*TaskPaused)(nil),            // 5: steward.v1.TaskPaused
-	(*TaskResumed)(nil),           // 6: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),         // 7: steward.v1.TaskCancelled
-	(*TaskFailed)(nil),            // 8: steward.v1.TaskFailed
-	(*TaskCompensating)(nil),      // 9: steward.v1.TaskCompensating
-	(*TaskNeedsInput)(nil),        // 10: steward.v1.TaskNeedsInput
-	(*InputProvided)(nil),         // 11: steward.v1.InputProvided
-	(*DeadlineExtended)(nil),      // 12: steward.v1.DeadlineExtended
-	(*FindingRecorded)(nil),       // 13: steward.v1.FindingRecorded
-	(*TaskSuspended)(nil),         // 14: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),           // 15: steward.v1.TaskStalled
-	(*ActionProposed)(nil),        // 16: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),       // 17: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),          // 18: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),     // 19: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),       // 20: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),       // 21: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),         // 22: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),      // 23: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil), // 24: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),       // 25: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),         // 26: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),         // 27: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),    // 28: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),       // 29: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),      // 30: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),        // 31: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),         // 32: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),          // 33: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),        // 34: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),        // 35: steward.v1.ToolRegistered
-	(*EventRecord)(nil),           // 36: steward.v1.EventRecord
-	(*CredentialIssued)(nil),      // 37: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),     // 38: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),     // 39: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),          // 40: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),          // 41: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),          // 42: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),        // 43: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil), // 44: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 45: steward.v1.TaskContract
-	(TaskStatus)(0),               // 46: steward.v1.TaskStatus
-	(NeedsInputCause)(0),          // 47: steward.v1.NeedsInputCause
-	(*Finding)(nil),               // 48: steward.v1.Finding
-	(SuspendCause)(0),             // 49: steward.v1.SuspendCause
-	(*Action)(nil),                // 50: steward.v1.Action
-	(*PolicySnapshot)(nil),        // 51: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 52: steward.v1.Approval
-	(ApprovalDecision)(0),         // 53: steward.v1.ApprovalDecision
-	(*ActionPermit)(nil),          // 54: steward.v1.ActionPermit
-	(*Outcome)(nil),               // 55: steward.v1.Outcome
-	(WaitKind)(0),                 // 56: steward.v1.WaitKind
-	(SettleState)(0),              // 57: steward.v1.SettleState
-	(RevalidationReason)(0),       // 58: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),   // 59: google.protobuf.Duration
-	(*ToolContract)(nil),          // 60: steward.v1.ToolContract
-	(*SignedCredential)(nil),      // 61: steward.v1.SignedCredential
-	(*Artifact)(nil),              // 62: steward.v1.Artifact
-	(*CriterionResult)(nil),       // 63: steward.v1.CriterionResult
+	(BreakerState)(0),              // 0: steward.v1.BreakerState
+	(*Event)(nil),                  // 1: steward.v1.Event
+	(*Actor)(nil),                  // 2: steward.v1.Actor
+	(*TaskCreated)(nil),            // 3: steward.v1.TaskCreated
+	(*TaskStarted)(nil),            // 4: steward.v1.TaskStarted
+	(*TaskPaused)(nil),             // 5: steward.v1.TaskPaused
+	(*TaskResumed)(nil),            // 6: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),          // 7: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),             // 8: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),       // 9: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),         // 10: steward.v1.TaskNeedsInput
+	(*InputProvided)(nil),          // 11: steward.v1.InputProvided
+	(*DeadlineExtended)(nil),       // 12: steward.v1.DeadlineExtended
+	(*FindingRecorded)(nil),        // 13: steward.v1.FindingRecorded
+	(*TaskSuspended)(nil),          // 14: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),            // 15: steward.v1.TaskStalled
+	(*ActionProposed)(nil),         // 16: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),        // 17: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),           // 18: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),      // 19: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),        // 20: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),        // 21: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),          // 22: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),       // 23: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil),  // 24: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),        // 25: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),          // 26: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),          // 27: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),     // 28: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),        // 29: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),       // 30: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),         // 31: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),          // 32: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),           // 33: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),         // 34: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),         // 35: steward.v1.ToolRegistered
+	(*EventRecord)(nil),            // 36: steward.v1.EventRecord
+	(*CredentialIssued)(nil),       // 37: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),      // 38: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),      // 39: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),           // 40: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),           // 41: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),           // 42: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),         // 43: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil),  // 44: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 45: steward.v1.TaskContract
+	(TaskStatus)(0),                // 46: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 47: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 48: steward.v1.Finding
+	(SuspendCause)(0),              // 49: steward.v1.SuspendCause
+	(*Action)(nil),                 // 50: steward.v1.Action
+	(*PolicySnapshot)(nil),         // 51: steward.v1.PolicySnapshot
+	(*Approval)(nil),               // 52: steward.v1.Approval
+	(ApprovalDecision)(0),          // 53: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 54: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 55: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 56: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 57: steward.v1.Outcome
+	(WaitKind)(0),                  // 58: steward.v1.WaitKind
+	(SettleState)(0),               // 59: steward.v1.SettleState
+	(RevalidationReason)(0),        // 60: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 61: google.protobuf.Duration
+	(*ToolContract)(nil),           // 62: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 63: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 64: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 65: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	44, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -3774,28 +3799,30 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	51, // 51: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
 	52, // 52: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
 	53, // 53: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	54, // 54: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	51, // 55: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	55, // 56: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	56, // 57: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	44, // 58: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	57, // 59: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	58, // 60: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	59, // 61: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 62: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 63: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	44, // 64: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	60, // 65: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 66: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	61, // 67: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	61, // 68: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	62, // 69: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	63, // 70: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	71, // [71:71] is the sub-list for method output_type
-	71, // [71:71] is the sub-list for method input_type
-	71, // [71:71] is the sub-list for extension type_name
-	71, // [71:71] is the sub-list for extension extendee
-	0,  // [0:71] is the sub-list for field type_name
+	54, // 54: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	55, // 55: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	51, // 56: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	56, // 57: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	57, // 58: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	58, // 59: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	44, // 60: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	59, // 61: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	60, // 62: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	61, // 63: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 64: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 65: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	44, // 66: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	62, // 67: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 68: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	63, // 69: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	63, // 70: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	64, // 71: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	65, // 72: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	73, // [73:73] is the sub-list for method output_type
+	73, // [73:73] is the sub-list for method input_type
+	73, // [73:73] is the sub-list for extension type_name
+	73, // [73:73] is the sub-list for extension extendee
+	0,  // [0:73] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

@@ -1,0 +1,53 @@
+package audit
+
+import (
+	"crypto/ed25519"
+	"fmt"
+
+	"github.com/steward-run/steward/pkg/credential"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// WithDecisions makes the replayer check, offline, the signature of every
+// permit (ActionPermitted) and every approval decision (ApprovalDecided)
+// against trusted, the keys governance signs with: each must be signed by
+// one of them, over exactly the fields recorded beside it, and a permit
+// must name the action, id and hash, it was recorded for. The first that
+// does not hold — an unsigned one included, which is either recorded
+// before decisions were signed or forged — breaks the replay there. With
+// no trusted keys it checks nothing: a signature checked against the key
+// it carries proves nothing about who wrote it.
+func WithDecisions(trusted ...ed25519.PublicKey) Option {
+	return func(r *Replayer) {
+		r.decisionKeys = trusted
+	}
+}
+
+// DecisionChecks counts the signatures verified during a replay
+// (WithDecisions).
+type DecisionChecks struct {
+	Permits   int
+	Approvals int
+}
+
+// checkDecision verifies ev's signature if it is a permit or an approval
+// decision, against the task as folded before it.
+func (r *Replayer) checkDecision(ev *stewardv1.Event) error {
+	switch {
+	case ev.GetActionPermitted() != nil:
+		pm := ev.GetActionPermitted()
+		id := pm.GetPermit().GetActionId()
+		if _, err := credential.VerifyPermit(pm.GetPermit(), pm.GetSigned(), id, task.FindAction(&r.task, id).GetActionHash(), r.decisionKeys...); err != nil {
+			return fmt.Errorf("permit of action %s does not hold: %v", id, err)
+		}
+		r.decisions.Permits++
+	case ev.GetApprovalDecided() != nil:
+		d := ev.GetApprovalDecided()
+		if err := credential.VerifyDecision(d, r.decisionKeys...); err != nil {
+			return fmt.Errorf("approval decision on action %s does not hold: %v", d.ActionId, err)
+		}
+		r.decisions.Approvals++
+	}
+	return nil
+}
