@@ -48,56 +48,6 @@ const (
 	revalidating     = stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING
 )
 
-// DefaultMaxActions caps the actions a task may propose when its contract
-// sets no limit: a loop guard against an agent proposing forever.
-const DefaultMaxActions = 1000
-
-// MayRun reports whether a of t may be claimed and dispatched now: in an
-// active task, any action; in a compensating one, only compensations — a
-// task being undone starts nothing new of its own.
-func MayRun(t *stewardv1.Task, a *stewardv1.Action) bool {
-	return Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING && a.GetCompensates() != ""
-}
-
-// MayPermit reports whether a of t may receive a permit now. A paused task
-// may hold one (revalidated on resume); an ended task may not, nor may an
-// action of a compensating task that is not itself a compensation.
-func MayPermit(t *stewardv1.Task, a *stewardv1.Action) bool {
-	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
-		return a.GetCompensates() != ""
-	}
-	return !Terminal(t.Status)
-}
-
-// MaxActions is the cap on t's proposals in force: the contract's
-// max_actions (or DefaultMaxActions), plus what resumes at the cap granted
-// (Task.actions_granted).
-func MaxActions(t *stewardv1.Task) int {
-	return contractMaxActions(t) + int(t.GetActionsGranted())
-}
-
-// contractMaxActions is the contract's cap on t's proposals.
-func contractMaxActions(t *stewardv1.Task) int {
-	if n := t.Contract.GetLimits().GetMaxActions(); n > 0 {
-		return int(n)
-	}
-	return DefaultMaxActions
-}
-
-// AtActionCap reports whether t may propose no more actions of its own
-// (compensations do not count) until a resume grants more.
-func AtActionCap(t *stewardv1.Task) bool { return proposals(t) >= MaxActions(t) }
-
-// grantActions lets a task that a person lets run again while it is at its
-// action cap propose the contract's max_actions more: resuming a task
-// stopped at its cap would otherwise only stop it again at its next
-// proposal, and no command raises the contract's limit.
-func grantActions(t *stewardv1.Task) {
-	if AtActionCap(t) {
-		t.ActionsGranted += uint32(contractMaxActions(t))
-	}
-}
-
 // requestHash is the hex SHA-256 of a canonical request, as pkg/action's
 // RequestHash computes it (not imported: the fold stays free of the store).
 func requestHash(canonical []byte) string {
@@ -553,87 +503,8 @@ func stoppedAfterCalls(how string, a *stewardv1.Action, why string) string {
 		how, a.Attempt+1, why, a.Attempt)
 }
 
-// approvalStands reports whether a revalidated action's snapshot lets a
-// new permit follow: it allows the action, or it asks for an approval and
-// the one already given (approval) was asked of the same roles, and of at
-// least as many approvers.
-// Governance, which owns the permit, names the default role when policy
-// names none; here an approval given counts for that.
-func approvalStands(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
-	switch snapshot.GetDecision() {
-	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
-		return true
-	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		roles := snapshot.GetRequiredApproverRoles()
-		return approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
-			(len(roles) == 0 || SameRoles(roles, approval.GetRequiredRoles())) && EnoughApprovals(snapshot, approval)
-	}
-	return false
-}
-
-// checkCarriedSnapshot checks the snapshot a permit of a carries (policy's
-// evaluation recorded with the permit): it is the one the permit names, it
-// allows the action with nothing to wait for, and it is a new round's — a
-// snapshot already recorded for a is not recorded again.
-func checkCarriedSnapshot(a *stewardv1.Action, pm *stewardv1.ActionPermit, snap *stewardv1.PolicySnapshot) error {
-	switch {
-	case snap.SnapshotId == "":
-		return fmt.Errorf("permit %s carries a snapshot with no id", pm.GetPermitId())
-	case pm.GetSnapshotId() != snap.SnapshotId:
-		return fmt.Errorf("permit %s names snapshot %q but carries snapshot %s", pm.GetPermitId(), pm.GetSnapshotId(), snap.SnapshotId)
-	case snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
-		return fmt.Errorf("permit %s carries a snapshot that says %s, not allow", pm.GetPermitId(), enumWords(snap.Decision.String(), "POLICY_DECISION_"))
-	case a.Snapshot.GetSnapshotId() == snap.SnapshotId:
-		return fmt.Errorf("permit %s carries snapshot %s, recorded for the action before", pm.GetPermitId(), snap.SnapshotId)
-	}
-	return nil
-}
-
-// SameRoles reports whether a and b name the same roles, in any order.
-func SameRoles(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	seen := map[string]bool{}
-	for _, r := range a {
-		seen[r] = true
-	}
-	for _, r := range b {
-		if !seen[r] {
-			return false
-		}
-	}
-	return true
-}
-
-// markStale marks the permits a resume makes stale: those of actions not
-// yet dispatched under them, or waiting to be dispatched again. A new
-// permit clears the mark.
-func markStale(t *stewardv1.Task) {
-	for i, a := range t.Actions {
-		switch a.Status {
-		case permitted, claimed, waiting:
-			next := proto.CloneOf(a)
-			next.PermitStale = true
-			t.Actions[i] = next
-		}
-	}
-}
-
 func clearWait(a *stewardv1.Action) {
 	a.WaitKind, a.WaitUntil, a.WaitReason = stewardv1.WaitKind_WAIT_KIND_UNSPECIFIED, nil, ""
-}
-
-// proposals counts the actions that count against the task's cap:
-// compensations do not, so a task at its cap can still undo its work.
-func proposals(t *stewardv1.Task) int {
-	n := 0
-	for _, a := range t.Actions {
-		if a.Compensates == "" {
-			n++
-		}
-	}
-	return n
 }
 
 func contains(list []stewardv1.ActionStatus, s stewardv1.ActionStatus) bool {

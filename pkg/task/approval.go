@@ -62,3 +62,38 @@ func CastVote(ap *stewardv1.Approval, d *stewardv1.ApprovalDecided, at *timestam
 func EnoughApprovals(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
 	return RequiredApprovals(approval) >= max(1, int(snapshot.GetRequiredApprovals()))
 }
+
+// approvalStands reports whether a revalidated action's snapshot lets a
+// new permit follow: it allows the action, or it asks for an approval and
+// the one already given (approval) was asked of the same roles, and of at
+// least as many approvers.
+// Governance, which owns the permit, names the default role when policy
+// names none; here an approval given counts for that.
+func approvalStands(snapshot *stewardv1.PolicySnapshot, approval *stewardv1.Approval) bool {
+	switch snapshot.GetDecision() {
+	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return true
+	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
+		roles := snapshot.GetRequiredApproverRoles()
+		return approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
+			(len(roles) == 0 || SameRoles(roles, approval.GetRequiredRoles())) && EnoughApprovals(snapshot, approval)
+	}
+	return false
+}
+
+// SameRoles reports whether a and b name the same roles, in any order.
+func SameRoles(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, r := range a {
+		seen[r] = true
+	}
+	for _, r := range b {
+		if !seen[r] {
+			return false
+		}
+	}
+	return true
+}

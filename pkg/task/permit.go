@@ -1,0 +1,61 @@
+package task
+
+import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// When an action may get a permit and run, the snapshot a permit carries,
+// and the staleness a resume gives the permits it finds (docs/permits.md).
+
+// MayRun reports whether a of t may be claimed and dispatched now: in an
+// active task, any action; in a compensating one, only compensations — a
+// task being undone starts nothing new of its own.
+func MayRun(t *stewardv1.Task, a *stewardv1.Action) bool {
+	return Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING && a.GetCompensates() != ""
+}
+
+// MayPermit reports whether a of t may receive a permit now. A paused task
+// may hold one (revalidated on resume); an ended task may not, nor may an
+// action of a compensating task that is not itself a compensation.
+func MayPermit(t *stewardv1.Task, a *stewardv1.Action) bool {
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+		return a.GetCompensates() != ""
+	}
+	return !Terminal(t.Status)
+}
+
+// checkCarriedSnapshot checks the snapshot a permit of a carries (policy's
+// evaluation recorded with the permit): it is the one the permit names, it
+// allows the action with nothing to wait for, and it is a new round's — a
+// snapshot already recorded for a is not recorded again.
+func checkCarriedSnapshot(a *stewardv1.Action, pm *stewardv1.ActionPermit, snap *stewardv1.PolicySnapshot) error {
+	switch {
+	case snap.SnapshotId == "":
+		return fmt.Errorf("permit %s carries a snapshot with no id", pm.GetPermitId())
+	case pm.GetSnapshotId() != snap.SnapshotId:
+		return fmt.Errorf("permit %s names snapshot %q but carries snapshot %s", pm.GetPermitId(), pm.GetSnapshotId(), snap.SnapshotId)
+	case snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return fmt.Errorf("permit %s carries a snapshot that says %s, not allow", pm.GetPermitId(), enumWords(snap.Decision.String(), "POLICY_DECISION_"))
+	case a.Snapshot.GetSnapshotId() == snap.SnapshotId:
+		return fmt.Errorf("permit %s carries snapshot %s, recorded for the action before", pm.GetPermitId(), snap.SnapshotId)
+	}
+	return nil
+}
+
+// markStale marks the permits a resume makes stale: those of actions not
+// yet dispatched under them, or waiting to be dispatched again. A new
+// permit clears the mark.
+func markStale(t *stewardv1.Task) {
+	for i, a := range t.Actions {
+		switch a.Status {
+		case permitted, claimed, waiting:
+			next := proto.CloneOf(a)
+			next.PermitStale = true
+			t.Actions[i] = next
+		}
+	}
+}
