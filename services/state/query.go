@@ -88,7 +88,7 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	if err != nil {
 		return nil, err
 	}
-	s.plane.hideContent(rpc.Caller(ctx), partiesOf(t), t.Actions...)
+	s.plane.hideContent(rpc.Caller(ctx), func() parties { return partiesOf(t) }, t.Actions...)
 	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
 }
 
@@ -120,7 +120,7 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 	}
 	// A task gone from the views since (it broke) names nobody: its
 	// result is hidden from all but who reads every task.
-	self, _ := s.plane.views.parties(req.Msg.TaskId)
+	self := func() parties { p, _ := s.plane.views.parties(req.Msg.TaskId); return p }
 	s.plane.hideContent(rpc.Caller(ctx), self, resp.Action)
 	return connect.NewResponse(resp), nil
 }
@@ -166,7 +166,7 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	tasks, next := s.plane.views.List(req.Msg.Statuses, after, size)
 	who := rpc.Caller(ctx)
 	for _, t := range tasks {
-		s.plane.hideContent(who, partiesOf(t), t.Actions...)
+		s.plane.hideContent(who, func() parties { return partiesOf(t) }, t.Actions...)
 	}
 	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
 }
