@@ -1,6 +1,9 @@
 package task
 
 import (
+	"fmt"
+
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -96,4 +99,72 @@ func SameRoles(a, b []string) bool {
 		}
 	}
 	return true
+}
+
+// approvalRequest opens the approval policy asks for, bound to the
+// action's hash.
+func approvalRequest(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
+	ap := ev.GetApprovalRequested().GetApproval()
+	tr := &actionChange{id: ap.GetActionId(), from: []stewardv1.ActionStatus{evaluated, revalidating}, to: awaitingApproval}
+	tr.check = func(a *stewardv1.Action) error {
+		if ap.ActionHash != a.ActionHash {
+			return fmt.Errorf("approval %s is for hash %s, the action's is %s", ap.ApprovalId, ap.ActionHash, a.ActionHash)
+		}
+		return nil
+	}
+	tr.apply = func(a *stewardv1.Action) { a.Approval = proto.CloneOf(ap) }
+	return tr
+}
+
+// vote records one approver's decision.
+func vote(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
+	// One vote (approval.go): the action stays awaiting approval until
+	// the vote that decides it.
+	d := ev.GetApprovalDecided()
+	tr := &actionChange{id: d.ActionId, from: []stewardv1.ActionStatus{awaitingApproval}}
+	tr.check = func(a *stewardv1.Action) error {
+		switch {
+		case a.Approval.GetApprovalId() != d.ApprovalId:
+			return fmt.Errorf("approval %s is not the action's open approval", d.ApprovalId)
+		case d.ActionHash != a.ActionHash:
+			return fmt.Errorf("the decision is for hash %s, the action's is %s", d.ActionHash, a.ActionHash)
+		case d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
+			return fmt.Errorf("decision %v is neither approve nor reject", d.Decision)
+		case VoteOf(a.Approval, d.DecidedBy) != nil:
+			return fmt.Errorf("%s has voted on approval %s already; each approver votes once", d.DecidedBy, d.ApprovalId)
+		}
+		return nil
+	}
+	tr.apply = func(a *stewardv1.Action) {
+		a.Approval = proto.CloneOf(a.Approval)
+		if !CastVote(a.Approval, d, ev.Time) {
+			return // more approvals to come
+		}
+		tr.to = approved
+		if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			tr.to = rejected
+		}
+		if tr.to == rejected {
+			a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "rejected by " + d.DecidedBy + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
+			if mayHaveWorked(a) {
+				tr.to = unknown
+				a.Outcome.Status, a.Outcome.FailureClass, a.Outcome.Attempt = unknown, stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN, a.Attempt
+				a.Outcome.Reason = stoppedAfterCalls("rejected", a, a.Outcome.Reason)
+			}
+		}
+	}
+	return tr
+}
+
+// reminder notes that the approvers of an open approval were reminded.
+func reminder(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
+	r := ev.GetApprovalReminded()
+	tr := &actionChange{id: r.ActionId, from: []stewardv1.ActionStatus{awaitingApproval}}
+	tr.check = func(a *stewardv1.Action) error {
+		if a.Approval.GetApprovalId() != r.ApprovalId {
+			return fmt.Errorf("approval %s is not the action's open approval", r.ApprovalId)
+		}
+		return nil
+	}
+	return tr
 }

@@ -59,3 +59,57 @@ func markStale(t *stewardv1.Task) {
 		}
 	}
 }
+
+// permit records governance's one-time permit, with the snapshot it
+// may carry.
+func permit(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
+	pm, snap := ev.GetActionPermitted().GetPermit(), ev.GetActionPermitted().GetSnapshot()
+	tr := &actionChange{id: pm.GetActionId(), from: []stewardv1.ActionStatus{evaluated, approved, revalidating}, to: permitted}
+	if snap != nil {
+		// Policy's evaluation and the permit at once: what
+		// PolicyEvaluated then ActionPermitted would do, in one step.
+		tr.from = []stewardv1.ActionStatus{proposed, approved, revalidating}
+	}
+	tr.check = func(a *stewardv1.Action) error {
+		// The permit is checked against the action as the snapshot
+		// leaves it.
+		status, snapshot := a.Status, a.Snapshot
+		if snap != nil {
+			if err := checkCarriedSnapshot(a, pm, snap); err != nil {
+				return err
+			}
+			snapshot = snap
+			if status == proposed {
+				status = evaluated
+			}
+		}
+		switch {
+		case pm.ActionHash != a.ActionHash || pm.RequestHash != a.RequestHash:
+			return fmt.Errorf("permit %s does not match the action's hashes", pm.PermitId)
+		case status == evaluated && snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+			return fmt.Errorf("permit %s without an allow or an approval", pm.PermitId)
+		case status == revalidating && !approvalStands(snapshot, a.Approval):
+			return fmt.Errorf("permit %s on revalidation without an allow or an approval of the roles now required", pm.PermitId)
+		case a.Permit != nil && pm.PermitId == a.Permit.PermitId:
+			return fmt.Errorf("permit %s was issued before; a new permit has a new id", pm.PermitId)
+		case !MayPermit(t, a):
+			// A paused task may hold a permit; the resume makes it
+			// stale, so it is revalidated before it is claimed.
+			return fmt.Errorf("task is %s", StatusName(t.Status))
+		}
+		return nil
+	}
+	tr.apply = func(a *stewardv1.Action) {
+		if snap != nil {
+			a.Snapshot = snap
+		}
+		a.Permit, a.PermitStale = proto.CloneOf(pm), false
+		// Kept for the execution plane, which verifies it before it
+		// claims the permit; nil for an unsigned permit.
+		a.SignedPermit = nil
+		if sp := ev.GetActionPermitted().GetSigned(); sp != nil {
+			a.SignedPermit = proto.CloneOf(sp)
+		}
+	}
+	return tr
+}
