@@ -12,6 +12,7 @@ import (
 // Timeline tells a task's events as sentences a person can follow.
 func Timeline(recs []*stewardv1.EventRecord) []*stewardv1.TimelineEntry {
 	out := make([]*stewardv1.TimelineEntry, 0, len(recs))
+	var votes voteTally
 	for _, r := range recs {
 		ev := r.Event
 		out = append(out, &stewardv1.TimelineEntry{
@@ -19,10 +20,39 @@ func Timeline(recs []*stewardv1.EventRecord) []*stewardv1.TimelineEntry {
 			Time:     ev.Time,
 			Type:     ev.Type,
 			Actor:    actorName(ev.Actor),
-			Summary:  summary(ev),
+			Summary:  summary(ev, votes.count(ev)),
 		})
 	}
 	return out
+}
+
+// voteTally counts the approving votes of approvals that need more than one,
+// so that the timeline does not read the first of them as the decision.
+type voteTally map[string][2]int // approval id → {approvals so far, required}
+
+// count notes ev and returns what to say of an approving vote: "1 of 2
+// approvals; ", or nothing where one approval decides.
+func (t *voteTally) count(ev *stewardv1.Event) string {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_ApprovalRequested:
+		ap := p.ApprovalRequested.GetApproval()
+		if n := task.RequiredApprovals(ap); n > 1 {
+			if *t == nil {
+				*t = voteTally{}
+			}
+			(*t)[ap.GetApprovalId()] = [2]int{0, n}
+		}
+	case *stewardv1.Event_ApprovalDecided:
+		d := p.ApprovalDecided
+		v, ok := (*t)[d.ApprovalId]
+		if !ok || d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			return ""
+		}
+		v[0]++
+		(*t)[d.ApprovalId] = v
+		return fmt.Sprintf("%d of %d approvals; ", v[0], v[1])
+	}
+	return ""
 }
 
 func actorName(a *stewardv1.Actor) string {
@@ -36,7 +66,9 @@ func actorName(a *stewardv1.Actor) string {
 	}
 }
 
-func summary(ev *stewardv1.Event) string {
+// summary tells ev in a sentence; note is what the timeline adds from
+// earlier events (see voteTally).
+func summary(ev *stewardv1.Event, note string) string {
 	who := actorName(ev.Actor)
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_TaskCreated:
@@ -75,7 +107,7 @@ func summary(ev *stewardv1.Event) string {
 		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
 			verb = "approved"
 		}
-		return withReason(fmt.Sprintf("%s %s action %s (hash %.12s…)", d.DecidedBy, verb, d.ActionId, d.ActionHash), d.Comment)
+		return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
 	case *stewardv1.Event_ActionPermitted:
