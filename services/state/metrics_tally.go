@@ -109,7 +109,7 @@ func (t *tally) count(view *view) {
 		}
 	}
 	undone := undoneWrites(v)
-	intervened := false
+	intervened := view.answered
 	for _, a := range v.Actions {
 		t.actions[a.Status]++
 		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {

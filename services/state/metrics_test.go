@@ -484,3 +484,23 @@ func BenchmarkTaskCollector(b *testing.B) {
 		c.Collect(ch)
 	}
 }
+
+// TestAnAnswerIsAnIntervention: a person who answers a task's question
+// stepped in, as one who approves does; a question left open is not.
+func TestAnAnswerIsAnIntervention(t *testing.T) {
+	asked := &stewardv1.TaskNeedsInput{Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: "Which region?"}
+	p := state.NewProjection(slog.New(slog.DiscardHandler))
+	for _, h := range [][]*stewardv1.EventRecord{
+		stewardtest.History(t, "answered", append(running(), asked, &stewardv1.InputProvided{Answer: "eu"})...),
+		stewardtest.History(t, "open", append(running(), asked)...),
+	} {
+		for _, r := range h {
+			if err := p.Apply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got := gatherMetric(t, state.NewTaskCollector(p), "steward_human_intervention_ratio")[""]; !nearlyEqual(got, 0.5) {
+		t.Errorf("steward_human_intervention_ratio = %v, want 0.5 (the answered task of two)", got)
+	}
+}

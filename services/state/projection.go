@@ -45,6 +45,9 @@ type view struct {
 	at map[string]int
 	// recoveries are the task's recovery times (see recovery.go).
 	recoveries recoveries
+	// answered says a person answered a question of the task's
+	// (InputProvided), which the task itself does not keep once closed.
+	answered bool
 }
 
 // index records the actions the last event added to the ledger.
@@ -80,6 +83,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 	} else {
 		v.index()
 		v.noteRecovery(rec.Event, actionID, before)
+		v.answered = v.answered || rec.Event.GetInputProvided() != nil
 		if !ok {
 			p.tasks[id] = v
 			p.order = append(p.order, id)
