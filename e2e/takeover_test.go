@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -66,6 +67,80 @@ func TestTakeoverAfterClaimUnderNewWorkerName(t *testing.T) {
 		t.Errorf("the action was settled by %q; want the status query (not accepted), before the one call", a.SettledBy)
 	}
 	verifyChain(t, r.c, r.taskID, len(history))
+}
+
+// TestTakeoverOfAClaimOnItsOwnUnderNewWorkerName: the claim that is an
+// ActionClaimed on its own, before the dispatch record — as for a retry's
+// permit, which is claimed first. The first call answers 503 and the
+// action waits to retry; the binary is killed in the wait and comes back
+// as w1 with the crash armed, claims the retry's new permit and dies
+// before it records the dispatch. Back as w2, which no claim names, the
+// permit is not stranded: once w1's lease has run out, w2 dispatches it.
+// Within 10 s of the restart the action succeeds: two requests with the
+// one op_key (the 503 and the retry), the work done once.
+func TestTakeoverOfAClaimOnItsOwnUnderNewWorkerName(t *testing.T) {
+	tool := stewardtest.StartTool(t).ScriptPerKey("/flaky", stewardtest.Fail(http.StatusServiceUnavailable))
+	// A backoff long enough to kill the binary in the wait.
+	flags := []string{"--tools", writeFile(t, t.TempDir(), "tools.json", fmt.Sprintf(`{"tools": [{"name": "waitput", "version": "1",
+	  "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "idempotency": {"honoursKey": true},
+	  "retryPolicy": {"maxAttempts": 3, "initialBackoff": "2s", "maxBackoff": "2s"}, "http": {"url": %q}}]}`, tool.URL+"/flaky"))}
+	data := t.TempDir()
+
+	p := startBinary(t, data, append(flags, "--worker=w1")...)
+	r := &crashRun{c: newClients(p.url)}
+	k := contract()
+	k.AllowedTools = []string{"waitput"}
+	r.taskID = createTaskWith(t, r.c, "takeover-claim-alone", k)
+	a := r.propose(t, "step", "waitput")
+	if a == nil {
+		t.Fatal(r.lastErr)
+	}
+	waitAction(t, r.c, r.taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_WAITING)
+	p.kill()
+
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterClaim}, append(flags, "--worker=w1")...)
+	waitCrash(t, p, crashpoint.AfterClaim, nil)
+
+	restart := time.Now()
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, append(flags, "--worker=w2")...)
+	r.c = newClients(p.url)
+	done := waitProposal(t, r.c, r.taskID, "step", takeoverBound-time.Since(restart), stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	t.Logf("the action succeeded %s after the restart", time.Since(restart).Round(time.Millisecond))
+
+	history, _ := settledHistory(t, r.c, r.taskID)
+	var alone []string // workers of the ActionClaimed events: claims on their own
+	for _, rec := range history {
+		if c := rec.Event.GetActionClaimed(); c.GetActionId() == a.ActionId {
+			alone = append(alone, c.Worker)
+			for _, later := range history {
+				if d := later.Event.GetActionDispatched(); d.GetPermitId() == c.PermitId && d.Worker == c.Worker {
+					t.Errorf("%s dispatched the permit %s it claimed; want it dead before the dispatch record", d.Worker, c.PermitId)
+				}
+			}
+		}
+	}
+	if !slices.Contains(alone, "w1") {
+		t.Errorf("claims on their own by %v; want w1's of the retry's permit", alone)
+	}
+	if got := dispatchesOf(history, a.ActionId); !slices.Equal(got, []string{"w1", "w2"}) {
+		t.Errorf("dispatches by %v; want w1's first try, then w2's retry", got)
+	}
+	if posts, work := tool.CallsFor(done.OpKey), tool.Executions(done.OpKey); posts != 2 || work != 1 {
+		t.Errorf("the tool got %d requests for the op_key and did the work %d times; want 2 (the 503, the retry) and once", posts, work)
+	}
+	verifyChain(t, r.c, r.taskID, len(history))
+}
+
+// createTaskWith creates a task with contract k and waits until it runs.
+func createTaskWith(t *testing.T, c clients, requestID string, k *stewardv1.TaskContract) string {
+	t.Helper()
+	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, c, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	return id
 }
 
 // takeoverLease is the lease the two workers of
