@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -147,7 +148,7 @@ func TestRevocation(t *testing.T) {
 	wire := e.propose(t, "root", "w1", "wire")
 	e.waitStatus("root", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 
-	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
+	operator := rpc.Identity{Principal: "user:op", Roles: []string{access.Operator}, Verified: true}
 	for _, tc := range []struct {
 		who  rpc.Identity
 		req  *stewardv1.RevokeCredentialRequest

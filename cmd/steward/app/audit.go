@@ -78,7 +78,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
-	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
+	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {
@@ -137,7 +137,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		defer f.Close()
 		return audit.ReadEvents(f)
 	}
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token), serverURL(c.addr))
+	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.addr), serverURL(c.addr))
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
 	if err != nil {
 		return nil, err
@@ -235,7 +235,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 func (c *auditCmd) key() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token), serverURL(c.addr))
+	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token, c.addr), serverURL(c.addr))
 	resp, err := client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
 	if err != nil {
 		return fmt.Errorf("credential key from %s: %w", serverURL(c.addr), err)

@@ -33,7 +33,7 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&taskID, "task", "", "task `ID`")
 	fs.StringVar(&format, "format", "markdown", "markdown or json")
 	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
-	fs.StringVar(&token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
+	fs.StringVar(&token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -57,7 +57,7 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	base := serverURL(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewQueryServiceClient(httpClient(token), base)
+	client := stewardv1connect.NewQueryServiceClient(httpClient(token, addr), base)
 	resp, err := client.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
 	if err != nil {
 		return fmt.Errorf("receipt %s from %s: %w", taskID, base, err)

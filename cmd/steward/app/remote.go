@@ -1,9 +1,16 @@
 package app
 
 import (
+	"encoding/json"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/steward-run/steward/pkg/access"
 )
 
 // TokenEnv names the environment variable the client commands (audit,
@@ -19,11 +26,16 @@ func serverURL(addr string) string {
 	return "http://" + addr
 }
 
-// httpClient is the client commands' HTTP client: it presents the bearer
-// token, if there is one, to a server started with --auth.
-func httpClient(token string) *http.Client {
+// httpClient is the client commands' HTTP client for the server at addr:
+// it presents the bearer token, if there is one — token, else $STEWARD_TOKEN,
+// else, for a server on this machine, the admin token of the token file
+// `steward dev` created in its default data directory (localToken).
+func httpClient(token, addr string) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
+	}
+	if token == "" {
+		token = localToken(addr)
 	}
 	if token == "" {
 		return http.DefaultClient
@@ -41,4 +53,37 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// localToken returns the first admin token in DefaultDataDir's token file
+// when addr is on this machine, or "": the dev server a developer just
+// started answers its own CLI without a flag. A remote server never gets
+// it.
+func localToken(addr string) string {
+	u, err := url.Parse(serverURL(addr))
+	if err != nil {
+		return ""
+	}
+	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(DefaultDataDir, TokensFileName))
+	if err != nil {
+		return ""
+	}
+	var f struct {
+		Tokens []struct {
+			Token string   `json:"token"`
+			Roles []string `json:"roles"`
+		} `json:"tokens"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return ""
+	}
+	for _, t := range f.Tokens {
+		if slices.Contains(t.Roles, access.Admin) {
+			return t.Token
+		}
+	}
+	return ""
 }
