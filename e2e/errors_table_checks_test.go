@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -129,7 +130,7 @@ func errorsTableChecks() map[string]tableCheck {
 		"the event log cannot be reached": func(t *testing.T, e *harness) []error {
 			// A control plane whose NATS goes away under it.
 			bus := stewardtest.StartBus(t)
-			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error")
+			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error", "--insecure")
 			bus.Server.Shutdown()
 			_, err := newClients(p.url).tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
 			for _, internal := range []string{"steward.task", "deadline", "nats"} {
@@ -555,6 +556,22 @@ func errorsTableChecks() map[string]tableCheck {
 		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *harness) []error {
 			exitsNaming(t, []string{"serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--credential-key")
 			return nil
+		},
+		"`steward serve` without `--auth` or `--insecure`; `steward dev` or `serve` with both": func(t *testing.T, e *harness) []error {
+			exitsNaming(t, []string{"serve", "--plane=state", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--auth", "--insecure")
+			both := []string{"--auth", filepath.Join(e.dir, "tokens.json"), "--insecure", "--addr", "127.0.0.1:0"}
+			exitsNaming(t, append([]string{"dev", "--data", t.TempDir()}, both...), "--auth", "--insecure")
+			exitsNaming(t, append([]string{"serve", "--plane=state", "--nats", e.natsURL}, both...), "--auth", "--insecure")
+			return nil
+		},
+		"`PauseTask`, `ResumeTask`, `CancelTask` or `FailTask` by a caller who is neither the task's agent, requester nor accountable owner, without the `operator` role ([roles.md](roles.md))": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-steer-stranger", contract())
+			stranger := e.viewer.tasks
+			_, pause := stranger.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "mine now"}))
+			_, resume := stranger.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: id}))
+			_, cancel := stranger.CancelTask(ctx, connect.NewRequest(&stewardv1.CancelTaskRequest{TaskId: id, Reason: "mine now"}))
+			_, fail := stranger.FailTask(ctx, connect.NewRequest(&stewardv1.FailTaskRequest{TaskId: id, Reason: "mine now"}))
+			return []error{alike(t, saying(t, pause, "user:cy", "operator"), resume, cancel, fail)}
 		},
 	}
 }

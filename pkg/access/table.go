@@ -24,7 +24,7 @@ var Table = map[string]Rule{
 	// TaskService: starting, steering and doing tasks.
 	stewardv1connect.TaskServiceCreateTaskProcedure: {Group: Start, Why: "anyone known may ask for work; they become the task's creator, its agent"},
 	stewardv1connect.TaskServicePauseTaskProcedure:  withWhy(steer, "the task's agent or people, or an operator, may hold it"),
-	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "a task waiting for input: only its requester, accountable owner or an operator (mayAnswer), so that an agent cannot wave away its own question"),
+	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "with tokens, a task waiting for input only by its requester, accountable owner or an operator (mayAnswer): an agent cannot wave away its own question"),
 		"the task's agent or people, or an operator, may let it go on"),
 	stewardv1connect.TaskServiceCancelTaskProcedure:     withWhy(steer, "the task's agent or people, or an operator, may end it"),
 	stewardv1connect.TaskServiceFailTaskProcedure:       withWhy(steer, "the task's agent or people, or an operator, may say it failed"),
@@ -78,10 +78,10 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceGetReceiptProcedure:         read("the short record of what happened, without the content"),
 	stewardv1connect.QueryServiceGetResultProcedure:          content("a tool's result"),
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
-	stewardv1connect.QueryServiceWatchTaskProcedure:          content("the raw events, which carry small results inline"),
+	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
 
 	// AuditService.
-	stewardv1connect.AuditServiceReplayTaskProcedure: content("the raw events, for export and offline verification"),
+	stewardv1connect.AuditServiceReplayTaskProcedure: content("raw events carry small results inline"),
 	stewardv1connect.AuditServiceVerifyTaskProcedure: read("anyone may check a task's hash chain"),
 	stewardv1connect.AuditServiceRecordFindingProcedure: {Group: Operation, Roles: []string{Auditor},
 		Why: "findings are an auditor's judgement on the record"},
@@ -93,7 +93,7 @@ var Table = map[string]Rule{
 func content(what string) Rule {
 	return Rule{Group: Read,
 		Plane: "a party the task or one it was delegated from names, or the operator or auditor role (state's mayRead)",
-		Why:   what + " is the task's content: only its people, operators and auditors read it"}
+		Why:   "it serves the task's content (" + what + "): only its people, operators and auditors read it"}
 }
 
 func withWhy(r Rule, why string) Rule { r.Why = why; return r }

@@ -38,7 +38,8 @@ const auditUsage = `Usage:
                                                       record what you found on reviewing a task
                                                       (the auditor role, with --auth)
 
-Against a server started with --auth, pass --token TOKEN or set $STEWARD_TOKEN.
+Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else, for a server on
+this machine, the admin token 'steward dev' wrote to .steward/data/tokens.json.
 
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to

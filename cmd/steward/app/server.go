@@ -165,12 +165,6 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return fmt.Errorf("--plane: %q is not one of control, governance, execution, state", m.Plane)
 		}
 	}
-	switch {
-	case m.AuthFile != "" && m.Insecure:
-		return errors.New("--auth and --insecure: give one, not both (--auth FILE checks bearer tokens; --insecure trusts the Steward-Principal header)")
-	case m.Mode == "serve" && m.AuthFile == "" && !m.Insecure:
-		return errors.New("--auth or --insecure is required for steward serve: --auth FILE of bearer tokens (see docs/auth.md), or --insecure to trust the Steward-Principal header on a trusted network")
-	}
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
 		return fmt.Errorf("--replicas: %d is not between 1 and 5", m.Replicas)
 	}
@@ -194,6 +188,12 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 		} else if _, err := strconv.Atoi(port); err != nil {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
+	}
+	switch {
+	case m.AuthFile != "" && m.Insecure:
+		return errors.New("--auth and --insecure: give one, not both (--auth FILE checks bearer tokens; --insecure trusts the Steward-Principal header)")
+	case m.Mode == "serve" && m.AuthFile == "" && !m.Insecure:
+		return errors.New("--auth or --insecure is required for steward serve: --auth FILE of bearer tokens (see docs/auth.md), or --insecure to trust the Steward-Principal header on a trusted network")
 	}
 	return nil
 }
