@@ -31,7 +31,7 @@ const (
 // answers (ProvideInput) or resumes it. Only a running task may ask: one
 // waiting for approval or settling an outcome has a person's attention
 // already, and one stopped cannot ask anything. Who may ask is the agent
-// (mayActFor, at the edge). With a request id it is idempotent (see claim).
+// (the role table, pkg/access, at the edge). With a request id it is idempotent (see claim).
 func (p *Plane) RequestInput(ctx context.Context, principal string, req *stewardv1.RequestInputRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
