@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,9 +94,11 @@ func TestRoleTableEnforced(t *testing.T) {
 // creates DATA/tokens.json (0600, four tokens) and says how to use it,
 // refuses calls without a token (the Steward-Principal header included)
 // and serves /healthz and /metrics without one; the second start reuses
-// the file silently, unchanged.
+// the file silently, unchanged. The CLI, run where the data directory is
+// the default, presents the admin token by itself.
 func TestDefaultDevIsSecure(t *testing.T) {
-	data := t.TempDir()
+	root := t.TempDir()
+	data := filepath.Join(root, app.DefaultDataDir)
 	args := []string{"dev", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn"}
 	p := startCommand(t, nil, args...)
 	path := filepath.Join(data, app.TokensFileName)
@@ -165,6 +168,19 @@ func TestDefaultDevIsSecure(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s without a token = %d, want 200", path, resp.StatusCode)
 		}
+	}
+
+	receipt := func(dir string) string {
+		cmd := exec.Command(binary, "receipt", "--addr", p.url, "--task", "no-such-task")
+		cmd.Dir = dir
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	if out := receipt(root); !strings.Contains(out, "not_found") {
+		t.Errorf("steward receipt beside the dev data directory said %q; want not_found, past authentication", out)
+	}
+	if out := receipt(t.TempDir()); !strings.Contains(out, "unauthenticated") {
+		t.Errorf("steward receipt elsewhere, without a token, said %q; want unauthenticated", out)
 	}
 
 	p.stop(t)
