@@ -80,7 +80,7 @@ func devTokens(dir string) (path string, created bool, err error) {
 // file.
 const tokensHelp = `steward: created %s (mode 0600): bearer tokens for user:admin (admin), agent:dev, user:approver (authorizer) and user:operator (operator); every call needs one, e.g.
   curl -H "Authorization: Bearer $(jq -r '.tokens[0].token' %s)" ...
-steward: the CLI (audit, receipt) uses the admin token by itself; see docs/auth.md, or --insecure for the open mode
+steward: %s; see docs/auth.md, or --insecure for the open mode
 `
 
 // printTokensHelp tells, once, where the new token file is and how to use
@@ -90,5 +90,11 @@ func (m *Server) printTokensHelp(path string) {
 	if rel, err := filepath.Rel(".", path); err == nil && !filepath.IsAbs(m.DataDir) {
 		shown = rel
 	}
-	fmt.Fprintf(m.stdout, tokensHelp, shown, shown)
+	// The CLI finds the admin token by itself only in the default data
+	// directory (localToken).
+	cli := "the CLI (audit, receipt) takes --token or $" + TokenEnv
+	if filepath.Clean(m.DataDir) == filepath.Clean(DefaultDataDir) {
+		cli = "the CLI (audit, receipt), run here, uses the admin token by itself"
+	}
+	fmt.Fprintf(m.stdout, tokensHelp, shown, shown, cli)
 }
