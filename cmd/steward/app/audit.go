@@ -36,7 +36,7 @@ const auditUsage = `Usage:
   steward audit finding --task ID --description TEXT [--action ID] [--request-id ID]
                         [--kind policy_violation] [--addr HOST:PORT]
                                                       record what you found on reviewing a task
-                                                      (the auditor role, with --auth)
+                                                      (the auditor role)
 
 Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else, for a server on
 this machine, the admin token 'steward dev' wrote to .steward/data/tokens.json.
@@ -138,7 +138,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		defer f.Close()
 		return audit.ReadEvents(f)
 	}
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.addr), serverURL(c.addr))
+	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token), serverURL(c.addr))
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
 	if err != nil {
 		return nil, err
@@ -236,7 +236,7 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 func (c *auditCmd) key() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token, c.addr), serverURL(c.addr))
+	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token), serverURL(c.addr))
 	resp, err := client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
 	if err != nil {
 		return fmt.Errorf("credential key from %s: %w", serverURL(c.addr), err)

@@ -57,7 +57,7 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	base := serverURL(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewQueryServiceClient(httpClient(token, addr), base)
+	client := stewardv1connect.NewQueryServiceClient(httpClient(token), base)
 	resp, err := client.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
 	if err != nil {
 		return fmt.Errorf("receipt %s from %s: %w", taskID, base, err)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,21 +25,30 @@ func serverURL(addr string) string {
 	return "http://" + addr
 }
 
-// httpClient is the client commands' HTTP client for the server at addr:
-// it presents the bearer token, if there is one — token, else $STEWARD_TOKEN,
-// else, for a server on this machine, the admin token of the token file
-// `steward dev` created in its default data directory (localToken).
-func httpClient(token, addr string) *http.Client {
+// httpClient is the client commands' HTTP client: it presents the bearer
+// token, if there is one — token, else $STEWARD_TOKEN, else, to a server on
+// this machine only, the admin token of the token file `steward dev`
+// created in its default data directory (localToken).
+func httpClient(token string) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
 	if token == "" {
-		token = localToken(addr)
-	}
-	if token == "" {
-		return http.DefaultClient
+		return &http.Client{Transport: localBearer{next: http.DefaultTransport}}
 	}
 	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+// localBearer adds the local dev admin token, if there is one, to a
+// request for a server on this machine, and nothing to any other.
+type localBearer struct{ next http.RoundTripper }
+
+func (b localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if token := localToken(r.URL.Hostname()); token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	return b.next.RoundTrip(r)
 }
 
 // bearer adds an Authorization header to every request.
@@ -56,15 +64,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // localToken returns the first admin token in DefaultDataDir's token file
-// when addr is on this machine, or "": the dev server a developer just
-// started answers its own CLI without a flag. A remote server never gets
-// it.
-func localToken(addr string) string {
-	u, err := url.Parse(serverURL(addr))
-	if err != nil {
-		return ""
-	}
-	if ip := net.ParseIP(u.Hostname()); u.Hostname() != "localhost" && (ip == nil || !ip.IsLoopback()) {
+// when host is this machine (localhost or a loopback address), or "": the
+// dev server a developer just started answers its own CLI without a flag.
+// A remote server never gets it.
+func localToken(host string) string {
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 		return ""
 	}
 	data, err := os.ReadFile(filepath.Join(DefaultDataDir, TokensFileName))
