@@ -101,7 +101,7 @@ func (r Rule) AllowsRoles(roles []string) bool {
 	return false
 }
 
-// Parties are the principals that play each part in one task: what a
+// TaskParties are the principals that play each part in one task: what a
 // plane's party hook returns.
 type TaskParties struct {
 	Agents []string // creator and credential principal
