@@ -23,7 +23,7 @@ type PartiesFunc func(ctx context.Context, taskID string) (access.TaskParties, e
 // authorize applies access.Table's rule for procedure to who, for an
 // authenticated caller: the roles first, then, when they are not enough
 // and the rule names parties, the task msg names, through parties. msg is
-// nil for a stream, whose request is checked as it arrives (strictConn).
+// nil for a stream, whose request is checked as it arrives (partyConn).
 func authorize(ctx context.Context, parties PartiesFunc, procedure string, who Identity, msg any) error {
 	rule, ok := access.For(procedure)
 	if !ok {
