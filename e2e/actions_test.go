@@ -305,21 +305,24 @@ func TestProposalBadInput(t *testing.T) {
 }
 
 // TestExampleWalkthrough runs examples/walkthrough.sh — the README's
-// example — against the real binary started with the example files.
+// example — against the real binary started the README's way: with the
+// example tools and nothing else, so with the tokens it creates on first
+// start, which the walkthrough reads from the data directory.
 func TestExampleWalkthrough(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed", tool)
 		}
 	}
-	p := startBinary(t, t.TempDir(), "--tools", "../examples/tools.json", "--auth", "../examples/tokens.json")
+	data := t.TempDir()
+	p := startCommand(t, nil, "dev", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn", "--tools", "../examples/tools.json")
 	cmd := exec.Command("bash", "../examples/walkthrough.sh")
-	cmd.Env = append(os.Environ(), "STEWARD_URL="+p.url, "RUN=test")
+	cmd.Env = append(os.Environ(), "STEWARD_URL="+p.url, "STEWARD_DATA="+data, "RUN=test")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("walkthrough failed: %v\n%s", err, out)
 	}
-	for _, want := range []string{"succeeded", `{"result":{"ok":true},"resultHash":"`, `"decidedBy":"user:bo"`, `"approvedBy": "user:bo"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
+	for _, want := range []string{"succeeded", `{"result":{"ok":true},"resultHash":"`, `"decidedBy":"user:approver"`, `"approvedBy": "user:approver"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("walkthrough output lacks %q:\n%s", want, out)
 		}

@@ -27,7 +27,7 @@ func (e *harness) waitingForInput(t *testing.T) string {
 func askingChecks() map[string]tableCheck {
 	ctx := context.Background()
 	return map[string]tableCheck{
-		"`RequestInput` without a question, with a blank or repeated choice; by anyone but the agent the task belongs to, with `--auth`; from a task that is not running": func(t *testing.T, e *harness) []error {
+		"`RequestInput` without a question, with a blank or repeated choice; by anyone but the agent the task belongs to; from a task that is not running": func(t *testing.T, e *harness) []error {
 			ask := func(c authed, taskID, question string, choices ...string) func() error {
 				return func() error {
 					_, err := c.tasks.RequestInput(ctx, connect.NewRequest(&stewardv1.RequestInputRequest{TaskId: taskID, Question: question, Choices: choices}))

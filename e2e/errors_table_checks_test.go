@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -76,7 +77,7 @@ func errorsTableChecks() map[string]tableCheck {
 			err := e.raw(t, "QueryService/GetTask", "json", []byte(`{"taskId": 5}`))
 			return []error{saying(t, onField(t, err, "task_id"), "task_id: 5 is not a valid string")}
 		},
-		"a `Steward-Principal` header that is not UTF-8, is over 256 bytes, holds a control or bidi character, or names `steward` or `anonymous`": func(t *testing.T, e *harness) []error {
+		"a `Steward-Principal` header (with `--insecure`) that is not UTF-8, is over 256 bytes, holds a control or bidi character, or names `steward` or `anonymous`": func(t *testing.T, e *harness) []error {
 			// The header names the caller only on a server without --auth.
 			url := fixture(e, "open server", func() string { return startInProcess(e.top) })
 			var out []error
@@ -129,7 +130,7 @@ func errorsTableChecks() map[string]tableCheck {
 		"the event log cannot be reached": func(t *testing.T, e *harness) []error {
 			// A control plane whose NATS goes away under it.
 			bus := stewardtest.StartBus(t)
-			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error")
+			p := startCommand(t, nil, "serve", "--plane=control", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error", "--insecure")
 			bus.Server.Shutdown()
 			_, err := newClients(p.url).tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{Contract: contract()}))
 			for _, internal := range []string{"steward.task", "deadline", "nats"} {
@@ -164,7 +165,7 @@ func errorsTableChecks() map[string]tableCheck {
 			ap := e.pendingApproval(t)
 			return []error{onField(t, e.decide(e.approver, ap.ApprovalId, "sha256:0000"), "action_hash")}
 		},
-		"a decision by someone without the role; a missing or unknown token with `--auth`": func(t *testing.T, e *harness) []error {
+		"a decision by someone without the role; a missing or unknown token": func(t *testing.T, e *harness) []error {
 			ap := e.pendingApproval(t)
 			return []error{
 				e.decide(e.viewer, ap.ApprovalId, ap.ActionHash),
@@ -271,12 +272,12 @@ func errorsTableChecks() map[string]tableCheck {
 			otherwise := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
 			return []error{onField(t, noReason, "reason"), alike(t, notUnknown, otherwise)}
 		},
-		"`SettleAction` without the `operator` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`SettleAction` without the `operator` role": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle-role")
 			agent := actionClient(e.url, agentToken)
 			return []error{e.settle(agent, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "I say so")}
 		},
-		"`RecordFinding` without the `auditor` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`RecordFinding` without the `auditor` role": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-finding-role", contract())
 			_, err := e.operator.audit.RecordFinding(ctx, connect.NewRequest(&stewardv1.RecordFindingRequest{
 				TaskId: id, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, Description: "I say so"}))
@@ -299,7 +300,7 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, report("u-overflow", math.MaxInt64, 0, ""), "tokens"),
 			)}
 		},
-		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			raise := func(c authed, tokens int64, reason string) error {
 				_, err := c.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: id, MaxTokens: tokens, Reason: reason}))
@@ -519,7 +520,7 @@ func errorsTableChecks() map[string]tableCheck {
 			}
 			return nil
 		},
-		"`RevokeCredential` without a reason; without the `operator` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`RevokeCredential` without a reason; without the `operator` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			revoke := func(c authed, reason string) error {
 				_, err := c.governance.RevokeCredential(ctx, connect.NewRequest(&stewardv1.RevokeCredentialRequest{TaskId: id, Reason: reason}))
@@ -555,6 +556,22 @@ func errorsTableChecks() map[string]tableCheck {
 		"`steward serve --plane=governance` without `--credential-key`": func(t *testing.T, e *harness) []error {
 			exitsNaming(t, []string{"serve", "--plane=governance", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--credential-key")
 			return nil
+		},
+		"`steward serve` without `--auth` or `--insecure`; `steward dev` or `serve` with both": func(t *testing.T, e *harness) []error {
+			exitsNaming(t, []string{"serve", "--plane=state", "--nats", e.natsURL, "--addr", "127.0.0.1:0"}, "--auth", "--insecure")
+			both := []string{"--auth", filepath.Join(e.dir, "tokens.json"), "--insecure", "--addr", "127.0.0.1:0"}
+			exitsNaming(t, append([]string{"dev", "--data", t.TempDir()}, both...), "--auth", "--insecure")
+			exitsNaming(t, append([]string{"serve", "--plane=state", "--nats", e.natsURL}, both...), "--auth", "--insecure")
+			return nil
+		},
+		"`PauseTask`, `ResumeTask`, `CancelTask` or `FailTask` by a caller who is neither the task's agent, requester nor accountable owner, without the `operator` role ([roles.md](roles.md))": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-steer-stranger", contract())
+			stranger := e.viewer.tasks
+			_, pause := stranger.PauseTask(ctx, connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "mine now"}))
+			_, resume := stranger.ResumeTask(ctx, connect.NewRequest(&stewardv1.ResumeTaskRequest{TaskId: id}))
+			_, cancel := stranger.CancelTask(ctx, connect.NewRequest(&stewardv1.CancelTaskRequest{TaskId: id, Reason: "mine now"}))
+			_, fail := stranger.FailTask(ctx, connect.NewRequest(&stewardv1.FailTaskRequest{TaskId: id, Reason: "mine now"}))
+			return []error{alike(t, saying(t, pause, "user:cy", "operator"), resume, cancel, fail)}
 		},
 	}
 }

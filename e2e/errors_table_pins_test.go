@@ -55,7 +55,7 @@ func pinChecks() map[string]tableCheck {
 				saying(t, onField(t, other[0], "tool_version"), "pins"),
 			)}
 		},
-		"`RegisterTool` without the `tool-admin` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`RegisterTool` without the `tool-admin` role": func(t *testing.T, e *harness) []error {
 			return []error{alike(t, pinprobe(e, agentToken, "3.0.0"), pinprobe(e, operatorToken, "3.0.0"))}
 		},
 	}

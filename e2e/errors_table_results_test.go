@@ -103,7 +103,7 @@ func contentChecks() map[string]tableCheck {
 				saying(t, byRef, "s3://bucket/dump.csv"),
 			}
 		},
-		"`GetResult`, `GetArtifactContent`, `WatchTask` or `ReplayTask` by a principal the task does not name, without the `operator` or `auditor` role, with `--auth`": func(t *testing.T, e *harness) []error {
+		"`GetResult`, `GetArtifactContent`, `WatchTask` or `ReplayTask` by a principal the task does not name, without the `operator` or `auditor` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			_, err := e.viewer.query.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: id, ActionId: "any"}))
 			return []error{alike(t, err, readArtifact(e.viewer, id, "report", 0), watchFirst(e.viewer, id), replay(e.viewer, id))}

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +58,7 @@ const (
 	ownerToken     = "e2e-acceptance-owner-token-0123" // user:owner, no role: an acceptance owner
 	treasurerToken = "e2e-treasury-token-0123456789"   // user:tess, treasury
 	toolAdminToken = "e2e-tool-admin-token-0123456789" // user:tools, tool-admin
+	adminToken     = "e2e-admin-token-0123456789"      // user:root, admin: may do everything
 	// Two more approvers, for approvals that need several people.
 	secondApproverToken = "e2e-second-approver-token-0123" // user:di, authorizer
 	thirdApproverToken  = "e2e-third-approver-token-01234" // user:eve, authorizer
@@ -74,6 +76,7 @@ const tokensFile = `{"tokens": [
   {"token": "` + ownerToken + `", "principal": "user:owner", "roles": []},
   {"token": "` + treasurerToken + `", "principal": "user:tess", "roles": ["treasury"]},
   {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]},
+  {"token": "` + adminToken + `", "principal": "user:root", "roles": ["admin"]},
   {"token": "` + secondApproverToken + `", "principal": "user:di", "roles": ["authorizer"]},
   {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]}
 ]}`
@@ -103,7 +106,8 @@ type harness struct {
 type setup struct {
 	// tools are the tools file's entries, JSON objects; none when empty.
 	tools []string
-	// open runs without a tokens file: callers are not authenticated.
+	// open runs in the open mode (--insecure): callers are not
+	// authenticated.
 	open bool
 	// policy runs with a policy directory holding the default bundle,
 	// which the test may rewrite (reloadPolicy).
@@ -215,6 +219,16 @@ func writeFile(tb testing.TB, dir, name, content string) string {
 type proc struct {
 	cmd *exec.Cmd
 	url string
+
+	mu     sync.Mutex
+	stdout strings.Builder // what it printed, line by line
+}
+
+// printed returns what p has printed on stdout so far.
+func (p *proc) printed() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stdout.String()
 }
 
 var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (http://\S+)`)
@@ -230,7 +244,21 @@ func startBinary(tb testing.TB, dataDir string, flags ...string) *proc {
 // process's environment; a later value of a key wins.
 func startBinaryEnv(tb testing.TB, dataDir string, env []string, flags ...string) *proc {
 	tb.Helper()
-	return startCommand(tb, env, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, flags...)...)
+	return startCommand(tb, env, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", dataDir, "--log-level", "warn"}, openUnlessAuth(flags)...)...)
+}
+
+// openUnlessAuth returns flags with --insecure added unless they name a
+// token file: a test that is not about authentication runs in the open
+// mode, callers naming themselves in the Steward-Principal header, as
+// before `steward dev` had tokens by default. Tests of the default start
+// the binary with startCommand.
+func openUnlessAuth(flags []string) []string {
+	for _, f := range flags {
+		if f == "--auth" || strings.HasPrefix(f, "--auth=") || f == "--insecure" {
+			return flags
+		}
+	}
+	return append(slices.Clip(flags), "--insecure")
 }
 
 // startCommand runs the binary with args and waits until it says where
@@ -255,6 +283,9 @@ func startCommand(tb testing.TB, env []string, args ...string) *proc {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
+			p.mu.Lock()
+			p.stdout.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
 			if m := servingLine.FindStringSubmatch(sc.Text()); m != nil {
 				found <- m[1]
 			}
@@ -303,7 +334,7 @@ func startInProcess(tb testing.TB, flags ...string) string {
 		logs, level = benchLog(), benchLevel()
 	}
 	m := app.NewServer(io.Discard, logs)
-	if err := m.ParseFlags("dev", append([]string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tb.TempDir(), "data"), "--log-level", level}, flags...)); err != nil {
+	if err := m.ParseFlags("dev", append([]string{"--addr", "127.0.0.1:0", "--data", filepath.Join(tb.TempDir(), "data"), "--log-level", level}, openUnlessAuth(flags)...)); err != nil {
 		tb.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {

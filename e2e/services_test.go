@@ -24,7 +24,7 @@ func TestServicesMode(t *testing.T) {
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
 		m := app.NewServer(io.Discard, &testWriter{tb: t})
-		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()}
+		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir(), "--insecure"}
 		if plane == "governance" {
 			flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
 		}

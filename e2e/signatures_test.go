@@ -166,7 +166,7 @@ func TestForgedPermitsAreNotExecuted(t *testing.T) {
 	execLog := &lockedLog{tw: &testWriter{tb: t}}
 	for _, plane := range []string{"control", "execution", "state"} {
 		var stderr io.Writer = &testWriter{tb: t}
-		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir()}
+		flags := []string{"--plane", plane, "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn", "--sandbox", t.TempDir(), "--insecure"}
 		if plane == "execution" {
 			stderr = execLog
 			flags = append(flags, "--permit-key", keyFile, "--tools", tools)

@@ -170,7 +170,7 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 	workers := map[string]*proc{}
 	for _, name := range []string{"wa", "wb"} {
 		workers[name] = startCommand(t, nil, "serve", "--plane=execution", "--nats", bus.Server.ClientURL(), "--addr", "127.0.0.1:0",
-			"--log-level", "warn", "--sandbox", t.TempDir(), "--tools", tools, "--worker", name, "--lease", takeoverLease.String())
+			"--log-level", "warn", "--sandbox", t.TempDir(), "--tools", tools, "--worker", name, "--lease", takeoverLease.String(), "--insecure")
 	}
 	control, state := newClients(urls["control"]), newClients(urls["state"])
 	r := &crashRun{c: control}
@@ -246,7 +246,7 @@ func TestTakeoverWhenAWorkerDiesMidCall(t *testing.T) {
 func startServePlane(t *testing.T, natsURL, plane string) string {
 	t.Helper()
 	m := app.NewServer(io.Discard, &testWriter{tb: t})
-	flags := []string{"--plane", plane, "--nats", natsURL, "--addr", "127.0.0.1:0", "--log-level", "warn"}
+	flags := []string{"--plane", plane, "--nats", natsURL, "--addr", "127.0.0.1:0", "--log-level", "warn", "--insecure"}
 	if plane == "governance" {
 		flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
 	}

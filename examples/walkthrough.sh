@@ -10,11 +10,17 @@
 #   5. show the ledger: each action with its policy snapshot, approval,
 #      permit and outcome.
 # Start Steward first, from the repository root:
-#   go run ./cmd/steward dev --tools examples/tools.json --auth examples/tokens.json
+#   go run ./cmd/steward dev --tools examples/tools.json
+# It reads the bearer tokens `steward dev` wrote to its data directory on
+# first start (STEWARD_DATA, .steward/data by default).
 set -euo pipefail
 URL=${STEWARD_URL:-http://127.0.0.1:7700}
-AGENT="Authorization: Bearer dev-agent-token-not-secret"
-APPROVER="Authorization: Bearer dev-approver-token-not-secret"
+TOKENS=${STEWARD_DATA:-.steward/data}/tokens.json
+token() { # token PRINCIPAL: the header carrying PRINCIPAL's token
+  echo "Authorization: Bearer $(jq -er --arg p "$1" '.tokens[] | select(.principal == $p) | .token' "$TOKENS")"
+}
+AGENT=$(token agent:dev)
+APPROVER=$(token user:approver)
 RUN=${RUN:-$(date +%s)}
 
 call() { # call TOKEN-HEADER SERVICE/METHOD JSON
@@ -33,7 +39,7 @@ wait_for() {
 echo "== 1. create a task"
 TASK=$(call "$AGENT" TaskService/CreateTask "{\"requestId\": \"walkthrough-$RUN\", \"contract\": {
   \"intent\": \"Publish the weekly customer report\", \"desiredOutcome\": \"reports/weekly.md on the shared drive\",
-  \"requesterRef\": \"agent:reporter\", \"accountableOwnerRef\": \"user:ana\", \"authorizerRef\": \"user:bo\",
+  \"requesterRef\": \"agent:dev\", \"accountableOwnerRef\": \"user:ana\", \"authorizerRef\": \"user:approver\",
   \"riskTier\": \"RISK_TIER_MEDIUM\", \"allowedTools\": [\"lookup\", \"publish\"]}}" | jq -r .task.contract.taskId)
 echo "task $TASK"
 wait_for "$TASK" '.task.status == "TASK_STATUS_RUNNING"'

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/access"
 )
 
 // PrincipalHeader names the caller when no tokens are configured. It is
@@ -37,16 +39,21 @@ func WithIdentity(ctx context.Context, id Identity) context.Context {
 // edgeInterceptor authenticates the caller and translates errors, for
 // unary and streaming handlers alike.
 type edgeInterceptor struct {
-	log    *slog.Logger
-	tokens Tokens
+	log     *slog.Logger
+	tokens  Tokens
+	parties PartiesFunc
 }
 
 // NewEdgeInterceptor returns the interceptor every Steward handler runs
 // behind. With tokens, every call must carry "Authorization: Bearer
-// <token>" naming one of them; without, the Steward-Principal header is
-// trusted and grants no roles.
-func NewEdgeInterceptor(log *slog.Logger, tokens Tokens) connect.Interceptor {
-	return &edgeInterceptor{log: log, tokens: tokens}
+// <token>" naming one of them, and the caller must be allowed by the
+// procedure's row of the role table (access.Table): its roles, or, for a
+// rule that names a task's parties, its part in the task, which parties
+// looks up (nil on a server whose procedures need none). Without tokens
+// (open mode), the Steward-Principal header is trusted, grants no roles,
+// and the table is not applied.
+func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc) connect.Interceptor {
+	return &edgeInterceptor{log: log, tokens: tokens, parties: parties}
 }
 
 func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.Context, error) {
@@ -75,6 +82,11 @@ func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err := refusal(req.Any()); err != nil {
 			return nil, err
 		}
+		if i.tokens != nil {
+			if err := authorize(ctx, i.parties, req.Spec().Procedure, Caller(ctx), req.Any()); err != nil {
+				return nil, ToConnect(ctx, i.log, err)
+			}
+		}
 		resp, err := next(ctx, req)
 		return resp, ToConnect(ctx, i.log, err)
 	}
@@ -89,6 +101,19 @@ func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		ctx, err := i.identify(ctx, conn.RequestHeader())
 		if err != nil {
 			return err
+		}
+		if i.tokens == nil {
+			return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
+		}
+		who := Caller(ctx)
+		procedure := conn.Spec().Procedure
+		if err := authorize(ctx, i.parties, procedure, who, nil); err != nil {
+			return ToConnect(ctx, i.log, err)
+		}
+		if rule, _ := access.For(procedure); !rule.AllowsRoles(who.Roles) {
+			// The roles were not enough, and the rule names parties: the
+			// request's task decides, as it arrives.
+			conn = partyConn{StreamingHandlerConn: conn, ctx: ctx, parties: i.parties, who: who}
 		}
 		return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
 	}

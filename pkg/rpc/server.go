@@ -32,12 +32,12 @@ type Service struct {
 }
 
 // HandlerOptions are the options every Steward handler is built with;
-// tokens may be nil (see NewEdgeInterceptor).
-func HandlerOptions(log *slog.Logger, tokens Tokens) []connect.HandlerOption {
+// tokens and parties may be nil (see NewEdgeInterceptor).
+func HandlerOptions(log *slog.Logger, tokens Tokens, parties PartiesFunc) []connect.HandlerOption {
 	return append(strictCodecs(),
 		// The edge answers refused decodings and translates every error,
 		// so the limits every request shares are checked inside it.
-		connect.WithInterceptors(NewEdgeInterceptor(log, tokens), limits.NewInterceptor()),
+		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties), limits.NewInterceptor()),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
 		// and most callers sit on the same network.

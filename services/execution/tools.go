@@ -93,20 +93,14 @@ func (p *Plane) RegisterFile(ctx context.Context, path string) error {
 	return nil
 }
 
-// ToolAdminRole may register tools when tokens are in use.
-const ToolAdminRole = "tool-admin"
-
 type toolService struct {
 	stewardv1connect.UnimplementedToolServiceHandler
 	plane *Plane
 }
 
 func (s *toolService) RegisterTool(ctx context.Context, req *connect.Request[stewardv1.RegisterToolRequest]) (*connect.Response[stewardv1.RegisterToolResponse], error) {
-	// A tool contract decides what policy sees (its effect class above
-	// all), so with tokens on, registering one takes its own role.
-	if who := rpc.Caller(ctx); who.Verified && !who.HasRole(ToolAdminRole) {
-		return nil, errs.New(errs.PermissionDenied, "%s may not register tools: that needs the %s role", who.Principal, ToolAdminRole)
-	}
+	// Registering takes the tool-admin role: the role table (pkg/access)
+	// says so, and the RPC edge enforces it.
 	t, created, err := s.plane.Register(ctx, rpc.Principal(ctx), req.Msg.Contract)
 	if err != nil {
 		return nil, err

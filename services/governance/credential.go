@@ -40,9 +40,6 @@ import (
 // still stops it: it is the operator's emergency stop, and a person takes
 // over what is left to undo.
 
-// OperatorRole may revoke credentials when callers are authenticated.
-const OperatorRole = "operator"
-
 // issueOnCreate reacts to a new task by issuing its credential. A
 // credential that cannot be issued (its parent's does not verify, or the
 // contract widens it) is logged, not retried: nothing a redelivery brings
@@ -341,8 +338,6 @@ func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, task
 		return errs.Field("reason", "is required: say why the credential is %s", pastTense(verb))
 	case len(reason) > MaxRevokeReasonLen:
 		return &errs.Error{Code: errs.TooLarge, Field: "reason", Message: fmt.Sprintf("is longer than %d bytes", MaxRevokeReasonLen)}
-	case who.Verified && !who.HasRole(OperatorRole):
-		return errs.New(errs.PermissionDenied, "%s may not %s credentials: that needs the %s role", who.Principal, verb, OperatorRole)
 	}
 	if p.signer == nil {
 		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")

@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/services/governance"
 )
 
 // TestRenewalRequestIDRenewsOnce: ten identical renewals with one request
@@ -25,7 +25,7 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 	e := newGovEnv(t)
 	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
-	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
+	operator := rpc.Identity{Principal: "user:op", Roles: []string{access.Operator}, Verified: true}
 	renew := func(taskID, reason string) (*stewardv1.CredentialState, error) {
 		return e.plane.RenewCredential(ctx, operator, &stewardv1.RenewCredentialRequest{TaskId: taskID, Reason: reason, RequestId: "renew-1"})
 	}
@@ -86,7 +86,7 @@ func TestARefusedRenewalLeavesItsRequestIDFree(t *testing.T) {
 	e := newGovEnv(t)
 	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
-	operator := rpc.Identity{Principal: "user:op", Roles: []string{governance.OperatorRole}, Verified: true}
+	operator := rpc.Identity{Principal: "user:op", Roles: []string{access.Operator}, Verified: true}
 	e.create(t, "ended", "user:ana", credContract([]string{"search"}, nil))
 	e.create(t, "live", "user:ana", credContract([]string{"search"}, nil))
 	e.credentialed("ended")

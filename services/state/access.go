@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -14,8 +15,8 @@ import (
 // review what tasks did, and only auditors record findings
 // (RecordFinding). Both are granted by an --auth token file.
 const (
-	OperatorRole = "operator"
-	AuditorRole  = "auditor"
+	OperatorRole = access.Operator
+	AuditorRole  = access.Auditor
 )
 
 // parties are the principals a task names: who may read its content. See

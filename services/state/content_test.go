@@ -29,7 +29,7 @@ func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(to
 	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, state.Config{Results: env.Results})
 	mux := http.NewServeMux()
-	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, tokens)) {
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, tokens, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)
@@ -216,7 +216,7 @@ func TestGetResultRefusesCorruptBytes(t *testing.T) {
 
 	bare := startPlane(t, env.Log, env.Logger, state.Config{})
 	mux := http.NewServeMux()
-	for _, s := range bare.Services(rpc.HandlerOptions(env.Logger, nil)) {
+	for _, s := range bare.Services(rpc.HandlerOptions(env.Logger, nil, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)

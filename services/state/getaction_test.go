@@ -176,7 +176,7 @@ func serveQuery(t *testing.T, env *stewardtest.Env, cfg state.Config) (*state.Pl
 	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, cfg)
 	mux := http.NewServeMux()
-	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)

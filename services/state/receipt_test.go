@@ -26,7 +26,7 @@ func serveState(t *testing.T, env *stewardtest.Env) (stewardv1connect.QueryServi
 	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, state.Config{})
 	mux := http.NewServeMux()
-	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil)) {
+	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil, nil)) {
 		mux.Handle(s.Path, s.Handler)
 	}
 	srv := httptest.NewServer(mux)

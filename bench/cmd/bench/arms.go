@@ -140,7 +140,9 @@ func runDev(o opts, allow bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	flags := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "error", "--tools", tools}
+	// --insecure: the arms drive Steward without tokens, as the figures
+	// they are compared with did.
+	flags := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "error", "--tools", tools, "--insecure"}
 	if policy != "" {
 		flags = append(flags, "--policy-dir", policy)
 	}
@@ -177,7 +179,7 @@ func runServices(o opts) (Result, error) {
 	for _, plane := range []string{"state", "governance", "execution", "control"} {
 		flags := []string{"--plane", plane, "--nats", bus.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "error",
 			"--sandbox", filepath.Join(dir, "sandbox"), "--tools", tools, "--policy-dir", policy,
-			"--credential-key", filepath.Join(dir, "credential.key")}
+			"--credential-key", filepath.Join(dir, "credential.key"), "--insecure"}
 		m := app.NewServer(io.Discard, os.Stderr)
 		if err := m.ParseFlags("serve", flags); err != nil {
 			return Result{}, err

@@ -36,9 +36,10 @@ const auditUsage = `Usage:
   steward audit finding --task ID --description TEXT [--action ID] [--request-id ID]
                         [--kind policy_violation] [--addr HOST:PORT]
                                                       record what you found on reviewing a task
-                                                      (the auditor role, with --auth)
+                                                      (the auditor role)
 
-Against a server started with --auth, pass --token TOKEN or set $STEWARD_TOKEN.
+Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else, for a server on
+this machine, the admin token 'steward dev' wrote to .steward/data/tokens.json.
 
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
@@ -78,7 +79,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
-	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
+	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {

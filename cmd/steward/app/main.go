@@ -21,9 +21,10 @@ var Version = "dev"
 const usage = `steward — a durable runtime for AI-agent tasks
 
 Usage:
-  steward dev    [--addr HOST:PORT] [--data DIR] [--nats-listen HOST:PORT]
-                 run every plane and an embedded NATS JetStream in one process
-  steward serve  --plane=control|governance|execution|state --nats=URL [--addr HOST:PORT]
+  steward dev    [--addr HOST:PORT] [--data DIR] [--nats-listen HOST:PORT] [--auth FILE | --insecure]
+                 run every plane and an embedded NATS JetStream in one process; calls need
+                 a bearer token from DATA/tokens.json (made on first start) unless --insecure
+  steward serve  --plane=control|governance|execution|state --nats=URL (--auth FILE | --insecure)
                  run one plane against an external NATS JetStream
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
                  replay or verify a task's hash-chained history, online or offline;

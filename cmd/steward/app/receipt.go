@@ -33,7 +33,7 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&taskID, "task", "", "task `ID`")
 	fs.StringVar(&format, "format", "markdown", "markdown or json")
 	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
-	fs.StringVar(&token, "token", "", "bearer `TOKEN` for a server started with --auth (default $"+TokenEnv+")")
+	fs.StringVar(&token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err

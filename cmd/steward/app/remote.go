@@ -1,9 +1,15 @@
 package app
 
 import (
+	"encoding/json"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+
+	"github.com/steward-run/steward/pkg/access"
 )
 
 // TokenEnv names the environment variable the client commands (audit,
@@ -20,15 +26,29 @@ func serverURL(addr string) string {
 }
 
 // httpClient is the client commands' HTTP client: it presents the bearer
-// token, if there is one, to a server started with --auth.
+// token, if there is one — token, else $STEWARD_TOKEN, else, to a server on
+// this machine only, the admin token of the token file `steward dev`
+// created in its default data directory (localToken).
 func httpClient(token string) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
 	if token == "" {
-		return http.DefaultClient
+		return &http.Client{Transport: localBearer{next: http.DefaultTransport}}
 	}
 	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+// localBearer adds the local dev admin token, if there is one, to a
+// request for a server on this machine, and nothing to any other.
+type localBearer struct{ next http.RoundTripper }
+
+func (b localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if token := localToken(r.URL.Hostname()); token != "" {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+token)
+	}
+	return b.next.RoundTrip(r)
 }
 
 // bearer adds an Authorization header to every request.
@@ -41,4 +61,33 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// localToken returns the first admin token in DefaultDataDir's token file
+// when host is this machine (localhost or a loopback address), or "": the
+// dev server a developer just started answers its own CLI without a flag.
+// A remote server never gets it.
+func localToken(host string) string {
+	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return ""
+	}
+	data, err := os.ReadFile(filepath.Join(DefaultDataDir, TokensFileName))
+	if err != nil {
+		return ""
+	}
+	var f struct {
+		Tokens []struct {
+			Token string   `json:"token"`
+			Roles []string `json:"roles"`
+		} `json:"tokens"`
+	}
+	if json.Unmarshal(data, &f) != nil {
+		return ""
+	}
+	for _, t := range f.Tokens {
+		if slices.Contains(t.Roles, access.Admin) {
+			return t.Token
+		}
+	}
+	return ""
 }

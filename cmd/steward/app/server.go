@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/stores"
 
@@ -60,7 +61,12 @@ type Server struct {
 	Plane      string        // serve: which plane
 	Replicas   int           // serve: replicas of the streams when this process creates them
 	LogLevel   string
-	AuthFile   string // bearer tokens; without it, callers are trusted by header and hold no roles
+	// AuthFile names the bearer tokens; without it (and without
+	// Insecure), dev creates DATA/tokens.json and serve refuses to start.
+	AuthFile string
+	// Insecure is the open mode: callers name themselves in the
+	// Steward-Principal header, taken on trust, and hold no roles.
+	Insecure bool
 	// governance: Ed25519 key that signs task credentials (see
 	// credentialSigner for the default)
 	CredentialKey string
@@ -105,7 +111,12 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims, unique among live workers; a restart under the same name takes up its work at once, under another after --lease (default: dev-HOST in dev, HOST-PID in serve)")
 	fs.DurationVar(&m.Lease, "lease", execution.DefaultLease, "how long an execution worker may go silent (no claim, dispatch or heartbeat on the log) holding an action before any live worker takes it over: a claim is dispatched, a call's outcome recorded unknown and reconciled (execution plane; `DURATION`, at least 1s)")
-	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for (see README)")
+	authDefault := " (required in serve, or --insecure)"
+	if mode == "dev" {
+		authDefault = " (default: DATA/" + TokensFileName + ", created with four random tokens on first start)"
+	}
+	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for; every call needs one (see docs/auth.md)"+authDefault)
+	fs.BoolVar(&m.Insecure, "insecure", false, "open mode, for trusted networks only: no tokens, callers name themselves in the Steward-Principal header, hold no roles, and the role table is not applied (a warning is logged at every start)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
 	fs.DurationVar(&m.PermitTTL, "permit-ttl", governance.DefaultPermitTTL, "how long a permit may be used after it is issued; a permit past it is not used, and its action is evaluated again (`DURATION`, 1s–24h; see docs/permits.md) (governance plane)")
@@ -178,6 +189,12 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
+	switch {
+	case m.AuthFile != "" && m.Insecure:
+		return errors.New("--auth and --insecure: give one, not both (--auth FILE checks bearer tokens; --insecure trusts the Steward-Principal header)")
+	case m.Mode == "serve" && m.AuthFile == "" && !m.Insecure:
+		return errors.New("--auth or --insecure is required for steward serve: --auth FILE of bearer tokens (see docs/auth.md), or --insecure to trust the Steward-Principal header on a trusted network")
+	}
 	return nil
 }
 
@@ -210,15 +227,23 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.planes, err = m.selectPlanes(ctx, js, st); err != nil {
 		return err
 	}
-	var tokens rpc.Tokens
-	if m.AuthFile != "" {
-		if tokens, err = rpc.LoadTokens(m.AuthFile); err != nil {
-			return fmt.Errorf("--auth: %w", err)
+	tokens, err := m.tokens()
+	if err != nil {
+		return err
+	}
+	// The planes that serve procedures whose rule names a task's parties
+	// look them up (the control plane).
+	var parties rpc.PartiesFunc
+	for _, p := range m.planes {
+		if h, ok := p.(interface {
+			Parties(context.Context, string) (access.TaskParties, error)
+		}); ok {
+			parties = h.Parties
 		}
 	}
 	// Inside the edge interceptor, which translates its refusals: no
 	// handler sees an id or a list past its documented limit.
-	opts := rpc.HandlerOptions(m.logger, tokens)
+	opts := rpc.HandlerOptions(m.logger, tokens, parties)
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(ctx); err != nil {
@@ -248,6 +273,35 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// tokens returns the bearer tokens calls must carry, or nil in the open
+// mode (--insecure), which it warns of at every start. Without --auth, dev
+// uses DATA/tokens.json, creating it on first start and saying so once.
+func (m *Server) tokens() (rpc.Tokens, error) {
+	if m.Insecure {
+		m.logger.Warn("open mode (--insecure): every caller is trusted to name themselves in the Steward-Principal header and holds no roles; anyone who can reach " + m.Addr + " can act as anyone. Use it on a trusted network only")
+		return nil, nil
+	}
+	path, flagName := m.AuthFile, "--auth"
+	if path == "" {
+		created := false
+		var err error
+		if path, created, err = devTokens(m.DataDir); err != nil {
+			return nil, fmt.Errorf("--data: token file: %w", err)
+		}
+		if created {
+			m.printTokensHelp(path)
+		} else {
+			m.logger.Info("bearer tokens from the data directory", "file", path)
+		}
+		flagName = "--data"
+	}
+	tokens, err := rpc.LoadTokens(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	return tokens, nil
 }
 
 // connect starts the embedded server (dev) or dials the external one.

@@ -1,0 +1,107 @@
+package access
+
+import (
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+// steer is the rule of the steering commands: the task's own people — the
+// agent doing it, whom it is for — and operators, who answer for every
+// task. A stranger with a token must not stop someone else's work.
+var steer = Rule{Group: Steering, Parties: Agent | Owner, Roles: []string{Operator}}
+
+// work is the rule of the agent's commands: a task's work is done by the
+// agent it belongs to, not by anyone holding a token.
+func work(why string) Rule { return Rule{Group: Work, Parties: Agent, Why: why} }
+
+// read is the rule of a query any authenticated caller may make.
+func read(why string) Rule { return Rule{Group: Read, Why: why} }
+
+// Table names, for every procedure of every Steward service, who may call
+// it. A procedure without a row is refused (a test checks that every
+// procedure the generated code serves has one); docs/roles.md is this
+// table in words, checked against it.
+var Table = map[string]Rule{
+	// TaskService: starting, steering and doing tasks.
+	stewardv1connect.TaskServiceCreateTaskProcedure: {Group: Start, Why: "anyone known may ask for work; they become the task's creator, its agent"},
+	stewardv1connect.TaskServicePauseTaskProcedure:  withWhy(steer, "the task's agent or people, or an operator, may hold it"),
+	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "with tokens, a task waiting for input only by its requester, accountable owner or an operator (mayAnswer): an agent cannot wave away its own question"),
+		"the task's agent or people, or an operator, may let it go on"),
+	stewardv1connect.TaskServiceCancelTaskProcedure:     withWhy(steer, "the task's agent or people, or an operator, may end it"),
+	stewardv1connect.TaskServiceFailTaskProcedure:       withWhy(steer, "the task's agent or people, or an operator, may say it failed"),
+	stewardv1connect.TaskServiceProposeActionProcedure:  work("an action is spent against the task's credential and budget: only its agent proposes"),
+	stewardv1connect.TaskServiceReportUsageProcedure:    work("usage is charged to the task's budget as its agent reports it"),
+	stewardv1connect.TaskServiceSubmitArtifactProcedure: work("the task's result is handed in by its agent"),
+	stewardv1connect.TaskServiceMarkProducedProcedure:   work("only the agent says that its work is done (it is then reviewed)"),
+	stewardv1connect.TaskServiceRequestInputProcedure:   work("the agent asks its people a question"),
+	stewardv1connect.TaskServiceDelegateTaskProcedure: {Group: Work, Parties: Agent, TaskField: "parent_task_id",
+		Why: "a sub-task narrows the parent's credential: only the parent's agent hands its work on"},
+	stewardv1connect.TaskServiceRaiseBudgetProcedure: {Group: Operation, Roles: []string{BudgetOwner},
+		Why: "money is a budget owner's decision: an agent must not raise its own budget"},
+	stewardv1connect.TaskServiceAcceptTaskProcedure: {Group: Review, Plane: "the contract's acceptance owner, and under separation of duties not the requester (the fold)",
+		Why: "produced is not accepted: the acceptance owner decides"},
+	stewardv1connect.TaskServiceReturnTaskProcedure: {Group: Review, Plane: "the contract's acceptance owner, as for AcceptTask (the fold)",
+		Why: "the acceptance owner sends a result back"},
+	stewardv1connect.TaskServiceExtendDeadlineProcedure: {Group: Review, Plane: "the contract's accountable owner (the fold)",
+		Why: "the deadline is the accountable owner's promise"},
+	stewardv1connect.TaskServiceProvideInputProcedure: {Group: Review, Parties: Owner, Roles: []string{Operator},
+		Plane: "the same rule on the task as it is when answered, in every mode (mayAnswer)",
+		Why:   "the agent's question is answered by whom the task is for, or an operator"},
+
+	// GovernanceService: approvals and credentials.
+	stewardv1connect.GovernanceServiceListApprovalsProcedure: {Group: Read, Why: "approvers find what waits for them"},
+	stewardv1connect.GovernanceServiceGetApprovalProcedure:   {Group: Read, Why: "approvers see what an action will do before deciding"},
+	stewardv1connect.GovernanceServiceDecideApprovalProcedure: {Group: Approval,
+		Plane: "one of the roles the approval asks for (policy names them), not the proposer, separation of duties, the authorizer (docs/approvals.md)",
+		Why:   "who may approve depends on the action: policy names the roles per approval"},
+	stewardv1connect.GovernanceServiceRevokeCredentialProcedure: {Group: Operation, Roles: []string{Operator},
+		Why: "a revocation is the operator's emergency stop"},
+	stewardv1connect.GovernanceServiceRenewCredentialProcedure: {Group: Operation, Roles: []string{Operator},
+		Why: "renewing lets a task act longer: an operator's decision"},
+	stewardv1connect.GovernanceServiceGetCredentialKeyProcedure: {Group: Read, Why: "the public key verifies credentials and permits: it is public"},
+
+	// ToolService.
+	stewardv1connect.ToolServiceRegisterToolProcedure: {Group: Operation, Roles: []string{ToolAdmin},
+		Why: "a tool contract decides what policy sees (its effect class above all)"},
+	stewardv1connect.ToolServiceGetToolProcedure:   read("agents read the contracts of the tools they call"),
+	stewardv1connect.ToolServiceListToolsProcedure: read("agents read the contracts of the tools they call"),
+
+	// ActionService.
+	stewardv1connect.ActionServiceSettleActionProcedure: {Group: Operation, Roles: []string{Operator},
+		Why: "settling says what happened in the world: not the agent whose action it was"},
+
+	// QueryService.
+	stewardv1connect.QueryServiceGetTaskProcedure:            {Group: Read, Plane: "results inline are blanked for a caller who may not read the task's content (state's mayRead)", Why: "a task's state is shown to everyone known; its content is not"},
+	stewardv1connect.QueryServiceGetActionProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
+	stewardv1connect.QueryServiceListTasksProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
+	stewardv1connect.QueryServiceGetTimelineProcedure:        read("what happened, without the content"),
+	stewardv1connect.QueryServiceListBreakersProcedure:       read("which tools' circuit breakers are open"),
+	stewardv1connect.QueryServiceGetReceiptProcedure:         read("the short record of what happened, without the content"),
+	stewardv1connect.QueryServiceGetResultProcedure:          content("a tool's result"),
+	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
+	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
+
+	// AuditService.
+	stewardv1connect.AuditServiceReplayTaskProcedure: content("raw events carry small results inline"),
+	stewardv1connect.AuditServiceVerifyTaskProcedure: read("anyone may check a task's hash chain"),
+	stewardv1connect.AuditServiceRecordFindingProcedure: {Group: Operation, Roles: []string{Auditor},
+		Why: "findings are an auditor's judgement on the record"},
+}
+
+// content is the rule of a read of a task's content, which the state
+// plane decides against its projections (the task's parties up its
+// delegation, operators and auditors).
+func content(what string) Rule {
+	return Rule{Group: Read,
+		Plane: "a party the task or one it was delegated from names, or the operator or auditor role (state's mayRead)",
+		Why:   "it serves the task's content (" + what + "): only its people, operators and auditors read it"}
+}
+
+func withWhy(r Rule, why string) Rule { r.Why = why; return r }
+
+func withPlane(r Rule, plane string) Rule { r.Plane = plane; return r }
+
+// For returns the rule of procedure, and false for one without a row.
+func For(procedure string) (Rule, bool) {
+	r, ok := Table[procedure]
+	return r, ok
+}

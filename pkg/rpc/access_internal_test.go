@@ -1,0 +1,54 @@
+package rpc
+
+import (
+	"context"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// TestAProcedureWithoutARuleIsRefused: the table fails closed.
+func TestAProcedureWithoutARuleIsRefused(t *testing.T) {
+	admin := Identity{Principal: "user:root", Roles: []string{"admin"}, Verified: true}
+	err := authorize(context.Background(), nil, "/steward.v1.TaskService/Unwritten", admin, &stewardv1.PauseTaskRequest{})
+	if !errs.Is(err, errs.PermissionDenied) {
+		t.Fatalf("a procedure without a row: %v, want PermissionDenied", err)
+	}
+	// A party rule on a server without the hook fails too, rather than
+	// letting the caller through.
+	agent := Identity{Principal: "agent:a", Verified: true}
+	if err := authorize(context.Background(), nil, "/steward.v1.TaskService/PauseTask", agent, &stewardv1.PauseTaskRequest{TaskId: "t1"}); err == nil {
+		t.Fatal("a party rule without a hook let the caller through")
+	}
+}
+
+// TestAStreamedRequestIsCheckedAsItArrives: a stream's request is not
+// there when the edge runs, so a party rule is applied on Receive.
+func TestAStreamedRequestIsCheckedAsItArrives(t *testing.T) {
+	parties := func(context.Context, string) (access.TaskParties, error) {
+		return access.TaskParties{Agents: []string{"agent:a"}}, nil
+	}
+	for who, allowed := range map[string]bool{"agent:a": true, "user:eve": false} {
+		c := partyConn{StreamingHandlerConn: fakeConn{}, ctx: context.Background(), parties: parties, who: Identity{Principal: who, Verified: true}}
+		err := c.Receive(&stewardv1.PauseTaskRequest{})
+		if allowed != (err == nil) || !allowed && !errs.Is(err, errs.PermissionDenied) {
+			t.Errorf("%s: %v, allowed %v", who, err, allowed)
+		}
+	}
+}
+
+// fakeConn receives a PauseTaskRequest for task t1.
+type fakeConn struct{ connect.StreamingHandlerConn }
+
+func (fakeConn) Spec() connect.Spec {
+	return connect.Spec{Procedure: "/steward.v1.TaskService/PauseTask", StreamType: connect.StreamTypeServer}
+}
+
+func (fakeConn) Receive(m any) error {
+	m.(*stewardv1.PauseTaskRequest).TaskId = "t1"
+	return nil
+}

@@ -1,0 +1,99 @@
+package rpc_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// TestEdgeEnforcesTheRoleTable serves TaskService and ToolService, whose
+// handlers answer unimplemented, behind the edge with tokens and a party
+// hook: a call the table refuses is permission_denied naming what it
+// needs; one it allows reaches the handler (unimplemented).
+func TestEdgeEnforcesTheRoleTable(t *testing.T) {
+	tokens := rpc.Tokens{
+		"agent-token-0123456789":    {Principal: "agent:a"},
+		"owner-token-0123456789":    {Principal: "user:owner"},
+		"stranger-token-0123456789": {Principal: "user:eve", Roles: []string{"authorizer"}},
+		"operator-token-0123456789": {Principal: "user:ops", Roles: []string{access.Operator}},
+		"admin-token-0123456789":    {Principal: "user:root", Roles: []string{access.Admin}},
+	}
+	looked := 0
+	parties := func(_ context.Context, taskID string) (access.TaskParties, error) {
+		looked++
+		if taskID != "t1" {
+			return access.TaskParties{}, errs.New(errs.NotFound, "task %s not found", taskID)
+		}
+		return access.TaskParties{Agents: []string{"agent:a"}, Owners: []string{"user:owner"}}, nil
+	}
+	opts := rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, parties)
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewTaskServiceHandler(stewardv1connect.UnimplementedTaskServiceHandler{}, opts...))
+	mux.Handle(stewardv1connect.NewToolServiceHandler(stewardv1connect.UnimplementedToolServiceHandler{}, opts...))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+
+	as := func(token string) connect.ClientOption {
+		return connect.WithInterceptors(connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+			return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+				req.Header().Set("Authorization", "Bearer "+token)
+				return next(ctx, req)
+			}
+		}))
+	}
+	pause := func(token, taskID string) error {
+		_, err := stewardv1connect.NewTaskServiceClient(srv.Client(), srv.URL, as(token)).
+			PauseTask(context.Background(), connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: taskID}))
+		return err
+	}
+	register := func(token string) error {
+		_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL, as(token)).
+			RegisterTool(context.Background(), connect.NewRequest(&stewardv1.RegisterToolRequest{}))
+		return err
+	}
+	passed := connect.CodeUnimplemented
+	for _, tc := range []struct {
+		name string
+		err  error
+		want connect.Code
+		says []string
+	}{
+		{"no token", pause("", "t1"), connect.CodeUnauthenticated, nil},
+		{"unknown token", pause("no-such-token-0123456789", "t1"), connect.CodeUnauthenticated, nil},
+		{"steering: the agent", pause("agent-token-0123456789", "t1"), passed, nil},
+		{"steering: an owner", pause("owner-token-0123456789", "t1"), passed, nil},
+		{"steering: an operator", pause("operator-token-0123456789", "t1"), passed, nil},
+		{"steering: an admin", pause("admin-token-0123456789", "t1"), passed, nil},
+		{"steering: a stranger", pause("stranger-token-0123456789", "t1"), connect.CodePermissionDenied,
+			[]string{"user:eve may not call TaskService/PauseTask on task t1", "operator role", "agent:a", "user:owner"}},
+		{"steering: an unknown task is the command's to report", pause("stranger-token-0123456789", "t2"), passed, nil},
+		{"a role: not held", register("agent-token-0123456789"), connect.CodePermissionDenied,
+			[]string{"agent:a may not call ToolService/RegisterTool: that needs the tool-admin role"}},
+		{"a role: admin", register("admin-token-0123456789"), passed, nil},
+	} {
+		if got := connect.CodeOf(tc.err); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, tc.err, tc.want)
+		}
+		for _, w := range tc.says {
+			if tc.err == nil || !strings.Contains(tc.err.Error(), w) {
+				t.Errorf("%s: %v, want it to say %q", tc.name, tc.err, w)
+			}
+		}
+	}
+	// Roles decide first: the hook is asked only when they were not
+	// enough — the agent, the owner, the stranger twice.
+	if looked != 4 {
+		t.Errorf("the party hook was asked %d times, want 4", looked)
+	}
+}
