@@ -25,6 +25,8 @@ Usage:
                  run every plane and an embedded NATS JetStream in one process
   steward serve  --plane=control|governance|execution|state --nats=URL [--addr HOST:PORT]
                  run one plane against an external NATS JetStream
+  steward nats-users --out DIR
+                 write a NATS user per plane: nkey seeds and the nats-server config
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
                  replay or verify a task's hash-chained history, online or offline;
                  audit finding records what an auditor found
@@ -45,6 +47,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "dev", "serve":
 		err = runServer(args[0], args[1:], stdout, stderr)
+	case "nats-users":
+		err = runNATSUsers(args[1:], stdout, stderr)
 	case "audit":
 		// What these print came from clients and tools: a reason can
 		// carry an escape sequence or a bidi control.

@@ -96,7 +96,3 @@ func checkCreds(path string) error {
 	kp.Wipe()
 	return nil
 }
-
-// planeInbox is the plane's reply subject prefix.
-// TODO(merge i15-natsperm): take it from the permission table.
-func planeInbox(plane string) string { return "_INBOX_" + plane }

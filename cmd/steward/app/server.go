@@ -22,6 +22,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -264,7 +265,7 @@ func (m *Server) Run(ctx context.Context) error {
 func (m *Server) connect() error {
 	opts := []nats.Option{nats.Name("steward " + m.Mode + " " + m.Plane), nats.MaxReconnects(-1)}
 	if m.Mode == "serve" {
-		auth, err := m.NATS.options(planeInbox(m.Plane))
+		auth, err := m.NATS.options(natsperm.Inbox(m.Plane))
 		if err != nil {
 			return err
 		}
