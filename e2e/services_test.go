@@ -99,4 +99,13 @@ func TestServeFlagsAreChecked(t *testing.T) {
 			t.Errorf("steward %v said %q; want it to mention %q", tt.args, out, tt.want)
 		}
 	}
+	// Files that are there but are not what the flag takes.
+	dir := t.TempDir()
+	junk := writeFile(t, dir, "junk", "not a key\n")
+	for flag, want := range map[string]string{"--nats-nkey": "nkey user seed", "--nats-creds": "no user seed", "--nats-ca": "no PEM certificate"} {
+		out := run(t, 1, "serve", "--plane", "state", "--nats", "nats://x:4222", flag, junk)
+		if !strings.Contains(out, flag) || !strings.Contains(out, want) {
+			t.Errorf("serve %s with a file of junk said %q; want it to name %s and say %q", flag, out, flag, want)
+		}
+	}
 }

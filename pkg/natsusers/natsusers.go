@@ -171,9 +171,10 @@ func list(b *bytes.Buffer, name string, subjects []string) {
 	if len(subjects) == 0 {
 		return
 	}
+	// One subject a line, for a person reviewing what each plane may do.
 	q := make([]string, len(subjects))
 	for i, s := range subjects {
-		q[i] = strconv.Quote(s)
+		q[i] = "            " + strconv.Quote(s)
 	}
-	fmt.Fprintf(b, "          %s: [%s]\n", name, strings.Join(q, ", "))
+	fmt.Fprintf(b, "          %s: [\n%s\n          ]\n", name, strings.Join(q, ",\n"))
 }
