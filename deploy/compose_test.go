@@ -12,6 +12,8 @@ import (
 
 	"github.com/compose-spec/compose-go/v2/cli"
 	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/steward-run/steward/pkg/natsusers"
 )
 
 // loadCompose loads a compose file with compose-go, with schema validation
@@ -56,7 +58,7 @@ func TestCompose(t *testing.T) {
 
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := append([]string{"nats"}, planes...)
+	want := append([]string{"nats", "nats-users", "permit-key"}, planes...)
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)
@@ -90,6 +92,7 @@ func TestCompose(t *testing.T) {
 		if !mounted {
 			t.Errorf("nats store dir %s has no volume mounted", sd)
 		}
+		checkComposeNATSUsers(t, p, nats)
 		if nats.HealthCheck == nil || nats.HealthCheck.Disable || len(nats.HealthCheck.Test) == 0 {
 			t.Fatal("nats has no healthcheck; planes depend on it being healthy")
 		}
@@ -139,6 +142,10 @@ func TestCompose(t *testing.T) {
 			if name == "governance" {
 				checkComposeCredentialKey(t, p, s)
 			}
+			if name == "execution" {
+				checkComposePermitKey(t, p, s)
+			}
+			checkComposeSeed(t, name, s)
 			wantPub, wantsPort := published[name]
 			if !wantsPort {
 				if len(s.Ports) != 0 {
@@ -179,6 +186,130 @@ func checkComposeCredentialKey(t *testing.T, p *types.Project, s types.ServiceCo
 		return
 	}
 	t.Errorf("--credential-key %s: no volume is mounted at %s", path, dir)
+}
+
+// natsUsersVolume is the compose volume nats-users writes the NATS users
+// into: DIR/nats/users.conf and DIR/<plane>/nats.nk.
+const natsUsersVolume = "nats-users"
+
+// checkComposeNATSUsers checks that the nats-users job writes the users
+// into their volume before nats starts, and that nats runs with the
+// rendered users as its config, mounted alone from that volume.
+func checkComposeNATSUsers(t *testing.T, p *types.Project, nats types.ServiceConfig) {
+	t.Helper()
+	job, err := p.GetService("nats-users")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := flagValue(job.Command, "--out")
+	if len(job.Command) == 0 || job.Command[0] != "nats-users" || out == "" {
+		t.Fatalf("nats-users command %q is not nats-users --out=DIR", job.Command)
+	}
+	if job.Image != "steward:dev" || job.Restart != "no" {
+		t.Errorf("nats-users: image %q restart %q, want steward:dev run once (restart no)", job.Image, job.Restart)
+	}
+	if !slices.ContainsFunc(job.Volumes, func(v types.ServiceVolumeConfig) bool {
+		return v.Source == natsUsersVolume && v.Target == out && (v.Volume == nil || v.Volume.Subpath == "")
+	}) {
+		t.Errorf("nats-users writes to %s, where volume %s is not mounted whole", out, natsUsersVolume)
+	}
+	if _, ok := p.Volumes[natsUsersVolume]; !ok {
+		t.Errorf("volume %s is not declared under top-level volumes", natsUsersVolume)
+	}
+	if dep, ok := nats.DependsOn["nats-users"]; !ok || dep.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("nats depends_on = %v, want nats-users: %s", nats.DependsOn, types.ServiceConditionCompletedSuccessfully)
+	}
+	conf := flagValue(nats.Command, "-c", "--config")
+	if conf == "" {
+		t.Fatalf("nats command %q reads no config (-c): it would take any client", nats.Command)
+	}
+	if filepath.Base(conf) != natsusers.ConfigFile {
+		t.Errorf("nats config %s is not the rendered %s", conf, natsusers.ConfigFile)
+	}
+	checkComposeMountsOnly(t, "nats", nats, filepath.Dir(conf), natsusers.ConfigDir)
+	checkAuthorization(t)
+}
+
+// checkComposeSeed checks that a plane passes --nats-nkey and mounts its
+// own seed, and no other plane's.
+func checkComposeSeed(t *testing.T, plane string, s types.ServiceConfig) {
+	t.Helper()
+	seed := flagValue(s.Command, "--nats-nkey")
+	if seed == "" {
+		t.Fatalf("command %q passes no --nats-nkey: the plane would connect as no user", s.Command)
+	}
+	if filepath.Base(seed) != natsusers.SeedFile {
+		t.Errorf("--nats-nkey %s is not the %s nats-users writes", seed, natsusers.SeedFile)
+	}
+	checkComposeMountsOnly(t, plane, s, filepath.Dir(seed), plane)
+}
+
+// checkComposeMountsOnly checks that service s mounts the nats-users
+// volume exactly once, read-only, at dir, and only its subpath sub.
+func checkComposeMountsOnly(t *testing.T, name string, s types.ServiceConfig, dir, sub string) {
+	t.Helper()
+	var n int
+	for _, v := range s.Volumes {
+		if v.Source != natsUsersVolume {
+			continue
+		}
+		n++
+		if v.Target != dir || !v.ReadOnly || v.Volume == nil || v.Volume.Subpath != sub {
+			t.Errorf("%s mounts %s at %s (read-only %v, %+v); want only its subpath %s, read-only, at %s", name, natsUsersVolume, v.Target, v.ReadOnly, v.Volume, sub, dir)
+		}
+	}
+	if n != 1 {
+		t.Errorf("%s mounts volume %s %d times, want once (subpath %s at %s)", name, natsUsersVolume, n, sub, dir)
+	}
+}
+
+// checkComposePermitKey checks that execution verifies permits against
+// governance's public key, fetched by the permit-key job into a volume of
+// its own, and never sees the credential key's volume.
+func checkComposePermitKey(t *testing.T, p *types.Project, s types.ServiceConfig) {
+	t.Helper()
+	path := flagValue(s.Command, "--permit-key")
+	if path == "" {
+		t.Fatalf("execution command %q passes no --permit-key: permits would not be verified", s.Command)
+	}
+	job, err := p.GetService("permit-key")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := flagValue(job.Command, "--out")
+	if len(job.Command) < 2 || job.Command[0] != "audit" || job.Command[1] != "key" || out == "" || flagValue(job.Command, "--wait") == "" {
+		t.Fatalf("permit-key command %q is not audit key --out=FILE --wait=DURATION", job.Command)
+	}
+	if filepath.Base(out) != filepath.Base(path) {
+		t.Errorf("permit-key writes %s, execution reads %s", filepath.Base(out), filepath.Base(path))
+	}
+	volumeAt := func(s types.ServiceConfig, dir string) string {
+		for _, v := range s.Volumes {
+			if v.Target == dir {
+				return v.Source
+			}
+		}
+		return ""
+	}
+	src := volumeAt(job, filepath.Dir(out))
+	if src == "" || src == volumeAt(s, "") {
+		t.Fatalf("permit-key mounts no volume at %s", filepath.Dir(out))
+	}
+	if got := volumeAt(s, filepath.Dir(path)); got != src {
+		t.Errorf("execution mounts %q at %s, want the permit-key job's volume %q", got, filepath.Dir(path), src)
+	}
+	if dep, ok := s.DependsOn["permit-key"]; !ok || dep.Condition != types.ServiceConditionCompletedSuccessfully {
+		t.Errorf("execution depends_on = %v, want permit-key: %s", s.DependsOn, types.ServiceConditionCompletedSuccessfully)
+	}
+	gov, _ := p.GetService("governance")
+	cred := volumeAt(gov, filepath.Dir(flagValue(gov.Command, "--credential-key")))
+	for _, svc := range []types.ServiceConfig{s, job} {
+		for _, v := range svc.Volumes {
+			if v.Source == cred {
+				t.Errorf("%s mounts governance's credential key volume %s: the private key must stay with governance", svc.Name, cred)
+			}
+		}
+	}
 }
 
 // flagValue returns the value after the first of names in args ("-x v" or

@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"github.com/steward-run/steward/pkg/natsusers"
 )
 
 // object is one decoded Kubernetes manifest.
@@ -300,6 +302,7 @@ func TestKubernetes(t *testing.T) {
 			t.Errorf("nats store dir %s is not mounted from a volume claim template", sd)
 		}
 		checkContainer(t, "nats", c)
+		checkNATSUsers(t, ss.Spec.Template.Spec, c)
 
 		svc, ok := m.services["nats"]
 		if !ok {
@@ -355,6 +358,7 @@ func TestKubernetes(t *testing.T) {
 			if name == "governance" {
 				checkCredentialKey(t, pod, c)
 			}
+			checkSeed(t, name, pod, c)
 			if pod.SecurityContext == nil || pod.SecurityContext.RunAsNonRoot == nil || !*pod.SecurityContext.RunAsNonRoot {
 				if c.SecurityContext == nil || c.SecurityContext.RunAsNonRoot == nil || !*c.SecurityContext.RunAsNonRoot {
 					t.Error("runAsNonRoot is not set on the pod or the container")
@@ -447,6 +451,82 @@ func checkPermitKey(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
 	}
 	if sec.DefaultMode != nil && *sec.DefaultMode&0o004 == 0 && (*sec.DefaultMode&0o040 == 0 || pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil) {
 		t.Errorf("the permit key (mode %o) is not readable by the non-root user", *sec.DefaultMode)
+	}
+}
+
+// natsUsersSecret is the Secret nats reads its users from, and
+// natsSeedSecret each plane's seed; the operator creates them from what
+// `steward nats-users` writes (see nats.yaml).
+const natsUsersSecret = "steward-nats-users"
+
+func natsSeedSecret(plane string) string { return "steward-nats-" + plane }
+
+// secretMount returns the Secret volume c mounts read-only at the
+// directory of path, failing t if there is none.
+func secretMount(t *testing.T, what string, pod corev1.PodSpec, c corev1.Container, path string) *corev1.SecretVolumeSource {
+	t.Helper()
+	dir := filepath.Dir(path)
+	i := slices.IndexFunc(c.VolumeMounts, func(vm corev1.VolumeMount) bool { return vm.MountPath == dir })
+	if i < 0 || !c.VolumeMounts[i].ReadOnly {
+		t.Fatalf("%s %s: no read-only mount at %s", what, path, dir)
+	}
+	j := slices.IndexFunc(pod.Volumes, func(v corev1.Volume) bool { return v.Name == c.VolumeMounts[i].Name })
+	if j < 0 || pod.Volumes[j].Secret == nil {
+		t.Fatalf("%s %s: the mount at %s is not a Secret", what, path, dir)
+	}
+	sec := pod.Volumes[j].Secret
+	if sec.DefaultMode != nil && *sec.DefaultMode&0o004 == 0 && (*sec.DefaultMode&0o040 == 0 || pod.SecurityContext == nil || pod.SecurityContext.FSGroup == nil) {
+		t.Errorf("%s (mode %o) is not readable by the non-root user: set fsGroup and a group-readable mode", what, *sec.DefaultMode)
+	}
+	return sec
+}
+
+// checkNATSUsers checks that nats runs with the users `steward nats-users`
+// renders, mounted from their Secret, and that they enable authorization.
+func checkNATSUsers(t *testing.T, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	args := append(slices.Clone(c.Command), c.Args...)
+	conf := flagValue(args, "-c", "--config")
+	if conf == "" {
+		t.Fatalf("nats args %q read no config (-c): it would take any client", args)
+	}
+	sec := secretMount(t, "the nats config", pod, c, conf)
+	if sec.SecretName != natsUsersSecret {
+		t.Errorf("the nats config is from Secret %s, want %s", sec.SecretName, natsUsersSecret)
+	}
+	if len(sec.Items) != 1 || sec.Items[0].Key != natsusers.ConfigFile || sec.Items[0].Path != filepath.Base(conf) {
+		t.Errorf("Secret %s items %+v: want %s at %s", natsUsersSecret, sec.Items, natsusers.ConfigFile, filepath.Base(conf))
+	}
+	checkAuthorization(t)
+}
+
+// checkSeed checks that a plane connects to NATS as its own user, with a
+// seed from its own Secret, and mounts no other plane's.
+func checkSeed(t *testing.T, plane string, pod corev1.PodSpec, c corev1.Container) {
+	t.Helper()
+	path := flagValue(c.Args, "--nats-nkey")
+	if path == "" {
+		t.Fatalf("args %q pass no --nats-nkey: the plane would connect as no user", c.Args)
+	}
+	sec := secretMount(t, "the NATS seed", pod, c, path)
+	if sec.SecretName != natsSeedSecret(plane) {
+		t.Errorf("the NATS seed is from Secret %s, want %s", sec.SecretName, natsSeedSecret(plane))
+	}
+	if len(sec.Items) != 1 || sec.Items[0].Key != natsusers.SeedFile || sec.Items[0].Path != filepath.Base(path) {
+		t.Errorf("Secret %s items %+v: want only %s, at %s", sec.SecretName, sec.Items, natsusers.SeedFile, filepath.Base(path))
+	}
+	for _, v := range pod.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		for _, other := range planes {
+			if other != plane && v.Secret.SecretName == natsSeedSecret(other) {
+				t.Errorf("volume %s mounts %s's seed (Secret %s)", v.Name, other, v.Secret.SecretName)
+			}
+		}
+		if v.Secret.SecretName == natsUsersSecret {
+			t.Errorf("volume %s mounts the NATS users, which are nats's", v.Name)
+		}
 	}
 }
 

@@ -80,6 +80,14 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--plane", "billing", "--nats", "nats://x:4222"}, `--plane: "billing"`},
 		{[]string{"serve", "--plane", "state"}, "--nats is required"},
 		{[]string{"serve", "--plane", "governance", "--nats", "nats://x:4222"}, "--credential-key is required"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-nkey", "a.nk", "--nats-creds", "a.creds"}, "--nats-nkey and --nats-creds"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-cert", "client.pem"}, "--nats-cert and --nats-key"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-key", "client-key.pem"}, "--nats-cert and --nats-key"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-nkey", "/no/such/seed.nk"}, "--nats-nkey"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-creds", "/no/such/user.creds"}, "--nats-creds"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-ca", "/no/such/ca.pem"}, "--nats-ca"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-cert", "/no/such/c.pem", "--nats-key", "/no/such/k.pem"}, "--nats-cert"},
+		{[]string{"nats-users"}, "--out is required"},
 		{[]string{"dev", "--credential-ttl", "-1h"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "1ns"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "87600h"}, "--credential-ttl"},
@@ -89,6 +97,15 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		out := run(t, 1, tt.args...)
 		if !strings.Contains(out, tt.want) {
 			t.Errorf("steward %v said %q; want it to mention %q", tt.args, out, tt.want)
+		}
+	}
+	// Files that are there but are not what the flag takes.
+	dir := t.TempDir()
+	junk := writeFile(t, dir, "junk", "not a key\n")
+	for flag, want := range map[string]string{"--nats-nkey": "nkey user seed", "--nats-creds": "no user seed", "--nats-ca": "no PEM certificate"} {
+		out := run(t, 1, "serve", "--plane", "state", "--nats", "nats://x:4222", flag, junk)
+		if !strings.Contains(out, flag) || !strings.Contains(out, want) {
+			t.Errorf("serve %s with a file of junk said %q; want it to name %s and say %q", flag, out, flag, want)
 		}
 	}
 }

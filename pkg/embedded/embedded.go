@@ -1,6 +1,7 @@
 // Package embedded runs a NATS JetStream server inside the Steward process,
 // for `steward dev` and for tests. Without a port it is socket-free: the
-// process's own clients reach it in-process.
+// process's own clients reach it in-process. With Users, it takes only
+// Steward's own users, each plane with the permissions of pkg/natsperm.
 package embedded
 
 import (
@@ -21,6 +22,10 @@ type Config struct {
 	Port int
 	// ReadyTimeout bounds start-up; default 10s.
 	ReadyTimeout time.Duration
+	// Users, when set, are the only ones who may connect, each with its
+	// permissions (steward dev); without it anyone may, with every
+	// permission (tests that look at one package).
+	Users *Users
 }
 
 // Server is a running embedded NATS server.
@@ -44,6 +49,9 @@ func Start(cfg Config) (*Server, error) {
 		NoSigs:     true, // the host process owns signal handling
 		NoLog:      true,
 		MaxPayload: 8 << 20,
+	}
+	if cfg.Users != nil {
+		opts.Nkeys = cfg.Users.nkeyUsers()
 	}
 	if cfg.Port == 0 {
 		opts.DontListen = true

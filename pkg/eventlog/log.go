@@ -271,28 +271,43 @@ func (l *Log) subjectOf(ev *stewardv1.Event) (subject, chain string, err error) 
 	if typ == "" {
 		return "", "", errs.New(errs.Invalid, "event %s has no payload of a known type", errs.Quote(ev.EventId))
 	}
-	var prefix, key string
+	var key string
 	switch {
 	case ev.GetBreakerChanged() != nil:
 		key = ev.GetBreakerChanged().ServiceKey
 		if err := CheckServiceKey("service_key", key); err != nil {
 			return "", "", err
 		}
-		prefix = l.cfg.ServicePrefix
 	case ev.GetToolRegistered() != nil:
 		key = ev.GetToolRegistered().GetContract().GetName()
 		if !ValidTaskID(key) {
 			return "", "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(key))
 		}
-		prefix = l.cfg.ToolPrefix
 	default:
 		key = ev.TaskId
 		if !ValidTaskID(key) {
 			return "", "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
 		}
-		prefix = l.cfg.SubjectPrefix
 	}
+	prefix := chainPrefix(l.cfg, typ)
 	return prefix + "." + key + "." + typ, prefix + "." + key + ".>", nil
+}
+
+// ChainPrefix returns the subject prefix, in the default configuration,
+// of the chains that hold events of type typ: a tool's for a tool
+// registration, a service's for a breaker change, a task's for every other
+// type. The NATS permissions (pkg/natsperm) are built from it, so that
+// they name exactly the subjects Append writes.
+func ChainPrefix(typ string) string { return chainPrefix(Config{}.withDefaults(), typ) }
+
+func chainPrefix(c Config, typ string) string {
+	switch typ {
+	case event.TypeBreakerChanged:
+		return c.ServicePrefix
+	case event.TypeToolRegistered:
+		return c.ToolPrefix
+	}
+	return c.SubjectPrefix
 }
 
 // ErrInvalidTaskID is returned for a task id that ValidTaskID rejects.

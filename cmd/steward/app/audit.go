@@ -31,8 +31,10 @@ const auditUsage = `Usage:
   steward audit verify --file FILE                    the same, offline
   steward audit export --task ID --out FILE [--addr HOST:PORT]
                                                       save the events exactly as stored
-  steward audit key [--addr HOST:PORT] [--out FILE]   print the public key governance signs
-                                                      task credentials with (PEM)
+  steward audit key [--addr HOST:PORT] [--out FILE] [--wait DURATION]
+                                                      print the public key governance signs
+                                                      task credentials with (PEM); --wait keeps
+                                                      asking until governance serves
   steward audit finding --task ID --description TEXT [--action ID] [--request-id ID]
                         [--kind policy_violation] [--addr HOST:PORT]
                                                       record what you found on reviewing a task
@@ -62,6 +64,8 @@ type auditCmd struct {
 	verb, taskID, addr, file, out, token string
 	trusted                              []ed25519.PublicKey
 	stdout                               io.Writer
+	// key: how long to keep asking a governance plane that is starting.
+	wait time.Duration
 	// finding: what was found.
 	finding findingFlags
 }
@@ -88,6 +92,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 		c.trusted = append(c.trusted, pub)
 		return nil
 	})
+	fs.DurationVar(&c.wait, "wait", 0, "key: keep asking until governance answers, for up to `DURATION` (a deployment job started with governance)")
 	c.finding.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -234,10 +239,24 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 // key fetches the public key governance signs credentials with and
 // prints it as PEM (or writes it to --out), for --trust-key.
 func (c *auditCmd) key() error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	if c.wait < 0 {
+		return fmt.Errorf("--wait: %s is negative", c.wait)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+c.wait)
 	defer cancel()
 	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token), serverURL(c.addr))
-	resp, err := client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
+	giveUp := time.Now().Add(c.wait)
+	var resp *connect.Response[stewardv1.GetCredentialKeyResponse]
+	var err error
+	for {
+		resp, err = client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
+		// Unavailable is a governance not yet listening (or not yet
+		// resolvable); anything else it said will not change.
+		if err == nil || connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(giveUp) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
 		return fmt.Errorf("credential key from %s: %w", serverURL(c.addr), err)
 	}

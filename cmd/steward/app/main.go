@@ -26,6 +26,8 @@ Usage:
                  a bearer token from DATA/tokens.json (made on first start) unless --insecure
   steward serve  --plane=control|governance|execution|state --nats=URL (--auth FILE | --insecure)
                  run one plane against an external NATS JetStream
+  steward nats-users --out DIR
+                 write a NATS user per plane: nkey seeds and the nats-server config
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
                  replay or verify a task's hash-chained history, online or offline;
                  audit finding records what an auditor found
@@ -46,6 +48,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "dev", "serve":
 		err = runServer(args[0], args[1:], stdout, stderr)
+	case "nats-users":
+		err = runNATSUsers(args[1:], stdout, stderr)
 	case "audit":
 		// What these print came from clients and tools: a reason can
 		// carry an escape sequence or a bidi control.

@@ -23,6 +23,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
@@ -79,6 +80,8 @@ type Server struct {
 	PermitTTL time.Duration
 	// execution (serve): public keys permits must be signed with
 	PermitKeyFiles []string
+	// serve: this plane's NATS user and TLS to NATS
+	NATS NATSFlags
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -134,6 +137,11 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			m.PermitKeyFiles = append(m.PermitKeyFiles, path)
 			return nil
 		})
+		fs.StringVar(&m.NATS.NKey, "nats-nkey", "", "`FILE` of this plane's NATS nkey user seed ('steward nats-users' writes one per plane); without it or --nats-creds, the connection names no user (see docs/deploy.md)")
+		fs.StringVar(&m.NATS.Creds, "nats-creds", "", "NATS credentials `FILE` (user JWT and seed), instead of --nats-nkey")
+		fs.StringVar(&m.NATS.CA, "nats-ca", "", "PEM `FILE` of the CAs that sign the NATS server's certificate; turns TLS on (so does a tls:// URL, against the system's CAs)")
+		fs.StringVar(&m.NATS.Cert, "nats-cert", "", "PEM `FILE` of a client certificate for NATS TLS, with --nats-key")
+		fs.StringVar(&m.NATS.Key, "nats-key", "", "PEM `FILE` of the private key of --nats-cert")
 		fs.IntVar(&m.Replicas, "replicas", 1, "replicas of Steward's streams when they are created (3 on a JetStream cluster); existing streams are left as they are")
 	}
 	if err := fs.Parse(args); err != nil {
@@ -163,6 +171,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return errors.New("--plane is required: control, governance, execution or state")
 		default:
 			return fmt.Errorf("--plane: %q is not one of control, governance, execution, state", m.Plane)
+		}
+		if err := m.NATS.check(); err != nil {
+			return err
 		}
 	}
 	if m.Mode == "serve" && (m.Replicas < 1 || m.Replicas > 5) {
@@ -308,7 +319,14 @@ func (m *Server) tokens() (rpc.Tokens, error) {
 func (m *Server) connect() error {
 	opts := []nats.Option{nats.Name("steward " + m.Mode + " " + m.Plane), nats.MaxReconnects(-1)}
 	if m.Mode == "serve" {
-		nc, err := nats.Connect(m.NATSURL, append(opts, nats.RetryOnFailedConnect(false))...)
+		auth, err := m.NATS.options(natsperm.Inbox(m.Plane))
+		if err != nil {
+			return err
+		}
+		if !m.NATS.authenticated() {
+			m.logger.Warn("NATS connection names no user: nothing stops another client of this NATS from writing this plane's events; pass --nats-nkey or --nats-creds (steward nats-users writes a user per plane)")
+		}
+		nc, err := nats.Connect(m.NATSURL, append(append(opts, auth...), nats.RetryOnFailedConnect(false))...)
 		if err != nil {
 			return fmt.Errorf("--nats %s: %w", m.NATSURL, err)
 		}

@@ -1,0 +1,184 @@
+// Package natsperm is the one table of what each plane's NATS user may do:
+// publish the events of the types it owns and nothing else, write only the
+// buckets and timers it owns, call only the JetStream API it uses, and read
+// replies only on its own inbox. DESIGN rule 3 says only the owning plane
+// publishes a type; the fold refuses a stranger's event, and these
+// permissions make the server refuse it before it is stored — so a plane,
+// or whoever holds its key, cannot forge a permit, a policy decision, an
+// approval or an outcome.
+//
+// The table is derived from code, not written out: event subjects come
+// from the ownership table (event.Owner) and the log's subject layout
+// (eventlog.ChainPrefix), so a new event type is covered by the plane that
+// owns it. `steward dev` gives its embedded server these users; serve
+// deployments write them into their NATS configuration. docs/nats.md is
+// checked against Markdown.
+//
+// Everything here is a pure function of the code; it is safe for
+// concurrent use.
+package natsperm
+
+import (
+	"slices"
+
+	"github.com/nats-io/nats-server/v2/server"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// ToolKVBucket is the bucket the kv.append built-in tool writes to: the
+// execution plane's alone.
+const ToolKVBucket = "STEWARD_TOOL_KV"
+
+// Planes returns the planes that have a NATS user, in a fixed order.
+func Planes() []string {
+	return []string{event.PlaneControl, event.PlaneGovernance, event.PlaneExecution, event.PlaneState}
+}
+
+// Inbox returns the prefix of plane's reply subjects
+// (nats.CustomInboxPrefix): each plane may subscribe to its own inbox
+// only, so no plane reads the answers another's requests get — a
+// JetStream publish acknowledgement, a pulled event.
+func Inbox(plane string) string { return "_INBOX_" + plane }
+
+// Grant is one line of the table: subjects a plane may publish to, may
+// subscribe to, or is refused even where an allow would match.
+type Grant struct {
+	// Subscribe says the subjects are subscriptions, not publications.
+	Subscribe bool
+	// Deny says the subjects are refused: the server checks a deny
+	// before any allow.
+	Deny     bool
+	Subjects []string
+	// Why says what the plane needs it for, for the docs.
+	Why string
+}
+
+// The JetStream API calls no plane may make: they would erase history or
+// unhook another plane's reading of it. Stream update is refused too:
+// planes create a stream only where it is missing and never reshape one;
+// adding subjects to an older stream is an operator's (or steward dev's
+// own setup connection's) job.
+var refusedAPI = []string{
+	"$JS.API.STREAM.PURGE.>",
+	"$JS.API.STREAM.DELETE.>",
+	"$JS.API.STREAM.MSG.DELETE.>",
+	"$JS.API.STREAM.UPDATE.>",
+	"$JS.API.CONSUMER.DELETE.>",
+}
+
+// RefusedAPI returns the JetStream API subjects every plane is refused.
+func RefusedAPI() []string { return slices.Clone(refusedAPI) }
+
+// kvStream is the stream behind a KV bucket.
+func kvStream(bucket string) string { return "KV_" + bucket }
+
+// kvKeys is the subject a put or delete of any key in bucket goes to.
+func kvKeys(bucket string) string { return "$KV." + bucket + ".>" }
+
+// Grants returns plane's lines of the table, or nil for an unknown plane.
+func Grants(plane string) []Grant {
+	if !slices.Contains(Planes(), plane) {
+		return nil
+	}
+	var g []Grant
+	pub := func(why string, subjects ...string) {
+		if len(subjects) > 0 {
+			g = append(g, Grant{Subjects: subjects, Why: why})
+		}
+	}
+
+	var owned []string
+	for _, typ := range sortedTypes() {
+		if event.Owner(typ) == plane {
+			owned = append(owned, eventlog.ChainPrefix(typ)+".*."+typ)
+		}
+	}
+	pub("append the events of the types it owns (event.Owner), and no other", owned...)
+
+	// Buckets: which plane puts what.
+	switch plane {
+	case event.PlaneControl:
+		pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
+	case event.PlaneExecution:
+		pub("store tool results; the kv.append built-in tool's records", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket))
+	}
+	switch plane {
+	case event.PlaneControl, event.PlaneGovernance, event.PlaneState:
+		pub("record the first use of a request id (requestid), shared by the planes whose RPCs take one", kvKeys(eventlog.DefaultFirstUseBucket))
+	}
+	// Timers: a plane sets only timers whose kind starts with its name;
+	// the server itself publishes them when due (message schedules).
+	switch plane {
+	case event.PlaneGovernance, event.PlaneExecution:
+		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+".at."+plane+".>")
+	}
+	pub("set aside an event it cannot decode or process (every reader of the log may meet one)", eventlog.DefaultDeadLetterPrefix+".>")
+
+	// JetStream API: open (create where missing), read, consume.
+	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream, timer.DefaultStream,
+		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket)}
+	if plane == event.PlaneExecution {
+		streams = append(streams, kvStream(ToolKVBucket))
+	}
+	// Account info: creating a bucket asks what the server supports.
+	open := []string{"$JS.API.INFO"}
+	var get []string
+	for _, s := range streams {
+		open = append(open, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s)
+		get = append(get, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s)
+	}
+	pub("open Steward's streams and buckets, creating one that is missing (never updating one)", open...)
+	pub("read events, keys and dead letters by sequence or subject", get...)
+	consumed := []string{eventlog.DefaultStream}
+	if plane == event.PlaneGovernance || plane == event.PlaneExecution {
+		consumed = append(consumed, timer.DefaultStream)
+	}
+	var consume []string
+	for _, s := range consumed {
+		consume = append(consume,
+			"$JS.API.CONSUMER.CREATE."+s+".>",
+			"$JS.API.CONSUMER.INFO."+s+".*",
+			"$JS.API.CONSUMER.LIST."+s,
+			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
+			"$JS.ACK."+s+".>")
+	}
+	pub("run its durable and ordered consumers, pull and acknowledge; list consumers for the lag metrics", consume...)
+
+	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
+		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})
+	g = append(g, Grant{Subscribe: true, Subjects: []string{Inbox(plane) + ".>"},
+		Why: "its own replies: publish acknowledgements, pulled messages, API answers"})
+	return g
+}
+
+// For returns the NATS permissions of plane's user, or nil for an unknown
+// plane. Each call returns a new value the caller may keep.
+func For(plane string) *server.Permissions {
+	grants := Grants(plane)
+	if grants == nil {
+		return nil
+	}
+	p := &server.Permissions{Publish: &server.SubjectPermission{}, Subscribe: &server.SubjectPermission{}}
+	for _, g := range grants {
+		side := p.Publish
+		if g.Subscribe {
+			side = p.Subscribe
+		}
+		if g.Deny {
+			side.Deny = append(side.Deny, g.Subjects...)
+		} else {
+			side.Allow = append(side.Allow, g.Subjects...)
+		}
+	}
+	return p
+}
+
+func sortedTypes() []string {
+	t := event.Types()
+	slices.Sort(t)
+	return t
+}
