@@ -40,7 +40,7 @@ func TestServeWithNATSUsersAndTLS(t *testing.T) {
 
 	serve := func(plane string, flags ...string) string {
 		t.Helper()
-		args := append([]string{"serve", "--plane", plane, "--nats", url, "--log-level", "warn",
+		args := append([]string{"serve", "--plane", plane, "--nats", url, "--log-level", "warn", "--insecure",
 			"--nats-ca", pki.ca, "--nats-cert", pki.clientCert, "--nats-key", pki.clientKey}, flags...)
 		if !strings.Contains(strings.Join(flags, " "), "--nats-nkey") {
 			args = append(args, "--nats-nkey", filepath.Join(users, plane, "nats.nk"))
@@ -53,7 +53,7 @@ func TestServeWithNATSUsersAndTLS(t *testing.T) {
 
 	// A plane without a user gets no further than the handshake, and is
 	// warned first.
-	out := run(t, 1, "serve", "--plane", "state", "--nats", url, "--addr", "127.0.0.1:0",
+	out := run(t, 1, "serve", "--plane", "state", "--nats", url, "--addr", "127.0.0.1:0", "--insecure",
 		"--nats-ca", pki.ca, "--nats-cert", pki.clientCert, "--nats-key", pki.clientKey)
 	if !strings.Contains(out, "names no user") || !strings.Contains(strings.ToLower(out), "authorization violation") {
 		t.Fatalf("a plane naming no user: %q; want the warning, then an authorization violation", out)

@@ -83,10 +83,10 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-nkey", "a.nk", "--nats-creds", "a.creds"}, "--nats-nkey and --nats-creds"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-cert", "client.pem"}, "--nats-cert and --nats-key"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-key", "client-key.pem"}, "--nats-cert and --nats-key"},
-		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-nkey", "/no/such/seed.nk"}, "--nats-nkey"},
-		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-creds", "/no/such/user.creds"}, "--nats-creds"},
-		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-ca", "/no/such/ca.pem"}, "--nats-ca"},
-		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--nats-cert", "/no/such/c.pem", "--nats-key", "/no/such/k.pem"}, "--nats-cert"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-nkey", "/no/such/seed.nk"}, "--nats-nkey"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-creds", "/no/such/user.creds"}, "--nats-creds"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-ca", "/no/such/ca.pem"}, "--nats-ca"},
+		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-cert", "/no/such/c.pem", "--nats-key", "/no/such/k.pem"}, "--nats-cert"},
 		{[]string{"nats-users"}, "--out is required"},
 		{[]string{"dev", "--credential-ttl", "-1h"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "1ns"}, "--credential-ttl"},
@@ -103,7 +103,7 @@ func TestServeFlagsAreChecked(t *testing.T) {
 	dir := t.TempDir()
 	junk := writeFile(t, dir, "junk", "not a key\n")
 	for flag, want := range map[string]string{"--nats-nkey": "nkey user seed", "--nats-creds": "no user seed", "--nats-ca": "no PEM certificate"} {
-		out := run(t, 1, "serve", "--plane", "state", "--nats", "nats://x:4222", flag, junk)
+		out := run(t, 1, "serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", flag, junk)
 		if !strings.Contains(out, flag) || !strings.Contains(out, want) {
 			t.Errorf("serve %s with a file of junk said %q; want it to name %s and say %q", flag, out, flag, want)
 		}
