@@ -6,6 +6,7 @@ import (
 	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -20,15 +21,28 @@ func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties,
 	if !eventlog.ValidTaskID(taskID) {
 		return access.TaskParties{}, errs.Field("task_id", "is not a task id")
 	}
+	// The parties are fixed once the task has its credential: the fold
+	// this process keeps answers without a read of the log, which every
+	// call by an agent would otherwise cost. Before that, read what is new.
+	var out access.TaskParties
+	var final bool
+	look := func(t *stewardv1.Task) {
+		k := t.Contract
+		out = access.TaskParties{
+			Agents: []string{t.CreatedBy, t.Credential.GetCredential().GetPrincipal()},
+			Owners: []string{k.GetRequesterRef(), k.GetAccountableOwnerRef()},
+		}
+		final = t.Credential != nil
+	}
+	if err := taskstore.Peek(ctx, p.log, taskID, 0, look); err != nil || final {
+		return out, err
+	}
 	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	if err != nil {
 		return access.TaskParties{}, err
 	}
-	k := t.Contract
-	return access.TaskParties{
-		Agents: []string{t.CreatedBy, t.Credential.GetCredential().GetPrincipal()},
-		Owners: []string{k.GetRequesterRef(), k.GetAccountableOwnerRef()},
-	}, nil
+	look(t)
+	return out, nil
 }
 
 // notRevoked refuses to do work for taskID once its credential, or an
