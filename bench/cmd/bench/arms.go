@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -140,9 +141,9 @@ func runDev(o opts, allow bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	// --insecure: the arms drive Steward without tokens, as the figures
-	// they are compared with did.
-	flags := []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "error", "--tools", tools, "--insecure"}
+	// The default: the agent's token from the file steward dev creates.
+	data := filepath.Join(dir, "data")
+	flags := []string{"--addr", "127.0.0.1:0", "--data", data, "--log-level", "error", "--tools", tools}
 	if policy != "" {
 		flags = append(flags, "--policy-dir", policy)
 	}
@@ -154,7 +155,47 @@ func runDev(o opts, allow bool) (Result, error) {
 		return Result{}, err
 	}
 	defer m.Close()
-	return driveSteward(o, m.URL(), m.URL())
+	token, err := agentToken(filepath.Join(data, app.TokensFileName))
+	if err != nil {
+		return Result{}, err
+	}
+	return driveSteward(o, m.URL(), m.URL(), token)
+}
+
+// agentToken returns the token of the agent (the identity with no role)
+// in a dev token file.
+func agentToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var f struct {
+		Tokens []struct {
+			Token string   `json:"token"`
+			Roles []string `json:"roles"`
+		} `json:"tokens"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	for _, t := range f.Tokens {
+		if len(t.Roles) == 0 {
+			return t.Token, nil
+		}
+	}
+	return "", fmt.Errorf("%s has no agent token", path)
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // runServices is arm (d): the four planes as `steward serve` servers, in
@@ -190,7 +231,7 @@ func runServices(o opts) (Result, error) {
 		defer m.Close()
 		urls[plane] = m.URL()
 	}
-	return driveSteward(o, urls["control"], urls["state"])
+	return driveSteward(o, urls["control"], urls["state"], "")
 }
 
 // actionsPerTask is how many actions a task takes before the next one is
@@ -206,9 +247,14 @@ type client struct {
 // writeURL and the state plane at readURL: latency is from the
 // ProposeAction call until GetAction, waiting for the action to settle,
 // answers that it succeeded; throughput
-// and CPU include creating a task every 25 actions.
-func driveSteward(o opts, writeURL, readURL string) (Result, error) {
-	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+// and CPU include creating a task every 25 actions. A token, if any, is
+// sent with every call.
+func driveSteward(o opts, writeURL, readURL, token string) (Result, error) {
+	var transport http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 64}
+	if token != "" {
+		transport = bearer{token: token, next: transport}
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: transport}
 	c := client{
 		tasks: stewardv1connect.NewTaskServiceClient(hc, writeURL),
 		query: stewardv1connect.NewQueryServiceClient(hc, readURL),

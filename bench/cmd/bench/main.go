@@ -53,7 +53,7 @@ type opts struct {
 var arms = []arm{
 	{"floor", "(a) bare JetStream: 5 appends, 4 hops through durable consumers",
 		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
-	{"dev-allow", "(b) Steward dev, allow-all policy",
+	{"dev-allow", "(b) Steward dev (its default: bearer tokens), allow-all policy",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevAllow},
 	{"dev-default", "(c) Steward dev, default policy bundle",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
