@@ -80,12 +80,15 @@ type Server struct {
 	// server (set when governance is built).
 	permitKeys []ed25519.PublicKey
 
-	bus    *embedded.Server
-	nc     *nats.Conn
-	planes []plane
-	stops  []func() // background work to end after the planes
-	rpc    *rpc.Server
-	served chan error
+	bus *embedded.Server
+	nc  *nats.Conn
+	// dev: each plane's own NATS user, which its writes go through
+	planeConns []*nats.Conn
+	writers    map[string]jetstream.JetStream
+	planes     []plane
+	stops      []func() // background work to end after the planes
+	rpc        *rpc.Server
+	served     chan error
 }
 
 // NewServer returns a server command writing to stdout and stderr.
@@ -201,7 +204,7 @@ func (m *Server) Run(ctx context.Context) error {
 	// dev is one process over its own embedded server: the only reader of
 	// its consumers and the only writer of its log.
 	dev := m.Mode == "dev"
-	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev})
+	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers})
 	if err != nil {
 		return err
 	}
@@ -264,26 +267,7 @@ func (m *Server) connect() error {
 	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	cfg := embedded.Config{StoreDir: m.DataDir}
-	if m.NATSListen != "" {
-		host, port, _ := net.SplitHostPort(m.NATSListen)
-		cfg.Host = host
-		cfg.Port, _ = strconv.Atoi(port)
-		if cfg.Port == 0 {
-			cfg.Port = -1 // any free port
-		}
-	}
-	bus, err := embedded.Start(cfg)
-	if err != nil {
-		return err
-	}
-	m.bus = bus
-	nc, err := bus.Connect(opts...)
-	if err != nil {
-		return err
-	}
-	m.nc = nc
-	return nil
+	return m.startDevNATS(opts)
 }
 
 // URL returns the base URL of the RPC server, with the real port.
@@ -320,6 +304,9 @@ func (m *Server) Close() {
 	}
 	for _, stop := range m.stops {
 		stop()
+	}
+	for _, nc := range m.planeConns {
+		drain(nc, 5*time.Second)
 	}
 	if m.nc != nil {
 		drain(m.nc, 5*time.Second)
