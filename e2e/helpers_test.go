@@ -20,9 +20,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/cmd/steward/app"
+	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
-	"github.com/steward-run/steward/pkg/embedded"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
