@@ -279,3 +279,19 @@ func TestPlanesWork(t *testing.T) {
 		})
 	}
 }
+
+// TestLagMetricsWork: every process, whichever plane, reports the lag of
+// the durable consumers on the event and timer streams.
+func TestLagMetricsWork(t *testing.T) {
+	s := startServer(t)
+	openStores(t, s)
+	for _, plane := range natsperm.Planes() {
+		c := s.connect(t, plane)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := eventlog.ConsumerLags(ctx, c.js, eventlog.DefaultStream, "STEWARD_TIMERS")
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v (%v)", plane, err, c.refused)
+		}
+	}
+}
