@@ -80,15 +80,16 @@ type Server struct {
 	// server (set when governance is built).
 	permitKeys []ed25519.PublicKey
 
-	bus *embedded.Server
-	nc  *nats.Conn
-	// dev: each plane's own NATS user, which its writes go through
+	bus    *embedded.Server
+	nc     *nats.Conn
+	planes []plane
+	stops  []func() // background work to end after the planes
+	rpc    *rpc.Server
+	served chan error
+
+	// dev: each plane's own NATS connection, which its writes go through
 	planeConns []*nats.Conn
 	writers    map[string]jetstream.JetStream
-	planes     []plane
-	stops      []func() // background work to end after the planes
-	rpc        *rpc.Server
-	served     chan error
 }
 
 // NewServer returns a server command writing to stdout and stderr.
@@ -118,7 +119,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	})
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
-		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")
+		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes; it takes only the users whose nkey seeds are in DATA/nats, one per plane and an admin (docs/nats.md)")
 	} else {
 		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")
 		fs.StringVar(&m.Plane, "plane", "", "which plane to run: control, governance, execution or state")
