@@ -108,9 +108,13 @@ func TestNATSRefusesWhatAPlaneDoesNotOwn(t *testing.T) {
 	msgsBefore := info.State.Msgs
 
 	t.Run("no user", func(t *testing.T) {
-		if nc, err := nats.Connect(h.natsURL); err == nil {
+		nc, err := nats.Connect(h.natsURL)
+		if err == nil {
 			nc.Close()
 			t.Fatal("a connection without a user was accepted")
+		}
+		if !errors.Is(err, nats.ErrAuthorization) {
+			t.Errorf("a connection without a user: %v, want an authorization violation", err)
 		}
 	})
 
