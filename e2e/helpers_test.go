@@ -21,6 +21,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/steward-run/steward/cmd/steward/app"
+	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -148,7 +149,8 @@ func startSteward(tb testing.TB, s setup) *harness {
 		flags = append(flags, "--nats-listen", addr)
 	}
 	if s.inProcess {
-		h.url = startInProcess(tb, flags...)
+		// Where natsUser finds the NATS users' seeds.
+		h.url = startInProcess(tb, append(flags, "--data", filepath.Join(h.dir, "data"))...)
 	} else {
 		h.url = startBinary(tb, filepath.Join(h.dir, "data"), flags...).url
 	}
@@ -508,11 +510,23 @@ func (w *testWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// events connects to the binary's NATS (setup.nats) and returns its event
-// stream, for a test that looks behind the API.
+// natsUser returns the option that signs in to the binary's NATS
+// (setup.nats) as user: a plane, or embedded.AdminUser, whose seeds dev
+// keeps in its data directory.
+func (h *harness) natsUser(t testing.TB, user string) nats.Option {
+	t.Helper()
+	o, err := nats.NkeyOptionFromSeed(embedded.SeedFile(filepath.Join(h.dir, "data", embedded.UsersDir), user))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// events connects to the binary's NATS (setup.nats) as the admin and
+// returns its event stream, for a test that looks behind the API.
 func (h *harness) events(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	nc, err := nats.Connect(h.natsURL)
+	nc, err := nats.Connect(h.natsURL, h.natsUser(t, embedded.AdminUser))
 	if err != nil {
 		t.Fatal(err)
 	}

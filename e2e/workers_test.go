@@ -40,7 +40,7 @@ type cluster struct {
 // process.
 func startCluster(t *testing.T, workers int) *cluster {
 	t.Helper()
-	c := &cluster{env: stewardtest.NewEnv(t), tool: stewardtest.StartTool(t), args: map[string][]string{}, procs: map[string]*proc{}}
+	c := &cluster{env: stewardtest.NewEnv(t, stewardtest.WithoutUsers()), tool: stewardtest.StartTool(t), args: map[string][]string{}, procs: map[string]*proc{}}
 	dir := t.TempDir()
 	common := []string{"serve", "--nats", c.env.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn",
 		"--auth", writeFile(t, dir, "tokens.json", clusterTokens)}

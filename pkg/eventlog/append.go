@@ -68,7 +68,8 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 			HeaderType:                              []string{ev.Type},
 		},
 	}
-	ack, err := l.js.PublishMsg(ctx, msg)
+	// The payload's type, which named the subject, names the writer.
+	ack, err := l.writer(event.TypeOf(ev)).PublishMsg(ctx, msg)
 	var apiErr *jetstream.APIError
 	switch {
 	case err == nil && ack.Duplicate:
@@ -87,6 +88,14 @@ func (l *Log) Append(ctx context.Context, head Head, ev *stewardv1.Event) (*stew
 	default:
 		return nil, errs.Wrap(errs.Unavailable, err, "append %s to %s", ev.Type, subject)
 	}
+}
+
+// writer returns the connection events of type typ are published on.
+func (l *Log) writer(typ string) jetstream.JetStream {
+	if js, ok := l.cfg.Writers[event.Owner(typ)]; ok {
+		return js
+	}
+	return l.js
 }
 
 // find returns the event with id eventID stored on chain (a wildcard)

@@ -70,6 +70,13 @@ type Config struct {
 	// reads the log only when the append is refused. It never decides
 	// whether a write is right, only whether it costs a read first.
 	SoleWriter bool
+	// Writers, by plane, are the connections appends go through: an
+	// event goes through its type's owner's (event.Owner). steward dev
+	// runs every plane over one Log and gives each its own NATS user
+	// (pkg/natsperm), so that the server's permissions hold inside one
+	// process too. Reads, consumers and everything else, and an event
+	// whose owner has no writer, use the connection Open was given.
+	Writers map[string]jetstream.JetStream
 }
 
 func (c Config) withDefaults() Config {

@@ -142,11 +142,14 @@ func Grants(plane string) []Grant {
 		consume = append(consume,
 			"$JS.API.CONSUMER.CREATE."+s+".>",
 			"$JS.API.CONSUMER.INFO."+s+".*",
-			"$JS.API.CONSUMER.LIST."+s,
 			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.ACK."+s+".>")
 	}
-	pub("run its durable and ordered consumers, pull and acknowledge; list consumers for the lag metrics", consume...)
+	pub("run its durable and ordered consumers, pull and acknowledge", consume...)
+	// Every process reports the lag of the durable consumers on both
+	// streams (eventlog.NewLagCollector), whichever plane it runs.
+	pub("list the consumers of the event and timer streams, for the lag metrics",
+		"$JS.API.CONSUMER.LIST."+eventlog.DefaultStream, "$JS.API.CONSUMER.LIST."+timer.DefaultStream)
 
 	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
 		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})

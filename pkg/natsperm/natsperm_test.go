@@ -32,7 +32,7 @@ func startServer(t *testing.T) server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Users: users})
+	s, err := embedded.Start(embedded.Config{StoreDir: t.TempDir(), Port: -1, Users: users})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,53 +172,56 @@ func TestRefusals(t *testing.T) {
 		eventlog.DefaultStream:           nil,
 		eventlog.DefaultDeadLetterStream: nil,
 	}
-	for _, plane := range natsperm.Planes() {
-		t.Run(plane, func(t *testing.T) {
-			c := s.connect(t, plane)
-			for _, api := range []string{
-				"$JS.API.STREAM.PURGE." + eventlog.DefaultStream,
-				"$JS.API.STREAM.DELETE." + eventlog.DefaultStream,
-				"$JS.API.STREAM.MSG.DELETE." + eventlog.DefaultStream,
-				"$JS.API.STREAM.UPDATE." + eventlog.DefaultStream,
-				"$JS.API.CONSUMER.DELETE." + eventlog.DefaultStream + ".execution",
-			} {
-				rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-				_, err := c.nc.RequestWithContext(rctx, api, []byte("{}"))
-				cancel()
-				if err == nil {
-					t.Errorf("%s answered", api)
+	t.Run("planes", func(t *testing.T) {
+		for _, plane := range natsperm.Planes() {
+			t.Run(plane, func(t *testing.T) {
+				t.Parallel()
+				c := s.connect(t, plane)
+				for _, api := range []string{
+					"$JS.API.STREAM.PURGE." + eventlog.DefaultStream,
+					"$JS.API.STREAM.DELETE." + eventlog.DefaultStream,
+					"$JS.API.STREAM.MSG.DELETE." + eventlog.DefaultStream,
+					"$JS.API.STREAM.UPDATE." + eventlog.DefaultStream,
+					"$JS.API.CONSUMER.DELETE." + eventlog.DefaultStream + ".execution",
+				} {
+					rctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+					_, err := c.nc.RequestWithContext(rctx, api, []byte("{}"))
+					cancel()
+					if err == nil {
+						t.Errorf("%s answered", api)
+					}
+					stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(api), api + " not refused" })
 				}
-				stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(api), api + " not refused" })
-			}
-			for bucket, owners := range kvOwners {
-				subj := "$KV." + bucket + ".k-" + plane
-				if err := c.nc.Publish(subj, []byte("forged")); err != nil {
-					t.Fatal(err)
+				for bucket, owners := range kvOwners {
+					subj := "$KV." + bucket + ".k-" + plane
+					if err := c.nc.Publish(subj, []byte("forged")); err != nil {
+						t.Fatal(err)
+					}
+					if err := c.nc.Flush(); err != nil {
+						t.Fatal(err)
+					}
+					owned := false
+					for _, o := range owners {
+						owned = owned || o == plane
+					}
+					if !owned {
+						stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(subj), subj + " not refused" })
+					}
 				}
-				if err := c.nc.Flush(); err != nil {
-					t.Fatal(err)
+				for _, other := range natsperm.Planes() {
+					if other == plane {
+						continue
+					}
+					inbox := natsperm.Inbox(other) + ".>"
+					if _, err := c.nc.SubscribeSync(inbox); err != nil {
+						t.Fatal(err)
+					}
+					_ = c.nc.Flush()
+					stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(inbox), "subscribed to " + inbox })
 				}
-				owned := false
-				for _, o := range owners {
-					owned = owned || o == plane
-				}
-				if !owned {
-					stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(subj), subj + " not refused" })
-				}
-			}
-			for _, other := range natsperm.Planes() {
-				if other == plane {
-					continue
-				}
-				inbox := natsperm.Inbox(other) + ".>"
-				if _, err := c.nc.SubscribeSync(inbox); err != nil {
-					t.Fatal(err)
-				}
-				_ = c.nc.Flush()
-				stewardtest.Eventually(t, 5*time.Second, func() (bool, string) { return c.wasRefused(inbox), "subscribed to " + inbox })
-			}
-		})
-	}
+			})
+		}
+	})
 	// Nothing was erased, the consumer is still there.
 	info, err := admin.js.Stream(ctx, eventlog.DefaultStream)
 	if err != nil || info.CachedInfo().State.Msgs == 0 {
@@ -227,9 +230,13 @@ func TestRefusals(t *testing.T) {
 	if _, err := admin.js.Consumer(ctx, eventlog.DefaultStream, "execution"); err != nil {
 		t.Fatalf("consumer after refusals: %v", err)
 	}
-	if nc, err := s.Connect(); err == nil {
+	nc, err := nats.Connect(s.ClientURL())
+	if err == nil {
 		nc.Close()
 		t.Fatal("a connection without a user was accepted")
+	}
+	if !errors.Is(err, nats.ErrAuthorization) {
+		t.Errorf("a connection without a user: %v, want an authorization violation", err)
 	}
 }
 
@@ -277,5 +284,21 @@ func TestPlanesWork(t *testing.T) {
 				t.Fatalf("refused: %v", c.refused)
 			}
 		})
+	}
+}
+
+// TestLagMetricsWork: every process, whichever plane, reports the lag of
+// the durable consumers on the event and timer streams.
+func TestLagMetricsWork(t *testing.T) {
+	s := startServer(t)
+	openStores(t, s)
+	for _, plane := range natsperm.Planes() {
+		c := s.connect(t, plane)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := eventlog.ConsumerLags(ctx, c.js, eventlog.DefaultStream, "STEWARD_TIMERS")
+		cancel()
+		if err != nil {
+			t.Errorf("%s: %v (%v)", plane, err, c.refused)
+		}
 	}
 }

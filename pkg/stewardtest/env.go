@@ -5,10 +5,16 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -23,19 +29,111 @@ type Env struct {
 	// Logger writes to the test's log, shown when it fails.
 	Logger *slog.Logger
 	tb     testing.TB
+	// users sign in to the bus; nil when it takes anyone (WithoutUsers)
+	users    *embedded.Users
+	usersDir string
 }
 
+// EnvOption changes how NewEnv builds an environment.
+type EnvOption func(*envConfig)
+
+type envConfig struct{ anyone bool }
+
+// WithoutUsers makes the bus take anyone, with every permission, as an
+// external NATS without users does: for a test that runs `steward serve`
+// processes which name no NATS user.
+func WithoutUsers() EnvOption { return func(c *envConfig) { c.anyone = true } }
+
 // NewEnv starts a bus and opens the stores on it; both end with the test.
-func NewEnv(tb testing.TB) *Env {
+// The bus takes only Steward's NATS users, as steward dev's does (unless
+// WithoutUsers): Bus is the admin's connection, and the log's appends,
+// timers and the stores of As(plane) go through each plane's own user
+// (pkg/natsperm), so that every plane test runs under the permissions. A
+// write the server refuses a plane fails the test.
+func NewEnv(tb testing.TB, opts ...EnvOption) *Env {
 	tb.Helper()
-	bus := StartBus(tb)
+	var cfg envConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
 	logger := Logger(tb)
-	set, err := stores.Open(context.Background(), bus.JS, stores.Config{Logger: logger})
+	if cfg.anyone {
+		bus := StartBus(tb)
+		set, err := stores.Open(context.Background(), bus.JS, stores.Config{Logger: logger})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(set.Close)
+		return &Env{Bus: bus, Set: set, Logger: logger, tb: tb}
+	}
+	dir := tb.TempDir()
+	users, err := embedded.LoadOrCreateUsers(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s, err := embedded.Start(embedded.Config{StoreDir: tb.TempDir(), Port: -1, Users: users})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(s.Shutdown)
+	admin, err := users.Options(embedded.AdminUser)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	bus := connectBus(tb, func(opts ...nats.Option) (*nats.Conn, error) { return s.Connect(append(admin, opts...)...) })
+	bus.Server = s
+	var mu sync.Mutex
+	var refused []string
+	writers := map[string]jetstream.JetStream{}
+	for _, plane := range natsperm.Planes() {
+		own, err := users.Options(plane)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		own = append(own, nats.ErrorHandler(func(_ *nats.Conn, _ *nats.Subscription, err error) {
+			mu.Lock()
+			refused = append(refused, plane+": "+err.Error())
+			mu.Unlock()
+		}))
+		writers[plane] = connectBus(tb, func(opts ...nats.Option) (*nats.Conn, error) { return s.Connect(append(own, opts...)...) }).JS
+	}
+	tb.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, r := range refused {
+			tb.Errorf("NATS refused a plane: %s", r)
+		}
+	})
+	set, err := stores.Open(context.Background(), bus.JS, stores.Config{Logger: logger, Writers: writers})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(set.Close)
-	return &Env{Bus: bus, Set: set, Logger: logger, tb: tb}
+	return &Env{Bus: bus, Set: set, Logger: logger, tb: tb, users: users, usersDir: dir}
+}
+
+// SeedFile returns the nkey seed file of user (a plane, or
+// embedded.AdminUser), for a process of its own to sign in with; "" when
+// the bus takes anyone (WithoutUsers).
+func (e *Env) SeedFile(user string) string {
+	if e.users == nil {
+		return ""
+	}
+	return embedded.SeedFile(e.usersDir, user)
+}
+
+// ConnectAs opens a connection to the bus as user — a plane, as a
+// process of its own would (steward serve), or embedded.AdminUser. The
+// caller closes it.
+func (e *Env) ConnectAs(user string, opts ...nats.Option) (*nats.Conn, error) {
+	if e.users == nil {
+		return e.Server.Connect(opts...)
+	}
+	own, err := e.users.Options(user)
+	if err != nil {
+		return nil, err
+	}
+	return e.Server.Connect(append(own, opts...)...)
 }
 
 // Settle waits until the durable consumer named consumer has handled every

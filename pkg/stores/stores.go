@@ -28,6 +28,11 @@ type Config struct {
 	// SoleWriter says this process is the only writer of the log (steward
 	// dev); see eventlog.Config.
 	SoleWriter bool
+	// Writers, by plane, are the connections each plane writes through
+	// (steward dev, one NATS user per plane): events and timers go
+	// through their owner's, and As(plane) gives the plane request and
+	// result stores that put through its own. See eventlog.Config.
+	Writers map[string]jetstream.JetStream
 }
 
 // Set is the stores a process's planes share.
@@ -39,7 +44,8 @@ type Set struct {
 	// Tools follows the tool registrations on the log until Close.
 	Tools *toolreg.Registry
 
-	stop func()
+	byPlane map[string]*Set
+	stop    func()
 }
 
 // Open opens (creating where missing) the stores on js.
@@ -47,7 +53,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer, SoleWriter: cfg.SoleWriter})
+	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer, SoleWriter: cfg.SoleWriter, Writers: cfg.Writers})
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +65,20 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if err != nil {
 		return nil, err
 	}
-	timers, err := timer.Open(ctx, js, timer.Config{Replicas: cfg.Replicas, Logger: cfg.Logger, SoleConsumer: cfg.SoleConsumer})
+	timers, err := timer.Open(ctx, js, timer.Config{Replicas: cfg.Replicas, Logger: cfg.Logger, SoleConsumer: cfg.SoleConsumer, Writers: cfg.Writers})
 	if err != nil {
 		return nil, err
+	}
+	byPlane := map[string]*Set{}
+	for plane, w := range cfg.Writers {
+		ps := &Set{Log: log, Timers: timers}
+		if ps.Requests, err = action.OpenStore(ctx, w, action.RequestBucket, cfg.Replicas); err != nil {
+			return nil, err
+		}
+		if ps.Results, err = action.OpenStore(ctx, w, action.ResultBucket, cfg.Replicas); err != nil {
+			return nil, err
+		}
+		byPlane[plane] = ps
 	}
 	tools := toolreg.New(cfg.Logger)
 	rctx, cancel := context.WithCancel(context.Background())
@@ -70,10 +87,27 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		defer close(done)
 		tools.Run(rctx, log)
 	}()
-	return &Set{Log: log, Requests: requests, Results: results, Timers: timers, Tools: tools,
+	for _, ps := range byPlane {
+		ps.Tools = tools
+	}
+	return &Set{Log: log, Requests: requests, Results: results, Timers: timers, Tools: tools, byPlane: byPlane,
 		stop: func() { cancel(); <-done }}, nil
+}
+
+// As returns the stores as plane uses them: the same log, timers and
+// tools, and request and result stores that put through plane's writer
+// (Config.Writers) — s itself when plane has none. Close only s.
+func (s *Set) As(plane string) *Set {
+	if ps, ok := s.byPlane[plane]; ok {
+		return ps
+	}
+	return s
 }
 
 // Close stops following the tool registrations. The stores themselves
 // live on the server.
-func (s *Set) Close() { s.stop() }
+func (s *Set) Close() {
+	if s.stop != nil {
+		s.stop()
+	}
+}

@@ -56,7 +56,7 @@ func (t *Timers) Set(ctx context.Context, kind, id string, at time.Time, payload
 	msg.Header.Set(HeaderKind, kind)
 	msg.Header.Set(HeaderID, id)
 	msg.Header.Set(HeaderAt, at.UTC().Format(time.RFC3339Nano))
-	_, err := t.js.PublishMsg(ctx, msg,
+	_, err := t.writer(kind).PublishMsg(ctx, msg,
 		jetstream.WithScheduleAt(ceilSecond(at)),
 		jetstream.WithScheduleTarget(t.subject("fired", kind, token)),
 		jetstream.WithScheduleTTL(FiredRetention),
@@ -75,6 +75,15 @@ func (t *Timers) Set(ctx context.Context, kind, id string, at time.Time, payload
 		return errs.Wrap(errs.Unavailable, err, "set timer %s/%s", kind, id)
 	}
 	return nil
+}
+
+// writer returns the connection timers of kind are set through.
+func (t *Timers) writer(kind string) jetstream.JetStream {
+	plane, _, _ := strings.Cut(kind, ".")
+	if js, ok := t.cfg.Writers[plane]; ok {
+		return js
+	}
+	return t.js
 }
 
 func (t *Timers) subject(stage, kind, token string) string {

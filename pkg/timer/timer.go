@@ -58,6 +58,12 @@ type Config struct {
 	// ack floor as it starts, so that a timer a crashed predecessor had in
 	// hand fires again at once.
 	SoleConsumer bool
+	// Writers, by plane, are the connections Set goes through: a timer
+	// through the writer named by its kind's first token
+	// ("governance.approval" → governance's). As eventlog.Config's: in
+	// steward dev each plane sets timers as its own NATS user, which may
+	// set only its own kinds. Without one, Set uses Open's connection.
+	Writers map[string]jetstream.JetStream
 }
 
 func (c Config) withDefaults() Config {

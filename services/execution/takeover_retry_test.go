@@ -32,7 +32,7 @@ type process struct {
 func (b *bed) process(name, consumer string) *process {
 	b.t.Helper()
 	ctx := context.Background()
-	nc, err := b.Server.Connect()
+	nc, err := b.ConnectAs(execution.PlaneName) // as a serve worker would
 	if err != nil {
 		b.t.Fatal(err)
 	}

@@ -95,6 +95,10 @@ type Server struct {
 	stops  []func() // background work to end after the planes
 	rpc    *rpc.Server
 	served chan error
+
+	// dev: each plane's own NATS connection, which its writes go through
+	planeConns []*nats.Conn
+	writers    map[string]jetstream.JetStream
 }
 
 // NewServer returns a server command writing to stdout and stderr.
@@ -129,7 +133,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	})
 	if mode == "dev" {
 		fs.StringVar(&m.DataDir, "data", DefaultDataDir, "`DIR` for the embedded JetStream's files")
-		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes")
+		fs.StringVar(&m.NATSListen, "nats-listen", "", "also serve the embedded NATS on `HOST:PORT`, for `steward serve` processes; it takes only the users whose nkey seeds are in DATA/nats, one per plane and an admin (docs/nats.md)")
 	} else {
 		fs.StringVar(&m.NATSURL, "nats", "", "`URL` of the NATS JetStream server, e.g. nats://nats:4222")
 		fs.StringVar(&m.Plane, "plane", "", "which plane to run: control, governance, execution or state")
@@ -229,7 +233,7 @@ func (m *Server) Run(ctx context.Context) error {
 	// dev is one process over its own embedded server: the only reader of
 	// its consumers and the only writer of its log.
 	dev := m.Mode == "dev"
-	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev})
+	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers})
 	if err != nil {
 		return err
 	}
@@ -336,26 +340,7 @@ func (m *Server) connect() error {
 	if err := os.MkdirAll(m.DataDir, 0o750); err != nil {
 		return fmt.Errorf("--data: %w", err)
 	}
-	cfg := embedded.Config{StoreDir: m.DataDir}
-	if m.NATSListen != "" {
-		host, port, _ := net.SplitHostPort(m.NATSListen)
-		cfg.Host = host
-		cfg.Port, _ = strconv.Atoi(port)
-		if cfg.Port == 0 {
-			cfg.Port = -1 // any free port
-		}
-	}
-	bus, err := embedded.Start(cfg)
-	if err != nil {
-		return err
-	}
-	m.bus = bus
-	nc, err := bus.Connect(opts...)
-	if err != nil {
-		return err
-	}
-	m.nc = nc
-	return nil
+	return m.startDevNATS(opts)
 }
 
 // URL returns the base URL of the RPC server, with the real port.
@@ -392,6 +377,9 @@ func (m *Server) Close() {
 	}
 	for _, stop := range m.stops {
 		stop()
+	}
+	for _, nc := range m.planeConns {
+		drain(nc, 5*time.Second)
 	}
 	if m.nc != nil {
 		drain(m.nc, 5*time.Second)

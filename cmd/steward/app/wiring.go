@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -29,18 +30,20 @@ import (
 )
 
 // ToolKVBucket is the bucket the kv.append built-in tool writes to.
-const ToolKVBucket = "STEWARD_TOOL_KV"
+const ToolKVBucket = natsperm.ToolKVBucket
 
 // selectPlanes builds the planes this process runs, with what each needs.
-// In dev mode they share one tool registry and one set of stores.
+// In dev mode they share one tool registry and one set of stores, each
+// plane writing through its own NATS user (stores.Set.As).
 func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *stores.Set) ([]plane, error) {
 	want := []string{control.PlaneName, governance.PlaneName, execution.PlaneName, state.PlaneName}
 	if m.Mode == "serve" {
 		want = []string{m.Plane}
 	}
-	log, tools, requests, results, timers := st.Log, st.Tools, st.Requests, st.Results, st.Timers
 	var planes []plane
 	for _, name := range want {
+		ps := st.As(name)
+		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
 			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results}))
@@ -113,6 +116,9 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 }
 
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
+	if w, ok := m.writers[execution.PlaneName]; ok {
+		js = w // the tool's records are execution's to write
+	}
 	toolKV, err := action.OpenBucket(ctx, js, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
 	if err != nil {
 		return nil, err

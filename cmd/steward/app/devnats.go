@@ -1,0 +1,79 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/embedded"
+	"github.com/steward-run/steward/pkg/natsperm"
+)
+
+// startDevNATS starts dev's embedded server, which takes only Steward's
+// users (seeds in DATA/nats, created on first start), and connects: the
+// process's own setup and reading connection as the admin, and one
+// connection per plane as that plane's user, which the planes' writes go
+// through, so that the server refuses a plane's write of what it does not
+// own here as it does in serve mode (docs/nats.md).
+func (m *Server) startDevNATS(opts []nats.Option) error {
+	users, err := embedded.LoadOrCreateUsers(filepath.Join(m.DataDir, embedded.UsersDir))
+	if err != nil {
+		return fmt.Errorf("--data: %w", err)
+	}
+	cfg := embedded.Config{StoreDir: m.DataDir, Users: users}
+	if m.NATSListen != "" {
+		host, port, _ := net.SplitHostPort(m.NATSListen)
+		cfg.Host = host
+		cfg.Port, _ = strconv.Atoi(port)
+		if cfg.Port == 0 {
+			cfg.Port = -1 // any free port
+		}
+	}
+	bus, err := embedded.Start(cfg)
+	if err != nil {
+		return err
+	}
+	m.bus = bus
+	admin, err := users.Options(embedded.AdminUser)
+	if err != nil {
+		return err
+	}
+	if m.nc, err = bus.Connect(append(opts, admin...)...); err != nil {
+		return err
+	}
+	m.writers = map[string]jetstream.JetStream{}
+	for _, plane := range natsperm.Planes() {
+		own, err := users.Options(plane)
+		if err != nil {
+			return err
+		}
+		own = append(own, nats.Name("steward dev "+plane), nats.ErrorHandler(m.natsRefused(plane)))
+		nc, err := bus.Connect(append(opts, own...)...)
+		if err != nil {
+			return fmt.Errorf("nats user %s: %w", plane, err)
+		}
+		m.planeConns = append(m.planeConns, nc)
+		if m.writers[plane], err = jetstream.New(nc); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// natsRefused logs what the server refused plane: with the table right,
+// nothing, so anything is a bug worth seeing. Other asynchronous errors
+// of the connection are logged as they come.
+func (m *Server) natsRefused(plane string) nats.ErrHandler {
+	return func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		if errors.Is(err, nats.ErrPermissionViolation) {
+			m.logger.Error("NATS refused the plane's user", "plane", plane, "err", err)
+			return
+		}
+		m.logger.Warn("NATS connection error", "plane", plane, "err", err)
+	}
+}
