@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -505,8 +506,15 @@ func waitPast(t *testing.T, at time.Time) {
 // testWriter sends a process's log lines to the test log.
 type testWriter struct{ tb testing.TB }
 
+// natsRefusal is what a Steward process logs when NATS refuses a plane's
+// user: with the permission table right, never.
+const natsRefusal = "NATS refused the plane's user"
+
 func (w *testWriter) Write(p []byte) (int, error) {
 	w.tb.Logf("%s", p)
+	if bytes.Contains(p, []byte(natsRefusal)) {
+		w.tb.Errorf("a Steward process was refused by NATS: %s", p)
+	}
 	return len(p), nil
 }
 

@@ -40,18 +40,18 @@ type cluster struct {
 // process.
 func startCluster(t *testing.T, workers int) *cluster {
 	t.Helper()
-	c := &cluster{env: stewardtest.NewEnv(t, stewardtest.WithoutUsers()), tool: stewardtest.StartTool(t), args: map[string][]string{}, procs: map[string]*proc{}}
+	c := &cluster{env: stewardtest.NewEnv(t), tool: stewardtest.StartTool(t), args: map[string][]string{}, procs: map[string]*proc{}}
 	dir := t.TempDir()
 	common := []string{"serve", "--nats", c.env.Server.ClientURL(), "--addr", "127.0.0.1:0", "--log-level", "warn",
 		"--auth", writeFile(t, dir, "tokens.json", clusterTokens)}
 	tools := c.toolsFile(t, dir)
 	for i := range workers {
 		name := fmt.Sprint("w", i)
-		c.add(name, slices.Concat(common, []string{"--plane", "execution", "--worker", name, "--tools", tools, "--sandbox", t.TempDir()}))
+		c.add(name, slices.Concat(common, c.as("execution"), []string{"--worker", name, "--tools", tools, "--sandbox", t.TempDir()}))
 	}
-	c.add("governance", slices.Concat(common, []string{"--plane", "governance", "--credential-key", filepath.Join(dir, "credential.key")}))
-	c.add("control", slices.Concat(common, []string{"--plane", "control"}))
-	c.add("state", slices.Concat(common, []string{"--plane", "state"}))
+	c.add("governance", slices.Concat(common, c.as("governance"), []string{"--credential-key", filepath.Join(dir, "credential.key")}))
+	c.add("control", slices.Concat(common, c.as("control")))
+	c.add("state", slices.Concat(common, c.as("state")))
 	for _, name := range c.order {
 		c.start(t, name)
 	}
@@ -66,6 +66,11 @@ var clusterTokens = fmt.Sprintf(`{"tokens": [
   {"token": %q, "principal": "agent:summariser", "roles": []},
   {"token": %q, "principal": "user:bo", "roles": ["authorizer"]}
 ]}`, agentToken, approverToken)
+
+// as is the flags of a plane signing in to NATS as its own user.
+func (c *cluster) as(plane string) []string {
+	return []string{"--plane", plane, "--nats-nkey", c.env.SeedFile(plane)}
+}
 
 func (c *cluster) add(name string, args []string) {
 	c.order = append(c.order, name)

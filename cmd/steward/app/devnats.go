@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -63,17 +62,4 @@ func (m *Server) startDevNATS(opts []nats.Option) error {
 		}
 	}
 	return nil
-}
-
-// natsRefused logs what the server refused plane: with the table right,
-// nothing, so anything is a bug worth seeing. Other asynchronous errors
-// of the connection are logged as they come.
-func (m *Server) natsRefused(plane string) nats.ErrHandler {
-	return func(_ *nats.Conn, _ *nats.Subscription, err error) {
-		if errors.Is(err, nats.ErrPermissionViolation) {
-			m.logger.Error("NATS refused the plane's user", "plane", plane, "err", err)
-			return
-		}
-		m.logger.Warn("NATS connection error", "plane", plane, "err", err)
-	}
 }

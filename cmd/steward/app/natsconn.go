@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
@@ -95,4 +96,24 @@ func checkCreds(path string) error {
 	}
 	kp.Wipe()
 	return nil
+}
+
+// natsRefused logs what the server refused plane: with the table right,
+// nothing, so anything is a bug worth seeing. Other asynchronous errors
+// of the connection are logged as they come.
+func (m *Server) natsRefused(plane string) nats.ErrHandler {
+	return func(_ *nats.Conn, _ *nats.Subscription, err error) {
+		switch {
+		case errors.Is(err, nats.ErrPermissionViolation) && strings.Contains(err.Error(), "$JS.API.CONSUMER.DELETE."):
+			// An ordered consumer deletes the consumer it replaces after
+			// a reset; no plane may delete consumers, and the server
+			// removes the idle one itself.
+			m.logger.Debug("NATS refused a consumer delete, as it refuses every plane's", "plane", plane, "err", err)
+			return
+		case errors.Is(err, nats.ErrPermissionViolation):
+			m.logger.Error("NATS refused the plane's user", "plane", plane, "err", err)
+			return
+		}
+		m.logger.Warn("NATS connection error", "plane", plane, "err", err)
+	}
 }

@@ -330,7 +330,8 @@ func (m *Server) connect() error {
 		if !m.NATS.authenticated() {
 			m.logger.Warn("NATS connection names no user: nothing stops another client of this NATS from writing this plane's events; pass --nats-nkey or --nats-creds (steward nats-users writes a user per plane)")
 		}
-		nc, err := nats.Connect(m.NATSURL, append(append(opts, auth...), nats.RetryOnFailedConnect(false))...)
+		opts = append(opts, nats.ErrorHandler(m.natsRefused(m.Plane)), nats.RetryOnFailedConnect(false))
+		nc, err := nats.Connect(m.NATSURL, append(opts, auth...)...)
 		if err != nil {
 			return fmt.Errorf("--nats %s: %w", m.NATSURL, err)
 		}
