@@ -77,7 +77,7 @@ func TestEdgeEnforcesTheRoleTable(t *testing.T) {
 		{"steering: an admin", pause("admin-token-0123456789", "t1"), passed, nil},
 		{"steering: a stranger", pause("stranger-token-0123456789", "t1"), connect.CodePermissionDenied,
 			[]string{"user:eve may not call TaskService/PauseTask on task t1", "operator role", "agent:a", "user:owner"}},
-		{"steering: an unknown task is the command's to report", pause("stranger-token-0123456789", "t2"), passed, nil},
+		{"steering: an unknown task", pause("stranger-token-0123456789", "t2"), connect.CodeNotFound, []string{"task t2 not found"}},
 		{"a role: not held", register("agent-token-0123456789"), connect.CodePermissionDenied,
 			[]string{"agent:a may not call ToolService/RegisterTool: that needs the tool-admin role"}},
 		{"a role: admin", register("admin-token-0123456789"), passed, nil},
@@ -95,5 +95,37 @@ func TestEdgeEnforcesTheRoleTable(t *testing.T) {
 	// enough — the agent, the owner, the stranger twice.
 	if looked != 4 {
 		t.Errorf("the party hook was asked %d times, want 4", looked)
+	}
+}
+
+// createdMeanwhile is a TaskService whose PauseTask finds task t2, as a
+// command does when the task is created between the edge's look at its
+// parties and the command's own read of it.
+type createdMeanwhile struct {
+	stewardv1connect.UnimplementedTaskServiceHandler
+}
+
+func (createdMeanwhile) PauseTask(context.Context, *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
+	return connect.NewResponse(&stewardv1.PauseTaskResponse{}), nil
+}
+
+// TestAnUnknownTaskIsNotAPass: a party rule on a task the hook does not
+// know answers not_found at the edge. Letting the call through, for the
+// command to report, would let a stranger's call act on a task created in
+// the moment between the two reads.
+func TestAnUnknownTaskIsNotAPass(t *testing.T) {
+	tokens := rpc.Tokens{"stranger-token-0123456789": {Principal: "user:eve"}}
+	parties := func(_ context.Context, taskID string) (access.TaskParties, error) {
+		return access.TaskParties{}, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewTaskServiceHandler(createdMeanwhile{}, rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, parties)...))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	req := connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: "t2"})
+	req.Header().Set("Authorization", "Bearer stranger-token-0123456789")
+	_, err := stewardv1connect.NewTaskServiceClient(srv.Client(), srv.URL).PauseTask(context.Background(), req)
+	if connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "task t2 not found") {
+		t.Fatalf("a stranger's call on a task the hook does not know: %v, want not_found from the edge", err)
 	}
 }
