@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,9 +53,16 @@ func LoadTokens(path string) (Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A misspelt field is an error: ignored, it would grant nothing,
+	// silently ("role" for "roles"; "token" for "tokens", no token).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
 	var f tokensFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", path)
 	}
 	out := Tokens{}
 	for i, t := range f.Tokens {
