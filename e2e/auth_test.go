@@ -224,3 +224,33 @@ func TestInsecureWarnsAtEveryStart(t *testing.T) {
 		t.Errorf("--insecure made a token file: %v", err)
 	}
 }
+
+// TestServeNeedsAuthOrInsecure: a plane in serve mode does not fall back to
+// the open mode by itself, and the two modes are not given together.
+func TestServeNeedsAuthOrInsecure(t *testing.T) {
+	auth := writeFile(t, t.TempDir(), "tokens.json", tokensFile)
+	for _, tc := range []struct {
+		mode string
+		args []string
+		says []string
+	}{
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222"}, []string{"--auth or --insecure is required"}},
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
+		{"dev", []string{"--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
+	} {
+		err := app.NewServer(io.Discard, io.Discard).ParseFlags(tc.mode, tc.args)
+		for _, w := range tc.says {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v: %v, want it to say %q", tc.mode, tc.args, err, w)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth},
+		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--insecure"},
+	} {
+		if err := app.NewServer(io.Discard, io.Discard).ParseFlags("serve", args); err != nil {
+			t.Errorf("serve %v: %v", args, err)
+		}
+	}
+}
