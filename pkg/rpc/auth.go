@@ -19,12 +19,16 @@ type Identity struct {
 	Verified bool `json:"-"`
 }
 
-// HasRole reports whether the identity holds any of roles. An admin
-// holds every role.
+// HasRole reports whether the identity holds any of roles, the roles
+// Steward names (pkg/access). An admin holds every one of them.
 func (id Identity) HasRole(roles ...string) bool {
-	if slices.Contains(id.Roles, access.Admin) {
-		return true
-	}
+	return slices.Contains(id.Roles, access.Admin) || id.Holds(roles...)
+}
+
+// Holds reports whether the identity was granted any of roles by name,
+// admin not counting as each: for the roles a policy names per approval,
+// whose vote the record shows as a holder's judgement.
+func (id Identity) Holds(roles ...string) bool {
 	for _, r := range roles {
 		if slices.Contains(id.Roles, r) {
 			return true

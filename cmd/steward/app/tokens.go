@@ -18,7 +18,7 @@ import (
 const TokensFileName = "tokens.json"
 
 // devIdentities are the identities of a new dev token file, one per kind
-// of caller the README's walkthrough plays: an admin who may do anything,
+// of caller the README's walkthrough plays: an admin who may call anything,
 // the agent (no role: it acts for the tasks it creates), an approver with
 // the role the default policy's approvals ask for, and an operator.
 var devIdentities = []struct {
