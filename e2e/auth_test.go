@@ -254,3 +254,27 @@ func TestServeNeedsAuthOrInsecure(t *testing.T) {
 		}
 	}
 }
+
+// TestATokenFileOthersMayReadIsWarnedOf: a token file other users of the
+// machine may read hands them every token in it; each start says so.
+func TestATokenFileOthersMayReadIsWarnedOf(t *testing.T) {
+	dir := t.TempDir()
+	auth := writeFile(t, dir, "tokens.json", tokensFile)
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		if err := os.Chmod(auth, mode); err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		m := app.NewServer(io.Discard, &logs)
+		if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn", "--auth", auth}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		if warned := strings.Contains(logs.String(), "readable by other users"); warned != (mode == 0o644) {
+			t.Errorf("a token file of mode %v: logged %q", mode, logs.String())
+		}
+	}
+}

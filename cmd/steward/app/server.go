@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -311,6 +312,10 @@ func (m *Server) tokens() (rpc.Tokens, error) {
 	tokens, err := rpc.LoadTokens(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	// Group bits are left alone: a Kubernetes Secret is mounted 0440.
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o007 != 0 && runtime.GOOS != "windows" {
+		m.logger.Warn("token file "+path+" is readable by other users of this machine, who could act as anyone in it; chmod 600 it", "mode", fi.Mode().Perm().String())
 	}
 	return tokens, nil
 }
