@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -275,6 +276,45 @@ func TestATokenFileOthersMayReadIsWarnedOf(t *testing.T) {
 		m.Close()
 		if warned := strings.Contains(logs.String(), "readable by other users"); warned != (mode == 0o644) {
 			t.Errorf("a token file of mode %v: logged %q", mode, logs.String())
+		}
+	}
+}
+
+// TestOpenModeOnLoopbackAnswersThisMachineOnly: a web page whose name an
+// attacker points at 127.0.0.1 (DNS rebinding) reaches a server on this
+// machine from the browser, as its own origin; in the open mode, which
+// trusts whoever calls, such a call is refused by its Host.
+func TestOpenModeOnLoopbackAnswersThisMachineOnly(t *testing.T) {
+	m := app.NewServer(io.Discard, io.Discard)
+	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"), "--log-level", "error", "--insecure"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(m.URL(), "http://"))
+	for host, want := range map[string]int{
+		"evil.example:" + port: http.StatusMisdirectedRequest,
+		"localhost:" + port:    http.StatusOK,
+		"127.0.0.1:" + port:    http.StatusOK,
+		"[::1]:" + port:        http.StatusOK,
+	} {
+		req, err := http.NewRequest(http.MethodPost, m.URL()+"/steward.v1.QueryService/ListTasks", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(rpc.PrincipalHeader, "user:ana")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
 }

@@ -267,7 +267,13 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.rpc, err = rpc.Listen(m.Addr, services, rpc.WithHandler("GET /metrics", metrics))
+	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
+	if tokens == nil && loopback(m.Addr) {
+		// The open mode trusts whoever calls: on this machine, a browser's
+		// page under a rebound name would be one.
+		listen = append(listen, rpc.WithLoopbackHosts())
+	}
+	m.rpc, err = rpc.Listen(m.Addr, services, listen...)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", m.Addr, err)
 	}
@@ -419,4 +425,14 @@ func drain(nc *nats.Conn, timeout time.Duration) {
 	case <-time.After(timeout):
 		nc.Close()
 	}
+}
+
+// loopback reports whether addr (HOST:PORT) listens on this machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
