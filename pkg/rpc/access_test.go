@@ -129,3 +129,37 @@ func TestAnUnknownTaskIsNotAPass(t *testing.T) {
 		t.Fatalf("a stranger's call on a task the hook does not know: %v, want not_found from the edge", err)
 	}
 }
+
+// TestEveryProtocolMeetsTheTable: the table is applied to gRPC and
+// gRPC-Web calls as to Connect's, and to Connect's GET: one edge for all.
+func TestEveryProtocolMeetsTheTable(t *testing.T) {
+	tokens := rpc.Tokens{"agent-token-0123456789": {Principal: "agent:a"}}
+	opts := rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, nil)
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewToolServiceHandler(stewardv1connect.UnimplementedToolServiceHandler{}, opts...))
+	mux.Handle(stewardv1connect.NewQueryServiceHandler(stewardv1connect.UnimplementedQueryServiceHandler{}, opts...))
+	srv := httptest.NewUnstartedServer(mux)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	for name, protocol := range map[string]connect.ClientOption{
+		"connect": connect.WithProtoJSON(), "grpc": connect.WithGRPC(), "grpc-web": connect.WithGRPCWeb(),
+	} {
+		for token, want := range map[string]connect.Code{"": connect.CodeUnauthenticated, "agent-token-0123456789": connect.CodePermissionDenied} {
+			req := connect.NewRequest(&stewardv1.RegisterToolRequest{})
+			if token != "" {
+				req.Header().Set("Authorization", "Bearer "+token)
+			}
+			_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL, protocol).RegisterTool(context.Background(), req)
+			if connect.CodeOf(err) != want {
+				t.Errorf("%s, token %q: RegisterTool: %v, want %v", name, token, err, want)
+			}
+		}
+	}
+	// A GET (a query without side effects) passes the same edge.
+	_, err := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL, connect.WithHTTPGet()).
+		GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: "t1"}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("GET GetTask without a token: %v, want unauthenticated", err)
+	}
+}
