@@ -156,6 +156,12 @@ func TestCompose(t *testing.T) {
 			if len(s.Ports) != 1 || s.Ports[0].Published != wantPub || s.Ports[0].Target != planePort {
 				t.Errorf("ports = %+v, want %s:%d", s.Ports, wantPub, planePort)
 			}
+			// The planes run --insecure: anyone who reaches the port acts
+			// as anyone, so it is published on this machine only (Docker
+			// binds every interface otherwise, past the host's firewall).
+			if slices.Contains(cmd, "--insecure") && len(s.Ports) == 1 && s.Ports[0].HostIP != "127.0.0.1" {
+				t.Errorf("ports = %+v: an --insecure plane published beyond 127.0.0.1", s.Ports)
+			}
 		})
 	}
 	if builders != 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -222,5 +223,98 @@ func TestInsecureWarnsAtEveryStart(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, app.TokensFileName)); !os.IsNotExist(err) {
 		t.Errorf("--insecure made a token file: %v", err)
+	}
+}
+
+// TestServeNeedsAuthOrInsecure: a plane in serve mode does not fall back to
+// the open mode by itself, and the two modes are not given together.
+func TestServeNeedsAuthOrInsecure(t *testing.T) {
+	auth := writeFile(t, t.TempDir(), "tokens.json", tokensFile)
+	for _, tc := range []struct {
+		mode string
+		args []string
+		says []string
+	}{
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222"}, []string{"--auth or --insecure is required"}},
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
+		{"dev", []string{"--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
+	} {
+		err := app.NewServer(io.Discard, io.Discard).ParseFlags(tc.mode, tc.args)
+		for _, w := range tc.says {
+			if err == nil || !strings.Contains(err.Error(), w) {
+				t.Errorf("%s %v: %v, want it to say %q", tc.mode, tc.args, err, w)
+			}
+		}
+	}
+	for _, args := range [][]string{
+		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth},
+		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--insecure"},
+	} {
+		if err := app.NewServer(io.Discard, io.Discard).ParseFlags("serve", args); err != nil {
+			t.Errorf("serve %v: %v", args, err)
+		}
+	}
+}
+
+// TestATokenFileOthersMayReadIsWarnedOf: a token file other users of the
+// machine may read hands them every token in it; each start says so.
+func TestATokenFileOthersMayReadIsWarnedOf(t *testing.T) {
+	dir := t.TempDir()
+	auth := writeFile(t, dir, "tokens.json", tokensFile)
+	for _, mode := range []os.FileMode{0o644, 0o600} {
+		if err := os.Chmod(auth, mode); err != nil {
+			t.Fatal(err)
+		}
+		var logs strings.Builder
+		m := app.NewServer(io.Discard, &logs)
+		if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(dir, "data"), "--log-level", "warn", "--auth", auth}); err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		if warned := strings.Contains(logs.String(), "readable by other users"); warned != (mode == 0o644) {
+			t.Errorf("a token file of mode %v: logged %q", mode, logs.String())
+		}
+	}
+}
+
+// TestOpenModeOnLoopbackAnswersThisMachineOnly: a web page whose name an
+// attacker points at 127.0.0.1 (DNS rebinding) reaches a server on this
+// machine from the browser, as its own origin; in the open mode, which
+// trusts whoever calls, such a call is refused by its Host.
+func TestOpenModeOnLoopbackAnswersThisMachineOnly(t *testing.T) {
+	m := app.NewServer(io.Discard, io.Discard)
+	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--data", filepath.Join(t.TempDir(), "data"), "--log-level", "error", "--insecure"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(m.Close)
+	_, port, _ := net.SplitHostPort(strings.TrimPrefix(m.URL(), "http://"))
+	for host, want := range map[string]int{
+		"evil.example:" + port: http.StatusMisdirectedRequest,
+		"localhost:" + port:    http.StatusOK,
+		"127.0.0.1:" + port:    http.StatusOK,
+		"[::1]:" + port:        http.StatusOK,
+	} {
+		req, err := http.NewRequest(http.MethodPost, m.URL()+"/steward.v1.QueryService/ListTasks", strings.NewReader(`{}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(rpc.PrincipalHeader, "user:ana")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
 	}
 }

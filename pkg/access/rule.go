@@ -18,7 +18,9 @@ import (
 // The roles the table names. A token file grants them.
 const (
 	// Admin may call everything: every rule lets it through, and it holds
-	// every role a plane asks for (an approval's roles among them).
+	// every role named here that a plane asks for — not the roles a policy
+	// names for an approval, which an admin who approves is granted by
+	// name, so that the record shows a holder's judgement.
 	Admin       = "admin"
 	Operator    = "operator"
 	ToolAdmin   = "tool-admin"

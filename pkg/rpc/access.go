@@ -16,8 +16,9 @@ import (
 
 // PartiesFunc returns who plays each part in the task taskID: the hook a
 // plane that serves procedures with party rules provides (the control
-// plane). An errs.NotFound lets the call through, for the command itself
-// to report that the task does not exist.
+// plane). An errs.NotFound is the edge's answer to a caller whose roles
+// were not enough; an errs.Invalid id lets the call through, for the
+// command to name the field.
 type PartiesFunc func(ctx context.Context, taskID string) (access.TaskParties, error)
 
 // authorize applies access.Table's rule for procedure to who, for an
@@ -58,9 +59,12 @@ func authorizeParty(ctx context.Context, parties PartiesFunc, procedure string, 
 	}
 	p, err := parties(ctx, taskID)
 	switch {
-	case errs.Is(err, errs.NotFound), errs.Is(err, errs.Invalid):
-		return nil // the command reports it
+	case errs.Is(err, errs.Invalid):
+		return nil // names no task: the command reports the field
 	case err != nil:
+		// NotFound among them: passing the call on for the command to
+		// report would let it act on a task created between this read and
+		// the command's own.
 		return err
 	case rule.AllowsParty(who.Principal, p):
 		return nil

@@ -77,7 +77,7 @@ func TestEdgeEnforcesTheRoleTable(t *testing.T) {
 		{"steering: an admin", pause("admin-token-0123456789", "t1"), passed, nil},
 		{"steering: a stranger", pause("stranger-token-0123456789", "t1"), connect.CodePermissionDenied,
 			[]string{"user:eve may not call TaskService/PauseTask on task t1", "operator role", "agent:a", "user:owner"}},
-		{"steering: an unknown task is the command's to report", pause("stranger-token-0123456789", "t2"), passed, nil},
+		{"steering: an unknown task", pause("stranger-token-0123456789", "t2"), connect.CodeNotFound, []string{"task t2 not found"}},
 		{"a role: not held", register("agent-token-0123456789"), connect.CodePermissionDenied,
 			[]string{"agent:a may not call ToolService/RegisterTool: that needs the tool-admin role"}},
 		{"a role: admin", register("admin-token-0123456789"), passed, nil},
@@ -95,5 +95,71 @@ func TestEdgeEnforcesTheRoleTable(t *testing.T) {
 	// enough — the agent, the owner, the stranger twice.
 	if looked != 4 {
 		t.Errorf("the party hook was asked %d times, want 4", looked)
+	}
+}
+
+// createdMeanwhile is a TaskService whose PauseTask finds task t2, as a
+// command does when the task is created between the edge's look at its
+// parties and the command's own read of it.
+type createdMeanwhile struct {
+	stewardv1connect.UnimplementedTaskServiceHandler
+}
+
+func (createdMeanwhile) PauseTask(context.Context, *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
+	return connect.NewResponse(&stewardv1.PauseTaskResponse{}), nil
+}
+
+// TestAnUnknownTaskIsNotAPass: a party rule on a task the hook does not
+// know answers not_found at the edge. Letting the call through, for the
+// command to report, would let a stranger's call act on a task created in
+// the moment between the two reads.
+func TestAnUnknownTaskIsNotAPass(t *testing.T) {
+	tokens := rpc.Tokens{"stranger-token-0123456789": {Principal: "user:eve"}}
+	parties := func(_ context.Context, taskID string) (access.TaskParties, error) {
+		return access.TaskParties{}, errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewTaskServiceHandler(createdMeanwhile{}, rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, parties)...))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	req := connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: "t2"})
+	req.Header().Set("Authorization", "Bearer stranger-token-0123456789")
+	_, err := stewardv1connect.NewTaskServiceClient(srv.Client(), srv.URL).PauseTask(context.Background(), req)
+	if connect.CodeOf(err) != connect.CodeNotFound || !strings.Contains(err.Error(), "task t2 not found") {
+		t.Fatalf("a stranger's call on a task the hook does not know: %v, want not_found from the edge", err)
+	}
+}
+
+// TestEveryProtocolMeetsTheTable: the table is applied to gRPC and
+// gRPC-Web calls as to Connect's, and to Connect's GET: one edge for all.
+func TestEveryProtocolMeetsTheTable(t *testing.T) {
+	tokens := rpc.Tokens{"agent-token-0123456789": {Principal: "agent:a"}}
+	opts := rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, nil)
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewToolServiceHandler(stewardv1connect.UnimplementedToolServiceHandler{}, opts...))
+	mux.Handle(stewardv1connect.NewQueryServiceHandler(stewardv1connect.UnimplementedQueryServiceHandler{}, opts...))
+	srv := httptest.NewUnstartedServer(mux)
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	for name, protocol := range map[string]connect.ClientOption{
+		"connect": connect.WithProtoJSON(), "grpc": connect.WithGRPC(), "grpc-web": connect.WithGRPCWeb(),
+	} {
+		for token, want := range map[string]connect.Code{"": connect.CodeUnauthenticated, "agent-token-0123456789": connect.CodePermissionDenied} {
+			req := connect.NewRequest(&stewardv1.RegisterToolRequest{})
+			if token != "" {
+				req.Header().Set("Authorization", "Bearer "+token)
+			}
+			_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL, protocol).RegisterTool(context.Background(), req)
+			if connect.CodeOf(err) != want {
+				t.Errorf("%s, token %q: RegisterTool: %v, want %v", name, token, err, want)
+			}
+		}
+	}
+	// A GET (a query without side effects) passes the same edge.
+	_, err := stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL, connect.WithHTTPGet()).
+		GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: "t1"}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("GET GetTask without a token: %v, want unauthenticated", err)
 	}
 }

@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -18,12 +19,16 @@ type Identity struct {
 	Verified bool `json:"-"`
 }
 
-// HasRole reports whether the identity holds any of roles. An admin
-// holds every role.
+// HasRole reports whether the identity holds any of roles, the roles
+// Steward names (pkg/access). An admin holds every one of them.
 func (id Identity) HasRole(roles ...string) bool {
-	if slices.Contains(id.Roles, access.Admin) {
-		return true
-	}
+	return slices.Contains(id.Roles, access.Admin) || id.Holds(roles...)
+}
+
+// Holds reports whether the identity was granted any of roles by name,
+// admin not counting as each: for the roles a policy names per approval,
+// whose vote the record shows as a holder's judgement.
+func (id Identity) Holds(roles ...string) bool {
 	for _, r := range roles {
 		if slices.Contains(id.Roles, r) {
 			return true
@@ -52,9 +57,16 @@ func LoadTokens(path string) (Tokens, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A misspelt field is an error: ignored, it would grant nothing,
+	// silently ("role" for "roles"; "token" for "tokens", no token).
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
 	var f tokensFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("%s: more than one JSON value", path)
 	}
 	out := Tokens{}
 	for i, t := range f.Tokens {

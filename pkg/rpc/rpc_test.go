@@ -78,6 +78,10 @@ func TestLoadTokens(t *testing.T) {
 		`{"tokens": [{"token": "0123456789abcdef"}]}`,
 		`{"tokens": [{"token": "0123456789abcdef", "principal": "a"}, {"token": "0123456789abcdef", "principal": "b"}]}`,
 		`not json`,
+		// A misspelt field would grant nothing, silently: the roles here,
+		// every token there.
+		`{"tokens": [{"token": "0123456789abcdef", "principal": "user:ops", "role": ["operator"]}]}`,
+		`{"token": [{"token": "0123456789abcdef", "principal": "user:ops"}]}`,
 	} {
 		if _, err := rpc.LoadTokens(write(bad)); err == nil {
 			t.Errorf("token file %s was accepted", bad)

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -86,6 +88,7 @@ type Server struct {
 type Option func(*options)
 
 type options struct {
+	loopbackHosts     bool
 	handlers          []route
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
@@ -104,6 +107,31 @@ type route struct {
 // that clashes with another one makes Listen panic, as ServeMux does.
 func WithHandler(pattern string, h http.Handler) Option {
 	return func(o *options) { o.handlers = append(o.handlers, route{pattern, h}) }
+}
+
+// WithLoopbackHosts answers only requests whose Host names this machine
+// (localhost or a loopback address), 421 Misdirected Request otherwise: a
+// web page whose name an attacker points at 127.0.0.1 (DNS rebinding)
+// would reach a server listening there from a browser, as its own origin.
+// It is for a server on loopback that trusts whoever calls.
+func WithLoopbackHosts() Option {
+	return func(o *options) { o.loopbackHosts = true }
+}
+
+// loopbackOnly refuses a request whose Host is not this machine.
+func loopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, err := net.SplitHostPort(r.Host)
+		if err != nil {
+			host = r.Host
+		}
+		host = strings.TrimSuffix(strings.ToLower(host), ".")
+		if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, "this server answers requests for localhost only (Host "+strconv.Quote(r.Host)+")", http.StatusMisdirectedRequest)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // WithReadHeaderTimeout replaces DefaultReadHeaderTimeout.
@@ -152,6 +180,10 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 		mux.Handle(r.pattern, r.handler)
 	}
 
+	var handler http.Handler = mux
+	if o.loopbackHosts {
+		handler = loopbackOnly(mux)
+	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
@@ -162,7 +194,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 	return &Server{
 		ln: ln,
 		srv: &http.Server{
-			Handler:           mux,
+			Handler:           handler,
 			Protocols:         &protocols,
 			ReadHeaderTimeout: o.readHeaderTimeout,
 			ReadTimeout:       o.readTimeout,

@@ -16,7 +16,8 @@ import (
 // credential was issued to (the delegate of a sub-task), who do its work;
 // its owners are the contract's requester and accountable owner, whom it
 // is for. A task that does not exist is NotFound and a malformed id
-// Invalid: the edge leaves both to the command to report.
+// Invalid: the edge answers the first itself and leaves the second to the
+// command, which names the field.
 func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties, error) {
 	if !eventlog.ValidTaskID(taskID) {
 		return access.TaskParties{}, errs.Field("task_id", "is not a task id")

@@ -13,7 +13,8 @@ import (
 
 // mayVote says why who may not cast decision on a's open approval in t,
 // or nil when they may (docs/approvals.md). Everyone must hold one of the
-// approval's roles and vote once. An approval must also come from someone
+// approval's roles, by name (an admin too: the record shows the vote as a
+// holder's), and vote once. An approval must also come from someone
 // with no stake in the action: not the principal that proposed it and,
 // under the contract's separation_of_duties, not the requester, the
 // task's creator or a delegate; and when the contract names an
@@ -22,7 +23,7 @@ import (
 // the role: it can only stop the action, never let it run.
 func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
 	ap := a.Approval
-	if !who.HasRole(ap.RequiredRoles...) {
+	if !who.Holds(ap.RequiredRoles...) {
 		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
 	}
 	if v := task.VoteOf(ap, who.Principal); v != nil {

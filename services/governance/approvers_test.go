@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -211,6 +212,23 @@ func TestWhoMayApprove(t *testing.T) {
 		denied(t, err, "may not give the last of 2 approvals")
 		if _, err := e.vote("t", wire, authorizer("user:bo"), approve); err != nil {
 			t.Fatal(err)
+		}
+		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	})
+	t.Run("an admin without the role", func(t *testing.T) {
+		// admin passes the role table, but an approval is a judgement
+		// the policy asks of a role: an admin's approval would read in
+		// the record as one by a holder of it.
+		e := newGovEnv(t)
+		e.start(t)
+		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+		wire := e.propose(t, "t", "w1", "wire")
+		admin := rpc.Identity{Principal: "user:root", Roles: []string{access.Admin}, Verified: true}
+		_, err := e.vote("t", wire, admin, approve)
+		denied(t, err, "needs one of the roles authorizer")
+		both := rpc.Identity{Principal: "user:root", Roles: []string{access.Admin, "authorizer"}, Verified: true}
+		if _, err := e.vote("t", wire, both, approve); err != nil {
+			t.Fatalf("an admin given the role by name: %v", err)
 		}
 		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	})

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -28,15 +29,23 @@ func serverURL(addr string) string {
 // httpClient is the client commands' HTTP client: it presents the bearer
 // token, if there is one — token, else $STEWARD_TOKEN, else, to a server on
 // this machine only, the admin token of the token file `steward dev`
-// created in its default data directory (localToken).
+// created in its default data directory (localToken). It follows no
+// redirect: the token is added to every request the client makes, so a
+// redirect would carry it, and a 307 the request too, wherever the
+// answer points; Steward never redirects.
 func httpClient(token string) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
+	var rt http.RoundTripper = bearer{token: token, next: http.DefaultTransport}
 	if token == "" {
-		return &http.Client{Transport: localBearer{next: http.DefaultTransport}}
+		rt = localBearer{next: http.DefaultTransport}
 	}
-	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+	return &http.Client{Transport: rt, CheckRedirect: noRedirect}
+}
+
+func noRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("the server answered with a redirect to %s, which the CLI does not follow (it would carry the token there): give that address in --addr if it is Steward's", req.URL.Redacted())
 }
 
 // localBearer adds the local dev admin token, if there is one, to a

@@ -11,6 +11,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"time"
 
@@ -270,7 +271,13 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.rpc, err = rpc.Listen(m.Addr, services, rpc.WithHandler("GET /metrics", metrics))
+	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
+	if tokens == nil && loopback(m.Addr) {
+		// The open mode trusts whoever calls: on this machine, a browser's
+		// page under a rebound name would be one.
+		listen = append(listen, rpc.WithLoopbackHosts())
+	}
+	m.rpc, err = rpc.Listen(m.Addr, services, listen...)
 	if err != nil {
 		return fmt.Errorf("--addr %s: %w", m.Addr, err)
 	}
@@ -315,6 +322,10 @@ func (m *Server) tokens() (rpc.Tokens, error) {
 	tokens, err := rpc.LoadTokens(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	// Group bits are left alone: a Kubernetes Secret is mounted 0440.
+	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o007 != 0 && runtime.GOOS != "windows" {
+		m.logger.Warn("token file "+path+" is readable by other users of this machine, who could act as anyone in it; chmod 600 it", "mode", fi.Mode().Perm().String())
 	}
 	return tokens, nil
 }
@@ -403,4 +414,14 @@ func drain(nc *nats.Conn, timeout time.Duration) {
 	case <-time.After(timeout):
 		nc.Close()
 	}
+}
+
+// loopback reports whether addr (HOST:PORT) listens on this machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }

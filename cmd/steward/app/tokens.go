@@ -18,7 +18,7 @@ import (
 const TokensFileName = "tokens.json"
 
 // devIdentities are the identities of a new dev token file, one per kind
-// of caller the README's walkthrough plays: an admin who may do anything,
+// of caller the README's walkthrough plays: an admin who may call anything,
 // the agent (no role: it acts for the tasks it creates), an approver with
 // the role the default policy's approvals ask for, and an operator.
 var devIdentities = []struct {
@@ -55,22 +55,29 @@ func devTokens(dir string) (path string, created bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	// Create-only: two starts racing on one data directory must not hand
-	// out tokens the other then overwrites.
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrExist) {
-		return path, false, nil
+	// Written whole under another name, then linked into place, which
+	// fails if the file exists: two starts racing on one data directory
+	// share the first one's tokens, and neither they nor a start after a
+	// crash ever read a file half written.
+	tmp, err := os.CreateTemp(dir, TokensFileName+".*") // mode 0600
+	if err != nil {
+		return "", false, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(append(data, '\n'))
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
 	if err != nil {
 		return "", false, err
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
-		f.Close()
-		os.Remove(path)
-		return "", false, err
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(path)
+	switch err := os.Link(tmp.Name(), path); {
+	case errors.Is(err, fs.ErrExist):
+		return path, false, nil
+	case err != nil:
 		return "", false, err
 	}
 	return path, true, nil
