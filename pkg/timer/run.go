@@ -3,6 +3,7 @@ package timer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -90,7 +91,7 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 		}
 	}
 	pulling, stopPulling := context.WithCancel(ctx)
-	s := &subscription{cons: cons, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
+	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
 	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
 	return s, nil
@@ -110,6 +111,7 @@ const pullWait = time.Second
 
 type subscription struct {
 	cons         jetstream.Consumer
+	prefix       string          // the timers' subject prefix (Config.Prefix)
 	pulling      context.Context // ends on Stop or when Run's ctx ends
 	stopPulling  context.CancelFunc
 	done         chan struct{}
@@ -159,7 +161,7 @@ func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler, h
 		case err == nil:
 			running.Go(func() {
 				defer func() { <-slots }()
-				handle(ctx, log, msg, fn)
+				handle(ctx, log, s.prefix, msg, fn)
 			})
 		case errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining):
 			return
@@ -183,8 +185,8 @@ func (s *subscription) next() (jetstream.Msg, error) {
 }
 
 // handle runs fn on one fired timer and acknowledges or redelivers it.
-func handle(ctx context.Context, log *slog.Logger, msg jetstream.Msg, fn Handler) {
-	f, err := decode(msg)
+func handle(ctx context.Context, log *slog.Logger, prefix string, msg jetstream.Msg, fn Handler) {
+	f, err := decode(prefix, msg)
 	if err != nil {
 		// Not a timer Set made: no retry can help.
 		log.Error("fired message is not a timer; dropping it", "subject", msg.Subject(), "err", err)
@@ -236,11 +238,24 @@ func keepInProgress(msg jetstream.Msg) (stop func()) {
 	}
 }
 
-func decode(msg jetstream.Msg) (Fired, error) {
+// decode reads a fired timer, and takes it only if Set made it: fired on
+// its (kind, id)'s subject by the schedule Set published for them. The
+// server names that schedule (Nats-Scheduler) and takes any subject of the
+// stream as a schedule's target, a header NATS permissions do not see; so
+// a plane that may set only its own kinds could otherwise fire another
+// plane's timers, headers and payload its own.
+func decode(prefix string, msg jetstream.Msg) (Fired, error) {
 	h := msg.Headers()
 	f := Fired{Kind: h.Get(HeaderKind), ID: h.Get(HeaderID), Payload: msg.Data()}
 	if f.Kind == "" || f.ID == "" {
 		return Fired{}, errors.New("missing " + HeaderKind + " or " + HeaderID)
+	}
+	token := idToken(f.ID)
+	if want := prefix + ".fired." + f.Kind + "." + token; msg.Subject() != want {
+		return Fired{}, fmt.Errorf("fired on %s, not on its kind and id's subject %s", msg.Subject(), want)
+	}
+	if want, by := prefix+".at."+f.Kind+"."+token, h.Get(jetstream.SchedulerHeader); by != want {
+		return Fired{}, fmt.Errorf("fired by the schedule %q, not by its own %s", by, want)
 	}
 	at, err := time.Parse(time.RFC3339Nano, h.Get(HeaderAt))
 	if err != nil {
