@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // runFloor is arm (a): what a four-plane pipeline costs on JetStream with
@@ -165,22 +165,13 @@ func runDev(o opts, allow bool) (Result, error) {
 // agentToken returns the token of the agent (the identity with no role)
 // in a dev token file.
 func agentToken(path string) (string, error) {
-	b, err := os.ReadFile(path)
+	tokens, err := rpc.LoadTokens(path)
 	if err != nil {
 		return "", err
 	}
-	var f struct {
-		Tokens []struct {
-			Token string   `json:"token"`
-			Roles []string `json:"roles"`
-		} `json:"tokens"`
-	}
-	if err := json.Unmarshal(b, &f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	for _, t := range f.Tokens {
-		if len(t.Roles) == 0 {
-			return t.Token, nil
+	for token, id := range tokens {
+		if len(id.Roles) == 0 {
+			return token, nil
 		}
 	}
 	return "", fmt.Errorf("%s has no agent token", path)
