@@ -72,6 +72,7 @@ func main() {
 	throughputN := flag.Int("tp", 800, "actions per arm and round at 16 at once, for throughput")
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
+	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
 	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
@@ -82,7 +83,9 @@ func main() {
 		if !ok {
 			fatalf("unknown arm %q", *armID)
 		}
+		stop := profile(*cpuProfile)
 		r, err := a.run(o)
+		stop()
 		if err != nil {
 			fatalf("%s: %v", a.id, err)
 		}
