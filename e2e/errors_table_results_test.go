@@ -113,13 +113,7 @@ func contentChecks() map[string]tableCheck {
 			content := []byte("the table's report, as submitted")
 			submit(t, e, &stewardv1.SubmitArtifactRequest{TaskId: id, RequestId: "table-corrupt", Name: "report", MediaType: "text/plain", Content: content})
 			js, _ := e.events(t)
-			kv, err := js.KeyValue(ctx, action.ResultBucket)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := kv.Put(ctx, action.RequestHash(content), []byte("the table's report, as changed!!")); err != nil {
-				t.Fatal(err)
-			}
+			overwriteBlob(t, js, action.ResultBucket, action.RequestHash(content), []byte("the table's report, as changed!!"))
 			return []error{readArtifact(e.agent, id, "report", 0)}
 		},
 	}

@@ -99,7 +99,7 @@ func TestMetricsEndpoint(t *testing.T) {
 	if _, n := sumOf(m, `steward_consumer_ack_pending{consumer=`); n == 0 {
 		t.Error("no steward_consumer_ack_pending series")
 	}
-	if _, n := sumOf(m, `steward_consumer_pending{consumer="governance-timers",stream="STEWARD_TIMERS"}`); n == 0 {
+	if _, n := sumOf(m, `steward_consumer_pending{consumer="governance-timers",stream="STEWARD_TIMERS_GOVERNANCE"}`); n == 0 {
 		t.Errorf("no lag reported for the timer stream's consumers: %v", keysWith(m, "steward_consumer_pending"))
 	}
 	for _, series := range []string{"go_goroutines", "process_resident_memory_bytes", `steward_actions{status="succeeded"}`} {

@@ -176,7 +176,7 @@ func TestRedeliveryAppendsNothingTwice(t *testing.T) {
 	}
 }
 
-// TestActionThatCannotBeEvaluatedIsDenied removes an action's stored
+// TestActionThatCannotBeEvaluatedIsDenied changes an action's stored
 // request while the governance process is down: when it comes back the
 // action is denied with the reason, not left proposed for ever. The
 // request is made too large to travel inline, so that it is stored.
@@ -198,13 +198,7 @@ func TestActionThatCannotBeEvaluatedIsDenied(t *testing.T) {
 	if a.RequestRef == "" || len(a.Request) != 0 {
 		t.Fatalf("ref %q, %d inline bytes; want the request stored", a.RequestRef, len(a.Request))
 	}
-	kv, err := c.env.JS.KeyValue(context.Background(), action.RequestBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := kv.Purge(context.Background(), a.RequestHash); err != nil {
-		t.Fatal(err)
-	}
+	overwriteBlob(t, c.env.JS, action.RequestBucket, a.RequestHash, []byte(`{"q":"something else"}`))
 	c.start(t, "governance")
 	_, denied := c.waitAction(taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
 	if got := denied.Outcome.GetReason(); !strings.Contains(got, "cannot be evaluated") {

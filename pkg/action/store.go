@@ -3,11 +3,11 @@ package action
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 )
 
@@ -48,41 +48,28 @@ type Store struct {
 	prefix string
 }
 
-// OpenStore opens (creating if missing) a content-addressed bucket.
-func OpenStore(ctx context.Context, js jetstream.JetStream, bucket string, replicas int) (*Store, error) {
-	kv, err := OpenBucket(ctx, js, jetstream.KeyValueConfig{
-		Bucket: bucket, Description: "Steward content-addressed blobs, by SHA-256", History: 1, Replicas: max(replicas, 1),
-	})
+// OpenStore opens (creating if missing) a content-addressed bucket. It is
+// write-once (bucket.Config.WriteOnce): a key's bytes, once stored, are
+// there for good, whichever plane wrote them.
+func OpenStore(ctx context.Context, js jetstream.JetStream, cfg bucket.Config) (*Store, error) {
+	cfg.WriteOnce = true
+	if cfg.Description == "" {
+		cfg.Description = "Steward content-addressed blobs, by SHA-256"
+	}
+	kv, err := bucket.Open(ctx, js, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, prefix: "kv://" + bucket + "/"}, nil
+	return &Store{kv: kv, prefix: "kv://" + cfg.Name + "/"}, nil
 }
 
-// OpenBucket opens a KV bucket, creating it with cfg if it is missing. An
-// existing bucket is used as it is, like the event streams.
-func OpenBucket(ctx context.Context, js jetstream.JetStream, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
-	kv, err := js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = js.KeyValue(ctx, cfg.Bucket) // another process created it first
-		}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err)
-	}
-	return kv, nil
-}
-
-// Put stores data and returns its reference and hash. Storing the same
-// bytes again stores them again, under the same key: one round trip (a
-// create of a key that exists takes two, the refusal and a read), and a
-// blob that was purged meanwhile is back, so that a reference handed out
-// always has its bytes behind it.
+// Put stores data and returns its reference and hash. Bytes stored before
+// under the same key are the same bytes: the key is their hash, and a
+// store refuses to overwrite a key. So a second Put of them is a success,
+// which costs two round trips (the refusal and a read) instead of one.
 func (s *Store) Put(ctx context.Context, data []byte) (ref, hash string, err error) {
 	h := RequestHash(data)
-	if _, err := s.kv.Put(ctx, h, data); err != nil {
+	if _, err := s.kv.Create(ctx, h, data); err != nil && !errors.Is(err, jetstream.ErrKeyExists) {
 		return "", "", errs.Wrap(errs.Unavailable, err, "store %s", h)
 	}
 	return s.prefix + h, h, nil

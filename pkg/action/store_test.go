@@ -7,7 +7,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nats.go"
+
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
@@ -80,14 +83,14 @@ func ExampleInline() {
 	// Output: true false
 }
 
-// TestPutOfStoredBytesStoresThemAgain stores a blob, loses it to a purge,
-// and stores the same bytes again: the reference handed out has its bytes
-// behind it again, as it must for a result recorded under it. A second
-// Store, as another process would, stores and reads the same blob.
-func TestPutOfStoredBytesStoresThemAgain(t *testing.T) {
+// TestAStoredBlobStaysAsStored: once stored, a blob can be neither
+// purged, deleted nor overwritten, by any writer of the bucket; storing
+// the same bytes again, from this Store or another process's, is a
+// success with the same reference.
+func TestAStoredBlobStaysAsStored(t *testing.T) {
 	bus := stewardtest.StartBus(t)
 	ctx := context.Background()
-	s, err := action.OpenStore(ctx, bus.JS, "TEST_BLOBS", 1)
+	s, err := action.OpenStore(ctx, bus.JS, bucket.Config{Name: "TEST_BLOBS"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,20 +102,23 @@ func TestPutOfStoredBytesStoresThemAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := kv.Purge(ctx, hash); err != nil {
-		t.Fatal(err)
+	if err := kv.Purge(ctx, hash); err == nil {
+		t.Error("a purge of a stored blob was taken")
 	}
-	if _, err := s.Get(ctx, ref, hash); !errs.Is(err, errs.Corrupt) {
-		t.Fatalf("Get of a purged blob = %v, want corrupt", err)
+	if err := kv.Delete(ctx, hash); err == nil {
+		t.Error("a delete of a stored blob was taken")
+	}
+	if _, err := kv.Put(ctx, hash, []byte("other bytes")); err == nil {
+		t.Error("other bytes were put over a stored blob")
+	}
+	if _, err := bus.JS.PublishMsg(ctx, &nats.Msg{Subject: "$KV.TEST_BLOBS.x", Header: nats.Header{"Nats-Rollup": {"all"}}}); err == nil {
+		t.Error("a roll-up of the whole bucket was taken")
 	}
 	again, _, err := s.Put(ctx, []byte(`{"ok":true}`))
 	if err != nil || again != ref {
 		t.Fatalf("the same bytes again: %q, %v; want %q", again, err, ref)
 	}
-	if got, err := s.Get(ctx, ref, hash); err != nil || string(got) != `{"ok":true}` {
-		t.Fatalf("Get after storing again = %q, %v; want the bytes", got, err)
-	}
-	other, err := action.OpenStore(ctx, bus.JS, "TEST_BLOBS", 1)
+	other, err := action.OpenStore(ctx, bus.JS, bucket.Config{Name: "TEST_BLOBS"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,12 @@ package eventlog
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 )
 
@@ -82,19 +82,13 @@ func (l *Log) firstUseBucket(ctx context.Context) (jetstream.KeyValue, error) {
 	if l.firstUse.kv != nil {
 		return l.firstUse.kv, nil
 	}
-	cfg := jetstream.KeyValueConfig{
-		Bucket: DefaultFirstUseBucket, Description: "Steward request ids: what each was first used for; first create wins",
-		History: 1, Replicas: l.cfg.Replicas, Storage: l.cfg.Storage, TTL: FirstUseTTL,
-	}
-	kv, err := l.js.KeyValue(ctx, cfg.Bucket)
-	if errors.Is(err, jetstream.ErrBucketNotFound) {
-		kv, err = l.js.CreateKeyValue(ctx, cfg)
-		if errors.Is(err, jetstream.ErrBucketExists) {
-			kv, err = l.js.KeyValue(ctx, cfg.Bucket) // another plane created it first
-		}
-	}
+	// Not write-once: ForgetFirstUse deletes a key.
+	kv, err := bucket.Open(ctx, l.js, bucket.Config{
+		Name: DefaultFirstUseBucket, Description: "Steward request ids: what each was first used for; first create wins",
+		Replicas: l.cfg.Replicas, Storage: l.cfg.Storage, TTL: FirstUseTTL, Harden: l.cfg.HardenBuckets, Logger: l.cfg.Logger,
+	})
 	if err != nil {
-		return nil, errs.Wrap(errs.Unavailable, fmt.Errorf("open bucket %s: %w", cfg.Bucket, err), "record first use")
+		return nil, errs.Wrap(errs.Unavailable, err, "record first use")
 	}
 	l.firstUse.kv = kv
 	return kv, nil

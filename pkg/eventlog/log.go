@@ -70,6 +70,8 @@ type Config struct {
 	// reads the log only when the append is refused. It never decides
 	// whether a write is right, only whether it costs a read first.
 	SoleWriter bool
+	// HardenBuckets: as stores.Config.Harden, for the first-use bucket.
+	HardenBuckets bool
 	// Writers, by plane, are the connections appends go through: an
 	// event goes through its type's owner's (event.Owner). steward dev
 	// runs every plane over one Log and gives each its own NATS user

@@ -73,6 +73,21 @@ var refusedAPI = []string{
 // RefusedAPI returns the JetStream API subjects every plane is refused.
 func RefusedAPI() []string { return slices.Clone(refusedAPI) }
 
+// TimerOwners returns the planes that set timers, each in its own stream
+// (timer.Stream).
+func TimerOwners() []string { return []string{event.PlaneGovernance, event.PlaneExecution} }
+
+// TimerStreams returns the streams of the planes' timers.
+func TimerStreams() []string {
+	var s []string
+	for _, owner := range TimerOwners() {
+		s = append(s, timerStream(owner))
+	}
+	return s
+}
+
+func timerStream(owner string) string { return timer.Stream(timer.DefaultStream, owner) }
+
 // kvStream is the stream behind a KV bucket.
 func kvStream(bucket string) string { return "KV_" + bucket }
 
@@ -110,17 +125,21 @@ func Grants(plane string) []Grant {
 	case event.PlaneControl, event.PlaneGovernance, event.PlaneState:
 		pub("record the first use of a request id (requestid), shared by the planes whose RPCs take one", kvKeys(eventlog.DefaultFirstUseBucket))
 	}
-	// Timers: a plane sets only timers whose kind starts with its name;
-	// the server itself publishes them when due (message schedules).
-	switch plane {
-	case event.PlaneGovernance, event.PlaneExecution:
-		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+".at."+plane+".>")
+	// Timers: a plane sets only timers whose kind starts with its name,
+	// in a stream of its own; the server itself publishes them when due
+	// (message schedules).
+	ownTimers := slices.Contains(TimerOwners(), plane)
+	if ownTimers {
+		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+"."+plane+".at.>")
 	}
 	pub("set aside an event it cannot decode or process (every reader of the log may meet one)", eventlog.DefaultDeadLetterPrefix+".>")
 
 	// JetStream API: open (create where missing), read, consume.
-	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream, timer.DefaultStream,
+	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
 		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket)}
+	if ownTimers {
+		streams = append(streams, timerStream(plane))
+	}
 	if plane == event.PlaneExecution {
 		streams = append(streams, kvStream(ToolKVBucket))
 	}
@@ -133,9 +152,16 @@ func Grants(plane string) []Grant {
 	}
 	pub("open Steward's streams and buckets, creating one that is missing (never updating one)", open...)
 	pub("read events, keys and dead letters by sequence or subject", get...)
+	if ownTimers {
+		// The stream every plane's timers were in before each had its
+		// own: read once, to move the plane's timers out (timer.migrate).
+		pub("move its timers out of the shared timer stream of earlier versions (read only)",
+			"$JS.API.STREAM.INFO."+timer.DefaultStream, "$JS.API.STREAM.MSG.GET."+timer.DefaultStream,
+			"$JS.API.CONSUMER.LIST."+timer.DefaultStream)
+	}
 	consumed := []string{eventlog.DefaultStream}
-	if plane == event.PlaneGovernance || plane == event.PlaneExecution {
-		consumed = append(consumed, timer.DefaultStream)
+	if ownTimers {
+		consumed = append(consumed, timerStream(plane))
 	}
 	var consume []string
 	for _, s := range consumed {
@@ -146,10 +172,17 @@ func Grants(plane string) []Grant {
 			"$JS.ACK."+s+".>")
 	}
 	pub("run its durable and ordered consumers, pull and acknowledge", consume...)
-	// Every process reports the lag of the durable consumers on both
-	// streams (eventlog.NewLagCollector), whichever plane it runs.
-	pub("list the consumers of the event and timer streams, for the lag metrics",
-		"$JS.API.CONSUMER.LIST."+eventlog.DefaultStream, "$JS.API.CONSUMER.LIST."+timer.DefaultStream)
+	// Every process reports the lag of the durable consumers on the log
+	// and the timer streams (eventlog.NewLagCollector), whichever plane
+	// it runs.
+	lag := []string{"$JS.API.CONSUMER.LIST." + eventlog.DefaultStream}
+	for _, s := range TimerStreams() {
+		if s != timerStream(plane) { // its own is opened above
+			lag = append(lag, "$JS.API.STREAM.INFO."+s)
+		}
+		lag = append(lag, "$JS.API.CONSUMER.LIST."+s)
+	}
+	pub("list the consumers of the event and timer streams, for the lag metrics", lag...)
 
 	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
 		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})

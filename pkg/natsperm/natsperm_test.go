@@ -295,7 +295,7 @@ func TestLagMetricsWork(t *testing.T) {
 	for _, plane := range natsperm.Planes() {
 		c := s.connect(t, plane)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err := eventlog.ConsumerLags(ctx, c.js, eventlog.DefaultStream, "STEWARD_TIMERS")
+		_, err := eventlog.ConsumerLags(ctx, c.js, append([]string{eventlog.DefaultStream}, natsperm.TimerStreams()...)...)
 		cancel()
 		if err != nil {
 			t.Errorf("%s: %v (%v)", plane, err, c.refused)

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -33,6 +34,10 @@ type Config struct {
 	// through their owner's, and As(plane) gives the plane request and
 	// result stores that put through its own. See eventlog.Config.
 	Writers map[string]jetstream.JetStream
+	// Harden says js may update streams (steward dev's own connection,
+	// which is NATS's admin): a bucket of an earlier version is made to
+	// refuse roll-ups and purges (bucket.Config.Harden).
+	Harden bool
 }
 
 // Set is the stores a process's planes share.
@@ -53,15 +58,19 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer, SoleWriter: cfg.SoleWriter, Writers: cfg.Writers})
+	log, err := eventlog.Open(ctx, js, eventlog.Config{Logger: cfg.Logger, Replicas: cfg.Replicas, SoleConsumer: cfg.SoleConsumer,
+		SoleWriter: cfg.SoleWriter, Writers: cfg.Writers, HardenBuckets: cfg.Harden})
 	if err != nil {
 		return nil, err
 	}
-	requests, err := action.OpenStore(ctx, js, action.RequestBucket, cfg.Replicas)
+	store := func(js jetstream.JetStream, name string, harden bool) (*action.Store, error) {
+		return action.OpenStore(ctx, js, bucket.Config{Name: name, Replicas: cfg.Replicas, Harden: harden, Logger: cfg.Logger})
+	}
+	requests, err := store(js, action.RequestBucket, cfg.Harden)
 	if err != nil {
 		return nil, err
 	}
-	results, err := action.OpenStore(ctx, js, action.ResultBucket, cfg.Replicas)
+	results, err := store(js, action.ResultBucket, cfg.Harden)
 	if err != nil {
 		return nil, err
 	}
@@ -72,10 +81,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	byPlane := map[string]*Set{}
 	for plane, w := range cfg.Writers {
 		ps := &Set{Log: log, Timers: timers}
-		if ps.Requests, err = action.OpenStore(ctx, w, action.RequestBucket, cfg.Replicas); err != nil {
+		if ps.Requests, err = store(w, action.RequestBucket, false); err != nil {
 			return nil, err
 		}
-		if ps.Results, err = action.OpenStore(ctx, w, action.ResultBucket, cfg.Replicas); err != nil {
+		if ps.Results, err = store(w, action.ResultBucket, false); err != nil {
 			return nil, err
 		}
 		byPlane[plane] = ps

@@ -63,9 +63,13 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 		return nil, errs.Field("kinds", "is empty")
 	}
 	var filters []string
+	owner := Owner(kinds[0])
 	for _, k := range kinds {
 		if err := checkKind(k); err != nil {
 			return nil, err
+		}
+		if Owner(k) != owner {
+			return nil, errs.Field("kinds", "%s and %s have different owners: a consumer reads one owner's timers", errs.Quote(kinds[0]), errs.Quote(k))
 		}
 		// One token after the kind, so a kind never takes its
 		// sub-kinds' timers.
@@ -73,7 +77,12 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	}
 	slices.Sort(filters)
 	filters = slices.Compact(filters) // the server refuses duplicate filters
-	cons, err := t.js.CreateOrUpdateConsumer(ctx, t.cfg.Stream, jetstream.ConsumerConfig{
+	stream, err := t.stream(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	name := stream.CachedInfo().Config.Name
+	cons, err := t.js.CreateOrUpdateConsumer(ctx, name, jetstream.ConsumerConfig{
 		Durable:        consumer,
 		Description:    "Steward timers: " + consumer,
 		FilterSubjects: filters,
@@ -86,7 +95,7 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 		return nil, errs.Wrap(errs.Unavailable, err, "timer consumer %s", consumer)
 	}
 	if t.cfg.SoleConsumer {
-		if _, err := t.js.ResetConsumer(ctx, t.cfg.Stream, consumer); err != nil {
+		if _, err := t.js.ResetConsumer(ctx, name, consumer); err != nil {
 			return nil, errs.Wrap(errs.Unavailable, err, "reset timer consumer %s", consumer)
 		}
 	}
@@ -241,9 +250,11 @@ func keepInProgress(msg jetstream.Msg) (stop func()) {
 // decode reads a fired timer, and takes it only if Set made it: fired on
 // its (kind, id)'s subject by the schedule Set published for them. The
 // server names that schedule (Nats-Scheduler) and takes any subject of the
-// stream as a schedule's target, a header NATS permissions do not see; so
-// a plane that may set only its own kinds could otherwise fire another
-// plane's timers, headers and payload its own.
+// stream as a schedule's target, a header NATS permissions do not see.
+// Each owner's stream is its own, so this is a second line: a stream
+// shared with another writer — the one of before, or a misconfigured
+// deployment — would otherwise let it fire this owner's timers, headers
+// and payload its own.
 func decode(prefix string, msg jetstream.Msg) (Fired, error) {
 	h := msg.Headers()
 	f := Fired{Kind: h.Get(HeaderKind), ID: h.Get(HeaderID), Payload: msg.Data()}
@@ -251,10 +262,10 @@ func decode(prefix string, msg jetstream.Msg) (Fired, error) {
 		return Fired{}, errors.New("missing " + HeaderKind + " or " + HeaderID)
 	}
 	token := idToken(f.ID)
-	if want := prefix + ".fired." + f.Kind + "." + token; msg.Subject() != want {
+	if want := subject(prefix, "fired", f.Kind, token); msg.Subject() != want {
 		return Fired{}, fmt.Errorf("fired on %s, not on its kind and id's subject %s", msg.Subject(), want)
 	}
-	if want, by := prefix+".at."+f.Kind+"."+token, h.Get(jetstream.SchedulerHeader); by != want {
+	if want, by := subject(prefix, "at", f.Kind, token), h.Get(jetstream.SchedulerHeader); by != want {
 		return Fired{}, fmt.Errorf("fired by the schedule %q, not by its own %s", by, want)
 	}
 	at, err := time.Parse(time.RFC3339Nano, h.Get(HeaderAt))

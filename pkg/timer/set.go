@@ -51,6 +51,15 @@ func (t *Timers) Set(ctx context.Context, kind, id string, at time.Time, payload
 	if at.IsZero() {
 		return errs.Field("at", "is not set")
 	}
+	if _, err := t.stream(ctx, Owner(kind)); err != nil {
+		return err
+	}
+	return t.set(ctx, kind, id, at, payload)
+}
+
+// set publishes the schedule of (kind, id) to the owner's stream, which is
+// open.
+func (t *Timers) set(ctx context.Context, kind, id string, at time.Time, payload []byte) error {
 	token := idToken(id)
 	msg := &nats.Msg{Subject: t.subject("at", kind, token), Data: payload, Header: nats.Header{}}
 	msg.Header.Set(HeaderKind, kind)
@@ -79,15 +88,26 @@ func (t *Timers) Set(ctx context.Context, kind, id string, at time.Time, payload
 
 // writer returns the connection timers of kind are set through.
 func (t *Timers) writer(kind string) jetstream.JetStream {
-	plane, _, _ := strings.Cut(kind, ".")
-	if js, ok := t.cfg.Writers[plane]; ok {
+	if js, ok := t.cfg.Writers[Owner(kind)]; ok {
 		return js
 	}
 	return t.js
 }
 
+// subject is where (kind, id)'s schedule ("at") or fired timer ("fired")
+// is, for the id's token; token may be a wildcard.
 func (t *Timers) subject(stage, kind, token string) string {
-	return t.cfg.Prefix + "." + stage + "." + kind + "." + token
+	return subject(t.cfg.Prefix, stage, kind, token)
+}
+
+// Subject returns where, under prefix, the timer (kind, id) is: its
+// schedule for stage "at", the timer once fired for "fired".
+func Subject(prefix, stage, kind, id string) string {
+	return subject(prefix, stage, kind, idToken(id))
+}
+
+func subject(prefix, stage, kind, token string) string {
+	return prefix + "." + Owner(kind) + "." + stage + "." + kind + "." + token
 }
 
 // ceilSecond rounds up to a whole second: a schedule names its time in
@@ -107,13 +127,18 @@ func idToken(id string) string {
 }
 
 // checkKind accepts dot-separated tokens that are safe in a subject:
-// no wildcards, whitespace or control characters, no empty tokens.
+// no wildcards, whitespace or control characters, no empty tokens; and a
+// first token, the owner, that is safe in a stream name too and is not
+// one of the shared stream's stages.
 func checkKind(kind string) error {
 	if kind == "" {
 		return errs.Field("kind", "is empty")
 	}
 	if len(kind) > maxKindLen {
 		return errs.Field("kind", "is longer than %d bytes", maxKindLen)
+	}
+	if owner := Owner(kind); owner == "at" || owner == "fired" || strings.ContainsFunc(owner, notOwnerRune) {
+		return errs.Field("kind", "%s: its first token names the owner: lower-case letters, digits, - and _, and not at or fired", errs.Quote(kind))
 	}
 	for tok := range strings.SplitSeq(kind, ".") {
 		if tok == "" {
@@ -124,6 +149,10 @@ func checkKind(kind string) error {
 		}
 	}
 	return nil
+}
+
+func notOwnerRune(r rune) bool {
+	return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 }
 
 func badSubjectRune(r rune) bool {

@@ -5,13 +5,23 @@
 // service of Steward's own: a timer set before a restart of the process or
 // the server fires after it.
 //
-// Subjects, for a prefix p (default steward.timer):
+// A kind's first token names its owner, the plane that sets and handles
+// it ("governance" for "governance.approval"), and each owner's timers
+// live in a stream of their own (Stream). JetStream honours headers on a
+// stream's messages that NATS permissions do not see — a roll-up purges
+// the whole stream, a schedule's purge header removes another schedule —
+// so a stream shared by two planes would let either erase the other's
+// timers. Subjects, for a prefix p (default steward.timer):
 //
-//	p.at.<kind>.<token>     the schedule, one per (kind, id)
-//	p.fired.<kind>.<token>  the timer once due, carrying kind, id, due time
-//	                        (headers HeaderKind, HeaderID, HeaderAt) and payload
+//	p.<owner>.at.<kind>.<token>     the schedule, one per (kind, id)
+//	p.<owner>.fired.<kind>.<token>  the timer once due, carrying kind, id,
+//	                                due time (headers HeaderKind, HeaderID,
+//	                                HeaderAt) and payload
 //
 // where token is a hash of the id, so any id makes one subject token.
+// Timers set before owners had streams of their own, in the stream named
+// Config.Stream under p.at.> and p.fired.>, are moved to their owner's
+// stream when it is first opened (migrate.go).
 //
 // A timer fires at most once: a second Set of the same (kind, id) is a
 // no-op while the first is pending or its fired message is kept (for
@@ -26,17 +36,33 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/errs"
 )
 
 // Default names. They are part of the deployment contract: NATS
-// permissions in clustered mode are written against them.
+// permissions in clustered mode are written against them. An owner's
+// timers are in the stream Stream(DefaultStream, owner).
 const (
 	DefaultStream = "STEWARD_TIMERS"
 	DefaultPrefix = "steward.timer"
 )
+
+// Stream returns the name of the stream that keeps owner's timers, for
+// the base name base (Config.Stream): STEWARD_TIMERS_GOVERNANCE for
+// governance's.
+func Stream(base, owner string) string { return base + "_" + strings.ToUpper(owner) }
+
+// Owner returns the owner of timers of kind: its first token.
+func Owner(kind string) string {
+	owner, _, _ := strings.Cut(kind, ".")
+	return owner
+}
 
 // FiredRetention is how long a fired timer stays in the stream after it
 // came due. It is the window in which setting the same (kind, id) again is
@@ -46,11 +72,13 @@ const FiredRetention = 24 * time.Hour
 // Config says where the timers live. The zero value is filled with
 // defaults.
 type Config struct {
-	// Stream is the stream's name; default DefaultStream.
+	// Stream is the base of the streams' names (Stream); default
+	// DefaultStream. Before each owner had a stream of its own, all
+	// timers were in the stream of this name.
 	Stream string
 	// Prefix is the subjects' first tokens; default DefaultPrefix.
 	Prefix string
-	// Replicas of the stream when Open creates it; default 1.
+	// Replicas of a stream when Timers creates it; default 1.
 	Replicas int
 	// Logger gets handler failures; default slog.Default().
 	Logger *slog.Logger
@@ -58,11 +86,10 @@ type Config struct {
 	// ack floor as it starts, so that a timer a crashed predecessor had in
 	// hand fires again at once.
 	SoleConsumer bool
-	// Writers, by plane, are the connections Set goes through: a timer
-	// through the writer named by its kind's first token
-	// ("governance.approval" → governance's). As eventlog.Config's: in
-	// steward dev each plane sets timers as its own NATS user, which may
-	// set only its own kinds. Without one, Set uses Open's connection.
+	// Writers, by owner, are the connections Set goes through: a timer
+	// through its owner's. As eventlog.Config's: in steward dev each
+	// plane sets timers as its own NATS user, which may set only its own
+	// kinds. Without one, Set uses Open's connection.
 	Writers map[string]jetstream.JetStream
 }
 
@@ -87,21 +114,61 @@ func (c Config) withDefaults() Config {
 type Timers struct {
 	js  jetstream.JetStream
 	cfg Config
+
+	mu      sync.Mutex
+	streams map[string]jetstream.Stream // by owner, once opened
 }
 
-// Open makes sure the timer stream exists and returns Timers. A missing
-// stream is created; an existing one is used as it is, never rewritten, but
-// it must allow message schedules and per-message TTLs. Open is idempotent.
-func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Timers, error) {
-	cfg = cfg.withDefaults()
+// Open returns Timers over js. It touches no stream: an owner's stream is
+// opened, and created where missing, the first time Set or Run needs it,
+// so that a process opens only the streams of the timers it uses, and a
+// plane's NATS user need not be allowed another's.
+func Open(_ context.Context, js jetstream.JetStream, cfg Config) (*Timers, error) {
+	return &Timers{js: js, cfg: cfg.withDefaults(), streams: map[string]jetstream.Stream{}}, nil
+}
+
+// Config returns the configuration with defaults filled in.
+func (t *Timers) Config() Config { return t.cfg }
+
+// StreamOf returns the name of the stream of owner's timers.
+func (t *Timers) StreamOf(owner string) string { return Stream(t.cfg.Stream, owner) }
+
+// Filter returns the subject filter that takes every timer of kind at
+// stage: "at" while set and not yet due, "fired" once due.
+func (t *Timers) Filter(stage, kind string) string { return t.subject(stage, kind, "*") }
+
+// stream returns owner's stream, opening it (and moving owner's timers
+// from the shared stream of before) the first time. A failure is not
+// kept: the next call tries again.
+func (t *Timers) stream(ctx context.Context, owner string) (jetstream.Stream, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s, ok := t.streams[owner]; ok {
+		return s, nil
+	}
+	s, err := t.open(ctx, owner)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.migrate(ctx, owner); err != nil {
+		return nil, err
+	}
+	t.streams[owner] = s
+	return s, nil
+}
+
+// open makes sure owner's stream exists. A missing stream is created; an
+// existing one is used as it is, never rewritten, but it must allow
+// message schedules and per-message TTLs.
+func (t *Timers) open(ctx context.Context, owner string) (jetstream.Stream, error) {
 	want := jetstream.StreamConfig{
-		Name:        cfg.Stream,
-		Description: "Steward timers: schedules and the timers they fired",
-		Subjects:    []string{cfg.Prefix + ".at.>", cfg.Prefix + ".fired.>"},
+		Name:        Stream(t.cfg.Stream, owner),
+		Description: "Steward timers of " + owner + ": schedules and the timers they fired",
+		Subjects:    []string{t.cfg.Prefix + "." + owner + ".>"},
 		Storage:     jetstream.FileStorage,
-		Replicas:    cfg.Replicas,
+		Replicas:    t.cfg.Replicas,
 		// Limits, not WorkQueue or Interest: Interest retention drops a
-		// schedule at once because no consumer wants p.at.>, and both
+		// schedule at once because no consumer wants its subject, and both
 		// would delete a fired timer on ack, forgetting that it fired — a
 		// later Set of the same (kind, id) would then fire it again.
 		// Fired timers expire instead, by a per-message TTL the schedule
@@ -111,28 +178,25 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Timers, err
 		Discard:           jetstream.DiscardOld, // schedules refuse DiscardNew
 		AllowMsgSchedules: true,
 		AllowMsgTTL:       true,
-		AllowRollup:       true, // a schedule replaces its subject by rollup
+		AllowRollup:       true, // a schedule replaces its subject by rollup; the server requires it
 	}
-	stream, err := js.Stream(ctx, want.Name)
+	stream, err := t.js.Stream(ctx, want.Name)
 	if errors.Is(err, jetstream.ErrStreamNotFound) {
-		stream, err = js.CreateStream(ctx, want)
+		stream, err = t.js.CreateStream(ctx, want)
 		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
-			stream, err = js.Stream(ctx, want.Name) // another process created it first
+			stream, err = t.js.Stream(ctx, want.Name) // another process created it first
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("open timer stream %s: %w", want.Name, err)
+		return nil, errs.Wrap(errs.Unavailable, err, "open timer stream %s", want.Name)
 	}
 	have := stream.CachedInfo().Config
 	if !have.AllowMsgSchedules || !have.AllowMsgTTL {
 		return nil, fmt.Errorf("open timer stream %s: it must allow message schedules and message TTLs", want.Name)
 	}
 	if have.Replicas != want.Replicas {
-		cfg.Logger.Warn("timer stream replica count differs from the configured one; leaving the stream as it is",
+		t.cfg.Logger.Warn("timer stream replica count differs from the configured one; leaving the stream as it is",
 			"stream", want.Name, "stream_replicas", have.Replicas, "configured", want.Replicas)
 	}
-	return &Timers{js: js, cfg: cfg}, nil
+	return stream, nil
 }
-
-// Config returns the configuration with defaults filled in.
-func (t *Timers) Config() Config { return t.cfg }

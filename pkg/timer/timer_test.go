@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -58,8 +59,10 @@ func (r *recorder) none(t *testing.T) {
 	}
 }
 
-// settled waits until no timer is left to fire on bus's default timer
-// stream and each of consumers has acknowledged every fired timer it
+// kStream is the stream of the timers of owner k, which the tests use.
+var kStream = timer.Stream(timer.DefaultStream, "k")
+
+// settled waits until no timer is left to fire on kStream and each of consumers has acknowledged every fired timer it
 // takes: whatever these timers were going to deliver, they have.
 func settled(t *testing.T, bus *stewardtest.Bus, consumers ...string) {
 	t.Helper()
@@ -68,21 +71,21 @@ func settled(t *testing.T, bus *stewardtest.Bus, consumers ...string) {
 		return len(at) == 0, fmt.Sprintf("schedules pending: %v", at)
 	})
 	for _, c := range consumers {
-		bus.Settle(t, timer.DefaultStream, c)
+		bus.Settle(t, kStream, c)
 	}
 }
 
 // onStream returns the subjects under stage ("at" for schedules, "fired"
-// for fired timers) on bus's default timer stream, with their message
+// for fired timers) on kStream, with their message
 // counts.
 func onStream(t *testing.T, bus *stewardtest.Bus, stage string) map[string]uint64 {
 	t.Helper()
 	ctx := context.Background()
-	s, err := bus.JS.Stream(ctx, timer.DefaultStream)
+	s, err := bus.JS.Stream(ctx, kStream)
 	if err != nil {
 		t.Fatal(err)
 	}
-	info, err := s.Info(ctx, jetstream.WithSubjectFilter(timer.DefaultPrefix+"."+stage+".>"))
+	info, err := s.Info(ctx, jetstream.WithSubjectFilter(timer.DefaultPrefix+".k."+stage+".>"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +100,7 @@ func undelivered(t *testing.T, bus *stewardtest.Bus, consumer string, pending ui
 	ctx := context.Background()
 	var ci *jetstream.ConsumerInfo
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		c, err := bus.JS.Consumer(ctx, timer.DefaultStream, consumer)
+		c, err := bus.JS.Consumer(ctx, kStream, consumer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,19 +137,19 @@ func TestFiresOnceAtItsTime(t *testing.T) {
 	t.Parallel()
 	tm, bus := open(t)
 	rec := newRecorder()
-	run(t, tm, "worker", []string{"execution.retry"}, rec.handle)
+	run(t, tm, "worker", []string{"k.retry"}, rec.handle)
 
 	// Not on a whole second, so rounding down would fire it early.
 	at := time.Now().Add(1500 * time.Millisecond)
-	if err := tm.Set(context.Background(), "execution.retry", "act-1/2", at, []byte("hello")); err != nil {
+	if err := tm.Set(context.Background(), "k.retry", "act-1/2", at, []byte("hello")); err != nil {
 		t.Fatal(err)
 	}
 	d := rec.next(t, 5*time.Second)
 	if d.when.Before(at) {
 		t.Errorf("fired at %s, %s before its time", d.when, at.Sub(d.when))
 	}
-	if d.Kind != "execution.retry" || d.ID != "act-1/2" || string(d.Payload) != "hello" || !d.At.Equal(at) {
-		t.Errorf("fired %+v, want kind execution.retry, id act-1/2, at %s, payload hello", d.Fired, at)
+	if d.Kind != "k.retry" || d.ID != "act-1/2" || string(d.Payload) != "hello" || !d.At.Equal(at) {
+		t.Errorf("fired %+v, want kind k.retry, id act-1/2, at %s, payload hello", d.Fired, at)
 	}
 	settled(t, bus, "worker")
 	rec.none(t)
@@ -321,28 +324,28 @@ func TestKindsFilter(t *testing.T) {
 	t.Parallel()
 	tm, bus := open(t)
 	parent, child, both := newRecorder(), newRecorder(), newRecorder()
-	run(t, tm, "parent", []string{"alpha"}, parent.handle)
-	run(t, tm, "child", []string{"alpha.beta"}, child.handle)
-	run(t, tm, "both", []string{"alpha.beta", "gamma", "gamma"}, both.handle)
+	run(t, tm, "parent", []string{"k"}, parent.handle)
+	run(t, tm, "child", []string{"k.beta"}, child.handle)
+	run(t, tm, "both", []string{"k.beta", "k.gamma", "k.gamma"}, both.handle)
 	ctx := context.Background()
 	now := time.Now()
-	for _, k := range []string{"alpha", "alpha.beta", "gamma", "delta"} {
+	for _, k := range []string{"k", "k.beta", "k.gamma", "k.delta"} {
 		if err := tm.Set(ctx, k, "1", now, []byte(k)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if d := parent.next(t, 3*time.Second); d.Kind != "alpha" {
+	if d := parent.next(t, 3*time.Second); d.Kind != "k" {
 		t.Errorf("parent got %s", d.Kind)
 	}
-	if d := child.next(t, 3*time.Second); d.Kind != "alpha.beta" {
+	if d := child.next(t, 3*time.Second); d.Kind != "k.beta" {
 		t.Errorf("child got %s", d.Kind)
 	}
 	got := map[string]bool{}
 	for range 2 {
 		got[both.next(t, 3*time.Second).Kind] = true
 	}
-	if !got["alpha.beta"] || !got["gamma"] {
-		t.Errorf("both got %v, want alpha.beta and gamma", got)
+	if !got["k.beta"] || !got["k.gamma"] {
+		t.Errorf("both got %v, want k.beta and k.gamma", got)
 	}
 	settled(t, bus, "parent", "child", "both")
 	parent.none(t)
@@ -405,6 +408,10 @@ func TestBadInput(t *testing.T) {
 		{"trailing dot", "a.", "x", now},
 		{"newline in id", "k", "x\ny", now},
 		{"id with surrounding spaces", "k", " x ", now},
+		{"upper-case owner", "K.x", "x", now},
+		{"owner with a slash", "a/b.x", "x", now},
+		{"owner at, the shared stream's stage", "at.x", "x", now},
+		{"owner fired", "fired", "x", now},
 	}
 	for _, tc := range sets {
 		t.Run("Set/"+tc.name, func(t *testing.T) {
@@ -424,6 +431,7 @@ func TestBadInput(t *testing.T) {
 		{"no kinds", "c", nil, noop},
 		{"bad kind", "c", []string{"k.*"}, noop},
 		{"no handler", "c", []string{"k"}, nil},
+		{"two owners", "c", []string{"k.a", "j.a"}, noop},
 	}
 	for _, tc := range runs {
 		t.Run("Run/"+tc.name, func(t *testing.T) {
@@ -438,29 +446,57 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-func TestOpenKeepsExistingStream(t *testing.T) {
+func TestAnOwnersStreamIsKeptAsItIs(t *testing.T) {
 	t.Parallel()
 	bus := stewardtest.StartBus(t)
 	ctx := context.Background()
-	if _, err := timer.Open(ctx, bus.JS, timer.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := timer.Open(ctx, bus.JS, timer.Config{}); err != nil {
-		t.Fatalf("second Open: %v", err)
+	for range 2 { // a second Timers opens the stream the first made
+		tm, err := timer.Open(ctx, bus.JS, timer.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tm.Set(ctx, "k", "x", time.Now().Add(time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// A stream that cannot schedule is refused, not rewritten.
-	if _, err := bus.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "PLAIN", Subjects: []string{"plain.>"}}); err != nil {
+	if _, err := bus.JS.CreateStream(ctx, jetstream.StreamConfig{Name: "PLAIN_K", Subjects: []string{"plain.k.>"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := timer.Open(ctx, bus.JS, timer.Config{Stream: "PLAIN", Prefix: "plain"}); err == nil {
-		t.Fatal("Open accepted a stream without message schedules")
+	tm, err := timer.Open(ctx, bus.JS, timer.Config{Stream: "PLAIN", Prefix: "plain"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	s, err := bus.JS.Stream(ctx, "PLAIN")
+	if err := tm.Set(ctx, "k", "x", time.Now(), nil); err == nil {
+		t.Fatal("Set used a stream without message schedules")
+	}
+	s, err := bus.JS.Stream(ctx, "PLAIN_K")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.CachedInfo().Config.AllowMsgSchedules {
-		t.Error("Open rewrote an existing stream")
+		t.Error("Set rewrote an existing stream")
+	}
+}
+
+// TestEachOwnerHasItsOwnStream: what a writer can do to a stream through
+// headers — a roll-up purges all of it — reaches only its owner's timers.
+func TestEachOwnerHasItsOwnStream(t *testing.T) {
+	t.Parallel()
+	tm, bus := open(t)
+	ctx := context.Background()
+	for _, kind := range []string{"k.a", "j.a"} {
+		if err := tm.Set(ctx, kind, "x", time.Now().Add(time.Hour), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// j's writer purges its whole stream, as any writer of it could.
+	msg := &nats.Msg{Subject: timer.DefaultPrefix + ".j.at.j.a.rollup", Header: nats.Header{"Nats-Rollup": []string{"all"}}}
+	if _, err := bus.JS.PublishMsg(ctx, msg); err != nil {
+		t.Fatal(err)
+	}
+	if got := onStream(t, bus, "at"); len(got) != 1 {
+		t.Errorf("k's schedules after j's roll-up: %v, want its one", got)
 	}
 }
 
@@ -503,7 +539,7 @@ func TestFiredTimerReplacesItsSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.next(t, 3*time.Second)
-	s, err := bus.JS.Stream(ctx, timer.DefaultStream)
+	s, err := bus.JS.Stream(ctx, kStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -517,7 +553,7 @@ func TestFiredTimerReplacesItsSchedule(t *testing.T) {
 		t.Fatalf("stream holds subjects %v, want only the fired timer", info.State.Subjects)
 	}
 	for subj := range info.State.Subjects {
-		if !strings.HasPrefix(subj, timer.DefaultPrefix+".fired.") {
+		if !strings.HasPrefix(subj, timer.DefaultPrefix+".k.fired.") {
 			t.Errorf("stream holds %s, want only the fired timer", subj)
 		}
 		msg, err := s.GetLastMsgForSubject(ctx, subj)

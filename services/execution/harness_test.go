@@ -18,6 +18,7 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
@@ -176,12 +177,11 @@ func status(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {
 func (b *bed) timer(stage, kind string) bool {
 	b.t.Helper()
 	ctx := context.Background()
-	cfg := b.Timers.Config()
-	s, err := b.JS.Stream(ctx, cfg.Stream)
+	s, err := b.JS.Stream(ctx, b.Timers.StreamOf(timer.Owner(kind)))
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	_, err = s.GetLastMsgForSubject(ctx, cfg.Prefix+"."+stage+"."+kind+".>")
+	_, err = s.GetLastMsgForSubject(ctx, b.Timers.Filter(stage, kind))
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return false
 	} else if err != nil {

@@ -74,10 +74,10 @@ func (e *govEnv) waitDeadlineSuspended(t *testing.T, taskID string, timers int) 
 // have handled them and what they led to.
 func (e *govEnv) waitFired(t *testing.T, n int) {
 	t.Helper()
-	fired := e.Timers.Config().Prefix + ".fired." + governance.DeadlineTimerKind + ".>"
+	fired := e.Timers.Filter("fired", governance.DeadlineTimerKind)
 	ctx := context.Background()
 	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
-		s, err := e.JS.Stream(ctx, e.Timers.Config().Stream)
+		s, err := e.JS.Stream(ctx, e.Timers.StreamOf(governance.PlaneName))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func (e *govEnv) waitFired(t *testing.T, n int) {
 		}
 		return len(info.State.Subjects) >= n, fmt.Sprintf("%d of %d deadline timers fired", len(info.State.Subjects), n)
 	})
-	e.Bus.Settle(t, e.Timers.Config().Stream, governance.TimerConsumer)
+	e.Bus.Settle(t, e.Timers.StreamOf(governance.PlaneName), governance.TimerConsumer)
 	e.Settle(governance.PlaneName)
 }
 
@@ -104,7 +104,7 @@ func TestDeadlineSuspendsTheTask(t *testing.T) {
 	// beginning gets the creation and the fired timer once more.
 	e.plane.Stop()
 	ctx := context.Background()
-	if err := e.JS.DeleteConsumer(ctx, e.Timers.Config().Stream, governance.TimerConsumer); err != nil {
+	if err := e.JS.DeleteConsumer(ctx, e.Timers.StreamOf(governance.PlaneName), governance.TimerConsumer); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.JS.DeleteConsumer(ctx, e.Log.Config().Stream, governance.PlaneName); err != nil {

@@ -61,10 +61,10 @@ func (e *govEnv) waitTimersSet(t *testing.T) {
 // were going to do is on the log by then.
 func (e *govEnv) waitTimersHandled(t *testing.T, running bool) {
 	t.Helper()
-	fired := e.Timers.Config().Prefix + ".fired.>"
+	fired := e.Timers.Config().Prefix + ".governance.fired.>"
 	e.waitTimers(t, "fired", func(info *jetstream.StreamInfo) bool { return len(info.State.Subjects) >= 2 }, jetstream.WithSubjectFilter(fired))
 	if running {
-		e.Bus.Settle(t, e.Timers.Config().Stream, governance.TimerConsumer)
+		e.Bus.Settle(t, e.Timers.StreamOf(governance.PlaneName), governance.TimerConsumer)
 		e.Settle(governance.PlaneName)
 	}
 }
@@ -73,7 +73,7 @@ func (e *govEnv) waitTimers(t *testing.T, what string, ok func(*jetstream.Stream
 	t.Helper()
 	ctx := context.Background()
 	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
-		s, err := e.JS.Stream(ctx, e.Timers.Config().Stream)
+		s, err := e.JS.Stream(ctx, e.Timers.StreamOf(governance.PlaneName))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -177,41 +177,48 @@ func TestGetResultReadsResultsBack(t *testing.T) {
 	}
 }
 
-// TestGetResultRefusesCorruptBytes overwrites a stored result with other
-// bytes under the same key: GetResult answers DataLoss rather than serve
-// bytes that are not what the log recorded. A plane without the results
-// store still serves an inline result and says why it cannot serve a
-// stored one.
+// TestGetResultRefusesCorruptBytes serves results whose stored bytes are
+// not what the log recorded: other bytes under the recorded key, or none.
+// GetResult answers DataLoss rather than serve them. (The store is
+// write-once, so the other bytes are written before the outcome that names
+// their key, as a plane with write access to the bucket could.) A plane
+// without the results store still serves an inline result and says why it
+// cannot serve a stored one.
 func TestGetResultRefusesCorruptBytes(t *testing.T) {
 	ctx := context.Background()
 	env := stewardtest.NewEnv(t)
 	big := bigResult(t)
+	forged := bytes.Replace(big, []byte(`"n":3`), []byte(`"n":4`), 1)
+	kv, err := env.JS.KeyValue(ctx, action.ResultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, action.RequestHash(big), forged); err != nil {
+		t.Fatal(err)
+	}
+	storedAs := func(id string, data []byte) *stewardv1.ActionOutcomeRecorded {
+		h := action.RequestHash(data)
+		return &stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{
+			Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, ResultRef: "kv://" + action.ResultBucket + "/" + h, ResultHash: h, Attempt: 1,
+		}}
+	}
 	h := running()
 	h = append(h, act("stored", "lookup", "crm", "r1")...)
-	h = append(h, resultOutcome(t, env, "stored", big))
+	h = append(h, storedAs("stored", big))
+	h = append(h, act("missing", "lookup", "crm", "r1")...)
+	h = append(h, storedAs("missing", append(big, ' ')))
 	h = append(h, act("inline", "lookup", "crm", "r1")...)
 	h = append(h, resultOutcome(t, env, "inline", []byte(`[1,2,3]`)))
 	env.Append("t1", h...)
 	client := serveContent(t, env, nil)("")
 
-	kv, err := env.JS.KeyValue(ctx, action.ResultBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	forged := bytes.Replace(big, []byte(`"n":3`), []byte(`"n":4`), 1)
-	if _, err := kv.Put(ctx, action.RequestHash(big), forged); err != nil {
-		t.Fatal(err)
-	}
 	_, err = client.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: "t1", ActionId: "stored"}))
 	if connect.CodeOf(err) != connect.CodeDataLoss || !strings.Contains(err.Error(), "hashes to "+action.RequestHash(forged)) {
 		t.Errorf("GetResult of forged bytes = %v, want DataLoss naming their hash", err)
 	}
-	if err := kv.Purge(ctx, action.RequestHash(big)); err != nil {
-		t.Fatal(err)
-	}
-	_, err = client.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: "t1", ActionId: "stored"}))
+	_, err = client.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: "t1", ActionId: "missing"}))
 	if connect.CodeOf(err) != connect.CodeDataLoss || !strings.Contains(err.Error(), "missing from the store") {
-		t.Errorf("GetResult of purged bytes = %v, want DataLoss", err)
+		t.Errorf("GetResult of missing bytes = %v, want DataLoss", err)
 	}
 
 	bare := startPlane(t, env.Log, env.Logger, state.Config{})
@@ -278,13 +285,23 @@ func TestGetArtifactContentStreamsStoredContent(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	v1 := []byte("# Weekly report\nAll quiet.\n")
 	v2 := bytes.Repeat([]byte("0123456789abcdef"), (2*state.ArtifactChunkBytes+100)/16)
+	// The forged artifact's key holds other bytes than its record names:
+	// written first, since the store never overwrites a key.
+	kv, err := env.JS.KeyValue(ctx, action.ResultBucket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(ctx, action.RequestHash([]byte("the true content")), []byte("the fake content")); err != nil {
+		t.Fatal(err)
+	}
+	forgedArtifact := artifactEvent(t, env, "forged", 1, []byte("the true content"))
 	h := append(running(),
 		artifactEvent(t, env, "report", 1, v1),
 		artifactEvent(t, env, "report", 2, v2),
 		&stewardv1.ArtifactSubmitted{Artifact: &stewardv1.Artifact{
 			Name: "dataset", MediaType: "text/csv", Uri: "s3://bucket/data.csv", Sha256: action.RequestHash([]byte("x")), SizeBytes: 1, Version: 1,
 		}},
-		artifactEvent(t, env, "forged", 1, []byte("the true content")),
+		forgedArtifact,
 	)
 	env.Append("t1", h...)
 	client := serveContent(t, env, nil)("")
@@ -310,13 +327,6 @@ func TestGetArtifactContentStreamsStoredContent(t *testing.T) {
 		}
 	}
 
-	kv, err := env.JS.KeyValue(ctx, action.ResultBucket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := kv.Put(ctx, action.RequestHash([]byte("the true content")), []byte("the fake content")); err != nil {
-		t.Fatal(err)
-	}
 	for _, tt := range []struct {
 		name    string
 		version uint32

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
@@ -116,10 +117,18 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 }
 
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
+	kv := bucket.Config{Name: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: m.Replicas, WriteOnce: true, Logger: m.logger}
 	if w, ok := m.writers[execution.PlaneName]; ok {
-		js = w // the tool's records are execution's to write
+		// steward dev: js is its NATS's admin, which makes an older
+		// bucket safe first; the tool's records are execution's to write.
+		harden := kv
+		harden.Harden = true
+		if _, err := bucket.Open(ctx, js, harden); err != nil {
+			return nil, err
+		}
+		js = w
 	}
-	toolKV, err := action.OpenBucket(ctx, js, jetstream.KeyValueConfig{Bucket: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: max(m.Replicas, 1)})
+	toolKV, err := bucket.Open(ctx, js, kv)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +187,7 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 	all := []prometheus.Collector{
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, log.Config().Stream, timer.DefaultStream),
+		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, append([]string{log.Config().Stream}, natsperm.TimerStreams()...)...),
 	}
 	for _, p := range m.planes {
 		if c, ok := p.(interface{ Collector() prometheus.Collector }); ok {

@@ -1,0 +1,7 @@
+package timer
+
+// For the external tests.
+var (
+	IDToken = idToken
+	Matches = matches
+)
