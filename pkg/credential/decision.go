@@ -30,11 +30,10 @@ func (s *Signer) SignPermit(p *stewardv1.ActionPermit) (*stewardv1.SignedPermit,
 	if err != nil {
 		return nil, fmt.Errorf("sign permit: %w", err)
 	}
-	return &stewardv1.SignedPermit{
-		Permit:    data,
-		Signature: ed25519.Sign(s.key, withContext(permitContext, data)),
-		PublicKey: s.PublicKey(),
-	}, nil
+	signed := withContext(permitContext, data)
+	sig := ed25519.Sign(s.key, signed)
+	s.recent.add(signed, sig)
+	return &stewardv1.SignedPermit{Permit: data, Signature: sig, PublicKey: s.PublicKey()}, nil
 }
 
 // SignDecision signs d, without its signed field, over its deterministic
@@ -60,11 +59,15 @@ func (s *Signer) SignDecision(d *stewardv1.ApprovalDecided) (*stewardv1.SignedAp
 // action fails here, however well it is signed. It returns the signed
 // permit.
 func VerifyPermit(recorded *stewardv1.ActionPermit, sp *stewardv1.SignedPermit, actionID, actionHash string, trusted ...ed25519.PublicKey) (*stewardv1.ActionPermit, error) {
+	return verifyPermit(nil, recorded, sp, actionID, actionHash, trusted)
+}
+
+func verifyPermit(recent *Recent, recorded *stewardv1.ActionPermit, sp *stewardv1.SignedPermit, actionID, actionHash string, trusted []ed25519.PublicKey) (*stewardv1.ActionPermit, error) {
 	id := recorded.GetPermitId()
 	if sp == nil {
 		return nil, errs.New(errs.Corrupt, "permit %s is not signed", id)
 	}
-	if err := checkSignature("permit "+id, sp.PublicKey, withContext(permitContext, sp.Permit), sp.Signature, trusted); err != nil {
+	if err := checkSignature("permit "+id, sp.PublicKey, withContext(permitContext, sp.Permit), sp.Signature, trusted, recent); err != nil {
 		return nil, err
 	}
 	p := &stewardv1.ActionPermit{}
@@ -88,7 +91,7 @@ func VerifyDecision(d *stewardv1.ApprovalDecided, trusted ...ed25519.PublicKey) 
 	if sd == nil {
 		return errs.New(errs.Corrupt, "%s is not signed", what)
 	}
-	if err := checkSignature(what, sd.PublicKey, withContext(decisionContext, sd.Decision), sd.Signature, trusted); err != nil {
+	if err := checkSignature(what, sd.PublicKey, withContext(decisionContext, sd.Decision), sd.Signature, trusted, nil); err != nil {
 		return err
 	}
 	signed := &stewardv1.ApprovalDecided{}
@@ -103,7 +106,10 @@ func VerifyDecision(d *stewardv1.ApprovalDecided, trusted ...ed25519.PublicKey) 
 	return nil
 }
 
-func checkSignature(what string, key, data, sig []byte, trusted []ed25519.PublicKey) error {
+// checkSignature checks sig over data with key, which must be one of
+// trusted when any are given. A signature recent's signer made is not
+// verified again.
+func checkSignature(what string, key, data, sig []byte, trusted []ed25519.PublicKey, recent *Recent) error {
 	if len(key) != ed25519.PublicKeySize {
 		return errs.New(errs.Corrupt, "%s carries no Ed25519 public key", what)
 	}
@@ -111,7 +117,7 @@ func checkSignature(what string, key, data, sig []byte, trusted []ed25519.Public
 	if len(trusted) > 0 && !trustedKey(pub, trusted) {
 		return errs.New(errs.Corrupt, "%s is signed by key %s, which is not trusted", what, KeyID(pub))
 	}
-	if !ed25519.Verify(pub, data, sig) {
+	if !recent.signed(pub, data, sig) && !ed25519.Verify(pub, data, sig) {
 		return errs.New(errs.Corrupt, "%s: signature does not verify with key %s", what, KeyID(pub))
 	}
 	return nil

@@ -27,12 +27,25 @@ func TestSignAndVerifyPermit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := credential.VerifyPermit(permit(), sp, "act-1", "hash-1", s.PublicKey())
-	if err != nil {
-		t.Fatal(err)
+	for name, verify := range verifiers(s, newSigner(t)) {
+		got, err := verify(permit(), sp, "act-1", "hash-1", s.PublicKey())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !proto.Equal(got, permit()) {
+			t.Errorf("%s verified %v", name, got)
+		}
 	}
-	if !proto.Equal(got, permit()) {
-		t.Errorf("verified %v", got)
+}
+
+// verifiers are the ways a permit is verified: in full; with the memory of
+// the signer that signed it, which skips Ed25519 (credential.Recent); and
+// with another signer's, which must not.
+func verifiers(signedBy, other *credential.Signer) map[string]func(*stewardv1.ActionPermit, *stewardv1.SignedPermit, string, string, ...ed25519.PublicKey) (*stewardv1.ActionPermit, error) {
+	return map[string]func(*stewardv1.ActionPermit, *stewardv1.SignedPermit, string, string, ...ed25519.PublicKey) (*stewardv1.ActionPermit, error){
+		"in full":               credential.VerifyPermit,
+		"signed here":           signedBy.Recent().VerifyPermit,
+		"signed somewhere else": other.Recent().VerifyPermit,
 	}
 }
 
@@ -72,9 +85,11 @@ func TestVerifyPermitRefuses(t *testing.T) {
 		{"a credential's signature", credPermit, asPermit, "act-1", "hash-1", "does not verify"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := credential.VerifyPermit(tc.recorded, tc.sp, tc.actionID, tc.hash, s.PublicKey())
-			if !errs.Is(err, errs.Corrupt) || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("got %v, want a corrupt error with %q", err, tc.want)
+			for name, verify := range verifiers(s, other) {
+				_, err := verify(tc.recorded, tc.sp, tc.actionID, tc.hash, s.PublicKey())
+				if !errs.Is(err, errs.Corrupt) || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("%s: got %v, want a corrupt error with %q", name, err, tc.want)
+				}
 			}
 		})
 	}

@@ -21,13 +21,15 @@ import (
 
 // Signer signs credentials with one Ed25519 key.
 type Signer struct {
-	key   ed25519.PrivateKey
-	keyID string
+	key    ed25519.PrivateKey
+	keyID  string
+	recent *Recent // the permits it signed lately
 }
 
 // NewSigner returns a signer for key.
 func NewSigner(key ed25519.PrivateKey) *Signer {
-	return &Signer{key: key, keyID: KeyID(key.Public().(ed25519.PublicKey))}
+	pub := key.Public().(ed25519.PublicKey)
+	return &Signer{key: key, keyID: KeyID(pub), recent: newRecent(pub)}
 }
 
 // KeyID names a public key: the first 16 hex digits of its SHA-256.

@@ -1,7 +1,6 @@
 package execution
 
 import (
-	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -21,6 +20,6 @@ func (p *Plane) permitRefusal(a *stewardv1.Action) error {
 	if len(p.cfg.PermitKeys) == 0 {
 		return nil
 	}
-	_, err := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, p.cfg.PermitKeys...)
+	_, err := p.cfg.SignedHere.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, p.cfg.PermitKeys...)
 	return err
 }

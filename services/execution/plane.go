@@ -35,6 +35,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -79,6 +80,10 @@ type Config struct {
 	// another action, is not claimed (see permitRefusal). Without them
 	// permits are not checked.
 	PermitKeys []ed25519.PublicKey
+	// SignedHere, when governance runs in the same process, remembers the
+	// permits it signed lately: their signatures are not verified again
+	// (credential.Recent), while every other check of PermitKeys stands.
+	SignedHere *credential.Recent
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }

@@ -89,6 +89,9 @@ type Server struct {
 	// permitKeys are governance's keys, for the execution plane of a dev
 	// server (set when governance is built).
 	permitKeys []ed25519.PublicKey
+	// signedHere are the permits governance signed lately, when it runs
+	// in this process: execution takes them without a second Ed25519 check.
+	signedHere *credential.Recent
 
 	bus    *embedded.Server
 	nc     *nats.Conn

@@ -69,6 +69,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			// In dev, execution (built next) checks permits against the
 			// keys governance signs and trusts.
 			m.permitKeys = append([]ed25519.PublicKey{signer.PublicKey()}, trusted...)
+			m.signedHere = signer.Recent()
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
 				Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
@@ -160,7 +161,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		return nil, err
 	}
 	p, err := execution.New(log, m.logger, execution.Config{
-		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys,
+		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
 	if err != nil {
