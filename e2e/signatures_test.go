@@ -53,7 +53,8 @@ func openStores(t *testing.T, js jetstream.JetStream) *stores.Set {
 // approved wire and a plain search leave two signed permits and one
 // signed decision, which `steward audit verify --trust-key` checks; an
 // approval decision appended to the log by another hand gets no permit,
-// and the audit fails on it, naming it.
+// nor does an expired permit forged after it, and the audit fails on the
+// decision, naming it.
 func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	h := startSteward(t, setup{tools: governedTools(tool), nats: true})
@@ -104,8 +105,19 @@ func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 	if _, a := waitAction(t, h.agent.clients, id, wire2.ActionId, stewardv1.ActionStatus_ACTION_STATUS_APPROVED); a.Permit != nil {
 		t.Errorf("a forged approval was given permit %v", a.Permit)
 	}
+	// And then permits it, unsigned and expired, so that execution sends
+	// the permit back to governance: which counts only votes that hold,
+	// and asks for the approval again.
+	snap := &stewardv1.PolicySnapshot{SnapshotId: "forged-snap", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}
+	forge(t, st, id, &stewardv1.ActionPermitted{Snapshot: snap, Permit: &stewardv1.ActionPermit{
+		PermitId: "forged-permit", ActionId: wire2.ActionId, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: snap.SnapshotId,
+		IssuedAt: timestamppb.New(time.Now().Add(-time.Hour)), ExpiresAt: timestamppb.New(time.Now().Add(-time.Minute)),
+	}})
+	if _, a := waitAction(t, h.agent.clients, id, wire2.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL); len(a.Approval.GetVotes()) != 0 {
+		t.Errorf("after a forged vote and a forged permit, the approval asked again has votes %v", a.Approval.Votes)
+	}
 	if n := tool.Calls(); n != 2 {
-		t.Errorf("the tool was called %d times; want 2, none for the forged approval", n)
+		t.Errorf("the tool was called %d times; want 2, none for the forged approval or permit", n)
 	}
 	out := run(t, 3, "audit", "verify", "--file", export("forged.events"), "--trust-key", keyFile)
 	if !strings.Contains(out, "approval decision on action "+wire2.ActionId+" does not hold") || !strings.Contains(out, "user:mallory") || !strings.Contains(out, "is not signed") {

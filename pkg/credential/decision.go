@@ -109,6 +109,29 @@ func VerifyDecision(d *stewardv1.ApprovalDecided, trusted ...ed25519.PublicKey) 
 // checkSignature checks sig over data with key, which must be one of
 // trusted when any are given. A signature recent's signer made is not
 // verified again.
+// VerifyVote checks that vote v on ap holds as VerifyDecision checks a
+// decision: its signature holds (against trusted, when given), and the
+// signed decision is v's, on ap's approval, action and hash.
+func VerifyVote(ap *stewardv1.Approval, v *stewardv1.ApprovalVote, trusted ...ed25519.PublicKey) error {
+	what := fmt.Sprintf("vote of %s on %s", v.GetPrincipal(), ap.GetApprovalId())
+	sd := v.GetSigned()
+	if sd == nil {
+		return errs.New(errs.Corrupt, "%s is not signed", what)
+	}
+	if err := checkSignature(what, sd.PublicKey, withContext(decisionContext, sd.Decision), sd.Signature, trusted, nil); err != nil {
+		return err
+	}
+	d := &stewardv1.ApprovalDecided{}
+	if err := proto.Unmarshal(sd.Decision, d); err != nil {
+		return errs.Wrap(errs.Corrupt, err, "decode signed %s", what)
+	}
+	if d.ApprovalId != ap.GetApprovalId() || d.ActionId != ap.GetActionId() || d.ActionHash != ap.GetActionHash() ||
+		d.DecidedBy != v.GetPrincipal() || d.Decision != v.GetDecision() || d.Comment != v.GetComment() {
+		return errs.New(errs.Corrupt, "%s is not the vote that was signed (%s by %s on approval %s, hash %s)", what, d.Decision, d.DecidedBy, d.ApprovalId, d.ActionHash)
+	}
+	return nil
+}
+
 func checkSignature(what string, key, data, sig []byte, trusted []ed25519.PublicKey, recent *Recent) error {
 	if len(key) != ed25519.PublicKeySize {
 		return errs.New(errs.Corrupt, "%s carries no Ed25519 public key", what)

@@ -159,3 +159,43 @@ func BenchmarkVerifyPermit(b *testing.B) {
 		}
 	}
 }
+
+// TestVerifyVote: a vote the fold recorded holds only with its own signed
+// decision, on its own approval.
+func TestVerifyVote(t *testing.T) {
+	s, other := newSigner(t), newSigner(t)
+	d := decision()
+	signed, err := s.SignDecision(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := &stewardv1.Approval{ApprovalId: "ap-1", ActionId: "act-1", ActionHash: "hash-1"}
+	vote := func() *stewardv1.ApprovalVote {
+		return &stewardv1.ApprovalVote{Principal: d.DecidedBy, Decision: d.Decision, Comment: d.Comment, Signed: proto.CloneOf(signed)}
+	}
+	if err := credential.VerifyVote(ap, vote(), s.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	byOther, _ := other.SignDecision(d)
+	for _, tc := range []struct {
+		name   string
+		ap     *stewardv1.Approval
+		change func(*stewardv1.ApprovalVote)
+		want   string
+	}{
+		{"unsigned", ap, func(v *stewardv1.ApprovalVote) { v.Signed = nil }, "is not signed"},
+		{"another principal", ap, func(v *stewardv1.ApprovalVote) { v.Principal = "user:mallory" }, "is not the vote that was signed"},
+		{"another decision", ap, func(v *stewardv1.ApprovalVote) { v.Decision = stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT }, "is not the vote that was signed"},
+		{"another comment", ap, func(v *stewardv1.ApprovalVote) { v.Comment = "" }, "is not the vote that was signed"},
+		{"another approval", &stewardv1.Approval{ApprovalId: "ap-2", ActionId: "act-1", ActionHash: "hash-1"}, func(*stewardv1.ApprovalVote) {}, "is not the vote that was signed"},
+		{"another hash", &stewardv1.Approval{ApprovalId: "ap-1", ActionId: "act-1", ActionHash: "hash-2"}, func(*stewardv1.ApprovalVote) {}, "is not the vote that was signed"},
+		{"bad signature", ap, func(v *stewardv1.ApprovalVote) { v.Signed.Signature[0] ^= 1 }, "does not verify"},
+		{"untrusted key", ap, func(v *stewardv1.ApprovalVote) { v.Signed = byOther }, "not trusted"},
+	} {
+		v := vote()
+		tc.change(v)
+		if err := credential.VerifyVote(tc.ap, v, s.PublicKey()); !errs.Is(err, errs.Corrupt) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want a corrupt error with %q", tc.name, err, tc.want)
+		}
+	}
+}

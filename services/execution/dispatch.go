@@ -114,15 +114,23 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 			p.logger.Info("permit not claimed: the task is not running", "task", taskID, "action", a.ActionId, "status", task.StatusName(t.Status))
 			return nil
 		}
+		// A permit whose signature does not hold is never claimed, and is
+		// checked before revalidation, so that none is decided again on
+		// its word — except an unsigned one that is stale or expired: a
+		// permit from before permits were signed is decided again that
+		// way (pause and resume the task), and all a forger gets by it is
+		// governance's own decision, from records it verifies
+		// (votesHold), signed.
+		if err := p.permitRefusal(a); err != nil {
+			if reason, _ := p.revalidation(a); a.SignedPermit != nil || reason == stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED {
+				p.logger.Error("permit refused, not claimed: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
+				return nil
+			}
+			p.logger.Warn("permit refused, not claimed; governance decides again: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
+		}
 		// revalidation: a stale or expired permit is never claimed.
 		if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 			return err
-		}
-		// After revalidation: a stale or expired unsigned permit, left
-		// from before an upgrade, is decided again and comes back signed.
-		if err := p.permitRefusal(a); err != nil {
-			p.logger.Error("permit refused, not claimed: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
-			return nil
 		}
 		// The first dispatch of a permit carries its claim when every
 		// check before the call passes at once (see dispatch): one append

@@ -105,10 +105,11 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	}
 	taskID := rec.Event.TaskId
 	if p.signer != nil {
-		// Only a decision this plane recorded (Decide signs it) leads to a
-		// permit: one appended to the log by another hand, or unsigned
+		// Only decisions this plane recorded (Decide signs them) lead to
+		// a permit: one appended to the log by another hand, or unsigned
 		// from before decisions were signed, is logged and goes no
-		// further; its action stays approved, without a permit.
+		// further; its action stays approved, without a permit. This is
+		// the vote at hand; votesHold checks every vote that counts.
 		if err := credential.VerifyDecision(d, p.trustedKeys()...); err != nil {
 			p.logger.Error("approval decision refused, no permit follows: "+err.Error(), "task", taskID, "action", d.ActionId, "approval", d.ApprovalId, "decided_by", d.DecidedBy)
 			return nil
@@ -137,11 +138,33 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
 	}
+	if !p.votesHold(taskID, a) {
+		return nil
+	}
 	if why := changedSinceApproval(a, p.engine.Revision()); why != "" {
 		reasons := append([]string{"policy changed after the approval: " + why + "; propose the action again"}, a.Snapshot.GetReasons()...)
 		return p.deny(ctx, taskID, a, reasons, rec.Event)
 	}
 	return p.permit(ctx, t, a, rec.Event)
+}
+
+// votesHold reports whether every vote of a's approval holds (is signed
+// by this plane's key, or one it trusts, and is the vote recorded): an
+// approval completed by a genuine vote may count one appended by another
+// hand, and revalidation counts them all again. A vote that does not hold
+// is logged and no permit follows; the action stays as it is, where an
+// operator sees it (docs/permits.md).
+func (p *Plane) votesHold(taskID string, a *stewardv1.Action) bool {
+	if p.signer == nil {
+		return true
+	}
+	for _, v := range a.Approval.GetVotes() {
+		if err := credential.VerifyVote(a.Approval, v, p.trustedKeys()...); err != nil {
+			p.logger.Error("approval vote refused, no permit follows: "+err.Error(), "task", taskID, "action", a.ActionId, "approval", a.Approval.GetApprovalId(), "decided_by", v.Principal)
+			return false
+		}
+	}
+	return true
 }
 
 func decisionWord(d stewardv1.ApprovalDecision) string {

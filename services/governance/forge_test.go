@@ -126,3 +126,38 @@ func TestDecisionsAndPermitsAreSigned(t *testing.T) {
 		t.Errorf("after a forged approval the action is %v with permit %v; want approved, without one", a.Status, a.Permit)
 	}
 }
+
+// TestEveryVoteThatCountsIsVerified: under a policy that asks two
+// people, a forged first vote and a genuine second one complete the
+// approval in the fold, but the genuine vote's reaction finds the forged
+// one and permits nothing. A forged permit on that approval, sent back
+// for revalidation, gets no permit either: the approval is asked for
+// again.
+func TestEveryVoteThatCountsIsVerified(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t, withBundle(t, twoForWires))
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	e.credentialed("t")
+	wire := e.propose(t, "t", "w1", "wire")
+	a := e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e.Append("t", &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: wire, ActionHash: a.ActionHash,
+		Decision: approve, DecidedBy: "user:mallory"})
+	if _, err := e.vote("t", wire, authorizer("user:di"), approve); err != nil {
+		t.Fatal(err)
+	}
+	e.Settle(governance.PlaneName)
+	a = e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_APPROVED)
+	if a.Permit != nil || len(a.Approval.Votes) != 2 {
+		t.Fatalf("a forged vote and a genuine one: permit %v, votes %v; want no permit", a.Permit, a.Approval.Votes)
+	}
+
+	permitID := "forged-" + wire
+	e.Append("t", &stewardv1.ActionPermitted{
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "forged-snap", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW},
+		Permit:   &stewardv1.ActionPermit{PermitId: permitID, ActionId: wire, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: "forged-snap"},
+	}, &stewardv1.ActionRevalidating{ActionId: wire, PermitId: permitID, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED, Detail: "forged"})
+	a = e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	if a.Permit.GetPermitId() != permitID || len(a.Approval.GetVotes()) != 0 {
+		t.Fatalf("revalidating a forged permit: permit %v, approval %v; want the approval asked for again", a.Permit, a.Approval)
+	}
+}

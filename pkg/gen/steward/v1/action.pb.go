@@ -644,11 +644,15 @@ func (x *ActionRationale) GetAlternatives() []string {
 
 // ApprovalVote is one principal's decision about an approval.
 type ApprovalVote struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
-	Decision      ApprovalDecision       `protobuf:"varint,2,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
-	Comment       string                 `protobuf:"bytes,3,opt,name=comment,proto3" json:"comment,omitempty"`
-	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	Decision  ApprovalDecision       `protobuf:"varint,2,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	Comment   string                 `protobuf:"bytes,3,opt,name=comment,proto3" json:"comment,omitempty"`
+	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// The decision as governance signed it (ApprovalDecided.signed): before
+	// a permit follows, governance checks every vote that counts towards it,
+	// not only the last.
+	Signed        *SignedApprovalDecision `protobuf:"bytes,5,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -707,6 +711,13 @@ func (x *ApprovalVote) GetComment() string {
 func (x *ApprovalVote) GetDecidedAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.DecidedAt
+	}
+	return nil
+}
+
+func (x *ApprovalVote) GetSigned() *SignedApprovalDecision {
+	if x != nil {
+		return x.Signed
 	}
 	return nil
 }
@@ -1720,13 +1731,14 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0fexpected_impact\x18\x01 \x01(\tR\x0eexpectedImpact\x12#\n" +
 	"\rrollback_plan\x18\x02 \x01(\tR\frollbackPlan\x12\x1a\n" +
 	"\bevidence\x18\x03 \x03(\tR\bevidence\x12\"\n" +
-	"\falternatives\x18\x04 \x03(\tR\falternatives\"\xbb\x01\n" +
+	"\falternatives\x18\x04 \x03(\tR\falternatives\"\xf7\x01\n" +
 	"\fApprovalVote\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x128\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
 	"\acomment\x18\x03 \x01(\tR\acomment\x129\n" +
 	"\n" +
-	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xd9\a\n" +
+	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
+	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xd9\a\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1939,40 +1951,41 @@ var file_steward_v1_action_proto_depIdxs = []int32{
 	17, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
 	5,  // 3: steward.v1.ApprovalVote.decision:type_name -> steward.v1.ApprovalDecision
 	17, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
-	18, // 5: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	19, // 6: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	17, // 7: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
-	5,  // 8: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	17, // 9: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
-	9,  // 10: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
-	8,  // 11: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
-	17, // 12: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	17, // 13: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 14: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
-	2,  // 15: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	17, // 16: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	18, // 17: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
-	0,  // 18: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	7,  // 19: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	10, // 20: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	11, // 21: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	14, // 22: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	17, // 23: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	17, // 24: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 25: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
-	3,  // 26: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	17, // 27: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	17, // 28: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	17, // 29: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
-	6,  // 30: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	17, // 31: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
-	8,  // 32: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
-	12, // 33: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	13, // 5: steward.v1.ApprovalVote.signed:type_name -> steward.v1.SignedApprovalDecision
+	18, // 6: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	19, // 7: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	17, // 8: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	5,  // 9: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
+	17, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	9,  // 11: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
+	8,  // 12: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
+	17, // 13: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	17, // 14: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 15: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
+	2,  // 16: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
+	17, // 17: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	18, // 18: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	0,  // 19: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
+	7,  // 20: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	10, // 21: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	11, // 22: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	14, // 23: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	17, // 24: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	17, // 25: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	20, // 26: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 27: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	17, // 28: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	17, // 29: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	17, // 30: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	6,  // 31: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
+	17, // 32: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	8,  // 33: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
+	12, // 34: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
+	35, // [35:35] is the sub-list for method output_type
+	35, // [35:35] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
