@@ -24,7 +24,7 @@ var Table = map[string]Rule{
 	// TaskService: starting, steering and doing tasks.
 	stewardv1connect.TaskServiceCreateTaskProcedure: {Group: Start, Why: "anyone known may ask for work; they become the task's creator, its agent"},
 	stewardv1connect.TaskServicePauseTaskProcedure:  withWhy(steer, "the task's agent or people, or an operator, may hold it"),
-	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "with tokens, a task waiting for input only by its requester, accountable owner or an operator (mayAnswer): an agent cannot wave away its own question"),
+	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "with tokens, a task waiting for input only by its requester, accountable owner or an operator, and a paused one also by whoever paused it (mayResume): an agent cannot wave away its own question or lift its owner's pause"),
 		"the task's agent or people, or an operator, may let it go on"),
 	stewardv1connect.TaskServiceCancelTaskProcedure:     withWhy(steer, "the task's agent or people, or an operator, may end it"),
 	stewardv1connect.TaskServiceFailTaskProcedure:       withWhy(steer, "the task's agent or people, or an operator, may say it failed"),

@@ -82,9 +82,9 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskPaused:
-		t.PausedFrom = t.Status
+		t.PausedFrom, t.PausedBy = t.Status, ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
-		t.PausedFrom = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED
+		t.PausedFrom, t.PausedBy = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED, ""
 	case *stewardv1.Event_TaskNeedsInput:
 		t.OpenInput = askedInput(ev, p.TaskNeedsInput)
 	case *stewardv1.Event_TaskCompensating:

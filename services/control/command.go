@@ -53,10 +53,11 @@ func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.
 // could not act, as no permit is issued past a spent budget, so only a
 // raise resumes it (RaiseBudget does so by itself). Nor does it resume a
 // task suspended at its deadline while the deadline has still passed: the
-// accountable owner extends it first (ExtendDeadline). A task waiting for
-// input is resumed, with --auth, only by those who may answer it
-// (mayAnswer): the agent may not lift its own action cap or wave away its
-// own escalation. With a request id it is idempotent (see claim).
+// accountable owner extends it first (ExtendDeadline). With tokens, a task
+// waiting for input or paused by its people is resumed only by them or an
+// operator (mayResume): the agent may not lift its own action cap, wave
+// away its own escalation or undo its owner's pause. With a request id it
+// is idempotent (see claim).
 func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
 	principal := who.Principal
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
@@ -79,13 +80,33 @@ func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1
 		if err := stillPastDeadline(cur, now); err != nil {
 			return nil, err
 		}
-		if who.Verified && cur.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
-			if err := mayAnswer(cur, who); err != nil {
-				return nil, err
-			}
+		if err := mayResume(cur, who); err != nil {
+			return nil, err
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskResumed{Reason: req.Reason})
 	})
+}
+
+// mayResume refuses, with tokens, a resume that would let an agent undo
+// what its people decided: a task waiting for input is resumed only by
+// those who may answer it (mayAnswer); a paused one only by whoever
+// paused it, or by those. An agent may still resume a task it paused
+// itself.
+func mayResume(t *stewardv1.Task, who rpc.Identity) error {
+	if !who.Verified {
+		return nil
+	}
+	switch t.Status {
+	case stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT:
+		return mayAnswer(t, who)
+	case stewardv1.TaskStatus_TASK_STATUS_PAUSED:
+		if t.PausedBy == "" || t.PausedBy == who.Principal || mayAnswer(t, who) == nil {
+			return nil
+		}
+		return errs.New(errs.PermissionDenied, "%s may not resume task %s: %s paused it; they, its requester %s, its accountable owner %s or an operator may",
+			who.Principal, t.Contract.GetTaskId(), t.PausedBy, t.Contract.GetRequesterRef(), t.Contract.GetAccountableOwnerRef())
+	}
+	return nil
 }
 
 // checkCommand checks the fields every lifecycle command has.

@@ -199,3 +199,53 @@ func TestOnlyWhoMayAnswerResumesAWait(t *testing.T) {
 		t.Fatalf("the owner's resume: %v, %v", tk.GetStatus(), err)
 	}
 }
+
+// TestOnlyWhoPausedOrMayAnswerResumesAPause: with tokens, a task its owner
+// paused is not resumed by its agent, who may still resume a pause of its
+// own; the owner, or whoever paused it, may.
+func TestOnlyWhoPausedOrMayAnswerResumesAPause(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	id := r.runningTask(t, "resume-pause", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
+	tk := r.task(t, id)
+	agent := rpc.Identity{Principal: tk.CreatedBy, Verified: true}
+	owner := rpc.Identity{Principal: tk.Contract.AccountableOwnerRef, Verified: true}
+	operator := rpc.Identity{Principal: "user:ops", Roles: []string{"operator"}, Verified: true}
+	pause := func(who rpc.Identity) {
+		t.Helper()
+		if _, err := r.ctl.PauseTask(ctx, who.Principal, &stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold"}); err != nil {
+			t.Fatal(err)
+		}
+		if got := r.task(t, id).PausedBy; got != who.Principal {
+			t.Fatalf("paused by %q, want %q", got, who.Principal)
+		}
+	}
+	resume := &stewardv1.ResumeTaskRequest{TaskId: id, Reason: "carry on"}
+	for _, tc := range []struct {
+		name             string
+		pausedBy, resume rpc.Identity
+		allowed          bool
+	}{
+		{"the agent, of its own pause", agent, agent, true},
+		{"the agent, of its owner's pause", owner, agent, false},
+		{"the owner, of the agent's pause", agent, owner, true},
+		{"the agent, of an operator's pause", operator, agent, false},
+		{"the operator, of its own pause", operator, operator, true},
+	} {
+		pause(tc.pausedBy)
+		_, err := r.ctl.ResumeTask(ctx, tc.resume, resume)
+		switch {
+		case tc.allowed && err != nil:
+			t.Fatalf("%s: %v", tc.name, err)
+		case !tc.allowed && (!errs.Is(err, errs.PermissionDenied) || !strings.Contains(err.Error(), tc.pausedBy.Principal+" paused it")):
+			t.Fatalf("%s: %v, want permission denied naming who paused it", tc.name, err)
+		case !tc.allowed:
+			if _, err := r.ctl.ResumeTask(ctx, owner, resume); err != nil {
+				t.Fatalf("%s, then the owner: %v", tc.name, err)
+			}
+		}
+		if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.PausedBy != "" {
+			t.Fatalf("%s: the task is %s, paused by %q", tc.name, tk.Status, tk.PausedBy)
+		}
+	}
+}

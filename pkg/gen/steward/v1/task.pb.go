@@ -1438,8 +1438,12 @@ type Task struct {
 	// higher sequence: a proposal that names no version takes the latest
 	// registered before this one, and one registered after is refused.
 	CreatedSequence uint64 `protobuf:"varint,31,opt,name=created_sequence,json=createdSequence,proto3" json:"created_sequence,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// While paused, the principal that paused it: a task its people or an
+	// operator paused is resumed only by whoever paused it, its requester,
+	// its accountable owner or an operator, never by its agent alone.
+	PausedBy      string `protobuf:"bytes,32,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -1652,6 +1656,13 @@ func (x *Task) GetCreatedSequence() uint64 {
 		return x.CreatedSequence
 	}
 	return 0
+}
+
+func (x *Task) GetPausedBy() string {
+	if x != nil {
+		return x.PausedBy
+	}
+	return ""
 }
 
 // BudgetUsage is what a task (or one milestone) has spent.
@@ -1884,7 +1895,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xf3\t\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x90\n" +
+	"\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1924,7 +1936,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"open_input\x18\x17 \x01(\v2\x18.steward.v1.InputRequestR\topenInput\x12/\n" +
 	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\x12'\n" +
 	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\x12)\n" +
-	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\"\x9a\x01\n" +
+	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\x12\x1b\n" +
+	"\tpaused_by\x18  \x01(\tR\bpausedBy\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
