@@ -103,6 +103,9 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
 	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
+	if t.sharedAtOpen(owner) {
+		s.sweeping.Go(func() { t.sweep(s.pulling, owner) })
+	}
 	return s, nil
 }
 
@@ -126,6 +129,7 @@ type subscription struct {
 	done         chan struct{}
 	stopOnCancel func() bool
 	once         sync.Once
+	sweeping     sync.WaitGroup // moving timers out of the shared stream of before (Timers.sweep)
 }
 
 // Stop stops taking timers and waits for a running handler to return.
@@ -134,6 +138,7 @@ func (s *subscription) Stop() {
 		s.stopOnCancel()
 		s.stopPulling()
 		<-s.done
+		s.sweeping.Wait()
 	})
 }
 
