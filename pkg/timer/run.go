@@ -101,11 +101,12 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	}
 	pulling, stopPulling := context.WithCancel(ctx)
 	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
-	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
-	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
 	if t.sharedAtOpen(owner) {
+		// Before Stop can run: it waits for the sweep.
 		s.sweeping.Go(func() { t.sweep(s.pulling, owner) })
 	}
+	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
+	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
 	return s, nil
 }
 
