@@ -36,6 +36,25 @@ func (t *Timers) migrate(ctx context.Context, owner string, firedAfter time.Time
 	if err != nil {
 		return true, err
 	}
+	// What owner's stream holds already, a schedule or a fired timer, is
+	// not set again: no read, no publish the server would refuse. That
+	// keeps a sweep (below) cheap while the shared stream keeps timers.
+	ownName := Stream(t.cfg.Stream, owner)
+	ownPrefix := t.cfg.Prefix + "." + owner + "."
+	own, err := t.js.Stream(ctx, ownName)
+	if err != nil {
+		return true, errs.Wrap(errs.Unavailable, err, "open timer stream %s", ownName)
+	}
+	ownInfo, err := own.Info(ctx, jetstream.WithSubjectFilter(ownPrefix+">"))
+	if err != nil {
+		return true, errs.Wrap(errs.Unavailable, err, "list the timers in %s", ownName)
+	}
+	there := map[string]bool{} // by "<kind>.<token>"
+	for subj := range ownInfo.State.Subjects {
+		if _, kindToken, ok := strings.Cut(strings.TrimPrefix(subj, ownPrefix), "."); ok {
+			there[kindToken] = true
+		}
+	}
 	moved := 0
 	for _, stage := range []string{"at", "fired"} {
 		info, err := shared.Info(ctx, jetstream.WithSubjectFilter(t.cfg.Prefix+"."+stage+"."+owner+".>"))
@@ -43,6 +62,9 @@ func (t *Timers) migrate(ctx context.Context, owner string, firedAfter time.Time
 			return true, errs.Wrap(errs.Unavailable, err, "list %s's timers in %s", owner, t.cfg.Stream)
 		}
 		for subj := range info.State.Subjects {
+			if there[strings.TrimPrefix(subj, t.cfg.Prefix+"."+stage+".")] {
+				continue
+			}
 			msg, err := shared.GetLastMsgForSubject(ctx, subj)
 			if errors.Is(err, jetstream.ErrMsgNotFound) {
 				continue // fired or expired meanwhile
