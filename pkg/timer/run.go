@@ -101,6 +101,10 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 	}
 	pulling, stopPulling := context.WithCancel(ctx)
 	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
+	if t.sharedAtOpen(owner) {
+		// Before Stop can run: it waits for the sweep.
+		s.sweeping.Go(func() { t.sweep(s.pulling, owner) })
+	}
 	s.stopOnCancel = context.AfterFunc(ctx, s.Stop)
 	go s.loop(ctx, t.cfg.Logger.With("consumer", consumer), fn, slots)
 	return s, nil
@@ -126,6 +130,7 @@ type subscription struct {
 	done         chan struct{}
 	stopOnCancel func() bool
 	once         sync.Once
+	sweeping     sync.WaitGroup // moving timers out of the shared stream of before (Timers.sweep)
 }
 
 // Stop stops taking timers and waits for a running handler to return.
@@ -134,6 +139,7 @@ func (s *subscription) Stop() {
 		s.stopOnCancel()
 		s.stopPulling()
 		<-s.done
+		s.sweeping.Wait()
 	})
 }
 

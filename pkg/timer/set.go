@@ -60,12 +60,19 @@ func (t *Timers) Set(ctx context.Context, kind, id string, at time.Time, payload
 // set publishes the schedule of (kind, id) to the owner's stream, which is
 // open.
 func (t *Timers) set(ctx context.Context, kind, id string, at time.Time, payload []byte) error {
+	_, err := t.store(ctx, kind, id, at, payload)
+	return err
+}
+
+// store is set, and reports whether the schedule went in: false if (kind,
+// id) was set before.
+func (t *Timers) store(ctx context.Context, kind, id string, at time.Time, payload []byte) (bool, error) {
 	token := idToken(id)
 	msg := &nats.Msg{Subject: t.subject("at", kind, token), Data: payload, Header: nats.Header{}}
 	msg.Header.Set(HeaderKind, kind)
 	msg.Header.Set(HeaderID, id)
 	msg.Header.Set(HeaderAt, at.UTC().Format(time.RFC3339Nano))
-	_, err := t.writer(kind).PublishMsg(ctx, msg,
+	ack, err := t.writer(kind).PublishMsg(ctx, msg,
 		jetstream.WithScheduleAt(ceilSecond(at)),
 		jetstream.WithScheduleTarget(t.subject("fired", kind, token)),
 		jetstream.WithScheduleTTL(FiredRetention),
@@ -78,12 +85,12 @@ func (t *Timers) set(ctx context.Context, kind, id string, at time.Time, payload
 		jetstream.WithMsgID(kind+"/"+token),
 	)
 	if isWrongLastSequence(err) {
-		return nil // set before: pending, or fired within FiredRetention
+		return false, nil // set before: pending, or fired within FiredRetention
 	}
 	if err != nil {
-		return errs.Wrap(errs.Unavailable, err, "set timer %s/%s", kind, id)
+		return false, errs.Wrap(errs.Unavailable, err, "set timer %s/%s", kind, id)
 	}
-	return nil
+	return !ack.Duplicate, nil
 }
 
 // writer returns the connection timers of kind are set through.

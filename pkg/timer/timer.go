@@ -91,6 +91,10 @@ type Config struct {
 	// plane sets timers as its own NATS user, which may set only its own
 	// kinds. Without one, Set uses Open's connection.
 	Writers map[string]jetstream.JetStream
+
+	// sweepEvery is how often Run moves again what the shared stream of
+	// before holds (migrate.go); default 30s.
+	sweepEvery time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -106,6 +110,9 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.sweepEvery == 0 {
+		c.sweepEvery = 30 * time.Second
+	}
 	return c
 }
 
@@ -117,6 +124,7 @@ type Timers struct {
 
 	mu      sync.Mutex
 	streams map[string]jetstream.Stream // by owner, once opened
+	shared  map[string]bool             // by owner: the shared stream of before was there when it was opened
 }
 
 // Open returns Timers over js. It touches no stream: an owner's stream is
@@ -124,7 +132,7 @@ type Timers struct {
 // so that a process opens only the streams of the timers it uses, and a
 // plane's NATS user need not be allowed another's.
 func Open(_ context.Context, js jetstream.JetStream, cfg Config) (*Timers, error) {
-	return &Timers{js: js, cfg: cfg.withDefaults(), streams: map[string]jetstream.Stream{}}, nil
+	return &Timers{js: js, cfg: cfg.withDefaults(), streams: map[string]jetstream.Stream{}, shared: map[string]bool{}}, nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -150,11 +158,21 @@ func (t *Timers) stream(ctx context.Context, owner string) (jetstream.Stream, er
 	if err != nil {
 		return nil, err
 	}
-	if err := t.migrate(ctx, owner); err != nil {
+	shared, err := t.migrate(ctx, owner, time.Time{})
+	if err != nil {
 		return nil, err
 	}
 	t.streams[owner] = s
+	t.shared[owner] = shared
 	return s, nil
+}
+
+// sharedAtOpen reports whether the shared stream of before was there when
+// owner's stream was opened.
+func (t *Timers) sharedAtOpen(owner string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.shared[owner]
 }
 
 // open makes sure owner's stream exists. A missing stream is created; an
