@@ -103,14 +103,18 @@ func StreamConfig(cfg Config) jetstream.StreamConfig {
 	}
 }
 
+// safe reports whether have refuses what want refuses. Write-once needs
+// one value per key too: with a history of several, DiscardNewPerSubject
+// refuses only the write past the last.
 func safe(have, want jetstream.StreamConfig) bool {
-	return !have.AllowRollup && have.DenyPurge && (!want.DiscardNewPerSubject || have.DiscardNewPerSubject && have.Discard == jetstream.DiscardNew)
+	return !have.AllowRollup && have.DenyPurge &&
+		(!want.DiscardNewPerSubject || have.DiscardNewPerSubject && have.Discard == jetstream.DiscardNew && have.MaxMsgsPerSubject == 1)
 }
 
 func harden(have, want jetstream.StreamConfig) jetstream.StreamConfig {
 	have.AllowRollup, have.DenyPurge = false, true
 	if want.DiscardNewPerSubject {
-		have.Discard, have.DiscardNewPerSubject = jetstream.DiscardNew, true
+		have.Discard, have.DiscardNewPerSubject, have.MaxMsgsPerSubject = jetstream.DiscardNew, true, 1
 	}
 	return have
 }
@@ -119,7 +123,7 @@ func harden(have, want jetstream.StreamConfig) jetstream.StreamConfig {
 func fix(want jetstream.StreamConfig) string {
 	cmd := "nats stream edit " + want.Name + " -f --no-allow-rollup --deny-purge"
 	if want.DiscardNewPerSubject {
-		cmd += " --discard new --discard-per-subject"
+		cmd += " --discard new --discard-per-subject --max-msgs-per-subject 1"
 	}
 	return cmd
 }

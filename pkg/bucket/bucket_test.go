@@ -48,12 +48,12 @@ func TestABucketThatIsNotWriteOnce(t *testing.T) {
 }
 
 // TestABucketOfAnEarlierVersion: a bucket jetstream.CreateKeyValue made
-// allows roll-ups. Open uses it as it is and says how to fix it; with
-// Harden it fixes it.
+// allows roll-ups, and this one keeps a history of five values per key.
+// Open uses it as it is and says how to fix it; with Harden it fixes it.
 func TestABucketOfAnEarlierVersion(t *testing.T) {
 	bus := stewardtest.StartBus(t)
 	ctx := context.Background()
-	if _, err := bus.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "OLD"}); err != nil {
+	if _, err := bus.JS.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "OLD", History: 5}); err != nil {
 		t.Fatal(err)
 	}
 	var logged bytes.Buffer
@@ -61,7 +61,7 @@ func TestABucketOfAnEarlierVersion(t *testing.T) {
 	if _, err := bucket.Open(ctx, bus.JS, cfg); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logged.String(), "nats stream edit KV_OLD -f --no-allow-rollup --deny-purge --discard new --discard-per-subject") {
+	if !strings.Contains(logged.String(), "nats stream edit KV_OLD -f --no-allow-rollup --deny-purge --discard new --discard-per-subject --max-msgs-per-subject 1") {
 		t.Errorf("no warning naming the fix: %q", logged.String())
 	}
 	cfg.Harden = true

@@ -14,10 +14,9 @@ import (
 const recentSignatures = 1024
 
 // Recent remembers the permits a Signer signed lately, so that a verifier
-// in the same process (steward dev, or governance and execution in one
-// serve process) can take such a permit without running Ed25519 again: a
-// signature this key made over exactly these bytes verifies by
-// construction. That check is the larger half of what signed permits cost
+// in the same process (steward dev, which runs every plane) can take such
+// a permit without running Ed25519 again: a signature this key made over
+// exactly these bytes verifies by construction. That check is the larger half of what signed permits cost
 // per action (about 100 µs of CPU on a shared 2-core machine; "What it
 // costs" in docs/nats.md).
 //

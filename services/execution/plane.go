@@ -80,9 +80,10 @@ type Config struct {
 	// another action, is not claimed (see permitRefusal). Without them
 	// permits are not checked.
 	PermitKeys []ed25519.PublicKey
-	// SignedHere, when governance runs in the same process, remembers the
-	// permits it signed lately: their signatures are not verified again
-	// (credential.Recent), while every other check of PermitKeys stands.
+	// SignedHere, when governance runs in the same process (steward
+	// dev), remembers the permits it signed lately: their signatures are
+	// not verified again (credential.Recent), while every other check of
+	// PermitKeys stands.
 	SignedHere *credential.Recent
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
