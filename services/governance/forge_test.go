@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -159,5 +161,61 @@ func TestEveryVoteThatCountsIsVerified(t *testing.T) {
 	a = e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	if a.Permit.GetPermitId() != permitID || len(a.Approval.GetVotes()) != 0 {
 		t.Fatalf("revalidating a forged permit: permit %v, approval %v; want the approval asked for again", a.Permit, a.Approval)
+	}
+}
+
+// TestForgedSnapshotGetsNoPermit: someone holding governance's NATS user
+// (but not its key) appends a PolicyEvaluated that says ALLOW under the
+// id governance derives for the proposal's round (snap- + event.ID(action,
+// "proposal"), computable by anyone) before governance's own evaluation
+// lands — governance lagging, restarting, or its durable consumer pulled
+// by the forger. Governance must not take that snapshot for its own: the
+// default bundle asks a person for a wire, and no permit may follow
+// without one.
+func TestForgedSnapshotGetsNoPermit(t *testing.T) {
+	e := newGovEnv(t)
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	wire := e.propose(t, "t", "w1", "wire")
+	e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
+		SnapshotId: "snap-" + event.ID(wire, "proposal")[:24], Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	e.start(t)
+	e.Settle(governance.PlaneName)
+	a := e.WaitAction("t", wire, func(a *stewardv1.Action) bool { return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED })
+	e.Settle(governance.PlaneName)
+	tk, _, err := taskstore.Load(context.Background(), e.Log, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = task.FindAction(tk, wire)
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+		_, verr := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, e.signer.PublicKey())
+		t.Fatalf("a forged ALLOW snapshot got a wire a permit without approval (signature verifies: %v)", verr == nil)
+	}
+	t.Logf("after a forged snapshot the wire is %s", a.Status)
+}
+
+// TestForgedSnapshotRacingGovernance: the same forgery against a running
+// governance, landing while it evaluates (a forger watching the log and
+// appending as soon as a proposal appears).
+func TestForgedSnapshotRacingGovernance(t *testing.T) {
+	e := newGovEnv(t)
+	var once sync.Once
+	var wire string
+	e.onEvaluate = func() {
+		once.Do(func() {
+			e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
+				SnapshotId: "snap-" + event.ID(wire, "proposal")[:24], Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+		})
+	}
+	e.start(t)
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	e.credentialed("t")
+	wire = action.ID("t", "w1")
+	e.propose(t, "t", "w1", "wire")
+	a := e.WaitAction("t", wire, func(a *stewardv1.Action) bool {
+		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
+	})
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+		t.Fatalf("a forged ALLOW snapshot, appended while governance evaluated, got a wire a permit without approval")
 	}
 }
