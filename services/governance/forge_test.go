@@ -3,6 +3,8 @@ package governance_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/governance/policy"
 )
 
 // TestForgedCredentialWithASeenSignature: governance once remembered
@@ -180,13 +183,15 @@ func TestForgedSnapshotGetsNoPermit(t *testing.T) {
 		SnapshotId: "snap-" + event.ID(wire, "proposal")[:24], Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
 	e.start(t)
 	e.Settle(governance.PlaneName)
-	a := e.WaitAction("t", wire, func(a *stewardv1.Action) bool { return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED })
+	e.WaitAction("t", wire, func(a *stewardv1.Action) bool {
+		return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
+	})
 	e.Settle(governance.PlaneName)
 	tk, _, err := taskstore.Load(context.Background(), e.Log, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = task.FindAction(tk, wire)
+	a := task.FindAction(tk, wire)
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
 		_, verr := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, e.signer.PublicKey())
 		t.Fatalf("a forged ALLOW snapshot got a wire a permit without approval (signature verifies: %v)", verr == nil)
@@ -213,9 +218,94 @@ func TestForgedSnapshotRacingGovernance(t *testing.T) {
 	wire = action.ID("t", "w1")
 	e.propose(t, "t", "w1", "wire")
 	a := e.WaitAction("t", wire, func(a *stewardv1.Action) bool {
-		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED || a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
+		return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
 	})
+	t.Logf("after a forged snapshot the wire is %s %q", a.Status, denialOf(a))
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
 		t.Fatalf("a forged ALLOW snapshot, appended while governance evaluated, got a wire a permit without approval")
+	}
+}
+
+// cfoBundle is the default bundle with a wire's approver role changed
+// from authorizer to cfo, and the engine that decides under it.
+func cfoBundle(t *testing.T) *policy.Engine {
+	t.Helper()
+	rego, err := os.ReadFile("policy/default/steward.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const rule = `required_approver_roles contains "authorizer" if count(approval_reasons) > 0`
+	if !strings.Contains(string(rego), rule) {
+		t.Fatal("the default bundle's approver rule moved")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "steward.rego"), []byte(strings.Replace(string(rego), rule, strings.Replace(rule, "authorizer", "cfo", 1), 1)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	engine, err := policy.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine
+}
+
+// TestAnOldVoteIsNotReplayedIntoANewApproval: an authorizer approved a
+// wire, which was permitted. Policy then asks the CFO for wires. When the
+// permit is revalidated (here: it expired, as execution records), policy
+// asks for a new approval, of the CFO. Someone holding governance's NATS
+// user, lagging governance behind, appends an approval under the FIRST
+// approval's id, now claiming the roles policy asks for (cfo), a snapshot
+// that says what policy says now, and a copy of the authorizer's old,
+// genuinely signed decision. Every vote verifies (it is signed for that
+// approval id, action and hash), the approval's roles are policy's: a
+// permit followed, and the wire ran without the CFO.
+func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	ctx := context.Background()
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	e.credentialed("t")
+	wire := e.propose(t, "t", "w1", "wire")
+	if _, err := e.vote("t", wire, authorizer("user:bo"), approve); err != nil {
+		t.Fatal(err)
+	}
+	a := e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	old := a.Approval
+	e.Settle(governance.PlaneName)
+	e.plane.Stop()
+	var bo *stewardv1.Event
+	recs, err := e.Log.Read(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if r.Event.GetApprovalDecided() != nil {
+			bo = r.Event
+		}
+	}
+
+	// Execution finds the permit expired.
+	e.Append("t", &stewardv1.ActionRevalidating{ActionId: wire, PermitId: a.Permit.PermitId, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED, Detail: "expired"})
+	// The forger, ahead of governance.
+	engine := cfoBundle(t)
+	e.Append("t", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: old.ApprovalId, TaskId: "t", ActionId: wire, ActionHash: a.ActionHash,
+		RequiredRoles: []string{"cfo"}, RequiredApprovals: 1, Tool: "wire", ToolVersion: "1"}})
+	replay := proto.CloneOf(bo)
+	replay.EventId = "replayed-" + bo.EventId
+	e.AppendEvents("t", replay)
+	e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
+		SnapshotId: "snap-" + event.ID(wire, "approved")[:24], BundleRevision: engine.Revision(),
+		Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL, RequiredApproverRoles: []string{"cfo"}, RequiredApprovals: 1}})
+
+	e.start(t, func(c *governance.Config) { c.Engine = engine })
+	e.Settle(governance.PlaneName)
+	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = task.FindAction(tk, wire)
+	t.Logf("the wire is %s, permit %s, %q", a.Status, a.Permit.GetPermitId(), denialOf(a))
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && a.SignedPermit != nil {
+		t.Fatalf("an old authorizer's vote, replayed into a forged approval, got a signed permit where policy asks the CFO")
 	}
 }

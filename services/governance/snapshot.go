@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
@@ -46,6 +47,9 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", taskID, actionID)
 	}
 	if !awaitsSnapshot(a, from, round) {
+		if recordedUnused(a, from, round) {
+			return p.checkRecorded(ctx, t, a, round, cause, nil)
+		}
 		return t, nil
 	}
 	if from == stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING && a.Permit.GetPermitId() != permitOfRound(round) {
@@ -84,9 +88,61 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 		}
 		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
 	})
-	if err == nil && orPermit && permittedUnder(task.FindAction(t, actionID), snap.SnapshotId) {
+	if err != nil {
+		return t, err
+	}
+	if cur := task.FindAction(t, actionID); recordedUnused(cur, from, round) && !proto.Equal(cur.Snapshot, snap) {
+		// Another hand recorded this round's snapshot while policy was
+		// evaluated here: it is weighed as one found on the ledger.
+		return p.checkRecorded(ctx, t, cur, round, cause, snap)
+	}
+	if orPermit && permittedUnder(task.FindAction(t, actionID), snap.SnapshotId) {
 		crashpoint.Here(crashpoint.AfterPermit)
 	}
+	return t, nil
+}
+
+// recordedUnused reports whether a holds the snapshot of round, not yet
+// acted on: evaluated (a proposal's) or still in status from.
+func recordedUnused(a *stewardv1.Action, from stewardv1.ActionStatus, round string) bool {
+	if a.GetSnapshot().GetSnapshotId() != snapshotID(a.GetActionId(), round) {
+		return false
+	}
+	if from == stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING && a.Permit.GetPermitId() != permitOfRound(round) {
+		return false
+	}
+	return a.GetStatus() == from || from == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
+}
+
+// checkRecorded weighs a snapshot of round found on the ledger, under
+// the id this plane derives, before anything is decided on it. Snapshots
+// are not signed: anyone holding governance's NATS user can append one
+// under that id, ahead of governance's own (docs/permits.md). So policy
+// is evaluated again, and the recorded snapshot is acted on only if it
+// decides what policy decides now (the decision, the roles and the
+// number of approvers asked); otherwise it is logged and the action
+// denied — the one outcome a forger could have recorded anyway.
+// fresh, when not nil, is this plane's evaluation of round, made already.
+func (p *Plane) checkRecorded(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string, cause *stewardv1.Event, fresh *stewardv1.PolicySnapshot) (*stewardv1.Task, error) {
+	if fresh == nil {
+		var err error
+		if fresh, err = p.snapshot(ctx, t, a, round); err != nil {
+			return nil, err
+		}
+	}
+	rec := a.Snapshot
+	if rec.GetDecision() == fresh.Decision && task.SameRoles(rec.GetRequiredApproverRoles(), fresh.RequiredApproverRoles) &&
+		max(1, rec.GetRequiredApprovals()) == max(1, fresh.RequiredApprovals) {
+		return t, nil
+	}
+	taskID := t.Contract.GetTaskId()
+	why := fmt.Sprintf("the policy snapshot %s on the ledger says %s, but policy says %s now: it is not acted on; propose the action again",
+		rec.GetSnapshotId(), rec.GetDecision(), fresh.Decision)
+	p.logger.Error("policy snapshot refused, no permit follows: "+why, "task", taskID, "action", a.ActionId)
+	if err := p.deny(ctx, taskID, a, []string{why}, cause); err != nil {
+		return nil, err
+	}
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
 	return t, err
 }
 
