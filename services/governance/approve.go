@@ -138,6 +138,15 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if a.Snapshot.GetSnapshotId() != snapshotID(a.ActionId, round) {
 		return fmt.Errorf("action %s: the fresh snapshot is not on the log yet", a.ActionId)
 	}
+	if want := approvalID(a.ActionId, a.Permit.GetPermitId()); a.Approval.GetApprovalId() != want {
+		// Votes are signed for an approval id, not for the roles or the
+		// number of approvers they were checked against: an approval
+		// opened under an id already used (by another hand: governance
+		// keys each by the permit it follows) could count old, genuine
+		// votes towards what policy asks now.
+		p.logger.Error("approval refused, no permit follows: approval "+a.Approval.GetApprovalId()+" is not the one this round asks ("+want+")", "task", taskID, "action", a.ActionId)
+		return nil
+	}
 	if !p.votesHold(taskID, a) {
 		return nil
 	}

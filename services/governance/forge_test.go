@@ -308,4 +308,22 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && a.SignedPermit != nil {
 		t.Fatalf("an old authorizer's vote, replayed into a forged approval, got a signed permit where policy asks the CFO")
 	}
+
+	// The forger goes on: an unsigned, expired permit on the approved
+	// action, which execution sends back to governance (the one
+	// exception to its signature check). Revalidation must not count the
+	// forged approval again: it asks the CFO.
+	forged := "forged-" + wire
+	e.Append("t", &stewardv1.ActionPermitted{
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "forged-snap", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW},
+		Permit:   &stewardv1.ActionPermit{PermitId: forged, ActionId: wire, ActionHash: a.ActionHash, RequestHash: a.RequestHash, SnapshotId: "forged-snap"},
+	}, &stewardv1.ActionRevalidating{ActionId: wire, PermitId: forged, Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_EXPIRED, Detail: "unsigned and expired"})
+	a = e.WaitAction("t", wire, func(a *stewardv1.Action) bool {
+		return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING && a.GetPermit().GetPermitId() != forged ||
+			a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL
+	})
+	t.Logf("after a forged permit the wire is %s, permit %s, approval %v", a.Status, a.Permit.GetPermitId(), a.Approval.GetRequiredRoles())
+	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL || a.Approval.GetApprovalId() == old.ApprovalId {
+		t.Fatalf("revalidating a forged permit counted the forged approval: %s", a.Status)
+	}
 }

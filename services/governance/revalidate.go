@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
@@ -78,7 +79,7 @@ func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *s
 	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 		return p.permit(ctx, t, a, rec.Event)
 	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		if approvalCounts(a) && p.votesHold(taskID, a) {
+		if approvalCounts(a) && p.votesHold(taskID, a) && p.permitHolds(taskID, a) {
 			// Approvals already recorded that satisfy the roles now
 			// required still count.
 			return p.permit(ctx, t, a, rec.Event)
@@ -106,4 +107,22 @@ func approvalCounts(a *stewardv1.Action) bool {
 	}
 	return a.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE &&
 		!a.Approval.GetWithdrawn() && task.SameRoles(roles, a.Approval.GetRequiredRoles()) && task.EnoughApprovals(a.Snapshot, a.Approval)
+}
+
+// permitHolds reports whether the permit a revalidation replaces is one
+// this plane signed for a: only then did the approval a holds pass
+// afterDecision's checks (its id, every vote, the roles and the number
+// of approvers policy asked), so that it may count again. A permit
+// appended by another hand — unsigned and expired, which execution sends
+// back here — may follow an approval opened by another hand too; that
+// approval is asked for again.
+func (p *Plane) permitHolds(taskID string, a *stewardv1.Action) bool {
+	if p.signer == nil {
+		return true
+	}
+	if _, err := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, p.trustedKeys()...); err != nil {
+		p.logger.Warn("the approval is asked for again: the permit revalidated does not hold: "+err.Error(), "task", taskID, "action", a.ActionId)
+		return false
+	}
+	return true
 }
