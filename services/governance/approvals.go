@@ -55,9 +55,14 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 	switch p := rec.Event.Payload.(type) {
 	case *stewardv1.Event_ApprovalRequested:
 		ap := proto.CloneOf(p.ApprovalRequested.Approval)
-		if _, ok := x.byID[ap.ApprovalId]; !ok {
-			x.order = append(x.order, ap.ApprovalId)
+		if _, ok := x.byID[ap.ApprovalId]; ok {
+			// Governance opens each approval id once (keyed by the
+			// permit it follows); a second request under an open id is
+			// one the task's fold refuses, appended by another hand —
+			// what approvers read must stay what governance opened.
+			break
 		}
+		x.order = append(x.order, ap.ApprovalId)
 		x.byID[ap.ApprovalId] = ap
 		x.latest[ap.ActionId] = ap.ApprovalId
 	case *stewardv1.Event_ActionWithdrawn:

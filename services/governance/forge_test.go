@@ -327,3 +327,48 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 		t.Fatalf("revalidating a forged permit counted the forged approval: %s", a.Status)
 	}
 }
+
+// TestApproversSeeTheApprovalGovernanceOpened: the approval index serves
+// GetApproval and ListApprovals, what approvers read before they decide.
+// Someone holding governance's NATS user appends a second
+// ApprovalRequested under an open approval's id, with the action's real
+// hash but a harmless-looking tool, target and parameters. The task's
+// fold refuses it (the action already awaits approval), but the index
+// must not take it either: an approver would approve the real hash
+// having read the forged terms.
+func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	ctx := context.Background()
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	wire := e.propose(t, "t", "w1", "wire")
+	a := e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	genuine := a.Approval
+	forged := proto.CloneOf(genuine)
+	forged.Tool, forged.Target, forged.ParametersJson = "search", "acct:own", `{"q":"balance"}`
+	forged.EffectClass, forged.ExpectedImpact, forged.Rollback = stewardv1.EffectClass_EFFECT_CLASS_READ, "search reads acct:own", ""
+	ev, err := event.New(event.Meta{ID: "forged-approval", TaskID: "t", Actor: &stewardv1.Actor{Principal: "steward", Plane: event.PlaneGovernance}},
+		&stewardv1.ApprovalRequested{Approval: forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Log.Append(ctx, eventlog.HeadOf(tk), ev); err != nil {
+		t.Fatal(err)
+	}
+	if tk, _, err = taskstore.Load(ctx, e.Log, "t"); err != nil {
+		t.Logf("the task after the forged approval: %v", err)
+	} else {
+		t.Logf("the task's own approval after the forged one: %s %s", task.FindAction(tk, wire).Approval.GetTool(), task.FindAction(tk, wire).Approval.GetTarget())
+	}
+	seen, err := e.plane.Approvals().Fresh(ctx, e.Log, genuine.ApprovalId)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen.Tool != genuine.Tool || seen.ParametersJson != genuine.ParametersJson || seen.Target != genuine.Target {
+		t.Fatalf("approvers are shown %s %s %s for approval %s of a %s %s: the forged terms", seen.Tool, seen.Target, seen.ParametersJson, genuine.ApprovalId, genuine.Tool, genuine.Target)
+	}
+}
