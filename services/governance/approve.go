@@ -150,6 +150,9 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if !p.votesHold(taskID, a) {
 		return nil
 	}
+	if ok, err := p.termsHold(ctx, t, a); !ok || err != nil {
+		return err
+	}
 	if why := changedSinceApproval(a, p.engine.Revision()); why != "" {
 		reasons := append([]string{"policy changed after the approval: " + why + "; propose the action again"}, a.Snapshot.GetReasons()...)
 		return p.deny(ctx, taskID, a, reasons, rec.Event)

@@ -167,17 +167,46 @@ func (p *Plane) callsCost(ctx context.Context, a *stewardv1.Action) (int64, erro
 // requestApproval asks for a person's decision, with what they need to make
 // it.
 func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, cause *stewardv1.Event) error {
-	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	approval, err := p.approvalFor(ctx, t, a)
 	if err != nil {
 		return err
+	}
+	taskID := t.Contract.TaskId
+	cost, check, err := p.readForDecision(ctx, t, a)
+	if err != nil {
+		return err
+	}
+	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		cur := task.FindAction(t, a.ActionId)
+		if moved(cur, a) {
+			return nil, nil
+		}
+		// A credential revoked since the check before policy: ask nobody
+		// for an approval that could lead to no permit.
+		if why := p.refuseCredential(t, cur, check); why != "" {
+			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
+				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
+		}
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeApprovalRequired, a.Permit.GetPermitId()), cause), &stewardv1.ApprovalRequested{Approval: approval})
+	})
+	return err
+}
+
+// approvalFor is the approval governance opens for a of t: what the
+// approvers read, from the tool's contract and the action's stored
+// request, and what policy asks of them (a's snapshot).
+func (p *Plane) approvalFor(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (*stewardv1.Approval, error) {
+	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	if err != nil {
+		return nil, err
 	}
 	request, err := p.requests(ctx, a)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	params, err := paramsJSON(request)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	tool := entry.Tool.Contract
 	roles := a.Snapshot.GetRequiredApproverRoles()
@@ -207,25 +236,30 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		// The proposer's own case, beside Steward's summary above.
 		Rationale: proto.CloneOf(a.Rationale),
 	}
-	taskID := t.Contract.TaskId
-	cost, check, err := p.readForDecision(ctx, t, a)
+	return approval, nil
+}
+
+// termsHold reports whether the approval a holds shows its approvers
+// what governance would have shown them: the action's tool, target,
+// parameters, effect, impact, rollback and rationale. An approval
+// request is not signed, and one appended ahead of governance's by
+// another hand could have shown a harmless call while its hash named a
+// dangerous one; no permit follows such an approval.
+func (p *Plane) termsHold(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (bool, error) {
+	want, err := p.approvalFor(ctx, t, a)
 	if err != nil {
-		return err
+		return false, err
 	}
-	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		cur := task.FindAction(t, a.ActionId)
-		if moved(cur, a) {
-			return nil, nil
-		}
-		// A credential revoked since the check before policy: ask nobody
-		// for an approval that could lead to no permit.
-		if why := p.refuseCredential(t, cur, check); why != "" {
-			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
-				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
-		}
-		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeApprovalRequired, a.Permit.GetPermitId()), cause), &stewardv1.ApprovalRequested{Approval: approval})
-	})
-	return err
+	got := a.Approval
+	if got.GetTaskId() == want.TaskId && got.GetActionId() == want.ActionId && got.GetTool() == want.Tool && got.GetToolVersion() == want.ToolVersion &&
+		got.GetTarget() == want.Target && got.GetParametersJson() == want.ParametersJson && got.GetEffectClass() == want.EffectClass &&
+		got.GetDataSensitivity() == want.DataSensitivity && got.GetExpectedImpact() == want.ExpectedImpact && got.GetRollback() == want.Rollback &&
+		got.GetRequestedBy() == want.RequestedBy && proto.Equal(got.GetRationale(), want.Rationale) {
+		return true, nil
+	}
+	p.logger.Error("approval refused, no permit follows: approval "+got.GetApprovalId()+" showed its approvers other terms than the action's",
+		"task", t.Contract.GetTaskId(), "action", a.ActionId, "shown", got.GetTool()+" "+got.GetTarget()+" "+got.GetParametersJson(), "action_terms", want.Tool+" "+want.Target+" "+want.ParametersJson)
+	return false, nil
 }
 
 // impact says in a sentence what running the action would do.

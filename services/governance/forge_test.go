@@ -372,3 +372,44 @@ func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
 		t.Fatalf("approvers are shown %s %s %s for approval %s of a %s %s: the forged terms", seen.Tool, seen.Target, seen.ParametersJson, genuine.ApprovalId, genuine.Tool, genuine.Target)
 	}
 }
+
+// TestAnApprovalShowingOtherTermsGetsNoPermit: someone holding
+// governance's NATS user, ahead of governance, records the snapshot
+// governance would (it asks an authorizer) and opens the approval under
+// the id governance would use — but shows a harmless search where the
+// action, by its hash, is a wire. An authorizer approves what they were
+// shown; no permit may follow.
+func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
+	e := newGovEnv(t)
+	ctx := context.Background()
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	wire := e.propose(t, "t", "w1", "wire")
+	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := task.FindAction(tk, wire)
+	e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
+		SnapshotId: "snap-" + event.ID(wire, "proposal")[:24], Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL,
+		RequiredApproverRoles: []string{"authorizer"}, RequiredApprovals: 1}})
+	e.Append("t", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{
+		ApprovalId: "apv-" + event.ID(wire, "approval")[:24], TaskId: "t", ActionId: wire, ActionHash: a.ActionHash,
+		RequiredRoles: []string{"authorizer"}, RequiredApprovals: 1, RequestedBy: "agent",
+		Tool: "search", ToolVersion: "1", Target: "acct:own", ParametersJson: `{"q":"balance"}`,
+		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, ExpectedImpact: "search reads acct:own"}})
+	e.start(t)
+	e.Settle(governance.PlaneName)
+	if _, err := e.vote("t", wire, authorizer("user:bo"), approve); err != nil {
+		t.Fatal(err)
+	}
+	e.Settle(governance.PlaneName)
+	tk, _, err = taskstore.Load(ctx, e.Log, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = task.FindAction(tk, wire)
+	t.Logf("the wire is %s, shown as %s %s", a.Status, a.Approval.GetTool(), a.Approval.GetTarget())
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED {
+		t.Fatalf("an approval that showed a search got a wire a permit")
+	}
+}
