@@ -23,7 +23,8 @@ func read(why string) Rule { return Rule{Group: Read, Why: why} }
 var Table = map[string]Rule{
 	// TaskService: starting, steering and doing tasks.
 	stewardv1connect.TaskServiceCreateTaskProcedure: {Group: Start, Why: "anyone known may ask for work; they become the task's creator, its agent"},
-	stewardv1connect.TaskServicePauseTaskProcedure:  withWhy(steer, "the task's agent or people, or an operator, may hold it"),
+	stewardv1connect.TaskServicePauseTaskProcedure: withWhy(withPlane(steer, "with tokens, a task paused already is paused again only by its requester, accountable owner or an operator, over someone else's pause, which becomes theirs (mayRepause)"),
+		"the task's agent or people, or an operator, may hold it"),
 	stewardv1connect.TaskServiceResumeTaskProcedure: withWhy(withPlane(steer, "with tokens, a task waiting for input only by its requester, accountable owner or an operator, and a paused one also by whoever paused it (mayResume): an agent cannot wave away its own question or lift its owner's pause"),
 		"the task's agent or people, or an operator, may let it go on"),
 	stewardv1connect.TaskServiceCancelTaskProcedure:     withWhy(steer, "the task's agent or people, or an operator, may end it"),

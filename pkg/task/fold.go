@@ -82,7 +82,10 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskPaused:
-		t.PausedFrom, t.PausedBy = t.Status, ev.Actor.GetPrincipal()
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED { // not a pause taken over
+			t.PausedFrom = t.Status
+		}
+		t.PausedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
 		t.PausedFrom, t.PausedBy = stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED, ""
 	case *stewardv1.Event_TaskNeedsInput:
@@ -188,7 +191,9 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_RUNNING, "started", nil
 	case *stewardv1.Event_TaskPaused:
-		if !Pausable(from) {
+		// Paused again: a person takes over the pause (control says who
+		// may); the task resumes to what it was before the first.
+		if !Pausable(from) && from != stewardv1.TaskStatus_TASK_STATUS_PAUSED {
 			return 0, "", illegal(t, "pause")
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_PAUSED, orDefault(p.TaskPaused.Reason, "paused"), nil

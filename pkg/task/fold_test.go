@@ -37,7 +37,7 @@ func TestFoldFollowsTheStateMachine(t *testing.T) {
 		{"cancel twice", []event.Payload{created(), cancelled(), cancelled()}, 0, true},
 		{"start twice", []event.Payload{created(), started(), started()}, 0, true},
 		{"resume a running task", []event.Payload{created(), started(), resumed()}, 0, true},
-		{"pause a paused task", []event.Payload{created(), paused(), paused()}, 0, true},
+		{"a pause taken over resumes to what came before the first", []event.Payload{created(), started(), paused(), paused(), resumed()}, stewardv1.TaskStatus_TASK_STATUS_RUNNING, false},
 		{"no creation", []event.Payload{started()}, 0, true},
 		{"created twice", []event.Payload{created(), created()}, 0, true},
 	}

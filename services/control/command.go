@@ -34,8 +34,13 @@ func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID st
 	})
 }
 
-// PauseTask pauses a task. With a request id it is idempotent (see claim).
-func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.PauseTaskRequest) (_ *stewardv1.Task, err error) {
+// PauseTask pauses a task. A task paused already is paused again only by
+// one of its people or an operator, with tokens, over a pause of someone
+// else's (mayRepause): the pause is then theirs, so that an agent that
+// paused first cannot keep its owner's pause in its own hands. With a
+// request id it is idempotent (see claim).
+func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.PauseTaskRequest) (_ *stewardv1.Task, err error) {
+	principal := who.Principal
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
@@ -45,7 +50,29 @@ func (p *Plane) PauseTask(ctx context.Context, principal string, req *stewardv1.
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	return p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.TaskPaused{Reason: req.Reason})
+	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+		return t, nil // a retry of a recorded pause
+	}
+	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+		if cur.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED && !mayRepause(cur, who) {
+			return nil, errs.New(errs.FailedPrecondition, "task %s is paused already, by %s", req.TaskId, orName(cur.PausedBy))
+		}
+		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskPaused{Reason: req.Reason})
+	})
+}
+
+// mayRepause reports whether who may take over t's pause: with tokens,
+// one who may answer t (its requester, accountable owner or an
+// operator), over a pause of someone else's.
+func mayRepause(t *stewardv1.Task, who rpc.Identity) bool {
+	return who.Verified && t.PausedBy != "" && t.PausedBy != who.Principal && mayAnswer(t, who) == nil
+}
+
+func orName(principal string) string {
+	if principal == "" {
+		return "someone (recorded before who paused was)"
+	}
+	return principal
 }
 
 // ResumeTask resumes a paused, suspended or waiting task, except one that

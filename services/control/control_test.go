@@ -11,6 +11,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/rpc"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/control"
 )
@@ -128,7 +129,7 @@ func TestStartReactionIsIdempotent(t *testing.T) {
 
 // TestCommandWithRequestIDIsSafeToRetry repeats a pause with the same
 // request id: the repeat succeeds and appends nothing; without a request id
-// the repeat is an illegal transition.
+// the repeat is refused: the task is paused already.
 func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 	r := idleRig(t)
 	ctl := r.ctl
@@ -139,7 +140,7 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 	}
 	id := tk.Contract.TaskId
 	for range 2 {
-		got, err := ctl.PauseTask(ctx, "t", &stewardv1.PauseTaskRequest{TaskId: id, RequestId: "pause-1"})
+		got, err := ctl.PauseTask(ctx, rpc.Identity{Principal: "t"}, &stewardv1.PauseTaskRequest{TaskId: id, RequestId: "pause-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +148,7 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 			t.Fatalf("after pause: %v", got)
 		}
 	}
-	if _, err := ctl.Apply(ctx, "t", id, &stewardv1.TaskPaused{}); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := ctl.PauseTask(ctx, rpc.Identity{Principal: "t"}, &stewardv1.PauseTaskRequest{TaskId: id}); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("a second pause without a request id: %v, want failed precondition", err)
 	}
 }

@@ -169,7 +169,7 @@ func TestOnlyARunningTaskAsks(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "paused", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
-	if _, err := r.ctl.PauseTask(ctx, "user:a", &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
+	if _, err := r.ctl.PauseTask(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
 		t.Fatal(err)
 	}
 	_, err := r.ctl.RequestInput(ctx, "agent", &stewardv1.RequestInputRequest{TaskId: id, RequestId: "q", Question: "Which?"})
@@ -202,7 +202,8 @@ func TestOnlyWhoMayAnswerResumesAWait(t *testing.T) {
 
 // TestOnlyWhoPausedOrMayAnswerResumesAPause: with tokens, a task its owner
 // paused is not resumed by its agent, who may still resume a pause of its
-// own; the owner, or whoever paused it, may.
+// own; the owner, or whoever paused it, may. An owner takes over a pause
+// the agent made first.
 func TestOnlyWhoPausedOrMayAnswerResumesAPause(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
@@ -213,7 +214,7 @@ func TestOnlyWhoPausedOrMayAnswerResumesAPause(t *testing.T) {
 	operator := rpc.Identity{Principal: "user:ops", Roles: []string{"operator"}, Verified: true}
 	pause := func(who rpc.Identity) {
 		t.Helper()
-		if _, err := r.ctl.PauseTask(ctx, who.Principal, &stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold"}); err != nil {
+		if _, err := r.ctl.PauseTask(ctx, who, &stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := r.task(t, id).PausedBy; got != who.Principal {
@@ -247,5 +248,22 @@ func TestOnlyWhoPausedOrMayAnswerResumesAPause(t *testing.T) {
 		if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.PausedBy != "" {
 			t.Fatalf("%s: the task is %s, paused by %q", tc.name, tk.Status, tk.PausedBy)
 		}
+	}
+
+	// The agent pauses first: its owner takes the pause over, and the
+	// agent can no longer lift it, nor take it back.
+	pause(agent)
+	if _, err := r.ctl.PauseTask(ctx, agent, &stewardv1.PauseTaskRequest{TaskId: id}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("the agent pauses its own pause again: %v, want failed precondition", err)
+	}
+	pause(owner)
+	if _, err := r.ctl.PauseTask(ctx, agent, &stewardv1.PauseTaskRequest{TaskId: id}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "by "+owner.Principal) {
+		t.Fatalf("the agent takes its owner's pause back: %v, want failed precondition naming the owner", err)
+	}
+	if _, err := r.ctl.ResumeTask(ctx, agent, resume); !errs.Is(err, errs.PermissionDenied) {
+		t.Fatalf("the agent lifts a pause its owner took over: %v", err)
+	}
+	if tk, err := r.ctl.ResumeTask(ctx, owner, resume); err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("the owner resumes: %v, %v; want running again", tk.GetStatus(), err)
 	}
 }

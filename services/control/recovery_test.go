@@ -182,7 +182,7 @@ func TestRetryWaitsForAStoppedTask(t *testing.T) {
 	id := r.recoveringTask(t, "retry-paused", &stewardv1.RecoveryPolicy{Mode: retryMode}, nil)
 	a := r.propose(t, id, "p", "net", "api", nil)
 	r.dispatch(t, id, a.ActionId)
-	if _, err := r.ctl.PauseTask(ctx, "user:a", &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
+	if _, err := r.ctl.PauseTask(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
 		t.Fatal(err)
 	}
 	r.finish(t, id, a.ActionId, failed(transient, "HTTP 503"), nil, time.Now())

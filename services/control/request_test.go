@@ -62,14 +62,14 @@ func requestCases() []requestCase {
 		{
 			command: "PauseTask", principal: "user:ana", onTask: true, setup: running(nil),
 			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
-				return task(r.ctl.PauseTask(ctx, "user:ana", &stewardv1.PauseTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
+				return task(r.ctl.PauseTask(ctx, rpc.Identity{Principal: "user:ana"}, &stewardv1.PauseTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "ResumeTask", principal: "user:ana", onTask: true,
 			setup: func(t *testing.T, r *rig, name string) string {
 				id := r.acceptanceTask(t, name, nil)
-				if _, err := r.ctl.PauseTask(context.Background(), "user:ana", &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
+				if _, err := r.ctl.PauseTask(context.Background(), rpc.Identity{Principal: "user:ana"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
 					t.Fatal(err)
 				}
 				return id
@@ -225,7 +225,7 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 			if tc.command == "PauseTask" {
 				_, err = r.ctl.CancelTask(ctx, tc.principal, &stewardv1.CancelTaskRequest{TaskId: taskID, RequestId: "r1", Reason: "stop"})
 			} else {
-				_, err = r.ctl.PauseTask(ctx, tc.principal, &stewardv1.PauseTaskRequest{TaskId: taskID, RequestId: "r1"})
+				_, err = r.ctl.PauseTask(ctx, rpc.Identity{Principal: tc.principal}, &stewardv1.PauseTaskRequest{TaskId: taskID, RequestId: "r1"})
 			}
 			refused("another command", err)
 		})
@@ -294,7 +294,7 @@ func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
 		"another body": func() error { _, _, err := delegate(parentID, other); return err },
 		"another task": func() error { _, _, err := delegate(otherID, subContract()); return err },
 		"another command": func() error {
-			_, err := d.ctl.PauseTask(ctx, "agent:lead", &stewardv1.PauseTaskRequest{TaskId: parentID, RequestId: "d1"})
+			_, err := d.ctl.PauseTask(ctx, rpc.Identity{Principal: "agent:lead"}, &stewardv1.PauseTaskRequest{TaskId: parentID, RequestId: "d1"})
 			return err
 		},
 	} {

@@ -41,7 +41,7 @@ func (s *taskService) FailTask(ctx context.Context, req *connect.Request[steward
 }
 
 func (s *taskService) PauseTask(ctx context.Context, req *connect.Request[stewardv1.PauseTaskRequest]) (*connect.Response[stewardv1.PauseTaskResponse], error) {
-	t, err := s.plane.PauseTask(ctx, rpc.Principal(ctx), req.Msg)
+	t, err := s.plane.PauseTask(ctx, rpc.Caller(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
