@@ -160,4 +160,3 @@ func UnsignedJWT(tb testing.TB, kid string, claims map[string]any) string {
 	}
 	return enc(map[string]string{"alg": "none", "typ": "JWT", "kid": kid}) + "." + enc(claims) + "."
 }
-
