@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -146,5 +147,14 @@ func TestTLSAPI(t *testing.T) {
 	untrusting := stewardv1connect.NewQueryServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(agentToken)))
 	if _, err := untrusting.ListTasks(ctx, connect.NewRequest(&stewardv1.ListTasksRequest{})); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a client without the CA: %v, want a certificate error", err)
+	}
+
+	out, err := exec.Command(binary, "audit", "key", "--addr", p.url, "--ca", pki.ca, "--token", agentToken).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "PUBLIC KEY") {
+		t.Fatalf("steward audit key --ca: %v\n%s", err, out)
+	}
+	out, err = exec.Command(binary, "audit", "key", "--addr", p.url, "--token", agentToken).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "certificate") {
+		t.Fatalf("steward audit key without --ca: %v\n%s, want a certificate error", err, out)
 	}
 }
