@@ -126,7 +126,7 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 		stop()
 		return nil, fmt.Errorf("OIDC keys: %w", err)
 	}
-	if err := cache.Register(ctx, doc.JWKSURI, jwk.WithHTTPClient(client), jwk.WithMinInterval(time.Minute)); err != nil {
+	if err := cache.Register(ctx, doc.JWKSURI, jwk.WithHTTPClient(client), jwk.WithMinInterval(time.Minute), jwk.WithMaxInterval(time.Hour)); err != nil {
 		stop()
 		return nil, fmt.Errorf("OIDC keys from %s: %w", doc.JWKSURI, err)
 	}
