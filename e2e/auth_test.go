@@ -242,6 +242,7 @@ func TestServeNeedsAuthOrInsecure(t *testing.T) {
 		{"dev", []string{"--jwt-audience", "steward"}, []string{"--jwt-audience needs --jwt-jwks FILE or --jwt-issuer URL"}},
 		{"dev", []string{"--jwt-issuer", "https://id.example.test", "--jwt-audience", "steward", "--insecure"}, []string{"and --insecure"}},
 		{"dev", []string{"--tls-cert", "cert.pem"}, []string{"--tls-cert and --tls-key go together"}},
+		{"dev", []string{"--jwt-issuer", "http://id.example.test", "--jwt-audience", "steward"}, []string{"over https only"}},
 		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
 		{"dev", []string{"--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
 	} {

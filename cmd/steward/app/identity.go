@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/steward-run/steward/pkg/rpc"
@@ -45,6 +47,16 @@ func (f *JWTFlags) check() error {
 		return errors.New("--jwt-audience is required with --jwt-jwks or --jwt-issuer: a token minted for another service must not pass for one minted for Steward")
 	case f.on() && (f.PrincipalClaim == "" || f.RolesClaim == "" || f.TenantClaim == ""):
 		return errors.New("--jwt-principal-claim, --jwt-roles-claim and --jwt-tenant-claim must not be empty")
+	case f.Issuer != "" && f.JWKS == "":
+		// Discovery and keys fetched in clear could be swapped on the way
+		// for an attacker's.
+		u, err := url.Parse(f.Issuer)
+		switch {
+		case err != nil || u.Host == "" || u.Scheme != "https" && u.Scheme != "http":
+			return fmt.Errorf("--jwt-issuer: %q is not an https:// URL", f.Issuer)
+		case u.Scheme == "http" && !loopback(net.JoinHostPort(u.Hostname(), "0")):
+			return fmt.Errorf("--jwt-issuer: %s: keys are fetched over https only (http:// is for an issuer on this machine), since keys fetched in clear could be replaced on the way", f.Issuer)
+		}
 	}
 	return nil
 }

@@ -335,9 +335,10 @@ func (m *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// tokens returns the bearer tokens calls must carry, or nil in the open
-// mode (--insecure), which it warns of at every start. Without --auth, dev
-// uses DATA/tokens.json, creating it on first start and saying so once.
+// tokens returns the bearer tokens calls may carry, or nil in the open
+// mode (--insecure), which it warns of at every start, and in serve with
+// JWTs and no --auth. Without --auth, dev uses DATA/tokens.json, creating
+// it on first start and saying so once.
 func (m *Server) tokens() (rpc.Tokens, error) {
 	if m.Insecure {
 		m.logger.Warn("open mode (--insecure): every caller is trusted to name themselves in the Steward-Principal header and holds no roles; anyone who can reach " + m.Addr + " can act as anyone. Use it on a trusted network only")
