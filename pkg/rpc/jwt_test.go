@@ -141,8 +141,23 @@ func TestOIDCDiscovery(t *testing.T) {
 	if id, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:oidc", "auditor"))); err != nil || id.Principal != "user:oidc" {
 		t.Fatalf("a token of the issuer: %+v, %v", id, err)
 	}
+	// The issuer rotates its key: a token naming the new kid has the keys
+	// fetched again at once; another unknown kid right after does not.
+	iss.Rotate(t, "oidc-2")
+	if id, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:oidc"))); err != nil || id.Principal != "user:oidc" {
+		t.Fatalf("a token of the rotated key: %+v, %v", id, err)
+	}
+	iss.Rotate(t, "oidc-3")
+	if _, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:oidc"))); err == nil || !strings.Contains(err.Error(), `"oidc-3" is not a key`) {
+		t.Fatalf("a second new key within %s: %v, want it unknown until the gap has passed", rpc.RefetchGap, err)
+	}
 	if _, err := rpc.DiscoverOIDC(context.Background(), url+"/other", nil); err == nil {
 		t.Fatal("discovery of an issuer whose configuration is not found succeeded")
+	}
+	// A configuration that names another issuer is not used (OpenID
+	// Connect Discovery 1.0, 4.3).
+	if _, err := rpc.DiscoverOIDC(context.Background(), url+"/", nil); err == nil || !strings.Contains(err.Error(), "names the issuer") {
+		t.Fatalf("discovery whose configuration names another issuer: %v", err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +30,9 @@ type JWTIssuer struct {
 	Audience string
 	KeyID    string
 	key      jwk.Key
+
+	mu   sync.Mutex
+	jwks []byte // what ServeOIDC serves
 }
 
 // NewJWTIssuer returns an issuer with a new P-256 key named kid.
@@ -99,12 +103,28 @@ func (i *JWTIssuer) ServeOIDC(tb testing.TB) string {
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
 		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": srv.URL + "/keys"})
 	})
-	jwks := i.JWKS(tb)
+	i.mu.Lock()
+	i.jwks = i.JWKS(tb)
+	i.mu.Unlock()
 	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, _ *http.Request) {
+		i.mu.Lock()
+		jwks := i.jwks
+		i.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(jwks)
 	})
 	return srv.URL
+}
+
+// Rotate replaces the issuer's key with a new one named kid: tokens are
+// signed with it from now on, and ServeOIDC serves it in place of the old.
+func (i *JWTIssuer) Rotate(tb testing.TB, kid string) {
+	tb.Helper()
+	i.key, i.KeyID = NewJWK(tb, "ES256", kid), kid
+	jwks := i.JWKS(tb)
+	i.mu.Lock()
+	i.jwks = jwks
+	i.mu.Unlock()
 }
 
 // Claims returns the claims of a good token for principal with roles:
