@@ -227,7 +227,9 @@ func TestInsecureWarnsAtEveryStart(t *testing.T) {
 }
 
 // TestServeNeedsAuthOrInsecure: a plane in serve mode does not fall back to
-// the open mode by itself, and the two modes are not given together.
+// the open mode by itself, and the open mode is not given together with
+// tokens or JWTs; JWTs need an audience; TLS needs a certificate and its
+// key.
 func TestServeNeedsAuthOrInsecure(t *testing.T) {
 	auth := writeFile(t, t.TempDir(), "tokens.json", tokensFile)
 	for _, tc := range []struct {
@@ -235,7 +237,12 @@ func TestServeNeedsAuthOrInsecure(t *testing.T) {
 		args []string
 		says []string
 	}{
-		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222"}, []string{"--auth or --insecure is required"}},
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222"}, []string{"--auth, --jwt-jwks/--jwt-issuer or --insecure is required"}},
+		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222", "--jwt-jwks", "keys.json"}, []string{"--jwt-audience is required"}},
+		{"dev", []string{"--jwt-audience", "steward"}, []string{"--jwt-audience needs --jwt-jwks FILE or --jwt-issuer URL"}},
+		{"dev", []string{"--jwt-issuer", "https://id.example.test", "--jwt-audience", "steward", "--insecure"}, []string{"and --insecure"}},
+		{"dev", []string{"--tls-cert", "cert.pem"}, []string{"--tls-cert and --tls-key go together"}},
+		{"dev", []string{"--jwt-issuer", "http://id.example.test", "--jwt-audience", "steward"}, []string{"over https only"}},
 		{"serve", []string{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
 		{"dev", []string{"--auth", auth, "--insecure"}, []string{"--auth and --insecure"}},
 	} {
@@ -249,6 +256,7 @@ func TestServeNeedsAuthOrInsecure(t *testing.T) {
 	for _, args := range [][]string{
 		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--auth", auth},
 		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--insecure"},
+		{"--plane=state", "--nats=nats://127.0.0.1:4222", "--jwt-issuer", "https://id.example.test", "--jwt-audience", "steward"},
 	} {
 		if err := app.NewServer(io.Discard, io.Discard).ParseFlags("serve", args); err != nil {
 			t.Errorf("serve %v: %v", args, err)

@@ -234,7 +234,7 @@ func (p *proc) printed() string {
 	return p.stdout.String()
 }
 
-var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (http://\S+)`)
+var servingLine = regexp.MustCompile(`serving Connect, gRPC and gRPC-Web on (https?://\S+)`)
 
 // startBinary runs `steward dev` on a free loopback port with its data in
 // dataDir and waits until it says where it serves.

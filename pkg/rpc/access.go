@@ -115,9 +115,9 @@ func short(procedure string) string {
 // it arrives, for a caller whose roles were not enough.
 type partyConn struct {
 	connect.StreamingHandlerConn
-	ctx     context.Context
-	parties PartiesFunc
-	who     Identity
+	ctx  context.Context
+	edge *edgeInterceptor
+	who  Identity
 }
 
 func (c partyConn) Receive(m any) error {
@@ -126,5 +126,8 @@ func (c partyConn) Receive(m any) error {
 	}
 	procedure := c.Spec().Procedure
 	rule, _ := access.For(procedure)
-	return authorizeParty(c.ctx, c.parties, procedure, rule, c.who, m)
+	if err := authorizeParty(c.ctx, c.edge.parties, procedure, rule, c.who, m); err != nil {
+		return c.edge.deny(c.ctx, procedure, ToConnect(c.ctx, c.edge.log, err))
+	}
+	return nil
 }

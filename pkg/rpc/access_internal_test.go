@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -33,9 +34,10 @@ func TestAStreamedRequestIsCheckedAsItArrives(t *testing.T) {
 		return access.TaskParties{Agents: []string{"agent:a"}}, nil
 	}
 	for who, allowed := range map[string]bool{"agent:a": true, "user:eve": false} {
-		c := partyConn{StreamingHandlerConn: fakeConn{}, ctx: context.Background(), parties: parties, who: Identity{Principal: who, Verified: true}}
+		edge := &edgeInterceptor{log: slog.New(slog.DiscardHandler), parties: parties}
+		c := partyConn{StreamingHandlerConn: fakeConn{}, ctx: context.Background(), edge: edge, who: Identity{Principal: who, Verified: true}}
 		err := c.Receive(&stewardv1.PauseTaskRequest{})
-		if allowed != (err == nil) || !allowed && !errs.Is(err, errs.PermissionDenied) {
+		if allowed != (err == nil) || !allowed && connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Errorf("%s: %v, allowed %v", who, err, allowed)
 		}
 	}

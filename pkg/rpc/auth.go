@@ -14,6 +14,10 @@ import (
 type Identity struct {
 	Principal string   `json:"principal"`
 	Roles     []string `json:"roles"`
+	// Tenant is the tenant a JWT names (its tenant claim), "" for none.
+	// Nothing reads it yet: tenants come later (issue 16), and a token
+	// file does not name one.
+	Tenant string `json:"-"`
 	// Verified is set when a token proved the identity; a principal named
 	// in the Steward-Principal header is not verified.
 	Verified bool `json:"-"`

@@ -1,8 +1,9 @@
 // Package rpc is Steward's Connect edge, shared by every plane: the one
 // table that turns domain errors into Connect codes, the interceptors that
-// every handler runs behind (recover, error translation, principal), and the
-// HTTP server that serves Connect, gRPC and gRPC-Web over h2c with gRPC
-// reflection and health checks.
+// every handler runs behind (recover, error translation, the caller's
+// identity from a token file or a JWT, the role table, denied calls logged
+// and counted), and the HTTP server that serves Connect, gRPC and gRPC-Web
+// over h2c or TLS with gRPC reflection and health checks.
 package rpc
 
 import (

@@ -3,11 +3,13 @@ package rpc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 
 	"connectrpc.com/connect"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/steward-run/steward/pkg/access"
 )
@@ -42,22 +44,48 @@ type edgeInterceptor struct {
 	log     *slog.Logger
 	tokens  Tokens
 	parties PartiesFunc
+	jwt     *JWTVerifier
+	denied  *prometheus.CounterVec
+}
+
+// EdgeOption configures the edge interceptor.
+type EdgeOption func(*edgeInterceptor)
+
+// WithJWT has bearer tokens of a JWT's shape (LooksLikeJWT) verified by v,
+// beside the static tokens; with it and no tokens, calls still need a
+// token.
+func WithJWT(v *JWTVerifier) EdgeOption {
+	return func(i *edgeInterceptor) { i.jwt = v }
+}
+
+// WithDenied counts the calls the edge denies in c (NewDeniedCounter).
+func WithDenied(c *prometheus.CounterVec) EdgeOption {
+	return func(i *edgeInterceptor) { i.denied = c }
 }
 
 // NewEdgeInterceptor returns the interceptor every Steward handler runs
-// behind. With tokens, every call must carry "Authorization: Bearer
-// <token>" naming one of them, and the caller must be allowed by the
-// procedure's row of the role table (access.Table): its roles, or, for a
-// rule that names a task's parties, its part in the task, which parties
-// looks up (nil on a server whose procedures need none). Without tokens
-// (open mode), the Steward-Principal header is trusted, grants no roles,
-// and the table is not applied.
-func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc) connect.Interceptor {
-	return &edgeInterceptor{log: log, tokens: tokens, parties: parties}
+// behind. With tokens (or a JWT verifier, WithJWT), every call must carry
+// "Authorization: Bearer <token>" naming one of them or a JWT the
+// verifier accepts, and the caller must be allowed by the procedure's row
+// of the role table (access.Table): its roles, or, for a rule that names a
+// task's parties, its part in the task, which parties looks up (nil on a
+// server whose procedures need none). Without either (open mode), the
+// Steward-Principal header is trusted, grants no roles, and the table is
+// not applied. A call refused at the edge, unauthenticated or
+// permission_denied, is logged once and counted (WithDenied).
+func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc, opts ...EdgeOption) connect.Interceptor {
+	i := &edgeInterceptor{log: log, tokens: tokens, parties: parties}
+	for _, opt := range opts {
+		opt(i)
+	}
+	return i
 }
 
+// open reports whether the open mode is on: nothing to check a token with.
+func (i *edgeInterceptor) open() bool { return i.tokens == nil && i.jwt == nil }
+
 func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.Context, error) {
-	if i.tokens == nil {
+	if i.open() {
 		p, err := principalFrom(h.Values(PrincipalHeader))
 		if err != nil || p == "" {
 			return ctx, ToConnect(ctx, i.log, err)
@@ -65,26 +93,57 @@ func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.
 		return WithIdentity(ctx, Identity{Principal: p}), nil
 	}
 	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
-	id, known := i.tokens[strings.TrimSpace(token)]
-	if !ok || !known {
-		return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New("a valid bearer token is required (Authorization: Bearer <token>)"))
+	token = strings.TrimSpace(token)
+	if id, known := i.tokens[token]; ok && known {
+		id.Verified = true
+		return WithIdentity(ctx, id), nil
 	}
-	id.Verified = true
-	return WithIdentity(ctx, id), nil
+	if ok && i.jwt != nil && LooksLikeJWT(token) {
+		id, err := i.jwt.Verify(ctx, token)
+		if err != nil {
+			return ctx, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("bearer JWT refused: %w", err))
+		}
+		return WithIdentity(ctx, id), nil
+	}
+	return ctx, connect.NewError(connect.CodeUnauthenticated, errors.New("a valid bearer token is required (Authorization: Bearer <token>)"))
+}
+
+// deny logs and counts err when it refuses the call at the edge
+// (unauthenticated or permission_denied), and returns it.
+func (i *edgeInterceptor) deny(ctx context.Context, procedure string, err error) error {
+	code := connect.CodeOf(err)
+	if err == nil || code != connect.CodeUnauthenticated && code != connect.CodePermissionDenied {
+		return err
+	}
+	reason := err.Error()
+	var cerr *connect.Error
+	if errors.As(err, &cerr) {
+		reason = cerr.Message()
+	}
+	attrs := []any{"procedure", short(procedure), "code", code.String(), "reason", reason}
+	if id, ok := ctx.Value(identityKey{}).(Identity); ok && id.Principal != "" {
+		attrs = append(attrs, "principal", id.Principal)
+	}
+	i.log.WarnContext(ctx, "call denied", attrs...)
+	if i.denied != nil {
+		i.denied.WithLabelValues(procedure, code.String()).Inc()
+	}
+	return err
 }
 
 func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		procedure := req.Spec().Procedure
 		ctx, err := i.identify(ctx, req.Header())
 		if err != nil {
-			return nil, err
+			return nil, i.deny(ctx, procedure, err)
 		}
 		if err := refusal(req.Any()); err != nil {
 			return nil, err
 		}
-		if i.tokens != nil {
-			if err := authorize(ctx, i.parties, req.Spec().Procedure, Caller(ctx), req.Any()); err != nil {
-				return nil, ToConnect(ctx, i.log, err)
+		if !i.open() {
+			if err := authorize(ctx, i.parties, procedure, Caller(ctx), req.Any()); err != nil {
+				return nil, i.deny(ctx, procedure, ToConnect(ctx, i.log, err))
 			}
 		}
 		resp, err := next(ctx, req)
@@ -98,22 +157,22 @@ func (i *edgeInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) 
 
 func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		procedure := conn.Spec().Procedure
 		ctx, err := i.identify(ctx, conn.RequestHeader())
 		if err != nil {
-			return err
+			return i.deny(ctx, procedure, err)
 		}
-		if i.tokens == nil {
+		if i.open() {
 			return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
 		}
 		who := Caller(ctx)
-		procedure := conn.Spec().Procedure
 		if err := authorize(ctx, i.parties, procedure, who, nil); err != nil {
-			return ToConnect(ctx, i.log, err)
+			return i.deny(ctx, procedure, ToConnect(ctx, i.log, err))
 		}
 		if rule, _ := access.For(procedure); !rule.AllowsRoles(who.Roles) {
 			// The roles were not enough, and the rule names parties: the
 			// request's task decides, as it arrives.
-			conn = partyConn{StreamingHandlerConn: conn, ctx: ctx, parties: i.parties, who: who}
+			conn = partyConn{StreamingHandlerConn: conn, ctx: ctx, edge: i, who: who}
 		}
 		return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
 	}

@@ -2,6 +2,7 @@ package rpc
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"log/slog"
 	"net"
@@ -34,12 +35,13 @@ type Service struct {
 }
 
 // HandlerOptions are the options every Steward handler is built with;
-// tokens and parties may be nil (see NewEdgeInterceptor).
-func HandlerOptions(log *slog.Logger, tokens Tokens, parties PartiesFunc) []connect.HandlerOption {
+// tokens and parties may be nil, and edge configures the edge interceptor
+// (see NewEdgeInterceptor).
+func HandlerOptions(log *slog.Logger, tokens Tokens, parties PartiesFunc, edge ...EdgeOption) []connect.HandlerOption {
 	return append(strictCodecs(),
 		// The edge answers refused decodings and translates every error,
 		// so the limits every request shares are checked inside it.
-		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties), limits.NewInterceptor()),
+		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties, edge...), limits.NewInterceptor()),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
 		// and most callers sit on the same network.
@@ -76,12 +78,13 @@ const (
 )
 
 // Server serves services over one listener with Connect, gRPC and gRPC-Web
-// on HTTP/1.1 and cleartext HTTP/2, plus gRPC reflection, the gRPC health
+// on HTTP/1.1 and cleartext HTTP/2 (or both over TLS, WithTLS), plus gRPC reflection, the gRPC health
 // service, a plain /healthz for probes that speak only HTTP, and any plain
 // HTTP handlers mounted with WithHandler (such as /metrics).
 type Server struct {
 	srv *http.Server
 	ln  net.Listener
+	tls bool
 }
 
 // Option configures a Server.
@@ -94,6 +97,7 @@ type options struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	maxStreams        int
+	cert              *tls.Certificate
 }
 
 type route struct {
@@ -132,6 +136,17 @@ func loopbackOnly(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// WithTLS serves HTTPS, HTTP/1.1 and HTTP/2 over TLS 1.2 or later, with
+// the certificate (chain) and key of the PEM files certFile and keyFile,
+// instead of HTTP/1.1 and cleartext HTTP/2.
+func WithTLS(certFile, keyFile string) (Option, error) {
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, err
+	}
+	return func(o *options) { o.cert = &cert }, nil
 }
 
 // WithReadHeaderTimeout replaces DefaultReadHeaderTimeout.
@@ -186,14 +201,22 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
+	var tlsConfig *tls.Config
+	if o.cert != nil {
+		protocols.SetHTTP2(true)
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{*o.cert}, MinVersion: tls.VersionTLS12}
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
 	return &Server{
-		ln: ln,
+		ln:  ln,
+		tls: tlsConfig != nil,
 		srv: &http.Server{
+			TLSConfig:         tlsConfig,
 			Handler:           handler,
 			Protocols:         &protocols,
 			ReadHeaderTimeout: o.readHeaderTimeout,
@@ -207,9 +230,22 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 // Addr returns the bound address, with the real port when ":0" was asked.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
 
+// URL returns the server's base URL: https:// with TLS (WithTLS), else
+// http://.
+func (s *Server) URL() string {
+	if s.tls {
+		return "https://" + s.Addr()
+	}
+	return "http://" + s.Addr()
+}
+
 // Serve serves until Shutdown; it returns nil after a clean shutdown.
 func (s *Server) Serve() error {
-	if err := s.srv.Serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
+	serve := s.srv.Serve
+	if s.tls {
+		serve = func(ln net.Listener) error { return s.srv.ServeTLS(ln, "", "") }
+	}
+	if err := serve(s.ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil

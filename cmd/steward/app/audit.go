@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -42,6 +43,8 @@ const auditUsage = `Usage:
 
 Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else, for a server on
 this machine, the admin token 'steward dev' wrote to .steward/data/tokens.json.
+A server over TLS: --addr https://HOST:PORT, and --ca FILE for a CA the system does
+not trust.
 
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
@@ -63,6 +66,7 @@ const exitChainBroken = 3
 type auditCmd struct {
 	verb, taskID, addr, file, out, token string
 	trusted                              []ed25519.PublicKey
+	roots                                *x509.CertPool // --ca
 	stdout                               io.Writer
 	// key: how long to keep asking a governance plane that is starting.
 	wait time.Duration
@@ -83,6 +87,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
+	caFlag(fs, &c.roots)
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
@@ -143,7 +148,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		defer f.Close()
 		return audit.ReadEvents(f)
 	}
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token), serverURL(c.addr))
+	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
 	if err != nil {
 		return nil, err
@@ -244,7 +249,7 @@ func (c *auditCmd) key() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+c.wait)
 	defer cancel()
-	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token), serverURL(c.addr))
+	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
 	giveUp := time.Now().Add(c.wait)
 	var resp *connect.Response[stewardv1.GetCredentialKeyResponse]
 	var err error

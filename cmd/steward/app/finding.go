@@ -41,7 +41,7 @@ func (c *auditCmd) recordFinding() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token), serverURL(c.addr))
+	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
 	resp, err := client.RecordFinding(ctx, connect.NewRequest(&stewardv1.RecordFindingRequest{
 		TaskId: c.taskID, RequestId: f.requestID, Kind: kind, ActionId: f.action, Description: f.description,
 	}))

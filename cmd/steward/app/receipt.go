@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,7 +18,7 @@ import (
 )
 
 const receiptUsage = `Usage:
-  steward receipt --task ID [--format markdown|json] [--addr HOST:PORT] [--token TOKEN]
+  steward receipt --task ID [--format markdown|json] [--addr HOST:PORT] [--token TOKEN] [--ca FILE]
 
 Prints the task's receipt: what happened to it, from its recorded events
 alone. markdown (the default) is for people; json is the Receipt message as
@@ -27,12 +28,14 @@ hash with the head hash that 'steward audit verify --task ID' prints.
 
 func runReceipt(args []string, stdout, stderr io.Writer) error {
 	var taskID, format, addr, token string
+	var roots *x509.CertPool
 	fs := flag.NewFlagSet("steward receipt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage) }
 	fs.StringVar(&taskID, "task", "", "task `ID`")
 	fs.StringVar(&format, "format", "markdown", "markdown or json")
 	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
+	caFlag(fs, &roots)
 	fs.StringVar(&token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -57,7 +60,7 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	base := serverURL(addr)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewQueryServiceClient(httpClient(token), base)
+	client := stewardv1connect.NewQueryServiceClient(httpClient(token, roots), base)
 	resp, err := client.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
 	if err != nil {
 		return fmt.Errorf("receipt %s from %s: %w", taskID, base, err)

@@ -1,7 +1,10 @@
 package app
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"net/http"
@@ -32,16 +35,40 @@ func serverURL(addr string) string {
 // created in its default data directory (localToken). It follows no
 // redirect: the token is added to every request the client makes, so a
 // redirect would carry it, and a 307 the request too, wherever the
-// answer points; Steward never redirects.
-func httpClient(token string) *http.Client {
+// answer points; Steward never redirects. With roots (--ca), a server
+// over TLS must show a certificate they sign; else the system's CAs decide.
+func httpClient(token string, roots *x509.CertPool) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
-	var rt http.RoundTripper = bearer{token: token, next: http.DefaultTransport}
+	next := http.DefaultTransport
+	if roots != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		next = t
+	}
+	var rt http.RoundTripper = bearer{token: token, next: next}
 	if token == "" {
-		rt = localBearer{next: http.DefaultTransport}
+		rt = localBearer{next: next}
 	}
 	return &http.Client{Transport: rt, CheckRedirect: noRedirect}
+}
+
+// caFlag adds --ca to fs, which reads the CAs a server's certificate must
+// be signed by into *roots.
+func caFlag(fs *flag.FlagSet, roots **x509.CertPool) {
+	fs.Func("ca", "PEM `FILE` of the CA certificates that sign the server's TLS certificate (give --addr as https://HOST:PORT); trusted instead of the system's CAs", func(path string) error {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(data) {
+			return fmt.Errorf("%s holds no PEM certificate", path)
+		}
+		*roots = pool
+		return nil
+	})
 }
 
 func noRedirect(req *http.Request, _ []*http.Request) error {

@@ -23,7 +23,7 @@ func TestTheCLIFollowsNoRedirect(t *testing.T) {
 	}))
 	t.Cleanup(redirecting.Close)
 
-	resp, err := httpClient("cli-token-0123456789").Post(redirecting.URL+"/steward.v1.QueryService/GetReceipt", "application/json", strings.NewReader(`{}`))
+	resp, err := httpClient("cli-token-0123456789", nil).Post(redirecting.URL+"/steward.v1.QueryService/GetReceipt", "application/json", strings.NewReader(`{}`))
 	if err == nil {
 		resp.Body.Close()
 	}

@@ -22,6 +22,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/steward-run/steward/pkg/embedded"
 	"github.com/steward-run/steward/pkg/natsperm"
@@ -83,6 +84,11 @@ type Server struct {
 	PermitKeyFiles []string
 	// serve: this plane's NATS user and TLS to NATS
 	NATS NATSFlags
+	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
+	// token file.
+	JWT JWTFlags
+	// TLSCert and TLSKey serve the API over TLS.
+	TLSCert, TLSKey string
 
 	stdout, stderr io.Writer
 	logger         *slog.Logger
@@ -92,6 +98,9 @@ type Server struct {
 	// signedHere are the permits governance signed lately, when it runs
 	// in this process: execution takes them without a second Ed25519 check.
 	signedHere *credential.Recent
+
+	// denied counts the calls the RPC edge refused
+	denied *prometheus.CounterVec
 
 	bus    *embedded.Server
 	nc     *nats.Conn
@@ -127,6 +136,9 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 		authDefault = " (default: DATA/" + TokensFileName + ", created with four random tokens on first start)"
 	}
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for; every call needs one (see docs/auth.md)"+authDefault)
+	m.JWT.register(fs)
+	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM `FILE` of the API's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
+	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
 	fs.BoolVar(&m.Insecure, "insecure", false, "open mode, for trusted networks only: no tokens, callers name themselves in the Steward-Principal header, hold no roles, and the role table is not applied (a warning is logged at every start)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
@@ -208,11 +220,18 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
+	if err := m.JWT.check(); err != nil {
+		return err
+	}
 	switch {
 	case m.AuthFile != "" && m.Insecure:
 		return errors.New("--auth and --insecure: give one, not both (--auth FILE checks bearer tokens; --insecure trusts the Steward-Principal header)")
-	case m.Mode == "serve" && m.AuthFile == "" && !m.Insecure:
-		return errors.New("--auth or --insecure is required for steward serve: --auth FILE of bearer tokens (see docs/auth.md), or --insecure to trust the Steward-Principal header on a trusted network")
+	case m.JWT.on() && m.Insecure:
+		return errors.New("--jwt-jwks/--jwt-issuer and --insecure: give one, not both (JWTs are checked; --insecure trusts the Steward-Principal header)")
+	case m.Mode == "serve" && m.AuthFile == "" && !m.JWT.on() && !m.Insecure:
+		return errors.New("--auth, --jwt-jwks/--jwt-issuer or --insecure is required for steward serve: --auth FILE of bearer tokens, JWTs signed by the keys of a JWKS file or an OIDC issuer (see docs/auth.md), or --insecure to trust the Steward-Principal header on a trusted network")
+	case (m.TLSCert == "") != (m.TLSKey == ""):
+		return errors.New("--tls-cert and --tls-key go together: the certificate and its private key")
 	}
 	return nil
 }
@@ -249,6 +268,16 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	jwt, stopKeys, err := m.JWT.verifier(ctx)
+	if err != nil {
+		return err
+	}
+	m.stops = append(m.stops, stopKeys)
+	m.denied = rpc.NewDeniedCounter()
+	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied)}
+	if jwt != nil {
+		edge = append(edge, rpc.WithJWT(jwt))
+	}
 	// The planes that serve procedures whose rule names a task's parties
 	// look them up (the control plane).
 	var parties rpc.PartiesFunc
@@ -261,7 +290,7 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	// Inside the edge interceptor, which translates its refusals: no
 	// handler sees an id or a list past its documented limit.
-	opts := rpc.HandlerOptions(m.logger, tokens, parties)
+	opts := rpc.HandlerOptions(m.logger, tokens, parties, edge...)
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(ctx); err != nil {
@@ -274,7 +303,14 @@ func (m *Server) Run(ctx context.Context) error {
 		return err
 	}
 	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
-	if tokens == nil && loopback(m.Addr) {
+	if m.TLSCert != "" {
+		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
+		if err != nil {
+			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		listen = append(listen, opt)
+	}
+	if m.Insecure && loopback(m.Addr) {
 		// The open mode trusts whoever calls: on this machine, a browser's
 		// page under a rebound name would be one.
 		listen = append(listen, rpc.WithLoopbackHosts())
@@ -288,7 +324,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.Mode == "serve" {
 		what = m.Plane + " plane"
 	}
-	fmt.Fprintf(m.stdout, "steward: %s serving Connect, gRPC and gRPC-Web on http://%s\n", what, m.rpc.Addr())
+	fmt.Fprintf(m.stdout, "steward: %s serving Connect, gRPC and gRPC-Web on %s\n", what, m.rpc.URL())
 	if m.bus != nil {
 		dir, _ := filepath.Abs(m.DataDir)
 		fmt.Fprintf(m.stdout, "steward: embedded NATS JetStream, data in %s\n", dir)
@@ -299,13 +335,17 @@ func (m *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// tokens returns the bearer tokens calls must carry, or nil in the open
-// mode (--insecure), which it warns of at every start. Without --auth, dev
-// uses DATA/tokens.json, creating it on first start and saying so once.
+// tokens returns the bearer tokens calls may carry, or nil in the open
+// mode (--insecure), which it warns of at every start, and in serve with
+// JWTs and no --auth. Without --auth, dev uses DATA/tokens.json, creating
+// it on first start and saying so once.
 func (m *Server) tokens() (rpc.Tokens, error) {
 	if m.Insecure {
 		m.logger.Warn("open mode (--insecure): every caller is trusted to name themselves in the Steward-Principal header and holds no roles; anyone who can reach " + m.Addr + " can act as anyone. Use it on a trusted network only")
 		return nil, nil
+	}
+	if m.AuthFile == "" && m.Mode == "serve" {
+		return nil, nil // JWTs only (ParseFlags saw to it)
 	}
 	path, flagName := m.AuthFile, "--auth"
 	if path == "" {
@@ -358,7 +398,7 @@ func (m *Server) connect() error {
 }
 
 // URL returns the base URL of the RPC server, with the real port.
-func (m *Server) URL() string { return "http://" + m.rpc.Addr() }
+func (m *Server) URL() string { return m.rpc.URL() }
 
 // Wait blocks until ctx ends or the server fails.
 func (m *Server) Wait(ctx context.Context) error {

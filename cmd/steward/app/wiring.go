@@ -189,6 +189,7 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, append([]string{log.Config().Stream}, natsperm.TimerStreams()...)...),
+		m.denied,
 	}
 	for _, p := range m.planes {
 		if c, ok := p.(interface{ Collector() prometheus.Collector }); ok {
