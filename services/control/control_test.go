@@ -11,8 +11,8 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/rpc"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 )
 
