@@ -25,7 +25,9 @@ import (
 // directory (the event log, the dead-letter stream, every KV bucket), the
 // process's log at debug level, the task and receipt as served, an audit
 // export, and error messages — the answer to a refused proposal, and the
-// failure reason of a tool that quoted its request back, and the results
+// failure reason of a tool that quoted its request back, the pending
+// approval (which shows the commitment, and whose decision binds it), and
+// the results
 // of one that echoes its request (redacted). None holds one,
 // while a parameter that is not secret is there to be found. The tool
 // receives the clear values; the same value makes the same request_hash,
@@ -47,13 +49,16 @@ func TestSecretsNeverInClear(t *testing.T) {
 		`"user":{"type":"string"},` +
 		`"password":{"type":"string","writeOnly":true,"pattern":"^pw-"},` +
 		`"api_key":{"type":"string","x-steward-secret":true}}}`
-	entry := func(name, path string) string {
-		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL",
-		  "parametersSchema": %q, "http": {"url": %q}}`, name, schema, tool.URL+path)
+	entry := func(name, effect, path string) string {
+		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
+		  "parametersSchema": %q, "http": {"url": %q}}`, name, effect, schema, tool.URL+path)
 	}
-	h := startSteward(t, setup{tools: []string{entry("login", "/login"), entry("login_fail", "/fail")}, flags: []string{"--log-level", "debug"}})
+	h := startSteward(t, setup{tools: []string{
+		entry("login", "EFFECT_CLASS_READ", "/login"), entry("login_fail", "EFFECT_CLASS_READ", "/fail"), entry("rotate", "EFFECT_CLASS_IRREVERSIBLE", "/rotate"),
+	}, flags: []string{"--log-level", "debug"}})
 	k := contract()
-	k.AllowedTools = []string{"login", "login_fail"}
+	k.AllowedTools = []string{"login", "login_fail", "rotate"}
+	k.AuthorizerRef = "user:bo"
 	taskID := h.create(t, "secrets", k)
 	ctx := context.Background()
 
@@ -82,6 +87,34 @@ func TestSecretsNeverInClear(t *testing.T) {
 	waitAction(t, h.agent.clients, taskID, other.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 
 	var said []string // what Steward answered or recorded that might quote a value
+
+	// An approver sees the commitment, and approves the hash that binds it.
+	rotate := propose(t, h.agent, taskID, "p6", "rotate", map[string]any{"user": user, "password": changed})
+	waitAction(t, h.agent.clients, taskID, rotate.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	list, err := h.approver.governance.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{TaskId: taskID, PendingOnly: true}))
+	if err != nil || len(list.Msg.Approvals) != 1 {
+		t.Fatalf("pending approvals: %v, %v", list, err)
+	}
+	ap := list.Msg.Approvals[0]
+	b, _ := protojson.Marshal(list.Msg)
+	said = append(said, string(b))
+	var shown map[string]any
+	if err := json.Unmarshal([]byte(ap.ParametersJson), &shown); err != nil {
+		t.Fatal(err)
+	}
+	if c, _ := shown["password"].(map[string]any)["$secret"].(string); ap.ActionHash != rotate.ActionHash || shown["user"] != user || !strings.HasPrefix(c, "hmac-sha256:") {
+		t.Fatalf("the approval shows %s for action hash %s; want the user in clear and the password's commitment", ap.ParametersJson, ap.ActionHash)
+	}
+	if _, err := h.approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: ap.ApprovalId, ActionHash: rotate.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, Comment: "rotate it",
+	})); err != nil {
+		t.Fatal(err)
+	}
+	waitAction(t, h.agent.clients, taskID, rotate.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if w := tool.Worked(); !strings.Contains(string(w[len(w)-1].Params), `"password":"`+changed+`"`) {
+		t.Errorf("the approved call sent %s; want the clear password", w[len(w)-1].Params)
+	}
+
 	failed := propose(t, h.agent, taskID, "p4", "login_fail", map[string]any{"user": user, "password": echoed})
 	_, failed = waitAction(t, h.agent.clients, taskID, failed.ActionId, stewardv1.ActionStatus_ACTION_STATUS_FAILED)
 	if !strings.Contains(failed.Outcome.GetReason(), "[secret]") {
@@ -101,7 +134,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := protojson.Marshal(task.Msg)
+	b, _ = protojson.Marshal(task.Msg)
 	said = append(said, string(b))
 	for _, a := range task.Msg.Task.Actions {
 		if !strings.Contains(string(a.Request), `"password":{"$secret":"hmac-sha256:`) {
@@ -151,7 +184,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 		t.Fatal("the log holds nothing at debug level: the grep proves little")
 	}
 	said = append(said, stored.String())
-	where := []string{"an error message", "the served task", "the receipt", "the audit export", "the log", "the standard output", "the data directory's files"}
+	where := []string{"the approvals", "an error message", "the served task", "the receipt", "the audit export", "the log", "the standard output", "the data directory's files"}
 	for i, s := range said {
 		for _, v := range secrets {
 			if strings.Contains(s, v) {
