@@ -93,3 +93,19 @@ func redactJSON(body []byte, values []string) []byte {
 	}
 	return out
 }
+
+// secretForms returns the ways the values a seals may be quoted (for
+// redaction); a value that does not open is left out, as it was never
+// sent.
+func (p *Plane) secretForms(taskID string, a *stewardv1.Action) []string {
+	if len(a.SealedSecrets) == 0 || p.cfg.Secrets == nil {
+		return nil
+	}
+	var forms []string
+	for _, s := range a.SealedSecrets {
+		if v, err := p.cfg.Secrets.Open(taskID, s.Commitment, s.Sealed); err == nil {
+			forms = append(forms, secret.Forms(v)...)
+		}
+	}
+	return forms
+}
