@@ -90,6 +90,8 @@ type harness struct {
 	top testing.TB
 	url string
 	dir string // where its files are
+	// proc is the binary, unless it runs in this process.
+	proc *proc
 	// natsURL is where the binary's NATS takes clients (setup.nats).
 	natsURL string
 	// policy is the policy bundle the binary reloads (setup.policy), and
@@ -153,7 +155,8 @@ func startSteward(tb testing.TB, s setup) *harness {
 		// Where natsUser finds the NATS users' seeds.
 		h.url = startInProcess(tb, append(flags, "--data", filepath.Join(h.dir, "data"))...)
 	} else {
-		h.url = startBinary(tb, filepath.Join(h.dir, "data"), flags...).url
+		h.proc = startBinary(tb, filepath.Join(h.dir, "data"), flags...)
+		h.url = h.proc.url
 	}
 	h.agent, h.approver, h.viewer = withToken(h.url, agentToken), withToken(h.url, approverToken), withToken(h.url, viewerToken)
 	h.operator, h.funder, h.reviewer = withToken(h.url, operatorToken), withToken(h.url, funderToken), withToken(h.url, reviewerToken)
@@ -225,6 +228,29 @@ type proc struct {
 
 	mu     sync.Mutex
 	stdout strings.Builder // what it printed, line by line
+	stderr lockedBuffer    // what it logged
+}
+
+// logged returns what p has written on stderr so far: its log.
+func (p *proc) logged() string { return p.stderr.String() }
+
+// lockedBuffer is a buffer a process's output goroutine writes while a
+// test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // printed returns what p has printed on stdout so far.
@@ -276,11 +302,11 @@ func startCommand(tb testing.TB, env []string, args ...string) *proc {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	cmd.Stderr = &testWriter{tb: tb}
+	p := &proc{cmd: cmd}
+	cmd.Stderr = io.MultiWriter(&testWriter{tb: tb}, &p.stderr)
 	if err := cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}
-	p := &proc{cmd: cmd}
 	tb.Cleanup(func() { p.kill() })
 	found := make(chan string, 1)
 	go func() {

@@ -81,6 +81,7 @@ type bounds struct {
 	nodes   map[unsafe.Pointer]*node
 	start   *node            // the root's node
 	targets map[string]*node // "$ref" value → its target's node
+	secrets bool             // some subschema marks a value secret
 }
 
 // measureSchema checks doc, already decoded, against the limits above and

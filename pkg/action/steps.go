@@ -3,6 +3,7 @@ package action
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,6 +77,19 @@ type node struct {
 	propNames *node
 	prefix    []*node
 	eachItem  []*node
+	// For Conceal, which must know exactly which properties a subschema
+	// applies to: the secret mark, and eachProp by keyword.
+	secret      bool
+	patterns    []patternNode
+	additional  *node
+	unevaluated *node
+}
+
+// patternNode is one entry of patternProperties; a nil re matches every
+// key (a pattern that did not compile, which the compiler refuses anyway).
+type patternNode struct {
+	re *regexp.Regexp
+	n  *node
 }
 
 // nodeOf builds the node of s, once per subschema.
@@ -155,11 +169,17 @@ func (b *bounds) nodeOf(s any) *node {
 		}
 	}
 	patterns, _ := m["patternProperties"].(map[string]any)
-	for _, sub := range patterns {
+	for expr, sub := range patterns {
 		add(&n.eachProp, sub)
+		re, _ := regexp.Compile(expr)
+		n.patterns = append(n.patterns, patternNode{re: re, n: b.nodeOf(sub)})
 	}
 	add(&n.eachProp, m["additionalProperties"])
 	add(&n.eachProp, m["unevaluatedProperties"])
+	n.additional = b.nodeOf(m["additionalProperties"])
+	n.unevaluated = b.nodeOf(m["unevaluatedProperties"])
+	n.secret = m["writeOnly"] == true || m[SecretKeyword] == true
+	b.secrets = b.secrets || n.secret
 	n.propNames = b.nodeOf(m["propertyNames"])
 	prefix, _ := m["prefixItems"].([]any)
 	if l, ok := m["items"].([]any); ok {

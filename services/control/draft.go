@@ -9,6 +9,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/toolpin"
 	"google.golang.org/protobuf/proto"
@@ -56,7 +57,8 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 	if err := entry.Schema.Validate(ctx, pr.params); err != nil {
 		var v *action.Violation
 		if errors.As(err, &v) {
-			return nil, errs.Field("params"+v.Path, "%s", v.Reason)
+			// The library quotes the value it refuses: never a secret one.
+			return nil, errs.Field("params"+v.Path, "%s", secret.Redact(v.Reason, secretValues(entry, pr.params)))
 		}
 		var e *errs.Error
 		if errors.As(err, &e) { // a limit on the work of checking them
@@ -69,7 +71,11 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 	if err != nil {
 		return nil, err
 	}
-	canonical, err := action.Canonical(action.Request{TaskID: pr.taskID, Tool: tool.Name, ToolVersion: tool.Version, Target: pr.target, Params: pr.params})
+	params, sealed, err := p.conceal(pr.taskID, entry, pr.params)
+	if err != nil {
+		return nil, err
+	}
+	canonical, err := action.Canonical(action.Request{TaskID: pr.taskID, Tool: tool.Name, ToolVersion: tool.Version, Target: pr.target, Params: params})
 	if err != nil {
 		return nil, errs.Field("params", "%v", err)
 	}
@@ -79,20 +85,21 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		actionID = action.ID(pr.taskID, pr.proposalID)
 	}
 	return &draft{canonical: canonical, action: &stewardv1.Action{
-		ActionId:    actionID,
-		ProposalId:  pr.proposalID,
-		Tool:        tool.Name,
-		ToolVersion: tool.Version,
-		Target:      pr.target,
-		EffectClass: tool.EffectClass,
-		RequestHash: requestHash,
-		ActionHash:  action.Hash(actionID, requestHash),
-		OpKey:       action.OpKey(pr.taskID, actionID),
-		ProposedBy:  pr.principal,
-		EditOf:      pr.editOf,
-		RetryPolicy: retry,
-		Compensates: pr.compensates,
-		Rationale:   proto.CloneOf(pr.rationale),
+		ActionId:      actionID,
+		ProposalId:    pr.proposalID,
+		Tool:          tool.Name,
+		ToolVersion:   tool.Version,
+		Target:        pr.target,
+		EffectClass:   tool.EffectClass,
+		RequestHash:   requestHash,
+		ActionHash:    action.Hash(actionID, requestHash),
+		OpKey:         action.OpKey(pr.taskID, actionID),
+		ProposedBy:    pr.principal,
+		EditOf:        pr.editOf,
+		RetryPolicy:   retry,
+		Compensates:   pr.compensates,
+		Rationale:     proto.CloneOf(pr.rationale),
+		SealedSecrets: sealed,
 	}}, nil
 }
 

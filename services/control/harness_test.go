@@ -15,6 +15,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -36,6 +37,8 @@ type rig struct {
 	*stewardtest.Env
 	ctl    *control.Plane
 	signer *credential.Signer
+	// sealer seals secret parameters (Config.Secrets).
+	sealer *secret.Sealer
 	// clock is the plane's, moved on by the tests that need time to pass.
 	clock stewardtest.Clock
 }
@@ -67,7 +70,11 @@ func idleRig(t *testing.T) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key)}
+	sealer, err := secret.New(key.Seed())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
 	r.ctl = control.New(r.Log, r.Logger, r.config())
 	return r
 }
@@ -76,7 +83,7 @@ func idleRig(t *testing.T) *rig {
 // binary wires it.
 func (r *rig) config() control.Config {
 	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
-		Now: r.clock.Now}
+		Secrets: r.sealer, Now: r.clock.Now}
 }
 
 // start runs the plane's reactions until the test ends.

@@ -29,6 +29,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
@@ -49,6 +50,10 @@ type Config struct {
 	// compensates has such a result; SubmitArtifact keeps inline content
 	// in it.
 	Results *action.Store
+	// Secrets commits to and seals the values of parameters a tool's
+	// schema marks secret (docs/secrets.md). Without it a proposal to such
+	// a tool is refused.
+	Secrets *secret.Sealer
 	// MaxInlineArtifact and MaxReferencedArtifact are the largest artifact
 	// SubmitArtifact takes inline (stored in Results) and by reference;
 	// zero is the default (DefaultMaxInlineArtifact,
@@ -67,6 +72,7 @@ type Plane struct {
 	tools    *toolreg.Registry
 	requests *action.Store
 	results  *action.Store
+	secrets  *secret.Sealer
 	now      func() time.Time
 	sub      eventlog.Subscription
 	// Artifact size limits; see Config.
@@ -89,7 +95,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
-		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, now: cfg.Now,
+		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	for _, o := range opts {

@@ -194,6 +194,11 @@ func retryID(t *stewardv1.Task, a *stewardv1.Action) string {
 func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) error {
 	taskID := t.Contract.GetTaskId()
 	params, err := p.paramsOf(ctx, a)
+	if err == nil {
+		// The same request again: its secrets are concealed again into
+		// the same commitments, which the hash check below confirms.
+		params, err = p.reveal(taskID, params, a.SealedSecrets)
+	}
 	if err != nil {
 		return err
 	}

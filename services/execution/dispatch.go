@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -411,10 +412,13 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 		if err := req.result.Validate(context.WithoutCancel(ctx), res.Body); err != nil {
 			return adapter.Result{
 				Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_VALIDATION,
-				Reason: "the tool answered, but its result does not fit the contract's result_schema: " + err.Error(),
+				Reason: secret.Redact("the tool answered, but its result does not fit the contract's result_schema: "+err.Error(), req.secrets),
 			}
 		}
 	}
+	// Judged as the tool sent it, kept without the secrets it was sent.
+	res.Reason = secret.Redact(res.Reason, req.secrets)
+	res.Body = redactJSON(res.Body, req.secrets)
 	return res
 }
 

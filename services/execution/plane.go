@@ -42,6 +42,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -57,6 +58,10 @@ type Config struct {
 	Requests *action.Store
 	Results  *action.Store
 	Adapters adapter.Set
+	// Secrets opens the sealed values of secret parameters just before a
+	// call (docs/secrets.md). Without it an action that holds some is
+	// refused before dispatch.
+	Secrets *secret.Sealer
 	// Worker names this process in claims; unique among live workers. It
 	// need not survive a restart: a worker gone is taken over after its
 	// lease. Under the same name, a restart takes up its work at once.

@@ -48,6 +48,12 @@ func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action)
 	} else if err != nil {
 		return nil, nil, err
 	}
+	// Only now, with the request checked, do its secrets come out of
+	// their seals, each checked against its commitment again.
+	body, secrets, err := p.reveal(taskID, a, body)
+	if err != nil {
+		return refuse("a secret parameter does not open", err)
+	}
 	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		return refuse("the tool is not registered here", err)
@@ -60,6 +66,7 @@ func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action)
 	return &prepared{
 		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
 		result:  entry.ResultSchema,
+		secrets: secrets,
 	}, nil, nil
 }
 
@@ -69,4 +76,7 @@ type prepared struct {
 	// result checks a successful result; nil when the tool declares no
 	// result schema.
 	result *action.Schema
+	// secrets are the clear values in Body, which a tool's answer must
+	// not carry into the log (redact).
+	secrets []string
 }

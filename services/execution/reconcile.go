@@ -9,6 +9,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -61,6 +62,9 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 	working := keepWorking(ctx)
 	ans, err := ad.Status(ctx, adapter.Request{TaskID: taskID, ActionID: actionID, OpKey: a.OpKey, Tool: entry.Tool.Contract})
 	working()
+	// The answer is the tool's, and may quote the request it was sent.
+	forms := p.secretForms(taskID, a)
+	ans.Reason, ans.Result = secret.Redact(ans.Reason, forms), redactJSON(ans.Result, forms)
 	if errors.Is(err, adapter.ErrNoStatusQuery) {
 		p.logger.Info("unknown outcome waits for a person to settle it (SettleAction): the tool offers no status query", "task", taskID, "action", actionID)
 		return nil
@@ -68,7 +72,7 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 	if err != nil || ans.State == adapter.StateInProgress {
 		why := "in progress"
 		if err != nil {
-			why = err.Error()
+			why = secret.Redact(err.Error(), forms)
 		}
 		check++
 		p.logger.Info("unknown outcome not settled yet; asking again later", "task", taskID, "action", actionID, "check", check, "answer", why)

@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -47,7 +48,11 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results}))
+			secrets, err := m.secretSealer()
+			if err != nil {
+				return nil, err
+			}
+			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: secrets}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
@@ -117,6 +122,40 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 	return s, nil
 }
 
+// SecretKeyFile is the name of the secret parameters' key in a dev
+// server's data directory.
+const SecretKeyFile = "secret.key"
+
+// secretSealer loads the key that commits to and seals secret tool
+// parameters: --secret-key, created there if missing; in dev by default
+// DATA/secret.key, created on first start and kept, so that sealed values
+// still open after a restart. In serve without the flag it returns nil:
+// that plane then refuses (control) or fails (execution) only actions with
+// secret parameters.
+func (m *Server) secretSealer() (*secret.Sealer, error) {
+	if m.sealer != nil {
+		return m.sealer, nil // dev: control and execution share one
+	}
+	path := m.SecretKey
+	if path == "" && m.Mode == "dev" {
+		path = filepath.Join(m.DataDir, SecretKeyFile)
+	}
+	if path == "" {
+		return nil, nil
+	}
+	key, created, err := secret.LoadOrCreateKey(path)
+	if err != nil {
+		return nil, fmt.Errorf("--secret-key: %w", err)
+	}
+	if m.sealer, err = secret.New(key); err != nil {
+		return nil, fmt.Errorf("--secret-key: %w", err)
+	}
+	if created {
+		m.logger.Info("created a key for secret parameters; the control and execution planes must share it", "file", path)
+	}
+	return m.sealer, nil
+}
+
 func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
 	kv := bucket.Config{Name: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: m.Replicas, WriteOnce: true, Logger: m.logger}
 	if w, ok := m.writers[execution.PlaneName]; ok {
@@ -160,8 +199,13 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, err
 	}
+	secrets, err := m.secretSealer()
+	if err != nil {
+		return nil, err
+	}
 	p, err := execution.New(log, m.logger, execution.Config{
 		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
+		Secrets:  secrets,
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
 	if err != nil {

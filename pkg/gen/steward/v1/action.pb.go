@@ -1401,7 +1401,12 @@ type Action struct {
 	// The permit as governance signed it (ActionPermitted.signed): what the
 	// execution plane verifies before it claims the permit. Empty for a
 	// permit recorded before permits were signed.
-	SignedPermit  *SignedPermit `protobuf:"bytes,39,opt,name=signed_permit,json=signedPermit,proto3" json:"signed_permit,omitempty"`
+	SignedPermit *SignedPermit `protobuf:"bytes,39,opt,name=signed_permit,json=signedPermit,proto3" json:"signed_permit,omitempty"`
+	// The values of the parameters its tool's schema marks secret, sealed
+	// (see pkg/secret and docs/secrets.md): the canonical request carries a
+	// commitment in place of each, and only the execution plane opens them,
+	// just before the call. Set on proposal, never changed.
+	SealedSecrets []*SealedSecret `protobuf:"bytes,40,rep,name=sealed_secrets,json=sealedSecrets,proto3" json:"sealed_secrets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1709,6 +1714,70 @@ func (x *Action) GetSignedPermit() *SignedPermit {
 	return nil
 }
 
+func (x *Action) GetSealedSecrets() []*SealedSecret {
+	if x != nil {
+		return x.SealedSecrets
+	}
+	return nil
+}
+
+// SealedSecret is one secret parameter value, encrypted: commitment is the
+// {"$secret": …} value that stands for it in the canonical request
+// ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
+// under XChaCha20-Poly1305 (nonce, then ciphertext), bound to the task and
+// the commitment.
+type SealedSecret struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Commitment    string                 `protobuf:"bytes,1,opt,name=commitment,proto3" json:"commitment,omitempty"`
+	Sealed        []byte                 `protobuf:"bytes,2,opt,name=sealed,proto3" json:"sealed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SealedSecret) Reset() {
+	*x = SealedSecret{}
+	mi := &file_steward_v1_action_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SealedSecret) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SealedSecret) ProtoMessage() {}
+
+func (x *SealedSecret) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SealedSecret.ProtoReflect.Descriptor instead.
+func (*SealedSecret) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SealedSecret) GetCommitment() string {
+	if x != nil {
+		return x.Commitment
+	}
+	return ""
+}
+
+func (x *SealedSecret) GetSealed() []byte {
+	if x != nil {
+		return x.Sealed
+	}
+	return nil
+}
+
 var File_steward_v1_action_proto protoreflect.FileDescriptor
 
 const file_steward_v1_action_proto_rawDesc = "" +
@@ -1804,7 +1873,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xb3\r\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xf4\r\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1855,7 +1924,13 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\trationale\x18$ \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12\x19\n" +
 	"\bretry_of\x18% \x01(\tR\aretryOf\x12)\n" +
 	"\x10recovery_attempt\x18& \x01(\rR\x0frecoveryAttempt\x12=\n" +
-	"\rsigned_permit\x18' \x01(\v2\x18.steward.v1.SignedPermitR\fsignedPermit*\xdd\x03\n" +
+	"\rsigned_permit\x18' \x01(\v2\x18.steward.v1.SignedPermitR\fsignedPermit\x12?\n" +
+	"\x0esealed_secrets\x18( \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"F\n" +
+	"\fSealedSecret\x12\x1e\n" +
+	"\n" +
+	"commitment\x18\x01 \x01(\tR\n" +
+	"commitment\x12\x16\n" +
+	"\x06sealed\x18\x02 \x01(\fR\x06sealed*\xdd\x03\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -1921,7 +1996,7 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_steward_v1_action_proto_goTypes = []any{
 	(ActionStatus)(0),              // 0: steward.v1.ActionStatus
 	(PolicyDecision)(0),            // 1: steward.v1.PolicyDecision
@@ -1939,53 +2014,55 @@ var file_steward_v1_action_proto_goTypes = []any{
 	(*SignedApprovalDecision)(nil), // 13: steward.v1.SignedApprovalDecision
 	(*Outcome)(nil),                // 14: steward.v1.Outcome
 	(*Action)(nil),                 // 15: steward.v1.Action
-	(RiskTier)(0),                  // 16: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil),  // 17: google.protobuf.Timestamp
-	(EffectClass)(0),               // 18: steward.v1.EffectClass
-	(DataSensitivity)(0),           // 19: steward.v1.DataSensitivity
-	(*RetryPolicy)(nil),            // 20: steward.v1.RetryPolicy
+	(*SealedSecret)(nil),           // 16: steward.v1.SealedSecret
+	(RiskTier)(0),                  // 17: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil),  // 18: google.protobuf.Timestamp
+	(EffectClass)(0),               // 19: steward.v1.EffectClass
+	(DataSensitivity)(0),           // 20: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),            // 21: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	16, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	17, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	17, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	18, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
 	5,  // 3: steward.v1.ApprovalVote.decision:type_name -> steward.v1.ApprovalDecision
-	17, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
 	13, // 5: steward.v1.ApprovalVote.signed:type_name -> steward.v1.SignedApprovalDecision
-	18, // 6: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	19, // 7: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	17, // 8: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	19, // 6: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	20, // 7: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	18, // 8: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 9: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	17, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
 	9,  // 11: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
 	8,  // 12: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
-	17, // 13: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	17, // 14: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	18, // 13: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	18, // 14: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
 	0,  // 15: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
 	2,  // 16: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	17, // 17: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	18, // 18: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	18, // 17: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	19, // 18: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
 	0,  // 19: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
 	7,  // 20: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
 	10, // 21: steward.v1.Action.approval:type_name -> steward.v1.Approval
 	11, // 22: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
 	14, // 23: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	17, // 24: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	17, // 25: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	20, // 26: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	18, // 24: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 25: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 26: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
 	3,  // 27: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	17, // 28: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	17, // 29: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	17, // 30: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	18, // 28: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	18, // 29: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	18, // 30: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
 	6,  // 31: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	17, // 32: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	18, // 32: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
 	8,  // 33: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
 	12, // 34: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
-	35, // [35:35] is the sub-list for method output_type
-	35, // [35:35] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	16, // 35: steward.v1.Action.sealed_secrets:type_name -> steward.v1.SealedSecret
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -2001,7 +2078,7 @@ func file_steward_v1_action_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -1,0 +1,193 @@
+package action
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// SecretKeyword marks a subschema's values secret, as "writeOnly": true
+// does: {"type":"string","x-steward-secret":true}.
+const SecretKeyword = "x-steward-secret"
+
+// SecretField is the one key of a commitment object, which stands in the
+// canonical request where a secret value was: {"$secret":"hmac-sha256:…"}.
+const SecretField = "$secret"
+
+// HasSecrets reports whether the schema marks any value secret.
+func (s *Schema) HasSecrets() bool { return s.b.secrets }
+
+// Conceal returns params (a JSON object, already valid against the schema)
+// with every value that a subschema marked secret applies to replaced by
+// the commitment object {"$secret": commit(value)}, where value is the
+// canonical JSON of the whole value (a string, or an object or list marked
+// as a whole). The walk follows properties, patternProperties (by
+// matching), additionalProperties (for the other keys), items and
+// prefixItems, $ref, and every branch of allOf, anyOf, oneOf and
+// if/then/else: a mark in a branch that may not apply still conceals, as a
+// secret wrongly concealed costs less than one shown. Conceal returns the
+// parameters as they came when nothing is secret.
+func (s *Schema) Conceal(params []byte, commit func(value []byte) string) ([]byte, error) {
+	if !s.b.secrets {
+		return params, nil
+	}
+	v, err := decodeJSON(params)
+	if err != nil {
+		return nil, err
+	}
+	v, err = s.b.conceal([]*node{s.b.start}, v, commit)
+	if err != nil {
+		return nil, err
+	}
+	return CanonicalJSON(v)
+}
+
+func (b *bounds) conceal(nodes []*node, v any, commit func([]byte) string) (any, error) {
+	all := b.applying(nodes)
+	for _, n := range all {
+		if n.secret {
+			c, err := CanonicalJSON(v)
+			if err != nil {
+				return nil, err
+			}
+			return map[string]any{SecretField: commit(c)}, nil
+		}
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for key, part := range x {
+			var sub []*node
+			for _, n := range all {
+				matched := false
+				if c, ok := n.props[key]; ok {
+					sub, matched = append(sub, c), true
+				}
+				for _, p := range n.patterns {
+					if p.re == nil || p.re.MatchString(key) {
+						sub, matched = append(sub, p.n), true
+					}
+				}
+				if !matched {
+					sub = append(sub, n.additional)
+				}
+				sub = append(sub, n.unevaluated)
+			}
+			c, err := b.conceal(sub, part, commit)
+			if err != nil {
+				return nil, err
+			}
+			x[key] = c
+		}
+	case []any:
+		for i, part := range x {
+			var sub []*node
+			for _, n := range all {
+				if i < len(n.prefix) {
+					sub = append(sub, n.prefix[i])
+				}
+				sub = append(sub, n.eachItem...)
+			}
+			c, err := b.conceal(sub, part, commit)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = c
+		}
+	}
+	return v, nil
+}
+
+// applying returns nodes and every node that applies to the same value
+// through $ref and the in-place keywords, each once, nil ones left out.
+func (b *bounds) applying(nodes []*node) []*node {
+	seen := map[*node]bool{}
+	var all []*node
+	var visit func(n *node)
+	visit = func(n *node) {
+		if n == nil || seen[n] {
+			return
+		}
+		seen[n] = true
+		all = append(all, n)
+		if n.ref != "" {
+			visit(b.targets[n.ref])
+		}
+		for _, c := range n.inPlace {
+			visit(c)
+		}
+	}
+	for _, n := range nodes {
+		visit(n)
+	}
+	return all
+}
+
+// Commitment returns the commitment of a commitment object, and whether v
+// is one.
+func Commitment(v any) (string, bool) {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return "", false
+	}
+	c, ok := m[SecretField].(string)
+	return c, ok
+}
+
+// RevealRequest returns canonical request bytes with each commitment
+// object that open knows replaced by the value it commits to (canonical
+// JSON): the body the execution plane sends a tool. open answers ok false
+// for a commitment it holds no value for, which then stays as it is.
+func RevealRequest(canonical []byte, open func(commitment string) (value []byte, ok bool, err error)) ([]byte, error) {
+	v, err := decodeJSON(canonical)
+	if err != nil {
+		return nil, err
+	}
+	v, err = reveal(v, open)
+	if err != nil {
+		return nil, err
+	}
+	return CanonicalJSON(v)
+}
+
+func reveal(v any, open func(string) ([]byte, bool, error)) (any, error) {
+	if c, ok := Commitment(v); ok {
+		value, ok, err := open(c)
+		if err != nil || !ok {
+			return v, err
+		}
+		return decodeJSON(value)
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			r, err := reveal(e, open)
+			if err != nil {
+				return nil, err
+			}
+			x[k] = r
+		}
+	case []any:
+		for i, e := range x {
+			r, err := reveal(e, open)
+			if err != nil {
+				return nil, err
+			}
+			x[i] = r
+		}
+	}
+	return v, nil
+}
+
+// decodeJSON decodes one JSON value, numbers kept as written.
+func decodeJSON(b []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("data after the value")
+	}
+	return v, nil
+}

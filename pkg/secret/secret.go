@@ -1,0 +1,175 @@
+// Package secret keeps the values of secret tool parameters out of
+// everything Steward stores, shows and signs. A parameter schema marks a
+// field secret (writeOnly: true, or "x-steward-secret": true; see pkg/action
+// Schema.Conceal); the control plane replaces its value, in the canonical
+// request, by a keyed commitment
+//
+//	{"$secret":"hmac-sha256:<64 hex>"}
+//
+// and seals the value itself (XChaCha20-Poly1305) into the proposal; the
+// execution plane opens it just before the call and checks it against the
+// commitment again. One key file holds a 32-byte master key; the keys for
+// the commitment and for the sealing derive from it by HKDF-SHA256, so an
+// operator keeps one file. See docs/secrets.md.
+//
+// A Sealer is safe for concurrent use.
+package secret
+
+import (
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/crypto/chacha20poly1305"
+)
+
+// Prefix starts every commitment: it names the scheme, so that another can
+// follow without ambiguity.
+const Prefix = "hmac-sha256:"
+
+// KeySize is the size of the master key in bytes.
+const KeySize = 32
+
+// Sealer commits to secret values and seals and opens them.
+type Sealer struct {
+	mac  []byte
+	aead cipher.AEAD
+}
+
+// New returns a Sealer for a master key of KeySize bytes.
+func New(master []byte) (*Sealer, error) {
+	if len(master) != KeySize {
+		return nil, fmt.Errorf("the secret key is %d bytes, want %d", len(master), KeySize)
+	}
+	mac, err := hkdf.Key(sha256.New, master, nil, "steward.secret.commit.v1", 32)
+	if err != nil {
+		return nil, err
+	}
+	enc, err := hkdf.Key(sha256.New, master, nil, "steward.secret.seal.v1", chacha20poly1305.KeySize)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := chacha20poly1305.NewX(enc)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{mac: mac, aead: aead}, nil
+}
+
+// Commit returns the commitment to value (canonical JSON) in task taskID:
+// HMAC-SHA256 under the commitment key of "steward.secret.v1", the task id
+// and the value, joined by NUL bytes. It is deterministic, so that the same
+// proposal again has the same request hash; keyed, so that nobody without
+// the key can test guesses of a short secret against it; and bound to the
+// task, so that one value in two tasks cannot be linked by its commitment.
+func (s *Sealer) Commit(taskID string, value []byte) string {
+	m := hmac.New(sha256.New, s.mac)
+	m.Write([]byte("steward.secret.v1\x00" + taskID + "\x00"))
+	m.Write(value)
+	return Prefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// Seal encrypts value under the sealing key, with the task id and the
+// commitment as associated data: a sealed value opens only for the
+// commitment it was sealed for. It returns nonce || ciphertext.
+func (s *Sealer) Seal(taskID, commitment string, value []byte) []byte {
+	nonce := make([]byte, s.aead.NonceSize(), s.aead.NonceSize()+len(value)+s.aead.Overhead())
+	if _, err := rand.Read(nonce); err != nil {
+		panic(err) // crypto/rand does not fail
+	}
+	return s.aead.Seal(nonce, nonce, value, ad(taskID, commitment))
+}
+
+// ErrMismatch is returned by Open for a sealed value that does not open, or
+// opens to a value whose commitment is not the one it is sealed for.
+var ErrMismatch = errors.New("the sealed secret does not match its commitment")
+
+// Open decrypts a sealed value and checks that it commits to commitment
+// in task taskID: the value sent to a tool is the one the approval bound.
+func (s *Sealer) Open(taskID, commitment string, sealed []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n+s.aead.Overhead() {
+		return nil, ErrMismatch
+	}
+	value, err := s.aead.Open(nil, sealed[:n], sealed[n:], ad(taskID, commitment))
+	if err != nil {
+		return nil, ErrMismatch
+	}
+	if !hmac.Equal([]byte(s.Commit(taskID, value)), []byte(commitment)) {
+		return nil, ErrMismatch
+	}
+	return value, nil
+}
+
+func ad(taskID, commitment string) []byte {
+	return []byte("steward.secret.v1\x00" + taskID + "\x00" + commitment)
+}
+
+// LoadOrCreateKey reads the master key from path: 64 hex digits (a
+// trailing newline is allowed). A missing file is created with a new
+// random key, readable by its owner only, and created reports it.
+func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key = make([]byte, KeySize)
+		if _, err := rand.Read(key); err != nil {
+			return nil, false, err
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, false, err
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, os.ErrExist) {
+			return LoadOrCreateKey(path) // another process made it first
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		_, err = f.WriteString(hex.EncodeToString(key) + "\n")
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		return key, true, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	key, err = hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != KeySize {
+		return nil, false, fmt.Errorf("%s: want %d hex digits (openssl rand -hex %d)", path, 2*KeySize, KeySize)
+	}
+	return key, false, nil
+}
+
+// Forms returns the ways a secret value (canonical JSON) may be quoted in
+// a message: its JSON text and, for a string, the text itself.
+func Forms(value []byte) []string {
+	forms := []string{string(value)}
+	var s string
+	if json.Unmarshal(value, &s) == nil && s != "" {
+		forms = append(forms, s)
+	}
+	return forms
+}
+
+// Redact replaces each of forms (Forms) in msg by "[secret]".
+func Redact(msg string, forms []string) string {
+	for _, f := range forms {
+		if f != "" {
+			msg = strings.ReplaceAll(msg, f, "[secret]")
+		}
+	}
+	return msg
+}

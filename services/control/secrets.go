@@ -1,0 +1,82 @@
+package control
+
+import (
+	"bytes"
+	"sort"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/toolreg"
+)
+
+// conceal replaces the values of params that entry's schema marks secret
+// by their commitments, and seals the values for the execution plane
+// (docs/secrets.md). It returns params unchanged, and no sealed values,
+// for a tool that marks nothing secret.
+func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte) ([]byte, []*stewardv1.SealedSecret, error) {
+	if !entry.Schema.HasSecrets() {
+		return params, nil, nil
+	}
+	if p.secrets == nil {
+		c := entry.Tool.Contract
+		return nil, nil, errs.New(errs.FailedPrecondition, "tool %s version %s marks parameters secret, and this control plane has no secret key (--secret-key) to seal them with", c.Name, c.Version)
+	}
+	byCommitment := map[string]*stewardv1.SealedSecret{}
+	concealed, err := entry.Schema.Conceal(params, func(value []byte) string {
+		c := p.secrets.Commit(taskID, value)
+		if byCommitment[c] == nil {
+			byCommitment[c] = &stewardv1.SealedSecret{Commitment: c, Sealed: p.secrets.Seal(taskID, c, value)}
+		}
+		return c
+	})
+	if err != nil {
+		return nil, nil, errs.Field("params", "%v", err)
+	}
+	sealed := make([]*stewardv1.SealedSecret, 0, len(byCommitment))
+	for _, s := range byCommitment {
+		sealed = append(sealed, s)
+	}
+	sort.Slice(sealed, func(i, j int) bool { return sealed[i].Commitment < sealed[j].Commitment })
+	return concealed, sealed, nil
+}
+
+// secretValues returns the ways params quote the values entry's schema
+// marks secret: what an error message about params must not repeat.
+func secretValues(entry *toolreg.Entry, params []byte) []string {
+	if !entry.Schema.HasSecrets() {
+		return nil
+	}
+	var forms []string
+	_, _ = entry.Schema.Conceal(params, func(value []byte) string {
+		forms = append(forms, secret.Forms(value)...)
+		return ""
+	})
+	return forms
+}
+
+// reveal returns the parameters of an action's canonical request with its
+// own sealed values opened again, for a retry that proposes the same
+// request anew (prepare then conceals them again into the same
+// commitments). Commitments it does not hold stay as they are.
+func (p *Plane) reveal(taskID string, params []byte, sealed []*stewardv1.SealedSecret) ([]byte, error) {
+	if len(sealed) == 0 || !bytes.Contains(params, []byte(action.SecretField)) {
+		return params, nil
+	}
+	if p.secrets == nil {
+		return nil, errs.New(errs.FailedPrecondition, "the action holds secret parameters, and this control plane has no secret key (--secret-key) to open them with")
+	}
+	return action.RevealRequest(params, func(c string) ([]byte, bool, error) {
+		for _, s := range sealed {
+			if s.Commitment == c {
+				v, err := p.secrets.Open(taskID, c, s.Sealed)
+				if err != nil {
+					return nil, false, errs.Wrap(errs.Corrupt, err, "secret %s", c)
+				}
+				return v, true, nil
+			}
+		}
+		return nil, false, nil
+	})
+}

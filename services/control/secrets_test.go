@@ -1,0 +1,96 @@
+package control_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/control"
+)
+
+const loginSchema = `{"type":"object","properties":{"user":{"type":"string"},"password":{"type":"string","writeOnly":true,"pattern":"^pw"}}}`
+
+// secretTask registers login, whose password is secret, and returns a
+// running task that allows it, retrying failures.
+func (r *rig) secretTask(t *testing.T, requestID string) string {
+	t.Helper()
+	r.register(t, &stewardv1.ToolContract{Name: "login", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: loginSchema})
+	req := validRequest(requestID)
+	req.Contract.AllowedTools = []string{"login"}
+	req.Contract.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: retryMode, MaxAttempts: 2}
+	tk, _, err := r.ctl.CreateTask(context.Background(), "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.running(tk.Contract.TaskId)
+	return tk.Contract.TaskId
+}
+
+// TestSecretParametersAreCommitted: a value the schema marks secret is a
+// commitment in the request, sealed beside it, and opens to the value; the
+// same value makes the same request_hash, another value another; a schema
+// refusal does not quote it; Steward's retry proposes the same request,
+// its value sealed again.
+func TestSecretParametersAreCommitted(t *testing.T) {
+	r := newRig(t)
+	id := r.secretTask(t, "secret")
+	a := r.propose(t, id, "p1", "login", "acct", map[string]any{"user": "bob", "password": "pw-hunter2"})
+	if strings.Contains(string(a.Request), "hunter2") || !strings.Contains(string(a.Request), `"password":{"$secret":"hmac-sha256:`) {
+		t.Fatalf("request %s: want a commitment in place of the password", a.Request)
+	}
+	if len(a.SealedSecrets) != 1 {
+		t.Fatalf("sealed %v, want one value", a.SealedSecrets)
+	}
+	s := a.SealedSecrets[0]
+	if !strings.Contains(string(a.Request), s.Commitment) {
+		t.Errorf("the sealed value's commitment %s is not the request's", s.Commitment)
+	}
+	if v, err := r.sealer.Open(id, s.Commitment, s.Sealed); err != nil || string(v) != `"pw-hunter2"` {
+		t.Errorf("the sealed value opens to %s, %v", v, err)
+	}
+	if again := r.propose(t, id, "p2", "login", "acct", map[string]any{"user": "bob", "password": "pw-hunter2"}); again.RequestHash != a.RequestHash {
+		t.Errorf("the same value made request_hash %s, then %s", a.RequestHash, again.RequestHash)
+	}
+	if other := r.propose(t, id, "p3", "login", "acct", map[string]any{"user": "bob", "password": "pw-other"}); other.RequestHash == a.RequestHash {
+		t.Error("another value made the same request_hash")
+	}
+	ps, _ := structpb.NewStruct(map[string]any{"password": "no-such-prefix"})
+	_, _, err := r.ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: "p4", Tool: "login", Params: ps})
+	if !errs.Is(err, errs.Invalid) || strings.Contains(err.Error(), "no-such-prefix") {
+		t.Errorf("a password against the pattern: %v; want Invalid, without the value", err)
+	}
+
+	r.run(t, id, a.ActionId, failed(transient, "HTTP 503: busy"), nil, time.Now())
+	r.settle()
+	next := retryOf(r.task(t, id), a.ActionId)
+	if next == nil {
+		t.Fatal("the failed action was not retried")
+	}
+	if next.RequestHash != a.RequestHash || len(next.SealedSecrets) != 1 || next.SealedSecrets[0].Commitment != s.Commitment {
+		t.Fatalf("the retry is %s with %v; want the same request and commitment", next.RequestHash, next.SealedSecrets)
+	}
+	if v, err := r.sealer.Open(id, s.Commitment, next.SealedSecrets[0].Sealed); err != nil || string(v) != `"pw-hunter2"` {
+		t.Errorf("the retry's sealed value opens to %s, %v", v, err)
+	}
+}
+
+// TestSecretParametersNeedAKey: a control plane without a secret key
+// refuses a proposal to a tool that marks parameters secret.
+func TestSecretParametersNeedAKey(t *testing.T) {
+	r := newRig(t)
+	id := r.secretTask(t, "no-key")
+	cfg := r.config()
+	cfg.Secrets = nil
+	ctl := control.New(r.Log, r.Logger, cfg)
+	ps, _ := structpb.NewStruct(map[string]any{"password": "pw-x"})
+	_, _, err := ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: "p", Tool: "login", Params: ps})
+	if !errs.Is(err, errs.FailedPrecondition) {
+		t.Errorf("ProposeAction = %v, want FailedPrecondition", err)
+	}
+}
