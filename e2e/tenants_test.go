@@ -277,3 +277,40 @@ func TestTenantsDoNotSeeEachOther(t *testing.T) {
 	}
 	waitAction(t, acme.clients, taskID, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 }
+
+// TestAJWTsTenantClaim: a JWT's tenant claim is its caller's tenant as a
+// token file's "tenant" is: the same principal of the same tenant is one
+// caller whichever way it signs in (its request id finds its task), and a
+// JWT of another tenant, or of none, finds no such task, an admin's too.
+func TestAJWTsTenantClaim(t *testing.T) {
+	const issuer = "https://id.example.test"
+	idp := stewardtest.NewJWTIssuer(t, issuer, "steward", "e2e-key")
+	h := startSteward(t, setup{inProcess: true, flags: []string{
+		"--jwt-jwks", idp.WriteJWKS(t, t.TempDir()), "--jwt-issuer", issuer, "--jwt-audience", "steward",
+	}})
+	ctx := context.Background()
+	as := func(tenant, principal string, roles ...string) authed {
+		claims := idp.Claims(principal, roles...)
+		if tenant != "" {
+			claims["tenant"] = tenant
+		}
+		return withToken(h.url, idp.Sign(t, claims))
+	}
+	byJWT := createTask(t, as("acme", "agent:summariser").clients, "jwt-1")
+	if byJWT.Tenant != "acme" {
+		t.Fatalf("a task made under a JWT of acme is of tenant %q", byJWT.Tenant)
+	}
+	byFile := createTask(t, withToken(h.url, acmeAgentToken).clients, "jwt-1")
+	if byFile.Contract.TaskId != byJWT.Contract.TaskId {
+		t.Fatalf("acme's agent:summariser made %s by JWT and %s by token file under one request id; want one task", byJWT.Contract.TaskId, byFile.Contract.TaskId)
+	}
+	for name, c := range map[string]authed{"globex's admin": as("globex", "user:root", "admin"), "an admin of no tenant": as("", "user:root", "admin")} {
+		_, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: byJWT.Contract.TaskId}))
+		if connect.CodeOf(err) != connect.CodeNotFound {
+			t.Errorf("%s reads acme's task: %v; want not_found", name, err)
+		}
+	}
+	if _, err := as("acme", "user:cy").query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: byJWT.Contract.TaskId})); err != nil {
+		t.Errorf("another caller of acme reads acme's task: %v", err)
+	}
+}
