@@ -64,6 +64,13 @@ const (
 	// Two more approvers, for approvals that need several people.
 	secondApproverToken = "e2e-second-approver-token-0123" // user:di, authorizer
 	thirdApproverToken  = "e2e-third-approver-token-01234" // user:eve, authorizer
+	// Callers of two tenants, acme and globex, under the same names as
+	// the default tenant's (docs/tenants.md).
+	acmeAgentToken      = "e2e-acme-agent-token-0123456789"    // agent:summariser of acme
+	acmeApproverToken   = "e2e-acme-approver-token-012345678"  // user:bo of acme, authorizer
+	globexAgentToken    = "e2e-globex-agent-token-0123456789"  // agent:summariser of globex
+	globexAdminToken    = "e2e-globex-admin-token-0123456789"  // user:root of globex, admin
+	globexApproverToken = "e2e-globex-approver-token-01234567" // user:bo of globex, authorizer
 )
 
 // tokensFile is the tokens file that gives each token above its principal
@@ -80,7 +87,12 @@ const tokensFile = `{"tokens": [
   {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]},
   {"token": "` + adminToken + `", "principal": "user:root", "roles": ["admin"]},
   {"token": "` + secondApproverToken + `", "principal": "user:di", "roles": ["authorizer"]},
-  {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]}
+  {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]},
+  {"token": "` + acmeAgentToken + `", "principal": "agent:summariser", "tenant": "acme"},
+  {"token": "` + acmeApproverToken + `", "principal": "user:bo", "roles": ["authorizer"], "tenant": "acme"},
+  {"token": "` + globexAgentToken + `", "principal": "agent:summariser", "tenant": "globex"},
+  {"token": "` + globexAdminToken + `", "principal": "user:root", "roles": ["admin"], "tenant": "globex"},
+  {"token": "` + globexApproverToken + `", "principal": "user:bo", "roles": ["authorizer"], "tenant": "globex"}
 ]}`
 
 // harness is a Steward under test — the real binary, or the same Main in

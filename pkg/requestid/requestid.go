@@ -38,9 +38,9 @@ import (
 	"github.com/steward-run/steward/pkg/limits"
 )
 
-// Scope is whose request ids these are. Tenant is empty until Steward has
-// tenants; it is a part of every derivation already, so that giving it a
-// value later scopes ids by it without another scheme.
+// Scope is whose request ids these are. Tenant is the caller's tenant,
+// empty for the default tenant: ids derived in the default tenant are
+// those derived before Steward had tenants.
 type Scope struct {
 	Tenant    string
 	Principal string
@@ -49,8 +49,13 @@ type Scope struct {
 	Task string
 }
 
-// ForPrincipal is the scope of a caller known by its principal alone.
+// ForPrincipal is the scope of a caller known by its principal alone, in
+// the default tenant.
 func ForPrincipal(principal string) Scope { return Scope{Principal: principal} }
+
+// For is the scope of the caller principal of tenant: two tenants' callers
+// of the same name who pick the same request id make two tasks.
+func For(tenant, principal string) Scope { return Scope{Tenant: tenant, Principal: principal} }
 
 // ForProposal is the scope of a caller's proposal ids on one task. An
 // action's id derives from its task and proposal id, and an agent that

@@ -111,23 +111,16 @@ func short(procedure string) string {
 	return strings.TrimPrefix(procedure, "/steward.v1.")
 }
 
-// partyConn checks a streamed request against the parties of its task as
-// it arrives, for a caller whose roles were not enough.
-type partyConn struct {
+// checkedConn checks a streamed request as it arrives, with check: the
+// request's task is known only then.
+type checkedConn struct {
 	connect.StreamingHandlerConn
-	ctx  context.Context
-	edge *edgeInterceptor
-	who  Identity
+	check func(m any) error
 }
 
-func (c partyConn) Receive(m any) error {
+func (c checkedConn) Receive(m any) error {
 	if err := c.StreamingHandlerConn.Receive(m); err != nil {
 		return err
 	}
-	procedure := c.Spec().Procedure
-	rule, _ := access.For(procedure)
-	if err := authorizeParty(c.ctx, c.edge.parties, procedure, rule, c.who, m); err != nil {
-		return c.edge.deny(c.ctx, procedure, ToConnect(c.ctx, c.edge.log, err))
-	}
-	return nil
+	return c.check(m)
 }

@@ -35,7 +35,8 @@ func TestAStreamedRequestIsCheckedAsItArrives(t *testing.T) {
 	}
 	for who, allowed := range map[string]bool{"agent:a": true, "user:eve": false} {
 		edge := &edgeInterceptor{log: slog.New(slog.DiscardHandler), parties: parties}
-		c := partyConn{StreamingHandlerConn: fakeConn{}, ctx: context.Background(), edge: edge, who: Identity{Principal: who, Verified: true}}
+		check := edge.streamCheck(context.Background(), fakeConn{}.Spec().Procedure, Identity{Principal: who, Verified: true})
+		c := checkedConn{StreamingHandlerConn: fakeConn{}, check: check}
 		err := c.Receive(&stewardv1.PauseTaskRequest{})
 		if allowed != (err == nil) || !allowed && connect.CodeOf(err) != connect.CodePermissionDenied {
 			t.Errorf("%s: %v, allowed %v", who, err, allowed)

@@ -14,10 +14,11 @@ import (
 type Identity struct {
 	Principal string   `json:"principal"`
 	Roles     []string `json:"roles"`
-	// Tenant is the tenant a JWT names (its tenant claim), "" for none.
-	// Nothing reads it yet: tenants come later (issue 16), and a token
-	// file does not name one.
-	Tenant string `json:"-"`
+	// Tenant is the tenant the caller belongs to: a token file entry's
+	// "tenant" or a JWT's tenant claim; "" is the default tenant. Every
+	// task belongs to its creator's tenant, and a caller of another
+	// tenant finds no such task (docs/tenants.md).
+	Tenant string `json:"tenant,omitempty"`
 	// Verified is set when a token proved the identity; a principal named
 	// in the Steward-Principal header is not verified.
 	Verified bool `json:"-"`
@@ -55,7 +56,7 @@ type tokensFile struct {
 
 // LoadTokens reads a token file:
 //
-//	{"tokens": [{"token": "…", "principal": "user:bo", "roles": ["authorizer"]}]}
+//	{"tokens": [{"token": "…", "principal": "user:bo", "roles": ["authorizer"], "tenant": "acme"}]}
 func LoadTokens(path string) (Tokens, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -79,6 +80,9 @@ func LoadTokens(path string) (Tokens, error) {
 			return nil, fmt.Errorf("%s: tokens[%d]: a token must be at least 16 characters", path, i)
 		}
 		if err := CheckPrincipal(fmt.Sprintf("tokens[%d].principal", i), t.Principal); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if err := CheckTenant(fmt.Sprintf("tokens[%d].tenant", i), t.Tenant); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if _, dup := out[t.Token]; dup {

@@ -46,6 +46,7 @@ type edgeInterceptor struct {
 	parties PartiesFunc
 	jwt     *JWTVerifier
 	denied  *prometheus.CounterVec
+	tenants TenantFunc
 }
 
 // EdgeOption configures the edge interceptor.
@@ -142,6 +143,9 @@ func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 			return nil, err
 		}
 		if !i.open() {
+			if err := i.sameTenant(ctx, procedure, Caller(ctx), req.Any()); err != nil {
+				return nil, ToConnect(ctx, i.log, err)
+			}
 			if err := authorize(ctx, i.parties, procedure, Caller(ctx), req.Any()); err != nil {
 				return nil, i.deny(ctx, procedure, ToConnect(ctx, i.log, err))
 			}
@@ -169,12 +173,34 @@ func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc
 		if err := authorize(ctx, i.parties, procedure, who, nil); err != nil {
 			return i.deny(ctx, procedure, ToConnect(ctx, i.log, err))
 		}
-		if rule, _ := access.For(procedure); !rule.AllowsRoles(who.Roles) {
-			// The roles were not enough, and the rule names parties: the
-			// request's task decides, as it arrives.
-			conn = partyConn{StreamingHandlerConn: conn, ctx: ctx, edge: i, who: who}
+		if check := i.streamCheck(ctx, procedure, who); check != nil {
+			conn = checkedConn{StreamingHandlerConn: conn, check: check}
 		}
 		return ToConnect(ctx, i.log, next(ctx, strictConn{conn}))
+	}
+}
+
+// streamCheck returns the check of a streamed request of procedure by
+// who as it arrives, when its task is known: the task's tenant, and, when
+// the roles were not enough and the rule names parties, the caller's part
+// in it. nil when there is nothing to check.
+func (i *edgeInterceptor) streamCheck(ctx context.Context, procedure string, who Identity) func(m any) error {
+	rule, _ := access.For(procedure)
+	byParty := !rule.AllowsRoles(who.Roles)
+	if i.tenants == nil && !byParty {
+		return nil
+	}
+	return func(m any) error {
+		if err := i.sameTenant(ctx, procedure, who, m); err != nil {
+			return ToConnect(ctx, i.log, err)
+		}
+		if !byParty {
+			return nil
+		}
+		if err := authorizeParty(ctx, i.parties, procedure, rule, who, m); err != nil {
+			return i.deny(ctx, procedure, ToConnect(ctx, i.log, err))
+		}
+		return nil
 	}
 }
 

@@ -176,6 +176,9 @@ func (v *JWTVerifier) identity(tok jwt.Token) (Identity, error) {
 	if id.Tenant, err = stringClaim(tok, v.cfg.TenantClaim); err != nil {
 		return Identity{}, err
 	}
+	if err := CheckTenant("the JWT's "+v.cfg.TenantClaim+" claim", id.Tenant); err != nil {
+		return Identity{}, err
+	}
 	var roles any
 	if tok.Has(v.cfg.RolesClaim) {
 		if err := tok.Get(v.cfg.RolesClaim, &roles); err != nil {

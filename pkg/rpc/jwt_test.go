@@ -58,6 +58,8 @@ func TestJWTVerifier(t *testing.T) {
 		{"no principal", with(func(c map[string]any) { delete(c, "sub") }), "is empty"},
 		{"roles not an array", with(func(c map[string]any) { c["roles"] = "admin" }), "not an array of strings"},
 		{"roles not strings", with(func(c map[string]any) { c["roles"] = []any{"admin", 3} }), "not an array of strings"},
+		{"tenant not a string", with(func(c map[string]any) { c["tenant"] = 7 }), "tenant claim is not a string"},
+		{"tenant with an invisible character", with(func(c map[string]any) { c["tenant"] = "ac\u200bme" }), "invisible"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if !rpc.LooksLikeJWT(c.token) {

@@ -29,12 +29,8 @@ func CheckPrincipal(field, p string) error {
 	case len(p) > MaxPrincipalLen:
 		return errs.Field(field, "is %d bytes; the limit is %d", len(p), MaxPrincipalLen)
 	}
-	for _, r := range p {
-		// Invisible characters (format, bidi, line and paragraph
-		// separators) would let "steward\u200b" pass for Steward.
-		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
-			return errs.Field(field, "contains the invisible or control character %U", r)
-		}
+	if err := visible(field, p); err != nil {
+		return err
 	}
 	for _, name := range reservedPrincipals {
 		if strings.EqualFold(p, name) {
@@ -61,4 +57,35 @@ func principalFrom(values []string) (string, error) {
 		return "", err
 	}
 	return p, nil
+}
+
+// MaxTenantLen bounds a tenant's name in bytes.
+const MaxTenantLen = 128
+
+// CheckTenant reports whether t may name a tenant: empty (the default
+// tenant), or valid UTF-8 of at most MaxTenantLen bytes with no control or
+// invisible characters, for the reasons a principal has none. field names
+// where t came from, for the error.
+func CheckTenant(field, t string) error {
+	switch {
+	case t == "":
+		return nil
+	case !utf8.ValidString(t):
+		return errs.Field(field, "is not valid UTF-8")
+	case len(t) > MaxTenantLen:
+		return errs.Field(field, "is %d bytes; the limit is %d", len(t), MaxTenantLen)
+	}
+	return visible(field, t)
+}
+
+// visible refuses s if it holds a control or invisible character.
+func visible(field, s string) error {
+	for _, r := range s {
+		// Invisible characters (format, bidi, line and paragraph
+		// separators) would let "steward\u200b" pass for Steward.
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Bidi_Control) {
+			return errs.Field(field, "contains the invisible or control character %U", r)
+		}
+	}
+	return nil
 }

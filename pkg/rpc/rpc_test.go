@@ -66,12 +66,16 @@ func TestLoadTokens(t *testing.T) {
 		}
 		return p
 	}
-	tokens, err := rpc.LoadTokens(write(`{"tokens": [{"token": "0123456789abcdef", "principal": "user:bo", "roles": ["authorizer"]}]}`))
+	tokens, err := rpc.LoadTokens(write(`{"tokens": [{"token": "0123456789abcdef", "principal": "user:bo", "roles": ["authorizer"]},
+		{"token": "acme-0123456789abcdef", "principal": "user:bo", "tenant": "acme"}]}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if id := tokens["0123456789abcdef"]; id.Principal != "user:bo" || !id.HasRole("viewer", "authorizer") || id.HasRole("viewer") {
+	if id := tokens["0123456789abcdef"]; id.Principal != "user:bo" || !id.HasRole("viewer", "authorizer") || id.HasRole("viewer") || id.Tenant != "" {
 		t.Fatalf("identity = %+v", id)
+	}
+	if id := tokens["acme-0123456789abcdef"]; id.Principal != "user:bo" || id.Tenant != "acme" {
+		t.Fatalf("identity of tenant acme = %+v", id)
 	}
 	for _, bad := range []string{
 		`{"tokens": [{"token": "short", "principal": "p"}]}`,
@@ -82,6 +86,8 @@ func TestLoadTokens(t *testing.T) {
 		// every token there.
 		`{"tokens": [{"token": "0123456789abcdef", "principal": "user:ops", "role": ["operator"]}]}`,
 		`{"token": [{"token": "0123456789abcdef", "principal": "user:ops"}]}`,
+		`{"tokens": [{"token": "0123456789abcdef", "principal": "user:ops", "tenant": "ac\u200bme"}]}`,
+		`{"tokens": [{"token": "0123456789abcdef", "principal": "user:ops", "tenant": 7}]}`,
 	} {
 		if _, err := rpc.LoadTokens(write(bad)); err == nil {
 			t.Errorf("token file %s was accepted", bad)

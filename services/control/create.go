@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -38,7 +39,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		}
 		defer u.settle(ctx, &err) // the named result: what CreateTask answers
 	}
-	return p.create(ctx, principal, taskID, req.RequestId, contract)
+	return p.create(ctx, principal, rpc.Caller(ctx).Tenant, taskID, req.RequestId, contract)
 }
 
 // requestedTask returns the id of the task principal's requestID makes:
@@ -46,8 +47,10 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 // this request id before request ids were the caller's own, its id then
 // (legacy), so that a retry across the upgrade finds it.
 func (p *Plane) requestedTask(ctx context.Context, principal, requestID string) (id string, legacy bool, err error) {
-	if requestID == "" {
-		return TaskIDFor(principal, requestID), false, nil
+	s := scopeOf(ctx, principal)
+	if requestID == "" || s.Tenant != "" {
+		// A tenant's tasks were all made with tenants: none is legacy.
+		return TaskIDIn(s, requestID), false, nil
 	}
 	old := requestid.LegacyTaskID(requestID)
 	recs, err := p.log.Read(ctx, old)
@@ -57,7 +60,7 @@ func (p *Plane) requestedTask(ctx context.Context, principal, requestID string) 
 	if len(recs) > 0 && recs[0].Event.GetActor().GetPrincipal() == principal && recs[0].Event.GetTaskCreated().GetRequestId() == requestID {
 		return old, true, nil
 	}
-	return TaskIDFor(principal, requestID), false, nil
+	return TaskIDIn(s, requestID), false, nil
 }
 
 // exists reports whether taskID has been created: what a CreateTask under
@@ -91,8 +94,8 @@ func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
 	return nil
 }
 
-// create opens a task with a checked contract; see CreateTask.
-func (p *Plane) create(ctx context.Context, principal, taskID, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
+// create opens a task of tenant with a checked contract; see CreateTask.
+func (p *Plane) create(ctx context.Context, principal, tenant, taskID, requestID string, contract *stewardv1.TaskContract) (*stewardv1.Task, bool, error) {
 	if err := checkDuties(contract, principal, ""); err != nil {
 		return nil, false, err
 	}
@@ -102,7 +105,7 @@ func (p *Plane) create(ctx context.Context, principal, taskID, requestID string,
 		TaskID:        taskID,
 		Actor:         p.actor(principal),
 		CorrelationID: requestID,
-	}, &stewardv1.TaskCreated{Contract: contract, RequestId: requestID})
+	}, &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant})
 	if err != nil {
 		return nil, false, err
 	}
@@ -125,11 +128,17 @@ func (p *Plane) create(ctx context.Context, principal, taskID, requestID string,
 	if err != nil {
 		return nil, false, err
 	}
-	if len(recs) == 0 || !proto.Equal(recs[0].Event.GetTaskCreated().GetContract(), contract) {
+	if len(recs) == 0 || !sameCreation(recs[0].Event.GetTaskCreated(), tenant, contract) {
 		return nil, false, errs.New(errs.AlreadyExists, "request_id %s already created task %s with a different contract", errs.Quote(requestID), taskID)
 	}
 	t, err := task.Fold(recs)
 	return t, false, err
+}
+
+// sameCreation reports whether first created a task of tenant with
+// contract: what a repeated CreateTask must find.
+func sameCreation(first *stewardv1.TaskCreated, tenant string, contract *stewardv1.TaskContract) bool {
+	return first.GetTenant() == tenant && proto.Equal(first.GetContract(), contract)
 }
 
 // knownFieldsOnly copies c without fields this server does not know, which

@@ -106,13 +106,13 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err := p.reserve(ctx, principal, req.ParentTaskId, childID, contract, pc); err != nil {
 		return nil, false, err
 	}
-	t, created, err := p.create(ctx, principal, childID, req.RequestId, contract)
+	t, created, err := p.create(ctx, principal, parent.Tenant, childID, req.RequestId, contract)
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
 		if prior, perr := p.priorDelegation(ctx, childID, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
-			return p.create(ctx, principal, childID, req.RequestId, contract)
+			return p.create(ctx, principal, parent.Tenant, childID, req.RequestId, contract)
 		}
 	}
 	return t, created, err

@@ -15,6 +15,8 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -662,5 +664,28 @@ func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
 	got := d.WaitTask(parent.Contract.TaskId, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == 0 })
 	if got.BudgetUsed.GetCostMicros() != 100 {
 		t.Errorf("the parent has %d micro-units used, want the attempt's 100", got.BudgetUsed.GetCostMicros())
+	}
+}
+
+// TestASubTaskIsItsParentsTenant: a sub-task belongs to its parent's
+// tenant, and its id is scoped by the delegating caller's tenant.
+func TestASubTaskIsItsParentsTenant(t *testing.T) {
+	d := idleRig(t)
+	acme := rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: "acme", Verified: true})
+	tk, _, err := d.ctl.CreateTask(acme, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "parent", Contract: parentContract()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, time.Now(), 0))
+	req := &stewardv1.DelegateTaskRequest{ParentTaskId: tk.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:researcher", RequestId: "sub-1"}
+	sub, created, err := d.ctl.DelegateTask(acme, "user:ana", req)
+	if err != nil || !created {
+		t.Fatalf("delegate: %v, created %v", err, created)
+	}
+	if sub.Tenant != "acme" || d.task(t, sub.Contract.TaskId).Tenant != "acme" {
+		t.Errorf("the sub-task is of tenant %q, want its parent's, acme", sub.Tenant)
+	}
+	if want := control.TaskIDIn(requestid.For("acme", "user:ana"), "sub-1"); sub.Contract.TaskId != want {
+		t.Errorf("the sub-task's id is %s, want %s (scoped by acme)", sub.Contract.TaskId, want)
 	}
 }

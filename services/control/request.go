@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/requestid"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -17,10 +18,22 @@ import (
 // caller principal (see requestid.Scope.TaskID), and a random id without
 // a request id.
 func TaskIDFor(principal, requestID string) string {
+	return TaskIDIn(requestid.ForPrincipal(principal), requestID)
+}
+
+// TaskIDIn is TaskIDFor for a caller of a tenant: the same request id in
+// two tenants makes two tasks.
+func TaskIDIn(s requestid.Scope, requestID string) string {
 	if requestID == "" {
 		return event.RandomID()
 	}
-	return requestid.ForPrincipal(principal).TaskID(requestID)
+	return s.TaskID(requestID)
+}
+
+// scopeOf is the scope of principal's request ids: the tenant is the
+// caller's, from its verified identity (rpc.Caller), never from a request.
+func scopeOf(ctx context.Context, principal string) requestid.Scope {
+	return requestid.For(rpc.Caller(ctx).Tenant, principal)
 }
 
 // use is a request id claimed for one command (see claim).
@@ -64,7 +77,7 @@ func (p *Plane) claim(ctx context.Context, principal, command, taskID, requestID
 		}
 		return &use{id: legacy}, nil
 	}
-	id := requestid.ForPrincipal(principal).EventID(taskID, command, requestID)
+	id := scopeOf(ctx, principal).EventID(taskID, command, requestID)
 	return p.claimFor(ctx, principal, command, taskID, requestID, req, id, func(ctx context.Context) bool {
 		_, h, err := taskstore.Load(ctx, p.log, taskID)
 		return unsure(err) || (err == nil && h.Has(id))
@@ -77,7 +90,7 @@ func (p *Plane) claimFor(ctx context.Context, principal, command, taskID, reques
 	if requestID == "" {
 		return &use{}, nil
 	}
-	h, err := requestid.Claim(ctx, p.log, requestid.ForPrincipal(principal), requestID, requestid.UseOf(command, taskID, req))
+	h, err := requestid.Claim(ctx, p.log, scopeOf(ctx, principal), requestID, requestid.UseOf(command, taskID, req))
 	if err != nil {
 		return nil, err
 	}

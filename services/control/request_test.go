@@ -12,6 +12,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 )
@@ -229,6 +230,44 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 			}
 			refused("another command", err)
 		})
+	}
+}
+
+// TestRequestIDsAreTheTenants: one principal in two tenants who picks the
+// same request id makes two tasks, each recorded as its tenant's; a retry
+// in one tenant finds that tenant's task.
+func TestRequestIDsAreTheTenants(t *testing.T) {
+	r := newRig(t)
+	in := func(tenant string) context.Context {
+		return rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: tenant, Verified: true})
+	}
+	tasks := map[string]string{}
+	for _, tenant := range []string{"", "acme", "globex"} {
+		tk, created, err := r.ctl.CreateTask(in(tenant), "user:ana", validRequest("demo-1"))
+		if err != nil {
+			t.Fatalf("tenant %q: %v", tenant, err)
+		}
+		if !created || tk.Tenant != tenant {
+			t.Fatalf("tenant %q: created %v, task of tenant %q", tenant, created, tk.Tenant)
+		}
+		if want := control.TaskIDIn(requestid.For(tenant, "user:ana"), "demo-1"); tk.Contract.TaskId != want {
+			t.Errorf("tenant %q: task id %s, want %s", tenant, tk.Contract.TaskId, want)
+		}
+		tasks[tenant] = tk.Contract.TaskId
+	}
+	if len(map[string]bool{tasks[""]: true, tasks["acme"]: true, tasks["globex"]: true}) != 3 {
+		t.Fatalf("three tenants' demo-1 made tasks %v; want three", tasks)
+	}
+	if tasks[""] != control.TaskIDFor("user:ana", "demo-1") {
+		t.Errorf("the default tenant's task id changed: %s", tasks[""])
+	}
+	again, created, err := r.ctl.CreateTask(in("acme"), "user:ana", validRequest("demo-1"))
+	if err != nil || created || again.Contract.TaskId != tasks["acme"] {
+		t.Fatalf("retry in acme: %v, created %v, task %s; want task %s", err, created, again.GetContract().GetTaskId(), tasks["acme"])
+	}
+	got := r.WaitTask(tasks["acme"], func(*stewardv1.Task) bool { return true })
+	if got.Tenant != "acme" {
+		t.Errorf("the folded task's tenant is %q, want acme", got.Tenant)
 	}
 }
 

@@ -42,8 +42,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	var decided *stewardv1.Approval
 	err = taskstore.Write(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, known.ActionId)
-		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId {
-			return nil, errs.New(errs.NotFound, "approval %s not found", req.ApprovalId)
+		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId || t.Tenant != who.Tenant {
+			return nil, approvalNotFound(req.ApprovalId)
 		}
 		ap := a.Approval
 		switch {

@@ -44,7 +44,7 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	}
 	id := ""
 	if req.RequestId != "" {
-		s := requestid.ForPrincipal(who.Principal)
+		s := requestid.For(who.Tenant, who.Principal)
 		// Assigned, not declared: the deferred release below reads the
 		// named result.
 		var hold *requestid.Hold

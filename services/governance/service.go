@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"cmp"
 	"context"
 
 	"connectrpc.com/connect"
@@ -24,7 +25,11 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.ListApprovalsResponse{Approvals: s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly)}), nil
+	approvals, err := s.plane.ofTenant(ctx, rpc.Caller(ctx).Tenant, s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly))
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(&stewardv1.ListApprovalsResponse{Approvals: approvals}), nil
 }
 
 func (s *governanceService) GetApproval(ctx context.Context, req *connect.Request[stewardv1.GetApprovalRequest]) (*connect.Response[stewardv1.GetApprovalResponse], error) {
@@ -34,6 +39,9 @@ func (s *governanceService) GetApproval(ctx context.Context, req *connect.Reques
 	ap, err := s.plane.approvals.Fresh(ctx, s.plane.log, req.Msg.ApprovalId)
 	if err != nil {
 		return nil, err
+	}
+	if mine, err := s.plane.ofTenant(ctx, rpc.Caller(ctx).Tenant, []*stewardv1.Approval{ap}); err != nil || len(mine) == 0 {
+		return nil, cmp.Or(err, approvalNotFound(req.Msg.ApprovalId))
 	}
 	return connect.NewResponse(&stewardv1.GetApprovalResponse{Approval: ap}), nil
 }

@@ -67,8 +67,9 @@ func partiesOf(t *stewardv1.Task) parties {
 //
 // A caller without the right gets PermissionDenied rather than NotFound:
 // that the task exists is not hidden from them (GetTask and ListTasks serve
-// every task to every caller), so a NotFound would hide nothing and only
-// mislead. ancestor returns the parties of a task up the delegation.
+// every task of a tenant to every caller of it; another tenant's task is
+// NotFound at the edge before this), so a NotFound would hide nothing and
+// only mislead. ancestor returns the parties of a task up the delegation.
 func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties, bool)) error {
 	if readsEveryTask(who) {
 		return nil

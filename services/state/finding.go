@@ -42,7 +42,7 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	}
 	id := event.RandomID()
 	if req.RequestId != "" {
-		s := requestid.ForPrincipal(who.Principal)
+		s := requestid.For(who.Tenant, who.Principal)
 		var hold *requestid.Hold
 		hold, err = requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RecordFinding", req.TaskId, req))
 		if err != nil {

@@ -205,16 +205,17 @@ func (p *Projection) moving(taskID, actionID string) bool {
 	return false
 }
 
-// List returns up to limit tasks created after position after (0 for the
-// start) whose status is in statuses (all when empty), in creation order,
-// and the position to continue from (0 when there is no more).
-func (p *Projection) List(statuses []stewardv1.TaskStatus, after, limit int) ([]*stewardv1.Task, int) {
+// List returns up to limit tasks of tenant created after position after
+// (0 for the start) whose status is in statuses (all when empty), in
+// creation order, and the position to continue from (0 when there is no
+// more). Another tenant's tasks are not there at all (docs/tenants.md).
+func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit int) ([]*stewardv1.Task, int) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
 	for i := after; i < len(p.order); i++ {
 		t := p.tasks[p.order[i]].task
-		if len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
+		if t.Tenant != tenant || len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
 			continue
 		}
 		if len(out) == limit {

@@ -163,8 +163,8 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
 		return nil, err
 	}
-	tasks, next := s.plane.views.List(req.Msg.Statuses, after, size)
 	who := rpc.Caller(ctx)
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size)
 	for _, t := range tasks {
 		s.plane.hideContent(who, func() parties { return partiesOf(t) }, t.Actions...)
 	}

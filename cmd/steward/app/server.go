@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
+	"github.com/steward-run/steward/pkg/taskstore"
 
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
@@ -281,7 +282,11 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	m.stops = append(m.stops, stopKeys)
 	m.denied = rpc.NewDeniedCounter()
-	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied)}
+	// Every plane finds a task's tenant in the log itself, so that no
+	// role reaches across tenants in services mode either.
+	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied), rpc.WithTenants(func(ctx context.Context, taskID string) (string, error) {
+		return taskstore.Tenant(ctx, log, taskID)
+	})}
 	if jwt != nil {
 		edge = append(edge, rpc.WithJWT(jwt))
 	}

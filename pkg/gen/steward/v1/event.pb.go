@@ -912,9 +912,13 @@ func (x *Actor) GetPlane() string {
 
 // TaskCreated opens a task's history with its contract.
 type TaskCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contract      *TaskContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
-	RequestId     string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Contract  *TaskContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The tenant the task belongs to: the creator's, from its verified
+	// identity, never from the request. Empty is the default tenant (a token
+	// file entry or a JWT that names none). A sub-task is its parent's.
+	Tenant        string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -959,6 +963,13 @@ func (x *TaskCreated) GetContract() *TaskContract {
 func (x *TaskCreated) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *TaskCreated) GetTenant() string {
+	if x != nil {
+		return x.Tenant
 	}
 	return ""
 }
@@ -3476,11 +3487,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05plane\x18\x02 \x01(\tR\x05plane\"b\n" +
+	"\x05plane\x18\x02 \x01(\tR\x05plane\"z\n" +
 	"\vTaskCreated\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"\r\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"\r\n" +
 	"\vTaskStarted\"$\n" +
 	"\n" +
 	"TaskPaused\x12\x16\n" +

@@ -1441,7 +1441,10 @@ type Task struct {
 	// While paused, the principal that paused it: a task its people or an
 	// operator paused is resumed only by whoever paused it, its requester,
 	// its accountable owner or an operator, never by its agent alone.
-	PausedBy      string `protobuf:"bytes,32,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	PausedBy string `protobuf:"bytes,32,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
+	// The tenant the task belongs to (TaskCreated.tenant); empty is the
+	// default tenant. A caller of another tenant finds no such task.
+	Tenant        string `protobuf:"bytes,33,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1661,6 +1664,13 @@ func (x *Task) GetCreatedSequence() uint64 {
 func (x *Task) GetPausedBy() string {
 	if x != nil {
 		return x.PausedBy
+	}
+	return ""
+}
+
+func (x *Task) GetTenant() string {
+	if x != nil {
+		return x.Tenant
 	}
 	return ""
 }
@@ -1895,7 +1905,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x90\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa8\n" +
 	"\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
@@ -1937,7 +1947,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\bfindings\x18\x18 \x03(\v2\x13.steward.v1.FindingR\bfindings\x12'\n" +
 	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\x12)\n" +
 	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\x12\x1b\n" +
-	"\tpaused_by\x18  \x01(\tR\bpausedBy\"\x9a\x01\n" +
+	"\tpaused_by\x18  \x01(\tR\bpausedBy\x12\x16\n" +
+	"\x06tenant\x18! \x01(\tR\x06tenant\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
