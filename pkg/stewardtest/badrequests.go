@@ -7,7 +7,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // BadRequest is one request of the bad-request corpus that the end-to-end
@@ -20,6 +24,36 @@ type BadRequest struct {
 	RPC    string
 	Body   []byte
 	Binary bool // sent as binary protobuf rather than JSON
+}
+
+// BadRequestsFor returns the bodies of the corpus's requests for the RPC
+// whose procedure ends in suffix ("/CreateTask"), and of those sent to
+// every RPC, at most maxBody bytes each: the seeds of a fuzz target that
+// decodes that RPC's requests.
+func BadRequestsFor(tb testing.TB, suffix string, maxBody int) []string {
+	tb.Helper()
+	var out []string
+	for _, br := range BadRequests(tb, maxBody) {
+		if br.RPC == "" || strings.HasSuffix(br.RPC, suffix) {
+			out = append(out, string(br.Body))
+		}
+	}
+	return out
+}
+
+// SameAfterJSON fails tb unless m comes back equal from a trip through
+// JSON, as a client reads it and sends it again, and returns the copy.
+func SameAfterJSON[M proto.Message](tb testing.TB, m M) M {
+	tb.Helper()
+	data, err := protojson.Marshal(m)
+	if err != nil {
+		tb.Fatalf("%T does not encode as JSON: %v", m, err)
+	}
+	again := m.ProtoReflect().New().Interface().(M)
+	if err := protojson.Unmarshal(data, again); err != nil || !proto.Equal(again, m) {
+		tb.Fatalf("%T is not itself after a trip through JSON (%v):\n%v\n%v", m, err, m, again)
+	}
+	return again
 }
 
 // BadRequests returns the corpus's requests whose bodies are at most
