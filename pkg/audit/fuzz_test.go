@@ -92,7 +92,8 @@ func sameAsStepping(t *testing.T, events [][]byte, long bool) *audit.Report {
 }
 
 // resealed takes each of events as an envelope, if it decodes as one with
-// a payload, and seals them into one chain of the first one's task.
+// a payload, and seals them into one chain of the first one's task, each
+// recorded by the plane that owns its type.
 func resealed(t *testing.T, events [][]byte) [][]byte {
 	t.Helper()
 	var out [][]byte
@@ -107,6 +108,10 @@ func resealed(t *testing.T, events [][]byte) [][]byte {
 			taskID = ev.TaskId
 		}
 		ev.TaskId, ev.Type = taskID, event.TypeOf(&ev)
+		if ev.Actor == nil {
+			ev.Actor = &stewardv1.Actor{}
+		}
+		ev.Actor.Plane = event.Owner(ev.Type) // past the fold's first check, to the steps behind it
 		data, err := event.Seal(&ev, prev)
 		if err != nil {
 			t.Fatalf("a decoded event does not seal: %v", err)
