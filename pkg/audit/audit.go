@@ -107,6 +107,10 @@ func (r *Replayer) fold(opened *stewardv1.Event, openErr error, seq uint64) (*st
 		return nil, r.brk
 	}
 	index := r.chain.Len()
+	// The chain takes the event before the checks below; one they refuse
+	// is not verified, so the chain goes back to the event before it, and
+	// the report's count and head name the last event that did verify.
+	linked := r.chain
 	ev, err := r.chain.Link(opened, openErr)
 	if err != nil {
 		var brk *event.BreakError
@@ -116,23 +120,25 @@ func (r *Replayer) fold(opened *stewardv1.Event, openErr error, seq uint64) (*st
 		r.brk = brk
 		return nil, brk
 	}
+	refuse := func(reason string) (*stewardv1.Event, error) {
+		r.chain = linked
+		r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: reason}
+		return nil, r.brk
+	}
 	if r.credentials && ev.GetCredentialIssued() != nil && r.task.Contract != nil {
 		check, err := r.checkCredential(index, ev)
 		if err != nil {
-			r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: err.Error()}
-			return nil, r.brk
+			return refuse(err.Error())
 		}
 		r.checked = append(r.checked, *check)
 	}
 	if len(r.decisionKeys) > 0 {
 		if err := r.checkDecision(ev); err != nil {
-			r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: err.Error()}
-			return nil, r.brk
+			return refuse(err.Error())
 		}
 	}
 	if err := task.Apply(&r.task, ev, seq); err != nil {
-		r.brk = &event.BreakError{Index: index, EventID: ev.EventId, Reason: fmt.Sprintf("not a legal step: %v", err)}
-		return nil, r.brk
+		return refuse(fmt.Sprintf("not a legal step: %v", err))
 	}
 	return ev, nil
 }

@@ -177,3 +177,24 @@ func badRequest(field, description string) error {
 	}
 	return err
 }
+
+// Decode reads data into m as a Steward handler receives a request sent
+// in codec ("proto" or "json"), and returns the InvalidArgument error the
+// edge answers for a request the codec refuses, nil for one it accepts.
+// It lets a test see a request exactly as a handler would, without a
+// server. It is safe for concurrent use on distinct messages.
+func Decode(codec string, data []byte, m proto.Message) error {
+	var err error
+	switch codec {
+	case "proto":
+		err = protoCodec{}.Unmarshal(data, m)
+	case "json":
+		err = jsonCodec{}.Unmarshal(data, m)
+	default:
+		return fmt.Errorf("rpc: no codec %q", codec)
+	}
+	if err != nil {
+		return err
+	}
+	return refusal(m)
+}
