@@ -12,6 +12,9 @@ import (
 	"github.com/steward-run/steward/pkg/terminal"
 )
 
+// valueName is google.protobuf.Value, whose kind is a oneof that must be set.
+const valueName protoreflect.FullName = "google.protobuf.Value"
+
 // violation is a field a request may not carry, and why.
 type violation struct {
 	field, description string
@@ -19,7 +22,9 @@ type violation struct {
 
 // checkDefined walks m at every depth and returns the first field that
 // holds something the schema does not define: an unknown field (binary
-// protobuf keeps those) or an enum number with no name. Fields are named
+// protobuf keeps those), an enum number with no name, or a
+// google.protobuf.Value with no kind (binary protobuf takes one; JSON
+// cannot say it, so nothing after the edge could write it back). Fields are named
 // by their proto names, as every other Steward error names them. The walk
 // keeps its path as steps and renders it only for a violation: a path
 // built at every level costs the square of the depth.
@@ -36,6 +41,9 @@ func walkDefined(m protoreflect.Message, at path) *violation {
 			field:       append(at, step{name: strconv.Itoa(int(num))}).String(),
 			description: fmt.Sprintf("is not a field of %s", m.Descriptor().FullName()),
 		}
+	}
+	if d := m.Descriptor(); d.FullName() == valueName && m.WhichOneof(d.Oneofs().ByName("kind")) == nil {
+		return &violation{field: at.String(), description: "is a google.protobuf.Value with no kind set: send null_value for a null"}
 	}
 	var bad *violation
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
