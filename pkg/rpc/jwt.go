@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -60,9 +61,9 @@ func NewJWTVerifier(keys JWTKeys, cfg JWTConfig) (*JWTVerifier, error) {
 	if cfg.Audience == "" {
 		return nil, errors.New("a JWT audience is required: a token minted for another service must not pass for one minted for Steward")
 	}
-	cfg.PrincipalClaim = or(cfg.PrincipalClaim, DefaultPrincipalClaim)
-	cfg.RolesClaim = or(cfg.RolesClaim, DefaultRolesClaim)
-	cfg.TenantClaim = or(cfg.TenantClaim, DefaultTenantClaim)
+	cfg.PrincipalClaim = cmp.Or(cfg.PrincipalClaim, DefaultPrincipalClaim)
+	cfg.RolesClaim = cmp.Or(cfg.RolesClaim, DefaultRolesClaim)
+	cfg.TenantClaim = cmp.Or(cfg.TenantClaim, DefaultTenantClaim)
 	if cfg.Skew == 0 {
 		cfg.Skew = DefaultJWTSkew
 	}
@@ -70,13 +71,6 @@ func NewJWTVerifier(keys JWTKeys, cfg JWTConfig) (*JWTVerifier, error) {
 		cfg.Now = time.Now
 	}
 	return &JWTVerifier{cfg: cfg, keys: keys}, nil
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // LooksLikeJWT reports whether token has the shape of a compact JWS, three
