@@ -96,7 +96,7 @@ func (m *matrix) build(t *testing.T, state, name string) subject {
 // columns of docs/authorization.md.
 func matrixContract() *stewardv1.TaskContract {
 	k := contract()
-	k.AllowedTools = []string{"search", "wire"}
+	k.AllowedTools = []string{"search", "wire", "slow"}
 	k.AcceptanceOwnerRef, k.SeparationOfDuties = "user:rev", true
 	// A credential lasts an hour (--credential-ttl), short of the deadline,
 	// so that a renewal extends it.
@@ -157,20 +157,9 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 	},
 	// unknown is a call to the slow tool, whose outcome is unknown.
 	"unknown": func(t *testing.T, e *harness, name string) subject {
-		a := e.unknownAction(t, name)
+		a := e.unknownActionOn(t, e.create(t, name, matrixContract()))
 		return subject{task: a.task, action: a.action}
 	},
-}
-
-// drain reads a stream to its end and returns its error.
-func drain[T any](s *connect.ServerStreamForClient[T], err error) error {
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	for s.Receive() {
-	}
-	return s.Err()
 }
 
 // matrixCalls holds a valid call of every RPC, by procedure.
@@ -325,17 +314,7 @@ var matrixCalls = map[string]matrixCall{
 		}
 	}},
 	stewardv1connect.QueryServiceWatchTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
-		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: s.task}))
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		if stream.Receive() {
-			return nil // an event of the task: it was served
-		}
-		return stream.Err()
+		return watchFirst(ctx, c.query, s.task)
 	}},
 	stewardv1connect.QueryServiceGetTimelineProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: s.task}))
