@@ -40,7 +40,7 @@ type matrixCall struct {
 
 // matrix is the running binary and its callers.
 type matrix struct {
-	// acme makes the tasks, as acme's agent and approver.
+	// acme makes the tasks, as acme's agent, owner and approver.
 	acme    *harness
 	callers map[string]map[string]matrixCaller // tenant → column → caller
 	// shared holds one task in each state, for the calls that change
@@ -66,7 +66,7 @@ func newMatrix(t *testing.T, h *harness, idp *stewardtest.JWTIssuer) *matrix {
 	}
 	acme := m.callers[matrixTenant]
 	m.acme = &harness{top: t, url: h.url, dir: h.dir, proc: h.proc, fixtures: map[string]any{},
-		agent: acme["agent"].authed, approver: acme["approver"].authed, operator: acme["operator"].authed}
+		agent: acme["agent"].authed, owner: acme["owner"].authed, approver: acme["approver"].authed, operator: acme["operator"].authed}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for state := range matrixStates {
@@ -109,9 +109,10 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 	"running": func(t *testing.T, e *harness, name string) subject {
 		return subject{task: e.create(t, name, matrixContract())}
 	},
+	// paused is paused by its owner, whose pause its agent may not lift.
 	"paused": func(t *testing.T, e *harness, name string) subject {
 		id := e.create(t, name, matrixContract())
-		if _, err := e.agent.tasks.PauseTask(context.Background(), connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold on"})); err != nil {
+		if _, err := e.owner.tasks.PauseTask(context.Background(), connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: id, Reason: "hold on"})); err != nil {
 			t.Fatal(err)
 		}
 		waitStatus(t, e.agent.clients, id, stewardv1.TaskStatus_TASK_STATUS_PAUSED)
