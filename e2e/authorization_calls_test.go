@@ -163,6 +163,17 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 	},
 }
 
+// inline returns errBlanked unless t, as served, carries the result of its
+// action actionID inline: a search's result is small enough to.
+func inline(t *stewardv1.Task, actionID string) error {
+	for _, a := range t.Actions {
+		if a.ActionId == actionID && a.Outcome.GetResult() != nil {
+			return nil
+		}
+	}
+	return errBlanked
+}
+
 // matrixCalls holds a valid call of every RPC, by procedure.
 var matrixCalls = map[string]matrixCall{
 	stewardv1connect.TaskServiceCreateTaskProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
@@ -291,12 +302,18 @@ var matrixCalls = map[string]matrixCall{
 	}},
 
 	stewardv1connect.QueryServiceGetTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
-		_, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: s.task}))
-		return err
+		resp, err := c.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: s.task}))
+		if err != nil {
+			return err
+		}
+		return inline(resp.Msg.Task, s.action)
 	}},
 	stewardv1connect.QueryServiceGetActionProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
-		_, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: s.task, ActionId: s.action}))
-		return err
+		resp, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: s.task, ActionId: s.action}))
+		if err != nil {
+			return err
+		}
+		return inline(&stewardv1.Task{Actions: []*stewardv1.Action{resp.Msg.Action}}, s.action)
 	}},
 	stewardv1connect.QueryServiceListTasksProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		req := &stewardv1.ListTasksRequest{PageSize: 100}
@@ -305,8 +322,8 @@ var matrixCalls = map[string]matrixCall{
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(resp.Msg.Tasks, func(tk *stewardv1.Task) bool { return tk.Contract.TaskId == s.task }) {
-				return nil
+			if i := slices.IndexFunc(resp.Msg.Tasks, func(tk *stewardv1.Task) bool { return tk.Contract.TaskId == s.task }); i >= 0 {
+				return inline(resp.Msg.Tasks[i], s.action)
 			}
 			if resp.Msg.NextPageToken == "" {
 				return errLeftOut

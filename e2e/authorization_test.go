@@ -141,14 +141,20 @@ func (m *matrix) checkRow(t *testing.T, procedure string, row map[string]matrixC
 }
 
 // errLeftOut is what a list call answers when the list leaves the
-// matrix's task out.
-var errLeftOut = errors.New("the list leaves the task out")
+// matrix's task out; errBlanked, what a read answers when the task or
+// action it serves lacks the result it carries inline.
+var (
+	errLeftOut = errors.New("the list leaves the task out")
+	errBlanked = errors.New("the action's result inline is blanked")
+)
 
 // classify names an answer as docs/authorization.md does.
 func classify(err error) string {
 	switch {
 	case errors.Is(err, errLeftOut):
 		return "filtered"
+	case errors.Is(err, errBlanked):
+		return "blanked"
 	case err == nil:
 		return "ok"
 	}
@@ -171,7 +177,7 @@ func readMatrix(t *testing.T, path string) ([]string, map[string]map[string]matr
 	if err != nil {
 		t.Fatal(err)
 	}
-	words := []string{"ok", "denied", "not_found", "filtered"}
+	words := []string{"ok", "denied", "not_found", "filtered", "blanked"}
 	var columns []string
 	rows := map[string]map[string]matrixCell{}
 	for _, line := range strings.Split(string(data), "\n") {
