@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
@@ -80,14 +81,16 @@ func TestHash(t *testing.T) {
 		"version":    func(p *stewardv1.Plan) { p.Version = 2 },
 		"ending":     func(p *stewardv1.Plan) { p.Ending = stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK },
 		"expression": func(p *stewardv1.Plan) { step(p, "notify").When = "true" },
-		"a param":    func(p *stewardv1.Plan) { step(p, "notify").GetAction().Params.Fields["channel"].Kind = nil },
-		"order":      func(p *stewardv1.Plan) { p.Steps[1], p.Steps[2] = p.Steps[2], p.Steps[1] },
+		"a param": func(p *stewardv1.Plan) {
+			step(p, "notify").GetAction().Params.Fields["channel"] = structpb.NewStringValue("#ops")
+		},
+		"order": func(p *stewardv1.Plan) { p.Steps[1], p.Steps[2] = p.Steps[2], p.Steps[1] },
 	}
 	for name, change := range changes {
 		q := mustPlan(t, release)
 		change(q)
-		if hq, _ := plan.Hash(q); hq == h {
-			t.Errorf("changing the %s kept the hash", name)
+		if hq, err := plan.Hash(q); err != nil || hq == h {
+			t.Errorf("changing the %s: hash %s, %v", name, hq, err)
 		}
 	}
 }

@@ -132,18 +132,27 @@ func (w want) accepts(t *cel.Type) bool {
 	return false
 }
 
-// compile parses and type-checks expr in s, as w.
-func compile(s scope, expr string, w want) (cel.Program, error) {
+// check parses and type-checks expr in s, as w.
+func check(s scope, expr string, w want) (*cel.Env, *cel.Ast, error) {
 	e, err := s.env()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ast, iss := e.Compile(expr)
 	if iss.Err() != nil {
-		return nil, iss.Err()
+		return nil, nil, iss.Err()
 	}
 	if t := ast.OutputType(); !w.accepts(t) {
-		return nil, fmt.Errorf("evaluates to %s, not %s", t, w)
+		return nil, nil, fmt.Errorf("evaluates to %s, not %s", t, w)
+	}
+	return e, ast, nil
+}
+
+// compile checks expr (see check) and makes it a program, bounded in cost.
+func compile(s scope, expr string, w want) (cel.Program, error) {
+	e, ast, err := check(s, expr, w)
+	if err != nil {
+		return nil, err
 	}
 	return e.Program(ast, cel.CostLimit(CostLimit), cel.InterruptCheckFrequency(1), celvalue.ScanCost())
 }

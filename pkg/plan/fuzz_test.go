@@ -18,8 +18,8 @@ import (
 // fuzzLimits are small, so that the fuzzer meets every limit.
 var fuzzLimits = plan.Limits{MaxSteps: 12, MaxFanOut: 3, MaxDepth: 6, MaxForeachItems: 5, MaxExprBytes: 256, MaxParamExprs: 4}
 
-// FuzzValidatePlan checks plans written as JSON, as SubmitPlan will take
-// them. (Named apart from pkg/toolreg's FuzzValidate, so that each can be
+// FuzzValidatePlan checks plans written as JSON or in the binary form, as
+// SubmitPlan will take them. (Named apart from pkg/toolreg's FuzzValidate, so that each can be
 // run alone by name.) Validate never panics and answers the same twice; a
 // refusal is Invalid, names a field under plan, and says why in a short,
 // valid UTF-8 message. An accepted plan is accepted again after a trip
@@ -36,10 +36,21 @@ func FuzzValidatePlan(f *testing.F) {
 		`{"version": 1, "ending": "PLAN_ENDING_PRODUCE", "steps": [{"id": "a", "checkpoint": {"question": "ok?", "choices": ["y", "n"]}, "expect": "result == 'y'"}]}`,
 	} {
 		f.Add([]byte(seed))
+		p := &stewardv1.Plan{}
+		if err := protojson.Unmarshal([]byte(seed), p); err != nil {
+			f.Fatal(err)
+		}
+		bin, err := proto.Marshal(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(bin)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
+		// JSON, or else the binary form, which can carry what JSON cannot
+		// (a NaN, a value of no kind).
 		p := &stewardv1.Plan{}
-		if protojson.Unmarshal(data, p) != nil {
+		if protojson.Unmarshal(data, p) != nil && proto.Unmarshal(data, p) != nil {
 			return
 		}
 		err := plan.Validate(p, fuzzLimits, env)

@@ -18,6 +18,11 @@ type Limits struct {
 	MaxExprBytes int
 	// MaxParamExprs bounds the computed parameters of one action.
 	MaxParamExprs int
+	// MaxExprs bounds the expressions of a whole plan: each is parsed and
+	// type-checked when the plan is validated. A plan at the default
+	// limits validates in about 55 ms on 2 shared cores
+	// (BenchmarkValidateWidest); 100 steps of 35 expressions took 1 s.
+	MaxExprs int
 	// MaxWait bounds a wait's duration.
 	MaxWait time.Duration
 }
@@ -30,6 +35,7 @@ var DefaultLimits = Limits{
 	MaxDepth:        32,
 	MaxExprBytes:    1024,
 	MaxParamExprs:   32,
+	MaxExprs:        400,
 	MaxWait:         30 * 24 * time.Hour,
 }
 
@@ -48,6 +54,7 @@ func (l Limits) orDefault() Limits {
 	l.MaxDepth = pick(l.MaxDepth, d.MaxDepth)
 	l.MaxExprBytes = pick(l.MaxExprBytes, d.MaxExprBytes)
 	l.MaxParamExprs = pick(l.MaxParamExprs, d.MaxParamExprs)
+	l.MaxExprs = pick(l.MaxExprs, d.MaxExprs)
 	if l.MaxWait <= 0 {
 		l.MaxWait = d.MaxWait
 	}

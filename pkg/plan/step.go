@@ -3,6 +3,8 @@ package plan
 import (
 	"fmt"
 
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/toolpin"
@@ -64,7 +66,7 @@ func checkExpr(field, expr string, sc scope, w want, l Limits) error {
 	if err := checkText(field, expr, l.MaxExprBytes, false); err != nil {
 		return err
 	}
-	if _, err := compile(sc, expr, w); err != nil {
+	if _, _, err := check(sc, expr, w); err != nil {
 		return errs.Field(field, "%v", errs.Cut(err.Error(), maxErrBytes))
 	}
 	return nil
@@ -98,6 +100,11 @@ func checkAction(field string, a *stewardv1.ActionStep, l Limits, env Env, sc sc
 	}
 	if err := checkExpr(field+".target_expr", a.TargetExpr, sc, wantString, l); err != nil {
 		return err
+	}
+	// A literal that JSON cannot hold (NaN, a value of no kind, possible
+	// in the binary form) would make an action with no canonical request.
+	if _, err := protojson.Marshal(a.Params); err != nil {
+		return errs.Field(field+".params", "is not a JSON object: %v", err)
 	}
 	if len(a.ParamExprs) > l.MaxParamExprs {
 		return errs.Field(field+".param_exprs", "has %d entries; the limit is %d", len(a.ParamExprs), l.MaxParamExprs)

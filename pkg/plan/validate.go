@@ -72,6 +72,9 @@ func Validate(p *stewardv1.Plan, l Limits, env Env) error {
 	if err != nil {
 		return err
 	}
+	if err := countExprs(p, l); err != nil {
+		return err
+	}
 	for i, s := range p.Steps {
 		if err := checkStep(fmt.Sprintf("plan.steps[%d]", i), s, l, env, g.scope(i)); err != nil {
 			return err
@@ -106,4 +109,29 @@ func checkText(field, s string, maxBytes int, required bool) error {
 		return errs.Field(field, "is not valid UTF-8")
 	}
 	return nil
+}
+
+// countExprs refuses a plan with more expressions than MaxExprs, before
+// any is compiled, naming the step that crosses the limit.
+func countExprs(p *stewardv1.Plan, l Limits) error {
+	n := 0
+	for i, s := range p.Steps {
+		a := s.GetAction()
+		if f := s.GetForeach(); f != nil {
+			a = f.GetBody().GetAction()
+			n += nonEmpty(f.Over)
+		}
+		n += nonEmpty(s.When) + nonEmpty(s.Expect) + nonEmpty(a.GetTargetExpr()) + len(a.GetParamExprs())
+		if n > l.MaxExprs {
+			return errs.Field(fmt.Sprintf("plan.steps[%d]", i), "brings the plan to more than %d expressions; the limit is %d", l.MaxExprs, l.MaxExprs)
+		}
+	}
+	return nil
+}
+
+func nonEmpty(s string) int {
+	if s == "" {
+		return 0
+	}
+	return 1
 }

@@ -3,6 +3,7 @@ package plan_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,15 @@ func TestValidateRefuses(t *testing.T) {
 			return p
 		}, field: "plan.steps[4].checkpoint.choices[1]", says: "listed twice"},
 		{name: "unknown on_failure", change: func(p *stewardv1.Plan) *stewardv1.Plan { step(p, "fetch").OnFailure = 7; return p }, field: "plan.steps[0].on_failure", says: "not a known value"},
+		{name: "too many expressions", change: func(p *stewardv1.Plan) *stewardv1.Plan { return p }, limits: plan.Limits{MaxExprs: 8}, field: "plan.steps[4]", says: "more than 8 expressions"},
+		{name: "a param JSON cannot hold", change: func(p *stewardv1.Plan) *stewardv1.Plan {
+			step(p, "notify").GetAction().Params.Fields["channel"] = structpb.NewNumberValue(math.NaN())
+			return p
+		}, field: "plan.steps[2].action.params", says: "is not a JSON object"},
+		{name: "a param of no kind", change: func(p *stewardv1.Plan) *stewardv1.Plan {
+			step(p, "notify").GetAction().Params.Fields["channel"] = &structpb.Value{}
+			return p
+		}, field: "plan.steps[2].action.params", says: "is not a JSON object"},
 		{name: "foreach without a body", change: func(p *stewardv1.Plan) *stewardv1.Plan { step(p, "each").GetForeach().Body = nil; return p }, field: "plan.steps[3].foreach.body", says: "is required"},
 	}
 	for _, tt := range tests {
