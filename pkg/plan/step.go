@@ -159,6 +159,11 @@ func checkSubTask(field string, s *stewardv1.SubTaskStep, env Env) error {
 	if s.Contract == nil {
 		return errs.Field(field+".contract", "is required")
 	}
+	// A time or duration out of range has no JSON form: the plan would
+	// have no hash (DelegateTask refuses it too, later).
+	if _, err := protojson.Marshal(s.Contract); err != nil {
+		return errs.Field(field+".contract", "does not encode as JSON: %v", err)
+	}
 	if err := checkText(field+".delegate_ref", s.DelegateRef, maxRefBytes, true); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -169,6 +170,10 @@ func TestValidateRefuses(t *testing.T) {
 			step(p, "notify").GetAction().Params.Fields["channel"] = &structpb.Value{}
 			return p
 		}, field: "plan.steps[2].action.params", says: "is not a JSON object"},
+		{name: "a sub-task deadline out of range", change: func(p *stewardv1.Plan) *stewardv1.Plan {
+			step(p, "check").Kind = &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{DelegateRef: "agent:b", Contract: &stewardv1.TaskContract{Deadline: &timestamppb.Timestamp{Seconds: 1 << 60}}}}
+			return p
+		}, field: "plan.steps[1].sub_task.contract", says: "does not encode as JSON"},
 		{name: "foreach without a body", change: func(p *stewardv1.Plan) *stewardv1.Plan { step(p, "each").GetForeach().Body = nil; return p }, field: "plan.steps[3].foreach.body", says: "is required"},
 	}
 	for _, tt := range tests {
