@@ -32,30 +32,30 @@ func Diff(old, new *stewardv1.Plan) (Revision, error) {
 	for _, s := range old.GetSteps() {
 		c, err := canonical(s)
 		if err != nil {
-			return Revision{}, fmt.Errorf("plan diff: step %s: %w", s.Id, err)
+			return Revision{}, fmt.Errorf("plan diff: step %s: %w", s.GetId(), err)
 		}
-		before[s.Id] = c
+		before[s.GetId()] = c
 	}
 	var r Revision
 	after := make(map[string]bool, len(new.GetSteps()))
 	for _, s := range new.GetSteps() {
-		after[s.Id] = true
+		after[s.GetId()] = true
 		c, err := canonical(s)
 		if err != nil {
-			return Revision{}, fmt.Errorf("plan diff: step %s: %w", s.Id, err)
+			return Revision{}, fmt.Errorf("plan diff: step %s: %w", s.GetId(), err)
 		}
-		switch b, ok := before[s.Id]; {
+		switch b, ok := before[s.GetId()]; {
 		case !ok:
-			r.Added = append(r.Added, s.Id)
+			r.Added = append(r.Added, s.GetId())
 		case bytes.Equal(b, c):
-			r.Kept = append(r.Kept, s.Id)
+			r.Kept = append(r.Kept, s.GetId())
 		default:
-			r.Changed = append(r.Changed, s.Id)
+			r.Changed = append(r.Changed, s.GetId())
 		}
 	}
 	for _, s := range old.GetSteps() {
-		if !after[s.Id] {
-			r.Withdrawn = append(r.Withdrawn, s.Id)
+		if !after[s.GetId()] {
+			r.Withdrawn = append(r.Withdrawn, s.GetId())
 		}
 	}
 	return r, nil

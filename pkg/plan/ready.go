@@ -14,22 +14,22 @@ import (
 func Ready(p *stewardv1.Plan, statuses map[string]stewardv1.StepStatus) []string {
 	byID := make(map[string]*stewardv1.Step, len(p.GetSteps()))
 	for _, s := range p.GetSteps() {
-		byID[s.Id] = s
+		byID[s.GetId()] = s
 	}
 	var ready []string
 	for _, s := range p.GetSteps() {
-		if st := statuses[s.Id]; st != stewardv1.StepStatus_STEP_STATUS_PENDING && st != stewardv1.StepStatus_STEP_STATUS_UNSPECIFIED {
+		if st := statuses[s.GetId()]; st != stewardv1.StepStatus_STEP_STATUS_PENDING && st != stewardv1.StepStatus_STEP_STATUS_UNSPECIFIED {
 			continue
 		}
 		ok := true
-		for _, d := range s.DependsOn {
+		for _, d := range s.GetDependsOn() {
 			if !done(byID[d], statuses[d]) {
 				ok = false
 				break
 			}
 		}
 		if ok {
-			ready = append(ready, s.Id)
+			ready = append(ready, s.GetId())
 		}
 	}
 	return ready
