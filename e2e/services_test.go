@@ -87,7 +87,10 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-creds", "/no/such/user.creds"}, "--nats-creds"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-ca", "/no/such/ca.pem"}, "--nats-ca"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-cert", "/no/such/c.pem", "--nats-key", "/no/such/k.pem"}, "--nats-cert"},
+		{[]string{"serve", "--plane", "control", "--nats", "nats://x:4222", "--insecure", "--secret-key", "/no/such/secret.key"}, "serve never creates it"},
+		{[]string{"serve", "--plane", "execution", "--nats", "nats://x:4222", "--insecure", "--secret-key", "/no/such/secret.key"}, "steward secret-key --out=/no/such/secret.key"},
 		{[]string{"nats-users"}, "--out is required"},
+		{[]string{"secret-key"}, "--out is required"},
 		{[]string{"dev", "--credential-ttl", "-1h"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "1ns"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "87600h"}, "--credential-ttl"},
@@ -107,5 +110,8 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		if !strings.Contains(out, flag) || !strings.Contains(out, want) {
 			t.Errorf("serve %s with a file of junk said %q; want it to name %s and say %q", flag, out, flag, want)
 		}
+	}
+	if out := run(t, 1, "serve", "--plane", "control", "--nats", "nats://x:4222", "--insecure", "--secret-key", junk); !strings.Contains(out, "--secret-key") || !strings.Contains(out, "64 hex digits") {
+		t.Errorf("serve --secret-key with a file of junk said %q; want it to name --secret-key and ask for 64 hex digits", out)
 	}
 }
