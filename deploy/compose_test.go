@@ -58,7 +58,7 @@ func TestCompose(t *testing.T) {
 
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := append([]string{"nats", "nats-users", "permit-key"}, planes...)
+	want := append([]string{"nats", "nats-users", "permit-key", secretKeyJob}, planes...)
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)

@@ -14,12 +14,11 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// TestServicesMode runs each plane as its own `steward serve` against one
-// external NATS JetStream server, as docker-compose and Kubernetes do, and
-// checks that a task created through the control plane is served by the
-// state plane, and an artifact the control plane stored is read back
-// through the state plane.
-func TestServicesMode(t *testing.T) {
+// startServices runs each plane as its own `steward serve`, in this
+// process, against one new NATS JetStream server, with the flags every
+// plane needs and then its own from extra, and returns each plane's URL.
+func startServices(t *testing.T, extra map[string][]string) map[string]string {
+	t.Helper()
 	bus := stewardtest.StartBus(t)
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
@@ -28,8 +27,7 @@ func TestServicesMode(t *testing.T) {
 		if plane == "governance" {
 			flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
 		}
-		err := m.ParseFlags("serve", flags)
-		if err != nil {
+		if err := m.ParseFlags("serve", append(flags, extra[plane]...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Run(context.Background()); err != nil {
@@ -38,6 +36,16 @@ func TestServicesMode(t *testing.T) {
 		t.Cleanup(m.Close)
 		urls[plane] = m.URL()
 	}
+	return urls
+}
+
+// TestServicesMode runs each plane as its own `steward serve` against one
+// external NATS JetStream server, as docker-compose and Kubernetes do, and
+// checks that a task created through the control plane is served by the
+// state plane, and an artifact the control plane stored is read back
+// through the state plane.
+func TestServicesMode(t *testing.T) {
+	urls := startServices(t, nil)
 	control, state := newClients(urls["control"]), newClients(urls["state"])
 	taskID := createTask(t, control, "services-1").Contract.TaskId
 	got := waitStatus(t, state, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
