@@ -24,7 +24,7 @@ const (
 var secretKeyPlanes = []string{"control", "execution"}
 
 func TestComposeSecretKey(t *testing.T) {
-	p := loadRepoCompose(t)
+	p, _ := loadRepoCompose(t)
 	for _, f := range composeSecretKeyFaults(p) {
 		t.Error(f)
 	}
@@ -57,26 +57,13 @@ func TestComposeSecretKey(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			p := loadRepoCompose(t)
+			p, _ := loadRepoCompose(t)
 			spoil(p)
 			if len(composeSecretKeyFaults(p)) == 0 {
 				t.Error("no fault found")
 			}
 		})
 	}
-}
-
-func loadRepoCompose(t *testing.T) *types.Project {
-	t.Helper()
-	path, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := loadCompose(t, path)
-	if err != nil {
-		t.Fatalf("load %s: %v", path, err)
-	}
-	return p
 }
 
 // composeSecretKeyFaults says what is wrong with the secret key in a

@@ -26,6 +26,19 @@ func secretTool(name, url string) string {
 	  "http": {"url": %q}}`, name, url)
 }
 
+// loginTask creates, through control, a task that allows the tool login,
+// and returns its id.
+func loginTask(t *testing.T, control clients, requestID string) string {
+	t.Helper()
+	k := contract()
+	k.AllowedTools = []string{"login"}
+	resp, err := control.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.Msg.Task.Contract.TaskId
+}
+
 // TestServicesShareSecretKey runs the planes apart, as compose and
 // Kubernetes do, with control and execution given one key that `steward
 // secret-key` made: a value control sealed, execution opens, and the tool
@@ -46,13 +59,7 @@ func TestServicesShareSecretKey(t *testing.T) {
 		"execution": {"--secret-key", key, "--tools", tools},
 	})
 	control, state := newClients(urls["control"]), newClients(urls["state"])
-	k := contract()
-	k.AllowedTools = []string{"login"}
-	resp, err := control.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "services-secret", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
+	taskID := loginTask(t, control, "services-secret")
 	password := "pw-services-hunter2"
 	a := propose(t, authed{clients: control}, taskID, "p1", "login", map[string]any{"password": password})
 	waitAction(t, state, taskID, a.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
@@ -78,16 +85,10 @@ func secretKeyChecks() map[string]tableCheck {
 			tools := writeFile(t, t.TempDir(), "tools.json", `{"tools": [`+secretTool("login", tool.URL+"/login")+`]}`)
 			urls := startServices(t, map[string][]string{"execution": {"--tools", tools}})
 			control, state := newClients(urls["control"]), newClients(urls["state"])
-			k := contract()
-			k.AllowedTools = []string{"login"}
-			resp, err := control.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-no-secret-key", Contract: k}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			taskID := resp.Msg.Task.Contract.TaskId
+			taskID := loginTask(t, control, "table-no-secret-key")
 			running := waitStatus(t, state, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
 			params, _ := structpb.NewStruct(map[string]any{"password": "pw-table-hunter2"})
-			_, err = control.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
+			_, err := control.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
 				TaskId: taskID, ProposalId: "p1", Tool: "login", Target: "acct:42", Params: params,
 			}))
 			// Nothing appended: no action, once the state plane has caught
