@@ -16,6 +16,7 @@
 package secret
 
 import (
+	"cmp"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -154,18 +156,43 @@ func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
 }
 
 // Forms returns the ways a secret value (canonical JSON) may be quoted in
-// a message: its JSON text and, for a string, the text itself.
+// a message: its JSON text and every non-empty string in it — the text of
+// a string value, and of each string inside an object or list marked
+// secret as a whole, which a message may quote alone. Longer forms come
+// first, so that Redact never leaves the rest of one that holds another.
 func Forms(value []byte) []string {
 	forms := []string{string(value)}
-	var s string
-	if json.Unmarshal(value, &s) == nil && s != "" {
-		forms = append(forms, s)
+	var v any
+	if json.Unmarshal(value, &v) == nil {
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				if x != "" {
+					forms = append(forms, x)
+				}
+			case map[string]any:
+				for _, e := range x {
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
 	}
-	return forms
+	slices.SortFunc(forms, longerFirst)
+	return slices.Compact(forms)
 }
 
-// Redact replaces each of forms (Forms) in msg by "[secret]".
+// Redact replaces each of forms (Forms, of one value or several) in msg by
+// "[secret]", the longer forms first.
 func Redact(msg string, forms []string) string {
+	if !slices.IsSortedFunc(forms, longerFirst) {
+		forms = slices.SortedFunc(slices.Values(forms), longerFirst)
+	}
 	for _, f := range forms {
 		if f != "" {
 			msg = strings.ReplaceAll(msg, f, "[secret]")
@@ -173,3 +200,5 @@ func Redact(msg string, forms []string) string {
 	}
 	return msg
 }
+
+func longerFirst(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) }
