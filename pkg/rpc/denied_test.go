@@ -107,51 +107,6 @@ func TestEdgeLogsAndCountsDenials(t *testing.T) {
 	}
 }
 
-// TestJWTDoesNotSpeakForATokenPrincipal: with a token file and JWTs at
-// once, a JWT naming a principal of the token file is refused: two
-// authorities, the file and the identity provider, must not vouch for one
-// name, else a user whose provider lets them pick it (a username, an
-// email) takes the file's principal's part in its tasks.
-func TestJWTDoesNotSpeakForATokenPrincipal(t *testing.T) {
-	idp := stewardtest.NewJWTIssuer(t, "", "steward", "k1")
-	keys, err := rpc.LoadJWKS(idp.WriteJWKS(t, t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifier, err := rpc.NewJWTVerifier(keys, rpc.JWTConfig{Audience: "steward"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tokens := rpc.Tokens{"agent-dev-token-0123456789": {Principal: "agent:dev"}}
-	parties := func(context.Context, string) (access.TaskParties, error) {
-		return access.TaskParties{Agents: []string{"agent:dev", "agent:jwt"}}, nil
-	}
-	opts := rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, parties, rpc.WithJWT(verifier))
-	mux := http.NewServeMux()
-	mux.Handle(stewardv1connect.NewTaskServiceHandler(stewardv1connect.UnimplementedTaskServiceHandler{}, opts...))
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	pause := func(token string) error {
-		req := connect.NewRequest(&stewardv1.PauseTaskRequest{TaskId: "t1"})
-		req.Header().Set("Authorization", "Bearer "+token)
-		_, err := stewardv1connect.NewTaskServiceClient(srv.Client(), srv.URL).PauseTask(context.Background(), req)
-		return err
-	}
-	for _, c := range []struct {
-		name  string
-		token string
-		want  connect.Code
-	}{
-		{"the token file's agent", "agent-dev-token-0123456789", connect.CodeUnimplemented},
-		{"a JWT of another principal", idp.Sign(t, idp.Claims("agent:jwt")), connect.CodeUnimplemented},
-		{"a JWT naming the token file's agent", idp.Sign(t, idp.Claims("agent:dev")), connect.CodeUnauthenticated},
-	} {
-		if err := pause(c.token); connect.CodeOf(err) != c.want {
-			t.Errorf("%s: %v, want %v", c.name, err, c.want)
-		}
-	}
-}
-
 // syncBuffer is a bytes.Buffer that handlers of concurrent calls may
 // write to.
 type syncBuffer struct {

@@ -47,9 +47,6 @@ type edgeInterceptor struct {
 	jwt     *JWTVerifier
 	denied  *prometheus.CounterVec
 	tenants TenantFunc
-	// filed are the principals the static tokens name, which no JWT may
-	// name (identify).
-	filed map[string]bool
 }
 
 // EdgeOption configures the edge interceptor.
@@ -82,10 +79,6 @@ func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc, op
 	for _, opt := range opts {
 		opt(i)
 	}
-	i.filed = map[string]bool{}
-	for _, id := range tokens {
-		i.filed[id.Principal] = true
-	}
 	return i
 }
 
@@ -108,12 +101,6 @@ func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.
 	}
 	if ok && i.jwt != nil && LooksLikeJWT(token) {
 		id, err := i.jwt.Verify(ctx, token)
-		if err == nil && i.filed[id.Principal] {
-			// Two authorities must not vouch for one name: a user whose
-			// identity provider let them pick it would take the token
-			// file's principal's part in its tasks.
-			err = fmt.Errorf("its principal %q is one the token file names, and a JWT does not speak for it", id.Principal)
-		}
 		if err != nil {
 			return ctx, connect.NewError(connect.CodeUnauthenticated, fmt.Errorf("bearer JWT refused: %w", err))
 		}
