@@ -188,7 +188,9 @@ func Forms(value []byte) []string {
 }
 
 // Redact replaces each of forms (Forms, of one value or several) in msg by
-// "[secret]", the longer forms first.
+// "[secret]", the longer forms first. A message cut short with "…" (as a
+// tool's reason is clipped) that ends in the beginning of a form has that
+// end replaced too: the cut may fall inside a value.
 func Redact(msg string, forms []string) string {
 	if !slices.IsSortedFunc(forms, longerFirst) {
 		forms = slices.SortedFunc(slices.Values(forms), longerFirst)
@@ -196,6 +198,20 @@ func Redact(msg string, forms []string) string {
 	for _, f := range forms {
 		if f != "" {
 			msg = strings.ReplaceAll(msg, f, "[secret]")
+		}
+	}
+	if cut, ok := strings.CutSuffix(msg, "…"); ok {
+		longest := 0 // the longest beginning of a form that ends the cut
+		for _, f := range forms {
+			for k := len(f) - 1; k > longest; k-- {
+				if strings.HasSuffix(cut, f[:k]) {
+					longest = k
+					break
+				}
+			}
+		}
+		if longest > 0 {
+			return cut[:len(cut)-longest] + "[secret]…"
 		}
 	}
 	return msg
