@@ -62,7 +62,8 @@ var Table = map[string]Rule{
 
 	// ToolService.
 	stewardv1connect.ToolServiceRegisterToolProcedure: {Group: Operation, Roles: []string{ToolAdmin},
-		Why: "a tool contract decides what policy sees (its effect class above all)"},
+		Plane: "a caller of the default tenant only: tools are every tenant's (docs/tenants.md)",
+		Why:   "a tool contract decides what policy sees (its effect class above all)"},
 	stewardv1connect.ToolServiceGetToolProcedure:   read("agents read the contracts of the tools they call"),
 	stewardv1connect.ToolServiceListToolsProcedure: read("agents read the contracts of the tools they call"),
 

@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -92,6 +93,10 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
+	secure := strings.HasPrefix(issuer, "https://")
+	if secure {
+		client = staysOnHTTPS(client)
+	}
 	url := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -119,6 +124,8 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 		return nil, fmt.Errorf("OIDC discovery: %s names the issuer %q, not %q", url, doc.Issuer, issuer)
 	case doc.JWKSURI == "":
 		return nil, fmt.Errorf("OIDC discovery: %s names no jwks_uri", url)
+	case secure && !strings.HasPrefix(doc.JWKSURI, "https://"):
+		return nil, fmt.Errorf("OIDC discovery: %s names the jwks_uri %q, which is not https: keys fetched in clear could be swapped on the way", url, doc.JWKSURI)
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	cache, err := jwk.NewCache(cctx, httprc.NewClient())
@@ -131,6 +138,26 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 		return nil, fmt.Errorf("OIDC keys from %s: %w", doc.JWKSURI, err)
 	}
 	return &OIDCKeys{cache: cache, jwksURI: doc.JWKSURI, stop: stop}, nil
+}
+
+// staysOnHTTPS returns a copy of c that follows no redirect away from
+// https: an issuer reached over https must not have its keys, or its
+// configuration, fetched in clear on another's word.
+func staysOnHTTPS(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" {
+			return fmt.Errorf("redirected to %s, which is not https: keys fetched in clear could be swapped on the way", req.URL.Redacted())
+		}
+		if c.CheckRedirect != nil {
+			return c.CheckRedirect(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // JWKSURI returns where the keys come from.

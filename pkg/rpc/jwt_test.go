@@ -2,10 +2,14 @@ package rpc_test
 
 import (
 	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,6 +164,52 @@ func TestOIDCDiscovery(t *testing.T) {
 	// Connect Discovery 1.0, 4.3).
 	if _, err := rpc.DiscoverOIDC(context.Background(), url+"/", nil); err == nil || !strings.Contains(err.Error(), "names the issuer") {
 		t.Fatalf("discovery whose configuration names another issuer: %v", err)
+	}
+}
+
+// TestOIDCKeysStayOnHTTPS: an issuer reached over https has its keys
+// fetched over https too: a configuration naming a jwks_uri in clear, or a
+// redirect of the keys to one, is refused and nothing is fetched in clear,
+// since keys fetched in clear could be swapped on the way for an
+// attacker's.
+func TestOIDCKeysStayOnHTTPS(t *testing.T) {
+	iss := stewardtest.NewJWTIssuer(t, "", "steward", "oidc-1")
+	var inClear atomic.Int32
+	clear := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		inClear.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(iss.JWKS(t))
+	}))
+	t.Cleanup(clear.Close)
+	mux := http.NewServeMux()
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+	var jwksURI atomic.Value
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": jwksURI.Load().(string)})
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, clear.URL+"/keys", http.StatusFound)
+	})
+	for _, c := range []struct{ name, uri, says string }{
+		{"a jwks_uri in clear", clear.URL + "/keys", "which is not https"},
+		{"a redirect to one", srv.URL + "/keys", ""}, // refused by the fetch, which then times out
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			jwksURI.Store(c.uri)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			keys, err := rpc.DiscoverOIDC(ctx, srv.URL, srv.Client())
+			if err == nil {
+				keys.Close()
+			}
+			if n := inClear.Load(); n != 0 || err == nil {
+				t.Fatalf("DiscoverOIDC = %v, with %d fetches in clear; want refused, none", err, n)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("refused with %q, want it to say %q", err, c.says)
+			}
+		})
 	}
 }
 

@@ -100,7 +100,13 @@ type toolService struct {
 
 func (s *toolService) RegisterTool(ctx context.Context, req *connect.Request[stewardv1.RegisterToolRequest]) (*connect.Response[stewardv1.RegisterToolResponse], error) {
 	// Registering takes the tool-admin role: the role table (pkg/access)
-	// says so, and the RPC edge enforces it.
+	// says so, and the RPC edge enforces it. Tools are every tenant's, so
+	// only the default tenant's may register one: another tenant's new
+	// version of a tool would have every tenant's calls to it, secrets
+	// included, sent where it says (docs/tenants.md).
+	if who := rpc.Caller(ctx); who.Tenant != "" {
+		return nil, errs.New(errs.PermissionDenied, "%s of tenant %s may not register tools: tools are every tenant's, and only a tool-admin of the default tenant registers them", who.Principal, errs.Quote(who.Tenant))
+	}
 	t, created, err := s.plane.Register(ctx, rpc.Principal(ctx), req.Msg.Contract)
 	if err != nil {
 		return nil, err
