@@ -74,6 +74,7 @@ func TestSchemaLimits(t *testing.T) {
 		{"a $ref to nothing", `{"$ref":"#/$defs/missing"}`, errs.Invalid, "points at nothing"},
 		{"a nested $id", `{"properties":{"a":{"$id":"other.json"}}}`, errs.Invalid, "$id"},
 		{"a $dynamicRef", `{"$dynamicRef":"#x"}`, errs.Invalid, "$dynamicRef"},
+		{"a secret mark that is not a boolean", `{"properties":{"pin":{"type":"string","x-steward-secret":"yes"}}}`, errs.Invalid, "x-steward-secret must be true or false"},
 		{"a property named $id", `{"properties":{"$id":{"type":"string"}}}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
