@@ -51,19 +51,41 @@ func publicOnly(set jwk.Set) error {
 // Key implements JWTKeys.
 func (s *KeySet) Key(_ context.Context, kid string) (jwk.Key, error) { return keyIn(s.set, kid) }
 
-// keyIn returns set's key named kid.
+// keyIn returns set's key named kid. A key published for encryption
+// (use "enc") never verifies a signature, and a kid that two keys share
+// names neither: which one signed would be the issuer's guess.
 func keyIn(set jwk.Set, kid string) (jwk.Key, error) {
 	if kid == "" {
 		if set.Len() == 1 {
 			k, _ := set.Key(0)
-			return k, nil
+			return forSignatures(k)
 		}
 		return nil, fmt.Errorf("the JWT names no key id (kid), and the key set holds %d keys", set.Len())
 	}
-	if k, ok := set.LookupKeyID(kid); ok {
-		return k, nil
+	var found jwk.Key
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if id, _ := k.KeyID(); id != kid {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("the JWT's key id (kid) %q names two keys of the key set", kid)
+		}
+		found = k
 	}
-	return nil, fmt.Errorf("the JWT's key id (kid) %q is not a key Steward knows", kid)
+	if found == nil {
+		return nil, fmt.Errorf("the JWT's key id (kid) %q is not a key Steward knows", kid)
+	}
+	return forSignatures(found)
+}
+
+// forSignatures returns k unless it is published for another use.
+func forSignatures(k jwk.Key) (jwk.Key, error) {
+	if use, ok := k.KeyUsage(); ok && use != "" && use != string(jwk.ForSignature) {
+		id, _ := k.KeyID()
+		return nil, fmt.Errorf("key %q is published for %q, not for signatures", id, use)
+	}
+	return k, nil
 }
 
 // OIDCKeys are an OpenID Connect issuer's signing keys, found by discovery

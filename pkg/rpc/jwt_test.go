@@ -3,6 +3,7 @@ package rpc_test
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -128,6 +131,62 @@ func TestJWKSFileHoldsPublicKeysOnly(t *testing.T) {
 	if _, err := rpc.NewJWTVerifier(nil, rpc.JWTConfig{}); err == nil {
 		t.Error("a verifier without an audience was made")
 	}
+}
+
+// TestAKeyVerifiesOnlyWhatItIsFor: a key the set publishes for encryption
+// does not verify a signature, and a kid two keys share names neither.
+func TestAKeyVerifiesOnlyWhatItIsFor(t *testing.T) {
+	iss := stewardtest.NewJWTIssuer(t, "https://id.example.com", "steward", "key-1")
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(iss.JWKS(t), &set); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]any{}
+	if err := json.Unmarshal(publicJWK(t, stewardtest.NewJWK(t, "ES256", "key-1")), &other); err != nil {
+		t.Fatal(err)
+	}
+	enc := maps.Clone(set.Keys[0])
+	enc["use"] = "enc"
+	for name, tc := range map[string]struct {
+		keys []map[string]any
+		want string
+	}{
+		"for encryption": {[]map[string]any{enc}, `published for "enc"`},
+		"a shared kid":   {[]map[string]any{set.Keys[0], other}, `names two keys`},
+	} {
+		b, _ := json.Marshal(map[string]any{"keys": tc.keys})
+		p := filepath.Join(t.TempDir(), "jwks.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := rpc.LoadJWKS(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rpc.NewJWTVerifier(keys, rpc.JWTConfig{Audience: "steward"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:ann"))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// publicJWK is k's public half as JSON.
+func publicJWK(t *testing.T, k jwk.Key) []byte {
+	t.Helper()
+	pub, err := k.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestOIDCDiscovery finds the keys through the issuer's OpenID
