@@ -22,7 +22,7 @@ func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
 	log := env.Log
 	change := func(worker string, to stewardv1.BreakerState) {
 		t.Helper()
-		head, _, err := log.ServiceHead(ctx, "bank")
+		head, _, err := log.ServiceHead(ctx, "", "bank")
 		if err != nil {
 			t.Fatal(err)
 		}
