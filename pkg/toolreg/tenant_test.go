@@ -77,4 +77,3 @@ func TestATenantSeesItsOwnToolsAndTheGlobalOnes(t *testing.T) {
 		}
 	}
 }
-
