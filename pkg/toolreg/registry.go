@@ -185,9 +185,9 @@ func (r *Registry) Lookup(ctx context.Context, log *eventlog.Log, tenant, name, 
 
 // AsOf returns the version of tool name that a task of tenant created at
 // stream sequence created takes when a proposal names no version: the
-// latest of those registered before it. Registrations and tasks share one stream,
-// so the comparison is exact, where registration and creation times, set
-// by two planes' clocks, are not. A version registered after the task
+// latest of those registered before it. Registrations and tasks share one
+// stream, so the comparison is exact, where registration and creation
+// times, set by two planes' clocks, are not. A version registered after the task
 // never appears in it: nobody can relabel a tool under a running task.
 func (r *Registry) AsOf(tenant, name string, created uint64) (*Entry, error) {
 	r.mu.RLock()
