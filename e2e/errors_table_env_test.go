@@ -24,13 +24,13 @@ import (
 )
 
 // startTableEnv starts the one server every row of the errors table is
-// checked against.
-func startTableEnv(t *testing.T) *harness {
+// checked against, with flags added.
+func startTableEnv(t *testing.T, flags ...string) *harness {
 	// slow never answers in time: the outcome is unknown.
 	tool := stewardtest.StartTool(t).Always("/slow", stewardtest.Silent)
 	// Every tool declares an effect class and a data sensitivity: a
 	// contract without them is refused.
-	return startSteward(t, setup{nats: true, tools: []string{
+	return startSteward(t, setup{nats: true, flags: flags, tools: []string{
 		fmt.Sprintf(`{"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",
 	   "retryPolicy": {"maxAttempts": 2}, "http": {"url": %q}}`, tool.URL+"/search"),

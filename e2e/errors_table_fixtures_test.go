@@ -81,7 +81,12 @@ func (e *harness) unknownAction(t *testing.T, requestID string) actionRef {
 	t.Helper()
 	k := contract()
 	k.AllowedTools = []string{"slow"}
-	id := e.create(t, requestID, k)
+	return e.unknownActionOn(t, e.create(t, requestID, k))
+}
+
+// unknownActionOn is unknownAction on task id, which allows the slow tool.
+func (e *harness) unknownActionOn(t *testing.T, id string) actionRef {
+	t.Helper()
 	params, _ := structpb.NewStruct(nil)
 	resp, err := e.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
 		TaskId: id, ProposalId: "slow-1", Tool: "slow", Target: "card:1", Params: params,

@@ -17,37 +17,10 @@ import (
 func contentChecks() map[string]tableCheck {
 	ctx := context.Background()
 	readArtifact := func(c authed, taskID, name string, version uint32) error {
-		stream, err := c.query.GetArtifactContent(ctx, connect.NewRequest(&stewardv1.GetArtifactContentRequest{TaskId: taskID, Name: name, Version: version}))
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for stream.Receive() {
-		}
-		return stream.Err()
-	}
-	// watchFirst and replay return the error of a stream that sends no
-	// message, or nil.
-	watchFirst := func(c authed, taskID string) error {
-		ctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		stream, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID}))
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		stream.Receive()
-		return stream.Err()
+		return drain(c.query.GetArtifactContent(ctx, connect.NewRequest(&stewardv1.GetArtifactContentRequest{TaskId: taskID, Name: name, Version: version})))
 	}
 	replay := func(c authed, taskID string) error {
-		stream, err := c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
-		if err != nil {
-			return err
-		}
-		defer stream.Close()
-		for stream.Receive() {
-		}
-		return stream.Err()
+		return drain(c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID})))
 	}
 	submit := func(t *testing.T, e *harness, req *stewardv1.SubmitArtifactRequest) {
 		t.Helper()
@@ -106,7 +79,7 @@ func contentChecks() map[string]tableCheck {
 		"`GetResult`, `GetArtifactContent`, `WatchTask` or `ReplayTask` by a principal the task does not name, without the `operator` or `auditor` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			_, err := e.viewer.query.GetResult(ctx, connect.NewRequest(&stewardv1.GetResultRequest{TaskId: id, ActionId: "any"}))
-			return []error{alike(t, err, readArtifact(e.viewer, id, "report", 0), watchFirst(e.viewer, id), replay(e.viewer, id))}
+			return []error{alike(t, err, readArtifact(e.viewer, id, "report", 0), watchFirst(ctx, e.viewer.query, id), replay(e.viewer, id))}
 		},
 		"a result or artifact whose stored bytes no longer hash to what the log recorded": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-content-corrupt", contract())

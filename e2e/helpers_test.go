@@ -589,3 +589,30 @@ func (h *harness) events(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 	}
 	return js, stream
 }
+
+// drain reads a stream to its end and returns its error.
+func drain[T any](s *connect.ServerStreamForClient[T], err error) error {
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for s.Receive() {
+	}
+	return s.Err()
+}
+
+// watchFirst watches taskID until its first event, and returns nil once
+// one is served, else the stream's error.
+func watchFirst(ctx context.Context, q stewardv1connect.QueryServiceClient, taskID string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	stream, err := q.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: taskID}))
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	if stream.Receive() {
+		return nil
+	}
+	return stream.Err()
+}

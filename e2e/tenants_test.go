@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"connectrpc.com/connect"
 
@@ -47,37 +46,13 @@ var taskCalls = []taskCall{
 		return err
 	}},
 	{"GetArtifactContent", func(ctx context.Context, c authed, _ stewardv1connect.ActionServiceClient, id string) error {
-		s, err := c.query.GetArtifactContent(ctx, connect.NewRequest(&stewardv1.GetArtifactContentRequest{TaskId: id, Name: "report.md"}))
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		for s.Receive() {
-		}
-		return s.Err()
+		return drain(c.query.GetArtifactContent(ctx, connect.NewRequest(&stewardv1.GetArtifactContentRequest{TaskId: id, Name: "report.md"})))
 	}},
 	{"WatchTask", func(ctx context.Context, c authed, _ stewardv1connect.ActionServiceClient, id string) error {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		s, err := c.query.WatchTask(ctx, connect.NewRequest(&stewardv1.WatchTaskRequest{TaskId: id}))
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		if s.Receive() {
-			return nil // an event of the task: it was served
-		}
-		return s.Err()
+		return watchFirst(ctx, c.query, id)
 	}},
 	{"ReplayTask", func(ctx context.Context, c authed, _ stewardv1connect.ActionServiceClient, id string) error {
-		s, err := c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: id}))
-		if err != nil {
-			return err
-		}
-		defer s.Close()
-		for s.Receive() {
-		}
-		return s.Err()
+		return drain(c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: id})))
 	}},
 	{"VerifyTask", func(ctx context.Context, c authed, _ stewardv1connect.ActionServiceClient, id string) error {
 		_, err := c.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: id}))

@@ -38,8 +38,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,6 +47,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
 
+	"github.com/steward-run/steward/pkg/celvalue"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -164,7 +163,7 @@ func compileCriterion(expr string) (cel.Program, error) {
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("evaluates to %s, not bool", t)
 	}
-	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(1), matchCost())
+	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(1), matchCost(), celvalue.ScanCost())
 	if err != nil {
 		return nil, err
 	}
@@ -267,7 +266,7 @@ func artifactValue(a *stewardv1.Artifact, json, text ref.Val) ref.Val {
 	if text == nil {
 		text = types.String("")
 	}
-	return object(map[string]ref.Val{
+	return celvalue.Object(map[string]ref.Val{
 		"name":       types.String(a.Name),
 		"media_type": types.String(a.MediaType),
 		"uri":        types.String(a.Uri),
@@ -286,7 +285,7 @@ func actionValue(a *stewardv1.Action, result ref.Val) ref.Val {
 	if result == nil {
 		result = types.NullValue
 	}
-	return object(map[string]ref.Val{
+	return celvalue.Object(map[string]ref.Val{
 		"id":          types.String(a.ActionId),
 		"tool":        types.String(a.Tool),
 		"target":      types.String(a.Target),
@@ -301,82 +300,3 @@ func actionValue(a *stewardv1.Action, result ref.Val) ref.Val {
 func actionStatusWord(s stewardv1.ActionStatus) string {
 	return strings.ToLower(strings.TrimPrefix(s.String(), "ACTION_STATUS_"))
 }
-
-// jsonValue turns a value decoded by encoding/json into a CEL value.
-func jsonValue(v any) ref.Val {
-	switch v := v.(type) {
-	case nil:
-		return types.NullValue
-	case bool:
-		return types.Bool(v)
-	case float64:
-		return types.Double(v)
-	case string:
-		return types.String(v)
-	case []any:
-		elems := make([]ref.Val, len(v))
-		for i, e := range v {
-			elems[i] = jsonValue(e)
-		}
-		return types.NewRefValList(types.DefaultTypeAdapter, elems)
-	case map[string]any:
-		fields := make(map[string]ref.Val, len(v))
-		for k, e := range v {
-			fields[k] = jsonValue(e)
-		}
-		return object(fields)
-	}
-	return types.NewErr("unexpected JSON value %T", v)
-}
-
-// object is a CEL map with string keys that iterates in key order, so that
-// map() and filter() over it give the same list every time.
-func object(fields map[string]ref.Val) ref.Val {
-	m := make(map[ref.Val]ref.Val, len(fields))
-	keys := make([]ref.Val, 0, len(fields))
-	for k, v := range fields {
-		m[types.String(k)] = v
-		keys = append(keys, types.String(k))
-	}
-	slices.SortFunc(keys, func(a, b ref.Val) int { return int(a.(types.String).Compare(b).(types.Int)) })
-	return sortedMap{Mapper: types.NewRefValMap(types.DefaultTypeAdapter, m), keys: keys}
-}
-
-// sortedMap is a CEL map whose iteration follows keys. It is not
-// traits.Foldable, so comprehensions iterate it through Iterator.
-type sortedMap struct {
-	traits.Mapper
-	keys []ref.Val
-}
-
-func (m sortedMap) Iterator() traits.Iterator { return &keyIterator{keys: m.keys} }
-
-// keyIterator walks a sortedMap's keys.
-type keyIterator struct {
-	keys []ref.Val
-	next int
-}
-
-func (it *keyIterator) HasNext() ref.Val { return types.Bool(it.next < len(it.keys)) }
-
-func (it *keyIterator) Next() ref.Val {
-	if it.next >= len(it.keys) {
-		return types.NewErr("no more keys")
-	}
-	it.next++
-	return it.keys[it.next-1]
-}
-
-func (it *keyIterator) ConvertToNative(reflect.Type) (any, error) {
-	return nil, fmt.Errorf("an iterator has no native form")
-}
-
-func (it *keyIterator) ConvertToType(ref.Type) ref.Val {
-	return types.NewErr("an iterator cannot be converted")
-}
-
-func (it *keyIterator) Equal(ref.Val) ref.Val { return types.False }
-
-func (it *keyIterator) Type() ref.Type { return types.IteratorType }
-
-func (it *keyIterator) Value() any { return nil }

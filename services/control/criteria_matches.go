@@ -6,10 +6,8 @@ import (
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/env"
-	"cel.dev/cel-go/common/overloads"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
-	"cel.dev/cel-go/common/types/traits"
 
 	"github.com/steward-run/steward/pkg/action"
 )
@@ -58,20 +56,7 @@ func matchCost() cel.ProgramOption {
 		}
 		return &c
 	}
-	// A list's in scans it: CEL prices it as one step.
-	scan := func(args []ref.Val, _ ref.Val) *uint64 {
-		c := uint64(1)
-		if len(args) == 2 {
-			if l, ok := args[1].(traits.Sizer); ok {
-				if n, ok := l.Size().(types.Int); ok && n > 0 {
-					c += uint64(n)
-				}
-			}
-		}
-		return &c
-	}
-	return cel.CostTrackerOptions(cost.OverloadTracker(matchesGlobal, track), cost.OverloadTracker(matchesMember, track),
-		cost.OverloadTracker(overloads.InList, scan))
+	return cel.CostTrackerOptions(cost.OverloadTracker(matchesGlobal, track), cost.OverloadTracker(matchesMember, track))
 }
 
 func strings2(args []ref.Val) (string, string, bool) {

@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/toolpin"
+	"github.com/steward-run/steward/pkg/toolreg"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -67,7 +68,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		return nil, errs.Field("params", "%v", err)
 	}
 	tool := entry.Tool.Contract
-	retry, err := narrowRetry(tool, pr.retry)
+	retry, err := toolreg.NarrowRetry("retry_policy.", tool, pr.retry)
 	if err != nil {
 		return nil, err
 	}

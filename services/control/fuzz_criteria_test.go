@@ -11,6 +11,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/celvalue"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -66,7 +67,7 @@ func resultOf(content []byte) map[string]any {
 	report := &stewardv1.Artifact{Name: "report", MediaType: "application/pdf", SizeBytes: 1, Version: 1}
 	a := &stewardv1.Action{ActionId: "act-1", Tool: "w", Target: "x", Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED}
 	return map[string]any{
-		"artifacts": object(map[string]ref.Val{
+		"artifacts": celvalue.Object(map[string]ref.Val{
 			"data":   artifactValue(data, parseJSON(content, "artifact data"), nil),
 			"notes":  artifactValue(notes, nil, types.String(strings.ToValidUTF8(string(content), "\uFFFD"))),
 			"report": artifactValue(report, nil, nil),

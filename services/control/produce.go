@@ -13,6 +13,7 @@ import (
 	"cel.dev/cel-go/common/types/ref"
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/celvalue"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -213,7 +214,7 @@ func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, 
 		actions[i] = actionValue(a, result)
 	}
 	return map[string]any{
-		"artifacts": object(artifacts),
+		"artifacts": celvalue.Object(artifacts),
 		"actions":   types.NewRefValList(types.DefaultTypeAdapter, actions),
 	}, nil
 }
@@ -235,7 +236,7 @@ func parseJSON(data []byte, what string) ref.Val {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return types.NewErr("%s is not valid JSON: %v", what, err)
 	}
-	return jsonValue(v)
+	return celvalue.FromJSON(v)
 }
 
 func (s *taskService) MarkProduced(ctx context.Context, req *connect.Request[stewardv1.MarkProducedRequest]) (*connect.Response[stewardv1.MarkProducedResponse], error) {

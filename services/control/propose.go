@@ -24,7 +24,7 @@ const (
 // ProposeAction checks a proposed tool call against the task and the tool,
 // canonicalises and stores the request, derives the action's identities,
 // and records the proposal. The action runs under the tool's retry policy,
-// narrowed by the request's (see narrowRetry). With a proposal id it is
+// narrowed by the request's (see toolreg.NarrowRetry). With a proposal id it is
 // idempotent: the same proposal again returns the same action with created
 // false, and the proposal id on the task with another request or retry
 // policy is AlreadyExists. A proposal id names one action on its task,

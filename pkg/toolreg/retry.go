@@ -1,4 +1,4 @@
-package control
+package toolreg
 
 import (
 	"google.golang.org/protobuf/proto"
@@ -6,23 +6,22 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/toolreg"
 )
 
-// narrowRetry returns the retry policy an action runs under: its tool's,
+// NarrowRetry returns the retry policy an action runs under: its tool's,
 // narrowed by the proposer's. A proposer may lower any field the tool
 // sets, or set one the tool leaves open, but never raise one past the
 // tool's: the tool's policy is its author's word on how hard Steward may
 // press their service. A zero field in the request keeps the tool's
 // value; a field unset in the result (nil for no policy at all) leaves the
 // choice to the execution plane's defaults. Errors name the field as
-// "retry_policy.<field>".
-func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*stewardv1.RetryPolicy, error) {
+// prefix + "<field>", prefix being where req sits ("retry_policy.").
+func NarrowRetry(prefix string, tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*stewardv1.RetryPolicy, error) {
 	limit := tool.GetRetryPolicy()
 	if req == nil {
 		return proto.CloneOf(limit), nil
 	}
-	if err := toolreg.CheckRetryDurations("retry_policy.", req); err != nil {
+	if err := CheckRetryDurations(prefix, req); err != nil {
 		return nil, err
 	}
 	out := &stewardv1.RetryPolicy{}
@@ -31,7 +30,7 @@ func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*ste
 	}
 	if n := req.MaxAttempts; n > 0 {
 		if ceiling := limit.GetMaxAttempts(); ceiling > 0 && n > ceiling {
-			return nil, errs.Field("retry_policy.max_attempts", "%d is more than tool %s@%s allows (%d); a proposal may only lower it", n, tool.Name, tool.Version, ceiling)
+			return nil, errs.Field(prefix+"max_attempts", "%d is more than tool %s@%s allows (%d); a proposal may only lower it", n, tool.Name, tool.Version, ceiling)
 		}
 		out.MaxAttempts = n
 	}
@@ -48,7 +47,7 @@ func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*ste
 		if f.req == nil {
 			continue
 		}
-		field := "retry_policy." + f.name
+		field := prefix + f.name
 		d := f.req.AsDuration() // valid and in range: checked above
 		switch {
 		case d == 0:
@@ -61,9 +60,9 @@ func narrowRetry(tool *stewardv1.ToolContract, req *stewardv1.RetryPolicy) (*ste
 	// Lowering max_backoff alone may put it under the tool's initial
 	// backoff; a policy that contradicts itself is refused, not guessed at.
 	if initial, most := out.GetInitialBackoff().AsDuration(), out.GetMaxBackoff().AsDuration(); initial > 0 && most > 0 && initial > most {
-		field := "retry_policy.max_backoff"
+		field := prefix + "max_backoff"
 		if positive(req.InitialBackoff) {
-			field = "retry_policy.initial_backoff"
+			field = prefix + "initial_backoff"
 		}
 		return nil, errs.Field(field, "initial backoff %s is longer than max backoff %s", initial, most)
 	}

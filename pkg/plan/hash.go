@@ -1,0 +1,52 @@
+package plan
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/action"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Hash returns the plan's hash, hex SHA-256 of "steward.plan.v1", a NUL
+// byte and the plan's canonical JSON: what an approval of the whole plan
+// binds to. A revision, however small, has another hash and needs another
+// approval.
+//
+// Canonical JSON is protojson with proto field names and enum names, then
+// re-encoded as pkg/action encodes a request (keys sorted, no
+// whitespace, shortest numbers), because protojson's own output is
+// deliberately unstable and proto's binary form is not canonical
+// across implementations. Unset fields are left out, so a field added to
+// the format later does not change the hash of a plan that leaves it unset.
+func Hash(p *stewardv1.Plan) (string, error) {
+	c, err := canonical(p)
+	if err != nil {
+		return "", fmt.Errorf("plan hash: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte("steward.plan.v1\x00"))
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// canonical returns m's canonical JSON (see Hash).
+func canonical(m proto.Message) ([]byte, error) {
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	return action.CanonicalJSON(v)
+}
