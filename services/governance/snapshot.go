@@ -170,7 +170,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, err
 	}
-	tool, err := p.toolFacts.of(entry.Tool.Contract)
+	tool, err := p.toolFacts.of(entry.Tool.Tenant, entry.Tool.Contract)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
