@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 // tool's name, nor the default tenant a tenant's (refused without naming
 // the tenant); two tenants may each have a tool of one name, even the
 // same version, and each tenant's registration is idempotent on its own.
+// A tenant may not register a built-in tool.
 func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
 	b := newBed(t, breaker.Config{})
 	ts := startTool(t)
@@ -46,6 +48,13 @@ func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
 	_, _, err := register("", "deploy", "")
 	if !errs.Is(err, errs.AlreadyExists) || !strings.Contains(err.Error(), "a tenant's tool") || strings.Contains(err.Error(), "acme") || strings.Contains(err.Error(), "beta") {
 		t.Errorf("the default tenant takes a tenant's name: %v, want already exists naming no tenant", err)
+	}
+	builtin := &stewardv1.ToolContract{Name: "scratch", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
+		Endpoint:        &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "file.write"}}}
+	var bad *errs.Error
+	if _, _, err := b.plane.Register(ctx, "acme", "admin", builtin); !errors.As(err, &bad) || bad.Code != errs.Invalid || bad.Field != "contract.builtin" {
+		t.Errorf("a tenant registers a built-in tool: %v; want invalid contract.builtin", err)
 	}
 	recs, err := b.Log.ReadTool(ctx, "deploy")
 	if err != nil || len(recs) != 2 {

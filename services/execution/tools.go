@@ -32,9 +32,16 @@ import (
 // tool of one name. Every registration of a name, whoever's, is on one
 // chain, and the append is conditional on its head: two registrations
 // cannot both pass the check.
+//
+// A tenant's tool calls a service over http: the built-in tools act on
+// what this Steward keeps for every tenant alike (the file.write sandbox,
+// the kv.append bucket), so only the default tenant registers them.
 func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
 	if err := toolreg.Validate(c); err != nil {
 		return nil, false, err
+	}
+	if tenant != "" && c.GetBuiltin() != nil {
+		return nil, false, errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
 	}
 	for range 8 {
 		recs, err := p.log.ReadTool(ctx, c.Name)
