@@ -46,7 +46,10 @@ func TestComposeStrictRejectsUnknownKeys(t *testing.T) {
 	}
 }
 
-func TestCompose(t *testing.T) {
+// loadRepoCompose loads the repository's docker-compose.yml (loadCompose)
+// and returns it with its absolute path.
+func loadRepoCompose(t *testing.T) (*types.Project, string) {
+	t.Helper()
 	path, err := filepath.Abs(filepath.Join("..", "docker-compose.yml"))
 	if err != nil {
 		t.Fatal(err)
@@ -55,10 +58,15 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatalf("load %s: %v", path, err)
 	}
+	return p, path
+}
+
+func TestCompose(t *testing.T) {
+	p, path := loadRepoCompose(t)
 
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := append([]string{"nats", "nats-users", "permit-key"}, planes...)
+	want := append([]string{"nats", "nats-users", "permit-key", secretKeyJob}, planes...)
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)

@@ -14,12 +14,11 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// TestServicesMode runs each plane as its own `steward serve` against one
-// external NATS JetStream server, as docker-compose and Kubernetes do, and
-// checks that a task created through the control plane is served by the
-// state plane, and an artifact the control plane stored is read back
-// through the state plane.
-func TestServicesMode(t *testing.T) {
+// startServices runs each plane as its own `steward serve`, in this
+// process, against one new NATS JetStream server, with the flags every
+// plane needs and then its own from extra, and returns each plane's URL.
+func startServices(t *testing.T, extra map[string][]string) map[string]string {
+	t.Helper()
 	bus := stewardtest.StartBus(t)
 	urls := map[string]string{}
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
@@ -28,8 +27,7 @@ func TestServicesMode(t *testing.T) {
 		if plane == "governance" {
 			flags = append(flags, "--credential-key", filepath.Join(t.TempDir(), "credential.key"))
 		}
-		err := m.ParseFlags("serve", flags)
-		if err != nil {
+		if err := m.ParseFlags("serve", append(flags, extra[plane]...)); err != nil {
 			t.Fatal(err)
 		}
 		if err := m.Run(context.Background()); err != nil {
@@ -38,6 +36,16 @@ func TestServicesMode(t *testing.T) {
 		t.Cleanup(m.Close)
 		urls[plane] = m.URL()
 	}
+	return urls
+}
+
+// TestServicesMode runs each plane as its own `steward serve` against one
+// external NATS JetStream server, as docker-compose and Kubernetes do, and
+// checks that a task created through the control plane is served by the
+// state plane, and an artifact the control plane stored is read back
+// through the state plane.
+func TestServicesMode(t *testing.T) {
+	urls := startServices(t, nil)
 	control, state := newClients(urls["control"]), newClients(urls["state"])
 	taskID := createTask(t, control, "services-1").Contract.TaskId
 	got := waitStatus(t, state, taskID, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
@@ -87,7 +95,10 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-creds", "/no/such/user.creds"}, "--nats-creds"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-ca", "/no/such/ca.pem"}, "--nats-ca"},
 		{[]string{"serve", "--plane", "state", "--nats", "nats://x:4222", "--insecure", "--nats-cert", "/no/such/c.pem", "--nats-key", "/no/such/k.pem"}, "--nats-cert"},
+		{[]string{"serve", "--plane", "control", "--nats", "nats://x:4222", "--insecure", "--secret-key", "/no/such/secret.key"}, "serve never creates it"},
+		{[]string{"serve", "--plane", "execution", "--nats", "nats://x:4222", "--insecure", "--secret-key", "/no/such/secret.key"}, "steward secret-key --out=/no/such/secret.key"},
 		{[]string{"nats-users"}, "--out is required"},
+		{[]string{"secret-key"}, "--out is required"},
 		{[]string{"dev", "--credential-ttl", "-1h"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "1ns"}, "--credential-ttl"},
 		{[]string{"dev", "--credential-ttl", "87600h"}, "--credential-ttl"},
@@ -107,5 +118,8 @@ func TestServeFlagsAreChecked(t *testing.T) {
 		if !strings.Contains(out, flag) || !strings.Contains(out, want) {
 			t.Errorf("serve %s with a file of junk said %q; want it to name %s and say %q", flag, out, flag, want)
 		}
+	}
+	if out := run(t, 1, "serve", "--plane", "control", "--nats", "nats://x:4222", "--insecure", "--secret-key", junk); !strings.Contains(out, "--secret-key") || !strings.Contains(out, "64 hex digits") {
+		t.Errorf("serve --secret-key with a file of junk said %q; want it to name --secret-key and ask for 64 hex digits", out)
 	}
 }

@@ -135,8 +135,9 @@ func Commitment(v any) (string, bool) {
 
 // RevealRequest returns canonical request bytes with each commitment
 // object that open knows replaced by the value it commits to (canonical
-// JSON): the body the execution plane sends a tool. open answers ok false
-// for a commitment it holds no value for, which then stays as it is.
+// JSON), commitments inside that value revealed in turn: the body the
+// execution plane sends a tool. open answers ok false for a commitment it
+// holds no value for, which then stays as it is.
 func RevealRequest(canonical []byte, open func(commitment string) (value []byte, ok bool, err error)) ([]byte, error) {
 	v, err := decodeJSON(canonical)
 	if err != nil {
@@ -155,7 +156,15 @@ func reveal(v any, open func(string) ([]byte, bool, error)) (any, error) {
 		if err != nil || !ok {
 			return v, err
 		}
-		return decodeJSON(value)
+		// The value may hold commitments itself: a compensation's
+		// parameters quote the request it undoes, and its tool's schema
+		// may mark them secret again. The nesting ends: a value was
+		// committed to before any commitment that holds it.
+		opened, err := decodeJSON(value)
+		if err != nil {
+			return nil, err
+		}
+		return reveal(opened, open)
 	}
 	switch x := v.(type) {
 	case map[string]any:

@@ -61,3 +61,20 @@ func TestRevealRequest(t *testing.T) {
 		t.Errorf("RevealRequest = %s, want %s", got, want)
 	}
 }
+
+func TestRevealRequestNested(t *testing.T) {
+	// A compensation's parameters quote the request it undoes; its tool
+	// may mark them secret again, so a sealed value holds a commitment.
+	in := `{"params":{"params":{"$secret":"outer"}},"tool":"undo"}`
+	values := map[string]string{"outer": `{"password":{"$secret":"inner"},"user":"bob"}`, "inner": `"pw-clear"`}
+	got, err := action.RevealRequest([]byte(in), func(c string) ([]byte, bool, error) {
+		v, ok := values[c]
+		return []byte(v), ok, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"params":{"params":{"password":"pw-clear","user":"bob"}},"tool":"undo"}`; string(got) != want {
+		t.Errorf("RevealRequest = %s, want %s", got, want)
+	}
+}

@@ -11,12 +11,12 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // Signer signs credentials with one Ed25519 key.
@@ -75,35 +75,17 @@ func LoadOrCreateKey(path string) (key ed25519.PrivateKey, created bool, err err
 	if err != nil {
 		return nil, false, err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	// Of two processes creating the key at once, the first one written
+	// wins and the other reads it.
+	created, err = keyfile.Create(path, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	switch {
+	case err != nil:
 		return nil, false, err
+	case created:
+		return key, true, nil
 	}
-	// Write a complete file under a temporary name, then link it into
-	// place: of two processes creating the key, one wins, and the other
-	// never reads a half-written file.
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".credential-key-*")
-	if err != nil {
-		return nil, false, err
-	}
-	defer os.Remove(tmp.Name())
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return nil, false, err
-	}
-	if err := pem.Encode(tmp, &pem.Block{Type: "PRIVATE KEY", Bytes: der}); err != nil {
-		tmp.Close()
-		return nil, false, err
-	}
-	if err := tmp.Close(); err != nil {
-		return nil, false, err
-	}
-	if err := os.Link(tmp.Name(), path); errors.Is(err, fs.ErrExist) {
-		key, err = LoadKey(path)
-		return key, false, err
-	} else if err != nil {
-		return nil, false, err
-	}
-	return key, true, nil
+	key, err = LoadKey(path)
+	return key, false, err
 }
 
 // LoadKey reads an Ed25519 private key (PEM, PKCS #8), as

@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nkeys"
 
+	"github.com/steward-run/steward/pkg/keyfile"
 	"github.com/steward-run/steward/pkg/natsperm"
 )
 
@@ -64,20 +65,13 @@ func loadOrCreateSeed(path string) (nkeys.KeyPair, error) {
 		if err != nil {
 			return nil, err
 		}
-		// Exclusive create: a concurrent start keeps the first seed.
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, fs.ErrExist) {
-			return loadOrCreateSeed(path)
-		}
+		// A concurrent start keeps the first seed, and reads it whole.
+		created, err := keyfile.Create(path, append(seed, '\n'))
 		if err != nil {
 			return nil, err
 		}
-		_, werr := f.Write(append(seed, '\n'))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return nil, werr
+		if !created {
+			return loadOrCreateSeed(path)
 		}
 		return kp, nil
 	}

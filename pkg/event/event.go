@@ -49,6 +49,9 @@ const (
 	TypeDeadlineExtended = "task.deadline_extended"
 	TypeFindingRecorded  = "audit.finding_recorded"
 
+	TypePlanSubmitted = "plan.submitted"
+	TypePlanEvaluated = "plan.evaluated"
+
 	TypeActionProposed     = "action.proposed"
 	TypePolicyEvaluated    = "action.policy_evaluated"
 	TypeActionDenied       = "action.denied"
@@ -167,6 +170,8 @@ var typeNames = map[protoreflect.Name]string{
 	"input_provided":          TypeInputProvided,
 	"deadline_extended":       TypeDeadlineExtended,
 	"finding_recorded":        TypeFindingRecorded,
+	"plan_submitted":          TypePlanSubmitted,
+	"plan_evaluated":          TypePlanEvaluated,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

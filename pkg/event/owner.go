@@ -32,6 +32,7 @@ var owners = map[string]string{
 	TypeBudgetReleased:    PlaneControl,
 	TypeInputProvided:     PlaneControl,
 	TypeDeadlineExtended:  PlaneControl,
+	TypePlanSubmitted:     PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
@@ -43,6 +44,7 @@ var owners = map[string]string{
 	TypeBudgetAlerted:     PlaneGovernance,
 	TypeCredentialIssued:  PlaneGovernance,
 	TypeCredentialRevoked: PlaneGovernance,
+	TypePlanEvaluated:     PlaneGovernance,
 
 	TypeActionClaimed:      PlaneExecution,
 	TypeActionDispatched:   PlaneExecution,

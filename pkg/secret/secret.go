@@ -25,11 +25,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
+
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // Prefix starts every commitment: it names the scheme, so that another can
@@ -114,43 +116,45 @@ func ad(taskID, commitment string) []byte {
 	return []byte("steward.secret.v1\x00" + taskID + "\x00" + commitment)
 }
 
-// LoadOrCreateKey reads the master key from path: 64 hex digits (a
-// trailing newline is allowed). A missing file is created with a new
-// random key, readable by its owner only, and created reports it.
+// LoadOrCreateKey reads the master key from path (LoadKey), or, when the
+// file is missing, creates it with a new random key, readable by its owner
+// only: created reports which. Two processes creating it at once end with
+// the same key, the first one written (keyfile.Create). Only a process that
+// owns its key file alone, such as steward dev over its data directory,
+// should create one: planes in separate places would each make their own.
 func LoadOrCreateKey(path string) (key []byte, created bool, err error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		key = make([]byte, KeySize)
-		if _, err := rand.Read(key); err != nil {
-			return nil, false, err
-		}
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, false, err
-		}
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
-			return LoadOrCreateKey(path) // another process made it first
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		_, err = f.WriteString(hex.EncodeToString(key) + "\n")
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			return nil, false, err
-		}
-		return key, true, nil
+	key, err = LoadKey(path)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, false, err
 	}
-	if err != nil {
+	key = make([]byte, KeySize)
+	if _, err := rand.Read(key); err != nil {
 		return nil, false, err
 	}
-	key, err = hex.DecodeString(strings.TrimSpace(string(b)))
-	if err != nil || len(key) != KeySize {
-		return nil, false, fmt.Errorf("%s: want %d hex digits (openssl rand -hex %d)", path, 2*KeySize, KeySize)
+	created, err = keyfile.Create(path, []byte(hex.EncodeToString(key)+"\n"))
+	switch {
+	case err != nil:
+		return nil, false, err
+	case created:
+		return key, true, nil
 	}
-	return key, false, nil
+	key, err = LoadKey(path) // another process made it first: use its key
+	return key, false, err
+}
+
+// LoadKey reads the master key from path: 64 hex digits (a trailing
+// newline is allowed), as 'openssl rand -hex 32' writes them. A missing
+// file is an error satisfying errors.Is(err, fs.ErrNotExist).
+func LoadKey(path string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	key, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(key) != KeySize {
+		return nil, fmt.Errorf("%s: want %d hex digits (openssl rand -hex %d)", path, 2*KeySize, KeySize)
+	}
+	return key, nil
 }
 
 // Forms returns the ways a secret value (canonical JSON) may be quoted in

@@ -3,7 +3,11 @@ package secret_test
 import (
 	"bytes"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/secret"
@@ -55,5 +59,53 @@ func TestSealOpen(t *testing.T) {
 	s2, _ := secret.New(k2)
 	if s2.Commit("t1", []byte(`"hunter2"`)) == c {
 		t.Error("another key makes the same commitment")
+	}
+}
+
+func TestLoadOrCreateKeyRace(t *testing.T) {
+	// Two processes starting at once on one key file (two planes of a
+	// dev data directory, or two containers on one volume) must end with
+	// one key: each would otherwise seal what the other cannot open.
+	path := filepath.Join(t.TempDir(), "secret.key")
+	const n = 8
+	keys := make([][]byte, n)
+	created := make([]bool, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { keys[i], created[i], errs[i] = secret.LoadOrCreateKey(path) })
+	}
+	wg.Wait()
+	var creators int
+	for i := range n {
+		if errs[i] != nil {
+			t.Fatalf("creator %d: %v", i, errs[i])
+		}
+		if !bytes.Equal(keys[i], keys[0]) {
+			t.Fatalf("creators 0 and %d hold different keys", i)
+		}
+		if created[i] {
+			creators++
+		}
+	}
+	if creators != 1 {
+		t.Errorf("%d creators report creating the key, want 1", creators)
+	}
+	if key, err := secret.LoadKey(path); err != nil || !bytes.Equal(key, keys[0]) {
+		t.Errorf("LoadKey = %x, %v; want the shared key", key, err)
+	}
+}
+
+func TestLoadKey(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := secret.LoadKey(filepath.Join(dir, "missing.key")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing file: %v, want fs.ErrNotExist", err)
+	}
+	bad := filepath.Join(dir, "bad.key")
+	if err := os.WriteFile(bad, []byte("abcd\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := secret.LoadKey(bad); err == nil || !strings.Contains(err.Error(), "64 hex digits") {
+		t.Errorf("a short key: %v, want the 64 hex digits asked for", err)
 	}
 }

@@ -96,6 +96,7 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 	if err != nil {
 		return err
 	}
+	d.action.SealedSecrets = carrySealed(d.action.SealedSecrets, orig.SealedSecrets)
 	_, existing, _, err := p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
 		// Only while head is still the next to undo: a cancel may have
 		// ended the compensation since the task was read.
@@ -114,7 +115,9 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 //
 // naming the call to undo, its idempotency key, target and parameters (from
 // its request), and its result (null when it returned none): what a
-// compensating tool needs to find and undo the effect.
+// compensating tool needs to find and undo the effect. Secret parameters
+// stay commitments here; the compensation carries their sealed values
+// (carrySealed), and the compensating tool receives them in clear.
 func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
 	params, err := p.paramsOf(ctx, orig)
 	if err != nil {

@@ -2,7 +2,9 @@ package control
 
 import (
 	"bytes"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
@@ -40,6 +42,25 @@ func (p *Plane) conceal(taskID string, entry *toolreg.Entry, params []byte) ([]b
 	}
 	sort.Slice(sealed, func(i, j int) bool { return sealed[i].Commitment < sealed[j].Commitment })
 	return concealed, sealed, nil
+}
+
+// carrySealed returns own with each of carried whose commitment own lacks,
+// sorted by commitment. A compensation quotes the parameters of the action
+// it undoes, commitments and all; carrying that action's sealed values lets
+// the execution plane open them for the compensating tool, which then
+// receives the values the action was called with. Nothing is opened or
+// sealed anew: a sealed value is bound to its task and commitment, not to
+// one action, and the compensation's request (which its approval and
+// permit bind) holds the same commitments.
+func carrySealed(own, carried []*stewardv1.SealedSecret) []*stewardv1.SealedSecret {
+	out := slices.Clone(own)
+	for _, s := range carried {
+		if !slices.ContainsFunc(out, func(o *stewardv1.SealedSecret) bool { return o.Commitment == s.Commitment }) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b *stewardv1.SealedSecret) int { return strings.Compare(a.Commitment, b.Commitment) })
+	return out
 }
 
 // secretValues returns the ways params quote the values entry's schema

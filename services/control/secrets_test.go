@@ -94,3 +94,37 @@ func TestSecretParametersNeedAKey(t *testing.T) {
 		t.Errorf("ProposeAction = %v, want FailedPrecondition", err)
 	}
 }
+
+// TestCompensationCarriesSealedSecrets: the compensation of an action with
+// secret parameters quotes them as the same commitments, never in clear,
+// and carries the action's sealed values, so that they open for the
+// compensating tool.
+func TestCompensationCarriesSealedSecrets(t *testing.T) {
+	r := newRig(t)
+	r.register(t, &stewardv1.ToolContract{Name: "vault", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo", ParametersSchema: loginSchema})
+	req := validRequest("secret-undo")
+	req.Contract.AllowedTools = []string{"vault", "undo"}
+	tk, _, err := r.ctl.CreateTask(context.Background(), "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	r.running(id)
+	a := r.propose(t, id, "p1", "vault", "acct", map[string]any{"user": "bob", "password": "pw-hunter2"})
+	r.run(t, id, a.ActionId, succeeded(), nil, time.Now())
+	if _, err := r.ctl.FailTask(context.Background(), "ops", &stewardv1.FailTaskRequest{TaskId: id, Reason: "undo it", Compensate: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := compensationOf(r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, a.ActionId) != nil }), a.ActionId)
+	s := a.SealedSecrets[0]
+	if strings.Contains(string(c.Request), "hunter2") || !strings.Contains(string(c.Request), s.Commitment) {
+		t.Fatalf("compensation request %s: want the action's commitment %s, not the value", c.Request, s.Commitment)
+	}
+	if len(c.SealedSecrets) != 1 || c.SealedSecrets[0].Commitment != s.Commitment {
+		t.Fatalf("the compensation carries %v; want the action's sealed value", c.SealedSecrets)
+	}
+	if v, err := r.sealer.Open(id, s.Commitment, c.SealedSecrets[0].Sealed); err != nil || string(v) != `"pw-hunter2"` {
+		t.Errorf("the carried value opens to %s, %v", v, err)
+	}
+}

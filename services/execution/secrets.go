@@ -13,8 +13,10 @@ import (
 // reveal returns the body to send for action a: its canonical request with
 // each commitment that a seals replaced by the value, opened and checked
 // against the commitment (a value that does not commit to it is refused).
-// It also returns the clear values, for redact. A commitment a does not
-// seal — one copied into a compensation's parameters, say — stays as it is.
+// It also returns the clear values, for redact. A compensation carries the
+// sealed values of the action it undoes, whose parameters it quotes, so the
+// compensating tool receives them in clear too. A commitment a does not
+// seal stays as it is.
 func (p *Plane) reveal(taskID string, a *stewardv1.Action, body []byte) ([]byte, []string, error) {
 	if len(a.SealedSecrets) == 0 {
 		return body, nil, nil

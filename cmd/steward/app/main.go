@@ -28,6 +28,9 @@ Usage:
                  run one plane against an external NATS JetStream
   steward nats-users --out DIR
                  write a NATS user per plane: nkey seeds and the nats-server config
+  steward secret-key --out FILE
+                 write the key for secret tool parameters that serve's control and
+                 execution planes share (kept if FILE exists)
   steward audit  replay|verify|export --task ID [--addr HOST:PORT | --file FILE]
                  replay or verify a task's hash-chained history, online or offline;
                  audit finding records what an auditor found
@@ -50,6 +53,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runServer(args[0], args[1:], stdout, stderr)
 	case "nats-users":
 		err = runNATSUsers(args[1:], stdout, stderr)
+	case "secret-key":
+		err = runSecretKey(args[1:], stdout, stderr)
 	case "audit":
 		// What these print came from clients and tools: a reason can
 		// carry an escape sequence or a bidi control.

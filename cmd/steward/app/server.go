@@ -147,7 +147,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM `FILE` of the API's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
 	fs.BoolVar(&m.Insecure, "insecure", false, "open mode, for trusted networks only: no tokens, callers name themselves in the Steward-Principal header, hold no roles, and the role table is not applied (a warning is logged at every start)")
-	fs.StringVar(&m.SecretKey, "secret-key", "", "`FILE` of the 32-byte key (64 hex digits, as 'openssl rand -hex 32' writes it) that commits to and seals the tool parameters a schema marks secret (docs/secrets.md), created if missing; the control and execution planes must share it (default in dev: DATA/secret.key; in serve, without it, a proposal with secret parameters is refused) (control and execution planes)")
+	fs.StringVar(&m.SecretKey, "secret-key", "", "`FILE` of the 32-byte key (64 hex digits, as 'openssl rand -hex 32' writes it) that commits to and seals the tool parameters a schema marks secret (docs/secrets.md); the control and execution planes must share it. Dev creates it if missing (default: DATA/secret.key); serve never does ('steward secret-key' makes one), and without the flag refuses a proposal with secret parameters (control and execution planes)")
 	fs.StringVar(&m.CredentialKey, "credential-key", "", "`FILE` of the Ed25519 private key (PEM, PKCS #8, as 'openssl genpkey -algorithm ed25519' writes it) that signs task credentials, created if missing; every governance replica must use the same key (default in dev: DATA/credential.key; required in serve) (governance plane)")
 	fs.DurationVar(&m.CredentialTTL, "credential-ttl", credential.DefaultTTL, "how long a task `DURATION`'s credential lasts when the task's deadline does not end it sooner (governance plane)")
 	fs.DurationVar(&m.PermitTTL, "permit-ttl", governance.DefaultPermitTTL, "how long a permit may be used after it is issued; a permit past it is not used, and its action is evaluated again (`DURATION`, 1s–24h; see docs/permits.md) (governance plane)")
@@ -249,6 +249,13 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 func (m *Server) Run(ctx context.Context) error {
 	if m.logger == nil {
 		m.logger = slog.New(slog.NewTextHandler(m.stderr, nil))
+	}
+	if m.Mode == "serve" && (m.Plane == control.PlaneName || m.Plane == execution.PlaneName) {
+		// A missing or malformed secret key stops the start before
+		// anything connects, not at the first secret proposal.
+		if _, err := m.secretSealer(); err != nil {
+			return err
+		}
 	}
 	if err := m.connect(); err != nil {
 		return err

@@ -4,13 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 
 	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/keyfile"
 )
 
 // TokensFileName is the token file `steward dev` creates in its data
@@ -55,32 +53,13 @@ func devTokens(dir string) (path string, created bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	// Written whole under another name, then linked into place, which
-	// fails if the file exists: two starts racing on one data directory
-	// share the first one's tokens, and neither they nor a start after a
-	// crash ever read a file half written.
-	tmp, err := os.CreateTemp(dir, TokensFileName+".*") // mode 0600
-	if err != nil {
+	// Created whole and once (keyfile.Create): two starts racing on one
+	// data directory share the first one's tokens, and neither they nor a
+	// start after a crash ever read a file half written.
+	if created, err = keyfile.Create(path, append(data, '\n')); err != nil {
 		return "", false, err
 	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(data, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return "", false, err
-	}
-	switch err := os.Link(tmp.Name(), path); {
-	case errors.Is(err, fs.ErrExist):
-		return path, false, nil
-	case err != nil:
-		return "", false, err
-	}
-	return path, true, nil
+	return path, created, nil
 }
 
 // tokensHelp is what `steward dev` prints once, when it creates its token

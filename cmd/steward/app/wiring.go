@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -127,11 +129,13 @@ func (m *Server) credentialSigner() (*credential.Signer, error) {
 const SecretKeyFile = "secret.key"
 
 // secretSealer loads the key that commits to and seals secret tool
-// parameters: --secret-key, created there if missing; in dev by default
-// DATA/secret.key, created on first start and kept, so that sealed values
-// still open after a restart. In serve without the flag it returns nil:
-// that plane then refuses (control) or fails (execution) only actions with
-// secret parameters.
+// parameters. In dev it is --secret-key or DATA/secret.key, created on
+// first start and kept, so that sealed values still open after a restart.
+// Serve reads --secret-key and never creates it: the control and execution
+// planes run apart and must share one key, and two planes each making one
+// on a first start would seal what the other cannot open. In serve without
+// the flag it returns nil: that plane then refuses (control) or fails
+// (execution) only actions with secret parameters.
 func (m *Server) secretSealer() (*secret.Sealer, error) {
 	if m.sealer != nil {
 		return m.sealer, nil // dev: control and execution share one
@@ -143,7 +147,17 @@ func (m *Server) secretSealer() (*secret.Sealer, error) {
 	if path == "" {
 		return nil, nil
 	}
-	key, created, err := secret.LoadOrCreateKey(path)
+	var key []byte
+	var created bool
+	var err error
+	if m.Mode == "serve" {
+		key, err = secret.LoadKey(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("--secret-key: %s does not exist, and serve never creates it (the control and execution planes must share one key): make it once with 'steward secret-key --out=%s' or 'openssl rand -hex 32 > %s', and give that file to both (docs/deploy.md)", path, path, path)
+		}
+	} else {
+		key, created, err = secret.LoadOrCreateKey(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("--secret-key: %w", err)
 	}

@@ -1,0 +1,49 @@
+// Package keyfile creates the files that hold a key or a token: once, whole
+// and private. Two processes may start at the same moment on one data
+// directory (or one shared volume) and both find the file missing; each
+// writes its own candidate, and exactly one of them lands. The other reads
+// the winner's, so both go on with the same key. Create is safe for
+// concurrent use, by goroutines and by processes.
+package keyfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// Create writes data to path, mode 0600, unless path exists: created
+// reports whether this call made it. The file is written whole under a
+// temporary name in the same directory, synced, then hard-linked into
+// place, which fails if path exists: a reader never sees half a file, and
+// of two creators the first link wins while the loser's data is dropped.
+// The directory is created (0700) if missing.
+func Create(path string, data []byte) (created bool, err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return false, err
+	}
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*") // mode 0600
+	if err != nil {
+		return false, err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return false, err
+	}
+	switch err := os.Link(tmp.Name(), path); {
+	case errors.Is(err, fs.ErrExist):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
