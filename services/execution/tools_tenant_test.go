@@ -15,12 +15,12 @@ import (
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
-// TestToolsAreRegisteredByTheDefaultTenant: tool contracts are every
-// tenant's, so a tool-admin (or admin) of one tenant may not register
-// one: a new version of a tool another tenant's tasks take would send
-// their calls, secret values included, wherever its URL says. The
-// default tenant's tool-admin, who runs the installation, registers.
-func TestToolsAreRegisteredByTheDefaultTenant(t *testing.T) {
+// TestATenantCannotTakeOverAGlobalTool: the default tenant's tools are
+// every tenant's, so a tool-admin (or admin) of one tenant may not
+// register a new version of one: it would send the other tenants' calls,
+// secret values included, wherever its URL says. Found by the review of
+// issue 16, when every tool was global.
+func TestATenantCannotTakeOverAGlobalTool(t *testing.T) {
 	b := newBed(t, breaker.Config{})
 	tokens := rpc.Tokens{
 		"platform-tool-admin-0123456789": {Principal: "user:tools", Roles: []string{access.ToolAdmin}},
@@ -46,8 +46,8 @@ func TestToolsAreRegisteredByTheDefaultTenant(t *testing.T) {
 		t.Fatalf("the default tenant's tool-admin: %v", err)
 	}
 	for token, version := range map[string]string{"acme-tool-admin-token-01234567": "2.0.0", "globex-admin-token-0123456789": "3.0.0"} {
-		if err := register(token, version); connect.CodeOf(err) != connect.CodePermissionDenied {
-			t.Errorf("a tenant's tool-admin registering wire@%s: %v; want permission_denied", version, err)
+		if err := register(token, version); connect.CodeOf(err) != connect.CodeAlreadyExists {
+			t.Errorf("a tenant's tool-admin registering wire@%s: %v; want already_exists", version, err)
 		}
 	}
 }
