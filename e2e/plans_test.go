@@ -91,27 +91,6 @@ func TestSubmitPlanOverJSON(t *testing.T) {
 	}
 }
 
-// postAs posts a Connect JSON request with a bearer token, as curl would.
-func postAs(t *testing.T, token, url, body string) (int, map[string]any) {
-	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatalf("decode response: %v", err)
-	}
-	return resp.StatusCode, out
-}
-
 // remarshal turns a decoded JSON value into v.
 func remarshal(t *testing.T, from any, v any) {
 	t.Helper()
