@@ -1121,8 +1121,11 @@ type PlanState struct {
 	Snapshot *PolicySnapshot `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// One per step of plan, in its order.
 	Steps []*PlanStepState `protobuf:"bytes,6,rep,name=steps,proto3" json:"steps,omitempty"`
-	// The steps that may start now (pkg/plan.Ready), in plan order: empty
-	// unless governance let the plan run, and while the task is not active.
+	// The steps that may start now (pkg/plan.Ready), in plan order, while
+	// governance lets the plan run and the task is active. Filled in by the
+	// state plane when it serves the task (QueryService.GetTask): the fold
+	// leaves it empty, since evaluating a plan needs pkg/plan, which the
+	// offline auditor's fold does without.
 	Ready []string `protobuf:"bytes,7,rep,name=ready,proto3" json:"ready,omitempty"`
 	// What this version did to the one it replaced; unset on version 1.
 	Revision *PlanRevision `protobuf:"bytes,8,opt,name=revision,proto3" json:"revision,omitempty"`
