@@ -132,7 +132,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // steps are the parts of the fold that check an event and return the
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
-	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep,
+	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

@@ -149,6 +149,9 @@ func summary(ev *stewardv1.Event, note string) string {
 		if s := responsibilitySummary(ev); s != "" {
 			return s
 		}
+		if s := planSummary(ev); s != "" {
+			return s
+		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
 }
