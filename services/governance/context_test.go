@@ -69,7 +69,7 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if tt.inputs != nil {
 				tk.Contract.InputSnapshot = &stewardv1.InputSnapshot{Version: "inputs-7", Inputs: tt.inputs}
 			}
-			facts, err := newToolFacts(tool)
+			facts, err := newToolFacts("", tool)
 			if err != nil {
 				t.Fatal(err)
 			}

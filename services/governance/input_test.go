@@ -338,7 +338,7 @@ func TestPolicyInputMatchesJSONRoute(t *testing.T) {
 func compareInputs(t *testing.T, name string, tk *stewardv1.Task, tool *stewardv1.ToolContract, a *stewardv1.Action, request []byte) {
 	t.Helper()
 	want, wantHash, wantErr := jsonRoutePolicyInput(tk, tool, a, request)
-	facts, err := newToolFacts(tool)
+	facts, err := newToolFacts("", tool)
 	if err != nil {
 		t.Fatalf("%s: tool facts: %v", name, err)
 	}

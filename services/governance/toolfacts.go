@@ -14,10 +14,16 @@ type toolFacts struct {
 	canonical []byte
 }
 
-func newToolFacts(c *stewardv1.ToolContract) (toolFacts, error) {
+// newToolFacts is what policy sees of contract, a tool of tenant's. A
+// tenant's tool says whose it is (tool.tenant), so that policy can tell it
+// from a global tool, whose facts stay as they were before tenants.
+func newToolFacts(tenant string, c *stewardv1.ToolContract) (toolFacts, error) {
 	facts, err := protoFacts(c.ProtoReflect())
 	if err != nil {
 		return toolFacts{}, err
+	}
+	if tenant != "" {
+		facts["tenant"] = tenant
 	}
 	canonical, err := action.CanonicalJSON(facts)
 	if err != nil {
@@ -41,7 +47,7 @@ func (c *toolFactsCache) of(tenant string, contract *stewardv1.ToolContract) (to
 	if f, ok := c.byVersion.Load(key); ok {
 		return f.(toolFacts), nil
 	}
-	f, err := newToolFacts(contract)
+	f, err := newToolFacts(tenant, contract)
 	if err != nil {
 		return toolFacts{}, err
 	}

@@ -26,5 +26,11 @@ func TestToolFactsAreATenantsOwn(t *testing.T) {
 		if got := facts.facts["effect_class"]; got != "EFFECT_CLASS_IRREVERSIBLE" {
 			t.Errorf("tenant %q's deploy@1 reads to policy as %v, want its own EFFECT_CLASS_IRREVERSIBLE", tenant, got)
 		}
+		// Policy can tell a tenant's tool, labelled by the tenant's own
+		// tool-admin, from a global one; a global tool's facts stay as
+		// they were before tenants.
+		if got, has := facts.facts["tenant"]; tenant == "" && has || tenant != "" && got != tenant {
+			t.Errorf("tenant %q's deploy@1 shows policy tool.tenant %v", tenant, got)
+		}
 	}
 }
