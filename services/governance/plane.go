@@ -174,6 +174,8 @@ func (p *Plane) Start(ctx context.Context) error {
 	reactions := []eventlog.Reaction{
 		eventlog.On(p.decide),
 		eventlog.On(p.afterDecision),
+		// Plans: each version judged whole (plan.go, planapproval.go).
+		eventlog.On(p.judgePlan),
 		// A permit that may not be used as it is: decide again.
 		eventlog.On(p.revalidate),
 		// The budget guard.

@@ -1444,7 +1444,10 @@ type Task struct {
 	PausedBy string `protobuf:"bytes,32,opt,name=paused_by,json=pausedBy,proto3" json:"paused_by,omitempty"`
 	// The tenant the task belongs to (TaskCreated.tenant); empty is the
 	// default tenant. A caller of another tenant finds no such task.
-	Tenant        string `protobuf:"bytes,33,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,33,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Governance's judgement of the task's latest plan version; unset
+	// before a plan is submitted.
+	PlanPolicy    *PlanPolicy `protobuf:"bytes,34,opt,name=plan_policy,json=planPolicy,proto3" json:"plan_policy,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1675,6 +1678,13 @@ func (x *Task) GetTenant() string {
 	return ""
 }
 
+func (x *Task) GetPlanPolicy() *PlanPolicy {
+	if x != nil {
+		return x.PlanPolicy
+	}
+	return nil
+}
+
 // BudgetUsage is what a task (or one milestone) has spent.
 type BudgetUsage struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -1812,7 +1822,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/risk.proto\"\xe6\x01\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x1csteward/v1/plan_policy.proto\x1a\x15steward/v1/risk.proto\"\xe6\x01\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1905,7 +1915,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xa8\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xe1\n" +
 	"\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
@@ -1948,7 +1958,9 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\x12)\n" +
 	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\x12\x1b\n" +
 	"\tpaused_by\x18  \x01(\tR\bpausedBy\x12\x16\n" +
-	"\x06tenant\x18! \x01(\tR\x06tenant\"\x9a\x01\n" +
+	"\x06tenant\x18! \x01(\tR\x06tenant\x127\n" +
+	"\vplan_policy\x18\" \x01(\v2\x16.steward.v1.PlanPolicyR\n" +
+	"planPolicy\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -2044,6 +2056,7 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*CredentialState)(nil),       // 25: steward.v1.CredentialState
 	(*Artifact)(nil),              // 26: steward.v1.Artifact
 	(*AcceptanceRound)(nil),       // 27: steward.v1.AcceptanceRound
+	(*PlanPolicy)(nil),            // 28: steward.v1.PlanPolicy
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -2083,12 +2096,13 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	1,  // 34: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
 	5,  // 35: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
 	6,  // 36: steward.v1.Task.findings:type_name -> steward.v1.Finding
-	20, // 37: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	38, // [38:38] is the sub-list for method output_type
-	38, // [38:38] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	28, // 37: steward.v1.Task.plan_policy:type_name -> steward.v1.PlanPolicy
+	20, // 38: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -2099,6 +2113,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_credential_proto_init()
+	file_steward_v1_plan_policy_proto_init()
 	file_steward_v1_risk_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
