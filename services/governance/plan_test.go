@@ -1,0 +1,337 @@
+package governance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/governance"
+	"github.com/steward-run/steward/services/governance/policy"
+)
+
+// planner is the agent that submits the tests' plans.
+const planner = "agent:planner"
+
+// submitPlan records version of taskID's plan, one action step per tool,
+// as the control plane records a plan it validated, and returns its hash.
+func (e *govEnv) submitPlan(t *testing.T, taskID string, version uint32, tools ...string) string {
+	t.Helper()
+	p := &stewardv1.Plan{Version: version, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE}
+	for i, tool := range tools {
+		p.Steps = append(p.Steps, &stewardv1.Step{Id: fmt.Sprintf("s%d", i), Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: tool, Target: "acct:1"}}})
+	}
+	hash, err := plan.Hash(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := stewardtest.Event(t, taskID, &stewardv1.PlanSubmitted{Plan: p, PlanHash: hash})
+	ev.Actor.Principal = planner
+	e.AppendEvents(taskID, ev)
+	return hash
+}
+
+// judged waits until governance has evaluated the plan version with hash,
+// and returns the task then.
+func (e *govEnv) judged(taskID, hash string, ok func(*stewardv1.PlanPolicy) bool) *stewardv1.Task {
+	return e.WaitTask(taskID, func(tk *stewardv1.Task) bool {
+		pp := tk.PlanPolicy
+		return pp.GetPlanHash() == hash && pp.Snapshot != nil && ok(pp)
+	})
+}
+
+func anyJudgement(*stewardv1.PlanPolicy) bool { return true }
+
+func awaitingApproval(pp *stewardv1.PlanPolicy) bool { return pp.Approval != nil }
+
+// votePlan decides the approval of taskID's plan version with hash.
+func (e *govEnv) votePlan(approvalID, hash string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
+	return e.plane.Decide(context.Background(), who, &stewardv1.DecideApprovalRequest{ApprovalId: approvalID, PlanHash: hash, Decision: d, Comment: "by " + who.Principal})
+}
+
+// withPlanRule makes the plane decide under the default bundle with
+// plan.rego replaced by rego; "" leaves the bundle without a plan rule.
+func withPlanRule(t *testing.T, rego string) func(*governance.Config) {
+	t.Helper()
+	action, err := os.ReadFile("policy/default/steward.rego")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string]string{"steward.rego": string(action)}
+	if rego != "" {
+		files["plan.rego"] = rego
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	engine, err := policy.Load(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(c *governance.Config) { c.Engine = engine }
+}
+
+// wires is four irreversible steps: more than the default plan rule lets
+// start without a person.
+var wires = []string{"wire", "wire", "wire", "wire"}
+
+func planContract() *stewardv1.TaskContract {
+	return credContract([]string{"search", "wire"}, []string{"payments:write"})
+}
+
+// TestPlanAllowed: a plan of reads is allowed by the default plan rule and
+// may start, with nobody asked. Redelivered (a second plane from the start
+// of the log), it is not evaluated or recorded again.
+func TestPlanAllowed(t *testing.T) {
+	e := newGovEnv(t)
+	var evaluations atomic.Int32
+	e.onEvaluate = func() { evaluations.Add(1) }
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, "search", "search", "wire")
+	tk := e.judged("p", hash, anyJudgement)
+	snap := tk.PlanPolicy.Snapshot
+	if snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || !task.PlanMayStart(tk) || tk.PlanPolicy.Approval != nil {
+		t.Fatalf("plan policy %v: want an allow, the plan free to start", tk.PlanPolicy)
+	}
+	if snap.RiskTier != stewardv1.RiskTier_RISK_TIER_HIGH || snap.BundleRevision == "" || snap.InputHash == "" {
+		t.Errorf("snapshot %v: want the risk of its irreversible step, the bundle's revision and the input's hash", snap)
+	}
+	e.Settle(governance.PlaneName)
+	check := func(when string) {
+		t.Helper()
+		n := e.counts(t, "p")
+		if n[event.TypePlanEvaluated] != 1 || n[event.TypeApprovalRequired] != 0 || evaluations.Load() != 1 {
+			t.Fatalf("%s: %d evaluations recorded, %d approvals, %d made; want one of each evaluation, no approval", when,
+				n[event.TypePlanEvaluated], n[event.TypeApprovalRequired], evaluations.Load())
+		}
+	}
+	check("first delivery")
+	e.plane.Stop()
+	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t)
+	e.Settle(governance.PlaneName)
+	check("after redelivery")
+}
+
+// TestPlanDenied: a plan that policy denies never may start, and nobody is
+// asked about it.
+func TestPlanDenied(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	// A tool nobody registered (validation refuses it; policy must too):
+	// its effect class cannot be judged.
+	hash := e.submitPlan(t, "p", 1, "search", "ghost")
+	tk := e.judged("p", hash, anyJudgement)
+	if tk.PlanPolicy.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_DENY || task.PlanMayStart(tk) ||
+		!strings.Contains(task.PlanRefused(tk), `step "s1" calls tool "ghost"`) {
+		t.Fatalf("plan policy %v, refused %q: want a deny naming the step", tk.PlanPolicy, task.PlanRefused(tk))
+	}
+	e.Settle(governance.PlaneName)
+	if n := e.counts(t, "p"); n[event.TypeApprovalRequired] != 0 {
+		t.Fatalf("%d approvals asked for a denied plan", n[event.TypeApprovalRequired])
+	}
+}
+
+// TestABundleWithoutAPlanRuleAllowsPlans: the documented default.
+func TestABundleWithoutAPlanRuleAllowsPlans(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t, withPlanRule(t, ""))
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, wires...)
+	tk := e.judged("p", hash, anyJudgement)
+	if !task.PlanMayStart(tk) || tk.PlanPolicy.Snapshot.Reasons[0] != policy.NoPlanRule {
+		t.Fatalf("plan policy %v: want the allow of a bundle with no plan rule", tk.PlanPolicy)
+	}
+}
+
+// TestPlanApproval: a plan that needs a person starts only after an
+// approval bound to its hash. The approval is listed with the plan's
+// version and hash; its submitter may not approve it, nor may anyone name
+// another hash or an action's; the authorizer's vote, signed over the
+// plan hash, lets it start.
+func TestPlanApproval(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, wires...)
+	tk := e.judged("p", hash, awaitingApproval)
+	ap := tk.PlanPolicy.Approval
+	if task.PlanMayStart(tk) || ap.PlanHash != hash || ap.PlanVersion != 1 || ap.ActionId != "" || ap.RequestedBy != planner ||
+		strings.Join(ap.RequiredRoles, ",") != "authorizer" || !strings.Contains(strings.Join(ap.PolicyReasons, ";"), "4 irreversible calls") {
+		t.Fatalf("approval %v: want one of plan version 1, bound to %s, asked of the authorizer", ap, hash)
+	}
+	listed := e.plane.Approvals().List("p", true)
+	if len(listed) != 1 || listed[0].ApprovalId != ap.ApprovalId || listed[0].PlanHash != hash {
+		t.Fatalf("pending approvals %v: want the plan's", listed)
+	}
+
+	refusals := []struct {
+		name  string
+		req   *stewardv1.DecideApprovalRequest
+		who   rpc.Identity
+		code  errs.Code
+		field string
+	}{
+		{"the submitter", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, PlanHash: hash, Decision: approve},
+			rpc.Identity{Principal: planner, Roles: []string{"authorizer"}}, errs.PermissionDenied, ""},
+		{"another hash", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, PlanHash: strings.Repeat("0", 64), Decision: approve},
+			authorizer("user:di"), errs.Invalid, "plan_hash"},
+		{"an action's hash", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, ActionHash: hash, Decision: approve},
+			authorizer("user:di"), errs.Invalid, "plan_hash"},
+	}
+	for _, r := range refusals {
+		_, err := e.plane.Decide(context.Background(), r.who, r.req)
+		var ee *errs.Error
+		if !errs.Is(err, r.code) || !errors.As(err, &ee) || ee.Field != r.field {
+			t.Errorf("%s: Decide = %v, want %s on %q", r.name, err, r.code, r.field)
+		}
+	}
+
+	decided, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if decided.Decision != approve || decided.DecidedBy != "user:di" {
+		t.Fatalf("decided %v", decided)
+	}
+	tk = e.judged("p", hash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
+	if !task.PlanMayStart(tk) || tk.PlanPolicy.VerifiedApprovalId != ap.ApprovalId ||
+		tk.PlanPolicy.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL {
+		t.Fatalf("plan policy %v: want the approved plan free to start", tk.PlanPolicy)
+	}
+	if v := tk.PlanPolicy.Approval.Votes[0]; v.Signed == nil {
+		t.Fatal("the vote is not signed")
+	}
+	// Redelivered, nothing is recorded twice.
+	e.Settle(governance.PlaneName)
+	e.plane.Stop()
+	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t)
+	e.Settle(governance.PlaneName)
+	if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 2 || n[event.TypeApprovalRequired] != 1 || n[event.TypeApprovalDecided] != 1 {
+		t.Fatalf("after redelivery: %d evaluations, %d approvals, %d votes; want 2, 1, 1", n[event.TypePlanEvaluated], n[event.TypeApprovalRequired], n[event.TypeApprovalDecided])
+	}
+}
+
+// TestPlanRejected: a rejected plan never starts; nothing more is
+// evaluated for it.
+func TestPlanRejected(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, wires...)
+	ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), reject); err != nil {
+		t.Fatal(err)
+	}
+	e.Settle(governance.PlaneName)
+	tk := e.judged("p", hash, anyJudgement)
+	if task.PlanMayStart(tk) || !strings.Contains(task.PlanRefused(tk), "rejected by user:di") {
+		t.Fatalf("plan policy %v, refused %q: want the plan refused", tk.PlanPolicy, task.PlanRefused(tk))
+	}
+	if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 1 {
+		t.Fatalf("%d evaluations after a rejection, want 1", n[event.TypePlanEvaluated])
+	}
+}
+
+// TestARevisionNeedsItsOwnApproval: a revision closes the approval of the
+// version it replaces; that approval takes no more votes, the old hash
+// does not decide the new approval, a vote on the old approval appended
+// to the log is refused by the fold, and only the new approval, bound to
+// the new hash, lets the revision start.
+func TestARevisionNeedsItsOwnApproval(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	oldHash := e.submitPlan(t, "p", 1, wires...)
+	old := e.judged("p", oldHash, awaitingApproval).PlanPolicy.Approval
+	newHash := e.submitPlan(t, "p", 2, append([]string{"search"}, wires...)...)
+	fresh := e.judged("p", newHash, awaitingApproval).PlanPolicy.Approval
+	if fresh.ApprovalId == old.ApprovalId || fresh.PlanHash != newHash || fresh.PlanVersion != 2 {
+		t.Fatalf("the revision's approval %v: want its own, bound to %s", fresh, newHash)
+	}
+	closed, err := e.plane.Approvals().Fresh(context.Background(), e.Log, old.ApprovalId)
+	if err != nil || !closed.Withdrawn {
+		t.Fatalf("the old approval %v (%v): want it closed", closed, err)
+	}
+	if _, err := e.votePlan(old.ApprovalId, oldHash, authorizer("user:di"), approve); !errs.Is(err, errs.FailedPrecondition) {
+		t.Errorf("a vote on the closed approval: %v, want FailedPrecondition", err)
+	}
+	if _, err := e.votePlan(fresh.ApprovalId, oldHash, authorizer("user:di"), approve); !errs.Is(err, errs.Invalid) {
+		t.Errorf("the old hash on the new approval: %v, want InvalidArgument", err)
+	}
+	stale := stewardtest.Event(t, "p", &stewardv1.ApprovalDecided{ApprovalId: old.ApprovalId, PlanHash: oldHash, Decision: approve, DecidedBy: "user:di"})
+	if _, err := taskstore.Update(context.Background(), e.Log, "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
+		t.Errorf("appending a vote on the closed approval: %v, want the fold's refusal", err)
+	}
+	if tk := e.judged("p", newHash, anyJudgement); task.PlanMayStart(tk) {
+		t.Fatalf("the revision may start before its approval: %v", tk.PlanPolicy)
+	}
+	if _, err := e.votePlan(fresh.ApprovalId, newHash, authorizer("user:di"), approve); err != nil {
+		t.Fatal(err)
+	}
+	tk := e.judged("p", newHash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
+	if !task.PlanMayStart(tk) || tk.PlanPolicy.VerifiedApprovalId != fresh.ApprovalId {
+		t.Fatalf("plan policy %v: want the revision free to start under its own approval", tk.PlanPolicy)
+	}
+}
+
+// twoForPlans is a plan rule that asks two people for every plan.
+const twoForPlans = `package steward.plan
+
+decision := {"decision": "require_approval", "required_approver_roles": ["authorizer"], "required_approvals": 2, "reasons": ["two people own every plan"]}
+`
+
+// TestAForgedVoteDoesNotApproveAPlan: a vote appended to the log by
+// another hand (governance's NATS user, not its key) is folded, but no
+// plan starts on it: alone, or counted with a genuine one.
+func TestAForgedVoteDoesNotApproveAPlan(t *testing.T) {
+	for _, genuine := range []bool{false, true} {
+		t.Run(fmt.Sprintf("with a genuine vote %v", genuine), func(t *testing.T) {
+			e := newGovEnv(t)
+			var settings []func(*governance.Config)
+			if genuine {
+				settings = append(settings, withPlanRule(t, twoForPlans))
+			}
+			e.start(t, settings...)
+			e.create(t, "p", "user:ana", planContract())
+			hash := e.submitPlan(t, "p", 1, wires...)
+			ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+			e.Append("p", &stewardv1.ApprovalDecided{ApprovalId: ap.ApprovalId, PlanHash: hash, Decision: approve, DecidedBy: "user:mallory"})
+			if genuine {
+				if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e.Settle(governance.PlaneName)
+			tk := e.judged("p", hash, anyJudgement)
+			if tk.PlanPolicy.Approval.Decision != approve || task.PlanMayStart(tk) {
+				t.Fatalf("plan policy %v: want the approval folded and the plan not free to start", tk.PlanPolicy)
+			}
+			if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 1 {
+				t.Fatalf("%d evaluations recorded after a forged vote, want 1", n[event.TypePlanEvaluated])
+			}
+		})
+	}
+}
