@@ -69,20 +69,26 @@ func currentPlan(t *stewardv1.Task, version uint32, hash string) (*stewardv1.Pla
 	return pp, nil
 }
 
-// planEvaluated records governance's evaluation of the latest version;
-// the latest evaluation is the one in force. One that names an approval
-// must name the version's approval, approved.
+// planEvaluated records governance's evaluation of the latest version.
+// A version is evaluated at most twice: once when submitted, and, if that
+// asked for an approval, once more after the approval was given — that
+// evaluation names it. So no later evaluation can overturn a deny.
 func planEvaluated(t *stewardv1.Task, e *stewardv1.PlanEvaluated) (func(), error) {
 	pp, err := currentPlan(t, e.GetVersion(), e.GetPlanHash())
 	if err != nil {
 		return nil, err
 	}
+	taskID := t.Contract.GetTaskId()
 	switch ap := pp.Approval; {
 	case e.GetSnapshot() == nil:
-		return nil, errs.New(errs.FailedPrecondition, "task %s: the evaluation of plan version %d has no snapshot", t.Contract.GetTaskId(), e.Version)
+		return nil, errs.New(errs.FailedPrecondition, "task %s: the evaluation of plan version %d has no snapshot", taskID, e.Version)
+	case e.ApprovalId == "" && pp.Snapshot != nil:
+		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d was evaluated already (%s)", taskID, e.Version, pp.Snapshot.GetSnapshotId())
 	case e.ApprovalId == "":
+	case pp.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL || pp.VerifiedApprovalId != "":
+		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d awaits no approval", taskID, e.Version)
 	case ap.GetApprovalId() != e.ApprovalId || ap.GetDecision() != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE:
-		return nil, errs.New(errs.FailedPrecondition, "task %s: approval %s is not the approved approval of plan version %d", t.Contract.GetTaskId(), e.ApprovalId, e.Version)
+		return nil, errs.New(errs.FailedPrecondition, "task %s: approval %s is not the approved approval of plan version %d", taskID, e.ApprovalId, e.Version)
 	}
 	return func() {
 		pp := proto.CloneOf(pp)
@@ -136,19 +142,18 @@ func planVote(t *stewardv1.Task, ev *stewardv1.Event, d *stewardv1.ApprovalDecid
 }
 
 // PlanMayStart reports whether t's latest plan version may start:
-// governance's latest evaluation of it allows it, or asks for an approval
-// that was given and whose votes governance verified (it names the
-// approval).
+// governance's evaluation of it allows it, or, recorded after the
+// version's approval (naming it: governance verified its votes), does not
+// deny it.
 func PlanMayStart(t *stewardv1.Task) bool {
 	pp := t.GetPlanPolicy()
-	switch pp.GetSnapshot().GetDecision() {
-	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
-		return true
-	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		return pp.VerifiedApprovalId != "" && pp.VerifiedApprovalId == pp.Approval.GetApprovalId() &&
+	switch d := pp.GetSnapshot().GetDecision(); {
+	case pp.GetVerifiedApprovalId() == "":
+		return d == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW
+	default:
+		return d != stewardv1.PolicyDecision_POLICY_DECISION_DENY && pp.VerifiedApprovalId == pp.Approval.GetApprovalId() &&
 			pp.Approval.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
 	}
-	return false
 }
 
 // PlanRefused says why t's latest plan version will never start, or ""

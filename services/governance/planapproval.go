@@ -66,8 +66,8 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 // for the version (its id, proposer, roles and count), and policy is
 // evaluated again. Then the plan's evaluation is recorded anew, naming
 // the approval: that is what lets it start (task.PlanMayStart). If
-// policy changed meanwhile (a deny, other roles, more approvers), the
-// evaluation recorded denies the version, which must be submitted again.
+// policy changed meanwhile (a deny, other roles, more approvers), that
+// evaluation denies the version, which must be submitted again.
 // Anything that does not hold is logged and nothing is recorded: the plan
 // does not start.
 func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecord, d *stewardv1.ApprovalDecided) error {
@@ -111,11 +111,9 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 	if err != nil {
 		return err
 	}
-	approvalID := ap.ApprovalId
 	if why := changedSinceApproval(withDefaultRole(fresh), ap, p.engine.Revision(), "the plan"); why != "" {
 		fresh.Decision = stewardv1.PolicyDecision_POLICY_DECISION_DENY
 		fresh.Reasons = append([]string{"policy changed after the approval: " + why + "; submit the plan again"}, fresh.Reasons...)
-		approvalID = ""
 	}
 	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := t.PlanPolicy
@@ -123,7 +121,7 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 			return nil, nil
 		}
 		return event.New(p.meta(taskID, planEventID(taskID, pp.Version, pp.PlanHash, event.TypePlanEvaluated, ap.ApprovalId), rec.Event),
-			&stewardv1.PlanEvaluated{Version: pp.Version, PlanHash: pp.PlanHash, Snapshot: fresh, ApprovalId: approvalID})
+			&stewardv1.PlanEvaluated{Version: pp.Version, PlanHash: pp.PlanHash, Snapshot: fresh, ApprovalId: ap.ApprovalId})
 	})
 	return err
 }

@@ -1684,7 +1684,9 @@ type PlanEvaluated struct {
 	Snapshot *PolicySnapshot        `protobuf:"bytes,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
 	// Set on the evaluation governance records once the plan's approval is
 	// decided: the approval, bound to plan_hash, whose every vote it
-	// verified. With it a require-approval decision lets the plan start.
+	// verified. Unless it denies (policy changed since), it lets the plan
+	// start. A version is evaluated at most twice: when submitted, and
+	// after its approval.
 	ApprovalId    string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
