@@ -71,33 +71,37 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			// A revalidation's approval: its decision is not the first's.
 			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
 		}
-		d := &stewardv1.ApprovalDecided{
+		return p.vote(t, who, id, &stewardv1.ApprovalDecided{
 			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
 			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
-		}
-		if p.signer != nil {
-			// Signed, so that an audit can tell a decision governance
-			// recorded from one appended by another hand.
-			signed, err := p.signer.SignDecision(d)
-			if err != nil {
-				return nil, err
-			}
-			d.Signed = signed
-		}
-		return event.New(event.Meta{
-			// The id names who decided what, so a redelivery appends nothing;
-			// a caller repeating a vote is refused before this (mayVote:
-			// AlreadyExists), a retry after a lost answer included.
-			ID:     id,
-			TaskID: t.Contract.TaskId,
-			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
-			Time:   p.now(),
-		}, d)
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p.approvals.Fresh(ctx, p.log, decided.ApprovalId)
+}
+
+// vote is the event that records who's vote d on a task t, under the
+// event id id: the id names who decided what, so a redelivery appends
+// nothing; a caller repeating a vote is refused before this (mayVote:
+// AlreadyExists), a retry after a lost answer included.
+func (p *Plane) vote(t *stewardv1.Task, who rpc.Identity, id string, d *stewardv1.ApprovalDecided) (*stewardv1.Event, error) {
+	if p.signer != nil {
+		// Signed, so that an audit can tell a decision governance
+		// recorded from one appended by another hand.
+		signed, err := p.signer.SignDecision(d)
+		if err != nil {
+			return nil, err
+		}
+		d.Signed = signed
+	}
+	return event.New(event.Meta{
+		ID:     id,
+		TaskID: t.Contract.TaskId,
+		Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
+		Time:   p.now(),
+	}, d)
 }
 
 // afterDecision reacts to an approval: policy is evaluated again and the

@@ -122,12 +122,7 @@ func TestPlanAllowed(t *testing.T) {
 		}
 	}
 	check("first delivery")
-	e.plane.Stop()
-	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
-		t.Fatal(err)
-	}
-	e.start(t)
-	e.Settle(governance.PlaneName)
+	e.redeliver(t)
 	check("after redelivery")
 }
 
@@ -223,12 +218,7 @@ func TestPlanApproval(t *testing.T) {
 	}
 	// Redelivered, nothing is recorded twice.
 	e.Settle(governance.PlaneName)
-	e.plane.Stop()
-	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
-		t.Fatal(err)
-	}
-	e.start(t)
-	e.Settle(governance.PlaneName)
+	e.redeliver(t)
 	if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 2 || n[event.TypeApprovalRequired] != 1 || n[event.TypeApprovalDecided] != 1 {
 		t.Fatalf("after redelivery: %d evaluations, %d approvals, %d votes; want 2, 1, 1", n[event.TypePlanEvaluated], n[event.TypeApprovalRequired], n[event.TypeApprovalDecided])
 	}

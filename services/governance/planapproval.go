@@ -39,20 +39,9 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		if err := mayVoteOn(t, ap, subject, who, req.Decision); err != nil {
 			return nil, err
 		}
-		d := &stewardv1.ApprovalDecided{ApprovalId: req.ApprovalId, PlanHash: req.PlanHash, Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment}
-		if p.signer != nil {
-			signed, err := p.signer.SignDecision(d) // over the plan hash too
-			if err != nil {
-				return nil, err
-			}
-			d.Signed = signed
-		}
-		return event.New(event.Meta{
-			ID:     event.ID(req.ApprovalId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
-			TaskID: t.Contract.TaskId,
-			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
-			Time:   p.now(),
-		}, d)
+		// Signed over the plan hash too.
+		return p.vote(t, who, event.ID(req.ApprovalId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
+			&stewardv1.ApprovalDecided{ApprovalId: req.ApprovalId, PlanHash: req.PlanHash, Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment})
 	})
 	if err != nil {
 		return nil, err
