@@ -65,25 +65,38 @@ func (e *govEnv) votePlan(approvalID, hash string, who rpc.Identity, d stewardv1
 // plan.rego replaced by rego; "" leaves the bundle without a plan rule.
 func withPlanRule(t *testing.T, rego string) func(*governance.Config) {
 	t.Helper()
+	_, engine := planBundle(t, rego)
+	return func(c *governance.Config) { c.Engine = engine }
+}
+
+// planBundle writes the bundle withPlanRule decides under to a directory,
+// and returns it with its engine: a test may change the plan rule there
+// and reload.
+func planBundle(t *testing.T, rego string) (string, *policy.Engine) {
+	t.Helper()
 	action, err := os.ReadFile("policy/default/steward.rego")
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	files := map[string]string{"steward.rego": string(action)}
-	if rego != "" {
-		files["plan.rego"] = rego
+	if err := os.WriteFile(filepath.Join(dir, "steward.rego"), action, 0o600); err != nil {
+		t.Fatal(err)
 	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if rego != "" {
+		writePlanRule(t, dir, rego)
 	}
 	engine, err := policy.Load(context.Background(), dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(c *governance.Config) { c.Engine = engine }
+	return dir, engine
+}
+
+func writePlanRule(t *testing.T, dir, rego string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "plan.rego"), []byte(rego), 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // wires is four irreversible steps: more than the default plan rule lets
@@ -321,6 +334,80 @@ func TestAForgedVoteDoesNotApproveAPlan(t *testing.T) {
 			}
 			if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 1 {
 				t.Fatalf("%d evaluations recorded after a forged vote, want 1", n[event.TypePlanEvaluated])
+			}
+		})
+	}
+}
+
+// planRule is a plan rule that decides decision for every plan, asking
+// role when it asks anyone.
+func planRule(decision, role string) string {
+	return fmt.Sprintf(`package steward.plan
+
+decision := {"decision": %q, "required_approver_roles": [%q], "reasons": ["the test's plan rule"]}
+`, decision, role)
+}
+
+// TestPolicyChangedAfterThePlanApproval: the plan rule is replaced while
+// the approval waits; the approval given under the old one does not let
+// the plan start, and the evaluation after it says why.
+func TestPolicyChangedAfterThePlanApproval(t *testing.T) {
+	e := newGovEnv(t)
+	dir, engine := planBundle(t, planRule("require_approval", "authorizer"))
+	e.start(t, func(c *governance.Config) { c.Engine = engine })
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, "search")
+	ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+	writePlanRule(t, dir, planRule("require_approval", "security"))
+	if changed, err := engine.Reload(context.Background()); !changed || err != nil {
+		t.Fatalf("reload: %v, %v", changed, err)
+	}
+	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); err != nil {
+		t.Fatal(err)
+	}
+	tk := e.judged("p", hash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
+	if task.PlanMayStart(tk) || !strings.Contains(task.PlanRefused(tk), "policy changed after the approval: it now asks for approval by security, not authorizer; submit the plan again") {
+		t.Fatalf("plan policy %v, refused %q: want the plan denied, saying policy changed", tk.PlanPolicy, task.PlanRefused(tk))
+	}
+}
+
+// TestAForgedPlanApprovalIsNotActedOn: someone holding governance's NATS
+// user (not its key) records, before governance does, an evaluation and
+// an approval of a plan that ask a role they can get (intern) instead of
+// the authorizer. The intern's genuine vote completes that approval, but
+// the plan does not start: an approval under another id than governance
+// derives is not its own, and one under that id (anyone can derive it)
+// meets policy evaluated again, which asks the authorizer: the
+// evaluation after the approval denies the plan.
+func TestAForgedPlanApprovalIsNotActedOn(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		approvalID  func(hash string) string
+		evaluations int
+	}{
+		{"under its own id", func(string) string { return "apv-forged" }, 1},
+		{"under governance's id", func(hash string) string { return "apv-" + event.ID("p", "plan", "1", hash, "approval")[:24] }, 2},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newGovEnv(t)
+			e.create(t, "p", "user:ana", planContract())
+			hash := e.submitPlan(t, "p", 1, wires...)
+			id := tt.approvalID(hash)
+			forged := &stewardv1.PolicySnapshot{SnapshotId: "psnap-" + event.ID("p", "plan", "1", hash, "proposal")[:24],
+				Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL, RequiredApproverRoles: []string{"intern"}}
+			e.Append("p", &stewardv1.PlanEvaluated{Version: 1, PlanHash: hash, Snapshot: forged},
+				&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: id, TaskId: "p", PlanVersion: 1, PlanHash: hash, RequiredRoles: []string{"intern"}, RequestedBy: planner}})
+			e.start(t)
+			if _, err := e.votePlan(id, hash, rpc.Identity{Principal: "user:eve", Roles: []string{"intern"}}, approve); err != nil {
+				t.Fatal(err)
+			}
+			e.Settle(governance.PlaneName)
+			tk := e.judged("p", hash, anyJudgement)
+			if task.PlanMayStart(tk) || e.counts(t, "p")[event.TypePlanEvaluated] != tt.evaluations {
+				t.Fatalf("plan policy %v: want the plan not to start, after %d evaluations", tk.PlanPolicy, tt.evaluations)
+			}
+			if tt.evaluations == 2 && !strings.Contains(task.PlanRefused(tk), "it now asks for approval by authorizer, not intern") {
+				t.Fatalf("refused %q: want the evaluation after the approval to say policy asks the authorizer", task.PlanRefused(tk))
 			}
 		})
 	}
