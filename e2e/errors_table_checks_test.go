@@ -372,7 +372,7 @@ func errorsTableChecks() map[string]tableCheck {
 				onField(t, authorizedByDelegate, "contract.authorizer_ref"),
 			)}
 		},
-		"an artifact over the size limit (512 KiB inline, 5 GiB by reference); content and a uri together; a bad hash or media type": func(t *testing.T, e *harness) []error {
+		"an artifact over the size limit (512 KiB inline, 5 GiB by reference); content and a uri together; a bad hash or media type; a uri into Steward's store naming content that is not the task's own": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)
 			hash := strings.Repeat("ab", 32)
 			submit := func(req *stewardv1.SubmitArtifactRequest) error {
@@ -386,6 +386,13 @@ func errorsTableChecks() map[string]tableCheck {
 				_, err := e.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(req))
 				return err
 			}
+			// Content another task holds, which this one may not name.
+			resp, err := e.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{
+				TaskId: e.create(t, "table-artifact-elsewhere", governed()), Name: "report", MediaType: "text/plain", Content: []byte("another task's report")}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			elsewhere := resp.Msg.Artifact
 			return e.unchanged(t, id,
 				func() error {
 					return alike(t,
@@ -396,7 +403,8 @@ func errorsTableChecks() map[string]tableCheck {
 					return alike(t,
 						onField(t, submit(&stewardv1.SubmitArtifactRequest{Content: []byte("x"), Uri: "s3://bucket/x"}), "uri"),
 						onField(t, submit(&stewardv1.SubmitArtifactRequest{Uri: "s3://bucket/x", Sha256: "not-a-hash", SizeBytes: 1}), "sha256"),
-						onField(t, submit(&stewardv1.SubmitArtifactRequest{Content: []byte("x"), MediaType: "not a media type"}), "media_type"))
+						onField(t, submit(&stewardv1.SubmitArtifactRequest{Content: []byte("x"), MediaType: "not a media type"}), "media_type"),
+						onField(t, submit(&stewardv1.SubmitArtifactRequest{Uri: elsewhere.Uri, Sha256: elsewhere.Sha256, SizeBytes: elsewhere.SizeBytes}), "uri"))
 				})
 		},
 		"`MarkProduced` while an action is under way": func(t *testing.T, e *harness) []error {

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -13,14 +14,23 @@ import (
 // registers them (docs/contract.md, "Pinned tools").
 func pinChecks() map[string]tableCheck {
 	ctx := context.Background()
+	// probe registers version of tool name with token, a built-in tool,
+	// or one over http (a tenant's may only be).
+	probe := func(e *harness, token, name, version string, http bool) error {
+		c := &stewardv1.ToolContract{
+			Name: name, Version: version, EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+			DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
+			Endpoint:        &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "noop"}}}
+		if http {
+			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}}
+		}
+		_, err := toolClient(e.url, token).RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: c}))
+		return err
+	}
 	// pinprobe registers version of a tool of its own, so that no other
 	// row's tasks see it, as a tool-admin or with token.
 	pinprobe := func(e *harness, token, version string) error {
-		_, err := toolClient(e.url, token).RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
-			Name: "table-pinprobe", Version: version, EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
-			DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
-			Endpoint:        &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "noop"}}}}))
-		return err
+		return probe(e, token, "table-pinprobe", version, false)
 	}
 	return map[string]tableCheck{
 		"a contract's `allowedTools` entry that is neither `name` nor `name@version`, or a tool named twice, on `CreateTask` or `DelegateTask`": func(t *testing.T, e *harness) []error {
@@ -57,6 +67,22 @@ func pinChecks() map[string]tableCheck {
 		},
 		"`RegisterTool` without the `tool-admin` role": func(t *testing.T, e *harness) []error {
 			return []error{alike(t, pinprobe(e, agentToken, "3.0.0"), pinprobe(e, operatorToken, "3.0.0"))}
+		},
+		"`RegisterTool` by a tenant of a global tool's name, or by the default tenant of a tenant's tool's name": func(t *testing.T, e *harness) []error {
+			if err := probe(e, toolAdminToken, "table-global", "1", true); err != nil {
+				t.Fatal(err)
+			}
+			if err := probe(e, acmeToolAdminToken, "table-tenants", "1", true); err != nil {
+				t.Fatal(err)
+			}
+			byTenant, byDefault := probe(e, acmeToolAdminToken, "table-global", "2", true), probe(e, toolAdminToken, "table-tenants", "2", true)
+			if byDefault != nil && strings.Contains(byDefault.Error(), "acme") {
+				t.Errorf("%v: names the tenant", byDefault)
+			}
+			return []error{alike(t, saying(t, byTenant, "a global tool"), saying(t, byDefault, "a tenant's tool"))}
+		},
+		"`RegisterTool` of a built-in tool by a tenant": func(t *testing.T, e *harness) []error {
+			return []error{onField(t, probe(e, acmeToolAdminToken, "table-builtin", "1", false), "contract.builtin")}
 		},
 	}
 }

@@ -68,6 +68,7 @@ const (
 	// the default tenant's (docs/tenants.md).
 	acmeAgentToken      = "e2e-acme-agent-token-0123456789"    // agent:summariser of acme
 	acmeApproverToken   = "e2e-acme-approver-token-012345678"  // user:bo of acme, authorizer
+	acmeToolAdminToken  = "e2e-acme-tool-admin-token-01234567" // user:tools of acme, tool-admin
 	globexAgentToken    = "e2e-globex-agent-token-0123456789"  // agent:summariser of globex
 	globexAdminToken    = "e2e-globex-admin-token-0123456789"  // user:root of globex, admin
 	globexApproverToken = "e2e-globex-approver-token-01234567" // user:bo of globex, authorizer
@@ -90,6 +91,7 @@ const tokensFile = `{"tokens": [
   {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]},
   {"token": "` + acmeAgentToken + `", "principal": "agent:summariser", "tenant": "acme"},
   {"token": "` + acmeApproverToken + `", "principal": "user:bo", "roles": ["authorizer"], "tenant": "acme"},
+  {"token": "` + acmeToolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"], "tenant": "acme"},
   {"token": "` + globexAgentToken + `", "principal": "agent:summariser", "tenant": "globex"},
   {"token": "` + globexAdminToken + `", "principal": "user:root", "roles": ["admin"], "tenant": "globex"},
   {"token": "` + globexApproverToken + `", "principal": "user:bo", "roles": ["authorizer"], "tenant": "globex"}

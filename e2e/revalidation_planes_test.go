@@ -106,7 +106,7 @@ func (g *governedPlanes) execution(logger *slog.Logger, edit func(*stewardv1.Too
 	if edit != nil {
 		edit(c)
 	}
-	if _, _, err := p.Register(context.Background(), "test", c); err != nil {
+	if _, _, err := p.Register(context.Background(), "", "test", c); err != nil {
 		g.t.Fatal(err)
 	}
 	return p

@@ -62,9 +62,11 @@ var Table = map[string]Rule{
 
 	// ToolService.
 	stewardv1connect.ToolServiceRegisterToolProcedure: {Group: Operation, Roles: []string{ToolAdmin},
-		Why: "a tool contract decides what policy sees (its effect class above all)"},
-	stewardv1connect.ToolServiceGetToolProcedure:   read("agents read the contracts of the tools they call"),
-	stewardv1connect.ToolServiceListToolsProcedure: read("agents read the contracts of the tools they call"),
+		Plane: "the tool is the caller's tenant's (the default tenant's are global); a tenant may not take a global tool's name, nor the default tenant a tenant's (docs/tenants.md)",
+		Why:   "a tool contract decides what policy sees (its effect class above all)"},
+	stewardv1connect.ToolServiceGetToolProcedure: {Group: Read, Plane: "only the caller's tenant's tools and the global ones; another tenant's is not_found (docs/tenants.md)",
+		Why: "agents read the contracts of the tools they call"},
+	stewardv1connect.ToolServiceListToolsProcedure: {Group: Read, Plane: "as GetTool", Why: "agents read the contracts of the tools they call"},
 
 	// ActionService.
 	stewardv1connect.ActionServiceSettleActionProcedure: {Group: Operation, Roles: []string{Operator},
@@ -75,7 +77,7 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceGetActionProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
 	stewardv1connect.QueryServiceListTasksProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
 	stewardv1connect.QueryServiceGetTimelineProcedure:        read("what happened, without the content"),
-	stewardv1connect.QueryServiceListBreakersProcedure:       read("which tools' circuit breakers are open"),
+	stewardv1connect.QueryServiceListBreakersProcedure:       {Group: Read, Plane: "only the global tools' breakers and the caller's tenant's tools'", Why: "which tools' circuit breakers are open"},
 	stewardv1connect.QueryServiceGetReceiptProcedure:         read("the short record of what happened, without the content"),
 	stewardv1connect.QueryServiceGetResultProcedure:          content("a tool's result"),
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),

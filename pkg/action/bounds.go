@@ -218,6 +218,13 @@ func (b *bounds) collectRefs(s any, root bool) error {
 			return errs.New(errs.Invalid, "%s is not supported: use $ref with a JSON Pointer such as \"#/$defs/item\"", k)
 		}
 	}
+	// The metaschema checks writeOnly's type but knows nothing of ours: a
+	// mark such as "yes" would otherwise mark nothing, and show the value.
+	if mark, ok := m[SecretKeyword]; ok {
+		if _, ok := mark.(bool); !ok {
+			return errs.New(errs.Invalid, "%s must be true or false", SecretKeyword)
+		}
+	}
 	// Patterns are measured here, so that one past its limits is named in
 	// a sentence rather than in the compiler's report on the metaschema.
 	if p, ok := m["pattern"].(string); ok {

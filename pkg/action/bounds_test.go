@@ -19,6 +19,18 @@ import (
 // the limits, is timed by the benchmarks below instead.
 const fast = 250 * time.Millisecond
 
+// quickest is the shortest of three runs of f: a shared machine only ever
+// adds time, so the quickest run is the one that says what f costs.
+func quickest(f func()) time.Duration {
+	best := time.Duration(1<<63 - 1)
+	for range 3 {
+		start := time.Now()
+		f()
+		best = min(best, time.Since(start))
+	}
+	return best
+}
+
 func mustCompile(t *testing.T, doc string) *action.Schema {
 	t.Helper()
 	s, err := action.CompileSchema(doc)
@@ -62,13 +74,15 @@ func TestSchemaLimits(t *testing.T) {
 		{"a $ref to nothing", `{"$ref":"#/$defs/missing"}`, errs.Invalid, "points at nothing"},
 		{"a nested $id", `{"properties":{"a":{"$id":"other.json"}}}`, errs.Invalid, "$id"},
 		{"a $dynamicRef", `{"$dynamicRef":"#x"}`, errs.Invalid, "$dynamicRef"},
+		{"a secret mark that is not a boolean", `{"properties":{"pin":{"type":"string","x-steward-secret":"yes"}}}`, errs.Invalid, "x-steward-secret must be true or false"},
 		{"a property named $id", `{"properties":{"$id":{"type":"string"}}}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			_, err := action.CompileSchema(tc.doc)
-			if d := time.Since(start); d > fast && tc.code != errs.Internal {
-				t.Errorf("took %s", d)
+			if tc.code != errs.Internal {
+				if d := quickest(func() { _, _ = action.CompileSchema(tc.doc) }); d > fast {
+					t.Errorf("took %s", d)
+				}
 			}
 			if tc.code == errs.Internal {
 				if err != nil {
@@ -125,10 +139,11 @@ func TestValueLimits(t *testing.T) {
 		{"a number with a small exponent", open, `{"n":1e300}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			start := time.Now()
 			err := tc.schema.Validate(context.Background(), []byte(tc.value))
-			if d := time.Since(start); d > fast && tc.code == errs.TooLarge {
-				t.Errorf("took %s", d)
+			if tc.code == errs.TooLarge {
+				if d := quickest(func() { _ = tc.schema.Validate(context.Background(), []byte(tc.value)) }); d > fast {
+					t.Errorf("took %s", d)
+				}
 			}
 			if tc.code == errs.Internal {
 				if err != nil {

@@ -28,6 +28,11 @@ type Schema struct {
 	b *bounds
 }
 
+// schemaURL names a contract's schema while it compiles. It is absolute, so
+// that the library does not place the document in the process's working
+// directory and quote that path back to whoever registered the tool.
+const schemaURL = "urn:steward:tool-schema"
+
 // CompileSchema compiles a JSON Schema document. An empty document accepts
 // any object. The schema may not load other documents: a tool contract is
 // self-contained. A document past one of the limits in bounds.go is
@@ -52,7 +57,7 @@ func CompileSchema(doc string) (*Schema, error) {
 	c := jsonschema.NewCompiler()
 	c.UseLoader(noLoader{})
 	c.UseRegexpEngine(boundedRegexp)
-	if err := c.AddResource("tool.json", v); err != nil {
+	if err := c.AddResource(schemaURL, v); err != nil {
 		return nil, err
 	}
 	if b.keys > HeavySchemaKeys {
@@ -61,7 +66,7 @@ func CompileSchema(doc string) (*Schema, error) {
 		heavy <- struct{}{}
 		defer func() { <-heavy }()
 	}
-	s, err := c.Compile("tool.json")
+	s, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, err
 	}

@@ -247,25 +247,46 @@ func (l *Log) TaskSubject(taskID, typ string) string {
 func (l *Log) TypeFilter(typ string) string { return l.cfg.SubjectPrefix + ".*." + typ }
 
 // ToolSubject returns the wildcard over the subjects that hold the
-// registrations of a tool.
+// registrations of a tool: the global ones and every tenant's of that
+// name, one chain, so that one conditional append decides whether a name
+// is global or a tenant's.
 func (l *Log) ToolSubject(name string) string { return l.cfg.ToolPrefix + "." + name + ".>" }
 
 // ServiceSubject returns the wildcard over the subjects that hold a
-// service's events.
-func (l *Log) ServiceSubject(key string) string { return l.cfg.ServicePrefix + "." + key + ".>" }
+// service's events: tenant's breakers for a tenant's tools, the global
+// ones for tenant "".
+func (l *Log) ServiceSubject(tenant, key string) string {
+	return l.cfg.ServicePrefix + "." + tenantDot(tenant) + key + ".>"
+}
+
+// tenantDot is tenant's subject token and a dot, or nothing for the
+// default tenant.
+func tenantDot(tenant string) string {
+	if tenant == "" {
+		return ""
+	}
+	return TenantToken(tenant) + "."
+}
 
 // chainOf returns the part of subject that names its chain — a task's,
 // a tool's or a service's — without the type, which may span several
 // tokens (task.created): every type of one task shares a reaction lane,
-// so a task's events are handled in the order they were appended.
+// so a task's events are handled in the order they were appended. A
+// tenant's service chain spans its tenant token and its key.
 func (l *Log) chainOf(subject string) string {
 	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix} {
 		rest, ok := strings.CutPrefix(subject, prefix+".")
 		if !ok {
 			continue
 		}
-		if i := strings.IndexByte(rest, '.'); i >= 0 {
-			return subject[:len(prefix)+1+i]
+		skip := 0
+		if prefix == l.cfg.ServicePrefix && strings.HasPrefix(rest, "=") {
+			if j := strings.IndexByte(rest, '.'); j >= 0 {
+				skip = j + 1
+			}
+		}
+		if i := strings.IndexByte(rest[skip:], '.'); i >= 0 {
+			return subject[:len(prefix)+1+skip+i]
 		}
 	}
 	return subject
@@ -273,40 +294,58 @@ func (l *Log) chainOf(subject string) string {
 
 // subjectOf returns the subject ev belongs on, and the wildcard over its
 // chain: its tool's for a tool registration, its service's for a breaker
-// change, its task's for everything else.
+// change, its task's for everything else. A tenant's tool registration
+// is on steward.tool.<name>.=<tenant>.<type>, in the chain of the name;
+// a tenant's breaker change on steward.service.=<tenant>.<key>.<type>, a
+// chain of its own (TenantToken).
 func (l *Log) subjectOf(ev *stewardv1.Event) (subject, chain string, err error) {
 	// The type is the payload's, which the hash covers, never a label.
 	typ := event.TypeOf(ev)
 	if typ == "" {
 		return "", "", errs.New(errs.Invalid, "event %s has no payload of a known type", errs.Quote(ev.EventId))
 	}
-	var key string
+	prefix := chainPrefix(l.cfg, typ)
 	switch {
 	case ev.GetBreakerChanged() != nil:
-		key = ev.GetBreakerChanged().ServiceKey
-		if err := CheckServiceKey("service_key", key); err != nil {
+		c := ev.GetBreakerChanged()
+		if err := CheckServiceKey("service_key", c.ServiceKey); err != nil {
 			return "", "", err
 		}
+		chain := prefix + "." + tenantDot(c.Tenant) + c.ServiceKey
+		return chain + "." + typ, chain + ".>", nil
 	case ev.GetToolRegistered() != nil:
-		key = ev.GetToolRegistered().GetContract().GetName()
-		if !ValidTaskID(key) {
-			return "", "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(key))
+		reg := ev.GetToolRegistered()
+		name := reg.GetContract().GetName()
+		if !ValidTaskID(name) {
+			return "", "", errs.Field("contract.name", "%s is not a tool name: want 1-64 letters, digits, '-' or '_'", errs.Quote(name))
 		}
-	default:
-		key = ev.TaskId
-		if !ValidTaskID(key) {
-			return "", "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
-		}
+		chain := prefix + "." + name
+		return chain + "." + tenantDot(reg.Tenant) + typ, chain + ".>", nil
 	}
-	prefix := chainPrefix(l.cfg, typ)
-	return prefix + "." + key + "." + typ, prefix + "." + key + ".>", nil
+	if !ValidTaskID(ev.TaskId) {
+		return "", "", errs.Wrap(errs.Invalid, ErrInvalidTaskID, "append")
+	}
+	return prefix + "." + ev.TaskId + "." + typ, prefix + "." + ev.TaskId + ".>", nil
+}
+
+// AppendSubjects returns the subjects, as NATS wildcards in the default
+// configuration, that Append writes events of type typ on: a task's for
+// most types; a tool's or a service's, global or a tenant's, for a tool
+// registration or a breaker change. The NATS permissions (pkg/natsperm)
+// are built from it, so that they name exactly those subjects.
+func AppendSubjects(typ string) []string {
+	prefix := ChainPrefix(typ)
+	switch typ {
+	case event.TypeBreakerChanged, event.TypeToolRegistered:
+		return []string{prefix + ".*." + typ, prefix + ".*.*." + typ}
+	}
+	return []string{prefix + ".*." + typ}
 }
 
 // ChainPrefix returns the subject prefix, in the default configuration,
 // of the chains that hold events of type typ: a tool's for a tool
 // registration, a service's for a breaker change, a task's for every other
-// type. The NATS permissions (pkg/natsperm) are built from it, so that
-// they name exactly the subjects Append writes.
+// type.
 func ChainPrefix(typ string) string { return chainPrefix(Config{}.withDefaults(), typ) }
 
 func chainPrefix(c Config, typ string) string {

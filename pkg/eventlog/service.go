@@ -23,14 +23,15 @@ func CheckServiceKey(field, key string) error {
 	return nil
 }
 
-// ServiceHead returns the head of a service subject's chain and its last
-// event (nil when the subject is empty), so a writer can append the next
-// one without reading the whole history.
-func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Event, error) {
+// ServiceHead returns the head of a service subject's chain — tenant's,
+// or the global one for tenant "" — and its last event (nil when the
+// subject is empty), so a writer can append the next one without reading
+// the whole history.
+func (l *Log) ServiceHead(ctx context.Context, tenant, key string) (Head, *stewardv1.Event, error) {
 	if err := CheckServiceKey("service_key", key); err != nil {
 		return Head{}, nil, err
 	}
-	subject := l.ServiceSubject(key)
+	subject := l.ServiceSubject(tenant, key)
 	msg, err := l.stream.GetLastMsgForSubject(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Head{}, nil, nil
@@ -45,13 +46,13 @@ func (l *Log) ServiceHead(ctx context.Context, key string) (Head, *stewardv1.Eve
 	return Head{Sequence: msg.Sequence, Hash: ev.Hash}, ev, nil
 }
 
-// ReadService returns every event of a service subject, in order, each
-// checked against the subject's hash chain.
-func (l *Log) ReadService(ctx context.Context, key string) ([]*stewardv1.EventRecord, error) {
+// ReadService returns every event of a service subject, tenant's or the
+// global one, in order, each checked against the subject's hash chain.
+func (l *Log) ReadService(ctx context.Context, tenant, key string) ([]*stewardv1.EventRecord, error) {
 	if err := CheckServiceKey("service_key", key); err != nil {
 		return nil, err
 	}
-	return l.readChain(ctx, l.ServiceSubject(key))
+	return l.readChain(ctx, l.ServiceSubject(tenant, key))
 }
 
 // LastServiceSequence is LastTaskSequence for service events.

@@ -9,7 +9,7 @@
 //
 // The table is derived from code, not written out: event subjects come
 // from the ownership table (event.Owner) and the log's subject layout
-// (eventlog.ChainPrefix), so a new event type is covered by the plane that
+// (eventlog.AppendSubjects), so a new event type is covered by the plane that
 // owns it. `steward dev` gives its embedded server these users; serve
 // deployments write them into their NATS configuration. docs/nats.md is
 // checked against Markdown.
@@ -109,7 +109,7 @@ func Grants(plane string) []Grant {
 	var owned []string
 	for _, typ := range sortedTypes() {
 		if event.Owner(typ) == plane {
-			owned = append(owned, eventlog.ChainPrefix(typ)+".*."+typ)
+			owned = append(owned, eventlog.AppendSubjects(typ)...)
 		}
 	}
 	pub("append the events of the types it owns (event.Owner), and no other", owned...)

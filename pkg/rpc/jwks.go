@@ -3,6 +3,7 @@ package rpc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -50,19 +51,41 @@ func publicOnly(set jwk.Set) error {
 // Key implements JWTKeys.
 func (s *KeySet) Key(_ context.Context, kid string) (jwk.Key, error) { return keyIn(s.set, kid) }
 
-// keyIn returns set's key named kid.
+// keyIn returns set's key named kid. A key published for encryption
+// (use "enc") never verifies a signature, and a kid that two keys share
+// names neither: which one signed would be the issuer's guess.
 func keyIn(set jwk.Set, kid string) (jwk.Key, error) {
 	if kid == "" {
 		if set.Len() == 1 {
 			k, _ := set.Key(0)
-			return k, nil
+			return forSignatures(k)
 		}
 		return nil, fmt.Errorf("the JWT names no key id (kid), and the key set holds %d keys", set.Len())
 	}
-	if k, ok := set.LookupKeyID(kid); ok {
-		return k, nil
+	var found jwk.Key
+	for i := range set.Len() {
+		k, _ := set.Key(i)
+		if id, _ := k.KeyID(); id != kid {
+			continue
+		}
+		if found != nil {
+			return nil, fmt.Errorf("the JWT's key id (kid) %q names two keys of the key set", kid)
+		}
+		found = k
 	}
-	return nil, fmt.Errorf("the JWT's key id (kid) %q is not a key Steward knows", kid)
+	if found == nil {
+		return nil, fmt.Errorf("the JWT's key id (kid) %q is not a key Steward knows", kid)
+	}
+	return forSignatures(found)
+}
+
+// forSignatures returns k unless it is published for another use.
+func forSignatures(k jwk.Key) (jwk.Key, error) {
+	if use, ok := k.KeyUsage(); ok && use != "" && use != string(jwk.ForSignature) {
+		id, _ := k.KeyID()
+		return nil, fmt.Errorf("key %q is published for %q, not for signatures", id, use)
+	}
+	return k, nil
 }
 
 // OIDCKeys are an OpenID Connect issuer's signing keys, found by discovery
@@ -92,6 +115,10 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 	if client == nil {
 		client = &http.Client{Timeout: 10 * time.Second}
 	}
+	secure := strings.HasPrefix(issuer, "https://")
+	if secure {
+		client = staysOnHTTPS(client)
+	}
 	url := strings.TrimSuffix(issuer, "/") + "/.well-known/openid-configuration"
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
@@ -119,6 +146,8 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 		return nil, fmt.Errorf("OIDC discovery: %s names the issuer %q, not %q", url, doc.Issuer, issuer)
 	case doc.JWKSURI == "":
 		return nil, fmt.Errorf("OIDC discovery: %s names no jwks_uri", url)
+	case secure && !strings.HasPrefix(doc.JWKSURI, "https://"):
+		return nil, fmt.Errorf("OIDC discovery: %s names the jwks_uri %q, which is not https: keys fetched in clear could be swapped on the way", url, doc.JWKSURI)
 	}
 	cctx, stop := context.WithCancel(context.Background())
 	cache, err := jwk.NewCache(cctx, httprc.NewClient())
@@ -131,6 +160,26 @@ func DiscoverOIDC(ctx context.Context, issuer string, client *http.Client) (*OID
 		return nil, fmt.Errorf("OIDC keys from %s: %w", doc.JWKSURI, err)
 	}
 	return &OIDCKeys{cache: cache, jwksURI: doc.JWKSURI, stop: stop}, nil
+}
+
+// staysOnHTTPS returns a copy of c that follows no redirect away from
+// https: an issuer reached over https must not have its keys, or its
+// configuration, fetched in clear on another's word.
+func staysOnHTTPS(c *http.Client) *http.Client {
+	cc := *c
+	cc.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if req.URL.Scheme != "https" {
+			return fmt.Errorf("redirected to %s, which is not https: keys fetched in clear could be swapped on the way", req.URL.Redacted())
+		}
+		if c.CheckRedirect != nil {
+			return c.CheckRedirect(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &cc
 }
 
 // JWKSURI returns where the keys come from.

@@ -2,12 +2,19 @@ package rpc_test
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/lestrrat-go/jwx/v3/jwk"
 
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
@@ -126,6 +133,62 @@ func TestJWKSFileHoldsPublicKeysOnly(t *testing.T) {
 	}
 }
 
+// TestAKeyVerifiesOnlyWhatItIsFor: a key the set publishes for encryption
+// does not verify a signature, and a kid two keys share names neither.
+func TestAKeyVerifiesOnlyWhatItIsFor(t *testing.T) {
+	iss := stewardtest.NewJWTIssuer(t, "https://id.example.com", "steward", "key-1")
+	var set struct {
+		Keys []map[string]any `json:"keys"`
+	}
+	if err := json.Unmarshal(iss.JWKS(t), &set); err != nil {
+		t.Fatal(err)
+	}
+	other := map[string]any{}
+	if err := json.Unmarshal(publicJWK(t, stewardtest.NewJWK(t, "ES256", "key-1")), &other); err != nil {
+		t.Fatal(err)
+	}
+	enc := maps.Clone(set.Keys[0])
+	enc["use"] = "enc"
+	for name, tc := range map[string]struct {
+		keys []map[string]any
+		want string
+	}{
+		"for encryption": {[]map[string]any{enc}, `published for "enc"`},
+		"a shared kid":   {[]map[string]any{set.Keys[0], other}, `names two keys`},
+	} {
+		b, _ := json.Marshal(map[string]any{"keys": tc.keys})
+		p := filepath.Join(t.TempDir(), "jwks.json")
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keys, err := rpc.LoadJWKS(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := rpc.NewJWTVerifier(keys, rpc.JWTConfig{Audience: "steward"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:ann"))); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", name, err, tc.want)
+		}
+	}
+}
+
+// publicJWK is k's public half as JSON.
+func publicJWK(t *testing.T, k jwk.Key) []byte {
+	t.Helper()
+	pub, err := k.PublicKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // TestOIDCDiscovery finds the keys through the issuer's OpenID
 // configuration and verifies a token signed with them, iss included.
 func TestOIDCDiscovery(t *testing.T) {
@@ -160,6 +223,52 @@ func TestOIDCDiscovery(t *testing.T) {
 	// Connect Discovery 1.0, 4.3).
 	if _, err := rpc.DiscoverOIDC(context.Background(), url+"/", nil); err == nil || !strings.Contains(err.Error(), "names the issuer") {
 		t.Fatalf("discovery whose configuration names another issuer: %v", err)
+	}
+}
+
+// TestOIDCKeysStayOnHTTPS: an issuer reached over https has its keys
+// fetched over https too: a configuration naming a jwks_uri in clear, or a
+// redirect of the keys to one, is refused and nothing is fetched in clear,
+// since keys fetched in clear could be swapped on the way for an
+// attacker's.
+func TestOIDCKeysStayOnHTTPS(t *testing.T) {
+	iss := stewardtest.NewJWTIssuer(t, "", "steward", "oidc-1")
+	var inClear atomic.Int32
+	clear := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		inClear.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(iss.JWKS(t))
+	}))
+	t.Cleanup(clear.Close)
+	mux := http.NewServeMux()
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+	var jwksURI atomic.Value
+	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, _ *http.Request) {
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": jwksURI.Load().(string)})
+	})
+	mux.HandleFunc("GET /keys", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, clear.URL+"/keys", http.StatusFound)
+	})
+	for _, c := range []struct{ name, uri, says string }{
+		{"a jwks_uri in clear", clear.URL + "/keys", "which is not https"},
+		{"a redirect to one", srv.URL + "/keys", ""}, // refused by the fetch, which then times out
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			jwksURI.Store(c.uri)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			keys, err := rpc.DiscoverOIDC(ctx, srv.URL, srv.Client())
+			if err == nil {
+				keys.Close()
+			}
+			if n := inClear.Load(); n != 0 || err == nil {
+				t.Fatalf("DiscoverOIDC = %v, with %d fetches in clear; want refused, none", err, n)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("refused with %q, want it to say %q", err, c.says)
+			}
+		})
 	}
 }
 

@@ -16,6 +16,7 @@
 package secret
 
 import (
+	"cmp"
 	"crypto/cipher"
 	"crypto/hkdf"
 	"crypto/hmac"
@@ -27,6 +28,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"slices"
 	"strings"
 
 	"golang.org/x/crypto/chacha20poly1305"
@@ -158,22 +160,65 @@ func LoadKey(path string) ([]byte, error) {
 }
 
 // Forms returns the ways a secret value (canonical JSON) may be quoted in
-// a message: its JSON text and, for a string, the text itself.
+// a message: its JSON text and every non-empty string in it — the text of
+// a string value, and of each string inside an object or list marked
+// secret as a whole, which a message may quote alone. Longer forms come
+// first, so that Redact never leaves the rest of one that holds another.
 func Forms(value []byte) []string {
 	forms := []string{string(value)}
-	var s string
-	if json.Unmarshal(value, &s) == nil && s != "" {
-		forms = append(forms, s)
+	var v any
+	if json.Unmarshal(value, &v) == nil {
+		var walk func(any)
+		walk = func(v any) {
+			switch x := v.(type) {
+			case string:
+				if x != "" {
+					forms = append(forms, x)
+				}
+			case map[string]any:
+				for _, e := range x {
+					walk(e)
+				}
+			case []any:
+				for _, e := range x {
+					walk(e)
+				}
+			}
+		}
+		walk(v)
 	}
-	return forms
+	slices.SortFunc(forms, longerFirst)
+	return slices.Compact(forms)
 }
 
-// Redact replaces each of forms (Forms) in msg by "[secret]".
+// Redact replaces each of forms (Forms, of one value or several) in msg by
+// "[secret]", the longer forms first. A message cut short with "…" (as a
+// tool's reason is clipped) that ends in the beginning of a form has that
+// end replaced too: the cut may fall inside a value.
 func Redact(msg string, forms []string) string {
+	if !slices.IsSortedFunc(forms, longerFirst) {
+		forms = slices.SortedFunc(slices.Values(forms), longerFirst)
+	}
 	for _, f := range forms {
 		if f != "" {
 			msg = strings.ReplaceAll(msg, f, "[secret]")
 		}
 	}
+	if cut, ok := strings.CutSuffix(msg, "…"); ok {
+		longest := 0 // the longest beginning of a form that ends the cut
+		for _, f := range forms {
+			for k := len(f) - 1; k > longest; k-- {
+				if strings.HasSuffix(cut, f[:k]) {
+					longest = k
+					break
+				}
+			}
+		}
+		if longest > 0 {
+			return cut[:len(cut)-longest] + "[secret]…"
+		}
+	}
 	return msg
 }
+
+func longerFirst(a, b string) int { return cmp.Or(len(b)-len(a), strings.Compare(a, b)) }

@@ -109,3 +109,19 @@ func TestLoadKey(t *testing.T) {
 		t.Errorf("a short key: %v, want the 64 hex digits asked for", err)
 	}
 }
+
+// TestRedactACutValue: a message cut short ("…", as the HTTP adapter
+// clips a tool's reason to 512 bytes) in the middle of a secret value
+// keeps none of it: the cut end that begins a value is redacted too.
+func TestRedactACutValue(t *testing.T) {
+	forms := secret.Forms([]byte(`"hunter2-correct-horse"`))
+	for msg, want := range map[string]string{
+		"HTTP 400 Bad Request: wrong password hunter2-corr…":                    "HTTP 400 Bad Request: wrong password [secret]…",
+		"HTTP 400 Bad Request: wrong password hunter2-correct-horse, try again": "HTTP 400 Bad Request: wrong password [secret], try again",
+		"HTTP 400 Bad Request: nothing secret…":                                 "HTTP 400 Bad Request: nothing secret…",
+	} {
+		if got := secret.Redact(msg, forms); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", msg, got, want)
+		}
+	}
+}

@@ -84,7 +84,7 @@ func registered(t *testing.T, c *stewardv1.ToolContract, log *slog.Logger) {
 	if err := reg.Apply(&stewardv1.EventRecord{Sequence: 1, Event: opened}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := reg.Get(c.Name, c.Version)
+	e, err := reg.Get("", c.Name, c.Version)
 	if err != nil || e.Unusable != nil || e.Schema == nil {
 		t.Fatalf("accepted, but the registry holds %+v (%v)", e, err)
 	}

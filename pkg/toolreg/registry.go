@@ -5,6 +5,14 @@
 // proposals, governance to feed policy, execution to find endpoints. Each
 // keeps its own Registry, rebuilt on start like any projection.
 //
+// A tool belongs to a tenant: the default tenant's ("") are global, seen
+// by every tenant; another tenant's only by that tenant. Every read names
+// the tenant it reads for — a task's, or a caller's — and finds that
+// tenant's own tool of a name, else the global one; another tenant's is
+// not found, in the same words as a tool that does not exist. The
+// execution plane keeps a name to one of the two (Register), so that a
+// tenant's tool never stands in for a global one.
+//
 // A Registry is safe for concurrent use.
 package toolreg
 
@@ -44,16 +52,28 @@ type Registry struct {
 	progress eventlog.Progress
 
 	mu       sync.RWMutex
-	versions map[string]map[string]*Entry // name → version → entry
-	latest   map[string]*Entry
+	versions map[key]map[string]*Entry // (tenant, name) → version → entry
+	latest   map[key]*Entry
 	// complete is a stream sequence below which every registration is
 	// applied, known from a catch-up (LookupAsOf).
 	complete uint64
 }
 
+// key names a tool: its tenant ("" for a global tool) and its name.
+type key struct{ tenant, name string }
+
 // New returns an empty registry.
 func New(logger *slog.Logger) *Registry {
-	return &Registry{logger: logger, versions: map[string]map[string]*Entry{}, latest: map[string]*Entry{}}
+	return &Registry{logger: logger, versions: map[key]map[string]*Entry{}, latest: map[key]*Entry{}}
+}
+
+// keyOf returns the tool tenant means by name, its own tool of that name
+// or else the global one. The caller holds r.mu.
+func (r *Registry) keyOf(tenant, name string) key {
+	if own := (key{tenant, name}); tenant != "" && r.versions[own] != nil {
+		return own
+	}
+	return key{"", name}
 }
 
 // Apply indexes one registration. A registration whose schema no longer
@@ -67,7 +87,7 @@ func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 		return nil
 	}
 	c := reg.Contract
-	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence}}
+	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence, Tenant: reg.Tenant}}
 	var err error
 	if e.Schema, err = action.CompileSchema(c.ParametersSchema); err != nil {
 		e.Unusable = fmt.Errorf("its parameters_schema does not compile under this release's limits: %w", err)
@@ -79,17 +99,18 @@ func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 	if e.Unusable != nil {
 		r.logger.Warn("a registered tool version can no longer be proposed; register a new version", "tool", c.Name, "version", c.Version, "err", e.Unusable)
 	}
+	k := key{reg.Tenant, c.Name}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.versions[c.Name] == nil {
-		r.versions[c.Name] = map[string]*Entry{}
+	if r.versions[k] == nil {
+		r.versions[k] = map[string]*Entry{}
 	}
-	if _, ok := r.versions[c.Name][c.Version]; ok {
+	if _, ok := r.versions[k][c.Version]; ok {
 		return nil // a version is registered once; the first stands
 	}
-	r.versions[c.Name][c.Version] = e
-	if cur := r.latest[c.Name]; cur == nil || newer(c.Version, cur.Tool.Contract.Version) {
-		r.latest[c.Name] = e
+	r.versions[k][c.Version] = e
+	if cur := r.latest[k]; cur == nil || newer(c.Version, cur.Tool.Contract.Version) {
+		r.latest[k] = e
 	}
 	return nil
 }
@@ -126,15 +147,17 @@ func (r *Registry) Sync(ctx context.Context, log *eventlog.Log) error {
 	return eventlog.CatchUp(ctx, r, log.LastToolSequence)
 }
 
-// Get returns a tool version, the latest when version is empty.
-func (r *Registry) Get(name, version string) (*Entry, error) {
+// Get returns a version of the tool tenant means by name, the latest when
+// version is empty.
+func (r *Registry) Get(tenant, name, version string) (*Entry, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	k := r.keyOf(tenant, name)
 	var e *Entry
 	if version == "" {
-		e = r.latest[name]
+		e = r.latest[k]
 	} else {
-		e = r.versions[name][version]
+		e = r.versions[k][version]
 	}
 	if e == nil {
 		if version == "" {
@@ -150,33 +173,34 @@ func (r *Registry) Get(name, version string) (*Entry, error) {
 // waits for the registry to catch up with the log and asks again. The
 // latest version may lag a registration by as long as the registry takes
 // to apply it.
-func (r *Registry) Lookup(ctx context.Context, log *eventlog.Log, name, version string) (*Entry, error) {
-	if e, err := r.Get(name, version); err == nil {
+func (r *Registry) Lookup(ctx context.Context, log *eventlog.Log, tenant, name, version string) (*Entry, error) {
+	if e, err := r.Get(tenant, name, version); err == nil {
 		return e, nil
 	}
 	if err := r.Sync(ctx, log); err != nil {
 		return nil, err
 	}
-	return r.Get(name, version)
+	return r.Get(tenant, name, version)
 }
 
-// AsOf returns the version of tool name that a task created at stream
-// sequence created takes when a proposal names no version: the latest of
-// those registered before it. Registrations and tasks share one stream,
-// so the comparison is exact, where registration and creation times, set
-// by two planes' clocks, are not. A version registered after the task
+// AsOf returns the version of tool name that a task of tenant created at
+// stream sequence created takes when a proposal names no version: the
+// latest of those registered before it. Registrations and tasks share one
+// stream, so the comparison is exact, where registration and creation
+// times, set by two planes' clocks, are not. A version registered after the task
 // never appears in it: nobody can relabel a tool under a running task.
-func (r *Registry) AsOf(name string, created uint64) (*Entry, error) {
+func (r *Registry) AsOf(tenant, name string, created uint64) (*Entry, error) {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
+	versions := r.versions[r.keyOf(tenant, name)]
 	var best *Entry
-	for _, e := range r.versions[name] {
+	for _, e := range versions {
 		if e.Tool.Sequence < created && (best == nil || later(e, best)) {
 			best = e
 		}
 	}
 	switch {
-	case len(r.versions[name]) == 0:
+	case len(versions) == 0:
 		return nil, errs.New(errs.NotFound, "tool %s is not registered", errs.Quote(name))
 	case best == nil:
 		return nil, errs.New(errs.NotFound, "tool %s has no version registered before the task was created; a task takes only those, unless its contract pins a version", errs.Quote(name))
@@ -198,7 +222,7 @@ func later(a, b *Entry) bool {
 // before the task: unless the registry has applied the log that far, it
 // catches up first. Once caught up past created, it remembers so, and the
 // next task as old asks nothing of the log.
-func (r *Registry) LookupAsOf(ctx context.Context, log *eventlog.Log, name string, created uint64) (*Entry, error) {
+func (r *Registry) LookupAsOf(ctx context.Context, log *eventlog.Log, tenant, name string, created uint64) (*Entry, error) {
 	r.mu.RLock()
 	complete := r.complete
 	r.mu.RUnlock()
@@ -212,16 +236,19 @@ func (r *Registry) LookupAsOf(ctx context.Context, log *eventlog.Log, name strin
 		r.complete = max(r.complete, created)
 		r.mu.Unlock()
 	}
-	return r.AsOf(name, created)
+	return r.AsOf(tenant, name, created)
 }
 
-// List returns the latest version of every tool, by name.
-func (r *Registry) List() []*stewardv1.Tool {
+// List returns the latest version of every tool tenant sees, its own and
+// the global ones, by name.
+func (r *Registry) List(tenant string) []*stewardv1.Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	out := make([]*stewardv1.Tool, 0, len(r.latest))
-	for _, e := range r.latest {
-		out = append(out, proto.CloneOf(e.Tool))
+	for k, e := range r.latest {
+		if k.tenant == tenant || k.tenant == "" && r.keyOf(tenant, k.name) == k {
+			out = append(out, proto.CloneOf(e.Tool))
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Contract.Name < out[j].Contract.Name })
 	return out

@@ -41,18 +41,18 @@ func TestRegistryFollowsTheLog(t *testing.T) {
 		register(t, log, &head, v)
 	}
 	// Lookup of a version registered a moment ago waits for the registry.
-	e, err := r.Lookup(ctx, log, "search", "1.9.9")
+	e, err := r.Lookup(ctx, log, "", "search", "1.9.9")
 	if err != nil || e.Tool.Contract.Version != "1.9.9" {
 		t.Fatalf("lookup 1.9.9: %v, %v", e, err)
 	}
 	// Latest is by semantic version, not by registration order.
-	if e, err := r.Lookup(ctx, log, "search", ""); err != nil || e.Tool.Contract.Version != "1.10.0" {
+	if e, err := r.Lookup(ctx, log, "", "search", ""); err != nil || e.Tool.Contract.Version != "1.10.0" {
 		t.Fatalf("latest: %v, %v", e, err)
 	}
-	if _, err := r.Lookup(ctx, log, "search", "2.0.0"); !errs.Is(err, errs.NotFound) {
+	if _, err := r.Lookup(ctx, log, "", "search", "2.0.0"); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("unknown version: %v, want not found", err)
 	}
-	if got := r.List(); len(got) != 1 || got[0].Contract.Version != "1.10.0" {
+	if got := r.List(""); len(got) != 1 || got[0].Contract.Version != "1.10.0" {
 		t.Fatalf("list: %v", got)
 	}
 }
@@ -67,7 +67,7 @@ func TestAVersionPastTodaysLimitsStaysListed(t *testing.T) {
 	if err := r.Apply(&stewardv1.EventRecord{Sequence: 1, Event: &stewardv1.Event{Payload: &stewardv1.Event_ToolRegistered{ToolRegistered: &stewardv1.ToolRegistered{Contract: c}}}}); err != nil {
 		t.Fatal(err)
 	}
-	e, err := r.Get("old", "")
+	e, err := r.Get("", "old", "")
 	if err != nil {
 		t.Fatalf("the old version is gone: %v", err)
 	}
@@ -92,14 +92,14 @@ func TestAsOfTakesTheLatestBeforeTheTask(t *testing.T) {
 	// The registry starts behind: LookupAsOf waits until it has applied
 	// every registration before the task.
 	go r.Run(ctx, log)
-	e, err := r.LookupAsOf(ctx, log, "search", created)
+	e, err := r.LookupAsOf(ctx, log, "", "search", created)
 	if err != nil || e.Tool.Contract.Version != "1.10.0" {
 		t.Fatalf("as of the task: %v, %v; want 1.10.0", e, err)
 	}
-	if e, err := r.AsOf("search", head.Sequence+1); err != nil || e.Tool.Contract.Version != "2.0.0" {
+	if e, err := r.AsOf("", "search", head.Sequence+1); err != nil || e.Tool.Contract.Version != "2.0.0" {
 		t.Fatalf("as of a later task: %v, %v; want 2.0.0", e, err)
 	}
-	if _, err := r.AsOf("search", 1); !errs.Is(err, errs.NotFound) {
+	if _, err := r.AsOf("", "search", 1); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("as of a task older than every version: %v, want not found", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestAsOfOrdersOtherVersionsByRegistration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if e, err := r.AsOf("search", 9); err != nil || e.Tool.Contract.Version != "alpha" {
+	if e, err := r.AsOf("", "search", 9); err != nil || e.Tool.Contract.Version != "alpha" {
 		t.Fatalf("as of 9: %v, %v; want alpha, the last registered before", e, err)
 	}
 }

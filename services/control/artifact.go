@@ -160,6 +160,9 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 		return nil, &errs.Error{Code: errs.TooLarge, Field: "size_bytes", Message: sizeMessage(req.SizeBytes, p.maxReferenced)}
 	}
 	if p.inStore(req.Uri) {
+		if err := p.holds(ctx, req.TaskId, req.Uri); err != nil {
+			return nil, err
+		}
 		// Criteria read what is in the store: make sure it is what the
 		// client says.
 		data, err := p.results.Get(ctx, req.Uri, req.Sha256)
@@ -180,6 +183,32 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 // which criteria can read.
 func (p *Plane) inStore(uri string) bool {
 	return p.results != nil && strings.HasPrefix(uri, "kv://"+action.ResultBucket+"/")
+}
+
+// holds refuses a uri into the results store unless it names content
+// task taskID holds already: one of its artifacts, or the stored result of
+// one of its actions. The store is shared by every task and tenant and
+// keyed by hash, and hashes are shown to whoever may see a task (GetTask,
+// receipts): a reference to any other blob would copy content the caller
+// may not read into a task whose content it may (GetArtifactContent). The
+// refusal is the same whether or not the store holds the blob, and is
+// made before reading it, so it tells nothing about other tasks' content.
+func (p *Plane) holds(ctx context.Context, taskID, uri string) error {
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	if err != nil {
+		return err
+	}
+	for _, a := range t.Artifacts {
+		if a.Uri == uri {
+			return nil
+		}
+	}
+	for _, a := range t.Actions {
+		if a.GetOutcome().GetResultRef() == uri {
+			return nil
+		}
+	}
+	return errs.Field("uri", "%s is not content of task %s: a uri into Steward's store names one of the task's artifacts or one of its actions' stored results; submit other content inline", errs.Quote(uri), taskID)
 }
 
 // commandEvent returns the event a command recorded on taskID under id.

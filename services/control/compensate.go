@@ -76,7 +76,7 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 	if orig == nil {
 		return errs.New(errs.FailedPrecondition, "task %s has no action %s", taskID, head)
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, orig.Tool, orig.ToolVersion)
+	entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, orig.Tool, orig.ToolVersion)
 	if err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func (p *Plane) undoers(ctx context.Context, t *stewardv1.Task) (undoers, error)
 		if p.tools == nil {
 			return nil, errs.New(errs.FailedPrecondition, "this control plane has no tool registry to find how to compensate action %s", a.ActionId)
 		}
-		entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+		entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, a.Tool, a.ToolVersion)
 		if errs.Is(err, errs.NotFound) {
 			p.logger.Warn("tool of a succeeded action is not registered; it cannot be compensated", "task", t.Contract.GetTaskId(), "action", a.ActionId, "tool", a.Tool, "version", a.ToolVersion)
 			u[toolVersion(a)] = false

@@ -142,7 +142,13 @@ func (r *rig) running(taskID string) *stewardv1.Task {
 
 func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {
 	t.Helper()
-	ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, c.Version)}, &stewardv1.ToolRegistered{Contract: c})
+	r.registerFor(t, "", c)
+}
+
+// registerFor records c as tenant's tool, "" for a global one.
+func (r *rig) registerFor(t *testing.T, tenant string, c *stewardv1.ToolContract) {
+	t.Helper()
+	ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, c.Version, tenant)}, &stewardv1.ToolRegistered{Contract: c, Tenant: tenant})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -128,3 +128,25 @@ func TestCompensationCarriesSealedSecrets(t *testing.T) {
 		t.Errorf("the carried value opens to %s, %v", v, err)
 	}
 }
+
+// TestSecretObjectIsNotQuoted: a value marked secret as a whole (an
+// object) is not quoted by a schema refusal of a string inside it.
+func TestSecretObjectIsNotQuoted(t *testing.T) {
+	r := newRig(t)
+	r.register(t, &stewardv1.ToolContract{Name: "vault", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
+		ParametersSchema: `{"type":"object","properties":{"creds":{"type":"object","writeOnly":true,"properties":{"pin":{"type":"string","pattern":"^[0-9]+$"}}}}}`})
+	req := validRequest("secret-object")
+	req.Contract.AllowedTools = []string{"vault"}
+	tk, _, err := r.ctl.CreateTask(context.Background(), "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	r.running(id)
+	ps, _ := structpb.NewStruct(map[string]any{"creds": map[string]any{"pin": "pw-inner-secret"}})
+	_, _, err = r.ctl.ProposeAction(context.Background(), "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: "p", Tool: "vault", Params: ps})
+	if !errs.Is(err, errs.Invalid) || strings.Contains(err.Error(), "pw-inner-secret") {
+		t.Errorf("a pin against the pattern: %v; want Invalid, without the value", err)
+	}
+}

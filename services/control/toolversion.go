@@ -10,7 +10,8 @@ import (
 )
 
 // toolFor returns the version of tool name a proposal on t gets, version
-// being the one it names ("" for none):
+// being the one it names ("" for none), among the tools t's tenant sees
+// (its own, and the global ones; another tenant's is not registered):
 //
 //   - a tool the contract pins gets its pin, and naming another version is
 //     refused;
@@ -29,17 +30,17 @@ func (p *Plane) toolFor(ctx context.Context, t *stewardv1.Task, name, version st
 	pin, allowed := toolpin.Find(t.GetContract().GetAllowedTools(), name)
 	switch {
 	case !allowed:
-		return found(p.tools.Lookup(ctx, p.log, name, version))
+		return found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version))
 	case pin != "" && version != "" && version != pin:
 		return nil, errs.Field("tool_version", "%s is not the version of tool %s that task %s pins (%s)", errs.Quote(version), errs.Quote(name), taskID, errs.Quote(pin))
 	case pin != "":
 		// The contract names the version: its requester chose it, whenever
 		// it was registered.
-		return found(p.tools.Lookup(ctx, p.log, name, pin))
+		return found(p.tools.Lookup(ctx, p.log, t.Tenant, name, pin))
 	case version == "":
-		return found(p.tools.LookupAsOf(ctx, p.log, name, t.GetCreatedSequence()))
+		return found(p.tools.LookupAsOf(ctx, p.log, t.Tenant, name, t.GetCreatedSequence()))
 	}
-	e, err := found(p.tools.Lookup(ctx, p.log, name, version))
+	e, err := found(p.tools.Lookup(ctx, p.log, t.Tenant, name, version))
 	if err != nil {
 		return nil, err
 	}

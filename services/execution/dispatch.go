@@ -288,7 +288,7 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 			})
 		})
 	}
-	call, refusal, err := p.prepare(ctx, taskID, a)
+	call, refusal, err := p.prepare(ctx, taskID, t.Tenant, a)
 	if err != nil {
 		return nil, err
 	}
@@ -306,13 +306,13 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 			})
 		}
 	}
-	key := serviceKey(call.Tool)
+	key := call.breaker
 	ok, retryAt, tr := p.breakers.Allow(key, p.now())
 	p.noteBreaker(ctx, tr)
 	if !ok {
 		return between(func() error {
 			return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
-				fmt.Sprintf("the circuit breaker for service %s is open", key))
+				fmt.Sprintf("the circuit breaker for service %s is open", serviceOf(key)))
 		})
 	}
 	if direct && p.beforeClaim != nil {

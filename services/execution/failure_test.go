@@ -202,7 +202,7 @@ func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
 	if !sawBreaker {
 		t.Error("no action waited for the breaker")
 	}
-	changes, err := b.Log.ReadService(context.Background(), "bank")
+	changes, err := b.Log.ReadService(context.Background(), "", "bank")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -131,7 +131,7 @@ func (b *bed) register(ts *stewardtest.Tool, name string, statusQuery bool, edit
 	if edit != nil {
 		edit(c)
 	}
-	if _, _, err := b.plane.Register(context.Background(), "test", c); err != nil {
+	if _, _, err := b.plane.Register(context.Background(), "", "test", c); err != nil {
 		b.t.Fatal(err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -27,7 +28,7 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 		return errBusy(a.ActionId) // the call is still going, in this process
 	}
 	defer release()
-	cost, err := p.attemptsCost(ctx, a)
+	cost, err := p.attemptsCost(ctx, taskID, a)
 	if err != nil {
 		return err
 	}
@@ -53,7 +54,7 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 // (again): what it would run does not check out. Its id is its own, apart
 // from the outcome of any attempt already made.
 func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, c cause, res adapter.Result) error {
-	cost, err := p.attemptsCost(ctx, a)
+	cost, err := p.attemptsCost(ctx, taskID, a)
 	if err != nil {
 		return err
 	}
@@ -69,11 +70,15 @@ func (p *Plane) refuse(ctx context.Context, taskID string, a *stewardv1.Action, 
 
 // attemptsCost is what the calls already made for a cost at the tool
 // contract's price: a retry refused or not made still paid for them.
-func (p *Plane) attemptsCost(ctx context.Context, a *stewardv1.Action) (int64, error) {
+func (p *Plane) attemptsCost(ctx context.Context, taskID string, a *stewardv1.Action) (int64, error) {
 	if a.Attempt == 0 {
 		return 0, nil
 	}
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	tenant, err := taskstore.Tenant(ctx, p.log, taskID)
+	if err != nil {
+		return 0, err
+	}
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, tenant, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		return 0, nil // no price to charge by
 	} else if err != nil {

@@ -30,9 +30,9 @@ func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stew
 }
 
 // prepare checks what is about to run: the request against the
-// permit's hash, the tool and its adapter. A refusal is the failed outcome
-// to record instead of a call.
-func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
+// permit's hash, the tool (among those tenant, the task's, sees) and its
+// adapter. A refusal is the failed outcome to record instead of a call.
+func (p *Plane) prepare(ctx context.Context, taskID, tenant string, a *stewardv1.Action) (*prepared, *adapter.Result, error) {
 	refuse := func(why string, err error) (*prepared, *adapter.Result, error) {
 		return nil, &adapter.Result{
 			Status: stewardv1.ActionStatus_ACTION_STATUS_FAILED, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC,
@@ -54,7 +54,7 @@ func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action)
 	if err != nil {
 		return refuse("a secret parameter does not open", err)
 	}
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, tenant, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		return refuse("the tool is not registered here", err)
 	} else if err != nil {
@@ -67,6 +67,7 @@ func (p *Plane) prepare(ctx context.Context, taskID string, a *stewardv1.Action)
 		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
 		result:  entry.ResultSchema,
 		secrets: secrets,
+		breaker: breakerKey(entry.Tool.Tenant, entry.Tool.Contract),
 	}, nil, nil
 }
 
@@ -79,4 +80,6 @@ type prepared struct {
 	// secrets are the clear values in Body, which a tool's answer must
 	// not carry into the log (redact).
 	secrets []string
+	// breaker is the circuit breaker the call counts against (breakerKey).
+	breaker string
 }

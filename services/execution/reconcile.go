@@ -47,7 +47,7 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 	if a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || a.Attempt != attempt {
 		return nil // settled already
 	}
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, t.Tenant, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		p.logger.Warn("unknown outcome waits for a person: its tool is not registered here", "task", taskID, "action", actionID)
 		return nil

@@ -3,6 +3,9 @@ package execution
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
@@ -45,11 +48,12 @@ func (p *Plane) reveal(taskID string, a *stewardv1.Action, body []byte) ([]byte,
 	return out, values, nil
 }
 
-// redactJSON replaces each secret value inside the strings of a tool's
-// JSON result: a tool that echoes its request must not put the value on
-// the log. A result that held one is kept, re-encoded in canonical form,
-// with "[secret]" in its place; one that is not JSON has the bytes
-// replaced.
+// redactJSON replaces each secret value in a tool's JSON result: a tool
+// that echoes its request must not put the value on the log. Strings and
+// keys have each form (secret.Forms) replaced; a number, object or list
+// that is a secret value as a whole becomes "[secret]". A result that held
+// one is kept, re-encoded in canonical form; one that is not JSON has the
+// bytes replaced.
 func redactJSON(body []byte, values []string) []byte {
 	if len(values) == 0 || len(body) == 0 {
 		return body
@@ -58,12 +62,13 @@ func redactJSON(body []byte, values []string) []byte {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&v); err != nil {
-		for _, s := range values {
-			if s != "" {
-				body = bytes.ReplaceAll(body, []byte(s), []byte("[secret]"))
-			}
-		}
-		return body
+		return []byte(secret.Redact(string(body), values))
+	}
+	whole := map[string]bool{}
+	composite := false // whether any value is an object or a list
+	for _, f := range values {
+		whole[f] = true
+		composite = composite || strings.HasPrefix(f, "{") || strings.HasPrefix(f, "[")
 	}
 	changed := false
 	var walk func(any) any
@@ -74,11 +79,29 @@ func redactJSON(body []byte, values []string) []byte {
 				changed = true
 				return r
 			}
+		case json.Number:
+			if whole[x.String()] {
+				changed = true
+				return "[secret]"
+			}
 		case map[string]any:
-			for k, e := range x {
-				x[k] = walk(e)
+			if composite && isValue(x, whole) {
+				changed = true
+				return "[secret]"
+			}
+			for _, k := range slices.Sorted(maps.Keys(x)) {
+				e := walk(x[k])
+				if r := secret.Redact(k, values); r != k {
+					delete(x, k)
+					k, changed = r, true
+				}
+				x[k] = e
 			}
 		case []any:
+			if composite && isValue(x, whole) {
+				changed = true
+				return "[secret]"
+			}
 			for i, e := range x {
 				x[i] = walk(e)
 			}
@@ -94,6 +117,13 @@ func redactJSON(body []byte, values []string) []byte {
 		return []byte(`"[secret]"`)
 	}
 	return out
+}
+
+// isValue reports whether v, in canonical form, is one of the secret
+// values whole holds.
+func isValue(v any, whole map[string]bool) bool {
+	c, err := action.CanonicalJSON(v)
+	return err == nil && whole[string(c)]
 }
 
 // secretForms returns the ways the values a seals may be quoted (for

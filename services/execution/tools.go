@@ -20,12 +20,28 @@ import (
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
-// Register records a tool version. A version is registered once: the same
-// contract again returns the tool with created false, a different contract
-// under a registered version is AlreadyExists.
-func (p *Plane) Register(ctx context.Context, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
+// Register records a tool version of tenant, "" for a global tool (the
+// default tenant's). A version is registered once: the same contract again
+// returns the tool with created false, a different contract under a
+// registered version is AlreadyExists.
+//
+// A name is one tool for a task: a tenant may not take a global tool's
+// name, nor the default tenant a name a tenant's tool has (AlreadyExists,
+// naming no tenant), so that no tenant can stand its own tool in for a
+// global one its tasks would otherwise call; two tenants may each have a
+// tool of one name. Every registration of a name, whoever's, is on one
+// chain, and the append is conditional on its head: two registrations
+// cannot both pass the check.
+//
+// A tenant's tool calls a service over http: the built-in tools act on
+// what this Steward keeps for every tenant alike (the file.write sandbox,
+// the kv.append bucket), so only the default tenant registers them.
+func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
 	if err := toolreg.Validate(c); err != nil {
 		return nil, false, err
+	}
+	if tenant != "" && c.GetBuiltin() != nil {
+		return nil, false, errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
 	}
 	for range 8 {
 		recs, err := p.log.ReadTool(ctx, c.Name)
@@ -33,11 +49,18 @@ func (p *Plane) Register(ctx context.Context, principal string, c *stewardv1.Too
 			return nil, false, err
 		}
 		for _, r := range recs {
-			if old := r.Event.GetToolRegistered().GetContract(); old.GetVersion() == c.Version {
+			reg := r.Event.GetToolRegistered()
+			if err := nameTaken(tenant, reg.GetTenant(), c.Name); err != nil {
+				return nil, false, err
+			}
+			if reg.GetTenant() != tenant {
+				continue // another tenant's tool of the same name
+			}
+			if old := reg.GetContract(); old.GetVersion() == c.Version {
 				if !proto.Equal(old, c) {
 					return nil, false, errs.New(errs.AlreadyExists, "tool %s is registered with a different contract; register a new version", toolreg.Key(c.Name, c.Version))
 				}
-				return p.tool(ctx, c.Name, c.Version, false)
+				return p.tool(ctx, tenant, c.Name, c.Version, false)
 			}
 		}
 		head := eventlog.Head{}
@@ -45,9 +68,9 @@ func (p *Plane) Register(ctx context.Context, principal string, c *stewardv1.Too
 			head = eventlog.Head{Sequence: recs[n-1].Sequence, Hash: recs[n-1].Event.Hash}
 		}
 		ev, err := event.New(event.Meta{
-			ID:    event.ID("tool", c.Name, c.Version),
+			ID:    registrationID(tenant, c.Name, c.Version),
 			Actor: &stewardv1.Actor{Principal: principal, Plane: PlaneName},
-		}, &stewardv1.ToolRegistered{Contract: c})
+		}, &stewardv1.ToolRegistered{Contract: c, Tenant: tenant})
 		if err != nil {
 			return nil, false, err
 		}
@@ -56,16 +79,40 @@ func (p *Plane) Register(ctx context.Context, principal string, c *stewardv1.Too
 		} else if err != nil {
 			return nil, false, err
 		}
-		return p.tool(ctx, c.Name, c.Version, true)
+		return p.tool(ctx, tenant, c.Name, c.Version, true)
 	}
 	return nil, false, errs.New(errs.Conflict, "tool %s is changing too fast; try again", c.Name)
 }
 
-func (p *Plane) tool(ctx context.Context, name, version string, created bool) (*stewardv1.Tool, bool, error) {
+// nameTaken refuses a registration of tool name by tenant mine where
+// tenant theirs has one: a global tool's name to a tenant, a tenant's to
+// the default tenant. It names neither tenant.
+func nameTaken(mine, theirs, name string) error {
+	switch {
+	case mine != "" && theirs == "":
+		return errs.New(errs.AlreadyExists, "tool %s is a global tool: a tenant's tool may not take its name; choose another", errs.Quote(name))
+	case mine == "" && theirs != "":
+		return errs.New(errs.AlreadyExists, "tool %s is a tenant's tool: a global tool may not take its name; choose another", errs.Quote(name))
+	}
+	return nil
+}
+
+// registrationID is a registration's event id: a global tool's as it was
+// before tenants, so that a retried registration across the upgrade is
+// the same event; a tenant's names the tenant too, or two tenants
+// registering one name and version would read as one append.
+func registrationID(tenant, name, version string) string {
+	if tenant == "" {
+		return event.ID("tool", name, version)
+	}
+	return event.ID("tool", name, version, tenant)
+}
+
+func (p *Plane) tool(ctx context.Context, tenant, name, version string, created bool) (*stewardv1.Tool, bool, error) {
 	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
 		return nil, false, err
 	}
-	e, err := p.cfg.Tools.Get(name, version)
+	e, err := p.cfg.Tools.Get(tenant, name, version)
 	if err != nil {
 		return nil, false, err
 	}
@@ -86,7 +133,7 @@ func (p *Plane) RegisterFile(ctx context.Context, path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for i, c := range tools {
-		if _, _, err := p.Register(ctx, "steward", c); err != nil {
+		if _, _, err := p.Register(ctx, "", "steward", c); err != nil {
 			return fmt.Errorf("%s: tools[%d] (%s): %w", path, i, c.GetName(), err)
 		}
 	}
@@ -100,8 +147,10 @@ type toolService struct {
 
 func (s *toolService) RegisterTool(ctx context.Context, req *connect.Request[stewardv1.RegisterToolRequest]) (*connect.Response[stewardv1.RegisterToolResponse], error) {
 	// Registering takes the tool-admin role: the role table (pkg/access)
-	// says so, and the RPC edge enforces it.
-	t, created, err := s.plane.Register(ctx, rpc.Principal(ctx), req.Msg.Contract)
+	// says so, and the RPC edge enforces it. The tool is the caller's
+	// tenant's, from its verified identity.
+	who := rpc.Caller(ctx)
+	t, created, err := s.plane.Register(ctx, who.Tenant, who.Principal, req.Msg.Contract)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +161,7 @@ func (s *toolService) GetTool(ctx context.Context, req *connect.Request[stewardv
 	if req.Msg.Name == "" {
 		return nil, errs.Field("name", "is required")
 	}
-	t, _, err := s.plane.tool(ctx, req.Msg.Name, req.Msg.Version, false)
+	t, _, err := s.plane.tool(ctx, rpc.Caller(ctx).Tenant, req.Msg.Name, req.Msg.Version, false)
 	if err != nil {
 		return nil, err
 	}
@@ -123,7 +172,7 @@ func (s *toolService) ListTools(ctx context.Context, _ *connect.Request[stewardv
 	if err := s.plane.cfg.Tools.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.ListToolsResponse{Tools: s.plane.cfg.Tools.List()}), nil
+	return connect.NewResponse(&stewardv1.ListToolsResponse{Tools: s.plane.cfg.Tools.List(rpc.Caller(ctx).Tenant)}), nil
 }
 
 // parseToolFile decodes a --tools file, rejecting unknown fields so that a

@@ -188,7 +188,7 @@ func (p *Plane) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *s
 	if a.GetCompensates() != "" {
 		return c, nil
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, a.Tool, a.ToolVersion)
 	switch {
 	case errs.Is(err, errs.NotFound):
 		c.unknown = err

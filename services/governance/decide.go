@@ -131,7 +131,7 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 	if len(reasons) == 0 {
 		reasons = []string{"policy denied the action"}
 	}
-	cost, err := p.callsCost(ctx, a)
+	cost, err := p.callsCost(ctx, taskID, a)
 	if err != nil {
 		return err
 	}
@@ -150,12 +150,16 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 // revalidation after a try still paid for it. A retry's transient failure
 // records no outcome (its cost goes on the last attempt's); an unknown
 // outcome, later settled "not accepted", was charged when recorded.
-func (p *Plane) callsCost(ctx context.Context, a *stewardv1.Action) (int64, error) {
+func (p *Plane) callsCost(ctx context.Context, taskID string, a *stewardv1.Action) (int64, error) {
 	uncharged := int64(a.Attempt) - int64(a.Outcome.GetAttempt())
 	if a.Attempt == 0 || uncharged <= 0 {
 		return 0, nil
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	tenant, err := taskstore.Tenant(ctx, p.log, taskID)
+	if err != nil {
+		return 0, err
+	}
+	entry, err := p.tools.Lookup(ctx, p.log, tenant, a.Tool, a.ToolVersion)
 	if errs.Is(err, errs.NotFound) {
 		return 0, nil // no price to charge by
 	} else if err != nil {
@@ -196,7 +200,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 // approvers read, from the tool's contract and the action's stored
 // request, and what policy asks of them (a's snapshot).
 func (p *Plane) approvalFor(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (*stewardv1.Approval, error) {
-	entry, err := p.tools.Get(a.Tool, a.ToolVersion)
+	entry, err := p.tools.Get(t.Tenant, a.Tool, a.ToolVersion)
 	if err != nil {
 		return nil, err
 	}

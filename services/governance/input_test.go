@@ -400,7 +400,7 @@ func TestEvaluationLeavesInputAsItWas(t *testing.T) {
 	}
 	tk, tool, a, request := benchAction(t)
 	var cache toolFactsCache
-	facts, err := cache.of(tool)
+	facts, err := cache.of("", tool)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -442,7 +442,7 @@ func BenchmarkPolicyInput(b *testing.B) {
 	b.Run("direct", func(b *testing.B) {
 		var cache toolFactsCache
 		for b.Loop() {
-			facts, err := cache.of(tool)
+			facts, err := cache.of("", tool)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -473,7 +473,7 @@ func BenchmarkPolicyEvaluation(b *testing.B) {
 	}
 	var cache toolFactsCache
 	for b.Loop() {
-		facts, err := cache.of(tool)
+		facts, err := cache.of("", tool)
 		if err != nil {
 			b.Fatal(err)
 		}

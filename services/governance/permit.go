@@ -112,7 +112,7 @@ func (p *Plane) permitted(t *stewardv1.Task, cur *stewardv1.Action, snapshotID s
 // write weighs: the cost of the calls a made, and the task's credential
 // chain.
 func (p *Plane) readForDecision(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (int64, credentialCheck, error) {
-	cost, err := p.callsCost(ctx, a)
+	cost, err := p.callsCost(ctx, t.Contract.TaskId, a)
 	if err != nil {
 		return 0, credentialCheck{}, err
 	}

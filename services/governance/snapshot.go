@@ -162,7 +162,7 @@ func awaitsSnapshot(a *stewardv1.Action, from stewardv1.ActionStatus, round stri
 // snapshot evaluates policy for one action. A Rego error is returned (the
 // reaction retries); an undefined result is a deny, in the engine.
 func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string) (*stewardv1.PolicySnapshot, error) {
-	entry, err := p.tools.Lookup(ctx, p.log, a.Tool, a.ToolVersion)
+	entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, a.Tool, a.ToolVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, err
 	}
-	tool, err := p.toolFacts.of(entry.Tool.Contract)
+	tool, err := p.toolFacts.of(entry.Tool.Tenant, entry.Tool.Contract)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}

@@ -26,15 +26,18 @@ func newToolFacts(c *stewardv1.ToolContract) (toolFacts, error) {
 	return toolFacts{facts: facts, canonical: canonical}, nil
 }
 
-// toolFactsCache keeps toolFacts per name@version: a registered version
+// toolFactsCache keeps toolFacts per tool version: a registered version
 // never changes (toolreg), so its facts are built once. It grows with the
-// registry, which keeps every version too. Safe for concurrent use.
+// registry, which keeps every version too. A version is its tenant's
+// ("" for a global tool): two tenants' tools of one name and version are
+// two contracts, and one's facts must never stand for the other's. Safe
+// for concurrent use.
 type toolFactsCache struct {
-	byVersion sync.Map // name + "\x00" + version → toolFacts
+	byVersion sync.Map // tenant + "\x00" + name + "\x00" + version → toolFacts
 }
 
-func (c *toolFactsCache) of(contract *stewardv1.ToolContract) (toolFacts, error) {
-	key := contract.GetName() + "\x00" + contract.GetVersion()
+func (c *toolFactsCache) of(tenant string, contract *stewardv1.ToolContract) (toolFacts, error) {
+	key := tenant + "\x00" + contract.GetName() + "\x00" + contract.GetVersion()
 	if f, ok := c.byVersion.Load(key); ok {
 		return f.(toolFacts), nil
 	}

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/state"
 )
 
 // TestListBreakersShowsEachWorkersLastChange records breaker changes on a
@@ -22,7 +24,7 @@ func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
 	log := env.Log
 	change := func(worker string, to stewardv1.BreakerState) {
 		t.Helper()
-		head, _, err := log.ServiceHead(ctx, "bank")
+		head, _, err := log.ServiceHead(ctx, "", "bank")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -57,5 +59,27 @@ func TestListBreakersShowsEachWorkersLastChange(t *testing.T) {
 	}
 	if len(resp.Msg.Breakers) != 1 || resp.Msg.Breakers[0].Worker != "w1" {
 		t.Fatalf("not closed: %v", resp.Msg.Breakers)
+	}
+}
+
+// TestBreakersOfATenantsToolsAreItsOwn: ListBreakers shows a tenant the
+// global tools' breakers and its own tools', never another tenant's —
+// even of the same service key.
+func TestBreakersOfATenantsToolsAreItsOwn(t *testing.T) {
+	b := state.NewBreakers()
+	for seq, tenant := range []string{"", "acme", "beta"} {
+		c := &stewardv1.BreakerChanged{ServiceKey: "bank", Worker: "w1", Tenant: tenant, To: stewardv1.BreakerState_BREAKER_STATE_OPEN}
+		if err := b.Apply(&stewardv1.EventRecord{Sequence: uint64(seq + 1), Event: &stewardv1.Event{Payload: &stewardv1.Event_BreakerChanged{BreakerChanged: c}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tenant, want := range map[string][]string{"": {""}, "acme": {"", "acme"}, "beta": {"", "beta"}, "other": {""}} {
+		var got []string
+		for _, br := range b.List(tenant, true) {
+			got = append(got, br.Tenant)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("tenant %q sees the breakers of %q, want %q", tenant, got, want)
+		}
 	}
 }

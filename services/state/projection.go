@@ -24,7 +24,11 @@ type Projection struct {
 
 	mu    sync.RWMutex
 	tasks map[string]*view
-	order []string // task ids by creation sequence: stable paging
+	order []string // task ids by creation sequence
+	// byTenant is order for each tenant: a page token is a position in
+	// the caller's tenant's tasks alone, so that it counts no other
+	// tenant's (stable paging, and nothing told across tenants).
+	byTenant map[string][]string
 	// rejected counts events the fold refused (illegal on the log).
 	rejected int
 	// broken names the tasks whose views stopped at a refused event, and
@@ -59,7 +63,7 @@ func (v *view) index() {
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}}
+	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]string{}}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -87,6 +91,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		if !ok {
 			p.tasks[id] = v
 			p.order = append(p.order, id)
+			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], id)
 		}
 	}
 	p.progress.Advance(rec.Sequence)
@@ -213,9 +218,10 @@ func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after,
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
-	for i := after; i < len(p.order); i++ {
-		t := p.tasks[p.order[i]].task
-		if t.Tenant != tenant || len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
+	order := p.byTenant[tenant]
+	for i := after; i < len(order); i++ {
+		t := p.tasks[order[i]].task
+		if len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
 			continue
 		}
 		if len(out) == limit {

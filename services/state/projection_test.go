@@ -142,6 +142,44 @@ func TestListPagesAreStable(t *testing.T) {
 	}
 }
 
+// TestListPagesTellNothingOfOtherTenants: a tenant's pages, and the
+// page tokens that carry a position, are the same whether or not other
+// tenants made tasks in between: a token that counted every tenant's
+// tasks would tell a caller how busy the others are.
+func TestListPagesTellNothingOfOtherTenants(t *testing.T) {
+	pages := func(others int) []string {
+		env := stewardtest.NewEnv(t)
+		n := 0
+		for i := range 4 {
+			env.Append(fmt.Sprint("a", i), &stewardv1.TaskCreated{Contract: contract(i), Tenant: "acme"})
+			for j := range others {
+				env.Append(fmt.Sprint("b", i, "-", j), &stewardv1.TaskCreated{Contract: contract(j), Tenant: "globex"})
+			}
+			n += 1 + others
+		}
+		p := follow(t, env.Log)
+		if err := p.WaitFor(context.Background(), uint64(n)); err != nil {
+			t.Fatal(err)
+		}
+		var seen []string
+		after := 0
+		for {
+			page, next := p.List("acme", nil, after, 1)
+			for _, tk := range page {
+				seen = append(seen, fmt.Sprintf("%s@%d", tk.Contract.Intent, next))
+			}
+			if next == 0 {
+				return seen
+			}
+			after = next
+		}
+	}
+	alone, among := pages(0), pages(3)
+	if fmt.Sprint(alone) != fmt.Sprint(among) {
+		t.Fatalf("acme's pages alone: %v; among another tenant's tasks: %v", alone, among)
+	}
+}
+
 // TestRefusedEventMakesTheViewCorrupt stores an event that the fold must
 // refuse (a start after a cancel, validly sealed): the task's view is not
 // served as if it were current.

@@ -171,8 +171,9 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
 }
 
-// Page tokens are opaque to clients; inside they are a position in creation
-// order, which new tasks only extend, so paging is stable.
+// Page tokens are opaque to clients; inside they are a position in the
+// creation order of the caller's tenant's tasks, which new tasks only
+// extend, so paging is stable and counts no other tenant's tasks.
 const pageTokenPrefix = "v1:"
 
 func encodePageToken(pos int) string {

@@ -3079,7 +3079,8 @@ func (x *BudgetRaised) GetReason() string {
 
 // BreakerChanged records a change of one worker's circuit breaker for a
 // service key (execution plane). It lives on the service's own subject,
-// steward.service.<key>, not a task's.
+// steward.service.<key>, not a task's; a tenant's breaker on its tenant's,
+// steward.service.=<tenant>.<key> (eventlog.TenantToken).
 type BreakerChanged struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ServiceKey string                 `protobuf:"bytes,1,opt,name=service_key,json=serviceKey,proto3" json:"service_key,omitempty"`
@@ -3088,8 +3089,11 @@ type BreakerChanged struct {
 	Requests   uint32                 `protobuf:"varint,4,opt,name=requests,proto3" json:"requests,omitempty"`
 	Failures   uint32                 `protobuf:"varint,5,opt,name=failures,proto3" json:"failures,omitempty"`
 	// When open: the end of the cool-down.
-	Until         *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
-	Worker        string                 `protobuf:"bytes,7,opt,name=worker,proto3" json:"worker,omitempty"`
+	Until  *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=until,proto3" json:"until,omitempty"`
+	Worker string                 `protobuf:"bytes,7,opt,name=worker,proto3" json:"worker,omitempty"`
+	// The tenant whose tool's calls this breaker counts; empty for a global
+	// tool's (the default tenant's), whose breaker every tenant's calls share.
+	Tenant        string `protobuf:"bytes,8,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3173,11 +3177,25 @@ func (x *BreakerChanged) GetWorker() string {
 	return ""
 }
 
+func (x *BreakerChanged) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
 // ToolRegistered records a tool version in the registry (execution plane).
-// It lives on the tool's own subject, steward.tool.<name>, not a task's.
+// It lives on the tool's own subject, steward.tool.<name>, not a task's; a
+// tenant's tool on steward.tool.<name>.=<tenant> (eventlog.TenantToken),
+// in the same chain, so that one append decides whether a name is global
+// or a tenant's.
 type ToolRegistered struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contract      *ToolContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Contract *ToolContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	// The tenant of the tool-admin who registered it, from its verified
+	// identity: only that tenant's tasks see the tool. Empty is the default
+	// tenant's, the platform's: a global tool, seen by every tenant.
+	Tenant        string `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3217,6 +3235,13 @@ func (x *ToolRegistered) GetContract() *ToolContract {
 		return x.Contract
 	}
 	return nil
+}
+
+func (x *ToolRegistered) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 // EventRecord is an event as read from the log, with its stream sequence.
@@ -3910,7 +3935,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
 	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x8b\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x02\n" +
 	"\x0eBreakerChanged\x12\x1f\n" +
 	"\vservice_key\x18\x01 \x01(\tR\n" +
 	"serviceKey\x12,\n" +
@@ -3919,9 +3944,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\brequests\x18\x04 \x01(\rR\brequests\x12\x1a\n" +
 	"\bfailures\x18\x05 \x01(\rR\bfailures\x120\n" +
 	"\x05until\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x16\n" +
-	"\x06worker\x18\a \x01(\tR\x06worker\"F\n" +
+	"\x06worker\x18\a \x01(\tR\x06worker\x12\x16\n" +
+	"\x06tenant\x18\b \x01(\tR\x06tenant\"^\n" +
 	"\x0eToolRegistered\x124\n" +
-	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\"R\n" +
+	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\"R\n" +
 	"\vEventRecord\x12\x1a\n" +
 	"\bsequence\x18\x01 \x01(\x04R\bsequence\x12'\n" +
 	"\x05event\x18\x02 \x01(\v2\x11.steward.v1.EventR\x05event\"\xab\x01\n" +

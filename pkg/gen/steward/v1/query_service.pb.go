@@ -444,10 +444,13 @@ type Breaker struct {
 	Worker     string                 `protobuf:"bytes,2,opt,name=worker,proto3" json:"worker,omitempty"`
 	State      BreakerState           `protobuf:"varint,3,opt,name=state,proto3,enum=steward.v1.BreakerState" json:"state,omitempty"`
 	// When it last changed, and, when open, until when.
-	Since         *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
-	Until         *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
-	Requests      uint32                 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
-	Failures      uint32                 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+	Since    *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=since,proto3" json:"since,omitempty"`
+	Until    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=until,proto3" json:"until,omitempty"`
+	Requests uint32                 `protobuf:"varint,6,opt,name=requests,proto3" json:"requests,omitempty"`
+	Failures uint32                 `protobuf:"varint,7,opt,name=failures,proto3" json:"failures,omitempty"`
+	// The tenant whose tool's breaker this is, the caller's own; empty for a
+	// global tool's. A caller never sees another tenant's.
+	Tenant        string `protobuf:"bytes,8,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -529,6 +532,13 @@ func (x *Breaker) GetFailures() uint32 {
 		return x.Failures
 	}
 	return 0
+}
+
+func (x *Breaker) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
 }
 
 type GetTaskRequest struct {
@@ -1177,7 +1187,7 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"not_closed\x18\x01 \x01(\bR\tnotClosed\"G\n" +
 	"\x14ListBreakersResponse\x12/\n" +
-	"\bbreakers\x18\x01 \x03(\v2\x13.steward.v1.BreakerR\bbreakers\"\x8e\x02\n" +
+	"\bbreakers\x18\x01 \x03(\v2\x13.steward.v1.BreakerR\bbreakers\"\xa6\x02\n" +
 	"\aBreaker\x12\x1f\n" +
 	"\vservice_key\x18\x01 \x01(\tR\n" +
 	"serviceKey\x12\x16\n" +
@@ -1186,7 +1196,8 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x05since\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x05since\x120\n" +
 	"\x05until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12\x1a\n" +
 	"\brequests\x18\x06 \x01(\rR\brequests\x12\x1a\n" +
-	"\bfailures\x18\a \x01(\rR\bfailures\")\n" +
+	"\bfailures\x18\a \x01(\rR\bfailures\x12\x16\n" +
+	"\x06tenant\x18\b \x01(\tR\x06tenant\")\n" +
 	"\x0eGetTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\"7\n" +
 	"\x0fGetTaskResponse\x12$\n" +

@@ -1456,7 +1456,9 @@ type SubmitArtifactRequest struct {
 	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	MediaType string                 `protobuf:"bytes,3,opt,name=media_type,json=mediaType,proto3" json:"media_type,omitempty"`
 	// The content, stored by Steward. Either content, or uri with sha256
-	// and size_bytes for content stored elsewhere.
+	// and size_bytes for content stored elsewhere. A uri into Steward's own
+	// store (kv://STEWARD_RESULTS/…) must name content of this task: one of
+	// its artifacts, or one of its actions' stored results.
 	Content   []byte `protobuf:"bytes,4,opt,name=content,proto3" json:"content,omitempty"`
 	Uri       string `protobuf:"bytes,5,opt,name=uri,proto3" json:"uri,omitempty"`
 	Sha256    string `protobuf:"bytes,6,opt,name=sha256,proto3" json:"sha256,omitempty"`

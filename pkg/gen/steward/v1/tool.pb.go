@@ -674,7 +674,10 @@ type Tool struct {
 	RegisteredAt *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=registered_at,json=registeredAt,proto3" json:"registered_at,omitempty"`
 	RegisteredBy string                 `protobuf:"bytes,3,opt,name=registered_by,json=registeredBy,proto3" json:"registered_by,omitempty"`
 	// Stream sequence of the registration event.
-	Sequence      uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Sequence uint64 `protobuf:"varint,4,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	// The tenant the tool belongs to, the caller's own; empty for a global
+	// tool, which every tenant sees. A caller never sees another tenant's.
+	Tenant        string `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -737,6 +740,13 @@ func (x *Tool) GetSequence() uint64 {
 	return 0
 }
 
+func (x *Tool) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
 var File_steward_v1_tool_proto protoreflect.FileDescriptor
 
 const file_steward_v1_tool_proto_rawDesc = "" +
@@ -784,12 +794,13 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
 	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltinB\n" +
 	"\n" +
-	"\bendpoint\"\xbe\x01\n" +
+	"\bendpoint\"\xd6\x01\n" +
 	"\x04Tool\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.ToolContractR\bcontract\x12?\n" +
 	"\rregistered_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\fregisteredAt\x12#\n" +
 	"\rregistered_by\x18\x03 \x01(\tR\fregisteredBy\x12\x1a\n" +
-	"\bsequence\x18\x04 \x01(\x04R\bsequence*\xa7\x01\n" +
+	"\bsequence\x18\x04 \x01(\x04R\bsequence\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant*\xa7\x01\n" +
 	"\vEffectClass\x12\x1c\n" +
 	"\x18EFFECT_CLASS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11EFFECT_CLASS_READ\x10\x01\x12!\n" +

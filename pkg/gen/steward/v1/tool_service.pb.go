@@ -254,7 +254,8 @@ func (*ListToolsRequest) Descriptor() ([]byte, []int) {
 
 type ListToolsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The latest version of every tool, by name.
+	// The latest version of every tool the caller's tenant sees (its own and
+	// the global ones), by name.
 	Tools         []*Tool `protobuf:"bytes,1,rep,name=tools,proto3" json:"tools,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
