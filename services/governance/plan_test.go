@@ -412,3 +412,26 @@ func TestAForgedPlanApprovalIsNotActedOn(t *testing.T) {
 		})
 	}
 }
+
+// TestAForeachCountsItsItems: the plan query counts a foreach's calls by
+// its max_items, so five wires in one foreach ask a person as five
+// separate steps would.
+func TestAForeachCountsItsItems(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	p := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		{Id: "list", Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: "search", Target: "payees"}}},
+		{Id: "pay", DependsOn: []string{"list"}, Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{
+			Over: "steps.list.result", MaxItems: 5, Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_Action{Action: &stewardv1.ActionStep{Tool: "wire", TargetExpr: "item"}}}}}},
+	}}
+	hash, err := plan.Hash(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Append("p", &stewardv1.PlanSubmitted{Plan: p, PlanHash: hash})
+	tk := e.judged("p", hash, awaitingApproval)
+	if got := strings.Join(tk.PlanPolicy.Snapshot.Reasons, ";"); got != "the plan may make 5 irreversible calls, more than 3" {
+		t.Fatalf("reasons %q: want the foreach's five calls counted", got)
+	}
+}

@@ -112,10 +112,7 @@ func (p *Plane) stepFacts(ctx context.Context, t *stewardv1.Task, st *stewardv1.
 	if call == nil {
 		return facts, kind, nil, 0, nil
 	}
-	if contract, err = p.stepTool(ctx, t, call); err != nil {
-		return nil, "", nil, 0, err
-	}
-	tool, err := p.toolFacts.of(contract)
+	tool, contract, err := p.stepTool(ctx, t, call)
 	if err != nil {
 		return nil, "", nil, 0, err
 	}
@@ -123,12 +120,13 @@ func (p *Plane) stepFacts(ctx context.Context, t *stewardv1.Task, st *stewardv1.
 	return facts, kind, contract, calls, nil
 }
 
-// stepTool is the contract of the tool a plan step calls: the version it
-// names, else the one the task's contract pins, else the latest
-// registered before the task, as a proposal without a version takes. A
-// tool that is not registered (validation refuses such a plan) is shown
-// by name alone, its effect class unspecified: policy cannot judge it.
-func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1.ActionStep) (*stewardv1.ToolContract, error) {
+// stepTool is the tool a plan step calls, as policy reads it, and its
+// contract: the version the step names, else the one the task's contract
+// pins, else the latest registered before the task, as a proposal without
+// a version takes. A tool that is not registered (validation refuses such
+// a plan) is shown by name alone, its effect class unspecified: policy
+// cannot judge it. (It is not cached: its name may be registered later.)
+func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1.ActionStep) (toolFacts, *stewardv1.ToolContract, error) {
 	version := call.ToolVersion
 	if version == "" {
 		version, _ = toolpin.Find(t.Contract.GetAllowedTools(), call.Tool)
@@ -136,17 +134,20 @@ func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1
 	var entry *toolreg.Entry
 	var err error
 	if version != "" {
-		entry, err = p.tools.Lookup(ctx, p.log, call.Tool, version)
+		entry, err = p.tools.Lookup(ctx, p.log, t.Tenant, call.Tool, version)
 	} else {
-		entry, err = p.tools.LookupAsOf(ctx, p.log, call.Tool, t.CreatedSequence)
+		entry, err = p.tools.LookupAsOf(ctx, p.log, t.Tenant, call.Tool, t.CreatedSequence)
 	}
 	switch {
 	case errs.Is(err, errs.NotFound):
-		return &stewardv1.ToolContract{Name: call.Tool, Version: version}, nil
+		unknown := &stewardv1.ToolContract{Name: call.Tool, Version: version}
+		facts, err := newToolFacts(unknown)
+		return facts, unknown, err
 	case err != nil:
-		return nil, err
+		return toolFacts{}, nil, err
 	}
-	return entry.Tool.Contract, nil
+	facts, err := p.toolFacts.of(entry.Tool.Tenant, entry.Tool.Contract)
+	return facts, entry.Tool.Contract, err
 }
 
 func number(n int) json.Number { return json.Number(strconv.Itoa(n)) }
