@@ -218,6 +218,10 @@ var matrixCalls = map[string]matrixCall{
 		_, err := c.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{ParentTaskId: s.task, Contract: sub, DelegateRef: "agent:sub", RequestId: name}))
 		return err
 	}},
+	stewardv1connect.TaskServiceSubmitPlanProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.SubmitPlan(ctx, connect.NewRequest(&stewardv1.SubmitPlanRequest{TaskId: s.task, Plan: searchPlan(), RequestId: name}))
+		return err
+	}},
 	stewardv1connect.TaskServiceSubmitArtifactProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
 		_, err := c.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{TaskId: s.task, Name: "notes.md", MediaType: "text/markdown", Content: []byte("notes"), RequestId: name}))
 		return err
@@ -366,4 +370,11 @@ var matrixCalls = map[string]matrixCall{
 			Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, Description: "searched outside the ticket's scope"}))
 		return err
 	}},
+}
+
+// searchPlan is a plan of one search, which the matrix's tasks may call.
+func searchPlan() *stewardv1.Plan {
+	return &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		{Id: "find", Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: "search", Target: "index:incidents"}}},
+	}}
 }

@@ -28,7 +28,22 @@ const readmeCreate = `{"requestId": "demo-1", "contract": {
 
 func postJSON(t *testing.T, url, body string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	return postAs(t, "", url, body)
+}
+
+// postAs posts a Connect JSON request with a bearer token (none for ""),
+// as curl would.
+func postAs(t *testing.T, token, url, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,7 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceFailTaskProcedure:       withWhy(steer, "the task's agent or people, or an operator, may say it failed"),
 	stewardv1connect.TaskServiceProposeActionProcedure:  work("an action is spent against the task's credential and budget: only its agent proposes"),
 	stewardv1connect.TaskServiceReportUsageProcedure:    work("usage is charged to the task's budget as its agent reports it"),
+	stewardv1connect.TaskServiceSubmitPlanProcedure:     work("a plan is the agent's way of doing the task: only its agent writes it"),
 	stewardv1connect.TaskServiceSubmitArtifactProcedure: work("the task's result is handed in by its agent"),
 	stewardv1connect.TaskServiceMarkProducedProcedure:   work("only the agent says that its work is done (it is then reviewed)"),
 	stewardv1connect.TaskServiceRequestInputProcedure:   work("the agent asks its people a question"),

@@ -144,7 +144,8 @@ func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 	case t.Credential.GetRevoked():
 		return revokedWork(t, "mark its result produced")
 	case len(t.Progress.GetRemaining()) > 0:
-		return errs.New(errs.FailedPrecondition, "task %s still has %d actions under way (%s): produce the result when they have ended",
+		// With a plan, its unfinished steps are under way too (followPlan).
+		return errs.New(errs.FailedPrecondition, "task %s still has %d steps or actions under way (%s): produce the result when they have ended",
 			t.Contract.GetTaskId(), len(t.Progress.Remaining), strings.Join(t.Progress.Remaining, ", "))
 	case pr.Round != uint32(len(t.Acceptance))+1:
 		return errs.New(errs.FailedPrecondition, "task %s: the next acceptance round is %d, not %d", t.Contract.GetTaskId(), len(t.Acceptance)+1, pr.Round)

@@ -11,7 +11,8 @@ import (
 //     for approval while any approval is open, else running. A paused task
 //     keeps its pause; what it resumes to follows instead. Other statuses
 //     (compensating, waiting for input, suspended, ended) are left alone.
-//   - its progress: which actions are done, failed or remaining.
+//   - its progress: which actions are done, failed or remaining; with a
+//     plan, remaining is the plan's unfinished steps first (followPlan).
 //   - while compensating, the actions still to undo (followCompensations).
 func followLedger(t *stewardv1.Task) {
 	var unknownID, awaitingID string
@@ -63,6 +64,9 @@ func followLedger(t *stewardv1.Task) {
 			}
 		}
 		t.Progress = progress
+	}
+	if t.Plan != nil {
+		followPlan(t)
 	}
 	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 		followCompensations(t)

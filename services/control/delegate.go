@@ -70,9 +70,6 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	if err := checkDuties(contract, principal, req.DelegateRef); err != nil {
-		return nil, false, err
-	}
 	if prior == nil {
 		// A retry of a delegation already made is answered as it was;
 		// only a new one must find the parent fit to delegate.
@@ -80,14 +77,8 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 			return nil, false, err
 		}
 	}
-	pc := parent.Credential.GetCredential()
-	if pc == nil {
-		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s has no credential yet: governance issues it when the task is created; try again", req.ParentTaskId)
-	}
-	if err := credential.Narrows(pc, contract); err != nil {
-		return nil, false, err
-	}
-	if err := sameCurrency(contract, pc, parent.Contract); err != nil {
+	pc, err := delegable(contract, principal, req.DelegateRef, parent)
+	if err != nil {
 		return nil, false, err
 	}
 	hop := &stewardv1.Delegation{FromRef: pc.Principal, ToRef: req.DelegateRef, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(now)}
@@ -116,6 +107,31 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		}
 	}
 	return t, created, err
+}
+
+// delegable checks contract as a delegation of parent's work by principal
+// to delegate: its duties kept apart (checkDuties), and its every bound
+// within the parent's credential. An unset cost cap takes the parent's
+// currency, so contract may change (sameCurrency). It returns the
+// parent's credential. The contract must be checked as a client's first
+// (validateClientContract), with its unknown fields dropped
+// (knownFieldsOnly). DelegateTask and a plan's sub-task steps check a
+// contract with it.
+func delegable(contract *stewardv1.TaskContract, principal, delegate string, parent *stewardv1.Task) (*stewardv1.TaskCredential, error) {
+	if err := checkDuties(contract, principal, delegate); err != nil {
+		return nil, err
+	}
+	pc := parent.Credential.GetCredential()
+	if pc == nil {
+		return nil, errs.New(errs.FailedPrecondition, "parent task %s has no credential yet: governance issues it when the task is created; try again", parent.Contract.GetTaskId())
+	}
+	if err := credential.Narrows(pc, contract); err != nil {
+		return nil, err
+	}
+	if err := sameCurrency(contract, pc, parent.Contract); err != nil {
+		return nil, err
+	}
+	return pc, nil
 }
 
 // validateDelegate checks a DelegateTask request and names the first field

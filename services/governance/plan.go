@@ -38,19 +38,16 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 	if err != nil {
 		return err
 	}
-	current := func(t *stewardv1.Task) bool {
-		return t.PlanPolicy.GetVersion() == version && t.PlanPolicy.GetPlanHash() == hash
+	inForce := func(t *stewardv1.Task, g stewardv1.PlanGovernance) bool {
+		return t.Plan.GetVersion() == version && t.Plan.GetPlanHash() == hash && t.Plan.GetGovernance() == g
 	}
-	if !current(t) {
-		return nil
-	}
-	if t.PlanPolicy.Snapshot == nil {
-		snap, err := p.planSnapshot(ctx, t, s, rec.Event.GetActor().GetPrincipal(), roundProposal)
+	if inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING) {
+		snap, err := p.planSnapshot(ctx, t, roundProposal)
 		if err != nil {
 			return err
 		}
 		t, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-			if !current(t) || t.PlanPolicy.Snapshot != nil {
+			if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING) {
 				return nil, nil
 			}
 			return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypePlanEvaluated), rec.Event),
@@ -60,13 +57,12 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 			return err
 		}
 	}
-	pp := t.PlanPolicy
-	if !current(t) || pp.Snapshot.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL || pp.Approval != nil || pp.VerifiedApprovalId != "" {
+	if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL) || t.Plan.Approval != nil {
 		return nil
 	}
 	approval := p.planApprovalFor(t)
 	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if !current(t) || t.PlanPolicy.Approval != nil || t.PlanPolicy.Snapshot.GetSnapshotId() != pp.Snapshot.SnapshotId {
+		if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL) || t.Plan.Approval != nil {
 			return nil, nil
 		}
 		return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypeApprovalRequired), rec.Event), &stewardv1.ApprovalRequested{Approval: approval})
@@ -74,61 +70,46 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 	return err
 }
 
-// planSnapshot evaluates the plan query for version s of t's plan,
-// submitted by submittedBy, in round. A Rego error is returned (the
-// reaction retries); an undefined result is a deny, in the engine.
-func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, s *stewardv1.PlanSubmitted, submittedBy, round string) (*stewardv1.PolicySnapshot, error) {
-	input, inputHash, err := p.planInput(ctx, t, s, submittedBy)
+// planSnapshot evaluates the plan query for t's plan in force, in round.
+// A Rego error is returned (the reaction retries); an undefined result is
+// a deny, in the engine.
+func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, round string) (*stewardv1.PolicySnapshot, error) {
+	ps := t.Plan
+	input, inputHash, err := p.planInput(ctx, t)
 	if err != nil {
-		return nil, errs.Wrap(errs.Internal, err, "plan policy input for version %d", s.GetPlan().GetVersion())
+		return nil, errs.Wrap(errs.Internal, err, "plan policy input for version %d", ps.Version)
 	}
 	res, err := p.engine.EvaluatePlan(ctx, input)
 	if p.evaluated != nil {
 		p.evaluated()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("evaluate plan policy for version %d: %w", s.GetPlan().GetVersion(), err)
+		return nil, fmt.Errorf("evaluate plan policy for version %d: %w", ps.Version, err)
 	}
-	id := planSnapshotID(t.Contract.GetTaskId(), s.GetPlan().GetVersion(), s.PlanHash, round)
+	id := planSnapshotID(t.Contract.GetTaskId(), ps.Version, ps.PlanHash, round)
 	return p.snapshotOf(id, res, inputHash, t.Contract.GetRiskTier()), nil
 }
 
-// planApprovalFor is the approval governance opens for t's latest plan
-// version, as its snapshot asks: bound to the version's hash, its
-// submitter the proposer who may not approve it. Approvers read the plan
-// itself with the task (GetTask), and name its hash when they decide.
+// planApprovalFor is the approval governance opens for t's plan in force,
+// as its snapshot asks: bound to the version's hash, its submitter the
+// proposer who may not approve it. Approvers read the plan itself with
+// the task (GetTask), and name its hash when they decide.
 func (p *Plane) planApprovalFor(t *stewardv1.Task) *stewardv1.Approval {
-	pp := t.PlanPolicy
-	roles := pp.Snapshot.GetRequiredApproverRoles()
+	ps := t.Plan
+	roles := ps.Snapshot.GetRequiredApproverRoles()
 	if len(roles) == 0 {
 		roles = []string{DefaultApproverRole}
 	}
 	return &stewardv1.Approval{
-		ApprovalId:        planApprovalID(t.Contract.GetTaskId(), pp.Version, pp.PlanHash),
+		ApprovalId:        planApprovalID(t.Contract.GetTaskId(), ps.Version, ps.PlanHash),
 		TaskId:            t.Contract.GetTaskId(),
-		PlanVersion:       pp.Version,
-		PlanHash:          pp.PlanHash,
+		PlanVersion:       ps.Version,
+		PlanHash:          ps.PlanHash,
 		RequiredRoles:     roles,
-		RequestedBy:       pp.SubmittedBy,
-		PolicyReasons:     pp.Snapshot.GetReasons(),
-		ExpectedImpact:    fmt.Sprintf("lets version %d of the task's plan start; each of its steps' actions is still judged by policy when it runs", pp.Version),
+		RequestedBy:       ps.SubmittedBy,
+		PolicyReasons:     ps.Snapshot.GetReasons(),
+		ExpectedImpact:    fmt.Sprintf("lets version %d of the task's plan start; each of its steps' actions is still judged by policy when it runs", ps.Version),
 		RequestedAt:       timestamppb.New(p.now()),
-		RequiredApprovals: pp.Snapshot.GetRequiredApprovals(),
+		RequiredApprovals: ps.Snapshot.GetRequiredApprovals(),
 	}
-}
-
-// submittedPlan reads from the log the PlanSubmitted of t's latest plan
-// version, and who submitted it.
-func (p *Plane) submittedPlan(ctx context.Context, t *stewardv1.Task) (*stewardv1.PlanSubmitted, string, error) {
-	recs, err := p.log.Read(ctx, t.Contract.GetTaskId())
-	if err != nil {
-		return nil, "", err
-	}
-	pp := t.PlanPolicy
-	for i := len(recs) - 1; i >= 0; i-- {
-		if s := recs[i].Event.GetPlanSubmitted(); s != nil && s.GetPlan().GetVersion() == pp.GetVersion() && s.PlanHash == pp.GetPlanHash() {
-			return s, recs[i].Event.GetActor().GetPrincipal(), nil
-		}
-	}
-	return nil, "", errs.New(errs.NotFound, "task %s has no plan version %d on its log", t.Contract.GetTaskId(), pp.GetVersion())
 }

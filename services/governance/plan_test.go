@@ -33,28 +33,62 @@ func (e *govEnv) submitPlan(t *testing.T, taskID string, version uint32, tools .
 	for i, tool := range tools {
 		p.Steps = append(p.Steps, &stewardv1.Step{Id: fmt.Sprintf("s%d", i), Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: tool, Target: "acct:1"}}})
 	}
+	return e.submit(t, taskID, p)
+}
+
+// submit records plan p of taskID as SubmitPlan does: hashed, and, when
+// it revises the plan in force, with the revision.
+func (e *govEnv) submit(t *testing.T, taskID string, p *stewardv1.Plan) string {
+	t.Helper()
 	hash, err := plan.Hash(p)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := stewardtest.Event(t, taskID, &stewardv1.PlanSubmitted{Plan: p, PlanHash: hash})
+	s := &stewardv1.PlanSubmitted{Plan: p, PlanHash: hash}
+	if cur := e.WaitTask(taskID, func(*stewardv1.Task) bool { return true }).Plan; cur != nil {
+		r, err := plan.Diff(cur.Plan, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Revision = &stewardv1.PlanRevision{ReplacesVersion: cur.Version, Kept: r.Kept, Changed: r.Changed, Added: r.Added, Withdrawn: r.Withdrawn}
+	}
+	ev := stewardtest.Event(t, taskID, s)
 	ev.Actor.Principal = planner
 	e.AppendEvents(taskID, ev)
 	return hash
 }
 
-// judged waits until governance has evaluated the plan version with hash,
-// and returns the task then.
-func (e *govEnv) judged(taskID, hash string, ok func(*stewardv1.PlanPolicy) bool) *stewardv1.Task {
+// judged waits until governance has judged the plan version with hash,
+// and ok holds of it; it returns the task then.
+func (e *govEnv) judged(taskID, hash string, ok func(*stewardv1.PlanState) bool) *stewardv1.Task {
 	return e.WaitTask(taskID, func(tk *stewardv1.Task) bool {
-		pp := tk.PlanPolicy
-		return pp.GetPlanHash() == hash && pp.Snapshot != nil && ok(pp)
+		ps := tk.Plan
+		return ps.GetPlanHash() == hash && ps.GetGovernance() != stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING && ok(ps)
 	})
 }
 
-func anyJudgement(*stewardv1.PlanPolicy) bool { return true }
+func anyJudgement(*stewardv1.PlanState) bool { return true }
 
-func awaitingApproval(pp *stewardv1.PlanPolicy) bool { return pp.Approval != nil }
+func awaitingApproval(ps *stewardv1.PlanState) bool { return ps.Approval != nil }
+
+// approvedOrNot is a plan judged after its approval.
+func approvedOrNot(ps *stewardv1.PlanState) bool {
+	return ps.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL
+}
+
+// stopped says why governance stopped tk's plan for good, or "".
+func stopped(tk *stewardv1.Task) string {
+	switch ps := tk.Plan; ps.GetGovernance() {
+	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_DENIED:
+		return "denied: " + strings.Join(ps.Snapshot.GetReasons(), "; ")
+	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_REJECTED:
+		return "rejected by " + ps.Approval.GetDecidedBy()
+	}
+	return ""
+}
+
+// standing is where tk's plan stands, in words.
+func standing(tk *stewardv1.Task) string { return task.PlanGovernanceName(tk.Plan.GetGovernance()) }
 
 // votePlan decides the approval of taskID's plan version with hash.
 func (e *govEnv) votePlan(approvalID, hash string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
@@ -118,9 +152,9 @@ func TestPlanAllowed(t *testing.T) {
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, "search", "search", "wire")
 	tk := e.judged("p", hash, anyJudgement)
-	snap := tk.PlanPolicy.Snapshot
-	if snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || !task.PlanMayStart(tk) || tk.PlanPolicy.Approval != nil {
-		t.Fatalf("plan policy %v: want an allow, the plan free to start", tk.PlanPolicy)
+	snap := tk.Plan.Snapshot
+	if snap.Decision != stewardv1.PolicyDecision_POLICY_DECISION_ALLOW || !task.PlanRuns(tk.Plan) || tk.Plan.Approval != nil {
+		t.Fatalf("plan policy %v: want an allow, the plan free to start", tk.Plan)
 	}
 	if snap.RiskTier != stewardv1.RiskTier_RISK_TIER_HIGH || snap.BundleRevision == "" || snap.InputHash == "" {
 		t.Errorf("snapshot %v: want the risk of its irreversible step, the bundle's revision and the input's hash", snap)
@@ -149,9 +183,9 @@ func TestPlanDenied(t *testing.T) {
 	// its effect class cannot be judged.
 	hash := e.submitPlan(t, "p", 1, "search", "ghost")
 	tk := e.judged("p", hash, anyJudgement)
-	if tk.PlanPolicy.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_DENY || task.PlanMayStart(tk) ||
-		!strings.Contains(task.PlanRefused(tk), `step "s1" calls tool "ghost"`) {
-		t.Fatalf("plan policy %v, refused %q: want a deny naming the step", tk.PlanPolicy, task.PlanRefused(tk))
+	if tk.Plan.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_DENY || task.PlanRuns(tk.Plan) ||
+		!strings.Contains(stopped(tk), `step "s1" calls tool "ghost"`) {
+		t.Fatalf("plan policy %v, refused %q: want a deny naming the step", tk.Plan, stopped(tk))
 	}
 	e.Settle(governance.PlaneName)
 	if n := e.counts(t, "p"); n[event.TypeApprovalRequired] != 0 {
@@ -166,8 +200,8 @@ func TestABundleWithoutAPlanRuleAllowsPlans(t *testing.T) {
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
 	tk := e.judged("p", hash, anyJudgement)
-	if !task.PlanMayStart(tk) || tk.PlanPolicy.Snapshot.Reasons[0] != policy.NoPlanRule {
-		t.Fatalf("plan policy %v: want the allow of a bundle with no plan rule", tk.PlanPolicy)
+	if !task.PlanRuns(tk.Plan) || tk.Plan.Snapshot.Reasons[0] != policy.NoPlanRule {
+		t.Fatalf("plan policy %v: want the allow of a bundle with no plan rule", tk.Plan)
 	}
 }
 
@@ -182,8 +216,8 @@ func TestPlanApproval(t *testing.T) {
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
 	tk := e.judged("p", hash, awaitingApproval)
-	ap := tk.PlanPolicy.Approval
-	if task.PlanMayStart(tk) || ap.PlanHash != hash || ap.PlanVersion != 1 || ap.ActionId != "" || ap.RequestedBy != planner ||
+	ap := tk.Plan.Approval
+	if task.PlanRuns(tk.Plan) || ap.PlanHash != hash || ap.PlanVersion != 1 || ap.ActionId != "" || ap.RequestedBy != planner ||
 		strings.Join(ap.RequiredRoles, ",") != "authorizer" || !strings.Contains(strings.Join(ap.PolicyReasons, ";"), "4 irreversible calls") {
 		t.Fatalf("approval %v: want one of plan version 1, bound to %s, asked of the authorizer", ap, hash)
 	}
@@ -221,12 +255,12 @@ func TestPlanApproval(t *testing.T) {
 	if decided.Decision != approve || decided.DecidedBy != "user:di" {
 		t.Fatalf("decided %v", decided)
 	}
-	tk = e.judged("p", hash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
-	if !task.PlanMayStart(tk) || tk.PlanPolicy.VerifiedApprovalId != ap.ApprovalId ||
-		tk.PlanPolicy.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL {
-		t.Fatalf("plan policy %v: want the approved plan free to start", tk.PlanPolicy)
+	tk = e.judged("p", hash, approvedOrNot)
+	if !task.PlanRuns(tk.Plan) || standing(tk) != "approved" || tk.Plan.Approval.ApprovalId != ap.ApprovalId ||
+		tk.Plan.Snapshot.Decision != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL {
+		t.Fatalf("plan policy %v: want the approved plan free to start", tk.Plan)
 	}
-	if v := tk.PlanPolicy.Approval.Votes[0]; v.Signed == nil {
+	if v := tk.Plan.Approval.Votes[0]; v.Signed == nil {
 		t.Fatal("the vote is not signed")
 	}
 	// Redelivered, nothing is recorded twice.
@@ -244,14 +278,14 @@ func TestPlanRejected(t *testing.T) {
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
-	ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
 	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), reject); err != nil {
 		t.Fatal(err)
 	}
 	e.Settle(governance.PlaneName)
 	tk := e.judged("p", hash, anyJudgement)
-	if task.PlanMayStart(tk) || !strings.Contains(task.PlanRefused(tk), "rejected by user:di") {
-		t.Fatalf("plan policy %v, refused %q: want the plan refused", tk.PlanPolicy, task.PlanRefused(tk))
+	if task.PlanRuns(tk.Plan) || !strings.Contains(stopped(tk), "rejected by user:di") {
+		t.Fatalf("plan policy %v, refused %q: want the plan refused", tk.Plan, stopped(tk))
 	}
 	if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 1 {
 		t.Fatalf("%d evaluations after a rejection, want 1", n[event.TypePlanEvaluated])
@@ -268,9 +302,9 @@ func TestARevisionNeedsItsOwnApproval(t *testing.T) {
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	oldHash := e.submitPlan(t, "p", 1, wires...)
-	old := e.judged("p", oldHash, awaitingApproval).PlanPolicy.Approval
+	old := e.judged("p", oldHash, awaitingApproval).Plan.Approval
 	newHash := e.submitPlan(t, "p", 2, append([]string{"search"}, wires...)...)
-	fresh := e.judged("p", newHash, awaitingApproval).PlanPolicy.Approval
+	fresh := e.judged("p", newHash, awaitingApproval).Plan.Approval
 	if fresh.ApprovalId == old.ApprovalId || fresh.PlanHash != newHash || fresh.PlanVersion != 2 {
 		t.Fatalf("the revision's approval %v: want its own, bound to %s", fresh, newHash)
 	}
@@ -288,15 +322,15 @@ func TestARevisionNeedsItsOwnApproval(t *testing.T) {
 	if _, err := taskstore.Update(context.Background(), e.Log, "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
 		t.Errorf("appending a vote on the closed approval: %v, want the fold's refusal", err)
 	}
-	if tk := e.judged("p", newHash, anyJudgement); task.PlanMayStart(tk) {
-		t.Fatalf("the revision may start before its approval: %v", tk.PlanPolicy)
+	if tk := e.judged("p", newHash, anyJudgement); task.PlanRuns(tk.Plan) {
+		t.Fatalf("the revision may start before its approval: %v", tk.Plan)
 	}
 	if _, err := e.votePlan(fresh.ApprovalId, newHash, authorizer("user:di"), approve); err != nil {
 		t.Fatal(err)
 	}
-	tk := e.judged("p", newHash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
-	if !task.PlanMayStart(tk) || tk.PlanPolicy.VerifiedApprovalId != fresh.ApprovalId {
-		t.Fatalf("plan policy %v: want the revision free to start under its own approval", tk.PlanPolicy)
+	tk := e.judged("p", newHash, approvedOrNot)
+	if !task.PlanRuns(tk.Plan) || standing(tk) != "approved" || tk.Plan.Approval.ApprovalId != fresh.ApprovalId {
+		t.Fatalf("plan policy %v: want the revision free to start under its own approval", tk.Plan)
 	}
 }
 
@@ -320,7 +354,7 @@ func TestAForgedVoteDoesNotApproveAPlan(t *testing.T) {
 			e.start(t, settings...)
 			e.create(t, "p", "user:ana", planContract())
 			hash := e.submitPlan(t, "p", 1, wires...)
-			ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+			ap := e.judged("p", hash, awaitingApproval).Plan.Approval
 			e.Append("p", &stewardv1.ApprovalDecided{ApprovalId: ap.ApprovalId, PlanHash: hash, Decision: approve, DecidedBy: "user:mallory"})
 			if genuine {
 				if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); err != nil {
@@ -329,8 +363,8 @@ func TestAForgedVoteDoesNotApproveAPlan(t *testing.T) {
 			}
 			e.Settle(governance.PlaneName)
 			tk := e.judged("p", hash, anyJudgement)
-			if tk.PlanPolicy.Approval.Decision != approve || task.PlanMayStart(tk) {
-				t.Fatalf("plan policy %v: want the approval folded and the plan not free to start", tk.PlanPolicy)
+			if tk.Plan.Approval.Decision != approve || task.PlanRuns(tk.Plan) {
+				t.Fatalf("plan policy %v: want the approval folded and the plan not free to start", tk.Plan)
 			}
 			if n := e.counts(t, "p"); n[event.TypePlanEvaluated] != 1 {
 				t.Fatalf("%d evaluations recorded after a forged vote, want 1", n[event.TypePlanEvaluated])
@@ -357,7 +391,7 @@ func TestPolicyChangedAfterThePlanApproval(t *testing.T) {
 	e.start(t, func(c *governance.Config) { c.Engine = engine })
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, "search")
-	ap := e.judged("p", hash, awaitingApproval).PlanPolicy.Approval
+	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
 	writePlanRule(t, dir, planRule("require_approval", "security"))
 	if changed, err := engine.Reload(context.Background()); !changed || err != nil {
 		t.Fatalf("reload: %v, %v", changed, err)
@@ -365,9 +399,9 @@ func TestPolicyChangedAfterThePlanApproval(t *testing.T) {
 	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); err != nil {
 		t.Fatal(err)
 	}
-	tk := e.judged("p", hash, func(pp *stewardv1.PlanPolicy) bool { return pp.VerifiedApprovalId != "" })
-	if task.PlanMayStart(tk) || !strings.Contains(task.PlanRefused(tk), "policy changed after the approval: it now asks for approval by security, not authorizer; submit the plan again") {
-		t.Fatalf("plan policy %v, refused %q: want the plan denied, saying policy changed", tk.PlanPolicy, task.PlanRefused(tk))
+	tk := e.judged("p", hash, approvedOrNot)
+	if task.PlanRuns(tk.Plan) || !strings.Contains(stopped(tk), "policy changed after the approval: it now asks for approval by security, not authorizer; submit the plan again") {
+		t.Fatalf("plan policy %v, refused %q: want the plan denied, saying policy changed", tk.Plan, stopped(tk))
 	}
 }
 
@@ -403,11 +437,11 @@ func TestAForgedPlanApprovalIsNotActedOn(t *testing.T) {
 			}
 			e.Settle(governance.PlaneName)
 			tk := e.judged("p", hash, anyJudgement)
-			if task.PlanMayStart(tk) || e.counts(t, "p")[event.TypePlanEvaluated] != tt.evaluations {
-				t.Fatalf("plan policy %v: want the plan not to start, after %d evaluations", tk.PlanPolicy, tt.evaluations)
+			if task.PlanRuns(tk.Plan) || e.counts(t, "p")[event.TypePlanEvaluated] != tt.evaluations {
+				t.Fatalf("plan policy %v: want the plan not to start, after %d evaluations", tk.Plan, tt.evaluations)
 			}
-			if tt.evaluations == 2 && !strings.Contains(task.PlanRefused(tk), "it now asks for approval by authorizer, not intern") {
-				t.Fatalf("refused %q: want the evaluation after the approval to say policy asks the authorizer", task.PlanRefused(tk))
+			if tt.evaluations == 2 && !strings.Contains(stopped(tk), "it now asks for approval by authorizer, not intern") {
+				t.Fatalf("refused %q: want the evaluation after the approval to say policy asks the authorizer", stopped(tk))
 			}
 		})
 	}
@@ -431,7 +465,7 @@ func TestAForeachCountsItsItems(t *testing.T) {
 	}
 	e.Append("p", &stewardv1.PlanSubmitted{Plan: p, PlanHash: hash})
 	tk := e.judged("p", hash, awaitingApproval)
-	if got := strings.Join(tk.PlanPolicy.Snapshot.Reasons, ";"); got != "the plan may make 5 irreversible calls, more than 3" {
+	if got := strings.Join(tk.Plan.Snapshot.Reasons, ";"); got != "the plan may make 5 irreversible calls, more than 3" {
 		t.Fatalf("reasons %q: want the foreach's five calls counted", got)
 	}
 }

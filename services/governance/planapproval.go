@@ -25,17 +25,17 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		if t.Tenant != who.Tenant {
 			return nil, approvalNotFound(req.ApprovalId)
 		}
-		pp := t.PlanPolicy
-		ap := pp.GetApproval()
+		ps := t.Plan
+		ap := ps.GetApproval()
 		switch {
 		case ap.GetApprovalId() != req.ApprovalId:
-			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: the plan was revised (version %d is the latest), and a revision needs an approval of its own", req.ApprovalId, pp.GetVersion())
+			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: the plan was revised (version %d is in force), and a revision needs an approval of its own", req.ApprovalId, ps.GetVersion())
 		case ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
 		case req.PlanHash != ap.PlanHash:
 			return nil, errs.Field("plan_hash", "%s is not the hash of the plan this approval is for (%s); an approval binds to one plan version", errs.Quote(req.PlanHash), ap.PlanHash)
 		}
-		subject := voteSubject{what: "the plan", proposed: "submitted the plan", by: []string{pp.SubmittedBy}}
+		subject := voteSubject{what: "the plan", proposed: "submitted the plan", by: []string{ps.SubmittedBy}}
 		if err := mayVoteOn(t, ap, subject, who, req.Decision); err != nil {
 			return nil, err
 		}
@@ -54,7 +54,7 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 // be signed by this plane, the approval must be the one governance opens
 // for the version (its id, proposer, roles and count), and policy is
 // evaluated again. Then the plan's evaluation is recorded anew, naming
-// the approval: that is what lets it start (task.PlanMayStart). If
+// the approval: that is what approves it (task.PlanRuns). If
 // policy changed meanwhile (a deny, other roles, more approvers), that
 // evaluation denies the version, which must be submitted again.
 // Anything that does not hold is logged and nothing is recorded: the plan
@@ -65,12 +65,13 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 	if err != nil {
 		return err
 	}
-	pp := t.PlanPolicy
-	ap := pp.GetApproval()
-	asked := planSnapshotID(taskID, pp.GetVersion(), pp.GetPlanHash(), roundProposal)
-	if ap.GetApprovalId() != d.ApprovalId || ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || pp.Snapshot.GetSnapshotId() != asked {
-		// Revised since; short of its approvals; or judged after the
-		// approval already (a redelivery).
+	ps := t.Plan
+	ap := ps.GetApproval()
+	asked := planSnapshotID(taskID, ps.GetVersion(), ps.GetPlanHash(), roundProposal)
+	if ps.GetGovernance() != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL || ap.GetApprovalId() != d.ApprovalId ||
+		ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || ps.Snapshot.GetSnapshotId() != asked {
+		// Revised since; short of its approvals; judged after the
+		// approval already (a redelivery); or not judged by governance.
 		return nil
 	}
 	want := p.planApprovalFor(t)
@@ -80,7 +81,7 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 		// governance's could ask other roles, fewer people, or let the
 		// submitter approve their own plan.
 		p.logger.Error("plan approval refused, the plan does not start: approval "+ap.ApprovalId+" is not the one governance opens for version "+want.ApprovalId,
-			"task", taskID, "plan_version", pp.Version)
+			"task", taskID, "plan_version", ps.Version)
 		return nil
 	}
 	if p.signer != nil {
@@ -92,11 +93,7 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 	if !p.votesHold(taskID, ap) {
 		return nil
 	}
-	s, by, err := p.submittedPlan(ctx, t)
-	if err != nil {
-		return err
-	}
-	fresh, err := p.planSnapshot(ctx, t, s, by, roundApproved)
+	fresh, err := p.planSnapshot(ctx, t, roundApproved)
 	if err != nil {
 		return err
 	}
@@ -105,12 +102,12 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 		fresh.Reasons = append([]string{"policy changed after the approval: " + why + "; submit the plan again"}, fresh.Reasons...)
 	}
 	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		cur := t.PlanPolicy
-		if cur.GetPlanHash() != pp.PlanHash || cur.GetVersion() != pp.Version || cur.Snapshot.GetSnapshotId() != asked || !proto.Equal(cur.Approval, ap) {
+		cur := t.Plan
+		if cur.GetPlanHash() != ps.PlanHash || cur.GetVersion() != ps.Version || cur.GetGovernance() != ps.Governance || !proto.Equal(cur.Approval, ap) {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, planEventID(taskID, pp.Version, pp.PlanHash, event.TypePlanEvaluated, ap.ApprovalId), rec.Event),
-			&stewardv1.PlanEvaluated{Version: pp.Version, PlanHash: pp.PlanHash, Snapshot: fresh, ApprovalId: ap.ApprovalId})
+		return event.New(p.meta(taskID, planEventID(taskID, ps.Version, ps.PlanHash, event.TypePlanEvaluated, ap.ApprovalId), rec.Event),
+			&stewardv1.PlanEvaluated{Version: ps.Version, PlanHash: ps.PlanHash, Snapshot: fresh, ApprovalId: ap.ApprovalId})
 	})
 	return err
 }

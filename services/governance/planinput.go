@@ -11,13 +11,14 @@ import (
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
-// planInput builds the input document of the plan query for version s of
-// t's plan (docs/plans.md, "Plan policy"), and the hash of its canonical
+// planInput builds the input document of the plan query for t's plan in
+// force (docs/plans.md, "Plan policy"), and the hash of its canonical
 // form. Each step that calls a tool is shown with the tool's contract as
 // the action query sees it, and with the most calls it can make: one,
 // or a foreach's max_items.
-func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task, s *stewardv1.PlanSubmitted, submittedBy string) (map[string]any, string, error) {
-	planFacts, err := protoFacts(s.GetPlan().ProtoReflect())
+func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]any, string, error) {
+	ps := t.Plan
+	planFacts, err := protoFacts(ps.GetPlan().ProtoReflect())
 	if err != nil {
 		return nil, "", err
 	}
@@ -27,16 +28,16 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task, s *stewardv1.P
 	}
 	taskFacts["status"] = t.Status.String()
 	revision := any(nil)
-	if s.Revision != nil {
-		if revision, err = protoFacts(s.Revision.ProtoReflect()); err != nil {
+	if ps.Revision != nil {
+		if revision, err = protoFacts(ps.Revision.ProtoReflect()); err != nil {
 			return nil, "", err
 		}
 	}
-	steps := make([]any, 0, len(s.GetPlan().GetSteps()))
+	steps := make([]any, 0, len(ps.GetPlan().GetSteps()))
 	effects := map[string]int{}
 	kinds := map[string]int{}
 	calls := 0
-	for _, st := range s.GetPlan().GetSteps() {
+	for _, st := range ps.GetPlan().GetSteps() {
 		facts, kind, tool, n, err := p.stepFacts(ctx, t, st)
 		if err != nil {
 			return nil, "", err
@@ -49,7 +50,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task, s *stewardv1.P
 		}
 	}
 	counts := map[string]any{"steps": number(len(steps)), "calls": number(calls), "kinds": numbers(kinds), "effects": numbers(effects)}
-	planMeta := map[string]any{"version": number(int(s.GetPlan().GetVersion())), "hash": s.PlanHash, "submitted_by": validUTF8(submittedBy)}
+	planMeta := map[string]any{"version": number(int(ps.Version)), "hash": ps.PlanHash, "submitted_by": validUTF8(ps.SubmittedBy)}
 	credential := credentialFacts(t)
 	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
 	input := map[string]any{

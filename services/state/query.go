@@ -82,13 +82,15 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 
 // GetTask serves the task's view, read-your-writes, without the inline
 // results of a caller who may not read its content (hideContent); as
-// GetAction and ListTasks.
+// GetAction and ListTasks. A plan is shown with its next steps
+// (showReady).
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
 		return nil, err
 	}
 	s.plane.hideContent(rpc.Caller(ctx), func() parties { return partiesOf(t) }, t.Actions...)
+	showReady(t)
 	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
 }
 

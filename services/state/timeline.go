@@ -111,13 +111,7 @@ func summary(ev *stewardv1.Event, note string) string {
 			return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
 		}
 		return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
-	case *stewardv1.Event_PlanEvaluated:
-		e := p.PlanEvaluated
-		s := fmt.Sprintf("Policy %s said %s for plan version %d (hash %.12s…)", shortRev(e.Snapshot.GetBundleRevision()), decisionName(e.Snapshot.GetDecision()), e.Version, e.PlanHash)
-		if e.ApprovalId != "" {
-			s += ", after approval " + e.ApprovalId
-		}
-		return withReason(s, strings.Join(e.Snapshot.GetReasons(), "; "))
+
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
 	case *stewardv1.Event_ActionPermitted:
@@ -157,6 +151,9 @@ func summary(ev *stewardv1.Event, note string) string {
 			return s
 		}
 		if s := responsibilitySummary(ev); s != "" {
+			return s
+		}
+		if s := planSummary(ev); s != "" {
 			return s
 		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)

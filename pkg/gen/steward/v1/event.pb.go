@@ -1590,89 +1590,6 @@ func (x *PlanSubmitted) GetRevision() *PlanRevision {
 	return nil
 }
 
-// PlanRevision is the difference between a plan version and the one it
-// replaces, by step id (pkg/plan.Diff).
-type PlanRevision struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	ReplacesVersion uint32                 `protobuf:"varint,1,opt,name=replaces_version,json=replacesVersion,proto3" json:"replaces_version,omitempty"`
-	// Steps whose definition is unchanged: their state, and their action if
-	// they have one (in flight or done), carry over.
-	Kept []string `protobuf:"bytes,2,rep,name=kept,proto3" json:"kept,omitempty"`
-	// Steps of the same id with a new definition.
-	Changed []string `protobuf:"bytes,3,rep,name=changed,proto3" json:"changed,omitempty"`
-	// Steps the new version adds.
-	Added []string `protobuf:"bytes,4,rep,name=added,proto3" json:"added,omitempty"`
-	// Steps the new version leaves out.
-	Withdrawn     []string `protobuf:"bytes,5,rep,name=withdrawn,proto3" json:"withdrawn,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PlanRevision) Reset() {
-	*x = PlanRevision{}
-	mi := &file_steward_v1_event_proto_msgTypes[14]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PlanRevision) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PlanRevision) ProtoMessage() {}
-
-func (x *PlanRevision) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[14]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PlanRevision.ProtoReflect.Descriptor instead.
-func (*PlanRevision) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
-}
-
-func (x *PlanRevision) GetReplacesVersion() uint32 {
-	if x != nil {
-		return x.ReplacesVersion
-	}
-	return 0
-}
-
-func (x *PlanRevision) GetKept() []string {
-	if x != nil {
-		return x.Kept
-	}
-	return nil
-}
-
-func (x *PlanRevision) GetChanged() []string {
-	if x != nil {
-		return x.Changed
-	}
-	return nil
-}
-
-func (x *PlanRevision) GetAdded() []string {
-	if x != nil {
-		return x.Added
-	}
-	return nil
-}
-
-func (x *PlanRevision) GetWithdrawn() []string {
-	if x != nil {
-		return x.Withdrawn
-	}
-	return nil
-}
-
 // PlanEvaluated records governance's judgement of one plan version, by
 // the policy bundle's plan query (governance plane). An allow lets the
 // plan run; a deny stops it before anything runs; require-approval holds
@@ -1694,7 +1611,7 @@ type PlanEvaluated struct {
 
 func (x *PlanEvaluated) Reset() {
 	*x = PlanEvaluated{}
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1623,7 @@ func (x *PlanEvaluated) String() string {
 func (*PlanEvaluated) ProtoMessage() {}
 
 func (x *PlanEvaluated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1636,7 @@ func (x *PlanEvaluated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PlanEvaluated.ProtoReflect.Descriptor instead.
 func (*PlanEvaluated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PlanEvaluated) GetVersion() uint32 {
@@ -1763,7 +1680,7 @@ type TaskSuspended struct {
 
 func (x *TaskSuspended) Reset() {
 	*x = TaskSuspended{}
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1692,7 @@ func (x *TaskSuspended) String() string {
 func (*TaskSuspended) ProtoMessage() {}
 
 func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1705,7 @@ func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSuspended.ProtoReflect.Descriptor instead.
 func (*TaskSuspended) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TaskSuspended) GetReason() string {
@@ -1818,7 +1735,7 @@ type TaskStalled struct {
 
 func (x *TaskStalled) Reset() {
 	*x = TaskStalled{}
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +1747,7 @@ func (x *TaskStalled) String() string {
 func (*TaskStalled) ProtoMessage() {}
 
 func (x *TaskStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +1760,7 @@ func (x *TaskStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStalled.ProtoReflect.Descriptor instead.
 func (*TaskStalled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TaskStalled) GetReason() string {
@@ -1871,7 +1788,7 @@ type ActionProposed struct {
 
 func (x *ActionProposed) Reset() {
 	*x = ActionProposed{}
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +1800,7 @@ func (x *ActionProposed) String() string {
 func (*ActionProposed) ProtoMessage() {}
 
 func (x *ActionProposed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +1813,7 @@ func (x *ActionProposed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionProposed.ProtoReflect.Descriptor instead.
 func (*ActionProposed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ActionProposed) GetAction() *Action {
@@ -1919,7 +1836,7 @@ type PolicyEvaluated struct {
 
 func (x *PolicyEvaluated) Reset() {
 	*x = PolicyEvaluated{}
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1931,7 +1848,7 @@ func (x *PolicyEvaluated) String() string {
 func (*PolicyEvaluated) ProtoMessage() {}
 
 func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1944,7 +1861,7 @@ func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyEvaluated.ProtoReflect.Descriptor instead.
 func (*PolicyEvaluated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PolicyEvaluated) GetActionId() string {
@@ -1976,7 +1893,7 @@ type ActionDenied struct {
 
 func (x *ActionDenied) Reset() {
 	*x = ActionDenied{}
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1988,7 +1905,7 @@ func (x *ActionDenied) String() string {
 func (*ActionDenied) ProtoMessage() {}
 
 func (x *ActionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2001,7 +1918,7 @@ func (x *ActionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDenied.ProtoReflect.Descriptor instead.
 func (*ActionDenied) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ActionDenied) GetActionId() string {
@@ -2043,7 +1960,7 @@ type ApprovalRequested struct {
 
 func (x *ApprovalRequested) Reset() {
 	*x = ApprovalRequested{}
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +1972,7 @@ func (x *ApprovalRequested) String() string {
 func (*ApprovalRequested) ProtoMessage() {}
 
 func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +1985,7 @@ func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequested.ProtoReflect.Descriptor instead.
 func (*ApprovalRequested) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ApprovalRequested) GetApproval() *Approval {
@@ -2099,7 +2016,7 @@ type ApprovalDecided struct {
 
 func (x *ApprovalDecided) Reset() {
 	*x = ApprovalDecided{}
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2111,7 +2028,7 @@ func (x *ApprovalDecided) String() string {
 func (*ApprovalDecided) ProtoMessage() {}
 
 func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2124,7 +2041,7 @@ func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecided.ProtoReflect.Descriptor instead.
 func (*ApprovalDecided) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ApprovalDecided) GetApprovalId() string {
@@ -2204,7 +2121,7 @@ type ActionPermitted struct {
 
 func (x *ActionPermitted) Reset() {
 	*x = ActionPermitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2133,7 @@ func (x *ActionPermitted) String() string {
 func (*ActionPermitted) ProtoMessage() {}
 
 func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2146,7 @@ func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionPermitted.ProtoReflect.Descriptor instead.
 func (*ActionPermitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ActionPermitted) GetPermit() *ActionPermit {
@@ -2266,7 +2183,7 @@ type ActionClaimed struct {
 
 func (x *ActionClaimed) Reset() {
 	*x = ActionClaimed{}
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2278,7 +2195,7 @@ func (x *ActionClaimed) String() string {
 func (*ActionClaimed) ProtoMessage() {}
 
 func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2291,7 +2208,7 @@ func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionClaimed.ProtoReflect.Descriptor instead.
 func (*ActionClaimed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ActionClaimed) GetActionId() string {
@@ -2332,7 +2249,7 @@ type ActionDispatched struct {
 
 func (x *ActionDispatched) Reset() {
 	*x = ActionDispatched{}
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2344,7 +2261,7 @@ func (x *ActionDispatched) String() string {
 func (*ActionDispatched) ProtoMessage() {}
 
 func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2357,7 +2274,7 @@ func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDispatched.ProtoReflect.Descriptor instead.
 func (*ActionDispatched) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ActionDispatched) GetActionId() string {
@@ -2400,7 +2317,7 @@ type ActionOutcomeRecorded struct {
 
 func (x *ActionOutcomeRecorded) Reset() {
 	*x = ActionOutcomeRecorded{}
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2412,7 +2329,7 @@ func (x *ActionOutcomeRecorded) String() string {
 func (*ActionOutcomeRecorded) ProtoMessage() {}
 
 func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2425,7 +2342,7 @@ func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionOutcomeRecorded.ProtoReflect.Descriptor instead.
 func (*ActionOutcomeRecorded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ActionOutcomeRecorded) GetActionId() string {
@@ -2455,7 +2372,7 @@ type ActionWithdrawn struct {
 
 func (x *ActionWithdrawn) Reset() {
 	*x = ActionWithdrawn{}
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2467,7 +2384,7 @@ func (x *ActionWithdrawn) String() string {
 func (*ActionWithdrawn) ProtoMessage() {}
 
 func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2480,7 +2397,7 @@ func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWithdrawn.ProtoReflect.Descriptor instead.
 func (*ActionWithdrawn) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ActionWithdrawn) GetActionId() string {
@@ -2514,7 +2431,7 @@ type ActionWaiting struct {
 
 func (x *ActionWaiting) Reset() {
 	*x = ActionWaiting{}
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2526,7 +2443,7 @@ func (x *ActionWaiting) String() string {
 func (*ActionWaiting) ProtoMessage() {}
 
 func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2539,7 +2456,7 @@ func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWaiting.ProtoReflect.Descriptor instead.
 func (*ActionWaiting) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ActionWaiting) GetActionId() string {
@@ -2595,7 +2512,7 @@ type ActionSettled struct {
 
 func (x *ActionSettled) Reset() {
 	*x = ActionSettled{}
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2607,7 +2524,7 @@ func (x *ActionSettled) String() string {
 func (*ActionSettled) ProtoMessage() {}
 
 func (x *ActionSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2620,7 +2537,7 @@ func (x *ActionSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionSettled.ProtoReflect.Descriptor instead.
 func (*ActionSettled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ActionSettled) GetActionId() string {
@@ -2682,7 +2599,7 @@ type ActionRevalidating struct {
 
 func (x *ActionRevalidating) Reset() {
 	*x = ActionRevalidating{}
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2694,7 +2611,7 @@ func (x *ActionRevalidating) String() string {
 func (*ActionRevalidating) ProtoMessage() {}
 
 func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2707,7 +2624,7 @@ func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionRevalidating.ProtoReflect.Descriptor instead.
 func (*ActionRevalidating) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ActionRevalidating) GetActionId() string {
@@ -2751,7 +2668,7 @@ type ActionHeartbeat struct {
 
 func (x *ActionHeartbeat) Reset() {
 	*x = ActionHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2763,7 +2680,7 @@ func (x *ActionHeartbeat) String() string {
 func (*ActionHeartbeat) ProtoMessage() {}
 
 func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2776,7 +2693,7 @@ func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionHeartbeat.ProtoReflect.Descriptor instead.
 func (*ActionHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ActionHeartbeat) GetActionId() string {
@@ -2813,7 +2730,7 @@ type ApprovalReminded struct {
 
 func (x *ApprovalReminded) Reset() {
 	*x = ApprovalReminded{}
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2825,7 +2742,7 @@ func (x *ApprovalReminded) String() string {
 func (*ApprovalReminded) ProtoMessage() {}
 
 func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2838,7 +2755,7 @@ func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalReminded.ProtoReflect.Descriptor instead.
 func (*ApprovalReminded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ApprovalReminded) GetApprovalId() string {
@@ -2879,7 +2796,7 @@ type BudgetConsumed struct {
 
 func (x *BudgetConsumed) Reset() {
 	*x = BudgetConsumed{}
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2891,7 +2808,7 @@ func (x *BudgetConsumed) String() string {
 func (*BudgetConsumed) ProtoMessage() {}
 
 func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2904,7 +2821,7 @@ func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
 func (*BudgetConsumed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *BudgetConsumed) GetTokens() int64 {
@@ -2952,7 +2869,7 @@ type BudgetAlerted struct {
 
 func (x *BudgetAlerted) Reset() {
 	*x = BudgetAlerted{}
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2964,7 +2881,7 @@ func (x *BudgetAlerted) String() string {
 func (*BudgetAlerted) ProtoMessage() {}
 
 func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2977,7 +2894,7 @@ func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
 func (*BudgetAlerted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *BudgetAlerted) GetDimension() string {
@@ -3028,7 +2945,7 @@ type BudgetRaised struct {
 
 func (x *BudgetRaised) Reset() {
 	*x = BudgetRaised{}
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3040,7 +2957,7 @@ func (x *BudgetRaised) String() string {
 func (*BudgetRaised) ProtoMessage() {}
 
 func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3053,7 +2970,7 @@ func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
 func (*BudgetRaised) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BudgetRaised) GetMaxTokens() int64 {
@@ -3100,7 +3017,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3112,7 +3029,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3125,7 +3042,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -3202,7 +3119,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3214,7 +3131,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3227,7 +3144,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -3255,7 +3172,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3267,7 +3184,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3280,7 +3197,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -3315,7 +3232,7 @@ type CredentialIssued struct {
 
 func (x *CredentialIssued) Reset() {
 	*x = CredentialIssued{}
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3327,7 +3244,7 @@ func (x *CredentialIssued) String() string {
 func (*CredentialIssued) ProtoMessage() {}
 
 func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3340,7 +3257,7 @@ func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
 func (*CredentialIssued) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *CredentialIssued) GetCredential() *SignedCredential {
@@ -3377,7 +3294,7 @@ type CredentialRevoked struct {
 
 func (x *CredentialRevoked) Reset() {
 	*x = CredentialRevoked{}
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3389,7 +3306,7 @@ func (x *CredentialRevoked) String() string {
 func (*CredentialRevoked) ProtoMessage() {}
 
 func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3402,7 +3319,7 @@ func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
 func (*CredentialRevoked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CredentialRevoked) GetCredentialId() string {
@@ -3429,7 +3346,7 @@ type ArtifactSubmitted struct {
 
 func (x *ArtifactSubmitted) Reset() {
 	*x = ArtifactSubmitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3441,7 +3358,7 @@ func (x *ArtifactSubmitted) String() string {
 func (*ArtifactSubmitted) ProtoMessage() {}
 
 func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3454,7 +3371,7 @@ func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
 func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *ArtifactSubmitted) GetArtifact() *Artifact {
@@ -3482,7 +3399,7 @@ type TaskProduced struct {
 
 func (x *TaskProduced) Reset() {
 	*x = TaskProduced{}
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3494,7 +3411,7 @@ func (x *TaskProduced) String() string {
 func (*TaskProduced) ProtoMessage() {}
 
 func (x *TaskProduced) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3507,7 +3424,7 @@ func (x *TaskProduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
 func (*TaskProduced) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TaskProduced) GetRound() uint32 {
@@ -3550,7 +3467,7 @@ type TaskAccepted struct {
 
 func (x *TaskAccepted) Reset() {
 	*x = TaskAccepted{}
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3562,7 +3479,7 @@ func (x *TaskAccepted) String() string {
 func (*TaskAccepted) ProtoMessage() {}
 
 func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3575,7 +3492,7 @@ func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
 func (*TaskAccepted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TaskAccepted) GetRound() uint32 {
@@ -3604,7 +3521,7 @@ type TaskReturned struct {
 
 func (x *TaskReturned) Reset() {
 	*x = TaskReturned{}
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +3533,7 @@ func (x *TaskReturned) String() string {
 func (*TaskReturned) ProtoMessage() {}
 
 func (x *TaskReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +3546,7 @@ func (x *TaskReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
 func (*TaskReturned) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TaskReturned) GetRound() uint32 {
@@ -3664,7 +3581,7 @@ type BudgetReleased struct {
 
 func (x *BudgetReleased) Reset() {
 	*x = BudgetReleased{}
-	mi := &file_steward_v1_event_proto_msgTypes[45]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3676,7 +3593,7 @@ func (x *BudgetReleased) String() string {
 func (*BudgetReleased) ProtoMessage() {}
 
 func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[45]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3689,7 +3606,7 @@ func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
 func (*BudgetReleased) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{45}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *BudgetReleased) GetChildTaskId() string {
@@ -3725,7 +3642,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf4\x19\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf4\x19\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3823,13 +3740,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rPlanSubmitted\x12$\n" +
 	"\x04plan\x18\x01 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x124\n" +
-	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\"\x9b\x01\n" +
-	"\fPlanRevision\x12)\n" +
-	"\x10replaces_version\x18\x01 \x01(\rR\x0freplacesVersion\x12\x12\n" +
-	"\x04kept\x18\x02 \x03(\tR\x04kept\x12\x18\n" +
-	"\achanged\x18\x03 \x03(\tR\achanged\x12\x14\n" +
-	"\x05added\x18\x04 \x03(\tR\x05added\x12\x1c\n" +
-	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\x9f\x01\n" +
+	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\"\x9f\x01\n" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
@@ -4003,7 +3914,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4020,44 +3931,44 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*DeadlineExtended)(nil),       // 12: steward.v1.DeadlineExtended
 	(*FindingRecorded)(nil),        // 13: steward.v1.FindingRecorded
 	(*PlanSubmitted)(nil),          // 14: steward.v1.PlanSubmitted
-	(*PlanRevision)(nil),           // 15: steward.v1.PlanRevision
-	(*PlanEvaluated)(nil),          // 16: steward.v1.PlanEvaluated
-	(*TaskSuspended)(nil),          // 17: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),            // 18: steward.v1.TaskStalled
-	(*ActionProposed)(nil),         // 19: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),        // 20: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),           // 21: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),      // 22: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),        // 23: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),        // 24: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),          // 25: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),       // 26: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil),  // 27: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),        // 28: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),          // 29: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),          // 30: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),     // 31: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),        // 32: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),       // 33: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),         // 34: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),          // 35: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),           // 36: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),         // 37: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),         // 38: steward.v1.ToolRegistered
-	(*EventRecord)(nil),            // 39: steward.v1.EventRecord
-	(*CredentialIssued)(nil),       // 40: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),      // 41: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),      // 42: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),           // 43: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),           // 44: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),           // 45: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),         // 46: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 48: steward.v1.TaskContract
-	(TaskStatus)(0),                // 49: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 50: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 51: steward.v1.Finding
-	(*Plan)(nil),                   // 52: steward.v1.Plan
+	(*PlanEvaluated)(nil),          // 15: steward.v1.PlanEvaluated
+	(*TaskSuspended)(nil),          // 16: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),            // 17: steward.v1.TaskStalled
+	(*ActionProposed)(nil),         // 18: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),        // 19: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),           // 20: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),      // 21: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),        // 22: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),        // 23: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),          // 24: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),       // 25: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil),  // 26: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),        // 27: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),          // 28: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),          // 29: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),     // 30: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),        // 31: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),       // 32: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),         // 33: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),          // 34: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),           // 35: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),         // 36: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),         // 37: steward.v1.ToolRegistered
+	(*EventRecord)(nil),            // 38: steward.v1.EventRecord
+	(*CredentialIssued)(nil),       // 39: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),      // 40: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),      // 41: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),           // 42: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),           // 43: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),           // 44: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),         // 45: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil),  // 46: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 47: steward.v1.TaskContract
+	(TaskStatus)(0),                // 48: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 49: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 50: steward.v1.Finding
+	(*Plan)(nil),                   // 51: steward.v1.Plan
+	(*PlanRevision)(nil),           // 52: steward.v1.PlanRevision
 	(*PolicySnapshot)(nil),         // 53: steward.v1.PolicySnapshot
 	(SuspendCause)(0),              // 54: steward.v1.SuspendCause
 	(*Action)(nil),                 // 55: steward.v1.Action
@@ -4077,7 +3988,7 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*CriterionResult)(nil),        // 69: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	47, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	46, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -4087,51 +3998,51 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
 	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
 	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	17, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	18, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	19, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	20, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	21, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	22, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	23, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	24, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	25, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	26, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	27, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	28, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	29, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	30, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	32, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	31, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
-	33, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	34, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	35, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	36, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	38, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	37, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	40, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	41, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	42, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	43, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	44, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	45, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	46, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	16, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	17, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	18, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	19, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	20, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	21, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	22, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	23, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	24, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	25, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	26, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	27, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	28, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	29, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	31, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	30, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	32, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	33, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	34, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	35, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	37, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	36, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	39, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	40, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	41, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	42, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	43, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	44, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	45, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
 	11, // 39: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
 	12, // 40: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
 	13, // 41: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
 	14, // 42: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
-	16, // 43: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
-	48, // 44: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	49, // 45: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	50, // 46: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	47, // 47: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	47, // 48: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	51, // 49: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	52, // 50: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	15, // 51: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	15, // 43: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
+	47, // 44: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	48, // 45: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	49, // 46: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	46, // 47: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	46, // 48: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	50, // 49: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	51, // 50: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	52, // 51: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
 	53, // 52: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
 	54, // 53: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	47, // 54: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	46, // 54: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
 	55, // 55: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
 	53, // 56: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
 	56, // 57: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
@@ -4142,13 +4053,13 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	60, // 62: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
 	61, // 63: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
 	62, // 64: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	47, // 65: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	46, // 65: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
 	63, // 66: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
 	64, // 67: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
 	65, // 68: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
 	0,  // 69: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
 	0,  // 70: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	47, // 71: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	46, // 71: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
 	66, // 72: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
 	1,  // 73: steward.v1.EventRecord.event:type_name -> steward.v1.Event
 	67, // 74: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
@@ -4169,6 +4080,7 @@ func file_steward_v1_event_proto_init() {
 	}
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
@@ -4223,7 +4135,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   46,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -207,11 +207,82 @@ func (StepStatus) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_plan_proto_rawDescGZIP(), []int{2}
 }
 
+// PlanGovernance is where governance's judgement of a plan version stands.
+type PlanGovernance int32
+
+const (
+	PlanGovernance_PLAN_GOVERNANCE_UNSPECIFIED PlanGovernance = 0
+	// Submitted; governance has not judged it yet. Nothing of it runs.
+	PlanGovernance_PLAN_GOVERNANCE_PENDING PlanGovernance = 1
+	// Policy allowed it: its steps may run, each still governed on its own.
+	PlanGovernance_PLAN_GOVERNANCE_ALLOWED PlanGovernance = 2
+	// Policy denied it: nothing of it runs. A new version may be submitted.
+	PlanGovernance_PLAN_GOVERNANCE_DENIED PlanGovernance = 3
+	// Policy requires an approval bound to its hash before anything runs.
+	PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL PlanGovernance = 4
+	// Approved, bound to its hash, and governance, having verified every
+	// vote and evaluated policy again, recorded so (PlanEvaluated naming the
+	// approval): its steps may run.
+	PlanGovernance_PLAN_GOVERNANCE_APPROVED PlanGovernance = 5
+	// A person rejected it: nothing of it runs. A new version may be
+	// submitted.
+	PlanGovernance_PLAN_GOVERNANCE_REJECTED PlanGovernance = 6
+)
+
+// Enum value maps for PlanGovernance.
+var (
+	PlanGovernance_name = map[int32]string{
+		0: "PLAN_GOVERNANCE_UNSPECIFIED",
+		1: "PLAN_GOVERNANCE_PENDING",
+		2: "PLAN_GOVERNANCE_ALLOWED",
+		3: "PLAN_GOVERNANCE_DENIED",
+		4: "PLAN_GOVERNANCE_AWAITING_APPROVAL",
+		5: "PLAN_GOVERNANCE_APPROVED",
+		6: "PLAN_GOVERNANCE_REJECTED",
+	}
+	PlanGovernance_value = map[string]int32{
+		"PLAN_GOVERNANCE_UNSPECIFIED":       0,
+		"PLAN_GOVERNANCE_PENDING":           1,
+		"PLAN_GOVERNANCE_ALLOWED":           2,
+		"PLAN_GOVERNANCE_DENIED":            3,
+		"PLAN_GOVERNANCE_AWAITING_APPROVAL": 4,
+		"PLAN_GOVERNANCE_APPROVED":          5,
+		"PLAN_GOVERNANCE_REJECTED":          6,
+	}
+)
+
+func (x PlanGovernance) Enum() *PlanGovernance {
+	p := new(PlanGovernance)
+	*p = x
+	return p
+}
+
+func (x PlanGovernance) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (PlanGovernance) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_plan_proto_enumTypes[3].Descriptor()
+}
+
+func (PlanGovernance) Type() protoreflect.EnumType {
+	return &file_steward_v1_plan_proto_enumTypes[3]
+}
+
+func (x PlanGovernance) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use PlanGovernance.Descriptor instead.
+func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_plan_proto_rawDescGZIP(), []int{3}
+}
+
 // Plan is an agent's plan for a task, as data: a versioned DAG of steps
 // that Steward validates before anything runs (pkg/plan.Validate) and is
 // to run durably. docs/plans.md describes the format, the CEL that steps
-// use to refer to earlier results, the limits and the refusals. Running
-// plans is not built yet: this is the format and its validation.
+// use to refer to earlier results, the limits and the refusals. A task
+// takes one with TaskService.SubmitPlan; running it is not built yet.
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -959,12 +1030,345 @@ func (*StepTemplate_Action) isStepTemplate_Kind() {}
 
 func (*StepTemplate_SubTask) isStepTemplate_Kind() {}
 
+// PlanRevision is the difference between a plan version and the one it
+// replaces, by step id (pkg/plan.Diff).
+type PlanRevision struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	ReplacesVersion uint32                 `protobuf:"varint,1,opt,name=replaces_version,json=replacesVersion,proto3" json:"replaces_version,omitempty"`
+	// Steps whose definition is unchanged: their state, and their action if
+	// they have one (in flight or done), carry over.
+	Kept []string `protobuf:"bytes,2,rep,name=kept,proto3" json:"kept,omitempty"`
+	// Steps of the same id with a new definition.
+	Changed []string `protobuf:"bytes,3,rep,name=changed,proto3" json:"changed,omitempty"`
+	// Steps the new version adds.
+	Added []string `protobuf:"bytes,4,rep,name=added,proto3" json:"added,omitempty"`
+	// Steps the new version leaves out.
+	Withdrawn     []string `protobuf:"bytes,5,rep,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanRevision) Reset() {
+	*x = PlanRevision{}
+	mi := &file_steward_v1_plan_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanRevision) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanRevision) ProtoMessage() {}
+
+func (x *PlanRevision) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_plan_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanRevision.ProtoReflect.Descriptor instead.
+func (*PlanRevision) Descriptor() ([]byte, []int) {
+	return file_steward_v1_plan_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *PlanRevision) GetReplacesVersion() uint32 {
+	if x != nil {
+		return x.ReplacesVersion
+	}
+	return 0
+}
+
+func (x *PlanRevision) GetKept() []string {
+	if x != nil {
+		return x.Kept
+	}
+	return nil
+}
+
+func (x *PlanRevision) GetChanged() []string {
+	if x != nil {
+		return x.Changed
+	}
+	return nil
+}
+
+func (x *PlanRevision) GetAdded() []string {
+	if x != nil {
+		return x.Added
+	}
+	return nil
+}
+
+func (x *PlanRevision) GetWithdrawn() []string {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return nil
+}
+
+// PlanState is a task's current plan as folded from its events (pkg/task):
+// the version in force, what governance made of it, and where each of its
+// steps stands.
+type PlanState struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// pkg/plan.Hash of plan: what governance judged and an approval binds to.
+	PlanHash   string         `protobuf:"bytes,2,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	Plan       *Plan          `protobuf:"bytes,3,opt,name=plan,proto3" json:"plan,omitempty"`
+	Governance PlanGovernance `protobuf:"varint,4,opt,name=governance,proto3,enum=steward.v1.PlanGovernance" json:"governance,omitempty"`
+	// The snapshot of governance's evaluation of this version; unset while
+	// pending.
+	Snapshot *PolicySnapshot `protobuf:"bytes,5,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// One per step of plan, in its order.
+	Steps []*PlanStepState `protobuf:"bytes,6,rep,name=steps,proto3" json:"steps,omitempty"`
+	// The steps that may start now (pkg/plan.Ready), in plan order, while
+	// governance lets the plan run and the task is active. Filled in by the
+	// state plane when it serves the task (QueryService.GetTask): the fold
+	// leaves it empty, since evaluating a plan needs pkg/plan, which the
+	// offline auditor's fold does without.
+	Ready []string `protobuf:"bytes,7,rep,name=ready,proto3" json:"ready,omitempty"`
+	// What this version did to the one it replaced; unset on version 1.
+	Revision *PlanRevision `protobuf:"bytes,8,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Who submitted this version, and when.
+	SubmittedBy string                 `protobuf:"bytes,9,opt,name=submitted_by,json=submittedBy,proto3" json:"submitted_by,omitempty"`
+	SubmittedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=submitted_at,json=submittedAt,proto3" json:"submitted_at,omitempty"`
+	// Steps of earlier versions that a revision withdrew or replaced, in
+	// the order they left: their actions and sub-tasks stay on the record.
+	Retired []*PlanStepState `protobuf:"bytes,11,rep,name=retired,proto3" json:"retired,omitempty"`
+	// The approval of this version, bound to plan_hash, when policy asks for
+	// one (docs/plans.md, "Plan policy"). A new version has none: the
+	// approval of the one it replaces is closed and counts for nothing.
+	Approval      *Approval `protobuf:"bytes,12,opt,name=approval,proto3" json:"approval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanState) Reset() {
+	*x = PlanState{}
+	mi := &file_steward_v1_plan_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanState) ProtoMessage() {}
+
+func (x *PlanState) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_plan_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanState.ProtoReflect.Descriptor instead.
+func (*PlanState) Descriptor() ([]byte, []int) {
+	return file_steward_v1_plan_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *PlanState) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PlanState) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
+}
+
+func (x *PlanState) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *PlanState) GetGovernance() PlanGovernance {
+	if x != nil {
+		return x.Governance
+	}
+	return PlanGovernance_PLAN_GOVERNANCE_UNSPECIFIED
+}
+
+func (x *PlanState) GetSnapshot() *PolicySnapshot {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *PlanState) GetSteps() []*PlanStepState {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *PlanState) GetReady() []string {
+	if x != nil {
+		return x.Ready
+	}
+	return nil
+}
+
+func (x *PlanState) GetRevision() *PlanRevision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+func (x *PlanState) GetSubmittedBy() string {
+	if x != nil {
+		return x.SubmittedBy
+	}
+	return ""
+}
+
+func (x *PlanState) GetSubmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SubmittedAt
+	}
+	return nil
+}
+
+func (x *PlanState) GetRetired() []*PlanStepState {
+	if x != nil {
+		return x.Retired
+	}
+	return nil
+}
+
+func (x *PlanState) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
+	}
+	return nil
+}
+
+// PlanStepState is where one step of a plan stands.
+type PlanStepState struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	Status StepStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
+	// The actions the step proposed, in order (a foreach proposes one per
+	// item, a retry another).
+	ActionIds []string `protobuf:"bytes,3,rep,name=action_ids,json=actionIds,proto3" json:"action_ids,omitempty"`
+	// The sub-task a sub_task step delegated.
+	SubTaskId string `protobuf:"bytes,4,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
+	// How many times the step was started.
+	Attempts uint32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
+	// Why it is where it is, in words: a failure, a skip, a withdrawal.
+	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The plan version whose definition of the step this state belongs to.
+	Version       uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanStepState) Reset() {
+	*x = PlanStepState{}
+	mi := &file_steward_v1_plan_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanStepState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanStepState) ProtoMessage() {}
+
+func (x *PlanStepState) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_plan_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanStepState.ProtoReflect.Descriptor instead.
+func (*PlanStepState) Descriptor() ([]byte, []int) {
+	return file_steward_v1_plan_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *PlanStepState) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *PlanStepState) GetStatus() StepStatus {
+	if x != nil {
+		return x.Status
+	}
+	return StepStatus_STEP_STATUS_UNSPECIFIED
+}
+
+func (x *PlanStepState) GetActionIds() []string {
+	if x != nil {
+		return x.ActionIds
+	}
+	return nil
+}
+
+func (x *PlanStepState) GetSubTaskId() string {
+	if x != nil {
+		return x.SubTaskId
+	}
+	return ""
+}
+
+func (x *PlanStepState) GetAttempts() uint32 {
+	if x != nil {
+		return x.Attempts
+	}
+	return 0
+}
+
+func (x *PlanStepState) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PlanStepState) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/plan.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"x\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/tool.proto\"x\n" +
 	"\x04Plan\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12&\n" +
 	"\x05steps\x18\x02 \x03(\v2\x10.steward.v1.StepR\x05steps\x12.\n" +
@@ -1019,7 +1423,38 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fStepTemplate\x120\n" +
 	"\x06action\x18\x01 \x01(\v2\x16.steward.v1.ActionStepH\x00R\x06action\x124\n" +
 	"\bsub_task\x18\x02 \x01(\v2\x17.steward.v1.SubTaskStepH\x00R\asubTaskB\x06\n" +
-	"\x04kind*]\n" +
+	"\x04kind\"\x9b\x01\n" +
+	"\fPlanRevision\x12)\n" +
+	"\x10replaces_version\x18\x01 \x01(\rR\x0freplacesVersion\x12\x12\n" +
+	"\x04kept\x18\x02 \x03(\tR\x04kept\x12\x18\n" +
+	"\achanged\x18\x03 \x03(\tR\achanged\x12\x14\n" +
+	"\x05added\x18\x04 \x03(\tR\x05added\x12\x1c\n" +
+	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\xa2\x04\n" +
+	"\tPlanState\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
+	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x12$\n" +
+	"\x04plan\x18\x03 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12:\n" +
+	"\n" +
+	"governance\x18\x04 \x01(\x0e2\x1a.steward.v1.PlanGovernanceR\n" +
+	"governance\x126\n" +
+	"\bsnapshot\x18\x05 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12/\n" +
+	"\x05steps\x18\x06 \x03(\v2\x19.steward.v1.PlanStepStateR\x05steps\x12\x14\n" +
+	"\x05ready\x18\a \x03(\tR\x05ready\x124\n" +
+	"\brevision\x18\b \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\x12!\n" +
+	"\fsubmitted_by\x18\t \x01(\tR\vsubmittedBy\x12=\n" +
+	"\fsubmitted_at\x18\n" +
+	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
+	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe5\x01\n" +
+	"\rPlanStepState\x12\x17\n" +
+	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
+	"\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\x12\x1e\n" +
+	"\vsub_task_id\x18\x04 \x01(\tR\tsubTaskId\x12\x1a\n" +
+	"\battempts\x18\x05 \x01(\rR\battempts\x12\x16\n" +
+	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
+	"\aversion\x18\a \x01(\rR\aversion*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1038,7 +1473,15 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x15STEP_STATUS_SUCCEEDED\x10\x03\x12\x16\n" +
 	"\x12STEP_STATUS_FAILED\x10\x04\x12\x17\n" +
 	"\x13STEP_STATUS_SKIPPED\x10\x05\x12\x19\n" +
-	"\x15STEP_STATUS_WITHDRAWN\x10\x06B\xa1\x01\n" +
+	"\x15STEP_STATUS_WITHDRAWN\x10\x06*\xea\x01\n" +
+	"\x0ePlanGovernance\x12\x1f\n" +
+	"\x1bPLAN_GOVERNANCE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17PLAN_GOVERNANCE_PENDING\x10\x01\x12\x1b\n" +
+	"\x17PLAN_GOVERNANCE_ALLOWED\x10\x02\x12\x1a\n" +
+	"\x16PLAN_GOVERNANCE_DENIED\x10\x03\x12%\n" +
+	"!PLAN_GOVERNANCE_AWAITING_APPROVAL\x10\x04\x12\x1c\n" +
+	"\x18PLAN_GOVERNANCE_APPROVED\x10\x05\x12\x1c\n" +
+	"\x18PLAN_GOVERNANCE_REJECTED\x10\x06B\xa1\x01\n" +
 	"\x0ecom.steward.v1B\tPlanProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1055,50 +1498,65 @@ func file_steward_v1_plan_proto_rawDescGZIP() []byte {
 	return file_steward_v1_plan_proto_rawDescData
 }
 
-var file_steward_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_steward_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_steward_v1_plan_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_steward_v1_plan_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
 var file_steward_v1_plan_proto_goTypes = []any{
 	(PlanEnding)(0),               // 0: steward.v1.PlanEnding
 	(OnFailure)(0),                // 1: steward.v1.OnFailure
 	(StepStatus)(0),               // 2: steward.v1.StepStatus
-	(*Plan)(nil),                  // 3: steward.v1.Plan
-	(*Step)(nil),                  // 4: steward.v1.Step
-	(*ActionStep)(nil),            // 5: steward.v1.ActionStep
-	(*SubTaskStep)(nil),           // 6: steward.v1.SubTaskStep
-	(*CheckpointStep)(nil),        // 7: steward.v1.CheckpointStep
-	(*WaitStep)(nil),              // 8: steward.v1.WaitStep
-	(*ForeachStep)(nil),           // 9: steward.v1.ForeachStep
-	(*StepTemplate)(nil),          // 10: steward.v1.StepTemplate
-	nil,                           // 11: steward.v1.ActionStep.ParamExprsEntry
-	(*structpb.Struct)(nil),       // 12: google.protobuf.Struct
-	(*RetryPolicy)(nil),           // 13: steward.v1.RetryPolicy
-	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 16: google.protobuf.Duration
+	(PlanGovernance)(0),           // 3: steward.v1.PlanGovernance
+	(*Plan)(nil),                  // 4: steward.v1.Plan
+	(*Step)(nil),                  // 5: steward.v1.Step
+	(*ActionStep)(nil),            // 6: steward.v1.ActionStep
+	(*SubTaskStep)(nil),           // 7: steward.v1.SubTaskStep
+	(*CheckpointStep)(nil),        // 8: steward.v1.CheckpointStep
+	(*WaitStep)(nil),              // 9: steward.v1.WaitStep
+	(*ForeachStep)(nil),           // 10: steward.v1.ForeachStep
+	(*StepTemplate)(nil),          // 11: steward.v1.StepTemplate
+	(*PlanRevision)(nil),          // 12: steward.v1.PlanRevision
+	(*PlanState)(nil),             // 13: steward.v1.PlanState
+	(*PlanStepState)(nil),         // 14: steward.v1.PlanStepState
+	nil,                           // 15: steward.v1.ActionStep.ParamExprsEntry
+	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
+	(*RetryPolicy)(nil),           // 17: steward.v1.RetryPolicy
+	(*TaskContract)(nil),          // 18: steward.v1.TaskContract
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 22: steward.v1.Approval
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
-	4,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
+	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
 	0,  // 1: steward.v1.Plan.ending:type_name -> steward.v1.PlanEnding
 	1,  // 2: steward.v1.Step.on_failure:type_name -> steward.v1.OnFailure
-	5,  // 3: steward.v1.Step.action:type_name -> steward.v1.ActionStep
-	6,  // 4: steward.v1.Step.sub_task:type_name -> steward.v1.SubTaskStep
-	7,  // 5: steward.v1.Step.checkpoint:type_name -> steward.v1.CheckpointStep
-	8,  // 6: steward.v1.Step.wait:type_name -> steward.v1.WaitStep
-	9,  // 7: steward.v1.Step.foreach:type_name -> steward.v1.ForeachStep
-	12, // 8: steward.v1.ActionStep.params:type_name -> google.protobuf.Struct
-	11, // 9: steward.v1.ActionStep.param_exprs:type_name -> steward.v1.ActionStep.ParamExprsEntry
-	13, // 10: steward.v1.ActionStep.retry_policy:type_name -> steward.v1.RetryPolicy
-	14, // 11: steward.v1.SubTaskStep.contract:type_name -> steward.v1.TaskContract
-	15, // 12: steward.v1.WaitStep.until:type_name -> google.protobuf.Timestamp
-	16, // 13: steward.v1.WaitStep.duration:type_name -> google.protobuf.Duration
-	10, // 14: steward.v1.ForeachStep.body:type_name -> steward.v1.StepTemplate
-	5,  // 15: steward.v1.StepTemplate.action:type_name -> steward.v1.ActionStep
-	6,  // 16: steward.v1.StepTemplate.sub_task:type_name -> steward.v1.SubTaskStep
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	6,  // 3: steward.v1.Step.action:type_name -> steward.v1.ActionStep
+	7,  // 4: steward.v1.Step.sub_task:type_name -> steward.v1.SubTaskStep
+	8,  // 5: steward.v1.Step.checkpoint:type_name -> steward.v1.CheckpointStep
+	9,  // 6: steward.v1.Step.wait:type_name -> steward.v1.WaitStep
+	10, // 7: steward.v1.Step.foreach:type_name -> steward.v1.ForeachStep
+	16, // 8: steward.v1.ActionStep.params:type_name -> google.protobuf.Struct
+	15, // 9: steward.v1.ActionStep.param_exprs:type_name -> steward.v1.ActionStep.ParamExprsEntry
+	17, // 10: steward.v1.ActionStep.retry_policy:type_name -> steward.v1.RetryPolicy
+	18, // 11: steward.v1.SubTaskStep.contract:type_name -> steward.v1.TaskContract
+	19, // 12: steward.v1.WaitStep.until:type_name -> google.protobuf.Timestamp
+	20, // 13: steward.v1.WaitStep.duration:type_name -> google.protobuf.Duration
+	11, // 14: steward.v1.ForeachStep.body:type_name -> steward.v1.StepTemplate
+	6,  // 15: steward.v1.StepTemplate.action:type_name -> steward.v1.ActionStep
+	7,  // 16: steward.v1.StepTemplate.sub_task:type_name -> steward.v1.SubTaskStep
+	4,  // 17: steward.v1.PlanState.plan:type_name -> steward.v1.Plan
+	3,  // 18: steward.v1.PlanState.governance:type_name -> steward.v1.PlanGovernance
+	21, // 19: steward.v1.PlanState.snapshot:type_name -> steward.v1.PolicySnapshot
+	14, // 20: steward.v1.PlanState.steps:type_name -> steward.v1.PlanStepState
+	12, // 21: steward.v1.PlanState.revision:type_name -> steward.v1.PlanRevision
+	19, // 22: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
+	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
+	22, // 24: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
+	2,  // 25: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
@@ -1106,7 +1564,8 @@ func file_steward_v1_plan_proto_init() {
 	if File_steward_v1_plan_proto != nil {
 		return
 	}
-	file_steward_v1_task_proto_init()
+	file_steward_v1_action_proto_init()
+	file_steward_v1_contract_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_plan_proto_msgTypes[1].OneofWrappers = []any{
 		(*Step_Action)(nil),
@@ -1128,8 +1587,8 @@ func file_steward_v1_plan_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_plan_proto_rawDesc), len(file_steward_v1_plan_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   9,
+			NumEnums:      4,
+			NumMessages:   12,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

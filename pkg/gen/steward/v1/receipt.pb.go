@@ -1058,7 +1058,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xab\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xab\n" +
 	"\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1263,6 +1263,7 @@ func file_steward_v1_receipt_proto_init() {
 	}
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_contract_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}

@@ -9,7 +9,6 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -278,71 +277,6 @@ func (FindingKind) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
-// RecoveryMode says what to do when an action fails for good: after its
-// tool's own retries, if any, are spent.
-type RecoveryMode int32
-
-const (
-	// The agent decides: the failure is recorded and the task runs on.
-	RecoveryMode_RECOVERY_MODE_UNSPECIFIED RecoveryMode = 0
-	// An action that failed transiently is proposed again, unchanged, by
-	// Steward, up to max_attempts proposals in all; each is governed on its
-	// own, with its own policy snapshot (Action.retry_of). A deterministic
-	// or validation failure, a settled one, and the last attempt's are left
-	// to the agent, as under UNSPECIFIED (docs/recovery.md).
-	RecoveryMode_RECOVERY_MODE_RETRY RecoveryMode = 1
-	// FailTask undoes the succeeded reversible writes first, in reverse
-	// order.
-	RecoveryMode_RECOVERY_MODE_COMPENSATE RecoveryMode = 2
-	// The failure stops the task, waiting for input
-	// (NEEDS_INPUT_CAUSE_ESCALATED): a person resumes it (ResumeTask) or
-	// ends it (FailTask, CancelTask).
-	RecoveryMode_RECOVERY_MODE_ESCALATE RecoveryMode = 3
-)
-
-// Enum value maps for RecoveryMode.
-var (
-	RecoveryMode_name = map[int32]string{
-		0: "RECOVERY_MODE_UNSPECIFIED",
-		1: "RECOVERY_MODE_RETRY",
-		2: "RECOVERY_MODE_COMPENSATE",
-		3: "RECOVERY_MODE_ESCALATE",
-	}
-	RecoveryMode_value = map[string]int32{
-		"RECOVERY_MODE_UNSPECIFIED": 0,
-		"RECOVERY_MODE_RETRY":       1,
-		"RECOVERY_MODE_COMPENSATE":  2,
-		"RECOVERY_MODE_ESCALATE":    3,
-	}
-)
-
-func (x RecoveryMode) Enum() *RecoveryMode {
-	p := new(RecoveryMode)
-	*p = x
-	return p
-}
-
-func (x RecoveryMode) String() string {
-	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
-}
-
-func (RecoveryMode) Descriptor() protoreflect.EnumDescriptor {
-	return file_steward_v1_task_proto_enumTypes[4].Descriptor()
-}
-
-func (RecoveryMode) Type() protoreflect.EnumType {
-	return &file_steward_v1_task_proto_enumTypes[4]
-}
-
-func (x RecoveryMode) Number() protoreflect.EnumNumber {
-	return protoreflect.EnumNumber(x)
-}
-
-// Deprecated: Use RecoveryMode.Descriptor instead.
-func (RecoveryMode) EnumDescriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
-}
-
 // InputRequest is the open question of a task waiting for input.
 type InputRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -520,806 +454,6 @@ func (x *Finding) GetRecordedAt() *timestamppb.Timestamp {
 	return nil
 }
 
-// Budget bounds what a task may spend. Costs are integer micro-units of
-// currency so that sums are exact.
-type Budget struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MaxTokens     int64                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
-	MaxCostMicros int64                  `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
-	// ISO 4217 code of the cost figures, e.g. "USD".
-	Currency      string             `protobuf:"bytes,3,opt,name=currency,proto3" json:"currency,omitempty"`
-	Milestones    []*MilestoneBudget `protobuf:"bytes,4,rep,name=milestones,proto3" json:"milestones,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Budget) Reset() {
-	*x = Budget{}
-	mi := &file_steward_v1_task_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Budget) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Budget) ProtoMessage() {}
-
-func (x *Budget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Budget.ProtoReflect.Descriptor instead.
-func (*Budget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *Budget) GetMaxTokens() int64 {
-	if x != nil {
-		return x.MaxTokens
-	}
-	return 0
-}
-
-func (x *Budget) GetMaxCostMicros() int64 {
-	if x != nil {
-		return x.MaxCostMicros
-	}
-	return 0
-}
-
-func (x *Budget) GetCurrency() string {
-	if x != nil {
-		return x.Currency
-	}
-	return ""
-}
-
-func (x *Budget) GetMilestones() []*MilestoneBudget {
-	if x != nil {
-		return x.Milestones
-	}
-	return nil
-}
-
-// MilestoneBudget is the share of a task's budget one milestone may spend.
-type MilestoneBudget struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	MilestoneId   string                 `protobuf:"bytes,1,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
-	MaxTokens     int64                  `protobuf:"varint,2,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
-	MaxCostMicros int64                  `protobuf:"varint,3,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *MilestoneBudget) Reset() {
-	*x = MilestoneBudget{}
-	mi := &file_steward_v1_task_proto_msgTypes[3]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *MilestoneBudget) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*MilestoneBudget) ProtoMessage() {}
-
-func (x *MilestoneBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[3]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use MilestoneBudget.ProtoReflect.Descriptor instead.
-func (*MilestoneBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
-}
-
-func (x *MilestoneBudget) GetMilestoneId() string {
-	if x != nil {
-		return x.MilestoneId
-	}
-	return ""
-}
-
-func (x *MilestoneBudget) GetMaxTokens() int64 {
-	if x != nil {
-		return x.MaxTokens
-	}
-	return 0
-}
-
-func (x *MilestoneBudget) GetMaxCostMicros() int64 {
-	if x != nil {
-		return x.MaxCostMicros
-	}
-	return 0
-}
-
-// Delegation is one hop in the chain of hands a task has passed through.
-type Delegation struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FromRef       string                 `protobuf:"bytes,1,opt,name=from_ref,json=fromRef,proto3" json:"from_ref,omitempty"`
-	ToRef         string                 `protobuf:"bytes,2,opt,name=to_ref,json=toRef,proto3" json:"to_ref,omitempty"`
-	CredentialRef string                 `protobuf:"bytes,3,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
-	DelegatedAt   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=delegated_at,json=delegatedAt,proto3" json:"delegated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Delegation) Reset() {
-	*x = Delegation{}
-	mi := &file_steward_v1_task_proto_msgTypes[4]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Delegation) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Delegation) ProtoMessage() {}
-
-func (x *Delegation) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[4]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Delegation.ProtoReflect.Descriptor instead.
-func (*Delegation) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
-}
-
-func (x *Delegation) GetFromRef() string {
-	if x != nil {
-		return x.FromRef
-	}
-	return ""
-}
-
-func (x *Delegation) GetToRef() string {
-	if x != nil {
-		return x.ToRef
-	}
-	return ""
-}
-
-func (x *Delegation) GetCredentialRef() string {
-	if x != nil {
-		return x.CredentialRef
-	}
-	return ""
-}
-
-func (x *Delegation) GetDelegatedAt() *timestamppb.Timestamp {
-	if x != nil {
-		return x.DelegatedAt
-	}
-	return nil
-}
-
-// ContextRef points at context the task may read, pinned to a version.
-type ContextRef struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Uri     string                 `protobuf:"bytes,1,opt,name=uri,proto3" json:"uri,omitempty"`
-	Version string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	// Content digest, e.g. "sha256:…", when the source offers one.
-	Digest        string `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *ContextRef) Reset() {
-	*x = ContextRef{}
-	mi := &file_steward_v1_task_proto_msgTypes[5]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *ContextRef) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*ContextRef) ProtoMessage() {}
-
-func (x *ContextRef) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[5]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use ContextRef.ProtoReflect.Descriptor instead.
-func (*ContextRef) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
-}
-
-func (x *ContextRef) GetUri() string {
-	if x != nil {
-		return x.Uri
-	}
-	return ""
-}
-
-func (x *ContextRef) GetVersion() string {
-	if x != nil {
-		return x.Version
-	}
-	return ""
-}
-
-func (x *ContextRef) GetDigest() string {
-	if x != nil {
-		return x.Digest
-	}
-	return ""
-}
-
-// AcceptanceCriterion is one check a produced result must pass.
-type AcceptanceCriterion struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Id          string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
-	// A CEL expression over the task's artifacts and actions that must
-	// evaluate to true (see the README, "Acceptance criteria"). It is
-	// compiled when the task is created: one that does not compile, or is
-	// not a boolean, is refused then.
-	Expression string `protobuf:"bytes,3,opt,name=expression,proto3" json:"expression,omitempty"`
-	// When set, a named reviewer must also accept.
-	RequiresReviewer bool `protobuf:"varint,4,opt,name=requires_reviewer,json=requiresReviewer,proto3" json:"requires_reviewer,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
-}
-
-func (x *AcceptanceCriterion) Reset() {
-	*x = AcceptanceCriterion{}
-	mi := &file_steward_v1_task_proto_msgTypes[6]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AcceptanceCriterion) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AcceptanceCriterion) ProtoMessage() {}
-
-func (x *AcceptanceCriterion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[6]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AcceptanceCriterion.ProtoReflect.Descriptor instead.
-func (*AcceptanceCriterion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
-}
-
-func (x *AcceptanceCriterion) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *AcceptanceCriterion) GetDescription() string {
-	if x != nil {
-		return x.Description
-	}
-	return ""
-}
-
-func (x *AcceptanceCriterion) GetExpression() string {
-	if x != nil {
-		return x.Expression
-	}
-	return ""
-}
-
-func (x *AcceptanceCriterion) GetRequiresReviewer() bool {
-	if x != nil {
-		return x.RequiresReviewer
-	}
-	return false
-}
-
-// RecoveryPolicy is the task's answer to failure.
-type RecoveryPolicy struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Mode  RecoveryMode           `protobuf:"varint,1,opt,name=mode,proto3,enum=steward.v1.RecoveryMode" json:"mode,omitempty"`
-	// Under RECOVERY_MODE_RETRY, the most proposals of one action, the
-	// first included; zero means the default, 3; at most 10
-	// (docs/recovery.md). Refused with any other mode.
-	MaxAttempts   uint32 `protobuf:"varint,2,opt,name=max_attempts,json=maxAttempts,proto3" json:"max_attempts,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *RecoveryPolicy) Reset() {
-	*x = RecoveryPolicy{}
-	mi := &file_steward_v1_task_proto_msgTypes[7]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *RecoveryPolicy) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*RecoveryPolicy) ProtoMessage() {}
-
-func (x *RecoveryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[7]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use RecoveryPolicy.ProtoReflect.Descriptor instead.
-func (*RecoveryPolicy) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{7}
-}
-
-func (x *RecoveryPolicy) GetMode() RecoveryMode {
-	if x != nil {
-		return x.Mode
-	}
-	return RecoveryMode_RECOVERY_MODE_UNSPECIFIED
-}
-
-func (x *RecoveryPolicy) GetMaxAttempts() uint32 {
-	if x != nil {
-		return x.MaxAttempts
-	}
-	return 0
-}
-
-// InputSnapshot names the versioned inputs a task started from.
-type InputSnapshot struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       string                 `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
-	Inputs        []*ContextRef          `protobuf:"bytes,2,rep,name=inputs,proto3" json:"inputs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *InputSnapshot) Reset() {
-	*x = InputSnapshot{}
-	mi := &file_steward_v1_task_proto_msgTypes[8]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *InputSnapshot) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*InputSnapshot) ProtoMessage() {}
-
-func (x *InputSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[8]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use InputSnapshot.ProtoReflect.Descriptor instead.
-func (*InputSnapshot) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{8}
-}
-
-func (x *InputSnapshot) GetVersion() string {
-	if x != nil {
-		return x.Version
-	}
-	return ""
-}
-
-func (x *InputSnapshot) GetInputs() []*ContextRef {
-	if x != nil {
-		return x.Inputs
-	}
-	return nil
-}
-
-// TaskContract is the machine-checkable contract behind a task.
-type TaskContract struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// Assigned by Steward on creation (derived from the caller and the
-	// request id); a request that sets it is refused.
-	TaskId              string        `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	Intent              string        `protobuf:"bytes,2,opt,name=intent,proto3" json:"intent,omitempty"`
-	DesiredOutcome      string        `protobuf:"bytes,3,opt,name=desired_outcome,json=desiredOutcome,proto3" json:"desired_outcome,omitempty"`
-	RequesterRef        string        `protobuf:"bytes,4,opt,name=requester_ref,json=requesterRef,proto3" json:"requester_ref,omitempty"`
-	AuthorizerRef       string        `protobuf:"bytes,5,opt,name=authorizer_ref,json=authorizerRef,proto3" json:"authorizer_ref,omitempty"`
-	AccountableOwnerRef string        `protobuf:"bytes,6,opt,name=accountable_owner_ref,json=accountableOwnerRef,proto3" json:"accountable_owner_ref,omitempty"`
-	AcceptanceOwnerRef  string        `protobuf:"bytes,7,opt,name=acceptance_owner_ref,json=acceptanceOwnerRef,proto3" json:"acceptance_owner_ref,omitempty"`
-	DelegationChain     []*Delegation `protobuf:"bytes,8,rep,name=delegation_chain,json=delegationChain,proto3" json:"delegation_chain,omitempty"`
-	// The task's current credential, recorded by Steward: the fold sets it
-	// when a credential is issued or renewed. A request that sets it is
-	// refused.
-	CredentialRef string  `protobuf:"bytes,9,opt,name=credential_ref,json=credentialRef,proto3" json:"credential_ref,omitempty"`
-	Budget        *Budget `protobuf:"bytes,10,opt,name=budget,proto3" json:"budget,omitempty"`
-	// When the work must be done: the credential expires by it, and a task
-	// at work is suspended at it (SUSPEND_CAUSE_DEADLINE). Only its
-	// accountable owner moves it, later (TaskService.ExtendDeadline).
-	Deadline    *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=deadline,proto3" json:"deadline,omitempty"`
-	ContextRefs []*ContextRef          `protobuf:"bytes,12,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
-	RiskTier    RiskTier               `protobuf:"varint,13,opt,name=risk_tier,json=riskTier,proto3,enum=steward.v1.RiskTier" json:"risk_tier,omitempty"`
-	// The tools the task may call, each named once: a bare name allows any
-	// version registered before the task was created; name@version pins
-	// that version, whenever it is registered (docs/contract.md, "Pinned
-	// tools"). A delegation may only keep or narrow them.
-	AllowedTools       []string               `protobuf:"bytes,14,rep,name=allowed_tools,json=allowedTools,proto3" json:"allowed_tools,omitempty"`
-	AcceptanceCriteria []*AcceptanceCriterion `protobuf:"bytes,15,rep,name=acceptance_criteria,json=acceptanceCriteria,proto3" json:"acceptance_criteria,omitempty"`
-	RecoveryPolicy     *RecoveryPolicy        `protobuf:"bytes,16,opt,name=recovery_policy,json=recoveryPolicy,proto3" json:"recovery_policy,omitempty"`
-	InputSnapshot      *InputSnapshot         `protobuf:"bytes,17,opt,name=input_snapshot,json=inputSnapshot,proto3" json:"input_snapshot,omitempty"`
-	Limits             *TaskLimits            `protobuf:"bytes,18,opt,name=limits,proto3" json:"limits,omitempty"`
-	Timers             *TaskTimers            `protobuf:"bytes,19,opt,name=timers,proto3" json:"timers,omitempty"`
-	// Scopes the task's credential holds (see TaskCredential).
-	Scopes []string `protobuf:"bytes,20,rep,name=scopes,proto3" json:"scopes,omitempty"`
-	// When set, the requester may not accept the task's result.
-	SeparationOfDuties bool `protobuf:"varint,21,opt,name=separation_of_duties,json=separationOfDuties,proto3" json:"separation_of_duties,omitempty"`
-	// Set by DelegateTask: the task this one was delegated from. Not
-	// accepted on CreateTask, nor is delegation_chain.
-	ParentTaskId  string `protobuf:"bytes,22,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskContract) Reset() {
-	*x = TaskContract{}
-	mi := &file_steward_v1_task_proto_msgTypes[9]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskContract) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskContract) ProtoMessage() {}
-
-func (x *TaskContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[9]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskContract.ProtoReflect.Descriptor instead.
-func (*TaskContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{9}
-}
-
-func (x *TaskContract) GetTaskId() string {
-	if x != nil {
-		return x.TaskId
-	}
-	return ""
-}
-
-func (x *TaskContract) GetIntent() string {
-	if x != nil {
-		return x.Intent
-	}
-	return ""
-}
-
-func (x *TaskContract) GetDesiredOutcome() string {
-	if x != nil {
-		return x.DesiredOutcome
-	}
-	return ""
-}
-
-func (x *TaskContract) GetRequesterRef() string {
-	if x != nil {
-		return x.RequesterRef
-	}
-	return ""
-}
-
-func (x *TaskContract) GetAuthorizerRef() string {
-	if x != nil {
-		return x.AuthorizerRef
-	}
-	return ""
-}
-
-func (x *TaskContract) GetAccountableOwnerRef() string {
-	if x != nil {
-		return x.AccountableOwnerRef
-	}
-	return ""
-}
-
-func (x *TaskContract) GetAcceptanceOwnerRef() string {
-	if x != nil {
-		return x.AcceptanceOwnerRef
-	}
-	return ""
-}
-
-func (x *TaskContract) GetDelegationChain() []*Delegation {
-	if x != nil {
-		return x.DelegationChain
-	}
-	return nil
-}
-
-func (x *TaskContract) GetCredentialRef() string {
-	if x != nil {
-		return x.CredentialRef
-	}
-	return ""
-}
-
-func (x *TaskContract) GetBudget() *Budget {
-	if x != nil {
-		return x.Budget
-	}
-	return nil
-}
-
-func (x *TaskContract) GetDeadline() *timestamppb.Timestamp {
-	if x != nil {
-		return x.Deadline
-	}
-	return nil
-}
-
-func (x *TaskContract) GetContextRefs() []*ContextRef {
-	if x != nil {
-		return x.ContextRefs
-	}
-	return nil
-}
-
-func (x *TaskContract) GetRiskTier() RiskTier {
-	if x != nil {
-		return x.RiskTier
-	}
-	return RiskTier_RISK_TIER_UNSPECIFIED
-}
-
-func (x *TaskContract) GetAllowedTools() []string {
-	if x != nil {
-		return x.AllowedTools
-	}
-	return nil
-}
-
-func (x *TaskContract) GetAcceptanceCriteria() []*AcceptanceCriterion {
-	if x != nil {
-		return x.AcceptanceCriteria
-	}
-	return nil
-}
-
-func (x *TaskContract) GetRecoveryPolicy() *RecoveryPolicy {
-	if x != nil {
-		return x.RecoveryPolicy
-	}
-	return nil
-}
-
-func (x *TaskContract) GetInputSnapshot() *InputSnapshot {
-	if x != nil {
-		return x.InputSnapshot
-	}
-	return nil
-}
-
-func (x *TaskContract) GetLimits() *TaskLimits {
-	if x != nil {
-		return x.Limits
-	}
-	return nil
-}
-
-func (x *TaskContract) GetTimers() *TaskTimers {
-	if x != nil {
-		return x.Timers
-	}
-	return nil
-}
-
-func (x *TaskContract) GetScopes() []string {
-	if x != nil {
-		return x.Scopes
-	}
-	return nil
-}
-
-func (x *TaskContract) GetSeparationOfDuties() bool {
-	if x != nil {
-		return x.SeparationOfDuties
-	}
-	return false
-}
-
-func (x *TaskContract) GetParentTaskId() string {
-	if x != nil {
-		return x.ParentTaskId
-	}
-	return ""
-}
-
-// TaskLimits are the task's loop guards. Zero means the default (README).
-type TaskLimits struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// The most actions the task may propose, edits and Steward's retries
-	// (RECOVERY_MODE_RETRY) included, compensations not. A proposal past it
-	// is refused and stops the task, waiting for input
-	// (NEEDS_INPUT_CAUSE_ACTION_CAP); a resume grants max_actions more
-	// (docs/recovery.md).
-	MaxActions uint32 `protobuf:"varint,1,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
-	// The same failure (tool, target, class, reason) this many times in a
-	// row stops the task with a request for help instead of trying again.
-	MaxSameFailures uint32 `protobuf:"varint,2,opt,name=max_same_failures,json=maxSameFailures,proto3" json:"max_same_failures,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
-}
-
-func (x *TaskLimits) Reset() {
-	*x = TaskLimits{}
-	mi := &file_steward_v1_task_proto_msgTypes[10]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskLimits) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskLimits) ProtoMessage() {}
-
-func (x *TaskLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[10]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
-func (*TaskLimits) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{10}
-}
-
-func (x *TaskLimits) GetMaxActions() uint32 {
-	if x != nil {
-		return x.MaxActions
-	}
-	return 0
-}
-
-func (x *TaskLimits) GetMaxSameFailures() uint32 {
-	if x != nil {
-		return x.MaxSameFailures
-	}
-	return 0
-}
-
-// TaskTimers are the task's durable deadlines. Zero means the default
-// (README).
-type TaskTimers struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// An approval open this long reminds its approvers.
-	ApprovalRemindAfter *durationpb.Duration `protobuf:"bytes,1,opt,name=approval_remind_after,json=approvalRemindAfter,proto3" json:"approval_remind_after,omitempty"`
-	// An approval open this long suspends the task.
-	ApprovalSuspendAfter *durationpb.Duration `protobuf:"bytes,2,opt,name=approval_suspend_after,json=approvalSuspendAfter,proto3" json:"approval_suspend_after,omitempty"`
-	// A working task with no event for this long is marked stalled.
-	StallAfter    *durationpb.Duration `protobuf:"bytes,3,opt,name=stall_after,json=stallAfter,proto3" json:"stall_after,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskTimers) Reset() {
-	*x = TaskTimers{}
-	mi := &file_steward_v1_task_proto_msgTypes[11]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskTimers) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskTimers) ProtoMessage() {}
-
-func (x *TaskTimers) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[11]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskTimers.ProtoReflect.Descriptor instead.
-func (*TaskTimers) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{11}
-}
-
-func (x *TaskTimers) GetApprovalRemindAfter() *durationpb.Duration {
-	if x != nil {
-		return x.ApprovalRemindAfter
-	}
-	return nil
-}
-
-func (x *TaskTimers) GetApprovalSuspendAfter() *durationpb.Duration {
-	if x != nil {
-		return x.ApprovalSuspendAfter
-	}
-	return nil
-}
-
-func (x *TaskTimers) GetStallAfter() *durationpb.Duration {
-	if x != nil {
-		return x.StallAfter
-	}
-	return nil
-}
-
 // TaskProgress is what a task has done and what is left: every action
 // that is not withdrawn is in exactly one list.
 type TaskProgress struct {
@@ -1333,7 +467,7 @@ type TaskProgress struct {
 
 func (x *TaskProgress) Reset() {
 	*x = TaskProgress{}
-	mi := &file_steward_v1_task_proto_msgTypes[12]
+	mi := &file_steward_v1_task_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1345,7 +479,7 @@ func (x *TaskProgress) String() string {
 func (*TaskProgress) ProtoMessage() {}
 
 func (x *TaskProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[12]
+	mi := &file_steward_v1_task_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1358,7 +492,7 @@ func (x *TaskProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProgress.ProtoReflect.Descriptor instead.
 func (*TaskProgress) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *TaskProgress) GetDone() []string {
@@ -1445,16 +579,16 @@ type Task struct {
 	// The tenant the task belongs to (TaskCreated.tenant); empty is the
 	// default tenant. A caller of another tenant finds no such task.
 	Tenant string `protobuf:"bytes,33,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	// Governance's judgement of the task's latest plan version; unset
-	// before a plan is submitted.
-	PlanPolicy    *PlanPolicy `protobuf:"bytes,34,opt,name=plan_policy,json=planPolicy,proto3" json:"plan_policy,omitempty"`
+	// The task's plan (TaskService.SubmitPlan): the version in force and
+	// where its steps stand; unset for a task without one.
+	Plan          *PlanState `protobuf:"bytes,34,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
 	*x = Task{}
-	mi := &file_steward_v1_task_proto_msgTypes[13]
+	mi := &file_steward_v1_task_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1466,7 +600,7 @@ func (x *Task) String() string {
 func (*Task) ProtoMessage() {}
 
 func (x *Task) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[13]
+	mi := &file_steward_v1_task_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1479,7 +613,7 @@ func (x *Task) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Task.ProtoReflect.Descriptor instead.
 func (*Task) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Task) GetContract() *TaskContract {
@@ -1678,9 +812,9 @@ func (x *Task) GetTenant() string {
 	return ""
 }
 
-func (x *Task) GetPlanPolicy() *PlanPolicy {
+func (x *Task) GetPlan() *PlanState {
 	if x != nil {
-		return x.PlanPolicy
+		return x.Plan
 	}
 	return nil
 }
@@ -1700,7 +834,7 @@ type BudgetUsage struct {
 
 func (x *BudgetUsage) Reset() {
 	*x = BudgetUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[14]
+	mi := &file_steward_v1_task_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1712,7 +846,7 @@ func (x *BudgetUsage) String() string {
 func (*BudgetUsage) ProtoMessage() {}
 
 func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[14]
+	mi := &file_steward_v1_task_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1725,7 +859,7 @@ func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetUsage.ProtoReflect.Descriptor instead.
 func (*BudgetUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BudgetUsage) GetTokens() int64 {
@@ -1768,7 +902,7 @@ type MilestoneUsage struct {
 
 func (x *MilestoneUsage) Reset() {
 	*x = MilestoneUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[15]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1780,7 +914,7 @@ func (x *MilestoneUsage) String() string {
 func (*MilestoneUsage) ProtoMessage() {}
 
 func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[15]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1793,7 +927,7 @@ func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MilestoneUsage.ProtoReflect.Descriptor instead.
 func (*MilestoneUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *MilestoneUsage) GetMilestoneId() string {
@@ -1822,7 +956,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\x1a\x1csteward/v1/plan_policy.proto\x1a\x15steward/v1/risk.proto\"\xe6\x01\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\"\xe6\x01\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1839,83 +973,11 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\vrecorded_by\x18\x05 \x01(\tR\n" +
 	"recordedBy\x12;\n" +
 	"\vrecorded_at\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"recordedAt\"\xa8\x01\n" +
-	"\x06Budget\x12\x1d\n" +
-	"\n" +
-	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
-	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\x12\x1a\n" +
-	"\bcurrency\x18\x03 \x01(\tR\bcurrency\x12;\n" +
-	"\n" +
-	"milestones\x18\x04 \x03(\v2\x1b.steward.v1.MilestoneBudgetR\n" +
-	"milestones\"{\n" +
-	"\x0fMilestoneBudget\x12!\n" +
-	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x1d\n" +
-	"\n" +
-	"max_tokens\x18\x02 \x01(\x03R\tmaxTokens\x12&\n" +
-	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\"\xa4\x01\n" +
-	"\n" +
-	"Delegation\x12\x19\n" +
-	"\bfrom_ref\x18\x01 \x01(\tR\afromRef\x12\x15\n" +
-	"\x06to_ref\x18\x02 \x01(\tR\x05toRef\x12%\n" +
-	"\x0ecredential_ref\x18\x03 \x01(\tR\rcredentialRef\x12=\n" +
-	"\fdelegated_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vdelegatedAt\"P\n" +
-	"\n" +
-	"ContextRef\x12\x10\n" +
-	"\x03uri\x18\x01 \x01(\tR\x03uri\x12\x18\n" +
-	"\aversion\x18\x02 \x01(\tR\aversion\x12\x16\n" +
-	"\x06digest\x18\x03 \x01(\tR\x06digest\"\x94\x01\n" +
-	"\x13AcceptanceCriterion\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12 \n" +
-	"\vdescription\x18\x02 \x01(\tR\vdescription\x12\x1e\n" +
-	"\n" +
-	"expression\x18\x03 \x01(\tR\n" +
-	"expression\x12+\n" +
-	"\x11requires_reviewer\x18\x04 \x01(\bR\x10requiresReviewer\"a\n" +
-	"\x0eRecoveryPolicy\x12,\n" +
-	"\x04mode\x18\x01 \x01(\x0e2\x18.steward.v1.RecoveryModeR\x04mode\x12!\n" +
-	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
-	"\rInputSnapshot\x12\x18\n" +
-	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xa4\b\n" +
-	"\fTaskContract\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
-	"\x0fdesired_outcome\x18\x03 \x01(\tR\x0edesiredOutcome\x12#\n" +
-	"\rrequester_ref\x18\x04 \x01(\tR\frequesterRef\x12%\n" +
-	"\x0eauthorizer_ref\x18\x05 \x01(\tR\rauthorizerRef\x122\n" +
-	"\x15accountable_owner_ref\x18\x06 \x01(\tR\x13accountableOwnerRef\x120\n" +
-	"\x14acceptance_owner_ref\x18\a \x01(\tR\x12acceptanceOwnerRef\x12A\n" +
-	"\x10delegation_chain\x18\b \x03(\v2\x16.steward.v1.DelegationR\x0fdelegationChain\x12%\n" +
-	"\x0ecredential_ref\x18\t \x01(\tR\rcredentialRef\x12*\n" +
-	"\x06budget\x18\n" +
-	" \x01(\v2\x12.steward.v1.BudgetR\x06budget\x126\n" +
-	"\bdeadline\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x129\n" +
-	"\fcontext_refs\x18\f \x03(\v2\x16.steward.v1.ContextRefR\vcontextRefs\x121\n" +
-	"\trisk_tier\x18\r \x01(\x0e2\x14.steward.v1.RiskTierR\briskTier\x12#\n" +
-	"\rallowed_tools\x18\x0e \x03(\tR\fallowedTools\x12P\n" +
-	"\x13acceptance_criteria\x18\x0f \x03(\v2\x1f.steward.v1.AcceptanceCriterionR\x12acceptanceCriteria\x12C\n" +
-	"\x0frecovery_policy\x18\x10 \x01(\v2\x1a.steward.v1.RecoveryPolicyR\x0erecoveryPolicy\x12@\n" +
-	"\x0einput_snapshot\x18\x11 \x01(\v2\x19.steward.v1.InputSnapshotR\rinputSnapshot\x12.\n" +
-	"\x06limits\x18\x12 \x01(\v2\x16.steward.v1.TaskLimitsR\x06limits\x12.\n" +
-	"\x06timers\x18\x13 \x01(\v2\x16.steward.v1.TaskTimersR\x06timers\x12\x16\n" +
-	"\x06scopes\x18\x14 \x03(\tR\x06scopes\x120\n" +
-	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
-	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\"Y\n" +
-	"\n" +
-	"TaskLimits\x12\x1f\n" +
-	"\vmax_actions\x18\x01 \x01(\rR\n" +
-	"maxActions\x12*\n" +
-	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xe8\x01\n" +
-	"\n" +
-	"TaskTimers\x12M\n" +
-	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
-	"\x16approval_suspend_after\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x14approvalSuspendAfter\x12:\n" +
-	"\vstall_after\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"stallAfter\"X\n" +
+	"recordedAt\"X\n" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xe1\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xd3\n" +
 	"\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
@@ -1958,9 +1020,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x0factions_granted\x18\x1e \x01(\rR\x0eactionsGranted\x12)\n" +
 	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\x12\x1b\n" +
 	"\tpaused_by\x18  \x01(\tR\bpausedBy\x12\x16\n" +
-	"\x06tenant\x18! \x01(\tR\x06tenant\x127\n" +
-	"\vplan_policy\x18\" \x01(\v2\x16.steward.v1.PlanPolicyR\n" +
-	"planPolicy\"\x9a\x01\n" +
+	"\x06tenant\x18! \x01(\tR\x06tenant\x12)\n" +
+	"\x04plan\x18\" \x01(\v2\x15.steward.v1.PlanStateR\x04plan\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -2003,12 +1064,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x17NEEDS_INPUT_CAUSE_ASKED\x10\x04*N\n" +
 	"\vFindingKind\x12\x1c\n" +
 	"\x18FINDING_KIND_UNSPECIFIED\x10\x00\x12!\n" +
-	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01*\x80\x01\n" +
-	"\fRecoveryMode\x12\x1d\n" +
-	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
-	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
-	"\x18RECOVERY_MODE_COMPENSATE\x10\x02\x12\x1a\n" +
-	"\x16RECOVERY_MODE_ESCALATE\x10\x03B\xa1\x01\n" +
+	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01B\xa1\x01\n" +
 	"\x0ecom.steward.v1B\tTaskProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2025,84 +1081,55 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_proto_rawDescData
 }
 
-var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(SuspendCause)(0),             // 1: steward.v1.SuspendCause
 	(NeedsInputCause)(0),          // 2: steward.v1.NeedsInputCause
 	(FindingKind)(0),              // 3: steward.v1.FindingKind
-	(RecoveryMode)(0),             // 4: steward.v1.RecoveryMode
-	(*InputRequest)(nil),          // 5: steward.v1.InputRequest
-	(*Finding)(nil),               // 6: steward.v1.Finding
-	(*Budget)(nil),                // 7: steward.v1.Budget
-	(*MilestoneBudget)(nil),       // 8: steward.v1.MilestoneBudget
-	(*Delegation)(nil),            // 9: steward.v1.Delegation
-	(*ContextRef)(nil),            // 10: steward.v1.ContextRef
-	(*AcceptanceCriterion)(nil),   // 11: steward.v1.AcceptanceCriterion
-	(*RecoveryPolicy)(nil),        // 12: steward.v1.RecoveryPolicy
-	(*InputSnapshot)(nil),         // 13: steward.v1.InputSnapshot
-	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
-	(*TaskLimits)(nil),            // 15: steward.v1.TaskLimits
-	(*TaskTimers)(nil),            // 16: steward.v1.TaskTimers
-	(*TaskProgress)(nil),          // 17: steward.v1.TaskProgress
-	(*Task)(nil),                  // 18: steward.v1.Task
-	(*BudgetUsage)(nil),           // 19: steward.v1.BudgetUsage
-	(*MilestoneUsage)(nil),        // 20: steward.v1.MilestoneUsage
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 22: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 23: google.protobuf.Duration
-	(*Action)(nil),                // 24: steward.v1.Action
-	(*CredentialState)(nil),       // 25: steward.v1.CredentialState
-	(*Artifact)(nil),              // 26: steward.v1.Artifact
-	(*AcceptanceRound)(nil),       // 27: steward.v1.AcceptanceRound
-	(*PlanPolicy)(nil),            // 28: steward.v1.PlanPolicy
+	(*InputRequest)(nil),          // 4: steward.v1.InputRequest
+	(*Finding)(nil),               // 5: steward.v1.Finding
+	(*TaskProgress)(nil),          // 6: steward.v1.TaskProgress
+	(*Task)(nil),                  // 7: steward.v1.Task
+	(*BudgetUsage)(nil),           // 8: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 9: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 11: steward.v1.TaskContract
+	(*Action)(nil),                // 12: steward.v1.Action
+	(*CredentialState)(nil),       // 13: steward.v1.CredentialState
+	(*Artifact)(nil),              // 14: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 15: steward.v1.AcceptanceRound
+	(*PlanState)(nil),             // 16: steward.v1.PlanState
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
-	21, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
+	10, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
-	21, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
-	8,  // 4: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	21, // 5: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
-	4,  // 6: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
-	10, // 7: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
-	9,  // 8: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
-	7,  // 9: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	21, // 10: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
-	10, // 11: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	22, // 12: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
-	11, // 13: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
-	12, // 14: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
-	13, // 15: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	15, // 16: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
-	16, // 17: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
-	23, // 18: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	23, // 19: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	23, // 20: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	14, // 21: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
-	0,  // 22: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	21, // 23: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	21, // 24: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 25: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	24, // 26: steward.v1.Task.actions:type_name -> steward.v1.Action
-	17, // 27: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	21, // 28: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
-	0,  // 29: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	19, // 30: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	25, // 31: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	26, // 32: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	27, // 33: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
-	1,  // 34: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
-	5,  // 35: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
-	6,  // 36: steward.v1.Task.findings:type_name -> steward.v1.Finding
-	28, // 37: steward.v1.Task.plan_policy:type_name -> steward.v1.PlanPolicy
-	20, // 38: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	10, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
+	11, // 4: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	0,  // 5: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
+	10, // 6: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	10, // 7: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 8: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
+	12, // 9: steward.v1.Task.actions:type_name -> steward.v1.Action
+	6,  // 10: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	10, // 11: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	0,  // 12: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
+	8,  // 13: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	13, // 14: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	14, // 15: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	15, // 16: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	1,  // 17: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
+	4,  // 18: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
+	5,  // 19: steward.v1.Task.findings:type_name -> steward.v1.Finding
+	16, // 20: steward.v1.Task.plan:type_name -> steward.v1.PlanState
+	9,  // 21: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -2112,16 +1139,16 @@ func file_steward_v1_task_proto_init() {
 	}
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
-	file_steward_v1_plan_policy_proto_init()
-	file_steward_v1_risk_proto_init()
+	file_steward_v1_plan_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
-			NumEnums:      5,
-			NumMessages:   16,
+			NumEnums:      4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

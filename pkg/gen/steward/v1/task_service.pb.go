@@ -1450,6 +1450,123 @@ func (x *DelegateTaskResponse) GetCreated() bool {
 	return false
 }
 
+type SubmitPlanRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The plan: version 1 first, each revision higher.
+	Plan *Plan `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	// Makes the call safe to retry, as for the other commands; the plan's
+	// version makes it so too.
+	RequestId     string `protobuf:"bytes,3,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitPlanRequest) Reset() {
+	*x = SubmitPlanRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitPlanRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitPlanRequest) ProtoMessage() {}
+
+func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitPlanRequest.ProtoReflect.Descriptor instead.
+func (*SubmitPlanRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SubmitPlanRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *SubmitPlanRequest) GetPlan() *Plan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *SubmitPlanRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type SubmitPlanResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task after the submission: task.plan is the version recorded.
+	Task *Task `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// False when this version was recorded already, with the same plan.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubmitPlanResponse) Reset() {
+	*x = SubmitPlanResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubmitPlanResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubmitPlanResponse) ProtoMessage() {}
+
+func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubmitPlanResponse.ProtoReflect.Descriptor instead.
+func (*SubmitPlanResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SubmitPlanResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *SubmitPlanResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 type SubmitArtifactRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -1472,7 +1589,7 @@ type SubmitArtifactRequest struct {
 
 func (x *SubmitArtifactRequest) Reset() {
 	*x = SubmitArtifactRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1484,7 +1601,7 @@ func (x *SubmitArtifactRequest) String() string {
 func (*SubmitArtifactRequest) ProtoMessage() {}
 
 func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1497,7 +1614,7 @@ func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SubmitArtifactRequest) GetTaskId() string {
@@ -1573,7 +1690,7 @@ type SubmitArtifactResponse struct {
 
 func (x *SubmitArtifactResponse) Reset() {
 	*x = SubmitArtifactResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1585,7 +1702,7 @@ func (x *SubmitArtifactResponse) String() string {
 func (*SubmitArtifactResponse) ProtoMessage() {}
 
 func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1598,7 +1715,7 @@ func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
@@ -1625,7 +1742,7 @@ type MarkProducedRequest struct {
 
 func (x *MarkProducedRequest) Reset() {
 	*x = MarkProducedRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1637,7 +1754,7 @@ func (x *MarkProducedRequest) String() string {
 func (*MarkProducedRequest) ProtoMessage() {}
 
 func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1650,7 +1767,7 @@ func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
 func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *MarkProducedRequest) GetTaskId() string {
@@ -1677,7 +1794,7 @@ type MarkProducedResponse struct {
 
 func (x *MarkProducedResponse) Reset() {
 	*x = MarkProducedResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1689,7 +1806,7 @@ func (x *MarkProducedResponse) String() string {
 func (*MarkProducedResponse) ProtoMessage() {}
 
 func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1702,7 +1819,7 @@ func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
 func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *MarkProducedResponse) GetTask() *Task {
@@ -1734,7 +1851,7 @@ type AcceptTaskRequest struct {
 
 func (x *AcceptTaskRequest) Reset() {
 	*x = AcceptTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1746,7 +1863,7 @@ func (x *AcceptTaskRequest) String() string {
 func (*AcceptTaskRequest) ProtoMessage() {}
 
 func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1759,7 +1876,7 @@ func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *AcceptTaskRequest) GetTaskId() string {
@@ -1799,7 +1916,7 @@ type AcceptTaskResponse struct {
 
 func (x *AcceptTaskResponse) Reset() {
 	*x = AcceptTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1811,7 +1928,7 @@ func (x *AcceptTaskResponse) String() string {
 func (*AcceptTaskResponse) ProtoMessage() {}
 
 func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1824,7 +1941,7 @@ func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *AcceptTaskResponse) GetTask() *Task {
@@ -1848,7 +1965,7 @@ type ReturnTaskRequest struct {
 
 func (x *ReturnTaskRequest) Reset() {
 	*x = ReturnTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1977,7 @@ func (x *ReturnTaskRequest) String() string {
 func (*ReturnTaskRequest) ProtoMessage() {}
 
 func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1990,7 @@ func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ReturnTaskRequest) GetTaskId() string {
@@ -1913,7 +2030,7 @@ type ReturnTaskResponse struct {
 
 func (x *ReturnTaskResponse) Reset() {
 	*x = ReturnTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2042,7 @@ func (x *ReturnTaskResponse) String() string {
 func (*ReturnTaskResponse) ProtoMessage() {}
 
 func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2055,7 @@ func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ReturnTaskResponse) GetTask() *Task {
@@ -1953,7 +2070,7 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9f\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9f\x01\n" +
 	"\x15ExtendDeadlineRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x126\n" +
 	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x16\n" +
@@ -2058,6 +2175,14 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\tR\trequestId\"V\n" +
 	"\x14DelegateTaskResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"q\n" +
+	"\x11SubmitPlanRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12$\n" +
+	"\x04plan\x18\x02 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x03 \x01(\tR\trequestId\"T\n" +
+	"\x12SubmitPlanResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"\x82\x02\n" +
 	"\x15SubmitArtifactRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
@@ -2097,8 +2222,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05round\x18\x04 \x01(\rR\x05round\":\n" +
 	"\x12ReturnTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xb3\n" +
-	"\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x82\v\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2111,7 +2235,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\vReportUsage\x12\x1e.steward.v1.ReportUsageRequest\x1a\x1f.steward.v1.ReportUsageResponse\"\x00\x12P\n" +
 	"\vRaiseBudget\x12\x1e.steward.v1.RaiseBudgetRequest\x1a\x1f.steward.v1.RaiseBudgetResponse\"\x00\x12V\n" +
 	"\rProposeAction\x12 .steward.v1.ProposeActionRequest\x1a!.steward.v1.ProposeActionResponse\"\x00\x12S\n" +
-	"\fDelegateTask\x12\x1f.steward.v1.DelegateTaskRequest\x1a .steward.v1.DelegateTaskResponse\"\x00\x12Y\n" +
+	"\fDelegateTask\x12\x1f.steward.v1.DelegateTaskRequest\x1a .steward.v1.DelegateTaskResponse\"\x00\x12M\n" +
+	"\n" +
+	"SubmitPlan\x12\x1d.steward.v1.SubmitPlanRequest\x1a\x1e.steward.v1.SubmitPlanResponse\"\x00\x12Y\n" +
 	"\x0eSubmitArtifact\x12!.steward.v1.SubmitArtifactRequest\x1a\".steward.v1.SubmitArtifactResponse\"\x00\x12S\n" +
 	"\fMarkProduced\x12\x1f.steward.v1.MarkProducedRequest\x1a .steward.v1.MarkProducedResponse\"\x00\x12M\n" +
 	"\n" +
@@ -2137,7 +2263,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ExtendDeadlineRequest)(nil),  // 0: steward.v1.ExtendDeadlineRequest
 	(*ExtendDeadlineResponse)(nil), // 1: steward.v1.ExtendDeadlineResponse
@@ -2163,86 +2289,93 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*RaiseBudgetResponse)(nil),    // 21: steward.v1.RaiseBudgetResponse
 	(*DelegateTaskRequest)(nil),    // 22: steward.v1.DelegateTaskRequest
 	(*DelegateTaskResponse)(nil),   // 23: steward.v1.DelegateTaskResponse
-	(*SubmitArtifactRequest)(nil),  // 24: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 25: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 26: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 27: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 28: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 29: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 30: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 31: steward.v1.ReturnTaskResponse
-	(*timestamppb.Timestamp)(nil),  // 32: google.protobuf.Timestamp
-	(*Task)(nil),                   // 33: steward.v1.Task
-	(*structpb.Struct)(nil),        // 34: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 35: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 36: steward.v1.ActionRationale
-	(*Action)(nil),                 // 37: steward.v1.Action
-	(*TaskContract)(nil),           // 38: steward.v1.TaskContract
-	(*Artifact)(nil),               // 39: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 40: steward.v1.AcceptanceRound
+	(*SubmitPlanRequest)(nil),      // 24: steward.v1.SubmitPlanRequest
+	(*SubmitPlanResponse)(nil),     // 25: steward.v1.SubmitPlanResponse
+	(*SubmitArtifactRequest)(nil),  // 26: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil), // 27: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),    // 28: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),   // 29: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),      // 30: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),     // 31: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),      // 32: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),     // 33: steward.v1.ReturnTaskResponse
+	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
+	(*Task)(nil),                   // 35: steward.v1.Task
+	(*structpb.Struct)(nil),        // 36: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 37: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 38: steward.v1.ActionRationale
+	(*Action)(nil),                 // 39: steward.v1.Action
+	(*TaskContract)(nil),           // 40: steward.v1.TaskContract
+	(*Plan)(nil),                   // 41: steward.v1.Plan
+	(*Artifact)(nil),               // 42: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 43: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	32, // 0: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	33, // 1: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	33, // 2: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	33, // 3: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	34, // 4: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	35, // 5: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	36, // 6: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	37, // 7: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	38, // 8: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	33, // 9: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	33, // 10: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	33, // 11: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	33, // 12: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	33, // 13: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	33, // 14: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	33, // 15: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	38, // 16: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	33, // 17: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	39, // 18: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	33, // 19: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	33, // 20: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	40, // 21: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	33, // 22: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	33, // 23: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	8,  // 24: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	10, // 25: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	12, // 26: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	14, // 27: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	16, // 28: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	18, // 29: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	20, // 30: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	6,  // 31: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	22, // 32: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	24, // 33: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	26, // 34: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	28, // 35: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	30, // 36: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	0,  // 37: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	2,  // 38: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	4,  // 39: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	9,  // 40: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	11, // 41: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	13, // 42: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	15, // 43: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	17, // 44: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	19, // 45: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	21, // 46: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	7,  // 47: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	23, // 48: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	25, // 49: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	27, // 50: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	29, // 51: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	31, // 52: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	1,  // 53: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	3,  // 54: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	5,  // 55: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	40, // [40:56] is the sub-list for method output_type
-	24, // [24:40] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	34, // 0: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	35, // 1: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	35, // 2: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	35, // 3: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	36, // 4: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	37, // 5: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	38, // 6: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	39, // 7: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	40, // 8: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	35, // 9: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	35, // 10: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	35, // 11: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	35, // 12: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	35, // 13: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	35, // 14: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	35, // 15: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	40, // 16: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	35, // 17: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	41, // 18: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	35, // 19: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	42, // 20: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	35, // 21: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	35, // 22: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	43, // 23: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	35, // 24: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	35, // 25: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	8,  // 26: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	10, // 27: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	12, // 28: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	14, // 29: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	16, // 30: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	18, // 31: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	20, // 32: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	6,  // 33: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	22, // 34: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	24, // 35: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	26, // 36: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	28, // 37: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	30, // 38: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	32, // 39: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	0,  // 40: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	2,  // 41: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	4,  // 42: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	9,  // 43: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	11, // 44: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	13, // 45: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	15, // 46: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	17, // 47: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	19, // 48: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	21, // 49: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	7,  // 50: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	23, // 51: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	25, // 52: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	27, // 53: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	29, // 54: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	31, // 55: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	33, // 56: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	1,  // 57: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	3,  // 58: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	5,  // 59: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	43, // [43:60] is the sub-list for method output_type
+	26, // [26:43] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -2252,6 +2385,8 @@ func file_steward_v1_task_service_proto_init() {
 	}
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_contract_proto_init()
+	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}
@@ -2260,7 +2395,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   34,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

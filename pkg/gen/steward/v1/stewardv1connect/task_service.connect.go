@@ -53,6 +53,8 @@ const (
 	// TaskServiceDelegateTaskProcedure is the fully-qualified name of the TaskService's DelegateTask
 	// RPC.
 	TaskServiceDelegateTaskProcedure = "/steward.v1.TaskService/DelegateTask"
+	// TaskServiceSubmitPlanProcedure is the fully-qualified name of the TaskService's SubmitPlan RPC.
+	TaskServiceSubmitPlanProcedure = "/steward.v1.TaskService/SubmitPlan"
 	// TaskServiceSubmitArtifactProcedure is the fully-qualified name of the TaskService's
 	// SubmitArtifact RPC.
 	TaskServiceSubmitArtifactProcedure = "/steward.v1.TaskService/SubmitArtifact"
@@ -106,6 +108,17 @@ type TaskServiceClient interface {
 	// credential may only keep or narrow the parent's: tools, scopes, budget
 	// and expiry. Widening anything is InvalidArgument, naming the field.
 	DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error)
+	// SubmitPlan gives a running task a plan, or a new version of its plan
+	// (docs/plans.md). The plan is checked whole before anything of it runs:
+	// its shape, limits and expressions, each tool against the task's
+	// contract, credential and registered tools, each sub-task's contract as
+	// DelegateTask checks one, each milestone against the contract's. A
+	// refusal is INVALID_ARGUMENT naming the field (plan.steps[2].when). A
+	// version must be higher than the task's current one; the same version
+	// with the same plan is answered with the plan already recorded
+	// (created false), and with another plan is ALREADY_EXISTS. Only the
+	// task's agent submits; governance then judges the plan.
+	SubmitPlan(context.Context, *connect.Request[v1.SubmitPlanRequest]) (*connect.Response[v1.SubmitPlanResponse], error)
 	// SubmitArtifact records one version of an artifact of the task's
 	// result, its content inline or by reference.
 	SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error)
@@ -210,6 +223,12 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("DelegateTask")),
 			connect.WithClientOptions(opts...),
 		),
+		submitPlan: connect.NewClient[v1.SubmitPlanRequest, v1.SubmitPlanResponse](
+			httpClient,
+			baseURL+TaskServiceSubmitPlanProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("SubmitPlan")),
+			connect.WithClientOptions(opts...),
+		),
 		submitArtifact: connect.NewClient[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse](
 			httpClient,
 			baseURL+TaskServiceSubmitArtifactProcedure,
@@ -266,6 +285,7 @@ type taskServiceClient struct {
 	raiseBudget    *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
 	proposeAction  *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
 	delegateTask   *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
+	submitPlan     *connect.Client[v1.SubmitPlanRequest, v1.SubmitPlanResponse]
 	submitArtifact *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
 	markProduced   *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
 	acceptTask     *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
@@ -318,6 +338,11 @@ func (c *taskServiceClient) ProposeAction(ctx context.Context, req *connect.Requ
 // DelegateTask calls steward.v1.TaskService.DelegateTask.
 func (c *taskServiceClient) DelegateTask(ctx context.Context, req *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error) {
 	return c.delegateTask.CallUnary(ctx, req)
+}
+
+// SubmitPlan calls steward.v1.TaskService.SubmitPlan.
+func (c *taskServiceClient) SubmitPlan(ctx context.Context, req *connect.Request[v1.SubmitPlanRequest]) (*connect.Response[v1.SubmitPlanResponse], error) {
+	return c.submitPlan.CallUnary(ctx, req)
 }
 
 // SubmitArtifact calls steward.v1.TaskService.SubmitArtifact.
@@ -387,6 +412,17 @@ type TaskServiceHandler interface {
 	// credential may only keep or narrow the parent's: tools, scopes, budget
 	// and expiry. Widening anything is InvalidArgument, naming the field.
 	DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error)
+	// SubmitPlan gives a running task a plan, or a new version of its plan
+	// (docs/plans.md). The plan is checked whole before anything of it runs:
+	// its shape, limits and expressions, each tool against the task's
+	// contract, credential and registered tools, each sub-task's contract as
+	// DelegateTask checks one, each milestone against the contract's. A
+	// refusal is INVALID_ARGUMENT naming the field (plan.steps[2].when). A
+	// version must be higher than the task's current one; the same version
+	// with the same plan is answered with the plan already recorded
+	// (created false), and with another plan is ALREADY_EXISTS. Only the
+	// task's agent submits; governance then judges the plan.
+	SubmitPlan(context.Context, *connect.Request[v1.SubmitPlanRequest]) (*connect.Response[v1.SubmitPlanResponse], error)
 	// SubmitArtifact records one version of an artifact of the task's
 	// result, its content inline or by reference.
 	SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error)
@@ -487,6 +523,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("DelegateTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceSubmitPlanHandler := connect.NewUnaryHandler(
+		TaskServiceSubmitPlanProcedure,
+		svc.SubmitPlan,
+		connect.WithSchema(taskServiceMethods.ByName("SubmitPlan")),
+		connect.WithHandlerOptions(opts...),
+	)
 	taskServiceSubmitArtifactHandler := connect.NewUnaryHandler(
 		TaskServiceSubmitArtifactProcedure,
 		svc.SubmitArtifact,
@@ -549,6 +591,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceProposeActionHandler.ServeHTTP(w, r)
 		case TaskServiceDelegateTaskProcedure:
 			taskServiceDelegateTaskHandler.ServeHTTP(w, r)
+		case TaskServiceSubmitPlanProcedure:
+			taskServiceSubmitPlanHandler.ServeHTTP(w, r)
 		case TaskServiceSubmitArtifactProcedure:
 			taskServiceSubmitArtifactHandler.ServeHTTP(w, r)
 		case TaskServiceMarkProducedProcedure:
@@ -606,6 +650,10 @@ func (UnimplementedTaskServiceHandler) ProposeAction(context.Context, *connect.R
 
 func (UnimplementedTaskServiceHandler) DelegateTask(context.Context, *connect.Request[v1.DelegateTaskRequest]) (*connect.Response[v1.DelegateTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.DelegateTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) SubmitPlan(context.Context, *connect.Request[v1.SubmitPlanRequest]) (*connect.Response[v1.SubmitPlanResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.SubmitPlan is not implemented"))
 }
 
 func (UnimplementedTaskServiceHandler) SubmitArtifact(context.Context, *connect.Request[v1.SubmitArtifactRequest]) (*connect.Response[v1.SubmitArtifactResponse], error) {

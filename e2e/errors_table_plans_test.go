@@ -1,0 +1,96 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// planChecks are the rows of docs/errors.md about SubmitPlan and the
+// approval of a plan (docs/plans.md).
+func planChecks() map[string]tableCheck {
+	ctx := context.Background()
+	submit := func(e *harness, taskID string, p *stewardv1.Plan) error {
+		_, err := e.agent.tasks.SubmitPlan(ctx, connect.NewRequest(&stewardv1.SubmitPlanRequest{TaskId: taskID, Plan: p}))
+		return err
+	}
+	// edited is searchPlan with a second step, changed by edit.
+	edited := func(edit func(s *stewardv1.Step)) *stewardv1.Plan {
+		p := searchPlan()
+		s := &stewardv1.Step{Id: "more", DependsOn: []string{"find"}, Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: "search", Target: "index:more"}}}
+		edit(s)
+		p.Steps = append(p.Steps, s)
+		return p
+	}
+	return map[string]tableCheck{
+		"`SubmitPlan` with a cycle, an unknown dependency, a tool outside the contract or its credential or not registered, an expression that does not type-check, a limit broken, a milestone not in the contract, or a sub-task contract `DelegateTask` would refuse": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-plan-refusals", contract())
+			on := func(field string, p *stewardv1.Plan) func() error {
+				return func() error { return onField(t, submit(e, id, p), field) }
+			}
+			long := searchPlan()
+			for i := range 100 {
+				long.Steps = append(long.Steps, &stewardv1.Step{Id: fmt.Sprintf("s%d", i), Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{}}})
+			}
+			cycle := edited(func(*stewardv1.Step) {})
+			cycle.Steps[0].DependsOn = []string{"more"} // find → more → find
+			sub := contract()
+			sub.Scopes = []string{"payments:write"}
+			return []error{alike(t, e.unchanged(t, id,
+				on("plan.steps[1].depends_on[0]", cycle),
+				on("plan.steps[1].depends_on[0]", edited(func(s *stewardv1.Step) { s.DependsOn = []string{"fnd"} })),
+				on("plan.steps[1].action.tool", edited(func(s *stewardv1.Step) { s.GetAction().Tool = "wire" })),
+				on("plan.steps[1].action.tool", edited(func(s *stewardv1.Step) { s.GetAction().ToolVersion = "9.9.9" })),
+				on("plan.steps[1].when", edited(func(s *stewardv1.Step) { s.When = "steps.find.status + 1" })),
+				on("plan.steps", long),
+				on("plan.steps[1].milestone_id", edited(func(s *stewardv1.Step) { s.MilestoneId = "launch" })),
+				on("plan.steps[1].sub_task.contract.scopes[0]", edited(func(s *stewardv1.Step) {
+					s.Kind = &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{Contract: sub, DelegateRef: "agent:helper"}}
+				})),
+			)...)}
+		},
+		"`SubmitPlan` of a version the task has with another plan; of a version lower than its current one; for a task that is not running": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-plan-versions", contract())
+			for _, v := range []uint32{1, 3} {
+				p := searchPlan()
+				p.Version = v
+				if err := submit(e, id, p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			other, lower := edited(func(*stewardv1.Step) {}), searchPlan()
+			other.Version, lower.Version = 3, 2
+			return e.unchanged(t, id,
+				func() error { return submit(e, id, other) },
+				func() error { return saying(t, submit(e, id, lower), "plan.version 2 is lower") },
+				func() error { return saying(t, submit(e, e.paused(t), searchPlan()), "only a running task") },
+			)
+		},
+		"a decision on a plan's approval naming another plan hash; on the approval of a plan version since revised": func(t *testing.T, e *harness) []error {
+			k := contract()
+			k.AllowedTools = []string{"wire"}
+			id := e.create(t, "table-plan-approval", k)
+			awaiting := func(p *stewardv1.PlanState) bool { return p.Approval != nil }
+			if err := submit(e, id, wires(1, 4)); err != nil {
+				t.Fatal(err)
+			}
+			first := planGoverned(t, e.agent, id, 1, awaiting)
+			decide := func(approvalID, hash string) error {
+				_, err := e.approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+					ApprovalId: approvalID, PlanHash: hash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE}))
+				return err
+			}
+			otherHash := onField(t, decide(first.Approval.ApprovalId, strings.Repeat("0", 64)), "plan_hash")
+			if err := submit(e, id, wires(2, 4)); err != nil {
+				t.Fatal(err)
+			}
+			planGoverned(t, e.agent, id, 2, awaiting)
+			return []error{otherHash, saying(t, decide(first.Approval.ApprovalId, first.PlanHash), "the plan was revised")}
+		},
+	}
+}

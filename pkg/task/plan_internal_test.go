@@ -1,0 +1,71 @@
+package task
+
+import (
+	"slices"
+	"testing"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// TestRevisedKeepsWhatStarted: the step events that move a step are the
+// plan driver's, still to come, so the states a revision meets are set
+// here by hand. A kept step keeps its state under the new version; a
+// changed step that started keeps its state and the version it started
+// under; a changed step not started starts afresh; a left-out step is
+// withdrawn unless it had finished, and kept on the record either way.
+func TestRevisedKeepsWhatStarted(t *testing.T) {
+	st := func(id string, s stewardv1.StepStatus, actions ...string) *stewardv1.PlanStepState {
+		return &stewardv1.PlanStepState{StepId: id, Status: s, ActionIds: actions, Attempts: uint32(len(actions)), Version: 1}
+	}
+	cur := &stewardv1.PlanState{Version: 1, Steps: []*stewardv1.PlanStepState{
+		st("kept", stepRunning, "act-1"),
+		st("changed_running", stepRunning, "act-2"),
+		st("changed_pending", stepPending),
+		st("gone_done", stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "act-3"),
+		st("gone_running", stepRunning, "act-4"),
+	}}
+	step := func(id string) *stewardv1.Step { return &stewardv1.Step{Id: id} }
+	s := &stewardv1.PlanSubmitted{PlanHash: "h2",
+		Plan: &stewardv1.Plan{Version: 2, Steps: []*stewardv1.Step{step("kept"), step("changed_running"), step("changed_pending"), step("new")}},
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Kept: []string{"kept"}, Changed: []string{"changed_running", "changed_pending"},
+			Added: []string{"new"}, Withdrawn: []string{"gone_done", "gone_running"}}}
+	next := revised(cur, s, &stewardv1.Event{Actor: &stewardv1.Actor{Principal: "agent"}})
+	want := map[string]struct {
+		status  stewardv1.StepStatus
+		version uint32
+		actions int
+	}{
+		"kept":            {stepRunning, 2, 1},
+		"changed_running": {stepRunning, 1, 1},
+		"changed_pending": {stepPending, 2, 0},
+		"new":             {stepPending, 2, 0},
+		"gone_done":       {stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, 1, 1},
+		"gone_running":    {stepWithdrawn, 1, 1},
+	}
+	for _, got := range append(next.Steps, next.Retired...) {
+		w, ok := want[got.StepId]
+		if !ok || got.Status != w.status || got.Version != w.version || len(got.ActionIds) != w.actions {
+			t.Errorf("step %s = %v, want %+v", got.StepId, got, w)
+		}
+		delete(want, got.StepId)
+	}
+	if len(want) != 0 {
+		t.Errorf("steps missing: %v", want)
+	}
+	if cur.Steps[0].Version != 1 || cur.Steps[4].Status != stepRunning {
+		t.Error("revised changed the state it revised")
+	}
+	// The plan's own steps stand for their actions in progress.remaining;
+	// a retired step's action in flight stands for itself.
+	tk := &stewardv1.Task{Status: stewardv1.TaskStatus_TASK_STATUS_RUNNING, Plan: next, Actions: []*stewardv1.Action{
+		{ActionId: "act-1", Status: stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED},
+		{ActionId: "act-4", Status: stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED},
+		{ActionId: "own", Status: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED},
+	}}
+	followLedger(tk)
+	got := tk.Progress.GetRemaining()
+	wantRemaining := []string{"kept", "changed_running", "changed_pending", "new", "act-4", "own"}
+	if !slices.Equal(got, wantRemaining) {
+		t.Fatalf("remaining = %v, want %v", got, wantRemaining)
+	}
+}

@@ -1,0 +1,48 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/pkg/task"
+)
+
+// showReady fills in the steps of t's plan that may start now
+// (PlanState.ready), which the fold leaves empty: it cannot evaluate a
+// plan without pkg/plan, which the offline auditor does without. None
+// while governance holds the plan (pending, denied, awaiting approval)
+// or the task is not active. t must be the caller's own copy.
+func showReady(t *stewardv1.Task) {
+	p := t.GetPlan()
+	if p == nil || !task.PlanRuns(p) || !task.Active(t.Status) {
+		return
+	}
+	p.Ready = plan.Ready(p.Plan, task.StepStatuses(p))
+}
+
+// planSummary tells a plan event for the timeline: a version submitted,
+// with what it revised, or governance's judgement of one; "" for other
+// events.
+func planSummary(ev *stewardv1.Event) string {
+	who := actorName(ev.Actor)
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_PlanSubmitted:
+		s := p.PlanSubmitted
+		say := fmt.Sprintf("%s submitted plan version %d (%d steps, hash %.12s…)", who, s.Plan.GetVersion(), len(s.Plan.GetSteps()), s.PlanHash)
+		if r := s.Revision; r != nil {
+			say += fmt.Sprintf(", revising version %d: %d kept, %d changed, %d added, %d withdrawn",
+				r.ReplacesVersion, len(r.Kept), len(r.Changed), len(r.Added), len(r.Withdrawn))
+		}
+		return say
+	case *stewardv1.Event_PlanEvaluated:
+		e := p.PlanEvaluated
+		say := fmt.Sprintf("Policy %s said %s for plan version %d", shortRev(e.Snapshot.GetBundleRevision()), decisionName(e.Snapshot.GetDecision()), e.Version)
+		if e.ApprovalId != "" {
+			say += " after its approval " + e.ApprovalId
+		}
+		return withReason(say, strings.Join(e.Snapshot.GetReasons(), "; "))
+	}
+	return ""
+}
