@@ -469,3 +469,17 @@ func TestAForeachCountsItsItems(t *testing.T) {
 		t.Fatalf("reasons %q: want the foreach's five calls counted", got)
 	}
 }
+
+// TestAPlanApprovalClosesWithItsTask: a task that ended takes no vote on
+// its plan's approval.
+func TestAPlanApprovalClosesWithItsTask(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, wires...)
+	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
+	e.Append("p", &stewardv1.TaskCancelled{Reason: "not needed"})
+	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "is cancelled") {
+		t.Fatalf("a vote on a cancelled task's plan: %v, want FailedPrecondition", err)
+	}
+}

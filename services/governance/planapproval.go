@@ -28,6 +28,8 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		ps := t.Plan
 		ap := ps.GetApproval()
 		switch {
+		case task.Terminal(t.Status):
+			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: task %s is %s", req.ApprovalId, t.Contract.GetTaskId(), task.StatusName(t.Status))
 		case ap.GetApprovalId() != req.ApprovalId:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: the plan was revised (version %d is in force), and a revision needs an approval of its own", req.ApprovalId, ps.GetVersion())
 		case ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED:
