@@ -221,6 +221,9 @@ func TestPlanApproval(t *testing.T) {
 		strings.Join(ap.RequiredRoles, ",") != "authorizer" || !strings.Contains(strings.Join(ap.PolicyReasons, ";"), "4 irreversible calls") {
 		t.Fatalf("approval %v: want one of plan version 1, bound to %s, asked of the authorizer", ap, hash)
 	}
+	if err := e.plane.Approvals().Sync(context.Background(), e.Log); err != nil { // the index follows the log
+		t.Fatal(err)
+	}
 	listed := e.plane.Approvals().List("p", true)
 	if len(listed) != 1 || listed[0].ApprovalId != ap.ApprovalId || listed[0].PlanHash != hash {
 		t.Fatalf("pending approvals %v: want the plan's", listed)
