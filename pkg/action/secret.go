@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/steward-run/steward/pkg/errs"
 )
 
 // SecretKeyword marks a subschema's values secret, as "writeOnly": true
@@ -133,17 +135,32 @@ func Commitment(v any) (string, bool) {
 	return c, ok
 }
 
+// MaxRevealed bounds the bytes RevealRequest opens for one request, four
+// times the largest parameters a proposal may have. A proposer who has
+// seen a commitment of its task may quote it many times, inside a value
+// that is secret in turn: without a bound each level would multiply the
+// body a plane builds in memory.
+const MaxRevealed = 1 << 20
+
 // RevealRequest returns canonical request bytes with each commitment
 // object that open knows replaced by the value it commits to (canonical
 // JSON), commitments inside that value revealed in turn: the body the
 // execution plane sends a tool. open answers ok false for a commitment it
-// holds no value for, which then stays as it is.
+// holds no value for, which then stays as it is. Past MaxRevealed opened
+// bytes it refuses the request, naming no value.
 func RevealRequest(canonical []byte, open func(commitment string) (value []byte, ok bool, err error)) ([]byte, error) {
 	v, err := decodeJSON(canonical)
 	if err != nil {
 		return nil, err
 	}
-	v, err = reveal(v, open)
+	left := MaxRevealed
+	v, err = reveal(v, func(c string) ([]byte, bool, error) {
+		value, ok, err := open(c)
+		if left -= len(value); ok && err == nil && left < 0 {
+			return nil, false, errs.New(errs.TooLarge, "its secret values open to more than %d bytes", MaxRevealed)
+		}
+		return value, ok, err
+	})
 	if err != nil {
 		return nil, err
 	}

@@ -62,6 +62,36 @@ func TestRevealRequest(t *testing.T) {
 	}
 }
 
+// TestRevealRequestBoundsWhatItOpens: a proposer who has seen the
+// commitment of a value of its task may quote it many times, in a value
+// that is itself secret, and that value's commitment many times again:
+// each level multiplies the body. RevealRequest refuses once what it has
+// opened passes MaxRevealed, instead of building the body.
+func TestRevealRequestBoundsWhatItOpens(t *testing.T) {
+	fan := func(c string, n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(`{"$secret":"`+c+`"},`, n), ",") + "]"
+	}
+	values := map[string]string{
+		"a": `"` + strings.Repeat("x", 1000) + `"`,
+		"b": fan("a", 100), // 100 KB opened
+		"c": fan("b", 100), // 10 MB opened
+	}
+	open := func(c string) ([]byte, bool, error) {
+		v, ok := values[c]
+		return []byte(v), ok, nil
+	}
+	if _, err := action.RevealRequest([]byte(`{"params":{"s":{"$secret":"b"}}}`), open); err != nil {
+		t.Fatalf("100 KB opened: %v", err)
+	}
+	got, err := action.RevealRequest([]byte(`{"params":{"s":{"$secret":"c"}}}`), open)
+	if err == nil {
+		t.Fatalf("RevealRequest built a body of %d bytes; want a refusal past %d", len(got), action.MaxRevealed)
+	}
+	if strings.Contains(err.Error(), "xxx") {
+		t.Errorf("the refusal quotes a value: %v", err)
+	}
+}
+
 func TestRevealRequestNested(t *testing.T) {
 	// A compensation's parameters quote the request it undoes; its tool
 	// may mark them secret again, so a sealed value holds a commitment.

@@ -52,8 +52,10 @@ func publicOnly(set jwk.Set) error {
 func (s *KeySet) Key(_ context.Context, kid string) (jwk.Key, error) { return keyIn(s.set, kid) }
 
 // keyIn returns set's key named kid. A key published for encryption
-// (use "enc") never verifies a signature, and a kid that two keys share
-// names neither: which one signed would be the issuer's guess.
+// (use "enc") never verifies a signature, and a kid that two signing keys
+// share names neither: which one signed would be the issuer's guess. An
+// encryption key may share a signing key's kid (RFC 7517, 4.5): the kid
+// then names the signing key.
 func keyIn(set jwk.Set, kid string) (jwk.Key, error) {
 	if kid == "" {
 		if set.Len() == 1 {
@@ -62,30 +64,43 @@ func keyIn(set jwk.Set, kid string) (jwk.Key, error) {
 		}
 		return nil, fmt.Errorf("the JWT names no key id (kid), and the key set holds %d keys", set.Len())
 	}
-	var found jwk.Key
+	var found, other jwk.Key
 	for i := range set.Len() {
 		k, _ := set.Key(i)
-		if id, _ := k.KeyID(); id != kid {
-			continue
-		}
-		if found != nil {
+		switch id, _ := k.KeyID(); {
+		case id != kid:
+		case !forSignature(k):
+			other = k
+		case found != nil:
 			return nil, fmt.Errorf("the JWT's key id (kid) %q names two keys of the key set", kid)
+		default:
+			found = k
 		}
-		found = k
+	}
+	if found == nil && other != nil {
+		return forSignatures(other)
 	}
 	if found == nil {
 		return nil, fmt.Errorf("the JWT's key id (kid) %q is not a key Steward knows", kid)
 	}
-	return forSignatures(found)
+	return found, nil
 }
 
 // forSignatures returns k unless it is published for another use.
 func forSignatures(k jwk.Key) (jwk.Key, error) {
-	if use, ok := k.KeyUsage(); ok && use != "" && use != string(jwk.ForSignature) {
+	if !forSignature(k) {
 		id, _ := k.KeyID()
+		use, _ := k.KeyUsage()
 		return nil, fmt.Errorf("key %q is published for %q, not for signatures", id, use)
 	}
 	return k, nil
+}
+
+// forSignature reports whether k may verify a signature: it names no use,
+// or "sig".
+func forSignature(k jwk.Key) bool {
+	use, ok := k.KeyUsage()
+	return !ok || use == "" || use == string(jwk.ForSignature)
 }
 
 // OIDCKeys are an OpenID Connect issuer's signing keys, found by discovery

@@ -156,23 +156,45 @@ func TestAKeyVerifiesOnlyWhatItIsFor(t *testing.T) {
 		"for encryption": {[]map[string]any{enc}, `published for "enc"`},
 		"a shared kid":   {[]map[string]any{set.Keys[0], other}, `names two keys`},
 	} {
-		b, _ := json.Marshal(map[string]any{"keys": tc.keys})
-		p := filepath.Join(t.TempDir(), "jwks.json")
-		if err := os.WriteFile(p, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		keys, err := rpc.LoadJWKS(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		v, err := rpc.NewJWTVerifier(keys, rpc.JWTConfig{Audience: "steward"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		v := verifierOf(t, tc.keys)
 		if _, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:ann"))); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want a refusal saying %q", name, err, tc.want)
 		}
 	}
+
+	// An issuer may publish its encryption key under its signing key's
+	// kid (RFC 7517 4.5 allows it for keys of different uses): the kid
+	// then names one key for signatures, which verifies.
+	otherEnc := maps.Clone(other)
+	otherEnc["use"] = "enc"
+	for name, keys := range map[string][]map[string]any{
+		"enc after": {set.Keys[0], otherEnc}, "enc before": {otherEnc, set.Keys[0]},
+	} {
+		v := verifierOf(t, keys)
+		if _, err := v.Verify(context.Background(), iss.Sign(t, iss.Claims("user:ann"))); err != nil {
+			t.Errorf("a signing key and an encryption key sharing its kid (%s): %v, want the token verified", name, err)
+		}
+	}
+}
+
+// verifierOf verifies JWTs for audience "steward" with a JWKS file that
+// holds keys.
+func verifierOf(t *testing.T, keys []map[string]any) *rpc.JWTVerifier {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"keys": keys})
+	p := filepath.Join(t.TempDir(), "jwks.json")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := rpc.LoadJWKS(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := rpc.NewJWTVerifier(loaded, rpc.JWTConfig{Audience: "steward"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 // publicJWK is k's public half as JSON.

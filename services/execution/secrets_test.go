@@ -20,14 +20,7 @@ import (
 // does not commit to the request's commitment is refused before dispatch,
 // and the tool is not called.
 func TestSecretsOpenJustBeforeTheCall(t *testing.T) {
-	sealer, err := secret.New([]byte(strings.Repeat("k", secret.KeySize)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b := newBed(t, breaker.Config{})
-	b.plane.Stop()
-	b.cfg.Secrets = sealer
-	b.start()
+	b, sealer := newSecretBed(t)
 	ts := startTool(t)
 	b.register(ts, "login", false, func(c *stewardv1.ToolContract) {
 		c.ParametersSchema = `{"properties":{"password":{"type":"string","writeOnly":true}}}`
@@ -99,4 +92,19 @@ func TestSecretsOpenJustBeforeTheCall(t *testing.T) {
 	if strings.Contains(string(result), "pw-slow") || !strings.Contains(string(result), "[secret]") {
 		t.Errorf("the settled result is %s; want the echoed password redacted", result)
 	}
+}
+
+// newSecretBed is a bed whose execution plane opens sealed values with
+// the sealer it returns.
+func newSecretBed(t *testing.T) (*bed, *secret.Sealer) {
+	t.Helper()
+	sealer, err := secret.New([]byte(strings.Repeat("k", secret.KeySize)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBed(t, breaker.Config{})
+	b.plane.Stop()
+	b.cfg.Secrets = sealer
+	b.start()
+	return b, sealer
 }
