@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -10,8 +11,8 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// planChecks are the rows of docs/errors.md about SubmitPlan
-// (docs/plans.md).
+// planChecks are the rows of docs/errors.md about SubmitPlan and the
+// approval of a plan (docs/plans.md).
 func planChecks() map[string]tableCheck {
 	ctx := context.Background()
 	submit := func(e *harness, taskID string, p *stewardv1.Plan) error {
@@ -69,6 +70,27 @@ func planChecks() map[string]tableCheck {
 				func() error { return saying(t, submit(e, id, lower), "plan.version 2 is lower") },
 				func() error { return saying(t, submit(e, e.paused(t), searchPlan()), "only a running task") },
 			)
+		},
+		"a decision on a plan's approval naming another plan hash; on the approval of a plan version since revised": func(t *testing.T, e *harness) []error {
+			k := contract()
+			k.AllowedTools = []string{"wire"}
+			id := e.create(t, "table-plan-approval", k)
+			awaiting := func(p *stewardv1.PlanState) bool { return p.Approval != nil }
+			if err := submit(e, id, wires(1, 4)); err != nil {
+				t.Fatal(err)
+			}
+			first := planGoverned(t, e.agent, id, 1, awaiting)
+			decide := func(approvalID, hash string) error {
+				_, err := e.approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
+					ApprovalId: approvalID, PlanHash: hash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE}))
+				return err
+			}
+			otherHash := onField(t, decide(first.Approval.ApprovalId, strings.Repeat("0", 64)), "plan_hash")
+			if err := submit(e, id, wires(2, 4)); err != nil {
+				t.Fatal(err)
+			}
+			planGoverned(t, e.agent, id, 2, awaiting)
+			return []error{otherHash, saying(t, decide(first.Approval.ApprovalId, first.PlanHash), "the plan was revised")}
 		},
 	}
 }

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -24,9 +26,10 @@ const planJSON = `{"taskId": %q, "requestId": "plan-1", "plan": {
   ]}}`
 
 // TestSubmitPlanOverJSON submits a plan to the real binary as Connect
-// JSON, the way curl would: it is recorded, pending governance, GetTask
-// shows it with its steps as what remains, a retry records nothing more,
-// and a plan with a mistake is refused naming the step and the field.
+// JSON, the way curl would: it is recorded, governance judges it (the
+// default plan rule allows one wire), GetTask shows it with its steps as
+// what remains, a retry records nothing more, and a plan with a mistake
+// is refused naming the step and the field.
 func TestSubmitPlanOverJSON(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	h := startSteward(t, setup{tools: governedTools(tool)})
@@ -43,6 +46,9 @@ func TestSubmitPlanOverJSON(t *testing.T) {
 		}
 	}
 
+	waitServed(t, h.agent.clients, taskID, 10*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		return tk.Plan.GetGovernance() != stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING, "plan " + tk.Plan.GetGovernance().String()
+	})
 	code, resp := postAs(t, agentToken, h.url+"/steward.v1.QueryService/GetTask", `{"taskId": "`+taskID+`"}`)
 	if code != http.StatusOK {
 		t.Fatalf("GetTask: HTTP %d %v", code, resp)
@@ -53,7 +59,10 @@ func TestSubmitPlanOverJSON(t *testing.T) {
 				Version    int    `json:"version"`
 				PlanHash   string `json:"planHash"`
 				Governance string `json:"governance"`
-				Steps      []struct {
+				Snapshot   struct {
+					Decision string `json:"decision"`
+				} `json:"snapshot"`
+				Steps []struct {
 					StepID string `json:"stepId"`
 					Status string `json:"status"`
 				} `json:"steps"`
@@ -68,7 +77,7 @@ func TestSubmitPlanOverJSON(t *testing.T) {
 	}
 	remarshal(t, resp, &got)
 	p := got.Task.Plan
-	if p.Version != 1 || len(p.PlanHash) != 64 || p.Governance != "PLAN_GOVERNANCE_PENDING" || len(p.Plan.Steps) != 3 {
+	if p.Version != 1 || len(p.PlanHash) != 64 || p.Governance != "PLAN_GOVERNANCE_ALLOWED" || p.Snapshot.Decision != "POLICY_DECISION_ALLOW" || len(p.Plan.Steps) != 3 {
 		t.Fatalf("GetTask's plan = %+v", p)
 	}
 	for i, id := range []string{"find", "pay", "confirm"} {

@@ -111,7 +111,8 @@ func VerifyDecision(d *stewardv1.ApprovalDecided, trusted ...ed25519.PublicKey) 
 // verified again.
 // VerifyVote checks that vote v on ap holds as VerifyDecision checks a
 // decision: its signature holds (against trusted, when given), and the
-// signed decision is v's, on ap's approval, action and hash.
+// signed decision is v's, on ap's approval, action and hash (or plan
+// hash, for the approval of a plan).
 func VerifyVote(ap *stewardv1.Approval, v *stewardv1.ApprovalVote, trusted ...ed25519.PublicKey) error {
 	what := fmt.Sprintf("vote of %s on %s", v.GetPrincipal(), ap.GetApprovalId())
 	sd := v.GetSigned()
@@ -125,7 +126,7 @@ func VerifyVote(ap *stewardv1.Approval, v *stewardv1.ApprovalVote, trusted ...ed
 	if err := proto.Unmarshal(sd.Decision, d); err != nil {
 		return errs.Wrap(errs.Corrupt, err, "decode signed %s", what)
 	}
-	if d.ApprovalId != ap.GetApprovalId() || d.ActionId != ap.GetActionId() || d.ActionHash != ap.GetActionHash() ||
+	if d.ApprovalId != ap.GetApprovalId() || d.ActionId != ap.GetActionId() || d.ActionHash != ap.GetActionHash() || d.PlanHash != ap.GetPlanHash() ||
 		d.DecidedBy != v.GetPrincipal() || d.Decision != v.GetDecision() || d.Comment != v.GetComment() {
 		return errs.New(errs.Corrupt, "%s is not the vote that was signed (%s by %s on approval %s, hash %s)", what, d.Decision, d.DecidedBy, d.ApprovalId, d.ActionHash)
 	}

@@ -132,6 +132,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // steps are the parts of the fold that check an event and return the
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
+	planApprovalStep, // before actionStep: it takes the approvals of plans
 	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep,
 }
 

@@ -179,7 +179,10 @@ func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1
 // planEvaluation checks governance's judgement of a plan version against
 // t. A judgement of a version that is no longer in force is refused, as a
 // snapshot of a withdrawn action is: the moment for it has passed, and
-// the version in force gets its own.
+// the version in force gets its own. A version is judged at most twice:
+// when submitted, and, if that asked for an approval, once the approval
+// is given — that judgement names it (approvedJudgement) — so no later
+// one can overturn a deny.
 func planEvaluation(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanEvaluated) (func(), error) {
 	id := t.Contract.GetTaskId()
 	cur := t.Plan
@@ -200,6 +203,11 @@ func planEvaluation(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanEva
 	case e.Version != cur.Version || e.PlanHash != cur.PlanHash:
 		return nil, errs.New(errs.FailedPrecondition, "%s: plan version %d (%s) is not task %s's plan in force, version %d (%s)",
 			ev.Type, e.Version, errs.Quote(e.PlanHash), id, cur.Version, errs.Quote(cur.PlanHash))
+	case e.ApprovalId != "":
+		var err error
+		if next, err = approvedJudgement(t, ev, e, next); err != nil {
+			return nil, err
+		}
 	case cur.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING:
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s: plan version %d was judged already (%s)", ev.Type, id, cur.Version, PlanGovernanceName(cur.Governance))
 	}
@@ -219,6 +227,7 @@ func withPlan(p *stewardv1.PlanState, change func(*stewardv1.PlanState)) *stewar
 	next := &stewardv1.PlanState{
 		Version: p.Version, PlanHash: p.PlanHash, Plan: p.Plan, Governance: p.Governance, Snapshot: p.Snapshot,
 		Steps: p.Steps, Revision: p.Revision, SubmittedBy: p.SubmittedBy, SubmittedAt: p.SubmittedAt, Retired: p.Retired,
+		Approval: p.Approval,
 	}
 	change(next)
 	return next
@@ -271,7 +280,7 @@ func planRemaining(t *stewardv1.Task) (steps []string, owned map[string]bool) {
 			owned[a] = true
 		}
 	}
-	if p.Governance == stewardv1.PlanGovernance_PLAN_GOVERNANCE_DENIED {
+	if PlanStopped(p) {
 		return nil, owned
 	}
 	for _, s := range p.Steps {

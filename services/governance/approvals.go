@@ -29,8 +29,8 @@ type Approvals struct {
 	mu    sync.RWMutex
 	byID  map[string]*stewardv1.Approval
 	order []string
-	// latest is each action's most recent approval: a revalidation may
-	// ask for a second one.
+	// latest is each action's most recent approval (a revalidation may
+	// ask for a second one), and each task's plan's, by subjectKey.
 	latest map[string]string
 }
 
@@ -46,7 +46,18 @@ var approvalTypes = []string{
 	event.TypeFor[*stewardv1.ApprovalDecided](),
 	event.TypeFor[*stewardv1.ActionWithdrawn](),
 	event.TypeFor[*stewardv1.ActionDenied](),
+	event.TypeFor[*stewardv1.PlanSubmitted](), // a revision closes the plan's approval
 }
+
+// subjectKey keys latest: an action's id, or a task's plan.
+func subjectKey(ap *stewardv1.Approval) string {
+	if ap.GetPlanHash() != "" {
+		return planKey(ap.GetTaskId())
+	}
+	return ap.GetActionId()
+}
+
+func planKey(taskID string) string { return "plan\x00" + taskID }
 
 // Apply folds one task event into the index.
 func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
@@ -65,7 +76,11 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 		}
 		x.order = append(x.order, ap.ApprovalId)
 		x.byID[ap.ApprovalId] = ap
-		x.latest[ap.ActionId] = ap.ApprovalId
+		x.latest[subjectKey(ap)] = ap.ApprovalId
+	case *stewardv1.Event_PlanSubmitted:
+		// The version its approval was for is replaced: the approval
+		// closes undecided, and the new version needs its own.
+		x.close(planKey(rec.Event.TaskId))
 	case *stewardv1.Event_ActionWithdrawn:
 		x.close(p.ActionWithdrawn.ActionId)
 	case *stewardv1.Event_ActionDenied:
@@ -85,9 +100,10 @@ func (x *Approvals) Apply(rec *stewardv1.EventRecord) error {
 	return nil
 }
 
-// close marks the undecided approval of actionID, if any, withdrawn.
-func (x *Approvals) close(actionID string) {
-	if ap := x.byID[x.latest[actionID]]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+// close marks the undecided approval of key (an action's id, or a plan's
+// planKey), if any, withdrawn.
+func (x *Approvals) close(key string) {
+	if ap := x.byID[x.latest[key]]; ap != nil && ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
 		ap = proto.CloneOf(ap)
 		ap.Withdrawn = true
 		x.byID[ap.ApprovalId] = ap

@@ -28,8 +28,10 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	switch {
 	case req.ApprovalId == "":
 		return nil, errs.Field("approval_id", "is required")
-	case req.ActionHash == "":
-		return nil, errs.Field("action_hash", "is required: the hash of the action you decide on")
+	case req.ActionHash == "" && req.PlanHash == "":
+		return nil, errs.Field("action_hash", "is required: the hash of the action you decide on (plan_hash, for the approval of a plan)")
+	case req.ActionHash != "" && req.PlanHash != "":
+		return nil, errs.Field("plan_hash", "must be empty when action_hash is set: an approval is of an action or of a plan")
 	case req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
 		return nil, errs.Field("decision", "must be APPROVAL_DECISION_APPROVE or APPROVAL_DECISION_REJECT")
 	case len(req.Comment) > 4096:
@@ -38,6 +40,12 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	known, err := p.approvals.Fresh(ctx, p.log, req.ApprovalId)
 	if err != nil {
 		return nil, err
+	}
+	if known.PlanHash != "" {
+		return p.decidePlan(ctx, who, req, known)
+	}
+	if req.ActionHash == "" {
+		return nil, errs.Field("action_hash", "is required: approval %s is for action %s; name the hash of the action you decide on", req.ApprovalId, known.ActionId)
 	}
 	var decided *stewardv1.Approval
 	err = taskstore.Write(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
@@ -63,33 +71,37 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			// A revalidation's approval: its decision is not the first's.
 			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
 		}
-		d := &stewardv1.ApprovalDecided{
+		return p.vote(t, who, id, &stewardv1.ApprovalDecided{
 			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
 			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
-		}
-		if p.signer != nil {
-			// Signed, so that an audit can tell a decision governance
-			// recorded from one appended by another hand.
-			signed, err := p.signer.SignDecision(d)
-			if err != nil {
-				return nil, err
-			}
-			d.Signed = signed
-		}
-		return event.New(event.Meta{
-			// The id names who decided what, so a redelivery appends nothing;
-			// a caller repeating a vote is refused before this (mayVote:
-			// AlreadyExists), a retry after a lost answer included.
-			ID:     id,
-			TaskID: t.Contract.TaskId,
-			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
-			Time:   p.now(),
-		}, d)
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p.approvals.Fresh(ctx, p.log, decided.ApprovalId)
+}
+
+// vote is the event that records who's vote d on a task t, under the
+// event id id: the id names who decided what, so a redelivery appends
+// nothing; a caller repeating a vote is refused before this (mayVote:
+// AlreadyExists), a retry after a lost answer included.
+func (p *Plane) vote(t *stewardv1.Task, who rpc.Identity, id string, d *stewardv1.ApprovalDecided) (*stewardv1.Event, error) {
+	if p.signer != nil {
+		// Signed, so that an audit can tell a decision governance
+		// recorded from one appended by another hand.
+		signed, err := p.signer.SignDecision(d)
+		if err != nil {
+			return nil, err
+		}
+		d.Signed = signed
+	}
+	return event.New(event.Meta{
+		ID:     id,
+		TaskID: t.Contract.TaskId,
+		Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
+		Time:   p.now(),
+	}, d)
 }
 
 // afterDecision reacts to an approval: policy is evaluated again and the
@@ -102,6 +114,9 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d *stewardv1.ApprovalDecided) error {
 	if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
 		return nil
+	}
+	if d.PlanHash != "" {
+		return p.afterPlanDecision(ctx, rec, d)
 	}
 	taskID := rec.Event.TaskId
 	if p.signer != nil {
@@ -147,32 +162,33 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 		p.logger.Error("approval refused, no permit follows: approval "+a.Approval.GetApprovalId()+" is not the one this round asks ("+want+")", "task", taskID, "action", a.ActionId)
 		return nil
 	}
-	if !p.votesHold(taskID, a) {
+	if !p.votesHold(taskID, a.Approval) {
 		return nil
 	}
 	if ok, err := p.termsHold(ctx, t, a); !ok || err != nil {
 		return err
 	}
-	if why := changedSinceApproval(a, p.engine.Revision()); why != "" {
+	if why := changedSinceApproval(a.Snapshot, a.Approval, p.engine.Revision(), "the action"); why != "" {
 		reasons := append([]string{"policy changed after the approval: " + why + "; propose the action again"}, a.Snapshot.GetReasons()...)
 		return p.deny(ctx, taskID, a, reasons, rec.Event)
 	}
 	return p.permit(ctx, t, a, rec.Event)
 }
 
-// votesHold reports whether every vote of a's approval holds (is signed
+// votesHold reports whether every vote of approval ap holds (is signed
 // by this plane's key, or one it trusts, and is the vote recorded): an
 // approval completed by a genuine vote may count one appended by another
 // hand, and revalidation counts them all again. A vote that does not hold
-// is logged and no permit follows; the action stays as it is, where an
-// operator sees it (docs/permits.md).
-func (p *Plane) votesHold(taskID string, a *stewardv1.Action) bool {
+// is logged and nothing follows the approval (no permit; for a plan, no
+// start); what it is about stays as it is, where an operator sees it
+// (docs/permits.md).
+func (p *Plane) votesHold(taskID string, ap *stewardv1.Approval) bool {
 	if p.signer == nil {
 		return true
 	}
-	for _, v := range a.Approval.GetVotes() {
-		if err := credential.VerifyVote(a.Approval, v, p.trustedKeys()...); err != nil {
-			p.logger.Error("approval vote refused, no permit follows: "+err.Error(), "task", taskID, "action", a.ActionId, "approval", a.Approval.GetApprovalId(), "decided_by", v.Principal)
+	for _, v := range ap.GetVotes() {
+		if err := credential.VerifyVote(ap, v, p.trustedKeys()...); err != nil {
+			p.logger.Error("approval vote refused, nothing follows the approval: "+err.Error(), "task", taskID, "action", ap.GetActionId(), "plan_hash", ap.GetPlanHash(), "approval", ap.GetApprovalId(), "decided_by", v.Principal)
 			return false
 		}
 	}
@@ -192,10 +208,10 @@ func jsonUnmarshal(data []byte, v any) error {
 	return dec.Decode(v)
 }
 
-// changedSinceApproval says why the fresh snapshot no longer supports the
-// approval, or "" if it does.
-func changedSinceApproval(a *stewardv1.Action, revision string) string {
-	snap := a.Snapshot
+// changedSinceApproval says why snap, the fresh snapshot of what
+// approval is about (what, in words), no longer supports the approval, or
+// "" if it does.
+func changedSinceApproval(snap *stewardv1.PolicySnapshot, approval *stewardv1.Approval, revision, what string) string {
 	switch {
 	case snap.GetBundleRevision() != revision:
 		// The snapshot was recorded before a crash and the bundle has
@@ -204,11 +220,11 @@ func changedSinceApproval(a *stewardv1.Action, revision string) string {
 	case snap.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 		return ""
 	case snap.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		return "it now denies the action"
-	case !task.SameRoles(snap.GetRequiredApproverRoles(), a.Approval.GetRequiredRoles()):
-		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(a.Approval.GetRequiredRoles(), ", "))
-	case !task.EnoughApprovals(snap, a.Approval):
-		return fmt.Sprintf("it now asks for %d approvals, not %d", snap.GetRequiredApprovals(), task.RequiredApprovals(a.Approval))
+		return "it now denies " + what
+	case !task.SameRoles(snap.GetRequiredApproverRoles(), approval.GetRequiredRoles()):
+		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(approval.GetRequiredRoles(), ", "))
+	case !task.EnoughApprovals(snap, approval):
+		return fmt.Sprintf("it now asks for %d approvals, not %d", snap.GetRequiredApprovals(), task.RequiredApprovals(approval))
 	}
 	return ""
 }

@@ -22,7 +22,25 @@ import (
 // complete the approval without them is refused. A rejection needs only
 // the role: it can only stop the action, never let it run.
 func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	ap := a.Approval
+	subject := voteSubject{what: "action " + a.ActionId, proposed: "proposed action " + orOriginal(a), by: []string{a.ProposedBy}}
+	if a.RetryOf != "" {
+		// A retry Steward proposes under RECOVERY_MODE_RETRY is still the
+		// original proposer's action.
+		subject.by = append(subject.by, task.FindAction(t, a.RetryOf).GetProposedBy())
+	}
+	return mayVoteOn(t, a.Approval, subject, who, decision)
+}
+
+// voteSubject is what an approval is about, for mayVoteOn: what it is, in
+// words; how its proposer put it forward; and who did (any of by).
+type voteSubject struct {
+	what, proposed string
+	by             []string
+}
+
+// mayVoteOn is mayVote for approval ap of subject: an action's, or a
+// plan version's, whose submitter is its proposer.
+func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
 	if !who.Holds(ap.RequiredRoles...) {
 		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
 	}
@@ -35,22 +53,20 @@ func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision 
 	}
 	c := t.Contract
 	switch {
-	case who.Principal == a.ProposedBy || a.RetryOf != "" && who.Principal == task.FindAction(t, a.RetryOf).GetProposedBy():
-		// A retry Steward proposes under RECOVERY_MODE_RETRY is still the
-		// original proposer's action.
-		return errs.New(errs.PermissionDenied, "%s proposed action %s and may not approve it: an approval is someone else's judgement", who.Principal, orOriginal(a))
+	case slices.Contains(subject.by, who.Principal):
+		return errs.New(errs.PermissionDenied, "%s %s and may not approve it: an approval is someone else's judgement", who.Principal, subject.proposed)
 	case c.GetSeparationOfDuties() && stakeholder(t, who.Principal) != "":
-		return errs.New(errs.PermissionDenied, "%s may not approve action %s: they are %s of task %s, and its contract separates duties",
-			who.Principal, a.ActionId, stakeholder(t, who.Principal), c.GetTaskId())
+		return errs.New(errs.PermissionDenied, "%s may not approve %s: they are %s of task %s, and its contract separates duties",
+			who.Principal, subject.what, stakeholder(t, who.Principal), c.GetTaskId())
 	}
 	if authorizer := c.GetAuthorizerRef(); authorizer != "" && who.Principal != authorizer && !slices.Contains(task.Approvers(ap), authorizer) &&
 		len(task.Approvers(ap))+1 >= task.RequiredApprovals(ap) {
 		if task.RequiredApprovals(ap) == 1 {
-			return errs.New(errs.PermissionDenied, "%s may not approve action %s: task %s names %s as its authorizer, who alone may approve it",
-				who.Principal, a.ActionId, c.GetTaskId(), authorizer)
+			return errs.New(errs.PermissionDenied, "%s may not approve %s: task %s names %s as its authorizer, who alone may approve it",
+				who.Principal, subject.what, c.GetTaskId(), authorizer)
 		}
-		return errs.New(errs.PermissionDenied, "%s may not give the last of %d approvals of action %s: task %s names %s as its authorizer, who must be among the approvers",
-			who.Principal, task.RequiredApprovals(ap), a.ActionId, c.GetTaskId(), authorizer)
+		return errs.New(errs.PermissionDenied, "%s may not give the last of %d approvals of %s: task %s names %s as its authorizer, who must be among the approvers",
+			who.Principal, task.RequiredApprovals(ap), subject.what, c.GetTaskId(), authorizer)
 	}
 	return nil
 }

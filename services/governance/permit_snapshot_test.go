@@ -46,12 +46,7 @@ func TestAnAllowIsRecordedWithItsPermit(t *testing.T) {
 	}
 	check("first delivery")
 
-	e.plane.Stop()
-	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
-		t.Fatal(err)
-	}
-	e.start(t)
-	e.Settle(governance.PlaneName)
+	e.redeliver(t)
 	check("after redelivery")
 }
 

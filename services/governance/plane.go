@@ -11,8 +11,10 @@
 // every task a signed credential, checks it before policy and before every
 // permit, and revokes it on an operator's word (credential.go); with the
 // same key it signs every permit (permit.go) and every approval decision
-// (approve.go), and permits nothing after a decision it cannot verify. Its clock
-// is Config.Now.
+// (approve.go), and permits nothing after a decision it cannot verify. It
+// judges each plan version whole by the bundle's plan query, and may ask
+// for an approval of the plan bound to its hash (plan.go,
+// planapproval.go). Its clock is Config.Now.
 //
 // Every reaction is idempotent: its events have ids derived from the
 // action, and a step already on the log is reused, never recomputed.
@@ -174,6 +176,8 @@ func (p *Plane) Start(ctx context.Context) error {
 	reactions := []eventlog.Reaction{
 		eventlog.On(p.decide),
 		eventlog.On(p.afterDecision),
+		// Plans: each version judged whole (plan.go, planapproval.go).
+		eventlog.On(p.judgePlan),
 		// A permit that may not be used as it is: decide again.
 		eventlog.On(p.revalidate),
 		// The budget guard.

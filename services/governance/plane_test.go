@@ -114,6 +114,19 @@ func (e *govEnv) start(t *testing.T, settings ...func(*governance.Config)) {
 	t.Cleanup(func() { once.Do(p.Stop) })
 }
 
+// redeliver stops the plane and starts another, settings as start takes
+// them, on a new consumer: every event on the log is delivered again. It
+// returns once the new plane has reacted to all of them.
+func (e *govEnv) redeliver(t *testing.T, settings ...func(*governance.Config)) {
+	t.Helper()
+	e.plane.Stop()
+	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
+		t.Fatal(err)
+	}
+	e.start(t, settings...)
+	e.Settle(governance.PlaneName)
+}
+
 // Settings of start.
 func withoutSigner(c *governance.Config) { c.Signer = nil }
 func credentialTTL(d time.Duration) func(*governance.Config) {

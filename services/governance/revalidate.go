@@ -79,7 +79,7 @@ func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *s
 	case stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
 		return p.permit(ctx, t, a, rec.Event)
 	case stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		if approvalCounts(a) && p.votesHold(taskID, a) && p.permitHolds(taskID, a) {
+		if approvalCounts(a) && p.votesHold(taskID, a.Approval) && p.permitHolds(taskID, a) {
 			// Approvals already recorded that satisfy the roles now
 			// required still count.
 			return p.permit(ctx, t, a, rec.Event)

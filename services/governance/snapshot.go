@@ -185,19 +185,25 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
-	s := &stewardv1.PolicySnapshot{
-		SnapshotId:            snapshotID(a.ActionId, round),
+	s := p.snapshotOf(snapshotID(a.ActionId, round), res, inputHash, t.Contract.GetRiskTier())
+	askAlways(s, entry.Tool.Contract)
+	return s, nil
+}
+
+// snapshotOf records res, policy's evaluation of an input whose hash is
+// inputHash, as snapshot id, for a task whose contract has tier.
+func (p *Plane) snapshotOf(id string, res policy.Result, inputHash string, tier stewardv1.RiskTier) *stewardv1.PolicySnapshot {
+	return &stewardv1.PolicySnapshot{
+		SnapshotId:            id,
 		BundleRevision:        res.Revision,
 		InputHash:             inputHash,
 		Decision:              decisionOf(res.Decision),
-		RiskTier:              riskOf(res.RiskTier, t.Contract.GetRiskTier()),
+		RiskTier:              riskOf(res.RiskTier, tier),
 		RequiredApproverRoles: res.RequiredApproverRoles,
 		RequiredApprovals:     res.RequiredApprovals,
 		Reasons:               res.Reasons,
 		EvaluatedAt:           timestamppb.New(p.now()),
 	}
-	askAlways(s, entry.Tool.Contract)
-	return s, nil
 }
 
 // askAlways holds a tool to its default_approval: a tool whose author

@@ -38,8 +38,11 @@ func planSummary(ev *stewardv1.Event) string {
 		return say
 	case *stewardv1.Event_PlanEvaluated:
 		e := p.PlanEvaluated
-		return withReason(fmt.Sprintf("Policy %s said %s for plan version %d", shortRev(e.Snapshot.GetBundleRevision()), decisionName(e.Snapshot.GetDecision()), e.Version),
-			strings.Join(e.Snapshot.GetReasons(), "; "))
+		say := fmt.Sprintf("Policy %s said %s for plan version %d", shortRev(e.Snapshot.GetBundleRevision()), decisionName(e.Snapshot.GetDecision()), e.Version)
+		if e.ApprovalId != "" {
+			say += " after its approval " + e.ApprovalId
+		}
+		return withReason(say, strings.Join(e.Snapshot.GetReasons(), "; "))
 	}
 	return ""
 }

@@ -107,7 +107,11 @@ func summary(ev *stewardv1.Event, note string) string {
 		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
 			verb = "approved"
 		}
+		if d.PlanHash != "" {
+			return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
+		}
 		return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
+
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
 	case *stewardv1.Event_ActionPermitted:

@@ -19,6 +19,14 @@ import (
 // decisionQuery is the one document a bundle must define.
 const decisionQuery = "data.steward.policy.decision"
 
+// planQuery is the document that judges a whole plan, in the package
+// planPackage; a bundle without that package has no plan rule
+// (Engine.EvaluatePlan).
+const (
+	planQuery   = "data.steward.plan.decision"
+	planPackage = "data.steward.plan"
+)
+
 //go:embed default/*.rego
 var defaultFiles embed.FS
 
@@ -38,6 +46,9 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 type bundle struct {
 	query    rego.PreparedEvalQuery
 	revision string
+	// planQuery is prepared only when the bundle defines planPackage.
+	planQuery   rego.PreparedEvalQuery
+	hasPlanRule bool
 }
 
 // source is the policy files of a bundle, by slash-separated path relative
@@ -94,20 +105,37 @@ func readSource(fsys fs.FS) (source, error) {
 	return src, nil
 }
 
-// compile parses the source's modules and prepares the decision query.
-// origin prefixes file names in compile errors, so they point at the files
-// an operator edits.
+// compile parses the source's modules and prepares the decision query,
+// and the plan query when a module is in planPackage. origin prefixes
+// file names in compile errors, so they point at the files an operator
+// edits.
 func compile(ctx context.Context, src source, origin string) (*bundle, error) {
-	opts := []func(*rego.Rego){
-		rego.Query(decisionQuery),
-		rego.SetRegoVersion(ast.RegoV1),
-	}
+	modules := make([]func(*rego.Rego), 0, len(src.files))
+	hasPlanRule := false
 	for name, content := range src.files {
-		opts = append(opts, rego.Module(filepath.Join(origin, filepath.FromSlash(name)), string(content)))
+		path := filepath.Join(origin, filepath.FromSlash(name))
+		modules = append(modules, rego.Module(path, string(content)))
+		if m, err := ast.ParseModuleWithOpts(path, string(content), ast.ParserOptions{RegoVersion: ast.RegoV1}); err == nil && m.Package.Path.String() == planPackage {
+			hasPlanRule = true
+		}
 	}
-	query, err := rego.New(opts...).PrepareForEval(ctx)
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		opts := append([]func(*rego.Rego){rego.Query(query), rego.SetRegoVersion(ast.RegoV1)}, modules...)
+		q, err := rego.New(opts...).PrepareForEval(ctx)
+		if err != nil {
+			return q, fmt.Errorf("compile policy %s: %w", src.revision, err)
+		}
+		return q, nil
+	}
+	query, err := prepare(decisionQuery)
 	if err != nil {
-		return nil, fmt.Errorf("compile policy %s: %w", src.revision, err)
+		return nil, err
 	}
-	return &bundle{query: query, revision: src.revision}, nil
+	b := &bundle{query: query, revision: src.revision, hasPlanRule: hasPlanRule}
+	if hasPlanRule {
+		if b.planQuery, err = prepare(planQuery); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
 }

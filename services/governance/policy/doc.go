@@ -9,7 +9,9 @@
 // bundle and the prepared query is shared by all goroutines that call
 // Evaluate. Reload compiles a changed bundle off to the side and swaps it in
 // atomically, so an evaluation always sees one whole bundle, old or new, and
-// a bundle that does not compile never replaces one that does.
+// a bundle that does not compile never replaces one that does. A bundle may
+// also judge whole plans: EvaluatePlan evaluates data.steward.plan.decision,
+// prepared alongside when the bundle has a module in package steward.plan.
 //
 // Policy fails closed: an undefined decision, a decision that is not an
 // object, or a decision value the engine does not know is a deny, never an

@@ -72,7 +72,34 @@ func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, er
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return denyResult(b.revision, "policy gave no decision: data.steward.policy.decision is undefined"), nil
 	}
-	return decodeDecision(rs[0].Expressions[0].Value, b.revision), nil
+	return decodeDecision(rs[0].Expressions[0].Value, b.revision, decisionQuery), nil
+}
+
+// NoPlanRule is the reason of the allow EvaluatePlan gives under a bundle
+// with no plan rule.
+const NoPlanRule = "the policy bundle has no plan rule (data.steward.plan.decision): each step is judged on its own when it runs"
+
+// EvaluatePlan evaluates data.steward.plan.decision over input, the
+// document describing one plan version (docs/plans.md, "Plan policy").
+// A bundle with no module in package steward.plan allows every plan, with
+// the reason NoPlanRule: a plan runs nothing but actions, and each of
+// them is still evaluated by the action query before it may run, so a
+// bundle written before plans existed keeps governing what they do. A
+// bundle that has the package but gives no usable decision for input is
+// read as a deny, as for actions.
+func (e *Engine) EvaluatePlan(ctx context.Context, input map[string]any) (Result, error) {
+	b := e.current.Load()
+	if !b.hasPlanRule {
+		return Result{Decision: Allow, Reasons: []string{NoPlanRule}, Revision: b.revision}, nil
+	}
+	rs, err := b.planQuery.Eval(ctx, inputOption(input))
+	if err != nil {
+		return Result{}, fmt.Errorf("evaluate plan policy %s: %w", b.revision, err)
+	}
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return denyResult(b.revision, "policy gave no decision: "+planQuery+" is undefined"), nil
+	}
+	return decodeDecision(rs[0].Expressions[0].Value, b.revision, planQuery), nil
 }
 
 // Reload re-reads the bundle's directory. If its revision differs from the

@@ -46,13 +46,14 @@ func denyResult(revision, reason string) Result {
 	return Result{Decision: Deny, Reasons: []string{reason}, Revision: revision}
 }
 
-// decodeDecision turns the value of data.steward.policy.decision into a
-// Result. Anything malformed is a deny that says what was wrong, because a
-// policy that cannot be read has not allowed anything.
-func decodeDecision(value any, revision string) Result {
+// decodeDecision turns the value of query (data.steward.policy.decision
+// or the plan's) into a Result. Anything malformed is a deny that says
+// what was wrong, because a policy that cannot be read has not allowed
+// anything.
+func decodeDecision(value any, revision, query string) Result {
 	obj, ok := value.(map[string]any)
 	if !ok {
-		return denyResult(revision, fmt.Sprintf("policy gave no decision: data.steward.policy.decision is %T, not an object", value))
+		return denyResult(revision, fmt.Sprintf("policy gave no decision: %s is %T, not an object", query, value))
 	}
 	decision, _ := obj["decision"].(string)
 	if !slices.Contains([]string{Allow, Deny, RequireApproval}, decision) {

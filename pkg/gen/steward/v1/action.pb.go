@@ -722,7 +722,9 @@ func (x *ApprovalVote) GetSigned() *SignedApprovalDecision {
 	return nil
 }
 
-// Approval is one request for a person's decision about one action hash.
+// Approval is one request for a person's decision about one action hash,
+// or, with plan_hash set, about one version of the task's plan (its
+// action fields then empty; docs/plans.md, "Plan policy").
 type Approval struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ApprovalId string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
@@ -760,7 +762,12 @@ type Approval struct {
 	Votes []*ApprovalVote `protobuf:"bytes,23,rep,name=votes,proto3" json:"votes,omitempty"`
 	// The proposer's case (see ActionRationale); expected_impact above is
 	// Steward's own summary from the tool's effect class.
-	Rationale     *ActionRationale `protobuf:"bytes,24,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	Rationale *ActionRationale `protobuf:"bytes,24,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// Set on the approval of a whole plan: the version it is for, and that
+	// version's hash (pkg/plan.Hash), to which every vote binds. A revision
+	// of the plan closes it (withdrawn) and needs an approval of its own.
+	PlanVersion   uint32 `protobuf:"varint,25,opt,name=plan_version,json=planVersion,proto3" json:"plan_version,omitempty"`
+	PlanHash      string `protobuf:"bytes,26,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -961,6 +968,20 @@ func (x *Approval) GetRationale() *ActionRationale {
 		return x.Rationale
 	}
 	return nil
+}
+
+func (x *Approval) GetPlanVersion() uint32 {
+	if x != nil {
+		return x.PlanVersion
+	}
+	return 0
+}
+
+func (x *Approval) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
 }
 
 // ActionPermit says that one action, with this hash, may run now. It can
@@ -1807,7 +1828,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\acomment\x18\x03 \x01(\tR\acomment\x129\n" +
 	"\n" +
 	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
-	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xd9\a\n" +
+	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\x99\b\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1837,7 +1858,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\twithdrawn\x18\x15 \x01(\bR\twithdrawn\x12-\n" +
 	"\x12required_approvals\x18\x16 \x01(\rR\x11requiredApprovals\x12.\n" +
 	"\x05votes\x18\x17 \x03(\v2\x18.steward.v1.ApprovalVoteR\x05votes\x129\n" +
-	"\trationale\x18\x18 \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\"\xc8\x02\n" +
+	"\trationale\x18\x18 \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12!\n" +
+	"\fplan_version\x18\x19 \x01(\rR\vplanVersion\x12\x1b\n" +
+	"\tplan_hash\x18\x1a \x01(\tR\bplanHash\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +

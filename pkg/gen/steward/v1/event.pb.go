@@ -1595,10 +1595,16 @@ func (x *PlanSubmitted) GetRevision() *PlanRevision {
 // plan run; a deny stops it before anything runs; require-approval holds
 // it until an approval bound to plan_hash.
 type PlanEvaluated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Version       uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
-	PlanHash      string                 `protobuf:"bytes,2,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
-	Snapshot      *PolicySnapshot        `protobuf:"bytes,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Version  uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	PlanHash string                 `protobuf:"bytes,2,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	Snapshot *PolicySnapshot        `protobuf:"bytes,3,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// Set on the evaluation governance records once the plan's approval is
+	// decided: the approval, bound to plan_hash, whose every vote it
+	// verified. Unless it denies (policy changed since), it lets the plan
+	// start. A version is evaluated at most twice: when submitted, and
+	// after its approval.
+	ApprovalId    string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1652,6 +1658,13 @@ func (x *PlanEvaluated) GetSnapshot() *PolicySnapshot {
 		return x.Snapshot
 	}
 	return nil
+}
+
+func (x *PlanEvaluated) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
 }
 
 // TaskSuspended stops a task that a timer or a guard caught, such as an
@@ -1993,7 +2006,10 @@ type ApprovalDecided struct {
 	Comment    string                 `protobuf:"bytes,6,opt,name=comment,proto3" json:"comment,omitempty"`
 	// The fields above, signed by governance with its credential key; empty
 	// on a decision recorded before decisions were signed.
-	Signed        *SignedApprovalDecision `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`
+	Signed *SignedApprovalDecision `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`
+	// Set, instead of action_id and action_hash, on a vote about a plan's
+	// approval: the hash of the plan version voted on.
+	PlanHash      string `protobuf:"bytes,8,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2075,6 +2091,13 @@ func (x *ApprovalDecided) GetSigned() *SignedApprovalDecision {
 		return x.Signed
 	}
 	return nil
+}
+
+func (x *ApprovalDecided) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
 }
 
 // ActionPermitted issues the one-time permit for an action (governance
@@ -3717,11 +3740,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rPlanSubmitted\x12$\n" +
 	"\x04plan\x18\x01 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x124\n" +
-	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\"~\n" +
+	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\"\x9f\x01\n" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
-	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"W\n" +
+	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12\x1f\n" +
+	"\vapproval_id\x18\x04 \x01(\tR\n" +
+	"approvalId\"W\n" +
 	"\rTaskSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12.\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x18.steward.v1.SuspendCauseR\x05cause\"b\n" +
@@ -3742,7 +3767,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vcost_micros\x18\x04 \x01(\x03R\n" +
 	"costMicros\"E\n" +
 	"\x11ApprovalRequested\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\x9f\x02\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xbc\x02\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -3753,7 +3778,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x18\n" +
 	"\acomment\x18\x06 \x01(\tR\acomment\x12:\n" +
-	"\x06signed\x18\a \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xad\x01\n" +
+	"\x06signed\x18\a \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
+	"\tplan_hash\x18\b \x01(\tR\bplanHash\"\xad\x01\n" +
 	"\x0fActionPermitted\x120\n" +
 	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\x126\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x120\n" +

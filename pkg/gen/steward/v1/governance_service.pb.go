@@ -211,9 +211,12 @@ type DecideApprovalRequest struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	ApprovalId string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
 	// The hash of the action being decided, as the approver saw it.
-	ActionHash    string           `protobuf:"bytes,2,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
-	Decision      ApprovalDecision `protobuf:"varint,3,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
-	Comment       string           `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	ActionHash string           `protobuf:"bytes,2,opt,name=action_hash,json=actionHash,proto3" json:"action_hash,omitempty"`
+	Decision   ApprovalDecision `protobuf:"varint,3,opt,name=decision,proto3,enum=steward.v1.ApprovalDecision" json:"decision,omitempty"`
+	Comment    string           `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	// For the approval of a plan, instead of action_hash: the hash of the
+	// plan version being decided, as the approver saw it.
+	PlanHash      string `protobuf:"bytes,5,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -272,6 +275,13 @@ func (x *DecideApprovalRequest) GetDecision() ApprovalDecision {
 func (x *DecideApprovalRequest) GetComment() string {
 	if x != nil {
 		return x.Comment
+	}
+	return ""
+}
+
+func (x *DecideApprovalRequest) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
 	}
 	return ""
 }
@@ -628,14 +638,15 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\"G\n" +
 	"\x13GetApprovalResponse\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xad\x01\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xca\x01\n" +
 	"\x15DecideApprovalRequest\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1f\n" +
 	"\vaction_hash\x18\x02 \x01(\tR\n" +
 	"actionHash\x128\n" +
 	"\bdecision\x18\x03 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
-	"\acomment\x18\x04 \x01(\tR\acomment\"J\n" +
+	"\acomment\x18\x04 \x01(\tR\acomment\x12\x1b\n" +
+	"\tplan_hash\x18\x05 \x01(\tR\bplanHash\"J\n" +
 	"\x16DecideApprovalResponse\x120\n" +
 	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"J\n" +
 	"\x17RevokeCredentialRequest\x12\x17\n" +

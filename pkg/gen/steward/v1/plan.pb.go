@@ -220,8 +220,13 @@ const (
 	PlanGovernance_PLAN_GOVERNANCE_DENIED PlanGovernance = 3
 	// Policy requires an approval bound to its hash before anything runs.
 	PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL PlanGovernance = 4
-	// Approved by a person, bound to its hash: its steps may run.
+	// Approved, bound to its hash, and governance, having verified every
+	// vote and evaluated policy again, recorded so (PlanEvaluated naming the
+	// approval): its steps may run.
 	PlanGovernance_PLAN_GOVERNANCE_APPROVED PlanGovernance = 5
+	// A person rejected it: nothing of it runs. A new version may be
+	// submitted.
+	PlanGovernance_PLAN_GOVERNANCE_REJECTED PlanGovernance = 6
 )
 
 // Enum value maps for PlanGovernance.
@@ -233,6 +238,7 @@ var (
 		3: "PLAN_GOVERNANCE_DENIED",
 		4: "PLAN_GOVERNANCE_AWAITING_APPROVAL",
 		5: "PLAN_GOVERNANCE_APPROVED",
+		6: "PLAN_GOVERNANCE_REJECTED",
 	}
 	PlanGovernance_value = map[string]int32{
 		"PLAN_GOVERNANCE_UNSPECIFIED":       0,
@@ -241,6 +247,7 @@ var (
 		"PLAN_GOVERNANCE_DENIED":            3,
 		"PLAN_GOVERNANCE_AWAITING_APPROVAL": 4,
 		"PLAN_GOVERNANCE_APPROVED":          5,
+		"PLAN_GOVERNANCE_REJECTED":          6,
 	}
 )
 
@@ -1134,7 +1141,11 @@ type PlanState struct {
 	SubmittedAt *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=submitted_at,json=submittedAt,proto3" json:"submitted_at,omitempty"`
 	// Steps of earlier versions that a revision withdrew or replaced, in
 	// the order they left: their actions and sub-tasks stay on the record.
-	Retired       []*PlanStepState `protobuf:"bytes,11,rep,name=retired,proto3" json:"retired,omitempty"`
+	Retired []*PlanStepState `protobuf:"bytes,11,rep,name=retired,proto3" json:"retired,omitempty"`
+	// The approval of this version, bound to plan_hash, when policy asks for
+	// one (docs/plans.md, "Plan policy"). A new version has none: the
+	// approval of the one it replaces is closed and counts for nothing.
+	Approval      *Approval `protobuf:"bytes,12,opt,name=approval,proto3" json:"approval,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1242,6 +1253,13 @@ func (x *PlanState) GetSubmittedAt() *timestamppb.Timestamp {
 func (x *PlanState) GetRetired() []*PlanStepState {
 	if x != nil {
 		return x.Retired
+	}
+	return nil
+}
+
+func (x *PlanState) GetApproval() *Approval {
+	if x != nil {
+		return x.Approval
 	}
 	return nil
 }
@@ -1411,7 +1429,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x04kept\x18\x02 \x03(\tR\x04kept\x12\x18\n" +
 	"\achanged\x18\x03 \x03(\tR\achanged\x12\x14\n" +
 	"\x05added\x18\x04 \x03(\tR\x05added\x12\x1c\n" +
-	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\xf0\x03\n" +
+	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\xa2\x04\n" +
 	"\tPlanState\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x12$\n" +
@@ -1426,7 +1444,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_by\x18\t \x01(\tR\vsubmittedBy\x12=\n" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
-	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xe5\x01\n" +
+	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe5\x01\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1454,14 +1473,15 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x15STEP_STATUS_SUCCEEDED\x10\x03\x12\x16\n" +
 	"\x12STEP_STATUS_FAILED\x10\x04\x12\x17\n" +
 	"\x13STEP_STATUS_SKIPPED\x10\x05\x12\x19\n" +
-	"\x15STEP_STATUS_WITHDRAWN\x10\x06*\xcc\x01\n" +
+	"\x15STEP_STATUS_WITHDRAWN\x10\x06*\xea\x01\n" +
 	"\x0ePlanGovernance\x12\x1f\n" +
 	"\x1bPLAN_GOVERNANCE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17PLAN_GOVERNANCE_PENDING\x10\x01\x12\x1b\n" +
 	"\x17PLAN_GOVERNANCE_ALLOWED\x10\x02\x12\x1a\n" +
 	"\x16PLAN_GOVERNANCE_DENIED\x10\x03\x12%\n" +
 	"!PLAN_GOVERNANCE_AWAITING_APPROVAL\x10\x04\x12\x1c\n" +
-	"\x18PLAN_GOVERNANCE_APPROVED\x10\x05B\xa1\x01\n" +
+	"\x18PLAN_GOVERNANCE_APPROVED\x10\x05\x12\x1c\n" +
+	"\x18PLAN_GOVERNANCE_REJECTED\x10\x06B\xa1\x01\n" +
 	"\x0ecom.steward.v1B\tPlanProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1503,6 +1523,7 @@ var file_steward_v1_plan_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 22: steward.v1.Approval
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
 	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
@@ -1529,12 +1550,13 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	12, // 21: steward.v1.PlanState.revision:type_name -> steward.v1.PlanRevision
 	19, // 22: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
 	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
-	2,  // 24: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	22, // 24: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
+	2,  // 25: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
