@@ -142,7 +142,7 @@ func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1
 	switch {
 	case errs.Is(err, errs.NotFound):
 		unknown := &stewardv1.ToolContract{Name: call.Tool, Version: version}
-		facts, err := newToolFacts(unknown)
+		facts, err := newToolFacts("", unknown)
 		return facts, unknown, err
 	case err != nil:
 		return toolFacts{}, nil, err
