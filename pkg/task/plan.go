@@ -35,9 +35,10 @@ func planStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, e
 		commit, err = submission(t, ev, p.PlanSubmitted)
 	case *stewardv1.Event_PlanEvaluated:
 		commit, err = planEvaluation(t, ev, p.PlanEvaluated)
-	// The plan driver's step events (a step started, ended) fold here,
-	// each naming its step by id (FindStep) and moving its status, action
-	// ids, sub-task and attempts; then followLedger, as below.
+	case *stewardv1.Event_PlanStepStarted:
+		commit, err = stepStart(t, ev, p.PlanStepStarted)
+	case *stewardv1.Event_PlanStepEnded:
+		commit, err = stepEnd(t, ev, p.PlanStepEnded)
 	default:
 		return nil, false, nil
 	}

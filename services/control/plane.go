@@ -77,10 +77,20 @@ type Plane struct {
 	sub      eventlog.Subscription
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
+	// stepProposed, a test hook, runs between a plan step's proposal and
+	// the record that the step runs it (AfterStepProposal).
+	stepProposed func(step string) error
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
 type Option func(*Plane)
+
+// AfterStepProposal makes fn run between a plan step's proposal and the
+// record that the step runs it: an error from fn fails the reaction
+// there, as a crash would, and the event is delivered again.
+func AfterStepProposal(fn func(step string) error) Option {
+	return func(p *Plane) { p.stepProposed = fn }
+}
 
 // New returns a control plane over log, configured by cfg.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {

@@ -40,6 +40,12 @@ func planSummary(ev *stewardv1.Event) string {
 		e := p.PlanEvaluated
 		return withReason(fmt.Sprintf("Policy %s said %s for plan version %d", shortRev(e.Snapshot.GetBundleRevision()), decisionName(e.Snapshot.GetDecision()), e.Version),
 			strings.Join(e.Snapshot.GetReasons(), "; "))
+	case *stewardv1.Event_PlanStepStarted:
+		s := p.PlanStepStarted
+		return fmt.Sprintf("Plan step %s started (attempt %d): action %s", s.StepId, s.Attempt, s.ActionId)
+	case *stewardv1.Event_PlanStepEnded:
+		e := p.PlanStepEnded
+		return withReason(fmt.Sprintf("Plan step %s %s", e.StepId, task.StepStatusName(e.Status)), e.Reason)
 	}
 	return ""
 }

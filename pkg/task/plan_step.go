@@ -1,0 +1,130 @@
+package task
+
+import (
+	"slices"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// The plan driver's step events (services/control/plan_driver.go): a step
+// of the plan in force started, naming its action, or ended. The fold
+// checks each against the plan as it stands, so that a stale or repeated
+// record cannot move a step twice: a step starts from pending, or again
+// for a retry of its own action; it ends from running, or from pending
+// when it never ran (skipped, or failed before its action was proposed).
+
+const (
+	stepSucceeded = stewardv1.StepStatus_STEP_STATUS_SUCCEEDED
+	stepFailed    = stewardv1.StepStatus_STEP_STATUS_FAILED
+	stepSkipped   = stewardv1.StepStatus_STEP_STATUS_SKIPPED
+)
+
+// stepStart checks that s may start its step now and returns the change.
+func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStarted) (func(), error) {
+	st, err := planStepOf(t, ev, s.Version, s.StepId)
+	if err != nil {
+		return nil, err
+	}
+	id := t.Contract.GetTaskId()
+	a := FindAction(t, s.ActionId)
+	switch {
+	case a == nil || a.Compensates != "":
+		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
+	case s.Attempt != st.Attempts+1:
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
+	case st.Status == stepPending:
+	case st.Status == stepRunning && len(st.ActionIds) > 0 && a.RetryOf == st.ActionIds[len(st.ActionIds)-1]:
+		// The recovery policy's retry of the step's action: the same step,
+		// another attempt.
+	default:
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is %s", ev.Type, s.StepId, id, StepStatusName(st.Status))
+	}
+	return func() {
+		t.Plan = withStep(t.Plan, s.StepId, func(st *stewardv1.PlanStepState) {
+			st.Status, st.Reason, st.Version, st.Attempts = stepRunning, "", s.Version, s.Attempt
+			st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
+		})
+		followLedger(t) // the step now owns its action in progress.remaining
+	}, nil
+}
+
+// stepEnd checks that e may end its step now and returns the change.
+func stepEnd(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanStepEnded) (func(), error) {
+	st, err := planStepOf(t, ev, e.Version, e.StepId)
+	if err != nil {
+		return nil, err
+	}
+	var from []stewardv1.StepStatus
+	switch e.Status {
+	case stepSucceeded:
+		from = []stewardv1.StepStatus{stepRunning}
+	case stepSkipped:
+		from = []stewardv1.StepStatus{stepPending}
+	case stepFailed:
+		from = []stewardv1.StepStatus{stepRunning, stepPending}
+	default:
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s cannot end as %s", ev.Type, e.StepId, StepStatusName(e.Status))
+	}
+	if !slices.Contains(from, st.Status) {
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is %s; it cannot end as %s",
+			ev.Type, e.StepId, t.Contract.GetTaskId(), StepStatusName(st.Status), StepStatusName(e.Status))
+	}
+	return func() {
+		t.Plan = withStep(t.Plan, e.StepId, func(st *stewardv1.PlanStepState) {
+			st.Status, st.Reason, st.Version = e.Status, e.Reason, e.Version
+		})
+		followLedger(t)
+	}, nil
+}
+
+// planStepOf returns the state of step id of t's plan in force, which must
+// be version and may run.
+func planStepOf(t *stewardv1.Task, ev *stewardv1.Event, version uint32, id string) (*stewardv1.PlanStepState, error) {
+	taskID := t.Contract.GetTaskId()
+	cur := t.Plan
+	switch {
+	case cur == nil:
+		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no plan", ev.Type, taskID)
+	case version != cur.Version:
+		return nil, errs.New(errs.FailedPrecondition, "%s: plan version %d is not task %s's plan in force, version %d", ev.Type, version, taskID, cur.Version)
+	case !PlanRuns(cur):
+		return nil, errs.New(errs.FailedPrecondition, "%s: task %s's plan version %d is %s: none of it runs", ev.Type, taskID, cur.Version, PlanGovernanceName(cur.Governance))
+	case Terminal(t.Status):
+		return nil, illegal(t, "move a plan step of")
+	}
+	st := FindStep(t, id)
+	if st == nil {
+		return nil, errs.New(errs.FailedPrecondition, "%s: plan version %d of task %s has no step %s", ev.Type, version, taskID, errs.Quote(id))
+	}
+	return st, nil
+}
+
+// withStep returns p with step id changed by change, on a copy: neither p
+// nor its step states are changed in place.
+func withStep(p *stewardv1.PlanState, id string, change func(*stewardv1.PlanStepState)) *stewardv1.PlanState {
+	return withPlan(p, func(p *stewardv1.PlanState) {
+		steps := slices.Clone(p.Steps)
+		for i, s := range steps {
+			if s.StepId == id {
+				s = proto.CloneOf(s)
+				change(s)
+				steps[i] = s
+			}
+		}
+		p.Steps = steps
+	})
+}
+
+// StepStatusName returns s in words, e.g. "succeeded".
+func StepStatusName(s stewardv1.StepStatus) string {
+	return enumWords(s.String(), "STEP_STATUS_")
+}
+
+// PlanMayRun reports whether the steps of t's plan may start now: t has a
+// plan that governance lets run (PlanRuns) and t is active.
+func PlanMayRun(t *stewardv1.Task) bool {
+	return t.Plan != nil && PlanRuns(t.Plan) && Active(t.Status)
+}

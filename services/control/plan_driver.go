@@ -1,0 +1,206 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// The plan driver runs a task's plan (docs/plans.md, "Running a plan"): a
+// durable reaction to every event that can move a plan — a version
+// submitted or judged, an action's approval decided, its outcome, denial,
+// withdrawal or settlement, a step started or ended, a task running again.
+// Each pass reads the task and does what the plan asks next:
+//
+//  1. withdraws the actions of steps a revision withdrew, unless permitted;
+//  2. ends the running steps whose action has ended (plan_step_end.go);
+//  3. applies the on_failure of a step that failed and stops the plan;
+//  4. starts every ready step in the same pass, so that independent steps
+//     run in parallel (plan_step_start.go);
+//  5. ends the plan once every step is done.
+//
+// Steps 2 and 3 end a pass that does anything: the events they append
+// bring the driver back to go on from there.
+//
+// Every write is idempotent: a step's action has a proposal id derived
+// from the step and its canonical request (planProposalID), so a crash
+// between the proposal and the step's record proposes nothing twice; the
+// step events' ids derive from the step, the plan version and the
+// attempt; each write is conditional on the step still standing as read.
+
+// planPrefix starts the proposal id of every action the plan driver
+// proposes; clients may not use it (validateProposal).
+const planPrefix = "plan-"
+
+// planProposalID is the proposal id of step's action for a request of
+// requestHash: the same step asking for the same call names the same
+// action, across redeliveries and across revisions that keep the step.
+func planProposalID(step, requestHash string) string {
+	return planPrefix + step + "-" + requestHash
+}
+
+// drivePlan is one pass of the plan driver over the task rec is about.
+func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error {
+	var moves bool
+	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+		moves = t.Plan != nil && !task.Terminal(t.Status)
+	})
+	if err != nil || !moves {
+		return err // most tasks have no plan: no copy of the task for them
+	}
+	t, history, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	if err != nil {
+		return err
+	}
+	if err := p.withdrawRetired(ctx, t); err != nil {
+		return err
+	}
+	if !task.PlanMayRun(t) {
+		return nil // governance holds the plan, or the task is stopped: what resumes it brings us back
+	}
+	r := &planPass{p: p, rec: rec, t: t, history: history}
+	if moved, err := r.endSteps(ctx); err != nil || moved {
+		return err
+	}
+	if moved, err := r.stopOnFailure(ctx); err != nil || moved {
+		return err
+	}
+	if err := r.startReady(ctx); err != nil {
+		return err
+	}
+	return r.finish(ctx)
+}
+
+// planPass is one pass of the driver over task t as read after rec.
+type planPass struct {
+	p       *Plane
+	rec     *stewardv1.EventRecord
+	t       *stewardv1.Task
+	history taskstore.History
+	// outs is the outcome of each done step, read once a pass needs it.
+	outs map[string]plan.Outcome
+}
+
+func (r *planPass) taskID() string  { return r.t.Contract.GetTaskId() }
+func (r *planPass) version() uint32 { return r.t.Plan.Version }
+
+// definition returns the definition of step id in the plan in force.
+func (r *planPass) definition(id string) *stewardv1.Step {
+	for _, s := range r.t.Plan.Plan.GetSteps() {
+		if s.GetId() == id {
+			return s
+		}
+	}
+	return nil
+}
+
+// stepEventID is the id of a step event of type typ for the step's
+// attempt under the plan version in force.
+func (r *planPass) stepEventID(typ, step string, attempt uint32) string {
+	return event.ID(r.taskID(), typ, step, strconv.FormatUint(uint64(r.version()), 10), strconv.FormatUint(uint64(attempt), 10))
+}
+
+// meta is the envelope of an event the driver appends under id.
+func (r *planPass) meta(id string) event.Meta {
+	return event.Meta{
+		ID:            id,
+		TaskID:        r.taskID(),
+		Actor:         r.p.actor(stewardPrincipal),
+		CausationID:   r.rec.Event.EventId,
+		CorrelationID: r.rec.Event.CorrelationId,
+	}
+}
+
+// outcomes returns what the done steps of the plan gave, as the Eval
+// functions read it: a succeeded action step's result is its last
+// action's result.
+func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error) {
+	if r.outs != nil {
+		return r.outs, nil
+	}
+	outs := map[string]plan.Outcome{}
+	for _, st := range r.t.Plan.Steps {
+		switch st.Status {
+		case stewardv1.StepStatus_STEP_STATUS_SUCCEEDED:
+			var result any
+			if n := len(st.ActionIds); n > 0 {
+				var err error
+				if result, err = r.p.resultValue(ctx, task.FindAction(r.t, st.ActionIds[n-1])); err != nil {
+					return nil, err
+				}
+			}
+			outs[st.StepId] = plan.Outcome{Status: st.Status, Result: result}
+		case stewardv1.StepStatus_STEP_STATUS_SKIPPED, stewardv1.StepStatus_STEP_STATUS_FAILED:
+			outs[st.StepId] = plan.Outcome{Status: st.Status}
+		}
+	}
+	r.outs = outs
+	return outs, nil
+}
+
+// resultValue is a's result as encoding/json decodes it: nil for none, a
+// string for a result that is not JSON (see resultJSON).
+func (p *Plane) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
+	raw, err := p.resultJSON(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "result of action %s", a.GetActionId())
+	}
+	return v, nil
+}
+
+// finish ends a plan whose steps are all done, as its ending says:
+// PLAN_ENDING_PRODUCE marks the task produced, its criteria evaluated, as
+// MarkProduced does, under an id derived from the plan version;
+// PLAN_ENDING_HAND_BACK leaves the running task to its agent. A task that
+// may not produce yet — an action of its own still under way — is left
+// for the event that ends it to bring the driver back.
+func (r *planPass) finish(ctx context.Context) error {
+	for _, s := range r.t.Plan.Plan.GetSteps() {
+		if st := task.FindStep(r.t, s.GetId()); st == nil || !plan.Done(s, st.Status) {
+			return nil
+		}
+	}
+	if r.t.Plan.Plan.GetEnding() != stewardv1.PlanEnding_PLAN_ENDING_PRODUCE {
+		return nil
+	}
+	id := event.ID(r.taskID(), event.TypeTaskProduced, "plan", strconv.FormatUint(uint64(r.version()), 10))
+	_, _, err := r.p.produce(ctx, stewardPrincipal, r.taskID(), id, "")
+	if errs.Is(err, errs.FailedPrecondition) {
+		r.p.logger.DebugContext(ctx, "finished plan not produced yet", "task", r.taskID(), "version", r.version(), "err", err)
+		return nil
+	}
+	return err
+}
+
+// withdrawRetired withdraws the actions of steps that a revision withdrew
+// and that have not been permitted yet: nobody should approve what the
+// plan no longer asks. One permitted or further along runs to its end,
+// on the record; it stands for itself in progress.remaining.
+func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
+	for _, st := range t.Plan.GetRetired() {
+		if st.Status != stewardv1.StepStatus_STEP_STATUS_WITHDRAWN {
+			continue
+		}
+		for _, id := range st.ActionIds {
+			if !withdrawable(task.FindAction(t, id)) {
+				continue
+			}
+			w := &stewardv1.ActionWithdrawn{ActionId: id, Reason: "its plan step " + st.StepId + " was withdrawn by a revision of the plan"}
+			if _, err := p.withdrawAction(ctx, stewardPrincipal, t.Contract.GetTaskId(), w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,264 @@
+package control_test
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control"
+)
+
+const (
+	stepRunning   = stewardv1.StepStatus_STEP_STATUS_RUNNING
+	stepSucceeded = stewardv1.StepStatus_STEP_STATUS_SUCCEEDED
+	stepFailed    = stewardv1.StepStatus_STEP_STATUS_FAILED
+	stepSkipped   = stewardv1.StepStatus_STEP_STATUS_SKIPPED
+	stepPending   = stewardv1.StepStatus_STEP_STATUS_PENDING
+)
+
+// act is an action step: id, its dependencies, and its action.
+func act(id string, deps []string, tool, target string, exprs map[string]string) *stewardv1.Step {
+	return &stewardv1.Step{Id: id, DependsOn: deps, Kind: &stewardv1.Step_Action{Action: &stewardv1.ActionStep{Tool: tool, Target: target, ParamExprs: exprs}}}
+}
+
+// runPlan submits p for the task and records governance's allow of it,
+// as the plan policy would.
+func (r *rig) runPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
+	t.Helper()
+	tk, _, err := r.submitPlan(taskID, "", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Append(taskID, &stewardv1.PlanEvaluated{Version: tk.Plan.Version, PlanHash: tk.Plan.PlanHash,
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+}
+
+// step waits until step id of the task's plan is in status want, and
+// returns the task then and the step's last action (nil if none).
+func (r *rig) step(taskID, id string, want stewardv1.StepStatus) (*stewardv1.Task, *stewardv1.Action) {
+	var st *stewardv1.PlanStepState
+	tk := r.WaitTask(taskID, func(tk *stewardv1.Task) bool {
+		st = task.FindStep(tk, id)
+		return st != nil && st.Status == want
+	})
+	if n := len(st.ActionIds); n > 0 {
+		return tk, task.FindAction(tk, st.ActionIds[n-1])
+	}
+	return tk, nil
+}
+
+// ok runs a step's action to success with result.
+func (r *rig) ok(t *testing.T, taskID string, a *stewardv1.Action, result string) {
+	t.Helper()
+	r.run(t, taskID, a.ActionId, succeeded(), []byte(result), time.Now())
+}
+
+// TestPlanDiamondRunsToProduced: a → (b, c) → d. Both branches are
+// proposed before either ends; d's parameters are computed from both
+// results; when d succeeds the plan ends by marking the task produced.
+// Each step's action is proposed in the submitter's name, by Steward.
+func TestPlanDiamondRunsToProduced(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "diamond", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil),
+		act("b", []string{"a"}, "search", "left", map[string]string{"q": "steps.a.result.q"}),
+		act("c", []string{"a"}, "search", "right", map[string]string{"q": "steps.a.result.q"}),
+		act("d", []string{"b", "c"}, "write", "doc", map[string]string{"text": "steps.b.result.text + steps.c.result.text"}),
+	}})
+
+	_, a := r.step(id, "a", stepRunning)
+	if a.ProposedBy != "agent" || a.PlanStepId != "a" || !strings.HasPrefix(a.ProposalId, "plan-a-") {
+		t.Fatalf("a's action = proposed by %q, step %q, proposal %q", a.ProposedBy, a.PlanStepId, a.ProposalId)
+	}
+	r.ok(t, id, a, `{"q": "incidents"}`)
+
+	_, b := r.step(id, "b", stepRunning)
+	tk, c := r.step(id, "c", stepRunning)
+	for _, x := range []*stewardv1.Action{b, c} {
+		if x := task.FindAction(tk, x.ActionId); x.Status != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED || !strings.Contains(string(x.Request), `"q":"incidents"`) {
+			t.Fatalf("branch action %s = %v %s, want proposed with q from a's result", x.ActionId, x.Status, x.Request)
+		}
+	}
+	if got := task.FindStep(tk, "d").Status; got != stepPending {
+		t.Fatalf("d is %v before its dependencies ended", got)
+	}
+	r.ok(t, id, b, `{"text": "left;"}`)
+	r.ok(t, id, c, `{"text": "right"}`)
+
+	_, d := r.step(id, "d", stepRunning)
+	if !strings.Contains(string(d.Request), `"text":"left;right"`) {
+		t.Fatalf("d's request = %s, want the text of both branches", d.Request)
+	}
+	r.ok(t, id, d, `{}`)
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+	if n := r.Count(id, event.TypeTaskProduced); n != 1 {
+		t.Fatalf("%d TaskProduced, want 1", n)
+	}
+	if r.Count(id, event.TypeActionProposed) != 4 || len(tk.Progress.GetRemaining()) != 0 {
+		t.Fatalf("proposals %d, remaining %v", r.Count(id, event.TypeActionProposed), tk.Progress.GetRemaining())
+	}
+	r.redeliver(t)
+	if r.Count(id, event.TypeActionProposed) != 4 || r.Count(id, event.TypeTaskProduced) != 1 || r.Count(id, event.TypePlanStepStarted) != 4 {
+		t.Fatal("a redelivery of the whole log appended again")
+	}
+}
+
+// TestPlanWhenFalseSkips: a when that is false skips its step, which
+// counts as done: a step that depends on it and tests its status runs. A
+// kind that is not built yet fails its step with a clear reason, and with
+// on_failure continue the plan goes on; it hands back to the agent.
+func TestPlanWhenFalseSkips(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "skip", nil)
+	wait := &stewardv1.Step{Id: "pause", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+		Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Second)}}}}
+	skipped := act("b", []string{"a"}, "write", "doc", map[string]string{"text": "'never'"})
+	skipped.When = "steps.a.result.go == true"
+	after := act("c", []string{"b", "pause"}, "search", "index", nil)
+	after.When = "steps.b.status == 'skipped' && steps.pause.status == 'failed'"
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil), skipped, wait, after,
+	}})
+	tk, _ := r.step(id, "pause", stepFailed)
+	if why := task.FindStep(tk, "pause").Reason; !strings.Contains(why, "not built yet") {
+		t.Fatalf("the wait step failed with %q", why)
+	}
+	_, a := r.step(id, "a", stepRunning)
+	r.ok(t, id, a, `{"go": false}`)
+	tk, _ = r.step(id, "b", stepSkipped)
+	if st := task.FindStep(tk, "b"); len(st.ActionIds) != 0 || !strings.Contains(st.Reason, "when was false") {
+		t.Fatalf("b = %+v", st)
+	}
+	_, c := r.step(id, "c", stepRunning)
+	r.ok(t, id, c, `{}`)
+	tk, _ = r.step(id, "c", stepSucceeded)
+	r.settle()
+	if tk = r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || r.Count(id, event.TypeTaskProduced) != 0 {
+		t.Fatalf("a plan that hands back left the task %v with %d rounds", tk.Status, len(tk.Acceptance))
+	}
+}
+
+// TestPlanExpectFails: a result that does not meet its step's expect
+// fails the step as a validation failure. With on_failure continue the
+// plan goes on; with the default, escalate, the task waits for a person,
+// and the steps after it do not start.
+func TestPlanExpectFails(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "expect", nil)
+	loose := act("check", nil, "search", "index", nil)
+	loose.Expect, loose.OnFailure = "result.ok == true", stewardv1.OnFailure_ON_FAILURE_CONTINUE
+	strict := act("verify", []string{"check"}, "search", "index", map[string]string{"again": "steps.check.status"})
+	strict.Expect = "has(result.id)"
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		loose, strict, act("publish", []string{"verify"}, "write", "doc", map[string]string{"text": "'x'"}),
+	}})
+	_, a := r.step(id, "check", stepRunning)
+	r.ok(t, id, a, `{"ok": false}`)
+	tk, _ := r.step(id, "check", stepFailed)
+	if why := task.FindStep(tk, "check").Reason; !strings.Contains(why, "validation failure") || !strings.Contains(why, "result.ok == true") {
+		t.Fatalf("check failed with %q", why)
+	}
+	_, v := r.step(id, "verify", stepRunning)
+	if !strings.Contains(string(v.Request), `"again":"failed"`) {
+		t.Fatalf("verify's request = %s, want check's status", v.Request)
+	}
+	r.ok(t, id, v, `{"name": "no id"}`)
+	r.step(id, "verify", stepFailed)
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
+	})
+	if in := tk.OpenInput; in.GetCause() != stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED || !strings.Contains(in.GetQuestion(), "plan step verify failed") || in.GetActionId() != v.ActionId {
+		t.Fatalf("open input = %+v", in)
+	}
+	r.settle()
+	if st := task.FindStep(r.task(t, id), "publish"); st.Status != stepPending || r.Count(id, event.TypeActionProposed) != 2 {
+		t.Fatalf("publish = %v after its dependency failed, %d proposals", st.Status, r.Count(id, event.TypeActionProposed))
+	}
+	// A resume does not ask again.
+	r.resume(t, id)
+	r.settle()
+	if n := r.Count(id, event.TypeTaskNeedsInput); n != 1 {
+		t.Fatalf("%d TaskNeedsInput after the resume, want 1", n)
+	}
+}
+
+// TestPlanCrashAfterProposal: a crash between a step's proposal and the
+// record that the step runs it (the reaction fails there, and the event
+// is delivered again) proposes nothing twice: the proposal id derived
+// from the step and its request finds the action on the log.
+func TestPlanCrashAfterProposal(t *testing.T) {
+	var calls atomic.Int32
+	r := newRig(t, control.AfterStepProposal(func(step string) error {
+		if calls.Add(1) == 1 {
+			return errors.New("crash after proposing step " + step)
+		}
+		return nil
+	}))
+	id := r.planTask(t, "crash", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil),
+	}})
+	tk, a := r.step(id, "a", stepRunning)
+	if calls.Load() < 2 || r.Count(id, event.TypeActionProposed) != 1 || len(tk.Actions) != 1 || a.ActionId != tk.Actions[0].ActionId {
+		t.Fatalf("hook ran %d times; %d proposals; step runs %s of %d actions", calls.Load(), r.Count(id, event.TypeActionProposed), a.ActionId, len(tk.Actions))
+	}
+	r.redeliver(t)
+	if r.Count(id, event.TypeActionProposed) != 1 || r.Count(id, event.TypePlanStepStarted) != 1 {
+		t.Fatal("a redelivery of the whole log proposed or started again")
+	}
+	r.ok(t, id, a, `{}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+}
+
+// TestPlanRevisionKeepsStepInFlight: a revision submitted while a kept
+// step's action is in flight keeps that action — nothing is proposed
+// again, it runs once — and runs only the new steps; a withdrawn step's
+// action that was not permitted yet is withdrawn, and a withdrawn step
+// that had not started never runs.
+func TestPlanRevisionKeepsStepInFlight(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "revise", nil)
+	v1 := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil),
+		act("side", nil, "search", "side", nil),
+		act("b", []string{"a"}, "write", "doc", map[string]string{"text": "'old'"}),
+	}}
+	r.runPlan(t, id, v1)
+	_, a := r.step(id, "a", stepRunning)
+	_, side := r.step(id, "side", stepRunning)
+	r.dispatch(t, id, a.ActionId) // a is in flight; side is only proposed
+
+	v2 := &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil),
+		act("c", []string{"a"}, "write", "doc", map[string]string{"text": "'new'"}),
+	}}
+	r.runPlan(t, id, v2)
+	r.WaitAction(id, side.ActionId, func(x *stewardv1.Action) bool { return x.Status == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN })
+	tk, kept := r.step(id, "a", stepRunning)
+	if kept.ActionId != a.ActionId || tk.Plan.Version != 2 {
+		t.Fatalf("step a runs %s under version %d, want %s kept", kept.ActionId, tk.Plan.Version, a.ActionId)
+	}
+	r.finish(t, id, a.ActionId, succeeded(), []byte(`{}`), time.Now())
+	_, c := r.step(id, "c", stepRunning)
+	if !strings.Contains(string(c.Request), `"text":"new"`) {
+		t.Fatalf("c's request = %s", c.Request)
+	}
+	r.ok(t, id, c, `{}`)
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+	if n := r.Count(id, event.TypeActionProposed); n != 3 {
+		t.Fatalf("%d proposals, want 3 (a once, side, c; never b)", n)
+	}
+	for _, x := range tk.Actions {
+		if strings.Contains(string(x.Request), "old") {
+			t.Fatalf("the withdrawn step b ran: %s", x.ActionId)
+		}
+	}
+}
