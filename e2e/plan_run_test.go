@@ -1,0 +1,121 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// diamondJSON is a diamond, a → (b, c) → d, of searches: b and c read a's
+// result, d reads both, and a checks its own.
+const diamondJSON = `{"taskId": %q, "requestId": "diamond-1", "plan": {
+  "version": 1, "ending": "PLAN_ENDING_PRODUCE",
+  "steps": [
+    {"id": "a", "action": {"tool": "search", "target": "index:a", "params": {"q": "incidents"}}, "expect": "result.ok == true"},
+    {"id": "b", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:b", "paramExprs": {"q": "steps.a.result.echo.q + '-left'"}}},
+    {"id": "c", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:c", "paramExprs": {"q": "steps.a.result.echo.q + '-right'"}}},
+    {"id": "d", "dependsOn": ["b", "c"], "action": {"tool": "search", "target": "index:d",
+     "paramExprs": {"q": "steps.b.result.echo.q + '+' + steps.c.result.echo.q"}}}
+  ]}}`
+
+// TestPlanRunsOverJSON runs a small diamond plan on the real binary, as
+// an agent with nothing but an HTTP client would: submitted, judged, each
+// step's action proposed, governed and run by the tool once, the last
+// one's parameters computed from both branches, and the task produced.
+func TestPlanRunsOverJSON(t *testing.T) {
+	tool := stewardtest.StartTool(t)
+	h := startSteward(t, setup{tools: governedTools(tool), nats: true})
+	taskID := governedTask(t, h.agent, "plan-run")
+
+	if code, resp := postAs(t, agentToken, h.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, taskID)); code != http.StatusOK {
+		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
+	}
+	h.judgePlan(t, taskID)
+
+	var got struct {
+		Task struct {
+			Status string `json:"status"`
+			Plan   struct {
+				Steps []struct {
+					StepID    string   `json:"stepId"`
+					Status    string   `json:"status"`
+					ActionIDs []string `json:"actionIds"`
+				} `json:"steps"`
+			} `json:"plan"`
+			Acceptance []any `json:"acceptance"`
+		} `json:"task"`
+	}
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		code, resp := postAs(t, agentToken, h.url+"/steward.v1.QueryService/GetTask", `{"taskId": "`+taskID+`"}`)
+		if code != http.StatusOK {
+			return false, fmt.Sprintf("GetTask: HTTP %d %v", code, resp)
+		}
+		remarshal(t, resp, &got)
+		return len(got.Task.Acceptance) == 1, fmt.Sprintf("task %s, plan %+v", got.Task.Status, got.Task.Plan.Steps)
+	})
+	for _, s := range got.Task.Plan.Steps {
+		if s.Status != "STEP_STATUS_SUCCEEDED" || len(s.ActionIDs) != 1 {
+			t.Fatalf("step %+v, want succeeded with one action", s)
+		}
+	}
+	if w := tool.Worked(); len(w) != 4 {
+		t.Fatalf("the tool worked %d times, want 4 (one per step): %+v", len(w), w)
+	}
+	for _, w := range tool.Worked() {
+		if n := tool.Executions(w.Key); n != 1 {
+			t.Fatalf("key %s executed %d times", w.Key, n)
+		}
+		if w.Target == "index:d" && !strings.Contains(string(w.Params), `"incidents-left+incidents-right"`) {
+			t.Fatalf("d's parameters = %s, want both branches' results", w.Params)
+		}
+	}
+}
+
+// judgePlan records governance's allow of the task's plan, as the
+// governance plane, while the version is still pending: this build's
+// governance does not judge plans yet (the plan policy is built on the
+// i17-policy branch; drop this stand-in when it lands). A judgement
+// governance made first is left as it is.
+func (h *harness) judgePlan(t *testing.T, taskID string) {
+	t.Helper()
+	ctx := context.Background()
+	nc, err := nats.Connect(h.natsURL, h.natsUser(t, event.PlaneGovernance), nats.CustomInboxPrefix("_INBOX_"+event.PlaneGovernance))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := eventlog.Open(ctx, js, eventlog.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func(tk *stewardv1.Task) bool {
+		return tk.Plan.GetGovernance() == stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING
+	}
+	_, err = taskstore.Update(ctx, log, taskID, func(tk *stewardv1.Task) (*stewardv1.Event, error) {
+		if !pending(tk) {
+			return nil, nil
+		}
+		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "plan-policy-stand-in", Plane: event.PlaneGovernance}},
+			&stewardv1.PlanEvaluated{Version: tk.Plan.Version, PlanHash: tk.Plan.PlanHash,
+				Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "stand-in", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
