@@ -262,3 +262,62 @@ func TestPlanRevisionKeepsStepInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanFollowsRetries: a step whose action fails transiently under
+// RECOVERY_MODE_RETRY stays running on the retry the recovery policy
+// proposes — a second attempt of the same step — and succeeds with it; a
+// step whose action policy denies fails, saying so, and with on_failure
+// continue the plan still ends.
+func TestPlanFollowsRetries(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "retry", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	deniable := act("risky", nil, "write", "doc", map[string]string{"text": "'x'"})
+	deniable.OnFailure = stewardv1.OnFailure_ON_FAILURE_CONTINUE
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil), deniable,
+	}})
+	_, risky := r.step(id, "risky", stepRunning)
+	r.Append(id, &stewardv1.ActionDenied{ActionId: risky.ActionId, SnapshotId: "s", Reasons: []string{"writes need a ticket"}})
+	tk, _ := r.step(id, "risky", stepFailed)
+	if why := task.FindStep(tk, "risky").Reason; !strings.Contains(why, "denied") || !strings.Contains(why, "writes need a ticket") {
+		t.Fatalf("risky failed with %q", why)
+	}
+
+	_, first := r.step(id, "a", stepRunning)
+	r.run(t, id, first.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	var st *stewardv1.PlanStepState
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { st = task.FindStep(tk, "a"); return st.Attempts == 2 })
+	retry := task.FindAction(tk, st.ActionIds[1])
+	if st.Status != stepRunning || retry.RetryOf != first.ActionId || retry.PlanStepId != "a" {
+		t.Fatalf("a = %v; its second action retries %q", st, retry.RetryOf)
+	}
+	r.ok(t, id, retry, `{}`)
+	r.step(id, "a", stepSucceeded)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+}
+
+// TestPlanCompensatesOnFailure: a step that fails with on_failure
+// compensate fails the task with compensation, as FailTask with
+// compensate does: the succeeded reversible write of an earlier step is
+// undone.
+func TestPlanCompensatesOnFailure(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "undo", func(c *stewardv1.TaskContract) {
+		c.AllowedTools = append(c.AllowedTools, "undo")
+	}, nil)
+	check := act("check", []string{"save"}, "search", "doc", nil)
+	check.Expect, check.OnFailure = "result.found == true", stewardv1.OnFailure_ON_FAILURE_COMPENSATE
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("save", nil, "write", "doc", map[string]string{"text": "'draft'"}), check,
+	}})
+	_, save := r.step(id, "save", stepRunning)
+	r.ok(t, id, save, `{"id": "d1"}`)
+	_, c := r.step(id, "check", stepRunning)
+	r.ok(t, id, c, `{"found": false}`)
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, save.ActionId) != nil })
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || tk.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_FAILED {
+		t.Fatalf("task %v, ending as %v", tk.Status, tk.FinalStatus)
+	}
+}
