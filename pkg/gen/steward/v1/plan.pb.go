@@ -275,7 +275,8 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // that Steward validates before anything runs (pkg/plan.Validate) and is
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
-// takes one with TaskService.SubmitPlan; running it is not built yet.
+// takes one with TaskService.SubmitPlan; the control plane's plan driver
+// runs its action steps (docs/plans.md, "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
