@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -91,15 +90,7 @@ func TestPlanRunsOverJSON(t *testing.T) {
 func (h *harness) judgePlan(t *testing.T, taskID string) {
 	t.Helper()
 	ctx := context.Background()
-	nc, err := nats.Connect(h.natsURL, h.natsUser(t, event.PlaneGovernance), nats.CustomInboxPrefix("_INBOX_"+event.PlaneGovernance))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	js := h.jetStreamAs(t, event.PlaneGovernance, nats.CustomInboxPrefix("_INBOX_"+event.PlaneGovernance))
 	log, err := eventlog.Open(ctx, js, eventlog.Config{})
 	if err != nil {
 		t.Fatal(err)
