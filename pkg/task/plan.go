@@ -246,12 +246,12 @@ func PlanRuns(p *stewardv1.PlanState) bool {
 	return false
 }
 
-// StepStatuses returns the status of each step of p by id, as
-// pkg/plan.Ready takes them.
+// StepStatuses returns the status of each step of p by id (StepStatus),
+// as pkg/plan.Ready takes them.
 func StepStatuses(p *stewardv1.PlanState) map[string]stewardv1.StepStatus {
 	m := make(map[string]stewardv1.StepStatus, len(p.GetSteps()))
 	for _, s := range p.GetSteps() {
-		m[s.StepId] = s.Status
+		m[s.StepId] = StepStatus(p, s)
 	}
 	return m
 }
@@ -276,7 +276,7 @@ func planRemaining(t *stewardv1.Task) (steps []string, owned map[string]bool) {
 		return nil, owned
 	}
 	for _, s := range p.Steps {
-		if s.Status == stepPending || s.Status == stepRunning {
+		if st := StepStatus(p, s); st == stepPending || st == stepRunning {
 			steps = append(steps, s.StepId)
 		}
 	}

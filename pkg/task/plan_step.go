@@ -12,8 +12,9 @@ import (
 // The plan driver's step events (services/control/plan_driver.go): a step
 // of the plan in force started, naming its action, or ended. The fold
 // checks each against the plan as it stands, so that a stale or repeated
-// record cannot move a step twice: a step starts from pending, or again
-// for a retry of its own action; it ends from running, or from pending
+// record cannot move a step twice: a step starts from pending, again for
+// a retry of its own action, or afresh when it failed and a revision
+// changed it since (StepStatus); it ends from running, or from pending
 // when it never ran (skipped, or failed before its action was proposed).
 
 const (
@@ -35,7 +36,7 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
 	case s.Attempt != st.Attempts+1:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
-	case st.Status == stepPending:
+	case StepStatus(t.Plan, st) == stepPending:
 	case st.Status == stepRunning && len(st.ActionIds) > 0 && a.RetryOf == st.ActionIds[len(st.ActionIds)-1]:
 		// The recovery policy's retry of the step's action: the same step,
 		// another attempt.
@@ -68,7 +69,7 @@ func stepEnd(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanStepEnded)
 	default:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s cannot end as %s", ev.Type, e.StepId, StepStatusName(e.Status))
 	}
-	if !slices.Contains(from, st.Status) {
+	if !slices.Contains(from, StepStatus(t.Plan, st)) {
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is %s; it cannot end as %s",
 			ev.Type, e.StepId, t.Contract.GetTaskId(), StepStatusName(st.Status), StepStatusName(e.Status))
 	}
@@ -121,6 +122,18 @@ func withStep(p *stewardv1.PlanState, id string, change func(*stewardv1.PlanStep
 // StepStatusName returns s in words, e.g. "succeeded".
 func StepStatusName(s stewardv1.StepStatus) string {
 	return enumWords(s.String(), "STEP_STATUS_")
+}
+
+// StepStatus is where step state st of plan p stands for what runs next:
+// its status, except that a step that failed and that a revision changed
+// since (it keeps the version it failed under, older than p's) is pending
+// again, to start afresh under its new definition. A succeeded step is
+// never redone.
+func StepStatus(p *stewardv1.PlanState, st *stewardv1.PlanStepState) stewardv1.StepStatus {
+	if st.Status == stepFailed && st.Version < p.GetVersion() {
+		return stepPending
+	}
+	return st.Status
 }
 
 // PlanMayRun reports whether the steps of t's plan may start now: t has a

@@ -39,11 +39,13 @@ import (
 // proposes; clients may not use it (validateProposal).
 const planPrefix = "plan-"
 
-// planProposalID is the proposal id of step's action for a request of
-// requestHash: the same step asking for the same call names the same
-// action, across redeliveries and across revisions that keep the step.
-func planProposalID(step, requestHash string) string {
-	return planPrefix + step + "-" + requestHash
+// planProposalID is the proposal id of the action of a step's attempt
+// for a request of requestHash: the same start of the same step asking
+// for the same call names the same action, across redeliveries and
+// across revisions that keep the step before it started. A step redone
+// after a revision (task.StepStatus) is a new attempt, with a new action.
+func planProposalID(step string, attempt uint32, requestHash string) string {
+	return planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-" + requestHash
 }
 
 // drivePlan is one pass of the plan driver over the task rec is about.
@@ -166,8 +168,9 @@ func (p *Plane) resultValue(ctx context.Context, a *stewardv1.Action) (any, erro
 // may not produce yet — an action of its own still under way — is left
 // for the event that ends it to bring the driver back.
 func (r *planPass) finish(ctx context.Context) error {
+	statuses := task.StepStatuses(r.t.Plan)
 	for _, s := range r.t.Plan.Plan.GetSteps() {
-		if st := task.FindStep(r.t, s.GetId()); st == nil || !plan.Done(s, st.Status) {
+		if !plan.Done(s, statuses[s.GetId()]) {
 			return nil
 		}
 	}

@@ -321,3 +321,46 @@ func TestPlanCompensatesOnFailure(t *testing.T) {
 		t.Fatalf("task %v, ending as %v", tk.Status, tk.FinalStatus)
 	}
 }
+
+// TestPlanRevisionRedoesAFailedStep: after a step fails and the task
+// stops for a person, a resume and a revision that changes the failed
+// step start it afresh — a new attempt, a new action — while the steps
+// that succeeded stay done, and the plan runs on to its end.
+func TestPlanRevisionRedoesAFailedStep(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "redo", nil)
+	strict := func(expect string) *stewardv1.Step {
+		s := act("check", []string{"find"}, "search", "doc", nil)
+		s.Expect = expect
+		return s
+	}
+	plan := func(v uint32, expect string) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+			act("find", nil, "search", "index", nil), strict(expect), act("save", []string{"check"}, "write", "doc", map[string]string{"text": "'ok'"}),
+		}}
+	}
+	r.runPlan(t, id, plan(1, "result.count > 1"))
+	_, find := r.step(id, "find", stepRunning)
+	r.ok(t, id, find, `{}`)
+	_, first := r.step(id, "check", stepRunning)
+	r.ok(t, id, first, `{"count": 1}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.resume(t, id)
+	r.running(id)
+
+	r.runPlan(t, id, plan(2, "result.count > 0"))
+	tk, again := r.step(id, "check", stepRunning)
+	if st := task.FindStep(tk, "check"); again.ActionId == first.ActionId || st.Attempts != 2 || st.Version != 2 {
+		t.Fatalf("check = %v, running %s (first %s)", st, again.ActionId, first.ActionId)
+	}
+	if st := task.FindStep(tk, "find"); st.Status != stepSucceeded || len(st.ActionIds) != 1 {
+		t.Fatalf("find = %v, want its success kept", st)
+	}
+	r.ok(t, id, again, `{"count": 1}`)
+	_, save := r.step(id, "save", stepRunning)
+	r.ok(t, id, save, `{}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+	if n := r.Count(id, event.TypeTaskNeedsInput); n != 1 {
+		t.Fatalf("%d TaskNeedsInput, want 1", n)
+	}
+}

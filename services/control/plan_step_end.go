@@ -112,8 +112,8 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 	taskID := r.taskID()
 	for _, st := range r.t.Plan.Steps {
 		step := r.definition(st.StepId)
-		if st.Status != stewardv1.StepStatus_STEP_STATUS_FAILED || plan.Done(step, st.Status) {
-			continue
+		if task.StepStatus(r.t.Plan, st) != stewardv1.StepStatus_STEP_STATUS_FAILED || plan.Done(step, st.Status) {
+			continue // a failed step that a revision changed is redone instead
 		}
 		reason := fmt.Sprintf("plan step %s failed: %s", st.StepId, st.Reason)
 		if step.GetOnFailure() == stewardv1.OnFailure_ON_FAILURE_COMPENSATE {

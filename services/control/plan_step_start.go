@@ -88,7 +88,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 	taskID, v := r.taskID(), r.version()
 	d, err := r.p.prepare(ctx, r.t, proposal{
 		taskID:       taskID,
-		proposalIDOf: func(h string) string { return planProposalID(st.StepId, h) },
+		proposalIDOf: func(h string) string { return planProposalID(st.StepId, st.Attempts+1, h) },
 		planStep:     st.StepId,
 		tool:         a.Tool, toolVersion: a.ToolVersion, target: target,
 		params: params, retry: a.RetryPolicy, principal: r.t.Plan.SubmittedBy,
@@ -119,12 +119,12 @@ func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, act
 	})
 }
 
-// stillPending reports whether step st of plan version v is still pending
-// as read, in a task whose plan may run.
+// stillPending reports whether step st of plan version v still stands as
+// read, to start, in a task whose plan may run.
 func stillPending(t *stewardv1.Task, v uint32, st *stewardv1.PlanStepState) bool {
 	cur := task.FindStep(t, st.StepId)
 	return task.PlanMayRun(t) && t.Plan.Version == v && cur != nil &&
-		cur.Status == stewardv1.StepStatus_STEP_STATUS_PENDING && cur.Attempts == st.Attempts
+		task.StepStatus(t.Plan, cur) == stewardv1.StepStatus_STEP_STATUS_PENDING && cur.Status == st.Status && cur.Attempts == st.Attempts
 }
 
 // kindName names the kind of step s, as docs/plans.md does.
