@@ -31,13 +31,16 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	}
 	id := t.Contract.GetTaskId()
 	a := FindAction(t, s.ActionId)
+	wait := StepDefinition(t.Plan, s.StepId).GetWait() != nil
 	switch {
-	case a == nil || a.Compensates != "":
+	case wait && (s.ActionId != "" || s.WaitUntil == nil):
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a wait: it runs no action, and its start says when it ends", ev.Type, s.StepId, id)
+	case !wait && (a == nil || a.Compensates != ""):
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
 	case s.Attempt != st.Attempts+1:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
 	case StepStatus(t.Plan, st) == stepPending:
-	case st.Status == stepRunning && len(st.ActionIds) > 0 && a.RetryOf == st.ActionIds[len(st.ActionIds)-1]:
+	case st.Status == stepRunning && a != nil && len(st.ActionIds) > 0 && a.RetryOf == st.ActionIds[len(st.ActionIds)-1]:
 		// The recovery policy's retry of the step's action: the same step,
 		// another attempt.
 	default:
@@ -45,8 +48,10 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	}
 	return func() {
 		t.Plan = withStep(t.Plan, s.StepId, func(st *stewardv1.PlanStepState) {
-			st.Status, st.Reason, st.Version, st.Attempts = stepRunning, "", s.Version, s.Attempt
-			st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
+			st.Status, st.Reason, st.Version, st.Attempts, st.WaitUntil = stepRunning, "", s.Version, s.Attempt, s.WaitUntil
+			if s.ActionId != "" {
+				st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
+			}
 		})
 		followLedger(t) // the step now owns its action in progress.remaining
 	}, nil
@@ -101,6 +106,16 @@ func planStepOf(t *stewardv1.Task, ev *stewardv1.Event, version uint32, id strin
 		return nil, errs.New(errs.FailedPrecondition, "%s: plan version %d of task %s has no step %s", ev.Type, version, taskID, errs.Quote(id))
 	}
 	return st, nil
+}
+
+// StepDefinition returns the definition of step id in p's plan, or nil.
+func StepDefinition(p *stewardv1.PlanState, id string) *stewardv1.Step {
+	for _, s := range p.GetPlan().GetSteps() {
+		if s.GetId() == id {
+			return s
+		}
+	}
+	return nil
 }
 
 // withStep returns p with step id changed by change, on a copy: neither p

@@ -83,7 +83,7 @@ func idleRig(t *testing.T, opts ...control.Option) *rig {
 // binary wires it.
 func (r *rig) config() control.Config {
 	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
-		Secrets: r.sealer, Now: r.clock.Now}
+		Secrets: r.sealer, Timers: r.Timers, Now: r.clock.Now}
 }
 
 // start runs the plane's reactions until the test ends.

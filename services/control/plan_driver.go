@@ -50,14 +50,19 @@ func planProposalID(step string, attempt uint32, requestHash string) string {
 
 // drivePlan is one pass of the plan driver over the task rec is about.
 func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error {
+	return p.drive(ctx, &planPass{p: p, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, rec.Event.TaskId)
+}
+
+// drive runs pass r over task taskID.
+func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
 	var moves bool
-	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, p.log, taskID, r.seq, func(t *stewardv1.Task) {
 		moves = t.Plan != nil && !task.Terminal(t.Status)
 	})
 	if err != nil || !moves {
 		return err // most tasks have no plan: no copy of the task for them
 	}
-	t, history, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	t, history, err := taskstore.LoadSince(ctx, p.log, taskID, r.seq)
 	if err != nil {
 		return err
 	}
@@ -67,7 +72,7 @@ func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error
 	if !task.PlanMayRun(t) {
 		return nil // governance holds the plan, or the task is stopped: what resumes it brings us back
 	}
-	r := &planPass{p: p, rec: rec, t: t, history: history}
+	r.t, r.history = t, history
 	if moved, err := r.endSteps(ctx); err != nil || moved {
 		return err
 	}
@@ -80,12 +85,14 @@ func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error
 	return r.finish(ctx)
 }
 
-// planPass is one pass of the driver over task t as read after rec.
+// planPass is one pass of the driver over task t, read as of sequence
+// seq (at least) of its log, because of event causeID (empty for a timer).
 type planPass struct {
-	p       *Plane
-	rec     *stewardv1.EventRecord
-	t       *stewardv1.Task
-	history taskstore.History
+	p                      *Plane
+	seq                    uint64
+	causeID, correlationID string
+	t                      *stewardv1.Task
+	history                taskstore.History
 	// outs is the outcome of each done step, read once a pass needs it.
 	outs map[string]plan.Outcome
 }
@@ -94,14 +101,7 @@ func (r *planPass) taskID() string  { return r.t.Contract.GetTaskId() }
 func (r *planPass) version() uint32 { return r.t.Plan.Version }
 
 // definition returns the definition of step id in the plan in force.
-func (r *planPass) definition(id string) *stewardv1.Step {
-	for _, s := range r.t.Plan.Plan.GetSteps() {
-		if s.GetId() == id {
-			return s
-		}
-	}
-	return nil
-}
+func (r *planPass) definition(id string) *stewardv1.Step { return task.StepDefinition(r.t.Plan, id) }
 
 // stepEventID is the id of a step event of type typ for the step's
 // attempt under the plan version in force.
@@ -115,8 +115,8 @@ func (r *planPass) meta(id string) event.Meta {
 		ID:            id,
 		TaskID:        r.taskID(),
 		Actor:         r.p.actor(stewardPrincipal),
-		CausationID:   r.rec.Event.EventId,
-		CorrelationID: r.rec.Event.CorrelationId,
+		CausationID:   r.causeID,
+		CorrelationID: r.correlationID,
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -118,18 +119,18 @@ func TestPlanDiamondRunsToProduced(t *testing.T) {
 func TestPlanWhenFalseSkips(t *testing.T) {
 	r := newRig(t)
 	id := r.planTask(t, "skip", nil)
-	wait := &stewardv1.Step{Id: "pause", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
-		Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Second)}}}}
+	ask := &stewardv1.Step{Id: "ask", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+		Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Go on?"}}}
 	skipped := act("b", []string{"a"}, "write", "doc", map[string]string{"text": "'never'"})
 	skipped.When = "steps.a.result.go == true"
-	after := act("c", []string{"b", "pause"}, "search", "index", nil)
-	after.When = "steps.b.status == 'skipped' && steps.pause.status == 'failed'"
+	after := act("c", []string{"b", "ask"}, "search", "index", nil)
+	after.When = "steps.b.status == 'skipped' && steps.ask.status == 'failed'"
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
-		act("a", nil, "search", "index", nil), skipped, wait, after,
+		act("a", nil, "search", "index", nil), skipped, ask, after,
 	}})
-	tk, _ := r.step(id, "pause", stepFailed)
-	if why := task.FindStep(tk, "pause").Reason; !strings.Contains(why, "not built yet") {
-		t.Fatalf("the wait step failed with %q", why)
+	tk, _ := r.step(id, "ask", stepFailed)
+	if why := task.FindStep(tk, "ask").Reason; !strings.Contains(why, "not built yet") {
+		t.Fatalf("the checkpoint step failed with %q", why)
 	}
 	_, a := r.step(id, "a", stepRunning)
 	r.ok(t, id, a, `{"go": false}`)
@@ -363,4 +364,35 @@ func TestPlanRevisionRedoesAFailedStep(t *testing.T) {
 	if n := r.Count(id, event.TypeTaskNeedsInput); n != 1 {
 		t.Fatalf("%d TaskNeedsInput, want 1", n)
 	}
+}
+
+// TestPlanWaitEndsOnItsTimer: a wait step runs no action and ends when a
+// durable timer says its time has come, even across a restart of the
+// plane; a wait until a time already past ends at once. The steps after
+// it then run.
+func TestPlanWaitEndsOnItsTimer(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "wait", nil)
+	wait := func(id string, w *stewardv1.WaitStep) *stewardv1.Step {
+		return &stewardv1.Step{Id: id, Kind: &stewardv1.Step_Wait{Wait: w}}
+	}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		wait("past", &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Until{Until: timestamppb.New(time.Now().Add(-time.Hour))}}),
+		wait("cool", &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Second)}}),
+		act("go", []string{"past", "cool"}, "search", "index", nil),
+	}})
+	r.step(id, "past", stepSucceeded)
+	tk, _ := r.step(id, "cool", stepRunning)
+	if st := task.FindStep(tk, "cool"); st.WaitUntil == nil || len(st.ActionIds) != 0 || len(tk.Actions) != 0 {
+		t.Fatalf("cool = %v with %d actions", st, len(tk.Actions))
+	}
+	r.ctl.Stop()
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.start(t)
+	_, a := r.step(id, "go", stepRunning)
+	if st := task.FindStep(r.task(t, id), "cool"); st.Status != stepSucceeded || !st.WaitUntil.AsTime().Before(time.Now()) {
+		t.Fatalf("cool = %v", st)
+	}
+	r.ok(t, id, a, `{}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
 }

@@ -11,11 +11,19 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// endSteps ends each running step whose action has ended for good, and
-// starts again each whose action the recovery policy retried. moved says
-// whether it appended anything.
+// endSteps ends each running step whose action has ended for good, or
+// whose wait is over, and starts again each whose action the recovery
+// policy retried. moved says whether it appended anything.
 func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 	for _, st := range r.t.Plan.Steps {
+		if st.Status == stewardv1.StepStatus_STEP_STATUS_RUNNING && st.WaitUntil != nil {
+			did, err := r.waited(ctx, st)
+			if err != nil {
+				return moved, err
+			}
+			moved = moved || did
+			continue
+		}
 		if st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || len(st.ActionIds) == 0 {
 			continue
 		}
@@ -45,7 +53,7 @@ func (r *planPass) follow(ctx context.Context, st *stewardv1.PlanStepState, a *s
 		return true, r.judge(ctx, st, a)
 	case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
 		if retry := task.FindAction(r.t, retryID(r.t, a)); retry != nil {
-			return true, r.started(ctx, st, retry.ActionId, st.Attempts+1)
+			return true, r.started(ctx, st, retry.ActionId, nil, st.Attempts+1)
 		}
 		if r.p.retryDue(r.t, a) {
 			return false, nil // the recovery policy proposes it again; its proposal's end brings us back

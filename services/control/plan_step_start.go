@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -40,9 +42,11 @@ func (r *planPass) start(ctx context.Context, id string) error {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
 	case !run:
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SKIPPED, "its when was false: "+step.When)
+	case step.GetWait() != nil:
+		return r.startWait(ctx, st, step.GetWait())
 	case step.GetAction() == nil:
-		// Sub-tasks, checkpoints, waits and foreach are refused at run
-		// time until they are built (docs/plans.md).
+		// Sub-tasks, checkpoints and foreach are refused at run time
+		// until they are built (docs/plans.md).
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("%s steps do not run yet (not built yet)", kindName(step)))
 	}
 	target, params, err := plan.EvalParams(ctx, pl, id, plan.Bindings{Steps: outs})
@@ -61,7 +65,7 @@ func (r *planPass) start(ctx context.Context, id string) error {
 		// A redelivery would meet the same refusal. If it stopped the
 		// task (its action cap), the resume brings us back; else the step
 		// fails, saying why.
-		t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.rec.Sequence)
+		t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.seq)
 		if lerr != nil || !task.PlanMayRun(t) {
 			return lerr
 		}
@@ -75,7 +79,7 @@ func (r *planPass) start(ctx context.Context, id string) error {
 			return err
 		}
 	}
-	return r.started(ctx, st, actionID, st.Attempts+1)
+	return r.started(ctx, st, actionID, nil, st.Attempts+1)
 }
 
 // propose proposes the action of step st through the path ProposeAction
@@ -96,7 +100,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 	if err != nil {
 		return "", err
 	}
-	t, _, _, err := r.p.record(ctx, taskID, d, r.rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
+	t, _, _, err := r.p.record(ctx, taskID, d, r.causeID, func(t *stewardv1.Task) (bool, error) {
 		return stillPending(t, v, st), nil
 	})
 	if err != nil || task.FindAction(t, d.action.ActionId) == nil {
@@ -105,17 +109,18 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 	return d.action.ActionId, nil
 }
 
-// started records that step st runs action actionID, its attempt, while
-// the step still stands as read and the action is on the log.
-func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, actionID string, attempt uint32) error {
+// started records that step st runs action actionID — or, for a wait,
+// waits until waitUntil — its attempt, while the step still stands as
+// read and the action is on the log.
+func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, actionID string, waitUntil *timestamppb.Timestamp, attempt uint32) error {
 	v := r.version()
 	id := r.stepEventID(event.TypePlanStepStarted, st.StepId, attempt)
 	return r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindStep(t, st.StepId)
-		if t.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts || task.FindAction(t, actionID) == nil {
+		if t.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts || (actionID != "" && task.FindAction(t, actionID) == nil) {
 			return nil, nil
 		}
-		return r.p.event(r.meta(id), &stewardv1.PlanStepStarted{Version: v, StepId: st.StepId, ActionId: actionID, Attempt: attempt})
+		return r.p.event(r.meta(id), &stewardv1.PlanStepStarted{Version: v, StepId: st.StepId, ActionId: actionID, Attempt: attempt, WaitUntil: waitUntil})
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
@@ -61,6 +62,10 @@ type Config struct {
 	// message, so its limit must stay under the server's max_payload, and
 	// the request under the RPC edge's rpc.MaxRequestBytes.
 	MaxInlineArtifact, MaxReferencedArtifact int64
+	// Timers end the wait steps of plans (plan_wait.go); without them a
+	// wait that has not ended yet waits, retrying, for a plane that has
+	// them.
+	Timers *timer.Timers
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
@@ -73,8 +78,10 @@ type Plane struct {
 	requests *action.Store
 	results  *action.Store
 	secrets  *secret.Sealer
+	timers   *timer.Timers
 	now      func() time.Time
 	sub      eventlog.Subscription
+	timerSub timer.Subscription
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
 	// stepProposed, a test hook, runs between a plan step's proposal and
@@ -105,7 +112,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
-		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, now: cfg.Now,
+		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	for _, o := range opts {
@@ -123,8 +130,16 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 	return event.New(meta, payload)
 }
 
-// Start runs the plane's reactions.
+// Start runs the plane's reactions and, with timers, ends the waits of
+// plans.
 func (p *Plane) Start(ctx context.Context) error {
+	if p.timers != nil && p.takesActions() {
+		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
+		if err != nil {
+			return err
+		}
+		p.timerSub = sub
+	}
 	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
 		return err
@@ -138,6 +153,9 @@ func (p *Plane) Start(ctx context.Context) error {
 func (p *Plane) Stop() {
 	if p.sub != nil {
 		p.sub.Stop()
+	}
+	if p.timerSub != nil {
+		p.timerSub.Stop()
 	}
 }
 

@@ -1688,7 +1688,8 @@ func (x *PlanEvaluated) GetSnapshot() *PolicySnapshot {
 
 // PlanStepStarted records that the plan driver started one step of the
 // plan in force (control plane): for an action step, the action it
-// proposed, which is on the log before this event names it. A step whose
+// proposed, which is on the log before this event names it; for a wait
+// step, when the wait ends. A step whose
 // action the recovery policy proposes again is started again, naming the
 // retry: one step, several attempts.
 type PlanStepStarted struct {
@@ -1699,7 +1700,10 @@ type PlanStepStarted struct {
 	// The action the step runs.
 	ActionId string `protobuf:"bytes,3,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
 	// Which start of the step this is: 1, then one more for each retry.
-	Attempt       uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// For a wait step, which runs no action (action_id empty): when the
+	// wait ends. A durable timer wakes the plan driver then.
+	WaitUntil     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1760,6 +1764,13 @@ func (x *PlanStepStarted) GetAttempt() uint32 {
 		return x.Attempt
 	}
 	return 0
+}
+
+func (x *PlanStepStarted) GetWaitUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitUntil
+	}
+	return nil
 }
 
 // PlanStepEnded records how one step of the plan in force ended (control
@@ -3915,12 +3926,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
-	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"{\n" +
+	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"\xb6\x01\n" +
 	"\x0fPlanStepStarted\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\taction_id\x18\x03 \x01(\tR\bactionId\x12\x18\n" +
-	"\aattempt\x18\x04 \x01(\rR\aattempt\"\x8a\x01\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
+	"\n" +
+	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\"\x8a\x01\n" +
 	"\rPlanStepEnded\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +
@@ -4225,37 +4238,38 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	53, // 52: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
 	54, // 53: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
 	55, // 54: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	56, // 55: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	57, // 56: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	48, // 57: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	58, // 58: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	55, // 59: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	59, // 60: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	60, // 61: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	61, // 62: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	62, // 63: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	55, // 64: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	63, // 65: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	64, // 66: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	65, // 67: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	48, // 68: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	66, // 69: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	67, // 70: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	68, // 71: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 72: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 73: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	48, // 74: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	69, // 75: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 76: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	70, // 77: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	70, // 78: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	71, // 79: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	72, // 80: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	81, // [81:81] is the sub-list for method output_type
-	81, // [81:81] is the sub-list for method input_type
-	81, // [81:81] is the sub-list for extension type_name
-	81, // [81:81] is the sub-list for extension extendee
-	0,  // [0:81] is the sub-list for field type_name
+	48, // 55: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	56, // 56: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	57, // 57: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	48, // 58: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	58, // 59: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	55, // 60: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	59, // 61: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	60, // 62: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	61, // 63: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	62, // 64: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	55, // 65: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	63, // 66: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	64, // 67: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	65, // 68: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	48, // 69: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	66, // 70: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	67, // 71: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	68, // 72: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 73: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 74: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	48, // 75: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	69, // 76: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 77: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	70, // 78: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	70, // 79: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	71, // 80: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	72, // 81: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	82, // [82:82] is the sub-list for method output_type
+	82, // [82:82] is the sub-list for method input_type
+	82, // [82:82] is the sub-list for extension type_name
+	82, // [82:82] is the sub-list for extension extendee
+	0,  // [0:82] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

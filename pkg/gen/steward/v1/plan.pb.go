@@ -276,7 +276,7 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
 // takes one with TaskService.SubmitPlan; the control plane's plan driver
-// runs its action steps (docs/plans.md, "Running a plan").
+// runs its action and wait steps (docs/plans.md, "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -1262,7 +1262,9 @@ type PlanStepState struct {
 	// Why it is where it is, in words: a failure, a skip, a withdrawal.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The plan version whose definition of the step this state belongs to.
-	Version       uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	// For a wait step that started: when its wait ends.
+	WaitUntil     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1346,6 +1348,13 @@ func (x *PlanStepState) GetVersion() uint32 {
 	return 0
 }
 
+func (x *PlanStepState) GetWaitUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitUntil
+	}
+	return nil
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
@@ -1427,7 +1436,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_by\x18\t \x01(\tR\vsubmittedBy\x12=\n" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
-	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xe5\x01\n" +
+	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xa0\x02\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1436,7 +1445,9 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\vsub_task_id\x18\x04 \x01(\tR\tsubTaskId\x12\x1a\n" +
 	"\battempts\x18\x05 \x01(\rR\battempts\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
-	"\aversion\x18\a \x01(\rR\aversion*]\n" +
+	"\aversion\x18\a \x01(\rR\aversion\x129\n" +
+	"\n" +
+	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1531,11 +1542,12 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	19, // 22: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
 	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
 	2,  // 24: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	19, // 25: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
