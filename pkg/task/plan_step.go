@@ -31,11 +31,14 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	}
 	id := t.Contract.GetTaskId()
 	a := FindAction(t, s.ActionId)
-	wait := StepDefinition(t.Plan, s.StepId).GetWait() != nil
+	def := StepDefinition(t.Plan, s.StepId)
+	wait, foreach := def.GetWait() != nil, def.GetForeach() != nil
 	switch {
-	case wait && (s.ActionId != "" || s.WaitUntil == nil):
+	case wait && (s.ActionId != "" || s.WaitUntil == nil || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a wait: it runs no action, and its start says when it ends", ev.Type, s.StepId, id)
-	case !wait && (a == nil || a.Compensates != ""):
+	case foreach && (s.ActionId != "" || s.WaitUntil != nil || !ownActions(t, s.ItemActionIds)):
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a foreach: its start names the action of each item, each on the task", ev.Type, s.StepId, id)
+	case !wait && !foreach && (a == nil || a.Compensates != "" || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
 	case s.Attempt != st.Attempts+1:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
@@ -51,6 +54,11 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 			st.Status, st.Reason, st.Version, st.Attempts, st.WaitUntil = stepRunning, "", s.Version, s.Attempt, s.WaitUntil
 			if s.ActionId != "" {
 				st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
+			}
+			if foreach {
+				// The items of this attempt, in order: what the step's
+				// result is made of. An earlier attempt's stay in the ledger.
+				st.ActionIds = slices.Clone(s.ItemActionIds)
 			}
 		})
 		followLedger(t) // the step now owns its action in progress.remaining
@@ -106,6 +114,17 @@ func planStepOf(t *stewardv1.Task, ev *stewardv1.Event, version uint32, id strin
 		return nil, errs.New(errs.FailedPrecondition, "%s: plan version %d of task %s has no step %s", ev.Type, version, taskID, errs.Quote(id))
 	}
 	return st, nil
+}
+
+// ownActions reports whether every id names an action of t's own (not a
+// compensation).
+func ownActions(t *stewardv1.Task, ids []string) bool {
+	for _, id := range ids {
+		if a := FindAction(t, id); a == nil || a.Compensates != "" {
+			return false
+		}
+	}
+	return true
 }
 
 // StepDefinition returns the definition of step id in p's plan, or nil.

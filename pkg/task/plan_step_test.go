@@ -84,6 +84,21 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 		{"an end as withdrawn", append(slices.Clip(base), stepEnded("a", stewardv1.StepStatus_STEP_STATUS_WITHDRAWN))},
 		{"a second end", append(slices.Clip(base), stepEnded("a", stewardv1.StepStatus_STEP_STATUS_FAILED), stepEnded("a", stewardv1.StepStatus_STEP_STATUS_FAILED))},
 	}
+	kinds := planOf(1, "a")
+	kinds.Steps = append(kinds.Steps,
+		&stewardv1.Step{Id: "w", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{}}},
+		&stewardv1.Step{Id: "f", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[]", MaxItems: 1}}})
+	kinded := []event.Payload{created(), started(), planSubmitted(kinds, "h1", nil), judged(1, "h1", planAllow), stepAction("a1", "")}
+	tests = append(tests, []struct {
+		name   string
+		events []event.Payload
+	}{
+		{"a wait started with an action", append(slices.Clip(kinded), stepStarted("w", "a1", 1))},
+		{"a wait started with no end", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "w", Attempt: 1})},
+		{"a foreach started with an action of its own", append(slices.Clip(kinded), stepStarted("f", "a1", 1))},
+		{"a foreach started with an item's action not on the task", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "f", Attempt: 1, ItemActionIds: []string{"a1", "a9"}})},
+		{"an action step started with items", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "a", ActionId: "a1", Attempt: 1, ItemActionIds: []string{"a1"}})},
+	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := task.Fold(stewardtest.History(t, "t1", tt.events...))

@@ -40,12 +40,16 @@ import (
 const planPrefix = "plan-"
 
 // planProposalID is the proposal id of the action of a step's attempt
-// for a request of requestHash: the same start of the same step asking
+// (of its item, for a foreach) for a request of requestHash: the same start of the same step asking
 // for the same call names the same action, across redeliveries and
 // across revisions that keep the step before it started. A step redone
 // after a revision (task.StepStatus) is a new attempt, with a new action.
-func planProposalID(step string, attempt uint32, requestHash string) string {
-	return planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-" + requestHash
+func planProposalID(step string, attempt uint32, item int, requestHash string) string {
+	id := planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
+	if item >= 0 { // a foreach's: each item its own action, even where two ask the same
+		id += "item" + strconv.Itoa(item) + "-"
+	}
+	return id + requestHash
 }
 
 // drivePlan is one pass of the plan driver over the task rec is about.
@@ -121,8 +125,7 @@ func (r *planPass) meta(id string) event.Meta {
 }
 
 // outcomes returns what the done steps of the plan gave, as the Eval
-// functions read it: a succeeded action step's result is its last
-// action's result.
+// functions read it (result).
 func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error) {
 	if r.outs != nil {
 		return r.outs, nil
@@ -131,12 +134,9 @@ func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error
 	for _, st := range r.t.Plan.Steps {
 		switch st.Status {
 		case stewardv1.StepStatus_STEP_STATUS_SUCCEEDED:
-			var result any
-			if n := len(st.ActionIds); n > 0 {
-				var err error
-				if result, err = r.p.resultValue(ctx, task.FindAction(r.t, st.ActionIds[n-1])); err != nil {
-					return nil, err
-				}
+			result, err := r.result(ctx, st)
+			if err != nil {
+				return nil, err
 			}
 			outs[st.StepId] = plan.Outcome{Status: st.Status, Result: result}
 		case stewardv1.StepStatus_STEP_STATUS_SKIPPED, stewardv1.StepStatus_STEP_STATUS_FAILED:
@@ -145,6 +145,18 @@ func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error
 	}
 	r.outs = outs
 	return outs, nil
+}
+
+// result is what succeeded step st gave: a foreach's list of its items'
+// results, an action step's action's result, a wait's null.
+func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
+	if r.definition(st.StepId).GetForeach() != nil {
+		return r.itemResults(ctx, st)
+	}
+	if len(st.ActionIds) == 0 {
+		return nil, nil
+	}
+	return r.p.resultValue(ctx, task.FindAction(r.t, lastOf(st.ActionIds)))
 }
 
 // resultValue is a's result as encoding/json decodes it: nil for none, a

@@ -396,3 +396,51 @@ func TestPlanWaitEndsOnItsTimer(t *testing.T) {
 	r.ok(t, id, a, `{}`)
 	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
 }
+
+// TestPlanForeachRunsEachItem: a foreach proposes one action per item of
+// an earlier result, all before any ends — a crash in the middle of the
+// expansion proposes none twice — checks its expect on each item's
+// result, and gives the list of them to the steps after it.
+func TestPlanForeachRunsEachItem(t *testing.T) {
+	var calls atomic.Int32
+	r := newRig(t, control.AfterStepProposal(func(step string) error {
+		if step == "each" && calls.Add(1) == 2 {
+			return errors.New("crash after proposing the second item")
+		}
+		return nil
+	}))
+	id := r.planTask(t, "foreach", nil)
+	each := &stewardv1.Step{Id: "each", DependsOn: []string{"list"}, Expect: "result.ok == true && result.of == item.name",
+		Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "steps.list.result.items", MaxItems: 3,
+			Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_Action{Action: &stewardv1.ActionStep{
+				Tool: "search", TargetExpr: "'item/' + item.id", ParamExprs: map[string]string{"q": "item.name"}}}}}}}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		act("list", nil, "search", "index", nil), each,
+		act("count", []string{"each"}, "search", "summary", map[string]string{"q": "string(size(steps.each.result))"}),
+	}})
+	_, list := r.step(id, "list", stepRunning)
+	r.ok(t, id, list, `{"items": [{"id": "1", "name": "a"}, {"id": "2", "name": "b"}, {"id": "3", "name": "c"}]}`)
+
+	tk, _ := r.step(id, "each", stepRunning)
+	st := task.FindStep(tk, "each")
+	if len(st.ActionIds) != 3 || r.Count(id, event.TypeActionProposed) != 4 || calls.Load() < 4 {
+		t.Fatalf("each = %v after %d proposals (hook ran %d times)", st, r.Count(id, event.TypeActionProposed), calls.Load())
+	}
+	for i, aid := range st.ActionIds {
+		a := task.FindAction(tk, aid)
+		name := string(rune('a' + i))
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED || a.Target != "item/"+string(rune('1'+i)) || !strings.Contains(string(a.Request), `"q":"`+name+`"`) {
+			t.Fatalf("item %d's action = %v %s %s", i, a.Status, a.Target, a.Request)
+		}
+		r.ok(t, id, a, `{"ok": true, "of": "`+name+`"}`)
+	}
+	_, count := r.step(id, "count", stepRunning)
+	if !strings.Contains(string(count.Request), `"q":"3"`) {
+		t.Fatalf("count's request = %s, want the size of each's result", count.Request)
+	}
+	r.ok(t, id, count, `{}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
+	if n := r.Count(id, event.TypeActionProposed); n != 5 {
+		t.Fatalf("%d proposals, want 5", n)
+	}
+}

@@ -24,14 +24,16 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 			moved = moved || did
 			continue
 		}
-		if st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || len(st.ActionIds) == 0 {
+		if st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING {
 			continue
 		}
-		a := task.FindAction(r.t, st.ActionIds[len(st.ActionIds)-1])
-		if a == nil {
-			continue
+		var did bool
+		var err error
+		if r.definition(st.StepId).GetForeach() != nil {
+			did, err = r.followItems(ctx, st)
+		} else if a := task.FindAction(r.t, lastOf(st.ActionIds)); a != nil {
+			did, err = r.follow(ctx, st, a)
 		}
-		did, err := r.follow(ctx, st, a)
 		if err != nil {
 			return moved, err
 		}
@@ -47,27 +49,130 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 // other end fails it. An action still under way — awaiting approval,
 // dispatched, unknown until settled — leaves the step running.
 func (r *planPass) follow(ctx context.Context, st *stewardv1.PlanStepState, a *stewardv1.Action) (bool, error) {
-	failed := stewardv1.StepStatus_STEP_STATUS_FAILED
+	if retry := task.FindAction(r.t, retryID(r.t, a)); retry != nil && a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+		return true, r.started(ctx, st, &stewardv1.PlanStepStarted{ActionId: retry.ActionId})
+	}
+	switch succeeded, failure := r.ended(a); {
+	case succeeded:
+		return true, r.judge(ctx, st, a)
+	case failure != "":
+		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, failure)
+	}
+	return false, nil
+}
+
+// ended says how action a stands for its step: succeeded, or failed for
+// good (failure says how), or neither — under way, or failed and about
+// to be proposed again by the recovery policy, whose proposal's end
+// brings the driver back.
+func (r *planPass) ended(a *stewardv1.Action) (succeeded bool, failure string) {
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-		return true, r.judge(ctx, st, a)
+		return true, ""
 	case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
-		if retry := task.FindAction(r.t, retryID(r.t, a)); retry != nil {
-			return true, r.started(ctx, st, retry.ActionId, nil, st.Attempts+1)
-		}
 		if r.p.retryDue(r.t, a) {
-			return false, nil // the recovery policy proposes it again; its proposal's end brings us back
+			return false, ""
 		}
 		class := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.Outcome.GetFailureClass().String(), "FAILURE_CLASS_")), "_", " ")
-		return true, r.end(ctx, st, failed, fmt.Sprintf("action %s failed (%s): %s", a.ActionId, class, clip(a.Outcome.GetReason())))
+		return false, fmt.Sprintf("action %s failed (%s): %s", a.ActionId, class, clip(a.Outcome.GetReason()))
 	case stewardv1.ActionStatus_ACTION_STATUS_DENIED, stewardv1.ActionStatus_ACTION_STATUS_REJECTED, stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
 		why := a.Outcome.GetReason()
 		if why == "" {
 			why = strings.Join(a.Snapshot.GetReasons(), "; ")
 		}
-		return true, r.end(ctx, st, failed, fmt.Sprintf("action %s was %s: %s", a.ActionId, task.ActionStatusName(a.Status), clip(why)))
+		return false, fmt.Sprintf("action %s was %s: %s", a.ActionId, task.ActionStatusName(a.Status), clip(why))
 	}
-	return false, nil
+	return false, ""
+}
+
+// latest is a's latest proposal: a itself, or the last of the retries the
+// recovery policy made of it.
+func (r *planPass) latest(a *stewardv1.Action) *stewardv1.Action {
+	for a != nil {
+		next := task.FindAction(r.t, retryID(r.t, a))
+		if next == nil {
+			return a
+		}
+		a = next
+	}
+	return a
+}
+
+// followItems moves running foreach step st on once its items' actions
+// (each followed to its latest retry) have ended: the first that failed
+// for good fails the step at once; when all succeeded, the step's expect
+// is checked on each item's result, with the item.
+func (r *planPass) followItems(ctx context.Context, st *stewardv1.PlanStepState) (bool, error) {
+	done := true
+	for i, id := range st.ActionIds {
+		a := r.latest(task.FindAction(r.t, id))
+		if a == nil {
+			return false, nil
+		}
+		succeeded, failure := r.ended(a)
+		if failure != "" {
+			return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %s", i, failure))
+		}
+		done = done && succeeded
+	}
+	if !done {
+		return false, nil
+	}
+	return true, r.judgeItems(ctx, st)
+}
+
+// judgeItems ends foreach step st, whose items all succeeded, by its
+// expect over each item's result.
+func (r *planPass) judgeItems(ctx context.Context, st *stewardv1.PlanStepState) error {
+	step := r.definition(st.StepId)
+	if step.GetExpect() == "" {
+		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
+	}
+	outs, err := r.outcomes(ctx)
+	if err != nil {
+		return err
+	}
+	items, err := plan.EvalForeach(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs})
+	if err != nil || len(items) != len(st.ActionIds) {
+		// Its dependencies' results are what they were when it started:
+		// this is not the step's doing, but it cannot be judged.
+		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: its items cannot be listed again to check expect: %v", err))
+	}
+	results, err := r.itemResults(ctx, st)
+	if err != nil {
+		return err
+	}
+	for i, item := range items {
+		ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Item: item, Result: results[i]})
+		switch {
+		case err != nil:
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: item %d: %v", i, err))
+		case !ok:
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: item %d: its result does not meet expect %s", i, step.GetExpect()))
+		}
+	}
+	return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
+}
+
+// itemResults returns the result of each item of foreach step st, in
+// order: its latest action's.
+func (r *planPass) itemResults(ctx context.Context, st *stewardv1.PlanStepState) ([]any, error) {
+	results := make([]any, len(st.ActionIds))
+	for i, id := range st.ActionIds {
+		var err error
+		if results[i], err = r.p.resultValue(ctx, r.latest(task.FindAction(r.t, id))); err != nil {
+			return nil, err
+		}
+	}
+	return results, nil
+}
+
+// lastOf is the last of ids, or "".
+func lastOf(ids []string) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	return ids[len(ids)-1]
 }
 
 // judge ends step st, whose action a succeeded, by its expect over a's

@@ -45,7 +45,7 @@ func (r *planPass) startWait(ctx context.Context, st *stewardv1.PlanStepState, w
 			return err
 		}
 	}
-	return r.started(ctx, st, "", timestamppb.New(until), st.Attempts+1)
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{WaitUntil: timestamppb.New(until)})
 }
 
 // waited ends running wait step st if its time has come.

@@ -92,9 +92,10 @@ type Plane struct {
 // Option is a test hook on a Plane; a process configures one with Config.
 type Option func(*Plane)
 
-// AfterStepProposal makes fn run between a plan step's proposal and the
-// record that the step runs it: an error from fn fails the reaction
-// there, as a crash would, and the event is delivered again.
+// AfterStepProposal makes fn run after each proposal of a plan step's
+// action (each item's, for a foreach), before the record that the step
+// runs it: an error from fn fails the reaction there, as a crash would,
+// and the event is delivered again.
 func AfterStepProposal(fn func(step string) error) Option {
 	return func(p *Plane) { p.stepProposed = fn }
 }

@@ -1703,7 +1703,10 @@ type PlanStepStarted struct {
 	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// For a wait step, which runs no action (action_id empty): when the
 	// wait ends. A durable timer wakes the plan driver then.
-	WaitUntil     *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	WaitUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	// For a foreach step (action_id empty): the action of each item, in the
+	// list's order; all on the log before this event names them.
+	ItemActionIds []string `protobuf:"bytes,6,rep,name=item_action_ids,json=itemActionIds,proto3" json:"item_action_ids,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1769,6 +1772,13 @@ func (x *PlanStepStarted) GetAttempt() uint32 {
 func (x *PlanStepStarted) GetWaitUntil() *timestamppb.Timestamp {
 	if x != nil {
 		return x.WaitUntil
+	}
+	return nil
+}
+
+func (x *PlanStepStarted) GetItemActionIds() []string {
+	if x != nil {
+		return x.ItemActionIds
 	}
 	return nil
 }
@@ -3926,14 +3936,15 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
-	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"\xb6\x01\n" +
+	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"\xde\x01\n" +
 	"\x0fPlanStepStarted\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
 	"\taction_id\x18\x03 \x01(\tR\bactionId\x12\x18\n" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
 	"\n" +
-	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\"\x8a\x01\n" +
+	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12&\n" +
+	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\x8a\x01\n" +
 	"\rPlanStepEnded\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +

@@ -276,7 +276,8 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
 // takes one with TaskService.SubmitPlan; the control plane's plan driver
-// runs its action and wait steps (docs/plans.md, "Running a plan").
+// runs its action, wait and foreach steps (docs/plans.md, "Running a
+// plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -1252,8 +1253,9 @@ type PlanStepState struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	Status StepStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
-	// The actions the step proposed, in order (a foreach proposes one per
-	// item, a retry another).
+	// The actions the step proposed, in order: an action step's, then each
+	// retry of it; a foreach's, one per item of its latest attempt, in the
+	// list's order (a retry of an item's action is found by its retry_of).
 	ActionIds []string `protobuf:"bytes,3,rep,name=action_ids,json=actionIds,proto3" json:"action_ids,omitempty"`
 	// The sub-task a sub_task step delegated.
 	SubTaskId string `protobuf:"bytes,4,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
