@@ -18,21 +18,27 @@ import (
 )
 
 // diamondJSON is a diamond, a → (b, c) → d, of searches: b and c read a's
-// result, d reads both, and a checks its own.
+// result, d reads both, and a checks its own. Beside it, a foreach over
+// a list in a's result, and a one-second wait before d.
 const diamondJSON = `{"taskId": %q, "requestId": "diamond-1", "plan": {
   "version": 1, "ending": "PLAN_ENDING_PRODUCE",
   "steps": [
-    {"id": "a", "action": {"tool": "search", "target": "index:a", "params": {"q": "incidents"}}, "expect": "result.ok == true"},
+    {"id": "a", "action": {"tool": "search", "target": "index:a", "params": {"q": "incidents", "more": ["x", "y", "z"]}},
+     "expect": "result.ok == true"},
     {"id": "b", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:b", "paramExprs": {"q": "steps.a.result.echo.q + '-left'"}}},
     {"id": "c", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:c", "paramExprs": {"q": "steps.a.result.echo.q + '-right'"}}},
-    {"id": "d", "dependsOn": ["b", "c"], "action": {"tool": "search", "target": "index:d",
-     "paramExprs": {"q": "steps.b.result.echo.q + '+' + steps.c.result.echo.q"}}}
+    {"id": "each", "dependsOn": ["a"], "foreach": {"over": "steps.a.result.echo.more", "maxItems": 3,
+     "body": {"action": {"tool": "search", "targetExpr": "'index:' + item", "paramExprs": {"q": "item"}}}}, "expect": "result.echo.q == item"},
+    {"id": "pause", "dependsOn": ["a"], "wait": {"duration": "1s"}},
+    {"id": "d", "dependsOn": ["b", "c", "each", "pause"], "action": {"tool": "search", "target": "index:d",
+     "paramExprs": {"q": "steps.b.result.echo.q + '+' + steps.c.result.echo.q + '+' + string(size(steps.each.result))"}}}
   ]}}`
 
 // TestPlanRunsOverJSON runs a small diamond plan on the real binary, as
 // an agent with nothing but an HTTP client would: submitted, judged, each
-// step's action proposed, governed and run by the tool once, the last
-// one's parameters computed from both branches, and the task produced.
+// step's action proposed, governed and run by the tool once (a foreach's
+// once per item), the wait ended by the control plane's timer, the last
+// step's parameters computed from the branches, and the task produced.
 func TestPlanRunsOverJSON(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	h := startSteward(t, setup{tools: governedTools(tool), nats: true})
@@ -64,19 +70,20 @@ func TestPlanRunsOverJSON(t *testing.T) {
 		remarshal(t, resp, &got)
 		return len(got.Task.Acceptance) == 1, fmt.Sprintf("task %s, plan %+v", got.Task.Status, got.Task.Plan.Steps)
 	})
+	actions := map[string]int{"a": 1, "b": 1, "c": 1, "each": 3, "pause": 0, "d": 1}
 	for _, s := range got.Task.Plan.Steps {
-		if s.Status != "STEP_STATUS_SUCCEEDED" || len(s.ActionIDs) != 1 {
-			t.Fatalf("step %+v, want succeeded with one action", s)
+		if s.Status != "STEP_STATUS_SUCCEEDED" || len(s.ActionIDs) != actions[s.StepID] {
+			t.Fatalf("step %+v, want succeeded with %d actions", s, actions[s.StepID])
 		}
 	}
-	if w := tool.Worked(); len(w) != 4 {
-		t.Fatalf("the tool worked %d times, want 4 (one per step): %+v", len(w), w)
+	if w := tool.Worked(); len(w) != 7 {
+		t.Fatalf("the tool worked %d times, want 7 (one per action): %+v", len(w), w)
 	}
 	for _, w := range tool.Worked() {
 		if n := tool.Executions(w.Key); n != 1 {
 			t.Fatalf("key %s executed %d times", w.Key, n)
 		}
-		if w.Target == "index:d" && !strings.Contains(string(w.Params), `"incidents-left+incidents-right"`) {
+		if w.Target == "index:d" && !strings.Contains(string(w.Params), `"incidents-left+incidents-right+3"`) {
 			t.Fatalf("d's parameters = %s, want both branches' results", w.Params)
 		}
 	}
