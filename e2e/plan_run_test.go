@@ -4,12 +4,15 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
 
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -43,12 +46,48 @@ func TestPlanRunsOverJSON(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	h := startSteward(t, setup{tools: governedTools(tool), nats: true})
 	taskID := governedTask(t, h.agent, "plan-run")
-
 	if code, resp := postAs(t, agentToken, h.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, taskID)); code != http.StatusOK {
 		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
 	}
 	h.judgePlan(t, taskID)
+	checkDiamondRan(t, tool, h.url, agentToken, taskID)
+}
 
+// TestPlanSurvivesKillAfterProposal: kill -9 between a step's proposal and
+// the plan's record of it, then a restart on the same data: the plan
+// finishes, every action executed exactly once.
+func TestPlanSurvivesKillAfterProposal(t *testing.T) {
+	tool := stewardtest.StartTool(t)
+	dir := t.TempDir()
+	data := filepath.Join(dir, "data")
+	addr := stewardtest.FreeAddr(t)
+	flags := []string{"--nats-listen", addr,
+		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(governedTools(tool), ",\n")+`]}`)}
+	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterProposal}, flags...)
+	h := &harness{top: t, url: p.url, dir: dir, natsURL: "nats://" + addr}
+	k := contract()
+	k.AllowedTools = []string{"search"}
+	resp, err := newClients(p.url).tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "plan-crash", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	taskID := resp.Msg.Task.Contract.TaskId
+	waitStarted(t, newClients(p.url), taskID)
+	if code, resp := postAs(t, "", p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, taskID)); code != http.StatusOK {
+		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
+	}
+	h.judgePlan(t, taskID) // step a's proposal kills the binary
+	waitCrash(t, p, crashpoint.AfterProposal, nil)
+
+	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, flags...)
+	checkDiamondRan(t, tool, p.url, "", taskID)
+}
+
+// checkDiamondRan waits until the diamondJSON plan of taskID has produced
+// the task, and checks what ran: every step succeeded with its actions,
+// the tool did each call once, and d's parameters came from the branches.
+func checkDiamondRan(t *testing.T, tool *stewardtest.Tool, url, token, taskID string) {
+	t.Helper()
 	var got struct {
 		Task struct {
 			Status string `json:"status"`
@@ -63,7 +102,7 @@ func TestPlanRunsOverJSON(t *testing.T) {
 		} `json:"task"`
 	}
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
-		code, resp := postAs(t, agentToken, h.url+"/steward.v1.QueryService/GetTask", `{"taskId": "`+taskID+`"}`)
+		code, resp := postAs(t, token, url+"/steward.v1.QueryService/GetTask", `{"taskId": "`+taskID+`"}`)
 		if code != http.StatusOK {
 			return false, fmt.Sprintf("GetTask: HTTP %d %v", code, resp)
 		}
