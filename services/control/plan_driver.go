@@ -16,11 +16,13 @@ import (
 // The plan driver runs a task's plan (docs/plans.md, "Running a plan"): a
 // durable reaction to every event that can move a plan — a version
 // submitted or judged, an action's approval decided, its outcome, denial,
-// withdrawal or settlement, a step started or ended, a task running again.
-// Each pass reads the task and does what the plan asks next:
+// withdrawal or settlement, a step started or ended, a task running again,
+// a wait step's timer (plan_wait.go). Each pass reads the task and does
+// what the plan asks next:
 //
 //  1. withdraws the actions of steps a revision withdrew, unless permitted;
-//  2. ends the running steps whose action has ended (plan_step_end.go);
+//  2. ends the running steps whose action (or items' actions) has ended,
+//     or whose wait is over (plan_step_end.go);
 //  3. applies the on_failure of a step that failed and stops the plan;
 //  4. starts every ready step in the same pass, so that independent steps
 //     run in parallel (plan_step_start.go);
@@ -40,10 +42,11 @@ import (
 const planPrefix = "plan-"
 
 // planProposalID is the proposal id of the action of a step's attempt
-// (of its item, for a foreach) for a request of requestHash: the same start of the same step asking
-// for the same call names the same action, across redeliveries and
-// across revisions that keep the step before it started. A step redone
-// after a revision (task.StepStatus) is a new attempt, with a new action.
+// (of its item, for a foreach) for a request of requestHash: the same
+// start of the same step asking for the same call names the same action,
+// across redeliveries and across revisions that keep the step before it
+// started. A step redone after a revision (task.StepStatus) is a new
+// attempt, with a new action.
 func planProposalID(step string, attempt uint32, item int, requestHash string) string {
 	id := planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
 	if item >= 0 { // a foreach's: each item its own action, even where two ask the same

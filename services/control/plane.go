@@ -4,8 +4,9 @@
 // a durable reaction on the log; drives the compensation of a failed or
 // cancelled task, action by action; answers an action that failed for
 // good as the contract's recovery policy says — proposing it again or
-// escalating to a person (recovery.go); and stops a task that keeps
-// failing the same way, or proposes past its action cap, asking for help.
+// escalating to a person (recovery.go); stops a task that keeps failing
+// the same way, or proposes past its action cap, asking for help; and runs
+// a task's plan, step by step, once governance lets it (plan_driver.go).
 // It records a task's artifacts, evaluates
 // its acceptance criteria (CEL, see criteria.go) when the task is marked
 // produced, and takes its acceptance owner's decision.
