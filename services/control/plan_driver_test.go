@@ -444,3 +444,33 @@ func TestPlanForeachRunsEachItem(t *testing.T) {
 		t.Fatalf("%d proposals, want 5", n)
 	}
 }
+
+// TestPlanForeachItemFailsTheStep: an item whose action fails for good
+// fails its foreach at once, naming the item; a foreach over an empty
+// list succeeds at once, its result [].
+func TestPlanForeachItemFailsTheStep(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "foreach-fail", nil)
+	foreach := func(id, over string) *stewardv1.Step {
+		return &stewardv1.Step{Id: id, OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+			Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: over, MaxItems: 2,
+				Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_Action{Action: &stewardv1.ActionStep{
+					Tool: "search", TargetExpr: "item"}}}}}}
+	}
+	after := act("after", []string{"none", "two"}, "search", "x", map[string]string{"q": "string(size(steps.none.result)) + steps.two.status"})
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		foreach("none", "[]"), foreach("two", "['a', 'b']"), after,
+	}})
+	r.step(id, "none", stepSucceeded)
+	tk, _ := r.step(id, "two", stepRunning)
+	items := task.FindStep(tk, "two").ActionIds
+	r.run(t, id, items[1], failed(stewardv1.FailureClass_FAILURE_CLASS_DETERMINISTIC, "no such index"), nil, time.Now())
+	tk, _ = r.step(id, "two", stepFailed)
+	if why := task.FindStep(tk, "two").Reason; !strings.Contains(why, "item 1") || !strings.Contains(why, "no such index") {
+		t.Fatalf("two failed with %q", why)
+	}
+	_, a := r.step(id, "after", stepRunning)
+	if !strings.Contains(string(a.Request), `"q":"0failed"`) {
+		t.Fatalf("after's request = %s", a.Request)
+	}
+}
