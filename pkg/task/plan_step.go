@@ -32,13 +32,15 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	id := t.Contract.GetTaskId()
 	a := FindAction(t, s.ActionId)
 	def := StepDefinition(t.Plan, s.StepId)
-	wait, foreach := def.GetWait() != nil, def.GetForeach() != nil
+	wait, foreach, checkpoint := def.GetWait() != nil, def.GetForeach() != nil, def.GetCheckpoint() != nil
 	switch {
+	case checkpoint && (s.ActionId != "" || s.WaitUntil != nil || len(s.ItemActionIds) > 0):
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a checkpoint: it runs no action", ev.Type, s.StepId, id)
 	case wait && (s.ActionId != "" || s.WaitUntil == nil || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a wait: it runs no action, and its start says when it ends", ev.Type, s.StepId, id)
 	case foreach && (s.ActionId != "" || s.WaitUntil != nil || !ownActions(t, s.ItemActionIds)):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a foreach: its start names the action of each item, each on the task", ev.Type, s.StepId, id)
-	case !wait && !foreach && (a == nil || a.Compensates != "" || len(s.ItemActionIds) > 0):
+	case !wait && !foreach && !checkpoint && (a == nil || a.Compensates != "" || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
 	case s.Attempt != st.Attempts+1:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
@@ -51,7 +53,7 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	}
 	return func() {
 		t.Plan = withStep(t.Plan, s.StepId, func(st *stewardv1.PlanStepState) {
-			st.Status, st.Reason, st.Version, st.Attempts, st.WaitUntil = stepRunning, "", s.Version, s.Attempt, s.WaitUntil
+			st.Status, st.Reason, st.Version, st.Attempts, st.WaitUntil, st.Result = stepRunning, "", s.Version, s.Attempt, s.WaitUntil, nil
 			if s.ActionId != "" {
 				st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
 			}
@@ -88,7 +90,7 @@ func stepEnd(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanStepEnded)
 	}
 	return func() {
 		t.Plan = withStep(t.Plan, e.StepId, func(st *stewardv1.PlanStepState) {
-			st.Status, st.Reason, st.Version = e.Status, e.Reason, e.Version
+			st.Status, st.Reason, st.Version, st.Result = e.Status, e.Reason, e.Version, e.Result
 		})
 		followLedger(t)
 	}, nil

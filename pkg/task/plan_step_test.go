@@ -87,7 +87,8 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 	kinds := planOf(1, "a")
 	kinds.Steps = append(kinds.Steps,
 		&stewardv1.Step{Id: "w", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{}}},
-		&stewardv1.Step{Id: "f", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[]", MaxItems: 1}}})
+		&stewardv1.Step{Id: "f", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[]", MaxItems: 1}}},
+		&stewardv1.Step{Id: "q", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "ok?"}}})
 	kinded := []event.Payload{created(), started(), planSubmitted(kinds, "h1", nil), judged(1, "h1", planAllow), stepAction("a1", "")}
 	tests = append(tests, []struct {
 		name   string
@@ -97,6 +98,7 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 		{"a wait started with no end", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "w", Attempt: 1})},
 		{"a foreach started with an action of its own", append(slices.Clip(kinded), stepStarted("f", "a1", 1))},
 		{"a foreach started with an item's action not on the task", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "f", Attempt: 1, ItemActionIds: []string{"a1", "a9"}})},
+		{"a checkpoint started with an action", append(slices.Clip(kinded), stepStarted("q", "a1", 1))},
 		{"an action step started with items", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "a", ActionId: "a1", Attempt: 1, ItemActionIds: []string{"a1"}})},
 	}...)
 	for _, tt := range tests {

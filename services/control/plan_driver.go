@@ -150,9 +150,13 @@ func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error
 	return outs, nil
 }
 
-// result is what succeeded step st gave: a foreach's list of its items'
-// results, an action step's action's result, a wait's null.
+// result is what succeeded step st gave: a checkpoint's answer, a
+// foreach's list of its items' results, an action step's action's result,
+// a wait's null.
 func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
+	if st.Result != nil {
+		return st.Result.AsInterface(), nil
+	}
 	if r.definition(st.StepId).GetForeach() != nil {
 		return r.itemResults(ctx, st)
 	}

@@ -1,6 +1,7 @@
 package control_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"sync/atomic"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/control"
 )
@@ -119,8 +121,10 @@ func TestPlanDiamondRunsToProduced(t *testing.T) {
 func TestPlanWhenFalseSkips(t *testing.T) {
 	r := newRig(t)
 	id := r.planTask(t, "skip", nil)
+	sub := validRequest("").Contract
+	sub.RiskTier, sub.AllowedTools, sub.Scopes = stewardv1.RiskTier_RISK_TIER_MEDIUM, []string{"search"}, []string{"docs:read"}
 	ask := &stewardv1.Step{Id: "ask", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
-		Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Go on?"}}}
+		Kind: &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{Contract: sub, DelegateRef: "agent:sub"}}}
 	skipped := act("b", []string{"a"}, "write", "doc", map[string]string{"text": "'never'"})
 	skipped.When = "steps.a.result.go == true"
 	after := act("c", []string{"b", "ask"}, "search", "index", nil)
@@ -130,7 +134,7 @@ func TestPlanWhenFalseSkips(t *testing.T) {
 	}})
 	tk, _ := r.step(id, "ask", stepFailed)
 	if why := task.FindStep(tk, "ask").Reason; !strings.Contains(why, "not built yet") {
-		t.Fatalf("the checkpoint step failed with %q", why)
+		t.Fatalf("the sub_task step failed with %q", why)
 	}
 	_, a := r.step(id, "a", stepRunning)
 	r.ok(t, id, a, `{"go": false}`)
@@ -472,5 +476,43 @@ func TestPlanForeachItemFailsTheStep(t *testing.T) {
 	_, a := r.step(id, "after", stepRunning)
 	if !strings.Contains(string(a.Request), `"q":"0failed"`) {
 		t.Fatalf("after's request = %s", a.Request)
+	}
+}
+
+// TestPlanCheckpointAsksAPerson: a checkpoint step asks its question, as
+// RequestInput does, and the task waits for input; the answer is the
+// step's result, checked by its expect, and read by the steps after it.
+// A resume without an answer fails it.
+func TestPlanCheckpointAsksAPerson(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "checkpoint", nil)
+	ask := func(id string, deps ...string) *stewardv1.Step {
+		return &stewardv1.Step{Id: id, DependsOn: deps, Expect: "result == 'approve'", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+			Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Publish?", Choices: []string{"approve", "reject"}}}}
+	}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		ask("approve"), act("publish", []string{"approve"}, "search", "x", map[string]string{"q": "steps.approve.result"}), ask("again", "publish"),
+	}})
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	if in := tk.OpenInput; in.GetCause() != stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT || in.GetQuestion() != "Publish?" || len(in.GetChoices()) != 2 {
+		t.Fatalf("open input = %v", in)
+	}
+	if _, err := r.ctl.ProvideInput(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ProvideInputRequest{TaskId: id, Answer: "approve"}); err != nil {
+		t.Fatal(err)
+	}
+	tk, _ = r.step(id, "approve", stepSucceeded)
+	if got := task.FindStep(tk, "approve").GetResult().GetStringValue(); got != "approve" {
+		t.Fatalf("approve's result = %q", got)
+	}
+	_, p := r.step(id, "publish", stepRunning)
+	if !strings.Contains(string(p.Request), `"q":"approve"`) {
+		t.Fatalf("publish's request = %s", p.Request)
+	}
+	r.ok(t, id, p, `{}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.resume(t, id)
+	tk, _ = r.step(id, "again", stepFailed)
+	if why := task.FindStep(tk, "again").Reason; !strings.Contains(why, "without an answer") {
+		t.Fatalf("again failed with %q", why)
 	}
 }

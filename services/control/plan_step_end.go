@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
@@ -29,8 +31,11 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 		}
 		var did bool
 		var err error
-		if r.definition(st.StepId).GetForeach() != nil {
+		def := r.definition(st.StepId)
+		if def.GetForeach() != nil {
 			did, err = r.followItems(ctx, st)
+		} else if def.GetCheckpoint() != nil {
+			did, err = r.checkpoint(ctx, st, def.GetCheckpoint())
 		} else if a := task.FindAction(r.t, lastOf(st.ActionIds)); a != nil {
 			did, err = r.follow(ctx, st, a)
 		}
@@ -203,6 +208,12 @@ func (r *planPass) judge(ctx context.Context, st *stewardv1.PlanStepState, a *st
 // end records that step st ended as status, while it still stands as
 // read.
 func (r *planPass) end(ctx context.Context, st *stewardv1.PlanStepState, status stewardv1.StepStatus, reason string) error {
+	return r.endWith(ctx, st, status, reason, nil)
+}
+
+// endWith is end for a step whose result is its own (a checkpoint's
+// answer), not its actions'.
+func (r *planPass) endWith(ctx context.Context, st *stewardv1.PlanStepState, status stewardv1.StepStatus, reason string, result *structpb.Value) error {
 	v := r.version()
 	id := r.stepEventID(event.TypePlanStepEnded, st.StepId, st.Attempts)
 	return r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
@@ -210,7 +221,7 @@ func (r *planPass) end(ctx context.Context, st *stewardv1.PlanStepState, status 
 		if t.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
 			return nil, nil
 		}
-		return r.p.event(r.meta(id), &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: status, Reason: clip(reason)})
+		return r.p.event(r.meta(id), &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: status, Reason: clip(reason), Result: result})
 	})
 }
 

@@ -42,11 +42,13 @@ func (r *planPass) start(ctx context.Context, id string) error {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SKIPPED, "its when was false: "+step.When)
 	case step.GetWait() != nil:
 		return r.startWait(ctx, st, step.GetWait())
+	case step.GetCheckpoint() != nil:
+		return r.started(ctx, st, &stewardv1.PlanStepStarted{}) // it asks once started (plan_checkpoint.go)
 	case step.GetForeach().GetBody().GetAction() != nil:
 		return r.startForeach(ctx, st, step.GetForeach().GetBody().GetAction(), outs)
 	case step.GetAction() == nil:
-		// Sub-tasks, checkpoints and a foreach of sub-tasks are refused
-		// at run time until they are built (docs/plans.md).
+		// Sub-tasks and a foreach of sub-tasks are refused at run time
+		// until they are built (docs/plans.md).
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("%s steps do not run yet (not built yet)", kindName(step)))
 	}
 	target, params, err := plan.EvalParams(ctx, pl, id, plan.Bindings{Steps: outs})

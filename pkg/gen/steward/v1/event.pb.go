@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -1794,7 +1795,10 @@ type PlanStepEnded struct {
 	// STEP_STATUS_SUCCEEDED, STEP_STATUS_FAILED or STEP_STATUS_SKIPPED.
 	Status StepStatus `protobuf:"varint,3,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
 	// Why, in words: a failure's cause, a skip's condition.
-	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What a succeeded checkpoint step gave: the person's answer. Unset for
+	// other kinds, whose result is their actions'.
+	Result        *structpb.Value `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1855,6 +1859,13 @@ func (x *PlanStepEnded) GetReason() string {
 		return x.Reason
 	}
 	return ""
+}
+
+func (x *PlanStepEnded) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
 }
 
 // TaskSuspended stops a task that a timer or a guard caught, such as an
@@ -3832,7 +3843,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84\x1b\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84\x1b\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3944,12 +3955,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
 	"\n" +
 	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12&\n" +
-	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\x8a\x01\n" +
+	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\xba\x01\n" +
 	"\rPlanStepEnded\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason\"W\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12.\n" +
+	"\x06result\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\x06result\"W\n" +
 	"\rTaskSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12.\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x18.steward.v1.SuspendCauseR\x05cause\"b\n" +
@@ -4176,22 +4188,23 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*PlanRevision)(nil),           // 54: steward.v1.PlanRevision
 	(*PolicySnapshot)(nil),         // 55: steward.v1.PolicySnapshot
 	(StepStatus)(0),                // 56: steward.v1.StepStatus
-	(SuspendCause)(0),              // 57: steward.v1.SuspendCause
-	(*Action)(nil),                 // 58: steward.v1.Action
-	(*Approval)(nil),               // 59: steward.v1.Approval
-	(ApprovalDecision)(0),          // 60: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 61: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 62: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 63: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 64: steward.v1.Outcome
-	(WaitKind)(0),                  // 65: steward.v1.WaitKind
-	(SettleState)(0),               // 66: steward.v1.SettleState
-	(RevalidationReason)(0),        // 67: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 68: google.protobuf.Duration
-	(*ToolContract)(nil),           // 69: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 70: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 71: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 72: steward.v1.CriterionResult
+	(*structpb.Value)(nil),         // 57: google.protobuf.Value
+	(SuspendCause)(0),              // 58: steward.v1.SuspendCause
+	(*Action)(nil),                 // 59: steward.v1.Action
+	(*Approval)(nil),               // 60: steward.v1.Approval
+	(ApprovalDecision)(0),          // 61: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 62: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 63: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 64: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 65: steward.v1.Outcome
+	(WaitKind)(0),                  // 66: steward.v1.WaitKind
+	(SettleState)(0),               // 67: steward.v1.SettleState
+	(RevalidationReason)(0),        // 68: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 69: google.protobuf.Duration
+	(*ToolContract)(nil),           // 70: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 71: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 72: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 73: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	48, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -4251,36 +4264,37 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	55, // 54: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
 	48, // 55: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
 	56, // 56: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	57, // 57: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	48, // 58: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	58, // 59: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	55, // 60: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	59, // 61: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	60, // 62: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	61, // 63: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	62, // 64: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	55, // 65: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	63, // 66: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	64, // 67: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	65, // 68: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	48, // 69: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	66, // 70: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	67, // 71: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	68, // 72: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 73: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 74: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	48, // 75: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	69, // 76: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 77: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	70, // 78: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	70, // 79: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	71, // 80: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	72, // 81: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	82, // [82:82] is the sub-list for method output_type
-	82, // [82:82] is the sub-list for method input_type
-	82, // [82:82] is the sub-list for extension type_name
-	82, // [82:82] is the sub-list for extension extendee
-	0,  // [0:82] is the sub-list for field type_name
+	57, // 57: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	58, // 58: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	48, // 59: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	59, // 60: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	55, // 61: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	60, // 62: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	61, // 63: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	62, // 64: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	63, // 65: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	55, // 66: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	64, // 67: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	65, // 68: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	66, // 69: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	48, // 70: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	67, // 71: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	68, // 72: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	69, // 73: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 74: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 75: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	48, // 76: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	70, // 77: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 78: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	71, // 79: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	71, // 80: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	72, // 81: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	73, // 82: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

@@ -276,8 +276,8 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
 // takes one with TaskService.SubmitPlan; the control plane's plan driver
-// runs its action, wait and foreach steps (docs/plans.md, "Running a
-// plan").
+// runs its action, wait, checkpoint and foreach steps (docs/plans.md,
+// "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -1266,7 +1266,9 @@ type PlanStepState struct {
 	// The plan version whose definition of the step this state belongs to.
 	Version uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	// For a wait step that started: when its wait ends.
-	WaitUntil     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	WaitUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	// For a succeeded checkpoint step: the answer, its result.
+	Result        *structpb.Value `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1357,6 +1359,13 @@ func (x *PlanStepState) GetWaitUntil() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *PlanStepState) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
@@ -1438,7 +1447,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_by\x18\t \x01(\tR\vsubmittedBy\x12=\n" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
-	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xa0\x02\n" +
+	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xd0\x02\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1449,7 +1458,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
 	"\aversion\x18\a \x01(\rR\aversion\x129\n" +
 	"\n" +
-	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil*]\n" +
+	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12.\n" +
+	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1517,6 +1527,7 @@ var file_steward_v1_plan_proto_goTypes = []any{
 	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
 	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
+	(*structpb.Value)(nil),        // 22: google.protobuf.Value
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
 	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
@@ -1545,11 +1556,12 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
 	2,  // 24: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
 	19, // 25: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	22, // 26: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
