@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -55,16 +57,26 @@ func planChecks() map[string]tableCheck {
 			)...)}
 		},
 		"`SubmitPlan` of a version the task has with another plan; of a version lower than its current one; for a task that is not running": func(t *testing.T, e *harness) []error {
+			// A plan that holds: the task stays running while its
+			// versions are tried, whatever its steps would meet.
+			holding := func(version uint32, hours int) *stewardv1.Plan {
+				return &stewardv1.Plan{Version: version, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+					{Id: "hold", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Duration(hours) * time.Hour)}}}},
+				}}
+			}
 			id := e.create(t, "table-plan-versions", contract())
 			for _, v := range []uint32{1, 3} {
-				p := searchPlan()
-				p.Version = v
-				if err := submit(e, id, p); err != nil {
+				if err := submit(e, id, holding(v, 1)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			other, lower := edited(func(*stewardv1.Step) {}), searchPlan()
-			other.Version, lower.Version = 3, 2
+			// Governance's judgement and the hold's start come after the
+			// submission: let them land before the calls that must change
+			// nothing.
+			planGoverned(t, e.agent, id, 3, func(p *stewardv1.PlanState) bool {
+				return len(p.Steps) == 1 && p.Steps[0].Status == stewardv1.StepStatus_STEP_STATUS_RUNNING
+			})
+			other, lower := holding(3, 2), holding(2, 1)
 			return e.unchanged(t, id,
 				func() error { return submit(e, id, other) },
 				func() error { return saying(t, submit(e, id, lower), "plan.version 2 is lower") },

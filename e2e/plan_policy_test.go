@@ -73,6 +73,16 @@ func TestPlanApprovalBoundToItsHash(t *testing.T) {
 	}
 	if p := planGoverned(t, h.agent, taskID, 2, awaiting); p.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL {
 		t.Fatalf("plan %v: want it still awaiting its approval", p)
+	} else {
+		// Nothing of it has run while it waits.
+		for _, s := range p.Steps {
+			if s.Attempts != 0 || len(s.ActionIds) != 0 {
+				t.Fatalf("step %v started before the plan's approval", s)
+			}
+		}
+		if w := tool.Worked(); len(w) != 0 {
+			t.Fatalf("the tool worked before the plan's approval: %+v", w)
+		}
 	}
 	if err := decide(second.Approval.ApprovalId, second.PlanHash); err != nil {
 		t.Fatal(err)
@@ -80,7 +90,17 @@ func TestPlanApprovalBoundToItsHash(t *testing.T) {
 	approved := planGoverned(t, h.agent, taskID, 2, func(p *stewardv1.PlanState) bool {
 		return p.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL
 	})
-	if approved.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_APPROVED || len(approved.Ready) == 0 {
-		t.Fatalf("plan %v: want it approved, its steps ready", approved)
+	// Approved, the plan runs: every step has started (each wire is still
+	// judged on its own, as the action it proposes).
+	if approved.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_APPROVED {
+		t.Fatalf("plan %v: want it approved", approved)
 	}
+	planGoverned(t, h.agent, taskID, 2, func(p *stewardv1.PlanState) bool {
+		for _, s := range p.Steps {
+			if s.Attempts == 0 {
+				return false
+			}
+		}
+		return true
+	})
 }

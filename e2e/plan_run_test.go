@@ -56,8 +56,13 @@ func TestPlanSurvivesKillAfterProposal(t *testing.T) {
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
 	addr := stewardtest.FreeAddr(t)
+	// The kill may land while a step's call is out: its outcome is then
+	// unknown, and the tool's status query settles it (without one, a
+	// person would: Steward never guesses).
+	tools := governedTools(tool)
+	tools[0] = strings.Replace(tools[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+tool.URL+`/status", "url": `, 1)
 	flags := []string{"--nats-listen", addr,
-		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(governedTools(tool), ",\n")+`]}`)}
+		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(tools, ",\n")+`]}`)}
 	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterProposal}, flags...)
 	k := contract()
 	k.AllowedTools = []string{"search"}
