@@ -80,11 +80,12 @@ func TestSubmitPlanOverJSON(t *testing.T) {
 	if p.Version != 1 || len(p.PlanHash) != 64 || p.Governance != "PLAN_GOVERNANCE_ALLOWED" || p.Snapshot.Decision != "POLICY_DECISION_ALLOW" || len(p.Plan.Steps) != 3 {
 		t.Fatalf("GetTask's plan = %+v", p)
 	}
-	// Allowed, the plan runs: find may have started (or ended, and pay
-	// with it, which waits for approval); confirm waits for pay.
+	// Allowed, the plan runs: find may have started or ended (the test
+	// tool's answer has no hits, so its expect fails it), and pay may
+	// wait for it; confirm waits for pay.
 	for i, id := range []string{"find", "pay", "confirm"} {
-		if p.Steps[i].StepID != id || p.Steps[i].Status == "STEP_STATUS_FAILED" || p.Steps[i].Status == "STEP_STATUS_WITHDRAWN" {
-			t.Fatalf("step %d = %+v, want %s under way or to come", i, p.Steps[i], id)
+		if p.Steps[i].StepID != id || p.Steps[i].Status == "STEP_STATUS_WITHDRAWN" {
+			t.Fatalf("step %d = %+v, want %s in the plan", i, p.Steps[i], id)
 		}
 	}
 	if p.Steps[2].Status != "STEP_STATUS_PENDING" {
