@@ -488,3 +488,32 @@ func TestAPlanApprovalClosesWithItsTask(t *testing.T) {
 		t.Fatalf("a vote on a cancelled task's plan: %v, want FailedPrecondition", err)
 	}
 }
+
+// TestAnotherTenantsApprovalIsNotFound: a caller of another tenant learns
+// nothing of an approval by naming the wrong kind of hash — not that it is
+// a plan's, nor its version, nor an action's id: it is not found, as
+// whatever it names.
+func TestAnotherTenantsApprovalIsNotFound(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	hash := e.submitPlan(t, "p", 1, wires...)
+	planApproval := e.judged("p", hash, awaitingApproval).Plan.Approval
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	e.credentialed("t")
+	wire := e.propose(t, "t", "w1", "wire")
+	a := e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+
+	stranger := rpc.Identity{Principal: "user:eve", Roles: []string{"authorizer"}, Tenant: "acme"}
+	for name, req := range map[string]*stewardv1.DecideApprovalRequest{
+		"a plan's, with its hash":       {ApprovalId: planApproval.ApprovalId, PlanHash: hash, Decision: approve},
+		"a plan's, with an action hash": {ApprovalId: planApproval.ApprovalId, ActionHash: hash, Decision: approve},
+		"an action's, with its hash":    {ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: approve},
+		"an action's, with a plan hash": {ApprovalId: a.Approval.ApprovalId, PlanHash: a.ActionHash, Decision: approve},
+	} {
+		_, err := e.plane.Decide(context.Background(), stranger, req)
+		if !errs.Is(err, errs.NotFound) || strings.Contains(err.Error(), "version") || strings.Contains(err.Error(), wire) {
+			t.Errorf("%s: Decide = %v, want not found, telling nothing", name, err)
+		}
+	}
+}
