@@ -2,6 +2,7 @@ package governance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -44,11 +45,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	// Another tenant's approval is not found, whichever hash the caller
 	// names: the refusals below would tell its kind, a plan's version or
 	// an action's id.
-	switch tenant, err := taskstore.Tenant(ctx, p.log, known.TaskId); {
-	case err != nil && (errs.Is(err, errs.Unavailable) || ctx.Err() != nil):
-		return nil, err
-	case err != nil || tenant != who.Tenant:
-		return nil, approvalNotFound(req.ApprovalId)
+	if mine, err := p.ofTenant(ctx, who.Tenant, []*stewardv1.Approval{known}); err != nil || len(mine) == 0 {
+		return nil, cmp.Or(err, approvalNotFound(req.ApprovalId))
 	}
 	if known.PlanHash != "" {
 		return p.decidePlan(ctx, who, req, known)
