@@ -574,7 +574,19 @@ func (h *harness) natsUser(t testing.TB, user string) nats.Option {
 // returns its event stream, for a test that looks behind the API.
 func (h *harness) events(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 	t.Helper()
-	nc, err := nats.Connect(h.natsURL, h.natsUser(t, embedded.AdminUser))
+	js := h.jetStreamAs(t, embedded.AdminUser)
+	stream, err := js.Stream(context.Background(), "STEWARD_EVENTS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return js, stream
+}
+
+// jetStreamAs connects to the binary's NATS (setup.nats) as user, with
+// opts (a plane's inbox prefix, say), until the test ends.
+func (h *harness) jetStreamAs(t *testing.T, user string, opts ...nats.Option) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(h.natsURL, append([]nats.Option{h.natsUser(t, user)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -583,11 +595,7 @@ func (h *harness) events(t *testing.T) (jetstream.JetStream, jetstream.Stream) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := js.Stream(context.Background(), "STEWARD_EVENTS")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return js, stream
+	return js
 }
 
 // drain reads a stream to its end and returns its error.

@@ -49,8 +49,10 @@ const (
 	TypeDeadlineExtended = "task.deadline_extended"
 	TypeFindingRecorded  = "audit.finding_recorded"
 
-	TypePlanSubmitted = "plan.submitted"
-	TypePlanEvaluated = "plan.evaluated"
+	TypePlanSubmitted   = "plan.submitted"
+	TypePlanEvaluated   = "plan.evaluated"
+	TypePlanStepStarted = "plan.step_started"
+	TypePlanStepEnded   = "plan.step_ended"
 
 	TypeActionProposed     = "action.proposed"
 	TypePolicyEvaluated    = "action.policy_evaluated"
@@ -172,6 +174,8 @@ var typeNames = map[protoreflect.Name]string{
 	"finding_recorded":        TypeFindingRecorded,
 	"plan_submitted":          TypePlanSubmitted,
 	"plan_evaluated":          TypePlanEvaluated,
+	"plan_step_started":       TypePlanStepStarted,
+	"plan_step_ended":         TypePlanStepEnded,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -33,6 +33,8 @@ var owners = map[string]string{
 	TypeInputProvided:     PlaneControl,
 	TypeDeadlineExtended:  PlaneControl,
 	TypePlanSubmitted:     PlaneControl,
+	TypePlanStepStarted:   PlaneControl,
+	TypePlanStepEnded:     PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,

@@ -75,7 +75,9 @@ func RefusedAPI() []string { return slices.Clone(refusedAPI) }
 
 // TimerOwners returns the planes that set timers, each in its own stream
 // (timer.Stream).
-func TimerOwners() []string { return []string{event.PlaneGovernance, event.PlaneExecution} }
+func TimerOwners() []string {
+	return []string{event.PlaneControl, event.PlaneGovernance, event.PlaneExecution}
+}
 
 // TimerStreams returns the streams of the planes' timers.
 func TimerStreams() []string {

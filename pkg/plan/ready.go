@@ -23,7 +23,7 @@ func Ready(p *stewardv1.Plan, statuses map[string]stewardv1.StepStatus) []string
 		}
 		ok := true
 		for _, d := range s.GetDependsOn() {
-			if !done(byID[d], statuses[d]) {
+			if !Done(byID[d], statuses[d]) {
 				ok = false
 				break
 			}
@@ -35,8 +35,10 @@ func Ready(p *stewardv1.Plan, statuses map[string]stewardv1.StepStatus) []string
 	return ready
 }
 
-// done reports whether step s, in status st, lets its dependents start.
-func done(s *stewardv1.Step, st stewardv1.StepStatus) bool {
+// Done reports whether step s, in status st, lets its dependents start:
+// succeeded, skipped, or failed with on_failure continue. A plan whose
+// steps are all done has ended.
+func Done(s *stewardv1.Step, st stewardv1.StepStatus) bool {
 	switch st {
 	case stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, stewardv1.StepStatus_STEP_STATUS_SKIPPED:
 		return true

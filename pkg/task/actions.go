@@ -141,7 +141,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 	}, nil
 }
 
-// withdrawal ends an action replaced by its edit before it ran.
+// withdrawal ends an action before it ran: replaced by its edit, or its
+// plan step withdrawn.
 func withdrawal(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	w := ev.GetActionWithdrawn()
 	tr := &actionChange{id: w.ActionId, from: []stewardv1.ActionStatus{proposed, evaluated, awaitingApproval, approved}, to: withdrawn}
@@ -150,7 +151,11 @@ func withdrawal(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			a.Approval = proto.CloneOf(a.Approval)
 			a.Approval.Withdrawn = true
 		}
-		a.Outcome = &stewardv1.Outcome{Status: withdrawn, Reason: "replaced by the edited action " + w.ReplacedBy, FinishedAt: ev.Time}
+		reason := "replaced by the edited action " + w.ReplacedBy
+		if w.ReplacedBy == "" {
+			reason = orDefault(w.Reason, "withdrawn")
+		}
+		a.Outcome = &stewardv1.Outcome{Status: withdrawn, Reason: reason, FinishedAt: ev.Time}
 	}
 	return tr
 }

@@ -35,9 +35,10 @@ func planStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, e
 		commit, err = submission(t, ev, p.PlanSubmitted)
 	case *stewardv1.Event_PlanEvaluated:
 		commit, err = planEvaluation(t, ev, p.PlanEvaluated)
-	// The plan driver's step events (a step started, ended) fold here,
-	// each naming its step by id (FindStep) and moving its status, action
-	// ids, sub-task and attempts; then followLedger, as below.
+	case *stewardv1.Event_PlanStepStarted:
+		commit, err = stepStart(t, ev, p.PlanStepStarted)
+	case *stewardv1.Event_PlanStepEnded:
+		commit, err = stepEnd(t, ev, p.PlanStepEnded)
 	default:
 		return nil, false, nil
 	}
@@ -259,12 +260,12 @@ func PlanRuns(p *stewardv1.PlanState) bool {
 	return false
 }
 
-// StepStatuses returns the status of each step of p by id, as
-// pkg/plan.Ready takes them.
+// StepStatuses returns the status of each step of p by id (StepStatus),
+// as pkg/plan.Ready takes them.
 func StepStatuses(p *stewardv1.PlanState) map[string]stewardv1.StepStatus {
 	m := make(map[string]stewardv1.StepStatus, len(p.GetSteps()))
 	for _, s := range p.GetSteps() {
-		m[s.StepId] = s.Status
+		m[s.StepId] = StepStatus(p, s)
 	}
 	return m
 }
@@ -289,7 +290,7 @@ func planRemaining(t *stewardv1.Task) (steps []string, owned map[string]bool) {
 		return nil, owned
 	}
 	for _, s := range p.Steps {
-		if s.Status == stepPending || s.Status == stepRunning {
+		if st := StepStatus(p, s); st == stepPending || st == stepRunning {
 			steps = append(steps, s.StepId)
 		}
 	}

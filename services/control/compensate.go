@@ -123,22 +123,9 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 	if err != nil {
 		return nil, err
 	}
-	result := json.RawMessage("null")
-	if o := orig.Outcome; o.GetResultRef() != "" || len(o.GetResult()) > 0 {
-		if p.results == nil && len(o.GetResult()) == 0 {
-			// A wiring mistake, not the task's: wait for a plane that can
-			// read results rather than undo without one.
-			return nil, errs.New(errs.Unavailable, "this control plane has no results store to read the result of action %s", orig.ActionId)
-		}
-		if result, err = p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash); err != nil {
-			return nil, err
-		}
-		if !json.Valid(result) {
-			// The tool protocol asks for a JSON body; pass anything else
-			// on as text rather than refuse to undo.
-			text, _ := json.Marshal(string(result))
-			result = text
-		}
+	result, err := p.resultJSON(ctx, orig)
+	if err != nil {
+		return nil, err
 	}
 	return json.Marshal(map[string]any{
 		"action_id": orig.ActionId,
@@ -147,6 +134,32 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 		"params":    params,
 		"result":    result,
 	})
+}
+
+// resultJSON is a's result as JSON: null when it returned none, and a
+// JSON string holding a result that is not JSON (the tool protocol asks
+// for a JSON body; anything else is passed on as text rather than
+// refused). It reads the results store, which it waits (retrying) for if
+// this plane was wired without one.
+func (p *Plane) resultJSON(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
+	o := a.GetOutcome()
+	if o.GetResultRef() == "" && len(o.GetResult()) == 0 {
+		return json.RawMessage("null"), nil
+	}
+	if p.results == nil && len(o.GetResult()) == 0 {
+		// A wiring mistake, not the task's: wait for a plane that can
+		// read results rather than go on without one.
+		return nil, errs.New(errs.Unavailable, "this control plane has no results store to read the result of action %s", a.ActionId)
+	}
+	result, err := p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(result) {
+		text, _ := json.Marshal(string(result))
+		result = text
+	}
+	return result, nil
 }
 
 // finishCompensation ends a compensating task as the compensation was

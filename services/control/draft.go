@@ -21,13 +21,18 @@ import (
 // through the same checks and derive the same identities.
 type proposal struct {
 	taskID, proposalID string
-	tool, toolVersion  string // toolVersion empty: the one the task takes (toolFor)
-	target             string
-	params             []byte                 // a JSON object
-	retry              *stewardv1.RetryPolicy // the proposer's narrowing; nil for none
-	editOf             string
-	compensates        string // the action this one undoes
-	principal          string
+	// proposalIDOf, if set, gives the proposal id from the request hash,
+	// for a proposer whose id names the request (the plan driver's).
+	proposalIDOf func(requestHash string) string
+	// planStep is the plan step the action runs, for the plan driver's.
+	planStep          string
+	tool, toolVersion string // toolVersion empty: the one the task takes (toolFor)
+	target            string
+	params            []byte                 // a JSON object
+	retry             *stewardv1.RetryPolicy // the proposer's narrowing; nil for none
+	editOf            string
+	compensates       string // the action this one undoes
+	principal         string
 	// rationale is the proposer's case, recorded on the action and not
 	// part of its hashes.
 	rationale *stewardv1.ActionRationale
@@ -81,6 +86,9 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		return nil, errs.Field("params", "%v", err)
 	}
 	requestHash := action.RequestHash(canonical)
+	if pr.proposalIDOf != nil {
+		pr.proposalID = pr.proposalIDOf(requestHash)
+	}
 	actionID := "act-" + event.RandomID()
 	if pr.proposalID != "" {
 		actionID = action.ID(pr.taskID, pr.proposalID)
@@ -101,6 +109,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		Compensates:   pr.compensates,
 		Rationale:     proto.CloneOf(pr.rationale),
 		SealedSecrets: sealed,
+		PlanStepId:    pr.planStep,
 	}}, nil
 }
 
@@ -149,8 +158,10 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 		}
 		appended = true
 		proposer := a.ProposedBy
-		if a.RetryOf != "" {
-			proposer = stewardPrincipal // Steward's retry of the proposer's action
+		if a.RetryOf != "" || a.PlanStepId != "" {
+			// Steward's retry of the proposer's action, or its proposal
+			// for a step of the proposer's plan.
+			proposer = stewardPrincipal
 		}
 		return p.event(event.Meta{
 			ID:            event.ID(taskID, event.TypeActionProposed, a.ActionId),

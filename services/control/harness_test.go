@@ -45,9 +45,9 @@ type rig struct {
 
 // newRig registers the rig's tools and starts a control plane that takes
 // actions.
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T, opts ...control.Option) *rig {
 	t.Helper()
-	r := idleRig(t)
+	r := idleRig(t, opts...)
 	for _, c := range []*stewardv1.ToolContract{
 		{Name: "write", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo",
 			ParametersSchema: `{"type":"object","required":["text"]}`},
@@ -64,7 +64,7 @@ func newRig(t *testing.T) *rig {
 
 // idleRig is a control plane over a fresh environment whose reactions do
 // not run: only what its commands append is on the log.
-func idleRig(t *testing.T) *rig {
+func idleRig(t *testing.T, opts ...control.Option) *rig {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -75,7 +75,7 @@ func idleRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
-	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.ctl = control.New(r.Log, r.Logger, r.config(), opts...)
 	return r
 }
 
@@ -83,7 +83,7 @@ func idleRig(t *testing.T) *rig {
 // binary wires it.
 func (r *rig) config() control.Config {
 	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
-		Secrets: r.sealer, Now: r.clock.Now}
+		Secrets: r.sealer, Timers: r.Timers, Now: r.clock.Now}
 }
 
 // start runs the plane's reactions until the test ends.

@@ -24,11 +24,20 @@ import (
 // by narrow (nil: the contract's bounds).
 func (r *rig) planTask(t *testing.T, requestID string, narrow func(*stewardv1.TaskCredential)) string {
 	t.Helper()
+	return r.planTaskWith(t, requestID, nil, narrow)
+}
+
+// planTaskWith is planTask with the contract changed by edit first.
+func (r *rig) planTaskWith(t *testing.T, requestID string, edit func(*stewardv1.TaskContract), narrow func(*stewardv1.TaskCredential)) string {
+	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
 	req.Contract.AllowedTools = []string{"search", "write", "net"}
 	req.Contract.Scopes = []string{"docs:read"}
 	req.Contract.Budget = &stewardv1.Budget{MaxTokens: 1000, Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "draft", MaxTokens: 500}}}
+	if edit != nil {
+		edit(req.Contract)
+	}
 	tk, _, err := r.ctl.CreateTask(context.Background(), "agent", req)
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,9 @@
 // a durable reaction on the log; drives the compensation of a failed or
 // cancelled task, action by action; answers an action that failed for
 // good as the contract's recovery policy says — proposing it again or
-// escalating to a person (recovery.go); and stops a task that keeps
-// failing the same way, or proposes past its action cap, asking for help.
+// escalating to a person (recovery.go); stops a task that keeps failing
+// the same way, or proposes past its action cap, asking for help; and runs
+// a task's plan, step by step, once governance lets it (plan_driver.go).
 // It records a task's artifacts, evaluates
 // its acceptance criteria (CEL, see criteria.go) when the task is marked
 // produced, and takes its acceptance owner's decision.
@@ -30,6 +31,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
@@ -61,6 +63,10 @@ type Config struct {
 	// message, so its limit must stay under the server's max_payload, and
 	// the request under the RPC edge's rpc.MaxRequestBytes.
 	MaxInlineArtifact, MaxReferencedArtifact int64
+	// Timers end the wait steps of plans (plan_wait.go); without them a
+	// wait that has not ended yet waits, retrying, for a plane that has
+	// them.
+	Timers *timer.Timers
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
@@ -73,14 +79,27 @@ type Plane struct {
 	requests *action.Store
 	results  *action.Store
 	secrets  *secret.Sealer
+	timers   *timer.Timers
 	now      func() time.Time
 	sub      eventlog.Subscription
+	timerSub timer.Subscription
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
+	// stepProposed, a test hook, runs between a plan step's proposal and
+	// the record that the step runs it (AfterStepProposal).
+	stepProposed func(step string) error
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
 type Option func(*Plane)
+
+// AfterStepProposal makes fn run after each proposal of a plan step's
+// action (each item's, for a foreach), before the record that the step
+// runs it: an error from fn fails the reaction there, as a crash would,
+// and the event is delivered again.
+func AfterStepProposal(fn func(step string) error) Option {
+	return func(p *Plane) { p.stepProposed = fn }
+}
 
 // New returns a control plane over log, configured by cfg.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
@@ -95,7 +114,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
-		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, now: cfg.Now,
+		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	for _, o := range opts {
@@ -113,8 +132,16 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 	return event.New(meta, payload)
 }
 
-// Start runs the plane's reactions.
+// Start runs the plane's reactions and, with timers, ends the waits of
+// plans.
 func (p *Plane) Start(ctx context.Context) error {
+	if p.timers != nil && p.takesActions() {
+		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
+		if err != nil {
+			return err
+		}
+		p.timerSub = sub
+	}
 	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
 		return err
@@ -128,6 +155,9 @@ func (p *Plane) Start(ctx context.Context) error {
 func (p *Plane) Stop() {
 	if p.sub != nil {
 		p.sub.Stop()
+	}
+	if p.timerSub != nil {
+		p.timerSub.Stop()
 	}
 }
 

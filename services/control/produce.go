@@ -46,9 +46,17 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		return nil, nil, err
 	}
 	defer u.settle(ctx, &err)
-	id := u.id
+	return p.produce(ctx, principal, req.TaskId, u.id, req.RequestId)
+}
+
+// produce records, under event id (empty for a random one), that taskID
+// has produced its result, with its criteria evaluated: MarkProduced's
+// work after its request id is claimed, and a finished plan's ending
+// (plan_driver.go), whose id derives from the plan version. A repeat of
+// an id already recorded returns the round it recorded.
+func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {
-		t, history, err := taskstore.Load(ctx, p.log, req.TaskId)
+		t, history, err := taskstore.Load(ctx, p.log, taskID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -57,13 +65,13 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		}
 		// After the repeat's answer: a revocation since does not take
 		// back what was recorded before it.
-		if err := p.notRevoked(ctx, req.TaskId, "mark its result produced"); err != nil {
+		if err := p.notRevoked(ctx, taskID, "mark its result produced"); err != nil {
 			return nil, nil, err
 		}
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any
 		// content is read.
-		dry, err := p.producedEvent(t, principal, id, req.RequestId, unevaluated(t.Contract.GetAcceptanceCriteria()), p.now())
+		dry, err := p.producedEvent(t, principal, id, requestID, unevaluated(t.Contract.GetAcceptanceCriteria()), p.now())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -80,7 +88,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		}
 		inputs, now := criteriaInputs(t), p.now()
 		var round uint32
-		t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+		t, err = p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 			// The checks hold for the task they were evaluated on; one
 			// that has changed since (a new artifact, an action ended,
 			// another round) is evaluated again.
@@ -88,7 +96,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 				return nil, errStale
 			}
 			round = uint32(len(cur.Acceptance)) + 1
-			return p.producedEvent(cur, principal, id, req.RequestId, checks, now)
+			return p.producedEvent(cur, principal, id, requestID, checks, now)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -102,7 +110,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 		// A repeat of this request landed first.
 		return p.producedRound(ctx, t, id)
 	}
-	return nil, nil, errs.New(errs.Conflict, "task %s is changing too fast to evaluate its acceptance criteria; try again", req.TaskId)
+	return nil, nil, errs.New(errs.Conflict, "task %s is changing too fast to evaluate its acceptance criteria; try again", taskID)
 }
 
 // unevaluated is one not-yet-evaluated check per criterion: the shape of

@@ -124,18 +124,34 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 // that nobody approves the old version by mistake. An action already
 // permitted or further along stays as it is.
 func (p *Plane) withdraw(ctx context.Context, principal, taskID, original, replacement string) (*stewardv1.Task, error) {
+	return p.withdrawAction(ctx, principal, taskID, &stewardv1.ActionWithdrawn{ActionId: original, ReplacedBy: replacement})
+}
+
+// withdrawAction records w unless its action has been permitted or gone
+// further. Its event id derives from the action and its replacement, so a
+// repeat appends nothing.
+func (p *Plane) withdrawAction(ctx context.Context, principal, taskID string, w *stewardv1.ActionWithdrawn) (*stewardv1.Task, error) {
 	return p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		switch task.FindAction(t, original).GetStatus() {
-		case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
-			stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL, stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
+		if withdrawable(task.FindAction(t, w.ActionId)) {
 			return p.event(event.Meta{
-				ID:     event.ID(taskID, event.TypeActionWithdrawn, original, replacement),
+				ID:     event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, w.ReplacedBy),
 				TaskID: taskID,
 				Actor:  p.actor(principal),
-			}, &stewardv1.ActionWithdrawn{ActionId: original, ReplacedBy: replacement})
+			}, w)
 		}
 		return nil, nil
 	})
+}
+
+// withdrawable reports whether a may still be withdrawn: it has not been
+// permitted, denied or rejected.
+func withdrawable(a *stewardv1.Action) bool {
+	switch a.GetStatus() {
+	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
+		stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL, stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
+		return true
+	}
+	return false
 }
 
 func validateProposal(req *stewardv1.ProposeActionRequest) error {
@@ -148,6 +164,8 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		return errs.Field("tool", "is required")
 	case strings.HasPrefix(req.ProposalId, compensationPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the compensations Steward proposes", errs.Quote(req.ProposalId), errs.Quote(compensationPrefix))
+	case strings.HasPrefix(req.ProposalId, planPrefix):
+		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the actions Steward proposes for the steps of a plan", errs.Quote(req.ProposalId), errs.Quote(planPrefix))
 	case strings.HasPrefix(req.ProposalId, recoveryPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the retries Steward proposes (RECOVERY_MODE_RETRY)", errs.Quote(req.ProposalId), errs.Quote(recoveryPrefix))
 	}

@@ -212,6 +212,7 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 	}
 	if err == nil {
 		d.action.RetryOf, d.action.RecoveryAttempt = a.ActionId, recoveryAttempt(a)+1
+		d.action.PlanStepId = a.PlanStepId // the plan driver follows a step's action to its retry
 		d.action.Rationale = proto.CloneOf(a.Rationale)
 		_, _, _, err = p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
 			// Only while the task runs: a stop since it was read leaves

@@ -50,6 +50,22 @@ func (p *Plane) reactions() []eventlog.Reaction {
 			eventlog.OnRecord[*stewardv1.ApprovalDecided](p.compensate),
 			eventlog.OnRecord[*stewardv1.ActionWithdrawn](p.compensate),
 		)
+		// Every event that can move a plan (plan_driver.go), each after
+		// the reactions above to its type: a failure's retry is proposed
+		// before the driver looks for it.
+		r = append(r,
+			eventlog.OnRecord[*stewardv1.PlanSubmitted](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.PlanEvaluated](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.PlanStepStarted](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.PlanStepEnded](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.ApprovalDecided](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.ActionSettled](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.ActionDenied](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.ActionWithdrawn](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.drivePlan),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.drivePlan),
+		)
 	}
 	return r
 }

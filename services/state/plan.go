@@ -43,6 +43,12 @@ func planSummary(ev *stewardv1.Event) string {
 			say += " after its approval " + e.ApprovalId
 		}
 		return withReason(say, strings.Join(e.Snapshot.GetReasons(), "; "))
+	case *stewardv1.Event_PlanStepStarted:
+		s := p.PlanStepStarted
+		return fmt.Sprintf("Plan step %s started (attempt %d): action %s", s.StepId, s.Attempt, s.ActionId)
+	case *stewardv1.Event_PlanStepEnded:
+		e := p.PlanStepEnded
+		return withReason(fmt.Sprintf("Plan step %s %s", e.StepId, task.StepStatusName(e.Status)), e.Reason)
 	}
 	return ""
 }

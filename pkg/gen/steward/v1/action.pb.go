@@ -1428,6 +1428,10 @@ type Action struct {
 	// commitment in place of each, and only the execution plane opens them,
 	// just before the call. Set on proposal, never changed.
 	SealedSecrets []*SealedSecret `protobuf:"bytes,40,rep,name=sealed_secrets,json=sealedSecrets,proto3" json:"sealed_secrets,omitempty"`
+	// Set on a proposal the plan driver made (docs/plans.md): the id of the
+	// step of the task's plan that it runs. proposed_by is who submitted the
+	// plan; the proposal's event is Steward's.
+	PlanStepId    string `protobuf:"bytes,41,opt,name=plan_step_id,json=planStepId,proto3" json:"plan_step_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1742,6 +1746,13 @@ func (x *Action) GetSealedSecrets() []*SealedSecret {
 	return nil
 }
 
+func (x *Action) GetPlanStepId() string {
+	if x != nil {
+		return x.PlanStepId
+	}
+	return ""
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1896,7 +1907,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xf4\r\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\x96\x0e\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1948,7 +1959,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\bretry_of\x18% \x01(\tR\aretryOf\x12)\n" +
 	"\x10recovery_attempt\x18& \x01(\rR\x0frecoveryAttempt\x12=\n" +
 	"\rsigned_permit\x18' \x01(\v2\x18.steward.v1.SignedPermitR\fsignedPermit\x12?\n" +
-	"\x0esealed_secrets\x18( \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"F\n" +
+	"\x0esealed_secrets\x18( \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\x12 \n" +
+	"\fplan_step_id\x18) \x01(\tR\n" +
+	"planStepId\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

@@ -10,6 +10,7 @@ import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -141,6 +142,8 @@ type Event struct {
 	//	*Event_FindingRecorded
 	//	*Event_PlanSubmitted
 	//	*Event_PlanEvaluated
+	//	*Event_PlanStepStarted
+	//	*Event_PlanStepEnded
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -626,6 +629,24 @@ func (x *Event) GetPlanEvaluated() *PlanEvaluated {
 	return nil
 }
 
+func (x *Event) GetPlanStepStarted() *PlanStepStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PlanStepStarted); ok {
+			return x.PlanStepStarted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetPlanStepEnded() *PlanStepEnded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_PlanStepEnded); ok {
+			return x.PlanStepEnded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -805,6 +826,14 @@ type Event_PlanEvaluated struct {
 	PlanEvaluated *PlanEvaluated `protobuf:"bytes,71,opt,name=plan_evaluated,json=planEvaluated,proto3,oneof"`
 }
 
+type Event_PlanStepStarted struct {
+	PlanStepStarted *PlanStepStarted `protobuf:"bytes,72,opt,name=plan_step_started,json=planStepStarted,proto3,oneof"`
+}
+
+type Event_PlanStepEnded struct {
+	PlanStepEnded *PlanStepEnded `protobuf:"bytes,73,opt,name=plan_step_ended,json=planStepEnded,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -888,6 +917,10 @@ func (*Event_FindingRecorded) isEvent_Payload() {}
 func (*Event_PlanSubmitted) isEvent_Payload() {}
 
 func (*Event_PlanEvaluated) isEvent_Payload() {}
+
+func (*Event_PlanStepStarted) isEvent_Payload() {}
+
+func (*Event_PlanStepEnded) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -1667,6 +1700,187 @@ func (x *PlanEvaluated) GetApprovalId() string {
 	return ""
 }
 
+// PlanStepStarted records that the plan driver started one step of the
+// plan in force (control plane): for an action step, the action it
+// proposed, which is on the log before this event names it; for a wait
+// step, when the wait ends. A step whose
+// action the recovery policy proposes again is started again, naming the
+// retry: one step, several attempts.
+type PlanStepStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The plan version in force when the step started.
+	Version uint32 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	StepId  string `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// The action the step runs.
+	ActionId string `protobuf:"bytes,3,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// Which start of the step this is: 1, then one more for each retry.
+	Attempt uint32 `protobuf:"varint,4,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// For a wait step, which runs no action (action_id empty): when the
+	// wait ends. A durable timer wakes the plan driver then.
+	WaitUntil *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	// For a foreach step (action_id empty): the action of each item, in the
+	// list's order; all on the log before this event names them.
+	ItemActionIds []string `protobuf:"bytes,6,rep,name=item_action_ids,json=itemActionIds,proto3" json:"item_action_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanStepStarted) Reset() {
+	*x = PlanStepStarted{}
+	mi := &file_steward_v1_event_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanStepStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanStepStarted) ProtoMessage() {}
+
+func (x *PlanStepStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanStepStarted.ProtoReflect.Descriptor instead.
+func (*PlanStepStarted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *PlanStepStarted) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PlanStepStarted) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *PlanStepStarted) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *PlanStepStarted) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *PlanStepStarted) GetWaitUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitUntil
+	}
+	return nil
+}
+
+func (x *PlanStepStarted) GetItemActionIds() []string {
+	if x != nil {
+		return x.ItemActionIds
+	}
+	return nil
+}
+
+// PlanStepEnded records how one step of the plan in force ended (control
+// plane): succeeded (its action succeeded and its expect held), failed
+// (its action failed for good or was denied, its expect did not hold, or
+// an expression could not be evaluated) or skipped (its when was false).
+type PlanStepEnded struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	StepId  string                 `protobuf:"bytes,2,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
+	// STEP_STATUS_SUCCEEDED, STEP_STATUS_FAILED or STEP_STATUS_SKIPPED.
+	Status StepStatus `protobuf:"varint,3,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
+	// Why, in words: a failure's cause, a skip's condition.
+	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What a succeeded checkpoint step gave: the person's answer. Unset for
+	// other kinds, whose result is their actions'.
+	Result        *structpb.Value `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PlanStepEnded) Reset() {
+	*x = PlanStepEnded{}
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PlanStepEnded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PlanStepEnded) ProtoMessage() {}
+
+func (x *PlanStepEnded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PlanStepEnded.ProtoReflect.Descriptor instead.
+func (*PlanStepEnded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PlanStepEnded) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *PlanStepEnded) GetStepId() string {
+	if x != nil {
+		return x.StepId
+	}
+	return ""
+}
+
+func (x *PlanStepEnded) GetStatus() StepStatus {
+	if x != nil {
+		return x.Status
+	}
+	return StepStatus_STEP_STATUS_UNSPECIFIED
+}
+
+func (x *PlanStepEnded) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PlanStepEnded) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 // TaskSuspended stops a task that a timer or a guard caught, such as an
 // approval that waited too long; it needs an explicit resume (governance
 // plane).
@@ -1680,7 +1894,7 @@ type TaskSuspended struct {
 
 func (x *TaskSuspended) Reset() {
 	*x = TaskSuspended{}
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1692,7 +1906,7 @@ func (x *TaskSuspended) String() string {
 func (*TaskSuspended) ProtoMessage() {}
 
 func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[15]
+	mi := &file_steward_v1_event_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1705,7 +1919,7 @@ func (x *TaskSuspended) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskSuspended.ProtoReflect.Descriptor instead.
 func (*TaskSuspended) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TaskSuspended) GetReason() string {
@@ -1735,7 +1949,7 @@ type TaskStalled struct {
 
 func (x *TaskStalled) Reset() {
 	*x = TaskStalled{}
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1747,7 +1961,7 @@ func (x *TaskStalled) String() string {
 func (*TaskStalled) ProtoMessage() {}
 
 func (x *TaskStalled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[16]
+	mi := &file_steward_v1_event_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1760,7 +1974,7 @@ func (x *TaskStalled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStalled.ProtoReflect.Descriptor instead.
 func (*TaskStalled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *TaskStalled) GetReason() string {
@@ -1788,7 +2002,7 @@ type ActionProposed struct {
 
 func (x *ActionProposed) Reset() {
 	*x = ActionProposed{}
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1800,7 +2014,7 @@ func (x *ActionProposed) String() string {
 func (*ActionProposed) ProtoMessage() {}
 
 func (x *ActionProposed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[17]
+	mi := &file_steward_v1_event_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1813,7 +2027,7 @@ func (x *ActionProposed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionProposed.ProtoReflect.Descriptor instead.
 func (*ActionProposed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ActionProposed) GetAction() *Action {
@@ -1836,7 +2050,7 @@ type PolicyEvaluated struct {
 
 func (x *PolicyEvaluated) Reset() {
 	*x = PolicyEvaluated{}
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1848,7 +2062,7 @@ func (x *PolicyEvaluated) String() string {
 func (*PolicyEvaluated) ProtoMessage() {}
 
 func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[18]
+	mi := &file_steward_v1_event_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1861,7 +2075,7 @@ func (x *PolicyEvaluated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyEvaluated.ProtoReflect.Descriptor instead.
 func (*PolicyEvaluated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PolicyEvaluated) GetActionId() string {
@@ -1893,7 +2107,7 @@ type ActionDenied struct {
 
 func (x *ActionDenied) Reset() {
 	*x = ActionDenied{}
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1905,7 +2119,7 @@ func (x *ActionDenied) String() string {
 func (*ActionDenied) ProtoMessage() {}
 
 func (x *ActionDenied) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[19]
+	mi := &file_steward_v1_event_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1918,7 +2132,7 @@ func (x *ActionDenied) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDenied.ProtoReflect.Descriptor instead.
 func (*ActionDenied) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ActionDenied) GetActionId() string {
@@ -1960,7 +2174,7 @@ type ApprovalRequested struct {
 
 func (x *ApprovalRequested) Reset() {
 	*x = ApprovalRequested{}
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1972,7 +2186,7 @@ func (x *ApprovalRequested) String() string {
 func (*ApprovalRequested) ProtoMessage() {}
 
 func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[20]
+	mi := &file_steward_v1_event_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1985,7 +2199,7 @@ func (x *ApprovalRequested) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequested.ProtoReflect.Descriptor instead.
 func (*ApprovalRequested) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ApprovalRequested) GetApproval() *Approval {
@@ -2016,7 +2230,7 @@ type ApprovalDecided struct {
 
 func (x *ApprovalDecided) Reset() {
 	*x = ApprovalDecided{}
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2028,7 +2242,7 @@ func (x *ApprovalDecided) String() string {
 func (*ApprovalDecided) ProtoMessage() {}
 
 func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[21]
+	mi := &file_steward_v1_event_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2041,7 +2255,7 @@ func (x *ApprovalDecided) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalDecided.ProtoReflect.Descriptor instead.
 func (*ApprovalDecided) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ApprovalDecided) GetApprovalId() string {
@@ -2121,7 +2335,7 @@ type ActionPermitted struct {
 
 func (x *ActionPermitted) Reset() {
 	*x = ActionPermitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2133,7 +2347,7 @@ func (x *ActionPermitted) String() string {
 func (*ActionPermitted) ProtoMessage() {}
 
 func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[22]
+	mi := &file_steward_v1_event_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2146,7 +2360,7 @@ func (x *ActionPermitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionPermitted.ProtoReflect.Descriptor instead.
 func (*ActionPermitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ActionPermitted) GetPermit() *ActionPermit {
@@ -2183,7 +2397,7 @@ type ActionClaimed struct {
 
 func (x *ActionClaimed) Reset() {
 	*x = ActionClaimed{}
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2195,7 +2409,7 @@ func (x *ActionClaimed) String() string {
 func (*ActionClaimed) ProtoMessage() {}
 
 func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[23]
+	mi := &file_steward_v1_event_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2208,7 +2422,7 @@ func (x *ActionClaimed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionClaimed.ProtoReflect.Descriptor instead.
 func (*ActionClaimed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ActionClaimed) GetActionId() string {
@@ -2249,7 +2463,7 @@ type ActionDispatched struct {
 
 func (x *ActionDispatched) Reset() {
 	*x = ActionDispatched{}
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2261,7 +2475,7 @@ func (x *ActionDispatched) String() string {
 func (*ActionDispatched) ProtoMessage() {}
 
 func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[24]
+	mi := &file_steward_v1_event_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2274,7 +2488,7 @@ func (x *ActionDispatched) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionDispatched.ProtoReflect.Descriptor instead.
 func (*ActionDispatched) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ActionDispatched) GetActionId() string {
@@ -2317,7 +2531,7 @@ type ActionOutcomeRecorded struct {
 
 func (x *ActionOutcomeRecorded) Reset() {
 	*x = ActionOutcomeRecorded{}
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2329,7 +2543,7 @@ func (x *ActionOutcomeRecorded) String() string {
 func (*ActionOutcomeRecorded) ProtoMessage() {}
 
 func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[25]
+	mi := &file_steward_v1_event_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2342,7 +2556,7 @@ func (x *ActionOutcomeRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionOutcomeRecorded.ProtoReflect.Descriptor instead.
 func (*ActionOutcomeRecorded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ActionOutcomeRecorded) GetActionId() string {
@@ -2364,15 +2578,18 @@ func (x *ActionOutcomeRecorded) GetOutcome() *Outcome {
 type ActionWithdrawn struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
 	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	// The action that replaces it.
-	ReplacedBy    string `protobuf:"bytes,2,opt,name=replaced_by,json=replacedBy,proto3" json:"replaced_by,omitempty"`
+	// The action that replaces it, for an edit.
+	ReplacedBy string `protobuf:"bytes,2,opt,name=replaced_by,json=replacedBy,proto3" json:"replaced_by,omitempty"`
+	// Why it was withdrawn when nothing replaces it: a plan step a revision
+	// withdrew.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ActionWithdrawn) Reset() {
 	*x = ActionWithdrawn{}
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2384,7 +2601,7 @@ func (x *ActionWithdrawn) String() string {
 func (*ActionWithdrawn) ProtoMessage() {}
 
 func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[26]
+	mi := &file_steward_v1_event_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2397,7 +2614,7 @@ func (x *ActionWithdrawn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWithdrawn.ProtoReflect.Descriptor instead.
 func (*ActionWithdrawn) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ActionWithdrawn) GetActionId() string {
@@ -2410,6 +2627,13 @@ func (x *ActionWithdrawn) GetActionId() string {
 func (x *ActionWithdrawn) GetReplacedBy() string {
 	if x != nil {
 		return x.ReplacedBy
+	}
+	return ""
+}
+
+func (x *ActionWithdrawn) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -2431,7 +2655,7 @@ type ActionWaiting struct {
 
 func (x *ActionWaiting) Reset() {
 	*x = ActionWaiting{}
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2443,7 +2667,7 @@ func (x *ActionWaiting) String() string {
 func (*ActionWaiting) ProtoMessage() {}
 
 func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[27]
+	mi := &file_steward_v1_event_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2456,7 +2680,7 @@ func (x *ActionWaiting) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionWaiting.ProtoReflect.Descriptor instead.
 func (*ActionWaiting) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ActionWaiting) GetActionId() string {
@@ -2512,7 +2736,7 @@ type ActionSettled struct {
 
 func (x *ActionSettled) Reset() {
 	*x = ActionSettled{}
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2524,7 +2748,7 @@ func (x *ActionSettled) String() string {
 func (*ActionSettled) ProtoMessage() {}
 
 func (x *ActionSettled) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[28]
+	mi := &file_steward_v1_event_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2537,7 +2761,7 @@ func (x *ActionSettled) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionSettled.ProtoReflect.Descriptor instead.
 func (*ActionSettled) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ActionSettled) GetActionId() string {
@@ -2599,7 +2823,7 @@ type ActionRevalidating struct {
 
 func (x *ActionRevalidating) Reset() {
 	*x = ActionRevalidating{}
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2611,7 +2835,7 @@ func (x *ActionRevalidating) String() string {
 func (*ActionRevalidating) ProtoMessage() {}
 
 func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[29]
+	mi := &file_steward_v1_event_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2624,7 +2848,7 @@ func (x *ActionRevalidating) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionRevalidating.ProtoReflect.Descriptor instead.
 func (*ActionRevalidating) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ActionRevalidating) GetActionId() string {
@@ -2668,7 +2892,7 @@ type ActionHeartbeat struct {
 
 func (x *ActionHeartbeat) Reset() {
 	*x = ActionHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2680,7 +2904,7 @@ func (x *ActionHeartbeat) String() string {
 func (*ActionHeartbeat) ProtoMessage() {}
 
 func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[30]
+	mi := &file_steward_v1_event_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2693,7 +2917,7 @@ func (x *ActionHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ActionHeartbeat.ProtoReflect.Descriptor instead.
 func (*ActionHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ActionHeartbeat) GetActionId() string {
@@ -2730,7 +2954,7 @@ type ApprovalReminded struct {
 
 func (x *ApprovalReminded) Reset() {
 	*x = ApprovalReminded{}
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2742,7 +2966,7 @@ func (x *ApprovalReminded) String() string {
 func (*ApprovalReminded) ProtoMessage() {}
 
 func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[31]
+	mi := &file_steward_v1_event_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2755,7 +2979,7 @@ func (x *ApprovalReminded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalReminded.ProtoReflect.Descriptor instead.
 func (*ApprovalReminded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *ApprovalReminded) GetApprovalId() string {
@@ -2796,7 +3020,7 @@ type BudgetConsumed struct {
 
 func (x *BudgetConsumed) Reset() {
 	*x = BudgetConsumed{}
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2808,7 +3032,7 @@ func (x *BudgetConsumed) String() string {
 func (*BudgetConsumed) ProtoMessage() {}
 
 func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[32]
+	mi := &file_steward_v1_event_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2821,7 +3045,7 @@ func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
 func (*BudgetConsumed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *BudgetConsumed) GetTokens() int64 {
@@ -2869,7 +3093,7 @@ type BudgetAlerted struct {
 
 func (x *BudgetAlerted) Reset() {
 	*x = BudgetAlerted{}
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2881,7 +3105,7 @@ func (x *BudgetAlerted) String() string {
 func (*BudgetAlerted) ProtoMessage() {}
 
 func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[33]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2894,7 +3118,7 @@ func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
 func (*BudgetAlerted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BudgetAlerted) GetDimension() string {
@@ -2945,7 +3169,7 @@ type BudgetRaised struct {
 
 func (x *BudgetRaised) Reset() {
 	*x = BudgetRaised{}
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2957,7 +3181,7 @@ func (x *BudgetRaised) String() string {
 func (*BudgetRaised) ProtoMessage() {}
 
 func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2970,7 +3194,7 @@ func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
 func (*BudgetRaised) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BudgetRaised) GetMaxTokens() int64 {
@@ -3017,7 +3241,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3029,7 +3253,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3042,7 +3266,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -3119,7 +3343,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3131,7 +3355,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3144,7 +3368,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -3172,7 +3396,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3184,7 +3408,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3197,7 +3421,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -3232,7 +3456,7 @@ type CredentialIssued struct {
 
 func (x *CredentialIssued) Reset() {
 	*x = CredentialIssued{}
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3244,7 +3468,7 @@ func (x *CredentialIssued) String() string {
 func (*CredentialIssued) ProtoMessage() {}
 
 func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3257,7 +3481,7 @@ func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
 func (*CredentialIssued) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CredentialIssued) GetCredential() *SignedCredential {
@@ -3294,7 +3518,7 @@ type CredentialRevoked struct {
 
 func (x *CredentialRevoked) Reset() {
 	*x = CredentialRevoked{}
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3306,7 +3530,7 @@ func (x *CredentialRevoked) String() string {
 func (*CredentialRevoked) ProtoMessage() {}
 
 func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3319,7 +3543,7 @@ func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
 func (*CredentialRevoked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CredentialRevoked) GetCredentialId() string {
@@ -3346,7 +3570,7 @@ type ArtifactSubmitted struct {
 
 func (x *ArtifactSubmitted) Reset() {
 	*x = ArtifactSubmitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3358,7 +3582,7 @@ func (x *ArtifactSubmitted) String() string {
 func (*ArtifactSubmitted) ProtoMessage() {}
 
 func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3371,7 +3595,7 @@ func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
 func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ArtifactSubmitted) GetArtifact() *Artifact {
@@ -3399,7 +3623,7 @@ type TaskProduced struct {
 
 func (x *TaskProduced) Reset() {
 	*x = TaskProduced{}
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3411,7 +3635,7 @@ func (x *TaskProduced) String() string {
 func (*TaskProduced) ProtoMessage() {}
 
 func (x *TaskProduced) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3424,7 +3648,7 @@ func (x *TaskProduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
 func (*TaskProduced) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *TaskProduced) GetRound() uint32 {
@@ -3467,7 +3691,7 @@ type TaskAccepted struct {
 
 func (x *TaskAccepted) Reset() {
 	*x = TaskAccepted{}
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3479,7 +3703,7 @@ func (x *TaskAccepted) String() string {
 func (*TaskAccepted) ProtoMessage() {}
 
 func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3492,7 +3716,7 @@ func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
 func (*TaskAccepted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TaskAccepted) GetRound() uint32 {
@@ -3521,7 +3745,7 @@ type TaskReturned struct {
 
 func (x *TaskReturned) Reset() {
 	*x = TaskReturned{}
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3533,7 +3757,7 @@ func (x *TaskReturned) String() string {
 func (*TaskReturned) ProtoMessage() {}
 
 func (x *TaskReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3546,7 +3770,7 @@ func (x *TaskReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
 func (*TaskReturned) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TaskReturned) GetRound() uint32 {
@@ -3581,7 +3805,7 @@ type BudgetReleased struct {
 
 func (x *BudgetReleased) Reset() {
 	*x = BudgetReleased{}
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3593,7 +3817,7 @@ func (x *BudgetReleased) String() string {
 func (*BudgetReleased) ProtoMessage() {}
 
 func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3606,7 +3830,7 @@ func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
 func (*BudgetReleased) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *BudgetReleased) GetChildTaskId() string {
@@ -3642,7 +3866,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf4\x19\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84\x1b\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3696,7 +3920,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x11deadline_extended\x18D \x01(\v2\x1c.steward.v1.DeadlineExtendedH\x00R\x10deadlineExtended\x12H\n" +
 	"\x10finding_recorded\x18E \x01(\v2\x1b.steward.v1.FindingRecordedH\x00R\x0ffindingRecorded\x12B\n" +
 	"\x0eplan_submitted\x18F \x01(\v2\x19.steward.v1.PlanSubmittedH\x00R\rplanSubmitted\x12B\n" +
-	"\x0eplan_evaluated\x18G \x01(\v2\x19.steward.v1.PlanEvaluatedH\x00R\rplanEvaluated\x12\x12\n" +
+	"\x0eplan_evaluated\x18G \x01(\v2\x19.steward.v1.PlanEvaluatedH\x00R\rplanEvaluated\x12I\n" +
+	"\x11plan_step_started\x18H \x01(\v2\x1b.steward.v1.PlanStepStartedH\x00R\x0fplanStepStarted\x12C\n" +
+	"\x0fplan_step_ended\x18I \x01(\v2\x19.steward.v1.PlanStepEndedH\x00R\rplanStepEnded\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -3746,7 +3972,21 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
 	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12\x1f\n" +
 	"\vapproval_id\x18\x04 \x01(\tR\n" +
-	"approvalId\"W\n" +
+	"approvalId\"\xde\x01\n" +
+	"\x0fPlanStepStarted\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
+	"\taction_id\x18\x03 \x01(\tR\bactionId\x12\x18\n" +
+	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
+	"\n" +
+	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12&\n" +
+	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\xba\x01\n" +
+	"\rPlanStepEnded\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
+	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12.\n" +
+	"\x06result\x18\x05 \x01(\v2\x16.google.protobuf.ValueR\x06result\"W\n" +
 	"\rTaskSuspended\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12.\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x18.steward.v1.SuspendCauseR\x05cause\"b\n" +
@@ -3795,11 +4035,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\tpermit_id\x18\x04 \x01(\tR\bpermitId\"c\n" +
 	"\x15ActionOutcomeRecorded\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
-	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"O\n" +
+	"\aoutcome\x18\x02 \x01(\v2\x13.steward.v1.OutcomeR\aoutcome\"g\n" +
 	"\x0fActionWithdrawn\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vreplaced_by\x18\x02 \x01(\tR\n" +
-	"replacedBy\"\xc3\x01\n" +
+	"replacedBy\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xc3\x01\n" +
 	"\rActionWaiting\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12(\n" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.steward.v1.WaitKindR\x04kind\x120\n" +
@@ -3914,7 +4155,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -3932,63 +4173,67 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*FindingRecorded)(nil),        // 13: steward.v1.FindingRecorded
 	(*PlanSubmitted)(nil),          // 14: steward.v1.PlanSubmitted
 	(*PlanEvaluated)(nil),          // 15: steward.v1.PlanEvaluated
-	(*TaskSuspended)(nil),          // 16: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),            // 17: steward.v1.TaskStalled
-	(*ActionProposed)(nil),         // 18: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),        // 19: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),           // 20: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),      // 21: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),        // 22: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),        // 23: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),          // 24: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),       // 25: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil),  // 26: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),        // 27: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),          // 28: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),          // 29: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),     // 30: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),        // 31: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),       // 32: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),         // 33: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),          // 34: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),           // 35: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),         // 36: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),         // 37: steward.v1.ToolRegistered
-	(*EventRecord)(nil),            // 38: steward.v1.EventRecord
-	(*CredentialIssued)(nil),       // 39: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),      // 40: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),      // 41: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),           // 42: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),           // 43: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),           // 44: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),         // 45: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil),  // 46: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 47: steward.v1.TaskContract
-	(TaskStatus)(0),                // 48: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 49: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 50: steward.v1.Finding
-	(*Plan)(nil),                   // 51: steward.v1.Plan
-	(*PlanRevision)(nil),           // 52: steward.v1.PlanRevision
-	(*PolicySnapshot)(nil),         // 53: steward.v1.PolicySnapshot
-	(SuspendCause)(0),              // 54: steward.v1.SuspendCause
-	(*Action)(nil),                 // 55: steward.v1.Action
-	(*Approval)(nil),               // 56: steward.v1.Approval
-	(ApprovalDecision)(0),          // 57: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 58: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 59: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 60: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 61: steward.v1.Outcome
-	(WaitKind)(0),                  // 62: steward.v1.WaitKind
-	(SettleState)(0),               // 63: steward.v1.SettleState
-	(RevalidationReason)(0),        // 64: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 65: google.protobuf.Duration
-	(*ToolContract)(nil),           // 66: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 67: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 68: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 69: steward.v1.CriterionResult
+	(*PlanStepStarted)(nil),        // 16: steward.v1.PlanStepStarted
+	(*PlanStepEnded)(nil),          // 17: steward.v1.PlanStepEnded
+	(*TaskSuspended)(nil),          // 18: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),            // 19: steward.v1.TaskStalled
+	(*ActionProposed)(nil),         // 20: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),        // 21: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),           // 22: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),      // 23: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),        // 24: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),        // 25: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),          // 26: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),       // 27: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil),  // 28: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),        // 29: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),          // 30: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),          // 31: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),     // 32: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),        // 33: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),       // 34: steward.v1.ApprovalReminded
+	(*BudgetConsumed)(nil),         // 35: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),          // 36: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),           // 37: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),         // 38: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),         // 39: steward.v1.ToolRegistered
+	(*EventRecord)(nil),            // 40: steward.v1.EventRecord
+	(*CredentialIssued)(nil),       // 41: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),      // 42: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),      // 43: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),           // 44: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),           // 45: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),           // 46: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),         // 47: steward.v1.BudgetReleased
+	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 49: steward.v1.TaskContract
+	(TaskStatus)(0),                // 50: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 51: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 52: steward.v1.Finding
+	(*Plan)(nil),                   // 53: steward.v1.Plan
+	(*PlanRevision)(nil),           // 54: steward.v1.PlanRevision
+	(*PolicySnapshot)(nil),         // 55: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 56: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 57: google.protobuf.Value
+	(SuspendCause)(0),              // 58: steward.v1.SuspendCause
+	(*Action)(nil),                 // 59: steward.v1.Action
+	(*Approval)(nil),               // 60: steward.v1.Approval
+	(ApprovalDecision)(0),          // 61: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 62: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 63: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 64: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 65: steward.v1.Outcome
+	(WaitKind)(0),                  // 66: steward.v1.WaitKind
+	(SettleState)(0),               // 67: steward.v1.SettleState
+	(RevalidationReason)(0),        // 68: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 69: google.protobuf.Duration
+	(*ToolContract)(nil),           // 70: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 71: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 72: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 73: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	46, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	48, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -3998,79 +4243,84 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
 	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
 	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	16, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	17, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	18, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	19, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	20, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	21, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	22, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	23, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	24, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	25, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	26, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	27, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	28, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	29, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	31, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	30, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
-	32, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	33, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	34, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	35, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	37, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	36, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	39, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	40, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	41, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	42, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	43, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	44, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	45, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	18, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	19, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	20, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	21, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	22, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	23, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	24, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	25, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	26, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	27, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	28, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	29, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	30, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	31, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	33, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	32, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	34, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	35, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	36, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	37, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	39, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	38, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	41, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	42, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	43, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	44, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	45, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	46, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	47, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
 	11, // 39: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
 	12, // 40: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
 	13, // 41: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
 	14, // 42: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
 	15, // 43: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
-	47, // 44: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	48, // 45: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	49, // 46: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	46, // 47: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	46, // 48: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	50, // 49: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	51, // 50: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	52, // 51: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	53, // 52: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	54, // 53: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	46, // 54: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	55, // 55: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	53, // 56: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	56, // 57: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	57, // 58: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	58, // 59: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	59, // 60: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	53, // 61: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	60, // 62: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	61, // 63: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	62, // 64: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	46, // 65: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	63, // 66: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	64, // 67: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	65, // 68: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 69: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 70: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	46, // 71: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	66, // 72: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 73: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	67, // 74: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	67, // 75: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	68, // 76: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	69, // 77: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	78, // [78:78] is the sub-list for method output_type
-	78, // [78:78] is the sub-list for method input_type
-	78, // [78:78] is the sub-list for extension type_name
-	78, // [78:78] is the sub-list for extension extendee
-	0,  // [0:78] is the sub-list for field type_name
+	16, // 44: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
+	17, // 45: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
+	49, // 46: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	50, // 47: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	51, // 48: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	48, // 49: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	48, // 50: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	52, // 51: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	53, // 52: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	54, // 53: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	55, // 54: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	48, // 55: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	56, // 56: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	57, // 57: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	58, // 58: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	48, // 59: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	59, // 60: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	55, // 61: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	60, // 62: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	61, // 63: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	62, // 64: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	63, // 65: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	55, // 66: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	64, // 67: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	65, // 68: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	66, // 69: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	48, // 70: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	67, // 71: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	68, // 72: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	69, // 73: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 74: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 75: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	48, // 76: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	70, // 77: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 78: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	71, // 79: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	71, // 80: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	72, // 81: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	73, // 82: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	83, // [83:83] is the sub-list for method output_type
+	83, // [83:83] is the sub-list for method input_type
+	83, // [83:83] is the sub-list for extension type_name
+	83, // [83:83] is the sub-list for extension extendee
+	0,  // [0:83] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -4128,6 +4378,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_FindingRecorded)(nil),
 		(*Event_PlanSubmitted)(nil),
 		(*Event_PlanEvaluated)(nil),
+		(*Event_PlanStepStarted)(nil),
+		(*Event_PlanStepEnded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4135,7 +4387,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   45,
+			NumMessages:   47,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

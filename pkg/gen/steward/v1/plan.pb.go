@@ -282,7 +282,9 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // that Steward validates before anything runs (pkg/plan.Validate) and is
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
-// takes one with TaskService.SubmitPlan; running it is not built yet.
+// takes one with TaskService.SubmitPlan; the control plane's plan driver
+// runs its action, wait, checkpoint and foreach steps (docs/plans.md,
+// "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -1269,8 +1271,9 @@ type PlanStepState struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	StepId string                 `protobuf:"bytes,1,opt,name=step_id,json=stepId,proto3" json:"step_id,omitempty"`
 	Status StepStatus             `protobuf:"varint,2,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
-	// The actions the step proposed, in order (a foreach proposes one per
-	// item, a retry another).
+	// The actions the step proposed, in order: an action step's, then each
+	// retry of it; a foreach's, one per item of its latest attempt, in the
+	// list's order (a retry of an item's action is found by its retry_of).
 	ActionIds []string `protobuf:"bytes,3,rep,name=action_ids,json=actionIds,proto3" json:"action_ids,omitempty"`
 	// The sub-task a sub_task step delegated.
 	SubTaskId string `protobuf:"bytes,4,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
@@ -1279,7 +1282,11 @@ type PlanStepState struct {
 	// Why it is where it is, in words: a failure, a skip, a withdrawal.
 	Reason string `protobuf:"bytes,6,opt,name=reason,proto3" json:"reason,omitempty"`
 	// The plan version whose definition of the step this state belongs to.
-	Version       uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	Version uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
+	// For a wait step that started: when its wait ends.
+	WaitUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
+	// For a succeeded checkpoint step: the answer, its result.
+	Result        *structpb.Value `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1361,6 +1368,20 @@ func (x *PlanStepState) GetVersion() uint32 {
 		return x.Version
 	}
 	return 0
+}
+
+func (x *PlanStepState) GetWaitUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.WaitUntil
+	}
+	return nil
+}
+
+func (x *PlanStepState) GetResult() *structpb.Value {
+	if x != nil {
+		return x.Result
+	}
+	return nil
 }
 
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
@@ -1445,7 +1466,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
 	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
-	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xe5\x01\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xd0\x02\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1454,7 +1475,10 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\vsub_task_id\x18\x04 \x01(\tR\tsubTaskId\x12\x1a\n" +
 	"\battempts\x18\x05 \x01(\rR\battempts\x12\x16\n" +
 	"\x06reason\x18\x06 \x01(\tR\x06reason\x12\x18\n" +
-	"\aversion\x18\a \x01(\rR\aversion*]\n" +
+	"\aversion\x18\a \x01(\rR\aversion\x129\n" +
+	"\n" +
+	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12.\n" +
+	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1524,6 +1548,7 @@ var file_steward_v1_plan_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
 	(*Approval)(nil),              // 22: steward.v1.Approval
+	(*structpb.Value)(nil),        // 23: google.protobuf.Value
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
 	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
@@ -1552,11 +1577,13 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
 	22, // 24: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
 	2,  // 25: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	19, // 26: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
+	23, // 27: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }

@@ -181,6 +181,13 @@ const (
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED NeedsInputCause = 3
 	// The agent asked a question (TaskService.RequestInput).
 	NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED NeedsInputCause = 4
+	// A step of the task's plan failed and its on_failure is escalate
+	// (docs/plans.md): the plan stops until a person resumes the task or the
+	// agent submits a revision.
+	NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED NeedsInputCause = 5
+	// A checkpoint step of the task's plan asks its question; the answer is
+	// the step's result.
+	NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT NeedsInputCause = 6
 )
 
 // Enum value maps for NeedsInputCause.
@@ -191,13 +198,17 @@ var (
 		2: "NEEDS_INPUT_CAUSE_ACTION_CAP",
 		3: "NEEDS_INPUT_CAUSE_ESCALATED",
 		4: "NEEDS_INPUT_CAUSE_ASKED",
+		5: "NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED",
+		6: "NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT",
 	}
 	NeedsInputCause_value = map[string]int32{
-		"NEEDS_INPUT_CAUSE_UNSPECIFIED":   0,
-		"NEEDS_INPUT_CAUSE_SAME_FAILURES": 1,
-		"NEEDS_INPUT_CAUSE_ACTION_CAP":    2,
-		"NEEDS_INPUT_CAUSE_ESCALATED":     3,
-		"NEEDS_INPUT_CAUSE_ASKED":         4,
+		"NEEDS_INPUT_CAUSE_UNSPECIFIED":      0,
+		"NEEDS_INPUT_CAUSE_SAME_FAILURES":    1,
+		"NEEDS_INPUT_CAUSE_ACTION_CAP":       2,
+		"NEEDS_INPUT_CAUSE_ESCALATED":        3,
+		"NEEDS_INPUT_CAUSE_ASKED":            4,
+		"NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED": 5,
+		"NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT":  6,
 	}
 )
 
@@ -1055,13 +1066,15 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
 	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02\x12\x1a\n" +
-	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03*\xb9\x01\n" +
+	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03*\x88\x02\n" +
 	"\x0fNeedsInputCause\x12!\n" +
 	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNEEDS_INPUT_CAUSE_SAME_FAILURES\x10\x01\x12 \n" +
 	"\x1cNEEDS_INPUT_CAUSE_ACTION_CAP\x10\x02\x12\x1f\n" +
 	"\x1bNEEDS_INPUT_CAUSE_ESCALATED\x10\x03\x12\x1b\n" +
-	"\x17NEEDS_INPUT_CAUSE_ASKED\x10\x04*N\n" +
+	"\x17NEEDS_INPUT_CAUSE_ASKED\x10\x04\x12&\n" +
+	"\"NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED\x10\x05\x12%\n" +
+	"!NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT\x10\x06*N\n" +
 	"\vFindingKind\x12\x1c\n" +
 	"\x18FINDING_KIND_UNSPECIFIED\x10\x00\x12!\n" +
 	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01B\xa1\x01\n" +

@@ -1,0 +1,77 @@
+package control
+
+import (
+	"context"
+	"fmt"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+)
+
+// Checkpoint steps (docs/plans.md): a step that runs no action and asks a
+// person, as RequestInput does; the answer is its result. The step starts
+// first (PlanStepStarted), then the driver asks (TaskNeedsInput, cause
+// NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT, under an id derived from the step),
+// and the task waits for input; when it runs again, the first answer
+// after the question ends the step.
+
+// checkpoint moves running checkpoint step st on: it asks, once, while
+// the task runs; once the question is closed, the answer ends the step —
+// by its expect, with result the answer — and a question closed without
+// an answer (a resume) fails it.
+func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, c *stewardv1.CheckpointStep) (bool, error) {
+	askID := r.stepEventID(event.TypeTaskNeedsInput, st.StepId, st.Attempts)
+	if !r.history.Has(askID) {
+		return true, r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+			if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+				return nil, nil // waiting on a person already, or on an approval: asked when it runs
+			}
+			return r.p.event(r.meta(askID), &stewardv1.TaskNeedsInput{
+				Reason:   fmt.Sprintf("plan step %s asks", st.StepId),
+				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
+				Question: c.Question,
+				Choices:  c.Choices,
+			})
+		})
+	}
+	answer, found, err := r.answerTo(ctx, askID)
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "its question was closed without an answer (the task was resumed)")
+	}
+	outs, err := r.outcomes(ctx)
+	if err != nil {
+		return false, err
+	}
+	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: answer})
+	switch {
+	case err != nil:
+		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
+	case !ok:
+		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", answer, r.definition(st.StepId).GetExpect()))
+	}
+	return true, r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(answer))
+}
+
+// answerTo returns the first answer given after the question the event
+// askID asked; found is false if there is none.
+func (r *planPass) answerTo(ctx context.Context, askID string) (answer string, found bool, err error) {
+	recs, err := r.p.log.Read(ctx, r.taskID())
+	if err != nil {
+		return "", false, err
+	}
+	asked := false
+	for _, rec := range recs {
+		if rec.Event.EventId == askID {
+			asked = true
+		} else if in := rec.Event.GetInputProvided(); asked && in != nil {
+			return in.Answer, true, nil
+		}
+	}
+	return "", false, nil
+}

@@ -1,0 +1,228 @@
+package control
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// The plan driver runs a task's plan (docs/plans.md, "Running a plan"): a
+// durable reaction to every event that can move a plan — a version
+// submitted or judged, an action's approval decided, its outcome, denial,
+// withdrawal or settlement, a step started or ended, a task running again,
+// a wait step's timer (plan_wait.go). Each pass reads the task and does
+// what the plan asks next:
+//
+//  1. withdraws the actions of steps a revision withdrew, unless permitted;
+//  2. ends the running steps whose action (or items' actions) has ended,
+//     or whose wait is over (plan_step_end.go);
+//  3. applies the on_failure of a step that failed and stops the plan;
+//  4. starts every ready step in the same pass, so that independent steps
+//     run in parallel (plan_step_start.go);
+//  5. ends the plan once every step is done.
+//
+// Steps 2 and 3 end a pass that does anything: the events they append
+// bring the driver back to go on from there.
+//
+// Every write is idempotent: a step's action has a proposal id derived
+// from the step and its canonical request (planProposalID), so a crash
+// between the proposal and the step's record proposes nothing twice; the
+// step events' ids derive from the step, the plan version and the
+// attempt; each write is conditional on the step still standing as read.
+
+// planPrefix starts the proposal id of every action the plan driver
+// proposes; clients may not use it (validateProposal).
+const planPrefix = "plan-"
+
+// planProposalID is the proposal id of the action of a step's attempt
+// (of its item, for a foreach) for a request of requestHash: the same
+// start of the same step asking for the same call names the same action,
+// across redeliveries and across revisions that keep the step before it
+// started. A step redone after a revision (task.StepStatus) is a new
+// attempt, with a new action.
+func planProposalID(step string, attempt uint32, item int, requestHash string) string {
+	id := planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
+	if item >= 0 { // a foreach's: each item its own action, even where two ask the same
+		id += "item" + strconv.Itoa(item) + "-"
+	}
+	return id + requestHash
+}
+
+// drivePlan is one pass of the plan driver over the task rec is about.
+func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error {
+	return p.drive(ctx, &planPass{p: p, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, rec.Event.TaskId)
+}
+
+// drive runs pass r over task taskID.
+func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
+	var moves bool
+	err := taskstore.Peek(ctx, p.log, taskID, r.seq, func(t *stewardv1.Task) {
+		moves = t.Plan != nil && !task.Terminal(t.Status)
+	})
+	if err != nil || !moves {
+		return err // most tasks have no plan: no copy of the task for them
+	}
+	t, history, err := taskstore.LoadSince(ctx, p.log, taskID, r.seq)
+	if err != nil {
+		return err
+	}
+	if err := p.withdrawRetired(ctx, t); err != nil {
+		return err
+	}
+	if !task.PlanMayRun(t) {
+		return nil // governance holds the plan, or the task is stopped: what resumes it brings us back
+	}
+	r.t, r.history = t, history
+	if moved, err := r.endSteps(ctx); err != nil || moved {
+		return err
+	}
+	if moved, err := r.stopOnFailure(ctx); err != nil || moved {
+		return err
+	}
+	if err := r.startReady(ctx); err != nil {
+		return err
+	}
+	return r.finish(ctx)
+}
+
+// planPass is one pass of the driver over task t, read as of sequence
+// seq (at least) of its log, because of event causeID (empty for a timer).
+type planPass struct {
+	p                      *Plane
+	seq                    uint64
+	causeID, correlationID string
+	t                      *stewardv1.Task
+	history                taskstore.History
+	// outs is the outcome of each done step, read once a pass needs it.
+	outs map[string]plan.Outcome
+}
+
+func (r *planPass) taskID() string  { return r.t.Contract.GetTaskId() }
+func (r *planPass) version() uint32 { return r.t.Plan.Version }
+
+// definition returns the definition of step id in the plan in force.
+func (r *planPass) definition(id string) *stewardv1.Step { return task.StepDefinition(r.t.Plan, id) }
+
+// stepEventID is the id of a step event of type typ for the step's
+// attempt under the plan version in force.
+func (r *planPass) stepEventID(typ, step string, attempt uint32) string {
+	return event.ID(r.taskID(), typ, step, strconv.FormatUint(uint64(r.version()), 10), strconv.FormatUint(uint64(attempt), 10))
+}
+
+// meta is the envelope of an event the driver appends under id.
+func (r *planPass) meta(id string) event.Meta {
+	return event.Meta{
+		ID:            id,
+		TaskID:        r.taskID(),
+		Actor:         r.p.actor(stewardPrincipal),
+		CausationID:   r.causeID,
+		CorrelationID: r.correlationID,
+	}
+}
+
+// outcomes returns what the done steps of the plan gave, as the Eval
+// functions read it (result).
+func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error) {
+	if r.outs != nil {
+		return r.outs, nil
+	}
+	outs := map[string]plan.Outcome{}
+	for _, st := range r.t.Plan.Steps {
+		switch st.Status {
+		case stewardv1.StepStatus_STEP_STATUS_SUCCEEDED:
+			result, err := r.result(ctx, st)
+			if err != nil {
+				return nil, err
+			}
+			outs[st.StepId] = plan.Outcome{Status: st.Status, Result: result}
+		case stewardv1.StepStatus_STEP_STATUS_SKIPPED, stewardv1.StepStatus_STEP_STATUS_FAILED:
+			outs[st.StepId] = plan.Outcome{Status: st.Status}
+		}
+	}
+	r.outs = outs
+	return outs, nil
+}
+
+// result is what succeeded step st gave: a checkpoint's answer, a
+// foreach's list of its items' results, an action step's action's result,
+// a wait's null.
+func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
+	if st.Result != nil {
+		return st.Result.AsInterface(), nil
+	}
+	if r.definition(st.StepId).GetForeach() != nil {
+		return r.itemResults(ctx, st)
+	}
+	if len(st.ActionIds) == 0 {
+		return nil, nil
+	}
+	return r.p.resultValue(ctx, task.FindAction(r.t, lastOf(st.ActionIds)))
+}
+
+// resultValue is a's result as encoding/json decodes it: nil for none, a
+// string for a result that is not JSON (see resultJSON).
+func (p *Plane) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
+	raw, err := p.resultJSON(ctx, a)
+	if err != nil {
+		return nil, err
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "result of action %s", a.GetActionId())
+	}
+	return v, nil
+}
+
+// finish ends a plan whose steps are all done, as its ending says:
+// PLAN_ENDING_PRODUCE marks the task produced, its criteria evaluated, as
+// MarkProduced does, under an id derived from the plan version;
+// PLAN_ENDING_HAND_BACK leaves the running task to its agent. A task that
+// may not produce yet — an action of its own still under way — is left
+// for the event that ends it to bring the driver back.
+func (r *planPass) finish(ctx context.Context) error {
+	statuses := task.StepStatuses(r.t.Plan)
+	for _, s := range r.t.Plan.Plan.GetSteps() {
+		if !plan.Done(s, statuses[s.GetId()]) {
+			return nil
+		}
+	}
+	if r.t.Plan.Plan.GetEnding() != stewardv1.PlanEnding_PLAN_ENDING_PRODUCE {
+		return nil
+	}
+	id := event.ID(r.taskID(), event.TypeTaskProduced, "plan", strconv.FormatUint(uint64(r.version()), 10))
+	_, _, err := r.p.produce(ctx, stewardPrincipal, r.taskID(), id, "")
+	if errs.Is(err, errs.FailedPrecondition) {
+		r.p.logger.DebugContext(ctx, "finished plan not produced yet", "task", r.taskID(), "version", r.version(), "err", err)
+		return nil
+	}
+	return err
+}
+
+// withdrawRetired withdraws the actions of steps that a revision withdrew
+// and that have not been permitted yet: nobody should approve what the
+// plan no longer asks. One permitted or further along runs to its end,
+// on the record; it stands for itself in progress.remaining.
+func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
+	for _, st := range t.Plan.GetRetired() {
+		if st.Status != stewardv1.StepStatus_STEP_STATUS_WITHDRAWN {
+			continue
+		}
+		for _, id := range st.ActionIds {
+			if !withdrawable(task.FindAction(t, id)) {
+				continue
+			}
+			w := &stewardv1.ActionWithdrawn{ActionId: id, Reason: "its plan step " + st.StepId + " was withdrawn by a revision of the plan"}
+			if _, err := p.withdrawAction(ctx, stewardPrincipal, t.Contract.GetTaskId(), w); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package control
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// Wait steps (docs/plans.md): a step that runs no action and ends when
+// its time comes, on a durable timer (pkg/timer), so that neither a
+// restart of the process nor of the server loses or shortens it.
+const (
+	// PlanWaitTimerKind is the kind of the timers that end wait steps.
+	PlanWaitTimerKind = "control.plan_wait"
+	// TimerConsumer is the control plane's consumer of its timers.
+	TimerConsumer = "control-timers"
+)
+
+// startWait starts wait step st: it sets a timer at the wait's end — its
+// until, or its duration after now — and then records the start with
+// that end. A timer set by a pass that did not record its start (a
+// crash, a lost race) wakes the driver for nothing.
+func (r *planPass) startWait(ctx context.Context, st *stewardv1.PlanStepState, w *stewardv1.WaitStep) error {
+	now := r.p.now()
+	until := now.Add(w.GetDuration().AsDuration())
+	if w.GetUntil() != nil {
+		until = w.GetUntil().AsTime()
+	}
+	if until.After(now) { // a time already past ends the wait at once
+		if r.p.timers == nil {
+			// A wiring mistake, not the plan's: wait for a plane that has
+			// timers rather than fail the step.
+			return errs.New(errs.Unavailable, "this control plane has no timers to end wait step %s of task %s", st.StepId, r.taskID())
+		}
+		id := r.taskID() + "/" + st.StepId + "/" + strconv.FormatUint(uint64(r.version()), 10) + "/" +
+			strconv.FormatUint(uint64(st.Attempts+1), 10) + "/" + until.UTC().Format(time.RFC3339Nano)
+		if err := r.p.timers.Set(ctx, PlanWaitTimerKind, id, until, []byte(r.taskID())); err != nil {
+			return err
+		}
+	}
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{WaitUntil: timestamppb.New(until)})
+}
+
+// waited ends running wait step st if its time has come.
+func (r *planPass) waited(ctx context.Context, st *stewardv1.PlanStepState) (bool, error) {
+	if st.WaitUntil.AsTime().After(r.p.now()) {
+		return false, nil // its timer brings us back
+	}
+	return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "waited until "+st.WaitUntil.AsTime().UTC().Format(time.RFC3339))
+}
+
+// onPlanWait is a wait step's timer: a pass over its task, read as the
+// log has it now.
+func (p *Plane) onPlanWait(ctx context.Context, f timer.Fired) error {
+	return p.drive(ctx, &planPass{p: p, seq: math.MaxUint64}, string(f.Payload))
+}
