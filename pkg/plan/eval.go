@@ -164,10 +164,40 @@ func (st located) boolean(ctx context.Context, name, expr string, sc scope, b Bi
 var jsonType = reflect.TypeFor[*structpb.Value]()
 
 // toJSON turns a CEL value into a JSON value as encoding/json decodes one.
+// A number JSON cannot hold (1.0/0.0, NaN) is an error: structpb would
+// hand it on as the string "Infinity", and a tool would get a string
+// where the plan computed a number.
 func toJSON(v ref.Val) (any, error) {
 	n, err := v.ConvertToNative(jsonType)
 	if err != nil {
 		return nil, fmt.Errorf("%s is not a JSON value: %w", v.Type().TypeName(), err)
 	}
-	return n.(*structpb.Value).AsInterface(), nil
+	j := n.(*structpb.Value)
+	if f, ok := nonFinite(j); ok {
+		return nil, fmt.Errorf("%v is not a JSON number", f)
+	}
+	return j.AsInterface(), nil
+}
+
+// nonFinite returns a NaN or infinite number inside v, if any.
+func nonFinite(v *structpb.Value) (float64, bool) {
+	switch k := v.GetKind().(type) {
+	case *structpb.Value_NumberValue:
+		if math.IsNaN(k.NumberValue) || math.IsInf(k.NumberValue, 0) {
+			return k.NumberValue, true
+		}
+	case *structpb.Value_ListValue:
+		for _, e := range k.ListValue.GetValues() {
+			if f, ok := nonFinite(e); ok {
+				return f, true
+			}
+		}
+	case *structpb.Value_StructValue:
+		for _, e := range k.StructValue.GetFields() {
+			if f, ok := nonFinite(e); ok {
+				return f, true
+			}
+		}
+	}
+	return 0, false
 }

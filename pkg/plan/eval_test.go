@@ -150,6 +150,29 @@ func TestEvalParams(t *testing.T) {
 	}
 }
 
+// TestEvalRefusesNonFiniteNumbers: a computed number JSON cannot hold
+// (a division by zero) fails the step; it is not handed to the tool as
+// the string "Infinity" or "NaN", nor a foreach item as one.
+func TestEvalRefusesNonFiniteNumbers(t *testing.T) {
+	ctx := context.Background()
+	p := mustPlan(t, release)
+	fetch := fetched(map[string]any{"name": "n", "items": items(2), "total": 3.0, "n": 0.0})
+	for expr, say := range map[string]string{
+		"steps.fetch.result.total / steps.fetch.result.n":  "+Inf is not a JSON number",
+		"{'ratio': [0.0 / steps.fetch.result.n]}":          "NaN is not a JSON number",
+		"-steps.fetch.result.total / steps.fetch.result.n": "-Inf is not a JSON number",
+	} {
+		step(p, "check").GetAction().ParamExprs["count"] = expr
+		if _, params, err := plan.EvalParams(ctx, p, "check", plan.Bindings{Steps: fetch}); err == nil || !strings.Contains(err.Error(), say) {
+			t.Errorf("param %s: got %v, %v; want an error saying %q", expr, params, err, say)
+		}
+	}
+	step(p, "each").GetForeach().Over = "[1.0, steps.fetch.result.total / steps.fetch.result.n]"
+	if got, err := plan.EvalForeach(ctx, p, "each", plan.Bindings{Steps: fetch}); err == nil || !strings.Contains(err.Error(), "+Inf is not a JSON number") {
+		t.Errorf("foreach over an infinity: got %v, %v; want an error", got, err)
+	}
+}
+
 // TestEvalIsDeterministic: a map's keys come out in order every time, so a
 // computed parameter, and the action's canonical request, do not change
 // from one evaluation to the next.

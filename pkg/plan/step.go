@@ -92,7 +92,7 @@ func checkAction(field string, a *stewardv1.ActionStep, l Limits, env Env, sc sc
 	if err != nil {
 		return err
 	}
-	if err := checkText(field+".target", a.Target, maxRefBytes, false); err != nil {
+	if err := checkText(field+".target", a.Target, MaxTargetBytes, false); err != nil {
 		return err
 	}
 	if a.Target != "" && a.TargetExpr != "" {

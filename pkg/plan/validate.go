@@ -26,6 +26,10 @@ type Env struct {
 // MaxIDBytes bounds a step id.
 const MaxIDBytes = 64
 
+// MaxTargetBytes bounds an action's literal target, as ProposeAction
+// bounds a proposal's (services/control.MaxTargetLen is this).
+const MaxTargetBytes = 1024
+
 // Bounds on a step's free text, as for the RPCs they mirror.
 const (
 	maxRefBytes      = 256  // milestone ids, refs, tool names, parameter names

@@ -193,3 +193,19 @@ func TestValidateRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestValidateTakesATargetAProposalTakes: a literal target is bounded as
+// ProposeAction bounds one (MaxTargetBytes), not as a name: a plan can
+// say what an agent could propose directly.
+func TestValidateTakesATargetAProposalTakes(t *testing.T) {
+	p := mustPlan(t, release)
+	step(p, "publish").GetAction().Target = "https://example.test/" + strings.Repeat("a", 600)
+	if err := plan.Validate(p, plan.Limits{}, env); err != nil {
+		t.Fatalf("a 621-byte target: %v", err)
+	}
+	step(p, "publish").GetAction().Target = strings.Repeat("a", plan.MaxTargetBytes+1)
+	var pe *errs.Error
+	if err := plan.Validate(p, plan.Limits{}, env); !errors.As(err, &pe) || pe.Field != "plan.steps[6].action.target" {
+		t.Fatalf("a target past the limit: %v", err)
+	}
+}

@@ -158,9 +158,14 @@ func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1
 			// New, or not started: it starts under this version.
 			next.Steps = append(next.Steps, &stewardv1.PlanStepState{StepId: step.GetId(), Status: stepPending, Version: v})
 		case slices.Contains(s.Revision.GetKept(), step.GetId()):
-			// Unchanged: the same step, under the new version.
-			st = proto.CloneOf(st)
-			st.Version = v
+			// Unchanged: the same step, under the new version — unless
+			// it started under an older definition than the one kept
+			// (a revision changed it while it ran), whose version it
+			// keeps, as a changed step does.
+			if st.Version == cur.GetVersion() {
+				st = proto.CloneOf(st)
+				st.Version = v
+			}
 			next.Steps = append(next.Steps, st)
 		default:
 			next.Steps = append(next.Steps, st) // changed: see above

@@ -69,3 +69,24 @@ func TestRevisedKeepsWhatStarted(t *testing.T) {
 		t.Fatalf("remaining = %v, want %v", got, wantRemaining)
 	}
 }
+
+// TestRevisedKeepsTheVersionAStepStartedUnder: a step that a revision
+// changed while it was running keeps the version it started under; a
+// later revision that leaves it as it is must not relabel it with its own
+// version, or the plan driver would take what began under the first
+// definition for what the latest one asks.
+func TestRevisedKeepsTheVersionAStepStartedUnder(t *testing.T) {
+	running := &stewardv1.PlanStepState{StepId: "s", Status: stepRunning, ActionIds: []string{"act-1"}, Attempts: 1, Version: 1}
+	cur := &stewardv1.PlanState{Version: 1, Steps: []*stewardv1.PlanStepState{running}}
+	step := []*stewardv1.Step{{Id: "s"}}
+	v2 := revised(cur, &stewardv1.PlanSubmitted{PlanHash: "h2", Plan: &stewardv1.Plan{Version: 2, Steps: step},
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Changed: []string{"s"}}}, &stewardv1.Event{})
+	if got := v2.Steps[0].Version; got != 1 {
+		t.Fatalf("after a change, the running step's version = %d, want 1 (the one it started under)", got)
+	}
+	v3 := revised(v2, &stewardv1.PlanSubmitted{PlanHash: "h3", Plan: &stewardv1.Plan{Version: 3, Steps: step},
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"s"}}}, &stewardv1.Event{})
+	if got := v3.Steps[0].Version; got != 1 {
+		t.Fatalf("kept unchanged from version 2, the step started under version 1 shows version %d, want 1", got)
+	}
+}

@@ -11,13 +11,14 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Limits on a proposal.
 const (
-	MaxTargetLen = 1024
+	MaxTargetLen = plan.MaxTargetBytes // a plan's step says what a proposal may
 	MaxParams    = 256 << 10
 )
 

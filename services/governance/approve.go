@@ -2,6 +2,7 @@ package governance
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -40,6 +41,12 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	known, err := p.approvals.Fresh(ctx, p.log, req.ApprovalId)
 	if err != nil {
 		return nil, err
+	}
+	// Another tenant's approval is not found, whichever hash the caller
+	// names: the refusals below would tell its kind, a plan's version or
+	// an action's id.
+	if mine, err := p.ofTenant(ctx, who.Tenant, []*stewardv1.Approval{known}); err != nil || len(mine) == 0 {
+		return nil, cmp.Or(err, approvalNotFound(req.ApprovalId))
 	}
 	if known.PlanHash != "" {
 		return p.decidePlan(ctx, who, req, known)

@@ -274,14 +274,22 @@ func TestPlanApproval(t *testing.T) {
 	}
 }
 
-// TestPlanRejected: a rejected plan never starts; nothing more is
-// evaluated for it.
-func TestPlanRejected(t *testing.T) {
+// planAwaitingApproval starts a plane under the default bundle and
+// submits to task p a plan of wires, which its plan rule holds for the
+// authorizer's approval; it returns the plan's hash and that approval.
+func planAwaitingApproval(t *testing.T) (*govEnv, string, *stewardv1.Approval) {
+	t.Helper()
 	e := newGovEnv(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
-	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
+	return e, hash, e.judged("p", hash, awaitingApproval).Plan.Approval
+}
+
+// TestPlanRejected: a rejected plan never starts; nothing more is
+// evaluated for it.
+func TestPlanRejected(t *testing.T) {
+	e, hash, ap := planAwaitingApproval(t)
 	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), reject); err != nil {
 		t.Fatal(err)
 	}
@@ -478,13 +486,34 @@ func TestAForeachCountsItsItems(t *testing.T) {
 // TestAPlanApprovalClosesWithItsTask: a task that ended takes no vote on
 // its plan's approval.
 func TestAPlanApprovalClosesWithItsTask(t *testing.T) {
-	e := newGovEnv(t)
-	e.start(t)
-	e.create(t, "p", "user:ana", planContract())
-	hash := e.submitPlan(t, "p", 1, wires...)
-	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
+	e, hash, ap := planAwaitingApproval(t)
 	e.Append("p", &stewardv1.TaskCancelled{Reason: "not needed"})
 	if _, err := e.votePlan(ap.ApprovalId, hash, authorizer("user:di"), approve); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "is cancelled") {
 		t.Fatalf("a vote on a cancelled task's plan: %v, want FailedPrecondition", err)
+	}
+}
+
+// TestAnotherTenantsApprovalIsNotFound: a caller of another tenant learns
+// nothing of an approval by naming the wrong kind of hash — not that it is
+// a plan's, nor its version, nor an action's id: it is not found, as
+// whatever it names.
+func TestAnotherTenantsApprovalIsNotFound(t *testing.T) {
+	e, hash, planApproval := planAwaitingApproval(t)
+	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
+	e.credentialed("t")
+	wire := e.propose(t, "t", "w1", "wire")
+	a := e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+
+	stranger := rpc.Identity{Principal: "user:eve", Roles: []string{"authorizer"}, Tenant: "acme"}
+	for name, req := range map[string]*stewardv1.DecideApprovalRequest{
+		"a plan's, with its hash":       {ApprovalId: planApproval.ApprovalId, PlanHash: hash, Decision: approve},
+		"a plan's, with an action hash": {ApprovalId: planApproval.ApprovalId, ActionHash: hash, Decision: approve},
+		"an action's, with its hash":    {ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: approve},
+		"an action's, with a plan hash": {ApprovalId: a.Approval.ApprovalId, PlanHash: a.ActionHash, Decision: approve},
+	} {
+		_, err := e.plane.Decide(context.Background(), stranger, req)
+		if !errs.Is(err, errs.NotFound) || strings.Contains(err.Error(), "version") || strings.Contains(err.Error(), wire) {
+			t.Errorf("%s: Decide = %v, want not found, telling nothing", name, err)
+		}
 	}
 }
