@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -301,30 +299,5 @@ func TestProposalBadInput(t *testing.T) {
 	_, err = approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{ApprovalId: "apv-nope", ActionHash: "x"}))
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("decision without a decision: %v, want invalid_argument", err)
-	}
-}
-
-// TestExampleWalkthrough runs examples/walkthrough.sh — the README's
-// example — against the real binary started the README's way: with the
-// example tools and nothing else, so with the tokens it creates on first
-// start, which the walkthrough reads from the data directory.
-func TestExampleWalkthrough(t *testing.T) {
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
-	data := t.TempDir()
-	p := startCommand(t, nil, "dev", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn", "--tools", "../examples/tools.json")
-	cmd := exec.Command("bash", "../examples/walkthrough.sh")
-	cmd.Env = append(os.Environ(), "STEWARD_URL="+p.url, "STEWARD_DATA="+data, "RUN=test")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("walkthrough failed: %v\n%s", err, out)
-	}
-	for _, want := range []string{"succeeded", `{"result":{"ok":true},"resultHash":"`, `"decidedBy":"user:approver"`, `"approvedBy": "user:approver"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
-		if !strings.Contains(string(out), want) {
-			t.Errorf("walkthrough output lacks %q:\n%s", want, out)
-		}
 	}
 }
