@@ -36,6 +36,10 @@ type Tool struct {
 	release    chan struct{}
 	released   sync.Once
 	gone       chan struct{} // closed at cleanup: held answers end
+	gathers    map[string]*gathering
+
+	inFlight map[string]map[string]int // path → key → calls in flight
+	together map[string]int            // path → most keys in flight at once
 
 	requests []Request
 	perPath  map[string]int
@@ -119,6 +123,7 @@ func StartTool(tb testing.TB) *Tool {
 	t := &Tool{
 		scripts: map[string]*script{}, release: make(chan struct{}), gone: make(chan struct{}),
 		perPath: map[string]int{}, perKey: map[string]int{}, results: map[string][]byte{}, asks: map[string]int{},
+		gathers: map[string]*gathering{}, inFlight: map[string]map[string]int{}, together: map[string]int{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /status", t.answerStatus)
@@ -189,7 +194,10 @@ func (t *Tool) call(w http.ResponseWriter, r *http.Request) {
 	if a.Work && (!done || t.ignoreKeys) {
 		result = t.work(r, key, body)
 	}
+	gather := t.enter(r.URL.Path, key)
 	t.mu.Unlock()
+	defer t.leave(r.URL.Path, key)
+	t.wait(r, gather)
 	t.hold(r, a.Hold)
 	if a.Drop {
 		if hj, ok := w.(http.Hijacker); ok {
@@ -280,6 +288,19 @@ func (t *Tool) hold(r *http.Request, h Hold) {
 	}
 	select {
 	case <-release:
+	case <-r.Context().Done():
+	case <-t.gone:
+	}
+}
+
+// wait waits until ch is closed (a nil ch: not at all), or until the
+// caller is gone or the test ends.
+func (t *Tool) wait(r *http.Request, ch <-chan struct{}) {
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
 	case <-r.Context().Done():
 	case <-t.gone:
 	}

@@ -125,3 +125,34 @@ func TestTheReferenceToolHoldsDropsAndOverridesAsTold(t *testing.T) {
 		t.Fatalf("overridden status = %q, want in_progress", got)
 	}
 }
+
+// TestToolGathers: calls to a gathered path wait until two keys are in
+// flight together, and the tool says so.
+func TestToolGathers(t *testing.T) {
+	tool := stewardtest.StartTool(t).Gather("/branch", 2)
+	done := make(chan int, 2)
+	for _, key := range []string{"k1", "k2"} {
+		go func() {
+			req, _ := http.NewRequest(http.MethodPost, tool.URL+"/branch", strings.NewReader(`{}`))
+			req.Header.Set("Idempotency-Key", key)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				done <- 0
+				return
+			}
+			_ = resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+	}
+	for range 2 {
+		if code := <-done; code != http.StatusOK {
+			t.Fatalf("a gathered call answered %d", code)
+		}
+	}
+	if n := tool.Together("/branch"); n != 2 {
+		t.Fatalf("Together = %d, want 2", n)
+	}
+	if n := tool.Together("/other"); n != 0 {
+		t.Fatalf("Together of an uncalled path = %d", n)
+	}
+}
