@@ -18,8 +18,8 @@ import (
 // whose branches call lookup; beside it a foreach over the three items of
 // a's result, a step whose `when` is false, a fetch from a flaky feed and
 // a one-second pause. verify reads d's join back and checks it with
-// `expect` (the %s); record, a write of confidential data that policy asks
-// a person to approve, ends it.
+// `expect` (the %s); record, an irreversible wire that policy asks a
+// person to approve, ends it.
 const tenStepJSON = `{"taskId": %q, "requestId": "ten-%d", "plan": {
   "version": %[2]d, "ending": "PLAN_ENDING_PRODUCE",
   "steps": [
@@ -37,8 +37,9 @@ const tenStepJSON = `{"taskId": %q, "requestId": "ten-%d", "plan": {
     {"id": "pause", "dependsOn": ["a"], "wait": {"duration": "1s"}},
     {"id": "verify", "dependsOn": ["d"], "action": {"tool": "search", "target": "index:d", "paramExprs": {"q": "steps.d.result.echo.q"}},
      "expect": %q},
-    {"id": "record", "dependsOn": ["verify", "each", "older", "feed", "pause"], "action": {"tool": "ledger", "target": "ledger:incidents",
-     "paramExprs": {"summary": "steps.verify.result.echo.q", "items": "size(steps.each.result)"}}}
+    {"id": "record", "dependsOn": ["verify", "each", "older", "feed", "pause"], "action": {"tool": "wire", "target": "acct:42",
+     "paramExprs": {"amount": "size(steps.each.result)"},
+     "rationale": {"expectedImpact": "pays 3 for the incidents found", "rollbackPlan": "none: a wire is final; the approver checks the amount"}}}
   ]}}`
 
 // TestTenStepPlan runs a ten-step plan end to end on the real binary, as
@@ -56,10 +57,10 @@ const tenStepJSON = `{"taskId": %q, "requestId": "ten-%d", "plan": {
 //     the agent submits version 2, whose verify expects the right join:
 //     a changed failed step starts afresh (attempt 2, a new action), and
 //     every step that succeeded stays done;
-//   - record writes confidential data, which the default bundle lets run
-//     only once the task's authorizer approves it. (An irreversible wire
-//     would be denied: a plan's action carries no rationale, which the
-//     default bundle asks of a high-risk change.)
+//   - record is an irreversible wire, which the default bundle lets run
+//     only once the task's authorizer approves it, and only with the
+//     step's rationale (its expected impact and rollback plan), which the
+//     bundle asks of a high-risk change.
 //
 // At the end the task is produced, each step has the status it should,
 // and the tool did each key's work exactly once.
@@ -70,13 +71,11 @@ func TestTenStepPlan(t *testing.T) {
 	tools := append(governedTools(tool),
 		fmt.Sprintf(`{"name": "lookup", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q}}`, tool.URL+"/lookup"),
 		fmt.Sprintf(`{"name": "fetch", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "http": {"url": %q},
-		 "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.05s", "maxBackoff": "0.2s"}}`, tool.URL+"/feed"),
-		fmt.Sprintf(`{"name": "ledger", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE", "dataSensitivity": "DATA_SENSITIVITY_CONFIDENTIAL",
-		 "idempotency": {"honoursKey": true}, "http": {"url": %q}}`, tool.URL+"/ledger"))
+		 "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.05s", "maxBackoff": "0.2s"}}`, tool.URL+"/feed"))
 	h := startSteward(t, setup{tools: tools})
 	ctx := context.Background()
 	k := contract()
-	k.AllowedTools = []string{"search", "lookup", "fetch", "ledger"}
+	k.AllowedTools = []string{"search", "lookup", "fetch", "wire"}
 	k.AuthorizerRef = "user:bo"
 	taskID := h.create(t, "ten-steps", k)
 	submit := func(version int, expect string) {
@@ -112,8 +111,8 @@ func TestTenStepPlan(t *testing.T) {
 		ap = list.Msg.Approvals[0]
 		return true, ""
 	})
-	if ap.Tool != "ledger" || tool.CallsTo("/ledger") != 0 {
-		t.Fatalf("approval %v, ledger called %d times: want record's write held for its approval", ap, tool.CallsTo("/ledger"))
+	if ap.Tool != "wire" || ap.Rationale.GetRollbackPlan() == "" || tool.CallsTo("/wire") != 0 {
+		t.Fatalf("approval %v, wire called %d times: want record's wire, with its rationale, held for its approval", ap, tool.CallsTo("/wire"))
 	}
 	if _, err := h.approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
 		ApprovalId: ap.ApprovalId, ActionHash: ap.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE})); err != nil {

@@ -160,6 +160,13 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		if err := checkMilestone(field+".milestone_id", s.MilestoneId, t.Contract); err != nil {
 			return err
 		}
+		call, callAt := s.GetAction(), field+".action"
+		if s.GetForeach() != nil {
+			call, callAt = s.GetForeach().GetBody().GetAction(), field+".foreach.body.action"
+		}
+		if err := checkRationale(call.GetRationale()); err != nil {
+			return within(callAt, err)
+		}
 		sub, at := s.GetSubTask(), field+".sub_task"
 		if s.GetForeach() != nil {
 			sub, at = s.GetForeach().GetBody().GetSubTask(), field+".foreach.body.sub_task"

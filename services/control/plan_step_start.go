@@ -134,7 +134,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 		proposalIDOf: func(h string) string { return planProposalID(st.StepId, st.Attempts+1, item, h) },
 		planStep:     st.StepId,
 		tool:         a.Tool, toolVersion: a.ToolVersion, target: target,
-		params: params, retry: a.RetryPolicy, principal: r.t.Plan.SubmittedBy,
+		params: params, retry: a.RetryPolicy, rationale: a.Rationale, principal: r.t.Plan.SubmittedBy,
 	})
 	if err != nil {
 		return "", err

@@ -198,6 +198,9 @@ func TestSubmitPlanRefusals(t *testing.T) {
 		{"an unknown dependency", id, step(func(s *stewardv1.Step) { s.DependsOn = []string{"fnd"} }), "plan.steps[0].depends_on[0]"},
 		{"a tool outside the contract", id, step(func(s *stewardv1.Step) { s.GetAction().Tool = "undo" }), "plan.steps[0].action.tool"},
 		{"a tool outside the credential", narrowed, twoSteps(1), "plan.steps[1].action.tool"},
+		{"a rationale the proposal would refuse", id, step(func(s *stewardv1.Step) {
+			s.GetAction().Rationale = &stewardv1.ActionRationale{ExpectedImpact: "pays\xffout"}
+		}), "plan.steps[0].action.rationale.expected_impact"},
 		{"a tool not registered", id, step(func(s *stewardv1.Step) { s.GetAction().Tool, s.GetAction().ToolVersion = "search", "9" }), "plan.steps[0].action.tool"},
 		{"a retry policy raised", id, step(func(s *stewardv1.Step) {
 			s.GetAction().Tool, s.GetAction().RetryPolicy = "net", &stewardv1.RetryPolicy{MaxAttempts: 9}

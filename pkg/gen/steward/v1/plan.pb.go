@@ -579,7 +579,13 @@ type ActionStep struct {
 	ParamExprs map[string]string `protobuf:"bytes,6,rep,name=param_exprs,json=paramExprs,proto3" json:"param_exprs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Narrows the tool's retry policy, as ProposeActionRequest.retry_policy
 	// does: a field may only be lowered, never raised past the tool's.
-	RetryPolicy   *RetryPolicy `protobuf:"bytes,7,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	RetryPolicy *RetryPolicy `protobuf:"bytes,7,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
+	// The proposer's case for the step's action (each item's, in a
+	// foreach), as ProposeActionRequest.rationale: shown to approvers and
+	// given to policy, which may require it — the default bundle does for a
+	// high-risk change, such as any irreversible call. Part of the plan's
+	// hash; not part of the action's hashes.
+	Rationale     *ActionRationale `protobuf:"bytes,8,opt,name=rationale,proto3" json:"rationale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -659,6 +665,13 @@ func (x *ActionStep) GetParamExprs() map[string]string {
 func (x *ActionStep) GetRetryPolicy() *RetryPolicy {
 	if x != nil {
 		return x.RetryPolicy
+	}
+	return nil
+}
+
+func (x *ActionStep) GetRationale() *ActionRationale {
+	if x != nil {
+		return x.Rationale
 	}
 	return nil
 }
@@ -1411,7 +1424,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"checkpoint\x12*\n" +
 	"\x04wait\x18\r \x01(\v2\x14.steward.v1.WaitStepH\x00R\x04wait\x123\n" +
 	"\aforeach\x18\x0e \x01(\v2\x17.steward.v1.ForeachStepH\x00R\aforeachB\x06\n" +
-	"\x04kind\"\xf1\x02\n" +
+	"\x04kind\"\xac\x03\n" +
 	"\n" +
 	"ActionStep\x12\x12\n" +
 	"\x04tool\x18\x01 \x01(\tR\x04tool\x12!\n" +
@@ -1422,7 +1435,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x06params\x18\x05 \x01(\v2\x17.google.protobuf.StructR\x06params\x12G\n" +
 	"\vparam_exprs\x18\x06 \x03(\v2&.steward.v1.ActionStep.ParamExprsEntryR\n" +
 	"paramExprs\x12:\n" +
-	"\fretry_policy\x18\a \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x1a=\n" +
+	"\fretry_policy\x18\a \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x129\n" +
+	"\trationale\x18\b \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x1a=\n" +
 	"\x0fParamExprsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"f\n" +
@@ -1543,12 +1557,13 @@ var file_steward_v1_plan_proto_goTypes = []any{
 	nil,                           // 15: steward.v1.ActionStep.ParamExprsEntry
 	(*structpb.Struct)(nil),       // 16: google.protobuf.Struct
 	(*RetryPolicy)(nil),           // 17: steward.v1.RetryPolicy
-	(*TaskContract)(nil),          // 18: steward.v1.TaskContract
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
-	(*PolicySnapshot)(nil),        // 21: steward.v1.PolicySnapshot
-	(*Approval)(nil),              // 22: steward.v1.Approval
-	(*structpb.Value)(nil),        // 23: google.protobuf.Value
+	(*ActionRationale)(nil),       // 18: steward.v1.ActionRationale
+	(*TaskContract)(nil),          // 19: steward.v1.TaskContract
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*PolicySnapshot)(nil),        // 22: steward.v1.PolicySnapshot
+	(*Approval)(nil),              // 23: steward.v1.Approval
+	(*structpb.Value)(nil),        // 24: google.protobuf.Value
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
 	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
@@ -1562,28 +1577,29 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	16, // 8: steward.v1.ActionStep.params:type_name -> google.protobuf.Struct
 	15, // 9: steward.v1.ActionStep.param_exprs:type_name -> steward.v1.ActionStep.ParamExprsEntry
 	17, // 10: steward.v1.ActionStep.retry_policy:type_name -> steward.v1.RetryPolicy
-	18, // 11: steward.v1.SubTaskStep.contract:type_name -> steward.v1.TaskContract
-	19, // 12: steward.v1.WaitStep.until:type_name -> google.protobuf.Timestamp
-	20, // 13: steward.v1.WaitStep.duration:type_name -> google.protobuf.Duration
-	11, // 14: steward.v1.ForeachStep.body:type_name -> steward.v1.StepTemplate
-	6,  // 15: steward.v1.StepTemplate.action:type_name -> steward.v1.ActionStep
-	7,  // 16: steward.v1.StepTemplate.sub_task:type_name -> steward.v1.SubTaskStep
-	4,  // 17: steward.v1.PlanState.plan:type_name -> steward.v1.Plan
-	3,  // 18: steward.v1.PlanState.governance:type_name -> steward.v1.PlanGovernance
-	21, // 19: steward.v1.PlanState.snapshot:type_name -> steward.v1.PolicySnapshot
-	14, // 20: steward.v1.PlanState.steps:type_name -> steward.v1.PlanStepState
-	12, // 21: steward.v1.PlanState.revision:type_name -> steward.v1.PlanRevision
-	19, // 22: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
-	14, // 23: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
-	22, // 24: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
-	2,  // 25: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
-	19, // 26: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
-	23, // 27: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	18, // 11: steward.v1.ActionStep.rationale:type_name -> steward.v1.ActionRationale
+	19, // 12: steward.v1.SubTaskStep.contract:type_name -> steward.v1.TaskContract
+	20, // 13: steward.v1.WaitStep.until:type_name -> google.protobuf.Timestamp
+	21, // 14: steward.v1.WaitStep.duration:type_name -> google.protobuf.Duration
+	11, // 15: steward.v1.ForeachStep.body:type_name -> steward.v1.StepTemplate
+	6,  // 16: steward.v1.StepTemplate.action:type_name -> steward.v1.ActionStep
+	7,  // 17: steward.v1.StepTemplate.sub_task:type_name -> steward.v1.SubTaskStep
+	4,  // 18: steward.v1.PlanState.plan:type_name -> steward.v1.Plan
+	3,  // 19: steward.v1.PlanState.governance:type_name -> steward.v1.PlanGovernance
+	22, // 20: steward.v1.PlanState.snapshot:type_name -> steward.v1.PolicySnapshot
+	14, // 21: steward.v1.PlanState.steps:type_name -> steward.v1.PlanStepState
+	12, // 22: steward.v1.PlanState.revision:type_name -> steward.v1.PlanRevision
+	20, // 23: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
+	14, // 24: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
+	23, // 25: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
+	2,  // 26: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
+	20, // 27: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
+	24, // 28: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
