@@ -1,18 +1,12 @@
 package e2e_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
-
-	"github.com/steward-run/steward/pkg/crashpoint"
-	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -46,40 +40,6 @@ func TestPlanRunsOverJSON(t *testing.T) {
 		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
 	}
 	checkDiamondRan(t, tool, h.url, agentToken, taskID)
-}
-
-// TestPlanSurvivesKillAfterProposal: kill -9 between a step's proposal and
-// the plan's record of it, then a restart on the same data: the plan
-// finishes, every action executed exactly once.
-func TestPlanSurvivesKillAfterProposal(t *testing.T) {
-	tool := stewardtest.StartTool(t)
-	dir := t.TempDir()
-	data := filepath.Join(dir, "data")
-	addr := stewardtest.FreeAddr(t)
-	// The kill may land while a step's call is out: its outcome is then
-	// unknown, and the tool's status query settles it (without one, a
-	// person would: Steward never guesses).
-	tools := governedTools(tool)
-	tools[0] = strings.Replace(tools[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+tool.URL+`/status", "url": `, 1)
-	flags := []string{"--nats-listen", addr,
-		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(tools, ",\n")+`]}`)}
-	p := startBinaryEnv(t, data, []string{crashpoint.EnvVar + "=" + crashpoint.AfterProposal}, flags...)
-	k := contract()
-	k.AllowedTools = []string{"search"}
-	resp, err := newClients(p.url).tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "plan-crash", Contract: k}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	taskID := resp.Msg.Task.Contract.TaskId
-	waitStarted(t, newClients(p.url), taskID)
-	if code, resp := postAs(t, "", p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, taskID)); code != http.StatusOK {
-		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
-	}
-	// Governance allows the plan; step a's proposal kills the binary.
-	waitCrash(t, p, crashpoint.AfterProposal, nil)
-
-	p = startBinaryEnv(t, data, []string{crashpoint.EnvVar + "="}, flags...)
-	checkDiamondRan(t, tool, p.url, "", taskID)
 }
 
 // checkDiamondRan waits until the diamondJSON plan of taskID has produced
