@@ -90,3 +90,12 @@ func TestPlanSurvivesKillWithBranchesInFlight(t *testing.T) {
 	tool.Release()
 	d.restartAndCheck(t)
 }
+
+// TestPlanSurvivesKillDuringForeach: kill -9 in the middle of a foreach
+// expansion, one item's action proposed and the next not, then a restart:
+// the expansion proposes the same actions again, and the plan finishes.
+func TestPlanSurvivesKillDuringForeach(t *testing.T) {
+	d, p := startDiamond(t, stewardtest.StartTool(t), []string{crashpoint.EnvVar + "=" + crashpoint.DuringForeach})
+	waitCrash(t, p, crashpoint.DuringForeach, nil)
+	d.restartAndCheck(t)
+}
