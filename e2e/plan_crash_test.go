@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"slices"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +24,7 @@ type diamondCrash struct {
 	tool   *stewardtest.Tool
 	data   string
 	flags  []string
+	token  string // the agent's, when the flags name a tokens file
 	taskID string
 }
 
@@ -29,23 +32,30 @@ type diamondCrash struct {
 // The kill may land while a step's call is out: its outcome is then
 // unknown, and the tool's status query settles it (without one, a person
 // would: Steward never guesses).
-func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string) (*diamondCrash, *proc) {
+func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string, extra ...string) (*diamondCrash, *proc) {
 	t.Helper()
 	dir := t.TempDir()
 	tools := governedTools(tool)
 	tools[0] = strings.Replace(tools[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+tool.URL+`/status", "url": `, 1)
 	d := &diamondCrash{tool: tool, data: filepath.Join(dir, "data"), flags: []string{"--nats-listen", stewardtest.FreeAddr(t),
 		"--tools", writeFile(t, dir, "tools.json", `{"tools": [`+strings.Join(tools, ",\n")+`]}`)}}
+	d.flags = append(d.flags, extra...)
 	p := startBinaryEnv(t, d.data, env, d.flags...)
+	c := newClients(p.url)
+	if slices.Contains(extra, "--auth") {
+		d.token = agentToken
+		c = withToken(p.url, agentToken).clients
+	}
 	k := contract()
 	k.AllowedTools = []string{"search"}
-	resp, err := newClients(p.url).tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "plan-crash", Contract: k}))
+	k.AuthorizerRef = "user:bo"
+	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "plan-crash", Contract: k}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d.taskID = resp.Msg.Task.Contract.TaskId
-	waitStarted(t, newClients(p.url), d.taskID)
-	if code, resp := postAs(t, "", p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, d.taskID)); code != http.StatusOK {
+	waitStarted(t, c, d.taskID)
+	if code, resp := postAs(t, d.token, p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, d.taskID)); code != http.StatusOK {
 		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
 	}
 	return d, p
@@ -55,8 +65,13 @@ func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string) (*diamondC
 // armed, and checks the plan finishes with every call made once.
 func (d *diamondCrash) restartAndCheck(t *testing.T) {
 	t.Helper()
-	p := startBinaryEnv(t, d.data, []string{crashpoint.EnvVar + "="}, d.flags...)
-	checkDiamondRan(t, d.tool, p.url, "", d.taskID)
+	checkDiamondRan(t, d.tool, d.restart(t).url, d.token, d.taskID)
+}
+
+// restart starts the binary again on the same data, nothing armed.
+func (d *diamondCrash) restart(t *testing.T) *proc {
+	t.Helper()
+	return startBinaryEnv(t, d.data, []string{crashpoint.EnvVar + "="}, d.flags...)
 }
 
 // TestPlanSurvivesKillAfterProposal: kill -9 between a step's proposal and
@@ -98,4 +113,34 @@ func TestPlanSurvivesKillDuringForeach(t *testing.T) {
 	d, p := startDiamond(t, stewardtest.StartTool(t), []string{crashpoint.EnvVar + "=" + crashpoint.DuringForeach})
 	waitCrash(t, p, crashpoint.DuringForeach, nil)
 	d.restartAndCheck(t)
+}
+
+// TestPlanSurvivesKillAwaitingApproval: kill -9 while the plan waits for
+// its approval (a policy that asks a person about every plan), then a
+// restart: the authorizer approves, and the plan runs to the end.
+func TestPlanSurvivesKillAwaitingApproval(t *testing.T) {
+	dir := t.TempDir()
+	policy := filepath.Join(dir, "policy")
+	for _, name := range []string{"steward.rego", "plan.rego"} {
+		rego, err := os.ReadFile("../services/governance/policy/default/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "plan.rego" {
+			rego = append(rego, "\napproval_reasons contains \"every plan here is approved by a person\"\n"...)
+		}
+		writeFile(t, policy, name, string(rego))
+	}
+	d, p := startDiamond(t, stewardtest.StartTool(t), []string{crashpoint.EnvVar + "="},
+		"--policy-dir", policy, "--auth", writeFile(t, dir, "tokens.json", tokensFile))
+	waiting := planGoverned(t, withToken(p.url, agentToken), d.taskID, 1, func(p *stewardv1.PlanState) bool { return p.Approval != nil })
+	_ = p.cmd.Process.Kill()
+	waitCrash(t, p, "kill -9 awaiting the plan's approval", nil)
+
+	p = d.restart(t)
+	if _, err := withToken(p.url, approverToken).governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: waiting.Approval.ApprovalId, PlanHash: waiting.PlanHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE})); err != nil {
+		t.Fatal(err)
+	}
+	checkDiamondRan(t, d.tool, p.url, d.token, d.taskID)
 }
