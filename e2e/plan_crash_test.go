@@ -144,3 +144,25 @@ func TestPlanSurvivesKillAwaitingApproval(t *testing.T) {
 	}
 	checkDiamondRan(t, d.tool, p.url, d.token, d.taskID)
 }
+
+// TestPlanSurvivesKillDuringRevision: kill -9 once a revision of the
+// running diamond (adding step e) is on the log and before the driver has
+// acted on it, then a restart: the driver takes up the revision, and the
+// revised plan finishes, every call made once.
+func TestPlanSurvivesKillDuringRevision(t *testing.T) {
+	// a's call is done and held, so v1 is in force and mid-run when the
+	// revision comes.
+	tool := stewardtest.StartTool(t).Script("/search", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	d, p := startDiamond(t, tool, []string{crashpoint.EnvVar + "=" + crashpoint.DuringRevision})
+	stewardtest.Eventually(t, crashWait, func() (bool, string) { return len(tool.Worked()) == 1, "a's call has not come" })
+	revised := strings.NewReplacer(`"version": 1`, `"version": 2`, `"diamond-1"`, `"diamond-2"`,
+		`"steps": [`, `"steps": [
+    {"id": "e", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:e", "params": {"q": "more"}}},`).Replace(diamondJSON)
+	// The kill cuts the call short: its answer is not the point.
+	if resp, err := http.Post(p.url+"/steward.v1.TaskService/SubmitPlan", "application/json", strings.NewReader(fmt.Sprintf(revised, d.taskID))); err == nil {
+		_ = resp.Body.Close()
+	}
+	waitCrash(t, p, crashpoint.DuringRevision, nil)
+	tool.Release()
+	checkPlanRan(t, tool, d.restart(t).url, d.token, d.taskID, map[string]int{"a": 1, "b": 1, "c": 1, "each": 3, "pause": 0, "d": 1, "e": 1})
+}

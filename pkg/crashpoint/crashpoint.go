@@ -60,10 +60,14 @@ const (
 	// DuringForeach: a plan's foreach step proposed the action of one
 	// item and not of the next: the expansion is half on the log.
 	DuringForeach = "during-foreach"
+	// DuringRevision: a plan's revision is on the log (PlanSubmitted)
+	// and the driver has not acted on it: nothing withdrawn, nothing new
+	// proposed.
+	DuringRevision = "during-revision"
 )
 
 // PlanPoints lists every named point of a plan's run.
-var PlanPoints = []string{DuringForeach}
+var PlanPoints = []string{DuringForeach, DuringRevision}
 
 var armed = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
