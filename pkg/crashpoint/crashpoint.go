@@ -54,6 +54,21 @@ const (
 // Points lists every named point.
 var Points = []string{AfterProposal, AfterPermit, AfterClaim, AfterDispatch, AfterRetryDispatch, AfterOutcome, DuringCompensation, DuringReconciliation}
 
+// The named points of a plan's run, each a moment a kill leaves a plan's
+// step half done; e2e/plan_crash_test.go covers them, not the matrix.
+const (
+	// DuringForeach: a plan's foreach step proposed the action of one
+	// item and not of the next: the expansion is half on the log.
+	DuringForeach = "during-foreach"
+	// DuringRevision: a plan's revision is on the log (PlanSubmitted)
+	// and the driver has not acted on it: nothing withdrawn, nothing new
+	// proposed.
+	DuringRevision = "during-revision"
+)
+
+// PlanPoints lists every named point of a plan's run.
+var PlanPoints = []string{DuringForeach, DuringRevision}
+
 var armed = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, p := range strings.Split(os.Getenv(EnvVar), ",") {

@@ -9,6 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -78,6 +79,9 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	})
 	if err != nil {
 		return nil, false, err
+	}
+	if created && t.Plan.GetRevision() != nil {
+		crashpoint.Here(crashpoint.DuringRevision)
 	}
 	return t, created, nil
 }

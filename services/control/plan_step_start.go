@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -85,6 +86,9 @@ func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState
 			return err
 		}
 		ids = append(ids, id)
+		if i+1 < len(items) {
+			crashpoint.Here(crashpoint.DuringForeach)
+		}
 	}
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemActionIds: ids})
 }
