@@ -1,6 +1,8 @@
 // Package plan is the pure part of plans: an agent's plan as data
 // (stewardv1.Plan), checked before anything runs, and the questions a
-// runtime asks of it while it runs. No NATS, no clock, no I/O.
+// runtime asks of it while it runs. No clock and no I/O; but it links
+// pkg/action (canonical JSON) and pkg/toolreg (NarrowRetry), whose
+// packages hold NATS stores, so the offline fold does not import it.
 //
 // Why a plan is checked whole, up front: once the agent hands over a DAG
 // of steps, a mistake found halfway (a step that names a tool the task may
