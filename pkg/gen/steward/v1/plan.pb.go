@@ -374,8 +374,8 @@ type Step struct {
 	// result, and for a foreach item, the item. Empty: no assertion. Must
 	// type-check to bool (or dyn). Not allowed on a wait.
 	Expect string `protobuf:"bytes,4,opt,name=expect,proto3" json:"expect,omitempty"`
-	// The milestone whose budget and action cap the step's work counts
-	// against; empty for none.
+	// The milestone of the contract's budget that the step's actions are
+	// charged to (Action.milestone_id), besides the task; empty for none.
 	MilestoneId string    `protobuf:"bytes,5,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	OnFailure   OnFailure `protobuf:"varint,6,opt,name=on_failure,json=onFailure,proto3,enum=steward.v1.OnFailure" json:"on_failure,omitempty"`
 	// What the step does: exactly one.
