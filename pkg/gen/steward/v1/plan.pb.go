@@ -745,8 +745,9 @@ type CheckpointStep struct {
 	// RequestInputRequest.choices: at most 32, each non-blank, at most 256
 	// bytes, and distinct.
 	Choices []string `protobuf:"bytes,2,rep,name=choices,proto3" json:"choices,omitempty"`
-	// Who is asked, a principal's ref; empty for whoever may answer the
-	// task's questions (ProvideInput).
+	// Who is asked, a principal's ref: the contract's requester or
+	// accountable owner, who alone (or an operator) may then answer; empty
+	// for whoever may answer the task's questions (ProvideInput).
 	AskRef        string `protobuf:"bytes,3,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
