@@ -77,6 +77,24 @@ func TestHash(t *testing.T) {
 		t.Fatalf("through the wire: %s, want %s", h3, h)
 	}
 
+	// An unset on_failure reads as escalate, so spelling it out is the
+	// same plan: the same hash, and a revision that does keeps the step.
+	spelt, unset := mustPlan(t, release), 0
+	for _, s := range spelt.Steps {
+		if s.OnFailure == stewardv1.OnFailure_ON_FAILURE_UNSPECIFIED {
+			s.OnFailure, unset = stewardv1.OnFailure_ON_FAILURE_ESCALATE, unset+1
+		}
+	}
+	if unset == 0 {
+		t.Fatal("release spells out every on_failure: this checks nothing")
+	}
+	if hs, _ := plan.Hash(spelt); hs != h {
+		t.Fatalf("on_failure spelt out: hash %s, want %s", hs, h)
+	}
+	if d, err := plan.Diff(p, spelt); err != nil || len(d.Kept) != len(p.Steps) {
+		t.Fatalf("on_failure spelt out: Diff = %+v, %v; want every step kept", d, err)
+	}
+
 	changes := map[string]func(*stewardv1.Plan){
 		"version":    func(p *stewardv1.Plan) { p.Version = 2 },
 		"ending":     func(p *stewardv1.Plan) { p.Ending = stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK },
@@ -107,4 +125,4 @@ func TestHashIsStable(t *testing.T) {
 	}
 }
 
-const pinnedHash = "182a76d3dca1259622b13a47d0c7e83b35fca2c326c5e7d562c8b55e8f7ae7c4"
+const pinnedHash = "7074f6d8a4b67a2c45270093fec9f92b78802e64d0e4aa61d082cbfbff037aee"

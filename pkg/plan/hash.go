@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -25,6 +26,8 @@ import (
 // deliberately unstable and proto's binary form is not canonical
 // across implementations. Unset fields are left out, so a field added to
 // the format later does not change the hash of a plan that leaves it unset.
+// An unset on_failure is hashed as the escalate it reads as (withDefaults),
+// so the two spellings of one plan are one plan.
 func Hash(p *stewardv1.Plan) (string, error) {
 	c, err := canonical(p)
 	if err != nil {
@@ -38,7 +41,7 @@ func Hash(p *stewardv1.Plan) (string, error) {
 
 // canonical returns m's canonical JSON (see Hash).
 func canonical(m proto.Message) ([]byte, error) {
-	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(m)
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(withDefaults(m))
 	if err != nil {
 		return nil, err
 	}
@@ -49,4 +52,32 @@ func canonical(m proto.Message) ([]byte, error) {
 		return nil, err
 	}
 	return action.CanonicalJSON(v)
+}
+
+// withDefaults returns m, a plan or a step, with each step's unset
+// on_failure set to the ON_FAILURE_ESCALATE it reads as: a copy where one
+// is unset, m itself otherwise.
+func withDefaults(m proto.Message) proto.Message {
+	unset := func(s *stewardv1.Step) bool { return s.GetOnFailure() == stewardv1.OnFailure_ON_FAILURE_UNSPECIFIED }
+	var steps []*stewardv1.Step
+	switch v := m.(type) {
+	case *stewardv1.Plan:
+		if !slices.ContainsFunc(v.GetSteps(), unset) {
+			return m
+		}
+		c := proto.Clone(v).(*stewardv1.Plan)
+		m, steps = c, c.Steps
+	case *stewardv1.Step:
+		if !unset(v) {
+			return m
+		}
+		c := proto.Clone(v).(*stewardv1.Step)
+		m, steps = c, []*stewardv1.Step{c}
+	}
+	for _, s := range steps {
+		if unset(s) {
+			s.OnFailure = stewardv1.OnFailure_ON_FAILURE_ESCALATE
+		}
+	}
+	return m
 }

@@ -15,9 +15,10 @@ import (
 // version a second time, naming the approval: only that makes it
 // approved. A new version has no approval; the old one's closes with it.
 
-// planApprovalStep folds the approval of a plan and its votes: an
-// ApprovalRequested or ApprovalDecided with a plan hash. An approval or
-// a vote about an action is not its to fold (ok false).
+// planApprovalStep folds the approval of a plan, its votes and its
+// reminders: an ApprovalRequested or ApprovalDecided with a plan hash, an
+// ApprovalReminded naming no action. An approval, a vote or a reminder
+// about an action is not its to fold (ok false).
 func planApprovalStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool, err error) {
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_ApprovalRequested:
@@ -30,10 +31,25 @@ func planApprovalStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok
 			return nil, false, nil
 		}
 		commit, err = planVote(t, ev, p.ApprovalDecided)
+	case *stewardv1.Event_ApprovalReminded:
+		if p.ApprovalReminded.GetActionId() != "" {
+			return nil, false, nil
+		}
+		commit, err = planReminder(t, p.ApprovalReminded)
 	default:
 		return nil, false, nil
 	}
 	return commit, true, err
+}
+
+// planReminder checks a reminder that the approval of the plan version
+// in force is still waiting; it changes nothing but the record.
+func planReminder(t *stewardv1.Task, r *stewardv1.ApprovalReminded) (func(), error) {
+	ap := t.Plan.GetApproval()
+	if ap == nil || ap.ApprovalId != r.ApprovalId || ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+		return nil, errs.New(errs.FailedPrecondition, "task %s: approval %s is not the open approval of its plan", t.Contract.GetTaskId(), r.ApprovalId)
+	}
+	return func() {}, nil
 }
 
 // planApprovalRequest opens the one approval of the version in force,

@@ -155,32 +155,12 @@ func validateDelegate(req *stewardv1.DelegateTaskRequest, now time.Time) error {
 }
 
 // mayDelegate checks that parent may hand work on now: it has not ended,
-// and its credential stands.
+// and its credential is in force.
 func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now time.Time) error {
-	id := parent.Contract.GetTaskId()
-	cs := parent.Credential
-	switch {
-	case task.Terminal(parent.Status):
-		return errs.New(errs.FailedPrecondition, "parent task %s is %s: an ended task delegates nothing", id, task.StatusName(parent.Status))
-	case cs == nil:
-		return errs.New(errs.FailedPrecondition, "parent task %s has no credential yet: governance issues it when the task is created; try again", id)
-	case cs.Revoked:
-		return errs.New(errs.FailedPrecondition, "credential %s of parent task %s was revoked (%s): it delegates nothing", cs.Credential.GetCredentialId(), id, cs.RevokedReason)
-	case cs.Credential.GetExpiresAt() != nil && !now.Before(cs.Credential.ExpiresAt.AsTime()):
-		return errs.New(errs.FailedPrecondition, "credential %s of parent task %s expired at %s", cs.Credential.CredentialId, id, cs.Credential.ExpiresAt.AsTime().Format(time.RFC3339))
+	if task.Terminal(parent.Status) {
+		return errs.New(errs.FailedPrecondition, "parent task %s is %s: an ended task delegates nothing", parent.Contract.GetTaskId(), task.StatusName(parent.Status))
 	}
-	// A revocation holds for everything delegated below it; governance
-	// would refuse the sub-task's every action, so refuse it now.
-	r, err := taskstore.RevokedAbove(ctx, p.log, parent)
-	switch {
-	case err != nil:
-		return err
-	case r == nil:
-		return nil
-	case r.Why != "":
-		return errs.New(errs.FailedPrecondition, "parent task %s may not delegate: %s", id, r.Why)
-	}
-	return errs.New(errs.FailedPrecondition, "credential %s of task %s, from which parent task %s was delegated, was revoked (%s)", r.Credential.GetCredential().GetCredentialId(), r.TaskID, id, r.Credential.RevokedReason)
+	return p.credentialInForce(ctx, parent, now)
 }
 
 // priorDelegation returns the last hop of sub-task taskID, which an

@@ -133,10 +133,11 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 	if p.tools == nil {
 		return errs.New(errs.FailedPrecondition, "this control plane does not take plans")
 	}
-	allowed, err := planTools(t)
-	if err != nil {
+	now := p.now()
+	if err := p.credentialInForce(ctx, t, now); err != nil {
 		return err
 	}
+	allowed := planTools(t)
 	var lookup error // the registry's own failure, not the plan's
 	env := plan.Env{AllowedTools: allowed, Tool: func(name, version string) (*stewardv1.ToolContract, error) {
 		e, err := p.toolFor(ctx, t, name, version)
@@ -158,7 +159,6 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		}
 		return err
 	}
-	now := p.now()
 	for i, s := range pl.Steps {
 		field := fmt.Sprintf("plan.steps[%d]", i)
 		if err := checkMilestone(field+".milestone_id", s.MilestoneId, t.Contract); err != nil {
@@ -190,17 +190,9 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 
 // planTools returns the tools a plan for t may call: its contract's,
 // narrowed by its credential (a bare name the credential pins takes the
-// pin). A task without a credential, or with a revoked one, takes no plan.
-func planTools(t *stewardv1.Task) ([]string, error) {
-	id := t.Contract.GetTaskId()
-	cs := t.Credential
-	switch {
-	case cs == nil:
-		return nil, errs.New(errs.FailedPrecondition, "task %s has no credential yet: governance issues it when the task is created; try again", id)
-	case cs.Revoked:
-		return nil, errs.New(errs.FailedPrecondition, "credential %s of task %s was revoked (%s): the task takes no plan", cs.Credential.GetCredentialId(), id, cs.RevokedReason)
-	}
-	granted := cs.Credential.GetAllowedTools()
+// pin). The credential is in force (credentialInForce).
+func planTools(t *stewardv1.Task) []string {
+	granted := t.Credential.GetCredential().GetAllowedTools()
 	var allowed []string
 	for _, entry := range t.Contract.GetAllowedTools() {
 		name, version := toolpin.Split(entry)
@@ -212,7 +204,7 @@ func planTools(t *stewardv1.Task) ([]string, error) {
 			allowed = append(allowed, entry)
 		}
 	}
-	return allowed, nil
+	return allowed
 }
 
 // checkMilestone checks that a step's milestone, if it names one, is one

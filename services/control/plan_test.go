@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/credential"
@@ -268,6 +269,29 @@ func TestSubmitPlanNeedsARunningTask(t *testing.T) {
 	}
 	if _, _, err := r.submitPlan(tk.Contract.TaskId, "", twoSteps(1)); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "no credential yet") {
 		t.Fatalf("no credential: err = %v, want a failed precondition", err)
+	}
+
+	// A credential that cannot back the plan's actions: revoked, expired,
+	// or revoked up the task's delegation chain.
+	revoked := r.planTask(t, "revoked", nil)
+	r.Append(revoked, &stewardv1.CredentialRevoked{CredentialId: r.task(t, revoked).Credential.Credential.CredentialId, Reason: "leaked"})
+	expired := r.planTask(t, "expired", func(c *stewardv1.TaskCredential) { c.ExpiresAt = timestamppb.New(time.Now().Add(-time.Minute)) })
+	lead := r.planTask(t, "lead", nil)
+	sub, _, err := r.ctl.DelegateTask(context.Background(), "agent", &stewardv1.DelegateTaskRequest{ParentTaskId: lead, Contract: subContract(), DelegateRef: "agent:sub"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.issue(t, sub, credential.Delegated(r.task(t, lead).Credential.Credential, sub.Contract, "agent:sub", time.Now()))
+	r.running(sub.Contract.TaskId)
+	r.Append(lead, &stewardv1.CredentialRevoked{CredentialId: r.task(t, lead).Credential.Credential.CredentialId, Reason: "stop all"})
+	for id, want := range map[string]string{revoked: "revoked (leaked)", expired: "expired at", sub.Contract.TaskId: "was revoked (stop all)"} {
+		seq := r.last(t)
+		if _, _, err := r.submitPlan(id, "", twoSteps(1)); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), want) {
+			t.Errorf("task %s: err = %v, want a failed precondition saying %q", id, err, want)
+		}
+		if r.last(t) != seq {
+			t.Errorf("task %s: a refused plan appended events", id)
+		}
 	}
 }
 

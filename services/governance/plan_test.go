@@ -517,3 +517,23 @@ func TestAnotherTenantsApprovalIsNotFound(t *testing.T) {
 		}
 	}
 }
+
+// TestCallsBeforeThePlanCount: the default plan rule weighs the task's
+// irreversible calls outside the plan too, so that a plan cannot stay
+// under the threshold by leaving out, or revising away, calls already
+// under way.
+func TestCallsBeforeThePlanCount(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	// The agent's own two wires, each awaiting its approval: under way.
+	for _, id := range []string{"own-1", "own-2"} {
+		e.waitStatus("p", e.propose(t, "p", id, "wire"), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	}
+	hash := e.submitPlan(t, "p", 1, "wire", "wire")
+	tk := e.judged("p", hash, anyJudgement)
+	want := "the plan may make 2 irreversible calls and the task has made or has under way 2 outside it: 4, more than 3"
+	if got := strings.Join(tk.Plan.Snapshot.Reasons, ";"); tk.Plan.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL || got != want {
+		t.Fatalf("plan %s because %q; want it to await approval because %q", standing(tk), got, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -47,11 +48,12 @@ type Notifier func(ctx context.Context, ap *stewardv1.Approval, waited time.Dura
 
 // logReminder is the default Notifier.
 func (p *Plane) logReminder(_ context.Context, ap *stewardv1.Approval, waited time.Duration) {
-	p.logger.Warn("approval still waiting", "approval", ap.ApprovalId, "task", ap.TaskId, "action", ap.ActionId,
+	p.logger.Warn("approval still waiting", "approval", ap.ApprovalId, "task", ap.TaskId, "action", ap.ActionId, "plan_version", ap.PlanVersion,
 		"roles", ap.RequiredRoles, "waited", waited)
 }
 
 // approvalTimer is a timer's payload: which approval, and which stage.
+// ActionID is empty for the approval of a plan version.
 type approvalTimer struct {
 	TaskID     string `json:"task_id"`
 	ActionID   string `json:"action_id"`
@@ -103,11 +105,11 @@ func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) er
 	if err != nil {
 		return err
 	}
-	a, ok := openApproval(t, actionID, approvalID)
+	w, ok := openApproval(t, actionID, approvalID)
 	if !ok {
-		return nil // decided, withdrawn or ended before its timers were set
+		return nil // decided, withdrawn, revised or ended before its timers were set
 	}
-	requested := requestedAt(a)
+	requested := w.requested
 	remind, suspend := approvalWaits(t.Contract)
 	for stage, after := range map[string]time.Duration{stageRemind: remind, stageSuspend: suspend} {
 		payload, err := json.Marshal(approvalTimer{TaskID: taskID, ActionID: actionID, ApprovalID: approvalID, Stage: stage})
@@ -121,22 +123,52 @@ func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) er
 	return nil
 }
 
-// requestedAt is when the action's approval was asked for.
-func requestedAt(a *stewardv1.Action) time.Time {
-	if ts := a.Approval.GetRequestedAt(); ts != nil {
-		return ts.AsTime()
-	}
-	return a.GetUpdatedAt().AsTime() // the request was its last step
+// waiting is an open approval, with what its timers need to know.
+type waiting struct {
+	ap        *stewardv1.Approval
+	requested time.Time
+	// what it is for, in words: "action act-1", "plan version 2".
+	what string
+	// The event that asked for it, and the correlation of what it is for.
+	causeID, correlationID string
 }
 
-// openApproval returns the action if it still waits on approvalID and its
-// task has not ended.
-func openApproval(t *stewardv1.Task, actionID, approvalID string) (*stewardv1.Action, bool) {
+// openApproval returns approval approvalID — of action actionID, or of
+// the plan version in force when actionID is empty — if it still waits
+// and its task has not ended.
+func openApproval(t *stewardv1.Task, actionID, approvalID string) (waiting, bool) {
+	if task.Terminal(t.Status) {
+		return waiting{}, false
+	}
+	if actionID == "" {
+		ps := t.Plan
+		ap := ps.GetApproval()
+		if ps.GetGovernance() != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL || ap.GetApprovalId() != approvalID ||
+			ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+			return waiting{}, false
+		}
+		return waiting{
+			ap: ap, requested: askedAt(ap, ps.SubmittedAt), what: fmt.Sprintf("plan version %d", ps.Version),
+			causeID: planEventID(t.Contract.GetTaskId(), ps.Version, ps.PlanHash, event.TypeApprovalRequired),
+		}, true
+	}
 	a := task.FindAction(t, actionID)
-	ok := !task.Terminal(t.Status) && a != nil &&
-		a.Status == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL &&
-		a.Approval.GetApprovalId() == approvalID
-	return a, ok
+	if a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL || a.Approval.GetApprovalId() != approvalID {
+		return waiting{}, false
+	}
+	return waiting{
+		ap: a.Approval, requested: askedAt(a.Approval, a.UpdatedAt), what: "action " + actionID,
+		causeID: event.ID(a.ActionId, event.TypeApprovalRequired), correlationID: a.ProposalId,
+	}, true
+}
+
+// askedAt is when ap was asked for; before approvals said so, the last
+// step of what it is for (the request was it).
+func askedAt(ap *stewardv1.Approval, last *timestamppb.Timestamp) time.Time {
+	if ts := ap.GetRequestedAt(); ts != nil {
+		return ts.AsTime()
+	}
+	return last.AsTime()
 }
 
 // onApprovalTimer handles a fired approval timer. It does something only if
@@ -144,7 +176,7 @@ func openApproval(t *stewardv1.Task, actionID, approvalID string) (*stewardv1.Ac
 // approval, so a timer delivered twice records nothing twice.
 func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 	var at approvalTimer
-	if err := json.Unmarshal(f.Payload, &at); err != nil || at.TaskID == "" || at.ActionID == "" || at.ApprovalID == "" {
+	if err := json.Unmarshal(f.Payload, &at); err != nil || at.TaskID == "" || at.ApprovalID == "" {
 		p.logger.Error("approval timer with a bad payload; dropping it", "id", f.ID, "err", err)
 		return nil
 	}
@@ -184,12 +216,12 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 	)
 	err = taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		open = nil
-		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
+		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok {
 			return nil, nil
 		}
-		open, waited = proto.CloneOf(a.Approval), p.now().Sub(requestedAt(a)).Round(time.Second)
-		return event.New(p.timerMeta(id, t, a), &stewardv1.ApprovalReminded{
+		open, waited = proto.CloneOf(w.ap), p.now().Sub(w.requested).Round(time.Second)
+		return event.New(p.timerMeta(id, t, w), &stewardv1.ApprovalReminded{
 			ApprovalId: at.ApprovalID, ActionId: at.ActionID, Waited: durationpb.New(waited),
 		})
 	})
@@ -208,13 +240,13 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	var reason string
 	err := taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
-		a, ok := openApproval(t, at.ActionID, at.ApprovalID)
+		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
 			return nil, nil
 		}
 		_, after := approvalWaits(t.Contract)
-		reason = fmt.Sprintf("approval %s for action %s waited longer than %s; resume the task to go on", at.ApprovalID, at.ActionID, shortDuration(after))
-		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, a), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
+		reason = fmt.Sprintf("approval %s for %s waited longer than %s; resume the task to go on", at.ApprovalID, w.what, shortDuration(after))
+		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, w), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
 	})
 	if err != nil || reason == "" {
 		return err
@@ -232,11 +264,15 @@ func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) 
 		return err
 	}
 	_, after := approvalWaits(t.Contract)
+	open := []approvalTimer{{ApprovalID: t.Plan.GetApproval().GetApprovalId()}} // the plan's, if any
 	for _, a := range t.Actions {
-		if _, ok := openApproval(t, a.ActionId, a.Approval.GetApprovalId()); !ok || p.now().Sub(requestedAt(a)) < after {
+		open = append(open, approvalTimer{ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId()})
+	}
+	for _, at := range open {
+		if w, ok := openApproval(t, at.ActionID, at.ApprovalID); !ok || p.now().Sub(w.requested) < after {
 			continue
 		}
-		at := approvalTimer{TaskID: rec.Event.TaskId, ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId(), Stage: stageSuspend}
+		at.TaskID, at.Stage = rec.Event.TaskId, stageSuspend
 		if err := p.suspendWaiting(ctx, at); err != nil {
 			return err
 		}
@@ -244,17 +280,17 @@ func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) 
 	return nil
 }
 
-// timerMeta is the envelope of an event a timer caused: its cause is the
-// approval request, and it is correlated with the action's proposal like
-// the rest of the action's events.
-func (p *Plane) timerMeta(id string, t *stewardv1.Task, a *stewardv1.Action) event.Meta {
+// timerMeta is the envelope of an event a timer caused about open
+// approval w: its cause is the approval request, and an action's is
+// correlated with its proposal like the rest of the action's events.
+func (p *Plane) timerMeta(id string, t *stewardv1.Task, w waiting) event.Meta {
 	return event.Meta{
 		ID:            id,
 		TaskID:        t.Contract.GetTaskId(),
 		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
 		Time:          p.now(),
-		CausationID:   event.ID(a.ActionId, event.TypeApprovalRequired),
-		CorrelationID: a.ProposalId,
+		CausationID:   w.causeID,
+		CorrelationID: w.correlationID,
 	}
 }
 

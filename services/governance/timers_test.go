@@ -196,3 +196,33 @@ func TestSuspensionDueWhilePausedComesOnResume(t *testing.T) {
 		return n[event.TypeTaskSuspended] == 1 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
 	})
 }
+
+// TestAWaitingPlanApprovalRemindsThenSuspends: the approval of a whole
+// plan waits as an action's does: its approvers are reminded, then the
+// task is suspended, once each, and the approval stays open.
+func TestAWaitingPlanApprovalRemindsThenSuspends(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	c := planContract()
+	c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: durationpb.New(time.Second), ApprovalSuspendAfter: durationpb.New(2 * time.Second)}
+	e.create(t, "p", "user:ana", c)
+	hash := e.submitPlan(t, "p", 1, wires...)
+	ap := e.judged("p", hash, awaitingApproval).Plan.Approval
+	e.waitCounts(t, "p", func(n map[string]int, tk *stewardv1.Task) bool {
+		return n[event.TypeApprovalReminded] > 0 && tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED
+	})
+	e.waitTimersHandled(t, true)
+	if n := e.counts(t, "p"); n[event.TypeApprovalReminded] != 1 || n[event.TypeTaskSuspended] != 1 {
+		t.Fatalf("reminded %d times, suspended %d times; want once each", n[event.TypeApprovalReminded], n[event.TypeTaskSuspended])
+	}
+	if got := e.notified(); len(got) != 1 || got[0] != ap.ApprovalId {
+		t.Errorf("notified about %v, want [%s] once", got, ap.ApprovalId)
+	}
+	tk := e.WaitTask("p", func(*stewardv1.Task) bool { return true })
+	if want := "approval " + ap.ApprovalId + " for plan version 1 waited longer than 2s"; !strings.Contains(tk.StatusReason, want) {
+		t.Errorf("suspended because %q; want it to say %q", tk.StatusReason, want)
+	}
+	if tk.Plan.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL || tk.Plan.Approval.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+		t.Errorf("plan %s, approval %v; a suspension leaves the approval open", standing(tk), tk.Plan.Approval.Decision)
+	}
+}

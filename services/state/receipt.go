@@ -46,9 +46,17 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 // agent says about its own work. A history the fold refuses is Corrupt.
 // BuildReceipt is a pure function, safe for concurrent use.
 func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
-	t, err := task.Fold(recs)
-	if err != nil {
-		return nil, errs.Wrap(errs.Corrupt, err, "fold the task's history; run VerifyTask")
+	// Folded here event by event to keep each plan version as it stood
+	// when the next replaced it: the task keeps only the one in force.
+	t := &stewardv1.Task{}
+	var replaced []*stewardv1.PlanState
+	for _, rec := range recs {
+		if rec.Event.GetPlanSubmitted() != nil && t.Plan != nil {
+			replaced = append(replaced, proto.CloneOf(t.Plan))
+		}
+		if err := task.Apply(t, rec.Event, rec.Sequence); err != nil {
+			return nil, errs.Wrap(errs.Corrupt, err, "fold the task's history; run VerifyTask")
+		}
 	}
 	if t.EventCount == 0 {
 		return nil, errs.New(errs.NotFound, "no events to build a receipt from")
@@ -85,8 +93,14 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	}
 	h := readHistory(t, recs)
 	r.Retries, r.Errors, r.PolicyRevisions = h.retries, h.errors, h.revisions
-	for _, id := range h.approvals {
-		if a := task.FindAction(t, id); a != nil && a.Approval != nil {
+	var planApprovals map[string]*stewardv1.ReceiptApproval
+	r.Plan, planApprovals = receiptPlan(t.Plan, replaced)
+	for _, ap := range h.approvals {
+		if ap.GetActionId() == "" {
+			if a := planApprovals[ap.GetApprovalId()]; a != nil {
+				r.Approvals = append(r.Approvals, a)
+			}
+		} else if a := task.FindAction(t, ap.ActionId); a != nil && a.Approval != nil {
 			r.Approvals = append(r.Approvals, receiptApproval(a.Approval))
 		}
 	}
@@ -212,6 +226,9 @@ func receiptApproval(ap *stewardv1.Approval) *stewardv1.ReceiptApproval {
 		Comment:       ap.Comment,
 		RequestedAt:   ap.RequestedAt,
 		DecidedAt:     ap.DecidedAt,
+		PlanVersion:   ap.PlanVersion,
+		PlanHash:      ap.PlanHash,
+		Withdrawn:     ap.Withdrawn,
 	}
 }
 
@@ -221,7 +238,7 @@ type history struct {
 	retries   uint32
 	errors    []string
 	revisions []string
-	approvals []string // action ids, in the order approvals were requested
+	approvals []*stewardv1.Approval // in the order requested, as requested
 }
 
 // readHistory walks the task's events in order. t is the task folded from
@@ -233,9 +250,9 @@ type history struct {
 //     a retry wait after a dispatch, not as an outcome), and unknown
 //     outcomes settled as failed. Denials and rejections are decisions,
 //     not errors; they show in the calls.
-//   - revisions: every policy bundle revision that evaluated an action,
-//     in the order first seen; an action evaluated again after its
-//     approval may have met two.
+//   - revisions: every policy bundle revision that evaluated an action or
+//     a plan version, in the order first seen; an action evaluated again
+//     after its approval may have met two.
 func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
 	var h history
 	dispatches := map[string]uint32{}
@@ -269,7 +286,12 @@ func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
 				h.revisions = append(h.revisions, rev)
 			}
 		case *stewardv1.Event_ApprovalRequested:
-			h.approvals = append(h.approvals, p.ApprovalRequested.Approval.GetActionId())
+			h.approvals = append(h.approvals, p.ApprovalRequested.Approval)
+		case *stewardv1.Event_PlanEvaluated:
+			if rev := p.PlanEvaluated.GetSnapshot().GetBundleRevision(); rev != "" && !seen[rev] {
+				seen[rev] = true
+				h.revisions = append(h.revisions, rev)
+			}
 		case *stewardv1.Event_ActionOutcomeRecorded:
 			id, o := p.ActionOutcomeRecorded.ActionId, p.ActionOutcomeRecorded.Outcome
 			switch o.GetStatus() {

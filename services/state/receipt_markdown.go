@@ -74,12 +74,17 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 		line("| Approval | Action | Required roles | Decision | By | Comment | Requested | Decided |")
 		line("| --- | --- | --- | --- | --- | --- | --- | --- |")
 		for _, a := range r.Approvals {
-			line("| %s | %s | %s | %s | %s | %s | %s | %s |", code(a.ApprovalId, true), code(a.ActionId, true),
+			of := code(a.ActionId, true)
+			if a.ActionId == "" {
+				of = fmt.Sprintf("plan version %d", a.PlanVersion)
+			}
+			line("| %s | %s | %s | %s | %s | %s | %s | %s |", code(a.ApprovalId, true), of,
 				orDash(text(strings.Join(a.RequiredRoles, " or "))), approvalDecision(a, status[a.ActionId]),
 				orDash(text(a.DecidedBy)), orDash(text(a.Comment)), orDash(when(a.RequestedAt)), orDash(when(a.DecidedAt)))
 		}
 	}
 
+	planMarkdown(line, r.Plan)
 	questionsMarkdown(line, r.Questions)
 
 	line("")
@@ -88,7 +93,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	if len(r.PolicyRevisions) == 0 {
 		line("No policy evaluation was recorded.")
 	} else {
-		line("The policy bundle revisions that evaluated the task's actions:")
+		line("The policy bundle revisions that evaluated the task's actions and plan:")
 		line("")
 		for _, rev := range r.PolicyRevisions {
 			line("- %s", code(rev, false))
@@ -263,6 +268,8 @@ func approvalDecision(a *stewardv1.ReceiptApproval, action stewardv1.ActionStatu
 		return "approved"
 	case a.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
 		return "rejected"
+	case a.Withdrawn && a.PlanVersion != 0:
+		return "withdrawn (the plan was revised)"
 	case action == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
 		return "withdrawn (the action was edited)"
 	case action == stewardv1.ActionStatus_ACTION_STATUS_DENIED:

@@ -44,7 +44,8 @@ type Receipt struct {
 	Progress  *TaskProgress      `protobuf:"bytes,8,opt,name=progress,proto3" json:"progress,omitempty"`
 	Calls     []*ReceiptCall     `protobuf:"bytes,9,rep,name=calls,proto3" json:"calls,omitempty"`
 	Approvals []*ReceiptApproval `protobuf:"bytes,10,rep,name=approvals,proto3" json:"approvals,omitempty"`
-	// Every policy bundle revision that decided one of the task's actions.
+	// Every policy bundle revision that decided one of the task's actions or
+	// plan versions, in the order first seen.
 	PolicyRevisions []string `protobuf:"bytes,11,rep,name=policy_revisions,json=policyRevisions,proto3" json:"policy_revisions,omitempty"`
 	// Dispatches beyond each action's first.
 	Retries uint32 `protobuf:"varint,12,opt,name=retries,proto3" json:"retries,omitempty"`
@@ -79,8 +80,11 @@ type Receipt struct {
 	// inputs it started from (contract.input_snapshot.inputs), as the
 	// contract pins them: by URI, version and digest. Steward records them
 	// and shows them to policy; it does not fetch them (docs/contract.md).
-	ContextRefs   []*ContextRef `protobuf:"bytes,27,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
-	Inputs        []*ContextRef `protobuf:"bytes,28,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	ContextRefs []*ContextRef `protobuf:"bytes,27,rep,name=context_refs,json=contextRefs,proto3" json:"context_refs,omitempty"`
+	Inputs      []*ContextRef `protobuf:"bytes,28,rep,name=inputs,proto3" json:"inputs,omitempty"`
+	// The task's plan, if it had one (docs/plans.md): every version
+	// submitted, how governance judged each, and where each step ended.
+	Plan          *ReceiptPlan `protobuf:"bytes,30,opt,name=plan,proto3" json:"plan,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -311,6 +315,203 @@ func (x *Receipt) GetInputs() []*ContextRef {
 	return nil
 }
 
+func (x *Receipt) GetPlan() *ReceiptPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+// ReceiptPlan is a task's plan as the receipt shows it.
+type ReceiptPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Every version submitted, in order; the last is the one in force.
+	Versions []*ReceiptPlanVersion `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	// The steps of the version in force, in its order, as they stand.
+	Steps []*PlanStepState `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	// Steps of earlier versions that a revision withdrew or replaced, in
+	// the order they left: their actions are among the calls.
+	Retired       []*PlanStepState `protobuf:"bytes,3,rep,name=retired,proto3" json:"retired,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptPlan) Reset() {
+	*x = ReceiptPlan{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptPlan) ProtoMessage() {}
+
+func (x *ReceiptPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptPlan.ProtoReflect.Descriptor instead.
+func (*ReceiptPlan) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReceiptPlan) GetVersions() []*ReceiptPlanVersion {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+func (x *ReceiptPlan) GetSteps() []*PlanStepState {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *ReceiptPlan) GetRetired() []*PlanStepState {
+	if x != nil {
+		return x.Retired
+	}
+	return nil
+}
+
+// ReceiptPlanVersion is one version of a task's plan and how governance
+// judged it while it was in force.
+type ReceiptPlanVersion struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Version uint32                 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
+	// pkg/plan.Hash of the version: what governance judged and an approval
+	// bound to.
+	PlanHash    string                 `protobuf:"bytes,2,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	SubmittedBy string                 `protobuf:"bytes,3,opt,name=submitted_by,json=submittedBy,proto3" json:"submitted_by,omitempty"`
+	SubmittedAt *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=submitted_at,json=submittedAt,proto3" json:"submitted_at,omitempty"`
+	// Governance's last judgement of it; pending if none came before it
+	// was replaced.
+	Governance PlanGovernance `protobuf:"varint,5,opt,name=governance,proto3,enum=steward.v1.PlanGovernance" json:"governance,omitempty"`
+	// The snapshot of that judgement.
+	SnapshotId     string `protobuf:"bytes,6,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	PolicyRevision string `protobuf:"bytes,7,opt,name=policy_revision,json=policyRevision,proto3" json:"policy_revision,omitempty"`
+	// The approval policy asked of it, if any (also among the approvals).
+	ApprovalId string `protobuf:"bytes,8,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// What it did to the version before it; unset on the first.
+	Revision      *PlanRevision `protobuf:"bytes,9,opt,name=revision,proto3" json:"revision,omitempty"`
+	StepCount     uint32        `protobuf:"varint,10,opt,name=step_count,json=stepCount,proto3" json:"step_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptPlanVersion) Reset() {
+	*x = ReceiptPlanVersion{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptPlanVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptPlanVersion) ProtoMessage() {}
+
+func (x *ReceiptPlanVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptPlanVersion.ProtoReflect.Descriptor instead.
+func (*ReceiptPlanVersion) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReceiptPlanVersion) GetVersion() uint32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *ReceiptPlanVersion) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
+}
+
+func (x *ReceiptPlanVersion) GetSubmittedBy() string {
+	if x != nil {
+		return x.SubmittedBy
+	}
+	return ""
+}
+
+func (x *ReceiptPlanVersion) GetSubmittedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SubmittedAt
+	}
+	return nil
+}
+
+func (x *ReceiptPlanVersion) GetGovernance() PlanGovernance {
+	if x != nil {
+		return x.Governance
+	}
+	return PlanGovernance_PLAN_GOVERNANCE_UNSPECIFIED
+}
+
+func (x *ReceiptPlanVersion) GetSnapshotId() string {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return ""
+}
+
+func (x *ReceiptPlanVersion) GetPolicyRevision() string {
+	if x != nil {
+		return x.PolicyRevision
+	}
+	return ""
+}
+
+func (x *ReceiptPlanVersion) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ReceiptPlanVersion) GetRevision() *PlanRevision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+func (x *ReceiptPlanVersion) GetStepCount() uint32 {
+	if x != nil {
+		return x.StepCount
+	}
+	return 0
+}
+
 // ReceiptQuestion is one stop for input and its answer.
 type ReceiptQuestion struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -331,7 +532,7 @@ type ReceiptQuestion struct {
 
 func (x *ReceiptQuestion) Reset() {
 	*x = ReceiptQuestion{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -343,7 +544,7 @@ func (x *ReceiptQuestion) String() string {
 func (*ReceiptQuestion) ProtoMessage() {}
 
 func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -356,7 +557,7 @@ func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptQuestion.ProtoReflect.Descriptor instead.
 func (*ReceiptQuestion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReceiptQuestion) GetCause() NeedsInputCause {
@@ -448,7 +649,7 @@ type ReceiptCall struct {
 
 func (x *ReceiptCall) Reset() {
 	*x = ReceiptCall{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +661,7 @@ func (x *ReceiptCall) String() string {
 func (*ReceiptCall) ProtoMessage() {}
 
 func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +674,7 @@ func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCall.ProtoReflect.Descriptor instead.
 func (*ReceiptCall) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReceiptCall) GetActionId() string {
@@ -628,13 +829,20 @@ type ReceiptApproval struct {
 	Comment       string                 `protobuf:"bytes,7,opt,name=comment,proto3" json:"comment,omitempty"`
 	RequestedAt   *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=requested_at,json=requestedAt,proto3" json:"requested_at,omitempty"`
 	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// Set on the approval of a whole plan, whose action_id and action_hash
+	// are empty: the version it is for, and the hash it binds to.
+	PlanVersion uint32 `protobuf:"varint,10,opt,name=plan_version,json=planVersion,proto3" json:"plan_version,omitempty"`
+	PlanHash    string `protobuf:"bytes,11,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	// Closed undecided: its action was edited, or a revision replaced the
+	// plan version it was for.
+	Withdrawn     bool `protobuf:"varint,12,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ReceiptApproval) Reset() {
 	*x = ReceiptApproval{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -646,7 +854,7 @@ func (x *ReceiptApproval) String() string {
 func (*ReceiptApproval) ProtoMessage() {}
 
 func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -659,7 +867,7 @@ func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptApproval.ProtoReflect.Descriptor instead.
 func (*ReceiptApproval) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReceiptApproval) GetApprovalId() string {
@@ -725,6 +933,27 @@ func (x *ReceiptApproval) GetDecidedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ReceiptApproval) GetPlanVersion() uint32 {
+	if x != nil {
+		return x.PlanVersion
+	}
+	return 0
+}
+
+func (x *ReceiptApproval) GetPlanHash() string {
+	if x != nil {
+		return x.PlanHash
+	}
+	return ""
+}
+
+func (x *ReceiptApproval) GetWithdrawn() bool {
+	if x != nil {
+		return x.Withdrawn
+	}
+	return false
+}
+
 // ReceiptArtifact is one artifact the task produced.
 type ReceiptArtifact struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -741,7 +970,7 @@ type ReceiptArtifact struct {
 
 func (x *ReceiptArtifact) Reset() {
 	*x = ReceiptArtifact{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -753,7 +982,7 @@ func (x *ReceiptArtifact) String() string {
 func (*ReceiptArtifact) ProtoMessage() {}
 
 func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -766,7 +995,7 @@ func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptArtifact.ProtoReflect.Descriptor instead.
 func (*ReceiptArtifact) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReceiptArtifact) GetName() string {
@@ -832,7 +1061,7 @@ type ReceiptCheck struct {
 
 func (x *ReceiptCheck) Reset() {
 	*x = ReceiptCheck{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +1073,7 @@ func (x *ReceiptCheck) String() string {
 func (*ReceiptCheck) ProtoMessage() {}
 
 func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +1086,7 @@ func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCheck.ProtoReflect.Descriptor instead.
 func (*ReceiptCheck) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReceiptCheck) GetCriterionId() string {
@@ -900,7 +1129,7 @@ type ReceiptBudget struct {
 
 func (x *ReceiptBudget) Reset() {
 	*x = ReceiptBudget{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1141,7 @@ func (x *ReceiptBudget) String() string {
 func (*ReceiptBudget) ProtoMessage() {}
 
 func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1154,7 @@ func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptBudget.ProtoReflect.Descriptor instead.
 func (*ReceiptBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReceiptBudget) GetTokens() int64 {
@@ -969,7 +1198,7 @@ type ReceiptCredential struct {
 
 func (x *ReceiptCredential) Reset() {
 	*x = ReceiptCredential{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -981,7 +1210,7 @@ func (x *ReceiptCredential) String() string {
 func (*ReceiptCredential) ProtoMessage() {}
 
 func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -994,7 +1223,7 @@ func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCredential.ProtoReflect.Descriptor instead.
 func (*ReceiptCredential) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReceiptCredential) GetCredentialId() string {
@@ -1058,7 +1287,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xab\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xd8\n" +
 	"\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
@@ -1095,7 +1324,29 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\bfindings\x18\x1d \x03(\v2\x13.steward.v1.FindingR\bfindings\x129\n" +
 	"\tquestions\x18\x19 \x03(\v2\x1b.steward.v1.ReceiptQuestionR\tquestions\x129\n" +
 	"\fcontext_refs\x18\x1b \x03(\v2\x16.steward.v1.ContextRefR\vcontextRefs\x12.\n" +
-	"\x06inputs\x18\x1c \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xc2\x02\n" +
+	"\x06inputs\x18\x1c \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\x12+\n" +
+	"\x04plan\x18\x1e \x01(\v2\x17.steward.v1.ReceiptPlanR\x04plan\"\xaf\x01\n" +
+	"\vReceiptPlan\x12:\n" +
+	"\bversions\x18\x01 \x03(\v2\x1e.steward.v1.ReceiptPlanVersionR\bversions\x12/\n" +
+	"\x05steps\x18\x02 \x03(\v2\x19.steward.v1.PlanStepStateR\x05steps\x123\n" +
+	"\aretired\x18\x03 \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\"\xa9\x03\n" +
+	"\x12ReceiptPlanVersion\x12\x18\n" +
+	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
+	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x12!\n" +
+	"\fsubmitted_by\x18\x03 \x01(\tR\vsubmittedBy\x12=\n" +
+	"\fsubmitted_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x12:\n" +
+	"\n" +
+	"governance\x18\x05 \x01(\x0e2\x1a.steward.v1.PlanGovernanceR\n" +
+	"governance\x12\x1f\n" +
+	"\vsnapshot_id\x18\x06 \x01(\tR\n" +
+	"snapshotId\x12'\n" +
+	"\x0fpolicy_revision\x18\a \x01(\tR\x0epolicyRevision\x12\x1f\n" +
+	"\vapproval_id\x18\b \x01(\tR\n" +
+	"approvalId\x124\n" +
+	"\brevision\x18\t \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\x12\x1d\n" +
+	"\n" +
+	"step_count\x18\n" +
+	" \x01(\rR\tstepCount\"\xc2\x02\n" +
 	"\x0fReceiptQuestion\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1135,7 +1386,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\vproposed_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"proposedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\x84\x03\n" +
+	"finishedAt\"\xe2\x03\n" +
 	"\x0fReceiptApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -1149,7 +1400,11 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\acomment\x18\a \x01(\tR\acomment\x12=\n" +
 	"\frequested_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vrequestedAt\x129\n" +
 	"\n" +
-	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\"\xb5\x01\n" +
+	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12!\n" +
+	"\fplan_version\x18\n" +
+	" \x01(\rR\vplanVersion\x12\x1b\n" +
+	"\tplan_hash\x18\v \x01(\tR\bplanHash\x12\x1c\n" +
+	"\twithdrawn\x18\f \x01(\bR\twithdrawn\"\xb5\x01\n" +
 	"\x0fReceiptArtifact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -1195,65 +1450,77 @@ func file_steward_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_steward_v1_receipt_proto_rawDescData
 }
 
-var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_steward_v1_receipt_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: steward.v1.Receipt
-	(*ReceiptQuestion)(nil),       // 1: steward.v1.ReceiptQuestion
-	(*ReceiptCall)(nil),           // 2: steward.v1.ReceiptCall
-	(*ReceiptApproval)(nil),       // 3: steward.v1.ReceiptApproval
-	(*ReceiptArtifact)(nil),       // 4: steward.v1.ReceiptArtifact
-	(*ReceiptCheck)(nil),          // 5: steward.v1.ReceiptCheck
-	(*ReceiptBudget)(nil),         // 6: steward.v1.ReceiptBudget
-	(*ReceiptCredential)(nil),     // 7: steward.v1.ReceiptCredential
-	(TaskStatus)(0),               // 8: steward.v1.TaskStatus
-	(*TaskProgress)(nil),          // 9: steward.v1.TaskProgress
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
-	(*AcceptanceRound)(nil),       // 12: steward.v1.AcceptanceRound
-	(*Finding)(nil),               // 13: steward.v1.Finding
-	(*ContextRef)(nil),            // 14: steward.v1.ContextRef
-	(NeedsInputCause)(0),          // 15: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 16: steward.v1.EffectClass
-	(ActionStatus)(0),             // 17: steward.v1.ActionStatus
-	(FailureClass)(0),             // 18: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 19: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 20: steward.v1.ApprovalDecision
+	(*ReceiptPlan)(nil),           // 1: steward.v1.ReceiptPlan
+	(*ReceiptPlanVersion)(nil),    // 2: steward.v1.ReceiptPlanVersion
+	(*ReceiptQuestion)(nil),       // 3: steward.v1.ReceiptQuestion
+	(*ReceiptCall)(nil),           // 4: steward.v1.ReceiptCall
+	(*ReceiptApproval)(nil),       // 5: steward.v1.ReceiptApproval
+	(*ReceiptArtifact)(nil),       // 6: steward.v1.ReceiptArtifact
+	(*ReceiptCheck)(nil),          // 7: steward.v1.ReceiptCheck
+	(*ReceiptBudget)(nil),         // 8: steward.v1.ReceiptBudget
+	(*ReceiptCredential)(nil),     // 9: steward.v1.ReceiptCredential
+	(TaskStatus)(0),               // 10: steward.v1.TaskStatus
+	(*TaskProgress)(nil),          // 11: steward.v1.TaskProgress
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
+	(*AcceptanceRound)(nil),       // 14: steward.v1.AcceptanceRound
+	(*Finding)(nil),               // 15: steward.v1.Finding
+	(*ContextRef)(nil),            // 16: steward.v1.ContextRef
+	(*PlanStepState)(nil),         // 17: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 18: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 19: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 20: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 21: steward.v1.EffectClass
+	(ActionStatus)(0),             // 22: steward.v1.ActionStatus
+	(FailureClass)(0),             // 23: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 24: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 25: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
-	8,  // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
-	9,  // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
-	2,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
-	3,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
-	4,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
-	5,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
-	6,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
-	10, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
-	10, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
-	11, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
-	12, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
-	7,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
-	13, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
-	1,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
-	14, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
-	14, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
-	15, // 16: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	10, // 17: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	10, // 18: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	16, // 19: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	17, // 20: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	18, // 21: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	19, // 22: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	10, // 23: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	10, // 24: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	20, // 25: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	10, // 26: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	10, // 27: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	10, // 28: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	10, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
+	11, // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
+	4,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
+	5,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
+	6,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
+	7,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
+	8,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
+	12, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
+	12, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
+	14, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
+	9,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
+	15, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
+	3,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
+	16, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
+	16, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
+	1,  // 16: steward.v1.Receipt.plan:type_name -> steward.v1.ReceiptPlan
+	2,  // 17: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	17, // 18: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	17, // 19: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	12, // 20: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	18, // 21: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	19, // 22: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	20, // 23: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	12, // 24: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	12, // 25: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	21, // 26: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	22, // 27: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	23, // 28: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	24, // 29: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	12, // 30: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	12, // 31: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	25, // 32: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	12, // 33: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	12, // 34: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	12, // 35: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -1264,6 +1531,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}
@@ -1272,7 +1540,7 @@ func file_steward_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_receipt_proto_rawDesc), len(file_steward_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
