@@ -139,6 +139,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 		planStep:     st.StepId,
 		tool:         a.Tool, toolVersion: a.ToolVersion, target: target,
 		params: params, retry: a.RetryPolicy, rationale: a.Rationale, principal: r.t.Plan.SubmittedBy,
+		milestone: r.definition(st.StepId).GetMilestoneId(),
 	})
 	if err != nil {
 		return "", err

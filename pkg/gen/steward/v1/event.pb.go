@@ -1331,7 +1331,11 @@ type TaskNeedsInput struct {
 	Question string                 `protobuf:"bytes,3,opt,name=question,proto3" json:"question,omitempty"`
 	Choices  []string               `protobuf:"bytes,4,rep,name=choices,proto3" json:"choices,omitempty"`
 	// The action that led to it, if one did.
-	ActionId      string `protobuf:"bytes,5,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	ActionId string `protobuf:"bytes,5,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// Who is asked, when only one of the task's people may answer (a
+	// checkpoint's ask_ref, RequestInputRequest.ask_ref); empty for whoever
+	// may answer the task's questions.
+	AskRef        string `protobuf:"bytes,6,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1401,13 @@ func (x *TaskNeedsInput) GetChoices() []string {
 func (x *TaskNeedsInput) GetActionId() string {
 	if x != nil {
 		return x.ActionId
+	}
+	return ""
+}
+
+func (x *TaskNeedsInput) GetAskRef() string {
+	if x != nil {
+		return x.AskRef
 	}
 	return ""
 }
@@ -3948,13 +3959,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x129\n" +
 	"\ffinal_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12\x1d\n" +
 	"\n" +
-	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xae\x01\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xc7\x01\n" +
 	"\x0eTaskNeedsInput\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x121\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
 	"\achoices\x18\x04 \x03(\tR\achoices\x12\x1b\n" +
-	"\taction_id\x18\x05 \x01(\tR\bactionId\"'\n" +
+	"\taction_id\x18\x05 \x01(\tR\bactionId\x12\x17\n" +
+	"\aask_ref\x18\x06 \x01(\tR\x06askRef\"'\n" +
 	"\rInputProvided\x12\x16\n" +
 	"\x06answer\x18\x01 \x01(\tR\x06answer\"\x9a\x01\n" +
 	"\x10DeadlineExtended\x126\n" +

@@ -374,8 +374,8 @@ type Step struct {
 	// result, and for a foreach item, the item. Empty: no assertion. Must
 	// type-check to bool (or dyn). Not allowed on a wait.
 	Expect string `protobuf:"bytes,4,opt,name=expect,proto3" json:"expect,omitempty"`
-	// The milestone whose budget and action cap the step's work counts
-	// against; empty for none.
+	// The milestone of the contract's budget that the step's actions are
+	// charged to (Action.milestone_id), besides the task; empty for none.
 	MilestoneId string    `protobuf:"bytes,5,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	OnFailure   OnFailure `protobuf:"varint,6,opt,name=on_failure,json=onFailure,proto3,enum=steward.v1.OnFailure" json:"on_failure,omitempty"`
 	// What the step does: exactly one.
@@ -745,8 +745,9 @@ type CheckpointStep struct {
 	// RequestInputRequest.choices: at most 32, each non-blank, at most 256
 	// bytes, and distinct.
 	Choices []string `protobuf:"bytes,2,rep,name=choices,proto3" json:"choices,omitempty"`
-	// Who is asked, a principal's ref; empty for whoever may answer the
-	// task's questions (ProvideInput).
+	// Who is asked, a principal's ref: the contract's requester or
+	// accountable owner, who alone (or an operator) may then answer; empty
+	// for whoever may answer the task's questions (ProvideInput).
 	AskRef        string `protobuf:"bytes,3,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
