@@ -283,8 +283,7 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
 // takes one with TaskService.SubmitPlan; the control plane's plan driver
-// runs its action, wait, checkpoint and foreach steps (docs/plans.md,
-// "Running a plan").
+// runs its steps (docs/plans.md, "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -678,7 +677,9 @@ func (x *ActionStep) GetRationale() *ActionRationale {
 
 // SubTaskStep hands part of the task to a sub-agent, as DelegateTask does:
 // the sub-task's contract may only keep or narrow the parent's tools,
-// scopes, budget and deadline.
+// scopes, budget and deadline. The step ends when its sub-task ends:
+// accepted succeeds it, failed or cancelled fails it; its result names the
+// sub-task and its artifacts (docs/plans.md, "Running a plan").
 type SubTaskStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The sub-task's contract, as in DelegateTaskRequest.contract.
