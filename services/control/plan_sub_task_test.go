@@ -37,17 +37,9 @@ func (r *rig) subTaskOf(t *testing.T, taskID, id string) *stewardv1.Task {
 // its budget on it.
 func (r *rig) delegatedFrom(t *testing.T, taskID string) int {
 	t.Helper()
-	recs, err := r.Log.Read(context.Background(), taskID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, rec := range recs {
-		if strings.HasPrefix(rec.Event.GetBudgetConsumed().GetSource(), "reserved for delegated task ") {
-			n++
-		}
-	}
-	return n
+	return r.countWhere(t, taskID, func(ev *stewardv1.Event) bool {
+		return strings.HasPrefix(ev.GetBudgetConsumed().GetSource(), "reserved for delegated task ")
+	})
 }
 
 // finishSub does agent:sub's work on sub-task id — an artifact named name
