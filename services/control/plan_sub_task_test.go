@@ -196,3 +196,41 @@ func TestPlanForeachOfSubTasks(t *testing.T) {
 		t.Fatalf("count's request = %s", count.Request)
 	}
 }
+
+// TestPlanSubTaskRevision: a revision that keeps a running sub_task step
+// keeps its sub-task — nothing is delegated again — and the sub-task's
+// end ends the step under the new version; a withdrawn step's sub-task
+// runs on, on the record, and its end moves no step.
+func TestPlanSubTaskRevision(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "subrevise", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		subStep("keep", nil, 100), subStep("drop", nil, 100),
+	}})
+	kept, dropped := r.subTaskOf(t, id, "keep"), r.subTaskOf(t, id, "drop")
+
+	r.runPlan(t, id, &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
+		subStep("keep", nil, 100), act("next", []string{"keep"}, "search", "index", map[string]string{"by": "steps.keep.result.task_id"}),
+	}})
+	r.settle()
+	tk := r.task(t, id)
+	if st := task.FindStep(tk, "keep"); tk.Plan.Version != 2 || st.SubTaskId != kept.Contract.TaskId || st.Status != stepRunning || r.delegatedFrom(t, id) != 2 {
+		t.Fatalf("under version %d keep = %v, %d sub-tasks delegated", tk.Plan.Version, st, r.delegatedFrom(t, id))
+	}
+	if c := r.task(t, dropped.Contract.TaskId); c.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+		t.Fatalf("the withdrawn step's sub-task is %v, want running on", c.Status)
+	}
+	ended := r.Count(id, event.TypePlanStepEnded)
+	r.finishSub(t, dropped.Contract.TaskId, "")
+	r.WaitTask(dropped.Contract.TaskId, func(c *stewardv1.Task) bool { return c.Status == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED })
+	r.settle()
+	if n := r.Count(id, event.TypePlanStepEnded); n != ended {
+		t.Fatalf("the withdrawn step's sub-task's end moved a step: %d step ends, was %d", n, ended)
+	}
+
+	r.finishSub(t, kept.Contract.TaskId, "k.txt")
+	_, next := r.step(id, "next", stepRunning)
+	if !strings.Contains(string(next.Request), kept.Contract.TaskId) {
+		t.Fatalf("next's request = %s, want the kept sub-task's id", next.Request)
+	}
+}
