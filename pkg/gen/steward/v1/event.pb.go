@@ -1732,8 +1732,14 @@ type PlanStepStarted struct {
 	// For a foreach step (action_id empty): the action of each item, in the
 	// list's order; all on the log before this event names them.
 	ItemActionIds []string `protobuf:"bytes,6,rep,name=item_action_ids,json=itemActionIds,proto3" json:"item_action_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// For a sub_task step (action_id empty): the sub-task it delegated, on
+	// the log before this event names it.
+	SubTaskId string `protobuf:"bytes,7,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
+	// For a foreach of sub-tasks: the sub-task of each item, in the list's
+	// order.
+	ItemSubTaskIds []string `protobuf:"bytes,8,rep,name=item_sub_task_ids,json=itemSubTaskIds,proto3" json:"item_sub_task_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlanStepStarted) Reset() {
@@ -1808,6 +1814,20 @@ func (x *PlanStepStarted) GetItemActionIds() []string {
 	return nil
 }
 
+func (x *PlanStepStarted) GetSubTaskId() string {
+	if x != nil {
+		return x.SubTaskId
+	}
+	return ""
+}
+
+func (x *PlanStepStarted) GetItemSubTaskIds() []string {
+	if x != nil {
+		return x.ItemSubTaskIds
+	}
+	return nil
+}
+
 // PlanStepEnded records how one step of the plan in force ended (control
 // plane): succeeded (its action succeeded and its expect held), failed
 // (its action failed for good or was denied, its expect did not hold, or
@@ -1820,8 +1840,10 @@ type PlanStepEnded struct {
 	Status StepStatus `protobuf:"varint,3,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
 	// Why, in words: a failure's cause, a skip's condition.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// What a succeeded checkpoint step gave: the person's answer. Unset for
-	// other kinds, whose result is their actions'.
+	// What a succeeded checkpoint step gave, the person's answer, or a
+	// succeeded sub_task step (or foreach of sub-tasks), what its sub-task
+	// (each item's) gave: docs/plans.md, "Expressions". Unset for other
+	// kinds, whose result is their actions'.
 	Result        *structpb.Value `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3984,7 +4006,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
 	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12\x1f\n" +
 	"\vapproval_id\x18\x04 \x01(\tR\n" +
-	"approvalId\"\xde\x01\n" +
+	"approvalId\"\xa9\x02\n" +
 	"\x0fPlanStepStarted\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
@@ -3992,7 +4014,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
 	"\n" +
 	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12&\n" +
-	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\xba\x01\n" +
+	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\x12\x1e\n" +
+	"\vsub_task_id\x18\a \x01(\tR\tsubTaskId\x12)\n" +
+	"\x11item_sub_task_ids\x18\b \x03(\tR\x0eitemSubTaskIds\"\xba\x01\n" +
 	"\rPlanStepEnded\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +

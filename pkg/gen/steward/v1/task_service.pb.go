@@ -1355,7 +1355,9 @@ type DelegateTaskRequest struct {
 	Contract *TaskContract `protobuf:"bytes,2,opt,name=contract,proto3" json:"contract,omitempty"`
 	// Who the sub-task's credential is for: the sub-agent.
 	DelegateRef string `protobuf:"bytes,3,opt,name=delegate_ref,json=delegateRef,proto3" json:"delegate_ref,omitempty"`
-	// Makes the call safe to retry, as for CreateTask.
+	// Makes the call safe to retry, as for CreateTask. It may not start
+	// with "plan-": that names the sub-tasks Steward delegates for a plan's
+	// sub_task steps.
 	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
