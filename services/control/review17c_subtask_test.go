@@ -1,0 +1,59 @@
+package control_test
+
+import (
+	"sync/atomic"
+	"testing"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control"
+)
+
+// TestReviewRevisionBetweenDelegationAndRecord: a revision lands between a
+// sub_task step's delegation and the record that the step runs it (the
+// record then finds another version and writes nothing). Version 2
+// changes the still-pending step (another delegate). Its first attempt
+// derives the same sub-task id (planSubTaskID has no hash of what is
+// delegated), so version 2's step either fails "could not be delegated"
+// or is handed version 1's sub-task; either way version 1's sub-task is
+// orphaned, named by no step.
+func TestReviewRevisionBetweenDelegationAndRecord(t *testing.T) {
+	var (
+		once   atomic.Bool
+		r      *rig
+		id     string
+		revErr atomic.Value
+	)
+	r = newRig(t, control.AfterStepProposal(func(step string) error {
+		if step != "sub" || !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		other := subStep("sub", nil, 100)
+		other.GetSubTask().DelegateRef = "agent:other"
+		tk, _, err := r.submitPlan(id, "", &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{other}})
+		if err != nil {
+			revErr.Store(err)
+			return nil
+		}
+		r.Append(id, &stewardv1.PlanEvaluated{Version: tk.Plan.Version, PlanHash: tk.Plan.PlanHash,
+			Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+		return nil
+	}))
+	id = r.planTask(t, "subrace", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{subStep("sub", nil, 100)}})
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		st := task.FindStep(tk, "sub")
+		return tk.Plan.GetVersion() == 2 && st != nil && st.Status != stewardv1.StepStatus_STEP_STATUS_PENDING
+	})
+	if err := revErr.Load(); err != nil {
+		t.Fatalf("the revision: %v", err)
+	}
+	st := task.FindStep(tk, "sub")
+	if st.Status != stepRunning {
+		t.Fatalf("version 2's step is %v: %s", st.Status, st.Reason)
+	}
+	c := r.task(t, st.SubTaskId).Contract
+	if to := c.DelegationChain[len(c.DelegationChain)-1].ToRef; to != "agent:other" {
+		t.Fatalf("version 2's step runs sub-task %s, delegated to %s (version 1's), not agent:other", st.SubTaskId, to)
+	}
+}
