@@ -1,6 +1,11 @@
 package control_test
 
 import (
+	"context"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"sync/atomic"
 	"testing"
 
@@ -55,5 +60,38 @@ func TestReviewRevisionBetweenDelegationAndRecord(t *testing.T) {
 	c := r.task(t, st.SubTaskId).Contract
 	if to := c.DelegationChain[len(c.DelegationChain)-1].ToRef; to != "agent:other" {
 		t.Fatalf("version 2's step runs sub-task %s, delegated to %s (version 1's), not agent:other", st.SubTaskId, to)
+	}
+}
+
+// TestReviewSubTaskEndWakesBeforeItsRelease: docs/plans.md says a
+// sub-task's end drives the parent's plan "after the sub-task's unspent
+// budget has gone back to the parent". A sub-task cancelled with a call
+// still out is released only when the call settles (release waits for
+// it), but wakeParent runs at once: the step fails, on_failure continue
+// starts the next step, whose delegation finds the budget still reserved
+// and fails for good — though the budget comes back moments later.
+func TestReviewSubTaskEndWakesBeforeItsRelease(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "subrelease", nil) // 1000 tokens
+	first, second := subStep("first", nil, 600), subStep("second", []string{"first"}, 600)
+	first.OnFailure = stewardv1.OnFailure_ON_FAILURE_CONTINUE
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{first, second}})
+	child := r.subTaskOf(t, id, "first").Contract.TaskId
+	ps, _ := structpb.NewStruct(map[string]any{})
+	a, _, err := r.ctl.ProposeAction(context.Background(), "agent:sub", &stewardv1.ProposeActionRequest{TaskId: child, ProposalId: "c1", Tool: "search", Target: "x", Params: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dispatch(t, child, a.ActionId)
+	if _, err := r.ctl.CancelTask(context.Background(), "agent", &stewardv1.CancelTaskRequest{TaskId: child, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	r.step(id, "first", stepFailed)
+	r.finish(t, child, a.ActionId, succeeded(), []byte(`{}`), time.Now()) // the call settles: the 600 come back
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return task.FindStep(tk, "second").GetStatus() != stewardv1.StepStatus_STEP_STATUS_PENDING
+	})
+	if st := task.FindStep(tk, "second"); st.Status != stepRunning {
+		t.Fatalf("second is %v: %s", st.Status, st.Reason)
 	}
 }
