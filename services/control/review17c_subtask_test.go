@@ -95,3 +95,27 @@ func TestReviewSubTaskEndWakesBeforeItsRelease(t *testing.T) {
 		t.Fatalf("second is %v: %s", st.Status, st.Reason)
 	}
 }
+
+// TestReviewForeachRefusedMidwayOrphansItsSubTasks: a foreach of
+// sub-tasks whose third item's delegation is refused for good (the
+// parent's budget is short) fails the step — but the first two items'
+// sub-tasks were delegated already, each holding its reservation, and no
+// step state names them: they run on unrecorded in the plan, nothing
+// follows or cancels them, and the receipt's plan does not show them.
+func TestReviewForeachRefusedMidwayOrphansItsSubTasks(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "suborphan", nil) // 1000 tokens
+	each := &stewardv1.Step{Id: "each", DependsOn: []string{"list"}, OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+		Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "steps.list.result.items", MaxItems: 3,
+			Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_SubTask{SubTask: subStep("", nil, 400).GetSubTask()}}}}}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		act("list", nil, "search", "index", nil), each,
+	}})
+	_, list := r.step(id, "list", stepRunning)
+	r.ok(t, id, list, `{"items": ["a", "b", "c"]}`)
+	tk, _ := r.step(id, "each", stepFailed)
+	st := task.FindStep(tk, "each")
+	if n := r.delegatedFrom(t, id); n != len(st.ItemSubTaskIds) {
+		t.Fatalf("each failed (%s) naming sub-tasks %v, but %d were delegated and hold their budget", st.Reason, st.ItemSubTaskIds, n)
+	}
+}
