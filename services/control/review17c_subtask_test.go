@@ -119,3 +119,39 @@ func TestReviewForeachRefusedMidwayOrphansItsSubTasks(t *testing.T) {
 		t.Fatalf("each failed (%s) naming sub-tasks %v, but %d were delegated and hold their budget", st.Reason, st.ItemSubTaskIds, n)
 	}
 }
+
+// TestReviewChangedToSubTaskWhileRetrying: a revision changes a running
+// action step into a sub_task step (a changed step keeps its state). Its
+// action then fails transiently and the recovery policy retries it: the
+// driver records the retry as the step's next attempt, but the fold
+// checks PlanStepStarted against the step's current definition, a
+// sub_task, and refuses a start naming an action. The refusal is
+// permanent, the driver's reaction is set aside, and the step never
+// moves, even once the retry succeeds.
+func TestReviewChangedToSubTaskWhileRetrying(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "changed", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		act("a", nil, "search", "index", nil),
+	}})
+	_, first := r.step(id, "a", stepRunning)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{subStep("a", nil, 100)}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Plan.Version == 2 && task.PlanMayRun(tk) })
+	r.run(t, id, first.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	var retry *stewardv1.Action
+	r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		for _, a := range tk.Actions {
+			if a.RetryOf == first.ActionId {
+				retry = a
+			}
+		}
+		return retry != nil
+	})
+	r.ok(t, id, retry, `{}`)
+	r.settle()
+	if st := task.FindStep(r.task(t, id), "a"); st.Status == stepRunning {
+		t.Fatalf("step a is still running on %v after its retry %s succeeded: the driver's start of the retry was refused", st.ActionIds, retry.ActionId)
+	}
+}
