@@ -1,0 +1,76 @@
+package control_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/control"
+)
+
+// Review 17b: failing tests that prove findings in the plan driver.
+
+// TestReviewRevisionBetweenProposalAndStartOrphansAction: a revision that
+// lands between a step's proposal and the driver's record of it (a
+// concurrent SubmitPlan, or one submitted after a kill -9 and before the
+// redelivery) leaves the proposed action owned by no step; nothing
+// withdraws it, so governance and execution run a call the plan no longer
+// asks for. Each revision here changes or withdraws step a before it is
+// recorded as started.
+func TestReviewRevisionBetweenProposalAndStartOrphansAction(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		v2   []*stewardv1.Step
+	}{
+		{"changed", []*stewardv1.Step{act("a", nil, "search", "elsewhere", nil)}},
+		{"withdrawn", []*stewardv1.Step{act("z", nil, "search", "other", nil)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r *rig
+			var id string
+			var revised atomic.Bool
+			hookErr := make(chan error, 1)
+			r = newRig(t, control.AfterStepProposal(func(step string) error {
+				if step != "a" || !revised.CompareAndSwap(false, true) {
+					return nil
+				}
+				// The agent's revision lands now, and governance allows it.
+				tk, _, err := r.submitPlan(id, "", &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: tc.v2})
+				if err == nil {
+					ev := stewardtest.Event(t, id, &stewardv1.PlanEvaluated{Version: 2, PlanHash: tk.Plan.PlanHash,
+						Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+					_, err = taskstore.Update(context.Background(), r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+				}
+				hookErr <- err
+				return nil
+			}))
+			id = r.planTask(t, "orphan-"+tc.name, nil)
+			r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+				act("a", nil, "search", "index", nil),
+			}})
+			if err := <-hookErr; err != nil {
+				t.Fatal(err)
+			}
+			r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Plan.Version == 2 && task.PlanRuns(tk.Plan) })
+			r.settle()
+			tk := r.task(t, id)
+			owned := map[string]bool{}
+			for _, st := range append(tk.Plan.Steps, tk.Plan.Retired...) {
+				for _, a := range st.ActionIds {
+					owned[a] = true
+				}
+			}
+			for _, a := range tk.Actions {
+				if !owned[a.ActionId] && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+					t.Errorf("action %s (%s %s, proposal %s) is %v, owned by no step of the plan and not withdrawn: it will be governed and run",
+						a.ActionId, a.Tool, a.Target, a.ProposalId, a.Status)
+				}
+			}
+		})
+	}
+}
+
