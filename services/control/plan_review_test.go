@@ -74,3 +74,39 @@ func TestReviewRevisionBetweenProposalAndStartOrphansAction(t *testing.T) {
 	}
 }
 
+
+// TestReviewUnaskedCheckpointStallsReadySteps: a checkpoint step that
+// starts while the task waits for an unrelated action's approval cannot
+// ask yet (it asks only in a running task). Its branch of endSteps then
+// reports that the pass moved although it appended nothing, so every pass
+// ends there: a step that becomes ready meanwhile is not started until
+// the approval is decided, though it depends on neither.
+func TestReviewUnaskedCheckpointStallsReadySteps(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "stall", nil)
+	ask := &stewardv1.Step{Id: "ask", DependsOn: []string{"z"},
+		Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Go on?"}}}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		act("gated", nil, "write", "doc", map[string]string{"text": "'x'"}),
+		act("z", nil, "search", "z", nil),
+		act("w", nil, "search", "w", nil),
+		ask,
+		act("y", []string{"w"}, "search", "y", nil),
+	}})
+	_, gated := r.step(id, "gated", stepRunning)
+	_, z := r.step(id, "z", stepRunning)
+	_, w := r.step(id, "w", stepRunning)
+	// Policy asks a person about gated's write: the task waits for approval.
+	r.Append(id,
+		&stewardv1.PolicyEvaluated{ActionId: gated.ActionId, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s-gated", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap-gated", ActionId: gated.ActionId, ActionHash: gated.ActionHash}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL })
+	r.ok(t, id, z, `{}`)
+	r.step(id, "ask", stepRunning) // started; its question waits for a running task
+	r.ok(t, id, w, `{}`)
+	r.step(id, "w", stepSucceeded)
+	r.settle()
+	if st := task.FindStep(r.task(t, id), "y"); st.Status != stepRunning {
+		t.Fatalf("y is %v after w, its only dependency, succeeded: ready steps wait for an unrelated approval", st.Status)
+	}
+}
