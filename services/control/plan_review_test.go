@@ -74,7 +74,6 @@ func TestReviewRevisionBetweenProposalAndStartOrphansAction(t *testing.T) {
 	}
 }
 
-
 // TestReviewUnaskedCheckpointStallsReadySteps: a checkpoint step that
 // starts while the task waits for an unrelated action's approval cannot
 // ask yet (it asks only in a running task). Its branch of endSteps then
@@ -100,7 +99,9 @@ func TestReviewUnaskedCheckpointStallsReadySteps(t *testing.T) {
 	r.Append(id,
 		&stewardv1.PolicyEvaluated{ActionId: gated.ActionId, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s-gated", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap-gated", ActionId: gated.ActionId, ActionHash: gated.ActionHash}})
-	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL })
+	r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
+	})
 	r.ok(t, id, z, `{}`)
 	r.step(id, "ask", stepRunning) // started; its question waits for a running task
 	r.ok(t, id, w, `{}`)
@@ -108,5 +109,37 @@ func TestReviewUnaskedCheckpointStallsReadySteps(t *testing.T) {
 	r.settle()
 	if st := task.FindStep(r.task(t, id), "y"); st.Status != stepRunning {
 		t.Fatalf("y is %v after w, its only dependency, succeeded: ready steps wait for an unrelated approval", st.Status)
+	}
+}
+
+// TestReviewReaddedStepAdoptsItsWithdrawnAction: a step that a revision
+// withdraws, and a later revision adds back unchanged, starts afresh
+// (attempt 1, the retired state left behind) and so derives the same
+// proposal id as its first start: it adopts the action the withdrawal
+// withdrew, and fails at once as "withdrawn", never running.
+func TestReviewReaddedStepAdoptsItsWithdrawnAction(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "readd", nil)
+	x := func() *stewardv1.Step { return act("x", nil, "write", "doc", map[string]string{"text": "'x'"}) }
+	y := func() *stewardv1.Step { return act("y", nil, "search", "y", nil) }
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, x(), y()))
+	_, first := r.step(id, "x", stepRunning)
+	r.step(id, "y", stepRunning)
+	r.runPlan(t, id, plan(2, y()))
+	r.WaitAction(id, first.ActionId, func(a *stewardv1.Action) bool { return a.Status == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN })
+	r.runPlan(t, id, plan(3, x(), y()))
+	r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		st := task.FindStep(tk, "x")
+		return tk.Plan.Version == 3 && st != nil && st.Status != stepPending
+	})
+	r.settle()
+	tk := r.task(t, id)
+	st := task.FindStep(tk, "x")
+	if st.Status != stepRunning || len(st.ActionIds) != 1 || st.ActionIds[0] == first.ActionId {
+		t.Fatalf("x, added back by version 3, is %v (%s) on actions %v; want running a new action, not %s, withdrawn with version 2",
+			st.Status, st.Reason, st.ActionIds, first.ActionId)
 	}
 }
