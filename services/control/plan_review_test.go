@@ -5,7 +5,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -141,5 +143,39 @@ func TestReviewReaddedStepAdoptsItsWithdrawnAction(t *testing.T) {
 	if st.Status != stepRunning || len(st.ActionIds) != 1 || st.ActionIds[0] == first.ActionId {
 		t.Fatalf("x, added back by version 3, is %v (%s) on actions %v; want running a new action, not %s, withdrawn with version 2",
 			st.Status, st.Reason, st.ActionIds, first.ActionId)
+	}
+}
+
+// TestReviewKeptCheckpointAsksAgain: the id of a checkpoint's question
+// derives from the plan version in force, so a revision that keeps the
+// step after its question was asked (and answered, before the driver
+// ended the step: a restart between the two) makes the driver look for a
+// question under the new version, find none, and ask the person again,
+// ignoring the answer given.
+func TestReviewKeptCheckpointAsksAgain(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "reask", nil)
+	ask := func() *stewardv1.Step {
+		return &stewardv1.Step{Id: "ask", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Publish?", Choices: []string{"yes", "no"}}}}
+	}
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, ask()))
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.settle()
+	r.ctl.Stop() // the process stops before it sees the answer
+	if _, err := r.ctl.ProvideInput(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ProvideInputRequest{TaskId: id, Answer: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	r.runPlan(t, id, plan(2, ask(), act("more", nil, "search", "more", nil)))
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.start(t)
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return task.FindStep(tk, "ask").Status != stepRunning || tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
+	})
+	if st := task.FindStep(tk, "ask"); st.Status != stepSucceeded || r.Count(id, event.TypeTaskNeedsInput) != 1 {
+		t.Fatalf("ask = %v (%s); %d questions asked, task %v: want the answer given to end it, asked once",
+			st.Status, st.Reason, r.Count(id, event.TypeTaskNeedsInput), tk.Status)
 	}
 }
