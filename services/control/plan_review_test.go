@@ -179,3 +179,33 @@ func TestReviewKeptCheckpointAsksAgain(t *testing.T) {
 			st.Status, st.Reason, r.Count(id, event.TypeTaskNeedsInput), tk.Status)
 	}
 }
+
+// TestReviewRevisionKeepingAFailedStepEscalatesAgain: the escalation of a
+// failed step is "once per failure", and a person's resume lets the plan
+// go on without it; but its event id derives from the plan version, so a
+// revision that keeps the failed step unchanged (here: adding an
+// independent step) stops the task for a person again over the same
+// failure.
+func TestReviewRevisionKeepingAFailedStepEscalatesAgain(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "reescalate", nil)
+	strict := act("check", nil, "search", "doc", nil)
+	strict.Expect = "result.ok == true"
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, strict))
+	_, c := r.step(id, "check", stepRunning)
+	r.ok(t, id, c, `{"ok": false}`)
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.resume(t, id)
+	r.running(id)
+	r.runPlan(t, id, plan(2, strict, act("extra", nil, "search", "extra", nil)))
+	r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return tk.Plan.Version == 2 && (task.FindStep(tk, "extra").Status == stepRunning || tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT)
+	})
+	r.settle()
+	if n := r.Count(id, event.TypeTaskNeedsInput); n != 1 {
+		t.Fatalf("%d TaskNeedsInput for one failure of check, want 1: the revision undid the person's resume (task %v)", n, r.task(t, id).Status)
+	}
+}
