@@ -209,3 +209,35 @@ func TestReviewRevisionKeepingAFailedStepEscalatesAgain(t *testing.T) {
 		t.Fatalf("%d TaskNeedsInput for one failure of check, want 1: the revision undid the person's resume (task %v)", n, r.task(t, id).Status)
 	}
 }
+
+// TestReviewCheckpointTakesAnotherQuestionsAnswer: answerTo takes the
+// first answer anywhere after the checkpoint's question, read from the
+// log as it is now, not as the pass's fold has it. A question the person
+// closed with a resume, followed before the driver's pass (a restart,
+// a lagging consumer) by the agent's own question and its answer, ends
+// the checkpoint succeeded with that other answer.
+func TestReviewCheckpointTakesAnotherQuestionsAnswer(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "other-answer", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		{Id: "ship", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+			Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Ship the release?", Choices: []string{"yes", "no"}}}},
+	}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.settle()
+	r.ctl.Stop()
+	r.resume(t, id) // the person declines to answer
+	ctx := context.Background()
+	if _, err := r.ctl.RequestInput(ctx, "agent", &stewardv1.RequestInputRequest{TaskId: id, Question: "May I delete the scratch files?", Choices: []string{"yes", "no"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ctl.ProvideInput(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.ProvideInputRequest{TaskId: id, Answer: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	r.ctl = control.New(r.Log, r.Logger, r.config())
+	r.start(t)
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.FindStep(tk, "ship").Status != stepRunning })
+	if st := task.FindStep(tk, "ship"); st.Status != stepFailed {
+		t.Fatalf("ship = %v with result %q: the answer to the agent's later question ended the checkpoint the person declined", st.Status, st.GetResult().GetStringValue())
+	}
+}
