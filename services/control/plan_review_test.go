@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -239,5 +240,33 @@ func TestReviewCheckpointTakesAnotherQuestionsAnswer(t *testing.T) {
 	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.FindStep(tk, "ship").Status != stepRunning })
 	if st := task.FindStep(tk, "ship"); st.Status != stepFailed {
 		t.Fatalf("ship = %v with result %q: the answer to the agent's later question ended the checkpoint the person declined", st.Status, st.GetResult().GetStringValue())
+	}
+}
+
+// TestReviewRetryOfAWithdrawnStepsActionRuns: a step withdrawn by a
+// revision while its action runs keeps that action to its end; when it
+// fails transiently under RECOVERY_MODE_RETRY, the recovery policy
+// proposes it again, and nothing withdraws the retry (withdrawRetired
+// looks only at the retired step's own action ids): a new call the plan
+// no longer asks for is governed and run.
+func TestReviewRetryOfAWithdrawnStepsActionRuns(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "retired-retry", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId) // permitted: the withdrawal lets it run to its end
+	r.runPlan(t, id, plan(2, act("y", nil, "search", "y", nil)))
+	r.step(id, "y", stepRunning)
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	for _, x := range r.task(t, id).Actions {
+		if x.RetryOf == a.ActionId && x.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+			t.Fatalf("the retry %s of withdrawn step x's action is %v: it will run, though no step of the plan asks for it", x.ActionId, x.Status)
+		}
 	}
 }
