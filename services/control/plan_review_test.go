@@ -270,3 +270,29 @@ func TestReviewRetryOfAWithdrawnStepsActionRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewDeniedRevisionStillRunsItsStepsActions: "a plan that policy
+// denies runs nothing", but a revision that policy denies leaves the
+// actions its kept steps proposed under the version before it, not yet
+// permitted, to go on through governance and run: nothing withdraws
+// them.
+func TestReviewDeniedRevisionStillRunsItsStepsActions(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "denied-revision", nil)
+	x := act("x", nil, "write", "doc", map[string]string{"text": "'x'"})
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{x}})
+	_, a := r.step(id, "x", stepRunning) // proposed, not yet judged
+	tk, _, err := r.submitPlan(id, "", &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		x, act("y", nil, "write", "doc", map[string]string{"text": "'y'"}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Append(id, &stewardv1.PlanEvaluated{Version: 2, PlanHash: tk.Plan.PlanHash,
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_DENY, Reasons: []string{"too many writes"}}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.PlanStopped(tk.Plan) })
+	r.settle()
+	if got := task.FindAction(r.task(t, id), a.ActionId); got.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+		t.Fatalf("x's action %s is %v under a plan policy denied: governance will permit it and it will run", a.ActionId, got.Status)
+	}
+}
