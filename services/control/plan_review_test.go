@@ -296,3 +296,35 @@ func TestReviewDeniedRevisionStillRunsItsStepsActions(t *testing.T) {
 		t.Fatalf("x's action %s is %v under a plan policy denied: governance will permit it and it will run", a.ActionId, got.Status)
 	}
 }
+
+// TestReviewChangedSkippedStepStaysSkipped: docs/plans.md says "a changed
+// step that had not started starts under its new definition"; a step
+// skipped by its when never started, yet a revision that changes its when
+// leaves it skipped for good (revised keeps its state as for a started
+// step).
+func TestReviewChangedSkippedStepStaysSkipped(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "reskip", nil)
+	gated := func(when string) *stewardv1.Step {
+		s := act("b", []string{"a"}, "search", "b", nil)
+		s.When = when
+		return s
+	}
+	plan := func(v uint32, when string) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+			act("a", nil, "search", "a", nil), gated(when), act("c", []string{"a"}, "search", "c", nil),
+		}}
+	}
+	r.runPlan(t, id, plan(1, "steps.a.result.go == true"))
+	_, a := r.step(id, "a", stepRunning)
+	r.ok(t, id, a, `{"go": false}`)
+	r.step(id, "b", stepSkipped)
+	r.step(id, "c", stepRunning) // the task runs on: the agent may revise
+	r.runPlan(t, id, plan(2, "steps.a.result.go == false"))
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Plan.Version == 2 && task.PlanRuns(tk.Plan) })
+	r.settle()
+	tk := r.task(t, id)
+	if st := task.FindStep(tk, "b"); st.Status != stepRunning {
+		t.Fatalf("b, changed by version 2 after its when skipped it, is %v (%s); the docs say a changed step that had not started starts under its new definition", st.Status, st.Reason)
+	}
+}
