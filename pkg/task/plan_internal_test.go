@@ -29,7 +29,7 @@ func TestRevisedKeepsWhatStarted(t *testing.T) {
 		Plan: &stewardv1.Plan{Version: 2, Steps: []*stewardv1.Step{step("kept"), step("changed_running"), step("changed_pending"), step("new")}},
 		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Kept: []string{"kept"}, Changed: []string{"changed_running", "changed_pending"},
 			Added: []string{"new"}, Withdrawn: []string{"gone_done", "gone_running"}}}
-	next := revised(cur, s, &stewardv1.Event{Actor: &stewardv1.Actor{Principal: "agent"}})
+	next := revised(cur, s, &stewardv1.Event{Actor: &stewardv1.Actor{Principal: "agent"}}, nil)
 	want := map[string]struct {
 		status  stewardv1.StepStatus
 		version uint32
@@ -80,12 +80,12 @@ func TestRevisedKeepsTheVersionAStepStartedUnder(t *testing.T) {
 	cur := &stewardv1.PlanState{Version: 1, Steps: []*stewardv1.PlanStepState{running}}
 	step := []*stewardv1.Step{{Id: "s"}}
 	v2 := revised(cur, &stewardv1.PlanSubmitted{PlanHash: "h2", Plan: &stewardv1.Plan{Version: 2, Steps: step},
-		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Changed: []string{"s"}}}, &stewardv1.Event{})
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Changed: []string{"s"}}}, &stewardv1.Event{}, nil)
 	if got := v2.Steps[0].Version; got != 1 {
 		t.Fatalf("after a change, the running step's version = %d, want 1 (the one it started under)", got)
 	}
 	v3 := revised(v2, &stewardv1.PlanSubmitted{PlanHash: "h3", Plan: &stewardv1.Plan{Version: 3, Steps: step},
-		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"s"}}}, &stewardv1.Event{})
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"s"}}}, &stewardv1.Event{}, nil)
 	if got := v3.Steps[0].Version; got != 1 {
 		t.Fatalf("kept unchanged from version 2, the step started under version 1 shows version %d, want 1", got)
 	}

@@ -135,12 +135,14 @@ func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) er
 func (p *Plane) takesActions() bool { return p.tools != nil && p.requests != nil }
 
 // retryDue reports whether a, an action of t, is a failure that
-// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable.
+// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable;
+// not one the task's plan no longer asks for (task.PlanWithdrew).
 func (p *Plane) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
 	return p.takesActions() &&
 		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
 		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
-		task.FindAction(t, retryID(t, a)) == nil
+		task.FindAction(t, retryID(t, a)) == nil &&
+		task.PlanWithdrew(t, a) == "" // a retired plan step's action ran to its end; it is not run again
 }
 
 // retryable reports whether a failed in a way that the same request may
