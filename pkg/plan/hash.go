@@ -39,6 +39,21 @@ func Hash(p *stewardv1.Plan) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
+// StepHash returns the hash of one step's definition, hex SHA-256 of
+// "steward.plan.step.v1", a NUL byte and the step's canonical JSON (see
+// Hash): what tells a step that a revision changed from the same step
+// kept.
+func StepHash(s *stewardv1.Step) (string, error) {
+	c, err := canonical(s)
+	if err != nil {
+		return "", fmt.Errorf("step hash: %w", err)
+	}
+	h := sha256.New()
+	h.Write([]byte("steward.plan.step.v1\x00"))
+	h.Write(c)
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
 // canonical returns m's canonical JSON (see Hash).
 func canonical(m proto.Message) ([]byte, error) {
 	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(withDefaults(m))
