@@ -93,11 +93,13 @@ func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
 }
 
 // planPass is one pass of the driver over task t, read as of sequence
-// seq (at least) of its log, because of event causeID (empty for a timer).
+// seq (at least) of its log, because of event causeID (empty for a timer,
+// timerID then naming the wait step's timer that fired).
 type planPass struct {
 	p                      *Plane
 	seq                    uint64
 	causeID, correlationID string
+	timerID                string
 	t                      *stewardv1.Task
 	history                taskstore.History
 	// outs is the outcome of each done step, read once a pass needs it.
