@@ -211,6 +211,13 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 
 func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale) string {
 	t.Helper()
+	return e.proposeFor(t, taskID, proposalID, tool, compensates, by, params, rationale, "")
+}
+
+// proposeFor is proposeWith for an action of plan step planStep ("" for
+// none), as the plan driver proposes one.
+func (e *govEnv) proposeFor(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, planStep string) string {
+	t.Helper()
 	var tc *stewardv1.ToolContract
 	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool}, credTools...) {
 		if c.Name == tool {
@@ -235,7 +242,7 @@ func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates
 	e.Append(taskID, &stewardv1.ActionProposed{Action: &stewardv1.Action{
 		ActionId: id, ProposalId: proposalID, Tool: tool, ToolVersion: "1", Target: "acct:1", EffectClass: tc.EffectClass,
 		RequestRef: ref, Request: inline, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
-		Rationale: rationale,
+		Rationale: rationale, PlanStepId: planStep,
 	}})
 	return id
 }
