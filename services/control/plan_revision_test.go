@@ -71,6 +71,12 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 					t.Errorf("action %s (%s %s, proposal %s) is %v, owned by no step of the plan and not withdrawn: it will be governed and run",
 						a.ActionId, a.Tool, a.Target, a.ProposalId, a.Status)
 				}
+				if a.Target == "index" && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
+					t.Errorf("version 1's action %s for a is %v, want withdrawn", a.ActionId, a.Status)
+				}
+			}
+			if st := task.FindStep(tk, "a"); tc.name == "changed" && (st.GetStatus() != stepRunning || len(st.ActionIds) != 1 || task.FindAction(tk, st.ActionIds[0]).GetTarget() != "elsewhere") {
+				t.Errorf("changed step a = %v: want it running its new definition's action", st)
 			}
 		})
 	}
