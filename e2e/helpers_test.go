@@ -61,6 +61,7 @@ const (
 	treasurerToken = "e2e-treasury-token-0123456789"   // user:tess, treasury
 	toolAdminToken = "e2e-tool-admin-token-0123456789" // user:tools, tool-admin
 	adminToken     = "e2e-admin-token-0123456789"      // user:root, admin: may do everything
+	subAgentToken  = "e2e-sub-agent-token-0123456789"  // agent:researcher, no role: a sub-agent
 	// Two more approvers, for approvals that need several people.
 	secondApproverToken = "e2e-second-approver-token-0123" // user:di, authorizer
 	thirdApproverToken  = "e2e-third-approver-token-01234" // user:eve, authorizer
@@ -87,6 +88,7 @@ const tokensFile = `{"tokens": [
   {"token": "` + treasurerToken + `", "principal": "user:tess", "roles": ["treasury"]},
   {"token": "` + toolAdminToken + `", "principal": "user:tools", "roles": ["tool-admin"]},
   {"token": "` + adminToken + `", "principal": "user:root", "roles": ["admin"]},
+  {"token": "` + subAgentToken + `", "principal": "agent:researcher", "roles": []},
   {"token": "` + secondApproverToken + `", "principal": "user:di", "roles": ["authorizer"]},
   {"token": "` + thirdApproverToken + `", "principal": "user:eve", "roles": ["authorizer"]},
   {"token": "` + acmeAgentToken + `", "principal": "agent:summariser", "tenant": "acme"},

@@ -21,7 +21,8 @@
 // Hash binds an approval to one plan; Diff says what a revision keeps;
 // Ready says which steps may start; the Eval functions evaluate a step's
 // expressions over earlier results. docs/plans.md describes the format.
-// Running plans is not built yet.
+// The control plane's plan driver (services/control) runs plans with
+// them.
 //
 // Everything here is pure and safe for concurrent use.
 package plan

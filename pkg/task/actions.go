@@ -121,6 +121,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		// The inline request is what governance evaluates and
 		// execution sends: it must be the request the hashes name.
 		return nil, errs.New(errs.FailedPrecondition, "action %s carries a request that hashes to %s, not its request_hash %s", a.ActionId, requestHash(a.Request), a.GetRequestHash())
+	case a.GetMilestoneId() != "" && milestoneBudget(t, a.MilestoneId) == nil:
+		return nil, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(a.MilestoneId))
 	case a.GetCompensates() != "":
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))

@@ -1,9 +1,12 @@
 package task_test
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -76,5 +79,46 @@ func TestSuspensionKeepsItsCause(t *testing.T) {
 	tk, err = task.Fold(stewardtest.History(t, "t1", budgeted(), started(), spent, resumed()))
 	if err != nil || tk.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_UNSPECIFIED {
 		t.Fatalf("after the resume, suspended for %v (%v)", tk.GetSuspendedFor(), err)
+	}
+}
+
+// TestActionCostIsChargedToItsMilestone charges what an action in a
+// milestone costs — on its outcome, or on a denial after calls made — to
+// the milestone as well as the task, and refuses a proposal naming a
+// milestone the budget does not have.
+func TestActionCostIsChargedToItsMilestone(t *testing.T) {
+	inMilestone := func(id, milestone string) []event.Payload {
+		steps := dispatchedAction(id)
+		steps[0].(*stewardv1.ActionProposed).Action.MilestoneId = milestone
+		return steps
+	}
+	steps := []event.Payload{budgeted(), started()}
+	steps = append(steps, inMilestone("a1", "m1")...)
+	steps = append(steps, &stewardv1.ActionOutcomeRecorded{ActionId: "a1", Outcome: &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Attempt: 1, CostMicros: 300,
+	}})
+	steps = append(steps, inMilestone("a2", "m1")...)
+	steps = append(steps,
+		&stewardv1.ActionWaiting{ActionId: "a2", Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, Until: timestamppb.Now(), NextAttempt: 2},
+		&stewardv1.ActionRevalidating{ActionId: "a2", PermitId: "pa2", Reason: stewardv1.RevalidationReason_REVALIDATION_REASON_RETRY, Detail: "test"},
+		&stewardv1.ActionDenied{ActionId: "a2", Reasons: []string{"revoked"}, CostMicros: 150})
+	steps = append(steps, dispatchedAction("a3")...)
+	steps = append(steps, &stewardv1.ActionOutcomeRecorded{ActionId: "a3", Outcome: &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Attempt: 1, CostMicros: 7,
+	}})
+	tk, err := task.Fold(stewardtest.History(t, "t1", steps...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := tk.BudgetUsed
+	if u.CostMicros != 457 || len(u.Milestones) != 1 || u.Milestones[0].MilestoneId != "m1" || u.Milestones[0].CostMicros != 450 {
+		t.Fatalf("usage %v; want 457 for the task, 450 for m1", u)
+	}
+	if line, spent := task.Spent(tk); !spent || line.MilestoneID != "m1" {
+		t.Errorf("spent %v (%s); want milestone m1 spent", spent, line)
+	}
+	_, err = task.Fold(stewardtest.History(t, "t1", append([]event.Payload{budgeted(), started()}, inMilestone("a9", "m9")...)...))
+	if !strings.Contains(fmt.Sprint(err), "milestone_id") {
+		t.Errorf("a proposal in milestone m9: %v; want a refusal naming milestone_id", err)
 	}
 }

@@ -235,7 +235,7 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		if !Active(from) {
 			return 0, "", illegal(t, "stop for input")
 		}
-		if err := checkAsked(p.TaskNeedsInput); err != nil {
+		if err := checkAsked(t, p.TaskNeedsInput); err != nil {
 			return 0, "", err
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, needsInputReason(ev.Actor.GetPrincipal(), p.TaskNeedsInput), nil

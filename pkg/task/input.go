@@ -31,16 +31,29 @@ func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.Inp
 		AskedBy:  ev.Actor.GetPrincipal(),
 		AskedAt:  ev.Time,
 		ActionId: n.ActionId,
+		AskRef:   n.AskRef,
 	}
 }
 
 // checkAsked checks what a TaskNeedsInput asks: an agent's question must
-// say something.
-func checkAsked(n *stewardv1.TaskNeedsInput) error {
+// say something, and whom it asks must be one who may answer.
+func checkAsked(t *stewardv1.Task, n *stewardv1.TaskNeedsInput) error {
 	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED && strings.TrimSpace(n.Question) == "" {
 		return errs.Field("question", "is required: say what you need to know")
 	}
-	return nil
+	return CheckAskRef(t.Contract, n.AskRef)
+}
+
+// CheckAskRef checks whom a question asks (ask_ref): empty, or the
+// contract's requester or accountable owner — those who may answer the
+// task's questions, of whom it picks one. Anyone else could not get past
+// the role table (pkg/access) to answer.
+func CheckAskRef(c *stewardv1.TaskContract, ref string) error {
+	if ref == "" || ref == c.GetRequesterRef() || ref == c.GetAccountableOwnerRef() {
+		return nil
+	}
+	return errs.Field("ask_ref", "%s may not answer task %s's questions: ask its requester %s or its accountable owner %s, or leave it empty for either",
+		errs.Quote(ref), c.GetTaskId(), c.GetRequesterRef(), c.GetAccountableOwnerRef())
 }
 
 // checkAnswer checks an answer against t's open question: the task must be

@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -114,5 +115,23 @@ func TestAnswerRevalidatesPermits(t *testing.T) {
 				t.Fatalf("after %T: task %v, action %v stale %v", last, got.Status, a.Status, a.PermitStale)
 			}
 		})
+	}
+}
+
+// TestAQuestionAsksOnePerson: a question's ask_ref is kept on the open
+// question, and must name the requester or the accountable owner.
+func TestAQuestionAsksOnePerson(t *testing.T) {
+	c := created()
+	c.(*stewardv1.TaskCreated).Contract.RequesterRef, c.(*stewardv1.TaskCreated).Contract.AccountableOwnerRef = "user:a", "user:b"
+	ask := func(ref string) event.Payload {
+		return &stewardv1.TaskNeedsInput{Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: "Go?", AskRef: ref}
+	}
+	tk, err := task.Fold(stewardtest.History(t, "t1", c, started(), ask("user:b")))
+	if err != nil || tk.OpenInput.GetAskRef() != "user:b" {
+		t.Fatalf("open input %v (%v); want it to ask user:b", tk.GetOpenInput(), err)
+	}
+	var e *errs.Error
+	if _, err := task.Fold(stewardtest.History(t, "t1", c, started(), ask("user:z"))); !errors.As(err, &e) || e.Field != "ask_ref" {
+		t.Fatalf("a question for user:z: %v; want a refusal naming ask_ref", err)
 	}
 }

@@ -68,9 +68,10 @@ func outcome(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	tr.apply = func(a *stewardv1.Action) {
 		a.Outcome = proto.CloneOf(o)
 		clearWait(a)
-		// A call costs what it costs, whatever came of it.
+		// A call costs what it costs, whatever came of it, and its
+		// milestone pays for it too.
 		if o.GetCostMicros() > 0 {
-			spend(t, 0, o.GetCostMicros(), "")
+			spend(t, 0, o.GetCostMicros(), a.MilestoneId)
 		}
 	}
 	return tr

@@ -10,7 +10,8 @@ import (
 )
 
 // The plan driver's step events (services/control/plan_driver.go): a step
-// of the plan in force started, naming its action, or ended. The fold
+// of the plan in force started, naming its action or its sub-task, or
+// ended. The fold
 // checks each against the plan as it stands, so that a stale or repeated
 // record cannot move a step twice: a step starts from pending, again for
 // a retry of its own action, or afresh when it failed and a revision
@@ -33,14 +34,22 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	a := FindAction(t, s.ActionId)
 	def := StepDefinition(t.Plan, s.StepId)
 	wait, foreach, checkpoint := def.GetWait() != nil, def.GetForeach() != nil, def.GetCheckpoint() != nil
+	sub, subItems := def.GetSubTask() != nil, def.GetForeach().GetBody().GetSubTask() != nil
+	delegates := s.SubTaskId != "" || len(s.ItemSubTaskIds) > 0
 	switch {
+	case sub && (s.SubTaskId == "" || s.ActionId != "" || s.WaitUntil != nil || len(s.ItemActionIds) > 0 || len(s.ItemSubTaskIds) > 0):
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a sub_task: its start names its sub-task, and no action", ev.Type, s.StepId, id)
+	case subItems && (s.SubTaskId != "" || s.ActionId != "" || s.WaitUntil != nil || len(s.ItemActionIds) > 0):
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a foreach of sub-tasks: its start names the sub-task of each item, and no action", ev.Type, s.StepId, id)
+	case !sub && !subItems && delegates:
+		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s delegates no sub-task", ev.Type, s.StepId, id)
 	case checkpoint && (s.ActionId != "" || s.WaitUntil != nil || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a checkpoint: it runs no action", ev.Type, s.StepId, id)
 	case wait && (s.ActionId != "" || s.WaitUntil == nil || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a wait: it runs no action, and its start says when it ends", ev.Type, s.StepId, id)
-	case foreach && (s.ActionId != "" || s.WaitUntil != nil || !ownActions(t, s.ItemActionIds)):
+	case foreach && !subItems && (s.ActionId != "" || s.WaitUntil != nil || !ownActions(t, s.ItemActionIds)):
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s is a foreach: its start names the action of each item, each on the task", ev.Type, s.StepId, id)
-	case !wait && !foreach && !checkpoint && (a == nil || a.Compensates != "" || len(s.ItemActionIds) > 0):
+	case !wait && !foreach && !checkpoint && !sub && (a == nil || a.Compensates != "" || len(s.ItemActionIds) > 0):
 		return nil, errs.New(errs.FailedPrecondition, "%s: task %s has no action %s for step %s", ev.Type, id, s.ActionId, s.StepId)
 	case s.Attempt != st.Attempts+1:
 		return nil, errs.New(errs.FailedPrecondition, "%s: step %s of task %s: attempt %d does not follow attempt %d", ev.Type, s.StepId, id, s.Attempt, st.Attempts)
@@ -62,6 +71,9 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 				// result is made of. An earlier attempt's stay in the ledger.
 				st.ActionIds = slices.Clone(s.ItemActionIds)
 			}
+			// This attempt's sub-tasks; an earlier attempt's run on, on
+			// their own logs.
+			st.SubTaskId, st.ItemSubTaskIds = s.SubTaskId, slices.Clone(s.ItemSubTaskIds)
 		})
 		followLedger(t) // the step now owns its action in progress.remaining
 	}, nil

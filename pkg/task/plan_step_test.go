@@ -88,7 +88,10 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 	kinds.Steps = append(kinds.Steps,
 		&stewardv1.Step{Id: "w", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{}}},
 		&stewardv1.Step{Id: "f", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[]", MaxItems: 1}}},
-		&stewardv1.Step{Id: "q", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "ok?"}}})
+		&stewardv1.Step{Id: "q", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "ok?"}}},
+		&stewardv1.Step{Id: "s", Kind: &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{}}},
+		&stewardv1.Step{Id: "fs", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[]", MaxItems: 1,
+			Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_SubTask{SubTask: &stewardv1.SubTaskStep{}}}}}})
 	kinded := []event.Payload{created(), started(), planSubmitted(kinds, "h1", nil), judged(1, "h1", planAllow), stepAction("a1", "")}
 	tests = append(tests, []struct {
 		name   string
@@ -100,6 +103,12 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 		{"a foreach started with an item's action not on the task", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "f", Attempt: 1, ItemActionIds: []string{"a1", "a9"}})},
 		{"a checkpoint started with an action", append(slices.Clip(kinded), stepStarted("q", "a1", 1))},
 		{"an action step started with items", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "a", ActionId: "a1", Attempt: 1, ItemActionIds: []string{"a1"}})},
+		{"an action step started with a sub-task", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "a", ActionId: "a1", Attempt: 1, SubTaskId: "c1"})},
+		{"a sub_task started with an action", append(slices.Clip(kinded), stepStarted("s", "a1", 1))},
+		{"a sub_task started with no sub-task", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "s", Attempt: 1})},
+		{"a sub_task started out of its attempt", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "s", Attempt: 2, SubTaskId: "c1"})},
+		{"a foreach of sub-tasks started with items' actions", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "fs", Attempt: 1, ItemActionIds: []string{"a1"}})},
+		{"a foreach of actions started with items' sub-tasks", append(slices.Clip(kinded), &stewardv1.PlanStepStarted{Version: 1, StepId: "f", Attempt: 1, ItemSubTaskIds: []string{"c1"}})},
 	}...)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,5 +117,29 @@ func TestFoldRefusesStepEvents(t *testing.T) {
 				t.Fatalf("err = %v, want a failed precondition", err)
 			}
 		})
+	}
+}
+
+// TestFoldStartsSubTaskSteps: a sub_task step's start names its sub-task,
+// and a foreach of sub-tasks' the sub-task of each item, in order.
+func TestFoldStartsSubTaskSteps(t *testing.T) {
+	p := planOf(1)
+	p.Steps = []*stewardv1.Step{
+		{Id: "s", Kind: &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{}}},
+		{Id: "fs", Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "[1, 2]", MaxItems: 2,
+			Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_SubTask{SubTask: &stewardv1.SubTaskStep{}}}}}},
+	}
+	tk, err := task.Fold(stewardtest.History(t, "t1", created(), started(), planSubmitted(p, "h1", nil), judged(1, "h1", planAllow),
+		&stewardv1.PlanStepStarted{Version: 1, StepId: "s", Attempt: 1, SubTaskId: "c1"},
+		&stewardv1.PlanStepStarted{Version: 1, StepId: "fs", Attempt: 1, ItemSubTaskIds: []string{"c2", "c3"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, fs := task.FindStep(tk, "s"), task.FindStep(tk, "fs")
+	if s.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || s.SubTaskId != "c1" || len(s.ActionIds) != 0 {
+		t.Fatalf("s = %v", s)
+	}
+	if fs.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !slices.Equal(fs.ItemSubTaskIds, []string{"c2", "c3"}) || fs.SubTaskId != "" {
+		t.Fatalf("fs = %v", fs)
 	}
 }

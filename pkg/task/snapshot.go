@@ -52,7 +52,7 @@ func denial(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 		}
 		clearWait(a)
 		if d.CostMicros > 0 {
-			spend(t, 0, d.CostMicros, "")
+			spend(t, 0, d.CostMicros, a.MilestoneId)
 		}
 	}
 	return tr

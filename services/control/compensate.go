@@ -91,7 +91,7 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 	d, err := p.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: compensationPrefix + head,
 		tool: undo, target: orig.Target, params: params,
-		compensates: head, principal: stewardPrincipal,
+		compensates: head, principal: stewardPrincipal, milestone: orig.MilestoneId,
 	})
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -35,11 +36,16 @@ const MaxDelegationDepth = 16
 // that is neither revoked (nor any ancestor's) nor expired. Nothing is
 // appended when the delegation is refused. With a request id it is
 // idempotent as CreateTask is: the same request again returns the same
-// sub-task with created false, even if the parent has ended since.
+// sub-task with created false, even if the parent has ended since. A
+// request id may not start with planPrefix, which names the sub-tasks of
+// a plan's steps (planSubTaskID).
 func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	now := p.now()
 	if err := validateDelegate(req, now); err != nil {
 		return nil, false, err
+	}
+	if strings.HasPrefix(req.RequestId, planPrefix) {
+		return nil, false, errs.Field("request_id", "%s starts with %s, which is reserved for the sub-tasks Steward delegates for the steps of a plan", errs.Quote(req.RequestId), errs.Quote(planPrefix))
 	}
 	contract, err := knownFieldsOnly(req.Contract)
 	if err != nil {
@@ -66,7 +72,24 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		}
 		defer u.settle(ctx, &err) // the named result: what DelegateTask answers
 	}
-	prior, err := p.priorDelegation(ctx, childID, req.RequestId, req.ParentTaskId)
+	return p.delegate(ctx, principal, parent, handoff{childID: childID, requestID: req.RequestId, delegateRef: req.DelegateRef, contract: contract}, now)
+}
+
+// handoff is one delegation: the sub-task's id, the request id that names
+// it ("" for none: a random id), who it is for, and its contract, checked
+// as a client's (validateClientContract) with unknown fields dropped.
+type handoff struct {
+	childID, requestID, delegateRef string
+	contract                        *stewardv1.TaskContract
+}
+
+// delegate makes sub-task h of parent in principal's name, once its id is
+// known: DelegateTask's, from the caller's request id, and a plan's
+// sub_task step's (planSubTaskID). A sub-task with a request id made
+// already is a retry, answered as it was.
+func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv1.Task, h handoff, now time.Time) (*stewardv1.Task, bool, error) {
+	parentID, contract := parent.Contract.GetTaskId(), h.contract
+	prior, err := p.priorDelegation(ctx, h.childID, h.requestID, parentID)
 	if err != nil {
 		return nil, false, err
 	}
@@ -77,33 +100,33 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 			return nil, false, err
 		}
 	}
-	pc, err := delegable(contract, principal, req.DelegateRef, parent)
+	pc, err := delegable(contract, principal, h.delegateRef, parent)
 	if err != nil {
 		return nil, false, err
 	}
-	hop := &stewardv1.Delegation{FromRef: pc.Principal, ToRef: req.DelegateRef, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(now)}
+	hop := &stewardv1.Delegation{FromRef: pc.Principal, ToRef: h.delegateRef, CredentialRef: pc.CredentialId, DelegatedAt: timestamppb.New(now)}
 	if prior != nil {
 		// The same request again: the same hop, so the contract compares
 		// equal and the existing sub-task is returned.
 		hop.DelegatedAt = prior.DelegatedAt
 	}
-	contract.ParentTaskId = req.ParentTaskId
+	contract.ParentTaskId = parentID
 	contract.DelegationChain = append(slices.Clone(parent.Contract.GetDelegationChain()), hop)
 	if n := len(contract.DelegationChain); n > MaxDelegationDepth {
-		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", req.ParentTaskId, n-1, MaxDelegationDepth)
+		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", parentID, n-1, MaxDelegationDepth)
 	}
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
-	if err := p.reserve(ctx, principal, req.ParentTaskId, childID, contract, pc); err != nil {
+	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc); err != nil {
 		return nil, false, err
 	}
-	t, created, err := p.create(ctx, principal, parent.Tenant, childID, req.RequestId, contract)
+	t, created, err := p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
-		if prior, perr := p.priorDelegation(ctx, childID, req.RequestId, req.ParentTaskId); perr == nil && prior != nil {
+		if prior, perr := p.priorDelegation(ctx, h.childID, h.requestID, parentID); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
-			return p.create(ctx, principal, parent.Tenant, childID, req.RequestId, contract)
+			return p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
 		}
 	}
 	return t, created, err

@@ -25,7 +25,10 @@ type proposal struct {
 	// for a proposer whose id names the request (the plan driver's).
 	proposalIDOf func(requestHash string) string
 	// planStep is the plan step the action runs, for the plan driver's.
-	planStep          string
+	planStep string
+	// milestone is the milestone of the contract's budget the action's
+	// cost is charged to; the fold checks that the budget has it.
+	milestone         string
 	tool, toolVersion string // toolVersion empty: the one the task takes (toolFor)
 	target            string
 	params            []byte                 // a JSON object
@@ -110,6 +113,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		Rationale:     proto.CloneOf(pr.rationale),
 		SealedSecrets: sealed,
 		PlanStepId:    pr.planStep,
+		MilestoneId:   pr.milestone,
 	}}, nil
 }
 

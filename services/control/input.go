@@ -28,7 +28,9 @@ const (
 
 // RequestInput is the agent asking for help: its running task waits for
 // input with question, and the choices offered if any, until a person
-// answers (ProvideInput) or resumes it. Only a running task may ask: one
+// answers (ProvideInput) or resumes it. With ask_ref — the requester or
+// the accountable owner, the fold checks — only they (or an operator) may
+// answer. Only a running task may ask: one
 // waiting for approval or settling an outcome has a person's attention
 // already, and one stopped cannot ask anything. Who may ask is the agent
 // (the role table, pkg/access, at the edge). With a request id it is idempotent (see claim).
@@ -37,6 +39,9 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 		return nil, err
 	}
 	if err := checkQuestion(req.Question, req.Choices); err != nil {
+		return nil, err
+	}
+	if err := checkText("ask_ref", req.AskRef, MaxRefLen, false); err != nil {
 		return nil, err
 	}
 	u, err := p.claim(ctx, principal, "RequestInput", req.TaskId, req.RequestId, req)
@@ -53,7 +58,7 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 			return nil, errs.New(errs.FailedPrecondition, "task %s cannot ask for input: it is %s, and only a running task may ask", req.TaskId, task.StatusName(cur.Status))
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskNeedsInput{
-			Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: req.Question, Choices: req.Choices,
+			Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: req.Question, Choices: req.Choices, AskRef: req.AskRef,
 		})
 	})
 }
@@ -64,9 +69,11 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 // escalated failure, the action cap — may be answered. The contract's
 // requester or accountable owner may answer, and, when callers are
 // authenticated, anyone with the operator role; anyone else is
-// PermissionDenied. When the question offered choices, the answer must be
-// one of them (the fold checks it, so a replay checks it too). With a
-// request id it is idempotent (see claim).
+// PermissionDenied. A question that names whom it asks (ask_ref) is
+// answered only by them or an operator (mayAnswerAsked). When the
+// question offered choices, the answer must be one of them (the fold
+// checks it, so a replay checks it too). With a request id it is
+// idempotent (see claim).
 func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *stewardv1.ProvideInputRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
@@ -90,6 +97,9 @@ func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *steward
 		if err := mayAnswer(cur, who); err != nil {
 			return nil, err
 		}
+		if err := mayAnswerAsked(cur, who); err != nil {
+			return nil, err
+		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(who.Principal), CorrelationID: req.RequestId},
 			&stewardv1.InputProvided{Answer: req.Answer})
 	})
@@ -107,6 +117,20 @@ func mayAnswer(t *stewardv1.Task, who rpc.Identity) error {
 	}
 	return errs.New(errs.PermissionDenied, "%s may not answer task %s: its requester %s, its accountable owner %s or an operator may",
 		who.Principal, c.GetTaskId(), c.GetRequesterRef(), c.GetAccountableOwnerRef())
+}
+
+// mayAnswerAsked refuses who an answer to t's open question when it names
+// someone else (ask_ref), unless who is an authenticated operator: the
+// break-glass role answers any task's question. Resuming the task, which
+// closes the question unanswered, stays with all who may answer it
+// (mayResume): the asked one answers, the task's people steer.
+func mayAnswerAsked(t *stewardv1.Task, who rpc.Identity) error {
+	asked := t.OpenInput.GetAskRef()
+	if asked == "" || who.Principal == asked || who.Verified && who.HasRole(OperatorRole) {
+		return nil
+	}
+	return errs.New(errs.PermissionDenied, "%s may not answer task %s: its question is for %s; they or an operator may",
+		who.Principal, t.Contract.GetTaskId(), asked)
 }
 
 // checkQuestion checks what an agent asks: a question a person can read,

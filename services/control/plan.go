@@ -164,6 +164,9 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		if err := checkMilestone(field+".milestone_id", s.MilestoneId, t.Contract); err != nil {
 			return err
 		}
+		if err := task.CheckAskRef(t.Contract, s.GetCheckpoint().GetAskRef()); err != nil {
+			return within(field+".checkpoint", err)
+		}
 		call, callAt := s.GetAction(), field+".action"
 		if s.GetForeach() != nil {
 			call, callAt = s.GetForeach().GetBody().GetAction(), field+".foreach.body.action"

@@ -38,6 +38,7 @@ func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, 
 				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
 				Question: c.Question,
 				Choices:  c.Choices,
+				AskRef:   c.AskRef,
 			})
 		})
 		return asked, err

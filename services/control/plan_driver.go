@@ -17,28 +17,32 @@ import (
 // durable reaction to every event that can move a plan — a version
 // submitted or judged, an action's approval decided, its outcome, denial,
 // withdrawal or settlement, a step started or ended, a task running again,
-// a wait step's timer (plan_wait.go). Each pass reads the task and does
+// a wait step's timer (plan_wait.go), a sub-task's end (plan_sub_task.go). Each pass reads the task and does
 // what the plan asks next:
 //
 //  1. withdraws the actions the plan no longer asks for, unless permitted;
 //  2. ends the running steps whose action (or items' actions) has ended,
-//     or whose wait is over (plan_step_end.go);
+//     whose sub-task (items' sub-tasks) has ended, or whose wait is over
+//     (plan_step_end.go);
 //  3. applies the on_failure of a step that failed and stops the plan;
-//  4. starts every ready step in the same pass, so that independent steps
-//     run in parallel (plan_step_start.go);
+//  4. starts every ready step in the same pass — proposes its action,
+//     delegates its sub-task — so that independent steps run in parallel
+//     (plan_step_start.go);
 //  5. ends the plan once every step is done.
 //
 // Steps 2 and 3 end a pass that does anything: the events they append
 // bring the driver back to go on from there.
 //
 // Every write is idempotent: a step's action has a proposal id derived
-// from the step and its canonical request (planProposalID), so a crash
-// between the proposal and the step's record proposes nothing twice; the
+// from the step and its canonical request (planProposalID), and a step's
+// sub-task an id derived from the step (planSubTaskID), so a crash between
+// the proposal or delegation and the step's record makes nothing twice; the
 // step events' ids derive from the step, the plan version and the
 // attempt; each write is conditional on the step still standing as read.
 
 // planPrefix starts the proposal id of every action the plan driver
-// proposes; clients may not use it (validateProposal).
+// proposes, and the request id of every sub-task it delegates; clients
+// may not use it (validateProposal, DelegateTask).
 const planPrefix = "plan-"
 
 // planProposalID is the proposal id of the action of a step's attempt
@@ -161,9 +165,10 @@ func (r *planPass) outcomes(ctx context.Context) (map[string]plan.Outcome, error
 	return outs, nil
 }
 
-// result is what succeeded step st gave: a checkpoint's answer, a
-// foreach's list of its items' results, an action step's action's result,
-// a wait's null.
+// result is what succeeded step st gave: a checkpoint's answer or a
+// sub-task step's result (subTaskResult, a list for a foreach of them),
+// recorded on the step; a foreach's list of its items' results, an action
+// step's action's result, a wait's null.
 func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
 	if st.Result != nil {
 		return st.Result.AsInterface(), nil

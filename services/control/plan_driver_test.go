@@ -116,7 +116,8 @@ func TestPlanDiamondRunsToProduced(t *testing.T) {
 
 // TestPlanWhenFalseSkips: a when that is false skips its step, which
 // counts as done: a step that depends on it and tests its status runs. A
-// kind that is not built yet fails its step with a clear reason, and with
+// sub-task that cannot be delegated — it names no token cap, which its
+// parent's budget needs — fails its step with a clear reason, and with
 // on_failure continue the plan goes on; it hands back to the agent.
 func TestPlanWhenFalseSkips(t *testing.T) {
 	r := newRig(t)
@@ -133,7 +134,7 @@ func TestPlanWhenFalseSkips(t *testing.T) {
 		act("a", nil, "search", "index", nil), skipped, ask, after,
 	}})
 	tk, _ := r.step(id, "ask", stepFailed)
-	if why := task.FindStep(tk, "ask").Reason; !strings.Contains(why, "not built yet") {
+	if why := task.FindStep(tk, "ask").Reason; !strings.Contains(why, "could not be delegated") || !strings.Contains(why, "max_tokens") {
 		t.Fatalf("the sub_task step failed with %q", why)
 	}
 	_, a := r.step(id, "a", stepRunning)

@@ -13,8 +13,8 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// endSteps ends each running step whose action has ended for good, or
-// whose wait is over, and starts again each whose action the recovery
+// endSteps ends each running step whose action has ended for good, whose
+// sub-task has ended, or whose wait is over, and starts again each whose action the recovery
 // policy retried. moved says whether it appended anything.
 func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 	for _, st := range r.t.Plan.Steps {
@@ -32,7 +32,11 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 		var did bool
 		var err error
 		def := r.definition(st.StepId)
-		if def.GetForeach() != nil {
+		if st.SubTaskId != "" || len(st.ItemSubTaskIds) > 0 {
+			// By what it started, not by its definition: a revision may
+			// have changed a step while it ran.
+			did, err = r.followSubTasks(ctx, st)
+		} else if def.GetForeach() != nil {
 			did, err = r.followItems(ctx, st)
 		} else if def.GetCheckpoint() != nil {
 			did, err = r.checkpoint(ctx, st, def.GetCheckpoint())
@@ -123,29 +127,32 @@ func (r *planPass) followItems(ctx context.Context, st *stewardv1.PlanStepState)
 	if !done {
 		return false, nil
 	}
-	return true, r.judgeItems(ctx, st)
+	return true, r.judgeItems(ctx, st, nil, nil)
 }
 
-// judgeItems ends foreach step st, whose items all succeeded, by its
-// expect over each item's result.
-func (r *planPass) judgeItems(ctx context.Context, st *stewardv1.PlanStepState) error {
+// judgeItems ends foreach step st, whose items all succeeded with results
+// (nil: its actions', read if expect needs them), by its expect over each
+// item's result. result is what the step records as its own: nil for a
+// foreach of actions, whose result is its actions'.
+func (r *planPass) judgeItems(ctx context.Context, st *stewardv1.PlanStepState, results []any, result *structpb.Value) error {
 	step := r.definition(st.StepId)
 	if step.GetExpect() == "" {
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
+		return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", result)
 	}
 	outs, err := r.outcomes(ctx)
 	if err != nil {
 		return err
 	}
+	if results == nil {
+		if results, err = r.itemResults(ctx, st); err != nil {
+			return err
+		}
+	}
 	items, err := plan.EvalForeach(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs})
-	if err != nil || len(items) != len(st.ActionIds) {
+	if err != nil || len(items) != len(results) {
 		// Its dependencies' results are what they were when it started:
 		// this is not the step's doing, but it cannot be judged.
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: its items cannot be listed again to check expect: %v", err))
-	}
-	results, err := r.itemResults(ctx, st)
-	if err != nil {
-		return err
 	}
 	for i, item := range items {
 		ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Item: item, Result: results[i]})
@@ -156,7 +163,7 @@ func (r *planPass) judgeItems(ctx context.Context, st *stewardv1.PlanStepState) 
 			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: item %d: its result does not meet expect %s", i, step.GetExpect()))
 		}
 	}
-	return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
+	return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", result)
 }
 
 // itemResults returns the result of each item of foreach step st, in
@@ -183,26 +190,35 @@ func lastOf(ids []string) string {
 // judge ends step st, whose action a succeeded, by its expect over a's
 // result: false, or an error, fails it.
 func (r *planPass) judge(ctx context.Context, st *stewardv1.PlanStepState, a *stewardv1.Action) error {
-	step := r.definition(st.StepId)
-	if step.GetExpect() == "" {
+	if r.definition(st.StepId).GetExpect() == "" {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
 	}
 	result, err := r.p.resultValue(ctx, a)
 	if err != nil {
 		return err
 	}
-	outs, err := r.outcomes(ctx)
-	if err != nil {
-		return err
+	return r.judgeResult(ctx, st, result, "action "+a.ActionId, nil)
+}
+
+// judgeResult ends step st, whose work (what, in words) succeeded with
+// result, by its expect over it: false, or an error, fails it. kept is
+// what the step records as its own result: nil for an action step, whose
+// result is its action's.
+func (r *planPass) judgeResult(ctx context.Context, st *stewardv1.PlanStepState, result any, what string, kept *structpb.Value) error {
+	if expect := r.definition(st.StepId).GetExpect(); expect != "" {
+		outs, err := r.outcomes(ctx)
+		if err != nil {
+			return err
+		}
+		ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: result})
+		switch {
+		case err != nil:
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
+		case !ok:
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: %s succeeded but its result does not meet expect %s", what, expect))
+		}
 	}
-	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: result})
-	switch {
-	case err != nil:
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
-	case !ok:
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: action %s succeeded but its result does not meet expect %s", a.ActionId, step.GetExpect()))
-	}
-	return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
+	return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", kept)
 }
 
 // end records that step st ended as status, while it still stands as
@@ -212,7 +228,7 @@ func (r *planPass) end(ctx context.Context, st *stewardv1.PlanStepState, status 
 }
 
 // endWith is end for a step whose result is its own (a checkpoint's
-// answer), not its actions'.
+// answer, a sub-task's result), not its actions'.
 func (r *planPass) endWith(ctx context.Context, st *stewardv1.PlanStepState, status stewardv1.StepStatus, reason string, result *structpb.Value) error {
 	v := r.version()
 	id := r.stepEventID(event.TypePlanStepEnded, st.StepId, st.Attempts)

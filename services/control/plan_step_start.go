@@ -27,8 +27,9 @@ func (r *planPass) startReady(ctx context.Context) error {
 }
 
 // start starts ready step id: its when false skips it; an expression that
-// cannot be evaluated, or a kind not built yet, fails it; an action step
-// proposes its action and records that the step runs it.
+// cannot be evaluated fails it; an action step proposes its action, and a
+// sub_task step delegates its sub-task, and records that the step runs
+// it.
 func (r *planPass) start(ctx context.Context, id string) error {
 	pl, step, st := r.t.Plan.Plan, r.definition(id), task.FindStep(r.t, id)
 	outs, err := r.outcomes(ctx)
@@ -45,12 +46,14 @@ func (r *planPass) start(ctx context.Context, id string) error {
 		return r.startWait(ctx, st, step.GetWait())
 	case step.GetCheckpoint() != nil:
 		return r.started(ctx, st, &stewardv1.PlanStepStarted{}) // it asks once started (plan_checkpoint.go)
-	case step.GetForeach().GetBody().GetAction() != nil:
-		return r.startForeach(ctx, st, step.GetForeach().GetBody().GetAction(), outs)
-	case step.GetAction() == nil:
-		// Sub-tasks and a foreach of sub-tasks are refused at run time
-		// until they are built (docs/plans.md).
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("%s steps do not run yet (not built yet)", kindName(step)))
+	case step.GetForeach() != nil:
+		return r.startForeach(ctx, st, step.GetForeach().GetBody(), outs)
+	case step.GetSubTask() != nil:
+		id, stop, err := r.delegateOne(ctx, st, step.GetSubTask(), -1)
+		if stop || err != nil {
+			return err
+		}
+		return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: id})
 	}
 	target, params, err := plan.EvalParams(ctx, pl, id, plan.Bindings{Steps: outs})
 	if err != nil {
@@ -65,11 +68,12 @@ func (r *planPass) start(ctx context.Context, id string) error {
 
 // startForeach starts foreach step st: its list (EvalForeach), then one
 // action per item, proposed as an action step's is, each under a
-// proposal id naming its item, then one record of them all. A crash in
-// the middle proposes the same actions again, which are the ones on the
-// log. An empty list starts the step with no action: it succeeds at once,
-// its result [].
-func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState, body *stewardv1.ActionStep, outs map[string]plan.Outcome) error {
+// proposal id naming its item — or one sub-task per item, delegated as a
+// sub_task step's is, each under an id naming its item — then one record
+// of them all. A crash in the middle proposes (delegates) the same again,
+// which are the ones on the log. An empty list starts the step with
+// nothing to run: it succeeds at once, its result [].
+func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState, body *stewardv1.StepTemplate, outs map[string]plan.Outcome) error {
 	pl := r.t.Plan.Plan
 	items, err := plan.EvalForeach(ctx, pl, st.StepId, plan.Bindings{Steps: outs})
 	if err != nil {
@@ -77,11 +81,17 @@ func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState
 	}
 	ids := make([]string, 0, len(items))
 	for i, item := range items {
-		target, params, err := plan.EvalParams(ctx, pl, st.StepId, plan.Bindings{Steps: outs, Item: item})
-		if err != nil {
-			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %v", i, err))
+		var id string
+		var stop bool
+		if sub := body.GetSubTask(); sub != nil {
+			id, stop, err = r.delegateOne(ctx, st, sub, i)
+		} else {
+			target, params, perr := plan.EvalParams(ctx, pl, st.StepId, plan.Bindings{Steps: outs, Item: item})
+			if perr != nil {
+				return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %v", i, perr))
+			}
+			id, stop, err = r.proposeOne(ctx, st, body.GetAction(), target, params, i)
 		}
-		id, stop, err := r.proposeOne(ctx, st, body, target, params, i)
 		if stop || err != nil {
 			return err
 		}
@@ -89,6 +99,9 @@ func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState
 		if i+1 < len(items) {
 			crashpoint.Here(crashpoint.DuringForeach)
 		}
+	}
+	if body.GetSubTask() != nil {
+		return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemSubTaskIds: ids})
 	}
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemActionIds: ids})
 }
@@ -115,14 +128,30 @@ func (r *planPass) proposeOne(ctx context.Context, st *stewardv1.PlanStepState, 
 	if hook := r.p.stepProposed; hook != nil && err == nil && id != "" {
 		err = hook(st.StepId)
 	}
-	if err != nil && eventlog.Permanent(err) {
-		t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.seq)
-		if lerr != nil || !task.PlanMayRun(t) {
-			return "", true, lerr
-		}
-		return "", true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, what+" could not be proposed: "+err.Error())
+	if stop, err := r.refused(ctx, st, what, "proposed", err); stop || err != nil {
+		return "", true, err
 	}
-	return id, err != nil || id == "", err
+	return id, id == "", nil
+}
+
+// refused says whether err, from starting what of step st (done, in
+// words: "proposed"), stops the pass there. A refusal for good fails the
+// step in its words — a redelivery would meet the same refusal — unless
+// the plan may not run now (the task stopped, its action cap, say: what
+// resumes it brings the driver back). Any other error is returned, and
+// the event comes again.
+func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, what, done string, err error) (bool, error) {
+	if err == nil {
+		return false, nil
+	}
+	if !eventlog.Permanent(err) {
+		return true, err
+	}
+	t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.seq)
+	if lerr != nil || !task.PlanMayRun(t) {
+		return true, lerr
+	}
+	return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, what+" could not be "+done+": "+err.Error())
 }
 
 // propose proposes the action of step st through the path ProposeAction
@@ -139,6 +168,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 		planStep:     st.StepId,
 		tool:         a.Tool, toolVersion: a.ToolVersion, target: target,
 		params: params, retry: a.RetryPolicy, rationale: a.Rationale, principal: r.t.Plan.SubmittedBy,
+		milestone: r.definition(st.StepId).GetMilestoneId(),
 	})
 	if err != nil {
 		return "", err
@@ -153,8 +183,9 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 }
 
 // started records start, the next attempt of step st — its action, its
-// items' actions or its wait's end — while the step still stands as read
-// and its actions are on the log.
+// items' actions, its sub-task (its items') or its wait's end — while the
+// step still stands as read and its actions are on the log (its
+// sub-tasks are on theirs: delegate made them).
 func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, start *stewardv1.PlanStepStarted) error {
 	start.Version, start.StepId, start.Attempt = r.version(), st.StepId, st.Attempts+1
 	id := r.stepEventID(event.TypePlanStepStarted, st.StepId, start.Attempt)
@@ -182,19 +213,4 @@ func stillPending(t *stewardv1.Task, v uint32, st *stewardv1.PlanStepState) bool
 	cur := task.FindStep(t, st.StepId)
 	return task.PlanMayRun(t) && t.Plan.Version == v && cur != nil &&
 		task.StepStatus(t.Plan, cur) == stewardv1.StepStatus_STEP_STATUS_PENDING && cur.Status == st.Status && cur.Attempts == st.Attempts
-}
-
-// kindName names the kind of step s, as docs/plans.md does.
-func kindName(s *stewardv1.Step) string {
-	switch s.GetKind().(type) {
-	case *stewardv1.Step_SubTask:
-		return "sub_task"
-	case *stewardv1.Step_Checkpoint:
-		return "checkpoint"
-	case *stewardv1.Step_Wait:
-		return "wait"
-	case *stewardv1.Step_Foreach:
-		return "foreach of sub_task"
-	}
-	return "action"
 }

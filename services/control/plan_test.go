@@ -69,13 +69,19 @@ func (r *rig) submitPlan(taskID, requestID string, p *stewardv1.Plan) (*stewardv
 // planEvents counts the PlanSubmitted events on the task's log.
 func (r *rig) planEvents(t *testing.T, taskID string) int {
 	t.Helper()
+	return r.countWhere(t, taskID, func(ev *stewardv1.Event) bool { return ev.GetPlanSubmitted() != nil })
+}
+
+// countWhere counts the events on the task's log that match.
+func (r *rig) countWhere(t *testing.T, taskID string, match func(*stewardv1.Event) bool) int {
+	t.Helper()
 	recs, err := r.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, rec := range recs {
-		if rec.Event.GetPlanSubmitted() != nil {
+		if match(rec.Event) {
 			n++
 		}
 	}

@@ -61,7 +61,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		taskID: req.TaskId, proposalID: req.ProposalId,
 		tool: req.Tool, toolVersion: req.ToolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
-		rationale: req.Rationale,
+		rationale: req.Rationale, milestone: req.MilestoneId,
 	})
 	if err != nil {
 		return nil, false, err
@@ -87,7 +87,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 			taskID: req.TaskId, proposalID: req.ProposalId,
 			tool: req.Tool, toolVersion: existing.ToolVersion, target: req.Target,
 			params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
-			rationale: req.Rationale,
+			rationale: req.Rationale, milestone: req.MilestoneId,
 		}); err == nil {
 			d = again
 		}
@@ -102,6 +102,10 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		if existing.EditOf != req.EditOf {
 			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request as an edit of %s, not of %s (action %s)",
 				errs.Quote(req.ProposalId), errs.Quote(existing.EditOf), errs.Quote(req.EditOf), actionID)
+		}
+		if existing.MilestoneId != req.MilestoneId {
+			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request in milestone %s, not %s (action %s)",
+				errs.Quote(req.ProposalId), errs.Quote(existing.MilestoneId), errs.Quote(req.MilestoneId), actionID)
 		}
 		if req.EditOf != "" {
 			// The first try may have stopped before it withdrew the
@@ -175,6 +179,7 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		checkText("tool_version", req.ToolVersion, MaxRefLen, false),
 		checkText("target", req.Target, MaxTargetLen, false),
 		checkText("edit_of", req.EditOf, MaxRefLen, false),
+		checkText("milestone_id", req.MilestoneId, MaxRefLen, false),
 		checkRationale(req.Rationale),
 	} {
 		if err != nil {

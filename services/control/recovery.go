@@ -209,7 +209,7 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 	d, err := p.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: recoveryPrefix + a.ActionId,
 		tool: a.Tool, toolVersion: a.ToolVersion, target: a.Target,
-		params: params, retry: a.RetryPolicy, principal: a.ProposedBy,
+		params: params, retry: a.RetryPolicy, principal: a.ProposedBy, milestone: a.MilestoneId,
 	})
 	if err == nil && d.action.RequestHash != a.RequestHash {
 		err = errs.New(errs.FailedPrecondition, "the request of action %s does not come out the same again (hash %s, was %s)", a.ActionId, d.action.RequestHash, a.RequestHash)

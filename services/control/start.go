@@ -65,6 +65,11 @@ func (p *Plane) reactions() []eventlog.Reaction {
 			eventlog.OnRecord[*stewardv1.ActionWithdrawn](p.drivePlan),
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.drivePlan),
 			eventlog.OnRecord[*stewardv1.InputProvided](p.drivePlan),
+			// A sub-task's end moves its parent's plan, once release has
+			// given the parent back what the sub-task did not spend.
+			eventlog.OnRecord[*stewardv1.TaskAccepted](p.wakeParent),
+			eventlog.OnRecord[*stewardv1.TaskFailed](p.wakeParent),
+			eventlog.OnRecord[*stewardv1.TaskCancelled](p.wakeParent),
 		)
 	}
 	return r

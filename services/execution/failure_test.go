@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -154,7 +155,18 @@ func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
 	}
 }
 
+// TestRestartDuringBackoffKeepsTheRetry stops the plane while an action
+// waits to retry, on either side of the moment its timer is set: the wait
+// is recorded first, and the timer set by the reaction to that event, a
+// moment later.
 func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
+	t.Run("timer set before the stop", restartWithTheTimerSet)
+	t.Run("stopped before the timer is set", restartBeforeTheTimerIsSet)
+}
+
+// restartWithTheTimerSet: the timer fires while nothing runs, and the
+// restarted plane makes the retry.
+func restartWithTheTimerSet(t *testing.T) {
 	b := newBed(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
@@ -162,6 +174,11 @@ func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
 	})
 	taskID, actionID := b.permit("t-restart", "charge", "card-1")
 	b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_WAITING))
+	// The wait on the log is not yet its timer: a plane stopped in
+	// between sets it only once restarted, and nothing could fire below.
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		return b.timer("*", execution.TimerWait), "the retry's timer is not set"
+	})
 	b.plane.Stop()
 	// The wait ends while nothing runs.
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
@@ -174,6 +191,32 @@ func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
 	}
 	if got := b.Count(taskID, event.TypeActionDispatched); got != 2 {
 		t.Errorf("%d dispatches, want 2", got)
+	}
+}
+
+// restartBeforeTheTimerIsSet: the log holds the wait and no timer, as a
+// plane stopped between the two leaves it. The restarted plane sets the
+// timer from the recorded wait, and the retry is made.
+func restartBeforeTheTimerIsSet(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startTool(t)
+	b.register(ts, "charge", false, nil)
+	b.plane.Stop()
+	taskID, actionID := b.permit("t-unarmed", "charge", "card-1")
+	b.Append(taskID, &stewardv1.ActionClaimed{ActionId: actionID, PermitId: "pm-" + actionID, Worker: "w1"},
+		&stewardv1.ActionDispatched{ActionId: actionID, Attempt: 1, Worker: "w1"},
+		&stewardv1.ActionWaiting{ActionId: actionID, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2,
+			Until: timestamppb.New(time.Now().Add(time.Second)), Reason: "attempt 1 of 3 failed: 503"})
+	if b.timer("*", execution.TimerWait) {
+		t.Fatal("a timer is set while no plane runs")
+	}
+	b.start()
+	a := b.WaitAction(taskID, actionID, status(succeededS))
+	if a.Attempt != 2 || ts.Calls() != 1 {
+		t.Errorf("attempt %d, %d calls; want 2, 1", a.Attempt, ts.Calls())
+	}
+	if !b.timer("fired", execution.TimerWait) {
+		t.Error("the retry was made without its timer")
 	}
 }
 

@@ -494,8 +494,9 @@ func TestNoPermitForAnActionItsPlanWithdrew(t *testing.T) {
 	e.create(t, "p", "user:ana", planContract())
 	e.credentialed("p")
 	e.judged("p", e.submitPlan(t, "p", 1, "search", "wire"), anyJudgement)
-	wire := e.proposeFor(t, "p", "plan-s1-1-h", "wire", "", "agent", map[string]any{"n": 1},
-		&stewardv1.ActionRationale{ExpectedImpact: "moves money from acct:1", RollbackPlan: "none: ask for it back"}, "s1")
+	wire := e.proposeWith(t, "p", "plan-s1-1-h", "wire", "", "agent", map[string]any{"n": 1},
+		&stewardv1.ActionRationale{ExpectedImpact: "moves money from acct:1", RollbackPlan: "none: ask for it back"},
+		func(a *stewardv1.Action) { a.PlanStepId = "s1" })
 	e.waitStatus("p", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	e.judged("p", e.submitPlan(t, "p", 2, "search"), anyJudgement) // s1 withdrawn
 	if _, err := e.vote("p", wire, authorizer("user:bo"), approve); err != nil {
@@ -539,5 +540,25 @@ func TestAnotherTenantsApprovalIsNotFound(t *testing.T) {
 		if !errs.Is(err, errs.NotFound) || strings.Contains(err.Error(), "version") || strings.Contains(err.Error(), wire) {
 			t.Errorf("%s: Decide = %v, want not found, telling nothing", name, err)
 		}
+	}
+}
+
+// TestCallsBeforeThePlanCount: the default plan rule weighs the task's
+// irreversible calls outside the plan too, so that a plan cannot stay
+// under the threshold by leaving out, or revising away, calls already
+// under way.
+func TestCallsBeforeThePlanCount(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	// The agent's own two wires, each awaiting its approval: under way.
+	for _, id := range []string{"own-1", "own-2"} {
+		e.waitStatus("p", e.propose(t, "p", id, "wire"), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	}
+	hash := e.submitPlan(t, "p", 1, "wire", "wire")
+	tk := e.judged("p", hash, anyJudgement)
+	want := "the plan may make 2 irreversible calls and the task has made or has under way 2 outside it: 4, more than 3"
+	if got := strings.Join(tk.Plan.Snapshot.Reasons, ";"); tk.Plan.Governance != stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL || got != want {
+		t.Fatalf("plan %s because %q; want it to await approval because %q", standing(tk), got, want)
 	}
 }

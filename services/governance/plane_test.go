@@ -209,14 +209,9 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 	return e.proposeWith(t, taskID, proposalID, tool, compensates, by, params, rationale)
 }
 
-func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale) string {
-	t.Helper()
-	return e.proposeFor(t, taskID, proposalID, tool, compensates, by, params, rationale, "")
-}
-
-// proposeFor is proposeWith for an action of plan step planStep ("" for
-// none), as the plan driver proposes one.
-func (e *govEnv) proposeFor(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, planStep string) string {
+// proposeWith proposes a call of tool with params, as the control plane
+// records it; edits change the action before it is proposed.
+func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, edits ...func(*stewardv1.Action)) string {
 	t.Helper()
 	var tc *stewardv1.ToolContract
 	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool}, credTools...) {
@@ -239,11 +234,15 @@ func (e *govEnv) proposeFor(t *testing.T, taskID, proposalID, tool, compensates,
 		t.Fatal(err)
 	}
 	id := action.ID(taskID, proposalID)
-	e.Append(taskID, &stewardv1.ActionProposed{Action: &stewardv1.Action{
+	a := &stewardv1.Action{
 		ActionId: id, ProposalId: proposalID, Tool: tool, ToolVersion: "1", Target: "acct:1", EffectClass: tc.EffectClass,
 		RequestRef: ref, Request: inline, RequestHash: hash, ActionHash: action.Hash(id, hash), OpKey: action.OpKey(taskID, id), ProposedBy: by, Compensates: compensates,
-		Rationale: rationale, PlanStepId: planStep,
-	}})
+		Rationale: rationale,
+	}
+	for _, edit := range edits {
+		edit(a)
+	}
+	e.Append(taskID, &stewardv1.ActionProposed{Action: a})
 	return id
 }
 

@@ -15,7 +15,10 @@ import (
 // force (docs/plans.md, "Plan policy"), and the hash of its canonical
 // form. Each step that calls a tool is shown with the tool's contract as
 // the action query sees it, and with the most calls it can make: one,
-// or a foreach's max_items.
+// or a foreach's max_items. task_calls counts the task's calls outside
+// this version's steps (taskCalls), so that a rule can weigh the task's
+// calls in all: a revision that drops steps already run and adds new ones
+// does not start counting afresh.
 func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]any, string, error) {
 	ps := t.Plan
 	planFacts, err := protoFacts(ps.GetPlan().ProtoReflect())
@@ -50,6 +53,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		}
 	}
 	counts := map[string]any{"steps": number(len(steps)), "calls": number(calls), "kinds": numbers(kinds), "effects": numbers(effects)}
+	taskCalls := taskCalls(t)
 	planMeta := map[string]any{"version": number(int(ps.Version)), "hash": ps.PlanHash, "submitted_by": validUTF8(ps.SubmittedBy)}
 	credential := credentialFacts(t)
 	risk := map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()}
@@ -62,6 +66,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		"task":       taskFacts,
 		"credential": credential,
 		"risk":       risk,
+		"task_calls": taskCalls,
 	}
 	hash, err := inputHash([]member{
 		{key: "counts", value: counts},
@@ -72,6 +77,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		{key: "risk", value: risk},
 		{key: "steps", value: steps},
 		{key: "task", value: taskFacts},
+		{key: "task_calls", value: taskCalls},
 	})
 	if err != nil {
 		return nil, "", err
@@ -149,6 +155,37 @@ func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1
 	}
 	facts, err := p.toolFacts.of(entry.Tool.Tenant, entry.Tool.Contract)
 	return facts, entry.Tool.Contract, err
+}
+
+// taskCalls counts the calls of task t that are not its plan version's
+// steps': the agent's own proposals, and the actions of steps that earlier
+// versions had. An action belongs to a step by its plan_step_id, so a
+// step's retries and a foreach's items, however the driver follows them,
+// are the step's, counted in counts. An agent's call counts once
+// proposed, unless it was denied, rejected or withdrawn: a call under way
+// may still be made. A retired step's counts only once permitted: until
+// then the plan driver withdraws it, and the count must not depend on
+// whether it has yet. By effect class under effects, as counts has them.
+func taskCalls(t *stewardv1.Task) map[string]any {
+	current := map[string]bool{}
+	for _, st := range t.Plan.GetSteps() {
+		current[st.StepId] = true
+	}
+	effects := map[string]int{}
+	calls := 0
+	for _, a := range t.Actions {
+		switch {
+		case current[a.PlanStepId]:
+			continue
+		case a.PlanStepId != "" && a.Permit == nil:
+			continue
+		case a.Status == stewardv1.ActionStatus_ACTION_STATUS_DENIED, a.Status == stewardv1.ActionStatus_ACTION_STATUS_REJECTED, a.Status == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
+			continue
+		}
+		calls++
+		effects[a.EffectClass.String()]++
+	}
+	return map[string]any{"calls": number(calls), "effects": numbers(effects)}
 }
 
 func number(n int) json.Number { return json.Number(strconv.Itoa(n)) }

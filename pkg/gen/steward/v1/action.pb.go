@@ -1431,7 +1431,12 @@ type Action struct {
 	// Set on a proposal the plan driver made (docs/plans.md): the id of the
 	// step of the task's plan that it runs. proposed_by is who submitted the
 	// plan; the proposal's event is Steward's.
-	PlanStepId    string `protobuf:"bytes,41,opt,name=plan_step_id,json=planStepId,proto3" json:"plan_step_id,omitempty"`
+	PlanStepId string `protobuf:"bytes,41,opt,name=plan_step_id,json=planStepId,proto3" json:"plan_step_id,omitempty"`
+	// The milestone of the contract's budget the action's cost is charged
+	// to, besides the task's (README, "Budgets"): the proposer's, or its plan
+	// step's milestone_id. A retry and a compensation keep the milestone of
+	// the action they stand for. Set on proposal, never changed.
+	MilestoneId   string `protobuf:"bytes,42,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1753,6 +1758,13 @@ func (x *Action) GetPlanStepId() string {
 	return ""
 }
 
+func (x *Action) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1907,7 +1919,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\x96\x0e\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xb9\x0e\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1961,7 +1973,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\rsigned_permit\x18' \x01(\v2\x18.steward.v1.SignedPermitR\fsignedPermit\x12?\n" +
 	"\x0esealed_secrets\x18( \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\x12 \n" +
 	"\fplan_step_id\x18) \x01(\tR\n" +
-	"planStepId\"F\n" +
+	"planStepId\x12!\n" +
+	"\fmilestone_id\x18* \x01(\tR\vmilestoneId\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

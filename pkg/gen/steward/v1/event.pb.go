@@ -1331,7 +1331,11 @@ type TaskNeedsInput struct {
 	Question string                 `protobuf:"bytes,3,opt,name=question,proto3" json:"question,omitempty"`
 	Choices  []string               `protobuf:"bytes,4,rep,name=choices,proto3" json:"choices,omitempty"`
 	// The action that led to it, if one did.
-	ActionId      string `protobuf:"bytes,5,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	ActionId string `protobuf:"bytes,5,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// Who is asked, when only one of the task's people may answer (a
+	// checkpoint's ask_ref, RequestInputRequest.ask_ref); empty for whoever
+	// may answer the task's questions.
+	AskRef        string `protobuf:"bytes,6,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1397,6 +1401,13 @@ func (x *TaskNeedsInput) GetChoices() []string {
 func (x *TaskNeedsInput) GetActionId() string {
 	if x != nil {
 		return x.ActionId
+	}
+	return ""
+}
+
+func (x *TaskNeedsInput) GetAskRef() string {
+	if x != nil {
+		return x.AskRef
 	}
 	return ""
 }
@@ -1721,8 +1732,14 @@ type PlanStepStarted struct {
 	// For a foreach step (action_id empty): the action of each item, in the
 	// list's order; all on the log before this event names them.
 	ItemActionIds []string `protobuf:"bytes,6,rep,name=item_action_ids,json=itemActionIds,proto3" json:"item_action_ids,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// For a sub_task step (action_id empty): the sub-task it delegated, on
+	// the log before this event names it.
+	SubTaskId string `protobuf:"bytes,7,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
+	// For a foreach of sub-tasks: the sub-task of each item, in the list's
+	// order.
+	ItemSubTaskIds []string `protobuf:"bytes,8,rep,name=item_sub_task_ids,json=itemSubTaskIds,proto3" json:"item_sub_task_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlanStepStarted) Reset() {
@@ -1797,6 +1814,20 @@ func (x *PlanStepStarted) GetItemActionIds() []string {
 	return nil
 }
 
+func (x *PlanStepStarted) GetSubTaskId() string {
+	if x != nil {
+		return x.SubTaskId
+	}
+	return ""
+}
+
+func (x *PlanStepStarted) GetItemSubTaskIds() []string {
+	if x != nil {
+		return x.ItemSubTaskIds
+	}
+	return nil
+}
+
 // PlanStepEnded records how one step of the plan in force ended (control
 // plane): succeeded (its action succeeded and its expect held), failed
 // (its action failed for good or was denied, its expect did not hold, or
@@ -1809,8 +1840,10 @@ type PlanStepEnded struct {
 	Status StepStatus `protobuf:"varint,3,opt,name=status,proto3,enum=steward.v1.StepStatus" json:"status,omitempty"`
 	// Why, in words: a failure's cause, a skip's condition.
 	Reason string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
-	// What a succeeded checkpoint step gave: the person's answer. Unset for
-	// other kinds, whose result is their actions'.
+	// What a succeeded checkpoint step gave, the person's answer, or a
+	// succeeded sub_task step (or foreach of sub-tasks), what its sub-task
+	// (each item's) gave: docs/plans.md, "Expressions". Unset for other
+	// kinds, whose result is their actions'.
 	Result        *structpb.Value `protobuf:"bytes,5,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3948,13 +3981,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x129\n" +
 	"\ffinal_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12\x1d\n" +
 	"\n" +
-	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xae\x01\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xc7\x01\n" +
 	"\x0eTaskNeedsInput\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x121\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
 	"\achoices\x18\x04 \x03(\tR\achoices\x12\x1b\n" +
-	"\taction_id\x18\x05 \x01(\tR\bactionId\"'\n" +
+	"\taction_id\x18\x05 \x01(\tR\bactionId\x12\x17\n" +
+	"\aask_ref\x18\x06 \x01(\tR\x06askRef\"'\n" +
 	"\rInputProvided\x12\x16\n" +
 	"\x06answer\x18\x01 \x01(\tR\x06answer\"\x9a\x01\n" +
 	"\x10DeadlineExtended\x126\n" +
@@ -3972,7 +4006,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
 	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12\x1f\n" +
 	"\vapproval_id\x18\x04 \x01(\tR\n" +
-	"approvalId\"\xde\x01\n" +
+	"approvalId\"\xa9\x02\n" +
 	"\x0fPlanStepStarted\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
@@ -3980,7 +4014,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\aattempt\x18\x04 \x01(\rR\aattempt\x129\n" +
 	"\n" +
 	"wait_until\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12&\n" +
-	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\"\xba\x01\n" +
+	"\x0fitem_action_ids\x18\x06 \x03(\tR\ritemActionIds\x12\x1e\n" +
+	"\vsub_task_id\x18\a \x01(\tR\tsubTaskId\x12)\n" +
+	"\x11item_sub_task_ids\x18\b \x03(\tR\x0eitemSubTaskIds\"\xba\x01\n" +
 	"\rPlanStepEnded\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12.\n" +

@@ -283,8 +283,7 @@ func (PlanGovernance) EnumDescriptor() ([]byte, []int) {
 // to run durably. docs/plans.md describes the format, the CEL that steps
 // use to refer to earlier results, the limits and the refusals. A task
 // takes one with TaskService.SubmitPlan; the control plane's plan driver
-// runs its action, wait, checkpoint and foreach steps (docs/plans.md,
-// "Running a plan").
+// runs its steps (docs/plans.md, "Running a plan").
 type Plan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The plan's version: at least 1. A revision of a task's plan carries a
@@ -374,8 +373,8 @@ type Step struct {
 	// result, and for a foreach item, the item. Empty: no assertion. Must
 	// type-check to bool (or dyn). Not allowed on a wait.
 	Expect string `protobuf:"bytes,4,opt,name=expect,proto3" json:"expect,omitempty"`
-	// The milestone whose budget and action cap the step's work counts
-	// against; empty for none.
+	// The milestone of the contract's budget that the step's actions are
+	// charged to (Action.milestone_id), besides the task; empty for none.
 	MilestoneId string    `protobuf:"bytes,5,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	OnFailure   OnFailure `protobuf:"varint,6,opt,name=on_failure,json=onFailure,proto3,enum=steward.v1.OnFailure" json:"on_failure,omitempty"`
 	// What the step does: exactly one.
@@ -678,7 +677,9 @@ func (x *ActionStep) GetRationale() *ActionRationale {
 
 // SubTaskStep hands part of the task to a sub-agent, as DelegateTask does:
 // the sub-task's contract may only keep or narrow the parent's tools,
-// scopes, budget and deadline.
+// scopes, budget and deadline. The step ends when its sub-task ends:
+// accepted succeeds it, failed or cancelled fails it; its result names the
+// sub-task and its artifacts (docs/plans.md, "Running a plan").
 type SubTaskStep struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The sub-task's contract, as in DelegateTaskRequest.contract.
@@ -745,8 +746,9 @@ type CheckpointStep struct {
 	// RequestInputRequest.choices: at most 32, each non-blank, at most 256
 	// bytes, and distinct.
 	Choices []string `protobuf:"bytes,2,rep,name=choices,proto3" json:"choices,omitempty"`
-	// Who is asked, a principal's ref; empty for whoever may answer the
-	// task's questions (ProvideInput).
+	// Who is asked, a principal's ref: the contract's requester or
+	// accountable owner, who alone (or an operator) may then answer; empty
+	// for whoever may answer the task's questions (ProvideInput).
 	AskRef        string `protobuf:"bytes,3,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1298,10 +1300,15 @@ type PlanStepState struct {
 	Version uint32 `protobuf:"varint,7,opt,name=version,proto3" json:"version,omitempty"`
 	// For a wait step that started: when its wait ends.
 	WaitUntil *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=wait_until,json=waitUntil,proto3" json:"wait_until,omitempty"`
-	// For a succeeded checkpoint step: the answer, its result.
-	Result        *structpb.Value `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// For a succeeded checkpoint step: the answer, its result; for a
+	// succeeded sub_task step (or foreach of sub-tasks), what its sub-task
+	// (each item's) gave, as docs/plans.md describes.
+	Result *structpb.Value `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
+	// For a foreach of sub-tasks that started: the sub-task of each item of
+	// its latest attempt, in the list's order.
+	ItemSubTaskIds []string `protobuf:"bytes,10,rep,name=item_sub_task_ids,json=itemSubTaskIds,proto3" json:"item_sub_task_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PlanStepState) Reset() {
@@ -1397,6 +1404,13 @@ func (x *PlanStepState) GetResult() *structpb.Value {
 	return nil
 }
 
+func (x *PlanStepState) GetItemSubTaskIds() []string {
+	if x != nil {
+		return x.ItemSubTaskIds
+	}
+	return nil
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
@@ -1480,7 +1494,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
 	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
-	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xd0\x02\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xfb\x02\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1492,7 +1506,9 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\aversion\x18\a \x01(\rR\aversion\x129\n" +
 	"\n" +
 	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12.\n" +
-	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result*]\n" +
+	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result\x12)\n" +
+	"\x11item_sub_task_ids\x18\n" +
+	" \x03(\tR\x0eitemSubTaskIds*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +

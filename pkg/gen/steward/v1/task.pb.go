@@ -302,7 +302,10 @@ type InputRequest struct {
 	AskedAt *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=asked_at,json=askedAt,proto3" json:"asked_at,omitempty"`
 	// The action that led to the question, if one did (ESCALATED,
 	// SAME_FAILURES).
-	ActionId      string `protobuf:"bytes,6,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	ActionId string `protobuf:"bytes,6,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// Who is asked, when only they (or an operator) may answer; empty for
+	// whoever may answer the task's questions (ProvideInput).
+	AskRef        string `protobuf:"bytes,7,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,6 +378,13 @@ func (x *InputRequest) GetAskedAt() *timestamppb.Timestamp {
 func (x *InputRequest) GetActionId() string {
 	if x != nil {
 		return x.ActionId
+	}
+	return ""
+}
+
+func (x *InputRequest) GetAskRef() string {
+	if x != nil {
+		return x.AskRef
 	}
 	return ""
 }
@@ -967,14 +977,15 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\"\xe6\x01\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\"\xff\x01\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
 	"\achoices\x18\x03 \x03(\tR\achoices\x12\x19\n" +
 	"\basked_by\x18\x04 \x01(\tR\aaskedBy\x125\n" +
 	"\basked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aaskedAt\x12\x1b\n" +
-	"\taction_id\x18\x06 \x01(\tR\bactionId\"\xf2\x01\n" +
+	"\taction_id\x18\x06 \x01(\tR\bactionId\x12\x17\n" +
+	"\aask_ref\x18\a \x01(\tR\x06askRef\"\xf2\x01\n" +
 	"\aFinding\x12\x1d\n" +
 	"\n" +
 	"finding_id\x18\x01 \x01(\tR\tfindingId\x12+\n" +

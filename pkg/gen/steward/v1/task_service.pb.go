@@ -144,8 +144,11 @@ type RequestInputRequest struct {
 	Question string `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
 	// The answers to choose from; empty for a free answer. At most 32,
 	// each non-blank, at most 256 bytes, and distinct.
-	Choices       []string `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
-	RequestId     string   `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Choices   []string `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
+	RequestId string   `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Who is asked: the contract's requester or accountable owner; only
+	// they (or an operator) may answer. Empty: either of them.
+	AskRef        string `protobuf:"bytes,5,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -204,6 +207,13 @@ func (x *RequestInputRequest) GetChoices() []string {
 func (x *RequestInputRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RequestInputRequest) GetAskRef() string {
+	if x != nil {
+		return x.AskRef
 	}
 	return ""
 }
@@ -380,7 +390,11 @@ type ProposeActionRequest struct {
 	RetryPolicy *RetryPolicy `protobuf:"bytes,8,opt,name=retry_policy,json=retryPolicy,proto3" json:"retry_policy,omitempty"`
 	// The proposer's case: shown to approvers, given to policy, which may
 	// require it for high risk tiers. Not part of the action's hashes.
-	Rationale     *ActionRationale `protobuf:"bytes,9,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	Rationale *ActionRationale `protobuf:"bytes,9,opt,name=rationale,proto3" json:"rationale,omitempty"`
+	// The milestone of the contract's budget the action's cost is charged
+	// to, besides the task's; empty for none. An id the contract's budget
+	// does not name is refused.
+	MilestoneId   string `protobuf:"bytes,10,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -476,6 +490,13 @@ func (x *ProposeActionRequest) GetRationale() *ActionRationale {
 		return x.Rationale
 	}
 	return nil
+}
+
+func (x *ProposeActionRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
 }
 
 type ProposeActionResponse struct {
@@ -1334,7 +1355,9 @@ type DelegateTaskRequest struct {
 	Contract *TaskContract `protobuf:"bytes,2,opt,name=contract,proto3" json:"contract,omitempty"`
 	// Who the sub-task's credential is for: the sub-agent.
 	DelegateRef string `protobuf:"bytes,3,opt,name=delegate_ref,json=delegateRef,proto3" json:"delegate_ref,omitempty"`
-	// Makes the call safe to retry, as for CreateTask.
+	// Makes the call safe to retry, as for CreateTask. It may not start
+	// with "plan-": that names the sub-tasks Steward delegates for a plan's
+	// sub_task steps.
 	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2078,13 +2101,14 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x04 \x01(\tR\trequestId\">\n" +
 	"\x16ExtendDeadlineResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x83\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x9c\x01\n" +
 	"\x13RequestInputRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
 	"\achoices\x18\x03 \x03(\tR\achoices\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"<\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\aask_ref\x18\x05 \x01(\tR\x06askRef\"<\n" +
 	"\x14RequestInputResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"e\n" +
 	"\x13ProvideInputRequest\x12\x17\n" +
@@ -2093,7 +2117,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"<\n" +
 	"\x14ProvideInputResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xe0\x02\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x83\x03\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2104,7 +2128,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x06params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\x06params\x12\x17\n" +
 	"\aedit_of\x18\a \x01(\tR\x06editOf\x12:\n" +
 	"\fretry_policy\x18\b \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x129\n" +
-	"\trationale\x18\t \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\"]\n" +
+	"\trationale\x18\t \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12!\n" +
+	"\fmilestone_id\x18\n" +
+	" \x01(\tR\vmilestoneId\"]\n" +
 	"\x15ProposeActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +

@@ -18,7 +18,9 @@ package steward.plan
 # Facts read from the input. input.steps has one entry per step, with the
 # tool its action calls (null for a step that calls none) and calls, the
 # most calls it can make (a foreach's max_items); input.counts adds them
-# up, calls by effect class under counts.effects.
+# up, calls by effect class under counts.effects. input.task_calls counts
+# the task's calls outside this version's steps the same way: its agent's
+# own, and those of steps earlier versions had.
 # ---------------------------------------------------------------------------
 
 contract_risk_tier := object.get(
@@ -30,6 +32,11 @@ effect_calls(class) := object.get(input, ["counts", "effects", class], 0)
 
 irreversible_calls := effect_calls("EFFECT_CLASS_IRREVERSIBLE")
 
+# Irreversible calls the task made, or has under way, outside this plan
+# version: a revision that drops steps already run and adds new ones is
+# weighed with them.
+earlier_irreversible_calls := object.get(input, ["task_calls", "effects", "EFFECT_CLASS_IRREVERSIBLE"], 0)
+
 changing_calls := sum([effect_calls(c) | some c in changing_effects])
 
 changing_effects := {"EFFECT_CLASS_IDEMPOTENT_WRITE", "EFFECT_CLASS_REVERSIBLE_WRITE", "EFFECT_CLASS_IRREVERSIBLE"}
@@ -38,9 +45,10 @@ known_effect_classes := changing_effects | {"EFFECT_CLASS_READ"}
 
 high_risk_tiers := {"RISK_TIER_HIGH", "RISK_TIER_CRITICAL"}
 
-# More irreversible calls than this, in one plan, need a person to own the
-# whole plan before its first step: each such call asks its own approval
-# too, but a person approving them one by one never sees how many follow.
+# More irreversible calls than this, in one plan and the task's calls
+# before it, need a person to own the whole plan before its first step:
+# each such call asks its own approval too, but a person approving them
+# one by one never sees how many follow.
 max_irreversible_calls := 3
 
 # ---------------------------------------------------------------------------
@@ -65,7 +73,14 @@ effect_class(step) := object.get(step, ["tool", "effect_class"], "EFFECT_CLASS_U
 # ---------------------------------------------------------------------------
 
 approval_reasons contains sprintf("the plan may make %d irreversible calls, more than %d", [irreversible_calls, max_irreversible_calls]) if {
+	earlier_irreversible_calls == 0
 	irreversible_calls > max_irreversible_calls
+}
+
+approval_reasons contains sprintf("the plan may make %d irreversible calls and the task has made or has under way %d outside it: %d, more than %d", [irreversible_calls, earlier_irreversible_calls, irreversible_calls + earlier_irreversible_calls, max_irreversible_calls]) if {
+	earlier_irreversible_calls > 0
+	irreversible_calls > 0
+	irreversible_calls + earlier_irreversible_calls > max_irreversible_calls
 }
 
 # In a task its contract rates as high risk, a plan that changes anything

@@ -39,6 +39,23 @@ test_many_irreversible_calls_need_approval if {
 	d.reasons == ["the plan may make 4 irreversible calls, more than 3"]
 }
 
+# A revision that drops steps already run and adds new ones is weighed
+# with the calls the task made outside it.
+test_irreversible_calls_made_before_the_plan_count if {
+	two := plan_input(["EFFECT_CLASS_IRREVERSIBLE", "EFFECT_CLASS_IRREVERSIBLE"], "RISK_TIER_LOW")
+	d := plan.decision with input as object.union(two, {"task_calls": {"calls": 2, "effects": {"EFFECT_CLASS_IRREVERSIBLE": 2}}})
+	d.decision == "require_approval"
+	d.reasons == ["the plan may make 2 irreversible calls and the task has made or has under way 2 outside it: 4, more than 3"]
+}
+
+# Calls made before do not make a plan with no irreversible call of its
+# own need a person.
+test_earlier_calls_alone_ask_nothing if {
+	reads := plan_input(["EFFECT_CLASS_READ"], "RISK_TIER_LOW")
+	d := plan.decision with input as object.union(reads, {"task_calls": {"calls": 9, "effects": {"EFFECT_CLASS_IRREVERSIBLE": 9}}})
+	d.decision == "allow"
+}
+
 test_a_foreach_counts_each_item if {
 	i := plan_input(["EFFECT_CLASS_IRREVERSIBLE"], "RISK_TIER_LOW")
 	d := plan.decision with input as object.union(i, {"counts": {"effects": {"EFFECT_CLASS_IRREVERSIBLE": 10}}})
