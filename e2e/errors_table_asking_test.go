@@ -58,5 +58,38 @@ func askingChecks() map[string]tableCheck {
 				answer(e.operator, e.governed(t), "eu")(),
 			}
 		},
+		"`RequestInput`, or a `SubmitPlan` checkpoint step, with an `askRef` that is neither the contract's requester nor its accountable owner": func(t *testing.T, e *harness) []error {
+			id := e.governed(t)
+			// user:cy may view the task but not answer it: asking them
+			// would leave the question to an operator alone.
+			errs := e.unchanged(t, id,
+				func() error {
+					_, err := e.agent.tasks.RequestInput(ctx, connect.NewRequest(&stewardv1.RequestInputRequest{TaskId: id, Question: "Which region?", AskRef: "user:cy"}))
+					return err
+				},
+				func() error {
+					_, err := e.agent.tasks.SubmitPlan(ctx, connect.NewRequest(&stewardv1.SubmitPlanRequest{TaskId: id, Plan: &stewardv1.Plan{
+						Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+							{Id: "ask", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Publish?", AskRef: "user:cy"}}},
+						}}}))
+					return err
+				},
+			)
+			return []error{alike(t, onField(t, errs[0], "ask_ref"), onField(t, errs[1], "plan.steps[0].checkpoint.ask_ref"))}
+		},
+		"`ProvideInput` by the requester or the accountable owner to a question that asks the other (`askRef`)": func(t *testing.T, e *harness) []error {
+			k := contract()
+			k.RequesterRef, k.AccountableOwnerRef = "user:rev", "user:owner"
+			id := e.create(t, "table-asking-one", k)
+			if _, err := e.agent.tasks.RequestInput(ctx, connect.NewRequest(&stewardv1.RequestInputRequest{
+				TaskId: id, Question: "Which region?", AskRef: "user:rev"})); err != nil {
+				t.Fatal(err)
+			}
+			waitStatus(t, e.agent.clients, id, stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT)
+			return e.unchanged(t, id, func() error {
+				_, err := e.owner.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: id, Answer: "eu"}))
+				return saying(t, err, "its question is for user:rev")
+			})
+		},
 	}
 }

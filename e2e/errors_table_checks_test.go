@@ -283,22 +283,35 @@ func errorsTableChecks() map[string]tableCheck {
 				TaskId: id, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, Description: "I say so"}))
 			return []error{err}
 		},
-		"`ReportUsage` with negative or no figures, an unknown milestone, or totals that would overflow": func(t *testing.T, e *harness) []error {
-			id := e.create(t, "table-usage", contract())
-			report := func(requestID string, tokens, cost int64, milestone string) error {
-				_, err := e.agent.tasks.ReportUsage(ctx, connect.NewRequest(&stewardv1.ReportUsageRequest{
-					TaskId: id, Tokens: tokens, CostMicros: cost, MilestoneId: milestone, Model: "m", RequestId: requestID}))
-				return err
+		"`ReportUsage` with negative or no figures, or totals that would overflow; `ReportUsage` or `ProposeAction` naming a milestone the contract's budget does not have": func(t *testing.T, e *harness) []error {
+			k := contract()
+			k.Budget.Milestones = []*stewardv1.MilestoneBudget{{MilestoneId: "draft", MaxTokens: 1_000}}
+			id := e.create(t, "table-usage", k)
+			report := func(requestID string, tokens, cost int64, milestone string) func() error {
+				return func() error {
+					_, err := e.agent.tasks.ReportUsage(ctx, connect.NewRequest(&stewardv1.ReportUsageRequest{
+						TaskId: id, Tokens: tokens, CostMicros: cost, MilestoneId: milestone, Model: "m", RequestId: requestID}))
+					return err
+				}
 			}
-			if err := report("u1", 10, 0, ""); err != nil {
+			if err := report("u1", 10, 0, "draft")(); err != nil {
 				t.Fatal(err)
 			}
-			return []error{alike(t,
-				onField(t, report("u-neg", -1, 0, ""), "tokens"),
-				onField(t, report("u-none", 0, 0, ""), "tokens"),
-				onField(t, report("u-milestone", 1, 0, "no-such-milestone"), "milestone_id"),
-				onField(t, report("u-overflow", math.MaxInt64, 0, ""), "tokens"),
-			)}
+			q, err := structpb.NewStruct(map[string]any{"q": "outages"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			propose := func() error {
+				_, err := e.agent.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+					TaskId: id, ProposalId: "table-milestone", Tool: "search", Target: "index:incidents", Params: q, MilestoneId: "launch"}))
+				return err
+			}
+			errs := e.unchanged(t, id, report("u-neg", -1, 0, ""), report("u-none", 0, 0, ""), report("u-overflow", math.MaxInt64, 0, ""),
+				report("u-milestone", 1, 0, "launch"), propose)
+			return []error{
+				alike(t, onField(t, errs[0], "tokens"), onField(t, errs[1], "tokens"), onField(t, errs[2], "tokens")),
+				alike(t, onField(t, errs[3], "milestone_id"), onField(t, saying(t, errs[4], "no milestone \"launch\""), "milestone_id")),
+			}
 		},
 		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role": func(t *testing.T, e *harness) []error {
 			id := e.governed(t)

@@ -30,6 +30,18 @@ func planChecks() map[string]tableCheck {
 		return p
 	}
 	return map[string]tableCheck{
+		"`DelegateTask` or `ProposeAction` with a request or proposal id starting `plan-`, which names what a plan's steps delegate or propose ([plans.md](plans.md#running-a-plan))": func(t *testing.T, e *harness) []error {
+			id := e.governed(t)
+			errs := e.unchanged(t, id,
+				func() error {
+					_, err := e.agent.tasks.DelegateTask(ctx, connect.NewRequest(&stewardv1.DelegateTaskRequest{
+						ParentTaskId: id, Contract: contract(), DelegateRef: "agent:helper", RequestId: "plan-mine"}))
+					return err
+				},
+				func() error { return e.propose(t, id, "plan-mine", "search", "", map[string]any{"q": "a"}, nil) },
+			)
+			return []error{alike(t, onField(t, errs[0], "request_id"), onField(t, errs[1], "proposal_id"))}
+		},
 		"`SubmitPlan` with a cycle, an unknown dependency, a tool outside the contract or its credential or not registered, an expression that does not type-check, a limit broken, a milestone not in the contract, or a sub-task contract `DelegateTask` would refuse": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-plan-refusals", contract())
 			on := func(field string, p *stewardv1.Plan) func() error {

@@ -34,6 +34,13 @@ type diamondCrash struct {
 // would: Steward never guesses).
 func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string, extra ...string) (*diamondCrash, *proc) {
 	t.Helper()
+	return startPlan(t, tool, env, diamondJSON, extra...)
+}
+
+// startPlan is startDiamond with plan planJSON (a format taking the task
+// id).
+func startPlan(t *testing.T, tool *stewardtest.Tool, env []string, planJSON string, extra ...string) (*diamondCrash, *proc) {
+	t.Helper()
 	dir := t.TempDir()
 	tools := governedTools(tool)
 	tools[0] = strings.Replace(tools[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+tool.URL+`/status", "url": `, 1)
@@ -47,7 +54,7 @@ func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string, extra ...s
 		c = withToken(p.url, agentToken).clients
 	}
 	k := contract()
-	k.AllowedTools = []string{"search"}
+	k.AllowedTools = []string{"search", "wire"}
 	k.AuthorizerRef = "user:bo"
 	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "plan-crash", Contract: k}))
 	if err != nil {
@@ -55,7 +62,7 @@ func startDiamond(t *testing.T, tool *stewardtest.Tool, env []string, extra ...s
 	}
 	d.taskID = resp.Msg.Task.Contract.TaskId
 	waitStarted(t, c, d.taskID)
-	if code, resp := postAs(t, d.token, p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(diamondJSON, d.taskID)); code != http.StatusOK {
+	if code, resp := postAs(t, d.token, p.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(planJSON, d.taskID)); code != http.StatusOK {
 		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
 	}
 	return d, p
@@ -146,15 +153,30 @@ func TestPlanSurvivesKillAwaitingApproval(t *testing.T) {
 }
 
 // TestPlanSurvivesKillDuringRevision: kill -9 once a revision of the
-// running diamond (adding step e) is on the log and before the driver has
-// acted on it, then a restart: the driver takes up the revision, and the
-// revised plan finishes, every call made once.
+// running diamond is on the log and before the driver has acted on it,
+// then a restart: the driver takes up the revision, and the revised plan
+// finishes, every call made once. The revision adds step e and withdraws
+// step w, whose wire waits for its authorizer's approval: after the
+// restart w's action is withdrawn and the wire tool never called.
 func TestPlanSurvivesKillDuringRevision(t *testing.T) {
 	// a's call is done and held, so v1 is in force and mid-run when the
 	// revision comes.
 	tool := stewardtest.StartTool(t).Script("/search", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
-	d, p := startDiamond(t, tool, []string{crashpoint.EnvVar + "=" + crashpoint.DuringRevision})
-	stewardtest.Eventually(t, crashWait, func() (bool, string) { return len(tool.Worked()) == 1, "a's call has not come" })
+	wire := `"steps": [
+    {"id": "w", "action": {"tool": "wire", "target": "acct:42", "params": {"amount": 5},
+     "rationale": {"expectedImpact": "pays 5", "rollbackPlan": "none: a wire is final"}}},`
+	d, p := startPlan(t, tool, []string{crashpoint.EnvVar + "=" + crashpoint.DuringRevision}, strings.Replace(diamondJSON, `"steps": [`, wire, 1))
+	c := newClients(p.url)
+	var w *stewardv1.Action
+	waitServed(t, c, d.taskID, crashWait, func(tk *stewardv1.Task) (bool, string) {
+		for _, a := range tk.Actions {
+			if a.Tool == "wire" {
+				w = a
+			}
+		}
+		return len(tool.Worked()) == 1 && w.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
+			fmt.Sprintf("a's call worked %d times; w's wire %v", len(tool.Worked()), w.GetStatus())
+	})
 	revised := strings.NewReplacer(`"version": 1`, `"version": 2`, `"diamond-1"`, `"diamond-2"`,
 		`"steps": [`, `"steps": [
     {"id": "e", "dependsOn": ["a"], "action": {"tool": "search", "target": "index:e", "params": {"q": "more"}}},`).Replace(diamondJSON)
@@ -164,5 +186,9 @@ func TestPlanSurvivesKillDuringRevision(t *testing.T) {
 	}
 	waitCrash(t, p, crashpoint.DuringRevision, nil)
 	tool.Release()
-	checkPlanRan(t, tool, d.restart(t).url, d.token, d.taskID, map[string]int{"a": 1, "b": 1, "c": 1, "each": 3, "pause": 0, "d": 1, "e": 1})
+	url := d.restart(t).url
+	checkPlanRan(t, tool, url, d.token, d.taskID, map[string]int{"a": 1, "b": 1, "c": 1, "each": 3, "pause": 0, "d": 1, "e": 1})
+	if _, a := waitAction(t, newClients(url), d.taskID, w.ActionId, stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN); a.Permit != nil || tool.CallsTo("/wire") != 0 {
+		t.Fatalf("withdrawn step w's action: permit %v, the wire tool called %d times; want neither", a.Permit, tool.CallsTo("/wire"))
+	}
 }

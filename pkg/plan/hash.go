@@ -29,12 +29,25 @@ import (
 // An unset on_failure is hashed as the escalate it reads as (withDefaults),
 // so the two spellings of one plan are one plan.
 func Hash(p *stewardv1.Plan) (string, error) {
-	c, err := canonical(p)
+	return digest("plan hash", "steward.plan.v1", p)
+}
+
+// StepHash returns the hash of one step's definition, hex SHA-256 of
+// "steward.plan.step.v1", a NUL byte and the step's canonical JSON (see
+// Hash): what tells a step that a revision changed from the same step
+// kept.
+func StepHash(s *stewardv1.Step) (string, error) {
+	return digest("step hash", "steward.plan.step.v1", s)
+}
+
+// digest is hex SHA-256 of domain, a NUL byte and m's canonical JSON.
+func digest(what, domain string, m proto.Message) (string, error) {
+	c, err := canonical(m)
 	if err != nil {
-		return "", fmt.Errorf("plan hash: %w", err)
+		return "", fmt.Errorf("%s: %w", what, err)
 	}
 	h := sha256.New()
-	h.Write([]byte("steward.plan.v1\x00"))
+	h.Write([]byte(domain + "\x00"))
 	h.Write(c)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

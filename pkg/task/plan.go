@@ -65,7 +65,7 @@ func submission(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanSubmitt
 		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d: %v", id, v, err)
 	}
 	return func() {
-		t.Plan = revised(t.Plan, s, ev)
+		t.Plan = revised(t.Plan, s, ev, t.Actions)
 		followLedger(t) // progress.remaining follows the plan
 	}, nil
 }
@@ -133,9 +133,11 @@ func stepIDs(p *stewardv1.Plan) []string {
 // changed step that has started keeps the version of the definition it
 // started under, so that the plan driver can tell whether what it began
 // is still what the plan asks (it keeps an action whose canonical
-// request is unchanged). A step the new version leaves out is retired:
-// withdrawn unless it had finished.
-func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1.Event) *stewardv1.PlanState {
+// request is unchanged). A changed step that was skipped never started:
+// it starts afresh too. A step the new version leaves out is retired:
+// withdrawn unless it had finished; so are the task's actions the
+// revision leaves to no step (leftBehind).
+func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1.Event, actions []*stewardv1.Action) *stewardv1.PlanState {
 	v := s.Plan.Version
 	next := &stewardv1.PlanState{
 		Version:     v,
@@ -145,7 +147,7 @@ func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1
 		Revision:    proto.CloneOf(s.Revision),
 		SubmittedBy: ev.Actor.GetPrincipal(),
 		SubmittedAt: ev.Time,
-		Retired:     cur.GetRetired(),
+		Retired:     append(slices.Clip(cur.GetRetired()), leftBehind(cur, s, actions)...),
 	}
 	old := make(map[string]*stewardv1.PlanStepState, len(cur.GetSteps()))
 	for _, st := range cur.GetSteps() {
@@ -154,9 +156,11 @@ func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1
 	for _, step := range s.Plan.Steps {
 		st, ok := old[step.GetId()]
 		switch {
-		case !ok || st.Status == stepPending:
-			// New, or not started: it starts under this version.
-			next.Steps = append(next.Steps, &stewardv1.PlanStepState{StepId: step.GetId(), Status: stepPending, Version: v})
+		case !ok || st.Status == stepPending || (st.Status == stepSkipped && slices.Contains(s.Revision.GetChanged(), step.GetId())):
+			// New, or not started: it starts under this version, after
+			// any attempt of a retired state of the same step.
+			next.Steps = append(next.Steps, &stewardv1.PlanStepState{StepId: step.GetId(), Status: stepPending, Version: v,
+				Attempts: max(st.GetAttempts(), retiredAttempts(next.Retired, step.GetId()))})
 		case slices.Contains(s.Revision.GetKept(), step.GetId()):
 			// Unchanged: the same step, under the new version — unless
 			// it started under an older definition than the one kept

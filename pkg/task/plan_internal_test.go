@@ -29,7 +29,7 @@ func TestRevisedKeepsWhatStarted(t *testing.T) {
 		Plan: &stewardv1.Plan{Version: 2, Steps: []*stewardv1.Step{step("kept"), step("changed_running"), step("changed_pending"), step("new")}},
 		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Kept: []string{"kept"}, Changed: []string{"changed_running", "changed_pending"},
 			Added: []string{"new"}, Withdrawn: []string{"gone_done", "gone_running"}}}
-	next := revised(cur, s, &stewardv1.Event{Actor: &stewardv1.Actor{Principal: "agent"}})
+	next := revised(cur, s, &stewardv1.Event{Actor: &stewardv1.Actor{Principal: "agent"}}, nil)
 	want := map[string]struct {
 		status  stewardv1.StepStatus
 		version uint32
@@ -80,13 +80,63 @@ func TestRevisedKeepsTheVersionAStepStartedUnder(t *testing.T) {
 	cur := &stewardv1.PlanState{Version: 1, Steps: []*stewardv1.PlanStepState{running}}
 	step := []*stewardv1.Step{{Id: "s"}}
 	v2 := revised(cur, &stewardv1.PlanSubmitted{PlanHash: "h2", Plan: &stewardv1.Plan{Version: 2, Steps: step},
-		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Changed: []string{"s"}}}, &stewardv1.Event{})
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Changed: []string{"s"}}}, &stewardv1.Event{}, nil)
 	if got := v2.Steps[0].Version; got != 1 {
 		t.Fatalf("after a change, the running step's version = %d, want 1 (the one it started under)", got)
 	}
 	v3 := revised(v2, &stewardv1.PlanSubmitted{PlanHash: "h3", Plan: &stewardv1.Plan{Version: 3, Steps: step},
-		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"s"}}}, &stewardv1.Event{})
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"s"}}}, &stewardv1.Event{}, nil)
 	if got := v3.Steps[0].Version; got != 1 {
 		t.Fatalf("kept unchanged from version 2, the step started under version 1 shows version %d, want 1", got)
+	}
+}
+
+// TestRevisedRetiresWhatItLeavesBehind: actions proposed for steps and
+// not yet recorded as theirs are retired with a step the revision
+// changes or withdraws, and left to a kept one; a retry follows its
+// original; a step added back, or changed afresh, starts after the
+// attempts retired with it.
+func TestRevisedRetiresWhatItLeavesBehind(t *testing.T) {
+	cur := &stewardv1.PlanState{Version: 1, Steps: []*stewardv1.PlanStepState{
+		{StepId: "kept", Status: stepPending, Version: 1},
+		{StepId: "changed", Status: stepPending, Version: 1},
+		{StepId: "gone", Status: stepPending, Version: 1},
+		{StepId: "running", Status: stepRunning, Version: 1, Attempts: 1, ActionIds: []string{"act-run"}},
+		{StepId: "ran", Status: stepRunning, Version: 1, Attempts: 1, ActionIds: []string{"act-ran"}},
+	}}
+	actions := []*stewardv1.Action{
+		{ActionId: "act-kept", PlanStepId: "kept"},
+		{ActionId: "act-changed", PlanStepId: "changed"},
+		{ActionId: "act-gone", PlanStepId: "gone"},
+		{ActionId: "act-run"}, {ActionId: "act-run-2", PlanStepId: "running", RetryOf: "act-run"},
+		{ActionId: "act-ran"}, {ActionId: "act-ran-2", PlanStepId: "ran", RetryOf: "act-ran"},
+		{ActionId: "act-agent"},
+	}
+	step := func(id string) *stewardv1.Step { return &stewardv1.Step{Id: id} }
+	next := revised(cur, &stewardv1.PlanSubmitted{PlanHash: "h2",
+		Plan:     &stewardv1.Plan{Version: 2, Steps: []*stewardv1.Step{step("kept"), step("changed"), step("running")}},
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 1, Kept: []string{"kept"}, Changed: []string{"changed", "running"}, Withdrawn: []string{"gone", "ran"}},
+	}, &stewardv1.Event{}, actions)
+	retired := map[string]bool{}
+	for _, st := range next.Retired {
+		for _, id := range st.ActionIds {
+			retired[id] = st.Status == stepWithdrawn
+		}
+	}
+	for id, want := range map[string]bool{"act-kept": false, "act-changed": true, "act-gone": true, "act-run-2": false, "act-ran": true, "act-ran-2": true, "act-agent": false} {
+		if retired[id] != want {
+			t.Errorf("%s retired withdrawn = %v, want %v (retired %v)", id, retired[id], want, next.Retired)
+		}
+	}
+	if st := next.Steps[1]; st.StepId != "changed" || st.Status != stepPending || st.Attempts != 1 {
+		t.Errorf("changed = %v: want pending after attempt 1, retired with its action", st)
+	}
+	// Added back, gone starts after the attempt retired with its action.
+	v3 := revised(next, &stewardv1.PlanSubmitted{PlanHash: "h3",
+		Plan:     &stewardv1.Plan{Version: 3, Steps: []*stewardv1.Step{step("kept"), step("changed"), step("running"), step("gone")}},
+		Revision: &stewardv1.PlanRevision{ReplacesVersion: 2, Kept: []string{"kept", "changed", "running"}, Added: []string{"gone"}},
+	}, &stewardv1.Event{}, actions)
+	if st := v3.Steps[3]; st.StepId != "gone" || st.Attempts != 1 {
+		t.Errorf("gone, added back = %v: want its attempts after the one withdrawn with it", st)
 	}
 }

@@ -14,21 +14,25 @@ import (
 // Checkpoint steps (docs/plans.md): a step that runs no action and asks a
 // person, as RequestInput does; the answer is its result. The step starts
 // first (PlanStepStarted), then the driver asks (TaskNeedsInput, cause
-// NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT, under an id derived from the step),
-// and the task waits for input; when it runs again, the first answer
-// after the question ends the step.
+// NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT, under an id derived from the step
+// and its attempt, not the plan version: a revision that keeps the step
+// does not ask again), and the task waits for input; when it runs again,
+// the answer to the question, if it was answered, ends the step.
 
 // checkpoint moves running checkpoint step st on: it asks, once, while
 // the task runs; once the question is closed, the answer ends the step —
 // by its expect, with result the answer — and a question closed without
 // an answer (a resume) fails it.
 func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, c *stewardv1.CheckpointStep) (bool, error) {
-	askID := r.stepEventID(event.TypeTaskNeedsInput, st.StepId, st.Attempts)
+	askID := r.attemptEventID(event.TypeTaskNeedsInput, "checkpoint", st.StepId, st.Attempts)
 	if !r.history.Has(askID) {
-		return true, r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		asked := false // only a question asked moves the pass: else ready steps would wait on it
+		err := r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+			asked = false
 			if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 				return nil, nil // waiting on a person already, or on an approval: asked when it runs
 			}
+			asked = true
 			return r.p.event(r.meta(askID), &stewardv1.TaskNeedsInput{
 				Reason:   fmt.Sprintf("plan step %s asks", st.StepId),
 				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
@@ -37,42 +41,50 @@ func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, 
 				AskRef:   c.AskRef,
 			})
 		})
+		return asked, err
 	}
-	answer, found, err := r.answerTo(ctx, askID)
-	if err != nil {
+	answer, closed, err := r.answerTo(ctx, askID)
+	switch {
+	case err != nil || !closed:
 		return false, err
-	}
-	if !found {
+	case answer == nil:
 		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "its question was closed without an answer (the task was resumed)")
 	}
 	outs, err := r.outcomes(ctx)
 	if err != nil {
 		return false, err
 	}
-	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: answer})
+	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: *answer})
 	switch {
 	case err != nil:
 		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
 	case !ok:
-		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", answer, r.definition(st.StepId).GetExpect()))
+		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", *answer, r.definition(st.StepId).GetExpect()))
 	}
-	return true, r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(answer))
+	return true, r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(*answer))
 }
 
-// answerTo returns the first answer given after the question the event
-// askID asked; found is false if there is none.
-func (r *planPass) answerTo(ctx context.Context, askID string) (answer string, found bool, err error) {
+// answerTo reads how the question the event askID asked was closed: by
+// the first of what follows it that closes a question — an answer
+// (InputProvided), or a resume or another question, which close it
+// without one (answer nil). closed is false while it is still open.
+func (r *planPass) answerTo(ctx context.Context, askID string) (answer *string, closed bool, err error) {
 	recs, err := r.p.log.Read(ctx, r.taskID())
 	if err != nil {
-		return "", false, err
+		return nil, false, err
 	}
 	asked := false
 	for _, rec := range recs {
-		if rec.Event.EventId == askID {
-			asked = true
-		} else if in := rec.Event.GetInputProvided(); asked && in != nil {
-			return in.Answer, true, nil
+		if !asked {
+			asked = rec.Event.EventId == askID
+			continue
+		}
+		switch pl := rec.Event.Payload.(type) {
+		case *stewardv1.Event_InputProvided:
+			return &pl.InputProvided.Answer, true, nil
+		case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskNeedsInput:
+			return nil, true, nil
 		}
 	}
-	return "", false, nil
+	return nil, false, nil
 }

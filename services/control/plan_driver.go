@@ -20,7 +20,7 @@ import (
 // a wait step's timer (plan_wait.go), a sub-task's end (plan_sub_task.go). Each pass reads the task and does
 // what the plan asks next:
 //
-//  1. withdraws the actions of steps a revision withdrew, unless permitted;
+//  1. withdraws the actions the plan no longer asks for, unless permitted;
 //  2. ends the running steps whose action (or items' actions) has ended,
 //     whose sub-task (items' sub-tasks) has ended and given back its
 //     unspent budget, or whose wait is over (plan_step_end.go), and
@@ -100,11 +100,13 @@ func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
 }
 
 // planPass is one pass of the driver over task t, read as of sequence
-// seq (at least) of its log, because of event causeID (empty for a timer).
+// seq (at least) of its log, because of event causeID (empty for a timer,
+// timerID then naming the wait step's timer that fired).
 type planPass struct {
 	p                      *Plane
 	seq                    uint64
 	causeID, correlationID string
+	timerID                string
 	t                      *stewardv1.Task
 	history                taskstore.History
 	// outs is the outcome of each done step, read once a pass needs it.
@@ -121,6 +123,15 @@ func (r *planPass) definition(id string) *stewardv1.Step { return task.StepDefin
 // attempt under the plan version in force.
 func (r *planPass) stepEventID(typ, step string, attempt uint32) string {
 	return event.ID(r.taskID(), typ, step, strconv.FormatUint(uint64(r.version()), 10), strconv.FormatUint(uint64(attempt), 10))
+}
+
+// attemptEventID is the id of an event of type typ about what (a
+// checkpoint's question, a failure's escalation) of the step's attempt,
+// under any plan version: a revision that keeps the step does not ask or
+// escalate again. A step's attempts never repeat across revisions
+// (task.StepStatus; a step added back starts after its retired states').
+func (r *planPass) attemptEventID(typ, what, step string, attempt uint32, more ...string) string {
+	return event.ID(append([]string{r.taskID(), typ, what, step, strconv.FormatUint(uint64(attempt), 10)}, more...)...)
 }
 
 // meta is the envelope of an event the driver appends under id.
@@ -213,23 +224,31 @@ func (r *planPass) finish(ctx context.Context) error {
 	return err
 }
 
-// withdrawRetired withdraws the actions of steps that a revision withdrew
-// and that have not been permitted yet: nobody should approve what the
-// plan no longer asks. One permitted or further along runs to its end,
-// on the record; it stands for itself in progress.remaining.
+// withdrawRetired withdraws the actions the plan no longer asks for
+// (task.PlanWithdrew) and that have not been permitted yet: those of
+// steps a revision withdrew or left behind, and their retries; and,
+// while the plan in force is denied or rejected, those of its steps.
+// Nobody should approve what the plan no longer asks. One permitted or
+// further along runs to its end, on the record; it stands for itself in
+// progress.remaining.
 func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
-	for _, st := range t.Plan.GetRetired() {
-		if st.Status != stewardv1.StepStatus_STEP_STATUS_WITHDRAWN {
+	for _, a := range t.Actions {
+		if !withdrawable(a) {
 			continue
 		}
-		for _, id := range st.ActionIds {
-			if !withdrawable(task.FindAction(t, id)) {
-				continue
+		why := task.PlanWithdrew(t, a)
+		if why == "" {
+			continue
+		}
+		taskID, w := t.Contract.GetTaskId(), &stewardv1.ActionWithdrawn{ActionId: a.ActionId, Reason: why}
+		err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+			if cur := task.FindAction(t, w.ActionId); !withdrawable(cur) || task.PlanWithdrew(t, cur) == "" {
+				return nil, nil // permitted meanwhile, or asked for again
 			}
-			w := &stewardv1.ActionWithdrawn{ActionId: id, Reason: "its plan step " + st.StepId + " was withdrawn by a revision of the plan"}
-			if _, err := p.withdrawAction(ctx, stewardPrincipal, t.Contract.GetTaskId(), w); err != nil {
-				return err
-			}
+			return p.event(event.Meta{ID: event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, ""), TaskID: taskID, Actor: p.actor(stewardPrincipal)}, w)
+		})
+		if err != nil {
+			return err
 		}
 	}
 	return nil

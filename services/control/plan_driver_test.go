@@ -444,6 +444,25 @@ func TestPlanWaitEndsOnItsTimer(t *testing.T) {
 	r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Acceptance) == 1 })
 }
 
+// TestPlanWaitEndsOnItsTimerWithTheClockBehind: the timer is the clock
+// that ends a wait. A control plane whose clock runs behind the server's
+// (services mode, clock skew) ends the wait when its timer fires, rather
+// than wait on for a timer that will not fire again.
+func TestPlanWaitEndsOnItsTimerWithTheClockBehind(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "wait-behind", nil)
+	r.clock.Advance(-time.Hour)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		{Id: "cool", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Until{Until: timestamppb.New(time.Now().Add(time.Second))}}}},
+		act("go", []string{"cool"}, "search", "index", nil),
+	}})
+	r.step(id, "cool", stepRunning)
+	r.step(id, "go", stepRunning) // the timer fired; the plane's clock still says an hour to go
+	if until := task.FindStep(r.task(t, id), "cool").WaitUntil.AsTime(); !until.After(r.clock.Now()) {
+		t.Fatalf("the plane's clock %v is past the wait's end %v: the test proves nothing", r.clock.Now(), until)
+	}
+}
+
 // TestPlanForeachRunsEachItem: a foreach proposes one action per item of
 // an earlier result, all before any ends — a crash in the middle of the
 // expansion proposes none twice — checks its expect on each item's

@@ -245,7 +245,8 @@ func (r *planPass) endWith(ctx context.Context, st *stewardv1.PlanStepState, sta
 // plan, once: escalate makes the task wait for a person's input (cause
 // NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED); compensate fails the task with
 // compensation, as FailTask with compensate does. Each event's id derives
-// from the step, so a person's resume is not undone by a redelivery. A
+// from the step, so a person's resume is not undone by a redelivery, nor
+// by a revision that keeps the failed step. A
 // step whose action's own failure the recovery policy escalated already
 // is not escalated twice. moved says whether it appended anything.
 func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
@@ -264,7 +265,13 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 			_, err := r.p.end(ctx, stewardPrincipal, taskID, id, "", reason, stewardv1.TaskStatus_TASK_STATUS_FAILED, true)
 			return true, err
 		}
-		id := r.stepEventID(event.TypeTaskNeedsInput, st.StepId, st.Attempts)
+		// Once per failure: of this attempt of this definition of the
+		// step (a changed step can fail before it starts again).
+		def, err := plan.StepHash(step)
+		if err != nil {
+			return false, err
+		}
+		id := r.attemptEventID(event.TypeTaskNeedsInput, "failed", st.StepId, st.Attempts, def)
 		var last string
 		if n := len(st.ActionIds); n > 0 {
 			last = st.ActionIds[n-1]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -39,8 +40,7 @@ func (r *planPass) startWait(ctx context.Context, st *stewardv1.PlanStepState, w
 			// timers rather than fail the step.
 			return errs.New(errs.Unavailable, "this control plane has no timers to end wait step %s of task %s", st.StepId, r.taskID())
 		}
-		id := r.taskID() + "/" + st.StepId + "/" + strconv.FormatUint(uint64(r.version()), 10) + "/" +
-			strconv.FormatUint(uint64(st.Attempts+1), 10) + "/" + until.UTC().Format(time.RFC3339Nano)
+		id := r.taskID() + "/" + st.StepId + "/" + strconv.FormatUint(uint64(r.version()), 10) + waitTimerEnd(st.Attempts+1, until)
 		if err := r.p.timers.Set(ctx, PlanWaitTimerKind, id, until, []byte(r.taskID())); err != nil {
 			return err
 		}
@@ -48,16 +48,27 @@ func (r *planPass) startWait(ctx context.Context, st *stewardv1.PlanStepState, w
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{WaitUntil: timestamppb.New(until)})
 }
 
-// waited ends running wait step st if its time has come.
+// waitTimerEnd ends the id of the timer of a wait step's attempt that
+// ends at until (after the task, the step and the plan version it
+// started under).
+func waitTimerEnd(attempt uint32, until time.Time) string {
+	return "/" + strconv.FormatUint(uint64(attempt), 10) + "/" + until.UTC().Format(time.RFC3339Nano)
+}
+
+// waited ends running wait step st if its time has come: by the plane's
+// clock, or because its own timer fired — the timer is the clock that
+// ends a wait, and a plane whose clock runs behind the server's would
+// otherwise wait on for a timer that has fired already.
 func (r *planPass) waited(ctx context.Context, st *stewardv1.PlanStepState) (bool, error) {
-	if st.WaitUntil.AsTime().After(r.p.now()) {
+	fired := strings.HasPrefix(r.timerID, r.taskID()+"/"+st.StepId+"/") && strings.HasSuffix(r.timerID, waitTimerEnd(st.Attempts, st.WaitUntil.AsTime()))
+	if st.WaitUntil.AsTime().After(r.p.now()) && !fired {
 		return false, nil // its timer brings us back
 	}
 	return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "waited until "+st.WaitUntil.AsTime().UTC().Format(time.RFC3339))
 }
 
 // onPlanWait is a wait step's timer: a pass over its task, read as the
-// log has it now.
+// log has it now, that ends the wait the timer is for.
 func (p *Plane) onPlanWait(ctx context.Context, f timer.Fired) error {
-	return p.drive(ctx, &planPass{p: p, seq: math.MaxUint64}, string(f.Payload))
+	return p.drive(ctx, &planPass{p: p, seq: math.MaxUint64, timerID: f.ID}, string(f.Payload))
 }

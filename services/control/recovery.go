@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/proto"
@@ -135,12 +137,14 @@ func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) er
 func (p *Plane) takesActions() bool { return p.tools != nil && p.requests != nil }
 
 // retryDue reports whether a, an action of t, is a failure that
-// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable.
+// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable;
+// not one the task's plan no longer asks for (task.PlanWithdrew).
 func (p *Plane) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
 	return p.takesActions() &&
 		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
 		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
-		task.FindAction(t, retryID(t, a)) == nil
+		task.FindAction(t, retryID(t, a)) == nil &&
+		task.PlanWithdrew(t, a) == "" // a retired plan step's action ran to its end; it is not run again
 }
 
 // retryable reports whether a failed in a way that the same request may
@@ -224,9 +228,45 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 		// A redelivery would meet the same refusal; the action cap's
 		// refusal has stopped the task already.
 		p.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", recoveryAttempt(a)+1, "err", err)
-		return nil
+		return p.failPlanStep(ctx, rec, taskID, a, err)
 	}
 	return err
+}
+
+// failPlanStep fails the running plan step whose action a was failed for
+// good because its retry could not be proposed (why): the plan driver
+// waits for a retry that will not come. The event is the driver's own
+// end of the step's attempt (same id), so only one of them is appended.
+func (p *Plane) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord, taskID string, a *stewardv1.Action, why error) error {
+	if a.PlanStepId == "" {
+		return nil
+	}
+	return p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		st := task.FindStep(t, a.PlanStepId)
+		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !stepRuns(t, st, a) {
+			return nil, nil
+		}
+		v, attempt := t.Plan.Version, strconv.FormatUint(uint64(st.Attempts), 10)
+		return p.event(event.Meta{
+			ID:            event.ID(taskID, event.TypePlanStepEnded, st.StepId, strconv.FormatUint(uint64(v), 10), attempt),
+			TaskID:        taskID,
+			Actor:         p.actor(stewardPrincipal),
+			CausationID:   rec.Event.EventId,
+			CorrelationID: rec.Event.CorrelationId,
+		}, &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: stewardv1.StepStatus_STEP_STATUS_FAILED,
+			Reason: clip(fmt.Sprintf("action %s failed and its retry could not be proposed: %v", a.ActionId, why))})
+	})
+}
+
+// stepRuns reports whether plan step st runs a (an action step's last
+// action, or a foreach item's), or a retries one it runs.
+func stepRuns(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) bool {
+	for x := a; x != nil; x = task.FindAction(t, x.RetryOf) {
+		if slices.Contains(st.ActionIds, x.ActionId) {
+			return true
+		}
+	}
+	return false
 }
 
 // paramsOf reads the parameters a was proposed with from its canonical

@@ -65,6 +65,11 @@ func (p *Plane) permitRefusal(t *stewardv1.Task, cur *stewardv1.Action, check cr
 	if !task.MayPermit(t, cur) {
 		return fmt.Sprintf("the task is %s", task.StatusName(t.Status))
 	}
+	// Nor does an action the task's plan no longer asks for: a revision
+	// withdrew its step (or left it to none), or policy denied the plan.
+	if why := task.PlanWithdrew(t, cur); why != "" {
+		return why
+	}
 	// Checked here, on the task as it is when the permit is appended, so
 	// that a revocation or an expiry since the proposal (or during a long
 	// wait for approval) stops the permit.

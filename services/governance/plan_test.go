@@ -483,6 +483,31 @@ func TestAForeachCountsItsItems(t *testing.T) {
 	}
 }
 
+// TestNoPermitForAnActionItsPlanWithdrew: an action of a plan step,
+// awaiting its approval when a revision withdraws the step before the
+// plan driver recorded it as the step's, is refused its permit when the
+// approval comes: an action the plan no longer asks for runs only if it
+// was permitted before the revision.
+func TestNoPermitForAnActionItsPlanWithdrew(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	e.credentialed("p")
+	e.judged("p", e.submitPlan(t, "p", 1, "search", "wire"), anyJudgement)
+	wire := e.proposeWith(t, "p", "plan-s1-1-h", "wire", "", "agent", map[string]any{"n": 1},
+		&stewardv1.ActionRationale{ExpectedImpact: "moves money from acct:1", RollbackPlan: "none: ask for it back"},
+		func(a *stewardv1.Action) { a.PlanStepId = "s1" })
+	e.waitStatus("p", wire, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e.judged("p", e.submitPlan(t, "p", 2, "search"), anyJudgement) // s1 withdrawn
+	if _, err := e.vote("p", wire, authorizer("user:bo"), approve); err != nil {
+		t.Fatal(err)
+	}
+	a := e.waitStatus("p", wire, stewardv1.ActionStatus_ACTION_STATUS_DENIED)
+	if a.Permit != nil || !strings.Contains(a.Outcome.GetReason(), "its plan step s1 was withdrawn") {
+		t.Fatalf("the withdrawn step's action: permit %v, reason %q; want no permit, the withdrawal named", a.Permit, a.Outcome.GetReason())
+	}
+}
+
 // TestAPlanApprovalClosesWithItsTask: a task that ended takes no vote on
 // its plan's approval.
 func TestAPlanApprovalClosesWithItsTask(t *testing.T) {

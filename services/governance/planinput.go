@@ -159,27 +159,31 @@ func (p *Plane) stepTool(ctx context.Context, t *stewardv1.Task, call *stewardv1
 
 // taskCalls counts the calls of task t that are not its plan version's
 // steps': the agent's own proposals, and the actions of steps that earlier
-// versions had. A call counts once proposed, unless it was denied,
-// rejected or withdrawn: a call under way may still be made. By effect
-// class under effects, as counts has them.
+// versions had. An action belongs to a step by its plan_step_id, so a
+// step's retries and a foreach's items, however the driver follows them,
+// are the step's, counted in counts. An agent's call counts once
+// proposed, unless it was denied, rejected or withdrawn: a call under way
+// may still be made. A retired step's counts only once permitted: until
+// then the plan driver withdraws it, and the count must not depend on
+// whether it has yet. By effect class under effects, as counts has them.
 func taskCalls(t *stewardv1.Task) map[string]any {
-	owned := map[string]bool{}
+	current := map[string]bool{}
 	for _, st := range t.Plan.GetSteps() {
-		for _, id := range st.ActionIds {
-			owned[id] = true
-		}
+		current[st.StepId] = true
 	}
 	effects := map[string]int{}
 	calls := 0
 	for _, a := range t.Actions {
-		switch a.Status {
-		case stewardv1.ActionStatus_ACTION_STATUS_DENIED, stewardv1.ActionStatus_ACTION_STATUS_REJECTED, stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
+		switch {
+		case current[a.PlanStepId]:
+			continue
+		case a.PlanStepId != "" && a.Permit == nil:
+			continue
+		case a.Status == stewardv1.ActionStatus_ACTION_STATUS_DENIED, a.Status == stewardv1.ActionStatus_ACTION_STATUS_REJECTED, a.Status == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
 			continue
 		}
-		if !owned[a.ActionId] {
-			calls++
-			effects[a.EffectClass.String()]++
-		}
+		calls++
+		effects[a.EffectClass.String()]++
 	}
 	return map[string]any{"calls": number(calls), "effects": numbers(effects)}
 }
