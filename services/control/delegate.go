@@ -78,9 +78,12 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 // handoff is one delegation: the sub-task's id, the request id that names
 // it ("" for none: a random id), who it is for, and its contract, checked
 // as a client's (validateClientContract) with unknown fields dropped.
+// still, if not nil, must hold on the parent when its budget is reserved
+// (reserve): a plan's step still stands as the driver read it.
 type handoff struct {
 	childID, requestID, delegateRef string
 	contract                        *stewardv1.TaskContract
+	still                           func(parent *stewardv1.Task) error
 }
 
 // delegate makes sub-task h of parent in principal's name, once its id is
@@ -117,7 +120,7 @@ func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv
 	}
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
-	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc); err != nil {
+	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc, h.still); err != nil {
 		return nil, false, err
 	}
 	t, created, err := p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)

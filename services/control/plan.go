@@ -122,6 +122,9 @@ func submission(t *stewardv1.Task, pl *stewardv1.Plan, hash string) (*stewardv1.
 		if err != nil {
 			return nil, err
 		}
+		if err := keepsKinds(t, pl); err != nil {
+			return nil, err
+		}
 		s.Revision = &stewardv1.PlanRevision{ReplacesVersion: cur.Version, Kept: r.Kept, Changed: r.Changed, Added: r.Added, Withdrawn: r.Withdrawn}
 	}
 	return s, nil

@@ -22,11 +22,13 @@ import (
 //
 //  1. withdraws the actions the plan no longer asks for, unless permitted;
 //  2. ends the running steps whose action (or items' actions) has ended,
-//     whose sub-task (items' sub-tasks) has ended, or whose wait is over
-//     (plan_step_end.go);
+//     whose sub-task (items' sub-tasks) has ended and given back its
+//     unspent budget, or whose wait is over (plan_step_end.go), and
+//     delegates a running step's sub-tasks not delegated yet;
 //  3. applies the on_failure of a step that failed and stops the plan;
-//  4. starts every ready step in the same pass — proposes its action,
-//     delegates its sub-task — so that independent steps run in parallel
+//  4. starts every ready step in the same pass — proposes its action, or
+//     records the id of its sub-task, which step 2 of a later pass
+//     delegates — so that independent steps run in parallel
 //     (plan_step_start.go);
 //  5. ends the plan once every step is done.
 //
@@ -35,8 +37,9 @@ import (
 //
 // Every write is idempotent: a step's action has a proposal id derived
 // from the step and its canonical request (planProposalID), and a step's
-// sub-task an id derived from the step (planSubTaskID), so a crash between
-// the proposal or delegation and the step's record makes nothing twice; the
+// sub-task an id derived from the step (planSubTaskID), recorded before it
+// is delegated, so a crash between the proposal and the step's record, or
+// between the record and the delegation, makes nothing twice; the
 // step events' ids derive from the step, the plan version and the
 // attempt; each write is conditional on the step still standing as read.
 

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -325,6 +326,47 @@ func TestPlanCompensatesOnFailure(t *testing.T) {
 	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return compensationOf(tk, save.ActionId) != nil })
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || tk.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_FAILED {
 		t.Fatalf("task %v, ending as %v", tk.Status, tk.FinalStatus)
+	}
+}
+
+// TestPlanRevisionKeepsARunningStepsKind: a revision may change what a
+// running step asks but not what kind of step it is — the driver follows
+// it by what it started, and the fold checks each start (a retry of its
+// action, say) against its definition. Changing an action, a wait or a
+// sub_task into another kind while it runs is refused, naming the step;
+// a change within its kind is taken.
+func TestPlanRevisionKeepsARunningStepsKind(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "kinds", nil)
+	wait := &stewardv1.Step{Id: "w", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Hour)}}}}
+	steps := func(a, w, s *stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{a, w, s}}
+	}
+	v1 := steps(act("a", nil, "search", "index", nil), wait, subStep("s", nil, 100))
+	v1.Version = 1
+	r.runPlan(t, id, v1)
+	r.step(id, "a", stepRunning)
+	r.step(id, "w", stepRunning)
+	r.step(id, "s", stepRunning)
+	waitA := &stewardv1.Step{Id: "a", Kind: wait.Kind}
+	for _, c := range []struct {
+		name, field string
+		plan        *stewardv1.Plan
+	}{
+		{"action into sub_task", "plan.steps[0]", steps(subStep("a", nil, 100), wait, subStep("s", nil, 100))},
+		{"action into wait", "plan.steps[0]", steps(waitA, wait, subStep("s", nil, 100))},
+		{"wait into action", "plan.steps[1]", steps(act("a", nil, "search", "index", nil), act("w", nil, "search", "index", nil), subStep("s", nil, 100))},
+		{"sub_task into checkpoint", "plan.steps[2]", steps(act("a", nil, "search", "index", nil), wait,
+			&stewardv1.Step{Id: "s", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Go on?"}}})},
+	} {
+		_, _, err := r.submitPlan(id, "", c.plan)
+		var ee *errs.Error
+		if !errors.As(err, &ee) || ee.Code != errs.Invalid || ee.Field != c.field || !strings.Contains(ee.Message, "runs as") {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+	}
+	if _, _, err := r.submitPlan(id, "", steps(act("a", nil, "search", "other", nil), wait, subStep("s", nil, 100))); err != nil {
+		t.Fatalf("a change within its kind: %v", err)
 	}
 }
 

@@ -27,9 +27,9 @@ func (r *planPass) startReady(ctx context.Context) error {
 }
 
 // start starts ready step id: its when false skips it; an expression that
-// cannot be evaluated fails it; an action step proposes its action, and a
-// sub_task step delegates its sub-task, and records that the step runs
-// it.
+// cannot be evaluated fails it; an action step proposes its action and
+// records that the step runs it; a sub_task step records the id of the
+// sub-task it runs, which the next pass delegates (followSubTasks).
 func (r *planPass) start(ctx context.Context, id string) error {
 	pl, step, st := r.t.Plan.Plan, r.definition(id), task.FindStep(r.t, id)
 	outs, err := r.outcomes(ctx)
@@ -49,11 +49,8 @@ func (r *planPass) start(ctx context.Context, id string) error {
 	case step.GetForeach() != nil:
 		return r.startForeach(ctx, st, step.GetForeach().GetBody(), outs)
 	case step.GetSubTask() != nil:
-		id, stop, err := r.delegateOne(ctx, st, step.GetSubTask(), -1)
-		if stop || err != nil {
-			return err
-		}
-		return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: id})
+		// Recorded before it is delegated (followSubTasks delegates it).
+		return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: planSubTaskID(r.taskID(), id, st.Attempts+1, -1)})
 	}
 	target, params, err := plan.EvalParams(ctx, pl, id, plan.Bindings{Steps: outs})
 	if err != nil {
@@ -68,11 +65,11 @@ func (r *planPass) start(ctx context.Context, id string) error {
 
 // startForeach starts foreach step st: its list (EvalForeach), then one
 // action per item, proposed as an action step's is, each under a
-// proposal id naming its item — or one sub-task per item, delegated as a
-// sub_task step's is, each under an id naming its item — then one record
-// of them all. A crash in the middle proposes (delegates) the same again,
-// which are the ones on the log. An empty list starts the step with
-// nothing to run: it succeeds at once, its result [].
+// proposal id naming its item, then one record of them all. A crash in
+// the middle proposes the same again, which are the ones on the log. A
+// foreach of sub-tasks records one sub-task id per item, each naming its
+// item, which the next pass delegates as a sub_task step's. An empty list
+// starts the step with nothing to run: it succeeds at once, its result [].
 func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState, body *stewardv1.StepTemplate, outs map[string]plan.Outcome) error {
 	pl := r.t.Plan.Plan
 	items, err := plan.EvalForeach(ctx, pl, st.StepId, plan.Bindings{Steps: outs})
@@ -80,18 +77,18 @@ func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
 	}
 	ids := make([]string, 0, len(items))
-	for i, item := range items {
-		var id string
-		var stop bool
-		if sub := body.GetSubTask(); sub != nil {
-			id, stop, err = r.delegateOne(ctx, st, sub, i)
-		} else {
-			target, params, perr := plan.EvalParams(ctx, pl, st.StepId, plan.Bindings{Steps: outs, Item: item})
-			if perr != nil {
-				return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %v", i, perr))
-			}
-			id, stop, err = r.proposeOne(ctx, st, body.GetAction(), target, params, i)
+	if body.GetSubTask() != nil {
+		for i := range items {
+			ids = append(ids, planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, i))
 		}
+		return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemSubTaskIds: ids})
+	}
+	for i, item := range items {
+		target, params, err := plan.EvalParams(ctx, pl, st.StepId, plan.Bindings{Steps: outs, Item: item})
+		if err != nil {
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %v", i, err))
+		}
+		id, stop, err := r.proposeOne(ctx, st, body.GetAction(), target, params, i)
 		if stop || err != nil {
 			return err
 		}
@@ -99,9 +96,6 @@ func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState
 		if i+1 < len(items) {
 			crashpoint.Here(crashpoint.DuringForeach)
 		}
-	}
-	if body.GetSubTask() != nil {
-		return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemSubTaskIds: ids})
 	}
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemActionIds: ids})
 }
@@ -184,8 +178,8 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 
 // started records start, the next attempt of step st — its action, its
 // items' actions, its sub-task (its items') or its wait's end — while the
-// step still stands as read and its actions are on the log (its
-// sub-tasks are on theirs: delegate made them).
+// step still stands as read and its actions are on the log. Its
+// sub-tasks are delegated once it is recorded (followSubTasks).
 func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, start *stewardv1.PlanStepStarted) error {
 	start.Version, start.StepId, start.Attempt = r.version(), st.StepId, st.Attempts+1
 	id := r.stepEventID(event.TypePlanStepStarted, st.StepId, start.Attempt)

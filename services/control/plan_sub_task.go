@@ -15,20 +15,27 @@ import (
 )
 
 // Sub-task steps (docs/plans.md, "Running a plan"): a sub_task step
-// delegates a sub-task through the path DelegateTask takes (delegate), in
-// the plan submitter's name, then records that the step runs it. The
-// sub-task is a task of its own, with its own log: its delegate does the
-// work and its acceptance owner accepts it. When it ends, a reaction to
-// its end (wakeParent) drives the parent's plan, and the step ends as the
-// sub-task did: accepted succeeds it, with result subTaskResult; failed or
-// cancelled fails it. A foreach of sub-tasks delegates one per item.
+// records the id of the sub-task it runs (planSubTaskID) when it starts,
+// then a pass that finds the sub-task missing delegates it through the
+// path DelegateTask takes (delegate), in the plan submitter's name. So
+// every sub-task a step delegates is named on the record before it
+// exists: a revision keeps it with the step or retires it with the step,
+// never orphans it. The sub-task is a task of its own, with its own log:
+// its delegate does the work and its acceptance owner accepts it. When it
+// has ended and its unspent budget is back on the parent, the step ends
+// as it did: accepted succeeds it, with result subTaskResult; failed or
+// cancelled fails it. A foreach of sub-tasks runs one per item.
 
 // planSubTaskID is the id of the sub-task that an attempt of step of task
-// taskID delegates (for its item, unless item is negative). It derives
-// from them alone, so a crash or a redelivery between the delegation and
-// the step's record finds the same sub-task, and a revision that keeps
-// the step keeps it. No client's request id derives it: those ids derive
-// from parts that start "task" (requestid.Scope.TaskID).
+// taskID runs (for its item, unless item is negative). It derives from
+// them alone, fixed when the step's start is recorded, so a crash or a
+// redelivery between that record and the delegation delegates the same
+// sub-task, and a revision that keeps or changes the running step keeps
+// it. It holds no hash of what is delegated: a revision that changes the
+// step before its sub-task exists changes what is delegated, not the id
+// the record names; each attempt has ids of its own. No client's request
+// id derives it: those ids derive from parts that start "task"
+// (requestid.Scope.TaskID).
 func planSubTaskID(taskID, step string, attempt uint32, item int) string {
 	parts := []string{"plan-sub-task", taskID, step, strconv.FormatUint(uint64(attempt), 10)}
 	if item >= 0 {
@@ -37,61 +44,92 @@ func planSubTaskID(taskID, step string, attempt uint32, item int) string {
 	return event.ID(parts...)
 }
 
-// delegateOne delegates the sub-task of step st — of its item, unless
-// item is negative — and returns its id. stop says the pass is to go no
-// further with the step, as for proposeOne: a delegation refused for
-// good (the parent's budget short, its credential revoked, a deadline
-// past) fails the step in the refusal's words.
-func (r *planPass) delegateOne(ctx context.Context, st *stewardv1.PlanStepState, s *stewardv1.SubTaskStep, item int) (id string, stop bool, err error) {
+// delegateOne delegates sub-task childID of running step st — of its
+// item, unless item is negative — as s, the step's definition in force,
+// says. The delegation holds only while the step still stands as read
+// (the reservation on the parent checks it): a revision since makes the
+// pass read again and delegate what the plan in force says. stop says the
+// pass is to go no further with the step, as for proposeOne: a
+// delegation refused for good (the parent's budget short, its credential
+// revoked, a deadline past) fails the step in the refusal's words.
+func (r *planPass) delegateOne(ctx context.Context, st *stewardv1.PlanStepState, s *stewardv1.SubTaskStep, childID string, item int) (stop bool, err error) {
 	what := "its sub-task"
 	if item >= 0 {
 		what = fmt.Sprintf("the sub-task of item %d", item)
 	}
-	now := r.p.now()
+	if hook := r.p.stepProposed; hook != nil {
+		if err := hook(st.StepId); err != nil {
+			return true, err
+		}
+	}
+	now, v := r.p.now(), r.version()
 	// SubmitPlan checked the contract (checkSubTask); time has passed
 	// since, and delegate checks it against the parent as it is now.
-	err = validateClientContract(s.Contract, now)
+	err = validateClientContract(s.GetContract(), now)
 	var contract *stewardv1.TaskContract
 	if err == nil {
 		contract, err = knownFieldsOnly(s.Contract) // a copy: delegate fills it in
 	}
 	h := handoff{
-		childID:     planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, item),
-		requestID:   planProposalID(st.StepId, st.Attempts+1, item, "sub-task"),
-		delegateRef: s.DelegateRef,
+		childID:     childID,
+		requestID:   planProposalID(st.StepId, st.Attempts, item, "sub-task"),
+		delegateRef: s.GetDelegateRef(),
 		contract:    contract,
+		still: func(parent *stewardv1.Task) error {
+			if cur := task.FindStep(parent, st.StepId); parent.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
+				return errs.New(errs.Conflict, "plan step %s of task %s moved on since it was read; read it again", st.StepId, r.taskID())
+			}
+			return nil
+		},
 	}
 	if err == nil {
 		_, _, err = r.p.delegate(ctx, r.t.Plan.SubmittedBy, r.t, h, now)
 	}
-	if hook := r.p.stepProposed; hook != nil && err == nil {
-		err = hook(st.StepId)
-	}
-	if stop, err := r.refused(ctx, st, what, "delegated", err); stop || err != nil {
-		return "", true, err
-	}
-	return h.childID, false, nil
+	return r.refused(ctx, st, what, "delegated", err)
 }
 
 // followSubTasks moves running step st on from its sub-task (or its
-// items' sub-tasks) once they have ended: the first failed or cancelled
-// fails the step at once; when all are accepted, the step's expect is
-// checked on each result and the step records its result — the sub-task's
-// (subTaskResult), or the list of the items', in order. A sub-task still
-// running, produced and not yet accepted, or returned to its delegate
-// leaves the step running.
+// items' sub-tasks): one not delegated yet is delegated (delegateOne); once
+// they have ended and given back to the task what they did not spend
+// (givenBack), the first failed or cancelled fails the step at once; when
+// all are accepted, the step's expect is checked on each result and the
+// step records its result — the sub-task's (subTaskResult), or the list
+// of the items', in order. A sub-task still running, produced and not yet
+// accepted, or returned to its delegate leaves the step running.
 func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepState) (bool, error) {
 	ids, items := st.ItemSubTaskIds, true
+	def := r.definition(st.StepId).GetForeach().GetBody().GetSubTask()
 	if st.SubTaskId != "" {
-		ids, items = []string{st.SubTaskId}, false
+		ids, items, def = []string{st.SubTaskId}, false, r.definition(st.StepId).GetSubTask()
 	}
 	results := make([]any, len(ids))
 	kept := make([]*structpb.Value, len(ids))
 	done := true
 	for i, id := range ids {
 		child, _, err := taskstore.Load(ctx, r.p.log, id)
+		if errs.Is(err, errs.NotFound) {
+			item := -1
+			if items {
+				item = i
+			}
+			if stop, err := r.delegateOne(ctx, st, def, id, item); stop || err != nil {
+				return stop, err
+			}
+			done = false
+			continue
+		}
 		if err != nil {
 			return false, err
+		}
+		if task.Terminal(child.Status) {
+			back, err := r.givenBack(ctx, id)
+			if err != nil {
+				return false, err
+			}
+			if !back {
+				done = false
+				continue
+			}
 		}
 		switch child.Status {
 		case stewardv1.TaskStatus_TASK_STATUS_ACCEPTED:
@@ -116,6 +154,34 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 		return true, r.judgeItems(ctx, st, results, structpb.NewListValue(&structpb.ListValue{Values: kept}))
 	}
 	return true, r.judgeResult(ctx, st, results[0], "sub-task "+st.SubTaskId, kept[0])
+}
+
+// givenBack reports whether ended sub-task childID has given back to the
+// task what it reserved and did not spend, or has nothing to give: the
+// task reserved nothing for it, its release is recorded, or it settled
+// (no call still out) owing nothing. Until then its step waits, so that
+// the next step's delegation finds the budget back; the release's
+// BudgetReleased drives the plan on (reactions).
+func (r *planPass) givenBack(ctx context.Context, childID string) (bool, error) {
+	taskID := r.taskID()
+	reserved := reserveID(taskID, childID)
+	if !r.history.Has(reserved) || r.history.Has(releaseID(taskID, childID)) {
+		return true, nil
+	}
+	recs, err := r.p.log.Read(ctx, childID)
+	if err != nil {
+		return false, err
+	}
+	child, _, err := settled(recs, childID)
+	if err != nil || child == nil {
+		return false, err // a call still out: release waits for it
+	}
+	ev, err := r.p.commandEvent(ctx, taskID, reserved)
+	if err != nil {
+		return false, err
+	}
+	res, used := ev.GetBudgetConsumed(), child.BudgetUsed
+	return owed(res.GetTokens(), used.GetTokens()) == 0 && owed(res.GetCostMicros(), used.GetCostMicros()) == 0, nil
 }
 
 // subTaskResult is what accepted sub-task t gives its step, as
@@ -151,12 +217,13 @@ func delegatedBy(t *stewardv1.Task, id string) bool {
 	return false
 }
 
-// wakeParent reacts to the end of rec's task: if a step of its parent's
-// plan delegated it, the parent's plan driver runs, and the step ends as
-// the sub-task did. The reaction runs after release, so the budget the
-// sub-task did not spend is back on the parent when its next step starts.
-// rec's sequence is on the sub-task's log, not the parent's: as a floor
-// for the parent's fold it only makes the driver read what is new.
+// wakeParent reacts to the end of rec's task, and to the calls still out
+// when it ended settling: if a step of its parent's plan delegated it,
+// the parent's plan driver runs, and the step ends as the sub-task did
+// once its unspent budget is back on the parent (givenBack; the release
+// itself drives the plan too). rec's sequence is on the sub-task's log,
+// not the parent's: as a floor for the parent's fold it only makes the
+// driver read what is new.
 func (p *Plane) wakeParent(ctx context.Context, rec *stewardv1.EventRecord) error {
 	childID := rec.Event.TaskId
 	var parentID string

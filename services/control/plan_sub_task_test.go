@@ -6,6 +6,9 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -62,15 +65,15 @@ func (r *rig) finishSub(t *testing.T, id, name string) {
 
 // TestPlanSubTaskRunsToProduced: a sub_task step delegates its sub-task
 // once, in the submitter's name, under a request id clients may not use;
-// a crash between the delegation and the step's record, and a redelivery
-// of the whole log, delegate nothing again. The sub-agent's work is
+// a crash between the step's record and the delegation delegates it on
+// redelivery, and a redelivery of the whole log delegates nothing again. The sub-agent's work is
 // accepted, the step succeeds with the sub-task's result, a later step
 // reads it, and the plan ends by marking the task produced.
 func TestPlanSubTaskRunsToProduced(t *testing.T) {
 	var calls atomic.Int32
 	r := newRig(t, control.AfterStepProposal(func(step string) error {
 		if step == "sub" && calls.Add(1) == 1 {
-			return errors.New("crash after delegating step " + step)
+			return errors.New("crash before delegating step " + step)
 		}
 		return nil
 	}))
@@ -175,10 +178,11 @@ func TestPlanForeachOfSubTasks(t *testing.T) {
 
 	tk, _ := r.step(id, "each", stepRunning)
 	kids := task.FindStep(tk, "each").ItemSubTaskIds
+	r.running(kids[0])
+	r.running(kids[1])
 	if len(kids) != 2 || kids[0] == kids[1] || r.delegatedFrom(t, id) != 2 {
 		t.Fatalf("each delegated %v (%d reservations)", kids, r.delegatedFrom(t, id))
 	}
-	r.running(kids[1])
 	r.finishSub(t, kids[1], "b.txt")
 	r.settle()
 	if st := task.FindStep(r.task(t, id), "each"); st.Status != stepRunning {
@@ -233,4 +237,123 @@ func TestPlanSubTaskRevision(t *testing.T) {
 	if !strings.Contains(string(next.Request), kept.Contract.TaskId) {
 		t.Fatalf("next's request = %s, want the kept sub-task's id", next.Request)
 	}
+}
+
+// TestPlanSubTaskRevisedBeforeItsDelegation: a sub_task step's start is
+// recorded, naming its sub-task, before the sub-task is delegated. A
+// revision that lands in between and changes the step (another delegate)
+// finds it running under that id: the delegation, checked against the
+// step as the reservation finds it, reads the plan again and delegates
+// what version 2 asks, under the id on the record — nothing is orphaned
+// and nothing collides.
+func TestPlanSubTaskRevisedBeforeItsDelegation(t *testing.T) {
+	var (
+		once   atomic.Bool
+		r      *rig
+		id     string
+		revErr atomic.Value
+	)
+	r = newRig(t, control.AfterStepProposal(func(step string) error {
+		if step != "sub" || !once.CompareAndSwap(false, true) {
+			return nil
+		}
+		other := subStep("sub", nil, 100)
+		other.GetSubTask().DelegateRef = "agent:other"
+		tk, _, err := r.submitPlan(id, "", &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{other}})
+		if err != nil {
+			revErr.Store(err)
+			return nil
+		}
+		r.Append(id, &stewardv1.PlanEvaluated{Version: tk.Plan.Version, PlanHash: tk.Plan.PlanHash,
+			Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
+		return nil
+	}))
+	id = r.planTask(t, "subrace", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{subStep("sub", nil, 100)}})
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Plan.GetVersion() == 2 })
+	if err := revErr.Load(); err != nil {
+		t.Fatalf("the revision: %v", err)
+	}
+	st := task.FindStep(tk, "sub")
+	if st.Status != stepRunning || st.SubTaskId == "" {
+		t.Fatalf("version 2's step is %v (%s), naming sub-task %q", st.Status, st.Reason, st.SubTaskId)
+	}
+	c := r.running(st.SubTaskId).Contract
+	if to := c.DelegationChain[len(c.DelegationChain)-1].ToRef; to != "agent:other" {
+		t.Fatalf("the step runs sub-task %s, delegated to %s, not agent:other", st.SubTaskId, to)
+	}
+	r.settle()
+	if n := r.delegatedFrom(t, id); n != 1 {
+		t.Fatalf("%d sub-tasks delegated, want 1", n)
+	}
+}
+
+// TestPlanSubTaskEndWaitsForItsRelease: a sub-task cancelled with a call
+// still out gives its unspent budget back only once the call settles
+// (release waits for it), and its step ends only then: so the next
+// step's delegation finds the budget back instead of failing for want
+// of it.
+func TestPlanSubTaskEndWaitsForItsRelease(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "subrelease", nil) // 1000 tokens
+	first, second := subStep("first", nil, 600), subStep("second", []string{"first"}, 600)
+	first.OnFailure = stewardv1.OnFailure_ON_FAILURE_CONTINUE
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{first, second}})
+	child := r.subTaskOf(t, id, "first").Contract.TaskId
+	ps, _ := structpb.NewStruct(map[string]any{})
+	a, _, err := r.ctl.ProposeAction(context.Background(), "agent:sub", &stewardv1.ProposeActionRequest{TaskId: child, ProposalId: "c1", Tool: "search", Target: "x", Params: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dispatch(t, child, a.ActionId)
+	if _, err := r.ctl.CancelTask(context.Background(), "agent", &stewardv1.CancelTaskRequest{TaskId: child, Reason: "not needed"}); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitTask(child, func(c *stewardv1.Task) bool { return c.Status == stewardv1.TaskStatus_TASK_STATUS_CANCELLED })
+	r.settle()
+	if st := task.FindStep(r.task(t, id), "first"); st.Status != stepRunning {
+		t.Fatalf("first is %v (%s) while its sub-task's call is out and its budget reserved", st.Status, st.Reason)
+	}
+	r.finish(t, child, a.ActionId, succeeded(), []byte(`{}`), time.Now()) // the call settles: the 600 come back
+	tk, _ := r.step(id, "first", stepFailed)
+	if why := task.FindStep(tk, "first").Reason; !strings.Contains(why, "cancelled") {
+		t.Fatalf("first failed with %q", why)
+	}
+	tk, _ = r.step(id, "second", stepRunning)
+	if st := task.FindStep(tk, "second"); st.SubTaskId == "" {
+		t.Fatalf("second runs no sub-task: %v", st)
+	}
+}
+
+// TestPlanForeachOfSubTasksRefusedMidway: a foreach of sub-tasks records
+// every item's sub-task before delegating any; the third item's
+// delegation is refused for good (the task's budget is short), which
+// fails the step in the refusal's words. The first two items' sub-tasks,
+// delegated already, are named by the step and run on to their ends, as
+// a failed foreach's other actions do; their unspent budget comes back
+// when they end.
+func TestPlanForeachOfSubTasksRefusedMidway(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "suborphan", nil) // 1000 tokens
+	each := &stewardv1.Step{Id: "each", DependsOn: []string{"list"}, OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
+		Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "steps.list.result.items", MaxItems: 3,
+			Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_SubTask{SubTask: subStep("", nil, 400).GetSubTask()}}}}}
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		act("list", nil, "search", "index", nil), each,
+	}})
+	_, list := r.step(id, "list", stepRunning)
+	r.ok(t, id, list, `{"items": ["a", "b", "c"]}`)
+	tk, _ := r.step(id, "each", stepFailed)
+	st := task.FindStep(tk, "each")
+	if !strings.Contains(st.Reason, "item 2 could not be delegated") || len(st.ItemSubTaskIds) != 3 || r.delegatedFrom(t, id) != 2 {
+		t.Fatalf("each failed (%s) naming %v, with %d sub-tasks delegated", st.Reason, st.ItemSubTaskIds, r.delegatedFrom(t, id))
+	}
+	used := tk.BudgetUsed.GetTokens()
+	for _, kid := range st.ItemSubTaskIds[:2] {
+		r.running(kid)
+		if _, err := r.ctl.CancelTask(context.Background(), "agent", &stewardv1.CancelTaskRequest{TaskId: kid, Reason: "not needed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == used-800 })
 }

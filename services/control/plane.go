@@ -85,8 +85,9 @@ type Plane struct {
 	timerSub timer.Subscription
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
-	// stepProposed, a test hook, runs between a plan step's proposal (or
-	// delegation) and the record that the step runs it (AfterStepProposal).
+	// stepProposed, a test hook, runs between a plan step's proposal and
+	// the record that the step runs it, or between a sub_task step's
+	// record and its delegation (AfterStepProposal).
 	stepProposed func(step string) error
 }
 
@@ -94,9 +95,10 @@ type Plane struct {
 type Option func(*Plane)
 
 // AfterStepProposal makes fn run after each proposal of a plan step's
-// action, or delegation of its sub-task (each item's, for a foreach),
-// before the record that the step runs it: an error from fn fails the reaction there, as a crash would,
-// and the event is delivered again.
+// action, before the record that the step runs it, and before each
+// delegation of a sub_task step's sub-task (each item's, for a foreach),
+// after that record: an error from fn fails the reaction there, as a
+// crash would, and the event is delivered again.
 func AfterStepProposal(fn func(step string) error) Option {
 	return func(p *Plane) { p.stepProposed = fn }
 }

@@ -29,8 +29,9 @@ func reserveID(parentID, childID string) string {
 // The check and the reservation are one conditional write on the parent,
 // so two delegations at once cannot take the same budget. A retry finds
 // its reservation made and takes the caps from it, so the sub-task's
-// contract comes out the same.
-func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential) error {
+// contract comes out the same. still, if not nil, is checked on the parent
+// as the write finds it: its error refuses the delegation there.
+func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential, still func(*stewardv1.Task) error) error {
 	id := reserveID(parentID, childID)
 	parent, history, err := taskstore.Load(ctx, p.log, parentID)
 	if err != nil {
@@ -52,6 +53,11 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 	}
 	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
 	err = taskstore.Write(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+		if still != nil {
+			if err := still(parent); err != nil {
+				return nil, err
+			}
+		}
 		if !task.Active(parent.Status) && parent.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			// Paused, suspended (its budget spent, say), waiting for
 			// input, produced or compensating: nothing new starts.

@@ -65,11 +65,16 @@ func (p *Plane) reactions() []eventlog.Reaction {
 			eventlog.OnRecord[*stewardv1.ActionWithdrawn](p.drivePlan),
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.drivePlan),
 			eventlog.OnRecord[*stewardv1.InputProvided](p.drivePlan),
-			// A sub-task's end moves its parent's plan, once release has
-			// given the parent back what the sub-task did not spend.
+			// A sub-task's end moves its parent's plan once the parent has
+			// back what the sub-task did not spend: its release, or, where
+			// nothing was owed, its end or the settling of its last call.
+			eventlog.OnRecord[*stewardv1.BudgetReleased](p.drivePlan),
 			eventlog.OnRecord[*stewardv1.TaskAccepted](p.wakeParent),
 			eventlog.OnRecord[*stewardv1.TaskFailed](p.wakeParent),
 			eventlog.OnRecord[*stewardv1.TaskCancelled](p.wakeParent),
+			eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.wakeParent),
+			eventlog.OnRecord[*stewardv1.ActionSettled](p.wakeParent),
+			eventlog.OnRecord[*stewardv1.ActionDenied](p.wakeParent),
 		)
 	}
 	return r

@@ -1732,11 +1732,12 @@ type PlanStepStarted struct {
 	// For a foreach step (action_id empty): the action of each item, in the
 	// list's order; all on the log before this event names them.
 	ItemActionIds []string `protobuf:"bytes,6,rep,name=item_action_ids,json=itemActionIds,proto3" json:"item_action_ids,omitempty"`
-	// For a sub_task step (action_id empty): the sub-task it delegated, on
-	// the log before this event names it.
+	// For a sub_task step (action_id empty): the sub-task it runs. Its id
+	// is recorded here before the sub-task is delegated, which the plan
+	// driver does next, so no sub-task of a step is ever unnamed.
 	SubTaskId string `protobuf:"bytes,7,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
 	// For a foreach of sub-tasks: the sub-task of each item, in the list's
-	// order.
+	// order, recorded before any is delegated.
 	ItemSubTaskIds []string `protobuf:"bytes,8,rep,name=item_sub_task_ids,json=itemSubTaskIds,proto3" json:"item_sub_task_ids,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache

@@ -1290,7 +1290,8 @@ type PlanStepState struct {
 	// retry of it; a foreach's, one per item of its latest attempt, in the
 	// list's order (a retry of an item's action is found by its retry_of).
 	ActionIds []string `protobuf:"bytes,3,rep,name=action_ids,json=actionIds,proto3" json:"action_ids,omitempty"`
-	// The sub-task a sub_task step delegated.
+	// The sub-task a sub_task step runs (delegated once its start is
+	// recorded).
 	SubTaskId string `protobuf:"bytes,4,opt,name=sub_task_id,json=subTaskId,proto3" json:"sub_task_id,omitempty"`
 	// How many times the step was started.
 	Attempts uint32 `protobuf:"varint,5,opt,name=attempts,proto3" json:"attempts,omitempty"`
