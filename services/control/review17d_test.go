@@ -1,6 +1,8 @@
 package control_test
 
 import (
+	"time"
+
 	"context"
 	"testing"
 
@@ -43,5 +45,43 @@ func TestReview17dCheckpointPausedAndResumedTakesItsAnswer(t *testing.T) {
 	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.FindStep(tk, "ship").Status != stepRunning })
 	if st := task.FindStep(tk, "ship"); st.Status != stepSucceeded {
 		t.Fatalf("ship = %v (%s): the answer to its own question, given after a pause and resume, did not end it", st.Status, st.Reason)
+	}
+}
+
+// TestReview17dRetryRefusedUnderADeniedPlanIsProposedWhenARevisionRuns:
+// under RECOVERY_MODE_RETRY, step x's permitted action fails transiently
+// while a denied revision is in force: the recovery policy does not retry
+// it (task.PlanWithdrew). The agent's next revision keeps x and is
+// allowed: the plan asks for x again, and the driver leaves x running,
+// waiting for the retry (retryDue is true again). But the recovery policy
+// proposes owed retries only on a resume or an answer (retryPending), not
+// on a plan's judgement: nothing proposes it, and x runs forever.
+func TestReview17dRetryRefusedUnderADeniedPlanIsProposedWhenARevisionRuns(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "denied-retry", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	x := act("x", nil, "search", "x", nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, x))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId) // permitted: it runs to its end whatever the plan says
+	r.deniedPlan(t, id, plan(2, x, act("y", nil, "write", "doc", map[string]string{"text": "'y'"})))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	r.runPlan(t, id, plan(3, x, act("z", nil, "search", "z", nil)))
+	r.step(id, "z", stepRunning)
+	r.settle()
+	tk := r.task(t, id)
+	st := task.FindStep(tk, "x")
+	var retried bool
+	for _, y := range tk.Actions {
+		retried = retried || y.RetryOf == a.ActionId
+	}
+	if st.Status == stepRunning && !retried {
+		t.Fatalf("x = %v (attempt %d) on failed action %s, and no retry of it proposed: under version 3, which asks for x, nothing will move x again",
+			st.Status, st.Attempts, a.ActionId)
 	}
 }
