@@ -1,6 +1,8 @@
 package control_test
 
 import (
+	"github.com/steward-run/steward/pkg/event"
+
 	"time"
 
 	"context"
@@ -84,4 +86,48 @@ func TestReview17dRetryRefusedUnderADeniedPlanIsProposedWhenARevisionRuns(t *tes
 		t.Fatalf("x = %v (attempt %d) on failed action %s, and no retry of it proposed: under version 3, which asks for x, nothing will move x again",
 			st.Status, st.Attempts, a.ActionId)
 	}
+}
+
+// TestReview17dEachFailureOfAChangedStepEscalates: step s fails before it
+// starts (its parameters cannot be evaluated) under definition A; the
+// task waits for a person, who resumes it. The agent changes s to B,
+// which fails the same way: asked again. It changes s back to A, which
+// fails a third time — a new failure, under a new version — but the
+// escalation's id (step, attempt, StepHash) is the first one's, since a
+// step that fails before it starts keeps its attempt: nothing stops the
+// task, and no one is asked (docs/plans.md: "once per failure").
+func TestReview17dEachFailureOfAChangedStepEscalates(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "aba", nil)
+	plan := func(v uint32, s *stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+			act("d", nil, "search", "d", nil), s}}
+	}
+	defA := func() *stewardv1.Step {
+		return act("s", []string{"d"}, "search", "s", map[string]string{"q": "steps.d.result.nope"})
+	}
+	defB := func() *stewardv1.Step {
+		return act("s", []string{"d"}, "search", "s", map[string]string{"q": "steps.d.result.other"})
+	}
+	waiting := func(n int) {
+		t.Helper()
+		r.WaitTask(id, func(tk *stewardv1.Task) bool {
+			return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT || r.Count(id, event.TypePlanStepEnded) >= n+1
+		})
+		r.settle()
+		if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+			t.Fatalf("failure %d of s (%s) under version %d: task %v, %d questions asked; want it to wait for a person",
+				n, task.FindStep(tk, "s").Reason, tk.Plan.Version, tk.Status, r.Count(id, event.TypeTaskNeedsInput))
+		}
+		r.resume(t, id)
+	}
+	r.runPlan(t, id, plan(1, defA()))
+	_, d := r.step(id, "d", stepRunning)
+	r.ok(t, id, d, `{}`)
+	r.step(id, "s", stepFailed)
+	waiting(1)
+	r.runPlan(t, id, plan(2, defB()))
+	waiting(2)
+	r.runPlan(t, id, plan(3, defA()))
+	waiting(3)
 }
