@@ -126,26 +126,3 @@ func TestHashIsStable(t *testing.T) {
 }
 
 const pinnedHash = "7074f6d8a4b67a2c45270093fec9f92b78802e64d0e4aa61d082cbfbff037aee"
-
-// TestStepHash: a step's hash tells a changed definition from a kept one,
-// as Diff does, and reads an unset on_failure as the escalate it means.
-func TestStepHash(t *testing.T) {
-	p := mustPlan(t, release)
-	hash := func(s *stewardv1.Step) string {
-		t.Helper()
-		h, err := plan.StepHash(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
-	s := step(p, "check")
-	s.OnFailure = stewardv1.OnFailure_ON_FAILURE_UNSPECIFIED
-	kept, changed, spelled := proto.CloneOf(s), proto.CloneOf(s), proto.CloneOf(s)
-	changed.GetAction().ParamExprs["count"] = "1"
-	spelled.OnFailure = stewardv1.OnFailure_ON_FAILURE_ESCALATE
-	if hash(s) != hash(kept) || hash(s) == hash(changed) || hash(s) != hash(spelled) {
-		t.Fatalf("StepHash: kept %v, changed %v, escalate spelled out %v: want equal, different, equal",
-			hash(s) == hash(kept), hash(s) == hash(changed), hash(s) == hash(spelled))
-	}
-}

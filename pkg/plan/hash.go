@@ -32,14 +32,6 @@ func Hash(p *stewardv1.Plan) (string, error) {
 	return digest("plan hash", "steward.plan.v1", p)
 }
 
-// StepHash returns the hash of one step's definition, hex SHA-256 of
-// "steward.plan.step.v1", a NUL byte and the step's canonical JSON (see
-// Hash): what tells a step that a revision changed from the same step
-// kept.
-func StepHash(s *stewardv1.Step) (string, error) {
-	return digest("step hash", "steward.plan.step.v1", s)
-}
-
 // digest is hex SHA-256 of domain, a NUL byte and m's canonical JSON.
 func digest(what, domain string, m proto.Message) (string, error) {
 	c, err := canonical(m)

@@ -102,7 +102,7 @@ func stepEnd(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.PlanStepEnded)
 	}
 	return func() {
 		t.Plan = withStep(t.Plan, e.StepId, func(st *stewardv1.PlanStepState) {
-			st.Status, st.Reason, st.Version, st.Result = e.Status, e.Reason, e.Version, e.Result
+			st.Status, st.Reason, st.Version, st.Result, st.EndedInVersion = e.Status, e.Reason, e.Version, e.Result, e.Version
 		})
 		followLedger(t)
 	}, nil

@@ -66,14 +66,17 @@ func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, 
 
 // answerTo reads how the question the event askID asked was closed: by
 // the first of what follows it that closes a question — an answer
-// (InputProvided), or a resume or another question, which close it
-// without one (answer nil). closed is false while it is still open.
+// (InputProvided), or a resume (other than one ending a pause, which
+// takes the task back to waiting for it) or another question, which close
+// it without one (answer nil). closed is false while it is still open.
 func (r *planPass) answerTo(ctx context.Context, askID string) (answer *string, closed bool, err error) {
 	recs, err := r.p.log.Read(ctx, r.taskID())
 	if err != nil {
 		return nil, false, err
 	}
-	asked := false
+	// held: paused since; its resume takes the task back to waiting for
+	// the answer, and closes nothing.
+	asked, held := false, false
 	for _, rec := range recs {
 		if !asked {
 			asked = rec.Event.EventId == askID
@@ -82,7 +85,14 @@ func (r *planPass) answerTo(ctx context.Context, askID string) (answer *string, 
 		switch pl := rec.Event.Payload.(type) {
 		case *stewardv1.Event_InputProvided:
 			return &pl.InputProvided.Answer, true, nil
-		case *stewardv1.Event_TaskResumed, *stewardv1.Event_TaskNeedsInput:
+		case *stewardv1.Event_TaskPaused:
+			held = true
+		case *stewardv1.Event_TaskResumed:
+			if !held {
+				return nil, true, nil
+			}
+			held = false
+		case *stewardv1.Event_TaskNeedsInput:
 			return nil, true, nil
 		}
 	}

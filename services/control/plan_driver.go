@@ -229,8 +229,8 @@ func (r *planPass) finish(ctx context.Context) error {
 // steps a revision withdrew or left behind, and their retries; and,
 // while the plan in force is denied or rejected, those of its steps.
 // Nobody should approve what the plan no longer asks. One permitted or
-// further along runs to its end, on the record; it stands for itself in
-// progress.remaining.
+// further along runs on its permit, on the record (governance gives it
+// no other); it stands for itself in progress.remaining.
 func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
 	for _, a := range t.Actions {
 		if !withdrawable(a) {

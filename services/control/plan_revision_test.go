@@ -198,3 +198,80 @@ func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
 		t.Fatalf("b, changed by version 2 after its when skipped it, is %v (%s); the docs say a changed step that had not started starts under its new definition", st.Status, st.Reason)
 	}
 }
+
+// TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns: under
+// RECOVERY_MODE_RETRY, step x's permitted action fails transiently while
+// a denied revision is in force, so the recovery policy holds its retry
+// back. The agent's next revision keeps x and is allowed: the retry owed
+// is proposed then, and x follows it to its end.
+func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "denied-retry", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	x := act("x", nil, "search", "x", nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, x))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId) // permitted: it runs to its end whatever the plan says
+	r.deniedPlan(t, id, plan(2, x, act("y", nil, "write", "doc", map[string]string{"text": "'y'"})))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	r.runPlan(t, id, plan(3, x, act("z", nil, "search", "z", nil)))
+	r.step(id, "z", stepRunning)
+	r.settle()
+	tk := r.task(t, id)
+	st := task.FindStep(tk, "x")
+	var retried bool
+	for _, y := range tk.Actions {
+		retried = retried || y.RetryOf == a.ActionId
+	}
+	if st.Status == stepRunning && !retried {
+		t.Fatalf("x = %v (attempt %d) on failed action %s, and no retry of it proposed: under version 3, which asks for x, nothing will move x again",
+			st.Status, st.Attempts, a.ActionId)
+	}
+}
+
+// TestPlanEachFailureOfAChangedStepEscalates: step s fails before it
+// starts (its parameters cannot be evaluated) under definition A, and the
+// task waits for a person, who resumes it. The agent changes s to B,
+// which fails the same way: asked again. Changed back to A, it fails a
+// third time, at the same attempt (it never started): a new failure,
+// under a new version, asked about again — once per failure.
+func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "aba", nil)
+	plan := func(v uint32, s *stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+			act("d", nil, "search", "d", nil), s}}
+	}
+	defA := func() *stewardv1.Step {
+		return act("s", []string{"d"}, "search", "s", map[string]string{"q": "steps.d.result.nope"})
+	}
+	defB := func() *stewardv1.Step {
+		return act("s", []string{"d"}, "search", "s", map[string]string{"q": "steps.d.result.other"})
+	}
+	waiting := func(n int) {
+		t.Helper()
+		r.WaitTask(id, func(tk *stewardv1.Task) bool {
+			return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT || r.Count(id, event.TypePlanStepEnded) >= n+1
+		})
+		r.settle()
+		if tk := r.task(t, id); tk.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+			t.Fatalf("failure %d of s (%s) under version %d: task %v, %d questions asked; want it to wait for a person",
+				n, task.FindStep(tk, "s").Reason, tk.Plan.Version, tk.Status, r.Count(id, event.TypeTaskNeedsInput))
+		}
+		r.resume(t, id)
+	}
+	r.runPlan(t, id, plan(1, defA()))
+	_, d := r.step(id, "d", stepRunning)
+	r.ok(t, id, d, `{}`)
+	r.step(id, "s", stepFailed)
+	waiting(1)
+	r.runPlan(t, id, plan(2, defB()))
+	waiting(2)
+	r.runPlan(t, id, plan(3, defA()))
+	waiting(3)
+}

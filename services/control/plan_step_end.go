@@ -3,6 +3,7 @@ package control
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -265,13 +266,10 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 			_, err := r.p.end(ctx, stewardPrincipal, taskID, id, "", reason, stewardv1.TaskStatus_TASK_STATUS_FAILED, true)
 			return true, err
 		}
-		// Once per failure: of this attempt of this definition of the
-		// step (a changed step can fail before it starts again).
-		def, err := plan.StepHash(step)
-		if err != nil {
-			return false, err
-		}
-		id := r.attemptEventID(event.TypeTaskNeedsInput, "failed", st.StepId, st.Attempts, def)
+		// Once per failure: its attempt, and the version it failed under
+		// (a changed step can fail before it starts again, at the same
+		// attempt); a revision keeping the failed step moves neither.
+		id := r.attemptEventID(event.TypeTaskNeedsInput, "failed", st.StepId, st.Attempts, strconv.FormatUint(uint64(st.EndedInVersion), 10))
 		var last string
 		if n := len(st.ActionIds); n > 0 {
 			last = st.ActionIds[n-1]

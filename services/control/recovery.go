@@ -107,9 +107,10 @@ func (p *Plane) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) err
 }
 
 // retryPending proposes the retries a task in RECOVERY_MODE_RETRY still
-// owes when it runs again (a resume, an answer): those of failures that
-// ended while it was stopped, or whose retry its action cap refused. It
-// is idempotent as retry is.
+// owes when it runs again (a resume, an answer, a plan version allowed to
+// run): those of failures that ended while it was stopped, or while its
+// plan was denied, or whose retry its action cap refused. It is
+// idempotent as retry is.
 func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var retries bool
 	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {

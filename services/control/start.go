@@ -23,6 +23,9 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		eventlog.OnRecord[*stewardv1.ActionSettled](p.recoverFrom),
 		eventlog.OnRecord[*stewardv1.TaskResumed](p.retryPending),
 		eventlog.OnRecord[*stewardv1.InputProvided](p.retryPending),
+		// A plan version judged to run again: retries its denied or
+		// rejected predecessor held back are owed now.
+		eventlog.OnRecord[*stewardv1.PlanEvaluated](p.retryPending),
 		// A release to a task that has ended goes on to its parent.
 		eventlog.OnRecord[*stewardv1.BudgetReleased](p.passOn),
 	}

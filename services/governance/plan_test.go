@@ -562,3 +562,28 @@ func TestCallsBeforeThePlanCount(t *testing.T) {
 		t.Fatalf("plan %s because %q; want it to await approval because %q", standing(tk), got, want)
 	}
 }
+
+// TestAWithdrawnStepsActionGetsNoNewPermit: an action a revision withdrew
+// after it was permitted runs on its permit, but governance gives it no
+// other: the execution plane's retry of it, which asks for a new permit,
+// is denied, saying why.
+func TestAWithdrawnStepsActionGetsNoNewPermit(t *testing.T) {
+	e := newGovEnv(t)
+	e.start(t)
+	e.create(t, "p", "user:ana", planContract())
+	e.credentialed("p")
+	e.judged("p", e.submitPlan(t, "p", 1, "search", "search"), anyJudgement)
+	id := e.proposeWith(t, "p", "plan-s1-1-h", "search", "", "agent", map[string]any{"n": 1}, nil,
+		func(a *stewardv1.Action) { a.PlanStepId = "s1" })
+	a := e.waitStatus("p", id, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
+	e.judged("p", e.submitPlan(t, "p", 2, "search"), anyJudgement) // s1 withdrawn while its action runs
+	first := a.Permit.PermitId
+	e.used(t, "p", id, first, 1)
+	a = e.WaitAction("p", id, func(a *stewardv1.Action) bool {
+		return a.Status == stewardv1.ActionStatus_ACTION_STATUS_DENIED ||
+			(a.Status == stewardv1.ActionStatus_ACTION_STATUS_PERMITTED && a.Permit.GetPermitId() != first)
+	})
+	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_DENIED || !strings.Contains(a.Outcome.GetReason(), "withdr") {
+		t.Fatalf("the retry of a withdrawn step's permitted action: %v (%q); want it denied, saying its step was withdrawn", a.Status, a.Outcome.GetReason())
+	}
+}

@@ -1308,6 +1308,10 @@ type PlanStepState struct {
 	// For a foreach of sub-tasks that started: the sub-task of each item of
 	// its latest attempt, in the list's order.
 	ItemSubTaskIds []string `protobuf:"bytes,10,rep,name=item_sub_task_ids,json=itemSubTaskIds,proto3" json:"item_sub_task_ids,omitempty"`
+	// For a step that ended: the plan version in force when it did. Unlike
+	// version, a revision that keeps the step does not move it: one
+	// failure, one escalation.
+	EndedInVersion uint32 `protobuf:"varint,11,opt,name=ended_in_version,json=endedInVersion,proto3" json:"ended_in_version,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
 }
@@ -1412,6 +1416,13 @@ func (x *PlanStepState) GetItemSubTaskIds() []string {
 	return nil
 }
 
+func (x *PlanStepState) GetEndedInVersion() uint32 {
+	if x != nil {
+		return x.EndedInVersion
+	}
+	return 0
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
@@ -1495,7 +1506,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
 	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
-	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xfb\x02\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xa5\x03\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1509,7 +1520,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"wait_until\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\twaitUntil\x12.\n" +
 	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result\x12)\n" +
 	"\x11item_sub_task_ids\x18\n" +
-	" \x03(\tR\x0eitemSubTaskIds*]\n" +
+	" \x03(\tR\x0eitemSubTaskIds\x12(\n" +
+	"\x10ended_in_version\x18\v \x01(\rR\x0eendedInVersion*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +
