@@ -72,3 +72,60 @@ func TestReview17eHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
 		}
 	}
 }
+
+// TestReview17eHeldRetryOfAChangedStepIsNotTheOldRequest: x's action
+// fails transiently while a denied revision is in force, its retry held
+// back. The next revision, allowed, changes x (another target). On that
+// judgement retryPending proposes the held retry — the old request, which
+// the plan no longer asks for — and the driver follows x onto it: x runs
+// the definition the agent replaced, and its new one never runs. The
+// docs: a changed step keeps its action "until that ends"; one that
+// failed "starts afresh — a new attempt, so a new action".
+func TestReview17eHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "denied-then-changed", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId)
+	r.deniedPlan(t, id, plan(2, act("x", nil, "search", "x", nil), act("y", nil, "write", "doc", map[string]string{"text": "'y'"})))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	r.runPlan(t, id, plan(3, act("x", nil, "search", "x-changed", nil)))
+	r.settle()
+	for _, y := range r.task(t, id).Actions {
+		if y.RetryOf == a.ActionId {
+			t.Fatalf("retry %s of x's action (target %q, the old request) proposed under version 3, which changed x's target to x-changed", y.ActionId, y.Target)
+		}
+	}
+}
+
+// TestReview17eRetryOfAChangedRunningStepIsNotTheOldRequest: the same
+// without a denied plan (recoverFrom, before 62c13e4): version 2 changes
+// x while its action is in flight; the action then fails transiently,
+// and the recovery policy proposes the old request again, which x
+// follows, instead of x starting afresh under its new definition.
+func TestReview17eRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "changed-in-flight", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId)
+	r.runPlan(t, id, plan(2, act("x", nil, "search", "x-changed", nil)))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	for _, y := range r.task(t, id).Actions {
+		if y.RetryOf == a.ActionId {
+			t.Fatalf("retry %s of x's action (target %q, the old request) proposed under version 2, which changed x's target to x-changed", y.ActionId, y.Target)
+		}
+	}
+}
