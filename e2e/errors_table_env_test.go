@@ -109,9 +109,25 @@ func (e *harness) unchanged(t *testing.T, taskID string, calls ...func() error) 
 		out[i] = call()
 	}
 	if after := e.eventCount(t, taskID); after != before {
-		t.Errorf("task %s went from %d to %d events on refused calls", taskID, before, after)
+		t.Errorf("task %s went from %d to %d events on refused calls: %s", taskID, before, after, e.lastEvents(t, taskID, int(after-before)))
 	}
 	return out
+}
+
+// lastEvents describes the last n events of taskID, from its timeline:
+// what a refused call should not have appended.
+func (e *harness) lastEvents(t *testing.T, taskID string, n int) string {
+	t.Helper()
+	res, err := e.agent.clients.query.GetTimeline(context.Background(), connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: taskID}))
+	if err != nil {
+		return "(no timeline: " + err.Error() + ")"
+	}
+	entries := res.Msg.Entries
+	var b strings.Builder
+	for _, en := range entries[max(0, len(entries)-n):] {
+		fmt.Fprintf(&b, "[%d %s by %s: %s] ", en.Sequence, en.Type, en.Actor, en.Summary)
+	}
+	return b.String()
 }
 
 // governed is a contract that allows search and wire, authorized by user:bo.
