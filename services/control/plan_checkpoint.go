@@ -22,61 +22,87 @@ import (
 // checkpoint moves running checkpoint step st on: it asks, once, while
 // the task runs; once the question is closed, the answer ends the step —
 // by its expect, with result the answer — and a question closed without
-// an answer (a resume) fails it.
+// an answer (a person's resume) fails it. A question a suspension closed
+// (the task's budget, its deadline, an approval overdue: nobody declined
+// it) is asked again once the task runs, under an id naming the resume
+// that lifted the suspension.
 func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, c *stewardv1.CheckpointStep) (bool, error) {
 	askID := r.attemptEventID(event.TypeTaskNeedsInput, "checkpoint", st.StepId, st.Attempts)
-	if !r.history.Has(askID) {
-		asked := false // only a question asked moves the pass: else ready steps would wait on it
-		err := r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
-			asked = false
-			if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
-				return nil, nil // waiting on a person already, or on an approval: asked when it runs
-			}
-			asked = true
-			return r.p.event(r.meta(askID), &stewardv1.TaskNeedsInput{
-				Reason:   fmt.Sprintf("plan step %s asks", st.StepId),
-				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
-				Question: c.Question,
-				Choices:  c.Choices,
-				AskRef:   c.AskRef,
-			})
-		})
-		return asked, err
+	for r.history.Has(askID) {
+		q, err := r.closing(ctx, askID)
+		switch {
+		case err != nil || q.open:
+			return false, err
+		case q.askAgain != "":
+			askID = r.attemptEventID(event.TypeTaskNeedsInput, "checkpoint", st.StepId, st.Attempts, q.askAgain)
+		case q.answer == nil:
+			return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "its question was closed without an answer (the task was resumed)")
+		default:
+			return true, r.judgeAnswer(ctx, st, *q.answer)
+		}
 	}
-	answer, closed, err := r.answerTo(ctx, askID)
-	switch {
-	case err != nil || !closed:
-		return false, err
-	case answer == nil:
-		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "its question was closed without an answer (the task was resumed)")
-	}
-	outs, err := r.outcomes(ctx)
-	if err != nil {
-		return false, err
-	}
-	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: *answer})
-	switch {
-	case err != nil:
-		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
-	case !ok:
-		return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", *answer, r.definition(st.StepId).GetExpect()))
-	}
-	return true, r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(*answer))
+	return r.ask(ctx, st, c, askID)
 }
 
-// answerTo reads how the question the event askID asked was closed: by
+// ask asks checkpoint st's question under askID, while the task runs; it
+// reports whether it did: only a question asked moves the pass, else
+// ready steps would wait on it.
+func (r *planPass) ask(ctx context.Context, st *stewardv1.PlanStepState, c *stewardv1.CheckpointStep, askID string) (bool, error) {
+	asked := false
+	err := r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		asked = false
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
+			return nil, nil // waiting on a person already, or on an approval: asked when it runs
+		}
+		asked = true
+		return r.p.event(r.meta(askID), &stewardv1.TaskNeedsInput{
+			Reason:   fmt.Sprintf("plan step %s asks", st.StepId),
+			Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
+			Question: c.Question,
+			Choices:  c.Choices,
+			AskRef:   c.AskRef,
+		})
+	})
+	return asked, err
+}
+
+// judgeAnswer ends checkpoint st on answer: by its expect, its result
+// the answer.
+func (r *planPass) judgeAnswer(ctx context.Context, st *stewardv1.PlanStepState, answer string) error {
+	outs, err := r.outcomes(ctx)
+	if err != nil {
+		return err
+	}
+	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: answer})
+	switch {
+	case err != nil:
+		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
+	case !ok:
+		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", answer, r.definition(st.StepId).GetExpect()))
+	}
+	return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(answer))
+}
+
+// closure is how a question was closed: open while it is not; else its
+// answer, or none; or askAgain, the id of the resume that lifted a
+// suspension which closed it.
+type closure struct {
+	open     bool
+	answer   *string
+	askAgain string
+}
+
+// closing reads how the question the event askID asked was closed: by
 // the first of what follows it that closes a question — an answer
-// (InputProvided), or a resume (other than one ending a pause, which
-// takes the task back to waiting for it) or another question, which close
-// it without one (answer nil). closed is false while it is still open.
-func (r *planPass) answerTo(ctx context.Context, askID string) (answer *string, closed bool, err error) {
+// (InputProvided); a resume, which closes it without one, unless it ends
+// a pause (the task waits for the answer again) or lifts a suspension
+// (which closed it: it is asked again); another question.
+func (r *planPass) closing(ctx context.Context, askID string) (closure, error) {
 	recs, err := r.p.log.Read(ctx, r.taskID())
 	if err != nil {
-		return nil, false, err
+		return closure{}, err
 	}
-	// held: paused since; its resume takes the task back to waiting for
-	// the answer, and closes nothing.
-	asked, held := false, false
+	asked, paused, suspended := false, false, false
 	for _, rec := range recs {
 		if !asked {
 			asked = rec.Event.EventId == askID
@@ -84,17 +110,23 @@ func (r *planPass) answerTo(ctx context.Context, askID string) (answer *string, 
 		}
 		switch pl := rec.Event.Payload.(type) {
 		case *stewardv1.Event_InputProvided:
-			return &pl.InputProvided.Answer, true, nil
+			return closure{answer: &pl.InputProvided.Answer}, nil
 		case *stewardv1.Event_TaskPaused:
-			held = true
+			paused = true
+		case *stewardv1.Event_TaskSuspended:
+			suspended = true
 		case *stewardv1.Event_TaskResumed:
-			if !held {
-				return nil, true, nil
+			switch {
+			case paused:
+				paused = false
+			case suspended:
+				return closure{askAgain: rec.Event.EventId}, nil
+			default:
+				return closure{}, nil
 			}
-			held = false
 		case *stewardv1.Event_TaskNeedsInput:
-			return nil, true, nil
+			return closure{}, nil
 		}
 	}
-	return nil, false, nil
+	return closure{open: true}, nil
 }

@@ -149,3 +149,29 @@ func TestPlanCheckpointPausedAndResumedTakesItsAnswer(t *testing.T) {
 		t.Fatalf("ship = %v (%s): the answer to its own question, given after a pause and resume, did not end it", st.Status, st.Reason)
 	}
 }
+
+// TestPlanCheckpointIsAskedAgainAfterASuspension: a task waiting on a
+// checkpoint's question is suspended (its deadline passed), which closes
+// the question; nobody declined it. When the suspension is lifted, the
+// checkpoint asks again, and the answer to that ends the step.
+func TestPlanCheckpointIsAskedAgainAfterASuspension(t *testing.T) {
+	r := newRig(t)
+	id := r.planTask(t, "suspend-ask", nil)
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
+		{Id: "ship", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Ship?", Choices: []string{"yes", "no"}}}},
+	}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.Append(id, &stewardv1.TaskSuspended{Reason: "deadline passed", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE})
+	r.resume(t, id)
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	if st := task.FindStep(tk, "ship"); st.Status != stepRunning || tk.OpenInput.GetQuestion() != "Ship?" {
+		t.Fatalf("ship = %v (%s), open input %v after the suspension was lifted: want the question asked again", st.Status, st.Reason, tk.OpenInput)
+	}
+	if _, err := r.ctl.ProvideInput(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ProvideInputRequest{TaskId: id, Answer: "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool { return task.FindStep(tk, "ship").Status != stepRunning })
+	if st := task.FindStep(tk, "ship"); st.Status != stepSucceeded || st.Result.GetStringValue() != "yes" {
+		t.Fatalf("ship = %v (%s), result %v: want the answer to the question asked again", st.Status, st.Reason, st.Result)
+	}
+}

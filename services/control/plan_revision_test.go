@@ -275,3 +275,90 @@ func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
 	r.runPlan(t, id, plan(3, defA()))
 	waiting(3)
 }
+
+// TestPlanHeldRetryWaitsForTheRevisionsApproval: x's action fails
+// transiently while a denied revision is in force, so its retry is held
+// back. The next revision keeps x and needs an approval: the retry waits
+// for it, and nothing of the plan runs before.
+func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "denied-then-approval", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	x := act("x", nil, "search", "x", nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, x))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId)
+	r.deniedPlan(t, id, plan(2, x, act("y", nil, "write", "doc", map[string]string{"text": "'y'"})))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	tk, _, err := r.submitPlan(id, "", plan(3, x, act("z", nil, "search", "z", nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Append(id, &stewardv1.PlanEvaluated{Version: 3, PlanHash: tk.Plan.PlanHash,
+		Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-approve", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL, Reasons: []string{"needs a look"}}})
+	r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return tk.Plan.Governance == stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL
+	})
+	r.settle()
+	for _, y := range r.task(t, id).Actions {
+		if y.RetryOf == a.ActionId {
+			t.Fatalf("retry %s of x's action proposed while plan version 3, which keeps x, awaits its approval", y.ActionId)
+		}
+	}
+}
+
+// TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest: a retry held back
+// by a denied revision is not proposed on the old request once a later
+// revision, which changed the step, runs: the step starts afresh.
+func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "denied-then-changed", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId)
+	r.deniedPlan(t, id, plan(2, act("x", nil, "search", "x", nil), act("y", nil, "write", "doc", map[string]string{"text": "'y'"})))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	r.runPlan(t, id, plan(3, act("x", nil, "search", "x-changed", nil)))
+	r.settle()
+	for _, y := range r.task(t, id).Actions {
+		if y.RetryOf == a.ActionId {
+			t.Fatalf("retry %s of x's action (target %q, the old request) proposed under version 3, which changed x's target to x-changed", y.ActionId, y.Target)
+		}
+	}
+}
+
+// TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest: a revision
+// changes x while its action is in flight; the action then fails
+// transiently. The recovery policy does not propose the old request
+// again: x starts afresh under its new definition.
+func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
+	r := newRig(t)
+	id := r.planTaskWith(t, "changed-in-flight", func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
+	}
+	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
+	_, a := r.step(id, "x", stepRunning)
+	r.dispatch(t, id, a.ActionId)
+	r.runPlan(t, id, plan(2, act("x", nil, "search", "x-changed", nil)))
+	r.finish(t, id, a.ActionId, failed(stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT, "503"), nil, time.Now())
+	r.settle()
+	for _, y := range r.task(t, id).Actions {
+		if y.RetryOf == a.ActionId {
+			t.Fatalf("retry %s of x's action (target %q, the old request) proposed under version 2, which changed x's target to x-changed", y.ActionId, y.Target)
+		}
+	}
+}

@@ -282,7 +282,7 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 				return nil, nil // stopped already, or waiting on a person for something else
 			}
 			return r.p.event(r.meta(id), &stewardv1.TaskNeedsInput{
-				Reason:   reason + "; resume the task to go on without it, submit a revision of the plan, or fail the task",
+				Reason:   reason + "; resume the task to go on without it (the agent may then submit a revision that changes the step), or fail the task",
 				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED,
 				ActionId: last,
 			})

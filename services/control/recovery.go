@@ -139,13 +139,44 @@ func (p *Plane) takesActions() bool { return p.tools != nil && p.requests != nil
 
 // retryDue reports whether a, an action of t, is a failure that
 // RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable;
-// not one the task's plan no longer asks for (task.PlanWithdrew).
+// not one the task's plan no longer asks for (task.PlanWithdrew), nor
+// one it holds back (planHolds).
 func (p *Plane) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
 	return p.takesActions() &&
 		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
 		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
 		task.FindAction(t, retryID(t, a)) == nil &&
-		task.PlanWithdrew(t, a) == "" // a retired plan step's action ran to its end; it is not run again
+		task.PlanWithdrew(t, a) == "" && // a retired plan step's action ran to its end; it is not run again
+		!planHolds(t, a)
+}
+
+// planHolds reports whether t's plan holds back a retry of a, one of its
+// steps' actions: while the version in force may not run yet (pending,
+// or awaiting its approval), the retry waits for the judgement that lets
+// it (retryPending reacts to it). And only the running attempt of a step
+// is retried, under the definition it started with: a step a revision
+// changed since is not retried on its old request — the failure ends it,
+// and it starts afresh under its new definition — nor is the action of
+// an attempt the step has left behind.
+func planHolds(t *stewardv1.Task, a *stewardv1.Action) bool {
+	if a.GetPlanStepId() == "" || t.Plan == nil {
+		return false
+	}
+	st := task.FindStep(t, a.PlanStepId)
+	return !task.PlanRuns(t.Plan) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING ||
+		st.Version < t.Plan.Version || !runs(t, st, a)
+}
+
+// runs reports whether a, or the action it retries (and so on), is one
+// the running attempt of step st runs: an action step's action and its
+// retries, a foreach's items'.
+func runs(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) bool {
+	for x := a; x != nil; x = task.FindAction(t, x.RetryOf) {
+		if slices.Contains(st.ActionIds, x.ActionId) {
+			return true
+		}
+	}
+	return false
 }
 
 // retryable reports whether a failed in a way that the same request may

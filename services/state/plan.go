@@ -3,6 +3,7 @@ package state
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
@@ -45,10 +46,29 @@ func planSummary(ev *stewardv1.Event) string {
 		return withReason(say, strings.Join(e.Snapshot.GetReasons(), "; "))
 	case *stewardv1.Event_PlanStepStarted:
 		s := p.PlanStepStarted
-		return fmt.Sprintf("Plan step %s started (attempt %d): action %s", s.StepId, s.Attempt, s.ActionId)
+		return fmt.Sprintf("Plan step %s started (attempt %d)%s", s.StepId, s.Attempt, startedWhat(s))
 	case *stewardv1.Event_PlanStepEnded:
 		e := p.PlanStepEnded
 		return withReason(fmt.Sprintf("Plan step %s %s", e.StepId, task.StepStatusName(e.Status)), e.Reason)
+	}
+	return ""
+}
+
+// startedWhat says what a step's start began: its action, its items'
+// actions or sub-tasks, its sub-task, its wait's end; nothing for a
+// checkpoint, whose question follows.
+func startedWhat(s *stewardv1.PlanStepStarted) string {
+	switch {
+	case s.ActionId != "":
+		return ": action " + s.ActionId
+	case s.SubTaskId != "":
+		return ": sub-task " + s.SubTaskId
+	case len(s.ItemActionIds) > 0:
+		return fmt.Sprintf(": %d items, actions %s", len(s.ItemActionIds), strings.Join(s.ItemActionIds, ", "))
+	case len(s.ItemSubTaskIds) > 0:
+		return fmt.Sprintf(": %d items, sub-tasks %s", len(s.ItemSubTaskIds), strings.Join(s.ItemSubTaskIds, ", "))
+	case s.WaitUntil != nil:
+		return ": waits until " + s.WaitUntil.AsTime().UTC().Format(time.RFC3339)
 	}
 	return ""
 }

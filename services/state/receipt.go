@@ -247,8 +247,9 @@ type history struct {
 //   - retries: dispatches beyond each action's first.
 //   - errors: every failure and unknown outcome, in order — failed and
 //     unknown outcomes, transient failures that were retried (recorded as
-//     a retry wait after a dispatch, not as an outcome), and unknown
-//     outcomes settled as failed. Denials and rejections are decisions,
+//     a retry wait after a dispatch, not as an outcome), unknown outcomes
+//     settled as failed, and plan steps that failed (a revision may have
+//     mended them since: the steps show how they stand). Denials and rejections are decisions,
 //     not errors; they show in the calls.
 //   - revisions: every policy bundle revision that evaluated an action or
 //     a plan version, in the order first seen; an action evaluated again
@@ -304,6 +305,10 @@ func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
 			w := p.ActionWaiting
 			if w.Kind == stewardv1.WaitKind_WAIT_KIND_RETRY && inFlight[w.ActionId] {
 				h.errors = append(h.errors, withReason(fmt.Sprintf("%s%s failed (transient), retried", who(w.ActionId), attempt(w.NextAttempt-1)), w.Reason))
+			}
+		case *stewardv1.Event_PlanStepEnded:
+			if e := p.PlanStepEnded; e.Status == stewardv1.StepStatus_STEP_STATUS_FAILED {
+				h.errors = append(h.errors, withReason(fmt.Sprintf("plan step %s failed (plan version %d)", e.StepId, e.Version), e.Reason))
 			}
 		case *stewardv1.Event_ActionSettled:
 			st := p.ActionSettled

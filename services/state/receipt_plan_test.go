@@ -17,7 +17,7 @@ func searchStep(id string, deps ...string) *stewardv1.Step {
 // planned is a running task whose plan's first version waited for an
 // approval that never came: a revision replaced it, keeping step a,
 // withdrawing b and adding c; policy allowed the revision under another
-// bundle revision, and step a ran.
+// bundle revision, step a ran, and step c failed.
 func planned() []event.Payload {
 	v1 := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{searchStep("a"), searchStep("b", "a")}}
 	v2 := &stewardv1.Plan{Version: 2, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{searchStep("a"), searchStep("c", "a")}}
@@ -36,6 +36,7 @@ func planned() []event.Payload {
 		&stewardv1.PlanStepStarted{Version: 2, StepId: "a", ActionId: "act-a", Attempt: 1},
 		succeededOutcome("act-a", 1),
 		&stewardv1.PlanStepEnded{Version: 2, StepId: "a", Status: stewardv1.StepStatus_STEP_STATUS_SUCCEEDED},
+		&stewardv1.PlanStepEnded{Version: 2, StepId: "c", Status: stewardv1.StepStatus_STEP_STATUS_FAILED, Reason: "its when could not be evaluated"},
 	)
 }
 
@@ -70,8 +71,11 @@ func TestReceiptShowsThePlan(t *testing.T) {
 		t.Errorf("policy revisions %v, want [rev-P rev-Q]", r.PolicyRevisions)
 	}
 	if len(p.Steps) != 2 || p.Steps[0].StepId != "a" || p.Steps[0].Status != stewardv1.StepStatus_STEP_STATUS_SUCCEEDED ||
-		!slices.Equal(p.Steps[0].ActionIds, []string{"act-a"}) || p.Steps[1].StepId != "c" || p.Steps[1].Status != stewardv1.StepStatus_STEP_STATUS_PENDING {
+		!slices.Equal(p.Steps[0].ActionIds, []string{"act-a"}) || p.Steps[1].StepId != "c" || p.Steps[1].Status != stewardv1.StepStatus_STEP_STATUS_FAILED {
 		t.Errorf("steps: %v", p.Steps)
+	}
+	if len(r.Errors) != 1 || r.Errors[0] != "plan step c failed (plan version 2): its when could not be evaluated" {
+		t.Errorf("errors %q: want step c's failure", r.Errors)
 	}
 	if len(p.Retired) != 1 || p.Retired[0].StepId != "b" || p.Retired[0].Status != stewardv1.StepStatus_STEP_STATUS_WITHDRAWN {
 		t.Errorf("retired: %v", p.Retired)
