@@ -91,9 +91,7 @@ func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
 	id := r.planTask(t, "readd", nil)
 	x := func() *stewardv1.Step { return act("x", nil, "write", "doc", map[string]string{"text": "'x'"}) }
 	y := func() *stewardv1.Step { return act("y", nil, "search", "y", nil) }
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	plan := handBack
 	r.runPlan(t, id, plan(1, x(), y()))
 	_, first := r.step(id, "x", stepRunning)
 	r.step(id, "y", stepRunning)
@@ -119,12 +117,8 @@ func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
 // not propose it again, since no step of the plan asks for it.
 func TestPlanWithdrawnStepsFailedActionIsNotRetried(t *testing.T) {
 	r := newRig(t)
-	id := r.planTaskWith(t, "retired-retry", func(c *stewardv1.TaskContract) {
-		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
-	}, nil)
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	id := r.retryingTask(t, "retired-retry")
+	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
 	_, a := r.step(id, "x", stepRunning)
 	r.dispatch(t, id, a.ActionId) // permitted: the withdrawal lets it run to its end
@@ -149,9 +143,7 @@ func TestPlanRevisionKeepingAFailedStepDoesNotEscalateAgain(t *testing.T) {
 	id := r.planTask(t, "reescalate", nil)
 	strict := act("check", nil, "search", "doc", nil)
 	strict.Expect = "result.ok == true"
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	plan := handBack
 	r.runPlan(t, id, plan(1, strict))
 	_, c := r.step(id, "check", stepRunning)
 	r.ok(t, id, c, `{"ok": false}`)
@@ -206,13 +198,9 @@ func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
 // is proposed then, and x follows it to its end.
 func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T) {
 	r := newRig(t)
-	id := r.planTaskWith(t, "denied-retry", func(c *stewardv1.TaskContract) {
-		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
-	}, nil)
+	id := r.retryingTask(t, "denied-retry")
 	x := act("x", nil, "search", "x", nil)
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	plan := handBack
 	r.runPlan(t, id, plan(1, x))
 	_, a := r.step(id, "x", stepRunning)
 	r.dispatch(t, id, a.ActionId) // permitted: it runs to its end whatever the plan says
@@ -282,13 +270,9 @@ func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
 // for it, and nothing of the plan runs before.
 func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
 	r := newRig(t)
-	id := r.planTaskWith(t, "denied-then-approval", func(c *stewardv1.TaskContract) {
-		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
-	}, nil)
+	id := r.retryingTask(t, "denied-then-approval")
 	x := act("x", nil, "search", "x", nil)
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	plan := handBack
 	r.runPlan(t, id, plan(1, x))
 	_, a := r.step(id, "x", stepRunning)
 	r.dispatch(t, id, a.ActionId)
@@ -317,12 +301,8 @@ func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
 // revision, which changed the step, runs: the step starts afresh.
 func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
 	r := newRig(t)
-	id := r.planTaskWith(t, "denied-then-changed", func(c *stewardv1.TaskContract) {
-		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
-	}, nil)
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	id := r.retryingTask(t, "denied-then-changed")
+	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
 	_, a := r.step(id, "x", stepRunning)
 	r.dispatch(t, id, a.ActionId)
@@ -344,12 +324,8 @@ func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
 // again: x starts afresh under its new definition.
 func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
 	r := newRig(t)
-	id := r.planTaskWith(t, "changed-in-flight", func(c *stewardv1.TaskContract) {
-		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
-	}, nil)
-	plan := func(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
-		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
-	}
+	id := r.retryingTask(t, "changed-in-flight")
+	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
 	_, a := r.step(id, "x", stepRunning)
 	r.dispatch(t, id, a.ActionId)
@@ -361,4 +337,18 @@ func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
 			t.Fatalf("retry %s of x's action (target %q, the old request) proposed under version 2, which changed x's target to x-changed", y.ActionId, y.Target)
 		}
 	}
+}
+
+// retryingTask is a plan task whose recovery policy retries a failure.
+func (r *rig) retryingTask(t *testing.T, requestID string) string {
+	t.Helper()
+	return r.planTaskWith(t, requestID, func(c *stewardv1.TaskContract) {
+		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
+	}, nil)
+}
+
+// handBack is version v of a plan of steps that hands the task back when
+// it is done.
+func handBack(v uint32, steps ...*stewardv1.Step) *stewardv1.Plan {
+	return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: steps}
 }
