@@ -238,8 +238,25 @@ func checkSubTask(s *stewardv1.SubTaskStep, principal string, t *stewardv1.Task,
 	if err != nil {
 		return err
 	}
-	_, err = delegable(c, principal, s.DelegateRef, t)
-	return err
+	if _, err := delegable(c, principal, s.DelegateRef, t); err != nil {
+		return err
+	}
+	// A share in each dimension the task's budget limits, as a delegation
+	// requires (headroom); whether what is left covers it is known only
+	// when the step delegates.
+	own, share := t.Contract.GetBudget(), s.Contract.GetBudget()
+	for _, d := range []struct {
+		field, what   string
+		limit, amount int64
+	}{
+		{"contract.budget.max_tokens", "tokens", own.GetMaxTokens(), share.GetMaxTokens()},
+		{"contract.budget.max_cost_micros", "cost micro-units", own.GetMaxCostMicros(), share.GetMaxCostMicros()},
+	} {
+		if d.limit != 0 && d.amount == 0 {
+			return errs.Field(d.field, "is required: task %s limits its %s, and a sub-task takes a share of them", t.Contract.GetTaskId(), d.what)
+		}
+	}
+	return nil
 }
 
 // within names err's field inside prefix: a contract's

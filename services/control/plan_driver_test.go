@@ -117,14 +117,16 @@ func TestPlanDiamondRunsToProduced(t *testing.T) {
 
 // TestPlanWhenFalseSkips: a when that is false skips its step, which
 // counts as done: a step that depends on it and tests its status runs. A
-// sub-task that cannot be delegated — it names no token cap, which its
-// parent's budget needs — fails its step with a clear reason, and with
+// sub-task that cannot be delegated — it asks for more tokens than its
+// parent has left — fails its step with a clear reason, and with
 // on_failure continue the plan goes on; it hands back to the agent.
 func TestPlanWhenFalseSkips(t *testing.T) {
 	r := newRig(t)
 	id := r.planTask(t, "skip", nil)
+	r.use(t, id, 500, 0) // of 1,000
 	sub := validRequest("").Contract
 	sub.RiskTier, sub.AllowedTools, sub.Scopes = stewardv1.RiskTier_RISK_TIER_MEDIUM, []string{"search"}, []string{"docs:read"}
+	sub.Budget = &stewardv1.Budget{MaxTokens: 600}
 	ask := &stewardv1.Step{Id: "ask", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
 		Kind: &stewardv1.Step_SubTask{SubTask: &stewardv1.SubTaskStep{Contract: sub, DelegateRef: "agent:sub"}}}
 	skipped := act("b", []string{"a"}, "write", "doc", map[string]string{"text": "'never'"})

@@ -234,6 +234,11 @@ func TestSubmitPlanRefusals(t *testing.T) {
 			st.Contract.RiskTier = stewardv1.RiskTier_RISK_TIER_LOW
 			s.Kind = &stewardv1.Step_SubTask{SubTask: st}
 		}), "plan.steps[0].sub_task.contract.risk_tier"},
+		{"a sub-task taking no share of the tokens the task limits", id, step(func(s *stewardv1.Step) {
+			st := sub()
+			st.Contract.Budget = nil
+			s.Kind = &stewardv1.Step_SubTask{SubTask: st}
+		}), "plan.steps[0].sub_task.contract.budget.max_tokens"},
 		{"a foreach's sub-task over budget", id, step(func(s *stewardv1.Step) {
 			st := sub()
 			st.Contract.Budget = &stewardv1.Budget{MaxTokens: 5000}
