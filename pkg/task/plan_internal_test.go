@@ -7,9 +7,8 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// TestRevisedKeepsWhatStarted: the step events that move a step are the
-// plan driver's, still to come, so the states a revision meets are set
-// here by hand. A kept step keeps its state under the new version; a
+// TestRevisedKeepsWhatStarted: the states a revision meets are set here
+// by hand, without the step events that would bring them about. A kept step keeps its state under the new version; a
 // changed step that started keeps its state and the version it started
 // under; a changed step not started starts afresh; a left-out step is
 // withdrawn unless it had finished, and kept on the record either way.
