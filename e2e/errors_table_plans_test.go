@@ -84,9 +84,11 @@ func planChecks() map[string]tableCheck {
 			}
 			// Governance's judgement and the hold's start come after the
 			// submission: let them land before the calls that must change
-			// nothing.
+			// nothing. The hold may have started under version 1 already,
+			// so wait for version 3's own judgement too.
 			planGoverned(t, e.agent, id, 3, func(p *stewardv1.PlanState) bool {
-				return len(p.Steps) == 1 && p.Steps[0].Status == stewardv1.StepStatus_STEP_STATUS_RUNNING
+				return p.Governance == stewardv1.PlanGovernance_PLAN_GOVERNANCE_ALLOWED &&
+					len(p.Steps) == 1 && p.Steps[0].Status == stewardv1.StepStatus_STEP_STATUS_RUNNING
 			})
 			other, lower := holding(3, 2), holding(2, 1)
 			return e.unchanged(t, id,
