@@ -18,7 +18,7 @@ import (
 // temporary name in the same directory, synced, then hard-linked into
 // place, which fails if path exists: a reader never sees half a file, and
 // of two creators the first link wins while the loser's data is dropped.
-// The directory is created (0700) if missing.
+// The directory is created (0700) if missing, and synced after the link.
 func Create(path string, data []byte) (created bool, err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -45,5 +45,20 @@ func Create(path string, data []byte) (created bool, err error) {
 	case err != nil:
 		return false, err
 	}
-	return true, nil
+	// The link is the key's existence: synced with its directory, so a
+	// crash right after cannot take back a key already handed out.
+	return true, syncDir(dir)
+}
+
+// syncDir flushes dir's entries to stable storage.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
