@@ -29,17 +29,12 @@ import (
 // An unset on_failure is hashed as the escalate it reads as (withDefaults),
 // so the two spellings of one plan are one plan.
 func Hash(p *stewardv1.Plan) (string, error) {
-	return digest("plan hash", "steward.plan.v1", p)
-}
-
-// digest is hex SHA-256 of domain, a NUL byte and m's canonical JSON.
-func digest(what, domain string, m proto.Message) (string, error) {
-	c, err := canonical(m)
+	c, err := canonical(p)
 	if err != nil {
-		return "", fmt.Errorf("%s: %w", what, err)
+		return "", fmt.Errorf("plan hash: %w", err)
 	}
 	h := sha256.New()
-	h.Write([]byte(domain + "\x00"))
+	h.Write([]byte("steward.plan.v1\x00"))
 	h.Write(c)
 	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -109,8 +109,8 @@ func retiredAttempts(retired []*stewardv1.PlanStepState, id string) uint32 {
 // it does or a is no plan step's: a is, or retries, an action of a step a
 // revision withdrew; or the plan in force, whose step a is for, was
 // denied by policy or rejected by an approver. Governance permits no
-// such action (one permitted before runs to its end, on the record), and
-// the recovery policy does not retry one.
+// such action (one permitted before runs on that permit, on the record),
+// and the recovery policy does not retry one.
 func PlanWithdrew(t *stewardv1.Task, a *stewardv1.Action) string {
 	if t.Plan == nil || a.GetPlanStepId() == "" {
 		return ""

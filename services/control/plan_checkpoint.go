@@ -8,7 +8,6 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/plan"
 )
 
 // Checkpoint steps (docs/plans.md): a step that runs no action and asks a
@@ -38,7 +37,7 @@ func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, 
 		case q.answer == nil:
 			return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "its question was closed without an answer (the task was resumed)")
 		default:
-			return true, r.judgeAnswer(ctx, st, *q.answer)
+			return true, r.judgeResult(ctx, st, *q.answer, fmt.Sprintf("the answer %q", *q.answer), structpb.NewStringValue(*q.answer))
 		}
 	}
 	return r.ask(ctx, st, c, askID)
@@ -64,23 +63,6 @@ func (r *planPass) ask(ctx context.Context, st *stewardv1.PlanStepState, c *stew
 		})
 	})
 	return asked, err
-}
-
-// judgeAnswer ends checkpoint st on answer: by its expect, its result
-// the answer.
-func (r *planPass) judgeAnswer(ctx context.Context, st *stewardv1.PlanStepState, answer string) error {
-	outs, err := r.outcomes(ctx)
-	if err != nil {
-		return err
-	}
-	ok, err := plan.EvalExpect(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Result: answer})
-	switch {
-	case err != nil:
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
-	case !ok:
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: the answer %q does not meet expect %s", answer, r.definition(st.StepId).GetExpect()))
-	}
-	return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", structpb.NewStringValue(answer))
 }
 
 // closure is how a question was closed: open while it is not; else its

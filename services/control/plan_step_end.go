@@ -198,13 +198,13 @@ func (r *planPass) judge(ctx context.Context, st *stewardv1.PlanStepState, a *st
 	if err != nil {
 		return err
 	}
-	return r.judgeResult(ctx, st, result, "action "+a.ActionId, nil)
+	return r.judgeResult(ctx, st, result, "action "+a.ActionId+" succeeded but its result", nil)
 }
 
-// judgeResult ends step st, whose work (what, in words) succeeded with
-// result, by its expect over it: false, or an error, fails it. kept is
-// what the step records as its own result: nil for an action step, whose
-// result is its action's.
+// judgeResult ends step st, whose work succeeded with result, by its
+// expect over it: false, or an error, fails it, saying that what (result,
+// in words) does not meet it. kept is what the step records as its own
+// result: nil for an action step, whose result is its action's.
 func (r *planPass) judgeResult(ctx context.Context, st *stewardv1.PlanStepState, result any, what string, kept *structpb.Value) error {
 	if expect := r.definition(st.StepId).GetExpect(); expect != "" {
 		outs, err := r.outcomes(ctx)
@@ -216,7 +216,7 @@ func (r *planPass) judgeResult(ctx context.Context, st *stewardv1.PlanStepState,
 		case err != nil:
 			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, "validation failure: "+err.Error())
 		case !ok:
-			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: %s succeeded but its result does not meet expect %s", what, expect))
+			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("validation failure: %s does not meet expect %s", what, expect))
 		}
 	}
 	return r.endWith(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "", kept)

@@ -153,7 +153,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 	if items {
 		return true, r.judgeItems(ctx, st, results, structpb.NewListValue(&structpb.ListValue{Values: kept}))
 	}
-	return true, r.judgeResult(ctx, st, results[0], "sub-task "+st.SubTaskId, kept[0])
+	return true, r.judgeResult(ctx, st, results[0], "sub-task "+st.SubTaskId+" succeeded but its result", kept[0])
 }
 
 // givenBack reports whether ended sub-task childID has given back to the
