@@ -23,13 +23,34 @@ type Cluster struct {
 	Buses []*Bus
 }
 
+// ClusterOption changes the cluster StartCluster runs.
+type ClusterOption func(*clusterConfig)
+
+type clusterConfig struct {
+	lagging int // the node that hears its peers late, or -1
+	lag     time.Duration
+}
+
+// Lagging makes node (0-based) hear every other node delay late: its
+// routes go through a proxy that holds back what its peers send. Its
+// replicas then apply what the others agreed delay after them, and a
+// direct get it answers can miss an append the leader has acknowledged —
+// a follower behind, made on purpose.
+func Lagging(node int, delay time.Duration) ClusterOption {
+	return func(c *clusterConfig) { c.lagging, c.lag = node, delay }
+}
+
 // StartCluster runs a JetStream cluster of size servers, routed to each
 // other on free ports of 127.0.0.1, and waits until it has a meta leader
 // that counts every server as a JetStream peer, so that a stream with size
 // replicas can be placed. Clients connect in-process. The servers stop
 // when the test ends.
-func StartCluster(tb testing.TB, size int) *Cluster {
+func StartCluster(tb testing.TB, size int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
+	cfg := clusterConfig{lagging: -1}
+	for _, o := range opts {
+		o(&cfg)
+	}
 	// JetStream wants every server's routes configured, so the ports are
 	// chosen before any server starts.
 	routes := make([]*url.URL, size)
@@ -40,6 +61,8 @@ func StartCluster(tb testing.TB, size int) *Cluster {
 	for i := range size {
 		_, port, _ := net.SplitHostPort(routes[i].Host)
 		clusterPort, _ := strconv.Atoi(port)
+		co := server.ClusterOpts{Name: "steward-test", Host: "127.0.0.1", Port: clusterPort}
+		solicit := routesOf(tb, cfg, i, routes, &co)
 		ns, err := server.NewServer(&server.Options{
 			ServerName: fmt.Sprintf("steward-%d", i+1),
 			Host:       "127.0.0.1", // routing waits for a client listener
@@ -48,8 +71,8 @@ func StartCluster(tb testing.TB, size int) *Cluster {
 			StoreDir:   tb.TempDir(),
 			NoSigs:     true,
 			NoLog:      true,
-			Cluster:    server.ClusterOpts{Name: "steward-test", Host: "127.0.0.1", Port: clusterPort},
-			Routes:     routes,
+			Cluster:    co,
+			Routes:     solicit,
 		})
 		if err != nil {
 			tb.Fatal(err)
@@ -90,4 +113,29 @@ func FreeAddr(tb testing.TB) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// routesOf returns the routes node i solicits. Every node solicits every
+// other, but for a lagging cluster: the lagging node alone solicits its
+// peers, each through a proxy that delays what the peer sends, and
+// advertises an address no one listens on, so that no peer opens a
+// route to it that would bypass the proxies.
+func routesOf(tb testing.TB, cfg clusterConfig, i int, routes []*url.URL, co *server.ClusterOpts) []*url.URL {
+	if cfg.lagging < 0 {
+		return routes
+	}
+	var out []*url.URL
+	for j, r := range routes {
+		switch {
+		case j == cfg.lagging:
+		case i == cfg.lagging:
+			out = append(out, &url.URL{Scheme: r.Scheme, Host: startLagProxy(tb, r.Host, cfg.lag).addr()})
+		default:
+			out = append(out, r)
+		}
+	}
+	if i == cfg.lagging {
+		co.Advertise = "127.0.0.1:1"
+	}
+	return out
 }
