@@ -73,6 +73,13 @@ var refusedAPI = []string{
 // RefusedAPI returns the JetStream API subjects every plane is refused.
 func RefusedAPI() []string { return slices.Clone(refusedAPI) }
 
+// ReactingPlanes returns the planes that run durable reaction consumers
+// (eventlog.React), each with a consumer of its replay requests on the
+// dead-letter stream.
+func ReactingPlanes() []string {
+	return []string{event.PlaneControl, event.PlaneGovernance, event.PlaneExecution}
+}
+
 // TimerOwners returns the planes that set timers, each in its own stream
 // (timer.Stream).
 func TimerOwners() []string {
@@ -134,7 +141,15 @@ func Grants(plane string) []Grant {
 	if ownTimers {
 		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+"."+plane+".at.>")
 	}
-	pub("set aside an event it cannot decode or process (every reader of the log may meet one)", eventlog.DefaultDeadLetterPrefix+".>")
+	dl := eventlog.DefaultDeadLetterPrefix
+	pub("set aside an event it cannot decode or process, under the consumer's name (every reader of the log may meet one)", dl+".*.*")
+	reacts := slices.Contains(ReactingPlanes(), plane)
+	if reacts {
+		pub("say how a replay of what its consumer set aside went (replayed, or failed again)", dl+".replayed.*.*", dl+".failed.*.*.*")
+	}
+	if plane == event.PlaneState {
+		pub("ask a consumer to replay what it set aside (DeadLetterService, for operators)", dl+".replay.*.*.*")
+	}
 
 	// JetStream API: open (create where missing), read, consume.
 	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
@@ -162,6 +177,9 @@ func Grants(plane string) []Grant {
 			"$JS.API.CONSUMER.LIST."+timer.DefaultStream)
 	}
 	consumed := []string{eventlog.DefaultStream}
+	if reacts {
+		consumed = append(consumed, eventlog.DefaultDeadLetterStream) // its replay consumer
+	}
 	if ownTimers {
 		consumed = append(consumed, timerStream(plane))
 	}
