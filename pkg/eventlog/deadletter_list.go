@@ -153,9 +153,10 @@ func (l *Log) deadLetter(ctx context.Context, dl jetstream.Stream, x *deadLetter
 			return DeadLetter{}, err
 		}
 		d.State = DeadLetterReplaying
-		_, err = dl.GetLastMsgForSubject(ctx, l.replaySubject(dlFailed, k.Sequence, k.Consumer, l.parseDeadLetter(req.Subject).nonce))
+		// The failure may be newer than the index: read from it.
+		f, err := dl.GetLastMsgForSubject(ctx, l.replaySubject(dlFailed, k.Sequence, k.Consumer, l.parseDeadLetter(req.Subject).nonce))
 		if err == nil {
-			d.State = DeadLetterReplayFailed
+			d.State, d.ReplayError = DeadLetterReplayFailed, f.Header.Get(HeaderError)
 		} else if !errNoMsg(err) {
 			return DeadLetter{}, err
 		}
