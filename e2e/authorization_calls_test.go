@@ -61,7 +61,8 @@ func newMatrix(t *testing.T, h *harness, idp *stewardtest.JWTIssuer) *matrix {
 			token := idp.Sign(t, claims)
 			opt := connect.WithInterceptors(bearer(token))
 			m.callers[tenant][c.column] = matrixCaller{authed: withToken(h.url, token),
-				actions: stewardv1connect.NewActionServiceClient(hc, h.url, opt), tools: stewardv1connect.NewToolServiceClient(hc, h.url, opt)}
+				actions: stewardv1connect.NewActionServiceClient(hc, h.url, opt), tools: stewardv1connect.NewToolServiceClient(hc, h.url, opt),
+				deadLetters: stewardv1connect.NewDeadLetterServiceClient(hc, h.url, opt)}
 		}
 	}
 	acme := m.callers[matrixTenant]
@@ -363,6 +364,17 @@ var matrixCalls = map[string]matrixCall{
 	}},
 	stewardv1connect.AuditServiceVerifyTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: s.task}))
+		return err
+	}},
+	// The dead letters are the deployment's: the matrix's callers, all
+	// of a named tenant, are refused them (e2e/deadletters_test.go
+	// lists and replays as the default tenant's operator).
+	stewardv1connect.DeadLetterServiceListDeadLettersProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {
+		_, err := c.deadLetters.ListDeadLetters(ctx, connect.NewRequest(&stewardv1.ListDeadLettersRequest{}))
+		return err
+	}},
+	stewardv1connect.DeadLetterServiceReplayDeadLetterProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {
+		_, err := c.deadLetters.ReplayDeadLetter(ctx, connect.NewRequest(&stewardv1.ReplayDeadLetterRequest{Sequence: 1, Consumer: "control"}))
 		return err
 	}},
 	stewardv1connect.AuditServiceRecordFindingProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, name string) error {

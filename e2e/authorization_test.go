@@ -242,6 +242,7 @@ func short(procedure string) string { return strings.TrimPrefix(procedure, "/ste
 // matrixCaller is one caller's clients of every service.
 type matrixCaller struct {
 	authed
-	actions stewardv1connect.ActionServiceClient
-	tools   stewardv1connect.ToolServiceClient
+	actions     stewardv1connect.ActionServiceClient
+	tools       stewardv1connect.ToolServiceClient
+	deadLetters stewardv1connect.DeadLetterServiceClient
 }

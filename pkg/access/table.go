@@ -84,12 +84,22 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
 	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
 
+	// DeadLetterService.
+	stewardv1connect.DeadLetterServiceListDeadLettersProcedure: {Group: Operation, Roles: []string{Operator}, Plane: deadLetterTenant,
+		Why: "what the planes set aside is the deployment's trouble to look after, with every tenant's events in it"},
+	stewardv1connect.DeadLetterServiceReplayDeadLetterProcedure: {Group: Operation, Roles: []string{Operator}, Plane: deadLetterTenant,
+		Why: "a replay hands an event to a plane's reactions again: an operator's decision, once the cause is gone"},
+
 	// AuditService.
 	stewardv1connect.AuditServiceReplayTaskProcedure: content("raw events carry small results inline"),
 	stewardv1connect.AuditServiceVerifyTaskProcedure: read("anyone may check a task's hash chain"),
 	stewardv1connect.AuditServiceRecordFindingProcedure: {Group: Operation, Roles: []string{Auditor},
 		Why: "findings are an auditor's judgement on the record"},
 }
+
+// deadLetterTenant is what the state plane checks besides the role on the
+// dead-letter RPCs.
+const deadLetterTenant = "a caller of the default tenant only: the dead-letter stream holds every tenant's events (docs/dead-letters.md)"
 
 // content is the rule of a read of a task's content, which the state
 // plane decides against its projections (the task's parties up its

@@ -2,7 +2,6 @@ package eventlog
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"log/slog"
@@ -10,7 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -110,7 +108,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			return
 		}
 		setAside := func(cause error) {
-			if derr := l.setAside(ctx, msg.Subject(), meta.Sequence.Stream, msg.Data(), cause); derr != nil {
+			if derr := l.setAside(ctx, name, msg.Subject(), meta.Sequence.Stream, msg.Data(), cause); derr != nil {
 				log.Error("set aside bad event", "seq", meta.Sequence.Stream, "err", derr)
 				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
 				return
@@ -125,37 +123,8 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			setAside(err)
 			return
 		}
-		hs := r[ev.Type]
-		if hs == nil {
-			_ = msg.Ack()
-			return
-		}
-		h := func(ctx context.Context, rec *stewardv1.EventRecord) error {
-			for _, h := range hs {
-				if err := h(ctx, rec); err != nil {
-					return err
-				}
-			}
-			return nil
-		}
-		work := &detached{settle: func(err error) {
-			later, notYet := errs.LaterBy(err)
-			switch {
-			case err == nil:
-				_ = msg.Ack()
-			case notYet:
-				log.Debug("reaction: not yet", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "why", err)
-				_ = msg.NakWithDelay(later)
-			case Permanent(err):
-				setAside(fmt.Errorf("%s reaction to %s: %w", name, ev.Type, err))
-			default:
-				log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", meta.Sequence.Stream, "attempt", meta.NumDelivered, "err", err)
-				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
-			}
-		}}
-		hctx := context.WithValue(context.WithValue(ctx, msgKey{}, msg), detachKey{}, work)
-		hctx = WithReadFloor(hctx, ev.TaskId, meta.Sequence.Stream)
-		work.done(h(hctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}))
+		l.deliver(ctx, delivery{name: name, handlers: r[ev.Type], msg: msg, attempt: meta.NumDelivered, log: log,
+			rec: &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}, permanent: setAside})
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
 	cc, err := cons.Consume(ls.route)
@@ -163,7 +132,65 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 		ls.close()
 		return nil, err
 	}
-	return &laneSubscription{cc: cc, lanes: ls}, nil
+	sub := &laneSubscription{cc: cc, lanes: ls}
+	if sub.replays, err = l.reactToReplays(ctx, name, r, log); err != nil {
+		sub.Stop()
+		return nil, err
+	}
+	return sub, nil
+}
+
+// delivery is one event handed to a consumer's reactions: by the consumer
+// itself, or again by an operator's replay (replay.go).
+type delivery struct {
+	name     string
+	handlers []Handler // the consumer's reactions to the event's type
+	msg      jetstream.Msg
+	attempt  uint64 // how many times msg was delivered
+	rec      *stewardv1.EventRecord
+	log      *slog.Logger
+	// done, if set, runs when the reactions succeed, before msg is
+	// acknowledged; its error redelivers msg.
+	done func() error
+	// permanent settles msg when a reaction fails for good.
+	permanent func(cause error)
+}
+
+// deliver runs d's reactions in order — the first to fail stops the rest —
+// and settles d.msg by their result: acknowledged on success, redelivered
+// when not yet (errs.Later) or on a passing failure, and handed to
+// d.permanent on one that will not go away (Permanent).
+func (l *Log) deliver(ctx context.Context, d delivery) {
+	ev, seq := d.rec.Event, d.rec.Sequence
+	h := func(ctx context.Context, rec *stewardv1.EventRecord) error {
+		for _, h := range d.handlers {
+			if err := h(ctx, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	work := &detached{settle: func(err error) {
+		if err == nil && d.done != nil {
+			err = d.done()
+		}
+		later, notYet := errs.LaterBy(err)
+		switch {
+		case err == nil:
+			_ = d.msg.Ack()
+		case notYet:
+			d.log.Debug("reaction: not yet", "type", ev.Type, "task", ev.TaskId, "seq", seq, "why", err)
+			_ = d.msg.NakWithDelay(later)
+		case Permanent(err):
+			d.permanent(fmt.Errorf("%s reaction to %s: %w", d.name, ev.Type, err))
+		default:
+			d.log.Warn("reaction failed; will redeliver", "type", ev.Type, "task", ev.TaskId, "seq", seq, "attempt", d.attempt, "err", err)
+			_ = d.msg.NakWithDelay(backoff(d.attempt))
+		}
+	}}
+	hctx := context.WithValue(context.WithValue(ctx, msgKey{}, d.msg), detachKey{}, work)
+	hctx = WithReadFloor(hctx, d.rec.Event.TaskId, d.rec.Sequence)
+	work.done(h(hctx, d.rec))
 }
 
 // ReactionAckWait is how long JetStream waits for a reaction before it
@@ -275,15 +302,21 @@ func (ls *lanes) close() {
 	ls.done.Wait()
 }
 
-// laneSubscription stops the consumer, then drains its lanes.
+// laneSubscription stops the consumer of its replay requests and the
+// consumer, then drains its lanes.
 type laneSubscription struct {
-	cc    jetstream.ConsumeContext
-	lanes *lanes
-	once  sync.Once
+	cc      jetstream.ConsumeContext
+	lanes   *lanes
+	replays jetstream.ConsumeContext
+	once    sync.Once
 }
 
 func (s *laneSubscription) Stop() {
 	s.once.Do(func() {
+		if s.replays != nil {
+			s.replays.Stop()
+			<-s.replays.Closed()
+		}
 		s.cc.Stop()
 		<-s.cc.Closed()
 		s.lanes.close()
@@ -307,95 +340,4 @@ func backoff(delivered uint64) time.Duration {
 		d *= 2
 	}
 	return min(d, 30*time.Second)
-}
-
-// Follow delivers task events in order from stream sequence after+1 on —
-// every task's, or only taskID's when it is not empty — and then follows
-// new ones, until ctx ends or fn returns an error. It uses an ordered
-// consumer: nothing is stored on the server, and nothing is skipped or
-// repeated. Events that cannot be decoded are set aside and reported to
-// bad, if set.
-func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	filter := l.cfg.SubjectPrefix + ".>"
-	if taskID != "" {
-		if !ValidTaskID(taskID) {
-			return ErrInvalidTaskID
-		}
-		filter = l.Subject(taskID)
-	}
-	return l.follow(ctx, []string{filter}, after, fn, bad)
-}
-
-// FollowTypes is Follow over every task's events of the given types only:
-// the server sends nothing else, so a reader that needs a few types does
-// not receive, decode and drop every event of every task.
-func (l *Log) FollowTypes(ctx context.Context, types []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	return l.follow(ctx, l.typeFilters(types), after, fn, bad)
-}
-
-func (l *Log) typeFilters(types []string) []string {
-	filters := make([]string, len(types))
-	for i, typ := range types {
-		filters[i] = l.TypeFilter(typ)
-	}
-	return filters
-}
-
-// FollowTools is Follow over the tool registrations.
-func (l *Log) FollowTools(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	return l.follow(ctx, []string{l.cfg.ToolPrefix + ".>"}, after, fn, bad)
-}
-
-func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
-	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
-	if after > 0 {
-		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
-	}
-	cons, err := l.js.OrderedConsumer(ctx, l.cfg.Stream, cfg)
-	if err != nil {
-		return err
-	}
-	it, err := cons.Messages()
-	if err != nil {
-		return err
-	}
-	stop := context.AfterFunc(ctx, it.Stop)
-	defer stop()
-	defer it.Stop()
-	for {
-		msg, err := it.Next()
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
-			}
-			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
-				return err
-			}
-			l.cfg.Logger.Warn("follow: transient error", "err", err)
-			continue
-		}
-		meta, err := msg.Metadata()
-		if err != nil {
-			continue
-		}
-		seq := meta.Sequence.Stream
-		ev, err := l.decode(msg.Subject(), msg.Data())
-		if err != nil {
-			if derr := l.setAside(ctx, msg.Subject(), seq, msg.Data(), err); derr != nil {
-				l.cfg.Logger.Error("set aside bad event", "seq", seq, "err", derr)
-			}
-			if bad != nil {
-				bad(seq, err)
-			}
-			continue
-		}
-		if err := fn(&stewardv1.EventRecord{Sequence: seq, Event: ev}); err != nil {
-			return err
-		}
-	}
-}
-
-// logAttrs is shared by the set-aside paths.
-func logAttrs(subject string, seq uint64, err error) []any {
-	return []any{slog.String("subject", subject), slog.Uint64("seq", seq), slog.Any("err", err)}
 }

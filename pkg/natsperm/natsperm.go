@@ -73,6 +73,13 @@ var refusedAPI = []string{
 // RefusedAPI returns the JetStream API subjects every plane is refused.
 func RefusedAPI() []string { return slices.Clone(refusedAPI) }
 
+// ReactingPlanes returns the planes that run durable reaction consumers
+// (eventlog.React), each with a consumer of its replay requests on the
+// dead-letter stream.
+func ReactingPlanes() []string {
+	return []string{event.PlaneControl, event.PlaneGovernance, event.PlaneExecution}
+}
+
 // TimerOwners returns the planes that set timers, each in its own stream
 // (timer.Stream).
 func TimerOwners() []string {
@@ -134,7 +141,8 @@ func Grants(plane string) []Grant {
 	if ownTimers {
 		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+"."+plane+".at.>")
 	}
-	pub("set aside an event it cannot decode or process (every reader of the log may meet one)", eventlog.DefaultDeadLetterPrefix+".>")
+	g = append(g, deadLetterGrants(plane)...)
+	reacts := slices.Contains(ReactingPlanes(), plane)
 
 	// JetStream API: open (create where missing), read, consume.
 	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
@@ -162,6 +170,9 @@ func Grants(plane string) []Grant {
 			"$JS.API.CONSUMER.LIST."+timer.DefaultStream)
 	}
 	consumed := []string{eventlog.DefaultStream}
+	if reacts {
+		consumed = append(consumed, eventlog.DefaultDeadLetterStream) // its replay consumer
+	}
 	if ownTimers {
 		consumed = append(consumed, timerStream(plane))
 	}
@@ -174,23 +185,45 @@ func Grants(plane string) []Grant {
 			"$JS.ACK."+s+".>")
 	}
 	pub("run its durable and ordered consumers, pull and acknowledge", consume...)
-	// Every process reports the lag of the durable consumers on the log
-	// and the timer streams (eventlog.NewLagCollector), whichever plane
-	// it runs.
-	lag := []string{"$JS.API.CONSUMER.LIST." + eventlog.DefaultStream}
-	for _, s := range TimerStreams() {
-		if s != timerStream(plane) { // its own is opened above
-			lag = append(lag, "$JS.API.STREAM.INFO."+s)
-		}
-		lag = append(lag, "$JS.API.CONSUMER.LIST."+s)
-	}
-	pub("list the consumers of the event and timer streams, for the lag metrics", lag...)
+	g = append(g, lagGrant(plane))
 
 	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
 		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})
 	g = append(g, Grant{Subscribe: true, Subjects: []string{Inbox(plane) + ".>"},
 		Why: "its own replies: publish acknowledgements, pulled messages, API answers"})
 	return g
+}
+
+// deadLetterGrants are what plane may write on the dead-letter stream:
+// every plane's readers set aside; the planes that react say how a replay
+// went; the state plane, which serves DeadLetterService, asks for one.
+func deadLetterGrants(plane string) []Grant {
+	dl := eventlog.DefaultDeadLetterPrefix
+	g := []Grant{{Subjects: []string{dl + ".*.*"},
+		Why: "set aside an event it cannot decode or process, under the consumer's name (every reader of the log may meet one)"}}
+	if slices.Contains(ReactingPlanes(), plane) {
+		g = append(g, Grant{Subjects: []string{dl + ".replayed.*.*", dl + ".failed.*.*.*"},
+			Why: "say how a replay of what its consumer set aside went (replayed, or failed again)"})
+	}
+	if plane == event.PlaneState {
+		g = append(g, Grant{Subjects: []string{dl + ".replay.*.*.*"},
+			Why: "ask a consumer to replay what it set aside (DeadLetterService, for operators)"})
+	}
+	return g
+}
+
+// lagGrant lets every process report the lag of the durable consumers on
+// the log and the timer streams (eventlog.NewLagCollector), whichever
+// plane it runs.
+func lagGrant(plane string) Grant {
+	lag := []string{"$JS.API.CONSUMER.LIST." + eventlog.DefaultStream}
+	for _, s := range TimerStreams() {
+		if s != timerStream(plane) { // its own is opened with its streams
+			lag = append(lag, "$JS.API.STREAM.INFO."+s)
+		}
+		lag = append(lag, "$JS.API.CONSUMER.LIST."+s)
+	}
+	return Grant{Subjects: lag, Why: "list the consumers of the event and timer streams, for the lag metrics"}
 }
 
 // For returns the NATS permissions of plane's user, or nil for an unknown

@@ -1,7 +1,8 @@
 // Package state is the state plane: it projects task views from the log and
 // serves them (QueryService), replays and verifies task histories for
-// auditors (AuditService), and marks working tasks that have gone quiet as
-// stalled (see watchdog.go).
+// auditors (AuditService), shows operators the events set aside and asks
+// for their replay (DeadLetterService, deadletter.go), and marks working
+// tasks that have gone quiet as stalled (see watchdog.go).
 //
 // Where views live: in memory, rebuilt from the log on start by an ordered
 // consumer that folds every event with the same fold the control plane
@@ -145,8 +146,10 @@ func (p *Plane) Views() *Projection { return p.views }
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	qPath, q := stewardv1connect.NewQueryServiceHandler(&queryService{plane: p}, opts...)
 	aPath, a := stewardv1connect.NewAuditServiceHandler(&auditService{plane: p}, opts...)
+	dPath, d := stewardv1connect.NewDeadLetterServiceHandler(&deadLetterService{plane: p}, opts...)
 	return []rpc.Service{
 		{Name: stewardv1connect.QueryServiceName, Path: qPath, Handler: q},
 		{Name: stewardv1connect.AuditServiceName, Path: aPath, Handler: a},
+		{Name: stewardv1connect.DeadLetterServiceName, Path: dPath, Handler: d},
 	}
 }

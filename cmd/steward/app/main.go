@@ -36,6 +36,8 @@ Usage:
                  audit finding records what an auditor found
   steward receipt --task ID [--format markdown|json] [--addr HOST:PORT]
                  print what happened to a task, from its recorded events
+  steward dead-letters list | replay --seq N --consumer NAME [--addr HOST:PORT]
+                 list the events the planes set aside, or replay one (operators)
   steward version
 
 Run 'steward COMMAND --help' for a command's flags.
@@ -61,6 +63,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runAudit(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "receipt":
 		err = runReceipt(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
+	case "dead-letters":
+		err = runDeadLetters(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
 	case "version":
 		fmt.Fprintln(stdout, "steward", Version)
 	case "help", "-h", "--help":

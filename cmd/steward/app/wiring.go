@@ -236,8 +236,9 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 // metricsHandler builds this process's own Prometheus registry (not the
 // global one, so tests can run several servers in one process) and returns
 // the /metrics handler over it. Every process reports Go runtime and process
-// metrics and the lag of the durable consumers on the event and timer
-// streams, which needs only the JetStream connection; a plane that has
+// metrics, the lag of the durable consumers on the event and timer
+// streams and the events set aside (steward_dead_letters), which need only
+// the JetStream connection; a plane that has
 // metrics of its own (the state plane's task metrics) adds its collector.
 // A collector that fails, such as consumer lag while NATS is away, is
 // logged and left out of that scrape; the rest is still served.
@@ -247,6 +248,7 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, append([]string{log.Config().Stream}, natsperm.TimerStreams()...)...),
+		eventlog.NewDeadLetterCollector(log, eventlog.DefaultLagTimeout),
 		m.denied,
 	}
 	for _, p := range m.planes {

@@ -1,0 +1,103 @@
+package eventlog
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// Follow delivers task events in order from stream sequence after+1 on —
+// every task's, or only taskID's when it is not empty — and then follows
+// new ones, until ctx ends or fn returns an error. It uses an ordered
+// consumer: nothing is stored on the server, and nothing is skipped or
+// repeated. Events that cannot be decoded are set aside and reported to
+// bad, if set.
+func (l *Log) Follow(ctx context.Context, taskID string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	filter := l.cfg.SubjectPrefix + ".>"
+	if taskID != "" {
+		if !ValidTaskID(taskID) {
+			return ErrInvalidTaskID
+		}
+		filter = l.Subject(taskID)
+	}
+	return l.follow(ctx, []string{filter}, after, fn, bad)
+}
+
+// FollowTypes is Follow over every task's events of the given types only:
+// the server sends nothing else, so a reader that needs a few types does
+// not receive, decode and drop every event of every task.
+func (l *Log) FollowTypes(ctx context.Context, types []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	return l.follow(ctx, l.typeFilters(types), after, fn, bad)
+}
+
+func (l *Log) typeFilters(types []string) []string {
+	filters := make([]string, len(types))
+	for i, typ := range types {
+		filters[i] = l.TypeFilter(typ)
+	}
+	return filters
+}
+
+// FollowTools is Follow over the tool registrations.
+func (l *Log) FollowTools(ctx context.Context, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	return l.follow(ctx, []string{l.cfg.ToolPrefix + ".>"}, after, fn, bad)
+}
+
+func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
+	if after > 0 {
+		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
+	}
+	cons, err := l.js.OrderedConsumer(ctx, l.cfg.Stream, cfg)
+	if err != nil {
+		return err
+	}
+	it, err := cons.Messages()
+	if err != nil {
+		return err
+	}
+	stop := context.AfterFunc(ctx, it.Stop)
+	defer stop()
+	defer it.Stop()
+	for {
+		msg, err := it.Next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if errors.Is(err, jetstream.ErrMsgIteratorClosed) || errors.Is(err, nats.ErrConnectionClosed) {
+				return err
+			}
+			l.cfg.Logger.Warn("follow: transient error", "err", err)
+			continue
+		}
+		meta, err := msg.Metadata()
+		if err != nil {
+			continue
+		}
+		seq := meta.Sequence.Stream
+		ev, err := l.decode(msg.Subject(), msg.Data())
+		if err != nil {
+			if derr := l.setAside(ctx, ReaderConsumer, msg.Subject(), seq, msg.Data(), err); derr != nil {
+				l.cfg.Logger.Error("set aside bad event", "seq", seq, "err", derr)
+			}
+			if bad != nil {
+				bad(seq, err)
+			}
+			continue
+		}
+		if err := fn(&stewardv1.EventRecord{Sequence: seq, Event: ev}); err != nil {
+			return err
+		}
+	}
+}
+
+// logAttrs is shared by the set-aside paths.
+func logAttrs(subject string, seq uint64, err error) []any {
+	return []any{slog.String("subject", subject), slog.Uint64("seq", seq), slog.Any("err", err)}
+}
