@@ -28,6 +28,8 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 	for _, root := range []protoreflect.MessageDescriptor{
 		(&stewardv1.TaskContract{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ToolContract{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListDeadLettersRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ReplayDeadLetterRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}
