@@ -22,7 +22,8 @@ import (
 )
 
 // clusterDeployment is Steward deployed as docker-compose and Kubernetes
-// deploy it, on a three-node JetStream cluster in the test's process: the
+// deploy it, on a three-node JetStream cluster, each node a process of its
+// own that the test may kill (stewardtest.ClusterProcesses): the
 // streams at three replicas, each plane the real binary (`steward serve
 // --replicas 3`) signed in as its own NATS user (`steward nats-users`),
 // and the planes spread over the nodes so that a plane's reads go through
@@ -58,7 +59,8 @@ const (
 )
 
 // startClusterDeployment starts the cluster and the planes, with a read
-// tool, search, served by a reference HTTP tool.
+// tool, search, served by a reference HTTP tool that answers status
+// queries.
 func startClusterDeployment(t *testing.T) *clusterDeployment {
 	t.Helper()
 	dir := t.TempDir()
@@ -67,11 +69,16 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 	d := &clusterDeployment{
 		cluster: stewardtest.StartCluster(t, 3,
 			stewardtest.ClusterConfigFile(filepath.Join(users, "nats", "users.conf")),
-			stewardtest.ClusterAdmin(clusterAdmin, clusterPassword)),
+			stewardtest.ClusterAdmin(clusterAdmin, clusterPassword),
+			stewardtest.ClusterProcesses()),
 		tool:  stewardtest.StartTool(t),
 		procs: map[string]*proc{},
 	}
-	tools := writeFile(t, dir, "tools.json", `{"tools": [`+governedTools(d.tool)[0]+`]}`)
+	// The search tool offers the status query: a read whose outcome went
+	// unrecorded while the stream had no leader is settled by asking the
+	// tool, not left to a person.
+	search := strings.Replace(governedTools(d.tool)[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+d.tool.URL+`/status", "url": `, 1)
+	tools := writeFile(t, dir, "tools.json", `{"tools": [`+search+`]}`)
 	var governance string
 	for _, p := range clusterPlanes {
 		args := []string{"serve", "--plane", p.plane, "--nats", d.cluster.ClientURL(p.node), "--replicas", "3",
@@ -109,9 +116,13 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 	// proposal for it is refused until the control planes have read it.
 	k := contract()
 	k.AllowedTools = []string{"search"}
+	// A probe is a task of its own at each try: one whose start was lost
+	// (issue 26) would refuse every proposal.
+	probe := 0
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		probe++
 		for i, c := range d.controls {
-			resp, err := c.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("cluster-probe-%d", i), Contract: k}))
+			resp, err := c.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("cluster-probe-%d-%d", probe, i), Contract: k}))
 			if err != nil {
 				return false, fmt.Sprintf("control %d: create: %v", i, err)
 			}
@@ -128,7 +139,8 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 }
 
 // streamLeader returns the index of the node that leads the event stream,
-// once every replica is current.
+// asking through another node than avoid; with avoid a node that is down
+// (not -1), it waits until another node leads.
 func (d *clusterDeployment) streamLeader(t *testing.T, avoid int) int {
 	t.Helper()
 	leader := -1
@@ -147,9 +159,12 @@ func (d *clusterDeployment) streamLeader(t *testing.T, avoid int) int {
 			return false, fmt.Sprintf("stream cluster %+v", cl)
 		}
 		for i := range d.cluster.Nodes {
-			if d.cluster.Node(i).Name() == cl.Leader {
+			if d.cluster.Name(i) == cl.Leader {
 				leader = i
 			}
+		}
+		if leader == avoid {
+			return false, fmt.Sprintf("stream info still names %s, which is down, as the leader", cl.Leader)
 		}
 		return leader >= 0, fmt.Sprintf("leader %s is not a node of the cluster", cl.Leader)
 	})
@@ -161,7 +176,7 @@ func (d *clusterDeployment) deadLetters(t *testing.T) []string {
 	t.Helper()
 	var bus *stewardtest.Bus
 	for i := range d.cluster.Nodes {
-		if d.cluster.Node(i).Running() {
+		if d.cluster.Running(i) {
 			bus = d.cluster.Bus(i)
 		}
 	}
@@ -197,7 +212,7 @@ func (d *clusterDeployment) symptoms() string {
 			}
 			msg := line
 			if m := logMessage.FindStringSubmatch(line); m != nil {
-				msg = m[1]
+				msg = strings.Trim(m[1], `"`)
 			}
 			counts[msg]++
 		}
@@ -212,4 +227,4 @@ func (d *clusterDeployment) symptoms() string {
 	return strings.Join(parts, "; ")
 }
 
-var logMessage = regexp.MustCompile(`msg="((?:[^"\\]|\\.)*)"`)
+var logMessage = regexp.MustCompile(`msg=("(?:[^"\\]|\\.)*"|\S+)`)

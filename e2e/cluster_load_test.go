@@ -116,6 +116,24 @@ func callWithRetry(r *loadRun, within time.Duration, call func() error) error {
 }
 
 // searchParams are the search tool's parameters for query q.
+// clusterRefusedFor is how long a refused proposal is made again before
+// its task is given up.
+const clusterRefusedFor = 10 * time.Second
+
+// callUntil runs call until it succeeds, whatever it answers, for up to
+// within, and returns its last error.
+func callUntil(r *loadRun, within time.Duration, call func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := call()
+		r.answered(err)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond) // before proposing again
+	}
+}
+
 func searchParams(q string) *structpb.Struct {
 	s, err := structpb.NewStruct(map[string]any{"q": q})
 	if err != nil {
@@ -175,7 +193,7 @@ func (r *loadRun) runTask(control stewardv1connect.TaskServiceClient, l clusterL
 	for j := range l.actions {
 		proposal := fmt.Sprintf("read-%d", j)
 		var a *stewardv1.Action
-		err := callWithRetry(r, time.Minute, func() error {
+		propose := func() error {
 			resp, err := control.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
 				TaskId: taskID, ProposalId: proposal, Tool: "search", Target: "acct:42",
 				Params: searchParams(fmt.Sprintf("incidents %s %d", requestID, j)), Rationale: argued,
@@ -184,10 +202,18 @@ func (r *loadRun) runTask(control stewardv1connect.TaskServiceClient, l clusterL
 				a = resp.Msg.Action
 			}
 			return err
-		})
+		}
+		err := callWithRetry(r, time.Minute, propose)
 		if err != nil {
+			// A refusal is a failure of the test; the proposal is made
+			// again for a while all the same, so that the rest of the load
+			// still runs through governance and execution. A task that
+			// never takes it gets no more proposals.
 			r.failed(fmt.Sprintf("propose %s on task %s", proposal, taskID), err)
-			continue
+			if err = callUntil(r, clusterRefusedFor, propose); err != nil {
+				r.failed(fmt.Sprintf("gave up on task %s after %s of refusals of %s", taskID, clusterRefusedFor, proposal), err)
+				return
+			}
 		}
 		r.mu.Lock()
 		r.actions = append(r.actions, proposedRead{taskID: taskID, actionID: a.ActionId, opKey: a.OpKey})
@@ -212,9 +238,10 @@ func ended(s stewardv1.ActionStatus) bool {
 // again, while a reaction that retries moves within seconds.
 const clusterQuiet = 30 * time.Second
 
-// settle waits until every task of r has started and every action the API
-// accepted has ended, as the state plane serves them, or until nothing has
-// moved for clusterQuiet; it returns each task as last served.
+// settle waits until every task of r has started and holds its credential
+// and every action the API accepted has ended, as the state plane serves
+// them, or until nothing has moved for clusterQuiet; it returns each task
+// as last served.
 func settle(t *testing.T, d *clusterDeployment, r *loadRun) map[string]*stewardv1.Task {
 	t.Helper()
 	want := map[string]int{}
@@ -254,7 +281,7 @@ func settle(t *testing.T, d *clusterDeployment, r *loadRun) map[string]*stewardv
 }
 
 func taskDone(tk *stewardv1.Task, actions int) bool {
-	if tk.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING || len(tk.Actions) < actions {
+	if tk.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING || tk.Credential == nil || len(tk.Actions) < actions {
 		return false
 	}
 	for _, a := range tk.Actions {
@@ -274,7 +301,7 @@ func clusterVerdict(t *testing.T, d *clusterDeployment, r *loadRun, seen map[str
 		t.Errorf("%d calls failed for good (want only successes, unavailable retried); answers %v; e.g.\n  %s",
 			len(r.failures), r.answers, strings.Join(examples(r.failures), "\n  "))
 	}
-	var unstarted, unserved []string
+	var unstarted, unserved, uncredentialed []string
 	for _, id := range r.tasks {
 		tk, ok := seen[id]
 		switch {
@@ -283,6 +310,12 @@ func clusterVerdict(t *testing.T, d *clusterDeployment, r *loadRun, seen map[str
 		case tk.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING:
 			unstarted = append(unstarted, id)
 		}
+		if ok && tk.Credential == nil {
+			uncredentialed = append(uncredentialed, id)
+		}
+	}
+	if len(uncredentialed) > 0 {
+		t.Errorf("%d of %d tasks hold no credential (governance issued none); e.g. %v", len(uncredentialed), len(r.tasks), examples(uncredentialed))
 	}
 	if len(unserved) > 0 {
 		t.Errorf("%d of %d tasks were never served by the state plane; e.g. %v", len(unserved), len(r.tasks), examples(unserved))

@@ -31,6 +31,8 @@ type Cluster struct {
 	clients []string // each node's client address, HOST:PORT
 	stores  []string // each node's store directory
 	mu      sync.Mutex
+	// procs are the nodes' processes (ClusterProcesses); Nodes are nil then.
+	procs []*nodeProcess
 }
 
 // ClusterOption changes how StartCluster configures its nodes.
@@ -39,6 +41,17 @@ type ClusterOption func(*clusterConfig)
 type clusterConfig struct {
 	configFile string
 	user, pass string
+	processes  bool
+}
+
+// ClusterProcesses runs each node as a process of its own instead of in
+// the test's: the test binary again, which RunNodeFromEnv, called first in
+// its TestMain, turns into the node. StopNode then kills the node with
+// SIGKILL — no leader steps down, nothing is flushed — as a crash of its
+// machine would, and Nodes holds nil; the test's connections (Buses) go
+// over TCP.
+func ClusterProcesses() ClusterOption {
+	return func(c *clusterConfig) { c.processes = true }
 }
 
 // ClusterConfigFile makes every node start from the nats-server
@@ -62,7 +75,7 @@ func ClusterAdmin(user, password string) ClusterOption {
 // servers stop when the test ends.
 func StartCluster(tb testing.TB, size int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
-	c := &Cluster{tb: tb, Nodes: make([]*server.Server, size), Buses: make([]*Bus, size)}
+	c := &Cluster{tb: tb, Nodes: make([]*server.Server, size), Buses: make([]*Bus, size), procs: make([]*nodeProcess, size)}
 	for _, o := range opts {
 		o(&c.cfg)
 	}
@@ -76,55 +89,141 @@ func StartCluster(tb testing.TB, size int, opts ...ClusterOption) *Cluster {
 	for i := range size {
 		c.start(i)
 	}
-	for i, ns := range c.Nodes {
-		if !ns.ReadyForConnections(10 * time.Second) {
-			tb.Fatalf("node %d is not ready for connections", i+1)
-		}
+	for i := range size {
+		c.ready(i)
 	}
-	Eventually(tb, 30*time.Second, func() (bool, string) {
-		for _, ns := range c.Nodes {
-			if ns.JetStreamIsLeader() {
-				peers := ns.JetStreamClusterPeers()
-				return len(peers) == size, fmt.Sprintf("meta leader %s sees JetStream peers %v", ns.Name(), peers)
-			}
-		}
-		return false, "no JetStream meta leader"
-	})
+	c.waitPeers()
 	for i := range size {
 		c.connect(i)
 	}
 	return c
 }
 
+// ready waits until node i takes clients.
+func (c *Cluster) ready(i int) {
+	c.tb.Helper()
+	if c.cfg.processes {
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		p.ready(c.tb, 30*time.Second)
+		return
+	}
+	if !c.Node(i).ReadyForConnections(10 * time.Second) {
+		c.tb.Fatalf("node %d is not ready for connections", i+1)
+	}
+}
+
+// waitPeers waits until the cluster has a meta leader that counts every
+// node as a JetStream peer, so that a stream with a replica on each node
+// can be placed. A node process waits for that itself before it says it
+// is ready (RunNode).
+func (c *Cluster) waitPeers() {
+	c.tb.Helper()
+	if c.cfg.processes {
+		return
+	}
+	Eventually(c.tb, 30*time.Second, func() (bool, string) {
+		for j := range c.Nodes {
+			n := c.Node(j)
+			if n.Running() && n.JetStreamIsLeader() {
+				peers := n.JetStreamClusterPeers()
+				return len(peers) == len(c.Nodes), fmt.Sprintf("meta leader %s sees JetStream peers %v", n.Name(), peers)
+			}
+		}
+		return false, "no JetStream meta leader"
+	})
+}
+
 // options builds node i's configuration, the same at every start.
 func (c *Cluster) options(i int) *server.Options {
 	c.tb.Helper()
+	o, err := c.NodeConfig(i).Options()
+	if err != nil {
+		c.tb.Fatal(err)
+	}
+	return o
+}
+
+// NodeConfig returns node i's configuration: what a process running the
+// node (RunNode) is given.
+func (c *Cluster) NodeConfig(i int) NodeConfig {
+	routes := make([]string, len(c.routes))
+	for j, r := range c.routes {
+		routes[j] = r.String()
+	}
+	return NodeConfig{
+		Name: fmt.Sprintf("steward-%d", i+1), Client: c.clients[i], Cluster: c.routes[i].Host, Routes: routes,
+		StoreDir: c.stores[i], ConfigFile: c.cfg.configFile, AdminUser: c.cfg.user, AdminPassword: c.cfg.pass,
+	}
+}
+
+// NodeConfig is one node of a test cluster: its name, where it listens,
+// its routes to the others, where it keeps its store and whom it takes.
+// It travels as JSON to a node run in a process of its own (RunNode).
+type NodeConfig struct {
+	Name          string
+	Client        string   // HOST:PORT for clients
+	Cluster       string   // HOST:PORT for routes
+	Routes        []string // every node's route URL, nats-route://HOST:PORT
+	StoreDir      string
+	ConfigFile    string `json:",omitempty"` // ClusterConfigFile
+	AdminUser     string `json:",omitempty"` // ClusterAdmin
+	AdminPassword string `json:",omitempty"`
+}
+
+// Options returns the server options of the node n describes.
+func (n NodeConfig) Options() (*server.Options, error) {
 	o := &server.Options{}
-	if c.cfg.configFile != "" {
+	if n.ConfigFile != "" {
 		var err error
-		if o, err = server.ProcessConfigFile(c.cfg.configFile); err != nil {
-			c.tb.Fatal(err)
+		if o, err = server.ProcessConfigFile(n.ConfigFile); err != nil {
+			return nil, err
 		}
 	}
-	if c.cfg.user != "" {
-		o.Users = append(o.Users, &server.User{Username: c.cfg.user, Password: c.cfg.pass})
+	if n.AdminUser != "" {
+		o.Users = append(o.Users, &server.User{Username: n.AdminUser, Password: n.AdminPassword})
 	}
-	host, port, _ := net.SplitHostPort(c.clients[i])
-	o.Port, _ = strconv.Atoi(port)
-	_, port, _ = net.SplitHostPort(c.routes[i].Host)
-	clusterPort, _ := strconv.Atoi(port)
-	o.ServerName = fmt.Sprintf("steward-%d", i+1)
+	host, port, err := net.SplitHostPort(n.Client)
+	if err != nil {
+		return nil, err
+	}
+	if o.Port, err = strconv.Atoi(port); err != nil {
+		return nil, err
+	}
+	clusterHost, port, err := net.SplitHostPort(n.Cluster)
+	if err != nil {
+		return nil, err
+	}
+	clusterPort, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, err
+	}
+	o.ServerName = n.Name
 	o.Host = host // routing waits for a client listener
-	o.JetStream, o.StoreDir = true, c.stores[i]
+	o.JetStream, o.StoreDir = true, n.StoreDir
 	o.NoSigs, o.NoLog = true, true
-	o.Cluster = server.ClusterOpts{Name: "steward-test", Host: "127.0.0.1", Port: clusterPort}
-	o.Routes = c.routes
-	return o
+	o.Cluster = server.ClusterOpts{Name: "steward-test", Host: clusterHost, Port: clusterPort}
+	for _, r := range n.Routes {
+		u, err := url.Parse(r)
+		if err != nil {
+			return nil, err
+		}
+		o.Routes = append(o.Routes, u)
+	}
+	return o, nil
 }
 
 // start runs node i and stops it when the test ends.
 func (c *Cluster) start(i int) {
 	c.tb.Helper()
+	if c.cfg.processes {
+		p := startNodeProcess(c.tb, c.NodeConfig(i))
+		c.mu.Lock()
+		c.procs[i] = p
+		c.mu.Unlock()
+		return
+	}
 	ns, err := server.NewServer(c.options(i))
 	if err != nil {
 		c.tb.Fatal(err)
@@ -141,22 +240,47 @@ func (c *Cluster) connect(i int) {
 	c.tb.Helper()
 	ns := c.Node(i)
 	bus := connectBus(c.tb, func(opts ...nats.Option) (*nats.Conn, error) {
-		o := []nats.Option{nats.InProcessServer(ns), nats.Name("steward-test")}
+		o := []nats.Option{nats.Name("steward-test")}
 		if c.cfg.user != "" {
 			o = append(o, nats.UserInfo(c.cfg.user, c.cfg.pass))
 		}
-		return nats.Connect("", append(o, opts...)...)
+		if ns == nil {
+			// A node of its own: over TCP, to this node alone.
+			return nats.Connect(c.ClientURL(i), append(o, nats.DontRandomize(), nats.IgnoreDiscoveredServers())...)
+		}
+		return nats.Connect("", append(append(o, nats.InProcessServer(ns)), opts...)...)
 	})
 	c.mu.Lock()
 	c.Buses[i] = bus
 	c.mu.Unlock()
 }
 
-// Node returns node i as it runs now (StartNode replaces it).
+// Name returns node i's server name.
+func (c *Cluster) Name(i int) string { return fmt.Sprintf("steward-%d", i+1) }
+
+// Node returns node i as it runs now (StartNode replaces it); nil for a
+// node in a process of its own (ClusterProcesses).
 func (c *Cluster) Node(i int) *server.Server {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.Nodes[i]
+}
+
+// Running reports whether node i runs: it was not stopped, or was started
+// again.
+func (c *Cluster) Running(i int) bool {
+	if c.cfg.processes {
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		select {
+		case <-p.done:
+			return false
+		default:
+			return true
+		}
+	}
+	return c.Node(i).Running()
 }
 
 // Bus returns the test's connection to node i as it is now.
@@ -170,12 +294,20 @@ func (c *Cluster) Bus(i int) *Bus {
 // the same after a restart.
 func (c *Cluster) ClientURL(i int) string { return "nats://" + c.clients[i] }
 
-// StopNode shuts node i down, as a crash of its machine would end it
-// short of losing its disk: its store stays for StartNode. Its clients
-// lose the connection; those of other processes reconnect to the nodes
-// the cluster told them of.
+// StopNode ends node i; its store stays for StartNode. A node in the
+// test's process shuts down, handing on what it leads first; a node in a
+// process of its own (ClusterProcesses) is killed, as a crash would end
+// it. Its clients lose the connection; those of other processes reconnect
+// to the nodes the cluster told them of.
 func (c *Cluster) StopNode(i int) {
 	c.tb.Helper()
+	if c.cfg.processes {
+		c.mu.Lock()
+		p := c.procs[i]
+		c.mu.Unlock()
+		p.kill()
+		return
+	}
 	ns := c.Node(i)
 	ns.Shutdown()
 	ns.WaitForShutdown()
@@ -189,21 +321,9 @@ func (c *Cluster) StartNode(i int) {
 	c.tb.Helper()
 	c.Bus(i).Conn.Close()
 	c.start(i)
-	ns := c.Node(i)
-	if !ns.ReadyForConnections(10 * time.Second) {
-		c.tb.Fatalf("node %d is not ready for connections after a restart", i+1)
-	}
+	c.ready(i)
 	c.connect(i)
-	Eventually(c.tb, 30*time.Second, func() (bool, string) {
-		for j := range c.Nodes {
-			n := c.Node(j)
-			if n.Running() && n.JetStreamIsLeader() {
-				peers := n.JetStreamClusterPeers()
-				return len(peers) == len(c.Nodes), fmt.Sprintf("meta leader %s sees JetStream peers %v", n.Name(), peers)
-			}
-		}
-		return false, "no JetStream meta leader"
-	})
+	c.waitPeers()
 }
 
 // FreeAddr returns an address on 127.0.0.1 that nothing listened on a
