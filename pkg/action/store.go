@@ -46,6 +46,7 @@ func Inline(n int) bool { return n > 0 && n <= MaxInlineRequest }
 type Store struct {
 	kv     jetstream.KeyValue
 	prefix string
+	js     jetstream.JetStream
 }
 
 // OpenStore opens (creating if missing) a content-addressed bucket. It is
@@ -60,7 +61,7 @@ func OpenStore(ctx context.Context, js jetstream.JetStream, cfg bucket.Config) (
 	if err != nil {
 		return nil, err
 	}
-	return &Store{kv: kv, prefix: "kv://" + cfg.Name + "/"}, nil
+	return &Store{kv: kv, prefix: "kv://" + cfg.Name + "/", js: js}, nil
 }
 
 // Put stores data and returns its reference and hash. Bytes stored before
@@ -82,17 +83,25 @@ func (s *Store) Get(ctx context.Context, ref, wantHash string) ([]byte, error) {
 	if !ok {
 		return nil, errs.New(errs.Corrupt, "%s is not a reference into %s", errs.Quote(ref), s.prefix)
 	}
-	e, err := s.kv.Get(ctx, h)
+	data, err := s.value(ctx, h)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return nil, errs.New(errs.Corrupt, "%s is missing from the store", ref)
 	}
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "read %s", ref)
 	}
-	if got := RequestHash(e.Value()); got != wantHash || h != wantHash {
+	if got := RequestHash(data); got != wantHash || h != wantHash {
 		return nil, errs.New(errs.Corrupt, "%s hashes to %s, not %s", ref, got, wantHash)
 	}
-	return e.Value(), nil
+	return data, nil
+}
+
+// value reads key's bytes. A key is read by whoever holds a reference to
+// it, written before the reference was, so a replica's miss is asked of the
+// leader (bucket.Get).
+func (s *Store) value(ctx context.Context, key string) ([]byte, error) {
+	e, err := bucket.Get(ctx, s.js, s.kv, key)
+	return e.Value, err
 }
 
 // Request returns an action's canonical request after checking that it

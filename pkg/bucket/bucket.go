@@ -73,6 +73,12 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Ke
 	return kv, nil
 }
 
+// StreamName returns the name of the stream behind the bucket name.
+func StreamName(name string) string { return "KV_" + name }
+
+// Subject returns the subject that holds key in the bucket name.
+func Subject(name, key string) string { return "$KV." + name + "." + key }
+
 // StreamConfig returns the configuration of the stream behind cfg's
 // bucket: jetstream.CreateKeyValue's for one value per key, less roll-ups
 // and purges.
@@ -82,9 +88,9 @@ func StreamConfig(cfg Config) jetstream.StreamConfig {
 		dup = cfg.TTL
 	}
 	return jetstream.StreamConfig{
-		Name:                 "KV_" + cfg.Name,
+		Name:                 StreamName(cfg.Name),
 		Description:          cfg.Description,
-		Subjects:             []string{"$KV." + cfg.Name + ".>"},
+		Subjects:             []string{Subject(cfg.Name, ">")},
 		MaxMsgsPerSubject:    1,
 		MaxBytes:             -1,
 		MaxMsgs:              -1,

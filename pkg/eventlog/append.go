@@ -132,11 +132,11 @@ func (l *Log) duplicateOf(ctx context.Context, ev *stewardv1.Event, seq uint64) 
 
 // recordAt reads the event stored at seq.
 func (l *Log) recordAt(ctx context.Context, seq uint64) (*stewardv1.EventRecord, error) {
-	raw, err := l.stream.GetMsg(ctx, seq)
+	raw, err := l.at(ctx, seq)
 	if err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "read event %d", seq)
 	}
-	ev, err := l.decode(raw.Subject, raw.Data)
+	ev, err := l.decode(raw.subject, raw.data)
 	if err != nil {
 		return nil, errs.Wrap(errs.Corrupt, err, "read event %d", seq)
 	}

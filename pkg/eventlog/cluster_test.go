@@ -137,3 +137,65 @@ func streamLeader(t *testing.T, cluster *stewardtest.Cluster) int {
 	})
 	return leader
 }
+
+// TestReadsSeeEveryAcknowledgedAppend appends through one node and at
+// once reads through a follower that hears its peers late (a route delayed
+// on purpose), whose own replica answers a client of its node's direct
+// gets first and has not applied the append yet. Every read must see it:
+// the head of a chain is the leader's word, and a miss before it is asked
+// of the leader (DESIGN, rule 9). Before reads took the leader's word,
+// such a read found no task at all — "task not found" to the reaction that
+// set task.created aside, and to a ProposeAction right after CreateTask.
+func TestReadsSeeEveryAcknowledgedAppend(t *testing.T) {
+	const lagging = 2
+	cluster := stewardtest.StartCluster(t, 3, stewardtest.Lagging(lagging, 150*time.Millisecond))
+	ctx := context.Background()
+	logs := make([]*eventlog.Log, len(cluster.Buses))
+	for i, bus := range cluster.Buses {
+		l, err := eventlog.Open(ctx, bus.JS, eventlog.Config{Replicas: 3})
+		if err != nil {
+			t.Fatalf("open the log through node %d: %v", i+1, err)
+		}
+		logs[i] = l
+	}
+	leadFrom(t, cluster, 0)
+	writer, reader := logs[1], logs[lagging]
+	var short []string
+	const rounds = 20
+	for i := range rounds {
+		id := fmt.Sprintf("fresh-%d", i)
+		created, err := writer.Append(ctx, eventlog.Head{}, mustEvent(t, event.Meta{TaskID: id}, &stewardv1.TaskCreated{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := reader.ReadAfter(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 1 || got[0].Sequence != created.Sequence {
+			short = append(short, fmt.Sprintf("%s: %d events", id, len(got)))
+		}
+		last, err := reader.LastSequence(ctx, id)
+		if err != nil || last != created.Sequence {
+			short = append(short, fmt.Sprintf("%s: last sequence %d (%v), want %d", id, last, err, created.Sequence))
+		}
+	}
+	if len(short) > 0 {
+		t.Fatalf("%d reads right after an acknowledged append came back short, e.g. %v", len(short), short[:min(len(short), 5)])
+	}
+}
+
+// leadFrom moves the event stream's leader to node i and waits until every
+// replica is current.
+func leadFrom(t *testing.T, cluster *stewardtest.Cluster, i int) {
+	t.Helper()
+	want := cluster.Nodes[i].Name()
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		if at := streamLeader(t, cluster); cluster.Nodes[at].Name() == want {
+			return true, ""
+		}
+		body := fmt.Sprintf(`{"placement":{"preferred":%q}}`, want)
+		_, err := cluster.Buses[i].JS.Conn().Request("$JS.API.STREAM.LEADER.STEPDOWN."+eventlog.DefaultStream, []byte(body), 5*time.Second)
+		return false, fmt.Sprintf("asked the leader to step down for %s: %v", want, err)
+	})
+}

@@ -154,6 +154,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			}
 		}}
 		hctx := context.WithValue(context.WithValue(ctx, msgKey{}, msg), detachKey{}, work)
+		hctx = WithReadFloor(hctx, ev.TaskId, meta.Sequence.Stream)
 		work.done(h(hctx, &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}))
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)

@@ -44,16 +44,23 @@ func (l *Log) FirstUse(ctx context.Context, key string, value []byte) ([]byte, u
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, 0, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
 		}
-		e, err := kv.Get(ctx, key)
+		first, err := l.firstUseOf(ctx, kv, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue // forgotten between the two calls: record it now
 		}
 		if err != nil {
 			return nil, 0, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
 		}
-		return e.Value(), 0, nil
+		return first, 0, nil
 	}
 	return nil, 0, errs.New(errs.Conflict, "the first use of %s keeps changing; try again", key)
+}
+
+// firstUseOf reads the value recorded under key, which a create just
+// found there: a replica's miss is asked of the leader (bucket.Get).
+func (l *Log) firstUseOf(ctx context.Context, kv jetstream.KeyValue, key string) ([]byte, error) {
+	e, err := bucket.Get(ctx, l.js, kv, key)
+	return e.Value, err
 }
 
 // ForgetFirstUse removes the record FirstUse made at revision, if it is

@@ -120,6 +120,9 @@ type Log struct {
 	// maxPayload is the largest message the server takes.
 	maxPayload int
 	firstUse   firstUses
+	// replicated says the event stream has followers, whose direct gets
+	// may lag: heads and misses are then the leader's (consistent.go).
+	replicated bool
 }
 
 // Open makes sure the event and dead-letter streams exist and returns the
@@ -138,7 +141,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 		Retention:   jetstream.LimitsPolicy,
 		Discard:     jetstream.DiscardNew, // never drop history to make room
 		Duplicates:  cfg.DuplicateWindow,
-		AllowDirect: true, // batch reads of one task's history
+		AllowDirect: true, // reads of one task's history from any replica (consistent.go)
 		DenyDelete:  true,
 		DenyPurge:   true,
 	})
@@ -165,7 +168,8 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	if maxPayload <= 0 {
 		maxPayload = 1 << 20
 	}
-	return &Log{js: js, stream: stream, cfg: cfg, maxPayload: maxPayload}, nil
+	replicated := stream.CachedInfo().Config.Replicas > 1
+	return &Log{js: js, stream: stream, cfg: cfg, maxPayload: maxPayload, replicated: replicated}, nil
 }
 
 func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config, want jetstream.StreamConfig) (jetstream.Stream, error) {

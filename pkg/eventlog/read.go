@@ -87,7 +87,8 @@ func (l *Log) verify(subject, taskID string, raws []Raw) ([]*stewardv1.EventReco
 
 // scan calls fn for each event stored on subject (a wildcard) from stream
 // sequence from on, in order, until fn returns an error. Each step is one
-// direct get of the next message on the subject, answered by any replica.
+// direct get of the next message on the subject, answered by any replica,
+// up to the last message, which is the leader's word (consistent.go).
 //
 // The walk stops at the subject's last message, read first: asking for
 // one more would have the server look through every later message of the
@@ -100,17 +101,17 @@ func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq
 		return err
 	}
 	for from <= last {
-		msg, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
+		msg, err := l.next(ctx, from, subject)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil
 		}
 		if err != nil {
 			return errs.Wrap(errs.Unavailable, err, "read %s", subject)
 		}
-		if err := fn(msg.Sequence, msg.Subject, msg.Data); err != nil {
+		if err := fn(msg.seq, msg.subject, msg.data); err != nil {
 			return err
 		}
-		from = msg.Sequence + 1
+		from = msg.seq + 1
 	}
 	return nil
 }
@@ -172,14 +173,14 @@ func (l *Log) LastToolSequence(ctx context.Context) (uint64, error) {
 }
 
 func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {
-	msg, err := l.stream.GetLastMsgForSubject(ctx, filter)
+	msg, err := l.last(ctx, filter)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, errs.Wrap(errs.Unavailable, err, "read %s", filter)
 	}
-	return msg.Sequence, nil
+	return msg.seq, nil
 }
 
 // decode opens an event read from subject and checks that it belongs

@@ -32,18 +32,18 @@ func (l *Log) ServiceHead(ctx context.Context, tenant, key string) (Head, *stewa
 		return Head{}, nil, err
 	}
 	subject := l.ServiceSubject(tenant, key)
-	msg, err := l.stream.GetLastMsgForSubject(ctx, subject)
+	msg, err := l.last(ctx, subject)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return Head{}, nil, nil
 	}
 	if err != nil {
 		return Head{}, nil, errs.Wrap(errs.Unavailable, err, "read %s", subject)
 	}
-	ev, err := l.decode(msg.Subject, msg.Data)
+	ev, err := l.decode(msg.subject, msg.data)
 	if err != nil {
 		return Head{}, nil, errs.Wrap(errs.Corrupt, err, "last event on %s", subject)
 	}
-	return Head{Sequence: msg.Sequence, Hash: ev.Hash}, ev, nil
+	return Head{Sequence: msg.seq, Hash: ev.Hash}, ev, nil
 }
 
 // ReadService returns every event of a service subject, tenant's or the

@@ -33,6 +33,10 @@ type Cluster struct {
 	mu      sync.Mutex
 	// procs are the nodes' processes (ClusterProcesses); Nodes are nil then.
 	procs []*nodeProcess
+	// solicit are the routes each node solicits, and advertise the
+	// address it advertises to its peers ("" for its own): see routesOf.
+	solicit   [][]string
+	advertise []string
 }
 
 // ClusterOption changes how StartCluster configures its nodes.
@@ -42,6 +46,17 @@ type clusterConfig struct {
 	configFile string
 	user, pass string
 	processes  bool
+	lagging    int // the node that hears its peers late, or -1
+	lag        time.Duration
+}
+
+// Lagging makes node (0-based) hear every other node delay late: its
+// routes go through a proxy that holds back what its peers send. Its
+// replicas then apply what the others agreed delay after them, and a
+// direct get it answers can miss an append the leader has acknowledged —
+// a follower behind, made on purpose.
+func Lagging(node int, delay time.Duration) ClusterOption {
+	return func(c *clusterConfig) { c.lagging, c.lag = node, delay }
 }
 
 // ClusterProcesses runs each node as a process of its own instead of in
@@ -76,6 +91,7 @@ func ClusterAdmin(user, password string) ClusterOption {
 func StartCluster(tb testing.TB, size int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
 	c := &Cluster{tb: tb, Nodes: make([]*server.Server, size), Buses: make([]*Bus, size), procs: make([]*nodeProcess, size)}
+	c.cfg.lagging = -1
 	for _, o := range opts {
 		o(&c.cfg)
 	}
@@ -85,6 +101,10 @@ func StartCluster(tb testing.TB, size int, opts ...ClusterOption) *Cluster {
 		c.routes = append(c.routes, &url.URL{Scheme: "nats-route", Host: FreeAddr(tb)})
 		c.clients = append(c.clients, FreeAddr(tb))
 		c.stores = append(c.stores, tb.TempDir())
+	}
+	for i := range size {
+		solicit, advertise := c.routesOf(i)
+		c.solicit, c.advertise = append(c.solicit, solicit), append(c.advertise, advertise)
 	}
 	for i := range size {
 		c.start(i)
@@ -148,14 +168,35 @@ func (c *Cluster) options(i int) *server.Options {
 // NodeConfig returns node i's configuration: what a process running the
 // node (RunNode) is given.
 func (c *Cluster) NodeConfig(i int) NodeConfig {
-	routes := make([]string, len(c.routes))
-	for j, r := range c.routes {
-		routes[j] = r.String()
-	}
 	return NodeConfig{
-		Name: fmt.Sprintf("steward-%d", i+1), Client: c.clients[i], Cluster: c.routes[i].Host, Routes: routes,
+		Name: c.Name(i), Client: c.clients[i], Cluster: c.routes[i].Host, Routes: c.solicit[i], Advertise: c.advertise[i],
 		StoreDir: c.stores[i], ConfigFile: c.cfg.configFile, AdminUser: c.cfg.user, AdminPassword: c.cfg.pass,
 	}
+}
+
+// routesOf returns the routes node i solicits, and the address it
+// advertises to its peers ("" for its own). Every node solicits every
+// other, but for a lagging cluster: the lagging node alone solicits its
+// peers, each through a proxy that delays what the peer sends, and
+// advertises an address no one listens on, so that no peer opens a
+// route to it that would bypass the proxies. The proxies run in the
+// test's process, and serve a restarted node as they did the first.
+func (c *Cluster) routesOf(i int) (solicit []string, advertise string) {
+	for j, r := range c.routes {
+		switch {
+		case c.cfg.lagging < 0:
+			solicit = append(solicit, r.String())
+		case j == c.cfg.lagging:
+		case i == c.cfg.lagging:
+			solicit = append(solicit, (&url.URL{Scheme: r.Scheme, Host: startLagProxy(c.tb, r.Host, c.cfg.lag).addr()}).String())
+		default:
+			solicit = append(solicit, r.String())
+		}
+	}
+	if i == c.cfg.lagging {
+		advertise = "127.0.0.1:1"
+	}
+	return solicit, advertise
 }
 
 // NodeConfig is one node of a test cluster: its name, where it listens,
@@ -165,7 +206,8 @@ type NodeConfig struct {
 	Name          string
 	Client        string   // HOST:PORT for clients
 	Cluster       string   // HOST:PORT for routes
-	Routes        []string // every node's route URL, nats-route://HOST:PORT
+	Routes        []string // the route URLs it solicits, nats-route://HOST:PORT
+	Advertise     string   `json:",omitempty"` // the route address it advertises, when not its own
 	StoreDir      string
 	ConfigFile    string `json:",omitempty"` // ClusterConfigFile
 	AdminUser     string `json:",omitempty"` // ClusterAdmin
@@ -203,7 +245,7 @@ func (n NodeConfig) Options() (*server.Options, error) {
 	o.Host = host // routing waits for a client listener
 	o.JetStream, o.StoreDir = true, n.StoreDir
 	o.NoSigs, o.NoLog = true, true
-	o.Cluster = server.ClusterOpts{Name: "steward-test", Host: clusterHost, Port: clusterPort}
+	o.Cluster = server.ClusterOpts{Name: "steward-test", Host: clusterHost, Port: clusterPort, Advertise: n.Advertise}
 	for _, r := range n.Routes {
 		u, err := url.Parse(r)
 		if err != nil {

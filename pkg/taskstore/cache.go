@@ -3,6 +3,7 @@ package taskstore
 import (
 	"context"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -66,7 +67,9 @@ func (e *entry) apply(recs ...*stewardv1.EventRecord) error {
 }
 
 // catchUp reads and folds what was appended since the entry's fold; a
-// task with no events is NotFound.
+// task with no events is NotFound. Under a reaction to one of the task's
+// events, a read that has not reached that event is "not yet"
+// (eventlog.ReadFloor): the task is there, the read is behind.
 func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) error {
 	recs, err := log.ReadAfter(ctx, taskID, e.task.GetLastSequence())
 	if err != nil {
@@ -75,12 +78,24 @@ func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) e
 	if err := e.apply(recs...); err != nil {
 		return errs.Wrap(errs.Corrupt, err, "task %s", taskID)
 	}
+	floor := eventlog.ReadFloor(ctx, taskID)
 	if e.task == nil {
 		cacheFor(log).forget(taskID, e)
+		if floor > 0 {
+			return errs.Later(behindRetry, "task %s read from behind its event at seq %d: it has no events yet", taskID, floor)
+		}
 		return errs.New(errs.NotFound, "task %s not found", taskID)
+	}
+	if e.task.LastSequence < floor {
+		return errs.Later(behindRetry, "task %s read up to seq %d, behind its event at seq %d", taskID, e.task.LastSequence, floor)
 	}
 	return nil
 }
+
+// behindRetry is how soon a reaction whose read was behind its event comes
+// again: a replica catches up in milliseconds, a new stream leader within
+// its election.
+const behindRetry = 100 * time.Millisecond
 
 // history is the entry's ids as of its fold now.
 func (e *entry) history() history { return history{set: e.ids, upTo: e.task.GetLastSequence()} }

@@ -50,7 +50,11 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+	t, history, err := p.loadStarted(ctx, req.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	if id != "" && history.Has(id) {
 		return t, nil // a retry of a question asked, whatever has happened since
 	}
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {

@@ -43,7 +43,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if req.Plan == nil {
 		return nil, false, errs.Field("plan", "is required")
 	}
-	t, history, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, history, err := p.loadStarted(ctx, req.TaskId)
 	if err != nil {
 		return nil, false, err
 	}

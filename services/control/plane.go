@@ -89,6 +89,8 @@ type Plane struct {
 	// the record that the step runs it, or between a sub_task step's
 	// record and its delegation (AfterStepProposal).
 	stepProposed func(step string) error
+	// startWait bounds the wait for a pending task (loadStarted).
+	startWait time.Duration
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
@@ -101,6 +103,12 @@ type Option func(*Plane)
 // crash would, and the event is delivered again.
 func AfterStepProposal(fn func(step string) error) Option {
 	return func(p *Plane) { p.stepProposed = fn }
+}
+
+// StartWait sets how long a command that needs a running task waits for
+// a pending one to start (startWait by default).
+func StartWait(d time.Duration) Option {
+	return func(p *Plane) { p.startWait = d }
 }
 
 // New returns a control plane over log, configured by cfg.
@@ -118,6 +126,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		log: log, logger: logger.With("plane", PlaneName),
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
+		startWait: startWait,
 	}
 	for _, o := range opts {
 		o(p)

@@ -13,7 +13,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Limits on a proposal.
@@ -53,7 +52,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	// The versions a proposal may take are fixed when its task is created
 	// (toolFor): any fold of the task this process holds has them, so one
 	// already cached is taken without a read.
-	t, _, err := taskstore.LoadSince(ctx, p.log, req.TaskId, 1)
+	t, _, err := p.loadStarted(ctx, req.TaskId)
 	if err != nil {
 		return nil, false, err
 	}

@@ -193,7 +193,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 			sandbox = filepath.Join(m.DataDir, "sandbox")
 		}
 	}
-	builtin, err := adapter.NewBuiltin(adapter.BuiltinConfig{SandboxDir: sandbox, KV: toolKV})
+	builtin, err := adapter.NewBuiltin(adapter.BuiltinConfig{SandboxDir: sandbox, KV: toolKV, JS: js})
 	if err != nil {
 		return nil, fmt.Errorf("--sandbox: %w", err)
 	}

@@ -29,6 +29,9 @@ type BuiltinConfig struct {
 	// KV is the bucket for kv.append; may be nil, and then kv.append fails
 	// deterministically.
 	KV jetstream.KeyValue
+	// JS is the connection KV is on: a replica's miss is asked of the
+	// bucket's leader (bucket.Get). Without it a miss is final.
+	JS jetstream.JetStream
 }
 
 // builtinAdapter runs tools inside the process. Each honours the op_key
@@ -39,6 +42,7 @@ type builtinAdapter struct {
 	sandbox sandbox
 	ops     opStore
 	kv      jetstream.KeyValue
+	js      jetstream.JetStream
 	// locks serialise calls that share an op_key, so a concurrent repeat
 	// waits for the first and then finds its record. Striped, because a
 	// lock per key would need forgetting.
@@ -58,7 +62,7 @@ func NewBuiltin(cfg BuiltinConfig) (Adapter, error) {
 		return nil, fmt.Errorf("adapter: builtin: sandbox dir: %w", err)
 	}
 	sb := sandbox{dir: cfg.SandboxDir}
-	b := &builtinAdapter{sandbox: sb, ops: opStore{sandbox: sb}, kv: cfg.KV}
+	b := &builtinAdapter{sandbox: sb, ops: opStore{sandbox: sb}, kv: cfg.KV, js: cfg.JS}
 	if err := b.ops.init(); err != nil {
 		return nil, fmt.Errorf("adapter: builtin: op records: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/bucket"
 )
 
 // kvAppendParams are kv.append's parameters.
@@ -65,12 +67,12 @@ func (b *builtinAdapter) appendKV(ctx context.Context, req Request) Result {
 	rev, err := b.kv.Create(ctx, key, p.Record)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyExists):
-		entry, gerr := b.kv.Get(ctx, key)
+		entry, gerr := bucket.Get(ctx, b.js, b.kv, key)
 		if gerr != nil {
 			// Appended before, but the first result could not be read.
 			return unknown("kv.append: %s exists but could not be read: %v", key, gerr)
 		}
-		rev = entry.Revision()
+		rev = entry.Revision
 	case errors.Is(err, jetstream.ErrInvalidKey):
 		return deterministic("kv.append: %v", err)
 	case err != nil:
@@ -95,14 +97,15 @@ func (b *builtinAdapter) appendKVStatus(ctx context.Context, req Request) (Statu
 	if err != nil {
 		return StatusAnswer{}, fmt.Errorf("adapter: kv.append status: %w", err)
 	}
-	entry, err := b.kv.Get(ctx, key)
+	// Not accepted is final, so a replica's miss is asked of the leader.
+	entry, err := bucket.Get(ctx, b.js, b.kv, key)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return StatusAnswer{State: StateNotAccepted}, nil
 	}
 	if err != nil {
 		return StatusAnswer{}, fmt.Errorf("adapter: kv.append status: %w", err)
 	}
-	return StatusAnswer{State: StateSucceeded, Result: kvResult(key, entry.Revision())}, nil
+	return StatusAnswer{State: StateSucceeded, Result: kvResult(key, entry.Revision)}, nil
 }
 
 func kvResult(key string, rev uint64) []byte {

@@ -1,0 +1,58 @@
+package taskstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// TestAReadBehindItsFloorIsNotYet: a reader that must see a task up to a
+// sequence (a reaction to one of its events) and reads less — a replica
+// behind, a leader just elected — is told "not yet" (errs.Later), which a
+// consumer redelivers, never NotFound or a task without the event, which
+// it would act on. Without a floor the same read is what the log has.
+func TestAReadBehindItsFloorIsNotYet(t *testing.T) {
+	log, _ := stewardtest.OpenLog(t)
+	ctx := context.Background()
+	const id = "floored"
+	tk := stewardtest.Append(t, log, id, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
+	ahead := tk.LastSequence + 7 // an event the read has not reached
+
+	reads := map[string]func(context.Context, string) error{
+		"Load": func(ctx context.Context, id string) error { _, _, err := taskstore.Load(ctx, log, id); return err },
+		"LoadSince": func(ctx context.Context, id string) error {
+			_, _, err := taskstore.LoadSince(ctx, log, id, ahead)
+			return err
+		},
+		"Write": func(ctx context.Context, id string) error {
+			return taskstore.Write(ctx, log, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil })
+		},
+	}
+	for name, read := range reads {
+		if err := read(eventlog.WithReadFloor(ctx, id, ahead), id); !isLater(err) {
+			t.Errorf("%s of a task read up to seq %d under a floor of %d: %v, want not yet", name, tk.LastSequence, ahead, err)
+		}
+		if err := read(eventlog.WithReadFloor(ctx, "no-such-task", ahead), "no-such-task"); !isLater(err) {
+			t.Errorf("%s of a task with no events yet under a floor: %v, want not yet, not NotFound", name, err)
+		}
+		if err := read(eventlog.WithReadFloor(ctx, id, tk.LastSequence), id); err != nil {
+			t.Errorf("%s at its floor: %v", name, err)
+		}
+		if err := read(eventlog.WithReadFloor(ctx, "another", ahead), id); err != nil {
+			t.Errorf("%s under another task's floor: %v, want the task as the log has it", name, err)
+		}
+		if err := read(ctx, "no-such-task"); !errs.Is(err, errs.NotFound) {
+			t.Errorf("%s of an unknown task without a floor: %v, want NotFound", name, err)
+		}
+	}
+}
+
+func isLater(err error) bool {
+	_, ok := errs.LaterBy(err)
+	return ok
+}

@@ -1,0 +1,43 @@
+package control
+
+import (
+	"context"
+	"time"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// startWait bounds how long a command that needs a running task waits for
+// one that is still pending. A task is pending from CreateTask until this
+// plane's own reaction starts it: milliseconds on one server, longer on a
+// cluster under load or while a stream leader is elected. A command that
+// comes in that window — an agent proposing right after creating — waits
+// rather than refusing what it would take a moment later; past the bound
+// it is Unavailable, which clients retry (docs/errors.md).
+const startWait = 5 * time.Second
+
+// loadStarted is taskstore.LoadSince(…, 1) for a command that needs a
+// running task: a pending task is read again, with a growing pause, until
+// it has left pending or p.startWait has passed.
+func (p *Plane) loadStarted(ctx context.Context, taskID string) (*stewardv1.Task, taskstore.History, error) {
+	t, h, err := taskstore.LoadSince(ctx, p.log, taskID, 1)
+	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+		return t, h, err
+	}
+	give := time.NewTimer(p.startWait)
+	defer give.Stop()
+	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+		select {
+		case <-ctx.Done():
+			return nil, nil, errs.Wrap(errs.Unavailable, ctx.Err(), "wait for task %s to start", taskID)
+		case <-give.C:
+			return nil, nil, errs.New(errs.Unavailable, "task %s has not started yet (it is pending); try again", taskID)
+		case <-time.After(pause):
+		}
+		if t, h, err = taskstore.Load(ctx, p.log, taskID); err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+			return t, h, err
+		}
+	}
+}
