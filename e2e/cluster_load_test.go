@@ -443,10 +443,10 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(len(s)-1, int(float64(len(s))*p/100))]
 }
 
-// longestGap returns the longest time between consecutive endings, and
+// longestGap returns the longest time between consecutive times, and
 // when it began.
-func longestGap(endings []time.Time) (time.Duration, time.Time) {
-	s := slices.Clone(endings)
+func longestGap(times []time.Time) (time.Duration, time.Time) {
+	s := slices.Clone(times)
 	sort.Slice(s, func(i, j int) bool { return s[i].Before(s[j]) })
 	var gap time.Duration
 	var from time.Time
@@ -456,4 +456,16 @@ func longestGap(endings []time.Time) (time.Duration, time.Time) {
 		}
 	}
 	return gap, from
+}
+
+// longestGapSince is longestGap over the times after since, counting
+// since as the first: a pause that begins at since counts in full.
+func longestGapSince(times []time.Time, since time.Time) (time.Duration, time.Time) {
+	after := []time.Time{since}
+	for _, at := range times {
+		if at.After(since) {
+			after = append(after, at)
+		}
+	}
+	return longestGap(after)
 }

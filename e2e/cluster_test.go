@@ -83,9 +83,9 @@ func TestClusterStreamLeaderLoss(t *testing.T) {
 	seen := settle(t, d, r)
 	wall := time.Since(r.started)
 	lat, endings := clusterVerdict(t, d, r, seen, false)
-	gap, from := longestGap(endings)
+	gap, from := longestGapSince(endings, stopped)
 	r.mu.Lock()
-	proposalGap, proposalFrom := longestGap(r.accepted)
+	proposalGap, proposalFrom := longestGapSince(r.accepted, stopped)
 	r.mu.Unlock()
 	var twice []string
 	for _, p := range r.actions {
@@ -93,7 +93,7 @@ func TestClusterStreamLeaderLoss(t *testing.T) {
 			twice = append(twice, fmt.Sprintf("%s×%d", p.opKey, n))
 		}
 	}
-	t.Logf("cluster leader loss: %d of %d tasks, %d of %d actions accepted, %d succeeded; wall %s; new leader %s seen %s after the kill; longest time without a proposal accepted %s (from %s after the kill); node restarted and rejoined %s after the kill; longest time without an action ending %s (from %s after the kill); propose→ended p50 %s, p99 %s; op_keys called more than once %d %v; answers %v; plane logs: %s",
+	t.Logf("cluster leader loss: %d of %d tasks, %d of %d actions accepted, %d succeeded; wall %s; new leader %s seen %s after the kill; longest time after the kill without a proposal accepted %s (from %s after the kill); node restarted and rejoined %s after the kill; longest time after the kill without an action ending %s (from %s after the kill); propose→ended p50 %s, p99 %s; op_keys called more than once %d %v; answers %v; plane logs: %s",
 		len(r.tasks), l.tasks, len(r.actions), l.tasks*l.actions, len(lat), wall.Round(time.Millisecond),
 		d.cluster.Name(newLeader), elected.Sub(stopped).Round(time.Millisecond), proposalGap.Round(time.Millisecond), proposalFrom.Sub(stopped).Round(time.Millisecond),
 		rejoined.Round(time.Millisecond),
