@@ -13,16 +13,20 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Cluster is a JetStream cluster of servers in the test's process, each
-// with its own store and its own client connection: enough to run streams
-// with three replicas. Each node listens for clients on a fixed port of
-// 127.0.0.1, so that processes outside the test can connect to it and a
-// node stopped with StopNode comes back with StartNode where it was.
+// Cluster is a JetStream cluster of servers in the test's process (or
+// each in a process of its own, ClusterProcesses), each with its own store
+// and its own client connection: enough to run streams with three
+// replicas. Each node listens for clients on a fixed port of 127.0.0.1, so
+// that processes outside the test can connect to it and a node stopped
+// with StopNode comes back with StartNode where it was. Its methods are
+// safe to call concurrently.
 type Cluster struct {
+	// Nodes are the servers; nil for nodes in processes of their own.
+	// StartNode replaces a restarted node's: read it with Node.
 	Nodes []*server.Server
 	// Buses are the nodes' connections, in the order of Nodes: a client
-	// of Buses[i] reaches the cluster through Nodes[i]. Their Server is
-	// nil; the node is Nodes[i]. StartNode replaces a restarted node's.
+	// of Buses[i] reaches the cluster through node i. Their Server is nil.
+	// StartNode replaces a restarted node's: read it with Bus.
 	Buses []*Bus
 
 	tb      testing.TB
@@ -126,7 +130,7 @@ func (c *Cluster) ready(i int) {
 		c.mu.Lock()
 		p := c.procs[i]
 		c.mu.Unlock()
-		p.ready(c.tb, 30*time.Second)
+		p.ready(c.tb, time.Minute) // longer than the node waits for itself
 		return
 	}
 	if !c.Node(i).ReadyForConnections(10 * time.Second) {

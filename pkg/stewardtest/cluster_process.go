@@ -49,10 +49,13 @@ func runNode(spec string) error {
 	if err != nil {
 		return err
 	}
+	// The node logs on stderr, which the test shows if the node fails.
+	opts.NoLog = false
 	ns, err := server.NewServer(opts)
 	if err != nil {
 		return err
 	}
+	ns.ConfigureLogger()
 	ns.Start()
 	if !ns.ReadyForConnections(30 * time.Second) {
 		return fmt.Errorf("%s is not ready for connections", cfg.Name)
@@ -128,9 +131,9 @@ func (p *nodeProcess) ready(tb testing.TB, within time.Duration) {
 	select {
 	case <-p.readyCh:
 	case <-p.done:
-		tb.Fatalf("node process exited before it was ready: %s", p.logged())
+		tb.Fatalf("node process exited before it was ready; it logged:\n%s", p.logged())
 	case <-time.After(within):
-		tb.Fatalf("node process not ready within %s: %s", within, p.logged())
+		tb.Fatalf("node process not ready within %s; it logged:\n%s", within, p.logged())
 	}
 }
 
