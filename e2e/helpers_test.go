@@ -32,6 +32,9 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	// A cluster node the cluster tests run in a process of its own is this
+	// binary again.
+	stewardtest.RunNodeFromEnv()
 	dir, err := os.MkdirTemp("", "steward-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,471 @@
+package e2e_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/audit"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+)
+
+// clusterLoad is how much load a cluster test applies: tasks created by
+// clients callers at once, each proposing actions reads as soon as it is
+// created. STEWARD_CLUSTER_TASKS, STEWARD_CLUSTER_ACTIONS (per task) and
+// STEWARD_CLUSTER_CLIENTS override the defaults, sized for CI.
+type clusterLoad struct {
+	tasks, actions, clients int
+}
+
+func clusterLoadFromEnv(t *testing.T, def clusterLoad) clusterLoad {
+	t.Helper()
+	get := func(name string, v *int) {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				t.Fatalf("%s=%q: want a positive number", name, s)
+			}
+			*v = n
+		}
+	}
+	get("STEWARD_CLUSTER_TASKS", &def.tasks)
+	get("STEWARD_CLUSTER_ACTIONS", &def.actions)
+	get("STEWARD_CLUSTER_CLIENTS", &def.clients)
+	return def
+}
+
+// loadRun is what a load did: every task and action the API accepted,
+// every answer's code, and the calls that failed for good.
+type loadRun struct {
+	mu       sync.Mutex
+	tasks    []string
+	actions  []proposedRead
+	answers  map[string]int // code of every answer, retries included ("ok" for success)
+	failures []string       // calls that failed for good, with code and message
+	// accepted are the times proposals were accepted, in order.
+	accepted []time.Time
+	started  time.Time
+}
+
+type proposedRead struct {
+	taskID, actionID, opKey string
+}
+
+func (r *loadRun) answered(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	code := "ok"
+	if err != nil {
+		code = connect.CodeOf(err).String()
+	}
+	r.answers[code]++
+}
+
+func (r *loadRun) failed(what string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failures = append(r.failures, fmt.Sprintf("%s: %s: %s", what, connect.CodeOf(err), err))
+}
+
+// proposedCount is how many proposals were accepted so far.
+func (r *loadRun) proposedCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.actions)
+}
+
+// acceptedAfter returns when the first proposal after at was accepted.
+func (r *loadRun) acceptedAfter(at time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, a := range r.accepted {
+		if a.After(at) {
+			return a, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// callWithRetry runs call until it succeeds or fails with anything but
+// unavailable, which a client retries with backoff, as the API asks;
+// within bounds the whole.
+func callWithRetry(r *loadRun, within time.Duration, call func() error) error {
+	backoff := 25 * time.Millisecond
+	deadline := time.Now().Add(within)
+	for {
+		err := call()
+		r.answered(err)
+		if connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// searchParams are the search tool's parameters for query q.
+// clusterRefusedFor is how long a refused proposal is made again before
+// its task is given up.
+const clusterRefusedFor = 10 * time.Second
+
+// callUntil runs call until it succeeds, whatever it answers, for up to
+// within, and returns its last error.
+func callUntil(r *loadRun, within time.Duration, call func() error) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := call()
+		r.answered(err)
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond) // before proposing again
+	}
+}
+
+func searchParams(q string) *structpb.Struct {
+	s, err := structpb.NewStruct(map[string]any{"q": q})
+	if err != nil {
+		panic(err) // a string always converts
+	}
+	return s
+}
+
+func newLoadRun() *loadRun { return &loadRun{answers: map[string]int{}} }
+
+// applyLoad creates l.tasks tasks from l.clients callers at once, spread
+// over the control planes, each proposing l.actions reads right after
+// CreateTask returns, records what happens in r, and returns once every
+// call has answered for good. It may run on a goroutine of its own.
+func applyLoad(d *clusterDeployment, l clusterLoad, run string, r *loadRun) {
+	r.mu.Lock()
+	r.started = time.Now()
+	r.mu.Unlock()
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for c := range l.clients {
+		control := d.controls[c%len(d.controls)]
+		wg.Go(func() {
+			for i := range next {
+				r.runTask(control, l, fmt.Sprintf("%s-%d", run, i))
+			}
+		})
+	}
+	for i := range l.tasks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// runTask creates one task and proposes its reads, retrying what is
+// unavailable; a refusal is recorded, not retried.
+func (r *loadRun) runTask(control stewardv1connect.TaskServiceClient, l clusterLoad, requestID string) {
+	ctx := context.Background()
+	k := contract()
+	k.AllowedTools = []string{"search"}
+	var taskID string
+	err := callWithRetry(r, time.Minute, func() error {
+		resp, err := control.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+		if err == nil {
+			taskID = resp.Msg.Task.Contract.TaskId
+		}
+		return err
+	})
+	if err != nil {
+		r.failed("create "+requestID, err)
+		return
+	}
+	r.mu.Lock()
+	r.tasks = append(r.tasks, taskID)
+	r.mu.Unlock()
+	for j := range l.actions {
+		proposal := fmt.Sprintf("read-%d", j)
+		var a *stewardv1.Action
+		propose := func() error {
+			resp, err := control.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+				TaskId: taskID, ProposalId: proposal, Tool: "search", Target: "acct:42",
+				Params: searchParams(fmt.Sprintf("incidents %s %d", requestID, j)), Rationale: argued,
+			}))
+			if err == nil {
+				a = resp.Msg.Action
+			}
+			return err
+		}
+		err := callWithRetry(r, time.Minute, propose)
+		if err != nil {
+			// A refusal is a failure of the test; the proposal is made
+			// again for a while all the same, so that the rest of the load
+			// still runs through governance and execution. A task that
+			// never takes it gets no more proposals.
+			r.failed(fmt.Sprintf("propose %s on task %s", proposal, taskID), err)
+			if err = callUntil(r, clusterRefusedFor, propose); err != nil {
+				r.failed(fmt.Sprintf("gave up on task %s after %s of refusals of %s", taskID, clusterRefusedFor, proposal), err)
+				return
+			}
+		}
+		r.mu.Lock()
+		r.actions = append(r.actions, proposedRead{taskID: taskID, actionID: a.ActionId, opKey: a.OpKey})
+		r.accepted = append(r.accepted, time.Now())
+		r.mu.Unlock()
+	}
+}
+
+// ended reports whether an action's status is final.
+func ended(s stewardv1.ActionStatus) bool {
+	switch s {
+	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, stewardv1.ActionStatus_ACTION_STATUS_FAILED,
+		stewardv1.ActionStatus_ACTION_STATUS_DENIED, stewardv1.ActionStatus_ACTION_STATUS_REJECTED,
+		stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
+		return true
+	}
+	return false
+}
+
+// clusterQuiet is how long the log may go without a new event, while some
+// task is not done, before the wait gives up: a stranded task never moves
+// again, while a reaction that retries moves within seconds.
+const clusterQuiet = 30 * time.Second
+
+// settle waits until every task of r has started and holds its credential
+// and every action the API accepted has ended, as the state plane serves
+// them, or until nothing has moved for clusterQuiet; it returns each task
+// as last served.
+func settle(t *testing.T, d *clusterDeployment, r *loadRun) map[string]*stewardv1.Task {
+	t.Helper()
+	want := map[string]int{}
+	for _, a := range r.actions {
+		want[a.taskID]++
+	}
+	seen := map[string]*stewardv1.Task{}
+	pending := slices.Clone(r.tasks)
+	lastEvents, moved := -1, time.Now()
+	for len(pending) > 0 && time.Since(moved) < clusterQuiet {
+		var still []string
+		for _, id := range pending {
+			resp, err := d.state.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: id}))
+			if err != nil {
+				still = append(still, id)
+				continue
+			}
+			tk := resp.Msg.Task
+			seen[id] = tk
+			if !taskDone(tk, want[id]) {
+				still = append(still, id)
+			}
+		}
+		pending = still
+		events := 0
+		for _, tk := range seen {
+			events += int(tk.EventCount)
+		}
+		if events != lastEvents {
+			lastEvents, moved = events, time.Now()
+		}
+		if len(pending) > 0 {
+			time.Sleep(200 * time.Millisecond) // between polls of the state plane
+		}
+	}
+	return seen
+}
+
+func taskDone(tk *stewardv1.Task, actions int) bool {
+	if tk.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING || tk.Credential == nil || len(tk.Actions) < actions {
+		return false
+	}
+	for _, a := range tk.Actions {
+		if !ended(a.Status) {
+			return false
+		}
+	}
+	return true
+}
+
+// clusterVerdict checks the end state of a load on the cluster and returns
+// the propose→ended times of the actions that succeeded, and when each
+// ended. It reports every problem it finds, not just the first.
+func clusterVerdict(t *testing.T, d *clusterDeployment, r *loadRun, seen map[string]*stewardv1.Task, exactCalls bool) (latencies []time.Duration, endings []time.Time) {
+	t.Helper()
+	if len(r.failures) > 0 {
+		t.Errorf("%d calls failed for good (want only successes, unavailable retried); answers %v; e.g.\n  %s",
+			len(r.failures), r.answers, strings.Join(examples(r.failures), "\n  "))
+	}
+	var unstarted, unserved, uncredentialed []string
+	for _, id := range r.tasks {
+		tk, ok := seen[id]
+		switch {
+		case !ok:
+			unserved = append(unserved, id)
+		case tk.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING:
+			unstarted = append(unstarted, id)
+		}
+		if ok && tk.Credential == nil {
+			uncredentialed = append(uncredentialed, id)
+		}
+	}
+	if len(uncredentialed) > 0 {
+		t.Errorf("%d of %d tasks hold no credential (governance issued none); e.g. %v", len(uncredentialed), len(r.tasks), examples(uncredentialed))
+	}
+	if len(unserved) > 0 {
+		t.Errorf("%d of %d tasks were never served by the state plane; e.g. %v", len(unserved), len(r.tasks), examples(unserved))
+	}
+	if len(unstarted) > 0 {
+		t.Errorf("%d of %d tasks never started (left PENDING); e.g. %v", len(unstarted), len(r.tasks), examples(unstarted))
+	}
+
+	byStatus := map[string]int{}
+	var stuck, missing []string
+	for _, p := range r.actions {
+		var a *stewardv1.Action
+		for _, x := range seen[p.taskID].GetActions() {
+			if x.ActionId == p.actionID {
+				a = x
+			}
+		}
+		if a == nil {
+			missing = append(missing, p.taskID+"/"+p.actionID)
+			continue
+		}
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			byStatus[strings.TrimPrefix(a.Status.String(), "ACTION_STATUS_")]++
+			why := ""
+			if a.Snapshot != nil {
+				why = fmt.Sprintf(" %s %q", a.Snapshot.Decision, a.Snapshot.Reasons)
+			}
+			stuck = append(stuck, fmt.Sprintf("%s/%s %s%s", p.taskID, p.actionID, a.Status, why))
+			continue
+		}
+		if a.ProposedAt != nil && a.GetOutcome().GetFinishedAt() != nil {
+			latencies = append(latencies, a.Outcome.FinishedAt.AsTime().Sub(a.ProposedAt.AsTime()))
+			endings = append(endings, a.Outcome.FinishedAt.AsTime())
+		}
+		if n := d.tool.Executions(p.opKey); n != 1 {
+			t.Errorf("action %s/%s: the tool did the work %d times for op_key %s, want once", p.taskID, p.actionID, n, p.opKey)
+		} else if n := d.tool.CallsFor(p.opKey); exactCalls && n != 1 {
+			t.Errorf("action %s/%s: the tool was called %d times with op_key %s, want once", p.taskID, p.actionID, n, p.opKey)
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("%d of %d accepted actions are not on their task as the state plane serves it; e.g. %v", len(missing), len(r.actions), examples(missing))
+	}
+	if len(stuck) > 0 {
+		t.Errorf("%d of %d actions did not end SUCCEEDED: %v; e.g.\n  %s", len(stuck), len(r.actions), byStatus, strings.Join(examples(stuck), "\n  "))
+	}
+
+	if dead := d.deadLetters(t); len(dead) > 0 {
+		t.Errorf("%d events were set aside on STEWARD_DEADLETTER, want none; e.g.\n  %s", len(dead), strings.Join(examples(dead), "\n  "))
+	}
+	if broken := verifyChains(t, d, r.tasks, seen); len(broken) > 0 {
+		t.Errorf("%d of %d tasks' hash chains do not verify; e.g.\n  %s", len(broken), len(r.tasks), strings.Join(examples(broken), "\n  "))
+	}
+	return latencies, endings
+}
+
+// verifyChains replays each task through the audit service and checks its
+// hash chain and credentials here, as `steward audit verify` does; it
+// returns what did not verify.
+func verifyChains(t *testing.T, d *clusterDeployment, tasks []string, seen map[string]*stewardv1.Task) []string {
+	t.Helper()
+	var broken []string
+	for _, id := range tasks {
+		var events [][]byte
+		var err error
+		// The replay reads the log: a read may lag the projection a moment
+		// on a replicated stream, so it is asked again until it has as many
+		// events as the projection served.
+		for try := 0; try < 50; try++ {
+			events, err = replay(d, id)
+			if err == nil && len(events) >= int(seen[id].GetEventCount()) {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // before asking the audit service again
+		}
+		if err != nil {
+			broken = append(broken, fmt.Sprintf("%s: replay: %v", id, err))
+			continue
+		}
+		rep := audit.Verify(id, events, audit.WithCredentials(d.trusted))
+		switch {
+		case !rep.OK():
+			broken = append(broken, fmt.Sprintf("%s: event %d (%s): %s", id, rep.Break.Index, rep.Break.EventID, rep.Break.Reason))
+		case len(events) < int(seen[id].GetEventCount()):
+			broken = append(broken, fmt.Sprintf("%s: replay served %d events, the projection %d", id, len(events), seen[id].GetEventCount()))
+		}
+	}
+	return broken
+}
+
+func replay(d *clusterDeployment, taskID string) ([][]byte, error) {
+	stream, err := d.state.audit.ReplayTask(context.Background(), connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	var out [][]byte
+	for stream.Receive() {
+		out = append(out, stream.Msg().Data)
+	}
+	if err := stream.Err(); err != nil {
+		return nil, err
+	}
+	if len(out) == 0 {
+		return nil, errors.New("no events")
+	}
+	return out, nil
+}
+
+// examples returns the first few of items, for a failure message.
+func examples(items []string) []string {
+	if len(items) > 5 {
+		return append(slices.Clone(items[:5]), fmt.Sprintf("… and %d more", len(items)-5))
+	}
+	return items
+}
+
+// percentile returns the p-th percentile of ds (0 < p ≤ 100).
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p/100))]
+}
+
+// longestGap returns the longest time between consecutive times, and
+// when it began.
+func longestGap(times []time.Time) (time.Duration, time.Time) {
+	s := slices.Clone(times)
+	sort.Slice(s, func(i, j int) bool { return s[i].Before(s[j]) })
+	var gap time.Duration
+	var from time.Time
+	for i := 1; i < len(s); i++ {
+		if g := s[i].Sub(s[i-1]); g > gap {
+			gap, from = g, s[i-1]
+		}
+	}
+	return gap, from
+}
+
+// longestGapSince is longestGap over the times after since, counting
+// since as the first: a pause that begins at since counts in full.
+func longestGapSince(times []time.Time, since time.Time) (time.Duration, time.Time) {
+	after := []time.Time{since}
+	for _, at := range times {
+		if at.After(since) {
+			after = append(after, at)
+		}
+	}
+	return longestGap(after)
+}
