@@ -53,49 +53,26 @@ var clusterPlanes = []struct {
 	{"control", 0}, {"governance", 1}, {"execution", 2}, {"state", 0}, {"control", 2},
 }
 
-const (
-	clusterAdmin    = "e2e-admin"
-	clusterPassword = "e2e-admin-password-0123456789"
-)
-
 // startClusterDeployment starts the cluster and the planes, with a read
 // tool, search, served by a reference HTTP tool that answers status
 // queries.
 func startClusterDeployment(t *testing.T) *clusterDeployment {
 	t.Helper()
-	dir := t.TempDir()
-	users := filepath.Join(dir, "nats-users")
-	run(t, 0, "nats-users", "--out", users)
-	d := &clusterDeployment{
-		cluster: stewardtest.StartCluster(t, 3,
-			stewardtest.ClusterConfigFile(filepath.Join(users, "nats", "users.conf")),
-			stewardtest.ClusterAdmin(clusterAdmin, clusterPassword),
-			stewardtest.ClusterProcesses()),
-		tool:  stewardtest.StartTool(t),
-		procs: map[string]*proc{},
-	}
+	b := startClusterBase(t)
+	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*proc{}}
 	// The search tool offers the status query: a read whose outcome went
 	// unrecorded while the stream had no leader is settled by asking the
 	// tool, not left to a person.
 	search := strings.Replace(governedTools(d.tool)[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+d.tool.URL+`/status", "url": `, 1)
-	tools := writeFile(t, dir, "tools.json", `{"tools": [`+search+`]}`)
+	tools := writeFile(t, b.dir, "tools.json", `{"tools": [`+search+`]}`)
 	var governance string
 	for _, p := range clusterPlanes {
-		args := []string{"serve", "--plane", p.plane, "--nats", d.cluster.ClientURL(p.node), "--replicas", "3",
-			"--addr", "127.0.0.1:0", "--insecure", "--log-level", "warn",
-			"--nats-nkey", filepath.Join(users, p.plane, "nats.nk")}
-		switch p.plane {
-		case "governance":
-			args = append(args, "--credential-key", filepath.Join(dir, "credential.key"))
-		case "execution":
-			// Governance is up by now: execution checks permits with its key,
-			// fetched as compose's permit-key job does.
-			key := filepath.Join(dir, "credential.pub")
-			run(t, 0, "audit", "key", "--addr", strings.TrimPrefix(governance, "http://"), "--out", key)
-			args = append(args, "--permit-key", key, "--tools", tools, "--sandbox", filepath.Join(dir, "sandbox"))
+		var args []string
+		if p.plane == "execution" {
+			args = []string{"--tools", tools, "--sandbox", filepath.Join(b.dir, "sandbox")}
 		}
 		name := fmt.Sprintf("%s@%d", p.plane, p.node+1)
-		pr := startCommand(t, nil, args...)
+		pr := b.startPlane(t, p.plane, p.node, governance, nil, args...)
 		d.procs[name], d.names = pr, append(d.names, name)
 		switch p.plane {
 		case "control":

@@ -15,15 +15,19 @@ import (
 // the test.
 func runExample(t *testing.T, script string) string {
 	t.Helper()
-	for _, tool := range []string{"bash", "curl", "jq"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed", tool)
-		}
-	}
+	requireTools(t, "bash", "curl", "jq")
 	data := t.TempDir()
 	p := startCommand(t, nil, "dev", "--addr", "127.0.0.1:0", "--data", data, "--log-level", "warn", "--tools", "../examples/tools.json")
+	return runExampleAt(t, script, p.url, data)
+}
+
+// runExampleAt runs examples/<script> against Steward at url, with the
+// token file in data, and returns its output; a script that fails fails
+// the test.
+func runExampleAt(t *testing.T, script, url, data string) string {
+	t.Helper()
 	cmd := exec.Command("bash", "../examples/"+script)
-	cmd.Env = append(os.Environ(), "STEWARD_URL="+p.url, "STEWARD_DATA="+data, "RUN=test")
+	cmd.Env = append(os.Environ(), "STEWARD_URL="+url, "STEWARD_DATA="+data, "RUN=test")
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%s failed: %v\n%s", script, err, out)
@@ -31,10 +35,32 @@ func runExample(t *testing.T, script string) string {
 	return string(out)
 }
 
+// requireTools skips the test when a program it runs is not installed,
+// and fails it instead under CI (CI=true), where a skip would hide that
+// the test never ran.
+func requireTools(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, program := range programs {
+		if _, err := exec.LookPath(program); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("%s is not installed, and CI=true: the test must run in CI", program)
+			}
+			t.Skipf("%s is not installed", program)
+		}
+	}
+}
+
 // TestExampleWalkthrough runs examples/walkthrough.sh, the README's
 // example: a read, an irreversible write approved by a person, the ledger.
 func TestExampleWalkthrough(t *testing.T) {
-	out := runExample(t, "walkthrough.sh")
+	checkWalkthrough(t, runExample(t, "walkthrough.sh"))
+}
+
+// checkWalkthrough checks walkthrough.sh's output: the read succeeded with
+// its result, the write waited for approval and ran once approved by
+// user:approver, and the script reached its end.
+func checkWalkthrough(t *testing.T, out string) {
+	t.Helper()
 	for _, want := range []string{"succeeded", `{"result":{"ok":true},"resultHash":"`, `"decidedBy":"user:approver"`, `"approvedBy": "user:approver"`, "POLICY_DECISION_REQUIRE_APPROVAL", "done: task"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("walkthrough output lacks %q:\n%s", want, out)
@@ -48,7 +74,12 @@ func TestExampleWalkthrough(t *testing.T) {
 // skipped, the last reading how the others ended — and the timeline tells
 // it, both branches running at once, up to the task produced.
 func TestExamplePlan(t *testing.T) {
-	out := runExample(t, "plan.sh")
+	checkPlan(t, runExample(t, "plan.sh"))
+}
+
+// checkPlan checks plan.sh's output, as TestExamplePlan says.
+func checkPlan(t *testing.T, out string) {
+	t.Helper()
 	for _, want := range []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^find\tSTEP_STATUS_SUCCEEDED\t\{"customer":"acme"\}$`),
 		regexp.MustCompile(`(?m)^billing\tSTEP_STATUS_SUCCEEDED\t\{"customer":"acme-billing"\}$`),
