@@ -52,20 +52,21 @@ func undone(tool *stewardtest.Tool) []string {
 	return ids
 }
 
-// crashToolsFile is the tools file that points Steward at tool:
+// crashToolsFile is the tools file that points Steward at the crash tool
+// served at url:
 //   - put: an idempotent write with a status query;
 //   - slowput: the same on /slow, with a 1s timeout that the tool outlasts;
 //   - flakyput: the same on /flaky, which refuses a key's first request
 //     with a 503 (postsFor counts only the requests after it);
 //   - reserve: a reversible write that release undoes.
-func crashToolsFile(tool *stewardtest.Tool) string {
+func crashToolsFile(url string) string {
 	const item = `{\"type\":\"object\",\"required\":[\"item\"],\"properties\":{\"item\":{\"type\":\"string\",\"minLength\":1}}}`
 	const undo = `{\"type\":\"object\",\"required\":[\"action_id\",\"op_key\"],\"properties\":{\"action_id\":{\"type\":\"string\"},\"op_key\":{\"type\":\"string\"}}}`
 	entry := func(name, class, schema, timeout, path, extra string) string {
 		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "parametersSchema": "%s",
 		  "idempotency": {"honoursKey": true, "keyScope": "action", "onRepeat": "return_first"},
 		  "statusQuery": true, "timeout": %q, %s
-		  "http": {"url": %q, "statusUrl": %q}}`, name, class, schema, timeout, extra, tool.URL+path, tool.URL+"/status")
+		  "http": {"url": %q, "statusUrl": %q}}`, name, class, schema, timeout, extra, url+path, url+"/status")
 	}
 	return `{"tools": [` +
 		entry("put", "EFFECT_CLASS_IDEMPOTENT_WRITE", item, "5s", "/work", "") + ",\n" +
