@@ -100,7 +100,7 @@ func runCrash(t *testing.T, sc crashScenario, run int, start crashStarter) {
 	r := &crashRun{tool: startCrashTool(t)}
 	s := start(t, r.tool, sc.point, sc.workers[0])
 	r.c = s.c
-	r.taskID = crashTask(t, r.c, fmt.Sprintf("crash-%s-%d", sc.point, run))
+	r.taskID = crashTask(t, r.c, fmt.Sprintf("crash-%s-%d", sc.nameOf(), run))
 	w := watchEvents(t, s.watch, r.taskID)
 	sc.drive(t, r)
 	waitCrash(t, s.armed, sc.point, r.lastErr)
