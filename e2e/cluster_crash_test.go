@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"log"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
@@ -190,7 +192,11 @@ type toolFront struct {
 func startToolFront(t *testing.T) *toolFront {
 	t.Helper()
 	f := &toolFront{}
-	srv := httptest.NewServer(&httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(f.target.Load()) }})
+	srv := httptest.NewServer(&httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) { r.SetURL(f.target.Load()) },
+		// A call its caller gave up on (the slow tool's) is not news.
+		ErrorLog: log.New(io.Discard, "", 0),
+	})
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
 	return f
