@@ -193,7 +193,7 @@ func driveCompensation(t *testing.T, r *crashRun) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err := r.c.tasks.FailTask(ctx, connect.NewRequest(&stewardv1.FailTaskRequest{
-		TaskId: r.taskID, RequestId: "fail-1", Reason: "crash matrix: undo the reservations",
+		TaskId: r.taskID, RequestId: "fail-" + r.taskID, Reason: "crash matrix: undo the reservations",
 	}))
 	if err != nil {
 		r.lastErr = fmt.Errorf("fail task: %w", err)
