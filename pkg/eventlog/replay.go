@@ -54,7 +54,7 @@ func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Ha
 		}
 	}
 	log = log.With("replay", true)
-	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) })
+	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, jetstream.PullExpiry(ReactionPull))
 }
 
 // replay hands the event a replay request names to name's reactions.
