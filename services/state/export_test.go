@@ -8,3 +8,6 @@ func (p *Plane) Waiting(taskID string) int {
 	defer p.views.watchers.mu.Unlock()
 	return len(p.views.watchers.byTask[taskID])
 }
+
+// Looks returns how many times the watchdog has looked at the tasks.
+func (p *Plane) Looks() uint64 { return p.looks.Load() }
