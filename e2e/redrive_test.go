@@ -211,3 +211,49 @@ func TestAPermitNoWorkerClaimedIsReoffered(t *testing.T) {
 		t.Errorf("%d dispatches, %d calls, the work done %d times; want each once", n, g.tool.Calls(), g.tool.Executions(a.OpKey))
 	}
 }
+
+// TestAnApprovalGovernanceNeverActedOnIsPermitted: an approval decided
+// while governance's reaction to the decision was lost leaves the action
+// approved with no permit; at the re-drive bound governance takes the
+// decision from the log, evaluates policy again as after any approval,
+// and permits the action, which runs once. (That an open approval is
+// not marked at the re-drive bound is the state plane's test:
+// TestRedriveBoundMarksWhatShouldMoveByItself.)
+func TestAnApprovalGovernanceNeverActedOnIsPermitted(t *testing.T) {
+	const id = "t-stranded-approval"
+	g := newGovernedPlanes(t, stewardtest.OK)
+	g.addPolicy(`approval_reasons contains "a person signs charges" if input.action.tool == "charge"`)
+	g.start(g.execution(g.Logger, nil))
+	first := g.startGovernance()
+	actionID := g.propose(id)
+	a := g.WaitAction(id, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL))
+	g.Settle(governance.PlaneName)
+	first.Stop()
+	strand(t, g.Env, governance.PlaneName, func() {
+		g.Append(id, &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: actionID, ActionHash: a.ActionHash,
+			Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:ann"})
+	}, eventlog.OnRecord[*stewardv1.ApprovalDecided](ignore))
+	var out stewardtest.LogBuffer
+	gov := governance.New(g.Log, loggedTo(t, &out), governance.Config{Engine: g.engine, Tools: g.Tools, Requests: g.Requests})
+	if err := gov.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gov.Stop)
+	g.Settle(governance.PlaneName)
+	quiet := lastUpdate(t, g.Env, id)
+	clk := watchdog(t, g.Env, quiet)
+	if a := g.WaitAction(id, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_APPROVED {
+		t.Fatalf("the fault did not strand the approval: the action is %v", a.Status)
+	}
+
+	clk.Set(quiet.Add(state.DefaultRedriveAfter))
+	done := g.WaitAction(id, actionID, actionIs(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+	markedOnce(t, g.Env, id, "no permit followed", "")
+	g.Settle(governance.PlaneName, execution.PlaneName)
+	if n := g.Count(id, event.TypeActionPermitted); n != 1 || g.tool.Executions(done.OpKey) != 1 {
+		t.Errorf("%d permits, the work done %d times; want each once", n, g.tool.Executions(done.OpKey))
+	}
+	if !strings.Contains(out.String(), "re-driving a stalled task") {
+		t.Errorf("governance logged no warning of the re-drive:\n%s", out.String())
+	}
+}
