@@ -22,10 +22,11 @@ const DefaultStallAfter = 15 * time.Minute
 // DefaultRedriveAfter is how long a task may stay where it should move
 // on by itself, with no event — pending, not started; an action proposed
 // or evaluated and not decided, approved and not permitted, permitted and
-// not claimed, claimed and not dispatched, or revalidating — before it is
-// marked stalled, and the plane that owns the next step does it again
-// (docs/recovery.md). It is far above what that step takes (a governed
-// action goes from proposal to dispatch in about 10 ms at p99) and above
+// not claimed, claimed and not dispatched, or revalidating; a plan not
+// judged — before it is marked stalled, and the plane that owns the next
+// step does it again (docs/stalls.md). It is far above what that step
+// takes (a governed action goes from proposal to its outcome in a few
+// milliseconds at p99) and above
 // a JetStream cluster's leader election (about 10 s), during which
 // nothing is appended and nothing is lost: a re-drive then would only
 // repeat what redelivery is about to do.

@@ -10,7 +10,7 @@ import (
 
 // StallFlags say when the state plane's watchdog marks a task stalled,
 // which the planes that own its next step answer by doing it again
-// (docs/recovery.md).
+// (docs/stalls.md).
 type StallFlags struct {
 	// RedriveAfter is the re-drive bound: how long a task may stay, with
 	// no event, where a plane's next step alone moves it on.
@@ -20,7 +20,7 @@ type StallFlags struct {
 }
 
 func (f *StallFlags) register(fs *flag.FlagSet) {
-	fs.DurationVar(&f.RedriveAfter, "redrive-after", state.DefaultRedriveAfter, "how long a task may stay pending, or an action proposed, evaluated, approved, permitted, claimed or revalidating, with no event on its task, before the task is marked stalled and the plane that owns the next step does it again; a task's timers.stallAfter caps it (state plane; `DURATION`, 1s–1h; see docs/recovery.md)")
+	fs.DurationVar(&f.RedriveAfter, "redrive-after", state.DefaultRedriveAfter, "how long a task may stay pending, or an action proposed, evaluated, approved, permitted, claimed or revalidating, with no event on its task, before the task is marked stalled and the plane that owns the next step does it again; a task's timers.stallAfter caps it (state plane; `DURATION`, 1s–1h; see docs/stalls.md)")
 	fs.DurationVar(&f.CheckEvery, "stall-check-every", state.DefaultStallCheckEvery, "how often the watchdog looks for stalled tasks (state plane; `DURATION`, 100ms–1m, under --redrive-after)")
 }
 
