@@ -127,7 +127,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			rec: &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}, permanent: setAside})
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
-	cc, err := cons.Consume(ls.route)
+	cc, err := cons.Consume(ls.route, jetstream.PullExpiry(ReactionPull))
 	if err != nil {
 		ls.close()
 		return nil, err
@@ -199,6 +199,14 @@ func (l *Log) deliver(ctx context.Context, d delivery) {
 // (the server remembers the delivery); a reaction that runs longer — a
 // tool call — says it is still working with InProgress.
 const ReactionAckWait = 5 * time.Second
+
+// ReactionPull is how long one pull request of a reaction consumer waits
+// for events. The server heartbeats an open pull at half of it, and a
+// client that misses two heartbeats pulls again: after a consumer's leader
+// is lost with its node, reactions resume within about this long, where
+// nats.go's default (30 s) held them back for half a minute on a cluster.
+// An idle consumer costs one small request per ReactionPull.
+const ReactionPull = 5 * time.Second
 
 type msgKey struct{}
 

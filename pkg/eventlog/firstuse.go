@@ -44,23 +44,26 @@ func (l *Log) FirstUse(ctx context.Context, key string, value []byte) ([]byte, u
 		if !errors.Is(err, jetstream.ErrKeyExists) {
 			return nil, 0, errs.Wrap(errs.Unavailable, err, "record first use of %s", key)
 		}
-		first, err := l.firstUseOf(ctx, kv, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			continue // forgotten between the two calls: record it now
-		}
-		if err != nil {
+		// What the key holds is the leader's word: a follower may answer
+		// with nothing yet, or with a record forgotten since, which
+		// Create's own look (a direct get) may have taken as live.
+		first, err := bucket.Latest(ctx, l.js, DefaultFirstUseBucket, key)
+		switch {
+		case errors.Is(err, jetstream.ErrKeyNotFound):
+			continue // gone between the two calls: record it now
+		case err != nil:
 			return nil, 0, errs.Wrap(errs.Unavailable, err, "read first use of %s", key)
+		case first.Deleted:
+			// Forgotten: record it over the marker, unless another use
+			// does so first.
+			if rev, err := kv.Update(ctx, key, value, first.Revision); err == nil {
+				return value, rev, nil
+			}
+			continue
 		}
-		return first, 0, nil
+		return first.Value, 0, nil
 	}
 	return nil, 0, errs.New(errs.Conflict, "the first use of %s keeps changing; try again", key)
-}
-
-// firstUseOf reads the value recorded under key, which a create just
-// found there: a replica's miss is asked of the leader (bucket.Get).
-func (l *Log) firstUseOf(ctx context.Context, kv jetstream.KeyValue, key string) ([]byte, error) {
-	e, err := bucket.Get(ctx, l.js, kv, key)
-	return e.Value, err
 }
 
 // ForgetFirstUse removes the record FirstUse made at revision, if it is

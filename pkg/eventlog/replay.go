@@ -54,7 +54,7 @@ func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Ha
 		}
 	}
 	log = log.With("replay", true)
-	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) })
+	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, jetstream.PullExpiry(ReactionPull))
 }
 
 // replay hands the event a replay request names to name's reactions.
@@ -99,7 +99,7 @@ func (l *Log) replay(ctx context.Context, name string, r map[string][]Handler, l
 		retry(err)
 		return
 	}
-	orig, err := l.stream.GetMsg(ctx, d.seq)
+	orig, err := l.at(ctx, d.seq) // a follower's miss is asked of the leader
 	switch {
 	case errNoMsg(err):
 		failed(errs.New(errs.NotFound, "the event stream has no message at %d", d.seq))
@@ -107,11 +107,11 @@ func (l *Log) replay(ctx context.Context, name string, r map[string][]Handler, l
 	case err != nil:
 		retry(err)
 		return
-	case orig.Subject != record.Header.Get(HeaderOrigSubject):
-		failed(errs.New(errs.Corrupt, "the message at %d is on %s, the record says %s", d.seq, orig.Subject, record.Header.Get(HeaderOrigSubject)))
+	case orig.subject != record.Header.Get(HeaderOrigSubject):
+		failed(errs.New(errs.Corrupt, "the message at %d is on %s, the record says %s", d.seq, orig.subject, record.Header.Get(HeaderOrigSubject)))
 		return
 	}
-	ev, err := l.decode(orig.Subject, orig.Data)
+	ev, err := l.decode(orig.subject, orig.data)
 	if err != nil {
 		failed(errs.Wrap(errs.Corrupt, err, "decode"))
 		return

@@ -198,11 +198,16 @@ func Grants(plane string) []Grant {
 // every plane's readers set aside; the planes that react say how a replay
 // went; the state plane, which serves DeadLetterService, asks for one.
 func deadLetterGrants(plane string) []Grant {
+	// A plane's consumer is named for the plane: it writes its own
+	// records and outcomes, never another consumer's, since the first
+	// record on a subject is the one kept.
 	dl := eventlog.DefaultDeadLetterPrefix
-	g := []Grant{{Subjects: []string{dl + ".*.*"},
-		Why: "set aside an event it cannot decode or process, under the consumer's name (every reader of the log may meet one)"}}
+	g := []Grant{{Subjects: []string{dl + ".*." + eventlog.ReaderConsumer},
+		Why: "set aside an event its readers cannot decode (every reader of the log may meet one)"}}
 	if slices.Contains(ReactingPlanes(), plane) {
-		g = append(g, Grant{Subjects: []string{dl + ".replayed.*.*", dl + ".failed.*.*.*"},
+		g = append(g, Grant{Subjects: []string{dl + ".*." + plane},
+			Why: "set aside an event its consumer cannot decode or process, under the consumer's name"})
+		g = append(g, Grant{Subjects: []string{dl + ".replayed.*." + plane, dl + ".failed.*." + plane + ".*"},
 			Why: "say how a replay of what its consumer set aside went (replayed, or failed again)"})
 	}
 	if plane == event.PlaneState {

@@ -250,3 +250,28 @@ func TestCompensatingTaskStartsNothingOfItsOwn(t *testing.T) {
 		t.Errorf("a refusal of a waiting action: %v", err)
 	}
 }
+
+// TestStallMarkOnAPendingTask marks a task that was never started: the
+// mark is legal and keeps it pending, and its start clears the mark; a
+// paused task, which waits for a person, may not be marked.
+func TestStallMarkOnAPendingTask(t *testing.T) {
+	quiet := timestamppb.New(time.Now().Add(-time.Minute))
+	mark := &stewardv1.TaskStalled{Reason: "not started", QuietSince: quiet}
+	tk, err := task.Fold(stewardtest.History(t, "t1", created(), mark))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING || tk.StalledSince == nil {
+		t.Fatalf("status %v, stalled since %v: want pending and marked", tk.Status, tk.StalledSince)
+	}
+	tk, err = task.Fold(stewardtest.History(t, "t1", created(), mark, started()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.StalledSince != nil {
+		t.Fatalf("after the start: status %v, stalled since %v", tk.Status, tk.StalledSince)
+	}
+	if _, err := task.Fold(stewardtest.History(t, "t1", created(), &stewardv1.TaskPaused{}, mark)); err == nil {
+		t.Error("a paused task was marked stalled")
+	}
+}

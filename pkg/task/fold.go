@@ -250,7 +250,9 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_SUSPENDED, orDefault(p.TaskSuspended.Reason, "suspended"), nil
 	case *stewardv1.Event_TaskStalled:
-		if !Working(from) {
+		// A pending task is marked too: its start, like a working task's
+		// next step, should come without anyone asking.
+		if !Working(from) && from != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			return 0, "", illegal(t, "mark stalled")
 		}
 		return from, "", nil

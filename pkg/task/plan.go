@@ -264,6 +264,18 @@ func PlanRuns(p *stewardv1.PlanState) bool {
 	return false
 }
 
+// PlanUnjudged reports whether governance owes p a judgement: p is not
+// judged yet, or judged to need a person and no approval is asked for.
+func PlanUnjudged(p *stewardv1.PlanState) bool {
+	switch p.GetGovernance() {
+	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING:
+		return true
+	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL:
+		return p.Approval == nil
+	}
+	return false
+}
+
 // StepStatuses returns the status of each step of p by id (StepStatus),
 // as pkg/plan.Ready takes them.
 func StepStatuses(p *stewardv1.PlanState) map[string]stewardv1.StepStatus {

@@ -89,8 +89,10 @@ type Plane struct {
 	// the record that the step runs it, or between a sub_task step's
 	// record and its delegation (AfterStepProposal).
 	stepProposed func(step string) error
-	// startWait bounds the wait for a pending task (loadStarted).
-	startWait time.Duration
+	// startWait bounds the wait for a pending task (loadStarted);
+	// startWaiting, a test hook, runs as the wait begins.
+	startWait    time.Duration
+	startWaiting func(taskID string)
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
@@ -106,9 +108,10 @@ func AfterStepProposal(fn func(step string) error) Option {
 }
 
 // StartWait sets how long a command that needs a running task waits for
-// a pending one to start (startWait by default).
-func StartWait(d time.Duration) Option {
-	return func(p *Plane) { p.startWait = d }
+// a pending one to start (startWait by default), and calls waiting, if
+// not nil, as such a wait begins.
+func StartWait(d time.Duration, waiting func(taskID string)) Option {
+	return func(p *Plane) { p.startWait, p.startWaiting = d, waiting }
 }
 
 // New returns a control plane over log, configured by cfg.

@@ -28,6 +28,9 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		eventlog.OnRecord[*stewardv1.PlanEvaluated](p.retryPending),
 		// A release to a task that has ended goes on to its parent.
 		eventlog.OnRecord[*stewardv1.BudgetReleased](p.passOn),
+		// A stall mark: what the reactions above and below should have
+		// done, done again (redrive.go).
+		eventlog.OnRecord[*stewardv1.TaskStalled](p.redrive),
 	}
 	// Every event that may end a task, or close an action still out when
 	// it ended (an outcome, a settlement, a denial on revalidation with the

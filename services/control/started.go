@@ -26,16 +26,24 @@ func (p *Plane) loadStarted(ctx context.Context, taskID string) (*stewardv1.Task
 	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 		return t, h, err
 	}
+	if p.startWaiting != nil {
+		p.startWaiting(taskID)
+	}
 	give := time.NewTimer(p.startWait)
 	defer give.Stop()
-	for pause := 5 * time.Millisecond; ; pause = min(2*pause, 200*time.Millisecond) {
+	pause := 5 * time.Millisecond
+	wake := time.NewTimer(pause)
+	defer wake.Stop()
+	for {
 		select {
 		case <-ctx.Done():
-			return nil, nil, errs.Wrap(errs.Unavailable, ctx.Err(), "wait for task %s to start", taskID)
+			return nil, nil, ctx.Err() // the caller's own deadline or cancellation
 		case <-give.C:
 			return nil, nil, errs.New(errs.Unavailable, "task %s has not started yet (it is pending); try again", taskID)
-		case <-time.After(pause):
+		case <-wake.C:
 		}
+		pause = min(2*pause, 200*time.Millisecond)
+		wake.Reset(pause)
 		if t, h, err = taskstore.Load(ctx, p.log, taskID); err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			return t, h, err
 		}

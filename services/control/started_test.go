@@ -16,7 +16,8 @@ import (
 // reaction — waits for the start and is taken, instead of being refused
 // for a state that lasts milliseconds.
 func TestProposeRightAfterCreateWaitsForTheStart(t *testing.T) {
-	r := idleRig(t)
+	waiting := make(chan string, 1)
+	r := idleRig(t, control.StartWait(5*time.Second, func(id string) { waiting <- id }))
 	r.register(t, &stewardv1.ToolContract{Name: "search", Version: "1",
 		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL})
 	taskID := pendingTask(t, r)
@@ -26,7 +27,10 @@ func TestProposeRightAfterCreateWaitsForTheStart(t *testing.T) {
 			TaskId: taskID, ProposalId: "right-away", Tool: "search", Target: "docs"})
 		done <- err
 	}()
-	r.start(t) // the plane's reaction starts the task now
+	if id := <-waiting; id != taskID {
+		t.Fatalf("the proposal waits for %s, want %s", id, taskID)
+	}
+	r.start(t) // the plane's reaction starts the task now, while the proposal waits
 	if err := <-done; err != nil {
 		t.Fatalf("a proposal made while its task was pending: %v, want it taken once the task started", err)
 	}
@@ -39,7 +43,7 @@ func TestProposeRightAfterCreateWaitsForTheStart(t *testing.T) {
 // nothing starts is Unavailable — retryable — and says it is pending; no
 // action is recorded.
 func TestProposeOnATaskThatDoesNotStartIsUnavailable(t *testing.T) {
-	r := idleRig(t, control.StartWait(50*time.Millisecond))
+	r := idleRig(t, control.StartWait(50*time.Millisecond, nil))
 	r.register(t, &stewardv1.ToolContract{Name: "search", Version: "1",
 		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL})
 	taskID := pendingTask(t, r)

@@ -188,6 +188,9 @@ func (p *Plane) Start(ctx context.Context) error {
 		// Credentials.
 		eventlog.OnRecord[*stewardv1.TaskCreated](p.issueOnCreate),
 		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.closeApprovals),
+		// A stall mark: what waits on governance alone, decided again
+		// (redrive.go).
+		eventlog.On(p.redrive),
 	}
 	if p.timers != nil {
 		reactions = append(reactions,

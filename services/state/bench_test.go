@@ -122,3 +122,48 @@ func BenchmarkReadOneAction(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStallCheck measures one look of the watchdog at 5,000 working
+// tasks, each with ten succeeded actions and one awaiting approval: none
+// is stalled, so the look reads views only. "short" looks where every task
+// has been quiet past the re-drive bound, so each one's actions are
+// judged; "long" where none is quiet for the bound (the early return every
+// look took before the re-drive bound, under the 15 min threshold). The
+// watchdog looks every 5 s. Run:
+//
+//	go test -run '^$' -bench StallCheck ./services/state/
+func BenchmarkStallCheck(b *testing.B) {
+	const tasks, done = 5000, 10
+	h := running()
+	for i := range done {
+		id := fmt.Sprint("a", i)
+		h = append(h, act(id, "search", "web", "r1")...)
+		h = append(h, succeededOutcome(id, 1))
+	}
+	h = append(h, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "ask", ProposalId: "p-ask", Tool: "wire", ActionHash: "h", RequestHash: "r"}},
+		&stewardv1.PolicyEvaluated{ActionId: "ask", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "apv", ActionId: "ask", ActionHash: "h"}})
+	p := state.NewProjection(slog.New(slog.DiscardHandler))
+	var seq uint64
+	for i := range tasks {
+		for _, rec := range stewardtest.History(b, fmt.Sprint("t", i), h...) {
+			seq++
+			rec.Sequence = seq
+			_ = p.Apply(rec)
+		}
+	}
+	now := time.Now()
+	for _, c := range []struct {
+		name string
+		at   time.Time
+	}{{"short", now.Add(time.Minute)}, {"long", now.Add(-time.Minute)}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if got := p.Quiet(c.at, state.DefaultRedriveAfter); len(got) != 0 {
+					b.Fatalf("%d tasks stalled, want none", len(got))
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*tasks), "ns/task")
+		})
+	}
+}

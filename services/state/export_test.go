@@ -1,5 +1,7 @@
 package state
 
+import "time"
+
 // Waiting returns how many watches and waiting GetAction calls follow
 // taskID: a test waits for a call to be waiting before it changes the
 // task.
@@ -7,4 +9,13 @@ func (p *Plane) Waiting(taskID string) int {
 	p.views.watchers.mu.Lock()
 	defer p.views.watchers.mu.Unlock()
 	return len(p.views.watchers.byTask[taskID])
+}
+
+// Looks returns how many times the watchdog has looked at the tasks.
+func (p *Plane) Looks() uint64 { return p.looks.Load() }
+
+// Quiet returns the tasks the watchdog's look at now, with the re-drive
+// bound redrive, finds stalled.
+func (p *Projection) Quiet(now time.Time, redrive time.Duration) []string {
+	return p.quiet(now, redrive)
 }

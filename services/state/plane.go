@@ -26,6 +26,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -48,6 +49,8 @@ type Plane struct {
 	// breakers is the view of the execution workers' circuit breakers.
 	breakers *Breakers
 	cfg      Config
+	// looks counts the watchdog's looks at the tasks, for tests to wait on.
+	looks atomic.Uint64
 
 	// ctx ends when the plane stops, and the projection with it.
 	ctx    context.Context
@@ -65,6 +68,12 @@ type Config struct {
 	// StallCheckEvery is how often the watchdog looks for stalled tasks;
 	// DefaultStallCheckEvery when not positive.
 	StallCheckEvery time.Duration
+	// RedriveAfter is how long a task may stay, with no event, where the
+	// next step of a plane alone moves it on (pending; an action proposed,
+	// evaluated, approved, permitted, claimed or revalidating) before it
+	// is marked stalled and re-driven; DefaultRedriveAfter when not
+	// positive. A task's own stall threshold caps it.
+	RedriveAfter time.Duration
 	// MaxActionWait bounds how long GetAction with wait holds a call;
 	// DefaultMaxActionWait when not positive.
 	MaxActionWait time.Duration
@@ -81,6 +90,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.StallCheckEvery <= 0 {
 		c.StallCheckEvery = DefaultStallCheckEvery
+	}
+	if c.RedriveAfter <= 0 {
+		c.RedriveAfter = DefaultRedriveAfter
 	}
 	if c.MaxActionWait <= 0 {
 		c.MaxActionWait = DefaultMaxActionWait

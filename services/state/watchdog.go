@@ -19,18 +19,36 @@ import (
 // (contract.timers.stall_after).
 const DefaultStallAfter = 15 * time.Minute
 
+// DefaultRedriveAfter is how long a task may stay where it should move
+// on by itself, with no event — pending, not started; an action proposed
+// or evaluated and not decided, approved and not permitted, permitted and
+// not claimed, claimed and not dispatched, or revalidating; a plan not
+// judged — before it is marked stalled, and the plane that owns the next
+// step does it again (docs/stalls.md). It is far above what that step
+// takes (a governed action goes from proposal to its outcome in a few
+// milliseconds at p99) and above
+// a JetStream cluster's leader election (about 10 s), during which
+// nothing is appended and nothing is lost: a re-drive then would only
+// repeat what redelivery is about to do.
+const DefaultRedriveAfter = 30 * time.Second
+
 // DefaultStallCheckEvery is how often the watchdog looks for stalled
-// tasks.
-const DefaultStallCheckEvery = 30 * time.Second
+// tasks: a task stuck where it should move by itself is marked within
+// DefaultRedriveAfter and this.
+const DefaultStallCheckEvery = 5 * time.Second
 
 // watchStalls looks for stalled tasks every p.cfg.StallCheckEvery until
 // ctx ends, judging quiet by the plane's clock.
 //
-// A stalled task is a working one with no event for longer than its
-// threshold, judged action by action. Any action that should be moving on
-// its own — proposed or evaluated and not decided, approved and not
-// permitted, permitted and not claimed, claimed and not dispatched,
-// dispatched with no word since, or waiting on a timer that came due —
+// A stalled task is a working or pending one with no event for longer
+// than its threshold, judged action by action. Two thresholds: the
+// re-drive bound (p.cfg.RedriveAfter, capped by the task's own stall
+// threshold) for a pending task and for an action that the next step of
+// a plane alone moves on — proposed or evaluated and not decided,
+// approved and not permitted, permitted and not claimed, claimed and not
+// dispatched, revalidating (redrivable) — and the task's stall threshold
+// (contract.timers.stall_after) for the rest: an action dispatched with
+// no word since, or waiting on a timer that came due. Any such action
 // makes the task stalled, whatever else it is waiting on: one action
 // waiting for approval does not hide a worker that died mid-call on
 // another. Failing that, a task waiting on something it declared — an
@@ -39,8 +57,9 @@ const DefaultStallCheckEvery = 30 * time.Second
 // those have their own clocks and people. A task with nothing in flight
 // and nothing declared is stalled too: a reaction that keeps failing, an
 // agent that stopped proposing. The mark is an event, so every view, watch
-// and receipt shows it, the execution plane's takeover reacts to it, and
-// the task's next event clears it.
+// and receipt shows it, the planes that own the next step re-drive it
+// (the control plane's start and plan driver, governance's decisions,
+// execution's takeover), and the task's next event clears it.
 //
 // Every state-plane replica runs a watchdog; they mark a task once between
 // them, because the mark's id is derived from the task's last event.
@@ -53,17 +72,19 @@ func (p *Plane) watchStalls(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		for _, id := range p.views.quiet(p.cfg.Now()) {
+		for _, id := range p.views.quiet(p.cfg.Now(), p.cfg.RedriveAfter) {
 			if err := p.markStalled(ctx, id); err != nil && ctx.Err() == nil {
 				p.logger.Warn("could not mark a task stalled", "task", id, "err", err)
 			}
 		}
+		p.looks.Add(1)
 	}
 }
 
-// quiet returns the ids of tasks whose views look stalled at now; the
-// caller checks each again against the log.
-func (p *Projection) quiet(now time.Time) []string {
+// quiet returns the ids of tasks whose views look stalled at now, with
+// the re-drive bound redrive; the caller checks each again against the
+// log.
+func (p *Projection) quiet(now time.Time, redrive time.Duration) []string {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []string
@@ -71,7 +92,7 @@ func (p *Projection) quiet(now time.Time) []string {
 		if _, broken := p.broken[id]; broken {
 			continue
 		}
-		if stallReason(p.tasks[id].task, now) != "" {
+		if stallReason(p.tasks[id].task, now, redrive) != "" {
 			out = append(out, id)
 		}
 	}
@@ -84,7 +105,7 @@ func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	var mark *stewardv1.TaskStalled
 	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		mark = nil
-		reason := stallReason(t, p.cfg.Now())
+		reason := stallReason(t, p.cfg.Now(), p.cfg.RedriveAfter)
 		if reason == "" {
 			return nil, nil
 		}
@@ -114,18 +135,25 @@ func stallAfter(c *stewardv1.TaskContract) time.Duration {
 	return DefaultStallAfter
 }
 
-// stallReason says why t is stalled at now, or "" if it is not. It
-// judges each action (see watchStalls): a stuck one stalls the task even
-// while others wait on an approval, a timer or an unknown outcome; only
-// when none is stuck does a declared wait keep the task from being
-// stalled.
-func stallReason(t *stewardv1.Task, now time.Time) string {
-	if !task.Working(t.Status) || t.StalledSince != nil || t.UpdatedAt == nil {
+// stallReason says why t is stalled at now, with the re-drive bound
+// redrive, or "" if it is not. It judges each action (see watchStalls): a
+// stuck one stalls the task even while others wait on an approval, a
+// timer or an unknown outcome; only when none is stuck does a declared
+// wait keep the task from being stalled.
+func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string {
+	pendingTask := t.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING
+	if !task.Working(t.Status) && !pendingTask || t.StalledSince != nil || t.UpdatedAt == nil {
 		return ""
 	}
-	quiet := now.Sub(t.UpdatedAt.AsTime())
-	if quiet < stallAfter(t.Contract) {
+	quiet, long := now.Sub(t.UpdatedAt.AsTime()), stallAfter(t.Contract)
+	if redrive <= 0 || redrive > long {
+		redrive = long
+	}
+	if quiet < redrive {
 		return ""
+	}
+	if pendingTask {
+		return fmt.Sprintf("no progress for %s; the task was created at %s and not started", quiet.Round(time.Second), stamp(t.CreatedAt.AsTime()))
 	}
 	// The status follows the ledger; trust it too, should they disagree.
 	pending := t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL
@@ -134,31 +162,45 @@ func stallReason(t *stewardv1.Task, now time.Time) string {
 		switch {
 		case task.ActionEnded(a.Status):
 			continue
-		case stuckable(a, now):
+		case redrivable(a.Status), quiet >= long && stuckable(a, now):
 			stuck = append(stuck, a)
 		default:
 			pending = pending || declared(a, now)
 			open = append(open, a)
 		}
 	}
-	if len(stuck) == 0 && pending {
-		return "" // waiting on something with its own clock
+	if len(stuck) == 0 && task.PlanUnjudged(t.Plan) {
+		return fmt.Sprintf("no progress for %s; plan version %d was submitted and governance has not judged it", quiet.Round(time.Second), t.Plan.Version)
+	}
+	if len(stuck) == 0 && (pending || quiet < long) {
+		return "" // waiting on something with its own clock, or not for long
 	}
 	// The first stuck action leads; the rest of what is open follows.
 	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, append(stuck, open...)))
 }
 
-// stuckable reports whether a, quiet, is stuck: it should have moved on
-// without anyone being asked or any timer running.
-func stuckable(a *stewardv1.Action, now time.Time) bool {
-	switch a.Status {
+// redrivable reports whether an action in s, quiet for the re-drive
+// bound, is stuck: the next step of a plane alone moves it on, without
+// anyone being asked, any timer running or any call going out.
+func redrivable(s stewardv1.ActionStatus) bool {
+	switch s {
 	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED,
 		stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
 		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
 		stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
 		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED,
-		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED,
 		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+		return true
+	}
+	return false
+}
+
+// stuckable reports whether a, quiet for the task's stall threshold, is
+// stuck: it should have moved on without anyone being asked or any timer
+// running.
+func stuckable(a *stewardv1.Action, now time.Time) bool {
+	switch a.Status {
+	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
 		return true
 	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		// Its timer came due and nothing happened.

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -91,7 +92,8 @@ type Server struct {
 	NATS NATSFlags
 	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
 	// token file.
-	JWT JWTFlags
+	JWT   JWTFlags
+	Stall StallFlags // state: when the watchdog marks a task stalled
 	// TLSCert and TLSKey serve the API over TLS.
 	TLSCert, TLSKey string
 
@@ -144,6 +146,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	}
 	fs.StringVar(&m.AuthFile, "auth", "", "`FILE` of bearer tokens and the principals and roles they stand for; every call needs one (see docs/auth.md)"+authDefault)
 	m.JWT.register(fs)
+	m.Stall.register(fs)
 	fs.StringVar(&m.TLSCert, "tls-cert", "", "PEM `FILE` of the API's TLS certificate (chain), with --tls-key: serve HTTPS (HTTP/1.1 and HTTP/2) instead of cleartext")
 	fs.StringVar(&m.TLSKey, "tls-key", "", "PEM `FILE` of the private key of --tls-cert")
 	fs.BoolVar(&m.Insecure, "insecure", false, "open mode, for trusted networks only: no tokens, callers name themselves in the Steward-Principal header, hold no roles, and the role table is not applied (a warning is logged at every start)")
@@ -228,7 +231,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			return fmt.Errorf("--nats-listen: port %q is not a number", port)
 		}
 	}
-	if err := m.JWT.check(); err != nil {
+	if err := cmp.Or(m.JWT.check(), m.Stall.check()); err != nil {
 		return err
 	}
 	switch {

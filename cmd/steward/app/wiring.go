@@ -88,7 +88,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger, state.Config{Results: results}))
+			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Results: results})))
 		}
 	}
 	return planes, nil

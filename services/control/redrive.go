@@ -1,0 +1,46 @@
+package control
+
+import (
+	"context"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// redrive reacts to a stall mark (the state plane's watchdog: a task with
+// no event for longer than its bound) by doing again what this plane's
+// reactions would have done had their event reached them: it starts a
+// pending task, and, on a plane that takes actions, proposes the retries
+// the task owes, the next compensation and the next plan steps. Each of
+// those is the reaction itself, run with the mark as its cause, and is
+// idempotent as it is: its ids derive from the task, so whatever was done
+// already, or is done by a redelivery at the same time, is not done twice.
+func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	if err != nil {
+		return err
+	}
+	pending := t.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING
+	if !pending && !(task.Working(t.Status) && p.takesActions() && drives(t)) {
+		return nil // nothing of this plane's to do again
+	}
+	p.logger.Warn("re-driving a stalled task", "task", rec.Event.TaskId, "status", task.StatusName(t.Status),
+		"reason", rec.Event.GetTaskStalled().GetReason())
+	if pending {
+		return p.startIfPending(ctx, rec)
+	}
+	for _, again := range []func(context.Context, *stewardv1.EventRecord) error{p.retryPending, p.compensate, p.drivePlan} {
+		if err := again(ctx, rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// drives reports whether this plane moves working task t on by itself: it
+// has a plan, a compensation or retries to propose.
+func drives(t *stewardv1.Task) bool {
+	return t.Plan != nil || t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING ||
+		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
+}

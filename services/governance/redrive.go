@@ -1,0 +1,76 @@
+package governance
+
+import (
+	"context"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
+)
+
+// redrive reacts to a stall mark (the state plane's watchdog: a task with
+// no event for longer than its bound) by deciding again on what waits on
+// governance alone, as the reaction to the event that should have brought
+// it here would have: an action proposed, or evaluated and not yet sent
+// to a person, is decided (decide); an approved one is permitted or
+// denied (afterDecision, with the decision that completed its approval);
+// a revalidating one is revalidated (revalidate); a plan version not yet
+// judged is judged (judgePlan). Each is that reaction, run again: every
+// id derives from the action or the plan, and every step runs only if the
+// ledger says it has not, so nothing is recorded twice. What waits on a
+// person (an approval asked for) is left to the approval's own timers.
+func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stewardv1.TaskStalled) error {
+	taskID := rec.Event.TaskId
+	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	if err != nil || !task.Working(t.Status) {
+		return err
+	}
+	var first error
+	if pl := t.Plan; task.PlanUnjudged(pl) {
+		p.logger.Warn("re-driving a stalled task: judging its plan again", "task", taskID, "plan_version", pl.Version)
+		first = p.judgePlan(ctx, rec, &stewardv1.PlanSubmitted{Plan: &stewardv1.Plan{Version: pl.Version}, PlanHash: pl.PlanHash})
+	}
+	for _, a := range t.Actions {
+		var err error
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED:
+			p.warnRedrive(taskID, a)
+			err = p.decide(ctx, rec, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: a.ActionId}})
+		case stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
+			p.warnRedrive(taskID, a)
+			err = p.redriveApproved(ctx, taskID, a)
+		case stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
+			p.warnRedrive(taskID, a)
+			err = p.revalidate(ctx, rec, &stewardv1.ActionRevalidating{ActionId: a.ActionId, PermitId: a.Permit.GetPermitId()})
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func (p *Plane) warnRedrive(taskID string, a *stewardv1.Action) {
+	p.logger.Warn("re-driving a stalled task: deciding on its action again", "task", taskID, "action", a.ActionId,
+		"status", task.ActionStatusName(a.Status))
+}
+
+// redriveApproved runs afterDecision again for approved action a of task
+// taskID, on the decision that completed its approval, read from the
+// log: the vote as it was recorded, signature and all, so that it is
+// checked as it was the first time.
+func (p *Plane) redriveApproved(ctx context.Context, taskID string, a *stewardv1.Action) error {
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return err
+	}
+	for i := len(recs) - 1; i >= 0; i-- {
+		d := recs[i].Event.GetApprovalDecided()
+		if d != nil && d.ApprovalId == a.Approval.GetApprovalId() && d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			return p.afterDecision(ctx, recs[i], d)
+		}
+	}
+	// The fold approved it on a decision the read does not show yet.
+	return errs.New(errs.Unavailable, "action %s: the decision on approval %s is not on the log yet", a.ActionId, a.Approval.GetApprovalId())
+}
