@@ -161,23 +161,6 @@ func errorsTableChecks() map[string]tableCheck {
 		"a proposal for a task that is not running": func(t *testing.T, e *harness) []error {
 			return []error{e.propose(t, e.paused(t), "", "search", "", map[string]any{"q": "x"}, nil)}
 		},
-		"a proposal, a plan or a question for a task just created and not yet started (pending)": func(t *testing.T, e *harness) []error {
-			// Proposals sent the moment CreateTask answers are taken: none
-			// sees the pending task the control plane starts a moment
-			// later. A task that stays pending is not made from outside
-			// (control's own reaction starts it), so the code past the
-			// wait is checked through the one translation table.
-			for i := range 10 {
-				resp, err := e.agent.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprint("table-fresh-", i), Contract: governed()}))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := e.propose(t, resp.Msg.Task.Contract.TaskId, "", "search", "", map[string]any{"q": "x"}, nil); err != nil {
-					t.Fatalf("a proposal right after CreateTask: %v", err)
-				}
-			}
-			return []error{translated(errs.New(errs.Unavailable, "task x has not started yet (it is pending); try again"))}
-		},
 		"a decision for another action hash": func(t *testing.T, e *harness) []error {
 			ap := e.pendingApproval(t)
 			return []error{onField(t, e.decide(e.approver, ap.ApprovalId, "sha256:0000"), "action_hash")}
