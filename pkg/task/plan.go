@@ -265,15 +265,23 @@ func PlanRuns(p *stewardv1.PlanState) bool {
 }
 
 // PlanUnjudged reports whether governance owes p a judgement: p is not
-// judged yet, or judged to need a person and no approval is asked for.
+// judged yet; or judged to need a person and no approval is asked for, or
+// approved (PlanApproved) and not judged again since.
 func PlanUnjudged(p *stewardv1.PlanState) bool {
 	switch p.GetGovernance() {
 	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING:
 		return true
 	case stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL:
-		return p.Approval == nil
+		return p.Approval == nil || PlanApproved(p)
 	}
 	return false
+}
+
+// PlanApproved reports whether p awaits approval and its approval is
+// decided: approved, waiting for governance's judgement after it.
+func PlanApproved(p *stewardv1.PlanState) bool {
+	return p.GetGovernance() == stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL &&
+		p.GetApproval().GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
 }
 
 // StepStatuses returns the status of each step of p by id (StepStatus),

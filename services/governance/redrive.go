@@ -27,7 +27,11 @@ func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stew
 		return err
 	}
 	var first error
-	if pl := t.Plan; task.PlanUnjudged(pl) {
+	switch pl := t.Plan; {
+	case task.PlanApproved(pl):
+		p.logger.Warn("re-driving a stalled task: judging its approved plan again", "task", taskID, "plan_version", pl.Version)
+		first = p.redriveDecided(ctx, taskID, pl.Approval.ApprovalId, p.afterPlanDecision)
+	case task.PlanUnjudged(pl):
 		p.logger.Warn("re-driving a stalled task: judging its plan again", "task", taskID, "plan_version", pl.Version)
 		first = p.judgePlan(ctx, rec, &stewardv1.PlanSubmitted{Plan: &stewardv1.Plan{Version: pl.Version}, PlanHash: pl.PlanHash})
 	}
@@ -39,7 +43,7 @@ func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stew
 			err = p.decide(ctx, rec, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: a.ActionId}})
 		case stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
 			p.warnRedrive(taskID, a)
-			err = p.redriveApproved(ctx, taskID, a)
+			err = p.redriveDecided(ctx, taskID, a.Approval.GetApprovalId(), p.afterDecision)
 		case stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING:
 			p.warnRedrive(taskID, a)
 			err = p.revalidate(ctx, rec, &stewardv1.ActionRevalidating{ActionId: a.ActionId, PermitId: a.Permit.GetPermitId()})
@@ -56,21 +60,22 @@ func (p *Plane) warnRedrive(taskID string, a *stewardv1.Action) {
 		"status", task.ActionStatusName(a.Status))
 }
 
-// redriveApproved runs afterDecision again for approved action a of task
-// taskID, on the decision that completed its approval, read from the
-// log: the vote as it was recorded, signature and all, so that it is
-// checked as it was the first time.
-func (p *Plane) redriveApproved(ctx context.Context, taskID string, a *stewardv1.Action) error {
+// redriveDecided runs after again — afterDecision for an action,
+// afterPlanDecision for a plan — on the decision that completed approval
+// approvalID of task taskID, read from the log: the vote as it was
+// recorded, signature and all, so that it is checked as it was the first
+// time.
+func (p *Plane) redriveDecided(ctx context.Context, taskID, approvalID string, after func(context.Context, *stewardv1.EventRecord, *stewardv1.ApprovalDecided) error) error {
 	recs, err := p.log.Read(ctx, taskID)
 	if err != nil {
 		return err
 	}
 	for i := len(recs) - 1; i >= 0; i-- {
 		d := recs[i].Event.GetApprovalDecided()
-		if d != nil && d.ApprovalId == a.Approval.GetApprovalId() && d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-			return p.afterDecision(ctx, recs[i], d)
+		if d != nil && d.ApprovalId == approvalID && d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			return after(ctx, recs[i], d)
 		}
 	}
 	// The fold approved it on a decision the read does not show yet.
-	return errs.New(errs.Unavailable, "action %s: the decision on approval %s is not on the log yet", a.ActionId, a.Approval.GetApprovalId())
+	return errs.New(errs.Unavailable, "task %s: the decision on approval %s is not on the log yet", taskID, approvalID)
 }

@@ -162,7 +162,9 @@ func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string
 		switch {
 		case task.ActionEnded(a.Status):
 			continue
-		case redrivable(a.Status), quiet >= long && stuckable(a, now):
+		// An action a compensating task will not run (not a compensation)
+		// is no plane's to move on: only the long bound looks at it.
+		case redrivable(a.Status) && task.MayPermit(t, a), quiet >= long && stuckable(a, now):
 			stuck = append(stuck, a)
 		default:
 			pending = pending || declared(a, now)
