@@ -82,22 +82,11 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 		return nil, errs.New(errs.Invalid, "reactions %s react to nothing", name)
 	}
 	slices.Sort(filters)
-	cons, err := l.js.CreateOrUpdateConsumer(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
-		Durable:        name,
-		Description:    "Steward reactions: " + name,
-		FilterSubjects: filters,
-		AckPolicy:      jetstream.AckExplicitPolicy,
-		AckWait:        ReactionAckWait,
-		MaxDeliver:     -1,
-		DeliverPolicy:  jetstream.DeliverAllPolicy,
+	cons, err := l.durable(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
+		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters,
 	})
 	if err != nil {
 		return nil, err
-	}
-	if l.cfg.SoleConsumer {
-		if _, err := l.js.ResetConsumer(ctx, l.cfg.Stream, name); err != nil {
-			return nil, errs.Wrap(errs.Unavailable, err, "reset consumer %s", name)
-		}
 	}
 	log := l.cfg.Logger.With("consumer", name)
 	handle := func(msg jetstream.Msg) {
@@ -199,6 +188,25 @@ func (l *Log) deliver(ctx context.Context, d delivery) {
 // (the server remembers the delivery); a reaction that runs longer — a
 // tool call — says it is still working with InProgress.
 const ReactionAckWait = 5 * time.Second
+
+// durable creates (or updates) a reaction consumer on stream as cfg names
+// it — acknowledged one by one within ReactionAckWait, redelivered without
+// end, from the start — and, where this process is its only reader
+// (SoleConsumer), resets it to its ack floor, so that what a crashed
+// predecessor had in hand comes again at once.
+func (l *Log) durable(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
+	cfg.AckPolicy, cfg.AckWait, cfg.MaxDeliver, cfg.DeliverPolicy = jetstream.AckExplicitPolicy, ReactionAckWait, -1, jetstream.DeliverAllPolicy
+	cons, err := l.js.CreateOrUpdateConsumer(ctx, stream, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if l.cfg.SoleConsumer {
+		if _, err := l.js.ResetConsumer(ctx, stream, cfg.Durable); err != nil {
+			return nil, errs.Wrap(errs.Unavailable, err, "reset consumer %s", cfg.Durable)
+		}
+	}
+	return cons, nil
+}
 
 // ReactionPull is how long one pull request of a reaction consumer waits
 // for events. The server heartbeats an open pull at half of it, and a

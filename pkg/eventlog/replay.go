@@ -36,22 +36,13 @@ func ReplayConsumer(name string) string { return name + "_replay" }
 // reactToReplays runs name's replay consumer over r's reactions.
 func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Handler, log *slog.Logger) (jetstream.ConsumeContext, error) {
 	durable := ReplayConsumer(name)
-	cons, err := l.js.CreateOrUpdateConsumer(ctx, l.cfg.DeadLetterStream, jetstream.ConsumerConfig{
+	cons, err := l.durable(ctx, l.cfg.DeadLetterStream, jetstream.ConsumerConfig{
 		Durable:       durable,
 		Description:   "Steward replays of what " + name + " set aside",
 		FilterSubject: l.cfg.DeadLetterPrefix + "." + dlReplay + ".*." + name + ".*",
-		AckPolicy:     jetstream.AckExplicitPolicy,
-		AckWait:       ReactionAckWait,
-		MaxDeliver:    -1,
-		DeliverPolicy: jetstream.DeliverAllPolicy,
 	})
 	if err != nil {
 		return nil, err
-	}
-	if l.cfg.SoleConsumer {
-		if _, err := l.js.ResetConsumer(ctx, l.cfg.DeadLetterStream, durable); err != nil {
-			return nil, errs.Wrap(errs.Unavailable, err, "reset consumer %s", durable)
-		}
 	}
 	log = log.With("replay", true)
 	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, jetstream.PullExpiry(ReactionPull))
