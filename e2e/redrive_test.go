@@ -157,13 +157,7 @@ func TestAProposalGovernanceNeverSawIsDecided(t *testing.T) {
 	var actionID string
 	strand(t, g.Env, governance.PlaneName, func() { actionID = g.propose(id) },
 		eventlog.OnRecord[*stewardv1.ActionProposed](ignore))
-	var out stewardtest.LogBuffer
-	gov := governance.New(g.Log, loggedTo(t, &out), governance.Config{Engine: g.engine, Tools: g.Tools, Requests: g.Requests})
-	if err := gov.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gov.Stop)
-	g.Settle(governance.PlaneName)
+	out := g.loggedGovernance(t)
 	quiet := lastUpdate(t, g.Env, id)
 	clk := watchdog(t, g.Env, quiet)
 	if a := g.WaitAction(id, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
@@ -233,13 +227,7 @@ func TestAnApprovalGovernanceNeverActedOnIsPermitted(t *testing.T) {
 		g.Append(id, &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: actionID, ActionHash: a.ActionHash,
 			Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:ann"})
 	}, eventlog.OnRecord[*stewardv1.ApprovalDecided](ignore))
-	var out stewardtest.LogBuffer
-	gov := governance.New(g.Log, loggedTo(t, &out), governance.Config{Engine: g.engine, Tools: g.Tools, Requests: g.Requests})
-	if err := gov.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(gov.Stop)
-	g.Settle(governance.PlaneName)
+	out := g.loggedGovernance(t)
 	quiet := lastUpdate(t, g.Env, id)
 	clk := watchdog(t, g.Env, quiet)
 	if a := g.WaitAction(id, actionID, func(*stewardv1.Action) bool { return true }); a.Status != stewardv1.ActionStatus_ACTION_STATUS_APPROVED {
@@ -256,4 +244,19 @@ func TestAnApprovalGovernanceNeverActedOnIsPermitted(t *testing.T) {
 	if !strings.Contains(out.String(), "re-driving a stalled task") {
 		t.Errorf("governance logged no warning of the re-drive:\n%s", out.String())
 	}
+}
+
+// loggedGovernance starts the governance plane, after a fault stranded
+// something, with its log kept for the test to read, and waits until it
+// has handled what is on the log.
+func (g *governedPlanes) loggedGovernance(t *testing.T) *stewardtest.LogBuffer {
+	t.Helper()
+	var out stewardtest.LogBuffer
+	gov := governance.New(g.Log, loggedTo(t, &out), governance.Config{Engine: g.engine, Tools: g.Tools, Requests: g.Requests})
+	if err := gov.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(gov.Stop)
+	g.Settle(governance.PlaneName)
+	return &out
 }
