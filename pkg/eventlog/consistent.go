@@ -46,30 +46,26 @@ func (l *Log) last(ctx context.Context, filter string) (stored, error) {
 // one first), so a follower's miss is asked of the leader.
 func (l *Log) next(ctx context.Context, from uint64, subject string) (stored, error) {
 	m, err := l.stream.GetMsg(ctx, from, jetstream.WithGetMsgSubject(subject))
-	if err == nil {
-		return stored{m.Sequence, m.Subject, m.Data}, nil
-	}
-	if !l.replicated || !leader.IsNotFound(err) {
-		return stored{}, err
-	}
-	lm, err := leader.Next(ctx, l.js, l.cfg.Stream, from, subject)
-	if err != nil {
-		return stored{}, err
-	}
-	return stored{lm.Sequence, lm.Subject, lm.Data}, nil
+	return l.orLeader(m, err, func() (*leader.Msg, error) { return leader.Next(ctx, l.js, l.cfg.Stream, from, subject) })
 }
 
 // at returns the message stored at seq, which the server has said is
 // there: a follower's miss is asked of the leader.
 func (l *Log) at(ctx context.Context, seq uint64) (stored, error) {
 	m, err := l.stream.GetMsg(ctx, seq)
+	return l.orLeader(m, err, func() (*leader.Msg, error) { return leader.At(ctx, l.js, l.cfg.Stream, seq) })
+}
+
+// orLeader is a direct get's answer, m or err, unless it is a miss on a
+// replicated stream: then it is the leader's (ask).
+func (l *Log) orLeader(m *jetstream.RawStreamMsg, err error, ask func() (*leader.Msg, error)) (stored, error) {
 	if err == nil {
 		return stored{m.Sequence, m.Subject, m.Data}, nil
 	}
 	if !l.replicated || !leader.IsNotFound(err) {
 		return stored{}, err
 	}
-	lm, err := leader.At(ctx, l.js, l.cfg.Stream, seq)
+	lm, err := ask()
 	if err != nil {
 		return stored{}, err
 	}
