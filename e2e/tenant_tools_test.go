@@ -64,6 +64,7 @@ func TestToolsAreGlobalOrPerTenant(t *testing.T) {
 		k := contract()
 		k.AllowedTools = []string{"search", "deploy"}
 		taskID := createTaskWith(t, globex.clients, "tools-globex", k)
+		waitStarted(t, globex.clients, taskID) // its credential too, before counting
 		events := func() uint32 {
 			t.Helper()
 			got, err := globex.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
