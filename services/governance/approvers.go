@@ -15,27 +15,51 @@ import (
 // or nil when they may (docs/approvals.md). Everyone must hold one of the
 // approval's roles, by name (an admin too: the record shows the vote as a
 // holder's), and vote once. An approval must also come from someone
-// with no stake in the action: not the principal that proposed it and,
-// under the contract's separation_of_duties, not the requester, the
-// task's creator or a delegate; and when the contract names an
-// authorizer, they must be among the approvers — a vote that would
+// with no stake in the action: none of those it was proposed on behalf of
+// (proposers) and, under the contract's separation_of_duties, not the
+// requester, the task's creator or a delegate; and when the contract names
+// an authorizer, they must be among the approvers — a vote that would
 // complete the approval without them is refused. A rejection needs only
 // the role: it can only stop the action, never let it run.
 func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	subject := voteSubject{what: "action " + a.ActionId, proposed: "proposed action " + orOriginal(a), by: []string{a.ProposedBy}}
-	if a.RetryOf != "" {
-		// A retry Steward proposes under RECOVERY_MODE_RETRY is still the
-		// original proposer's action.
-		subject.by = append(subject.by, task.FindAction(t, a.RetryOf).GetProposedBy())
-	}
-	return mayVoteOn(t, a.Approval, subject, who, decision)
+	return mayVoteOn(t, a.Approval, voteSubject{what: "action " + a.ActionId, by: proposers(t, a)}, who, decision)
 }
 
 // voteSubject is what an approval is about, for mayVoteOn: what it is, in
-// words; how its proposer put it forward; and who did (any of by).
+// words, and who put it forward (any of by).
 type voteSubject struct {
-	what, proposed string
-	by             []string
+	what string
+	by   []stake
+}
+
+// stake is one who put an approval's subject forward, and how, in words.
+type stake struct{ principal, proposed string }
+
+// maxStakes bounds the walk down an action's chain of retries and
+// compensations: each link is an action of the task, so the chain is
+// short, and the bound keeps a malformed one from looping.
+const maxStakes = 64
+
+// proposers are those a was proposed on behalf of: its proposer and, down
+// the actions it stands in for, theirs — the original of a retry Steward
+// proposes (RECOVERY_MODE_RETRY), and the action a compensation undoes.
+// Steward proposes those in its own name, which is nobody's judgement:
+// the person whose write a compensation undoes must not approve the
+// irreversible call that undoes it.
+func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
+	by := []stake{{a.ProposedBy, "proposed action " + a.ActionId}}
+	for cur := a; len(by) < maxStakes; {
+		next, how := task.FindAction(t, cur.RetryOf), "a retry"
+		if cur.RetryOf == "" {
+			next, how = task.FindAction(t, cur.Compensates), "the compensation"
+		}
+		if next == nil {
+			break
+		}
+		by = append(by, stake{next.ProposedBy, fmt.Sprintf("proposed action %s, of which action %s is %s,", next.ActionId, cur.ActionId, how)})
+		cur = next
+	}
+	return by
 }
 
 // mayVoteOn is mayVote for approval ap of subject: an action's, or a
@@ -52,9 +76,12 @@ func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 		return nil
 	}
 	c := t.Contract
+	for _, s := range subject.by {
+		if s.principal == who.Principal {
+			return errs.New(errs.PermissionDenied, "%s %s and may not approve %s: an approval is someone else's judgement", who.Principal, s.proposed, subject.what)
+		}
+	}
 	switch {
-	case slices.Contains(subject.by, who.Principal):
-		return errs.New(errs.PermissionDenied, "%s %s and may not approve it: an approval is someone else's judgement", who.Principal, subject.proposed)
 	case c.GetSeparationOfDuties() && stakeholder(t, who.Principal) != "":
 		return errs.New(errs.PermissionDenied, "%s may not approve %s: they are %s of task %s, and its contract separates duties",
 			who.Principal, subject.what, stakeholder(t, who.Principal), c.GetTaskId())
@@ -69,14 +96,6 @@ func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 			who.Principal, task.RequiredApprovals(ap), subject.what, c.GetTaskId(), authorizer)
 	}
 	return nil
-}
-
-// orOriginal names a, or, for a retry, a and the action it retries.
-func orOriginal(a *stewardv1.Action) string {
-	if a.RetryOf != "" {
-		return a.ActionId + " (a retry of " + a.RetryOf + ")"
-	}
-	return a.ActionId
 }
 
 // stakeholder names the part principal plays in asking for t's work — its

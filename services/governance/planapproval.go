@@ -37,7 +37,7 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		case req.PlanHash != ap.PlanHash:
 			return nil, errs.Field("plan_hash", "%s is not the hash of the plan this approval is for (%s); an approval binds to one plan version", errs.Quote(req.PlanHash), ap.PlanHash)
 		}
-		subject := voteSubject{what: "the plan", proposed: "submitted the plan", by: []string{ps.SubmittedBy}}
+		subject := voteSubject{what: "the plan", by: []stake{{ps.SubmittedBy, "submitted the plan"}}}
 		if err := mayVoteOn(t, ap, subject, who, req.Decision); err != nil {
 			return nil, err
 		}
