@@ -258,7 +258,7 @@ func errorsTableChecks() map[string]tableCheck {
 				create(&stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, MaxAttempts: 2}),
 				create(&stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY, MaxAttempts: 11}))}
 		},
-		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise": func(t *testing.T, e *harness) []error {
+		"`SettleAction` without a reason; for an action whose outcome is not unknown, or that someone settled otherwise; by the one who settled it, the same way, with another reason or result (a repeat, or a settlement that lost a race)": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle")
 			done := e.succeededAction(t)
 			noReason := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "")
@@ -270,7 +270,11 @@ func errorsTableChecks() map[string]tableCheck {
 				t.Errorf("a retry of the same settlement: %v, want the action", err)
 			}
 			otherwise := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "on second thought")
-			return []error{onField(t, noReason, "reason"), alike(t, notUnknown, otherwise)}
+			reworded := e.settle(e.ops, unknown, stewardv1.SettleState_SETTLE_STATE_FAILED, "the card statement, read again")
+			if reworded == nil || !strings.Contains(reworded.Error(), "the card statement shows no charge") {
+				t.Errorf("the same settlement with another reason: %v, want it to name the recorded reason", reworded)
+			}
+			return []error{onField(t, noReason, "reason"), alike(t, notUnknown, otherwise), reworded}
 		},
 		"`SettleAction` without the `operator` role": func(t *testing.T, e *harness) []error {
 			unknown := e.unknownAction(t, "table-settle-role")

@@ -108,5 +108,11 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 
 // settle records a settlement of a's unknown outcome; the first one wins.
 func (p *Plane) settle(ctx context.Context, taskID string, a *stewardv1.Action, c cause, s *stewardv1.ActionSettled) error {
-	return p.record(ctx, taskID, event.ID(a.ActionId, event.TypeActionSettled, fmt.Sprint(a.Attempt)), c, s)
+	return p.record(ctx, taskID, settlementID(a), c, s)
+}
+
+// settlementID is the event id of a settlement of a's current attempt:
+// one per attempt, whoever settles it.
+func settlementID(a *stewardv1.Action) string {
+	return event.ID(a.ActionId, event.TypeActionSettled, fmt.Sprint(a.Attempt))
 }

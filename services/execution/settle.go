@@ -5,6 +5,8 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -21,7 +23,9 @@ const MaxSettleReason = 4096
 
 // Settle records a person's settlement of an unknown outcome: who, and
 // why. Only an action whose outcome is unknown can be settled, and only
-// once per attempt: a second settlement finds the first.
+// once per attempt: a second settlement, or one that loses the race to
+// another, is answered with the first's action only if it asks exactly
+// what was recorded (sameSettlement), and refused otherwise.
 func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
 	switch {
 	case req.TaskId == "":
@@ -50,50 +54,138 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	if a == nil {
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", req.TaskId, req.ActionId)
 	}
-	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
-		return settledAs(a, principal, req.State)
-	}
 	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal}
-	if req.State == stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
-		body := []byte("null")
-		if req.Result != nil {
-			if body, err = protojson.Marshal(req.Result); err != nil {
-				return nil, errs.Field("result", "%v", err)
-			}
-		}
-		if len(body) > adapter.MaxResultBytes {
-			return nil, &errs.Error{Code: errs.TooLarge, Field: "result", Message: "is larger than a tool result may be"}
-		}
-		if s.ResultRef, s.ResultHash, err = p.cfg.Results.Put(ctx, body); err != nil {
+	won := false
+	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		if won, err = p.settleFirst(ctx, req, a, s); err != nil {
 			return nil, err
 		}
 	}
-	if err := p.settle(ctx, req.TaskId, a, cause{}, s); err != nil {
-		return nil, err
+	if !won {
+		// A repeat, or a settlement that lost the race to another: the
+		// answer is ok only if what was recorded is what this asks.
+		if err := p.sameSettlement(ctx, req, a, s); err != nil {
+			return nil, err
+		}
 	}
 	t, _, err = taskstore.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
-	return settledAs(task.FindAction(t, req.ActionId), principal, req.State)
+	return task.FindAction(t, req.ActionId), nil
 }
 
-// settledAs returns a if it was settled as this request asks — a retry of
-// the request finds its own settlement — and FailedPrecondition if it was
-// settled otherwise, or is not settled and not unknown.
-func settledAs(a *stewardv1.Action, principal string, state stewardv1.SettleState) (*stewardv1.Action, error) {
-	want := map[stewardv1.SettleState]stewardv1.ActionStatus{
-		stewardv1.SettleState_SETTLE_STATE_SUCCEEDED:    stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED,
-		stewardv1.SettleState_SETTLE_STATE_FAILED:       stewardv1.ActionStatus_ACTION_STATUS_FAILED,
-		stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED: stewardv1.ActionStatus_ACTION_STATUS_WAITING,
-	}[state]
-	switch {
-	case a.SettledBy == principal && (a.Status == want || state == stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED && a.Redispatched):
-		return a, nil
-	case a.SettledBy != "":
-		return nil, errs.New(errs.FailedPrecondition, "action %s was already settled by %s: %s", a.ActionId, a.SettledBy, a.GetOutcome().GetReason())
+// settleFirst records s, the settlement of a, with its result stored
+// first, if a is still unknown when it is appended: won says whether it
+// was (false: another settlement came first).
+func (p *Plane) settleFirst(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, s *stewardv1.ActionSettled) (won bool, err error) {
+	if req.State == stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
+		body, err := settledResult(req)
+		if err != nil {
+			return false, err
+		}
+		if s.ResultRef, s.ResultHash, err = p.cfg.Results.Put(ctx, body); err != nil {
+			return false, err
+		}
 	}
-	return nil, errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", a.ActionId, a.Status)
+	err = p.recordIf(ctx, req.TaskId, settlementID(a), cause{}, s, func(t *stewardv1.Task) bool {
+		// The last check, on the task as it is when appended, decides:
+		// two settlements of one attempt share the event id, and the
+		// second would otherwise pass for the first.
+		won = task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+		return won
+	})
+	return won && err == nil, err
+}
+
+// settledResult is the body a succeeded settlement records: the request's
+// result as JSON, null when it gives none.
+func settledResult(req *stewardv1.SettleActionRequest) ([]byte, error) {
+	if req.Result == nil {
+		return []byte("null"), nil
+	}
+	body, err := protojson.Marshal(req.Result)
+	if err != nil {
+		return nil, errs.Field("result", "%v", err)
+	}
+	if len(body) > adapter.MaxResultBytes {
+		return nil, &errs.Error{Code: errs.TooLarge, Field: "result", Message: "is larger than a tool result may be"}
+	}
+	return body, nil
+}
+
+// sameSettlement says whether want, the settlement req asks of a, is the
+// one recorded last for a: nil if it is (a retry finds its own
+// settlement); AlreadyExists, naming what was recorded, if the same
+// person settled it the same way with another reason or result, as a
+// reused request id is answered; FailedPrecondition if someone else
+// settled it, or it was settled otherwise, or it is not settled and not
+// unknown.
+func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, want *stewardv1.ActionSettled) error {
+	got, err := p.lastSettlement(ctx, req.TaskId, a.ActionId)
+	switch {
+	case err != nil:
+		return err
+	case got == nil:
+		return errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", a.ActionId, task.ActionStatusName(a.Status))
+	case got.SettledBy != want.SettledBy || got.State != want.State:
+		return errs.New(errs.FailedPrecondition, "action %s was already settled by %s as %s: %s", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
+	case got.Reason != want.Reason:
+		return errs.New(errs.AlreadyExists, "action %s was already settled by %s as %s with another reason: %s; a settlement is recorded once", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
+	}
+	if want.State != stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
+		return nil
+	}
+	same, err := p.sameResult(ctx, got, req.Result)
+	if err != nil || same {
+		return err
+	}
+	return errs.New(errs.AlreadyExists, "action %s was already settled by %s as %s with another result (%s); a settlement is recorded once", a.ActionId, got.SettledBy, settleWord(got.State), got.ResultHash)
+}
+
+// lastSettlement is the last ActionSettled of action actionID on the
+// task's log, or nil. A settlement is a person's answer to a rare
+// question: reading the task's log for it costs what a Load does.
+func (p *Plane) lastSettlement(ctx context.Context, taskID, actionID string) (*stewardv1.ActionSettled, error) {
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return nil, err
+	}
+	var last *stewardv1.ActionSettled
+	for _, r := range recs {
+		if s := r.Event.GetActionSettled(); s.GetActionId() == actionID {
+			last = s
+		}
+	}
+	return last, nil
+}
+
+// sameResult says whether settlement s recorded result (nil: null), by
+// value: JSON's spacing and key order do not make another result.
+func (p *Plane) sameResult(ctx context.Context, s *stewardv1.ActionSettled, result *structpb.Value) (bool, error) {
+	data, err := p.cfg.Results.Get(ctx, s.ResultRef, s.ResultHash)
+	if err != nil {
+		return false, err
+	}
+	var got structpb.Value
+	if err := protojson.Unmarshal(data, &got); err != nil {
+		return false, nil // not a value a settlement records: not this one
+	}
+	if result == nil {
+		result = structpb.NewNullValue()
+	}
+	return proto.Equal(&got, result), nil
+}
+
+// settleWord names a settlement's state as a person would.
+func settleWord(s stewardv1.SettleState) string {
+	switch s {
+	case stewardv1.SettleState_SETTLE_STATE_SUCCEEDED:
+		return "succeeded"
+	case stewardv1.SettleState_SETTLE_STATE_FAILED:
+		return "failed"
+	}
+	return "not accepted"
 }
 
 type actionService struct {
