@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 )
 
 // Create writes data to path, mode 0600, unless path exists: created
@@ -61,4 +62,17 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// OthersMayRead reports whether users of the machine other than the
+// file's owner and group may read path, with its mode: a key or token file
+// they may read hands them what it holds. Group bits are left alone (a
+// Kubernetes Secret is mounted 0440), and so is Windows, whose modes do not
+// say. A file that cannot be read is not reported.
+func OthersMayRead(path string) (fs.FileMode, bool) {
+	fi, err := os.Stat(path)
+	if err != nil || runtime.GOOS == "windows" {
+		return 0, false
+	}
+	return fi.Mode().Perm(), fi.Mode().Perm()&0o004 != 0
 }

@@ -32,6 +32,12 @@ func (m *Server) startDevNATS(opts []nats.Option) error {
 		if cfg.Port == 0 {
 			cfg.Port = -1 // any free port
 		}
+		if host != "" && !loopback(m.NATSListen) {
+			// The embedded server takes no TLS: its users' seeds never
+			// cross (a client signs the server's nonce), but every event,
+			// with tasks' content and results, does, in clear.
+			m.logger.Warn("the embedded NATS serves " + m.NATSListen + " in cleartext, off this machine's loopback: every event on the log, with tasks' parameters and results, crosses the network unencrypted; listen on 127.0.0.1 and tunnel, or run a NATS with TLS and steward serve (docs/deploy.md)")
+		}
 	}
 	bus, err := embedded.Start(cfg)
 	if err != nil {

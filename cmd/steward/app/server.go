@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"github.com/steward-run/steward/pkg/access"
@@ -161,6 +160,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	m.warnReadableSecrets()
 	jwt, stopKeys, err := m.JWT.verifier(ctx)
 	if err != nil {
 		return err
@@ -261,10 +261,6 @@ func (m *Server) tokens() (rpc.Tokens, error) {
 	tokens, err := rpc.LoadTokens(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", flagName, err)
-	}
-	// Group bits are left alone: a Kubernetes Secret is mounted 0440.
-	if fi, err := os.Stat(path); err == nil && fi.Mode().Perm()&0o007 != 0 && runtime.GOOS != "windows" {
-		m.logger.Warn("token file "+path+" is readable by other users of this machine, who could act as anyone in it; chmod 600 it", "mode", fi.Mode().Perm().String())
 	}
 	return tokens, nil
 }
