@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/steward-run/steward/pkg/access"
 )
@@ -31,8 +32,9 @@ func serverURL(addr string) string {
 
 // httpClient is the client commands' HTTP client: it presents the bearer
 // token, if there is one — token, else $STEWARD_TOKEN, else, to a server on
-// this machine only, the admin token of the token file `steward dev`
-// created in its default data directory (localToken). It follows no
+// this machine only that proves it owns the default data directory, the
+// admin token of the token file `steward dev` created there (localBearer).
+// It follows no
 // redirect: the token is added to every request the client makes, so a
 // redirect would carry it, and a 307 the request too, wherever the
 // answer points; Steward never redirects. With roots (--ca), a server
@@ -49,7 +51,7 @@ func httpClient(token string, roots *x509.CertPool) *http.Client {
 	}
 	var rt http.RoundTripper = bearer{token: token, next: next}
 	if token == "" {
-		rt = localBearer{next: next}
+		rt = &localBearer{next: next}
 	}
 	return &http.Client{Transport: rt, CheckRedirect: noRedirect}
 }
@@ -76,15 +78,45 @@ func noRedirect(req *http.Request, _ []*http.Request) error {
 }
 
 // localBearer adds the local dev admin token, if there is one, to a
-// request for a server on this machine, and nothing to any other.
-type localBearer struct{ next http.RoundTripper }
+// request for a server on this machine that proves it is the dev server
+// of the data directory the token is from (proveLocal), and nothing to any
+// other: whatever else listens on a loopback port — another user's
+// process, a server started from another directory — is refused before
+// it can see the token. A server's proof is asked once per client and
+// address.
+type localBearer struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	proven map[string]bool // by HOST:PORT
+}
 
-func (b localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if token := localToken(r.URL.Hostname()); token != "" {
-		r = r.Clone(r.Context())
-		r.Header.Set("Authorization", "Bearer "+token)
+func (b *localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	token := localToken(r.URL.Hostname())
+	if token == "" {
+		return b.next.RoundTrip(r)
 	}
+	if err := b.prove(r); err != nil {
+		return nil, fmt.Errorf("not sending the admin token of %s to %s: the server there did not prove it is the dev server of that data directory: %w; give --token (or $%s) to send a token to it anyway", filepath.Join(DefaultDataDir, TokensFileName), r.URL.Host, err, TokenEnv)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+token)
 	return b.next.RoundTrip(r)
+}
+
+func (b *localBearer) prove(r *http.Request) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.proven[r.URL.Host] {
+		return nil
+	}
+	if err := proveLocal(b.next, r, DefaultDataDir); err != nil {
+		return err
+	}
+	if b.proven == nil {
+		b.proven = map[string]bool{}
+	}
+	b.proven[r.URL.Host] = true
+	return nil
 }
 
 // bearer adds an Authorization header to every request.

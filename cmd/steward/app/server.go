@@ -207,6 +207,15 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 		listen = append(listen, opt)
 	}
+	if m.Mode == "dev" {
+		// The CLI sends the admin token it reads in the data directory
+		// only to a server that proves it owns that directory.
+		key, err := loadIdentityKey(m.DataDir, true)
+		if err != nil {
+			return fmt.Errorf("--data: %w", err)
+		}
+		listen = append(listen, rpc.WithHandler("GET "+IdentityPath, identityHandler(key, func() string { return m.rpc.Addr() })))
+	}
 	if m.Insecure && loopback(m.Addr) {
 		// The open mode trusts whoever calls: on this machine, a browser's
 		// page under a rebound name would be one.
