@@ -13,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -195,31 +196,9 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 		services = append(services, p.Services(opts)...)
 	}
-	metrics, err := m.metricsHandler(js, log)
+	listen, err := m.listenOptions(js, log)
 	if err != nil {
 		return err
-	}
-	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
-	if m.TLSCert != "" {
-		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
-		if err != nil {
-			return fmt.Errorf("--tls-cert/--tls-key: %w", err)
-		}
-		listen = append(listen, opt)
-	}
-	if m.Mode == "dev" {
-		// The CLI sends the admin token it reads in the data directory
-		// only to a server that proves it owns that directory.
-		key, err := loadIdentityKey(m.DataDir, true)
-		if err != nil {
-			return fmt.Errorf("--data: %w", err)
-		}
-		listen = append(listen, rpc.WithHandler("GET "+IdentityPath, identityHandler(key, func() string { return m.rpc.Addr() })))
-	}
-	if m.Insecure && loopback(m.Addr) {
-		// The open mode trusts whoever calls: on this machine, a browser's
-		// page under a rebound name would be one.
-		listen = append(listen, rpc.WithLoopbackHosts())
 	}
 	m.rpc, err = rpc.Listen(m.Addr, services, listen...)
 	if err != nil {
@@ -239,6 +218,39 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// listenOptions are how the API listens besides its services: /metrics,
+// TLS, in dev the CLI's identity challenge, and in the open mode on
+// loopback the check of Host.
+func (m *Server) listenOptions(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option, error) {
+	metrics, err := m.metricsHandler(js, log)
+	if err != nil {
+		return nil, err
+	}
+	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
+	if m.TLSCert != "" {
+		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
+		if err != nil {
+			return nil, fmt.Errorf("--tls-cert/--tls-key: %w", err)
+		}
+		listen = append(listen, opt)
+	}
+	if m.Mode == "dev" {
+		// The CLI sends the admin token it reads in the data directory
+		// only to a server that proves it owns that directory.
+		key, err := loadIdentityKey(m.DataDir, true)
+		if err != nil {
+			return nil, fmt.Errorf("--data: %w", err)
+		}
+		listen = append(listen, rpc.WithHandler("GET "+IdentityPath, identityHandler(key, func() string { return m.rpc.Addr() })))
+	}
+	if m.Insecure && loopback(m.Addr) {
+		// The open mode trusts whoever calls: on this machine, a browser's
+		// page under a rebound name would be one.
+		listen = append(listen, rpc.WithLoopbackHosts())
+	}
+	return listen, nil
 }
 
 // tokens returns the bearer tokens calls may carry, or nil in the open
