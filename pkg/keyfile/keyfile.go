@@ -64,15 +64,16 @@ func syncDir(dir string) error {
 	return err
 }
 
-// OthersMayRead reports whether users of the machine other than the
-// file's owner and group may read path, with its mode: a key or token file
-// they may read hands them what it holds. Group bits are left alone (a
-// Kubernetes Secret is mounted 0440), and so is Windows, whose modes do not
-// say. A file that cannot be read is not reported.
-func OthersMayRead(path string) (fs.FileMode, bool) {
+// OpenToOthers reports whether users of the machine other than the
+// file's owner and group hold any permission on path (read it, above all),
+// with its mode: a key or token file they may read hands them what it
+// holds. Group bits are left alone (a Kubernetes Secret is mounted 0440),
+// and so is Windows, whose modes do not say. A file that cannot be read is
+// not reported.
+func OpenToOthers(path string) (fs.FileMode, bool) {
 	fi, err := os.Stat(path)
 	if err != nil || runtime.GOOS == "windows" {
 		return 0, false
 	}
-	return fi.Mode().Perm(), fi.Mode().Perm()&0o004 != 0
+	return fi.Mode().Perm(), fi.Mode().Perm()&0o007 != 0
 }

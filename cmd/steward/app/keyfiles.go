@@ -54,7 +54,7 @@ func (m *Server) warnReadableSecrets() {
 		if f.path == "" {
 			continue
 		}
-		if mode, open := keyfile.OthersMayRead(f.path); open {
+		if mode, open := keyfile.OpenToOthers(f.path); open {
 			m.logger.Warn(f.what+" "+f.path+" is readable by other users of this machine, who could "+f.could+"; chmod 600 it", "mode", mode.String())
 		}
 	}
