@@ -2,6 +2,7 @@ package execution_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution"
@@ -122,5 +124,54 @@ func TestAToolsBreakerThresholdsComeFromItsContract(t *testing.T) {
 	}
 	if a.Attempt != 2 {
 		t.Errorf("the breaker opened after %d attempts; the contract says 2", a.Attempt)
+	}
+}
+
+// TestPerTenantSplitsAGlobalToolsCap: a global tool capped at one call
+// with per_tenant has one call in flight for each tenant: acme's second
+// task waits for acme's first, beta's does not. A tenant's own tool may
+// not say per_tenant: it is its tenant's alone.
+func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	tool := stewardtest.StartTool(t).Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	b.register(tool, "shared", false, func(c *stewardv1.ToolContract) {
+		c.Timeout = durationpb.New(time.Minute)
+		c.Limits = &stewardv1.ToolLimits{MaxConcurrent: 1, PerTenant: true}
+	})
+	own := tool.Contract("own", callPath)
+	own.Limits = &stewardv1.ToolLimits{MaxConcurrent: 1, PerTenant: true}
+	var refusal *errs.Error
+	if _, _, err := b.plane.Register(context.Background(), "acme", "admin", own); !errors.As(err, &refusal) || refusal.Field != "contract.limits.per_tenant" {
+		t.Errorf("a tenant's tool with per_tenant: %v; want refused on contract.limits.per_tenant", err)
+	}
+	ids := map[string]string{}
+	for taskID, tenant := range map[string]string{"acme-1": "acme", "acme-2": "acme", "beta-1": "beta"} {
+		k := &stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{"shared"}}
+		b.Append(taskID, &stewardv1.TaskCreated{Contract: k, Tenant: tenant}, &stewardv1.TaskStarted{})
+		a, permitted := b.allow(taskID, "p1", "shared", "t")
+		b.Append(taskID, permitted)
+		ids[taskID] = a.ActionId
+	}
+	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		return tool.Calls() > 2 || tool.Calls() == 2 && info.NumRedelivered >= 1, fmt.Sprintf("%d calls, %d permits delivered again", tool.Calls(), info.NumRedelivered)
+	})
+	tenants := map[string]bool{}
+	for _, r := range tool.Requests() {
+		tenants[r.Header.Get("Steward-Task-Id")[:4]] = true
+	}
+	if len(tenants) != 2 || tool.Calls() != 2 {
+		t.Fatalf("%d calls in flight, for %v; want one for acme and one for beta", tool.Calls(), tenants)
+	}
+	tool.Release()
+	for taskID, actionID := range ids {
+		b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
 	}
 }
