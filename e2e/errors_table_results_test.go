@@ -9,6 +9,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolreg"
 )
 
 // contentChecks are the rows of the errors table about a contract's
@@ -61,6 +62,20 @@ func contentChecks() map[string]tableCheck {
 				onField(t, register(&stewardv1.IdempotencySupport{HonoursKey: true, KeyScope: "per-tool"}), "contract.idempotency.key_scope"),
 				onField(t, register(&stewardv1.IdempotencySupport{HonoursKey: true, OnRepeat: "the first result"}), "contract.idempotency.on_repeat"),
 				onField(t, register(&stewardv1.IdempotencySupport{OnRepeat: "return_first"}), "contract.idempotency.on_repeat"),
+			)}
+		},
+		"a tool's `limits` out of its range (see the limits below), a `burst` without a `ratePerSecond`, `perTenant` without a cap or a rate, or on a tenant's tool": func(t *testing.T, e *harness) []error {
+			register := func(l *stewardv1.ToolLimits) error {
+				_, err := e.tools().RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
+					Name: "table-limited", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+					DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC, Limits: l,
+					Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}}}}))
+				return err
+			}
+			return []error{alike(t,
+				onField(t, register(&stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls + 1}), "contract.limits.max_concurrent"),
+				onField(t, register(&stewardv1.ToolLimits{Burst: 2}), "contract.limits.burst"),
+				onField(t, register(&stewardv1.ToolLimits{PerTenant: true}), "contract.limits.per_tenant"),
 			)}
 		},
 		"`GetResult` for an action without a result; `GetArtifactContent` for an unknown artifact or version; for an artifact submitted by reference": func(t *testing.T, e *harness) []error {
