@@ -37,20 +37,8 @@ func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 		taskID, actionID := b.permit(fmt.Sprintf("cap-%02d", i), "capped", "t")
 		ids[taskID] = actionID
 	}
-	// Held back is what the consumer shows: permits delivered again and
-	// not acknowledged. The old code called them all instead.
-	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
-		info, err := cons.Info(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
-		return tool.Calls() > cap || info.NumRedelivered >= n-cap, fmt.Sprintf("%d calls, %d permits delivered again", tool.Calls(), info.NumRedelivered)
-	})
-	if got := tool.Calls(); got != cap {
+	// The old code called them all instead.
+	if got := b.heldBack(tool, cap, n-cap); got != cap {
 		t.Fatalf("with %d permits held back the tool had %d calls; its cap is %d", n-cap, got, cap)
 	}
 	tool.Release()
@@ -63,6 +51,26 @@ func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 	if got := tool.Together(callPath); got > cap {
 		t.Errorf("the tool had %d calls in flight at once; its cap is %d", got, cap)
 	}
+}
+
+// heldBack waits until the execution consumer shows n permits held back
+// — delivered again and not acknowledged — with the tool at calls, or
+// until the tool got more than calls; it returns the tool's calls then.
+func (b *bed) heldBack(tool *stewardtest.Tool, calls, n int) int {
+	b.t.Helper()
+	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
+		info, err := cons.Info(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		got := tool.Calls()
+		return got > calls || got == calls && info.NumRedelivered >= n, fmt.Sprintf("%d calls, %d permits delivered again", got, info.NumRedelivered)
+	})
+	return tool.Calls()
 }
 
 // TestAToolsRateHolds: a tool allowed 5 calls a second with bursts of 2
@@ -152,17 +160,7 @@ func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
 		b.Append(taskID, permitted)
 		ids[taskID] = a.ActionId
 	}
-	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
-		info, err := cons.Info(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
-		return tool.Calls() > 2 || tool.Calls() == 2 && info.NumRedelivered >= 1, fmt.Sprintf("%d calls, %d permits delivered again", tool.Calls(), info.NumRedelivered)
-	})
+	b.heldBack(tool, 2, 1)
 	tenants := map[string]bool{}
 	for _, r := range tool.Requests() {
 		tenants[r.Header.Get("Steward-Task-Id")[:4]] = true
