@@ -15,9 +15,11 @@ const (
 	// MaxConcurrentCalls bounds limits.max_concurrent: the state of a cap
 	// is one entry that lists its calls in flight.
 	MaxConcurrentCalls = 256
-	// MaxRatePerSecond and MaxBurst bound limits.rate_per_second and
-	// limits.burst: past them a rate holds nothing back that the cap
-	// and the plane do not.
+	// MinRatePerSecond, MaxRatePerSecond and MaxBurst bound
+	// limits.rate_per_second and limits.burst: under one call an hour a
+	// call waits past any permit's life; past the maxima a rate holds
+	// nothing back that the cap and the plane do not.
+	MinRatePerSecond = 1.0 / 3600
 	MaxRatePerSecond = 1000
 	MaxBurst         = 1000
 	// MaxBreakerMinRequests bounds limits.breaker_min_requests.
@@ -39,8 +41,8 @@ func checkLimits(l *stewardv1.ToolLimits) error {
 	switch {
 	case l.MaxConcurrent > MaxConcurrentCalls:
 		return errs.Field("contract.limits.max_concurrent", "is more than %d", MaxConcurrentCalls)
-	case math.IsNaN(rate) || rate < 0 || rate > MaxRatePerSecond:
-		return errs.Field("contract.limits.rate_per_second", "%v is outside 0–%d", rate, MaxRatePerSecond)
+	case math.IsNaN(rate) || rate < 0 || rate > MaxRatePerSecond || rate > 0 && rate < MinRatePerSecond:
+		return errs.Field("contract.limits.rate_per_second", "%v is outside one call an hour (%v) – %d a second", rate, MinRatePerSecond, MaxRatePerSecond)
 	case l.Burst > MaxBurst:
 		return errs.Field("contract.limits.burst", "is more than %d", MaxBurst)
 	case l.Burst != 0 && rate == 0:

@@ -26,6 +26,7 @@ func TestToolLimitsAreBounded(t *testing.T) {
 		{"cap past its bound", &stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls + 1}, "contract.limits.max_concurrent"},
 		{"negative rate", &stewardv1.ToolLimits{RatePerSecond: -1}, "contract.limits.rate_per_second"},
 		{"rate past its bound", &stewardv1.ToolLimits{RatePerSecond: toolreg.MaxRatePerSecond + 1}, "contract.limits.rate_per_second"},
+		{"rate under one call an hour", &stewardv1.ToolLimits{RatePerSecond: toolreg.MinRatePerSecond / 2}, "contract.limits.rate_per_second"},
 		{"rate not a number", &stewardv1.ToolLimits{RatePerSecond: math.NaN()}, "contract.limits.rate_per_second"},
 		{"burst past its bound", &stewardv1.ToolLimits{RatePerSecond: 1, Burst: toolreg.MaxBurst + 1}, "contract.limits.burst"},
 		{"burst without a rate", &stewardv1.ToolLimits{Burst: 3}, "contract.limits.burst"},
@@ -47,7 +48,7 @@ func TestToolLimitsAreBounded(t *testing.T) {
 		})
 	}
 	c := valid()
-	c.Limits = &stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls, RatePerSecond: 0.5, Burst: toolreg.MaxBurst, PerTenant: true,
+	c.Limits = &stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls, RatePerSecond: toolreg.MinRatePerSecond, Burst: toolreg.MaxBurst, PerTenant: true,
 		BreakerMinRequests: 1, BreakerFailureRate: 1, BreakerCoolDown: durationpb.New(toolreg.MinBreakerCoolDown)}
 	if err := toolreg.Validate(c); err != nil {
 		t.Fatalf("limits at their bounds were refused: %v", err)

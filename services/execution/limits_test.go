@@ -101,7 +101,9 @@ func TestAToolsRateHolds(t *testing.T) {
 		t.Fatalf("the tool got %d calls, want %d", len(at), n)
 	}
 	interval := time.Duration(float64(time.Second) / rate)
-	const slack = 60 * time.Millisecond
+	// The rate is kept where calls are let through; the tool sees it
+	// shifted by the time to record each dispatch, which varies.
+	const slack = 150 * time.Millisecond
 	for i := burst; i < n; i++ {
 		if least := time.Duration(i-burst+1)*interval - slack; at[i].Sub(at[0]) < least {
 			t.Errorf("call %d came %s after the first; at %v a second with bursts of %d, not before %s", i+1, at[i].Sub(at[0]), rate, burst, least)

@@ -17,6 +17,9 @@
 //     policy; deterministic and validation failures go back to the agent;
 //   - a circuit breaker per service key holds actions while a service is
 //     failing: they wait (they are not failed and not dropped);
+//   - a tool's limits — a cap on its calls in flight and a rate, over
+//     every worker — hold calls back: they wait, their permits unclaimed,
+//     and go out once (limits.go);
 //   - an unknown outcome is settled by asking the tool's status query, with
 //     backoff, or by a person (ActionService.SettleAction);
 //   - every wait is an event plus a durable timer (pkg/timer), so a

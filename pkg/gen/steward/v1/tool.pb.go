@@ -353,8 +353,8 @@ type ToolLimits struct {
 	// At most this many calls of the tool in flight at once, over every
 	// execution worker (1-256).
 	MaxConcurrent uint32 `protobuf:"varint,1,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
-	// Calls may start at most this often, on average (per second, up to
-	// 1000), with bursts of up to burst calls.
+	// Calls may start at most this often, on average (per second, from
+	// one an hour to 1000), with bursts of up to burst calls.
 	RatePerSecond float64 `protobuf:"fixed64,2,opt,name=rate_per_second,json=ratePerSecond,proto3" json:"rate_per_second,omitempty"`
 	// How many calls may start at once after a quiet spell (1-1000; 1 when
 	// unset). Only with rate_per_second.
