@@ -22,14 +22,16 @@ import (
 // proposals at once. The tool holds every call until released: it has
 // exactly 2, and the other 48 permits wait, unclaimed, delivered again
 // and again. Then the binary is killed (-9) and started again: the
-// waiting calls survive, the two cut off are settled by the status
-// query, and once the tool answers every call is made — the tool never
-// sees more than 2 at once, and each op key's work is done once.
+// waiting calls survive, the two cut off are settled by the status query
+// and their slots come back with their lease (seconds, not the tool's
+// 10-minute timeout), and once the tool answers every call is made — the
+// tool never sees more than 2 at once, and each op key's work is done
+// once.
 func TestAToolsCapHoldsAcrossAKill(t *testing.T) {
 	const n, cap = 50, 2
 	tool := stewardtest.StartTool(t).Always("/capped", stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	h := startSteward(t, setup{open: true, nats: true, tools: []string{fmt.Sprintf(`{"name": "capped", "version": "1", "effectClass": "EFFECT_CLASS_READ",
-	  "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "timeout": "5s", "statusQuery": true, "idempotency": {"honoursKey": true},
+	  "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "timeout": "600s", "statusQuery": true, "idempotency": {"honoursKey": true},
 	  "limits": {"maxConcurrent": %d}, "http": {"url": %q, "statusUrl": %q}}`, cap, tool.URL+"/capped", tool.URL+"/status")}})
 	c := newClients(h.url)
 	ctx := context.Background()

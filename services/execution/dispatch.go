@@ -384,8 +384,9 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 // wait before a retry.
 func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
+	holding := p.holdSlot(ctx, call, actionID, next)
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())
-	p.releaseSlot(ctx, call, actionID, next)
+	holding()
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
 		crashpoint.Here(crashpoint.AfterRetryDispatch)

@@ -3,12 +3,12 @@ package execution
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
 	"github.com/steward-run/steward/services/execution/limit"
 )
@@ -69,10 +69,14 @@ func (p *Plane) slotHolder(actionID string, attempt uint32) string {
 	return fmt.Sprintf("%s/%d/%s", actionID, attempt, p.cfg.Worker)
 }
 
+// slotLease is how long a slot outlives its holder's last renewal: two
+// leases, so that a missed renewal does not lose a live call's slot, and
+// a worker that died mid-call gives its slots back about when its claims
+// are taken over.
+func (p *Plane) slotLease() time.Duration { return 2 * p.cfg.Lease }
+
 // takeSlot takes a slot for attempt of the action under its tool's
-// limits, or answers errs.Later with how long to wait. The slot is leased
-// for the tool's timeout and this plane's lease: a call cannot run longer,
-// so a worker that dies holding it gives it back then.
+// limits, or answers errs.Later with how long to wait.
 func (p *Plane) takeSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) error {
 	l := toolLimits(call.Tool)
 	if l.None() {
@@ -84,15 +88,43 @@ func (p *Plane) takeSlot(ctx context.Context, call *prepared, actionID string, a
 		p.logger.Warn("a tool with limits, and no gate to hold them (Config.Limits): the call waits", "tool", call.Tool.GetName(), "action", actionID)
 		return errs.Later(limit.Busy, "tool %s has limits and this worker keeps none", call.Tool.GetName())
 	}
-	timeout := call.Tool.GetTimeout().AsDuration()
-	if timeout <= 0 {
-		timeout = adapter.DefaultTimeout
-	}
-	wait, err := p.cfg.Limits.Take(ctx, call.limit, p.slotHolder(actionID, attempt), l, timeout+p.cfg.Lease, p.now())
+	wait, err := p.cfg.Limits.Take(ctx, call.limit, p.slotHolder(actionID, attempt), l, p.slotLease(), p.now())
 	if err != nil || wait == 0 {
 		return err
 	}
 	return errs.Later(wait, "tool %s is at its limits (%s); the call waits", call.Tool.GetName(), call.limit)
+}
+
+// holdSlot keeps the slot takeSlot took for attempt while its call runs,
+// renewing its lease every Lease/3 as the call's heartbeat does, and gives
+// it back when the returned done is called. A renewal that fails is
+// logged, not fatal: the next one, or the slot's lease, makes up for it.
+func (p *Plane) holdSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (done func()) {
+	if toolLimits(call.Tool).MaxConcurrent <= 0 || p.cfg.Limits == nil {
+		return func() {}
+	}
+	holder := p.slotHolder(actionID, attempt)
+	rctx, cancel := context.WithCancel(ctx)
+	var renewing sync.WaitGroup
+	renewing.Go(func() {
+		tick := time.NewTicker(p.cfg.Lease / 3)
+		defer tick.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-tick.C:
+				if err := p.cfg.Limits.Renew(rctx, call.limit, holder, p.slotLease(), p.now()); err != nil && rctx.Err() == nil {
+					p.logger.Warn("a slot's lease not renewed", "tool", call.Tool.GetName(), "action", actionID, "err", err)
+				}
+			}
+		}
+	})
+	return func() {
+		cancel()
+		renewing.Wait()
+		p.releaseSlot(ctx, call, actionID, attempt)
+	}
 }
 
 // releaseSlot gives back the slot takeSlot took for attempt. Failing to

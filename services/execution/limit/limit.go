@@ -6,9 +6,9 @@
 // or a tool of one tenant): the calls holding a slot, each with the end of
 // its lease, and the rate's schedule. Every change is a compare-and-set on
 // the entry's revision, so of workers racing for the last slot one wins;
-// the others are told how long to wait. A slot is held under a lease (the
-// tool's timeout plus the plane's lease), so that a worker that dies
-// holding one gives it back when its call could not be running any more.
+// the others are told how long to wait. A slot is held under a lease its
+// holder renews while its call runs, so that a worker that dies holding
+// one gives it back within the lease.
 //
 // The package decides and stores; it never waits. Waiting is the caller's:
 // the execution plane leaves a permit unclaimed and asks for its event
@@ -111,21 +111,45 @@ func (g *Gate) Take(ctx context.Context, key, holder string, l Limits, lease tim
 
 // Release gives back holder's slot of key, if it holds one.
 func (g *Gate) Release(ctx context.Context, key, holder string, now time.Time) error {
+	return g.update(ctx, key, func(st *state) bool {
+		if _, ok := st.Holders[holder]; !ok {
+			return false
+		}
+		delete(st.Holders, holder)
+		st.prune(now)
+		return true
+	})
+}
+
+// Renew extends holder's slot of key to lease from now, if it still holds
+// one: a slot whose lease ended is not taken back this way.
+func (g *Gate) Renew(ctx context.Context, key, holder string, lease time.Duration, now time.Time) error {
+	return g.update(ctx, key, func(st *state) bool {
+		if until, ok := st.Holders[holder]; !ok || until <= now.UnixNano() {
+			return false
+		}
+		st.Holders[holder] = now.Add(lease).UnixNano()
+		return true
+	})
+}
+
+// update applies change to key's entry and stores it, reading it again
+// while another change comes first; change answers false when it has
+// nothing to store.
+func (g *Gate) update(ctx context.Context, key string, change func(*state) bool) error {
 	for range tries {
 		st, rev, err := g.read(ctx, key)
 		if err != nil {
 			return err
 		}
-		if _, ok := st.Holders[holder]; !ok || rev == 0 {
+		if rev == 0 || !change(st) {
 			return nil
 		}
-		delete(st.Holders, holder)
-		st.prune(now)
 		if err := g.write(ctx, key, st, rev); !errors.Is(err, jetstream.ErrKeyExists) {
 			return err
 		}
 	}
-	return fmt.Errorf("release a slot of %s: too many concurrent changes; its lease ends it", key)
+	return fmt.Errorf("limits of %s: too many concurrent changes; the slot's lease ends it", key)
 }
 
 // admit changes st to let holder in at now and answers 0, or leaves it

@@ -75,6 +75,32 @@ func TestACapIsHeldUnderRacesAndLeases(t *testing.T) {
 	}
 }
 
+// TestARenewedSlotOutlivesItsFirstLease: a holder that renews keeps its
+// slot past its first lease; once it stops, the slot comes back a lease
+// after the last renewal; and a renewal after the lease ended takes
+// nothing back.
+func TestARenewedSlotOutlivesItsFirstLease(t *testing.T) {
+	g, ctx := gate(t), context.Background()
+	l := limit.Limits{MaxConcurrent: 1}
+	const lease = 10 * time.Second
+	if wait, err := g.Take(ctx, "tool", "a", l, lease, t0); err != nil || wait != 0 {
+		t.Fatalf("take: wait %s, %v", wait, err)
+	}
+	renewed := t0.Add(8 * time.Second)
+	if err := g.Renew(ctx, "tool", "a", lease, renewed); err != nil {
+		t.Fatal(err)
+	}
+	if wait, _ := g.Take(ctx, "tool", "b", l, lease, t0.Add(lease+time.Second)); wait == 0 {
+		t.Fatal("a renewed slot was taken at the end of its first lease")
+	}
+	if err := g.Renew(ctx, "tool", "a", lease, renewed.Add(lease)); err != nil {
+		t.Fatal(err)
+	}
+	if wait, _ := g.Take(ctx, "tool", "b", l, lease, renewed.Add(lease)); wait != 0 {
+		t.Fatalf("a slot renewed too late was kept: wait %s", wait)
+	}
+}
+
 // TestARateLetsABurstThenOneAnInterval: at 10 a second with bursts of 3,
 // three takes at once get in, the fourth waits a tenth of a second, and
 // after a quiet second the burst is there again.
