@@ -9,6 +9,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/toolreg"
 )
 
 // contentChecks are the rows of the errors table about a contract's
@@ -51,16 +52,22 @@ func contentChecks() map[string]tableCheck {
 		},
 		"a tool's `idempotency.keyScope` other than `action`, or `onRepeat` other than `return_first`; either, or a `retention`, on a tool that does not honour its key": func(t *testing.T, e *harness) []error {
 			register := func(idem *stewardv1.IdempotencySupport) error {
-				_, err := e.tools().RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
-					Name: "table-idempotent", Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
-					DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC, Idempotency: idem,
-					Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}}}}))
-				return err
+				return registerEdited(e, "table-idempotent", func(c *stewardv1.ToolContract) { c.Idempotency = idem })
 			}
 			return []error{alike(t,
 				onField(t, register(&stewardv1.IdempotencySupport{HonoursKey: true, KeyScope: "per-tool"}), "contract.idempotency.key_scope"),
 				onField(t, register(&stewardv1.IdempotencySupport{HonoursKey: true, OnRepeat: "the first result"}), "contract.idempotency.on_repeat"),
 				onField(t, register(&stewardv1.IdempotencySupport{OnRepeat: "return_first"}), "contract.idempotency.on_repeat"),
+			)}
+		},
+		"a tool's `limits` out of its range (see the limits below), a `burst` without a `ratePerSecond`, `perTenant` without a cap or a rate, or on a tenant's tool": func(t *testing.T, e *harness) []error {
+			register := func(l *stewardv1.ToolLimits) error {
+				return registerEdited(e, "table-limited", func(c *stewardv1.ToolContract) { c.Limits = l })
+			}
+			return []error{alike(t,
+				onField(t, register(&stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls + 1}), "contract.limits.max_concurrent"),
+				onField(t, register(&stewardv1.ToolLimits{Burst: 2}), "contract.limits.burst"),
+				onField(t, register(&stewardv1.ToolLimits{PerTenant: true}), "contract.limits.per_tenant"),
 			)}
 		},
 		"`GetResult` for an action without a result; `GetArtifactContent` for an unknown artifact or version; for an artifact submitted by reference": func(t *testing.T, e *harness) []error {
@@ -90,4 +97,18 @@ func contentChecks() map[string]tableCheck {
 			return []error{readArtifact(e.agent, id, "report", 0)}
 		},
 	}
+}
+
+// registerEdited registers tool name, an idempotent write of public data
+// at an address nothing serves, as edit leaves its contract: for the rows
+// about what a contract may say.
+func registerEdited(e *harness, name string, edit func(*stewardv1.ToolContract)) error {
+	c := &stewardv1.ToolContract{
+		Name: name, Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
+		Endpoint:        &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}},
+	}
+	edit(c)
+	_, err := e.tools().RegisterTool(context.Background(), connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: c}))
+	return err
 }

@@ -56,10 +56,17 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`retryPolicy.initialBackoff`, `maxBackoff` (tool or proposal)":     {span(toolreg.MinRetryBackoff, toolreg.MaxRetryBackoff)},
 		"`retryPolicy.maxElapsed`":                                          {span(toolreg.MinRetryElapsed, toolreg.MaxRetryElapsed)},
 		"`idempotency.retention`":                                           {span(toolreg.MinRetention, toolreg.MaxRetention)},
+		"a tool's `limits.maxConcurrent`":                                   {count(toolreg.MaxConcurrentCalls, "calls in flight")},
+		"a tool's `limits.ratePerSecond`, `burst`":                          {"one call an hour – " + count(toolreg.MaxRatePerSecond, "calls a second"), "bursts of " + count(toolreg.MaxBurst, "calls")},
+		"a tool's `limits.breakerMinRequests`, `breakerFailureRate`":        {count(toolreg.MaxBreakerMinRequests, "outcomes")},
+		"a tool's `limits.breakerCoolDown`":                                 {span(toolreg.MinBreakerCoolDown, toolreg.MaxBreakerCoolDown)},
 		"`--credential-ttl`":                                                {span(credential.MinTTL, credential.MaxTTL)},
 		"`contract.recoveryPolicy.maxAttempts`":                             {fmt.Sprintf("%d proposals", control.MaxRecoveryAttempts), fmt.Sprintf("0: %d", control.DefaultRecoveryAttempts)},
 		"content read back (`GetResult`, `GetArtifactContent`)": {size(action.MaxResult) + " of a result", size(state.MaxArtifactContent) + " of an artifact",
 			"chunks of " + size(state.ArtifactChunkBytes)},
+	}
+	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
+		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)
 	}
 	rows := map[string]string{}
 	in := false

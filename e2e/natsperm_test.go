@@ -171,9 +171,10 @@ func TestNATSRefusesWhatAPlaneDoesNotOwn(t *testing.T) {
 
 				// A bucket it does not own.
 				for bucket, owners := range map[string][]string{
-					action.RequestBucket:  {event.PlaneControl},
-					action.ResultBucket:   {event.PlaneControl, event.PlaneExecution},
-					natsperm.ToolKVBucket: {event.PlaneExecution},
+					action.RequestBucket:      {event.PlaneControl},
+					action.ResultBucket:       {event.PlaneControl, event.PlaneExecution},
+					natsperm.ToolKVBucket:     {event.PlaneExecution},
+					natsperm.ToolLimitsBucket: {event.PlaneExecution},
 				} {
 					owned := false
 					for _, o := range owners {

@@ -33,6 +33,10 @@ import (
 // execution plane's alone.
 const ToolKVBucket = "STEWARD_TOOL_KV"
 
+// ToolLimitsBucket keeps tools' calls in flight and rate schedules
+// (services/execution/limit): the execution plane's alone.
+const ToolLimitsBucket = "STEWARD_TOOL_LIMITS"
+
 // Planes returns the planes that have a NATS user, in a fixed order.
 func Planes() []string {
 	return []string{event.PlaneControl, event.PlaneGovernance, event.PlaneExecution, event.PlaneState}
@@ -128,7 +132,7 @@ func Grants(plane string) []Grant {
 	case event.PlaneControl:
 		pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
 	case event.PlaneExecution:
-		pub("store tool results; the kv.append built-in tool's records", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket))
+		pub("store tool results; the kv.append built-in tool's records; tools' calls in flight and rates (limits)", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket), kvKeys(ToolLimitsBucket))
 	}
 	switch plane {
 	case event.PlaneControl, event.PlaneGovernance, event.PlaneState:
@@ -151,7 +155,7 @@ func Grants(plane string) []Grant {
 		streams = append(streams, timerStream(plane))
 	}
 	if plane == event.PlaneExecution {
-		streams = append(streams, kvStream(ToolKVBucket))
+		streams = append(streams, kvStream(ToolKVBucket), kvStream(ToolLimitsBucket))
 	}
 	// Account info: creating a bucket asks what the server supports.
 	open := []string{"$JS.API.INFO"}

@@ -109,6 +109,9 @@ type Request struct {
 	Method, Path, Query string
 	Header              http.Header
 	Body                []byte
+	// At is when the tool got it, by its own clock: how a test measures
+	// the rate of calls where they land.
+	At time.Time
 }
 
 type script struct {
@@ -186,7 +189,7 @@ func (t *Tool) call(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	key := r.Header.Get("Idempotency-Key")
 	t.mu.Lock()
-	t.requests = append(t.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body})
+	t.requests = append(t.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.RawQuery, Header: r.Header.Clone(), Body: body, At: time.Now()})
 	a := t.next(r.URL.Path, key)
 	t.perPath[r.URL.Path]++
 	t.perKey[key]++

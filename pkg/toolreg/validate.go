@@ -90,6 +90,9 @@ func Validate(c *stewardv1.ToolContract) error {
 	if err := checkIdempotency(c.Idempotency); err != nil {
 		return err
 	}
+	if err := checkLimits(c.Limits); err != nil {
+		return err
+	}
 	// The breaker counts against this key; one it could not record would
 	// hold actions behind an open breaker that no view shows.
 	if c.ServiceKey != "" {

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -109,4 +110,26 @@ func breakerState(s breaker.State) stewardv1.BreakerState {
 		return stewardv1.BreakerState_BREAKER_STATE_HALF_OPEN
 	}
 	return stewardv1.BreakerState_BREAKER_STATE_UNSPECIFIED
+}
+
+// serviceKey is what a tool's calls count against in the breakers.
+func serviceKey(tool *stewardv1.ToolContract) string {
+	if tool.GetServiceKey() != "" {
+		return tool.GetServiceKey()
+	}
+	return tool.GetName()
+}
+
+// breakerOutcome says what a result tells about the service: a transient
+// failure or no answer counts against it; a deterministic or validation
+// failure is about the request, not the service.
+func breakerOutcome(res adapter.Result) breaker.Outcome {
+	switch {
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+		return breaker.Success
+	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+		res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT:
+		return breaker.Failure
+	}
+	return breaker.Neutral
 }

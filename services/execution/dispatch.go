@@ -307,13 +307,19 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		}
 	}
 	key := call.breaker
-	ok, retryAt, tr := p.breakers.Allow(key, p.now())
+	ok, retryAt, tr := p.allowBreaker(key, call.Tool)
 	p.noteBreaker(ctx, tr)
 	if !ok {
 		return between(func() error {
 			return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
 				fmt.Sprintf("the circuit breaker for service %s is open", serviceOf(key)))
 		})
+	}
+	// The tool's limits: a call held back records nothing and waits, its
+	// permit unclaimed (see limits.go); the breaker's probe goes back.
+	if err := p.takeSlot(ctx, call, actionID, next); err != nil {
+		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
+		return nil, err
 	}
 	if direct && p.beforeClaim != nil {
 		p.beforeClaim()
@@ -353,8 +359,10 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	}
 	if lost != "" || err != nil {
 		// No call goes out: give back what the breaker let through, or a
-		// half-open breaker would hold its probe for a call never made.
+		// half-open breaker would hold its probe for a call never made;
+		// and the tool's slot.
 		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
+		p.releaseSlot(ctx, call, actionID, next)
 	}
 	switch {
 	case lost != "":
@@ -376,7 +384,9 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 // wait before a retry.
 func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
+	holding := p.holdSlot(ctx, call, actionID, next)
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())
+	holding()
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
 		crashpoint.Here(crashpoint.AfterRetryDispatch)
@@ -445,28 +455,6 @@ func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, fr
 		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", moved)
 	}
 	return err
-}
-
-// serviceKey is what a tool's calls count against in the breakers.
-func serviceKey(tool *stewardv1.ToolContract) string {
-	if tool.GetServiceKey() != "" {
-		return tool.GetServiceKey()
-	}
-	return tool.GetName()
-}
-
-// breakerOutcome says what a result tells about the service: a transient
-// failure or no answer counts against it; a deterministic or validation
-// failure is about the request, not the service.
-func breakerOutcome(res adapter.Result) breaker.Outcome {
-	switch {
-	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-		return breaker.Success
-	case res.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
-		res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT:
-		return breaker.Failure
-	}
-	return breaker.Neutral
 }
 
 func errBusy(actionID string) error {

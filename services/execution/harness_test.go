@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -22,6 +23,7 @@ import (
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
+	"github.com/steward-run/steward/services/execution/limit"
 )
 
 // bed is an execution plane on the kit's environment, fed permits written
@@ -45,10 +47,21 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 	b := &bed{Env: env, t: t, cfg: execution.Config{
 		Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
+		Limits: openGate(t, env.Bus.JS),
 	}}
 	b.standInGovernance()
 	b.start()
 	return b
+}
+
+// openGate opens the tools' limits over js, as the binary does.
+func openGate(t *testing.T, js jetstream.JetStream) *limit.Gate {
+	t.Helper()
+	kv, err := bucket.Open(context.Background(), js, limit.BucketConfig(1, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return limit.New(kv)
 }
 
 // callPath is where the bed's tools take calls.

@@ -17,6 +17,9 @@
 //     policy; deterministic and validation failures go back to the agent;
 //   - a circuit breaker per service key holds actions while a service is
 //     failing: they wait (they are not failed and not dropped);
+//   - a tool's limits — a cap on its calls in flight and a rate, over
+//     every worker — hold calls back: they wait, their permits unclaimed,
+//     and go out once (limits.go);
 //   - an unknown outcome is settled by asking the tool's status query, with
 //     backoff, or by a person (ActionService.SettleAction);
 //   - every wait is an event plus a durable timer (pkg/timer), so a
@@ -47,6 +50,7 @@ import (
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
+	"github.com/steward-run/steward/services/execution/limit"
 )
 
 // PlaneName is the execution plane's name in events and consumer names.
@@ -73,8 +77,13 @@ type Config struct {
 	// Timers end waits and schedule status queries. Without them a wait
 	// cannot be recorded, and an action that needs one stays claimed.
 	Timers *timer.Timers
-	// Breaker configures the circuit breakers; zero fields are defaults.
+	// Breaker configures the circuit breakers; zero fields are defaults,
+	// and a tool's contract may set its own (ToolLimits).
 	Breaker breaker.Config
+	// Limits holds tools' caps and rates over every worker that shares
+	// its bucket (limit.Bucket). Without it a call of a tool with a cap
+	// or a rate waits for a worker that has it.
+	Limits *limit.Gate
 	// Lease is how long an action's worker may go without a sign of life
 	// on the log before any live worker takes the action over; default
 	// DefaultLease. A call in flight heartbeats every Lease/3.

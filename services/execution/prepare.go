@@ -68,6 +68,7 @@ func (p *Plane) prepare(ctx context.Context, taskID, tenant string, a *stewardv1
 		result:  entry.ResultSchema,
 		secrets: secrets,
 		breaker: breakerKey(entry.Tool.Tenant, entry.Tool.Contract),
+		limit:   limitKey(entry.Tool.Tenant, tenant, entry.Tool.Contract),
 	}, nil, nil
 }
 
@@ -82,4 +83,7 @@ type prepared struct {
 	secrets []string
 	// breaker is the circuit breaker the call counts against (breakerKey).
 	breaker string
+	// limit is what the call counts against in the tool's limits
+	// (limitKey).
+	limit string
 }

@@ -50,6 +50,7 @@ func (b *bed) process(name, consumer string) *process {
 	// The tools as the bed's registry has them already; the process's
 	// own would learn them from the log a moment later.
 	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Requests, set.Results, set.Timers
+	cfg.Limits = openGate(b.t, js) // the same bucket, through its own connection
 	p, err := execution.New(set.Log, b.Logger.With("proc", name), cfg)
 	if err != nil {
 		b.t.Fatal(err)

@@ -43,6 +43,9 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 	if tenant != "" && c.GetBuiltin() != nil {
 		return nil, false, errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
 	}
+	if tenant != "" && c.GetLimits().GetPerTenant() {
+		return nil, false, errs.Field("contract.limits.per_tenant", "splits a global tool's limits between tenants; a tenant's tool is its tenant's alone")
+	}
 	for range 8 {
 		recs, err := p.log.ReadTool(ctx, c.Name)
 		if err != nil {

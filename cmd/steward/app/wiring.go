@@ -28,6 +28,7 @@ import (
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/adapter"
+	"github.com/steward-run/steward/services/execution/limit"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 	"github.com/steward-run/steward/services/state"
@@ -186,6 +187,10 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, err
 	}
+	limitsKV, err := bucket.Open(ctx, js, limit.BucketConfig(m.Replicas, m.logger))
+	if err != nil {
+		return nil, err
+	}
 	sandbox := m.Sandbox
 	if sandbox == "" {
 		sandbox = "sandbox"
@@ -219,7 +224,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	}
 	p, err := execution.New(log, m.logger, execution.Config{
 		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
-		Secrets:  secrets,
+		Secrets: secrets, Limits: limit.New(limitsKV),
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
 	})
 	if err != nil {

@@ -37,20 +37,25 @@ type Config struct {
 
 // WithDefaults returns c with every zero field set to its default.
 func (c Config) WithDefaults() Config {
+	return c.over(Config{Window: DefaultWindow, MinRequests: DefaultMinRequests, FailureRate: DefaultFailureRate, CoolDown: DefaultCoolDown, HalfOpenProbes: DefaultHalfOpenProbes})
+}
+
+// over returns c with every zero field set to base's.
+func (c Config) over(base Config) Config {
 	if c.Window == 0 {
-		c.Window = DefaultWindow
+		c.Window = base.Window
 	}
 	if c.MinRequests == 0 {
-		c.MinRequests = DefaultMinRequests
+		c.MinRequests = base.MinRequests
 	}
 	if c.FailureRate == 0 {
-		c.FailureRate = DefaultFailureRate
+		c.FailureRate = base.FailureRate
 	}
 	if c.CoolDown == 0 {
-		c.CoolDown = DefaultCoolDown
+		c.CoolDown = base.CoolDown
 	}
 	if c.HalfOpenProbes == 0 {
-		c.HalfOpenProbes = DefaultHalfOpenProbes
+		c.HalfOpenProbes = base.HalfOpenProbes
 	}
 	return c
 }

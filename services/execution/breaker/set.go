@@ -39,6 +39,9 @@ type Status struct {
 // Set's size follows the services in recent use.
 type Set struct {
 	cfg Config
+	// tuned are the keys whose breakers follow a configuration of their
+	// own (Tune): a tool contract's thresholds.
+	tuned map[string]Config
 
 	// One lock for all breakers: each call does a few comparisons under
 	// it, far less than the dispatch it guards.
@@ -54,7 +57,33 @@ func New(cfg Config) *Set {
 	if err := cfg.Validate(); err != nil {
 		panic(err)
 	}
-	return &Set{cfg: cfg.WithDefaults(), breakers: make(map[string]*breaker)}
+	return &Set{cfg: cfg.WithDefaults(), breakers: make(map[string]*breaker), tuned: make(map[string]Config)}
+}
+
+// Tune makes key's breaker follow c from now on, c's zero fields taking
+// the Set's; a zero c gives it back the Set's. A c that does not validate
+// changes nothing and is returned as the error.
+func (s *Set) Tune(key string, c Config) error {
+	if err := c.Validate(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c == (Config{}) {
+		delete(s.tuned, key)
+		return nil
+	}
+	s.tuned[key] = c.over(s.cfg)
+	return nil
+}
+
+// cfgFor is the configuration key's breaker follows. The caller holds
+// s.mu.
+func (s *Set) cfgFor(key string) Config {
+	if c, ok := s.tuned[key]; ok {
+		return c
+	}
+	return s.cfg
 }
 
 // Allow says whether a call to key may go out at now. When it may not,
@@ -71,7 +100,7 @@ func (s *Set) Allow(key string, now time.Time) (ok bool, retryAt time.Time, tr *
 	if b == nil {
 		return true, time.Time{}, nil
 	}
-	return b.allow(key, s.cfg, now)
+	return b.allow(key, s.cfgFor(key), now)
 }
 
 // Record counts the outcome of a call to key that Allow let through, and
@@ -90,10 +119,10 @@ func (s *Set) Record(key string, o Outcome, now time.Time) *Transition {
 		if o == Neutral {
 			return nil // nothing to count; no need for a breaker
 		}
-		b = newBreaker(s.cfg)
+		b = newBreaker(s.cfgFor(key))
 		s.breakers[key] = b
 	}
-	return b.record(key, s.cfg, o, now)
+	return b.record(key, s.cfgFor(key), o, now)
 }
 
 // State reports key's state at now and, when open, the end of its

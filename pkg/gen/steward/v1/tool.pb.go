@@ -344,6 +344,115 @@ func (x *RetryPolicy) GetMaxElapsed() *durationpb.Duration {
 	return nil
 }
 
+// ToolLimits bounds the calls Steward makes to a tool (docs/retries.md,
+// "Limits per tool"). A call held back by a cap or the rate waits, its
+// permit unclaimed, and goes out once, later; it is never dropped. Zero
+// fields set nothing.
+type ToolLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// At most this many calls of the tool in flight at once, over every
+	// execution worker (1-256).
+	MaxConcurrent uint32 `protobuf:"varint,1,opt,name=max_concurrent,json=maxConcurrent,proto3" json:"max_concurrent,omitempty"`
+	// Calls may start at most this often, on average (per second, from
+	// one an hour to 1000), with bursts of up to burst calls.
+	RatePerSecond float64 `protobuf:"fixed64,2,opt,name=rate_per_second,json=ratePerSecond,proto3" json:"rate_per_second,omitempty"`
+	// How many calls may start at once after a quiet spell (1-1000; 1 when
+	// unset). Only with rate_per_second.
+	Burst uint32 `protobuf:"varint,3,opt,name=burst,proto3" json:"burst,omitempty"`
+	// For a global tool: the cap and the rate hold for each tenant apart
+	// rather than for all tenants together. Refused on a tenant's tool.
+	PerTenant bool `protobuf:"varint,4,opt,name=per_tenant,json=perTenant,proto3" json:"per_tenant,omitempty"`
+	// The circuit breaker opens once this many calls in its window have
+	// outcomes (1-1000) ...
+	BreakerMinRequests uint32 `protobuf:"varint,5,opt,name=breaker_min_requests,json=breakerMinRequests,proto3" json:"breaker_min_requests,omitempty"`
+	// ... and this share of them failed, in (0, 1].
+	BreakerFailureRate float64 `protobuf:"fixed64,6,opt,name=breaker_failure_rate,json=breakerFailureRate,proto3" json:"breaker_failure_rate,omitempty"`
+	// How long an open breaker refuses calls before it lets a probe
+	// through (1 second - 1 hour).
+	BreakerCoolDown *durationpb.Duration `protobuf:"bytes,7,opt,name=breaker_cool_down,json=breakerCoolDown,proto3" json:"breaker_cool_down,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ToolLimits) Reset() {
+	*x = ToolLimits{}
+	mi := &file_steward_v1_tool_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolLimits) ProtoMessage() {}
+
+func (x *ToolLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_tool_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolLimits.ProtoReflect.Descriptor instead.
+func (*ToolLimits) Descriptor() ([]byte, []int) {
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ToolLimits) GetMaxConcurrent() uint32 {
+	if x != nil {
+		return x.MaxConcurrent
+	}
+	return 0
+}
+
+func (x *ToolLimits) GetRatePerSecond() float64 {
+	if x != nil {
+		return x.RatePerSecond
+	}
+	return 0
+}
+
+func (x *ToolLimits) GetBurst() uint32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *ToolLimits) GetPerTenant() bool {
+	if x != nil {
+		return x.PerTenant
+	}
+	return false
+}
+
+func (x *ToolLimits) GetBreakerMinRequests() uint32 {
+	if x != nil {
+		return x.BreakerMinRequests
+	}
+	return 0
+}
+
+func (x *ToolLimits) GetBreakerFailureRate() float64 {
+	if x != nil {
+		return x.BreakerFailureRate
+	}
+	return 0
+}
+
+func (x *ToolLimits) GetBreakerCoolDown() *durationpb.Duration {
+	if x != nil {
+		return x.BreakerCoolDown
+	}
+	return nil
+}
+
 // HTTPEndpoint is a tool served over the HTTP tool protocol (README).
 type HTTPEndpoint struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -356,7 +465,7 @@ type HTTPEndpoint struct {
 
 func (x *HTTPEndpoint) Reset() {
 	*x = HTTPEndpoint{}
-	mi := &file_steward_v1_tool_proto_msgTypes[2]
+	mi := &file_steward_v1_tool_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +477,7 @@ func (x *HTTPEndpoint) String() string {
 func (*HTTPEndpoint) ProtoMessage() {}
 
 func (x *HTTPEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[2]
+	mi := &file_steward_v1_tool_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +490,7 @@ func (x *HTTPEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HTTPEndpoint.ProtoReflect.Descriptor instead.
 func (*HTTPEndpoint) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *HTTPEndpoint) GetUrl() string {
@@ -409,7 +518,7 @@ type BuiltinEndpoint struct {
 
 func (x *BuiltinEndpoint) Reset() {
 	*x = BuiltinEndpoint{}
-	mi := &file_steward_v1_tool_proto_msgTypes[3]
+	mi := &file_steward_v1_tool_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -421,7 +530,7 @@ func (x *BuiltinEndpoint) String() string {
 func (*BuiltinEndpoint) ProtoMessage() {}
 
 func (x *BuiltinEndpoint) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[3]
+	mi := &file_steward_v1_tool_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -434,7 +543,7 @@ func (x *BuiltinEndpoint) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BuiltinEndpoint.ProtoReflect.Descriptor instead.
 func (*BuiltinEndpoint) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BuiltinEndpoint) GetKind() string {
@@ -475,6 +584,9 @@ type ToolContract struct {
 	// The price of one call, in micro-units of the task's currency; a tool
 	// may answer with its own figure in the Steward-Cost-Micros header.
 	CostMicrosPerCall int64 `protobuf:"varint,16,opt,name=cost_micros_per_call,json=costMicrosPerCall,proto3" json:"cost_micros_per_call,omitempty"`
+	// How hard Steward may drive the tool; unset, nothing holds calls back
+	// but the circuit breaker, with the plane's defaults.
+	Limits *ToolLimits `protobuf:"bytes,17,opt,name=limits,proto3" json:"limits,omitempty"`
 	// Types that are valid to be assigned to Endpoint:
 	//
 	//	*ToolContract_Http
@@ -486,7 +598,7 @@ type ToolContract struct {
 
 func (x *ToolContract) Reset() {
 	*x = ToolContract{}
-	mi := &file_steward_v1_tool_proto_msgTypes[4]
+	mi := &file_steward_v1_tool_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +610,7 @@ func (x *ToolContract) String() string {
 func (*ToolContract) ProtoMessage() {}
 
 func (x *ToolContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[4]
+	mi := &file_steward_v1_tool_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +623,7 @@ func (x *ToolContract) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolContract.ProtoReflect.Descriptor instead.
 func (*ToolContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ToolContract) GetName() string {
@@ -626,6 +738,13 @@ func (x *ToolContract) GetCostMicrosPerCall() int64 {
 	return 0
 }
 
+func (x *ToolContract) GetLimits() *ToolLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
 func (x *ToolContract) GetEndpoint() isToolContract_Endpoint {
 	if x != nil {
 		return x.Endpoint
@@ -684,7 +803,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -696,7 +815,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -709,7 +828,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Tool) GetContract() *ToolContract {
@@ -765,13 +884,23 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\vmax_backoff\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"maxBackoff\x12:\n" +
 	"\vmax_elapsed\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"maxElapsed\"?\n" +
+	"maxElapsed\"\xbb\x02\n" +
+	"\n" +
+	"ToolLimits\x12%\n" +
+	"\x0emax_concurrent\x18\x01 \x01(\rR\rmaxConcurrent\x12&\n" +
+	"\x0frate_per_second\x18\x02 \x01(\x01R\rratePerSecond\x12\x14\n" +
+	"\x05burst\x18\x03 \x01(\rR\x05burst\x12\x1d\n" +
+	"\n" +
+	"per_tenant\x18\x04 \x01(\bR\tperTenant\x120\n" +
+	"\x14breaker_min_requests\x18\x05 \x01(\rR\x12breakerMinRequests\x120\n" +
+	"\x14breaker_failure_rate\x18\x06 \x01(\x01R\x12breakerFailureRate\x12E\n" +
+	"\x11breaker_cool_down\x18\a \x01(\v2\x19.google.protobuf.DurationR\x0fbreakerCoolDown\"?\n" +
 	"\fHTTPEndpoint\x12\x10\n" +
 	"\x03url\x18\x01 \x01(\tR\x03url\x12\x1d\n" +
 	"\n" +
 	"status_url\x18\x02 \x01(\tR\tstatusUrl\"%\n" +
 	"\x0fBuiltinEndpoint\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\"\xec\x06\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x9c\a\n" +
 	"\fToolContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -791,6 +920,7 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"serviceKey\x12#\n" +
 	"\rresult_schema\x18\x0f \x01(\tR\fresultSchema\x12/\n" +
 	"\x14cost_micros_per_call\x18\x10 \x01(\x03R\x11costMicrosPerCall\x12.\n" +
+	"\x06limits\x18\x11 \x01(\v2\x16.steward.v1.ToolLimitsR\x06limits\x12.\n" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
 	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltinB\n" +
 	"\n" +
@@ -834,40 +964,43 @@ func file_steward_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_steward_v1_tool_proto_goTypes = []any{
 	(EffectClass)(0),              // 0: steward.v1.EffectClass
 	(DataSensitivity)(0),          // 1: steward.v1.DataSensitivity
 	(ApprovalRule)(0),             // 2: steward.v1.ApprovalRule
 	(*IdempotencySupport)(nil),    // 3: steward.v1.IdempotencySupport
 	(*RetryPolicy)(nil),           // 4: steward.v1.RetryPolicy
-	(*HTTPEndpoint)(nil),          // 5: steward.v1.HTTPEndpoint
-	(*BuiltinEndpoint)(nil),       // 6: steward.v1.BuiltinEndpoint
-	(*ToolContract)(nil),          // 7: steward.v1.ToolContract
-	(*Tool)(nil),                  // 8: steward.v1.Tool
-	(*durationpb.Duration)(nil),   // 9: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*ToolLimits)(nil),            // 5: steward.v1.ToolLimits
+	(*HTTPEndpoint)(nil),          // 6: steward.v1.HTTPEndpoint
+	(*BuiltinEndpoint)(nil),       // 7: steward.v1.BuiltinEndpoint
+	(*ToolContract)(nil),          // 8: steward.v1.ToolContract
+	(*Tool)(nil),                  // 9: steward.v1.Tool
+	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_steward_v1_tool_proto_depIdxs = []int32{
-	9,  // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
-	9,  // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	9,  // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	9,  // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	0,  // 4: steward.v1.ToolContract.effect_class:type_name -> steward.v1.EffectClass
-	3,  // 5: steward.v1.ToolContract.idempotency:type_name -> steward.v1.IdempotencySupport
-	1,  // 6: steward.v1.ToolContract.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	2,  // 7: steward.v1.ToolContract.default_approval:type_name -> steward.v1.ApprovalRule
-	9,  // 8: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
-	4,  // 9: steward.v1.ToolContract.retry_policy:type_name -> steward.v1.RetryPolicy
-	5,  // 10: steward.v1.ToolContract.http:type_name -> steward.v1.HTTPEndpoint
-	6,  // 11: steward.v1.ToolContract.builtin:type_name -> steward.v1.BuiltinEndpoint
-	7,  // 12: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
-	10, // 13: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
-	14, // [14:14] is the sub-list for method output_type
-	14, // [14:14] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	10, // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
+	10, // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	10, // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	10, // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	10, // 4: steward.v1.ToolLimits.breaker_cool_down:type_name -> google.protobuf.Duration
+	0,  // 5: steward.v1.ToolContract.effect_class:type_name -> steward.v1.EffectClass
+	3,  // 6: steward.v1.ToolContract.idempotency:type_name -> steward.v1.IdempotencySupport
+	1,  // 7: steward.v1.ToolContract.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	2,  // 8: steward.v1.ToolContract.default_approval:type_name -> steward.v1.ApprovalRule
+	10, // 9: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
+	4,  // 10: steward.v1.ToolContract.retry_policy:type_name -> steward.v1.RetryPolicy
+	5,  // 11: steward.v1.ToolContract.limits:type_name -> steward.v1.ToolLimits
+	6,  // 12: steward.v1.ToolContract.http:type_name -> steward.v1.HTTPEndpoint
+	7,  // 13: steward.v1.ToolContract.builtin:type_name -> steward.v1.BuiltinEndpoint
+	8,  // 14: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
+	11, // 15: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_tool_proto_init() }
@@ -875,7 +1008,7 @@ func file_steward_v1_tool_proto_init() {
 	if File_steward_v1_tool_proto != nil {
 		return
 	}
-	file_steward_v1_tool_proto_msgTypes[4].OneofWrappers = []any{
+	file_steward_v1_tool_proto_msgTypes[5].OneofWrappers = []any{
 		(*ToolContract_Http)(nil),
 		(*ToolContract_Builtin)(nil),
 	}
@@ -885,7 +1018,7 @@ func file_steward_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_tool_proto_rawDesc), len(file_steward_v1_tool_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
