@@ -178,6 +178,7 @@ func (p *Plane) Start(ctx context.Context) error {
 // RPCs but those that quotas bound keep working until the server stops.
 func (p *Plane) Stop() {
 	p.stopUsage()
+	p.usage.reading.Wait()
 	if p.sub != nil {
 		p.sub.Stop()
 	}

@@ -73,6 +73,7 @@ type usage struct {
 	progress eventlog.Progress
 	start    sync.Once
 	stop     context.Context // ends the reader: the plane's Stop
+	reading  sync.WaitGroup  // the reader, once started
 
 	mu      sync.Mutex
 	tasks   map[string]running
@@ -177,7 +178,7 @@ func (u *usage) charge(o owner, d tally) {
 // every event of usageTypes on the log now, so that what another
 // replica, or this process before a restart, recorded is counted.
 func (u *usage) catchUp(ctx context.Context) error {
-	u.start.Do(func() { go u.log.KeepReadingTypes(u.stop, u, usageTypes...) })
+	u.start.Do(func() { u.reading.Go(func() { u.log.KeepReadingTypes(u.stop, u, usageTypes...) }) })
 	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
 	return eventlog.CatchUp(ctx, u, func(ctx context.Context) (uint64, error) { return u.log.LastOfTypes(ctx, usageTypes...) })
