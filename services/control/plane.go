@@ -156,8 +156,8 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 	return event.New(meta, payload)
 }
 
-// Start runs the plane's reactions and, with timers, ends the waits of
-// plans.
+// Start runs the plane's reactions, starts reading the usage its quotas
+// bound and, with timers, ends the waits of plans.
 func (p *Plane) Start(ctx context.Context) error {
 	if p.timers != nil && p.takesActions() {
 		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
@@ -166,6 +166,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		}
 		p.timerSub = sub
 	}
+	p.usage.read()
 	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
 		return err

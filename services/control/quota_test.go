@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -163,5 +164,28 @@ func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
 	}
 	if created != 5 {
 		t.Fatalf("%d tasks created, want 5", created)
+	}
+}
+
+// TestDelegationQuota: DelegateTask is held to the running-task quotas
+// before it reserves anything on its parent: a refused delegation writes
+// nothing on either task.
+func TestDelegationQuota(t *testing.T) {
+	d := idleRig(t)
+	ctx := context.Background()
+	ctl := d.withQuotas(t, control.Quotas{RunningTasksPerTenant: 2})
+	parent := d.parent(t, "parent", time.Now(), 0)
+	delegate := func(requestID string) error {
+		_, _, err := ctl.DelegateTask(ctx, "agent:lead", &stewardv1.DelegateTaskRequest{
+			ParentTaskId: parent.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:researcher", RequestId: requestID})
+		return err
+	}
+	if err := delegate("sub-1"); err != nil {
+		t.Fatal(err)
+	}
+	before := d.task(t, parent.Contract.TaskId).EventCount
+	refusedQuota(t, delegate("sub-2"), `quota "running tasks per tenant" (2) reached`)
+	if after := d.task(t, parent.Contract.TaskId).EventCount; after != before {
+		t.Fatalf("the refused delegation wrote %d events on its parent", after-before)
 	}
 }

@@ -174,11 +174,17 @@ func (u *usage) charge(o owner, d tally) {
 	}
 }
 
-// catchUp starts the reader on first use, then waits until it has read
-// every event of usageTypes on the log now, so that what another
-// replica, or this process before a restart, recorded is counted.
-func (u *usage) catchUp(ctx context.Context) error {
+// read starts the reader, once: at the plane's start, so that it has
+// read the log by the first command, or at that command.
+func (u *usage) read() {
 	u.start.Do(func() { u.reading.Go(func() { u.log.KeepReadingTypes(u.stop, u, usageTypes...) }) })
+}
+
+// catchUp waits until the reader has read every event of usageTypes on
+// the log now, so that what another replica, or this process before a
+// restart, recorded is counted.
+func (u *usage) catchUp(ctx context.Context) error {
+	u.read()
 	ctx, cancel := context.WithTimeout(ctx, catchUpWait)
 	defer cancel()
 	return eventlog.CatchUp(ctx, u, func(ctx context.Context) (uint64, error) { return u.log.LastOfTypes(ctx, usageTypes...) })
