@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
@@ -187,5 +188,24 @@ func TestDelegationQuota(t *testing.T) {
 	refusedQuota(t, delegate("sub-2"), `quota "running tasks per tenant" (2) reached`)
 	if after := d.task(t, parent.Contract.TaskId).EventCount; after != before {
 		t.Fatalf("the refused delegation wrote %d events on its parent", after-before)
+	}
+}
+
+// TestQuotasAreEachTenants: a tenant at its quota does not hold back
+// another, nor does one tenant's principal count against the same name
+// in another tenant.
+func TestQuotasAreEachTenants(t *testing.T) {
+	r := idleRig(t)
+	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 1, RunningTasksPerTenant: 1})
+	in := func(tenant string) context.Context {
+		return rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: tenant, Verified: true})
+	}
+	if _, _, err := ctl.CreateTask(in("acme"), "user:ana", validRequest("one")); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := ctl.CreateTask(in("acme"), "user:ana", validRequest("two"))
+	refusedQuota(t, err, `quota "running tasks per principal" (1) reached: principal "user:ana" holds 1`)
+	if _, _, err := ctl.CreateTask(in("globex"), "user:ana", validRequest("two")); err != nil {
+		t.Fatalf("another tenant: %v", err)
 	}
 }
