@@ -26,6 +26,7 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	q := control.DefaultQuotas
 	want := map[string][]string{
 		"a request": {size(rpc.MaxRequestBytes), fmt.Sprintf("at most %d messages deep", rpc.MaxMessageDepth)},
 		"text fields (intent, desired outcome, descriptions)": {size(control.MaxTextLen)},
@@ -64,6 +65,10 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`contract.recoveryPolicy.maxAttempts`":                             {fmt.Sprintf("%d proposals", control.MaxRecoveryAttempts), fmt.Sprintf("0: %d", control.DefaultRecoveryAttempts)},
 		"content read back (`GetResult`, `GetArtifactContent`)": {size(action.MaxResult) + " of a result", size(state.MaxArtifactContent) + " of an artifact",
 			"chunks of " + size(state.ArtifactChunkBytes)},
+		"quotas, per principal / per tenant ([quotas.md](quotas.md))": {
+			"running tasks " + number(q.RunningTasksPerPrincipal) + " / " + number(q.RunningTasksPerTenant),
+			"plan bytes " + size(int(q.PlanBytesPerPrincipal)) + " / " + size(int(q.PlanBytesPerTenant)),
+			"stored content " + size(int(q.ContentBytesPerPrincipal)) + " / " + size(int(q.ContentBytesPerTenant))},
 	}
 	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
 		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)
@@ -101,9 +106,11 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 	}
 }
 
-// size writes n bytes as the docs do: "1 MiB", "4 KiB", "128 bytes".
+// size writes n bytes as the docs do: "1 GiB", "1 MiB", "4 KiB", "128 bytes".
 func size(n int) string {
 	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:
@@ -111,6 +118,9 @@ func size(n int) string {
 	}
 	return fmt.Sprintf("%d bytes", n)
 }
+
+// number writes n as the docs do: "10,000".
+func number(n int64) string { return strings.TrimSuffix(count(int(n), ""), " ") }
 
 // count writes n things as the docs do: "4,096 object keys".
 func count(n int, things string) string {

@@ -34,6 +34,10 @@ const (
 	Corrupt
 	// PermissionDenied means the caller is known but may not do this.
 	PermissionDenied
+	// QuotaExceeded means the request is fine but a quota on what its
+	// caller or tenant holds (running tasks, plan bytes, stored content)
+	// is reached; ending or removing something frees room.
+	QuotaExceeded
 )
 
 var codeNames = map[Code]string{
@@ -47,6 +51,7 @@ var codeNames = map[Code]string{
 	Unavailable:        "unavailable",
 	Corrupt:            "corrupt",
 	PermissionDenied:   "permission denied",
+	QuotaExceeded:      "quota exceeded",
 }
 
 func (c Code) String() string { return codeNames[c] }

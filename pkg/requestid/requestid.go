@@ -197,11 +197,11 @@ func (h *Hold) Keep(ctx context.Context, log *eventlog.Log) error {
 
 // Refused reports whether err refuses a command as it was asked, with
 // nothing recorded: bad input, a state that does not allow it, something
-// missing, no permission. A conflict or an unavailable log may have
+// missing, no permission, a quota reached. A conflict or an unavailable log may have
 // recorded it, and keeps the claim.
 func Refused(err error) bool {
 	switch errs.CodeOf(err) {
-	case errs.Invalid, errs.TooLarge, errs.FailedPrecondition, errs.NotFound, errs.PermissionDenied:
+	case errs.Invalid, errs.TooLarge, errs.FailedPrecondition, errs.NotFound, errs.PermissionDenied, errs.QuotaExceeded:
 		return err != nil
 	}
 	return false

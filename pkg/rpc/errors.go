@@ -29,6 +29,7 @@ var connectCodes = map[errs.Code]connect.Code{
 	errs.Unavailable:        connect.CodeUnavailable,
 	errs.Corrupt:            connect.CodeDataLoss,
 	errs.PermissionDenied:   connect.CodePermissionDenied,
+	errs.QuotaExceeded:      connect.CodeResourceExhausted,
 }
 
 // ToConnect translates err for a client. Domain errors keep their message

@@ -65,6 +65,16 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
 		return nil, nil, err
 	}
+	recorded := func(*stewardv1.Task) {} // tells the quotas' admission what was recorded
+	if storedHere(a) || len(req.Content) > 0 {
+		done, err := p.admitOn(ctx, req.TaskId, func(running) tally { return tally{contentBytes: a.SizeBytes} })
+		if err != nil {
+			return nil, nil, err
+		}
+		var seq uint64
+		defer func() { done(seq) }()
+		recorded = func(t *stewardv1.Task) { seq = t.LastSequence }
+	}
 	if len(req.Content) > 0 {
 		if p.results == nil {
 			return nil, nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
@@ -88,6 +98,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 		return nil, nil, err
 	}
 	if got := task.FindArtifact(t, task.ArtifactRef(built)); proto.Equal(got, built) {
+		recorded(t)
 		return got, t, nil
 	}
 	// A repeat (the claim saw the same request): the event was on the

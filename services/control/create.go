@@ -39,7 +39,34 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		}
 		defer u.settle(ctx, &err) // the named result: what CreateTask answers
 	}
-	return p.create(ctx, principal, rpc.Caller(ctx).Tenant, taskID, req.RequestId, contract)
+	tenant := rpc.Caller(ctx).Tenant
+	done, err := p.admitTask(ctx, owner{tenant: tenant, principal: principal}, taskID)
+	if err != nil {
+		return nil, false, err
+	}
+	t, created, err := p.create(ctx, principal, tenant, taskID, req.RequestId, contract)
+	done(createdAt(t, created, err))
+	return t, created, err
+}
+
+// admitTask admits a new running task of o (admit): a task that exists
+// already, whose retry this is, is let through at a quota's end, to be
+// answered as it was.
+func (p *Plane) admitTask(ctx context.Context, o owner, taskID string) (done func(seq uint64), err error) {
+	done, err = p.admit(ctx, o, tally{running: 1})
+	if errs.Is(err, errs.QuotaExceeded) && p.exists(taskID)(ctx) {
+		return func(uint64) {}, nil
+	}
+	return done, err
+}
+
+// createdAt is the sequence of t's creation when this command created it,
+// else 0: what an admission's done is told (admit).
+func createdAt(t *stewardv1.Task, created bool, err error) uint64 {
+	if err != nil || !created {
+		return 0
+	}
+	return t.LastSequence
 }
 
 // requestedTask returns the id of the task principal's requestID makes:

@@ -72,7 +72,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		}
 		defer u.settle(ctx, &err) // the named result: what DelegateTask answers
 	}
-	return p.delegate(ctx, principal, parent, handoff{childID: childID, requestID: req.RequestId, delegateRef: req.DelegateRef, contract: contract}, now)
+	return p.delegate(ctx, principal, parent, handoff{childID: childID, requestID: req.RequestId, delegateRef: req.DelegateRef, contract: contract, quota: true}, now)
 }
 
 // handoff is one delegation: the sub-task's id, the request id that names
@@ -84,6 +84,10 @@ type handoff struct {
 	childID, requestID, delegateRef string
 	contract                        *stewardv1.TaskContract
 	still                           func(parent *stewardv1.Task) error
+	// quota says the sub-task is admitted under the running-task quotas
+	// (DelegateTask's); a plan's sub-task step is not refused half-way
+	// through its plan, and is counted all the same.
+	quota bool
 }
 
 // delegate makes sub-task h of parent in principal's name, once its id is
@@ -118,12 +122,20 @@ func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv
 	if n := len(contract.DelegationChain); n > MaxDelegationDepth {
 		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", parentID, n-1, MaxDelegationDepth)
 	}
+	done := func(uint64) {}
+	if h.quota && prior == nil {
+		if done, err = p.admitTask(ctx, owner{tenant: parent.Tenant, principal: principal}, h.childID); err != nil {
+			return nil, false, err
+		}
+	}
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
 	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc, h.still); err != nil {
+		done(0)
 		return nil, false, err
 	}
 	t, created, err := p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
+	defer func() { done(createdAt(t, created, err)) }()
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.

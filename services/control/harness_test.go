@@ -76,6 +76,7 @@ func idleRig(t *testing.T, opts ...control.Option) *rig {
 	}
 	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
 	r.ctl = control.New(r.Log, r.Logger, r.config(), opts...)
+	t.Cleanup(func() { r.ctl.Stop() }) // its quotas' reader, if a command started it
 	return r
 }
 

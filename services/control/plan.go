@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
@@ -68,6 +69,12 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	defer u.settle(ctx, &err)
+	size := int64(proto.Size(req.Plan))
+	done, err := p.admitOn(ctx, req.TaskId, func(r running) tally { return tally{planBytes: size - r.planBytes} })
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { done(createdAt(t, created, err)) }()
 	t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		created = false
 		submitted, err := submission(cur, req.Plan, hash)

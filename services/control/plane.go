@@ -67,6 +67,9 @@ type Config struct {
 	// wait that has not ended yet waits, retrying, for a plane that has
 	// them.
 	Timers *timer.Timers
+	// Quotas bound what one principal and one tenant may hold
+	// (docs/quotas.md); zero fields take DefaultQuotas.
+	Quotas Quotas
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
@@ -85,6 +88,11 @@ type Plane struct {
 	timerSub timer.Subscription
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
+	// quotas and the usage they bound (quota.go, usage.go); stopUsage
+	// ends usage's reader.
+	quotas    Quotas
+	usage     *usage
+	stopUsage context.CancelFunc
 	// stepProposed, a test hook, runs between a plan step's proposal and
 	// the record that the step runs it, or between a sub_task step's
 	// record and its delegation (AfterStepProposal).
@@ -125,8 +133,10 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	if cfg.MaxReferencedArtifact <= 0 {
 		cfg.MaxReferencedArtifact = DefaultMaxReferencedArtifact
 	}
+	usageCtx, stopUsage := context.WithCancel(context.Background())
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
+		quotas: cfg.Quotas.withDefaults(), usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 		startWait: startWait,
@@ -146,8 +156,8 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 	return event.New(meta, payload)
 }
 
-// Start runs the plane's reactions and, with timers, ends the waits of
-// plans.
+// Start runs the plane's reactions, starts reading the usage its quotas
+// bound and, with timers, ends the waits of plans.
 func (p *Plane) Start(ctx context.Context) error {
 	if p.timers != nil && p.takesActions() {
 		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
@@ -156,6 +166,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		}
 		p.timerSub = sub
 	}
+	p.usage.read()
 	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
 		return err
@@ -164,9 +175,11 @@ func (p *Plane) Start(ctx context.Context) error {
 	return nil
 }
 
-// Stop stops the plane's reactions; RPCs keep working until the server
-// stops.
+// Stop stops the plane's reactions and the reader of its quotas' usage;
+// RPCs but those that quotas bound keep working until the server stops.
 func (p *Plane) Stop() {
+	p.stopUsage()
+	p.usage.reading.Wait()
 	if p.sub != nil {
 		p.sub.Stop()
 	}

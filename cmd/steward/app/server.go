@@ -88,6 +88,8 @@ type Server struct {
 	// token file.
 	JWT   JWTFlags
 	Stall StallFlags // state: when the watchdog marks a task stalled
+	// Quotas bound what one principal and one tenant hold (control).
+	Quotas QuotaFlags
 	// TLSCert and TLSKey serve the API over TLS.
 	TLSCert, TLSKey string
 

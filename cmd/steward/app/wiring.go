@@ -55,7 +55,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			if err != nil {
 				return nil, err
 			}
-			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: secrets, Timers: timers}))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: secrets, Timers: timers, Quotas: m.Quotas.Quotas}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {

@@ -1,0 +1,150 @@
+package control
+
+import (
+	"context"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
+)
+
+// Quotas bound what one principal, and one tenant, may hold at once
+// (docs/quotas.md). Zero is the default (DefaultQuotas).
+type Quotas struct {
+	// RunningTasksPerPrincipal and RunningTasksPerTenant bound the tasks
+	// not ended (CreateTask, DelegateTask) that one principal created, and
+	// that one tenant holds.
+	RunningTasksPerPrincipal, RunningTasksPerTenant int64
+	// PlanBytesPerPrincipal and PlanBytesPerTenant bound the bytes of the
+	// current plans of those running tasks (SubmitPlan); a revision
+	// replaces its task's share, and an ended task frees it.
+	PlanBytesPerPrincipal, PlanBytesPerTenant int64
+	// ContentBytesPerPrincipal and ContentBytesPerTenant bound the
+	// artifact content stored in Steward for the tasks of one principal,
+	// and of one tenant (SubmitArtifact inline). Stored content is kept,
+	// so nothing frees it.
+	ContentBytesPerPrincipal, ContentBytesPerTenant int64
+}
+
+// DefaultQuotas are the quotas of a plane configured with none: room for
+// a busy team's agents on one tenant, far under what one process holds.
+var DefaultQuotas = Quotas{
+	RunningTasksPerPrincipal: 1000,
+	RunningTasksPerTenant:    10000,
+	PlanBytesPerPrincipal:    256 << 20,
+	PlanBytesPerTenant:       1 << 30,
+	ContentBytesPerPrincipal: 1 << 30,
+	ContentBytesPerTenant:    10 << 30,
+}
+
+// withDefaults returns q with every zero replaced by its default.
+func (q Quotas) withDefaults() Quotas {
+	or := func(v, d int64) int64 {
+		if v <= 0 {
+			return d
+		}
+		return v
+	}
+	d := DefaultQuotas
+	return Quotas{
+		RunningTasksPerPrincipal: or(q.RunningTasksPerPrincipal, d.RunningTasksPerPrincipal),
+		RunningTasksPerTenant:    or(q.RunningTasksPerTenant, d.RunningTasksPerTenant),
+		PlanBytesPerPrincipal:    or(q.PlanBytesPerPrincipal, d.PlanBytesPerPrincipal),
+		PlanBytesPerTenant:       or(q.PlanBytesPerTenant, d.PlanBytesPerTenant),
+		ContentBytesPerPrincipal: or(q.ContentBytesPerPrincipal, d.ContentBytesPerPrincipal),
+		ContentBytesPerTenant:    or(q.ContentBytesPerTenant, d.ContentBytesPerTenant),
+	}
+}
+
+// quota is one bound on one dimension of a tally, by its documented name.
+type quota struct {
+	name    string
+	limit   int64
+	perWhat string // "principal" or "tenant"
+	of      func(tally) int64
+}
+
+func (q Quotas) bounds() []quota {
+	running := func(t tally) int64 { return t.running }
+	plans := func(t tally) int64 { return t.planBytes }
+	content := func(t tally) int64 { return t.contentBytes }
+	return []quota{
+		{"running tasks per principal", q.RunningTasksPerPrincipal, "principal", running},
+		{"running tasks per tenant", q.RunningTasksPerTenant, "tenant", running},
+		{"plan bytes per principal", q.PlanBytesPerPrincipal, "principal", plans},
+		{"plan bytes per tenant", q.PlanBytesPerTenant, "tenant", plans},
+		{"stored content bytes per principal", q.ContentBytesPerPrincipal, "principal", content},
+		{"stored content bytes per tenant", q.ContentBytesPerTenant, "tenant", content},
+	}
+}
+
+// admit checks that o, and o's tenant, may take d more, counting
+// everything recorded on the log now and every command admitted here
+// and not yet read back; if so it holds d for the command until done
+// is called with the sequence of the event that records it (0: nothing
+// was recorded). A refusal is QuotaExceeded naming the quota. This is a
+// read and an entry in memory: nothing is written, so a refused command
+// spends nothing, and a crash loses nothing but the entry.
+func (p *Plane) admit(ctx context.Context, o owner, d tally) (done func(seq uint64), err error) {
+	if err := p.usage.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	p.usage.mu.Lock()
+	defer p.usage.mu.Unlock()
+	return p.usage.admit(o, d, p.quotas)
+}
+
+// admitOn is admit for a command on running task taskID, counted against
+// the task's owner: more returns what the command adds to what the task
+// holds now. A task usage does not know as running (ended, or unknown)
+// is let through with nothing held, for the command's own checks to
+// answer.
+func (p *Plane) admitOn(ctx context.Context, taskID string, more func(running) tally) (done func(seq uint64), err error) {
+	if err := p.usage.catchUp(ctx); err != nil {
+		return nil, err
+	}
+	p.usage.mu.Lock()
+	defer p.usage.mu.Unlock()
+	r, ok := p.usage.tasks[taskID]
+	if !ok {
+		return func(uint64) {}, nil
+	}
+	return p.usage.admit(r.owner, more(r), p.quotas)
+}
+
+// admit is Plane.admit once caught up; the caller holds mu.
+func (u *usage) admit(o owner, d tally, quotas Quotas) (done func(seq uint64), err error) {
+	mine, tenants := u.held(o), u.held(o.whole())
+	for _, q := range quotas.bounds() {
+		have := mine
+		if q.perWhat == "tenant" {
+			have = tenants
+		}
+		if add := q.of(d); add > 0 && q.of(have)+add > q.limit {
+			return nil, quotaReached(q, o, q.of(have), add)
+		}
+	}
+	// Only growth is held: a shrink counts once it is on the log.
+	d = tally{running: max(d.running, 0), planBytes: max(d.planBytes, 0), contentBytes: max(d.contentBytes, 0)}
+	h := &hold{owner: o, d: d}
+	u.holds[h] = struct{}{}
+	return func(seq uint64) {
+		if seq == 0 {
+			u.release(h)
+			return
+		}
+		u.keep(h, seq)
+	}, nil
+}
+
+func quotaReached(q quota, o owner, have, add int64) error {
+	who := "principal " + errs.Quote(o.principal)
+	if q.perWhat == "tenant" {
+		who = "tenant " + errs.Quote(o.tenant)
+		if o.tenant == "" {
+			who = "the default tenant"
+		}
+	}
+	return errs.New(errs.QuotaExceeded, "quota %q (%d) reached: %s holds %d, and this request would add %d", q.name, q.limit, who, have, add)
+}
+
+var _ eventlog.Reader = (*usage)(nil)
