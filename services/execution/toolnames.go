@@ -9,18 +9,14 @@ import (
 )
 
 // admit checks what a registration of c by tenant may not do beyond its
-// contract: a tenant's tool may not be built in, take a name reserved
-// for the platform, or call inside (Config.Egress). Registering a name
-// again that a tenant holds is nameTaken's and caseVariant's to refuse.
+// contract and its name: a tenant's tool may not be built in, or call
+// inside (Config.Egress).
 func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContract) error {
 	if tenant == "" {
 		return nil
 	}
 	if c.GetBuiltin() != nil {
 		return errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
-	}
-	if p.reservedName(c.Name) {
-		return errs.New(errs.AlreadyExists, "tool %s is reserved for a platform tool: a tenant's tool may not take its name; choose another", errs.Quote(c.Name))
 	}
 	for _, u := range []struct{ field, url string }{{"contract.http.url", c.GetHttp().GetUrl()}, {"contract.http.status_url", c.GetHttp().GetStatusUrl()}} {
 		if u.url == "" {
@@ -33,13 +29,15 @@ func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContr
 	return nil
 }
 
-// reservedName reports whether name, without case, is one no tenant may
-// take: in Config.ReservedTools or in the platform's --tools file.
-func (p *Plane) reservedName(name string) bool {
+// reservedFor refuses tenant a name, without case, that is the
+// platform's: in Config.ReservedTools or in the --tools file.
+func (p *Plane) reservedFor(tenant, name string) error {
 	p.reservedMu.RLock()
 	defer p.reservedMu.RUnlock()
-	_, ok := p.reserved[strings.ToLower(name)]
-	return ok
+	if _, ok := p.reserved[strings.ToLower(name)]; ok && tenant != "" {
+		return errs.New(errs.AlreadyExists, "tool %s is reserved for a platform tool: a tenant's tool may not take its name; choose another", errs.Quote(name))
+	}
+	return nil
 }
 
 // reserve adds names to those no tenant may take.

@@ -46,10 +46,10 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 	if err := toolreg.Validate(c); err != nil {
 		return nil, false, err
 	}
-	if err := p.admit(ctx, tenant, c); err != nil {
+	if err := p.caseVariant(ctx, tenant, c.Name); err != nil {
 		return nil, false, err
 	}
-	if err := p.caseVariant(ctx, tenant, c.Name); err != nil {
+	if err := p.admit(ctx, tenant, c); err != nil {
 		return nil, false, err
 	}
 	for range 8 {
@@ -71,6 +71,10 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 				}
 				return p.tool(ctx, tenant, c.Name, c.Version, false)
 			}
+		}
+		// A global tool's name is refused above, in its own words.
+		if err := p.reservedFor(tenant, c.Name); err != nil {
+			return nil, false, err
 		}
 		head := eventlog.Head{}
 		if n := len(recs); n > 0 {
