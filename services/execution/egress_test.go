@@ -3,15 +3,19 @@ package execution_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -108,4 +112,41 @@ func mustURL(t *testing.T, raw string) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestAStatusQueryTheEgressRuleRefusesWaitsForAPerson: a tenant's call
+// that ends unknown is not settled by asking a status_url that now
+// resolves inside: the query is refused on the connection, never sent,
+// and not asked again and again; the outcome waits for SettleAction,
+// with a warning saying why.
+func TestAStatusQueryTheEgressRuleRefusesWaitsForAPerson(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	dns := &names{to: map[string]string{"status.test": "203.0.113.9"}}
+	var logs stewardtest.LogBuffer
+	b.plane.Stop()
+	b.cfg.Egress = egress.New(egress.Config{Resolver: dns, Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}})
+	b.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b.start()
+	ts := stewardtest.StartTool(t).Always(callPath, stewardtest.Silent)
+	k := ts.Contract("held", callPath)
+	k.GetHttp().StatusUrl = "http://status.test:" + mustURL(t, ts.URL).Port() + "/status"
+	k.RetryPolicy.MaxAttempts = 1
+	if _, _, err := b.plane.Register(context.Background(), "acme", "admin", k); err != nil {
+		t.Fatal(err)
+	}
+	dns.set("status.test", "169.254.169.254")
+	taskID := "t-held"
+	b.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{"held"}}, Tenant: "acme"}, &stewardv1.TaskStarted{})
+	a, permitted := b.allow(taskID, "p1", "held", "x")
+	b.Append(taskID, permitted)
+	got := b.WaitAction(taskID, a.ActionId, status(unknownS))
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return strings.Contains(logs.String(), "the egress rule refuses the tool's status_url"), "no warning that the status query is refused"
+	})
+	if n := ts.Asks(got.OpKey); n != 0 {
+		t.Errorf("the status query reached the tool %d times; want none", n)
+	}
+	if b.timer("*", execution.TimerReconcile) {
+		t.Errorf("a status query refused by the egress rule is set to be asked again")
+	}
 }
