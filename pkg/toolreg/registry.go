@@ -256,9 +256,9 @@ func (r *Registry) List(tenant string) []*stewardv1.Tool {
 }
 
 // Variants returns the latest version of every tool, of any tenant, whose
-// name is name but for case, and not name itself: registrations compare
-// names without case (Lookup beside lookup reads as one tool to a
-// person).
+// name is name but for case, and not name itself, global ones first:
+// registrations compare names without case (Lookup beside lookup reads
+// as one tool to a person).
 func (r *Registry) Variants(name string) []*stewardv1.Tool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
@@ -268,5 +268,9 @@ func (r *Registry) Variants(name string) []*stewardv1.Tool {
 			out = append(out, proto.CloneOf(e.Tool))
 		}
 	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Tenant < b.Tenant || a.Tenant == b.Tenant && a.Contract.Name < b.Contract.Name
+	})
 	return out
 }
