@@ -288,7 +288,7 @@ var matrixCalls = map[string]matrixCall{
 	stewardv1connect.ToolServiceRegisterToolProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
 		_, err := c.tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
 			Name: name, Version: "1.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
-			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}}}}))
+			Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://192.0.2.1/x"}}}})) // a documentation address: a tenant's tool may name it
 		return err
 	}},
 	stewardv1connect.ToolServiceGetToolProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {

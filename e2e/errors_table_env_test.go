@@ -30,6 +30,7 @@ func startTableEnv(t *testing.T, flags ...string) *harness {
 	tool := stewardtest.StartTool(t).Always("/slow", stewardtest.Silent)
 	// Every tool declares an effect class and a data sensitivity: a
 	// contract without them is refused.
+	flags = append(flags, "--reserved-tool-names", "table-reserved")
 	return startSteward(t, setup{nats: true, flags: flags, tools: []string{
 		fmt.Sprintf(`{"name": "search", "version": "1.0.0", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_PUBLIC",
 	   "parametersSchema": "{\"type\":\"object\",\"required\":[\"q\"],\"properties\":{\"q\":{\"type\":\"string\",\"minLength\":1}}}",

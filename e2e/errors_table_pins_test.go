@@ -15,14 +15,15 @@ import (
 func pinChecks() map[string]tableCheck {
 	ctx := context.Background()
 	// probe registers version of tool name with token, a built-in tool,
-	// or one over http (a tenant's may only be).
+	// or one over http (a tenant's may only be), at a documentation
+	// address the egress rule lets a tenant's tool name.
 	probe := func(e *harness, token, name, version string, http bool) error {
 		c := &stewardv1.ToolContract{
 			Name: name, Version: version, EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
 			DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_PUBLIC,
 			Endpoint:        &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "noop"}}}
 		if http {
-			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://127.0.0.1:1/x"}}
+			c.Endpoint = &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: "http://192.0.2.1/x"}}
 		}
 		_, err := toolClient(e.url, token).RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: c}))
 		return err

@@ -31,6 +31,7 @@ func TestErrorsTableMatchesTheCode(t *testing.T) {
 	maps.Copy(checks, askingChecks())
 	maps.Copy(checks, contentChecks())
 	maps.Copy(checks, pinChecks())
+	maps.Copy(checks, toolChecks())
 	maps.Copy(checks, secretKeyChecks())
 	maps.Copy(checks, planChecks())
 	maps.Copy(checks, deadLetterChecks())

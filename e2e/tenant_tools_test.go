@@ -22,7 +22,9 @@ import (
 // and neither refusal names a tenant.
 func TestToolsAreGlobalOrPerTenant(t *testing.T) {
 	tool := stewardtest.StartTool(t)
-	h := startSteward(t, setup{tools: governedTools(tool)}) // search and wire: global
+	// search and wire: global; acme's deploy calls the kit's tool on
+	// loopback, which the platform allows tenants' tools here.
+	h := startSteward(t, setup{tools: governedTools(tool), flags: []string{"--tool-egress-allow", "127.0.0.0/8"}})
 	ctx := context.Background()
 	acme, globex := withToken(h.url, acmeAgentToken), withToken(h.url, globexAgentToken)
 	acmeTools, globexTools := toolClient(h.url, acmeToolAdminToken), toolClient(h.url, globexAdminToken)

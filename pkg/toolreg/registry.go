@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"golang.org/x/mod/semver"
@@ -251,5 +252,25 @@ func (r *Registry) List(tenant string) []*stewardv1.Tool {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Contract.Name < out[j].Contract.Name })
+	return out
+}
+
+// Variants returns the latest version of every tool, of any tenant, whose
+// name is name but for case, and not name itself, global ones first:
+// registrations compare names without case (Lookup beside lookup reads
+// as one tool to a person).
+func (r *Registry) Variants(name string) []*stewardv1.Tool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var out []*stewardv1.Tool
+	for k, e := range r.latest {
+		if k.name != name && strings.EqualFold(k.name, name) {
+			out = append(out, proto.CloneOf(e.Tool))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		return a.Tenant < b.Tenant || a.Tenant == b.Tenant && a.Contract.Name < b.Contract.Name
+	})
 	return out
 }

@@ -412,9 +412,8 @@ func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 // going while it lasts, then checks a successful result against the tool's
 // result schema.
 func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, attempt uint32, req *prepared) adapter.Result {
-	ad, _ := p.cfg.Adapters.For(req.Tool)
 	stop := p.heartbeat(ctx, taskID, a.ActionId, attempt)
-	res := ad.Call(ctx, req.Request)
+	res := req.adapter.Call(ctx, req.Request)
 	stop()
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && req.result != nil {
 		// The call was made: its result is judged even if this worker

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/bucket"
+	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -40,7 +42,8 @@ type bed struct {
 }
 
 // newBed starts an execution plane named w1, with a short lease, and a
-// stand-in for governance.
+// stand-in for governance. Tenants' tools may call loopback, where the
+// kit's tools listen, as --tool-egress-allow 127.0.0.0/8 lets them.
 func newBed(t *testing.T, br breaker.Config) *bed {
 	t.Helper()
 	env := stewardtest.NewEnv(t)
@@ -48,6 +51,7 @@ func newBed(t *testing.T, br breaker.Config) *bed {
 		Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
 		Limits: openGate(t, env.Bus.JS),
+		Egress: egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
 	}}
 	b.standInGovernance()
 	b.start()

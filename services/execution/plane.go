@@ -32,6 +32,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"log/slog"
+	"net/http"
 	"sync"
 	"time"
 
@@ -39,6 +40,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -61,7 +63,17 @@ type Config struct {
 	Tools    *toolreg.Registry
 	Requests *action.Store
 	Results  *action.Store
+	// Adapters call the tools; a tenant's http tools go through an
+	// adapter of their own, under Egress.
 	Adapters adapter.Set
+	// Egress is where tenants' tools may not reach (pkg/egress): checked
+	// on registration and on every connection of their calls and status
+	// queries. Nil is the rule with nothing allowed. Global tools are
+	// the platform's, called as configured.
+	Egress *egress.Rule
+	// ReservedTools are names no tenant may register, compared without
+	// case: the platform's tools to come (docs/tenants.md#tools).
+	ReservedTools []string
 	// Secrets opens the sealed values of secret parameters just before a
 	// call (docs/secrets.md). Without it an action that holds some is
 	// refused before dispatch.
@@ -109,7 +121,14 @@ type Plane struct {
 	logger   *slog.Logger
 	cfg      Config
 	breakers *breaker.Set
-	busy     inflight
+	// tenantHTTP calls tenants' http tools, over connections of its own
+	// that obey cfg.Egress.
+	tenantHTTP adapter.Adapter
+	// reserved are the names, lower case, no tenant may register:
+	// Config.ReservedTools and the --tools file's (reserve).
+	reservedMu sync.RWMutex
+	reserved   map[string]struct{}
+	busy       inflight
 	// calls are the calls going on apart from the reactions that
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
@@ -141,10 +160,15 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 	if err := cfg.Breaker.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Egress == nil {
+		cfg.Egress = egress.New(egress.Config{})
+	}
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
-		breakers: breaker.New(cfg.Breaker),
+		breakers:   breaker.New(cfg.Breaker),
+		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}),
 	}
+	p.reserve(cfg.ReservedTools...)
 	for _, o := range opts {
 		o(p)
 	}

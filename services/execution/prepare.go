@@ -60,11 +60,13 @@ func (p *Plane) prepare(ctx context.Context, taskID, tenant string, a *stewardv1
 	} else if err != nil {
 		return nil, nil, err
 	}
-	if _, err := p.cfg.Adapters.For(entry.Tool.Contract); err != nil {
+	ad, err := p.adapterFor(entry.Tool)
+	if err != nil {
 		return refuse("no adapter for the tool", err)
 	}
 	return &prepared{
 		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
+		adapter: ad,
 		result:  entry.ResultSchema,
 		secrets: secrets,
 		breaker: breakerKey(entry.Tool.Tenant, entry.Tool.Contract),
@@ -75,6 +77,8 @@ func (p *Plane) prepare(ctx context.Context, taskID, tenant string, a *stewardv1
 // prepared is a call checked and ready to go.
 type prepared struct {
 	adapter.Request
+	// adapter makes the call (adapterFor).
+	adapter adapter.Adapter
 	// result checks a successful result; nil when the tool declares no
 	// result schema.
 	result *action.Schema
@@ -86,4 +90,14 @@ type prepared struct {
 	// limit is what the call counts against in the tool's limits
 	// (limitKey).
 	limit string
+}
+
+// adapterFor picks the adapter for a registered tool: a tenant's http
+// tool's calls go over connections of their own, under the egress rule.
+func (p *Plane) adapterFor(t *stewardv1.Tool) (adapter.Adapter, error) {
+	ad, err := p.cfg.Adapters.For(t.Contract)
+	if err == nil && t.Tenant != "" && t.Contract.GetHttp() != nil {
+		return p.tenantHTTP, nil
+	}
+	return ad, err
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
+	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -54,7 +55,7 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 	} else if err != nil {
 		return err
 	}
-	ad, err := p.cfg.Adapters.For(entry.Tool.Contract)
+	ad, err := p.adapterFor(entry.Tool)
 	if err != nil {
 		p.logger.Warn("unknown outcome waits for a person: no adapter for its tool", "task", taskID, "action", actionID, "err", err)
 		return nil
@@ -67,6 +68,12 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 	ans.Reason, ans.Result = secret.Redact(ans.Reason, forms), redactJSON(ans.Result, forms)
 	if errors.Is(err, adapter.ErrNoStatusQuery) {
 		p.logger.Info("unknown outcome waits for a person to settle it (SettleAction): the tool offers no status query", "task", taskID, "action", actionID)
+		return nil
+	}
+	if refusal := (*egress.Refusal)(nil); errors.As(err, &refusal) {
+		// Asking again is refused again: a person settles it, as for a
+		// tool without a status query.
+		p.logger.Warn("unknown outcome waits for a person to settle it (SettleAction): the egress rule refuses the tool's status_url", "task", taskID, "action", actionID, "err", refusal.Error())
 		return nil
 	}
 	if err != nil || ans.State == adapter.StateInProgress {

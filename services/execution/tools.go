@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -33,15 +34,23 @@ import (
 // chain, and the append is conditional on its head: two registrations
 // cannot both pass the check.
 //
+// Names are compared without case, too (caseVariant), and a name the
+// platform reserved is no tenant's (Config.ReservedTools, the --tools
+// file).
+//
 // A tenant's tool calls a service over http: the built-in tools act on
 // what this Steward keeps for every tenant alike (the file.write sandbox,
-// the kv.append bucket), so only the default tenant registers them.
+// the kv.append bucket), so only the default tenant registers them; and
+// its URLs must pass the egress rule (Config.Egress), after resolving.
 func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
 	if err := toolreg.Validate(c); err != nil {
 		return nil, false, err
 	}
-	if tenant != "" && c.GetBuiltin() != nil {
-		return nil, false, errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
+	if err := p.caseVariant(ctx, tenant, c.Name); err != nil {
+		return nil, false, err
+	}
+	if err := p.admit(ctx, tenant, c); err != nil {
+		return nil, false, err
 	}
 	if tenant != "" && c.GetLimits().GetPerTenant() {
 		return nil, false, errs.Field("contract.limits.per_tenant", "splits a global tool's limits between tenants; a tenant's tool is its tenant's alone")
@@ -65,6 +74,10 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 				}
 				return p.tool(ctx, tenant, c.Name, c.Version, false)
 			}
+		}
+		// A global tool's name is refused above, in its own words.
+		if err := p.reservedFor(tenant, c.Name); err != nil {
+			return nil, false, err
 		}
 		head := eventlog.Head{}
 		if n := len(recs); n > 0 {
@@ -95,7 +108,7 @@ func nameTaken(mine, theirs, name string) error {
 	case mine != "" && theirs == "":
 		return errs.New(errs.AlreadyExists, "tool %s is a global tool: a tenant's tool may not take its name; choose another", errs.Quote(name))
 	case mine == "" && theirs != "":
-		return errs.New(errs.AlreadyExists, "tool %s is a tenant's tool: a global tool may not take its name; choose another", errs.Quote(name))
+		return &tenantClash{err: errs.New(errs.AlreadyExists, "tool %s is a tenant's tool: a global tool may not take its name; choose another", errs.Quote(name)), tenant: theirs, held: name}
 	}
 	return nil
 }
@@ -125,7 +138,13 @@ func (p *Plane) tool(ctx context.Context, tenant, name, version string, created 
 // RegisterFile registers every tool in a --tools file,
 // {"tools": [ToolContract, …]} with each contract in protobuf JSON. Each
 // registration is idempotent, so a restart with the same file changes
-// nothing.
+// nothing. Every name in the file is reserved: no tenant may register it
+// from now on.
+//
+// A name a tenant's tool held first is not the platform's to take: that
+// tool is left out, with a warning naming both, at every start, and the
+// rest of the file is registered (docs/tenants.md#tools). Any other
+// refusal stops the start.
 func (p *Plane) RegisterFile(ctx context.Context, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -135,8 +154,17 @@ func (p *Plane) RegisterFile(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
+	for _, c := range tools {
+		p.reserve(c.GetName())
+	}
 	for i, c := range tools {
-		if _, _, err := p.Register(ctx, "", "steward", c); err != nil {
+		_, _, err := p.Register(ctx, "", "steward", c)
+		if clash := (*tenantClash)(nil); errors.As(err, &clash) {
+			p.logger.Warn("a --tools tool is not registered: a tenant's tool holds its name; rename the platform's tool, or have the tenant move off the name (its registered versions stay callable; no tenant may register the name again)",
+				"file", path, "tool", toolreg.Key(c.GetName(), c.GetVersion()), "tenant", clash.tenant, "tenant_tool", clash.held)
+			continue
+		}
+		if err != nil {
 			return fmt.Errorf("%s: tools[%d] (%s): %w", path, i, c.GetName(), err)
 		}
 	}

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/governance"
@@ -24,7 +26,20 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	fs.SetOutput(m.stderr)
 	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC, gRPC-Web, /healthz and /metrics on")
 	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
-	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start (execution plane)")
+	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start; no tenant may register their names (execution plane)")
+	fs.Func("tool-egress-allow", "`CIDR,...` ranges (or addresses) tenants' tools may call though they are loopback, link-local, private or this machine's; Steward's own --addr and --nats-listen stay refused (docs/tenants.md#tools); repeat or separate by commas (execution plane)", func(s string) error {
+		allow, err := egress.ParseAllow(s)
+		m.EgressAllow = append(m.EgressAllow, allow...)
+		return err
+	})
+	fs.Func("reserved-tool-names", "`NAME,...` tool names no tenant may register, compared without case: the platform's tools to come (the --tools file's are reserved already); repeat or separate by commas (execution plane)", func(s string) error {
+		for _, n := range strings.Split(s, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				m.ReservedTools = append(m.ReservedTools, n)
+			}
+		}
+		return nil
+	})
 	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims, unique among live workers; a restart under the same name takes up its work at once, under another after --lease (default: dev-HOST in dev, HOST-PID in serve)")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -51,16 +52,20 @@ type Server struct {
 	Mode       string // "dev" or "serve"
 	Addr       string
 	DataDir    string
-	NATSListen string        // dev: also serve the embedded NATS here
-	NATSURL    string        // serve: the external NATS
-	ToolsFile  string        // execution: tool contracts to register at start
-	PolicyDir  string        // governance: Rego bundle directory, watched for changes
-	Sandbox    string        // execution: root for the file.write built-in tool
-	Worker     string        // execution: this worker's name in claims
-	Lease      time.Duration // execution: how long a silent worker keeps what it holds
-	Plane      string        // serve: which plane
-	Replicas   int           // serve: replicas of the streams when this process creates them
-	LogLevel   string
+	NATSListen string // dev: also serve the embedded NATS here
+	NATSURL    string // serve: the external NATS
+	ToolsFile  string // execution: tool contracts to register at start
+	// execution: ranges tenants' tools may call though inside
+	EgressAllow []netip.Prefix
+	// execution: tool names no tenant may register
+	ReservedTools []string
+	PolicyDir     string        // governance: Rego bundle directory, watched for changes
+	Sandbox       string        // execution: root for the file.write built-in tool
+	Worker        string        // execution: this worker's name in claims
+	Lease         time.Duration // execution: how long a silent worker keeps what it holds
+	Plane         string        // serve: which plane
+	Replicas      int           // serve: replicas of the streams when this process creates them
+	LogLevel      string
 	// AuthFile names the bearer tokens; without it (and without
 	// Insecure), dev creates DATA/tokens.json and serve refuses to start.
 	AuthFile string

@@ -19,6 +19,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/credential"
+	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/secret"
@@ -225,7 +226,9 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	p, err := execution.New(log, m.logger, execution.Config{
 		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
 		Secrets: secrets, Limits: limit.New(limitsKV),
-		Adapters: adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
+		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
+		Egress:        egress.New(egress.Config{Allow: m.EgressAllow, Self: egress.Listeners(m.Addr, m.NATSListen)}),
+		ReservedTools: m.ReservedTools,
 	})
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/egress"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -64,6 +66,8 @@ type httpAdapter struct {
 //     "message" or "error" (a string, or an object with a "message"),
 //     else the status line.
 //   - other statuses (3xx): FAILED DETERMINISTIC, outside the protocol.
+//   - a connection the egress rule refuses (pkg/egress, a tenant's tool
+//     reaching inside): FAILED DETERMINISTIC, never sent.
 //   - no response: FAILED TRANSIENT if the request was surely not sent
 //     (refused, DNS failure, a deadline before the connection), else
 //     UNKNOWN. See sendTracker for how "sent" is decided.
@@ -107,6 +111,11 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 	hreq.Header.Set(HeaderTaskID, req.TaskID)
 
 	resp, err := a.client.Do(hreq)
+	if refusal := (*egress.Refusal)(nil); errors.As(err, &refusal) {
+		// Never sent, and sending again is refused again: the tool's
+		// contract, or the platform's rule, has to change first.
+		return deterministic("refused by the egress rule for tenants' tools: %v", refusal)
+	}
 	if err != nil {
 		if sent.maybeSent() {
 			r := unknown("no answer after the request was sent: %v", err)

@@ -1,0 +1,91 @@
+package execution
+
+import (
+	"context"
+	"strings"
+
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// admit checks what a registration of c by tenant may not do beyond its
+// contract and its name: a tenant's tool may not be built in, or call
+// inside (Config.Egress).
+func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContract) error {
+	if tenant == "" {
+		return nil
+	}
+	if c.GetBuiltin() != nil {
+		return errs.Field("contract.builtin", "is the default tenant's to register: a built-in tool acts on what this Steward keeps for every tenant; a tenant's tool calls its service over http")
+	}
+	for _, u := range []struct{ field, url string }{{"contract.http.url", c.GetHttp().GetUrl()}, {"contract.http.status_url", c.GetHttp().GetStatusUrl()}} {
+		if u.url == "" {
+			continue
+		}
+		if err := p.cfg.Egress.CheckURL(ctx, u.url); err != nil {
+			return errs.Field(u.field, "%s", err.Error())
+		}
+	}
+	return nil
+}
+
+// reservedFor refuses tenant a name, without case, that is the
+// platform's: in Config.ReservedTools or in the --tools file.
+func (p *Plane) reservedFor(tenant, name string) error {
+	p.reservedMu.RLock()
+	defer p.reservedMu.RUnlock()
+	if _, ok := p.reserved[strings.ToLower(name)]; ok && tenant != "" {
+		return errs.New(errs.AlreadyExists, "tool %s is reserved for a platform tool: a tenant's tool may not take its name; choose another", errs.Quote(name))
+	}
+	return nil
+}
+
+// reserve adds names to those no tenant may take.
+func (p *Plane) reserve(names ...string) {
+	p.reservedMu.Lock()
+	defer p.reservedMu.Unlock()
+	if p.reserved == nil {
+		p.reserved = map[string]struct{}{}
+	}
+	for _, n := range names {
+		p.reserved[strings.ToLower(n)] = struct{}{}
+	}
+}
+
+// caseVariant refuses name to tenant mine when a tool it would be seen
+// beside has the same name but for case (Lookup beside lookup, which an
+// approver can take for each other): its own, a global one, or — for a
+// global name — a tenant's. It names the tool held, never the tenant.
+//
+// It reads the registry, not one chain: two variants registered at the
+// very same moment may both pass. A clash found at start is reported
+// (RegisterFile).
+func (p *Plane) caseVariant(ctx context.Context, mine, name string) error {
+	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
+		return err
+	}
+	for _, t := range p.cfg.Tools.Variants(name) {
+		theirs := t.Tenant
+		if theirs != mine && theirs != "" && mine != "" {
+			continue // another tenant's, which mine never sees
+		}
+		held := errs.New(errs.AlreadyExists, "tool %s differs only in case from tool %s, registered already: names are compared without case; choose another", errs.Quote(name), errs.Quote(t.Contract.Name))
+		if mine == "" && theirs != "" {
+			return &tenantClash{err: held, tenant: theirs, held: t.Contract.Name}
+		}
+		return held
+	}
+	return nil
+}
+
+// tenantClash refuses a global tool a name a tenant's tool holds. It
+// carries the tenant for the platform's log (RegisterFile), never for
+// the caller.
+type tenantClash struct {
+	err    *errs.Error
+	tenant string
+	held   string
+}
+
+func (c *tenantClash) Error() string { return c.err.Error() }
+func (c *tenantClash) Unwrap() error { return c.err }
