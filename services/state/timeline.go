@@ -5,16 +5,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steward-run/steward/pkg/content"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 )
 
 // Timeline tells a task's events as sentences a person can follow.
 func Timeline(recs []*stewardv1.EventRecord) []*stewardv1.TimelineEntry {
+	return timeline(recs, nil)
+}
+
+// timeline is Timeline told to a caller who may not read the task's
+// content when b is set: without it (content.Blind.Event).
+func timeline(recs []*stewardv1.EventRecord, b *content.Blind) []*stewardv1.TimelineEntry {
 	out := make([]*stewardv1.TimelineEntry, 0, len(recs))
 	var votes voteTally
 	for _, r := range recs {
 		ev := r.Event
+		if b != nil {
+			ev = b.Event(ev)
+		}
 		out = append(out, &stewardv1.TimelineEntry{
 			Sequence: r.Sequence,
 			Time:     ev.Time,
@@ -110,6 +120,14 @@ func summary(ev *stewardv1.Event, note string) string {
 		if d.PlanHash != "" {
 			return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
 		}
+		if d.ActionHash == "" {
+			// Hidden from a caller who may not read the task's content.
+			tally := ""
+			if note != "" {
+				tally = " (" + strings.TrimSuffix(note, "; ") + ")"
+			}
+			return withReason(fmt.Sprintf("%s %s action %s%s", d.DecidedBy, verb, d.ActionId, tally), d.Comment)
+		}
 		return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
 
 	case *stewardv1.Event_ActionWithdrawn:
@@ -137,10 +155,14 @@ func summary(ev *stewardv1.Event, note string) string {
 		o := p.ActionOutcomeRecorded.Outcome
 		switch o.GetStatus() {
 		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-			if o.ResultRef == "" {
+			switch {
+			case len(o.Result) > 0:
 				return fmt.Sprintf("Action %s succeeded; result inline (%d bytes)", p.ActionOutcomeRecorded.ActionId, len(o.Result))
+			case o.ResultRef != "":
+				return fmt.Sprintf("Action %s succeeded; result at %s", p.ActionOutcomeRecorded.ActionId, o.ResultRef)
 			}
-			return fmt.Sprintf("Action %s succeeded; result at %s", p.ActionOutcomeRecorded.ActionId, o.ResultRef)
+			// No result, or one the caller may not read.
+			return fmt.Sprintf("Action %s succeeded", p.ActionOutcomeRecorded.ActionId)
 		case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
 			return withReason(fmt.Sprintf("Action %s failed (%s)", p.ActionOutcomeRecorded.ActionId, enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason)
 		default:
@@ -250,6 +272,10 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 			x.Previous.AsTime().UTC().Format(time.RFC3339), x.Deadline.AsTime().UTC().Format(time.RFC3339)), x.Reason)
 	case *stewardv1.Event_ArtifactSubmitted:
 		a := p.ArtifactSubmitted.Artifact
+		if a.GetSha256() == "" {
+			// Hidden from a caller who may not read the task's content.
+			return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes())
+		}
 		return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes, sha256 %.12s…)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes(), a.GetSha256())
 	case *stewardv1.Event_TaskProduced:
 		pr := p.TaskProduced
