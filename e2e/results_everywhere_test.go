@@ -49,7 +49,8 @@ const everywherePlan = `{"taskId": %q, "requestId": "everywhere-plan", "plan": {
 // the parameter a plan step computed from a result, not in a plan step's
 // result or a checkpoint's answer — and none of the plain SHA-256 digests
 // of the results, the artifact or the requests that quote a result: what
-// it is shown in their place is keyed. An authorizer the task does not
+// it is shown in their place is keyed. Nor does a budget owner the task
+// does not name, in the task RaiseBudget answers with. An authorizer the task does not
 // name still reads the parameters of the approval it decides; the
 // operator's walk finds the content, which shows that the walk would.
 func TestResultsAreContentEverywhere(t *testing.T) {
@@ -110,6 +111,17 @@ func TestResultsAreContentEverywhere(t *testing.T) {
 	content := contentOf(t, h, taskID)
 	strangerWalk := walkReads(t, h.url, reviewerToken, content)
 	strangerWalk.mustNotFind(t, "while the compensation waits for approval")
+	// A write RPC that answers with the task, called by a role the task
+	// does not name: a budget owner's raise.
+	raised, err := h.funder.tasks.RaiseBudget(ctx, connect.NewRequest(&stewardv1.RaiseBudgetRequest{TaskId: taskID, MaxTokens: 60_000, Reason: "more", RequestId: "everywhere-raise"}))
+	if err != nil {
+		t.Fatalf("RaiseBudget by the budget owner: %v", err)
+	}
+	raise := walk{found: map[string][]string{}}
+	raise.look("RaiseBudget", content, raised.Msg, "")
+	for _, what := range raise.found["RaiseBudget"] {
+		t.Errorf("RaiseBudget answers the budget owner, whom the task does not name, with content: %s", what)
+	}
 
 	if _, err := approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
 		ApprovalId: pending.ApprovalId, ActionHash: pending.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,

@@ -15,7 +15,9 @@ package content
 import (
 	"slices"
 
+	"github.com/steward-run/steward/pkg/access"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // Parties are the principals a task names: who may read its content.
@@ -76,4 +78,13 @@ func Named(principal string, p Parties, ancestor func(taskID string) (Parties, b
 		at = up.Parent
 	}
 	return slices.Contains(named, principal)
+}
+
+// Reads reports whether who may read the content of the task self
+// describes: everyone without --auth (the Steward-Principal header, taken
+// on trust, proves nothing; as for every other call), a holder of the
+// operator or auditor role any task, anyone else a task that names them
+// (Named).
+func Reads(who rpc.Identity, self Parties, ancestor func(taskID string) (Parties, bool)) bool {
+	return !who.Verified || who.HasRole(access.Operator, access.Auditor) || Named(who.Principal, self, ancestor)
 }

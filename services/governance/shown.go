@@ -3,7 +3,6 @@ package governance
 import (
 	"context"
 
-	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/content"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -35,26 +34,11 @@ func (p *Plane) shown(ctx context.Context, who rpc.Identity, approvals []*stewar
 			// approvals: whose it is cannot be told.
 			p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
 		case tenant == who.Tenant:
-			if !p.readsContent(ctx, who, self) {
+			if !content.Reads(who, self, taskstore.Ancestors(ctx, p.log)) {
 				(&content.Blind{Digest: p.digest, Roles: who.Roles}).Approval(ap)
 			}
 			out = append(out, ap)
 		}
 	}
 	return out, nil
-}
-
-// readsContent reports whether who may read the content of the task self
-// describes: without --auth everyone; an operator or auditor any task;
-// else a principal that task or one it was delegated from names. A parent
-// that cannot be read is taken as naming nobody.
-func (p *Plane) readsContent(ctx context.Context, who rpc.Identity, self content.Parties) bool {
-	if !who.Verified || who.HasRole(access.Operator, access.Auditor) {
-		return true
-	}
-	return content.Named(who.Principal, self, func(taskID string) (content.Parties, bool) {
-		var up content.Parties
-		err := taskstore.Peek(ctx, p.log, taskID, 0, func(t *stewardv1.Task) { up = content.PartiesOf(t) })
-		return up, err == nil
-	})
 }

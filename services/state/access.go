@@ -40,7 +40,7 @@ func partiesOf(t *stewardv1.Task) parties { return content.PartiesOf(t) }
 // NotFound at the edge before this), so a NotFound would hide nothing and
 // only mislead. ancestor returns the parties of a task up the delegation.
 func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties, bool)) error {
-	if readsEveryTask(who) || content.Named(who.Principal, p, ancestor) {
+	if content.Reads(who, p, ancestor) {
 		return nil
 	}
 	return errs.New(errs.PermissionDenied, "%s may not read the content of task %s: neither the task nor one it was delegated from names it (creator, requester, authorizer, owner or delegate), and it holds neither the %s nor the %s role",
