@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -79,6 +81,21 @@ func TestContentIsNotReadThroughGetTask(t *testing.T) {
 		}
 		if o := a.GetOutcome(); o.GetResultHash() != testSealer(t).Digest("t1", hash) || o.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
 			t.Errorf("%s shows eve the outcome %v: want its status, and the keyed digest of result_hash %s in its place", call, o, hash)
+		}
+	}
+	// The timeline and the receipt name the result by neither its bytes
+	// nor its plain hash, which would give a short result away to guesses.
+	tl, err := eve.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := eve.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call, m := range map[string]proto.Message{"GetTimeline": tl.Msg, "GetReceipt": rc.Msg} {
+		if js := protojson.Format(m); strings.Contains(js, hash[:12]) || strings.Contains(js, "123-45-6789") {
+			t.Errorf("%s shows eve the result or its plain hash %s: %s", call, hash, js)
 		}
 	}
 	// Eve's copies were blanked, not the view the others read.
