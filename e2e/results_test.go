@@ -120,7 +120,8 @@ func TestResultsReadBack(t *testing.T) {
 		t.Errorf("GetResult by an operator: %v", err)
 	}
 	// Nor does user:cy read the small result where it travels inline: the
-	// view shows it that there is one, and the raw events are refused.
+	// view shows it that there is one (a keyed digest in place of its
+	// plain hash), and the raw events are refused.
 	getAction := func(c authed) *stewardv1.Outcome {
 		resp, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: taskID, ActionId: smallDone.ActionId}))
 		if err != nil {
@@ -128,8 +129,8 @@ func TestResultsReadBack(t *testing.T) {
 		}
 		return resp.Msg.Action.Outcome
 	}
-	if o := getAction(h.viewer); len(o.GetResult()) != 0 || o.GetResultHash() != smallDone.Outcome.ResultHash {
-		t.Errorf("GetAction shows a principal the task does not name the outcome %v; want its result_hash without its result", o)
+	if o := getAction(h.viewer); len(o.GetResult()) != 0 || !strings.HasPrefix(o.GetResultHash(), "hmac-sha256:") {
+		t.Errorf("GetAction shows a principal the task does not name the outcome %v; want a keyed digest of its result, without the result", o)
 	}
 	if o := getAction(h.operator); !bytes.Equal(o.GetResult(), smallDone.Outcome.Result) {
 		t.Errorf("GetAction shows an operator the outcome %v; want its result", o)

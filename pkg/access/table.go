@@ -38,7 +38,8 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceDelegateTaskProcedure: {Group: Work, Parties: Agent, TaskField: "parent_task_id",
 		Why: "a sub-task narrows the parent's credential: only the parent's agent hands its work on"},
 	stewardv1connect.TaskServiceRaiseBudgetProcedure: {Group: Operation, Roles: []string{BudgetOwner},
-		Why: "money is a budget owner's decision: an agent must not raise its own budget"},
+		Plane: "the task it answers with is blanked as GetTask's for a budget owner who may not read its content (pkg/content)",
+		Why:   "money is a budget owner's decision: an agent must not raise its own budget"},
 	stewardv1connect.TaskServiceAcceptTaskProcedure: {Group: Review, Plane: "the contract's acceptance owner, and under separation of duties not the requester (the fold)",
 		Why: "produced is not accepted: the acceptance owner decides"},
 	stewardv1connect.TaskServiceReturnTaskProcedure: {Group: Review, Plane: "the contract's acceptance owner, as for AcceptTask (the fold)",
@@ -50,8 +51,8 @@ var Table = map[string]Rule{
 		Why:   "the agent's question is answered by whom the task is for, or an operator"},
 
 	// GovernanceService: approvals and credentials.
-	stewardv1connect.GovernanceServiceListApprovalsProcedure: {Group: Read, Why: "approvers find what waits for them"},
-	stewardv1connect.GovernanceServiceGetApprovalProcedure:   {Group: Read, Why: "approvers see what an action will do before deciding"},
+	stewardv1connect.GovernanceServiceListApprovalsProcedure: {Group: Read, Plane: "parameters_json is blanked and action_hash keyed for a caller who may neither read the task's content nor decide the approval (pkg/content)", Why: "approvers find what waits for them"},
+	stewardv1connect.GovernanceServiceGetApprovalProcedure:   {Group: Read, Plane: "as ListApprovals", Why: "approvers see what an action will do before deciding"},
 	stewardv1connect.GovernanceServiceDecideApprovalProcedure: {Group: Approval,
 		Plane: "one of the roles the approval asks for (policy names them), not the proposer, separation of duties, the authorizer (docs/approvals.md)",
 		Why:   "who may approve depends on the action: policy names the roles per approval"},
@@ -74,12 +75,12 @@ var Table = map[string]Rule{
 		Why: "settling says what happened in the world: not the agent whose action it was"},
 
 	// QueryService.
-	stewardv1connect.QueryServiceGetTaskProcedure:            {Group: Read, Plane: "results inline are blanked for a caller who may not read the task's content (state's mayRead)", Why: "a task's state is shown to everyone known; its content is not"},
+	stewardv1connect.QueryServiceGetTaskProcedure:            {Group: Read, Plane: "its content (results, requests, plan step results, answers) is blanked and its digests keyed for a caller who may not read the task's content (pkg/content); an approver reads the request it decides", Why: "a task's state is shown to everyone known; its content is not"},
 	stewardv1connect.QueryServiceGetActionProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
 	stewardv1connect.QueryServiceListTasksProcedure:          {Group: Read, Plane: "as GetTask", Why: "as GetTask"},
-	stewardv1connect.QueryServiceGetTimelineProcedure:        read("what happened, without the content"),
+	stewardv1connect.QueryServiceGetTimelineProcedure:        {Group: Read, Plane: "as GetTask", Why: "what happened, without the content"},
 	stewardv1connect.QueryServiceListBreakersProcedure:       {Group: Read, Plane: "only the global tools' breakers and the caller's tenant's tools'", Why: "which tools' circuit breakers are open"},
-	stewardv1connect.QueryServiceGetReceiptProcedure:         read("the short record of what happened, without the content"),
+	stewardv1connect.QueryServiceGetReceiptProcedure:         {Group: Read, Plane: "as GetTask", Why: "the short record of what happened, without the content"},
 	stewardv1connect.QueryServiceGetResultProcedure:          content("a tool's result"),
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
 	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),

@@ -45,8 +45,9 @@ const KeySize = 32
 
 // Sealer commits to secret values and seals and opens them.
 type Sealer struct {
-	mac  []byte
-	aead cipher.AEAD
+	mac    []byte
+	digest []byte
+	aead   cipher.AEAD
 }
 
 // New returns a Sealer for a master key of KeySize bytes.
@@ -58,6 +59,10 @@ func New(master []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
+	digest, err := hkdf.Key(sha256.New, master, nil, "steward.digest.v1", 32)
+	if err != nil {
+		return nil, err
+	}
 	enc, err := hkdf.Key(sha256.New, master, nil, "steward.secret.seal.v1", chacha20poly1305.KeySize)
 	if err != nil {
 		return nil, err
@@ -66,7 +71,7 @@ func New(master []byte) (*Sealer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Sealer{mac: mac, aead: aead}, nil
+	return &Sealer{mac: mac, digest: digest, aead: aead}, nil
 }
 
 // Commit returns the commitment to value (canonical JSON) in task taskID:
@@ -79,6 +84,24 @@ func (s *Sealer) Commit(taskID string, value []byte) string {
 	m := hmac.New(sha256.New, s.mac)
 	m.Write([]byte("steward.secret.v1\x00" + taskID + "\x00"))
 	m.Write(value)
+	return Prefix + hex.EncodeToString(m.Sum(nil))
+}
+
+// Digest returns the digest shown, in task taskID, in place of hash (a
+// plain SHA-256 of a result, an artifact or a request) to a caller who may
+// not read the content it covers: HMAC-SHA256 under its own key, derived
+// from the master key, of "steward.digest.v1", the task id and hash,
+// joined by NUL bytes, with Prefix. A plain SHA-256 of a short result
+// ({"approved":true}) is recovered by trying guesses; this one cannot be
+// tested without the key. It is stable, so that one caller can still see
+// two views name the same content, and bound to the task. A nil Sealer
+// (no key) returns "": the digest is then hidden. Empty hash gives "".
+func (s *Sealer) Digest(taskID, hash string) string {
+	if s == nil || hash == "" {
+		return ""
+	}
+	m := hmac.New(sha256.New, s.digest)
+	m.Write([]byte("steward.digest.v1\x00" + taskID + "\x00" + hash))
 	return Prefix + hex.EncodeToString(m.Sum(nil))
 }
 

@@ -125,3 +125,34 @@ func TestRedactACutValue(t *testing.T) {
 		}
 	}
 }
+
+// TestDigest: the digest shown to a caller who may not read content is
+// keyed (another key, another digest), bound to the task, stable, unlike
+// the commitment to the same bytes, and hidden without a key.
+func TestDigest(t *testing.T) {
+	one, err := secret.New(bytes.Repeat([]byte{1}, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two, err := secret.New(bytes.Repeat([]byte{2}, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := "4a2f3c0e"
+	d := one.Digest("t1", h)
+	if !strings.HasPrefix(d, secret.Prefix) || len(d) != len(secret.Prefix)+64 || d != one.Digest("t1", h) {
+		t.Fatalf("Digest = %q, want a stable %s and 64 hex digits", d, secret.Prefix)
+	}
+	for what, other := range map[string]string{"another key": two.Digest("t1", h), "another task": one.Digest("t2", h), "the commitment": one.Commit("t1", []byte(h))} {
+		if other == d {
+			t.Errorf("%s gives the same digest %s", what, d)
+		}
+	}
+	var none *secret.Sealer
+	if got := none.Digest("t1", h); got != "" {
+		t.Errorf("Digest without a key = %q, want it hidden", got)
+	}
+	if got := one.Digest("t1", ""); got != "" {
+		t.Errorf("Digest of no hash = %q, want none", got)
+	}
+}

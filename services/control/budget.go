@@ -5,12 +5,15 @@ import (
 	"fmt"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/content"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // ReportUsage records model usage the agent reports against the task's
@@ -118,10 +121,20 @@ func (s *taskService) ReportUsage(ctx context.Context, req *connect.Request[stew
 	return connect.NewResponse(&stewardv1.ReportUsageResponse{Task: t}), nil
 }
 
+// RaiseBudget answers with the task as raised. A budget owner holds a
+// role, not a part in the task: one the task does not name gets it
+// without its content, as GetTask would show it to them (content.Blind;
+// docs/results.md).
 func (s *taskService) RaiseBudget(ctx context.Context, req *connect.Request[stewardv1.RaiseBudgetRequest]) (*connect.Response[stewardv1.RaiseBudgetResponse], error) {
-	t, err := s.plane.RaiseBudget(ctx, rpc.Principal(ctx), req.Msg)
+	who := rpc.Caller(ctx)
+	t, err := s.plane.RaiseBudget(ctx, who.Principal, req.Msg)
 	if err != nil {
 		return nil, err
+	}
+	if !content.Reads(who, content.PartiesOf(t), taskstore.Ancestors(ctx, s.plane.log)) {
+		// A copy: the task returned shares its actions with the fold.
+		t = proto.CloneOf(t)
+		content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)
 	}
 	return connect.NewResponse(&stewardv1.RaiseBudgetResponse{Task: t}), nil
 }

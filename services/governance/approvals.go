@@ -13,7 +13,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Approvals indexes every approval on the log, folded from the approval
@@ -141,27 +140,6 @@ func (x *Approvals) Fresh(ctx context.Context, log *eventlog.Log, id string) (*s
 // another tenant's task: the same words for both.
 func approvalNotFound(id string) error {
 	return errs.New(errs.NotFound, "approval %s not found", id)
-}
-
-// ofTenant keeps the approvals on tasks of tenant: a caller sees no other
-// tenant's approvals (docs/tenants.md). A task's tenant is read from the
-// fold this process keeps.
-func (p *Plane) ofTenant(ctx context.Context, tenant string, approvals []*stewardv1.Approval) ([]*stewardv1.Approval, error) {
-	out := approvals[:0]
-	for _, ap := range approvals {
-		t, err := taskstore.Tenant(ctx, p.log, ap.TaskId)
-		switch {
-		case errs.Is(err, errs.Unavailable) || ctx.Err() != nil:
-			return nil, err
-		case err != nil:
-			// A task whose history does not fold shows no one its
-			// approvals: whose it is cannot be told.
-			p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
-		case t == tenant:
-			out = append(out, ap)
-		}
-	}
-	return out, nil
 }
 
 // List returns approvals in the order they were requested, of one task

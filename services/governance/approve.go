@@ -44,8 +44,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	}
 	// Another tenant's approval is not found, whichever hash the caller
 	// names: the refusals below would tell its kind, a plan's version or
-	// an action's id.
-	if mine, err := p.ofTenant(ctx, who.Tenant, []*stewardv1.Approval{known}); err != nil || len(mine) == 0 {
+	// an action's id. (A copy: what shown blanks is not decided on.)
+	if mine, err := p.shown(ctx, who, []*stewardv1.Approval{proto.CloneOf(known)}); err != nil || len(mine) == 0 {
 		return nil, cmp.Or(err, approvalNotFound(req.ApprovalId))
 	}
 	if known.PlanHash != "" {

@@ -78,6 +78,9 @@ type Plane struct {
 	verified verifiedSet
 	// toolFacts are the tool contracts as policy reads them.
 	toolFacts toolFactsCache
+	// digest keys the hashes shown to who may not read a task's content
+	// (Config.Digest).
+	digest func(taskID, hash string) string
 
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
@@ -116,6 +119,11 @@ type Config struct {
 	// Now is the plane's clock: when credentials and permits are issued
 	// and expire, how long an approval waited. Default time.Now.
 	Now func() time.Time
+	// Digest is what ListApprovals and GetApproval show, in place of an
+	// action hash, to a caller who may neither read the task's content nor
+	// decide the approval (secret.Sealer.Digest, keyed); nil hides it. See
+	// docs/results.md.
+	Digest func(taskID, hash string) string
 }
 
 // Option sets a hook on a Plane.
@@ -145,7 +153,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	p := &Plane{
 		log: log, logger: logger, engine: cfg.Engine, tools: cfg.Tools, store: cfg.Requests, approvals: NewApprovals(logger),
 		now: cfg.Now, timers: cfg.Timers, signer: cfg.Signer, trusted: cfg.TrustedKeys,
-		credentialTTL: cfg.CredentialTTL, permitTTL: cfg.PermitTTL,
+		credentialTTL: cfg.CredentialTTL, permitTTL: cfg.PermitTTL, digest: cfg.Digest,
 	}
 	if p.now == nil {
 		p.now = time.Now

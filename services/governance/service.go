@@ -25,7 +25,7 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	approvals, err := s.plane.ofTenant(ctx, rpc.Caller(ctx).Tenant, s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly))
+	approvals, err := s.plane.shown(ctx, rpc.Caller(ctx), s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly))
 	if err != nil {
 		return nil, err
 	}
@@ -40,7 +40,7 @@ func (s *governanceService) GetApproval(ctx context.Context, req *connect.Reques
 	if err != nil {
 		return nil, err
 	}
-	if mine, err := s.plane.ofTenant(ctx, rpc.Caller(ctx).Tenant, []*stewardv1.Approval{ap}); err != nil || len(mine) == 0 {
+	if mine, err := s.plane.shown(ctx, rpc.Caller(ctx), []*stewardv1.Approval{ap}); err != nil || len(mine) == 0 {
 		return nil, cmp.Or(err, approvalNotFound(req.Msg.ApprovalId))
 	}
 	return connect.NewResponse(&stewardv1.GetApprovalResponse{Approval: ap}), nil

@@ -2,9 +2,9 @@ package state
 
 import (
 	"context"
-	"slices"
 
 	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/content"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -19,42 +19,11 @@ const (
 	AuditorRole  = access.Auditor
 )
 
-// parties are the principals a task names: who may read its content. See
-// mayRead.
-type parties struct {
-	taskID string
-	// principals are the task's creator, its credential's principal (the
-	// delegate it acts as), the contract's requester, authorizer,
-	// accountable owner and acceptance owner, and every hand of its
-	// delegation chain.
-	principals []string
-	// parent is the task it was delegated from, if any: its parties may
-	// read this one's content too, as the work was theirs to hand out.
-	parent string
-}
+// parties are the principals a task names: who may read its content
+// (content.Parties, content.PartiesOf).
+type parties = content.Parties
 
-// partiesOf returns the principals t names, copied: the view t belongs to
-// moves on after the lock is released.
-func partiesOf(t *stewardv1.Task) parties {
-	k := t.GetContract()
-	p := parties{taskID: k.GetTaskId(), parent: k.GetParentTaskId()}
-	add := func(s string) {
-		if s != "" && !slices.Contains(p.principals, s) {
-			p.principals = append(p.principals, s)
-		}
-	}
-	add(t.GetCreatedBy())
-	add(t.GetCredential().GetCredential().GetPrincipal())
-	add(k.GetRequesterRef())
-	add(k.GetAuthorizerRef())
-	add(k.GetAccountableOwnerRef())
-	add(k.GetAcceptanceOwnerRef())
-	for _, d := range k.GetDelegationChain() {
-		add(d.GetFromRef())
-		add(d.GetToRef())
-	}
-	return p
-}
+func partiesOf(t *stewardv1.Task) parties { return content.PartiesOf(t) }
 
 // mayRead is the one rule for who may read a task's content — its tools'
 // results and its artifacts' bytes — and the only place it is written:
@@ -71,25 +40,11 @@ func partiesOf(t *stewardv1.Task) parties {
 // NotFound at the edge before this), so a NotFound would hide nothing and
 // only mislead. ancestor returns the parties of a task up the delegation.
 func mayRead(who rpc.Identity, p parties, ancestor func(taskID string) (parties, bool)) error {
-	if readsEveryTask(who) {
-		return nil
-	}
-	named := p.principals
-	// A delegation chain is short (each hop narrows a credential); the
-	// bound only guards against a cycle no fold would let through.
-	for at, hops := p.parent, 0; at != "" && hops < maxAncestors; hops++ {
-		up, ok := ancestor(at)
-		if !ok {
-			break
-		}
-		named = append(slices.Clip(named), up.principals...)
-		at = up.parent
-	}
-	if slices.Contains(named, who.Principal) {
+	if content.Reads(who, p, ancestor) {
 		return nil
 	}
 	return errs.New(errs.PermissionDenied, "%s may not read the content of task %s: neither the task nor one it was delegated from names it (creator, requester, authorizer, owner or delegate), and it holds neither the %s nor the %s role",
-		who.Principal, p.taskID, OperatorRole, AuditorRole)
+		who.Principal, p.TaskID, OperatorRole, AuditorRole)
 }
 
 // readsEveryTask reports whether who may read every task's content, before
@@ -99,25 +54,28 @@ func readsEveryTask(who rpc.Identity) bool {
 	return !who.Verified || who.HasRole(OperatorRole, AuditorRole)
 }
 
-// hideContent blanks the result bytes that actions of a task carry inline
-// (Outcome.result: a result of at most 1 KiB; a settled one never is)
-// unless who may read the task's content (mayRead): the same bytes
-// GetResult would refuse them must not reach them through GetTask,
-// GetAction or ListTasks. What stays — result_hash, result_ref, status —
-// says that there is a result, not what it is. Requests stay too: they are
-// shown to approvers and policy by design. actions must be the caller's
-// copies out of the projection (Get, Action and List clone), never a view,
-// which every reader shares. self is asked for only when who does not read
-// every task: without --auth, or for an operator, a read costs nothing more.
-func (p *Plane) hideContent(who rpc.Identity, self func() parties, actions ...*stewardv1.Action) {
+// blind returns what takes a task's content out of who's copy of it
+// (content.Blind: results, requests unless who approves them, plan step
+// results, keyed digests), or nil when who may read the content
+// (mayRead): the bytes GetResult would refuse them must not reach them
+// through GetTask, GetAction, ListTasks, GetReceipt or GetTimeline. The
+// Blind must be applied to the caller's copies out of the projection
+// (Get, Action and List clone), never to a view, which every reader
+// shares. self is asked for only when who does not read every task:
+// without --auth, or for an operator, a read costs nothing more.
+func (p *Plane) blind(who rpc.Identity, self func() parties) *content.Blind {
 	if readsEveryTask(who) || mayRead(who, self(), p.views.parties) == nil {
-		return
+		return nil
 	}
-	for _, a := range actions {
-		if a.Outcome != nil {
-			a.Outcome.Result = nil
-		}
-	}
+	return &content.Blind{Digest: p.cfg.Digest, Roles: who.Roles}
+}
+
+// blindLog is blind for a read of taskID's log (GetTimeline, GetReceipt),
+// which does not wait for the views: a task the views do not hold yet, or
+// hold broken, names nobody, and its content is hidden from all but who
+// reads every task.
+func (p *Plane) blindLog(who rpc.Identity, taskID string) *content.Blind {
+	return p.blind(who, func() parties { self, _ := p.views.parties(taskID); return self })
 }
 
 // mayStream returns an error unless who may receive the task's raw events
@@ -132,6 +90,3 @@ func (p *Plane) mayStream(ctx context.Context, who rpc.Identity, taskID string) 
 	}
 	return p.readable(ctx, who, taskID)
 }
-
-// maxAncestors bounds how far up a delegation mayRead looks.
-const maxAncestors = 32

@@ -8,10 +8,13 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
 )
@@ -20,7 +23,8 @@ import (
 // (PermissionDenied: the task does not name them) must not read the same
 // result through GetTask, GetAction or ListTasks, where a result of at
 // most 1 KiB travels inline in its outcome (Outcome.result): they see that
-// there is a result (its hash), not what it is. WatchTask and ReplayTask,
+// there is a result (a keyed digest of it, not its plain SHA-256, which
+// would give a short result away to guesses), not what it is. WatchTask and ReplayTask,
 // which stream the raw events that carry it, refuse them. The task's
 // parties and the auditor still read it everywhere, and a stranger's
 // blanked copy leaves the shared view whole.
@@ -75,8 +79,23 @@ func TestContentIsNotReadThroughGetTask(t *testing.T) {
 		if len(a.GetOutcome().GetResult()) != 0 {
 			t.Errorf("%s gives eve the result GetResult refuses her: outcome.result is %s", call, a.Outcome.Result)
 		}
-		if o := a.GetOutcome(); o.GetResultHash() != hash || o.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
-			t.Errorf("%s shows eve the outcome %v: its status and result_hash %s are not content, and stay", call, o, hash)
+		if o := a.GetOutcome(); o.GetResultHash() != testSealer(t).Digest("t1", hash) || o.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			t.Errorf("%s shows eve the outcome %v: want its status, and the keyed digest of result_hash %s in its place", call, o, hash)
+		}
+	}
+	// The timeline and the receipt name the result by neither its bytes
+	// nor its plain hash, which would give a short result away to guesses.
+	tl, err := eve.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := eve.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for call, m := range map[string]proto.Message{"GetTimeline": tl.Msg, "GetReceipt": rc.Msg} {
+		if js := protojson.Format(m); strings.Contains(js, hash[:12]) || strings.Contains(js, "123-45-6789") {
+			t.Errorf("%s shows eve the result or its plain hash %s: %s", call, hash, js)
 		}
 	}
 	// Eve's copies were blanked, not the view the others read.
@@ -138,4 +157,15 @@ func replayAll(ctx context.Context, c contentClient) error {
 		return errors.New("the replay sent no event")
 	}
 	return nil
+}
+
+// testSealer is a secret.Sealer under a fixed key: what the content tests
+// key the digests shown to who may not read content with.
+func testSealer(t *testing.T) *secret.Sealer {
+	t.Helper()
+	s, err := secret.New(bytes.Repeat([]byte{7}, secret.KeySize))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -27,7 +27,7 @@ import (
 // client per token given.
 func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(token string) contentClient {
 	t.Helper()
-	p := startPlane(t, env.Log, env.Logger, state.Config{Results: env.Results})
+	p := startPlane(t, env.Log, env.Logger, state.Config{Results: env.Results, Digest: testSealer(t).Digest})
 	mux := http.NewServeMux()
 	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, tokens, nil)) {
 		mux.Handle(s.Path, s.Handler)

@@ -84,6 +84,12 @@ type Config struct {
 	// large to travel inline and GetArtifactContent reads artifacts. Nil
 	// serves inline results only.
 	Results *action.Store
+	// Digest is what a caller who may not read a task's content sees in
+	// place of a plain SHA-256 of it — a result's, an artifact's, a
+	// request's (secret.Sealer.Digest, keyed: a plain hash of a short
+	// result gives it away to anyone who tries guesses). Nil hides those
+	// digests from them. See docs/results.md.
+	Digest func(taskID, hash string) string
 }
 
 // withDefaults returns c with its unset fields set to their defaults.

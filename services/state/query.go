@@ -89,7 +89,9 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	if err != nil {
 		return nil, err
 	}
-	s.plane.hideContent(rpc.Caller(ctx), func() parties { return partiesOf(t) }, t.Actions...)
+	if b := s.plane.blind(rpc.Caller(ctx), func() parties { return partiesOf(t) }); b != nil {
+		b.Task(t)
+	}
 	showReady(t)
 	return connect.NewResponse(&stewardv1.GetTaskResponse{Task: t}), nil
 }
@@ -123,7 +125,9 @@ func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewa
 	// A task gone from the views since (it broke) names nobody: its
 	// result is hidden from all but who reads every task.
 	self := func() parties { p, _ := s.plane.views.parties(req.Msg.TaskId); return p }
-	s.plane.hideContent(rpc.Caller(ctx), self, resp.Action)
+	if b := s.plane.blind(rpc.Caller(ctx), self); b != nil {
+		b.Action(req.Msg.TaskId, resp.Action)
+	}
 	return connect.NewResponse(resp), nil
 }
 
@@ -168,7 +172,9 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	who := rpc.Caller(ctx)
 	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size)
 	for _, t := range tasks {
-		s.plane.hideContent(who, func() parties { return partiesOf(t) }, t.Actions...)
+		if b := s.plane.blind(who, func() parties { return partiesOf(t) }); b != nil {
+			b.Task(t)
+		}
 	}
 	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
 }
@@ -268,5 +274,5 @@ func (s *queryService) GetTimeline(ctx context.Context, req *connect.Request[ste
 	if len(recs) == 0 {
 		return nil, errs.New(errs.NotFound, "task %s not found", req.Msg.TaskId)
 	}
-	return connect.NewResponse(&stewardv1.GetTimelineResponse{Entries: Timeline(recs)}), nil
+	return connect.NewResponse(&stewardv1.GetTimelineResponse{Entries: timeline(recs, s.plane.blindLog(rpc.Caller(ctx), req.Msg.TaskId))}), nil
 }

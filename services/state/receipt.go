@@ -13,6 +13,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -36,6 +37,9 @@ func (s *queryService) GetReceipt(ctx context.Context, req *connect.Request[stew
 	r, err := BuildReceipt(recs)
 	if err != nil {
 		return nil, err
+	}
+	if b := s.plane.blindLog(rpc.Caller(ctx), taskID); b != nil {
+		b.Receipt(r)
 	}
 	return connect.NewResponse(&stewardv1.GetReceiptResponse{Receipt: r, Markdown: ReceiptMarkdown(r)}), nil
 }

@@ -5,16 +5,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steward-run/steward/pkg/content"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 )
 
 // Timeline tells a task's events as sentences a person can follow.
 func Timeline(recs []*stewardv1.EventRecord) []*stewardv1.TimelineEntry {
+	return timeline(recs, nil)
+}
+
+// timeline is Timeline told to a caller who may not read the task's
+// content when b is set: without it (content.Blind.Event).
+func timeline(recs []*stewardv1.EventRecord, b *content.Blind) []*stewardv1.TimelineEntry {
 	out := make([]*stewardv1.TimelineEntry, 0, len(recs))
 	var votes voteTally
 	for _, r := range recs {
 		ev := r.Event
+		if b != nil {
+			ev = b.Event(ev)
+		}
 		out = append(out, &stewardv1.TimelineEntry{
 			Sequence: r.Sequence,
 			Time:     ev.Time,
@@ -102,15 +112,7 @@ func summary(ev *stewardv1.Event, note string) string {
 		}
 		return fmt.Sprintf("Approval %s requested from %s with role %s: %s", ap.ApprovalId, from, strings.Join(ap.RequiredRoles, " or "), ap.ExpectedImpact)
 	case *stewardv1.Event_ApprovalDecided:
-		d := p.ApprovalDecided
-		verb := "rejected"
-		if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-			verb = "approved"
-		}
-		if d.PlanHash != "" {
-			return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
-		}
-		return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
+		return decidedSummary(p.ApprovalDecided, note)
 
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
@@ -134,18 +136,7 @@ func summary(ev *stewardv1.Event, note string) string {
 		}
 		return fmt.Sprintf("Action %s dispatched to its tool (attempt %d)", d.ActionId, d.Attempt)
 	case *stewardv1.Event_ActionOutcomeRecorded:
-		o := p.ActionOutcomeRecorded.Outcome
-		switch o.GetStatus() {
-		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
-			if o.ResultRef == "" {
-				return fmt.Sprintf("Action %s succeeded; result inline (%d bytes)", p.ActionOutcomeRecorded.ActionId, len(o.Result))
-			}
-			return fmt.Sprintf("Action %s succeeded; result at %s", p.ActionOutcomeRecorded.ActionId, o.ResultRef)
-		case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
-			return withReason(fmt.Sprintf("Action %s failed (%s)", p.ActionOutcomeRecorded.ActionId, enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason)
-		default:
-			return withReason(fmt.Sprintf("The outcome of action %s is unknown: the call went out and no answer came back", p.ActionOutcomeRecorded.ActionId), o.Reason)
-		}
+		return outcomeSummary(p.ActionOutcomeRecorded)
 	default:
 		if s := failureSummary(ev); s != "" {
 			return s
@@ -157,6 +148,49 @@ func summary(ev *stewardv1.Event, note string) string {
 			return s
 		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
+	}
+}
+
+// decidedSummary tells a vote on an approval; note is what count said of
+// it. The action's hash is left out for a caller who may not read the
+// task's content (content.Blind.Event).
+func decidedSummary(d *stewardv1.ApprovalDecided, note string) string {
+	verb := "rejected"
+	if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		verb = "approved"
+	}
+	if d.PlanHash != "" {
+		return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
+	}
+	if d.ActionHash == "" {
+		// Hidden from a caller who may not read the task's content.
+		tally := ""
+		if note != "" {
+			tally = " (" + strings.TrimSuffix(note, "; ") + ")"
+		}
+		return withReason(fmt.Sprintf("%s %s action %s%s", d.DecidedBy, verb, d.ActionId, tally), d.Comment)
+	}
+	return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
+}
+
+// outcomeSummary tells an action's outcome: where its result is, unless
+// the caller may not read the task's content (content.Blind.Event).
+func outcomeSummary(r *stewardv1.ActionOutcomeRecorded) string {
+	o := r.Outcome
+	switch o.GetStatus() {
+	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
+		switch {
+		case len(o.Result) > 0:
+			return fmt.Sprintf("Action %s succeeded; result inline (%d bytes)", r.ActionId, len(o.Result))
+		case o.ResultRef != "":
+			return fmt.Sprintf("Action %s succeeded; result at %s", r.ActionId, o.ResultRef)
+		}
+		// No result, or one the caller may not read.
+		return fmt.Sprintf("Action %s succeeded", r.ActionId)
+	case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
+		return withReason(fmt.Sprintf("Action %s failed (%s)", r.ActionId, enumWords(o.FailureClass.String(), "FAILURE_CLASS_")), o.Reason)
+	default:
+		return withReason(fmt.Sprintf("The outcome of action %s is unknown: the call went out and no answer came back", r.ActionId), o.Reason)
 	}
 }
 
@@ -250,6 +284,10 @@ func responsibilitySummary(ev *stewardv1.Event) string {
 			x.Previous.AsTime().UTC().Format(time.RFC3339), x.Deadline.AsTime().UTC().Format(time.RFC3339)), x.Reason)
 	case *stewardv1.Event_ArtifactSubmitted:
 		a := p.ArtifactSubmitted.Artifact
+		if a.GetSha256() == "" {
+			// Hidden from a caller who may not read the task's content.
+			return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes())
+		}
 		return fmt.Sprintf("%s submitted artifact %s version %d (%s, %d bytes, sha256 %.12s…)", who, a.GetName(), a.GetVersion(), a.GetMediaType(), a.GetSizeBytes(), a.GetSha256())
 	case *stewardv1.Event_TaskProduced:
 		pr := p.TaskProduced

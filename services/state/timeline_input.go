@@ -27,5 +27,10 @@ func needsInputSummary(who string, n *stewardv1.TaskNeedsInput) string {
 // inputProvidedSummary tells a person's answer, which sets the task
 // running again.
 func inputProvidedSummary(who string, a *stewardv1.InputProvided) string {
+	if a.Answer == "" {
+		// Hidden from a caller who may not read the task's content: an
+		// answer may be a checkpoint step's result.
+		return who + " answered, and the task goes on"
+	}
 	return fmt.Sprintf("%s answered %q, and the task goes on", who, a.Answer)
 }

@@ -46,17 +46,20 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 	if m.Mode == "serve" {
 		want = []string{m.Plane}
 	}
+	// The key of secret parameters also keys the digests shown to who
+	// may not read a task's content (docs/results.md); without one they
+	// are hidden from them.
+	sealer, err := m.secretSealer()
+	if err != nil {
+		return nil, err
+	}
 	var planes []plane
 	for _, name := range want {
 		ps := st.As(name)
 		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
-			secrets, err := m.secretSealer()
-			if err != nil {
-				return nil, err
-			}
-			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: secrets, Timers: timers, Quotas: m.Quotas.Quotas}))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
@@ -82,6 +85,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
 				Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
+				Digest: sealer.Digest,
 			}))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
@@ -90,7 +94,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Results: results})))
+			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Results: results, Digest: sealer.Digest})))
 		}
 	}
 	return planes, nil

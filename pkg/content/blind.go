@@ -1,0 +1,132 @@
+package content
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/steward-run/steward/pkg/action"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// StoredPrefix starts the URI of content in Steward's results store; the
+// rest of it is the content's plain SHA-256.
+const StoredPrefix = "kv://" + action.ResultBucket + "/"
+
+// Blind takes a task's content out of the copy shown to one caller who
+// may not read it. What stays says that there is a result, a request or
+// an artifact, not what it is. Its methods change the message they are
+// given: pass the caller's copy, never a shared view.
+type Blind struct {
+	// Digest returns what is shown in place of a plain SHA-256 hash of
+	// content in a task (secret.Sealer.Digest: keyed); "" hides it. Nil
+	// hides every digest.
+	Digest func(taskID, hash string) string
+	// Roles are the caller's. A caller holding a role an action's approval
+	// asks for decides on it, and reads what it decides on: the action's
+	// request, its parameters and its hashes (not its result).
+	Roles []string
+}
+
+func (b Blind) digest(taskID, hash string) string {
+	if b.Digest == nil || hash == "" {
+		return ""
+	}
+	return b.Digest(taskID, hash)
+}
+
+// approves reports whether the caller holds one of roles, an approval's
+// required roles.
+func (b Blind) approves(roles []string) bool {
+	return slices.ContainsFunc(roles, func(r string) bool { return slices.Contains(b.Roles, r) })
+}
+
+// Task blanks t's content: every action's (Action), every plan step's
+// result (a checkpoint's answer, a sub-task's result, an action step's
+// result, a foreach's list of them) and every artifact's digest (Artifact).
+func (b Blind) Task(t *stewardv1.Task) {
+	taskID := t.GetContract().GetTaskId()
+	for _, a := range t.Actions {
+		b.Action(taskID, a)
+	}
+	if ps := t.Plan; ps != nil {
+		b.Steps(ps.Steps...)
+		b.Steps(ps.Retired...)
+	}
+	for _, a := range t.Artifacts {
+		b.Artifact(taskID, a)
+	}
+}
+
+// Steps blanks the results of plan steps.
+func (b Blind) Steps(steps ...*stewardv1.PlanStepState) {
+	for _, s := range steps {
+		s.Result = nil
+	}
+}
+
+// Action blanks a's inline result and keys its result's digest; unless the
+// caller approves a (its approval's or its policy snapshot's roles), it
+// also blanks its request — which may quote a result: a compensation's
+// does, a plan step's parameters may be computed from one, and an agent
+// may pass on what it read — and keys every hash of it (request_hash,
+// action_hash, its permit's and approval's, and the one a plan step's
+// proposal id ends with), which a short request would give away as a
+// plain SHA-256 gives away a short result.
+func (b Blind) Action(taskID string, a *stewardv1.Action) {
+	if o := a.Outcome; o != nil {
+		o.Result = nil
+		o.ResultHash = b.digest(taskID, o.ResultHash)
+		o.ResultRef = ""
+	}
+	roles := a.GetApproval().GetRequiredRoles()
+	if len(roles) == 0 {
+		roles = a.GetSnapshot().GetRequiredApproverRoles()
+	}
+	if b.approves(roles) {
+		return
+	}
+	a.Request, a.RequestRef = nil, ""
+	if a.RequestHash != "" {
+		// The plan driver's proposal ids end with the request hash.
+		a.ProposalId = strings.Replace(a.ProposalId, a.RequestHash, b.digest(taskID, a.RequestHash), 1)
+	}
+	a.RequestHash = b.digest(taskID, a.RequestHash)
+	a.ActionHash = b.digest(taskID, a.ActionHash)
+	// The signed permit's bytes hold the plain hashes.
+	a.SignedPermit = nil
+	if pm := a.Permit; pm != nil {
+		pm.ActionHash = b.digest(taskID, pm.ActionHash)
+		pm.RequestHash = b.digest(taskID, pm.RequestHash)
+	}
+	if ap := a.Approval; ap != nil {
+		b.approval(ap)
+	}
+}
+
+// Approval blanks what ap shows of its action's request — its parameters
+// and hashes — unless the caller holds one of the roles it asks for: an
+// approver sees what they approve.
+func (b Blind) Approval(ap *stewardv1.Approval) {
+	if !b.approves(ap.RequiredRoles) {
+		b.approval(ap)
+	}
+}
+
+func (b Blind) approval(ap *stewardv1.Approval) {
+	ap.ParametersJson = ""
+	ap.ActionHash = b.digest(ap.TaskId, ap.ActionHash)
+	for _, v := range ap.Votes {
+		// A signed decision's bytes hold the plain action hash.
+		v.Signed = nil
+	}
+}
+
+// Artifact keys a's sha256 and blanks the URI of content Steward stores,
+// which is named by its plain SHA-256. A URI elsewhere (s3://…) stays: it
+// names where the content is, and reading it there is that store's rule.
+func (b Blind) Artifact(taskID string, a *stewardv1.Artifact) {
+	a.Sha256 = b.digest(taskID, a.Sha256)
+	if strings.HasPrefix(a.Uri, StoredPrefix) {
+		a.Uri = ""
+	}
+}

@@ -1,0 +1,94 @@
+package content_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/steward-run/steward/pkg/content"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// keyed stands for secret.Sealer.Digest.
+func keyed(taskID, hash string) string { return "hmac-sha256:" + taskID + ":" + hash[:4] }
+
+// compensated is a task whose compensation quotes a result, awaiting an
+// authorizer, beside a plan step's result and an artifact.
+func compensated() *stewardv1.Task {
+	return &stewardv1.Task{
+		Contract: &stewardv1.TaskContract{TaskId: "t1"},
+		Actions: []*stewardv1.Action{
+			{ActionId: "a1", Outcome: &stewardv1.Outcome{Result: []byte(`{"ok":"R3SULT"}`), ResultHash: "aaaa1111", ResultRef: ""}},
+			{ActionId: "a2", Compensates: "a1", ProposalId: "plan-x-1-bbbb2222", Request: []byte(`{"result":{"ok":"R3SULT"}}`), RequestHash: "bbbb2222", ActionHash: "cccc3333",
+				Approval: &stewardv1.Approval{TaskId: "t1", RequiredRoles: []string{"authorizer"}, ParametersJson: `{"result":{"ok":"R3SULT"}}`, ActionHash: "cccc3333"},
+				Permit:   &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")}},
+		},
+		Plan:      &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
+		Artifacts: []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
+	}
+}
+
+func TestBlind(t *testing.T) {
+	for _, tt := range []struct {
+		who   string
+		roles []string
+		// shows are what the caller's copy must still hold; hides what it
+		// must not.
+		shows, hides []string
+	}{
+		{"a stranger", nil, []string{"hmac-sha256:t1:aaaa", "hmac-sha256:t1:bbbb", "plan-x-1-hmac-sha256:t1:bbbb", "hmac-sha256:t1:dddd"},
+			[]string{"R3SULT", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444"}},
+		{"the approver", []string{"authorizer"}, []string{"R3SULT", "bbbb2222", "cccc3333", "hmac-sha256:t1:aaaa"},
+			[]string{"aaaa1111", "dddd4444"}},
+	} {
+		x := compensated()
+		content.Blind{Digest: keyed, Roles: tt.roles}.Task(x)
+		js, err := protojson.Marshal(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := string(js) + string(x.Actions[1].GetRequest()) + string(x.Actions[1].GetSignedPermit().GetPermit())
+		for _, s := range tt.shows {
+			if !strings.Contains(shown, s) {
+				t.Errorf("%s is not shown %q: %s", tt.who, s, shown)
+			}
+		}
+		for _, s := range tt.hides {
+			if strings.Contains(shown, s) {
+				t.Errorf("%s is shown %q: %s", tt.who, s, shown)
+			}
+		}
+	}
+	// Without a key the digests are hidden, not shown plain.
+	x := compensated()
+	content.Blind{}.Task(x)
+	if h := x.Actions[0].Outcome.ResultHash + x.Actions[1].RequestHash + x.Artifacts[0].Sha256; h != "" {
+		t.Errorf("without a key the digests are %q, want none", h)
+	}
+}
+
+func TestNamed(t *testing.T) {
+	parent := content.Parties{TaskID: "p", Principals: []string{"user:ana"}}
+	child := content.PartiesOf(&stewardv1.Task{CreatedBy: "agent:sub", Contract: &stewardv1.TaskContract{TaskId: "c", ParentTaskId: "p", RequesterRef: "user:bo"}})
+	up := func(id string) (content.Parties, bool) { return parent, id == "p" }
+	for who, want := range map[string]bool{"agent:sub": true, "user:bo": true, "user:ana": true, "user:eve": false} {
+		if got := content.Named(who, child, up); got != want {
+			t.Errorf("Named(%s) = %v, want %v", who, got, want)
+		}
+	}
+	if content.Named("agent:sub", parent, up) {
+		t.Error("a sub-task's agent reads its parent's content")
+	}
+}
+
+func ExampleBlind() {
+	t := &stewardv1.Task{Contract: &stewardv1.TaskContract{TaskId: "t1"}, Actions: []*stewardv1.Action{
+		{ActionId: "a1", Outcome: &stewardv1.Outcome{Result: []byte(`{"approved":true}`), ResultHash: "5f1e0c2a"}},
+	}}
+	content.Blind{Digest: func(taskID, hash string) string { return "hmac-sha256:…" }}.Task(t)
+	fmt.Printf("%q %s\n", t.Actions[0].Outcome.Result, t.Actions[0].Outcome.ResultHash)
+	// Output: "" hmac-sha256:…
+}
