@@ -67,11 +67,21 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 		return nil, err
 	}
 	out := &stewardv1.ListDeadLettersResponse{}
-	for _, d := range list {
-		out.DeadLetters = append(out.DeadLetters, &stewardv1.DeadLetter{
+	bytes := 0
+	for i, d := range list {
+		dl := &stewardv1.DeadLetter{
 			Sequence: d.Sequence, Consumer: d.Consumer, Subject: d.Subject, TaskId: d.TaskID, EventType: d.Type,
 			Reason: d.Reason, SetAsideAt: timestamppb.New(d.At), State: stewardv1.DeadLetterState(d.State), ReplayError: d.ReplayError,
-		})
+		}
+		// As ListTasks, the page ends before the record that would pass
+		// MaxPageBytes.
+		n := itemBytes(dl)
+		if i > 0 && bytes+n > MaxPageBytes {
+			list, more = list[:i], true
+			break
+		}
+		bytes += n
+		out.DeadLetters = append(out.DeadLetters, dl)
 	}
 	if more && len(list) > 0 {
 		out.NextPageToken = encodeDeadLetterToken(list[len(list)-1].DeadLetterKey)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -85,6 +86,24 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 // GetAction and ListTasks. A plan is shown with its next steps
 // (showReady).
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
+	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
+		return nil, err
+	}
+	// Weigh the task before copying it, and hold its bytes of the
+	// connection's budget before building the answer (rpc.Reserve).
+	size, err := s.plane.views.Size(req.Msg.TaskId)
+	if errs.Is(err, errs.NotFound) {
+		return nil, noView(req.Msg.TaskId)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if size > rpc.MaxResponseBytes {
+		return nil, errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
+	}
+	if _, err := rpc.Reserve(ctx, size); err != nil {
+		return nil, err
+	}
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
 		return nil, err
@@ -165,12 +184,20 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
 		return nil, err
 	}
+	// Hold a page's bytes of the connection's budget before building it:
+	// a client that does not read its pages waits, not the server's memory.
+	shrink, err := rpc.Reserve(ctx, MaxPageBytes)
+	if err != nil {
+		return nil, err
+	}
 	who := rpc.Caller(ctx)
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size)
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, MaxPageBytes)
 	for _, t := range tasks {
 		s.plane.hideContent(who, func() parties { return partiesOf(t) }, t.Actions...)
 	}
-	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
+	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}
+	shrink(proto.Size(resp))
+	return connect.NewResponse(resp), nil
 }
 
 // Page tokens are opaque to clients; inside they are a position in the
