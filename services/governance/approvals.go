@@ -3,6 +3,7 @@ package governance
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -149,34 +151,89 @@ func approvalNotFound(id string) error {
 func (p *Plane) ofTenant(ctx context.Context, tenant string, approvals []*stewardv1.Approval) ([]*stewardv1.Approval, error) {
 	out := approvals[:0]
 	for _, ap := range approvals {
-		t, err := taskstore.Tenant(ctx, p.log, ap.TaskId)
-		switch {
-		case errs.Is(err, errs.Unavailable) || ctx.Err() != nil:
+		mine, err := p.inTenant(ctx, tenant, ap)
+		if err != nil {
 			return nil, err
-		case err != nil:
-			// A task whose history does not fold shows no one its
-			// approvals: whose it is cannot be told.
-			p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
-		case t == tenant:
+		}
+		if mine {
 			out = append(out, ap)
 		}
 	}
 	return out, nil
 }
 
+// inTenant reports whether the approval's task is of tenant.
+func (p *Plane) inTenant(ctx context.Context, tenant string, ap *stewardv1.Approval) (bool, error) {
+	t, err := taskstore.Tenant(ctx, p.log, ap.TaskId)
+	switch {
+	case errs.Is(err, errs.Unavailable) || ctx.Err() != nil:
+		return false, err
+	case err != nil:
+		// A task whose history does not fold shows no one its
+		// approvals: whose it is cannot be told.
+		p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
+		return false, nil
+	}
+	return t == tenant, nil
+}
+
 // List returns approvals in the order they were requested, of one task
 // when taskID is set, and only undecided ones when pendingOnly.
 func (x *Approvals) List(taskID string, pendingOnly bool) []*stewardv1.Approval {
+	out, _ := x.Page(taskID, pendingOnly, 0, math.MaxInt)
+	return out
+}
+
+// Page is List from position after (0 for the start), up to limit
+// approvals, with the position of each.
+func (x *Approvals) Page(taskID string, pendingOnly bool, after, limit int) ([]*stewardv1.Approval, []int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var out []*stewardv1.Approval
-	for _, id := range x.order {
-		ap := x.byID[id]
+	var at []int
+	for i := after; i < len(x.order) && len(out) < limit; i++ {
+		ap := x.byID[x.order[i]]
 		decided := ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED || ap.Withdrawn
 		if (taskID != "" && ap.TaskId != taskID) || (pendingOnly && decided) {
 			continue
 		}
 		out = append(out, proto.CloneOf(ap))
+		at = append(at, i)
 	}
-	return out
+	return out, at
+}
+
+// MaxApprovalPage is the most approvals a page of ListApprovals holds, and
+// what it holds when the request names no page size.
+const MaxApprovalPage = 1000
+
+// approvalPage is one page of ListApprovals: the tenant's approvals from
+// position after, at most size of them and rpc.MaxPageBytes, with the
+// token of the position after the last one when there are more.
+func (p *Plane) approvalPage(ctx context.Context, tenant string, req *stewardv1.ListApprovalsRequest, after, size int) (*stewardv1.ListApprovalsResponse, error) {
+	out := &stewardv1.ListApprovalsResponse{}
+	bytes := 0
+	for {
+		batch, at := p.approvals.Page(req.TaskId, req.PendingOnly, after, size)
+		if len(batch) == 0 {
+			return out, nil
+		}
+		for i, ap := range batch {
+			mine, err := p.inTenant(ctx, tenant, ap)
+			if err != nil {
+				return nil, err
+			}
+			if !mine {
+				continue
+			}
+			n := rpc.PageItemBytes(ap)
+			if len(out.Approvals) == size || (len(out.Approvals) > 0 && bytes+n > rpc.MaxPageBytes) {
+				out.NextPageToken = rpc.EncodePageToken(at[i])
+				return out, nil
+			}
+			bytes += n
+			out.Approvals = append(out.Approvals, ap)
+		}
+		after = at[len(at)-1] + 1
+	}
 }

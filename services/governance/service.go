@@ -22,14 +22,22 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if req.Msg.TaskId != "" && !eventlog.ValidTaskID(req.Msg.TaskId) {
 		return nil, errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.Msg.TaskId))
 	}
-	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
-		return nil, err
-	}
-	approvals, err := s.plane.ofTenant(ctx, rpc.Caller(ctx).Tenant, s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly))
+	size, err := rpc.PageSize(req.Msg.PageSize, MaxApprovalPage, MaxApprovalPage)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.ListApprovalsResponse{Approvals: approvals}), nil
+	after, err := rpc.DecodePageToken(req.Msg.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
+		return nil, err
+	}
+	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx).Tenant, req.Msg, after, size)
+	if err != nil {
+		return nil, err
+	}
+	return connect.NewResponse(page), nil
 }
 
 func (s *governanceService) GetApproval(ctx context.Context, req *connect.Request[stewardv1.GetApprovalRequest]) (*connect.Response[stewardv1.GetApprovalResponse], error) {

@@ -49,14 +49,9 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 	if err := mayOperate(ctx); err != nil {
 		return nil, err
 	}
-	size := int(req.Msg.PageSize)
-	switch {
-	case size < 0:
-		return nil, errs.Field("page_size", "must not be negative")
-	case size == 0:
-		size = DefaultDeadLetterPage
-	case size > MaxDeadLetterPage:
-		return nil, errs.Field("page_size", "%d exceeds the limit of %d", size, MaxDeadLetterPage)
+	size, err := rpc.PageSize(req.Msg.PageSize, DefaultDeadLetterPage, MaxDeadLetterPage)
+	if err != nil {
+		return nil, err
 	}
 	after, err := decodeDeadLetterToken(req.Msg.PageToken)
 	if err != nil {
@@ -74,9 +69,9 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 			Reason: d.Reason, SetAsideAt: timestamppb.New(d.At), State: stewardv1.DeadLetterState(d.State), ReplayError: d.ReplayError,
 		}
 		// As ListTasks, the page ends before the record that would pass
-		// MaxPageBytes.
-		n := itemBytes(dl)
-		if i > 0 && bytes+n > MaxPageBytes {
+		// rpc.MaxPageBytes.
+		n := rpc.PageItemBytes(dl)
+		if i > 0 && bytes+n > rpc.MaxPageBytes {
 			list, more = list[:i], true
 			break
 		}

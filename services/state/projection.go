@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -238,7 +239,7 @@ func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after,
 			return out, i
 		}
 		s := taskSummary(t)
-		n := itemBytes(s)
+		n := rpc.PageItemBytes(s)
 		if len(out) > 0 && bytes+n > maxBytes {
 			return out, i
 		}

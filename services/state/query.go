@@ -2,10 +2,7 @@ package state
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -160,21 +157,16 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
 }
 
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {
-	size := int(req.Msg.PageSize)
-	switch {
-	case size < 0:
-		return nil, errs.Field("page_size", "must not be negative")
-	case size == 0:
-		size = DefaultPageSize
-	case size > MaxPageSize:
-		return nil, errs.Field("page_size", "%d exceeds the limit of %d", size, MaxPageSize)
+	size, err := rpc.PageSize(req.Msg.PageSize, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return nil, err
 	}
 	for i, st := range req.Msg.Statuses {
 		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
 			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
 		}
 	}
-	after, err := decodePageToken(req.Msg.PageToken)
+	after, err := rpc.DecodePageToken(req.Msg.PageToken)
 	if err != nil {
 		return nil, err
 	}
@@ -186,43 +178,18 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	}
 	// Hold a page's bytes of the connection's budget before building it:
 	// a client that does not read its pages waits, not the server's memory.
-	shrink, err := rpc.Reserve(ctx, MaxPageBytes)
+	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
 	if err != nil {
 		return nil, err
 	}
 	who := rpc.Caller(ctx)
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, MaxPageBytes)
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes)
 	for _, t := range tasks {
 		s.plane.hideContent(who, func() parties { return partiesOf(t) }, t.Actions...)
 	}
-	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}
+	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}
 	shrink(proto.Size(resp))
 	return connect.NewResponse(resp), nil
-}
-
-// Page tokens are opaque to clients; inside they are a position in the
-// creation order of the caller's tenant's tasks, which new tasks only
-// extend, so paging is stable and counts no other tenant's tasks.
-const pageTokenPrefix = "v1:"
-
-func encodePageToken(pos int) string {
-	if pos == 0 {
-		return ""
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + strconv.Itoa(pos)))
-}
-
-func decodePageToken(tok string) (int, error) {
-	if tok == "" {
-		return 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil && strings.HasPrefix(string(raw), pageTokenPrefix) {
-		if pos, err := strconv.Atoi(strings.TrimPrefix(string(raw), pageTokenPrefix)); err == nil && pos > 0 {
-			return pos, nil
-		}
-	}
-	return 0, errs.Field("page_token", "is not a token this server issued")
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to

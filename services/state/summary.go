@@ -1,25 +1,11 @@
 package state
 
 import (
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
-
-// MaxPageBytes bounds a page of ListTasks or ListDeadLetters, counted as
-// the protobuf size of its items: a page ends before the item that would
-// pass it, with a token to continue, and always holds at least one item
-// (a task's summary is far smaller: its contract is bounded by the 1 MiB
-// of a request).
-const MaxPageBytes = 2 << 20
-
-// itemBytes is what m weighs as an item of a page: its bytes, and its tag
-// and length in the page.
-func itemBytes(m proto.Message) int {
-	return protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(m))
-}
 
 // taskSummary copies a task as ListTasks shows it: everything but what makes a
 // task heavy and is one GetTask away — the plan's steps (their params,

@@ -85,7 +85,7 @@ func TestListTasksShowsSummaries(t *testing.T) {
 }
 
 // TestListTasksEndsAPageAtItsByteBound: a page of tasks whose summaries
-// together pass state.MaxPageBytes ends before the one that would pass
+// together pass rpc.MaxPageBytes ends before the one that would pass
 // it, with a token to continue; paging goes through every task once.
 func TestListTasksEndsAPageAtItsByteBound(t *testing.T) {
 	ctx := context.Background()
@@ -107,8 +107,8 @@ func TestListTasksEndsAPageAtItsByteBound(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if size := proto.Size(resp.Msg); size > state.MaxPageBytes {
-			t.Fatalf("a page of %d tasks weighs %d bytes, past the %d of a page", len(resp.Msg.Tasks), size, state.MaxPageBytes)
+		if size := proto.Size(resp.Msg); size > rpc.MaxPageBytes {
+			t.Fatalf("a page of %d tasks weighs %d bytes, past the %d of a page", len(resp.Msg.Tasks), size, rpc.MaxPageBytes)
 		}
 		for _, tk := range resp.Msg.Tasks {
 			seen = append(seen, tk.Contract.Intent)
