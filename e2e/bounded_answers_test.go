@@ -63,13 +63,16 @@ func TestBoundedAnswers(t *testing.T) {
 
 	var sizes []int
 	var cpus []time.Duration
+	var page []byte
 	for range 5 {
 		before := procCPU(t, p)
-		sizes = append(sizes, len(postListTasks(t, p.url)))
+		page = postListTasks(t, p.url)
+		sizes = append(sizes, len(page))
 		cpus = append(cpus, procCPU(t, p)-before)
 	}
 	size, cpu := median(sizes), median(cpus)
-	t.Logf("ListTasks{pageSize:1000} over %d tasks: %d bytes, %v of CPU (medians of 5)", tasks, size, cpu)
+	t.Logf("ListTasks{pageSize:1000} over %d tasks: %d bytes, %d tasks and a token %v, %v of CPU (medians of 5)",
+		tasks, size, strings.Count(string(page), `"taskId"`), strings.Contains(string(page), `"nextPageToken"`), cpu)
 	if size > rpc.MaxResponseBytes || cpu > listTasksCPUBound {
 		t.Fatalf("the largest ListTasks page is %d bytes and costs %v of CPU; want at most %d bytes and %v", size, cpu, rpc.MaxResponseBytes, listTasksCPUBound)
 	}
@@ -208,6 +211,7 @@ func rssPinnedBy(t *testing.T, p *proc, stall func()) uint64 {
 		postListTasks(t, p.url)
 	}
 	after := readRSS(t, p)
+	t.Logf("RSS %d MB before, %d MB with the readers stalled", before>>20, after>>20)
 	if after < before {
 		return 0
 	}

@@ -60,9 +60,9 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 		"`contract.recoveryPolicy.maxAttempts`":                             {fmt.Sprintf("%d proposals", control.MaxRecoveryAttempts), fmt.Sprintf("0: %d", control.DefaultRecoveryAttempts)},
 		"content read back (`GetResult`, `GetArtifactContent`)": {size(action.MaxResult) + " of a result", size(state.MaxArtifactContent) + " of an artifact",
 			"chunks of " + size(state.ArtifactChunkBytes)},
-		"an answer (every RPC)":                   {size(rpc.MaxResponseBytes) + " encoded"},
-		"a page (`ListTasks`, `ListDeadLetters`)": {size(rpc.MaxPageBytes) + " of items", "on top of `page_size`"},
-		"responses in flight on one connection":   {size(rpc.DefaultConnResponseBytes)},
+		"an answer (every RPC)": {size(rpc.MaxResponseBytes) + " encoded"},
+		"a page (`ListTasks`, `ListApprovals`, `ListDeadLetters`)": {size(rpc.MaxPageBytes) + " of items", "on top of `page_size`"},
+		"responses in flight on one connection":                    {size(rpc.DefaultConnResponseBytes)},
 	}
 	rows := map[string]string{}
 	in := false

@@ -20,7 +20,9 @@ const MaxResponseBytes = 8 << 20
 // stops reading (or an HTTP/2 client that opens no flow-control window)
 // holds what it was sent; a handler that would build more on the same
 // connection waits until the client reads, or leaves. Handlers that
-// answer with many bytes reserve them first (Reserve).
+// answer with many bytes reserve them first (Reserve), counting each
+// answer twice: its message and its encoding are both in memory until the
+// client reads.
 const DefaultConnResponseBytes = 8 << 20
 
 // WithConnResponseBytes replaces DefaultConnResponseBytes.
@@ -80,9 +82,9 @@ func (h *held) release() {
 	}
 }
 
-// Reserve takes n bytes of the calling connection's budget of response
+// Reserve takes 2n bytes of the calling connection's budget of response
 // bytes in flight (DefaultConnResponseBytes) before a handler builds a
-// response of up to n bytes, waiting while the connection's earlier
+// response of up to n bytes (protobuf size), waiting while the connection's earlier
 // responses are still unread; they are given back when the handler's
 // response is written. It returns a function that gives back what the
 // response turned out not to need (call it with the bytes it does need).
@@ -93,7 +95,7 @@ func Reserve(ctx context.Context, n int) (shrink func(used int), err error) {
 	if !ok || n <= 0 {
 		return func(int) {}, nil
 	}
-	want := min(int64(n), h.b.size)
+	want := min(2*int64(n), h.b.size)
 	if err := h.b.sem.Acquire(ctx, want); err != nil {
 		return nil, err
 	}
@@ -103,7 +105,7 @@ func Reserve(ctx context.Context, n int) (shrink func(used int), err error) {
 	return func(used int) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if back := min(want-int64(used), h.n); back > 0 {
+		if back := min(want-2*int64(used), h.n); back > 0 {
 			h.b.sem.Release(back)
 			h.n -= back
 		}

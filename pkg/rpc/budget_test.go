@@ -14,9 +14,9 @@ import (
 
 // TestAConnectionHoldsNoMoreThanItsResponseBudget: one HTTP/2 connection
 // that opens no window and asks for ten answers of 1 MiB, against a
-// budget of 2 MiB a connection, has two of them built at any time; the
-// other handlers wait to build theirs, and a second connection is served
-// all the same.
+// budget of 4 MiB a connection (each answer counts twice), has two of
+// them built at any time; the other handlers wait to build theirs, and a
+// second connection is served all the same.
 func TestAConnectionHoldsNoMoreThanItsResponseBudget(t *testing.T) {
 	const answer = 1 << 20
 	var waiting, built, peak atomic.Int64
@@ -34,7 +34,7 @@ func TestAConnectionHoldsNoMoreThanItsResponseBudget(t *testing.T) {
 		defer built.Add(-1)
 		_, _ = w.Write(make([]byte, answer))
 	})
-	srv, err := rpc.Listen("127.0.0.1:0", []rpc.Service{{Name: "t.v1.T", Path: "/t.v1.T/", Handler: h}}, rpc.WithConnResponseBytes(2*answer))
+	srv, err := rpc.Listen("127.0.0.1:0", []rpc.Service{{Name: "t.v1.T", Path: "/t.v1.T/", Handler: h}}, rpc.WithConnResponseBytes(4*answer))
 	if err != nil {
 		t.Fatal(err)
 	}
