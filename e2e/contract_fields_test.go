@@ -30,6 +30,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.ToolContract{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListDeadLettersRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ReplayDeadLetterRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListApprovalsRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

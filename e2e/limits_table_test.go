@@ -69,6 +69,9 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 			"running tasks " + number(q.RunningTasksPerPrincipal) + " / " + number(q.RunningTasksPerTenant),
 			"plan bytes " + size(int(q.PlanBytesPerPrincipal)) + " / " + size(int(q.PlanBytesPerTenant)),
 			"stored content " + size(int(q.ContentBytesPerPrincipal)) + " / " + size(int(q.ContentBytesPerTenant))},
+		"an answer (every RPC)": {size(rpc.MaxResponseBytes) + " encoded"},
+		"a page (`ListTasks`, `ListApprovals`, `ListDeadLetters`)": {size(rpc.MaxPageBytes) + " of items", "on top of `page_size`"},
+		"responses in flight on one connection":                    {size(rpc.DefaultConnResponseBytes)},
 	}
 	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
 		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)

@@ -43,6 +43,7 @@ func HandlerOptions(log *slog.Logger, tokens Tokens, parties PartiesFunc, edge .
 		// so the limits every request shares are checked inside it.
 		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties, edge...), limits.NewInterceptor()),
 		connect.WithReadMaxBytes(MaxRequestBytes),
+		connect.WithSendMaxBytes(MaxResponseBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
 		// and most callers sit on the same network.
 		connect.WithCompressMinBytes(CompressMinBytes),
@@ -97,6 +98,7 @@ type options struct {
 	readTimeout       time.Duration
 	idleTimeout       time.Duration
 	maxStreams        int
+	connBytes         int64
 	cert              *tls.Certificate
 }
 
@@ -176,6 +178,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 		readTimeout:       DefaultReadTimeout,
 		idleTimeout:       DefaultIdleTimeout,
 		maxStreams:        DefaultMaxConcurrentStreams,
+		connBytes:         DefaultConnResponseBytes,
 	}
 	for _, opt := range opts {
 		opt(&o)
@@ -183,7 +186,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(services))
 	for _, s := range services {
-		mux.Handle(s.Path, checkGet(s.Handler))
+		mux.Handle(s.Path, releaseAfterWrite(checkGet(s.Handler)))
 		names = append(names, s.Name)
 	}
 	reflector := grpcreflect.NewStaticReflector(names...)
@@ -223,6 +226,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 			ReadTimeout:       o.readTimeout,
 			IdleTimeout:       o.idleTimeout,
 			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams},
+			ConnContext:       withConnBudget(o.connBytes),
 		},
 	}, nil
 }

@@ -13,7 +13,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // ReportUsage records model usage the agent reports against the task's
@@ -131,7 +130,7 @@ func (s *taskService) RaiseBudget(ctx context.Context, req *connect.Request[stew
 	if err != nil {
 		return nil, err
 	}
-	if !content.Reads(who, content.PartiesOf(t), taskstore.Ancestors(ctx, s.plane.log)) {
+	if !content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.log)) {
 		// A copy: the task returned shares its actions with the fold.
 		t = proto.CloneOf(t)
 		content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)

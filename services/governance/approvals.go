@@ -3,6 +3,7 @@ package governance
 import (
 	"context"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -145,16 +147,60 @@ func approvalNotFound(id string) error {
 // List returns approvals in the order they were requested, of one task
 // when taskID is set, and only undecided ones when pendingOnly.
 func (x *Approvals) List(taskID string, pendingOnly bool) []*stewardv1.Approval {
+	out, _ := x.Page(taskID, pendingOnly, 0, math.MaxInt)
+	return out
+}
+
+// Page is List from position after (0 for the start), up to limit
+// approvals, with the position of each.
+func (x *Approvals) Page(taskID string, pendingOnly bool, after, limit int) ([]*stewardv1.Approval, []int) {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	var out []*stewardv1.Approval
-	for _, id := range x.order {
-		ap := x.byID[id]
+	var at []int
+	for i := after; i < len(x.order) && len(out) < limit; i++ {
+		ap := x.byID[x.order[i]]
 		decided := ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED || ap.Withdrawn
 		if (taskID != "" && ap.TaskId != taskID) || (pendingOnly && decided) {
 			continue
 		}
 		out = append(out, proto.CloneOf(ap))
+		at = append(at, i)
 	}
-	return out
+	return out, at
+}
+
+// MaxApprovalPage is the most approvals a page of ListApprovals holds, and
+// what it holds when the request names no page size.
+const MaxApprovalPage = 1000
+
+// approvalPage is one page of ListApprovals: the tenant's approvals from
+// position after, at most size of them and rpc.MaxPageBytes, with the
+// token of the position after the last one when there are more.
+func (p *Plane) approvalPage(ctx context.Context, who rpc.Identity, req *stewardv1.ListApprovalsRequest, after, size int) (*stewardv1.ListApprovalsResponse, error) {
+	out := &stewardv1.ListApprovalsResponse{}
+	bytes := 0
+	for {
+		batch, at := p.approvals.Page(req.TaskId, req.PendingOnly, after, size)
+		if len(batch) == 0 {
+			return out, nil
+		}
+		for i, ap := range batch {
+			mine, err := p.shown(ctx, who, []*stewardv1.Approval{ap})
+			if err != nil {
+				return nil, err
+			}
+			if len(mine) == 0 {
+				continue
+			}
+			n := rpc.PageItemBytes(ap)
+			if len(out.Approvals) == size || (len(out.Approvals) > 0 && bytes+n > rpc.MaxPageBytes) {
+				out.NextPageToken = rpc.EncodePageToken(at[i])
+				return out, nil
+			}
+			bytes += n
+			out.Approvals = append(out.Approvals, ap)
+		}
+		after = at[len(at)-1] + 1
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -22,14 +23,29 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if req.Msg.TaskId != "" && !eventlog.ValidTaskID(req.Msg.TaskId) {
 		return nil, errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.Msg.TaskId))
 	}
-	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
-		return nil, err
-	}
-	approvals, err := s.plane.shown(ctx, rpc.Caller(ctx), s.plane.approvals.List(req.Msg.TaskId, req.Msg.PendingOnly))
+	size, err := rpc.PageSize(req.Msg.PageSize, MaxApprovalPage, MaxApprovalPage)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.ListApprovalsResponse{Approvals: approvals}), nil
+	after, err := rpc.DecodePageToken(req.Msg.PageToken)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
+		return nil, err
+	}
+	// As ListTasks: a page's bytes of the connection's budget are held
+	// before it is built, so a client that does not read waits.
+	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size)
+	if err != nil {
+		return nil, err
+	}
+	shrink(proto.Size(page))
+	return connect.NewResponse(page), nil
 }
 
 func (s *governanceService) GetApproval(ctx context.Context, req *connect.Request[stewardv1.GetApprovalRequest]) (*connect.Response[stewardv1.GetApprovalResponse], error) {

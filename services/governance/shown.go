@@ -34,7 +34,7 @@ func (p *Plane) shown(ctx context.Context, who rpc.Identity, approvals []*stewar
 			// approvals: whose it is cannot be told.
 			p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
 		case tenant == who.Tenant:
-			if !content.Reads(who, self, taskstore.Ancestors(ctx, p.log)) {
+			if !content.Reads(who, self, content.Ancestors(ctx, p.log)) {
 				(&content.Blind{Digest: p.digest, Roles: who.Roles}).Approval(ap)
 			}
 			out = append(out, ap)

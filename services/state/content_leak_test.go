@@ -69,8 +69,16 @@ func TestContentIsNotReadThroughGetTask(t *testing.T) {
 		return map[string]*stewardv1.Action{"GetTask": got.Msg.Task.Actions[0], "GetAction": ga.Msg.Action, "ListTasks": list.Msg.Tasks[0].Actions[0]}
 	}
 	hash := ""
+	// ListTasks shows summaries, with no result for anyone (the result's
+	// hash stays): it is checked for eve below as the others.
+	full := func(call string) []byte {
+		if call == "ListTasks" {
+			return nil
+		}
+		return secret
+	}
 	for call, a := range views(as("token-of-user:a-0123456789")) {
-		if !bytes.Equal(a.GetOutcome().GetResult(), secret) {
+		if !bytes.Equal(a.GetOutcome().GetResult(), full(call)) {
 			t.Errorf("%s gives the requester outcome.result %q, want the result", call, a.GetOutcome().GetResult())
 		}
 		hash = a.GetOutcome().GetResultHash()
@@ -100,7 +108,7 @@ func TestContentIsNotReadThroughGetTask(t *testing.T) {
 	}
 	// Eve's copies were blanked, not the view the others read.
 	for call, a := range views(as("token-of-user:audit-0123456789")) {
-		if !bytes.Equal(a.GetOutcome().GetResult(), secret) {
+		if !bytes.Equal(a.GetOutcome().GetResult(), full(call)) {
 			t.Errorf("%s gives the auditor outcome.result %q after eve's reads, want the result", call, a.GetOutcome().GetResult())
 		}
 	}

@@ -49,14 +49,9 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 	if err := mayOperate(ctx); err != nil {
 		return nil, err
 	}
-	size := int(req.Msg.PageSize)
-	switch {
-	case size < 0:
-		return nil, errs.Field("page_size", "must not be negative")
-	case size == 0:
-		size = DefaultDeadLetterPage
-	case size > MaxDeadLetterPage:
-		return nil, errs.Field("page_size", "%d exceeds the limit of %d", size, MaxDeadLetterPage)
+	size, err := rpc.PageSize(req.Msg.PageSize, DefaultDeadLetterPage, MaxDeadLetterPage)
+	if err != nil {
+		return nil, err
 	}
 	after, err := decodeDeadLetterToken(req.Msg.PageToken)
 	if err != nil {
@@ -67,11 +62,21 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 		return nil, err
 	}
 	out := &stewardv1.ListDeadLettersResponse{}
-	for _, d := range list {
-		out.DeadLetters = append(out.DeadLetters, &stewardv1.DeadLetter{
+	bytes := 0
+	for i, d := range list {
+		dl := &stewardv1.DeadLetter{
 			Sequence: d.Sequence, Consumer: d.Consumer, Subject: d.Subject, TaskId: d.TaskID, EventType: d.Type,
 			Reason: d.Reason, SetAsideAt: timestamppb.New(d.At), State: stewardv1.DeadLetterState(d.State), ReplayError: d.ReplayError,
-		})
+		}
+		// As ListTasks, the page ends before the record that would pass
+		// rpc.MaxPageBytes.
+		n := rpc.PageItemBytes(dl)
+		if i > 0 && bytes+n > rpc.MaxPageBytes {
+			list, more = list[:i], true
+			break
+		}
+		bytes += n
+		out.DeadLetters = append(out.DeadLetters, dl)
 	}
 	if more && len(list) > 0 {
 		out.NextPageToken = encodeDeadLetterToken(list[len(list)-1].DeadLetterKey)

@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
 
@@ -128,6 +129,16 @@ func (p *Projection) WaitFor(ctx context.Context, seq uint64) error {
 func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
+	v, err := p.lookup(taskID)
+	if err != nil {
+		return nil, err
+	}
+	return proto.CloneOf(v.task), nil
+}
+
+// lookup returns the task's view, or why there is none; the caller holds
+// p.mu.
+func (p *Projection) lookup(taskID string) (*view, error) {
 	if why, ok := p.broken[taskID]; ok {
 		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
 	}
@@ -135,7 +146,7 @@ func (p *Projection) Get(taskID string) (*stewardv1.Task, error) {
 	if !ok {
 		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 	}
-	return proto.CloneOf(v.task), nil
+	return v, nil
 }
 
 // Has reports whether the projection holds a view of the task, broken or
@@ -155,12 +166,9 @@ func (p *Projection) Has(taskID string) bool {
 func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionResponse, error) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
-	if why, ok := p.broken[taskID]; ok {
-		return nil, errs.New(errs.Corrupt, "task %s: %s; run VerifyTask", taskID, why)
-	}
-	v, ok := p.tasks[taskID]
-	if !ok {
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	v, err := p.lookup(taskID)
+	if err != nil {
+		return nil, err
 	}
 	i, ok := v.at[actionID]
 	if !ok {
@@ -210,14 +218,17 @@ func (p *Projection) moving(taskID, actionID string) bool {
 	return false
 }
 
-// List returns up to limit tasks of tenant created after position after
-// (0 for the start) whose status is in statuses (all when empty), in
-// creation order, and the position to continue from (0 when there is no
-// more). Another tenant's tasks are not there at all (docs/tenants.md).
-func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit int) ([]*stewardv1.Task, int) {
+// List returns the summaries (taskSummary) of up to limit tasks of tenant
+// created after position after (0 for the start) whose status is in
+// statuses (all when empty), in creation order, no more than maxBytes of
+// them (proto.Size; at least one), and the position to continue from (0
+// when there is no more). Another tenant's tasks are not there at all
+// (docs/tenants.md).
+func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit, maxBytes int) ([]*stewardv1.Task, int) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
+	bytes := 0
 	order := p.byTenant[tenant]
 	for i := after; i < len(order); i++ {
 		t := p.tasks[order[i]].task
@@ -227,9 +238,27 @@ func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after,
 		if len(out) == limit {
 			return out, i
 		}
-		out = append(out, proto.CloneOf(t))
+		s := taskSummary(t)
+		n := rpc.PageItemBytes(s)
+		if len(out) > 0 && bytes+n > maxBytes {
+			return out, i
+		}
+		bytes += n
+		out = append(out, s)
 	}
 	return out, 0
+}
+
+// Size returns the protobuf size of the task's view without copying it:
+// what a whole task will weigh, known before it is built. Errors as Get.
+func (p *Projection) Size(taskID string) (int, error) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	v, err := p.lookup(taskID)
+	if err != nil {
+		return 0, err
+	}
+	return proto.Size(v.task), nil
 }
 
 // Snapshot returns copies of every view, keyed by task id: for comparing a

@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
 )
@@ -125,7 +126,7 @@ func TestListPagesAreStable(t *testing.T) {
 	var seen []string
 	after := 0
 	for {
-		page, next := p.List("", nil, after, 3)
+		page, next := p.List("", nil, after, 3, rpc.MaxPageBytes)
 		for _, tk := range page {
 			seen = append(seen, tk.Contract.Intent)
 		}
@@ -137,7 +138,7 @@ func TestListPagesAreStable(t *testing.T) {
 	if fmt.Sprint(seen) != "[task 0 task 1 task 2 task 3 task 4 task 5 task 6]" {
 		t.Fatalf("paged through %v", seen)
 	}
-	if page, _ := p.List("", []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_RUNNING}, 0, 10); len(page) != 0 {
+	if page, _ := p.List("", []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_RUNNING}, 0, 10, rpc.MaxPageBytes); len(page) != 0 {
 		t.Fatalf("no task was started, but %d are listed as running", len(page))
 	}
 }
@@ -164,7 +165,7 @@ func TestListPagesTellNothingOfOtherTenants(t *testing.T) {
 		var seen []string
 		after := 0
 		for {
-			page, next := p.List("acme", nil, after, 1)
+			page, next := p.List("acme", nil, after, 1, rpc.MaxPageBytes)
 			for _, tk := range page {
 				seen = append(seen, fmt.Sprintf("%s@%d", tk.Contract.Intent, next))
 			}

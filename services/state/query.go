@@ -2,13 +2,11 @@ package state
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -85,6 +83,24 @@ func (p *Plane) fresh(ctx context.Context, taskID string) (*stewardv1.Task, erro
 // GetAction and ListTasks. A plan is shown with its next steps
 // (showReady).
 func (s *queryService) GetTask(ctx context.Context, req *connect.Request[stewardv1.GetTaskRequest]) (*connect.Response[stewardv1.GetTaskResponse], error) {
+	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
+		return nil, err
+	}
+	// Weigh the task before copying it, and hold its bytes of the
+	// connection's budget before building the answer (rpc.Reserve).
+	size, err := s.plane.views.Size(req.Msg.TaskId)
+	if errs.Is(err, errs.NotFound) {
+		return nil, noView(req.Msg.TaskId)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if size > rpc.MaxResponseBytes {
+		return nil, errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
+	}
+	if _, err := rpc.Reserve(ctx, size); err != nil {
+		return nil, err
+	}
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
 		return nil, err
@@ -145,21 +161,16 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
 }
 
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {
-	size := int(req.Msg.PageSize)
-	switch {
-	case size < 0:
-		return nil, errs.Field("page_size", "must not be negative")
-	case size == 0:
-		size = DefaultPageSize
-	case size > MaxPageSize:
-		return nil, errs.Field("page_size", "%d exceeds the limit of %d", size, MaxPageSize)
+	size, err := rpc.PageSize(req.Msg.PageSize, DefaultPageSize, MaxPageSize)
+	if err != nil {
+		return nil, err
 	}
 	for i, st := range req.Msg.Statuses {
 		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
 			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
 		}
 	}
-	after, err := decodePageToken(req.Msg.PageToken)
+	after, err := rpc.DecodePageToken(req.Msg.PageToken)
 	if err != nil {
 		return nil, err
 	}
@@ -169,39 +180,22 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
 		return nil, err
 	}
+	// Hold a page's bytes of the connection's budget before building it:
+	// a client that does not read its pages waits, not the server's memory.
+	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
+	if err != nil {
+		return nil, err
+	}
 	who := rpc.Caller(ctx)
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size)
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes)
 	for _, t := range tasks {
 		if b := s.plane.blind(who, func() parties { return partiesOf(t) }); b != nil {
 			b.Task(t)
 		}
 	}
-	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: encodePageToken(next)}), nil
-}
-
-// Page tokens are opaque to clients; inside they are a position in the
-// creation order of the caller's tenant's tasks, which new tasks only
-// extend, so paging is stable and counts no other tenant's tasks.
-const pageTokenPrefix = "v1:"
-
-func encodePageToken(pos int) string {
-	if pos == 0 {
-		return ""
-	}
-	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + strconv.Itoa(pos)))
-}
-
-func decodePageToken(tok string) (int, error) {
-	if tok == "" {
-		return 0, nil
-	}
-	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil && strings.HasPrefix(string(raw), pageTokenPrefix) {
-		if pos, err := strconv.Atoi(strings.TrimPrefix(string(raw), pageTokenPrefix)); err == nil && pos > 0 {
-			return pos, nil
-		}
-	}
-	return 0, errs.Field("page_token", "is not a token this server issued")
+	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}
+	shrink(proto.Size(resp))
+	return connect.NewResponse(resp), nil
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to

@@ -26,7 +26,11 @@ type ListApprovalsRequest struct {
 	// Only this task's approvals; all when empty.
 	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Only approvals still waiting for a decision.
-	PendingOnly   bool `protobuf:"varint,2,opt,name=pending_only,json=pendingOnly,proto3" json:"pending_only,omitempty"`
+	PendingOnly bool `protobuf:"varint,2,opt,name=pending_only,json=pendingOnly,proto3" json:"pending_only,omitempty"`
+	// At most 1000; 1000 when zero. A page also ends before the approval
+	// that would take it past 2 MiB (docs/errors.md, limits).
+	PageSize      int32  `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -75,9 +79,26 @@ func (x *ListApprovalsRequest) GetPendingOnly() bool {
 	return false
 }
 
+func (x *ListApprovalsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListApprovalsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
 type ListApprovalsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Approvals     []*Approval            `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In the order they were requested.
+	Approvals []*Approval `protobuf:"bytes,1,rep,name=approvals,proto3" json:"approvals,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -117,6 +138,13 @@ func (x *ListApprovalsResponse) GetApprovals() []*Approval {
 		return x.Approvals
 	}
 	return nil
+}
+
+func (x *ListApprovalsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type GetApprovalRequest struct {
@@ -628,12 +656,16 @@ var File_steward_v1_governance_service_proto protoreflect.FileDescriptor
 const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\n" +
 	"#steward/v1/governance_service.proto\x12\n" +
-	"steward.v1\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\"R\n" +
+	"steward.v1\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\"\x8e\x01\n" +
 	"\x14ListApprovalsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
-	"\fpending_only\x18\x02 \x01(\bR\vpendingOnly\"K\n" +
+	"\fpending_only\x18\x02 \x01(\bR\vpendingOnly\x12\x1b\n" +
+	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"s\n" +
 	"\x15ListApprovalsResponse\x122\n" +
-	"\tapprovals\x18\x01 \x03(\v2\x14.steward.v1.ApprovalR\tapprovals\"5\n" +
+	"\tapprovals\x18\x01 \x03(\v2\x14.steward.v1.ApprovalR\tapprovals\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"5\n" +
 	"\x12GetApprovalRequest\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\"G\n" +

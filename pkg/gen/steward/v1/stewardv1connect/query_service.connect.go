@@ -62,6 +62,9 @@ type QueryServiceClient interface {
 	// who may not read the task's content (see GetResult) gets its actions'
 	// outcomes without their inline result bytes (outcome.result): the
 	// status, result_hash and result_ref stay; as GetAction and ListTasks.
+	// A task past the 8 MiB of an answer is ResourceExhausted, naming the
+	// bound: its summary is in ListTasks, its actions one by one in
+	// GetAction.
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
@@ -70,6 +73,12 @@ type QueryServiceClient interface {
 	// answers once the action has stopped moving: an agent learns the
 	// outcome of what it proposed in one call.
 	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
+	// ListTasks lists the caller's tenant's tasks in creation order, as
+	// summaries: each task without its plan's steps (plan.plan), its
+	// actions' requests and rationales, their results and their approvals'
+	// parameters and rationales, and its plan steps' results. The whole task
+	// is one GetTask away. A page ends at page_size tasks or before the task
+	// that would take it past 2 MiB, with a next_page_token to continue.
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
@@ -244,6 +253,9 @@ type QueryServiceHandler interface {
 	// who may not read the task's content (see GetResult) gets its actions'
 	// outcomes without their inline result bytes (outcome.result): the
 	// status, result_hash and result_ref stay; as GetAction and ListTasks.
+	// A task past the 8 MiB of an answer is ResourceExhausted, naming the
+	// bound: its summary is in ListTasks, its actions one by one in
+	// GetAction.
 	GetTask(context.Context, *connect.Request[v1.GetTaskRequest]) (*connect.Response[v1.GetTaskResponse], error)
 	// GetAction returns one action of a task, with the task's status and
 	// last sequence, read-your-writes as GetTask. It costs the same for the
@@ -252,6 +264,12 @@ type QueryServiceHandler interface {
 	// answers once the action has stopped moving: an agent learns the
 	// outcome of what it proposed in one call.
 	GetAction(context.Context, *connect.Request[v1.GetActionRequest]) (*connect.Response[v1.GetActionResponse], error)
+	// ListTasks lists the caller's tenant's tasks in creation order, as
+	// summaries: each task without its plan's steps (plan.plan), its
+	// actions' requests and rationales, their results and their approvals'
+	// parameters and rationales, and its plan steps' results. The whole task
+	// is one GetTask away. A page ends at page_size tasks or before the task
+	// that would take it past 2 MiB, with a next_page_token to continue.
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
