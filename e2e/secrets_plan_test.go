@@ -39,7 +39,7 @@ func planSecrets(t *testing.T, h *harness, tool *stewardtest.Tool, taskID, user,
 		{Id: "sign", Kind: &stewardv1.Step_Action{Action: sign}},
 	}}
 	submit := func(pl *stewardv1.Plan) error {
-		_, err := h.agent.tasks.SubmitPlan(ctx, connect.NewRequest(&stewardv1.SubmitPlanRequest{TaskId: taskID, Plan: pl, RequestId: "plan-" + salt}))
+		_, err := h.agent.tasks.SubmitPlan(ctx, connect.NewRequest(&stewardv1.SubmitPlanRequest{TaskId: taskID, Plan: pl, RequestId: fmt.Sprintf("plan-%s-%d", salt, pl.Version)}))
 		return err
 	}
 	for range 2 { // the second a retry: the same plan, sent in clear again
