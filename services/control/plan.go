@@ -66,8 +66,10 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if err != nil {
 		return nil, false, err
 	}
-	if hash, err = plan.Hash(pl); err != nil {
-		return nil, false, err
+	if pl != req.Plan { // concealed: hashed as recorded
+		if hash, err = plan.Hash(pl); err != nil {
+			return nil, false, err
+		}
 	}
 	concealed := &stewardv1.SubmitPlanRequest{TaskId: req.TaskId, Plan: pl, RequestId: req.RequestId}
 	u, err := p.claimFor(ctx, principal, "SubmitPlan", req.TaskId, req.RequestId, concealed, id, func(ctx context.Context) bool {
