@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -33,9 +34,9 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 	out, taskID := pl, t.Contract.GetTaskId()
 	var sealed []*stewardv1.SealedSecret
 	for i, s := range pl.Steps {
-		a, at := s.GetAction(), fmt.Sprintf("plan.steps[%d].action", i)
+		a, at, over := s.GetAction(), fmt.Sprintf("plan.steps[%d].action", i), ""
 		if f := s.GetForeach(); f != nil {
-			a, at = f.GetBody().GetAction(), fmt.Sprintf("plan.steps[%d].foreach.body.action", i)
+			a, at, over = f.GetBody().GetAction(), fmt.Sprintf("plan.steps[%d].foreach.body.action", i), f.Over
 		}
 		if a == nil {
 			continue
@@ -47,7 +48,7 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 		if !entry.Schema.HasSecrets() {
 			continue
 		}
-		if err := checkSecretExprs(at, a, entry.Schema); err != nil {
+		if err := checkSecretExprs(at, a, over, entry.Schema); err != nil {
 			return nil, nil, err
 		}
 		if len(a.Params.GetFields()) == 0 {
@@ -84,8 +85,10 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 
 // checkSecretExprs refuses a computed parameter of a (at) that schema may
 // mark secret, in whole or in part, and whose expression quotes a
-// literal (plan.QuotesLiteral).
-func checkSecretExprs(at string, a *stewardv1.ActionStep, schema *action.Schema) error {
+// literal (plan.QuotesLiteral) — or, in a foreach's body, reads item
+// (by its name anywhere in it: a step id may hold it too, and is then
+// held to the rule needlessly) while the foreach's over quotes one.
+func checkSecretExprs(at string, a *stewardv1.ActionStep, over string, schema *action.Schema) error {
 	names := make([]string, 0, len(a.ParamExprs))
 	for name := range a.ParamExprs {
 		names = append(names, name)
@@ -102,6 +105,13 @@ func checkSecretExprs(at string, a *stewardv1.ActionStep, schema *action.Schema)
 		}
 		if quoted {
 			return errs.Field(field, "computes a parameter tool %s marks secret, and quotes a literal string, bytes or number, which would stand in the plan in clear: give a secret written in the plan in params, where it is sealed, and let the expression only read results and item", a.Tool)
+		}
+		if over == "" || !strings.Contains(a.ParamExprs[name], "item") {
+			continue
+		}
+		overAt := strings.TrimSuffix(at, ".body.action") + ".over"
+		if quoted, err := plan.QuotesLiteral(over); err != nil || quoted {
+			return errs.Field(overAt, "quotes a literal string, bytes or number, and %s computes from item a parameter tool %s marks secret: the value would stand in the plan in clear; list secrets from results, or give them in params, where they are sealed", field, a.Tool)
 		}
 	}
 	return nil

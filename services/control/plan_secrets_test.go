@@ -18,8 +18,8 @@ import (
 // a commitment in the recorded plan, sealed beside it; a retry of the
 // submission, in clear again, is answered as recorded; each item's
 // action carries the same commitment, sealed anew, opening to the value;
-// a revision computing the password from a literal is refused naming the
-// field.
+// a revision computing the password from a literal, or from item over a
+// literal list, is refused naming the field.
 func TestPlanSecretLiteralsAreSealed(t *testing.T) {
 	r := newRig(t)
 	r.register(t, &stewardv1.ToolContract{Name: "login", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
@@ -67,5 +67,11 @@ func TestPlanSecretLiteralsAreSealed(t *testing.T) {
 	var e *errs.Error
 	if !errors.As(err, &e) || e.Field != `plan.steps[0].foreach.body.action.param_exprs["password"]` {
 		t.Fatalf("a secret computed from a literal: %v; want it refused naming the field", err)
+	}
+	a.ParamExprs = map[string]string{"password": "item"}
+	computed.Steps[0].GetForeach().Over = "['pw-a', 'pw-b']"
+	_, _, err = r.submitPlan(id, "", computed)
+	if !errors.As(err, &e) || e.Field != "plan.steps[0].foreach.over" || strings.Contains(e.Message, "pw-a") {
+		t.Fatalf("secrets listed literally in over: %v; want it refused naming the field", err)
 	}
 }
