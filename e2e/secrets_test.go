@@ -28,7 +28,9 @@ import (
 // failure reason of a tool that quoted its request back, the pending
 // approval (which shows the commitment, and whose decision binds it), and
 // the results
-// of one that echoes its request (redacted). None holds one,
+// of one that echoes its request (redacted); and a plan's secret literal
+// params, in the plan as GetTask, ListTasks, WatchTask, ReplayTask and the
+// export show it (planSecrets, readSurfaces). None holds one,
 // while a parameter that is not secret is there to be found. The tool
 // receives the clear values; the same value makes the same request_hash,
 // a changed one another. (Steward sends no webhooks.)
@@ -86,7 +88,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 	}
 	waitAction(t, h.agent.clients, taskID, other.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 
-	var said []string // what Steward answered or recorded that might quote a value
+	var said []told // what Steward answered or recorded that might quote a value
 
 	// An approver sees the commitment, and approves the hash that binds it.
 	rotate := propose(t, h.agent, taskID, "p6", "rotate", map[string]any{"user": user, "password": changed})
@@ -97,7 +99,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 	}
 	ap := list.Msg.Approvals[0]
 	b, _ := protojson.Marshal(list.Msg)
-	said = append(said, string(b))
+	said = append(said, told{"the approvals", string(b)})
 	var shown map[string]any
 	if err := json.Unmarshal([]byte(ap.ParametersJson), &shown); err != nil {
 		t.Fatal(err)
@@ -128,14 +130,24 @@ func TestSecretsNeverInClear(t *testing.T) {
 	if connect.CodeOf(err) != connect.CodeInvalidArgument {
 		t.Fatalf("a password against the pattern: %v, want InvalidArgument", err)
 	}
-	said = append(said, err.Error())
+	said = append(said, told{"an error message", err.Error()})
+	planned, refusal := planSecrets(t, h, tool, taskID, user, salt)
+	secrets = append(secrets, planned...)
+	said = append(said, refusal...)
 
 	task, err := h.agent.query.GetTask(ctx, connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: taskID}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ = protojson.Marshal(task.Msg)
-	said = append(said, string(b))
+	said = append(said, told{"the served task", string(b)})
+	for _, name := range []string{"password", "api_key"} {
+		shown, _ := commitments(t, task.Msg.Task.Plan)[name].(map[string]any)
+		if c, _ := shown["$secret"].(string); !strings.HasPrefix(c, "hmac-sha256:") {
+			t.Errorf("the served plan shows no commitment for its literal %s: %v", name, commitments(t, task.Msg.Task.Plan))
+		}
+	}
+	said = append(said, readSurfaces(t, h, taskID)...)
 	for _, a := range task.Msg.Task.Actions {
 		if !strings.Contains(string(a.Request), `"password":{"$secret":"hmac-sha256:`) {
 			t.Errorf("action %s's request shows no commitment for the password: %s", a.ProposalId, a.Request)
@@ -149,7 +161,7 @@ func TestSecretsNeverInClear(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = protojson.Marshal(receipt.Msg)
-	said = append(said, string(b))
+	said = append(said, told{"the receipt", string(b)})
 	export := filepath.Join(t.TempDir(), "export.jsonl")
 	run(t, 0, "audit", "export", "--task", taskID, "--out", export, "--addr", h.url, "--token", agentToken)
 	b, err = os.ReadFile(export)
@@ -159,10 +171,10 @@ func TestSecretsNeverInClear(t *testing.T) {
 	if !strings.Contains(string(b), user) {
 		t.Fatal("the export holds not even the parameter that is not secret: the grep proves nothing")
 	}
-	said = append(said, string(b))
+	said = append(said, told{"the audit export", string(b)})
 
 	h.proc.stop(t) // every store file written and closed
-	said = append(said, h.proc.logged(), h.proc.printed())
+	said = append(said, told{"the log", h.proc.logged()}, told{"the standard output", h.proc.printed()})
 	var stored strings.Builder
 	files := 0
 	err = filepath.WalkDir(filepath.Join(h.dir, "data"), func(path string, d os.DirEntry, err error) error {
@@ -183,12 +195,13 @@ func TestSecretsNeverInClear(t *testing.T) {
 	if !strings.Contains(h.proc.logged(), "level=DEBUG") {
 		t.Fatal("the log holds nothing at debug level: the grep proves little")
 	}
-	said = append(said, stored.String())
-	where := []string{"the approvals", "an error message", "the served task", "the receipt", "the audit export", "the log", "the standard output", "the data directory's files"}
-	for i, s := range said {
+	said = append(said, told{"the data directory's files", stored.String()})
+	reported := map[told]bool{}
+	for _, s := range said {
 		for _, v := range secrets {
-			if strings.Contains(s, v) {
-				t.Errorf("%s holds the secret value %s", where[i], v)
+			if strings.Contains(s.text, v) && !reported[told{s.where, v}] {
+				reported[told{s.where, v}] = true
+				t.Errorf("%s holds the secret value %s", s.where, v)
 			}
 		}
 	}

@@ -44,6 +44,53 @@ func (s *Schema) Conceal(params []byte, commit func(value []byte) string) ([]byt
 	return CanonicalJSON(v)
 }
 
+// SecretWithin reports whether the schema may mark secret the value of
+// the top-level parameter key, or anything inside it: a value computed
+// for key (a plan's param_exprs) may then hold a secret, in whole or in
+// part. It follows the subschemas Conceal follows, and every one below
+// them, whatever the value.
+func (s *Schema) SecretWithin(key string) bool {
+	if !s.b.secrets {
+		return false
+	}
+	var sub []*node
+	for _, n := range s.b.applying([]*node{s.b.start}) {
+		c, matched := n.props[key]
+		sub = append(sub, c, n.unevaluated)
+		for _, p := range n.patterns {
+			if p.re == nil || p.re.MatchString(key) {
+				sub, matched = append(sub, p.n), true
+			}
+		}
+		if !matched {
+			sub = append(sub, n.additional)
+		}
+	}
+	seen := map[*node]bool{}
+	var marked func(nodes []*node) bool
+	marked = func(nodes []*node) bool {
+		for _, n := range s.b.applying(nodes) {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			below := append([]*node{n.additional, n.unevaluated}, n.prefix...)
+			below = append(below, n.eachItem...)
+			for _, c := range n.props {
+				below = append(below, c)
+			}
+			for _, p := range n.patterns {
+				below = append(below, p.n)
+			}
+			if n.secret || marked(below) {
+				return true
+			}
+		}
+		return false
+	}
+	return marked(sub)
+}
+
 func (b *bounds) conceal(nodes []*node, v any, commit func([]byte) string) (any, error) {
 	all := b.applying(nodes)
 	for _, n := range all {

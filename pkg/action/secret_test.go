@@ -108,3 +108,29 @@ func TestRevealRequestNested(t *testing.T) {
 		t.Errorf("RevealRequest = %s, want %s", got, want)
 	}
 }
+
+func TestSecretWithin(t *testing.T) {
+	for _, tc := range []struct {
+		schema, key string
+		want        bool
+	}{
+		{`{"properties":{"pw":{"writeOnly":true},"u":{"type":"string"}}}`, "pw", true},
+		{`{"properties":{"pw":{"writeOnly":true},"u":{"type":"string"}}}`, "u", false},
+		{`{"properties":{"auth":{"properties":{"token":{"writeOnly":true}}}}}`, "auth", true},
+		{`{"$defs":{"s":{"x-steward-secret":true}},"properties":{"l":{"items":{"$ref":"#/$defs/s"}}}}`, "l", true},
+		{`{"properties":{"name":{}},"additionalProperties":{"writeOnly":true}}`, "other", true},
+		{`{"properties":{"name":{}},"additionalProperties":{"writeOnly":true}}`, "name", false},
+		{`{"patternProperties":{"^sec_":{"writeOnly":true}}}`, "sec_a", true},
+		{`{"patternProperties":{"^sec_":{"writeOnly":true}}}`, "plain", false},
+		{`{"properties":{"p":{"anyOf":[{"type":"number"},{"items":{"writeOnly":true}}]}}}`, "p", true},
+		{`{"$defs":{"t":{"properties":{"next":{"$ref":"#/$defs/t"}}}},"properties":{"t":{"$ref":"#/$defs/t"},"pw":{"writeOnly":true}}}`, "t", false},
+	} {
+		s, err := action.CompileSchema(tc.schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.SecretWithin(tc.key); got != tc.want {
+			t.Errorf("%s: SecretWithin(%s) = %v, want %v", tc.schema, tc.key, got, tc.want)
+		}
+	}
+}

@@ -76,10 +76,28 @@ type scope struct {
 	steps  []string // ids of the steps it may read, sorted
 	item   bool     // inside a foreach
 	result bool     // an expect
+	// envs, if set, keeps the environments built for one step's scopes
+	// (by item, result), shared by its copies: a step's expressions are
+	// checked in one, not each in a new one of up to 2 × MaxSteps
+	// variables.
+	envs map[[2]bool]*cel.Env
 }
 
 // env declares s's variables on top of baseEnv.
 func (s scope) env() (*cel.Env, error) {
+	key := [2]bool{s.item, s.result}
+	if e := s.envs[key]; e != nil {
+		return e, nil
+	}
+	e, err := s.declare()
+	if err == nil && s.envs != nil {
+		s.envs[key] = e
+	}
+	return e, err
+}
+
+// declare builds s's environment.
+func (s scope) declare() (*cel.Env, error) {
 	base, err := baseEnv()
 	if err != nil {
 		return nil, err

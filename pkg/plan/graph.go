@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"cel.dev/cel-go/cel"
+
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -146,4 +148,6 @@ func (g *graph) measure(l Limits) error {
 }
 
 // scope is what step i's expressions may read.
-func (g *graph) scope(i int) scope { return scope{steps: g.reads[i]} }
+func (g *graph) scope(i int) scope {
+	return scope{steps: g.reads[i], envs: map[[2]bool]*cel.Env{}}
+}

@@ -19,24 +19,31 @@ type Limits struct {
 	// MaxParamExprs bounds the computed parameters of one action.
 	MaxParamExprs int
 	// MaxExprs bounds the expressions of a whole plan: each is parsed and
-	// type-checked when the plan is validated. A plan at the default
-	// limits validates in about 55 ms on 2 shared cores
-	// (BenchmarkValidateWidest); 100 steps of 35 expressions took 1 s.
+	// type-checked when the plan is validated. 100 steps of 35
+	// expressions took 1 s.
 	MaxExprs int
+	// MaxExprTotalBytes bounds the bytes of all a plan's expressions
+	// together. Parsing costs by the byte (CEL's ANTLR parser: about
+	// 5 µs of CPU a byte for a list of small literals, GC included), so
+	// MaxExprs expressions of MaxExprBytes each cost 2 s; under this
+	// bound a plan at every limit costs SubmitPlan about 0.1 s
+	// (docs/plans.md, e2e BenchmarkSubmitPlanAtLimits).
+	MaxExprTotalBytes int
 	// MaxWait bounds a wait's duration.
 	MaxWait time.Duration
 }
 
 // DefaultLimits are the limits a zero Limits stands for.
 var DefaultLimits = Limits{
-	MaxSteps:        100,
-	MaxFanOut:       32,
-	MaxForeachItems: 100,
-	MaxDepth:        32,
-	MaxExprBytes:    1024,
-	MaxParamExprs:   32,
-	MaxExprs:        400,
-	MaxWait:         30 * 24 * time.Hour,
+	MaxSteps:          100,
+	MaxFanOut:         32,
+	MaxForeachItems:   100,
+	MaxDepth:          32,
+	MaxExprBytes:      1024,
+	MaxParamExprs:     32,
+	MaxExprs:          400,
+	MaxExprTotalBytes: 16 << 10,
+	MaxWait:           30 * 24 * time.Hour,
 }
 
 // orDefault fills l's zero fields from DefaultLimits.
@@ -55,6 +62,7 @@ func (l Limits) orDefault() Limits {
 	l.MaxExprBytes = pick(l.MaxExprBytes, d.MaxExprBytes)
 	l.MaxParamExprs = pick(l.MaxParamExprs, d.MaxParamExprs)
 	l.MaxExprs = pick(l.MaxExprs, d.MaxExprs)
+	l.MaxExprTotalBytes = pick(l.MaxExprTotalBytes, d.MaxExprTotalBytes)
 	if l.MaxWait <= 0 {
 		l.MaxWait = d.MaxWait
 	}

@@ -115,27 +115,36 @@ func checkText(field, s string, maxBytes int, required bool) error {
 	return nil
 }
 
-// countExprs refuses a plan with more expressions than MaxExprs, before
-// any is compiled, naming the step that crosses the limit.
+// countExprs refuses a plan with more expressions than MaxExprs, or more
+// bytes of them than MaxExprTotalBytes, before any is compiled, naming
+// the step that crosses the limit.
 func countExprs(p *stewardv1.Plan, l Limits) error {
-	n := 0
+	n, size := 0, 0
+	count := func(exprs ...string) { // the optional ones: set or not
+		for _, e := range exprs {
+			if e != "" {
+				n, size = n+1, size+len(e)
+			}
+		}
+	}
 	for i, s := range p.Steps {
 		a := s.GetAction()
 		if f := s.GetForeach(); f != nil {
 			a = f.GetBody().GetAction()
-			n += nonEmpty(f.Over)
+			count(f.Over)
 		}
-		n += nonEmpty(s.When) + nonEmpty(s.Expect) + nonEmpty(a.GetTargetExpr()) + len(a.GetParamExprs())
+		count(s.When, s.Expect, a.GetTargetExpr())
+		n += len(a.GetParamExprs()) // each entry, empty or not
+		for _, e := range a.GetParamExprs() {
+			size += len(e)
+		}
+		field := fmt.Sprintf("plan.steps[%d]", i)
 		if n > l.MaxExprs {
-			return errs.Field(fmt.Sprintf("plan.steps[%d]", i), "brings the plan to more than %d expressions; the limit is %d", l.MaxExprs, l.MaxExprs)
+			return errs.Field(field, "brings the plan to more than %d expressions; the limit is %d", l.MaxExprs, l.MaxExprs)
+		}
+		if size > l.MaxExprTotalBytes {
+			return errs.Field(field, "brings the plan's expressions to more than %d bytes together; the limit is %d", l.MaxExprTotalBytes, l.MaxExprTotalBytes)
 		}
 	}
 	return nil
-}
-
-func nonEmpty(s string) int {
-	if s == "" {
-		return 0
-	}
-	return 1
 }

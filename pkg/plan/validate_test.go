@@ -162,6 +162,15 @@ func TestValidateRefuses(t *testing.T) {
 		}, field: "plan.steps[4].checkpoint.choices[1]", says: "listed twice"},
 		{name: "unknown on_failure", change: func(p *stewardv1.Plan) *stewardv1.Plan { step(p, "fetch").OnFailure = 7; return p }, field: "plan.steps[0].on_failure", says: "not a known value"},
 		{name: "too many expressions", change: func(p *stewardv1.Plan) *stewardv1.Plan { return p }, limits: plan.Limits{MaxExprs: 8}, field: "plan.steps[4]", says: "more than 8 expressions"},
+		{name: "too many expression bytes", change: func(p *stewardv1.Plan) *stewardv1.Plan {
+			for _, s := range p.Steps {
+				if a := s.GetAction(); a != nil {
+					a.ParamExprs = map[string]string{"padding": "'" + strings.Repeat("x", 1000) + "'"}
+					a.Params = nil
+				}
+			}
+			return p
+		}, limits: plan.Limits{MaxExprTotalBytes: 1024}, field: "plan.steps[1]", says: "more than 1024 bytes together"},
 		{name: "a param JSON cannot hold", change: func(p *stewardv1.Plan) *stewardv1.Plan {
 			step(p, "notify").GetAction().Params.Fields["channel"] = structpb.NewNumberValue(math.NaN())
 			return p
@@ -207,5 +216,30 @@ func TestValidateTakesATargetAProposalTakes(t *testing.T) {
 	var pe *errs.Error
 	if err := plan.Validate(p, plan.Limits{}, env); !errors.As(err, &pe) || pe.Field != "plan.steps[6].action.target" {
 		t.Fatalf("a target past the limit: %v", err)
+	}
+}
+
+// TestDefaultLimitsBoundExpressionBytes: at the default limits, a plan
+// whose expressions together pass MaxExprTotalBytes is refused before
+// any is parsed — 400 expressions of 1,024 bytes cost SubmitPlan about
+// 2 s of CPU (issue 27), each within MaxExprs and MaxExprBytes.
+func TestDefaultLimitsBoundExpressionBytes(t *testing.T) {
+	long := "size([" + strings.Repeat("1,", 505) + "1])"
+	p := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE}
+	for i := range 100 {
+		a := &stewardv1.ActionStep{Tool: "http.get", ParamExprs: map[string]string{}}
+		for k := range 4 {
+			a.ParamExprs[fmt.Sprintf("p%d", k)] = long
+		}
+		p.Steps = append(p.Steps, &stewardv1.Step{Id: fmt.Sprintf("s%d", i), Kind: &stewardv1.Step_Action{Action: a}})
+	}
+	start := time.Now()
+	err := plan.Validate(p, plan.Limits{}, env)
+	var e *errs.Error
+	if !errors.As(err, &e) || e.Field != "plan.steps[4]" || !strings.Contains(e.Message, "bytes together") {
+		t.Fatalf("Validate = %v, want plan.steps[4] refused for its expressions' bytes", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("the refusal took %s: it should come before any expression is parsed", d)
 	}
 }

@@ -148,6 +148,8 @@ func revised(cur *stewardv1.PlanState, s *stewardv1.PlanSubmitted, ev *stewardv1
 		SubmittedBy: ev.Actor.GetPrincipal(),
 		SubmittedAt: ev.Time,
 		Retired:     append(slices.Clip(cur.GetRetired()), leftBehind(cur, s, actions)...),
+		// The version's own: the driver opens them only into its literals.
+		SealedSecrets: s.SealedSecrets,
 	}
 	old := make(map[string]*stewardv1.PlanStepState, len(cur.GetSteps()))
 	for _, st := range cur.GetSteps() {
@@ -237,7 +239,7 @@ func withPlan(p *stewardv1.PlanState, change func(*stewardv1.PlanState)) *stewar
 	next := &stewardv1.PlanState{
 		Version: p.Version, PlanHash: p.PlanHash, Plan: p.Plan, Governance: p.Governance, Snapshot: p.Snapshot,
 		Steps: p.Steps, Revision: p.Revision, SubmittedBy: p.SubmittedBy, SubmittedAt: p.SubmittedAt, Retired: p.Retired,
-		Approval: p.Approval,
+		Approval: p.Approval, SealedSecrets: p.SealedSecrets,
 	}
 	change(next)
 	return next

@@ -61,7 +61,19 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	if herr != nil { // Validate refuses what has no hash; this is a bug
 		return nil, false, herr
 	}
-	u, err := p.claimFor(ctx, principal, "SubmitPlan", req.TaskId, req.RequestId, req, id, func(ctx context.Context) bool {
+	// From here on the plan is as recorded: its secret literals concealed
+	// (plan_secrets.go), in its hash and in the request id's record too.
+	pl, sealed, err := p.concealPlan(ctx, t, req.Plan)
+	if err != nil {
+		return nil, false, err
+	}
+	if pl != req.Plan { // concealed: hashed as recorded
+		if hash, err = plan.Hash(pl); err != nil {
+			return nil, false, err
+		}
+	}
+	concealed := &stewardv1.SubmitPlanRequest{TaskId: req.TaskId, Plan: pl, RequestId: req.RequestId}
+	u, err := p.claimFor(ctx, principal, "SubmitPlan", req.TaskId, req.RequestId, concealed, id, func(ctx context.Context) bool {
 		_, h, err := taskstore.Load(ctx, p.log, req.TaskId)
 		return unsure(err) || (err == nil && h.Has(id))
 	})
@@ -77,10 +89,11 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	defer func() { done(createdAt(t, created, err)) }()
 	t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		created = false
-		submitted, err := submission(cur, req.Plan, hash)
+		submitted, err := submission(cur, pl, hash)
 		if submitted == nil || err != nil {
 			return nil, err
 		}
+		submitted.SealedSecrets = sealed
 		created = true
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, submitted)
 	})
@@ -101,9 +114,15 @@ func (p *Plane) recordedPlan(ctx context.Context, t *stewardv1.Task, version uin
 	if err != nil {
 		return nil, false, err
 	}
-	if recorded := ev.GetPlanSubmitted().GetPlanHash(); recorded != hash {
+	// hash is of the plan as sent, its secrets in clear; the record's
+	// are sealed.
+	clear, err := p.clearPlanHash(t.Contract.GetTaskId(), ev.GetPlanSubmitted())
+	if err != nil {
+		return nil, false, err
+	}
+	if clear != hash {
 		return nil, false, errs.New(errs.AlreadyExists, "task %s has plan version %d already, with another plan (hash %s): submit a revision with a version higher than %d",
-			t.Contract.GetTaskId(), version, recorded, t.Plan.GetVersion())
+			t.Contract.GetTaskId(), version, ev.GetPlanSubmitted().GetPlanHash(), t.Plan.GetVersion())
 	}
 	return t, false, nil
 }

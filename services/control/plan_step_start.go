@@ -111,6 +111,10 @@ func (r *planPass) proposeOne(ctx context.Context, st *stewardv1.PlanStepState, 
 	if item >= 0 {
 		what = fmt.Sprintf("the action of item %d", item)
 	}
+	params, err = r.openLiterals(a, params)
+	if stop, err := r.refused(ctx, st, what, "proposed", err); stop || err != nil {
+		return "", true, err
+	}
 	if params == nil {
 		params = map[string]any{}
 	}

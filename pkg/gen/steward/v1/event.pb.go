@@ -1578,7 +1578,12 @@ type PlanSubmitted struct {
 	PlanHash string `protobuf:"bytes,2,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	// Set on a revision: what became of the steps of the version it
 	// replaces. Empty on the first version.
-	Revision      *PlanRevision `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	Revision *PlanRevision `protobuf:"bytes,3,opt,name=revision,proto3" json:"revision,omitempty"`
+	// The secret values of the plan's literal params, sealed as a proposed
+	// action's are (Action.sealed_secrets): in plan, each stands as its
+	// commitment object, {"$secret": commitment} (docs/secrets.md). Sorted by
+	// commitment; not part of plan_hash.
+	SealedSecrets []*SealedSecret `protobuf:"bytes,4,rep,name=sealed_secrets,json=sealedSecrets,proto3" json:"sealed_secrets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1630,6 +1635,13 @@ func (x *PlanSubmitted) GetPlanHash() string {
 func (x *PlanSubmitted) GetRevision() *PlanRevision {
 	if x != nil {
 		return x.Revision
+	}
+	return nil
+}
+
+func (x *PlanSubmitted) GetSealedSecrets() []*SealedSecret {
+	if x != nil {
+		return x.SealedSecrets
 	}
 	return nil
 }
@@ -3997,11 +4009,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\"@\n" +
 	"\x0fFindingRecorded\x12-\n" +
-	"\afinding\x18\x01 \x01(\v2\x13.steward.v1.FindingR\afinding\"\x88\x01\n" +
+	"\afinding\x18\x01 \x01(\v2\x13.steward.v1.FindingR\afinding\"\xc9\x01\n" +
 	"\rPlanSubmitted\x12$\n" +
 	"\x04plan\x18\x01 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x124\n" +
-	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\"\x9f\x01\n" +
+	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\x12?\n" +
+	"\x0esealed_secrets\x18\x04 \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\x9f\x01\n" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
@@ -4249,25 +4262,26 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*Finding)(nil),                // 52: steward.v1.Finding
 	(*Plan)(nil),                   // 53: steward.v1.Plan
 	(*PlanRevision)(nil),           // 54: steward.v1.PlanRevision
-	(*PolicySnapshot)(nil),         // 55: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 56: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 57: google.protobuf.Value
-	(SuspendCause)(0),              // 58: steward.v1.SuspendCause
-	(*Action)(nil),                 // 59: steward.v1.Action
-	(*Approval)(nil),               // 60: steward.v1.Approval
-	(ApprovalDecision)(0),          // 61: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 62: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 63: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 64: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 65: steward.v1.Outcome
-	(WaitKind)(0),                  // 66: steward.v1.WaitKind
-	(SettleState)(0),               // 67: steward.v1.SettleState
-	(RevalidationReason)(0),        // 68: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 69: google.protobuf.Duration
-	(*ToolContract)(nil),           // 70: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 71: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 72: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 73: steward.v1.CriterionResult
+	(*SealedSecret)(nil),           // 55: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 56: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 57: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 58: google.protobuf.Value
+	(SuspendCause)(0),              // 59: steward.v1.SuspendCause
+	(*Action)(nil),                 // 60: steward.v1.Action
+	(*Approval)(nil),               // 61: steward.v1.Approval
+	(ApprovalDecision)(0),          // 62: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 63: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 64: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 65: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 66: steward.v1.Outcome
+	(WaitKind)(0),                  // 67: steward.v1.WaitKind
+	(SettleState)(0),               // 68: steward.v1.SettleState
+	(RevalidationReason)(0),        // 69: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 70: google.protobuf.Duration
+	(*ToolContract)(nil),           // 71: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 72: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 73: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 74: steward.v1.CriterionResult
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	48, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -4324,40 +4338,41 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52, // 51: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
 	53, // 52: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
 	54, // 53: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	55, // 54: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	48, // 55: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	56, // 56: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	57, // 57: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	58, // 58: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	48, // 59: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	59, // 60: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	55, // 61: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	60, // 62: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	61, // 63: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	62, // 64: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	63, // 65: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	55, // 66: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	64, // 67: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	65, // 68: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	66, // 69: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	48, // 70: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	67, // 71: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	68, // 72: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	69, // 73: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 74: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 75: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	48, // 76: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	70, // 77: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 78: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	71, // 79: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	71, // 80: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	72, // 81: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	73, // 82: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	83, // [83:83] is the sub-list for method output_type
-	83, // [83:83] is the sub-list for method input_type
-	83, // [83:83] is the sub-list for extension type_name
-	83, // [83:83] is the sub-list for extension extendee
-	0,  // [0:83] is the sub-list for field type_name
+	55, // 54: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	56, // 55: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	48, // 56: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	57, // 57: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	58, // 58: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	59, // 59: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	48, // 60: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	60, // 61: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	56, // 62: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	61, // 63: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	62, // 64: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	63, // 65: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	64, // 66: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	56, // 67: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	65, // 68: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	66, // 69: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	67, // 70: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	48, // 71: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	68, // 72: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	69, // 73: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	70, // 74: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 75: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 76: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	48, // 77: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	71, // 78: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 79: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	72, // 80: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	72, // 81: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	73, // 82: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	74, // 83: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	84, // [84:84] is the sub-list for method output_type
+	84, // [84:84] is the sub-list for method input_type
+	84, // [84:84] is the sub-list for extension type_name
+	84, // [84:84] is the sub-list for extension extendee
+	0,  // [0:84] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

@@ -1162,7 +1162,11 @@ type PlanState struct {
 	// The approval of this version, bound to plan_hash, when policy asks for
 	// one (docs/plans.md, "Plan policy"). A new version has none: the
 	// approval of the one it replaces is closed and counts for nothing.
-	Approval      *Approval `protobuf:"bytes,12,opt,name=approval,proto3" json:"approval,omitempty"`
+	Approval *Approval `protobuf:"bytes,12,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The sealed secret values of this version's literal params
+	// (PlanSubmitted.sealed_secrets), which the plan driver opens into the
+	// actions it proposes.
+	SealedSecrets []*SealedSecret `protobuf:"bytes,13,rep,name=sealed_secrets,json=sealedSecrets,proto3" json:"sealed_secrets,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1277,6 +1281,13 @@ func (x *PlanState) GetRetired() []*PlanStepState {
 func (x *PlanState) GetApproval() *Approval {
 	if x != nil {
 		return x.Approval
+	}
+	return nil
+}
+
+func (x *PlanState) GetSealedSecrets() []*SealedSecret {
+	if x != nil {
+		return x.SealedSecrets
 	}
 	return nil
 }
@@ -1490,7 +1501,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x04kept\x18\x02 \x03(\tR\x04kept\x12\x18\n" +
 	"\achanged\x18\x03 \x03(\tR\achanged\x12\x14\n" +
 	"\x05added\x18\x04 \x03(\tR\x05added\x12\x1c\n" +
-	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\xa2\x04\n" +
+	"\twithdrawn\x18\x05 \x03(\tR\twithdrawn\"\xe3\x04\n" +
 	"\tPlanState\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x12$\n" +
@@ -1506,7 +1517,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\fsubmitted_at\x18\n" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
 	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
-	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xa5\x03\n" +
+	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\x12?\n" +
+	"\x0esealed_secrets\x18\r \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\xa5\x03\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1592,7 +1604,8 @@ var file_steward_v1_plan_proto_goTypes = []any{
 	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 	(*PolicySnapshot)(nil),        // 22: steward.v1.PolicySnapshot
 	(*Approval)(nil),              // 23: steward.v1.Approval
-	(*structpb.Value)(nil),        // 24: google.protobuf.Value
+	(*SealedSecret)(nil),          // 24: steward.v1.SealedSecret
+	(*structpb.Value)(nil),        // 25: google.protobuf.Value
 }
 var file_steward_v1_plan_proto_depIdxs = []int32{
 	5,  // 0: steward.v1.Plan.steps:type_name -> steward.v1.Step
@@ -1621,14 +1634,15 @@ var file_steward_v1_plan_proto_depIdxs = []int32{
 	20, // 23: steward.v1.PlanState.submitted_at:type_name -> google.protobuf.Timestamp
 	14, // 24: steward.v1.PlanState.retired:type_name -> steward.v1.PlanStepState
 	23, // 25: steward.v1.PlanState.approval:type_name -> steward.v1.Approval
-	2,  // 26: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
-	20, // 27: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
-	24, // 28: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	24, // 26: steward.v1.PlanState.sealed_secrets:type_name -> steward.v1.SealedSecret
+	2,  // 27: steward.v1.PlanStepState.status:type_name -> steward.v1.StepStatus
+	20, // 28: steward.v1.PlanStepState.wait_until:type_name -> google.protobuf.Timestamp
+	25, // 29: steward.v1.PlanStepState.result:type_name -> google.protobuf.Value
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_plan_proto_init() }
