@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/calltoken"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
@@ -82,6 +83,8 @@ type Server struct {
 	PermitTTL time.Duration
 	// execution (serve): public keys permits must be signed with
 	PermitKeyFiles []string
+	// execution: Ed25519 key that signs tool calls (loadCallSigner)
+	CallKey string
 	// serve: this plane's NATS user and TLS to NATS
 	NATS NATSFlags
 	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
@@ -101,6 +104,8 @@ type Server struct {
 	signedHere *credential.Recent
 	// sealer is the secret parameters' key, loaded once (secretSealer).
 	sealer *secret.Sealer
+	// callSigner signs tool calls, when this process runs execution.
+	callSigner *calltoken.Signer
 
 	// denied counts the calls the RPC edge refused
 	denied *prometheus.CounterVec
@@ -195,11 +200,10 @@ func (m *Server) Run(ctx context.Context) error {
 		}
 		services = append(services, p.Services(opts)...)
 	}
-	metrics, err := m.metricsHandler(js, log)
+	listen, err := m.routes(js, log)
 	if err != nil {
 		return err
 	}
-	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
 	if m.TLSCert != "" {
 		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
 		if err != nil {
