@@ -21,21 +21,14 @@ const lostCallReason = "the call was dispatched but its outcome was never record
 // lostCall records the outcome of a's dispatch as unknown, saying why: the
 // call went out and how it ended was never recorded, and nobody is making
 // it now in this process. The call is never made again here;
-// reconciliation settles it.
+// reconciliation settles it — unless a is a read, which is sent again
+// instead (resendLostRead).
 func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action, c cause, reason string) error {
 	release, ok := p.busy.take(a.ActionId)
 	if !ok {
 		return errBusy(a.ActionId) // the call is still going, in this process
 	}
 	defer release()
-	cost, err := p.attemptsCost(ctx, taskID, a)
-	if err != nil {
-		return err
-	}
-	o := &stewardv1.Outcome{
-		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
-		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
-	}
 	// Only while the call is still silent: a heartbeat or an outcome from
 	// its worker since the lease was read means it is alive after all.
 	// The id is apart from the call's own outcome, so that a late answer
@@ -45,6 +38,17 @@ func (p *Plane) lostCall(ctx context.Context, taskID string, a *stewardv1.Action
 		cur := task.FindAction(t, a.ActionId)
 		return cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && cur.GetAttempt() == a.Attempt &&
 			(cur.GetClaimedBy() == p.cfg.Worker || p.leaseLeft(cur) <= 0)
+	}
+	if resent, err := p.resendLostRead(ctx, taskID, a, c, reason, silent); resent || err != nil {
+		return err
+	}
+	cost, err := p.attemptsCost(ctx, taskID, a)
+	if err != nil {
+		return err
+	}
+	o := &stewardv1.Outcome{
+		Status: stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN, FailureClass: stewardv1.FailureClass_FAILURE_CLASS_UNKNOWN,
+		Reason: reason, FinishedAt: timestamppb.New(p.now()), Attempt: a.Attempt, CostMicros: cost,
 	}
 	return p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionOutcome, fmt.Sprint(a.Attempt), "lost"), c,
 		&stewardv1.ActionOutcomeRecorded{ActionId: a.ActionId, Outcome: o}, silent)

@@ -71,6 +71,10 @@ type Config struct {
 	// queries. Nil is the rule with nothing allowed. Global tools are
 	// the platform's, called as configured.
 	Egress *egress.Rule
+	// HTTPOptions set up the tenants' HTTP adapter as the wiring set up
+	// Adapters.HTTP: the call signer above all, so that a tenant's tool
+	// can check its calls as a global tool can (docs/calltokens.md).
+	HTTPOptions []adapter.HTTPOption
 	// ReservedTools are names no tenant may register, compared without
 	// case: the platform's tools to come (docs/tenants.md#tools).
 	ReservedTools []string
@@ -166,7 +170,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
 		breakers:   breaker.New(cfg.Breaker),
-		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}),
+		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
 	}
 	p.reserve(cfg.ReservedTools...)
 	for _, o := range opts {

@@ -65,7 +65,9 @@ func (p *Plane) prepare(ctx context.Context, taskID, tenant string, a *stewardv1
 		return refuse("no adapter for the tool", err)
 	}
 	return &prepared{
-		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body},
+		// The attempt is the next one, which dispatch records before the call.
+		Request: adapter.Request{TaskID: taskID, ActionID: a.ActionId, OpKey: a.OpKey, Tool: entry.Tool.Contract, Body: body,
+			RequestHash: a.Permit.GetRequestHash(), Attempt: a.Attempt + 1},
 		adapter: ad,
 		result:  entry.ResultSchema,
 		secrets: secrets,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/calltoken"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/secret"
@@ -87,6 +88,8 @@ type Server struct {
 	PermitTTL time.Duration
 	// execution (serve): public keys permits must be signed with
 	PermitKeyFiles []string
+	// execution: Ed25519 key that signs tool calls (loadCallSigner)
+	CallKey string
 	// serve: this plane's NATS user and TLS to NATS
 	NATS NATSFlags
 	// JWT verifies bearer JWTs, beside (or, in serve, instead of) the
@@ -108,6 +111,8 @@ type Server struct {
 	signedHere *credential.Recent
 	// sealer is the secret parameters' key, loaded once (secretSealer).
 	sealer *secret.Sealer
+	// callSigner signs tool calls, when this process runs execution.
+	callSigner *calltoken.Signer
 
 	// denied counts the calls the RPC edge refused
 	denied *prometheus.CounterVec
@@ -231,11 +236,10 @@ func (m *Server) Run(ctx context.Context) error {
 // TLS, in dev the CLI's identity challenge, and in the open mode on
 // loopback the check of Host.
 func (m *Server) listenOptions(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option, error) {
-	metrics, err := m.metricsHandler(js, log)
+	listen, err := m.routes(js, log)
 	if err != nil {
 		return nil, err
 	}
-	listen := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
 	if m.TLSCert != "" {
 		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
 		if err != nil {

@@ -227,12 +227,19 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 	if err != nil {
 		return nil, err
 	}
+	var httpOpts []adapter.HTTPOption
+	if signer, err := m.loadCallSigner(); err != nil {
+		return nil, err
+	} else if signer != nil {
+		httpOpts = append(httpOpts, adapter.WithCallSigner(signer, nil))
+	}
 	p, err := execution.New(log, m.logger, execution.Config{
 		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
 		Secrets: secrets, Limits: limit.New(limitsKV),
-		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}), Builtin: builtin},
+		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}, httpOpts...), Builtin: builtin},
 		Egress:        egress.New(egress.Config{Allow: m.EgressAllow, Self: egress.Listeners(m.Addr, m.NATSListen)}),
 		ReservedTools: m.ReservedTools,
+		HTTPOptions:   httpOpts,
 	})
 	if err != nil {
 		return nil, err

@@ -29,6 +29,10 @@ type Request struct {
 	// Body is the canonical request as JSON:
 	// {"params":{...},"target":"...","task_id":"...","tool":"...","tool_version":"..."}.
 	Body []byte
+	// RequestHash is the action's request_hash, and Attempt the dispatch
+	// this call makes: what a call's signed token says besides the above.
+	RequestHash string
+	Attempt     uint32
 }
 
 // Result is what a call came to.

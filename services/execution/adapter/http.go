@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/calltoken"
 	"github.com/steward-run/steward/pkg/egress"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -42,13 +43,16 @@ const (
 // protocol").
 type httpAdapter struct {
 	client *http.Client
+	signer *calltoken.Signer // nil: calls carry no token
+	now    func() time.Time
 }
 
 // NewHTTP returns an Adapter for tools served over the HTTP tool protocol,
 // safe for concurrent use. A nil client means http.DefaultClient. The
 // adapter uses a copy of the client that does not follow redirects: a
 // redirected POST may be replayed elsewhere or turned into a GET, and what
-// comes back would not be the tool's answer to this request.
+// comes back would not be the tool's answer to this request. Options
+// (WithCallSigner) add to every request.
 //
 // How Call classifies what happens:
 //
@@ -71,13 +75,17 @@ type httpAdapter struct {
 //   - no response: FAILED TRANSIENT if the request was surely not sent
 //     (refused, DNS failure, a deadline before the connection), else
 //     UNKNOWN. See sendTracker for how "sent" is decided.
-func NewHTTP(client *http.Client) Adapter {
+func NewHTTP(client *http.Client, opts ...HTTPOption) Adapter {
 	if client == nil {
 		client = http.DefaultClient
 	}
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &httpAdapter{client: &c}
+	a := &httpAdapter{client: &c}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
 }
 
 // Call implements Adapter.
@@ -109,6 +117,9 @@ func (a *httpAdapter) Call(ctx context.Context, req Request) Result {
 	hreq.Header.Set(HeaderIdempotencyKey, req.OpKey)
 	hreq.Header.Set(HeaderActionID, req.ActionID)
 	hreq.Header.Set(HeaderTaskID, req.TaskID)
+	if err := a.sign(hreq, req); err != nil {
+		return transient("request not sent: sign it: %v", err)
+	}
 
 	resp, err := a.client.Do(hreq)
 	if refusal := (*egress.Refusal)(nil); errors.As(err, &refusal) {

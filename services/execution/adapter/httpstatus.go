@@ -43,6 +43,9 @@ func (a *httpAdapter) Status(ctx context.Context, req Request) (StatusAnswer, er
 	hreq.Header.Set("Accept", "application/json")
 	hreq.Header.Set(HeaderActionID, req.ActionID)
 	hreq.Header.Set(HeaderTaskID, req.TaskID)
+	if err := a.sign(hreq, req); err != nil {
+		return StatusAnswer{}, fmt.Errorf("adapter: status query: sign it: %w", err)
+	}
 
 	resp, err := a.client.Do(hreq)
 	if err != nil {
