@@ -51,4 +51,3 @@ func TestATenantsToolGetsSignedCalls(t *testing.T) {
 		t.Errorf("the token names action %s of task %s, want %s of %s", c.ActionID, c.TaskID, a.ActionId, taskID)
 	}
 }
-
