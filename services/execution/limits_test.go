@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
@@ -258,5 +261,34 @@ func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
 	tool.Release()
 	for taskID, actionID := range ids {
 		b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+	}
+}
+
+// TestNoGateIsSaidOnce: a plane without the gate (Config.Limits) holds a
+// tool's calls back rather than break its limits, waiting on the log,
+// and says why once — not on every ask again of every held call, as the
+// old code did.
+func TestNoGateIsSaidOnce(t *testing.T) {
+	const warning = "no gate to hold them"
+	b := newBed(t, breaker.Config{})
+	var logs stewardtest.LogBuffer
+	b.plane.Stop()
+	b.cfg.Limits = nil
+	b.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b.start()
+	tool := startTool(t)
+	b.register(tool, "capped", false, func(c *stewardv1.ToolContract) {
+		c.Limits = &stewardv1.ToolLimits{MaxConcurrent: 1}
+	})
+	taskID, _ := b.permit("no-gate", "capped", "t")
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		waits, said := b.Count(taskID, event.TypeActionWaiting), strings.Count(logs.String(), warning)
+		return waits >= 3 || said >= 2, fmt.Sprintf("%d waits on the log, said %d times", waits, said)
+	})
+	if said := strings.Count(logs.String(), warning); said != 1 {
+		t.Errorf("the missing gate was said %d times; want once", said)
+	}
+	if tool.Calls() != 0 {
+		t.Errorf("a plane without the gate called a tool with limits %d times", tool.Calls())
 	}
 }
