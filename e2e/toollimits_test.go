@@ -12,7 +12,6 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/steward-run/steward/pkg/embedded"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
@@ -20,8 +19,7 @@ import (
 // TestAToolsCapHoldsAcrossAKill runs the binary with a tool capped at 2
 // calls in flight (its contract's limits.maxConcurrent) and makes 50
 // proposals at once. The tool holds every call until released: it has
-// exactly 2, and the other 48 permits wait, unclaimed, delivered again
-// and again. Then the binary is killed (-9) and started again: the
+// exactly 2, and the other 48 actions wait for its limits, on the log. Then the binary is killed (-9) and started again: the
 // waiting calls survive, the two cut off are settled by the status query
 // and their slots come back with their lease (seconds, not the tool's
 // 10-minute timeout), and once the tool answers every call is made — the
@@ -57,18 +55,16 @@ func TestAToolsCapHoldsAcrossAKill(t *testing.T) {
 	}
 	wg.Wait()
 
-	// Held back is what the execution consumer shows: permits delivered
-	// again and not acknowledged. Without the cap they were all called.
-	cons, err := h.jetStreamAs(t, embedded.AdminUser).Consumer(ctx, "STEWARD_EVENTS", "execution")
-	if err != nil {
-		t.Fatal(err)
-	}
-	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
-		info, err := cons.Info(ctx)
-		if err != nil {
-			return false, err.Error()
+	// Held back is what the task shows: actions waiting for the tool's
+	// limits. Without the cap they were all called.
+	waitServed(t, c, taskID, 30*time.Second, func(tk *stewardv1.Task) (bool, string) {
+		held := 0
+		for _, a := range tk.Actions {
+			if a.WaitKind == stewardv1.WaitKind_WAIT_KIND_LIMIT {
+				held++
+			}
 		}
-		return tool.Calls() > cap || info.NumRedelivered >= n-cap, fmt.Sprintf("%d calls, %d permits delivered again", tool.Calls(), info.NumRedelivered)
+		return tool.Calls() > cap || held >= n-cap, fmt.Sprintf("%d calls, %d actions waiting for the limits", tool.Calls(), held)
 	})
 	if got := tool.Calls(); got != cap {
 		t.Fatalf("with %d permits held back the tool had %d calls; its cap is %d", n-cap, got, cap)

@@ -11,8 +11,8 @@ import (
 // What came of a call: waits between attempts, the outcome of the last
 // one, and the settlement of an unknown outcome (docs/retries.md).
 
-// wait records a wait before the next attempt: a retry's backoff or
-// an open breaker.
+// wait records a wait before the next attempt: a retry's backoff, an
+// open breaker, or the tool's limits.
 func wait(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	w := ev.GetActionWaiting()
 	// Waiting for a breaker before a dispatch, or backing off after
@@ -25,8 +25,8 @@ func wait(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			return fmt.Errorf("a dispatched action waits only to retry")
 		case w.NextAttempt != a.Attempt+1:
 			return fmt.Errorf("next attempt %d after %d", w.NextAttempt, a.Attempt)
-		case w.Kind != stewardv1.WaitKind_WAIT_KIND_RETRY && w.Kind != stewardv1.WaitKind_WAIT_KIND_BREAKER:
-			return fmt.Errorf("wait kind %v is neither retry nor breaker", w.Kind)
+		case w.Kind != stewardv1.WaitKind_WAIT_KIND_RETRY && w.Kind != stewardv1.WaitKind_WAIT_KIND_BREAKER && w.Kind != stewardv1.WaitKind_WAIT_KIND_LIMIT:
+			return fmt.Errorf("wait kind %v is not retry, breaker or limit", w.Kind)
 		}
 		return nil
 	}

@@ -186,8 +186,9 @@ var errDispatchLost = errors.New("the dispatch record was refused")
 
 // errClaimFirst is dispatch's answer for a permitted action that may not be
 // dispatched at once: something stands between the permit and the call
-// (a refusal to record, an open breaker, a later attempt), and the permit
-// is claimed first, as it always was, before that is dealt with.
+// (a refusal to record, an open breaker or a tool at its limits, a later
+// attempt), and the permit is claimed first, as it always was, before
+// that is dealt with.
 var errClaimFirst = errors.New("the permit is claimed before it is dispatched")
 
 // attemptOnce is one try at attempt, holding the action in this process
@@ -234,7 +235,8 @@ type inFlight struct {
 // last sequence, names this worker as the holder, and of workers racing
 // the first append wins, as a claim's does (the fold takes it only from
 // the action's current permit, for attempt 1). When a check would record
-// something instead — a refusal, a wait for the breaker — dispatch
+// something instead — a refusal, a wait for the breaker or the tool's
+// limits — dispatch
 // records nothing and answers errClaimFirst: the permit is claimed, and
 // the claim's attempt records it, as before. Either way the call is made
 // after the append, never before.
@@ -278,6 +280,14 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	if ok, err := p.revalidate(ctx, taskID, a, c); !ok || err != nil {
 		return nil, err
 	}
+	next := a.Attempt + 1
+	// The tool's limits, first and with one read: a call held back costs
+	// no preparation (see limits.go).
+	if wait, full, err := p.peekSlot(ctx, t.Tenant, a, next); err != nil {
+		return nil, err
+	} else if wait > 0 {
+		return between(func() error { return p.holdBack(ctx, taskID, a, c, wait, full) })
+	}
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
 		return nil, err
 	} else if why != "" {
@@ -295,7 +305,6 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	if refusal != nil {
 		return between(func() error { return p.refuse(ctx, taskID, a, c, *refusal) })
 	}
-	next := a.Attempt + 1
 	if next > 1 && !a.Redispatched {
 		// The retention is checked when the retry goes out, not when the
 		// failure came back: a wait or a pause may have outlasted it.
@@ -315,11 +324,15 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 				fmt.Sprintf("the circuit breaker for service %s is open", serviceOf(key)))
 		})
 	}
-	// The tool's limits: a call held back records nothing and waits, its
-	// permit unclaimed (see limits.go); the breaker's probe goes back.
-	if err := p.takeSlot(ctx, call, actionID, next); err != nil {
+	// The slot itself: taken only now, the call prepared; held back after
+	// all (another worker took the slot since the peek), the breaker's
+	// probe goes back and the action waits.
+	if wait, err := p.takeSlot(ctx, call, actionID, next); err != nil || wait > 0 {
 		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
-		return nil, err
+		if err != nil {
+			return nil, err
+		}
+		return between(func() error { return p.holdBack(ctx, taskID, a, c, wait, true) })
 	}
 	if direct && p.beforeClaim != nil {
 		p.beforeClaim()

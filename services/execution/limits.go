@@ -3,10 +3,10 @@ package execution
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
-	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/execution/breaker"
@@ -16,11 +16,19 @@ import (
 // A tool's contract may limit how hard it is driven (ToolLimits): a cap
 // on its calls in flight and a rate, held over every worker by the gate
 // (Config.Limits), and its breaker's thresholds. A call the gate holds
-// back is not dispatched: dispatch answers errs.Later, so the event or
-// timer that brought it comes again after the wait, its permit still
-// unclaimed (or its claim still this worker's, under its lease). Nothing
-// is recorded, nothing is dropped, and the one dispatch the log lets in
-// per attempt is made once a slot is free — after a restart too.
+// back is not dispatched: the action waits, on the log (ActionWaiting,
+// WAIT_KIND_LIMIT), and the durable timer its wait sets asks again — the
+// rate's own time, or for a full cap a backoff from the gate's Busy,
+// doubling to limitWaitMax. The event that brought the call is answered,
+// so no held call keeps a consumer's acknowledgement pending (a thousand
+// of them would stop the plane). Nothing is dropped: the one dispatch
+// the log lets in per attempt is made once a slot is free, after a
+// restart too.
+
+// limitWaitMax bounds the backoff of a call held back by a full cap: the
+// longest it waits after a slot frees, and what a long wait writes to the
+// log (one ActionWaiting each time it asks again).
+const limitWaitMax = 10 * time.Second
 
 // limitKey is what a call of tool counts against in the gate: the tool's
 // name, a tenant's tool's under its tenant ("=<tenant>.<name>", as a
@@ -75,24 +83,66 @@ func (p *Plane) slotHolder(actionID string, attempt uint32) string {
 // are taken over.
 func (p *Plane) slotLease() time.Duration { return 2 * p.cfg.Lease }
 
-// takeSlot takes a slot for attempt of the action under its tool's
-// limits, or answers errs.Later with how long to wait.
-func (p *Plane) takeSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) error {
-	l := toolLimits(call.Tool)
+// peekSlot asks the gate, with one read and taking nothing, whether a
+// call of action a's tool at attempt would be held back, so that a held
+// call costs no preparation; see takeSlot.
+func (p *Plane) peekSlot(ctx context.Context, tenant string, a *stewardv1.Action, attempt uint32) (wait time.Duration, full bool, err error) {
+	entry, err := p.cfg.Tools.Lookup(ctx, p.log, tenant, a.Tool, a.ToolVersion)
+	if err != nil {
+		return 0, false, nil // prepare refuses it, or fails as this would
+	}
+	tool := entry.Tool.Contract
+	l := toolLimits(tool)
 	if l.None() {
-		return nil
+		return 0, false, nil
 	}
 	if p.cfg.Limits == nil {
-		// A plane without the gate cannot hold the limits, and must not
-		// break them: the call waits for a worker that can.
-		p.logger.Warn("a tool with limits, and no gate to hold them (Config.Limits): the call waits", "tool", call.Tool.GetName(), "action", actionID)
-		return errs.Later(limit.Busy, "tool %s has limits and this worker keeps none", call.Tool.GetName())
+		return p.noGate(tool, a.ActionId), true, nil
 	}
-	wait, err := p.cfg.Limits.Take(ctx, call.limit, p.slotHolder(actionID, attempt), l, p.slotLease(), p.now())
-	if err != nil || wait == 0 {
-		return err
+	return p.cfg.Limits.Peek(ctx, limitKey(entry.Tool.Tenant, tenant, tool), p.slotHolder(a.ActionId, attempt), l, p.now())
+}
+
+// takeSlot takes a slot for attempt of the action under its tool's
+// limits, or answers how long to wait.
+func (p *Plane) takeSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (time.Duration, error) {
+	l := toolLimits(call.Tool)
+	if l.None() {
+		return 0, nil
 	}
-	return errs.Later(wait, "tool %s is at its limits (%s); the call waits", call.Tool.GetName(), call.limit)
+	if p.cfg.Limits == nil {
+		return p.noGate(call.Tool, actionID), nil
+	}
+	return p.cfg.Limits.Take(ctx, call.limit, p.slotHolder(actionID, attempt), l, p.slotLease(), p.now())
+}
+
+// noGate is the wait of a call of a tool with limits on a plane without
+// the gate (Config.Limits), which cannot hold the limits and must not
+// break them: the call waits for a worker that can. Said once.
+func (p *Plane) noGate(tool *stewardv1.ToolContract, actionID string) time.Duration {
+	p.noGateOnce.Do(func() {
+		p.logger.Warn("a tool with limits, and no gate to hold them (Config.Limits): its calls wait for a worker that has one", "tool", tool.GetName(), "action", actionID)
+	})
+	return limit.Busy
+}
+
+// holdBack records that a's next call waits for its tool's limits, wait
+// from now — for a full cap (full), up to twice its last such wait, at
+// most limitWaitMax: a slot frees when a call ends, which no one is told
+// of.
+func (p *Plane) holdBack(ctx context.Context, taskID string, a *stewardv1.Action, c cause, wait time.Duration, full bool) error {
+	if full && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING && a.WaitKind == stewardv1.WaitKind_WAIT_KIND_LIMIT && a.UpdatedAt != nil {
+		// Jittered over its upper half, so that calls held back together
+		// do not all come back together, at limitWaitMax, to find the
+		// one slot taken by the first of them.
+		d := min(2*a.WaitUntil.AsTime().Sub(a.UpdatedAt.AsTime()), limitWaitMax)
+		wait = max(wait, d/2+rand.N(d/2+1))
+	}
+	why := "its cap of calls in flight is full"
+	if !full {
+		why = "its rate allows the call only then"
+	}
+	return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_LIMIT, p.now().Add(wait),
+		fmt.Sprintf("tool %s is at its limits: %s", a.Tool, why))
 }
 
 // holdSlot keeps the slot takeSlot took for attempt while its call runs,
@@ -114,8 +164,12 @@ func (p *Plane) holdSlot(ctx context.Context, call *prepared, actionID string, a
 			case <-rctx.Done():
 				return
 			case <-tick.C:
-				if err := p.cfg.Limits.Renew(rctx, call.limit, holder, p.slotLease(), p.now()); err != nil && rctx.Err() == nil {
+				held, err := p.cfg.Limits.Renew(rctx, call.limit, holder, toolLimits(call.Tool), p.slotLease(), p.now())
+				switch {
+				case err != nil && rctx.Err() == nil:
 					p.logger.Warn("a slot's lease not renewed", "tool", call.Tool.GetName(), "action", actionID, "err", err)
+				case err == nil && !held:
+					p.logger.Warn("a slot's lease ended before its renewal and the cap is full: the call runs above the tool's cap", "tool", call.Tool.GetName(), "action", actionID)
 				}
 			}
 		}

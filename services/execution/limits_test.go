@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -20,8 +26,7 @@ import (
 // TestAToolsCapHoldsOverTwoWorkers: a tool with max_concurrent 2, served
 // by two workers sharing the permits, gets 50 permits at once. The tool
 // holds every call until released: while it does, it has exactly 2 calls,
-// and the other 48 permits are held back — delivered, unclaimed, and
-// asked for again. Once released, every call is made, exactly once, and
+// and the other 48 actions wait for its limits, on the log. Once released, every call is made, exactly once, and
 // the tool never saw more than 2 at a time.
 func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 	const n, cap = 50, 2
@@ -38,7 +43,7 @@ func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 		ids[taskID] = actionID
 	}
 	// The old code called them all instead.
-	if got := b.heldBack(tool, cap, n-cap); got != cap {
+	if got := b.heldBack(tool, cap, n-cap, ids); got != cap {
 		t.Fatalf("with %d permits held back the tool had %d calls; its cap is %d", n-cap, got, cap)
 	}
 	tool.Release()
@@ -53,24 +58,107 @@ func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 	}
 }
 
-// heldBack waits until the execution consumer shows n permits held back
-// — delivered again and not acknowledged — with the tool at calls, or
-// until the tool got more than calls; it returns the tool's calls then.
-func (b *bed) heldBack(tool *stewardtest.Tool, calls, n int) int {
+// heldBack waits until the tool has calls and n actions wait for its
+// limits, or until the tool got more than calls; it returns the tool's
+// calls then.
+func (b *bed) heldBack(tool *stewardtest.Tool, calls, n int, ids map[string]string) int {
+	b.t.Helper()
+	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
+		waiting := 0
+		for taskID, actionID := range ids {
+			if b.action(taskID, actionID).GetWaitKind() == stewardv1.WaitKind_WAIT_KIND_LIMIT {
+				waiting++
+			}
+		}
+		got := tool.Calls()
+		return got > calls || got == calls && waiting >= n, fmt.Sprintf("%d calls, %d actions waiting for the limits", got, waiting)
+	})
+	return tool.Calls()
+}
+
+// TestHeldCallsDoNotStopThePlane: calls held back by a tool's cap do not
+// hold the execution consumer's acknowledgements. With the consumer
+// allowed 20 unacknowledged events, 30 permits of a tool capped at one
+// call, whose call hangs, wait on the log (WAIT_KIND_LIMIT); a permit of
+// another task for another tool still runs at once. The old code kept
+// each held permit unacknowledged, and the other task's permit was never
+// delivered.
+func TestHeldCallsDoNotStopThePlane(t *testing.T) {
+	const held, pending = 30, 20
+	b := newBed(t, breaker.Config{})
+	b.maxAckPending(pending)
+	slow := stewardtest.StartTool(t).IgnoreKeys().Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
+	b.register(slow, "slow", false, func(c *stewardv1.ToolContract) {
+		c.Timeout = durationpb.New(time.Minute)
+		c.Limits = &stewardv1.ToolLimits{MaxConcurrent: 1}
+	})
+	fast := startTool(t)
+	b.register(fast, "fast", false, nil)
+	ids := map[string]string{}
+	for i := range held + 1 {
+		taskID, actionID := b.permit(fmt.Sprintf("held-%02d", i), "slow", "t")
+		ids[taskID] = actionID
+	}
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		info, err := b.consumer().Info(context.Background())
+		if err != nil {
+			return false, err.Error()
+		}
+		return slow.Calls() == 1 && info.NumPending == 0, fmt.Sprintf("%d calls, %d events not delivered", slow.Calls(), info.NumPending)
+	})
+	taskID, actionID := b.permit("other", "fast", "t")
+	start := time.Now()
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		a := b.action(taskID, actionID)
+		return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, "the other task's action is " + a.GetStatus().String()
+	})
+	t.Logf("the other task's action ran in %s with %d calls held back", time.Since(start).Round(time.Millisecond), held)
+	if got := b.heldBack(slow, 1, held, ids); got != 1 {
+		t.Fatalf("the tool capped at one call had %d", got)
+	}
+	slow.Release()
+	for taskID, actionID := range ids {
+		a := b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+		if got := slow.Executions(a.OpKey); got != 1 {
+			t.Errorf("%s was called %d times, want once", a.OpKey, got)
+		}
+	}
+}
+
+// action is the action as the log has it now; nil before its task.
+func (b *bed) action(taskID, actionID string) *stewardv1.Action {
+	b.t.Helper()
+	t, _, err := taskstore.Load(context.Background(), b.Log, taskID)
+	if err != nil && !errs.Is(err, errs.NotFound) {
+		b.t.Fatal(err)
+	}
+	return task.FindAction(t, actionID)
+}
+
+// consumer is the execution plane's durable consumer.
+func (b *bed) consumer() jetstream.Consumer {
 	b.t.Helper()
 	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
-		info, err := cons.Info(context.Background())
-		if err != nil {
-			return false, err.Error()
-		}
-		got := tool.Calls()
-		return got > calls || got == calls && info.NumRedelivered >= n, fmt.Sprintf("%d calls, %d permits delivered again", got, info.NumRedelivered)
-	})
-	return tool.Calls()
+	return cons
+}
+
+// maxAckPending lowers how many events the execution consumer may have
+// delivered and not acknowledged (JetStream's default is 1,000).
+func (b *bed) maxAckPending(n int) {
+	b.t.Helper()
+	ctx := context.Background()
+	info, err := b.consumer().Info(ctx)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	cfg := info.Config
+	cfg.MaxAckPending = n
+	if _, err := b.JS.UpdateConsumer(ctx, b.Log.Config().Stream, cfg); err != nil {
+		b.t.Fatal(err)
+	}
 }
 
 // TestAToolsRateHolds: a tool allowed 5 calls a second with bursts of 2
@@ -162,7 +250,7 @@ func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
 		b.Append(taskID, permitted)
 		ids[taskID] = a.ActionId
 	}
-	b.heldBack(tool, 2, 1)
+	b.heldBack(tool, 2, 1, ids)
 	tenants := map[string]bool{}
 	for _, r := range tool.Requests() {
 		tenants[r.Header.Get("Steward-Task-Id")[:4]] = true
@@ -173,5 +261,34 @@ func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
 	tool.Release()
 	for taskID, actionID := range ids {
 		b.WaitAction(taskID, actionID, status(stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED))
+	}
+}
+
+// TestNoGateIsSaidOnce: a plane without the gate (Config.Limits) holds a
+// tool's calls back rather than break its limits, waiting on the log,
+// and says why once — not on every ask again of every held call, as the
+// old code did.
+func TestNoGateIsSaidOnce(t *testing.T) {
+	const warning = "no gate to hold them"
+	b := newBed(t, breaker.Config{})
+	var logs stewardtest.LogBuffer
+	b.plane.Stop()
+	b.cfg.Limits = nil
+	b.logger = slog.New(slog.NewTextHandler(&logs, nil))
+	b.start()
+	tool := startTool(t)
+	b.register(tool, "capped", false, func(c *stewardv1.ToolContract) {
+		c.Limits = &stewardv1.ToolLimits{MaxConcurrent: 1}
+	})
+	taskID, _ := b.permit("no-gate", "capped", "t")
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		waits, said := b.Count(taskID, event.TypeActionWaiting), strings.Count(logs.String(), warning)
+		return waits >= 3 || said >= 2, fmt.Sprintf("%d waits on the log, said %d times", waits, said)
+	})
+	if said := strings.Count(logs.String(), warning); said != 1 {
+		t.Errorf("the missing gate was said %d times; want once", said)
+	}
+	if tool.Calls() != 0 {
+		t.Errorf("a plane without the gate called a tool with limits %d times", tool.Calls())
 	}
 }

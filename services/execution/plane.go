@@ -133,6 +133,8 @@ type Plane struct {
 	reservedMu sync.RWMutex
 	reserved   map[string]struct{}
 	busy       inflight
+	// noGateOnce says once that this plane has no gate for limits.
+	noGateOnce sync.Once
 	// calls are the calls going on apart from the reactions that
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup

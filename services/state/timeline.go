@@ -224,8 +224,11 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_ActionWaiting:
 		w := p.ActionWaiting
 		what := "retries"
-		if w.Kind == stewardv1.WaitKind_WAIT_KIND_BREAKER {
+		switch w.Kind {
+		case stewardv1.WaitKind_WAIT_KIND_BREAKER:
 			what = "waits for a circuit breaker"
+		case stewardv1.WaitKind_WAIT_KIND_LIMIT:
+			what = "waits for its tool's limits"
 		}
 		return withReason(fmt.Sprintf("Action %s %s: attempt %d at %s", w.ActionId, what, w.NextAttempt, w.Until.AsTime().UTC().Format("15:04:05.000")), w.Reason)
 	case *stewardv1.Event_ActionSettled:

@@ -11,9 +11,9 @@
 // one gives it back within the lease.
 //
 // The package decides and stores; it never waits. Waiting is the caller's:
-// the execution plane leaves a permit unclaimed and asks for its event
-// again after the wait, so a call held back survives a restart and goes
-// out once.
+// the execution plane records the wait on the task's log and sets a
+// durable timer for its end, so a call held back survives a restart and
+// goes out once.
 package limit
 
 import (
@@ -95,7 +95,7 @@ func (g *Gate) Take(ctx context.Context, key, holder string, l Limits, lease tim
 		if err != nil {
 			return 0, err
 		}
-		wait := st.admit(holder, l, lease, now)
+		wait, _ := st.admit(holder, l, lease, now)
 		if wait > 0 {
 			return wait, nil
 		}
@@ -121,16 +121,43 @@ func (g *Gate) Release(ctx context.Context, key, holder string, now time.Time) e
 	})
 }
 
-// Renew extends holder's slot of key to lease from now, if it still holds
-// one: a slot whose lease ended is not taken back this way.
-func (g *Gate) Renew(ctx context.Context, key, holder string, lease time.Duration, now time.Time) error {
-	return g.update(ctx, key, func(st *state) bool {
-		if until, ok := st.Holders[holder]; !ok || until <= now.UnixNano() {
+// Peek says how long a take of key for holder at now would wait, without
+// taking anything: one read, for a caller that would rather not prepare
+// a call the gate holds back. full says the cap is what holds it (or
+// contention on the key), not the rate: no one knows when a slot frees.
+func (g *Gate) Peek(ctx context.Context, key, holder string, l Limits, now time.Time) (wait time.Duration, full bool, err error) {
+	if l.None() {
+		return 0, false, nil
+	}
+	st, _, err := g.read(ctx, key)
+	if err != nil {
+		return 0, false, err
+	}
+	wait, full = st.admit(holder, l, 0, now)
+	return wait, full, nil
+}
+
+// Renew extends holder's slot of key to lease from now, and answers
+// whether holder holds one. A slot whose lease ended (a renewal that came
+// too late) is taken again if the cap has room — its call is still going
+// — and otherwise lost: the call then runs above the cap, which the
+// caller is told to say.
+func (g *Gate) Renew(ctx context.Context, key, holder string, l Limits, lease time.Duration, now time.Time) (bool, error) {
+	held := false
+	err := g.update(ctx, key, func(st *state) bool {
+		st.prune(now)
+		if _, live := st.Holders[holder]; !live && len(st.Holders) >= l.MaxConcurrent {
+			held = false
 			return false
 		}
+		if st.Holders == nil {
+			st.Holders = map[string]int64{}
+		}
 		st.Holders[holder] = now.Add(lease).UnixNano()
+		held = true
 		return true
 	})
+	return held, err
 }
 
 // update applies change to key's entry and stores it, reading it again
@@ -142,7 +169,7 @@ func (g *Gate) update(ctx context.Context, key string, change func(*state) bool)
 		if err != nil {
 			return err
 		}
-		if rev == 0 || !change(st) {
+		if !change(st) {
 			return nil
 		}
 		if err := g.write(ctx, key, st, rev); !errors.Is(err, jetstream.ErrKeyExists) {
@@ -153,15 +180,16 @@ func (g *Gate) update(ctx context.Context, key string, change func(*state) bool)
 }
 
 // admit changes st to let holder in at now and answers 0, or leaves it
-// and answers how long to wait.
-func (st *state) admit(holder string, l Limits, lease time.Duration, now time.Time) time.Duration {
+// and answers how long to wait, and whether the cap (not the rate) is
+// what holds it back.
+func (st *state) admit(holder string, l Limits, lease time.Duration, now time.Time) (time.Duration, bool) {
 	st.prune(now)
 	if _, ok := st.Holders[holder]; ok {
 		st.Holders[holder] = now.Add(lease).UnixNano()
-		return 0
+		return 0, false
 	}
 	if l.MaxConcurrent > 0 && len(st.Holders) >= l.MaxConcurrent {
-		return jitter(Busy)
+		return jitter(Busy), true
 	}
 	if l.Rate > 0 {
 		// GCRA: a take is due every interval; up to Burst-1 of them may
@@ -170,7 +198,7 @@ func (st *state) admit(holder string, l Limits, lease time.Duration, now time.Ti
 		early := time.Duration(max(l.Burst, 1)-1) * interval
 		tat := max(st.Next, now.UnixNano())
 		if ahead := time.Duration(tat - now.UnixNano()); ahead > early {
-			return ahead - early
+			return ahead - early, false
 		}
 		st.Next = tat + int64(interval)
 	}
@@ -180,7 +208,7 @@ func (st *state) admit(holder string, l Limits, lease time.Duration, now time.Ti
 		}
 		st.Holders[holder] = now.Add(lease).UnixNano()
 	}
-	return 0
+	return 0, false
 }
 
 // prune drops the holders whose lease has ended: their worker is gone.

@@ -77,8 +77,8 @@ func TestACapIsHeldUnderRacesAndLeases(t *testing.T) {
 
 // TestARenewedSlotOutlivesItsFirstLease: a holder that renews keeps its
 // slot past its first lease; once it stops, the slot comes back a lease
-// after the last renewal; and a renewal after the lease ended takes
-// nothing back.
+// after the last renewal. A renewal after the lease ended takes the slot
+// again while the cap has room, and says it holds none when it has not.
 func TestARenewedSlotOutlivesItsFirstLease(t *testing.T) {
 	g, ctx := gate(t), context.Background()
 	l := limit.Limits{MaxConcurrent: 1}
@@ -87,17 +87,48 @@ func TestARenewedSlotOutlivesItsFirstLease(t *testing.T) {
 		t.Fatalf("take: wait %s, %v", wait, err)
 	}
 	renewed := t0.Add(8 * time.Second)
-	if err := g.Renew(ctx, "tool", "a", lease, renewed); err != nil {
-		t.Fatal(err)
+	if held, err := g.Renew(ctx, "tool", "a", l, lease, renewed); err != nil || !held {
+		t.Fatalf("renew: held %v, %v", held, err)
 	}
 	if wait, _ := g.Take(ctx, "tool", "b", l, lease, t0.Add(lease+time.Second)); wait == 0 {
 		t.Fatal("a renewed slot was taken at the end of its first lease")
 	}
-	if err := g.Renew(ctx, "tool", "a", lease, renewed.Add(lease)); err != nil {
-		t.Fatal(err)
+	late := renewed.Add(lease)
+	if held, err := g.Renew(ctx, "tool", "a", l, lease, late); err != nil || !held {
+		t.Fatalf("a renewal too late, the cap with room: held %v, %v; want the slot taken again", held, err)
 	}
-	if wait, _ := g.Take(ctx, "tool", "b", l, lease, renewed.Add(lease)); wait != 0 {
-		t.Fatalf("a slot renewed too late was kept: wait %s", wait)
+	if wait, _ := g.Take(ctx, "tool", "b", l, lease, late); wait == 0 {
+		t.Fatal("a slot taken again by a late renewal was given to another")
+	}
+	gone := late.Add(lease)
+	if wait, _ := g.Take(ctx, "tool", "b", l, lease, gone); wait != 0 {
+		t.Fatalf("a slot not renewed for a lease was kept: wait %s", wait)
+	}
+	if held, err := g.Renew(ctx, "tool", "a", l, lease, gone); err != nil || held {
+		t.Fatalf("a renewal too late, the cap full: held %v, %v; want no slot", held, err)
+	}
+}
+
+// TestPeekTakesNothing: a peek says what a take would, and why, without
+// taking the slot.
+func TestPeekTakesNothing(t *testing.T) {
+	g, ctx := gate(t), context.Background()
+	l := limit.Limits{MaxConcurrent: 1}
+	for range 2 {
+		if wait, full, err := g.Peek(ctx, "tool", "a", l, t0); err != nil || wait != 0 || full {
+			t.Fatalf("peek at an empty cap: wait %s, full %v, %v", wait, full, err)
+		}
+	}
+	if wait, _ := g.Take(ctx, "tool", "a", l, time.Minute, t0); wait != 0 {
+		t.Fatalf("a take after two peeks waits %s", wait)
+	}
+	if wait, full, _ := g.Peek(ctx, "tool", "b", l, t0); wait == 0 || !full {
+		t.Fatalf("peek at a full cap: wait %s, full %v", wait, full)
+	}
+	paced := limit.Limits{Rate: 1}
+	g.Take(ctx, "paced", "", paced, 0, t0)
+	if wait, full, _ := g.Peek(ctx, "paced", "", paced, t0); wait != time.Second || full {
+		t.Fatalf("peek at a spent rate: wait %s, full %v; want 1s, not full", wait, full)
 	}
 }
 

@@ -244,6 +244,9 @@ const (
 	WaitKind_WAIT_KIND_RETRY WaitKind = 1
 	// The circuit breaker of the tool's service is open.
 	WaitKind_WAIT_KIND_BREAKER WaitKind = 2
+	// The tool's limits (ToolLimits): its cap of calls in flight is full,
+	// or its rate allows the next call only later.
+	WaitKind_WAIT_KIND_LIMIT WaitKind = 3
 )
 
 // Enum value maps for WaitKind.
@@ -252,11 +255,13 @@ var (
 		0: "WAIT_KIND_UNSPECIFIED",
 		1: "WAIT_KIND_RETRY",
 		2: "WAIT_KIND_BREAKER",
+		3: "WAIT_KIND_LIMIT",
 	}
 	WaitKind_value = map[string]int32{
 		"WAIT_KIND_UNSPECIFIED": 0,
 		"WAIT_KIND_RETRY":       1,
 		"WAIT_KIND_BREAKER":     2,
+		"WAIT_KIND_LIMIT":       3,
 	}
 )
 
@@ -2008,11 +2013,12 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x17FAILURE_CLASS_TRANSIENT\x10\x01\x12\x1f\n" +
 	"\x1bFAILURE_CLASS_DETERMINISTIC\x10\x02\x12\x1c\n" +
 	"\x18FAILURE_CLASS_VALIDATION\x10\x03\x12\x19\n" +
-	"\x15FAILURE_CLASS_UNKNOWN\x10\x04*Q\n" +
+	"\x15FAILURE_CLASS_UNKNOWN\x10\x04*f\n" +
 	"\bWaitKind\x12\x19\n" +
 	"\x15WAIT_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
 	"\x0fWAIT_KIND_RETRY\x10\x01\x12\x15\n" +
-	"\x11WAIT_KIND_BREAKER\x10\x02*\x7f\n" +
+	"\x11WAIT_KIND_BREAKER\x10\x02\x12\x13\n" +
+	"\x0fWAIT_KIND_LIMIT\x10\x03*\x7f\n" +
 	"\vSettleState\x12\x1c\n" +
 	"\x18SETTLE_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SETTLE_STATE_SUCCEEDED\x10\x01\x12\x17\n" +
