@@ -104,23 +104,7 @@ func TestTheCLISendsTheDevTokenOnlyToItsServer(t *testing.T) {
 				}
 				t.Skip("no IPv6 loopback here")
 			}
-			var seen atomic.Value
-			seen.Store("")
-			var asked atomic.Int32
-			fake := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				asked.Add(1)
-				if a := r.Header.Get("Authorization"); a != "" {
-					seen.Store(a)
-				}
-				c.answer.ServeHTTP(w, r)
-			}))
-			ln, err := net.Listen("tcp", c.listen)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fake.Listener.Close()
-			fake.Listener = ln
-			fake.Start()
+			fake, asked, seen := watchedServer(t, c.listen, c.answer)
 			base := fake.URL
 			if c.dial != "" {
 				base = "http://" + net.JoinHostPort(c.dial, real.Port())
@@ -138,6 +122,30 @@ func TestTheCLISendsTheDevTokenOnlyToItsServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// watchedServer serves answer on listen, counting the requests it gets
+// and keeping the last Authorization header among them.
+func watchedServer(t *testing.T, listen string, answer http.Handler) (*httptest.Server, *atomic.Int32, *atomic.Value) {
+	t.Helper()
+	var seen atomic.Value
+	seen.Store("")
+	var asked atomic.Int32
+	fake := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if a := r.Header.Get("Authorization"); a != "" {
+			seen.Store(a)
+		}
+		answer.ServeHTTP(w, r)
+	}))
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Listener.Close()
+	fake.Listener = ln
+	fake.Start()
+	return fake, &asked, &seen
 }
 
 // loopbackFamilies returns the loopback IP `localhost` is dialed at first
