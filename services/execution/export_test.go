@@ -1,6 +1,11 @@
 package execution
 
-import "github.com/steward-run/steward/services/execution/breaker"
+import (
+	"context"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/execution/breaker"
+)
 
 // BeforeClaim makes the plane run f just before each claim it appends —
 // an ActionClaimed, or a first dispatch that carries the claim — so that a
@@ -16,3 +21,9 @@ const (
 // Breakers returns the plane's circuit breakers, for a test to put one in
 // the state it needs.
 func (p *Plane) Breakers() *breaker.Set { return p.breakers }
+
+// SettleLoaded is Settle of a, the action as the caller loaded it: a test
+// hands it a stale copy to make a race with another settlement certain.
+func (p *Plane) SettleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
+	return p.settleLoaded(ctx, principal, req, a)
+}

@@ -54,8 +54,14 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	if a == nil {
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", req.TaskId, req.ActionId)
 	}
+	return p.settleLoaded(ctx, principal, req, a)
+}
+
+// settleLoaded is Settle of a, the action as it was loaded — which may
+// be stale by the time the settlement is appended.
+func (p *Plane) settleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
 	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal}
-	won := false
+	won, err := false, error(nil)
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		if won, err = p.settleFirst(ctx, req, a, s); err != nil {
 			return nil, err
@@ -68,7 +74,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 			return nil, err
 		}
 	}
-	t, _, err = taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -91,8 +97,13 @@ func (p *Plane) settleFirst(ctx context.Context, req *stewardv1.SettleActionRequ
 	err = p.recordIf(ctx, req.TaskId, settlementID(a), cause{}, s, func(t *stewardv1.Task) bool {
 		// The last check, on the task as it is when appended, decides:
 		// two settlements of one attempt share the event id, and the
-		// second would otherwise pass for the first.
-		won = task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+		// second would otherwise pass for the first. The attempt too: a
+		// settlement of attempt 1 read before another settled it and the
+		// action went out again has attempt 1's event id, already on the
+		// log, so nothing would be appended, and attempt 2's unknown
+		// outcome would pass for this one's to settle.
+		cur := task.FindAction(t, a.ActionId)
+		won = cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN && cur.GetAttempt() == a.Attempt
 		return won
 	})
 	return won && err == nil, err
@@ -127,7 +138,7 @@ func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionR
 	case err != nil:
 		return err
 	case got == nil:
-		return errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", a.ActionId, task.ActionStatusName(a.Status))
+		return p.notSettleable(ctx, req.TaskId, a.ActionId)
 	case got.SettledBy != want.SettledBy || got.State != want.State:
 		return errs.New(errs.FailedPrecondition, "action %s was already settled by %s as %s: %s", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
 	case got.Reason != want.Reason:
@@ -141,6 +152,21 @@ func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionR
 		return err
 	}
 	return errs.New(errs.AlreadyExists, "action %s was already settled by %s as %s with another result (%s); a settlement is recorded once", a.ActionId, got.SettledBy, settleWord(got.State), got.ResultHash)
+}
+
+// notSettleable is the refusal of a settlement of an action that has
+// none: its status as it is now, not as the caller loaded it, which may
+// have changed since.
+func (p *Plane) notSettleable(ctx context.Context, taskID, actionID string) error {
+	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	if err != nil {
+		return err
+	}
+	st := task.FindAction(t, actionID).GetStatus()
+	if st == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+		return errs.New(errs.FailedPrecondition, "action %s became unknown while this settlement was asked; ask again to settle it", actionID)
+	}
+	return errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", actionID, task.ActionStatusName(st))
 }
 
 // lastSettlement is the last ActionSettled of action actionID on the

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -87,5 +88,46 @@ func TestConcurrentSettlementsAgreeOnWhatWasRecorded(t *testing.T) {
 		TaskId: taskID, ActionId: actionID, State: stewardv1.SettleState_SETTLE_STATE_FAILED, Reason: recorded,
 	}); !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "as succeeded") {
 		t.Errorf("a settlement of another state: %v; want failed_precondition naming the recorded one", err)
+	}
+}
+
+// TestAStaleSettlementIsNotToldOk: alice reads attempt 1's unknown
+// outcome; bob settles it not accepted and the action goes out again,
+// unknown again at attempt 2. Alice's settlement of attempt 1 has the
+// event id of bob's, already on the log: nothing is recorded, so she is
+// told what was, not ok. A caller that read the action before it was
+// unknown is told its status now, not the one it read.
+func TestAStaleSettlementIsNotToldOk(t *testing.T) {
+	b := newBed(t, breaker.Config{})
+	ts := startTool(t, stewardtest.Late, stewardtest.Late) // both attempts unknown
+	b.register(ts, "charge", false, writesOnce)
+	taskID, actionID := b.permit("t-settle-stale", "charge", "card-1")
+	first := b.WaitAction(taskID, actionID, status(unknownS))
+	b.Settle(execution.PlaneName)
+	ctx := context.Background()
+	settle := func(state stewardv1.SettleState, reason string) *stewardv1.SettleActionRequest {
+		return &stewardv1.SettleActionRequest{TaskId: taskID, ActionId: actionID, State: state, Reason: reason}
+	}
+	// Read while it was dispatched, settled after it became unknown.
+	before := proto.Clone(first).(*stewardv1.Action)
+	before.Status = stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED
+	_, err := b.plane.SettleLoaded(ctx, "alice", settle(stewardv1.SettleState_SETTLE_STATE_FAILED, "declined"), before)
+	if !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "became unknown") {
+		t.Errorf("a settlement read while the action was dispatched: %v; want failed_precondition saying it is unknown now", err)
+	}
+
+	if _, err := b.plane.Settle(ctx, "bob", settle(stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED, "the bank has no record")); err != nil {
+		t.Fatal(err)
+	}
+	again := b.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool {
+		return a.Status == unknownS && a.Attempt > first.Attempt
+	})
+
+	_, err = b.plane.SettleLoaded(ctx, "alice", settle(stewardv1.SettleState_SETTLE_STATE_SUCCEEDED, "statement line 4"), first)
+	if !errs.Is(err, errs.FailedPrecondition) || !strings.Contains(err.Error(), "already settled by bob") {
+		t.Errorf("a settlement of attempt %d after bob's: %v; want failed_precondition naming bob's", first.Attempt, err)
+	}
+	if a := b.WaitAction(taskID, actionID, func(*stewardv1.Action) bool { return true }); a.Status != unknownS || a.Attempt != again.Attempt {
+		t.Errorf("after it the action is %v at attempt %d; want still unknown at %d", a.Status, a.Attempt, again.Attempt)
 	}
 }

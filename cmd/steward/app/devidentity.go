@@ -11,6 +11,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"path/filepath"
 	"strings"
@@ -84,68 +85,71 @@ func identityHandler(key []byte, addr func() string) http.Handler {
 
 // proveLocal asks the server at base (scheme://host:port), through next
 // and without a token, to prove that it owns the data directory dir: its
-// answer must name the address the CLI dialed and carry the HMAC of that
-// address and a fresh nonce under dir's identity key. nil if it did.
-func proveLocal(next http.RoundTripper, base *http.Request, dir string) error {
+// answer must name the address its connection reached — IP:PORT, not the
+// name dialed — and carry the HMAC of that address and a fresh nonce
+// under dir's identity key. It returns that address, which the token may
+// then be sent to, and nothing else.
+func proveLocal(next http.RoundTripper, base *http.Request, dir string) (string, error) {
 	key, err := loadIdentityKey(dir, false)
 	if err != nil {
-		return fmt.Errorf("no identity key to check it against (%w)", err)
+		return "", fmt.Errorf("no identity key to check it against (%w)", err)
 	}
 	b := make([]byte, 16)
 	if _, err := rand.Read(b); err != nil {
-		return err
+		return "", err
 	}
 	nonce := hex.EncodeToString(b)
 	u := *base.URL
 	u.Path, u.RawPath, u.RawQuery, u.Fragment = IdentityPath, "", "nonce="+nonce, ""
-	req, err := http.NewRequestWithContext(base.Context(), http.MethodGet, u.String(), nil)
+	var remote string
+	ctx := httptrace.WithClientTrace(base.Context(), &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) {
+		remote = c.Conn.RemoteAddr().String()
+	}})
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
-		return err
+		return "", err
 	}
 	resp, err := next.RoundTrip(req)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer resp.Body.Close()
 	var id identity
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("it answers %s to %s", resp.Status, IdentityPath)
+		return "", fmt.Errorf("it answers %s to %s", resp.Status, IdentityPath)
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&id); err != nil {
-		return fmt.Errorf("its answer to %s is not an identity: %w", IdentityPath, err)
+		return "", fmt.Errorf("its answer to %s is not an identity: %w", IdentityPath, err)
 	}
-	port := u.Port()
-	if port == "" {
-		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
-	}
-	dialed := net.JoinHostPort(u.Hostname(), port)
-	if !sameListener(id.Addr, dialed) {
-		return fmt.Errorf("it says it listens on %q, not %s", id.Addr, dialed)
+	if !sameListener(id.Addr, remote) {
+		return "", fmt.Errorf("it says it listens on %q, not %s, where the CLI reached it", id.Addr, remote)
 	}
 	if !hmac.Equal([]byte(id.Proof), []byte(identityProof(key, id.Addr, nonce))) {
-		return errors.New("its proof does not verify under the data directory's identity key")
+		return "", errors.New("its proof does not verify under the data directory's identity key")
 	}
-	return nil
+	return remote, nil
 }
 
-// sameListener reports whether a server that listens on listen is the
-// one the CLI dialed at dialed (HOST:PORT): the same port, and the same
-// address, or "localhost" for a loopback one, or any for a server that
-// listens on every address.
-func sameListener(listen, dialed string) bool {
+// sameListener reports whether a server that says it listens on listen
+// is the one at remote, the IP:PORT the challenge's connection reached:
+// the same port, and the same IP or a wildcard that covers it (0.0.0.0
+// IPv4 only; :: both, as Go listens). A name is never enough: localhost
+// may reach either loopback family, and a listener on the one the server
+// is not on could relay the challenge to it.
+func sameListener(listen, remote string) bool {
 	lh, lp, err := net.SplitHostPort(listen)
-	dh, dp, derr := net.SplitHostPort(dialed)
-	if err != nil || derr != nil || lp != dp {
+	rh, rp, rerr := net.SplitHostPort(remote)
+	if err != nil || rerr != nil || lp != rp {
 		return false
 	}
-	lip := net.ParseIP(lh)
+	lip, rip := net.ParseIP(lh), net.ParseIP(rh)
 	switch {
-	case lip == nil:
+	case lip == nil || rip == nil:
 		return false
-	case lip.IsUnspecified():
+	case lip.Equal(net.IPv6unspecified):
 		return true
-	case dh == "localhost":
-		return lip.IsLoopback()
+	case lip.Equal(net.IPv4zero):
+		return rip.To4() != nil
 	}
-	return lip.Equal(net.ParseIP(dh))
+	return lip.Equal(rip)
 }

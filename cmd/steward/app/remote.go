@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/steward-run/steward/pkg/access"
 )
@@ -43,15 +45,13 @@ func httpClient(token string, roots *x509.CertPool) *http.Client {
 	if token == "" {
 		token = os.Getenv(TokenEnv)
 	}
-	next := http.DefaultTransport
+	next := http.DefaultTransport.(*http.Transport).Clone()
 	if roots != nil {
-		t := http.DefaultTransport.(*http.Transport).Clone()
-		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
-		next = t
+		next.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}
 	var rt http.RoundTripper = bearer{token: token, next: next}
 	if token == "" {
-		rt = &localBearer{next: next}
+		rt = newLocalBearer(next)
 	}
 	return &http.Client{Transport: rt, CheckRedirect: noRedirect}
 }
@@ -81,13 +81,31 @@ func noRedirect(req *http.Request, _ []*http.Request) error {
 // request for a server on this machine that proves it is the dev server
 // of the data directory the token is from (proveLocal), and nothing to any
 // other: whatever else listens on a loopback port — another user's
-// process, a server started from another directory — is refused before
-// it can see the token. A server's proof is asked once per client and
-// address.
+// process, a server started from another directory, a relay on the other
+// loopback family — is refused before it can see the token. A server's
+// proof is asked once per client and address, and the token goes only to
+// the IP:PORT that gave it, whatever the name resolves to later.
 type localBearer struct {
-	next   http.RoundTripper
+	next   http.RoundTripper // requests without the token, and the challenge
+	pinned *http.Transport   // requests with it, dialed to the address that proved itself
 	mu     sync.Mutex
-	proven map[string]bool // by HOST:PORT
+	proven map[string]string // HOST:PORT asked for → the IP:PORT that answered the challenge
+}
+
+func newLocalBearer(base *http.Transport) *localBearer {
+	b := &localBearer{next: base, pinned: base.Clone(), proven: map[string]string{}}
+	d := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+	b.pinned.Proxy = nil
+	b.pinned.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		b.mu.Lock()
+		at, ok := b.proven[addr]
+		b.mu.Unlock()
+		if !ok {
+			return nil, fmt.Errorf("%s has not proven it is the dev server", addr)
+		}
+		return d.DialContext(ctx, network, at)
+	}
+	return b
 }
 
 func (b *localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -100,22 +118,28 @@ func (b *localBearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+token)
-	return b.next.RoundTrip(r)
+	return b.pinned.RoundTrip(r)
 }
 
+// prove records where r's HOST:PORT was proven to be, asking it the
+// first time.
 func (b *localBearer) prove(r *http.Request) error {
+	port := r.URL.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[r.URL.Scheme == "https"]
+	}
+	// The key the transport dials pinned with (its canonical address).
+	host := net.JoinHostPort(r.URL.Hostname(), port)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.proven[r.URL.Host] {
+	if _, ok := b.proven[host]; ok {
 		return nil
 	}
-	if err := proveLocal(b.next, r, DefaultDataDir); err != nil {
+	at, err := proveLocal(b.next, r, DefaultDataDir)
+	if err != nil {
 		return err
 	}
-	if b.proven == nil {
-		b.proven = map[string]bool{}
-	}
-	b.proven[r.URL.Host] = true
+	b.proven[host] = at
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -50,12 +51,21 @@ func TestTheCLIFollowsNoRedirect(t *testing.T) {
 // dev` keeps its data directory, sends the admin token it finds there to
 // the dev server that owns that directory, and to nothing else that
 // listens on a loopback port: not a stranger's listener, not one that
-// relays the challenge to the real server. Neither receives a token.
+// relays the challenge to the real server — on another port, or on the
+// real server's port on the other loopback family, which `localhost`
+// reaches first. None receives a token.
 func TestTheCLISendsTheDevTokenOnlyToItsServer(t *testing.T) {
 	t.Chdir(t.TempDir())
 	t.Setenv(TokenEnv, "")
+	first, other := loopbackFamilies(t)
 	m := NewServer(io.Discard, io.Discard)
-	if err := m.ParseFlags("dev", []string{"--addr", "127.0.0.1:0", "--log-level", "error"}); err != nil {
+	devAddr := "127.0.0.1:0"
+	if other != "" {
+		// The real server where localhost does not dial first: a relay
+		// takes the address it does.
+		devAddr = net.JoinHostPort(other, "0")
+	}
+	if err := m.ParseFlags("dev", []string{"--addr", devAddr, "--log-level", "error"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := m.Run(context.Background()); err != nil {
@@ -75,28 +85,87 @@ func TestTheCLISendsTheDevTokenOnlyToItsServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, answer := range map[string]http.Handler{
-		"a stranger":       http.NotFoundHandler(),
-		"a relay":          httputil.NewSingleHostReverseProxy(real),
-		"a forged address": forgedIdentity(),
+	relay := httputil.NewSingleHostReverseProxy(real)
+	for _, c := range []struct {
+		name   string
+		answer http.Handler
+		listen string // "": no IPv6 loopback here
+		dial   string // the host the CLI is given, "": the listener's
+	}{
+		{"a stranger", http.NotFoundHandler(), "127.0.0.1:0", ""},
+		{"a relay", relay, "127.0.0.1:0", ""},
+		{"a forged address", forgedIdentity(), "127.0.0.1:0", ""},
+		{"a relay on the other loopback family", relay, map[bool]string{true: net.JoinHostPort(first, real.Port())}[other != ""], "localhost"},
 	} {
-		var seen atomic.Value
-		seen.Store("")
-		fake := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if a := r.Header.Get("Authorization"); a != "" {
-				seen.Store(a)
+		t.Run(c.name, func(t *testing.T) {
+			if c.listen == "" {
+				if os.Getenv("CI") == "true" {
+					t.Fatal("this machine has no IPv6 loopback; CI must have one to check this")
+				}
+				t.Skip("no IPv6 loopback here")
 			}
-			answer.ServeHTTP(w, r)
-		}))
-		err := list(fake.URL)
-		fake.Close()
-		if got := seen.Load().(string); got != "" {
-			t.Errorf("%s on a loopback port received %q", name, got)
-		}
-		if err == nil || !strings.Contains(err.Error(), "--token") {
-			t.Errorf("%s: %v; want a refusal naming --token", name, err)
-		}
+			fake, asked, seen := watchedServer(t, c.listen, c.answer)
+			base := fake.URL
+			if c.dial != "" {
+				base = "http://" + net.JoinHostPort(c.dial, real.Port())
+			}
+			err = list(base)
+			fake.Close()
+			if asked.Load() == 0 {
+				t.Fatalf("%s was never asked: the CLI dialed something else", base)
+			}
+			if got := seen.Load().(string); got != "" {
+				t.Errorf("received %q", got)
+			}
+			if err == nil || !strings.Contains(err.Error(), "--token") {
+				t.Errorf("%v; want a refusal naming --token", err)
+			}
+		})
 	}
+}
+
+// watchedServer serves answer on listen, counting the requests it gets
+// and keeping the last Authorization header among them.
+func watchedServer(t *testing.T, listen string, answer http.Handler) (*httptest.Server, *atomic.Int32, *atomic.Value) {
+	t.Helper()
+	var seen atomic.Value
+	seen.Store("")
+	var asked atomic.Int32
+	fake := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		asked.Add(1)
+		if a := r.Header.Get("Authorization"); a != "" {
+			seen.Store(a)
+		}
+		answer.ServeHTTP(w, r)
+	}))
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.Listener.Close()
+	fake.Listener = ln
+	fake.Start()
+	return fake, &asked, &seen
+}
+
+// loopbackFamilies returns the loopback IP `localhost` is dialed at first
+// here, and the other family's, or "" if this machine has no other.
+func loopbackFamilies(t *testing.T) (first, other string) {
+	t.Helper()
+	ips, err := net.DefaultResolver.LookupIPAddr(context.Background(), "localhost")
+	if err != nil || len(ips) == 0 {
+		t.Fatalf("localhost resolves to %v: %v", ips, err)
+	}
+	first, other = "127.0.0.1", "::1"
+	if ips[0].IP.To4() == nil {
+		first, other = other, first
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(other, "0"))
+	if err != nil {
+		return first, ""
+	}
+	ln.Close()
+	return first, other
 }
 
 // forgedIdentity answers the challenge with its own address and a proof
