@@ -104,7 +104,7 @@ func TestResultsAreContentEverywhere(t *testing.T) {
 	// compensation's request, the approval's parameters, the plan's step
 	// results, the raw events.
 	found := walkReads(t, h.url, operatorToken, content).found
-	for _, want := range []string{"GetTask", "GetApproval", "ReplayTask", "GetResult"} {
+	for _, want := range []string{"GetTask", "GetApproval", "ReplayTask", "WatchTask", "GetResult"} {
 		if len(found[want]) == 0 {
 			t.Errorf("the operator's walk finds no content in %s: the walk would not see a leak there", want)
 		}
