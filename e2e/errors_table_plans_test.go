@@ -42,7 +42,7 @@ func planChecks() map[string]tableCheck {
 			)
 			return []error{alike(t, onField(t, errs[0], "request_id"), onField(t, errs[1], "proposal_id"))}
 		},
-		"`SubmitPlan` with a cycle, an unknown dependency, a tool outside the contract or its credential or not registered, an expression that does not type-check, a limit broken, a milestone not in the contract, or a sub-task contract `DelegateTask` would refuse": func(t *testing.T, e *harness) []error {
+		"`SubmitPlan` with a cycle, an unknown dependency, a tool outside the contract or its credential or not registered, an expression that does not type-check, a limit broken, a milestone not in the contract, a sub-task contract `DelegateTask` would refuse, or a `param_exprs` entry the tool may mark secret that quotes a literal ([secrets.md](secrets.md#plans))": func(t *testing.T, e *harness) []error {
 			id := e.create(t, "table-plan-refusals", contract())
 			on := func(field string, p *stewardv1.Plan) func() error {
 				return func() error { return onField(t, submit(e, id, p), field) }

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 	"time"
@@ -61,6 +60,9 @@ func walkReads(t *testing.T, url, token string, c taskContent) walk {
 			}))
 		for _, req := range requestsFor(m, c) {
 			answers, err := call(client, m, req)
+			if connect.CodeOf(err) == connect.CodeDeadlineExceeded {
+				t.Errorf("%s as %s: %v", name, token, err)
+			}
 			w.calls[name]++
 			for _, a := range answers {
 				w.answered[name]++
@@ -104,10 +106,10 @@ func requestsFor(m protoreflect.MethodDescriptor, c taskContent) []*dynamicpb.Me
 }
 
 // call makes one call of m and returns its answers: one, or a stream's
-// messages until it ends or, for a stream that follows (WatchTask), a few
-// seconds have passed.
+// messages until it ends or, for a stream that follows (WatchTask), until
+// it has sent the event at the last sequence its first message names.
 func call(client *connect.Client[dynamicpb.Message, dynamicpb.Message], m protoreflect.MethodDescriptor, req *dynamicpb.Message) ([]*dynamicpb.Message, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if !m.IsStreamingServer() {
 		resp, err := client.CallUnary(ctx, connect.NewRequest(req))
@@ -122,12 +124,29 @@ func call(client *connect.Client[dynamicpb.Message, dynamicpb.Message], m protor
 	}
 	defer stream.Close()
 	var out []*dynamicpb.Message
+	var last uint64
 	for stream.Receive() {
 		out = append(out, stream.Msg())
+		if caughtUp(stream.Msg(), &last) {
+			return out, nil // a watch follows until it is let go
+		}
 	}
-	err = stream.Err()
-	if connect.CodeOf(err) == connect.CodeDeadlineExceeded || errors.Is(err, context.DeadlineExceeded) {
-		err = nil // a watch follows until it is let go
+	return out, stream.Err()
+}
+
+// caughtUp reports whether msg, a message of a stream that follows, is
+// the event at the last sequence the stream's first message named (kept in
+// last), or that first message of a task with no events.
+func caughtUp(msg *dynamicpb.Message, last *uint64) bool {
+	fields := msg.Descriptor().Fields()
+	lastSeq, record := fields.ByName("last_sequence"), fields.ByName("record")
+	if lastSeq == nil || record == nil {
+		return false // a stream that ends (ReplayTask)
 	}
-	return out, err
+	if !msg.Has(record) {
+		*last = msg.Get(lastSeq).Uint()
+		return *last == 0
+	}
+	rec := msg.Get(record).Message()
+	return rec.Get(rec.Descriptor().Fields().ByName("sequence")).Uint() >= *last
 }

@@ -55,55 +55,11 @@ const everywherePlan = `{"taskId": %q, "requestId": "everywhere-plan", "plan": {
 // operator's walk finds the content, which shows that the walk would.
 func TestResultsAreContentEverywhere(t *testing.T) {
 	ctx := context.Background()
-	tool := stewardtest.StartTool(t)
-	tool.Always("/lookup", stewardtest.Answer{Work: true, Body: lookedUp})
-	tool.Always("/breaks", stewardtest.Fail(http.StatusBadRequest))
-	entry := func(name, effect, extra string) string {
-		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", %s
-		  "parametersSchema": "{\"type\":\"object\"}", "http": {"url": %q}}`, name, effect, extra, tool.URL+"/"+name)
-	}
-	h := startSteward(t, setup{tools: []string{
-		entry("lookup", "EFFECT_CLASS_READ", ""),
-		entry("stash", "EFFECT_CLASS_REVERSIBLE_WRITE", `"compensatingTool": "unstash",`),
-		entry("unstash", "EFFECT_CLASS_IRREVERSIBLE", ""),
-		entry("breaks", "EFFECT_CLASS_IDEMPOTENT_WRITE", ""),
-	}})
-	k := contract()
-	k.AllowedTools = []string{"lookup", "stash", "unstash", "breaks"}
-	taskID := h.create(t, "results-everywhere", k)
-	if code, resp := postAs(t, agentToken, h.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(everywherePlan, taskID)); code != http.StatusOK {
-		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
-	}
-	// An artifact whose bytes are the lookup's result: its sha256 is a
-	// plain SHA-256 of them.
-	if _, err := h.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{
-		TaskId: taskID, RequestId: "everywhere-artifact", Name: "found", MediaType: "application/json", Content: []byte(lookedUp),
-	})); err != nil {
-		t.Fatal(err)
-	}
-	waitServed(t, h.operator.clients, taskID, 30*time.Second, func(x *stewardv1.Task) (bool, string) {
-		return x.GetOpenInput().GetCause() == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT, describeActions(x)
-	})
-	if _, err := h.operator.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: taskID, Answer: answerMark, RequestId: "everywhere-answer"})); err != nil {
-		t.Fatal(err)
-	}
-
+	h, taskID := startEverywhere(t)
 	// user:di holds the authorizer role the compensation's approval asks
 	// for, and the task does not name them: they read what they approve.
 	approver := withToken(h.url, secondApproverToken)
-	var pending *stewardv1.Approval
-	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
-		got, err := approver.governance.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{TaskId: taskID, PendingOnly: true}))
-		if err != nil {
-			return false, err.Error()
-		}
-		for _, ap := range got.Msg.Approvals {
-			if ap.Tool == "unstash" {
-				pending = ap
-			}
-		}
-		return pending != nil, fmt.Sprintf("approvals %v", got.Msg.Approvals)
-	})
+	pending := pendingUnstash(t, approver, taskID)
 	if !strings.Contains(pending.ParametersJson, lookupMark) || len(pending.ActionHash) != 64 {
 		t.Errorf("the approver is shown parameters %s and action hash %q: want the compensation's, quoting the stash's result, and its plain hash to decide on", pending.ParametersJson, pending.ActionHash)
 	}
@@ -148,11 +104,69 @@ func TestResultsAreContentEverywhere(t *testing.T) {
 	// compensation's request, the approval's parameters, the plan's step
 	// results, the raw events.
 	found := walkReads(t, h.url, operatorToken, content).found
-	for _, want := range []string{"GetTask", "GetApproval", "ReplayTask", "GetResult"} {
+	for _, want := range []string{"GetTask", "GetApproval", "ReplayTask", "WatchTask", "GetResult"} {
 		if len(found[want]) == 0 {
 			t.Errorf("the operator's walk finds no content in %s: the walk would not see a leak there", want)
 		}
 	}
+}
+
+// startEverywhere starts Steward with everywherePlan's tools, runs the plan
+// on a task to its checkpoint and answers it, beside an artifact whose
+// bytes are the lookup's result (its sha256 a plain SHA-256 of them).
+func startEverywhere(t *testing.T) (*harness, string) {
+	t.Helper()
+	ctx := context.Background()
+	tool := stewardtest.StartTool(t)
+	tool.Always("/lookup", stewardtest.Answer{Work: true, Body: lookedUp})
+	tool.Always("/breaks", stewardtest.Fail(http.StatusBadRequest))
+	entry := func(name, effect, extra string) string {
+		return fmt.Sprintf(`{"name": %q, "version": "1.0.0", "effectClass": %q, "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", %s
+		  "parametersSchema": "{\"type\":\"object\"}", "http": {"url": %q}}`, name, effect, extra, tool.URL+"/"+name)
+	}
+	h := startSteward(t, setup{tools: []string{
+		entry("lookup", "EFFECT_CLASS_READ", ""),
+		entry("stash", "EFFECT_CLASS_REVERSIBLE_WRITE", `"compensatingTool": "unstash",`),
+		entry("unstash", "EFFECT_CLASS_IRREVERSIBLE", ""),
+		entry("breaks", "EFFECT_CLASS_IDEMPOTENT_WRITE", ""),
+	}})
+	k := contract()
+	k.AllowedTools = []string{"lookup", "stash", "unstash", "breaks"}
+	taskID := h.create(t, "results-everywhere", k)
+	if code, resp := postAs(t, agentToken, h.url+"/steward.v1.TaskService/SubmitPlan", fmt.Sprintf(everywherePlan, taskID)); code != http.StatusOK {
+		t.Fatalf("SubmitPlan: HTTP %d %v", code, resp)
+	}
+	if _, err := h.agent.tasks.SubmitArtifact(ctx, connect.NewRequest(&stewardv1.SubmitArtifactRequest{
+		TaskId: taskID, RequestId: "everywhere-artifact", Name: "found", MediaType: "application/json", Content: []byte(lookedUp),
+	})); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, h.operator.clients, taskID, 30*time.Second, func(x *stewardv1.Task) (bool, string) {
+		return x.GetOpenInput().GetCause() == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT, describeActions(x)
+	})
+	if _, err := h.operator.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: taskID, Answer: answerMark, RequestId: "everywhere-answer"})); err != nil {
+		t.Fatal(err)
+	}
+	return h, taskID
+}
+
+// pendingUnstash is the compensation's approval, as approver lists it.
+func pendingUnstash(t *testing.T, approver authed, taskID string) *stewardv1.Approval {
+	t.Helper()
+	var pending *stewardv1.Approval
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		got, err := approver.governance.ListApprovals(context.Background(), connect.NewRequest(&stewardv1.ListApprovalsRequest{TaskId: taskID, PendingOnly: true}))
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, ap := range got.Msg.Approvals {
+			if ap.Tool == "unstash" {
+				pending = ap
+			}
+		}
+		return pending != nil, fmt.Sprintf("approvals %v", got.Msg.Approvals)
+	})
+	return pending
 }
 
 // taskContent is what a caller who may not read a task's content must not
@@ -183,7 +197,8 @@ func contentOf(t *testing.T, h *harness, taskID string) taskContent {
 		if id := a.GetApproval().GetApprovalId(); id != "" {
 			c.approvalIDs = append(c.approvalIDs, id)
 		}
-		c.digests = append(c.digests, a.GetOutcome().GetResultHash())
+		// A policy snapshot's input hash covers the request's parameters.
+		c.digests = append(c.digests, a.GetOutcome().GetResultHash(), a.GetSnapshot().GetInputHash())
 		if a.Compensates != "" || a.PlanStepId == "stash" {
 			// Their requests quote a result.
 			c.digests = append(c.digests, a.RequestHash, a.ActionHash)

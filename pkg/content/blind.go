@@ -42,9 +42,13 @@ func (b Blind) approves(roles []string) bool {
 
 // Task blanks t's content: every action's (Action), every plan step's
 // result (a checkpoint's answer, a sub-task's result, an action step's
-// result, a foreach's list of them) and every artifact's digest (Artifact).
+// result, a foreach's list of them) and every artifact's digest
+// (Artifact). It blanks the head of t's hash chain too: every field of an
+// outcome's event but its result can be told or is shown, so the event's
+// hash would let a caller test guesses at a small inline result.
 func (b Blind) Task(t *stewardv1.Task) {
 	taskID := t.GetContract().GetTaskId()
+	t.LastHash = nil
 	for _, a := range t.Actions {
 		b.Action(taskID, a)
 	}
@@ -69,9 +73,10 @@ func (b Blind) Steps(steps ...*stewardv1.PlanStepState) {
 // also blanks its request — which may quote a result: a compensation's
 // does, a plan step's parameters may be computed from one, and an agent
 // may pass on what it read — and keys every hash of it (request_hash,
-// action_hash, its permit's and approval's, and the one a plan step's
-// proposal id ends with), which a short request would give away as a
-// plain SHA-256 gives away a short result.
+// action_hash, its permit's and approval's, the one a plan step's
+// proposal id ends with, and its policy snapshot's input_hash, whose facts
+// hold the parameters), which a short request would give away as a plain
+// SHA-256 gives away a short result.
 func (b Blind) Action(taskID string, a *stewardv1.Action) {
 	if o := a.Outcome; o != nil {
 		o.Result = nil
@@ -85,21 +90,34 @@ func (b Blind) Action(taskID string, a *stewardv1.Action) {
 	if b.approves(roles) {
 		return
 	}
+	// The request and action hashes recur below: each is keyed once (an
+	// HMAC each, for every action of every task a list shows).
+	keyed := map[string]string{}
+	d := func(hash string) string {
+		if k, ok := keyed[hash]; ok {
+			return k
+		}
+		keyed[hash] = b.digest(taskID, hash)
+		return keyed[hash]
+	}
 	a.Request, a.RequestRef = nil, ""
 	if a.RequestHash != "" {
-		// The plan driver's proposal ids end with the request hash.
-		a.ProposalId = strings.Replace(a.ProposalId, a.RequestHash, b.digest(taskID, a.RequestHash), 1)
+		// Older plan proposal ids end with the request hash.
+		a.ProposalId = strings.Replace(a.ProposalId, a.RequestHash, d(a.RequestHash), 1)
 	}
-	a.RequestHash = b.digest(taskID, a.RequestHash)
-	a.ActionHash = b.digest(taskID, a.ActionHash)
+	a.RequestHash = d(a.RequestHash)
+	a.ActionHash = d(a.ActionHash)
 	// The signed permit's bytes hold the plain hashes.
 	a.SignedPermit = nil
 	if pm := a.Permit; pm != nil {
-		pm.ActionHash = b.digest(taskID, pm.ActionHash)
-		pm.RequestHash = b.digest(taskID, pm.RequestHash)
+		pm.ActionHash = d(pm.ActionHash)
+		pm.RequestHash = d(pm.RequestHash)
+	}
+	if s := a.Snapshot; s != nil {
+		s.InputHash = d(s.InputHash)
 	}
 	if ap := a.Approval; ap != nil {
-		b.approval(ap)
+		b.approval(ap, d)
 	}
 }
 
@@ -108,13 +126,14 @@ func (b Blind) Action(taskID string, a *stewardv1.Action) {
 // approver sees what they approve.
 func (b Blind) Approval(ap *stewardv1.Approval) {
 	if !b.approves(ap.RequiredRoles) {
-		b.approval(ap)
+		b.approval(ap, func(hash string) string { return b.digest(ap.TaskId, hash) })
 	}
 }
 
-func (b Blind) approval(ap *stewardv1.Approval) {
+// approval blanks ap's parameters and keys its action hash with d.
+func (b Blind) approval(ap *stewardv1.Approval, d func(hash string) string) {
 	ap.ParametersJson = ""
-	ap.ActionHash = b.digest(ap.TaskId, ap.ActionHash)
+	ap.ActionHash = d(ap.ActionHash)
 	for _, v := range ap.Votes {
 		// A signed decision's bytes hold the plain action hash.
 		v.Signed = nil

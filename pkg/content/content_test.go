@@ -24,7 +24,8 @@ func compensated() *stewardv1.Task {
 			{ActionId: "a1", Outcome: &stewardv1.Outcome{Result: []byte(`{"ok":"R3SULT"}`), ResultHash: "aaaa1111", ResultRef: ""}},
 			{ActionId: "a2", Compensates: "a1", ProposalId: "plan-x-1-bbbb2222", Request: []byte(`{"result":{"ok":"R3SULT"}}`), RequestHash: "bbbb2222", ActionHash: "cccc3333",
 				Approval: &stewardv1.Approval{TaskId: "t1", RequiredRoles: []string{"authorizer"}, ParametersJson: `{"result":{"ok":"R3SULT"}}`, ActionHash: "cccc3333"},
-				Permit:   &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")}},
+				Permit:   &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")},
+				Snapshot: &stewardv1.PolicySnapshot{InputHash: "eeee5555"}},
 		},
 		Plan:      &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
 		Artifacts: []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
@@ -39,9 +40,9 @@ func TestBlind(t *testing.T) {
 		// must not.
 		shows, hides []string
 	}{
-		{"a stranger", nil, []string{"hmac-sha256:t1:aaaa", "hmac-sha256:t1:bbbb", "plan-x-1-hmac-sha256:t1:bbbb", "hmac-sha256:t1:dddd"},
-			[]string{"R3SULT", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444"}},
-		{"the approver", []string{"authorizer"}, []string{"R3SULT", "bbbb2222", "cccc3333", "hmac-sha256:t1:aaaa"},
+		{"a stranger", nil, []string{"hmac-sha256:t1:aaaa", "hmac-sha256:t1:bbbb", "plan-x-1-hmac-sha256:t1:bbbb", "hmac-sha256:t1:dddd", "hmac-sha256:t1:eeee"},
+			[]string{"R3SULT", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444", "eeee5555"}},
+		{"the approver", []string{"authorizer"}, []string{"R3SULT", "bbbb2222", "cccc3333", "eeee5555", "hmac-sha256:t1:aaaa"},
 			[]string{"aaaa1111", "dddd4444"}},
 	} {
 		x := compensated()
@@ -67,6 +68,20 @@ func TestBlind(t *testing.T) {
 	content.Blind{}.Task(x)
 	if h := x.Actions[0].Outcome.ResultHash + x.Actions[1].RequestHash + x.Artifacts[0].Sha256; h != "" {
 		t.Errorf("without a key the digests are %q, want none", h)
+	}
+}
+
+// TestBlindKeysEachHashOnce: an action's request and action hashes recur
+// (its proposal id, permit and approval quote them), and each is keyed
+// once: a list of many tasks costs an HMAC per hash, not per place.
+func TestBlindKeysEachHashOnce(t *testing.T) {
+	calls := map[string]int{}
+	counted := func(taskID, hash string) string { calls[hash]++; return keyed(taskID, hash) }
+	content.Blind{Digest: counted}.Task(compensated())
+	for hash, n := range calls {
+		if n != 1 {
+			t.Errorf("%s is keyed %d times, want once", hash, n)
+		}
 	}
 }
 

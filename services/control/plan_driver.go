@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -36,7 +37,8 @@ import (
 // bring the driver back to go on from there.
 //
 // Every write is idempotent: a step's action has a proposal id derived
-// from the step and its canonical request (planProposalID), and a step's
+// from the step and its canonical request (planProposalID), or is the
+// action the task records for it (recordedProposal), and a step's
 // sub-task an id derived from the step (planSubTaskID), recorded before it
 // is delegated, so a crash between the proposal and the step's record, or
 // between the record and the delegation, makes nothing twice; the
@@ -49,17 +51,46 @@ import (
 const planPrefix = "plan-"
 
 // planProposalID is the proposal id of the action of a step's attempt
-// (of its item, for a foreach) for a request of requestHash: the same
+// (of its item, for a foreach) for a request of requestHash, which keyed
+// keys (secret.Sealer.Digest; nil, with no key, leaves it plain): the same
 // start of the same step asking for the same call names the same action,
 // across redeliveries and across revisions that keep the step before it
 // started. A step redone after a revision (task.StepStatus) is a new
-// attempt, with a new action.
-func planProposalID(step string, attempt uint32, item int, requestHash string) string {
+// attempt, with a new action. Keyed, because the action id derives from
+// the proposal id and is shown to every reader of the task: over a plain
+// request hash it would let one who may not read the request test guesses
+// at its parameters (docs/results.md).
+func planProposalID(step string, attempt uint32, item int, requestHash string, keyed func(string) string) string {
+	id := planStepPrefix(step, attempt, item)
+	if k := keyed(requestHash); k != "" {
+		return id + k
+	}
+	return id + requestHash
+}
+
+// planStepPrefix starts the proposal id of a step's attempt (its item's).
+func planStepPrefix(step string, attempt uint32, item int) string {
 	id := planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
 	if item >= 0 { // a foreach's: each item its own action, even where two ask the same
 		id += "item" + strconv.Itoa(item) + "-"
 	}
-	return id + requestHash
+	return id
+}
+
+// recordedProposal is the proposal id of the action t records for a
+// step's attempt (its item's) asking for the call of requestHash, or "":
+// the driver recognises a step it proposed by what it recorded, not by
+// deriving the id again — a log written before the ids were keyed, or
+// under another key, names it otherwise.
+func recordedProposal(t *stewardv1.Task, step string, attempt uint32, item int, requestHash string) string {
+	prefix := planStepPrefix(step, attempt, item)
+	for _, a := range t.Actions {
+		rest, ok := strings.CutPrefix(a.ProposalId, prefix)
+		if ok && a.PlanStepId == step && a.RequestHash == requestHash && (item >= 0 || !strings.HasPrefix(rest, "item")) {
+			return a.ProposalId
+		}
+	}
+	return ""
 }
 
 // drivePlan is one pass of the plan driver over the task rec is about.

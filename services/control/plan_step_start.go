@@ -154,17 +154,23 @@ func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, wha
 
 // propose proposes the action of step st through the path ProposeAction
 // takes (prepare, record), in the plan submitter's name, under the
-// proposal id planProposalID derives: if it is on the log already — a
-// crash after the proposal, a revision that kept the step — that action
-// is the step's. It returns the action's id, or "" when the moment passed
+// proposal id the task records for it (recordedProposal) or, the first
+// time, planProposalID derives: if it is on the log already — a crash
+// after the proposal, a revision that kept the step — that action is the
+// step's. It returns the action's id, or "" when the moment passed
 // (the task stopped, the step moved on).
 func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *stewardv1.ActionStep, target string, params []byte, item int) (string, error) {
 	taskID, v := r.taskID(), r.version()
 	d, err := r.p.prepare(ctx, r.t, proposal{
-		taskID:       taskID,
-		proposalIDOf: func(h string) string { return planProposalID(st.StepId, st.Attempts+1, item, h) },
-		planStep:     st.StepId,
-		tool:         a.Tool, toolVersion: a.ToolVersion, target: target,
+		taskID: taskID,
+		proposalIDOf: func(h string) string {
+			if id := recordedProposal(r.t, st.StepId, st.Attempts+1, item, h); id != "" {
+				return id
+			}
+			return planProposalID(st.StepId, st.Attempts+1, item, h, func(h string) string { return r.p.secrets.Digest(taskID, h) })
+		},
+		planStep: st.StepId,
+		tool:     a.Tool, toolVersion: a.ToolVersion, target: target,
 		params: params, retry: a.RetryPolicy, rationale: a.Rationale, principal: r.t.Plan.SubmittedBy,
 		milestone: r.definition(st.StepId).GetMilestoneId(),
 	})

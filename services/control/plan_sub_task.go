@@ -72,7 +72,7 @@ func (r *planPass) delegateOne(ctx context.Context, st *stewardv1.PlanStepState,
 	}
 	h := handoff{
 		childID:     childID,
-		requestID:   planProposalID(st.StepId, st.Attempts, item, "sub-task"),
+		requestID:   planStepPrefix(st.StepId, st.Attempts, item) + "sub-task",
 		delegateRef: s.GetDelegateRef(),
 		contract:    contract,
 		still: func(parent *stewardv1.Task) error {

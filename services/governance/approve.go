@@ -66,11 +66,15 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: its action was withdrawn (%s)", req.ApprovalId, a.Outcome.GetReason())
 		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
-		case req.ActionHash != a.ActionHash:
-			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
 		}
+		// Who may vote first: only they may read the action hash the
+		// refusal below quotes (content.Blind), and to anyone else it
+		// would be a plain SHA-256 of a request that may quote a result.
 		if err := mayVote(t, a, who, req.Decision); err != nil {
 			return nil, err
+		}
+		if req.ActionHash != a.ActionHash {
+			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
 		}
 		decided = proto.CloneOf(ap) // the build's task is not ours to keep
 		id := event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String())

@@ -34,12 +34,14 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: the plan was revised (version %d is in force), and a revision needs an approval of its own", req.ApprovalId, ps.GetVersion())
 		case ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
-		case req.PlanHash != ap.PlanHash:
-			return nil, errs.Field("plan_hash", "%s is not the hash of the plan this approval is for (%s); an approval binds to one plan version", errs.Quote(req.PlanHash), ap.PlanHash)
 		}
+		// Who may vote first, as for an action's approval (Decide).
 		subject := voteSubject{what: "the plan", by: []stake{{ps.SubmittedBy, "submitted the plan"}}}
 		if err := mayVoteOn(t, ap, subject, who, req.Decision); err != nil {
 			return nil, err
+		}
+		if req.PlanHash != ap.PlanHash {
+			return nil, errs.Field("plan_hash", "%s is not the hash of the plan this approval is for (%s); an approval binds to one plan version", errs.Quote(req.PlanHash), ap.PlanHash)
 		}
 		// Signed over the plan hash too.
 		return p.vote(t, who, event.ID(req.ApprovalId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
