@@ -5,7 +5,6 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -34,17 +33,10 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	// As ListTasks: a page's bytes of the connection's budget are held
-	// before it is built, so a client that does not read waits.
-	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
-	if err != nil {
-		return nil, err
-	}
 	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size)
 	if err != nil {
 		return nil, err
 	}
-	shrink(proto.Size(page))
 	return connect.NewResponse(page), nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -86,8 +85,8 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
 		return nil, err
 	}
-	// Weigh the task before copying it, and hold its bytes of the
-	// connection's budget before building the answer (rpc.Reserve).
+	// Weigh the task before copying it: one past the bound of an answer
+	// is refused before it is built.
 	size, err := s.plane.views.Size(req.Msg.TaskId)
 	if errs.Is(err, errs.NotFound) {
 		return nil, noView(req.Msg.TaskId)
@@ -97,9 +96,6 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	}
 	if size > rpc.MaxResponseBytes {
 		return nil, errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
-	}
-	if _, err := rpc.Reserve(ctx, size); err != nil {
-		return nil, err
 	}
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
@@ -180,12 +176,6 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
 		return nil, err
 	}
-	// Hold a page's bytes of the connection's budget before building it:
-	// a client that does not read its pages waits, not the server's memory.
-	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
-	if err != nil {
-		return nil, err
-	}
 	who := rpc.Caller(ctx)
 	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes)
 	for _, t := range tasks {
@@ -193,9 +183,7 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 			b.Task(t)
 		}
 	}
-	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}
-	shrink(proto.Size(resp))
-	return connect.NewResponse(resp), nil
+	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}), nil
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to
