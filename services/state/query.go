@@ -213,16 +213,18 @@ func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewa
 	if err := stream.Send(&stewardv1.WatchTaskResponse{LastSequence: last}); err != nil {
 		return err
 	}
-	past, err := s.plane.log.ReadAfter(ctx, taskID, req.Msg.AfterSequence)
-	if err != nil {
-		return err
-	}
+	// The past is read one event at a time as it is sent: a long history
+	// is never in memory whole, and each message waits for its bytes of
+	// the connection's budget.
 	sent := req.Msg.AfterSequence
-	for _, rec := range past {
+	if err := s.plane.log.EachAfter(ctx, taskID, sent, func(rec *stewardv1.EventRecord) error {
 		if err := stream.Send(&stewardv1.WatchTaskResponse{Record: rec}); err != nil {
 			return err
 		}
 		sent = rec.Sequence
+		return nil
+	}); err != nil {
+		return err
 	}
 	for {
 		select {
