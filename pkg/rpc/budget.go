@@ -204,6 +204,9 @@ func (budgetInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if err != nil || resp == nil || req.Spec().IsClient {
 			return resp, err
 		}
+		if m, ok := resp.Any().(proto.Message); ok {
+			lighten(req, m)
+		}
 		if err := reserve(ctx, messageSize(resp.Any())); err != nil {
 			return nil, err
 		}

@@ -26,14 +26,14 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	after, err := rpc.DecodePageToken(req.Msg.PageToken)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size)
+	after, err := rpc.DecodePageToken(approvalPages, req.Msg.PageToken, s.plane.approvals.Len())
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size, rpc.PageWeigher(req.Header()))
 	if err != nil {
 		return nil, err
 	}

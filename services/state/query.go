@@ -156,6 +156,9 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
 	return err
 }
 
+// taskPages names ListTasks's page tokens, which no other list takes.
+const taskPages = "tasks"
+
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {
 	size, err := rpc.PageSize(req.Msg.PageSize, DefaultPageSize, MaxPageSize)
 	if err != nil {
@@ -166,10 +169,6 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
 		}
 	}
-	after, err := rpc.DecodePageToken(req.Msg.PageToken)
-	if err != nil {
-		return nil, err
-	}
 	// Like a read of one task, a list shows what the caller just wrote.
 	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
 	defer cancel()
@@ -177,13 +176,17 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 		return nil, err
 	}
 	who := rpc.Caller(ctx)
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes)
+	after, err := rpc.DecodePageToken(taskPages, req.Msg.PageToken, s.plane.views.Len(who.Tenant))
+	if err != nil {
+		return nil, err
+	}
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes, rpc.PageWeigher(req.Header()))
 	for _, t := range tasks {
 		if b := s.plane.blind(who, func() parties { return partiesOf(t) }); b != nil {
 			b.Task(t)
 		}
 	}
-	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}), nil
+	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(taskPages, next)}), nil
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to
