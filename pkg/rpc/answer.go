@@ -28,8 +28,7 @@ func sentAsJSON(h http.Header) bool {
 // place in the page.
 type Weigher func(proto.Message) int
 
-// jsonItemBytes is what m weighs as an item of a page in JSON: its
-// encoding and a comma.
+// jsonItemBytes is what m weighs in JSON: its encoding and a comma.
 func jsonItemBytes(m proto.Message) int {
 	b, err := protojson.Marshal(m)
 	if err != nil {
@@ -39,14 +38,19 @@ func jsonItemBytes(m proto.Message) int {
 }
 
 // PageWeigher returns the Weigher of a page answering a request with
-// header h: a JSON page is weighed as JSON, which may be six times its
-// binary size, so that it too stays within MaxPageBytes.
+// header h: a JSON item is counted at its worst case, six times its
+// binary size, so that a JSON page too stays within MaxPageBytes.
+// Measuring each item's JSON would cost an encoding of every item, and
+// garbage of a page's size, on every call.
 func PageWeigher(h http.Header) Weigher {
 	if sentAsJSON(h) {
-		return jsonItemBytes
+		return jsonPageItemBytes
 	}
 	return PageItemBytes
 }
+
+// jsonPageItemBytes is what m weighs as an item of a JSON page, at worst.
+func jsonPageItemBytes(m proto.Message) int { return jsonWorstCase * PageItemBytes(m) }
 
 // encodedSize is m's size as the answer to req is encoded.
 func encodedSize(req connect.AnyRequest, m proto.Message) int {

@@ -62,7 +62,7 @@ func NewResponseBudget(size int64) *ResponseBudget {
 	return &ResponseBudget{
 		pool:  pool{sem: semaphore.NewWeighted(size), size: size},
 		held:  prometheus.NewDesc("steward_rpc_response_bytes_held", "Response bytes reserved by answers built and not yet written to their clients (twice each answer's protobuf size).", nil, nil),
-		waits: prometheus.NewDesc("steward_rpc_responses_waiting", "Answers built and waiting for response bytes of their connection's or the server's budget.", nil, nil),
+		waits: prometheus.NewDesc("steward_rpc_responses_waiting", "Calls waiting for response bytes of their connection's or the server's budget: to run their handler, or with their answer built.", nil, nil),
 	}
 }
 
@@ -120,6 +120,25 @@ func (c *connBudget) take(ctx context.Context, n int) (int64, error) {
 		return 0, err
 	}
 	return want, nil
+}
+
+// builders is how many calls of one connection may run their handlers at
+// once: each holds this share of the connection's budget until its
+// answer is built and reserved, so that a stalled connection's later
+// calls wait before they build anything (the semaphore is first come,
+// first served), not with their answers built.
+const builders = 8
+
+// admit takes a builder's share of the connection's budget, waiting while
+// earlier calls hold it.
+func (c *connBudget) admit(ctx context.Context) (int64, error) {
+	share := c.conn.size / builders
+	c.server.waiting.Add(1)
+	defer c.server.waiting.Add(-1)
+	if err := c.conn.acquire(ctx, share); err != nil {
+		return 0, err
+	}
+	return share, nil
 }
 
 func (c *connBudget) give(n int64) {
@@ -195,13 +214,23 @@ func reserve(ctx context.Context, n int) error {
 
 // budgetInterceptor reserves every answer's bytes before it is encoded,
 // in one place for every procedure: a unary answer's until the call's
-// response is written, a stream's message's until it is sent.
+// response is written, a stream's message's until it is sent. A unary
+// handler runs only once admitted (admit).
 type budgetInterceptor struct{}
 
 func (budgetInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		h, ok := ctx.Value(heldKey{}).(*held)
+		if !ok {
+			return next(ctx, req)
+		}
+		share, err := h.b.admit(ctx)
+		if err != nil {
+			return nil, err
+		}
 		resp, err := next(ctx, req)
-		if err != nil || resp == nil || req.Spec().IsClient {
+		h.b.conn.release(share)
+		if err != nil || resp == nil {
 			return resp, err
 		}
 		if m, ok := resp.Any().(proto.Message); ok {
