@@ -44,7 +44,8 @@ const (
 // of about 250 KB, against the real binary, and measures the
 // largest ListTasks page: its size and CPU; what 10 clients that send it
 // and never read the answer pin; and what one HTTP/2 connection with a
-// zero window and 100 such streams pins. It takes minutes (each plan costs
+// zero window and 100 such streams pins, or 100 streams of a CreateTask
+// sent again, whose small body is answered with a task of 0.9 MB. It takes minutes (each plan costs
 // SubmitPlan most of a second), so it runs only when asked for:
 //
 //	STEWARD_BOUNDED_ANSWERS=1 go test -count=1 -timeout 20m -run TestBoundedAnswers -v ./e2e/
