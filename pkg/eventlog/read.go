@@ -22,10 +22,24 @@ type Raw struct {
 // ReadRaw returns every stored event of taskID, unverified, in order. A
 // task with no events yields an empty slice.
 func (l *Log) ReadRaw(ctx context.Context, taskID string) ([]Raw, error) {
+	var out []Raw
+	err := l.EachRaw(ctx, taskID, func(r Raw) error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// EachRaw calls fn with every stored event of taskID, unverified, in
+// order, one read at a time, until fn returns an error: a reader of a long
+// history holds one event of it at a time.
+func (l *Log) EachRaw(ctx context.Context, taskID string, fn func(Raw) error) error {
 	if !ValidTaskID(taskID) {
-		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
+		return errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
 	}
-	return l.readRaw(ctx, l.Subject(taskID))
+	return l.scan(ctx, l.Subject(taskID), 1, func(seq uint64, subject string, data []byte) error {
+		return fn(Raw{Sequence: seq, Subject: subject, Data: data})
+	})
 }
 
 func (l *Log) readRaw(ctx context.Context, subject string) ([]Raw, error) {
@@ -121,19 +135,27 @@ func (l *Log) scan(ctx context.Context, subject string, from uint64, fn func(seq
 // them to the events before is the caller's part: the fold checks each
 // event's prev_hash against the head it already has.
 func (l *Log) ReadAfter(ctx context.Context, taskID string, after uint64) ([]*stewardv1.EventRecord, error) {
-	if !ValidTaskID(taskID) {
-		return nil, errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
-	}
 	var out []*stewardv1.EventRecord
-	err := l.scan(ctx, l.Subject(taskID), after+1, func(seq uint64, subject string, data []byte) error {
+	err := l.EachAfter(ctx, taskID, after, func(rec *stewardv1.EventRecord) error {
+		out = append(out, rec)
+		return nil
+	})
+	return out, err
+}
+
+// EachAfter calls fn with each event ReadAfter returns, one read at a
+// time, until fn returns an error.
+func (l *Log) EachAfter(ctx context.Context, taskID string, after uint64, fn func(*stewardv1.EventRecord) error) error {
+	if !ValidTaskID(taskID) {
+		return errs.Wrap(errs.Invalid, ErrInvalidTaskID, "read")
+	}
+	return l.scan(ctx, l.Subject(taskID), after+1, func(seq uint64, subject string, data []byte) error {
 		ev, err := l.decode(subject, data)
 		if err != nil {
 			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
 		}
-		out = append(out, &stewardv1.EventRecord{Sequence: seq, Event: ev})
-		return nil
+		return fn(&stewardv1.EventRecord{Sequence: seq, Event: ev})
 	})
-	return out, err
 }
 
 // LastSequence returns the stream sequence of taskID's last event, or 0

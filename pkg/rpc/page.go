@@ -18,8 +18,8 @@ import (
 // far smaller: at most about a request's 1 MiB).
 const MaxPageBytes = 2 << 20
 
-// PageItemBytes is what m weighs as an item of a page: its bytes, and its
-// tag and length in the page.
+// PageItemBytes is what m weighs as an item of a page in binary: its
+// bytes, and its tag and length in the page.
 func PageItemBytes(m proto.Message) int {
 	return protowire.SizeTag(1) + protowire.SizeBytes(proto.Size(m))
 }
@@ -38,27 +38,32 @@ func PageSize(n int32, def, max int) (int, error) {
 	return int(n), nil
 }
 
-// Position page tokens are opaque to clients; inside they are a position
-// in a list that only grows at its end, so paging is stable.
+// Position page tokens are opaque to clients; inside they are the list
+// they page (kind) and a position in it, a list that only grows at its
+// end, so paging is stable.
 const pageTokenPrefix = "v1:"
 
-// EncodePageToken returns the token of position pos; "" for 0, the end.
-func EncodePageToken(pos int) string {
+// EncodePageToken returns the token of position pos in the list kind
+// names ("tasks", "approvals"); "" for 0, the end.
+func EncodePageToken(kind string, pos int) string {
 	if pos == 0 {
 		return ""
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + strconv.Itoa(pos)))
+	return base64.RawURLEncoding.EncodeToString([]byte(pageTokenPrefix + kind + ":" + strconv.Itoa(pos)))
 }
 
-// DecodePageToken returns the position of a token EncodePageToken made: 0
-// for "", InvalidArgument on page_token for any other.
-func DecodePageToken(tok string) (int, error) {
+// DecodePageToken returns the position of a token EncodePageToken made
+// for kind in a list of n items: 0 for "", InvalidArgument on page_token
+// for any other, a token of another list or past this one's end among
+// them.
+func DecodePageToken(kind, tok string, n int) (int, error) {
 	if tok == "" {
 		return 0, nil
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
-	if err == nil && strings.HasPrefix(string(raw), pageTokenPrefix) {
-		if pos, err := strconv.Atoi(strings.TrimPrefix(string(raw), pageTokenPrefix)); err == nil && pos > 0 {
+	prefix := pageTokenPrefix + kind + ":"
+	if err == nil && strings.HasPrefix(string(raw), prefix) {
+		if pos, err := strconv.Atoi(strings.TrimPrefix(string(raw), prefix)); err == nil && pos > 0 && pos < n {
 			return pos, nil
 		}
 	}

@@ -41,7 +41,8 @@ func HandlerOptions(log *slog.Logger, tokens Tokens, parties PartiesFunc, edge .
 	return append(strictCodecs(),
 		// The edge answers refused decodings and translates every error,
 		// so the limits every request shares are checked inside it.
-		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties, edge...), limits.NewInterceptor()),
+		// Innermost, the budget sees every answer as its handler built it.
+		connect.WithInterceptors(NewEdgeInterceptor(log, tokens, parties, edge...), limits.NewInterceptor(), budgetInterceptor{}),
 		connect.WithReadMaxBytes(MaxRequestBytes),
 		connect.WithSendMaxBytes(MaxResponseBytes),
 		// Compressing small messages costs more CPU than it saves bytes,
@@ -99,6 +100,7 @@ type options struct {
 	idleTimeout       time.Duration
 	maxStreams        int
 	connBytes         int64
+	budget            *ResponseBudget
 	cert              *tls.Certificate
 }
 
@@ -183,6 +185,9 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.budget == nil {
+		o.budget = NewResponseBudget(DefaultServerResponseBytes)
+	}
 	mux := http.NewServeMux()
 	names := make([]string, 0, len(services))
 	for _, s := range services {
@@ -226,7 +231,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 			ReadTimeout:       o.readTimeout,
 			IdleTimeout:       o.idleTimeout,
 			HTTP2:             &http.HTTP2Config{MaxConcurrentStreams: o.maxStreams},
-			ConnContext:       withConnBudget(o.connBytes),
+			ConnContext:       withConnBudget(o.connBytes, o.budget),
 		},
 	}, nil
 }

@@ -17,6 +17,15 @@ import (
 // issue 27.
 func ZeroWindowStreams(tb testing.TB, addr, path string, body []byte, n int) {
 	tb.Helper()
+	StalledStreams(tb, addr, path, "application/json", body, 0, n)
+}
+
+// StalledStreams is ZeroWindowStreams with the request's content type
+// and the client's windows of window bytes: a stream answer (a Connect
+// streaming request, "application/connect+json", with an enveloped body)
+// can send its first few messages, and then no more.
+func StalledStreams(tb testing.TB, addr, path, contentType string, body []byte, window uint32, n int) {
+	tb.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		tb.Fatal(err)
@@ -26,7 +35,7 @@ func ZeroWindowStreams(tb testing.TB, addr, path string, body []byte, n int) {
 		tb.Fatal(err)
 	}
 	fr := http2.NewFramer(c, c)
-	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+	if err := fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: window}); err != nil {
 		tb.Fatal(err)
 	}
 	var hb bytes.Buffer
@@ -34,7 +43,7 @@ func ZeroWindowStreams(tb testing.TB, addr, path string, body []byte, n int) {
 	for i := range n {
 		id := uint32(2*i + 1)
 		hb.Reset()
-		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", addr}, {":path", path}, {"content-type", "application/json"}} {
+		for _, f := range [][2]string{{":method", "POST"}, {":scheme", "http"}, {":authority", addr}, {":path", path}, {"content-type", contentType}} {
 			_ = enc.WriteField(hpack.HeaderField{Name: f[0], Value: f[1]})
 		}
 		err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: hb.Bytes(), EndStream: len(body) == 0, EndHeaders: true})

@@ -174,10 +174,23 @@ func (x *Approvals) Page(taskID string, pendingOnly bool, after, limit int) ([]*
 // what it holds when the request names no page size.
 const MaxApprovalPage = 1000
 
+// approvalPages names ListApprovals's page tokens, which no other list
+// takes.
+const approvalPages = "approvals"
+
+// Len returns how many approvals there have been: the end of the list,
+// past which no page token points.
+func (x *Approvals) Len() int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return len(x.order)
+}
+
 // approvalPage is one page of ListApprovals: the tenant's approvals from
-// position after, at most size of them and rpc.MaxPageBytes, with the
+// position after, at most size of them and rpc.MaxPageBytes as weigh
+// weighs them, with the
 // token of the position after the last one when there are more.
-func (p *Plane) approvalPage(ctx context.Context, who rpc.Identity, req *stewardv1.ListApprovalsRequest, after, size int) (*stewardv1.ListApprovalsResponse, error) {
+func (p *Plane) approvalPage(ctx context.Context, who rpc.Identity, req *stewardv1.ListApprovalsRequest, after, size int, weigh rpc.Weigher) (*stewardv1.ListApprovalsResponse, error) {
 	out := &stewardv1.ListApprovalsResponse{}
 	bytes := 0
 	for {
@@ -193,9 +206,9 @@ func (p *Plane) approvalPage(ctx context.Context, who rpc.Identity, req *steward
 			if len(mine) == 0 {
 				continue
 			}
-			n := rpc.PageItemBytes(ap)
+			n := weigh(ap)
 			if len(out.Approvals) == size || (len(out.Approvals) > 0 && bytes+n > rpc.MaxPageBytes) {
-				out.NextPageToken = rpc.EncodePageToken(at[i])
+				out.NextPageToken = rpc.EncodePageToken(approvalPages, at[i])
 				return out, nil
 			}
 			bytes += n

@@ -5,7 +5,6 @@ import (
 	"context"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -27,24 +26,17 @@ func (s *governanceService) ListApprovals(ctx context.Context, req *connect.Requ
 	if err != nil {
 		return nil, err
 	}
-	after, err := rpc.DecodePageToken(req.Msg.PageToken)
-	if err != nil {
-		return nil, err
-	}
 	if err := s.plane.approvals.Sync(ctx, s.plane.log); err != nil {
 		return nil, err
 	}
-	// As ListTasks: a page's bytes of the connection's budget are held
-	// before it is built, so a client that does not read waits.
-	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
+	after, err := rpc.DecodePageToken(approvalPages, req.Msg.PageToken, s.plane.approvals.Len())
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size)
+	page, err := s.plane.approvalPage(ctx, rpc.Caller(ctx), req.Msg, after, size, rpc.PageWeigher(req.Header()))
 	if err != nil {
 		return nil, err
 	}
-	shrink(proto.Size(page))
 	return connect.NewResponse(page), nil
 }
 

@@ -2,8 +2,10 @@ package state
 
 import (
 	"context"
+	"errors"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/audit"
 	"github.com/steward-run/steward/pkg/errs"
@@ -18,23 +20,28 @@ type auditService struct {
 	plane *Plane
 }
 
-// stored reads a task's raw events; a task with none is NotFound.
-func (s *auditService) stored(ctx context.Context, taskID string) ([]eventlog.Raw, error) {
+// eachStored calls fn with the task's raw events, one read at a time,
+// until fn returns an error; a task with none is NotFound.
+func (s *auditService) eachStored(ctx context.Context, taskID string, fn func(eventlog.Raw) error) error {
 	if err := checkTaskID(taskID); err != nil {
-		return nil, err
+		return err
 	}
-	raws, err := s.plane.log.ReadRaw(ctx, taskID)
-	if err != nil {
-		return nil, err
+	n := 0
+	if err := s.plane.log.EachRaw(ctx, taskID, func(raw eventlog.Raw) error {
+		n++
+		return fn(raw)
+	}); err != nil {
+		return err
 	}
-	if len(raws) == 0 {
-		return nil, errs.New(errs.NotFound, "task %s not found", taskID)
+	if n == 0 {
+		return errs.New(errs.NotFound, "task %s not found", taskID)
 	}
-	return raws, nil
+	return nil
 }
 
 // ReplayTask streams the task's stored events, to who may read its content
-// (mayStream): they carry its small results.
+// (mayStream): they carry its small results. Events are read as they are
+// sent, so a long history is never in memory whole.
 func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stewardv1.ReplayTaskRequest], stream *connect.ServerStream[stewardv1.ReplayTaskResponse]) error {
 	if err := checkTaskID(req.Msg.TaskId); err != nil {
 		return err
@@ -42,38 +49,42 @@ func (s *auditService) ReplayTask(ctx context.Context, req *connect.Request[stew
 	if err := s.plane.mayStream(ctx, rpc.Caller(ctx), req.Msg.TaskId); err != nil {
 		return err
 	}
-	raws, err := s.stored(ctx, req.Msg.TaskId)
-	if err != nil {
-		return err
-	}
 	// Every stored event goes out, verified or not: an auditor judges for
 	// themselves and must be able to export a broken history. After the
 	// first break, responses carry only the sequence and the bytes.
 	r := audit.NewReplayer(req.Msg.TaskId)
-	for _, raw := range raws {
+	return s.eachStored(ctx, req.Msg.TaskId, func(raw eventlog.Raw) error {
 		resp := &stewardv1.ReplayTaskResponse{Record: &stewardv1.EventRecord{Sequence: raw.Sequence}, Data: raw.Data}
 		if step, err := r.Next(raw.Data, raw.Sequence); err == nil {
 			resp.Record.Event, resp.Task = step.Event, step.Task
 		}
-		if err := stream.Send(resp); err != nil {
-			return err
+		// A task past the bound of an answer is left out, not the event:
+		// the export goes on, and the task is the fold of what it sent.
+		if resp.Task != nil && proto.Size(resp) > rpc.MaxResponseBytes {
+			resp.Task = nil
 		}
-	}
-	return nil
+		return stream.Send(resp)
+	})
 }
+
+// errChainBroken ends a verification's read at the first break.
+var errChainBroken = errors.New("chain broken")
 
 // VerifyTask checks the task's hash chain, for anyone: the verdict, the
 // count and any break; the head hash only to who may read the content.
 func (s *auditService) VerifyTask(ctx context.Context, req *connect.Request[stewardv1.VerifyTaskRequest]) (*connect.Response[stewardv1.VerifyTaskResponse], error) {
-	raws, err := s.stored(ctx, req.Msg.TaskId)
-	if err != nil {
-		return nil, err
-	}
 	r := audit.NewReplayer(req.Msg.TaskId)
-	for _, raw := range raws {
-		if err := r.Check(raw.Data, raw.Sequence); err != nil {
-			break
+	// Sequences only, 8 bytes an event, to name where the chain broke.
+	var seqs []uint64
+	err := s.eachStored(ctx, req.Msg.TaskId, func(raw eventlog.Raw) error {
+		seqs = append(seqs, raw.Sequence)
+		if r.Check(raw.Data, raw.Sequence) != nil {
+			return errChainBroken
 		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errChainBroken) {
+		return nil, err
 	}
 	rep := r.Report()
 	resp := &stewardv1.VerifyTaskResponse{Ok: rep.OK(), EventCount: uint32(rep.Events), HeadHash: rep.Head}
@@ -84,7 +95,7 @@ func (s *auditService) VerifyTask(ctx context.Context, req *connect.Request[stew
 		resp.HeadHash = nil
 	}
 	if b := rep.Break; b != nil {
-		resp.Break = &stewardv1.ChainBreak{Index: uint32(b.Index), Sequence: raws[b.Index].Sequence, EventId: b.EventID, Reason: b.Reason}
+		resp.Break = &stewardv1.ChainBreak{Index: uint32(b.Index), Sequence: seqs[b.Index], EventId: b.EventID, Reason: b.Reason}
 	}
 	return connect.NewResponse(resp), nil
 }

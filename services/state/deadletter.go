@@ -62,7 +62,7 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 		return nil, err
 	}
 	out := &stewardv1.ListDeadLettersResponse{}
-	bytes := 0
+	bytes, weigh := 0, rpc.PageWeigher(req.Header())
 	for i, d := range list {
 		dl := &stewardv1.DeadLetter{
 			Sequence: d.Sequence, Consumer: d.Consumer, Subject: d.Subject, TaskId: d.TaskID, EventType: d.Type,
@@ -70,7 +70,7 @@ func (s *deadLetterService) ListDeadLetters(ctx context.Context, req *connect.Re
 		}
 		// As ListTasks, the page ends before the record that would pass
 		// rpc.MaxPageBytes.
-		n := rpc.PageItemBytes(dl)
+		n := weigh(dl)
 		if i > 0 && bytes+n > rpc.MaxPageBytes {
 			list, more = list[:i], true
 			break

@@ -218,13 +218,13 @@ func (p *Projection) moving(taskID, actionID string) bool {
 	return false
 }
 
-// List returns the summaries (taskSummary) of up to limit tasks of tenant
+// List returns the summaries (task.Summary) of up to limit tasks of tenant
 // created after position after (0 for the start) whose status is in
 // statuses (all when empty), in creation order, no more than maxBytes of
-// them (proto.Size; at least one), and the position to continue from (0
+// them as weigh weighs them (at least one), and the position to continue from (0
 // when there is no more). Another tenant's tasks are not there at all
 // (docs/tenants.md).
-func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit, maxBytes int) ([]*stewardv1.Task, int) {
+func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit, maxBytes int, weigh rpc.Weigher) ([]*stewardv1.Task, int) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
@@ -238,8 +238,8 @@ func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after,
 		if len(out) == limit {
 			return out, i
 		}
-		s := taskSummary(t)
-		n := rpc.PageItemBytes(s)
+		s := task.Summary(t)
+		n := weigh(s)
 		if len(out) > 0 && bytes+n > maxBytes {
 			return out, i
 		}
@@ -247,6 +247,14 @@ func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after,
 		out = append(out, s)
 	}
 	return out, 0
+}
+
+// Len returns how many tasks tenant has had: the end of its list, past
+// which no page token points.
+func (p *Projection) Len(tenant string) int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.byTenant[tenant])
 }
 
 // Size returns the protobuf size of the task's view without copying it:

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -86,8 +85,8 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	if err := s.plane.caughtUp(ctx, req.Msg.TaskId); err != nil {
 		return nil, err
 	}
-	// Weigh the task before copying it, and hold its bytes of the
-	// connection's budget before building the answer (rpc.Reserve).
+	// Weigh the task before copying it: one past the bound of an answer
+	// is refused before it is built.
 	size, err := s.plane.views.Size(req.Msg.TaskId)
 	if errs.Is(err, errs.NotFound) {
 		return nil, noView(req.Msg.TaskId)
@@ -97,9 +96,6 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 	}
 	if size > rpc.MaxResponseBytes {
 		return nil, errs.New(errs.TooLarge, "task %s weighs %d bytes, past the %d bytes of an answer: its summary is in ListTasks, its actions one by one in GetAction", req.Msg.TaskId, size, rpc.MaxResponseBytes)
-	}
-	if _, err := rpc.Reserve(ctx, size); err != nil {
-		return nil, err
 	}
 	t, err := s.plane.fresh(ctx, req.Msg.TaskId)
 	if err != nil {
@@ -160,6 +156,9 @@ func (p *Plane) readAction(ctx context.Context, taskID, actionID string) error {
 	return err
 }
 
+// taskPages names ListTasks's page tokens, which no other list takes.
+const taskPages = "tasks"
+
 func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewardv1.ListTasksRequest]) (*connect.Response[stewardv1.ListTasksResponse], error) {
 	size, err := rpc.PageSize(req.Msg.PageSize, DefaultPageSize, MaxPageSize)
 	if err != nil {
@@ -170,32 +169,24 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
 		}
 	}
-	after, err := rpc.DecodePageToken(req.Msg.PageToken)
-	if err != nil {
-		return nil, err
-	}
 	// Like a read of one task, a list shows what the caller just wrote.
 	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
 	defer cancel()
 	if err := eventlog.CatchUp(wctx, s.plane.views, s.plane.log.LastTaskSequence); err != nil {
 		return nil, err
 	}
-	// Hold a page's bytes of the connection's budget before building it:
-	// a client that does not read its pages waits, not the server's memory.
-	shrink, err := rpc.Reserve(ctx, rpc.MaxPageBytes)
+	who := rpc.Caller(ctx)
+	after, err := rpc.DecodePageToken(taskPages, req.Msg.PageToken, s.plane.views.Len(who.Tenant))
 	if err != nil {
 		return nil, err
 	}
-	who := rpc.Caller(ctx)
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes)
+	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes, rpc.PageWeigher(req.Header()))
 	for _, t := range tasks {
 		if b := s.plane.blind(who, func() parties { return partiesOf(t) }); b != nil {
 			b.Task(t)
 		}
 	}
-	resp := &stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(next)}
-	shrink(proto.Size(resp))
-	return connect.NewResponse(resp), nil
+	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(taskPages, next)}), nil
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to
@@ -225,16 +216,18 @@ func (s *queryService) WatchTask(ctx context.Context, req *connect.Request[stewa
 	if err := stream.Send(&stewardv1.WatchTaskResponse{LastSequence: last}); err != nil {
 		return err
 	}
-	past, err := s.plane.log.ReadAfter(ctx, taskID, req.Msg.AfterSequence)
-	if err != nil {
-		return err
-	}
+	// The past is read one event at a time as it is sent: a long history
+	// is never in memory whole, and each message waits for its bytes of
+	// the connection's budget.
 	sent := req.Msg.AfterSequence
-	for _, rec := range past {
+	if err := s.plane.log.EachAfter(ctx, taskID, sent, func(rec *stewardv1.EventRecord) error {
 		if err := stream.Send(&stewardv1.WatchTaskResponse{Record: rec}); err != nil {
 			return err
 		}
 		sent = rec.Sequence
+		return nil
+	}); err != nil {
+		return err
 	}
 	for {
 		select {

@@ -24,6 +24,13 @@ import (
 // interceptor, and returns clients for its query and audit services.
 func serveState(t *testing.T, env *stewardtest.Env) (stewardv1connect.QueryServiceClient, stewardv1connect.AuditServiceClient) {
 	t.Helper()
+	url := serveStateURL(t, env)
+	return stewardv1connect.NewQueryServiceClient(http.DefaultClient, url), stewardv1connect.NewAuditServiceClient(http.DefaultClient, url)
+}
+
+// serveStateURL serves a state plane over env and returns its URL.
+func serveStateURL(t *testing.T, env *stewardtest.Env) string {
+	t.Helper()
 	p := startPlane(t, env.Log, env.Logger, state.Config{})
 	mux := http.NewServeMux()
 	for _, s := range p.Services(rpc.HandlerOptions(env.Logger, nil, nil)) {
@@ -31,7 +38,7 @@ func serveState(t *testing.T, env *stewardtest.Env) (stewardv1connect.QueryServi
 	}
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
-	return stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL), stewardv1connect.NewAuditServiceClient(srv.Client(), srv.URL)
+	return srv.URL
 }
 
 // act returns the ledger steps that take a proposed action id through an

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/state"
@@ -145,5 +147,33 @@ func TestGetTaskRefusesATaskPastTheAnswerBound(t *testing.T) {
 	}
 	if _, err := client.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: "t1", ActionId: "a15"})); err != nil {
 		t.Fatalf("GetAction of the heavy task's action: %v", err)
+	}
+}
+
+// TestReplayTaskLeavesOutATaskPastTheAnswerBound: ReplayTask of a task of
+// about 10 MiB sends every event, leaving out the task folded so far once
+// it would pass rpc.MaxResponseBytes, instead of failing the export.
+func TestReplayTaskLeavesOutATaskPastTheAnswerBound(t *testing.T) {
+	env := stewardtest.NewEnv(t)
+	h := running()
+	for i := range 16 {
+		h = append(h, heavyAction(fmt.Sprint("a", i), 200<<10)...)
+	}
+	env.Append("t1", h...)
+	// Uncompressed: Connect's send limit counts compressed bytes.
+	audit := stewardv1connect.NewAuditServiceClient(http.DefaultClient, serveStateURL(t, env), connect.WithAcceptCompression("gzip", nil, nil))
+	stream, err := audit.ReplayTask(context.Background(), connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: "t1"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events, withTask := 0, 0
+	for stream.Receive() {
+		events++
+		if stream.Msg().Task != nil {
+			withTask++
+		}
+	}
+	if err := stream.Err(); err != nil || events != len(h) || withTask == events || withTask == 0 {
+		t.Fatalf("ReplayTask of a task of about 10 MiB: %d of %d events, %d with the task, %v; want every event, the task left out of the last ones", events, len(h), withTask, err)
 	}
 }

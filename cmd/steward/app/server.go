@@ -116,6 +116,9 @@ type Server struct {
 
 	// denied counts the calls the RPC edge refused
 	denied *prometheus.CounterVec
+	// answers is the budget of response bytes in flight of all the API's
+	// connections, reported on /metrics.
+	answers *rpc.ResponseBudget
 
 	bus    *embedded.Server
 	nc     *nats.Conn
@@ -180,6 +183,7 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	m.stops = append(m.stops, stopKeys)
 	m.denied = rpc.NewDeniedCounter()
+	m.answers = rpc.NewResponseBudget(rpc.DefaultServerResponseBytes)
 	// Every plane finds a task's tenant in the log itself, so that no
 	// role reaches across tenants in services mode either.
 	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied), rpc.WithTenants(func(ctx context.Context, taskID string) (string, error) {
@@ -240,6 +244,7 @@ func (m *Server) listenOptions(js jetstream.JetStream, log *eventlog.Log) ([]rpc
 	if err != nil {
 		return nil, err
 	}
+	listen = append(listen, rpc.WithResponseBudget(m.answers))
 	if m.TLSCert != "" {
 		opt, err := rpc.WithTLS(m.TLSCert, m.TLSKey)
 		if err != nil {

@@ -269,6 +269,7 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		eventlog.NewLagCollector(js, eventlog.DefaultLagTimeout, append([]string{log.Config().Stream}, natsperm.TimerStreams()...)...),
 		eventlog.NewDeadLetterCollector(log, eventlog.DefaultLagTimeout),
 		m.denied,
+		m.answers,
 	}
 	for _, p := range m.planes {
 		if c, ok := p.(interface{ Collector() prometheus.Collector }); ok {

@@ -1,4 +1,4 @@
-package state
+package task
 
 import (
 	"google.golang.org/protobuf/proto"
@@ -7,12 +7,13 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// taskSummary copies a task as ListTasks shows it: everything but what makes a
+// Summary copies a task as ListTasks shows it (and a change to a task too
+// heavy for an answer is answered): everything but what makes a
 // task heavy and is one GetTask away — the plan's steps (their params,
 // expressions and results), the actions' canonical requests, rationales
 // and results, an approval's parameters and rationale. The copy never
 // touches the heavy parts, so a page costs what its summaries weigh.
-func taskSummary(t *stewardv1.Task) *stewardv1.Task {
+func Summary(t *stewardv1.Task) *stewardv1.Task {
 	s := cloneExcept(t, "actions", "plan")
 	for _, a := range t.Actions {
 		sa := cloneExcept(a, "request", "rationale", "outcome", "approval")
