@@ -82,7 +82,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	}
 	defer u.settle(ctx, &err)
 	size := int64(proto.Size(req.Plan))
-	done, err := p.admitOn(ctx, req.TaskId, func(r running) tally { return tally{planBytes: size - r.planBytes} })
+	done, err := p.admitOn(ctx, req.TaskId, func(_ *usage, r running) (owner, tally) { return r.owner, tally{planBytes: size - r.planBytes} })
 	if err != nil {
 		return nil, false, err
 	}

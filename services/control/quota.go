@@ -93,12 +93,12 @@ func (p *Plane) admit(ctx context.Context, o owner, d tally) (done func(seq uint
 	return p.usage.admit(o, d, p.quotas)
 }
 
-// admitOn is admit for a command on running task taskID, counted against
-// the task's owner: more returns what the command adds to what the task
-// holds now. A task usage does not know as running (ended, or unknown)
-// is let through with nothing held, for the command's own checks to
-// answer.
-func (p *Plane) admitOn(ctx context.Context, taskID string, more func(running) tally) (done func(seq uint64), err error) {
+// admitOn is admit for a command on running task taskID: charge returns
+// whom it is counted against and what it adds to what the task holds now
+// (it runs under usage's lock). A task usage does not know as running has
+// ended (or does not exist): the command is refused, as the task's fold
+// would refuse its event, before it stores or records anything.
+func (p *Plane) admitOn(ctx context.Context, taskID string, charge func(*usage, running) (owner, tally)) (done func(seq uint64), err error) {
 	if err := p.usage.catchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -106,9 +106,10 @@ func (p *Plane) admitOn(ctx context.Context, taskID string, more func(running) t
 	defer p.usage.mu.Unlock()
 	r, ok := p.usage.tasks[taskID]
 	if !ok {
-		return func(uint64) {}, nil
+		return nil, errs.New(errs.FailedPrecondition, "task %s is not running: it has ended", taskID)
 	}
-	return p.usage.admit(r.owner, more(r), p.quotas)
+	o, d := charge(p.usage, r)
+	return p.usage.admit(o, d, p.quotas)
 }
 
 // admit is Plane.admit once caught up; the caller holds mu.

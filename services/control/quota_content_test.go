@@ -1,0 +1,63 @@
+package control_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/errs"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/control"
+)
+
+// submitContent submits content inline as artifact name of taskID, by
+// principal.
+func submitContent(ctl *control.Plane, principal, taskID, name string, content []byte) error {
+	_, _, err := ctl.SubmitArtifact(context.Background(), principal, &stewardv1.SubmitArtifactRequest{TaskId: taskID, Name: name, MediaType: "text/plain", Content: content})
+	return err
+}
+
+// TestEndedTaskStoresNoContent: an artifact an ended task refuses stores
+// nothing, so refusals cannot fill the store past the content quota.
+func TestEndedTaskStoresNoContent(t *testing.T) {
+	r := newRig(t)
+	ctx := context.Background()
+	ctl := r.withQuotas(t, control.Quotas{ContentBytesPerTenant: 1000})
+	id := r.acceptanceTask(t, "ended", nil)
+	if _, err := ctl.CancelTask(ctx, "agent", &stewardv1.CancelTaskRequest{TaskId: id, Reason: "done with it"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range []byte("abc") {
+		content := bytes.Repeat([]byte{b}, 600)
+		if err := submitContent(ctl, "agent", id, "late", content); !errs.Is(err, errs.FailedPrecondition) {
+			t.Fatalf("an artifact for a cancelled task: %v, want FailedPrecondition", err)
+		}
+		hash := action.RequestHash(content)
+		if _, err := r.Results.Get(ctx, "kv://"+action.ResultBucket+"/"+hash, hash); err == nil {
+			t.Fatal("the refused artifact's content was stored")
+		}
+	}
+}
+
+// TestContentIsChargedToItsSubmitter: stored content counts against the
+// principal that submits it, not the task's creator, and content the
+// store holds already (the same bytes again, under any name) is not
+// charged again.
+func TestContentIsChargedToItsSubmitter(t *testing.T) {
+	r := newRig(t)
+	ctl := r.withQuotas(t, control.Quotas{ContentBytesPerPrincipal: 1000})
+	id := r.acceptanceTask(t, "shared", nil)
+	first := bytes.Repeat([]byte("a"), 600)
+	if err := submitContent(ctl, "agent:one", id, "a", first); err != nil {
+		t.Fatal(err)
+	}
+	if err := submitContent(ctl, "agent:two", id, "b", bytes.Repeat([]byte("b"), 600)); err != nil {
+		t.Fatalf("another submitter on the same task: %v", err)
+	}
+	if err := submitContent(ctl, "agent:one", id, "again", first); err != nil {
+		t.Fatalf("the same content again, which the store holds once: %v", err)
+	}
+	refusedQuota(t, submitContent(ctl, "agent:one", id, "c", bytes.Repeat([]byte("c"), 600)),
+		`quota "stored content bytes per principal" (1000) reached: principal "agent:one" holds 600, and this request would add 600`)
+}
