@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
@@ -81,8 +80,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	defer u.settle(ctx, &err)
-	size := int64(proto.Size(req.Plan))
-	done, err := p.admitOn(ctx, req.TaskId, func(_ *usage, r running) (owner, tally) { return r.owner, tally{planBytes: size - r.planBytes} })
+	done, err := p.admitPlan(ctx, t, principal, req.Plan)
 	if err != nil {
 		return nil, false, err
 	}

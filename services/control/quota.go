@@ -3,8 +3,11 @@ package control
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Quotas bound what one principal, and one tenant, may hold at once
@@ -110,6 +113,45 @@ func (p *Plane) admitOn(ctx context.Context, taskID string, charge func(*usage, 
 	}
 	o, d := charge(p.usage, r)
 	return p.usage.admit(o, d, p.quotas)
+}
+
+// admitPlan admits plan pl for task t, submitted by principal: its bytes,
+// counted against t's owner in place of t's current plan, and the most
+// sub-tasks its steps may delegate at once (subTasksOf), counted against
+// principal, as whom they are delegated, and t's tenant. A plan's
+// delegations are not refused when they come (a plan is not stopped
+// half-way), so its sub-tasks are admitted with it.
+func (p *Plane) admitPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan) (done func(seq uint64), err error) {
+	size := int64(proto.Size(pl))
+	bytes, err := p.admitOn(ctx, t.Contract.GetTaskId(), func(_ *usage, r running) (owner, tally) {
+		return r.owner, tally{planBytes: size - r.planBytes}
+	})
+	n := subTasksOf(pl)
+	if err != nil || n == 0 {
+		return bytes, err
+	}
+	subs, err := p.admit(ctx, owner{tenant: t.GetTenant(), principal: principal}, tally{running: n})
+	if err != nil {
+		bytes(0)
+		return nil, err
+	}
+	return func(seq uint64) { bytes(seq); subs(seq) }, nil
+}
+
+// subTasksOf returns the most sub-tasks pl's steps may have running at
+// once: one for each sub_task step, max_items for each foreach of
+// sub-tasks. A sub-task's own plan is admitted when it is submitted.
+func subTasksOf(pl *stewardv1.Plan) int64 {
+	var n int64
+	for _, s := range pl.GetSteps() {
+		switch {
+		case s.GetSubTask() != nil:
+			n++
+		case s.GetForeach().GetBody().GetSubTask() != nil:
+			n += int64(s.GetForeach().GetMaxItems())
+		}
+	}
+	return n
 }
 
 // admit is Plane.admit once caught up; the caller holds mu.

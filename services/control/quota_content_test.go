@@ -3,6 +3,7 @@ package control_test
 import (
 	"bytes"
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/action"
@@ -60,4 +61,28 @@ func TestContentIsChargedToItsSubmitter(t *testing.T) {
 	}
 	refusedQuota(t, submitContent(ctl, "agent:one", id, "c", bytes.Repeat([]byte("c"), 600)),
 		`quota "stored content bytes per principal" (1000) reached: principal "agent:one" holds 600, and this request would add 600`)
+}
+
+// TestPlanSubTasksAreAdmittedWithThePlan: a plan's sub-tasks are not
+// refused when they are delegated, so SubmitPlan admits the most its
+// steps may delegate against its submitter's running-task quota: a
+// foreach of 5 sub-tasks is refused under a quota of 2 (the task itself
+// is 1), and records nothing; one of 1 goes through.
+func TestPlanSubTasksAreAdmittedWithThePlan(t *testing.T) {
+	r := newRig(t)
+	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 2})
+	id := r.planTask(t, "fan-out", nil)
+	fanOut := func(version, items uint32) *stewardv1.Plan {
+		return &stewardv1.Plan{Version: version, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{{Id: "each",
+			Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "['" + strings.Join(strings.Split("abcde", "")[:items], "', '") + "']", MaxItems: items,
+				Body: &stewardv1.StepTemplate{Kind: &stewardv1.StepTemplate_SubTask{SubTask: subStep("x", nil, 10).GetSubTask()}}}}}}}
+	}
+	_, _, err := ctl.SubmitPlan(context.Background(), "agent", &stewardv1.SubmitPlanRequest{TaskId: id, Plan: fanOut(1, 5)})
+	refusedQuota(t, err, `quota "running tasks per principal" (2) reached: principal "agent" holds 1, and this request would add 5`)
+	if n := r.planEvents(t, id); n != 0 {
+		t.Fatalf("refused plan: %d PlanSubmitted events, want 0", n)
+	}
+	if _, _, err := ctl.SubmitPlan(context.Background(), "agent", &stewardv1.SubmitPlanRequest{TaskId: id, Plan: fanOut(1, 1)}); err != nil {
+		t.Fatalf("a foreach of 1 sub-task beside the task itself: %v", err)
+	}
 }
