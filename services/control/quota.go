@@ -14,17 +14,17 @@ import (
 // (docs/quotas.md). Zero is the default (DefaultQuotas).
 type Quotas struct {
 	// RunningTasksPerPrincipal and RunningTasksPerTenant bound the tasks
-	// not ended (CreateTask, DelegateTask) that one principal created, and
-	// that one tenant holds.
+	// not ended (CreateTask, DelegateTask, a plan's sub-tasks, admitted at
+	// SubmitPlan) that one principal created, and that one tenant holds.
 	RunningTasksPerPrincipal, RunningTasksPerTenant int64
 	// PlanBytesPerPrincipal and PlanBytesPerTenant bound the bytes of the
 	// current plans of those running tasks (SubmitPlan); a revision
 	// replaces its task's share, and an ended task frees it.
 	PlanBytesPerPrincipal, PlanBytesPerTenant int64
 	// ContentBytesPerPrincipal and ContentBytesPerTenant bound the
-	// artifact content stored in Steward for the tasks of one principal,
-	// and of one tenant (SubmitArtifact inline). Stored content is kept,
-	// so nothing frees it.
+	// artifact content one principal, and one tenant, has added to
+	// Steward's store (SubmitArtifact), each content charged once to its
+	// first submitter. Stored content is kept, so nothing frees it.
 	ContentBytesPerPrincipal, ContentBytesPerTenant int64
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/services/control"
 )
@@ -84,5 +85,37 @@ func TestPlanSubTasksAreAdmittedWithThePlan(t *testing.T) {
 	}
 	if _, _, err := ctl.SubmitPlan(context.Background(), "agent", &stewardv1.SubmitPlanRequest{TaskId: id, Plan: fanOut(1, 1)}); err != nil {
 		t.Fatalf("a foreach of 1 sub-task beside the task itself: %v", err)
+	}
+}
+
+// TestQuotaRefusalWritesNothing: a create refused by a quota is refused
+// before its request id is claimed, so it writes nothing: no claim of
+// the id, and no release of it; a retry of a request answered before is still answered.
+func TestQuotaRefusalWritesNothing(t *testing.T) {
+	r := idleRig(t)
+	ctx := context.Background()
+	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 1})
+	if _, _, err := ctl.CreateTask(ctx, "alice", validRequest("one")); err != nil {
+		t.Fatal(err)
+	}
+	last := func() uint64 {
+		s, err := r.JS.Stream(ctx, "KV_"+eventlog.DefaultFirstUseBucket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := s.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return info.State.LastSeq
+	}
+	before := last()
+	_, _, err := ctl.CreateTask(ctx, "alice", validRequest("two"))
+	refusedQuota(t, err, `quota "running tasks per principal" (1) reached`)
+	if after := last(); after != before {
+		t.Fatalf("the refused create wrote %d request-id records", after-before)
+	}
+	if _, created, err := ctl.CreateTask(ctx, "alice", validRequest("one")); err != nil || created {
+		t.Fatalf("a retry at the quota: created %v, %v; want the task, not created", created, err)
 	}
 }
