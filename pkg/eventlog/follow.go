@@ -49,6 +49,9 @@ func (l *Log) FollowTools(ctx context.Context, after uint64, fn func(*stewardv1.
 }
 
 func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn func(*stewardv1.EventRecord) error, bad func(seq uint64, err error)) error {
+	// Each pull is bounded in bytes as well as in messages, so a reader
+	// catching up on large events (plans of up to a message each) buffers
+	// a few MiB, not hundreds of them.
 	cfg := jetstream.OrderedConsumerConfig{FilterSubjects: filters, DeliverPolicy: jetstream.DeliverAllPolicy}
 	if after > 0 {
 		cfg.DeliverPolicy, cfg.OptStartSeq = jetstream.DeliverByStartSequencePolicy, after+1
@@ -57,7 +60,7 @@ func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn fun
 	if err != nil {
 		return err
 	}
-	it, err := cons.Messages()
+	it, err := cons.Messages(jetstream.PullMaxBytes(l.pullBytes()))
 	if err != nil {
 		return err
 	}
@@ -96,6 +99,14 @@ func (l *Log) follow(ctx context.Context, filters []string, after uint64, fn fun
 		}
 	}
 }
+
+// pullBytes bounds one pull of a follower: never less than the largest
+// message the server takes, which could not be delivered otherwise.
+func (l *Log) pullBytes() int { return max(followBufferBytes, l.maxPayload) }
+
+// followBufferBytes is what a follower buffers at most, its largest
+// messages aside (pullBytes).
+const followBufferBytes = 8 << 20
 
 // logAttrs is shared by the set-aside paths.
 func logAttrs(subject string, seq uint64, err error) []any {

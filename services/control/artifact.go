@@ -65,40 +65,22 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
 		return nil, nil, err
 	}
-	recorded := func(*stewardv1.Task) {} // tells the quotas' admission what was recorded
-	if storedHere(a) || len(req.Content) > 0 {
-		done, err := p.admitOn(ctx, req.TaskId, func(running) tally { return tally{contentBytes: a.SizeBytes} })
-		if err != nil {
-			return nil, nil, err
-		}
-		var seq uint64
-		defer func() { done(seq) }()
-		recorded = func(t *stewardv1.Task) { seq = t.LastSequence }
+	done, err := p.admitArtifact(ctx, principal, req, a, id)
+	if err != nil {
+		return nil, nil, err
 	}
-	if len(req.Content) > 0 {
-		if p.results == nil {
-			return nil, nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
-		}
-		// Stored before the event: an orphan blob after a failed append
-		// is harmless, an event naming a missing blob is not.
-		if a.Uri, _, err = p.results.Put(ctx, req.Content); err != nil {
-			return nil, nil, err
-		}
-	}
+	var seq uint64 // of the event, once recorded: what the admission is told
+	defer func() { done(seq) }()
 	var built *stewardv1.Artifact
-	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		now := p.now().UTC()
-		built = proto.CloneOf(a)
-		built.Version = uint32(len(task.ArtifactVersions(t, a.Name))) + 1
-		built.SubmittedAt, built.SubmittedBy = timestamppb.New(now), principal
-		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
-			&stewardv1.ArtifactSubmitted{Artifact: built})
+	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (ev *stewardv1.Event, err error) {
+		ev, built, err = p.artifactEvent(t, principal, req, a, id)
+		return ev, err
 	})
 	if err != nil {
 		return nil, nil, err
 	}
 	if got := task.FindArtifact(t, task.ArtifactRef(built)); proto.Equal(got, built) {
-		recorded(t)
+		seq = t.LastSequence
 		return got, t, nil
 	}
 	// A repeat (the claim saw the same request): the event was on the
@@ -109,6 +91,64 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	}
 	return task.FindArtifact(t, task.ArtifactRef(ev.GetArtifactSubmitted().GetArtifact())), t, nil
 }
+
+// admitArtifact admits what req (as a) adds to Steward's store against the
+// content quotas, charged to principal, the submitter, and stores inline
+// content. First it runs the fold's check on the event the submission
+// would record, so that an artifact the task will refuse (it has ended,
+// say) stores nothing and is counted nowhere. It sets a's uri to inline
+// content's place in the store. done is the admission's (admit).
+func (p *Plane) admitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (done func(seq uint64), err error) {
+	inline := len(req.Content) > 0
+	if !storedHere(a) && !inline {
+		return func(uint64) {}, nil // content elsewhere: nothing stored here
+	}
+	if inline && p.results == nil {
+		return nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
+	}
+	if inline {
+		a.Uri = contentURI(a.Sha256) // where Put stores it: the check's uri
+	}
+	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	if err != nil {
+		return nil, err
+	}
+	ev, _, err := p.artifactEvent(t, principal, req, a, id)
+	if err == nil {
+		err = task.Check(t, ev)
+	}
+	if err != nil {
+		return nil, err
+	}
+	done, err = p.admitOn(ctx, req.TaskId, func(u *usage, r running) (owner, tally) {
+		return owner{tenant: r.owner.tenant, principal: principal}, tally{contentBytes: u.adds(a)}
+	})
+	if err != nil || !inline {
+		return done, err
+	}
+	// Stored before the event: an orphan blob after a failed append is
+	// harmless, an event naming a missing blob is not.
+	if a.Uri, _, err = p.results.Put(ctx, req.Content); err != nil {
+		done(0)
+		return nil, err
+	}
+	return done, nil
+}
+
+// artifactEvent builds the ArtifactSubmitted that submits a to t, as its
+// next version, and returns it with the artifact it records.
+func (p *Plane) artifactEvent(t *stewardv1.Task, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (*stewardv1.Event, *stewardv1.Artifact, error) {
+	now := p.now().UTC()
+	built := proto.CloneOf(a)
+	built.Version = uint32(len(task.ArtifactVersions(t, a.Name))) + 1
+	built.SubmittedAt, built.SubmittedBy = timestamppb.New(now), principal
+	ev, err := p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
+		&stewardv1.ArtifactSubmitted{Artifact: built})
+	return ev, built, err
+}
+
+// contentURI is where Steward's results store keeps content of hash.
+func contentURI(hash string) string { return "kv://" + action.ResultBucket + "/" + hash }
 
 // checkArtifact checks a request and returns the artifact it describes,
 // without its version, time and submitter. For inline content it computes

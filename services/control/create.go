@@ -32,6 +32,17 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	if err != nil {
 		return nil, false, err
 	}
+	// Admitted before the request id is claimed, so that a refusal writes
+	// nothing; a retry of a task made already is let through (admitTask)
+	// and answered from the claim's record.
+	tenant := rpc.Caller(ctx).Tenant
+	done, err := p.admitTask(ctx, owner{tenant: tenant, principal: principal}, taskID)
+	if err != nil {
+		return nil, false, err
+	}
+	var t *stewardv1.Task
+	var created bool
+	defer func() { done(createdAt(t, created, err)) }()
 	if !legacy {
 		u, cerr := p.claimFor(ctx, principal, "CreateTask", taskID, req.RequestId, req, "", p.exists(taskID))
 		if cerr != nil {
@@ -39,25 +50,23 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		}
 		defer u.settle(ctx, &err) // the named result: what CreateTask answers
 	}
-	tenant := rpc.Caller(ctx).Tenant
-	done, err := p.admitTask(ctx, owner{tenant: tenant, principal: principal}, taskID)
-	if err != nil {
-		return nil, false, err
-	}
-	t, created, err := p.create(ctx, principal, tenant, taskID, req.RequestId, contract)
-	done(createdAt(t, created, err))
+	t, created, err = p.create(ctx, principal, tenant, taskID, req.RequestId, contract)
 	return t, created, err
 }
 
 // admitTask admits a new running task of o (admit): a task that exists
 // already, whose retry this is, is let through at a quota's end, to be
-// answered as it was.
+// answered as it was. When the log cannot say whether it exists, the
+// quota's refusal stands.
 func (p *Plane) admitTask(ctx context.Context, o owner, taskID string) (done func(seq uint64), err error) {
 	done, err = p.admit(ctx, o, tally{running: 1})
-	if errs.Is(err, errs.QuotaExceeded) && p.exists(taskID)(ctx) {
+	if !errs.Is(err, errs.QuotaExceeded) {
+		return done, err
+	}
+	if recs, rerr := p.log.Read(ctx, taskID); rerr == nil && len(recs) > 0 {
 		return func(uint64) {}, nil
 	}
-	return done, err
+	return nil, err
 }
 
 // createdAt is the sequence of t's creation when this command created it,

@@ -128,14 +128,15 @@ func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv
 			return nil, false, err
 		}
 	}
+	var t *stewardv1.Task
+	var created bool
+	defer func() { done(createdAt(t, created, err)) }()
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
 	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc, h.still); err != nil {
-		done(0)
 		return nil, false, err
 	}
-	t, created, err := p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
-	defer func() { done(createdAt(t, created, err)) }()
+	t, created, err = p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
 	"github.com/steward-run/steward/pkg/errs"
@@ -72,6 +71,13 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 			return nil, false, err
 		}
 	}
+	// Admitted before the request id is claimed, so that a refusal writes
+	// nothing (a retry was answered above).
+	done, err := p.admitPlan(ctx, t, principal, req.Plan)
+	if err != nil {
+		return nil, false, err
+	}
+	defer func() { done(createdAt(t, created, err)) }()
 	concealed := &stewardv1.SubmitPlanRequest{TaskId: req.TaskId, Plan: pl, RequestId: req.RequestId}
 	u, err := p.claimFor(ctx, principal, "SubmitPlan", req.TaskId, req.RequestId, concealed, id, func(ctx context.Context) bool {
 		_, h, err := taskstore.Load(ctx, p.log, req.TaskId)
@@ -81,12 +87,6 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 		return nil, false, err
 	}
 	defer u.settle(ctx, &err)
-	size := int64(proto.Size(req.Plan))
-	done, err := p.admitOn(ctx, req.TaskId, func(r running) tally { return tally{planBytes: size - r.planBytes} })
-	if err != nil {
-		return nil, false, err
-	}
-	defer func() { done(createdAt(t, created, err)) }()
 	t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		created = false
 		submitted, err := submission(cur, pl, hash)

@@ -3,25 +3,28 @@ package control
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Quotas bound what one principal, and one tenant, may hold at once
 // (docs/quotas.md). Zero is the default (DefaultQuotas).
 type Quotas struct {
 	// RunningTasksPerPrincipal and RunningTasksPerTenant bound the tasks
-	// not ended (CreateTask, DelegateTask) that one principal created, and
-	// that one tenant holds.
+	// not ended (CreateTask, DelegateTask, a plan's sub-tasks, admitted at
+	// SubmitPlan) that one principal created, and that one tenant holds.
 	RunningTasksPerPrincipal, RunningTasksPerTenant int64
 	// PlanBytesPerPrincipal and PlanBytesPerTenant bound the bytes of the
 	// current plans of those running tasks (SubmitPlan); a revision
 	// replaces its task's share, and an ended task frees it.
 	PlanBytesPerPrincipal, PlanBytesPerTenant int64
 	// ContentBytesPerPrincipal and ContentBytesPerTenant bound the
-	// artifact content stored in Steward for the tasks of one principal,
-	// and of one tenant (SubmitArtifact inline). Stored content is kept,
-	// so nothing frees it.
+	// artifact content one principal, and one tenant, has added to
+	// Steward's store (SubmitArtifact), each content charged once to its
+	// first submitter. Stored content is kept, so nothing frees it.
 	ContentBytesPerPrincipal, ContentBytesPerTenant int64
 }
 
@@ -93,12 +96,12 @@ func (p *Plane) admit(ctx context.Context, o owner, d tally) (done func(seq uint
 	return p.usage.admit(o, d, p.quotas)
 }
 
-// admitOn is admit for a command on running task taskID, counted against
-// the task's owner: more returns what the command adds to what the task
-// holds now. A task usage does not know as running (ended, or unknown)
-// is let through with nothing held, for the command's own checks to
-// answer.
-func (p *Plane) admitOn(ctx context.Context, taskID string, more func(running) tally) (done func(seq uint64), err error) {
+// admitOn is admit for a command on running task taskID: charge returns
+// whom it is counted against and what it adds to what the task holds now
+// (it runs under usage's lock). A task usage does not know as running has
+// ended (or does not exist): the command is refused, as the task's fold
+// would refuse its event, before it stores or records anything.
+func (p *Plane) admitOn(ctx context.Context, taskID string, charge func(*usage, running) (owner, tally)) (done func(seq uint64), err error) {
 	if err := p.usage.catchUp(ctx); err != nil {
 		return nil, err
 	}
@@ -106,9 +109,49 @@ func (p *Plane) admitOn(ctx context.Context, taskID string, more func(running) t
 	defer p.usage.mu.Unlock()
 	r, ok := p.usage.tasks[taskID]
 	if !ok {
-		return func(uint64) {}, nil
+		return nil, errs.New(errs.FailedPrecondition, "task %s is not running: it has ended", taskID)
 	}
-	return p.usage.admit(r.owner, more(r), p.quotas)
+	o, d := charge(p.usage, r)
+	return p.usage.admit(o, d, p.quotas)
+}
+
+// admitPlan admits plan pl for task t, submitted by principal: its bytes,
+// counted against t's owner in place of t's current plan, and the most
+// sub-tasks its steps may delegate at once (subTasksOf), counted against
+// principal, as whom they are delegated, and t's tenant. A plan's
+// delegations are not refused when they come (a plan is not stopped
+// half-way), so its sub-tasks are admitted with it.
+func (p *Plane) admitPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan) (done func(seq uint64), err error) {
+	size := int64(proto.Size(pl))
+	bytes, err := p.admitOn(ctx, t.Contract.GetTaskId(), func(_ *usage, r running) (owner, tally) {
+		return r.owner, tally{planBytes: size - r.planBytes}
+	})
+	n := subTasksOf(pl)
+	if err != nil || n == 0 {
+		return bytes, err
+	}
+	subs, err := p.admit(ctx, owner{tenant: t.GetTenant(), principal: principal}, tally{running: n})
+	if err != nil {
+		bytes(0)
+		return nil, err
+	}
+	return func(seq uint64) { bytes(seq); subs(seq) }, nil
+}
+
+// subTasksOf returns the most sub-tasks pl's steps may have running at
+// once: one for each sub_task step, max_items for each foreach of
+// sub-tasks. A sub-task's own plan is admitted when it is submitted.
+func subTasksOf(pl *stewardv1.Plan) int64 {
+	var n int64
+	for _, s := range pl.GetSteps() {
+		switch {
+		case s.GetSubTask() != nil:
+			n++
+		case s.GetForeach().GetBody().GetSubTask() != nil:
+			n += int64(s.GetForeach().GetMaxItems())
+		}
+	}
+	return n
 }
 
 // admit is Plane.admit once caught up; the caller holds mu.

@@ -79,10 +79,15 @@ type usage struct {
 	tasks   map[string]running
 	tallies map[owner]*tally
 	holds   map[*hold]struct{}
+	// stored is the hash of each content an artifact has named in
+	// Steward's store: content is charged once, to the submitter whose
+	// artifact named it first, as the store keeps identical bytes once.
+	stored map[string]struct{}
 }
 
 func newUsage(log *eventlog.Log, stop context.Context) *usage {
-	return &usage{log: log, stop: stop, tasks: map[string]running{}, tallies: map[owner]*tally{}, holds: map[*hold]struct{}{}}
+	return &usage{log: log, stop: stop, tasks: map[string]running{}, tallies: map[owner]*tally{},
+		holds: map[*hold]struct{}{}, stored: map[string]struct{}{}}
 }
 
 // Progress implements eventlog.Reader.
@@ -113,8 +118,10 @@ func (u *usage) Apply(rec *stewardv1.EventRecord) error {
 			u.tasks[ev.TaskId] = r
 		}
 	case *stewardv1.Event_ArtifactSubmitted:
-		if r, ok := u.tasks[ev.TaskId]; ok && storedHere(p.ArtifactSubmitted.Artifact) {
-			u.charge(r.owner, tally{contentBytes: p.ArtifactSubmitted.Artifact.GetSizeBytes()})
+		a := p.ArtifactSubmitted.Artifact
+		if r, ok := u.tasks[ev.TaskId]; ok && u.adds(a) > 0 {
+			u.stored[a.GetSha256()] = struct{}{}
+			u.charge(owner{tenant: r.owner.tenant, principal: ev.GetActor().GetPrincipal()}, tally{contentBytes: a.GetSizeBytes()})
 		}
 	default:
 		if r, ok := u.tasks[ev.TaskId]; ok && ends(ev) {
@@ -129,6 +136,16 @@ func (u *usage) Apply(rec *stewardv1.EventRecord) error {
 	}
 	u.progress.Advance(rec.Sequence)
 	return nil
+}
+
+// adds returns the bytes artifact a adds to Steward's store as far as
+// usage has read: its size, unless its content is elsewhere or named
+// before. The caller holds mu.
+func (u *usage) adds(a *stewardv1.Artifact) int64 {
+	if _, named := u.stored[a.GetSha256()]; named || !storedHere(a) {
+		return 0
+	}
+	return a.GetSizeBytes()
 }
 
 // storedHere reports whether a's content is in Steward's results store:
@@ -203,22 +220,6 @@ func (u *usage) held(o owner) tally {
 		}
 	}
 	return t
-}
-
-// taskPlanBytes returns the bytes of taskID's current plan, as far as
-// usage has read.
-func (u *usage) taskPlanBytes(taskID string) int64 {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.tasks[taskID].planBytes
-}
-
-// running reports whether usage knows taskID as a running task.
-func (u *usage) isRunning(taskID string) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	_, ok := u.tasks[taskID]
-	return ok
 }
 
 // keep keeps h counted until usage has read seq, the sequence of the

@@ -26,8 +26,8 @@ func (f *QuotaFlags) flags() []quotaFlag {
 		{"quota-running-tasks-per-tenant", &f.RunningTasksPerTenant, d.RunningTasksPerTenant, "tasks not ended in one tenant"},
 		{"quota-plan-bytes-per-principal", &f.PlanBytesPerPrincipal, d.PlanBytesPerPrincipal, "bytes of the current plans of one principal's running tasks (SubmitPlan)"},
 		{"quota-plan-bytes-per-tenant", &f.PlanBytesPerTenant, d.PlanBytesPerTenant, "bytes of the current plans of one tenant's running tasks"},
-		{"quota-content-bytes-per-principal", &f.ContentBytesPerPrincipal, d.ContentBytesPerPrincipal, "bytes of artifact content stored in Steward for one principal's tasks (SubmitArtifact)"},
-		{"quota-content-bytes-per-tenant", &f.ContentBytesPerTenant, d.ContentBytesPerTenant, "bytes of artifact content stored in Steward for one tenant's tasks"},
+		{"quota-content-bytes-per-principal", &f.ContentBytesPerPrincipal, d.ContentBytesPerPrincipal, "bytes of artifact content one principal has added to Steward's store, ever (SubmitArtifact)"},
+		{"quota-content-bytes-per-tenant", &f.ContentBytesPerTenant, d.ContentBytesPerTenant, "bytes of artifact content one tenant has added to Steward's store, ever"},
 	}
 }
 
