@@ -106,7 +106,7 @@ func TestQuotasRefuseNamingTheQuota(t *testing.T) {
 // server of its own, whose quota is small enough to reach.
 func quotaChecks() map[string]tableCheck {
 	return map[string]tableCheck{
-		"`CreateTask` or `DelegateTask` past a running-tasks quota, `SubmitPlan` past a plan-bytes quota, `SubmitArtifact` past a stored-content quota, of the caller or its tenant ([quotas.md](quotas.md))": func(t *testing.T, _ *harness) []error {
+		"`CreateTask` or `DelegateTask` past a running-tasks quota, `SubmitPlan` past a plan-bytes quota or whose sub-tasks would pass a running-tasks quota, `SubmitArtifact` past a stored-content quota, of the caller or its tenant ([quotas.md](quotas.md))": func(t *testing.T, _ *harness) []error {
 			c := actingAs(startInProcess(t, "--quota-running-tasks-per-principal=1"), "user:quota")
 			createTask(t, c, "table-quota-1")
 			_, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "table-quota-2", Contract: contract()}))
