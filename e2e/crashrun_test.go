@@ -149,7 +149,20 @@ func crashTask(t *testing.T, c clients, requestID string) string {
 	k := contract()
 	k.AllowedTools = []string{"put", "slowput", "flakyput", "reserve", "release"}
 	k.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_COMPENSATE}
-	resp, err := c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+	// A process just started may answer unavailable while its planes
+	// catch up with the log (on a cluster, its quota count): a client
+	// tries again with backoff, as the API asks.
+	var resp *connect.Response[stewardv1.CreateTaskResponse]
+	var err error
+	backoff, deadline := 50*time.Millisecond, time.Now().Add(30*time.Second)
+	for {
+		resp, err = c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+		if connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
