@@ -151,18 +151,13 @@ func crashTask(t *testing.T, c clients, requestID string) string {
 	k.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_COMPENSATE}
 	// A process just started may answer unavailable while its planes
 	// catch up with the log (on a cluster, its quota count): a client
-	// tries again with backoff, as the API asks.
+	// asks again, as the API asks; any other answer ends the wait.
 	var resp *connect.Response[stewardv1.CreateTaskResponse]
 	var err error
-	backoff, deadline := 50*time.Millisecond, time.Now().Add(30*time.Second)
-	for {
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
 		resp, err = c.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
-		if connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(backoff)
-		backoff = min(2*backoff, time.Second)
-	}
+		return connect.CodeOf(err) != connect.CodeUnavailable, fmt.Sprintf("CreateTask: %v", err)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
