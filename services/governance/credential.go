@@ -7,15 +7,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -290,63 +287,6 @@ func (v *verifiedSet) add(key string) {
 
 // MaxRevokeReasonLen bounds the reason for a revocation or a renewal.
 const MaxRevokeReasonLen = 1024
-
-// RevokeCredential revokes a task's credential for who, with a reason:
-// nothing more is permitted to the task or to any task delegated from it,
-// and its open approvals are closed (closeApprovals). Revoking a revoked
-// credential returns it unchanged. A task without a credential yet gets
-// one first, so that it can be revoked.
-func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
-	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
-		return nil, err
-	}
-	_, why, err := p.issue(ctx, req.TaskId, nil, 0)
-	if err != nil {
-		return nil, err
-	}
-	t, err := taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		cs := t.Credential
-		switch {
-		case cs == nil:
-			return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to revoke: %s", req.TaskId, why)
-		case cs.Revoked:
-			return nil, nil
-		}
-		id := cs.Credential.GetCredentialId()
-		return event.New(event.Meta{
-			ID:     event.ID(req.TaskId, event.TypeCredentialRevoked, id),
-			TaskID: req.TaskId,
-			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
-			Time:   p.now(),
-		}, &stewardv1.CredentialRevoked{CredentialId: id, Reason: req.Reason})
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t.Credential, nil
-}
-
-// checkOperatorCommand checks a revocation or renewal: a task that
-// exists, a reason, and the operator role when callers are authenticated.
-func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, taskID, reason, verb string) error {
-	switch {
-	case taskID == "":
-		return errs.Field("task_id", "is required")
-	case !eventlog.ValidTaskID(taskID):
-		return errs.Field("task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(taskID))
-	case reason == "":
-		return errs.Field("reason", "is required: say why the credential is %s", pastTense(verb))
-	case len(reason) > MaxRevokeReasonLen:
-		return &errs.Error{Code: errs.TooLarge, Field: "reason", Message: fmt.Sprintf("is longer than %d bytes", MaxRevokeReasonLen)}
-	}
-	if p.signer == nil {
-		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
-	}
-	_, _, err := taskstore.Load(ctx, p.log, taskID)
-	return err
-}
-
-func pastTense(verb string) string { return strings.TrimSuffix(verb, "e") + "ed" }
 
 // closeApprovals reacts to a revocation: every action still awaiting
 // approval under the revoked credential, or under one delegated from it,
