@@ -119,12 +119,23 @@ func TestClusterProposeRightAfterCreate(t *testing.T) {
 	var wrong []string
 	for i := range 50 {
 		control := d.controls[i%len(d.controls)]
-		resp, err := control.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("right-after-%d", i), Contract: k}))
-		if err != nil {
-			t.Fatalf("create %d: %v", i, err)
-		}
+		// CreateTask may answer unavailable too (its quota count catching
+		// up with the log); a client asks again with the same request id.
+		var resp *connect.Response[stewardv1.CreateTaskResponse]
+		stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+			var err error
+			resp, err = control.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("right-after-%d", i), Contract: k}))
+			if connect.CodeOf(err) == connect.CodeUnavailable {
+				codes["create unavailable"]++
+				return false, err.Error()
+			}
+			if err != nil {
+				t.Fatalf("create %d: %v", i, err)
+			}
+			return true, ""
+		})
 		taskID := resp.Msg.Task.Contract.TaskId
-		_, err = control.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+		_, err := control.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
 			TaskId: taskID, ProposalId: "read", Tool: "search", Target: "acct:42", Params: searchParams("right after"), Rationale: argued,
 		}))
 		switch code := connect.CodeOf(err); {
