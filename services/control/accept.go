@@ -9,6 +9,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -22,7 +23,7 @@ func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "AcceptTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.AcceptTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1
 			return nil, err
 		}
 	}
-	u, err := p.claim(ctx, principal, "ReturnTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.ReturnTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

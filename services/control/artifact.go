@@ -15,6 +15,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -46,7 +47,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	if err != nil {
 		return nil, nil, err
 	}
-	u, err := p.claim(ctx, principal, "SubmitArtifact", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.SubmitArtifact, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}

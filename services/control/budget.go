@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 )
@@ -37,7 +38,7 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 	if err := checkText("milestone_id", req.MilestoneId, MaxRefLen, false); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "ReportUsage", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.ReportUsage, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
-	u, err := p.claim(ctx, principal, "RaiseBudget", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.RaiseBudget, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

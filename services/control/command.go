@@ -7,6 +7,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -44,7 +45,7 @@ func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "PauseTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.PauseTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +91,7 @@ func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "ResumeTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.ResumeTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 	var created bool
 	defer func() { done(createdAt(t, created, err)) }()
 	if !legacy {
-		u, cerr := p.claimFor(ctx, principal, "CreateTask", taskID, req.RequestId, req, "", p.exists(taskID))
+		u, cerr := p.claimRequestIDFor(ctx, principal, requestid.CreateTask, taskID, req.RequestId, req, requestid.RecordedBy(p.exists(taskID)))
 		if cerr != nil {
 			return nil, false, cerr
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -44,7 +45,7 @@ func (p *Plane) ExtendDeadline(ctx context.Context, principal string, req *stewa
 	if !req.Deadline.AsTime().After(now) {
 		return nil, errs.Field("deadline", "%s is not in the future", req.Deadline.AsTime().UTC().Format(time.RFC3339))
 	}
-	u, err := p.claim(ctx, principal, "ExtendDeadline", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.ExtendDeadline, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -66,7 +67,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 			_, h, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
 			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || p.exists(childID)(ctx)
 		}
-		u, cerr := p.claimFor(ctx, principal, "DelegateTask", req.ParentTaskId, req.RequestId, req, "", recorded)
+		u, cerr := p.claimRequestIDFor(ctx, principal, requestid.DelegateTask, req.ParentTaskId, req.RequestId, req, requestid.RecordedBy(recorded))
 		if cerr != nil {
 			return nil, false, cerr
 		}

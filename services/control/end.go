@@ -8,6 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -23,7 +24,7 @@ func (p *Plane) FailTask(ctx context.Context, principal string, req *stewardv1.F
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "FailTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.FailTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +43,7 @@ func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "CancelTask", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.CancelTask, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -44,7 +45,7 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 	if err := checkText("ask_ref", req.AskRef, MaxRefLen, false); err != nil {
 		return nil, err
 	}
-	u, err := p.claim(ctx, principal, "RequestInput", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.RequestInput, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *steward
 	if strings.TrimSpace(req.Answer) == "" {
 		return nil, errs.Field("answer", "is blank")
 	}
-	u, err := p.claim(ctx, who.Principal, "ProvideInput", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, who.Principal, requestid.ProvideInput, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/toolpin"
 )
 
@@ -79,10 +79,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	}
 	defer func() { done(createdAt(t, created, err)) }()
 	concealed := &stewardv1.SubmitPlanRequest{TaskId: req.TaskId, Plan: pl, RequestId: req.RequestId}
-	u, err := p.claimFor(ctx, principal, "SubmitPlan", req.TaskId, req.RequestId, concealed, id, func(ctx context.Context) bool {
-		_, h, err := taskstore.Load(ctx, p.log, req.TaskId)
-		return unsure(err) || (err == nil && h.Has(id))
-	})
+	u, err := p.claimRequestIDFor(ctx, principal, requestid.SubmitPlan, req.TaskId, req.RequestId, concealed, requestid.RecordedBy(func(ctx context.Context) bool { return requestid.HistoryHas(ctx, p.log, req.TaskId, id) }))
 	if err != nil {
 		return nil, false, err
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
@@ -41,7 +42,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, nil, err
 	}
-	u, err := p.claim(ctx, principal, "MarkProduced", req.TaskId, req.RequestId, req)
+	u, err := p.claimRequestID(ctx, principal, requestid.MarkProduced, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -42,53 +42,46 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err != nil {
 		return nil, err
 	}
-	id := ""
-	if req.RequestId != "" {
-		s := requestid.For(who.Tenant, who.Principal)
-		// Assigned, not declared: the deferred release below reads the
-		// named result.
-		var hold *requestid.Hold
-		hold, err = requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RenewCredential", req.TaskId, req))
-		if err != nil {
-			return nil, err
-		}
-		id = s.EventID(req.TaskId, "RenewCredential", req.RequestId)
-		defer func() {
-			// A renewal refused before it recorded anything (an ended
-			// task, nothing to extend) leaves the id free; one recorded
-			// keeps it recorded.
-			ctx := context.WithoutCancel(ctx)
-			if err == nil {
-				_ = hold.Keep(ctx, p.log)
-				return
-			}
-			if !requestid.Refused(err) {
-				return
-			}
-			if _, h, lerr := taskstore.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
-				_ = hold.Release(ctx, p.log)
-			}
-		}()
+	r, err := requestid.Begin(ctx, p.log, requestid.For(who.Tenant, who.Principal), requestid.RenewCredential, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
+	if err != nil {
+		return nil, err
+	}
+	// A renewal refused before it recorded anything (an ended task,
+	// nothing to extend) leaves the id free; one recorded keeps it.
+	defer r.Settle(ctx, &err)
+	id := r.EventID()
+	if id != "" {
 		if first, err := p.renewedBy(ctx, req.TaskId, id); first != nil || err != nil {
 			return first, err
 		}
 	}
 	if t.Credential == nil {
-		// Never issued (a task from before credentials, or a missed
-		// reaction): issuing it now is the renewal.
-		issueID := id
-		if issueID == "" {
-			issueID = event.ID(req.TaskId, event.TypeCredentialIssued)
-		}
-		issued, why, err := p.issueAs(ctx, req.TaskId, issueID, nil, 0)
-		switch {
-		case err != nil:
-			return nil, err
-		case issued.GetCredential() == nil:
-			return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to renew: %s", req.TaskId, why)
-		}
-		return issued.Credential, nil
+		return p.issueFirst(ctx, req.TaskId, id)
 	}
+	return p.renew(ctx, who, req, t, id)
+}
+
+// issueFirst issues the credential of a task that never had one (a task
+// from before credentials, or a missed reaction): issuing it now is the
+// renewal, under the request's event id if it has one.
+func (p *Plane) issueFirst(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
+	if id == "" {
+		id = event.ID(taskID, event.TypeCredentialIssued)
+	}
+	issued, why, err := p.issueAs(ctx, taskID, id, nil, 0)
+	switch {
+	case err != nil:
+		return nil, err
+	case issued.GetCredential() == nil:
+		return nil, errs.New(errs.FailedPrecondition, "task %s has no credential to renew: %s", taskID, why)
+	}
+	return issued.Credential, nil
+}
+
+// renew re-issues t's credential with a later expiry, recorded under the
+// request's event id (id), or without one under the renewal's number, so
+// that two renewals of the same credential at once record one.
+func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest, t *stewardv1.Task, id string) (*stewardv1.CredentialState, error) {
 	if task.Terminal(t.Status) {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
 	}

@@ -40,30 +40,18 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	if req.ActionId != "" && task.FindAction(t, req.ActionId) == nil {
 		return nil, false, errs.Field("action_id", "task %s has no action %s", req.TaskId, errs.Quote(req.ActionId))
 	}
-	id := event.RandomID()
-	if req.RequestId != "" {
-		s := requestid.For(who.Tenant, who.Principal)
-		var hold *requestid.Hold
-		hold, err = requestid.Claim(ctx, p.log, s, req.RequestId, requestid.UseOf("RecordFinding", req.TaskId, req))
-		if err != nil {
-			return nil, false, err
-		}
-		id = s.EventID(req.TaskId, "RecordFinding", req.RequestId)
-		defer func() {
-			// A finding refused before it was recorded leaves the id free;
-			// one recorded keeps it.
-			ctx := context.WithoutCancel(ctx)
-			if err == nil {
-				_ = hold.Keep(ctx, p.log)
-			} else if requestid.Refused(err) {
-				if _, h, lerr := taskstore.Load(ctx, p.log, req.TaskId); lerr == nil && !h.Has(id) {
-					_ = hold.Release(ctx, p.log)
-				}
-			}
-		}()
-		if f := task.FindFinding(t, id); f != nil {
-			return f, false, nil
-		}
+	r, err := requestid.Begin(ctx, p.log, requestid.For(who.Tenant, who.Principal), requestid.RecordFinding, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
+	if err != nil {
+		return nil, false, err
+	}
+	// A finding refused before it was recorded leaves the id free; one
+	// recorded keeps it.
+	defer r.Settle(ctx, &err)
+	id := r.EventID()
+	if id == "" {
+		id = event.RandomID()
+	} else if f := task.FindFinding(t, id); f != nil {
+		return f, false, nil
 	}
 	f := &stewardv1.Finding{FindingId: id, Kind: req.Kind, ActionId: req.ActionId, Description: req.Description}
 	now := p.cfg.Now()
