@@ -29,12 +29,12 @@ const (
 // false, and the proposal id on the task with another request or retry
 // policy is AlreadyExists. A proposal id names one action on its task,
 // whoever proposes it: the action's id, and the op_key a tool sees,
-// derive from the task and the proposal id. It needs no claim of its own
-// (see claim): the action on the task's log is the record, and a proposal
-// refused for its parameters leaves the id free for the fixed one. The
-// proposer's rationale is recorded with the action but is not part of its
-// identity: a repeat with another rationale returns the action as first
-// proposed.
+// derive from the task and the proposal id. It needs no request id claim
+// of its own (see claimRequestID): the action on the task's log is the
+// record, and a proposal refused for its parameters leaves the id free for
+// the fixed one. The proposer's rationale is recorded with the action but
+// is not part of its identity: a repeat with another rationale returns the
+// action as first proposed.
 func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, bool, error) {
 	if p.tools == nil || p.requests == nil {
 		return nil, false, errs.New(errs.FailedPrecondition, "this control plane does not take actions")
@@ -42,12 +42,9 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err := validateProposal(req); err != nil {
 		return nil, false, err
 	}
-	params := []byte("{}")
-	if req.Params != nil {
-		var err error
-		if params, err = protojson.Marshal(req.Params); err != nil {
-			return nil, false, errs.Field("params", "%v", err)
-		}
+	params, err := proposalParams(req)
+	if err != nil {
+		return nil, false, err
 	}
 	// The versions a proposal may take are fixed when its task is created
 	// (toolFor): any fold of the task this process holds has them, so one
@@ -56,12 +53,7 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 	if err != nil {
 		return nil, false, err
 	}
-	d, err := p.prepare(ctx, t, proposal{
-		taskID: req.TaskId, proposalID: req.ProposalId,
-		tool: req.Tool, toolVersion: req.ToolVersion, target: req.Target,
-		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
-		rationale: req.Rationale, milestone: req.MilestoneId,
-	})
+	d, err := p.prepare(ctx, t, proposalOf(req, principal, params, req.ToolVersion))
 	if err != nil {
 		return nil, false, err
 	}
@@ -82,29 +74,13 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		existing.Tool == d.action.Tool && existing.ToolVersion != d.action.ToolVersion {
 		// A retry after a newer version of the tool was registered: the
 		// request names the version the first try resolved to.
-		if again, err := p.prepare(ctx, t, proposal{
-			taskID: req.TaskId, proposalID: req.ProposalId,
-			tool: req.Tool, toolVersion: existing.ToolVersion, target: req.Target,
-			params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
-			rationale: req.Rationale, milestone: req.MilestoneId,
-		}); err == nil {
+		if again, err := p.prepare(ctx, t, proposalOf(req, principal, params, existing.ToolVersion)); err == nil {
 			d = again
 		}
 	}
 	if existing != nil {
-		if existing.RequestHash != d.action.RequestHash {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed a different request (action %s)", errs.Quote(req.ProposalId), actionID)
-		}
-		if !proto.Equal(existing.RetryPolicy, d.action.RetryPolicy) {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request with a different retry_policy (action %s)", errs.Quote(req.ProposalId), actionID)
-		}
-		if existing.EditOf != req.EditOf {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request as an edit of %s, not of %s (action %s)",
-				errs.Quote(req.ProposalId), errs.Quote(existing.EditOf), errs.Quote(req.EditOf), actionID)
-		}
-		if existing.MilestoneId != req.MilestoneId {
-			return nil, false, errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request in milestone %s, not %s (action %s)",
-				errs.Quote(req.ProposalId), errs.Quote(existing.MilestoneId), errs.Quote(req.MilestoneId), actionID)
+		if err := sameProposal(existing, d.action, req); err != nil {
+			return nil, false, err
 		}
 		if req.EditOf != "" {
 			// The first try may have stopped before it withdrew the
@@ -121,6 +97,51 @@ func (p *Plane) ProposeAction(ctx context.Context, principal string, req *stewar
 		}
 	}
 	return task.FindAction(t, actionID), true, nil
+}
+
+// proposalParams is the request's parameters as JSON: {} for none.
+func proposalParams(req *stewardv1.ProposeActionRequest) ([]byte, error) {
+	if req.Params == nil {
+		return []byte("{}"), nil
+	}
+	params, err := protojson.Marshal(req.Params)
+	if err != nil {
+		return nil, errs.Field("params", "%v", err)
+	}
+	return params, nil
+}
+
+// proposalOf is the proposal req makes in principal's name, of the tool
+// at toolVersion: the request's, or on a retry the version its first try
+// resolved to.
+func proposalOf(req *stewardv1.ProposeActionRequest, principal string, params []byte, toolVersion string) proposal {
+	return proposal{
+		taskID: req.TaskId, proposalID: req.ProposalId,
+		tool: req.Tool, toolVersion: toolVersion, target: req.Target,
+		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
+		rationale: req.Rationale, milestone: req.MilestoneId,
+	}
+}
+
+// sameProposal refuses req, a repeat of the proposal that recorded
+// existing, as AlreadyExists unless it proposes what existing is (its
+// request as prepared, a): the same request, retry policy, edit and
+// milestone.
+func sameProposal(existing, a *stewardv1.Action, req *stewardv1.ProposeActionRequest) error {
+	actionID := existing.ActionId
+	switch {
+	case existing.RequestHash != a.RequestHash:
+		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed a different request (action %s)", errs.Quote(req.ProposalId), actionID)
+	case !proto.Equal(existing.RetryPolicy, a.RetryPolicy):
+		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request with a different retry_policy (action %s)", errs.Quote(req.ProposalId), actionID)
+	case existing.EditOf != req.EditOf:
+		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request as an edit of %s, not of %s (action %s)",
+			errs.Quote(req.ProposalId), errs.Quote(existing.EditOf), errs.Quote(req.EditOf), actionID)
+	case existing.MilestoneId != req.MilestoneId:
+		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request in milestone %s, not %s (action %s)",
+			errs.Quote(req.ProposalId), errs.Quote(existing.MilestoneId), errs.Quote(req.MilestoneId), actionID)
+	}
+	return nil
 }
 
 // withdraw closes an edited action that has not been permitted yet, so
