@@ -17,6 +17,10 @@
 // illegal transition) keeps the id: the same command may be retried, a
 // different one needs a new id.
 //
+// Every plane uses a request id the same way, through Begin and Settle
+// (Request), for one of the commands declared in command.go: each
+// command's name is in the ids derived for it, and never changes.
+//
 // Everything here is safe for concurrent use.
 package requestid
 

@@ -64,7 +64,7 @@ func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1
 }
 
 // review records a decision on the task's current round, as folded when
-// it is appended, under event id (see claim); with want set, only if that
+// it is appended, under event id (see claimRequestID); with want set, only if that
 // is round want, so that a decision never reaches a result its maker has
 // not seen. A repeat of a decision made returns the task.
 func (p *Plane) review(ctx context.Context, principal, taskID, id, requestID string, want uint32, decision func(round uint32) eventPayload) (*stewardv1.Task, error) {

@@ -40,7 +40,7 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // result. Content sent inline is stored in the results store, where
 // criteria can read it; content stored elsewhere is named by uri, sha256
 // and size_bytes, which Steward records but does not fetch. With a request
-// id the call is idempotent (see claim): a repeat returns the artifact it
+// id the call is idempotent (see claimRequestID): a repeat returns the artifact it
 // recorded.
 func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (_ *stewardv1.Artifact, _ *stewardv1.Task, err error) {
 	a, err := p.checkArtifact(ctx, req)

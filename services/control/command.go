@@ -21,12 +21,12 @@ const stewardPrincipal = "steward"
 // Apply records payload on taskID, under a random event id, if the task's
 // state machine allows it now, and returns the task as it is after. An
 // illegal transition is FailedPrecondition and appends nothing. Commands
-// with a request id go through claim instead (see PauseTask).
+// with a request id go through claimRequestID instead (see PauseTask).
 func (p *Plane) Apply(ctx context.Context, principal, taskID string, payload event.Payload) (*stewardv1.Task, error) {
 	return p.command(ctx, principal, taskID, "", "", payload)
 }
 
-// command records payload on taskID under event id (from claim; empty
+// command records payload on taskID under event id (from claimRequestID; empty
 // for a random one). A retry finds its event already folded and returns
 // the task.
 func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID string, payload event.Payload) (*stewardv1.Task, error) {
@@ -39,7 +39,7 @@ func (p *Plane) command(ctx context.Context, principal, taskID, id, requestID st
 // one of its people or an operator, with tokens, over a pause of someone
 // else's (mayRepause): the pause is then theirs, so that an agent that
 // paused first cannot keep its owner's pause in its own hands. With a
-// request id it is idempotent (see claim).
+// request id it is idempotent (see claimRequestID).
 func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.PauseTaskRequest) (_ *stewardv1.Task, err error) {
 	principal := who.Principal
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
@@ -85,7 +85,7 @@ func orName(principal string) string {
 // waiting for input or paused by its people is resumed only by them or an
 // operator (mayResume): the agent may not lift its own action cap, wave
 // away its own escalation or undo its owner's pause. With a request id it
-// is idempotent (see claim).
+// is idempotent (see claimRequestID).
 func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1.ResumeTaskRequest) (_ *stewardv1.Task, err error) {
 	principal := who.Principal
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {

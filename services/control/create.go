@@ -19,7 +19,7 @@ import (
 // idempotent: the task's id derives from the caller and the request id
 // (TaskIDFor), so the same request again lands on the same task and
 // returns it with created false; the request id used for anything else is
-// AlreadyExists (see claim).
+// AlreadyExists (see claimRequestID).
 func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1.CreateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	if err := validateCreate(req, p.now()); err != nil {
 		return nil, false, err

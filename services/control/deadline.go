@@ -27,7 +27,7 @@ import (
 //
 // The extension resumes nothing: a task suspended at its deadline waits
 // for a ResumeTask, and its credential for a RenewCredential, each a
-// decision of its own. With a request id it is idempotent (see claim).
+// decision of its own. With a request id it is idempotent (see claimRequestID).
 func (p *Plane) ExtendDeadline(ctx context.Context, principal string, req *stewardv1.ExtendDeadlineRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err

@@ -53,7 +53,7 @@ func (p *Plane) CancelTask(ctx context.Context, principal string, req *stewardv1
 }
 
 // end ends a task as final (failed or cancelled), or starts compensating
-// on the way there, under event id (see claim): when the contract says so,
+// on the way there, under event id (see claimRequestID): when the contract says so,
 // or undo does. Which actions to
 // compensate depends on their tools, looked up before the conditional
 // append; an action that succeeded since is looked up on another try.

@@ -34,7 +34,7 @@ const (
 // answer. Only a running task may ask: one
 // waiting for approval or settling an outcome has a person's attention
 // already, and one stopped cannot ask anything. Who may ask is the agent
-// (the role table, pkg/access, at the edge). With a request id it is idempotent (see claim).
+// (the role table, pkg/access, at the edge). With a request id it is idempotent (see claimRequestID).
 func (p *Plane) RequestInput(ctx context.Context, principal string, req *stewardv1.RequestInputRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 // answered only by them or an operator (mayAnswerAsked). When the
 // question offered choices, the answer must be one of them (the fold
 // checks it, so a replay checks it too). With a request id it is
-// idempotent (see claim).
+// idempotent (see claimRequestID).
 func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *stewardv1.ProvideInputRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
