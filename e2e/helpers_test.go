@@ -43,7 +43,11 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "steward")
 	build := exec.Command("go", "build", "-o", binary, "../cmd/steward")
 	build.Stdout, build.Stderr = os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
+	// STEWARD_E2E_BINARY runs the tests against a binary built elsewhere:
+	// an earlier build writing the history corpus (scripts/corpus).
+	if prebuilt := os.Getenv("STEWARD_E2E_BINARY"); prebuilt != "" {
+		binary = prebuilt
+	} else if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build steward:", err)
 		os.Exit(1)
 	}
@@ -181,6 +185,7 @@ func startSteward(tb testing.TB, s setup) *harness {
 	h.operator, h.funder, h.reviewer = withToken(h.url, operatorToken), withToken(h.url, funderToken), withToken(h.url, reviewerToken)
 	h.owner, h.treasurer = withToken(h.url, ownerToken), withToken(h.url, treasurerToken)
 	h.ops = actionClient(h.url, operatorToken)
+	recordCorpus(tb, h)
 	return h
 }
 

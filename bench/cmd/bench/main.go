@@ -76,6 +76,7 @@ func main() {
 	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's)")
 	flag.Parse()
 	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
 	if *armID != "" {
@@ -94,6 +95,9 @@ func main() {
 		return
 	}
 	selected := arms
+	if *base != "" {
+		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool { return strings.HasPrefix(a.id, "dbos") })
+	}
 	if *only != "" {
 		selected = nil
 		for _, id := range strings.Split(*only, ",") {
@@ -104,7 +108,7 @@ func main() {
 			selected = append(selected, a)
 		}
 	}
-	if err := drive(selected, *rounds, o, *outDir, *doc); err != nil {
+	if err := drive(selected, *rounds, o, *outDir, *doc, *base); err != nil {
 		fatalf("%v", err)
 	}
 }
@@ -137,8 +141,9 @@ func fatalf(format string, args ...any) {
 }
 
 // drive runs every arm in every round, each round in a rotated order, and
-// writes the reports.
-func drive(selected []arm, rounds int, o opts, outDir, doc string) error {
+// writes the reports; with a base revision, it runs the base's arms beside
+// this build's and prints the comparison instead.
+func drive(selected []arm, rounds int, o opts, outDir, doc, baseRev string) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -152,6 +157,15 @@ func drive(selected []arm, rounds int, o opts, outDir, doc string) error {
 		defer pg.stop()
 		fmt.Fprintf(os.Stderr, "bench: %s (fsync=%s, synchronous_commit=%s)\n", pg.version, pg.setting("fsync"), pg.setting("synchronous_commit"))
 	}
+	var base *build
+	if baseRev != "" {
+		b, cleanup, err := buildBase(baseRev)
+		if err != nil {
+			return err
+		}
+		defer cleanup()
+		base = &b
+	}
 	// The commit and whether the tree is clean, before anything is
 	// written.
 	rep := report{rounds: rounds, o: o, arms: selected}
@@ -160,45 +174,22 @@ func drive(selected []arm, rounds int, o opts, outDir, doc string) error {
 	all := map[string][]Result{}
 	failed := 0
 	for r := range rounds {
-		order := slices.Clone(selected)
-		for range r % len(order) {
-			order = append(order[1:], order[0])
-		}
-		for _, a := range order {
-			args := []string{"-arm", a.id, "-n", fmt.Sprint(o.latencyN), "-tp", fmt.Sprint(o.throughputN)}
-			if strings.HasPrefix(a.id, "dbos") {
-				db := fmt.Sprintf("dbos_%s_%d", strings.ReplaceAll(a.id, "-", "_"), r)
-				if err := pg.createDB(db); err != nil {
-					return err
-				}
-				args = append(args, "-pg", pg.url(db), "-pgpid", fmt.Sprint(pg.pid))
-			}
-			cmd := exec.Command(self, args...)
-			var out bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, os.Stderr
-			t := time.Now()
-			load := loadavg()
-			err := cmd.Run()
-			var res Result
-			if err == nil {
-				err = json.Unmarshal(out.Bytes(), &res)
-			}
+		for _, x := range order(selected, r, self, base) {
+			res, err := runArm(x, r, o, pg)
 			if err != nil {
 				failed++
-				fmt.Fprintf(os.Stderr, "bench: round %d, %s FAILED: %v\n", r+1, a.id, err)
+				fmt.Fprintf(os.Stderr, "bench: round %d, %s FAILED: %v\n", r+1, x.key, err)
 				continue
 			}
-			if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-				res.RSSMB = float64(ru.Maxrss) / 1024
-			}
-			res.Load = load
-			all[a.id] = append(all[a.id], res)
-			fmt.Fprintf(os.Stderr, "bench: round %d %-12s p50 %6.3f ms  p99 %6.3f ms  %7.0f/s  cpu %.3f ms/action  rss %4.0f MB  (%s)\n",
-				r+1, a.id, res.P50ms, res.P99ms, res.Throughput, res.CPUms, res.RSSMB, time.Since(t).Round(time.Millisecond))
+			all[x.key] = append(all[x.key], res)
 		}
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d arm runs failed", failed)
+	}
+	if base != nil {
+		fmt.Print(comparison(selected, all, *base))
+		return nil
 	}
 	rep.results, rep.took, rep.when = all, time.Since(started), time.Now().UTC()
 	if pg != nil {
@@ -218,4 +209,37 @@ func drive(selected []arm, rounds int, o opts, outDir, doc string) error {
 		}
 	}
 	return nil
+}
+
+// runArm runs one arm of one build in round r, in a child process of its
+// own, and prints its line.
+func runArm(x run, r int, o opts, pg *postgres) (Result, error) {
+	a := x.a
+	args := []string{"-arm", a.id, "-n", fmt.Sprint(o.latencyN), "-tp", fmt.Sprint(o.throughputN)}
+	if strings.HasPrefix(a.id, "dbos") {
+		db := fmt.Sprintf("dbos_%s_%d", strings.NewReplacer("-", "_", "@", "_").Replace(x.key), r)
+		if err := pg.createDB(db); err != nil {
+			return Result{}, err
+		}
+		args = append(args, "-pg", pg.url(db), "-pgpid", fmt.Sprint(pg.pid))
+	}
+	cmd := exec.Command(x.bin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	t := time.Now()
+	load := loadavg()
+	var res Result
+	if err := cmd.Run(); err != nil {
+		return Result{}, err
+	}
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return Result{}, err
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		res.RSSMB = float64(ru.Maxrss) / 1024
+	}
+	res.Load = load
+	fmt.Fprintf(os.Stderr, "bench: round %d %-12s p50 %6.3f ms  p99 %6.3f ms  %7.0f/s  cpu %.3f ms/action  rss %4.0f MB  (%s)\n",
+		r+1, x.key, res.P50ms, res.P99ms, res.Throughput, res.CPUms, res.RSSMB, time.Since(t).Round(time.Millisecond))
+	return res, nil
 }
