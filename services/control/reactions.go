@@ -17,29 +17,30 @@ import (
 func (p *Plane) reactions() []eventlog.Reaction {
 	// Compensation and the plan driver propose actions of their own: only
 	// a plane that takes actions runs them.
+	rc := p.recovery
 	var compensate, drivePlan, wakeParent eventlog.Handler
-	if p.takesActions() {
-		compensate, drivePlan, wakeParent = p.compensate, p.drivePlan, p.wakeParent
+	if rc.takesActions() {
+		compensate, drivePlan, wakeParent = rc.compensate, p.drivePlan, p.wakeParent
 	}
 	var (
 		// A created task starts; one paused before it started goes back
 		// to pending on resume and starts then. A task that runs again
 		// gets the retries it owes before its plan moves.
 		onCreated = inOrder(p.startIfPending)
-		onResumed = inOrder(p.startIfPending, p.retryPending, drivePlan)
+		onResumed = inOrder(p.startIfPending, rc.retryPending, drivePlan)
 		// An action's end: a failure for good is retried, stopped as a
 		// loop or escalated first (recovery.go), so that the plan driver
 		// finds the retry it follows; a sub-task's end gives back what
 		// it did not spend (release) before the compensation and the
 		// plans that wait on it move on.
-		onActionEnd = inOrder(p.recoverFrom, p.release, compensate, drivePlan, wakeParent)
+		onActionEnd = inOrder(rc.recoverFrom, p.release, compensate, drivePlan, wakeParent)
 		onDenied    = inOrder(p.release, compensate, drivePlan, wakeParent)
 		// A sub-task's end gives back before its parent's plan moves on.
 		onTaskEnd  = inOrder(p.release, wakeParent)
 		onProduced = inOrder(p.release)
 		// An answer, or a plan version judged to run again: the retries
 		// held back meanwhile are owed before the driver looks for them.
-		onRunsAgain = inOrder(p.retryPending, drivePlan)
+		onRunsAgain = inOrder(rc.retryPending, drivePlan)
 		// A release to a task that has ended goes on to its parent; one
 		// to a parent moves its plan (its sub-task's step ends once the
 		// parent has back what the sub-task did not spend).
@@ -49,7 +50,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		onPlanMoved    = inOrder(drivePlan)
 		// A stall mark: what the reactions above should have done, done
 		// again (redrive.go).
-		onStalled = inOrder(p.redrive)
+		onStalled = inOrder(rc.redrive)
 	)
 	return slices.Concat(
 		on[*stewardv1.TaskCreated](onCreated),
