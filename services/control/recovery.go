@@ -309,7 +309,7 @@ func (r *recovery) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord,
 	}
 	return r.plane.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		st := task.FindStep(t, a.PlanStepId)
-		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !stepRuns(t, st, a) {
+		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !runs(t, st, a) {
 			return nil, nil
 		}
 		v, attempt := t.Plan.Version, strconv.FormatUint(uint64(st.Attempts), 10)
@@ -322,17 +322,6 @@ func (r *recovery) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord,
 		}, &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: stewardv1.StepStatus_STEP_STATUS_FAILED,
 			Reason: clip(fmt.Sprintf("action %s failed and its retry could not be proposed: %v", a.ActionId, why))})
 	})
-}
-
-// stepRuns reports whether plan step st runs a (an action step's last
-// action, or a foreach item's), or a retries one it runs.
-func stepRuns(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) bool {
-	for x := a; x != nil; x = task.FindAction(t, x.RetryOf) {
-		if slices.Contains(st.ActionIds, x.ActionId) {
-			return true
-		}
-	}
-	return false
 }
 
 // paramsOf reads the parameters a was proposed with from its canonical
