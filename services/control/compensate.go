@@ -32,15 +32,15 @@ const compensationPrefix = "compensate-"
 // It reacts to every event that starts a compensation or may end one, and
 // is idempotent: the compensation's action id and the final event's id
 // derive from the task, so a redelivery appends nothing twice.
-func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (r *recovery) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var compensating bool
-	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, r.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
 		compensating = t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING
 	})
 	if err != nil || !compensating {
 		return err // most tasks never compensate: no copy of the task for them
 	}
-	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
 	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 		return err
 	}
@@ -50,7 +50,7 @@ func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) erro
 			// needs undoing too (the fold lists it): wait for its end.
 			return nil
 		}
-		return p.finishCompensation(ctx, rec, "")
+		return r.finishCompensation(ctx, rec, "")
 	}
 	head := t.Compensations[0]
 	for _, a := range t.Actions {
@@ -58,11 +58,11 @@ func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) erro
 			return nil // under way: the event that ends it brings us back
 		}
 	}
-	err = p.proposeCompensation(ctx, rec, t, head)
+	err = r.proposeCompensation(ctx, rec, t, head)
 	if err != nil && eventlog.Permanent(err) {
 		// A redelivery would meet the same refusal: end the task now,
 		// saying what was and was not undone, rather than loop.
-		return p.finishCompensation(ctx, rec, fmt.Sprintf("could not propose the compensation of %s: %v", head, err))
+		return r.finishCompensation(ctx, rec, fmt.Sprintf("could not propose the compensation of %s: %v", head, err))
 	}
 	return err
 }
@@ -70,13 +70,13 @@ func (p *Plane) compensate(ctx context.Context, rec *stewardv1.EventRecord) erro
 // proposeCompensation proposes the call that undoes action head of t: the
 // latest version of its tool's compensating tool, on the same target (see
 // compensationParams for its parameters).
-func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, head string) error {
+func (r *recovery) proposeCompensation(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, head string) error {
 	taskID := t.Contract.GetTaskId()
 	orig := task.FindAction(t, head)
 	if orig == nil {
 		return errs.New(errs.FailedPrecondition, "task %s has no action %s", taskID, head)
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, orig.Tool, orig.ToolVersion)
+	entry, err := r.tools.Lookup(ctx, r.log, t.Tenant, orig.Tool, orig.ToolVersion)
 	if err != nil {
 		return err
 	}
@@ -84,11 +84,11 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 	if undo == "" {
 		return errs.New(errs.FailedPrecondition, "tool %s@%s names no compensating tool", orig.Tool, orig.ToolVersion)
 	}
-	params, err := p.compensationParams(ctx, orig)
+	params, err := r.compensationParams(ctx, orig)
 	if err != nil {
 		return err
 	}
-	d, err := p.prepare(ctx, t, proposal{
+	d, err := r.plane.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: compensationPrefix + head,
 		tool: undo, target: orig.Target, params: params,
 		compensates: head, principal: stewardPrincipal, milestone: orig.MilestoneId,
@@ -97,7 +97,7 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 		return err
 	}
 	d.action.SealedSecrets = carrySealed(d.action.SealedSecrets, orig.SealedSecrets)
-	_, existing, _, err := p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
+	_, existing, _, err := r.plane.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
 		// Only while head is still the next to undo: a cancel may have
 		// ended the compensation since the task was read.
 		return t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING && len(t.Compensations) > 0 && t.Compensations[0] == head, nil
@@ -118,12 +118,12 @@ func (p *Plane) proposeCompensation(ctx context.Context, rec *stewardv1.EventRec
 // compensating tool needs to find and undo the effect. Secret parameters
 // stay commitments here; the compensation carries their sealed values
 // (carrySealed), and the compensating tool receives them in clear.
-func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
-	params, err := p.paramsOf(ctx, orig)
+func (r *recovery) compensationParams(ctx context.Context, orig *stewardv1.Action) ([]byte, error) {
+	params, err := r.paramsOf(ctx, orig)
 	if err != nil {
 		return nil, err
 	}
-	result, err := p.resultJSON(ctx, orig)
+	result, err := r.resultJSON(ctx, orig)
 	if err != nil {
 		return nil, err
 	}
@@ -141,17 +141,17 @@ func (p *Plane) compensationParams(ctx context.Context, orig *stewardv1.Action) 
 // for a JSON body; anything else is passed on as text rather than
 // refused). It reads the results store, which it waits (retrying) for if
 // this plane was wired without one.
-func (p *Plane) resultJSON(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
+func (r *recovery) resultJSON(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
 	o := a.GetOutcome()
 	if o.GetResultRef() == "" && len(o.GetResult()) == 0 {
 		return json.RawMessage("null"), nil
 	}
-	if p.results == nil && len(o.GetResult()) == 0 {
+	if r.results == nil && len(o.GetResult()) == 0 {
 		// A wiring mistake, not the task's: wait for a plane that can
 		// read results rather than go on without one.
 		return nil, errs.New(errs.Unavailable, "this control plane has no results store to read the result of action %s", a.ActionId)
 	}
-	result, err := p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
+	result, err := r.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
 	if err != nil {
 		return nil, err
 	}
@@ -165,9 +165,9 @@ func (p *Plane) resultJSON(ctx context.Context, a *stewardv1.Action) (json.RawMe
 // finishCompensation ends a compensating task as the compensation was
 // started for, once nothing is left to undo, or at once when stopped says
 // why the rest cannot be undone.
-func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventRecord, stopped string) error {
+func (r *recovery) finishCompensation(ctx context.Context, rec *stewardv1.EventRecord, stopped string) error {
 	taskID := rec.Event.TaskId
-	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := r.plane.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || (stopped == "" && len(t.Compensations) > 0) {
 			return nil, nil
 		}
@@ -176,10 +176,10 @@ func (p *Plane) finishCompensation(ctx context.Context, rec *stewardv1.EventReco
 		if t.FinalStatus == stewardv1.TaskStatus_TASK_STATUS_CANCELLED {
 			payload = &stewardv1.TaskCancelled{Reason: reason}
 		}
-		return p.event(event.Meta{
+		return r.plane.event(event.Meta{
 			ID:            event.ID(taskID, "compensated"),
 			TaskID:        taskID,
-			Actor:         p.actor(stewardPrincipal),
+			Actor:         r.plane.actor(stewardPrincipal),
 			CausationID:   rec.Event.EventId,
 			CorrelationID: rec.Event.CorrelationId,
 		}, payload)

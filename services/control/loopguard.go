@@ -37,7 +37,7 @@ func maxSameFailures(t *stewardv1.Task) int {
 // to be retried: Steward's own retries (RECOVERY_MODE_RETRY) go first,
 // and the guard catches the run they end with. It returns nil when there
 // is no run. The event's id derives from the run's last failed action.
-func (p *Plane) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) (*stewardv1.Event, error) {
+func (r *recovery) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) (*stewardv1.Event, error) {
 	run := sameFailures(t, a.Tool, a.Target, maxSameFailures(t))
 	if run == nil {
 		return nil, nil
@@ -45,10 +45,10 @@ func (p *Plane) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *stew
 	taskID := rec.Event.TaskId
 	last := run[len(run)-1]
 	where := strings.TrimSpace(a.Tool + " " + a.Target)
-	return p.event(event.Meta{
+	return r.plane.event(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskNeedsInput, last.ActionId),
 		TaskID:        taskID,
-		Actor:         p.actor(stewardPrincipal),
+		Actor:         r.plane.actor(stewardPrincipal),
 		CausationID:   rec.Event.EventId,
 		CorrelationID: rec.Event.CorrelationId,
 	}, &stewardv1.TaskNeedsInput{

@@ -219,7 +219,7 @@ func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any
 // resultValue is a's result as encoding/json decodes it: nil for none, a
 // string for a result that is not JSON (see resultJSON).
 func (p *Plane) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
-	raw, err := p.resultJSON(ctx, a)
+	raw, err := p.recovery.resultJSON(ctx, a)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (r *planPass) ended(a *stewardv1.Action) (succeeded bool, failure string) {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 		return true, ""
 	case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
-		if r.p.retryDue(r.t, a) {
+		if r.p.recovery.retryDue(r.t, a) {
 			return false, ""
 		}
 		class := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.Outcome.GetFailureClass().String(), "FAILURE_CLASS_")), "_", " ")

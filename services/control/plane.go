@@ -101,6 +101,9 @@ type Plane struct {
 	// startWaiting, a test hook, runs as the wait begins.
 	startWait    time.Duration
 	startWaiting func(taskID string)
+	// recovery answers failures, compensates and re-drives stalled tasks
+	// (recovery.go).
+	recovery *recovery
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
@@ -141,6 +144,10 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 		startWait: startWait,
 	}
+	p.recovery = &recovery{
+		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
+		plane: p, start: p.startIfPending, drivePlan: p.drivePlan,
+	}
 	for _, o := range opts {
 		o(p)
 	}
@@ -159,7 +166,7 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 // Start runs the plane's reactions, starts reading the usage its quotas
 // bound and, with timers, ends the waits of plans.
 func (p *Plane) Start(ctx context.Context) error {
-	if p.timers != nil && p.takesActions() {
+	if p.timers != nil && p.recovery.takesActions() {
 		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
 		if err != nil {
 			return err

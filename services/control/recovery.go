@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +18,40 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/pkg/toolreg"
 )
+
+// recovery is the control plane's answer to what did not go as planned:
+// an action that failed for good (retried, stopped as a loop, or
+// escalated: this file and loopguard.go), a task that compensates
+// (compensate.go), and a task the watchdog marked stalled (redrive.go). It
+// holds only what those need — the log, the stores a proposal reads, and
+// of the plane its writes and its proposal path (recoveryPlane) and the
+// reactions a stall runs again — so that the plane's other jobs stay out
+// of its reach. Its methods are safe for concurrent use.
+type recovery struct {
+	log      *eventlog.Log
+	logger   *slog.Logger
+	tools    *toolreg.Registry
+	requests *action.Store
+	results  *action.Store
+	plane    recoveryPlane
+	// start and drivePlan are the plane's reactions that start a pending
+	// task and move a plan, which a stall mark runs again.
+	start, drivePlan eventlog.Handler
+}
+
+// recoveryPlane is what recovery needs of the control plane: to append to
+// a task as the plane does, and to propose an action as every proposal is
+// (draft.go), with its secrets opened again (secrets.go).
+type recoveryPlane interface {
+	write(ctx context.Context, taskID string, build taskstore.Build) error
+	event(meta event.Meta, payload event.Payload) (*stewardv1.Event, error)
+	actor(principal string) *stewardv1.Actor
+	prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*draft, error)
+	record(ctx context.Context, taskID string, d *draft, causationID string, admit admission) (*stewardv1.Task, *stewardv1.Action, bool, error)
+	reveal(taskID string, params []byte, sealed []*stewardv1.SealedSecret) ([]byte, error)
+}
 
 // The bounds of contract.recovery_policy.max_attempts: how many proposals
 // of one action RECOVERY_MODE_RETRY makes in all, the first included.
@@ -60,7 +94,7 @@ const recoveryPrefix = "recovery-"
 //
 // Idempotent: the retry's action id, and the stops' event ids, derive from
 // the failed action.
-func (p *Plane) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (r *recovery) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var actionID string
 	switch pl := rec.Event.Payload.(type) {
 	case *stewardv1.Event_ActionOutcomeRecorded:
@@ -78,32 +112,32 @@ func (p *Plane) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) err
 	}
 	taskID := rec.Event.TaskId
 	var retryNow bool
-	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := r.plane.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		retryNow = false
 		a := task.FindAction(t, actionID)
 		if !task.Active(t.Status) || a == nil || a.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED {
 			return nil, nil
 		}
-		if p.retryDue(t, a) {
+		if r.retryDue(t, a) {
 			retryNow = true // proposed below: its request is read and stored first
 			return nil, nil
 		}
-		if ev, err := p.guardLoop(rec, t, a); ev != nil || err != nil {
+		if ev, err := r.guardLoop(rec, t, a); ev != nil || err != nil {
 			return ev, err
 		}
 		if t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE {
-			return p.escalate(rec, a)
+			return r.escalate(rec, a)
 		}
 		return nil, nil
 	})
 	if err != nil || !retryNow {
 		return err
 	}
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	t, _, err := taskstore.LoadSince(ctx, r.log, taskID, rec.Sequence)
 	if err != nil {
 		return err
 	}
-	return p.retry(ctx, rec, t, task.FindAction(t, actionID))
+	return r.retry(ctx, rec, t, task.FindAction(t, actionID))
 }
 
 // retryPending proposes the retries a task in RECOVERY_MODE_RETRY still
@@ -111,21 +145,21 @@ func (p *Plane) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) err
 // run): those of failures that ended while it was stopped, or while its
 // plan was denied, or whose retry its action cap refused. It is
 // idempotent as retry is.
-func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (r *recovery) retryPending(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var retries bool
-	err := taskstore.Peek(ctx, p.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, r.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
 		retries = t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
 	})
-	if err != nil || !retries || !p.takesActions() {
+	if err != nil || !retries || !r.takesActions() {
 		return err
 	}
-	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
 	if err != nil || !task.Active(t.Status) {
 		return err
 	}
 	for _, a := range t.Actions {
-		if p.retryDue(t, a) {
-			if err := p.retry(ctx, rec, t, a); err != nil {
+		if r.retryDue(t, a) {
+			if err := r.retry(ctx, rec, t, a); err != nil {
 				return err
 			}
 		}
@@ -135,14 +169,14 @@ func (p *Plane) retryPending(ctx context.Context, rec *stewardv1.EventRecord) er
 
 // takesActions reports whether the plane can propose actions: it has a
 // tool registry and a request store.
-func (p *Plane) takesActions() bool { return p.tools != nil && p.requests != nil }
+func (r *recovery) takesActions() bool { return r.tools != nil && r.requests != nil }
 
 // retryDue reports whether a, an action of t, is a failure that
 // RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable;
 // not one the task's plan no longer asks for (task.PlanWithdrew), nor
 // one it holds back (planHolds).
-func (p *Plane) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
-	return p.takesActions() &&
+func (r *recovery) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
+	return r.takesActions() &&
 		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
 		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
 		task.FindAction(t, retryID(t, a)) == nil &&
@@ -227,18 +261,18 @@ func retryID(t *stewardv1.Task, a *stewardv1.Action) string {
 // A retry that can no longer be proposed — its tool version unusable, say
 // — is logged and dropped: the failure stands in the ledger and the agent
 // decides, as it does once the attempts are spent.
-func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) error {
+func (r *recovery) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewardv1.Task, a *stewardv1.Action) error {
 	taskID := t.Contract.GetTaskId()
-	params, err := p.paramsOf(ctx, a)
+	params, err := r.paramsOf(ctx, a)
 	if err == nil {
 		// The same request again: its secrets are concealed again into
 		// the same commitments, which the hash check below confirms.
-		params, err = p.reveal(taskID, params, a.SealedSecrets)
+		params, err = r.plane.reveal(taskID, params, a.SealedSecrets)
 	}
 	if err != nil {
 		return err
 	}
-	d, err := p.prepare(ctx, t, proposal{
+	d, err := r.plane.prepare(ctx, t, proposal{
 		taskID: taskID, proposalID: recoveryPrefix + a.ActionId,
 		tool: a.Tool, toolVersion: a.ToolVersion, target: a.Target,
 		params: params, retry: a.RetryPolicy, principal: a.ProposedBy, milestone: a.MilestoneId,
@@ -250,7 +284,7 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 		d.action.RetryOf, d.action.RecoveryAttempt = a.ActionId, recoveryAttempt(a)+1
 		d.action.PlanStepId = a.PlanStepId // the plan driver follows a step's action to its retry
 		d.action.Rationale = proto.CloneOf(a.Rationale)
-		_, _, _, err = p.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
+		_, _, _, err = r.plane.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
 			// Only while the task runs: a stop since it was read leaves
 			// the retry to the resume (retryPending).
 			return task.Active(t.Status), nil
@@ -259,8 +293,8 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 	if err != nil && eventlog.Permanent(err) {
 		// A redelivery would meet the same refusal; the action cap's
 		// refusal has stopped the task already.
-		p.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", recoveryAttempt(a)+1, "err", err)
-		return p.failPlanStep(ctx, rec, taskID, a, err)
+		r.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", recoveryAttempt(a)+1, "err", err)
+		return r.failPlanStep(ctx, rec, taskID, a, err)
 	}
 	return err
 }
@@ -269,20 +303,20 @@ func (p *Plane) retry(ctx context.Context, rec *stewardv1.EventRecord, t *stewar
 // good because its retry could not be proposed (why): the plan driver
 // waits for a retry that will not come. The event is the driver's own
 // end of the step's attempt (same id), so only one of them is appended.
-func (p *Plane) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord, taskID string, a *stewardv1.Action, why error) error {
+func (r *recovery) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord, taskID string, a *stewardv1.Action, why error) error {
 	if a.PlanStepId == "" {
 		return nil
 	}
-	return p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	return r.plane.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		st := task.FindStep(t, a.PlanStepId)
-		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !stepRuns(t, st, a) {
+		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !runs(t, st, a) {
 			return nil, nil
 		}
 		v, attempt := t.Plan.Version, strconv.FormatUint(uint64(st.Attempts), 10)
-		return p.event(event.Meta{
+		return r.plane.event(event.Meta{
 			ID:            event.ID(taskID, event.TypePlanStepEnded, st.StepId, strconv.FormatUint(uint64(v), 10), attempt),
 			TaskID:        taskID,
-			Actor:         p.actor(stewardPrincipal),
+			Actor:         r.plane.actor(stewardPrincipal),
 			CausationID:   rec.Event.EventId,
 			CorrelationID: rec.Event.CorrelationId,
 		}, &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: stewardv1.StepStatus_STEP_STATUS_FAILED,
@@ -290,21 +324,10 @@ func (p *Plane) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord, ta
 	})
 }
 
-// stepRuns reports whether plan step st runs a (an action step's last
-// action, or a foreach item's), or a retries one it runs.
-func stepRuns(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) bool {
-	for x := a; x != nil; x = task.FindAction(t, x.RetryOf) {
-		if slices.Contains(st.ActionIds, x.ActionId) {
-			return true
-		}
-	}
-	return false
-}
-
 // paramsOf reads the parameters a was proposed with from its canonical
 // request.
-func (p *Plane) paramsOf(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
-	canonical, err := p.requests.Request(ctx, a.Request, a.RequestRef, a.RequestHash)
+func (r *recovery) paramsOf(ctx context.Context, a *stewardv1.Action) (json.RawMessage, error) {
+	canonical, err := r.requests.Request(ctx, a.Request, a.RequestRef, a.RequestHash)
 	if err != nil {
 		return nil, err
 	}
@@ -326,14 +349,14 @@ func (p *Plane) paramsOf(ctx context.Context, a *stewardv1.Action) (json.RawMess
 // failed and how, until a person resumes it (ResumeTask) — the agent then
 // decides what next — or ends it (FailTask, CancelTask). The event's id
 // derives from the action.
-func (p *Plane) escalate(rec *stewardv1.EventRecord, a *stewardv1.Action) (*stewardv1.Event, error) {
+func (r *recovery) escalate(rec *stewardv1.EventRecord, a *stewardv1.Action) (*stewardv1.Event, error) {
 	taskID := rec.Event.TaskId
 	where := strings.TrimSpace(a.Tool + " " + a.Target)
 	class := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.Outcome.GetFailureClass().String(), "FAILURE_CLASS_")), "_", " ")
-	return p.event(event.Meta{
+	return r.plane.event(event.Meta{
 		ID:            event.ID(taskID, event.TypeTaskNeedsInput, "escalated", a.ActionId),
 		TaskID:        taskID,
-		Actor:         p.actor(stewardPrincipal),
+		Actor:         r.plane.actor(stewardPrincipal),
 		CausationID:   rec.Event.EventId,
 		CorrelationID: rec.Event.CorrelationId,
 	}, &stewardv1.TaskNeedsInput{

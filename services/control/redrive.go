@@ -16,21 +16,21 @@ import (
 // those is the reaction itself, run with the mark as its cause, and is
 // idempotent as it is: its ids derive from the task, so whatever was done
 // already, or is done by a redelivery at the same time, is not done twice.
-func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.LoadSince(ctx, p.log, rec.Event.TaskId, rec.Sequence)
+func (r *recovery) redrive(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
 	if err != nil {
 		return err
 	}
 	pending := t.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING
-	if !pending && !(task.Working(t.Status) && p.takesActions() && drives(t)) {
+	if !pending && !(task.Working(t.Status) && r.takesActions() && drives(t)) {
 		return nil // nothing of this plane's to do again
 	}
-	p.logger.Warn("re-driving a stalled task", "task", rec.Event.TaskId, "status", task.StatusName(t.Status),
+	r.logger.Warn("re-driving a stalled task", "task", rec.Event.TaskId, "status", task.StatusName(t.Status),
 		"reason", rec.Event.GetTaskStalled().GetReason())
 	if pending {
-		return p.startIfPending(ctx, rec)
+		return r.start(ctx, rec)
 	}
-	for _, again := range []func(context.Context, *stewardv1.EventRecord) error{p.retryPending, p.compensate, p.drivePlan} {
+	for _, again := range []func(context.Context, *stewardv1.EventRecord) error{r.retryPending, r.compensate, r.drivePlan} {
 		if err := again(ctx, rec); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -48,4 +49,24 @@ func (p *Plane) loadStarted(ctx context.Context, taskID string) (*stewardv1.Task
 			return t, h, err
 		}
 	}
+}
+
+// startIfPending starts a pending task. It is idempotent: the start event's
+// id is derived from the task, so a redelivered cause finds the task
+// already running (and does nothing) or, mid-retry, the same event stored.
+func (p *Plane) startIfPending(ctx context.Context, rec *stewardv1.EventRecord) error {
+	taskID := rec.Event.TaskId
+	err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+			return nil, nil
+		}
+		return p.event(event.Meta{
+			ID:            event.ID(taskID, event.TypeTaskStarted),
+			TaskID:        taskID,
+			Actor:         p.actor(stewardPrincipal),
+			CausationID:   rec.Event.EventId,
+			CorrelationID: rec.Event.CorrelationId,
+		}, &stewardv1.TaskStarted{})
+	})
+	return err
 }
