@@ -17,6 +17,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // MaxDelegationDepth is how many hands a task may pass through: a
@@ -38,15 +39,15 @@ const MaxDelegationDepth = 16
 // appended when the delegation is refused. With a request id it is
 // idempotent as CreateTask is: the same request again returns the same
 // sub-task with created false, even if the parent has ended since. A
-// request id may not start with planPrefix, which names the sub-tasks of
+// request id may not start with plandriver.Prefix, which names the sub-tasks of
 // a plan's steps (planSubTaskID).
 func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	now := p.now()
 	if err := validateDelegate(req, now); err != nil {
 		return nil, false, err
 	}
-	if strings.HasPrefix(req.RequestId, planPrefix) {
-		return nil, false, errs.Field("request_id", "%s starts with %s, which is reserved for the sub-tasks Steward delegates for the steps of a plan", errs.Quote(req.RequestId), errs.Quote(planPrefix))
+	if strings.HasPrefix(req.RequestId, plandriver.Prefix) {
+		return nil, false, errs.Field("request_id", "%s starts with %s, which is reserved for the sub-tasks Steward delegates for the steps of a plan", errs.Quote(req.RequestId), errs.Quote(plandriver.Prefix))
 	}
 	contract, err := knownFieldsOnly(req.Contract)
 	if err != nil {

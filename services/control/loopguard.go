@@ -52,7 +52,7 @@ func (r *recovery) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *s
 		CausationID:   rec.Event.EventId,
 		CorrelationID: rec.Event.CorrelationId,
 	}, &stewardv1.TaskNeedsInput{
-		Reason:   fmt.Sprintf("needs help: the same failure %d times in a row on %s: %s", len(run), where, clip(last.Outcome.GetReason())),
+		Reason:   fmt.Sprintf("needs help: the same failure %d times in a row on %s: %s", len(run), where, task.Clip(last.Outcome.GetReason())),
 		Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES,
 		ActionId: last.ActionId,
 	})

@@ -18,6 +18,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/toolpin"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // SubmitPlan records a plan, or a new version of one, for a running task
@@ -145,7 +146,7 @@ func submission(t *stewardv1.Task, pl *stewardv1.Plan, hash string) (*stewardv1.
 		if err != nil {
 			return nil, err
 		}
-		if err := keepsKinds(t, pl); err != nil {
+		if err := plandriver.KeepsKinds(t, pl); err != nil {
 			return nil, err
 		}
 		s.Revision = &stewardv1.PlanRevision{ReplacesVersion: cur.Version, Kept: r.Kept, Changed: r.Changed, Added: r.Added, Withdrawn: r.Withdrawn}

@@ -6,7 +6,7 @@
 // good as the contract's recovery policy says — proposing it again or
 // escalating to a person (recovery.go); stops a task that keeps failing
 // the same way, or proposes past its action cap, asking for help; and runs
-// a task's plan, step by step, once governance lets it (plan_driver.go).
+// a task's plan, step by step, once governance lets it (plandriver).
 // It records a task's artifacts, evaluates
 // its acceptance criteria (CEL, see criteria.go) when the task is marked
 // produced, and takes its acceptance owner's decision.
@@ -33,6 +33,7 @@ import (
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // PlaneName is the control plane's name in events and consumer names.
@@ -63,7 +64,7 @@ type Config struct {
 	// message, so its limit must stay under the server's max_payload, and
 	// the request under the RPC edge's rpc.MaxRequestBytes.
 	MaxInlineArtifact, MaxReferencedArtifact int64
-	// Timers end the wait steps of plans (plan_wait.go); without them a
+	// Timers end the wait steps of plans (plandriver/wait.go); without them a
 	// wait that has not ended yet waits, retrying, for a plane that has
 	// them.
 	Timers *timer.Timers
@@ -73,6 +74,9 @@ type Config struct {
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
 }
+
+// TimerConsumer is the control plane's consumer of its timers.
+const TimerConsumer = "control-timers"
 
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
@@ -101,6 +105,8 @@ type Plane struct {
 	// startWaiting, a test hook, runs as the wait begins.
 	startWait    time.Duration
 	startWaiting func(taskID string)
+	// plans runs the plans of tasks (plandriver; plan_host.go).
+	plans *plandriver.Driver
 	// recovery answers failures, compensates and re-drives stalled tasks
 	// (recovery.go).
 	recovery *recovery
@@ -144,12 +150,15 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 		startWait: startWait,
 	}
-	p.recovery = &recovery{
-		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
-		plane: p, start: p.startIfPending, drivePlan: p.drivePlan,
-	}
 	for _, o := range opts {
 		o(p)
+	}
+	p.plans = plandriver.New(planHost{p}, plandriver.Config{
+		Log: log, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,
+	})
+	p.recovery = &recovery{
+		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
+		plane: p, start: p.startIfPending, drivePlan: p.plans.Drive,
 	}
 	return p
 }
@@ -167,7 +176,7 @@ func (p *Plane) event(meta event.Meta, payload event.Payload) (*stewardv1.Event,
 // bound and, with timers, ends the waits of plans.
 func (p *Plane) Start(ctx context.Context) error {
 	if p.timers != nil && p.recovery.takesActions() {
-		sub, err := p.timers.Run(ctx, TimerConsumer, []string{PlanWaitTimerKind}, p.onPlanWait)
+		sub, err := p.timers.Run(ctx, TimerConsumer, []string{plandriver.WaitTimerKind}, p.plans.OnWait)
 		if err != nil {
 			return err
 		}

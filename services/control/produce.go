@@ -53,7 +53,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 // produce records, under event id (empty for a random one), that taskID
 // has produced its result, with its criteria evaluated: MarkProduced's
 // work after its request id is claimed, and a finished plan's ending
-// (plan_driver.go), whose id derives from the plan version. A repeat of
+// (plandriver), whose id derives from the plan version. A repeat of
 // an id already recorded returns the round it recorded.
 func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {

@@ -13,6 +13,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // Limits on a proposal.
@@ -156,7 +157,7 @@ func (p *Plane) withdraw(ctx context.Context, principal, taskID, original, repla
 // repeat appends nothing.
 func (p *Plane) withdrawAction(ctx context.Context, principal, taskID string, w *stewardv1.ActionWithdrawn) (*stewardv1.Task, error) {
 	return p.apply(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-		if withdrawable(task.FindAction(t, w.ActionId)) {
+		if task.Withdrawable(task.FindAction(t, w.ActionId)) {
 			return p.event(event.Meta{
 				ID:     event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, w.ReplacedBy),
 				TaskID: taskID,
@@ -165,17 +166,6 @@ func (p *Plane) withdrawAction(ctx context.Context, principal, taskID string, w 
 		}
 		return nil, nil
 	})
-}
-
-// withdrawable reports whether a may still be withdrawn: it has not been
-// permitted, denied or rejected.
-func withdrawable(a *stewardv1.Action) bool {
-	switch a.GetStatus() {
-	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
-		stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL, stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
-		return true
-	}
-	return false
 }
 
 func validateProposal(req *stewardv1.ProposeActionRequest) error {
@@ -188,8 +178,8 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		return errs.Field("tool", "is required")
 	case strings.HasPrefix(req.ProposalId, compensationPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the compensations Steward proposes", errs.Quote(req.ProposalId), errs.Quote(compensationPrefix))
-	case strings.HasPrefix(req.ProposalId, planPrefix):
-		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the actions Steward proposes for the steps of a plan", errs.Quote(req.ProposalId), errs.Quote(planPrefix))
+	case strings.HasPrefix(req.ProposalId, plandriver.Prefix):
+		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the actions Steward proposes for the steps of a plan", errs.Quote(req.ProposalId), errs.Quote(plandriver.Prefix))
 	case strings.HasPrefix(req.ProposalId, recoveryPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the retries Steward proposes (RECOVERY_MODE_RETRY)", errs.Quote(req.ProposalId), errs.Quote(recoveryPrefix))
 	}

@@ -20,7 +20,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 	rc := p.recovery
 	var compensate, drivePlan, wakeParent eventlog.Handler
 	if rc.takesActions() {
-		compensate, drivePlan, wakeParent = rc.compensate, p.drivePlan, p.wakeParent
+		compensate, drivePlan, wakeParent = rc.compensate, p.plans.Drive, p.plans.WakeParent
 	}
 	var (
 		// A created task starts; one paused before it started goes back

@@ -320,7 +320,7 @@ func (r *recovery) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord,
 			CausationID:   rec.Event.EventId,
 			CorrelationID: rec.Event.CorrelationId,
 		}, &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: stewardv1.StepStatus_STEP_STATUS_FAILED,
-			Reason: clip(fmt.Sprintf("action %s failed and its retry could not be proposed: %v", a.ActionId, why))})
+			Reason: task.Clip(fmt.Sprintf("action %s failed and its retry could not be proposed: %v", a.ActionId, why))})
 	})
 }
 
@@ -361,7 +361,7 @@ func (r *recovery) escalate(rec *stewardv1.EventRecord, a *stewardv1.Action) (*s
 		CorrelationID: rec.Event.CorrelationId,
 	}, &stewardv1.TaskNeedsInput{
 		Reason: fmt.Sprintf("escalated: action %s on %s failed (%s): %s; resume the task to go on, or fail it",
-			a.ActionId, where, class, clip(a.Outcome.GetReason())),
+			a.ActionId, where, class, task.Clip(a.Outcome.GetReason())),
 		Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED,
 		ActionId: a.ActionId,
 	})

@@ -3,15 +3,10 @@ package control
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 )
-
-// maxNoteLen bounds a tool's or approver's words quoted in a status
-// reason, so that one long error does not swamp the rest.
-const maxNoteLen = 300
 
 // compensationReport is the reason a compensated task ends with: why it
 // was ended, then how its compensations went, e.g. "deadline missed;
@@ -27,7 +22,7 @@ func compensationReport(t *stewardv1.Task, stopped string) string {
 		}
 		seen[a.Compensates] = true
 		total++
-		why := clip(a.Outcome.GetReason())
+		why := task.Clip(a.Outcome.GetReason())
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 			done++
@@ -44,7 +39,7 @@ func compensationReport(t *stewardv1.Task, stopped string) string {
 	left := len(t.Compensations)
 	total += left
 	if stopped != "" {
-		notes = append(notes, clip(stopped))
+		notes = append(notes, task.Clip(stopped))
 		if left > 1 {
 			notes = append(notes, fmt.Sprintf("%d more not attempted", left-1))
 		}
@@ -64,16 +59,4 @@ func count(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
-}
-
-// clip shortens s to at most maxNoteLen bytes, on a rune boundary.
-func clip(s string) string {
-	if len(s) <= maxNoteLen {
-		return s
-	}
-	cut := maxNoteLen
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -42,17 +42,14 @@ func (r *planPass) start(ctx context.Context, id string) error {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
 	case !run:
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SKIPPED, "its when was false: "+step.When)
-	case step.GetWait() != nil:
-		return r.startWait(ctx, st, step.GetWait())
-	case step.GetCheckpoint() != nil:
-		return r.started(ctx, st, &stewardv1.PlanStepStarted{}) // it asks once started (plan_checkpoint.go)
-	case step.GetForeach() != nil:
-		return r.startForeach(ctx, st, step.GetForeach().GetBody(), outs)
-	case step.GetSubTask() != nil:
-		// Recorded before it is delegated (followSubTasks delegates it).
-		return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: planSubTaskID(r.taskID(), id, st.Attempts+1, -1)})
 	}
-	target, params, err := plan.EvalParams(ctx, pl, id, plan.Bindings{Steps: outs})
+	return kindOf(step).start(r, ctx, st, step, outs)
+}
+
+// startAction starts action step st: it proposes the action, then records
+// that the step runs it.
+func (r *planPass) startAction(ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step, outs map[string]plan.Outcome) error {
+	target, params, err := plan.EvalParams(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs})
 	if err != nil {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
 	}
@@ -63,28 +60,58 @@ func (r *planPass) start(ctx context.Context, id string) error {
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{ActionId: actionID})
 }
 
-// startForeach starts foreach step st: its list (EvalForeach), then one
-// action per item, proposed as an action step's is, each under a
-// proposal id naming its item, then one record of them all. A crash in
-// the middle proposes the same again, which are the ones on the log. A
-// foreach of sub-tasks records one sub-task id per item, each naming its
-// item, which the next pass delegates as a sub_task step's. An empty list
-// starts the step with nothing to run: it succeeds at once, its result [].
-func (r *planPass) startForeach(ctx context.Context, st *stewardv1.PlanStepState, body *stewardv1.StepTemplate, outs map[string]plan.Outcome) error {
-	pl := r.t.Plan.Plan
-	items, err := plan.EvalForeach(ctx, pl, st.StepId, plan.Bindings{Steps: outs})
+// startSubTask starts sub_task step st: it records the id of the sub-task
+// the step runs, which the next pass delegates (followSubTasks).
+func (r *planPass) startSubTask(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step, _ map[string]plan.Outcome) error {
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, -1)})
+}
+
+// startCheckpoint starts checkpoint step st: it asks once started
+// (checkpoint.go).
+func (r *planPass) startCheckpoint(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step, _ map[string]plan.Outcome) error {
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{})
+}
+
+// items is the list foreach step st runs over (EvalForeach); ok is false
+// when it cannot be evaluated, which has failed the step.
+func (r *planPass) items(ctx context.Context, st *stewardv1.PlanStepState, outs map[string]plan.Outcome) (items []any, ok bool, err error) {
+	items, err = plan.EvalForeach(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs})
 	if err != nil {
-		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
+		return nil, false, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, err.Error())
+	}
+	return items, true, nil
+}
+
+// startForeachSubTasks starts a foreach of sub-tasks: it records one
+// sub-task id per item, each naming its item, which the next pass
+// delegates as a sub_task step's. An empty list starts the step with
+// nothing to run: it succeeds at once, its result [].
+func (r *planPass) startForeachSubTasks(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step, outs map[string]plan.Outcome) error {
+	items, ok, err := r.items(ctx, st, outs)
+	if !ok {
+		return err
 	}
 	ids := make([]string, 0, len(items))
-	if body.GetSubTask() != nil {
-		for i := range items {
-			ids = append(ids, planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, i))
-		}
-		return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemSubTaskIds: ids})
+	for i := range items {
+		ids = append(ids, planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, i))
 	}
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{ItemSubTaskIds: ids})
+}
+
+// startForeachActions starts a foreach of actions: one action per item,
+// proposed as an action step's is, each under a proposal id naming its
+// item, then one record of them all. A crash in the middle proposes the
+// same again, which are the ones on the log. An empty list starts the
+// step with nothing to run: it succeeds at once, its result [].
+func (r *planPass) startForeachActions(ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step, outs map[string]plan.Outcome) error {
+	items, ok, err := r.items(ctx, st, outs)
+	if !ok {
+		return err
+	}
+	body := step.GetForeach().GetBody()
+	ids := make([]string, 0, len(items))
 	for i, item := range items {
-		target, params, err := plan.EvalParams(ctx, pl, st.StepId, plan.Bindings{Steps: outs, Item: item})
+		target, params, err := plan.EvalParams(ctx, r.t.Plan.Plan, st.StepId, plan.Bindings{Steps: outs, Item: item})
 		if err != nil {
 			return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("item %d: %v", i, err))
 		}
@@ -123,7 +150,7 @@ func (r *planPass) proposeOne(ctx context.Context, st *stewardv1.PlanStepState, 
 		return "", true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_FAILED, fmt.Sprintf("the parameters of %s are not JSON: %v", what, err))
 	}
 	id, err = r.propose(ctx, st, a, target, raw, item)
-	if hook := r.p.stepProposed; hook != nil && err == nil && id != "" {
+	if hook := r.d.cfg.StepProposed; hook != nil && err == nil && id != "" {
 		err = hook(st.StepId)
 	}
 	if stop, err := r.refused(ctx, st, what, "proposed", err); stop || err != nil {
@@ -145,7 +172,7 @@ func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, wha
 	if !eventlog.Permanent(err) {
 		return true, err
 	}
-	t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.seq)
+	t, _, lerr := taskstore.LoadSince(ctx, r.d.cfg.Log, r.taskID(), r.seq)
 	if lerr != nil || !task.PlanMayRun(t) {
 		return true, lerr
 	}
@@ -161,29 +188,19 @@ func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, wha
 // (the task stopped, the step moved on).
 func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *stewardv1.ActionStep, target string, params []byte, item int) (string, error) {
 	taskID, v := r.taskID(), r.version()
-	d, err := r.p.prepare(ctx, r.t, proposal{
-		taskID: taskID,
-		proposalIDOf: func(h string) string {
+	return r.d.host.Propose(ctx, r.t, Call{
+		TaskID: taskID, CauseID: r.causeID,
+		ProposalIDOf: func(h string) string {
 			if id := recordedProposal(r.t, st.StepId, st.Attempts+1, item, h); id != "" {
 				return id
 			}
-			return planProposalID(st.StepId, st.Attempts+1, item, h, func(h string) string { return r.p.secrets.Digest(taskID, h) })
+			return planProposalID(st.StepId, st.Attempts+1, item, h, func(h string) string { return r.d.host.Digest(taskID, h) })
 		},
-		planStep: st.StepId,
-		tool:     a.Tool, toolVersion: a.ToolVersion, target: target,
-		params: params, retry: a.RetryPolicy, rationale: a.Rationale, principal: r.t.Plan.SubmittedBy,
-		milestone: r.definition(st.StepId).GetMilestoneId(),
-	})
-	if err != nil {
-		return "", err
-	}
-	t, _, _, err := r.p.record(ctx, taskID, d, r.causeID, func(t *stewardv1.Task) (bool, error) {
-		return stillPending(t, v, st), nil
-	})
-	if err != nil || task.FindAction(t, d.action.ActionId) == nil {
-		return "", err
-	}
-	return d.action.ActionId, nil
+		PlanStep: st.StepId,
+		Tool:     a.Tool, ToolVersion: a.ToolVersion, Target: target,
+		Params: params, Retry: a.RetryPolicy, Rationale: a.Rationale, Principal: r.t.Plan.SubmittedBy,
+		Milestone: r.definition(st.StepId).GetMilestoneId(),
+	}, func(t *stewardv1.Task) bool { return stillPending(t, v, st) })
 }
 
 // started records start, the next attempt of step st — its action, its
@@ -197,7 +214,7 @@ func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, sta
 	if start.ActionId != "" {
 		actions = []string{start.ActionId}
 	}
-	return r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	return r.d.host.Write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindStep(t, st.StepId)
 		if t.Plan.GetVersion() != start.Version || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
 			return nil, nil
@@ -207,7 +224,7 @@ func (r *planPass) started(ctx context.Context, st *stewardv1.PlanStepState, sta
 				return nil, nil
 			}
 		}
-		return r.p.event(r.meta(id), start)
+		return r.d.host.Event(r.meta(id), start)
 	})
 }
 

@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -48,13 +48,13 @@ func (r *planPass) checkpoint(ctx context.Context, st *stewardv1.PlanStepState, 
 // ready steps would wait on it.
 func (r *planPass) ask(ctx context.Context, st *stewardv1.PlanStepState, c *stewardv1.CheckpointStep, askID string) (bool, error) {
 	asked := false
-	err := r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := r.d.host.Write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		asked = false
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 			return nil, nil // waiting on a person already, or on an approval: asked when it runs
 		}
 		asked = true
-		return r.p.event(r.meta(askID), &stewardv1.TaskNeedsInput{
+		return r.d.host.Event(r.meta(askID), &stewardv1.TaskNeedsInput{
 			Reason:   fmt.Sprintf("plan step %s asks", st.StepId),
 			Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT,
 			Question: c.Question,
@@ -80,7 +80,7 @@ type closure struct {
 // a pause (the task waits for the answer again) or lifts a suspension
 // (which closed it: it is asked again); another question.
 func (r *planPass) closing(ctx context.Context, askID string) (closure, error) {
-	recs, err := r.p.log.Read(ctx, r.taskID())
+	recs, err := r.d.cfg.Log.Read(ctx, r.taskID())
 	if err != nil {
 		return closure{}, err
 	}

@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -37,12 +37,8 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 			// By what it started, not by its definition: a revision may
 			// have changed a step while it ran.
 			did, err = r.followSubTasks(ctx, st)
-		} else if def.GetForeach() != nil {
-			did, err = r.followItems(ctx, st)
-		} else if def.GetCheckpoint() != nil {
-			did, err = r.checkpoint(ctx, st, def.GetCheckpoint())
-		} else if a := task.FindAction(r.t, lastOf(st.ActionIds)); a != nil {
-			did, err = r.follow(ctx, st, a)
+		} else {
+			did, err = kindOf(def).follow(r, ctx, st, def)
 		}
 		if err != nil {
 			return moved, err
@@ -52,6 +48,26 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 	return moved, nil
 }
 
+// followAction follows running step st by its last action (follow).
+func (r *planPass) followAction(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step) (bool, error) {
+	a := task.FindAction(r.t, lastOf(st.ActionIds))
+	if a == nil {
+		return false, nil
+	}
+	return r.follow(ctx, st, a)
+}
+
+// followForeach follows running foreach step st by its items' actions
+// (followItems).
+func (r *planPass) followForeach(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step) (bool, error) {
+	return r.followItems(ctx, st)
+}
+
+// followCheckpoint follows running checkpoint step st (checkpoint).
+func (r *planPass) followCheckpoint(ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step) (bool, error) {
+	return r.checkpoint(ctx, st, step.GetCheckpoint())
+}
+
 // follow moves running step st on from its action a, if a has ended: a
 // success whose result meets the step's expect succeeds the step, one
 // that does not fails it (a validation failure of the step); a failure
@@ -59,7 +75,7 @@ func (r *planPass) endSteps(ctx context.Context) (moved bool, err error) {
 // other end fails it. An action still under way — awaiting approval,
 // dispatched, unknown until settled — leaves the step running.
 func (r *planPass) follow(ctx context.Context, st *stewardv1.PlanStepState, a *stewardv1.Action) (bool, error) {
-	if retry := task.FindAction(r.t, retryID(r.t, a)); retry != nil && a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {
+	if retry := task.FindAction(r.t, r.d.host.RetryID(r.t, a)); retry != nil && a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {
 		return true, r.started(ctx, st, &stewardv1.PlanStepStarted{ActionId: retry.ActionId})
 	}
 	switch succeeded, failure := r.ended(a); {
@@ -80,17 +96,17 @@ func (r *planPass) ended(a *stewardv1.Action) (succeeded bool, failure string) {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 		return true, ""
 	case stewardv1.ActionStatus_ACTION_STATUS_FAILED:
-		if r.p.recovery.retryDue(r.t, a) {
+		if r.d.host.RetryDue(r.t, a) {
 			return false, ""
 		}
 		class := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(a.Outcome.GetFailureClass().String(), "FAILURE_CLASS_")), "_", " ")
-		return false, fmt.Sprintf("action %s failed (%s): %s", a.ActionId, class, clip(a.Outcome.GetReason()))
+		return false, fmt.Sprintf("action %s failed (%s): %s", a.ActionId, class, task.Clip(a.Outcome.GetReason()))
 	case stewardv1.ActionStatus_ACTION_STATUS_DENIED, stewardv1.ActionStatus_ACTION_STATUS_REJECTED, stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:
 		why := a.Outcome.GetReason()
 		if why == "" {
 			why = strings.Join(a.Snapshot.GetReasons(), "; ")
 		}
-		return false, fmt.Sprintf("action %s was %s: %s", a.ActionId, task.ActionStatusName(a.Status), clip(why))
+		return false, fmt.Sprintf("action %s was %s: %s", a.ActionId, task.ActionStatusName(a.Status), task.Clip(why))
 	}
 	return false, ""
 }
@@ -99,7 +115,7 @@ func (r *planPass) ended(a *stewardv1.Action) (succeeded bool, failure string) {
 // recovery policy made of it.
 func (r *planPass) latest(a *stewardv1.Action) *stewardv1.Action {
 	for a != nil {
-		next := task.FindAction(r.t, retryID(r.t, a))
+		next := task.FindAction(r.t, r.d.host.RetryID(r.t, a))
 		if next == nil {
 			return a
 		}
@@ -173,7 +189,7 @@ func (r *planPass) itemResults(ctx context.Context, st *stewardv1.PlanStepState)
 	results := make([]any, len(st.ActionIds))
 	for i, id := range st.ActionIds {
 		var err error
-		if results[i], err = r.p.resultValue(ctx, r.latest(task.FindAction(r.t, id))); err != nil {
+		if results[i], err = r.d.resultValue(ctx, r.latest(task.FindAction(r.t, id))); err != nil {
 			return nil, err
 		}
 	}
@@ -194,7 +210,7 @@ func (r *planPass) judge(ctx context.Context, st *stewardv1.PlanStepState, a *st
 	if r.definition(st.StepId).GetExpect() == "" {
 		return r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "")
 	}
-	result, err := r.p.resultValue(ctx, a)
+	result, err := r.d.resultValue(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -233,12 +249,12 @@ func (r *planPass) end(ctx context.Context, st *stewardv1.PlanStepState, status 
 func (r *planPass) endWith(ctx context.Context, st *stewardv1.PlanStepState, status stewardv1.StepStatus, reason string, result *structpb.Value) error {
 	v := r.version()
 	id := r.stepEventID(event.TypePlanStepEnded, st.StepId, st.Attempts)
-	return r.p.write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	return r.d.host.Write(ctx, r.taskID(), func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindStep(t, st.StepId)
 		if t.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
 			return nil, nil
 		}
-		return r.p.event(r.meta(id), &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: status, Reason: clip(reason), Result: result})
+		return r.d.host.Event(r.meta(id), &stewardv1.PlanStepEnded{Version: v, StepId: st.StepId, Status: status, Reason: task.Clip(reason), Result: result})
 	})
 }
 
@@ -263,7 +279,7 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 			if r.history.Has(id) {
 				continue
 			}
-			_, err := r.p.end(ctx, stewardPrincipal, taskID, id, "", reason, stewardv1.TaskStatus_TASK_STATUS_FAILED, true)
+			err := r.d.host.Fail(ctx, taskID, id, reason)
 			return true, err
 		}
 		// Once per failure: its attempt, and the version it failed under
@@ -277,11 +293,11 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 		if r.history.Has(id) || (last != "" && r.history.Has(event.ID(taskID, event.TypeTaskNeedsInput, "escalated", last))) {
 			continue
 		}
-		return true, r.p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		return true, r.d.host.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 			if t.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 				return nil, nil // stopped already, or waiting on a person for something else
 			}
-			return r.p.event(r.meta(id), &stewardv1.TaskNeedsInput{
+			return r.d.host.Event(r.meta(id), &stewardv1.TaskNeedsInput{
 				Reason:   reason + "; resume the task to go on without it (the agent may then submit a revision that changes the step), or fail the task",
 				Cause:    stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED,
 				ActionId: last,
@@ -289,4 +305,10 @@ func (r *planPass) stopOnFailure(ctx context.Context) (moved bool, err error) {
 		})
 	}
 	return false, nil
+}
+
+// foreachResult is the result of foreach step st: its items' results, in
+// order (itemResults).
+func (r *planPass) foreachResult(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
+	return r.itemResults(ctx, st)
 }

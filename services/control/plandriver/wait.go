@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -11,41 +11,43 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
 // Wait steps (docs/plans.md): a step that runs no action and ends when
 // its time comes, on a durable timer (pkg/timer), so that neither a
 // restart of the process nor of the server loses or shortens it.
-const (
-	// PlanWaitTimerKind is the kind of the timers that end wait steps.
-	PlanWaitTimerKind = "control.plan_wait"
-	// TimerConsumer is the control plane's consumer of its timers.
-	TimerConsumer = "control-timers"
-)
+// WaitTimerKind is the kind of the timers that end wait steps.
+const WaitTimerKind = "control.plan_wait"
 
 // startWait starts wait step st: it sets a timer at the wait's end — its
 // until, or its duration after now — and then records the start with
 // that end. A timer set by a pass that did not record its start (a
 // crash, a lost race) wakes the driver for nothing.
 func (r *planPass) startWait(ctx context.Context, st *stewardv1.PlanStepState, w *stewardv1.WaitStep) error {
-	now := r.p.now()
+	now := r.d.cfg.Now()
 	until := now.Add(w.GetDuration().AsDuration())
 	if w.GetUntil() != nil {
 		until = w.GetUntil().AsTime()
 	}
 	if until.After(now) { // a time already past ends the wait at once
-		if r.p.timers == nil {
+		if r.d.cfg.Timers == nil {
 			// A wiring mistake, not the plan's: wait for a plane that has
 			// timers rather than fail the step.
 			return errs.New(errs.Unavailable, "this control plane has no timers to end wait step %s of task %s", st.StepId, r.taskID())
 		}
 		id := r.taskID() + "/" + st.StepId + "/" + strconv.FormatUint(uint64(r.version()), 10) + waitTimerEnd(st.Attempts+1, until)
-		if err := r.p.timers.Set(ctx, PlanWaitTimerKind, id, until, []byte(r.taskID())); err != nil {
+		if err := r.d.cfg.Timers.Set(ctx, WaitTimerKind, id, until, []byte(r.taskID())); err != nil {
 			return err
 		}
 	}
 	return r.started(ctx, st, &stewardv1.PlanStepStarted{WaitUntil: timestamppb.New(until)})
+}
+
+// startWaitStep starts wait step st (startWait).
+func (r *planPass) startWaitStep(ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step, _ map[string]plan.Outcome) error {
+	return r.startWait(ctx, st, step.GetWait())
 }
 
 // waitTimerEnd ends the id of the timer of a wait step's attempt that
@@ -61,14 +63,14 @@ func waitTimerEnd(attempt uint32, until time.Time) string {
 // otherwise wait on for a timer that has fired already.
 func (r *planPass) waited(ctx context.Context, st *stewardv1.PlanStepState) (bool, error) {
 	fired := strings.HasPrefix(r.timerID, r.taskID()+"/"+st.StepId+"/") && strings.HasSuffix(r.timerID, waitTimerEnd(st.Attempts, st.WaitUntil.AsTime()))
-	if st.WaitUntil.AsTime().After(r.p.now()) && !fired {
+	if st.WaitUntil.AsTime().After(r.d.cfg.Now()) && !fired {
 		return false, nil // its timer brings us back
 	}
 	return true, r.end(ctx, st, stewardv1.StepStatus_STEP_STATUS_SUCCEEDED, "waited until "+st.WaitUntil.AsTime().UTC().Format(time.RFC3339))
 }
 
-// onPlanWait is a wait step's timer: a pass over its task, read as the
+// OnWait is a wait step's timer: a pass over its task, read as the
 // log has it now, that ends the wait the timer is for.
-func (p *Plane) onPlanWait(ctx context.Context, f timer.Fired) error {
-	return p.drive(ctx, &planPass{p: p, seq: math.MaxUint64, timerID: f.ID}, string(f.Payload))
+func (d *Driver) OnWait(ctx context.Context, f timer.Fired) error {
+	return d.drive(ctx, &planPass{d: d, seq: math.MaxUint64, timerID: f.ID}, string(f.Payload))
 }

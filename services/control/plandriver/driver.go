@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -18,19 +18,19 @@ import (
 // durable reaction to every event that can move a plan — a version
 // submitted or judged, an action's approval decided, its outcome, denial,
 // withdrawal or settlement, a step started or ended, a task running again,
-// a wait step's timer (plan_wait.go), a sub-task's end (plan_sub_task.go). Each pass reads the task and does
+// a wait step's timer (wait.go), a sub-task's end (sub_task.go). Each pass reads the task and does
 // what the plan asks next:
 //
 //  1. withdraws the actions the plan no longer asks for, unless permitted;
 //  2. ends the running steps whose action (or items' actions) has ended,
 //     whose sub-task (items' sub-tasks) has ended and given back its
-//     unspent budget, or whose wait is over (plan_step_end.go), and
+//     unspent budget, or whose wait is over (step_end.go), and
 //     delegates a running step's sub-tasks not delegated yet;
 //  3. applies the on_failure of a step that failed and stops the plan;
 //  4. starts every ready step in the same pass — proposes its action, or
 //     records the id of its sub-task, which step 2 of a later pass
 //     delegates — so that independent steps run in parallel
-//     (plan_step_start.go);
+//     (step_start.go);
 //  5. ends the plan once every step is done.
 //
 // Steps 2 and 3 end a pass that does anything: the events they append
@@ -45,10 +45,10 @@ import (
 // step events' ids derive from the step, the plan version and the
 // attempt; each write is conditional on the step still standing as read.
 
-// planPrefix starts the proposal id of every action the plan driver
+// Prefix starts the proposal id of every action the plan driver
 // proposes, and the request id of every sub-task it delegates; clients
 // may not use it (validateProposal, DelegateTask).
-const planPrefix = "plan-"
+const Prefix = "plan-"
 
 // planProposalID is the proposal id of the action of a step's attempt
 // (of its item, for a foreach) for a request of requestHash, which keyed
@@ -70,7 +70,7 @@ func planProposalID(step string, attempt uint32, item int, requestHash string, k
 
 // planStepPrefix starts the proposal id of a step's attempt (its item's).
 func planStepPrefix(step string, attempt uint32, item int) string {
-	id := planPrefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
+	id := Prefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
 	if item >= 0 { // a foreach's: each item its own action, even where two ask the same
 		id += "item" + strconv.Itoa(item) + "-"
 	}
@@ -93,25 +93,25 @@ func recordedProposal(t *stewardv1.Task, step string, attempt uint32, item int, 
 	return ""
 }
 
-// drivePlan is one pass of the plan driver over the task rec is about.
-func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error {
-	return p.drive(ctx, &planPass{p: p, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, rec.Event.TaskId)
+// Drive is one pass of the plan driver over the task rec is about.
+func (d *Driver) Drive(ctx context.Context, rec *stewardv1.EventRecord) error {
+	return d.drive(ctx, &planPass{d: d, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, rec.Event.TaskId)
 }
 
 // drive runs pass r over task taskID.
-func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
+func (d *Driver) drive(ctx context.Context, r *planPass, taskID string) error {
 	var moves bool
-	err := taskstore.Peek(ctx, p.log, taskID, r.seq, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, d.cfg.Log, taskID, r.seq, func(t *stewardv1.Task) {
 		moves = t.Plan != nil && !task.Terminal(t.Status)
 	})
 	if err != nil || !moves {
 		return err // most tasks have no plan: no copy of the task for them
 	}
-	t, history, err := taskstore.LoadSince(ctx, p.log, taskID, r.seq)
+	t, history, err := taskstore.LoadSince(ctx, d.cfg.Log, taskID, r.seq)
 	if err != nil {
 		return err
 	}
-	if err := p.withdrawRetired(ctx, t); err != nil {
+	if err := d.withdrawRetired(ctx, t); err != nil {
 		return err
 	}
 	if !task.PlanMayRun(t) {
@@ -134,7 +134,7 @@ func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
 // seq (at least) of its log, because of event causeID (empty for a timer,
 // timerID then naming the wait step's timer that fired).
 type planPass struct {
-	p                      *Plane
+	d                      *Driver
 	seq                    uint64
 	causeID, correlationID string
 	timerID                string
@@ -170,7 +170,7 @@ func (r *planPass) meta(id string) event.Meta {
 	return event.Meta{
 		ID:            id,
 		TaskID:        r.taskID(),
-		Actor:         r.p.actor(stewardPrincipal),
+		Actor:         r.d.host.Steward(),
 		CausationID:   r.causeID,
 		CorrelationID: r.correlationID,
 	}
@@ -207,19 +207,22 @@ func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any
 	if st.Result != nil {
 		return st.Result.AsInterface(), nil
 	}
-	if r.definition(st.StepId).GetForeach() != nil {
-		return r.itemResults(ctx, st)
-	}
+	return kindOf(r.definition(st.StepId)).result(r, ctx, st)
+}
+
+// actionResult is the result of the last action of step st: an action
+// step's; a wait's null.
+func (r *planPass) actionResult(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
 	if len(st.ActionIds) == 0 {
 		return nil, nil
 	}
-	return r.p.resultValue(ctx, task.FindAction(r.t, lastOf(st.ActionIds)))
+	return r.d.resultValue(ctx, task.FindAction(r.t, lastOf(st.ActionIds)))
 }
 
 // resultValue is a's result as encoding/json decodes it: nil for none, a
 // string for a result that is not JSON (see resultJSON).
-func (p *Plane) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
-	raw, err := p.recovery.resultJSON(ctx, a)
+func (d *Driver) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
+	raw, err := d.host.ResultJSON(ctx, a)
 	if err != nil {
 		return nil, err
 	}
@@ -247,9 +250,9 @@ func (r *planPass) finish(ctx context.Context) error {
 		return nil
 	}
 	id := event.ID(r.taskID(), event.TypeTaskProduced, "plan", strconv.FormatUint(uint64(r.version()), 10))
-	_, _, err := r.p.produce(ctx, stewardPrincipal, r.taskID(), id, "")
+	err := r.d.host.Produce(ctx, r.taskID(), id)
 	if errs.Is(err, errs.FailedPrecondition) {
-		r.p.logger.DebugContext(ctx, "finished plan not produced yet", "task", r.taskID(), "version", r.version(), "err", err)
+		r.d.cfg.Logger.DebugContext(ctx, "finished plan not produced yet", "task", r.taskID(), "version", r.version(), "err", err)
 		return nil
 	}
 	return err
@@ -262,9 +265,9 @@ func (r *planPass) finish(ctx context.Context) error {
 // Nobody should approve what the plan no longer asks. One permitted or
 // further along runs on its permit, on the record (governance gives it
 // no other); it stands for itself in progress.remaining.
-func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
+func (d *Driver) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
 	for _, a := range t.Actions {
-		if !withdrawable(a) {
+		if !task.Withdrawable(a) {
 			continue
 		}
 		why := task.PlanWithdrew(t, a)
@@ -272,11 +275,11 @@ func (p *Plane) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
 			continue
 		}
 		taskID, w := t.Contract.GetTaskId(), &stewardv1.ActionWithdrawn{ActionId: a.ActionId, Reason: why}
-		err := p.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-			if cur := task.FindAction(t, w.ActionId); !withdrawable(cur) || task.PlanWithdrew(t, cur) == "" {
+		err := d.host.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+			if cur := task.FindAction(t, w.ActionId); !task.Withdrawable(cur) || task.PlanWithdrew(t, cur) == "" {
 				return nil, nil // permitted meanwhile, or asked for again
 			}
-			return p.event(event.Meta{ID: event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, ""), TaskID: taskID, Actor: p.actor(stewardPrincipal)}, w)
+			return d.host.Event(event.Meta{ID: event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, ""), TaskID: taskID, Actor: d.host.Steward()}, w)
 		})
 		if err != nil {
 			return err

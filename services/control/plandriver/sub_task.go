@@ -1,4 +1,4 @@
-package control
+package plandriver
 
 import (
 	"context"
@@ -57,34 +57,26 @@ func (r *planPass) delegateOne(ctx context.Context, st *stewardv1.PlanStepState,
 	if item >= 0 {
 		what = fmt.Sprintf("the sub-task of item %d", item)
 	}
-	if hook := r.p.stepProposed; hook != nil {
+	if hook := r.d.cfg.StepProposed; hook != nil {
 		if err := hook(st.StepId); err != nil {
 			return true, err
 		}
 	}
-	now, v := r.p.now(), r.version()
+	now, v := r.d.cfg.Now(), r.version()
 	// SubmitPlan checked the contract (checkSubTask); time has passed
-	// since, and delegate checks it against the parent as it is now.
-	err = validateClientContract(s.GetContract(), now)
-	var contract *stewardv1.TaskContract
-	if err == nil {
-		contract, err = knownFieldsOnly(s.Contract) // a copy: delegate fills it in
-	}
-	h := handoff{
-		childID:     childID,
-		requestID:   planStepPrefix(st.StepId, st.Attempts, item) + "sub-task",
-		delegateRef: s.GetDelegateRef(),
-		contract:    contract,
-		still: func(parent *stewardv1.Task) error {
+	// since, and Delegate checks it against the parent as it is now.
+	err = r.d.host.Delegate(ctx, r.t.Plan.SubmittedBy, r.t, SubTask{
+		ChildID:     childID,
+		RequestID:   planStepPrefix(st.StepId, st.Attempts, item) + "sub-task",
+		DelegateRef: s.GetDelegateRef(),
+		Contract:    s.GetContract(),
+		Still: func(parent *stewardv1.Task) error {
 			if cur := task.FindStep(parent, st.StepId); parent.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
 				return errs.New(errs.Conflict, "plan step %s of task %s moved on since it was read; read it again", st.StepId, r.taskID())
 			}
 			return nil
 		},
-	}
-	if err == nil {
-		_, _, err = r.p.delegate(ctx, r.t.Plan.SubmittedBy, r.t, h, now)
-	}
+	}, now)
 	return r.refused(ctx, st, what, "delegated", err)
 }
 
@@ -106,7 +98,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 	kept := make([]*structpb.Value, len(ids))
 	done := true
 	for i, id := range ids {
-		child, _, err := taskstore.Load(ctx, r.p.log, id)
+		child, _, err := taskstore.Load(ctx, r.d.cfg.Log, id)
 		if errs.Is(err, errs.NotFound) {
 			item := -1
 			if items {
@@ -138,7 +130,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 			}
 			results[i] = kept[i].AsInterface()
 		case stewardv1.TaskStatus_TASK_STATUS_FAILED, stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
-			failure := fmt.Sprintf("sub-task %s was %s: %s", id, task.StatusName(child.Status), clip(child.StatusReason))
+			failure := fmt.Sprintf("sub-task %s was %s: %s", id, task.StatusName(child.Status), task.Clip(child.StatusReason))
 			if items {
 				failure = fmt.Sprintf("item %d: %s", i, failure)
 			}
@@ -163,25 +155,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 // the next step's delegation finds the budget back; the release's
 // BudgetReleased drives the plan on (reactions).
 func (r *planPass) givenBack(ctx context.Context, childID string) (bool, error) {
-	taskID := r.taskID()
-	reserved := reserveID(taskID, childID)
-	if !r.history.Has(reserved) || r.history.Has(releaseID(taskID, childID)) {
-		return true, nil
-	}
-	recs, err := r.p.log.Read(ctx, childID)
-	if err != nil {
-		return false, err
-	}
-	child, _, err := settled(recs, childID)
-	if err != nil || child == nil {
-		return false, err // a call still out: release waits for it
-	}
-	ev, err := r.p.commandEvent(ctx, taskID, reserved)
-	if err != nil {
-		return false, err
-	}
-	res, used := ev.GetBudgetConsumed(), child.BudgetUsed
-	return owed(res.GetTokens(), used.GetTokens()) == 0 && owed(res.GetCostMicros(), used.GetCostMicros()) == 0, nil
+	return r.d.host.GivenBack(ctx, r.taskID(), childID, r.history)
 }
 
 // subTaskResult is what accepted sub-task t gives its step, as
@@ -217,17 +191,17 @@ func delegatedBy(t *stewardv1.Task, id string) bool {
 	return false
 }
 
-// wakeParent reacts to the end of rec's task, and to the calls still out
+// WakeParent reacts to the end of rec's task, and to the calls still out
 // when it ended settling: if a step of its parent's plan delegated it,
 // the parent's plan driver runs, and the step ends as the sub-task did
 // once its unspent budget is back on the parent (givenBack; the release
 // itself drives the plan too). rec's sequence is on the sub-task's log,
 // not the parent's: as a floor for the parent's fold it only makes the
 // driver read what is new.
-func (p *Plane) wakeParent(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (d *Driver) WakeParent(ctx context.Context, rec *stewardv1.EventRecord) error {
 	childID := rec.Event.TaskId
 	var parentID string
-	err := taskstore.Peek(ctx, p.log, childID, rec.Sequence, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, d.cfg.Log, childID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
 			parentID = t.Contract.GetParentTaskId()
 		}
@@ -236,8 +210,8 @@ func (p *Plane) wakeParent(ctx context.Context, rec *stewardv1.EventRecord) erro
 		return err
 	}
 	var named bool
-	if err := taskstore.Peek(ctx, p.log, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
+	if err := taskstore.Peek(ctx, d.cfg.Log, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
 		return err // delegated by DelegateTask, or by a step a revision withdrew: nothing waits on it
 	}
-	return p.drive(ctx, &planPass{p: p, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, parentID)
+	return d.drive(ctx, &planPass{d: d, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, parentID)
 }
