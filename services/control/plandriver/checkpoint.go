@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Checkpoint steps (docs/plans.md): a step that runs no action and asks a
@@ -111,4 +111,15 @@ func (r *planPass) closing(ctx context.Context, askID string) (closure, error) {
 		}
 	}
 	return closure{open: true}, nil
+}
+
+// startCheckpoint starts checkpoint step st: it asks once started
+// (checkpoint.go).
+func (r *planPass) startCheckpoint(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step, _ map[string]plan.Outcome) error {
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{})
+}
+
+// followCheckpoint follows running checkpoint step st (checkpoint).
+func (r *planPass) followCheckpoint(ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step) (bool, error) {
+	return r.checkpoint(ctx, st, step.GetCheckpoint())
 }

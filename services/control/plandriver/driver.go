@@ -2,11 +2,8 @@ package plandriver
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
-	"strings"
 
-	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
@@ -18,19 +15,21 @@ import (
 // durable reaction to every event that can move a plan — a version
 // submitted or judged, an action's approval decided, its outcome, denial,
 // withdrawal or settlement, a step started or ended, a task running again,
-// a wait step's timer (wait.go), a sub-task's end (sub_task.go). Each pass reads the task and does
+// a wait step's timer (wait.go), a sub-task's end (sub_task.go). Each
+// pass reads the task and does
 // what the plan asks next:
 //
 //  1. withdraws the actions the plan no longer asks for, unless permitted;
 //  2. ends the running steps whose action (or items' actions) has ended,
 //     whose sub-task (items' sub-tasks) has ended and given back its
-//     unspent budget, or whose wait is over (step_end.go), and
+//     unspent budget, or whose wait is over (pass.go; each kind follows its
+//     own, kind.go), and
 //     delegates a running step's sub-tasks not delegated yet;
 //  3. applies the on_failure of a step that failed and stops the plan;
 //  4. starts every ready step in the same pass — proposes its action, or
 //     records the id of its sub-task, which step 2 of a later pass
 //     delegates — so that independent steps run in parallel
-//     (step_start.go);
+//     (pass.go, kind.go);
 //  5. ends the plan once every step is done.
 //
 // Steps 2 and 3 end a pass that does anything: the events they append
@@ -49,49 +48,6 @@ import (
 // proposes, and the request id of every sub-task it delegates; clients
 // may not use it (validateProposal, DelegateTask).
 const Prefix = "plan-"
-
-// planProposalID is the proposal id of the action of a step's attempt
-// (of its item, for a foreach) for a request of requestHash, which keyed
-// keys (secret.Sealer.Digest; nil, with no key, leaves it plain): the same
-// start of the same step asking for the same call names the same action,
-// across redeliveries and across revisions that keep the step before it
-// started. A step redone after a revision (task.StepStatus) is a new
-// attempt, with a new action. Keyed, because the action id derives from
-// the proposal id and is shown to every reader of the task: over a plain
-// request hash it would let one who may not read the request test guesses
-// at its parameters (docs/results.md).
-func planProposalID(step string, attempt uint32, item int, requestHash string, keyed func(string) string) string {
-	id := planStepPrefix(step, attempt, item)
-	if k := keyed(requestHash); k != "" {
-		return id + k
-	}
-	return id + requestHash
-}
-
-// planStepPrefix starts the proposal id of a step's attempt (its item's).
-func planStepPrefix(step string, attempt uint32, item int) string {
-	id := Prefix + step + "-" + strconv.FormatUint(uint64(attempt), 10) + "-"
-	if item >= 0 { // a foreach's: each item its own action, even where two ask the same
-		id += "item" + strconv.Itoa(item) + "-"
-	}
-	return id
-}
-
-// recordedProposal is the proposal id of the action t records for a
-// step's attempt (its item's) asking for the call of requestHash, or "":
-// the driver recognises a step it proposed by what it recorded, not by
-// deriving the id again — a log written before the ids were keyed, or
-// under another key, names it otherwise.
-func recordedProposal(t *stewardv1.Task, step string, attempt uint32, item int, requestHash string) string {
-	prefix := planStepPrefix(step, attempt, item)
-	for _, a := range t.Actions {
-		rest, ok := strings.CutPrefix(a.ProposalId, prefix)
-		if ok && a.PlanStepId == step && a.RequestHash == requestHash && (item >= 0 || !strings.HasPrefix(rest, "item")) {
-			return a.ProposalId
-		}
-	}
-	return ""
-}
 
 // Drive is one pass of the plan driver over the task rec is about.
 func (d *Driver) Drive(ctx context.Context, rec *stewardv1.EventRecord) error {
@@ -144,7 +100,8 @@ type planPass struct {
 	outs map[string]plan.Outcome
 }
 
-func (r *planPass) taskID() string  { return r.t.Contract.GetTaskId() }
+func (r *planPass) taskID() string { return r.t.Contract.GetTaskId() }
+
 func (r *planPass) version() uint32 { return r.t.Plan.Version }
 
 // definition returns the definition of step id in the plan in force.
@@ -208,82 +165,4 @@ func (r *planPass) result(ctx context.Context, st *stewardv1.PlanStepState) (any
 		return st.Result.AsInterface(), nil
 	}
 	return kindOf(r.definition(st.StepId)).result(r, ctx, st)
-}
-
-// actionResult is the result of the last action of step st: an action
-// step's; a wait's null.
-func (r *planPass) actionResult(ctx context.Context, st *stewardv1.PlanStepState) (any, error) {
-	if len(st.ActionIds) == 0 {
-		return nil, nil
-	}
-	return r.d.resultValue(ctx, task.FindAction(r.t, lastOf(st.ActionIds)))
-}
-
-// resultValue is a's result as encoding/json decodes it: nil for none, a
-// string for a result that is not JSON (see resultJSON).
-func (d *Driver) resultValue(ctx context.Context, a *stewardv1.Action) (any, error) {
-	raw, err := d.host.ResultJSON(ctx, a)
-	if err != nil {
-		return nil, err
-	}
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, errs.Wrap(errs.Corrupt, err, "result of action %s", a.GetActionId())
-	}
-	return v, nil
-}
-
-// finish ends a plan whose steps are all done, as its ending says:
-// PLAN_ENDING_PRODUCE marks the task produced, its criteria evaluated, as
-// MarkProduced does, under an id derived from the plan version;
-// PLAN_ENDING_HAND_BACK leaves the running task to its agent. A task that
-// may not produce yet — an action of its own still under way — is left
-// for the event that ends it to bring the driver back.
-func (r *planPass) finish(ctx context.Context) error {
-	statuses := task.StepStatuses(r.t.Plan)
-	for _, s := range r.t.Plan.Plan.GetSteps() {
-		if !plan.Done(s, statuses[s.GetId()]) {
-			return nil
-		}
-	}
-	if r.t.Plan.Plan.GetEnding() != stewardv1.PlanEnding_PLAN_ENDING_PRODUCE {
-		return nil
-	}
-	id := event.ID(r.taskID(), event.TypeTaskProduced, "plan", strconv.FormatUint(uint64(r.version()), 10))
-	err := r.d.host.Produce(ctx, r.taskID(), id)
-	if errs.Is(err, errs.FailedPrecondition) {
-		r.d.cfg.Logger.DebugContext(ctx, "finished plan not produced yet", "task", r.taskID(), "version", r.version(), "err", err)
-		return nil
-	}
-	return err
-}
-
-// withdrawRetired withdraws the actions the plan no longer asks for
-// (task.PlanWithdrew) and that have not been permitted yet: those of
-// steps a revision withdrew or left behind, and their retries; and,
-// while the plan in force is denied or rejected, those of its steps.
-// Nobody should approve what the plan no longer asks. One permitted or
-// further along runs on its permit, on the record (governance gives it
-// no other); it stands for itself in progress.remaining.
-func (d *Driver) withdrawRetired(ctx context.Context, t *stewardv1.Task) error {
-	for _, a := range t.Actions {
-		if !task.Withdrawable(a) {
-			continue
-		}
-		why := task.PlanWithdrew(t, a)
-		if why == "" {
-			continue
-		}
-		taskID, w := t.Contract.GetTaskId(), &stewardv1.ActionWithdrawn{ActionId: a.ActionId, Reason: why}
-		err := d.host.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
-			if cur := task.FindAction(t, w.ActionId); !task.Withdrawable(cur) || task.PlanWithdrew(t, cur) == "" {
-				return nil, nil // permitted meanwhile, or asked for again
-			}
-			return d.host.Event(event.Meta{ID: event.ID(taskID, event.TypeActionWithdrawn, w.ActionId, ""), TaskID: taskID, Actor: d.host.Steward()}, w)
-		})
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }

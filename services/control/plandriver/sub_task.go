@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/protobuf/types/known/structpb"
-
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"google.golang.org/protobuf/types/known/structpb"
 )
 
 // Sub-task steps (docs/plans.md, "Running a plan"): a sub_task step
@@ -71,7 +71,7 @@ func (r *planPass) delegateOne(ctx context.Context, st *stewardv1.PlanStepState,
 		DelegateRef: s.GetDelegateRef(),
 		Contract:    s.GetContract(),
 		Still: func(parent *stewardv1.Task) error {
-			if cur := task.FindStep(parent, st.StepId); parent.Plan.GetVersion() != v || cur == nil || cur.Status != st.Status || cur.Attempts != st.Attempts {
+			if !stands(parent, v, st) {
 				return errs.New(errs.Conflict, "plan step %s of task %s moved on since it was read; read it again", st.StepId, r.taskID())
 			}
 			return nil
@@ -214,4 +214,10 @@ func (d *Driver) WakeParent(ctx context.Context, rec *stewardv1.EventRecord) err
 		return err // delegated by DelegateTask, or by a step a revision withdrew: nothing waits on it
 	}
 	return d.drive(ctx, &planPass{d: d, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, parentID)
+}
+
+// startSubTask starts sub_task step st: it records the id of the sub-task
+// the step runs, which the next pass delegates (followSubTasks).
+func (r *planPass) startSubTask(ctx context.Context, st *stewardv1.PlanStepState, _ *stewardv1.Step, _ map[string]plan.Outcome) error {
+	return r.started(ctx, st, &stewardv1.PlanStepStarted{SubTaskId: planSubTaskID(r.taskID(), st.StepId, st.Attempts+1, -1)})
 }

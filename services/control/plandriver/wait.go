@@ -7,12 +7,11 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/timer"
+	"google.golang.org/protobuf/types/known/timestamppb"
 )
 
 // Wait steps (docs/plans.md): a step that runs no action and ends when
