@@ -194,22 +194,15 @@ func (p *Plane) checkPlan(ctx context.Context, t *stewardv1.Task, principal stri
 		if err := task.CheckAskRef(t.Contract, s.GetCheckpoint().GetAskRef()); err != nil {
 			return within(field+".checkpoint", err)
 		}
-		call, callAt := s.GetAction(), field+".action"
-		if s.GetForeach() != nil {
-			call, callAt = s.GetForeach().GetBody().GetAction(), field+".foreach.body.action"
+		runs := plandriver.What(s)
+		if err := checkRationale(runs.Call.GetRationale()); err != nil {
+			return within(field+"."+runs.Field, err)
 		}
-		if err := checkRationale(call.GetRationale()); err != nil {
-			return within(callAt, err)
-		}
-		sub, at := s.GetSubTask(), field+".sub_task"
-		if s.GetForeach() != nil {
-			sub, at = s.GetForeach().GetBody().GetSubTask(), field+".foreach.body.sub_task"
-		}
-		if sub == nil {
+		if runs.SubTask == nil {
 			continue
 		}
-		if err := checkSubTask(sub, principal, t, now); err != nil {
-			return within(at, err)
+		if err := checkSubTask(runs.SubTask, principal, t, now); err != nil {
+			return within(field+"."+runs.Field, err)
 		}
 	}
 	return nil

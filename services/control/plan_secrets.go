@@ -15,6 +15,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // A plan's literal params go where a proposal's go: GetTask, ListTasks,
@@ -34,10 +35,8 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 	out, taskID := pl, t.Contract.GetTaskId()
 	var sealed []*stewardv1.SealedSecret
 	for i, s := range pl.Steps {
-		a, at, over := s.GetAction(), fmt.Sprintf("plan.steps[%d].action", i), ""
-		if f := s.GetForeach(); f != nil {
-			a, at, over = f.GetBody().GetAction(), fmt.Sprintf("plan.steps[%d].foreach.body.action", i), f.Over
-		}
+		runs := plandriver.What(s)
+		a, at, over := runs.Call, fmt.Sprintf("plan.steps[%d].%s", i, runs.Field), s.GetForeach().GetOver()
 		if a == nil {
 			continue
 		}
@@ -72,12 +71,7 @@ func (p *Plane) concealPlan(ctx context.Context, t *stewardv1.Task, pl *stewardv
 		if out == pl {
 			out = proto.CloneOf(pl)
 		}
-		step := out.Steps[i]
-		if f := step.GetForeach(); f != nil {
-			f.GetBody().GetAction().Params = params
-		} else {
-			step.GetAction().Params = params
-		}
+		plandriver.What(out.Steps[i]).Call.Params = params
 		sealed = carrySealed(sealed, own)
 	}
 	return out, sealed, nil
@@ -126,10 +120,7 @@ func (p *Plane) clearPlanHash(taskID string, s *stewardv1.PlanSubmitted) (string
 	}
 	pl := proto.CloneOf(s.Plan)
 	for _, step := range pl.Steps {
-		a := step.GetAction()
-		if f := step.GetForeach(); f != nil {
-			a = f.GetBody().GetAction()
-		}
+		a := plandriver.What(step).Call
 		if len(a.GetParams().GetFields()) == 0 {
 			continue
 		}

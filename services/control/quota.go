@@ -8,6 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/services/control/plandriver"
 )
 
 // Quotas bound what one principal, and one tenant, may hold at once
@@ -144,12 +145,7 @@ func (p *Plane) admitPlan(ctx context.Context, t *stewardv1.Task, principal stri
 func subTasksOf(pl *stewardv1.Plan) int64 {
 	var n int64
 	for _, s := range pl.GetSteps() {
-		switch {
-		case s.GetSubTask() != nil:
-			n++
-		case s.GetForeach().GetBody().GetSubTask() != nil:
-			n += int64(s.GetForeach().GetMaxItems())
-		}
+		n += plandriver.What(s).MostSubTasks()
 	}
 	return n
 }

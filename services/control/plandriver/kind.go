@@ -32,7 +32,51 @@ type stepKind struct {
 	follow func(r *planPass, ctx context.Context, st *stewardv1.PlanStepState, step *stewardv1.Step) (moved bool, err error)
 	// result is what succeeded step st gave, where the step records none.
 	result func(r *planPass, ctx context.Context, st *stewardv1.PlanStepState) (any, error)
+	// runs is what step s runs (What).
+	runs func(s *stewardv1.Step) Runs
 }
+
+// Runs is what a step runs: the action it calls or the sub-task it
+// delegates (for a foreach, each item's), or neither, and the field of
+// the step that defines it.
+type Runs struct {
+	Call    *stewardv1.ActionStep
+	SubTask *stewardv1.SubTaskStep
+	Field   string
+	// Foreach says the step runs Call or SubTask for each item of a list
+	// of at most Items.
+	Foreach bool
+	Items   uint32
+}
+
+// MostSubTasks is the most sub-tasks the step has running at once: one
+// for a sub_task step, max_items for a foreach of sub-tasks.
+func (r Runs) MostSubTasks() int64 {
+	switch {
+	case r.SubTask == nil:
+		return 0
+	case r.Foreach:
+		return int64(r.Items)
+	}
+	return 1
+}
+
+// What is what step s runs, for a check of a plan before it runs.
+func What(s *stewardv1.Step) Runs { return kindOf(s).runs(s) }
+
+func runsAction(s *stewardv1.Step) Runs { return Runs{Call: s.GetAction(), Field: "action"} }
+func runsSubTask(s *stewardv1.Step) Runs {
+	return Runs{SubTask: s.GetSubTask(), Field: "sub_task"}
+}
+func runsItemActions(s *stewardv1.Step) Runs {
+	f := s.GetForeach()
+	return Runs{Call: f.GetBody().GetAction(), Field: "foreach.body.action", Foreach: true, Items: f.GetMaxItems()}
+}
+func runsItemSubTasks(s *stewardv1.Step) Runs {
+	f := s.GetForeach()
+	return Runs{SubTask: f.GetBody().GetSubTask(), Field: "foreach.body.sub_task", Foreach: true, Items: f.GetMaxItems()}
+}
+func runsNothing(*stewardv1.Step) Runs { return Runs{} }
 
 // kindOf is the one place the driver tells the kinds of step apart: what
 // it does with step s.
@@ -40,17 +84,17 @@ func kindOf(s *stewardv1.Step) stepKind {
 	switch {
 	case s.GetSubTask() != nil:
 		// Recorded before it is delegated (followSubTasks delegates it).
-		return stepKind{name: "a sub_task", start: (*planPass).startSubTask, follow: (*planPass).followAction, result: (*planPass).actionResult}
+		return stepKind{name: "a sub_task", start: (*planPass).startSubTask, follow: (*planPass).followAction, result: (*planPass).actionResult, runs: runsSubTask}
 	case s.GetCheckpoint() != nil:
-		return stepKind{name: "a checkpoint", start: (*planPass).startCheckpoint, follow: (*planPass).followCheckpoint, result: (*planPass).actionResult}
+		return stepKind{name: "a checkpoint", start: (*planPass).startCheckpoint, follow: (*planPass).followCheckpoint, result: (*planPass).actionResult, runs: runsNothing}
 	case s.GetWait() != nil:
-		return stepKind{name: "a wait", start: (*planPass).startWaitStep, follow: (*planPass).followAction, result: (*planPass).actionResult}
+		return stepKind{name: "a wait", start: (*planPass).startWaitStep, follow: (*planPass).followAction, result: (*planPass).actionResult, runs: runsNothing}
 	case s.GetForeach().GetBody().GetSubTask() != nil:
-		return stepKind{name: "a foreach of sub-tasks", start: (*planPass).startForeachSubTasks, follow: (*planPass).followForeach, result: (*planPass).foreachResult}
+		return stepKind{name: "a foreach of sub-tasks", start: (*planPass).startForeachSubTasks, follow: (*planPass).followForeach, result: (*planPass).foreachResult, runs: runsItemSubTasks}
 	case s.GetForeach() != nil:
-		return stepKind{name: "a foreach of actions", start: (*planPass).startForeachActions, follow: (*planPass).followForeach, result: (*planPass).foreachResult}
+		return stepKind{name: "a foreach of actions", start: (*planPass).startForeachActions, follow: (*planPass).followForeach, result: (*planPass).foreachResult, runs: runsItemActions}
 	}
-	return stepKind{name: "an action", start: (*planPass).startAction, follow: (*planPass).followAction, result: (*planPass).actionResult}
+	return stepKind{name: "an action", start: (*planPass).startAction, follow: (*planPass).followAction, result: (*planPass).actionResult, runs: runsAction}
 }
 
 // KeepsKinds refuses revision pl of t's plan if it changes the kind of a
