@@ -14,6 +14,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -42,12 +43,12 @@ const emptySHA256 = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b785
 // and size_bytes, which Steward records but does not fetch. With a request
 // id the call is idempotent (see claimRequestID): a repeat returns the artifact it
 // recorded.
-func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (_ *stewardv1.Artifact, _ *stewardv1.Task, err error) {
-	a, err := p.checkArtifact(ctx, req)
+func (ac *acceptance) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (_ *stewardv1.Artifact, _ *stewardv1.Task, err error) {
+	a, err := ac.checkArtifact(ctx, req)
 	if err != nil {
 		return nil, nil, err
 	}
-	u, err := p.claimRequestID(ctx, principal, requestid.SubmitArtifact, req.TaskId, req.RequestId, req)
+	u, err := ac.claimRequestID(ctx, principal, requestid.SubmitArtifact, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -55,26 +56,26 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	id := u.id
 	if id != "" {
 		// A repeat is answered as it was, even after a revocation since.
-		if t, h, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && h.Has(id) {
-			ev, err := p.commandEvent(ctx, req.TaskId, id)
+		if t, h, err := taskstore.Load(ctx, ac.log, req.TaskId); err == nil && h.Has(id) {
+			ev, err := commandEvent(ctx, ac.log, req.TaskId, id)
 			if err != nil {
 				return nil, nil, err
 			}
 			return task.FindArtifact(t, task.ArtifactRef(ev.GetArtifactSubmitted().GetArtifact())), t, nil
 		}
 	}
-	if err := p.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
+	if err := ac.notRevoked(ctx, req.TaskId, "submit artifacts"); err != nil {
 		return nil, nil, err
 	}
-	done, err := p.admitArtifact(ctx, principal, req, a, id)
+	done, err := ac.admitArtifact(ctx, principal, req, a, id)
 	if err != nil {
 		return nil, nil, err
 	}
 	var seq uint64 // of the event, once recorded: what the admission is told
 	defer func() { done(seq) }()
 	var built *stewardv1.Artifact
-	t, err := p.apply(ctx, req.TaskId, func(t *stewardv1.Task) (ev *stewardv1.Event, err error) {
-		ev, built, err = p.artifactEvent(t, principal, req, a, id)
+	t, err := ac.apply(ctx, req.TaskId, func(t *stewardv1.Task) (ev *stewardv1.Event, err error) {
+		ev, built, err = ac.artifactEvent(t, principal, req, a, id)
 		return ev, err
 	})
 	if err != nil {
@@ -86,7 +87,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	}
 	// A repeat (the claim saw the same request): the event was on the
 	// log already, with its own version.
-	ev, err := p.commandEvent(ctx, req.TaskId, id)
+	ev, err := commandEvent(ctx, ac.log, req.TaskId, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -99,29 +100,29 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 // would record, so that an artifact the task will refuse (it has ended,
 // say) stores nothing and is counted nowhere. It sets a's uri to inline
 // content's place in the store. done is the admission's (admit).
-func (p *Plane) admitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (done func(seq uint64), err error) {
+func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (done func(seq uint64), err error) {
 	inline := len(req.Content) > 0
 	if !storedHere(a) && !inline {
 		return func(uint64) {}, nil // content elsewhere: nothing stored here
 	}
-	if inline && p.results == nil {
+	if inline && ac.results == nil {
 		return nil, errs.New(errs.FailedPrecondition, "this control plane keeps no artifact content: submit it by reference (uri, sha256, size_bytes)")
 	}
 	if inline {
 		a.Uri = contentURI(a.Sha256) // where Put stores it: the check's uri
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := taskstore.Load(ctx, ac.log, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
-	ev, _, err := p.artifactEvent(t, principal, req, a, id)
+	ev, _, err := ac.artifactEvent(t, principal, req, a, id)
 	if err == nil {
 		err = task.Check(t, ev)
 	}
 	if err != nil {
 		return nil, err
 	}
-	done, err = p.admitOn(ctx, req.TaskId, func(u *usage, r running) (owner, tally) {
+	done, err = ac.admitOn(ctx, req.TaskId, func(u *usage, r running) (owner, tally) {
 		return owner{tenant: r.owner.tenant, principal: principal}, tally{contentBytes: u.adds(a)}
 	})
 	if err != nil || !inline {
@@ -129,7 +130,7 @@ func (p *Plane) admitArtifact(ctx context.Context, principal string, req *stewar
 	}
 	// Stored before the event: an orphan blob after a failed append is
 	// harmless, an event naming a missing blob is not.
-	if a.Uri, _, err = p.results.Put(ctx, req.Content); err != nil {
+	if a.Uri, _, err = ac.results.Put(ctx, req.Content); err != nil {
 		done(0)
 		return nil, err
 	}
@@ -138,12 +139,12 @@ func (p *Plane) admitArtifact(ctx context.Context, principal string, req *stewar
 
 // artifactEvent builds the ArtifactSubmitted that submits a to t, as its
 // next version, and returns it with the artifact it records.
-func (p *Plane) artifactEvent(t *stewardv1.Task, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (*stewardv1.Event, *stewardv1.Artifact, error) {
-	now := p.now().UTC()
+func (ac *acceptance) artifactEvent(t *stewardv1.Task, principal string, req *stewardv1.SubmitArtifactRequest, a *stewardv1.Artifact, id string) (*stewardv1.Event, *stewardv1.Artifact, error) {
+	now := ac.now().UTC()
 	built := proto.CloneOf(a)
 	built.Version = uint32(len(task.ArtifactVersions(t, a.Name))) + 1
 	built.SubmittedAt, built.SubmittedBy = timestamppb.New(now), principal
-	ev, err := p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now},
+	ev, err := ac.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: ac.actor(principal), CorrelationID: req.RequestId, Time: now},
 		&stewardv1.ArtifactSubmitted{Artifact: built})
 	return ev, built, err
 }
@@ -154,7 +155,7 @@ func contentURI(hash string) string { return "kv://" + action.ResultBucket + "/"
 // checkArtifact checks a request and returns the artifact it describes,
 // without its version, time and submitter. For inline content it computes
 // the hash and size; the uri is set once the content is stored.
-func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, error) {
+func (ac *acceptance) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
 	}
@@ -179,9 +180,9 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 	case len(req.Content) > 0 && req.Uri != "":
 		return nil, errs.Field("uri", "give the content inline or a uri to it, not both")
 	case len(req.Content) > 0:
-		if n := int64(len(req.Content)); n > p.maxInline {
+		if n := int64(len(req.Content)); n > ac.maxInline {
 			return nil, &errs.Error{Code: errs.TooLarge, Field: "content",
-				Message: sizeMessage(n, p.maxInline) + " for content sent inline: store it elsewhere and submit it by reference (uri, sha256, size_bytes)"}
+				Message: sizeMessage(n, ac.maxInline) + " for content sent inline: store it elsewhere and submit it by reference (uri, sha256, size_bytes)"}
 		}
 		a.Sha256, a.SizeBytes = action.RequestHash(req.Content), int64(len(req.Content))
 		if req.Sha256 != "" && strings.ToLower(req.Sha256) != a.Sha256 {
@@ -208,16 +209,16 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 	case req.SizeBytes == 0 && req.Sha256 != emptySHA256:
 		// Zero is also what a client that forgot the field sends.
 		return nil, errs.Field("size_bytes", "is required with a uri: the size of the content in bytes")
-	case req.SizeBytes > p.maxReferenced:
-		return nil, &errs.Error{Code: errs.TooLarge, Field: "size_bytes", Message: sizeMessage(req.SizeBytes, p.maxReferenced)}
+	case req.SizeBytes > ac.maxReferenced:
+		return nil, &errs.Error{Code: errs.TooLarge, Field: "size_bytes", Message: sizeMessage(req.SizeBytes, ac.maxReferenced)}
 	}
-	if p.inStore(req.Uri) {
-		if err := p.holds(ctx, req.TaskId, req.Uri); err != nil {
+	if ac.inStore(req.Uri) {
+		if err := ac.holds(ctx, req.TaskId, req.Uri); err != nil {
 			return nil, err
 		}
 		// Criteria read what is in the store: make sure it is what the
 		// client says.
-		data, err := p.results.Get(ctx, req.Uri, req.Sha256)
+		data, err := ac.results.Get(ctx, req.Uri, req.Sha256)
 		if errs.Is(err, errs.Corrupt) {
 			return nil, errs.Field("uri", "%s does not hold content with sha256 %s", errs.Quote(req.Uri), errs.Quote(req.Sha256))
 		}
@@ -233,8 +234,8 @@ func (p *Plane) checkArtifact(ctx context.Context, req *stewardv1.SubmitArtifact
 
 // inStore reports whether uri names content in Steward's results store,
 // which criteria can read.
-func (p *Plane) inStore(uri string) bool {
-	return p.results != nil && strings.HasPrefix(uri, "kv://"+action.ResultBucket+"/")
+func (ac *acceptance) inStore(uri string) bool {
+	return ac.results != nil && strings.HasPrefix(uri, "kv://"+action.ResultBucket+"/")
 }
 
 // holds refuses a uri into the results store unless it names content
@@ -245,8 +246,8 @@ func (p *Plane) inStore(uri string) bool {
 // may not read into a task whose content it may (GetArtifactContent). The
 // refusal is the same whether or not the store holds the blob, and is
 // made before reading it, so it tells nothing about other tasks' content.
-func (p *Plane) holds(ctx context.Context, taskID, uri string) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+func (ac *acceptance) holds(ctx context.Context, taskID, uri string) error {
+	t, _, err := taskstore.Load(ctx, ac.log, taskID)
 	if err != nil {
 		return err
 	}
@@ -264,8 +265,8 @@ func (p *Plane) holds(ctx context.Context, taskID, uri string) error {
 }
 
 // commandEvent returns the event a command recorded on taskID under id.
-func (p *Plane) commandEvent(ctx context.Context, taskID, id string) (*stewardv1.Event, error) {
-	recs, err := p.log.Read(ctx, taskID)
+func commandEvent(ctx context.Context, log *eventlog.Log, taskID, id string) (*stewardv1.Event, error) {
+	recs, err := log.Read(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +309,7 @@ func byteCount(n int64) string {
 }
 
 func (s *taskService) SubmitArtifact(ctx context.Context, req *connect.Request[stewardv1.SubmitArtifactRequest]) (*connect.Response[stewardv1.SubmitArtifactResponse], error) {
-	a, t, err := s.plane.SubmitArtifact(ctx, rpc.Principal(ctx), req.Msg)
+	a, t, err := s.plane.acceptance.SubmitArtifact(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

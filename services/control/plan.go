@@ -108,7 +108,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 // (event id): a retry, if it is the same plan, even of a version since
 // revised; else AlreadyExists.
 func (p *Plane) recordedPlan(ctx context.Context, t *stewardv1.Task, version uint32, id, hash string) (*stewardv1.Task, bool, error) {
-	ev, err := p.commandEvent(ctx, t.Contract.GetTaskId(), id)
+	ev, err := commandEvent(ctx, p.log, t.Contract.GetTaskId(), id)
 	if err != nil {
 		return nil, false, err
 	}

@@ -78,7 +78,7 @@ func (h planHost) GivenBack(ctx context.Context, parentID, childID string, histo
 	if err != nil || child == nil {
 		return false, err // a call still out: release waits for it
 	}
-	ev, err := h.p.commandEvent(ctx, parentID, reserved)
+	ev, err := commandEvent(ctx, h.p.log, parentID, reserved)
 	if err != nil {
 		return false, err
 	}
@@ -87,7 +87,7 @@ func (h planHost) GivenBack(ctx context.Context, parentID, childID string, histo
 }
 
 func (h planHost) Produce(ctx context.Context, taskID, id string) error {
-	_, _, err := h.p.produce(ctx, stewardPrincipal, taskID, id, "")
+	_, _, err := h.p.acceptance.produce(ctx, stewardPrincipal, taskID, id, "")
 	return err
 }
 

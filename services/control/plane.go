@@ -90,8 +90,6 @@ type Plane struct {
 	now      func() time.Time
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
-	// Artifact size limits; see Config.
-	maxInline, maxReferenced int64
 	// quotas and the usage they bound (quota.go, usage.go); stopUsage
 	// ends usage's reader.
 	quotas    Quotas
@@ -105,6 +103,9 @@ type Plane struct {
 	// startWaiting, a test hook, runs as the wait begins.
 	startWait    time.Duration
 	startWaiting func(taskID string)
+	// acceptance takes a task's artifacts, production and review
+	// (acceptance.go).
+	acceptance *acceptance
 	// plans runs the plans of tasks (plandriver; plan_host.go).
 	plans *plandriver.Driver
 	// recovery answers failures, compensates and re-drives stalled tasks
@@ -147,11 +148,14 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		log: log, logger: logger.With("plane", PlaneName),
 		quotas: cfg.Quotas.withDefaults(), usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
-		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 		startWait: startWait,
 	}
 	for _, o := range opts {
 		o(p)
+	}
+	p.acceptance = &acceptance{
+		commands: p, log: log, results: cfg.Results, now: cfg.Now,
+		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
 		Log: log, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,

@@ -38,16 +38,16 @@ var errStale = errors.New("the task changed since it was read")
 // all pass the task waits for its acceptance owner, or, when no review is
 // required, is accepted. With a request id the call is idempotent: a
 // repeat returns the task and the round it recorded.
-func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (_ *stewardv1.Task, _ *stewardv1.AcceptanceRound, err error) {
+func (ac *acceptance) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (_ *stewardv1.Task, _ *stewardv1.AcceptanceRound, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, nil, err
 	}
-	u, err := p.claimRequestID(ctx, principal, requestid.MarkProduced, req.TaskId, req.RequestId, req)
+	u, err := ac.claimRequestID(ctx, principal, requestid.MarkProduced, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer u.settle(ctx, &err)
-	return p.produce(ctx, principal, req.TaskId, u.id, req.RequestId)
+	return ac.produce(ctx, principal, req.TaskId, u.id, req.RequestId)
 }
 
 // produce records, under event id (empty for a random one), that taskID
@@ -55,31 +55,31 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 // work after its request id is claimed, and a finished plan's ending
 // (plandriver), whose id derives from the plan version. A repeat of
 // an id already recorded returns the round it recorded.
-func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {
-		t, history, err := taskstore.Load(ctx, p.log, taskID)
+		t, history, err := taskstore.Load(ctx, ac.log, taskID)
 		if err != nil {
 			return nil, nil, err
 		}
 		if id != "" && history.Has(id) {
-			return p.producedRound(ctx, t, id)
+			return ac.producedRound(ctx, t, id)
 		}
 		// After the repeat's answer: a revocation since does not take
 		// back what was recorded before it.
-		if err := p.notRevoked(ctx, taskID, "mark its result produced"); err != nil {
+		if err := ac.notRevoked(ctx, taskID, "mark its result produced"); err != nil {
 			return nil, nil, err
 		}
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any
 		// content is read.
-		dry, err := p.producedEvent(t, principal, id, requestID, unevaluated(t.Contract.GetAcceptanceCriteria()), p.now())
+		dry, err := ac.producedEvent(t, principal, id, requestID, unevaluated(t.Contract.GetAcceptanceCriteria()), ac.now())
 		if err != nil {
 			return nil, nil, err
 		}
 		if err := task.Check(t, dry); err != nil {
 			return nil, nil, err
 		}
-		vars, err := p.gather(ctx, t)
+		vars, err := ac.gather(ctx, t)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -87,9 +87,9 @@ func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID st
 		if err != nil {
 			return nil, nil, err
 		}
-		inputs, now := criteriaInputs(t), p.now()
+		inputs, now := criteriaInputs(t), ac.now()
 		var round uint32
-		t, err = p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+		t, err = ac.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 			// The checks hold for the task they were evaluated on; one
 			// that has changed since (a new artifact, an action ended,
 			// another round) is evaluated again.
@@ -97,7 +97,7 @@ func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID st
 				return nil, errStale
 			}
 			round = uint32(len(cur.Acceptance)) + 1
-			return p.producedEvent(cur, principal, id, requestID, checks, now)
+			return ac.producedEvent(cur, principal, id, requestID, checks, now)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -109,7 +109,7 @@ func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID st
 			return t, r, nil
 		}
 		// A repeat of this request landed first.
-		return p.producedRound(ctx, t, id)
+		return ac.producedRound(ctx, t, id)
 	}
 	return nil, nil, errs.New(errs.Conflict, "task %s is changing too fast to evaluate its acceptance criteria; try again", taskID)
 }
@@ -125,14 +125,14 @@ func unevaluated(cs []*stewardv1.AcceptanceCriterion) []*stewardv1.CriterionResu
 }
 
 // producedEvent is the TaskProduced that records checks on t.
-func (p *Plane) producedEvent(t *stewardv1.Task, principal, id, requestID string, checks []*stewardv1.CriterionResult, now time.Time) (*stewardv1.Event, error) {
+func (ac *acceptance) producedEvent(t *stewardv1.Task, principal, id, requestID string, checks []*stewardv1.CriterionResult, now time.Time) (*stewardv1.Event, error) {
 	latest := task.LatestArtifacts(t)
 	refs := make([]string, len(latest))
 	for i, a := range latest {
 		refs[i] = task.ArtifactRef(a)
 	}
 	taskID := t.Contract.GetTaskId()
-	return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID, Time: now},
+	return ac.event(event.Meta{ID: id, TaskID: taskID, Actor: ac.actor(principal), CorrelationID: requestID, Time: now},
 		&stewardv1.TaskProduced{
 			Round:          uint32(len(t.Acceptance)) + 1,
 			Checks:         checks,
@@ -143,8 +143,8 @@ func (p *Plane) producedEvent(t *stewardv1.Task, principal, id, requestID string
 
 // producedRound returns the round an earlier MarkProduced with event id
 // recorded.
-func (p *Plane) producedRound(ctx context.Context, t *stewardv1.Task, id string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
-	ev, err := p.commandEvent(ctx, t.Contract.GetTaskId(), id)
+func (ac *acceptance) producedRound(ctx context.Context, t *stewardv1.Task, id string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+	ev, err := commandEvent(ctx, ac.log, t.Contract.GetTaskId(), id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -186,7 +186,7 @@ func criteriaInputs(t *stewardv1.Task) string {
 // criterion names the field that holds it (json, text or result): an
 // expression reads a field by its name, and a task whose criteria only
 // look at names and sizes should not load megabytes to do so.
-func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, error) {
+func (ac *acceptance) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, error) {
 	var needContent, needResults bool
 	for _, c := range t.Contract.GetAcceptanceCriteria() {
 		e := c.Expression
@@ -197,8 +197,8 @@ func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, 
 	for _, a := range task.LatestArtifacts(t) {
 		var js, text ref.Val
 		isJSON, isText := contentKind(a.MediaType)
-		if needContent && (isJSON || isText) && p.inStore(a.Uri) {
-			data, err := p.results.Get(ctx, a.Uri, a.Sha256)
+		if needContent && (isJSON || isText) && ac.inStore(a.Uri) {
+			data, err := ac.results.Get(ctx, a.Uri, a.Sha256)
 			if err != nil {
 				return nil, fmt.Errorf("read artifact %s: %w", task.ArtifactRef(a), err)
 			}
@@ -213,8 +213,8 @@ func (p *Plane) gather(ctx context.Context, t *stewardv1.Task) (map[string]any, 
 	actions := make([]ref.Val, len(t.Actions))
 	for i, a := range t.Actions {
 		var result ref.Val
-		if o := a.Outcome; needResults && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && (len(o.GetResult()) > 0 || p.inStore(o.GetResultRef())) {
-			data, err := p.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
+		if o := a.Outcome; needResults && a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && (len(o.GetResult()) > 0 || ac.inStore(o.GetResultRef())) {
+			data, err := ac.results.Result(ctx, o.Result, o.ResultRef, o.ResultHash)
 			if err != nil {
 				return nil, fmt.Errorf("read the result of action %s: %w", a.ActionId, err)
 			}
@@ -249,7 +249,7 @@ func parseJSON(data []byte, what string) ref.Val {
 }
 
 func (s *taskService) MarkProduced(ctx context.Context, req *connect.Request[stewardv1.MarkProducedRequest]) (*connect.Response[stewardv1.MarkProducedResponse], error) {
-	t, r, err := s.plane.MarkProduced(ctx, rpc.Principal(ctx), req.Msg)
+	t, r, err := s.plane.acceptance.MarkProduced(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ func (p *Plane) claimRequestID(ctx context.Context, principal, command, taskID, 
 		// Recorded before request ids were the caller's own: a retry
 		// across the upgrade, if this caller sent this command then.
 		legacy := requestid.LegacyEventID(taskID, requestID)
-		ev, err := p.commandEvent(ctx, taskID, legacy)
+		ev, err := commandEvent(ctx, p.log, taskID, legacy)
 		if err != nil {
 			return nil, err
 		}

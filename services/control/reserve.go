@@ -42,7 +42,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 	}
 	b := c.Budget
 	if history.Has(id) {
-		ev, err := p.commandEvent(ctx, parentID, id)
+		ev, err := commandEvent(ctx, p.log, parentID, id)
 		if err != nil {
 			return err
 		}
@@ -246,7 +246,7 @@ func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor fu
 	if !parent.Has(reserved) || parent.Has(g.id) {
 		return nil, nil
 	}
-	ev, err := p.commandEvent(ctx, parentID, reserved)
+	ev, err := commandEvent(ctx, p.log, parentID, reserved)
 	if err != nil {
 		return nil, err
 	}

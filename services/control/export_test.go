@@ -1,0 +1,26 @@
+package control
+
+import (
+	"context"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// The commands of the plane's groups, as its tests call them: the RPC
+// edge (service.go) calls each group directly.
+
+func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1.AcceptTaskRequest) (*stewardv1.Task, error) {
+	return p.acceptance.AcceptTask(ctx, principal, req)
+}
+
+func (p *Plane) ReturnTask(ctx context.Context, principal string, req *stewardv1.ReturnTaskRequest) (*stewardv1.Task, error) {
+	return p.acceptance.ReturnTask(ctx, principal, req)
+}
+
+func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewardv1.SubmitArtifactRequest) (*stewardv1.Artifact, *stewardv1.Task, error) {
+	return p.acceptance.SubmitArtifact(ctx, principal, req)
+}
+
+func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+	return p.acceptance.MarkProduced(ctx, principal, req)
+}
