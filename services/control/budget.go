@@ -20,7 +20,7 @@ import (
 // budget: every consumption is an event. With a request id it is
 // idempotent. Spending is recorded even past the budget — it happened —
 // and governance suspends the task before its next permit.
-func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv1.ReportUsageRequest) (_ *stewardv1.Task, err error) {
+func (dg *delegation) ReportUsage(ctx context.Context, principal string, req *stewardv1.ReportUsageRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 	if err := checkText("milestone_id", req.MilestoneId, MaxRefLen, false); err != nil {
 		return nil, err
 	}
-	u, err := p.claimRequestID(ctx, principal, requestid.ReportUsage, req.TaskId, req.RequestId, req)
+	u, err := dg.claimRequestID(ctx, principal, requestid.ReportUsage, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
@@ -48,33 +48,33 @@ func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv
 	if req.Model != "" {
 		source = "model:" + req.Model
 	}
-	return p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetConsumed{
+	return dg.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetConsumed{
 		Tokens: req.Tokens, CostMicros: req.CostMicros, MilestoneId: req.MilestoneId, Source: source,
 	})
 }
 
 // RaiseBudget raises the task's limits: an explicit command, recorded
 // with who raised it and why. A limit may only go up.
-func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv1.RaiseBudgetRequest) (_ *stewardv1.Task, err error) {
+func (dg *delegation) RaiseBudget(ctx context.Context, principal string, req *stewardv1.RaiseBudgetRequest) (_ *stewardv1.Task, err error) {
 	if err := checkCommand(req.TaskId, req.RequestId, req.Reason); err != nil {
 		return nil, err
 	}
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
-	u, err := p.claimRequestID(ctx, principal, requestid.RaiseBudget, req.TaskId, req.RequestId, req)
+	u, err := dg.claimRequestID(ctx, principal, requestid.RaiseBudget, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	t, err := p.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetRaised{
+	t, err := dg.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetRaised{
 		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return p.resumeIfFunded(ctx, principal, t)
+	return dg.resumeIfFunded(ctx, principal, t)
 }
 
 // stillSpent refuses to resume a task suspended for a budget that is still
@@ -94,27 +94,27 @@ func stillSpent(t *stewardv1.Task) error {
 // to go on. A task suspended for anything else, or still spent on another
 // limit, stays suspended. The resume's id derives from the task's last
 // sequence, which a repeat of the same raise leaves as it was.
-func (p *Plane) resumeIfFunded(ctx context.Context, principal string, t *stewardv1.Task) (*stewardv1.Task, error) {
+func (dg *delegation) resumeIfFunded(ctx context.Context, principal string, t *stewardv1.Task) (*stewardv1.Task, error) {
 	if _, spent := task.Spent(t); spent || t.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED ||
 		t.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
 		return t, nil
 	}
 	taskID := t.Contract.GetTaskId()
 	id := event.ID(taskID, "budget-resume", fmt.Sprint(t.LastSequence))
-	return p.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
+	return dg.apply(ctx, taskID, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		if cur.Status != stewardv1.TaskStatus_TASK_STATUS_SUSPENDED || cur.SuspendedFor != stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT {
 			return nil, nil
 		}
 		if _, spent := task.Spent(cur); spent {
 			return nil, nil
 		}
-		return p.event(event.Meta{ID: id, TaskID: taskID, Actor: p.actor(principal)},
+		return dg.event(event.Meta{ID: id, TaskID: taskID, Actor: dg.actor(principal)},
 			&stewardv1.TaskResumed{Reason: "the budget was raised by " + principal})
 	})
 }
 
 func (s *taskService) ReportUsage(ctx context.Context, req *connect.Request[stewardv1.ReportUsageRequest]) (*connect.Response[stewardv1.ReportUsageResponse], error) {
-	t, err := s.plane.ReportUsage(ctx, rpc.Principal(ctx), req.Msg)
+	t, err := s.plane.delegation.ReportUsage(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (s *taskService) ReportUsage(ctx context.Context, req *connect.Request[stew
 // docs/results.md).
 func (s *taskService) RaiseBudget(ctx context.Context, req *connect.Request[stewardv1.RaiseBudgetRequest]) (*connect.Response[stewardv1.RaiseBudgetResponse], error) {
 	who := rpc.Caller(ctx)
-	t, err := s.plane.RaiseBudget(ctx, who.Principal, req.Msg)
+	t, err := s.plane.delegation.RaiseBudget(ctx, who.Principal, req.Msg)
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,8 @@ const MaxDelegationDepth = 16
 // sub-task with created false, even if the parent has ended since. A
 // request id may not start with plandriver.Prefix, which names the sub-tasks of
 // a plan's steps (planSubTaskID).
-func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
-	now := p.now()
+func (dg *delegation) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
+	now := dg.now()
 	if err := validateDelegate(req, now); err != nil {
 		return nil, false, err
 	}
@@ -53,11 +53,11 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	parent, _, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
+	parent, _, err := taskstore.Load(ctx, dg.log, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
-	childID, legacy, err := p.requestedTask(ctx, principal, req.RequestId)
+	childID, legacy, err := dg.requestedTask(ctx, principal, req.RequestId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -65,16 +65,16 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		// What a delegation records: its reservation on the parent, then
 		// the sub-task.
 		recorded := func(ctx context.Context) bool {
-			_, h, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
-			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || p.exists(childID)(ctx)
+			_, h, err := taskstore.Load(ctx, dg.log, req.ParentTaskId)
+			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || dg.exists(childID)(ctx)
 		}
-		u, cerr := p.claimRequestIDFor(ctx, principal, requestid.DelegateTask, req.ParentTaskId, req.RequestId, req, requestid.RecordedBy(recorded))
+		u, cerr := dg.claimRequestIDFor(ctx, principal, requestid.DelegateTask, req.ParentTaskId, req.RequestId, req, requestid.RecordedBy(recorded))
 		if cerr != nil {
 			return nil, false, cerr
 		}
 		defer u.settle(ctx, &err) // the named result: what DelegateTask answers
 	}
-	return p.delegate(ctx, principal, parent, handoff{childID: childID, requestID: req.RequestId, delegateRef: req.DelegateRef, contract: contract, quota: true}, now)
+	return dg.delegate(ctx, principal, parent, handoff{childID: childID, requestID: req.RequestId, delegateRef: req.DelegateRef, contract: contract, quota: true}, now)
 }
 
 // handoff is one delegation: the sub-task's id, the request id that names
@@ -96,16 +96,16 @@ type handoff struct {
 // known: DelegateTask's, from the caller's request id, and a plan's
 // sub_task step's (planSubTaskID). A sub-task with a request id made
 // already is a retry, answered as it was.
-func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv1.Task, h handoff, now time.Time) (*stewardv1.Task, bool, error) {
+func (dg *delegation) delegate(ctx context.Context, principal string, parent *stewardv1.Task, h handoff, now time.Time) (*stewardv1.Task, bool, error) {
 	parentID, contract := parent.Contract.GetTaskId(), h.contract
-	prior, err := p.priorDelegation(ctx, h.childID, h.requestID, parentID)
+	prior, err := dg.priorDelegation(ctx, h.childID, h.requestID, parentID)
 	if err != nil {
 		return nil, false, err
 	}
 	if prior == nil {
 		// A retry of a delegation already made is answered as it was;
 		// only a new one must find the parent fit to delegate.
-		if err := p.mayDelegate(ctx, parent, now); err != nil {
+		if err := dg.mayDelegate(ctx, parent, now); err != nil {
 			return nil, false, err
 		}
 	}
@@ -126,7 +126,7 @@ func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv
 	}
 	done := func(uint64) {}
 	if h.quota && prior == nil {
-		if done, err = p.admitTask(ctx, owner{tenant: parent.Tenant, principal: principal}, h.childID); err != nil {
+		if done, err = dg.admitTask(ctx, owner{tenant: parent.Tenant, principal: principal}, h.childID); err != nil {
 			return nil, false, err
 		}
 	}
@@ -135,16 +135,16 @@ func (p *Plane) delegate(ctx context.Context, principal string, parent *stewardv
 	defer func() { done(createdAt(t, created, err)) }()
 	// Everything is checked before the reservation, the one write on the
 	// parent, so that a refused delegation writes nothing.
-	if err := p.reserve(ctx, principal, parentID, h.childID, contract, pc, h.still); err != nil {
+	if err := dg.reserve(ctx, principal, parentID, h.childID, contract, pc, h.still); err != nil {
 		return nil, false, err
 	}
-	t, created, err = p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
+	t, created, err = dg.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
 	if errs.Is(err, errs.AlreadyExists) && prior == nil {
 		// The same request at the same moment made the sub-task first,
 		// with its own delegated_at: answer with that one.
-		if prior, perr := p.priorDelegation(ctx, h.childID, h.requestID, parentID); perr == nil && prior != nil {
+		if prior, perr := dg.priorDelegation(ctx, h.childID, h.requestID, parentID); perr == nil && prior != nil {
 			hop.DelegatedAt = prior.DelegatedAt
-			return p.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
+			return dg.create(ctx, principal, parent.Tenant, h.childID, h.requestID, contract)
 		}
 	}
 	return t, created, err
@@ -197,11 +197,11 @@ func validateDelegate(req *stewardv1.DelegateTaskRequest, now time.Time) error {
 
 // mayDelegate checks that parent may hand work on now: it has not ended,
 // and its credential is in force.
-func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now time.Time) error {
+func (dg *delegation) mayDelegate(ctx context.Context, parent *stewardv1.Task, now time.Time) error {
 	if task.Terminal(parent.Status) {
 		return errs.New(errs.FailedPrecondition, "parent task %s is %s: an ended task delegates nothing", parent.Contract.GetTaskId(), task.StatusName(parent.Status))
 	}
-	return p.credentialInForce(ctx, parent, now)
+	return dg.credentialInForce(ctx, parent, now)
 }
 
 // priorDelegation returns the last hop of sub-task taskID, which an
@@ -210,11 +210,11 @@ func (p *Plane) mayDelegate(ctx context.Context, parent *stewardv1.Task, now tim
 // CreateTask) already; a task under the id that is not such a sub-task
 // is AlreadyExists all the same, before anything is reserved for a
 // sub-task that could not be made.
-func (p *Plane) priorDelegation(ctx context.Context, taskID, requestID, parentID string) (*stewardv1.Delegation, error) {
+func (dg *delegation) priorDelegation(ctx context.Context, taskID, requestID, parentID string) (*stewardv1.Delegation, error) {
 	if requestID == "" {
 		return nil, nil
 	}
-	recs, err := p.log.Read(ctx, taskID)
+	recs, err := dg.log.Read(ctx, taskID)
 	if err != nil || len(recs) == 0 {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func sameCurrency(c *stewardv1.TaskContract, parent *stewardv1.TaskCredential, p
 }
 
 func (s *taskService) DelegateTask(ctx context.Context, req *connect.Request[stewardv1.DelegateTaskRequest]) (*connect.Response[stewardv1.DelegateTaskResponse], error) {
-	t, created, err := s.plane.DelegateTask(ctx, rpc.Principal(ctx), req.Msg)
+	t, created, err := s.plane.delegation.DelegateTask(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

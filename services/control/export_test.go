@@ -24,3 +24,15 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 func (p *Plane) MarkProduced(ctx context.Context, principal string, req *stewardv1.MarkProducedRequest) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	return p.acceptance.MarkProduced(ctx, principal, req)
 }
+
+func (p *Plane) ReportUsage(ctx context.Context, principal string, req *stewardv1.ReportUsageRequest) (*stewardv1.Task, error) {
+	return p.delegation.ReportUsage(ctx, principal, req)
+}
+
+func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv1.RaiseBudgetRequest) (*stewardv1.Task, error) {
+	return p.delegation.RaiseBudget(ctx, principal, req)
+}
+
+func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (*stewardv1.Task, bool, error) {
+	return p.delegation.DelegateTask(ctx, principal, req)
+}

@@ -55,7 +55,7 @@ func (h planHost) Delegate(ctx context.Context, principal string, parent *stewar
 	if err != nil {
 		return err
 	}
-	_, _, err = h.p.delegate(ctx, principal, parent, handoff{
+	_, _, err = h.p.delegation.delegate(ctx, principal, parent, handoff{
 		childID: s.ChildID, requestID: s.RequestID, delegateRef: s.DelegateRef, contract: contract, still: s.Still,
 	}, now)
 	return err

@@ -106,6 +106,8 @@ type Plane struct {
 	// acceptance takes a task's artifacts, production and review
 	// (acceptance.go).
 	acceptance *acceptance
+	// delegation makes sub-tasks and lends them budget (delegation.go).
+	delegation *delegation
 	// plans runs the plans of tasks (plandriver; plan_host.go).
 	plans *plandriver.Driver
 	// recovery answers failures, compensates and re-drives stalled tasks
@@ -157,6 +159,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		commands: p, log: log, results: cfg.Results, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
+	p.delegation = &delegation{making: p, log: log, now: cfg.Now}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
 		Log: log, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,
 	})

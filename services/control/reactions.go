@@ -17,7 +17,7 @@ import (
 func (p *Plane) reactions() []eventlog.Reaction {
 	// Compensation and the plan driver propose actions of their own: only
 	// a plane that takes actions runs them.
-	rc := p.recovery
+	rc, dg := p.recovery, p.delegation
 	var compensate, drivePlan, wakeParent eventlog.Handler
 	if rc.takesActions() {
 		compensate, drivePlan, wakeParent = rc.compensate, p.plans.Drive, p.plans.WakeParent
@@ -33,18 +33,18 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// finds the retry it follows; a sub-task's end gives back what
 		// it did not spend (release) before the compensation and the
 		// plans that wait on it move on.
-		onActionEnd = inOrder(rc.recoverFrom, p.release, compensate, drivePlan, wakeParent)
-		onDenied    = inOrder(p.release, compensate, drivePlan, wakeParent)
+		onActionEnd = inOrder(rc.recoverFrom, dg.release, compensate, drivePlan, wakeParent)
+		onDenied    = inOrder(dg.release, compensate, drivePlan, wakeParent)
 		// A sub-task's end gives back before its parent's plan moves on.
-		onTaskEnd  = inOrder(p.release, wakeParent)
-		onProduced = inOrder(p.release)
+		onTaskEnd  = inOrder(dg.release, wakeParent)
+		onProduced = inOrder(dg.release)
 		// An answer, or a plan version judged to run again: the retries
 		// held back meanwhile are owed before the driver looks for them.
 		onRunsAgain = inOrder(rc.retryPending, drivePlan)
 		// A release to a task that has ended goes on to its parent; one
 		// to a parent moves its plan (its sub-task's step ends once the
 		// parent has back what the sub-task did not spend).
-		onReleased     = inOrder(p.passOn, drivePlan)
+		onReleased     = inOrder(dg.passOn, drivePlan)
 		onCompensating = inOrder(compensate)
 		onDecided      = inOrder(compensate, drivePlan)
 		onPlanMoved    = inOrder(drivePlan)

@@ -31,9 +31,9 @@ func reserveID(parentID, childID string) string {
 // its reservation made and takes the caps from it, so the sub-task's
 // contract comes out the same. still, if not nil, is checked on the parent
 // as the write finds it: its error refuses the delegation there.
-func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential, still func(*stewardv1.Task) error) error {
+func (dg *delegation) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential, still func(*stewardv1.Task) error) error {
 	id := reserveID(parentID, childID)
-	parent, history, err := taskstore.Load(ctx, p.log, parentID)
+	parent, history, err := taskstore.Load(ctx, dg.log, parentID)
 	if err != nil {
 		return err
 	}
@@ -42,7 +42,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 	}
 	b := c.Budget
 	if history.Has(id) {
-		ev, err := commandEvent(ctx, p.log, parentID, id)
+		ev, err := commandEvent(ctx, dg.log, parentID, id)
 		if err != nil {
 			return err
 		}
@@ -52,7 +52,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 		return nil
 	}
 	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
-	err = taskstore.Write(ctx, p.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+	err = taskstore.Write(ctx, dg.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
 		if still != nil {
 			if err := still(parent); err != nil {
 				return nil, err
@@ -78,7 +78,7 @@ func (p *Plane) reserve(ctx context.Context, principal, parentID, childID string
 		if tokens.reserved == 0 && cost.reserved == 0 {
 			return nil, nil // the parent's budget limits nothing
 		}
-		return p.event(event.Meta{ID: id, TaskID: parentID, Actor: p.actor(principal)}, &stewardv1.BudgetConsumed{
+		return dg.event(event.Meta{ID: id, TaskID: parentID, Actor: dg.actor(principal)}, &stewardv1.BudgetConsumed{
 			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for delegated task " + childID,
 		})
 	})
@@ -155,9 +155,9 @@ func releaseID(parentID, childID string) string {
 // when it settled, not as later releases left it, so whichever event
 // triggers it, the release is the same, and nothing comes back twice.
 // Idempotent: the release's id derives from the sub-task.
-func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (dg *delegation) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	g, err := p.owedBy(ctx, rec, func(parentID string) string { return releaseID(parentID, taskID) })
+	g, err := dg.owedBy(ctx, rec, func(parentID string) string { return releaseID(parentID, taskID) })
 	if err != nil || g == nil {
 		return err
 	}
@@ -165,7 +165,7 @@ func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if err != nil || child == nil {
 		return err
 	}
-	return p.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
+	return dg.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
 		ChildTaskId: taskID,
 		Tokens:      owed(g.reserved.GetTokens(), child.BudgetUsed.GetTokens()),
 		CostMicros:  owed(g.reserved.GetCostMicros(), child.BudgetUsed.GetCostMicros()),
@@ -179,9 +179,9 @@ func (p *Plane) release(ctx context.Context, rec *stewardv1.EventRecord) error {
 // dimension: nothing in a dimension the parent did not reserve, and only
 // the part past an overspend. Idempotent: the id derives from the release
 // passed on.
-func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (dg *delegation) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
 	taskID := rec.Event.TaskId
-	g, err := p.owedBy(ctx, rec, func(parentID string) string {
+	g, err := dg.owedBy(ctx, rec, func(parentID string) string {
 		return event.ID(parentID, "delegation-pass-on", rec.Event.EventId)
 	})
 	if err != nil || g == nil {
@@ -200,7 +200,7 @@ func (p *Plane) passOn(ctx context.Context, rec *stewardv1.EventRecord) error {
 	if from == "" {
 		from = r.ChildTaskId
 	}
-	return p.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
+	return dg.giveBack(ctx, rec, g.parentID, g.id, &stewardv1.BudgetReleased{
 		ChildTaskId:        taskID,
 		Tokens:             owed(res.GetTokens(), u.GetTokens()) - owed(res.GetTokens(), u.GetTokens()+r.Tokens),
 		CostMicros:         owed(res.GetCostMicros(), u.GetCostMicros()) - owed(res.GetCostMicros(), u.GetCostMicros()+r.CostMicros),
@@ -226,10 +226,10 @@ type giving struct {
 // the release is recorded already. Those are answered from cached views
 // (without a read when the task's holds rec already); only a release still
 // to be made reads the logs.
-func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
+func (dg *delegation) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
 	taskID := rec.Event.TaskId
 	var parentID string
-	err := taskstore.Peek(ctx, p.log, taskID, rec.Sequence, func(t *stewardv1.Task) {
+	err := taskstore.Peek(ctx, dg.log, taskID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
 			parentID = t.Contract.GetParentTaskId()
 		}
@@ -237,7 +237,7 @@ func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor fu
 	if err != nil || parentID == "" {
 		return nil, err
 	}
-	_, parent, err := taskstore.Load(ctx, p.log, parentID)
+	_, parent, err := taskstore.Load(ctx, dg.log, parentID)
 	if err != nil {
 		return nil, err
 	}
@@ -246,12 +246,12 @@ func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor fu
 	if !parent.Has(reserved) || parent.Has(g.id) {
 		return nil, nil
 	}
-	ev, err := commandEvent(ctx, p.log, parentID, reserved)
+	ev, err := commandEvent(ctx, dg.log, parentID, reserved)
 	if err != nil {
 		return nil, err
 	}
 	g.reserved = ev.GetBudgetConsumed()
-	if g.history, err = p.log.Read(ctx, taskID); err != nil {
+	if g.history, err = dg.log.Read(ctx, taskID); err != nil {
 		return nil, err
 	}
 	return g, nil
@@ -259,13 +259,13 @@ func (p *Plane) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor fu
 
 // giveBack records r on parentID, caused by rec; a release of nothing is
 // not recorded.
-func (p *Plane) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parentID, id string, r *stewardv1.BudgetReleased) error {
+func (dg *delegation) giveBack(ctx context.Context, rec *stewardv1.EventRecord, parentID, id string, r *stewardv1.BudgetReleased) error {
 	if r.Tokens == 0 && r.CostMicros == 0 {
 		return nil
 	}
-	err := taskstore.Write(ctx, p.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
-		return p.event(event.Meta{
-			ID: id, TaskID: parentID, Actor: p.actor(stewardPrincipal),
+	err := taskstore.Write(ctx, dg.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		return dg.event(event.Meta{
+			ID: id, TaskID: parentID, Actor: dg.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,
 		}, r)
 	})
