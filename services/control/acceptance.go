@@ -19,6 +19,7 @@ import (
 // reaches the rest of the plane only through commands.
 type acceptance struct {
 	commands
+	quota   *gate
 	log     *eventlog.Log
 	results *action.Store
 	now     func() time.Time
@@ -28,13 +29,11 @@ type acceptance struct {
 
 // commands is what the groups of the control plane's commands share with
 // it: a request id claimed (request.go), an event made and written to a
-// task, the actor of a principal, the checks of a credential and of the
-// quotas.
+// task, the actor of a principal, the check of a credential.
 type commands interface {
 	claimRequestID(ctx context.Context, principal, command, taskID, requestID string, req proto.Message) (*use, error)
 	apply(ctx context.Context, taskID string, build taskstore.Build) (*stewardv1.Task, error)
 	event(meta event.Meta, payload event.Payload) (*stewardv1.Event, error)
 	actor(principal string) *stewardv1.Actor
 	notRevoked(ctx context.Context, taskID, what string) error
-	admitOn(ctx context.Context, taskID string, charge func(*usage, running) (owner, tally)) (done func(seq uint64), err error)
 }

@@ -122,7 +122,7 @@ func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *
 	if err != nil {
 		return nil, err
 	}
-	done, err = ac.admitOn(ctx, req.TaskId, func(u *usage, r running) (owner, tally) {
+	done, err = ac.quota.admitOn(ctx, req.TaskId, func(u *usage, r running) (owner, tally) {
 		return owner{tenant: r.owner.tenant, principal: principal}, tally{contentBytes: u.adds(a)}
 	})
 	if err != nil || !inline {

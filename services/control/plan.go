@@ -74,7 +74,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	}
 	// Admitted before the request id is claimed, so that a refusal writes
 	// nothing (a retry was answered above).
-	done, err := p.admitPlan(ctx, t, principal, req.Plan)
+	done, err := p.quota.admitPlan(ctx, t, principal, req.Plan)
 	if err != nil {
 		return nil, false, err
 	}

@@ -90,9 +90,9 @@ type Plane struct {
 	now      func() time.Time
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
-	// quotas and the usage they bound (quota.go, usage.go); stopUsage
-	// ends usage's reader.
-	quotas    Quotas
+	// quota holds commands to the quotas, over the usage they bound
+	// (quota.go, usage.go); stopUsage ends usage's reader.
+	quota     *gate
 	usage     *usage
 	stopUsage context.CancelFunc
 	// stepProposed, a test hook, runs between a plan step's proposal and
@@ -148,15 +148,16 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	usageCtx, stopUsage := context.WithCancel(context.Background())
 	p := &Plane{
 		log: log, logger: logger.With("plane", PlaneName),
-		quotas: cfg.Quotas.withDefaults(), usage: newUsage(log, usageCtx), stopUsage: stopUsage,
+		usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		startWait: startWait,
 	}
+	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
 	for _, o := range opts {
 		o(p)
 	}
 	p.acceptance = &acceptance{
-		commands: p, log: log, results: cfg.Results, now: cfg.Now,
+		commands: p, quota: p.quota, log: log, results: cfg.Results, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	p.delegation = &delegation{making: p, log: log, now: cfg.Now}

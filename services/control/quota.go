@@ -81,6 +81,14 @@ func (q Quotas) bounds() []quota {
 	}
 }
 
+// gate holds commands to the quotas (docs/quotas.md): each is
+// admitted against usage as the log has it now and the commands admitted
+// before it, or refused before it records anything.
+type gate struct {
+	usage  *usage
+	quotas Quotas
+}
+
 // admit checks that o, and o's tenant, may take d more, counting
 // everything recorded on the log now and every command admitted here
 // and not yet read back; if so it holds d for the command until done
@@ -88,13 +96,13 @@ func (q Quotas) bounds() []quota {
 // was recorded). A refusal is QuotaExceeded naming the quota. This is a
 // read and an entry in memory: nothing is written, so a refused command
 // spends nothing, and a crash loses nothing but the entry.
-func (p *Plane) admit(ctx context.Context, o owner, d tally) (done func(seq uint64), err error) {
-	if err := p.usage.catchUp(ctx); err != nil {
+func (q *gate) admit(ctx context.Context, o owner, d tally) (done func(seq uint64), err error) {
+	if err := q.usage.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	p.usage.mu.Lock()
-	defer p.usage.mu.Unlock()
-	return p.usage.admit(o, d, p.quotas)
+	q.usage.mu.Lock()
+	defer q.usage.mu.Unlock()
+	return q.usage.admit(o, d, q.quotas)
 }
 
 // admitOn is admit for a command on running task taskID: charge returns
@@ -102,18 +110,18 @@ func (p *Plane) admit(ctx context.Context, o owner, d tally) (done func(seq uint
 // (it runs under usage's lock). A task usage does not know as running has
 // ended (or does not exist): the command is refused, as the task's fold
 // would refuse its event, before it stores or records anything.
-func (p *Plane) admitOn(ctx context.Context, taskID string, charge func(*usage, running) (owner, tally)) (done func(seq uint64), err error) {
-	if err := p.usage.catchUp(ctx); err != nil {
+func (q *gate) admitOn(ctx context.Context, taskID string, charge func(*usage, running) (owner, tally)) (done func(seq uint64), err error) {
+	if err := q.usage.catchUp(ctx); err != nil {
 		return nil, err
 	}
-	p.usage.mu.Lock()
-	defer p.usage.mu.Unlock()
-	r, ok := p.usage.tasks[taskID]
+	q.usage.mu.Lock()
+	defer q.usage.mu.Unlock()
+	r, ok := q.usage.tasks[taskID]
 	if !ok {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is not running: it has ended", taskID)
 	}
-	o, d := charge(p.usage, r)
-	return p.usage.admit(o, d, p.quotas)
+	o, d := charge(q.usage, r)
+	return q.usage.admit(o, d, q.quotas)
 }
 
 // admitPlan admits plan pl for task t, submitted by principal: its bytes,
@@ -122,16 +130,16 @@ func (p *Plane) admitOn(ctx context.Context, taskID string, charge func(*usage, 
 // principal, as whom they are delegated, and t's tenant. A plan's
 // delegations are not refused when they come (a plan is not stopped
 // half-way), so its sub-tasks are admitted with it.
-func (p *Plane) admitPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan) (done func(seq uint64), err error) {
+func (q *gate) admitPlan(ctx context.Context, t *stewardv1.Task, principal string, pl *stewardv1.Plan) (done func(seq uint64), err error) {
 	size := int64(proto.Size(pl))
-	bytes, err := p.admitOn(ctx, t.Contract.GetTaskId(), func(_ *usage, r running) (owner, tally) {
+	bytes, err := q.admitOn(ctx, t.Contract.GetTaskId(), func(_ *usage, r running) (owner, tally) {
 		return r.owner, tally{planBytes: size - r.planBytes}
 	})
 	n := subTasksOf(pl)
 	if err != nil || n == 0 {
 		return bytes, err
 	}
-	subs, err := p.admit(ctx, owner{tenant: t.GetTenant(), principal: principal}, tally{running: n})
+	subs, err := q.admit(ctx, owner{tenant: t.GetTenant(), principal: principal}, tally{running: n})
 	if err != nil {
 		bytes(0)
 		return nil, err
@@ -150,7 +158,7 @@ func subTasksOf(pl *stewardv1.Plan) int64 {
 	return n
 }
 
-// admit is Plane.admit once caught up; the caller holds mu.
+// admit is gate.admit once caught up; the caller holds mu.
 func (u *usage) admit(o owner, d tally, quotas Quotas) (done func(seq uint64), err error) {
 	mine, tenants := u.held(o), u.held(o.whole())
 	for _, q := range quotas.bounds() {
