@@ -149,7 +149,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	}
 	// The snapshot is recorded alone: it is weighed against the approval
 	// (changedSinceApproval) before any permit.
-	t, err := p.evaluate(ctx, nil, taskID, d.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec, false)
+	t, err := p.evaluate(ctx, judging{taskID: taskID, actionID: d.ActionId, round: round, from: stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec: rec})
 	if err != nil {
 		return err
 	}

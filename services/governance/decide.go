@@ -81,7 +81,7 @@ func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed
 		}
 		held = t
 	}
-	t, err := p.evaluate(ctx, held, taskID, a.ActionId, roundProposal, stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec, true)
+	t, err := p.evaluate(ctx, judging{held: held, taskID: taskID, actionID: a.ActionId, round: roundProposal, from: stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, rec: rec})
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged (its stored request or its tool is
 		// gone): say so on the ledger rather than leave it proposed.

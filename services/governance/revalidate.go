@@ -42,7 +42,7 @@ func permitOfRound(round string) string {
 func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *stewardv1.ActionRevalidating) error {
 	taskID := rec.Event.TaskId
 	round := revalidationRound(r.PermitId, p.engine.Revision())
-	t, err := p.evaluate(ctx, nil, taskID, r.ActionId, round, stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec, true)
+	t, err := p.evaluate(ctx, judging{taskID: taskID, actionID: r.ActionId, round: round, from: stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING, rec: rec})
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged any more (its stored request or its
 		// tool is gone): say so rather than leave it revalidating.

@@ -16,26 +16,27 @@ import (
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// evaluate records a policy snapshot for the action in round, if the
-// action is in status from and the round has no snapshot yet, and returns
-// the task after. held, when not nil, is the task as the caller last
-// loaded or wrote it, its own, taken instead of a load when it holds rec.
+// evaluate records a policy snapshot for the action in j's round, if the
+// action is in status j.from and the round has no snapshot yet, and
+// returns the task after.
 // Policy is evaluated once, on the task as read before the write; the
 // write only checks that the action is still where the evaluation found
 // it (a task moved on since held makes it decide again on the task as it
 // is), and records nothing otherwise.
 //
-// With orPermit, an allow that nothing holds back is recorded with its
-// permit, as one ActionPermitted that carries the snapshot: one append
-// instead of two. The write makes every check the permit's own write
-// makes (permitRefusal); where one fails it records the snapshot alone
-// (PolicyEvaluated), and the caller goes on as for any snapshot, to the
-// denial that says why — so a denial always follows its snapshot on the
-// ledger, as before. The combined event is keyed as the permit is, so a
-// redelivery finds it, whichever of the two shapes was written.
-func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, actionID, round string, from stewardv1.ActionStatus, rec *stewardv1.EventRecord, orPermit bool) (*stewardv1.Task, error) {
+// An allow that nothing holds back is recorded with its permit, as one
+// ActionPermitted that carries the snapshot: one append instead of two
+// (withPermit says when it may be). The write makes every check the
+// permit's own write makes (permitRefusal); where one fails it records
+// the snapshot alone (PolicyEvaluated), and the caller goes on as for any
+// snapshot, to the denial that says why — so a denial always follows its
+// snapshot on the ledger, as before. The combined event is keyed as the
+// permit is, so a redelivery finds it, whichever of the two shapes was
+// written.
+func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error) {
+	taskID, actionID, round, from, rec := j.taskID, j.actionID, j.round, j.from, j.rec
 	cause := rec.Event
-	t := held
+	t := j.held
 	if t == nil || t.LastSequence < rec.Sequence {
 		var err error
 		if t, _, err = taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err != nil {
@@ -61,11 +62,13 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 	if err != nil {
 		return nil, err
 	}
+	// The shape of the event, decided before the write: the snapshot
+	// alone, or with its permit when the write finds nothing against it.
 	// A task with no credential yet gets one (a write of its own) on the
 	// two-event path, before its permit; here it takes that path.
-	orPermit = orPermit && snap.Decision == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW && (p.signer == nil || t.Credential != nil)
+	permitToo := withPermit(from) && snap.Decision == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW && (p.signer == nil || t.Credential != nil)
 	var check credentialCheck
-	if orPermit {
+	if permitToo {
 		if check, err = p.readCredentialCheck(ctx, t, a); err != nil {
 			return nil, err
 		}
@@ -79,7 +82,7 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 		if !awaitsSnapshot(cur, from, round) || cur.Permit.GetPermitId() != permit {
 			return nil, nil
 		}
-		if orPermit && p.permitRefusal(t, cur, check) == "" {
+		if permitToo && p.permitRefusal(t, cur, check) == "" {
 			pm, err := p.permitted(t, cur, snap.SnapshotId, snap)
 			if err != nil {
 				return nil, err
@@ -96,10 +99,29 @@ func (p *Plane) evaluate(ctx context.Context, held *stewardv1.Task, taskID, acti
 		// evaluated here: it is weighed as one found on the ledger.
 		return p.checkRecorded(ctx, t, cur, round, cause, snap)
 	}
-	if orPermit && permittedUnder(task.FindAction(t, actionID), snap.SnapshotId) {
+	if permitToo && permittedUnder(task.FindAction(t, actionID), snap.SnapshotId) {
 		crashpoint.Here(crashpoint.AfterPermit)
 	}
 	return t, nil
+}
+
+// judging is one evaluation: of action actionID of task taskID, in
+// status from, for round, because of rec. held, when not nil, is the task
+// as the caller last loaded or wrote it, its own, taken instead of a load
+// when it holds rec.
+type judging struct {
+	held                    *stewardv1.Task
+	taskID, actionID, round string
+	from                    stewardv1.ActionStatus
+	rec                     *stewardv1.EventRecord
+}
+
+// withPermit reports whether an allow of an action in status from may be
+// recorded with its permit: a proposal's or a revalidation's may; an
+// approved action's snapshot is recorded alone, since it is weighed
+// against the approval (changedSinceApproval) before any permit.
+func withPermit(from stewardv1.ActionStatus) bool {
+	return from != stewardv1.ActionStatus_ACTION_STATUS_APPROVED
 }
 
 // recordedUnused reports whether a holds the snapshot of round, not yet
