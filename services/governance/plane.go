@@ -182,7 +182,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		return err
 	}
 	reactions := []eventlog.Reaction{
-		eventlog.On(p.decide),
+		eventlog.On(p.judge),
 		eventlog.On(p.afterDecision),
 		// Plans: each version judged whole (plan.go, planapproval.go).
 		eventlog.On(p.judgePlan),

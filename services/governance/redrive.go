@@ -40,7 +40,7 @@ func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stew
 		switch a.Status {
 		case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED, stewardv1.ActionStatus_ACTION_STATUS_EVALUATED:
 			p.warnRedrive(taskID, a)
-			err = p.decide(ctx, rec, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: a.ActionId}})
+			err = p.judge(ctx, rec, &stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: a.ActionId}})
 		case stewardv1.ActionStatus_ACTION_STATUS_APPROVED:
 			p.warnRedrive(taskID, a)
 			err = p.redriveDecided(ctx, taskID, a.Approval.GetApprovalId(), p.afterDecision)

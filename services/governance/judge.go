@@ -53,13 +53,13 @@ const (
 	roundApproved = "approved"
 )
 
-// decide reacts to a proposed action: it checks the budget and the task's
+// judge reacts to a proposed action: it checks the budget and the task's
 // credential, records a policy snapshot, then acts on the snapshot's
 // decision. An allow that nothing holds back is recorded with its permit,
 // in one event (evaluate). Each step runs only if the ledger says it has
 // not happened yet, so a redelivery after a crash continues from the
 // recorded snapshot (or permit) instead of evaluating again.
-func (p *Plane) decide(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
+func (p *Plane) judge(ctx context.Context, rec *stewardv1.EventRecord, proposed *stewardv1.ActionProposed) error {
 	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
 	var held *stewardv1.Task // the task as the checks left it, for the evaluation
