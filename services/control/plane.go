@@ -104,6 +104,8 @@ type Plane struct {
 	// recovery answers failures, compensates and re-drives stalled tasks
 	// (recovery.go).
 	recovery *recovery
+	// criteria keeps the acceptance criteria compiled (criteria.go).
+	criteria *programCache
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
@@ -142,7 +144,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		quotas: cfg.Quotas.withDefaults(), usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
-		startWait: startWait,
+		startWait: startWait, criteria: newProgramCache(),
 	}
 	p.recovery = &recovery{
 		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,

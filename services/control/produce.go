@@ -83,7 +83,7 @@ func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID st
 		if err != nil {
 			return nil, nil, err
 		}
-		checks, err := evaluateCriteria(ctx, t.Contract.GetAcceptanceCriteria(), vars)
+		checks, err := p.criteria.evaluate(ctx, t.Contract.GetAcceptanceCriteria(), vars)
 		if err != nil {
 			return nil, nil, err
 		}
