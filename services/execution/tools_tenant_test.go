@@ -12,6 +12,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -38,8 +39,7 @@ func TestATenantCannotTakeOverAGlobalTool(t *testing.T) {
 		c := ts.Contract("wire", callPath)
 		c.Version = version
 		req := connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: c})
-		req.Header().Set("Authorization", "Bearer "+token)
-		_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL).RegisterTool(context.Background(), req)
+		_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(stewardtest.Bearer(token))).RegisterTool(context.Background(), req)
 		return err
 	}
 	if err := register("platform-tool-admin-0123456789", "1.0.0"); err != nil {
