@@ -32,11 +32,11 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 		{"withdrawn", []*stewardv1.Step{act("z", nil, "search", "other", nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r *rig
+			var r *harness
 			var id string
 			var revised atomic.Bool
 			hookErr := make(chan error, 1)
-			r = newRig(t, control.AfterStepProposal(func(step string) error {
+			r = newHarness(t, control.AfterStepProposal(func(step string) error {
 				if step != "a" || !revised.CompareAndSwap(false, true) {
 					return nil
 				}
@@ -87,7 +87,7 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 // retired state's attempts, so its proposal id is a new one: it runs a
 // new action, not the one withdrawn with it.
 func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "readd", nil)
 	x := func() *stewardv1.Step { return act("x", nil, "write", "doc", map[string]string{"text": "'x'"}) }
 	y := func() *stewardv1.Step { return act("y", nil, "search", "y", nil) }
@@ -116,7 +116,7 @@ func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
 // fails transiently under RECOVERY_MODE_RETRY, the recovery policy does
 // not propose it again, since no step of the plan asks for it.
 func TestPlanWithdrawnStepsFailedActionIsNotRetried(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "retired-retry")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -139,7 +139,7 @@ func TestPlanWithdrawnStepsFailedActionIsNotRetried(t *testing.T) {
 // adding an independent step) does not stop the task again over the same
 // failure.
 func TestPlanRevisionKeepingAFailedStepDoesNotEscalateAgain(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "reescalate", nil)
 	strict := act("check", nil, "search", "doc", nil)
 	strict.Expect = "result.ok == true"
@@ -165,7 +165,7 @@ func TestPlanRevisionKeepingAFailedStepDoesNotEscalateAgain(t *testing.T) {
 // definition (docs/plans.md: "a changed step that had not started starts
 // under its new definition").
 func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "reskip", nil)
 	gated := func(when string) *stewardv1.Step {
 		s := act("b", []string{"a"}, "search", "b", nil)
@@ -197,7 +197,7 @@ func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
 // back. The agent's next revision keeps x and is allowed: the retry owed
 // is proposed then, and x follows it to its end.
 func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-retry")
 	x := act("x", nil, "search", "x", nil)
 	plan := handBack
@@ -229,7 +229,7 @@ func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T)
 // third time, at the same attempt (it never started): a new failure,
 // under a new version, asked about again — once per failure.
 func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "aba", nil)
 	plan := func(v uint32, s *stewardv1.Step) *stewardv1.Plan {
 		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
@@ -269,7 +269,7 @@ func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
 // back. The next revision keeps x and needs an approval: the retry waits
 // for it, and nothing of the plan runs before.
 func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-then-approval")
 	x := act("x", nil, "search", "x", nil)
 	plan := handBack
@@ -300,7 +300,7 @@ func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
 // by a denied revision is not proposed on the old request once a later
 // revision, which changed the step, runs: the step starts afresh.
 func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-then-changed")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -323,7 +323,7 @@ func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
 // transiently. The recovery policy does not propose the old request
 // again: x starts afresh under its new definition.
 func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "changed-in-flight")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -340,7 +340,7 @@ func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
 }
 
 // retryingTask is a plan task whose recovery policy retries a failure.
-func (r *rig) retryingTask(t *testing.T, requestID string) string {
+func (r *harness) retryingTask(t *testing.T, requestID string) string {
 	t.Helper()
 	return r.planTaskWith(t, requestID, func(c *stewardv1.TaskContract) {
 		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}

@@ -25,7 +25,7 @@ import (
 // whose checks run after its claim.
 func TestARefusedCommandLeavesItsRequestIDFree(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	budgeted := func(c *stewardv1.TaskContract) {
 		c.Budget = &stewardv1.Budget{MaxTokens: 1000, Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "m1", MaxTokens: 500}}}
 	}
@@ -91,7 +91,7 @@ func TestARefusedCommandLeavesItsRequestIDFree(t *testing.T) {
 // TestARefusedDelegationLeavesItsRequestIDFree: a delegation refused for
 // asking more than the parent has, fixed, goes through under the same id.
 func TestARefusedDelegationLeavesItsRequestIDFree(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "fixable-parent", time.Now(), time.Hour)
 	delegate := func(tokens int64) error {
@@ -113,7 +113,7 @@ func TestARefusedDelegationLeavesItsRequestIDFree(t *testing.T) {
 // before request ids were the caller's own is found by a retry after.
 func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	// CreateTask as it was: the task id derived from the request id alone.
 	old := requestid.LegacyTaskID("demo-1")
 	req := validRequest("demo-1")
@@ -154,7 +154,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 // is the proposal its first try made, whatever was registered since.
 func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "retry-version", nil)
 	params, _ := structpb.NewStruct(map[string]any{"q": "x"})
 	propose := func() (*stewardv1.Action, bool, error) {
@@ -174,7 +174,7 @@ func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 // TestARetryAfterARevocationGetsItsFirstAnswer: a revocation stops new
 // work, not the answer to work recorded before it.
 func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "revoked-later", time.Now(), 0)
 	id := parent.Contract.TaskId
@@ -202,7 +202,7 @@ func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
 // answered as done, and a SubmitArtifact panicked.
 func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "old-ids", nil)
 	if _, err := taskstore.Update(ctx, r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
@@ -226,7 +226,7 @@ func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 // independent review.
 func TestARetriedProposalEditsOnlyWhatItEdited(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "edits", nil)
 	propose := func(proposal, q, editOf string) (*stewardv1.Action, error) {
 		params, _ := structpb.NewStruct(map[string]any{"text": q})

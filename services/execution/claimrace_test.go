@@ -46,7 +46,7 @@ func (h levels) WithGroup(name string) slog.Handler {
 // action is claimed and runs once.
 func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	ts := startTool(t)
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.plane.Stop()
 	var (
 		mu   sync.Mutex
@@ -93,7 +93,7 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 // raceWasQuiet fails t if the race set an event aside on the dead-letter
 // stream or was logged as a fault (seen, guarded by mu): losing a race is
 // not a fault.
-func (b *bed) raceWasQuiet(t *testing.T, mu *sync.Mutex, seen *[]string) {
+func (b *harness) raceWasQuiet(t *testing.T, mu *sync.Mutex, seen *[]string) {
 	t.Helper()
 	dead, err := b.Log.DeadLetters(context.Background())
 	if err != nil {

@@ -19,7 +19,7 @@ import (
 // call ends. carryOn returns at the first error, and hold answers a live
 // lease with errs.Later, so B waits for as long as A's call lasts.
 func TestResumeIsNotBlockedByAnotherWorkersLiveCall(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()

@@ -29,7 +29,7 @@ type process struct {
 	plane *execution.Plane
 }
 
-func (b *bed) process(name, consumer string) *process {
+func (b *harness) process(name, consumer string) *process {
 	b.t.Helper()
 	ctx := context.Background()
 	nc, err := b.ConnectAs(execution.PlaneName) // as a serve worker would
@@ -47,7 +47,7 @@ func (b *bed) process(name, consumer string) *process {
 	}
 	b.t.Cleanup(set.Close)
 	cfg := b.cfg
-	// The tools as the bed's registry has them already; the process's
+	// The tools as the harness's registry has them already; the process's
 	// own would learn them from the log a moment later.
 	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Requests, set.Results, set.Timers
 	cfg.Limits = openGate(b.t, js) // the same bucket, through its own connection
@@ -88,7 +88,7 @@ func TestRetryCallOfADeadWorkerIsTakenOverWithinTheLease(t *testing.T) {
 }
 
 func retryTakeover(t *testing.T, n int, shared bool) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	// Every call goes on until the test ends.
 	ts := stewardtest.StartTool(t).Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {

@@ -22,7 +22,7 @@ import (
 // secret values included, wherever its URL says. Found by the review of
 // issue 16, when every tool was global.
 func TestATenantCannotTakeOverAGlobalTool(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	tokens := rpc.Tokens{
 		"platform-tool-admin-0123456789": {Principal: "user:tools", Roles: []string{access.ToolAdmin}},
 		"acme-tool-admin-token-01234567": {Principal: "user:tools", Roles: []string{access.ToolAdmin}, Tenant: "acme"},

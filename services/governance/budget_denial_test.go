@@ -17,7 +17,7 @@ import (
 // raises. A denial that takes the task to 100 % of its cost limit raises
 // no alert and does not suspend the task.
 func TestADenialsCostIsGuarded(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.register(t, paidTool)
 	e.start(t)
 	c := credContract([]string{"paid"}, nil)

@@ -26,7 +26,7 @@ import (
 // for the delegate, with the chain, that verifies offline; redelivery
 // issues nothing twice.
 func TestCredentialIssuedOnCreation(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "parent", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
 	cs := e.credentialed("parent")
@@ -84,7 +84,7 @@ func TestCredentialIssuedOnCreation(t *testing.T) {
 // TestCredentialRefusals: an action the credential does not cover is
 // denied before policy, naming the credential and what failed.
 func TestCredentialRefusals(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, credentialTTL(time.Hour))
 	// Policy would ask for approval of the wire; the missing scope denies
 	// it first.
@@ -119,7 +119,7 @@ func TestCredentialRefusals(t *testing.T) {
 // TestDeadlineEndsTheCredential: a deadline sooner than the ttl is when
 // the credential expires.
 func TestDeadlineEndsTheCredential(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	k := credContract([]string{"search"}, nil)
 	k.Deadline = timestamppb.New(e.clock.Now().Add(time.Hour))
@@ -139,7 +139,7 @@ func TestDeadlineEndsTheCredential(t *testing.T) {
 // afterwards nothing is permitted to the task or to a task delegated from
 // it, its open approval is closed, and revoking again changes nothing.
 func TestRevocation(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "root", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
@@ -221,7 +221,7 @@ func TestRevocation(t *testing.T) {
 // revocation (before the approval was closed) meets the check made before
 // every permit.
 func TestApprovalAfterRevocationGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	cs := e.credentialed("t")
@@ -250,7 +250,7 @@ func TestApprovalAfterRevocationGetsNoPermit(t *testing.T) {
 // parent is refused; a sub-task whose parent's credential was signed by
 // another key gets no credential, and its actions are denied saying why.
 func TestDelegationFromARevokedOrForeignParent(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	// The parent's credential was issued by a plane with another key.
 	e.create(t, "foreign", "user:ana", credContract([]string{"search"}, nil))
@@ -283,7 +283,7 @@ func TestDelegationFromARevokedOrForeignParent(t *testing.T) {
 // without a signer gets its credential when it next proposes; a
 // compensation is not held back by expiry, but is by revocation.
 func TestLazyIssueAndCompensations(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.create(t, "old", "user:ana", credContract([]string{"search"}, nil))
 	// The creation was handled long ago, by a plane without credentials.
 	e.start(t, withoutSigner)
@@ -325,7 +325,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 
 // TestCredentialKey returns the signer's public key.
 func TestCredentialKey(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	k, err := e.plane.CredentialKey()
 	if err != nil || !ed25519.PublicKey(k.PublicKey).Equal(e.signer.PublicKey()) || k.KeyId != e.signer.KeyID() {
@@ -337,7 +337,7 @@ func TestCredentialKey(t *testing.T) {
 // governance did not sign — a forgery — permits nothing; one signed with
 // an earlier key it was told to trust keeps working after a rotation.
 func TestOnlyTrustedSignaturesCount(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	sign := func(taskID string) (*stewardv1.SignedCredential, ed25519.PublicKey) {
 		pub, key, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {

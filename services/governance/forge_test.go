@@ -29,7 +29,7 @@ import (
 // credential already verified was taken as verified and its forged bounds
 // (a scope, no expiry) used to permit. It must be denied.
 func TestForgedCredentialWithASeenSignature(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 
@@ -88,7 +88,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 // its key and bind the action; an approval decision appended to the log
 // by another hand, unsigned, is counted by the fold but gets no permit.
 func TestDecisionsAndPermitsAreSigned(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "signed", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
@@ -139,7 +139,7 @@ func TestDecisionsAndPermitsAreSigned(t *testing.T) {
 // for revalidation, gets no permit either: the approval is asked for
 // again.
 func TestEveryVoteThatCountsIsVerified(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withBundle(t, twoForWires))
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	e.credentialed("t")
@@ -176,7 +176,7 @@ func TestEveryVoteThatCountsIsVerified(t *testing.T) {
 // default bundle asks a person for a wire, and no permit may follow
 // without one.
 func TestForgedSnapshotGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
 	e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
@@ -203,7 +203,7 @@ func TestForgedSnapshotGetsNoPermit(t *testing.T) {
 // governance, landing while it evaluates (a forger watching the log and
 // appending as soon as a proposal appears).
 func TestForgedSnapshotRacingGovernance(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var once sync.Once
 	var wire string
 	e.onEvaluate = func() {
@@ -260,7 +260,7 @@ func cfoBundle(t *testing.T) *policy.Engine {
 // approval id, action and hash), the approval's roles are policy's: a
 // permit followed, and the wire ran without the CFO.
 func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
@@ -337,7 +337,7 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 // must not take it either: an approver would approve the real hash
 // having read the forged terms.
 func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
@@ -380,7 +380,7 @@ func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
 // action, by its hash, is a wire. An authorizer approves what they were
 // shown; no permit may follow.
 func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
