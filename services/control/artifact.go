@@ -18,7 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Artifact size limits, by default; Config changes them.
@@ -55,7 +54,7 @@ func (p *Plane) SubmitArtifact(ctx context.Context, principal string, req *stewa
 	id := u.id
 	if id != "" {
 		// A repeat is answered as it was, even after a revocation since.
-		if t, h, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && h.Has(id) {
+		if t, h, err := p.tasks.Load(ctx, req.TaskId); err == nil && h.Has(id) {
 			ev, err := p.commandEvent(ctx, req.TaskId, id)
 			if err != nil {
 				return nil, nil, err
@@ -110,7 +109,7 @@ func (p *Plane) admitArtifact(ctx context.Context, principal string, req *stewar
 	if inline {
 		a.Uri = contentURI(a.Sha256) // where Put stores it: the check's uri
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -246,7 +245,7 @@ func (p *Plane) inStore(uri string) bool {
 // refusal is the same whether or not the store holds the blob, and is
 // made before reading it, so it tells nothing about other tasks' content.
 func (p *Plane) holds(ctx context.Context, taskID, uri string) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}

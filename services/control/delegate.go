@@ -16,7 +16,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // MaxDelegationDepth is how many hands a task may pass through: a
@@ -52,7 +51,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 	if err != nil {
 		return nil, false, err
 	}
-	parent, _, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
+	parent, _, err := p.tasks.Load(ctx, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -64,7 +63,7 @@ func (p *Plane) DelegateTask(ctx context.Context, principal string, req *steward
 		// What a delegation records: its reservation on the parent, then
 		// the sub-task.
 		recorded := func(ctx context.Context) bool {
-			_, h, err := taskstore.Load(ctx, p.log, req.ParentTaskId)
+			_, h, err := p.tasks.Load(ctx, req.ParentTaskId)
 			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || p.exists(childID)(ctx)
 		}
 		u, cerr := p.claimRequestIDFor(ctx, principal, requestid.DelegateTask, req.ParentTaskId, req.RequestId, req, requestid.RecordedBy(recorded))

@@ -18,7 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -83,7 +82,7 @@ func idleHarness(t *testing.T, opts ...control.Option) *harness {
 // config is the plane's configuration over the harness's stores, as the
 // binary wires it.
 func (r *harness) config() control.Config {
-	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
+	return control.Config{Tasks: r.Tasks, Tools: r.Tools, Requests: r.Requests, Results: r.Results,
 		Secrets: r.sealer, Timers: r.Timers, Now: r.clock.Now}
 }
 
@@ -119,7 +118,7 @@ func (r *harness) settle() { r.Settle(control.PlaneName) }
 // task is the task folded from the log now.
 func (r *harness) task(t *testing.T, taskID string) *stewardv1.Task {
 	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), r.Log, taskID)
+	tk, _, err := r.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

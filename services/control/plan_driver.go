@@ -101,13 +101,13 @@ func (p *Plane) drivePlan(ctx context.Context, rec *stewardv1.EventRecord) error
 // drive runs pass r over task taskID.
 func (p *Plane) drive(ctx context.Context, r *planPass, taskID string) error {
 	var moves bool
-	err := taskstore.Peek(ctx, p.log, taskID, r.seq, func(t *stewardv1.Task) {
+	err := p.tasks.Peek(ctx, taskID, r.seq, func(t *stewardv1.Task) {
 		moves = t.Plan != nil && !task.Terminal(t.Status)
 	})
 	if err != nil || !moves {
 		return err // most tasks have no plan: no copy of the task for them
 	}
-	t, history, err := taskstore.LoadSince(ctx, p.log, taskID, r.seq)
+	t, history, err := p.tasks.LoadSince(ctx, taskID, r.seq)
 	if err != nil {
 		return err
 	}

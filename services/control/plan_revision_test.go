@@ -10,7 +10,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -45,7 +44,7 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 				if err == nil {
 					ev := stewardtest.Event(t, id, &stewardv1.PlanEvaluated{Version: 2, PlanHash: tk.Plan.PlanHash,
 						Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
-					_, err = taskstore.Update(context.Background(), r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+					_, err = r.Tasks.Update(context.Background(), id, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 				}
 				hookErr <- err
 				return nil

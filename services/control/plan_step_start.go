@@ -11,7 +11,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // startReady starts every step of the plan that may start now
@@ -145,7 +144,7 @@ func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, wha
 	if !eventlog.Permanent(err) {
 		return true, err
 	}
-	t, _, lerr := taskstore.LoadSince(ctx, r.p.log, r.taskID(), r.seq)
+	t, _, lerr := r.p.tasks.LoadSince(ctx, r.taskID(), r.seq)
 	if lerr != nil || !task.PlanMayRun(t) {
 		return true, lerr
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Sub-task steps (docs/plans.md, "Running a plan"): a sub_task step
@@ -106,7 +105,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 	kept := make([]*structpb.Value, len(ids))
 	done := true
 	for i, id := range ids {
-		child, _, err := taskstore.Load(ctx, r.p.log, id)
+		child, _, err := r.p.tasks.Load(ctx, id)
 		if errs.Is(err, errs.NotFound) {
 			item := -1
 			if items {
@@ -227,7 +226,7 @@ func delegatedBy(t *stewardv1.Task, id string) bool {
 func (p *Plane) wakeParent(ctx context.Context, rec *stewardv1.EventRecord) error {
 	childID := rec.Event.TaskId
 	var parentID string
-	err := taskstore.Peek(ctx, p.log, childID, rec.Sequence, func(t *stewardv1.Task) {
+	err := p.tasks.Peek(ctx, childID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
 			parentID = t.Contract.GetParentTaskId()
 		}
@@ -236,7 +235,7 @@ func (p *Plane) wakeParent(ctx context.Context, rec *stewardv1.EventRecord) erro
 		return err
 	}
 	var named bool
-	if err := taskstore.Peek(ctx, p.log, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
+	if err := p.tasks.Peek(ctx, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
 		return err // delegated by DelegateTask, or by a step a revision withdrew: nothing waits on it
 	}
 	return p.drive(ctx, &planPass{p: p, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, parentID)

@@ -31,6 +31,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
@@ -40,6 +41,9 @@ const PlaneName = event.PlaneControl
 
 // Config is what a control plane needs besides the log.
 type Config struct {
+	// Tasks is the process's store of the log's tasks (stores.Set), shared
+	// by its planes; a store of the plane's own when nil.
+	Tasks *taskstore.Store
 	// Tools and Requests let the plane take proposed actions: the tool
 	// registry checks them and the request store keeps them. With them the
 	// plane also runs the compensation driver, which proposes actions of
@@ -76,7 +80,10 @@ type Config struct {
 
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log      *eventlog.Log
+	log *eventlog.Log
+	// tasks folds the log's tasks, shared by every plane of the process
+	// (Config.Tasks).
+	tasks    *taskstore.Store
 	logger   *slog.Logger
 	tools    *toolreg.Registry
 	requests *action.Store
@@ -129,6 +136,9 @@ func StartWait(d time.Duration, waiting func(taskID string)) Option {
 
 // New returns a control plane over log, configured by cfg.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
+	if cfg.Tasks == nil {
+		cfg.Tasks = taskstore.New(log)
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -140,14 +150,14 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	usageCtx, stopUsage := context.WithCancel(context.Background())
 	p := &Plane{
-		log: log, logger: logger.With("plane", PlaneName),
+		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName),
 		quotas: cfg.Quotas.withDefaults(), usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 		startWait: startWait, criteria: newProgramCache(),
 	}
 	p.recovery = &recovery{
-		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
+		log: log, tasks: cfg.Tasks, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
 		plane: p, start: p.startIfPending, drivePlan: p.drivePlan,
 	}
 	for _, o := range opts {

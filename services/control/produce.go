@@ -20,7 +20,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // maxProduceTries bounds how often MarkProduced evaluates again because
@@ -57,7 +56,7 @@ func (p *Plane) MarkProduced(ctx context.Context, principal string, req *steward
 // an id already recorded returns the round it recorded.
 func (p *Plane) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {
-		t, history, err := taskstore.Load(ctx, p.log, taskID)
+		t, history, err := p.tasks.Load(ctx, taskID)
 		if err != nil {
 			return nil, nil, err
 		}

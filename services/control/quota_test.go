@@ -14,7 +14,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -55,7 +54,7 @@ func TestRunningTaskQuotas(t *testing.T) {
 	_, _, err := ctl.CreateTask(ctx, "alice", validRequest("a3"))
 	refusedQuota(t, err, `quota "running tasks per principal" (2) reached`)
 	third := control.TaskIDFor("alice", "a3")
-	if _, _, err := taskstore.Load(ctx, r.Log, third); !errs.Is(err, errs.NotFound) {
+	if _, _, err := r.Tasks.Load(ctx, third); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("refused task %s: %v, want nothing recorded", third, err)
 	}
 	if _, _, err := ctl.CreateTask(ctx, "bob", validRequest("b1")); err != nil {

@@ -16,7 +16,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestARefusedCommandLeavesItsRequestIDFree: a command refused for
@@ -138,7 +137,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	// ReportUsage as it was: the event id derived from the task and the
 	// request id alone.
 	r.running(old)
-	if _, err := taskstore.Update(ctx, r.Log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := r.Tasks.Update(ctx, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(old, "u-1"), TaskID: old, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "u-1"},
 			&stewardv1.BudgetConsumed{Tokens: 100})
 	}); err != nil {
@@ -204,7 +203,7 @@ func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 	ctx := context.Background()
 	r := newHarness(t)
 	id := r.acceptanceTask(t, "old-ids", nil)
-	if _, err := taskstore.Update(ctx, r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := r.Tasks.Update(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
 			&stewardv1.BudgetConsumed{Tokens: 10})
 	}); err != nil {

@@ -20,7 +20,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -48,7 +47,7 @@ func newHarness(t *testing.T, br breaker.Config) *harness {
 	t.Helper()
 	env := stewardtest.NewEnv(t)
 	b := &harness{Env: env, t: t, cfg: execution.Config{
-		Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
+		Tasks: env.Tasks, Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
 		Limits: openGate(t, env.Bus.JS),
 		Egress: egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
@@ -85,7 +84,7 @@ func startTool(t *testing.T, script ...stewardtest.Answer) *stewardtest.Tool {
 func (b *harness) standInGovernance() {
 	sub, err := b.Log.React(context.Background(), "test-governance", eventlog.OnRecord[*stewardv1.ActionRevalidating](func(ctx context.Context, rec *stewardv1.EventRecord) error {
 		r := rec.Event.GetActionRevalidating()
-		t, _, err := taskstore.Load(ctx, b.Log, rec.Event.TaskId)
+		t, _, err := b.Tasks.Load(ctx, rec.Event.TaskId)
 		if err != nil {
 			return err
 		}
@@ -103,7 +102,7 @@ func (b *harness) standInGovernance() {
 			if err != nil {
 				return err
 			}
-			if _, err := taskstore.Update(ctx, b.Log, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
+			if _, err := b.Tasks.Update(ctx, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
 				return err
 			}
 		}

@@ -18,7 +18,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -140,7 +139,7 @@ func TestHeldCallsDoNotStopThePlane(t *testing.T) {
 // action is the action as the log has it now; nil before its task.
 func (b *harness) action(taskID, actionID string) *stewardv1.Action {
 	b.t.Helper()
-	t, _, err := taskstore.Load(context.Background(), b.Log, taskID)
+	t, _, err := b.Tasks.Load(context.Background(), taskID)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		b.t.Fatal(err)
 	}

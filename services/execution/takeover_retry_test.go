@@ -16,7 +16,6 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -130,7 +129,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	// wa left the test skipped on most runs of one action).
 	claimedBy := make([]string, n)
 	for i := range n {
-		tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
+		tk, _, _ := b.Tasks.Load(context.Background(), tasks[i])
 		claimedBy[i] = task.FindAction(tk, actions[i]).ClaimedBy
 	}
 	dead := "wa"
@@ -153,7 +152,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	stewardtest.Eventually(t, b.cfg.Lease+10*time.Second, func() (bool, string) {
 		stuck := 0
 		for _, i := range mine {
-			tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
+			tk, _, _ := b.Tasks.Load(context.Background(), tasks[i])
 			if task.FindAction(tk, actions[i]).Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
 				stuck++
 			}

@@ -17,7 +17,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 )
 
@@ -75,7 +74,7 @@ func TestCredentialIssuedOnCreation(t *testing.T) {
 			t.Errorf("task %s: %d credentials issued, want 1", id, n)
 		}
 	}
-	tk, _, _ := taskstore.Load(context.Background(), e.Log, "child")
+	tk, _, _ := e.Tasks.Load(context.Background(), "child")
 	if p := task.FindAction(tk, a).Permit; p.GetCredentialRef() != leaf.CredentialId {
 		t.Errorf("permit names credential %q, want %s", p.GetCredentialRef(), leaf.CredentialId)
 	}
@@ -190,7 +189,7 @@ func TestRevocation(t *testing.T) {
 	if r := denialOf(a); !strings.HasPrefix(r, "credential revoked: leaked token") || !a.Approval.GetWithdrawn() {
 		t.Errorf("closed approval: %q, %v", r, a.Approval)
 	}
-	tk, _, _ := taskstore.Load(ctx, e.Log, "root")
+	tk, _, _ := e.Tasks.Load(ctx, "root")
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 		t.Errorf("task is %v with its approval closed", tk.Status)
 	}
@@ -290,7 +289,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 	first := e.propose(t, "old", "s0", "search")
 	e.waitStatus("old", first, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	e.plane.Stop()
-	if tk, _, _ := taskstore.Load(context.Background(), e.Log, "old"); tk.Credential != nil {
+	if tk, _, _ := e.Tasks.Load(context.Background(), "old"); tk.Credential != nil {
 		t.Fatal("a plane without a signer issued a credential")
 	}
 	e.start(t, credentialTTL(time.Hour))
@@ -299,7 +298,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 
 	// The first search ran and the task is being undone after the
 	// credential expired.
-	tk, _, err := taskstore.Load(context.Background(), e.Log, "old")
+	tk, _, err := e.Tasks.Load(context.Background(), "old")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 )
@@ -54,7 +53,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		fake.AllowedTools, fake.Scopes, fake.ExpiresAt = []string{"search", "wire"}, []string{"payments:write"}, nil
 		fake.MaxTokens = 0
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fake)
-		_, err := taskstore.Update(ctx, e.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := e.Tasks.Update(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 			// Names the plane that owns the type, as a forger would: the
 			// signature is what must give it away.
 			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory", Plane: event.PlaneGovernance}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
@@ -68,7 +67,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		}
 	}
 	e.Append(id, &stewardv1.TaskStarted{})
-	tk, _, _ := taskstore.Load(ctx, e.Log, id)
+	tk, _, _ := e.Tasks.Load(ctx, id)
 	t.Logf("task %s holds credential %s, scopes %v, expires %v", id, tk.Credential.Credential.CredentialId, tk.Credential.Credential.Scopes, tk.Credential.Credential.ExpiresAt)
 
 	a := e.propose(t, id, "w1", "wire")
@@ -123,7 +122,7 @@ func TestDecisionsAndPermitsAreSigned(t *testing.T) {
 	e.Append("signed", &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: forged, ActionHash: a.ActionHash,
 		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:mallory"})
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(ctx, e.Log, "signed")
+	tk, _, err := e.Tasks.Load(ctx, "signed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +186,7 @@ func TestForgedSnapshotGetsNoPermit(t *testing.T) {
 		return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
 	})
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(context.Background(), e.Log, "t")
+	tk, _, err := e.Tasks.Load(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +298,7 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 
 	e.start(t, func(c *governance.Config) { c.Engine = engine })
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,14 +351,14 @@ func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Log.Append(ctx, eventlog.HeadOf(tk), ev); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _, err = taskstore.Load(ctx, e.Log, "t"); err != nil {
+	if tk, _, err = e.Tasks.Load(ctx, "t"); err != nil {
 		t.Logf("the task after the forged approval: %v", err)
 	} else {
 		t.Logf("the task's own approval after the forged one: %s %s", task.FindAction(tk, wire).Approval.GetTool(), task.FindAction(tk, wire).Approval.GetTarget())
@@ -384,7 +383,7 @@ func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +402,7 @@ func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Settle(governance.PlaneName)
-	tk, _, err = taskstore.Load(ctx, e.Log, "t")
+	tk, _, err = e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 )
@@ -330,7 +329,7 @@ func TestARevisionNeedsItsOwnApproval(t *testing.T) {
 		t.Errorf("the old hash on the new approval: %v, want InvalidArgument", err)
 	}
 	stale := stewardtest.Event(t, "p", &stewardv1.ApprovalDecided{ApprovalId: old.ApprovalId, PlanHash: oldHash, Decision: approve, DecidedBy: "user:di"})
-	if _, err := taskstore.Update(context.Background(), e.Log, "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := e.Tasks.Update(context.Background(), "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
 		t.Errorf("appending a vote on the closed approval: %v, want the fold's refusal", err)
 	}
 	if tk := e.judged("p", newHash, anyJudgement); task.PlanRuns(tk.Plan) {

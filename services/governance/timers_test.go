@@ -15,7 +15,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 )
 
@@ -124,7 +123,7 @@ func (e *harness) checkRemindedAndSuspendedOnce(t *testing.T) {
 	if strings.Join(order, " ") != event.TypeApprovalReminded+" "+event.TypeTaskSuspended {
 		t.Errorf("order %v: want the reminder, then the suspension", order)
 	}
-	tk, _, err := taskstore.Load(context.Background(), e.Log, taskID)
+	tk, _, err := e.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/access"
-	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -16,7 +15,7 @@ import (
 // handlerOptions are what every served procedure passes through: the
 // bearer tokens and JWTs that say who calls, the task parties and tenants
 // that say what they may do, the denied-call counter and the answer budget.
-func (m *Server) handlerOptions(ctx context.Context, log *eventlog.Log) ([]connect.HandlerOption, error) {
+func (m *Server) handlerOptions(ctx context.Context, tasks *taskstore.Store) ([]connect.HandlerOption, error) {
 	tokens, err := m.tokens()
 	if err != nil {
 		return nil, err
@@ -32,7 +31,7 @@ func (m *Server) handlerOptions(ctx context.Context, log *eventlog.Log) ([]conne
 	// Every plane finds a task's tenant in the log itself, so that no
 	// role reaches across tenants in services mode either.
 	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied), rpc.WithTenants(func(ctx context.Context, taskID string) (string, error) {
-		return taskstore.Tenant(ctx, log, taskID)
+		return tasks.Tenant(ctx, taskID)
 	})}
 	if jwt != nil {
 		edge = append(edge, rpc.WithJWT(jwt))

@@ -169,7 +169,7 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.planes, err = m.selectPlanes(ctx, js, st); err != nil {
 		return err
 	}
-	opts, err := m.handlerOptions(ctx, log)
+	opts, err := m.handlerOptions(ctx, st.Tasks)
 	if err != nil {
 		return err
 	}
