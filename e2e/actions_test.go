@@ -283,7 +283,7 @@ func TestProposalBadInput(t *testing.T) {
 	}
 
 	// With tokens on, registering a tool takes the tool-admin role.
-	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, h.url, connect.WithInterceptors(bearer(agentToken)))
+	tools := stewardv1connect.NewToolServiceClient(&http.Client{}, h.url, connect.WithInterceptors(stewardtest.Bearer(agentToken)))
 	_, err = tools.RegisterTool(ctx, connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: &stewardv1.ToolContract{
 		Name: "pay", Version: "9.0.0", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		Endpoint: &stewardv1.ToolContract_Http{Http: &stewardv1.HTTPEndpoint{Url: tool.URL}},

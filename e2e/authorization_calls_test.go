@@ -59,7 +59,7 @@ func newMatrix(t *testing.T, h *harness, idp *stewardtest.JWTIssuer) *matrix {
 			claims := idp.Claims(c.principal, c.roles...)
 			claims["tenant"] = tenant
 			token := idp.Sign(t, claims)
-			opt := connect.WithInterceptors(bearer(token))
+			opt := connect.WithInterceptors(stewardtest.Bearer(token))
 			m.callers[tenant][c.column] = matrixCaller{authed: withToken(h.url, token),
 				actions: stewardv1connect.NewActionServiceClient(hc, h.url, opt), tools: stewardv1connect.NewToolServiceClient(hc, h.url, opt),
 				deadLetters: stewardv1connect.NewDeadLetterServiceClient(hc, h.url, opt)}

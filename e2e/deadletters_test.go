@@ -35,7 +35,7 @@ func TestDeadLettersListAndReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq := ack.Sequence
-	dl := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, h.url, connect.WithInterceptors(bearer(operatorToken)))
+	dl := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, h.url, connect.WithInterceptors(stewardtest.Bearer(operatorToken)))
 	find := func(consumer string) *stewardv1.DeadLetter {
 		resp, err := dl.ListDeadLetters(ctx, connect.NewRequest(&stewardv1.ListDeadLettersRequest{}))
 		if err != nil {
@@ -90,7 +90,7 @@ func TestDeadLettersListAndReplay(t *testing.T) {
 	}
 	run(t, 2, "dead-letters", "replay", "--consumer", "governance")
 	// The viewer is no operator: refused at the edge.
-	viewer := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, h.url, connect.WithInterceptors(bearer(viewerToken)))
+	viewer := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, h.url, connect.WithInterceptors(stewardtest.Bearer(viewerToken)))
 	if _, err := viewer.ListDeadLetters(ctx, connect.NewRequest(&stewardv1.ListDeadLettersRequest{})); connect.CodeOf(err) != connect.CodePermissionDenied {
 		t.Fatalf("a viewer lists dead letters: %v", err)
 	}

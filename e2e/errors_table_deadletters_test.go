@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // deadLetterChecks are the rows of the errors table about replaying dead
@@ -30,7 +31,7 @@ func deadLetterChecks() map[string]tableCheck {
 			if _, err := js.PublishMsg(ctx, old); err != nil {
 				t.Fatal(err)
 			}
-			dl := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(bearer(operatorToken)))
+			dl := stewardv1connect.NewDeadLetterServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(stewardtest.Bearer(operatorToken)))
 			replay := func(seq uint64, consumer string) error {
 				_, err := dl.ReplayDeadLetter(ctx, connect.NewRequest(&stewardv1.ReplayDeadLetterRequest{Sequence: seq, Consumer: consumer}))
 				return err

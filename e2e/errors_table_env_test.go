@@ -148,7 +148,7 @@ func translated(err error) error {
 // as the agent: JSON over Connect, or binary protobuf over gRPC.
 func (e *harness) raw(t *testing.T, procedure, encoding string, body []byte) error {
 	t.Helper()
-	opts := []connect.ClientOption{connect.WithCodec(rawCodec{name: encoding}), connect.WithInterceptors(bearer(agentToken))}
+	opts := []connect.ClientOption{connect.WithCodec(rawCodec{name: encoding}), connect.WithInterceptors(stewardtest.Bearer(agentToken))}
 	if encoding == "proto" {
 		opts = append(opts, connect.WithGRPC())
 	}

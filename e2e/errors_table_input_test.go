@@ -14,6 +14,7 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // inputChecks are the checks of the rows about request ids, ids and lists
@@ -214,5 +215,5 @@ func inputChecks() map[string]tableCheck {
 
 // tools is a tool registry client, as a tool-admin.
 func (e *harness) tools() stewardv1connect.ToolServiceClient {
-	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(bearer(toolAdminToken)))
+	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, e.url, connect.WithInterceptors(stewardtest.Bearer(toolAdminToken)))
 }

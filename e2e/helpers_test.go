@@ -423,33 +423,14 @@ type authed struct {
 }
 
 func withToken(url, token string) authed {
-	opt := connect.WithInterceptors(bearer(token))
+	opt := connect.WithInterceptors(stewardtest.Bearer(token))
 	hc := &http.Client{Timeout: 30 * time.Second}
 	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt)}
 }
 
 // actionClient is an ActionService client that presents token.
 func actionClient(url, token string) stewardv1connect.ActionServiceClient {
-	return stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(bearer(token)))
-}
-
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
+	return stewardv1connect.NewActionServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(stewardtest.Bearer(token)))
 }
 
 // contract returns a valid contract; tests change what they need.

@@ -139,12 +139,12 @@ func TestTLSAPI(t *testing.T) {
 	trusting := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots}, ForceAttemptHTTP2: true}}
 	ctx := context.Background()
 	for name, opts := range map[string][]connect.ClientOption{"connect": nil, "grpc": {connect.WithGRPC()}} {
-		q := stewardv1connect.NewQueryServiceClient(trusting, p.url, append(opts, connect.WithInterceptors(bearer(agentToken)))...)
+		q := stewardv1connect.NewQueryServiceClient(trusting, p.url, append(opts, connect.WithInterceptors(stewardtest.Bearer(agentToken)))...)
 		if _, err := q.ListTasks(ctx, connect.NewRequest(&stewardv1.ListTasksRequest{})); err != nil {
 			t.Fatalf("%s over TLS: %v", name, err)
 		}
 	}
-	untrusting := stewardv1connect.NewQueryServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(bearer(agentToken)))
+	untrusting := stewardv1connect.NewQueryServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url, connect.WithInterceptors(stewardtest.Bearer(agentToken)))
 	if _, err := untrusting.ListTasks(ctx, connect.NewRequest(&stewardv1.ListTasksRequest{})); err == nil || !strings.Contains(err.Error(), "certificate") {
 		t.Fatalf("a client without the CA: %v, want a certificate error", err)
 	}

@@ -106,5 +106,5 @@ func TestReadRelabelAttackFails(t *testing.T) {
 
 // toolClient is a tool registry client that presents token.
 func toolClient(url, token string) stewardv1connect.ToolServiceClient {
-	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(bearer(token)))
+	return stewardv1connect.NewToolServiceClient(&http.Client{Timeout: 30 * time.Second}, url, connect.WithInterceptors(stewardtest.Bearer(token)))
 }

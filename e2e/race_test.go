@@ -13,7 +13,6 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // propose proposes a call of tool, with the params each tool's schema
@@ -60,7 +59,7 @@ func (c *cluster) waitAction(taskID, actionID string, want stewardv1.ActionStatu
 // load folds the task from the log as it is now.
 func (c *cluster) load(t *testing.T, taskID string) *stewardv1.Task {
 	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), c.env.Log, taskID)
+	tk, _, err := c.env.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	_ "github.com/steward-run/steward/pkg/gen/steward/v1" // registers the descriptors readRPCs reads
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // readRPCs are the read RPCs of every Steward service, as the generated
@@ -53,7 +54,7 @@ func walkReads(t *testing.T, url, token string, c taskContent) walk {
 	for _, m := range readRPCs(t) {
 		name := string(m.Name())
 		client := connect.NewClient[dynamicpb.Message, dynamicpb.Message](hc, url+"/"+string(m.Parent().FullName())+"/"+name,
-			connect.WithSchema(m), connect.WithInterceptors(bearer(token)),
+			connect.WithSchema(m), connect.WithInterceptors(stewardtest.Bearer(token)),
 			connect.WithResponseInitializer(func(spec connect.Spec, msg any) error {
 				*msg.(*dynamicpb.Message) = *dynamicpb.NewMessage(spec.Schema.(protoreflect.MethodDescriptor).Output())
 				return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/governance"
@@ -76,7 +75,7 @@ func (w teeWriter) Write(p []byte) (int, error) {
 // lastUpdate returns when task taskID last changed, as the log has it.
 func lastUpdate(t *testing.T, env *stewardtest.Env, taskID string) time.Time {
 	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), env.Log, taskID)
+	tk, _, err := env.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}

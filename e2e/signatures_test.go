@@ -23,7 +23,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/stores"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // forge appends payload to the task as one who can write to NATS would:
@@ -31,7 +30,7 @@ import (
 // writer, with no key.
 func forge(t *testing.T, st *stores.Set, taskID string, payload event.Payload) {
 	t.Helper()
-	if _, err := taskstore.Update(context.Background(), st.Log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := st.Tasks.Update(context.Background(), taskID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "user:mallory", Plane: event.PlaneGovernance}}, payload)
 	}); err != nil {
 		t.Fatalf("forge %T: %v", payload, err)

@@ -104,6 +104,16 @@ func (b *bounds) nodeOf(s any) *node {
 	}
 	n := &node{}
 	b.nodes[key] = n
+	n.measure(m)
+	n.secret = m["writeOnly"] == true || m[SecretKeyword] == true
+	b.secrets = b.secrets || n.secret
+	b.children(n, m)
+	return n
+}
+
+// measure sets the costs of checking a value against m itself, its
+// subschemas aside.
+func (n *node) measure(m map[string]any) {
 	if ref, ok := m["$ref"].(string); ok {
 		n.ref = ref
 	}
@@ -140,6 +150,11 @@ func (b *bounds) nodeOf(s any) *node {
 	if f, _ := m["format"].(string); f != "" && f != "regex" {
 		n.format = 1
 	}
+}
+
+// children sets n's subschemas from m's, by how each applies: in place, to
+// each property, to each item.
+func (b *bounds) children(n *node, m map[string]any) {
 	add := func(l *[]*node, s any) {
 		if isSchema(s) {
 			if c := b.nodeOf(s); c != nil {
@@ -178,8 +193,6 @@ func (b *bounds) nodeOf(s any) *node {
 	add(&n.eachProp, m["unevaluatedProperties"])
 	n.additional = b.nodeOf(m["additionalProperties"])
 	n.unevaluated = b.nodeOf(m["unevaluatedProperties"])
-	n.secret = m["writeOnly"] == true || m[SecretKeyword] == true
-	b.secrets = b.secrets || n.secret
 	n.propNames = b.nodeOf(m["propertyNames"])
 	prefix, _ := m["prefixItems"].([]any)
 	if l, ok := m["items"].([]any); ok {
@@ -191,7 +204,6 @@ func (b *bounds) nodeOf(s any) *node {
 	for _, k := range []string{"items", "additionalItems", "contains", "unevaluatedItems"} {
 		add(&n.eachItem, m[k])
 	}
-	return n
 }
 
 // steps counts, up to MaxValidationSteps, how many times checking v against

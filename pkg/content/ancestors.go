@@ -3,7 +3,6 @@ package content
 import (
 	"context"
 
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
@@ -13,10 +12,10 @@ import (
 // cannot be read, which then names nobody. It lives here, not in
 // taskstore, so that the test kit (which pkg/rpc's tests use) does not
 // reach pkg/rpc through taskstore.
-func Ancestors(ctx context.Context, log *eventlog.Log) func(taskID string) (Parties, bool) {
+func Ancestors(ctx context.Context, tasks *taskstore.Store) func(taskID string) (Parties, bool) {
 	return func(taskID string) (Parties, bool) {
 		var up Parties
-		err := taskstore.Peek(ctx, log, taskID, 0, func(t *stewardv1.Task) { up = PartiesOf(t) })
+		err := tasks.Peek(ctx, taskID, 0, func(t *stewardv1.Task) { up = PartiesOf(t) })
 		return up, err == nil
 	}
 }

@@ -112,42 +112,63 @@ func Grants(plane string) []Grant {
 	if !slices.Contains(Planes(), plane) {
 		return nil
 	}
-	var g []Grant
-	pub := func(why string, subjects ...string) {
-		if len(subjects) > 0 {
-			g = append(g, Grant{Subjects: subjects, Why: why})
-		}
-	}
+	ownTimers := slices.Contains(TimerOwners(), plane)
+	var g grants
+	g.writes(plane, ownTimers)
+	g = append(g, deadLetterGrants(plane)...)
+	g.jetStreamAPI(plane, ownTimers)
+	g = append(g, lagGrant(plane))
 
+	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
+		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})
+	g = append(g, Grant{Subscribe: true, Subjects: []string{Inbox(plane) + ".>"},
+		Why: "its own replies: publish acknowledgements, pulled messages, API answers"})
+	return g
+}
+
+// grants is a plane's grants as they are built.
+type grants []Grant
+
+// pub grants publishing to subjects, if there are any, for why.
+func (g *grants) pub(why string, subjects ...string) {
+	if len(subjects) > 0 {
+		*g = append(*g, Grant{Subjects: subjects, Why: why})
+	}
+}
+
+// writes grants what plane writes: its own events, its bucket keys and
+// its timers.
+func (g *grants) writes(plane string, ownTimers bool) {
 	var owned []string
 	for _, typ := range sortedTypes() {
 		if event.Owner(typ) == plane {
 			owned = append(owned, eventlog.AppendSubjects(typ)...)
 		}
 	}
-	pub("append the events of the types it owns (event.Owner), and no other", owned...)
+	g.pub("append the events of the types it owns (event.Owner), and no other", owned...)
 
 	// Buckets: which plane puts what.
 	switch plane {
 	case event.PlaneControl:
-		pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
+		g.pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
 	case event.PlaneExecution:
-		pub("store tool results; the kv.append built-in tool's records; tools' calls in flight and rates (limits)", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket), kvKeys(ToolLimitsBucket))
+		g.pub("store tool results; the kv.append built-in tool's records; tools' calls in flight and rates (limits)", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket), kvKeys(ToolLimitsBucket))
 	}
 	switch plane {
 	case event.PlaneControl, event.PlaneGovernance, event.PlaneState:
-		pub("record the first use of a request id (requestid), shared by the planes whose RPCs take one", kvKeys(eventlog.DefaultFirstUseBucket))
+		g.pub("record the first use of a request id (requestid), shared by the planes whose RPCs take one", kvKeys(eventlog.DefaultFirstUseBucket))
 	}
 	// Timers: a plane sets only timers whose kind starts with its name,
 	// in a stream of its own; the server itself publishes them when due
 	// (message schedules).
-	ownTimers := slices.Contains(TimerOwners(), plane)
 	if ownTimers {
-		pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+"."+plane+".at.>")
+		g.pub("set its own durable timers (kinds "+plane+".…)", timer.DefaultPrefix+"."+plane+".at.>")
 	}
-	g = append(g, deadLetterGrants(plane)...)
-	reacts := slices.Contains(ReactingPlanes(), plane)
+}
 
+// jetStreamAPI grants the JetStream API calls plane makes to open, read
+// and consume Steward's streams.
+func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 	// JetStream API: open (create where missing), read, consume.
 	streams := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
 		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket)}
@@ -164,17 +185,17 @@ func Grants(plane string) []Grant {
 		open = append(open, "$JS.API.STREAM.INFO."+s, "$JS.API.STREAM.CREATE."+s)
 		get = append(get, "$JS.API.DIRECT.GET."+s, "$JS.API.DIRECT.GET."+s+".>", "$JS.API.STREAM.MSG.GET."+s)
 	}
-	pub("open Steward's streams and buckets, creating one that is missing (never updating one)", open...)
-	pub("read events, keys and dead letters by sequence or subject", get...)
+	g.pub("open Steward's streams and buckets, creating one that is missing (never updating one)", open...)
+	g.pub("read events, keys and dead letters by sequence or subject", get...)
 	if ownTimers {
 		// The stream every plane's timers were in before each had its
 		// own: read once, to move the plane's timers out (timer.migrate).
-		pub("move its timers out of the shared timer stream of earlier versions (read only)",
+		g.pub("move its timers out of the shared timer stream of earlier versions (read only)",
 			"$JS.API.STREAM.INFO."+timer.DefaultStream, "$JS.API.STREAM.MSG.GET."+timer.DefaultStream,
 			"$JS.API.CONSUMER.LIST."+timer.DefaultStream)
 	}
 	consumed := []string{eventlog.DefaultStream}
-	if reacts {
+	if slices.Contains(ReactingPlanes(), plane) {
 		consumed = append(consumed, eventlog.DefaultDeadLetterStream) // its replay consumer
 	}
 	if ownTimers {
@@ -188,14 +209,7 @@ func Grants(plane string) []Grant {
 			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.ACK."+s+".>")
 	}
-	pub("run its durable and ordered consumers, pull and acknowledge", consume...)
-	g = append(g, lagGrant(plane))
-
-	g = append(g, Grant{Deny: true, Subjects: RefusedAPI(),
-		Why: "never purge or delete a stream, a message or a consumer, nor reshape a stream"})
-	g = append(g, Grant{Subscribe: true, Subjects: []string{Inbox(plane) + ".>"},
-		Why: "its own replies: publish acknowledgements, pulled messages, API answers"})
-	return g
+	g.pub("run its durable and ordered consumers, pull and acknowledge", consume...)
 }
 
 // deadLetterGrants are what plane may write on the dead-letter stream:

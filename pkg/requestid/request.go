@@ -45,16 +45,17 @@ func Logger(l *slog.Logger) Option {
 // otherwise is AlreadyExists, and the command must record nothing. The
 // command records under EventID, so that a retry finds what its first
 // try recorded and answers from it; it ends with Settle.
-func Begin(ctx context.Context, log *eventlog.Log, s Scope, command, taskID, requestID string, req proto.Message, opts ...Option) (*Request, error) {
+func Begin(ctx context.Context, tasks *taskstore.Store, s Scope, command, taskID, requestID string, req proto.Message, opts ...Option) (*Request, error) {
 	if requestID == "" {
 		return &Request{}, nil
 	}
+	log := tasks.Log()
 	h, err := Claim(ctx, log, s, requestID, UseOf(command, taskID, req))
 	if err != nil {
 		return nil, err
 	}
 	r := &Request{eventID: s.EventID(taskID, command, requestID), hold: h, log: log, logger: slog.New(slog.DiscardHandler)}
-	r.recorded = func(ctx context.Context) bool { return HistoryHas(ctx, log, taskID, r.eventID) }
+	r.recorded = func(ctx context.Context) bool { return HistoryHas(ctx, tasks, taskID, r.eventID) }
 	for _, o := range opts {
 		o(r)
 	}
@@ -94,8 +95,8 @@ func (r *Request) Settle(ctx context.Context, err *error) {
 
 // HistoryHas reports whether taskID's history has event id, or whether it
 // is unsure: any failure to read but "no such task" counts as recorded.
-func HistoryHas(ctx context.Context, log *eventlog.Log, taskID, id string) bool {
-	_, h, err := taskstore.Load(ctx, log, taskID)
+func HistoryHas(ctx context.Context, tasks *taskstore.Store, taskID, id string) bool {
+	_, h, err := tasks.Load(ctx, taskID)
 	if err != nil {
 		return !errs.Is(err, errs.NotFound)
 	}

@@ -8,6 +8,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestRequestSettle: a command begun under a request id records under the
@@ -30,7 +31,7 @@ func TestRequestSettle(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rid := "r-" + tc.name
-			r, err := requestid.Begin(ctx, log, s, requestid.PauseTask, "t1", rid, &stewardv1.PauseTaskRequest{TaskId: "t1", Reason: "hold"},
+			r, err := requestid.Begin(ctx, taskstore.New(log), s, requestid.PauseTask, "t1", rid, &stewardv1.PauseTaskRequest{TaskId: "t1", Reason: "hold"},
 				requestid.RecordedBy(func(context.Context) bool { return tc.recorded }))
 			if err != nil {
 				t.Fatal(err)
@@ -39,13 +40,13 @@ func TestRequestSettle(t *testing.T) {
 				t.Errorf("EventID() = %s, want %s", r.EventID(), want)
 			}
 			r.Settle(ctx, &tc.err)
-			_, err = requestid.Begin(ctx, log, s, requestid.CancelTask, "t1", rid, &stewardv1.CancelTaskRequest{TaskId: "t1"})
+			_, err = requestid.Begin(ctx, taskstore.New(log), s, requestid.CancelTask, "t1", rid, &stewardv1.CancelTaskRequest{TaskId: "t1"})
 			if freed := err == nil; freed != tc.freed {
 				t.Errorf("another command under the id after %s: %v; want it freed: %t", tc.name, err, tc.freed)
 			}
 		})
 	}
-	r, err := requestid.Begin(ctx, log, s, requestid.PauseTask, "t1", "", &stewardv1.PauseTaskRequest{TaskId: "t1"})
+	r, err := requestid.Begin(ctx, taskstore.New(log), s, requestid.PauseTask, "t1", "", &stewardv1.PauseTaskRequest{TaskId: "t1"})
 	if err != nil || r.EventID() != "" {
 		t.Fatalf("without a request id: %q, %v; want no event id", r.EventID(), err)
 	}

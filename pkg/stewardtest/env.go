@@ -17,7 +17,6 @@ import (
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Env is what a test of one plane, or of several, stands on: a bus of its
@@ -165,7 +164,7 @@ func (e *Env) WaitTask(taskID string, ok func(*stewardv1.Task) bool) *stewardv1.
 	var t *stewardv1.Task
 	Eventually(e.tb, waitLimit, func() (bool, string) {
 		var err error
-		if t, _, err = taskstore.Load(context.Background(), e.Log, taskID); err != nil {
+		if t, _, err = e.Tasks.Load(context.Background(), taskID); err != nil {
 			return false, err.Error()
 		}
 		return ok(t), fmt.Sprintf("task %s is %v", taskID, t.Status)

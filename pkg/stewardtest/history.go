@@ -62,16 +62,17 @@ func Append(tb testing.TB, log *eventlog.Log, taskID string, payloads ...event.P
 func AppendEvents(tb testing.TB, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
 	tb.Helper()
 	ctx := context.Background()
+	tasks := taskstore.New(log)
 	var t *stewardv1.Task
 	for _, ev := range evs {
 		var err error
 		if ev.GetTaskCreated() != nil {
 			var rec *stewardv1.EventRecord
 			if rec, err = log.Append(ctx, eventlog.Head{}, ev); err == nil {
-				t, _, err = taskstore.Load(ctx, log, rec.Event.TaskId)
+				t, _, err = tasks.Load(ctx, rec.Event.TaskId)
 			}
 		} else {
-			t, err = taskstore.Update(ctx, log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+			t, err = tasks.Update(ctx, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 		}
 		if err != nil {
 			tb.Fatalf("append %s to %s: %v", ev.Type, taskID, err)

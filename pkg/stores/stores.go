@@ -13,6 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
@@ -42,7 +43,10 @@ type Config struct {
 
 // Set is the stores a process's planes share.
 type Set struct {
-	Log      *eventlog.Log
+	Log *eventlog.Log
+	// Tasks reads and writes the log's tasks; one for every plane of the
+	// process, so that what one folds the next finds current.
+	Tasks    *taskstore.Store
 	Requests *action.Store // canonical requests, by hash
 	Results  *action.Store // tool results and artifacts, by hash
 	Timers   *timer.Timers
@@ -78,9 +82,10 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if err != nil {
 		return nil, err
 	}
+	tasks := taskstore.New(log)
 	byPlane := map[string]*Set{}
 	for plane, w := range cfg.Writers {
-		ps := &Set{Log: log, Timers: timers}
+		ps := &Set{Log: log, Tasks: tasks, Timers: timers}
 		if ps.Requests, err = store(w, action.RequestBucket, false); err != nil {
 			return nil, err
 		}
@@ -99,7 +104,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	for _, ps := range byPlane {
 		ps.Tools = tools
 	}
-	return &Set{Log: log, Requests: requests, Results: results, Timers: timers, Tools: tools, byPlane: byPlane,
+	return &Set{Log: log, Tasks: tasks, Requests: requests, Results: results, Timers: timers, Tools: tools, byPlane: byPlane,
 		stop: func() { cancel(); <-done }}, nil
 }
 

@@ -33,24 +33,8 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		}
 		return func() { spend(t, c.Tokens, c.CostMicros, c.MilestoneId) }, true, nil
 	case *stewardv1.Event_BudgetReleased:
-		// An ended task takes it too: a sub-task may end after its parent.
-		r := p.BudgetReleased
-		u := t.BudgetUsed
-		switch {
-		case r.Tokens < 0 || r.CostMicros < 0:
-			return nil, true, errs.Field("tokens", "a release must not be negative")
-		case r.Tokens > u.GetTokens() || r.CostMicros > u.GetCostMicros():
-			return nil, true, errs.New(errs.FailedPrecondition, "task %s cannot release %d tokens and %d micro-units: it has used %d and %d",
-				t.Contract.GetTaskId(), r.Tokens, r.CostMicros, u.GetTokens(), u.GetCostMicros())
-		}
-		return func() {
-			u := usage(t)
-			u.Tokens -= r.Tokens
-			u.CostMicros -= r.CostMicros
-			// What came back is spendable again, so the alerts it takes
-			// the task back under are raised again when it gets there.
-			u.Alerts = slices.DeleteFunc(u.Alerts, func(key string) bool { return !crossed(t, key) })
-		}, true, nil
+		commit, err := release(t, p.BudgetReleased)
+		return commit, true, err
 	case *stewardv1.Event_BudgetAlerted:
 		a := p.BudgetAlerted
 		key := AlertKey(a.Dimension, a.Percent, a.MilestoneId)
@@ -62,40 +46,8 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 			u.Alerts = append(u.Alerts, key)
 		}, true, nil
 	case *stewardv1.Event_BudgetRaised:
-		r := p.BudgetRaised
-		b := t.Contract.GetBudget()
-		switch {
-		case Terminal(t.Status):
-			return nil, true, illegal(t, "raise the budget of")
-		case r.MaxTokens < 0:
-			return nil, true, errs.Field("max_tokens", "must not be negative")
-		case r.MaxCostMicros < 0:
-			return nil, true, errs.Field("max_cost_micros", "must not be negative")
-		case r.MaxTokens == 0 && r.MaxCostMicros == 0:
-			return nil, true, errs.Field("max_tokens", "name a new token or cost limit")
-		case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
-			return nil, true, errs.Field("max_tokens", "%d is not above the current limit %d", r.MaxTokens, b.GetMaxTokens())
-		case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
-			return nil, true, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
-		}
-		if err := withinDelegation(t); err != nil {
-			return nil, true, err
-		}
-		return func() {
-			t.Contract = proto.CloneOf(t.Contract)
-			if t.Contract.Budget == nil {
-				t.Contract.Budget = &stewardv1.Budget{}
-			}
-			if r.MaxTokens != 0 {
-				t.Contract.Budget.MaxTokens = r.MaxTokens
-			}
-			if r.MaxCostMicros != 0 {
-				t.Contract.Budget.MaxCostMicros = r.MaxCostMicros
-			}
-			// Alerts start over against the new limits.
-			u := usage(t)
-			u.Alerts = nil
-		}, true, nil
+		commit, err := raise(t, p.BudgetRaised)
+		return commit, true, err
 	}
 	return nil, false, nil
 }
@@ -246,4 +198,62 @@ func withinDelegation(t *stewardv1.Task) error {
 		return errs.New(errs.FailedPrecondition, "task %s was delegated from task %s with the budget it has: raise the parent's budget and delegate again", t.Contract.GetTaskId(), parent)
 	}
 	return nil
+}
+
+// release checks a release of budget back to t and returns how to apply it.
+func release(t *stewardv1.Task, r *stewardv1.BudgetReleased) (func(), error) {
+	// An ended task takes it too: a sub-task may end after its parent.
+	u := t.BudgetUsed
+	switch {
+	case r.Tokens < 0 || r.CostMicros < 0:
+		return nil, errs.Field("tokens", "a release must not be negative")
+	case r.Tokens > u.GetTokens() || r.CostMicros > u.GetCostMicros():
+		return nil, errs.New(errs.FailedPrecondition, "task %s cannot release %d tokens and %d micro-units: it has used %d and %d",
+			t.Contract.GetTaskId(), r.Tokens, r.CostMicros, u.GetTokens(), u.GetCostMicros())
+	}
+	return func() {
+		u := usage(t)
+		u.Tokens -= r.Tokens
+		u.CostMicros -= r.CostMicros
+		// What came back is spendable again, so the alerts it takes
+		// the task back under are raised again when it gets there.
+		u.Alerts = slices.DeleteFunc(u.Alerts, func(key string) bool { return !crossed(t, key) })
+	}, nil
+}
+
+// raise checks a raise of t's budget limits and returns how to apply it.
+func raise(t *stewardv1.Task, r *stewardv1.BudgetRaised) (func(), error) {
+	b := t.Contract.GetBudget()
+	switch {
+	case Terminal(t.Status):
+		return nil, illegal(t, "raise the budget of")
+	case r.MaxTokens < 0:
+		return nil, errs.Field("max_tokens", "must not be negative")
+	case r.MaxCostMicros < 0:
+		return nil, errs.Field("max_cost_micros", "must not be negative")
+	case r.MaxTokens == 0 && r.MaxCostMicros == 0:
+		return nil, errs.Field("max_tokens", "name a new token or cost limit")
+	case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
+		return nil, errs.Field("max_tokens", "%d is not above the current limit %d", r.MaxTokens, b.GetMaxTokens())
+	case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
+		return nil, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
+	}
+	if err := withinDelegation(t); err != nil {
+		return nil, err
+	}
+	return func() {
+		t.Contract = proto.CloneOf(t.Contract)
+		if t.Contract.Budget == nil {
+			t.Contract.Budget = &stewardv1.Budget{}
+		}
+		if r.MaxTokens != 0 {
+			t.Contract.Budget.MaxTokens = r.MaxTokens
+		}
+		if r.MaxCostMicros != 0 {
+			t.Contract.Budget.MaxCostMicros = r.MaxCostMicros
+		}
+		// Alerts start over against the new limits.
+		u := usage(t)
+		u.Alerts = nil
+	}, nil
 }

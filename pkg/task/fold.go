@@ -218,19 +218,7 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_FAILED, orDefault(p.TaskFailed.Reason, "failed"), nil
 	case *stewardv1.Event_TaskCompensating:
-		c := p.TaskCompensating
-		switch {
-		case Terminal(from) || from == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING:
-			return 0, "", illegal(t, "compensate")
-		case c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_FAILED && c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
-			return 0, "", errs.New(errs.FailedPrecondition, "compensation must end the task as failed or cancelled, not %s", StatusName(c.FinalStatus))
-		}
-		for _, id := range c.ActionIds {
-			if a := FindAction(t, id); a == nil || a.Status != succeeded {
-				return 0, "", errs.New(errs.FailedPrecondition, "task %s: action %s cannot be compensated: it did not succeed", t.Contract.GetTaskId(), id)
-			}
-		}
-		return stewardv1.TaskStatus_TASK_STATUS_COMPENSATING, orDefault(c.Reason, "compensating"), nil
+		return startCompensating(t, p.TaskCompensating)
 	case *stewardv1.Event_TaskNeedsInput:
 		if !Active(from) {
 			return 0, "", illegal(t, "stop for input")
@@ -259,6 +247,24 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 	default:
 		return 0, "", errs.New(errs.FailedPrecondition, "event %s has unknown type %s", ev.EventId, errs.Quote(ev.Type))
 	}
+}
+
+// startCompensating checks that t may compensate the actions c names and
+// end as c says.
+func startCompensating(t *stewardv1.Task, c *stewardv1.TaskCompensating) (stewardv1.TaskStatus, string, error) {
+	from := t.Status
+	switch {
+	case Terminal(from) || from == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING:
+		return 0, "", illegal(t, "compensate")
+	case c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_FAILED && c.FinalStatus != stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+		return 0, "", errs.New(errs.FailedPrecondition, "compensation must end the task as failed or cancelled, not %s", StatusName(c.FinalStatus))
+	}
+	for _, id := range c.ActionIds {
+		if a := FindAction(t, id); a == nil || a.Status != succeeded {
+			return 0, "", errs.New(errs.FailedPrecondition, "task %s: action %s cannot be compensated: it did not succeed", t.Contract.GetTaskId(), id)
+		}
+	}
+	return stewardv1.TaskStatus_TASK_STATUS_COMPENSATING, orDefault(c.Reason, "compensating"), nil
 }
 
 // Active reports whether a task in s is live: it may take new actions.

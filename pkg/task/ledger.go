@@ -15,7 +15,24 @@ import (
 //     plan, remaining is the plan's unfinished steps first (followPlan).
 //   - while compensating, the actions still to undo (followCompensations).
 func followLedger(t *stewardv1.Task) {
-	var unknownID, awaitingID string
+	unknownID, awaitingID := followProgress(t)
+	if t.Plan != nil {
+		followPlan(t)
+	}
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
+		followCompensations(t)
+	}
+	if t.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED {
+		followStatus(t, &t.PausedFrom, false, unknownID, awaitingID)
+		return
+	}
+	followStatus(t, &t.Status, true, unknownID, awaitingID)
+}
+
+// followProgress brings t's done, failed and remaining lists up to date
+// with its actions and names the first action of unknown outcome and the
+// first awaiting approval ("" for none).
+func followProgress(t *stewardv1.Task) (unknownID, awaitingID string) {
 	// Every action event comes here, and most change no list (a claim, a
 	// dispatch), so the lists are rebuilt only when they would differ;
 	// the fold of a task with many actions (a replay, an audit) would
@@ -65,45 +82,38 @@ func followLedger(t *stewardv1.Task) {
 		}
 		t.Progress = progress
 	}
-	if t.Plan != nil {
-		followPlan(t)
-	}
-	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
-		followCompensations(t)
-	}
+	return unknownID, awaitingID
+}
 
-	set := func(s *stewardv1.TaskStatus, reason bool) {
-		switch *s {
-		case stewardv1.TaskStatus_TASK_STATUS_RUNNING,
-			stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL,
-			stewardv1.TaskStatus_TASK_STATUS_RECONCILING:
-		default:
-			return
-		}
-		next, why := stewardv1.TaskStatus_TASK_STATUS_RUNNING, "running"
-		switch {
-		case unknownID != "":
-			next, why = stewardv1.TaskStatus_TASK_STATUS_RECONCILING, "settling the unknown outcome of action "+unknownID
-		case awaitingID != "":
-			next, why = stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL, "waiting for approval of action "+awaitingID
-		case *s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL:
-			why = "approvals decided"
-		case *s == stewardv1.TaskStatus_TASK_STATUS_RECONCILING:
-			why = "unknown outcomes settled"
-		}
-		if next == *s {
-			return
-		}
-		*s = next
-		if reason {
-			t.StatusReason = why
-		}
-	}
-	if t.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED {
-		set(&t.PausedFrom, false)
+// followStatus moves *s (t's status, or the status a paused t resumes to)
+// between running, waiting for approval and reconciling as its actions
+// say; reason says whether t's status reason follows.
+func followStatus(t *stewardv1.Task, s *stewardv1.TaskStatus, reason bool, unknownID, awaitingID string) {
+	switch *s {
+	case stewardv1.TaskStatus_TASK_STATUS_RUNNING,
+		stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL,
+		stewardv1.TaskStatus_TASK_STATUS_RECONCILING:
+	default:
 		return
 	}
-	set(&t.Status, true)
+	next, why := stewardv1.TaskStatus_TASK_STATUS_RUNNING, "running"
+	switch {
+	case unknownID != "":
+		next, why = stewardv1.TaskStatus_TASK_STATUS_RECONCILING, "settling the unknown outcome of action "+unknownID
+	case awaitingID != "":
+		next, why = stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL, "waiting for approval of action "+awaitingID
+	case *s == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_APPROVAL:
+		why = "approvals decided"
+	case *s == stewardv1.TaskStatus_TASK_STATUS_RECONCILING:
+		why = "unknown outcomes settled"
+	}
+	if next == *s {
+		return
+	}
+	*s = next
+	if reason {
+		t.StatusReason = why
+	}
 }
 
 // ActionEnded reports whether an action in s is finished with: nothing

@@ -70,8 +70,8 @@ func (e *entry) apply(recs ...*stewardv1.EventRecord) error {
 // task with no events is NotFound. Under a reaction to one of the task's
 // events, a read that has not reached that event is "not yet"
 // (eventlog.ReadFloor): the task is there, the read is behind.
-func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) error {
-	recs, err := log.ReadAfter(ctx, taskID, e.task.GetLastSequence())
+func (e *entry) catchUp(ctx context.Context, s *Store, taskID string) error {
+	recs, err := s.log.ReadAfter(ctx, taskID, e.task.GetLastSequence())
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ func (e *entry) catchUp(ctx context.Context, log *eventlog.Log, taskID string) e
 	}
 	floor := eventlog.ReadFloor(ctx, taskID)
 	if e.task == nil {
-		cacheFor(log).forget(taskID, e)
+		s.cache.forget(taskID, e)
 		if floor > 0 {
 			return errs.Later(behindRetry, "task %s read from behind its event at seq %d: it has no events yet", taskID, floor)
 		}
@@ -161,12 +161,7 @@ type cache struct {
 	tasks map[string]*entry
 }
 
-var caches sync.Map // *eventlog.Log → *cache
-
-func cacheFor(log *eventlog.Log) *cache {
-	c, _ := caches.LoadOrStore(log, &cache{tasks: map[string]*entry{}})
-	return c.(*cache)
-}
+func newCache() *cache { return &cache{tasks: map[string]*entry{}} }
 
 // entry returns taskID's entry, made empty if the cache has none. An
 // entry dropped to make room stays valid for whoever holds it.

@@ -33,19 +33,22 @@ func TestHistoryIsAsOfItsFold(t *testing.T) {
 func TestATaskNotFoundKeepsNoEntry(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
-	if _, _, err := taskstore.Load(ctx, log, "nobody"); !errs.Is(err, errs.NotFound) {
+	if _, _, err := tasksOf(log).Load(ctx, "nobody"); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("Load of a task with no events: %v, want not found", err)
 	}
-	if err := taskstore.Write(ctx, log, "nobody-either", func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil }); !errs.Is(err, errs.NotFound) {
+	if err := tasksOf(log).Write(ctx, "nobody-either", func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil }); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("Write to a task with no events: %v, want not found", err)
 	}
 	for _, id := range []string{"nobody", "nobody-either"} {
-		if taskstore.Cached(log, id) {
+		if taskstore.Cached(tasksOf(log), id) {
 			t.Errorf("task %s, not found, keeps an entry in the cache", id)
 		}
 	}
 	stewardtest.Append(t, log, "somebody", &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
-	if !taskstore.Cached(log, "somebody") {
+	if _, _, err := tasksOf(log).Load(ctx, "somebody"); err != nil {
+		t.Fatal(err)
+	}
+	if !taskstore.Cached(tasksOf(log), "somebody") {
 		t.Fatal("a task that is found keeps no entry")
 	}
 }

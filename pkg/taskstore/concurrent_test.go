@@ -71,14 +71,14 @@ func concurrentWriters(t *testing.T, sole bool) {
 			for i := range rounds {
 				switch w % 3 {
 				case 0:
-					if err := taskstore.Write(ctx, log, id, spend(w, i)); err != nil {
+					if err := tasksOf(log).Write(ctx, id, spend(w, i)); err != nil {
 						errc <- err
 					}
-					if err := taskstore.Write(ctx, log, id, toggle); err != nil {
+					if err := tasksOf(log).Write(ctx, id, toggle); err != nil {
 						errc <- err
 					}
 				case 1:
-					got, err := taskstore.Update(ctx, log, id, spend(w, i))
+					got, err := tasksOf(log).Update(ctx, id, spend(w, i))
 					if err != nil {
 						errc <- err
 						continue
@@ -87,18 +87,18 @@ func concurrentWriters(t *testing.T, sole bool) {
 					got.Actions = append(got.Actions, &stewardv1.Action{ActionId: "mine"})
 					_ = proto.Size(got)
 				case 2:
-					cur, _, err := taskstore.Load(ctx, log, id)
+					cur, _, err := tasksOf(log).Load(ctx, id)
 					if err != nil {
 						errc <- err
 						continue
 					}
-					after, err := taskstore.UpdateFrom(ctx, log, cur, spend(w, i))
+					after, err := tasksOf(log).UpdateFrom(ctx, cur, spend(w, i))
 					if err != nil {
 						errc <- err
 						continue
 					}
 					// The same event again, from the task after it.
-					if _, err := taskstore.UpdateFrom(ctx, log, after, spend(w, i)); err != nil {
+					if _, err := tasksOf(log).UpdateFrom(ctx, after, spend(w, i)); err != nil {
 						errc <- err
 					}
 					after.StatusReason = "changed by its owner"
@@ -127,7 +127,7 @@ func concurrentWriters(t *testing.T, sole bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _, err := taskstore.Load(ctx, log, id)
+	got, _, err := tasksOf(log).Load(ctx, id)
 	if err != nil {
 		t.Fatal(err)
 	}

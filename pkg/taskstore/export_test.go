@@ -1,7 +1,6 @@
 package taskstore
 
 import (
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -20,9 +19,9 @@ func FoldInTwo(recs []*stewardv1.EventRecord, n int) (History, error) {
 	return h, nil
 }
 
-// Cached reports whether the cache of log keeps an entry for taskID.
-func Cached(log *eventlog.Log, taskID string) bool {
-	c := cacheFor(log)
+// Cached reports whether s's cache keeps an entry for taskID.
+func Cached(s *Store, taskID string) bool {
+	c := s.cache
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tasks[taskID] != nil

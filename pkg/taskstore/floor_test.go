@@ -8,7 +8,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestAReadBehindItsFloorIsNotYet: a reader that must see a task up to a
@@ -24,13 +23,13 @@ func TestAReadBehindItsFloorIsNotYet(t *testing.T) {
 	ahead := tk.LastSequence + 7 // an event the read has not reached
 
 	reads := map[string]func(context.Context, string) error{
-		"Load": func(ctx context.Context, id string) error { _, _, err := taskstore.Load(ctx, log, id); return err },
+		"Load": func(ctx context.Context, id string) error { _, _, err := tasksOf(log).Load(ctx, id); return err },
 		"LoadSince": func(ctx context.Context, id string) error {
-			_, _, err := taskstore.LoadSince(ctx, log, id, ahead)
+			_, _, err := tasksOf(log).LoadSince(ctx, id, ahead)
 			return err
 		},
 		"Write": func(ctx context.Context, id string) error {
-			return taskstore.Write(ctx, log, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil })
+			return tasksOf(log).Write(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return nil, nil })
 		},
 	}
 	for name, read := range reads {

@@ -9,7 +9,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestALoggedEventFromTheWrongPlaneIsRefused: an event stored on the log
@@ -28,20 +27,20 @@ func TestALoggedEventFromTheWrongPlaneIsRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := taskstore.Load(ctx, log, "t1"); err != nil {
+	if _, _, err := tasksOf(log).Load(ctx, "t1"); err != nil {
 		t.Fatal(err)
 	}
 	forged, err := event.New(event.Meta{TaskID: "t1", Actor: &stewardv1.Actor{Principal: "worker", Plane: event.PlaneExecution}}, &stewardv1.TaskCancelled{Reason: "not mine to say"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := taskstore.Update(ctx, log, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) { return forged, nil }); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := tasksOf(log).Update(ctx, "t1", func(*stewardv1.Task) (*stewardv1.Event, error) { return forged, nil }); !errs.Is(err, errs.FailedPrecondition) {
 		t.Fatalf("Update of a cancel by the execution plane: %v, want refused", err)
 	}
 	if _, err := log.Append(ctx, eventlog.Head{Sequence: rec.Sequence, Hash: rec.Event.Hash}, forged); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := taskstore.Load(ctx, log, "t1"); !errs.Is(err, errs.Corrupt) {
+	if _, _, err := tasksOf(log).Load(ctx, "t1"); !errs.Is(err, errs.Corrupt) {
 		t.Fatalf("Load of a history holding it: %v, want corrupt", err)
 	}
 }

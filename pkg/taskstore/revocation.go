@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/steward-run/steward/pkg/errs"
-	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -19,11 +18,11 @@ const MaxChainWalk = 32
 // log, so a sub-task's fold does not see its ancestors'; this walk is how
 // governance (before a permit) and execution (before a call) find them.
 // err is a failure to read, worth retrying.
-func Revoked(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (string, error) {
+func (s *Store) Revoked(ctx context.Context, t *stewardv1.Task) (string, error) {
 	if t.Credential.GetRevoked() {
 		return RevocationReason(t, nil), nil
 	}
-	r, err := RevokedAbove(ctx, log, t)
+	r, err := s.RevokedAbove(ctx, t)
 	if err != nil {
 		return "", err
 	}
@@ -57,14 +56,14 @@ type Revocation struct {
 
 // RevokedAbove walks up t's delegation chain and returns the first
 // ancestor whose credential is revoked, or nil when none is.
-func RevokedAbove(ctx context.Context, log *eventlog.Log, t *stewardv1.Task) (*Revocation, error) {
+func (s *Store) RevokedAbove(ctx context.Context, t *stewardv1.Task) (*Revocation, error) {
 	taskID := t.Contract.GetTaskId()
 	child := taskID
 	for depth, parentID := 0, t.Contract.GetParentTaskId(); parentID != ""; depth++ {
 		if depth >= MaxChainWalk {
 			return &Revocation{Why: fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, MaxChainWalk)}, nil
 		}
-		parent, _, err := Load(ctx, log, parentID)
+		parent, _, err := s.Load(ctx, parentID)
 		switch {
 		case errs.Is(err, errs.NotFound):
 			return &Revocation{Why: fmt.Sprintf("task %s was delegated from task %s, which is not found", child, parentID)}, nil

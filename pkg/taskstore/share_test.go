@@ -32,12 +32,12 @@ func TestLoadedActionsStayAsTheyWere(t *testing.T) {
 	log, _ := stewardtest.OpenLog(t)
 	ctx := context.Background()
 	stewardtest.Append(t, log, "t1", sizedTask(t, 2)...)
-	before, _, err := taskstore.Load(ctx, log, "t1")
+	before, _, err := tasksOf(log).Load(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
 	stewardtest.Append(t, log, "t1", &stewardv1.ActionDenied{ActionId: "a0", Reasons: []string{"no"}})
-	after, _, err := taskstore.Load(ctx, log, "t1")
+	after, _, err := tasksOf(log).Load(ctx, "t1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestLoadedActionsStayAsTheyWere(t *testing.T) {
 			t.Fatalf("a changed shared action went unnoticed: %v", r)
 		}
 	}()
-	_, _, _ = taskstore.Load(ctx, log, "t1")
+	_, _, _ = tasksOf(log).Load(ctx, "t1")
 }
 
 // BenchmarkLoadBySize measures a Load of a task it has seen before, with
@@ -71,7 +71,7 @@ func BenchmarkLoadBySize(b *testing.B) {
 			ctx := context.Background()
 			stewardtest.Append(b, log, "sized", sizedTask(b, n)...)
 			for b.Loop() {
-				if _, _, err := taskstore.Load(ctx, log, "sized"); err != nil {
+				if _, _, err := tasksOf(log).Load(ctx, "sized"); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -13,11 +13,11 @@ import (
 // not exist, Invalid for an id that cannot be one. A task's tenant never
 // changes, so the fold this process keeps answers without a read once it
 // has seen the task.
-func Tenant(ctx context.Context, log *eventlog.Log, taskID string) (string, error) {
+func (s *Store) Tenant(ctx context.Context, taskID string) (string, error) {
 	if !eventlog.ValidTaskID(taskID) {
 		return "", errs.Field("task_id", "is not a task id")
 	}
 	var tenant string
-	err := Peek(ctx, log, taskID, 0, func(t *stewardv1.Task) { tenant = t.Tenant })
+	err := s.Peek(ctx, taskID, 0, func(t *stewardv1.Task) { tenant = t.Tenant })
 	return tenant, err
 }

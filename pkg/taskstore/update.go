@@ -29,13 +29,13 @@ type History interface{ Has(eventID string) bool }
 // and folds the events appended since (see cache). The task returned is
 // the caller's own copy, but for its action entries, which it shares with
 // the fold and must not change (see copyOut).
-func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Task, History, error) {
-	e := cacheFor(log).entry(taskID)
+func (s *Store) Load(ctx context.Context, taskID string) (*stewardv1.Task, History, error) {
+	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return nil, nil, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
 	}
 	defer e.release()
-	if err := e.catchUp(ctx, log, taskID); err != nil {
+	if err := e.catchUp(ctx, s, taskID); err != nil {
 		return nil, nil, err
 	}
 	return e.copyOut(), e.history(), nil
@@ -46,14 +46,14 @@ func Load(ctx context.Context, log *eventlog.Log, taskID string) (*stewardv1.Tas
 // without a read. What the reaction then writes is decided again on the
 // task as the log has it (Write), so a fold that is behind by events after
 // seq costs nothing but a lost race.
-func LoadSince(ctx context.Context, log *eventlog.Log, taskID string, seq uint64) (*stewardv1.Task, History, error) {
-	e := cacheFor(log).entry(taskID)
+func (s *Store) LoadSince(ctx context.Context, taskID string, seq uint64) (*stewardv1.Task, History, error) {
+	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return nil, nil, errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
 	}
 	defer e.release()
 	if e.task == nil || e.task.LastSequence < seq {
-		if err := e.catchUp(ctx, log, taskID); err != nil {
+		if err := e.catchUp(ctx, s, taskID); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -64,14 +64,14 @@ func LoadSince(ctx context.Context, log *eventlog.Log, taskID string, seq uint64
 // do anything: fn sees the fold itself, held, without a copy. fn must
 // not keep or change the task, nor read or write a task through this
 // package (the same task would deadlock).
-func Peek(ctx context.Context, log *eventlog.Log, taskID string, seq uint64, fn func(t *stewardv1.Task)) error {
-	e := cacheFor(log).entry(taskID)
+func (s *Store) Peek(ctx context.Context, taskID string, seq uint64, fn func(t *stewardv1.Task)) error {
+	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return errs.Wrap(errs.Unavailable, err, "read task %s", taskID)
 	}
 	defer e.release()
 	if e.task == nil || e.task.LastSequence < seq {
-		if err := e.catchUp(ctx, log, taskID); err != nil {
+		if err := e.catchUp(ctx, s, taskID); err != nil {
 			return err
 		}
 	}
@@ -92,20 +92,20 @@ type Build func(t *stewardv1.Task) (*stewardv1.Event, error)
 // is not appended again: that makes a redelivered reaction or a retried
 // command a no-op. The fold is this process's own, changed in place, so a
 // write costs nothing in the size of the task.
-func Write(ctx context.Context, log *eventlog.Log, taskID string, build Build) error {
-	_, err := writeLoop(ctx, log, taskID, build, false)
+func (s *Store) Write(ctx context.Context, taskID string, build Build) error {
+	_, err := s.writeLoop(ctx, taskID, build, false)
 	return err
 }
 
 // Update is Write for a caller that wants the task as it is after: a copy,
 // as Load's, which costs the size of the task less its ledger.
-func Update(ctx context.Context, log *eventlog.Log, taskID string, build Build) (*stewardv1.Task, error) {
-	return writeLoop(ctx, log, taskID, build, true)
+func (s *Store) Update(ctx context.Context, taskID string, build Build) (*stewardv1.Task, error) {
+	return s.writeLoop(ctx, taskID, build, true)
 }
 
-func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
+func (s *Store) writeLoop(ctx context.Context, taskID string, build Build, copyOut bool) (*stewardv1.Task, error) {
 	for attempt := range maxConflictRetries {
-		t, err := writeOnce(ctx, log, taskID, build, copyOut, attempt == 0 && log.Config().SoleWriter)
+		t, err := s.writeOnce(ctx, taskID, build, copyOut, attempt == 0 && s.log.Config().SoleWriter)
 		if !errors.Is(err, eventlog.ErrConflict) {
 			return t, err
 		}
@@ -120,8 +120,8 @@ func writeLoop(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 // returns eventlog.ErrConflict when another write came first. First, when
 // the fold is likely current (this process is the log's only writer), it
 // tries the write on the fold as it is, without a read.
-func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Build, copyOut, first bool) (*stewardv1.Task, error) {
-	e := cacheFor(log).entry(taskID)
+func (s *Store) writeOnce(ctx context.Context, taskID string, build Build, copyOut, first bool) (*stewardv1.Task, error) {
+	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
 	}
@@ -132,10 +132,10 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 		}
 		return nil
 	}
-	if first && e.task != nil && e.appendOn(ctx, log, build) {
+	if first && e.task != nil && e.appendOn(ctx, s.log, build) {
 		return after(), nil
 	}
-	if err := e.catchUp(ctx, log, taskID); err != nil {
+	if err := e.catchUp(ctx, s, taskID); err != nil {
 		return nil, err
 	}
 	ev, err := build(e.task)
@@ -148,13 +148,13 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 	if err := task.Check(e.task, ev); err != nil {
 		return nil, err
 	}
-	rec, err := log.Append(ctx, eventlog.HeadOf(e.task), ev)
+	rec, err := s.log.Append(ctx, eventlog.HeadOf(e.task), ev)
 	if err != nil {
 		return nil, err
 	}
 	if rec.Event != ev {
 		// A retried append stored before: read the task on to it.
-		if err := e.catchUp(ctx, log, taskID); err != nil {
+		if err := e.catchUp(ctx, s, taskID); err != nil {
 			return nil, err
 		}
 		return after(), nil
@@ -174,31 +174,31 @@ func writeOnce(ctx context.Context, log *eventlog.Log, taskID string, build Buil
 // Update on the task as it is. t is the caller's own (from Load or
 // Update), unchanged since, and becomes the task after; the caller must
 // not use it otherwise once passed.
-func UpdateFrom(ctx context.Context, log *eventlog.Log, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
+func (s *Store) UpdateFrom(ctx context.Context, t *stewardv1.Task, build Build) (*stewardv1.Task, error) {
 	taskID := t.GetContract().GetTaskId()
-	e := cacheFor(log).entry(taskID)
+	e := s.cache.entry(taskID)
 	if err := e.hold(ctx); err != nil {
 		return nil, errs.Wrap(errs.Unavailable, err, "write task %s", taskID)
 	}
 	ids := e.ids
 	e.release()
 	if ids.covers(t.GetLastSequence()) {
-		if after, ok := appendOn(ctx, log, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
+		if after, ok := s.appendOn(ctx, e, t, history{set: ids, upTo: t.GetLastSequence()}, build); ok {
 			return after, nil
 		}
 	}
-	return Update(ctx, log, taskID, build)
+	return s.Update(ctx, taskID, build)
 }
 
 // appendOn is UpdateFrom's first try: ok only if build's event was
 // appended on t. The entry takes the event too if it stood where t did.
-func appendOn(ctx context.Context, log *eventlog.Log, e *entry, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, bool) {
+func (s *Store) appendOn(ctx context.Context, e *entry, t *stewardv1.Task, h History, build Build) (*stewardv1.Task, bool) {
 	ev, err := build(t)
 	if err != nil || ev == nil || h.Has(ev.EventId) || task.Check(t, ev) != nil {
 		return nil, false
 	}
 	head := eventlog.HeadOf(t)
-	rec, err := log.Append(ctx, head, ev)
+	rec, err := s.log.Append(ctx, head, ev)
 	if err != nil || rec.Event != ev {
 		return nil, false
 	}

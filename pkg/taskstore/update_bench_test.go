@@ -8,7 +8,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // BenchmarkUpdate measures one write through the shared write loop on a
@@ -19,7 +18,7 @@ func BenchmarkUpdate(b *testing.B) {
 	stewardtest.Append(b, log, "t", &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{Intent: "x"}})
 	paused := false
 	for b.Loop() {
-		_, err := taskstore.Update(ctx, log, "t", func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := tasksOf(log).Update(ctx, "t", func(*stewardv1.Task) (*stewardv1.Event, error) {
 			paused = !paused
 			if paused {
 				return stewardtest.Event(b, "t", &stewardv1.TaskPaused{}), nil
@@ -50,7 +49,7 @@ func BenchmarkWriteBySize(b *testing.B) {
 			stewardtest.Append(b, log, id, history...)
 			paused := false
 			for b.Loop() {
-				err := taskstore.Write(ctx, log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+				err := tasksOf(log).Write(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 					paused = !paused
 					if paused {
 						return stewardtest.Event(b, id, &stewardv1.TaskPaused{}), nil

@@ -103,6 +103,12 @@ func Validate(c *stewardv1.ToolContract) error {
 	if c.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && c.CompensatingTool == "" {
 		return errs.Field("contract.compensating_tool", "is required for a reversible write: name the tool that undoes it")
 	}
+	return checkEndpoint(c)
+}
+
+// checkEndpoint checks where c's tool is reached: an HTTP endpoint with
+// its status URL, or a builtin kind.
+func checkEndpoint(c *stewardv1.ToolContract) error {
 	switch e := c.Endpoint.(type) {
 	case *stewardv1.ToolContract_Http:
 		if err := checkURL("contract.http.url", e.Http.Url, true); err != nil {

@@ -11,7 +11,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // AcceptTask records the acceptance owner accepting the task's produced
@@ -71,7 +70,7 @@ func (ac *acceptance) review(ctx context.Context, principal, taskID, id, request
 	if id != "" && want != 0 {
 		// A repeat of a decision made is answered as it was, whatever
 		// round the task has reached since.
-		if _, history, err := taskstore.Load(ctx, ac.log, taskID); err == nil && history.Has(id) {
+		if _, history, err := ac.tasks.Load(ctx, taskID); err == nil && history.Has(id) {
 			want = 0
 		}
 	}

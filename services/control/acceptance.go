@@ -21,8 +21,11 @@ type acceptance struct {
 	commands
 	quota   *gate
 	log     *eventlog.Log
+	tasks   *taskstore.Store
 	results *action.Store
-	now     func() time.Time
+	// criteria keeps the acceptance criteria compiled (criteria.go).
+	criteria *programCache
+	now      func() time.Time
 	// Artifact size limits; see Config.
 	maxInline, maxReferenced int64
 }

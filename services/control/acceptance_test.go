@@ -24,7 +24,7 @@ const (
 // TestArtifactRequestsNameTheBadField: a malformed SubmitArtifact is
 // refused naming the field, and appends nothing.
 func TestArtifactRequestsNameTheBadField(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "fields", nil)
 	search := r.propose(t, id, "p1", "search", "acct:42", map[string]any{"q": "x"})
 	hash := strings.Repeat("0a", 32)
@@ -75,7 +75,7 @@ func TestArtifactRequestsNameTheBadField(t *testing.T) {
 // referenced content past its limit is TooLarge on size_bytes. Neither
 // appends anything. The limits are the plane's options.
 func TestOversizedArtifactIsTooLarge(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "large", nil)
 	cfg := r.config()
 	cfg.MaxInlineArtifact, cfg.MaxReferencedArtifact = 1024, 1<<20
@@ -122,7 +122,7 @@ func TestOversizedArtifactIsTooLarge(t *testing.T) {
 // makes a submission safe to retry, and naming other content with it is
 // AlreadyExists.
 func TestArtifactVersions(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.acceptanceTask(t, "versions", nil)
 	steps := []struct {
@@ -169,7 +169,7 @@ func TestArtifactVersions(t *testing.T) {
 // back to running; it is not accepted and the acceptance owner is not
 // asked. A revision that passes waits for the owner.
 func TestFailedChecksAreNotAccepted(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "failing", func(c *stewardv1.TaskContract) {
 		c.AcceptanceOwnerRef = owner
 		c.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "count", Expression: `artifacts.summary.json.count == 3`}}
@@ -194,7 +194,7 @@ func TestFailedChecksAreNotAccepted(t *testing.T) {
 // TestOwnerReturnsThenAccepts: the acceptance owner returns the first
 // round with reasons, and accepts the revision; both rounds are kept.
 func TestOwnerReturnsThenAccepts(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.acceptanceTask(t, "review", func(c *stewardv1.TaskContract) {
 		c.AcceptanceOwnerRef = owner
@@ -256,7 +256,7 @@ func TestOwnerReturnsThenAccepts(t *testing.T) {
 // requester under separation of duties — is PermissionDenied, told who
 // may, and nothing is appended.
 func TestOnlyTheAcceptanceOwnerDecides(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.acceptanceTask(t, "who", func(c *stewardv1.TaskContract) {
 		c.AcceptanceOwnerRef, c.SeparationOfDuties = owner, true
@@ -292,7 +292,7 @@ func TestOnlyTheAcceptanceOwnerDecides(t *testing.T) {
 // criterion asking for a reviewer, passing checks accept the task; nobody
 // accepts it by hand.
 func TestNoReviewIsAcceptedByTheCriteria(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "auto", func(c *stewardv1.TaskContract) {
 		c.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "report", Expression: `artifacts.report.text.contains("done")`}}
 	})
@@ -311,7 +311,7 @@ func TestNoReviewIsAcceptedByTheCriteria(t *testing.T) {
 // round and appends nothing; a second produce without one is refused while
 // the first waits for review.
 func TestMarkProducedIsSafeToRetry(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.acceptanceTask(t, "retry", func(c *stewardv1.TaskContract) { c.AcceptanceOwnerRef = owner })
 	_, first := r.produce(t, id, "m1")
@@ -338,7 +338,7 @@ func TestMarkProducedIsSafeToRetry(t *testing.T) {
 // retries of one request: one round is recorded, the retries all return
 // it, and the others are refused because the task is produced already.
 func TestConcurrentProducesMakeOneRound(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "race", func(c *stewardv1.TaskContract) { c.AcceptanceOwnerRef = owner })
 	r.submit(t, id, &stewardv1.SubmitArtifactRequest{Name: "report", MediaType: "text/plain", Content: []byte("done")})
 	var wg sync.WaitGroup
@@ -371,7 +371,7 @@ func TestConcurrentProducesMakeOneRound(t *testing.T) {
 // TestMarkProducedWaitsForActions: a result cannot be produced while an
 // action is under way.
 func TestMarkProducedWaitsForActions(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "busy", nil)
 	a := r.propose(t, id, "p1", "search", "acct:42", map[string]any{"q": "x"})
 	before := r.task(t, id).EventCount
@@ -387,7 +387,7 @@ func TestMarkProducedWaitsForActions(t *testing.T) {
 // TestDecisionRequestsNameTheBadField checks AcceptTask's and ReturnTask's
 // own fields before anything is read.
 func TestDecisionRequestsNameTheBadField(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	long := strings.Repeat("r", control.MaxReasonLen+1)
 	tests := []struct {
@@ -431,9 +431,9 @@ func TestDecisionRequestsNameTheBadField(t *testing.T) {
 	}
 }
 
-// acceptanceTask creates a task allowing the rig's tools, with its
+// acceptanceTask creates a task allowing the harness's tools, with its
 // contract changed by edit, and waits until it runs.
-func (r *rig) acceptanceTask(t *testing.T, requestID string, edit func(*stewardv1.TaskContract)) string {
+func (r *harness) acceptanceTask(t *testing.T, requestID string, edit func(*stewardv1.TaskContract)) string {
 	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.AllowedTools = []string{"write", "undo", "search", "net"}
@@ -450,7 +450,7 @@ func (r *rig) acceptanceTask(t *testing.T, requestID string, edit func(*stewardv
 }
 
 // submit submits an artifact to taskID as the agent.
-func (r *rig) submit(t *testing.T, taskID string, req *stewardv1.SubmitArtifactRequest) *stewardv1.Artifact {
+func (r *harness) submit(t *testing.T, taskID string, req *stewardv1.SubmitArtifactRequest) *stewardv1.Artifact {
 	t.Helper()
 	req.TaskId = taskID
 	a, _, err := r.ctl.SubmitArtifact(context.Background(), "agent", req)
@@ -461,7 +461,7 @@ func (r *rig) submit(t *testing.T, taskID string, req *stewardv1.SubmitArtifactR
 }
 
 // produce marks taskID produced as the agent.
-func (r *rig) produce(t *testing.T, taskID, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound) {
+func (r *harness) produce(t *testing.T, taskID, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound) {
 	t.Helper()
 	tk, round, err := r.ctl.MarkProduced(context.Background(), "agent", &stewardv1.MarkProducedRequest{TaskId: taskID, RequestId: requestID})
 	if err != nil {

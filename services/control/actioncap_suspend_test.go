@@ -17,7 +17,7 @@ import (
 // person can let it go on; it must not be refused while the task stays
 // running, which no ResumeTask can reach.
 func TestActionCapStopsAgainAfterASuspension(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.recoveringTask(t, "cap-suspended", nil, &stewardv1.TaskLimits{MaxActions: 1})
 	propose := func(pid string) error {

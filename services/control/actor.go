@@ -7,7 +7,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Parties returns who plays each part in task taskID, for the role table's
@@ -35,10 +34,10 @@ func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties,
 		}
 		final = t.Credential != nil
 	}
-	if err := taskstore.Peek(ctx, p.log, taskID, 0, look); err != nil || final {
+	if err := p.tasks.Peek(ctx, taskID, 0, look); err != nil || final {
 		return out, err
 	}
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return access.TaskParties{}, err
 	}
@@ -50,11 +49,11 @@ func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties,
 // ancestor's, is revoked: a revocation is the operator's emergency stop,
 // and a result handed in after it could still end the task accepted.
 func (p *Plane) notRevoked(ctx context.Context, taskID, what string) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}
-	why, err := taskstore.Revoked(ctx, p.log, t)
+	why, err := p.tasks.Revoked(ctx, t)
 	if why != "" {
 		return errs.New(errs.FailedPrecondition, "task %s may not %s: %s", taskID, what, why)
 	}

@@ -19,7 +19,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Artifact size limits, by default; Config changes them.
@@ -56,7 +55,7 @@ func (ac *acceptance) SubmitArtifact(ctx context.Context, principal string, req 
 	id := u.id
 	if id != "" {
 		// A repeat is answered as it was, even after a revocation since.
-		if t, h, err := taskstore.Load(ctx, ac.log, req.TaskId); err == nil && h.Has(id) {
+		if t, h, err := ac.tasks.Load(ctx, req.TaskId); err == nil && h.Has(id) {
 			ev, err := commandEvent(ctx, ac.log, req.TaskId, id)
 			if err != nil {
 				return nil, nil, err
@@ -111,7 +110,7 @@ func (ac *acceptance) admitArtifact(ctx context.Context, principal string, req *
 	if inline {
 		a.Uri = contentURI(a.Sha256) // where Put stores it: the check's uri
 	}
-	t, _, err := taskstore.Load(ctx, ac.log, req.TaskId)
+	t, _, err := ac.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +246,7 @@ func (ac *acceptance) inStore(uri string) bool {
 // refusal is the same whether or not the store holds the blob, and is
 // made before reading it, so it tells nothing about other tasks' content.
 func (ac *acceptance) holds(ctx context.Context, taskID, uri string) error {
-	t, _, err := taskstore.Load(ctx, ac.log, taskID)
+	t, _, err := ac.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}

@@ -21,7 +21,7 @@ import (
 // to anyone who may see a task (GetTask, receipts), so naming one must not
 // turn into a copy that GetArtifactContent then serves.
 func TestArtifactInTheStoreIsTheTasksOwn(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	victim := r.acceptanceTask(t, "victim", nil)
 	private := r.submit(t, victim, &stewardv1.SubmitArtifactRequest{Name: "report", MediaType: "text/plain", Content: []byte("the victim's private report")})
 

@@ -131,7 +131,7 @@ func (s *taskService) RaiseBudget(ctx context.Context, req *connect.Request[stew
 	if err != nil {
 		return nil, err
 	}
-	if !content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.log)) {
+	if !content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.tasks)) {
 		// A copy: the task returned shares its actions with the fold.
 		t = proto.CloneOf(t)
 		content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)

@@ -14,7 +14,7 @@ import (
 // figures naming the field, and lets a budget only go up.
 func TestUsageAndRaises(t *testing.T) {
 	ctx := context.Background()
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	req := validRequest("budgeted")
 	req.Contract.Budget = &stewardv1.Budget{MaxTokens: 1000, MaxCostMicros: 5000, Currency: "USD"}

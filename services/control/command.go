@@ -51,7 +51,7 @@ func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+	if t, history, err := p.tasks.Load(ctx, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded pause
 	}
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
@@ -97,7 +97,7 @@ func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+	if t, history, err := p.tasks.Load(ctx, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of a recorded resume, whatever the budget says now
 	}
 	now := p.now()
@@ -154,13 +154,13 @@ func checkCommand(taskID, requestID, reason string) error {
 // apply records the event build decides on, if any, and returns the task
 // after.
 func (p *Plane) apply(ctx context.Context, taskID string, build taskstore.Build) (*stewardv1.Task, error) {
-	return taskstore.Update(ctx, p.log, taskID, build)
+	return p.tasks.Update(ctx, taskID, build)
 }
 
 // write is apply for a caller that needs nothing back, which costs nothing
 // in the size of the task.
 func (p *Plane) write(ctx context.Context, taskID string, build taskstore.Build) error {
-	return taskstore.Write(ctx, p.log, taskID, build)
+	return p.tasks.Write(ctx, taskID, build)
 }
 
 func (p *Plane) actor(principal string) *stewardv1.Actor {

@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // compensationPrefix starts the proposal id of every compensation. With
@@ -34,13 +33,13 @@ const compensationPrefix = "compensate-"
 // derive from the task, so a redelivery appends nothing twice.
 func (r *recovery) compensate(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var compensating bool
-	err := taskstore.Peek(ctx, r.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+	err := r.tasks.Peek(ctx, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
 		compensating = t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING
 	})
 	if err != nil || !compensating {
 		return err // most tasks never compensate: no copy of the task for them
 	}
-	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
+	t, _, err := r.tasks.LoadSince(ctx, rec.Event.TaskId, rec.Sequence)
 	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 		return err
 	}

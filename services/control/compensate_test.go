@@ -23,7 +23,7 @@ const (
 // TestFailTaskWithoutCompensationFails: without a compensate recovery
 // policy a failed task ends at once, even with reversible writes done.
 func TestFailTaskWithoutCompensationFails(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "plain", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, nil)
 	a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": "a"})
 	r.run(t, id, a.ActionId, succeeded(), []byte(`{}`), time.Now())
@@ -40,7 +40,7 @@ func TestFailTaskWithoutCompensationFails(t *testing.T) {
 // reversible writes of a task whose recovery policy does not say so, such
 // as one that escalated its failure to them.
 func TestFailTaskCompensatesWhenAsked(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "asked", stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE, nil)
 	a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": "a"})
 	r.run(t, id, a.ActionId, succeeded(), []byte(`{}`), time.Now())
@@ -58,7 +58,7 @@ func TestFailTaskCompensatesWhenAsked(t *testing.T) {
 // each with the original call's details, and fails once all have ended,
 // saying how they went. A redelivery in the middle proposes nothing twice.
 func TestFailTaskCompensatesInReverse(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "reverse", compensate, nil)
 	var ids []string
@@ -136,7 +136,7 @@ func TestFailTaskCompensatesInReverse(t *testing.T) {
 // TestCancelTaskCompensates: a cancel compensates like a fail and ends the
 // task cancelled.
 func TestCancelTaskCompensates(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "cancel", compensate, nil)
 	a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": "a"})
 	r.run(t, id, a.ActionId, succeeded(), []byte(`"ok"`), time.Now())
@@ -158,7 +158,7 @@ func TestCancelTaskCompensates(t *testing.T) {
 // TestCancelAbandonsCompensation: cancelling a compensating task ends it
 // at once, and the driver proposes nothing more.
 func TestCancelAbandonsCompensation(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "abandon", compensate, nil)
 	var ids []string
@@ -189,7 +189,7 @@ func TestCancelAbandonsCompensation(t *testing.T) {
 // whose schema the driver's parameters do not fit ends the compensation
 // with a reason, instead of trying for ever.
 func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	r.register(t, &stewardv1.ToolContract{Name: "strict", Version: "1", ParametersSchema: `{"type":"object","required":["amount"]}`})
 	r.register(t, &stewardv1.ToolContract{Name: "pay", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "strict"})
 	req := validRequest("strict")
@@ -215,7 +215,7 @@ func TestCompensationThatCannotBeProposedEndsTheTask(t *testing.T) {
 
 // checkParams checks that compensation c of action orig carries the
 // original call: id, op_key, target, params, and result.
-func (r *rig) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task, orig, result string) {
+func (r *harness) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task, orig, result string) {
 	t.Helper()
 	o := task.FindAction(tk, orig)
 	canonical, err := r.Requests.Request(context.Background(), c.Request, c.RequestRef, c.RequestHash)
@@ -251,7 +251,7 @@ func (r *rig) checkParams(t *testing.T, c *stewardv1.Action, tk *stewardv1.Task,
 }
 
 // count is how many events taskID has once the plane has handled all.
-func (r *rig) count(t *testing.T, taskID string) uint32 {
+func (r *harness) count(t *testing.T, taskID string) uint32 {
 	t.Helper()
 	r.settle()
 	return r.task(t, taskID).EventCount

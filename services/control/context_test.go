@@ -18,7 +18,7 @@ import (
 // one is refused naming its field, with the code for what is wrong, and
 // nothing is appended.
 func TestContextRefsAreChecked(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	digest := control.DigestPrefix + strings.Repeat("ab", 32)
 	good := validRequest("ctx-good")

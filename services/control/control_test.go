@@ -26,7 +26,7 @@ func validRequest(requestID string) *stewardv1.CreateTaskRequest {
 // TestConcurrentCreatesMakeOneTask races many creates of one request id:
 // exactly one creates, the rest get the same task.
 func TestConcurrentCreatesMakeOneTask(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl, log := r.ctl, r.Log
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -65,7 +65,7 @@ func TestConcurrentCreatesMakeOneTask(t *testing.T) {
 // TestConcurrentCommandsFollowTheStateMachine races pause and cancel: every
 // command either wins a sequence or is refused as illegal; the chain holds.
 func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl, log := r.ctl, r.Log
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("race"))
@@ -112,7 +112,7 @@ func TestConcurrentCommandsFollowTheStateMachine(t *testing.T) {
 // TestStartReactionIsIdempotent delivers the same created event to the
 // control plane's reaction several times: one start event, not several.
 func TestStartReactionIsIdempotent(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	tk, _, err := r.ctl.CreateTask(context.Background(), "t", validRequest("redeliver"))
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +131,7 @@ func TestStartReactionIsIdempotent(t *testing.T) {
 // request id: the repeat succeeds and appends nothing; without a request id
 // the repeat is refused: the task is paused already.
 func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("retry"))
@@ -154,7 +154,7 @@ func TestCommandWithRequestIDIsSafeToRetry(t *testing.T) {
 }
 
 func TestValidationNamesTheField(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	tests := []struct {
 		name  string
@@ -224,7 +224,7 @@ func TestValidationNamesTheField(t *testing.T) {
 // be its acceptance owner under separation of duties, whatever the
 // contract names as requester.
 func TestSeparationOfDutiesCountsTheCreator(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	req := validRequest("sod")
 	req.Contract.RequesterRef, req.Contract.AcceptanceOwnerRef, req.Contract.SeparationOfDuties = "user:someone-else", "user:owner", true

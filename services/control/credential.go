@@ -6,7 +6,6 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // credentialInForce refuses, as FailedPrecondition, a task t whose
@@ -25,7 +24,7 @@ func (p *Plane) credentialInForce(ctx context.Context, t *stewardv1.Task, now ti
 	case cs.Credential.GetExpiresAt() != nil && !now.Before(cs.Credential.ExpiresAt.AsTime()):
 		return errs.New(errs.FailedPrecondition, "credential %s of task %s expired at %s", cs.Credential.CredentialId, id, cs.Credential.ExpiresAt.AsTime().Format(time.RFC3339))
 	}
-	r, err := taskstore.RevokedAbove(ctx, p.log, t)
+	r, err := p.tasks.RevokedAbove(ctx, t)
 	switch {
 	case err != nil:
 		return err

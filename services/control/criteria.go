@@ -136,22 +136,46 @@ var criteriaEnv = sync.OnceValues(func() (*cel.Env, error) {
 // clients, and a busy plane should not keep every one it has seen.
 const maxCachedPrograms = 1024
 
-// programs caches compiled criteria by expression. CEL programs are safe
-// for concurrent use, so one compilation serves every task.
-var programs = struct {
-	sync.Mutex
-	m map[string]cel.Program
-}{m: map[string]cel.Program{}}
+// programCache keeps compiled criteria by expression, one per plane. CEL
+// programs are safe for concurrent use, so one compilation serves every
+// task.
+type programCache struct {
+	mu sync.Mutex
+	m  map[string]cel.Program
+}
+
+func newProgramCache() *programCache { return &programCache{m: map[string]cel.Program{}} }
+
+// compile is compileCriterion, kept; a nil cache compiles every time.
+func (c *programCache) compile(expr string) (cel.Program, error) {
+	if c == nil {
+		return compileCriterion(expr)
+	}
+	c.mu.Lock()
+	prg, ok := c.m[expr]
+	c.mu.Unlock()
+	if ok {
+		return prg, nil
+	}
+	prg, err := compileCriterion(expr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) >= maxCachedPrograms {
+		for k := range c.m { // drop any one; compiling again is cheap
+			delete(c.m, k)
+			break
+		}
+	}
+	c.m[expr] = prg
+	return prg, nil
+}
 
 // compileCriterion compiles expr into a program, or returns CEL's message
 // saying why it cannot.
 func compileCriterion(expr string) (cel.Program, error) {
-	programs.Lock()
-	prg, ok := programs.m[expr]
-	programs.Unlock()
-	if ok {
-		return prg, nil
-	}
 	env, err := criteriaEnv()
 	if err != nil {
 		return nil, err
@@ -163,20 +187,7 @@ func compileCriterion(expr string) (cel.Program, error) {
 	if t := ast.OutputType(); !t.IsExactType(cel.BoolType) && !t.IsExactType(cel.DynType) {
 		return nil, fmt.Errorf("evaluates to %s, not bool", t)
 	}
-	prg, err = env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(1), matchCost(), celvalue.ScanCost())
-	if err != nil {
-		return nil, err
-	}
-	programs.Lock()
-	defer programs.Unlock()
-	if len(programs.m) >= maxCachedPrograms {
-		for k := range programs.m { // drop any one; compiling again is cheap
-			delete(programs.m, k)
-			break
-		}
-	}
-	programs.m[expr] = prg
-	return prg, nil
+	return env.Program(ast, cel.CostLimit(CriterionCostLimit), cel.InterruptCheckFrequency(1), matchCost(), celvalue.ScanCost())
 }
 
 // MaxCriterionTime bounds the evaluation of one criterion, beyond its cost
@@ -191,6 +202,11 @@ const MaxCriteriaTime = time.Second
 // criterion that cannot be compiled or evaluated fails with the reason as
 // its detail; only a cancelled ctx stops the evaluation as a whole.
 func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, vars map[string]any) ([]*stewardv1.CriterionResult, error) {
+	return (*programCache)(nil).evaluate(ctx, cs, vars)
+}
+
+// evaluate is evaluateCriteria with the programs kept in programs.
+func (programs *programCache) evaluate(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, vars map[string]any) ([]*stewardv1.CriterionResult, error) {
 	out := make([]*stewardv1.CriterionResult, 0, len(cs))
 	// The real clock, not the plane's: this bounds work done now, as the
 	// contexts below do, not a time the task records.
@@ -202,7 +218,7 @@ func evaluateCriteria(ctx context.Context, cs []*stewardv1.AcceptanceCriterion, 
 			r.Passed, r.Detail = true, reviewerDecides
 			continue
 		}
-		prg, err := compileCriterion(c.Expression)
+		prg, err := programs.compile(c.Expression)
 		if err != nil {
 			// Only a contract from before criteria were compiled gets here.
 			r.Detail = "does not compile: " + err.Error()

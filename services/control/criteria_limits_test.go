@@ -78,7 +78,6 @@ func BenchmarkCriterionLimits(b *testing.B) {
 	vars := map[string]any{"artifacts": map[string]any{}, "actions": []any{}}
 	b.Run("compile_at_limit", func(b *testing.B) {
 		for b.Loop() {
-			clearPrograms()
 			if _, err := compileCriterion(at); err != nil {
 				b.Fatal(err)
 			}
@@ -99,12 +98,6 @@ func BenchmarkCriterionLimits(b *testing.B) {
 			}
 		}
 	})
-}
-
-func clearPrograms() {
-	programs.Lock()
-	defer programs.Unlock()
-	clear(programs.m)
 }
 
 // TestMatchesIsBounded: CEL's own matches ran to the end before its cost

@@ -17,7 +17,7 @@ import (
 // is refused when the task is created, naming the criterion's field and
 // saying what CEL said.
 func TestCriteriaAreCompiledAtCreation(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	tests := []struct {
 		name     string
@@ -70,7 +70,7 @@ func crit(exprs ...string) []*stewardv1.AcceptanceCriterion {
 // (status, parsed result): each passes or fails as written, and an
 // evaluation error fails its check with the error as detail.
 func TestCriteriaSeeArtifactsAndActions(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	tests := []struct {
 		expr   string
 		passed bool

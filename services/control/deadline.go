@@ -12,7 +12,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // ExtendDeadline moves a task's deadline later, with a reason, recorded as
@@ -51,7 +50,7 @@ func (p *Plane) ExtendDeadline(ctx context.Context, principal string, req *stewa
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	t, history, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, history, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,7 @@ func (p *Plane) withinParent(ctx context.Context, t *stewardv1.Task, deadline ti
 	if parentID == "" {
 		return nil
 	}
-	parent, _, err := taskstore.Load(ctx, p.log, parentID)
+	parent, _, err := p.tasks.Load(ctx, parentID)
 	if err != nil {
 		return err
 	}

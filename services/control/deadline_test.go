@@ -15,8 +15,8 @@ import (
 )
 
 // deadlineTask creates a task owned by user:own whose deadline is an hour
-// from the rig's clock, or none, and returns its id.
-func (r *rig) deadlineTask(t *testing.T, requestID string, withDeadline bool) string {
+// from the harness's clock, or none, and returns its id.
+func (r *harness) deadlineTask(t *testing.T, requestID string, withDeadline bool) string {
 	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.AccountableOwnerRef = "user:own"
@@ -33,7 +33,7 @@ func (r *rig) deadlineTask(t *testing.T, requestID string, withDeadline bool) st
 // TestExtendDeadline checks ExtendDeadline's input, who may call it, its
 // record, and its request id: a repeat appends nothing.
 func TestExtendDeadline(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	id := r.deadlineTask(t, "dl", true)
 	due := r.task(t, id).Contract.Deadline
@@ -129,7 +129,7 @@ func TestExtendDeadline(t *testing.T) {
 // TestResumeAfterTheDeadline: a task suspended at its deadline is not
 // resumed while the deadline has passed, and is once it is extended.
 func TestResumeAfterTheDeadline(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	id := r.deadlineTask(t, "late", true)
 	due := r.task(t, id).Contract.Deadline
@@ -157,7 +157,7 @@ func TestResumeAfterTheDeadline(t *testing.T) {
 }
 
 // counts is how many events of each type the task has.
-func (r *rig) counts(t *testing.T, taskID string) map[string]int {
+func (r *harness) counts(t *testing.T, taskID string) map[string]int {
 	t.Helper()
 	recs, err := r.Log.Read(context.Background(), taskID)
 	if err != nil {

@@ -16,7 +16,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control/plandriver"
 )
 
@@ -53,7 +52,7 @@ func (dg *delegation) DelegateTask(ctx context.Context, principal string, req *s
 	if err != nil {
 		return nil, false, err
 	}
-	parent, _, err := taskstore.Load(ctx, dg.log, req.ParentTaskId)
+	parent, _, err := dg.tasks.Load(ctx, req.ParentTaskId)
 	if err != nil {
 		return nil, false, err
 	}
@@ -65,7 +64,7 @@ func (dg *delegation) DelegateTask(ctx context.Context, principal string, req *s
 		// What a delegation records: its reservation on the parent, then
 		// the sub-task.
 		recorded := func(ctx context.Context) bool {
-			_, h, err := taskstore.Load(ctx, dg.log, req.ParentTaskId)
+			_, h, err := dg.tasks.Load(ctx, req.ParentTaskId)
 			return unsure(err) || (err == nil && h.Has(reserveID(req.ParentTaskId, childID))) || dg.exists(childID)(ctx)
 		}
 		u, cerr := dg.claimRequestIDFor(ctx, principal, requestid.DelegateTask, req.ParentTaskId, req.RequestId, req, requestid.RecordedBy(recorded))

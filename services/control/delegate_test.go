@@ -34,7 +34,7 @@ func parentContract() *stewardv1.TaskContract {
 
 // parent creates a task as user:ana and issues its credential, issued at
 // issued and lasting ttl.
-func (d *rig) parent(t *testing.T, requestID string, issued time.Time, ttl time.Duration) *stewardv1.Task {
+func (d *harness) parent(t *testing.T, requestID string, issued time.Time, ttl time.Duration) *stewardv1.Task {
 	t.Helper()
 	tk, _, err := d.ctl.CreateTask(context.Background(), "user:ana", &stewardv1.CreateTaskRequest{RequestId: requestID, Contract: parentContract()})
 	if err != nil {
@@ -44,7 +44,7 @@ func (d *rig) parent(t *testing.T, requestID string, issued time.Time, ttl time.
 	return d.task(t, tk.Contract.TaskId)
 }
 
-func (d *rig) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCredential) {
+func (d *harness) issue(t *testing.T, tk *stewardv1.Task, c *stewardv1.TaskCredential) {
 	t.Helper()
 	signed, err := d.signer.Sign(c)
 	if err != nil {
@@ -74,7 +74,7 @@ func subContract() *stewardv1.TaskContract {
 // and the same request again is the same sub-task. A sub-task may
 // delegate again, extending the chain.
 func TestDelegateTaskNarrows(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "parent", time.Now(), 0)
 	pc := parent.Credential.Credential
@@ -135,7 +135,7 @@ func TestDelegateTaskNarrows(t *testing.T) {
 // TestDelegateTaskRefusesWidening refuses each way a sub-task could widen
 // its parent's credential, naming the field, and appends nothing.
 func TestDelegateTaskRefusesWidening(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	parent := d.parent(t, "parent", time.Now(), 0)
 	for _, tc := range []struct {
 		field  string
@@ -174,7 +174,7 @@ func TestDelegateTaskRefusesWidening(t *testing.T) {
 // pins — a pinned parent tool allows the child that version only, and a
 // child may pin a tool its parent leaves unpinned.
 func TestDelegateTaskKeepsPins(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	pc := parentContract()
 	pc.AllowedTools = []string{"search", "write@2.0.0"}
@@ -210,7 +210,7 @@ func TestDelegateTaskKeepsPins(t *testing.T) {
 // TestDelegateTaskChecksRequestAndParent refuses a bad request naming the
 // field, and a parent that may not delegate, appending nothing.
 func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	ok := d.parent(t, "ok", time.Now(), 0)
 	id := ok.Contract.TaskId
@@ -296,7 +296,7 @@ func TestDelegateTaskChecksRequestAndParent(t *testing.T) {
 // within it — also when delegations race — and a retry reserves nothing
 // twice.
 func TestDelegationReservesTheParentsBudget(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "budget-parent", time.Now(), time.Hour)
 	parentID := parent.Contract.TaskId
@@ -359,7 +359,7 @@ func TestDelegationReservesTheParentsBudget(t *testing.T) {
 // several times at once makes one sub-task, reserved once, and every call
 // gets it.
 func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	parent := d.parent(t, "same-parent", time.Now(), time.Hour)
 	var wg sync.WaitGroup
 	ids := make([]string, 8)
@@ -390,7 +390,7 @@ func TestConcurrentSameDelegationMakesOneSubTask(t *testing.T) {
 // its parent reserved for it and it did not spend goes back to the
 // parent, once.
 func TestEndedSubTaskGivesBackWhatItDidNotSpend(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	d.start(t)
 	parent := d.parent(t, "giving-parent", time.Now(), time.Hour)
@@ -476,7 +476,7 @@ func TestReleaseFromASubTaskOfAnEndedSubTaskGoesUp(t *testing.T) {
 // duties check and a request id already used elsewhere were refused only
 // after the reservation, which nothing ever gave back.
 func TestRefusedDelegationReservesNothing(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "careful-parent", time.Now(), time.Hour)
 	other := d.parent(t, "other-parent", time.Now(), time.Hour)
@@ -522,7 +522,7 @@ func TestRefusedDelegationReservesNothing(t *testing.T) {
 // neither submit artifacts nor mark the task produced, which with no
 // review would end it accepted. Found by an independent review.
 func TestRevokedTaskHandsInNothing(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "revoked-parent", time.Now(), 0)
 	id := parent.Contract.TaskId
@@ -540,17 +540,17 @@ func TestRevokedTaskHandsInNothing(t *testing.T) {
 	}
 }
 
-// startChain is an idle rig whose plane runs, so that sub-tasks start and
+// startChain is an idle harness whose plane runs, so that sub-tasks start and
 // give back what they did not spend.
-func startChain(t *testing.T) *rig {
+func startChain(t *testing.T) *harness {
 	t.Helper()
-	d := idleRig(t)
+	d := idleHarness(t)
 	d.start(t)
 	return d
 }
 
 // subTask makes a running sub-task of from with the caps given.
-func (d *rig) subTask(t *testing.T, from, requestID string, tokens, cost int64) *stewardv1.Task {
+func (d *harness) subTask(t *testing.T, from, requestID string, tokens, cost int64) *stewardv1.Task {
 	t.Helper()
 	k := subContract()
 	k.Scopes = nil
@@ -565,13 +565,13 @@ func (d *rig) subTask(t *testing.T, from, requestID string, tokens, cost int64) 
 
 // credentialed issues sub's credential from its parent's, so that it may
 // delegate in turn.
-func (d *rig) credentialed(t *testing.T, parent, sub *stewardv1.Task) {
+func (d *harness) credentialed(t *testing.T, parent, sub *stewardv1.Task) {
 	t.Helper()
 	d.issue(t, sub, credential.Delegated(d.task(t, parent.Contract.TaskId).Credential.Credential, sub.Contract, "agent:sub", time.Now()))
 }
 
 // use reports usage on taskID as its agent.
-func (d *rig) use(t *testing.T, taskID string, tokens, cost int64) {
+func (d *harness) use(t *testing.T, taskID string, tokens, cost int64) {
 	t.Helper()
 	if _, err := d.ctl.ReportUsage(context.Background(), "agent:sub", &stewardv1.ReportUsageRequest{TaskId: taskID, Tokens: tokens, CostMicros: cost,
 		RequestId: fmt.Sprintf("u-%s-%d-%d", taskID, tokens, cost)}); err != nil {
@@ -579,7 +579,7 @@ func (d *rig) use(t *testing.T, taskID string, tokens, cost int64) {
 	}
 }
 
-func (d *rig) cancel(t *testing.T, taskID string) {
+func (d *harness) cancel(t *testing.T, taskID string) {
 	t.Helper()
 	if _, err := d.ctl.CancelTask(context.Background(), "user:ana", &stewardv1.CancelTaskRequest{TaskId: taskID, Reason: "enough"}); err != nil {
 		t.Fatal(err)
@@ -670,7 +670,7 @@ func TestReleaseWhenAnEndedTasksCallWaitsToRetry(t *testing.T) {
 // TestASubTaskIsItsParentsTenant: a sub-task belongs to its parent's
 // tenant, and its id is scoped by the delegating caller's tenant.
 func TestASubTaskIsItsParentsTenant(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	acme := rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: "acme", Verified: true})
 	tk, _, err := d.ctl.CreateTask(acme, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "parent", Contract: parentContract()})
 	if err != nil {

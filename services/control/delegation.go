@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // delegation is how a task makes sub-tasks and what it lends them: a
@@ -19,8 +20,9 @@ import (
 // of the plane only through making.
 type delegation struct {
 	making
-	log *eventlog.Log
-	now func() time.Time
+	log   *eventlog.Log
+	tasks *taskstore.Store
+	now   func() time.Time
 }
 
 // making is commands, and what a sub-task's creation shares with

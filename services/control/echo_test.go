@@ -16,7 +16,7 @@ import (
 // answer never grows with the input.
 func TestErrorsEchoLittleOfTheInput(t *testing.T) {
 	ctx := context.Background()
-	ctl := newRig(t).ctl
+	ctl := newHarness(t).ctl
 	long := strings.Repeat("x", control.MaxRefLen)
 	for _, tc := range []struct {
 		name, field string

@@ -10,7 +10,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // FailTask ends a task as failed. When the contract's recovery policy says
@@ -67,7 +66,7 @@ func (p *Plane) end(ctx context.Context, principal, taskID, id, requestID, reaso
 			// A repeat of a request that moved the task on may be refused by
 			// where it moved the task to: compensating refuses a second fail.
 			// If the request's event is on the log, the repeat succeeded.
-			if t, history, lerr := taskstore.Load(ctx, p.log, taskID); lerr == nil && history.Has(id) {
+			if t, history, lerr := p.tasks.Load(ctx, taskID); lerr == nil && history.Has(id) {
 				return t, nil
 			}
 		}
@@ -84,7 +83,7 @@ const maxEndTries = 8
 // action whose tool it did not look up.
 func (p *Plane) endOnce(ctx context.Context, principal, taskID, id, requestID, reason string, final stewardv1.TaskStatus, asked bool) (*stewardv1.Task, error) {
 	var undo undoers
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func TestFailTaskNamesTheBadField(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	tests := []struct {
 		name  string
@@ -40,7 +40,7 @@ func TestFailTaskNamesTheBadField(t *testing.T) {
 // returns the failed task and appends nothing; another request id is an
 // illegal transition.
 func TestFailTaskWithRequestIDIsSafeToRetry(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.ctl
 	ctx := context.Background()
 	tk, _, err := ctl.CreateTask(ctx, "t", validRequest("fail-retry"))

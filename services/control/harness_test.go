@@ -18,7 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -28,12 +27,12 @@ const undoSchema = `{"type":"object","required":["action_id","op_key","target","
  "properties":{"action_id":{"type":"string"},"op_key":{"type":"string"},"target":{"type":"string"},"params":{"type":"object"},"result":{}},
  "additionalProperties":false}`
 
-// rig is the control plane under test over the kit's environment
+// harness is the control plane under test over the kit's environment
 // (stewardtest.Env), which holds the log and the stores as the binary opens
 // them. The test plays governance and execution by appending their events
 // itself (Env.Append), and signer stands in for governance where a task
 // needs a credential.
-type rig struct {
+type harness struct {
 	*stewardtest.Env
 	ctl    *control.Plane
 	signer *credential.Signer
@@ -43,11 +42,11 @@ type rig struct {
 	clock stewardtest.Clock
 }
 
-// newRig registers the rig's tools and starts a control plane that takes
+// newHarness registers the harness's tools and starts a control plane that takes
 // actions.
-func newRig(t *testing.T, opts ...control.Option) *rig {
+func newHarness(t *testing.T, opts ...control.Option) *harness {
 	t.Helper()
-	r := idleRig(t, opts...)
+	r := idleHarness(t, opts...)
 	for _, c := range []*stewardv1.ToolContract{
 		{Name: "write", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo",
 			ParametersSchema: `{"type":"object","required":["text"]}`},
@@ -62,9 +61,9 @@ func newRig(t *testing.T, opts ...control.Option) *rig {
 	return r
 }
 
-// idleRig is a control plane over a fresh environment whose reactions do
+// idleHarness is a control plane over a fresh environment whose reactions do
 // not run: only what its commands append is on the log.
-func idleRig(t *testing.T, opts ...control.Option) *rig {
+func idleHarness(t *testing.T, opts ...control.Option) *harness {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
@@ -74,21 +73,21 @@ func idleRig(t *testing.T, opts ...control.Option) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rig{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
+	r := &harness{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), sealer: sealer}
 	r.ctl = control.New(r.Log, r.Logger, r.config(), opts...)
 	t.Cleanup(func() { r.ctl.Stop() }) // its quotas' reader, if a command started it
 	return r
 }
 
-// config is the plane's configuration over the rig's stores, as the
+// config is the plane's configuration over the harness's stores, as the
 // binary wires it.
-func (r *rig) config() control.Config {
-	return control.Config{Tools: r.Tools, Requests: r.Requests, Results: r.Results,
+func (r *harness) config() control.Config {
+	return control.Config{Tasks: r.Tasks, Tools: r.Tools, Requests: r.Requests, Results: r.Results,
 		Secrets: r.sealer, Timers: r.Timers, Now: r.clock.Now}
 }
 
 // start runs the plane's reactions until the test ends.
-func (r *rig) start(t *testing.T) {
+func (r *harness) start(t *testing.T) {
 	t.Helper()
 	if err := r.ctl.Start(context.Background()); err != nil {
 		t.Fatal(err)
@@ -100,7 +99,7 @@ func (r *rig) start(t *testing.T) {
 // plane, drops its durable consumer and starts a fresh plane, which reads
 // the stream from the start. It returns once the new plane has handled
 // everything on the log now.
-func (r *rig) redeliver(t *testing.T) {
+func (r *harness) redeliver(t *testing.T) {
 	t.Helper()
 	r.ctl.Stop()
 	if err := r.JS.DeleteConsumer(context.Background(), r.Log.Config().Stream, control.PlaneName); err != nil {
@@ -114,12 +113,12 @@ func (r *rig) redeliver(t *testing.T) {
 // settle waits until the control plane has handled every event on the log
 // now: a reaction acknowledges after it has appended what it appends, so
 // then the plane's answer to every event so far is on the log.
-func (r *rig) settle() { r.Settle(control.PlaneName) }
+func (r *harness) settle() { r.Settle(control.PlaneName) }
 
 // task is the task folded from the log now.
-func (r *rig) task(t *testing.T, taskID string) *stewardv1.Task {
+func (r *harness) task(t *testing.T, taskID string) *stewardv1.Task {
 	t.Helper()
-	tk, _, err := taskstore.Load(context.Background(), r.Log, taskID)
+	tk, _, err := r.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +126,7 @@ func (r *rig) task(t *testing.T, taskID string) *stewardv1.Task {
 }
 
 // last is the sequence of the last event on any task.
-func (r *rig) last(t *testing.T) uint64 {
+func (r *harness) last(t *testing.T) uint64 {
 	t.Helper()
 	seq, err := r.Log.LastTaskSequence(context.Background())
 	if err != nil {
@@ -137,17 +136,17 @@ func (r *rig) last(t *testing.T) uint64 {
 }
 
 // running waits until the task runs.
-func (r *rig) running(taskID string) *stewardv1.Task {
+func (r *harness) running(taskID string) *stewardv1.Task {
 	return r.WaitTask(taskID, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING })
 }
 
-func (r *rig) register(t *testing.T, c *stewardv1.ToolContract) {
+func (r *harness) register(t *testing.T, c *stewardv1.ToolContract) {
 	t.Helper()
 	r.registerFor(t, "", c)
 }
 
 // registerFor records c as tenant's tool, "" for a global one.
-func (r *rig) registerFor(t *testing.T, tenant string, c *stewardv1.ToolContract) {
+func (r *harness) registerFor(t *testing.T, tenant string, c *stewardv1.ToolContract) {
 	t.Helper()
 	ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, c.Version, tenant)}, &stewardv1.ToolRegistered{Contract: c, Tenant: tenant})
 	if err != nil {
@@ -167,9 +166,9 @@ func (r *rig) registerFor(t *testing.T, tenant string, c *stewardv1.ToolContract
 	}
 }
 
-// runningTask creates a task allowing the rig's tools, with recovery mode,
+// runningTask creates a task allowing the harness's tools, with recovery mode,
 // and waits until the control plane has started it.
-func (r *rig) runningTask(t *testing.T, requestID string, mode stewardv1.RecoveryMode, limits *stewardv1.TaskLimits) string {
+func (r *harness) runningTask(t *testing.T, requestID string, mode stewardv1.RecoveryMode, limits *stewardv1.TaskLimits) string {
 	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.AllowedTools = []string{"write", "undo", "search", "net"}
@@ -184,7 +183,7 @@ func (r *rig) runningTask(t *testing.T, requestID string, mode stewardv1.Recover
 	return id
 }
 
-func (r *rig) propose(t *testing.T, taskID, proposalID, tool, target string, params map[string]any) *stewardv1.Action {
+func (r *harness) propose(t *testing.T, taskID, proposalID, tool, target string, params map[string]any) *stewardv1.Action {
 	t.Helper()
 	ps, err := structpb.NewStruct(params)
 	if err != nil {
@@ -201,14 +200,14 @@ func (r *rig) propose(t *testing.T, taskID, proposalID, tool, target string, par
 // run takes a proposed action through governance and execution as their
 // events record it, up to its outcome, finished at the given time. A
 // succeeded outcome with a result stores it in the results store.
-func (r *rig) run(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, result []byte, finished time.Time) {
+func (r *harness) run(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, result []byte, finished time.Time) {
 	t.Helper()
 	r.dispatch(t, taskID, actionID)
 	r.finish(t, taskID, actionID, o, result, finished)
 }
 
 // dispatch takes a proposed action up to its dispatch.
-func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
+func (r *harness) dispatch(t *testing.T, taskID, actionID string) {
 	t.Helper()
 	a := task.FindAction(r.task(t, taskID), actionID)
 	if a == nil {
@@ -227,7 +226,7 @@ func (r *rig) dispatch(t *testing.T, taskID, actionID string) {
 
 // finish records a dispatched action's outcome, its result inline or
 // stored as the execution plane records it.
-func (r *rig) finish(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, result []byte, finished time.Time) {
+func (r *harness) finish(t *testing.T, taskID, actionID string, o *stewardv1.Outcome, result []byte, finished time.Time) {
 	t.Helper()
 	if result != nil {
 		var err error

@@ -27,7 +27,7 @@ func TestRequestInlineOrStored(t *testing.T) {
 		{"large, stored", strings.Repeat("a", action.MaxInlineRequest), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := newRig(t)
+			r := newHarness(t)
 			ctx := context.Background()
 			id := r.runningTask(t, "inline", compensate, nil)
 			a := r.propose(t, id, "w1", "write", "doc", map[string]any{"text": c.text})

@@ -14,7 +14,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // OperatorRole may answer any task's question when tokens are in use.
@@ -95,7 +94,7 @@ func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *steward
 	}
 	defer u.settle(ctx, &err)
 	id := u.id
-	if t, history, err := taskstore.Load(ctx, p.log, req.TaskId); err == nil && id != "" && history.Has(id) {
+	if t, history, err := p.tasks.Load(ctx, req.TaskId); err == nil && id != "" && history.Has(id) {
 		return t, nil // a retry of an answer given
 	}
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {

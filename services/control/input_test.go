@@ -14,7 +14,7 @@ import (
 )
 
 func TestInputNamesTheBadField(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	many := make([]string, control.MaxChoices+1)
 	for i := range many {
@@ -71,7 +71,7 @@ func TestInputNamesTheBadField(t *testing.T) {
 // choices, and the task runs again. Both commands are idempotent on their
 // request ids.
 func TestInputRoundTrip(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "input", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	ask := &stewardv1.RequestInputRequest{TaskId: id, RequestId: "q-1", Question: "Which region?", Choices: []string{"eu", "us"}}
@@ -151,7 +151,7 @@ func TestInputRoundTrip(t *testing.T) {
 // TestAnswerResumesAnyWait: a task that Steward stopped for input, here
 // for the same failure again and again, is answered like a question.
 func TestAnswerResumesAnyWait(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "guarded", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	r.Append(id, &stewardv1.TaskNeedsInput{Reason: "the same failure 3 times", Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_SAME_FAILURES})
@@ -166,7 +166,7 @@ func TestAnswerResumesAnyWait(t *testing.T) {
 
 // TestOnlyARunningTaskAsks: a paused task cannot ask.
 func TestOnlyARunningTaskAsks(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "paused", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	if _, err := r.ctl.PauseTask(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
@@ -182,7 +182,7 @@ func TestOnlyARunningTaskAsks(t *testing.T) {
 // is resumed only by those who may answer it; the agent cannot wave away
 // its own stop (an escalation, the action cap) with ResumeTask.
 func TestOnlyWhoMayAnswerResumesAWait(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "resume-wait", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	r.Append(id, &stewardv1.TaskNeedsInput{Reason: "escalated: wire failed", Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ESCALATED})
@@ -205,7 +205,7 @@ func TestOnlyWhoMayAnswerResumesAWait(t *testing.T) {
 // own; the owner, or whoever paused it, may. An owner takes over a pause
 // the agent made first.
 func TestOnlyWhoPausedOrMayAnswerResumesAPause(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.runningTask(t, "resume-pause", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	tk := r.task(t, id)

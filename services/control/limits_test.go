@@ -17,7 +17,7 @@ import (
 // of a contract are checked on creation, naming the field, and that
 // nothing is appended.
 func TestBadLimitsAndTimersAreRefused(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl, log := r.ctl, r.Log
 	d := durationpb.New
 	for _, tc := range []struct {

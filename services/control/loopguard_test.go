@@ -19,7 +19,7 @@ const (
 // tries runs actions on the net tool one after another, each ending as
 // given, and returns once the control plane has reacted to all of them.
 type tries struct {
-	r      *rig
+	r      *harness
 	taskID string
 	n      int
 	at     time.Time
@@ -43,7 +43,7 @@ func (tr *tries) status(t *testing.T) *stewardv1.Task {
 // tool and target stops the task for input. A failure elsewhere and a
 // withdrawn action in between do not break the run.
 func TestLoopGuardStopsTheSameFailure(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "loop", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	boom := func() *stewardv1.Outcome { return failed(deterministic, "HTTP 500: boom") }
@@ -82,7 +82,7 @@ func TestLoopGuardStopsTheSameFailure(t *testing.T) {
 // TestLoopGuardRunsEndOnADifference: a success in between resets the run,
 // and a different reason is a different failure.
 func TestLoopGuardRunsEndOnADifference(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "no-loop", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	tr.next(t, "api", failed(deterministic, "boom"))
@@ -100,7 +100,7 @@ func TestLoopGuardRunsEndOnADifference(t *testing.T) {
 // TestLoopGuardFollowsTheContract: contract.limits.max_same_failures sets
 // the run's length.
 func TestLoopGuardFollowsTheContract(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "limit", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, &stewardv1.TaskLimits{MaxSameFailures: 2})
 	tr := &tries{r: r, taskID: id, at: time.Now()}
 	tr.next(t, "", failed(deterministic, "boom"))

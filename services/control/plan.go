@@ -80,7 +80,7 @@ func (p *Plane) SubmitPlan(ctx context.Context, principal string, req *stewardv1
 	}
 	defer func() { done(createdAt(t, created, err)) }()
 	concealed := &stewardv1.SubmitPlanRequest{TaskId: req.TaskId, Plan: pl, RequestId: req.RequestId}
-	u, err := p.claimRequestIDFor(ctx, principal, requestid.SubmitPlan, req.TaskId, req.RequestId, concealed, requestid.RecordedBy(func(ctx context.Context) bool { return requestid.HistoryHas(ctx, p.log, req.TaskId, id) }))
+	u, err := p.claimRequestIDFor(ctx, principal, requestid.SubmitPlan, req.TaskId, req.RequestId, concealed, requestid.RecordedBy(func(ctx context.Context) bool { return requestid.HistoryHas(ctx, p.tasks, req.TaskId, id) }))
 	if err != nil {
 		return nil, false, err
 	}

@@ -21,7 +21,7 @@ import (
 // task's questions is refused whole.
 func TestPlanCheckpointAsksOnePerson(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "ask-ref", func(c *stewardv1.TaskContract) { c.AccountableOwnerRef = "user:b" }, nil)
 	ask := func(id string, deps ...string) *stewardv1.Step {
 		return &stewardv1.Step{Id: id, DependsOn: deps, Expect: "result == 'approve'",
@@ -78,7 +78,7 @@ func TestPlanCheckpointAsksOnePerson(t *testing.T) {
 // InvalidArgument on ask_ref.
 func TestRequestInputAsksOnePerson(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "ask-ref-agent", func(c *stewardv1.TaskContract) { c.AccountableOwnerRef = "user:b" }, nil)
 	var e *errs.Error
 	if _, err := r.ctl.RequestInput(ctx, "agent", &stewardv1.RequestInputRequest{TaskId: id, Question: "Go?", AskRef: "user:z"}); !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "ask_ref" {

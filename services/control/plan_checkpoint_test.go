@@ -21,7 +21,7 @@ import (
 // finds the question asked, and its answer ends the step: the person is
 // asked once.
 func TestPlanKeptCheckpointTakesTheAnswerGiven(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "reask", nil)
 	ask := func() *stewardv1.Step {
 		return &stewardv1.Step{Id: "ask", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Publish?", Choices: []string{"yes", "no"}}}}
@@ -54,7 +54,7 @@ func TestPlanKeptCheckpointTakesTheAnswerGiven(t *testing.T) {
 // restart, a lagging consumer) by the agent's own question and its
 // answer, fails the checkpoint: the later answer is not its.
 func TestPlanCheckpointClosedByAResumeFailsThoughALaterQuestionIsAnswered(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "other-answer", nil)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
 		{Id: "ship", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
@@ -85,7 +85,7 @@ func TestPlanCheckpointClosedByAResumeFailsThoughALaterQuestionIsAnswered(t *tes
 // on, so a step that becomes ready meanwhile starts without waiting for
 // the approval, on which it does not depend.
 func TestPlanUnaskedCheckpointLetsReadyStepsStart(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "stall", nil)
 	ask := &stewardv1.Step{Id: "ask", DependsOn: []string{"z"},
 		Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Go on?"}}}
@@ -121,7 +121,7 @@ func TestPlanUnaskedCheckpointLetsReadyStepsStart(t *testing.T) {
 // puts the task back to waiting for input, the question still open: the
 // answer that follows is the checkpoint's.
 func TestPlanCheckpointPausedAndResumedTakesItsAnswer(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.planTask(t, "pause-ask", nil)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
@@ -155,7 +155,7 @@ func TestPlanCheckpointPausedAndResumedTakesItsAnswer(t *testing.T) {
 // the question; nobody declined it. When the suspension is lifted, the
 // checkpoint asks again, and the answer to that ends the step.
 func TestPlanCheckpointIsAskedAgainAfterASuspension(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "suspend-ask", nil)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
 		{Id: "ship", Kind: &stewardv1.Step_Checkpoint{Checkpoint: &stewardv1.CheckpointStep{Question: "Ship?", Choices: []string{"yes", "no"}}}},

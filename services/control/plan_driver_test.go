@@ -34,7 +34,7 @@ func act(id string, deps []string, tool, target string, exprs map[string]string)
 
 // runPlan submits p for the task and records governance's allow of it,
 // as the plan policy would.
-func (r *rig) runPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
+func (r *harness) runPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
 	t.Helper()
 	tk, _, err := r.submitPlan(taskID, "", p)
 	if err != nil {
@@ -46,7 +46,7 @@ func (r *rig) runPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
 
 // step waits until step id of the task's plan is in status want, and
 // returns the task then and the step's last action (nil if none).
-func (r *rig) step(taskID, id string, want stewardv1.StepStatus) (*stewardv1.Task, *stewardv1.Action) {
+func (r *harness) step(taskID, id string, want stewardv1.StepStatus) (*stewardv1.Task, *stewardv1.Action) {
 	var st *stewardv1.PlanStepState
 	tk := r.WaitTask(taskID, func(tk *stewardv1.Task) bool {
 		st = task.FindStep(tk, id)
@@ -59,7 +59,7 @@ func (r *rig) step(taskID, id string, want stewardv1.StepStatus) (*stewardv1.Tas
 }
 
 // ok runs a step's action to success with result.
-func (r *rig) ok(t *testing.T, taskID string, a *stewardv1.Action, result string) {
+func (r *harness) ok(t *testing.T, taskID string, a *stewardv1.Action, result string) {
 	t.Helper()
 	r.run(t, taskID, a.ActionId, succeeded(), []byte(result), time.Now())
 }
@@ -69,7 +69,7 @@ func (r *rig) ok(t *testing.T, taskID string, a *stewardv1.Action, result string
 // results; when d succeeds the plan ends by marking the task produced.
 // Each step's action is proposed in the submitter's name, by Steward.
 func TestPlanDiamondRunsToProduced(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "diamond", nil)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
 		act("a", nil, "search", "index", nil),
@@ -121,7 +121,7 @@ func TestPlanDiamondRunsToProduced(t *testing.T) {
 // parent has left — fails its step with a clear reason, and with
 // on_failure continue the plan goes on; it hands back to the agent.
 func TestPlanWhenFalseSkips(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "skip", nil)
 	r.use(t, id, 500, 0) // of 1,000
 	sub := validRequest("").Contract
@@ -160,7 +160,7 @@ func TestPlanWhenFalseSkips(t *testing.T) {
 // plan goes on; with the default, escalate, the task waits for a person,
 // and the steps after it do not start.
 func TestPlanExpectFails(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "expect", nil)
 	loose := act("check", nil, "search", "index", nil)
 	loose.Expect, loose.OnFailure = "result.ok == true", stewardv1.OnFailure_ON_FAILURE_CONTINUE
@@ -205,7 +205,7 @@ func TestPlanExpectFails(t *testing.T) {
 // from the step and its request finds the action on the log.
 func TestPlanCrashAfterProposal(t *testing.T) {
 	var calls atomic.Int32
-	r := newRig(t, control.AfterStepProposal(func(step string) error {
+	r := newHarness(t, control.AfterStepProposal(func(step string) error {
 		if calls.Add(1) == 1 {
 			return errors.New("crash after proposing step " + step)
 		}
@@ -233,7 +233,7 @@ func TestPlanCrashAfterProposal(t *testing.T) {
 // action that was not permitted yet is withdrawn, and a withdrawn step
 // that had not started never runs.
 func TestPlanRevisionKeepsStepInFlight(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "revise", nil)
 	v1 := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
 		act("a", nil, "search", "index", nil),
@@ -278,7 +278,7 @@ func TestPlanRevisionKeepsStepInFlight(t *testing.T) {
 // step whose action policy denies fails, saying so, and with on_failure
 // continue the plan still ends.
 func TestPlanFollowsRetries(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "retry", func(c *stewardv1.TaskContract) {
 		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
 	}, nil)
@@ -312,7 +312,7 @@ func TestPlanFollowsRetries(t *testing.T) {
 // compensate does: the succeeded reversible write of an earlier step is
 // undone.
 func TestPlanCompensatesOnFailure(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "undo", func(c *stewardv1.TaskContract) {
 		c.AllowedTools = append(c.AllowedTools, "undo")
 	}, nil)
@@ -338,7 +338,7 @@ func TestPlanCompensatesOnFailure(t *testing.T) {
 // sub_task into another kind while it runs is refused, naming the step;
 // a change within its kind is taken.
 func TestPlanRevisionKeepsARunningStepsKind(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "kinds", nil)
 	wait := &stewardv1.Step{Id: "w", Kind: &stewardv1.Step_Wait{Wait: &stewardv1.WaitStep{Wait: &stewardv1.WaitStep_Duration{Duration: durationpb.New(time.Hour)}}}}
 	steps := func(a, w, s *stewardv1.Step) *stewardv1.Plan {
@@ -377,7 +377,7 @@ func TestPlanRevisionKeepsARunningStepsKind(t *testing.T) {
 // step start it afresh — a new attempt, a new action — while the steps
 // that succeeded stay done, and the plan runs on to its end.
 func TestPlanRevisionRedoesAFailedStep(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "redo", nil)
 	strict := func(expect string) *stewardv1.Step {
 		s := act("check", []string{"find"}, "search", "doc", nil)
@@ -420,7 +420,7 @@ func TestPlanRevisionRedoesAFailedStep(t *testing.T) {
 // plane; a wait until a time already past ends at once. The steps after
 // it then run.
 func TestPlanWaitEndsOnItsTimer(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "wait", nil)
 	wait := func(id string, w *stewardv1.WaitStep) *stewardv1.Step {
 		return &stewardv1.Step{Id: id, Kind: &stewardv1.Step_Wait{Wait: w}}
@@ -451,7 +451,7 @@ func TestPlanWaitEndsOnItsTimer(t *testing.T) {
 // (services mode, clock skew) ends the wait when its timer fires, rather
 // than wait on for a timer that will not fire again.
 func TestPlanWaitEndsOnItsTimerWithTheClockBehind(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "wait-behind", nil)
 	r.clock.Advance(-time.Hour)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
@@ -471,7 +471,7 @@ func TestPlanWaitEndsOnItsTimerWithTheClockBehind(t *testing.T) {
 // result, and gives the list of them to the steps after it.
 func TestPlanForeachRunsEachItem(t *testing.T) {
 	var calls atomic.Int32
-	r := newRig(t, control.AfterStepProposal(func(step string) error {
+	r := newHarness(t, control.AfterStepProposal(func(step string) error {
 		if step == "each" && calls.Add(1) == 2 {
 			return errors.New("crash after proposing the second item")
 		}
@@ -517,7 +517,7 @@ func TestPlanForeachRunsEachItem(t *testing.T) {
 // fails its foreach at once, naming the item; a foreach over an empty
 // list succeeds at once, its result [].
 func TestPlanForeachItemFailsTheStep(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "foreach-fail", nil)
 	foreach := func(id, over string) *stewardv1.Step {
 		return &stewardv1.Step{Id: id, OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
@@ -548,7 +548,7 @@ func TestPlanForeachItemFailsTheStep(t *testing.T) {
 // step's result, checked by its expect, and read by the steps after it.
 // A resume without an answer fails it.
 func TestPlanCheckpointAsksAPerson(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "checkpoint", nil)
 	ask := func(id string, deps ...string) *stewardv1.Step {
 		return &stewardv1.Step{Id: id, DependsOn: deps, Expect: "result == 'approve'", OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,

@@ -14,7 +14,7 @@ import (
 // deniedPlan submits p for the task and records governance's deny of it,
 // as the plan policy would; it returns once the driver has handled
 // everything on the log then.
-func (r *rig) deniedPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
+func (r *harness) deniedPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
 	t.Helper()
 	tk, _, err := r.submitPlan(taskID, "", p)
 	if err != nil {
@@ -30,7 +30,7 @@ func (r *rig) deniedPlan(t *testing.T, taskID string, p *stewardv1.Plan) {
 // anything of it runs: once the driver has handled every event on the
 // log, no step has moved and nothing was proposed.
 func TestPlanDeniedProposesNothing(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "denied", nil)
 	r.deniedPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
 		act("a", nil, "search", "index", nil),
@@ -55,7 +55,7 @@ func TestPlanDeniedProposesNothing(t *testing.T) {
 // policy denies runs nothing": the actions a denied revision's kept steps
 // proposed under the version before it, not yet permitted, are withdrawn.
 func TestPlanDeniedRevisionWithdrawsItsStepsUnpermittedActions(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "denied-revision", nil)
 	x := act("x", nil, "write", "doc", map[string]string{"text": "'x'"})
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{x}})

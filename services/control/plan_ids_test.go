@@ -25,7 +25,7 @@ import (
 func TestPlanActionIDsAreNotOfThePlainRequest(t *testing.T) {
 	var crashed atomic.Bool
 	crashed.Store(true)
-	r := newRig(t, control.AfterStepProposal(func(step string) error {
+	r := newHarness(t, control.AfterStepProposal(func(step string) error {
 		if crashed.Load() {
 			return errors.New("crash after proposing step " + step)
 		}

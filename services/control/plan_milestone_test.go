@@ -37,7 +37,7 @@ func milestoneCost(tk *stewardv1.Task, milestone string) int64 {
 // charged to it as well as to the task; a step without one charges the
 // task only.
 func TestPlanStepChargesItsMilestone(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "milestone", func(c *stewardv1.TaskContract) {
 		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
 	}, nil)
@@ -88,7 +88,7 @@ func TestPlanStepChargesItsMilestone(t *testing.T) {
 // AlreadyExists.
 func TestProposeActionInAMilestone(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "propose-milestone", nil)
 	propose := func(proposalID, milestone string) (*stewardv1.Action, error) {
 		ps, _ := structpb.NewStruct(nil)

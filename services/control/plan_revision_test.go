@@ -10,7 +10,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
@@ -32,11 +31,11 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 		{"withdrawn", []*stewardv1.Step{act("z", nil, "search", "other", nil)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var r *rig
+			var r *harness
 			var id string
 			var revised atomic.Bool
 			hookErr := make(chan error, 1)
-			r = newRig(t, control.AfterStepProposal(func(step string) error {
+			r = newHarness(t, control.AfterStepProposal(func(step string) error {
 				if step != "a" || !revised.CompareAndSwap(false, true) {
 					return nil
 				}
@@ -45,7 +44,7 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 				if err == nil {
 					ev := stewardtest.Event(t, id, &stewardv1.PlanEvaluated{Version: 2, PlanHash: tk.Plan.PlanHash,
 						Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "plan-snap-2", Decision: stewardv1.PolicyDecision_POLICY_DECISION_ALLOW}})
-					_, err = taskstore.Update(context.Background(), r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+					_, err = r.Tasks.Update(context.Background(), id, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 				}
 				hookErr <- err
 				return nil
@@ -87,7 +86,7 @@ func TestPlanRevisionBetweenProposalAndStartWithdrawsTheAction(t *testing.T) {
 // retired state's attempts, so its proposal id is a new one: it runs a
 // new action, not the one withdrawn with it.
 func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "readd", nil)
 	x := func() *stewardv1.Step { return act("x", nil, "write", "doc", map[string]string{"text": "'x'"}) }
 	y := func() *stewardv1.Step { return act("y", nil, "search", "y", nil) }
@@ -116,7 +115,7 @@ func TestPlanStepAddedBackProposesANewAction(t *testing.T) {
 // fails transiently under RECOVERY_MODE_RETRY, the recovery policy does
 // not propose it again, since no step of the plan asks for it.
 func TestPlanWithdrawnStepsFailedActionIsNotRetried(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "retired-retry")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -139,7 +138,7 @@ func TestPlanWithdrawnStepsFailedActionIsNotRetried(t *testing.T) {
 // adding an independent step) does not stop the task again over the same
 // failure.
 func TestPlanRevisionKeepingAFailedStepDoesNotEscalateAgain(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "reescalate", nil)
 	strict := act("check", nil, "search", "doc", nil)
 	strict.Expect = "result.ok == true"
@@ -165,7 +164,7 @@ func TestPlanRevisionKeepingAFailedStepDoesNotEscalateAgain(t *testing.T) {
 // definition (docs/plans.md: "a changed step that had not started starts
 // under its new definition").
 func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "reskip", nil)
 	gated := func(when string) *stewardv1.Step {
 		s := act("b", []string{"a"}, "search", "b", nil)
@@ -197,7 +196,7 @@ func TestPlanChangedSkippedStepStartsAfresh(t *testing.T) {
 // back. The agent's next revision keeps x and is allowed: the retry owed
 // is proposed then, and x follows it to its end.
 func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-retry")
 	x := act("x", nil, "search", "x", nil)
 	plan := handBack
@@ -229,7 +228,7 @@ func TestPlanRetryHeldBackByADeniedPlanIsProposedWhenARevisionRuns(t *testing.T)
 // third time, at the same attempt (it never started): a new failure,
 // under a new version, asked about again — once per failure.
 func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "aba", nil)
 	plan := func(v uint32, s *stewardv1.Step) *stewardv1.Plan {
 		return &stewardv1.Plan{Version: v, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{
@@ -269,7 +268,7 @@ func TestPlanEachFailureOfAChangedStepEscalates(t *testing.T) {
 // back. The next revision keeps x and needs an approval: the retry waits
 // for it, and nothing of the plan runs before.
 func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-then-approval")
 	x := act("x", nil, "search", "x", nil)
 	plan := handBack
@@ -300,7 +299,7 @@ func TestPlanHeldRetryWaitsForTheRevisionsApproval(t *testing.T) {
 // by a denied revision is not proposed on the old request once a later
 // revision, which changed the step, runs: the step starts afresh.
 func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "denied-then-changed")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -323,7 +322,7 @@ func TestPlanHeldRetryOfAChangedStepIsNotTheOldRequest(t *testing.T) {
 // transiently. The recovery policy does not propose the old request
 // again: x starts afresh under its new definition.
 func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.retryingTask(t, "changed-in-flight")
 	plan := handBack
 	r.runPlan(t, id, plan(1, act("x", nil, "search", "x", nil)))
@@ -340,7 +339,7 @@ func TestPlanRetryOfAChangedRunningStepIsNotTheOldRequest(t *testing.T) {
 }
 
 // retryingTask is a plan task whose recovery policy retries a failure.
-func (r *rig) retryingTask(t *testing.T, requestID string) string {
+func (r *harness) retryingTask(t *testing.T, requestID string) string {
 	t.Helper()
 	return r.planTaskWith(t, requestID, func(c *stewardv1.TaskContract) {
 		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}

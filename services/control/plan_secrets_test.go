@@ -21,7 +21,7 @@ import (
 // a revision computing the password from a literal, or from item over a
 // literal list, is refused naming the field.
 func TestPlanSecretLiteralsAreSealed(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	r.register(t, &stewardv1.ToolContract{Name: "login", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: loginSchema})
 	id := r.planTaskWith(t, "plan-secret", func(c *stewardv1.TaskContract) { c.AllowedTools = []string{"login"} }, nil)

@@ -30,7 +30,7 @@ func subStep(id string, deps []string, tokens int64) *stewardv1.Step {
 }
 
 // subTaskOf waits until step id runs and returns its sub-task.
-func (r *rig) subTaskOf(t *testing.T, taskID, id string) *stewardv1.Task {
+func (r *harness) subTaskOf(t *testing.T, taskID, id string) *stewardv1.Task {
 	t.Helper()
 	tk, _ := r.step(taskID, id, stepRunning)
 	return r.running(task.FindStep(tk, id).SubTaskId)
@@ -38,7 +38,7 @@ func (r *rig) subTaskOf(t *testing.T, taskID, id string) *stewardv1.Task {
 
 // delegatedFrom counts the sub-tasks delegated from taskID: each reserved
 // its budget on it.
-func (r *rig) delegatedFrom(t *testing.T, taskID string) int {
+func (r *harness) delegatedFrom(t *testing.T, taskID string) int {
 	t.Helper()
 	return r.countWhere(t, taskID, func(ev *stewardv1.Event) bool {
 		return strings.HasPrefix(ev.GetBudgetConsumed().GetSource(), "reserved for delegated task ")
@@ -47,7 +47,7 @@ func (r *rig) delegatedFrom(t *testing.T, taskID string) int {
 
 // finishSub does agent:sub's work on sub-task id — an artifact named name
 // unless name is empty, then produced — and its owner accepts it.
-func (r *rig) finishSub(t *testing.T, id, name string) {
+func (r *harness) finishSub(t *testing.T, id, name string) {
 	t.Helper()
 	ctx := context.Background()
 	if name != "" {
@@ -71,7 +71,7 @@ func (r *rig) finishSub(t *testing.T, id, name string) {
 // reads it, and the plan ends by marking the task produced.
 func TestPlanSubTaskRunsToProduced(t *testing.T) {
 	var calls atomic.Int32
-	r := newRig(t, control.AfterStepProposal(func(step string) error {
+	r := newHarness(t, control.AfterStepProposal(func(step string) error {
 		if step == "sub" && calls.Add(1) == 1 {
 			return errors.New("crash before delegating step " + step)
 		}
@@ -127,7 +127,7 @@ func TestPlanSubTaskRunsToProduced(t *testing.T) {
 // sub-task whose result does not meet the step's expect fails it as a
 // validation failure.
 func TestPlanSubTaskEndsFail(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "subfail", nil)
 	gone, short, thin := subStep("gone", nil, 600), subStep("short", nil, 600), subStep("thin", []string{"gone"}, 100)
 	gone.OnFailure, short.OnFailure = stewardv1.OnFailure_ON_FAILURE_CONTINUE, stewardv1.OnFailure_ON_FAILURE_CONTINUE
@@ -163,7 +163,7 @@ func TestPlanSubTaskEndsFail(t *testing.T) {
 // item, each its own; it succeeds when all are accepted, its result the
 // list of their results in order, each checked by expect.
 func TestPlanForeachOfSubTasks(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "subeach", nil)
 	body := subStep("", nil, 100).GetSubTask()
 	each := &stewardv1.Step{Id: "each", DependsOn: []string{"list"}, Expect: "result.status == 'accepted' && size(result.artifacts) == 1",
@@ -206,7 +206,7 @@ func TestPlanForeachOfSubTasks(t *testing.T) {
 // end ends the step under the new version; a withdrawn step's sub-task
 // runs on, on the record, and its end moves no step.
 func TestPlanSubTaskRevision(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "subrevise", nil)
 	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
 		subStep("keep", nil, 100), subStep("drop", nil, 100),
@@ -249,11 +249,11 @@ func TestPlanSubTaskRevision(t *testing.T) {
 func TestPlanSubTaskRevisedBeforeItsDelegation(t *testing.T) {
 	var (
 		once   atomic.Bool
-		r      *rig
+		r      *harness
 		id     string
 		revErr atomic.Value
 	)
-	r = newRig(t, control.AfterStepProposal(func(step string) error {
+	r = newHarness(t, control.AfterStepProposal(func(step string) error {
 		if step != "sub" || !once.CompareAndSwap(false, true) {
 			return nil
 		}
@@ -294,7 +294,7 @@ func TestPlanSubTaskRevisedBeforeItsDelegation(t *testing.T) {
 // step's delegation finds the budget back instead of failing for want
 // of it.
 func TestPlanSubTaskEndWaitsForItsRelease(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "subrelease", nil) // 1000 tokens
 	first, second := subStep("first", nil, 600), subStep("second", []string{"first"}, 600)
 	first.OnFailure = stewardv1.OnFailure_ON_FAILURE_CONTINUE
@@ -333,7 +333,7 @@ func TestPlanSubTaskEndWaitsForItsRelease(t *testing.T) {
 // a failed foreach's other actions do; their unspent budget comes back
 // when they end.
 func TestPlanForeachOfSubTasksRefusedMidway(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "suborphan", nil) // 1000 tokens
 	each := &stewardv1.Step{Id: "each", DependsOn: []string{"list"}, OnFailure: stewardv1.OnFailure_ON_FAILURE_CONTINUE,
 		Kind: &stewardv1.Step_Foreach{Foreach: &stewardv1.ForeachStep{Over: "steps.list.result.items", MaxItems: 3,

@@ -23,13 +23,13 @@ import (
 // planTask creates a running task that allows search, write and net, with
 // a milestone and scopes to delegate, and issues its credential, narrowed
 // by narrow (nil: the contract's bounds).
-func (r *rig) planTask(t *testing.T, requestID string, narrow func(*stewardv1.TaskCredential)) string {
+func (r *harness) planTask(t *testing.T, requestID string, narrow func(*stewardv1.TaskCredential)) string {
 	t.Helper()
 	return r.planTaskWith(t, requestID, nil, narrow)
 }
 
 // planTaskWith is planTask with the contract changed by edit first.
-func (r *rig) planTaskWith(t *testing.T, requestID string, edit func(*stewardv1.TaskContract), narrow func(*stewardv1.TaskCredential)) string {
+func (r *harness) planTaskWith(t *testing.T, requestID string, edit func(*stewardv1.TaskContract), narrow func(*stewardv1.TaskCredential)) string {
 	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
@@ -62,18 +62,18 @@ func twoSteps(version uint32) *stewardv1.Plan {
 	}}
 }
 
-func (r *rig) submitPlan(taskID, requestID string, p *stewardv1.Plan) (*stewardv1.Task, bool, error) {
+func (r *harness) submitPlan(taskID, requestID string, p *stewardv1.Plan) (*stewardv1.Task, bool, error) {
 	return r.ctl.SubmitPlan(context.Background(), "agent", &stewardv1.SubmitPlanRequest{TaskId: taskID, Plan: p, RequestId: requestID})
 }
 
 // planEvents counts the PlanSubmitted events on the task's log.
-func (r *rig) planEvents(t *testing.T, taskID string) int {
+func (r *harness) planEvents(t *testing.T, taskID string) int {
 	t.Helper()
 	return r.countWhere(t, taskID, func(ev *stewardv1.Event) bool { return ev.GetPlanSubmitted() != nil })
 }
 
 // countWhere counts the events on the task's log that match.
-func (r *rig) countWhere(t *testing.T, taskID string, match func(*stewardv1.Event) bool) int {
+func (r *harness) countWhere(t *testing.T, taskID string, match func(*stewardv1.Event) bool) int {
 	t.Helper()
 	recs, err := r.Log.Read(context.Background(), taskID)
 	if err != nil {
@@ -92,7 +92,7 @@ func (r *rig) countWhere(t *testing.T, taskID string, match func(*stewardv1.Even
 // governance, every step pending; the same plan again, with or without
 // its request id, appends nothing and answers created false.
 func TestSubmitPlanRecordsIt(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "plan", nil)
 	tk, created, err := r.submitPlan(id, "plan-1", twoSteps(1))
 	if err != nil || !created {
@@ -129,7 +129,7 @@ func TestSubmitPlanRecordsIt(t *testing.T) {
 // another plan is AlreadyExists, a retry of one since revised is answered
 // as recorded, and a revision records what it did to the version before.
 func TestSubmitPlanVersions(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "versions", nil)
 	if _, _, err := r.submitPlan(id, "", twoSteps(1)); err != nil {
 		t.Fatal(err)
@@ -178,7 +178,7 @@ func TestSubmitPlanVersions(t *testing.T) {
 // TestSubmitPlanRefusals: each refusal names the field, as the client
 // spells it, and records nothing.
 func TestSubmitPlanRefusals(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "refusals", nil)
 	narrowed := r.planTask(t, "narrowed", func(c *stewardv1.TaskCredential) { c.AllowedTools = []string{"search"} })
 	r.register(t, &stewardv1.ToolContract{Name: "late", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL})
@@ -266,7 +266,7 @@ func TestSubmitPlanRefusals(t *testing.T) {
 // TestSubmitPlanNeedsARunningTask: a task must be active, and hold a
 // credential that stands, to take a plan.
 func TestSubmitPlanNeedsARunningTask(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTask(t, "paused", nil)
 	if _, err := r.ctl.PauseTask(context.Background(), rpc.Identity{Principal: "agent"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
 		t.Fatal(err)

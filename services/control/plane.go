@@ -31,6 +31,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control/plandriver"
@@ -41,6 +42,9 @@ const PlaneName = event.PlaneControl
 
 // Config is what a control plane needs besides the log.
 type Config struct {
+	// Tasks is the process's store of the log's tasks (stores.Set), shared
+	// by its planes; a store of the plane's own when nil.
+	Tasks *taskstore.Store
 	// Tools and Requests let the plane take proposed actions: the tool
 	// registry checks them and the request store keeps them. With them the
 	// plane also runs the compensation driver, which proposes actions of
@@ -80,7 +84,10 @@ const TimerConsumer = "control-timers"
 
 // Plane is the control plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log      *eventlog.Log
+	log *eventlog.Log
+	// tasks folds the log's tasks, shared by every plane of the process
+	// (Config.Tasks).
+	tasks    *taskstore.Store
 	logger   *slog.Logger
 	tools    *toolreg.Registry
 	requests *action.Store
@@ -110,6 +117,8 @@ type Plane struct {
 	delegation *delegation
 	// plans runs the plans of tasks (plandriver; plan_host.go).
 	plans *plandriver.Driver
+	// criteria keeps the acceptance criteria compiled (criteria.go).
+	criteria *programCache
 	// recovery answers failures, compensates and re-drives stalled tasks
 	// (recovery.go).
 	recovery *recovery
@@ -145,27 +154,31 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	if cfg.MaxReferencedArtifact <= 0 {
 		cfg.MaxReferencedArtifact = DefaultMaxReferencedArtifact
 	}
+	if cfg.Tasks == nil {
+		cfg.Tasks = taskstore.New(log)
+	}
 	usageCtx, stopUsage := context.WithCancel(context.Background())
 	p := &Plane{
-		log: log, logger: logger.With("plane", PlaneName),
+		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName),
 		usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
-		startWait: startWait,
+		startWait: startWait, criteria: newProgramCache(),
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
 	for _, o := range opts {
 		o(p)
 	}
 	p.acceptance = &acceptance{
-		commands: p, quota: p.quota, log: log, results: cfg.Results, now: cfg.Now,
+		commands: p, quota: p.quota, log: log, tasks: cfg.Tasks, results: cfg.Results, now: cfg.Now,
+		criteria:  p.criteria,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
-	p.delegation = &delegation{making: p, log: log, now: cfg.Now}
+	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
-		Log: log, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,
+		Log: log, Tasks: cfg.Tasks, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,
 	})
 	p.recovery = &recovery{
-		log: log, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
+		log: log, tasks: cfg.Tasks, logger: p.logger, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results,
 		plane: p, start: p.startIfPending, drivePlan: p.plans.Drive,
 	}
 	return p

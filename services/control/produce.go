@@ -20,7 +20,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // maxProduceTries bounds how often MarkProduced evaluates again because
@@ -57,7 +56,7 @@ func (ac *acceptance) MarkProduced(ctx context.Context, principal string, req *s
 // an id already recorded returns the round it recorded.
 func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {
-		t, history, err := taskstore.Load(ctx, ac.log, taskID)
+		t, history, err := ac.tasks.Load(ctx, taskID)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -83,7 +82,7 @@ func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, reques
 		if err != nil {
 			return nil, nil, err
 		}
-		checks, err := evaluateCriteria(ctx, t.Contract.GetAcceptanceCriteria(), vars)
+		checks, err := ac.criteria.evaluate(ctx, t.Contract.GetAcceptanceCriteria(), vars)
 		if err != nil {
 			return nil, nil, err
 		}

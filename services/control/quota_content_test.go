@@ -23,7 +23,7 @@ func submitContent(ctl *control.Plane, principal, taskID, name string, content [
 // TestEndedTaskStoresNoContent: an artifact an ended task refuses stores
 // nothing, so refusals cannot fill the store past the content quota.
 func TestEndedTaskStoresNoContent(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	ctl := r.withQuotas(t, control.Quotas{ContentBytesPerTenant: 1000})
 	id := r.acceptanceTask(t, "ended", nil)
@@ -47,7 +47,7 @@ func TestEndedTaskStoresNoContent(t *testing.T) {
 // store holds already (the same bytes again, under any name) is not
 // charged again.
 func TestContentIsChargedToItsSubmitter(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctl := r.withQuotas(t, control.Quotas{ContentBytesPerPrincipal: 1000})
 	id := r.acceptanceTask(t, "shared", nil)
 	first := bytes.Repeat([]byte("a"), 600)
@@ -70,7 +70,7 @@ func TestContentIsChargedToItsSubmitter(t *testing.T) {
 // foreach of 5 sub-tasks is refused under a quota of 2 (the task itself
 // is 1), and records nothing; one of 1 goes through.
 func TestPlanSubTasksAreAdmittedWithThePlan(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 2})
 	id := r.planTask(t, "fan-out", nil)
 	fanOut := func(version, items uint32) *stewardv1.Plan {
@@ -92,7 +92,7 @@ func TestPlanSubTasksAreAdmittedWithThePlan(t *testing.T) {
 // before its request id is claimed, so it writes nothing: no claim of
 // the id, and no release of it; a retry of a request answered before is still answered.
 func TestQuotaRefusalWritesNothing(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 1})
 	if _, _, err := ctl.CreateTask(ctx, "alice", validRequest("one")); err != nil {

@@ -14,13 +14,12 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/control"
 )
 
-// withQuotas is a second control plane over the rig's log and stores,
+// withQuotas is a second control plane over the harness's log and stores,
 // with quotas q; it runs no reactions, and counts what the log holds.
-func (r *rig) withQuotas(t *testing.T, q control.Quotas) *control.Plane {
+func (r *harness) withQuotas(t *testing.T, q control.Quotas) *control.Plane {
 	cfg := r.config()
 	cfg.Quotas = q
 	p := control.New(r.Log, r.Logger, cfg)
@@ -41,7 +40,7 @@ func refusedQuota(t *testing.T, err error, quota string) {
 // so the same request succeeds once a task ends and frees its slot; a
 // new plane (a restart, another replica) counts the same from the log.
 func TestRunningTaskQuotas(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 2, RunningTasksPerTenant: 3})
 	var alice []string
@@ -55,7 +54,7 @@ func TestRunningTaskQuotas(t *testing.T) {
 	_, _, err := ctl.CreateTask(ctx, "alice", validRequest("a3"))
 	refusedQuota(t, err, `quota "running tasks per principal" (2) reached`)
 	third := control.TaskIDFor("alice", "a3")
-	if _, _, err := taskstore.Load(ctx, r.Log, third); !errs.Is(err, errs.NotFound) {
+	if _, _, err := r.Tasks.Load(ctx, third); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("refused task %s: %v, want nothing recorded", third, err)
 	}
 	if _, _, err := ctl.CreateTask(ctx, "bob", validRequest("b1")); err != nil {
@@ -88,7 +87,7 @@ func TestRunningTaskQuotas(t *testing.T) {
 // bounded in bytes; a revision replaces its task's share; a refused plan
 // records nothing; an ended task frees its plan's share.
 func TestPlanBytesQuota(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	one := int64(proto.Size(twoSteps(1)))
 	ctl := r.withQuotas(t, control.Quotas{PlanBytesPerPrincipal: one + 10})
@@ -119,7 +118,7 @@ func TestPlanBytesQuota(t *testing.T) {
 // TestContentQuota: artifact content stored for a tenant is bounded; a
 // refused artifact is neither recorded nor stored.
 func TestContentQuota(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	ctl := r.withQuotas(t, control.Quotas{ContentBytesPerTenant: 1000})
 	id := r.acceptanceTask(t, "content", nil)
@@ -144,7 +143,7 @@ func TestContentQuota(t *testing.T) {
 // TestConcurrentCreatesKeepTheQuota: creates racing on one plane take
 // the quota's slots exactly; none passes it.
 func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 5})
 	const racers = 20
 	errc := make(chan error, racers)
@@ -172,7 +171,7 @@ func TestConcurrentCreatesKeepTheQuota(t *testing.T) {
 // before it reserves anything on its parent: a refused delegation writes
 // nothing on either task.
 func TestDelegationQuota(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	ctl := d.withQuotas(t, control.Quotas{RunningTasksPerTenant: 2})
 	parent := d.parent(t, "parent", time.Now(), 0)
@@ -195,7 +194,7 @@ func TestDelegationQuota(t *testing.T) {
 // another, nor does one tenant's principal count against the same name
 // in another tenant.
 func TestQuotasAreEachTenants(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctl := r.withQuotas(t, control.Quotas{RunningTasksPerPrincipal: 1, RunningTasksPerTenant: 1})
 	in := func(tenant string) context.Context {
 		return rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: tenant, Verified: true})

@@ -17,7 +17,7 @@ import (
 // naming rationale.<field>), recorded on the action, and left out of its
 // hashes: the same call argued differently is the same action.
 func TestProposalRationale(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	taskID := r.runningTask(t, "argued", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	many := func(n int) []string {
@@ -63,7 +63,7 @@ func TestProposalRationale(t *testing.T) {
 // name as its authorizer — who must approve its actions — the requester or
 // the creator, whom governance refuses as approvers.
 func TestSeparatedAuthorizer(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	for _, tt := range []struct {
 		authorizer, creator, says string
 	}{

@@ -15,7 +15,7 @@ import (
 // to it. Were the driver to run first it would find no retry yet and
 // wait, and nothing would bring it back until the retry itself ended.
 func TestOutcomeRecoversBeforeThePlanMoves(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.planTaskWith(t, "order", func(c *stewardv1.TaskContract) {
 		c.RecoveryPolicy = &stewardv1.RecoveryPolicy{Mode: stewardv1.RecoveryMode_RECOVERY_MODE_RETRY}
 	}, nil)

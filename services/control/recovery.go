@@ -31,6 +31,7 @@ import (
 // of its reach. Its methods are safe for concurrent use.
 type recovery struct {
 	log      *eventlog.Log
+	tasks    *taskstore.Store
 	logger   *slog.Logger
 	tools    *toolreg.Registry
 	requests *action.Store
@@ -133,7 +134,7 @@ func (r *recovery) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) 
 	if err != nil || !retryNow {
 		return err
 	}
-	t, _, err := taskstore.LoadSince(ctx, r.log, taskID, rec.Sequence)
+	t, _, err := r.tasks.LoadSince(ctx, taskID, rec.Sequence)
 	if err != nil {
 		return err
 	}
@@ -147,13 +148,13 @@ func (r *recovery) recoverFrom(ctx context.Context, rec *stewardv1.EventRecord) 
 // idempotent as retry is.
 func (r *recovery) retryPending(ctx context.Context, rec *stewardv1.EventRecord) error {
 	var retries bool
-	err := taskstore.Peek(ctx, r.log, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+	err := r.tasks.Peek(ctx, rec.Event.TaskId, rec.Sequence, func(t *stewardv1.Task) {
 		retries = t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
 	})
 	if err != nil || !retries || !r.takesActions() {
 		return err
 	}
-	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
+	t, _, err := r.tasks.LoadSince(ctx, rec.Event.TaskId, rec.Sequence)
 	if err != nil || !task.Active(t.Status) {
 		return err
 	}

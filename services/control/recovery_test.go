@@ -22,9 +22,9 @@ const (
 	escalateMode = stewardv1.RecoveryMode_RECOVERY_MODE_ESCALATE
 )
 
-// recoveringTask creates a task allowing the rig's tools under policy and
+// recoveringTask creates a task allowing the harness's tools under policy and
 // limits, and waits until it runs.
-func (r *rig) recoveringTask(t *testing.T, requestID string, policy *stewardv1.RecoveryPolicy, limits *stewardv1.TaskLimits) string {
+func (r *harness) recoveringTask(t *testing.T, requestID string, policy *stewardv1.RecoveryPolicy, limits *stewardv1.TaskLimits) string {
 	t.Helper()
 	req := validRequest(requestID)
 	req.Contract.AllowedTools = []string{"write", "undo", "search", "net"}
@@ -49,7 +49,7 @@ func retryOf(tk *stewardv1.Task, id string) *stewardv1.Action {
 }
 
 // needsInput returns the task's last TaskNeedsInput event, or nil.
-func (r *rig) needsInput(t *testing.T, taskID string) *stewardv1.Event {
+func (r *harness) needsInput(t *testing.T, taskID string) *stewardv1.Event {
 	t.Helper()
 	recs, err := r.Log.Read(context.Background(), taskID)
 	if err != nil {
@@ -64,7 +64,7 @@ func (r *rig) needsInput(t *testing.T, taskID string) *stewardv1.Event {
 	return last
 }
 
-func (r *rig) resume(t *testing.T, taskID string) {
+func (r *harness) resume(t *testing.T, taskID string) {
 	t.Helper()
 	if _, err := r.ctl.ResumeTask(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ResumeTaskRequest{TaskId: taskID, Reason: "go on"}); err != nil {
 		t.Fatal(err)
@@ -77,7 +77,7 @@ func (r *rig) resume(t *testing.T, taskID string) {
 // retries and its attempt. Only then does the loop guard stop the run of
 // identical failures. A redelivery proposes nothing twice.
 func TestRetryProposesATransientFailureAgain(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.recoveringTask(t, "retry-3", &stewardv1.RecoveryPolicy{Mode: retryMode, MaxAttempts: 3}, nil)
 	first := r.propose(t, id, "p", "net", "api", map[string]any{"n": 1})
 	at := time.Now()
@@ -141,7 +141,7 @@ func TestRetryProposesATransientFailureAgain(t *testing.T) {
 // failure, and a settled one, are not proposed again; nor is any failure
 // without RECOVERY_MODE_RETRY.
 func TestRetryLeavesOtherFailuresToTheAgent(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.recoveringTask(t, "retry-some", &stewardv1.RecoveryPolicy{Mode: retryMode}, &stewardv1.TaskLimits{MaxSameFailures: 10})
 	at := time.Now()
 	var ids []string
@@ -177,7 +177,7 @@ func TestRetryLeavesOtherFailuresToTheAgent(t *testing.T) {
 // paused is not proposed again then, but when the task is resumed; an
 // ended task gets no retry.
 func TestRetryWaitsForAStoppedTask(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.recoveringTask(t, "retry-paused", &stewardv1.RecoveryPolicy{Mode: retryMode}, nil)
 	a := r.propose(t, id, "p", "net", "api", nil)
@@ -213,7 +213,7 @@ func TestRetryWaitsForAStoppedTask(t *testing.T) {
 // the task stops for input, and the resume that grants more actions
 // proposes the retry it owed.
 func TestRetryAtTheActionCap(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.recoveringTask(t, "retry-cap", &stewardv1.RecoveryPolicy{Mode: retryMode, MaxAttempts: 2}, &stewardv1.TaskLimits{MaxActions: 1})
 	a := r.propose(t, id, "p", "net", "api", nil)
 	r.run(t, id, a.ActionId, failed(transient, "HTTP 503"), nil, time.Now())
@@ -235,7 +235,7 @@ func TestRetryAtTheActionCap(t *testing.T) {
 // outcome once it is settled failed — stops it again. Redelivery stops it
 // once.
 func TestEscalateStopsTheTask(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.recoveringTask(t, "escalate", &stewardv1.RecoveryPolicy{Mode: escalateMode}, nil)
 	// A denial is not a failure.
 	denied := r.propose(t, id, "denied", "net", "api", nil)
@@ -286,7 +286,7 @@ func TestEscalateStopsTheTask(t *testing.T) {
 // stops the task for input, once however often it is tried; a resume
 // grants max_actions more, and the next cap stops it again.
 func TestActionCapStopsTheTask(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	id := r.recoveringTask(t, "cap", nil, &stewardv1.TaskLimits{MaxActions: 2})
 	propose := func(pid string) error {
@@ -347,7 +347,7 @@ func TestActionCapStopsTheTask(t *testing.T) {
 // TestRecoveryPolicyIsChecked: max_attempts is RETRY's only, and bounded;
 // Steward's retry prefix is not a client's proposal id.
 func TestRecoveryPolicyIsChecked(t *testing.T) {
-	r := idleRig(t)
+	r := idleHarness(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string

@@ -5,7 +5,6 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // redrive reacts to a stall mark (the state plane's watchdog: a task with
@@ -17,7 +16,7 @@ import (
 // idempotent as it is: its ids derive from the task, so whatever was done
 // already, or is done by a redelivery at the same time, is not done twice.
 func (r *recovery) redrive(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.LoadSince(ctx, r.log, rec.Event.TaskId, rec.Sequence)
+	t, _, err := r.tasks.LoadSince(ctx, rec.Event.TaskId, rec.Sequence)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TaskIDFor returns the id of the task a request id creates for the
@@ -59,7 +58,7 @@ func (p *Plane) claimRequestID(ctx context.Context, principal, command, taskID, 
 	if requestID == "" {
 		return &use{}, nil
 	}
-	_, history, err := taskstore.Load(ctx, p.log, taskID)
+	_, history, err := p.tasks.Load(ctx, taskID)
 	switch {
 	case err != nil:
 		return nil, err // a mistyped task id claims nothing
@@ -84,7 +83,7 @@ func (p *Plane) claimRequestID(ctx context.Context, principal, command, taskID, 
 // (only) its event on taskID: opts say what records it (the task a
 // CreateTask opens, say; requestid.RecordedBy).
 func (p *Plane) claimRequestIDFor(ctx context.Context, principal, command, taskID, requestID string, req proto.Message, opts ...requestid.Option) (*use, error) {
-	r, err := requestid.Begin(ctx, p.log, scopeOf(ctx, principal), command, taskID, requestID, req, append(opts, requestid.Logger(p.logger))...)
+	r, err := requestid.Begin(ctx, p.tasks, scopeOf(ctx, principal), command, taskID, requestID, req, append(opts, requestid.Logger(p.logger))...)
 	if err != nil {
 		return nil, err
 	}

@@ -16,7 +16,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestARefusedCommandLeavesItsRequestIDFree: a command refused for
@@ -25,7 +24,7 @@ import (
 // whose checks run after its claim.
 func TestARefusedCommandLeavesItsRequestIDFree(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	budgeted := func(c *stewardv1.TaskContract) {
 		c.Budget = &stewardv1.Budget{MaxTokens: 1000, Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "m1", MaxTokens: 500}}}
 	}
@@ -91,7 +90,7 @@ func TestARefusedCommandLeavesItsRequestIDFree(t *testing.T) {
 // TestARefusedDelegationLeavesItsRequestIDFree: a delegation refused for
 // asking more than the parent has, fixed, goes through under the same id.
 func TestARefusedDelegationLeavesItsRequestIDFree(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "fixable-parent", time.Now(), time.Hour)
 	delegate := func(tokens int64) error {
@@ -113,7 +112,7 @@ func TestARefusedDelegationLeavesItsRequestIDFree(t *testing.T) {
 // before request ids were the caller's own is found by a retry after.
 func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	// CreateTask as it was: the task id derived from the request id alone.
 	old := requestid.LegacyTaskID("demo-1")
 	req := validRequest("demo-1")
@@ -138,7 +137,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 	// ReportUsage as it was: the event id derived from the task and the
 	// request id alone.
 	r.running(old)
-	if _, err := taskstore.Update(ctx, r.Log, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := r.Tasks.Update(ctx, old, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(old, "u-1"), TaskID: old, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "u-1"},
 			&stewardv1.BudgetConsumed{Tokens: 100})
 	}); err != nil {
@@ -154,7 +153,7 @@ func TestARetryAcrossTheUpgradeFindsItsFirstTry(t *testing.T) {
 // is the proposal its first try made, whatever was registered since.
 func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "retry-version", nil)
 	params, _ := structpb.NewStruct(map[string]any{"q": "x"})
 	propose := func() (*stewardv1.Action, bool, error) {
@@ -174,7 +173,7 @@ func TestAProposalRetriedAfterANewToolVersion(t *testing.T) {
 // TestARetryAfterARevocationGetsItsFirstAnswer: a revocation stops new
 // work, not the answer to work recorded before it.
 func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parent := d.parent(t, "revoked-later", time.Now(), 0)
 	id := parent.Contract.TaskId
@@ -202,9 +201,9 @@ func TestARetryAfterARevocationGetsItsFirstAnswer(t *testing.T) {
 // answered as done, and a SubmitArtifact panicked.
 func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "old-ids", nil)
-	if _, err := taskstore.Update(ctx, r.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	if _, err := r.Tasks.Update(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return event.New(event.Meta{ID: requestid.LegacyEventID(id, "x"), TaskID: id, Actor: &stewardv1.Actor{Principal: "user:ana", Plane: "control"}, CorrelationID: "x"},
 			&stewardv1.BudgetConsumed{Tokens: 10})
 	}); err != nil {
@@ -226,7 +225,7 @@ func TestAnOldIDFindsOnlyItsOwnCommand(t *testing.T) {
 // independent review.
 func TestARetriedProposalEditsOnlyWhatItEdited(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.acceptanceTask(t, "edits", nil)
 	propose := func(proposal, q, editOf string) (*stewardv1.Action, error) {
 		params, _ := structpb.NewStruct(map[string]any{"text": q})

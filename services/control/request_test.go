@@ -24,10 +24,10 @@ type requestCase struct {
 	// principal sends the command, and the other command after it.
 	principal string
 	// setup returns a fresh task the command applies to, named name.
-	setup func(t *testing.T, r *rig, name string) string
+	setup func(t *testing.T, r *harness, name string) string
 	// send sends the command on taskID with body 0 or 1 and returns its
 	// answer.
-	send func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error)
+	send func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error)
 	// same tells whether a repeat's answer is the first one; nil is
 	// proto.Equal.
 	same func(first, again proto.Message) bool
@@ -41,8 +41,8 @@ type requestCase struct {
 }
 
 func requestCases() []requestCase {
-	running := func(edit func(*stewardv1.TaskContract)) func(t *testing.T, r *rig, name string) string {
-		return func(t *testing.T, r *rig, name string) string { return r.acceptanceTask(t, name, edit) }
+	running := func(edit func(*stewardv1.TaskContract)) func(t *testing.T, r *harness, name string) string {
+		return func(t *testing.T, r *harness, name string) string { return r.acceptanceTask(t, name, edit) }
 	}
 	reasons := []string{"first reason", "second reason"}
 	task := func(tk *stewardv1.Task, err error) (proto.Message, error) { return tk, err }
@@ -52,7 +52,7 @@ func requestCases() []requestCase {
 	return []requestCase{
 		{
 			command: "CreateTask", principal: "user:ana",
-			send: func(ctx context.Context, r *rig, _, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, _, requestID string, body int) (proto.Message, error) {
 				req := validRequest(requestID)
 				req.Contract.Intent = reasons[body]
 				tk, _, err := r.ctl.CreateTask(ctx, "user:ana", req)
@@ -62,51 +62,51 @@ func requestCases() []requestCase {
 		},
 		{
 			command: "PauseTask", principal: "user:ana", onTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.PauseTask(ctx, rpc.Identity{Principal: "user:ana"}, &stewardv1.PauseTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "ResumeTask", principal: "user:ana", onTask: true,
-			setup: func(t *testing.T, r *rig, name string) string {
+			setup: func(t *testing.T, r *harness, name string) string {
 				id := r.acceptanceTask(t, name, nil)
 				if _, err := r.ctl.PauseTask(context.Background(), rpc.Identity{Principal: "user:ana"}, &stewardv1.PauseTaskRequest{TaskId: id}); err != nil {
 					t.Fatal(err)
 				}
 				return id
 			},
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.ResumeTask(ctx, rpc.Identity{Principal: "user:ana"}, &stewardv1.ResumeTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "CancelTask", principal: "user:ana", onTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.CancelTask(ctx, "user:ana", &stewardv1.CancelTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "FailTask", principal: "user:ana", onTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.FailTask(ctx, "user:ana", &stewardv1.FailTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "ReportUsage", principal: "agent", onTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.ReportUsage(ctx, "agent", &stewardv1.ReportUsageRequest{TaskId: taskID, RequestId: requestID, Tokens: int64(10 + body)}))
 			},
 		},
 		{
 			command: "RaiseBudget", principal: "user:ana", onTask: true,
 			setup: running(func(c *stewardv1.TaskContract) { c.Budget = &stewardv1.Budget{MaxTokens: 1000} }),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.RaiseBudget(ctx, "user:ana", &stewardv1.RaiseBudgetRequest{TaskId: taskID, RequestId: requestID, MaxTokens: int64(2000 + body), Reason: "more"}))
 			},
 		},
 		{
 			command: "ProposeAction", principal: "agent", onTask: true, perTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				params, err := structpb.NewStruct(map[string]any{"q": reasons[body]})
 				if err != nil {
 					return nil, err
@@ -117,7 +117,7 @@ func requestCases() []requestCase {
 		},
 		{
 			command: "SubmitArtifact", principal: "agent", onTask: true, setup: running(nil),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				a, _, err := r.ctl.SubmitArtifact(ctx, "agent", &stewardv1.SubmitArtifactRequest{
 					TaskId: taskID, RequestId: requestID, Name: "report", MediaType: "text/plain", Content: []byte(reasons[body])})
 				return a, err
@@ -127,20 +127,20 @@ func requestCases() []requestCase {
 			// MarkProduced has no body but its task: body 1 is the same.
 			command: "MarkProduced", principal: "agent", onTask: true,
 			setup: running(func(c *stewardv1.TaskContract) { c.AcceptanceOwnerRef = owner }),
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				_, round, err := r.ctl.MarkProduced(ctx, "agent", &stewardv1.MarkProducedRequest{TaskId: taskID, RequestId: requestID})
 				return round, err
 			},
 		},
 		{
 			command: "AcceptTask", principal: owner, onTask: true, setup: produced,
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.AcceptTask(ctx, owner, &stewardv1.AcceptTaskRequest{TaskId: taskID, RequestId: requestID, Reason: reasons[body]}))
 			},
 		},
 		{
 			command: "ReturnTask", principal: owner, onTask: true, setup: produced,
-			send: func(ctx context.Context, r *rig, taskID, requestID string, body int) (proto.Message, error) {
+			send: func(ctx context.Context, r *harness, taskID, requestID string, body int) (proto.Message, error) {
 				return task(r.ctl.ReturnTask(ctx, owner, &stewardv1.ReturnTaskRequest{TaskId: taskID, RequestId: requestID, Reasons: reasons[body : body+1]}))
 			},
 		},
@@ -148,7 +148,7 @@ func requestCases() []requestCase {
 }
 
 // produced is a task produced and waiting for its owner's review.
-func produced(t *testing.T, r *rig, name string) string {
+func produced(t *testing.T, r *harness, name string) string {
 	t.Helper()
 	id := r.acceptanceTask(t, name, func(c *stewardv1.TaskContract) { c.AcceptanceOwnerRef = owner })
 	r.produce(t, id, "")
@@ -165,7 +165,7 @@ func produced(t *testing.T, r *rig, name string) string {
 func TestRequestIDNamesOneCommand(t *testing.T) {
 	for _, tc := range requestCases() {
 		t.Run(tc.command, func(t *testing.T) {
-			r := newRig(t)
+			r := newHarness(t)
 			ctx := context.Background()
 			var taskID, otherID string
 			if tc.onTask {
@@ -237,7 +237,7 @@ func TestRequestIDNamesOneCommand(t *testing.T) {
 // same request id makes two tasks, each recorded as its tenant's; a retry
 // in one tenant finds that tenant's task.
 func TestRequestIDsAreTheTenants(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	in := func(tenant string) context.Context {
 		return rpc.WithIdentity(context.Background(), rpc.Identity{Principal: "user:ana", Tenant: tenant, Verified: true})
 	}
@@ -274,7 +274,7 @@ func TestRequestIDsAreTheTenants(t *testing.T) {
 // TestRequestIDsAreTheCallers: two callers who pick the same request id
 // make two tasks, and each one's commands under it are its own.
 func TestRequestIDsAreTheCallers(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	a, createdA, err := r.ctl.CreateTask(ctx, "user:ana", validRequest("demo-1"))
 	if err != nil {
@@ -310,7 +310,7 @@ func TestRequestIDsAreTheCallers(t *testing.T) {
 // for DelegateTask, whose parents need credentials: the id names one
 // delegation from one parent, and a refused reuse reserves nothing.
 func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
-	d := idleRig(t)
+	d := idleHarness(t)
 	ctx := context.Background()
 	parentID := d.parent(t, "one-parent", time.Now(), time.Hour).Contract.TaskId
 	otherID := d.parent(t, "other-parent", time.Now(), time.Hour).Contract.TaskId
@@ -350,7 +350,7 @@ func TestDelegationRequestIDNamesOneDelegation(t *testing.T) {
 // parameters are wrong fixes them and proposes again under the same
 // proposal id; the refusal did not spend it.
 func TestAProposalRefusedForItsParametersKeepsItsID(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	ctx := context.Background()
 	taskID := r.acceptanceTask(t, "fix-params", nil)
 	bad, _ := structpb.NewStruct(map[string]any{"wrong": "field"})

@@ -7,7 +7,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // reserveID is the id of the event that reserves childID's budget on its
@@ -33,7 +32,7 @@ func reserveID(parentID, childID string) string {
 // as the write finds it: its error refuses the delegation there.
 func (dg *delegation) reserve(ctx context.Context, principal, parentID, childID string, c *stewardv1.TaskContract, pc *stewardv1.TaskCredential, still func(*stewardv1.Task) error) error {
 	id := reserveID(parentID, childID)
-	parent, history, err := taskstore.Load(ctx, dg.log, parentID)
+	parent, history, err := dg.tasks.Load(ctx, parentID)
 	if err != nil {
 		return err
 	}
@@ -52,7 +51,7 @@ func (dg *delegation) reserve(ctx context.Context, principal, parentID, childID 
 		return nil
 	}
 	explicitTokens, explicitCost := b.MaxTokens, b.MaxCostMicros
-	err = taskstore.Write(ctx, dg.log, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
+	err = dg.tasks.Write(ctx, parentID, func(parent *stewardv1.Task) (*stewardv1.Event, error) {
 		if still != nil {
 			if err := still(parent); err != nil {
 				return nil, err
@@ -229,7 +228,7 @@ type giving struct {
 func (dg *delegation) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
 	taskID := rec.Event.TaskId
 	var parentID string
-	err := taskstore.Peek(ctx, dg.log, taskID, rec.Sequence, func(t *stewardv1.Task) {
+	err := dg.tasks.Peek(ctx, taskID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
 			parentID = t.Contract.GetParentTaskId()
 		}
@@ -237,7 +236,7 @@ func (dg *delegation) owedBy(ctx context.Context, rec *stewardv1.EventRecord, id
 	if err != nil || parentID == "" {
 		return nil, err
 	}
-	_, parent, err := taskstore.Load(ctx, dg.log, parentID)
+	_, parent, err := dg.tasks.Load(ctx, parentID)
 	if err != nil {
 		return nil, err
 	}
@@ -263,7 +262,7 @@ func (dg *delegation) giveBack(ctx context.Context, rec *stewardv1.EventRecord, 
 	if r.Tokens == 0 && r.CostMicros == 0 {
 		return nil
 	}
-	err := taskstore.Write(ctx, dg.log, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
+	err := dg.tasks.Write(ctx, parentID, func(*stewardv1.Task) (*stewardv1.Event, error) {
 		return dg.event(event.Meta{
 			ID: id, TaskID: parentID, Actor: dg.actor(stewardPrincipal),
 			CausationID: rec.Event.EventId, CorrelationID: rec.Event.CorrelationId,

@@ -16,7 +16,7 @@ import (
 // TestRetryPolicyOnlyNarrows proposes actions on a tool whose retry
 // policy is 5 attempts, 1s–30s backoff, 5m in all.
 func TestRetryPolicyOnlyNarrows(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "retry", stewardv1.RecoveryMode_RECOVERY_MODE_RETRY, nil)
 	tool := &stewardv1.RetryPolicy{MaxAttempts: 5, InitialBackoff: dur(time.Second), MaxBackoff: dur(30 * time.Second), MaxElapsed: dur(5 * time.Minute)}
 	tests := []struct {
@@ -67,7 +67,7 @@ func TestRetryPolicyOnlyNarrows(t *testing.T) {
 // TestProposalRepeatWithOtherRetryPolicy: the same proposal id with a
 // different retry policy is not the same proposal.
 func TestProposalRepeatWithOtherRetryPolicy(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.runningTask(t, "retry-repeat", stewardv1.RecoveryMode_RECOVERY_MODE_RETRY, nil)
 	ctx := context.Background()
 	req := &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: "p", Tool: "net", RetryPolicy: &stewardv1.RetryPolicy{MaxAttempts: 2}}

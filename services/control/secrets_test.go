@@ -17,7 +17,7 @@ const loginSchema = `{"type":"object","properties":{"user":{"type":"string"},"pa
 
 // secretTask registers login, whose password is secret, and returns a
 // running task that allows it, retrying failures.
-func (r *rig) secretTask(t *testing.T, requestID string) string {
+func (r *harness) secretTask(t *testing.T, requestID string) string {
 	t.Helper()
 	r.register(t, &stewardv1.ToolContract{Name: "login", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: loginSchema})
@@ -38,7 +38,7 @@ func (r *rig) secretTask(t *testing.T, requestID string) string {
 // refusal does not quote it; Steward's retry proposes the same request,
 // its value sealed again.
 func TestSecretParametersAreCommitted(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.secretTask(t, "secret")
 	a := r.propose(t, id, "p1", "login", "acct", map[string]any{"user": "bob", "password": "pw-hunter2"})
 	if strings.Contains(string(a.Request), "hunter2") || !strings.Contains(string(a.Request), `"password":{"$secret":"hmac-sha256:`) {
@@ -83,7 +83,7 @@ func TestSecretParametersAreCommitted(t *testing.T) {
 // TestSecretParametersNeedAKey: a control plane without a secret key
 // refuses a proposal to a tool that marks parameters secret.
 func TestSecretParametersNeedAKey(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	id := r.secretTask(t, "no-key")
 	cfg := r.config()
 	cfg.Secrets = nil
@@ -100,7 +100,7 @@ func TestSecretParametersNeedAKey(t *testing.T) {
 // and carries the action's sealed values, so that they open for the
 // compensating tool.
 func TestCompensationCarriesSealedSecrets(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	r.register(t, &stewardv1.ToolContract{Name: "vault", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE,
 		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CompensatingTool: "undo", ParametersSchema: loginSchema})
 	req := validRequest("secret-undo")
@@ -132,7 +132,7 @@ func TestCompensationCarriesSealedSecrets(t *testing.T) {
 // TestSecretObjectIsNotQuoted: a value marked secret as a whole (an
 // object) is not quoted by a schema refusal of a string inside it.
 func TestSecretObjectIsNotQuoted(t *testing.T) {
-	r := newRig(t)
+	r := newHarness(t)
 	r.register(t, &stewardv1.ToolContract{Name: "vault", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		ParametersSchema: `{"type":"object","properties":{"creds":{"type":"object","writeOnly":true,"properties":{"pin":{"type":"string","pattern":"^[0-9]+$"}}}}}`})

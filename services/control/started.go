@@ -23,7 +23,7 @@ const startWait = 5 * time.Second
 // running task: a pending task is read again, with a growing pause, until
 // it has left pending or p.startWait has passed.
 func (p *Plane) loadStarted(ctx context.Context, taskID string) (*stewardv1.Task, taskstore.History, error) {
-	t, h, err := taskstore.LoadSince(ctx, p.log, taskID, 1)
+	t, h, err := p.tasks.LoadSince(ctx, taskID, 1)
 	if err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 		return t, h, err
 	}
@@ -45,7 +45,7 @@ func (p *Plane) loadStarted(ctx context.Context, taskID string) (*stewardv1.Task
 		}
 		pause = min(2*pause, 200*time.Millisecond)
 		wake.Reset(pause)
-		if t, h, err = taskstore.Load(ctx, p.log, taskID); err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
+		if t, h, err = p.tasks.Load(ctx, taskID); err != nil || t.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING {
 			return t, h, err
 		}
 	}

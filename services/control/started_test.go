@@ -17,7 +17,7 @@ import (
 // for a state that lasts milliseconds.
 func TestProposeRightAfterCreateWaitsForTheStart(t *testing.T) {
 	waiting := make(chan string, 1)
-	r := idleRig(t, control.StartWait(5*time.Second, func(id string) { waiting <- id }))
+	r := idleHarness(t, control.StartWait(5*time.Second, func(id string) { waiting <- id }))
 	r.register(t, &stewardv1.ToolContract{Name: "search", Version: "1",
 		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL})
 	taskID := pendingTask(t, r)
@@ -43,7 +43,7 @@ func TestProposeRightAfterCreateWaitsForTheStart(t *testing.T) {
 // nothing starts is Unavailable — retryable — and says it is pending; no
 // action is recorded.
 func TestProposeOnATaskThatDoesNotStartIsUnavailable(t *testing.T) {
-	r := idleRig(t, control.StartWait(50*time.Millisecond, nil))
+	r := idleHarness(t, control.StartWait(50*time.Millisecond, nil))
 	r.register(t, &stewardv1.ToolContract{Name: "search", Version: "1",
 		EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ, DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL})
 	taskID := pendingTask(t, r)
@@ -57,9 +57,9 @@ func TestProposeOnATaskThatDoesNotStartIsUnavailable(t *testing.T) {
 	}
 }
 
-// pendingTask creates a task that may call search, on a rig whose
+// pendingTask creates a task that may call search, on a harness whose
 // reactions are not running: it stays pending.
-func pendingTask(t *testing.T, r *rig) string {
+func pendingTask(t *testing.T, r *harness) string {
 	t.Helper()
 	req := validRequest("pending")
 	req.Contract.AllowedTools = []string{"search"}

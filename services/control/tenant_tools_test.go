@@ -16,7 +16,7 @@ import (
 // tenant is refused as one that is not registered, naming the tool field,
 // even when the task's contract allows a tool of that name.
 func TestAProposalSeesItsTenantsToolsAndTheGlobalOnes(t *testing.T) {
-	r := newRig(t) // write@1 is global, registered before any task
+	r := newHarness(t) // write@1 is global, registered before any task
 	r.registerFor(t, "acme", &stewardv1.ToolContract{Name: "deploy", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE,
 		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, ParametersSchema: `{"type":"object"}`})
 	taskOf := func(tenant string) string {

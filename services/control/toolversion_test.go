@@ -16,7 +16,7 @@ import (
 // version, and naming it is refused; a contract that pins a version gets
 // its pin, whenever it was registered, and naming another is refused.
 func TestProposalTakesTheToolVersionsOfItsTask(t *testing.T) {
-	r := newRig(t) // write@1 is registered before any task
+	r := newHarness(t) // write@1 is registered before any task
 	ctx := context.Background()
 	unpinned := r.runningTask(t, "unpinned", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
 	req := validRequest("pinned")

@@ -24,7 +24,7 @@ func TestATenantsToolGetsSignedCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	signer := calltoken.NewSigner(key)
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.plane.Stop()
 	b.cfg.HTTPOptions = []adapter.HTTPOption{adapter.WithCallSigner(signer, nil)}
 	b.start()

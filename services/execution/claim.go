@@ -9,7 +9,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // claim takes a permit for this worker when something stands between the
@@ -46,7 +45,7 @@ func (p *Plane) claim(ctx context.Context, taskID string, permit *stewardv1.Acti
 		return false, err
 	}
 	var lost string
-	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		lost = ""
 		switch a := task.FindAction(t, actionID); {
 		case a.GetPermit().GetPermitId() != permit.PermitId || a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:

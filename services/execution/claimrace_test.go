@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -46,7 +45,7 @@ func (h levels) WithGroup(name string) slog.Handler {
 // action is claimed and runs once.
 func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 	ts := startTool(t)
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.plane.Stop()
 	var (
 		mu   sync.Mutex
@@ -59,7 +58,7 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 		ev, err := event.New(event.Meta{TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: "control"}},
 			&stewardv1.TaskNeedsInput{Reason: "needs help: the same failure 3 times in a row"})
 		if err == nil {
-			_, err = taskstore.Update(context.Background(), b.Log, taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
+			_, err = b.Tasks.Update(context.Background(), taskID, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil })
 		}
 		if err != nil {
 			t.Errorf("stop the task: %v", err)
@@ -93,7 +92,7 @@ func TestClaimRacingAStopIsAnOrdinaryOutcome(t *testing.T) {
 // raceWasQuiet fails t if the race set an event aside on the dead-letter
 // stream or was logged as a fault (seen, guarded by mu): losing a race is
 // not a fault.
-func (b *bed) raceWasQuiet(t *testing.T, mu *sync.Mutex, seen *[]string) {
+func (b *harness) raceWasQuiet(t *testing.T, mu *sync.Mutex, seen *[]string) {
 	t.Helper()
 	dead, err := b.Log.DeadLetters(context.Background())
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 // TestNothingRunsUnderARevokedCredential: a permit issued before its
 // task's credential was revoked is refused at claim, not dispatched.
 func TestNothingRunsUnderARevokedCredential(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	_, key, err := ed25519.GenerateKey(rand.Reader)
@@ -44,7 +44,7 @@ func TestNothingRunsUnderARevokedCredential(t *testing.T) {
 // once the credential of the task it was delegated from is revoked, though
 // its own credential still stands.
 func TestNothingRunsUnderARevokedAncestor(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	_, key, err := ed25519.GenerateKey(rand.Reader)

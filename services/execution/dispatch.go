@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -34,10 +33,10 @@ func causeOf(rec *stewardv1.EventRecord) cause {
 // on the task as the log has it (taskstore.Write and the fold).
 func (p *Plane) load(ctx context.Context, taskID string, c cause) (*stewardv1.Task, error) {
 	if c.seq == 0 {
-		t, _, err := taskstore.Load(ctx, p.log, taskID)
+		t, _, err := p.tasks.Load(ctx, taskID)
 		return t, err
 	}
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, c.seq)
+	t, _, err := p.tasks.LoadSince(ctx, taskID, c.seq)
 	return t, err
 }
 
@@ -52,7 +51,7 @@ func (p *Plane) execute(ctx context.Context, rec *stewardv1.EventRecord, pm *ste
 // permits it received meanwhile, claims that could not be dispatched, and
 // waits that ended. What succeeded is never touched again.
 func (p *Plane) resume(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}
@@ -164,7 +163,7 @@ func (p *Plane) attempt(ctx context.Context, taskID, actionID string, c cause) e
 	if !errors.Is(err, errDispatchLost) {
 		return err
 	}
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}

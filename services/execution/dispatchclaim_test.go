@@ -68,7 +68,7 @@ func (b *barrier) rounds() int {
 // and nothing is set aside.
 func TestRacingWorkersDispatchAPermitOnce(t *testing.T) {
 	ts := startTool(t)
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
 	var (
@@ -123,7 +123,7 @@ func TestRacingWorkersDispatchAPermitOnce(t *testing.T) {
 // dispatch is recorded and the tool hears nothing. On the happy path the
 // permit's events in execution are the dispatch and the outcome.
 func TestAPermitIsClaimedFirstWhenSomethingStandsBetween(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 
@@ -161,7 +161,7 @@ func TestAPermitIsClaimedFirstWhenSomethingStandsBetween(t *testing.T) {
 
 // executionSteps lists the types of the execution plane's events on
 // taskID's log.
-func executionSteps(t *testing.T, b *bed, taskID string) string {
+func executionSteps(t *testing.T, b *harness, taskID string) string {
 	t.Helper()
 	recs, err := b.Log.Read(context.Background(), taskID)
 	if err != nil {
@@ -185,7 +185,7 @@ func TestALostDispatchGivesItsBreakerProbeBack(t *testing.T) {
 	ts := startTool(t)
 	clock := &stewardtest.Clock{}
 	clock.Set(time.Now())
-	b := newBed(t, breaker.Config{MinRequests: 1, FailureRate: 1, CoolDown: time.Hour, HalfOpenProbes: 1})
+	b := newHarness(t, breaker.Config{MinRequests: 1, FailureRate: 1, CoolDown: time.Hour, HalfOpenProbes: 1})
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
 	b.cfg.Now = clock.Now
@@ -210,10 +210,10 @@ func TestALostDispatchGivesItsBreakerProbeBack(t *testing.T) {
 	})
 }
 
-// racingWorkers starts the bed's worker w1 afresh and a second one, w2, on
+// racingWorkers starts the harness's worker w1 afresh and a second one, w2, on
 // a consumer of its own, both held before each claim at one barrier, so
 // that they race every permit. It returns w2 and the barrier.
-func (b *bed) racingWorkers() (*execution.Plane, *barrier) {
+func (b *harness) racingWorkers() (*execution.Plane, *barrier) {
 	b.t.Helper()
 	race := &barrier{n: 2, wait: 5 * time.Second}
 	b.beforeClaim = race.arrive

@@ -51,7 +51,7 @@ func (n *names) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, er
 // A global tool at the same address is the platform's, and is called.
 // Found by the review of issue 27 (finding 4).
 func TestATenantsToolCannotReachInside(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	dns := &names{to: map[string]string{"inside.test": "192.168.1.10", "rebind.test": "203.0.113.7", "outside.test": "203.0.113.8"}}
 	b.plane.Stop()
 	b.cfg.Egress = egress.New(egress.Config{Resolver: dns})
@@ -120,7 +120,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 // and not asked again and again; the outcome waits for SettleAction,
 // with a warning saying why.
 func TestAStatusQueryTheEgressRuleRefusesWaitsForAPerson(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	dns := &names{to: map[string]string{"status.test": "203.0.113.9"}}
 	var logs stewardtest.LogBuffer
 	b.plane.Stop()

@@ -16,7 +16,7 @@ import (
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
-// irreversible makes a bed's tool one that moves money: it does not
+// irreversible makes a harness's tool one that moves money: it does not
 // honour its op_key, and nothing undoes it.
 func irreversible(c *stewardv1.ToolContract) {
 	c.EffectClass, c.Idempotency = stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE, nil
@@ -28,7 +28,7 @@ func irreversible(c *stewardv1.ToolContract) {
 // status query, or by a person when there is none.
 func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 	t.Run("settled by the status query", func(t *testing.T) {
-		b := newBed(t, breaker.Config{})
+		b := newHarness(t, breaker.Config{})
 		ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK, stewardtest.OK)
 		b.register(ts, "wire", true, irreversible)
 		taskID, actionID := b.permit("t-wire-query", "wire", "acct-1")
@@ -38,7 +38,7 @@ func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 		}
 	})
 	t.Run("settled by a person", func(t *testing.T) {
-		b := newBed(t, breaker.Config{})
+		b := newHarness(t, breaker.Config{})
 		ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK, stewardtest.OK)
 		b.register(ts, "wire", false, irreversible)
 		taskID, actionID := b.permit("t-wire-person", "wire", "acct-1")
@@ -66,7 +66,7 @@ func TestAnIrreversibleCallThatMayHaveArrivedIsNeverRepeated(t *testing.T) {
 // same op_key; a 400 stays failed.
 func TestWhatMayBeRetried(t *testing.T) {
 	t.Run("an irreversible tool refusing connections", func(t *testing.T) {
-		b := newBed(t, breaker.Config{})
+		b := newHarness(t, breaker.Config{})
 		ts := startTool(t)
 		ts.Close() // refuses connections: no request can arrive
 		b.register(ts, "wire", false, irreversible)
@@ -79,7 +79,7 @@ func TestWhatMayBeRetried(t *testing.T) {
 		}
 	})
 	t.Run("an honouring write answering 503 then 200", func(t *testing.T) {
-		b := newBed(t, breaker.Config{})
+		b := newHarness(t, breaker.Config{})
 		ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 		b.register(ts, "charge", false, nil)
 		taskID, actionID := b.permit("t-honours", "charge", "card-1")
@@ -94,7 +94,7 @@ func TestWhatMayBeRetried(t *testing.T) {
 // for a second is not sent a retry after that; an earlier try may
 // have done the work. Found by an independent review.
 func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.WorkThenFail(500), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.Idempotency.Retention = durationpb.New(time.Second)
@@ -122,7 +122,7 @@ func TestARetryPastTheToolsRetentionIsNotSent(t *testing.T) {
 // TestAnUnknownOutcomeStaysUnknown: no answer after the request was sent
 // is unknown for every tool, never a failure with the work done.
 func TestAnUnknownOutcomeStaysUnknown(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) { c.RetryPolicy.MaxAttempts = 1 })
 	taskID, actionID := b.permit("t-stays", "charge", "card-1")

@@ -24,7 +24,7 @@ const (
 )
 
 func TestTransientFailuresAreRetriedWithTheSameKey(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(429), stewardtest.OK)
 	b.register(ts, "charge", false, nil)
 	taskID, actionID := b.permit("t-retry", "charge", "card-1")
@@ -44,7 +44,7 @@ func TestTransientFailuresAreRetriedWithTheSameKey(t *testing.T) {
 }
 
 func TestRetriesStopAtMaxAttempts(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.OK)
 	// Two, not the default of three: the tool's own figure is what stops it.
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) { c.RetryPolicy.MaxAttempts = 2 })
@@ -59,7 +59,7 @@ func TestRetriesStopAtMaxAttempts(t *testing.T) {
 }
 
 func TestDeterministicAndValidationFailuresAreNotRetried(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	bad := startTool(t, stewardtest.Fail(400))
 	b.register(bad, "lookup", false, nil)
 	taskID, actionID := b.permit("t-determ", "lookup", "x")
@@ -86,7 +86,7 @@ func TestDeterministicAndValidationFailuresAreNotRetried(t *testing.T) {
 }
 
 func TestUnknownOutcomeIsSettledByTheStatusQuery(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", true, nil)
 	taskID, actionID := b.permit("t-slow", "charge", "card-1")
@@ -103,7 +103,7 @@ func TestUnknownOutcomeIsSettledByTheStatusQuery(t *testing.T) {
 }
 
 func TestNotAcceptedIsDispatchedOnceMoreWithTheSameKey(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Silent, stewardtest.OK)
 	b.register(ts, "charge", true, nil)
 	taskID, actionID := b.permit("t-drop", "charge", "card-1")
@@ -117,7 +117,7 @@ func TestNotAcceptedIsDispatchedOnceMoreWithTheSameKey(t *testing.T) {
 }
 
 func TestUnknownOutcomeWithoutStatusQueryWaitsForAPerson(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", false, writesOnce)
 	taskID, actionID := b.permit("t-person", "charge", "card-1")
@@ -167,7 +167,7 @@ func TestRestartDuringBackoffKeepsTheRetry(t *testing.T) {
 // restartWithTheTimerSet: the timer fires while nothing runs, and the
 // restarted plane makes the retry.
 func restartWithTheTimerSet(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 2, 2
@@ -198,7 +198,7 @@ func restartWithTheTimerSet(t *testing.T) {
 // plane stopped between the two leaves it. The restarted plane sets the
 // timer from the recorded wait, and the retry is made.
 func restartBeforeTheTimerIsSet(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
@@ -221,7 +221,7 @@ func restartBeforeTheTimerIsSet(t *testing.T) {
 }
 
 func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
-	b := newBed(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
+	b := newHarness(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503), stewardtest.Fail(503))
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.ServiceKey = "bank"
@@ -259,7 +259,7 @@ func TestFlappingServiceOpensTheBreakerAndNothingIsDropped(t *testing.T) {
 	}
 }
 
-func waitedFor(t *testing.T, b *bed, taskID string, kind stewardv1.WaitKind) bool {
+func waitedFor(t *testing.T, b *harness, taskID string, kind stewardv1.WaitKind) bool {
 	recs, err := b.Log.Read(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
@@ -298,7 +298,7 @@ func TestASilentWorkersCallIsTakenOverAfterItsLease(t *testing.T) {
 }
 
 func silentWorkersCallIsTakenOver(t *testing.T, left func(actionID string) []event.Payload) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", true, nil)
 	b.plane.Stop() // the dead worker's turn: nothing reacts
@@ -340,7 +340,7 @@ func silentWorkersCallIsTakenOver(t *testing.T, left func(actionID string) []eve
 // its claim and its dispatch record leaves a claim and nothing else. A
 // worker under another name dispatches it once the lease has run out.
 func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, writesOnce)
 	b.plane.Stop()
@@ -377,7 +377,7 @@ func TestADeadWorkersClaimIsDispatchedByAnother(t *testing.T) {
 // action is closed, failed, and the attempts made are charged at the
 // tool's price, so the task's budget counts every call it paid for.
 func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.OK)
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.RetryPolicy.InitialBackoff.Seconds, c.RetryPolicy.MaxBackoff.Seconds = 1, 1
@@ -395,6 +395,6 @@ func TestAnEndedTaskMakesNoRetryAndPaysForItsAttempts(t *testing.T) {
 	}
 }
 
-// writesOnce makes a bed's tool one that does not honour its op_key: a
+// writesOnce makes a harness's tool one that does not honour its op_key: a
 // call that may have arrived is never made again blind.
 func writesOnce(c *stewardv1.ToolContract) { c.Idempotency = nil }

@@ -20,7 +20,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -28,9 +27,9 @@ import (
 	"github.com/steward-run/steward/services/execution/limit"
 )
 
-// bed is an execution plane on the kit's environment, fed permits written
+// harness is an execution plane on the kit's environment, fed permits written
 // onto the log in the control and governance planes' stead.
-type bed struct {
+type harness struct {
 	*stewardtest.Env
 	t     *testing.T
 	cfg   execution.Config
@@ -41,14 +40,14 @@ type bed struct {
 	beforeClaim func()
 }
 
-// newBed starts an execution plane named w1, with a short lease, and a
+// newHarness starts an execution plane named w1, with a short lease, and a
 // stand-in for governance. Tenants' tools may call loopback, where the
 // kit's tools listen, as --tool-egress-allow 127.0.0.0/8 lets them.
-func newBed(t *testing.T, br breaker.Config) *bed {
+func newHarness(t *testing.T, br breaker.Config) *harness {
 	t.Helper()
 	env := stewardtest.NewEnv(t)
-	b := &bed{Env: env, t: t, cfg: execution.Config{
-		Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
+	b := &harness{Env: env, t: t, cfg: execution.Config{
+		Tasks: env.Tasks, Tools: env.Tools, Requests: env.Requests, Results: env.Results, Timers: env.Timers, Worker: "w1",
 		Adapters: adapter.Set{HTTP: adapter.NewHTTP(nil)}, Breaker: br, Lease: 600 * time.Millisecond,
 		Limits: openGate(t, env.Bus.JS),
 		Egress: egress.New(egress.Config{Allow: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}),
@@ -68,7 +67,7 @@ func openGate(t *testing.T, js jetstream.JetStream) *limit.Gate {
 	return limit.New(kv)
 }
 
-// callPath is where the bed's tools take calls.
+// callPath is where the harness's tools take calls.
 const callPath = "/call"
 
 // startTool starts the kit's tool, answering calls to callPath as script
@@ -82,10 +81,10 @@ func startTool(t *testing.T, script ...stewardtest.Answer) *stewardtest.Tool {
 // policy still allows the action would: a new snapshot and a new permit.
 // What the real governance plane decides on revalidation is tested with
 // both planes in e2e (revalidation_planes_test.go).
-func (b *bed) standInGovernance() {
+func (b *harness) standInGovernance() {
 	sub, err := b.Log.React(context.Background(), "test-governance", eventlog.OnRecord[*stewardv1.ActionRevalidating](func(ctx context.Context, rec *stewardv1.EventRecord) error {
 		r := rec.Event.GetActionRevalidating()
-		t, _, err := taskstore.Load(ctx, b.Log, rec.Event.TaskId)
+		t, _, err := b.Tasks.Load(ctx, rec.Event.TaskId)
 		if err != nil {
 			return err
 		}
@@ -103,7 +102,7 @@ func (b *bed) standInGovernance() {
 			if err != nil {
 				return err
 			}
-			if _, err := taskstore.Update(ctx, b.Log, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
+			if _, err := b.Tasks.Update(ctx, rec.Event.TaskId, func(*stewardv1.Task) (*stewardv1.Event, error) { return ev, nil }); err != nil && !errs.Is(err, errs.FailedPrecondition) {
 				return err
 			}
 		}
@@ -116,7 +115,7 @@ func (b *bed) standInGovernance() {
 }
 
 // start runs a fresh plane, as a restarted process would.
-func (b *bed) start() {
+func (b *harness) start() {
 	b.t.Helper()
 	logger := b.logger
 	if logger == nil {
@@ -139,7 +138,7 @@ func (b *bed) start() {
 
 // register records a tool named name served by ts on callPath, with or
 // without its status query, as edit leaves its contract.
-func (b *bed) register(ts *stewardtest.Tool, name string, statusQuery bool, edit func(*stewardv1.ToolContract)) {
+func (b *harness) register(ts *stewardtest.Tool, name string, statusQuery bool, edit func(*stewardv1.ToolContract)) {
 	b.t.Helper()
 	c := ts.Contract(name, callPath)
 	if !statusQuery {
@@ -156,13 +155,13 @@ func (b *bed) register(ts *stewardtest.Tool, name string, statusQuery bool, edit
 // permit opens a running task with one permitted action for tool, with
 // events before recorded just before the permit, and returns the task and
 // action ids.
-func (b *bed) permit(taskID, tool, target string, before ...event.Payload) (string, string) {
+func (b *harness) permit(taskID, tool, target string, before ...event.Payload) (string, string) {
 	b.t.Helper()
 	return b.permitUnder(&stewardv1.TaskContract{TaskId: taskID, Intent: "test", AllowedTools: []string{tool}}, tool, target, before...)
 }
 
 // permitUnder is permit for a task with contract k.
-func (b *bed) permitUnder(k *stewardv1.TaskContract, tool, target string, before ...event.Payload) (string, string) {
+func (b *harness) permitUnder(k *stewardv1.TaskContract, tool, target string, before ...event.Payload) (string, string) {
 	b.t.Helper()
 	b.Append(k.TaskId, &stewardv1.TaskCreated{Contract: k}, &stewardv1.TaskStarted{})
 	a, permitted := b.allow(k.TaskId, "p1", tool, target)
@@ -173,7 +172,7 @@ func (b *bed) permitUnder(k *stewardv1.TaskContract, tool, target string, before
 // allow records action pid of the task, for tool on target, proposed and
 // evaluated (allowed), and returns it with the permit that lets it run,
 // for the test to record.
-func (b *bed) allow(taskID, pid, tool, target string) (*stewardv1.Action, *stewardv1.ActionPermitted) {
+func (b *harness) allow(taskID, pid, tool, target string) (*stewardv1.Action, *stewardv1.ActionPermitted) {
 	b.t.Helper()
 	a := b.ProposedAction(taskID, pid, tool, target)
 	snapshot := "s-" + pid
@@ -191,7 +190,7 @@ func status(s stewardv1.ActionStatus) func(*stewardv1.Action) bool {
 // timer says whether the timer stream holds a timer of kind at stage:
 // "at" while it is set and not yet due, "fired" once it came due, "*"
 // either.
-func (b *bed) timer(stage, kind string) bool {
+func (b *harness) timer(stage, kind string) bool {
 	b.t.Helper()
 	ctx := context.Background()
 	s, err := b.JS.Stream(ctx, b.Timers.StreamOf(timer.Owner(kind)))

@@ -13,7 +13,7 @@ import (
 // the permit, issued before it, is revalidated before its call, as after
 // a resume.
 func TestAnswerTakesUpPermitsAsAResumeDoes(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	taskID, actionID := b.permit("t-answer", "charge", "card",

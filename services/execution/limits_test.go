@@ -18,7 +18,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -30,7 +29,7 @@ import (
 // the tool never saw more than 2 at a time.
 func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 	const n, cap = 50, 2
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.process("w2", execution.PlaneName)
 	tool := stewardtest.StartTool(t).IgnoreKeys().Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	b.register(tool, "capped", false, func(c *stewardv1.ToolContract) {
@@ -61,7 +60,7 @@ func TestAToolsCapHoldsOverTwoWorkers(t *testing.T) {
 // heldBack waits until the tool has calls and n actions wait for its
 // limits, or until the tool got more than calls; it returns the tool's
 // calls then.
-func (b *bed) heldBack(tool *stewardtest.Tool, calls, n int, ids map[string]string) int {
+func (b *harness) heldBack(tool *stewardtest.Tool, calls, n int, ids map[string]string) int {
 	b.t.Helper()
 	stewardtest.Eventually(b.t, 30*time.Second, func() (bool, string) {
 		waiting := 0
@@ -85,7 +84,7 @@ func (b *bed) heldBack(tool *stewardtest.Tool, calls, n int, ids map[string]stri
 // delivered.
 func TestHeldCallsDoNotStopThePlane(t *testing.T) {
 	const held, pending = 30, 20
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.maxAckPending(pending)
 	slow := stewardtest.StartTool(t).IgnoreKeys().Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	b.register(slow, "slow", false, func(c *stewardv1.ToolContract) {
@@ -138,9 +137,9 @@ func TestHeldCallsDoNotStopThePlane(t *testing.T) {
 }
 
 // action is the action as the log has it now; nil before its task.
-func (b *bed) action(taskID, actionID string) *stewardv1.Action {
+func (b *harness) action(taskID, actionID string) *stewardv1.Action {
 	b.t.Helper()
-	t, _, err := taskstore.Load(context.Background(), b.Log, taskID)
+	t, _, err := b.Tasks.Load(context.Background(), taskID)
 	if err != nil && !errs.Is(err, errs.NotFound) {
 		b.t.Fatal(err)
 	}
@@ -148,7 +147,7 @@ func (b *bed) action(taskID, actionID string) *stewardv1.Action {
 }
 
 // consumer is the execution plane's durable consumer.
-func (b *bed) consumer() jetstream.Consumer {
+func (b *harness) consumer() jetstream.Consumer {
 	b.t.Helper()
 	cons, err := b.JS.Consumer(context.Background(), b.Log.Config().Stream, execution.PlaneName)
 	if err != nil {
@@ -159,7 +158,7 @@ func (b *bed) consumer() jetstream.Consumer {
 
 // maxAckPending lowers how many events the execution consumer may have
 // delivered and not acknowledged (JetStream's default is 1,000).
-func (b *bed) maxAckPending(n int) {
+func (b *harness) maxAckPending(n int) {
 	b.t.Helper()
 	ctx := context.Background()
 	info, err := b.consumer().Info(ctx)
@@ -179,7 +178,7 @@ func (b *bed) maxAckPending(n int) {
 // the gate to the tool.
 func TestAToolsRateHolds(t *testing.T) {
 	const n, rate, burst = 10, 5.0, 2
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	tool := startTool(t)
 	b.register(tool, "paced", false, func(c *stewardv1.ToolContract) {
 		c.Limits = &stewardv1.ToolLimits{RatePerSecond: rate, Burst: burst}
@@ -217,7 +216,7 @@ func TestAToolsRateHolds(t *testing.T) {
 // says 2 outcomes, all failed, and an hour, opens its breaker after two
 // failed attempts, and the action waits for the hour.
 func TestAToolsBreakerThresholdsComeFromItsContract(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	tool := stewardtest.StartTool(t).Always(callPath, stewardtest.Fail(503))
 	b.register(tool, "fragile", false, func(c *stewardv1.ToolContract) {
 		c.Limits = &stewardv1.ToolLimits{BreakerMinRequests: 2, BreakerFailureRate: 1, BreakerCoolDown: durationpb.New(time.Hour)}
@@ -242,7 +241,7 @@ func TestAToolsBreakerThresholdsComeFromItsContract(t *testing.T) {
 // task waits for acme's first, beta's does not. A tenant's own tool may
 // not say per_tenant: it is its tenant's alone.
 func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	tool := stewardtest.StartTool(t).Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	b.register(tool, "shared", false, func(c *stewardv1.ToolContract) {
 		c.Timeout = durationpb.New(time.Minute)
@@ -282,7 +281,7 @@ func TestPerTenantSplitsAGlobalToolsCap(t *testing.T) {
 // old code did.
 func TestNoGateIsSaidOnce(t *testing.T) {
 	const warning = "no gate to hold them"
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	var logs stewardtest.LogBuffer
 	b.plane.Stop()
 	b.cfg.Limits = nil

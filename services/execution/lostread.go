@@ -9,7 +9,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // resendLostRead takes up a lost call (see lostCall) of a read the way a
@@ -23,7 +22,7 @@ import (
 // tool, and for a read with no attempt left under its policy: that call's
 // outcome stays unknown, as before.
 func (p *Plane) resendLostRead(ctx context.Context, taskID string, a *stewardv1.Action, c cause, reason string, silent func(*stewardv1.Task) bool) (bool, error) {
-	tenant, err := taskstore.Tenant(ctx, p.log, taskID)
+	tenant, err := p.tasks.Tenant(ctx, taskID)
 	if err != nil {
 		return false, err
 	}

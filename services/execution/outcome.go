@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -78,7 +77,7 @@ func (p *Plane) attemptsCost(ctx context.Context, taskID string, a *stewardv1.Ac
 	if a.Attempt == 0 {
 		return 0, nil
 	}
-	tenant, err := taskstore.Tenant(ctx, p.log, taskID)
+	tenant, err := p.tasks.Tenant(ctx, taskID)
 	if err != nil {
 		return 0, err
 	}

@@ -25,7 +25,7 @@ import (
 // permit copied onto another action.
 func TestAPermitWhoseSignatureDoesNotHoldIsNotExecuted(t *testing.T) {
 	ts := startTool(t)
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
 	governance, forger := newKey(t), newKey(t)

@@ -48,6 +48,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/secret"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/execution/adapter"
@@ -60,6 +61,9 @@ const PlaneName = event.PlaneExecution
 
 // Config is what an execution plane needs besides the log.
 type Config struct {
+	// Tasks is the process's store of the log's tasks (stores.Set), shared
+	// by its planes; a store of the plane's own when nil.
+	Tasks    *taskstore.Store
 	Tools    *toolreg.Registry
 	Requests *action.Store
 	Results  *action.Store
@@ -121,7 +125,10 @@ type Config struct {
 
 // Plane is the execution plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log      *eventlog.Log
+	log *eventlog.Log
+	// tasks folds the log's tasks, shared by every plane of the process
+	// (Config.Tasks).
+	tasks    *taskstore.Store
 	logger   *slog.Logger
 	cfg      Config
 	breakers *breaker.Set
@@ -151,6 +158,9 @@ type Option func(*Plane)
 // New returns an execution plane over log. A breaker configuration that
 // does not validate is an error naming the field.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*Plane, error) {
+	if cfg.Tasks == nil {
+		cfg.Tasks = taskstore.New(log)
+	}
 	if cfg.Consumer == "" {
 		cfg.Consumer = PlaneName
 	}
@@ -170,7 +180,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 		cfg.Egress = egress.New(egress.Config{})
 	}
 	p := &Plane{
-		log: log, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
+		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
 		breakers:   breaker.New(cfg.Breaker),
 		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -19,7 +18,7 @@ import (
 // the permit and the call, which a retry's backoff or a pause can make
 // long.
 func (p *Plane) credentialStands(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
-	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
+	if why, err := p.tasks.Revoked(ctx, t); why != "" || err != nil {
 		return why, err
 	}
 	c := t.Credential.GetCredential()

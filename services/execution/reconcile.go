@@ -12,7 +12,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -38,7 +37,7 @@ func (p *Plane) reconcileOutcome(ctx context.Context, rec *stewardv1.EventRecord
 // is in flight — lets the same request go out once more with the same
 // op_key (see armWait), and a second "not accepted" fails it.
 func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt, check uint32, c cause) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if errs.Is(err, errs.NotFound) {
 		return nil
 	} else if err != nil {

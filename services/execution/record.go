@@ -6,7 +6,6 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // record appends one ledger step with the given deterministic id, so a
@@ -30,7 +29,7 @@ func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payloa
 	if err != nil {
 		return err
 	}
-	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if still != nil && !still(t) {
 			return nil, nil
 		}

@@ -19,12 +19,12 @@ import (
 func TestTheRequestSentIsTheOneHashed(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		form func(b *bed, a *stewardv1.Action, canonical []byte)
+		form func(b *harness, a *stewardv1.Action, canonical []byte)
 		want stewardv1.ActionStatus
 	}{
-		{"inline", func(_ *bed, a *stewardv1.Action, canonical []byte) { a.Request, a.RequestRef = canonical, "" }, succeededS},
-		{"stored", func(*bed, *stewardv1.Action, []byte) {}, succeededS},
-		{"stored, another request under the ref", func(b *bed, a *stewardv1.Action, _ []byte) {
+		{"inline", func(_ *harness, a *stewardv1.Action, canonical []byte) { a.Request, a.RequestRef = canonical, "" }, succeededS},
+		{"stored", func(*harness, *stewardv1.Action, []byte) {}, succeededS},
+		{"stored, another request under the ref", func(b *harness, a *stewardv1.Action, _ []byte) {
 			ref, _, err := b.Requests.Put(context.Background(), []byte(`{"params":{"evil":true}}`))
 			if err != nil {
 				b.t.Fatal(err)
@@ -33,7 +33,7 @@ func TestTheRequestSentIsTheOneHashed(t *testing.T) {
 		}, failedS},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b := newBed(t, breaker.Config{})
+			b := newHarness(t, breaker.Config{})
 			ts := startTool(t)
 			b.register(ts, "charge", false, nil)
 			taskID := "t-" + strings.NewReplacer(" ", "-", ",", "").Replace(c.name)

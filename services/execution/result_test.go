@@ -18,7 +18,7 @@ func TestASmallResultTravelsInlineAndALargeOneIsStored(t *testing.T) {
 	ctx := context.Background()
 	large := `{"big":"` + strings.Repeat("x", action.MaxInlineRequest) + `"}`
 	ts := startTool(t, stewardtest.Answer{Work: true, Body: large})
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.register(ts, "charge", false, nil)
 
 	taskID, actionID := b.permit("t-large", "charge", "card-1")

@@ -9,7 +9,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // A permit is used for one dispatch, and only while it is fresh. Before a
@@ -91,7 +90,7 @@ func (p *Plane) reconcileStopped(ctx context.Context, rec *stewardv1.EventRecord
 	if d := rec.Event.GetApprovalDecided(); d != nil {
 		id = d.ActionId
 	}
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,7 @@ import (
 // the action is refused before dispatch, and the tool is not called with a
 // body many times the size of any proposal.
 func TestARequestQuotingASecretOverAndOverIsRefused(t *testing.T) {
-	b, sealer := newSecretBed(t)
+	b, sealer := newSecretHarness(t)
 	ts := startTool(t)
 	b.register(ts, "login", false, func(c *stewardv1.ToolContract) {
 		c.ParametersSchema = `{"properties":{"password":{"writeOnly":true}}}`

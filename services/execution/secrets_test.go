@@ -20,7 +20,7 @@ import (
 // does not commit to the request's commitment is refused before dispatch,
 // and the tool is not called.
 func TestSecretsOpenJustBeforeTheCall(t *testing.T) {
-	b, sealer := newSecretBed(t)
+	b, sealer := newSecretHarness(t)
 	ts := startTool(t)
 	b.register(ts, "login", false, func(c *stewardv1.ToolContract) {
 		c.ParametersSchema = `{"properties":{"password":{"type":"string","writeOnly":true}}}`
@@ -94,15 +94,15 @@ func TestSecretsOpenJustBeforeTheCall(t *testing.T) {
 	}
 }
 
-// newSecretBed is a bed whose execution plane opens sealed values with
+// newSecretHarness is a harness whose execution plane opens sealed values with
 // the sealer it returns.
-func newSecretBed(t *testing.T) (*bed, *secret.Sealer) {
+func newSecretHarness(t *testing.T) (*harness, *secret.Sealer) {
 	t.Helper()
 	sealer, err := secret.New([]byte(strings.Repeat("k", secret.KeySize)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	b.plane.Stop()
 	b.cfg.Secrets = sealer
 	b.start()

@@ -14,7 +14,6 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/adapter"
 )
 
@@ -46,7 +45,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	default:
 		return nil, errs.Field("state", "must be SETTLE_STATE_SUCCEEDED, SETTLE_STATE_FAILED or SETTLE_STATE_NOT_ACCEPTED")
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -74,7 +73,7 @@ func (p *Plane) settleLoaded(ctx context.Context, principal string, req *steward
 			return nil, err
 		}
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +157,7 @@ func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionR
 // none: its status as it is now, not as the caller loaded it, which may
 // have changed since.
 func (p *Plane) notSettleable(ctx context.Context, taskID, actionID string) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}

@@ -24,7 +24,7 @@ import (
 // another reason or result is already_exists, and another person's
 // settlement failed_precondition, each naming the recorded reason.
 func TestConcurrentSettlementsAgreeOnWhatWasRecorded(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Late)
 	b.register(ts, "charge", false, writesOnce)
 	taskID, actionID := b.permit("t-settle-race", "charge", "card-1")
@@ -98,7 +98,7 @@ func TestConcurrentSettlementsAgreeOnWhatWasRecorded(t *testing.T) {
 // told what was, not ok. A caller that read the action before it was
 // unknown is told its status now, not the one it read.
 func TestAStaleSettlementIsNotToldOk(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Late, stewardtest.Late) // both attempts unknown
 	b.register(ts, "charge", false, writesOnce)
 	taskID, actionID := b.permit("t-settle-stale", "charge", "card-1")

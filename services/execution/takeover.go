@@ -5,7 +5,6 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // takeOver reacts to a task marked stalled — no event, not even a
@@ -16,7 +15,7 @@ import (
 // what no event is left to bring back, such as work whose worker's own
 // consumer went with it.
 func (p *Plane) takeOver(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}

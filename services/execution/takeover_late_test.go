@@ -25,7 +25,7 @@ import (
 // and the ActionPermitted event is set aside on the dead-letter stream as
 // if it were a bad event.
 func TestALateWorkersRetryWaitIsNotDeadLettered(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t, stewardtest.Answer{Code: http.StatusServiceUnavailable, Hold: stewardtest.HoldUntilRelease})
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
 		c.Timeout = durationpb.New(time.Minute)

@@ -8,7 +8,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -19,7 +18,7 @@ import (
 // call ends. carryOn returns at the first error, and hold answers a live
 // lease with errs.Later, so B waits for as long as A's call lasts.
 func TestResumeIsNotBlockedByAnotherWorkersLiveCall(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	b.register(ts, "charge", false, nil)
 	b.plane.Stop()
@@ -39,7 +38,7 @@ func TestResumeIsNotBlockedByAnotherWorkersLiveCall(t *testing.T) {
 	b.Append(taskID, &stewardv1.TaskResumed{Reason: "go on"})
 
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		tk, _, err := taskstore.Load(context.Background(), b.Log, taskID)
+		tk, _, err := b.Tasks.Load(context.Background(), taskID)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/stores"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/execution"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
@@ -29,7 +28,7 @@ type process struct {
 	plane *execution.Plane
 }
 
-func (b *bed) process(name, consumer string) *process {
+func (b *harness) process(name, consumer string) *process {
 	b.t.Helper()
 	ctx := context.Background()
 	nc, err := b.ConnectAs(execution.PlaneName) // as a serve worker would
@@ -47,7 +46,7 @@ func (b *bed) process(name, consumer string) *process {
 	}
 	b.t.Cleanup(set.Close)
 	cfg := b.cfg
-	// The tools as the bed's registry has them already; the process's
+	// The tools as the harness's registry has them already; the process's
 	// own would learn them from the log a moment later.
 	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Requests, set.Results, set.Timers
 	cfg.Limits = openGate(b.t, js) // the same bucket, through its own connection
@@ -88,7 +87,7 @@ func TestRetryCallOfADeadWorkerIsTakenOverWithinTheLease(t *testing.T) {
 }
 
 func retryTakeover(t *testing.T, n int, shared bool) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	// Every call goes on until the test ends.
 	ts := stewardtest.StartTool(t).Always(callPath, stewardtest.Answer{Work: true, Hold: stewardtest.HoldUntilRelease})
 	b.register(ts, "charge", false, func(c *stewardv1.ToolContract) {
@@ -130,7 +129,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	// wa left the test skipped on most runs of one action).
 	claimedBy := make([]string, n)
 	for i := range n {
-		tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
+		tk, _, _ := b.Tasks.Load(context.Background(), tasks[i])
 		claimedBy[i] = task.FindAction(tk, actions[i]).ClaimedBy
 	}
 	dead := "wa"
@@ -153,7 +152,7 @@ func retryTakeover(t *testing.T, n int, shared bool) {
 	stewardtest.Eventually(t, b.cfg.Lease+10*time.Second, func() (bool, string) {
 		stuck := 0
 		for _, i := range mine {
-			tk, _, _ := taskstore.Load(context.Background(), b.Log, tasks[i])
+			tk, _, _ := b.Tasks.Load(context.Background(), tasks[i])
 			if task.FindAction(tk, actions[i]).Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED {
 				stuck++
 			}

@@ -19,7 +19,7 @@ import (
 // same version, and each tenant's registration is idempotent on its own.
 // A tenant may not register a built-in tool.
 func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	ctx := context.Background()
 	register := func(tenant, name, url string) (*stewardv1.Tool, bool, error) {
@@ -68,7 +68,7 @@ func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
 // the tool's failures open a breaker of the tenant's, never the global one
 // of the same service key, which a global tool's calls count on.
 func TestATenantsToolRunsOnlyForItsTenantAndHasItsOwnBreaker(t *testing.T) {
-	b := newBed(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
+	b := newHarness(t, breaker.Config{Window: 10 * time.Second, MinRequests: 2, FailureRate: 0.5, CoolDown: 2 * time.Second})
 	ts := startTool(t, stewardtest.Fail(503), stewardtest.Fail(503))
 	c := ts.Contract("charge", callPath)
 	c.ServiceKey = "bank"

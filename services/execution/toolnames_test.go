@@ -22,7 +22,7 @@ import (
 // which the tenant never sees, does not count. Found by the review of
 // issue 27 (finding 7).
 func TestToolNamesAreOneWithoutCase(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	ts := startTool(t)
 	register := func(tenant, name string) error {
 		_, _, err := b.plane.Register(context.Background(), tenant, "admin", ts.Contract(name, callPath))
@@ -56,7 +56,7 @@ func TestToolNamesAreOneWithoutCase(t *testing.T) {
 // registered: the start goes on. Found by the review of issue 27
 // (finding 7), where such a file stopped the start.
 func TestReservedToolNamesAreNoTenants(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	var logs stewardtest.LogBuffer
 	b.plane.Stop()
 	b.cfg.ReservedTools = []string{"billing"}

@@ -12,6 +12,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -21,7 +22,7 @@ import (
 // secret values included, wherever its URL says. Found by the review of
 // issue 16, when every tool was global.
 func TestATenantCannotTakeOverAGlobalTool(t *testing.T) {
-	b := newBed(t, breaker.Config{})
+	b := newHarness(t, breaker.Config{})
 	tokens := rpc.Tokens{
 		"platform-tool-admin-0123456789": {Principal: "user:tools", Roles: []string{access.ToolAdmin}},
 		"acme-tool-admin-token-01234567": {Principal: "user:tools", Roles: []string{access.ToolAdmin}, Tenant: "acme"},
@@ -38,8 +39,7 @@ func TestATenantCannotTakeOverAGlobalTool(t *testing.T) {
 		c := ts.Contract("wire", callPath)
 		c.Version = version
 		req := connect.NewRequest(&stewardv1.RegisterToolRequest{Contract: c})
-		req.Header().Set("Authorization", "Bearer "+token)
-		_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL).RegisterTool(context.Background(), req)
+		_, err := stewardv1connect.NewToolServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(stewardtest.Bearer(token))).RegisterTool(context.Background(), req)
 		return err
 	}
 	if err := register("platform-tool-admin-0123456789", "1.0.0"); err != nil {

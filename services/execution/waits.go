@@ -9,7 +9,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
@@ -100,7 +99,7 @@ func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
 // now (see attempt), with the cost of the calls it made, rather than left
 // waiting for a timer that could find it only if it fired after the end.
 func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil || !task.Terminal(t.Status) {
 		return err
 	}
@@ -119,7 +118,7 @@ func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) erro
 // it. A task that is stopped leaves it to the resume; a task that went on
 // without it (a newer wait, an ended action) makes the timer moot.
 func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
-	t, _, err := taskstore.Load(ctx, p.log, note.TaskID)
+	t, _, err := p.tasks.Load(ctx, note.TaskID)
 	if errs.Is(err, errs.NotFound) {
 		return nil
 	} else if err != nil {

@@ -21,7 +21,7 @@ import (
 // that would pass it, each with a token to the next; a page size cuts
 // pages by count the same way; every approval is listed once, in order.
 func TestListApprovalsPagesByCountAndBytes(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	const approvals = 12

@@ -14,7 +14,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -55,7 +54,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		return nil, errs.Field("action_hash", "is required: approval %s is for action %s; name the hash of the action you decide on", req.ApprovalId, known.ActionId)
 	}
 	var decided *stewardv1.Approval
-	err = taskstore.Write(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = p.tasks.Write(ctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		a := task.FindAction(t, known.ActionId)
 		if a == nil || a.Approval.GetApprovalId() != req.ApprovalId || t.Tenant != who.Tenant {
 			return nil, approvalNotFound(req.ApprovalId)

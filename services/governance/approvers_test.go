@@ -44,7 +44,7 @@ func authorizer(principal string) rpc.Identity {
 }
 
 // vote decides the open approval of actionID as who.
-func (e *govEnv) vote(taskID, actionID string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
+func (e *harness) vote(taskID, actionID string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
 	a := e.waitStatus(taskID, actionID, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	return e.plane.Decide(context.Background(), who, &stewardv1.DecideApprovalRequest{
 		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: d, Comment: "by " + who.Principal,
@@ -62,7 +62,7 @@ const (
 // permit follows. The approval carries the proposer's rationale and the
 // votes, in the index as in the fold.
 func TestTwoApprovers(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withBundle(t, twoForWires))
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	e.credentialed("t")
@@ -102,7 +102,7 @@ func TestTwoApprovers(t *testing.T) {
 // TestRejectionDecidesAtOnce: one rejection decides an approval that
 // needed two approvals.
 func TestRejectionDecidesAtOnce(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withBundle(t, twoForWires))
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
@@ -131,7 +131,7 @@ func TestWhoMayApprove(t *testing.T) {
 		}
 	}
 	t.Run("the proposer", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		wire := e.proposeAction(t, "t", "w1", "wire", "", "user:bo", map[string]any{"n": 1})
@@ -143,7 +143,7 @@ func TestWhoMayApprove(t *testing.T) {
 		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	})
 	t.Run("the proposer may reject", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		wire := e.proposeAction(t, "t", "w1", "wire", "", "user:bo", map[string]any{"n": 1})
@@ -153,7 +153,7 @@ func TestWhoMayApprove(t *testing.T) {
 		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_REJECTED)
 	})
 	t.Run("separation of duties", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.SeparationOfDuties, c.RequesterRef = true, "user:req"
@@ -169,7 +169,7 @@ func TestWhoMayApprove(t *testing.T) {
 		e.waitStatus("root", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	})
 	t.Run("a delegate under separation of duties", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		e.create(t, "root", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		e.credentialed("root")
@@ -185,7 +185,7 @@ func TestWhoMayApprove(t *testing.T) {
 		}
 	})
 	t.Run("the authorizer alone, of one", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
@@ -199,7 +199,7 @@ func TestWhoMayApprove(t *testing.T) {
 		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	})
 	t.Run("the authorizer among two", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t, withBundle(t, twoForWires))
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
@@ -219,7 +219,7 @@ func TestWhoMayApprove(t *testing.T) {
 		// admin passes the role table, but an approval is a judgement
 		// the policy asks of a role: an admin's approval would read in
 		// the record as one by a holder of it.
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 		wire := e.propose(t, "t", "w1", "wire")
@@ -233,7 +233,7 @@ func TestWhoMayApprove(t *testing.T) {
 		e.waitStatus("t", wire, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	})
 	t.Run("anyone with the role may reject", func(t *testing.T) {
-		e := newGovEnv(t)
+		e := newHarness(t)
 		e.start(t)
 		c := credContract([]string{"wire"}, []string{"payments:write"})
 		c.AuthorizerRef = "user:bo"
@@ -250,7 +250,7 @@ func TestWhoMayApprove(t *testing.T) {
 // change whose proposer gave no expected impact and rollback plan, and
 // says which.
 func TestPolicyWithoutRationaleDenies(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	id := e.proposeWith(t, "t", "w1", "wire", "", "agent", map[string]any{"n": 1}, &stewardv1.ActionRationale{Alternatives: []string{"not to pay"}})

@@ -8,7 +8,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // BudgetThresholds are the percentages of a limit at which the budget
@@ -32,7 +31,7 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 	taskID := rec.Event.TaskId
 	for range len(BudgetThresholds) * 16 { // bounded: every pass records one alert
 		var alert *stewardv1.BudgetAlerted
-		t, err := taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		t, err := p.tasks.Update(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 			alert = nextAlert(t)
 			if alert == nil {
 				return nil, nil
@@ -108,7 +107,7 @@ func (p *Plane) suspendIfSpent(ctx context.Context, t *stewardv1.Task, cause *st
 		return nil
 	}
 	taskID := t.Contract.GetTaskId()
-	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		line, spent := task.Spent(t)
 		if !spent || !task.Active(t.Status) {
 			return nil, nil

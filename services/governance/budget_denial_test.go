@@ -8,7 +8,6 @@ import (
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // TestADenialsCostIsGuarded: a denial on
@@ -17,7 +16,7 @@ import (
 // raises. A denial that takes the task to 100 % of its cost limit raises
 // no alert and does not suspend the task.
 func TestADenialsCostIsGuarded(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.register(t, paidTool)
 	e.start(t)
 	c := credContract([]string{"paid"}, nil)
@@ -34,7 +33,7 @@ func TestADenialsCostIsGuarded(t *testing.T) {
 		t.Fatalf("denial %v; want the call charged at 70", a.Outcome)
 	}
 	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		tk, _, err := taskstore.Load(context.Background(), e.Log, "t-guard")
+		tk, _, err := e.Tasks.Load(context.Background(), "t-guard")
 		if err != nil {
 			t.Fatal(err)
 		}

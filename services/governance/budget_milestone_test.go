@@ -13,7 +13,7 @@ import (
 // %, suspends the task, and while the milestone stays spent no action of
 // the task — in the milestone or not — gets a permit.
 func TestMilestoneSpentByAnAction(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.register(t, paidTool)
 	e.start(t)
 	c := credContract([]string{"paid"}, nil)

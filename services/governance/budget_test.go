@@ -95,9 +95,9 @@ func TestSpentAgainAfterAReleaseIsSuspendedAgain(t *testing.T) {
 
 // budgetedTask starts governance over a running task that may spend 1000
 // micro-units.
-func budgetedTask(t *testing.T) *govEnv {
+func budgetedTask(t *testing.T) *harness {
 	t.Helper()
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{
 		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
 		AllowedTools: []string{"search"},

@@ -15,7 +15,7 @@ import (
 // plane's watchdog judges quiet by; an action's outcome time) must not mix
 // an injected clock with the wall clock.
 func TestGovernanceStampsItsEventsByItsClock(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	at := time.Date(2031, 3, 4, 5, 6, 7, 0, time.UTC)
 	e.clock.Set(at)
 	e.start(t)

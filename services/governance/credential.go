@@ -67,7 +67,7 @@ func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event
 // the request's id, so that a repeat finds it (see RenewCredential). The
 // fold takes one credential per task, whichever id comes first.
 func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
-	t, _, err = taskstore.Load(ctx, p.log, taskID)
+	t, _, err = p.tasks.Load(ctx, taskID)
 	if err != nil {
 		if errs.Is(err, errs.NotFound) || errs.Is(err, errs.Corrupt) {
 			return nil, err.Error(), nil
@@ -119,7 +119,7 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 	if err != nil {
 		return nil, "", err
 	}
-	t, err = taskstore.Update(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = p.tasks.Update(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential != nil {
 			return nil, nil
 		}
@@ -179,7 +179,7 @@ func (p *Plane) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *s
 	// Read even for a task with no credential yet: it may have one by the
 	// time of the write.
 	var err error
-	if c.above, err = taskstore.RevokedAbove(ctx, p.log, t); err != nil {
+	if c.above, err = p.tasks.RevokedAbove(ctx, t); err != nil {
 		return c, err
 	}
 	if a.GetCompensates() != "" {
@@ -302,7 +302,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		return err
 	}
 	for _, ap := range p.approvals.List("", true) {
-		t, _, err := taskstore.Load(ctx, p.log, ap.TaskId)
+		t, _, err := p.tasks.Load(ctx, ap.TaskId)
 		if errs.Is(err, errs.Corrupt) {
 			// One broken history must not keep the others' approvals
 			// open; its permits are refused all the same.
@@ -316,7 +316,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 			continue
 		}
-		why, err := taskstore.Revoked(ctx, p.log, t)
+		why, err := p.tasks.Revoked(ctx, t)
 		if errs.Is(err, errs.Corrupt) {
 			why, err = "the task's credential cannot be checked: "+err.Error(), nil
 		}

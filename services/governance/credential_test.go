@@ -17,7 +17,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 )
 
@@ -26,7 +25,7 @@ import (
 // for the delegate, with the chain, that verifies offline; redelivery
 // issues nothing twice.
 func TestCredentialIssuedOnCreation(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "parent", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
 	cs := e.credentialed("parent")
@@ -75,7 +74,7 @@ func TestCredentialIssuedOnCreation(t *testing.T) {
 			t.Errorf("task %s: %d credentials issued, want 1", id, n)
 		}
 	}
-	tk, _, _ := taskstore.Load(context.Background(), e.Log, "child")
+	tk, _, _ := e.Tasks.Load(context.Background(), "child")
 	if p := task.FindAction(tk, a).Permit; p.GetCredentialRef() != leaf.CredentialId {
 		t.Errorf("permit names credential %q, want %s", p.GetCredentialRef(), leaf.CredentialId)
 	}
@@ -84,7 +83,7 @@ func TestCredentialIssuedOnCreation(t *testing.T) {
 // TestCredentialRefusals: an action the credential does not cover is
 // denied before policy, naming the credential and what failed.
 func TestCredentialRefusals(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, credentialTTL(time.Hour))
 	// Policy would ask for approval of the wire; the missing scope denies
 	// it first.
@@ -119,7 +118,7 @@ func TestCredentialRefusals(t *testing.T) {
 // TestDeadlineEndsTheCredential: a deadline sooner than the ttl is when
 // the credential expires.
 func TestDeadlineEndsTheCredential(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	k := credContract([]string{"search"}, nil)
 	k.Deadline = timestamppb.New(e.clock.Now().Add(time.Hour))
@@ -139,7 +138,7 @@ func TestDeadlineEndsTheCredential(t *testing.T) {
 // afterwards nothing is permitted to the task or to a task delegated from
 // it, its open approval is closed, and revoking again changes nothing.
 func TestRevocation(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "root", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
@@ -190,7 +189,7 @@ func TestRevocation(t *testing.T) {
 	if r := denialOf(a); !strings.HasPrefix(r, "credential revoked: leaked token") || !a.Approval.GetWithdrawn() {
 		t.Errorf("closed approval: %q, %v", r, a.Approval)
 	}
-	tk, _, _ := taskstore.Load(ctx, e.Log, "root")
+	tk, _, _ := e.Tasks.Load(ctx, "root")
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 		t.Errorf("task is %v with its approval closed", tk.Status)
 	}
@@ -221,7 +220,7 @@ func TestRevocation(t *testing.T) {
 // revocation (before the approval was closed) meets the check made before
 // every permit.
 func TestApprovalAfterRevocationGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	cs := e.credentialed("t")
@@ -250,7 +249,7 @@ func TestApprovalAfterRevocationGetsNoPermit(t *testing.T) {
 // parent is refused; a sub-task whose parent's credential was signed by
 // another key gets no credential, and its actions are denied saying why.
 func TestDelegationFromARevokedOrForeignParent(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	// The parent's credential was issued by a plane with another key.
 	e.create(t, "foreign", "user:ana", credContract([]string{"search"}, nil))
@@ -283,14 +282,14 @@ func TestDelegationFromARevokedOrForeignParent(t *testing.T) {
 // without a signer gets its credential when it next proposes; a
 // compensation is not held back by expiry, but is by revocation.
 func TestLazyIssueAndCompensations(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.create(t, "old", "user:ana", credContract([]string{"search"}, nil))
 	// The creation was handled long ago, by a plane without credentials.
 	e.start(t, withoutSigner)
 	first := e.propose(t, "old", "s0", "search")
 	e.waitStatus("old", first, stewardv1.ActionStatus_ACTION_STATUS_PERMITTED)
 	e.plane.Stop()
-	if tk, _, _ := taskstore.Load(context.Background(), e.Log, "old"); tk.Credential != nil {
+	if tk, _, _ := e.Tasks.Load(context.Background(), "old"); tk.Credential != nil {
 		t.Fatal("a plane without a signer issued a credential")
 	}
 	e.start(t, credentialTTL(time.Hour))
@@ -299,7 +298,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 
 	// The first search ran and the task is being undone after the
 	// credential expired.
-	tk, _, err := taskstore.Load(context.Background(), e.Log, "old")
+	tk, _, err := e.Tasks.Load(context.Background(), "old")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +324,7 @@ func TestLazyIssueAndCompensations(t *testing.T) {
 
 // TestCredentialKey returns the signer's public key.
 func TestCredentialKey(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	k, err := e.plane.CredentialKey()
 	if err != nil || !ed25519.PublicKey(k.PublicKey).Equal(e.signer.PublicKey()) || k.KeyId != e.signer.KeyID() {
@@ -337,7 +336,7 @@ func TestCredentialKey(t *testing.T) {
 // governance did not sign — a forgery — permits nothing; one signed with
 // an earlier key it was told to trust keeps working after a rotation.
 func TestOnlyTrustedSignaturesCount(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	sign := func(taskID string) (*stewardv1.SignedCredential, ed25519.PublicKey) {
 		pub, key, err := ed25519.GenerateKey(rand.Reader)
 		if err != nil {

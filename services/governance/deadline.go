@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
@@ -104,7 +103,7 @@ func (p *Plane) suspendPastDeadline(ctx context.Context, rec *stewardv1.EventRec
 // is; answered or resumed past its deadline, it is suspended then.
 func (p *Plane) suspendAtDeadline(ctx context.Context, taskID, id, cause string, due func(*stewardv1.Task) bool) error {
 	var reason string
-	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		if !task.Active(t.Status) || !due(t) {
 			return nil, nil

@@ -19,7 +19,7 @@ import (
 // is resumed). It must not run past its deadline because its resume found
 // it pending.
 func TestDeadlineCatchesATaskPausedBeforeItStarted(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withoutSigner)
 	k := credContract([]string{"search"}, nil)
 	k.TaskId, k.AccountableOwnerRef, k.Deadline = "early", stewardtest.Principal, dueIn(time.Second)

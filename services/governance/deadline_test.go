@@ -23,7 +23,7 @@ func dueIn(d time.Duration) *timestamppb.Timestamp { return timestamppb.New(time
 // deadlined creates a running task whose accountable owner is the
 // principal a test's events name (so that it may extend the deadline),
 // due at deadline.
-func (e *govEnv) deadlined(t *testing.T, taskID string, deadline *timestamppb.Timestamp) {
+func (e *harness) deadlined(t *testing.T, taskID string, deadline *timestamppb.Timestamp) {
 	t.Helper()
 	k := credContract([]string{"search"}, nil)
 	k.AccountableOwnerRef, k.Deadline = stewardtest.Principal, deadline
@@ -31,7 +31,7 @@ func (e *govEnv) deadlined(t *testing.T, taskID string, deadline *timestamppb.Ti
 }
 
 // deadlineSuspensions returns the task's suspensions at a deadline.
-func (e *govEnv) deadlineSuspensions(t *testing.T, taskID string) []*stewardv1.Event {
+func (e *harness) deadlineSuspensions(t *testing.T, taskID string) []*stewardv1.Event {
 	t.Helper()
 	recs, err := e.Log.Read(context.Background(), taskID)
 	if err != nil {
@@ -49,7 +49,7 @@ func (e *govEnv) deadlineSuspensions(t *testing.T, taskID string) []*stewardv1.E
 // waitDeadlineSuspended waits until the task is suspended at its
 // deadline, then until every timer has fired and been handled, and checks
 // that it was suspended once, for its deadline now.
-func (e *govEnv) waitDeadlineSuspended(t *testing.T, taskID string, timers int) *stewardv1.Event {
+func (e *harness) waitDeadlineSuspended(t *testing.T, taskID string, timers int) *stewardv1.Event {
 	t.Helper()
 	tk := e.WaitTask(taskID, func(tk *stewardv1.Task) bool {
 		return tk.Status == stewardv1.TaskStatus_TASK_STATUS_SUSPENDED && tk.SuspendedFor == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE
@@ -72,7 +72,7 @@ func (e *govEnv) waitDeadlineSuspended(t *testing.T, taskID string, timers int) 
 
 // waitFired waits until n timers have fired and the plane's consumers
 // have handled them and what they led to.
-func (e *govEnv) waitFired(t *testing.T, n int) {
+func (e *harness) waitFired(t *testing.T, n int) {
 	t.Helper()
 	fired := e.Timers.Filter("fired", governance.DeadlineTimerKind)
 	ctx := context.Background()
@@ -95,7 +95,7 @@ func (e *govEnv) waitFired(t *testing.T, n int) {
 // it once, naming the deadline; a second delivery of the timer, or the
 // creation's reaction again, records nothing more.
 func TestDeadlineSuspendsTheTask(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withoutSigner)
 	e.deadlined(t, "due", dueIn(time.Second))
 	e.waitDeadlineSuspended(t, "due", 1)
@@ -118,7 +118,7 @@ func TestDeadlineSuspendsTheTask(t *testing.T) {
 // extended before it came finds the deadline moved and does nothing; the
 // new deadline's timer suspends the task.
 func TestExtendedDeadlineFiresAtTheNewOne(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withoutSigner)
 	first := dueIn(time.Second)
 	e.deadlined(t, "moved", first)
@@ -139,7 +139,7 @@ func TestExtendedDeadlineFiresAtTheNewOne(t *testing.T) {
 // it fires, lets it come due with no plane running, and starts a new
 // plane on the same log: the task is suspended once.
 func TestDeadlineTimerSurvivesRestart(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withoutSigner)
 	deadline := dueIn(time.Second)
 	e.deadlined(t, "restart", deadline)
@@ -157,7 +157,7 @@ func TestDeadlineTimerSurvivesRestart(t *testing.T) {
 // input (whose question would be lost), are left alone at their deadline
 // and suspended when they run again; an ended task is left alone.
 func TestDeadlineLeavesHeldAndEndedTasks(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withoutSigner)
 	deadline := dueIn(time.Second)
 	e.deadlined(t, "held", deadline)

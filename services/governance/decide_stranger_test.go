@@ -16,7 +16,7 @@ import (
 // quoting a result, would let them test guesses); a wrong hash from an
 // approver is refused naming the hash, which they may read.
 func TestAStrangerLearnsNoActionHash(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	e.credentialed("t")

@@ -18,7 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 )
@@ -29,7 +28,7 @@ import (
 // credential already verified was taken as verified and its forged bounds
 // (a scope, no expiry) used to permit. It must be denied.
 func TestForgedCredentialWithASeenSignature(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 
@@ -54,7 +53,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		fake.AllowedTools, fake.Scopes, fake.ExpiresAt = []string{"search", "wire"}, []string{"payments:write"}, nil
 		fake.MaxTokens = 0
 		data, _ := proto.MarshalOptions{Deterministic: true}.Marshal(fake)
-		_, err := taskstore.Update(ctx, e.Log, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
+		_, err := e.Tasks.Update(ctx, id, func(*stewardv1.Task) (*stewardv1.Event, error) {
 			// Names the plane that owns the type, as a forger would: the
 			// signature is what must give it away.
 			return event.New(event.Meta{TaskID: id, Actor: &stewardv1.Actor{Principal: "user:mallory", Plane: event.PlaneGovernance}}, &stewardv1.CredentialIssued{Credential: &stewardv1.SignedCredential{
@@ -68,7 +67,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 		}
 	}
 	e.Append(id, &stewardv1.TaskStarted{})
-	tk, _, _ := taskstore.Load(ctx, e.Log, id)
+	tk, _, _ := e.Tasks.Load(ctx, id)
 	t.Logf("task %s holds credential %s, scopes %v, expires %v", id, tk.Credential.Credential.CredentialId, tk.Credential.Credential.Scopes, tk.Credential.Credential.ExpiresAt)
 
 	a := e.propose(t, id, "w1", "wire")
@@ -88,7 +87,7 @@ func TestForgedCredentialWithASeenSignature(t *testing.T) {
 // its key and bind the action; an approval decision appended to the log
 // by another hand, unsigned, is counted by the fold but gets no permit.
 func TestDecisionsAndPermitsAreSigned(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "signed", "user:ana", credContract([]string{"search", "wire"}, []string{"payments:write"}))
@@ -123,7 +122,7 @@ func TestDecisionsAndPermitsAreSigned(t *testing.T) {
 	e.Append("signed", &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: forged, ActionHash: a.ActionHash,
 		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:mallory"})
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(ctx, e.Log, "signed")
+	tk, _, err := e.Tasks.Load(ctx, "signed")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +138,7 @@ func TestDecisionsAndPermitsAreSigned(t *testing.T) {
 // for revalidation, gets no permit either: the approval is asked for
 // again.
 func TestEveryVoteThatCountsIsVerified(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withBundle(t, twoForWires))
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	e.credentialed("t")
@@ -176,7 +175,7 @@ func TestEveryVoteThatCountsIsVerified(t *testing.T) {
 // default bundle asks a person for a wire, and no permit may follow
 // without one.
 func TestForgedSnapshotGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
 	e.Append("t", &stewardv1.PolicyEvaluated{ActionId: wire, Snapshot: &stewardv1.PolicySnapshot{
@@ -187,7 +186,7 @@ func TestForgedSnapshotGetsNoPermit(t *testing.T) {
 		return a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_PROPOSED && a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_EVALUATED
 	})
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(context.Background(), e.Log, "t")
+	tk, _, err := e.Tasks.Load(context.Background(), "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +202,7 @@ func TestForgedSnapshotGetsNoPermit(t *testing.T) {
 // governance, landing while it evaluates (a forger watching the log and
 // appending as soon as a proposal appears).
 func TestForgedSnapshotRacingGovernance(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var once sync.Once
 	var wire string
 	e.onEvaluate = func() {
@@ -260,7 +259,7 @@ func cfoBundle(t *testing.T) *policy.Engine {
 // approval id, action and hash), the approval's roles are policy's: a
 // permit followed, and the wire ran without the CFO.
 func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
@@ -299,7 +298,7 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 
 	e.start(t, func(c *governance.Config) { c.Engine = engine })
 	e.Settle(governance.PlaneName)
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +336,7 @@ func TestAnOldVoteIsNotReplayedIntoANewApproval(t *testing.T) {
 // must not take it either: an approver would approve the real hash
 // having read the forged terms.
 func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
@@ -352,14 +351,14 @@ func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Log.Append(ctx, eventlog.HeadOf(tk), ev); err != nil {
 		t.Fatal(err)
 	}
-	if tk, _, err = taskstore.Load(ctx, e.Log, "t"); err != nil {
+	if tk, _, err = e.Tasks.Load(ctx, "t"); err != nil {
 		t.Logf("the task after the forged approval: %v", err)
 	} else {
 		t.Logf("the task's own approval after the forged one: %s %s", task.FindAction(tk, wire).Approval.GetTool(), task.FindAction(tk, wire).Approval.GetTarget())
@@ -380,11 +379,11 @@ func TestApproversSeeTheApprovalGovernanceOpened(t *testing.T) {
 // action, by its hash, is a wire. An authorizer approves what they were
 // shown; no permit may follow.
 func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 	wire := e.propose(t, "t", "w1", "wire")
-	tk, _, err := taskstore.Load(ctx, e.Log, "t")
+	tk, _, err := e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -403,7 +402,7 @@ func TestAnApprovalShowingOtherTermsGetsNoPermit(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Settle(governance.PlaneName)
-	tk, _, err = taskstore.Load(ctx, e.Log, "t")
+	tk, _, err = e.Tasks.Load(ctx, "t")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ func TestApprovalShowsParametersInlineOrStored(t *testing.T) {
 		{"large, stored", strings.Repeat("r", action.MaxInlineRequest), false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			e := newGovEnv(t)
+			e := newHarness(t)
 			e.start(t)
 			e.create(t, "t", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))
 			e.credentialed("t")

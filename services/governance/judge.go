@@ -12,7 +12,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/toolreg"
 )
 
@@ -63,7 +62,7 @@ func (p *Plane) judge(ctx context.Context, rec *stewardv1.EventRecord, proposed 
 	a := proposed.GetAction()
 	taskID := rec.Event.TaskId
 	var held *stewardv1.Task // the task as the checks left it, for the evaluation
-	if t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
+	if t, _, err := p.tasks.LoadSince(ctx, taskID, rec.Sequence); err == nil && task.FindAction(t, a.ActionId).GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_PROPOSED {
 		// What could not be permitted is denied before policy or a
 		// person is asked about it.
 		t, why, err := p.refuseEarly(ctx, t, a.ActionId, rec.Event)
@@ -135,7 +134,7 @@ func (p *Plane) deny(ctx context.Context, taskID string, a *stewardv1.Action, re
 	if err != nil {
 		return err
 	}
-	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if task.FindAction(t, a.ActionId).GetStatus() != a.Status {
 			return nil, nil
 		}
@@ -155,7 +154,7 @@ func (p *Plane) callsCost(ctx context.Context, taskID string, a *stewardv1.Actio
 	if a.Attempt == 0 || uncharged <= 0 {
 		return 0, nil
 	}
-	tenant, err := taskstore.Tenant(ctx, p.log, taskID)
+	tenant, err := p.tasks.Tenant(ctx, taskID)
 	if err != nil {
 		return 0, err
 	}
@@ -180,7 +179,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 	if err != nil {
 		return err
 	}
-	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
 		if moved(cur, a) {
 			return nil, nil

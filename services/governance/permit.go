@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // permit issues the action's one permit. t is the task as the caller
@@ -26,7 +25,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 	if err != nil {
 		return err
 	}
-	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := task.FindAction(t, a.ActionId)
 		if moved(cur, a) {
 			return nil, nil

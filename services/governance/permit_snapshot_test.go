@@ -18,7 +18,7 @@ import (
 // The proposal redelivered (a second plane from the start of the log)
 // evaluates nothing again and issues no second permit.
 func TestAnAllowIsRecordedWithItsPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var evaluations atomic.Int32
 	e.onEvaluate = func() { evaluations.Add(1) }
 	e.start(t)
@@ -56,7 +56,7 @@ func TestAnAllowIsRecordedWithItsPermit(t *testing.T) {
 // revocation, records the snapshot alone, and the denial follows it: the
 // ledger shows what policy said, then why no permit came.
 func TestAnAllowRefusedAtTheWriteRecordsTheSnapshotThenTheDenial(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var (
 		first      sync.Once
 		evaluating = make(chan struct{})

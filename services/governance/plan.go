@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // Stable ids for what governance records about a plan version: a
@@ -34,7 +33,7 @@ func planEventID(taskID string, version uint32, hash string, parts ...string) st
 // records nothing twice and continues where a crash left off.
 func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *stewardv1.PlanSubmitted) error {
 	taskID, version, hash := rec.Event.TaskId, s.GetPlan().GetVersion(), s.PlanHash
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	t, _, err := p.tasks.LoadSince(ctx, taskID, rec.Sequence)
 	if err != nil {
 		return err
 	}
@@ -46,7 +45,7 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 		if err != nil {
 			return err
 		}
-		t, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		t, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 			if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING) {
 				return nil, nil
 			}
@@ -61,7 +60,7 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 		return nil
 	}
 	approval := p.planApprovalFor(t)
-	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL) || t.Plan.Approval != nil {
 			return nil, nil
 		}

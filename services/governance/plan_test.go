@@ -17,7 +17,6 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 )
@@ -27,7 +26,7 @@ const planner = "agent:planner"
 
 // submitPlan records version of taskID's plan, one action step per tool,
 // as the control plane records a plan it validated, and returns its hash.
-func (e *govEnv) submitPlan(t *testing.T, taskID string, version uint32, tools ...string) string {
+func (e *harness) submitPlan(t *testing.T, taskID string, version uint32, tools ...string) string {
 	t.Helper()
 	p := &stewardv1.Plan{Version: version, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE}
 	for i, tool := range tools {
@@ -38,7 +37,7 @@ func (e *govEnv) submitPlan(t *testing.T, taskID string, version uint32, tools .
 
 // submit records plan p of taskID as SubmitPlan does: hashed, and, when
 // it revises the plan in force, with the revision.
-func (e *govEnv) submit(t *testing.T, taskID string, p *stewardv1.Plan) string {
+func (e *harness) submit(t *testing.T, taskID string, p *stewardv1.Plan) string {
 	t.Helper()
 	hash, err := plan.Hash(p)
 	if err != nil {
@@ -60,7 +59,7 @@ func (e *govEnv) submit(t *testing.T, taskID string, p *stewardv1.Plan) string {
 
 // judged waits until governance has judged the plan version with hash,
 // and ok holds of it; it returns the task then.
-func (e *govEnv) judged(taskID, hash string, ok func(*stewardv1.PlanState) bool) *stewardv1.Task {
+func (e *harness) judged(taskID, hash string, ok func(*stewardv1.PlanState) bool) *stewardv1.Task {
 	return e.WaitTask(taskID, func(tk *stewardv1.Task) bool {
 		ps := tk.Plan
 		return ps.GetPlanHash() == hash && ps.GetGovernance() != stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING && ok(ps)
@@ -91,7 +90,7 @@ func stopped(tk *stewardv1.Task) string {
 func standing(tk *stewardv1.Task) string { return task.PlanGovernanceName(tk.Plan.GetGovernance()) }
 
 // votePlan decides the approval of taskID's plan version with hash.
-func (e *govEnv) votePlan(approvalID, hash string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
+func (e *harness) votePlan(approvalID, hash string, who rpc.Identity, d stewardv1.ApprovalDecision) (*stewardv1.Approval, error) {
 	return e.plane.Decide(context.Background(), who, &stewardv1.DecideApprovalRequest{ApprovalId: approvalID, PlanHash: hash, Decision: d, Comment: "by " + who.Principal})
 }
 
@@ -145,7 +144,7 @@ func planContract() *stewardv1.TaskContract {
 // may start, with nobody asked. Redelivered (a second plane from the start
 // of the log), it is not evaluated or recorded again.
 func TestPlanAllowed(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var evaluations atomic.Int32
 	e.onEvaluate = func() { evaluations.Add(1) }
 	e.start(t)
@@ -176,7 +175,7 @@ func TestPlanAllowed(t *testing.T) {
 // TestPlanDenied: a plan that policy denies never may start, and nobody is
 // asked about it.
 func TestPlanDenied(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	// A tool nobody registered (validation refuses it; policy must too):
@@ -195,7 +194,7 @@ func TestPlanDenied(t *testing.T) {
 
 // TestABundleWithoutAPlanRuleAllowsPlans: the documented default.
 func TestABundleWithoutAPlanRuleAllowsPlans(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, withPlanRule(t, ""))
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
@@ -211,7 +210,7 @@ func TestABundleWithoutAPlanRuleAllowsPlans(t *testing.T) {
 // another hash or an action's; the authorizer's vote, signed over the
 // plan hash, lets it start.
 func TestPlanApproval(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
@@ -277,9 +276,9 @@ func TestPlanApproval(t *testing.T) {
 // planAwaitingApproval starts a plane under the default bundle and
 // submits to task p a plan of wires, which its plan rule holds for the
 // authorizer's approval; it returns the plan's hash and that approval.
-func planAwaitingApproval(t *testing.T) (*govEnv, string, *stewardv1.Approval) {
+func planAwaitingApproval(t *testing.T) (*harness, string, *stewardv1.Approval) {
 	t.Helper()
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	hash := e.submitPlan(t, "p", 1, wires...)
@@ -309,7 +308,7 @@ func TestPlanRejected(t *testing.T) {
 // to the log is refused by the fold, and only the new approval, bound to
 // the new hash, lets the revision start.
 func TestARevisionNeedsItsOwnApproval(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	oldHash := e.submitPlan(t, "p", 1, wires...)
@@ -330,7 +329,7 @@ func TestARevisionNeedsItsOwnApproval(t *testing.T) {
 		t.Errorf("the old hash on the new approval: %v, want InvalidArgument", err)
 	}
 	stale := stewardtest.Event(t, "p", &stewardv1.ApprovalDecided{ApprovalId: old.ApprovalId, PlanHash: oldHash, Decision: approve, DecidedBy: "user:di"})
-	if _, err := taskstore.Update(context.Background(), e.Log, "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
+	if _, err := e.Tasks.Update(context.Background(), "p", func(*stewardv1.Task) (*stewardv1.Event, error) { return stale, nil }); !errs.Is(err, errs.FailedPrecondition) {
 		t.Errorf("appending a vote on the closed approval: %v, want the fold's refusal", err)
 	}
 	if tk := e.judged("p", newHash, anyJudgement); task.PlanRuns(tk.Plan) {
@@ -357,7 +356,7 @@ decision := {"decision": "require_approval", "required_approver_roles": ["author
 func TestAForgedVoteDoesNotApproveAPlan(t *testing.T) {
 	for _, genuine := range []bool{false, true} {
 		t.Run(fmt.Sprintf("with a genuine vote %v", genuine), func(t *testing.T) {
-			e := newGovEnv(t)
+			e := newHarness(t)
 			var settings []func(*governance.Config)
 			if genuine {
 				settings = append(settings, withPlanRule(t, twoForPlans))
@@ -397,7 +396,7 @@ decision := {"decision": %q, "required_approver_roles": [%q], "reasons": ["the t
 // the approval waits; the approval given under the old one does not let
 // the plan start, and the evaluation after it says why.
 func TestPolicyChangedAfterThePlanApproval(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	dir, engine := planBundle(t, planRule("require_approval", "authorizer"))
 	e.start(t, func(c *governance.Config) { c.Engine = engine })
 	e.create(t, "p", "user:ana", planContract())
@@ -436,7 +435,7 @@ func TestAForgedPlanApprovalIsNotActedOn(t *testing.T) {
 		{"under governance's id", func(hash string) string { return "apv-" + event.ID("p", "plan", "1", hash, "approval")[:24] }, 2},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newGovEnv(t)
+			e := newHarness(t)
 			e.create(t, "p", "user:ana", planContract())
 			hash := e.submitPlan(t, "p", 1, wires...)
 			id := tt.approvalID(hash)
@@ -464,7 +463,7 @@ func TestAForgedPlanApprovalIsNotActedOn(t *testing.T) {
 // its max_items, so five wires in one foreach ask a person as five
 // separate steps would.
 func TestAForeachCountsItsItems(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	p := &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_PRODUCE, Steps: []*stewardv1.Step{
@@ -489,7 +488,7 @@ func TestAForeachCountsItsItems(t *testing.T) {
 // approval comes: an action the plan no longer asks for runs only if it
 // was permitted before the revision.
 func TestNoPermitForAnActionItsPlanWithdrew(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	e.credentialed("p")
@@ -548,7 +547,7 @@ func TestAnotherTenantsApprovalIsNotFound(t *testing.T) {
 // under the threshold by leaving out, or revising away, calls already
 // under way.
 func TestCallsBeforeThePlanCount(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	// The agent's own two wires, each awaiting its approval: under way.
@@ -568,7 +567,7 @@ func TestCallsBeforeThePlanCount(t *testing.T) {
 // other: the execution plane's retry of it, which asks for a new permit,
 // is denied, saying why.
 func TestAWithdrawnStepsActionGetsNoNewPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())
 	e.credentialed("p")

@@ -11,7 +11,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // decidePlan records who's vote on known, the approval of a plan
@@ -21,7 +20,7 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 	if req.PlanHash == "" {
 		return nil, errs.Field("plan_hash", "is required: approval %s is for version %d of the task's plan; name the hash of the plan you decide on", req.ApprovalId, known.PlanVersion)
 	}
-	err := taskstore.Write(ctx, p.log, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.tasks.Write(ctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Tenant != who.Tenant {
 			return nil, approvalNotFound(req.ApprovalId)
 		}
@@ -65,7 +64,7 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 // does not start.
 func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecord, d *stewardv1.ApprovalDecided) error {
 	taskID := rec.Event.TaskId
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	t, _, err := p.tasks.LoadSince(ctx, taskID, rec.Sequence)
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,7 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 		fresh.Decision = stewardv1.PolicyDecision_POLICY_DECISION_DENY
 		fresh.Reasons = append([]string{"policy changed after the approval: " + why + "; submit the plan again"}, fresh.Reasons...)
 	}
-	_, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	_, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := t.Plan
 		if cur.GetPlanHash() != ps.PlanHash || cur.GetVersion() != ps.Version || cur.GetGovernance() != ps.Governance || !proto.Equal(cur.Approval, ap) {
 			return nil, nil

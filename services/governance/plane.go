@@ -36,6 +36,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/governance/policy"
@@ -50,7 +51,10 @@ const PolicyReloadInterval = time.Second
 
 // Plane is the governance plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log       *eventlog.Log
+	log *eventlog.Log
+	// tasks folds the log's tasks, shared by every plane of the process
+	// (Config.Tasks).
+	tasks     *taskstore.Store
 	logger    *slog.Logger
 	engine    *policy.Engine
 	tools     *toolreg.Registry
@@ -90,6 +94,9 @@ type Plane struct {
 
 // Config is what a process configures a governance plane with.
 type Config struct {
+	// Tasks is the process's store of the log's tasks (stores.Set), shared
+	// by its planes; a store of the plane's own when nil.
+	Tasks *taskstore.Store
 	// Engine evaluates the policy bundle.
 	Engine *policy.Engine
 	// Tools has the tool contracts; Requests the canonical requests.
@@ -149,9 +156,12 @@ const DefaultPermitTTL = 10 * time.Minute
 
 // New returns a governance plane on log configured by cfg.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
+	if cfg.Tasks == nil {
+		cfg.Tasks = taskstore.New(log)
+	}
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{
-		log: log, logger: logger, engine: cfg.Engine, tools: cfg.Tools, store: cfg.Requests, approvals: NewApprovals(logger),
+		log: log, tasks: cfg.Tasks, logger: logger, engine: cfg.Engine, tools: cfg.Tools, store: cfg.Requests, approvals: NewApprovals(logger),
 		now: cfg.Now, timers: cfg.Timers, signer: cfg.Signer, trusted: cfg.TrustedKeys,
 		credentialTTL: cfg.CredentialTTL, permitTTL: cfg.PermitTTL, digest: cfg.Digest,
 	}

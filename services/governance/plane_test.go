@@ -23,11 +23,11 @@ import (
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// govEnv is the kit's environment with what governance's tests add: the
+// harness is the kit's environment with what governance's tests add: the
 // registered tools (credTools), a signing key, a clock the test moves, and
 // the governance plane it starts. The test plays the control and
 // execution planes by appending their events.
-type govEnv struct {
+type harness struct {
 	*stewardtest.Env
 	signer *credential.Signer
 	clock  *stewardtest.Clock
@@ -51,19 +51,19 @@ var credTools = []*stewardv1.ToolContract{
 var paidTool = &stewardv1.ToolContract{Name: "paid", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
 	DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, CostMicrosPerCall: 70}
 
-func newGovEnv(t *testing.T) *govEnv {
+func newHarness(t *testing.T) *harness {
 	t.Helper()
 	_, key, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &govEnv{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), clock: &stewardtest.Clock{}}
+	e := &harness{Env: stewardtest.NewEnv(t), signer: credential.NewSigner(key), clock: &stewardtest.Clock{}}
 	e.register(t, credTools...)
 	return e
 }
 
 // register records tool contracts, as the control plane does.
-func (e *govEnv) register(t *testing.T, contracts ...*stewardv1.ToolContract) {
+func (e *harness) register(t *testing.T, contracts ...*stewardv1.ToolContract) {
 	t.Helper()
 	for _, c := range contracts {
 		ev, err := event.New(event.Meta{ID: event.ID("tool", c.Name, c.Version)}, &stewardv1.ToolRegistered{Contract: c})
@@ -79,14 +79,14 @@ func (e *govEnv) register(t *testing.T, contracts ...*stewardv1.ToolContract) {
 // start starts a governance plane with the env's stores, timers, signer
 // and clock, as settings change them; it is stopped when the test ends,
 // or by e.plane.Stop.
-func (e *govEnv) start(t *testing.T, settings ...func(*governance.Config)) {
+func (e *harness) start(t *testing.T, settings ...func(*governance.Config)) {
 	t.Helper()
 	ctx := context.Background()
 	engine, err := policy.Load(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := governance.Config{Engine: engine, Tools: e.Tools, Requests: e.Requests, Timers: e.Timers, Signer: e.signer, Now: e.clock.Now}
+	cfg := governance.Config{Tasks: e.Tasks, Engine: engine, Tools: e.Tools, Requests: e.Requests, Timers: e.Timers, Signer: e.signer, Now: e.clock.Now}
 	for _, s := range settings {
 		s(&cfg)
 	}
@@ -117,7 +117,7 @@ func (e *govEnv) start(t *testing.T, settings ...func(*governance.Config)) {
 // redeliver stops the plane and starts another, settings as start takes
 // them, on a new consumer: every event on the log is delivered again. It
 // returns once the new plane has reacted to all of them.
-func (e *govEnv) redeliver(t *testing.T, settings ...func(*governance.Config)) {
+func (e *harness) redeliver(t *testing.T, settings ...func(*governance.Config)) {
 	t.Helper()
 	e.plane.Stop()
 	if err := e.JS.DeleteConsumer(context.Background(), e.Log.Config().Stream, governance.PlaneName); err != nil {
@@ -133,14 +133,14 @@ func credentialTTL(d time.Duration) func(*governance.Config) {
 	return func(c *governance.Config) { c.CredentialTTL = d }
 }
 
-func (e *govEnv) notified() []string {
+func (e *harness) notified() []string {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return append([]string(nil), e.reminded...)
 }
 
 // counts returns how many events of each type the task has.
-func (e *govEnv) counts(t *testing.T, taskID string) map[string]int {
+func (e *harness) counts(t *testing.T, taskID string) map[string]int {
 	t.Helper()
 	recs, err := e.Log.Read(context.Background(), taskID)
 	if err != nil {
@@ -155,13 +155,13 @@ func (e *govEnv) counts(t *testing.T, taskID string) map[string]int {
 
 // waitCounts waits until ok holds of the task and the count of its
 // events by type.
-func (e *govEnv) waitCounts(t *testing.T, taskID string, ok func(map[string]int, *stewardv1.Task) bool) {
+func (e *harness) waitCounts(t *testing.T, taskID string, ok func(map[string]int, *stewardv1.Task) bool) {
 	t.Helper()
 	e.WaitTask(taskID, func(tk *stewardv1.Task) bool { return ok(e.counts(t, taskID), tk) })
 }
 
 // create writes a task's creation, by principal, and its start.
-func (e *govEnv) create(t *testing.T, taskID, principal string, c *stewardv1.TaskContract) {
+func (e *harness) create(t *testing.T, taskID, principal string, c *stewardv1.TaskContract) {
 	t.Helper()
 	c.TaskId = taskID
 	ev, err := event.New(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: &stewardv1.Actor{Principal: principal, Plane: event.PlaneControl}}, &stewardv1.TaskCreated{Contract: c})
@@ -184,14 +184,14 @@ func credContract(tools, scopes []string) *stewardv1.TaskContract {
 
 // propose stores the canonical request of a call of tool and proposes it,
 // as the control plane does.
-func (e *govEnv) propose(t *testing.T, taskID, proposalID, tool string) string {
+func (e *harness) propose(t *testing.T, taskID, proposalID, tool string) string {
 	t.Helper()
 	return e.proposeAction(t, taskID, proposalID, tool, "", "agent", map[string]any{"n": 1})
 }
 
 // proposeCompensation proposes a search that undoes action of, as the
 // control plane would (the test tool undoes with itself).
-func (e *govEnv) proposeCompensation(t *testing.T, taskID, of, proposalID string) string {
+func (e *harness) proposeCompensation(t *testing.T, taskID, of, proposalID string) string {
 	t.Helper()
 	return e.proposeAction(t, taskID, proposalID, "search", of, "steward", map[string]any{"undo": of})
 }
@@ -200,7 +200,7 @@ func (e *govEnv) proposeCompensation(t *testing.T, taskID, of, proposalID string
 // is a compensation: the agent argues for its proposals, as the default
 // bundle requires of a high-risk change (wire); Steward's compensations
 // do not.
-func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any) string {
+func (e *harness) proposeAction(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any) string {
 	t.Helper()
 	var rationale *stewardv1.ActionRationale
 	if compensates == "" {
@@ -211,7 +211,7 @@ func (e *govEnv) proposeAction(t *testing.T, taskID, proposalID, tool, compensat
 
 // proposeWith proposes a call of tool with params, as the control plane
 // records it; edits change the action before it is proposed.
-func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, edits ...func(*stewardv1.Action)) string {
+func (e *harness) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, edits ...func(*stewardv1.Action)) string {
 	t.Helper()
 	var tc *stewardv1.ToolContract
 	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool}, credTools...) {
@@ -249,7 +249,7 @@ func (e *govEnv) proposeWith(t *testing.T, taskID, proposalID, tool, compensates
 // used writes what execution records when a permitted action is claimed,
 // dispatched once and fails transiently, then finds its permit used: the
 // retry goes back to governance, after meanwhile.
-func (e *govEnv) used(t *testing.T, taskID, actionID, permitID string, attempt uint32, meanwhile ...event.Payload) {
+func (e *harness) used(t *testing.T, taskID, actionID, permitID string, attempt uint32, meanwhile ...event.Payload) {
 	t.Helper()
 	e.Append(taskID,
 		&stewardv1.ActionClaimed{ActionId: actionID, PermitId: permitID, Worker: "w1"},
@@ -260,18 +260,18 @@ func (e *govEnv) used(t *testing.T, taskID, actionID, permitID string, attempt u
 }
 
 // waitStatus waits until the action reaches status and returns it.
-func (e *govEnv) waitStatus(taskID, actionID string, status stewardv1.ActionStatus) *stewardv1.Action {
+func (e *harness) waitStatus(taskID, actionID string, status stewardv1.ActionStatus) *stewardv1.Action {
 	return e.WaitAction(taskID, actionID, func(a *stewardv1.Action) bool { return a.GetStatus() == status })
 }
 
 // credentialed waits for taskID's credential.
-func (e *govEnv) credentialed(taskID string) *stewardv1.CredentialState {
+func (e *harness) credentialed(taskID string) *stewardv1.CredentialState {
 	return e.WaitTask(taskID, func(tk *stewardv1.Task) bool { return tk.Credential != nil }).Credential
 }
 
 // delegate writes a sub-task of parent as DelegateTask would: the chain
 // names the delegate.
-func (e *govEnv) delegate(t *testing.T, parent, child, delegate string, c *stewardv1.TaskContract) {
+func (e *harness) delegate(t *testing.T, parent, child, delegate string, c *stewardv1.TaskContract) {
 	t.Helper()
 	pc := e.credentialed(parent).Credential
 	c.ParentTaskId = parent
@@ -286,7 +286,7 @@ func findAction(tk *stewardv1.Task, id string) *stewardv1.Action { return task.F
 // snapshots counts the policy snapshots on the task's ledger: those
 // recorded alone (PolicyEvaluated) and those recorded with their permit.
 // alone is how many were recorded alone.
-func (e *govEnv) snapshots(t *testing.T, taskID string) (all, alone int) {
+func (e *harness) snapshots(t *testing.T, taskID string) (all, alone int) {
 	t.Helper()
 	recs, err := e.Log.Read(context.Background(), taskID)
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // redrive reacts to a stall mark (the state plane's watchdog: a task with
@@ -22,7 +21,7 @@ import (
 // person (an approval asked for) is left to the approval's own timers.
 func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stewardv1.TaskStalled) error {
 	taskID := rec.Event.TaskId
-	t, _, err := taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence)
+	t, _, err := p.tasks.LoadSince(ctx, taskID, rec.Sequence)
 	if err != nil || !task.Working(t.Status) {
 		return err
 	}

@@ -18,7 +18,7 @@ import (
 // redriveApproved does for an action. It does not: PlanUnjudged is false
 // for an approval that exists, and redrive has no case for it.
 func TestAStallMarkRedrivesAnApprovedPlan(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	e.start(t)
 	e.create(t, "p", "user:ana", planContract())

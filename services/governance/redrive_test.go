@@ -25,7 +25,7 @@ func ignore(context.Context, *stewardv1.EventRecord) error { return nil }
 // gets a new permit; the plan is judged.
 // A redelivery of everything records nothing twice.
 func TestAStallMarkRedrivesWhatWaitsOnGovernance(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	ctx := context.Background()
 	e.start(t)
 	e.create(t, "approved", "user:ana", credContract([]string{"wire"}, []string{"payments:write"}))

@@ -14,7 +14,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // RenewCredential re-issues a task's credential with a later expiry, for
@@ -38,11 +37,11 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	if err := requestid.Check(req.RequestId); err != nil {
 		return nil, err
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
-	r, err := requestid.Begin(ctx, p.log, requestid.For(who.Tenant, who.Principal), requestid.RenewCredential, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
+	r, err := requestid.Begin(ctx, p.tasks, requestid.For(who.Tenant, who.Principal), requestid.RenewCredential, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
 	if err != nil {
 		return nil, err
 	}
@@ -85,7 +84,7 @@ func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.Rene
 	if task.Terminal(t.Status) {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
 	}
-	if why, err := taskstore.Revoked(ctx, p.log, t); why != "" || err != nil {
+	if why, err := p.tasks.Revoked(ctx, t); why != "" || err != nil {
 		if err == nil {
 			err = errs.New(errs.FailedPrecondition, "not renewed: %s", why)
 		}
@@ -113,7 +112,7 @@ func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.Rene
 	if eventID == "" {
 		eventID = event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
 	}
-	t, err = taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = p.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential.GetRenewals() != cur.Renewals {
 			if id == "" {
 				return nil, nil // renewed meanwhile: one renewal for both
@@ -172,7 +171,7 @@ func (p *Plane) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Ti
 		}
 		return expires, bound, nil, nil
 	}
-	parent, _, err := taskstore.Load(ctx, p.log, parentID)
+	parent, _, err := p.tasks.Load(ctx, parentID)
 	if err != nil {
 		return time.Time{}, "", nil, err
 	}

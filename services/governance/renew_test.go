@@ -23,7 +23,7 @@ import (
 // extend the credential, and for a revoked one; a log with renewals
 // verifies offline.
 func TestRenewal(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	const ttl = time.Hour
 	e.start(t, credentialTTL(ttl))
 	ctx := context.Background()

@@ -22,7 +22,7 @@ import (
 // already_exists naming its first use, and appends nothing. Before, ten
 // calls made ten renewals.
 func TestRenewalRequestIDRenewsOnce(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
 	operator := rpc.Identity{Principal: "user:op", Roles: []string{access.Operator}, Verified: true}
@@ -83,7 +83,7 @@ func TestRenewalRequestIDRenewsOnce(t *testing.T) {
 // recorded anything (the task has ended) spends nothing. Found by an
 // independent review: the release read a shadowed error and never ran.
 func TestARefusedRenewalLeavesItsRequestIDFree(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, credentialTTL(time.Hour))
 	ctx := context.Background()
 	operator := rpc.Identity{Principal: "user:op", Roles: []string{access.Operator}, Verified: true}

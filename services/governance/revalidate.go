@@ -8,7 +8,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // revalidationRound names the evaluation round of a revalidation: one per
@@ -46,7 +45,7 @@ func (p *Plane) revalidate(ctx context.Context, rec *stewardv1.EventRecord, r *s
 	if errs.Is(err, errs.Corrupt) || errs.Is(err, errs.NotFound) {
 		// The action cannot be judged any more (its stored request or its
 		// tool is gone): say so rather than leave it revalidating.
-		t, _, lerr := taskstore.Load(ctx, p.log, taskID)
+		t, _, lerr := p.tasks.Load(ctx, taskID)
 		if lerr != nil {
 			return lerr
 		}

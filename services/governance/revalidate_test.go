@@ -15,7 +15,7 @@ import (
 // after its issue; the next revalidation, of that permit, gets others
 // again. Nothing is recorded twice.
 func TestEachRevalidationGetsItsOwnSnapshotAndPermit(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t, func(c *governance.Config) { c.PermitTTL = 3 * time.Minute })
 	e.create(t, "t-reval", "agent:a", credContract([]string{"search"}, nil))
 	id := e.propose(t, "t-reval", "p1", "search")
@@ -56,7 +56,7 @@ func TestEachRevalidationGetsItsOwnSnapshotAndPermit(t *testing.T) {
 // revalidation still takes a snapshot, then denies the action for the
 // credential, charging the call already made at the tool's price.
 func TestRevalidationUnderARevokedCredentialIsDeniedAndCharged(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.register(t, paidTool)
 	e.start(t)
 	e.create(t, "t-revoked", "agent:a", credContract([]string{"paid"}, nil))

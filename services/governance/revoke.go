@@ -10,7 +10,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // RevokeCredential revokes a task's credential for who, with a reason:
@@ -26,7 +25,7 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 	if err != nil {
 		return nil, err
 	}
-	t, err := taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err := p.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cs := t.Credential
 		switch {
 		case cs == nil:
@@ -64,7 +63,7 @@ func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, task
 	if p.signer == nil {
 		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
 	}
-	_, _, err := taskstore.Load(ctx, p.log, taskID)
+	_, _, err := p.tasks.Load(ctx, taskID)
 	return err
 }
 

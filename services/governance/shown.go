@@ -7,7 +7,6 @@ import (
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // shown returns the approvals who may see, as they may see them
@@ -25,7 +24,7 @@ func (p *Plane) shown(ctx context.Context, who rpc.Identity, approvals []*stewar
 	for _, ap := range approvals {
 		var tenant string
 		var self content.Parties
-		err := taskstore.Peek(ctx, p.log, ap.TaskId, 0, func(t *stewardv1.Task) { tenant, self = t.Tenant, content.PartiesOf(t) })
+		err := p.tasks.Peek(ctx, ap.TaskId, 0, func(t *stewardv1.Task) { tenant, self = t.Tenant, content.PartiesOf(t) })
 		switch {
 		case errs.Is(err, errs.Unavailable) || ctx.Err() != nil:
 			return nil, err
@@ -34,7 +33,7 @@ func (p *Plane) shown(ctx context.Context, who rpc.Identity, approvals []*stewar
 			// approvals: whose it is cannot be told.
 			p.logger.WarnContext(ctx, "approval of a task that does not fold", "approval_id", ap.ApprovalId, "task_id", ap.TaskId, "err", err)
 		case tenant == who.Tenant:
-			if !content.Reads(who, self, content.Ancestors(ctx, p.log)) {
+			if !content.Reads(who, self, content.Ancestors(ctx, p.tasks)) {
 				(&content.Blind{Digest: p.digest, Roles: who.Roles}).Approval(ap)
 			}
 			out = append(out, ap)

@@ -12,7 +12,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
@@ -39,7 +38,7 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 	t := j.held
 	if t == nil || t.LastSequence < rec.Sequence {
 		var err error
-		if t, _, err = taskstore.LoadSince(ctx, p.log, taskID, rec.Sequence); err != nil {
+		if t, _, err = p.tasks.LoadSince(ctx, taskID, rec.Sequence); err != nil {
 			return nil, err
 		}
 	}
@@ -74,7 +73,7 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 		}
 	}
 	permit := a.Permit.GetPermitId()
-	t, err = taskstore.UpdateFrom(ctx, p.log, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		// The evaluation holds for the action as it was read: in status
 		// from, under the same permit (a revalidation's), unevaluated in
 		// this round.
@@ -164,7 +163,7 @@ func (p *Plane) checkRecorded(ctx context.Context, t *stewardv1.Task, a *steward
 	if err := p.deny(ctx, taskID, a, []string{why}, cause); err != nil {
 		return nil, err
 	}
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	return t, err
 }
 

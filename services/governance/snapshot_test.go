@@ -21,7 +21,7 @@ import (
 // it is then, with the one snapshot; were it inside the write's build, the
 // conflict would run the evaluation again.
 func TestPolicyIsEvaluatedOnceWhileTheTaskMoves(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	var (
 		evaluations atomic.Int32
 		first       sync.Once
@@ -61,7 +61,7 @@ var askingTool = &stewardv1.ToolContract{Name: "ask", Version: "1", EffectClass:
 // ALWAYS waits for a person even under a bundle that allows everything
 // and never reads the field; a tool without it runs at once.
 func TestToolThatAlwaysAsksIsAsked(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.register(t, askingTool)
 	dir := t.TempDir()
 	allow := "package steward.policy\n\ndecision := {\"decision\": \"allow\", \"reasons\": [\"allow all\"]}\n"

@@ -15,7 +15,6 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
@@ -101,7 +100,7 @@ func (p *Plane) armPending(ctx context.Context, pending []*stewardv1.Approval) {
 // arm sets an open approval's reminder and suspension timers, counted from
 // when it was requested.
 func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) error {
-	t, _, err := taskstore.Load(ctx, p.log, taskID)
+	t, _, err := p.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}
@@ -203,7 +202,7 @@ func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 // Notifier.
 func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 	id := event.ID(at.ApprovalID, "reminded")
-	_, history, err := taskstore.Load(ctx, p.log, at.TaskID)
+	_, history, err := p.tasks.Load(ctx, at.TaskID)
 	if err != nil {
 		return err
 	}
@@ -214,7 +213,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 		open   *stewardv1.Approval
 		waited time.Duration
 	)
-	err = taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = p.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		open = nil
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok {
@@ -238,7 +237,7 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 // already.
 func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	var reason string
-	err := taskstore.Write(ctx, p.log, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
@@ -259,7 +258,7 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 // approval whose suspension came due while it was paused: the timer found
 // the task held and left it, and nothing else would bring it back.
 func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := taskstore.Load(ctx, p.log, rec.Event.TaskId)
+	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/governance"
 )
 
@@ -30,7 +29,7 @@ const (
 // written before the plane starts, so that the plane finds the action
 // past the steps it would take itself. Timers come due in whole seconds:
 // the thresholds are a second or two, and ago brings them closer.
-func (e *govEnv) awaitApproval(t *testing.T, ago, remind, suspend time.Duration) {
+func (e *harness) awaitApproval(t *testing.T, ago, remind, suspend time.Duration) {
 	t.Helper()
 	contract := &stewardv1.TaskContract{
 		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:a", AccountableOwnerRef: "user:a",
@@ -51,7 +50,7 @@ func (e *govEnv) awaitApproval(t *testing.T, ago, remind, suspend time.Duration)
 }
 
 // waitTimersSet waits until both of the approval's timers are stored.
-func (e *govEnv) waitTimersSet(t *testing.T) {
+func (e *harness) waitTimersSet(t *testing.T) {
 	t.Helper()
 	e.waitTimers(t, "set", func(info *jetstream.StreamInfo) bool { return info.State.Msgs >= 2 })
 }
@@ -59,7 +58,7 @@ func (e *govEnv) waitTimersSet(t *testing.T) {
 // waitTimersHandled waits until both of the approval's timers have come
 // due and the timer consumer, if a plane runs, has handled them: what they
 // were going to do is on the log by then.
-func (e *govEnv) waitTimersHandled(t *testing.T, running bool) {
+func (e *harness) waitTimersHandled(t *testing.T, running bool) {
 	t.Helper()
 	fired := e.Timers.Config().Prefix + ".governance.fired.>"
 	e.waitTimers(t, "fired", func(info *jetstream.StreamInfo) bool { return len(info.State.Subjects) >= 2 }, jetstream.WithSubjectFilter(fired))
@@ -69,7 +68,7 @@ func (e *govEnv) waitTimersHandled(t *testing.T, running bool) {
 	}
 }
 
-func (e *govEnv) waitTimers(t *testing.T, what string, ok func(*jetstream.StreamInfo) bool, opts ...jetstream.StreamInfoOpt) {
+func (e *harness) waitTimers(t *testing.T, what string, ok func(*jetstream.StreamInfo) bool, opts ...jetstream.StreamInfoOpt) {
 	t.Helper()
 	ctx := context.Background()
 	stewardtest.Eventually(t, 15*time.Second, func() (bool, string) {
@@ -87,7 +86,7 @@ func (e *govEnv) waitTimers(t *testing.T, what string, ok func(*jetstream.Stream
 
 // checkRemindedAndSuspendedOnce waits for the reminder and the
 // suspension, then checks that each happened once.
-func (e *govEnv) checkRemindedAndSuspendedOnce(t *testing.T) {
+func (e *harness) checkRemindedAndSuspendedOnce(t *testing.T) {
 	t.Helper()
 	e.waitCounts(t, taskID, func(n map[string]int, _ *stewardv1.Task) bool {
 		return n[event.TypeApprovalReminded] > 0 && n[event.TypeTaskSuspended] > 0
@@ -124,7 +123,7 @@ func (e *govEnv) checkRemindedAndSuspendedOnce(t *testing.T) {
 	if strings.Join(order, " ") != event.TypeApprovalReminded+" "+event.TypeTaskSuspended {
 		t.Errorf("order %v: want the reminder, then the suspension", order)
 	}
-	tk, _, err := taskstore.Load(context.Background(), e.Log, taskID)
+	tk, _, err := e.Tasks.Load(context.Background(), taskID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +136,7 @@ func (e *govEnv) checkRemindedAndSuspendedOnce(t *testing.T) {
 }
 
 func TestWaitingApprovalRemindsThenSuspends(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	// The reminder is due now, the suspension a second later.
 	e.awaitApproval(t, time.Second, time.Second, 2*time.Second)
 	e.start(t, withoutSigner)
@@ -145,7 +144,7 @@ func TestWaitingApprovalRemindsThenSuspends(t *testing.T) {
 }
 
 func TestDecidedApprovalFiresNothing(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.awaitApproval(t, 0, 2*time.Second, 3*time.Second)
 	e.start(t, withoutSigner)
 	e.waitTimersSet(t)
@@ -165,7 +164,7 @@ func TestDecidedApprovalFiresNothing(t *testing.T) {
 // either fires, lets both come due with no plane running, and starts a new
 // plane on the same log: each fires once.
 func TestApprovalTimersSurviveRestart(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.awaitApproval(t, 0, time.Second, 2*time.Second)
 	e.start(t, withoutSigner)
 	e.waitTimersSet(t)
@@ -182,7 +181,7 @@ func TestApprovalTimersSurviveRestart(t *testing.T) {
 // approval's suspension comes due: the timer leaves a held task alone, and
 // the resume brings the suspension.
 func TestSuspensionDueWhilePausedComesOnResume(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	// Both timers are due now.
 	e.awaitApproval(t, 2*time.Second, time.Second, 2*time.Second)
 	e.Append(taskID, &stewardv1.TaskPaused{Reason: "held"})
@@ -201,7 +200,7 @@ func TestSuspensionDueWhilePausedComesOnResume(t *testing.T) {
 // plan waits as an action's does: its approvers are reminded, then the
 // task is suspended, once each, and the approval stays open.
 func TestAWaitingPlanApprovalRemindsThenSuspends(t *testing.T) {
-	e := newGovEnv(t)
+	e := newHarness(t)
 	e.start(t)
 	c := planContract()
 	c.Timers = &stewardv1.TaskTimers{ApprovalRemindAfter: durationpb.New(time.Second), ApprovalSuspendAfter: durationpb.New(2 * time.Second)}

@@ -37,7 +37,7 @@ func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(to
 	return func(token string) contentClient {
 		var opts []connect.ClientOption
 		if token != "" {
-			opts = append(opts, connect.WithInterceptors(bearer(token)))
+			opts = append(opts, connect.WithInterceptors(stewardtest.Bearer(token)))
 		}
 		return contentClient{
 			QueryServiceClient: stewardv1connect.NewQueryServiceClient(srv.Client(), srv.URL, opts...),
@@ -51,28 +51,6 @@ func serveContent(t *testing.T, env *stewardtest.Env, tokens rpc.Tokens) func(to
 type contentClient struct {
 	stewardv1connect.QueryServiceClient
 	audit stewardv1connect.AuditServiceClient
-}
-
-// bearer sends "Authorization: Bearer token" with every call.
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
 }
 
 // resultOutcome is a succeeded outcome of action id whose result is data:

@@ -53,7 +53,7 @@ func TestOperatorsListAndReplayDeadLetters(t *testing.T) {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	client := func(token string) stewardv1connect.DeadLetterServiceClient {
-		return stewardv1connect.NewDeadLetterServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(bearer(token)))
+		return stewardv1connect.NewDeadLetterServiceClient(srv.Client(), srv.URL, connect.WithInterceptors(stewardtest.Bearer(token)))
 	}
 	ops, acme := client("token-of-ops-0123456789"), client("token-of-acme-ops-0123456789")
 

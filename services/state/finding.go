@@ -12,7 +12,6 @@ import (
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // MaxFindingDescription bounds what an auditor writes about a finding.
@@ -33,14 +32,14 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	if err := checkFinding(req); err != nil {
 		return nil, false, err
 	}
-	t, _, err := taskstore.Load(ctx, p.log, req.TaskId)
+	t, _, err := p.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, false, err
 	}
 	if req.ActionId != "" && task.FindAction(t, req.ActionId) == nil {
 		return nil, false, errs.Field("action_id", "task %s has no action %s", req.TaskId, errs.Quote(req.ActionId))
 	}
-	r, err := requestid.Begin(ctx, p.log, requestid.For(who.Tenant, who.Principal), requestid.RecordFinding, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
+	r, err := requestid.Begin(ctx, p.tasks, requestid.For(who.Tenant, who.Principal), requestid.RecordFinding, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
 	if err != nil {
 		return nil, false, err
 	}
@@ -56,7 +55,7 @@ func (p *Plane) RecordFinding(ctx context.Context, who rpc.Identity, req *stewar
 	f := &stewardv1.Finding{FindingId: id, Kind: req.Kind, ActionId: req.ActionId, Description: req.Description}
 	now := p.cfg.Now()
 	created = true
-	t, err = taskstore.Update(ctx, p.log, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = p.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		created = task.FindFinding(t, id) == nil
 		if !created {
 			return nil, nil // this request's own retry came first

@@ -36,6 +36,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // PlaneName is the state plane's name in logs.
@@ -43,7 +44,10 @@ const PlaneName = event.PlaneState
 
 // Plane is the state plane. Its methods are safe for concurrent use.
 type Plane struct {
-	log    *eventlog.Log
+	log *eventlog.Log
+	// tasks folds the log's tasks, shared by every plane of the process
+	// (Config.Tasks).
+	tasks  *taskstore.Store
 	logger *slog.Logger
 	views  *Projection
 	// breakers is the view of the execution workers' circuit breakers.
@@ -65,6 +69,9 @@ type Plane struct {
 // Config is what a process configures in a state plane. The zero Config
 // is the default.
 type Config struct {
+	// Tasks is the process's store of the log's tasks (stores.Set), shared
+	// by its planes; a store of the plane's own when nil.
+	Tasks *taskstore.Store
 	// StallCheckEvery is how often the watchdog looks for stalled tasks;
 	// DefaultStallCheckEvery when not positive.
 	StallCheckEvery time.Duration
@@ -115,11 +122,14 @@ type Option func(*Plane)
 
 // New returns a state plane over log, configured by cfg.
 func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Plane {
+	if cfg.Tasks == nil {
+		cfg.Tasks = taskstore.New(log)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{
-		log: log, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
+		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
 	for _, o := range opts {

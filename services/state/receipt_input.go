@@ -39,22 +39,20 @@ func receiptQuestions(recs []*stewardv1.EventRecord) []*stewardv1.ReceiptQuestio
 
 // questionsMarkdown renders the receipt's questions, if it has any: a
 // task that never stopped for input gets no section.
-func questionsMarkdown(line func(string, ...any), qs []*stewardv1.ReceiptQuestion) {
+func questionsMarkdown(w md, qs []*stewardv1.ReceiptQuestion) {
 	if len(qs) == 0 {
 		return
 	}
-	line("")
-	line("## Questions")
-	line("")
-	line("| Asked by | Question | Choices | Answer | Answered by | Asked | Answered |")
-	line("| --- | --- | --- | --- | --- | --- | --- |")
+	w.section("Questions")
+	var rows [][]string
 	for _, q := range qs {
 		choices := make([]string, len(q.Choices))
 		for i, c := range q.Choices {
 			choices[i] = text(c)
 		}
-		line("| %s | %s | %s | %s | %s | %s | %s |", orDash(text(q.AskedBy)), orDash(text(q.Question)),
+		rows = append(rows, []string{orDash(text(q.AskedBy)), orDash(text(q.Question)),
 			orDash(strings.Join(choices, " / ")), orDash(text(q.Answer)), orDash(text(q.AnsweredBy)),
-			orDash(when(q.AskedAt)), orDash(when(q.AnsweredAt)))
+			orDash(when(q.AskedAt)), orDash(when(q.AnsweredAt))})
 	}
+	w.table("Asked by | Question | Choices | Answer | Answered by | Asked | Answered", rows)
 }

@@ -55,30 +55,27 @@ func receiptPlan(cur *stewardv1.PlanState, replaced []*stewardv1.PlanState) (*st
 
 // planMarkdown renders the receipt's plan, if the task had one: each
 // version and how governance judged it, then each step.
-func planMarkdown(line func(string, ...any), p *stewardv1.ReceiptPlan) {
+func planMarkdown(w md, p *stewardv1.ReceiptPlan) {
 	if p == nil {
 		return
 	}
-	line("")
-	line("## Plan")
-	line("")
-	line("| Version | Hash | Steps | Submitted by | Submitted | Governance | Policy revision | Approval | Revision |")
-	line("| ---: | --- | ---: | --- | --- | --- | --- | --- | --- |")
+	w.section("Plan")
+	var versions [][]string
 	for _, v := range p.Versions {
-		line("| %d | %s | %d | %s | %s | %s | %s | %s | %s |", v.Version, code(v.PlanHash, true), v.StepCount,
+		versions = append(versions, []string{fmt.Sprint(v.Version), code(v.PlanHash, true), fmt.Sprint(v.StepCount),
 			orDash(text(v.SubmittedBy)), orDash(when(v.SubmittedAt)), task.PlanGovernanceName(v.Governance),
-			orDash(code(v.PolicyRevision, true)), orDash(code(v.ApprovalId, true)), orDash(revisionWords(v.Revision)))
+			orDash(code(v.PolicyRevision, true)), orDash(code(v.ApprovalId, true)), orDash(revisionWords(v.Revision))})
 	}
-	line("")
-	line("| Step | Status | Attempts | Actions | Sub-task | Reason |")
-	line("| --- | --- | ---: | --- | --- | --- |")
+	w.table(">Version | Hash | >Steps | Submitted by | Submitted | Governance | Policy revision | Approval | Revision", versions)
+	w.line("")
+	var steps [][]string
 	row := func(st *stewardv1.PlanStepState, note string) {
 		actions := make([]string, len(st.ActionIds))
 		for i, id := range st.ActionIds {
 			actions[i] = code(id, true)
 		}
-		line("| %s | %s%s | %d | %s | %s | %s |", code(st.StepId, true), task.StepStatusName(st.Status), note, st.Attempts,
-			orDash(strings.Join(actions, ", ")), orDash(code(st.SubTaskId, true)), orDash(text(st.Reason)))
+		steps = append(steps, []string{code(st.StepId, true), task.StepStatusName(st.Status) + note, fmt.Sprint(st.Attempts),
+			orDash(strings.Join(actions, ", ")), orDash(code(st.SubTaskId, true)), orDash(text(st.Reason))})
 	}
 	for _, st := range p.Steps {
 		row(st, "")
@@ -86,6 +83,7 @@ func planMarkdown(line func(string, ...any), p *stewardv1.ReceiptPlan) {
 	for _, st := range p.Retired {
 		row(st, fmt.Sprintf(" (retired; version %d)", st.Version))
 	}
+	w.table("Step | Status | >Attempts | Actions | Sub-task | Reason", steps)
 }
 
 // revisionWords says what a revision did, in words: "kept 3, changed 1".

@@ -11,7 +11,6 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // DefaultStallAfter is how long a working task may go without an event
@@ -103,7 +102,7 @@ func (p *Projection) quiet(now time.Time, redrive time.Duration) []string {
 // still stalled.
 func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	var mark *stewardv1.TaskStalled
-	err := taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		mark = nil
 		reason := stallReason(t, p.cfg.Now(), p.cfg.RedriveAfter)
 		if reason == "" {

@@ -9,16 +9,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"time"
 
-	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/calltoken"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
-	"github.com/steward-run/steward/pkg/taskstore"
 
 	"connectrpc.com/connect"
 	"github.com/nats-io/nats.go"
@@ -172,39 +169,10 @@ func (m *Server) Run(ctx context.Context) error {
 	if m.planes, err = m.selectPlanes(ctx, js, st); err != nil {
 		return err
 	}
-	tokens, err := m.tokens()
+	opts, err := m.handlerOptions(ctx, st.Tasks)
 	if err != nil {
 		return err
 	}
-	m.warnReadableSecrets()
-	jwt, stopKeys, err := m.JWT.verifier(ctx)
-	if err != nil {
-		return err
-	}
-	m.stops = append(m.stops, stopKeys)
-	m.denied = rpc.NewDeniedCounter()
-	m.answers = rpc.NewResponseBudget(rpc.DefaultServerResponseBytes)
-	// Every plane finds a task's tenant in the log itself, so that no
-	// role reaches across tenants in services mode either.
-	edge := []rpc.EdgeOption{rpc.WithDenied(m.denied), rpc.WithTenants(func(ctx context.Context, taskID string) (string, error) {
-		return taskstore.Tenant(ctx, log, taskID)
-	})}
-	if jwt != nil {
-		edge = append(edge, rpc.WithJWT(jwt))
-	}
-	// The planes that serve procedures whose rule names a task's parties
-	// look them up (the control plane).
-	var parties rpc.PartiesFunc
-	for _, p := range m.planes {
-		if h, ok := p.(interface {
-			Parties(context.Context, string) (access.TaskParties, error)
-		}); ok {
-			parties = h.Parties
-		}
-	}
-	// Inside the edge interceptor, which translates its refusals: no
-	// handler sees an id or a list past its documented limit.
-	opts := rpc.HandlerOptions(m.logger, tokens, parties, edge...)
 	var services []rpc.Service
 	for _, p := range m.planes {
 		if err := p.Start(ctx); err != nil {
@@ -221,18 +189,7 @@ func (m *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("--addr %s: %w", m.Addr, err)
 	}
 	go func() { m.served <- m.rpc.Serve() }()
-	what := "all planes"
-	if m.Mode == "serve" {
-		what = m.Plane + " plane"
-	}
-	fmt.Fprintf(m.stdout, "steward: %s serving Connect, gRPC and gRPC-Web on %s\n", what, m.rpc.URL())
-	if m.bus != nil {
-		dir, _ := filepath.Abs(m.DataDir)
-		fmt.Fprintf(m.stdout, "steward: embedded NATS JetStream, data in %s\n", dir)
-		if u := m.bus.ClientURL(); u != "" {
-			fmt.Fprintf(m.stdout, "steward: embedded NATS also serving %s\n", u)
-		}
-	}
+	m.announce()
 	return nil
 }
 

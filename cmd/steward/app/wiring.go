@@ -24,6 +24,7 @@ import (
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
+	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
 	"github.com/steward-run/steward/services/control"
@@ -59,7 +60,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.Config{Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas}))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tasks: ps.Tasks, Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
@@ -83,18 +84,18 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			m.permitKeys = append([]ed25519.PublicKey{signer.PublicKey()}, trusted...)
 			m.signedHere = signer.Recent()
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
-				Engine: engine, Tools: tools, Requests: requests, Timers: timers,
+				Tasks: ps.Tasks, Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
 				Digest: sealer.Digest,
 			}))
 		case execution.PlaneName:
-			p, err := m.executionPlane(ctx, js, log, tools, requests, results, timers)
+			p, err := m.executionPlane(ctx, js, log, ps.Tasks, tools, requests, results, timers)
 			if err != nil {
 				return nil, err
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Results: results, Digest: sealer.Digest})))
+			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest})))
 		}
 	}
 	return planes, nil
@@ -176,7 +177,7 @@ func (m *Server) secretSealer() (*secret.Sealer, error) {
 	return m.sealer, nil
 }
 
-func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
+func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log *eventlog.Log, tasks *taskstore.Store, tools *toolreg.Registry, requests, results *action.Store, timers *timer.Timers) (*execution.Plane, error) {
 	kv := bucket.Config{Name: ToolKVBucket, Description: "records written by the kv.append built-in tool", Replicas: m.Replicas, WriteOnce: true, Logger: m.logger}
 	if w, ok := m.writers[execution.PlaneName]; ok {
 		// steward dev: js is its NATS's admin, which makes an older
@@ -234,7 +235,7 @@ func (m *Server) executionPlane(ctx context.Context, js jetstream.JetStream, log
 		httpOpts = append(httpOpts, adapter.WithCallSigner(signer, nil))
 	}
 	p, err := execution.New(log, m.logger, execution.Config{
-		Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
+		Tasks: tasks, Tools: tools, Requests: requests, Results: results, Worker: worker, Timers: timers, Lease: m.Lease, PermitKeys: keys, SignedHere: m.signedHere,
 		Secrets: secrets, Limits: limit.New(limitsKV),
 		Adapters:      adapter.Set{HTTP: adapter.NewHTTP(&http.Client{}, httpOpts...), Builtin: builtin},
 		Egress:        egress.New(egress.Config{Allow: m.EgressAllow, Self: egress.Listeners(m.Addr, m.NATSListen)}),

@@ -12,7 +12,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 )
 
 // startAction starts action step st: it proposes the action, then records
@@ -74,7 +73,7 @@ func (r *planPass) refused(ctx context.Context, st *stewardv1.PlanStepState, wha
 	if !eventlog.Permanent(err) {
 		return true, err
 	}
-	t, _, lerr := taskstore.LoadSince(ctx, r.d.cfg.Log, r.taskID(), r.seq)
+	t, _, lerr := r.d.cfg.Tasks.LoadSince(ctx, r.taskID(), r.seq)
 	if lerr != nil || !task.PlanMayRun(t) {
 		return true, lerr
 	}

@@ -57,13 +57,13 @@ func (d *Driver) Drive(ctx context.Context, rec *stewardv1.EventRecord) error {
 // drive runs pass r over task taskID.
 func (d *Driver) drive(ctx context.Context, r *planPass, taskID string) error {
 	var moves bool
-	err := taskstore.Peek(ctx, d.cfg.Log, taskID, r.seq, func(t *stewardv1.Task) {
+	err := d.cfg.Tasks.Peek(ctx, taskID, r.seq, func(t *stewardv1.Task) {
 		moves = t.Plan != nil && !task.Terminal(t.Status)
 	})
 	if err != nil || !moves {
 		return err // most tasks have no plan: no copy of the task for them
 	}
-	t, history, err := taskstore.LoadSince(ctx, d.cfg.Log, taskID, r.seq)
+	t, history, err := d.cfg.Tasks.LoadSince(ctx, taskID, r.seq)
 	if err != nil {
 		return err
 	}

@@ -88,7 +88,8 @@ type SubTask struct {
 // Config is what a Driver runs on besides its host.
 type Config struct {
 	Log    *eventlog.Log
-	Timers *timer.Timers // nil: a wait step waits for a plane that has them
+	Tasks  *taskstore.Store // the tasks of Log, folded
+	Timers *timer.Timers    // nil: a wait step waits for a plane that has them
 	Logger *slog.Logger
 	Now    func() time.Time
 	// StepProposed, if set, runs before a step proposes or delegates:

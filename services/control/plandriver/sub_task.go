@@ -10,7 +10,6 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/plan"
 	"github.com/steward-run/steward/pkg/task"
-	"github.com/steward-run/steward/pkg/taskstore"
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
@@ -98,7 +97,7 @@ func (r *planPass) followSubTasks(ctx context.Context, st *stewardv1.PlanStepSta
 	kept := make([]*structpb.Value, len(ids))
 	done := true
 	for i, id := range ids {
-		child, _, err := taskstore.Load(ctx, r.d.cfg.Log, id)
+		child, _, err := r.d.cfg.Tasks.Load(ctx, id)
 		if errs.Is(err, errs.NotFound) {
 			item := -1
 			if items {
@@ -201,7 +200,7 @@ func delegatedBy(t *stewardv1.Task, id string) bool {
 func (d *Driver) WakeParent(ctx context.Context, rec *stewardv1.EventRecord) error {
 	childID := rec.Event.TaskId
 	var parentID string
-	err := taskstore.Peek(ctx, d.cfg.Log, childID, rec.Sequence, func(t *stewardv1.Task) {
+	err := d.cfg.Tasks.Peek(ctx, childID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
 			parentID = t.Contract.GetParentTaskId()
 		}
@@ -210,7 +209,7 @@ func (d *Driver) WakeParent(ctx context.Context, rec *stewardv1.EventRecord) err
 		return err
 	}
 	var named bool
-	if err := taskstore.Peek(ctx, d.cfg.Log, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
+	if err := d.cfg.Tasks.Peek(ctx, parentID, rec.Sequence, func(t *stewardv1.Task) { named = delegatedBy(t, childID) }); err != nil || !named {
 		return err // delegated by DelegateTask, or by a step a revision withdrew: nothing waits on it
 	}
 	return d.drive(ctx, &planPass{d: d, seq: rec.Sequence, causeID: rec.Event.EventId, correlationID: rec.Event.CorrelationId}, parentID)
