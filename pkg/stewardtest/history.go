@@ -61,8 +61,14 @@ func Append(tb testing.TB, log *eventlog.Log, taskID string, payloads ...event.P
 // a test that needs another principal or time than Event's.
 func AppendEvents(tb testing.TB, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
 	tb.Helper()
+	return appendThrough(tb, taskstore.New(log), log, taskID, evs...)
+}
+
+// appendThrough appends evs through tasks, so that a plane folding
+// through the same store sees them as it would its own writes.
+func appendThrough(tb testing.TB, tasks *taskstore.Store, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
+	tb.Helper()
 	ctx := context.Background()
-	tasks := taskstore.New(log)
 	var t *stewardv1.Task
 	for _, ev := range evs {
 		var err error
@@ -82,13 +88,19 @@ func AppendEvents(tb testing.TB, log *eventlog.Log, taskID string, evs ...*stewa
 }
 
 // Append is the package's Append on e's log.
+// Events go through e.Tasks, the store the planes under test fold
+// through, as they would in one process.
 func (e *Env) Append(taskID string, payloads ...event.Payload) *stewardv1.Task {
 	e.tb.Helper()
-	return Append(e.tb, e.Log, taskID, payloads...)
+	evs := make([]*stewardv1.Event, len(payloads))
+	for i, p := range payloads {
+		evs[i] = Event(e.tb, taskID, p)
+	}
+	return appendThrough(e.tb, e.Tasks, e.Log, taskID, evs...)
 }
 
 // AppendEvents is the package's AppendEvents on e's log.
 func (e *Env) AppendEvents(taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
 	e.tb.Helper()
-	return AppendEvents(e.tb, e.Log, taskID, evs...)
+	return appendThrough(e.tb, e.Tasks, e.Log, taskID, evs...)
 }
