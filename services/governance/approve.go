@@ -135,7 +135,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 		// from before decisions were signed, is logged and goes no
 		// further; its action stays approved, without a permit. This is
 		// the vote at hand; votesHold checks every vote that counts.
-		if err := credential.VerifyDecision(d, p.trustedKeys()...); err != nil {
+		if err := credential.VerifyDecision(d, p.credentials.trustedKeys()...); err != nil {
 			p.logger.Error("approval decision refused, no permit follows: "+err.Error(), "task", taskID, "action", d.ActionId, "approval", d.ApprovalId, "decided_by", d.DecidedBy)
 			return nil
 		}
@@ -197,7 +197,7 @@ func (p *Plane) votesHold(taskID string, ap *stewardv1.Approval) bool {
 		return true
 	}
 	for _, v := range ap.GetVotes() {
-		if err := credential.VerifyVote(ap, v, p.trustedKeys()...); err != nil {
+		if err := credential.VerifyVote(ap, v, p.credentials.trustedKeys()...); err != nil {
 			p.logger.Error("approval vote refused, nothing follows the approval: "+err.Error(), "task", taskID, "action", ap.GetActionId(), "plan_hash", ap.GetPlanHash(), "approval", ap.GetApprovalId(), "decided_by", v.Principal)
 			return false
 		}

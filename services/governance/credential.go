@@ -43,13 +43,13 @@ import (
 // would change that, and every action of the task is then denied saying
 // why. It is idempotent: the event id derives from the task, and the fold
 // takes one credential per task.
-func (p *Plane) issueOnCreate(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if p.signer == nil {
+func (cr *credentials) issueOnCreate(ctx context.Context, rec *stewardv1.EventRecord) error {
+	if cr.signer == nil {
 		return nil
 	}
-	_, why, err := p.issue(ctx, rec.Event.TaskId, rec.Event, 0)
+	_, why, err := cr.issue(ctx, rec.Event.TaskId, rec.Event, 0)
 	if why != "" {
-		p.logger.Error("no credential issued", "task", rec.Event.TaskId, "reason", why)
+		cr.logger.Error("no credential issued", "task", rec.Event.TaskId, "reason", why)
 	}
 	return err
 }
@@ -58,37 +58,37 @@ func (p *Plane) issueOnCreate(ctx context.Context, rec *stewardv1.EventRecord) e
 // task after. A delegated task's parent is issued first if it has none.
 // why says why no credential could be issued; err is a failure worth
 // retrying.
-func (p *Plane) issue(ctx context.Context, taskID string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
-	return p.issueAs(ctx, taskID, event.ID(taskID, event.TypeCredentialIssued), cause, depth)
+func (cr *credentials) issue(ctx context.Context, taskID string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
+	return cr.issueAs(ctx, taskID, event.ID(taskID, event.TypeCredentialIssued), cause, depth)
 }
 
 // issueAs is issue recording taskID's credential under event id: a
 // renewal with a request id that issues the credential records it under
 // the request's id, so that a repeat finds it (see RenewCredential). The
 // fold takes one credential per task, whichever id comes first.
-func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
-	t, _, err = p.tasks.Load(ctx, taskID)
+func (cr *credentials) issueAs(ctx context.Context, taskID, id string, cause *stewardv1.Event, depth int) (t *stewardv1.Task, why string, err error) {
+	t, _, err = cr.tasks.Load(ctx, taskID)
 	if err != nil {
 		if errs.Is(err, errs.NotFound) || errs.Is(err, errs.Corrupt) {
 			return nil, err.Error(), nil
 		}
 		return nil, "", err
 	}
-	if t.Credential != nil || p.signer == nil {
+	if t.Credential != nil || cr.signer == nil {
 		return t, "", nil
 	}
-	now := p.now()
+	now := cr.now()
 	var (
 		cred  *stewardv1.TaskCredential
 		chain []*stewardv1.SignedCredential
 	)
 	if parentID := t.Contract.GetParentTaskId(); parentID == "" {
-		cred = credential.Root(t.Contract, t.CreatedBy, now, p.credentialTTL)
+		cred = credential.Root(t.Contract, t.CreatedBy, now, cr.ttl)
 	} else {
 		if depth >= taskstore.MaxChainWalk {
 			return t, fmt.Sprintf("the delegation chain of task %s is deeper than %d", taskID, taskstore.MaxChainWalk), nil
 		}
-		parent, why, err := p.issue(ctx, parentID, cause, depth+1)
+		parent, why, err := cr.issue(ctx, parentID, cause, depth+1)
 		if why != "" || err != nil {
 			if why != "" {
 				why = fmt.Sprintf("parent task %s: %s", parentID, why)
@@ -101,7 +101,7 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 		}
 		// The parent's credential came from the log; check it was ours
 		// and holds together before deriving from it.
-		pc, err := credential.VerifyChain(ps.Signed, ps.Chain, p.trustedKeys()...)
+		pc, err := credential.VerifyChain(ps.Signed, ps.Chain, cr.trustedKeys()...)
 		if err != nil {
 			return t, fmt.Sprintf("the credential of parent task %s does not verify: %v", parentID, err), nil
 		}
@@ -115,31 +115,31 @@ func (p *Plane) issueAs(ctx context.Context, taskID, id string, cause *stewardv1
 		cred = credential.Delegated(pc, t.Contract, links[len(links)-1].ToRef, now)
 		chain = append(slices.Clone(ps.Chain), ps.Signed)
 	}
-	signed, err := p.signer.Sign(cred)
+	signed, err := cr.signer.Sign(cred)
 	if err != nil {
 		return nil, "", err
 	}
-	t, err = p.tasks.Update(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = cr.tasks.Update(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential != nil {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, id, cause), &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
+		return event.New(cr.meta(taskID, id, cause), &stewardv1.CredentialIssued{Credential: signed, Chain: chain})
 	})
 	if err != nil {
 		return nil, "", err
 	}
-	p.logger.Debug("credential issued", "task", taskID, "credential", cred.CredentialId, "expires", cred.ExpiresAt.AsTime())
+	cr.logger.Debug("credential issued", "task", taskID, "credential", cred.CredentialId, "expires", cred.ExpiresAt.AsTime())
 	return t, "", nil
 }
 
 // ensureCredential returns t with its credential, issuing it now if the
 // action came before it (a task created before credentials existed, or a
 // missed reaction). why says why there is none.
-func (p *Plane) ensureCredential(ctx context.Context, t *stewardv1.Task, cause *stewardv1.Event) (*stewardv1.Task, string, error) {
-	if p.signer == nil || t.Credential != nil {
+func (cr *credentials) ensureCredential(ctx context.Context, t *stewardv1.Task, cause *stewardv1.Event) (*stewardv1.Task, string, error) {
+	if cr.signer == nil || t.Credential != nil {
 		return t, "", nil
 	}
-	issued, why, err := p.issue(ctx, t.Contract.GetTaskId(), cause, 0)
+	issued, why, err := cr.issue(ctx, t.Contract.GetTaskId(), cause, 0)
 	if err != nil || why != "" {
 		return t, why, err
 	}
@@ -149,12 +149,12 @@ func (p *Plane) ensureCredential(ctx context.Context, t *stewardv1.Task, cause *
 // credentialRefusal says why action a of t may not be permitted under t's
 // credential now, or "" when it may (see the top of this file). err is a
 // failure to find out, worth retrying.
-func (p *Plane) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
-	c, err := p.readCredentialCheck(ctx, t, a)
+func (cr *credentials) credentialRefusal(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (string, error) {
+	c, err := cr.readCredentialCheck(ctx, t, a)
 	if err != nil {
 		return "", err
 	}
-	return p.refuseCredential(t, a, c), nil
+	return cr.refuseCredential(t, a, c), nil
 }
 
 // credentialCheck is what checking an action's credential reads from
@@ -171,21 +171,21 @@ type credentialCheck struct {
 
 // readCredentialCheck reads what refuseCredential needs about action a of
 // t. err is a failure to read, worth retrying.
-func (p *Plane) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (credentialCheck, error) {
+func (cr *credentials) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (credentialCheck, error) {
 	var c credentialCheck
-	if p.signer == nil {
+	if cr.signer == nil {
 		return c, nil
 	}
 	// Read even for a task with no credential yet: it may have one by the
 	// time of the write.
 	var err error
-	if c.above, err = p.tasks.RevokedAbove(ctx, t); err != nil {
+	if c.above, err = cr.tasks.RevokedAbove(ctx, t); err != nil {
 		return c, err
 	}
 	if a.GetCompensates() != "" {
 		return c, nil
 	}
-	entry, err := p.tools.Lookup(ctx, p.log, t.Tenant, a.Tool, a.ToolVersion)
+	entry, err := cr.tools.Lookup(ctx, cr.log, t.Tenant, a.Tool, a.ToolVersion)
 	switch {
 	case errs.Is(err, errs.NotFound):
 		c.unknown = err
@@ -199,14 +199,14 @@ func (p *Plane) readCredentialCheck(ctx context.Context, t *stewardv1.Task, a *s
 
 // refuseCredential is credentialRefusal on what readCredentialCheck read:
 // it checks t's credential as t has it now, by the plane's clock.
-func (p *Plane) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c credentialCheck) string {
-	if p.signer == nil {
+func (cr *credentials) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c credentialCheck) string {
+	if cr.signer == nil {
 		return ""
 	}
 	if t.Credential == nil {
 		return fmt.Sprintf("task %s has no credential", t.Contract.GetTaskId())
 	}
-	if why := p.verifyCredential(t.Credential); why != "" {
+	if why := cr.verifyCredential(t.Credential); why != "" {
 		return why
 	}
 	if why := taskstore.RevocationReason(t, c.above); why != "" {
@@ -218,7 +218,7 @@ func (p *Plane) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c crede
 	if c.unknown != nil {
 		return fmt.Sprintf("credential %s cannot be checked: %v", t.Credential.Credential.GetCredentialId(), c.unknown)
 	}
-	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, a.ToolVersion, c.scopes, p.now()); err != nil {
+	if err := credential.Covers(t.Credential.GetCredential(), a.Tool, a.ToolVersion, c.scopes, cr.now()); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -227,15 +227,15 @@ func (p *Plane) refuseCredential(t *stewardv1.Task, a *stewardv1.Action, c crede
 // verifyCredential says why cs was not issued by this governance: the fold
 // takes a credential as the log has it, and only its signatures, along the
 // whole chain and by a trusted key, show that governance issued it.
-func (p *Plane) verifyCredential(cs *stewardv1.CredentialState) string {
+func (cr *credentials) verifyCredential(cs *stewardv1.CredentialState) string {
 	key := verifiedKey(cs)
-	if p.verified.has(key) {
+	if cr.verified.has(key) {
 		return ""
 	}
-	if _, err := credential.VerifyChain(cs.Signed, cs.Chain, p.trustedKeys()...); err != nil {
+	if _, err := credential.VerifyChain(cs.Signed, cs.Chain, cr.trustedKeys()...); err != nil {
 		return fmt.Sprintf("credential %s does not verify: %v", cs.Credential.GetCredentialId(), err)
 	}
-	p.verified.add(key)
+	cr.verified.add(key)
 	return ""
 }
 
@@ -254,8 +254,8 @@ func verifiedKey(cs *stewardv1.CredentialState) string {
 }
 
 // trustedKeys are the keys a credential may be signed with.
-func (p *Plane) trustedKeys() []ed25519.PublicKey {
-	return append([]ed25519.PublicKey{p.signer.PublicKey()}, p.trusted...)
+func (cr *credentials) trustedKeys() []ed25519.PublicKey {
+	return append([]ed25519.PublicKey{cr.signer.PublicKey()}, cr.trusted...)
 }
 
 // verifiedSet is a bounded set of verified credentials: verifying costs an
@@ -294,19 +294,19 @@ const MaxRevokeReasonLen = 1024
 // approval given meanwhile meets the same check before its permit. It is
 // idempotent: a denial's id derives from its action, and an action no
 // longer awaiting approval is left alone.
-func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if p.signer == nil {
+func (cr *credentials) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) error {
+	if cr.signer == nil {
 		return nil
 	}
-	if err := p.approvals.Sync(ctx, p.log); err != nil {
+	if err := cr.approvals.Sync(ctx, cr.log); err != nil {
 		return err
 	}
-	for _, ap := range p.approvals.List("", true) {
-		t, _, err := p.tasks.Load(ctx, ap.TaskId)
+	for _, ap := range cr.approvals.List("", true) {
+		t, _, err := cr.tasks.Load(ctx, ap.TaskId)
 		if errs.Is(err, errs.Corrupt) {
 			// One broken history must not keep the others' approvals
 			// open; its permits are refused all the same.
-			p.logger.Error("revocation: cannot check the approvals of a broken task", "task", ap.TaskId, "err", err)
+			cr.logger.Error("revocation: cannot check the approvals of a broken task", "task", ap.TaskId, "err", err)
 			continue
 		}
 		if err != nil {
@@ -316,7 +316,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		if a.GetStatus() != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL {
 			continue
 		}
-		why, err := p.tasks.Revoked(ctx, t)
+		why, err := cr.tasks.Revoked(ctx, t)
 		if errs.Is(err, errs.Corrupt) {
 			why, err = "the task's credential cannot be checked: "+err.Error(), nil
 		}
@@ -326,7 +326,7 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 		if why == "" {
 			continue
 		}
-		if err := p.deny(ctx, ap.TaskId, a, []string{why}, rec.Event); err != nil {
+		if err := cr.deny(ctx, ap.TaskId, a, []string{why}, rec.Event); err != nil {
 			return err
 		}
 	}
@@ -335,9 +335,9 @@ func (p *Plane) closeApprovals(ctx context.Context, rec *stewardv1.EventRecord) 
 
 // CredentialKey returns the public key credentials are signed with and its
 // id.
-func (p *Plane) CredentialKey() (*stewardv1.GetCredentialKeyResponse, error) {
-	if p.signer == nil {
+func (cr *credentials) CredentialKey() (*stewardv1.GetCredentialKeyResponse, error) {
+	if cr.signer == nil {
 		return nil, errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
 	}
-	return &stewardv1.GetCredentialKeyResponse{PublicKey: p.signer.PublicKey(), KeyId: p.signer.KeyID()}, nil
+	return &stewardv1.GetCredentialKeyResponse{PublicKey: cr.signer.PublicKey(), KeyId: cr.signer.KeyID()}, nil
 }

@@ -31,7 +31,7 @@ type deadlineTimer struct {
 // extension does not cancel the earlier one: that one finds the deadline
 // moved when it fires and does nothing. Setting it again on redelivery is
 // a no-op.
-func (p *Plane) armDeadline(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (ck *clock) armDeadline(ctx context.Context, rec *stewardv1.EventRecord) error {
 	d := rec.Event.GetTaskCreated().GetContract().GetDeadline()
 	if x := rec.Event.GetDeadlineExtended(); x != nil {
 		d = x.Deadline
@@ -44,7 +44,7 @@ func (p *Plane) armDeadline(ctx context.Context, rec *stewardv1.EventRecord) err
 	if err != nil {
 		return err
 	}
-	if err := p.timers.Set(ctx, DeadlineTimerKind, deadlineTimerID(rec.Event.TaskId, at), at, payload); err != nil {
+	if err := ck.timers.Set(ctx, DeadlineTimerKind, deadlineTimerID(rec.Event.TaskId, at), at, payload); err != nil {
 		return fmt.Errorf("set the deadline timer of task %s: %w", rec.Event.TaskId, err)
 	}
 	return nil
@@ -56,29 +56,29 @@ func deadlineTimerID(taskID string, at time.Time) string {
 }
 
 // onTimer hands a fired timer to the handler of its kind.
-func (p *Plane) onTimer(ctx context.Context, f timer.Fired) error {
+func (ck *clock) onTimer(ctx context.Context, f timer.Fired) error {
 	if f.Kind == DeadlineTimerKind {
-		return p.onDeadlineTimer(ctx, f)
+		return ck.onDeadlineTimer(ctx, f)
 	}
-	return p.onApprovalTimer(ctx, f)
+	return ck.onApprovalTimer(ctx, f)
 }
 
 // onDeadlineTimer suspends a task whose deadline came, if that is still
 // its deadline and it is at work. The suspension's id derives from the
 // task and the deadline, so a timer delivered twice suspends once.
-func (p *Plane) onDeadlineTimer(ctx context.Context, f timer.Fired) error {
+func (ck *clock) onDeadlineTimer(ctx context.Context, f timer.Fired) error {
 	var dt deadlineTimer
 	if err := json.Unmarshal(f.Payload, &dt); err != nil || dt.TaskID == "" || dt.Deadline.IsZero() {
-		p.logger.Error("deadline timer with a bad payload; dropping it", "id", f.ID, "err", err)
+		ck.logger.Error("deadline timer with a bad payload; dropping it", "id", f.ID, "err", err)
 		return nil
 	}
 	id := event.ID(dt.TaskID, "deadline-suspended", dt.Deadline.UTC().Format(time.RFC3339Nano))
-	err := p.suspendAtDeadline(ctx, dt.TaskID, id, dt.Cause, func(t *stewardv1.Task) bool {
+	err := ck.suspendAtDeadline(ctx, dt.TaskID, id, dt.Cause, func(t *stewardv1.Task) bool {
 		d := t.Contract.GetDeadline()
 		return d != nil && d.AsTime().Equal(dt.Deadline) // not extended since
 	})
 	if err != nil && eventlog.Permanent(err) {
-		p.logger.Warn("deadline timer could not act", "task", dt.TaskID, "deadline", dt.Deadline, "err", err)
+		ck.logger.Warn("deadline timer could not act", "task", dt.TaskID, "deadline", dt.Deadline, "err", err)
 		return nil
 	}
 	return err
@@ -88,9 +88,9 @@ func (p *Plane) onDeadlineTimer(ctx context.Context, f timer.Fired) error {
 // a pause, for instance, or its result returned — by suspending it if its
 // deadline has passed meanwhile: the timer found it held then and left
 // it, and nothing else would stop it now.
-func (p *Plane) suspendPastDeadline(ctx context.Context, rec *stewardv1.EventRecord) error {
-	now := p.now()
-	return p.suspendAtDeadline(ctx, rec.Event.TaskId, event.ID(rec.Event.EventId, "deadline-suspended"), rec.Event.EventId, func(t *stewardv1.Task) bool {
+func (ck *clock) suspendPastDeadline(ctx context.Context, rec *stewardv1.EventRecord) error {
+	now := ck.now()
+	return ck.suspendAtDeadline(ctx, rec.Event.TaskId, event.ID(rec.Event.EventId, "deadline-suspended"), rec.Event.EventId, func(t *stewardv1.Task) bool {
 		return task.PastDeadline(t, now)
 	})
 }
@@ -101,9 +101,9 @@ func (p *Plane) suspendPastDeadline(ctx context.Context, rec *stewardv1.EventRec
 // and a suspension would throw its question away), produced (its work is
 // done; acceptance may take longer), compensating or ended is left as it
 // is; answered or resumed past its deadline, it is suspended then.
-func (p *Plane) suspendAtDeadline(ctx context.Context, taskID, id, cause string, due func(*stewardv1.Task) bool) error {
+func (ck *clock) suspendAtDeadline(ctx context.Context, taskID, id, cause string, due func(*stewardv1.Task) bool) error {
 	var reason string
-	err := p.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := ck.tasks.Write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		if !task.Active(t.Status) || !due(t) {
 			return nil, nil
@@ -113,12 +113,12 @@ func (p *Plane) suspendAtDeadline(ctx context.Context, taskID, id, cause string,
 			c.GetDeadline().AsTime().UTC().Format(time.RFC3339), c.GetAccountableOwnerRef())
 		return event.New(event.Meta{
 			ID: id, TaskID: taskID, Actor: &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
-			Time: p.now(), CausationID: cause,
+			Time: ck.now(), CausationID: cause,
 		}, &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE})
 	})
 	if err != nil || reason == "" {
 		return err
 	}
-	p.logger.Warn("task suspended: its deadline passed", "task", taskID, "reason", reason)
+	ck.logger.Warn("task suspended: its deadline passed", "task", taskID, "reason", reason)
 	return nil
 }

@@ -114,14 +114,14 @@ func (p *Plane) refuseEarly(ctx context.Context, t *stewardv1.Task, actionID str
 	if line, spent := task.Spent(t); spent && a.Compensates == "" {
 		return t, budgetSpentReason(line), nil
 	}
-	t, why, err := p.ensureCredential(ctx, t, cause)
+	t, why, err := p.credentials.ensureCredential(ctx, t, cause)
 	if err != nil {
 		return t, "", err
 	}
 	if why != "" {
 		return t, fmt.Sprintf("task %s has no credential: %s", t.Contract.GetTaskId(), why), nil
 	}
-	why, err = p.credentialRefusal(ctx, t, a)
+	why, err = p.credentials.credentialRefusal(ctx, t, a)
 	return t, why, err
 }
 
@@ -186,7 +186,7 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 		}
 		// A credential revoked since the check before policy: ask nobody
 		// for an approval that could lead to no permit.
-		if why := p.refuseCredential(t, cur, check); why != "" {
+		if why := p.credentials.refuseCredential(t, cur, check); why != "" {
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
 				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
 		}

@@ -18,7 +18,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 	taskID := t.Contract.TaskId
 	// An approval of an action proposed before the task had a credential
 	// needs one now; if none can be issued, the check below says so.
-	if _, _, err := p.ensureCredential(ctx, t, cause); err != nil {
+	if _, _, err := p.credentials.ensureCredential(ctx, t, cause); err != nil {
 		return err
 	}
 	cost, check, err := p.readForDecision(ctx, t, a)
@@ -72,7 +72,7 @@ func (p *Plane) permitRefusal(t *stewardv1.Task, cur *stewardv1.Action, check cr
 	// Checked here, on the task as it is when the permit is appended, so
 	// that a revocation or an expiry since the proposal (or during a long
 	// wait for approval) stops the permit.
-	return p.refuseCredential(t, cur, check)
+	return p.credentials.refuseCredential(t, cur, check)
 }
 
 // newPermit is the permit for cur of t, decided under the snapshot
@@ -120,7 +120,7 @@ func (p *Plane) readForDecision(ctx context.Context, t *stewardv1.Task, a *stewa
 	if err != nil {
 		return 0, credentialCheck{}, err
 	}
-	check, err := p.readCredentialCheck(ctx, t, a)
+	check, err := p.credentials.readCredentialCheck(ctx, t, a)
 	return cost, check, err
 }
 

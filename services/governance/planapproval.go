@@ -88,7 +88,7 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 		return nil
 	}
 	if p.signer != nil {
-		if err := credential.VerifyDecision(d, p.trustedKeys()...); err != nil {
+		if err := credential.VerifyDecision(d, p.credentials.trustedKeys()...); err != nil {
 			p.logger.Error("approval decision refused, the plan does not start: "+err.Error(), "task", taskID, "approval", d.ApprovalId, "decided_by", d.DecidedBy)
 			return nil
 		}

@@ -78,8 +78,12 @@ type Plane struct {
 	// trusted are the keys a task's credential may be signed with: the
 	// signer's and any earlier ones (Config.TrustedKeys); verified
 	// remembers the credentials that checked out.
-	trusted  []ed25519.PublicKey
-	verified verifiedSet
+	trusted []ed25519.PublicKey
+	// clock keeps the approval and deadline timers (clock.go).
+	clock *clock
+	// credentials issues, checks, renews and revokes task credentials
+	// (credentials.go).
+	credentials *credentials
 	// toolFacts are the tool contracts as policy reads them.
 	toolFacts toolFactsCache
 	// digest keys the hashes shown to who may not read a task's content
@@ -174,9 +178,17 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	if p.permitTTL <= 0 {
 		p.permitTTL = DefaultPermitTTL
 	}
-	p.notify, p.notifyBudget = p.logReminder, p.logBudgetAlert
+	p.notifyBudget = p.logBudgetAlert
 	for _, o := range opts {
 		o(p)
+	}
+	p.clock = &clock{tasks: cfg.Tasks, logger: logger, timers: p.timers, now: p.now, notify: p.notify}
+	if p.clock.notify == nil {
+		p.clock.notify = p.clock.logReminder
+	}
+	p.credentials = &credentials{
+		denying: p, log: log, tasks: cfg.Tasks, logger: logger, tools: cfg.Tools, approvals: p.approvals,
+		now: p.now, signer: p.signer, ttl: p.credentialTTL, trusted: p.trusted,
 	}
 	return p
 }
@@ -204,31 +216,31 @@ func (p *Plane) Start(ctx context.Context) error {
 		eventlog.OnRecord[*stewardv1.ActionDenied](p.guardBudget), // on revalidation, with the calls' cost
 		eventlog.OnRecord[*stewardv1.BudgetRaised](p.guardBudget),
 		// Credentials.
-		eventlog.OnRecord[*stewardv1.TaskCreated](p.issueOnCreate),
-		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.closeApprovals),
+		eventlog.OnRecord[*stewardv1.TaskCreated](p.credentials.issueOnCreate),
+		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.credentials.closeApprovals),
 		// A stall mark: what waits on governance alone, decided again
 		// (redrive.go).
 		eventlog.On(p.redrive),
 	}
 	if p.timers != nil {
 		reactions = append(reactions,
-			eventlog.On(p.armOnRequest),
+			eventlog.On(p.clock.armOnRequest),
 			// A suspension that came due while the task was paused. An
 			// answer resumes a task as a resume does, and is treated alike.
-			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendOverdue),
-			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendOverdue),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.suspendOverdue),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.suspendOverdue),
 			// Deadlines (deadline.go): a timer at each, and a task back
 			// at work past its deadline is stopped again.
-			eventlog.OnRecord[*stewardv1.TaskCreated](p.armDeadline),
-			eventlog.OnRecord[*stewardv1.DeadlineExtended](p.armDeadline),
+			eventlog.OnRecord[*stewardv1.TaskCreated](p.clock.armDeadline),
+			eventlog.OnRecord[*stewardv1.DeadlineExtended](p.clock.armDeadline),
 			// A start too: a task paused before it started is resumed
 			// to pending, which the resume's reaction leaves alone.
-			eventlog.OnRecord[*stewardv1.TaskStarted](p.suspendPastDeadline),
-			eventlog.OnRecord[*stewardv1.TaskResumed](p.suspendPastDeadline),
-			eventlog.OnRecord[*stewardv1.InputProvided](p.suspendPastDeadline),
-			eventlog.OnRecord[*stewardv1.TaskReturned](p.suspendPastDeadline),
-			eventlog.OnRecord[*stewardv1.TaskProduced](p.suspendPastDeadline))
-		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind}, p.onTimer)
+			eventlog.OnRecord[*stewardv1.TaskStarted](p.clock.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.TaskReturned](p.clock.suspendPastDeadline),
+			eventlog.OnRecord[*stewardv1.TaskProduced](p.clock.suspendPastDeadline))
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind}, p.clock.onTimer)
 		if err != nil {
 			return err
 		}
@@ -237,7 +249,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		// reaction was missed, get theirs now; setting one again is a
 		// no-op.
 		pending := p.approvals.List("", true)
-		p.done.Go(func() { p.armPending(bg, pending) })
+		p.done.Go(func() { p.clock.armPending(bg, pending) })
 	}
 	sub, err := p.log.React(ctx, PlaneName, reactions...)
 	if err != nil {

@@ -30,18 +30,18 @@ import (
 // that renewal left it, renewing nothing more; the id used for another
 // command, task or reason is AlreadyExists. Without one, two renewals of
 // the same credential at once record one.
-func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (_ *stewardv1.CredentialState, err error) {
-	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
+func (cr *credentials) RenewCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest) (_ *stewardv1.CredentialState, err error) {
+	if err := cr.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "renew"); err != nil {
 		return nil, err
 	}
 	if err := requestid.Check(req.RequestId); err != nil {
 		return nil, err
 	}
-	t, _, err := p.tasks.Load(ctx, req.TaskId)
+	t, _, err := cr.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
-	r, err := requestid.Begin(ctx, p.tasks, requestid.For(who.Tenant, who.Principal), requestid.RenewCredential, req.TaskId, req.RequestId, req, requestid.Logger(p.logger))
+	r, err := requestid.Begin(ctx, cr.tasks, requestid.For(who.Tenant, who.Principal), requestid.RenewCredential, req.TaskId, req.RequestId, req, requestid.Logger(cr.logger))
 	if err != nil {
 		return nil, err
 	}
@@ -50,24 +50,24 @@ func (p *Plane) RenewCredential(ctx context.Context, who rpc.Identity, req *stew
 	defer r.Settle(ctx, &err)
 	id := r.EventID()
 	if id != "" {
-		if first, err := p.renewedBy(ctx, req.TaskId, id); first != nil || err != nil {
+		if first, err := cr.renewedBy(ctx, req.TaskId, id); first != nil || err != nil {
 			return first, err
 		}
 	}
 	if t.Credential == nil {
-		return p.issueFirst(ctx, req.TaskId, id)
+		return cr.issueFirst(ctx, req.TaskId, id)
 	}
-	return p.renew(ctx, who, req, t, id)
+	return cr.renew(ctx, who, req, t, id)
 }
 
 // issueFirst issues the credential of a task that never had one (a task
 // from before credentials, or a missed reaction): issuing it now is the
 // renewal, under the request's event id if it has one.
-func (p *Plane) issueFirst(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
+func (cr *credentials) issueFirst(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
 	if id == "" {
 		id = event.ID(taskID, event.TypeCredentialIssued)
 	}
-	issued, why, err := p.issueAs(ctx, taskID, id, nil, 0)
+	issued, why, err := cr.issueAs(ctx, taskID, id, nil, 0)
 	switch {
 	case err != nil:
 		return nil, err
@@ -80,19 +80,19 @@ func (p *Plane) issueFirst(ctx context.Context, taskID, id string) (*stewardv1.C
 // renew re-issues t's credential with a later expiry, recorded under the
 // request's event id (id), or without one under the renewal's number, so
 // that two renewals of the same credential at once record one.
-func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest, t *stewardv1.Task, id string) (*stewardv1.CredentialState, error) {
+func (cr *credentials) renew(ctx context.Context, who rpc.Identity, req *stewardv1.RenewCredentialRequest, t *stewardv1.Task, id string) (*stewardv1.CredentialState, error) {
 	if task.Terminal(t.Status) {
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; its credential is not renewed", req.TaskId, task.StatusName(t.Status))
 	}
-	if why, err := p.tasks.Revoked(ctx, t); why != "" || err != nil {
+	if why, err := cr.tasks.Revoked(ctx, t); why != "" || err != nil {
 		if err == nil {
 			err = errs.New(errs.FailedPrecondition, "not renewed: %s", why)
 		}
 		return nil, err
 	}
-	now := p.now()
+	now := cr.now()
 	cur := t.Credential
-	expires, bound, chain, err := p.renewalBound(ctx, t, now)
+	expires, bound, chain, err := cr.renewalBound(ctx, t, now)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +104,7 @@ func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.Rene
 		return nil, errs.New(errs.FailedPrecondition, "credential %s already lasts until %s, which %s: a renewal would not extend it",
 			cur.Credential.CredentialId, cur.Credential.ExpiresAt.AsTime().Format(time.RFC3339), bound)
 	}
-	signed, err := p.signer.Sign(credential.Renewed(cur.Credential, now, expires))
+	signed, err := cr.signer.Sign(credential.Renewed(cur.Credential, now, expires))
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.Rene
 	if eventID == "" {
 		eventID = event.ID(req.TaskId, "credential-renewal", strconv.FormatUint(uint64(cur.Renewals), 10))
 	}
-	t, err = p.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err = cr.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if t.Credential.GetRenewals() != cur.Renewals {
 			if id == "" {
 				return nil, nil // renewed meanwhile: one renewal for both
@@ -126,22 +126,22 @@ func (p *Plane) renew(ctx context.Context, who rpc.Identity, req *stewardv1.Rene
 	})
 	if errs.Is(err, errs.Conflict) && id != "" {
 		// The renewal that came first may be this request's own repeat.
-		if first, ferr := p.renewedBy(ctx, req.TaskId, id); first != nil || ferr != nil {
+		if first, ferr := cr.renewedBy(ctx, req.TaskId, id); first != nil || ferr != nil {
 			return first, ferr
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	p.logger.Info("credential renewed", "task", req.TaskId, "credential", cur.Credential.CredentialId, "by", who.Principal, "expires", t.Credential.Credential.GetExpiresAt().AsTime())
+	cr.logger.Info("credential renewed", "task", req.TaskId, "credential", cur.Credential.CredentialId, "by", who.Principal, "expires", t.Credential.Credential.GetExpiresAt().AsTime())
 	return t.Credential, nil
 }
 
 // renewedBy returns the credential as the event id on taskID left it —
 // the first answer to the request that recorded it — or nil if there is
 // no such event.
-func (p *Plane) renewedBy(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
-	recs, err := p.log.Read(ctx, taskID)
+func (cr *credentials) renewedBy(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
+	recs, err := cr.log.Read(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -162,16 +162,16 @@ func (p *Plane) renewedBy(ctx context.Context, taskID, id string) (*stewardv1.Cr
 // what bounds it (for the refusal when that is no later than now), and
 // the chain to record: for a delegated task, its parent's credential as
 // it is now, which must verify.
-func (p *Plane) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Time) (time.Time, string, []*stewardv1.SignedCredential, error) {
+func (cr *credentials) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Time) (time.Time, string, []*stewardv1.SignedCredential, error) {
 	parentID := t.Contract.GetParentTaskId()
 	if parentID == "" {
-		expires, bound := now.Add(p.credentialTTL), fmt.Sprintf("is the credential ttl (%s) from now", p.credentialTTL)
+		expires, bound := now.Add(cr.ttl), fmt.Sprintf("is the credential ttl (%s) from now", cr.ttl)
 		if d := t.Contract.GetDeadline(); d != nil && d.AsTime().Before(expires) {
 			expires, bound = d.AsTime(), "is the task's deadline"
 		}
 		return expires, bound, nil, nil
 	}
-	parent, _, err := p.tasks.Load(ctx, parentID)
+	parent, _, err := cr.tasks.Load(ctx, parentID)
 	if err != nil {
 		return time.Time{}, "", nil, err
 	}
@@ -179,7 +179,7 @@ func (p *Plane) renewalBound(ctx context.Context, t *stewardv1.Task, now time.Ti
 	if ps == nil {
 		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "parent task %s has no credential", parentID)
 	}
-	if _, err := credential.VerifyChain(ps.Signed, ps.Chain, p.trustedKeys()...); err != nil {
+	if _, err := credential.VerifyChain(ps.Signed, ps.Chain, cr.trustedKeys()...); err != nil {
 		return time.Time{}, "", nil, errs.New(errs.FailedPrecondition, "the credential of parent task %s does not verify: %v", parentID, err)
 	}
 	expires, bound := ps.Credential.ExpiresAt.AsTime(), fmt.Sprintf("is when the credential of parent task %s expires (renew it first)", parentID)

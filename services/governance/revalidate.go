@@ -119,7 +119,7 @@ func (p *Plane) permitHolds(taskID string, a *stewardv1.Action) bool {
 	if p.signer == nil {
 		return true
 	}
-	if _, err := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, p.trustedKeys()...); err != nil {
+	if _, err := credential.VerifyPermit(a.Permit, a.SignedPermit, a.ActionId, a.ActionHash, p.credentials.trustedKeys()...); err != nil {
 		p.logger.Warn("the approval is asked for again: the permit revalidated does not hold: "+err.Error(), "task", taskID, "action", a.ActionId)
 		return false
 	}

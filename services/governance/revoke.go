@@ -17,15 +17,15 @@ import (
 // and its open approvals are closed (closeApprovals). Revoking a revoked
 // credential returns it unchanged. A task without a credential yet gets
 // one first, so that it can be revoked.
-func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
-	if err := p.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
+func (cr *credentials) RevokeCredential(ctx context.Context, who rpc.Identity, req *stewardv1.RevokeCredentialRequest) (*stewardv1.CredentialState, error) {
+	if err := cr.checkOperatorCommand(ctx, who, req.TaskId, req.Reason, "revoke"); err != nil {
 		return nil, err
 	}
-	_, why, err := p.issue(ctx, req.TaskId, nil, 0)
+	_, why, err := cr.issue(ctx, req.TaskId, nil, 0)
 	if err != nil {
 		return nil, err
 	}
-	t, err := p.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	t, err := cr.tasks.Update(ctx, req.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cs := t.Credential
 		switch {
 		case cs == nil:
@@ -38,7 +38,7 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 			ID:     event.ID(req.TaskId, event.TypeCredentialRevoked, id),
 			TaskID: req.TaskId,
 			Actor:  &stewardv1.Actor{Principal: who.Principal, Plane: PlaneName},
-			Time:   p.now(),
+			Time:   cr.now(),
 		}, &stewardv1.CredentialRevoked{CredentialId: id, Reason: req.Reason})
 	})
 	if err != nil {
@@ -49,7 +49,7 @@ func (p *Plane) RevokeCredential(ctx context.Context, who rpc.Identity, req *ste
 
 // checkOperatorCommand checks a revocation or renewal: a task that
 // exists, a reason, and the operator role when callers are authenticated.
-func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, taskID, reason, verb string) error {
+func (cr *credentials) checkOperatorCommand(ctx context.Context, who rpc.Identity, taskID, reason, verb string) error {
 	switch {
 	case taskID == "":
 		return errs.Field("task_id", "is required")
@@ -60,10 +60,10 @@ func (p *Plane) checkOperatorCommand(ctx context.Context, who rpc.Identity, task
 	case len(reason) > MaxRevokeReasonLen:
 		return &errs.Error{Code: errs.TooLarge, Field: "reason", Message: fmt.Sprintf("is longer than %d bytes", MaxRevokeReasonLen)}
 	}
-	if p.signer == nil {
+	if cr.signer == nil {
 		return errs.New(errs.FailedPrecondition, "this governance plane issues no credentials")
 	}
-	_, _, err := p.tasks.Load(ctx, taskID)
+	_, _, err := cr.tasks.Load(ctx, taskID)
 	return err
 }
 

@@ -63,7 +63,7 @@ func (s *governanceService) DecideApproval(ctx context.Context, req *connect.Req
 }
 
 func (s *governanceService) RevokeCredential(ctx context.Context, req *connect.Request[stewardv1.RevokeCredentialRequest]) (*connect.Response[stewardv1.RevokeCredentialResponse], error) {
-	c, err := s.plane.RevokeCredential(ctx, rpc.Caller(ctx), req.Msg)
+	c, err := s.plane.credentials.RevokeCredential(ctx, rpc.Caller(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func (s *governanceService) RevokeCredential(ctx context.Context, req *connect.R
 }
 
 func (s *governanceService) GetCredentialKey(context.Context, *connect.Request[stewardv1.GetCredentialKeyRequest]) (*connect.Response[stewardv1.GetCredentialKeyResponse], error) {
-	k, err := s.plane.CredentialKey()
+	k, err := s.plane.credentials.CredentialKey()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +79,7 @@ func (s *governanceService) GetCredentialKey(context.Context, *connect.Request[s
 }
 
 func (s *governanceService) RenewCredential(ctx context.Context, req *connect.Request[stewardv1.RenewCredentialRequest]) (*connect.Response[stewardv1.RenewCredentialResponse], error) {
-	c, err := s.plane.RenewCredential(ctx, rpc.Caller(ctx), req.Msg)
+	c, err := s.plane.credentials.RenewCredential(ctx, rpc.Caller(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

@@ -68,7 +68,7 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 	permitToo := withPermit(from) && snap.Decision == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW && (p.signer == nil || t.Credential != nil)
 	var check credentialCheck
 	if permitToo {
-		if check, err = p.readCredentialCheck(ctx, t, a); err != nil {
+		if check, err = p.credentials.readCredentialCheck(ctx, t, a); err != nil {
 			return nil, err
 		}
 	}

@@ -46,8 +46,8 @@ const (
 type Notifier func(ctx context.Context, ap *stewardv1.Approval, waited time.Duration)
 
 // logReminder is the default Notifier.
-func (p *Plane) logReminder(_ context.Context, ap *stewardv1.Approval, waited time.Duration) {
-	p.logger.Warn("approval still waiting", "approval", ap.ApprovalId, "task", ap.TaskId, "action", ap.ActionId, "plan_version", ap.PlanVersion,
+func (ck *clock) logReminder(_ context.Context, ap *stewardv1.Approval, waited time.Duration) {
+	ck.logger.Warn("approval still waiting", "approval", ap.ApprovalId, "task", ap.TaskId, "action", ap.ActionId, "plan_version", ap.PlanVersion,
 		"roles", ap.RequiredRoles, "waited", waited)
 }
 
@@ -80,27 +80,27 @@ func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
 
 // armOnRequest reacts to a requested approval by setting its timers.
 // Setting them again on redelivery is a no-op.
-func (p *Plane) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord, requested *stewardv1.ApprovalRequested) error {
+func (ck *clock) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord, requested *stewardv1.ApprovalRequested) error {
 	ap := requested.GetApproval()
-	return p.arm(ctx, rec.Event.TaskId, ap.GetActionId(), ap.GetApprovalId())
+	return ck.arm(ctx, rec.Event.TaskId, ap.GetActionId(), ap.GetApprovalId())
 }
 
 // armPending sets the timers of approvals that were open at start.
-func (p *Plane) armPending(ctx context.Context, pending []*stewardv1.Approval) {
+func (ck *clock) armPending(ctx context.Context, pending []*stewardv1.Approval) {
 	for _, ap := range pending {
-		if err := p.arm(ctx, ap.TaskId, ap.ActionId, ap.ApprovalId); err != nil {
+		if err := ck.arm(ctx, ap.TaskId, ap.ActionId, ap.ApprovalId); err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			p.logger.Warn("could not set an open approval's timers", "approval", ap.ApprovalId, "task", ap.TaskId, "err", err)
+			ck.logger.Warn("could not set an open approval's timers", "approval", ap.ApprovalId, "task", ap.TaskId, "err", err)
 		}
 	}
 }
 
 // arm sets an open approval's reminder and suspension timers, counted from
 // when it was requested.
-func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) error {
-	t, _, err := p.tasks.Load(ctx, taskID)
+func (ck *clock) arm(ctx context.Context, taskID, actionID, approvalID string) error {
+	t, _, err := ck.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func (p *Plane) arm(ctx context.Context, taskID, actionID, approvalID string) er
 		if err != nil {
 			return err
 		}
-		if err := p.timers.Set(ctx, ApprovalTimerKind, approvalID+"/"+stage, requested.Add(after), payload); err != nil {
+		if err := ck.timers.Set(ctx, ApprovalTimerKind, approvalID+"/"+stage, requested.Add(after), payload); err != nil {
 			return fmt.Errorf("set %s timer of approval %s: %w", stage, approvalID, err)
 		}
 	}
@@ -173,26 +173,26 @@ func askedAt(ap *stewardv1.Approval, last *timestamppb.Timestamp) time.Time {
 // onApprovalTimer handles a fired approval timer. It does something only if
 // the approval is still open; its events have ids derived from the
 // approval, so a timer delivered twice records nothing twice.
-func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
+func (ck *clock) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 	var at approvalTimer
 	if err := json.Unmarshal(f.Payload, &at); err != nil || at.TaskID == "" || at.ApprovalID == "" {
-		p.logger.Error("approval timer with a bad payload; dropping it", "id", f.ID, "err", err)
+		ck.logger.Error("approval timer with a bad payload; dropping it", "id", f.ID, "err", err)
 		return nil
 	}
 	var err error
 	switch at.Stage {
 	case stageRemind:
-		err = p.remind(ctx, at)
+		err = ck.remind(ctx, at)
 	case stageSuspend:
-		err = p.suspendWaiting(ctx, at)
+		err = ck.suspendWaiting(ctx, at)
 	default:
-		p.logger.Error("approval timer of an unknown stage; dropping it", "id", f.ID, "stage", at.Stage)
+		ck.logger.Error("approval timer of an unknown stage; dropping it", "id", f.ID, "stage", at.Stage)
 		return nil
 	}
 	if err != nil && eventlog.Permanent(err) {
 		// The task is gone, corrupt or refuses the step: a retry would
 		// fail the same way.
-		p.logger.Warn("approval timer could not act", "stage", at.Stage, "approval", at.ApprovalID, "task", at.TaskID, "err", err)
+		ck.logger.Warn("approval timer could not act", "stage", at.Stage, "approval", at.ApprovalID, "task", at.TaskID, "err", err)
 		return nil
 	}
 	return err
@@ -200,9 +200,9 @@ func (p *Plane) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 
 // remind records that the approval is still waiting and tells the
 // Notifier.
-func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
+func (ck *clock) remind(ctx context.Context, at approvalTimer) error {
 	id := event.ID(at.ApprovalID, "reminded")
-	_, history, err := p.tasks.Load(ctx, at.TaskID)
+	_, history, err := ck.tasks.Load(ctx, at.TaskID)
 	if err != nil {
 		return err
 	}
@@ -213,21 +213,21 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 		open   *stewardv1.Approval
 		waited time.Duration
 	)
-	err = p.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err = ck.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		open = nil
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok {
 			return nil, nil
 		}
-		open, waited = proto.CloneOf(w.ap), p.now().Sub(w.requested).Round(time.Second)
-		return event.New(p.timerMeta(id, t, w), &stewardv1.ApprovalReminded{
+		open, waited = proto.CloneOf(w.ap), ck.now().Sub(w.requested).Round(time.Second)
+		return event.New(ck.timerMeta(id, t, w), &stewardv1.ApprovalReminded{
 			ApprovalId: at.ApprovalID, ActionId: at.ActionID, Waited: durationpb.New(waited),
 		})
 	})
 	if err != nil || open == nil {
 		return err
 	}
-	p.notify(ctx, open, waited)
+	ck.notify(ctx, open, waited)
 	return nil
 }
 
@@ -235,9 +235,9 @@ func (p *Plane) remind(ctx context.Context, at approvalTimer) error {
 // is deciding, and the task should not look as if it were going on. A
 // person resumes it. A paused task is left alone: someone is holding it
 // already.
-func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
+func (ck *clock) suspendWaiting(ctx context.Context, at approvalTimer) error {
 	var reason string
-	err := p.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+	err := ck.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
@@ -245,20 +245,20 @@ func (p *Plane) suspendWaiting(ctx context.Context, at approvalTimer) error {
 		}
 		_, after := approvalWaits(t.Contract)
 		reason = fmt.Sprintf("approval %s for %s waited longer than %s; resume the task to go on", at.ApprovalID, w.what, shortDuration(after))
-		return event.New(p.timerMeta(event.ID(at.ApprovalID, "suspended"), t, w), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
+		return event.New(ck.timerMeta(event.ID(at.ApprovalID, "suspended"), t, w), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
 	})
 	if err != nil || reason == "" {
 		return err
 	}
-	p.logger.Warn("task suspended: an approval waited too long", "task", at.TaskID, "approval", at.ApprovalID, "action", at.ActionID, "reason", reason)
+	ck.logger.Warn("task suspended: an approval waited too long", "task", at.TaskID, "approval", at.ApprovalID, "action", at.ActionID, "reason", reason)
 	return nil
 }
 
 // suspendOverdue reacts to a resumed task by suspending it for any
 // approval whose suspension came due while it was paused: the timer found
 // the task held and left it, and nothing else would bring it back.
-func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
+func (ck *clock) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := ck.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil {
 		return err
 	}
@@ -268,11 +268,11 @@ func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) 
 		open = append(open, approvalTimer{ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId()})
 	}
 	for _, at := range open {
-		if w, ok := openApproval(t, at.ActionID, at.ApprovalID); !ok || p.now().Sub(w.requested) < after {
+		if w, ok := openApproval(t, at.ActionID, at.ApprovalID); !ok || ck.now().Sub(w.requested) < after {
 			continue
 		}
 		at.TaskID, at.Stage = rec.Event.TaskId, stageSuspend
-		if err := p.suspendWaiting(ctx, at); err != nil {
+		if err := ck.suspendWaiting(ctx, at); err != nil {
 			return err
 		}
 	}
@@ -282,12 +282,12 @@ func (p *Plane) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord) 
 // timerMeta is the envelope of an event a timer caused about open
 // approval w: its cause is the approval request, and an action's is
 // correlated with its proposal like the rest of the action's events.
-func (p *Plane) timerMeta(id string, t *stewardv1.Task, w waiting) event.Meta {
+func (ck *clock) timerMeta(id string, t *stewardv1.Task, w waiting) event.Meta {
 	return event.Meta{
 		ID:            id,
 		TaskID:        t.Contract.GetTaskId(),
 		Actor:         &stewardv1.Actor{Principal: "steward", Plane: PlaneName},
-		Time:          p.now(),
+		Time:          ck.now(),
 		CausationID:   w.causeID,
 		CorrelationID: w.correlationID,
 	}
