@@ -56,22 +56,22 @@ func serviceOf(key string) string {
 
 // noteBreaker records a breaker transition, if there was one. Failing to
 // record it is logged, not fatal: the breaker itself has already changed.
-func (p *Plane) noteBreaker(ctx context.Context, tr *breaker.Transition) {
+func (lm *limits) noteBreaker(ctx context.Context, tr *breaker.Transition) {
 	if tr == nil {
 		return
 	}
 	tenant, service := splitBreakerKey(tr.Key)
-	p.logger.Info("circuit breaker changed", "service", service, "tenant", tenant, "from", tr.From, "to", tr.To, "requests", tr.Requests, "failures", tr.Failures)
-	if err := p.recordBreaker(ctx, tr); err != nil {
-		p.logger.Warn("circuit breaker change not recorded", "service", service, "tenant", tenant, "err", err)
+	lm.logger.Info("circuit breaker changed", "service", service, "tenant", tenant, "from", tr.From, "to", tr.To, "requests", tr.Requests, "failures", tr.Failures)
+	if err := lm.recordBreaker(ctx, tr); err != nil {
+		lm.logger.Warn("circuit breaker change not recorded", "service", service, "tenant", tenant, "err", err)
 	}
 }
 
-func (p *Plane) recordBreaker(ctx context.Context, tr *breaker.Transition) error {
+func (lm *limits) recordBreaker(ctx context.Context, tr *breaker.Transition) error {
 	tenant, service := splitBreakerKey(tr.Key)
 	change := &stewardv1.BreakerChanged{
 		ServiceKey: service, From: breakerState(tr.From), To: breakerState(tr.To),
-		Requests: uint32(tr.Requests), Failures: uint32(tr.Failures), Worker: p.cfg.Worker, Tenant: tenant,
+		Requests: uint32(tr.Requests), Failures: uint32(tr.Failures), Worker: lm.cfg.Worker, Tenant: tenant,
 	}
 	if tr.To == breaker.Open {
 		change.Until = timestamppb.New(tr.Until)
@@ -79,21 +79,21 @@ func (p *Plane) recordBreaker(ctx context.Context, tr *breaker.Transition) error
 	ev, err := event.New(event.Meta{
 		// tr.Key is the service key itself for a global tool's breaker:
 		// its ids are as they were before tenants.
-		ID:    event.ID("breaker", tr.Key, p.cfg.Worker, tr.To.String(), fmt.Sprint(tr.At.UnixNano())),
-		Actor: &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
+		ID:    event.ID("breaker", tr.Key, lm.cfg.Worker, tr.To.String(), fmt.Sprint(tr.At.UnixNano())),
+		Actor: &stewardv1.Actor{Principal: lm.cfg.Worker, Plane: PlaneName},
 	}, change)
 	if err != nil {
 		return err
 	}
 	for range 8 {
-		head, last, err := p.log.ServiceHead(ctx, tenant, service)
+		head, last, err := lm.log.ServiceHead(ctx, tenant, service)
 		if err != nil {
 			return err
 		}
 		if last.GetEventId() == ev.EventId {
 			return nil
 		}
-		if _, err = p.log.Append(ctx, head, ev); !errs.Is(err, errs.Conflict) {
+		if _, err = lm.log.Append(ctx, head, ev); !errs.Is(err, errs.Conflict) {
 			return err
 		}
 	}

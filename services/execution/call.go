@@ -21,14 +21,14 @@ import (
 // wait before a retry.
 func (p *Plane) complete(ctx context.Context, d *inFlight) error {
 	taskID, actionID, a, next, call, key, c := d.taskID, d.a.ActionId, d.a, d.attempt, d.call, d.key, d.c
-	holding := p.holdSlot(ctx, call, actionID, next)
+	holding := p.limits.holdSlot(ctx, call, actionID, next)
 	res := eligible(p.call(ctx, taskID, a, next, call), call.Tool, firstUse(a), p.now())
 	holding()
 	crashpoint.Here(crashpoint.AfterDispatch)
 	if next > 1 {
 		crashpoint.Here(crashpoint.AfterRetryDispatch)
 	}
-	p.noteBreaker(ctx, p.breakers.Record(key, breakerOutcome(res), p.now()))
+	p.limits.noteBreaker(ctx, p.breakers.Record(key, breakerOutcome(res), p.now()))
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && res.FailureClass == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT {
 		policy := retryPolicyOf(a, call.Tool)
 		if d, ok := policy.next(next+1, firstUse(a), p.now()); ok {

@@ -277,10 +277,10 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	next := a.Attempt + 1
 	// The tool's limits, first and with one read: a call held back costs
 	// no preparation (see limits.go).
-	if wait, full, err := p.peekSlot(ctx, t.Tenant, a, next); err != nil {
+	if wait, full, err := p.limits.peekSlot(ctx, t.Tenant, a, next); err != nil {
 		return nil, err
 	} else if wait > 0 {
-		return between(func() error { return p.holdBack(ctx, taskID, a, c, wait, full) })
+		return between(func() error { return p.limits.holdBack(ctx, taskID, a, c, wait, full) })
 	}
 	if why, err := p.credentialStands(ctx, t, a); err != nil {
 		return nil, err
@@ -310,8 +310,8 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		}
 	}
 	key := call.breaker
-	ok, retryAt, tr := p.allowBreaker(key, call.Tool)
-	p.noteBreaker(ctx, tr)
+	ok, retryAt, tr := p.limits.allowBreaker(key, call.Tool)
+	p.limits.noteBreaker(ctx, tr)
 	if !ok {
 		return between(func() error {
 			return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_BREAKER, retryAt,
@@ -321,12 +321,12 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	// The slot itself: taken only now, the call prepared; held back after
 	// all (another worker took the slot since the peek), the breaker's
 	// probe goes back and the action waits.
-	if wait, err := p.takeSlot(ctx, call, actionID, next); err != nil || wait > 0 {
-		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
+	if wait, err := p.limits.takeSlot(ctx, call, actionID, next); err != nil || wait > 0 {
+		p.limits.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
 		if err != nil {
 			return nil, err
 		}
-		return between(func() error { return p.holdBack(ctx, taskID, a, c, wait, true) })
+		return between(func() error { return p.limits.holdBack(ctx, taskID, a, c, wait, true) })
 	}
 	if direct && p.beforeClaim != nil {
 		p.beforeClaim()
@@ -368,8 +368,8 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 		// No call goes out: give back what the breaker let through, or a
 		// half-open breaker would hold its probe for a call never made;
 		// and the tool's slot.
-		p.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
-		p.releaseSlot(ctx, call, actionID, next)
+		p.limits.noteBreaker(ctx, p.breakers.Record(key, breaker.Neutral, p.now()))
+		p.limits.releaseSlot(ctx, call, actionID, next)
 	}
 	switch {
 	case lost != "":

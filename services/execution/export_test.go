@@ -25,5 +25,11 @@ func (p *Plane) Breakers() *breaker.Set { return p.breakers }
 // SettleLoaded is Settle of a, the action as the caller loaded it: a test
 // hands it a stale copy to make a race with another settlement certain.
 func (p *Plane) SettleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
-	return p.settleLoaded(ctx, principal, req, a)
+	return p.settlement.settleLoaded(ctx, principal, req, a)
+}
+
+// Settle is the settlement's, as the plane's tests call it: the RPC
+// edge calls the settlement directly.
+func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
+	return p.settlement.Settle(ctx, principal, req)
 }

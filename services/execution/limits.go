@@ -64,30 +64,30 @@ func breakerConfig(tool *stewardv1.ToolContract) breaker.Config {
 // with the thresholds of tool's contract. A tool that shares its service
 // key with others sets the thresholds for the calls it makes: tools of
 // one service should agree.
-func (p *Plane) allowBreaker(key string, tool *stewardv1.ToolContract) (bool, time.Time, *breaker.Transition) {
-	if err := p.breakers.Tune(key, breakerConfig(tool)); err != nil {
-		p.logger.Warn("the tool's breaker thresholds do not hold; the plane's are used", "tool", tool.GetName(), "err", err)
+func (lm *limits) allowBreaker(key string, tool *stewardv1.ToolContract) (bool, time.Time, *breaker.Transition) {
+	if err := lm.breakers.Tune(key, breakerConfig(tool)); err != nil {
+		lm.logger.Warn("the tool's breaker thresholds do not hold; the plane's are used", "tool", tool.GetName(), "err", err)
 	}
-	return p.breakers.Allow(key, p.now())
+	return lm.breakers.Allow(key, lm.now())
 }
 
 // slotHolder names one attempt's slot: the action, the attempt and this
 // worker, so that a slot one worker gives back is never another's.
-func (p *Plane) slotHolder(actionID string, attempt uint32) string {
-	return fmt.Sprintf("%s/%d/%s", actionID, attempt, p.cfg.Worker)
+func (lm *limits) slotHolder(actionID string, attempt uint32) string {
+	return fmt.Sprintf("%s/%d/%s", actionID, attempt, lm.cfg.Worker)
 }
 
 // slotLease is how long a slot outlives its holder's last renewal: two
 // leases, so that a missed renewal does not lose a live call's slot, and
 // a worker that died mid-call gives its slots back about when its claims
 // are taken over.
-func (p *Plane) slotLease() time.Duration { return 2 * p.cfg.Lease }
+func (lm *limits) slotLease() time.Duration { return 2 * lm.cfg.Lease }
 
 // peekSlot asks the gate, with one read and taking nothing, whether a
 // call of action a's tool at attempt would be held back, so that a held
 // call costs no preparation; see takeSlot.
-func (p *Plane) peekSlot(ctx context.Context, tenant string, a *stewardv1.Action, attempt uint32) (wait time.Duration, full bool, err error) {
-	entry, err := p.cfg.Tools.Lookup(ctx, p.log, tenant, a.Tool, a.ToolVersion)
+func (lm *limits) peekSlot(ctx context.Context, tenant string, a *stewardv1.Action, attempt uint32) (wait time.Duration, full bool, err error) {
+	entry, err := lm.cfg.Tools.Lookup(ctx, lm.log, tenant, a.Tool, a.ToolVersion)
 	if err != nil {
 		return 0, false, nil // prepare refuses it, or fails as this would
 	}
@@ -96,31 +96,31 @@ func (p *Plane) peekSlot(ctx context.Context, tenant string, a *stewardv1.Action
 	if l.None() {
 		return 0, false, nil
 	}
-	if p.cfg.Limits == nil {
-		return p.noGate(tool, a.ActionId), true, nil
+	if lm.cfg.Limits == nil {
+		return lm.noGate(tool, a.ActionId), true, nil
 	}
-	return p.cfg.Limits.Peek(ctx, limitKey(entry.Tool.Tenant, tenant, tool), p.slotHolder(a.ActionId, attempt), l, p.now())
+	return lm.cfg.Limits.Peek(ctx, limitKey(entry.Tool.Tenant, tenant, tool), lm.slotHolder(a.ActionId, attempt), l, lm.now())
 }
 
 // takeSlot takes a slot for attempt of the action under its tool's
 // limits, or answers how long to wait.
-func (p *Plane) takeSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (time.Duration, error) {
+func (lm *limits) takeSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (time.Duration, error) {
 	l := toolLimits(call.Tool)
 	if l.None() {
 		return 0, nil
 	}
-	if p.cfg.Limits == nil {
-		return p.noGate(call.Tool, actionID), nil
+	if lm.cfg.Limits == nil {
+		return lm.noGate(call.Tool, actionID), nil
 	}
-	return p.cfg.Limits.Take(ctx, call.limit, p.slotHolder(actionID, attempt), l, p.slotLease(), p.now())
+	return lm.cfg.Limits.Take(ctx, call.limit, lm.slotHolder(actionID, attempt), l, lm.slotLease(), lm.now())
 }
 
 // noGate is the wait of a call of a tool with limits on a plane without
 // the gate (Config.Limits), which cannot hold the limits and must not
 // break them: the call waits for a worker that can. Said once.
-func (p *Plane) noGate(tool *stewardv1.ToolContract, actionID string) time.Duration {
-	p.noGateOnce.Do(func() {
-		p.logger.Warn("a tool with limits, and no gate to hold them (Config.Limits): its calls wait for a worker that has one", "tool", tool.GetName(), "action", actionID)
+func (lm *limits) noGate(tool *stewardv1.ToolContract, actionID string) time.Duration {
+	lm.noGateOnce.Do(func() {
+		lm.logger.Warn("a tool with limits, and no gate to hold them (Config.Limits): its calls wait for a worker that has one", "tool", tool.GetName(), "action", actionID)
 	})
 	return limit.Busy
 }
@@ -129,7 +129,7 @@ func (p *Plane) noGate(tool *stewardv1.ToolContract, actionID string) time.Durat
 // from now — for a full cap (full), up to twice its last such wait, at
 // most limitWaitMax: a slot frees when a call ends, which no one is told
 // of.
-func (p *Plane) holdBack(ctx context.Context, taskID string, a *stewardv1.Action, c cause, wait time.Duration, full bool) error {
+func (lm *limits) holdBack(ctx context.Context, taskID string, a *stewardv1.Action, c cause, wait time.Duration, full bool) error {
 	if full && a.Status == stewardv1.ActionStatus_ACTION_STATUS_WAITING && a.WaitKind == stewardv1.WaitKind_WAIT_KIND_LIMIT && a.UpdatedAt != nil {
 		// Jittered over its upper half, so that calls held back together
 		// do not all come back together, at limitWaitMax, to find the
@@ -141,7 +141,7 @@ func (p *Plane) holdBack(ctx context.Context, taskID string, a *stewardv1.Action
 	if !full {
 		why = "its rate allows the call only then"
 	}
-	return p.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_LIMIT, p.now().Add(wait),
+	return lm.wait(ctx, taskID, a, a.Status, c, stewardv1.WaitKind_WAIT_KIND_LIMIT, lm.now().Add(wait),
 		fmt.Sprintf("tool %s is at its limits: %s", a.Tool, why))
 }
 
@@ -149,27 +149,27 @@ func (p *Plane) holdBack(ctx context.Context, taskID string, a *stewardv1.Action
 // renewing its lease every Lease/3 as the call's heartbeat does, and gives
 // it back when the returned done is called. A renewal that fails is
 // logged, not fatal: the next one, or the slot's lease, makes up for it.
-func (p *Plane) holdSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (done func()) {
-	if toolLimits(call.Tool).MaxConcurrent <= 0 || p.cfg.Limits == nil {
+func (lm *limits) holdSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) (done func()) {
+	if toolLimits(call.Tool).MaxConcurrent <= 0 || lm.cfg.Limits == nil {
 		return func() {}
 	}
-	holder := p.slotHolder(actionID, attempt)
+	holder := lm.slotHolder(actionID, attempt)
 	rctx, cancel := context.WithCancel(ctx)
 	var renewing sync.WaitGroup
 	renewing.Go(func() {
-		tick := time.NewTicker(p.cfg.Lease / 3)
+		tick := time.NewTicker(lm.cfg.Lease / 3)
 		defer tick.Stop()
 		for {
 			select {
 			case <-rctx.Done():
 				return
 			case <-tick.C:
-				held, err := p.cfg.Limits.Renew(rctx, call.limit, holder, toolLimits(call.Tool), p.slotLease(), p.now())
+				held, err := lm.cfg.Limits.Renew(rctx, call.limit, holder, toolLimits(call.Tool), lm.slotLease(), lm.now())
 				switch {
 				case err != nil && rctx.Err() == nil:
-					p.logger.Warn("a slot's lease not renewed", "tool", call.Tool.GetName(), "action", actionID, "err", err)
+					lm.logger.Warn("a slot's lease not renewed", "tool", call.Tool.GetName(), "action", actionID, "err", err)
 				case err == nil && !held:
-					p.logger.Warn("a slot's lease ended before its renewal and the cap is full: the call runs above the tool's cap", "tool", call.Tool.GetName(), "action", actionID)
+					lm.logger.Warn("a slot's lease ended before its renewal and the cap is full: the call runs above the tool's cap", "tool", call.Tool.GetName(), "action", actionID)
 				}
 			}
 		}
@@ -177,17 +177,17 @@ func (p *Plane) holdSlot(ctx context.Context, call *prepared, actionID string, a
 	return func() {
 		cancel()
 		renewing.Wait()
-		p.releaseSlot(ctx, call, actionID, attempt)
+		lm.releaseSlot(ctx, call, actionID, attempt)
 	}
 }
 
 // releaseSlot gives back the slot takeSlot took for attempt. Failing to
 // is logged, not fatal: the slot's lease gives it back.
-func (p *Plane) releaseSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) {
-	if toolLimits(call.Tool).MaxConcurrent <= 0 || p.cfg.Limits == nil {
+func (lm *limits) releaseSlot(ctx context.Context, call *prepared, actionID string, attempt uint32) {
+	if toolLimits(call.Tool).MaxConcurrent <= 0 || lm.cfg.Limits == nil {
 		return
 	}
-	if err := p.cfg.Limits.Release(context.WithoutCancel(ctx), call.limit, p.slotHolder(actionID, attempt), p.now()); err != nil {
-		p.logger.Warn("a slot not given back; its lease ends it", "tool", call.Tool.GetName(), "action", actionID, "err", err)
+	if err := lm.cfg.Limits.Release(context.WithoutCancel(ctx), call.limit, lm.slotHolder(actionID, attempt), lm.now()); err != nil {
+		lm.logger.Warn("a slot not given back; its lease ends it", "tool", call.Tool.GetName(), "action", actionID, "err", err)
 	}
 }

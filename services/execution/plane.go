@@ -135,13 +135,13 @@ type Plane struct {
 	// tenantHTTP calls tenants' http tools, over connections of its own
 	// that obey cfg.Egress.
 	tenantHTTP adapter.Adapter
-	// reserved are the names, lower case, no tenant may register:
-	// Config.ReservedTools and the --tools file's (reserve).
-	reservedMu sync.RWMutex
-	reserved   map[string]struct{}
-	busy       inflight
-	// noGateOnce says once that this plane has no gate for limits.
-	noGateOnce sync.Once
+	// settlement settles unknown outcomes (SettleAction); registration
+	// registers tools (groups.go).
+	settlement   *settlement
+	registration *registration
+	busy         inflight
+	// limits holds calls to a tool's breaker and limits (groups.go).
+	limits *limits
 	// calls are the calls going on apart from the reactions that
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
@@ -184,7 +184,10 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 		breakers:   breaker.New(cfg.Breaker),
 		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
 	}
-	p.reserve(cfg.ReservedTools...)
+	p.limits = &limits{waiting: p, cfg: cfg, log: log, logger: p.logger, breakers: p.breakers}
+	p.settlement = &settlement{recording: p, cfg: cfg, log: log, tasks: cfg.Tasks}
+	p.registration = &registration{cfg: cfg, log: log, logger: p.logger}
+	p.registration.reserve(cfg.ReservedTools...)
 	for _, o := range opts {
 		o(p)
 	}
@@ -192,6 +195,17 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 }
 
 func (p *Plane) now() time.Time { return p.cfg.Now() }
+
+// Register registers tool contract c for tenant ("" for every tenant) on
+// principal's word, as ToolService.RegisterTool does (registration).
+func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
+	return p.registration.Register(ctx, tenant, principal, c)
+}
+
+// RegisterFile registers the tools of a --tools file (registration).
+func (p *Plane) RegisterFile(ctx context.Context, path string) error {
+	return p.registration.RegisterFile(ctx, path)
+}
 
 // timerSlots is how many of its timers an execution worker handles at once.
 const timerSlots = 8

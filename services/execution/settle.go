@@ -25,7 +25,7 @@ const MaxSettleReason = 4096
 // once per attempt: a second settlement, or one that loses the race to
 // another, is answered with the first's action only if it asks exactly
 // what was recorded (sameSettlement), and refused otherwise.
-func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
+func (sm *settlement) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
 	switch {
 	case req.TaskId == "":
 		return nil, errs.Field("task_id", "is required")
@@ -45,7 +45,7 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	default:
 		return nil, errs.Field("state", "must be SETTLE_STATE_SUCCEEDED, SETTLE_STATE_FAILED or SETTLE_STATE_NOT_ACCEPTED")
 	}
-	t, _, err := p.tasks.Load(ctx, req.TaskId)
+	t, _, err := sm.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -53,27 +53,27 @@ func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.Set
 	if a == nil {
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", req.TaskId, req.ActionId)
 	}
-	return p.settleLoaded(ctx, principal, req, a)
+	return sm.settleLoaded(ctx, principal, req, a)
 }
 
 // settleLoaded is Settle of a, the action as it was loaded — which may
 // be stale by the time the settlement is appended.
-func (p *Plane) settleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
+func (sm *settlement) settleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
 	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal}
 	won, err := false, error(nil)
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
-		if won, err = p.settleFirst(ctx, req, a, s); err != nil {
+		if won, err = sm.settleFirst(ctx, req, a, s); err != nil {
 			return nil, err
 		}
 	}
 	if !won {
 		// A repeat, or a settlement that lost the race to another: the
 		// answer is ok only if what was recorded is what this asks.
-		if err := p.sameSettlement(ctx, req, a, s); err != nil {
+		if err := sm.sameSettlement(ctx, req, a, s); err != nil {
 			return nil, err
 		}
 	}
-	t, _, err := p.tasks.Load(ctx, req.TaskId)
+	t, _, err := sm.tasks.Load(ctx, req.TaskId)
 	if err != nil {
 		return nil, err
 	}
@@ -83,17 +83,17 @@ func (p *Plane) settleLoaded(ctx context.Context, principal string, req *steward
 // settleFirst records s, the settlement of a, with its result stored
 // first, if a is still unknown when it is appended: won says whether it
 // was (false: another settlement came first).
-func (p *Plane) settleFirst(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, s *stewardv1.ActionSettled) (won bool, err error) {
+func (sm *settlement) settleFirst(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, s *stewardv1.ActionSettled) (won bool, err error) {
 	if req.State == stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
 		body, err := settledResult(req)
 		if err != nil {
 			return false, err
 		}
-		if s.ResultRef, s.ResultHash, err = p.cfg.Results.Put(ctx, body); err != nil {
+		if s.ResultRef, s.ResultHash, err = sm.cfg.Results.Put(ctx, body); err != nil {
 			return false, err
 		}
 	}
-	err = p.recordIf(ctx, req.TaskId, settlementID(a), cause{}, s, func(t *stewardv1.Task) bool {
+	err = sm.recordIf(ctx, req.TaskId, settlementID(a), cause{}, s, func(t *stewardv1.Task) bool {
 		// The last check, on the task as it is when appended, decides:
 		// two settlements of one attempt share the event id, and the
 		// second would otherwise pass for the first. The attempt too: a
@@ -131,13 +131,13 @@ func settledResult(req *stewardv1.SettleActionRequest) ([]byte, error) {
 // reused request id is answered; FailedPrecondition if someone else
 // settled it, or it was settled otherwise, or it is not settled and not
 // unknown.
-func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, want *stewardv1.ActionSettled) error {
-	got, err := p.lastSettlement(ctx, req.TaskId, a.ActionId)
+func (sm *settlement) sameSettlement(ctx context.Context, req *stewardv1.SettleActionRequest, a *stewardv1.Action, want *stewardv1.ActionSettled) error {
+	got, err := sm.lastSettlement(ctx, req.TaskId, a.ActionId)
 	switch {
 	case err != nil:
 		return err
 	case got == nil:
-		return p.notSettleable(ctx, req.TaskId, a.ActionId)
+		return sm.notSettleable(ctx, req.TaskId, a.ActionId)
 	case got.SettledBy != want.SettledBy || got.State != want.State:
 		return errs.New(errs.FailedPrecondition, "action %s was already settled by %s as %s: %s", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
 	case got.Reason != want.Reason:
@@ -146,7 +146,7 @@ func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionR
 	if want.State != stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
 		return nil
 	}
-	same, err := p.sameResult(ctx, got, req.Result)
+	same, err := sm.sameResult(ctx, got, req.Result)
 	if err != nil || same {
 		return err
 	}
@@ -156,8 +156,8 @@ func (p *Plane) sameSettlement(ctx context.Context, req *stewardv1.SettleActionR
 // notSettleable is the refusal of a settlement of an action that has
 // none: its status as it is now, not as the caller loaded it, which may
 // have changed since.
-func (p *Plane) notSettleable(ctx context.Context, taskID, actionID string) error {
-	t, _, err := p.tasks.Load(ctx, taskID)
+func (sm *settlement) notSettleable(ctx context.Context, taskID, actionID string) error {
+	t, _, err := sm.tasks.Load(ctx, taskID)
 	if err != nil {
 		return err
 	}
@@ -171,8 +171,8 @@ func (p *Plane) notSettleable(ctx context.Context, taskID, actionID string) erro
 // lastSettlement is the last ActionSettled of action actionID on the
 // task's log, or nil. A settlement is a person's answer to a rare
 // question: reading the task's log for it costs what a Load does.
-func (p *Plane) lastSettlement(ctx context.Context, taskID, actionID string) (*stewardv1.ActionSettled, error) {
-	recs, err := p.log.Read(ctx, taskID)
+func (sm *settlement) lastSettlement(ctx context.Context, taskID, actionID string) (*stewardv1.ActionSettled, error) {
+	recs, err := sm.log.Read(ctx, taskID)
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +187,8 @@ func (p *Plane) lastSettlement(ctx context.Context, taskID, actionID string) (*s
 
 // sameResult says whether settlement s recorded result (nil: null), by
 // value: JSON's spacing and key order do not make another result.
-func (p *Plane) sameResult(ctx context.Context, s *stewardv1.ActionSettled, result *structpb.Value) (bool, error) {
-	data, err := p.cfg.Results.Get(ctx, s.ResultRef, s.ResultHash)
+func (sm *settlement) sameResult(ctx context.Context, s *stewardv1.ActionSettled, result *structpb.Value) (bool, error) {
+	data, err := sm.cfg.Results.Get(ctx, s.ResultRef, s.ResultHash)
 	if err != nil {
 		return false, err
 	}
@@ -221,7 +221,7 @@ type actionService struct {
 func (s *actionService) SettleAction(ctx context.Context, req *connect.Request[stewardv1.SettleActionRequest]) (*connect.Response[stewardv1.SettleActionResponse], error) {
 	// Settling takes the operator role: the role table (pkg/access) says
 	// so, and the RPC edge enforces it.
-	a, err := s.plane.Settle(ctx, rpc.Principal(ctx), req.Msg)
+	a, err := s.plane.settlement.Settle(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

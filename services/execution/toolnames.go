@@ -11,7 +11,7 @@ import (
 // admit checks what a registration of c by tenant may not do beyond its
 // contract and its name: a tenant's tool may not be built in, or call
 // inside (Config.Egress).
-func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContract) error {
+func (rg *registration) admit(ctx context.Context, tenant string, c *stewardv1.ToolContract) error {
 	if tenant == "" {
 		return nil
 	}
@@ -22,7 +22,7 @@ func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContr
 		if u.url == "" {
 			continue
 		}
-		if err := p.cfg.Egress.CheckURL(ctx, u.url); err != nil {
+		if err := rg.cfg.Egress.CheckURL(ctx, u.url); err != nil {
 			return errs.Field(u.field, "%s", err.Error())
 		}
 	}
@@ -31,24 +31,24 @@ func (p *Plane) admit(ctx context.Context, tenant string, c *stewardv1.ToolContr
 
 // reservedFor refuses tenant a name, without case, that is the
 // platform's: in Config.ReservedTools or in the --tools file.
-func (p *Plane) reservedFor(tenant, name string) error {
-	p.reservedMu.RLock()
-	defer p.reservedMu.RUnlock()
-	if _, ok := p.reserved[strings.ToLower(name)]; ok && tenant != "" {
+func (rg *registration) reservedFor(tenant, name string) error {
+	rg.reservedMu.RLock()
+	defer rg.reservedMu.RUnlock()
+	if _, ok := rg.reserved[strings.ToLower(name)]; ok && tenant != "" {
 		return errs.New(errs.AlreadyExists, "tool %s is reserved for a platform tool: a tenant's tool may not take its name; choose another", errs.Quote(name))
 	}
 	return nil
 }
 
 // reserve adds names to those no tenant may take.
-func (p *Plane) reserve(names ...string) {
-	p.reservedMu.Lock()
-	defer p.reservedMu.Unlock()
-	if p.reserved == nil {
-		p.reserved = map[string]struct{}{}
+func (rg *registration) reserve(names ...string) {
+	rg.reservedMu.Lock()
+	defer rg.reservedMu.Unlock()
+	if rg.reserved == nil {
+		rg.reserved = map[string]struct{}{}
 	}
 	for _, n := range names {
-		p.reserved[strings.ToLower(n)] = struct{}{}
+		rg.reserved[strings.ToLower(n)] = struct{}{}
 	}
 }
 
@@ -60,11 +60,11 @@ func (p *Plane) reserve(names ...string) {
 // It reads the registry, not one chain: two variants registered at the
 // very same moment may both pass. A clash found at start is reported
 // (RegisterFile).
-func (p *Plane) caseVariant(ctx context.Context, mine, name string) error {
-	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
+func (rg *registration) caseVariant(ctx context.Context, mine, name string) error {
+	if err := rg.cfg.Tools.Sync(ctx, rg.log); err != nil {
 		return err
 	}
-	for _, t := range p.cfg.Tools.Variants(name) {
+	for _, t := range rg.cfg.Tools.Variants(name) {
 		theirs := t.Tenant
 		if theirs != mine && theirs != "" && mine != "" {
 			continue // another tenant's, which mine never sees

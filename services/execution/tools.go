@@ -42,21 +42,21 @@ import (
 // what this Steward keeps for every tenant alike (the file.write sandbox,
 // the kv.append bucket), so only the default tenant registers them; and
 // its URLs must pass the egress rule (Config.Egress), after resolving.
-func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
+func (rg *registration) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
 	if err := toolreg.Validate(c); err != nil {
 		return nil, false, err
 	}
-	if err := p.caseVariant(ctx, tenant, c.Name); err != nil {
+	if err := rg.caseVariant(ctx, tenant, c.Name); err != nil {
 		return nil, false, err
 	}
-	if err := p.admit(ctx, tenant, c); err != nil {
+	if err := rg.admit(ctx, tenant, c); err != nil {
 		return nil, false, err
 	}
 	if tenant != "" && c.GetLimits().GetPerTenant() {
 		return nil, false, errs.Field("contract.limits.per_tenant", "splits a global tool's limits between tenants; a tenant's tool is its tenant's alone")
 	}
 	for range 8 {
-		recs, err := p.log.ReadTool(ctx, c.Name)
+		recs, err := rg.log.ReadTool(ctx, c.Name)
 		if err != nil {
 			return nil, false, err
 		}
@@ -72,11 +72,11 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 				if !proto.Equal(old, c) {
 					return nil, false, errs.New(errs.AlreadyExists, "tool %s is registered with a different contract; register a new version", toolreg.Key(c.Name, c.Version))
 				}
-				return p.tool(ctx, tenant, c.Name, c.Version, false)
+				return rg.tool(ctx, tenant, c.Name, c.Version, false)
 			}
 		}
 		// A global tool's name is refused above, in its own words.
-		if err := p.reservedFor(tenant, c.Name); err != nil {
+		if err := rg.reservedFor(tenant, c.Name); err != nil {
 			return nil, false, err
 		}
 		head := eventlog.Head{}
@@ -90,12 +90,12 @@ func (p *Plane) Register(ctx context.Context, tenant, principal string, c *stewa
 		if err != nil {
 			return nil, false, err
 		}
-		if _, err := p.log.Append(ctx, head, ev); errs.Is(err, errs.Conflict) {
+		if _, err := rg.log.Append(ctx, head, ev); errs.Is(err, errs.Conflict) {
 			continue
 		} else if err != nil {
 			return nil, false, err
 		}
-		return p.tool(ctx, tenant, c.Name, c.Version, true)
+		return rg.tool(ctx, tenant, c.Name, c.Version, true)
 	}
 	return nil, false, errs.New(errs.Conflict, "tool %s is changing too fast; try again", c.Name)
 }
@@ -124,11 +124,11 @@ func registrationID(tenant, name, version string) string {
 	return event.ID("tool", name, version, tenant)
 }
 
-func (p *Plane) tool(ctx context.Context, tenant, name, version string, created bool) (*stewardv1.Tool, bool, error) {
-	if err := p.cfg.Tools.Sync(ctx, p.log); err != nil {
+func (rg *registration) tool(ctx context.Context, tenant, name, version string, created bool) (*stewardv1.Tool, bool, error) {
+	if err := rg.cfg.Tools.Sync(ctx, rg.log); err != nil {
 		return nil, false, err
 	}
-	e, err := p.cfg.Tools.Get(tenant, name, version)
+	e, err := rg.cfg.Tools.Get(tenant, name, version)
 	if err != nil {
 		return nil, false, err
 	}
@@ -145,7 +145,7 @@ func (p *Plane) tool(ctx context.Context, tenant, name, version string, created 
 // tool is left out, with a warning naming both, at every start, and the
 // rest of the file is registered (docs/tenants.md#tools). Any other
 // refusal stops the start.
-func (p *Plane) RegisterFile(ctx context.Context, path string) error {
+func (rg *registration) RegisterFile(ctx context.Context, path string) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -155,12 +155,12 @@ func (p *Plane) RegisterFile(ctx context.Context, path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	for _, c := range tools {
-		p.reserve(c.GetName())
+		rg.reserve(c.GetName())
 	}
 	for i, c := range tools {
-		_, _, err := p.Register(ctx, "", "steward", c)
+		_, _, err := rg.Register(ctx, "", "steward", c)
 		if clash := (*tenantClash)(nil); errors.As(err, &clash) {
-			p.logger.Warn("a --tools tool is not registered: a tenant's tool holds its name; rename the platform's tool, or have the tenant move off the name (its registered versions stay callable; no tenant may register the name again)",
+			rg.logger.Warn("a --tools tool is not registered: a tenant's tool holds its name; rename the platform's tool, or have the tenant move off the name (its registered versions stay callable; no tenant may register the name again)",
 				"file", path, "tool", toolreg.Key(c.GetName(), c.GetVersion()), "tenant", clash.tenant, "tenant_tool", clash.held)
 			continue
 		}
@@ -181,7 +181,7 @@ func (s *toolService) RegisterTool(ctx context.Context, req *connect.Request[ste
 	// says so, and the RPC edge enforces it. The tool is the caller's
 	// tenant's, from its verified identity.
 	who := rpc.Caller(ctx)
-	t, created, err := s.plane.Register(ctx, who.Tenant, who.Principal, req.Msg.Contract)
+	t, created, err := s.plane.registration.Register(ctx, who.Tenant, who.Principal, req.Msg.Contract)
 	if err != nil {
 		return nil, err
 	}
@@ -192,7 +192,7 @@ func (s *toolService) GetTool(ctx context.Context, req *connect.Request[stewardv
 	if req.Msg.Name == "" {
 		return nil, errs.Field("name", "is required")
 	}
-	t, _, err := s.plane.tool(ctx, rpc.Caller(ctx).Tenant, req.Msg.Name, req.Msg.Version, false)
+	t, _, err := s.plane.registration.tool(ctx, rpc.Caller(ctx).Tenant, req.Msg.Name, req.Msg.Version, false)
 	if err != nil {
 		return nil, err
 	}
