@@ -50,23 +50,28 @@ func History(tb testing.TB, taskID string, payloads ...event.Payload) []*steward
 // the task.
 func Append(tb testing.TB, log *eventlog.Log, taskID string, payloads ...event.Payload) *stewardv1.Task {
 	tb.Helper()
+	return AppendEvents(tb, log, taskID, events(tb, taskID, payloads)...)
+}
+
+// events makes an event of each payload.
+func events(tb testing.TB, taskID string, payloads []event.Payload) []*stewardv1.Event {
 	evs := make([]*stewardv1.Event, len(payloads))
 	for i, p := range payloads {
 		evs[i] = Event(tb, taskID, p)
 	}
-	return AppendEvents(tb, log, taskID, evs...)
+	return evs
 }
 
 // AppendEvents is Append for events made by Event and then amended, for
 // a test that needs another principal or time than Event's.
 func AppendEvents(tb testing.TB, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
 	tb.Helper()
-	return appendThrough(tb, taskstore.New(log), log, taskID, evs...)
+	return appendThrough(tb, taskstore.New(log), taskID, evs)
 }
 
-// appendThrough appends evs through tasks, so that a plane folding
-// through the same store sees them as it would its own writes.
-func appendThrough(tb testing.TB, tasks *taskstore.Store, log *eventlog.Log, taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
+// appendThrough is AppendEvents through tasks: a test that shares a store
+// with the planes it runs (Env) sees its fold current as theirs.
+func appendThrough(tb testing.TB, tasks *taskstore.Store, taskID string, evs []*stewardv1.Event) *stewardv1.Task {
 	tb.Helper()
 	ctx := context.Background()
 	var t *stewardv1.Task
@@ -74,7 +79,7 @@ func appendThrough(tb testing.TB, tasks *taskstore.Store, log *eventlog.Log, tas
 		var err error
 		if ev.GetTaskCreated() != nil {
 			var rec *stewardv1.EventRecord
-			if rec, err = log.Append(ctx, eventlog.Head{}, ev); err == nil {
+			if rec, err = tasks.Log().Append(ctx, eventlog.Head{}, ev); err == nil {
 				t, _, err = tasks.Load(ctx, rec.Event.TaskId)
 			}
 		} else {
@@ -87,20 +92,14 @@ func appendThrough(tb testing.TB, tasks *taskstore.Store, log *eventlog.Log, tas
 	return t
 }
 
-// Append is the package's Append on e's log.
-// Events go through e.Tasks, the store the planes under test fold
-// through, as they would in one process.
+// Append is the package's Append through e's store of its log.
 func (e *Env) Append(taskID string, payloads ...event.Payload) *stewardv1.Task {
 	e.tb.Helper()
-	evs := make([]*stewardv1.Event, len(payloads))
-	for i, p := range payloads {
-		evs[i] = Event(e.tb, taskID, p)
-	}
-	return appendThrough(e.tb, e.Tasks, e.Log, taskID, evs...)
+	return appendThrough(e.tb, e.Tasks, taskID, events(e.tb, taskID, payloads))
 }
 
-// AppendEvents is the package's AppendEvents on e's log.
+// AppendEvents is the package's AppendEvents through e's store of its log.
 func (e *Env) AppendEvents(taskID string, evs ...*stewardv1.Event) *stewardv1.Task {
 	e.tb.Helper()
-	return appendThrough(e.tb, e.Tasks, e.Log, taskID, evs...)
+	return appendThrough(e.tb, e.Tasks, taskID, evs)
 }

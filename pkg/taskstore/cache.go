@@ -13,7 +13,7 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// cacheSize bounds how many folded tasks one process keeps per log.
+// cacheSize bounds how many folded tasks one Store keeps.
 const cacheSize = 4096
 
 // entry is one task as this process last folded it. Its fold is changed

@@ -1,5 +1,6 @@
-// Package taskstore reads and writes tasks on the event log. It keeps each
-// task's fold, changed in place under the task's own lock, so that a read
+// Package taskstore reads and writes tasks on the event log. A Store
+// (New, one per log per process, held by stores.Set) keeps each task's
+// fold, changed in place under the task's own lock, so that a read
 // applies only what is new and a write copies nothing: Write appends one
 // event conditionally on the task's last sequence, Load and Update hand
 // out copies (which share the ledger's action entries: a caller copies an

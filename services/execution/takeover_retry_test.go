@@ -48,7 +48,7 @@ func (b *harness) process(name, consumer string) *process {
 	cfg := b.cfg
 	// The tools as the harness's registry has them already; the process's
 	// own would learn them from the log a moment later.
-	cfg.Worker, cfg.Consumer, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Requests, set.Results, set.Timers
+	cfg.Worker, cfg.Consumer, cfg.Tasks, cfg.Requests, cfg.Results, cfg.Timers = name, consumer, set.Tasks, set.Requests, set.Results, set.Timers
 	cfg.Limits = openGate(b.t, js) // the same bucket, through its own connection
 	p, err := execution.New(set.Log, b.Logger.With("proc", name), cfg)
 	if err != nil {
