@@ -18,7 +18,34 @@ func (p *Plane) record(ctx context.Context, taskID, id string, c cause, payload 
 // recordIf is record, appending nothing unless still holds of the task as
 // it is when the step would be appended (nil: always).
 func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) error {
-	ev, err := event.New(event.Meta{
+	ev, err := p.step(taskID, id, c, payload)
+	if err != nil {
+		return err
+	}
+	if err := taskstore.Write(ctx, p.log, taskID, onlyIf(ev, still)); err != nil {
+		return fmt.Errorf("record %s: %w", ev.Type, err)
+	}
+	return nil
+}
+
+// recordWhere is recordIf for a caller that reads what came of the step:
+// it returns the task as the write left it (see taskstore.Update), with
+// the step, or without it when still did not hold.
+func (p *Plane) recordWhere(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) (*stewardv1.Task, error) {
+	ev, err := p.step(taskID, id, c, payload)
+	if err != nil {
+		return nil, err
+	}
+	after, err := taskstore.Update(ctx, p.log, taskID, onlyIf(ev, still))
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", ev.Type, err)
+	}
+	return after, nil
+}
+
+// step is the event of one ledger step of this worker's.
+func (p *Plane) step(taskID, id string, c cause, payload event.Payload) (*stewardv1.Event, error) {
+	return event.New(event.Meta{
 		ID:            id,
 		TaskID:        taskID,
 		Actor:         &stewardv1.Actor{Principal: p.cfg.Worker, Plane: PlaneName},
@@ -27,17 +54,14 @@ func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payloa
 		// The plane's clock, which leases and expiries are read against.
 		Time: p.now(),
 	}, payload)
-	if err != nil {
-		return err
-	}
-	err = taskstore.Write(ctx, p.log, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+}
+
+// onlyIf builds ev while still holds of the task (nil: always).
+func onlyIf(ev *stewardv1.Event, still func(*stewardv1.Task) bool) taskstore.Build {
+	return func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		if still != nil && !still(t) {
 			return nil, nil
 		}
 		return ev, nil
-	})
-	if err != nil {
-		return fmt.Errorf("record %s: %w", ev.Type, err)
 	}
-	return nil
 }

@@ -108,7 +108,7 @@ func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) erro
 		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 			continue
 		}
-		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, causeOf(rec)); err != nil {
+		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, nil, causeOf(rec)); err != nil {
 			return err
 		}
 	}
@@ -145,7 +145,7 @@ func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
 		// its own timer ends it.
 		return nil
 	}
-	return p.attempt(ctx, note.TaskID, note.ActionID, c)
+	return p.attempt(ctx, note.TaskID, note.ActionID, nil, c)
 }
 
 // reconcileDelay is how long to wait before status query number check+1:
