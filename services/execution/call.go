@@ -80,7 +80,7 @@ func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, fr
 		cur := task.FindAction(t, a.ActionId)
 		return cur.GetStatus() == from && cur.GetAttempt() == a.Attempt
 	}
-	after, err := p.recordWhere(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
+	after, err := p.recordWhere(ctx, nil, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
 		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason}, still)
 	if err != nil {
 		return err

@@ -13,7 +13,7 @@ import (
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
-// then is what an attempt does after dispatch when no call was made.
+// then is what an attempt does next, when dispatch made no call.
 type then int
 
 const (
@@ -90,7 +90,7 @@ func (p *Plane) dispatch(ctx context.Context, taskID, actionID string, c cause) 
 	case instead != nil:
 		return nil, done, instead(ctx)
 	}
-	return p.recordDispatch(ctx, taskID, a, call, c, claims)
+	return p.recordDispatch(ctx, t, a, call, c, claims)
 }
 
 // clear runs the checks that stand between a and its next call: the
@@ -161,8 +161,12 @@ func (p *Plane) refusal(taskID string, a *stewardv1.Action, c cause, res adapter
 // action is still permitted under its permit, as a claim does: one that
 // another worker claimed meanwhile is its to dispatch, under its lease,
 // even though the fold would take a dispatch of a claimed action from
-// anyone (that is how a dead worker's claim is taken over).
-func (p *Plane) recordDispatch(ctx context.Context, taskID string, a *stewardv1.Action, call *prepared, c cause, claims bool) (*inFlight, then, error) {
+// anyone (that is how a dead worker's claim is taken over). t is the task
+// dispatch loaded, which the write builds on first (see recordWhere); a,
+// its action as loaded, stays as it was (the fold replaces an action's
+// entry, never changes it).
+func (p *Plane) recordDispatch(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, call *prepared, c cause, claims bool) (*inFlight, then, error) {
+	taskID := t.Contract.GetTaskId()
 	if claims && p.beforeClaim != nil {
 		p.beforeClaim()
 	}
@@ -174,7 +178,7 @@ func (p *Plane) recordDispatch(ctx context.Context, taskID string, a *stewardv1.
 	lost, err := "", error(nil)
 	if claims {
 		var after *stewardv1.Task
-		after, err = p.recordWhere(ctx, taskID, id, c, d, func(t *stewardv1.Task) bool { return claimable(t, d) })
+		after, err = p.recordWhere(ctx, t, taskID, id, c, d, func(t *stewardv1.Task) bool { return claimable(t, d) })
 		if err == nil {
 			lost = claimLost(after, d)
 		}

@@ -29,14 +29,22 @@ func (p *Plane) recordIf(ctx context.Context, taskID, id string, c cause, payloa
 }
 
 // recordWhere is recordIf for a caller that reads what came of the step:
-// it returns the task as the write left it (see taskstore.Update), with
-// the step, or without it when still did not hold.
-func (p *Plane) recordWhere(ctx context.Context, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) (*stewardv1.Task, error) {
+// it returns the task as the write left it, with the step or without it
+// when still did not hold. loaded is the task as the caller loaded it and
+// left it, which the first try builds on without reading the log again
+// (taskstore.UpdateFrom; it becomes the task after); nil when the caller
+// holds none.
+func (p *Plane) recordWhere(ctx context.Context, loaded *stewardv1.Task, taskID, id string, c cause, payload event.Payload, still func(*stewardv1.Task) bool) (*stewardv1.Task, error) {
 	ev, err := p.step(taskID, id, c, payload)
 	if err != nil {
 		return nil, err
 	}
-	after, err := taskstore.Update(ctx, p.log, taskID, onlyIf(ev, still))
+	var after *stewardv1.Task
+	if loaded != nil {
+		after, err = taskstore.UpdateFrom(ctx, p.log, loaded, onlyIf(ev, still))
+	} else {
+		after, err = taskstore.Update(ctx, p.log, taskID, onlyIf(ev, still))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("record %s: %w", ev.Type, err)
 	}
