@@ -76,21 +76,26 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 // and its retry is not its to schedule any more.
 func (p *Plane) wait(ctx context.Context, taskID string, a *stewardv1.Action, from stewardv1.ActionStatus, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error {
 	next := a.Attempt + 1
-	moved := ""
 	still := func(t *stewardv1.Task) bool {
 		cur := task.FindAction(t, a.ActionId)
-		if cur.GetStatus() != from || cur.GetAttempt() != a.Attempt {
-			moved = task.ActionStatusName(cur.GetStatus())
-			return false
-		}
-		return true
+		return cur.GetStatus() == from && cur.GetAttempt() == a.Attempt
 	}
-	err := p.recordIf(ctx, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
+	after, err := p.recordWhere(ctx, nil, taskID, event.ID(a.ActionId, event.TypeActionWaiting, fmt.Sprint(next), kind.String(), until.UTC().Format(time.RFC3339Nano)), c,
 		&stewardv1.ActionWaiting{ActionId: a.ActionId, Kind: kind, Until: timestamppb.New(until), NextAttempt: next, Reason: reason}, still)
-	if err == nil && moved != "" {
-		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", moved)
+	if err != nil {
+		return err
 	}
-	return err
+	if cur := task.FindAction(after, a.ActionId); !waitsAsRecorded(cur, a.Attempt, kind, until) {
+		p.logger.Info("wait not recorded: the action moved on meanwhile (recorded before, or taken over)", "task", taskID, "action", a.ActionId, "kind", kind.String(), "now", task.ActionStatusName(cur.GetStatus()))
+	}
+	return nil
+}
+
+// waitsAsRecorded says whether a, as the write left it, waits as wait
+// recorded it: its attempt's wait of that kind, until then.
+func waitsAsRecorded(a *stewardv1.Action, attempt uint32, kind stewardv1.WaitKind, until time.Time) bool {
+	return a.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_WAITING && a.GetAttempt() == attempt &&
+		a.GetWaitKind() == kind && a.GetWaitUntil().AsTime().Equal(until)
 }
 
 func errBusy(actionID string) error {

@@ -96,7 +96,7 @@ func (p *Plane) hold(ctx context.Context, taskID string, a *stewardv1.Action, c 
 	}
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-		return p.attempt(ctx, taskID, a.ActionId, c)
+		return p.attempt(ctx, taskID, a.ActionId, nil, c)
 	case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
 		return p.lostCall(ctx, taskID, a, c, reason)
 	}

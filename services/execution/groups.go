@@ -60,3 +60,23 @@ type waiting interface {
 	now() time.Time
 	wait(ctx context.Context, taskID string, a *stewardv1.Action, from stewardv1.ActionStatus, c cause, kind stewardv1.WaitKind, until time.Time, reason string) error
 }
+
+// waits is an action's waits (waits.go): the timer armed for each, what
+// it does when it fires — the next attempt, a held call taken up, a
+// status query — and the waits closed when the task ends. It reaches the
+// plane only through resuming.
+type waits struct {
+	resuming
+	cfg    Config
+	logger *slog.Logger
+	tasks  *taskstore.Store
+}
+
+// resuming is what a fired timer sets going on the plane: an attempt, a
+// held action, a reconciliation.
+type resuming interface {
+	now() time.Time
+	attempt(ctx context.Context, taskID, actionID string, permit *stewardv1.ActionPermit, c cause) error
+	hold(ctx context.Context, taskID string, a *stewardv1.Action, c cause) error
+	reconcile(ctx context.Context, taskID, actionID string, attempt, check uint32, c cause) error
+}

@@ -140,8 +140,10 @@ type Plane struct {
 	settlement   *settlement
 	registration *registration
 	busy         inflight
-	// limits holds calls to a tool's breaker and limits (groups.go).
+	// limits holds calls to a tool's breaker and limits, and waits arms
+	// and answers the timers of waiting actions (groups.go).
 	limits *limits
+	waits  *waits
 	// calls are the calls going on apart from the reactions that
 	// dispatched them; Stop waits for them.
 	calls sync.WaitGroup
@@ -185,6 +187,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
 	}
 	p.limits = &limits{waiting: p, cfg: cfg, log: log, logger: p.logger, breakers: p.breakers}
+	p.waits = &waits{resuming: p, cfg: cfg, logger: p.logger, tasks: cfg.Tasks}
 	p.settlement = &settlement{recording: p, cfg: cfg, log: log, tasks: cfg.Tasks}
 	p.registration = &registration{cfg: cfg, log: log, logger: p.logger}
 	p.registration.reserve(cfg.ReservedTools...)
@@ -218,8 +221,8 @@ func (p *Plane) Start(ctx context.Context) error {
 		// or for an answer, which resumes the task as well.
 		eventlog.OnRecord[*stewardv1.TaskResumed](p.resume),
 		eventlog.OnRecord[*stewardv1.InputProvided](p.resume),
-		eventlog.OnRecord[*stewardv1.ActionWaiting](p.armWait),
-		eventlog.OnRecord[*stewardv1.ActionSettled](p.armWait),
+		eventlog.OnRecord[*stewardv1.ActionWaiting](p.waits.armWait),
+		eventlog.OnRecord[*stewardv1.ActionSettled](p.waits.armWait),
 		eventlog.On(p.reconcileOutcome),
 		// A denial or rejection after calls that may have done the work
 		// leaves the action unknown: settled like any other.
@@ -228,10 +231,10 @@ func (p *Plane) Start(ctx context.Context) error {
 		// What a silent worker left behind.
 		eventlog.OnRecord[*stewardv1.TaskStalled](p.takeOver),
 		// Every event that may end a task: its waiting actions are closed.
-		eventlog.OnRecord[*stewardv1.TaskCancelled](p.closeWaits),
-		eventlog.OnRecord[*stewardv1.TaskFailed](p.closeWaits),
-		eventlog.OnRecord[*stewardv1.TaskAccepted](p.closeWaits),
-		eventlog.OnRecord[*stewardv1.TaskProduced](p.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskCancelled](p.waits.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskFailed](p.waits.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskAccepted](p.waits.closeWaits),
+		eventlog.OnRecord[*stewardv1.TaskProduced](p.waits.closeWaits),
 	}
 	sub, err := p.log.React(ctx, p.cfg.Consumer, reactions...)
 	if err != nil {
@@ -241,7 +244,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	if p.cfg.Timers != nil {
 		// Its timers are handled several at a time: a retry's call runs in
 		// its timer's handler, and must not hold up another's takeover.
-		tsub, err := p.cfg.Timers.Run(ctx, p.cfg.Consumer+"-timers", []string{timerWait, timerReconcile}, p.fired, timer.Slots(timerSlots))
+		tsub, err := p.cfg.Timers.Run(ctx, p.cfg.Consumer+"-timers", []string{timerWait, timerReconcile}, p.waits.fired, timer.Slots(timerSlots))
 		if err != nil {
 			p.Stop()
 			return err

@@ -82,7 +82,7 @@ func (p *Plane) reconcile(ctx context.Context, taskID, actionID string, attempt,
 		}
 		check++
 		p.logger.Info("unknown outcome not settled yet; asking again later", "task", taskID, "action", actionID, "check", check, "answer", why)
-		return p.setTimer(ctx, timerReconcile, fmt.Sprintf("%s/%d/%d", a.OpKey, attempt, check), p.now().Add(reconcileDelay(check)), timerNote{
+		return p.waits.setTimer(ctx, timerReconcile, fmt.Sprintf("%s/%d/%d", a.OpKey, attempt, check), p.now().Add(reconcileDelay(check)), timerNote{
 			TaskID: taskID, ActionID: actionID, Attempt: attempt, Check: check, Cause: c.id, Correlation: c.correlation,
 		})
 	}

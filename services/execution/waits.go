@@ -41,7 +41,7 @@ type timerNote struct {
 // timer's id is the event's, so a redelivery sets nothing twice; and since
 // the timer is set by a reaction to the recorded wait, a crash between the
 // two loses nothing.
-func (p *Plane) armWait(ctx context.Context, rec *stewardv1.EventRecord) error {
+func (wt *waits) armWait(ctx context.Context, rec *stewardv1.EventRecord) error {
 	ev := rec.Event
 	note := timerNote{TaskID: ev.TaskId, Cause: ev.EventId, Correlation: ev.CorrelationId}
 	var until time.Time
@@ -56,39 +56,39 @@ func (p *Plane) armWait(ctx context.Context, rec *stewardv1.EventRecord) error {
 	default:
 		return nil
 	}
-	return p.setTimer(ctx, timerWait, ev.EventId, until, note)
+	return wt.setTimer(ctx, timerWait, ev.EventId, until, note)
 }
 
-func (p *Plane) setTimer(ctx context.Context, kind, id string, at time.Time, note timerNote) error {
-	if p.cfg.Timers == nil {
+func (wt *waits) setTimer(ctx context.Context, kind, id string, at time.Time, note timerNote) error {
+	if wt.cfg.Timers == nil {
 		return errs.New(errs.FailedPrecondition, "no timers configured: cannot wait until %s", at.Format(time.RFC3339))
 	}
 	body, err := json.Marshal(note)
 	if err != nil {
 		return err
 	}
-	return p.cfg.Timers.Set(ctx, kind, id, at, body)
+	return wt.cfg.Timers.Set(ctx, kind, id, at, body)
 }
 
 // fired reacts to an execution timer coming due.
-func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
+func (wt *waits) fired(ctx context.Context, f timer.Fired) error {
 	var note timerNote
 	if err := json.Unmarshal(f.Payload, &note); err != nil {
-		p.logger.Error("execution timer with a bad payload; dropped", "kind", f.Kind, "id", f.ID, "err", err)
+		wt.logger.Error("execution timer with a bad payload; dropped", "kind", f.Kind, "id", f.ID, "err", err)
 		return nil
 	}
 	c := cause{id: note.Cause, correlation: note.Correlation}
 	var err error
 	switch f.Kind {
 	case timerWait:
-		err = p.endWait(ctx, note, c)
+		err = wt.endWait(ctx, note, c)
 	case timerReconcile:
-		err = p.reconcile(ctx, note.TaskID, note.ActionID, note.Attempt, note.Check, c)
+		err = wt.reconcile(ctx, note.TaskID, note.ActionID, note.Attempt, note.Check, c)
 	}
 	if eventlog.Permanent(err) {
 		// Delivering the timer again cannot help; the stall watchdog
 		// finds what is left waiting.
-		p.logger.Error("execution timer failed for good; dropped", "kind", f.Kind, "id", f.ID, "task", note.TaskID, "action", note.ActionID, "err", err)
+		wt.logger.Error("execution timer failed for good; dropped", "kind", f.Kind, "id", f.ID, "task", note.TaskID, "action", note.ActionID, "err", err)
 		return nil
 	}
 	return err
@@ -98,8 +98,8 @@ func (p *Plane) fired(ctx context.Context, f timer.Fired) error {
 // attempts, so each action waiting to retry, or for a breaker, is closed
 // now (see attempt), with the cost of the calls it made, rather than left
 // waiting for a timer that could find it only if it fired after the end.
-func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) error {
-	t, _, err := p.tasks.Load(ctx, rec.Event.TaskId)
+func (wt *waits) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) error {
+	t, _, err := wt.tasks.Load(ctx, rec.Event.TaskId)
 	if err != nil || !task.Terminal(t.Status) {
 		return err
 	}
@@ -107,7 +107,7 @@ func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) erro
 		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 			continue
 		}
-		if err := p.attempt(ctx, rec.Event.TaskId, a.ActionId, causeOf(rec)); err != nil {
+		if err := wt.attempt(ctx, rec.Event.TaskId, a.ActionId, nil, causeOf(rec)); err != nil {
 			return err
 		}
 	}
@@ -117,8 +117,8 @@ func (p *Plane) closeWaits(ctx context.Context, rec *stewardv1.EventRecord) erro
 // endWait makes the attempt a wait was for, if the action still waits for
 // it. A task that is stopped leaves it to the resume; a task that went on
 // without it (a newer wait, an ended action) makes the timer moot.
-func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
-	t, _, err := p.tasks.Load(ctx, note.TaskID)
+func (wt *waits) endWait(ctx context.Context, note timerNote, c cause) error {
+	t, _, err := wt.tasks.Load(ctx, note.TaskID)
 	if errs.Is(err, errs.NotFound) {
 		return nil
 	} else if err != nil {
@@ -131,7 +131,7 @@ func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
 	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED && (note.Attempt == 0 || a.Attempt == note.Attempt) {
 		// This timer's attempt went out and its worker stopped during the
 		// call: the timer is delivered again, the call is not (see hold).
-		return p.hold(ctx, note.TaskID, a, c)
+		return wt.hold(ctx, note.TaskID, a, c)
 	}
 	if a.Status != stewardv1.ActionStatus_ACTION_STATUS_WAITING {
 		return nil
@@ -139,12 +139,12 @@ func (p *Plane) endWait(ctx context.Context, note timerNote, c cause) error {
 	if note.Attempt != 0 && a.Attempt+1 != note.Attempt {
 		return nil
 	}
-	if left := a.WaitUntil.AsTime().Sub(p.now()); left > time.Second {
+	if left := a.WaitUntil.AsTime().Sub(wt.now()); left > time.Second {
 		// A newer wait for the same attempt (the breaker still open):
 		// its own timer ends it.
 		return nil
 	}
-	return p.attempt(ctx, note.TaskID, note.ActionID, c)
+	return wt.attempt(ctx, note.TaskID, note.ActionID, nil, c)
 }
 
 // reconcileDelay is how long to wait before status query number check+1:
