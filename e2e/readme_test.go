@@ -35,7 +35,8 @@ func docBlocks(t *testing.T, page string) []string {
 // that the variables a block sets carry to the next, against the real
 // binary started as the README says (the example tools, the tokens it
 // writes on first start under .steward/data). `go run ./cmd/steward` in a
-// block runs the test's binary against this server. A block that fails
+// block runs the test's binary against this server, and the docs' address
+// (127.0.0.1:7700 or localhost:7700) is this server's. A block that fails
 // fails the test with the block and the session's output.
 func runDocBlocks(t *testing.T, page string) {
 	t.Helper()
@@ -51,7 +52,7 @@ func runDocBlocks(t *testing.T, page string) {
 	var script strings.Builder
 	fmt.Fprintf(&script, "set -eo pipefail\ngo() { if [ \"$1 $2\" = 'run ./cmd/steward' ]; then shift 2; %q \"$@\" --addr %s; else command go \"$@\"; fi; }\n", binary, addr)
 	for i, block := range blocks {
-		fmt.Fprintf(&script, "echo '### block %d' >&2\n%s\n", i, strings.ReplaceAll(block, "http://127.0.0.1:7700", p.url))
+		fmt.Fprintf(&script, "echo '### block %d' >&2\n%s\n", i, strings.NewReplacer("127.0.0.1:7700", addr, "localhost:7700", addr).Replace(block))
 	}
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = dir
@@ -71,4 +72,10 @@ func runDocBlocks(t *testing.T, page string) {
 // against the real binary: the front door's tour must work as written.
 func TestReadmeBlocks(t *testing.T) {
 	runDocBlocks(t, "../README.md")
+}
+
+// TestDocsTourBlocks runs every shell block of docs/tour.md, in order,
+// against the real binary: a new user running the tour in order succeeds.
+func TestDocsTourBlocks(t *testing.T) {
+	runDocBlocks(t, "../docs/tour.md")
 }
