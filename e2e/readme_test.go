@@ -37,7 +37,9 @@ func docBlocks(t *testing.T, page string) []string {
 // writes on first start under .steward/data). `go run ./cmd/steward` in a
 // block runs the test's binary against this server, and the docs' address
 // (127.0.0.1:7700 or localhost:7700) is this server's. A block that fails
-// fails the test with the block and the session's output.
+// fails the test with the block and the session's output. The session runs
+// with set -u and curl --fail-with-body, so an unset variable or a refused
+// call fails its block.
 func runDocBlocks(t *testing.T, page string) {
 	t.Helper()
 	requireTools(t, "bash", "curl", "jq")
@@ -50,7 +52,7 @@ func runDocBlocks(t *testing.T, page string) {
 		"--log-level", "warn", "--tools", "../examples/tools.json")
 	addr := strings.TrimPrefix(p.url, "http://")
 	var script strings.Builder
-	fmt.Fprintf(&script, "set -eo pipefail\ngo() { if [ \"$1 $2\" = 'run ./cmd/steward' ]; then shift 2; %q \"$@\" --addr %s; else command go \"$@\"; fi; }\n", binary, addr)
+	fmt.Fprintf(&script, "set -euo pipefail\ncurl() { command curl --fail-with-body \"$@\"; }\ngo() { if [ \"$1 $2\" = 'run ./cmd/steward' ]; then shift 2; %q \"$@\" --addr %s; else command go \"$@\"; fi; }\n", binary, addr)
 	for i, block := range blocks {
 		fmt.Fprintf(&script, "echo '### block %d' >&2\n%s\n", i, strings.NewReplacer("127.0.0.1:7700", addr, "localhost:7700", addr).Replace(block))
 	}
