@@ -18,7 +18,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
-// readmeCreate is the README's curl example, byte for byte in spirit: a
+// readmeCreate is docs/tour.md's first curl example (once the README's), byte for byte in spirit: a
 // Connect JSON POST with nothing but an HTTP client.
 const readmeCreate = `{"requestId": "demo-1", "contract": {
   "intent": "Summarise last week's incidents",

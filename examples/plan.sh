@@ -18,7 +18,10 @@ AGENT="Authorization: Bearer $(jq -er '.tokens[] | select(.principal == "agent:d
 RUN=${RUN:-$(date +%s)}
 
 call() { # call SERVICE/METHOD JSON, as the agent
-  curl -sS --fail-with-body "$URL/steward.v1.$1" -H 'Content-Type: application/json' -H "$AGENT" -d "$2"
+  # prints the answer; a refused call prints the server's message, not only curl's status, and fails.
+  local body
+  body=$(curl -sS --fail-with-body "$URL/steward.v1.$1" -H 'Content-Type: application/json' -H "$AGENT" -d "$2") || { echo "$1 refused: $body" >&2; return 1; }
+  echo "$body"
 }
 # wait_for TASK JQ-CONDITION: poll GetTask until the condition holds.
 wait_for() {

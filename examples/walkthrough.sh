@@ -24,7 +24,10 @@ APPROVER=$(token user:approver)
 RUN=${RUN:-$(date +%s)}
 
 call() { # call TOKEN-HEADER SERVICE/METHOD JSON
-  curl -sS --fail-with-body "$URL/steward.v1.$2" -H 'Content-Type: application/json' -H "$1" -d "$3"
+  # prints the answer; a refused call prints the server's message, not only curl's status, and fails.
+  local body
+  body=$(curl -sS --fail-with-body "$URL/steward.v1.$2" -H 'Content-Type: application/json' -H "$1" -d "$3") || { echo "$2 refused: $body" >&2; return 1; }
+  echo "$body"
 }
 # wait_for TASK JQ-CONDITION: poll GetTask until the condition holds.
 wait_for() {
