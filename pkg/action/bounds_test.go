@@ -33,7 +33,7 @@ func quickest(f func()) time.Duration {
 
 func mustCompile(t *testing.T, doc string) *action.Schema {
 	t.Helper()
-	s, err := action.CompileSchema(doc)
+	s, err := action.NewHeavy().CompileSchema(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,9 +78,9 @@ func TestSchemaLimits(t *testing.T) {
 		{"a property named $id", `{"properties":{"$id":{"type":"string"}}}`, errs.Internal, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := action.CompileSchema(tc.doc)
+			_, err := action.NewHeavy().CompileSchema(tc.doc)
 			if tc.code != errs.Internal {
-				if d := quickest(func() { _, _ = action.CompileSchema(tc.doc) }); d > fast {
+				if d := quickest(func() { _, _ = action.NewHeavy().CompileSchema(tc.doc) }); d > fast {
 					t.Errorf("took %s", d)
 				}
 			}
@@ -98,11 +98,11 @@ func TestSchemaLimits(t *testing.T) {
 }
 
 func TestValueLimits(t *testing.T) {
-	bomb, err := action.CompileSchema(stewardtest.RecursiveFanSchema)
+	bomb, err := action.NewHeavy().CompileSchema(stewardtest.RecursiveFanSchema)
 	if err != nil {
 		t.Fatal(err)
 	}
-	open, err := action.CompileSchema("")
+	open, err := action.NewHeavy().CompileSchema("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func BenchmarkSchemaLimits(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.doc)))
 			for b.Loop() {
-				_, _ = action.CompileSchema(bc.doc)
+				_, _ = action.NewHeavy().CompileSchema(bc.doc)
 			}
 		})
 	}
@@ -194,11 +194,11 @@ func BenchmarkSchemaLimits(b *testing.B) {
 //
 //	go test -run '^$' -bench ValidateLimits -benchmem ./pkg/action/
 func BenchmarkValidateLimits(b *testing.B) {
-	bomb, err := action.CompileSchema(stewardtest.RecursiveFanSchema)
+	bomb, err := action.NewHeavy().CompileSchema(stewardtest.RecursiveFanSchema)
 	if err != nil {
 		b.Fatal(err)
 	}
-	open, _ := action.CompileSchema("")
+	open, _ := action.NewHeavy().CompileSchema("")
 	for _, bc := range []struct {
 		name   string
 		schema *action.Schema

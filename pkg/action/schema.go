@@ -17,15 +17,22 @@ import (
 // printer renders schema errors; the library needs one.
 var printer = message.NewPrinter(language.English)
 
-// heavy holds a place for each check of more than HeavyValidationSteps and
-// each compilation of a schema of more than HeavySchemaKeys.
-var heavy = make(chan struct{}, runtime.GOMAXPROCS(0))
+// Heavy bounds a process's heavy schema work: it holds a place for each
+// check of more than HeavyValidationSteps and each compilation of a
+// schema of more than HeavySchemaKeys, GOMAXPROCS at once. A process has
+// one, held by its tool registry, and every schema it compiles checks
+// under it.
+type Heavy struct{ slots chan struct{} }
+
+// NewHeavy returns a bound of GOMAXPROCS places.
+func NewHeavy() *Heavy { return &Heavy{slots: make(chan struct{}, runtime.GOMAXPROCS(0))} }
 
 // Schema is a compiled JSON Schema for a tool's parameters. It is safe for
 // concurrent use.
 type Schema struct {
-	s *jsonschema.Schema
-	b *bounds
+	s     *jsonschema.Schema
+	b     *bounds
+	heavy *Heavy
 }
 
 // schemaURL names a contract's schema while it compiles. It is absolute, so
@@ -33,13 +40,13 @@ type Schema struct {
 // directory and quote that path back to whoever registered the tool.
 const schemaURL = "urn:steward:tool-schema"
 
-// CompileSchema compiles a JSON Schema document. An empty document accepts
+// CompileSchema compiles a JSON Schema document under h. An empty document accepts
 // any object. The schema may not load other documents: a tool contract is
 // self-contained. A document past one of the limits in bounds.go is
 // refused before it is compiled, with an *errs.Error whose code is
 // errs.TooLarge (or errs.Invalid for a $ref that cannot be followed) and
 // no field: the caller knows which field held it.
-func CompileSchema(doc string) (*Schema, error) {
+func (h *Heavy) CompileSchema(doc string) (*Schema, error) {
 	if strings.TrimSpace(doc) == "" {
 		doc = `{"type":"object"}`
 	}
@@ -63,14 +70,14 @@ func CompileSchema(doc string) (*Schema, error) {
 	if b.keys > HeavySchemaKeys {
 		// Compiling is not cancellable and happens at registration and
 		// on replay, so it waits as long as it must.
-		heavy <- struct{}{}
-		defer func() { <-heavy }()
+		h.slots <- struct{}{}
+		defer func() { <-h.slots }()
 	}
 	s, err := c.Compile(schemaURL)
 	if err != nil {
 		return nil, err
 	}
-	return &Schema{s: s, b: b}, nil
+	return &Schema{s: s, b: b, heavy: h}, nil
 }
 
 // noLoader refuses to fetch referenced schemas: compiling a contract must
@@ -119,8 +126,8 @@ func (s *Schema) Validate(ctx context.Context, params []byte) error {
 	}
 	if n > HeavyValidationSteps {
 		select {
-		case heavy <- struct{}{}:
-			defer func() { <-heavy }()
+		case s.heavy.slots <- struct{}{}:
+			defer func() { <-s.heavy.slots }()
 		case <-ctx.Done():
 			return ctx.Err()
 		}

@@ -28,7 +28,7 @@ func TestConceal(t *testing.T) {
 			`{"p":"s"}`, `{"p":{"$secret":"c(\"s\")"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := action.CompileSchema(tc.schema)
+			s, err := action.NewHeavy().CompileSchema(tc.schema)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,7 +125,7 @@ func TestSecretWithin(t *testing.T) {
 		{`{"properties":{"p":{"anyOf":[{"type":"number"},{"items":{"writeOnly":true}}]}}}`, "p", true},
 		{`{"$defs":{"t":{"properties":{"next":{"$ref":"#/$defs/t"}}}},"properties":{"t":{"$ref":"#/$defs/t"},"pw":{"writeOnly":true}}}`, "t", false},
 	} {
-		s, err := action.CompileSchema(tc.schema)
+		s, err := action.NewHeavy().CompileSchema(tc.schema)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -24,8 +24,6 @@ import (
 // registry's Register); such values are built per process and passed in.
 // A var set by the linker (-ldflags -X) is never assigned in code and so
 // passes: that is its one writer, before main.
-//
-// One exception, named in allowedState with its reason.
 func TestNoPackageMutableState(t *testing.T) {
 	byDir := map[string][]source{}
 	for _, s := range sources(t, "cmd", "pkg", "services") {
@@ -51,7 +49,7 @@ func TestNoPackageMutableState(t *testing.T) {
 						if i < len(vs.Values) {
 							value = vs.Values[i]
 						}
-						if why := mutableType(vs.Type, value); why != "" && allowedState[s.rel+":"+name.Name] == "" {
+						if why := mutableType(vs.Type, value); why != "" {
 							t.Errorf("%s: package-level var %s is %s", s.rel, name.Name, why)
 						}
 					}
@@ -72,16 +70,6 @@ func TestNoPackageMutableState(t *testing.T) {
 			}
 		}
 	}
-}
-
-// allowedState are the package-level vars holding state on purpose, each
-// with why it may not be a value passed in.
-var allowedState = map[string]string{
-	// A bound on the process's CPU, not on one caller's: at most
-	// GOMAXPROCS schema compilations and checks this heavy run at once in
-	// the process, whichever registry, plane or validation asks. A value
-	// per caller would bound each, not their sum.
-	"pkg/action/schema.go:heavy": "the process's bound on heavy schema work",
 }
 
 // mutableType says why a var of this declared type or initial value is

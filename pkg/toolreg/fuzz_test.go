@@ -46,14 +46,14 @@ func FuzzValidate(f *testing.F) {
 			return
 		}
 		c := req.Contract
-		if err := toolreg.Validate(c); err != nil {
+		if err := toolreg.New(nil).Validate(c); err != nil {
 			var e *errs.Error
 			if !errors.As(err, &e) || !strings.HasPrefix(e.Field, "contract") {
 				t.Fatalf("refused without naming a field of the contract: %v", err)
 			}
 			return
 		}
-		if err := toolreg.Validate(stewardtest.SameAfterJSON(t, c)); err != nil {
+		if err := toolreg.New(nil).Validate(stewardtest.SameAfterJSON(t, c)); err != nil {
 			t.Fatalf("accepted, then refused after a trip through JSON: %v", err)
 		}
 		registered(t, c, log)

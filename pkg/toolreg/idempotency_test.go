@@ -29,7 +29,7 @@ func TestIdempotencyFieldsHaveOneMeaning(t *testing.T) {
 	} {
 		c := valid()
 		c.Idempotency = ok
-		if err := toolreg.Validate(c); err != nil {
+		if err := toolreg.New(nil).Validate(c); err != nil {
 			t.Errorf("idempotency %v refused: %v", ok, err)
 		}
 	}
@@ -49,7 +49,7 @@ func TestIdempotencyFieldsHaveOneMeaning(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()
 			c.Idempotency = tt.idem
-			err := toolreg.Validate(c)
+			err := toolreg.New(nil).Validate(c)
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Field != tt.field || e.Code != errs.Invalid {
 				t.Fatalf("err = %v, want invalid naming %s", err, tt.field)

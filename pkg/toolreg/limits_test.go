@@ -42,7 +42,7 @@ func TestToolLimitsAreBounded(t *testing.T) {
 			c := valid()
 			c.Limits = tt.limits
 			var e *errs.Error
-			if err := toolreg.Validate(c); !errors.As(err, &e) || e.Field != tt.field || e.Code != errs.Invalid {
+			if err := toolreg.New(nil).Validate(c); !errors.As(err, &e) || e.Field != tt.field || e.Code != errs.Invalid {
 				t.Fatalf("err = %v, want invalid %s", err, tt.field)
 			}
 		})
@@ -50,7 +50,7 @@ func TestToolLimitsAreBounded(t *testing.T) {
 	c := valid()
 	c.Limits = &stewardv1.ToolLimits{MaxConcurrent: toolreg.MaxConcurrentCalls, RatePerSecond: toolreg.MinRatePerSecond, Burst: toolreg.MaxBurst, PerTenant: true,
 		BreakerMinRequests: 1, BreakerFailureRate: 1, BreakerCoolDown: durationpb.New(toolreg.MinBreakerCoolDown)}
-	if err := toolreg.Validate(c); err != nil {
+	if err := toolreg.New(nil).Validate(c); err != nil {
 		t.Fatalf("limits at their bounds were refused: %v", err)
 	}
 }

@@ -58,6 +58,8 @@ type Registry struct {
 	// complete is a stream sequence below which every registration is
 	// applied, known from a catch-up (LookupAsOf).
 	complete uint64
+	// heavy bounds the heavy schema work of the process (action.Heavy).
+	heavy *action.Heavy
 }
 
 // key names a tool: its tenant ("" for a global tool) and its name.
@@ -65,7 +67,7 @@ type key struct{ tenant, name string }
 
 // New returns an empty registry.
 func New(logger *slog.Logger) *Registry {
-	return &Registry{logger: logger, versions: map[key]map[string]*Entry{}, latest: map[key]*Entry{}}
+	return &Registry{logger: logger, versions: map[key]map[string]*Entry{}, latest: map[key]*Entry{}, heavy: action.NewHeavy()}
 }
 
 // keyOf returns the tool tenant means by name, its own tool of that name
@@ -90,10 +92,10 @@ func (r *Registry) Apply(rec *stewardv1.EventRecord) error {
 	c := reg.Contract
 	e := &Entry{Tool: &stewardv1.Tool{Contract: c, RegisteredAt: rec.Event.Time, RegisteredBy: rec.Event.Actor.GetPrincipal(), Sequence: rec.Sequence, Tenant: reg.Tenant}}
 	var err error
-	if e.Schema, err = action.CompileSchema(c.ParametersSchema); err != nil {
+	if e.Schema, err = r.heavy.CompileSchema(c.ParametersSchema); err != nil {
 		e.Unusable = fmt.Errorf("its parameters_schema does not compile under this release's limits: %w", err)
 	} else if c.ResultSchema != "" {
-		if e.ResultSchema, err = action.CompileSchema(c.ResultSchema); err != nil {
+		if e.ResultSchema, err = r.heavy.CompileSchema(c.ResultSchema); err != nil {
 			e.Unusable = fmt.Errorf("its result_schema does not compile under this release's limits: %w", err)
 		}
 	}

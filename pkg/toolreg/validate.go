@@ -42,8 +42,10 @@ const (
 const MaxAttempts = 100
 
 // Validate checks a contract before it is registered and names the first
-// field that is wrong.
-func Validate(c *stewardv1.ToolContract) error {
+// field that is wrong; its schemas compile under the registry's bound.
+func (r *Registry) Validate(c *stewardv1.ToolContract) error { return validate(c, r.heavy) }
+
+func validate(c *stewardv1.ToolContract, heavy *action.Heavy) error {
 	if c == nil {
 		return errs.Field("contract", "is required")
 	}
@@ -59,11 +61,11 @@ func Validate(c *stewardv1.ToolContract) error {
 	case len(c.Description) > 4096:
 		return &errs.Error{Code: errs.TooLarge, Field: "contract.description", Message: "is longer than 4096 bytes"}
 	}
-	if err := checkSchema("contract.parameters_schema", c.ParametersSchema); err != nil {
+	if err := checkSchema(heavy, "contract.parameters_schema", c.ParametersSchema); err != nil {
 		return err
 	}
 	if c.ResultSchema != "" {
-		if err := checkSchema("contract.result_schema", c.ResultSchema); err != nil {
+		if err := checkSchema(heavy, "contract.result_schema", c.ResultSchema); err != nil {
 			return err
 		}
 	}
@@ -187,8 +189,8 @@ func checkIdempotency(i *stewardv1.IdempotencySupport) error {
 
 // checkSchema compiles a schema, answering under field: TooLarge past one
 // of action's schema limits, Invalid for anything else wrong with it.
-func checkSchema(field, doc string) error {
-	_, err := action.CompileSchema(doc)
+func checkSchema(heavy *action.Heavy, field, doc string) error {
+	_, err := heavy.CompileSchema(doc)
 	if err == nil {
 		return nil
 	}

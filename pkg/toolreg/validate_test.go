@@ -70,24 +70,24 @@ func TestValidateNamesTheField(t *testing.T) {
 			c.RetryPolicy = &stewardv1.RetryPolicy{MaxElapsed: durationpb.New(365 * 24 * time.Hour)}
 		}, "contract.retry_policy.max_elapsed"},
 	}
-	if err := toolreg.Validate(valid()); err != nil {
+	if err := toolreg.New(nil).Validate(valid()); err != nil {
 		t.Fatalf("a valid contract was refused: %v", err)
 	}
 	keyed := valid()
 	keyed.ServiceKey = "payments_eu-1"
-	if err := toolreg.Validate(keyed); err != nil {
+	if err := toolreg.New(nil).Validate(keyed); err != nil {
 		t.Fatalf("a valid service key was refused: %v", err)
 	}
 	long := valid()
 	long.Description = strings.Repeat("d", 4097)
-	if err := toolreg.Validate(long); !errs.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), "contract.description") {
+	if err := toolreg.New(nil).Validate(long); !errs.Is(err, errs.TooLarge) || !strings.Contains(err.Error(), "contract.description") {
 		t.Errorf("a description past 4 KiB: %v, want too large, naming contract.description", err)
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()
 			tt.edit(c)
-			err := toolreg.Validate(c)
+			err := toolreg.New(nil).Validate(c)
 			var e *errs.Error
 			if !errors.As(err, &e) || e.Field != tt.field || e.Code != errs.Invalid {
 				t.Fatalf("err = %v, want invalid %s", err, tt.field)

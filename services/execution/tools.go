@@ -43,7 +43,7 @@ import (
 // the kv.append bucket), so only the default tenant registers them; and
 // its URLs must pass the egress rule (Config.Egress), after resolving.
 func (rg *registration) Register(ctx context.Context, tenant, principal string, c *stewardv1.ToolContract) (*stewardv1.Tool, bool, error) {
-	if err := toolreg.Validate(c); err != nil {
+	if err := rg.cfg.Tools.Validate(c); err != nil {
 		return nil, false, err
 	}
 	if err := rg.caseVariant(ctx, tenant, c.Name); err != nil {
