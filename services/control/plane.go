@@ -91,7 +91,6 @@ type Plane struct {
 	logger   *slog.Logger
 	tools    *toolreg.Registry
 	requests *action.Store
-	results  *action.Store
 	secrets  *secret.Sealer
 	timers   *timer.Timers
 	now      func() time.Time
@@ -161,7 +160,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	p := &Plane{
 		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName),
 		usage: newUsage(log, usageCtx), stopUsage: stopUsage,
-		tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
+		tools: cfg.Tools, requests: cfg.Requests, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
 		startWait: startWait, criteria: newProgramCache(),
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
