@@ -11,9 +11,14 @@ import (
 
 // reactions are the control plane's durable reactions to the log: one per
 // event type, which runs that type's handlers in the order named here.
-// Where several handlers answer one type the order is part of what they
-// mean — each reads what those before it appended — so it is written once,
-// as code, not left to where a registration sits in a list.
+// One order is a contract: the plan driver looks after recovery has
+// proposed the retry a failed step follows (retryPending, recoverFrom),
+// so that the one delivery of the event both proposes the retry and
+// moves the step on to it; looking first, the driver would find no retry
+// and nothing would bring it back until the retry ended (pinned by
+// reactions_test.go). The other handlers of a type commute — each acts
+// on a case the others leave alone, as said below — and are written in
+// the order a task's life goes, not as a contract.
 func (p *Plane) reactions() []eventlog.Reaction {
 	// Compensation and the plan driver propose actions of their own: only
 	// a plane that takes actions runs them.
@@ -24,30 +29,42 @@ func (p *Plane) reactions() []eventlog.Reaction {
 	}
 	var (
 		// A created task starts; one paused before it started goes back
-		// to pending on resume and starts then. A task that runs again
-		// gets the retries it owes before its plan moves.
+		// to pending on resume and starts then (a pending task has no
+		// actions and no plan: startIfPending commutes with the rest). A
+		// task that runs again gets the retries it owes before its plan
+		// moves (the contract).
 		onCreated = inOrder(p.startIfPending)
 		onResumed = inOrder(p.startIfPending, rc.retryPending, drivePlan)
 		// An action's end: a failure for good is retried, stopped as a
-		// loop or escalated first (recovery.go), so that the plan driver
-		// finds the retry it follows; a sub-task's end gives back what
-		// it did not spend (release) before the compensation and the
-		// plans that wait on it move on.
+		// loop or escalated (recovery.go) before the plan driver looks
+		// (the contract). The rest commute: recovery acts on an active
+		// task, release on an ended sub-task (writing to its parent),
+		// compensate on a compensating task, the driver on the plan of an
+		// active task, wakeParent on an ended sub-task's parent's plan.
+		// Where one's write makes the case of another (the driver fails
+		// the task or starts its compensation, release gives back to a
+		// waiting parent), the event it appends brings that one on
+		// (onTaskEnd, onCompensating, onReleased), so the order here only
+		// saves a delivery: a sub_task step waits for its release
+		// whichever way (plandriver's givenBack).
 		onActionEnd = inOrder(rc.recoverFrom, dg.release, compensate, drivePlan, wakeParent)
 		onDenied    = inOrder(dg.release, compensate, drivePlan, wakeParent)
-		// A sub-task's end gives back before its parent's plan moves on.
-		onTaskEnd  = inOrder(dg.release, wakeParent)
-		onProduced = inOrder(dg.release)
+		onTaskEnd   = inOrder(dg.release, wakeParent)
+		onProduced  = inOrder(dg.release)
 		// An answer, or a plan version judged to run again: the retries
-		// held back meanwhile are owed before the driver looks for them.
+		// held back meanwhile are proposed before the driver looks for
+		// them (the contract).
 		onRunsAgain = inOrder(rc.retryPending, drivePlan)
-		// A release to a task that has ended goes on to its parent; one
-		// to a parent moves its plan (its sub-task's step ends once the
-		// parent has back what the sub-task did not spend).
+		// A release to a task that has ended goes on to its parent
+		// (passOn); one to a task still running moves its plan, whose
+		// sub-task's step ends once the release is back. Each acts only
+		// where the other does not: they commute.
 		onReleased     = inOrder(dg.passOn, drivePlan)
 		onCompensating = inOrder(compensate)
-		onDecided      = inOrder(compensate, drivePlan)
-		onPlanMoved    = inOrder(drivePlan)
+		// compensate acts only on a compensating task, in which the
+		// driver moves no step: they commute.
+		onDecided   = inOrder(compensate, drivePlan)
+		onPlanMoved = inOrder(drivePlan)
 		// A stall mark: what the reactions above should have done, done
 		// again (redrive.go).
 		onStalled = inOrder(rc.redrive)
