@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,6 +49,21 @@ func requireTools(t *testing.T, programs ...string) {
 			t.Skipf("%s is not installed", program)
 		}
 	}
+}
+
+// pinnedTool is the path of name, one of the tools ./scripts/tools pins
+// into .bin, found there or on the PATH; a missing one skips the test, or
+// fails it under CI=true.
+func pinnedTool(t *testing.T, name string) string {
+	t.Helper()
+	if path, err := filepath.Abs(filepath.Join("..", ".bin", name)); err == nil {
+		if _, err := exec.LookPath(path); err == nil {
+			return path
+		}
+	}
+	requireTools(t, name)
+	path, _ := exec.LookPath(name)
+	return path
 }
 
 // TestExampleWalkthrough runs examples/walkthrough.sh, the README's

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -85,16 +84,10 @@ func TestGRPCClient(t *testing.T) {
 	}
 }
 
-// TestGRPCurl runs grpcurl against the server when it is installed (CI
-// installs it into .bin).
+// TestGRPCurl runs grpcurl against the server (./scripts/tools installs
+// it into .bin; under CI=true it must be there).
 func TestGRPCurl(t *testing.T) {
-	grpcurl, err := exec.LookPath("grpcurl")
-	if err != nil {
-		grpcurl, _ = filepath.Abs("../.bin/grpcurl")
-		if _, err := exec.LookPath(grpcurl); err != nil {
-			t.Skip("grpcurl is not installed; .ci/run installs it")
-		}
-	}
+	grpcurl := pinnedTool(t, "grpcurl")
 	url := startInProcess(t)
 	addr := strings.TrimPrefix(url, "http://")
 	taskID := createTask(t, newClients(url), "grpcurl-1").Contract.TaskId

@@ -10,12 +10,18 @@ import (
 	"testing"
 )
 
-// shellBlock is one ```sh block of a doc page; a block fenced ```sh norun
-// (starting the server, running the test suite) is not run, since the
-// test starts the server itself.
-var shellBlock = regexp.MustCompile("(?ms)^```(sh|bash)( norun)?\n(.*?)^```$")
+// shellBlock is one ```sh (or ```bash) block of a doc page, with
+// whatever follows the language on the fence line: every block runs, so
+// a fence that says anything more (such as the norun this test once
+// honoured) fails the test rather than leave a block out.
+var shellBlock = regexp.MustCompile("(?ms)^```(?:sh|bash)([^\n]*)\n(.*?)^```$")
 
-// docBlocks returns the shell blocks of page that are meant to run.
+// serverFlags are the flags the docs start `steward dev` with; the test
+// starts the real binary with them (and its own address and data
+// directory), and a block that starts it with any others fails.
+const serverFlags = "--tools examples/tools.json"
+
+// docBlocks returns the shell blocks of page, in order.
 func docBlocks(t *testing.T, page string) []string {
 	t.Helper()
 	text, err := os.ReadFile(page)
@@ -24,40 +30,78 @@ func docBlocks(t *testing.T, page string) []string {
 	}
 	var blocks []string
 	for _, m := range shellBlock.FindAllStringSubmatch(string(text), -1) {
-		if m[2] == "" {
-			blocks = append(blocks, m[3])
+		if strings.TrimSpace(m[1]) != "" {
+			t.Fatalf("%s: a shell block is fenced %q: every block runs, so say what it needs in the block", page, strings.TrimSpace(m[0][:strings.Index(m[0], "\n")]))
 		}
+		blocks = append(blocks, m[2])
 	}
 	return blocks
 }
 
+// preamble is the shell the blocks run in. Set -u and curl
+// --fail-with-body make an unset variable or a refused call fail its
+// block. The docs run from the repository root: the session's directory
+// links examples/ and .bin/ there. `go run ./cmd/steward dev` is the
+// server this test started (with the docs' flags, checked), and any other
+// `go run ./cmd/steward` is the test's binary against it; `./scripts/test`
+// is the command .ci/run runs (checked by the test), not run again here.
+func preamble(addr string) string {
+	return fmt.Sprintf(`set -euo pipefail
+export STEWARD_URL=http://%[2]s
+curl() { command curl --fail-with-body "$@"; }
+go() {
+  if [ "$1 $2" != 'run ./cmd/steward' ]; then command go "$@"; return; fi
+  shift 2
+  if [ "$1" = dev ]; then
+    shift
+    [ "$*" = %[3]q ] || { echo "the docs start steward dev with '$*', the test with '%[3]s'" >&2; return 1; }
+    echo "steward dev: serving on %[2]s (started by the test)"; return
+  fi
+  %[1]q "$@" --addr %[2]s
+}
+./scripts/test() { echo "./scripts/test: the command .ci/run runs, so CI runs it"; }
+`, binary, addr, serverFlags)
+}
+
 // runDocBlocks runs page's shell blocks in order, in one bash session so
 // that the variables a block sets carry to the next, against the real
-// binary started as the README says (the example tools, the tokens it
-// writes on first start under .steward/data). `go run ./cmd/steward` in a
-// block runs the test's binary against this server, and the docs' address
-// (127.0.0.1:7700 or localhost:7700) is this server's. A block that fails
-// fails the test with the block and the session's output. The session runs
-// with set -u and curl --fail-with-body, so an unset variable or a refused
-// call fails its block.
+// binary started as the docs say (the example tools, the tokens it writes
+// on first start under .steward/data). The docs' address (127.0.0.1:7700
+// or localhost:7700) is this server's. A block that fails fails the test
+// with the block and the session's output.
 func runDocBlocks(t *testing.T, page string) {
 	t.Helper()
 	requireTools(t, "bash", "curl", "jq")
+	grpcurl := pinnedTool(t, "grpcurl")
+	ci, err := os.ReadFile("../.ci/run")
+	if err != nil || !strings.Contains(string(ci), "exec ./scripts/test\n") {
+		t.Fatalf(".ci/run does not run ./scripts/test, the test command the README gives (%v)", err)
+	}
 	blocks := docBlocks(t, page)
 	if len(blocks) == 0 {
 		t.Fatalf("%s has no shell blocks to run", page)
 	}
 	dir := t.TempDir()
-	p := startCommand(t, nil, "dev", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, ".steward", "data"),
-		"--log-level", "warn", "--tools", "../examples/tools.json")
+	for _, link := range []string{"examples", ".bin"} {
+		target, err := filepath.Abs(filepath.Join("..", link))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := startCommand(t, nil, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, ".steward", "data"),
+		"--log-level", "warn"}, strings.Fields(strings.ReplaceAll(serverFlags, "examples/", "../examples/"))...)...)
 	addr := strings.TrimPrefix(p.url, "http://")
 	var script strings.Builder
-	fmt.Fprintf(&script, "set -euo pipefail\ncurl() { command curl --fail-with-body \"$@\"; }\ngo() { if [ \"$1 $2\" = 'run ./cmd/steward' ]; then shift 2; %q \"$@\" --addr %s; else command go \"$@\"; fi; }\n", binary, addr)
+	script.WriteString(preamble(addr))
 	for i, block := range blocks {
 		fmt.Fprintf(&script, "echo '### block %d' >&2\n%s\n", i, strings.NewReplacer("127.0.0.1:7700", addr, "localhost:7700", addr).Replace(block))
 	}
 	cmd := exec.Command("bash", "-c", script.String())
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(grpcurl)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		failed := 0
