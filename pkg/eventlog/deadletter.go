@@ -108,7 +108,7 @@ func (l *Log) parseDeadLetter(subject string) dlSubject {
 
 // recordSubject is where consumer's record of the event at seq is kept.
 func (l *Log) recordSubject(seq uint64, consumer string) string {
-	if consumer == "" {
+	if unnamedConsumer(consumer) {
 		return l.cfg.DeadLetterPrefix + "." + strconv.FormatUint(seq, 10)
 	}
 	return l.cfg.DeadLetterPrefix + "." + strconv.FormatUint(seq, 10) + "." + consumer

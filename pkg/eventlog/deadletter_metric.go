@@ -46,7 +46,7 @@ func (c *deadLetterCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for consumer, n := range counts {
-		if consumer == "" {
+		if unnamedConsumer(consumer) {
 			consumer = UnnamedConsumer
 		}
 		ch <- prometheus.MustNewConstMetric(deadLettersDesc, prometheus.GaugeValue, float64(n), consumer)

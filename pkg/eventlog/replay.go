@@ -167,7 +167,7 @@ func (l *Log) RequestReplay(ctx context.Context, seq uint64, consumer string) (s
 		return "", err
 	case !found:
 		return "", errs.New(errs.NotFound, "no event at sequence %d was set aside by %s", seq, consumerName(consumer))
-	case consumer == "":
+	case unnamedConsumer(consumer):
 		return "", errs.New(errs.FailedPrecondition, "the event at sequence %d was set aside before records named their consumer: there is no consumer to hand it to", seq)
 	case consumer == ReaderConsumer:
 		return "", errs.New(errs.FailedPrecondition, "the event at sequence %d was set aside by a reader, which has no reactions to replay it to", seq)
@@ -190,12 +190,4 @@ func (l *Log) RequestReplay(ctx context.Context, seq uint64, consumer string) (s
 		return "", errs.Wrap(errs.Unavailable, err, "request replay")
 	}
 	return nonce, nil
-}
-
-// consumerName is consumer for messages, or what an empty one means.
-func consumerName(consumer string) string {
-	if consumer == "" {
-		return "an unnamed consumer (a record of the older shape)"
-	}
-	return consumer
 }

@@ -47,8 +47,8 @@ func dispatch(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 		case a.Status == permitted && d.Worker == "":
 			return fmt.Errorf("a dispatch straight from the permit names the worker that holds it")
 		}
-		if d.PermitId == "" {
-			return nil // an old ledger's: one permit per action
+		if unboundDispatch(d) {
+			return nil
 		}
 		switch {
 		case d.PermitId != a.Permit.GetPermitId():
@@ -62,9 +62,7 @@ func dispatch(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	}
 	tr.apply = func(a *stewardv1.Action) {
 		a.Attempt = d.Attempt
-		// An old ledger's dispatch names no permit: it was made under
-		// the action's one permit.
-		a.DispatchedPermitId = orDefault(d.PermitId, a.Permit.GetPermitId())
+		a.DispatchedPermitId = dispatchedPermit(a, d)
 		if a.FirstDispatchedAt == nil {
 			a.FirstDispatchedAt = ev.Time
 		}

@@ -56,7 +56,7 @@ func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.
 	}
 	return p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		if cur.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED && !mayRepause(cur, who) {
-			return nil, errs.New(errs.FailedPrecondition, "task %s is paused already, by %s", req.TaskId, orName(cur.PausedBy))
+			return nil, errs.New(errs.FailedPrecondition, "task %s is paused already, by %s", req.TaskId, pauserName(cur.PausedBy))
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId}, &stewardv1.TaskPaused{Reason: req.Reason})
 	})
@@ -67,13 +67,6 @@ func (p *Plane) PauseTask(ctx context.Context, who rpc.Identity, req *stewardv1.
 // operator), over a pause of someone else's.
 func mayRepause(t *stewardv1.Task, who rpc.Identity) bool {
 	return who.Verified && t.PausedBy != "" && t.PausedBy != who.Principal && mayAnswer(t, who) == nil
-}
-
-func orName(principal string) string {
-	if principal == "" {
-		return "someone (recorded before who paused was)"
-	}
-	return principal
 }
 
 // ResumeTask resumes a paused, suspended or waiting task, except one that

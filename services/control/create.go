@@ -79,22 +79,12 @@ func createdAt(t *stewardv1.Task, created bool, err error) uint64 {
 }
 
 // requestedTask returns the id of the task principal's requestID makes:
-// derived from both (TaskIDFor), or, for a task this caller made with
-// this request id before request ids were the caller's own, its id then
-// (legacy), so that a retry across the upgrade finds it.
+// derived from both (TaskIDFor), or the task olderTask finds (upcast.go;
+// legacy), so that a retry across the upgrade finds it.
 func (p *Plane) requestedTask(ctx context.Context, principal, requestID string) (id string, legacy bool, err error) {
 	s := scopeOf(ctx, principal)
-	if requestID == "" || s.Tenant != "" {
-		// A tenant's tasks were all made with tenants: none is legacy.
-		return TaskIDIn(s, requestID), false, nil
-	}
-	old := requestid.LegacyTaskID(requestID)
-	recs, err := p.log.Read(ctx, old)
-	if err != nil {
-		return "", false, err
-	}
-	if len(recs) > 0 && recs[0].Event.GetActor().GetPrincipal() == principal && recs[0].Event.GetTaskCreated().GetRequestId() == requestID {
-		return old, true, nil
+	if old, legacy, err := p.olderTask(ctx, s, principal, requestID); legacy || err != nil {
+		return old, legacy, err
 	}
 	return TaskIDIn(s, requestID), false, nil
 }

@@ -220,8 +220,7 @@ func (programs *programCache) evaluate(ctx context.Context, cs []*stewardv1.Acce
 		}
 		prg, err := programs.compile(c.Expression)
 		if err != nil {
-			// Only a contract from before criteria were compiled gets here.
-			r.Detail = "does not compile: " + err.Error()
+			r.Detail = uncompiledCriterion(err)
 			continue
 		}
 		// The cost limit bounds what CEL counts; the deadline bounds the

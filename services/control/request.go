@@ -63,18 +63,7 @@ func (p *Plane) claimRequestID(ctx context.Context, principal, command, taskID, 
 	case err != nil:
 		return nil, err // a mistyped task id claims nothing
 	case history.Has(requestid.LegacyEventID(taskID, requestID)):
-		// Recorded before request ids were the caller's own: a retry
-		// across the upgrade, if this caller sent this command then.
-		legacy := requestid.LegacyEventID(taskID, requestID)
-		ev, err := commandEvent(ctx, p.log, taskID, legacy)
-		if err != nil {
-			return nil, err
-		}
-		if ev.GetActor().GetPrincipal() != principal || !commandRecords(command, ev.GetType()) {
-			return nil, errs.New(errs.AlreadyExists, "request id %s was used on task %s before request ids were the caller's own, for %s by %s: use a new one",
-				errs.Quote(requestID), taskID, ev.GetType(), ev.GetActor().GetPrincipal())
-		}
-		return &use{id: legacy}, nil
+		return p.olderUse(ctx, principal, command, taskID, requestID)
 	}
 	return p.claimRequestIDFor(ctx, principal, command, taskID, requestID, req)
 }

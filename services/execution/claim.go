@@ -50,7 +50,7 @@ func (p *Plane) claim(ctx context.Context, taskID string, permit *stewardv1.Acti
 		switch a := task.FindAction(t, actionID); {
 		case a.GetPermit().GetPermitId() != permit.PermitId || a.Status != stewardv1.ActionStatus_ACTION_STATUS_PERMITTED:
 			if a.GetClaimedBy() == p.cfg.Worker && a.GetPermit().GetPermitId() == permit.PermitId {
-				return nil, nil // ours, from before (Update returns before appending)
+				return nil, nil // ours, appended already (Update returns before appending)
 			}
 			lost = fmt.Sprintf("the action is %s", task.ActionStatusName(a.GetStatus()))
 			if a.GetClaimedBy() != "" {

@@ -103,7 +103,7 @@ func (p *Plane) reconcileStopped(ctx context.Context, rec *stewardv1.EventRecord
 
 // firstUse is what a retry's max_elapsed and a tool's key retention are
 // measured from: the first dispatch, which a new permit does not move;
-// on an old ledger, or before the first dispatch, the permit's issue.
+// before the first dispatch, the permit's issue.
 func firstUse(a *stewardv1.Action) time.Time {
 	if a.FirstDispatchedAt != nil {
 		return a.FirstDispatchedAt.AsTime()

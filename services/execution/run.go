@@ -104,13 +104,9 @@ func (p *Plane) run(ctx context.Context, taskID string, permit *stewardv1.Action
 		}
 		// A permit whose signature does not hold is never claimed, and is
 		// checked before revalidation, so that none is decided again on
-		// its word — except an unsigned one that is stale or expired: a
-		// permit from before permits were signed is decided again that
-		// way (pause and resume the task), and all a forger gets by it is
-		// governance's own decision, from records it verifies
-		// (votesHold), signed.
+		// its word — except as unsignedDecidedAgain says (upcast.go).
 		if err := p.permitRefusal(a); err != nil {
-			if reason, _ := p.revalidation(a); a.SignedPermit != nil || reason == stewardv1.RevalidationReason_REVALIDATION_REASON_UNSPECIFIED {
+			if reason, _ := p.revalidation(a); !unsignedDecidedAgain(a, reason) {
 				p.logger.Error("permit refused, not claimed: "+err.Error(), "task", taskID, "action", a.ActionId, "permit", a.Permit.GetPermitId())
 				return nil
 			}

@@ -132,7 +132,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if p.signer != nil {
 		// Only decisions this plane recorded (Decide signs them) lead to
 		// a permit: one appended to the log by another hand, or unsigned
-		// from before decisions were signed, is logged and goes no
+		// (upcast.go lists why one may be), is logged and goes no
 		// further; its action stays approved, without a permit. This is
 		// the vote at hand; votesHold checks every vote that counts.
 		if err := credential.VerifyDecision(d, p.credentials.trustedKeys()...); err != nil {

@@ -133,10 +133,9 @@ func (cr *credentials) issueAs(ctx context.Context, taskID, id string, cause *st
 }
 
 // ensureCredential returns t with its credential, issuing it now if the
-// action came before it (a task created before credentials existed, or a
-// missed reaction). why says why there is none.
+// action came before it (missingCredential). why says why there is none.
 func (cr *credentials) ensureCredential(ctx context.Context, t *stewardv1.Task, cause *stewardv1.Event) (*stewardv1.Task, string, error) {
-	if cr.signer == nil || t.Credential != nil {
+	if cr.signer == nil || !missingCredential(t) {
 		return t, "", nil
 	}
 	issued, why, err := cr.issue(ctx, t.Contract.GetTaskId(), cause, 0)

@@ -54,15 +54,15 @@ func (cr *credentials) RenewCredential(ctx context.Context, who rpc.Identity, re
 			return first, err
 		}
 	}
-	if t.Credential == nil {
+	if missingCredential(t) {
 		return cr.issueFirst(ctx, req.TaskId, id)
 	}
 	return cr.renew(ctx, who, req, t, id)
 }
 
-// issueFirst issues the credential of a task that never had one (a task
-// from before credentials, or a missed reaction): issuing it now is the
-// renewal, under the request's event id if it has one.
+// issueFirst issues the credential of a task that never had one
+// (missingCredential): issuing it now is the renewal, under the request's
+// event id if it has one.
 func (cr *credentials) issueFirst(ctx context.Context, taskID, id string) (*stewardv1.CredentialState, error) {
 	if id == "" {
 		id = event.ID(taskID, event.TypeCredentialIssued)
