@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,7 +53,8 @@ func TestComposeSecretKey(t *testing.T) {
 		},
 		"execution starts before the key is made": func(p *types.Project) {
 			s := p.Services["execution"]
-			s.DependsOn = types.DependsOnConfig{"nats": s.DependsOn["nats"]}
+			s.DependsOn = maps.Clone(s.DependsOn)
+			delete(s.DependsOn, secretKeyJob)
 			p.Services["execution"] = s
 		},
 	} {
