@@ -33,6 +33,9 @@ var servedPaths = map[string][]string{
 // file must come from a Secret, never from the image or a ConfigMap.
 var keyFlags = []string{"--auth", "--nats-nkey", "--secret-key", "--credential-key", "--permit-key", "--call-key"}
 
+// callKeySecret holds the key execution signs tool calls with.
+const callKeySecret = "steward-call-key"
+
 // property is one property the issue asks of the manifests: it returns
 // what is wrong with one rendered overlay.
 type property struct {
@@ -358,6 +361,9 @@ func secretFaults(_ string, m *manifests) []string {
 			if vol == nil || vol.Secret == nil || !mount.ReadOnly {
 				faults = append(faults, fmt.Sprintf("%s: %s %s is not on a read-only Secret volume", name, f, path))
 			}
+		}
+		if name != "execution" && refersTo(pod, callKeySecret) {
+			faults = append(faults, fmt.Sprintf("%s refers to Secret %s: only execution signs tool calls", name, callKeySecret))
 		}
 		for _, e := range c.Env {
 			if e.Value != "" {

@@ -105,12 +105,15 @@ func secretFixtures(t *testing.T, bin string) map[string]map[string][]byte {
 	pub, priv, _ := ed25519.GenerateKey(rand.Reader)
 	privDER, _ := x509.MarshalPKCS8PrivateKey(priv)
 	pubDER, _ := x509.MarshalPKIXPublicKey(pub)
+	_, callKey, _ := ed25519.GenerateKey(rand.Reader)
+	callDER, _ := x509.MarshalPKCS8PrivateKey(callKey)
 	key := make([]byte, 32)
 	_, _ = rand.Read(key)
 	s := map[string]map[string][]byte{
 		natsUsersSecret:  {natsusers.ConfigFile: read(natsusers.ConfigDir, natsusers.ConfigFile)},
 		"steward-tokens": {"tokens.json": []byte(`{"tokens": [{"token": "` + hex.EncodeToString(key) + `", "principal": "user:ops"}]}`)},
 		secretKeySecret:  {"secret.key": []byte(hex.EncodeToString(key) + "\n")},
+		callKeySecret:    {"call.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: callDER})},
 		credentialKeySecret: {
 			"credential.key": pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}),
 			"credential.pub": pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}),
@@ -441,7 +444,7 @@ type containerRun struct {
 	running   *exec.Cmd
 	stopping  bool
 	restarts  int
-	out       *syncBuffer
+	out       *stewardtest.LogBuffer
 	exited    chan struct{}
 	readOnly  []string
 	snapshots map[string]string
@@ -467,7 +470,7 @@ func (c *cluster) start(t *testing.T, bin, name string, secrets map[string]map[s
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		environ = append(environ, k+"="+c.localize(pod, env[k]))
 	}
-	r := &containerRun{pod: pod, c: ctr, cluster: c, out: new(syncBuffer), exited: make(chan struct{}),
+	r := &containerRun{pod: pod, c: ctr, cluster: c, out: new(stewardtest.LogBuffer), exited: make(chan struct{}),
 		readOnly: append(mnt.readOnly, root, home), snapshots: map[string]string{}}
 	for _, d := range r.readOnly {
 		_ = os.Chmod(d, 0o555)
@@ -613,23 +616,4 @@ func httpStatus(url string) int {
 	}
 	resp.Body.Close()
 	return resp.StatusCode
-}
-
-// syncBuffer is a process's output, written by its pipe and read by the
-// test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
