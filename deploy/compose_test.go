@@ -66,52 +66,20 @@ func TestCompose(t *testing.T) {
 
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := append([]string{"nats", "nats-users", "permit-key", secretKeyJob}, planes...)
+	want := append(append([]string{"nats-users", "permit-key", secretKeyJob}, composeNATS...), planes...)
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)
 	}
 
-	t.Run("nats", func(t *testing.T) {
-		nats, _ := p.GetService("nats")
-		if !strings.HasPrefix(nats.Image, "nats:2.12") {
-			t.Errorf("nats image = %q, want nats:2.12*", nats.Image)
-		}
-		cmd := []string(nats.Command)
-		if !slices.Contains(cmd, "-js") && !slices.Contains(cmd, "--jetstream") {
-			t.Errorf("nats command %q does not enable JetStream (-js)", cmd)
-		}
-		sd := flagValue(cmd, "-sd", "--store_dir")
-		if sd == "" {
-			t.Fatalf("nats command %q sets no JetStream store dir (-sd)", cmd)
-		}
-		var mounted bool
-		for _, v := range nats.Volumes {
-			if v.Target == sd {
-				mounted = true
-				if v.Type != types.VolumeTypeVolume {
-					t.Errorf("nats %s is a %s mount, want a named volume", sd, v.Type)
-				}
-				if _, ok := p.Volumes[v.Source]; !ok {
-					t.Errorf("nats volume %q is not declared under top-level volumes", v.Source)
-				}
-			}
-		}
-		if !mounted {
-			t.Errorf("nats store dir %s has no volume mounted", sd)
-		}
-		checkComposeNATSUsers(t, p, nats)
-		if nats.HealthCheck == nil || nats.HealthCheck.Disable || len(nats.HealthCheck.Test) == 0 {
-			t.Fatal("nats has no healthcheck; planes depend on it being healthy")
-		}
-		if test := strings.Join(nats.HealthCheck.Test, " "); !strings.Contains(test, "8222/healthz") {
-			t.Errorf("nats healthcheck %q does not query the monitoring /healthz", test)
-		} else if flagValue(cmd, "-m", "--http_port") != "8222" {
-			t.Errorf("nats healthcheck uses port 8222 but command %q does not serve monitoring there (-m 8222)", cmd)
-		}
-	})
+	for _, node := range composeNATS {
+		t.Run(node, func(t *testing.T) { checkComposeNATSNode(t, p, node) })
+	}
 
-	published := map[string]string{"control": "7701", "state": "7702"}
+	// Until steward gateway gives clients one address, each plane a
+	// client calls is published: control, state, and governance, where
+	// approvals are decided.
+	published := map[string]string{"control": "7701", "state": "7702", "governance": "7703"}
 	var builders int
 	for _, name := range planes {
 		t.Run(name, func(t *testing.T) {
@@ -123,7 +91,7 @@ func TestCompose(t *testing.T) {
 			if len(cmd) == 0 || cmd[0] != "serve" {
 				t.Errorf("command %q does not start with serve", cmd)
 			}
-			for _, arg := range []string{"--plane=" + name, "--nats=" + natsURL, fmt.Sprintf("--addr=0.0.0.0:%d", planePort)} {
+			for _, arg := range []string{"--plane=" + name, "--nats=" + composeNATSURL, "--replicas=3", fmt.Sprintf("--addr=0.0.0.0:%d", planePort)} {
 				if !slices.Contains(cmd, arg) {
 					t.Errorf("command %q lacks %s", cmd, arg)
 				}
@@ -137,12 +105,10 @@ func TestCompose(t *testing.T) {
 					t.Errorf("build context = %q, want the repository root %q", s.Build.Context, filepath.Dir(path))
 				}
 			}
-			dep, ok := s.DependsOn["nats"]
-			if !ok {
-				t.Fatalf("does not depend on nats (depends_on = %v)", s.DependsOn)
-			}
-			if dep.Condition != types.ServiceConditionHealthy {
-				t.Errorf("depends_on nats condition = %q, want %q", dep.Condition, types.ServiceConditionHealthy)
+			for _, node := range composeNATS {
+				if dep, ok := s.DependsOn[node]; !ok || dep.Condition != types.ServiceConditionHealthy {
+					t.Errorf("depends_on = %v, want %s: %s", s.DependsOn, node, types.ServiceConditionHealthy)
+				}
 			}
 			if s.Restart != types.RestartPolicyUnlessStopped {
 				t.Errorf("restart = %q, want %q", s.Restart, types.RestartPolicyUnlessStopped)
@@ -174,6 +140,70 @@ func TestCompose(t *testing.T) {
 	}
 	if builders != 1 {
 		t.Errorf("%d plane services have build:, want exactly 1 building steward:dev for all", builders)
+	}
+}
+
+// composeNATS are the compose services of the three NATS nodes, and
+// composeNATSURL the planes' --nats: every node, so that a plane reaches
+// the cluster while any one node is down.
+var composeNATS = []string{"nats-1", "nats-2", "nats-3"}
+
+const composeNATSURL = "nats://nats-1:4222,nats://nats-2:4222,nats://nats-3:4222"
+
+// checkComposeNATSNode checks one node of the compose NATS cluster: JetStream
+// on a volume of its own, a name of its own, routes to every node, the
+// planes' users, and a healthcheck on the monitoring port.
+func checkComposeNATSNode(t *testing.T, p *types.Project, node string) {
+	t.Helper()
+	nats, _ := p.GetService(node)
+	if !strings.HasPrefix(nats.Image, "nats:2.12") {
+		t.Errorf("image = %q, want nats:2.12*", nats.Image)
+	}
+	cmd := []string(nats.Command)
+	opts, err := natsOptions(withoutConfig(cmd))
+	if err != nil {
+		t.Fatalf("command %q: %v", cmd, err)
+	}
+	if !opts.JetStream || opts.StoreDir == "" {
+		t.Fatalf("command %q does not enable JetStream (-js) with a store dir (-sd)", cmd)
+	}
+	if opts.ServerName != node || opts.Cluster.Name == "" || opts.Cluster.Port == 0 {
+		t.Errorf("command %q: server name %q, cluster %q port %d; want the node's name and a named cluster", cmd, opts.ServerName, opts.Cluster.Name, opts.Cluster.Port)
+	}
+	var routes, want []string
+	for _, r := range opts.Routes {
+		routes = append(routes, r.Host)
+	}
+	for _, n := range composeNATS {
+		want = append(want, fmt.Sprintf("%s:%d", n, opts.Cluster.Port))
+	}
+	if !slices.Equal(routes, want) {
+		t.Errorf("routes %v, want every node %v", routes, want)
+	}
+	var mounted bool
+	for _, v := range nats.Volumes {
+		if v.Target != opts.StoreDir {
+			continue
+		}
+		mounted = true
+		if v.Type != types.VolumeTypeVolume || v.Source != "nats-data-"+strings.TrimPrefix(node, "nats-") {
+			t.Errorf("store dir %s is %s %q, want the named volume of this node alone", opts.StoreDir, v.Type, v.Source)
+		}
+		if _, ok := p.Volumes[v.Source]; !ok {
+			t.Errorf("volume %q is not declared under top-level volumes", v.Source)
+		}
+	}
+	if !mounted {
+		t.Errorf("store dir %s has no volume mounted", opts.StoreDir)
+	}
+	checkComposeNATSUsers(t, p, nats)
+	if nats.HealthCheck == nil || nats.HealthCheck.Disable || len(nats.HealthCheck.Test) == 0 {
+		t.Fatal("no healthcheck; planes depend on it being healthy")
+	}
+	if test := strings.Join(nats.HealthCheck.Test, " "); !strings.Contains(test, "8222/healthz") {
+		t.Errorf("healthcheck %q does not query the monitoring /healthz", test)
+	} else if opts.HTTPPort != 8222 {
+		t.Errorf("healthcheck uses port 8222 but command %q does not serve monitoring there (-m 8222)", cmd)
 	}
 }
 
@@ -240,7 +270,7 @@ func checkComposeNATSUsers(t *testing.T, p *types.Project, nats types.ServiceCon
 	if filepath.Base(conf) != natsusers.ConfigFile {
 		t.Errorf("nats config %s is not the rendered %s", conf, natsusers.ConfigFile)
 	}
-	checkComposeMountsOnly(t, "nats", nats, filepath.Dir(conf), natsusers.ConfigDir)
+	checkComposeMountsOnly(t, nats.Name, nats, filepath.Dir(conf), natsusers.ConfigDir)
 	checkAuthorization(t)
 }
 

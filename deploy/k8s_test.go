@@ -17,9 +17,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
 	"github.com/steward-run/steward/pkg/natsusers"
@@ -52,6 +56,10 @@ func newObject(tm typeMeta) (any, error) {
 		return &appsv1.Deployment{}, nil
 	case "apps/v1/StatefulSet":
 		return &appsv1.StatefulSet{}, nil
+	case "policy/v1/PodDisruptionBudget":
+		return &policyv1.PodDisruptionBudget{}, nil
+	case "networking.k8s.io/v1/NetworkPolicy":
+		return &networkingv1.NetworkPolicy{}, nil
 	}
 	return nil, fmt.Errorf("unknown apiVersion %q kind %q", tm.APIVersion, tm.Kind)
 }
@@ -132,7 +140,12 @@ func TestDecodeManifestsIsStrict(t *testing.T) {
 	}
 }
 
-// manifests is every object in deploy/k8s, by kind and name.
+// overlays are the kustomize overlays an operator applies
+// (kubectl apply -k deploy/k8s/overlays/NAME); every test of the
+// manifests runs on each as rendered.
+var overlays = []string{"dev", "prod"}
+
+// manifests is every object one overlay renders, by kind and name.
 type manifests struct {
 	all         []object
 	namespaces  map[string]*corev1.Namespace
@@ -140,16 +153,36 @@ type manifests struct {
 	services    map[string]*corev1.Service
 	deployments map[string]*appsv1.Deployment
 	statefuls   map[string]*appsv1.StatefulSet
+	pdbs        map[string]*policyv1.PodDisruptionBudget
+	policies    map[string]*networkingv1.NetworkPolicy
 }
 
-func loadManifests(t *testing.T) *manifests {
+// renderOverlay builds deploy/k8s/overlays/name with kustomize's own
+// library, as `kubectl apply -k` does, and returns the YAML it renders.
+func renderOverlay(t *testing.T, name string) []byte {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(k8sDir, "overlays", name))
+	if err != nil {
+		t.Fatalf("kustomize build overlays/%s: %v", name, err)
+	}
+	y, err := rm.AsYaml()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if yml, _ := filepath.Glob(filepath.Join(k8sDir, "*.yml")); len(yml) > 0 {
+	return y
+}
+
+// loadManifests renders overlay and decodes every object strictly.
+func loadManifests(t *testing.T, overlay string) *manifests {
+	t.Helper()
+	if yml, _ := filepath.Glob(filepath.Join(k8sDir, "*", "*.yml")); len(yml) > 0 {
 		t.Errorf("%v: use the .yaml extension so these files are checked", yml)
+	}
+	file := "overlays/" + overlay
+	objs, err := decodeManifests(file, bytes.NewReader(renderOverlay(t, overlay)))
+	if err != nil {
+		t.Fatal(err)
 	}
 	m := &manifests{
 		namespaces:  map[string]*corev1.Namespace{},
@@ -157,57 +190,74 @@ func loadManifests(t *testing.T) *manifests {
 		services:    map[string]*corev1.Service{},
 		deployments: map[string]*appsv1.Deployment{},
 		statefuls:   map[string]*appsv1.StatefulSet{},
+		pdbs:        map[string]*policyv1.PodDisruptionBudget{},
+		policies:    map[string]*networkingv1.NetworkPolicy{},
 	}
-	for _, f := range files {
-		if filepath.Base(f) == "kustomization.yaml" {
-			continue
+	for _, o := range objs {
+		var dup bool
+		switch v := o.obj.(type) {
+		case *corev1.Namespace:
+			dup = put(m.namespaces, o.name, v)
+		case *corev1.ConfigMap:
+			dup = put(m.configMaps, o.name, v)
+		case *corev1.Service:
+			dup = put(m.services, o.name, v)
+		case *appsv1.Deployment:
+			dup = put(m.deployments, o.name, v)
+		case *appsv1.StatefulSet:
+			dup = put(m.statefuls, o.name, v)
+		case *policyv1.PodDisruptionBudget:
+			dup = put(m.pdbs, o.name, v)
+		case *networkingv1.NetworkPolicy:
+			dup = put(m.policies, o.name, v)
 		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
+		if dup {
+			t.Errorf("%s: %s %q is defined twice", file, o.kind, o.name)
 		}
-		objs, err := decodeManifests(f, bytes.NewReader(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(objs) == 0 {
-			t.Errorf("%s holds no objects", f)
-		}
-		for _, o := range objs {
-			var dup bool
-			switch v := o.obj.(type) {
-			case *corev1.Namespace:
-				_, dup = m.namespaces[o.name]
-				m.namespaces[o.name] = v
-			case *corev1.ConfigMap:
-				_, dup = m.configMaps[o.name]
-				m.configMaps[o.name] = v
-			case *corev1.Service:
-				_, dup = m.services[o.name]
-				m.services[o.name] = v
-			case *appsv1.Deployment:
-				_, dup = m.deployments[o.name]
-				m.deployments[o.name] = v
-			case *appsv1.StatefulSet:
-				_, dup = m.statefuls[o.name]
-				m.statefuls[o.name] = v
+		if o.kind != "Namespace" {
+			if ns := o.obj.(metav1.Object).GetNamespace(); ns != "steward" {
+				t.Errorf("%s: %s %q has namespace %q, want steward", file, o.kind, o.name, ns)
 			}
-			if dup {
-				t.Errorf("%s: %s %q is defined twice", f, o.kind, o.name)
-			}
-			if o.kind != "Namespace" {
-				if ns := o.obj.(metav1.Object).GetNamespace(); ns != "steward" {
-					t.Errorf("%s: %s %q has namespace %q, want steward", f, o.kind, o.name, ns)
-				}
-			}
-			m.all = append(m.all, o)
 		}
+		m.all = append(m.all, o)
 	}
 	return m
 }
 
+// put stores v under name and reports whether name was taken.
+func put[V any](m map[string]V, name string, v V) bool {
+	_, dup := m[name]
+	m[name] = v
+	return dup
+}
+
+// workload returns the selector and pod template of the Deployment or
+// StatefulSet named name, and whether there is one.
+func (m *manifests) workload(name string) (*metav1.LabelSelector, corev1.PodTemplateSpec, bool) {
+	if d, ok := m.deployments[name]; ok {
+		return d.Spec.Selector, d.Spec.Template, true
+	}
+	if s, ok := m.statefuls[name]; ok {
+		return s.Spec.Selector, s.Spec.Template, true
+	}
+	return nil, corev1.PodTemplateSpec{}, false
+}
+
+// pod returns the pod spec of the Deployment or StatefulSet named name,
+// to change in place, or nil.
+func (m *manifests) pod(name string) *corev1.PodSpec {
+	if d, ok := m.deployments[name]; ok {
+		return &d.Spec.Template.Spec
+	}
+	if s, ok := m.statefuls[name]; ok {
+		return &s.Spec.Template.Spec
+	}
+	return nil
+}
+
 func TestKustomizationListsEveryManifest(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join(k8sDir, "kustomization.yaml"))
+	base := filepath.Join(k8sDir, "base")
+	b, err := os.ReadFile(filepath.Join(base, "kustomization.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,12 +272,12 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := strictUnmarshal(j, &k); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
+		t.Fatalf("base/kustomization.yaml: %v", err)
 	}
 	if k.Kind != "Kustomization" || k.Namespace != "steward" {
-		t.Errorf("kustomization.yaml: kind %q namespace %q, want Kustomization in steward", k.Kind, k.Namespace)
+		t.Errorf("base/kustomization.yaml: kind %q namespace %q, want Kustomization in steward", k.Kind, k.Namespace)
 	}
-	files, _ := filepath.Glob(filepath.Join(k8sDir, "*.yaml"))
+	files, _ := filepath.Glob(filepath.Join(base, "*.yaml"))
 	var want []string
 	for _, f := range files {
 		if b := filepath.Base(f); b != "kustomization.yaml" {
@@ -238,12 +288,19 @@ func TestKustomizationListsEveryManifest(t *testing.T) {
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
-		t.Errorf("kustomization resources = %v, want every manifest %v", got, want)
+		t.Errorf("base kustomization resources = %v, want every manifest %v", got, want)
 	}
 }
 
 func TestKubernetes(t *testing.T) {
-	m := loadManifests(t)
+	for _, overlay := range overlays {
+		t.Run(overlay, func(t *testing.T) { checkKubernetes(t, loadManifests(t, overlay)) })
+	}
+}
+
+// checkKubernetes checks how the objects of one overlay fit together:
+// selectors, Services, args, keys and seeds.
+func checkKubernetes(t *testing.T, m *manifests) {
 
 	if _, ok := m.namespaces["steward"]; !ok {
 		t.Error("no Namespace steward")
@@ -316,14 +373,14 @@ func TestKubernetes(t *testing.T) {
 
 	for _, name := range planes {
 		t.Run(name, func(t *testing.T) {
-			d, ok := m.deployments[name]
+			sel, tmpl, ok := m.workload(name)
 			if !ok {
-				t.Fatalf("no Deployment %s", name)
+				t.Fatalf("no Deployment or StatefulSet %s", name)
 			}
-			checkSelector(t, "Deployment "+name, d.Spec.Selector, d.Spec.Template.Labels)
-			pod := d.Spec.Template.Spec
+			checkSelector(t, name, sel, tmpl.Labels)
+			pod := tmpl.Spec
 			if len(pod.Containers) != 1 {
-				t.Fatalf("Deployment %s has %d containers, want 1", name, len(pod.Containers))
+				t.Fatalf("%s has %d containers, want 1", name, len(pod.Containers))
 			}
 			c := pod.Containers[0]
 			if len(c.Command) != 0 {
@@ -369,7 +426,7 @@ func TestKubernetes(t *testing.T) {
 			if !ok {
 				t.Fatalf("no Service %s", name)
 			}
-			checkServiceTargets(t, svc, d.Spec.Template)
+			checkServiceTargets(t, svc, tmpl)
 			i := slices.IndexFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Name == "http" })
 			if i < 0 {
 				t.Fatalf("Service %s has no port named http: %+v", name, svc.Spec.Ports)
@@ -382,8 +439,8 @@ func TestKubernetes(t *testing.T) {
 				if other == name {
 					continue
 				}
-				if od, ok := m.deployments[other]; ok && subset(svc.Spec.Selector, od.Spec.Template.Labels) {
-					t.Errorf("Service %s selector %v also selects Deployment %s's pods", name, svc.Spec.Selector, other)
+				if _, ot, ok := m.workload(other); ok && subset(svc.Spec.Selector, ot.Labels) {
+					t.Errorf("Service %s selector %v also selects %s's pods", name, svc.Spec.Selector, other)
 				}
 			}
 		})

@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -52,7 +53,8 @@ func TestComposeSecretKey(t *testing.T) {
 		},
 		"execution starts before the key is made": func(p *types.Project) {
 			s := p.Services["execution"]
-			s.DependsOn = types.DependsOnConfig{"nats": s.DependsOn["nats"]}
+			s.DependsOn = maps.Clone(s.DependsOn)
+			delete(s.DependsOn, secretKeyJob)
 			p.Services["execution"] = s
 		},
 	} {
@@ -137,33 +139,34 @@ func composeVolumeAt(s types.ServiceConfig, dir string) *types.ServiceVolumeConf
 }
 
 func TestKubernetesSecretKey(t *testing.T) {
-	m := loadManifests(t)
-	for _, f := range k8sSecretKeyFaults(m) {
-		t.Error(f)
+	for _, overlay := range overlays {
+		for _, f := range k8sSecretKeyFaults(loadManifests(t, overlay)) {
+			t.Errorf("overlays/%s: %s", overlay, f)
+		}
 	}
 	for name, spoil := range map[string]func(m *manifests){
 		"control without --secret-key": func(m *manifests) {
-			c := &m.deployments["control"].Spec.Template.Spec.Containers[0]
+			c := &m.pod("control").Containers[0]
 			c.Args = slices.DeleteFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "--secret-key") })
 		},
 		"execution from another Secret": func(m *manifests) {
-			for i, v := range m.deployments["execution"].Spec.Template.Spec.Volumes {
+			for i, v := range m.pod("execution").Volumes {
 				if v.Secret != nil && v.Secret.SecretName == secretKeySecret {
-					m.deployments["execution"].Spec.Template.Spec.Volumes[i].Secret.SecretName = "steward-execution-key"
+					m.pod("execution").Volumes[i].Secret.SecretName = "steward-execution-key"
 				}
 			}
 		},
 		"state mounts the key": func(m *manifests) {
-			pod := &m.deployments["state"].Spec.Template.Spec
+			pod := m.pod("state")
 			pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "secret-key", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: secretKeySecret}}})
 		},
 		"governance reads it into its environment": func(m *manifests) {
-			c := &m.deployments["governance"].Spec.Template.Spec.Containers[0]
+			c := &m.pod("governance").Containers[0]
 			c.EnvFrom = append(c.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: secretKeySecret}}})
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			m := loadManifests(t)
+			m := loadManifests(t, "prod")
 			spoil(m)
 			if len(k8sSecretKeyFaults(m)) == 0 {
 				t.Error("no fault found")
@@ -179,12 +182,12 @@ func TestKubernetesSecretKey(t *testing.T) {
 func k8sSecretKeyFaults(m *manifests) []string {
 	var faults []string
 	for _, name := range secretKeyPlanes {
-		d, ok := m.deployments[name]
-		if !ok || len(d.Spec.Template.Spec.Containers) != 1 {
-			faults = append(faults, "no one-container Deployment "+name)
+		p := m.pod(name)
+		if p == nil || len(p.Containers) != 1 {
+			faults = append(faults, "no one-container Deployment or StatefulSet "+name)
 			continue
 		}
-		pod, c := d.Spec.Template.Spec, d.Spec.Template.Spec.Containers[0]
+		pod, c := *p, p.Containers[0]
 		path := flagValue(c.Args, "--secret-key")
 		if path == "" {
 			faults = append(faults, fmt.Sprintf("%s args %q pass no --secret-key: it would refuse or fail every action with secret parameters", name, c.Args))
@@ -209,7 +212,7 @@ func k8sSecretKeyFaults(m *manifests) []string {
 		}
 	}
 	check := func(kind, name string, pod corev1.PodSpec) {
-		if slices.Contains(secretKeyPlanes, name) && kind == "Deployment" {
+		if slices.Contains(secretKeyPlanes, name) {
 			return
 		}
 		if refersTo(pod, secretKeySecret) {

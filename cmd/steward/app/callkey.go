@@ -58,7 +58,8 @@ func (m *Server) loadCallSigner() (*calltoken.Signer, error) {
 	return s, nil
 }
 
-// routes are the plain HTTP handlers beside the services: /metrics, and
+// routes are the plain HTTP handlers beside the services: /metrics (unless
+// --metrics-addr serves it apart), and
 // where this process signs tool calls, the call key as a JWKS at
 // calltoken.WellKnownPath — public, like the key itself: no token needed.
 func (m *Server) routes(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option, error) {
@@ -66,7 +67,12 @@ func (m *Server) routes(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option
 	if err != nil {
 		return nil, err
 	}
-	routes := []rpc.Option{rpc.WithHandler("GET /metrics", metrics)}
+	var routes []rpc.Option
+	if m.MetricsAddr == "" {
+		routes = append(routes, rpc.WithHandler("GET /metrics", metrics))
+	} else if err := m.serveMetrics(metrics); err != nil {
+		return nil, err
+	}
 	if m.callSigner == nil {
 		return routes, nil
 	}

@@ -25,7 +25,8 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 	m.Mode = mode
 	fs := flag.NewFlagSet("steward "+mode, flag.ContinueOnError)
 	fs.SetOutput(m.stderr)
-	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC, gRPC-Web, /healthz and /metrics on")
+	fs.StringVar(&m.Addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC, gRPC-Web, /healthz and (without --metrics-addr) /metrics on")
+	fs.StringVar(&m.MetricsAddr, "metrics-addr", "", "`HOST:PORT` to serve /metrics on instead of --addr, so that a network rule can keep it to the scraper while the API stays open")
 	fs.StringVar(&m.LogLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&m.ToolsFile, "tools", "", "`FILE` of tool contracts to register at start; no tenant may register their names (execution plane)")
 	fs.Func("tool-egress-allow", "`CIDR,...` ranges (or addresses) tenants' tools may call though they are loopback, link-local, private or this machine's; Steward's own --addr and --nats-listen stay refused (docs/tenants.md#tools); repeat or separate by commas (execution plane)", func(s string) error {

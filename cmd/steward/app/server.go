@@ -47,12 +47,14 @@ type plane interface {
 // directory.
 type Server struct {
 	// Flags.
-	Mode       string // "dev" or "serve"
-	Addr       string
-	DataDir    string
-	NATSListen string // dev: also serve the embedded NATS here
-	NATSURL    string // serve: the external NATS
-	ToolsFile  string // execution: tool contracts to register at start
+	Mode string // "dev" or "serve"
+	Addr string
+	// MetricsAddr serves /metrics on a listener of its own, not on Addr.
+	MetricsAddr string
+	DataDir     string
+	NATSListen  string // dev: also serve the embedded NATS here
+	NATSURL     string // serve: the external NATS
+	ToolsFile   string // execution: tool contracts to register at start
 	// execution: ranges tenants' tools may call though inside
 	EgressAllow []netip.Prefix
 	// execution: tool names no tenant may register
