@@ -41,7 +41,7 @@ func replicasOf(planes map[string]string) map[string][]string {
 
 // startGateway starts `steward gateway`, the real binary, in front of the
 // planes' replicas (URLs by plane), checking them every 200 ms, and
-// returns it once its /readyz says every plane has a healthy replica.
+// returns it once its /readyz says every replica is healthy.
 func startGateway(t *testing.T, replicas map[string][]string) *proc {
 	t.Helper()
 	args := []string{"gateway", "--addr", "127.0.0.1:0", "--log-level", "warn", "--health-check-every", "200ms"}
@@ -56,7 +56,8 @@ func startGateway(t *testing.T, replicas map[string][]string) *proc {
 		}
 		defer resp.Body.Close()
 		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode == http.StatusOK, fmt.Sprintf("/readyz: %s\n%s", resp.Status, body)
+		every := !strings.Contains(string(body), " down since ") && !strings.Contains(string(body), " not checked")
+		return resp.StatusCode == http.StatusOK && every, fmt.Sprintf("/readyz: %s\n%s", resp.Status, body)
 	})
 	return p
 }
