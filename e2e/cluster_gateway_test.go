@@ -39,7 +39,7 @@ func TestClusterGateway(t *testing.T) {
 		checkEveryProcedure(t, d.gateway.url, d.planes, d.base.token)
 	})
 	t.Run("reflection", func(t *testing.T) {
-		checkGatewayReflection(t, d.gateway.addr())
+		checkGatewayReflection(t, d.gateway.addr(), d.base.token)
 	})
 	t.Run("forged identity", func(t *testing.T) {
 		checkForgedIdentity(t, d.gateway.url, d.data)

@@ -142,12 +142,18 @@ func callEmpty(hc *http.Client, url string, md protoreflect.MethodDescriptor, op
 }
 
 // checkGatewayReflection lists the services through the gateway with
-// grpcurl, as docs/tour.md does at a plane: every Steward service is there.
-func checkGatewayReflection(t *testing.T, addr string) {
+// grpcurl, as docs/tour.md does at a plane: every Steward service is
+// there; and grpcurl, which learns a method from reflection, calls one.
+func checkGatewayReflection(t *testing.T, addr, token string) {
 	t.Helper()
-	out, err := exec.Command(pinnedTool(t, "grpcurl"), "-plaintext", addr, "list").CombinedOutput()
+	grpcurl := pinnedTool(t, "grpcurl")
+	out, err := exec.Command(grpcurl, "-plaintext", addr, "list").CombinedOutput()
 	if err != nil {
 		t.Fatalf("grpcurl list: %v\n%s", err, out)
+	}
+	call, err := exec.Command(grpcurl, "-plaintext", "-H", "Authorization: Bearer "+token, "-d", `{"page_size": 1}`, addr, "steward.v1.QueryService/ListTasks").CombinedOutput()
+	if err != nil || !strings.Contains(string(call), `"tasks"`) {
+		t.Errorf("grpcurl ListTasks through the gateway: %v\n%s", err, call)
 	}
 	listed := map[string]bool{}
 	for _, line := range strings.Fields(string(out)) {

@@ -37,8 +37,8 @@ func NewTransport(roots *x509.CertPool) *http.Transport {
 // failover sends a call to its plane's replicas in turn (plane.order) until
 // one takes it. It goes on to the next replica only when the call cannot
 // have reached the last one: the connection was never made and not a byte
-// of the body was read. A replica that refused a connection is marked
-// down at once; the health checks bring it back.
+// of the body was read. A replica that refused a connection, or broke one,
+// is marked down at once; the health checks bring it back.
 type failover struct {
 	transport http.RoundTripper
 	g         *Gateway
@@ -64,13 +64,15 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 			f.g.markUp(r)
 			return resp, nil
 		}
-		last = err
-		if !notConnected(err) {
-			return nil, err
+		if req.Context().Err() != nil {
+			return nil, err // the caller left
 		}
+		// A replica that refused or dropped a connection is likely gone;
+		// if not, the next check brings it back.
 		f.g.markDown(r, err.Error())
-		if body.read.Load() {
-			return nil, err
+		last = fmt.Errorf("the %s plane's replica %s: %w", p.name, r.url, err)
+		if !notConnected(err) || body.read.Load() {
+			return nil, last
 		}
 	}
 	return nil, fmt.Errorf("no replica of the %s plane took the call (%d tried): %w", p.name, len(replicas), last)

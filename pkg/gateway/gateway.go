@@ -21,7 +21,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"connectrpc.com/connect"
@@ -72,9 +71,6 @@ type Gateway struct {
 	services  []string
 	proxy     *httputil.ReverseProxy
 	errors    *connect.ErrorWriter
-	// checked closes once every replica has been checked once.
-	checked     chan struct{}
-	checkedOnce sync.Once
 }
 
 // New returns a gateway for cfg's planes. A service served by two planes,
@@ -92,7 +88,7 @@ func New(cfg Config) (*Gateway, error) {
 	if cfg.Transport == nil {
 		cfg.Transport = NewTransport(nil)
 	}
-	g := &Gateway{cfg: cfg, byService: map[string]*plane{}, errors: connect.NewErrorWriter(), checked: make(chan struct{})}
+	g := &Gateway{cfg: cfg, byService: map[string]*plane{}, errors: connect.NewErrorWriter()}
 	for _, p := range cfg.Planes {
 		if len(p.Replicas) == 0 {
 			return nil, fmt.Errorf("the %s plane has no replica", p.Name)

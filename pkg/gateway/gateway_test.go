@@ -197,10 +197,18 @@ func TestAReplicaThatRefusesIsPassedOver(t *testing.T) {
 	if code != http.StatusOK || !strings.Contains(readyz, "alpha: 1 of 2 replicas healthy") || !strings.Contains(readyz, "connection refused") {
 		t.Errorf("/readyz after a's refusal, before any check: %d\n%s", code, readyz)
 	}
+	// With b gone too, a call is unavailable, naming the plane: the one
+	// that finds b's connection broken, or the next, which finds no
+	// replica that takes it.
 	b.Close()
-	code, got := post(t, gw.URL+"/x.v1.S/M", "{}", http.Header{"Connect-Protocol-Version": {"1"}})
-	if code != http.StatusServiceUnavailable || !strings.Contains(got, `"code":"unavailable"`) || !strings.Contains(got, "no replica of the alpha plane took the call (2 tried)") {
-		t.Errorf("with every replica gone: %d %s, want unavailable naming the plane", code, got)
+	for range 2 {
+		code, got := post(t, gw.URL+"/x.v1.S/M", "{}", http.Header{"Connect-Protocol-Version": {"1"}})
+		if code != http.StatusServiceUnavailable || !strings.Contains(got, `"code":"unavailable"`) || !strings.Contains(got, "the alpha plane") {
+			t.Errorf("with every replica gone: %d %s, want unavailable naming the plane", code, got)
+		}
+	}
+	if g.Ready() {
+		t.Error("ready with every replica gone")
 	}
 }
 

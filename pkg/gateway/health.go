@@ -114,9 +114,6 @@ func (g *Gateway) Run(ctx context.Context) {
 	}
 }
 
-// Checked is closed once every replica has been checked once.
-func (g *Gateway) Checked() <-chan struct{} { return g.checked }
-
 // Check asks every replica's HealthPath once, at the same time, and marks
 // each up or down by its answer.
 func (g *Gateway) Check(ctx context.Context) {
@@ -139,7 +136,6 @@ func (g *Gateway) Check(ctx context.Context) {
 		}
 	}
 	wg.Wait()
-	g.checkedOnce.Do(func() { close(g.checked) })
 }
 
 // probe returns nil when r answers its HealthPath with 200.
