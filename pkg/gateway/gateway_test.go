@@ -25,7 +25,7 @@ type replica struct {
 	calls   atomic.Int32
 }
 
-func startReplica(t *testing.T, h http.HandlerFunc) *replica {
+func startReplica(t testing.TB, h http.HandlerFunc) *replica {
 	t.Helper()
 	r := &replica{}
 	r.healthy.Store(true)
@@ -56,7 +56,7 @@ func echo(name string) http.HandlerFunc {
 	}
 }
 
-func mustURL(t *testing.T, raw string) *url.URL {
+func mustURL(t testing.TB, raw string) *url.URL {
 	t.Helper()
 	u, err := url.Parse(raw)
 	if err != nil {
@@ -67,7 +67,7 @@ func mustURL(t *testing.T, raw string) *url.URL {
 
 // startGateway serves a gateway over planes, each given as its services
 // and replicas, checked once.
-func startGateway(t *testing.T, planes ...gateway.Plane) (*gateway.Gateway, *httptest.Server) {
+func startGateway(t testing.TB, planes ...gateway.Plane) (*gateway.Gateway, *httptest.Server) {
 	t.Helper()
 	g, err := gateway.New(gateway.Config{Planes: planes, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
