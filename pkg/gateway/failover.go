@@ -55,7 +55,6 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 	for _, r := range replicas {
 		out := req.Clone(req.Context())
 		out.URL.Scheme, out.URL.Host = r.url.Scheme, r.url.Host
-		out.Host = ""
 		if req.Body != nil && req.Body != http.NoBody {
 			out.Body = body
 		}
@@ -70,12 +69,36 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		// A replica that refused or dropped a connection is likely gone;
 		// if not, the next check brings it back.
 		f.g.markDown(r, err.Error())
-		last = fmt.Errorf("the %s plane's replica %s: %w", p.name, r.url, err)
+		last = fmt.Errorf("replica %s: %w", r.url, err)
 		if !notConnected(err) || body.read.Load() {
-			return nil, last
+			return nil, &undelivered{plane: p.name, sent: true, err: last}
 		}
 	}
-	return nil, fmt.Errorf("no replica of the %s plane took the call (%d tried): %w", p.name, len(replicas), last)
+	return nil, &undelivered{plane: p.name, tried: len(replicas), err: last}
+}
+
+// undelivered is a call no replica answered: sent to one that failed it
+// on the way, or taken by none of those tried.
+type undelivered struct {
+	plane string
+	sent  bool
+	tried int
+	err   error
+}
+
+func (u *undelivered) Error() string {
+	return u.caller() + ": " + u.err.Error()
+}
+
+func (u *undelivered) Unwrap() error { return u.err }
+
+// caller is what the caller is told: no replica's address or error, which
+// are the gateway's log's.
+func (u *undelivered) caller() string {
+	if u.sent {
+		return fmt.Sprintf("the %s plane failed the call on the way, and may have done it: call again with the same request_id", u.plane)
+	}
+	return fmt.Sprintf("no replica of the %s plane took the call (%d tried)", u.plane, u.tried)
 }
 
 // notConnected reports whether err means no connection was made: the

@@ -116,9 +116,6 @@ func New(cfg Config) (*Gateway, error) {
 	return g, nil
 }
 
-// Services returns the names of the services the gateway routes.
-func (g *Gateway) Services() []string { return append([]string(nil), g.services...) }
-
 // Handler serves the routed services, gRPC reflection of them (from the
 // descriptors compiled into this binary), gRPC health (a service serving
 // while its plane has a healthy replica, "" while every plane has one),
@@ -154,7 +151,12 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		return // the caller left
 	}
 	g.cfg.Logger.Warn("gateway: call not delivered", "path", r.URL.Path, "error", err)
-	_ = g.errors.Write(w, r, connect.NewError(connect.CodeUnavailable, err))
+	msg := "the gateway could not deliver the call"
+	var u *undelivered
+	if errors.As(err, &u) {
+		msg = u.caller()
+	}
+	_ = g.errors.Write(w, r, connect.NewError(connect.CodeUnavailable, errors.New(msg+" (the gateway's log has the details)")))
 }
 
 // Ready reports whether every plane has a healthy replica.

@@ -203,8 +203,8 @@ func TestAReplicaThatRefusesIsPassedOver(t *testing.T) {
 	b.Close()
 	for range 2 {
 		code, got := post(t, gw.URL+"/x.v1.S/M", "{}", http.Header{"Connect-Protocol-Version": {"1"}})
-		if code != http.StatusServiceUnavailable || !strings.Contains(got, `"code":"unavailable"`) || !strings.Contains(got, "the alpha plane") {
-			t.Errorf("with every replica gone: %d %s, want unavailable naming the plane", code, got)
+		if code != http.StatusServiceUnavailable || !strings.Contains(got, `"code":"unavailable"`) || !strings.Contains(got, "the alpha plane") || strings.Contains(got, "127.0.0.1") {
+			t.Errorf("with every replica gone: %d %s, want unavailable naming the plane and no replica's address", code, got)
 		}
 	}
 	if g.Ready() {
