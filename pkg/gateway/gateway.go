@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -58,8 +59,11 @@ type Config struct {
 	// when zero.
 	CheckEvery time.Duration
 	// Now is the clock the health state is stamped with; time.Now when nil.
-	Now    func() time.Time
-	Logger *slog.Logger
+	Now func() time.Time
+	// LookupHost finds the addresses of a replica URL's host name, as
+	// net.DefaultResolver.LookupHost does (the default).
+	LookupHost func(ctx context.Context, host string) ([]string, error)
+	Logger     *slog.Logger
 }
 
 // Gateway routes calls to the planes. Its Handler is safe for concurrent
@@ -84,6 +88,9 @@ func New(cfg Config) (*Gateway, error) {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
+	}
+	if cfg.LookupHost == nil {
+		cfg.LookupHost = net.DefaultResolver.LookupHost
 	}
 	if cfg.Transport == nil {
 		cfg.Transport = NewTransport(nil)
@@ -174,8 +181,9 @@ func (g *Gateway) Ready() bool {
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	var b strings.Builder
 	for _, p := range g.planes {
-		fmt.Fprintf(&b, "%s: %d of %d replicas healthy\n", p.name, p.healthy(), len(p.replicas))
-		for _, r := range p.replicas {
+		replicas := p.current()
+		fmt.Fprintf(&b, "%s: %d of %d replicas healthy\n", p.name, p.healthy(), len(replicas))
+		for _, r := range replicas {
 			fmt.Fprintf(&b, "  %s\n", r.describe())
 		}
 	}

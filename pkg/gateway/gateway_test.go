@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,6 +28,16 @@ type replica struct {
 
 func startReplica(t testing.TB, h http.HandlerFunc) *replica {
 	t.Helper()
+	return startReplicaAt(t, "127.0.0.1:0", h)
+}
+
+// startReplicaAt starts a replica listening on addr.
+func startReplicaAt(t testing.TB, addr string, h http.HandlerFunc) *replica {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
 	r := &replica{}
 	r.healthy.Store(true)
 	r.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -43,6 +54,8 @@ func startReplica(t testing.TB, h http.HandlerFunc) *replica {
 	p.SetHTTP1(true)
 	p.SetUnencryptedHTTP2(true)
 	r.Config.Protocols = &p
+	r.Listener.Close()
+	r.Listener = ln
 	r.Start()
 	t.Cleanup(r.Close)
 	return r

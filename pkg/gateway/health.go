@@ -11,26 +11,38 @@ import (
 	"time"
 )
 
-// plane is a plane's replicas and which of them are up.
+// plane is a plane's replicas and which of them are up. Its replicas
+// change as the names of its targets resolve anew (resolve.go).
 type plane struct {
-	name     string
+	name    string
+	targets []*url.URL // as configured
+	next    atomic.Uint64
+
+	mu       sync.Mutex
 	replicas []*replica
-	next     atomic.Uint64 // round robin over the healthy replicas
 }
 
 func newPlane(p Plane) *plane {
-	pl := &plane{name: p.Name}
+	pl := &plane{name: p.Name, targets: p.Replicas}
 	for _, u := range p.Replicas {
-		pl.replicas = append(pl.replicas, &replica{plane: p.Name, url: u})
+		pl.replicas = append(pl.replicas, &replica{plane: p.Name, url: u, target: u})
 	}
 	return pl
+}
+
+// current returns the plane's replicas as they stand.
+func (p *plane) current() []*replica {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.replicas
 }
 
 // replica is one process of a plane (or one address in front of
 // several). It counts as down until a check or a call has reached it.
 type replica struct {
-	plane string
-	url   *url.URL
+	plane  string
+	url    *url.URL
+	target *url.URL // the configured URL it was resolved from
 
 	mu      sync.Mutex
 	checked bool // up or down has been found once
@@ -61,19 +73,23 @@ func (r *replica) set(up bool, reason string, now time.Time) bool {
 func (r *replica) describe() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	name := r.url.String()
+	if r.target != r.url {
+		name += " (" + r.target.Host + ")"
+	}
 	switch {
 	case !r.checked:
-		return r.url.String() + " not checked yet"
+		return name + " not checked yet"
 	case r.up:
-		return r.url.String() + " up since " + r.since.UTC().Format(time.RFC3339)
+		return name + " up since " + r.since.UTC().Format(time.RFC3339)
 	default:
-		return r.url.String() + " down since " + r.since.UTC().Format(time.RFC3339) + ": " + r.reason
+		return name + " down since " + r.since.UTC().Format(time.RFC3339) + ": " + r.reason
 	}
 }
 
 func (p *plane) healthy() int {
 	n := 0
-	for _, r := range p.replicas {
+	for _, r := range p.current() {
 		if r.isUp() {
 			n++
 		}
@@ -86,7 +102,7 @@ func (p *plane) healthy() int {
 // check may be older than their recovery.
 func (p *plane) order() []*replica {
 	var up, down []*replica
-	for _, r := range p.replicas {
+	for _, r := range p.current() {
 		if r.isUp() {
 			up = append(up, r)
 		} else {
@@ -114,14 +130,18 @@ func (g *Gateway) Run(ctx context.Context) {
 	}
 }
 
-// Check asks every replica's HealthPath once, at the same time, and marks
-// each up or down by its answer.
+// Check resolves the planes' targets anew, then asks every replica's
+// HealthPath once, at the same time, and marks each up or down by its
+// answer.
 func (g *Gateway) Check(ctx context.Context) {
 	probeCtx, cancel := context.WithTimeout(ctx, min(g.cfg.CheckEvery, 5*time.Second))
 	defer cancel()
+	for _, p := range g.planes {
+		g.resolve(probeCtx, p)
+	}
 	var wg sync.WaitGroup
 	for _, p := range g.planes {
-		for _, r := range p.replicas {
+		for _, r := range p.current() {
 			wg.Go(func() {
 				err := g.probe(probeCtx, r)
 				if ctx.Err() != nil {

@@ -51,7 +51,7 @@ func (f *gatewayFlags) parse(args []string, stderr io.Writer) error {
 	fs.StringVar(&f.addr, "addr", DefaultAddr, "`HOST:PORT` to serve Connect, gRPC, gRPC-Web, /healthz and /readyz on")
 	f.replicas = map[string][]*url.URL{}
 	for _, r := range PlaneRoutes() {
-		fs.Func(r.Plane, "`URL,...` of each "+r.Plane+" plane replica (its steward serve --addr), http:// or https://; repeat or separate by commas (serves "+strings.Join(r.Services, ", ")+")", func(s string) error {
+		fs.Func(r.Plane, "`URL,...` of each "+r.Plane+" plane replica (its steward serve --addr), http:// or https://; repeat or separate by commas; an http:// host name is one replica per address it resolves to, at each health check (serves "+strings.Join(r.Services, ", ")+")", func(s string) error {
 			for _, raw := range strings.Split(s, ",") {
 				u, err := replicaURL(strings.TrimSpace(raw))
 				if err != nil {
