@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +25,8 @@ type eventWatch struct {
 	ready  chan struct{} // closed once the history up to the watch's start is in
 	mu     sync.Mutex
 	seen   []*stewardv1.EventRecord
+	// streams counts the watches opened: more than one, and it resumed.
+	streams atomic.Int32
 }
 
 // watchEvents watches taskID and returns once it has the task's history
@@ -62,6 +65,7 @@ func (w *eventWatch) follow(ctx context.Context, query stewardv1connect.QuerySer
 	if err != nil {
 		return
 	}
+	w.streams.Add(1)
 	defer stream.Close()
 	var head uint64
 	for stream.Receive() {

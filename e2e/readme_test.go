@@ -66,10 +66,39 @@ go() {
 // runDocBlocks runs page's shell blocks in order, in one bash session so
 // that the variables a block sets carry to the next, against the real
 // binary started as the docs say (the example tools, the tokens it writes
-// on first start under .steward/data). The docs' address (127.0.0.1:7700
-// or localhost:7700) is this server's. A block that fails fails the test
-// with the block and the session's output.
+// on first start under .steward/data).
 func runDocBlocks(t *testing.T, page string) {
+	t.Helper()
+	dir := docsDir(t)
+	p := startCommand(t, nil, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, ".steward", "data"),
+		"--log-level", "warn"}, strings.Fields(strings.ReplaceAll(serverFlags, "examples/", "../examples/"))...)...)
+	runDocBlocksAt(t, page, dir, strings.TrimPrefix(p.url, "http://"))
+}
+
+// docsDir returns a new directory the docs' blocks run in, as from the
+// repository's root: examples/ and .bin/ link there, and the token file
+// goes in .steward/data.
+func docsDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, link := range []string{"examples", ".bin"} {
+		target, err := filepath.Abs(filepath.Join("..", link))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// runDocBlocksAt runs page's shell blocks in dir (docsDir), whose
+// .steward/data/tokens.json holds the tokens, against Steward at addr
+// (HOST:PORT): the docs' address (127.0.0.1:7700 or localhost:7700) is
+// addr. A block that fails fails the test with the block and the
+// session's output.
+func runDocBlocksAt(t *testing.T, page, dir, addr string) {
 	t.Helper()
 	requireTools(t, "bash", "curl", "jq")
 	grpcurl := pinnedTool(t, "grpcurl")
@@ -81,19 +110,6 @@ func runDocBlocks(t *testing.T, page string) {
 	if len(blocks) == 0 {
 		t.Fatalf("%s has no shell blocks to run", page)
 	}
-	dir := t.TempDir()
-	for _, link := range []string{"examples", ".bin"} {
-		target, err := filepath.Abs(filepath.Join("..", link))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Symlink(target, filepath.Join(dir, link)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	p := startCommand(t, nil, append([]string{"dev", "--addr", "127.0.0.1:0", "--data", filepath.Join(dir, ".steward", "data"),
-		"--log-level", "warn"}, strings.Fields(strings.ReplaceAll(serverFlags, "examples/", "../examples/"))...)...)
-	addr := strings.TrimPrefix(p.url, "http://")
 	var script strings.Builder
 	script.WriteString(preamble(addr))
 	for i, block := range blocks {

@@ -26,6 +26,9 @@ Usage:
                  a bearer token from DATA/tokens.json (made on first start) unless --insecure
   steward serve  --plane=control|governance|execution|state --nats=URL (--auth FILE | --insecure)
                  run one plane against an external NATS JetStream
+  steward gateway --control URL --governance URL --execution URL --state URL [--addr HOST:PORT]
+                 one address for clients of the planes: routes each call to a
+                 healthy replica of the plane that serves it
   steward nats-users --out DIR
                  write a NATS user per plane: nkey seeds and the nats-server config
   steward secret-key --out FILE
@@ -53,6 +56,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "dev", "serve":
 		err = runServer(args[0], args[1:], stdout, stderr)
+	case "gateway":
+		err = runGateway(args[1:], stdout, stderr)
 	case "nats-users":
 		err = runNATSUsers(args[1:], stdout, stderr)
 	case "secret-key":
