@@ -66,7 +66,7 @@ func TestCompose(t *testing.T) {
 
 	names := p.ServiceNames()
 	sort.Strings(names)
-	want := append(append([]string{"nats-users", "permit-key", secretKeyJob}, composeNATS...), planes...)
+	want := append(append([]string{"nats-users", "permit-key", secretKeyJob, "gateway"}, composeNATS...), planes...)
 	sort.Strings(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("services = %v, want %v", names, want)
@@ -76,10 +76,7 @@ func TestCompose(t *testing.T) {
 		t.Run(node, func(t *testing.T) { checkComposeNATSNode(t, p, node) })
 	}
 
-	// Until steward gateway gives clients one address, each plane a
-	// client calls is published: control, state, and governance, where
-	// approvals are decided.
-	published := map[string]string{"control": "7701", "state": "7702", "governance": "7703"}
+	t.Run("gateway", func(t *testing.T) { checkComposeGateway(t, p) })
 	var builders int
 	for _, name := range planes {
 		t.Run(name, func(t *testing.T) {
@@ -120,21 +117,8 @@ func TestCompose(t *testing.T) {
 				checkComposePermitKey(t, p, s)
 			}
 			checkComposeSeed(t, name, s)
-			wantPub, wantsPort := published[name]
-			if !wantsPort {
-				if len(s.Ports) != 0 {
-					t.Errorf("ports = %+v, want none published", s.Ports)
-				}
-				return
-			}
-			if len(s.Ports) != 1 || s.Ports[0].Published != wantPub || s.Ports[0].Target != planePort {
-				t.Errorf("ports = %+v, want %s:%d", s.Ports, wantPub, planePort)
-			}
-			// The planes run --insecure: anyone who reaches the port acts
-			// as anyone, so it is published on this machine only (Docker
-			// binds every interface otherwise, past the host's firewall).
-			if slices.Contains(cmd, "--insecure") && len(s.Ports) == 1 && s.Ports[0].HostIP != "127.0.0.1" {
-				t.Errorf("ports = %+v: an --insecure plane published beyond 127.0.0.1", s.Ports)
+			if len(s.Ports) != 0 {
+				t.Errorf("ports = %+v, want none published: the gateway is the one address", s.Ports)
 			}
 		})
 	}
@@ -370,4 +354,30 @@ func flagValue(args []string, names ...string) string {
 		}
 	}
 	return ""
+}
+
+// checkComposeGateway: the gateway is the one published address, on this
+// machine only (the planes run --insecure: anyone who reaches it acts as
+// anyone, and Docker binds every interface otherwise, past the host's
+// firewall), and it names every plane's service.
+func checkComposeGateway(t *testing.T, p *types.Project) {
+	s, err := p.GetService("gateway")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := []string(s.Command)
+	if len(cmd) == 0 || cmd[0] != "gateway" {
+		t.Errorf("command %q does not start with gateway", cmd)
+	}
+	for _, plane := range planes {
+		if got, want := flagValue(cmd, "--"+plane), fmt.Sprintf("http://%s:%d", plane, planePort); got != want {
+			t.Errorf("--%s = %q, want %q", plane, got, want)
+		}
+	}
+	if len(s.Ports) != 1 || s.Ports[0].Published != "7700" || s.Ports[0].Target != planePort || s.Ports[0].HostIP != "127.0.0.1" {
+		t.Errorf("ports = %+v, want 127.0.0.1:7700:%d only", s.Ports, planePort)
+	}
+	if !s.ReadOnly {
+		t.Error("read_only is false: the gateway writes nothing")
+	}
 }

@@ -54,6 +54,7 @@ var properties = []property{
 	{"scrape annotations", scrapeFaults},
 	{"keys from Secrets", secretFaults},
 	{"stable worker names", workerNameFaults},
+	{"one address", oneAddressFaults},
 }
 
 // TestManifestProperties checks every property of issue 29's Kubernetes
@@ -105,6 +106,7 @@ func TestManifestProperties(t *testing.T) {
 			}
 		},
 		"stable worker names": func(m *manifests) { dropArg(&m.pod("execution").Containers[0], "--worker") },
+		"one address":         func(m *manifests) { m.services["state"].Spec.ClusterIP = "" },
 	}
 	for _, p := range properties {
 		t.Run("catches/"+p.name, func(t *testing.T) {
@@ -560,4 +562,23 @@ func inBlock(b *networkingv1.IPBlock, ip netip.Addr) bool {
 		p, err := netip.ParsePrefix(e)
 		return err == nil && p.Contains(ip)
 	})
+}
+
+// oneAddressFaults: the gateway is the one address, and it reaches every
+// replica of each plane: its flag for each plane names that plane's
+// Service, which is headless, so that the name resolves to every pod and
+// the gateway takes turns over them, passing a dead one over at once.
+func oneAddressFaults(_ string, m *manifests) []string {
+	var faults []string
+	args := m.pod("gateway").Containers[0].Args
+	for _, plane := range planes {
+		want := "http://" + plane + ".steward.svc:7700"
+		if got := flagValue(args, "--"+plane); got != want {
+			faults = append(faults, fmt.Sprintf("gateway: --%s is %q, want %q", plane, got, want))
+		}
+		if svc := m.services[plane]; svc == nil || svc.Spec.ClusterIP != corev1.ClusterIPNone {
+			faults = append(faults, fmt.Sprintf("service %s is not headless (clusterIP: None): the gateway would see one address, not its pods", plane))
+		}
+	}
+	return faults
 }

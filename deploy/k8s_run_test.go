@@ -33,13 +33,6 @@ import (
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
-// notRun are the workloads the run-the-binary check leaves out, and why.
-// The gateway's --control and other plane URLs already map to the planes
-// the check runs (cluster.hosts): drop the entry once the command exists.
-var notRun = map[string]string{
-	"gateway": "until steward gateway lands", // the binary in this tree has no gateway command
-}
-
 // TestManifestsRun runs every container of the prod overlay as Kubernetes
 // would, short of a cluster: NATS as three servers from the StatefulSet's
 // own args (routes and all), each plane as the real binary with its
@@ -57,10 +50,6 @@ func TestManifestsRun(t *testing.T) {
 	c.startNATS(t, secrets)
 	var runs []*containerRun
 	for _, name := range workloads {
-		if why, ok := notRun[name]; ok {
-			t.Logf("%s: not run, %s", name, why)
-			continue
-		}
 		runs = append(runs, c.start(t, bin, name, secrets))
 	}
 	for _, r := range runs {
