@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"connectrpc.com/connect"
+
 	"github.com/steward-run/steward/pkg/terminal"
 )
 
@@ -81,13 +83,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	default:
-		fmt.Fprintln(stderr, "steward:", terminal.Escape(err.Error()))
+		fmt.Fprintln(stderr, "steward:", terminal.Escape(err.Error())+tokenHint(err))
 		var fail *failure
 		if errors.As(err, &fail) {
 			return fail.code
 		}
 		return 1
 	}
+}
+
+// tokenHint says how to give a token when a server refused a call for
+// the want of one: the server's words name the header, not the flag.
+func tokenHint(err error) string {
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		return ""
+	}
+	return "; give a token the server accepts with --token TOKEN (or $" + TokenEnv + ")"
 }
 
 // errUsage means a flag was wrong; the flag package has already said which.
