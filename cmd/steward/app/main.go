@@ -30,6 +30,9 @@ Usage:
                  run one plane against an external NATS JetStream
   steward nats-users --out DIR
                  write a NATS user per plane: nkey seeds and the nats-server config
+  steward nats-streams --nats URL --replicas N
+                 raise Steward's streams and buckets to N replicas in place, as a NATS
+                 user allowed to update streams (docs/cluster.md)
   steward secret-key --out FILE
                  write the key for secret tool parameters that serve's control and
                  execution planes share (kept if FILE exists)
@@ -57,6 +60,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runServer(args[0], args[1:], stdout, stderr)
 	case "nats-users":
 		err = runNATSUsers(args[1:], stdout, stderr)
+	case "nats-streams":
+		err = runNATSStreams(args[1:], stdout, stderr)
 	case "secret-key":
 		err = runSecretKey(args[1:], stdout, stderr)
 	case "audit":
