@@ -27,13 +27,20 @@ import (
 // take well under a second (docs/cluster.md).
 const startBound = 5 * time.Second
 
+// decideBound is how long a restarted governance may take from its
+// process start to having decided a new proposal: its start, then a task
+// created, started and proposed on through two other planes, on the same
+// shared cores (3.9 s at worst in the runs of docs/cluster.md). The 10 s
+// the issue's trial saw fails it.
+const decideBound = 8 * time.Second
+
 // TestClusterPlaneStarts measures, for each plane on the three-node
 // cluster, the time from starting `steward serve` to its /healthz
 // answering: the first start (the first plane creates the streams), then
 // restarts after a SIGTERM and after a SIGKILL, each STEWARD_START_RUNS
 // times (default 3), under load. Each must be ready within startBound — a
 // condition wait that fails past it — and a restarted governance must
-// have decided a new proposal within it too. The medians are logged as a
+// have decided a new proposal within decideBound. The medians are logged as a
 // table (docs/cluster.md):
 //
 //	STEWARD_START_RUNS=5 go test -count=1 -run TestClusterPlaneStarts -v ./e2e/
@@ -157,8 +164,7 @@ func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) 
 
 // firstDecision proposes a wire on a new task through control and returns
 // how long after at governance had it awaiting approval: a restarted
-// governance is not only listening but deciding. It too must come within
-// startBound.
+// governance is not only listening but deciding, within decideBound.
 func firstDecision(t *testing.T, control, state clients, k *stewardv1.TaskContract, wire *structpb.Struct, requestID string, at time.Time) time.Duration {
 	t.Helper()
 	resp, err := control.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
@@ -173,8 +179,8 @@ func firstDecision(t *testing.T, control, state clients, k *stewardv1.TaskContra
 	}
 	waitProposal(t, state, id, "wire", 30*time.Second, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	took := time.Since(at)
-	if took > startBound {
-		t.Errorf("a restarted governance decided a new proposal %s after its start, past the bound of %s", took, startBound)
+	if took > decideBound {
+		t.Errorf("a restarted governance decided a new proposal %s after its start, past the bound of %s", took, decideBound)
 	}
 	return took
 }
