@@ -55,8 +55,9 @@ const (
 	Start     Group = "start"    // creating a task
 )
 
-// Rule says who may call one procedure. A caller must be authenticated;
-// then, when the rule names neither roles nor parties, anyone may call it.
+// Rule says who may call one procedure. A caller must be authenticated,
+// unless the rule is Public; then, when the rule names neither roles nor
+// parties, anyone may call it.
 // Otherwise the caller must hold one of Roles, or play one of Parties in
 // the task the request names (in its TaskField). Admin always may.
 type Rule struct {
@@ -74,6 +75,12 @@ type Rule struct {
 	// itself, in every mode (e.g. an approval's roles, the acceptance
 	// owner): it is documented here, decided there.
 	Plane string
+	// Public lets a caller without a token through (one that presents a
+	// token must present a valid one): for what is public by nature, such
+	// as the key that verifies what governance signs, which deployment
+	// jobs fetch before any token is handed out. It names neither roles
+	// nor parties.
+	Public bool
 	// Why says why the rule is what it is.
 	Why string
 }
@@ -118,10 +125,13 @@ func (r Rule) AllowsParty(principal string, p TaskParties) bool {
 }
 
 // Who is the rule's "who may call" in the words docs/roles.md uses,
-// comma-separated, any one enough: "anyone", "role:NAME", "party:agent",
-// "party:owner". It is machine-readable: the documentation test compares
-// it with the table's column.
+// comma-separated, any one enough: "public", "anyone", "role:NAME",
+// "party:agent", "party:owner". It is machine-readable: the documentation
+// test compares it with the table's column.
 func (r Rule) Who() string {
+	if r.Public {
+		return "public"
+	}
 	if r.Open() {
 		return "anyone"
 	}

@@ -60,7 +60,8 @@ var Table = map[string]Rule{
 		Why: "a revocation is the operator's emergency stop"},
 	stewardv1connect.GovernanceServiceRenewCredentialProcedure: {Group: Operation, Roles: []string{Operator},
 		Why: "renewing lets a task act longer: an operator's decision"},
-	stewardv1connect.GovernanceServiceGetCredentialKeyProcedure: {Group: Read, Why: "the public key verifies credentials and permits: it is public"},
+	stewardv1connect.GovernanceServiceGetCredentialKeyProcedure: {Group: Read, Public: true,
+		Why: "the public key verifies credentials and permits: it is public, and a deployment fetches it before any token is handed out"},
 
 	// ToolService.
 	stewardv1connect.ToolServiceRegisterToolProcedure: {Group: Operation, Roles: []string{ToolAdmin},

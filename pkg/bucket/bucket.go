@@ -58,7 +58,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (jetstream.Ke
 	if err != nil {
 		return nil, fmt.Errorf("open bucket %s: %w", cfg.Name, err)
 	}
-	if have := stream.CachedInfo().Config; !safe(have, want) {
+	have := stream.CachedInfo().Config
+	WarnReplicas(cfg.Logger, want.Name, have.Replicas, want.Replicas)
+	if !safe(have, want) {
 		if !cfg.Harden {
 			cfg.Logger.Warn("bucket allows what lets one writer erase another's keys; update it as a NATS admin",
 				"bucket", cfg.Name, "fix", fix(want))

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -192,10 +193,7 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, cfg Config, want 
 			return nil, fmt.Errorf("add subjects %v to stream %s: %w", missing, want.Name, err)
 		}
 	}
-	if got := stream.CachedInfo().Config.Replicas; got != want.Replicas {
-		cfg.Logger.Warn("stream replica count differs from the configured one; leaving the stream as it is",
-			"stream", want.Name, "stream_replicas", got, "configured", want.Replicas)
-	}
+	bucket.WarnReplicas(cfg.Logger, want.Name, stream.CachedInfo().Config.Replicas, want.Replicas)
 	return stream, nil
 }
 

@@ -101,6 +101,16 @@ func TimerStreams() []string {
 
 func timerStream(owner string) string { return timer.Stream(timer.DefaultStream, owner) }
 
+// Streams returns every stream the planes create, the buckets' included:
+// what `steward nats-streams` raises to more replicas. The shared timer
+// stream of earlier versions, which planes only read, is not among them.
+func Streams() []string {
+	s := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
+		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket),
+		kvStream(ToolKVBucket), kvStream(ToolLimitsBucket)}
+	return append(s, TimerStreams()...)
+}
+
 // kvStream is the stream behind a KV bucket.
 func kvStream(bucket string) string { return "KV_" + bucket }
 

@@ -3,6 +3,7 @@ package natsperm_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -304,6 +305,21 @@ func TestLagMetricsWork(t *testing.T) {
 		cancel()
 		if err != nil {
 			t.Errorf("%s: %v (%v)", plane, err, c.refused)
+		}
+	}
+}
+
+// TestStreamsNamesEveryStreamAPlaneCreates: every stream a plane may
+// create is in Streams, so that `steward nats-streams` raises it.
+func TestStreamsNamesEveryStreamAPlaneCreates(t *testing.T) {
+	all := natsperm.Streams()
+	for _, plane := range natsperm.Planes() {
+		for _, g := range natsperm.Grants(plane) {
+			for _, s := range g.Subjects {
+				if name, ok := strings.CutPrefix(s, "$JS.API.STREAM.CREATE."); ok && !slices.Contains(all, name) {
+					t.Errorf("%s may create stream %s, which Streams does not name", plane, name)
+				}
+			}
 		}
 	}
 }

@@ -163,3 +163,33 @@ func TestEveryProtocolMeetsTheTable(t *testing.T) {
 		t.Errorf("GET GetTask without a token: %v, want unauthenticated", err)
 	}
 }
+
+// TestEdgeLetsAPublicProcedureThroughWithoutAToken serves GovernanceService,
+// whose handlers answer unimplemented, behind the edge with tokens:
+// GetCredentialKey (public) reaches its handler without a token, and is
+// refused a token the server does not know; ListApprovals (anyone
+// authenticated) is refused without one.
+func TestEdgeLetsAPublicProcedureThroughWithoutAToken(t *testing.T) {
+	tokens := rpc.Tokens{"agent-token-0123456789": {Principal: "agent:a"}}
+	mux := http.NewServeMux()
+	mux.Handle(stewardv1connect.NewGovernanceServiceHandler(stewardv1connect.UnimplementedGovernanceServiceHandler{},
+		rpc.HandlerOptions(slog.New(slog.DiscardHandler), tokens, nil)...))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	client := stewardv1connect.NewGovernanceServiceClient(srv.Client(), srv.URL)
+	ctx := context.Background()
+
+	_, err := client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnimplemented {
+		t.Errorf("GetCredentialKey without a token: %v, want it to reach the handler (unimplemented)", err)
+	}
+	req := connect.NewRequest(&stewardv1.GetCredentialKeyRequest{})
+	req.Header().Set("Authorization", "Bearer no-such-token-0123456789")
+	if _, err := client.GetCredentialKey(ctx, req); connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("GetCredentialKey with an unknown token: %v, want unauthenticated", err)
+	}
+	_, err = client.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Errorf("ListApprovals without a token: %v, want unauthenticated", err)
+	}
+}

@@ -85,13 +85,16 @@ func NewEdgeInterceptor(log *slog.Logger, tokens Tokens, parties PartiesFunc, op
 // open reports whether the open mode is on: nothing to check a token with.
 func (i *edgeInterceptor) open() bool { return i.tokens == nil && i.jwt == nil }
 
-func (i *edgeInterceptor) identify(ctx context.Context, h http.Header) (context.Context, error) {
+func (i *edgeInterceptor) identify(ctx context.Context, procedure string, h http.Header) (context.Context, error) {
 	if i.open() {
 		p, err := principalFrom(h.Values(PrincipalHeader))
 		if err != nil || p == "" {
 			return ctx, ToConnect(ctx, i.log, err)
 		}
 		return WithIdentity(ctx, Identity{Principal: p}), nil
+	}
+	if rule, _ := access.For(procedure); rule.Public && h.Get("Authorization") == "" {
+		return ctx, nil // anonymous: what it serves is public
 	}
 	token, ok := strings.CutPrefix(h.Get("Authorization"), "Bearer ")
 	token = strings.TrimSpace(token)
@@ -135,7 +138,7 @@ func (i *edgeInterceptor) deny(ctx context.Context, procedure string, err error)
 func (i *edgeInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
 		procedure := req.Spec().Procedure
-		ctx, err := i.identify(ctx, req.Header())
+		ctx, err := i.identify(ctx, procedure, req.Header())
 		if err != nil {
 			return nil, i.deny(ctx, procedure, err)
 		}
@@ -162,7 +165,7 @@ func (i *edgeInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) 
 func (i *edgeInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
 		procedure := conn.Spec().Procedure
-		ctx, err := i.identify(ctx, conn.RequestHeader())
+		ctx, err := i.identify(ctx, procedure, conn.RequestHeader())
 		if err != nil {
 			return i.deny(ctx, procedure, err)
 		}

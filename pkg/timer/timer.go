@@ -42,6 +42,7 @@ import (
 
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/steward-run/steward/pkg/bucket"
 	"github.com/steward-run/steward/pkg/errs"
 )
 
@@ -212,9 +213,6 @@ func (t *Timers) open(ctx context.Context, owner string) (jetstream.Stream, erro
 	if !have.AllowMsgSchedules || !have.AllowMsgTTL {
 		return nil, fmt.Errorf("open timer stream %s: it must allow message schedules and message TTLs", want.Name)
 	}
-	if have.Replicas != want.Replicas {
-		t.cfg.Logger.Warn("timer stream replica count differs from the configured one; leaving the stream as it is",
-			"stream", want.Name, "stream_replicas", have.Replicas, "configured", want.Replicas)
-	}
+	bucket.WarnReplicas(t.cfg.Logger, want.Name, have.Replicas, want.Replicas)
 	return stream, nil
 }

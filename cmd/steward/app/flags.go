@@ -76,12 +76,8 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 			m.PermitKeyFiles = append(m.PermitKeyFiles, path)
 			return nil
 		})
-		fs.StringVar(&m.NATS.NKey, "nats-nkey", "", "`FILE` of this plane's NATS nkey user seed ('steward nats-users' writes one per plane); without it or --nats-creds, the connection names no user (see docs/deploy.md)")
-		fs.StringVar(&m.NATS.Creds, "nats-creds", "", "NATS credentials `FILE` (user JWT and seed), instead of --nats-nkey")
-		fs.StringVar(&m.NATS.CA, "nats-ca", "", "PEM `FILE` of the CAs that sign the NATS server's certificate; turns TLS on (so does a tls:// URL, against the system's CAs)")
-		fs.StringVar(&m.NATS.Cert, "nats-cert", "", "PEM `FILE` of a client certificate for NATS TLS, with --nats-key")
-		fs.StringVar(&m.NATS.Key, "nats-key", "", "PEM `FILE` of the private key of --nats-cert")
-		fs.IntVar(&m.Replicas, "replicas", 1, "replicas of Steward's streams when they are created (3 on a JetStream cluster); existing streams are left as they are")
+		m.NATS.register(fs, "`FILE` of this plane's NATS nkey user seed ('steward nats-users' writes one per plane); without it or --nats-creds, the connection names no user (see docs/deploy.md)")
+		fs.IntVar(&m.Replicas, "replicas", 1, "replicas of Steward's streams when they are created (3 on a JetStream cluster); an existing stream is left as it is, with a warning if it has fewer (raise it with 'steward nats-streams') or more")
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"syscall"
 
+	"connectrpc.com/connect"
+
 	"github.com/steward-run/steward/pkg/terminal"
 )
 
@@ -31,6 +33,9 @@ Usage:
                  healthy replica of the plane that serves it
   steward nats-users --out DIR
                  write a NATS user per plane: nkey seeds and the nats-server config
+  steward nats-streams --nats URL --replicas N
+                 raise Steward's streams and buckets to N replicas in place, as a NATS
+                 user allowed to update streams (docs/cluster.md)
   steward secret-key --out FILE
                  write the key for secret tool parameters that serve's control and
                  execution planes share (kept if FILE exists)
@@ -60,6 +65,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		err = runGateway(args[1:], stdout, stderr)
 	case "nats-users":
 		err = runNATSUsers(args[1:], stdout, stderr)
+	case "nats-streams":
+		err = runNATSStreams(args[1:], stdout, stderr)
 	case "secret-key":
 		err = runSecretKey(args[1:], stdout, stderr)
 	case "audit":
@@ -86,13 +93,22 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		return 2
 	default:
-		fmt.Fprintln(stderr, "steward:", terminal.Escape(err.Error()))
+		fmt.Fprintln(stderr, "steward:", terminal.Escape(err.Error())+tokenHint(err))
 		var fail *failure
 		if errors.As(err, &fail) {
 			return fail.code
 		}
 		return 1
 	}
+}
+
+// tokenHint says how to give a token when a server refused a call for
+// the want of one: the server's words name the header, not the flag.
+func tokenHint(err error) string {
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		return ""
+	}
+	return "; give a token the server accepts with --token TOKEN (or $" + TokenEnv + ")"
 }
 
 // errUsage means a flag was wrong; the flag package has already said which.

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -20,6 +21,15 @@ type NATSFlags struct {
 	CA    string // CAs to trust for the server's certificate
 	Cert  string // client certificate, with Key
 	Key   string
+}
+
+// register adds the flags to fs; nkey says whose seed --nats-nkey is.
+func (f *NATSFlags) register(fs *flag.FlagSet, nkey string) {
+	fs.StringVar(&f.NKey, "nats-nkey", "", nkey)
+	fs.StringVar(&f.Creds, "nats-creds", "", "NATS credentials `FILE` (user JWT and seed), instead of --nats-nkey")
+	fs.StringVar(&f.CA, "nats-ca", "", "PEM `FILE` of the CAs that sign the NATS server's certificate; turns TLS on (so does a tls:// URL, against the system's CAs)")
+	fs.StringVar(&f.Cert, "nats-cert", "", "PEM `FILE` of a client certificate for NATS TLS, with --nats-key")
+	fs.StringVar(&f.Key, "nats-key", "", "PEM `FILE` of the private key of --nats-cert")
 }
 
 // check reports flags that cannot go together; files are read by options.
