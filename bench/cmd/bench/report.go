@@ -132,6 +132,11 @@ set size at the end of the arm is given beside it).
 - (d) as (b) in services mode: four `+"`steward serve --plane=...`"+` servers (in the arm's process, each with its own
   NATS connection) on an embedded NATS server reached over TCP on loopback; writes go to the control plane, reads to the
   state plane.
+- (f) as (d), but each plane and each of three NATS nodes is a process of its own (this binary again, as `+"`steward`"+` or as a
+  node): a JetStream cluster routed on loopback, each node with its own store, the planes started with `+"`--replicas 3`"+`
+  and spread over the nodes (state and control on the first, governance on the second, execution on the third). Peak RSS
+  is the largest of the arm's processes', not their sum.
+- (g) as (f) with one NATS node, not clustered, and `+"`--replicas 1`"+`: (d)'s work, each component's CPU apart.
 - (e1) DBOS Transact Go (github.com/dbos-inc/dbos-transact-golang v1.8.0) on a throwaway PostgreSQL cluster on loopback
   (fsync=on, synchronous_commit=on): `+"`RunWorkflow`"+` of a one-step workflow until `+"`GetResult`"+` returns.
 - (e2) the same, one step of a ten-step workflow: latency from one step's end to the next's (steps 2–10, inside the
@@ -157,6 +162,14 @@ Per round:
 				fmt.Fprintf(&b, "| %d | %s | %.2f | %.2f | %.0f | %.3f | %.0f | %s |\n", i+1, a.id, x.P50ms, x.P99ms, x.Throughput, x.CPUms, x.RSSMB, x.Load)
 			}
 		}
+	}
+	var labels []string
+	var runs [][]Result
+	for _, a := range r.arms {
+		labels, runs = append(labels, a.name), append(runs, r.results[a.id])
+	}
+	if t := componentsTable(labels, runs); t != "" {
+		b.WriteString("\n" + t)
 	}
 	return b.String()
 }
