@@ -75,8 +75,8 @@ func componentsTable(labels []string, runs [][]Result) string {
 }
 
 // componentsLine is the line runArm prints after an arm's: each component's
-// CPU ms per action.
-func componentsLine(c map[string]float64) string {
+// CPU ms per action, and which NATS node led the event stream.
+func componentsLine(c map[string]float64, leader string) string {
 	if len(c) == 0 {
 		return ""
 	}
@@ -85,6 +85,9 @@ func componentsLine(c map[string]float64) string {
 	b.WriteString("bench:   cpu ms/action by process (throughput phase):")
 	for _, n := range names {
 		fmt.Fprintf(&b, " %s %.3f", n, c[n])
+	}
+	if leader != "" {
+		b.WriteString("; event stream led by " + leader)
 	}
 	return b.String() + "\n"
 }

@@ -41,7 +41,10 @@ type Result struct {
 	// arm runs beside its own (a plane, a NATS node, PostgreSQL), over the
 	// throughput phase alone; cpu_ms includes them, over both phases.
 	Components map[string]float64 `json:"components,omitempty"`
-	Load       string             `json:"-"` // the machine's load averages as the arm started (set by the driver)
+	// EventsLeader is the NATS node that led the event stream at the end,
+	// for the arms that run their nodes apart.
+	EventsLeader string `json:"events_leader,omitempty"`
+	Load         string `json:"-"` // the machine's load averages as the arm started (set by the driver)
 }
 
 // arm describes one arm.
@@ -256,6 +259,6 @@ func runArm(x run, r int, o opts, pg *postgres) (Result, error) {
 	res.Load = load
 	fmt.Fprintf(os.Stderr, "bench: round %d %-12s p50 %6.3f ms  p99 %6.3f ms  %7.0f/s  cpu %.3f ms/action  rss %4.0f MB  (%s)\n",
 		r+1, x.key, res.P50ms, res.P99ms, res.Throughput, res.CPUms, res.RSSMB, time.Since(t).Round(time.Millisecond))
-	fmt.Fprint(os.Stderr, componentsLine(res.Components))
+	fmt.Fprint(os.Stderr, componentsLine(res.Components, res.EventsLeader))
 	return res, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
@@ -227,7 +232,35 @@ func runPlaneProcesses(o opts, nodes int) (Result, error) {
 		}
 		return m
 	}
-	return driveSteward(o, planeURL["control"], planeURL["state"], "", cpus)
+	r, err := driveSteward(o, planeURL["control"], planeURL["state"], "", cpus)
+	if err == nil {
+		r.EventsLeader, err = streamLeader(urls[0], eventlog.DefaultStream)
+	}
+	return r, err
+}
+
+// streamLeader names the node that leads stream: the one that orders its
+// appends, and so does more than its peers.
+func streamLeader(url, stream string) (string, error) {
+	nc, err := nats.Connect(url)
+	if err != nil {
+		return "", err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, stream)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", stream, err)
+	}
+	if c := st.CachedInfo().Cluster; c != nil && c.Leader != "" {
+		return c.Leader, nil
+	}
+	return "nats-1", nil // a single server, not clustered
 }
 
 // runAsComponent turns this process into a NATS node or the steward
