@@ -115,7 +115,8 @@ func (r *report) markdown() string {
 	b.WriteString("\n![p50, p99 and throughput per arm](results.png)\n\n")
 	fmt.Fprintf(&b, `What is measured, per arm and round, after %d unmeasured warm-up actions: %d actions one after another (p50, p99), then %d actions with 16 in flight at once (throughput).
 CPU per action is the arm's process's user and system CPU time (getrusage) over both phases divided by the actions done; for
-the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, read from /proc. Peak RSS is the child process's
+the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, for (f) and (g) that of every plane's and NATS
+node's process, read from /proc (each one's alone, over the throughput phase, in the table at the end). Peak RSS is the child process's
 maximum resident set (the whole arm: for Steward the NATS server and all planes, for DBOS the Go client; PostgreSQL's proportional
 set size at the end of the arm is given beside it).
 
