@@ -33,7 +33,7 @@ type Result struct {
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
 	Throughput float64 `json:"throughput"` // actions (or steps) per second, 16 at once
-	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's) while measured
+	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's, or its planes' and NATS nodes' processes) while measured
 	RSSMB      float64 `json:"rss_mb"`     // peak RSS of the arm's process
 	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's proportional set size at the end, DBOS arms only
 	Samples    int     `json:"samples"`
