@@ -209,7 +209,7 @@ func (c *Cluster) routesOf(i int) (solicit []string, advertise string) {
 type NodeConfig struct {
 	Name          string
 	Client        string   // HOST:PORT for clients
-	Cluster       string   // HOST:PORT for routes
+	Cluster       string   // HOST:PORT for routes; "" for a single server, not clustered
 	Routes        []string // the route URLs it solicits, nats-route://HOST:PORT
 	Advertise     string   `json:",omitempty"` // the route address it advertises, when not its own
 	StoreDir      string
@@ -237,6 +237,13 @@ func (n NodeConfig) Options() (*server.Options, error) {
 	if o.Port, err = strconv.Atoi(port); err != nil {
 		return nil, err
 	}
+	o.ServerName = n.Name
+	o.Host = host // routing waits for a client listener
+	o.JetStream, o.StoreDir = true, n.StoreDir
+	o.NoSigs, o.NoLog = true, true
+	if n.Cluster == "" {
+		return o, nil
+	}
 	clusterHost, port, err := net.SplitHostPort(n.Cluster)
 	if err != nil {
 		return nil, err
@@ -245,10 +252,6 @@ func (n NodeConfig) Options() (*server.Options, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.ServerName = n.Name
-	o.Host = host // routing waits for a client listener
-	o.JetStream, o.StoreDir = true, n.StoreDir
-	o.NoSigs, o.NoLog = true, true
 	o.Cluster = server.ClusterOpts{Name: "steward-test", Host: clusterHost, Port: clusterPort, Advertise: n.Advertise}
 	for _, r := range n.Routes {
 		u, err := url.Parse(r)

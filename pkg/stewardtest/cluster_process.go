@@ -20,9 +20,10 @@ import (
 // (RunNodeFromEnv).
 const NodeEnv = "STEWARDTEST_CLUSTER_NODE"
 
-// nodeReady is what a node process prints once it takes clients and its
-// cluster counts it as a JetStream peer.
-const nodeReady = "stewardtest node ready"
+// NodeReady is the line a node process prints once it takes clients and
+// its cluster counts it as a JetStream peer: a program other than a test
+// that runs nodes (the bench) waits for it.
+const NodeReady = "stewardtest node ready"
 
 // RunNodeFromEnv runs the cluster node NodeEnv describes, if it is set,
 // and exits when the node's parent goes (its stdin closes); without
@@ -67,7 +68,7 @@ func runNode(spec string) error {
 			return fmt.Errorf("%s: JetStream's meta group is not current", cfg.Name)
 		}
 	}
-	fmt.Println(nodeReady)
+	fmt.Println(NodeReady)
 	_, _ = io.Copy(io.Discard, os.Stdin) // until the parent goes
 	ns.Shutdown()
 	return nil
@@ -114,7 +115,7 @@ func startNodeProcess(tb testing.TB, cfg NodeConfig) *nodeProcess {
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
-			if sc.Text() == nodeReady {
+			if sc.Text() == NodeReady {
 				close(p.readyCh)
 			}
 		}

@@ -159,7 +159,7 @@ func runDev(o opts, allow bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return driveSteward(o, m.URL(), m.URL(), token)
+	return driveSteward(o, m.URL(), m.URL(), token, nil)
 }
 
 // agentToken returns the token of the agent (the identity with no role)
@@ -222,7 +222,7 @@ func runServices(o opts) (Result, error) {
 		defer m.Close()
 		urls[plane] = m.URL()
 	}
-	return driveSteward(o, urls["control"], urls["state"], "")
+	return driveSteward(o, urls["control"], urls["state"], "", nil)
 }
 
 // actionsPerTask is how many actions a task takes before the next one is
@@ -239,8 +239,9 @@ type client struct {
 // ProposeAction call until GetAction, waiting for the action to settle,
 // answers that it succeeded; throughput
 // and CPU include creating a task every 25 actions. A token, if any, is
-// sent with every call.
-func driveSteward(o opts, writeURL, readURL, token string) (Result, error) {
+// sent with every call; others reads the CPU time of the processes the
+// planes and NATS run in, when not this one.
+func driveSteward(o opts, writeURL, readURL, token string, others func() map[string]time.Duration) (Result, error) {
 	var transport http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 64}
 	if token != "" {
 		transport = bearer{token: token, next: transport}
@@ -284,7 +285,7 @@ func driveSteward(o opts, writeURL, readURL, token string) (Result, error) {
 		}
 		return []time.Duration{time.Since(start)}, 1, nil
 	}
-	return phases(o.latencyN, o.throughputN, one, nil)
+	return phases(o.latencyN, o.throughputN, one, others)
 }
 
 // newTask creates a task that may use noop and waits until it runs.

@@ -120,5 +120,14 @@ func comparison(selected []arm, all map[string][]Result, base build) string {
 		fmt.Fprintf(&b, "| %s | %.2f | %.2f | %s | %s | %s | %s | %d |\n",
 			a.name, med(head), med(old), paired(p50), paired(p99), paired(tput), paired(cpu), n)
 	}
+	var labels []string
+	var runs [][]Result
+	for _, a := range selected {
+		labels = append(labels, a.id, a.id+"@"+base.label)
+		runs = append(runs, all[a.id], all[a.id+"@"+base.label])
+	}
+	if t := componentsTable(labels, runs); t != "" {
+		b.WriteString("\n" + t)
+	}
 	return b.String()
 }

@@ -66,7 +66,7 @@ func runDBOSWorkflow(o opts) (Result, error) {
 		}
 		return []time.Duration{time.Since(start)}, 1, nil
 	}
-	r, err := phases(o.latencyN, o.throughputN, one, func() time.Duration { return treeCPU(o.pgPID) })
+	r, err := phases(o.latencyN, o.throughputN, one, postgresCPU(o.pgPID))
 	r.ServerMB = treePSS(o.pgPID)
 	return r, err
 }
@@ -96,7 +96,12 @@ func runDBOSStep(o opts) (Result, error) {
 		}
 		return lat, len(ends), nil
 	}
-	r, err := phases(o.latencyN, o.throughputN, one, func() time.Duration { return treeCPU(o.pgPID) })
+	r, err := phases(o.latencyN, o.throughputN, one, postgresCPU(o.pgPID))
 	r.ServerMB = treePSS(o.pgPID)
 	return r, err
+}
+
+// postgresCPU reads the CPU time of PostgreSQL's postmaster and backends.
+func postgresCPU(pid int) func() map[string]time.Duration {
+	return func() map[string]time.Duration { return map[string]time.Duration{"postgresql": treeCPU(pid)} }
 }

@@ -23,6 +23,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/steward-run/steward/cmd/steward/app"
 )
 
 // Result is what one arm reports for one round.
@@ -31,11 +33,18 @@ type Result struct {
 	P50ms      float64 `json:"p50_ms"`
 	P99ms      float64 `json:"p99_ms"`
 	Throughput float64 `json:"throughput"` // actions (or steps) per second, 16 at once
-	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's) while measured
+	CPUms      float64 `json:"cpu_ms"`     // CPU milliseconds per action, the arm's whole process (and PostgreSQL's, or its planes' and NATS nodes' processes) while measured
 	RSSMB      float64 `json:"rss_mb"`     // peak RSS of the arm's process
 	ServerMB   float64 `json:"server_mb"`  // PostgreSQL's proportional set size at the end, DBOS arms only
 	Samples    int     `json:"samples"`
-	Load       string  `json:"-"` // the machine's load averages as the arm started (set by the driver)
+	// Components is the CPU milliseconds per action of each process the
+	// arm runs beside its own (a plane, a NATS node, PostgreSQL), over the
+	// throughput phase alone; cpu_ms includes them, over both phases.
+	Components map[string]float64 `json:"components,omitempty"`
+	// EventsLeader is the NATS node that led the event stream at the end,
+	// for the arms that run their nodes apart.
+	EventsLeader string `json:"events_leader,omitempty"`
+	Load         string `json:"-"` // the machine's load averages as the arm started (set by the driver)
 }
 
 // arm describes one arm.
@@ -59,6 +68,10 @@ var arms = []arm{
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
 	{"services", "(d) Steward services mode: 4 planes over TCP NATS",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runServices},
+	{"services-r3", "(f) Steward services mode on a three-node JetStream cluster, R3, each plane and node a process",
+		"JetStream R3: acknowledged once 2 of 3 nodes hold it in the page cache; fsync every 2 min", func(o opts) (Result, error) { return runPlaneProcesses(o, 3) }},
+	{"services-procs", "(g) Steward services mode: 4 planes and NATS, each a process, R1",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", func(o opts) (Result, error) { return runPlaneProcesses(o, 1) }},
 	{"dbos-wf1", "(e1) DBOS Transact: one-step workflow",
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSWorkflow},
 	{"dbos-step10", "(e2) DBOS Transact: one step of a ten-step workflow",
@@ -66,6 +79,7 @@ var arms = []arm{
 }
 
 func main() {
+	runAsComponent(app.Main)
 	armID := flag.String("arm", "", "run one arm in this process and print its result as JSON (used by the driver)")
 	rounds := flag.Int("rounds", 3, "interleaved rounds")
 	latencyN := flag.Int("n", 400, "sequential actions per arm and round, for p50 and p99")
@@ -73,10 +87,10 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,services-r3,services-procs,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and services-r3, services-procs)")
 	flag.Parse()
 	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
 	if *armID != "" {
@@ -96,7 +110,11 @@ func main() {
 	}
 	selected := arms
 	if *base != "" {
-		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool { return strings.HasPrefix(a.id, "dbos") })
+		// Neither DBOS's arms nor those that measure each process apart
+		// (builds before them lack them): -arms names them.
+		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
+			return strings.HasPrefix(a.id, "dbos") || a.id == "services-r3" || a.id == "services-procs"
+		})
 	}
 	if *only != "" {
 		selected = nil
@@ -241,5 +259,6 @@ func runArm(x run, r int, o opts, pg *postgres) (Result, error) {
 	res.Load = load
 	fmt.Fprintf(os.Stderr, "bench: round %d %-12s p50 %6.3f ms  p99 %6.3f ms  %7.0f/s  cpu %.3f ms/action  rss %4.0f MB  (%s)\n",
 		r+1, x.key, res.P50ms, res.P99ms, res.Throughput, res.CPUms, res.RSSMB, time.Since(t).Round(time.Millisecond))
+	fmt.Fprint(os.Stderr, componentsLine(res.Components, res.EventsLeader))
 	return res, nil
 }

@@ -99,11 +99,13 @@ func eachInTree(pid int, fn func(dir string, stat []string)) {
 // until n actions are done, for latency, then calls from 16 workers at
 // once until tp actions are done, for throughput. one(w) does work on
 // worker w (0 in the latency phase) and returns the latencies to record
-// and how many actions it did. CPU per action covers both phases, with
-// extraCPU adding CPU spent outside this process.
-func phases(n, tp int, one func(w int) ([]time.Duration, int, error), extraCPU func() time.Duration) (Result, error) {
-	if extraCPU == nil {
-		extraCPU = func() time.Duration { return 0 }
+// and how many actions it did. CPU per action covers both phases, adding
+// the CPU time of the processes others reads, by name, outside this one
+// (PostgreSQL, NATS nodes, planes); each of those is also given apart,
+// per action of the throughput phase alone (Components).
+func phases(n, tp int, one func(w int) ([]time.Duration, int, error), others func() map[string]time.Duration) (Result, error) {
+	if others == nil {
+		others = func() map[string]time.Duration { return nil }
 	}
 	// Warm up, unmeasured: connections, caches, the policy's first
 	// evaluations.
@@ -114,7 +116,7 @@ func phases(n, tp int, one func(w int) ([]time.Duration, int, error), extraCPU f
 		}
 		warmed += k
 	}
-	cpu0, ext0 := selfCPU(), extraCPU()
+	cpu0, ext0 := selfCPU(), others()
 	var lat []time.Duration
 	done := 0
 	for done < n {
@@ -128,7 +130,7 @@ func phases(n, tp int, one func(w int) ([]time.Duration, int, error), extraCPU f
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, concurrency)
-	start := time.Now()
+	start, tp0 := time.Now(), others()
 	for w := range concurrency {
 		wg.Add(1)
 		go func() {
@@ -146,7 +148,8 @@ func phases(n, tp int, one func(w int) ([]time.Duration, int, error), extraCPU f
 	}
 	wg.Wait()
 	took := time.Since(start)
-	cpu := selfCPU() - cpu0 + extraCPU() - ext0
+	ext := others()
+	cpu := selfCPU() - cpu0 + sum(ext) - sum(ext0)
 	select {
 	case err := <-errs:
 		return Result{}, err
@@ -158,11 +161,26 @@ func phases(n, tp int, one func(w int) ([]time.Duration, int, error), extraCPU f
 	total := done + int(next.Load())
 	slices.Sort(lat)
 	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	return Result{
+	r := Result{
 		P50ms:      ms(lat[len(lat)/2]),
 		P99ms:      ms(lat[len(lat)*99/100]),
 		Throughput: float64(next.Load()) / took.Seconds(),
 		CPUms:      ms(cpu) / float64(total),
 		Samples:    len(lat),
-	}, nil
+	}
+	for name, t := range ext {
+		if r.Components == nil {
+			r.Components = map[string]float64{}
+		}
+		r.Components[name] = ms(t-tp0[name]) / float64(next.Load())
+	}
+	return r, nil
+}
+
+func sum(m map[string]time.Duration) time.Duration {
+	var t time.Duration
+	for _, d := range m {
+		t += d
+	}
+	return t
 }

@@ -115,7 +115,8 @@ func (r *report) markdown() string {
 	b.WriteString("\n![p50, p99 and throughput per arm](results.png)\n\n")
 	fmt.Fprintf(&b, `What is measured, per arm and round, after %d unmeasured warm-up actions: %d actions one after another (p50, p99), then %d actions with 16 in flight at once (throughput).
 CPU per action is the arm's process's user and system CPU time (getrusage) over both phases divided by the actions done; for
-the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, read from /proc. Peak RSS is the child process's
+the DBOS arms it adds the CPU time of PostgreSQL's postmaster and backends, for (f) and (g) that of every plane's and NATS
+node's process, read from /proc (each one's alone, over the throughput phase, in the table at the end). Peak RSS is the child process's
 maximum resident set (the whole arm: for Steward the NATS server and all planes, for DBOS the Go client; PostgreSQL's proportional
 set size at the end of the arm is given beside it).
 
@@ -132,6 +133,11 @@ set size at the end of the arm is given beside it).
 - (d) as (b) in services mode: four `+"`steward serve --plane=...`"+` servers (in the arm's process, each with its own
   NATS connection) on an embedded NATS server reached over TCP on loopback; writes go to the control plane, reads to the
   state plane.
+- (f) as (d), but each plane and each of three NATS nodes is a process of its own (this binary again, as `+"`steward`"+` or as a
+  node): a JetStream cluster routed on loopback, each node with its own store, the planes started with `+"`--replicas 3`"+`
+  and spread over the nodes (state and control on the first, governance on the second, execution on the third). Peak RSS
+  is the largest of the arm's processes', not their sum.
+- (g) as (f) with one NATS node, not clustered, and `+"`--replicas 1`"+`: (d)'s work, each component's CPU apart.
 - (e1) DBOS Transact Go (github.com/dbos-inc/dbos-transact-golang v1.8.0) on a throwaway PostgreSQL cluster on loopback
   (fsync=on, synchronous_commit=on): `+"`RunWorkflow`"+` of a one-step workflow until `+"`GetResult`"+` returns.
 - (e2) the same, one step of a ten-step workflow: latency from one step's end to the next's (steps 2–10, inside the
@@ -157,6 +163,14 @@ Per round:
 				fmt.Fprintf(&b, "| %d | %s | %.2f | %.2f | %.0f | %.3f | %.0f | %s |\n", i+1, a.id, x.P50ms, x.P99ms, x.Throughput, x.CPUms, x.RSSMB, x.Load)
 			}
 		}
+	}
+	var labels []string
+	var runs [][]Result
+	for _, a := range r.arms {
+		labels, runs = append(labels, a.name), append(runs, r.results[a.id])
+	}
+	if t := componentsTable(labels, runs); t != "" {
+		b.WriteString("\n" + t)
 	}
 	return b.String()
 }
