@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -38,9 +39,10 @@ func TestClusterExamples(t *testing.T) {
 	})
 }
 
-// clusterServices is where each plane runs in a deployment of one process
-// per plane: spread over the nodes, so that a plane's reads go through
-// another node than the writes it reacts to.
+// clusterServices is where the first process of each plane runs: spread
+// over the nodes, so that a plane's reads go through another node than the
+// writes it reacts to. Further replicas run on the next nodes
+// (replicaNode).
 var clusterServices = []struct {
 	plane string
 	node  int
@@ -48,23 +50,30 @@ var clusterServices = []struct {
 	{"control", 0}, {"governance", 1}, {"execution", 2}, {"state", 1},
 }
 
-// startClusterExamples starts the planes on a new cluster the way the
-// examples want Steward: the example tools, bearer tokens in a token file
-// in the data directory, as `steward dev` writes it. It returns the
-// router's URL and the data directory, once a proposal of an example tool
-// is accepted.
+// startClusterExamples starts clusterReplicas processes of every plane on
+// a new cluster the way the examples want Steward: the example tools,
+// bearer tokens in a token file in the data directory, as `steward dev`
+// writes it. It returns the router's URL and the data directory, once a
+// proposal of an example tool is accepted.
 func startClusterExamples(t *testing.T) (string, string) {
 	t.Helper()
 	b := startClusterBase(t)
 	data := t.TempDir()
 	b.withTokens(t, data)
-	urls := map[string]string{}
+	urls := map[string][]string{}
+	governance := ""
 	for _, p := range clusterServices {
 		var args []string
 		if p.plane == "execution" {
 			args = []string{"--tools", "../examples/tools.json", "--sandbox", filepath.Join(data, "sandbox")}
 		}
-		urls[p.plane] = b.startPlane(t, p.plane, p.node, urls["governance"], nil, args...).url
+		for i := range clusterReplicas(t) {
+			u := b.startPlane(t, p.plane, replicaNode(p.node, i), governance, nil, args...).url
+			urls[p.plane] = append(urls[p.plane], u)
+			if p.plane == "governance" {
+				governance = u
+			}
+		}
 	}
 	router := startPlaneRouter(t, urls)
 	// The execution plane registers the example tools on the log as it
@@ -103,25 +112,30 @@ var planeServices = map[string][]string{
 }
 
 // startPlaneRouter serves one address in front of the planes at urls (by
-// plane): a Connect procedure's path, /<service>/<method>, goes to the
-// plane that serves the service. HTTP/1.1, as curl speaks it; an unknown
-// service is not found.
-func startPlaneRouter(t *testing.T, urls map[string]string) string {
+// plane, each plane's replicas): a Connect procedure's path,
+// /<service>/<method>, goes to a replica of the plane that serves the
+// service, the replicas in turn. HTTP/1.1, as curl speaks it; an unknown
+// service is not found. It stands in for `steward gateway`.
+func startPlaneRouter(t *testing.T, urls map[string][]string) string {
 	t.Helper()
-	targets := map[string]*url.URL{}
+	targets := map[string]*replicas{}
 	for plane, services := range planeServices {
-		u, err := url.Parse(urls[plane])
-		if err != nil {
-			t.Fatal(err)
+		r := &replicas{}
+		for _, raw := range urls[plane] {
+			u, err := url.Parse(raw)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.urls = append(r.urls, u)
 		}
 		for _, s := range services {
-			targets[s] = u
+			targets[s] = r
 		}
 	}
 	proxy := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			service, _, _ := strings.Cut(strings.TrimPrefix(r.In.URL.Path, "/"), "/")
-			r.SetURL(targets[service])
+			r.SetURL(targets[service].next())
 		},
 		FlushInterval: -1, // a watch's messages as they come
 	}
@@ -136,3 +150,11 @@ func startPlaneRouter(t *testing.T, urls map[string]string) string {
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
+
+// replicas are one plane's processes, taken in turn.
+type replicas struct {
+	urls []*url.URL
+	n    atomic.Uint64
+}
+
+func (r *replicas) next() *url.URL { return r.urls[(r.n.Add(1)-1)%uint64(len(r.urls))] }

@@ -27,19 +27,23 @@ type clusterLoad struct {
 
 func clusterLoadFromEnv(t *testing.T, def clusterLoad) clusterLoad {
 	t.Helper()
-	get := func(name string, v *int) {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				t.Fatalf("%s=%q: want a positive number", name, s)
-			}
-			*v = n
-		}
-	}
-	get("STEWARD_CLUSTER_TASKS", &def.tasks)
-	get("STEWARD_CLUSTER_ACTIONS", &def.actions)
-	get("STEWARD_CLUSTER_CLIENTS", &def.clients)
+	clusterEnvInt(t, "STEWARD_CLUSTER_TASKS", &def.tasks)
+	clusterEnvInt(t, "STEWARD_CLUSTER_ACTIONS", &def.actions)
+	clusterEnvInt(t, "STEWARD_CLUSTER_CLIENTS", &def.clients)
 	return def
+}
+
+// clusterEnvInt sets *v from the environment variable name, a positive
+// number, when it is set.
+func clusterEnvInt(t *testing.T, name string, v *int) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", name, s)
+		}
+		*v = n
+	}
 }
 
 // loadRun is what a load did: every task and action the API accepted,
