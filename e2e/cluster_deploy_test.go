@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,25 +32,31 @@ import (
 type clusterDeployment struct {
 	cluster *stewardtest.Cluster
 	tool    *stewardtest.Tool
-	// controls are the TaskService clients of the control planes, one per
-	// process; load spreads its callers over them.
-	controls []stewardv1connect.TaskServiceClient
-	// state is the first state replica, which the checks read through;
-	// states are all of them, for the check that their views agree.
-	state  clients
-	states []clients
 	// trusted is governance's credential key, for the chain check.
 	trusted ed25519.PublicKey
-	// procs are the planes, named plane@node (node counted from 1) or,
-	// for a plane's later replicas on a node, plane@node.replica.
-	procs map[string]*proc
-	names []string // procs' names, in the order they started
+	// procs are the planes' processes, named plane@node (node counted
+	// from 1) or, for a plane's later replicas on a node,
+	// plane@node.replica.
+	procs map[string]*planeProc
+	names []string // procs' names, in the order they first started
 	// replicas is how many processes each plane runs.
 	replicas int
 	base     *clusterBase
 	// tools is the tools file the execution planes register; governance
 	// the URL of the last governance plane started.
 	tools, governance string
+	mu                sync.Mutex // guards procs' entries, which a fault test replaces
+	calls             int        // calls handed a control plane (nextControl)
+}
+
+// planeProc is one process of a plane, as a fault test may kill it and
+// start it anew.
+type planeProc struct {
+	plane string
+	node  int
+	*proc
+	api  clients // its API
+	down bool    // killed and not started again
 }
 
 // clusterReplicas is how many processes of each plane a deployment runs:
@@ -73,7 +80,7 @@ func replicaNode(node, i int) int { return (node + i) % 3 }
 func startClusterDeployment(t *testing.T) *clusterDeployment {
 	t.Helper()
 	b := startClusterBase(t)
-	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*proc{}, replicas: clusterReplicas(t)}
+	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*planeProc{}, replicas: clusterReplicas(t)}
 	// The search tool offers the status query: a read whose outcome went
 	// unrecorded while the stream had no leader is settled by asking the
 	// tool, not left to a person.
@@ -89,24 +96,31 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 	return d
 }
 
-// startReplica starts one more process of plane on node and adds its
-// clients to the deployment's; it returns the process's name.
+// startReplica starts one more process of plane on node; it returns the
+// process's name.
 func (d *clusterDeployment) startReplica(t *testing.T, plane string, node int) string {
+	t.Helper()
+	name := fmt.Sprintf("%s@%d", plane, node+1)
+	for i := 2; d.procs[name] != nil; i++ {
+		name = fmt.Sprintf("%s@%d.%d", plane, node+1, i)
+	}
+	d.names = append(d.names, name)
+	d.start(t, name, plane, node)
+	return name
+}
+
+// start starts plane on node as the process name, anew if it ran before.
+func (d *clusterDeployment) start(t *testing.T, name, plane string, node int) {
 	t.Helper()
 	var args []string
 	if plane == "execution" {
 		args = []string{"--tools", d.tools, "--sandbox", filepath.Join(d.base.dir, "sandbox")}
 	}
-	name := fmt.Sprintf("%s@%d", plane, node+1)
-	for i := 2; d.procs[name] != nil; i++ {
-		name = fmt.Sprintf("%s@%d.%d", plane, node+1, i)
-	}
 	pr := d.base.startPlane(t, plane, node, d.governance, nil, args...)
-	d.procs[name], d.names = pr, append(d.names, name)
-	switch plane {
-	case "control":
-		d.controls = append(d.controls, newClients(pr.url).tasks)
-	case "governance":
+	d.mu.Lock()
+	d.procs[name] = &planeProc{plane: plane, node: node, proc: pr, api: newClients(pr.url)}
+	d.mu.Unlock()
+	if plane == "governance" {
 		d.governance = pr.url
 		gov := stewardv1connect.NewGovernanceServiceClient(http.DefaultClient, pr.url)
 		resp, err := gov.GetCredentialKey(context.Background(), connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
@@ -114,12 +128,64 @@ func (d *clusterDeployment) startReplica(t *testing.T, plane string, node int) s
 			t.Fatal(err)
 		}
 		d.trusted = resp.Msg.PublicKey
-	case "state":
-		d.states = append(d.states, newClients(pr.url))
-		d.state = d.states[0]
 	}
-	return name
 }
+
+// kill kills the process name (SIGKILL); restart starts it anew.
+func (d *clusterDeployment) kill(name string) {
+	d.mu.Lock()
+	p := d.procs[name]
+	p.down = true
+	d.mu.Unlock()
+	p.kill()
+}
+
+func (d *clusterDeployment) restart(t *testing.T, name string) {
+	t.Helper()
+	d.mu.Lock()
+	p := d.procs[name]
+	d.mu.Unlock()
+	d.start(t, name, p.plane, p.node)
+}
+
+// live returns the APIs of plane's processes that run, in the order they
+// first started.
+func (d *clusterDeployment) live(plane string) []clients {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []clients
+	for _, name := range d.names {
+		if p := d.procs[name]; p.plane == plane && !p.down {
+			out = append(out, p.api)
+		}
+	}
+	return out
+}
+
+// controls returns the TaskService clients of the control planes that
+// run.
+func (d *clusterDeployment) controls() []stewardv1connect.TaskServiceClient {
+	var out []stewardv1connect.TaskServiceClient
+	for _, c := range d.live("control") {
+		out = append(out, c.tasks)
+	}
+	return out
+}
+
+// nextControl returns a control plane that runs, the next one at each
+// call: a client given every control plane's address, which asks another
+// when one is lost.
+func (d *clusterDeployment) nextControl() stewardv1connect.TaskServiceClient {
+	cs := d.controls()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	return cs[d.calls%len(cs)]
+}
+
+// state returns the API of the first state plane that runs, which the
+// checks read through.
+func (d *clusterDeployment) state() clients { return d.live("state")[0] }
 
 // probe waits until every control plane takes a proposal of the search
 // tool: the execution plane registers the tool on the log as it starts,
@@ -133,7 +199,7 @@ func (d *clusterDeployment) probe(t *testing.T) {
 	probe := 0
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
 		probe++
-		for i, c := range d.controls {
+		for i, c := range d.controls() {
 			resp, err := c.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("cluster-probe-%d-%d", probe, i), Contract: k}))
 			if err != nil {
 				return false, fmt.Sprintf("control %d: create: %v", i, err)
