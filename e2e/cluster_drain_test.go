@@ -19,27 +19,16 @@ import (
 func TestClusterDrain(t *testing.T) {
 	l := clusterLoadFromEnv(t, clusterLoad{tasks: 1, actions: 2, clients: 6})
 	l.pace = time.Second / 8
-	d := startClusterDeployment(t)
-	until := make(chan struct{})
-	l.until = until
-	r := newLoadRun()
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		applyLoad(d, l, "drain", r)
-	}()
-	f := &faultRun{t: t, d: d, r: r}
+	f := startFaultRun(t, l, "drain")
 	f.steady(3 * time.Second)
-	controls, workers := d.replicaNames("control"), d.replicaNames("execution")
+	controls, workers := f.d.replicaNames("control"), f.d.replicaNames("execution")
 	for i := range 2 {
 		f.drain(controls[i%len(controls)])
 		f.drain(workers[i%len(workers)])
 	}
 	f.steady(2 * time.Second)
-	close(until)
-	<-loaded
-	seen := settle(t, d, r)
-	lat, endings := clusterVerdict(t, d, r, seen, true)
+	d, r := f.d, f.r
+	lat, endings := f.end(true)
 	t.Logf("cluster drain: %d tasks, %d actions accepted, %d succeeded; propose→ended p50 %s, p99 %s, max %s; answers %v",
 		len(r.tasks), len(r.actions), len(lat), percentile(lat, 50).Round(time.Millisecond), percentile(lat, 99).Round(time.Millisecond),
 		percentile(lat, 100).Round(time.Millisecond), r.answers)

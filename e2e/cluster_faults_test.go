@@ -30,22 +30,13 @@ import (
 // The default size suits CI (about two minutes with the build on two
 // cores); the documented longer run (docs/cluster.md):
 //
-//	STEWARD_CLUSTER_FAULT_RATE=20 STEWARD_CLUSTER_ACTIONS=4 go test -count=1 -run TestClusterFaults -timeout 20m -v ./e2e/
+//	STEWARD_CLUSTER_FAULT_RATE=15 STEWARD_CLUSTER_ACTIONS=4 go test -count=1 -run TestClusterFaults -timeout 20m -v ./e2e/
 func TestClusterFaults(t *testing.T) {
 	l := clusterLoadFromEnv(t, clusterLoad{tasks: 1, actions: 2, clients: 6})
 	rate := 6
 	clusterEnvInt(t, "STEWARD_CLUSTER_FAULT_RATE", &rate)
 	l.pace = time.Second / time.Duration(rate)
-	d := startClusterDeployment(t)
-	until := make(chan struct{})
-	l.until = until
-	r := newLoadRun()
-	loaded := make(chan struct{})
-	go func() {
-		defer close(loaded)
-		applyLoad(d, l, "faults", r)
-	}()
-	f := &faultRun{t: t, d: d, r: r}
+	f := startFaultRun(t, l, "faults")
 	f.steady(5 * time.Second)
 	f.leaderLoss()
 	for _, plane := range []string{"control", "governance", "execution", "state"} {
@@ -53,10 +44,8 @@ func TestClusterFaults(t *testing.T) {
 	}
 	f.nodeLoss()
 	f.steady(3 * time.Second)
-	close(until)
-	<-loaded
-	seen := settle(t, d, r)
-	lat, endings := clusterVerdict(t, d, r, seen, false)
+	d, r := f.d, f.r
+	lat, endings := f.end(false)
 	checkStateReplicasAgree(t, d, r.tasks)
 	t.Logf("cluster faults: %d tasks, %d actions accepted, %d succeeded; wall %s; propose→ended p50 %s, p99 %s, max %s; answers %v",
 		len(r.tasks), len(r.actions), len(lat), time.Since(r.started).Round(time.Millisecond),
@@ -76,12 +65,40 @@ const clusterFaultPause = 15 * time.Second
 // killed worker held (5 s each).
 const clusterFaultLatency = 20 * time.Second
 
-// faultRun is the faults of one run, in order, each with when it struck.
+// faultRun is a steady load on a deployment and the faults struck
+// meanwhile, in order, each with when it struck.
 type faultRun struct {
 	t      *testing.T
 	d      *clusterDeployment
 	r      *loadRun
 	faults []fault
+	// endLoad ends the load and returns once every call has answered.
+	endLoad func()
+}
+
+// startFaultRun starts a deployment and l on it, tasks coming until end.
+func startFaultRun(t *testing.T, l clusterLoad, run string) *faultRun {
+	t.Helper()
+	f := &faultRun{t: t, d: startClusterDeployment(t), r: newLoadRun()}
+	until, loaded := make(chan struct{}), make(chan struct{})
+	l.until = until
+	go func() {
+		defer close(loaded)
+		applyLoad(f.d, l, run, f.r)
+	}()
+	f.endLoad = func() {
+		close(until)
+		<-loaded
+	}
+	return f
+}
+
+// end ends the load, waits until every task has settled and checks the
+// end state (clusterVerdict); it returns what clusterVerdict does.
+func (f *faultRun) end(exactCalls bool) (latencies []time.Duration, endings []time.Time) {
+	f.t.Helper()
+	f.endLoad()
+	return clusterVerdict(f.t, f.d, f.r, settle(f.t, f.d, f.r), exactCalls)
 }
 
 type fault struct {
