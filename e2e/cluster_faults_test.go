@@ -79,6 +79,9 @@ type faultRun struct {
 // startFaultRun starts a deployment and l on it, tasks coming until end.
 func startFaultRun(t *testing.T, l clusterLoad, run string) *faultRun {
 	t.Helper()
+	if n := clusterReplicas(t); n < 2 {
+		t.Fatalf("STEWARD_CLUSTER_REPLICAS=%d: a fault run kills replicas and needs two of every plane at least", n)
+	}
 	f := &faultRun{t: t, d: startClusterDeployment(t), r: newLoadRun()}
 	until, loaded := make(chan struct{}), make(chan struct{})
 	l.until = until
