@@ -75,7 +75,7 @@ func startClusterCrash(t *testing.T) *clusterCrash {
 	c.front.use(startCrashTool(t))
 	procs := map[string]*proc{}
 	for _, p := range clusterServices {
-		procs[p.plane] = c.startPlane(t, p.plane, "", "")
+		procs[p.plane] = c.startPlane(t, p.plane, 0, "", "")
 	}
 	cl := newClients(procs["state"].url)
 	cl.tasks = newClients(procs["control"].url).tasks
@@ -119,8 +119,13 @@ func startClusterCrash(t *testing.T) *clusterCrash {
 	return c
 }
 
-// start starts a run's planes, one per plane (clusterServices), with point
-// armed in the one that reaches it; the restart starts that plane anew.
+// start starts a run's planes, clusterReplicas processes of each, with
+// point armed in the plane that reaches it. That plane runs its armed
+// process alone until it dies: its consumer hands an event to any of its
+// processes, and an unarmed peer that took it would never reach the
+// point. The restart then starts the dead process anew and its peers,
+// which recover the run together; the other planes run two processes
+// throughout.
 func (c *clusterCrash) start(t *testing.T, tool *stewardtest.Tool, point, worker string) crashStarted {
 	t.Helper()
 	c.front.use(tool)
@@ -128,13 +133,19 @@ func (c *clusterCrash) start(t *testing.T, tool *stewardtest.Tool, point, worker
 	if owner == "" {
 		t.Fatalf("no plane is known to reach crash point %s: add it to crashOwners", point)
 	}
+	replicas := clusterReplicas(t)
 	procs := map[string]*proc{}
 	for _, p := range clusterServices {
-		armed := ""
 		if p.plane == owner {
-			armed = point
+			procs[p.plane] = c.startPlane(t, p.plane, 0, point, worker)
+			continue
 		}
-		procs[p.plane] = c.startPlane(t, p.plane, armed, worker)
+		for i := range replicas {
+			pr := c.startPlane(t, p.plane, i, "", worker)
+			if i == 0 {
+				procs[p.plane] = pr
+			}
+		}
 	}
 	cl := func() clients {
 		cl := newClients(procs["state"].url)
@@ -144,29 +155,37 @@ func (c *clusterCrash) start(t *testing.T, tool *stewardtest.Tool, point, worker
 	return crashStarted{
 		c: cl(), watch: procs["state"].url, armed: procs[owner],
 		restart: func(t *testing.T, worker string) clients {
-			procs[owner] = c.startPlane(t, owner, "", worker)
+			procs[owner] = c.startPlane(t, owner, 0, "", worker)
+			for i := 1; i < replicas; i++ {
+				c.startPlane(t, owner, i, "", worker)
+			}
 			return cl()
 		},
 	}
 }
 
-// startPlane starts plane on its node (clusterServices) with point armed
-// ("" for none), the execution plane as worker (clusterCrashWorker when
-// ""). It stops the plane gently when the test ends, unless it died: a
-// plane killed at the end would leave the next run's planes its messages
-// in flight.
-func (c *clusterCrash) startPlane(t *testing.T, plane, point, worker string) *proc {
+// startPlane starts replica (from 0) of plane on its node (clusterServices,
+// replicaNode) with point armed ("" for none), the execution plane as
+// worker (clusterCrashWorker when "") and its further replicas as
+// worker-peer1, worker-peer2 …: workers started with worker's process.
+// It stops the plane gently when the test ends, unless it died: a plane
+// killed at the end would leave the next run's planes its messages in
+// flight.
+func (c *clusterCrash) startPlane(t *testing.T, plane string, replica int, point, worker string) *proc {
 	t.Helper()
 	node := -1
 	for _, p := range clusterServices {
 		if p.plane == plane {
-			node = p.node
+			node = replicaNode(p.node, replica)
 		}
 	}
 	var args []string
 	if plane == "execution" {
 		if worker == "" {
 			worker = clusterCrashWorker
+		}
+		if replica > 0 {
+			worker = fmt.Sprintf("%s-peer%d", worker, replica)
 		}
 		args = []string{"--tools", c.tools, "--sandbox", filepath.Join(c.b.dir, "sandbox"), "--worker", worker}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,71 +27,171 @@ import (
 // own that the test may kill (stewardtest.ClusterProcesses): the
 // streams at three replicas, each plane the real binary (`steward serve
 // --replicas 3`) signed in as its own NATS user (`steward nats-users`),
-// and the planes spread over the nodes so that a plane's reads go through
-// another node than the writes it reacts to.
+// replicas of every plane (clusterReplicas) on different nodes, so that a
+// plane's reads go through another node than the writes it reacts to.
 type clusterDeployment struct {
 	cluster *stewardtest.Cluster
 	tool    *stewardtest.Tool
-	// controls are the TaskService clients of the control planes, one per
-	// process; load spreads its callers over them.
-	controls []stewardv1connect.TaskServiceClient
-	state    clients
 	// trusted is governance's credential key, for the chain check.
 	trusted ed25519.PublicKey
-	// procs are the planes, named plane@node (node counted from 1).
-	procs map[string]*proc
-	names []string // procs' names, in the order they started
+	// procs are the planes' processes, named plane@node (node counted
+	// from 1) or, for a plane's later replicas on a node,
+	// plane@node.replica.
+	procs map[string]*planeProc
+	names []string // procs' names, in the order they first started
+	// replicas is how many processes each plane runs.
+	replicas int
+	base     *clusterBase
+	// tools is the tools file the execution planes register; governance
+	// the URL of the last governance plane started.
+	tools, governance string
+	mu                sync.Mutex // guards procs' entries, which a fault test replaces
+	calls             int        // calls handed a control plane (nextControl)
 }
 
-// clusterPlanes is where each plane runs: one node index per process.
-// Two control planes take the commands, on the two nodes that run no
-// governance, so that a task created through one node is reacted to and
-// read through the others.
-var clusterPlanes = []struct {
+// planeProc is one process of a plane, as a fault test may kill it and
+// start it anew.
+type planeProc struct {
 	plane string
 	node  int
-}{
-	{"control", 0}, {"governance", 1}, {"execution", 2}, {"state", 0}, {"control", 2},
+	*proc
+	api  clients // its API
+	down bool    // killed and not started again
 }
 
-// startClusterDeployment starts the cluster and the planes, with a read
-// tool, search, served by a reference HTTP tool that answers status
+// clusterReplicas is how many processes of each plane a deployment runs:
+// two, or STEWARD_CLUSTER_REPLICAS.
+func clusterReplicas(t *testing.T) int {
+	t.Helper()
+	n := 2
+	clusterEnvInt(t, "STEWARD_CLUSTER_REPLICAS", &n)
+	return n
+}
+
+// replicaNode is the node replica i (from 0) of a plane whose first
+// replica runs on node runs on: the next nodes in turn, so that two
+// replicas of one plane never share a node.
+func replicaNode(node, i int) int { return (node + i) % 3 }
+
+// startClusterDeployment starts the cluster and clusterReplicas processes
+// of every plane, the first of each where clusterServices places it, with
+// a read tool, search, served by a reference HTTP tool that answers status
 // queries.
 func startClusterDeployment(t *testing.T) *clusterDeployment {
 	t.Helper()
 	b := startClusterBase(t)
-	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*proc{}}
+	d := &clusterDeployment{cluster: b.cluster, tool: stewardtest.StartTool(t), procs: map[string]*planeProc{}, replicas: clusterReplicas(t)}
 	// The search tool offers the status query: a read whose outcome went
 	// unrecorded while the stream had no leader is settled by asking the
 	// tool, not left to a person.
 	search := strings.Replace(governedTools(d.tool)[0], `"http": {"url": `, `"statusQuery": true, "http": {"statusUrl": "`+d.tool.URL+`/status", "url": `, 1)
-	tools := writeFile(t, b.dir, "tools.json", `{"tools": [`+search+`]}`)
-	var governance string
-	for _, p := range clusterPlanes {
-		var args []string
-		if p.plane == "execution" {
-			args = []string{"--tools", tools, "--sandbox", filepath.Join(b.dir, "sandbox")}
-		}
-		name := fmt.Sprintf("%s@%d", p.plane, p.node+1)
-		pr := b.startPlane(t, p.plane, p.node, governance, nil, args...)
-		d.procs[name], d.names = pr, append(d.names, name)
-		switch p.plane {
-		case "control":
-			d.controls = append(d.controls, newClients(pr.url).tasks)
-		case "governance":
-			governance = pr.url
-			gov := stewardv1connect.NewGovernanceServiceClient(http.DefaultClient, pr.url)
-			resp, err := gov.GetCredentialKey(context.Background(), connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
-			if err != nil {
-				t.Fatal(err)
-			}
-			d.trusted = resp.Msg.PublicKey
-		case "state":
-			d.state = newClients(pr.url)
+	d.tools = writeFile(t, b.dir, "tools.json", `{"tools": [`+search+`]}`)
+	d.base = b
+	for _, p := range clusterServices {
+		for i := range d.replicas {
+			d.startReplica(t, p.plane, replicaNode(p.node, i))
 		}
 	}
-	// The execution plane registers the tool on the log as it starts; a
-	// proposal for it is refused until the control planes have read it.
+	d.probe(t)
+	return d
+}
+
+// startReplica starts one more process of plane on node; it returns the
+// process's name.
+func (d *clusterDeployment) startReplica(t *testing.T, plane string, node int) string {
+	t.Helper()
+	name := fmt.Sprintf("%s@%d", plane, node+1)
+	for i := 2; d.procs[name] != nil; i++ {
+		name = fmt.Sprintf("%s@%d.%d", plane, node+1, i)
+	}
+	d.names = append(d.names, name)
+	d.start(t, name, plane, node)
+	return name
+}
+
+// start starts plane on node as the process name, anew if it ran before.
+func (d *clusterDeployment) start(t *testing.T, name, plane string, node int) {
+	t.Helper()
+	var args []string
+	if plane == "execution" {
+		args = []string{"--tools", d.tools, "--sandbox", filepath.Join(d.base.dir, "sandbox")}
+	}
+	pr := d.base.startPlane(t, plane, node, d.governance, nil, args...)
+	d.mu.Lock()
+	d.procs[name] = &planeProc{plane: plane, node: node, proc: pr, api: newClients(pr.url)}
+	d.mu.Unlock()
+	if plane == "governance" {
+		d.governance = pr.url
+		gov := stewardv1connect.NewGovernanceServiceClient(http.DefaultClient, pr.url)
+		resp, err := gov.GetCredentialKey(context.Background(), connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.trusted = resp.Msg.PublicKey
+	}
+}
+
+// kill kills the process name (SIGKILL); restart starts it anew.
+func (d *clusterDeployment) kill(name string) {
+	d.mu.Lock()
+	p := d.procs[name]
+	p.down = true
+	d.mu.Unlock()
+	p.kill()
+}
+
+func (d *clusterDeployment) restart(t *testing.T, name string) {
+	t.Helper()
+	d.mu.Lock()
+	p := d.procs[name]
+	d.mu.Unlock()
+	d.start(t, name, p.plane, p.node)
+}
+
+// live returns the APIs of plane's processes that run, in the order they
+// first started.
+func (d *clusterDeployment) live(plane string) []clients {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []clients
+	for _, name := range d.names {
+		if p := d.procs[name]; p.plane == plane && !p.down {
+			out = append(out, p.api)
+		}
+	}
+	return out
+}
+
+// controls returns the TaskService clients of the control planes that
+// run.
+func (d *clusterDeployment) controls() []stewardv1connect.TaskServiceClient {
+	var out []stewardv1connect.TaskServiceClient
+	for _, c := range d.live("control") {
+		out = append(out, c.tasks)
+	}
+	return out
+}
+
+// nextControl returns a control plane that runs, the next one at each
+// call: a client given every control plane's address, which asks another
+// when one is lost.
+func (d *clusterDeployment) nextControl() stewardv1connect.TaskServiceClient {
+	cs := d.controls()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.calls++
+	return cs[d.calls%len(cs)]
+}
+
+// state returns the API of the first state plane that runs, which the
+// checks read through.
+func (d *clusterDeployment) state() clients { return d.live("state")[0] }
+
+// probe waits until every control plane takes a proposal of the search
+// tool: the execution plane registers the tool on the log as it starts,
+// and a proposal for it is refused until the control planes have read it.
+func (d *clusterDeployment) probe(t *testing.T) {
+	t.Helper()
 	k := contract()
 	k.AllowedTools = []string{"search"}
 	// A probe is a task of its own at each try: one whose start was lost
@@ -98,7 +199,7 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 	probe := 0
 	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
 		probe++
-		for i, c := range d.controls {
+		for i, c := range d.controls() {
 			resp, err := c.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: fmt.Sprintf("cluster-probe-%d-%d", probe, i), Contract: k}))
 			if err != nil {
 				return false, fmt.Sprintf("control %d: create: %v", i, err)
@@ -112,7 +213,6 @@ func startClusterDeployment(t *testing.T) *clusterDeployment {
 		}
 		return true, ""
 	})
-	return d
 }
 
 // streamLeader returns the index of the node that leads the event stream,

@@ -46,9 +46,10 @@ func TestClusterGateway(t *testing.T) {
 	})
 }
 
-// clusterServices is where each plane runs in a deployment of one process
-// per plane: spread over the nodes, so that a plane's reads go through
-// another node than the writes it reacts to.
+// clusterServices is where the first process of each plane runs: spread
+// over the nodes, so that a plane's reads go through another node than the
+// writes it reacts to. Further replicas run on the next nodes
+// (replicaNode).
 var clusterServices = []struct {
 	plane string
 	node  int
@@ -61,16 +62,16 @@ var clusterServices = []struct {
 type examplesDeployment struct {
 	base    *clusterBase
 	gateway *proc
-	planes  map[string]string // each plane's own URL
+	planes  map[string]string // each plane's first replica's own URL
 	// dir is where the docs' blocks run (docsDir); data, its
 	// .steward/data, holds the token file the examples read.
 	dir, data string
 }
 
-// startClusterExamples starts the planes on a new cluster the way the
-// examples want Steward — the example tools, bearer tokens in a token file
-// in the data directory, as `steward dev` writes it — and a gateway in
-// front of them. It returns once a proposal of an example tool is accepted
+// startClusterExamples starts clusterReplicas processes of every plane on
+// a new cluster the way the examples want Steward — the example tools,
+// bearer tokens in a token file in the data directory, as `steward dev`
+// writes it — and a gateway in front of them. It returns once a proposal of an example tool is accepted
 // through the gateway.
 func startClusterExamples(t *testing.T) *examplesDeployment {
 	t.Helper()
@@ -80,14 +81,21 @@ func startClusterExamples(t *testing.T) *examplesDeployment {
 		t.Fatal(err)
 	}
 	d.base.withTokens(t, d.data)
+	replicas := map[string][]string{}
 	for _, p := range clusterServices {
 		var args []string
 		if p.plane == "execution" {
 			args = []string{"--tools", "../examples/tools.json", "--sandbox", filepath.Join(d.data, "sandbox")}
 		}
-		d.planes[p.plane] = d.base.startPlane(t, p.plane, p.node, d.planes["governance"], nil, args...).url
+		for i := range clusterReplicas(t) {
+			u := d.base.startPlane(t, p.plane, replicaNode(p.node, i), d.planes["governance"], nil, args...).url
+			replicas[p.plane] = append(replicas[p.plane], u)
+			if i == 0 {
+				d.planes[p.plane] = u
+			}
+		}
 	}
-	d.gateway = startGateway(t, replicasOf(d.planes))
+	d.gateway = startGateway(t, replicas)
 	// The execution plane registers the example tools on the log as it
 	// starts; a proposal of one is refused until the control plane has
 	// read them. A probe is a task of its own at each try.

@@ -23,23 +23,31 @@ import (
 // STEWARD_CLUSTER_CLIENTS override the defaults, sized for CI.
 type clusterLoad struct {
 	tasks, actions, clients int
+	// pace, if set, is the time between two tasks' creations; until, if
+	// set, keeps tasks coming past tasks until it is closed.
+	pace  time.Duration
+	until <-chan struct{}
 }
 
 func clusterLoadFromEnv(t *testing.T, def clusterLoad) clusterLoad {
 	t.Helper()
-	get := func(name string, v *int) {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				t.Fatalf("%s=%q: want a positive number", name, s)
-			}
-			*v = n
-		}
-	}
-	get("STEWARD_CLUSTER_TASKS", &def.tasks)
-	get("STEWARD_CLUSTER_ACTIONS", &def.actions)
-	get("STEWARD_CLUSTER_CLIENTS", &def.clients)
+	clusterEnvInt(t, "STEWARD_CLUSTER_TASKS", &def.tasks)
+	clusterEnvInt(t, "STEWARD_CLUSTER_ACTIONS", &def.actions)
+	clusterEnvInt(t, "STEWARD_CLUSTER_CLIENTS", &def.clients)
 	return def
+}
+
+// clusterEnvInt sets *v from the environment variable name, a positive
+// number, when it is set.
+func clusterEnvInt(t *testing.T, name string, v *int) {
+	t.Helper()
+	if s := os.Getenv(name); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: want a positive number", name, s)
+		}
+		*v = n
+	}
 }
 
 // loadRun is what a load did: every task and action the API accepted,
@@ -140,40 +148,64 @@ func searchParams(q string) *structpb.Struct {
 
 func newLoadRun() *loadRun { return &loadRun{answers: map[string]int{}} }
 
-// applyLoad creates l.tasks tasks from l.clients callers at once, spread
-// over the control planes, each proposing l.actions reads right after
-// CreateTask returns, records what happens in r, and returns once every
-// call has answered for good. It may run on a goroutine of its own.
+// applyLoad creates l.tasks tasks (and more while l.until is open) from
+// l.clients callers at once, spread over the control planes, each
+// proposing l.actions reads right after CreateTask returns, records what
+// happens in r, and returns once every call has answered for good. It may
+// run on a goroutine of its own.
 func applyLoad(d *clusterDeployment, l clusterLoad, run string, r *loadRun) {
 	r.mu.Lock()
 	r.started = time.Now()
 	r.mu.Unlock()
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for c := range l.clients {
-		control := d.controls[c%len(d.controls)]
+	for range l.clients {
 		wg.Go(func() {
 			for i := range next {
-				r.runTask(control, l, fmt.Sprintf("%s-%d", run, i))
+				r.runTask(d.nextControl, l, fmt.Sprintf("%s-%d", run, i))
 			}
 		})
 	}
-	for i := range l.tasks {
+	var tick <-chan time.Time
+	if l.pace > 0 {
+		ticker := time.NewTicker(l.pace)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
+	for i := 0; i < l.tasks || open(l.until); i++ {
+		if tick != nil {
+			<-tick
+		}
 		next <- i
 	}
 	close(next)
 	wg.Wait()
 }
 
-// runTask creates one task and proposes its reads, retrying what is
-// unavailable; a refusal is recorded, not retried.
-func (r *loadRun) runTask(control stewardv1connect.TaskServiceClient, l clusterLoad, requestID string) {
+// open reports whether ch is set and not closed.
+func open(ch <-chan struct{}) bool {
+	if ch == nil {
+		return false
+	}
+	select {
+	case <-ch:
+		return false
+	default:
+		return true
+	}
+}
+
+// runTask creates one task through control and proposes its reads,
+// retrying what is unavailable; a refusal is recorded, not retried.
+// control gives the client of each call: a caller moves on to another
+// control plane when one is lost.
+func (r *loadRun) runTask(control func() stewardv1connect.TaskServiceClient, l clusterLoad, requestID string) {
 	ctx := context.Background()
 	k := contract()
 	k.AllowedTools = []string{"search"}
 	var taskID string
 	err := callWithRetry(r, time.Minute, func() error {
-		resp, err := control.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
+		resp, err := control().CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: requestID, Contract: k}))
 		if err == nil {
 			taskID = resp.Msg.Task.Contract.TaskId
 		}
@@ -190,7 +222,7 @@ func (r *loadRun) runTask(control stewardv1connect.TaskServiceClient, l clusterL
 		proposal := fmt.Sprintf("read-%d", j)
 		var a *stewardv1.Action
 		propose := func() error {
-			resp, err := control.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
+			resp, err := control().ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{
 				TaskId: taskID, ProposalId: proposal, Tool: "search", Target: "acct:42",
 				Params: searchParams(fmt.Sprintf("incidents %s %d", requestID, j)), Rationale: argued,
 			}))
@@ -250,7 +282,7 @@ func settle(t *testing.T, d *clusterDeployment, r *loadRun) map[string]*stewardv
 	for len(pending) > 0 && time.Since(moved) < clusterQuiet {
 		var still []string
 		for _, id := range pending {
-			resp, err := d.state.query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: id}))
+			resp, err := d.state().query.GetTask(context.Background(), connect.NewRequest(&stewardv1.GetTaskRequest{TaskId: id}))
 			if err != nil {
 				still = append(still, id)
 				continue

@@ -118,7 +118,8 @@ func TestClusterProposeRightAfterCreate(t *testing.T) {
 	codes := map[string]int{}
 	var wrong []string
 	for i := range 50 {
-		control := d.controls[i%len(d.controls)]
+		controls := d.controls()
+		control := controls[i%len(controls)]
 		// CreateTask may answer unavailable too (its quota count catching
 		// up with the log); a client asks again with the same request id.
 		var resp *connect.Response[stewardv1.CreateTaskResponse]

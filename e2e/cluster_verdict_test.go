@@ -125,7 +125,7 @@ func verifyChains(t *testing.T, d *clusterDeployment, tasks []string, seen map[s
 }
 
 func replay(d *clusterDeployment, taskID string) ([][]byte, error) {
-	stream, err := d.state.audit.ReplayTask(context.Background(), connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
+	stream, err := d.state().audit.ReplayTask(context.Background(), connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: taskID}))
 	if err != nil {
 		return nil, err
 	}

@@ -360,10 +360,16 @@ func (p *proc) kill() {
 	}
 }
 
-// stop sends SIGTERM and waits for a clean exit.
+// stop sends SIGINT and waits for a clean exit.
 func (p *proc) stop(t *testing.T) {
 	t.Helper()
-	_ = p.cmd.Process.Signal(os.Interrupt)
+	p.stopWith(t, os.Interrupt)
+}
+
+// stopWith sends sig and waits for a clean exit.
+func (p *proc) stopWith(t *testing.T, sig os.Signal) {
+	t.Helper()
+	_ = p.cmd.Process.Signal(sig)
 	done := make(chan error, 1)
 	go func() { done <- p.cmd.Wait() }()
 	select {
@@ -372,7 +378,7 @@ func (p *proc) stop(t *testing.T) {
 			t.Fatalf("steward did not exit cleanly: %v", err)
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatal("steward did not stop within 15s of SIGINT")
+		t.Fatalf("steward did not stop within 15s of %v", sig)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -285,6 +286,9 @@ type lanes struct {
 	key   func(subject string) string // the chain a subject belongs to
 	seed  maphash.Seed
 	done  sync.WaitGroup
+	// handingBack is set when the subscription stops: a message not yet
+	// begun is handed back (handBack).
+	handingBack atomic.Bool
 }
 
 func newLanes(n int, key func(subject string) string, handle func(jetstream.Msg)) *lanes {
@@ -296,12 +300,21 @@ func newLanes(n int, key func(subject string) string, handle func(jetstream.Msg)
 		go func() {
 			defer ls.done.Done()
 			for msg := range ch {
+				if ls.handingBack.Load() {
+					_ = msg.Nak()
+					continue
+				}
 				handle(msg)
 			}
 		}()
 	}
 	return ls
 }
+
+// handBack makes the lanes give back every message they have not begun,
+// for the server to deliver at once to another process of the consumer
+// (a nak without delay), while the reactions already running finish.
+func (ls *lanes) handBack() { ls.handingBack.Store(true) }
 
 // route queues msg on its chain's lane; a full lane holds the consumer back.
 func (ls *lanes) route(msg jetstream.Msg) {
@@ -327,13 +340,20 @@ type laneSubscription struct {
 	once    sync.Once
 }
 
+// Stop lets the reactions running finish and hands back what this process
+// holds and has not begun — what its lanes queue, what the client has
+// buffered and what was on its way — so that another process of the
+// consumer (a plane's other replica) has it at once. Stopping the client
+// instead would drop its buffer, and each message dropped would wait out
+// ReactionAckWait before the server delivered it again.
 func (s *laneSubscription) Stop() {
 	s.once.Do(func() {
 		if s.replays != nil {
 			s.replays.Stop()
 			<-s.replays.Closed()
 		}
-		s.cc.Stop()
+		s.lanes.handBack()
+		s.cc.Drain()
 		<-s.cc.Closed()
 		s.lanes.close()
 	})

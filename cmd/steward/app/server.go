@@ -166,9 +166,14 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.stops = append(m.stops, st.Close)
+	// The planes run on a context of their own, which Close ends after
+	// stopping them: a signal ends ctx at once, and reactions cut short
+	// while the API still finishes its calls would fail and come again
+	// (to this process too) until the planes stopped.
+	planes, endPlanes := context.WithCancel(context.WithoutCancel(ctx))
+	m.stops = append(m.stops, endPlanes, st.Close)
 	log := st.Log
-	if m.planes, err = m.selectPlanes(ctx, js, st); err != nil {
+	if m.planes, err = m.selectPlanes(planes, js, st); err != nil {
 		return err
 	}
 	opts, err := m.handlerOptions(ctx, st.Tasks)
@@ -177,7 +182,7 @@ func (m *Server) Run(ctx context.Context) error {
 	}
 	var services []rpc.Service
 	for _, p := range m.planes {
-		if err := p.Start(ctx); err != nil {
+		if err := p.Start(planes); err != nil {
 			return err
 		}
 		services = append(services, p.Services(opts)...)
