@@ -30,15 +30,29 @@ func NewTransport(roots *x509.CertPool) *http.Transport {
 		HTTP2: &http.HTTP2Config{
 			SendPingTimeout: 15 * time.Second,
 			PingTimeout:     5 * time.Second,
+			// Smaller windows than the default, so that a caller who
+			// stops reading stops the plane's answer sooner. Not yet
+			// shown to keep a slow caller's answers at the plane, within
+			// its budget (pkg/rpc): see docs/gateway.md, limits.
+			MaxReceiveBufferPerStream:     receiveBufferPerStream,
+			MaxReceiveBufferPerConnection: receiveBufferPerConnection,
 		},
 	}
 }
 
+const (
+	receiveBufferPerStream     = 256 << 10
+	receiveBufferPerConnection = 4 << 20
+)
+
 // failover sends a call to its plane's replicas in turn (plane.order) until
 // one takes it. It goes on to the next replica only when the call cannot
 // have reached the last one: the connection was never made and not a byte
-// of the body was read. A replica that refused a connection, or broke one,
-// is marked down at once; the health checks bring it back.
+// of the body was read. A replica that refused a connection is marked
+// down at once; the health checks bring it back. Nothing else a call
+// meets marks a replica down — a caller could provoke it (a body cut
+// short, a malformed chunk) and take healthy replicas out of service —
+// so a replica that fails otherwise waits for its next health check.
 type failover struct {
 	transport http.RoundTripper
 	g         *Gateway
@@ -66,11 +80,15 @@ func (f *failover) RoundTrip(req *http.Request) (*http.Response, error) {
 		if req.Context().Err() != nil {
 			return nil, err // the caller left
 		}
-		// A replica that refused or dropped a connection is likely gone;
-		// if not, the next check brings it back.
-		f.g.markDown(r, err.Error())
+		if bad := body.err.Load(); bad != nil {
+			return nil, &badBody{err: *bad}
+		}
 		last = fmt.Errorf("replica %s: %w", r.url, err)
-		if !notConnected(err) || body.read.Load() {
+		if !notConnected(err) {
+			return nil, &undelivered{plane: p.name, sent: true, err: last}
+		}
+		f.g.markDown(r, err.Error())
+		if body.read.Load() {
 			return nil, &undelivered{plane: p.name, sent: true, err: last}
 		}
 	}
@@ -101,6 +119,14 @@ func (u *undelivered) caller() string {
 	return fmt.Sprintf("no replica of the %s plane took the call (%d tried)", u.plane, u.tried)
 }
 
+// badBody is a call whose body could not be read from its caller (cut
+// short, or a malformed chunk): the caller's fault, not a replica's.
+type badBody struct{ err error }
+
+func (b *badBody) Error() string { return "the call's body could not be read: " + b.err.Error() }
+
+func (b *badBody) Unwrap() error { return b.err }
+
 // notConnected reports whether err means no connection was made: the
 // request cannot have been sent.
 func notConnected(err error) bool {
@@ -111,15 +137,21 @@ func notConnected(err error) bool {
 // heldBody is a call's body handed to one attempt after another: the
 // transport closes the body of a failed attempt, which must not close the
 // caller's (the server does that), and an attempt that read any of it
-// ends the trying.
+// ends the trying. err is the first error reading it from the caller
+// gave, but its end, kept before the transport sees the error.
 type heldBody struct {
 	body io.ReadCloser
 	read atomic.Bool
+	err  atomic.Pointer[error]
 }
 
 func (b *heldBody) Read(p []byte) (int, error) {
 	b.read.Store(true)
-	return b.body.Read(p)
+	n, err := b.body.Read(p)
+	if err != nil && err != io.EOF {
+		b.err.CompareAndSwap(nil, &err)
+	}
+	return n, err
 }
 
 func (b *heldBody) Close() error { return nil }

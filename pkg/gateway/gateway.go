@@ -58,8 +58,6 @@ type Config struct {
 	// CheckEvery is how often replicas are checked; DefaultCheckEvery
 	// when zero.
 	CheckEvery time.Duration
-	// Now is the clock the health state is stamped with; time.Now when nil.
-	Now func() time.Time
 	// LookupHost finds the addresses of a replica URL's host name, as
 	// net.DefaultResolver.LookupHost does (the default).
 	LookupHost func(ctx context.Context, host string) ([]string, error)
@@ -82,9 +80,6 @@ type Gateway struct {
 func New(cfg Config) (*Gateway, error) {
 	if cfg.CheckEvery <= 0 {
 		cfg.CheckEvery = DefaultCheckEvery
-	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -140,8 +135,15 @@ func (g *Gateway) Handler() http.Handler {
 	return mux
 }
 
-// route sends r to the plane that serves its service.
+// route sends r to the plane that serves its service. A call asking to
+// upgrade its connection is refused: Connect, gRPC and gRPC-Web never do,
+// and the HTTP/2 connection to a plane cannot carry one.
 func (g *Gateway) route(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Upgrade") != "" {
+		_ = g.errors.Write(w, r, connect.NewError(connect.CodeInvalidArgument,
+			fmt.Errorf("the gateway does not upgrade connections (Upgrade: %q): Steward speaks Connect, gRPC and gRPC-Web", r.Header.Get("Upgrade"))))
+		return
+	}
 	service, _, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
 	p := g.byService[service]
 	if p == nil {
@@ -158,6 +160,11 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 		return // the caller left
 	}
 	g.cfg.Logger.Warn("gateway: call not delivered", "path", r.URL.Path, "error", err)
+	var bad *badBody
+	if errors.As(err, &bad) {
+		_ = g.errors.Write(w, r, connect.NewError(connect.CodeInvalidArgument, bad))
+		return
+	}
 	msg := "the gateway could not deliver the call"
 	var u *undelivered
 	if errors.As(err, &u) {
@@ -177,15 +184,12 @@ func (g *Gateway) Ready() bool {
 }
 
 // readyz answers 200 while every plane has a healthy replica, 503
-// otherwise, with each plane's count either way.
+// otherwise, with each plane's count either way: replicas' addresses and
+// errors are the gateway's log's, not any caller's.
 func (g *Gateway) readyz(w http.ResponseWriter, _ *http.Request) {
 	var b strings.Builder
 	for _, p := range g.planes {
-		replicas := p.current()
-		fmt.Fprintf(&b, "%s: %d of %d replicas healthy\n", p.name, p.healthy(), len(replicas))
-		for _, r := range replicas {
-			fmt.Fprintf(&b, "  %s\n", r.describe())
-		}
+		fmt.Fprintf(&b, "%s: %d of %d replicas healthy\n", p.name, p.healthy(), len(p.current()))
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !g.Ready() {

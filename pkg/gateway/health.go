@@ -47,8 +47,6 @@ type replica struct {
 	mu      sync.Mutex
 	checked bool // up or down has been found once
 	up      bool
-	since   time.Time // when up last changed
-	reason  string    // why it is down
 }
 
 func (r *replica) isUp() bool {
@@ -58,33 +56,12 @@ func (r *replica) isUp() bool {
 }
 
 // set records whether the replica is up, and reports whether that changed.
-func (r *replica) set(up bool, reason string, now time.Time) bool {
+func (r *replica) set(up bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	changed := !r.checked || r.up != up
-	if changed {
-		r.since = now
-	}
-	r.checked, r.up, r.reason = true, up, reason
+	r.checked, r.up = true, up
 	return changed
-}
-
-// describe says how the replica stands, for /readyz.
-func (r *replica) describe() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	name := r.url.String()
-	if r.target != r.url {
-		name += " (" + r.target.Host + ")"
-	}
-	switch {
-	case !r.checked:
-		return name + " not checked yet"
-	case r.up:
-		return name + " up since " + r.since.UTC().Format(time.RFC3339)
-	default:
-		return name + " down since " + r.since.UTC().Format(time.RFC3339) + ": " + r.reason
-	}
 }
 
 func (p *plane) healthy() int {
@@ -177,13 +154,13 @@ func (g *Gateway) probe(ctx context.Context, r *replica) error {
 }
 
 func (g *Gateway) markUp(r *replica) {
-	if r.set(true, "", g.cfg.Now()) {
+	if r.set(true) {
 		g.cfg.Logger.Info("gateway: replica up", "plane", r.plane, "url", r.url.String())
 	}
 }
 
 func (g *Gateway) markDown(r *replica, reason string) {
-	if r.set(false, reason, g.cfg.Now()) {
+	if r.set(false) {
 		g.cfg.Logger.Warn("gateway: replica down", "plane", r.plane, "url", r.url.String(), "reason", reason)
 	}
 }

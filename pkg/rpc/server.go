@@ -126,8 +126,11 @@ func WithLoopbackHosts() Option {
 	return func(o *options) { o.loopbackHosts = true }
 }
 
-// loopbackOnly refuses a request whose Host is not this machine.
-func loopbackOnly(next http.Handler) http.Handler {
+// LoopbackOnly refuses a request whose Host is not this machine (421
+// Misdirected Request), for a server on loopback that a browser's page
+// under a rebound name must not reach as its own origin: WithLoopbackHosts
+// for a plane, and the gateway in front of planes that trust whoever calls.
+func LoopbackOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, err := net.SplitHostPort(r.Host)
 		if err != nil {
@@ -205,7 +208,7 @@ func Listen(addr string, services []Service, opts ...Option) (*Server, error) {
 
 	var handler http.Handler = mux
 	if o.loopbackHosts {
-		handler = loopbackOnly(mux)
+		handler = LoopbackOnly(mux)
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)

@@ -138,7 +138,14 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv, ln, err := f.listen(g.Handler())
+	h := g.Handler()
+	if loopback(f.addr) {
+		// A gateway on this machine only may front planes in the open
+		// mode, which trust whoever calls: a browser's page under a
+		// rebound name must not reach them through it as its own origin.
+		h = rpc.LoopbackOnly(h)
+	}
+	srv, ln, err := f.listen(h)
 	if err != nil {
 		return err
 	}
