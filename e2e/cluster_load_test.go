@@ -2,11 +2,14 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -103,7 +106,8 @@ func (r *loadRun) acceptedAfter(at time.Time) (time.Time, bool) {
 }
 
 // callWithRetry runs call until it succeeds or fails with anything but
-// unavailable, which a client retries with backoff, as the API asks;
+// unavailable, or a connection the server's death cut (reset, EOF), which
+// a client retries with backoff and the same request id, as the API asks;
 // within bounds the whole.
 func callWithRetry(r *loadRun, within time.Duration, call func() error) error {
 	backoff := 25 * time.Millisecond
@@ -111,12 +115,20 @@ func callWithRetry(r *loadRun, within time.Duration, call func() error) error {
 	for {
 		err := call()
 		r.answered(err)
-		if connect.CodeOf(err) != connect.CodeUnavailable || time.Now().After(deadline) {
+		if !retryable(err) || time.Now().After(deadline) {
 			return err
 		}
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
 	}
+}
+
+// retryable reports whether a client retries err: unavailable, or a
+// connection cut under the call (its plane was killed), which connect
+// reports as canceled or unknown.
+func retryable(err error) bool {
+	return connect.CodeOf(err) == connect.CodeUnavailable ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }
 
 // searchParams are the search tool's parameters for query q.
