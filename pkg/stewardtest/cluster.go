@@ -2,6 +2,7 @@ package stewardtest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/url"
 	"strconv"
@@ -379,10 +380,19 @@ func (c *Cluster) StartNode(i int) {
 // moment ago, for a server the test starts elsewhere (a process, a flag).
 func FreeAddr(tb testing.TB) string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	// Below Linux's ephemeral range (32768–60999): a port the kernel
+	// picked for :0 and freed here is the next one it hands an outgoing
+	// connection of any process, which took a node's route port between
+	// this choice and the node's bind (a cluster start failed so in CI).
+	for range 100 {
+		port := 20000 + rand.IntN(12000)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			continue
+		}
+		defer l.Close()
+		return l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	tb.Fatal("no free port on 127.0.0.1 between 20000 and 32000 in 100 tries")
+	return ""
 }
