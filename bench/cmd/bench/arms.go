@@ -107,6 +107,20 @@ const allowAll = "package steward.policy\n\ndecision := {\"decision\": \"allow\"
 
 const toolsJSON = `{"tools": [{"name": "noop", "version": "1", "effectClass": "EFFECT_CLASS_READ", "dataSensitivity": "DATA_SENSITIVITY_INTERNAL", "builtin": {"kind": "noop"}}]}`
 
+// armDir makes a temporary directory for an arm, named from prefix, with
+// the tools file and, if allow, the allow-all policy in it (stewardFiles).
+// The arm removes dir when done.
+func armDir(prefix string, allow bool) (dir, tools, policy string, err error) {
+	if dir, err = os.MkdirTemp("", prefix); err != nil {
+		return "", "", "", err
+	}
+	if tools, policy, err = stewardFiles(dir, allow); err != nil {
+		os.RemoveAll(dir)
+		return "", "", "", err
+	}
+	return dir, tools, policy, nil
+}
+
 // stewardFiles writes the tools file and, if allow, the allow-all policy
 // under dir.
 func stewardFiles(dir string, allow bool) (tools, policy string, err error) {
@@ -132,15 +146,11 @@ func runDevDefault(o opts) (Result, error) { return runDev(o, false) }
 // runDev is arms (b) and (c): `steward dev` in this process, driven over
 // Connect on loopback.
 func runDev(o opts, allow bool) (Result, error) {
-	dir, err := os.MkdirTemp("", "bench-dev-")
+	dir, tools, policy, err := armDir("bench-dev-", allow)
 	if err != nil {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	tools, policy, err := stewardFiles(dir, allow)
-	if err != nil {
-		return Result{}, err
-	}
 	// The default: the agent's token from the file steward dev creates.
 	data := filepath.Join(dir, "data")
 	flags := []string{"--addr", "127.0.0.1:0", "--data", data, "--log-level", "error", "--tools", tools}
@@ -193,15 +203,11 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // this process, each with its own NATS connection over TCP to an embedded
 // NATS server, driven over Connect: control for writes, state for reads.
 func runServices(o opts) (Result, error) {
-	dir, err := os.MkdirTemp("", "bench-services-")
+	dir, tools, policy, err := armDir("bench-services-", true)
 	if err != nil {
 		return Result{}, err
 	}
 	defer os.RemoveAll(dir)
-	tools, policy, err := stewardFiles(dir, true)
-	if err != nil {
-		return Result{}, err
-	}
 	bus, err := embedded.Start(embedded.Config{StoreDir: filepath.Join(dir, "nats"), Port: -1})
 	if err != nil {
 		return Result{}, err

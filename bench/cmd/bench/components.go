@@ -17,7 +17,7 @@ func sortComponents(names []string) []string {
 }
 
 func componentOrder(name string) string {
-	for i, p := range []string{"control", "governance", "execution", "state"} {
+	for i, p := range []string{"gateway", "control", "governance", "execution", "state"} {
 		if name == p {
 			return fmt.Sprint(i)
 		}

@@ -59,6 +59,10 @@ type opts struct {
 	pgPID                 int
 }
 
+// perProcess are the arms that run each plane and NATS node as a process
+// of their own; builds before them lack them.
+var perProcess = []string{"services-r3", "services-procs", "services-gateway"}
+
 var arms = []arm{
 	{"floor", "(a) bare JetStream: 5 appends, 4 hops through durable consumers",
 		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
@@ -72,6 +76,8 @@ var arms = []arm{
 		"JetStream R3: acknowledged once 2 of 3 nodes hold it in the page cache; fsync every 2 min", func(o opts) (Result, error) { return runPlaneProcesses(o, 3) }},
 	{"services-procs", "(g) Steward services mode: 4 planes and NATS, each a process, R1",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", func(o opts) (Result, error) { return runPlaneProcesses(o, 1) }},
+	{"services-gateway", "(h) as (g), every call through a steward gateway process (the one address)",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runThroughGateway},
 	{"dbos-wf1", "(e1) DBOS Transact: one-step workflow",
 		"PostgreSQL: fsync (WAL flush) at every commit", runDBOSWorkflow},
 	{"dbos-step10", "(e2) DBOS Transact: one step of a ten-step workflow",
@@ -87,11 +93,18 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,services-r3,services-procs,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
-	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and services-r3, services-procs)")
+	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and those that run each process apart: services-r3, services-procs, services-gateway)")
+	memory := flag.Int("memory", 0, "instead of the arms: measure each plane's resident memory with `N` running tasks (arm (g)'s layout) and print a table")
 	flag.Parse()
+	if *memory > 0 {
+		if err := runMemory(os.Stdout, *memory); err != nil {
+			fatalf("memory: %v", err)
+		}
+		return
+	}
 	o := opts{latencyN: *latencyN, throughputN: *throughputN, pgURL: *pgURL, pgPID: *pgPID}
 	if *armID != "" {
 		a, ok := find(*armID)
@@ -113,7 +126,7 @@ func main() {
 		// Neither DBOS's arms nor those that measure each process apart
 		// (builds before them lack them): -arms names them.
 		selected = slices.DeleteFunc(slices.Clone(arms), func(a arm) bool {
-			return strings.HasPrefix(a.id, "dbos") || a.id == "services-r3" || a.id == "services-procs"
+			return strings.HasPrefix(a.id, "dbos") || slices.Contains(perProcess, a.id)
 		})
 	}
 	if *only != "" {

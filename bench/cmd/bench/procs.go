@@ -195,48 +195,97 @@ func stopAll(cs []*component) {
 
 // runPlaneProcesses is arms (f) and (g): arm (d)'s four planes, each a
 // `steward serve` process, on nodes NATS nodes (each its own process)
-// with streams of as many replicas, plane k on node k mod nodes; driven
-// as (d). Each process's CPU time is reported apart.
+// with streams of as many replicas; driven as (d). Each process's CPU time
+// is reported apart.
 func runPlaneProcesses(o opts, nodes int) (Result, error) {
-	dir, err := os.MkdirTemp("", "bench-procs-")
+	d, err := startDeployment("bench-procs-", nodes, nil)
 	if err != nil {
 		return Result{}, err
 	}
-	defer os.RemoveAll(dir)
-	tools, policy, err := stewardFiles(dir, true)
+	defer d.stop()
+	r, err := driveSteward(o, d.planeURL["control"], d.planeURL["state"], "", d.cpus)
+	if err == nil {
+		r.EventsLeader, err = streamLeader(d.natsURLs[0], eventlog.DefaultStream)
+	}
+	return r, err
+}
+
+// runThroughGateway is arm (h): arm (g) with the calls going through a
+// `steward gateway` process, as clients reach a deployment by its one
+// address; the gateway's CPU is reported beside the planes'.
+func runThroughGateway(o opts) (Result, error) {
+	d, err := startDeployment("bench-gateway-", 1, nil)
 	if err != nil {
 		return Result{}, err
 	}
-	all, urls, err := startNodes(dir, nodes)
+	defer d.stop()
+	args := []string{stewardArg, "gateway", "--addr", "127.0.0.1:0", "--log-level", "error"}
+	for plane, url := range d.planeURL {
+		args = append(args, "--"+plane, url)
+	}
+	c, url, err := startComponent(d.dir, "gateway", gatewayLine, nil, args...)
 	if err != nil {
 		return Result{}, err
 	}
-	defer func() { stopAll(all) }()
-	planeURL := map[string]string{}
+	d.all = append(d.all, c)
+	return driveSteward(o, url, url, "", d.cpus)
+}
+
+// gatewayLine is what `steward gateway` prints once it listens.
+var gatewayLine = regexp.MustCompile(`gateway serving Connect, gRPC and gRPC-Web on (https?://\S+)`)
+
+// deployment is arm (d)'s four planes, each a `steward serve` process, on
+// NATS nodes that are processes of their own: plane k on node k mod nodes,
+// streams of as many replicas as there are nodes.
+type deployment struct {
+	dir      string
+	all      []*component // NATS nodes, then planes
+	natsURLs []string
+	planeURL map[string]string // by plane name
+}
+
+// more adds arguments to a plane's command, by plane name.
+func startDeployment(prefix string, nodes int, more map[string][]string) (d *deployment, err error) {
+	dir, tools, policy, err := armDir(prefix, true)
+	if err != nil {
+		return nil, err
+	}
+	d = &deployment{dir: dir, planeURL: map[string]string{}}
+	defer func() {
+		if err != nil {
+			d.stop()
+		}
+	}()
+	if d.all, d.natsURLs, err = startNodes(dir, nodes); err != nil {
+		return d, err
+	}
 	for k, plane := range []string{"state", "governance", "execution", "control"} {
-		args := []string{stewardArg, "serve", "--plane", plane, "--nats", urls[k%nodes], "--replicas", fmt.Sprint(nodes),
+		args := []string{stewardArg, "serve", "--plane", plane, "--nats", d.natsURLs[k%nodes], "--replicas", fmt.Sprint(nodes),
 			"--addr", "127.0.0.1:0", "--log-level", "error",
 			"--sandbox", filepath.Join(dir, "sandbox"), "--tools", tools, "--policy-dir", policy,
 			"--credential-key", filepath.Join(dir, "credential.key"), "--insecure"}
-		c, url, err := startComponent(dir, plane, servingLine, nil, args...)
+		c, url, err := startComponent(dir, plane, servingLine, nil, append(args, more[plane]...)...)
 		if err != nil {
-			return Result{}, err
+			return d, err
 		}
-		all = append(all, c)
-		planeURL[plane] = url
+		d.all = append(d.all, c)
+		d.planeURL[plane] = url
 	}
-	cpus := func() map[string]time.Duration {
-		m := map[string]time.Duration{}
-		for _, c := range all {
-			m[c.name] = c.cpu()
-		}
-		return m
+	return d, nil
+}
+
+// cpus is each process's CPU time so far, by name.
+func (d *deployment) cpus() map[string]time.Duration {
+	m := map[string]time.Duration{}
+	for _, c := range d.all {
+		m[c.name] = c.cpu()
 	}
-	r, err := driveSteward(o, planeURL["control"], planeURL["state"], "", cpus)
-	if err == nil {
-		r.EventsLeader, err = streamLeader(urls[0], eventlog.DefaultStream)
-	}
-	return r, err
+	return m
+}
+
+func (d *deployment) stop() {
+	stopAll(d.all)
+	os.RemoveAll(d.dir)
 }
 
 // streamLeader names the node that leads stream: the one that orders its
