@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -33,6 +34,10 @@ var servedPaths = map[string][]string{
 // file must come from a Secret, never from the image or a ConfigMap.
 var keyFlags = []string{"--auth", "--nats-nkey", "--secret-key", "--credential-key", "--permit-key", "--call-key"}
 
+// runtimeEnv are the variables a manifest may set literally: the Go
+// runtime's, from docs/capacity.md's model, no secret among them.
+var runtimeEnv = []string{"GOMEMLIMIT"}
+
 // callKeySecret holds the key execution signs tool calls with.
 const callKeySecret = "steward-call-key"
 
@@ -48,6 +53,7 @@ var properties = []property{
 	{"nats cluster", natsClusterFaults},
 	{"probes", probeFaults},
 	{"resources", resourceFaults},
+	{"sized by the capacity model", sizingFaults},
 	{"disruption budgets", pdbFaults},
 	{"network policies", networkFaults},
 	{"security context", securityFaults},
@@ -85,10 +91,13 @@ func TestManifestProperties(t *testing.T) {
 		}
 	})
 	spoilt := map[string]func(m *manifests){
-		"replicas":           func(m *manifests) { m.deployments["control"].Spec.Replicas = ptr(int32(1)) },
-		"nats cluster":       func(m *manifests) { dropArg(&m.statefuls["nats"].Spec.Template.Spec.Containers[0], "--routes") },
-		"probes":             func(m *manifests) { m.pod("state").Containers[0].ReadinessProbe.HTTPGet.Path = "/ready" },
-		"resources":          func(m *manifests) { delete(m.pod("governance").Containers[0].Resources.Limits, corev1.ResourceMemory) },
+		"replicas":     func(m *manifests) { m.deployments["control"].Spec.Replicas = ptr(int32(1)) },
+		"nats cluster": func(m *manifests) { dropArg(&m.statefuls["nats"].Spec.Template.Spec.Containers[0], "--routes") },
+		"probes":       func(m *manifests) { m.pod("state").Containers[0].ReadinessProbe.HTTPGet.Path = "/ready" },
+		"resources":    func(m *manifests) { delete(m.pod("governance").Containers[0].Resources.Limits, corev1.ResourceMemory) },
+		"sized by the capacity model": func(m *manifests) {
+			m.pod("state").Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("512Mi")
+		},
 		"disruption budgets": func(m *manifests) { delete(m.pdbs, "execution") },
 		"network policies": func(m *manifests) {
 			m.policies["nats"].Spec.Ingress[0].From = nil // clients from anywhere
@@ -348,7 +357,7 @@ func scrapeFaults(_ string, m *manifests) []string {
 // secretFaults checks that every key, seed and token file a container
 // is given comes from a Secret mounted read-only, and that no container
 // takes a value of its environment literally from the manifest but the
-// downward API's.
+// downward API's and the Go runtime's settings (runtimeEnv).
 func secretFaults(_ string, m *manifests) []string {
 	var faults []string
 	for _, name := range workloads {
@@ -368,7 +377,7 @@ func secretFaults(_ string, m *manifests) []string {
 			faults = append(faults, fmt.Sprintf("%s refers to Secret %s: only execution signs tool calls", name, callKeySecret))
 		}
 		for _, e := range c.Env {
-			if e.Value != "" {
+			if e.Value != "" && !slices.Contains(runtimeEnv, e.Name) {
 				faults = append(faults, fmt.Sprintf("%s: env %s is written in the manifest; keys and tokens come from Secrets", name, e.Name))
 			}
 		}
