@@ -117,12 +117,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			rec: &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}, permanent: setAside})
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
-	cc, err := cons.Consume(ls.route, jetstream.PullExpiry(ReactionPull))
-	if err != nil {
-		ls.close()
-		return nil, err
-	}
-	sub := &laneSubscription{cc: cc, lanes: ls}
+	sub := &laneSubscription{pull: startPull(cons, ls.route, log), lanes: ls}
 	if sub.replays, err = l.reactToReplays(ctx, name, r, log); err != nil {
 		sub.Stop()
 		return nil, err
@@ -208,14 +203,6 @@ func (l *Log) durable(ctx context.Context, stream string, cfg jetstream.Consumer
 	}
 	return cons, nil
 }
-
-// ReactionPull is how long one pull request of a reaction consumer waits
-// for events. The server heartbeats an open pull at half of it, and a
-// client that misses two heartbeats pulls again: after a consumer's leader
-// is lost with its node, reactions resume within about this long, where
-// nats.go's default (30 s) held them back for half a minute on a cluster.
-// An idle consumer costs one small request per ReactionPull.
-const ReactionPull = 5 * time.Second
 
 type msgKey struct{}
 
@@ -331,30 +318,29 @@ func (ls *lanes) close() {
 	ls.done.Wait()
 }
 
-// laneSubscription stops the consumer of its replay requests and the
+// laneSubscription stops the fetches of its replay requests and of its
 // consumer, then drains its lanes.
 type laneSubscription struct {
-	cc      jetstream.ConsumeContext
+	pull    *puller
 	lanes   *lanes
-	replays jetstream.ConsumeContext
+	replays *puller
 	once    sync.Once
 }
 
 // Stop lets the reactions running finish and hands back what this process
-// holds and has not begun — what its lanes queue, what the client has
-// buffered and what was on its way — so that another process of the
-// consumer (a plane's other replica) has it at once. Stopping the client
-// instead would drop its buffer, and each message dropped would wait out
-// ReactionAckWait before the server delivered it again.
+// holds and has not begun — what its lanes queue and what the fetch in
+// flight brings — so that another process of the consumer (a plane's
+// other replica) has it at once rather than after ReactionAckWait.
 func (s *laneSubscription) Stop() {
 	s.once.Do(func() {
-		if s.replays != nil {
-			s.replays.Stop()
-			<-s.replays.Closed()
-		}
 		s.lanes.handBack()
-		s.cc.Drain()
-		<-s.cc.Closed()
+		var fetching sync.WaitGroup
+		for _, p := range []*puller{s.replays, s.pull} {
+			if p != nil {
+				fetching.Go(p.stop)
+			}
+		}
+		fetching.Wait()
 		s.lanes.close()
 	})
 }

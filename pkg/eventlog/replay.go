@@ -34,7 +34,7 @@ const HeaderReplayNonce = "Steward-Replay-Nonce"
 func ReplayConsumer(name string) string { return name + "_replay" }
 
 // reactToReplays runs name's replay consumer over r's reactions.
-func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Handler, log *slog.Logger) (jetstream.ConsumeContext, error) {
+func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Handler, log *slog.Logger) (*puller, error) {
 	durable := ReplayConsumer(name)
 	cons, err := l.durable(ctx, l.cfg.DeadLetterStream, jetstream.ConsumerConfig{
 		Durable:       durable,
@@ -45,7 +45,7 @@ func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Ha
 		return nil, err
 	}
 	log = log.With("replay", true)
-	return cons.Consume(func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, jetstream.PullExpiry(ReactionPull))
+	return startPull(cons, func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, log), nil
 }
 
 // replay hands the event a replay request names to name's reactions.

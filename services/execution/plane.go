@@ -257,9 +257,11 @@ func (p *Plane) Start(ctx context.Context) error {
 // Stop stops the plane's reactions and timers, and waits for the calls
 // they made to end and be recorded.
 func (p *Plane) Stop() {
+	var stopping sync.WaitGroup
 	for _, s := range p.subs {
-		s.Stop()
+		stopping.Go(s.Stop)
 	}
+	stopping.Wait()
 	p.subs = nil
 	p.calls.Wait()
 }

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/steward-run/steward/pkg/calltoken"
@@ -320,9 +321,13 @@ func (m *Server) Close() {
 		_ = m.rpc.Shutdown(ctx)
 		cancel()
 	}
+	// The planes stop side by side: each waits for its fetches in flight
+	// to end (eventlog.ReactionPull), and none needs another stopped first.
+	var stopping sync.WaitGroup
 	for _, p := range m.planes {
-		p.Stop()
+		stopping.Go(p.Stop)
 	}
+	stopping.Wait()
 	for _, stop := range m.stops {
 		stop()
 	}

@@ -1,0 +1,89 @@
+package eventlog
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// A reaction consumer pulls its events in fetches of its own rather than
+// through jetstream's Consume, so that a stop leaves nothing in flight.
+// Consume keeps a pull request open at the server at all times; stopping
+// it unsubscribes the inbox while the server may still hold that request,
+// and on a cluster the consumer's leader — often another node, which
+// learns of the lost interest only later — can send one more event to an
+// inbox no one reads. Such an event counts as delivered and waits out
+// ReactionAckWait before another replica has it: a pause of 5 s after a
+// SIGTERM. A fetch ends at the server (its batch full, or its expiry
+// answered with a timeout status), and a puller that stops asks for no
+// more and waits for the fetch in flight to end: by then the server holds
+// no request of this process, and what arrived was handed on.
+
+// ReactionPull is how long one fetch of a reaction consumer waits for
+// events. It bounds how long a stop waits for the fetch in flight, and how
+// soon reactions resume after the consumer's leader is lost with its node
+// (a fetch with no answer ends a second after it). An idle consumer costs
+// one small request per ReactionPull.
+const ReactionPull = 500 * time.Millisecond
+
+// reactionBatch is how many events one fetch asks for: as many as the
+// lanes queue at once, so a fetch is rarely cut short by a full lane.
+const reactionBatch = 64
+
+// puller fetches a consumer's messages and hands each to route, in order,
+// until stop.
+type puller struct {
+	stopping chan struct{}
+	once     sync.Once
+	done     chan struct{}
+}
+
+func startPull(cons jetstream.Consumer, route func(jetstream.Msg), log *slog.Logger) *puller {
+	p := &puller{stopping: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for !p.stopped() {
+			batch, err := cons.Fetch(reactionBatch, jetstream.FetchMaxWait(ReactionPull))
+			if err == nil {
+				for msg := range batch.Messages() {
+					route(msg)
+				}
+				err = batch.Error()
+			}
+			if err == nil || errors.Is(err, nats.ErrTimeout) {
+				continue
+			}
+			if errors.Is(err, nats.ErrConnectionClosed) {
+				return
+			}
+			// A lost consumer leader, a deleted consumer, a reconnect: ask
+			// again after a while rather than spin.
+			log.Debug("reaction fetch failed; will fetch again", "err", err)
+			select {
+			case <-p.stopping:
+			case <-time.After(ReactionPull):
+			}
+		}
+	}()
+	return p
+}
+
+func (p *puller) stopped() bool {
+	select {
+	case <-p.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop asks for no more and returns once the fetch in flight has ended and
+// its messages are handed on.
+func (p *puller) stop() {
+	p.once.Do(func() { close(p.stopping) })
+	<-p.done
+}
