@@ -1,6 +1,7 @@
 package eventlog
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"sync"
@@ -37,27 +38,33 @@ const reactionBatch = 64
 // puller fetches a consumer's messages and hands each to route, in order,
 // until stop.
 type puller struct {
-	stopping chan struct{}
-	once     sync.Once
-	done     chan struct{}
+	// fetching ends every fetch at once when cancelled (cut).
+	fetching context.Context
+	cut      context.CancelFunc
+	// cutOnStop: a stop cancels the fetch in flight rather than waiting
+	// for it to end. So on a single server, where the consumer's leader
+	// is the server this process is connected to and sees the inbox go at
+	// once: nothing can be sent to it after, and a stop takes no time.
+	cutOnStop bool
+	stopping  chan struct{}
+	once      sync.Once
+	done      chan struct{}
 }
 
-func startPull(cons jetstream.Consumer, route func(jetstream.Msg), log *slog.Logger) *puller {
-	p := &puller{stopping: make(chan struct{}), done: make(chan struct{})}
+// startPull starts fetching cons for route. clustered says whether the
+// server is one of a cluster, where the consumer's leader may be another
+// node and a stop must wait for the fetch in flight.
+func startPull(cons jetstream.Consumer, route func(jetstream.Msg), clustered bool, log *slog.Logger) *puller {
+	p := &puller{cutOnStop: !clustered, stopping: make(chan struct{}), done: make(chan struct{})}
+	p.fetching, p.cut = context.WithCancel(context.Background())
 	go func() {
 		defer close(p.done)
 		for !p.stopped() {
-			batch, err := cons.Fetch(reactionBatch, jetstream.FetchMaxWait(ReactionPull))
-			if err == nil {
-				for msg := range batch.Messages() {
-					route(msg)
-				}
-				err = batch.Error()
-			}
-			if err == nil || errors.Is(err, nats.ErrTimeout) {
+			err := p.fetch(cons, route)
+			switch {
+			case err == nil, errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 				continue
-			}
-			if errors.Is(err, nats.ErrConnectionClosed) {
+			case errors.Is(err, nats.ErrConnectionClosed):
 				return
 			}
 			// A lost consumer leader, a deleted consumer, a reconnect: ask
@@ -72,6 +79,21 @@ func startPull(cons jetstream.Consumer, route func(jetstream.Msg), log *slog.Log
 	return p
 }
 
+// fetch asks for one batch, for ReactionPull at most, and hands on what
+// comes.
+func (p *puller) fetch(cons jetstream.Consumer, route func(jetstream.Msg)) error {
+	ctx, cancel := context.WithTimeout(p.fetching, ReactionPull)
+	defer cancel()
+	batch, err := cons.Fetch(reactionBatch, jetstream.FetchContext(ctx))
+	if err != nil {
+		return err
+	}
+	for msg := range batch.Messages() {
+		route(msg)
+	}
+	return batch.Error()
+}
+
 func (p *puller) stopped() bool {
 	select {
 	case <-p.stopping:
@@ -81,9 +103,20 @@ func (p *puller) stopped() bool {
 	}
 }
 
-// stop asks for no more and returns once the fetch in flight has ended and
-// its messages are handed on.
+// stop asks for no more and returns once the fetch in flight has ended
+// (or is cut: cutOnStop) and its messages are handed on.
 func (p *puller) stop() {
-	p.once.Do(func() { close(p.stopping) })
+	p.once.Do(func() {
+		close(p.stopping)
+		if p.cutOnStop {
+			p.cut()
+		}
+	})
 	<-p.done
+	p.cut()
 }
+
+// clustered reports whether the server this log is connected to is one of
+// a cluster (it names its cluster), where a consumer's leader may be
+// another node.
+func (l *Log) clustered() bool { return l.js.Conn().ConnectedClusterName() != "" }
