@@ -100,7 +100,14 @@ func (t *Timers) Run(ctx context.Context, consumer string, kinds []string, fn Ha
 		}
 	}
 	pulling, stopPulling := context.WithCancel(ctx)
-	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, done: make(chan struct{})}
+	s := &subscription{cons: cons, prefix: t.cfg.Prefix, pulling: pulling, stopPulling: stopPulling, fetching: pulling, done: make(chan struct{})}
+	if t.js.Conn().ConnectedClusterName() != "" {
+		// On a cluster the consumer's leader may be another node, which
+		// can still send a timer to an inbox a cut pull just dropped (the
+		// timer would wait out its ack wait): a stop lets the pull in
+		// flight end, at most pullWait later, and hands back what came.
+		s.fetching = context.WithoutCancel(ctx)
+	}
 	if t.sharedAtOpen(owner) {
 		// Before Stop can run: it waits for the sweep.
 		s.sweeping.Go(func() { t.sweep(s.pulling, owner) })
@@ -127,6 +134,7 @@ type subscription struct {
 	prefix       string          // the timers' subject prefix (Config.Prefix)
 	pulling      context.Context // ends on Stop or when Run's ctx ends
 	stopPulling  context.CancelFunc
+	fetching     context.Context // what cuts a pull in flight: pulling, but on a cluster nothing
 	done         chan struct{}
 	stopOnCancel func() bool
 	once         sync.Once
@@ -192,9 +200,10 @@ func (s *subscription) loop(ctx context.Context, log *slog.Logger, fn Handler, h
 	}
 }
 
-// next waits up to pullWait for one fired timer; Stop cuts the wait short.
+// next waits up to pullWait for one fired timer; Stop cuts the wait short
+// on a single server.
 func (s *subscription) next() (jetstream.Msg, error) {
-	ctx, cancel := context.WithTimeout(s.pulling, pullWait)
+	ctx, cancel := context.WithTimeout(s.fetching, pullWait)
 	defer cancel()
 	return s.cons.Next(jetstream.FetchContext(ctx))
 }
