@@ -124,6 +124,8 @@ type Log struct {
 	// replicated says the event stream has followers, whose direct gets
 	// may lag: heads and misses are then the leader's (consistent.go).
 	replicated bool
+	// lasts shares the lookups of the last event on a filter (shared.go).
+	lasts sharedLookups
 }
 
 // Open makes sure the event and dead-letter streams exist and returns the

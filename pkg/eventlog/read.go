@@ -171,7 +171,7 @@ func (l *Log) LastSequence(ctx context.Context, taskID string) (uint64, error) {
 // task, or 0 when there is none: where a projection of all tasks must
 // reach to be current.
 func (l *Log) LastTaskSequence(ctx context.Context) (uint64, error) {
-	return l.lastOn(ctx, l.cfg.SubjectPrefix+".>")
+	return l.lastOfAll(ctx, l.cfg.SubjectPrefix+".>")
 }
 
 // LastOfTypes returns the sequence of the last task event of any of the
@@ -180,7 +180,7 @@ func (l *Log) LastTaskSequence(ctx context.Context) (uint64, error) {
 func (l *Log) LastOfTypes(ctx context.Context, types ...string) (uint64, error) {
 	var last uint64
 	for _, f := range l.typeFilters(types) {
-		seq, err := l.lastOn(ctx, f)
+		seq, err := l.lastOfAll(ctx, f)
 		if err != nil {
 			return 0, err
 		}
@@ -191,7 +191,15 @@ func (l *Log) LastOfTypes(ctx context.Context, types ...string) (uint64, error) 
 
 // LastToolSequence is LastTaskSequence for tool registrations.
 func (l *Log) LastToolSequence(ctx context.Context) (uint64, error) {
-	return l.lastOn(ctx, l.cfg.ToolPrefix+".>")
+	return l.lastOfAll(ctx, l.cfg.ToolPrefix+".>")
+}
+
+// lastOfAll is lastOn for a filter over many chains (every task's, every
+// tool's): from a lookup begun after the call, shared with the callers
+// asking at the same time, as the server walks every subject it matches
+// (shared.go).
+func (l *Log) lastOfAll(ctx context.Context, filter string) (uint64, error) {
+	return l.lasts.last(ctx, filter, l.lastOn)
 }
 
 func (l *Log) lastOn(ctx context.Context, filter string) (uint64, error) {

@@ -57,7 +57,7 @@ func (l *Log) ReadService(ctx context.Context, tenant, key string) ([]*stewardv1
 
 // LastServiceSequence is LastTaskSequence for service events.
 func (l *Log) LastServiceSequence(ctx context.Context) (uint64, error) {
-	return l.lastOn(ctx, l.cfg.ServicePrefix+".>")
+	return l.lastOfAll(ctx, l.cfg.ServicePrefix+".>")
 }
 
 // FollowServices is Follow over the service events.
