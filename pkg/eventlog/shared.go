@@ -29,9 +29,10 @@ type sharedLookup struct {
 }
 
 type lookupResult struct {
-	done chan struct{}
-	seq  uint64
-	err  error
+	done    chan struct{}
+	callers int // how many it answers
+	seq     uint64
+	err     error
 }
 
 // sharedLookupWait bounds one shared lookup: a caller's own deadline
@@ -55,6 +56,7 @@ func (s *sharedLookups) last(ctx context.Context, filter string, fn func(context
 		f.next = &lookupResult{done: make(chan struct{})}
 	}
 	mine := f.next
+	mine.callers++
 	s.mu.Unlock()
 	select {
 	case <-mine.done:
