@@ -71,8 +71,12 @@ func clusterVerdict(t *testing.T, d *clusterDeployment, r *loadRun, seen map[str
 			continue
 		}
 		if a.ProposedAt != nil && a.GetOutcome().GetFinishedAt() != nil {
-			latencies = append(latencies, a.Outcome.FinishedAt.AsTime().Sub(a.ProposedAt.AsTime()))
+			lat := a.Outcome.FinishedAt.AsTime().Sub(a.ProposedAt.AsTime())
+			latencies = append(latencies, lat)
 			endings = append(endings, a.Outcome.FinishedAt.AsTime())
+			if lat > slowAction {
+				t.Logf("slow action %s/%s: %s", p.taskID, p.actionID, stages(a))
+			}
 		}
 		if n := d.tool.Executions(p.opKey); n != 1 {
 			t.Errorf("action %s/%s: the tool did the work %d times for op_key %s, want once", p.taskID, p.actionID, n, p.opKey)
@@ -186,4 +190,29 @@ func longestGapSince(times []time.Time, since time.Time) (time.Duration, time.Ti
 		}
 	}
 	return longestGap(after)
+}
+
+// slowAction is the propose→ended time past which the verdict logs an
+// action's stages, so that a slow one says where it waited.
+const slowAction = 2 * time.Second
+
+// stages gives when each stage of a's way happened, from its proposal.
+func stages(a *stewardv1.Action) string {
+	at := a.ProposedAt.AsTime()
+	var b strings.Builder
+	for _, st := range []struct {
+		name string
+		ts   interface{ AsTime() time.Time }
+	}{
+		{"evaluated", a.GetSnapshot().GetEvaluatedAt()},
+		{"permit issued", a.GetPermit().GetIssuedAt()},
+		{"first dispatched", a.GetFirstDispatchedAt()},
+		{"finished", a.GetOutcome().GetFinishedAt()},
+	} {
+		if t := st.ts.AsTime(); !t.IsZero() && t.Unix() > 0 {
+			fmt.Fprintf(&b, "%s +%s, ", st.name, t.Sub(at).Round(time.Millisecond))
+		}
+	}
+	fmt.Fprintf(&b, "claimed by %q, attempt %d", a.ClaimedBy, a.GetOutcome().GetAttempt())
+	return b.String()
 }

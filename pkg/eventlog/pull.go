@@ -22,12 +22,18 @@ import (
 // SIGTERM. A fetch ends at the server (its batch full, or its expiry
 // answered with a timeout status), and a puller that stops asks for no
 // more and waits for the fetch in flight to end: by then the server holds
-// no request of this process, and what arrived was handed on.
+// no request of this process, and what arrived was handed on. On a single
+// server, which drops the request with the inbox, a stop cuts the fetch:
+// only an event that reaches the client in the microseconds of the cut can
+// still be dropped (nats.go's fetch then unsubscribes with it unread), a
+// window that waiting would close at the cost of ReactionPull on every
+// stop.
 
 // ReactionPull is how long one fetch of a reaction consumer waits for
 // events. It bounds how long a stop waits for the fetch in flight, and how
 // soon reactions resume after the consumer's leader is lost with its node
-// (a fetch with no answer ends a second after it). An idle consumer costs
+// (a fetch with no answer ends when it expires, and the next goes to the
+// new leader). An idle consumer costs
 // one small request per ReactionPull.
 const ReactionPull = 500 * time.Millisecond
 
