@@ -257,10 +257,7 @@ func (d *clusterDeployment) deadLetters(t *testing.T) []string {
 			bus = d.cluster.Bus(i)
 		}
 	}
-	l, err := eventlog.Open(context.Background(), bus.JS, eventlog.Config{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := openReplicated(t, context.Background(), bus.JS)
 	set, err := l.DeadLetters(context.Background())
 	if err != nil {
 		t.Fatalf("read the dead letters: %v", err)

@@ -38,9 +38,7 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 	c := stewardtest.StartCluster(t, 3, stewardtest.ClusterProcesses())
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	if _, err := eventlog.Open(ctx, c.Bus(0).JS, eventlog.Config{Replicas: 3}); err != nil {
-		t.Fatal(err) // the stream
-	}
+	openReplicated(t, ctx, c.Bus(0).JS) // the streams
 	d := &clusterDeployment{cluster: c}
 	leader := d.streamLeader(t, -1)
 	var readers [3]countingReader
@@ -54,16 +52,10 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		l, err := eventlog.Open(ctx, js, eventlog.Config{Replicas: 3})
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := openReplicated(t, ctx, js)
 		go l.KeepReadingTypes(ctx, &readers[i], event.TypeTaskCreated)
 	}
-	w, err := eventlog.Open(ctx, c.Bus((leader+1)%3).JS, eventlog.Config{Replicas: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := openReplicated(t, ctx, c.Bus((leader+1)%3).JS)
 	n := 0
 	var last uint64
 	appendSome := func() {
@@ -102,6 +94,21 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 		return true, ""
 	})
 	t.Logf("every follower caught up %s after the new leader", time.Since(start).Round(time.Millisecond))
+}
+
+// openReplicated opens the R3 log through js, waiting out a cluster
+// that has only just formed: a stream's first info through a node can
+// take longer than one JetStream API call waits (CI failed so, opening
+// the dead-letter stream 5 s after the cluster was ready).
+func openReplicated(t *testing.T, ctx context.Context, js jetstream.JetStream) *eventlog.Log {
+	t.Helper()
+	var l *eventlog.Log
+	stewardtest.Eventually(t, time.Minute, func() (bool, string) {
+		var err error
+		l, err = eventlog.Open(ctx, js, eventlog.Config{Replicas: 3})
+		return err == nil, fmt.Sprint(err)
+	})
+	return l
 }
 
 // followCaughtUp bounds how long after the stream's new leader every
