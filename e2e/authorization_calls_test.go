@@ -248,6 +248,16 @@ var matrixCalls = map[string]matrixCall{
 		_, err := c.tasks.RequestInput(ctx, connect.NewRequest(&stewardv1.RequestInputRequest{TaskId: s.task, Question: "Which region?", Choices: []string{"eu", "us"}, RequestId: name}))
 		return err
 	}},
+	stewardv1connect.TaskServiceRecordDecisionProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.RecordDecision(ctx, connect.NewRequest(&stewardv1.RecordDecisionRequest{TaskId: s.task, Decision: &stewardv1.Decision{
+			DecisionId: name, Call: &stewardv1.ModelCall{Provider: "openai", ModelId: "gpt-a"}, LedTo: &stewardv1.Decision_NoAction{NoAction: &stewardv1.NoAction{}}}}))
+		return err
+	}},
+	stewardv1connect.TaskServiceAttachContextProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.AttachContext(ctx, connect.NewRequest(&stewardv1.AttachContextRequest{TaskId: s.task, Item: &stewardv1.ContextItem{
+			ContextId: name, Uri: "https://wiki.example/" + name, Digest: "sha256:aa"}}))
+		return err
+	}},
 	stewardv1connect.TaskServiceProvideInputProcedure: {state: "asking", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.tasks.ProvideInput(ctx, connect.NewRequest(&stewardv1.ProvideInputRequest{TaskId: s.task, Answer: "eu"}))
 		return err
@@ -338,6 +348,10 @@ var matrixCalls = map[string]matrixCall{
 	}},
 	stewardv1connect.QueryServiceWatchTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		return watchFirst(ctx, c.query, s.task)
+	}},
+	stewardv1connect.QueryServiceListDecisionsProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.query.ListDecisions(ctx, connect.NewRequest(&stewardv1.ListDecisionsRequest{TaskId: s.task}))
+		return err
 	}},
 	stewardv1connect.QueryServiceGetTimelineProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.query.GetTimeline(ctx, connect.NewRequest(&stewardv1.GetTimelineRequest{TaskId: s.task}))

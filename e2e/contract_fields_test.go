@@ -31,6 +31,9 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.ListDeadLettersRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ReplayDeadLetterRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListApprovalsRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.RecordDecisionRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.AttachContextRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListDecisionsRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

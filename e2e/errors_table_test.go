@@ -37,6 +37,7 @@ func TestErrorsTableMatchesTheCode(t *testing.T) {
 	maps.Copy(checks, deadLetterChecks())
 	maps.Copy(checks, startChecks())
 	maps.Copy(checks, quotaChecks())
+	maps.Copy(checks, decisionChecks())
 	for _, r := range rows {
 		if _, ok := checks[r.input]; !ok {
 			t.Errorf("docs/errors.md has the row %q, which no check covers: add an entry for it to errorsTableChecks (e2e/errors_table_checks_test.go) or inputChecks (e2e/errors_table_input_test.go)", r.input)

@@ -346,11 +346,18 @@ func startCommand(tb testing.TB, env []string, args ...string) *proc {
 	}()
 	select {
 	case p.url = <-found:
-	case <-time.After(20 * time.Second):
-		tb.Fatal("steward dev did not say it was serving within 20s")
+	case <-time.After(serveWait):
+		tb.Fatalf("steward did not say it was serving within %s", serveWait)
 	}
 	return p
 }
+
+// serveWait bounds how long a started binary may take to serve. A plane
+// restarted into a cluster that is electing a stream leader waits for
+// the election before it serves: 20 s was once too short for that on a
+// loaded machine (TestClusterFaults), and a longer bound costs nothing
+// when the binary is quick.
+const serveWait = time.Minute
 
 // kill sends SIGKILL: no shutdown code runs.
 func (p *proc) kill() {

@@ -35,6 +35,8 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceSubmitArtifactProcedure: work("the task's result is handed in by its agent"),
 	stewardv1connect.TaskServiceMarkProducedProcedure:   work("only the agent says that its work is done (it is then reviewed)"),
 	stewardv1connect.TaskServiceRequestInputProcedure:   work("the agent asks its people a question"),
+	stewardv1connect.TaskServiceRecordDecisionProcedure: work("a decision is the agent's account of why it acts, and its reported cost is charged to the task"),
+	stewardv1connect.TaskServiceAttachContextProcedure:  work("the context ledger is what the agent drew on"),
 	stewardv1connect.TaskServiceDelegateTaskProcedure: {Group: Work, Parties: Agent, TaskField: "parent_task_id",
 		Why: "a sub-task narrows the parent's credential: only the parent's agent hands its work on"},
 	stewardv1connect.TaskServiceRaiseBudgetProcedure: {Group: Operation, Roles: []string{BudgetOwner},
@@ -85,6 +87,7 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceGetResultProcedure:          content("a tool's result"),
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
 	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
+	stewardv1connect.QueryServiceListDecisionsProcedure:      content("the decisions' rationale and evidence, and where their context is"),
 
 	// DeadLetterService.
 	stewardv1connect.DeadLetterServiceListDeadLettersProcedure: {Group: Operation, Roles: []string{Operator}, Plane: deadLetterTenant,

@@ -59,6 +59,36 @@ func (b Blind) Task(t *stewardv1.Task) {
 	for _, a := range t.Artifacts {
 		b.Artifact(taskID, a)
 	}
+	for _, d := range t.Decisions {
+		b.Decision(taskID, d)
+	}
+	for _, c := range t.ContextItems {
+		b.Context(taskID, c)
+	}
+}
+
+// Decision blanks what a decision says in the agent's words — its
+// rationale, evidence and question — and keys its prompt digests, which a
+// short prompt would give away. Which model, which versions, what it cost
+// and what it led to stay: they are the record, not the content.
+func (b Blind) Decision(taskID string, d *stewardv1.Decision) {
+	d.Rationale, d.Evidence = "", nil
+	if _, ok := d.LedTo.(*stewardv1.Decision_Question); ok {
+		d.LedTo = &stewardv1.Decision_Question{}
+	}
+	if d.Call != nil {
+		d.Call.PromptDigest = b.digest(taskID, d.Call.PromptDigest)
+	}
+	if d.Versions != nil {
+		d.Versions.PromptDigest = b.digest(taskID, d.Versions.PromptDigest)
+	}
+}
+
+// Context blanks where a context item is and keys its digest; its source,
+// times, sensitivity and egress stay.
+func (b Blind) Context(taskID string, c *stewardv1.ContextItem) {
+	c.Uri = ""
+	c.Digest = b.digest(taskID, c.Digest)
 }
 
 // Steps blanks the results of plan steps.

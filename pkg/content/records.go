@@ -36,6 +36,12 @@ func (b Blind) Receipt(r *stewardv1.Receipt) {
 		b.Steps(r.Plan.Steps...)
 		b.Steps(r.Plan.Retired...)
 	}
+	for _, d := range r.Decisions {
+		b.Decision(id, d)
+	}
+	for _, c := range r.ContextItems {
+		b.Context(id, c)
+	}
 	for _, q := range r.Questions {
 		// An answer may be a checkpoint step's result.
 		q.Answer = ""

@@ -54,6 +54,9 @@ const (
 	TypePlanStepStarted = "plan.step_started"
 	TypePlanStepEnded   = "plan.step_ended"
 
+	TypeDecisionRecorded = "decision.recorded"
+	TypeContextAttached  = "context.attached"
+
 	TypeActionProposed     = "action.proposed"
 	TypePolicyEvaluated    = "action.policy_evaluated"
 	TypeActionDenied       = "action.denied"
@@ -176,6 +179,8 @@ var typeNames = map[protoreflect.Name]string{
 	"plan_evaluated":          TypePlanEvaluated,
 	"plan_step_started":       TypePlanStepStarted,
 	"plan_step_ended":         TypePlanStepEnded,
+	"decision_recorded":       TypeDecisionRecorded,
+	"context_attached":        TypeContextAttached,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

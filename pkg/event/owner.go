@@ -35,6 +35,8 @@ var owners = map[string]string{
 	TypePlanSubmitted:     PlaneControl,
 	TypePlanStepStarted:   PlaneControl,
 	TypePlanStepEnded:     PlaneControl,
+	TypeDecisionRecorded:  PlaneControl,
+	TypeContextAttached:   PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,

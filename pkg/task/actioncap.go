@@ -36,7 +36,7 @@ func AtActionCap(t *stewardv1.Task) bool { return proposals(t) >= MaxActions(t) 
 // stopped at its cap would otherwise only stop it again at its next
 // proposal, and no command raises the contract's limit.
 func grantActions(t *stewardv1.Task) {
-	if AtActionCap(t) {
+	if AtActionCap(t) || AtDecisionCap(t) {
 		t.ActionsGranted += uint32(contractMaxActions(t))
 	}
 }

@@ -133,7 +133,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
-	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep,
+	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

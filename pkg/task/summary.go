@@ -11,10 +11,11 @@ import (
 // heavy for an answer is answered): everything but what makes a
 // task heavy and is one GetTask away — the plan's steps (their params,
 // expressions and results), the actions' canonical requests, rationales
-// and results, an approval's parameters and rationale. The copy never
+// and results, an approval's parameters and rationale, the decisions and
+// the context ledger. The copy never
 // touches the heavy parts, so a page costs what its summaries weigh.
 func Summary(t *stewardv1.Task) *stewardv1.Task {
-	s := cloneExcept(t, "actions", "plan")
+	s := cloneExcept(t, "actions", "plan", "decisions", "context_items")
 	for _, a := range t.Actions {
 		sa := cloneExcept(a, "request", "rationale", "outcome", "approval")
 		sa.Outcome = cloneExcept(a.Outcome, "result")

@@ -36,3 +36,11 @@ func (p *Plane) RaiseBudget(ctx context.Context, principal string, req *stewardv
 func (p *Plane) DelegateTask(ctx context.Context, principal string, req *stewardv1.DelegateTaskRequest) (*stewardv1.Task, bool, error) {
 	return p.delegation.DelegateTask(ctx, principal, req)
 }
+
+func (p *Plane) RecordDecision(ctx context.Context, principal string, req *stewardv1.RecordDecisionRequest) (*stewardv1.Decision, bool, error) {
+	return p.decisions.RecordDecision(ctx, principal, req)
+}
+
+func (p *Plane) AttachContext(ctx context.Context, principal string, req *stewardv1.AttachContextRequest) (*stewardv1.ContextItem, bool, error) {
+	return p.decisions.AttachContext(ctx, principal, req)
+}

@@ -114,6 +114,9 @@ type Plane struct {
 	acceptance *acceptance
 	// delegation makes sub-tasks and lends them budget (delegation.go).
 	delegation *delegation
+	// decisions keeps tasks' model decisions and context ledgers
+	// (decision.go).
+	decisions *decisions
 	// plans runs the plans of tasks (plandriver; plan_host.go).
 	plans *plandriver.Driver
 	// criteria keeps the acceptance criteria compiled (criteria.go).
@@ -173,6 +176,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
 	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
+	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
 		Log: log, Tasks: cfg.Tasks, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,
 	})

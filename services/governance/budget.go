@@ -28,6 +28,9 @@ func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) err
 	if d := rec.Event.GetActionDenied(); d != nil && d.GetCostMicros() == 0 {
 		return nil
 	}
+	if d := rec.Event.GetDecisionRecorded(); d != nil && !task.DecisionCharges(d.GetDecision()) {
+		return nil
+	}
 	taskID := rec.Event.TaskId
 	for range len(BudgetThresholds) * 16 { // bounded: every pass records one alert
 		var alert *stewardv1.BudgetAlerted

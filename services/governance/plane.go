@@ -215,6 +215,7 @@ func (p *Plane) Start(ctx context.Context) error {
 		eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded](p.guardBudget),
 		eventlog.OnRecord[*stewardv1.ActionDenied](p.guardBudget), // on revalidation, with the calls' cost
 		eventlog.OnRecord[*stewardv1.BudgetRaised](p.guardBudget),
+		eventlog.OnRecord[*stewardv1.DecisionRecorded](p.guardBudget), // a reported model call's cost
 		// Credentials.
 		eventlog.OnRecord[*stewardv1.TaskCreated](p.credentials.issueOnCreate),
 		eventlog.OnRecord[*stewardv1.CredentialRevoked](p.credentials.closeApprovals),

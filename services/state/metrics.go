@@ -52,6 +52,8 @@ var (
 		"Side effects (writes whose calls ended) with their policy snapshot, permit, approval where required, credential and a known outcome, over side effects; 1 when there are none.", nil, nil)
 	violationsDesc = prometheus.NewDesc("steward_confirmed_policy_violations",
 		"Policy violations auditors confirmed with RecordFinding.", nil, nil)
+	flaggedDesc = prometheus.NewDesc("steward_decisions_flagged",
+		"Model decisions recorded with a flag on the context they cite, by flag (context_expired, context_egress); a decision with two flags counts under each.", []string{"flag"}, nil)
 	recoveryDesc = prometheus.NewDesc("steward_recovery_seconds",
 		"Time from an unknown outcome to its settlement, or from a stall mark to the task's next event.", []string{"from"}, nil)
 	actionsDesc = prometheus.NewDesc("steward_actions",
@@ -96,7 +98,7 @@ func (c *TaskCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{
 		tasksDesc, brokenDesc, successDesc, acceptedOutputDesc, interventionDesc, rollbackDesc,
 		policyBlockDesc, traceDesc, actionsDesc, failedDesc, permitLatencyDesc,
-		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc, violationsDesc, recoveryDesc,
+		costPerAcceptedDesc, tokensPerAcceptedDesc, timeToAcceptedDesc, violationsDesc, recoveryDesc, flaggedDesc,
 	} {
 		ch <- d
 	}
@@ -126,6 +128,9 @@ func (c *TaskCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(policyBlockDesc, ratio(t.blocked, t.evaluated, 0))
 	gauge(traceDesc, ratio(t.traced, t.sideEffects, 1))
 	gauge(violationsDesc, float64(t.violations))
+	for _, k := range decisionFlagKinds {
+		gauge(flaggedDesc, float64(t.flagged[k]), enumLabel(k.String(), "DECISION_FLAG_KIND_"))
+	}
 	for i, h := range t.recoveries {
 		ch <- prometheus.MustNewConstHistogram(recoveryDesc, h.count, h.sum, h.cumulative(), recoveryLabels[i])
 	}

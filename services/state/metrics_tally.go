@@ -35,8 +35,16 @@ type tally struct {
 	// with their whole trace.
 	sideEffects, traced int
 	violations          int
+	flagged             map[stewardv1.DecisionFlagKind]int
 	permits             [2]histogram
 	recoveries          [2]histogram
+}
+
+// decisionFlagKinds are the flags steward_decisions_flagged always shows,
+// at zero too, so that an alert on them has a series to watch.
+var decisionFlagKinds = []stewardv1.DecisionFlagKind{
+	stewardv1.DecisionFlagKind_DECISION_FLAG_KIND_CONTEXT_EXPIRED,
+	stewardv1.DecisionFlagKind_DECISION_FLAG_KIND_CONTEXT_EGRESS,
 }
 
 // spending is what the tasks of one currency spent, and how many of them
@@ -61,6 +69,7 @@ func (p *Projection) tally() tally {
 		permits:    [2]histogram{newHistogram(PermitLatencyBuckets), newHistogram(PermitLatencyBuckets)},
 		recoveries: [2]histogram{newHistogram(RecoveryBuckets), newHistogram(RecoveryBuckets)},
 		spent:      map[string]*spending{},
+		flagged:    map[stewardv1.DecisionFlagKind]int{},
 		toAccepted: newHistogram(TimeToAcceptedBuckets),
 	}
 	p.mu.RLock()
@@ -101,6 +110,11 @@ func (t *tally) count(view *view) {
 	for _, f := range v.Findings {
 		if f.Kind == stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION {
 			t.violations++
+		}
+	}
+	for _, d := range v.Decisions {
+		for _, f := range d.Flags {
+			t.flagged[f.Kind]++
 		}
 	}
 	for i, took := range view.recoveries.took {

@@ -126,6 +126,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 		r.Findings = append(r.Findings, proto.CloneOf(f))
 	}
 	r.Questions = receiptQuestions(recs)
+	receiptDecisions(r, t)
 	return r, nil
 }
 

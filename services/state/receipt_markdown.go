@@ -25,6 +25,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	callsMarkdown(w, r.Calls)
 	approvalsMarkdown(w, r)
 	planMarkdown(w, r.Plan)
+	decisionsMarkdown(w, r)
 	questionsMarkdown(w, r.Questions)
 	policyMarkdown(w, r)
 	spendMarkdown(w, r)

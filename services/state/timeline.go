@@ -147,6 +147,9 @@ func summary(ev *stewardv1.Event, note string) string {
 		if s := planSummary(ev); s != "" {
 			return s
 		}
+		if s := decisionSummary(who, ev); s != "" {
+			return s
+		}
 		return fmt.Sprintf("%s recorded %s", who, ev.Type)
 	}
 }

@@ -144,6 +144,8 @@ type Event struct {
 	//	*Event_PlanEvaluated
 	//	*Event_PlanStepStarted
 	//	*Event_PlanStepEnded
+	//	*Event_DecisionRecorded
+	//	*Event_ContextAttached
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -647,6 +649,24 @@ func (x *Event) GetPlanStepEnded() *PlanStepEnded {
 	return nil
 }
 
+func (x *Event) GetDecisionRecorded() *DecisionRecorded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_DecisionRecorded); ok {
+			return x.DecisionRecorded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetContextAttached() *ContextAttached {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContextAttached); ok {
+			return x.ContextAttached
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -834,6 +854,14 @@ type Event_PlanStepEnded struct {
 	PlanStepEnded *PlanStepEnded `protobuf:"bytes,73,opt,name=plan_step_ended,json=planStepEnded,proto3,oneof"`
 }
 
+type Event_DecisionRecorded struct {
+	DecisionRecorded *DecisionRecorded `protobuf:"bytes,74,opt,name=decision_recorded,json=decisionRecorded,proto3,oneof"`
+}
+
+type Event_ContextAttached struct {
+	ContextAttached *ContextAttached `protobuf:"bytes,75,opt,name=context_attached,json=contextAttached,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -921,6 +949,10 @@ func (*Event_PlanEvaluated) isEvent_Payload() {}
 func (*Event_PlanStepStarted) isEvent_Payload() {}
 
 func (*Event_PlanStepEnded) isEvent_Payload() {}
+
+func (*Event_DecisionRecorded) isEvent_Payload() {}
+
+func (*Event_ContextAttached) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -3907,12 +3939,104 @@ func (x *BudgetReleased) GetPassedOnFromTaskId() string {
 	return ""
 }
 
+// DecisionRecorded puts one model decision on the task's record (control
+// plane), flags included; the fold sets who recorded it and when.
+type DecisionRecorded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Decision      *Decision              `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecisionRecorded) Reset() {
+	*x = DecisionRecorded{}
+	mi := &file_steward_v1_event_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecisionRecorded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecisionRecorded) ProtoMessage() {}
+
+func (x *DecisionRecorded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecisionRecorded.ProtoReflect.Descriptor instead.
+func (*DecisionRecorded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *DecisionRecorded) GetDecision() *Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+// ContextAttached adds one item to the task's context ledger (control
+// plane).
+type ContextAttached struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Item          *ContextItem           `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextAttached) Reset() {
+	*x = ContextAttached{}
+	mi := &file_steward_v1_event_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextAttached) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextAttached) ProtoMessage() {}
+
+func (x *ContextAttached) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextAttached.ProtoReflect.Descriptor instead.
+func (*ContextAttached) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ContextAttached) GetItem() *ContextItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84\x1b\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9b\x1c\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -3968,7 +4092,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eplan_submitted\x18F \x01(\v2\x19.steward.v1.PlanSubmittedH\x00R\rplanSubmitted\x12B\n" +
 	"\x0eplan_evaluated\x18G \x01(\v2\x19.steward.v1.PlanEvaluatedH\x00R\rplanEvaluated\x12I\n" +
 	"\x11plan_step_started\x18H \x01(\v2\x1b.steward.v1.PlanStepStartedH\x00R\x0fplanStepStarted\x12C\n" +
-	"\x0fplan_step_ended\x18I \x01(\v2\x19.steward.v1.PlanStepEndedH\x00R\rplanStepEnded\x12\x12\n" +
+	"\x0fplan_step_ended\x18I \x01(\v2\x19.steward.v1.PlanStepEndedH\x00R\rplanStepEnded\x12K\n" +
+	"\x11decision_recorded\x18J \x01(\v2\x1c.steward.v1.DecisionRecordedH\x00R\x10decisionRecorded\x12H\n" +
+	"\x10context_attached\x18K \x01(\v2\x1b.steward.v1.ContextAttachedH\x00R\x0fcontextAttached\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4181,7 +4307,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x03 \x01(\x03R\n" +
 	"costMicros\x122\n" +
-	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId*|\n" +
+	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId\"D\n" +
+	"\x10DecisionRecorded\x120\n" +
+	"\bdecision\x18\x01 \x01(\v2\x14.steward.v1.DecisionR\bdecision\">\n" +
+	"\x0fContextAttached\x12+\n" +
+	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -4205,7 +4335,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 47)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4255,36 +4385,40 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*TaskAccepted)(nil),           // 45: steward.v1.TaskAccepted
 	(*TaskReturned)(nil),           // 46: steward.v1.TaskReturned
 	(*BudgetReleased)(nil),         // 47: steward.v1.BudgetReleased
-	(*timestamppb.Timestamp)(nil),  // 48: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 49: steward.v1.TaskContract
-	(TaskStatus)(0),                // 50: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 51: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 52: steward.v1.Finding
-	(*Plan)(nil),                   // 53: steward.v1.Plan
-	(*PlanRevision)(nil),           // 54: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 55: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 56: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 57: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 58: google.protobuf.Value
-	(SuspendCause)(0),              // 59: steward.v1.SuspendCause
-	(*Action)(nil),                 // 60: steward.v1.Action
-	(*Approval)(nil),               // 61: steward.v1.Approval
-	(ApprovalDecision)(0),          // 62: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 63: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 64: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 65: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 66: steward.v1.Outcome
-	(WaitKind)(0),                  // 67: steward.v1.WaitKind
-	(SettleState)(0),               // 68: steward.v1.SettleState
-	(RevalidationReason)(0),        // 69: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 70: google.protobuf.Duration
-	(*ToolContract)(nil),           // 71: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 72: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 73: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 74: steward.v1.CriterionResult
+	(*DecisionRecorded)(nil),       // 48: steward.v1.DecisionRecorded
+	(*ContextAttached)(nil),        // 49: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),  // 50: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
+	(TaskStatus)(0),                // 52: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 53: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 54: steward.v1.Finding
+	(*Plan)(nil),                   // 55: steward.v1.Plan
+	(*PlanRevision)(nil),           // 56: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 57: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 58: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 59: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 60: google.protobuf.Value
+	(SuspendCause)(0),              // 61: steward.v1.SuspendCause
+	(*Action)(nil),                 // 62: steward.v1.Action
+	(*Approval)(nil),               // 63: steward.v1.Approval
+	(ApprovalDecision)(0),          // 64: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 65: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 66: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 67: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 68: steward.v1.Outcome
+	(WaitKind)(0),                  // 69: steward.v1.WaitKind
+	(SettleState)(0),               // 70: steward.v1.SettleState
+	(RevalidationReason)(0),        // 71: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 72: google.protobuf.Duration
+	(*ToolContract)(nil),           // 73: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 74: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 75: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 76: steward.v1.CriterionResult
+	(*Decision)(nil),               // 77: steward.v1.Decision
+	(*ContextItem)(nil),            // 78: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	48, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	50, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -4330,49 +4464,53 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	15, // 43: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
 	16, // 44: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
 	17, // 45: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
-	49, // 46: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	50, // 47: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	51, // 48: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	48, // 49: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	48, // 50: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	52, // 51: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	53, // 52: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	54, // 53: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	55, // 54: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	56, // 55: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	48, // 56: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	57, // 57: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	58, // 58: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	59, // 59: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	48, // 60: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	60, // 61: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	56, // 62: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	61, // 63: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	62, // 64: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	63, // 65: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	64, // 66: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	56, // 67: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	65, // 68: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	66, // 69: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	67, // 70: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	48, // 71: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	68, // 72: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	69, // 73: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	70, // 74: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 75: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 76: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	48, // 77: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	71, // 78: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 79: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	72, // 80: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	72, // 81: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	73, // 82: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	74, // 83: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	84, // [84:84] is the sub-list for method output_type
-	84, // [84:84] is the sub-list for method input_type
-	84, // [84:84] is the sub-list for extension type_name
-	84, // [84:84] is the sub-list for extension extendee
-	0,  // [0:84] is the sub-list for field type_name
+	48, // 46: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
+	49, // 47: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
+	51, // 48: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	52, // 49: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	53, // 50: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	50, // 51: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	50, // 52: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	54, // 53: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	55, // 54: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	56, // 55: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	57, // 56: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	58, // 57: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	50, // 58: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	59, // 59: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	60, // 60: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	61, // 61: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	50, // 62: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	62, // 63: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	58, // 64: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	63, // 65: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	64, // 66: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	65, // 67: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	66, // 68: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	58, // 69: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	67, // 70: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	68, // 71: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	69, // 72: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	50, // 73: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	70, // 74: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	71, // 75: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	72, // 76: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 77: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 78: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	50, // 79: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	73, // 80: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 81: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	74, // 82: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	74, // 83: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	75, // 84: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	76, // 85: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	77, // 86: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	78, // 87: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	88, // [88:88] is the sub-list for method output_type
+	88, // [88:88] is the sub-list for method input_type
+	88, // [88:88] is the sub-list for extension type_name
+	88, // [88:88] is the sub-list for extension extendee
+	0,  // [0:88] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -4384,6 +4522,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
+	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -4432,6 +4571,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_PlanEvaluated)(nil),
 		(*Event_PlanStepStarted)(nil),
 		(*Event_PlanStepEnded)(nil),
+		(*Event_DecisionRecorded)(nil),
+		(*Event_ContextAttached)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4439,7 +4580,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   47,
+			NumMessages:   49,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

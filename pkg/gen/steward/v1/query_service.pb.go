@@ -1158,12 +1158,136 @@ func (x *TimelineEntry) GetSummary() string {
 	return ""
 }
 
+type ListDecisionsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// At most 1000; 100 when zero.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From a previous response's next_page_token.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDecisionsRequest) Reset() {
+	*x = ListDecisionsRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDecisionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDecisionsRequest) ProtoMessage() {}
+
+func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDecisionsRequest.ProtoReflect.Descriptor instead.
+func (*ListDecisionsRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListDecisionsRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ListDecisionsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListDecisionsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListDecisionsResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Decisions []*Decision            `protobuf:"bytes,1,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	// The context items the page's decisions cite.
+	ContextItems []*ContextItem `protobuf:"bytes,2,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,3,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListDecisionsResponse) Reset() {
+	*x = ListDecisionsResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListDecisionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListDecisionsResponse) ProtoMessage() {}
+
+func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListDecisionsResponse.ProtoReflect.Descriptor instead.
+func (*ListDecisionsResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListDecisionsResponse) GetDecisions() []*Decision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+func (x *ListDecisionsResponse) GetContextItems() []*ContextItem {
+	if x != nil {
+		return x.ContextItems
+	}
+	return nil
+}
+
+func (x *ListDecisionsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
 var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\"H\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\"H\n" +
 	"\x10GetResultRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\"\x83\x01\n" +
@@ -1237,7 +1361,16 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12\x14\n" +
 	"\x05actor\x18\x04 \x01(\tR\x05actor\x12\x18\n" +
-	"\asummary\x18\x05 \x01(\tR\asummary2\xfd\x05\n" +
+	"\asummary\x18\x05 \x01(\tR\asummary\"k\n" +
+	"\x14ListDecisionsRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xb1\x01\n" +
+	"\x15ListDecisionsResponse\x122\n" +
+	"\tdecisions\x18\x01 \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
+	"\rcontext_items\x18\x02 \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12&\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken2\xd8\x06\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tGetAction\x12\x1c.steward.v1.GetActionRequest\x1a\x1d.steward.v1.GetActionResponse\"\x03\x90\x02\x01\x12M\n" +
@@ -1247,7 +1380,8 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\fListBreakers\x12\x1f.steward.v1.ListBreakersRequest\x1a .steward.v1.ListBreakersResponse\"\x03\x90\x02\x01\x12P\n" +
 	"\n" +
 	"GetReceipt\x12\x1d.steward.v1.GetReceiptRequest\x1a\x1e.steward.v1.GetReceiptResponse\"\x03\x90\x02\x01\x12M\n" +
-	"\tGetResult\x12\x1c.steward.v1.GetResultRequest\x1a\x1d.steward.v1.GetResultResponse\"\x03\x90\x02\x01\x12j\n" +
+	"\tGetResult\x12\x1c.steward.v1.GetResultRequest\x1a\x1d.steward.v1.GetResultResponse\"\x03\x90\x02\x01\x12Y\n" +
+	"\rListDecisions\x12 .steward.v1.ListDecisionsRequest\x1a!.steward.v1.ListDecisionsResponse\"\x03\x90\x02\x01\x12j\n" +
 	"\x12GetArtifactContent\x12%.steward.v1.GetArtifactContentRequest\x1a&.steward.v1.GetArtifactContentResponse\"\x03\x90\x02\x010\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
@@ -1265,7 +1399,7 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_steward_v1_query_service_proto_goTypes = []any{
 	(*GetResultRequest)(nil),           // 0: steward.v1.GetResultRequest
 	(*GetResultResponse)(nil),          // 1: steward.v1.GetResultResponse
@@ -1287,55 +1421,63 @@ var file_steward_v1_query_service_proto_goTypes = []any{
 	(*GetTimelineRequest)(nil),         // 17: steward.v1.GetTimelineRequest
 	(*GetTimelineResponse)(nil),        // 18: steward.v1.GetTimelineResponse
 	(*TimelineEntry)(nil),              // 19: steward.v1.TimelineEntry
-	(*structpb.Value)(nil),             // 20: google.protobuf.Value
-	(*Artifact)(nil),                   // 21: steward.v1.Artifact
-	(*Receipt)(nil),                    // 22: steward.v1.Receipt
-	(BreakerState)(0),                  // 23: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil),      // 24: google.protobuf.Timestamp
-	(*Task)(nil),                       // 25: steward.v1.Task
-	(*Action)(nil),                     // 26: steward.v1.Action
-	(TaskStatus)(0),                    // 27: steward.v1.TaskStatus
-	(*EventRecord)(nil),                // 28: steward.v1.EventRecord
+	(*ListDecisionsRequest)(nil),       // 20: steward.v1.ListDecisionsRequest
+	(*ListDecisionsResponse)(nil),      // 21: steward.v1.ListDecisionsResponse
+	(*structpb.Value)(nil),             // 22: google.protobuf.Value
+	(*Artifact)(nil),                   // 23: steward.v1.Artifact
+	(*Receipt)(nil),                    // 24: steward.v1.Receipt
+	(BreakerState)(0),                  // 25: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
+	(*Task)(nil),                       // 27: steward.v1.Task
+	(*Action)(nil),                     // 28: steward.v1.Action
+	(TaskStatus)(0),                    // 29: steward.v1.TaskStatus
+	(*EventRecord)(nil),                // 30: steward.v1.EventRecord
+	(*Decision)(nil),                   // 31: steward.v1.Decision
+	(*ContextItem)(nil),                // 32: steward.v1.ContextItem
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	20, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
-	21, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
-	22, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	22, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
+	23, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
+	24, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
 	8,  // 3: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	23, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	24, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	24, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	25, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	26, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
-	27, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	27, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	25, // 11: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	28, // 12: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	25, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	26, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	26, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	27, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	28, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
+	29, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	29, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	27, // 11: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	30, // 12: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
 	19, // 13: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	24, // 14: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	9,  // 15: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	11, // 16: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
-	13, // 17: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	15, // 18: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	17, // 19: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	6,  // 20: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	4,  // 21: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	0,  // 22: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
-	2,  // 23: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
-	10, // 24: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	12, // 25: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
-	14, // 26: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	16, // 27: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	18, // 28: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	7,  // 29: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	5,  // 30: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	1,  // 31: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
-	3,  // 32: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
-	24, // [24:33] is the sub-list for method output_type
-	15, // [15:24] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	26, // 14: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	31, // 15: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
+	32, // 16: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
+	9,  // 17: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	11, // 18: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	13, // 19: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	15, // 20: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	17, // 21: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	6,  // 22: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	4,  // 23: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	0,  // 24: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
+	20, // 25: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
+	2,  // 26: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
+	10, // 27: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	12, // 28: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	14, // 29: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	16, // 30: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	18, // 31: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	7,  // 32: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	5,  // 33: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	1,  // 34: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
+	21, // 35: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
+	3,  // 36: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
+	27, // [27:37] is the sub-list for method output_type
+	17, // [17:27] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -1345,6 +1487,7 @@ func file_steward_v1_query_service_proto_init() {
 	}
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
+	file_steward_v1_decision_proto_init()
 	file_steward_v1_event_proto_init()
 	file_steward_v1_receipt_proto_init()
 	file_steward_v1_task_proto_init()
@@ -1354,7 +1497,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

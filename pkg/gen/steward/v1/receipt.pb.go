@@ -84,9 +84,16 @@ type Receipt struct {
 	Inputs      []*ContextRef `protobuf:"bytes,28,rep,name=inputs,proto3" json:"inputs,omitempty"`
 	// The task's plan, if it had one (docs/plans.md): every version
 	// submitted, how governance judged each, and where each step ended.
-	Plan          *ReceiptPlan `protobuf:"bytes,30,opt,name=plan,proto3" json:"plan,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Plan *ReceiptPlan `protobuf:"bytes,30,opt,name=plan,proto3" json:"plan,omitempty"`
+	// The decision trail (docs/decisions.md): every model decision recorded,
+	// in order, each with its versions, their provenance and its flags; the
+	// context items they cited; and each change of model or version within
+	// the task.
+	Decisions      []*Decision      `protobuf:"bytes,31,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	ContextItems   []*ContextItem   `protobuf:"bytes,32,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
+	VersionChanges []*VersionChange `protobuf:"bytes,33,rep,name=version_changes,json=versionChanges,proto3" json:"version_changes,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -322,6 +329,99 @@ func (x *Receipt) GetPlan() *ReceiptPlan {
 	return nil
 }
 
+func (x *Receipt) GetDecisions() []*Decision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+func (x *Receipt) GetContextItems() []*ContextItem {
+	if x != nil {
+		return x.ContextItems
+	}
+	return nil
+}
+
+func (x *Receipt) GetVersionChanges() []*VersionChange {
+	if x != nil {
+		return x.VersionChanges
+	}
+	return nil
+}
+
+// VersionChange marks a decision made under another model or version than
+// the decision before it: a silent model swap, made visible.
+type VersionChange struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	DecisionId string                 `protobuf:"bytes,1,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	// What changed: "model", "provider", "prompt_template_id",
+	// "prompt_version", "code_version" or "policy_revision".
+	Field         string `protobuf:"bytes,2,opt,name=field,proto3" json:"field,omitempty"`
+	From          string `protobuf:"bytes,3,opt,name=from,proto3" json:"from,omitempty"`
+	To            string `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *VersionChange) Reset() {
+	*x = VersionChange{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VersionChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VersionChange) ProtoMessage() {}
+
+func (x *VersionChange) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VersionChange.ProtoReflect.Descriptor instead.
+func (*VersionChange) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VersionChange) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
+func (x *VersionChange) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *VersionChange) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *VersionChange) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
 // ReceiptPlan is a task's plan as the receipt shows it.
 type ReceiptPlan struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -338,7 +438,7 @@ type ReceiptPlan struct {
 
 func (x *ReceiptPlan) Reset() {
 	*x = ReceiptPlan{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -350,7 +450,7 @@ func (x *ReceiptPlan) String() string {
 func (*ReceiptPlan) ProtoMessage() {}
 
 func (x *ReceiptPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -363,7 +463,7 @@ func (x *ReceiptPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptPlan.ProtoReflect.Descriptor instead.
 func (*ReceiptPlan) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReceiptPlan) GetVersions() []*ReceiptPlanVersion {
@@ -414,7 +514,7 @@ type ReceiptPlanVersion struct {
 
 func (x *ReceiptPlanVersion) Reset() {
 	*x = ReceiptPlanVersion{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -426,7 +526,7 @@ func (x *ReceiptPlanVersion) String() string {
 func (*ReceiptPlanVersion) ProtoMessage() {}
 
 func (x *ReceiptPlanVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -439,7 +539,7 @@ func (x *ReceiptPlanVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptPlanVersion.ProtoReflect.Descriptor instead.
 func (*ReceiptPlanVersion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReceiptPlanVersion) GetVersion() uint32 {
@@ -532,7 +632,7 @@ type ReceiptQuestion struct {
 
 func (x *ReceiptQuestion) Reset() {
 	*x = ReceiptQuestion{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -544,7 +644,7 @@ func (x *ReceiptQuestion) String() string {
 func (*ReceiptQuestion) ProtoMessage() {}
 
 func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -557,7 +657,7 @@ func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptQuestion.ProtoReflect.Descriptor instead.
 func (*ReceiptQuestion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReceiptQuestion) GetCause() NeedsInputCause {
@@ -649,7 +749,7 @@ type ReceiptCall struct {
 
 func (x *ReceiptCall) Reset() {
 	*x = ReceiptCall{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +761,7 @@ func (x *ReceiptCall) String() string {
 func (*ReceiptCall) ProtoMessage() {}
 
 func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +774,7 @@ func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCall.ProtoReflect.Descriptor instead.
 func (*ReceiptCall) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReceiptCall) GetActionId() string {
@@ -842,7 +942,7 @@ type ReceiptApproval struct {
 
 func (x *ReceiptApproval) Reset() {
 	*x = ReceiptApproval{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -854,7 +954,7 @@ func (x *ReceiptApproval) String() string {
 func (*ReceiptApproval) ProtoMessage() {}
 
 func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -867,7 +967,7 @@ func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptApproval.ProtoReflect.Descriptor instead.
 func (*ReceiptApproval) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReceiptApproval) GetApprovalId() string {
@@ -970,7 +1070,7 @@ type ReceiptArtifact struct {
 
 func (x *ReceiptArtifact) Reset() {
 	*x = ReceiptArtifact{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -982,7 +1082,7 @@ func (x *ReceiptArtifact) String() string {
 func (*ReceiptArtifact) ProtoMessage() {}
 
 func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -995,7 +1095,7 @@ func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptArtifact.ProtoReflect.Descriptor instead.
 func (*ReceiptArtifact) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReceiptArtifact) GetName() string {
@@ -1061,7 +1161,7 @@ type ReceiptCheck struct {
 
 func (x *ReceiptCheck) Reset() {
 	*x = ReceiptCheck{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1073,7 +1173,7 @@ func (x *ReceiptCheck) String() string {
 func (*ReceiptCheck) ProtoMessage() {}
 
 func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1086,7 +1186,7 @@ func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCheck.ProtoReflect.Descriptor instead.
 func (*ReceiptCheck) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReceiptCheck) GetCriterionId() string {
@@ -1129,7 +1229,7 @@ type ReceiptBudget struct {
 
 func (x *ReceiptBudget) Reset() {
 	*x = ReceiptBudget{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[8]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1141,7 +1241,7 @@ func (x *ReceiptBudget) String() string {
 func (*ReceiptBudget) ProtoMessage() {}
 
 func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[8]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1154,7 +1254,7 @@ func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptBudget.ProtoReflect.Descriptor instead.
 func (*ReceiptBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReceiptBudget) GetTokens() int64 {
@@ -1198,7 +1298,7 @@ type ReceiptCredential struct {
 
 func (x *ReceiptCredential) Reset() {
 	*x = ReceiptCredential{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[9]
+	mi := &file_steward_v1_receipt_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1310,7 @@ func (x *ReceiptCredential) String() string {
 func (*ReceiptCredential) ProtoMessage() {}
 
 func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[9]
+	mi := &file_steward_v1_receipt_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1323,7 @@ func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCredential.ProtoReflect.Descriptor instead.
 func (*ReceiptCredential) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReceiptCredential) GetCredentialId() string {
@@ -1287,8 +1387,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xd8\n" +
-	"\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x8e\f\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1325,7 +1424,16 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\tquestions\x18\x19 \x03(\v2\x1b.steward.v1.ReceiptQuestionR\tquestions\x129\n" +
 	"\fcontext_refs\x18\x1b \x03(\v2\x16.steward.v1.ContextRefR\vcontextRefs\x12.\n" +
 	"\x06inputs\x18\x1c \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\x12+\n" +
-	"\x04plan\x18\x1e \x01(\v2\x17.steward.v1.ReceiptPlanR\x04plan\"\xaf\x01\n" +
+	"\x04plan\x18\x1e \x01(\v2\x17.steward.v1.ReceiptPlanR\x04plan\x122\n" +
+	"\tdecisions\x18\x1f \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
+	"\rcontext_items\x18  \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12B\n" +
+	"\x0fversion_changes\x18! \x03(\v2\x19.steward.v1.VersionChangeR\x0eversionChanges\"j\n" +
+	"\rVersionChange\x12\x1f\n" +
+	"\vdecision_id\x18\x01 \x01(\tR\n" +
+	"decisionId\x12\x14\n" +
+	"\x05field\x18\x02 \x01(\tR\x05field\x12\x12\n" +
+	"\x04from\x18\x03 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\"\xaf\x01\n" +
 	"\vReceiptPlan\x12:\n" +
 	"\bversions\x18\x01 \x03(\v2\x1e.steward.v1.ReceiptPlanVersionR\bversions\x12/\n" +
 	"\x05steps\x18\x02 \x03(\v2\x19.steward.v1.PlanStepStateR\x05steps\x123\n" +
@@ -1450,77 +1558,83 @@ func file_steward_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_steward_v1_receipt_proto_rawDescData
 }
 
-var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_steward_v1_receipt_proto_goTypes = []any{
 	(*Receipt)(nil),               // 0: steward.v1.Receipt
-	(*ReceiptPlan)(nil),           // 1: steward.v1.ReceiptPlan
-	(*ReceiptPlanVersion)(nil),    // 2: steward.v1.ReceiptPlanVersion
-	(*ReceiptQuestion)(nil),       // 3: steward.v1.ReceiptQuestion
-	(*ReceiptCall)(nil),           // 4: steward.v1.ReceiptCall
-	(*ReceiptApproval)(nil),       // 5: steward.v1.ReceiptApproval
-	(*ReceiptArtifact)(nil),       // 6: steward.v1.ReceiptArtifact
-	(*ReceiptCheck)(nil),          // 7: steward.v1.ReceiptCheck
-	(*ReceiptBudget)(nil),         // 8: steward.v1.ReceiptBudget
-	(*ReceiptCredential)(nil),     // 9: steward.v1.ReceiptCredential
-	(TaskStatus)(0),               // 10: steward.v1.TaskStatus
-	(*TaskProgress)(nil),          // 11: steward.v1.TaskProgress
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
-	(*AcceptanceRound)(nil),       // 14: steward.v1.AcceptanceRound
-	(*Finding)(nil),               // 15: steward.v1.Finding
-	(*ContextRef)(nil),            // 16: steward.v1.ContextRef
-	(*PlanStepState)(nil),         // 17: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 18: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 19: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 20: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 21: steward.v1.EffectClass
-	(ActionStatus)(0),             // 22: steward.v1.ActionStatus
-	(FailureClass)(0),             // 23: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 24: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 25: steward.v1.ApprovalDecision
+	(*VersionChange)(nil),         // 1: steward.v1.VersionChange
+	(*ReceiptPlan)(nil),           // 2: steward.v1.ReceiptPlan
+	(*ReceiptPlanVersion)(nil),    // 3: steward.v1.ReceiptPlanVersion
+	(*ReceiptQuestion)(nil),       // 4: steward.v1.ReceiptQuestion
+	(*ReceiptCall)(nil),           // 5: steward.v1.ReceiptCall
+	(*ReceiptApproval)(nil),       // 6: steward.v1.ReceiptApproval
+	(*ReceiptArtifact)(nil),       // 7: steward.v1.ReceiptArtifact
+	(*ReceiptCheck)(nil),          // 8: steward.v1.ReceiptCheck
+	(*ReceiptBudget)(nil),         // 9: steward.v1.ReceiptBudget
+	(*ReceiptCredential)(nil),     // 10: steward.v1.ReceiptCredential
+	(TaskStatus)(0),               // 11: steward.v1.TaskStatus
+	(*TaskProgress)(nil),          // 12: steward.v1.TaskProgress
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
+	(*AcceptanceRound)(nil),       // 15: steward.v1.AcceptanceRound
+	(*Finding)(nil),               // 16: steward.v1.Finding
+	(*ContextRef)(nil),            // 17: steward.v1.ContextRef
+	(*Decision)(nil),              // 18: steward.v1.Decision
+	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
+	(*PlanStepState)(nil),         // 20: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 21: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 22: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 23: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 24: steward.v1.EffectClass
+	(ActionStatus)(0),             // 25: steward.v1.ActionStatus
+	(FailureClass)(0),             // 26: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 27: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 28: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
-	10, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
-	11, // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
-	4,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
-	5,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
-	6,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
-	7,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
-	8,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
-	12, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
-	12, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
-	13, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
-	14, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
-	9,  // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
-	15, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
-	3,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
-	16, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
-	16, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
-	1,  // 16: steward.v1.Receipt.plan:type_name -> steward.v1.ReceiptPlan
-	2,  // 17: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	17, // 18: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	17, // 19: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	12, // 20: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	18, // 21: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	19, // 22: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	20, // 23: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	12, // 24: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	12, // 25: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	21, // 26: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	22, // 27: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	23, // 28: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	24, // 29: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	12, // 30: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	12, // 31: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	25, // 32: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	12, // 33: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	12, // 34: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	12, // 35: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	11, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
+	12, // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
+	5,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
+	6,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
+	7,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
+	8,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
+	9,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
+	13, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
+	13, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
+	14, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
+	15, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
+	10, // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
+	16, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
+	4,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
+	17, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
+	17, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
+	2,  // 16: steward.v1.Receipt.plan:type_name -> steward.v1.ReceiptPlan
+	18, // 17: steward.v1.Receipt.decisions:type_name -> steward.v1.Decision
+	19, // 18: steward.v1.Receipt.context_items:type_name -> steward.v1.ContextItem
+	1,  // 19: steward.v1.Receipt.version_changes:type_name -> steward.v1.VersionChange
+	3,  // 20: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	20, // 21: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	20, // 22: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	13, // 23: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	21, // 24: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	22, // 25: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	23, // 26: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	13, // 27: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	13, // 28: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	24, // 29: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	25, // 30: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	26, // 31: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	27, // 32: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	13, // 33: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	13, // 34: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	28, // 35: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	13, // 36: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	13, // 37: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 38: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -1531,6 +1645,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -1540,7 +1655,7 @@ func file_steward_v1_receipt_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_receipt_proto_rawDesc), len(file_steward_v1_receipt_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

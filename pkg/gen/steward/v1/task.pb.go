@@ -602,7 +602,11 @@ type Task struct {
 	Tenant string `protobuf:"bytes,33,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// The task's plan (TaskService.SubmitPlan): the version in force and
 	// where its steps stand; unset for a task without one.
-	Plan          *PlanState `protobuf:"bytes,34,opt,name=plan,proto3" json:"plan,omitempty"`
+	Plan *PlanState `protobuf:"bytes,34,opt,name=plan,proto3" json:"plan,omitempty"`
+	// The model decisions recorded for the task, in order, and its context
+	// ledger (docs/decisions.md).
+	Decisions     []*Decision    `protobuf:"bytes,35,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	ContextItems  []*ContextItem `protobuf:"bytes,36,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -840,6 +844,20 @@ func (x *Task) GetPlan() *PlanState {
 	return nil
 }
 
+func (x *Task) GetDecisions() []*Decision {
+	if x != nil {
+		return x.Decisions
+	}
+	return nil
+}
+
+func (x *Task) GetContextItems() []*ContextItem {
+	if x != nil {
+		return x.ContextItems
+	}
+	return nil
+}
+
 // BudgetUsage is what a task (or one milestone) has spent.
 type BudgetUsage struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -977,7 +995,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x15steward/v1/plan.proto\"\xff\x01\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xff\x01\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -999,8 +1017,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xd3\n" +
-	"\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xc5\v\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1043,7 +1060,9 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x10created_sequence\x18\x1f \x01(\x04R\x0fcreatedSequence\x12\x1b\n" +
 	"\tpaused_by\x18  \x01(\tR\bpausedBy\x12\x16\n" +
 	"\x06tenant\x18! \x01(\tR\x06tenant\x12)\n" +
-	"\x04plan\x18\" \x01(\v2\x15.steward.v1.PlanStateR\x04plan\"\x9a\x01\n" +
+	"\x04plan\x18\" \x01(\v2\x15.steward.v1.PlanStateR\x04plan\x122\n" +
+	"\tdecisions\x18# \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
+	"\rcontext_items\x18$ \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -1125,6 +1144,8 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*Artifact)(nil),              // 14: steward.v1.Artifact
 	(*AcceptanceRound)(nil),       // 15: steward.v1.AcceptanceRound
 	(*PlanState)(nil),             // 16: steward.v1.PlanState
+	(*Decision)(nil),              // 17: steward.v1.Decision
+	(*ContextItem)(nil),           // 18: steward.v1.ContextItem
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -1148,12 +1169,14 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	4,  // 18: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
 	5,  // 19: steward.v1.Task.findings:type_name -> steward.v1.Finding
 	16, // 20: steward.v1.Task.plan:type_name -> steward.v1.PlanState
-	9,  // 21: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	17, // 21: steward.v1.Task.decisions:type_name -> steward.v1.Decision
+	18, // 22: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
+	9,  // 23: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	24, // [24:24] is the sub-list for method output_type
+	24, // [24:24] is the sub-list for method input_type
+	24, // [24:24] is the sub-list for extension type_name
+	24, // [24:24] is the sub-list for extension extendee
+	0,  // [0:24] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1165,6 +1188,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
+	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

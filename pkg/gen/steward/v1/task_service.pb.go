@@ -23,6 +23,221 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type RecordDecisionRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The decision as the agent saw it. Its flags, recorded_by and recorded_at
+	// are Steward's and must be unset; its call's and
+	// versions' provenance must be unset or PROVENANCE_REPORTED.
+	Decision      *Decision `protobuf:"bytes,2,opt,name=decision,proto3" json:"decision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDecisionRequest) Reset() {
+	*x = RecordDecisionRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDecisionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDecisionRequest) ProtoMessage() {}
+
+func (x *RecordDecisionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDecisionRequest.ProtoReflect.Descriptor instead.
+func (*RecordDecisionRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *RecordDecisionRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *RecordDecisionRequest) GetDecision() *Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+type RecordDecisionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The decision as recorded, flags included.
+	Decision *Decision `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	// False when the decision id named a decision recorded before.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordDecisionResponse) Reset() {
+	*x = RecordDecisionResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordDecisionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordDecisionResponse) ProtoMessage() {}
+
+func (x *RecordDecisionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordDecisionResponse.ProtoReflect.Descriptor instead.
+func (*RecordDecisionResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *RecordDecisionResponse) GetDecision() *Decision {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
+}
+
+func (x *RecordDecisionResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type AttachContextRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The item. Its attached_by, attached_at and cited_by are Steward's
+	// and must be unset.
+	Item          *ContextItem `protobuf:"bytes,2,opt,name=item,proto3" json:"item,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachContextRequest) Reset() {
+	*x = AttachContextRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachContextRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachContextRequest) ProtoMessage() {}
+
+func (x *AttachContextRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachContextRequest.ProtoReflect.Descriptor instead.
+func (*AttachContextRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AttachContextRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *AttachContextRequest) GetItem() *ContextItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+type AttachContextResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Item          *ContextItem           `protobuf:"bytes,1,opt,name=item,proto3" json:"item,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AttachContextResponse) Reset() {
+	*x = AttachContextResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AttachContextResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AttachContextResponse) ProtoMessage() {}
+
+func (x *AttachContextResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AttachContextResponse.ProtoReflect.Descriptor instead.
+func (*AttachContextResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *AttachContextResponse) GetItem() *ContextItem {
+	if x != nil {
+		return x.Item
+	}
+	return nil
+}
+
+func (x *AttachContextResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 type ExtendDeadlineRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -37,7 +252,7 @@ type ExtendDeadlineRequest struct {
 
 func (x *ExtendDeadlineRequest) Reset() {
 	*x = ExtendDeadlineRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -49,7 +264,7 @@ func (x *ExtendDeadlineRequest) String() string {
 func (*ExtendDeadlineRequest) ProtoMessage() {}
 
 func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -62,7 +277,7 @@ func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineRequest.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExtendDeadlineRequest) GetTaskId() string {
@@ -102,7 +317,7 @@ type ExtendDeadlineResponse struct {
 
 func (x *ExtendDeadlineResponse) Reset() {
 	*x = ExtendDeadlineResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -114,7 +329,7 @@ func (x *ExtendDeadlineResponse) String() string {
 func (*ExtendDeadlineResponse) ProtoMessage() {}
 
 func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -127,7 +342,7 @@ func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineResponse.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ExtendDeadlineResponse) GetTask() *Task {
@@ -155,7 +370,7 @@ type RequestInputRequest struct {
 
 func (x *RequestInputRequest) Reset() {
 	*x = RequestInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +382,7 @@ func (x *RequestInputRequest) String() string {
 func (*RequestInputRequest) ProtoMessage() {}
 
 func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +395,7 @@ func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputRequest.ProtoReflect.Descriptor instead.
 func (*RequestInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RequestInputRequest) GetTaskId() string {
@@ -227,7 +442,7 @@ type RequestInputResponse struct {
 
 func (x *RequestInputResponse) Reset() {
 	*x = RequestInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -239,7 +454,7 @@ func (x *RequestInputResponse) String() string {
 func (*RequestInputResponse) ProtoMessage() {}
 
 func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -252,7 +467,7 @@ func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputResponse.ProtoReflect.Descriptor instead.
 func (*RequestInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RequestInputResponse) GetTask() *Task {
@@ -275,7 +490,7 @@ type ProvideInputRequest struct {
 
 func (x *ProvideInputRequest) Reset() {
 	*x = ProvideInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +502,7 @@ func (x *ProvideInputRequest) String() string {
 func (*ProvideInputRequest) ProtoMessage() {}
 
 func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +515,7 @@ func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
 func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ProvideInputRequest) GetTaskId() string {
@@ -333,7 +548,7 @@ type ProvideInputResponse struct {
 
 func (x *ProvideInputResponse) Reset() {
 	*x = ProvideInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +560,7 @@ func (x *ProvideInputResponse) String() string {
 func (*ProvideInputResponse) ProtoMessage() {}
 
 func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +573,7 @@ func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputResponse.ProtoReflect.Descriptor instead.
 func (*ProvideInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ProvideInputResponse) GetTask() *Task {
@@ -401,7 +616,7 @@ type ProposeActionRequest struct {
 
 func (x *ProposeActionRequest) Reset() {
 	*x = ProposeActionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -413,7 +628,7 @@ func (x *ProposeActionRequest) String() string {
 func (*ProposeActionRequest) ProtoMessage() {}
 
 func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -426,7 +641,7 @@ func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionRequest.ProtoReflect.Descriptor instead.
 func (*ProposeActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProposeActionRequest) GetTaskId() string {
@@ -510,7 +725,7 @@ type ProposeActionResponse struct {
 
 func (x *ProposeActionResponse) Reset() {
 	*x = ProposeActionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -522,7 +737,7 @@ func (x *ProposeActionResponse) String() string {
 func (*ProposeActionResponse) ProtoMessage() {}
 
 func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +750,7 @@ func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionResponse.ProtoReflect.Descriptor instead.
 func (*ProposeActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProposeActionResponse) GetAction() *Action {
@@ -563,7 +778,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -575,7 +790,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -588,7 +803,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CreateTaskRequest) GetRequestId() string {
@@ -616,7 +831,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -628,7 +843,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -641,7 +856,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CreateTaskResponse) GetTask() *Task {
@@ -671,7 +886,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -683,7 +898,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -696,7 +911,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -729,7 +944,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +956,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +969,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -777,7 +992,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -789,7 +1004,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -802,7 +1017,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *PauseTaskRequest) GetTaskId() string {
@@ -835,7 +1050,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -847,7 +1062,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -860,7 +1075,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -883,7 +1098,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -895,7 +1110,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -908,7 +1123,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ResumeTaskRequest) GetTaskId() string {
@@ -941,7 +1156,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1168,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1181,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -992,7 +1207,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1219,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1232,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *FailTaskRequest) GetTaskId() string {
@@ -1057,7 +1272,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1069,7 +1284,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1082,7 +1297,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -1109,7 +1324,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1121,7 +1336,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1134,7 +1349,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ReportUsageRequest) GetTaskId() string {
@@ -1188,7 +1403,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1200,7 +1415,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1213,7 +1428,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ReportUsageResponse) GetTask() *Task {
@@ -1238,7 +1453,7 @@ type RaiseBudgetRequest struct {
 
 func (x *RaiseBudgetRequest) Reset() {
 	*x = RaiseBudgetRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1250,7 +1465,7 @@ func (x *RaiseBudgetRequest) String() string {
 func (*RaiseBudgetRequest) ProtoMessage() {}
 
 func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1263,7 +1478,7 @@ func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetRequest.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RaiseBudgetRequest) GetTaskId() string {
@@ -1310,7 +1525,7 @@ type RaiseBudgetResponse struct {
 
 func (x *RaiseBudgetResponse) Reset() {
 	*x = RaiseBudgetResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1322,7 +1537,7 @@ func (x *RaiseBudgetResponse) String() string {
 func (*RaiseBudgetResponse) ProtoMessage() {}
 
 func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1335,7 +1550,7 @@ func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetResponse.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RaiseBudgetResponse) GetTask() *Task {
@@ -1365,7 +1580,7 @@ type DelegateTaskRequest struct {
 
 func (x *DelegateTaskRequest) Reset() {
 	*x = DelegateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1377,7 +1592,7 @@ func (x *DelegateTaskRequest) String() string {
 func (*DelegateTaskRequest) ProtoMessage() {}
 
 func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1390,7 +1605,7 @@ func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskRequest.ProtoReflect.Descriptor instead.
 func (*DelegateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *DelegateTaskRequest) GetParentTaskId() string {
@@ -1431,7 +1646,7 @@ type DelegateTaskResponse struct {
 
 func (x *DelegateTaskResponse) Reset() {
 	*x = DelegateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1443,7 +1658,7 @@ func (x *DelegateTaskResponse) String() string {
 func (*DelegateTaskResponse) ProtoMessage() {}
 
 func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1456,7 +1671,7 @@ func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskResponse.ProtoReflect.Descriptor instead.
 func (*DelegateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *DelegateTaskResponse) GetTask() *Task {
@@ -1487,7 +1702,7 @@ type SubmitPlanRequest struct {
 
 func (x *SubmitPlanRequest) Reset() {
 	*x = SubmitPlanRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1714,7 @@ func (x *SubmitPlanRequest) String() string {
 func (*SubmitPlanRequest) ProtoMessage() {}
 
 func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1727,7 @@ func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPlanRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubmitPlanRequest) GetTaskId() string {
@@ -1548,7 +1763,7 @@ type SubmitPlanResponse struct {
 
 func (x *SubmitPlanResponse) Reset() {
 	*x = SubmitPlanResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1775,7 @@ func (x *SubmitPlanResponse) String() string {
 func (*SubmitPlanResponse) ProtoMessage() {}
 
 func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1788,7 @@ func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPlanResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubmitPlanResponse) GetTask() *Task {
@@ -1612,7 +1827,7 @@ type SubmitArtifactRequest struct {
 
 func (x *SubmitArtifactRequest) Reset() {
 	*x = SubmitArtifactRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1624,7 +1839,7 @@ func (x *SubmitArtifactRequest) String() string {
 func (*SubmitArtifactRequest) ProtoMessage() {}
 
 func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1637,7 +1852,7 @@ func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubmitArtifactRequest) GetTaskId() string {
@@ -1713,7 +1928,7 @@ type SubmitArtifactResponse struct {
 
 func (x *SubmitArtifactResponse) Reset() {
 	*x = SubmitArtifactResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1940,7 @@ func (x *SubmitArtifactResponse) String() string {
 func (*SubmitArtifactResponse) ProtoMessage() {}
 
 func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1953,7 @@ func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
@@ -1765,7 +1980,7 @@ type MarkProducedRequest struct {
 
 func (x *MarkProducedRequest) Reset() {
 	*x = MarkProducedRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1992,7 @@ func (x *MarkProducedRequest) String() string {
 func (*MarkProducedRequest) ProtoMessage() {}
 
 func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +2005,7 @@ func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
 func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *MarkProducedRequest) GetTaskId() string {
@@ -1817,7 +2032,7 @@ type MarkProducedResponse struct {
 
 func (x *MarkProducedResponse) Reset() {
 	*x = MarkProducedResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1829,7 +2044,7 @@ func (x *MarkProducedResponse) String() string {
 func (*MarkProducedResponse) ProtoMessage() {}
 
 func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1842,7 +2057,7 @@ func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
 func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *MarkProducedResponse) GetTask() *Task {
@@ -1874,7 +2089,7 @@ type AcceptTaskRequest struct {
 
 func (x *AcceptTaskRequest) Reset() {
 	*x = AcceptTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1886,7 +2101,7 @@ func (x *AcceptTaskRequest) String() string {
 func (*AcceptTaskRequest) ProtoMessage() {}
 
 func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1899,7 +2114,7 @@ func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AcceptTaskRequest) GetTaskId() string {
@@ -1939,7 +2154,7 @@ type AcceptTaskResponse struct {
 
 func (x *AcceptTaskResponse) Reset() {
 	*x = AcceptTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1951,7 +2166,7 @@ func (x *AcceptTaskResponse) String() string {
 func (*AcceptTaskResponse) ProtoMessage() {}
 
 func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1964,7 +2179,7 @@ func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AcceptTaskResponse) GetTask() *Task {
@@ -1988,7 +2203,7 @@ type ReturnTaskRequest struct {
 
 func (x *ReturnTaskRequest) Reset() {
 	*x = ReturnTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2000,7 +2215,7 @@ func (x *ReturnTaskRequest) String() string {
 func (*ReturnTaskRequest) ProtoMessage() {}
 
 func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2013,7 +2228,7 @@ func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ReturnTaskRequest) GetTaskId() string {
@@ -2053,7 +2268,7 @@ type ReturnTaskResponse struct {
 
 func (x *ReturnTaskResponse) Reset() {
 	*x = ReturnTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2065,7 +2280,7 @@ func (x *ReturnTaskResponse) String() string {
 func (*ReturnTaskResponse) ProtoMessage() {}
 
 func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2078,7 +2293,7 @@ func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ReturnTaskResponse) GetTask() *Task {
@@ -2093,7 +2308,19 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9f\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"b\n" +
+	"\x15RecordDecisionRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x120\n" +
+	"\bdecision\x18\x02 \x01(\v2\x14.steward.v1.DecisionR\bdecision\"d\n" +
+	"\x16RecordDecisionResponse\x120\n" +
+	"\bdecision\x18\x01 \x01(\v2\x14.steward.v1.DecisionR\bdecision\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\\\n" +
+	"\x14AttachContextRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12+\n" +
+	"\x04item\x18\x02 \x01(\v2\x17.steward.v1.ContextItemR\x04item\"^\n" +
+	"\x15AttachContextResponse\x12+\n" +
+	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x9f\x01\n" +
 	"\x15ExtendDeadlineRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x126\n" +
 	"\bdeadline\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\bdeadline\x12\x16\n" +
@@ -2248,7 +2475,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05round\x18\x04 \x01(\rR\x05round\":\n" +
 	"\x12ReturnTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\x82\v\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xb5\f\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2272,7 +2499,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"ReturnTask\x12\x1d.steward.v1.ReturnTaskRequest\x1a\x1e.steward.v1.ReturnTaskResponse\"\x00\x12Y\n" +
 	"\x0eExtendDeadline\x12!.steward.v1.ExtendDeadlineRequest\x1a\".steward.v1.ExtendDeadlineResponse\"\x00\x12S\n" +
 	"\fRequestInput\x12\x1f.steward.v1.RequestInputRequest\x1a .steward.v1.RequestInputResponse\"\x00\x12S\n" +
-	"\fProvideInput\x12\x1f.steward.v1.ProvideInputRequest\x1a .steward.v1.ProvideInputResponse\"\x00B\xa8\x01\n" +
+	"\fProvideInput\x12\x1f.steward.v1.ProvideInputRequest\x1a .steward.v1.ProvideInputResponse\"\x00\x12Y\n" +
+	"\x0eRecordDecision\x12!.steward.v1.RecordDecisionRequest\x1a\".steward.v1.RecordDecisionResponse\"\x00\x12V\n" +
+	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2289,119 +2518,133 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 34)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*ExtendDeadlineRequest)(nil),  // 0: steward.v1.ExtendDeadlineRequest
-	(*ExtendDeadlineResponse)(nil), // 1: steward.v1.ExtendDeadlineResponse
-	(*RequestInputRequest)(nil),    // 2: steward.v1.RequestInputRequest
-	(*RequestInputResponse)(nil),   // 3: steward.v1.RequestInputResponse
-	(*ProvideInputRequest)(nil),    // 4: steward.v1.ProvideInputRequest
-	(*ProvideInputResponse)(nil),   // 5: steward.v1.ProvideInputResponse
-	(*ProposeActionRequest)(nil),   // 6: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil),  // 7: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),      // 8: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),     // 9: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),      // 10: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),     // 11: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),       // 12: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),      // 13: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),      // 14: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),     // 15: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),        // 16: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 17: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),     // 18: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),    // 19: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),     // 20: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),    // 21: steward.v1.RaiseBudgetResponse
-	(*DelegateTaskRequest)(nil),    // 22: steward.v1.DelegateTaskRequest
-	(*DelegateTaskResponse)(nil),   // 23: steward.v1.DelegateTaskResponse
-	(*SubmitPlanRequest)(nil),      // 24: steward.v1.SubmitPlanRequest
-	(*SubmitPlanResponse)(nil),     // 25: steward.v1.SubmitPlanResponse
-	(*SubmitArtifactRequest)(nil),  // 26: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 27: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 28: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 29: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 30: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 31: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 32: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 33: steward.v1.ReturnTaskResponse
-	(*timestamppb.Timestamp)(nil),  // 34: google.protobuf.Timestamp
-	(*Task)(nil),                   // 35: steward.v1.Task
-	(*structpb.Struct)(nil),        // 36: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 37: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 38: steward.v1.ActionRationale
-	(*Action)(nil),                 // 39: steward.v1.Action
-	(*TaskContract)(nil),           // 40: steward.v1.TaskContract
-	(*Plan)(nil),                   // 41: steward.v1.Plan
-	(*Artifact)(nil),               // 42: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 43: steward.v1.AcceptanceRound
+	(*RecordDecisionRequest)(nil),  // 0: steward.v1.RecordDecisionRequest
+	(*RecordDecisionResponse)(nil), // 1: steward.v1.RecordDecisionResponse
+	(*AttachContextRequest)(nil),   // 2: steward.v1.AttachContextRequest
+	(*AttachContextResponse)(nil),  // 3: steward.v1.AttachContextResponse
+	(*ExtendDeadlineRequest)(nil),  // 4: steward.v1.ExtendDeadlineRequest
+	(*ExtendDeadlineResponse)(nil), // 5: steward.v1.ExtendDeadlineResponse
+	(*RequestInputRequest)(nil),    // 6: steward.v1.RequestInputRequest
+	(*RequestInputResponse)(nil),   // 7: steward.v1.RequestInputResponse
+	(*ProvideInputRequest)(nil),    // 8: steward.v1.ProvideInputRequest
+	(*ProvideInputResponse)(nil),   // 9: steward.v1.ProvideInputResponse
+	(*ProposeActionRequest)(nil),   // 10: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),  // 11: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),      // 12: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),     // 13: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),      // 14: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),     // 15: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),       // 16: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),      // 17: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),      // 18: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),     // 19: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),        // 20: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),       // 21: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),     // 22: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),    // 23: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),     // 24: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),    // 25: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),    // 26: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),   // 27: steward.v1.DelegateTaskResponse
+	(*SubmitPlanRequest)(nil),      // 28: steward.v1.SubmitPlanRequest
+	(*SubmitPlanResponse)(nil),     // 29: steward.v1.SubmitPlanResponse
+	(*SubmitArtifactRequest)(nil),  // 30: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil), // 31: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),    // 32: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),   // 33: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),      // 34: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),     // 35: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),      // 36: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),     // 37: steward.v1.ReturnTaskResponse
+	(*Decision)(nil),               // 38: steward.v1.Decision
+	(*ContextItem)(nil),            // 39: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),  // 40: google.protobuf.Timestamp
+	(*Task)(nil),                   // 41: steward.v1.Task
+	(*structpb.Struct)(nil),        // 42: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 43: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 44: steward.v1.ActionRationale
+	(*Action)(nil),                 // 45: steward.v1.Action
+	(*TaskContract)(nil),           // 46: steward.v1.TaskContract
+	(*Plan)(nil),                   // 47: steward.v1.Plan
+	(*Artifact)(nil),               // 48: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 49: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	34, // 0: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	35, // 1: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	35, // 2: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	35, // 3: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	36, // 4: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	37, // 5: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	38, // 6: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	39, // 7: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	40, // 8: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	35, // 9: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	35, // 10: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	35, // 11: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	35, // 12: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	35, // 13: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	35, // 14: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	35, // 15: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	40, // 16: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	35, // 17: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	41, // 18: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	35, // 19: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	42, // 20: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	35, // 21: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	35, // 22: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	43, // 23: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	35, // 24: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	35, // 25: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	8,  // 26: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	10, // 27: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	12, // 28: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	14, // 29: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	16, // 30: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	18, // 31: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	20, // 32: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	6,  // 33: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	22, // 34: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	24, // 35: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	26, // 36: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	28, // 37: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	30, // 38: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	32, // 39: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	0,  // 40: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	2,  // 41: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	4,  // 42: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	9,  // 43: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	11, // 44: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	13, // 45: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	15, // 46: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	17, // 47: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	19, // 48: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	21, // 49: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	7,  // 50: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	23, // 51: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	25, // 52: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	27, // 53: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	29, // 54: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	31, // 55: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	33, // 56: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	1,  // 57: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	3,  // 58: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	5,  // 59: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	43, // [43:60] is the sub-list for method output_type
-	26, // [26:43] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	38, // 0: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	38, // 1: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	39, // 2: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	39, // 3: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	40, // 4: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	41, // 5: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	41, // 6: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	41, // 7: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	42, // 8: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	43, // 9: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	44, // 10: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	45, // 11: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	46, // 12: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	41, // 13: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	41, // 14: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	41, // 15: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	41, // 16: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	41, // 17: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	41, // 18: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	41, // 19: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	46, // 20: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	41, // 21: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	47, // 22: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	41, // 23: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	48, // 24: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	41, // 25: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	41, // 26: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	49, // 27: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	41, // 28: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	41, // 29: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	12, // 30: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	14, // 31: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	16, // 32: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	18, // 33: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	20, // 34: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	22, // 35: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	24, // 36: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	10, // 37: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	26, // 38: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	28, // 39: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	30, // 40: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	32, // 41: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	34, // 42: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	36, // 43: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	4,  // 44: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	6,  // 45: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	8,  // 46: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	0,  // 47: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	2,  // 48: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	13, // 49: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	15, // 50: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	17, // 51: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	19, // 52: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	21, // 53: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	23, // 54: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	25, // 55: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	11, // 56: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	27, // 57: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	29, // 58: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	31, // 59: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	33, // 60: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	35, // 61: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	37, // 62: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	5,  // 63: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	7,  // 64: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	9,  // 65: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	1,  // 66: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	3,  // 67: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	49, // [49:68] is the sub-list for method output_type
+	30, // [30:49] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -2412,6 +2655,7 @@ func file_steward_v1_task_service_proto_init() {
 	file_steward_v1_acceptance_proto_init()
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
+	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -2421,7 +2665,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   34,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -51,6 +51,9 @@ const (
 	QueryServiceGetReceiptProcedure = "/steward.v1.QueryService/GetReceipt"
 	// QueryServiceGetResultProcedure is the fully-qualified name of the QueryService's GetResult RPC.
 	QueryServiceGetResultProcedure = "/steward.v1.QueryService/GetResult"
+	// QueryServiceListDecisionsProcedure is the fully-qualified name of the QueryService's
+	// ListDecisions RPC.
+	QueryServiceListDecisionsProcedure = "/steward.v1.QueryService/ListDecisions"
 	// QueryServiceGetArtifactContentProcedure is the fully-qualified name of the QueryService's
 	// GetArtifactContent RPC.
 	QueryServiceGetArtifactContentProcedure = "/steward.v1.QueryService/GetArtifactContent"
@@ -110,6 +113,10 @@ type QueryServiceClient interface {
 	// DataLoss and no content goes out.
 	// An artifact submitted by reference is FailedPrecondition, naming its
 	// URI: Steward does not hold it.
+	// ListDecisions returns a task's model decisions in the order recorded,
+	// with the context items they cite: what a restarted agent reuses
+	// instead of asking the model again. Paged by sequence.
+	ListDecisions(context.Context, *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error)
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error)
 }
 
@@ -179,6 +186,13 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		listDecisions: connect.NewClient[v1.ListDecisionsRequest, v1.ListDecisionsResponse](
+			httpClient,
+			baseURL+QueryServiceListDecisionsProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("ListDecisions")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 		getArtifactContent: connect.NewClient[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse](
 			httpClient,
 			baseURL+QueryServiceGetArtifactContentProcedure,
@@ -199,6 +213,7 @@ type queryServiceClient struct {
 	listBreakers       *connect.Client[v1.ListBreakersRequest, v1.ListBreakersResponse]
 	getReceipt         *connect.Client[v1.GetReceiptRequest, v1.GetReceiptResponse]
 	getResult          *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
+	listDecisions      *connect.Client[v1.ListDecisionsRequest, v1.ListDecisionsResponse]
 	getArtifactContent *connect.Client[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse]
 }
 
@@ -240,6 +255,11 @@ func (c *queryServiceClient) GetReceipt(ctx context.Context, req *connect.Reques
 // GetResult calls steward.v1.QueryService.GetResult.
 func (c *queryServiceClient) GetResult(ctx context.Context, req *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error) {
 	return c.getResult.CallUnary(ctx, req)
+}
+
+// ListDecisions calls steward.v1.QueryService.ListDecisions.
+func (c *queryServiceClient) ListDecisions(ctx context.Context, req *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error) {
+	return c.listDecisions.CallUnary(ctx, req)
 }
 
 // GetArtifactContent calls steward.v1.QueryService.GetArtifactContent.
@@ -301,6 +321,10 @@ type QueryServiceHandler interface {
 	// DataLoss and no content goes out.
 	// An artifact submitted by reference is FailedPrecondition, naming its
 	// URI: Steward does not hold it.
+	// ListDecisions returns a task's model decisions in the order recorded,
+	// with the context items they cite: what a restarted agent reuses
+	// instead of asking the model again. Paged by sequence.
+	ListDecisions(context.Context, *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error)
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error
 }
 
@@ -366,6 +390,13 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceListDecisionsHandler := connect.NewUnaryHandler(
+		QueryServiceListDecisionsProcedure,
+		svc.ListDecisions,
+		connect.WithSchema(queryServiceMethods.ByName("ListDecisions")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	queryServiceGetArtifactContentHandler := connect.NewServerStreamHandler(
 		QueryServiceGetArtifactContentProcedure,
 		svc.GetArtifactContent,
@@ -391,6 +422,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceGetReceiptHandler.ServeHTTP(w, r)
 		case QueryServiceGetResultProcedure:
 			queryServiceGetResultHandler.ServeHTTP(w, r)
+		case QueryServiceListDecisionsProcedure:
+			queryServiceListDecisionsHandler.ServeHTTP(w, r)
 		case QueryServiceGetArtifactContentProcedure:
 			queryServiceGetArtifactContentHandler.ServeHTTP(w, r)
 		default:
@@ -432,6 +465,10 @@ func (UnimplementedQueryServiceHandler) GetReceipt(context.Context, *connect.Req
 
 func (UnimplementedQueryServiceHandler) GetResult(context.Context, *connect.Request[v1.GetResultRequest]) (*connect.Response[v1.GetResultResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetResult is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) ListDecisions(context.Context, *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.ListDecisions is not implemented"))
 }
 
 func (UnimplementedQueryServiceHandler) GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error {

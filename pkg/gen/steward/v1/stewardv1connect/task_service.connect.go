@@ -74,6 +74,12 @@ const (
 	// TaskServiceProvideInputProcedure is the fully-qualified name of the TaskService's ProvideInput
 	// RPC.
 	TaskServiceProvideInputProcedure = "/steward.v1.TaskService/ProvideInput"
+	// TaskServiceRecordDecisionProcedure is the fully-qualified name of the TaskService's
+	// RecordDecision RPC.
+	TaskServiceRecordDecisionProcedure = "/steward.v1.TaskService/RecordDecision"
+	// TaskServiceAttachContextProcedure is the fully-qualified name of the TaskService's AttachContext
+	// RPC.
+	TaskServiceAttachContextProcedure = "/steward.v1.TaskService/AttachContext"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -156,6 +162,20 @@ type TaskServiceClient interface {
 	// after a resume (permits issued before it are revalidated).
 	// Idempotent on request_id.
 	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
+	// RecordDecision puts one model decision on the task's record: the
+	// model, the versions in force, the context cited, what it led to
+	// (docs/decisions.md). Idempotent on decision.decision_id, which is
+	// required: the same decision again answers the one recorded (created
+	// false); another body under that id is ALREADY_EXISTS. A cited context
+	// id the task's ledger does not hold is INVALID_ARGUMENT; one that had
+	// expired, or may not go to the decision's provider, is recorded and
+	// flagged (Decision.flags). A reported call's tokens and cost are charged
+	// to the budget, as ReportUsage would. Only the task's agent records.
+	RecordDecision(context.Context, *connect.Request[v1.RecordDecisionRequest]) (*connect.Response[v1.RecordDecisionResponse], error)
+	// AttachContext adds one item to the task's context ledger, by
+	// reference and digest. Idempotent on item.context_id, as RecordDecision
+	// is on its id. Only the task's agent attaches.
+	AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -271,6 +291,18 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ProvideInput")),
 			connect.WithClientOptions(opts...),
 		),
+		recordDecision: connect.NewClient[v1.RecordDecisionRequest, v1.RecordDecisionResponse](
+			httpClient,
+			baseURL+TaskServiceRecordDecisionProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("RecordDecision")),
+			connect.WithClientOptions(opts...),
+		),
+		attachContext: connect.NewClient[v1.AttachContextRequest, v1.AttachContextResponse](
+			httpClient,
+			baseURL+TaskServiceAttachContextProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("AttachContext")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -293,6 +325,8 @@ type taskServiceClient struct {
 	extendDeadline *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
 	requestInput   *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
 	provideInput   *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
+	recordDecision *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
+	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -380,6 +414,16 @@ func (c *taskServiceClient) ProvideInput(ctx context.Context, req *connect.Reque
 	return c.provideInput.CallUnary(ctx, req)
 }
 
+// RecordDecision calls steward.v1.TaskService.RecordDecision.
+func (c *taskServiceClient) RecordDecision(ctx context.Context, req *connect.Request[v1.RecordDecisionRequest]) (*connect.Response[v1.RecordDecisionResponse], error) {
+	return c.recordDecision.CallUnary(ctx, req)
+}
+
+// AttachContext calls steward.v1.TaskService.AttachContext.
+func (c *taskServiceClient) AttachContext(ctx context.Context, req *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error) {
+	return c.attachContext.CallUnary(ctx, req)
+}
+
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
@@ -460,6 +504,20 @@ type TaskServiceHandler interface {
 	// after a resume (permits issued before it are revalidated).
 	// Idempotent on request_id.
 	ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error)
+	// RecordDecision puts one model decision on the task's record: the
+	// model, the versions in force, the context cited, what it led to
+	// (docs/decisions.md). Idempotent on decision.decision_id, which is
+	// required: the same decision again answers the one recorded (created
+	// false); another body under that id is ALREADY_EXISTS. A cited context
+	// id the task's ledger does not hold is INVALID_ARGUMENT; one that had
+	// expired, or may not go to the decision's provider, is recorded and
+	// flagged (Decision.flags). A reported call's tokens and cost are charged
+	// to the budget, as ReportUsage would. Only the task's agent records.
+	RecordDecision(context.Context, *connect.Request[v1.RecordDecisionRequest]) (*connect.Response[v1.RecordDecisionResponse], error)
+	// AttachContext adds one item to the task's context ledger, by
+	// reference and digest. Idempotent on item.context_id, as RecordDecision
+	// is on its id. Only the task's agent attaches.
+	AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -571,6 +629,18 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ProvideInput")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceRecordDecisionHandler := connect.NewUnaryHandler(
+		TaskServiceRecordDecisionProcedure,
+		svc.RecordDecision,
+		connect.WithSchema(taskServiceMethods.ByName("RecordDecision")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceAttachContextHandler := connect.NewUnaryHandler(
+		TaskServiceAttachContextProcedure,
+		svc.AttachContext,
+		connect.WithSchema(taskServiceMethods.ByName("AttachContext")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -607,6 +677,10 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceRequestInputHandler.ServeHTTP(w, r)
 		case TaskServiceProvideInputProcedure:
 			taskServiceProvideInputHandler.ServeHTTP(w, r)
+		case TaskServiceRecordDecisionProcedure:
+			taskServiceRecordDecisionHandler.ServeHTTP(w, r)
+		case TaskServiceAttachContextProcedure:
+			taskServiceAttachContextHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -682,4 +756,12 @@ func (UnimplementedTaskServiceHandler) RequestInput(context.Context, *connect.Re
 
 func (UnimplementedTaskServiceHandler) ProvideInput(context.Context, *connect.Request[v1.ProvideInputRequest]) (*connect.Response[v1.ProvideInputResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ProvideInput is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) RecordDecision(context.Context, *connect.Request[v1.RecordDecisionRequest]) (*connect.Response[v1.RecordDecisionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.RecordDecision is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.AttachContext is not implemented"))
 }
