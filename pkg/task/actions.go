@@ -123,6 +123,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		return nil, errs.New(errs.FailedPrecondition, "action %s carries a request that hashes to %s, not its request_hash %s", a.ActionId, requestHash(a.Request), a.GetRequestHash())
 	case a.GetMilestoneId() != "" && milestoneBudget(t, a.MilestoneId) == nil:
 		return nil, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(a.MilestoneId))
+	case a.GetDecisionId() != "" && FindDecision(t, a.DecisionId) == nil:
+		return nil, errs.Field("decision_id", "task %s has recorded no decision %s: record it first (RecordDecision)", t.Contract.GetTaskId(), errs.Quote(a.DecisionId))
 	case a.GetCompensates() != "":
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))

@@ -60,6 +60,8 @@ func submission(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanSubmitt
 		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d has no hash", id, v)
 	case cur != nil && v <= cur.Version:
 		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d is not higher than its current version %d", id, v, cur.Version)
+	case s.GetPlan().GetDecisionId() != "" && FindDecision(t, s.Plan.DecisionId) == nil:
+		return nil, errs.Field("plan.decision_id", "task %s has recorded no decision %s: record it first (RecordDecision)", id, errs.Quote(s.Plan.DecisionId))
 	}
 	if err := checkRevision(t.Plan, s); err != nil {
 		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d: %v", id, v, err)

@@ -241,3 +241,44 @@ func TestDecisionsCountTowardTheLoopCap(t *testing.T) {
 		t.Fatalf("after a resume: %v", err)
 	}
 }
+
+// TestProposalsAndPlansNameTheirDecision: a proposal and a plan version
+// may name the decision that produced them, which must be recorded; the
+// action carries it, and so does every action a plan's steps propose. A
+// repeat of a proposal naming another decision is refused.
+func TestProposalsAndPlansNameTheirDecision(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	id := r.planTask(t, "named-decisions", nil)
+	if _, _, err := r.ctl.RecordDecision(ctx, "agent", &stewardv1.RecordDecisionRequest{TaskId: id, Decision: aDecision("d1")}); err != nil {
+		t.Fatal(err)
+	}
+	propose := func(proposalID, decisionID string) (*stewardv1.Action, error) {
+		a, _, err := r.ctl.ProposeAction(ctx, "agent", &stewardv1.ProposeActionRequest{TaskId: id, ProposalId: proposalID, Tool: "search", Target: "index", DecisionId: decisionID})
+		return a, err
+	}
+	var e *errs.Error
+	if _, err := propose("p0", "nope"); !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "decision_id" {
+		t.Fatalf("a proposal naming an unrecorded decision: %v, want invalid_argument on decision_id", err)
+	}
+	a, err := propose("p1", "d1")
+	if err != nil || a.DecisionId != "d1" {
+		t.Fatalf("a proposal naming d1: %v, %v", a, err)
+	}
+	if _, err := propose("p1", ""); !errs.Is(err, errs.AlreadyExists) {
+		t.Fatalf("the same proposal without its decision: %v, want already_exists", err)
+	}
+
+	bad := twoSteps(1)
+	bad.DecisionId = "nope"
+	if _, _, err := r.submitPlan(id, "plan-bad", bad); !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != "plan.decision_id" {
+		t.Fatalf("a plan naming an unrecorded decision: %v, want invalid_argument on plan.decision_id", err)
+	}
+	p := twoSteps(1)
+	p.DecisionId = "d1"
+	r.runPlan(t, id, p)
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return len(tk.Actions) == 2 })
+	if got := tk.Actions[1]; got.PlanStepId != "find" || got.DecisionId != "d1" {
+		t.Fatalf("the plan step's action: step %q, decision %q, want find and d1", got.PlanStepId, got.DecisionId)
+	}
+}

@@ -28,7 +28,10 @@ type proposal struct {
 	planStep string
 	// milestone is the milestone of the contract's budget the action's
 	// cost is charged to; the fold checks that the budget has it.
-	milestone         string
+	milestone string
+	// decision is the model decision that produced the proposal, if the
+	// proposer named one; the fold checks that the task has it.
+	decision          string
 	tool, toolVersion string // toolVersion empty: the one the task takes (toolFor)
 	target            string
 	params            []byte                 // a JSON object
@@ -114,6 +117,7 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		SealedSecrets: sealed,
 		PlanStepId:    pr.planStep,
 		MilestoneId:   pr.milestone,
+		DecisionId:    pr.decision,
 	}}, nil
 }
 

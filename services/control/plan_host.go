@@ -32,7 +32,7 @@ func (h planHost) Steward() *stewardv1.Actor { return h.p.actor(stewardPrincipal
 
 func (h planHost) Propose(ctx context.Context, t *stewardv1.Task, c plandriver.Call, still func(*stewardv1.Task) bool) (string, error) {
 	d, err := h.p.prepare(ctx, t, proposal{
-		taskID: c.TaskID, proposalIDOf: c.ProposalIDOf, planStep: c.PlanStep, milestone: c.Milestone,
+		taskID: c.TaskID, proposalIDOf: c.ProposalIDOf, planStep: c.PlanStep, milestone: c.Milestone, decision: c.Decision,
 		tool: c.Tool, toolVersion: c.ToolVersion, target: c.Target, params: c.Params,
 		retry: c.Retry, rationale: c.Rationale, principal: c.Principal,
 	})

@@ -120,7 +120,7 @@ func proposalOf(req *stewardv1.ProposeActionRequest, principal string, params []
 		taskID: req.TaskId, proposalID: req.ProposalId,
 		tool: req.Tool, toolVersion: toolVersion, target: req.Target,
 		params: params, retry: req.RetryPolicy, editOf: req.EditOf, principal: principal,
-		rationale: req.Rationale, milestone: req.MilestoneId,
+		rationale: req.Rationale, milestone: req.MilestoneId, decision: req.DecisionId,
 	}
 }
 
@@ -141,6 +141,9 @@ func sameProposal(existing, a *stewardv1.Action, req *stewardv1.ProposeActionReq
 	case existing.MilestoneId != req.MilestoneId:
 		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request in milestone %s, not %s (action %s)",
 			errs.Quote(req.ProposalId), errs.Quote(existing.MilestoneId), errs.Quote(req.MilestoneId), actionID)
+	case existing.DecisionId != req.DecisionId:
+		return errs.New(errs.AlreadyExists, "proposal_id %s already proposed this request from decision %s, not %s (action %s)",
+			errs.Quote(req.ProposalId), errs.Quote(existing.DecisionId), errs.Quote(req.DecisionId), actionID)
 	}
 	return nil
 }
@@ -190,6 +193,7 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		checkText("target", req.Target, MaxTargetLen, false),
 		checkText("edit_of", req.EditOf, MaxRefLen, false),
 		checkText("milestone_id", req.MilestoneId, MaxRefLen, false),
+		checkText("decision_id", req.DecisionId, MaxRefLen, false),
 		checkRationale(req.Rationale),
 	} {
 		if err != nil {

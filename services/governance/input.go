@@ -10,6 +10,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // policyInput builds the input document for one evaluation, and the hash
@@ -54,13 +55,22 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 		"credential": credential,
 		"risk":       risk,
 	}
-	hash, err := inputHash([]member{
+	members := []member{
 		{key: "action", value: hashedStrings(actionFacts)},
 		{key: "credential", value: hashedStrings(credential)},
-		{key: "risk", value: risk},
-		{key: "task", value: taskFacts},
-		{key: "tool", canonical: tool.canonical},
-	})
+	}
+	// The decision behind the action, when the proposer named one; an
+	// action without one hashes as it always has.
+	if d := task.FindDecision(t, a.DecisionId); a.DecisionId != "" && d != nil {
+		facts := decisionFacts(t, d)
+		input["decision"] = facts
+		members = append(members, member{key: "decision", value: facts})
+	}
+	hash, err := inputHash(append(members,
+		member{key: "risk", value: risk},
+		member{key: "task", value: taskFacts},
+		member{key: "tool", canonical: tool.canonical},
+	))
 	if err != nil {
 		return nil, "", err
 	}

@@ -100,7 +100,7 @@ func (r *planPass) propose(ctx context.Context, st *stewardv1.PlanStepState, a *
 		PlanStep: st.StepId,
 		Tool:     a.Tool, ToolVersion: a.ToolVersion, Target: target,
 		Params: params, Retry: a.RetryPolicy, Rationale: a.Rationale, Principal: r.t.Plan.SubmittedBy,
-		Milestone: r.definition(st.StepId).GetMilestoneId(),
+		Milestone: r.definition(st.StepId).GetMilestoneId(), Decision: r.t.Plan.GetPlan().GetDecisionId(),
 	}, func(t *stewardv1.Task) bool { return stillPending(t, v, st) })
 }
 

@@ -68,6 +68,7 @@ type Call struct {
 	ProposalIDOf      func(requestHash string) string
 	PlanStep          string
 	Milestone         string
+	Decision          string // the plan version's decision_id
 	Tool, ToolVersion string
 	Target            string
 	Params            []byte // a JSON object

@@ -1441,7 +1441,11 @@ type Action struct {
 	// to, besides the task's (README, "Budgets"): the proposer's, or its plan
 	// step's milestone_id. A retry and a compensation keep the milestone of
 	// the action they stand for. Set on proposal, never changed.
-	MilestoneId   string `protobuf:"bytes,42,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	MilestoneId string `protobuf:"bytes,42,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// The model decision that produced the action (TaskService.RecordDecision),
+	// if the proposer named one: policy reads it as input.decision
+	// (docs/decisions.md). Set on proposal, never changed.
+	DecisionId    string `protobuf:"bytes,43,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1770,6 +1774,13 @@ func (x *Action) GetMilestoneId() string {
 	return ""
 }
 
+func (x *Action) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1924,7 +1935,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xb9\x0e\n" +
+	"\x06result\x18\t \x01(\fR\x06result\"\xda\x0e\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -1979,7 +1990,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0esealed_secrets\x18( \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\x12 \n" +
 	"\fplan_step_id\x18) \x01(\tR\n" +
 	"planStepId\x12!\n" +
-	"\fmilestone_id\x18* \x01(\tR\vmilestoneId\"F\n" +
+	"\fmilestone_id\x18* \x01(\tR\vmilestoneId\x12\x1f\n" +
+	"\vdecision_id\x18+ \x01(\tR\n" +
+	"decisionId\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

@@ -294,7 +294,12 @@ type Plan struct {
 	// max_steps.
 	Steps []*Step `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
 	// What happens when every step is done. Required.
-	Ending        PlanEnding `protobuf:"varint,3,opt,name=ending,proto3,enum=steward.v1.PlanEnding" json:"ending,omitempty"`
+	Ending PlanEnding `protobuf:"varint,3,opt,name=ending,proto3,enum=steward.v1.PlanEnding" json:"ending,omitempty"`
+	// The model decision that wrote this version (TaskService.RecordDecision),
+	// if the agent names one: it must be recorded on the task, and every
+	// action the plan's steps propose names it, so policy judges each knowing
+	// it (input.decision; docs/decisions.md).
+	DecisionId    string `protobuf:"bytes,4,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -348,6 +353,13 @@ func (x *Plan) GetEnding() PlanEnding {
 		return x.Ending
 	}
 	return PlanEnding_PLAN_ENDING_UNSPECIFIED
+}
+
+func (x *Plan) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
+	}
+	return ""
 }
 
 // Step is one node of a plan: one action, sub-task, checkpoint, wait or
@@ -1439,11 +1451,13 @@ var File_steward_v1_plan_proto protoreflect.FileDescriptor
 const file_steward_v1_plan_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/plan.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/tool.proto\"x\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x15steward/v1/tool.proto\"\x99\x01\n" +
 	"\x04Plan\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12&\n" +
 	"\x05steps\x18\x02 \x03(\v2\x10.steward.v1.StepR\x05steps\x12.\n" +
-	"\x06ending\x18\x03 \x01(\x0e2\x16.steward.v1.PlanEndingR\x06ending\"\xc9\x03\n" +
+	"\x06ending\x18\x03 \x01(\x0e2\x16.steward.v1.PlanEndingR\x06ending\x12\x1f\n" +
+	"\vdecision_id\x18\x04 \x01(\tR\n" +
+	"decisionId\"\xc9\x03\n" +
 	"\x04Step\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +

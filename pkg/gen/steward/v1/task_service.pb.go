@@ -609,7 +609,12 @@ type ProposeActionRequest struct {
 	// The milestone of the contract's budget the action's cost is charged
 	// to, besides the task's; empty for none. An id the contract's budget
 	// does not name is refused.
-	MilestoneId   string `protobuf:"bytes,10,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	MilestoneId string `protobuf:"bytes,10,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// The model decision that produced this proposal: one the task has
+	// recorded (RecordDecision), else it is refused. Policy then judges the
+	// action knowing the decision: its model and provenance, confidence,
+	// versions, cited context and flags (input.decision; docs/decisions.md).
+	DecisionId    string `protobuf:"bytes,11,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -710,6 +715,13 @@ func (x *ProposeActionRequest) GetRationale() *ActionRationale {
 func (x *ProposeActionRequest) GetMilestoneId() string {
 	if x != nil {
 		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *ProposeActionRequest) GetDecisionId() string {
+	if x != nil {
+		return x.DecisionId
 	}
 	return ""
 }
@@ -2344,7 +2356,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"<\n" +
 	"\x14ProvideInputResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x83\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xa4\x03\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2357,7 +2369,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\fretry_policy\x18\b \x01(\v2\x17.steward.v1.RetryPolicyR\vretryPolicy\x129\n" +
 	"\trationale\x18\t \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12!\n" +
 	"\fmilestone_id\x18\n" +
-	" \x01(\tR\vmilestoneId\"]\n" +
+	" \x01(\tR\vmilestoneId\x12\x1f\n" +
+	"\vdecision_id\x18\v \x01(\tR\n" +
+	"decisionId\"]\n" +
 	"\x15ProposeActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
 	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +
