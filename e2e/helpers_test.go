@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 	// A cluster node the cluster tests run in a process of its own is this
 	// binary again.
 	stewardtest.RunNodeFromEnv()
+	// So is the scripted agent (agent_test.go).
+	runAgentFromEnv()
 	dir, err := os.MkdirTemp("", "steward-e2e")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

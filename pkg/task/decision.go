@@ -28,7 +28,8 @@ const AnyProvider = "*"
 // AtDecisionCap reports whether t has recorded as many decisions as its
 // loop cap allows: the action cap in force (MaxActions), counted apart.
 // A model that keeps deciding is the same loop as an agent that keeps
-// proposing, and is stopped the same way.
+// proposing, and is stopped the same way. An observed decision is not
+// held to it: its call was an action, held to the action cap.
 func AtDecisionCap(t *stewardv1.Task) bool { return len(t.Decisions) >= MaxActions(t) }
 
 // decisionStep checks a decision or a context item against t and returns
@@ -54,7 +55,7 @@ func recordDecision(t *stewardv1.Task, ev *stewardv1.Event, d *stewardv1.Decisio
 		return nil, errs.Field("decision.decision_id", "is required")
 	case FindDecision(t, d.DecisionId) != nil:
 		return nil, errs.New(errs.AlreadyExists, "task %s already recorded decision %s", id, errs.Quote(d.DecisionId))
-	case AtDecisionCap(t):
+	case AtDecisionCap(t) && d.GetCall().GetProvenance() != stewardv1.Provenance_PROVENANCE_OBSERVED:
 		return nil, errs.New(errs.FailedPrecondition, "task %s recorded %d decisions, its loop cap (contract.limits.max_actions)", id, len(t.Decisions))
 	}
 	for i, c := range d.ContextIds {

@@ -63,15 +63,15 @@ func outcome(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 		if err := outcomeCheck(a); err != nil {
 			return err
 		}
-		return CheckSpend(t, 0, o.GetCostMicros())
+		return CheckSpend(t, o.GetTokens(), o.GetCostMicros())
 	}
 	tr.apply = func(a *stewardv1.Action) {
 		a.Outcome = proto.CloneOf(o)
 		clearWait(a)
 		// A call costs what it costs, whatever came of it, and its
-		// milestone pays for it too.
-		if o.GetCostMicros() > 0 {
-			spend(t, 0, o.GetCostMicros(), a.MilestoneId)
+		// milestone pays for it too; a model call's tokens likewise.
+		if o.GetCostMicros() > 0 || o.GetTokens() > 0 {
+			spend(t, o.GetTokens(), o.GetCostMicros(), a.MilestoneId)
 		}
 	}
 	return tr

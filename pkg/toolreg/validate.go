@@ -135,8 +135,10 @@ func checkEndpoint(c *stewardv1.ToolContract) error {
 		if !known {
 			return errs.Field("contract.builtin.kind", "%s is not one of %v", errs.Quote(e.Builtin.Kind), BuiltinKinds)
 		}
+	case *stewardv1.ToolContract_Model:
+		return checkModel(c, e.Model)
 	default:
-		return errs.Field("contract.endpoint", "is required: http or builtin")
+		return errs.Field("contract.endpoint", "is required: http, builtin or model")
 	}
 	return nil
 }

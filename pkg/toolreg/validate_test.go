@@ -55,6 +55,23 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"unknown builtin", func(c *stewardv1.ToolContract) {
 			c.Endpoint = &stewardv1.ToolContract_Builtin{Builtin: &stewardv1.BuiltinEndpoint{Kind: "shell"}}
 		}, "contract.builtin.kind"},
+		{"a model without a base url", modelEdit(func(m *stewardv1.ModelEndpoint) { m.BaseUrl = "" }), "contract.model.base_url"},
+		{"a model over ftp", modelEdit(func(m *stewardv1.ModelEndpoint) { m.BaseUrl = "ftp://models.example/v1" }), "contract.model.base_url"},
+		{"a model without its name", modelEdit(func(m *stewardv1.ModelEndpoint) { m.Model = " " }), "contract.model.model"},
+		{"a model without a provider", modelEdit(func(m *stewardv1.ModelEndpoint) { m.Provider = "" }), "contract.model.provider"},
+		{"a model without a token cap", modelEdit(func(m *stewardv1.ModelEndpoint) { m.MaxTokens = 0 }), "contract.model.max_tokens"},
+		{"a model past the token cap", modelEdit(func(m *stewardv1.ModelEndpoint) { m.MaxTokens = toolreg.MaxModelTokens + 1 }), "contract.model.max_tokens"},
+		{"a negative input price", modelEdit(func(m *stewardv1.ModelEndpoint) { m.InputMicrosPer_1K = -1 }), "contract.model.input_micros_per_1k"},
+		{"a negative output price", modelEdit(func(m *stewardv1.ModelEndpoint) { m.OutputMicrosPer_1K = -1 }), "contract.model.output_micros_per_1k"},
+		{"a long key file path", modelEdit(func(m *stewardv1.ModelEndpoint) { m.KeyFile = strings.Repeat("k", 5000) }), "contract.model.key_file"},
+		{"a model that writes", func(c *stewardv1.ToolContract) {
+			modelEdit(func(*stewardv1.ModelEndpoint) {})(c)
+			c.EffectClass = stewardv1.EffectClass_EFFECT_CLASS_IDEMPOTENT_WRITE
+		}, "contract.effect_class"},
+		{"a model that honours keys", func(c *stewardv1.ToolContract) {
+			modelEdit(func(*stewardv1.ModelEndpoint) {})(c)
+			c.Idempotency = &stewardv1.IdempotencySupport{HonoursKey: true}
+		}, "contract.idempotency.honours_key"},
 		{"timeout too long", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(toolreg.MaxTimeout * 2) }, "contract.timeout"},
 		{"timeout of a nanosecond", func(c *stewardv1.ToolContract) { c.Timeout = durationpb.New(time.Nanosecond) }, "contract.timeout"},
 		{"retention of 10,000 years", func(c *stewardv1.ToolContract) {
@@ -93,5 +110,16 @@ func TestValidateNamesTheField(t *testing.T) {
 				t.Fatalf("err = %v, want invalid %s", err, tt.field)
 			}
 		})
+	}
+}
+
+// modelEdit makes the contract a model tool's, a read, and edits its
+// endpoint.
+func modelEdit(edit func(*stewardv1.ModelEndpoint)) func(*stewardv1.ToolContract) {
+	return func(c *stewardv1.ToolContract) {
+		m := &stewardv1.ModelEndpoint{BaseUrl: "https://models.example/v1", Model: "gpt-x", Provider: "openai", MaxTokens: 100}
+		edit(m)
+		c.EffectClass, c.StatusQuery, c.Idempotency = stewardv1.EffectClass_EFFECT_CLASS_READ, false, nil
+		c.Endpoint = &stewardv1.ToolContract_Model{Model: m}
 	}
 }

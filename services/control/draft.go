@@ -78,6 +78,9 @@ func (p *Plane) prepare(ctx context.Context, t *stewardv1.Task, pr proposal) (*d
 		}
 		return nil, errs.Field("params", "%v", err)
 	}
+	if err := checkModelParams(entry.Tool.Contract, pr.params); err != nil {
+		return nil, err
+	}
 	tool := entry.Tool.Contract
 	retry, err := toolreg.NarrowRetry("retry_policy.", tool, pr.retry)
 	if err != nil {

@@ -23,9 +23,10 @@ func (p *Plane) reactions() []eventlog.Reaction {
 	// Compensation and the plan driver propose actions of their own: only
 	// a plane that takes actions runs them.
 	rc, dg := p.recovery, p.delegation
-	var compensate, drivePlan, wakeParent eventlog.Handler
+	var compensate, drivePlan, wakeParent, observe eventlog.Handler
 	if rc.takesActions() {
 		compensate, drivePlan, wakeParent = rc.compensate, p.plans.Drive, p.plans.WakeParent
+		observe = p.observer.observe
 	}
 	var (
 		// A created task starts; one paused before it started goes back
@@ -46,8 +47,9 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// waiting parent), the event it appends brings that one on
 		// (onTaskEnd, onCompensating, onReleased), so the order here only
 		// saves a delivery: a sub_task step waits for its release
-		// whichever way (plandriver's givenBack).
-		onActionEnd = inOrder(rc.recoverFrom, dg.release, compensate, drivePlan, wakeParent)
+		// whichever way (plandriver's givenBack). observe records the
+		// decision behind a model call, which no other handler reads.
+		onActionEnd = inOrder(rc.recoverFrom, dg.release, observe, compensate, drivePlan, wakeParent)
 		onDenied    = inOrder(dg.release, compensate, drivePlan, wakeParent)
 		onTaskEnd   = inOrder(dg.release, wakeParent)
 		onProduced  = inOrder(dg.release)

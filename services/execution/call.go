@@ -52,6 +52,7 @@ func (p *Plane) call(ctx context.Context, taskID string, a *stewardv1.Action, at
 	stop := p.heartbeat(ctx, taskID, a.ActionId, attempt)
 	res := req.adapter.Call(ctx, req.Request)
 	stop()
+	p.modelFailures.note(res)
 	if res.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED && req.result != nil {
 		// The call was made: its result is judged even if this worker
 		// is stopping, never recorded as failed for want of a turn.

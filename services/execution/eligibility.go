@@ -18,6 +18,8 @@ import (
 //     answer came after it was sent) may be sent again blind only to a
 //     read, or to a tool whose contract honours the op_key and still
 //     remembers it (its retention has not run out since the first try);
+//   - a model's call (docs/models.md) is paid: one that may have arrived
+//     is never sent again blind, a read though it is;
 //   - for any other tool its outcome is unknown, settled by the tool's
 //     status query or by a person (SettleAction), and the call is made
 //     again only after a settled not_accepted.
@@ -27,6 +29,9 @@ import (
 // blindRetry says whether a call of tool that may have arrived may be sent
 // again as it is, and if not, why.
 func blindRetry(tool *stewardv1.ToolContract, firstTry, now time.Time) (bool, string) {
+	if isModel(tool) {
+		return false, fmt.Sprintf("tool %s is a model, whose every call is paid", tool.GetName())
+	}
 	if tool.GetEffectClass() == stewardv1.EffectClass_EFFECT_CLASS_READ {
 		return true, ""
 	}

@@ -33,8 +33,8 @@ func (p *Plane) resendLostRead(ctx context.Context, taskID string, a *stewardv1.
 		return false, err
 	}
 	tool := entry.Tool.Contract
-	if tool.GetEffectClass() != stewardv1.EffectClass_EFFECT_CLASS_READ {
-		return false, nil
+	if tool.GetEffectClass() != stewardv1.EffectClass_EFFECT_CLASS_READ || isModel(tool) {
+		return false, nil // a model's call is a read that is paid: never sent twice
 	}
 	next := a.Attempt + 1
 	policy := retryPolicyOf(a, tool)

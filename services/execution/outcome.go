@@ -93,7 +93,7 @@ func (p *Plane) attemptsCost(ctx context.Context, taskID string, a *stewardv1.Ac
 // outcome records how attempt ended, with a succeeded result inline when
 // small, else stored by hash. An unknown outcome goes to reconciliation (see reconcile).
 func (p *Plane) outcome(ctx context.Context, taskID, actionID string, attempt uint32, c cause, res adapter.Result) error {
-	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros}
+	o := &stewardv1.Outcome{Status: res.Status, FailureClass: res.FailureClass, Reason: res.Reason, FinishedAt: timestamppb.New(p.now()), Attempt: attempt, CostMicros: res.CostMicros, Tokens: res.Tokens}
 	switch res.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED:
 		inline, ref, hash, err := p.cfg.Results.Keep(ctx, res.Body)

@@ -135,6 +135,10 @@ type Plane struct {
 	// tenantHTTP calls tenants' http tools, over connections of its own
 	// that obey cfg.Egress.
 	tenantHTTP adapter.Adapter
+	// tenantModel calls tenants' model tools, under Egress as tenantHTTP.
+	tenantModel adapter.Adapter
+	// modelFailures counts model calls' failures apart (model.go).
+	modelFailures modelFailures
 	// settlement settles unknown outcomes (SettleAction); registration
 	// registers tools (groups.go).
 	settlement   *settlement
@@ -181,10 +185,15 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) (*P
 	if cfg.Egress == nil {
 		cfg.Egress = egress.New(egress.Config{})
 	}
+	if cfg.Adapters.Model == nil {
+		cfg.Adapters.Model = adapter.NewModel(nil)
+	}
 	p := &Plane{
 		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName, "worker", cfg.Worker), cfg: cfg,
-		breakers:   breaker.New(cfg.Breaker),
-		tenantHTTP: adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
+		breakers:      breaker.New(cfg.Breaker),
+		tenantHTTP:    adapter.NewHTTP(&http.Client{Transport: cfg.Egress.Transport()}, cfg.HTTPOptions...),
+		tenantModel:   adapter.NewModel(&http.Client{Transport: cfg.Egress.Transport()}),
+		modelFailures: newModelFailures(),
 	}
 	p.limits = &limits{waiting: p, cfg: cfg, log: log, logger: p.logger, breakers: p.breakers}
 	p.waits = &waits{resuming: p, cfg: cfg, logger: p.logger, tasks: cfg.Tasks}

@@ -93,12 +93,18 @@ type prepared struct {
 	limit string
 }
 
-// adapterFor picks the adapter for a registered tool: a tenant's http
-// tool's calls go over connections of their own, under the egress rule.
+// adapterFor picks the adapter for a registered tool: a tenant's http or
+// model tool's calls go over connections of their own, under the egress
+// rule.
 func (p *Plane) adapterFor(t *stewardv1.Tool) (adapter.Adapter, error) {
 	ad, err := p.cfg.Adapters.For(t.Contract)
-	if err == nil && t.Tenant != "" && t.Contract.GetHttp() != nil {
+	switch {
+	case err != nil || t.Tenant == "":
+		return ad, err
+	case t.Contract.GetHttp() != nil:
 		return p.tenantHTTP, nil
+	case t.Contract.GetModel() != nil:
+		return p.tenantModel, nil
 	}
-	return ad, err
+	return ad, nil
 }

@@ -22,7 +22,7 @@ var BudgetThresholds = []uint32{50, 80, 100}
 // before every permit (see permit), so a task overspends by at most what
 // its calls already in flight cost.
 func (p *Plane) guardBudget(ctx context.Context, rec *stewardv1.EventRecord) error {
-	if o := rec.Event.GetActionOutcomeRecorded(); o != nil && o.GetOutcome().GetCostMicros() == 0 {
+	if o := rec.Event.GetActionOutcomeRecorded(); o != nil && o.GetOutcome().GetCostMicros() == 0 && o.GetOutcome().GetTokens() == 0 {
 		return nil // nothing spent
 	}
 	if d := rec.Event.GetActionDenied(); d != nil && d.GetCostMicros() == 0 {

@@ -208,6 +208,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	}
 	s := p.snapshotOf(snapshotID(a.ActionId, round), res, inputHash, t.Contract.GetRiskTier())
 	askAlways(s, entry.Tool.Contract)
+	holdContext(s, t, entry.Tool.Contract, request, p.now())
 	return s, nil
 }
 

@@ -130,8 +130,10 @@ func ledTo(d *stewardv1.Decision) string {
 		return fmt.Sprintf("plan version %d", l.PlanVersion)
 	case *stewardv1.Decision_Question:
 		return "a question"
+	case *stewardv1.Decision_NoAction:
+		return "no action"
 	}
-	return "no action"
+	return "—" // an observed decision: its proposals name it
 }
 
 // flagWords names a decision's flags, in bold: a flag is a finding.

@@ -57,6 +57,11 @@ type Result struct {
 	// CostMicros is what the tool says the call cost (HTTP header
 	// Steward-Cost-Micros); 0 when it does not say.
 	CostMicros int64
+	// Tokens is what a model call spent, in and out, as the model said.
+	Tokens int64
+	// ModelFailure says how a model call failed (ModelRateLimited, …),
+	// counted apart from tools' failures; "" for any other call.
+	ModelFailure string
 }
 
 // StatusAnswer is a tool's authoritative answer about an op_key.
@@ -106,9 +111,10 @@ var ErrNoStatusQuery = errors.New("adapter: tool offers no status query")
 type Set struct {
 	HTTP    Adapter
 	Builtin Adapter
+	Model   Adapter
 }
 
-// For picks the adapter for a tool's endpoint (http or builtin); an error
+// For picks the adapter for a tool's endpoint (http, builtin or model); an error
 // names the problem.
 func (s Set) For(tool *stewardv1.ToolContract) (Adapter, error) {
 	if tool == nil {
@@ -132,6 +138,11 @@ func (s Set) For(tool *stewardv1.ToolContract) (Adapter, error) {
 			return nil, fmt.Errorf("adapter: tool %s: no builtin adapter configured", name)
 		}
 		return s.Builtin, nil
+	case *stewardv1.ToolContract_Model:
+		if s.Model == nil {
+			return nil, fmt.Errorf("adapter: tool %s: no model adapter configured", name)
+		}
+		return s.Model, nil
 	case nil:
 		return nil, fmt.Errorf("adapter: tool %s has no endpoint", name)
 	default:

@@ -1249,7 +1249,10 @@ type Outcome struct {
 	// hashes to result_hash. No store is read for it, and a client reads
 	// it here. Empty in the views served to a caller who may not read the
 	// task's content (QueryService.GetResult says who may).
-	Result        []byte `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
+	Result []byte `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
+	// The tokens a model call spent, in and out, as the model reported them
+	// (a model tool, docs/models.md): charged to the budget with the cost.
+	Tokens        int64 `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1345,6 +1348,13 @@ func (x *Outcome) GetResult() []byte {
 		return x.Result
 	}
 	return nil
+}
+
+func (x *Outcome) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
 }
 
 // Action is one entry of a task's action ledger: a concrete tool call and
@@ -1921,7 +1931,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\fR\bdecision\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xe2\x02\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xfa\x02\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1935,7 +1945,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\aattempt\x18\a \x01(\rR\aattempt\x12\x1f\n" +
 	"\vcost_micros\x18\b \x01(\x03R\n" +
 	"costMicros\x12\x16\n" +
-	"\x06result\x18\t \x01(\fR\x06result\"\xda\x0e\n" +
+	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
+	"\x06tokens\x18\n" +
+	" \x01(\x03R\x06tokens\"\xda\x0e\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +

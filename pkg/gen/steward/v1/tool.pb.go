@@ -553,6 +553,112 @@ func (x *BuiltinEndpoint) GetKind() string {
 	return ""
 }
 
+// ModelEndpoint is a model Steward calls itself, as the built-in llm.chat
+// tool: an OpenAI-compatible chat-completions API (docs/models.md). A call
+// is paid: once it may have reached the provider it is never sent again.
+type ModelEndpoint struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The API's root, e.g. "https://api.openai.com/v1": Steward POSTs to
+	// {base_url}/chat/completions. Required, absolute http(s).
+	BaseUrl string `protobuf:"bytes,1,opt,name=base_url,json=baseUrl,proto3" json:"base_url,omitempty"`
+	// The model to ask, as the provider names it. Required.
+	Model string `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	// Who serves it, as context items' egress lists name providers
+	// ("openai"). Required.
+	Provider string `protobuf:"bytes,3,opt,name=provider,proto3" json:"provider,omitempty"`
+	// A file holding the API key, read at each call and sent as a bearer
+	// token; the key never reaches the log. Empty: no key is sent.
+	KeyFile string `protobuf:"bytes,4,opt,name=key_file,json=keyFile,proto3" json:"key_file,omitempty"`
+	// The most tokens one call may ask the model to write: sent as
+	// max_tokens, and a proposal asking for more is refused. 1 to 1,000,000.
+	MaxTokens int64 `protobuf:"varint,5,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	// The price, per 1,000 tokens in and out, in micro-units of the task's
+	// currency: a call's cost is charged from the usage the model reports.
+	InputMicrosPer_1K  int64 `protobuf:"varint,6,opt,name=input_micros_per_1k,json=inputMicrosPer1k,proto3" json:"input_micros_per_1k,omitempty"`
+	OutputMicrosPer_1K int64 `protobuf:"varint,7,opt,name=output_micros_per_1k,json=outputMicrosPer1k,proto3" json:"output_micros_per_1k,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *ModelEndpoint) Reset() {
+	*x = ModelEndpoint{}
+	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelEndpoint) ProtoMessage() {}
+
+func (x *ModelEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelEndpoint.ProtoReflect.Descriptor instead.
+func (*ModelEndpoint) Descriptor() ([]byte, []int) {
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ModelEndpoint) GetBaseUrl() string {
+	if x != nil {
+		return x.BaseUrl
+	}
+	return ""
+}
+
+func (x *ModelEndpoint) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ModelEndpoint) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ModelEndpoint) GetKeyFile() string {
+	if x != nil {
+		return x.KeyFile
+	}
+	return ""
+}
+
+func (x *ModelEndpoint) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *ModelEndpoint) GetInputMicrosPer_1K() int64 {
+	if x != nil {
+		return x.InputMicrosPer_1K
+	}
+	return 0
+}
+
+func (x *ModelEndpoint) GetOutputMicrosPer_1K() int64 {
+	if x != nil {
+		return x.OutputMicrosPer_1K
+	}
+	return 0
+}
+
 // ToolContract is what Steward knows about a tool before anyone may call it.
 type ToolContract struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -591,6 +697,7 @@ type ToolContract struct {
 	//
 	//	*ToolContract_Http
 	//	*ToolContract_Builtin
+	//	*ToolContract_Model
 	Endpoint      isToolContract_Endpoint `protobuf_oneof:"endpoint"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -598,7 +705,7 @@ type ToolContract struct {
 
 func (x *ToolContract) Reset() {
 	*x = ToolContract{}
-	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +717,7 @@ func (x *ToolContract) String() string {
 func (*ToolContract) ProtoMessage() {}
 
 func (x *ToolContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[5]
+	mi := &file_steward_v1_tool_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +730,7 @@ func (x *ToolContract) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolContract.ProtoReflect.Descriptor instead.
 func (*ToolContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ToolContract) GetName() string {
@@ -770,6 +877,15 @@ func (x *ToolContract) GetBuiltin() *BuiltinEndpoint {
 	return nil
 }
 
+func (x *ToolContract) GetModel() *ModelEndpoint {
+	if x != nil {
+		if x, ok := x.Endpoint.(*ToolContract_Model); ok {
+			return x.Model
+		}
+	}
+	return nil
+}
+
 type isToolContract_Endpoint interface {
 	isToolContract_Endpoint()
 }
@@ -782,9 +898,15 @@ type ToolContract_Builtin struct {
 	Builtin *BuiltinEndpoint `protobuf:"bytes,21,opt,name=builtin,proto3,oneof"`
 }
 
+type ToolContract_Model struct {
+	Model *ModelEndpoint `protobuf:"bytes,22,opt,name=model,proto3,oneof"`
+}
+
 func (*ToolContract_Http) isToolContract_Endpoint() {}
 
 func (*ToolContract_Builtin) isToolContract_Endpoint() {}
+
+func (*ToolContract_Model) isToolContract_Endpoint() {}
 
 // Tool is a registered tool version.
 type Tool struct {
@@ -803,7 +925,7 @@ type Tool struct {
 
 func (x *Tool) Reset() {
 	*x = Tool{}
-	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	mi := &file_steward_v1_tool_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -815,7 +937,7 @@ func (x *Tool) String() string {
 func (*Tool) ProtoMessage() {}
 
 func (x *Tool) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_tool_proto_msgTypes[6]
+	mi := &file_steward_v1_tool_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -828,7 +950,7 @@ func (x *Tool) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Tool.ProtoReflect.Descriptor instead.
 func (*Tool) Descriptor() ([]byte, []int) {
-	return file_steward_v1_tool_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_tool_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Tool) GetContract() *ToolContract {
@@ -900,7 +1022,16 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\n" +
 	"status_url\x18\x02 \x01(\tR\tstatusUrl\"%\n" +
 	"\x0fBuiltinEndpoint\x12\x12\n" +
-	"\x04kind\x18\x01 \x01(\tR\x04kind\"\x9c\a\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\"\xf6\x01\n" +
+	"\rModelEndpoint\x12\x19\n" +
+	"\bbase_url\x18\x01 \x01(\tR\abaseUrl\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x1a\n" +
+	"\bprovider\x18\x03 \x01(\tR\bprovider\x12\x19\n" +
+	"\bkey_file\x18\x04 \x01(\tR\akeyFile\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x05 \x01(\x03R\tmaxTokens\x12-\n" +
+	"\x13input_micros_per_1k\x18\x06 \x01(\x03R\x10inputMicrosPer1k\x12/\n" +
+	"\x14output_micros_per_1k\x18\a \x01(\x03R\x11outputMicrosPer1k\"\xcf\a\n" +
 	"\fToolContract\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12 \n" +
@@ -922,7 +1053,8 @@ const file_steward_v1_tool_proto_rawDesc = "" +
 	"\x14cost_micros_per_call\x18\x10 \x01(\x03R\x11costMicrosPerCall\x12.\n" +
 	"\x06limits\x18\x11 \x01(\v2\x16.steward.v1.ToolLimitsR\x06limits\x12.\n" +
 	"\x04http\x18\x14 \x01(\v2\x18.steward.v1.HTTPEndpointH\x00R\x04http\x127\n" +
-	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltinB\n" +
+	"\abuiltin\x18\x15 \x01(\v2\x1b.steward.v1.BuiltinEndpointH\x00R\abuiltin\x121\n" +
+	"\x05model\x18\x16 \x01(\v2\x19.steward.v1.ModelEndpointH\x00R\x05modelB\n" +
 	"\n" +
 	"\bendpoint\"\xd6\x01\n" +
 	"\x04Tool\x124\n" +
@@ -964,7 +1096,7 @@ func file_steward_v1_tool_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_tool_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_tool_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_steward_v1_tool_proto_goTypes = []any{
 	(EffectClass)(0),              // 0: steward.v1.EffectClass
 	(DataSensitivity)(0),          // 1: steward.v1.DataSensitivity
@@ -974,33 +1106,35 @@ var file_steward_v1_tool_proto_goTypes = []any{
 	(*ToolLimits)(nil),            // 5: steward.v1.ToolLimits
 	(*HTTPEndpoint)(nil),          // 6: steward.v1.HTTPEndpoint
 	(*BuiltinEndpoint)(nil),       // 7: steward.v1.BuiltinEndpoint
-	(*ToolContract)(nil),          // 8: steward.v1.ToolContract
-	(*Tool)(nil),                  // 9: steward.v1.Tool
-	(*durationpb.Duration)(nil),   // 10: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*ModelEndpoint)(nil),         // 8: steward.v1.ModelEndpoint
+	(*ToolContract)(nil),          // 9: steward.v1.ToolContract
+	(*Tool)(nil),                  // 10: steward.v1.Tool
+	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
 }
 var file_steward_v1_tool_proto_depIdxs = []int32{
-	10, // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
-	10, // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
-	10, // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
-	10, // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
-	10, // 4: steward.v1.ToolLimits.breaker_cool_down:type_name -> google.protobuf.Duration
+	11, // 0: steward.v1.IdempotencySupport.retention:type_name -> google.protobuf.Duration
+	11, // 1: steward.v1.RetryPolicy.initial_backoff:type_name -> google.protobuf.Duration
+	11, // 2: steward.v1.RetryPolicy.max_backoff:type_name -> google.protobuf.Duration
+	11, // 3: steward.v1.RetryPolicy.max_elapsed:type_name -> google.protobuf.Duration
+	11, // 4: steward.v1.ToolLimits.breaker_cool_down:type_name -> google.protobuf.Duration
 	0,  // 5: steward.v1.ToolContract.effect_class:type_name -> steward.v1.EffectClass
 	3,  // 6: steward.v1.ToolContract.idempotency:type_name -> steward.v1.IdempotencySupport
 	1,  // 7: steward.v1.ToolContract.data_sensitivity:type_name -> steward.v1.DataSensitivity
 	2,  // 8: steward.v1.ToolContract.default_approval:type_name -> steward.v1.ApprovalRule
-	10, // 9: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
+	11, // 9: steward.v1.ToolContract.timeout:type_name -> google.protobuf.Duration
 	4,  // 10: steward.v1.ToolContract.retry_policy:type_name -> steward.v1.RetryPolicy
 	5,  // 11: steward.v1.ToolContract.limits:type_name -> steward.v1.ToolLimits
 	6,  // 12: steward.v1.ToolContract.http:type_name -> steward.v1.HTTPEndpoint
 	7,  // 13: steward.v1.ToolContract.builtin:type_name -> steward.v1.BuiltinEndpoint
-	8,  // 14: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
-	11, // 15: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	8,  // 14: steward.v1.ToolContract.model:type_name -> steward.v1.ModelEndpoint
+	9,  // 15: steward.v1.Tool.contract:type_name -> steward.v1.ToolContract
+	12, // 16: steward.v1.Tool.registered_at:type_name -> google.protobuf.Timestamp
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_tool_proto_init() }
@@ -1008,9 +1142,10 @@ func file_steward_v1_tool_proto_init() {
 	if File_steward_v1_tool_proto != nil {
 		return
 	}
-	file_steward_v1_tool_proto_msgTypes[5].OneofWrappers = []any{
+	file_steward_v1_tool_proto_msgTypes[6].OneofWrappers = []any{
 		(*ToolContract_Http)(nil),
 		(*ToolContract_Builtin)(nil),
+		(*ToolContract_Model)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1018,7 +1153,7 @@ func file_steward_v1_tool_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_tool_proto_rawDesc), len(file_steward_v1_tool_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

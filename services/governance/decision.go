@@ -2,10 +2,13 @@ package governance
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // decisionFacts is what policy sees of the model decision behind an
@@ -75,4 +78,41 @@ func flagFacts(flags []*stewardv1.DecisionFlag) []any {
 		out = append(out, strings.ToLower(strings.TrimPrefix(f.Kind.String(), "DECISION_FLAG_KIND_")))
 	}
 	return out
+}
+
+// holdContext denies a model call (docs/models.md) that would send
+// context it may not: each item its params cite (params.context_ids) must
+// be in the task's ledger, fresh now, and allowed to go to the model's
+// provider. Whatever policy said, the call is denied before anything is
+// sent; each reason names the item. Judged again on revalidation, so an
+// item that expired while the call waited is caught too.
+func holdContext(s *stewardv1.PolicySnapshot, t *stewardv1.Task, tool *stewardv1.ToolContract, request []byte, now time.Time) {
+	m := tool.GetModel()
+	if m == nil {
+		return
+	}
+	var req struct {
+		Params struct {
+			ContextIDs []string `json:"context_ids"`
+		} `json:"params"`
+	}
+	_ = json.Unmarshal(request, &req) // a request that does not parse cites nothing; the adapter refuses it
+	var reasons []string
+	for _, id := range req.Params.ContextIDs {
+		item := task.FindContext(t, id)
+		switch {
+		case item == nil:
+			reasons = append(reasons, fmt.Sprintf("context item %q is not in the task's ledger: attach it first (AttachContext)", id))
+		case item.GetExpiresAt() != nil && !now.Before(item.ExpiresAt.AsTime()):
+			reasons = append(reasons, fmt.Sprintf("context item %q expired at %s: it is not sent to a model", id, item.ExpiresAt.AsTime().UTC().Format(time.RFC3339)))
+		case !task.MaySendTo(item, m.Provider):
+			reasons = append(reasons, fmt.Sprintf("context item %q may not be sent to %s (its egress: %v)", id, m.Provider, item.Egress))
+		}
+	}
+	if len(reasons) == 0 {
+		return
+	}
+	s.Decision = stewardv1.PolicyDecision_POLICY_DECISION_DENY
+	s.Reasons = reasons
+	s.RequiredApproverRoles, s.RequiredApprovals = nil, 0
 }
