@@ -75,7 +75,7 @@ func runAgent(ctx context.Context, url, taskID, dir string, steps int) error {
 	// The plan it works to: a decision of its own, reported.
 	if _, err := tasks.RecordDecision(ctx, connect.NewRequest(&stewardv1.RecordDecisionRequest{TaskId: taskID, Decision: &stewardv1.Decision{
 		DecisionId: "plan", Call: &stewardv1.ModelCall{Provider: "openai", ModelId: "gpt-plan", TokensIn: 50, TokensOut: 20},
-		Versions: &stewardv1.VersionSnapshot{PromptTemplateId: "plan", PromptVersion: "v1", CodeVersion: "agent@1.0", PolicyRevision: "default"},
+		Versions:  &stewardv1.VersionSnapshot{PromptTemplateId: "plan", PromptVersion: "v1", CodeVersion: "agent@1.0", PolicyRevision: "default"},
 		Rationale: fmt.Sprintf("%d steps, one model call each", steps), LedTo: &stewardv1.Decision_NoAction{NoAction: &stewardv1.NoAction{}},
 	}})); err != nil {
 		return err

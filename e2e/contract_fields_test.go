@@ -34,6 +34,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.RecordDecisionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.AttachContextRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListDecisionsRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -26,6 +26,7 @@ const (
 	ExtendDeadline  = "ExtendDeadline"
 	RenewCredential = "RenewCredential"
 	RecordFinding   = "RecordFinding"
+	ForkTask        = "ForkTask"
 )
 
 // Commands returns every command that takes a request id, in the order
@@ -34,6 +35,6 @@ func Commands() []string {
 	return []string{
 		CreateTask, PauseTask, ResumeTask, CancelTask, FailTask, ReportUsage, RaiseBudget,
 		DelegateTask, SubmitPlan, SubmitArtifact, MarkProduced, AcceptTask, ReturnTask,
-		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding,
+		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding, ForkTask,
 	}
 }

@@ -19,7 +19,7 @@ func TestCommandNames(t *testing.T) {
 	want := []string{
 		"CreateTask", "PauseTask", "ResumeTask", "CancelTask", "FailTask", "ReportUsage", "RaiseBudget",
 		"DelegateTask", "SubmitPlan", "SubmitArtifact", "MarkProduced", "AcceptTask", "ReturnTask",
-		"RequestInput", "ProvideInput", "ExtendDeadline", "RenewCredential", "RecordFinding",
+		"RequestInput", "ProvideInput", "ExtendDeadline", "RenewCredential", "RecordFinding", "ForkTask",
 	}
 	if got := requestid.Commands(); !slices.Equal(got, want) {
 		t.Errorf("Commands() = %q\nwant          %q", got, want)

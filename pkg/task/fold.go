@@ -73,6 +73,9 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	}
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_TaskCreated:
+		if fork := p.TaskCreated.GetFork(); fork != nil {
+			forkFrom(t, fork)
+		}
 		t.Contract = proto.CloneOf(p.TaskCreated.Contract)
 		if t.Contract == nil {
 			t.Contract = &stewardv1.TaskContract{}

@@ -126,16 +126,21 @@ func (p *Plane) create(ctx context.Context, principal, tenant, taskID, requestID
 		return nil, false, err
 	}
 	contract.TaskId = taskID
-	ev, err := p.event(event.Meta{
-		ID:            event.ID(taskID, event.TypeTaskCreated),
-		TaskID:        taskID,
-		Actor:         p.actor(principal),
-		CorrelationID: requestID,
-	}, &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant})
+	created := &stewardv1.TaskCreated{Contract: contract, RequestId: requestID, Tenant: tenant}
+	ev, err := p.event(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: p.actor(principal), CorrelationID: requestID}, created)
 	if err != nil {
 		return nil, false, err
 	}
-	rec, err := p.log.Append(ctx, eventlog.Head{}, ev)
+	return openTask(ctx, p.log, ev)
+}
+
+// openTask appends ev, the TaskCreated that opens a new task, and returns
+// the task: created false when the task was there already, opened by the
+// same command (a retry), and AlreadyExists when it was opened otherwise.
+func openTask(ctx context.Context, log *eventlog.Log, ev *stewardv1.Event) (*stewardv1.Task, bool, error) {
+	created, taskID := ev.GetTaskCreated(), ev.TaskId
+	requestID := created.GetRequestId()
+	rec, err := log.Append(ctx, eventlog.Head{}, ev)
 	switch {
 	case errors.Is(err, eventlog.ErrConflict):
 		// The task exists: this is a repeat of an earlier request.
@@ -150,21 +155,22 @@ func (p *Plane) create(ctx context.Context, principal, tenant, taskID, requestID
 	}
 	// Compare with the creation event, not the folded task: later events
 	// may change the contract the task carries.
-	recs, err := p.log.Read(ctx, taskID)
+	recs, err := log.Read(ctx, taskID)
 	if err != nil {
 		return nil, false, err
 	}
-	if len(recs) == 0 || !sameCreation(recs[0].Event.GetTaskCreated(), tenant, contract) {
+	if len(recs) == 0 || !sameCreation(recs[0].Event.GetTaskCreated(), created) {
 		return nil, false, errs.New(errs.AlreadyExists, "request_id %s already created task %s with a different contract", errs.Quote(requestID), taskID)
 	}
 	t, err := task.Fold(recs)
 	return t, false, err
 }
 
-// sameCreation reports whether first created a task of tenant with
-// contract: what a repeated CreateTask must find.
-func sameCreation(first *stewardv1.TaskCreated, tenant string, contract *stewardv1.TaskContract) bool {
-	return first.GetTenant() == tenant && proto.Equal(first.GetContract(), contract)
+// sameCreation reports whether first created the task created would:
+// the same tenant, contract and fork origin, what a repeated command must
+// find.
+func sameCreation(first, created *stewardv1.TaskCreated) bool {
+	return first.GetTenant() == created.Tenant && proto.Equal(first.GetContract(), created.Contract) && proto.Equal(first.GetFork(), created.Fork)
 }
 
 // knownFieldsOnly copies c without fields this server does not know, which

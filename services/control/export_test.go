@@ -44,3 +44,7 @@ func (p *Plane) RecordDecision(ctx context.Context, principal string, req *stewa
 func (p *Plane) AttachContext(ctx context.Context, principal string, req *stewardv1.AttachContextRequest) (*stewardv1.ContextItem, bool, error) {
 	return p.decisions.AttachContext(ctx, principal, req)
 }
+
+func (p *Plane) ForkTask(ctx context.Context, principal string, req *stewardv1.ForkTaskRequest) (*stewardv1.Task, bool, error) {
+	return p.delegation.ForkTask(ctx, principal, req)
+}

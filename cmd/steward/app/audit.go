@@ -236,6 +236,9 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 	} else {
 		fmt.Fprintln(c.stdout, "signatures of permits and approval decisions not checked: pass --trust-key to check them")
 	}
+	if err := c.forkLink(events); err != nil {
+		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: %v", err)}
+	}
 	fmt.Fprintf(c.stdout, "ok: %d events verified, task %s is %s, head %s\n",
 		rep.Events, terminal.EscapeLine(rep.Task.GetContract().GetTaskId()), task.StatusName(rep.Task.Status), hex.EncodeToString(rep.Head))
 	return nil

@@ -1015,7 +1015,10 @@ type TaskCreated struct {
 	// The tenant the task belongs to: the creator's, from its verified
 	// identity, never from the request. Empty is the default tenant (a token
 	// file entry or a JWT that names none). A sub-task is its parent's.
-	Tenant        string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// Set when the task is a fork (TaskService.ForkTask): it starts from
+	// fork.state instead of from nothing.
+	Fork          *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1069,6 +1072,13 @@ func (x *TaskCreated) GetTenant() string {
 		return x.Tenant
 	}
 	return ""
+}
+
+func (x *TaskCreated) GetFork() *ForkOrigin {
+	if x != nil {
+		return x.Fork
+	}
+	return nil
 }
 
 // TaskStarted moves a pending task to running.
@@ -4099,12 +4109,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05plane\x18\x02 \x01(\tR\x05plane\"z\n" +
+	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xa6\x01\n" +
 	"\vTaskCreated\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
-	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"\r\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12*\n" +
+	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\"\r\n" +
 	"\vTaskStarted\"$\n" +
 	"\n" +
 	"TaskPaused\x12\x16\n" +
@@ -4389,33 +4400,34 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ContextAttached)(nil),        // 49: steward.v1.ContextAttached
 	(*timestamppb.Timestamp)(nil),  // 50: google.protobuf.Timestamp
 	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
-	(TaskStatus)(0),                // 52: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 53: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 54: steward.v1.Finding
-	(*Plan)(nil),                   // 55: steward.v1.Plan
-	(*PlanRevision)(nil),           // 56: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 57: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 58: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 59: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 60: google.protobuf.Value
-	(SuspendCause)(0),              // 61: steward.v1.SuspendCause
-	(*Action)(nil),                 // 62: steward.v1.Action
-	(*Approval)(nil),               // 63: steward.v1.Approval
-	(ApprovalDecision)(0),          // 64: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 65: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 66: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 67: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 68: steward.v1.Outcome
-	(WaitKind)(0),                  // 69: steward.v1.WaitKind
-	(SettleState)(0),               // 70: steward.v1.SettleState
-	(RevalidationReason)(0),        // 71: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 72: google.protobuf.Duration
-	(*ToolContract)(nil),           // 73: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 74: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 75: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 76: steward.v1.CriterionResult
-	(*Decision)(nil),               // 77: steward.v1.Decision
-	(*ContextItem)(nil),            // 78: steward.v1.ContextItem
+	(*ForkOrigin)(nil),             // 52: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 53: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 54: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 55: steward.v1.Finding
+	(*Plan)(nil),                   // 56: steward.v1.Plan
+	(*PlanRevision)(nil),           // 57: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 58: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 59: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 60: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 61: google.protobuf.Value
+	(SuspendCause)(0),              // 62: steward.v1.SuspendCause
+	(*Action)(nil),                 // 63: steward.v1.Action
+	(*Approval)(nil),               // 64: steward.v1.Approval
+	(ApprovalDecision)(0),          // 65: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 66: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 67: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 68: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 69: steward.v1.Outcome
+	(WaitKind)(0),                  // 70: steward.v1.WaitKind
+	(SettleState)(0),               // 71: steward.v1.SettleState
+	(RevalidationReason)(0),        // 72: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 73: google.protobuf.Duration
+	(*ToolContract)(nil),           // 74: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 75: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 76: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 77: steward.v1.CriterionResult
+	(*Decision)(nil),               // 78: steward.v1.Decision
+	(*ContextItem)(nil),            // 79: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	50, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -4467,50 +4479,51 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	48, // 46: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
 	49, // 47: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
 	51, // 48: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	52, // 49: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	53, // 50: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	50, // 51: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	50, // 52: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	54, // 53: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	55, // 54: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	56, // 55: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	57, // 56: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	58, // 57: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	50, // 58: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	59, // 59: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	60, // 60: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	61, // 61: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	50, // 62: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	62, // 63: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	58, // 64: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	63, // 65: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	64, // 66: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	65, // 67: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	66, // 68: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	58, // 69: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	67, // 70: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	68, // 71: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	69, // 72: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	50, // 73: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	70, // 74: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	71, // 75: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	72, // 76: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 77: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 78: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	50, // 79: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	73, // 80: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 81: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	74, // 82: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	74, // 83: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	75, // 84: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	76, // 85: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	77, // 86: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	78, // 87: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	88, // [88:88] is the sub-list for method output_type
-	88, // [88:88] is the sub-list for method input_type
-	88, // [88:88] is the sub-list for extension type_name
-	88, // [88:88] is the sub-list for extension extendee
-	0,  // [0:88] is the sub-list for field type_name
+	52, // 49: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	53, // 50: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	54, // 51: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	50, // 52: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	50, // 53: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	55, // 54: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	56, // 55: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	57, // 56: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	58, // 57: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	59, // 58: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	50, // 59: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	60, // 60: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	61, // 61: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	62, // 62: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	50, // 63: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	63, // 64: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	59, // 65: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	64, // 66: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	65, // 67: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	66, // 68: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	67, // 69: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	59, // 70: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	68, // 71: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	69, // 72: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	70, // 73: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	50, // 74: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	71, // 75: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	72, // 76: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	73, // 77: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 78: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 79: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	50, // 80: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	74, // 81: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 82: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	75, // 83: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	75, // 84: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	76, // 85: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	77, // 86: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	78, // 87: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	79, // 88: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	89, // [89:89] is the sub-list for method output_type
+	89, // [89:89] is the sub-list for method input_type
+	89, // [89:89] is the sub-list for extension type_name
+	89, // [89:89] is the sub-list for extension extendee
+	0,  // [0:89] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

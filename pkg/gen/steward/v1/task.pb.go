@@ -605,8 +605,11 @@ type Task struct {
 	Plan *PlanState `protobuf:"bytes,34,opt,name=plan,proto3" json:"plan,omitempty"`
 	// The model decisions recorded for the task, in order, and its context
 	// ledger (docs/decisions.md).
-	Decisions     []*Decision    `protobuf:"bytes,35,rep,name=decisions,proto3" json:"decisions,omitempty"`
-	ContextItems  []*ContextItem `protobuf:"bytes,36,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
+	Decisions    []*Decision    `protobuf:"bytes,35,rep,name=decisions,proto3" json:"decisions,omitempty"`
+	ContextItems []*ContextItem `protobuf:"bytes,36,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
+	// Set on a fork (TaskService.ForkTask): the task and the point it was
+	// forked from, and why; its state there is in the fork's TaskCreated.
+	ForkedFrom    *ForkOrigin `protobuf:"bytes,37,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -858,6 +861,96 @@ func (x *Task) GetContextItems() []*ContextItem {
 	return nil
 }
 
+func (x *Task) GetForkedFrom() *ForkOrigin {
+	if x != nil {
+		return x.ForkedFrom
+	}
+	return nil
+}
+
+// ForkOrigin is where a fork starts: a point on its parent's chain, and
+// the parent's state there, less what does not carry over
+// (docs/decisions.md, "Forks").
+type ForkOrigin struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	ParentTaskId string                 `protobuf:"bytes,1,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	// The stream sequence of the parent's event the fork starts after, and
+	// that event's hash: what an auditor checks the link by.
+	AtSequence uint64 `protobuf:"varint,2,opt,name=at_sequence,json=atSequence,proto3" json:"at_sequence,omitempty"`
+	AtHash     []byte `protobuf:"bytes,3,opt,name=at_hash,json=atHash,proto3" json:"at_hash,omitempty"`
+	Reason     string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// The parent's state at the fork as the fork starts from it
+	// (task.ForkState): set in TaskCreated, never on a view.
+	State         *Task `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkOrigin) Reset() {
+	*x = ForkOrigin{}
+	mi := &file_steward_v1_task_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkOrigin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkOrigin) ProtoMessage() {}
+
+func (x *ForkOrigin) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkOrigin.ProtoReflect.Descriptor instead.
+func (*ForkOrigin) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ForkOrigin) GetParentTaskId() string {
+	if x != nil {
+		return x.ParentTaskId
+	}
+	return ""
+}
+
+func (x *ForkOrigin) GetAtSequence() uint64 {
+	if x != nil {
+		return x.AtSequence
+	}
+	return 0
+}
+
+func (x *ForkOrigin) GetAtHash() []byte {
+	if x != nil {
+		return x.AtHash
+	}
+	return nil
+}
+
+func (x *ForkOrigin) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ForkOrigin) GetState() *Task {
+	if x != nil {
+		return x.State
+	}
+	return nil
+}
+
 // BudgetUsage is what a task (or one milestone) has spent.
 type BudgetUsage struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
@@ -873,7 +966,7 @@ type BudgetUsage struct {
 
 func (x *BudgetUsage) Reset() {
 	*x = BudgetUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -885,7 +978,7 @@ func (x *BudgetUsage) String() string {
 func (*BudgetUsage) ProtoMessage() {}
 
 func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -898,7 +991,7 @@ func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetUsage.ProtoReflect.Descriptor instead.
 func (*BudgetUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BudgetUsage) GetTokens() int64 {
@@ -941,7 +1034,7 @@ type MilestoneUsage struct {
 
 func (x *MilestoneUsage) Reset() {
 	*x = MilestoneUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -953,7 +1046,7 @@ func (x *MilestoneUsage) String() string {
 func (*MilestoneUsage) ProtoMessage() {}
 
 func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -966,7 +1059,7 @@ func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MilestoneUsage.ProtoReflect.Descriptor instead.
 func (*MilestoneUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *MilestoneUsage) GetMilestoneId() string {
@@ -1017,7 +1110,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xc5\v\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xfe\v\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1062,7 +1155,17 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x06tenant\x18! \x01(\tR\x06tenant\x12)\n" +
 	"\x04plan\x18\" \x01(\v2\x15.steward.v1.PlanStateR\x04plan\x122\n" +
 	"\tdecisions\x18# \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
-	"\rcontext_items\x18$ \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\"\x9a\x01\n" +
+	"\rcontext_items\x18$ \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x127\n" +
+	"\vforked_from\x18% \x01(\v2\x16.steward.v1.ForkOriginR\n" +
+	"forkedFrom\"\xac\x01\n" +
+	"\n" +
+	"ForkOrigin\x12$\n" +
+	"\x0eparent_task_id\x18\x01 \x01(\tR\fparentTaskId\x12\x1f\n" +
+	"\vat_sequence\x18\x02 \x01(\x04R\n" +
+	"atSequence\x12\x17\n" +
+	"\aat_hash\x18\x03 \x01(\fR\x06atHash\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12&\n" +
+	"\x05state\x18\x05 \x01(\v2\x10.steward.v1.TaskR\x05state\"\x9a\x01\n" +
 	"\vBudgetUsage\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -1125,7 +1228,7 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(SuspendCause)(0),             // 1: steward.v1.SuspendCause
@@ -1135,48 +1238,51 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*Finding)(nil),               // 5: steward.v1.Finding
 	(*TaskProgress)(nil),          // 6: steward.v1.TaskProgress
 	(*Task)(nil),                  // 7: steward.v1.Task
-	(*BudgetUsage)(nil),           // 8: steward.v1.BudgetUsage
-	(*MilestoneUsage)(nil),        // 9: steward.v1.MilestoneUsage
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 11: steward.v1.TaskContract
-	(*Action)(nil),                // 12: steward.v1.Action
-	(*CredentialState)(nil),       // 13: steward.v1.CredentialState
-	(*Artifact)(nil),              // 14: steward.v1.Artifact
-	(*AcceptanceRound)(nil),       // 15: steward.v1.AcceptanceRound
-	(*PlanState)(nil),             // 16: steward.v1.PlanState
-	(*Decision)(nil),              // 17: steward.v1.Decision
-	(*ContextItem)(nil),           // 18: steward.v1.ContextItem
+	(*ForkOrigin)(nil),            // 8: steward.v1.ForkOrigin
+	(*BudgetUsage)(nil),           // 9: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 10: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 12: steward.v1.TaskContract
+	(*Action)(nil),                // 13: steward.v1.Action
+	(*CredentialState)(nil),       // 14: steward.v1.CredentialState
+	(*Artifact)(nil),              // 15: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 16: steward.v1.AcceptanceRound
+	(*PlanState)(nil),             // 17: steward.v1.PlanState
+	(*Decision)(nil),              // 18: steward.v1.Decision
+	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
-	10, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
+	11, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
 	3,  // 2: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
-	10, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
-	11, // 4: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	11, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
+	12, // 4: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
 	0,  // 5: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	10, // 6: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	10, // 7: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	11, // 6: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	11, // 7: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 8: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	12, // 9: steward.v1.Task.actions:type_name -> steward.v1.Action
+	13, // 9: steward.v1.Task.actions:type_name -> steward.v1.Action
 	6,  // 10: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	10, // 11: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	11, // 11: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
 	0,  // 12: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	8,  // 13: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	13, // 14: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	14, // 15: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	15, // 16: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	9,  // 13: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	14, // 14: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	15, // 15: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	16, // 16: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
 	1,  // 17: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
 	4,  // 18: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
 	5,  // 19: steward.v1.Task.findings:type_name -> steward.v1.Finding
-	16, // 20: steward.v1.Task.plan:type_name -> steward.v1.PlanState
-	17, // 21: steward.v1.Task.decisions:type_name -> steward.v1.Decision
-	18, // 22: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
-	9,  // 23: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	24, // [24:24] is the sub-list for method output_type
-	24, // [24:24] is the sub-list for method input_type
-	24, // [24:24] is the sub-list for extension type_name
-	24, // [24:24] is the sub-list for extension extendee
-	0,  // [0:24] is the sub-list for field type_name
+	17, // 20: steward.v1.Task.plan:type_name -> steward.v1.PlanState
+	18, // 21: steward.v1.Task.decisions:type_name -> steward.v1.Decision
+	19, // 22: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
+	8,  // 23: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
+	7,  // 24: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	10, // 25: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1196,7 +1302,7 @@ func file_steward_v1_task_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -23,6 +23,149 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ForkTaskRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task to fork.
+	TaskId string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The stream sequence of one of its events: the fork starts after it.
+	// Zero for its last event now.
+	AtSequence uint64 `protobuf:"varint,2,opt,name=at_sequence,json=atSequence,proto3" json:"at_sequence,omitempty"`
+	// Why; required.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Required: names the fork, as for CreateTask.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The fork's budget, reserved from what the parent has left where the
+	// parent's budget limits it: required there. Zero elsewhere: no limit.
+	MaxTokens     int64 `protobuf:"varint,5,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxCostMicros int64 `protobuf:"varint,6,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkTaskRequest) Reset() {
+	*x = ForkTaskRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkTaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkTaskRequest) ProtoMessage() {}
+
+func (x *ForkTaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkTaskRequest.ProtoReflect.Descriptor instead.
+func (*ForkTaskRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ForkTaskRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ForkTaskRequest) GetAtSequence() uint64 {
+	if x != nil {
+		return x.AtSequence
+	}
+	return 0
+}
+
+func (x *ForkTaskRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ForkTaskRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ForkTaskRequest) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *ForkTaskRequest) GetMaxCostMicros() int64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+type ForkTaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Created       bool                   `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ForkTaskResponse) Reset() {
+	*x = ForkTaskResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ForkTaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ForkTaskResponse) ProtoMessage() {}
+
+func (x *ForkTaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ForkTaskResponse.ProtoReflect.Descriptor instead.
+func (*ForkTaskResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ForkTaskResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *ForkTaskResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
 type RecordDecisionRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -36,7 +179,7 @@ type RecordDecisionRequest struct {
 
 func (x *RecordDecisionRequest) Reset() {
 	*x = RecordDecisionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +191,7 @@ func (x *RecordDecisionRequest) String() string {
 func (*RecordDecisionRequest) ProtoMessage() {}
 
 func (x *RecordDecisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +204,7 @@ func (x *RecordDecisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionRequest.ProtoReflect.Descriptor instead.
 func (*RecordDecisionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RecordDecisionRequest) GetTaskId() string {
@@ -90,7 +233,7 @@ type RecordDecisionResponse struct {
 
 func (x *RecordDecisionResponse) Reset() {
 	*x = RecordDecisionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -102,7 +245,7 @@ func (x *RecordDecisionResponse) String() string {
 func (*RecordDecisionResponse) ProtoMessage() {}
 
 func (x *RecordDecisionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -115,7 +258,7 @@ func (x *RecordDecisionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionResponse.ProtoReflect.Descriptor instead.
 func (*RecordDecisionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RecordDecisionResponse) GetDecision() *Decision {
@@ -144,7 +287,7 @@ type AttachContextRequest struct {
 
 func (x *AttachContextRequest) Reset() {
 	*x = AttachContextRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -156,7 +299,7 @@ func (x *AttachContextRequest) String() string {
 func (*AttachContextRequest) ProtoMessage() {}
 
 func (x *AttachContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -169,7 +312,7 @@ func (x *AttachContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachContextRequest.ProtoReflect.Descriptor instead.
 func (*AttachContextRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *AttachContextRequest) GetTaskId() string {
@@ -196,7 +339,7 @@ type AttachContextResponse struct {
 
 func (x *AttachContextResponse) Reset() {
 	*x = AttachContextResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -208,7 +351,7 @@ func (x *AttachContextResponse) String() string {
 func (*AttachContextResponse) ProtoMessage() {}
 
 func (x *AttachContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -221,7 +364,7 @@ func (x *AttachContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachContextResponse.ProtoReflect.Descriptor instead.
 func (*AttachContextResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AttachContextResponse) GetItem() *ContextItem {
@@ -252,7 +395,7 @@ type ExtendDeadlineRequest struct {
 
 func (x *ExtendDeadlineRequest) Reset() {
 	*x = ExtendDeadlineRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -264,7 +407,7 @@ func (x *ExtendDeadlineRequest) String() string {
 func (*ExtendDeadlineRequest) ProtoMessage() {}
 
 func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -277,7 +420,7 @@ func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineRequest.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ExtendDeadlineRequest) GetTaskId() string {
@@ -317,7 +460,7 @@ type ExtendDeadlineResponse struct {
 
 func (x *ExtendDeadlineResponse) Reset() {
 	*x = ExtendDeadlineResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -329,7 +472,7 @@ func (x *ExtendDeadlineResponse) String() string {
 func (*ExtendDeadlineResponse) ProtoMessage() {}
 
 func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -342,7 +485,7 @@ func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineResponse.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ExtendDeadlineResponse) GetTask() *Task {
@@ -370,7 +513,7 @@ type RequestInputRequest struct {
 
 func (x *RequestInputRequest) Reset() {
 	*x = RequestInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -382,7 +525,7 @@ func (x *RequestInputRequest) String() string {
 func (*RequestInputRequest) ProtoMessage() {}
 
 func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +538,7 @@ func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputRequest.ProtoReflect.Descriptor instead.
 func (*RequestInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RequestInputRequest) GetTaskId() string {
@@ -442,7 +585,7 @@ type RequestInputResponse struct {
 
 func (x *RequestInputResponse) Reset() {
 	*x = RequestInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -454,7 +597,7 @@ func (x *RequestInputResponse) String() string {
 func (*RequestInputResponse) ProtoMessage() {}
 
 func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -467,7 +610,7 @@ func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputResponse.ProtoReflect.Descriptor instead.
 func (*RequestInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RequestInputResponse) GetTask() *Task {
@@ -490,7 +633,7 @@ type ProvideInputRequest struct {
 
 func (x *ProvideInputRequest) Reset() {
 	*x = ProvideInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +645,7 @@ func (x *ProvideInputRequest) String() string {
 func (*ProvideInputRequest) ProtoMessage() {}
 
 func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +658,7 @@ func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
 func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ProvideInputRequest) GetTaskId() string {
@@ -548,7 +691,7 @@ type ProvideInputResponse struct {
 
 func (x *ProvideInputResponse) Reset() {
 	*x = ProvideInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -560,7 +703,7 @@ func (x *ProvideInputResponse) String() string {
 func (*ProvideInputResponse) ProtoMessage() {}
 
 func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -573,7 +716,7 @@ func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputResponse.ProtoReflect.Descriptor instead.
 func (*ProvideInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ProvideInputResponse) GetTask() *Task {
@@ -621,7 +764,7 @@ type ProposeActionRequest struct {
 
 func (x *ProposeActionRequest) Reset() {
 	*x = ProposeActionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +776,7 @@ func (x *ProposeActionRequest) String() string {
 func (*ProposeActionRequest) ProtoMessage() {}
 
 func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +789,7 @@ func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionRequest.ProtoReflect.Descriptor instead.
 func (*ProposeActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ProposeActionRequest) GetTaskId() string {
@@ -737,7 +880,7 @@ type ProposeActionResponse struct {
 
 func (x *ProposeActionResponse) Reset() {
 	*x = ProposeActionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -749,7 +892,7 @@ func (x *ProposeActionResponse) String() string {
 func (*ProposeActionResponse) ProtoMessage() {}
 
 func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -762,7 +905,7 @@ func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionResponse.ProtoReflect.Descriptor instead.
 func (*ProposeActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ProposeActionResponse) GetAction() *Action {
@@ -790,7 +933,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -802,7 +945,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -815,7 +958,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CreateTaskRequest) GetRequestId() string {
@@ -843,7 +986,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +998,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +1011,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CreateTaskResponse) GetTask() *Task {
@@ -898,7 +1041,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1053,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1066,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -956,7 +1099,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1111,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1124,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -1004,7 +1147,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1016,7 +1159,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1029,7 +1172,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *PauseTaskRequest) GetTaskId() string {
@@ -1062,7 +1205,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1074,7 +1217,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1087,7 +1230,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -1110,7 +1253,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1122,7 +1265,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1135,7 +1278,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ResumeTaskRequest) GetTaskId() string {
@@ -1168,7 +1311,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1180,7 +1323,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1193,7 +1336,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -1219,7 +1362,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1231,7 +1374,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1244,7 +1387,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *FailTaskRequest) GetTaskId() string {
@@ -1284,7 +1427,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1439,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1452,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -1336,7 +1479,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1348,7 +1491,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1361,7 +1504,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ReportUsageRequest) GetTaskId() string {
@@ -1415,7 +1558,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1427,7 +1570,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1440,7 +1583,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ReportUsageResponse) GetTask() *Task {
@@ -1465,7 +1608,7 @@ type RaiseBudgetRequest struct {
 
 func (x *RaiseBudgetRequest) Reset() {
 	*x = RaiseBudgetRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1477,7 +1620,7 @@ func (x *RaiseBudgetRequest) String() string {
 func (*RaiseBudgetRequest) ProtoMessage() {}
 
 func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1490,7 +1633,7 @@ func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetRequest.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RaiseBudgetRequest) GetTaskId() string {
@@ -1537,7 +1680,7 @@ type RaiseBudgetResponse struct {
 
 func (x *RaiseBudgetResponse) Reset() {
 	*x = RaiseBudgetResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1549,7 +1692,7 @@ func (x *RaiseBudgetResponse) String() string {
 func (*RaiseBudgetResponse) ProtoMessage() {}
 
 func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1562,7 +1705,7 @@ func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetResponse.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RaiseBudgetResponse) GetTask() *Task {
@@ -1592,7 +1735,7 @@ type DelegateTaskRequest struct {
 
 func (x *DelegateTaskRequest) Reset() {
 	*x = DelegateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1604,7 +1747,7 @@ func (x *DelegateTaskRequest) String() string {
 func (*DelegateTaskRequest) ProtoMessage() {}
 
 func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1617,7 +1760,7 @@ func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskRequest.ProtoReflect.Descriptor instead.
 func (*DelegateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DelegateTaskRequest) GetParentTaskId() string {
@@ -1658,7 +1801,7 @@ type DelegateTaskResponse struct {
 
 func (x *DelegateTaskResponse) Reset() {
 	*x = DelegateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1670,7 +1813,7 @@ func (x *DelegateTaskResponse) String() string {
 func (*DelegateTaskResponse) ProtoMessage() {}
 
 func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1683,7 +1826,7 @@ func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskResponse.ProtoReflect.Descriptor instead.
 func (*DelegateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *DelegateTaskResponse) GetTask() *Task {
@@ -1714,7 +1857,7 @@ type SubmitPlanRequest struct {
 
 func (x *SubmitPlanRequest) Reset() {
 	*x = SubmitPlanRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1726,7 +1869,7 @@ func (x *SubmitPlanRequest) String() string {
 func (*SubmitPlanRequest) ProtoMessage() {}
 
 func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1739,7 +1882,7 @@ func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPlanRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubmitPlanRequest) GetTaskId() string {
@@ -1775,7 +1918,7 @@ type SubmitPlanResponse struct {
 
 func (x *SubmitPlanResponse) Reset() {
 	*x = SubmitPlanResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1787,7 +1930,7 @@ func (x *SubmitPlanResponse) String() string {
 func (*SubmitPlanResponse) ProtoMessage() {}
 
 func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1800,7 +1943,7 @@ func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPlanResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubmitPlanResponse) GetTask() *Task {
@@ -1839,7 +1982,7 @@ type SubmitArtifactRequest struct {
 
 func (x *SubmitArtifactRequest) Reset() {
 	*x = SubmitArtifactRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1851,7 +1994,7 @@ func (x *SubmitArtifactRequest) String() string {
 func (*SubmitArtifactRequest) ProtoMessage() {}
 
 func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1864,7 +2007,7 @@ func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubmitArtifactRequest) GetTaskId() string {
@@ -1940,7 +2083,7 @@ type SubmitArtifactResponse struct {
 
 func (x *SubmitArtifactResponse) Reset() {
 	*x = SubmitArtifactResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1952,7 +2095,7 @@ func (x *SubmitArtifactResponse) String() string {
 func (*SubmitArtifactResponse) ProtoMessage() {}
 
 func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1965,7 +2108,7 @@ func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
@@ -1992,7 +2135,7 @@ type MarkProducedRequest struct {
 
 func (x *MarkProducedRequest) Reset() {
 	*x = MarkProducedRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2004,7 +2147,7 @@ func (x *MarkProducedRequest) String() string {
 func (*MarkProducedRequest) ProtoMessage() {}
 
 func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2017,7 +2160,7 @@ func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
 func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *MarkProducedRequest) GetTaskId() string {
@@ -2044,7 +2187,7 @@ type MarkProducedResponse struct {
 
 func (x *MarkProducedResponse) Reset() {
 	*x = MarkProducedResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2056,7 +2199,7 @@ func (x *MarkProducedResponse) String() string {
 func (*MarkProducedResponse) ProtoMessage() {}
 
 func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2069,7 +2212,7 @@ func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
 func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *MarkProducedResponse) GetTask() *Task {
@@ -2101,7 +2244,7 @@ type AcceptTaskRequest struct {
 
 func (x *AcceptTaskRequest) Reset() {
 	*x = AcceptTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[34]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2256,7 @@ func (x *AcceptTaskRequest) String() string {
 func (*AcceptTaskRequest) ProtoMessage() {}
 
 func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[34]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2269,7 @@ func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AcceptTaskRequest) GetTaskId() string {
@@ -2166,7 +2309,7 @@ type AcceptTaskResponse struct {
 
 func (x *AcceptTaskResponse) Reset() {
 	*x = AcceptTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[35]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2178,7 +2321,7 @@ func (x *AcceptTaskResponse) String() string {
 func (*AcceptTaskResponse) ProtoMessage() {}
 
 func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[35]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2191,7 +2334,7 @@ func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *AcceptTaskResponse) GetTask() *Task {
@@ -2215,7 +2358,7 @@ type ReturnTaskRequest struct {
 
 func (x *ReturnTaskRequest) Reset() {
 	*x = ReturnTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[36]
+	mi := &file_steward_v1_task_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2227,7 +2370,7 @@ func (x *ReturnTaskRequest) String() string {
 func (*ReturnTaskRequest) ProtoMessage() {}
 
 func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[36]
+	mi := &file_steward_v1_task_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2240,7 +2383,7 @@ func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ReturnTaskRequest) GetTaskId() string {
@@ -2280,7 +2423,7 @@ type ReturnTaskResponse struct {
 
 func (x *ReturnTaskResponse) Reset() {
 	*x = ReturnTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[37]
+	mi := &file_steward_v1_task_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2292,7 +2435,7 @@ func (x *ReturnTaskResponse) String() string {
 func (*ReturnTaskResponse) ProtoMessage() {}
 
 func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[37]
+	mi := &file_steward_v1_task_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2305,7 +2448,7 @@ func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ReturnTaskResponse) GetTask() *Task {
@@ -2320,7 +2463,20 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"b\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
+	"\x0fForkTaskRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
+	"\vat_sequence\x18\x02 \x01(\x04R\n" +
+	"atSequence\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x05 \x01(\x03R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x06 \x01(\x03R\rmaxCostMicros\"R\n" +
+	"\x10ForkTaskResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"b\n" +
 	"\x15RecordDecisionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x120\n" +
 	"\bdecision\x18\x02 \x01(\v2\x14.steward.v1.DecisionR\bdecision\"d\n" +
@@ -2489,7 +2645,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05round\x18\x04 \x01(\rR\x05round\":\n" +
 	"\x12ReturnTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xb5\f\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xfe\f\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2515,7 +2671,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\fRequestInput\x12\x1f.steward.v1.RequestInputRequest\x1a .steward.v1.RequestInputResponse\"\x00\x12S\n" +
 	"\fProvideInput\x12\x1f.steward.v1.ProvideInputRequest\x1a .steward.v1.ProvideInputResponse\"\x00\x12Y\n" +
 	"\x0eRecordDecision\x12!.steward.v1.RecordDecisionRequest\x1a\".steward.v1.RecordDecisionResponse\"\x00\x12V\n" +
-	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00B\xa8\x01\n" +
+	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00\x12G\n" +
+	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2532,133 +2689,138 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*RecordDecisionRequest)(nil),  // 0: steward.v1.RecordDecisionRequest
-	(*RecordDecisionResponse)(nil), // 1: steward.v1.RecordDecisionResponse
-	(*AttachContextRequest)(nil),   // 2: steward.v1.AttachContextRequest
-	(*AttachContextResponse)(nil),  // 3: steward.v1.AttachContextResponse
-	(*ExtendDeadlineRequest)(nil),  // 4: steward.v1.ExtendDeadlineRequest
-	(*ExtendDeadlineResponse)(nil), // 5: steward.v1.ExtendDeadlineResponse
-	(*RequestInputRequest)(nil),    // 6: steward.v1.RequestInputRequest
-	(*RequestInputResponse)(nil),   // 7: steward.v1.RequestInputResponse
-	(*ProvideInputRequest)(nil),    // 8: steward.v1.ProvideInputRequest
-	(*ProvideInputResponse)(nil),   // 9: steward.v1.ProvideInputResponse
-	(*ProposeActionRequest)(nil),   // 10: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil),  // 11: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),      // 12: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),     // 13: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),      // 14: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),     // 15: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),       // 16: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),      // 17: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),      // 18: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),     // 19: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),        // 20: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 21: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),     // 22: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),    // 23: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),     // 24: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),    // 25: steward.v1.RaiseBudgetResponse
-	(*DelegateTaskRequest)(nil),    // 26: steward.v1.DelegateTaskRequest
-	(*DelegateTaskResponse)(nil),   // 27: steward.v1.DelegateTaskResponse
-	(*SubmitPlanRequest)(nil),      // 28: steward.v1.SubmitPlanRequest
-	(*SubmitPlanResponse)(nil),     // 29: steward.v1.SubmitPlanResponse
-	(*SubmitArtifactRequest)(nil),  // 30: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 31: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 32: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 33: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 34: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 35: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 36: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 37: steward.v1.ReturnTaskResponse
-	(*Decision)(nil),               // 38: steward.v1.Decision
-	(*ContextItem)(nil),            // 39: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),  // 40: google.protobuf.Timestamp
-	(*Task)(nil),                   // 41: steward.v1.Task
-	(*structpb.Struct)(nil),        // 42: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 43: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 44: steward.v1.ActionRationale
-	(*Action)(nil),                 // 45: steward.v1.Action
-	(*TaskContract)(nil),           // 46: steward.v1.TaskContract
-	(*Plan)(nil),                   // 47: steward.v1.Plan
-	(*Artifact)(nil),               // 48: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 49: steward.v1.AcceptanceRound
+	(*ForkTaskRequest)(nil),        // 0: steward.v1.ForkTaskRequest
+	(*ForkTaskResponse)(nil),       // 1: steward.v1.ForkTaskResponse
+	(*RecordDecisionRequest)(nil),  // 2: steward.v1.RecordDecisionRequest
+	(*RecordDecisionResponse)(nil), // 3: steward.v1.RecordDecisionResponse
+	(*AttachContextRequest)(nil),   // 4: steward.v1.AttachContextRequest
+	(*AttachContextResponse)(nil),  // 5: steward.v1.AttachContextResponse
+	(*ExtendDeadlineRequest)(nil),  // 6: steward.v1.ExtendDeadlineRequest
+	(*ExtendDeadlineResponse)(nil), // 7: steward.v1.ExtendDeadlineResponse
+	(*RequestInputRequest)(nil),    // 8: steward.v1.RequestInputRequest
+	(*RequestInputResponse)(nil),   // 9: steward.v1.RequestInputResponse
+	(*ProvideInputRequest)(nil),    // 10: steward.v1.ProvideInputRequest
+	(*ProvideInputResponse)(nil),   // 11: steward.v1.ProvideInputResponse
+	(*ProposeActionRequest)(nil),   // 12: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),  // 13: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),      // 14: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),     // 15: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),      // 16: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),     // 17: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),       // 18: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),      // 19: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),      // 20: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),     // 21: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),        // 22: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),       // 23: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),     // 24: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),    // 25: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),     // 26: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),    // 27: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),    // 28: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),   // 29: steward.v1.DelegateTaskResponse
+	(*SubmitPlanRequest)(nil),      // 30: steward.v1.SubmitPlanRequest
+	(*SubmitPlanResponse)(nil),     // 31: steward.v1.SubmitPlanResponse
+	(*SubmitArtifactRequest)(nil),  // 32: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil), // 33: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),    // 34: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),   // 35: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),      // 36: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),     // 37: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),      // 38: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),     // 39: steward.v1.ReturnTaskResponse
+	(*Task)(nil),                   // 40: steward.v1.Task
+	(*Decision)(nil),               // 41: steward.v1.Decision
+	(*ContextItem)(nil),            // 42: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),  // 43: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 44: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 45: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 46: steward.v1.ActionRationale
+	(*Action)(nil),                 // 47: steward.v1.Action
+	(*TaskContract)(nil),           // 48: steward.v1.TaskContract
+	(*Plan)(nil),                   // 49: steward.v1.Plan
+	(*Artifact)(nil),               // 50: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 51: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	38, // 0: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	38, // 1: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	39, // 2: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	39, // 3: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	40, // 4: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	41, // 5: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	41, // 6: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	41, // 7: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	42, // 8: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	43, // 9: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	44, // 10: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	45, // 11: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	46, // 12: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	41, // 13: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	41, // 14: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	41, // 15: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	41, // 16: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	41, // 17: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	41, // 18: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	41, // 19: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	46, // 20: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	41, // 21: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	47, // 22: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	41, // 23: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	48, // 24: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	41, // 25: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	41, // 26: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	49, // 27: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	41, // 28: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	41, // 29: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	12, // 30: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	14, // 31: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	16, // 32: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	18, // 33: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	20, // 34: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	22, // 35: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	24, // 36: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	10, // 37: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	26, // 38: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	28, // 39: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	30, // 40: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	32, // 41: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	34, // 42: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	36, // 43: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	4,  // 44: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	6,  // 45: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	8,  // 46: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	0,  // 47: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	2,  // 48: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	13, // 49: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	15, // 50: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	17, // 51: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	19, // 52: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	21, // 53: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	23, // 54: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	25, // 55: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	11, // 56: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	27, // 57: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	29, // 58: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	31, // 59: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	33, // 60: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	35, // 61: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	37, // 62: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	5,  // 63: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	7,  // 64: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	9,  // 65: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	1,  // 66: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	3,  // 67: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	49, // [49:68] is the sub-list for method output_type
-	30, // [30:49] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	40, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	41, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	41, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	42, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	42, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	43, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	40, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	40, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	40, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	44, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	45, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	46, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	47, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	48, // 13: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	40, // 14: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	40, // 15: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	40, // 16: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	40, // 17: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	40, // 18: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	40, // 19: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	40, // 20: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	48, // 21: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	40, // 22: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	49, // 23: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	40, // 24: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	50, // 25: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	40, // 26: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	40, // 27: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	51, // 28: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	40, // 29: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	40, // 30: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	14, // 31: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 32: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 33: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 34: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 35: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 36: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 37: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 38: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 39: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 40: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 41: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 42: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 43: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 44: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 45: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 46: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 47: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 48: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 49: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 50: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	15, // 51: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 52: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 53: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 54: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 55: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 56: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 57: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 58: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 59: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 60: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 61: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 62: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 63: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 64: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 65: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 66: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 67: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 68: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 69: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 70: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	51, // [51:71] is the sub-list for method output_type
+	31, // [31:51] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -2679,7 +2841,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   38,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

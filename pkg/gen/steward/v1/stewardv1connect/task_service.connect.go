@@ -80,6 +80,8 @@ const (
 	// TaskServiceAttachContextProcedure is the fully-qualified name of the TaskService's AttachContext
 	// RPC.
 	TaskServiceAttachContextProcedure = "/steward.v1.TaskService/AttachContext"
+	// TaskServiceForkTaskProcedure is the fully-qualified name of the TaskService's ForkTask RPC.
+	TaskServiceForkTaskProcedure = "/steward.v1.TaskService/ForkTask"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -176,6 +178,17 @@ type TaskServiceClient interface {
 	// reference and digest. Idempotent on item.context_id, as RecordDecision
 	// is on its id. Only the task's agent attaches.
 	AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error)
+	// ForkTask recomputes from a point: a new task that names its parent
+	// and the point (forked_from), starting from the parent's state there —
+	// its actions, decisions, context and artifacts — except that what was
+	// open at the point (actions not ended, their permits and approvals) is
+	// withdrawn in the fork, no plan is in force, and its budget is its own,
+	// taken from what the parent has left. The parent is untouched but for
+	// that reservation; the fork goes on differently (another model, prompt
+	// or input). Only the parent's agent forks; a task delegated from
+	// another is forked from its root. Idempotent on request_id, which is
+	// required. `steward audit verify` checks the link (docs/decisions.md).
+	ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -303,6 +316,12 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("AttachContext")),
 			connect.WithClientOptions(opts...),
 		),
+		forkTask: connect.NewClient[v1.ForkTaskRequest, v1.ForkTaskResponse](
+			httpClient,
+			baseURL+TaskServiceForkTaskProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ForkTask")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -327,6 +346,7 @@ type taskServiceClient struct {
 	provideInput   *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
 	recordDecision *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
 	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
+	forkTask       *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -424,6 +444,11 @@ func (c *taskServiceClient) AttachContext(ctx context.Context, req *connect.Requ
 	return c.attachContext.CallUnary(ctx, req)
 }
 
+// ForkTask calls steward.v1.TaskService.ForkTask.
+func (c *taskServiceClient) ForkTask(ctx context.Context, req *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error) {
+	return c.forkTask.CallUnary(ctx, req)
+}
+
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
 type TaskServiceHandler interface {
 	// CreateTask validates a contract and opens a task. It is idempotent on
@@ -518,6 +543,17 @@ type TaskServiceHandler interface {
 	// reference and digest. Idempotent on item.context_id, as RecordDecision
 	// is on its id. Only the task's agent attaches.
 	AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error)
+	// ForkTask recomputes from a point: a new task that names its parent
+	// and the point (forked_from), starting from the parent's state there —
+	// its actions, decisions, context and artifacts — except that what was
+	// open at the point (actions not ended, their permits and approvals) is
+	// withdrawn in the fork, no plan is in force, and its budget is its own,
+	// taken from what the parent has left. The parent is untouched but for
+	// that reservation; the fork goes on differently (another model, prompt
+	// or input). Only the parent's agent forks; a task delegated from
+	// another is forked from its root. Idempotent on request_id, which is
+	// required. `steward audit verify` checks the link (docs/decisions.md).
+	ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -641,6 +677,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("AttachContext")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceForkTaskHandler := connect.NewUnaryHandler(
+		TaskServiceForkTaskProcedure,
+		svc.ForkTask,
+		connect.WithSchema(taskServiceMethods.ByName("ForkTask")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -681,6 +723,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceRecordDecisionHandler.ServeHTTP(w, r)
 		case TaskServiceAttachContextProcedure:
 			taskServiceAttachContextHandler.ServeHTTP(w, r)
+		case TaskServiceForkTaskProcedure:
+			taskServiceForkTaskHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -764,4 +808,8 @@ func (UnimplementedTaskServiceHandler) RecordDecision(context.Context, *connect.
 
 func (UnimplementedTaskServiceHandler) AttachContext(context.Context, *connect.Request[v1.AttachContextRequest]) (*connect.Response[v1.AttachContextResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.AttachContext is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ForkTask is not implemented"))
 }
