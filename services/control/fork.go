@@ -20,7 +20,8 @@ import (
 // TaskCreated with the point's hash) under the parent's contract as it
 // stood there, with a budget of its own: reserved from what a live parent
 // has left where its budget limits (a BudgetConsumed on the parent, as a
-// delegation reserves), or what an ended one left unspent. The parent is
+// delegation reserves, given back as a delegation's is when the fork ends:
+// release), or what an ended one left unspent. The parent is
 // not otherwise touched; its history and the fork's never mix.
 func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewardv1.ForkTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	if err := checkFork(req); err != nil {
@@ -124,7 +125,7 @@ func forkContract(parent *stewardv1.TaskContract, forkID string) *stewardv1.Task
 // by one conditional write; an ended parent spends nothing more, so what
 // it left is the fork's without a write. A retry finds its reservation.
 func (dg *delegation) reserveFork(ctx context.Context, principal, parentID, forkID string, req *stewardv1.ForkTaskRequest, b *stewardv1.Budget) error {
-	id := event.ID(parentID, "fork-reserve", forkID)
+	id := forkReserveID(parentID, forkID)
 	if _, history, err := dg.tasks.Load(ctx, parentID); err != nil {
 		return err
 	} else if history.Has(id) {

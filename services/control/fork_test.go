@@ -19,9 +19,9 @@ import (
 // its last event. The fork names its parent and the point (sequence and
 // hash); its folded state there is the parent's, but for what the fork
 // does not carry over: the open action is withdrawn, with no approval or
-// permit, and the budget is the fork's own, reserved on the parent. The
-// fork runs on its own; the parent's history is unchanged but for the
-// reservation. A repeat answers the same fork; a point that is not the
+// permit, and the budget is the fork's own, reserved on the parent and
+// given back when the fork ends. The fork runs on its own; the parent's
+// history is unchanged but for the reservation. A repeat answers the same fork; a point that is not the
 // parent's is refused, naming the field.
 func TestForkStartsFromTheParentAtItsPoint(t *testing.T) {
 	r := newHarness(t)
@@ -111,6 +111,12 @@ func TestForkStartsFromTheParentAtItsPoint(t *testing.T) {
 		t.Errorf("a proposal in the fork: %s", a.Status)
 	}
 
+	// Ended, the fork gives back what it did not spend.
+	if _, err := r.ctl.CancelTask(ctx, "agent", &stewardv1.CancelTaskRequest{TaskId: forkID, Reason: "enough"}); err != nil {
+		t.Fatal(err)
+	}
+	r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.BudgetUsed.GetTokens() == parentAt.BudgetUsed.GetTokens() })
+
 	var e *errs.Error
 	bad := proto.CloneOf(fork)
 	bad.RequestId, bad.AtSequence = "fork-2", at.Sequence+1000
@@ -118,7 +124,7 @@ func TestForkStartsFromTheParentAtItsPoint(t *testing.T) {
 		t.Errorf("a point that is not the parent's: %v", err)
 	}
 	greedy := proto.CloneOf(fork)
-	greedy.RequestId, greedy.MaxTokens = "fork-3", 800
+	greedy.RequestId, greedy.MaxTokens = "fork-3", 900
 	if _, _, err := r.ctl.ForkTask(ctx, "agent", greedy); err == nil {
 		t.Errorf("a fork reserving more than the parent has left was made")
 	}

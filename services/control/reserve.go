@@ -15,6 +15,27 @@ func reserveID(parentID, childID string) string {
 	return event.ID(parentID, "delegation-reserve", childID)
 }
 
+// forkReserveID is the id of the event that reserves forkID's budget on
+// the task it was forked from.
+func forkReserveID(parentID, forkID string) string {
+	return event.ID(parentID, "fork-reserve", forkID)
+}
+
+// lender is the task t's budget was reserved from, and the id of that
+// reservation: its parent for a sub-task, the task it was forked from for
+// a fork; "" for neither. What t does not spend goes back there when it
+// ends (release).
+func lender(t *stewardv1.Task) (parentID, reservation string) {
+	taskID := t.Contract.GetTaskId()
+	switch {
+	case t.Contract.GetParentTaskId() != "":
+		return t.Contract.ParentTaskId, reserveID(t.Contract.ParentTaskId, taskID)
+	case t.ForkedFrom != nil:
+		return t.ForkedFrom.ParentTaskId, forkReserveID(t.ForkedFrom.ParentTaskId, taskID)
+	}
+	return "", ""
+}
+
 // reserve takes what a sub-task may spend out of its parent's budget,
 // before the sub-task exists: a BudgetConsumed on the parent, "reserved
 // for delegated task …", for every dimension the parent's budget limits.
@@ -219,18 +240,19 @@ type giving struct {
 	history      []*stewardv1.EventRecord
 }
 
-// owedBy returns what giving back from rec's task to its parent under the
-// id idFor names needs, or nil when there is nothing to give: the task was
-// not delegated or has not ended, its parent reserved nothing for it, or
+// owedBy returns what giving back from rec's task to its parent (the task
+// it was delegated or forked from, lender) under the id idFor names needs,
+// or nil when there is nothing to give: the task was neither delegated nor
+// forked, or has not ended, its parent reserved nothing for it, or
 // the release is recorded already. Those are answered from cached views
 // (without a read when the task's holds rec already); only a release still
 // to be made reads the logs.
 func (dg *delegation) owedBy(ctx context.Context, rec *stewardv1.EventRecord, idFor func(parentID string) string) (*giving, error) {
 	taskID := rec.Event.TaskId
-	var parentID string
+	var parentID, reserved string
 	err := dg.tasks.Peek(ctx, taskID, rec.Sequence, func(t *stewardv1.Task) {
 		if task.Terminal(t.Status) {
-			parentID = t.Contract.GetParentTaskId()
+			parentID, reserved = lender(t)
 		}
 	})
 	if err != nil || parentID == "" {
@@ -241,7 +263,6 @@ func (dg *delegation) owedBy(ctx context.Context, rec *stewardv1.EventRecord, id
 		return nil, err
 	}
 	g := &giving{parentID: parentID, id: idFor(parentID)}
-	reserved := reserveID(parentID, taskID)
 	if !parent.Has(reserved) || parent.Has(g.id) {
 		return nil, nil
 	}

@@ -183,7 +183,8 @@ type TaskServiceClient interface {
 	// its actions, decisions, context and artifacts — except that what was
 	// open at the point (actions not ended, their permits and approvals) is
 	// withdrawn in the fork, no plan is in force, and its budget is its own,
-	// taken from what the parent has left. The parent is untouched but for
+	// reserved from what the parent has left and given back, unspent, when
+	// the fork ends. The parent is untouched but for
 	// that reservation; the fork goes on differently (another model, prompt
 	// or input). Only the parent's agent forks; a task delegated from
 	// another is forked from its root. Idempotent on request_id, which is
@@ -548,7 +549,8 @@ type TaskServiceHandler interface {
 	// its actions, decisions, context and artifacts — except that what was
 	// open at the point (actions not ended, their permits and approvals) is
 	// withdrawn in the fork, no plan is in force, and its budget is its own,
-	// taken from what the parent has left. The parent is untouched but for
+	// reserved from what the parent has left and given back, unspent, when
+	// the fork ends. The parent is untouched but for
 	// that reservation; the fork goes on differently (another model, prompt
 	// or input). Only the parent's agent forks; a task delegated from
 	// another is forked from its root. Idempotent on request_id, which is
