@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -21,6 +22,10 @@ const (
 	MaxEvidence     = 16   // evidence references
 	MaxEgress       = 32   // providers a context item may go to
 	MaxURILen       = 2048 // a context item's uri, an evidence reference
+	// MaxDecisionBytes bounds a decision as a whole: every task's view
+	// holds its decisions, up to its loop cap of them, so each field's
+	// bound alone would allow a hundred times more.
+	MaxDecisionBytes = 16 << 10
 	// decidedAtSkew is how far in the future a decision's time may be:
 	// clocks differ, a decision from the future does not.
 	decidedAtSkew = time.Minute
@@ -47,6 +52,11 @@ func checkDecision(d *stewardv1.Decision, now time.Time) error {
 		if c != nil {
 			return c
 		}
+	}
+	// Sized on a copy: Size caches sizes in the message it measures, which
+	// is changed after (reported), and a stale cache breaks its marshaling.
+	if n := proto.Size(proto.CloneOf(d)); n > MaxDecisionBytes {
+		return &errs.Error{Code: errs.TooLarge, Field: "decision", Message: fmt.Sprintf("is %d bytes encoded; the limit is %d: keep the record short, and evidence by reference", n, MaxDecisionBytes)}
 	}
 	switch {
 	case len(d.Flags) > 0:

@@ -190,6 +190,11 @@ func TestDecisionNamesTheBadField(t *testing.T) {
 			d.Versions.ToolSchemas = []*stewardv1.ToolSchemaRef{{Name: "write"}, {Version: "1"}}
 		}), errs.Invalid, "decision.versions.tool_schemas[1].name"},
 		{"a blank evidence reference", decision(func(d *stewardv1.Decision) { d.Evidence = []string{""} }), errs.Invalid, "decision.evidence[0]"},
+		{"a decision too large as a whole", decision(func(d *stewardv1.Decision) {
+			for range control.MaxEvidence {
+				d.Evidence = append(d.Evidence, "https://x.example/"+strings.Repeat("e", 2000))
+			}
+		}), errs.TooLarge, "decision"},
 		{"too much evidence", decision(func(d *stewardv1.Decision) { d.Evidence = make([]string, control.MaxEvidence+1) }), errs.TooLarge, "decision.evidence"},
 		{"a blank question", decision(func(d *stewardv1.Decision) { d.LedTo = &stewardv1.Decision_Question{Question: " "} }), errs.Invalid, "decision.question"},
 		{"no task for a decision", func() error {
