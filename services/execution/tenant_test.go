@@ -56,6 +56,15 @@ func TestRegisterKeepsANameToOneToolPerTenant(t *testing.T) {
 	if _, _, err := b.plane.Register(ctx, "acme", "admin", builtin); !errors.As(err, &bad) || bad.Code != errs.Invalid || bad.Field != "contract.builtin" {
 		t.Errorf("a tenant registers a built-in tool: %v; want invalid contract.builtin", err)
 	}
+	// A model's key file is read on this host: a tenant's would send any
+	// file Steward can read to the tenant's base_url.
+	keyed := &stewardv1.ToolContract{Name: "llm", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
+		Endpoint: &stewardv1.ToolContract_Model{Model: &stewardv1.ModelEndpoint{BaseUrl: "https://models.example/v1", Model: "m", Provider: "p",
+			MaxTokens: 10, KeyFile: "/etc/steward/secret.key"}}}
+	if _, _, err := b.plane.Register(ctx, "acme", "admin", keyed); !errors.As(err, &bad) || bad.Code != errs.Invalid || bad.Field != "contract.model.key_file" {
+		t.Errorf("a tenant registers a model tool with a key file: %v; want invalid contract.model.key_file", err)
+	}
 	recs, err := b.Log.ReadTool(ctx, "deploy")
 	if err != nil || len(recs) != 2 {
 		t.Errorf("deploy's chain: %d registrations, %v; want acme's and beta's", len(recs), err)
