@@ -117,7 +117,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 			rec: &stewardv1.EventRecord{Sequence: meta.Sequence.Stream, Event: ev}, permanent: setAside})
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
-	sub := &laneSubscription{pull: startPull(cons, ls.route, l.clustered(), log), lanes: ls}
+	sub := &laneSubscription{pull: startPull(cons, ls.route, l.cfg.SoleConsumer, log), lanes: ls}
 	if sub.replays, err = l.reactToReplays(ctx, name, r, log); err != nil {
 		sub.Stop()
 		return nil, err

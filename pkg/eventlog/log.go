@@ -62,7 +62,8 @@ type Config struct {
 	// SoleConsumer says this process is the only one that reads its
 	// durable consumers (steward dev). React then resets a consumer to its
 	// ack floor as it starts, so that what a crashed predecessor had in
-	// hand comes again at once, not after the ack wait. Never set it where
+	// hand comes again at once, not after the ack wait, and a stop cuts
+	// its fetch rather than wait for it (pull.go). Never set it where
 	// processes share a consumer: a live one's events would come again.
 	SoleConsumer bool
 	// SoleWriter says this process is the only one that appends to the

@@ -22,12 +22,13 @@ import (
 // SIGTERM. A fetch ends at the server (its batch full, or its expiry
 // answered with a timeout status), and a puller that stops asks for no
 // more and waits for the fetch in flight to end: by then the server holds
-// no request of this process, and what arrived was handed on. On a single
-// server, which drops the request with the inbox, a stop cuts the fetch:
-// only an event that reaches the client in the microseconds of the cut can
-// still be dropped (nats.go's fetch then unsubscribes with it unread), a
-// window that waiting would close at the cost of ReactionPull on every
-// stop.
+// no request of this process, and what arrived was handed on. Only where
+// this process is the consumer's sole reader (Config.SoleConsumer: steward
+// dev, whose successor resets the consumer to its ack floor; a test's
+// planes) does a stop cut the fetch at once: nobody else could take what
+// it holds. A process with peers waits, even on a single server: a cut can
+// drop events (nats.go's fetch, told to stop while events wait in its
+// buffer, unsubscribes with them unread; CI saw a hand-back 5 s late).
 
 // ReactionPull is how long one fetch of a reaction consumer waits for
 // events. It bounds how long a stop waits for the fetch in flight, and how
@@ -48,20 +49,18 @@ type puller struct {
 	fetching context.Context
 	cut      context.CancelFunc
 	// cutOnStop: a stop cancels the fetch in flight rather than waiting
-	// for it to end. So on a single server, where the consumer's leader
-	// is the server this process is connected to and sees the inbox go at
-	// once: nothing can be sent to it after, and a stop takes no time.
+	// for it to end — where this process is the consumer's sole reader.
 	cutOnStop bool
 	stopping  chan struct{}
 	once      sync.Once
 	done      chan struct{}
 }
 
-// startPull starts fetching cons for route. clustered says whether the
-// server is one of a cluster, where the consumer's leader may be another
-// node and a stop must wait for the fetch in flight.
-func startPull(cons jetstream.Consumer, route func(jetstream.Msg), clustered bool, log *slog.Logger) *puller {
-	p := &puller{cutOnStop: !clustered, stopping: make(chan struct{}), done: make(chan struct{})}
+// startPull starts fetching cons for route. sole says whether this process
+// is the consumer's only reader, whose stop need not wait for the fetch in
+// flight.
+func startPull(cons jetstream.Consumer, route func(jetstream.Msg), sole bool, log *slog.Logger) *puller {
+	p := &puller{cutOnStop: sole, stopping: make(chan struct{}), done: make(chan struct{})}
 	p.fetching, p.cut = context.WithCancel(context.Background())
 	go func() {
 		defer close(p.done)
@@ -121,8 +120,3 @@ func (p *puller) stop() {
 	<-p.done
 	p.cut()
 }
-
-// clustered reports whether the server this log is connected to is one of
-// a cluster (it names its cluster), where a consumer's leader may be
-// another node.
-func (l *Log) clustered() bool { return l.js.Conn().ConnectedClusterName() != "" }

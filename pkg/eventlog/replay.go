@@ -45,7 +45,7 @@ func (l *Log) reactToReplays(ctx context.Context, name string, r map[string][]Ha
 		return nil, err
 	}
 	log = log.With("replay", true)
-	return startPull(cons, func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, l.clustered(), log), nil
+	return startPull(cons, func(msg jetstream.Msg) { l.replay(ctx, name, r, log, msg) }, l.cfg.SoleConsumer, log), nil
 }
 
 // replay hands the event a replay request names to name's reactions.

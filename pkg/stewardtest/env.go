@@ -48,7 +48,8 @@ func WithoutUsers() EnvOption { return func(c *envConfig) { c.anyone = true } }
 // WithoutUsers): Bus is the admin's connection, and the log's appends,
 // timers and the stores of As(plane) go through each plane's own user
 // (pkg/natsperm), so that every plane test runs under the permissions. A
-// write the server refuses a plane fails the test.
+// write the server refuses a plane fails the test. Its planes are their
+// consumers' sole readers, as steward dev's are (stores.Config.SoleConsumer).
 func NewEnv(tb testing.TB, opts ...EnvOption) *Env {
 	tb.Helper()
 	var cfg envConfig
@@ -103,7 +104,7 @@ func NewEnv(tb testing.TB, opts ...EnvOption) *Env {
 			tb.Errorf("NATS refused a plane: %s", r)
 		}
 	})
-	set, err := stores.Open(context.Background(), bus.JS, stores.Config{Logger: logger, Writers: writers})
+	set, err := stores.Open(context.Background(), bus.JS, stores.Config{Logger: logger, Writers: writers, SoleConsumer: true})
 	if err != nil {
 		tb.Fatal(err)
 	}

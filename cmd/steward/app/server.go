@@ -157,13 +157,11 @@ func (m *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	octx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	// dev is one process over its own embedded server: the only reader of
 	// its consumers and the only writer of its log, connected as its
 	// NATS's admin.
 	dev := m.Mode == "dev"
-	st, err := stores.Open(octx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev})
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev})
 	if err != nil {
 		return err
 	}
