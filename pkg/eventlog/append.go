@@ -2,12 +2,14 @@ package eventlog
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
@@ -40,6 +42,19 @@ const (
 	// A message with this id is still being proposed (clustered).
 	jsErrDuplicateInProcess = 10158
 )
+
+// Fits refuses ev, as Append would, if it is larger sealed than the log
+// takes: for a command to find out before it does what it cannot undo.
+func (l *Log) Fits(ev *stewardv1.Event) error {
+	data, err := event.Seal(proto.CloneOf(ev), make([]byte, sha256.Size)) // a chain's previous hash
+	if err != nil {
+		return err
+	}
+	if len(data) > l.maxPayload {
+		return errs.New(errs.TooLarge, "the %s event is %d bytes; the event log takes at most %d", ev.Type, len(data), l.maxPayload)
+	}
+	return nil
+}
 
 // Append seals ev onto head (setting ev.PrevHash and ev.Hash) and stores it,
 // provided the task's last sequence is still head.Sequence. It returns the

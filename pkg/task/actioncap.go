@@ -42,11 +42,12 @@ func grantActions(t *stewardv1.Task) {
 }
 
 // proposals counts the actions that count against the task's cap:
-// compensations do not, so a task at its cap can still undo its work.
+// compensations do not, so a task at its cap can still undo its work, nor
+// do the parent's actions a fork carries.
 func proposals(t *stewardv1.Task) int {
 	n := 0
 	for _, a := range t.Actions {
-		if a.Compensates == "" {
+		if a.Compensates == "" && !a.Carried {
 			n++
 		}
 	}

@@ -22,8 +22,8 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 	switch p := ev.Payload.(type) {
 	case *stewardv1.Event_BudgetConsumed:
 		c := p.BudgetConsumed
-		if Terminal(t.Status) {
-			return nil, true, illegal(t, "spend for")
+		if Terminal(t.Status) && c.ReservedFor == "" {
+			return nil, true, illegal(t, "spend for") // a fork's reservation it lends still
 		}
 		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
 			return nil, true, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(c.MilestoneId))

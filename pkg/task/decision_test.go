@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -66,7 +67,9 @@ func TestForkStateLeavesOutWhatIsOpen(t *testing.T) {
 	if a := s.Actions[0]; a.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN || a.Approval != nil || a.Permit != nil {
 		t.Fatalf("the open action: %v", a)
 	}
-	if !proto.Equal(s.Actions[1], done) || len(s.Decisions) != 1 || len(s.ContextItems) != 1 {
+	carried := proto.CloneOf(done)
+	carried.Carried = true
+	if !s.Actions[0].Carried || !proto.Equal(s.Actions[1], carried) || len(s.Decisions) != 1 || len(s.ContextItems) != 1 {
 		t.Fatalf("what carries over: %v", s)
 	}
 	if s.Contract != nil || s.BudgetUsed != nil || s.Plan != nil || s.EventCount != 0 || s.CreatedAt != nil || s.Status != 0 {
@@ -84,5 +87,11 @@ func TestForkStateLeavesOutWhatIsOpen(t *testing.T) {
 	if got.ForkedFrom.GetParentTaskId() != "p" || got.ForkedFrom.State != nil || len(got.Actions) != 2 || got.EventCount != 1 ||
 		got.Status != stewardv1.TaskStatus_TASK_STATUS_PENDING || got.Contract.TaskId != "f1" {
 		t.Fatalf("the fork folded: %v", got)
+	}
+	// The fork never undoes its parent's work.
+	_, err = task.Fold(stewardtest.History(t, "f1", fork, &stewardv1.TaskStarted{},
+		&stewardv1.TaskCompensating{Reason: "r", FinalStatus: stewardv1.TaskStatus_TASK_STATUS_FAILED, ActionIds: []string{"a2"}}))
+	if err == nil || !strings.Contains(err.Error(), "carried into the fork") {
+		t.Fatalf("a fork compensating its parent's action: %v", err)
 	}
 }

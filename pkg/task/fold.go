@@ -263,8 +263,11 @@ func startCompensating(t *stewardv1.Task, c *stewardv1.TaskCompensating) (stewar
 		return 0, "", errs.New(errs.FailedPrecondition, "compensation must end the task as failed or cancelled, not %s", StatusName(c.FinalStatus))
 	}
 	for _, id := range c.ActionIds {
-		if a := FindAction(t, id); a == nil || a.Status != succeeded {
+		switch a := FindAction(t, id); {
+		case a == nil || a.Status != succeeded:
 			return 0, "", errs.New(errs.FailedPrecondition, "task %s: action %s cannot be compensated: it did not succeed", t.Contract.GetTaskId(), id)
+		case a.Carried:
+			return 0, "", errs.New(errs.FailedPrecondition, "task %s: action %s cannot be compensated: it is its parent's, carried into the fork", t.Contract.GetTaskId(), id)
 		}
 	}
 	return stewardv1.TaskStatus_TASK_STATUS_COMPENSATING, orDefault(c.Reason, "compensating"), nil

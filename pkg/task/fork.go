@@ -21,7 +21,8 @@ import (
 // its plan (the fork's agent writes its own), an open question, a pause,
 // a stall, a compensation under way, auditors' findings; and every action
 // that had not ended is withdrawn, with no permit or approval: nothing
-// open at the point runs in the fork.
+// open at the point runs in the fork. Each action is marked carried: the
+// fork never compensates, retries or counts one as its own.
 func ForkState(parent *stewardv1.Task) *stewardv1.Task {
 	s := &stewardv1.Task{
 		Actions:      cloneAll(parent.Actions),
@@ -31,6 +32,7 @@ func ForkState(parent *stewardv1.Task) *stewardv1.Task {
 		ContextItems: cloneAll(parent.ContextItems),
 	}
 	for _, a := range s.Actions {
+		a.Carried = true
 		if !ActionEnded(a.Status) {
 			a.Status = withdrawn
 			a.Permit, a.SignedPermit, a.Approval, a.PermitStale = nil, nil, nil, false

@@ -150,7 +150,7 @@ func followCompensations(t *stewardv1.Task) {
 	}
 	var late []string
 	for _, a := range t.Actions {
-		if a.Compensates == "" && a.Status == succeeded && a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE &&
+		if a.Compensates == "" && !a.Carried && a.Status == succeeded && a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE &&
 			!listed[a.ActionId] && !undone[a.ActionId] {
 			late = append([]string{a.ActionId}, late...)
 		}

@@ -59,10 +59,11 @@ func (ds *decisions) RecordDecision(ctx context.Context, principal string, req *
 				req.TaskId, len(cur.Decisions))
 			return ds.decisionCapStop(cur, principal)
 		}
-		d.Flags = task.DecisionFlags(cur, d, timestamppb.New(ds.now()))
+		flagged := proto.CloneOf(d) // this attempt's: a retry flags it afresh
+		flagged.Flags = task.DecisionFlags(cur, d, timestamppb.New(ds.now()))
 		created = true
 		return ds.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: ds.actor(principal), CorrelationID: d.DecisionId},
-			&stewardv1.DecisionRecorded{Decision: d})
+			&stewardv1.DecisionRecorded{Decision: flagged})
 	})
 	switch {
 	case err != nil:

@@ -132,7 +132,7 @@ type undoers map[string]bool
 // not itself a compensation.
 func undoable(a *stewardv1.Action) bool {
 	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED &&
-		a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && a.Compensates == ""
+		a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && a.Compensates == "" && !a.Carried
 }
 
 func toolVersion(a *stewardv1.Action) string { return a.Tool + "@" + a.ToolVersion }

@@ -2,12 +2,14 @@ package control
 
 import (
 	"context"
+	"math"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -21,7 +23,8 @@ import (
 // stood there, with a budget of its own: reserved from what a live parent
 // has left where its budget limits (a BudgetConsumed on the parent, as a
 // delegation reserves, given back as a delegation's is when the fork ends:
-// release), or what an ended one left unspent. The parent is
+// release) — an ended parent's too, so that what it left is lent once,
+// not to every fork. The parent is
 // not otherwise touched; its history and the fork's never mix.
 func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewardv1.ForkTaskRequest) (_ *stewardv1.Task, _ bool, err error) {
 	if err := checkFork(req); err != nil {
@@ -67,10 +70,10 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 		return nil, false, err
 	}
 	defer u.settle(ctx, &err)
-	contract := forkContract(parentAt.Contract, forkID)
-	if err := dg.reserveFork(ctx, principal, parent.Contract.GetTaskId(), forkID, req, contract.Budget); err != nil {
-		return nil, false, err
+	if t, err := forked(ctx, dg.log, forkID); t != nil || err != nil {
+		return t, false, err // a repeat: the claim found the same request
 	}
+	contract := forkContract(parentAt.Contract, forkID)
 	origin := &stewardv1.ForkOrigin{ParentTaskId: req.TaskId, AtSequence: recs[at].Sequence, AtHash: recs[at].Event.Hash, Reason: req.Reason,
 		State: task.ForkState(parentAt)}
 	ev, err := dg.event(event.Meta{ID: event.ID(forkID, event.TypeTaskCreated), TaskID: forkID, Actor: dg.actor(principal), CorrelationID: req.RequestId},
@@ -78,8 +81,32 @@ func (dg *delegation) ForkTask(ctx context.Context, principal string, req *stewa
 	if err != nil {
 		return nil, false, err
 	}
+	// A fork too large for the log is refused before anything is reserved
+	// for it; the budget's largest values bound the event's size.
+	contract.Budget.MaxTokens, contract.Budget.MaxCostMicros = math.MaxInt64, math.MaxInt64
+	if err := dg.log.Fits(ev); err != nil {
+		return nil, false, errs.Wrap(errs.TooLarge, err, "fork task %s at sequence %d: its state there", req.TaskId, origin.AtSequence)
+	}
+	if err := dg.reserveFork(ctx, principal, parent.Contract.GetTaskId(), forkID, req, contract.Budget); err != nil {
+		return nil, false, err
+	}
 	t, created, err = openTask(ctx, dg.log, ev)
 	return t, created, err
+}
+
+// forked is the fork forkID if it was made: a repeated request finds it
+// as it was made, its point included, wherever the parent has moved since
+// (at_sequence 0 names the parent's last event when first asked).
+func forked(ctx context.Context, log *eventlog.Log, forkID string) (*stewardv1.Task, error) {
+	recs, err := log.Read(ctx, forkID)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	t, err := task.Fold(recs)
+	if err != nil {
+		return nil, errs.Wrap(errs.Corrupt, err, "fold task %s", forkID)
+	}
+	return t, nil
 }
 
 func checkFork(req *stewardv1.ForkTaskRequest) error {
@@ -121,9 +148,9 @@ func forkContract(parent *stewardv1.TaskContract, forkID string) *stewardv1.Task
 
 // reserveFork sets the fork's budget b from req and the parent's: in
 // each dimension the parent's budget limits, the fork's cap is req's
-// (required) within what the parent has left, reserved on a live parent
-// by one conditional write; an ended parent spends nothing more, so what
-// it left is the fork's without a write. A retry finds its reservation.
+// (required) within what the parent has left, reserved on the parent —
+// live or ended — by one conditional write. A retry finds its
+// reservation.
 func (dg *delegation) reserveFork(ctx context.Context, principal, parentID, forkID string, req *stewardv1.ForkTaskRequest, b *stewardv1.Budget) error {
 	id := forkReserveID(parentID, forkID)
 	if _, history, err := dg.tasks.Load(ctx, parentID); err != nil {
@@ -148,11 +175,11 @@ func (dg *delegation) reserveFork(ctx context.Context, principal, parentID, fork
 			return nil, err
 		}
 		b.MaxTokens, b.MaxCostMicros = tokens.cap, cost.cap
-		if task.Terminal(parent.Status) || tokens.reserved == 0 && cost.reserved == 0 {
-			return nil, nil // an ended parent spends nothing more: what it left is the fork's
+		if tokens.reserved == 0 && cost.reserved == 0 {
+			return nil, nil
 		}
 		return dg.event(event.Meta{ID: id, TaskID: parentID, Actor: dg.actor(principal)}, &stewardv1.BudgetConsumed{
-			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for fork " + forkID,
+			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for fork " + forkID, ReservedFor: forkID,
 		})
 	})
 }

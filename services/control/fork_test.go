@@ -76,6 +76,10 @@ func TestForkStartsFromTheParentAtItsPoint(t *testing.T) {
 			}
 			want.Status, want.Approval = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN, nil
 		}
+		if !a.Carried {
+			t.Errorf("action %d in the fork is not marked carried", i)
+		}
+		want.Carried = true
 		if !proto.Equal(a, want) {
 			t.Errorf("action %d in the fork:\n%v\nat the fork in the parent:\n%v", i, a, want)
 		}

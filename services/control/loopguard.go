@@ -64,7 +64,7 @@ func (r *recovery) guardLoop(rec *stewardv1.EventRecord, t *stewardv1.Task, a *s
 func sameFailures(t *stewardv1.Task, tool, target string, n int) []*stewardv1.Action {
 	var ended []*stewardv1.Action
 	for _, a := range t.Actions {
-		if a.Tool == tool && a.Target == target && a.Compensates == "" &&
+		if a.Tool == tool && a.Target == target && a.Compensates == "" && !a.Carried &&
 			task.ActionEnded(a.Status) && a.Status != stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN {
 			ended = append(ended, a)
 		}

@@ -22,12 +22,12 @@ func checkModelParams(tool *stewardv1.ToolContract, params []byte) error {
 			Role    *string `json:"role"`
 			Content *string `json:"content"`
 		} `json:"messages"`
-		MaxTokens        *json.Number `json:"max_tokens"`
-		DecisionID       any          `json:"decision_id"`
-		ContextIDs       []any        `json:"context_ids"`
-		PromptTemplateID any          `json:"prompt_template_id"`
-		PromptVersion    any          `json:"prompt_version"`
-		CodeVersion      any          `json:"code_version"`
+		MaxTokens        json.RawMessage `json:"max_tokens"`
+		DecisionID       any             `json:"decision_id"`
+		ContextIDs       []any           `json:"context_ids"`
+		PromptTemplateID any             `json:"prompt_template_id"`
+		PromptVersion    any             `json:"prompt_version"`
+		CodeVersion      any             `json:"code_version"`
 	}
 	if err := json.Unmarshal(params, &p); err != nil {
 		return errs.Field("params", "are not what a model call takes (messages, max_tokens, decision_id, context_ids, prompt_template_id, prompt_version, code_version): %v", err)
@@ -45,8 +45,8 @@ func checkModelParams(tool *stewardv1.ToolContract, params []byte) error {
 		}
 	}
 	if p.MaxTokens != nil {
-		n, err := p.MaxTokens.Int64()
-		if err != nil || n < 1 || n > m.MaxTokens {
+		var n int64 // a JSON integer: a string of digits is not one
+		if err := json.Unmarshal(p.MaxTokens, &n); err != nil || n < 1 || n > m.MaxTokens {
 			return errs.Field("params.max_tokens", "is %s; tool %s allows 1 to %d tokens a call", p.MaxTokens, tool.Name, m.MaxTokens)
 		}
 	}

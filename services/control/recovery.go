@@ -227,7 +227,7 @@ func runs(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) b
 // it as deterministic), and is left to the agent too. Compensations are
 // never retried: a compensating task starts nothing of its own.
 func retryable(a *stewardv1.Action) bool {
-	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && a.Compensates == "" && a.SettledBy == "" &&
+	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && a.Compensates == "" && !a.Carried && a.SettledBy == "" &&
 		a.Outcome.GetFailureClass() == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
 }
 

@@ -19,9 +19,9 @@ type modelFailures struct{ counter *prometheus.CounterVec }
 func newModelFailures() modelFailures {
 	c := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "steward_model_call_failures_total",
-		Help: "Model calls (llm.chat tools) that failed, by reason: rate_limited, context_length, refused, timeout, server_error. Counted by the worker that made the call, from its start.",
+		Help: "Model calls (llm.chat tools) that failed, by reason: rate_limited, context_length, refused, timeout, server_error, unreadable. Counted by the worker that made the call, from its start.",
 	}, []string{"reason"})
-	for _, r := range []string{adapter.ModelRateLimited, adapter.ModelContextLength, adapter.ModelRefused, adapter.ModelTimeout, adapter.ModelServerError} {
+	for _, r := range []string{adapter.ModelRateLimited, adapter.ModelContextLength, adapter.ModelRefused, adapter.ModelTimeout, adapter.ModelServerError, adapter.ModelUnreadable} {
 		c.WithLabelValues(r) // every reason has a series, at zero too
 	}
 	return modelFailures{counter: c}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptrace"
 	"os"
@@ -25,6 +26,10 @@ const (
 	ModelRefused       = "refused"
 	ModelTimeout       = "timeout"
 	ModelServerError   = "server_error"
+	// ModelUnreadable: a 200 whose answer could not be read whole (cut
+	// off, or past maxModelAnswer). It was paid for; what it said is
+	// unknown, and the call is not sent again.
+	ModelUnreadable = "unreadable"
 )
 
 // maxModelAnswer bounds what is read of a model's answer.
@@ -187,7 +192,15 @@ type ModelUsage struct {
 
 // modelAnswer classifies the model's answer.
 func modelAnswer(m *stewardv1.ModelEndpoint, resp *http.Response, latency time.Duration) Result {
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxModelAnswer))
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxModelAnswer+1))
+	if resp.StatusCode == http.StatusOK && (err != nil || len(raw) > maxModelAnswer) {
+		if err == nil {
+			err = fmt.Errorf("it is longer than %d bytes", maxModelAnswer)
+		}
+		r := unknown("the model answered 200 but its answer could not be read whole: %v; it was paid for, so it is not sent again", err)
+		r.Arrived, r.ModelFailure = true, ModelUnreadable
+		return r
+	}
 	var ans chatAnswer
 	_ = json.Unmarshal(raw, &ans)
 	reason := ans.Error.Message
@@ -220,8 +233,8 @@ func chatResult(m *stewardv1.ModelEndpoint, ans chatAnswer, latency time.Duratio
 	u := ans.Usage
 	paid := func(r Result) Result {
 		r.Arrived = true
-		r.Tokens = u.PromptTokens + u.CompletionTokens
-		r.CostMicros = ceilDiv(u.PromptTokens*m.InputMicrosPer_1K+u.CompletionTokens*m.OutputMicrosPer_1K, 1000)
+		r.Tokens = addCapped(u.PromptTokens, u.CompletionTokens)
+		r.CostMicros = ceilDiv(addCapped(mulCapped(u.PromptTokens, m.InputMicrosPer_1K), mulCapped(u.CompletionTokens, m.OutputMicrosPer_1K)), 1000)
 		return r
 	}
 	if len(ans.Choices) == 0 || u.PromptTokens < 0 || u.CompletionTokens < 0 {
@@ -241,11 +254,32 @@ func chatResult(m *stewardv1.ModelEndpoint, ans chatAnswer, latency time.Duratio
 	return paid(Result{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, Body: body})
 }
 
+// mulCapped and addCapped are a*b and a+b of non-negative numbers, at most
+// math.MaxInt64: a usage reported past reason costs the most there is, not
+// a negative amount.
+func mulCapped(a, b int64) int64 {
+	if a != 0 && b > math.MaxInt64/a {
+		return math.MaxInt64
+	}
+	return a * b
+}
+
+func addCapped(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 func ceilDiv(n, d int64) int64 {
 	if n <= 0 {
 		return 0
 	}
-	return (n + d - 1) / d
+	q := n / d
+	if n%d != 0 {
+		q++
+	}
+	return q
 }
 
 // Status implements Adapter: a model offers no status query.

@@ -3,6 +3,9 @@ package adapter_test
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,5 +111,35 @@ func TestModelCallClassifiesAnswers(t *testing.T) {
 	}
 	if n := fake.ByKey()["slow"]; n != 1 {
 		t.Errorf("the call that timed out reached the model %d times, want 1", n)
+	}
+}
+
+// TestModelAnswersCutOffOrPastReason: a 200 whose answer is cut off
+// mid-body was paid for and said something no one read — unknown, never
+// a free failure — and a usage reported past reason costs the most there
+// is, not a negative amount.
+func TestModelAnswersCutOffOrPastReason(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Header.Get(adapter.HeaderIdempotencyKey) == "huge" {
+			_, _ = w.Write([]byte(`{"id":"c2","model":"m","choices":[{"message":{"role":"assistant","content":"x"}}],` +
+				`"usage":{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807}}`))
+			return
+		}
+		w.Header().Set("Content-Length", "1000")
+		_, _ = w.Write([]byte(`{"id":"c1","model":"gpt-test","choices":[{"message":{"role":"assistant","content":"par`))
+	}))
+	t.Cleanup(srv.Close)
+	tool := modelTool(t, srv.URL)
+	call := func(key string) adapter.Result {
+		req := chatRequest(key, hello)
+		req.Tool = tool
+		return adapter.NewModel(nil).Call(context.Background(), req)
+	}
+	if res := call("cut"); res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || !res.Arrived || res.ModelFailure != adapter.ModelUnreadable {
+		t.Errorf("an answer cut off: %v arrived %v failure %q (%s)", res.Status, res.Arrived, res.ModelFailure, res.Reason)
+	}
+	if res := call("huge"); res.Tokens != math.MaxInt64 || res.CostMicros <= 0 {
+		t.Errorf("a usage past reason: tokens %d, cost %d; want both at their most", res.Tokens, res.CostMicros)
 	}
 }

@@ -1455,7 +1455,12 @@ type Action struct {
 	// The model decision that produced the action (TaskService.RecordDecision),
 	// if the proposer named one: policy reads it as input.decision
 	// (docs/decisions.md). Set on proposal, never changed.
-	DecisionId    string `protobuf:"bytes,43,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	DecisionId string `protobuf:"bytes,43,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	// Set on the actions a fork starts with (ForkTask): they are its
+	// parent's, ran (or were withdrawn) there, and are carried only as the
+	// state the fork starts from. The fork never compensates, retries or
+	// counts one as its own work (docs/decisions.md, "Forks").
+	Carried       bool `protobuf:"varint,44,opt,name=carried,proto3" json:"carried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1791,6 +1796,13 @@ func (x *Action) GetDecisionId() string {
 	return ""
 }
 
+func (x *Action) GetCarried() bool {
+	if x != nil {
+		return x.Carried
+	}
+	return false
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1947,7 +1959,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"costMicros\x12\x16\n" +
 	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
 	"\x06tokens\x18\n" +
-	" \x01(\x03R\x06tokens\"\xda\x0e\n" +
+	" \x01(\x03R\x06tokens\"\xf4\x0e\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2004,7 +2016,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"planStepId\x12!\n" +
 	"\fmilestone_id\x18* \x01(\tR\vmilestoneId\x12\x1f\n" +
 	"\vdecision_id\x18+ \x01(\tR\n" +
-	"decisionId\"F\n" +
+	"decisionId\x12\x18\n" +
+	"\acarried\x18, \x01(\bR\acarried\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

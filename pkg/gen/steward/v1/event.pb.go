@@ -3101,7 +3101,12 @@ type BudgetConsumed struct {
 	// The milestone it counts against too, if any.
 	MilestoneId string `protobuf:"bytes,3,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	// What spent it, e.g. "model:gpt-x".
-	Source        string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	Source string `protobuf:"bytes,4,opt,name=source,proto3" json:"source,omitempty"`
+	// Set when it is not spending but a reservation for a fork of the task
+	// (TaskService.ForkTask): the fork's id. An ended task takes such a
+	// reservation too, within what it left, so that what it left is lent
+	// once, not to every fork.
+	ReservedFor   string `protobuf:"bytes,5,opt,name=reserved_for,json=reservedFor,proto3" json:"reserved_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3160,6 +3165,13 @@ func (x *BudgetConsumed) GetMilestoneId() string {
 func (x *BudgetConsumed) GetSource() string {
 	if x != nil {
 		return x.Source
+	}
+	return ""
+}
+
+func (x *BudgetConsumed) GetReservedFor() string {
+	if x != nil {
+		return x.ReservedFor
 	}
 	return ""
 }
@@ -4257,13 +4269,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x121\n" +
-	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\x84\x01\n" +
+	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\xa7\x01\n" +
 	"\x0eBudgetConsumed\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
 	"costMicros\x12!\n" +
 	"\fmilestone_id\x18\x03 \x01(\tR\vmilestoneId\x12\x16\n" +
-	"\x06source\x18\x04 \x01(\tR\x06source\"\x94\x01\n" +
+	"\x06source\x18\x04 \x01(\tR\x06source\x12!\n" +
+	"\freserved_for\x18\x05 \x01(\tR\vreservedFor\"\x94\x01\n" +
 	"\rBudgetAlerted\x12\x1c\n" +
 	"\tdimension\x18\x01 \x01(\tR\tdimension\x12\x18\n" +
 	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
