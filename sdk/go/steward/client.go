@@ -60,7 +60,7 @@ func New(baseURL string, opts ...Option) *Client {
 		o(&c)
 	}
 	if c.token != "" {
-		c.opts = append(c.opts, connect.WithInterceptors(bearer(c.token)))
+		c.opts = append(c.opts, connect.WithInterceptors(Bearer(c.token)))
 	}
 	baseURL = strings.TrimSuffix(baseURL, "/")
 	return &Client{
@@ -85,8 +85,11 @@ func randomID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// bearer sets the Authorization header of every request, unary or
-// streaming.
+// Bearer returns an interceptor that presents token on every call, unary
+// or streaming: for the generated clients of services this SDK does not
+// wrap (an approver's GovernanceService, an operator's ToolService).
+func Bearer(token string) connect.Interceptor { return bearer(token) }
+
 type bearer string
 
 func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
