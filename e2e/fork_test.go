@@ -48,6 +48,17 @@ func TestForkIsLinkedAndVerified(t *testing.T) {
 		t.Fatalf("audit verify of the fork:\n%s", out)
 	}
 
+	// Its receipt names where it came from, and leaves the parent's calls
+	// to the parent's receipt.
+	receipt, err := h.agent.query.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: forkID}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := receipt.Msg.Receipt.ForkedFrom; f.GetParentTaskId() != parentID || len(receipt.Msg.Receipt.Calls) != 0 ||
+		!strings.Contains(receipt.Msg.Markdown, "**Forked from:** task `"+parentID+"`") {
+		t.Errorf("the fork's receipt: forked from %v, %d calls:\n%s", f, len(receipt.Msg.Receipt.Calls), receipt.Msg.Markdown)
+	}
+
 	// A fork claiming what its parent's chain does not bear out fails.
 	history := replayTask(t, h.agent.clients, forkID)
 	origin := audit.Fork(history[0].Event)

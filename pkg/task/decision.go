@@ -29,8 +29,17 @@ const AnyProvider = "*"
 // loop cap allows: the action cap in force (MaxActions), counted apart.
 // A model that keeps deciding is the same loop as an agent that keeps
 // proposing, and is stopped the same way. An observed decision is not
-// held to it: its call was an action, held to the action cap.
-func AtDecisionCap(t *stewardv1.Task) bool { return len(t.Decisions) >= MaxActions(t) }
+// held to it: its call was an action, held to the action cap. A fork's
+// carried decisions are its parent's, and do not count.
+func AtDecisionCap(t *stewardv1.Task) bool {
+	n := 0
+	for _, d := range t.Decisions {
+		if !d.Carried {
+			n++
+		}
+	}
+	return n >= MaxActions(t)
+}
 
 // decisionStep checks a decision or a context item against t and returns
 // the change to make; ok is false for other events.

@@ -31,6 +31,9 @@ func ForkState(parent *stewardv1.Task) *stewardv1.Task {
 		Decisions:    cloneAll(parent.Decisions),
 		ContextItems: cloneAll(parent.ContextItems),
 	}
+	for _, d := range s.Decisions {
+		d.Carried = true
+	}
 	for _, a := range s.Actions {
 		a.Carried = true
 		if !ActionEnded(a.Status) {

@@ -65,6 +65,8 @@ func checkDecision(d *stewardv1.Decision, now time.Time) error {
 		return errs.Field("decision.recorded_by", "is Steward's; leave it unset")
 	case d.RecordedAt != nil:
 		return errs.Field("decision.recorded_at", "is Steward's; leave it unset")
+	case d.Carried:
+		return errs.Field("decision.carried", "is Steward's, set on what a fork carries from its parent; leave it unset")
 	}
 	return nil
 }

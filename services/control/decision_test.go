@@ -178,6 +178,7 @@ func TestDecisionNamesTheBadField(t *testing.T) {
 			return err
 		}, errs.Invalid, "task_id"},
 		{"recorded by, says the agent", decision(func(d *stewardv1.Decision) { d.RecordedBy = "me" }), errs.Invalid, "decision.recorded_by"},
+		{"carried, says the agent", decision(func(d *stewardv1.Decision) { d.Carried = true }), errs.Invalid, "decision.carried"},
 		{"recorded when, says the agent", decision(func(d *stewardv1.Decision) { d.RecordedAt = timestamppb.Now() }), errs.Invalid, "decision.recorded_at"},
 		{"a negative latency", decision(func(d *stewardv1.Decision) { d.Call.Latency = dur(-time.Second) }), errs.Invalid, "decision.call.latency"},
 		{"negative tokens in", decision(func(d *stewardv1.Decision) { d.Call.TokensIn = -1 }), errs.Invalid, "decision.call.tokens_in"},

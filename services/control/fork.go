@@ -178,6 +178,10 @@ func (dg *delegation) reserveFork(ctx context.Context, principal, parentID, fork
 		if tokens.reserved == 0 && cost.reserved == 0 {
 			return nil, nil
 		}
+		if lenderID, _ := lender(parent); lenderID != "" && task.Terminal(parent.Status) {
+			// What an ended fork left went back to its own lender (release).
+			return nil, errs.New(errs.FailedPrecondition, "task %s has ended and gave what it left back to %s: fork that one", parentID, lenderID)
+		}
 		return dg.event(event.Meta{ID: id, TaskID: parentID, Actor: dg.actor(principal)}, &stewardv1.BudgetConsumed{
 			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for fork " + forkID, ReservedFor: forkID,
 		})

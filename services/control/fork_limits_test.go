@@ -11,6 +11,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestAForkNeverUndoesItsParentsWork: a fork carries its parent's
@@ -134,4 +135,64 @@ func (r *harness) budgetedTask(t *testing.T, requestID string, tokens int64, max
 	}
 	r.running(p.Contract.TaskId)
 	return p.Contract.TaskId
+}
+
+// TestAnEndedForkLendsNothingAgain: G (1000 tokens) lends 400 to fork
+// F1; F1 ends spending nothing and its release gives the 400 back to G.
+// What F1 left is G's again, so a fork of the ended F1 that would reserve
+// from it is refused, naming G — else the same 400 would be lent twice,
+// and paid back to G twice (found by review).
+func TestAnEndedForkLendsNothingAgain(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	g := r.budgetedTask(t, "g", 1000, 0)
+	f1, _, err := r.ctl.ForkTask(ctx, "agent", &stewardv1.ForkTaskRequest{TaskId: g, Reason: "a", RequestId: "f1", MaxTokens: 400})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f1ID := f1.Contract.TaskId
+	if _, err := r.ctl.CancelTask(ctx, "agent", &stewardv1.CancelTaskRequest{TaskId: f1ID, Reason: "done"}); err != nil {
+		t.Fatal(err)
+	}
+	used := func(id string) int64 { return r.task(t, id).BudgetUsed.GetTokens() }
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) { return used(g) == 0, "F1's release not back on G" })
+	// G spends 500 of its own.
+	if _, err := r.ctl.ReportUsage(ctx, "agent", &stewardv1.ReportUsageRequest{TaskId: g, Tokens: 500, RequestId: "u1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = r.ctl.ForkTask(ctx, "agent", &stewardv1.ForkTaskRequest{TaskId: f1ID, Reason: "b", RequestId: "f2", MaxTokens: 400})
+	if errs.CodeOf(err) != errs.FailedPrecondition || !strings.Contains(err.Error(), g) {
+		t.Fatalf("a fork of an ended fork reserving what went back to %s: %v, want a refusal naming it", g, err)
+	}
+	if u := used(g); u != 500 {
+		t.Errorf("G records %d tokens used, want its own 500", u)
+	}
+}
+
+// TestAForkMayDecideAgain: a fork exists to decide again; its parent's
+// decisions are carried as state and do not count against the fork's
+// loop cap, so a fork of a parent at its cap may decide (found by review).
+func TestAForkMayDecideAgain(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	id := r.budgetedTask(t, "decided", 1_000_000, 2)
+	for _, d := range []string{"d-1", "d-2"} {
+		if _, _, err := r.ctl.RecordDecision(ctx, "agent", &stewardv1.RecordDecisionRequest{TaskId: id, Decision: aDecision(d)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, _, err := r.ctl.ForkTask(ctx, "agent", &stewardv1.ForkTaskRequest{TaskId: id, Reason: "recompute with gpt-b", RequestId: "fk", MaxTokens: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.running(f.Contract.TaskId)
+	d := aDecision("d-fork")
+	d.Call.ModelId = "gpt-b"
+	if _, _, err := r.ctl.RecordDecision(ctx, "agent", &stewardv1.RecordDecisionRequest{TaskId: f.Contract.TaskId, Decision: d}); err != nil {
+		t.Errorf("the fork's first decision of its own: %v", err)
+	}
+	got := r.task(t, f.Contract.TaskId)
+	if len(got.Decisions) != 3 || !got.Decisions[0].Carried || got.Decisions[2].Carried {
+		t.Errorf("the fork's decisions: %v; want the parent's two carried, then its own", got.Decisions)
+	}
 }

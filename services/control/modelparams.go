@@ -44,7 +44,7 @@ func checkModelParams(tool *stewardv1.ToolContract, params []byte) error {
 			return errs.Field(f+".content", "is required")
 		}
 	}
-	if p.MaxTokens != nil {
+	if len(p.MaxTokens) > 0 && string(p.MaxTokens) != "null" { // null: absent, the tool's cap
 		var n int64 // a JSON integer: a string of digits is not one
 		if err := json.Unmarshal(p.MaxTokens, &n); err != nil || n < 1 || n > m.MaxTokens {
 			return errs.Field("params.max_tokens", "is %s; tool %s allows 1 to %d tokens a call", p.MaxTokens, tool.Name, m.MaxTokens)

@@ -18,6 +18,7 @@ func TestModelParamsNameTheBadField(t *testing.T) {
 	for _, tt := range []struct{ params, field string }{
 		{`{` + msgs + `}`, ""},
 		{`{` + msgs + `,"max_tokens":100}`, ""},
+		{`{` + msgs + `,"max_tokens":null}`, ""}, // absent: the tool's cap
 		{`{"messages":[]}`, "params.messages"},
 		{`{"messages":[{"role":"king","content":"hi"}]}`, "params.messages[0].role"},
 		{`{` + msgs + `,"max_tokens":"50"}`, "params.max_tokens"},

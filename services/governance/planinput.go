@@ -175,6 +175,8 @@ func taskCalls(t *stewardv1.Task) map[string]any {
 	calls := 0
 	for _, a := range t.Actions {
 		switch {
+		case a.Carried: // a fork's parent's calls
+			continue
 		case current[a.PlanStepId]:
 			continue
 		case a.PlanStepId != "" && a.Permit == nil:

@@ -90,33 +90,7 @@ func (t *tally) count(view *view) {
 	v := view.task
 	t.views++
 	t.tasks[v.Status]++
-	for _, r := range v.Acceptance {
-		switch r.Decision {
-		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED:
-			t.roundsAccepted++
-			t.roundsDecided++
-		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED, stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED:
-			t.roundsDecided++
-		}
-	}
-	switch v.Status {
-	case stewardv1.TaskStatus_TASK_STATUS_PRODUCED, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED:
-		t.workEnded++
-		t.completed++
-	case stewardv1.TaskStatus_TASK_STATUS_FAILED, stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
-		t.workEnded++
-	}
-	t.countSpending(v)
-	for _, f := range v.Findings {
-		if f.Kind == stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION {
-			t.violations++
-		}
-	}
-	for _, d := range v.Decisions {
-		for _, f := range d.Flags {
-			t.flagged[f.Kind]++
-		}
-	}
+	t.countEnds(v)
 	for i, took := range view.recoveries.took {
 		for _, d := range took {
 			t.recoveries[i].observe(d)
@@ -125,6 +99,9 @@ func (t *tally) count(view *view) {
 	undone := undoneWrites(v)
 	intervened := view.answered
 	for _, a := range v.Actions {
+		if a.Carried {
+			continue // a fork's parent's: counted there
+		}
 		t.actions[a.Status]++
 		if a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED {
 			t.failed[a.GetOutcome().GetFailureClass()]++
@@ -166,6 +143,38 @@ func (t *tally) count(view *view) {
 	}
 }
 
+// countEnds counts how v's work ended: its acceptance rounds, its end,
+// its spending, its findings and its flagged decisions.
+func (t *tally) countEnds(v *stewardv1.Task) {
+	for _, r := range v.Acceptance {
+		switch r.Decision {
+		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_ACCEPTED:
+			t.roundsAccepted++
+			t.roundsDecided++
+		case stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_RETURNED, stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED:
+			t.roundsDecided++
+		}
+	}
+	switch v.Status {
+	case stewardv1.TaskStatus_TASK_STATUS_PRODUCED, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED:
+		t.workEnded++
+		t.completed++
+	case stewardv1.TaskStatus_TASK_STATUS_FAILED, stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+		t.workEnded++
+	}
+	t.countSpending(v)
+	for _, f := range v.Findings {
+		if f.Kind == stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION {
+			t.violations++
+		}
+	}
+	for _, d := range v.Decisions {
+		for _, f := range d.Flags {
+			t.flagged[f.Kind]++
+		}
+	}
+}
+
 // undoneWrites returns the ids of the writes v set out to undo: named by
 // its compensation, or by a compensation action; nil, without allocating,
 // for the many tasks that undid nothing.
@@ -192,7 +201,7 @@ func undoneWrites(v *stewardv1.Task) map[string]bool {
 // history does not verify, so nothing it did has a trace to stand on.
 func (t *tally) countUntraced(v *stewardv1.Task) {
 	for _, a := range v.Actions {
-		if sideEffect(a) {
+		if sideEffect(a) && !a.Carried {
 			t.sideEffects++
 		}
 	}

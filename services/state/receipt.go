@@ -92,9 +92,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	if t.CreatedAt != nil && t.UpdatedAt != nil {
 		r.Elapsed = durationpb.New(t.UpdatedAt.AsTime().Sub(t.CreatedAt.AsTime()))
 	}
-	for _, a := range t.Actions {
-		r.Calls = append(r.Calls, receiptCall(a))
-	}
+	r.Calls, r.ForkedFrom = ownCalls(t), t.ForkedFrom
 	h := readHistory(t, recs)
 	r.Retries, r.Errors, r.PolicyRevisions = h.retries, h.errors, h.revisions
 	var planApprovals map[string]*stewardv1.ReceiptApproval
@@ -346,4 +344,16 @@ func attempt(n uint32) string {
 		return ""
 	}
 	return fmt.Sprintf(" attempt %d", n)
+}
+
+// ownCalls are the receipt's lines of t's calls: its own, not those a
+// fork carries from its parent, which are on the parent's receipt.
+func ownCalls(t *stewardv1.Task) []*stewardv1.ReceiptCall {
+	var calls []*stewardv1.ReceiptCall
+	for _, a := range t.Actions {
+		if !a.Carried {
+			calls = append(calls, receiptCall(a))
+		}
+	}
+	return calls
 }

@@ -49,6 +49,9 @@ func summaryMarkdown(w md, r *stewardv1.Receipt) {
 	} else {
 		w.line("- **Partial:** no")
 	}
+	if f := r.ForkedFrom; f != nil {
+		w.line("- **Forked from:** task %s at sequence %d (%s): what it did before is on that task's receipt", code(f.ParentTaskId, false), f.AtSequence, text(f.Reason))
+	}
 	w.line("- **Desired outcome (from the contract):** %s", orNone(text(r.DesiredOutcome)))
 	w.line("- **Input version:** %s", orNone(code(r.InputVersion, false)))
 	w.line("- **Actions:** %d done, %d failed, %d unfinished", len(r.Progress.GetDone()), len(r.Progress.GetFailed()), len(r.Progress.GetRemaining()))

@@ -31,7 +31,11 @@ func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg sto
 		actx, cancel := context.WithTimeout(ctx, storesAttempt)
 		st, err := stores.Open(actx, js, cfg)
 		cancel()
-		if err == nil || !unanswered(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		// A refused publish reaches the client only as an asynchronous
+		// error, the request then timing out: a permission the plane's
+		// NATS user lacks is no silence to wait out.
+		if err == nil || !unanswered(err) || errors.Is(js.Conn().LastError(), nats.ErrPermissionViolation) || ctx.Err() != nil ||
+			time.Now().After(deadline) {
 			return st, err
 		}
 		m.logger.Warn("JetStream has not answered yet; asking again", "attempt", attempt, "err", err)
@@ -48,5 +52,5 @@ func (m *Server) openStores(ctx context.Context, js jetstream.JetStream, cfg sto
 func unanswered(err error) bool {
 	var api *jetstream.APIError
 	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, nats.ErrTimeout) || errors.Is(err, nats.ErrNoResponders) ||
-		(errors.As(err, &api) && api.Code == 503)
+		(errors.As(err, &api) && api.Code == 503 && api.ErrorCode != jetstream.JSErrCodeJetStreamNotEnabledForAccount)
 }

@@ -35,6 +35,11 @@ const (
 // maxModelAnswer bounds what is read of a model's answer.
 const maxModelAnswer = 4 << 20
 
+// maxReportedTokens is the most tokens of one kind a call is charged: far
+// past any model's context, and small enough that a task's totals never
+// overflow summing them.
+const maxReportedTokens = 1 << 40
+
 // modelAdapter calls the models Steward asks itself, the llm.chat tools
 // (docs/models.md): one POST of an OpenAI-compatible chat completion per
 // call. A call is paid, so this adapter never sends one twice, and says
@@ -231,13 +236,17 @@ func modelAnswer(m *stewardv1.ModelEndpoint, resp *http.Response, latency time.D
 // chatResult is a 200's result, charged as the model reports its usage.
 func chatResult(m *stewardv1.ModelEndpoint, ans chatAnswer, latency time.Duration) Result {
 	u := ans.Usage
+	// A usage past reason — negative, or more than any call could be —
+	// is held to what can be recorded: the most a call may count, never
+	// less than nothing, so that the task's totals take it.
+	u.PromptTokens, u.CompletionTokens = min(max(u.PromptTokens, 0), maxReportedTokens), min(max(u.CompletionTokens, 0), maxReportedTokens)
 	paid := func(r Result) Result {
 		r.Arrived = true
-		r.Tokens = addCapped(u.PromptTokens, u.CompletionTokens)
+		r.Tokens = u.PromptTokens + u.CompletionTokens
 		r.CostMicros = ceilDiv(addCapped(mulCapped(u.PromptTokens, m.InputMicrosPer_1K), mulCapped(u.CompletionTokens, m.OutputMicrosPer_1K)), 1000)
 		return r
 	}
-	if len(ans.Choices) == 0 || u.PromptTokens < 0 || u.CompletionTokens < 0 {
+	if len(ans.Choices) == 0 || ans.Usage.PromptTokens < 0 || ans.Usage.CompletionTokens < 0 {
 		return paid(deterministic("the model answered without a choice or with a negative usage"))
 	}
 	choice := ans.Choices[0]
@@ -255,8 +264,8 @@ func chatResult(m *stewardv1.ModelEndpoint, ans chatAnswer, latency time.Duratio
 }
 
 // mulCapped and addCapped are a*b and a+b of non-negative numbers, at most
-// math.MaxInt64: a usage reported past reason costs the most there is, not
-// a negative amount.
+// math.MaxInt64: a price past reason costs the most there is, not a
+// negative amount.
 func mulCapped(a, b int64) int64 {
 	if a != 0 && b > math.MaxInt64/a {
 		return math.MaxInt64

@@ -3,7 +3,6 @@ package adapter_test
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -121,9 +120,14 @@ func TestModelCallClassifiesAnswers(t *testing.T) {
 func TestModelAnswersCutOffOrPastReason(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		if r.Header.Get(adapter.HeaderIdempotencyKey) == "huge" {
+		switch r.Header.Get(adapter.HeaderIdempotencyKey) {
+		case "huge":
 			_, _ = w.Write([]byte(`{"id":"c2","model":"m","choices":[{"message":{"role":"assistant","content":"x"}}],` +
 				`"usage":{"prompt_tokens":9223372036854775807,"completion_tokens":9223372036854775807}}`))
+			return
+		case "negative":
+			_, _ = w.Write([]byte(`{"id":"c3","model":"m","choices":[{"message":{"role":"assistant","content":"x"}}],` +
+				`"usage":{"prompt_tokens":-1,"completion_tokens":-5}}`))
 			return
 		}
 		w.Header().Set("Content-Length", "1000")
@@ -139,7 +143,10 @@ func TestModelAnswersCutOffOrPastReason(t *testing.T) {
 	if res := call("cut"); res.Status != stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN || !res.Arrived || res.ModelFailure != adapter.ModelUnreadable {
 		t.Errorf("an answer cut off: %v arrived %v failure %q (%s)", res.Status, res.Arrived, res.ModelFailure, res.Reason)
 	}
-	if res := call("huge"); res.Tokens != math.MaxInt64 || res.CostMicros <= 0 {
-		t.Errorf("a usage past reason: tokens %d, cost %d; want both at their most", res.Tokens, res.CostMicros)
+	if res := call("huge"); res.Tokens != 2<<40 || res.CostMicros <= 0 {
+		t.Errorf("a usage past reason: tokens %d, cost %d; want the most a call is charged, 2^41 tokens", res.Tokens, res.CostMicros)
+	}
+	if res := call("negative"); res.Status != stewardv1.ActionStatus_ACTION_STATUS_FAILED || res.Tokens != 0 || res.CostMicros != 0 {
+		t.Errorf("a negative usage: %s, tokens %d, cost %d; want a failure charged nothing", res.Status, res.Tokens, res.CostMicros)
 	}
 }

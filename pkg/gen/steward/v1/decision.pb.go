@@ -166,8 +166,11 @@ type Decision struct {
 	// decision's context when it was recorded.
 	Flags []*DecisionFlag `protobuf:"bytes,30,rep,name=flags,proto3" json:"flags,omitempty"`
 	// Set by the fold: who recorded it, and when.
-	RecordedBy    string                 `protobuf:"bytes,31,opt,name=recorded_by,json=recordedBy,proto3" json:"recorded_by,omitempty"`
-	RecordedAt    *timestamppb.Timestamp `protobuf:"bytes,32,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	RecordedBy string                 `protobuf:"bytes,31,opt,name=recorded_by,json=recordedBy,proto3" json:"recorded_by,omitempty"`
+	RecordedAt *timestamppb.Timestamp `protobuf:"bytes,32,opt,name=recorded_at,json=recordedAt,proto3" json:"recorded_at,omitempty"`
+	// Set on the decisions a fork starts with (ForkTask): its parent's,
+	// carried as state. They do not count against the fork's loop cap.
+	Carried       bool `protobuf:"varint,33,opt,name=carried,proto3" json:"carried,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -327,6 +330,13 @@ func (x *Decision) GetRecordedAt() *timestamppb.Timestamp {
 		return x.RecordedAt
 	}
 	return nil
+}
+
+func (x *Decision) GetCarried() bool {
+	if x != nil {
+		return x.Carried
+	}
+	return false
 }
 
 type isDecision_LedTo interface {
@@ -927,7 +937,7 @@ var File_steward_v1_decision_proto protoreflect.FileDescriptor
 const file_steward_v1_decision_proto_rawDesc = "" +
 	"\n" +
 	"\x19steward/v1/decision.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/tool.proto\"\xcb\x05\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/tool.proto\"\xe5\x05\n" +
 	"\bDecision\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12)\n" +
@@ -951,7 +961,8 @@ const file_steward_v1_decision_proto_rawDesc = "" +
 	"\vrecorded_by\x18\x1f \x01(\tR\n" +
 	"recordedBy\x12;\n" +
 	"\vrecorded_at\x18  \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"recordedAtB\b\n" +
+	"recordedAt\x12\x18\n" +
+	"\acarried\x18! \x01(\bR\acarriedB\b\n" +
 	"\x06led_toB\r\n" +
 	"\v_confidence\"\xca\x02\n" +
 	"\tModelCall\x12\x1a\n" +

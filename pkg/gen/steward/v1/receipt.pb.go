@@ -92,8 +92,11 @@ type Receipt struct {
 	Decisions      []*Decision      `protobuf:"bytes,31,rep,name=decisions,proto3" json:"decisions,omitempty"`
 	ContextItems   []*ContextItem   `protobuf:"bytes,32,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
 	VersionChanges []*VersionChange `protobuf:"bytes,33,rep,name=version_changes,json=versionChanges,proto3" json:"version_changes,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Set on a fork's receipt: the task and point it was forked from. The
+	// calls it carried from there are on that task's receipt, not here.
+	ForkedFrom    *ForkOrigin `protobuf:"bytes,34,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -346,6 +349,13 @@ func (x *Receipt) GetContextItems() []*ContextItem {
 func (x *Receipt) GetVersionChanges() []*VersionChange {
 	if x != nil {
 		return x.VersionChanges
+	}
+	return nil
+}
+
+func (x *Receipt) GetForkedFrom() *ForkOrigin {
+	if x != nil {
+		return x.ForkedFrom
 	}
 	return nil
 }
@@ -1387,7 +1397,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x8e\f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\f\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1427,7 +1437,9 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x04plan\x18\x1e \x01(\v2\x17.steward.v1.ReceiptPlanR\x04plan\x122\n" +
 	"\tdecisions\x18\x1f \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
 	"\rcontext_items\x18  \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12B\n" +
-	"\x0fversion_changes\x18! \x03(\v2\x19.steward.v1.VersionChangeR\x0eversionChanges\"j\n" +
+	"\x0fversion_changes\x18! \x03(\v2\x19.steward.v1.VersionChangeR\x0eversionChanges\x127\n" +
+	"\vforked_from\x18\" \x01(\v2\x16.steward.v1.ForkOriginR\n" +
+	"forkedFrom\"j\n" +
 	"\rVersionChange\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x14\n" +
@@ -1580,15 +1592,16 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*ContextRef)(nil),            // 17: steward.v1.ContextRef
 	(*Decision)(nil),              // 18: steward.v1.Decision
 	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
-	(*PlanStepState)(nil),         // 20: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 21: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 22: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 23: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 24: steward.v1.EffectClass
-	(ActionStatus)(0),             // 25: steward.v1.ActionStatus
-	(FailureClass)(0),             // 26: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 27: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 28: steward.v1.ApprovalDecision
+	(*ForkOrigin)(nil),            // 20: steward.v1.ForkOrigin
+	(*PlanStepState)(nil),         // 21: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 22: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 23: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 24: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 25: steward.v1.EffectClass
+	(ActionStatus)(0),             // 26: steward.v1.ActionStatus
+	(FailureClass)(0),             // 27: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 28: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 29: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	11, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -1611,30 +1624,31 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	18, // 17: steward.v1.Receipt.decisions:type_name -> steward.v1.Decision
 	19, // 18: steward.v1.Receipt.context_items:type_name -> steward.v1.ContextItem
 	1,  // 19: steward.v1.Receipt.version_changes:type_name -> steward.v1.VersionChange
-	3,  // 20: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	20, // 21: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	20, // 22: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	13, // 23: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	21, // 24: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	22, // 25: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	23, // 26: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	13, // 27: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	13, // 28: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	24, // 29: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	25, // 30: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	26, // 31: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	27, // 32: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	13, // 33: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	13, // 34: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	28, // 35: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	13, // 36: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	13, // 37: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 38: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	39, // [39:39] is the sub-list for method output_type
-	39, // [39:39] is the sub-list for method input_type
-	39, // [39:39] is the sub-list for extension type_name
-	39, // [39:39] is the sub-list for extension extendee
-	0,  // [0:39] is the sub-list for field type_name
+	20, // 20: steward.v1.Receipt.forked_from:type_name -> steward.v1.ForkOrigin
+	3,  // 21: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	21, // 22: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	21, // 23: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	13, // 24: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	22, // 25: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	23, // 26: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	24, // 27: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	13, // 28: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	13, // 29: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	25, // 30: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	26, // 31: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	27, // 32: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	28, // 33: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	13, // 34: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	13, // 35: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	29, // 36: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	13, // 37: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	13, // 38: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 39: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	40, // [40:40] is the sub-list for method output_type
+	40, // [40:40] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
