@@ -118,9 +118,12 @@ class AgentPathTest(unittest.TestCase):
             "call": {"provider": "example", "modelId": "m-1"},
             "contextIds": [item["contextId"]],
             "rationale": "search the incidents first",
-            "noAction": {},
+            "proposals": {"proposalIds": ["search-1"]},
         })
         self.assertTrue(decision["created"])
+        done = c.propose_and_wait(task_id, "search", {"q": "incidents last week"}, target="acct:42",
+                                  proposal_id="search-1", decision_id=decision["decision"]["decisionId"], timeout=30)
+        self.assertEqual(done["action"]["status"], "ACTION_STATUS_SUCCEEDED", done)
         listed = c.list_decisions(task_id)
         self.assertEqual([d["decisionId"] for d in listed["decisions"]], [decision["decision"]["decisionId"]])
         self.assertEqual([i["contextId"] for i in listed["contextItems"]], [item["contextId"]])
