@@ -144,6 +144,14 @@ export declare type Decision = Message<"steward.v1.Decision"> & {
    * @generated from field: google.protobuf.Timestamp recorded_at = 32;
    */
   recordedAt?: Timestamp | undefined;
+
+  /**
+   * Set on the decisions a fork starts with (ForkTask): its parent's,
+   * carried as state. They do not count against the fork's loop cap.
+   *
+   * @generated from field: bool carried = 33;
+   */
+  carried: boolean;
 };
 
 /**

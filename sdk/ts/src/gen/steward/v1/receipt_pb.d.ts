@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { Finding, NeedsInputCause, TaskProgress, TaskStatus } from "./task_pb.js";
+import type { Finding, ForkOrigin, NeedsInputCause, TaskProgress, TaskStatus } from "./task_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AcceptanceRound } from "./acceptance_pb.js";
 import type { ContextRef } from "./contract_pb.js";
@@ -232,6 +232,14 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
    * @generated from field: repeated steward.v1.VersionChange version_changes = 33;
    */
   versionChanges: VersionChange[];
+
+  /**
+   * Set on a fork's receipt: the task and point it was forked from. The
+   * calls it carried from there are on that task's receipt, not here.
+   *
+   * @generated from field: steward.v1.ForkOrigin forked_from = 34;
+   */
+  forkedFrom?: ForkOrigin | undefined;
 };
 
 /**
