@@ -3,6 +3,7 @@ package task
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -146,9 +147,9 @@ func DecisionFlags(t *stewardv1.Task, d *stewardv1.Decision, at *timestamppb.Tim
 		if item == nil {
 			continue // refused by the fold
 		}
-		if exp := item.GetExpiresAt(); exp != nil && exp.AsTime().Before(when.AsTime()) {
+		if Expired(item, when.AsTime()) {
 			flags = append(flags, &stewardv1.DecisionFlag{Kind: stewardv1.DecisionFlagKind_DECISION_FLAG_KIND_CONTEXT_EXPIRED, ContextId: c,
-				Detail: fmt.Sprintf("expired at %s, before the decision at %s", exp.AsTime().UTC().Format(timeLayout), when.AsTime().UTC().Format(timeLayout))})
+				Detail: fmt.Sprintf("expired at %s, by the decision at %s", item.ExpiresAt.AsTime().UTC().Format(timeLayout), when.AsTime().UTC().Format(timeLayout))})
 		}
 		if !MaySendTo(item, provider) {
 			flags = append(flags, &stewardv1.DecisionFlag{Kind: stewardv1.DecisionFlagKind_DECISION_FLAG_KIND_CONTEXT_EGRESS, ContextId: c,
@@ -156,6 +157,14 @@ func DecisionFlags(t *stewardv1.Task, d *stewardv1.Decision, at *timestamppb.Tim
 		}
 	}
 	return flags
+}
+
+// Expired reports whether item had expired at at: from its expiry on.
+// Governance holds a model call citing it, and a decision citing it is
+// flagged, by the same rule.
+func Expired(item *stewardv1.ContextItem, at time.Time) bool {
+	exp := item.GetExpiresAt()
+	return exp != nil && !at.Before(exp.AsTime())
 }
 
 // MaySendTo reports whether item may be sent to a model of provider.

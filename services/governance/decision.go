@@ -103,7 +103,7 @@ func holdContext(s *stewardv1.PolicySnapshot, t *stewardv1.Task, tool *stewardv1
 		switch {
 		case item == nil:
 			reasons = append(reasons, fmt.Sprintf("context item %q is not in the task's ledger: attach it first (AttachContext)", id))
-		case item.GetExpiresAt() != nil && !now.Before(item.ExpiresAt.AsTime()):
+		case task.Expired(item, now):
 			reasons = append(reasons, fmt.Sprintf("context item %q expired at %s: it is not sent to a model", id, item.ExpiresAt.AsTime().UTC().Format(time.RFC3339)))
 		case !task.MaySendTo(item, m.Provider):
 			reasons = append(reasons, fmt.Sprintf("context item %q may not be sent to %s (its egress: %v)", id, m.Provider, item.Egress))
