@@ -258,6 +258,10 @@ var matrixCalls = map[string]matrixCall{
 			ContextId: name, Uri: "https://wiki.example/" + name, Digest: "sha256:aa"}}))
 		return err
 	}},
+	stewardv1connect.TaskServiceHeartbeatProcedure: {state: "running", call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.Heartbeat(ctx, connect.NewRequest(&stewardv1.HeartbeatRequest{TaskId: s.task, Note: name}))
+		return err
+	}},
 	stewardv1connect.TaskServiceForkTaskProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
 		_, err := c.tasks.ForkTask(ctx, connect.NewRequest(&stewardv1.ForkTaskRequest{TaskId: s.task, Reason: "another model", RequestId: name, MaxTokens: 100}))
 		return err

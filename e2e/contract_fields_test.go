@@ -35,6 +35,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.AttachContextRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListDecisionsRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -57,6 +57,10 @@ const (
 	TypeDecisionRecorded = "decision.recorded"
 	TypeContextAttached  = "context.attached"
 
+	TypeAgentAsked     = "agent.asked"
+	TypeAgentEscalated = "agent.escalated"
+	TypeAgentHeartbeat = "agent.heartbeat"
+
 	TypeActionProposed     = "action.proposed"
 	TypePolicyEvaluated    = "action.policy_evaluated"
 	TypeActionDenied       = "action.denied"
@@ -181,6 +185,9 @@ var typeNames = map[protoreflect.Name]string{
 	"plan_step_ended":         TypePlanStepEnded,
 	"decision_recorded":       TypeDecisionRecorded,
 	"context_attached":        TypeContextAttached,
+	"agent_asked":             TypeAgentAsked,
+	"agent_escalated":         TypeAgentEscalated,
+	"agent_heartbeat":         TypeAgentHeartbeat,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -37,6 +37,7 @@ var owners = map[string]string{
 	TypePlanStepEnded:     PlaneControl,
 	TypeDecisionRecorded:  PlaneControl,
 	TypeContextAttached:   PlaneControl,
+	TypeAgentHeartbeat:    PlaneControl,
 
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
@@ -49,6 +50,8 @@ var owners = map[string]string{
 	TypeCredentialIssued:  PlaneGovernance,
 	TypeCredentialRevoked: PlaneGovernance,
 	TypePlanEvaluated:     PlaneGovernance,
+	TypeAgentAsked:        PlaneGovernance,
+	TypeAgentEscalated:    PlaneGovernance,
 
 	TypeActionClaimed:      PlaneExecution,
 	TypeActionDispatched:   PlaneExecution,

@@ -40,6 +40,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 	} else if err := lifecycleStep(t, ev); err != nil {
 		return err
 	}
+	heard(t, ev)
 	if progress(ev) {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""
@@ -136,7 +137,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
-	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep,
+	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

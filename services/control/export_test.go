@@ -48,3 +48,7 @@ func (p *Plane) AttachContext(ctx context.Context, principal string, req *stewar
 func (p *Plane) ForkTask(ctx context.Context, principal string, req *stewardv1.ForkTaskRequest) (*stewardv1.Task, bool, error) {
 	return p.delegation.ForkTask(ctx, principal, req)
 }
+
+func (p *Plane) Heartbeat(ctx context.Context, principal string, req *stewardv1.HeartbeatRequest) (*stewardv1.HeartbeatResponse, error) {
+	return p.heartbeats.Heartbeat(ctx, principal, req)
+}

@@ -117,6 +117,8 @@ type Plane struct {
 	// decisions keeps tasks' model decisions and context ledgers
 	// (decision.go).
 	decisions *decisions
+	// heartbeats takes the agents' heartbeats (liveness.go).
+	heartbeats *heartbeats
 	// observer records the decisions behind the model calls Steward
 	// makes itself (observe.go).
 	observer *observer
@@ -180,6 +182,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	}
 	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
 	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
+	p.heartbeats = &heartbeats{commands: p, now: cfg.Now}
 	p.observer = &observer{commands: p, log: log, tasks: cfg.Tasks, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
 		Log: log, Tasks: cfg.Tasks, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,

@@ -295,6 +295,11 @@ const (
 	// working task silent for a month is stalled by any measure.
 	MinStallAfter = time.Minute
 	MaxStallAfter = 30 * 24 * time.Hour
+	// MinAgentTimer and MaxAgentTimer bound the agent's liveness timers
+	// (agent_ask_after, agent_escalate_after, agent_suspend_after): an
+	// agent heartbeats every few seconds; one silent for a month is gone.
+	MinAgentTimer = time.Minute
+	MaxAgentTimer = 30 * 24 * time.Hour
 )
 
 // MaxLimit bounds the loop guards a contract may set.
@@ -312,6 +317,24 @@ func checkLimits(l *stewardv1.TaskLimits) error {
 	return nil
 }
 
+// checkAgentTimers refuses an agent liveness ladder out of order: an ask
+// first, then an escalation, then a suspension, each later than the one
+// before; escalating or suspending with nobody asked first.
+func checkAgentTimers(tm *stewardv1.TaskTimers) error {
+	ask, esc, sus := tm.AgentAskAfter.AsDuration(), tm.AgentEscalateAfter.AsDuration(), tm.AgentSuspendAfter.AsDuration()
+	switch {
+	case ask == 0 && esc > 0:
+		return errs.Field("contract.timers.agent_escalate_after", "needs agent_ask_after: the agent is asked before its owners hear")
+	case ask == 0 && sus > 0:
+		return errs.Field("contract.timers.agent_suspend_after", "needs agent_ask_after: the agent is asked before its task is suspended")
+	case esc > 0 && esc <= ask:
+		return errs.Field("contract.timers.agent_escalate_after", "must be longer than agent_ask_after")
+	case sus > 0 && sus <= max(ask, esc):
+		return errs.Field("contract.timers.agent_suspend_after", "must be longer than agent_ask_after and agent_escalate_after")
+	}
+	return nil
+}
+
 // checkTimers refuses a timer outside its documented range, and a
 // suspension that would come before its reminder. Zero means the default.
 func checkTimers(tm *stewardv1.TaskTimers) error {
@@ -322,6 +345,10 @@ func checkTimers(tm *stewardv1.TaskTimers) error {
 		limits.Duration("contract.timers.approval_remind_after", tm.ApprovalRemindAfter, MinApprovalTimer, MaxApprovalTimer),
 		limits.Duration("contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter, MinApprovalTimer, MaxApprovalTimer),
 		limits.Duration("contract.timers.stall_after", tm.StallAfter, MinStallAfter, MaxStallAfter),
+		limits.Duration("contract.timers.agent_ask_after", tm.AgentAskAfter, MinAgentTimer, MaxAgentTimer),
+		limits.Duration("contract.timers.agent_escalate_after", tm.AgentEscalateAfter, MinAgentTimer, MaxAgentTimer),
+		limits.Duration("contract.timers.agent_suspend_after", tm.AgentSuspendAfter, MinAgentTimer, MaxAgentTimer),
+		checkAgentTimers(tm),
 	} {
 		if err != nil {
 			return err

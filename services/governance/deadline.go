@@ -57,8 +57,11 @@ func deadlineTimerID(taskID string, at time.Time) string {
 
 // onTimer hands a fired timer to the handler of its kind.
 func (ck *clock) onTimer(ctx context.Context, f timer.Fired) error {
-	if f.Kind == DeadlineTimerKind {
+	switch f.Kind {
+	case DeadlineTimerKind:
 		return ck.onDeadlineTimer(ctx, f)
+	case AgentTimerKind:
+		return ck.onAgentTimer(ctx, f)
 	}
 	return ck.onApprovalTimer(ctx, f)
 }

@@ -240,8 +240,13 @@ func (p *Plane) Start(ctx context.Context) error {
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.suspendPastDeadline),
 			eventlog.OnRecord[*stewardv1.TaskReturned](p.clock.suspendPastDeadline),
-			eventlog.OnRecord[*stewardv1.TaskProduced](p.clock.suspendPastDeadline))
-		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind}, p.clock.onTimer)
+			eventlog.OnRecord[*stewardv1.TaskProduced](p.clock.suspendPastDeadline),
+			// The agent's liveness ladder (liveness.go), from each start
+			// or return to work.
+			eventlog.OnRecord[*stewardv1.TaskStarted](p.clock.armAgent),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.armAgent),
+			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.armAgent))
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind, AgentTimerKind}, p.clock.onTimer)
 		if err != nil {
 			return err
 		}

@@ -217,3 +217,40 @@ func forward(w http.ResponseWriter, r *http.Request) *http.Response {
 	}
 	return resp
 }
+
+// TestKeepAliveHeartbeats: KeepAlive heartbeats the task until stopped,
+// and hands on each answer.
+func TestKeepAliveHeartbeats(t *testing.T) {
+	ctx := context.Background()
+	c := steward.New(stewardURL, steward.WithToken(agentToken))
+	task, err := c.CreateTask(ctx, &stewardv1.CreateTaskRequest{Contract: contract("Kept alive")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var answers []*stewardv1.HeartbeatResponse
+	stop := c.KeepAlive(ctx, task.Contract.TaskId, 10*time.Millisecond, func(resp *stewardv1.HeartbeatResponse, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			t.Errorf("heartbeat: %v", err)
+		}
+		answers = append(answers, resp)
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := len(answers)
+		mu.Unlock()
+		if n >= 3 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	stop()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(answers) < 3 || answers[0].TaskStatus == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
+		t.Fatalf("%d heartbeats in 10 s: %v", len(answers), answers)
+	}
+}

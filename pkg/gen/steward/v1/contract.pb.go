@@ -836,9 +836,21 @@ type TaskTimers struct {
 	// An approval open this long suspends the task.
 	ApprovalSuspendAfter *durationpb.Duration `protobuf:"bytes,2,opt,name=approval_suspend_after,json=approvalSuspendAfter,proto3" json:"approval_suspend_after,omitempty"`
 	// A working task with no event for this long is marked stalled.
-	StallAfter    *durationpb.Duration `protobuf:"bytes,3,opt,name=stall_after,json=stallAfter,proto3" json:"stall_after,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StallAfter *durationpb.Duration `protobuf:"bytes,3,opt,name=stall_after,json=stallAfter,proto3" json:"stall_after,omitempty"`
+	// The agent's liveness (docs/liveness.md): a working task whose agent
+	// has said nothing for this long — no command, no heartbeat — is asked
+	// "still working?" (AgentAsked), which the agent sees when it returns.
+	// Unset, nobody asks, nor escalates or suspends.
+	AgentAskAfter *durationpb.Duration `protobuf:"bytes,4,opt,name=agent_ask_after,json=agentAskAfter,proto3" json:"agent_ask_after,omitempty"`
+	// Silent this long, the agent is escalated to the task's owners
+	// (AgentEscalated); unset, no escalation. Longer than agent_ask_after.
+	AgentEscalateAfter *durationpb.Duration `protobuf:"bytes,5,opt,name=agent_escalate_after,json=agentEscalateAfter,proto3" json:"agent_escalate_after,omitempty"`
+	// Silent this long, the task is suspended (SUSPEND_CAUSE_AGENT_SILENT)
+	// until the agent's next word resumes it; unset, it is not. Longer
+	// than the others.
+	AgentSuspendAfter *durationpb.Duration `protobuf:"bytes,6,opt,name=agent_suspend_after,json=agentSuspendAfter,proto3" json:"agent_suspend_after,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TaskTimers) Reset() {
@@ -888,6 +900,27 @@ func (x *TaskTimers) GetApprovalSuspendAfter() *durationpb.Duration {
 func (x *TaskTimers) GetStallAfter() *durationpb.Duration {
 	if x != nil {
 		return x.StallAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetAgentAskAfter() *durationpb.Duration {
+	if x != nil {
+		return x.AgentAskAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetAgentEscalateAfter() *durationpb.Duration {
+	if x != nil {
+		return x.AgentEscalateAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetAgentSuspendAfter() *durationpb.Duration {
+	if x != nil {
+		return x.AgentSuspendAfter
 	}
 	return nil
 }
@@ -963,13 +996,16 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
 	"maxActions\x12*\n" +
-	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xe8\x01\n" +
+	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xc3\x03\n" +
 	"\n" +
 	"TaskTimers\x12M\n" +
 	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
 	"\x16approval_suspend_after\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x14approvalSuspendAfter\x12:\n" +
 	"\vstall_after\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"stallAfter*\x80\x01\n" +
+	"stallAfter\x12A\n" +
+	"\x0fagent_ask_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\ragentAskAfter\x12K\n" +
+	"\x14agent_escalate_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x12agentEscalateAfter\x12I\n" +
+	"\x13agent_suspend_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x11agentSuspendAfter*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1027,11 +1063,14 @@ var file_steward_v1_contract_proto_depIdxs = []int32{
 	13, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
 	13, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
 	13, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	13, // 17: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
+	13, // 18: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
+	13, // 19: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
+	20, // [20:20] is the sub-list for method output_type
+	20, // [20:20] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }

@@ -146,6 +146,9 @@ type Event struct {
 	//	*Event_PlanStepEnded
 	//	*Event_DecisionRecorded
 	//	*Event_ContextAttached
+	//	*Event_AgentAsked
+	//	*Event_AgentEscalated
+	//	*Event_AgentHeartbeat
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -667,6 +670,33 @@ func (x *Event) GetContextAttached() *ContextAttached {
 	return nil
 }
 
+func (x *Event) GetAgentAsked() *AgentAsked {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AgentAsked); ok {
+			return x.AgentAsked
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAgentEscalated() *AgentEscalated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AgentEscalated); ok {
+			return x.AgentEscalated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAgentHeartbeat() *AgentHeartbeat {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AgentHeartbeat); ok {
+			return x.AgentHeartbeat
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -862,6 +892,18 @@ type Event_ContextAttached struct {
 	ContextAttached *ContextAttached `protobuf:"bytes,75,opt,name=context_attached,json=contextAttached,proto3,oneof"`
 }
 
+type Event_AgentAsked struct {
+	AgentAsked *AgentAsked `protobuf:"bytes,76,opt,name=agent_asked,json=agentAsked,proto3,oneof"`
+}
+
+type Event_AgentEscalated struct {
+	AgentEscalated *AgentEscalated `protobuf:"bytes,77,opt,name=agent_escalated,json=agentEscalated,proto3,oneof"`
+}
+
+type Event_AgentHeartbeat struct {
+	AgentHeartbeat *AgentHeartbeat `protobuf:"bytes,78,opt,name=agent_heartbeat,json=agentHeartbeat,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -953,6 +995,12 @@ func (*Event_PlanStepEnded) isEvent_Payload() {}
 func (*Event_DecisionRecorded) isEvent_Payload() {}
 
 func (*Event_ContextAttached) isEvent_Payload() {}
+
+func (*Event_AgentAsked) isEvent_Payload() {}
+
+func (*Event_AgentEscalated) isEvent_Payload() {}
+
+func (*Event_AgentHeartbeat) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4007,6 +4055,163 @@ func (x *DecisionRecorded) GetDecision() *Decision {
 	return nil
 }
 
+// AgentAsked asks a working task's silent agent whether it is still
+// working (governance plane, contract.timers.agent_ask_after). The agent
+// sees the question on its next Heartbeat, or in the task's events.
+type AgentAsked struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Question string                 `protobuf:"bytes,1,opt,name=question,proto3" json:"question,omitempty"`
+	// How long the agent had said nothing.
+	SilentFor     *durationpb.Duration `protobuf:"bytes,2,opt,name=silent_for,json=silentFor,proto3" json:"silent_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentAsked) Reset() {
+	*x = AgentAsked{}
+	mi := &file_steward_v1_event_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentAsked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentAsked) ProtoMessage() {}
+
+func (x *AgentAsked) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentAsked.ProtoReflect.Descriptor instead.
+func (*AgentAsked) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *AgentAsked) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *AgentAsked) GetSilentFor() *durationpb.Duration {
+	if x != nil {
+		return x.SilentFor
+	}
+	return nil
+}
+
+// AgentEscalated tells the task's owners its agent is silent (governance
+// plane, contract.timers.agent_escalate_after).
+type AgentEscalated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Owners        []string               `protobuf:"bytes,1,rep,name=owners,proto3" json:"owners,omitempty"`
+	SilentFor     *durationpb.Duration   `protobuf:"bytes,2,opt,name=silent_for,json=silentFor,proto3" json:"silent_for,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentEscalated) Reset() {
+	*x = AgentEscalated{}
+	mi := &file_steward_v1_event_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentEscalated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentEscalated) ProtoMessage() {}
+
+func (x *AgentEscalated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentEscalated.ProtoReflect.Descriptor instead.
+func (*AgentEscalated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *AgentEscalated) GetOwners() []string {
+	if x != nil {
+		return x.Owners
+	}
+	return nil
+}
+
+func (x *AgentEscalated) GetSilentFor() *durationpb.Duration {
+	if x != nil {
+		return x.SilentFor
+	}
+	return nil
+}
+
+// AgentHeartbeat records that the task's agent is at work (control plane,
+// TaskService.Heartbeat), when that is news: an ask or escalation is
+// open, or its last word is half an ask's wait old.
+type AgentHeartbeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Note          string                 `protobuf:"bytes,1,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentHeartbeat) Reset() {
+	*x = AgentHeartbeat{}
+	mi := &file_steward_v1_event_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentHeartbeat) ProtoMessage() {}
+
+func (x *AgentHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentHeartbeat.ProtoReflect.Descriptor instead.
+func (*AgentHeartbeat) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *AgentHeartbeat) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // ContextAttached adds one item to the task's context ledger (control
 // plane).
 type ContextAttached struct {
@@ -4018,7 +4223,7 @@ type ContextAttached struct {
 
 func (x *ContextAttached) Reset() {
 	*x = ContextAttached{}
-	mi := &file_steward_v1_event_proto_msgTypes[48]
+	mi := &file_steward_v1_event_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4030,7 +4235,7 @@ func (x *ContextAttached) String() string {
 func (*ContextAttached) ProtoMessage() {}
 
 func (x *ContextAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[48]
+	mi := &file_steward_v1_event_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4043,7 +4248,7 @@ func (x *ContextAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextAttached.ProtoReflect.Descriptor instead.
 func (*ContextAttached) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{48}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ContextAttached) GetItem() *ContextItem {
@@ -4058,7 +4263,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9b\x1c\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xe4\x1d\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4116,7 +4321,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x11plan_step_started\x18H \x01(\v2\x1b.steward.v1.PlanStepStartedH\x00R\x0fplanStepStarted\x12C\n" +
 	"\x0fplan_step_ended\x18I \x01(\v2\x19.steward.v1.PlanStepEndedH\x00R\rplanStepEnded\x12K\n" +
 	"\x11decision_recorded\x18J \x01(\v2\x1c.steward.v1.DecisionRecordedH\x00R\x10decisionRecorded\x12H\n" +
-	"\x10context_attached\x18K \x01(\v2\x1b.steward.v1.ContextAttachedH\x00R\x0fcontextAttached\x12\x12\n" +
+	"\x10context_attached\x18K \x01(\v2\x1b.steward.v1.ContextAttachedH\x00R\x0fcontextAttached\x129\n" +
+	"\vagent_asked\x18L \x01(\v2\x16.steward.v1.AgentAskedH\x00R\n" +
+	"agentAsked\x12E\n" +
+	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
+	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4333,7 +4542,18 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"costMicros\x122\n" +
 	"\x16passed_on_from_task_id\x18\x04 \x01(\tR\x12passedOnFromTaskId\"D\n" +
 	"\x10DecisionRecorded\x120\n" +
-	"\bdecision\x18\x01 \x01(\v2\x14.steward.v1.DecisionR\bdecision\">\n" +
+	"\bdecision\x18\x01 \x01(\v2\x14.steward.v1.DecisionR\bdecision\"b\n" +
+	"\n" +
+	"AgentAsked\x12\x1a\n" +
+	"\bquestion\x18\x01 \x01(\tR\bquestion\x128\n" +
+	"\n" +
+	"silent_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tsilentFor\"b\n" +
+	"\x0eAgentEscalated\x12\x16\n" +
+	"\x06owners\x18\x01 \x03(\tR\x06owners\x128\n" +
+	"\n" +
+	"silent_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tsilentFor\"$\n" +
+	"\x0eAgentHeartbeat\x12\x12\n" +
+	"\x04note\x18\x01 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
 	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
 	"\fBreakerState\x12\x1d\n" +
@@ -4359,7 +4579,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 49)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4410,40 +4630,43 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*TaskReturned)(nil),           // 46: steward.v1.TaskReturned
 	(*BudgetReleased)(nil),         // 47: steward.v1.BudgetReleased
 	(*DecisionRecorded)(nil),       // 48: steward.v1.DecisionRecorded
-	(*ContextAttached)(nil),        // 49: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 50: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 52: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 53: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 54: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 55: steward.v1.Finding
-	(*Plan)(nil),                   // 56: steward.v1.Plan
-	(*PlanRevision)(nil),           // 57: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 58: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 59: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 60: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 61: google.protobuf.Value
-	(SuspendCause)(0),              // 62: steward.v1.SuspendCause
-	(*Action)(nil),                 // 63: steward.v1.Action
-	(*Approval)(nil),               // 64: steward.v1.Approval
-	(ApprovalDecision)(0),          // 65: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 66: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 67: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 68: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 69: steward.v1.Outcome
-	(WaitKind)(0),                  // 70: steward.v1.WaitKind
-	(SettleState)(0),               // 71: steward.v1.SettleState
-	(RevalidationReason)(0),        // 72: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 73: google.protobuf.Duration
-	(*ToolContract)(nil),           // 74: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 75: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 76: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 77: steward.v1.CriterionResult
-	(*Decision)(nil),               // 78: steward.v1.Decision
-	(*ContextItem)(nil),            // 79: steward.v1.ContextItem
+	(*AgentAsked)(nil),             // 49: steward.v1.AgentAsked
+	(*AgentEscalated)(nil),         // 50: steward.v1.AgentEscalated
+	(*AgentHeartbeat)(nil),         // 51: steward.v1.AgentHeartbeat
+	(*ContextAttached)(nil),        // 52: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),  // 53: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 54: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 55: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 56: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 57: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 58: steward.v1.Finding
+	(*Plan)(nil),                   // 59: steward.v1.Plan
+	(*PlanRevision)(nil),           // 60: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 61: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 62: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 63: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 64: google.protobuf.Value
+	(SuspendCause)(0),              // 65: steward.v1.SuspendCause
+	(*Action)(nil),                 // 66: steward.v1.Action
+	(*Approval)(nil),               // 67: steward.v1.Approval
+	(ApprovalDecision)(0),          // 68: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 69: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 70: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 71: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 72: steward.v1.Outcome
+	(WaitKind)(0),                  // 73: steward.v1.WaitKind
+	(SettleState)(0),               // 74: steward.v1.SettleState
+	(RevalidationReason)(0),        // 75: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 76: google.protobuf.Duration
+	(*ToolContract)(nil),           // 77: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 78: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 79: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 80: steward.v1.CriterionResult
+	(*Decision)(nil),               // 81: steward.v1.Decision
+	(*ContextItem)(nil),            // 82: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	50, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	53, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -4490,53 +4713,58 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	16, // 44: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
 	17, // 45: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
 	48, // 46: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
-	49, // 47: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
-	51, // 48: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	52, // 49: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	53, // 50: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	54, // 51: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	50, // 52: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	50, // 53: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	55, // 54: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	56, // 55: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	57, // 56: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	58, // 57: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	59, // 58: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	50, // 59: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	60, // 60: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	61, // 61: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	62, // 62: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	50, // 63: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	63, // 64: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	59, // 65: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	64, // 66: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	65, // 67: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	66, // 68: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	67, // 69: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	59, // 70: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	68, // 71: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	69, // 72: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	70, // 73: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	50, // 74: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	71, // 75: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	72, // 76: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	73, // 77: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 78: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 79: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	50, // 80: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	74, // 81: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 82: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	75, // 83: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	75, // 84: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	76, // 85: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	77, // 86: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	78, // 87: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	79, // 88: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	89, // [89:89] is the sub-list for method output_type
-	89, // [89:89] is the sub-list for method input_type
-	89, // [89:89] is the sub-list for extension type_name
-	89, // [89:89] is the sub-list for extension extendee
-	0,  // [0:89] is the sub-list for field type_name
+	52, // 47: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
+	49, // 48: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
+	50, // 49: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
+	51, // 50: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
+	54, // 51: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	55, // 52: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	56, // 53: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	57, // 54: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	53, // 55: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	53, // 56: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	58, // 57: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	59, // 58: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	60, // 59: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	61, // 60: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	62, // 61: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	53, // 62: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	63, // 63: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	64, // 64: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	65, // 65: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	53, // 66: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	66, // 67: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	62, // 68: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	67, // 69: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	68, // 70: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	69, // 71: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	70, // 72: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	62, // 73: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	71, // 74: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	72, // 75: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	73, // 76: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	53, // 77: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	74, // 78: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	75, // 79: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	76, // 80: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	0,  // 81: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 82: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	53, // 83: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	77, // 84: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 85: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	78, // 86: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	78, // 87: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	79, // 88: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	80, // 89: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	81, // 90: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	76, // 91: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	76, // 92: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	82, // 93: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	94, // [94:94] is the sub-list for method output_type
+	94, // [94:94] is the sub-list for method input_type
+	94, // [94:94] is the sub-list for extension type_name
+	94, // [94:94] is the sub-list for extension extendee
+	0,  // [0:94] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -4599,6 +4827,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_PlanStepEnded)(nil),
 		(*Event_DecisionRecorded)(nil),
 		(*Event_ContextAttached)(nil),
+		(*Event_AgentAsked)(nil),
+		(*Event_AgentEscalated)(nil),
+		(*Event_AgentHeartbeat)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4606,7 +4837,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   49,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -120,6 +120,9 @@ const (
 	// (ExtendDeadline); a ResumeTask then lets the work go on, and not
 	// before.
 	SuspendCause_SUSPEND_CAUSE_DEADLINE SuspendCause = 3
+	// The agent said nothing for contract.timers.agent_suspend_after; its
+	// next word (any command, or a Heartbeat) resumes the task.
+	SuspendCause_SUSPEND_CAUSE_AGENT_SILENT SuspendCause = 4
 )
 
 // Enum value maps for SuspendCause.
@@ -129,12 +132,14 @@ var (
 		1: "SUSPEND_CAUSE_APPROVAL_OVERDUE",
 		2: "SUSPEND_CAUSE_BUDGET_SPENT",
 		3: "SUSPEND_CAUSE_DEADLINE",
+		4: "SUSPEND_CAUSE_AGENT_SILENT",
 	}
 	SuspendCause_value = map[string]int32{
 		"SUSPEND_CAUSE_UNSPECIFIED":      0,
 		"SUSPEND_CAUSE_APPROVAL_OVERDUE": 1,
 		"SUSPEND_CAUSE_BUDGET_SPENT":     2,
 		"SUSPEND_CAUSE_DEADLINE":         3,
+		"SUSPEND_CAUSE_AGENT_SILENT":     4,
 	}
 )
 
@@ -609,9 +614,17 @@ type Task struct {
 	ContextItems []*ContextItem `protobuf:"bytes,36,rep,name=context_items,json=contextItems,proto3" json:"context_items,omitempty"`
 	// Set on a fork (TaskService.ForkTask): the task and the point it was
 	// forked from, and why; its state there is in the fork's TaskCreated.
-	ForkedFrom    *ForkOrigin `protobuf:"bytes,37,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForkedFrom *ForkOrigin `protobuf:"bytes,37,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// The agent's liveness (contract.timers.agent_ask_after): when the
+	// task's agent last said something (a command of its own, or a
+	// Heartbeat), and when it was last asked whether it is still working
+	// and escalated for its silence. An ask or escalation after agent_seen_at
+	// is still open.
+	AgentSeenAt      *timestamppb.Timestamp `protobuf:"bytes,38,opt,name=agent_seen_at,json=agentSeenAt,proto3" json:"agent_seen_at,omitempty"`
+	AgentAskedAt     *timestamppb.Timestamp `protobuf:"bytes,39,opt,name=agent_asked_at,json=agentAskedAt,proto3" json:"agent_asked_at,omitempty"`
+	AgentEscalatedAt *timestamppb.Timestamp `protobuf:"bytes,40,opt,name=agent_escalated_at,json=agentEscalatedAt,proto3" json:"agent_escalated_at,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -868,6 +881,27 @@ func (x *Task) GetForkedFrom() *ForkOrigin {
 	return nil
 }
 
+func (x *Task) GetAgentSeenAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AgentSeenAt
+	}
+	return nil
+}
+
+func (x *Task) GetAgentAskedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AgentAskedAt
+	}
+	return nil
+}
+
+func (x *Task) GetAgentEscalatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.AgentEscalatedAt
+	}
+	return nil
+}
+
 // ForkOrigin is where a fork starts: a point on its parent's chain, and
 // the parent's state there, less what does not carry over
 // (docs/decisions.md, "Forks").
@@ -1110,7 +1144,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xfe\v\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xca\r\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1157,7 +1191,10 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\tdecisions\x18# \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
 	"\rcontext_items\x18$ \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x127\n" +
 	"\vforked_from\x18% \x01(\v2\x16.steward.v1.ForkOriginR\n" +
-	"forkedFrom\"\xac\x01\n" +
+	"forkedFrom\x12>\n" +
+	"\ragent_seen_at\x18& \x01(\v2\x1a.google.protobuf.TimestampR\vagentSeenAt\x12@\n" +
+	"\x0eagent_asked_at\x18' \x01(\v2\x1a.google.protobuf.TimestampR\fagentAskedAt\x12H\n" +
+	"\x12agent_escalated_at\x18( \x01(\v2\x1a.google.protobuf.TimestampR\x10agentEscalatedAt\"\xac\x01\n" +
 	"\n" +
 	"ForkOrigin\x12$\n" +
 	"\x0eparent_task_id\x18\x01 \x01(\tR\fparentTaskId\x12\x1f\n" +
@@ -1194,12 +1231,13 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*\x8d\x01\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*\xad\x01\n" +
 	"\fSuspendCause\x12\x1d\n" +
 	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
 	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02\x12\x1a\n" +
-	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03*\x88\x02\n" +
+	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03\x12\x1e\n" +
+	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04*\x88\x02\n" +
 	"\x0fNeedsInputCause\x12!\n" +
 	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNEEDS_INPUT_CAUSE_SAME_FAILURES\x10\x01\x12 \n" +
@@ -1276,13 +1314,16 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	18, // 21: steward.v1.Task.decisions:type_name -> steward.v1.Decision
 	19, // 22: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
 	8,  // 23: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
-	7,  // 24: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	10, // 25: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	11, // 24: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
+	11, // 25: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
+	11, // 26: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
+	7,  // 27: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	10, // 28: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }

@@ -2458,6 +2458,132 @@ func (x *ReturnTaskResponse) GetTask() *Task {
 	return nil
 }
 
+type HeartbeatRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// What the agent is doing, in a few words, for the timeline.
+	Note          string `protobuf:"bytes,2,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatRequest) Reset() {
+	*x = HeartbeatRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatRequest) ProtoMessage() {}
+
+func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *HeartbeatRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *HeartbeatRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type HeartbeatResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task's status after the heartbeat, and why it last changed.
+	TaskStatus       TaskStatus `protobuf:"varint,1,opt,name=task_status,json=taskStatus,proto3,enum=steward.v1.TaskStatus" json:"task_status,omitempty"`
+	TaskStatusReason string     `protobuf:"bytes,2,opt,name=task_status_reason,json=taskStatusReason,proto3" json:"task_status_reason,omitempty"`
+	// The question Steward asked while the agent was silent, if it was
+	// asked since the agent last said anything; this heartbeat answers it.
+	Question string `protobuf:"bytes,3,opt,name=question,proto3" json:"question,omitempty"`
+	// Whether this heartbeat resumed a task suspended for the agent's
+	// silence.
+	Resumed       bool `protobuf:"varint,4,opt,name=resumed,proto3" json:"resumed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HeartbeatResponse) Reset() {
+	*x = HeartbeatResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HeartbeatResponse) ProtoMessage() {}
+
+func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *HeartbeatResponse) GetTaskStatus() TaskStatus {
+	if x != nil {
+		return x.TaskStatus
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *HeartbeatResponse) GetTaskStatusReason() string {
+	if x != nil {
+		return x.TaskStatusReason
+	}
+	return ""
+}
+
+func (x *HeartbeatResponse) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *HeartbeatResponse) GetResumed() bool {
+	if x != nil {
+		return x.Resumed
+	}
+	return false
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
@@ -2645,7 +2771,16 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\x12\x14\n" +
 	"\x05round\x18\x04 \x01(\rR\x05round\":\n" +
 	"\x12ReturnTaskResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task2\xfe\f\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"?\n" +
+	"\x10HeartbeatRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x12\n" +
+	"\x04note\x18\x02 \x01(\tR\x04note\"\xb0\x01\n" +
+	"\x11HeartbeatResponse\x127\n" +
+	"\vtask_status\x18\x01 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
+	"taskStatus\x12,\n" +
+	"\x12task_status_reason\x18\x02 \x01(\tR\x10taskStatusReason\x12\x1a\n" +
+	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
+	"\aresumed\x18\x04 \x01(\bR\aresumed2\xca\r\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2672,7 +2807,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\fProvideInput\x12\x1f.steward.v1.ProvideInputRequest\x1a .steward.v1.ProvideInputResponse\"\x00\x12Y\n" +
 	"\x0eRecordDecision\x12!.steward.v1.RecordDecisionRequest\x1a\".steward.v1.RecordDecisionResponse\"\x00\x12V\n" +
 	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00\x12G\n" +
-	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00B\xa8\x01\n" +
+	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00\x12J\n" +
+	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2689,7 +2825,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ForkTaskRequest)(nil),        // 0: steward.v1.ForkTaskRequest
 	(*ForkTaskResponse)(nil),       // 1: steward.v1.ForkTaskResponse
@@ -2731,96 +2867,102 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*AcceptTaskResponse)(nil),     // 37: steward.v1.AcceptTaskResponse
 	(*ReturnTaskRequest)(nil),      // 38: steward.v1.ReturnTaskRequest
 	(*ReturnTaskResponse)(nil),     // 39: steward.v1.ReturnTaskResponse
-	(*Task)(nil),                   // 40: steward.v1.Task
-	(*Decision)(nil),               // 41: steward.v1.Decision
-	(*ContextItem)(nil),            // 42: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),  // 43: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 44: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 45: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 46: steward.v1.ActionRationale
-	(*Action)(nil),                 // 47: steward.v1.Action
-	(*TaskContract)(nil),           // 48: steward.v1.TaskContract
-	(*Plan)(nil),                   // 49: steward.v1.Plan
-	(*Artifact)(nil),               // 50: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 51: steward.v1.AcceptanceRound
+	(*HeartbeatRequest)(nil),       // 40: steward.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),      // 41: steward.v1.HeartbeatResponse
+	(*Task)(nil),                   // 42: steward.v1.Task
+	(*Decision)(nil),               // 43: steward.v1.Decision
+	(*ContextItem)(nil),            // 44: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 46: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 47: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 48: steward.v1.ActionRationale
+	(*Action)(nil),                 // 49: steward.v1.Action
+	(*TaskContract)(nil),           // 50: steward.v1.TaskContract
+	(*Plan)(nil),                   // 51: steward.v1.Plan
+	(*Artifact)(nil),               // 52: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 53: steward.v1.AcceptanceRound
+	(TaskStatus)(0),                // 54: steward.v1.TaskStatus
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	40, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
-	41, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	41, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	42, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	42, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	43, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	40, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	40, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	40, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	44, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	45, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	46, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	47, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	48, // 13: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	40, // 14: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	40, // 15: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	40, // 16: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	40, // 17: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	40, // 18: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	40, // 19: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	40, // 20: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	48, // 21: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	40, // 22: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	49, // 23: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	40, // 24: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	50, // 25: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	40, // 26: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	40, // 27: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	51, // 28: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	40, // 29: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	40, // 30: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	14, // 31: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 32: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 33: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 34: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 35: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 36: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 37: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 38: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 39: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 40: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 41: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 42: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 43: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 44: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 45: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 46: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 47: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 48: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 49: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 50: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	15, // 51: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 52: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 53: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 54: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 55: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 56: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 57: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 58: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 59: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 60: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 61: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 62: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 63: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 64: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 65: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 66: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 67: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 68: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 69: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 70: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	51, // [51:71] is the sub-list for method output_type
-	31, // [31:51] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	42, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	43, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	43, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	44, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	44, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	45, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	42, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	42, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	42, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	46, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	47, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	48, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	49, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	50, // 13: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	42, // 14: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	42, // 15: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	42, // 16: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	42, // 17: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	42, // 18: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	42, // 19: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	42, // 20: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	50, // 21: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	42, // 22: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	51, // 23: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	42, // 24: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	52, // 25: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	42, // 26: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	42, // 27: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	53, // 28: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	42, // 29: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	42, // 30: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	54, // 31: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	14, // 32: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 33: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 34: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 35: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 36: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 37: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 38: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 39: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 40: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 41: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 42: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 43: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 44: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 45: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 46: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 47: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 48: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 49: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 50: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 51: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	40, // 52: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	15, // 53: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 54: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 55: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 56: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 57: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 58: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 59: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 60: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 61: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 62: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 63: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 64: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 65: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 66: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 67: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 68: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 69: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 70: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 71: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 72: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	41, // 73: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	53, // [53:74] is the sub-list for method output_type
+	32, // [32:53] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -2841,7 +2983,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   40,
+			NumMessages:   42,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -82,6 +82,8 @@ const (
 	TaskServiceAttachContextProcedure = "/steward.v1.TaskService/AttachContext"
 	// TaskServiceForkTaskProcedure is the fully-qualified name of the TaskService's ForkTask RPC.
 	TaskServiceForkTaskProcedure = "/steward.v1.TaskService/ForkTask"
+	// TaskServiceHeartbeatProcedure is the fully-qualified name of the TaskService's Heartbeat RPC.
+	TaskServiceHeartbeatProcedure = "/steward.v1.TaskService/Heartbeat"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -190,6 +192,11 @@ type TaskServiceClient interface {
 	// another is forked from its root. Idempotent on request_id, which is
 	// required. `steward audit verify` checks the link (docs/decisions.md).
 	ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error)
+	// Heartbeat says the task's agent is at work (docs/liveness.md): it
+	// answers an open "still working?", and resumes a task suspended for
+	// its silence. Cheap to call often: it records an event only when that
+	// is news.
+	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -323,6 +330,12 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ForkTask")),
 			connect.WithClientOptions(opts...),
 		),
+		heartbeat: connect.NewClient[v1.HeartbeatRequest, v1.HeartbeatResponse](
+			httpClient,
+			baseURL+TaskServiceHeartbeatProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -348,6 +361,7 @@ type taskServiceClient struct {
 	recordDecision *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
 	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
 	forkTask       *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
+	heartbeat      *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -448,6 +462,11 @@ func (c *taskServiceClient) AttachContext(ctx context.Context, req *connect.Requ
 // ForkTask calls steward.v1.TaskService.ForkTask.
 func (c *taskServiceClient) ForkTask(ctx context.Context, req *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error) {
 	return c.forkTask.CallUnary(ctx, req)
+}
+
+// Heartbeat calls steward.v1.TaskService.Heartbeat.
+func (c *taskServiceClient) Heartbeat(ctx context.Context, req *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
+	return c.heartbeat.CallUnary(ctx, req)
 }
 
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
@@ -556,6 +575,11 @@ type TaskServiceHandler interface {
 	// another is forked from its root. Idempotent on request_id, which is
 	// required. `steward audit verify` checks the link (docs/decisions.md).
 	ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error)
+	// Heartbeat says the task's agent is at work (docs/liveness.md): it
+	// answers an open "still working?", and resumes a task suspended for
+	// its silence. Cheap to call often: it records an event only when that
+	// is news.
+	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -685,6 +709,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ForkTask")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceHeartbeatHandler := connect.NewUnaryHandler(
+		TaskServiceHeartbeatProcedure,
+		svc.Heartbeat,
+		connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -727,6 +757,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceAttachContextHandler.ServeHTTP(w, r)
 		case TaskServiceForkTaskProcedure:
 			taskServiceForkTaskHandler.ServeHTTP(w, r)
+		case TaskServiceHeartbeatProcedure:
+			taskServiceHeartbeatHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -814,4 +846,8 @@ func (UnimplementedTaskServiceHandler) AttachContext(context.Context, *connect.R
 
 func (UnimplementedTaskServiceHandler) ForkTask(context.Context, *connect.Request[v1.ForkTaskRequest]) (*connect.Response[v1.ForkTaskResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ForkTask is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.Heartbeat is not implemented"))
 }

@@ -438,6 +438,33 @@ export declare type TaskTimers = Message<"steward.v1.TaskTimers"> & {
    * @generated from field: google.protobuf.Duration stall_after = 3;
    */
   stallAfter?: Duration | undefined;
+
+  /**
+   * The agent's liveness (docs/liveness.md): a working task whose agent
+   * has said nothing for this long — no command, no heartbeat — is asked
+   * "still working?" (AgentAsked), which the agent sees when it returns.
+   * Unset, nobody asks, nor escalates or suspends.
+   *
+   * @generated from field: google.protobuf.Duration agent_ask_after = 4;
+   */
+  agentAskAfter?: Duration | undefined;
+
+  /**
+   * Silent this long, the agent is escalated to the task's owners
+   * (AgentEscalated); unset, no escalation. Longer than agent_ask_after.
+   *
+   * @generated from field: google.protobuf.Duration agent_escalate_after = 5;
+   */
+  agentEscalateAfter?: Duration | undefined;
+
+  /**
+   * Silent this long, the task is suspended (SUSPEND_CAUSE_AGENT_SILENT)
+   * until the agent's next word resumes it; unset, it is not. Longer
+   * than the others.
+   *
+   * @generated from field: google.protobuf.Duration agent_suspend_after = 6;
+   */
+  agentSuspendAfter?: Duration | undefined;
 };
 
 /**

@@ -363,6 +363,24 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ContextAttached;
     case: "contextAttached";
+  } | {
+    /**
+     * @generated from field: steward.v1.AgentAsked agent_asked = 76;
+     */
+    value: AgentAsked;
+    case: "agentAsked";
+  } | {
+    /**
+     * @generated from field: steward.v1.AgentEscalated agent_escalated = 77;
+     */
+    value: AgentEscalated;
+    case: "agentEscalated";
+  } | {
+    /**
+     * @generated from field: steward.v1.AgentHeartbeat agent_heartbeat = 78;
+     */
+    value: AgentHeartbeat;
+    case: "agentHeartbeat";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -1914,6 +1932,77 @@ export declare type DecisionRecorded = Message<"steward.v1.DecisionRecorded"> & 
  * Use `create(DecisionRecordedSchema)` to create a new message.
  */
 export declare const DecisionRecordedSchema: GenMessage<DecisionRecorded>;
+
+/**
+ * AgentAsked asks a working task's silent agent whether it is still
+ * working (governance plane, contract.timers.agent_ask_after). The agent
+ * sees the question on its next Heartbeat, or in the task's events.
+ *
+ * @generated from message steward.v1.AgentAsked
+ */
+export declare type AgentAsked = Message<"steward.v1.AgentAsked"> & {
+  /**
+   * @generated from field: string question = 1;
+   */
+  question: string;
+
+  /**
+   * How long the agent had said nothing.
+   *
+   * @generated from field: google.protobuf.Duration silent_for = 2;
+   */
+  silentFor?: Duration | undefined;
+};
+
+/**
+ * Describes the message steward.v1.AgentAsked.
+ * Use `create(AgentAskedSchema)` to create a new message.
+ */
+export declare const AgentAskedSchema: GenMessage<AgentAsked>;
+
+/**
+ * AgentEscalated tells the task's owners its agent is silent (governance
+ * plane, contract.timers.agent_escalate_after).
+ *
+ * @generated from message steward.v1.AgentEscalated
+ */
+export declare type AgentEscalated = Message<"steward.v1.AgentEscalated"> & {
+  /**
+   * @generated from field: repeated string owners = 1;
+   */
+  owners: string[];
+
+  /**
+   * @generated from field: google.protobuf.Duration silent_for = 2;
+   */
+  silentFor?: Duration | undefined;
+};
+
+/**
+ * Describes the message steward.v1.AgentEscalated.
+ * Use `create(AgentEscalatedSchema)` to create a new message.
+ */
+export declare const AgentEscalatedSchema: GenMessage<AgentEscalated>;
+
+/**
+ * AgentHeartbeat records that the task's agent is at work (control plane,
+ * TaskService.Heartbeat), when that is news: an ask or escalation is
+ * open, or its last word is half an ask's wait old.
+ *
+ * @generated from message steward.v1.AgentHeartbeat
+ */
+export declare type AgentHeartbeat = Message<"steward.v1.AgentHeartbeat"> & {
+  /**
+   * @generated from field: string note = 1;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message steward.v1.AgentHeartbeat.
+ * Use `create(AgentHeartbeatSchema)` to create a new message.
+ */
+export declare const AgentHeartbeatSchema: GenMessage<AgentHeartbeat>;
 
 /**
  * ContextAttached adds one item to the task's context ledger (control

@@ -377,6 +377,27 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: steward.v1.ForkOrigin forked_from = 37;
    */
   forkedFrom?: ForkOrigin | undefined;
+
+  /**
+   * The agent's liveness (contract.timers.agent_ask_after): when the
+   * task's agent last said something (a command of its own, or a
+   * Heartbeat), and when it was last asked whether it is still working
+   * and escalated for its silence. An ask or escalation after agent_seen_at
+   * is still open.
+   *
+   * @generated from field: google.protobuf.Timestamp agent_seen_at = 38;
+   */
+  agentSeenAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp agent_asked_at = 39;
+   */
+  agentAskedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp agent_escalated_at = 40;
+   */
+  agentEscalatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -614,6 +635,14 @@ export enum SuspendCause {
    * @generated from enum value: SUSPEND_CAUSE_DEADLINE = 3;
    */
   DEADLINE = 3,
+
+  /**
+   * The agent said nothing for contract.timers.agent_suspend_after; its
+   * next word (any command, or a Heartbeat) resumes the task.
+   *
+   * @generated from enum value: SUSPEND_CAUSE_AGENT_SILENT = 4;
+   */
+  AGENT_SILENT = 4,
 }
 
 /**

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
-import type { Task } from "./task_pb.js";
+import type { Task, TaskStatus } from "./task_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { RetryPolicy } from "./tool_pb.js";
@@ -1158,6 +1158,68 @@ export declare type ReturnTaskResponse = Message<"steward.v1.ReturnTaskResponse"
 export declare const ReturnTaskResponseSchema: GenMessage<ReturnTaskResponse>;
 
 /**
+ * @generated from message steward.v1.HeartbeatRequest
+ */
+export declare type HeartbeatRequest = Message<"steward.v1.HeartbeatRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * What the agent is doing, in a few words, for the timeline.
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message steward.v1.HeartbeatRequest.
+ * Use `create(HeartbeatRequestSchema)` to create a new message.
+ */
+export declare const HeartbeatRequestSchema: GenMessage<HeartbeatRequest>;
+
+/**
+ * @generated from message steward.v1.HeartbeatResponse
+ */
+export declare type HeartbeatResponse = Message<"steward.v1.HeartbeatResponse"> & {
+  /**
+   * The task's status after the heartbeat, and why it last changed.
+   *
+   * @generated from field: steward.v1.TaskStatus task_status = 1;
+   */
+  taskStatus: TaskStatus;
+
+  /**
+   * @generated from field: string task_status_reason = 2;
+   */
+  taskStatusReason: string;
+
+  /**
+   * The question Steward asked while the agent was silent, if it was
+   * asked since the agent last said anything; this heartbeat answers it.
+   *
+   * @generated from field: string question = 3;
+   */
+  question: string;
+
+  /**
+   * Whether this heartbeat resumed a task suspended for the agent's
+   * silence.
+   *
+   * @generated from field: bool resumed = 4;
+   */
+  resumed: boolean;
+};
+
+/**
+ * Describes the message steward.v1.HeartbeatResponse.
+ * Use `create(HeartbeatResponseSchema)` to create a new message.
+ */
+export declare const HeartbeatResponseSchema: GenMessage<HeartbeatResponse>;
+
+/**
  * TaskService is the control plane's command surface.
  *
  * Every command that takes a request_id (ProposeAction: proposal_id)
@@ -1433,6 +1495,19 @@ export declare const TaskService: GenService<{
     methodKind: "unary";
     input: typeof ForkTaskRequestSchema;
     output: typeof ForkTaskResponseSchema;
+  },
+  /**
+   * Heartbeat says the task's agent is at work (docs/liveness.md): it
+   * answers an open "still working?", and resumes a task suspended for
+   * its silence. Cheap to call often: it records an event only when that
+   * is news.
+   *
+   * @generated from rpc steward.v1.TaskService.Heartbeat
+   */
+  heartbeat: {
+    methodKind: "unary";
+    input: typeof HeartbeatRequestSchema;
+    output: typeof HeartbeatResponseSchema;
   },
 }>;
 
