@@ -42,8 +42,13 @@ func livenessStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok boo
 }
 
 // heard notes ev as the agent's word if the task's agent caused it: its
-// creator, or the principal its credential names (a delegate).
+// creator, or the principal its credential names (a delegate). Only a task
+// whose contract watches its agent keeps it: every other task, older logs
+// included, folds as it always did.
 func heard(t *stewardv1.Task, ev *stewardv1.Event) {
+	if t.Contract.GetTimers().GetAgentAskAfter() == nil {
+		return
+	}
 	p := ev.GetActor().GetPrincipal()
 	if p != "" && (p == t.CreatedBy || p == t.GetCredential().GetCredential().GetPrincipal()) {
 		t.AgentSeenAt = ev.Time
