@@ -75,8 +75,20 @@ type Config struct {
 	// Quotas bound what one principal and one tenant may hold
 	// (docs/quotas.md); zero fields take DefaultQuotas.
 	Quotas Quotas
+	// Outcomes, when the process runs a state plane too, answers a
+	// ProposeAction with wait from that plane's views (state.Plane's
+	// WaitAction). Without it such a call is answered at once, as without
+	// wait; the gateway makes the wait in front of a control plane that
+	// runs alone (pkg/gateway).
+	Outcomes Outcomes
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time
+}
+
+// Outcomes waits for an action to stop moving and reads it, as GetAction
+// with wait does, for the caller in ctx.
+type Outcomes interface {
+	WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error)
 }
 
 // TimerConsumer is the control plane's consumer of its timers.
@@ -129,6 +141,8 @@ type Plane struct {
 	// recovery answers failures, compensates and re-drives stalled tasks
 	// (recovery.go).
 	recovery *recovery
+	// outcomes answers proposals made with wait (Config.Outcomes).
+	outcomes Outcomes
 }
 
 // Option is a test hook on a Plane; a process configures one with Config.
@@ -169,7 +183,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		log: log, tasks: cfg.Tasks, logger: logger.With("plane", PlaneName),
 		usage: newUsage(log, usageCtx), stopUsage: stopUsage,
 		tools: cfg.Tools, requests: cfg.Requests, secrets: cfg.Secrets, timers: cfg.Timers, now: cfg.Now,
-		startWait: startWait, criteria: newProgramCache(),
+		startWait: startWait, criteria: newProgramCache(), outcomes: cfg.Outcomes,
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
 	for _, o := range opts {

@@ -56,10 +56,20 @@ func (s *taskService) ResumeTask(ctx context.Context, req *connect.Request[stewa
 	return connect.NewResponse(&stewardv1.ResumeTaskResponse{Task: t}), nil
 }
 
+// ProposeAction with wait answers once the action has stopped moving,
+// from the views of the process's state plane (Config.Outcomes). The
+// proposal is on the log by then: a wait that fails answers with the
+// action as proposed, which the caller waits on with GetAction.
 func (s *taskService) ProposeAction(ctx context.Context, req *connect.Request[stewardv1.ProposeActionRequest]) (*connect.Response[stewardv1.ProposeActionResponse], error) {
 	a, created, err := s.plane.ProposeAction(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.ProposeActionResponse{Action: a, Created: created}), nil
+	resp := &stewardv1.ProposeActionResponse{Action: a, Created: created}
+	if req.Msg.Wait && s.plane.outcomes != nil {
+		if got, err := s.plane.outcomes.WaitAction(ctx, req.Msg.TaskId, a.ActionId); err == nil {
+			resp.Action, resp.TaskStatus, resp.TaskStatusReason, resp.LastSequence = got.Action, got.TaskStatus, got.TaskStatusReason, got.LastSequence
+		}
+	}
+	return connect.NewResponse(resp), nil
 }

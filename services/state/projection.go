@@ -183,13 +183,8 @@ func (p *Projection) Action(taskID, actionID string) (*stewardv1.GetActionRespon
 	}, nil
 }
 
-// moving reports whether Steward is still moving the action on by itself,
-// with nobody but Steward to act: governance decides what is proposed (in
-// any task: it denies for an ended one), execution runs what its task lets
-// run, a call out ends in an outcome whatever became of its task, and a
-// wait ends with its timer, or with its task. A paused task holds what it
-// may not run; a person's turn (awaiting approval, an outcome to settle)
-// and an end are not moving.
+// moving reports whether Steward is still moving the action on by itself
+// (task.Moving); a broken task's or an unknown action is not.
 func (p *Projection) moving(taskID, actionID string) bool {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
@@ -201,21 +196,7 @@ func (p *Projection) moving(taskID, actionID string) bool {
 	if !ok {
 		return false
 	}
-	t, a := v.task, v.task.Actions[i]
-	switch a.Status {
-	case stewardv1.ActionStatus_ACTION_STATUS_PROPOSED,
-		stewardv1.ActionStatus_ACTION_STATUS_EVALUATED,
-		stewardv1.ActionStatus_ACTION_STATUS_APPROVED,
-		stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING,
-		stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED:
-		return true
-	case stewardv1.ActionStatus_ACTION_STATUS_PERMITTED,
-		stewardv1.ActionStatus_ACTION_STATUS_CLAIMED:
-		return task.MayRun(t, a)
-	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
-		return task.Working(t.Status) || task.Terminal(t.Status)
-	}
-	return false
+	return task.Moving(v.task, v.task.Actions[i])
 }
 
 // List returns the summaries (task.Summary) of up to limit tasks of tenant

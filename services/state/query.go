@@ -112,35 +112,53 @@ func (s *queryService) GetTask(ctx context.Context, req *connect.Request[steward
 // GetTask, copying that action only: what a client polling one action
 // pays does not grow with the task's ledger.
 func (s *queryService) GetAction(ctx context.Context, req *connect.Request[stewardv1.GetActionRequest]) (*connect.Response[stewardv1.GetActionResponse], error) {
-	if err := checkTaskID(req.Msg.TaskId); err != nil {
+	resp, err := s.plane.action(ctx, req.Msg.TaskId, req.Msg.ActionId, req.Msg.Wait)
+	if err != nil {
 		return nil, err
 	}
-	if req.Msg.ActionId == "" {
+	return connect.NewResponse(resp), nil
+}
+
+// WaitAction is GetAction with wait, for the control plane of the same
+// process (control.Config.Outcomes): a ProposeAction with wait learns its
+// action's outcome from these views, as a GetAction would, without a
+// second call. The caller is the one in ctx.
+func (p *Plane) WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error) {
+	return p.action(ctx, taskID, actionID, true)
+}
+
+// action reads one action as GetAction answers it, once it has stopped
+// moving if wait.
+func (p *Plane) action(ctx context.Context, taskID, actionID string, wait bool) (*stewardv1.GetActionResponse, error) {
+	if err := checkTaskID(taskID); err != nil {
+		return nil, err
+	}
+	if actionID == "" {
 		return nil, errs.Field("action_id", "is required")
 	}
-	if req.Msg.Wait {
+	if wait {
 		// Subscribe before the first read, so that no change between the
 		// read and the wait is missed.
-		w, cancel := s.plane.views.watchers.notify(req.Msg.TaskId)
+		w, cancel := p.views.watchers.notify(taskID)
 		defer cancel()
-		if err := s.plane.readAction(ctx, req.Msg.TaskId, req.Msg.ActionId); err != nil {
+		if err := p.readAction(ctx, taskID, actionID); err != nil {
 			return nil, err
 		}
-		s.plane.waitAction(ctx, w, req.Msg.TaskId, req.Msg.ActionId)
-	} else if err := s.plane.readAction(ctx, req.Msg.TaskId, req.Msg.ActionId); err != nil {
+		p.waitAction(ctx, w, taskID, actionID)
+	} else if err := p.readAction(ctx, taskID, actionID); err != nil {
 		return nil, err
 	}
-	resp, err := s.plane.views.Action(req.Msg.TaskId, req.Msg.ActionId)
+	resp, err := p.views.Action(taskID, actionID)
 	if err != nil {
 		return nil, err
 	}
 	// A task gone from the views since (it broke) names nobody: its
 	// result is hidden from all but who reads every task.
-	self := func() parties { p, _ := s.plane.views.parties(req.Msg.TaskId); return p }
-	if b := s.plane.blind(rpc.Caller(ctx), self); b != nil {
-		b.Action(req.Msg.TaskId, resp.Action)
+	self := func() parties { ps, _ := p.views.parties(taskID); return ps }
+	if b := p.blind(rpc.Caller(ctx), self); b != nil {
+		b.Action(taskID, resp.Action)
 	}
-	return connect.NewResponse(resp), nil
+	return resp, nil
 }
 
 // readAction returns once the views have caught up with the task's last

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // watchBuffer is how many events a watcher may fall behind the projection
@@ -19,10 +20,11 @@ const watchBuffer = 1024
 const DefaultMaxActionWait = 30 * time.Second
 
 // waitAction returns once the action stops moving (Projection.moving), ctx
-// ends, Config.MaxActionWait passes or the server stops, whichever is first. w is
+// is about to end (rpc.WaitWithin), Config.MaxActionWait passes or the
+// server stops, whichever is first. w is
 // the task's notify watcher, registered before the caller's first read.
 func (p *Plane) waitAction(ctx context.Context, w *watcher, taskID, actionID string) {
-	ctx, cancel := context.WithTimeout(ctx, p.cfg.MaxActionWait)
+	ctx, cancel := rpc.WaitWithin(ctx, p.cfg.MaxActionWait)
 	defer cancel()
 	for p.views.moving(taskID, actionID) {
 		select {

@@ -140,12 +140,13 @@ func stewardFiles(dir string, allow bool) (tools, policy string, err error) {
 	return tools, policy, nil
 }
 
-func runDevAllow(o opts) (Result, error)   { return runDev(o, true) }
-func runDevDefault(o opts) (Result, error) { return runDev(o, false) }
+func runDevAllow(o opts) (Result, error)   { return runDev(o, true, twoCalls) }
+func runDevDefault(o opts) (Result, error) { return runDev(o, false, twoCalls) }
+func runDevOneCall(o opts) (Result, error) { return runDev(o, true, oneCall) }
 
-// runDev is arms (b) and (c): `steward dev` in this process, driven over
-// Connect on loopback.
-func runDev(o opts, allow bool) (Result, error) {
+// runDev is arms (b), (b1) and (c): `steward dev` in this process, driven
+// over Connect on loopback.
+func runDev(o opts, allow bool, act act) (Result, error) {
 	dir, tools, policy, err := armDir("bench-dev-", allow)
 	if err != nil {
 		return Result{}, err
@@ -169,7 +170,7 @@ func runDev(o opts, allow bool) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return driveSteward(o, m.URL(), m.URL(), token, nil)
+	return driveSteward(o, m.URL(), m.URL(), token, act, nil)
 }
 
 // agentToken returns the token of the agent (the identity with no role)
@@ -228,7 +229,7 @@ func runServices(o opts) (Result, error) {
 		defer m.Close()
 		urls[plane] = m.URL()
 	}
-	return driveSteward(o, urls["control"], urls["state"], "", nil)
+	return driveSteward(o, urls["control"], urls["state"], "", twoCalls, nil)
 }
 
 // actionsPerTask is how many actions a task takes before the next one is
@@ -241,13 +242,12 @@ type client struct {
 }
 
 // driveSteward measures governed actions through the control plane at
-// writeURL and the state plane at readURL: latency is from the
-// ProposeAction call until GetAction, waiting for the action to settle,
-// answers that it succeeded; throughput
-// and CPU include creating a task every 25 actions. A token, if any, is
-// sent with every call; others reads the CPU time of the processes the
-// planes and NATS run in, when not this one.
-func driveSteward(o opts, writeURL, readURL, token string, others func() map[string]time.Duration) (Result, error) {
+// writeURL and the state plane at readURL, each made by act: latency is
+// from its first call until it has the outcome; throughput and CPU
+// include creating a task every 25 actions. A token, if any, is sent with
+// every call; others reads the CPU time of the processes the planes and
+// NATS run in, when not this one.
+func driveSteward(o opts, writeURL, readURL, token string, act act, others func() map[string]time.Duration) (Result, error) {
 	var transport http.RoundTripper = &http.Transport{MaxIdleConnsPerHost: 64}
 	if token != "" {
 		transport = bearer{token: token, next: transport}
@@ -277,21 +277,44 @@ func driveSteward(o opts, writeURL, readURL, token string, others func() map[str
 		}
 		wk.n++
 		start := time.Now()
-		resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(&stewardv1.ProposeActionRequest{TaskId: wk.task, ProposalId: fmt.Sprint("p", wk.n), Tool: "noop", Params: params}))
+		a, err := act(ctx, c, &stewardv1.ProposeActionRequest{TaskId: wk.task, ProposalId: fmt.Sprint("p", wk.n), Tool: "noop", Params: params})
 		if err != nil {
 			return nil, 0, err
 		}
-		id := resp.Msg.Action.ActionId
-		got, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: wk.task, ActionId: id, Wait: true}))
-		if err != nil {
-			return nil, 0, err
-		}
-		if a := got.Msg.Action; a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
-			return nil, 0, fmt.Errorf("action %s is not visible as succeeded: it is %v", id, a.Status)
+		if a.Status != stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED {
+			return nil, 0, fmt.Errorf("action %s is not visible as succeeded: it is %v", a.ActionId, a.Status)
 		}
 		return []time.Duration{time.Since(start)}, 1, nil
 	}
 	return phases(o.latencyN, o.throughputN, one, others)
+}
+
+// act makes one governed action and returns it once it has stopped
+// moving.
+type act func(ctx context.Context, c client, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, error)
+
+// twoCalls is the path of every client before ProposeAction took wait:
+// ProposeAction, then GetAction with wait.
+func twoCalls(ctx context.Context, c client, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, error) {
+	resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	got, err := c.query.GetAction(ctx, connect.NewRequest(&stewardv1.GetActionRequest{TaskId: req.TaskId, ActionId: resp.Msg.Action.ActionId, Wait: true}))
+	if err != nil {
+		return nil, err
+	}
+	return got.Msg.Action, nil
+}
+
+// oneCall is ProposeAction with wait: one round trip.
+func oneCall(ctx context.Context, c client, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, error) {
+	req.Wait = true
+	resp, err := c.tasks.ProposeAction(ctx, connect.NewRequest(req))
+	if err != nil {
+		return nil, err
+	}
+	return resp.Msg.Action, nil
 }
 
 // newTask creates a task that may use noop and waits until it runs.

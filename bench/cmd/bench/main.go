@@ -68,6 +68,8 @@ var arms = []arm{
 		"JetStream file store: acknowledged once in the OS page cache; fsync every 2 min (sync_interval default)", runFloor},
 	{"dev-allow", "(b) Steward dev (its default: bearer tokens), allow-all policy",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevAllow},
+	{"dev-allow-1rt", "(b1) as (b), one round trip: ProposeAction with wait",
+		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevOneCall},
 	{"dev-default", "(c) Steward dev, default policy bundle",
 		"JetStream file store (as (a)): page cache, fsync every 2 min", runDevDefault},
 	{"services", "(d) Steward services mode: 4 planes over TCP NATS",
@@ -93,7 +95,7 @@ func main() {
 	pgURL := flag.String("pg", "", "PostgreSQL URL (child arms)")
 	pgPID := flag.Int("pgpid", 0, "postmaster pid (child arms)")
 	cpuProfile := flag.String("cpuprofile", "", "with -arm: write the arm's CPU profile to this file")
-	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
+	only := flag.String("arms", "", "comma-separated arm ids to run (default all: floor,dev-allow,dev-allow-1rt,dev-default,services,services-r3,services-procs,services-gateway,dbos-wf1,dbos-step10)")
 	outDir := flag.String("out", ".", "directory for results.md and results.png")
 	doc := flag.String("doc", "../docs/performance.md", "Markdown file whose marked block to rewrite; empty for none")
 	base := flag.String("base", "", "a git `REV` to compare with: its arms run beside this build's, round by round, and a comparison is printed instead of writing the reports (default arms: all but DBOS's and those that run each process apart: services-r3, services-procs, services-gateway)")

@@ -203,7 +203,7 @@ func runPlaneProcesses(o opts, nodes int) (Result, error) {
 		return Result{}, err
 	}
 	defer d.stop()
-	r, err := driveSteward(o, d.planeURL["control"], d.planeURL["state"], "", d.cpus)
+	r, err := driveSteward(o, d.planeURL["control"], d.planeURL["state"], "", twoCalls, d.cpus)
 	if err == nil {
 		r.EventsLeader, err = streamLeader(d.natsURLs[0], eventlog.DefaultStream)
 	}
@@ -228,7 +228,7 @@ func runThroughGateway(o opts) (Result, error) {
 		return Result{}, err
 	}
 	d.all = append(d.all, c)
-	return driveSteward(o, url, url, "", d.cpus)
+	return driveSteward(o, url, url, "", twoCalls, d.cpus)
 }
 
 // gatewayLine is what `steward gateway` prints once it listens.

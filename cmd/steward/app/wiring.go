@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/egress"
 	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/natsperm"
 	"github.com/steward-run/steward/pkg/secret"
 	"github.com/steward-run/steward/pkg/stores"
@@ -55,12 +57,15 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 		return nil, err
 	}
 	var planes []plane
+	// A control plane beside a state plane answers ProposeAction with
+	// wait from the state plane's views, which is built after it.
+	outcomes := &localOutcomes{}
 	for _, name := range want {
 		ps := st.As(name)
 		log, tools, requests, results, timers := ps.Log, ps.Tools, ps.Requests, ps.Results, ps.Timers
 		switch name {
 		case control.PlaneName:
-			planes = append(planes, control.New(log, m.logger, control.Config{Tasks: ps.Tasks, Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas}))
+			planes = append(planes, control.New(log, m.logger, control.Config{Tasks: ps.Tasks, Tools: tools, Requests: requests, Results: results, Secrets: sealer, Timers: timers, Quotas: m.Quotas.Quotas, Outcomes: outcomes.of(want)}))
 		case governance.PlaneName:
 			engine, err := policy.Load(ctx, m.PolicyDir)
 			if err != nil {
@@ -95,10 +100,28 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			planes = append(planes, state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest})))
+			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest}))
+			planes = append(planes, outcomes.state)
 		}
 	}
 	return planes, nil
+}
+
+// localOutcomes hands a control plane's waits to the state plane of the
+// same process (control.Config.Outcomes), which is set once built.
+type localOutcomes struct{ state *state.Plane }
+
+// of returns o if the planes want include a state plane, else nil: a
+// control plane alone answers at once.
+func (o *localOutcomes) of(want []string) control.Outcomes {
+	if !slices.Contains(want, state.PlaneName) {
+		return nil
+	}
+	return o
+}
+
+func (o *localOutcomes) WaitAction(ctx context.Context, taskID, actionID string) (*stewardv1.GetActionResponse, error) {
+	return o.state.WaitAction(ctx, taskID, actionID)
 }
 
 // CredentialKeyFile is the name of the credential signing key in a dev

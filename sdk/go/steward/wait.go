@@ -3,6 +3,8 @@ package steward
 import (
 	"context"
 
+	"google.golang.org/protobuf/proto"
+
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -10,13 +12,23 @@ import (
 // moves it on by itself: it has ended (succeeded, failed, denied,
 // rejected, withdrawn), or waits for a person (an approval, an unknown
 // outcome to settle, a task that is paused, suspended or asks for input).
-// Sent again after a lost answer, the proposal is still one action.
+// It costs one round trip where the server holds the proposal until then
+// (ProposeAction with wait), and goes on with WaitAction where it did not
+// (a control plane that runs alone, or a wait past half a minute). Sent
+// again after a lost answer, the proposal is still one action.
 func (c *Client) ProposeAndWait(ctx context.Context, req *stewardv1.ProposeActionRequest) (*stewardv1.Action, error) {
-	a, err := c.Propose(ctx, req)
+	req = proto.CloneOf(req)
+	req.ProposalId = c.orNew(req.ProposalId)
+	req.Wait = true
+	resp, err := call(ctx, c.retry, c.tasks.ProposeAction, req)
 	if err != nil {
 		return nil, err
 	}
-	return c.WaitAction(ctx, req.GetTaskId(), a.ActionId)
+	// A wait the server served says so with the task's status.
+	if resp.TaskStatus != stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED && !moving(resp.Action.GetStatus(), resp.TaskStatus) {
+		return resp.Action, nil
+	}
+	return c.WaitAction(ctx, req.TaskId, resp.Action.GetActionId())
 }
 
 // WaitAction waits, as ProposeAndWait does, for an action Steward is

@@ -637,8 +637,9 @@ type GetActionRequest struct {
 	// proposed, evaluated, approved or revalidating; permitted or claimed
 	// in a task that lets it run; dispatched; or waiting in a task that is
 	// not paused), the call holds until that is no longer so, or 30 seconds
-	// pass, and answers with the action as it then stands; the client's
-	// own deadline, if shorter, ends the call first. Answered at once when
+	// pass, and answers with the action as it then stands; a client
+	// deadline shorter than that ends the wait in time to answer (a tenth
+	// of what remains, at most a second, before it). Answered at once when
 	// the action waits for a person or its tool's status query (awaiting
 	// approval, an unknown outcome), is held by a paused task, or has ended.
 	Wait          bool `protobuf:"varint,3,opt,name=wait,proto3" json:"wait,omitempty"`

@@ -757,7 +757,18 @@ type ProposeActionRequest struct {
 	// recorded (RecordDecision), else it is refused. Policy then judges the
 	// action knowing the decision: its model and provenance, confidence,
 	// versions, cited context and flags (input.decision; docs/decisions.md).
-	DecisionId    string `protobuf:"bytes,11,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	DecisionId string `protobuf:"bytes,11,opt,name=decision_id,json=decisionId,proto3" json:"decision_id,omitempty"`
+	// When set, the call holds until the action has stopped moving, by the
+	// rule of GetAction's wait, or 30 seconds pass, and answers with the
+	// action as it then stands and its task's status: an agent learns the
+	// outcome of what it proposes, or that a person must act, in one call.
+	// A client deadline shorter than 30 seconds ends the wait in time to
+	// answer. A retry with the same proposal_id waits on the same action.
+	// The wait is served from the state plane's views, so it needs a
+	// process that runs both the control and the state plane (steward dev);
+	// a control plane that runs alone (services mode) answers at once, as
+	// without wait, and the caller waits with GetAction, as the SDKs do.
+	Wait          bool `protobuf:"varint,12,opt,name=wait,proto3" json:"wait,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -869,11 +880,26 @@ func (x *ProposeActionRequest) GetDecisionId() string {
 	return ""
 }
 
+func (x *ProposeActionRequest) GetWait() bool {
+	if x != nil {
+		return x.Wait
+	}
+	return false
+}
+
 type ProposeActionResponse struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Action *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
 	// False when the proposal id named an action that already existed.
-	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	Created bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	// With a wait served: the task's status when the action was read, and
+	// why it last changed; unset when the call was answered at once.
+	TaskStatus       TaskStatus `protobuf:"varint,3,opt,name=task_status,json=taskStatus,proto3,enum=steward.v1.TaskStatus" json:"task_status,omitempty"`
+	TaskStatusReason string     `protobuf:"bytes,4,opt,name=task_status_reason,json=taskStatusReason,proto3" json:"task_status_reason,omitempty"`
+	// With a wait served: stream sequence of the task's last event in the
+	// view the action was read from; WatchTask from here misses nothing
+	// after it.
+	LastSequence  uint64 `protobuf:"varint,5,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -920,6 +946,27 @@ func (x *ProposeActionResponse) GetCreated() bool {
 		return x.Created
 	}
 	return false
+}
+
+func (x *ProposeActionResponse) GetTaskStatus() TaskStatus {
+	if x != nil {
+		return x.TaskStatus
+	}
+	return TaskStatus_TASK_STATUS_UNSPECIFIED
+}
+
+func (x *ProposeActionResponse) GetTaskStatusReason() string {
+	if x != nil {
+		return x.TaskStatusReason
+	}
+	return ""
+}
+
+func (x *ProposeActionResponse) GetLastSequence() uint64 {
+	if x != nil {
+		return x.LastSequence
+	}
+	return 0
 }
 
 type CreateTaskRequest struct {
@@ -2638,7 +2685,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"<\n" +
 	"\x14ProvideInputResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xa4\x03\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xb8\x03\n" +
 	"\x14ProposeActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2653,10 +2700,15 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\fmilestone_id\x18\n" +
 	" \x01(\tR\vmilestoneId\x12\x1f\n" +
 	"\vdecision_id\x18\v \x01(\tR\n" +
-	"decisionId\"]\n" +
+	"decisionId\x12\x12\n" +
+	"\x04wait\x18\f \x01(\bR\x04wait\"\xe9\x01\n" +
 	"\x15ProposeActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\x12\x18\n" +
-	"\acreated\x18\x02 \x01(\bR\acreated\"h\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\x127\n" +
+	"\vtask_status\x18\x03 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
+	"taskStatus\x12,\n" +
+	"\x12task_status_reason\x18\x04 \x01(\tR\x10taskStatusReason\x12#\n" +
+	"\rlast_sequence\x18\x05 \x01(\x04R\flastSequence\"h\n" +
 	"\x11CreateTaskRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x124\n" +
@@ -2877,11 +2929,11 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*RetryPolicy)(nil),            // 47: steward.v1.RetryPolicy
 	(*ActionRationale)(nil),        // 48: steward.v1.ActionRationale
 	(*Action)(nil),                 // 49: steward.v1.Action
-	(*TaskContract)(nil),           // 50: steward.v1.TaskContract
-	(*Plan)(nil),                   // 51: steward.v1.Plan
-	(*Artifact)(nil),               // 52: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 53: steward.v1.AcceptanceRound
-	(TaskStatus)(0),                // 54: steward.v1.TaskStatus
+	(TaskStatus)(0),                // 50: steward.v1.TaskStatus
+	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
+	(*Plan)(nil),                   // 52: steward.v1.Plan
+	(*Artifact)(nil),               // 53: steward.v1.Artifact
+	(*AcceptanceRound)(nil),        // 54: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
 	42, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
@@ -2897,72 +2949,73 @@ var file_steward_v1_task_service_proto_depIdxs = []int32{
 	47, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
 	48, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
 	49, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	50, // 13: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 14: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	42, // 15: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	42, // 16: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	42, // 17: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	42, // 18: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	42, // 19: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	42, // 20: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	50, // 21: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 22: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	51, // 23: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	42, // 24: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	52, // 25: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	42, // 26: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	42, // 27: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	53, // 28: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	42, // 29: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	42, // 30: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	54, // 31: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	14, // 32: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 33: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 34: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 35: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 36: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 37: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 38: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 39: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 40: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 41: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 42: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 43: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 44: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 45: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 46: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 47: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 48: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 49: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 50: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 51: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	40, // 52: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	15, // 53: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 54: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 55: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 56: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 57: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 58: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 59: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 60: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 61: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 62: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 63: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 64: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 65: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 66: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 67: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 68: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 69: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 70: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 71: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 72: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	41, // 73: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	53, // [53:74] is the sub-list for method output_type
-	32, // [32:53] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	50, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	51, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	42, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	42, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	42, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	42, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	42, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	42, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	42, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	51, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	42, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	52, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	42, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	53, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	42, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	42, // 28: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	54, // 29: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	42, // 30: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	42, // 31: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	50, // 32: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	14, // 33: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 34: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 35: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 36: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 37: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 38: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 39: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 40: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 41: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 42: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 43: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 44: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 45: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 46: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 47: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 48: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 49: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 50: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 51: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 52: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	40, // 53: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	15, // 54: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 55: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 56: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 57: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 58: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 59: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 60: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 61: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 62: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 63: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 64: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 65: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 66: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 67: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 68: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 69: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 70: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 71: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 72: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 73: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	41, // 74: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	54, // [54:75] is the sub-list for method output_type
+	33, // [33:54] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }

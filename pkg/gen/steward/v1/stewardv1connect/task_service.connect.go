@@ -112,7 +112,9 @@ type TaskServiceClient interface {
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
-	// happens next. Idempotent on proposal_id.
+	// happens next; with wait, the action once it has stopped moving (one
+	// round trip instead of ProposeAction and GetAction). Idempotent on
+	// proposal_id.
 	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
 	// DelegateTask hands part of a task to a sub-agent as a sub-task whose
 	// credential may only keep or narrow the parent's: tools, scopes, budget
@@ -495,7 +497,9 @@ type TaskServiceHandler interface {
 	// ProposeAction proposes one tool call for a running task. Steward
 	// canonicalises and hashes it and hands it to governance; the response
 	// carries the action as proposed, and WatchTask or GetTask show what
-	// happens next. Idempotent on proposal_id.
+	// happens next; with wait, the action once it has stopped moving (one
+	// round trip instead of ProposeAction and GetAction). Idempotent on
+	// proposal_id.
 	ProposeAction(context.Context, *connect.Request[v1.ProposeActionRequest]) (*connect.Response[v1.ProposeActionResponse], error)
 	// DelegateTask hands part of a task to a sub-agent as a sub-task whose
 	// credential may only keep or narrow the parent's: tools, scopes, budget

@@ -428,6 +428,22 @@ export declare type ProposeActionRequest = Message<"steward.v1.ProposeActionRequ
    * @generated from field: string decision_id = 11;
    */
   decisionId: string;
+
+  /**
+   * When set, the call holds until the action has stopped moving, by the
+   * rule of GetAction's wait, or 30 seconds pass, and answers with the
+   * action as it then stands and its task's status: an agent learns the
+   * outcome of what it proposes, or that a person must act, in one call.
+   * A client deadline shorter than 30 seconds ends the wait in time to
+   * answer. A retry with the same proposal_id waits on the same action.
+   * The wait is served from the state plane's views, so it needs a
+   * process that runs both the control and the state plane (steward dev);
+   * a control plane that runs alone (services mode) answers at once, as
+   * without wait, and the caller waits with GetAction, as the SDKs do.
+   *
+   * @generated from field: bool wait = 12;
+   */
+  wait: boolean;
 };
 
 /**
@@ -451,6 +467,28 @@ export declare type ProposeActionResponse = Message<"steward.v1.ProposeActionRes
    * @generated from field: bool created = 2;
    */
   created: boolean;
+
+  /**
+   * With a wait served: the task's status when the action was read, and
+   * why it last changed; unset when the call was answered at once.
+   *
+   * @generated from field: steward.v1.TaskStatus task_status = 3;
+   */
+  taskStatus: TaskStatus;
+
+  /**
+   * @generated from field: string task_status_reason = 4;
+   */
+  taskStatusReason: string;
+
+  /**
+   * With a wait served: stream sequence of the task's last event in the
+   * view the action was read from; WatchTask from here misses nothing
+   * after it.
+   *
+   * @generated from field: uint64 last_sequence = 5;
+   */
+  lastSequence: bigint;
 };
 
 /**
@@ -1313,7 +1351,9 @@ export declare const TaskService: GenService<{
    * ProposeAction proposes one tool call for a running task. Steward
    * canonicalises and hashes it and hands it to governance; the response
    * carries the action as proposed, and WatchTask or GetTask show what
-   * happens next. Idempotent on proposal_id.
+   * happens next; with wait, the action once it has stopped moving (one
+   * round trip instead of ProposeAction and GetAction). Idempotent on
+   * proposal_id.
    *
    * @generated from rpc steward.v1.TaskService.ProposeAction
    */
