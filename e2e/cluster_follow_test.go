@@ -42,12 +42,14 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 	d := &clusterDeployment{cluster: c}
 	leader := d.streamLeader(t, -1)
 	var readers [3]countingReader
+	var conns [3]*nats.Conn
 	for i := range 3 {
 		nc, err := nats.Connect(c.ClientURL(i), nats.MaxReconnects(-1))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(nc.Close)
+		conns[i] = nc
 		js, err := jetstream.New(nc)
 		if err != nil {
 			t.Fatal(err)
@@ -77,6 +79,7 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 	}
 	appendSome()
 	c.StopNode(leader)
+	killed := time.Now()
 	d.streamLeader(t, leader)
 	appendSome()
 	// Each check waits on every follower as a plane's read does (CatchUp):
@@ -88,7 +91,11 @@ func followThroughLeaderLoss(t *testing.T, round int) {
 			err := readers[i].Progress().WaitFor(wctx, last)
 			cancel()
 			if err != nil {
-				return false, fmt.Sprintf("the follower through %s: %v (%s led the stream and was killed)", c.Name(i), err, c.Name(leader))
+				// Where it stands, and whether its client found another
+				// node, tell a slow reconnect from a stalled consumer.
+				return false, fmt.Sprintf("the follower through %s at %d of %d, %s to %s after %d reconnects, %s after the kill: %v (%s led the stream and was killed)",
+					c.Name(i), readers[i].Progress().Applied(), last, conns[i].Status(), conns[i].ConnectedUrl(), conns[i].Reconnects,
+					time.Since(killed).Round(time.Millisecond), err, c.Name(leader))
 			}
 		}
 		return true, ""
