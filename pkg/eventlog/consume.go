@@ -29,6 +29,9 @@ type Reaction struct {
 	handle Handler
 }
 
+// Type is the type of the events r reacts to.
+func (r Reaction) Type() string { return r.typ }
+
 // On reacts to the events whose payload is P. P's type is the consumer's
 // filter subject, and fn gets the payload itself: a handler cannot be
 // registered under one type and read another's.
@@ -71,6 +74,18 @@ type Subscription interface{ Stop() }
 // stops the rest, and the event comes again for all of them (each is
 // idempotent).
 func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Subscription, error) {
+	return l.react(ctx, name, jetstream.DeliverAllPolicy, reactions)
+}
+
+// ReactToNew is React for a consumer that takes only the events appended
+// after it was first made: those before are none of its business (a
+// notification sink added today is not told of last year's approvals).
+// Once made, it goes on from where it left off, as React's do.
+func (l *Log) ReactToNew(ctx context.Context, name string, reactions ...Reaction) (Subscription, error) {
+	return l.react(ctx, name, jetstream.DeliverNewPolicy, reactions)
+}
+
+func (l *Log) react(ctx context.Context, name string, from jetstream.DeliverPolicy, reactions []Reaction) (Subscription, error) {
 	r := map[string][]Handler{}
 	var filters []string
 	for _, x := range reactions {
@@ -84,7 +99,7 @@ func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Su
 	}
 	slices.Sort(filters)
 	cons, err := l.durable(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
-		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters,
+		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters, DeliverPolicy: from,
 	})
 	if err != nil {
 		return nil, err
@@ -187,11 +202,11 @@ const ReactionAckWait = 5 * time.Second
 
 // durable creates (or updates) a reaction consumer on stream as cfg names
 // it — acknowledged one by one within ReactionAckWait, redelivered without
-// end, from the start — and, where this process is its only reader
+// end, from the start unless cfg says otherwise — and, where this process is its only reader
 // (SoleConsumer), resets it to its ack floor, so that what a crashed
 // predecessor had in hand comes again at once.
 func (l *Log) durable(ctx context.Context, stream string, cfg jetstream.ConsumerConfig) (jetstream.Consumer, error) {
-	cfg.AckPolicy, cfg.AckWait, cfg.MaxDeliver, cfg.DeliverPolicy = jetstream.AckExplicitPolicy, ReactionAckWait, -1, jetstream.DeliverAllPolicy
+	cfg.AckPolicy, cfg.AckWait, cfg.MaxDeliver = jetstream.AckExplicitPolicy, ReactionAckWait, -1
 	cons, err := l.js.CreateOrUpdateConsumer(ctx, stream, cfg)
 	if err != nil {
 		return nil, err

@@ -37,6 +37,7 @@ import (
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
+	"github.com/steward-run/steward/services/state/notify"
 )
 
 // PlaneName is the state plane's name in logs.
@@ -81,6 +82,9 @@ type Config struct {
 	// is marked stalled and re-driven; DefaultRedriveAfter when not
 	// positive. A task's own stall threshold caps it.
 	RedriveAfter time.Duration
+	// Notify, when set, tells webhook sinks when a person is needed; the
+	// plane runs it from Start to Stop.
+	Notify *notify.Notifier
 	// MaxActionWait bounds how long GetAction with wait holds a call;
 	// DefaultMaxActionWait when not positive.
 	MaxActionWait time.Duration
@@ -154,6 +158,9 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.logger.Info("views rebuilt from the log", "events", last, "took", time.Since(start).Round(time.Millisecond))
 	p.done.Go(func() { p.watchStalls(p.ctx) })
+	if p.cfg.Notify != nil {
+		p.done.Go(func() { p.cfg.Notify.Run(p.ctx) })
+	}
 	return nil
 }
 

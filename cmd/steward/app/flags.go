@@ -42,6 +42,7 @@ func (m *Server) ParseFlags(mode string, args []string) error {
 		}
 		return nil
 	})
+	fs.StringVar(&m.NotifyFile, "notify", "", "`FILE` of webhook sinks told when a person is needed (an approval, a question, a budget alert, a stall, an unknown outcome, a result to review, an end), reloaded on change (docs/notifications.md) (state plane)")
 	fs.StringVar(&m.PolicyDir, "policy-dir", "", "`DIR` of Rego policies, reloaded on change; the built-in default bundle when empty (governance plane)")
 	fs.StringVar(&m.Sandbox, "sandbox", "", "`DIR` the file.write built-in tool writes under (default: DATA/sandbox in dev, ./sandbox in serve)")
 	fs.StringVar(&m.Worker, "worker", "", "this execution worker's `NAME` in permit claims, unique among live workers; a restart under the same name takes up its work at once, under another after --lease (default: dev-HOST in dev, HOST-PID in serve)")

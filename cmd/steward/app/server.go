@@ -28,6 +28,7 @@ import (
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/control"
 	"github.com/steward-run/steward/services/execution"
+	"github.com/steward-run/steward/services/state/notify"
 )
 
 // Defaults for the server commands.
@@ -56,6 +57,7 @@ type Server struct {
 	NATSListen  string // dev: also serve the embedded NATS here
 	NATSURL     string // serve: the external NATS
 	ToolsFile   string // execution: tool contracts to register at start
+	NotifyFile  string // state: webhook sinks told when a person is needed
 	// execution: ranges tenants' tools may call though inside
 	EgressAllow []netip.Prefix
 	// execution: tool names no tenant may register
@@ -114,6 +116,9 @@ type Server struct {
 	// callSigner signs tool calls, when this process runs execution.
 	callSigner *calltoken.Signer
 
+	// notifier tells the sinks of NotifyFile, when the state plane runs
+	// here with one.
+	notifier *notify.Notifier
 	// denied counts the calls the RPC edge refused
 	denied *prometheus.CounterVec
 	// answers is the budget of response bytes in flight of all the API's

@@ -36,6 +36,7 @@ import (
 	"github.com/steward-run/steward/services/governance"
 	"github.com/steward-run/steward/services/governance/policy"
 	"github.com/steward-run/steward/services/state"
+	"github.com/steward-run/steward/services/state/notify"
 )
 
 // ToolKVBucket is the bucket the kv.append built-in tool writes to.
@@ -100,7 +101,12 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			}
 			planes = append(planes, p)
 		case state.PlaneName:
-			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest}))
+			if m.NotifyFile != "" {
+				if m.notifier, err = notify.New(notify.Config{Log: log, Tasks: ps.Tasks, File: m.NotifyFile, Logger: m.logger}); err != nil {
+					return nil, fmt.Errorf("--notify: %w", err)
+				}
+			}
+			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest, Notify: m.notifier}))
 			planes = append(planes, outcomes.state)
 		}
 	}
@@ -299,6 +305,9 @@ func (m *Server) metricsHandler(js jetstream.JetStream, log *eventlog.Log) (http
 		if c, ok := p.(interface{ Collector() prometheus.Collector }); ok {
 			all = append(all, c.Collector())
 		}
+	}
+	if m.notifier != nil {
+		all = append(all, m.notifier.Collector())
 	}
 	for _, c := range all {
 		if err := reg.Register(c); err != nil {

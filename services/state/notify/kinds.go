@@ -1,0 +1,92 @@
+package notify
+
+import (
+	"fmt"
+
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// kind is one notification: the events that make it, and what a person
+// runs to act on it.
+type kind struct {
+	name string
+	// on are the reactions to its events' types, made from one handler.
+	on []func(eventlog.Handler) eventlog.Reaction
+	// match, when set, takes only some events of those types.
+	match func(ev *stewardv1.Event) bool
+	// act is the command that acts on it, when a person is to act.
+	act func(ev *stewardv1.Event) string
+}
+
+// kinds are the notifications, each a person's cue: an approval to
+// decide or still waiting, a question to answer, a budget running out, a
+// task that stalled, an outcome only a person can settle, a result to
+// review, an end, and an agent gone silent (docs/notifications.md).
+var kinds = []kind{
+	{name: "approval.requested", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalRequested]), act: decide},
+	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
+	{name: "question.asked", on: reactions(eventlog.OnRecord[*stewardv1.TaskNeedsInput]), act: answer},
+	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
+	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
+	{name: "outcome.unknown", on: reactions(eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded]), match: unknown, act: settle},
+	{name: "task.produced", on: reactions(eventlog.OnRecord[*stewardv1.TaskProduced])},
+	{name: "task.ended", on: reactions(eventlog.OnRecord[*stewardv1.TaskAccepted], eventlog.OnRecord[*stewardv1.TaskCancelled], eventlog.OnRecord[*stewardv1.TaskFailed])},
+	{name: "agent.escalated", on: reactions(eventlog.OnRecord[*stewardv1.AgentEscalated])},
+}
+
+func reactions(on ...func(eventlog.Handler) eventlog.Reaction) []func(eventlog.Handler) eventlog.Reaction {
+	return on
+}
+
+// Kinds returns the notifications' names, in the table's order.
+func Kinds() []string {
+	names := make([]string, len(kinds))
+	for i, k := range kinds {
+		names[i] = k.name
+	}
+	return names
+}
+
+func kindNamed(name string) (kind, bool) {
+	for _, k := range kinds {
+		if k.name == name {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+// kindOf returns the kind among ks an event makes; false for none (an
+// outcome that is known).
+func kindOf(ks []kind, ev *stewardv1.Event) (kind, bool) {
+	for _, k := range ks {
+		for _, on := range k.on {
+			if on(nil).Type() == ev.Type && (k.match == nil || k.match(ev)) {
+				return k, true
+			}
+		}
+	}
+	return kind{}, false
+}
+
+func unknown(ev *stewardv1.Event) bool {
+	o := ev.GetActionOutcomeRecorded().GetOutcome()
+	return o.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN
+}
+
+func decide(ev *stewardv1.Event) string {
+	id := ev.GetApprovalRequested().GetApproval().GetApprovalId()
+	if id == "" {
+		id = ev.GetApprovalReminded().GetApprovalId()
+	}
+	return fmt.Sprintf("steward approvals show --task %s --approval %s, then approve or reject it with the hash it shows", ev.TaskId, id)
+}
+
+func answer(ev *stewardv1.Event) string {
+	return fmt.Sprintf("steward questions answer --task %s", ev.TaskId)
+}
+
+func settle(ev *stewardv1.Event) string {
+	return fmt.Sprintf("steward actions settle --task %s --action %s", ev.TaskId, ev.GetActionOutcomeRecorded().GetActionId())
+}
