@@ -44,9 +44,7 @@ func TestTypeScriptClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join(sdk, "node_modules")); err != nil {
-		runNode(ctx, t, sdk, nil, "npm", "ci", "--no-audit", "--no-fund")
-	}
+	installTypeScriptClient(ctx, t)
 	runNode(ctx, t, sdk, []string{"STEWARD_URL=" + proxy.URL, "STEWARD_DIRECT_URL=" + h.url, "STEWARD_TOKEN=" + agentToken},
 		"node", "--test", "test/retry.test.js", "test/steward.test.js", "test/agent.test.js")
 

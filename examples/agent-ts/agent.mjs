@@ -111,7 +111,7 @@ async function main() {
         process.exit(3);
       }
     }
-    await steward.tasks.submitArtifact({ taskId, name: "manifest", mediaType: "application/json", requestId: "manifest",
+    await steward.tasks.submitArtifact({ taskId, name: "manifest", mediaType: "application/json", requestId: `${flags.run}/manifest`,
       content: new TextEncoder().encode(JSON.stringify({ files })) });
     const { task } = await steward.tasks.markProduced({ taskId });
     console.log(`task ${taskId}: TASK_STATUS_${TaskStatus[task.status]}`);
