@@ -15,6 +15,7 @@ each copy's derived from its decision's. See docs/sdk-python.md.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -77,6 +78,16 @@ def step(steward, task_id, proposal_id, tool, params, decision_id=""):
     return action
 
 
+def wait_recorded(steward, task_id, decision_id):
+    """wait_recorded waits, watching the task's events, until Steward has
+    recorded the decision it observed of a model call, which it does just
+    after the call succeeded: a proposal citing it before then is refused."""
+    with contextlib.closing(steward.watch_task(task_id, timeout=60)) as events:
+        for rec in events:
+            if rec["event"].get("decisionRecorded", {}).get("decision", {}).get("decisionId") == decision_id:
+                return
+
+
 def sync(steward, task_id, files, exit_after):
     """sync lists the source, then decides and copies each file."""
     decided = {d["decisionId"] for d in steward.all_decisions(task_id)}
@@ -95,6 +106,7 @@ def sync(steward, task_id, files, exit_after):
                 "decision_id": decision_id, "context_ids": ["listing"], "prompt_template_id": "sync",
                 "prompt_version": "v1", "code_version": "examples/agent-python@1"})
             print(f"decided {decision_id}", flush=True)
+            wait_recorded(steward, task_id, decision_id)
         step(steward, task_id, f"{decision_id}/put", "sync_copy", {"file": name}, decision_id)
         print(f"copied {name}", flush=True)
         if i == exit_after:

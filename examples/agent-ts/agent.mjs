@@ -83,6 +83,16 @@ async function step(taskId, proposalId, tool, params, decisionId = "") {
   return action;
 }
 
+// recorded waits, watching the task's events, until Steward has recorded
+// the decision it observed of a model call, which it does just after the
+// call succeeded: a proposal citing it before then is refused.
+async function recorded(taskId, decisionId) {
+  for await (const rec of steward.watchTask(taskId)) {
+    const { payload } = rec.event;
+    if (payload.case === "decisionRecorded" && payload.value.decision?.decisionId === decisionId) return;
+  }
+}
+
 async function main() {
   await registerTools();
   const taskId = await openTask();
@@ -103,6 +113,7 @@ async function main() {
         await step(taskId, decisionId, "sync_llm", { messages: [{ role: "user", content: `Copy ${name} to the destination?` }],
           decision_id: decisionId, context_ids: ["listing"], prompt_template_id: "sync", prompt_version: "v1", code_version: "examples/agent-ts@1" });
         console.log(`decided ${decisionId}`);
+        await recorded(taskId, decisionId);
       }
       await step(taskId, `${decisionId}/put`, "sync_copy", { file: name }, decisionId);
       console.log(`copied ${name}`);
