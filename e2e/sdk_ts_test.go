@@ -23,7 +23,9 @@ import (
 // TestTypeScriptClient runs the TypeScript client's tests (sdk/ts, under
 // node --test) against the real binary, through a proxy that lets the
 // first ProposeAction commit and then drops its answer: the client's
-// retry, with the same proposal id, must leave one action. Without node
+// retry, with the same proposal id, must leave one action; and the
+// agent's calls (test/agent.test.js: a watch cut mid-stream by a proxy of
+// its own, heartbeats, the commands' ids) directly. Without node
 // or npm the test is skipped, and fails under CI=true.
 func TestTypeScriptClient(t *testing.T) {
 	requireTools(t, "node", "npm")
@@ -42,11 +44,9 @@ func TestTypeScriptClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if _, err := os.Stat(filepath.Join(sdk, "node_modules")); err != nil {
-		runNode(ctx, t, sdk, nil, "npm", "ci", "--no-audit", "--no-fund")
-	}
-	runNode(ctx, t, sdk, []string{"STEWARD_URL=" + proxy.URL, "STEWARD_TOKEN=" + agentToken},
-		"node", "--test", "test/retry.test.js", "test/steward.test.js")
+	installTypeScriptClient(ctx, t)
+	runNode(ctx, t, sdk, []string{"STEWARD_URL=" + proxy.URL, "STEWARD_DIRECT_URL=" + h.url, "STEWARD_TOKEN=" + agentToken},
+		"node", "--test", "test/retry.test.js", "test/steward.test.js", "test/agent.test.js")
 
 	if n := proxy.dropped(); n != 1 {
 		t.Fatalf("the proxy dropped %d answers, want 1: the retry was not tested", n)

@@ -34,6 +34,9 @@ type config struct {
 	// agent serves toy ones itself on fixtures, keeping the stores under
 	// fixturesDir, which outlives the agent.
 	store, model, fixtures, fixturesDir string
+	// fixturesOnly serves the toy store and model, and nothing more: for
+	// the agents of examples/agent-ts and examples/agent-python.
+	fixturesOnly bool
 }
 
 func main() {
@@ -61,11 +64,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.model, "model", "", "`URL` of an OpenAI-compatible model API (default: a toy model served by the agent)")
 	fs.StringVar(&c.fixtures, "fixtures", "127.0.0.1:7711", "`ADDR` the toy store and model listen on")
 	fs.StringVar(&c.fixturesDir, "fixtures-dir", filepath.Join(".steward", "agent-stores"), "`DIR` of the toy stores")
+	fs.BoolVar(&c.fixturesOnly, "fixtures-only", false, "only serve the toy store and model on --fixtures, print their URL, and wait for an interrupt")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if c.files < 1 || c.files > 99 {
 		return fmt.Errorf("--files: %d is not between 1 and 99", c.files)
+	}
+	if c.fixturesOnly {
+		return serveOnly(ctx, c, stdout)
 	}
 	if c.store == "" || c.model == "" {
 		url, stop, err := serveFixtures(c.fixtures, c.fixturesDir, c.files)
@@ -87,4 +94,18 @@ func orDefault(s, def string) string {
 		return s
 	}
 	return def
+}
+
+// serveOnly serves the toy store and model until ctx ends, having printed
+// where: "fixtures http://ADDR" (the store under /store, the model under
+// /v1).
+func serveOnly(ctx context.Context, c config, stdout io.Writer) error {
+	url, stop, err := serveFixtures(c.fixtures, c.fixturesDir, c.files)
+	if err != nil {
+		return err
+	}
+	defer stop()
+	fmt.Fprintf(stdout, "fixtures %s\n", url)
+	<-ctx.Done()
+	return nil
 }

@@ -8,9 +8,11 @@ See docs/sdk-python.md.
 
 from .client import ENDED_STATUSES, WAITING_STATUSES, Client, new_id, settled
 from .errors import RETRYABLE_CODES, StewardError, WaitTimeout, decode_bad_request
+from .liveness import KeepAlive
 
 __all__ = [
     "Client",
+    "KeepAlive",
     "StewardError",
     "WaitTimeout",
     "ENDED_STATUSES",

@@ -27,6 +27,8 @@ import urllib.request
 import uuid
 
 from .errors import StewardError, WaitTimeout, error_from_response
+from .liveness import KeepAlive
+from .watch import watch_events
 
 # Statuses after which an action no longer moves.
 ENDED_STATUSES = frozenset({
@@ -247,6 +249,52 @@ class Client:
         if page_token:
             body["pageToken"] = page_token
         return self.call("QueryService", "ListDecisions", body)
+
+    def all_decisions(self, task_id):
+        """all_decisions returns every decision the task recorded, reading
+        ListDecisions page after page: what an agent that restarts reads
+        before asking a model again."""
+        decisions, token = [], ""
+        while True:
+            page = self.list_decisions(task_id, page_token=token)
+            decisions.extend(page.get("decisions", []))
+            token = page.get("nextPageToken", "")
+            if not token:
+                return decisions
+
+    # -- liveness and events ----------------------------------------------
+
+    def heartbeat(self, task_id, note=""):
+        """heartbeat says the agent is at work on the task: it answers an
+        open "still working?" and resumes a task suspended for the agent's
+        silence (docs/liveness.md). Steward records one only when it is
+        news, so it is retried as a read is. Returns the HeartbeatResponse:
+        {"taskStatus", "taskStatusReason", "question", "resumed"}."""
+        body = {"taskId": task_id}
+        if note:
+            body["note"] = note
+        return self.call("TaskService", "Heartbeat", body)
+
+    def keep_alive(self, task_id, interval=30.0, on_beat=None, *, note=""):
+        """keep_alive heartbeats the task every interval seconds from a
+        background thread, for an agent busy with something long, and
+        returns the KeepAlive: call stop(), or use it in a with block."""
+        return KeepAlive(self, task_id, interval, on_beat, note)
+
+    def watch_task(self, task_id, after_sequence=0, *, timeout=None, on_live=None):
+        """watch_task yields the task's events (EventRecord dicts:
+        {"sequence", "event"}) after after_sequence (0: from its first), in
+        order, past and then new, until the caller stops iterating.
+
+        A stream that breaks — reset, cut off, unavailable — is opened
+        again from the last event yielded, so each event comes once, none
+        lost; after max_attempts breaks in a row (a stream that reached
+        Steward again starts the count anew) the last is raised as a
+        StewardError, as is any other code at once. timeout bounds the
+        wait for each read in seconds (None: no bound); past it,
+        StewardError deadline_exceeded. on_live(last_sequence) is called
+        each time a stream opens, with the task's last sequence then."""
+        return watch_events(self, task_id, after_sequence, timeout=timeout, on_live=on_live)
 
     # -- plans and results ------------------------------------------------
 

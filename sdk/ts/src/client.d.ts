@@ -6,7 +6,13 @@ import type { AuditService } from "./gen/steward/v1/audit_service_pb.js";
 import type { DeadLetterService } from "./gen/steward/v1/dead_letter_service_pb.js";
 import type { GovernanceService } from "./gen/steward/v1/governance_service_pb.js";
 import type { QueryService } from "./gen/steward/v1/query_service_pb.js";
-import type { ProposeActionRequestSchema, TaskService } from "./gen/steward/v1/task_service_pb.js";
+import type {
+  AttachContextResponse, HeartbeatResponse, ProposeActionRequestSchema, RecordDecisionResponse, SubmitPlanResponse, TaskService,
+} from "./gen/steward/v1/task_service_pb.js";
+import type { ListDecisionsResponse } from "./gen/steward/v1/query_service_pb.js";
+import type { ContextItemSchema, Decision, DecisionSchema } from "./gen/steward/v1/decision_pb.js";
+import type { EventRecord } from "./gen/steward/v1/event_pb.js";
+import type { PlanSchema } from "./gen/steward/v1/plan_pb.js";
 import type { ToolService } from "./gen/steward/v1/tool_service_pb.js";
 import type { Action, ActionStatus } from "./gen/steward/v1/action_pb.js";
 import type { TaskStatus } from "./gen/steward/v1/task_pb.js";
@@ -54,6 +60,26 @@ export interface ProposeAndWaitOptions {
   pollMs?: number;
 }
 
+export interface WatchOptions {
+  /** Events after this sequence; 0 (the default): from the task's first. */
+  afterSequence?: bigint | number;
+  /** Ends the watch: the loop throws a StewardError canceled. */
+  signal?: AbortSignal;
+  /** Called each time a stream opens, with the task's last sequence then. */
+  onLive?: (lastSequence: bigint) => void;
+}
+
+export interface KeepAliveOptions {
+  /** Between heartbeats; 30 s by default. The first is sent at once. */
+  intervalMs?: number;
+  /** Each answer, or a failed heartbeat's error. */
+  onBeat?: (answer: HeartbeatResponse | undefined, error: StewardError | undefined) => void;
+  /** What the agent is doing, for the timeline. */
+  note?: string;
+}
+
+export type PageOptions = CallOptions & { pageToken?: string; pageSize?: number };
+
 export interface StewardClient {
   tasks: Client<typeof TaskService>;
   query: Client<typeof QueryService>;
@@ -63,6 +89,22 @@ export interface StewardClient {
   audit: Client<typeof AuditService>;
   deadLetters: Client<typeof DeadLetterService>;
   proposeAndWait(taskId: string, action: ActionProposal, opts?: ProposeAndWaitOptions): Promise<Settled>;
+  /** The task's events, in order, each once: a broken stream resumes from the last one yielded. */
+  watchTask(taskId: string, opts?: WatchOptions): AsyncGenerator<EventRecord, void, undefined>;
+  /** Says the agent is at work: answers "still working?", resumes a task suspended for its silence. */
+  heartbeat(taskId: string, note?: string, opts?: CallOptions): Promise<HeartbeatResponse>;
+  /** Heartbeats every opts.intervalMs until the returned stop() (which resolves once it has stopped). */
+  keepAlive(taskId: string, opts?: KeepAliveOptions): () => Promise<void>;
+  /** SubmitPlan under opts.requestId, chosen once when empty. */
+  submitPlan(taskId: string, plan: MessageInitShape<typeof PlanSchema>, opts?: CallOptions & { requestId?: string }): Promise<SubmitPlanResponse>;
+  /** RecordDecision under decision.decisionId, chosen once when empty. */
+  recordDecision(taskId: string, decision: MessageInitShape<typeof DecisionSchema>, opts?: CallOptions): Promise<RecordDecisionResponse>;
+  /** AttachContext under item.contextId, chosen once when empty. */
+  attachContext(taskId: string, item: MessageInitShape<typeof ContextItemSchema>, opts?: CallOptions): Promise<AttachContextResponse>;
+  /** One page of the task's decisions. */
+  listDecisions(taskId: string, opts?: PageOptions): Promise<ListDecisionsResponse>;
+  /** Every decision the task recorded, page after page. */
+  allDecisions(taskId: string, opts?: CallOptions): Promise<Decision[]>;
 }
 
 export declare function createClient(options: ClientOptions): StewardClient;

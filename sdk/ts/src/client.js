@@ -22,6 +22,9 @@ import { QueryService } from "./gen/steward/v1/query_service_pb.js";
 import { TaskService } from "./gen/steward/v1/task_service_pb.js";
 import { ToolService } from "./gen/steward/v1/tool_service_pb.js";
 import { ActionStatus } from "./gen/steward/v1/action_pb.js";
+import { allDecisions, attachContext, listDecisions, recordDecision, submitPlan } from "./commands.js";
+import { keepAlive } from "./liveness.js";
+import { watchTask } from "./watch.js";
 
 /** The services createClient wraps, by the property that holds each. */
 const services = {
@@ -167,6 +170,10 @@ function idSetter(method) {
  * every attempt. Reads and commands with an id are retried; a command
  * without one (DecideApproval, SettleAction, …) is sent once, since a
  * repeat could act twice. Streaming methods are passed through as they are.
+ *
+ * Besides: watchTask (a watch that resumes after a break), heartbeat and
+ * keepAlive, and submitPlan, recordDecision, attachContext, listDecisions
+ * and allDecisions, which take the task id first.
  */
 export function createClient(options) {
   const { baseUrl, token, binary = false, timeoutMs = 30_000, sleep = defaultSleep } = options;
@@ -177,8 +184,10 @@ export function createClient(options) {
     baseUrl, httpVersion: "1.1", useBinaryFormat: binary, interceptors,
   });
   const client = {};
+  const raws = {};
   for (const [prop, service] of Object.entries(services)) {
     const raw = createServiceClient(service, transport);
+    raws[prop] = raw;
     const wrapped = {};
     for (const method of service.methods) {
       if (method.methodKind !== "unary") {
@@ -198,7 +207,24 @@ export function createClient(options) {
     client[prop] = wrapped;
   }
   client.proposeAndWait = (taskId, action, opts) => proposeAndWait(client, taskId, action, opts);
+  addAgentCalls(client, raws.tasks, { retry, sleep, timeoutMs });
   return client;
+}
+
+// addAgentCalls gives the client what an agent calls besides the RPCs:
+// the watch that resumes, its liveness, and the commands with their ids.
+function addAgentCalls(client, rawTasks, { retry, sleep, timeoutMs }) {
+  client.watchTask = (taskId, opts = {}) => watchTask(client, taskId, { retry, sleep, ...opts });
+  // Heartbeat takes no id and records only what is news: a repeat is
+  // harmless, so it is retried as a read is.
+  client.heartbeat = (taskId, note = "", opts = {}) =>
+    callWithRetry((o) => rawTasks.heartbeat({ taskId, note }, o), { timeoutMs, ...opts }, retry, sleep);
+  client.keepAlive = (taskId, opts) => keepAlive(client, taskId, opts);
+  client.submitPlan = (taskId, plan, opts) => submitPlan(client, taskId, plan, opts);
+  client.recordDecision = (taskId, decision, opts) => recordDecision(client, taskId, decision, opts);
+  client.attachContext = (taskId, item, opts) => attachContext(client, taskId, item, opts);
+  client.listDecisions = (taskId, opts) => listDecisions(client, taskId, opts);
+  client.allDecisions = (taskId, opts) => allDecisions(client, taskId, opts);
 }
 
 /**
