@@ -156,7 +156,7 @@ func (a *agent) approve(ctx context.Context, act *stewardv1.Action) error {
 func (a *agent) handIn(ctx context.Context) error {
 	manifest, _ := json.Marshal(map[string]any{"files": a.files})
 	if _, err := a.steward.SubmitArtifact(ctx, &stewardv1.SubmitArtifactRequest{TaskId: a.taskID, Name: "manifest", MediaType: "application/json",
-		Content: manifest, RequestId: "manifest"}); err != nil {
+		Content: manifest, RequestId: a.run + "/manifest"}); err != nil {
 		return err
 	}
 	resp, err := a.steward.MarkProduced(ctx, a.taskID)

@@ -164,7 +164,7 @@ class Client:
     # -- actions ----------------------------------------------------------
 
     def propose_action(self, task_id, tool, params=None, *, target="", proposal_id=None,
-                       rationale=None, decision_id="", tool_version="", milestone_id="", **extra):
+                       rationale=None, decision_id="", tool_version="", milestone_id="", timeout=None, **extra):
         """propose_action proposes one tool call and returns the
         ProposeActionResponse: {"action": ..., "created": bool}. extra takes
         other ProposeActionRequest fields by their JSON names (editOf,
@@ -175,7 +175,7 @@ class Client:
                            ("toolVersion", tool_version), ("milestoneId", milestone_id)):
             if value:
                 body[key] = value
-        return self.call("TaskService", "ProposeAction", body)
+        return self.call("TaskService", "ProposeAction", body, timeout=timeout)
 
     def get_action(self, task_id, action_id, *, wait=False, timeout=None):
         """get_action returns the GetActionResponse: {"action", "taskStatus",
@@ -214,13 +214,19 @@ class Client:
                 self._sleep(min(interval, max(0.0, deadline - time.monotonic())))
 
     def propose_and_wait(self, task_id, tool, params=None, *, timeout=60.0, **kwargs):
-        """propose_and_wait proposes an action, as propose_action, and waits
-        as wait_action: it returns the GetActionResponse once the action has
-        ended or waits for a person (awaiting approval). The proposal id is
-        generated once, so a retried proposal is the same action."""
+        """propose_and_wait proposes an action, as propose_action, with wait,
+        and waits on as wait_action where Steward did not hold the call: it
+        returns the response ({"action", "taskStatus", ...}) once the action
+        has ended or waits for a person (awaiting approval). The proposal id
+        is generated once, so a retried proposal is the same action."""
         deadline = time.monotonic() + timeout
-        action = self.propose_action(task_id, tool, params, **kwargs)["action"]
-        return self.wait_action(task_id, action["actionId"], timeout=max(0.0, deadline - time.monotonic()))
+        # One round trip: Steward holds the proposal until the action stops
+        # moving. Where it did not (a control plane alone, or a wait past
+        # 30 s) the answer has no taskStatus, and GetAction waits on.
+        resp = self.propose_action(task_id, tool, params, wait=True, timeout=min(timeout, _SERVER_HOLD + 5), **kwargs)
+        if resp.get("taskStatus") and settled(resp.get("action", {})):
+            return resp
+        return self.wait_action(task_id, resp["action"]["actionId"], timeout=max(0.0, deadline - time.monotonic()))
 
     # -- decisions and context --------------------------------------------
 

@@ -24,12 +24,18 @@ class WaitTest(ScriptedTest):
         srv, c = self.serve(action("ACTION_STATUS_AWAITING_APPROVAL"))
         self.assertEqual(c.wait_action("t1", "a1")["action"]["status"], "ACTION_STATUS_AWAITING_APPROVAL")
 
-    def test_propose_and_wait_proposes_once(self):
+    def test_propose_and_wait_is_one_call(self):
+        srv, c = self.serve(action("ACTION_STATUS_SUCCEEDED"))
+        self.assertEqual(c.propose_and_wait("t1", "search", {"q": "x"})["action"]["status"], "ACTION_STATUS_SUCCEEDED")
+        self.assertEqual([sorted(b) for b in srv.bodies], [["params", "proposalId", "taskId", "tool", "wait"]])
+
+    def test_propose_and_wait_waits_on_where_the_server_did_not(self):
+        # A control plane alone answers at once, without the task's status.
         srv, c = self.serve((200, {"action": {"actionId": "a1", "status": "ACTION_STATUS_PROPOSED"}, "created": True}),
                             action("ACTION_STATUS_DENIED"))
         self.assertEqual(c.propose_and_wait("t1", "search", {"q": "x"})["action"]["status"], "ACTION_STATUS_DENIED")
         self.assertEqual([sorted(b) for b in srv.bodies],
-                         [["params", "proposalId", "taskId", "tool"], ["actionId", "taskId", "wait"]])
+                         [["params", "proposalId", "taskId", "tool", "wait"], ["actionId", "taskId", "wait"]])
 
     def test_times_out_with_the_last_action(self):
         moving = [action("ACTION_STATUS_WAITING")] * 1000

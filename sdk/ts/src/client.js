@@ -22,6 +22,7 @@ import { QueryService } from "./gen/steward/v1/query_service_pb.js";
 import { TaskService } from "./gen/steward/v1/task_service_pb.js";
 import { ToolService } from "./gen/steward/v1/tool_service_pb.js";
 import { ActionStatus } from "./gen/steward/v1/action_pb.js";
+import { TaskStatus } from "./gen/steward/v1/task_pb.js";
 import { allDecisions, attachContext, listDecisions, recordDecision, submitPlan } from "./commands.js";
 import { keepAlive } from "./liveness.js";
 import { watchTask } from "./watch.js";
@@ -262,18 +263,30 @@ export function isSettled(status) {
   return settled.has(status);
 }
 
+// needsPerson says whether a settled action waits for a person.
+function needsPerson(action) {
+  return action.status === ActionStatus.AWAITING_APPROVAL || action.status === ActionStatus.UNKNOWN;
+}
+
 /**
  * proposeAndWait proposes action (a ProposeActionRequest without
- * task_id; its proposal_id is chosen once when empty) and waits, with
- * GetAction's wait, until the action ends or needs a person: it returns
+ * task_id; its proposal_id is chosen once when empty) with wait, in one
+ * round trip, and goes on with GetAction's wait where the server did not
+ * hold it, until the action ends or needs a person: it returns
  * {action, taskStatus, needsPerson}. opts.timeoutMs (60 s by default)
  * bounds the whole wait: past it, a StewardError deadline_exceeded.
  */
 export async function proposeAndWait(client, taskId, action, opts = {}) {
   const { timeoutMs = 60_000, pollMs = 200 } = opts;
   const until = Date.now() + timeoutMs;
-  const req = { ...action, taskId, proposalId: action.proposalId || randomUUID() };
-  const proposed = await client.tasks.proposeAction(req, { timeoutMs: Math.min(timeoutMs, 30_000) });
+  const req = { ...action, taskId, proposalId: action.proposalId || randomUUID(), wait: true };
+  // One round trip: the server holds the proposal until the action stops
+  // moving. A server that did not (a control plane alone, or a wait past
+  // 30 s) answers without the task's status, and GetAction waits on.
+  const proposed = await client.tasks.proposeAction(req, { timeoutMs: Math.min(timeoutMs, 35_000) });
+  if (proposed.taskStatus !== TaskStatus.UNSPECIFIED && isSettled(proposed.action.status)) {
+    return { action: proposed.action, taskStatus: proposed.taskStatus, needsPerson: needsPerson(proposed.action) };
+  }
   const actionId = proposed.action.actionId;
   for (;;) {
     const left = until - Date.now();
@@ -286,10 +299,7 @@ export async function proposeAndWait(client, taskId, action, opts = {}) {
       throw err;
     }
     if (isSettled(got.action.status)) {
-      return {
-        action: got.action, taskStatus: got.taskStatus,
-        needsPerson: got.action.status === ActionStatus.AWAITING_APPROVAL || got.action.status === ActionStatus.UNKNOWN,
-      };
+      return { action: got.action, taskStatus: got.taskStatus, needsPerson: needsPerson(got.action) };
     }
     // GetAction answers at once for an action held by a paused task:
     // look again a little later rather than spin.
