@@ -28,7 +28,7 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "completion": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
 
@@ -88,7 +88,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}

@@ -186,7 +186,7 @@ func (c *cli) steer(name, short string, send func(context.Context, *steward.Clie
 		return c.taskMoved(t)
 	})
 	cmd.Flags().StringVar(&f.reason, "reason", "", "why, for the task's record")
-	cmd.Flags().StringVar(&f.requestID, "request-id", "", "`ID` that makes the command safe to run again: a repeat does nothing more (default: one chosen per run)")
+	requestIDFlag(cmd, &f.requestID)
 	if name == "fail" {
 		cmd.Flags().BoolVar(&f.compensate, "compensate", false, "undo the task's succeeded reversible writes first")
 	}
