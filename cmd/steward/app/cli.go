@@ -28,7 +28,8 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "completion": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true,
+	"login": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
 
@@ -88,7 +89,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.loginCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}
@@ -101,7 +102,7 @@ func (c *cli) root() *cobra.Command {
 func (c *cli) olderCommand(name string) *cobra.Command {
 	return &cobra.Command{
 		Use:                name,
-		Short:              "see 'steward " + name + " --help'",
+		Short:              olderShort[name],
 		DisableFlagParsing: true,
 		RunE: func(_ *cobra.Command, args []string) error {
 			return runOlder(name, args, c.raw, c.stderr)
@@ -165,6 +166,7 @@ func (c *cli) verb(use, short string, args []string, run func(ctx context.Contex
 			return run(ctx, s, got)
 		},
 	}
+	cmd.ValidArgsFunction = c.completeIDs(args)
 	c.connectionFlags(cmd.Flags())
 	return cmd
 }
