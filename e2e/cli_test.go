@@ -221,3 +221,39 @@ func TestCLITasks(t *testing.T) {
 	ops.run(2, "tasks", "pause")
 	ops.run(2, "tasks", "ls", "-o", "yaml")
 }
+
+// TestCLIWatchGoesOnAfterARestart: `steward tasks watch` follows a task
+// while the binary is killed and started again on the same data and
+// address; the pause made after the restart reaches the watch, which
+// prints every event of the task once, in order, and ends with it.
+func TestCLIWatchGoesOnAfterARestart(t *testing.T) {
+	dir := t.TempDir()
+	flags := []string{"--addr", stewardtest.FreeAddr(t), "--auth", writeFile(t, dir, "tokens.json", tokensFile)}
+	p := startBinary(t, filepath.Join(dir, "data"), flags...)
+	agent := withToken(p.url, agentToken)
+	id := createTask(t, agent.clients, "cli-watch-restart").Contract.TaskId
+	waitStarted(t, agent.clients, id)
+	ops := newPerson(t, p.url, operatorToken)
+	watch := ops.follow("tasks", "watch", id, "-o", "json")
+	watch.waitFor(t, event.TypeTaskStarted)
+
+	p.kill()
+	if again := startBinary(t, filepath.Join(dir, "data"), flags...); again.url != p.url {
+		t.Fatalf("restarted at %s, not %s", again.url, p.url)
+	}
+	ops.run(0, "tasks", "pause", id)
+	watch.waitFor(t, event.TypeTaskPaused)
+	ops.run(0, "tasks", "cancel", id)
+	if err := <-watch.done; err != nil {
+		t.Fatalf("the watch did not end with the task: %v", err)
+	}
+	seen, all := watch.events(t), replayTask(t, withToken(p.url, adminToken).clients, id)
+	if len(seen) != len(all) {
+		t.Fatalf("the watch printed %d events across the restart, the log holds %d", len(seen), len(all))
+	}
+	for i := range all {
+		if seen[i].Sequence != all[i].Sequence || seen[i].Event.GetEventId() != all[i].Event.GetEventId() {
+			t.Fatalf("event %d: the watch printed %d %s, the log holds %d %s", i, seen[i].Sequence, seen[i].Event.GetType(), all[i].Sequence, all[i].Event.GetType())
+		}
+	}
+}
