@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"os"
 	"os/exec"
@@ -182,15 +181,7 @@ func run(t *testing.T, wantCode int, args ...string) string {
 	cmd := exec.Command(binary, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	err := cmd.Run()
-	code := 0
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		code = exit.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	if code != wantCode {
+	if code := exitCode(t, cmd); code != wantCode {
 		t.Fatalf("steward %v exited %d, want %d:\n%s", args, code, wantCode, out.String())
 	}
 	return out.String()

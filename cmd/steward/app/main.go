@@ -46,6 +46,17 @@ Usage:
                  print what happened to a task, from its recorded events
   steward dead-letters list | replay --seq N --consumer NAME [--addr HOST:PORT]
                  list the events the planes set aside, or replay one (operators)
+  steward tasks ls|show|watch|pause|resume|cancel|fail
+  steward approvals ls|show|approve|reject
+  steward questions ls|answer
+  steward actions settle
+  steward budget raise
+                 for the people around a task: see, steer, decide, answer, settle
+                 (docs/cli.md); a table, or -o json for scripts
+  steward login --addr URL --token TOKEN [--ca FILE]
+                 save where Steward is and your token for the commands above
+  steward completion bash|zsh|fish
+                 print a shell completion script
   steward version
 
 Run 'steward COMMAND --help' for a command's flags.
@@ -58,32 +69,17 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var err error
-	switch args[0] {
-	case "dev", "serve":
-		err = runServer(args[0], args[1:], stdout, stderr)
-	case "gateway":
-		err = runGateway(args[1:], stdout, stderr)
-	case "nats-users":
-		err = runNATSUsers(args[1:], stdout, stderr)
-	case "nats-streams":
-		err = runNATSStreams(args[1:], stdout, stderr)
-	case "secret-key":
-		err = runSecretKey(args[1:], stdout, stderr)
-	case "audit":
-		// What these print came from clients and tools: a reason can
-		// carry an escape sequence or a bidi control.
-		err = runAudit(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
-	case "receipt":
-		err = runReceipt(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
-	case "dead-letters":
-		err = runDeadLetters(args[1:], terminal.NewWriter(stdout), terminal.NewWriter(stderr))
-	case "version":
-		fmt.Fprintln(stdout, "steward", Version)
-	case "help", "-h", "--help":
+	switch name := args[0]; {
+	case peopleCommands[name]:
+		err = runPeople(args, stdout, stderr)
+	case name == "help" || name == "-h" || name == "--help":
 		fmt.Fprint(stdout, usage)
 	default:
-		fmt.Fprintf(stderr, "steward: unknown command %q\n\n%s", args[0], usage)
-		return 2
+		err = runOlder(name, args[1:], stdout, stderr)
+		if errors.Is(err, errUnknownCommand) {
+			fmt.Fprintf(stderr, "steward: unknown command %q\n\n%s", name, usage)
+			return 2
+		}
 	}
 	switch {
 	case err == nil:
@@ -113,6 +109,36 @@ func tokenHint(err error) string {
 
 // errUsage means a flag was wrong; the flag package has already said which.
 var errUsage = errors.New("usage")
+
+var errUnknownCommand = errors.New("unknown command")
+
+// runOlder runs a command that parses its own flags.
+func runOlder(name string, args []string, stdout, stderr io.Writer) error {
+	switch name {
+	case "dev", "serve":
+		return runServer(name, args, stdout, stderr)
+	case "gateway":
+		return runGateway(args, stdout, stderr)
+	case "nats-users":
+		return runNATSUsers(args, stdout, stderr)
+	case "nats-streams":
+		return runNATSStreams(args, stdout, stderr)
+	case "secret-key":
+		return runSecretKey(args, stdout, stderr)
+	case "audit":
+		// What these print came from clients and tools: a reason can
+		// carry an escape sequence or a bidi control.
+		return runAudit(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
+	case "receipt":
+		return runReceipt(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
+	case "dead-letters":
+		return runDeadLetters(args, terminal.NewWriter(stdout), terminal.NewWriter(stderr))
+	case "version":
+		_, err := fmt.Fprintln(stdout, "steward", Version)
+		return err
+	}
+	return errUnknownCommand
+}
 
 // failure is an error with a chosen exit code.
 type failure struct {

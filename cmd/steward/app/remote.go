@@ -60,16 +60,9 @@ func httpClient(token string, roots *x509.CertPool) *http.Client {
 // be signed by into *roots.
 func caFlag(fs *flag.FlagSet, roots **x509.CertPool) {
 	fs.Func("ca", "PEM `FILE` of the CA certificates that sign the server's TLS certificate (give --addr as https://HOST:PORT); trusted instead of the system's CAs", func(path string) error {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(data) {
-			return fmt.Errorf("%s holds no PEM certificate", path)
-		}
+		pool, err := readCA(path)
 		*roots = pool
-		return nil
+		return err
 	})
 }
 

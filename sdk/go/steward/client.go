@@ -15,10 +15,12 @@ import (
 
 // Client calls one Steward. It is safe for concurrent use.
 type Client struct {
-	tasks stewardv1connect.TaskServiceClient
-	query stewardv1connect.QueryServiceClient
-	retry Retry
-	newID func() string
+	tasks      stewardv1connect.TaskServiceClient
+	query      stewardv1connect.QueryServiceClient
+	governance stewardv1connect.GovernanceServiceClient
+	actions    stewardv1connect.ActionServiceClient
+	retry      Retry
+	newID      func() string
 }
 
 // Option configures a Client.
@@ -64,10 +66,12 @@ func New(baseURL string, opts ...Option) *Client {
 	}
 	baseURL = strings.TrimSuffix(baseURL, "/")
 	return &Client{
-		tasks: stewardv1connect.NewTaskServiceClient(c.http, baseURL, c.opts...),
-		query: stewardv1connect.NewQueryServiceClient(c.http, baseURL, c.opts...),
-		retry: c.retry,
-		newID: c.newID,
+		tasks:      stewardv1connect.NewTaskServiceClient(c.http, baseURL, c.opts...),
+		query:      stewardv1connect.NewQueryServiceClient(c.http, baseURL, c.opts...),
+		governance: stewardv1connect.NewGovernanceServiceClient(c.http, baseURL, c.opts...),
+		actions:    stewardv1connect.NewActionServiceClient(c.http, baseURL, c.opts...),
+		retry:      c.retry,
+		newID:      c.newID,
 	}
 }
 
@@ -87,7 +91,7 @@ func randomID() string {
 
 // Bearer returns an interceptor that presents token on every call, unary
 // or streaming: for the generated clients of services this SDK does not
-// wrap (an approver's GovernanceService, an operator's ToolService).
+// wrap (an operator's ToolService).
 func Bearer(token string) connect.Interceptor { return bearer(token) }
 
 type bearer string

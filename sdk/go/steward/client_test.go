@@ -254,3 +254,31 @@ func TestKeepAliveHeartbeats(t *testing.T) {
 		t.Fatalf("%d heartbeats in 10 s: %v", len(answers), answers)
 	}
 }
+
+// TestALostVoteIsFound: the answer to an approver's DecideApproval that
+// Steward recorded is lost; the retry is refused as a vote already cast,
+// and DecideApproval answers with the approval that holds it.
+func TestALostVoteIsFound(t *testing.T) {
+	ctx := context.Background()
+	agent := steward.New(stewardURL, steward.WithToken(agentToken))
+	k := contract("Publish once, approved once")
+	k.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM
+	task, err := agent.CreateTask(ctx, &stewardv1.CreateTaskRequest{Contract: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	params, _ := structpb.NewStruct(map[string]any{"path": "reports/lost.md", "content": "# lost"})
+	a, err := agent.ProposeAndWait(ctx, &stewardv1.ProposeActionRequest{TaskId: task.Contract.TaskId, Tool: "publish", Target: "drive", Params: params,
+		Rationale: &stewardv1.ActionRationale{ExpectedImpact: "the drive shows it", RollbackPlan: "publish a correction"}})
+	if err != nil || a.Approval == nil {
+		t.Fatalf("propose: %v %v", a, err)
+	}
+	const path = "/steward.v1.GovernanceService/DecideApproval"
+	p := startProxy(t, path)
+	approver := steward.New(p.URL, steward.WithToken(approverToken), quick())
+	ap, err := approver.DecideApproval(ctx, &stewardv1.DecideApprovalRequest{ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash,
+		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE})
+	if err != nil || p.count(path) != 2 || ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || len(ap.Votes) != 1 {
+		t.Fatalf("a vote whose answer was lost, sent %d times: %v, %v; want the approval approved with one vote", p.count(path), ap, err)
+	}
+}
