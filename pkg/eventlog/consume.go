@@ -74,18 +74,37 @@ type Subscription interface{ Stop() }
 // stops the rest, and the event comes again for all of them (each is
 // idempotent).
 func (l *Log) React(ctx context.Context, name string, reactions ...Reaction) (Subscription, error) {
-	return l.react(ctx, name, jetstream.DeliverAllPolicy, reactions)
+	return l.react(ctx, name, planeReactions, reactions)
 }
 
-// ReactToNew is React for a consumer that takes only the events appended
-// after it was first made: those before are none of its business (a
-// notification sink added today is not told of last year's approvals).
-// Once made, it goes on from where it left off, as React's do.
+// ReactToNew is React for a consumer that acts outside the log (a
+// notification sink's): it takes only the events appended after it was
+// first made — those before are none of its business: a sink added today
+// is not told of last year's approvals — and once made goes on from where
+// it left off. What it cannot take it does not set aside: it logs it and
+// goes on, for the log's readers set aside every event they cannot decode
+// (under ReaderConsumer) and nothing of the log is its to keep; so it
+// needs no dead-letter subject of its own, which a name chosen at run time
+// could not be granted (pkg/natsperm).
 func (l *Log) ReactToNew(ctx context.Context, name string, reactions ...Reaction) (Subscription, error) {
-	return l.react(ctx, name, jetstream.DeliverNewPolicy, reactions)
+	return l.react(ctx, name, outsideReactions, reactions)
 }
 
-func (l *Log) react(ctx context.Context, name string, from jetstream.DeliverPolicy, reactions []Reaction) (Subscription, error) {
+// reacting is how a reaction consumer starts, and where what it cannot
+// take goes.
+type reacting struct {
+	from jetstream.DeliverPolicy
+	// setsAside: under the consumer's name, replayed by operators; else
+	// logged and acknowledged.
+	setsAside bool
+}
+
+var (
+	planeReactions   = reacting{from: jetstream.DeliverAllPolicy, setsAside: true}
+	outsideReactions = reacting{from: jetstream.DeliverNewPolicy}
+)
+
+func (l *Log) react(ctx context.Context, name string, how reacting, reactions []Reaction) (Subscription, error) {
 	r := map[string][]Handler{}
 	var filters []string
 	for _, x := range reactions {
@@ -99,7 +118,7 @@ func (l *Log) react(ctx context.Context, name string, from jetstream.DeliverPoli
 	}
 	slices.Sort(filters)
 	cons, err := l.durable(ctx, l.cfg.Stream, jetstream.ConsumerConfig{
-		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters, DeliverPolicy: from,
+		Durable: name, Description: "Steward reactions: " + name, FilterSubjects: filters, DeliverPolicy: how.from,
 	})
 	if err != nil {
 		return nil, err
@@ -113,6 +132,11 @@ func (l *Log) react(ctx context.Context, name string, from jetstream.DeliverPoli
 			return
 		}
 		setAside := func(cause error) {
+			if !how.setsAside {
+				log.Error("event not taken, and left to the log's readers", "seq", meta.Sequence.Stream, "err", cause)
+				_ = msg.Ack()
+				return
+			}
 			if derr := l.setAside(ctx, name, msg.Subject(), meta.Sequence.Stream, msg.Data(), cause); derr != nil {
 				log.Error("set aside bad event", "seq", meta.Sequence.Stream, "err", derr)
 				_ = msg.NakWithDelay(backoff(meta.NumDelivered))
@@ -133,6 +157,9 @@ func (l *Log) react(ctx context.Context, name string, from jetstream.DeliverPoli
 	}
 	ls := newLanes(reactionLanes, l.chainOf, handle)
 	sub := &laneSubscription{pull: startPull(cons, ls.route, l.cfg.SoleConsumer, log), lanes: ls}
+	if !how.setsAside {
+		return sub, nil
+	}
 	if sub.replays, err = l.reactToReplays(ctx, name, r, log); err != nil {
 		sub.Stop()
 		return nil, err
@@ -358,23 +385,4 @@ func (s *laneSubscription) Stop() {
 		fetching.Wait()
 		s.lanes.close()
 	})
-}
-
-// Permanent reports whether a reaction's error will not go away by
-// retrying: redelivering the event could only fail the same way.
-func Permanent(err error) bool {
-	switch errs.CodeOf(err) {
-	case errs.Invalid, errs.NotFound, errs.FailedPrecondition, errs.Corrupt, errs.AlreadyExists, errs.TooLarge:
-		return true
-	}
-	return false
-}
-
-// backoff grows the redelivery delay exponentially from 100ms to 30s.
-func backoff(delivered uint64) time.Duration {
-	d := 100 * time.Millisecond
-	for i := uint64(1); i < delivered && d < 30*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 30*time.Second)
 }
