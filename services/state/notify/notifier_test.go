@@ -88,7 +88,9 @@ func TestSinksFollowTheirFile(t *testing.T) {
 		b, _ := json.Marshal(map[string]any{"name": name, "url": url, "tenant": tenant, "kinds": []string{"task.ended"}, "secrets": secrets})
 		return string(b)
 	}
-	write(entry("ops", ops.srv.URL, "", oldSecret), entry("acme", acme.srv.URL, "acme", oldSecret))
+	high := newSink(t, "high")
+	highEntry := fmt.Sprintf(`{"name": "high", "url": %q, "riskTiers": ["RISK_TIER_HIGH"], "secrets": [%q]}`, high.srv.URL, oldSecret)
+	write(entry("ops", ops.srv.URL, "", oldSecret), entry("acme", acme.srv.URL, "acme", oldSecret), highEntry)
 	// The state plane's own NATS user runs the sinks' consumers, as it
 	// does in a deployment (pkg/natsperm): a consumer it may not make
 	// would never start.
@@ -126,18 +128,24 @@ func TestSinksFollowTheirFile(t *testing.T) {
 			})
 		}
 	}
-	end := func(taskID, tenant string) {
-		env.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID}, Tenant: tenant},
+	endAt := func(taskID, tenant string, tier stewardv1.RiskTier) {
+		env.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, RiskTier: tier}, Tenant: tenant},
 			&stewardv1.TaskStarted{}, &stewardv1.TaskCancelled{Reason: "done with"})
 	}
-	running("ops", "acme")
+	end := func(taskID, tenant string) { endAt(taskID, tenant, stewardv1.RiskTier_RISK_TIER_LOW) }
+	running("ops", "acme", "high")
 	end("t-default", "")
 	end("t-acme", "acme")
+	endAt("t-high", "", stewardv1.RiskTier_RISK_TIER_HIGH)
 	ops.wait(t, "t-default")
 	ops.wait(t, "t-acme")
 	acme.wait(t, "t-acme")
+	high.wait(t, "t-high")
 	if _, ok := acme.has("t-default"); ok {
 		t.Error("acme's sink took the default tenant's task")
+	}
+	if _, ok := high.has("t-default"); ok {
+		t.Error("the high-risk sink took a low-risk task")
 	}
 
 	write(entry("ops", ops.srv.URL, "", newSecret, oldSecret), entry("late", late.srv.URL, "", newSecret))
