@@ -42,11 +42,19 @@ func livenessStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok boo
 }
 
 // heard notes ev as the agent's word if the task's agent caused it: its
-// creator, or the principal its credential names (a delegate). Only a task
-// whose contract watches its agent keeps it: every other task, older logs
-// included, folds as it always did.
+// creator, or the principal its credential names (a delegate). A task that
+// goes back to work — started, resumed, given the input it waited for —
+// counts its agent's silence afresh from there, whoever moved it: the
+// agent could not act while it was held, and an ask or escalation of
+// before is closed. Only a task whose contract watches its agent keeps
+// it: every other task, older logs included, folds as it always did.
 func heard(t *stewardv1.Task, ev *stewardv1.Event) {
 	if t.Contract.GetTimers().GetAgentAskAfter() == nil {
+		return
+	}
+	switch ev.Payload.(type) {
+	case *stewardv1.Event_TaskStarted, *stewardv1.Event_TaskResumed, *stewardv1.Event_InputProvided:
+		t.AgentSeenAt = ev.Time
 		return
 	}
 	p := ev.GetActor().GetPrincipal()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -65,12 +66,15 @@ func (ck *clock) armAgent(ctx context.Context, rec *stewardv1.EventRecord) error
 	if err != nil {
 		return err
 	}
-	return ck.armAgentOf(ctx, t)
+	return ck.armAgentOf(ctx, t, "")
 }
 
 // armAgentOf sets t's agent timer at its next rung, if t watches its agent
-// and is at work.
-func (ck *clock) armAgentOf(ctx context.Context, t *stewardv1.Task) error {
+// and is at work. fired is the timer that fired, if one did: the server
+// keeps a fired timer's id for a day and would ignore it set again, so a
+// rung found not yet due (the plane's clock behind the server's) is set
+// under another.
+func (ck *clock) armAgentOf(ctx context.Context, t *stewardv1.Task, fired string) error {
 	w := agentWaitsOf(t.Contract)
 	if w.ask <= 0 || !task.Active(t.Status) {
 		return nil
@@ -88,6 +92,9 @@ func (ck *clock) armAgentOf(ctx context.Context, t *stewardv1.Task) error {
 	// Timers fire by the server's clock; the plane's says how far off the
 	// rung is (the same clock, but in a test that moves it on).
 	id := fmt.Sprintf("%s/%d/%s", taskID, t.AgentSeenAt.AsTime().UnixNano(), rung)
+	if strings.HasPrefix(fired, id) {
+		id = fired + "'"
+	}
 	if err := ck.timers.Set(ctx, AgentTimerKind, id, time.Now().Add(due.Sub(ck.now())), payload); err != nil {
 		return fmt.Errorf("set the agent timer of task %s: %w", taskID, err)
 	}
@@ -125,7 +132,7 @@ func (ck *clock) onAgentTimer(ctx context.Context, f timer.Fired) error {
 	if err != nil {
 		return err
 	}
-	return ck.armAgentOf(ctx, t)
+	return ck.armAgentOf(ctx, t, f.ID)
 }
 
 // climb is the event of rung for t's silent agent.

@@ -11,6 +11,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/stewardtest"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/services/governance"
 )
 
@@ -98,4 +99,24 @@ func (e *harness) settleTimers(t *testing.T) {
 	t.Helper()
 	e.Bus.Settle(t, e.Timers.StreamOf(governance.PlaneName), governance.TimerConsumer)
 	e.Settle(governance.PlaneName)
+}
+
+// TestAResumeStartsTheLadderAgain: the agent is silent past every rung
+// while a person holds the task; the resume counts its silence afresh
+// (and so sets its timers under new ids: one that fired while the task was
+// held is not ignored as already fired), and no rung comes at once.
+func TestAResumeStartsTheLadderAgain(t *testing.T) {
+	e := newHarness(t)
+	e.silentAgentTask(t, "held")
+	e.start(t, withoutSigner)
+	e.AppendEvents("held", e.byPerson(t, "held", &stewardv1.TaskPaused{Reason: "held"}))
+	e.clock.Advance(4 * time.Minute) // every rung due while held
+	tk := e.AppendEvents("held", e.byPerson(t, "held", &stewardv1.TaskResumed{Reason: "back"}))
+	if tk.AgentSeenAt.AsTime().Before(e.clock.Now().Add(-time.Second)) || task.AgentAsked(tk) || task.AgentEscalated(tk) {
+		t.Fatalf("the resume did not restart the count: seen %v at %v, asked %v", tk.AgentSeenAt.AsTime(), e.clock.Now(), task.AgentAsked(tk))
+	}
+	e.settleTimers(t)
+	if n := e.counts(t, "held"); n[event.TypeAgentAsked]+n[event.TypeAgentEscalated]+n[event.TypeTaskSuspended] != 0 {
+		t.Fatalf("right after the resume: %v; want nothing yet", n)
+	}
 }
