@@ -54,8 +54,15 @@ func (a *agent) work(ctx context.Context) error {
 	if err := a.registerTools(ctx); err != nil {
 		return err
 	}
-	if err := a.openTask(ctx); err != nil {
+	status, err := a.openTask(ctx)
+	if err != nil {
 		return err
+	}
+	switch status {
+	case stewardv1.TaskStatus_TASK_STATUS_PRODUCED, stewardv1.TaskStatus_TASK_STATUS_ACCEPTED,
+		stewardv1.TaskStatus_TASK_STATUS_FAILED, stewardv1.TaskStatus_TASK_STATUS_CANCELLED:
+		fmt.Fprintf(a.out, "task %s: %s already\n", a.taskID, status)
+		return a.printReceipt(ctx)
 	}
 	decided, err := a.decided(ctx)
 	if err != nil {

@@ -16,8 +16,9 @@ import (
 )
 
 // openTask creates the run's task — or, on a restart, finds it: the
-// request id is the run's name — and waits for it to run.
-func (a *agent) openTask(ctx context.Context) error {
+// request id is the run's name — and waits for it to run. It returns the
+// task's status: one already produced or ended has nothing left to do.
+func (a *agent) openTask(ctx context.Context) (stewardv1.TaskStatus, error) {
 	t, err := a.steward.CreateTask(ctx, &stewardv1.CreateTaskRequest{RequestId: a.run, Contract: &stewardv1.TaskContract{
 		Intent:              fmt.Sprintf("Sync %d files from the source store to the destination, and publish the manifest", a.files),
 		DesiredOutcome:      "every file in the destination, and a manifest naming them",
@@ -30,16 +31,20 @@ func (a *agent) openTask(ctx context.Context) error {
 			Expression: fmt.Sprintf(`"manifest" in artifacts && artifacts["manifest"].json.files == %d`, a.files)}},
 	}})
 	if err != nil {
-		return fmt.Errorf("create the task: %w", err)
+		return 0, fmt.Errorf("create the task: %w", err)
 	}
 	a.taskID = t.Contract.TaskId
 	for t.Status == stewardv1.TaskStatus_TASK_STATUS_PENDING {
-		time.Sleep(50 * time.Millisecond) // the control plane starts it at once
+		select { // the control plane starts it at once
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
 		if t, err = a.steward.GetTask(ctx, a.taskID); err != nil {
-			return err
+			return 0, err
 		}
 	}
-	return nil
+	return t.Status, nil
 }
 
 // decided is the decisions already on the record: a restart recovers
@@ -159,11 +164,18 @@ func (a *agent) handIn(ctx context.Context) error {
 		Content: manifest, RequestId: a.run + "/manifest"}); err != nil {
 		return err
 	}
-	resp, err := a.steward.MarkProduced(ctx, a.taskID)
+	// The request id is the run's: killed after this and run again, the
+	// agent says it once more as the same command.
+	resp, err := a.steward.MarkProduced(ctx, &stewardv1.MarkProducedRequest{TaskId: a.taskID, RequestId: a.run + "/produced"})
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(a.out, "task %s: %s\n", a.taskID, resp.Task.GetStatus())
+	return a.printReceipt(ctx)
+}
+
+// printReceipt prints the task's receipt, for people.
+func (a *agent) printReceipt(ctx context.Context) error {
 	receipt, err := a.steward.GetReceipt(ctx, a.taskID)
 	if err != nil {
 		return err

@@ -70,7 +70,12 @@ func (c *Client) SubmitArtifact(ctx context.Context, req *stewardv1.SubmitArtifa
 	return call(ctx, c.retry, c.tasks.SubmitArtifact, req)
 }
 
-// MarkProduced says the task's result is complete, for its acceptance.
-func (c *Client) MarkProduced(ctx context.Context, taskID string) (*stewardv1.MarkProducedResponse, error) {
-	return call(ctx, c.retry, c.tasks.MarkProduced, &stewardv1.MarkProducedRequest{TaskId: taskID, RequestId: c.newID()})
+// MarkProduced says the task's result is complete, for its acceptance,
+// under its request_id (chosen when empty): an agent that may be killed
+// after the call and run again gives one of its own, so that the second
+// run's is the same command.
+func (c *Client) MarkProduced(ctx context.Context, req *stewardv1.MarkProducedRequest) (*stewardv1.MarkProducedResponse, error) {
+	req = proto.CloneOf(req)
+	req.RequestId = c.orNew(req.RequestId)
+	return call(ctx, c.retry, c.tasks.MarkProduced, req)
 }

@@ -30,7 +30,7 @@ func call[Req, Res any](ctx context.Context, r Retry, fn func(context.Context, *
 		if err == nil {
 			return resp.Msg, nil
 		}
-		if attempt >= r.Attempts || !unanswered(ctx, err) {
+		if attempt >= r.Attempts || !retryable(ctx, err) {
 			return nil, asError(err)
 		}
 		select {
@@ -53,4 +53,13 @@ func unanswered(ctx context.Context, err error) bool {
 	// connection, a response cut off) as Unavailable.
 	c := connect.CodeOf(err)
 	return c == connect.CodeUnavailable || c == connect.CodeDeadlineExceeded
+}
+
+// retryable reports whether err is worth another attempt of the same
+// call: unanswered, or refused as Aborted — Steward did nothing and says
+// to try again (a task changing too fast for its own retries; a watch that
+// fell behind). Every call the client retries carries its ids, so another
+// attempt is the same command.
+func retryable(ctx context.Context, err error) bool {
+	return unanswered(ctx, err) || ctx.Err() == nil && connect.CodeOf(err) == connect.CodeAborted
 }

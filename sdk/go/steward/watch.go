@@ -38,8 +38,9 @@ func (c *Client) Watch(ctx context.Context, taskID string, afterSequence uint64,
 			err = stream.Err()
 			_ = stream.Close()
 		}
-		// A stream cut off mid-way is reported as a protocol error.
-		if err != nil && !unanswered(ctx, err) && !errors.Is(err, io.ErrUnexpectedEOF) {
+		// A stream cut off mid-way is reported as a protocol error; one the
+		// server ended because the watch fell behind, as Aborted.
+		if err != nil && !retryable(ctx, err) && !errors.Is(err, io.ErrUnexpectedEOF) {
 			return asError(err)
 		}
 		if failures++; ctx.Err() != nil || failures >= c.retry.Attempts {
