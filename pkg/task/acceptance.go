@@ -43,18 +43,13 @@ func acceptanceStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok b
 				Round: pr.Round, ProducedAt: ev.Time, ProducedBy: ev.Actor.GetPrincipal(),
 				Checks: pr.Checks, Artifacts: pr.Artifacts,
 			}
-			var failed []string
-			for _, c := range pr.Checks {
-				if !c.Passed {
-					failed = append(failed, c.CriterionId)
-				}
-			}
-			switch {
-			case len(failed) > 0:
+			failed := failedChecks(pr)
+			switch ProducedStatus(pr) {
+			case stewardv1.TaskStatus_TASK_STATUS_RUNNING:
 				r.Decision, r.DecidedAt = stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED, ev.Time
 				r.Reasons = []string{"acceptance checks failed: " + strings.Join(failed, ", ")}
 				t.Status, t.StatusReason = stewardv1.TaskStatus_TASK_STATUS_RUNNING, r.Reasons[0]
-			case pr.ReviewRequired:
+			case stewardv1.TaskStatus_TASK_STATUS_PRODUCED:
 				r.Decision = stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_PENDING
 				t.Status = stewardv1.TaskStatus_TASK_STATUS_PRODUCED
 				t.StatusReason = fmt.Sprintf("produced (round %d); waiting for %s to accept or return it", pr.Round, t.Contract.GetAcceptanceOwnerRef())
@@ -262,4 +257,41 @@ func orNone(s string) []string {
 		return nil
 	}
 	return []string{s}
+}
+
+// failedChecks are the criteria a production's checks did not pass.
+func failedChecks(pr *stewardv1.TaskProduced) []string {
+	var failed []string
+	for _, c := range pr.Checks {
+		if !c.Passed {
+			failed = append(failed, c.CriterionId)
+		}
+	}
+	return failed
+}
+
+// ProducedStatus is the status a production leaves its task in: running
+// again when a check failed, produced while a person must accept or
+// return it, accepted by its criteria otherwise — with no TaskAccepted of
+// its own.
+func ProducedStatus(pr *stewardv1.TaskProduced) stewardv1.TaskStatus {
+	switch {
+	case len(failedChecks(pr)) > 0:
+		return stewardv1.TaskStatus_TASK_STATUS_RUNNING
+	case pr.ReviewRequired:
+		return stewardv1.TaskStatus_TASK_STATUS_PRODUCED
+	}
+	return stewardv1.TaskStatus_TASK_STATUS_ACCEPTED
+}
+
+// Ends reports whether ev ends its task: an acceptance, a cancellation, a
+// failure, or a production its criteria accepted.
+func Ends(ev *stewardv1.Event) bool {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_TaskAccepted, *stewardv1.Event_TaskCancelled, *stewardv1.Event_TaskFailed:
+		return true
+	case *stewardv1.Event_TaskProduced:
+		return ProducedStatus(p.TaskProduced) == stewardv1.TaskStatus_TASK_STATUS_ACCEPTED
+	}
+	return false
 }

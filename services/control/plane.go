@@ -77,9 +77,9 @@ type Config struct {
 	Quotas Quotas
 	// Outcomes, when the process runs a state plane too, answers a
 	// ProposeAction with wait from that plane's views (state.Plane's
-	// WaitAction). Without it such a call is answered at once, as without
-	// wait; the gateway makes the wait in front of a control plane that
-	// runs alone (pkg/gateway).
+	// WaitAction). Without it (a control plane alone) such a call is
+	// answered at once, as without wait, and the caller waits with
+	// GetAction (docs/performance.md, "One round trip").
 	Outcomes Outcomes
 	// Now is the clock; time.Now by default. Tests may stop it.
 	Now func() time.Time

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/terminal"
 	"github.com/steward-run/steward/sdk/go/steward"
 )
 
@@ -115,7 +116,7 @@ func (c *cli) approvalsShow() *cobra.Command {
 			"roles", strings.Join(ap.RequiredRoles, ", "), "requested", when(ap.RequestedAt)+" by "+ap.RequestedBy,
 			"state", approvalState(ap), "votes", votes(ap), "hash", hashOf(ap))
 		for _, v := range ap.Votes {
-			fmt.Fprintf(c.stdout, "vote:        %s %s at %s %s\n", v.Principal, word(v.Decision, "APPROVAL_DECISION_"), when(v.DecidedAt), v.Comment)
+			fmt.Fprintf(c.stdout, "vote:        %s %s at %s %s\n", v.Principal, word(v.Decision, "APPROVAL_DECISION_"), when(v.DecidedAt), terminal.EscapeLine(v.Comment))
 		}
 		if approvalState(ap) == "pending" {
 			fmt.Fprintf(c.stdout, "\nto decide:   steward approvals approve %s --hash %s\n             steward approvals reject %s --hash %s\n", ap.ApprovalId, hashOf(ap), ap.ApprovalId, hashOf(ap))

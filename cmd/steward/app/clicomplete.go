@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/terminal"
 	"github.com/steward-run/steward/sdk/go/steward"
 )
 
@@ -45,12 +46,12 @@ func (c *cli) completeIDs(names []string) cobra.CompletionFunc {
 		case "TASK":
 			tasks, _ := listTasks(ctx, s, &stewardv1.ListTasksRequest{}, 1000)
 			for _, t := range tasks {
-				offered = append(offered, cobra.CompletionWithDesc(t.Contract.GetTaskId(), word(t.Status, "TASK_STATUS_")+": "+short(t.Contract.GetIntent(), 40)))
+				offered = append(offered, cobra.CompletionWithDesc(terminal.EscapeLine(t.Contract.GetTaskId()), terminal.EscapeLine(word(t.Status, "TASK_STATUS_")+": "+short(t.Contract.GetIntent(), 40))))
 			}
 		case "APPROVAL":
 			page, _ := s.ListApprovals(ctx, &stewardv1.ListApprovalsRequest{PendingOnly: true})
 			for _, ap := range page.GetApprovals() {
-				offered = append(offered, cobra.CompletionWithDesc(ap.ApprovalId, approvalSubject(ap)+" "+ap.Target))
+				offered = append(offered, cobra.CompletionWithDesc(terminal.EscapeLine(ap.ApprovalId), terminal.EscapeLine(approvalSubject(ap)+" "+ap.Target)))
 			}
 		}
 		return offered, none

@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/sdk/go/steward"
 )
 
@@ -129,6 +129,17 @@ func (c *cli) tasksWatch() *cobra.Command {
 		if err != nil {
 			return err
 		}
+		// A task that has ended shows no more events: from past its
+		// last one there is nothing to follow.
+		if after > 0 {
+			t, err := s.GetTask(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("watch %s: %w", args[0], err)
+			}
+			if task.Terminal(t.Status) && after >= t.LastSequence {
+				return nil
+			}
+		}
 		ctx, stop := interruptible(context.WithoutCancel(ctx))
 		defer stop()
 		if !c.json() {
@@ -138,7 +149,7 @@ func (c *cli) tasksWatch() *cobra.Command {
 			if err := c.eventLine(rec); err != nil {
 				return err
 			}
-			if ends(rec.Event.GetType()) {
+			if task.Ends(rec.Event) {
 				return steward.ErrStopWatching
 			}
 			return nil
@@ -162,11 +173,6 @@ func (c *cli) eventLine(rec *stewardv1.EventRecord) error {
 	ev := rec.Event
 	_, err := fmt.Fprintf(c.stdout, "%-6d %-19s %-28s %s\n", rec.Sequence, when(ev.GetTime()), ev.GetType(), ev.GetActor().GetPrincipal())
 	return err
-}
-
-// ends reports whether an event of type typ ends its task.
-func ends(typ string) bool {
-	return typ == event.TypeTaskAccepted || typ == event.TypeTaskFailed || typ == event.TypeTaskCancelled
 }
 
 // steerFlags are a steering command's flags.

@@ -104,8 +104,8 @@ func (c *Client) DecideApproval(ctx context.Context, req *stewardv1.DecideApprov
 		return nil, err
 	}
 	ap, rerr := c.GetApproval(ctx, req.ApprovalId)
-	if rerr != nil {
-		return nil, err
+	if rerr != nil || ap.Withdrawn {
+		return nil, err // a withdrawn approval took no vote of anyone's since
 	}
 	for _, v := range ap.Votes {
 		if v.Decision == req.Decision {

@@ -10,7 +10,7 @@ Safe retries: a command's ids (request_id, proposal_id, decision_id,
 context_id) are generated once per logical call when the caller gives
 none, and the same body is sent on every attempt, so a response lost after
 a committed command still yields one effect. A call is repeated only on the
-Connect codes unavailable and deadline_exceeded and on network errors
+Connect codes unavailable, deadline_exceeded and aborted, and on network errors
 (refused, reset, disconnected, timed out), after 0.1 s, doubling up to 5 s,
 5 attempts in all by default; never on any other code.
 

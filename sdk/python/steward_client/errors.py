@@ -11,7 +11,10 @@ import json
 
 # The Connect codes a call is retried on: the server did not act, or the
 # caller cannot know whether it did and the command's ids make a repeat safe.
-RETRYABLE_CODES = frozenset({"unavailable", "deadline_exceeded"})
+# aborted: Steward did nothing and says to try again (a task changing too
+# fast for its own retries; a watch that fell behind). Every call retried
+# carries its ids, so another attempt is the same command.
+RETRYABLE_CODES = frozenset({"unavailable", "deadline_exceeded", "aborted"})
 
 _BAD_REQUEST = "google.rpc.BadRequest"
 

@@ -90,7 +90,10 @@ export function isNetworkError(err) {
  */
 export function isRetryable(err) {
   const ce = ConnectError.from(err);
-  return ce.code === Code.Unavailable || ce.code === Code.DeadlineExceeded || isNetworkError(err);
+  // Aborted: Steward did nothing and says to try again (a task changing
+  // too fast for its own retries; a watch that fell behind). Every call
+  // retried carries its ids, so another attempt is the same command.
+  return ce.code === Code.Unavailable || ce.code === Code.DeadlineExceeded || ce.code === Code.Aborted || isNetworkError(err);
 }
 
 /** toStewardError maps anything a call threw to a StewardError. */

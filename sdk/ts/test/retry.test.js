@@ -23,16 +23,17 @@ test("retries unavailable with backoff doubling from 100 ms to 5 s, 5 attempts",
   assert.deepEqual(waits, [100, 200, 400, 800, 1600, 3200, 5000]);
 });
 
-test("retries deadline_exceeded and a reset connection, then answers", async () => {
+test("retries deadline_exceeded, aborted and a reset connection, then answers", async () => {
   const { sleep } = recorder();
   const reset = Object.assign(new Error("socket hang up"), { code: "ECONNRESET" });
-  const failures = [new ConnectError("slow", Code.DeadlineExceeded), new ConnectError("reset", Code.Aborted, undefined, undefined, reset)];
+  const failures = [new ConnectError("slow", Code.DeadlineExceeded), new ConnectError("reset", Code.Aborted, undefined, undefined, reset),
+    new ConnectError("changing too fast; try again", Code.Aborted)];
   const got = await callWithRetry(async () => { if (failures.length) throw failures.shift(); return "ok"; }, {}, defaultRetry, sleep);
   assert.equal(got, "ok");
 });
 
 test("never retries other codes", async () => {
-  for (const code of [Code.InvalidArgument, Code.AlreadyExists, Code.Aborted, Code.Internal, Code.PermissionDenied, Code.FailedPrecondition]) {
+  for (const code of [Code.InvalidArgument, Code.AlreadyExists, Code.Internal, Code.PermissionDenied, Code.FailedPrecondition]) {
     let calls = 0;
     await assert.rejects(
       callWithRetry(async () => { calls++; throw new ConnectError("no", code); }, {}, defaultRetry, recorder().sleep),

@@ -53,6 +53,9 @@ type deliverer struct {
 // nil once the sink answered 2xx (or takes none), an error to have the
 // event delivered again, with backoff, otherwise.
 func (d *deliverer) handle(ctx context.Context, rec *stewardv1.EventRecord) error {
+	// The ack wait runs from the delivery, and this event may have queued
+	// in its lane behind a slow sink's: ask for it afresh before the POST.
+	eventlog.InProgress(ctx)
 	ev := rec.Event
 	k, ok := kindOf(d.kinds, ev)
 	if !ok || (len(d.sink.Tasks) > 0 && !slices.Contains(d.sink.Tasks, ev.TaskId)) {

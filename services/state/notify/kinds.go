@@ -5,6 +5,7 @@ import (
 
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // kind is one notification: the events that make it, and what a person
@@ -30,8 +31,9 @@ var kinds = []kind{
 	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
 	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
 	{name: "outcome.unknown", on: reactions(eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded]), match: unknown, act: settle},
-	{name: "task.produced", on: reactions(eventlog.OnRecord[*stewardv1.TaskProduced])},
-	{name: "task.ended", on: reactions(eventlog.OnRecord[*stewardv1.TaskAccepted], eventlog.OnRecord[*stewardv1.TaskCancelled], eventlog.OnRecord[*stewardv1.TaskFailed])},
+	{name: "task.produced", on: reactions(eventlog.OnRecord[*stewardv1.TaskProduced]), match: awaitsReview},
+	{name: "task.ended", on: reactions(eventlog.OnRecord[*stewardv1.TaskAccepted], eventlog.OnRecord[*stewardv1.TaskCancelled],
+		eventlog.OnRecord[*stewardv1.TaskFailed], eventlog.OnRecord[*stewardv1.TaskProduced]), match: task.Ends},
 	{name: "agent.escalated", on: reactions(eventlog.OnRecord[*stewardv1.AgentEscalated])},
 }
 
@@ -68,6 +70,31 @@ func kindOf(ks []kind, ev *stewardv1.Event) (kind, bool) {
 		}
 	}
 	return kind{}, false
+}
+
+// awaitsReview: a production a person must accept or return (one its
+// criteria accepted ends the task; one whose checks failed goes back to
+// work).
+func awaitsReview(ev *stewardv1.Event) bool {
+	return task.ProducedStatus(ev.GetTaskProduced()) == stewardv1.TaskStatus_TASK_STATUS_PRODUCED
+}
+
+// types are the event types of every kind, each once, in the table's
+// order: every sink's consumer takes them all, whatever kinds its entry
+// names, so that replicas reading different versions of the sinks file
+// do not narrow one another's consumer (each takes what its own file says).
+func types() []func(eventlog.Handler) eventlog.Reaction {
+	var out []func(eventlog.Handler) eventlog.Reaction
+	seen := map[string]bool{}
+	for _, k := range kinds {
+		for _, on := range k.on {
+			if typ := on(nil).Type(); !seen[typ] {
+				seen[typ] = true
+				out = append(out, on)
+			}
+		}
+	}
+	return out
 }
 
 func unknown(ev *stewardv1.Event) bool {

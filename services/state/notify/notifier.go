@@ -58,6 +58,8 @@ type Notifier struct {
 	mu      sync.Mutex
 	running map[string]*running
 	stamp   fileStamp
+	// failed says a sink of the file last read did not start.
+	failed bool
 }
 
 // running is a sink and its consumer.
@@ -126,7 +128,7 @@ func (n *Notifier) reload(ctx context.Context) {
 		return
 	}
 	stamp := fileStamp{fi.ModTime(), fi.Size()}
-	if stamp == n.stamp {
+	if stamp == n.stamp && !n.failed {
 		return
 	}
 	f, err := Load(n.cfg.File)
@@ -139,25 +141,30 @@ func (n *Notifier) reload(ctx context.Context) {
 	n.apply(ctx, f)
 }
 
-// apply starts the sinks f names anew or changed, and stops the rest.
+// apply starts the sinks f names anew or changed, and stops the rest. A
+// sink that could not start (NATS away, a leader election) is left as it
+// was — a changed one runs on as before — and tried again at the next
+// look (failed).
 func (n *Notifier) apply(ctx context.Context, f *File) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.failed = false
 	want := map[string]bool{}
 	for i := range f.Sinks {
 		s := &f.Sinks[i]
 		want[s.Name] = true
-		if r := n.running[s.Name]; r != nil {
-			if r.sink.same(s) {
-				continue
-			}
-			r.sub.Stop()
-			delete(n.running, s.Name)
+		old := n.running[s.Name]
+		if old != nil && old.sink.same(s) {
+			continue
 		}
 		sub, err := n.start(ctx, s)
 		if err != nil {
-			n.cfg.Logger.Error("notify: sink not started; tried again at the next change of the file", "sink", s.Name, "err", err)
+			n.failed = true
+			n.cfg.Logger.Error("notify: sink not started; trying again", "sink", s.Name, "err", err)
 			continue
+		}
+		if old != nil {
+			old.sub.Stop()
 		}
 		n.running[s.Name] = &running{sink: s, sub: sub}
 		n.cfg.Logger.Info("notify: sink running", "sink", s.Name, "kinds", s.Kinds)
@@ -171,17 +178,18 @@ func (n *Notifier) apply(ctx context.Context, f *File) {
 	}
 }
 
-// start runs s's consumer over the kinds it takes.
+// start runs s's consumer, over every notification's events (types), for
+// the kinds s takes.
 func (n *Notifier) start(ctx context.Context, s *Sink) (eventlog.Subscription, error) {
 	d := &deliverer{n: n, sink: s}
-	var rs []eventlog.Reaction
 	for _, k := range kinds {
 		if s.takes(k.name) {
 			d.kinds = append(d.kinds, k)
-			for _, on := range k.on {
-				rs = append(rs, on(d.handle))
-			}
 		}
+	}
+	var rs []eventlog.Reaction
+	for _, on := range types() {
+		rs = append(rs, on(d.handle))
 	}
 	return n.cfg.Log.ReactToNew(ctx, Consumer(s.Name), rs...)
 }
