@@ -76,6 +76,7 @@ const (
 	TypeActionHeartbeat    = "action.heartbeat"
 	TypeActionRevalidating = "action.revalidating"
 	TypeApprovalReminded   = "action.approval_reminded"
+	TypeApprovalEscalated  = "action.approval_escalated"
 	TypeBudgetConsumed     = "budget.consumed"
 	TypeBudgetAlerted      = "budget.alerted"
 	TypeBudgetRaised       = "budget.raised"
@@ -164,6 +165,7 @@ var typeNames = map[protoreflect.Name]string{
 	"action_heartbeat":        TypeActionHeartbeat,
 	"action_revalidating":     TypeActionRevalidating,
 	"approval_reminded":       TypeApprovalReminded,
+	"approval_escalated":      TypeApprovalEscalated,
 	"budget_consumed":         TypeBudgetConsumed,
 	"budget_alerted":          TypeBudgetAlerted,
 	"budget_raised":           TypeBudgetRaised,

@@ -44,6 +44,7 @@ var owners = map[string]string{
 	TypeApprovalRequired:  PlaneGovernance,
 	TypeApprovalDecided:   PlaneGovernance,
 	TypeApprovalReminded:  PlaneGovernance,
+	TypeApprovalEscalated: PlaneGovernance,
 	TypeActionPermitted:   PlaneGovernance,
 	TypeTaskSuspended:     PlaneGovernance,
 	TypeBudgetAlerted:     PlaneGovernance,

@@ -86,6 +86,8 @@ func actionStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		tr = vote(t, ev)
 	case *stewardv1.Event_ApprovalReminded:
 		tr = reminder(t, ev)
+	case *stewardv1.Event_ApprovalEscalated:
+		tr = escalation(t, ev)
 	case *stewardv1.Event_ActionPermitted:
 		tr = permit(t, ev)
 	case *stewardv1.Event_ActionRevalidating:

@@ -168,3 +168,34 @@ func reminder(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	}
 	return tr
 }
+
+// escalation notes that an open approval went to the contract's backup
+// (ApprovalEscalated), who may decide it since.
+func escalation(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
+	e := ev.GetApprovalEscalated()
+	tr := &actionChange{id: e.ActionId, from: []stewardv1.ActionStatus{awaitingApproval}}
+	tr.check = func(a *stewardv1.Action) error { return checkEscalation(t, a.Approval, e) }
+	tr.apply = func(a *stewardv1.Action) { a.Approval = escalated(a.Approval, e, ev) }
+	return tr
+}
+
+// checkEscalation checks that e escalates ap, t's open approval, to the
+// backup t's contract names, and for the first time.
+func checkEscalation(t *stewardv1.Task, ap *stewardv1.Approval, e *stewardv1.ApprovalEscalated) error {
+	switch backup := t.Contract.GetApprovalBackupRef(); {
+	case ap.GetApprovalId() != e.ApprovalId:
+		return fmt.Errorf("approval %s is not the open approval", e.ApprovalId)
+	case backup == "" || e.ToRef != backup:
+		return fmt.Errorf("approval %s escalated to %q, not the contract's backup %q", e.ApprovalId, e.ToRef, backup)
+	case ap.GetEscalatedTo() != "":
+		return fmt.Errorf("approval %s was escalated already, to %s", e.ApprovalId, ap.GetEscalatedTo())
+	}
+	return nil
+}
+
+// escalated is a copy of ap escalated by e.
+func escalated(ap *stewardv1.Approval, e *stewardv1.ApprovalEscalated, ev *stewardv1.Event) *stewardv1.Approval {
+	ap = proto.CloneOf(ap)
+	ap.EscalatedTo, ap.EscalatedAt = e.ToRef, ev.Time
+	return ap
+}

@@ -36,6 +36,11 @@ func planApprovalStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok
 			return nil, false, nil
 		}
 		commit, err = planReminder(t, p.ApprovalReminded)
+	case *stewardv1.Event_ApprovalEscalated:
+		if p.ApprovalEscalated.GetActionId() != "" {
+			return nil, false, nil
+		}
+		commit, err = planEscalation(t, ev, p.ApprovalEscalated)
 	default:
 		return nil, false, nil
 	}
@@ -50,6 +55,21 @@ func planReminder(t *stewardv1.Task, r *stewardv1.ApprovalReminded) (func(), err
 		return nil, errs.New(errs.FailedPrecondition, "task %s: approval %s is not the open approval of its plan", t.Contract.GetTaskId(), r.ApprovalId)
 	}
 	return func() {}, nil
+}
+
+// planEscalation notes that the approval of the plan version in force went
+// to the contract's backup.
+func planEscalation(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.ApprovalEscalated) (func(), error) {
+	ap := t.Plan.GetApproval()
+	if ap == nil || ap.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED {
+		return nil, errs.New(errs.FailedPrecondition, "task %s: approval %s is not the open approval of its plan", t.Contract.GetTaskId(), e.ApprovalId)
+	}
+	if err := checkEscalation(t, ap, e); err != nil {
+		return nil, errs.New(errs.FailedPrecondition, "task %s: %v", t.Contract.GetTaskId(), err)
+	}
+	return func() {
+		t.Plan = withPlan(t.Plan, func(p *stewardv1.PlanState) { p.Approval = escalated(p.Approval, e, ev) })
+	}, nil
 }
 
 // planApprovalRequest opens the one approval of the version in force,

@@ -98,8 +98,8 @@ func (p *Plane) exists(taskID string) func(context.Context) bool {
 	}
 }
 
-// checkDuties refuses, under separation of duties, an acceptance owner or
-// a named authorizer who creates the task or, for a sub-task, is its
+// checkDuties refuses, under separation of duties, an acceptance owner, a
+// named authorizer or an approval backup who creates the task or, for a sub-task, is its
 // delegate: the fold refuses the owner's decision and governance the
 // authorizer's approval, so say so now.
 func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
@@ -109,6 +109,13 @@ func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
 		return errs.Field("contract.authorizer_ref", "%s is creating the task; separation_of_duties needs someone else to approve its actions", errs.Quote(authorizer))
 	case authorizer == delegate:
 		return errs.Field("contract.authorizer_ref", "%s is the delegate who does the work; separation_of_duties needs someone else to approve its actions", errs.Quote(authorizer))
+	}
+	switch backup := c.ApprovalBackupRef; {
+	case !c.SeparationOfDuties || backup == "":
+	case backup == creator:
+		return errs.Field("contract.approval_backup_ref", "%s is creating the task; separation_of_duties needs someone else to approve its actions", errs.Quote(backup))
+	case backup == delegate:
+		return errs.Field("contract.approval_backup_ref", "%s is the delegate who does the work; separation_of_duties needs someone else to approve its actions", errs.Quote(backup))
 	}
 	switch owner := c.AcceptanceOwnerRef; {
 	case !c.SeparationOfDuties:

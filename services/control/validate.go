@@ -65,6 +65,8 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkText("contract.desired_outcome", c.DesiredOutcome, MaxTextLen, true),
 		checkText("contract.requester_ref", c.RequesterRef, MaxRefLen, true),
 		checkText("contract.authorizer_ref", c.AuthorizerRef, MaxRefLen, false),
+		checkText("contract.approval_backup_ref", c.ApprovalBackupRef, MaxRefLen, false),
+		checkBackup(c),
 		checkText("contract.accountable_owner_ref", c.AccountableOwnerRef, MaxRefLen, true),
 		checkText("contract.acceptance_owner_ref", c.AcceptanceOwnerRef, MaxRefLen, false),
 		checkText("contract.credential_ref", c.CredentialRef, MaxRefLen, false),
@@ -117,6 +119,8 @@ func checkAcceptance(c *stewardv1.TaskContract) error {
 		case c.AuthorizerRef != "" && c.AuthorizerRef == c.RequesterRef:
 			// The named authorizer must approve, and the requester may not.
 			return errs.Field("contract.authorizer_ref", "%s is also the requester; separation_of_duties needs someone else to approve", errs.Quote(c.AuthorizerRef))
+		case c.ApprovalBackupRef != "" && c.ApprovalBackupRef == c.RequesterRef:
+			return errs.Field("contract.approval_backup_ref", "%s is also the requester; separation_of_duties needs someone else to approve", errs.Quote(c.ApprovalBackupRef))
 		}
 	}
 	return nil
@@ -333,6 +337,28 @@ func checkAgentTimers(tm *stewardv1.TaskTimers) error {
 		return errs.Field("contract.timers.agent_suspend_after", "must be longer than agent_ask_after and agent_escalate_after")
 	}
 	return nil
+}
+
+// checkBackup refuses an approval escalation that could not happen: a
+// threshold without a backup, a backup without a threshold, a role with no
+// name, or a threshold not between the reminder and the suspension the
+// contract sets.
+func checkBackup(c *stewardv1.TaskContract) error {
+	tm := c.GetTimers()
+	after, backup := tm.GetApprovalEscalateAfter().AsDuration(), c.ApprovalBackupRef
+	switch {
+	case backup == "" && after > 0:
+		return errs.Field("contract.timers.approval_escalate_after", "needs contract.approval_backup_ref: someone to escalate to")
+	case backup != "" && after <= 0:
+		return errs.Field("contract.approval_backup_ref", "needs contract.timers.approval_escalate_after: when to escalate to them")
+	case backup == "role:":
+		return errs.Field("contract.approval_backup_ref", "names no role: \"role:<name>\", or a principal")
+	case after > 0 && tm.GetApprovalRemindAfter().AsDuration() >= after:
+		return errs.Field("contract.timers.approval_escalate_after", "must be longer than approval_remind_after: approvers are reminded before the backup hears")
+	case after > 0 && tm.GetApprovalSuspendAfter() != nil && tm.GetApprovalSuspendAfter().AsDuration() <= after:
+		return errs.Field("contract.timers.approval_escalate_after", "must be shorter than approval_suspend_after: the backup may decide before the task stops")
+	}
+	return limits.Duration("contract.timers.approval_escalate_after", tm.GetApprovalEscalateAfter(), MinApprovalTimer, MaxApprovalTimer)
 }
 
 // checkTimers refuses a timer outside its documented range, and a

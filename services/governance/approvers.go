@@ -65,8 +65,9 @@ func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
 // mayVoteOn is mayVote for approval ap of subject: an action's, or a
 // plan version's, whose submitter is its proposer.
 func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	if !who.Holds(ap.RequiredRoles...) {
-		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "))
+	backup := isBackup(ap, who)
+	if !who.Holds(ap.RequiredRoles...) && !backup {
+		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s%s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "), escalatedTo(ap))
 	}
 	if v := task.VoteOf(ap, who.Principal); v != nil {
 		return errs.New(errs.AlreadyExists, "%s has already %s approval %s (%s); each approver decides once, and another must add theirs",
@@ -86,8 +87,9 @@ func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 		return errs.New(errs.PermissionDenied, "%s may not approve %s: they are %s of task %s, and its contract separates duties",
 			who.Principal, subject.what, stakeholder(t, who.Principal), c.GetTaskId())
 	}
-	if authorizer := c.GetAuthorizerRef(); authorizer != "" && who.Principal != authorizer && !slices.Contains(task.Approvers(ap), authorizer) &&
-		len(task.Approvers(ap))+1 >= task.RequiredApprovals(ap) {
+	// Escalated, the backup stands in for the authorizer (who did not come).
+	if authorizer := c.GetAuthorizerRef(); authorizer != "" && !backup && who.Principal != authorizer && !slices.Contains(task.Approvers(ap), authorizer) &&
+		!backupVoted(ap) && len(task.Approvers(ap))+1 >= task.RequiredApprovals(ap) {
 		if task.RequiredApprovals(ap) == 1 {
 			return errs.New(errs.PermissionDenied, "%s may not approve %s: task %s names %s as its authorizer, who alone may approve it",
 				who.Principal, subject.what, c.GetTaskId(), authorizer)
@@ -122,4 +124,21 @@ func stakeholder(t *stewardv1.Task, principal string) string {
 // tally says how far ap's approvals are, e.g. "1 of 2 approvals".
 func tally(ap *stewardv1.Approval) string {
 	return fmt.Sprintf("%d of %d approvals", len(task.Approvers(ap)), task.RequiredApprovals(ap))
+}
+
+// escalatedTo says, for a refusal, who else may decide ap since it was
+// escalated.
+func escalatedTo(ap *stewardv1.Approval) string {
+	if ap.GetEscalatedTo() == "" {
+		return ""
+	}
+	return ", or to be " + ap.GetEscalatedTo() + ", to whom it was escalated"
+}
+
+// backupVoted reports whether a principal named as ap's backup has approved
+// it: for a role, any approver voting since the escalation who holds it
+// is not known here, so only a backup by name counts.
+func backupVoted(ap *stewardv1.Approval) bool {
+	to := ap.GetEscalatedTo()
+	return to != "" && !strings.HasPrefix(to, backupRole) && slices.Contains(task.Approvers(ap), to)
 }

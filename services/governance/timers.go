@@ -33,10 +33,12 @@ const (
 	TimerConsumer     = "governance-timers"
 )
 
-// The two timers of an approval.
+// The timers of an approval: the escalation only where the contract
+// names a backup (escalate.go).
 const (
-	stageRemind  = "remind"
-	stageSuspend = "suspend"
+	stageRemind   = "remind"
+	stageEscalate = "escalate"
+	stageSuspend  = "suspend"
 )
 
 // Notifier is told that an approval is still waiting, at its reminder: it
@@ -110,7 +112,11 @@ func (ck *clock) arm(ctx context.Context, taskID, actionID, approvalID string) e
 	}
 	requested := w.requested
 	remind, suspend := approvalWaits(t.Contract)
-	for stage, after := range map[string]time.Duration{stageRemind: remind, stageSuspend: suspend} {
+	stages := map[string]time.Duration{stageRemind: remind, stageSuspend: suspend}
+	if after, ok := escalateAfter(t.Contract); ok {
+		stages[stageEscalate] = after
+	}
+	for stage, after := range stages {
 		payload, err := json.Marshal(approvalTimer{TaskID: taskID, ActionID: actionID, ApprovalID: approvalID, Stage: stage})
 		if err != nil {
 			return err
@@ -183,6 +189,8 @@ func (ck *clock) onApprovalTimer(ctx context.Context, f timer.Fired) error {
 	switch at.Stage {
 	case stageRemind:
 		err = ck.remind(ctx, at)
+	case stageEscalate:
+		err = ck.escalate(ctx, at)
 	case stageSuspend:
 		err = ck.suspendWaiting(ctx, at)
 	default:

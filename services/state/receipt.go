@@ -232,6 +232,8 @@ func receiptApproval(ap *stewardv1.Approval) *stewardv1.ReceiptApproval {
 		PlanVersion:   ap.PlanVersion,
 		PlanHash:      ap.PlanHash,
 		Withdrawn:     ap.Withdrawn,
+		EscalatedTo:   ap.EscalatedTo,
+		EscalatedAt:   ap.EscalatedAt,
 	}
 }
 

@@ -99,10 +99,18 @@ func approvalsMarkdown(w md, r *stewardv1.Receipt) {
 			of = fmt.Sprintf("plan version %d", a.PlanVersion)
 		}
 		rows = append(rows, []string{code(a.ApprovalId, true), of,
-			orDash(text(strings.Join(a.RequiredRoles, " or "))), approvalDecision(a, status[a.ActionId]),
+			orDash(text(strings.Join(a.RequiredRoles, " or ") + escalation(a))), approvalDecision(a, status[a.ActionId]),
 			orDash(text(a.DecidedBy)), orDash(text(a.Comment)), orDash(when(a.RequestedAt)), orDash(when(a.DecidedAt))})
 	}
 	w.table("Approval | Action | Required roles | Decision | By | Comment | Requested | Decided", rows)
+}
+
+// escalation says, for the roles' cell, who an approval was escalated to.
+func escalation(a *stewardv1.ReceiptApproval) string {
+	if a.EscalatedTo == "" {
+		return ""
+	}
+	return fmt.Sprintf("; escalated to %s at %s", a.EscalatedTo, when(a.EscalatedAt))
 }
 
 // policyMarkdown renders the policy revisions that judged the task, then

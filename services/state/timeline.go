@@ -259,6 +259,9 @@ func failureSummary(ev *stewardv1.Event) string {
 		return withReason(fmt.Sprintf("%s raised the budget to %d tokens and %d micro-units (0: unchanged)", who, r.MaxTokens, r.MaxCostMicros), r.Reason)
 	case *stewardv1.Event_ApprovalReminded:
 		return fmt.Sprintf("Approval %s has waited %s; its approvers were reminded", p.ApprovalReminded.ApprovalId, p.ApprovalReminded.Waited.AsDuration())
+	case *stewardv1.Event_ApprovalEscalated:
+		e := p.ApprovalEscalated
+		return fmt.Sprintf("Approval %s has waited %s; it went to the backup, %s, who may decide it now", e.ApprovalId, e.Waited.AsDuration(), e.ToRef)
 	}
 	return ""
 }

@@ -2,6 +2,7 @@ package notify
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,10 +103,7 @@ func (d *deliverer) handle(ctx context.Context, rec *stewardv1.EventRecord) erro
 
 // approvalAction is the action an approval's event is about, or "".
 func approvalAction(ev *stewardv1.Event) string {
-	if a := ev.GetApprovalRequested().GetApproval().GetActionId(); a != "" {
-		return a
-	}
-	return ev.GetApprovalReminded().GetActionId()
+	return cmp.Or(ev.GetApprovalRequested().GetApproval().GetActionId(), ev.GetApprovalReminded().GetActionId(), ev.GetApprovalEscalated().GetActionId())
 }
 
 // send POSTs body to the sink, signed, and counts how it went.

@@ -1,6 +1,7 @@
 package notify
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -27,6 +28,7 @@ type kind struct {
 var kinds = []kind{
 	{name: "approval.requested", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalRequested]), act: decide},
 	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
+	{name: "approval.escalated", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalEscalated]), act: decide},
 	{name: "question.asked", on: reactions(eventlog.OnRecord[*stewardv1.TaskNeedsInput]), act: answer},
 	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
 	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
@@ -103,10 +105,7 @@ func unknown(ev *stewardv1.Event) bool {
 }
 
 func decide(ev *stewardv1.Event) string {
-	id := ev.GetApprovalRequested().GetApproval().GetApprovalId()
-	if id == "" {
-		id = ev.GetApprovalReminded().GetApprovalId()
-	}
+	id := cmp.Or(ev.GetApprovalRequested().GetApproval().GetApprovalId(), ev.GetApprovalReminded().GetApprovalId(), ev.GetApprovalEscalated().GetApprovalId())
 	return fmt.Sprintf("steward approvals show --task %s --approval %s, then approve or reject it with the hash it shows", ev.TaskId, id)
 }
 

@@ -771,8 +771,12 @@ type Approval struct {
 	// Set on the approval of a whole plan: the version it is for, and that
 	// version's hash (pkg/plan.Hash), to which every vote binds. A revision
 	// of the plan closes it (withdrawn) and needs an approval of its own.
-	PlanVersion   uint32 `protobuf:"varint,25,opt,name=plan_version,json=planVersion,proto3" json:"plan_version,omitempty"`
-	PlanHash      string `protobuf:"bytes,26,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	PlanVersion uint32 `protobuf:"varint,25,opt,name=plan_version,json=planVersion,proto3" json:"plan_version,omitempty"`
+	PlanHash    string `protobuf:"bytes,26,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	// Set when the approval waited past its escalation threshold: the
+	// backup it went to (ApprovalEscalated), who may decide it since.
+	EscalatedTo   string                 `protobuf:"bytes,27,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,28,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -987,6 +991,20 @@ func (x *Approval) GetPlanHash() string {
 		return x.PlanHash
 	}
 	return ""
+}
+
+func (x *Approval) GetEscalatedTo() string {
+	if x != nil {
+		return x.EscalatedTo
+	}
+	return ""
+}
+
+func (x *Approval) GetEscalatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EscalatedAt
+	}
+	return nil
 }
 
 // ActionPermit says that one action, with this hash, may run now. It can
@@ -1889,7 +1907,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\acomment\x18\x03 \x01(\tR\acomment\x129\n" +
 	"\n" +
 	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
-	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\x99\b\n" +
+	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xfb\b\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1921,7 +1939,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x05votes\x18\x17 \x03(\v2\x18.steward.v1.ApprovalVoteR\x05votes\x129\n" +
 	"\trationale\x18\x18 \x01(\v2\x1b.steward.v1.ActionRationaleR\trationale\x12!\n" +
 	"\fplan_version\x18\x19 \x01(\rR\vplanVersion\x12\x1b\n" +
-	"\tplan_hash\x18\x1a \x01(\tR\bplanHash\"\xc8\x02\n" +
+	"\tplan_hash\x18\x1a \x01(\tR\bplanHash\x12!\n" +
+	"\fescalated_to\x18\x1b \x01(\tR\vescalatedTo\x12=\n" +
+	"\fescalated_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -2128,34 +2148,35 @@ var file_steward_v1_action_proto_depIdxs = []int32{
 	18, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
 	9,  // 11: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
 	8,  // 12: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
-	18, // 13: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	18, // 14: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 15: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
-	2,  // 16: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	18, // 17: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	19, // 18: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
-	0,  // 19: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	7,  // 20: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	10, // 21: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	11, // 22: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	14, // 23: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	18, // 24: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	18, // 25: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 26: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
-	3,  // 27: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	18, // 28: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	18, // 29: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	18, // 30: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
-	6,  // 31: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	18, // 32: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
-	8,  // 33: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
-	12, // 34: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
-	16, // 35: steward.v1.Action.sealed_secrets:type_name -> steward.v1.SealedSecret
-	36, // [36:36] is the sub-list for method output_type
-	36, // [36:36] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	18, // 13: steward.v1.Approval.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 14: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	18, // 15: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 16: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
+	2,  // 17: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
+	18, // 18: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	19, // 19: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	0,  // 20: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
+	7,  // 21: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	10, // 22: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	11, // 23: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	14, // 24: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	18, // 25: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 26: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	21, // 27: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 28: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	18, // 29: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	18, // 30: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	18, // 31: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	6,  // 32: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
+	18, // 33: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	8,  // 34: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
+	12, // 35: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
+	16, // 36: steward.v1.Action.sealed_secrets:type_name -> steward.v1.SealedSecret
+	37, // [37:37] is the sub-list for method output_type
+	37, // [37:37] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }

@@ -578,9 +578,15 @@ type TaskContract struct {
 	SeparationOfDuties bool `protobuf:"varint,21,opt,name=separation_of_duties,json=separationOfDuties,proto3" json:"separation_of_duties,omitempty"`
 	// Set by DelegateTask: the task this one was delegated from. Not
 	// accepted on CreateTask, nor is delegation_chain.
-	ParentTaskId  string `protobuf:"bytes,22,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ParentTaskId string `protobuf:"bytes,22,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	// Who an approval that waits past timers.approval_escalate_after is
+	// escalated to (docs/approvals.md): a principal ("user:bo") or a role
+	// ("role:on-call"), who may then decide it as the approval's roles'
+	// holders may — and stand in for the authorizer — under the same rules
+	// of stake and separation of duties.
+	ApprovalBackupRef string `protobuf:"bytes,23,opt,name=approval_backup_ref,json=approvalBackupRef,proto3" json:"approval_backup_ref,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TaskContract) Reset() {
@@ -767,6 +773,13 @@ func (x *TaskContract) GetParentTaskId() string {
 	return ""
 }
 
+func (x *TaskContract) GetApprovalBackupRef() string {
+	if x != nil {
+		return x.ApprovalBackupRef
+	}
+	return ""
+}
+
 // TaskLimits are the task's loop guards. Zero means the default (README).
 type TaskLimits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -849,8 +862,12 @@ type TaskTimers struct {
 	// until the agent's next word resumes it; unset, it is not. Longer
 	// than the others.
 	AgentSuspendAfter *durationpb.Duration `protobuf:"bytes,6,opt,name=agent_suspend_after,json=agentSuspendAfter,proto3" json:"agent_suspend_after,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// An approval open this long is escalated to approval_backup_ref
+	// (ApprovalEscalated); set with it, after the reminder and before the
+	// suspension.
+	ApprovalEscalateAfter *durationpb.Duration `protobuf:"bytes,7,opt,name=approval_escalate_after,json=approvalEscalateAfter,proto3" json:"approval_escalate_after,omitempty"`
+	unknownFields         protoimpl.UnknownFields
+	sizeCache             protoimpl.SizeCache
 }
 
 func (x *TaskTimers) Reset() {
@@ -925,6 +942,13 @@ func (x *TaskTimers) GetAgentSuspendAfter() *durationpb.Duration {
 	return nil
 }
 
+func (x *TaskTimers) GetApprovalEscalateAfter() *durationpb.Duration {
+	if x != nil {
+		return x.ApprovalEscalateAfter
+	}
+	return nil
+}
+
 var File_steward_v1_contract_proto protoreflect.FileDescriptor
 
 const file_steward_v1_contract_proto_rawDesc = "" +
@@ -967,7 +991,7 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xa4\b\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xd4\b\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -991,12 +1015,13 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x06timers\x18\x13 \x01(\v2\x16.steward.v1.TaskTimersR\x06timers\x12\x16\n" +
 	"\x06scopes\x18\x14 \x03(\tR\x06scopes\x120\n" +
 	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
-	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\"Y\n" +
+	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\x12.\n" +
+	"\x13approval_backup_ref\x18\x17 \x01(\tR\x11approvalBackupRef\"Y\n" +
 	"\n" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
 	"maxActions\x12*\n" +
-	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xc3\x03\n" +
+	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\x96\x04\n" +
 	"\n" +
 	"TaskTimers\x12M\n" +
 	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
@@ -1005,7 +1030,8 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"stallAfter\x12A\n" +
 	"\x0fagent_ask_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\ragentAskAfter\x12K\n" +
 	"\x14agent_escalate_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x12agentEscalateAfter\x12I\n" +
-	"\x13agent_suspend_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x11agentSuspendAfter*\x80\x01\n" +
+	"\x13agent_suspend_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x11agentSuspendAfter\x12Q\n" +
+	"\x17approval_escalate_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\x15approvalEscalateAfter*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1066,11 +1092,12 @@ var file_steward_v1_contract_proto_depIdxs = []int32{
 	13, // 17: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
 	13, // 18: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
 	13, // 19: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
-	20, // [20:20] is the sub-list for method output_type
-	20, // [20:20] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	13, // 20: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
+	21, // [21:21] is the sub-list for method output_type
+	21, // [21:21] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }

@@ -125,6 +125,7 @@ type Event struct {
 	//	*Event_ActionHeartbeat
 	//	*Event_ActionRevalidating
 	//	*Event_ApprovalReminded
+	//	*Event_ApprovalEscalated
 	//	*Event_BudgetConsumed
 	//	*Event_BudgetAlerted
 	//	*Event_BudgetRaised
@@ -481,6 +482,15 @@ func (x *Event) GetApprovalReminded() *ApprovalReminded {
 	return nil
 }
 
+func (x *Event) GetApprovalEscalated() *ApprovalEscalated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ApprovalEscalated); ok {
+			return x.ApprovalEscalated
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetBudgetConsumed() *BudgetConsumed {
 	if x != nil {
 		if x, ok := x.Payload.(*Event_BudgetConsumed); ok {
@@ -808,6 +818,10 @@ type Event_ApprovalReminded struct {
 	ApprovalReminded *ApprovalReminded `protobuf:"bytes,43,opt,name=approval_reminded,json=approvalReminded,proto3,oneof"`
 }
 
+type Event_ApprovalEscalated struct {
+	ApprovalEscalated *ApprovalEscalated `protobuf:"bytes,79,opt,name=approval_escalated,json=approvalEscalated,proto3,oneof"`
+}
+
 type Event_BudgetConsumed struct {
 	BudgetConsumed *BudgetConsumed `protobuf:"bytes,44,opt,name=budget_consumed,json=budgetConsumed,proto3,oneof"`
 }
@@ -953,6 +967,8 @@ func (*Event_ActionHeartbeat) isEvent_Payload() {}
 func (*Event_ActionRevalidating) isEvent_Payload() {}
 
 func (*Event_ApprovalReminded) isEvent_Payload() {}
+
+func (*Event_ApprovalEscalated) isEvent_Payload() {}
 
 func (*Event_BudgetConsumed) isEvent_Payload() {}
 
@@ -3139,6 +3155,78 @@ func (x *ApprovalReminded) GetWaited() *durationpb.Duration {
 	return nil
 }
 
+// ApprovalEscalated records that an approval waited past its escalation
+// threshold and went to the contract's backup, who may now decide it
+// (governance plane).
+type ApprovalEscalated struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ApprovalId string                 `protobuf:"bytes,1,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ActionId   string                 `protobuf:"bytes,2,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	// The contract's approval_backup_ref.
+	ToRef         string               `protobuf:"bytes,3,opt,name=to_ref,json=toRef,proto3" json:"to_ref,omitempty"`
+	Waited        *durationpb.Duration `protobuf:"bytes,4,opt,name=waited,proto3" json:"waited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalEscalated) Reset() {
+	*x = ApprovalEscalated{}
+	mi := &file_steward_v1_event_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalEscalated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalEscalated) ProtoMessage() {}
+
+func (x *ApprovalEscalated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalEscalated.ProtoReflect.Descriptor instead.
+func (*ApprovalEscalated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ApprovalEscalated) GetApprovalId() string {
+	if x != nil {
+		return x.ApprovalId
+	}
+	return ""
+}
+
+func (x *ApprovalEscalated) GetActionId() string {
+	if x != nil {
+		return x.ActionId
+	}
+	return ""
+}
+
+func (x *ApprovalEscalated) GetToRef() string {
+	if x != nil {
+		return x.ToRef
+	}
+	return ""
+}
+
+func (x *ApprovalEscalated) GetWaited() *durationpb.Duration {
+	if x != nil {
+		return x.Waited
+	}
+	return nil
+}
+
 // BudgetConsumed records spending against the task's budget that no tool
 // call carries: model usage the agent reports (control plane). A tool
 // call's cost travels on its outcome.
@@ -3161,7 +3249,7 @@ type BudgetConsumed struct {
 
 func (x *BudgetConsumed) Reset() {
 	*x = BudgetConsumed{}
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3261,7 @@ func (x *BudgetConsumed) String() string {
 func (*BudgetConsumed) ProtoMessage() {}
 
 func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[34]
+	mi := &file_steward_v1_event_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3274,7 @@ func (x *BudgetConsumed) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetConsumed.ProtoReflect.Descriptor instead.
 func (*BudgetConsumed) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *BudgetConsumed) GetTokens() int64 {
@@ -3241,7 +3329,7 @@ type BudgetAlerted struct {
 
 func (x *BudgetAlerted) Reset() {
 	*x = BudgetAlerted{}
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3253,7 +3341,7 @@ func (x *BudgetAlerted) String() string {
 func (*BudgetAlerted) ProtoMessage() {}
 
 func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[35]
+	mi := &file_steward_v1_event_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3266,7 +3354,7 @@ func (x *BudgetAlerted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetAlerted.ProtoReflect.Descriptor instead.
 func (*BudgetAlerted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *BudgetAlerted) GetDimension() string {
@@ -3317,7 +3405,7 @@ type BudgetRaised struct {
 
 func (x *BudgetRaised) Reset() {
 	*x = BudgetRaised{}
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3329,7 +3417,7 @@ func (x *BudgetRaised) String() string {
 func (*BudgetRaised) ProtoMessage() {}
 
 func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[36]
+	mi := &file_steward_v1_event_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3342,7 +3430,7 @@ func (x *BudgetRaised) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetRaised.ProtoReflect.Descriptor instead.
 func (*BudgetRaised) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *BudgetRaised) GetMaxTokens() int64 {
@@ -3389,7 +3477,7 @@ type BreakerChanged struct {
 
 func (x *BreakerChanged) Reset() {
 	*x = BreakerChanged{}
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3401,7 +3489,7 @@ func (x *BreakerChanged) String() string {
 func (*BreakerChanged) ProtoMessage() {}
 
 func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[37]
+	mi := &file_steward_v1_event_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3414,7 +3502,7 @@ func (x *BreakerChanged) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BreakerChanged.ProtoReflect.Descriptor instead.
 func (*BreakerChanged) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *BreakerChanged) GetServiceKey() string {
@@ -3491,7 +3579,7 @@ type ToolRegistered struct {
 
 func (x *ToolRegistered) Reset() {
 	*x = ToolRegistered{}
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3503,7 +3591,7 @@ func (x *ToolRegistered) String() string {
 func (*ToolRegistered) ProtoMessage() {}
 
 func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[38]
+	mi := &file_steward_v1_event_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3516,7 +3604,7 @@ func (x *ToolRegistered) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolRegistered.ProtoReflect.Descriptor instead.
 func (*ToolRegistered) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ToolRegistered) GetContract() *ToolContract {
@@ -3544,7 +3632,7 @@ type EventRecord struct {
 
 func (x *EventRecord) Reset() {
 	*x = EventRecord{}
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3556,7 +3644,7 @@ func (x *EventRecord) String() string {
 func (*EventRecord) ProtoMessage() {}
 
 func (x *EventRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[39]
+	mi := &file_steward_v1_event_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3569,7 +3657,7 @@ func (x *EventRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EventRecord.ProtoReflect.Descriptor instead.
 func (*EventRecord) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{39}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *EventRecord) GetSequence() uint64 {
@@ -3604,7 +3692,7 @@ type CredentialIssued struct {
 
 func (x *CredentialIssued) Reset() {
 	*x = CredentialIssued{}
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +3704,7 @@ func (x *CredentialIssued) String() string {
 func (*CredentialIssued) ProtoMessage() {}
 
 func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[40]
+	mi := &file_steward_v1_event_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +3717,7 @@ func (x *CredentialIssued) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialIssued.ProtoReflect.Descriptor instead.
 func (*CredentialIssued) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{40}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CredentialIssued) GetCredential() *SignedCredential {
@@ -3666,7 +3754,7 @@ type CredentialRevoked struct {
 
 func (x *CredentialRevoked) Reset() {
 	*x = CredentialRevoked{}
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3678,7 +3766,7 @@ func (x *CredentialRevoked) String() string {
 func (*CredentialRevoked) ProtoMessage() {}
 
 func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[41]
+	mi := &file_steward_v1_event_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3691,7 +3779,7 @@ func (x *CredentialRevoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CredentialRevoked.ProtoReflect.Descriptor instead.
 func (*CredentialRevoked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{41}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CredentialRevoked) GetCredentialId() string {
@@ -3718,7 +3806,7 @@ type ArtifactSubmitted struct {
 
 func (x *ArtifactSubmitted) Reset() {
 	*x = ArtifactSubmitted{}
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3730,7 +3818,7 @@ func (x *ArtifactSubmitted) String() string {
 func (*ArtifactSubmitted) ProtoMessage() {}
 
 func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[42]
+	mi := &file_steward_v1_event_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3743,7 +3831,7 @@ func (x *ArtifactSubmitted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArtifactSubmitted.ProtoReflect.Descriptor instead.
 func (*ArtifactSubmitted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{42}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ArtifactSubmitted) GetArtifact() *Artifact {
@@ -3771,7 +3859,7 @@ type TaskProduced struct {
 
 func (x *TaskProduced) Reset() {
 	*x = TaskProduced{}
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3783,7 +3871,7 @@ func (x *TaskProduced) String() string {
 func (*TaskProduced) ProtoMessage() {}
 
 func (x *TaskProduced) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[43]
+	mi := &file_steward_v1_event_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3796,7 +3884,7 @@ func (x *TaskProduced) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskProduced.ProtoReflect.Descriptor instead.
 func (*TaskProduced) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{43}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TaskProduced) GetRound() uint32 {
@@ -3839,7 +3927,7 @@ type TaskAccepted struct {
 
 func (x *TaskAccepted) Reset() {
 	*x = TaskAccepted{}
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3851,7 +3939,7 @@ func (x *TaskAccepted) String() string {
 func (*TaskAccepted) ProtoMessage() {}
 
 func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[44]
+	mi := &file_steward_v1_event_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3864,7 +3952,7 @@ func (x *TaskAccepted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskAccepted.ProtoReflect.Descriptor instead.
 func (*TaskAccepted) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{44}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TaskAccepted) GetRound() uint32 {
@@ -3893,7 +3981,7 @@ type TaskReturned struct {
 
 func (x *TaskReturned) Reset() {
 	*x = TaskReturned{}
-	mi := &file_steward_v1_event_proto_msgTypes[45]
+	mi := &file_steward_v1_event_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +3993,7 @@ func (x *TaskReturned) String() string {
 func (*TaskReturned) ProtoMessage() {}
 
 func (x *TaskReturned) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[45]
+	mi := &file_steward_v1_event_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4006,7 @@ func (x *TaskReturned) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReturned.ProtoReflect.Descriptor instead.
 func (*TaskReturned) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{45}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *TaskReturned) GetRound() uint32 {
@@ -3953,7 +4041,7 @@ type BudgetReleased struct {
 
 func (x *BudgetReleased) Reset() {
 	*x = BudgetReleased{}
-	mi := &file_steward_v1_event_proto_msgTypes[46]
+	mi := &file_steward_v1_event_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3965,7 +4053,7 @@ func (x *BudgetReleased) String() string {
 func (*BudgetReleased) ProtoMessage() {}
 
 func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[46]
+	mi := &file_steward_v1_event_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3978,7 +4066,7 @@ func (x *BudgetReleased) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetReleased.ProtoReflect.Descriptor instead.
 func (*BudgetReleased) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{46}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *BudgetReleased) GetChildTaskId() string {
@@ -4020,7 +4108,7 @@ type DecisionRecorded struct {
 
 func (x *DecisionRecorded) Reset() {
 	*x = DecisionRecorded{}
-	mi := &file_steward_v1_event_proto_msgTypes[47]
+	mi := &file_steward_v1_event_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4032,7 +4120,7 @@ func (x *DecisionRecorded) String() string {
 func (*DecisionRecorded) ProtoMessage() {}
 
 func (x *DecisionRecorded) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[47]
+	mi := &file_steward_v1_event_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4045,7 +4133,7 @@ func (x *DecisionRecorded) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecisionRecorded.ProtoReflect.Descriptor instead.
 func (*DecisionRecorded) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{47}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DecisionRecorded) GetDecision() *Decision {
@@ -4069,7 +4157,7 @@ type AgentAsked struct {
 
 func (x *AgentAsked) Reset() {
 	*x = AgentAsked{}
-	mi := &file_steward_v1_event_proto_msgTypes[48]
+	mi := &file_steward_v1_event_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4081,7 +4169,7 @@ func (x *AgentAsked) String() string {
 func (*AgentAsked) ProtoMessage() {}
 
 func (x *AgentAsked) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[48]
+	mi := &file_steward_v1_event_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4094,7 +4182,7 @@ func (x *AgentAsked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentAsked.ProtoReflect.Descriptor instead.
 func (*AgentAsked) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{48}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AgentAsked) GetQuestion() string {
@@ -4123,7 +4211,7 @@ type AgentEscalated struct {
 
 func (x *AgentEscalated) Reset() {
 	*x = AgentEscalated{}
-	mi := &file_steward_v1_event_proto_msgTypes[49]
+	mi := &file_steward_v1_event_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4135,7 +4223,7 @@ func (x *AgentEscalated) String() string {
 func (*AgentEscalated) ProtoMessage() {}
 
 func (x *AgentEscalated) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[49]
+	mi := &file_steward_v1_event_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4148,7 +4236,7 @@ func (x *AgentEscalated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentEscalated.ProtoReflect.Descriptor instead.
 func (*AgentEscalated) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{49}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *AgentEscalated) GetOwners() []string {
@@ -4177,7 +4265,7 @@ type AgentHeartbeat struct {
 
 func (x *AgentHeartbeat) Reset() {
 	*x = AgentHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[50]
+	mi := &file_steward_v1_event_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4189,7 +4277,7 @@ func (x *AgentHeartbeat) String() string {
 func (*AgentHeartbeat) ProtoMessage() {}
 
 func (x *AgentHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[50]
+	mi := &file_steward_v1_event_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4202,7 +4290,7 @@ func (x *AgentHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentHeartbeat.ProtoReflect.Descriptor instead.
 func (*AgentHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{50}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *AgentHeartbeat) GetNote() string {
@@ -4223,7 +4311,7 @@ type ContextAttached struct {
 
 func (x *ContextAttached) Reset() {
 	*x = ContextAttached{}
-	mi := &file_steward_v1_event_proto_msgTypes[51]
+	mi := &file_steward_v1_event_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4235,7 +4323,7 @@ func (x *ContextAttached) String() string {
 func (*ContextAttached) ProtoMessage() {}
 
 func (x *ContextAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[51]
+	mi := &file_steward_v1_event_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4248,7 +4336,7 @@ func (x *ContextAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextAttached.ProtoReflect.Descriptor instead.
 func (*ContextAttached) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{51}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ContextAttached) GetItem() *ContextItem {
@@ -4263,7 +4351,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xe4\x1d\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xb4\x1e\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4300,7 +4388,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eaction_settled\x18) \x01(\v2\x19.steward.v1.ActionSettledH\x00R\ractionSettled\x12H\n" +
 	"\x10action_heartbeat\x18* \x01(\v2\x1b.steward.v1.ActionHeartbeatH\x00R\x0factionHeartbeat\x12Q\n" +
 	"\x13action_revalidating\x18/ \x01(\v2\x1e.steward.v1.ActionRevalidatingH\x00R\x12actionRevalidating\x12K\n" +
-	"\x11approval_reminded\x18+ \x01(\v2\x1c.steward.v1.ApprovalRemindedH\x00R\x10approvalReminded\x12E\n" +
+	"\x11approval_reminded\x18+ \x01(\v2\x1c.steward.v1.ApprovalRemindedH\x00R\x10approvalReminded\x12N\n" +
+	"\x12approval_escalated\x18O \x01(\v2\x1d.steward.v1.ApprovalEscalatedH\x00R\x11approvalEscalated\x12E\n" +
 	"\x0fbudget_consumed\x18, \x01(\v2\x1a.steward.v1.BudgetConsumedH\x00R\x0ebudgetConsumed\x12B\n" +
 	"\x0ebudget_alerted\x18- \x01(\v2\x19.steward.v1.BudgetAlertedH\x00R\rbudgetAlerted\x12?\n" +
 	"\rbudget_raised\x18. \x01(\v2\x18.steward.v1.BudgetRaisedH\x00R\fbudgetRaised\x12E\n" +
@@ -4478,7 +4567,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x121\n" +
-	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\xa7\x01\n" +
+	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\x9b\x01\n" +
+	"\x11ApprovalEscalated\x12\x1f\n" +
+	"\vapproval_id\x18\x01 \x01(\tR\n" +
+	"approvalId\x12\x1b\n" +
+	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x15\n" +
+	"\x06to_ref\x18\x03 \x01(\tR\x05toRef\x121\n" +
+	"\x06waited\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"\xa7\x01\n" +
 	"\x0eBudgetConsumed\x12\x16\n" +
 	"\x06tokens\x18\x01 \x01(\x03R\x06tokens\x12\x1f\n" +
 	"\vcost_micros\x18\x02 \x01(\x03R\n" +
@@ -4579,7 +4674,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4616,57 +4711,58 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ActionRevalidating)(nil),     // 32: steward.v1.ActionRevalidating
 	(*ActionHeartbeat)(nil),        // 33: steward.v1.ActionHeartbeat
 	(*ApprovalReminded)(nil),       // 34: steward.v1.ApprovalReminded
-	(*BudgetConsumed)(nil),         // 35: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),          // 36: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),           // 37: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),         // 38: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),         // 39: steward.v1.ToolRegistered
-	(*EventRecord)(nil),            // 40: steward.v1.EventRecord
-	(*CredentialIssued)(nil),       // 41: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),      // 42: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),      // 43: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),           // 44: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),           // 45: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),           // 46: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),         // 47: steward.v1.BudgetReleased
-	(*DecisionRecorded)(nil),       // 48: steward.v1.DecisionRecorded
-	(*AgentAsked)(nil),             // 49: steward.v1.AgentAsked
-	(*AgentEscalated)(nil),         // 50: steward.v1.AgentEscalated
-	(*AgentHeartbeat)(nil),         // 51: steward.v1.AgentHeartbeat
-	(*ContextAttached)(nil),        // 52: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 53: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 54: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 55: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 56: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 57: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 58: steward.v1.Finding
-	(*Plan)(nil),                   // 59: steward.v1.Plan
-	(*PlanRevision)(nil),           // 60: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 61: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 62: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 63: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 64: google.protobuf.Value
-	(SuspendCause)(0),              // 65: steward.v1.SuspendCause
-	(*Action)(nil),                 // 66: steward.v1.Action
-	(*Approval)(nil),               // 67: steward.v1.Approval
-	(ApprovalDecision)(0),          // 68: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 69: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 70: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 71: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 72: steward.v1.Outcome
-	(WaitKind)(0),                  // 73: steward.v1.WaitKind
-	(SettleState)(0),               // 74: steward.v1.SettleState
-	(RevalidationReason)(0),        // 75: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 76: google.protobuf.Duration
-	(*ToolContract)(nil),           // 77: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 78: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 79: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 80: steward.v1.CriterionResult
-	(*Decision)(nil),               // 81: steward.v1.Decision
-	(*ContextItem)(nil),            // 82: steward.v1.ContextItem
+	(*ApprovalEscalated)(nil),      // 35: steward.v1.ApprovalEscalated
+	(*BudgetConsumed)(nil),         // 36: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),          // 37: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),           // 38: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),         // 39: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),         // 40: steward.v1.ToolRegistered
+	(*EventRecord)(nil),            // 41: steward.v1.EventRecord
+	(*CredentialIssued)(nil),       // 42: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),      // 43: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),      // 44: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),           // 45: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),           // 46: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),           // 47: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),         // 48: steward.v1.BudgetReleased
+	(*DecisionRecorded)(nil),       // 49: steward.v1.DecisionRecorded
+	(*AgentAsked)(nil),             // 50: steward.v1.AgentAsked
+	(*AgentEscalated)(nil),         // 51: steward.v1.AgentEscalated
+	(*AgentHeartbeat)(nil),         // 52: steward.v1.AgentHeartbeat
+	(*ContextAttached)(nil),        // 53: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),  // 54: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 55: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 56: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 57: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 58: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 59: steward.v1.Finding
+	(*Plan)(nil),                   // 60: steward.v1.Plan
+	(*PlanRevision)(nil),           // 61: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 62: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 63: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 64: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 65: google.protobuf.Value
+	(SuspendCause)(0),              // 66: steward.v1.SuspendCause
+	(*Action)(nil),                 // 67: steward.v1.Action
+	(*Approval)(nil),               // 68: steward.v1.Approval
+	(ApprovalDecision)(0),          // 69: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 70: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 71: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 72: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 73: steward.v1.Outcome
+	(WaitKind)(0),                  // 74: steward.v1.WaitKind
+	(SettleState)(0),               // 75: steward.v1.SettleState
+	(RevalidationReason)(0),        // 76: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 77: google.protobuf.Duration
+	(*ToolContract)(nil),           // 78: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 79: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 80: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 81: steward.v1.CriterionResult
+	(*Decision)(nil),               // 82: steward.v1.Decision
+	(*ContextItem)(nil),            // 83: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	53, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	54, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -4693,78 +4789,80 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	33, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
 	32, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
 	34, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	35, // 27: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	36, // 28: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	37, // 29: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	39, // 30: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	38, // 31: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	41, // 32: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	42, // 33: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	43, // 34: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	44, // 35: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	45, // 36: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	46, // 37: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	47, // 38: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
-	11, // 39: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
-	12, // 40: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
-	13, // 41: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
-	14, // 42: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
-	15, // 43: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
-	16, // 44: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
-	17, // 45: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
-	48, // 46: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
-	52, // 47: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
-	49, // 48: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
-	50, // 49: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
-	51, // 50: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
-	54, // 51: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	55, // 52: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	56, // 53: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	57, // 54: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	53, // 55: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	53, // 56: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	58, // 57: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	59, // 58: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	60, // 59: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	61, // 60: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	62, // 61: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	53, // 62: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	63, // 63: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	64, // 64: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	65, // 65: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	53, // 66: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	66, // 67: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	62, // 68: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	67, // 69: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	68, // 70: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	69, // 71: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	70, // 72: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	62, // 73: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	71, // 74: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	72, // 75: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	73, // 76: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	53, // 77: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	74, // 78: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	75, // 79: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	76, // 80: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	0,  // 81: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 82: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	53, // 83: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	77, // 84: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 85: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	78, // 86: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	78, // 87: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	79, // 88: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	80, // 89: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	81, // 90: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	76, // 91: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	76, // 92: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	82, // 93: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	94, // [94:94] is the sub-list for method output_type
-	94, // [94:94] is the sub-list for method input_type
-	94, // [94:94] is the sub-list for extension type_name
-	94, // [94:94] is the sub-list for extension extendee
-	0,  // [0:94] is the sub-list for field type_name
+	35, // 27: steward.v1.Event.approval_escalated:type_name -> steward.v1.ApprovalEscalated
+	36, // 28: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	37, // 29: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	38, // 30: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	40, // 31: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	39, // 32: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	42, // 33: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	43, // 34: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	44, // 35: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	45, // 36: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	46, // 37: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	47, // 38: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	48, // 39: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	11, // 40: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
+	12, // 41: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
+	13, // 42: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
+	14, // 43: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
+	15, // 44: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
+	16, // 45: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
+	17, // 46: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
+	49, // 47: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
+	53, // 48: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
+	50, // 49: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
+	51, // 50: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
+	52, // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
+	55, // 52: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	56, // 53: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	57, // 54: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	58, // 55: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	54, // 56: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	54, // 57: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	59, // 58: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	60, // 59: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	61, // 60: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	62, // 61: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	63, // 62: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	54, // 63: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	64, // 64: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	65, // 65: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	66, // 66: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	54, // 67: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	67, // 68: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	63, // 69: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	68, // 70: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	69, // 71: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	70, // 72: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	71, // 73: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	63, // 74: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	72, // 75: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	73, // 76: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	74, // 77: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	54, // 78: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	75, // 79: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	76, // 80: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	77, // 81: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	77, // 82: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,  // 83: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,  // 84: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	54, // 85: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	78, // 86: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,  // 87: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	79, // 88: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	79, // 89: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	80, // 90: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	81, // 91: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	82, // 92: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	77, // 93: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	77, // 94: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	83, // 95: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	96, // [96:96] is the sub-list for method output_type
+	96, // [96:96] is the sub-list for method input_type
+	96, // [96:96] is the sub-list for extension type_name
+	96, // [96:96] is the sub-list for extension extendee
+	0,  // [0:96] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -4806,6 +4904,7 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ActionHeartbeat)(nil),
 		(*Event_ActionRevalidating)(nil),
 		(*Event_ApprovalReminded)(nil),
+		(*Event_ApprovalEscalated)(nil),
 		(*Event_BudgetConsumed)(nil),
 		(*Event_BudgetAlerted)(nil),
 		(*Event_BudgetRaised)(nil),
@@ -4837,7 +4936,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

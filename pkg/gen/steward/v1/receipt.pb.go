@@ -945,7 +945,11 @@ type ReceiptApproval struct {
 	PlanHash    string `protobuf:"bytes,11,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	// Closed undecided: its action was edited, or a revision replaced the
 	// plan version it was for.
-	Withdrawn     bool `protobuf:"varint,12,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	Withdrawn bool `protobuf:"varint,12,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
+	// Set when it waited past its escalation threshold: the backup it went
+	// to, who could decide it since, and when.
+	EscalatedTo   string                 `protobuf:"bytes,13,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1062,6 +1066,20 @@ func (x *ReceiptApproval) GetWithdrawn() bool {
 		return x.Withdrawn
 	}
 	return false
+}
+
+func (x *ReceiptApproval) GetEscalatedTo() string {
+	if x != nil {
+		return x.EscalatedTo
+	}
+	return ""
+}
+
+func (x *ReceiptApproval) GetEscalatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EscalatedAt
+	}
+	return nil
 }
 
 // ReceiptArtifact is one artifact the task produced.
@@ -1506,7 +1524,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\vproposed_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"proposedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xe2\x03\n" +
+	"finishedAt\"\xc4\x04\n" +
 	"\x0fReceiptApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -1524,7 +1542,9 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\fplan_version\x18\n" +
 	" \x01(\rR\vplanVersion\x12\x1b\n" +
 	"\tplan_hash\x18\v \x01(\tR\bplanHash\x12\x1c\n" +
-	"\twithdrawn\x18\f \x01(\bR\twithdrawn\"\xb5\x01\n" +
+	"\twithdrawn\x18\f \x01(\bR\twithdrawn\x12!\n" +
+	"\fescalated_to\x18\r \x01(\tR\vescalatedTo\x12=\n" +
+	"\fescalated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xb5\x01\n" +
 	"\x0fReceiptArtifact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -1643,12 +1663,13 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	29, // 36: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
 	13, // 37: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
 	13, // 38: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 39: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	40, // [40:40] is the sub-list for method output_type
-	40, // [40:40] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	13, // 39: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 40: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	41, // [41:41] is the sub-list for method output_type
+	41, // [41:41] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }

@@ -322,6 +322,19 @@ export declare type Approval = Message<"steward.v1.Approval"> & {
    * @generated from field: string plan_hash = 26;
    */
   planHash: string;
+
+  /**
+   * Set when the approval waited past its escalation threshold: the
+   * backup it went to (ApprovalEscalated), who may decide it since.
+   *
+   * @generated from field: string escalated_to = 27;
+   */
+  escalatedTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp escalated_at = 28;
+   */
+  escalatedAt?: Timestamp | undefined;
 };
 
 /**

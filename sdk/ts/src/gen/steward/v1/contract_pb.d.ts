@@ -371,6 +371,17 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
    * @generated from field: string parent_task_id = 22;
    */
   parentTaskId: string;
+
+  /**
+   * Who an approval that waits past timers.approval_escalate_after is
+   * escalated to (docs/approvals.md): a principal ("user:bo") or a role
+   * ("role:on-call"), who may then decide it as the approval's roles'
+   * holders may — and stand in for the authorizer — under the same rules
+   * of stake and separation of duties.
+   *
+   * @generated from field: string approval_backup_ref = 23;
+   */
+  approvalBackupRef: string;
 };
 
 /**
@@ -465,6 +476,15 @@ export declare type TaskTimers = Message<"steward.v1.TaskTimers"> & {
    * @generated from field: google.protobuf.Duration agent_suspend_after = 6;
    */
   agentSuspendAfter?: Duration | undefined;
+
+  /**
+   * An approval open this long is escalated to approval_backup_ref
+   * (ApprovalEscalated); set with it, after the reminder and before the
+   * suspension.
+   *
+   * @generated from field: google.protobuf.Duration approval_escalate_after = 7;
+   */
+  approvalEscalateAfter?: Duration | undefined;
 };
 
 /**

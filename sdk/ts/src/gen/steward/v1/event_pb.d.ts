@@ -239,6 +239,12 @@ export declare type Event = Message<"steward.v1.Event"> & {
     case: "approvalReminded";
   } | {
     /**
+     * @generated from field: steward.v1.ApprovalEscalated approval_escalated = 79;
+     */
+    value: ApprovalEscalated;
+    case: "approvalEscalated";
+  } | {
+    /**
      * @generated from field: steward.v1.BudgetConsumed budget_consumed = 44;
      */
     value: BudgetConsumed;
@@ -1471,6 +1477,43 @@ export declare type ApprovalReminded = Message<"steward.v1.ApprovalReminded"> & 
  * Use `create(ApprovalRemindedSchema)` to create a new message.
  */
 export declare const ApprovalRemindedSchema: GenMessage<ApprovalReminded>;
+
+/**
+ * ApprovalEscalated records that an approval waited past its escalation
+ * threshold and went to the contract's backup, who may now decide it
+ * (governance plane).
+ *
+ * @generated from message steward.v1.ApprovalEscalated
+ */
+export declare type ApprovalEscalated = Message<"steward.v1.ApprovalEscalated"> & {
+  /**
+   * @generated from field: string approval_id = 1;
+   */
+  approvalId: string;
+
+  /**
+   * @generated from field: string action_id = 2;
+   */
+  actionId: string;
+
+  /**
+   * The contract's approval_backup_ref.
+   *
+   * @generated from field: string to_ref = 3;
+   */
+  toRef: string;
+
+  /**
+   * @generated from field: google.protobuf.Duration waited = 4;
+   */
+  waited?: Duration | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ApprovalEscalated.
+ * Use `create(ApprovalEscalatedSchema)` to create a new message.
+ */
+export declare const ApprovalEscalatedSchema: GenMessage<ApprovalEscalated>;
 
 /**
  * BudgetConsumed records spending against the task's budget that no tool

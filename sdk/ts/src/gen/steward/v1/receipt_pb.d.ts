@@ -645,6 +645,19 @@ export declare type ReceiptApproval = Message<"steward.v1.ReceiptApproval"> & {
    * @generated from field: bool withdrawn = 12;
    */
   withdrawn: boolean;
+
+  /**
+   * Set when it waited past its escalation threshold: the backup it went
+   * to, who could decide it since, and when.
+   *
+   * @generated from field: string escalated_to = 13;
+   */
+  escalatedTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp escalated_at = 14;
+   */
+  escalatedAt?: Timestamp | undefined;
 };
 
 /**

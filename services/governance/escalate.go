@@ -1,0 +1,62 @@
+package governance
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// An approval that waits past contract.timers.approval_escalate_after goes
+// to the contract's approval_backup_ref (docs/approvals.md): its reminder
+// came first, its suspension comes after, and in between the backup may
+// decide it — a principal by name, or anyone holding a role — under the
+// same rules of stake and separation of duties as every approver, and in
+// the authorizer's stead.
+
+// backupRole is the prefix of a backup that is a role.
+const backupRole = "role:"
+
+// escalateAfter is how long an approval of a task under c waits before it
+// is escalated; false when c names no backup.
+func escalateAfter(c *stewardv1.TaskContract) (time.Duration, bool) {
+	d := c.GetTimers().GetApprovalEscalateAfter().AsDuration()
+	return d, d > 0 && c.GetApprovalBackupRef() != ""
+}
+
+// escalate records that the approval still waits and went to the backup.
+// Its id derives from the approval, so a timer delivered twice escalates
+// once.
+func (ck *clock) escalate(ctx context.Context, at approvalTimer) error {
+	var to string
+	err := ck.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
+		to = ""
+		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
+		if _, escalates := escalateAfter(t.Contract); !ok || !escalates || w.ap.GetEscalatedTo() != "" {
+			return nil, nil
+		}
+		to = t.Contract.GetApprovalBackupRef()
+		return event.New(ck.timerMeta(event.ID(at.ApprovalID, "escalated"), t, w), &stewardv1.ApprovalEscalated{
+			ApprovalId: at.ApprovalID, ActionId: at.ActionID, ToRef: to, Waited: durationpb.New(ck.now().Sub(w.requested).Round(time.Second)),
+		})
+	})
+	if err != nil || to == "" {
+		return err
+	}
+	ck.logger.Warn("approval escalated to the contract's backup", "task", at.TaskID, "approval", at.ApprovalID, "action", at.ActionID, "to", to)
+	return nil
+}
+
+// isBackup reports whether who is the backup ap was escalated to.
+func isBackup(ap *stewardv1.Approval, who rpc.Identity) bool {
+	to := ap.GetEscalatedTo()
+	if role, ok := strings.CutPrefix(to, backupRole); ok {
+		return role != "" && who.Holds(role)
+	}
+	return to != "" && to == who.Principal
+}

@@ -1,0 +1,85 @@
+package governance_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
+)
+
+// awaitEscalation writes a running task whose one action, proposed by
+// user:a, waits for a treasurer's approval, asked for ago; its contract
+// names an authorizer and, past escalate, a backup, under separation of
+// duties.
+func (e *harness) awaitEscalation(t *testing.T, id, backup string, ago, remind, escalate time.Duration) {
+	t.Helper()
+	contract := &stewardv1.TaskContract{
+		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:req", AccountableOwnerRef: "user:req",
+		AuthorizerRef: "user:auth", ApprovalBackupRef: backup, SeparationOfDuties: true,
+		Timers: &stewardv1.TaskTimers{ApprovalRemindAfter: durationpb.New(remind), ApprovalEscalateAfter: durationpb.New(escalate),
+			ApprovalSuspendAfter: durationpb.New(time.Hour)},
+	}
+	for _, p := range []event.Payload{
+		&stewardv1.TaskCreated{Contract: contract},
+		&stewardv1.TaskStarted{},
+		&stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: actionID, ProposalId: "prop-1", Tool: "wire", ActionHash: "h", RequestHash: "r", ProposedBy: "user:a"}},
+		&stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{
+			ApprovalId: approvalID + "-" + id, TaskId: id, ActionId: actionID, ActionHash: "h",
+			RequiredRoles: []string{"treasurer"}, RequestedAt: timestamppb.New(time.Now().Add(-ago)),
+		}},
+	} {
+		e.Append(id, p)
+	}
+}
+
+// TestAWaitingApprovalIsEscalatedToTheBackup: reminded, then escalated to
+// the contract's backup — each once, in that order, on the log — who,
+// holding none of the approval's roles and before the escalation refused,
+// may then approve it in the absent authorizer's stead; the proposer still
+// may not, escalated or not. A backup by role: anyone holding it, but the
+// proposer.
+func TestAWaitingApprovalIsEscalatedToTheBackup(t *testing.T) {
+	e := newHarness(t)
+	e.awaitEscalation(t, "by-name", "user:backup", 2*time.Second, time.Second, 2*time.Second)
+	e.awaitEscalation(t, "by-role", "role:on-call", 0, time.Second, 2*time.Second)
+	e.start(t, withoutSigner)
+	backup := rpc.Identity{Principal: "user:backup"}
+	e.waitCounts(t, "by-name", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalEscalated] == 1 })
+	recs := e.counts(t, "by-name")
+	if recs[event.TypeApprovalReminded] != 1 {
+		t.Fatalf("escalated with %d reminders before it, want 1", recs[event.TypeApprovalReminded])
+	}
+	if a := e.waitStatus("by-name", actionID, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL); a.Approval.EscalatedTo != "user:backup" || a.Approval.EscalatedAt == nil {
+		t.Fatalf("the approval after its escalation: %v", a.Approval)
+	}
+	if _, err := e.vote("by-name", actionID, rpc.Identity{Principal: "user:a", Roles: []string{"treasurer"}}, approve); errs.CodeOf(err) != errs.PermissionDenied {
+		t.Fatalf("the proposer approving the escalated approval: %v, want refused", err)
+	}
+	ap, err := e.vote("by-name", actionID, backup, approve)
+	if err != nil || ap.Decision != approve {
+		t.Fatalf("the backup approving: %v, %v", ap.GetDecision(), err)
+	}
+
+	// By role: before the escalation the role's holder may not decide;
+	// after it they may, the proposer holding it too still may not.
+	oncall := rpc.Identity{Principal: "user:oc", Roles: []string{"on-call"}}
+	if _, err := e.vote("by-role", actionID, oncall, approve); errs.CodeOf(err) != errs.PermissionDenied {
+		t.Fatalf("the backup role before the escalation: %v, want refused", err)
+	}
+	e.waitCounts(t, "by-role", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalEscalated] == 1 })
+	proposer := rpc.Identity{Principal: "user:a", Roles: []string{"on-call"}}
+	if _, err := e.vote("by-role", actionID, proposer, approve); errs.CodeOf(err) != errs.PermissionDenied || !strings.Contains(err.Error(), "proposed") {
+		t.Fatalf("the proposer holding the backup role: %v, want refused as the proposer", err)
+	}
+	if ap, err := e.vote("by-role", actionID, oncall, approve); err != nil || ap.Decision != approve {
+		t.Fatalf("the backup role's holder approving: %v, %v", ap.GetDecision(), err)
+	}
+}
