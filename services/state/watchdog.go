@@ -176,8 +176,20 @@ func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string
 	if len(stuck) == 0 && (pending || quiet < long) {
 		return "" // waiting on something with its own clock, or not for long
 	}
+	if len(stuck) == 0 && len(open) == 0 && agentsTurn(t) {
+		return "" // its agent's silence has a clock of its own: the liveness ladder
+	}
 	// The first stuck action leads; the rest of what is open follows.
 	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, append(stuck, open...)))
+}
+
+// agentsTurn reports whether t, working with nothing in flight, waits on
+// its agent alone, and its contract watches the agent (docs/liveness.md):
+// an agent alive and idle is no stall, and one gone silent is asked,
+// escalated and suspended by its own ladder. A plan that runs is its
+// driver's to move on, so its task may stall.
+func agentsTurn(t *stewardv1.Task) bool {
+	return t.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING && t.Contract.GetTimers().GetAgentAskAfter() != nil && !task.PlanRuns(t.Plan)
 }
 
 // redrivable reports whether an action in s, quiet for the re-drive

@@ -135,7 +135,8 @@ func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.Task
 // awaiting approval, are marked, and each once;
 // tasks waiting on an approval (alone or beside a retry timer not yet
 // due), a retry timer not yet due or the settling of an unknown outcome,
-// and a paused task, are not.
+// a paused task, and an idle one whose contract watches its agent (the
+// liveness ladder's), are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	env := stewardtest.NewEnv(t)
 	ctx := context.Background()
@@ -153,6 +154,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 		{"paused", []event.Payload{&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}}},
 		{"approval-and-dispatched", beside(0)},
 		{"approval-and-waiting", beside(time.Hour)},
+		{"watched-idle", []event.Payload{&stewardv1.TaskCreated{Contract: watchedContract()}, &stewardv1.TaskStarted{}}},
 		{"idle", []event.Payload{&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}}},
 	}
 	for _, h := range histories {
@@ -261,4 +263,12 @@ func waitView(t *testing.T, p *state.Plane, id string, ok func(*stewardv1.Task) 
 		return err == nil && ok(v), fmt.Sprintf("task %s's view is %v (%v)", id, v, err)
 	})
 	return v
+}
+
+// watchedContract is stallContract with its agent watched: asked after
+// an hour (docs/liveness.md).
+func watchedContract() *stewardv1.TaskContract {
+	c := stallContract()
+	c.Timers.AgentAskAfter = durationpb.New(time.Hour)
+	return c
 }
