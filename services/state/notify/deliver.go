@@ -45,9 +45,10 @@ type Notification struct {
 
 // deliverer sends one sink's notifications.
 type deliverer struct {
-	n     *Notifier
-	sink  *Sink
-	kinds []kind
+	n    *Notifier
+	sink *Sink
+	// kinds are the kinds the sink takes, by event type.
+	kinds map[string][]kind
 }
 
 // handle sends the notification an event makes, if the sink takes it:

@@ -61,14 +61,25 @@ func kindNamed(name string) (kind, bool) {
 	return kind{}, false
 }
 
-// kindOf returns the kind among ks an event makes; false for none (an
-// outcome that is known).
-func kindOf(ks []kind, ev *stewardv1.Event) (kind, bool) {
+// byType indexes ks by the event types that make them, so that an event
+// finds its kind by its type alone.
+func byType(ks []kind) map[string][]kind {
+	out := map[string][]kind{}
 	for _, k := range ks {
 		for _, on := range k.on {
-			if on(nil).Type() == ev.Type && (k.match == nil || k.match(ev)) {
-				return k, true
-			}
+			typ := on(nil).Type()
+			out[typ] = append(out[typ], k)
+		}
+	}
+	return out
+}
+
+// kindOf returns the kind an event makes, among those indexed; false for
+// none (an outcome that is known).
+func kindOf(ks map[string][]kind, ev *stewardv1.Event) (kind, bool) {
+	for _, k := range ks[ev.Type] {
+		if k.match == nil || k.match(ev) {
+			return k, true
 		}
 	}
 	return kind{}, false

@@ -181,12 +181,13 @@ func (n *Notifier) apply(ctx context.Context, f *File) {
 // start runs s's consumer, over every notification's events (types), for
 // the kinds s takes.
 func (n *Notifier) start(ctx context.Context, s *Sink) (eventlog.Subscription, error) {
-	d := &deliverer{n: n, sink: s}
+	var takes []kind
 	for _, k := range kinds {
 		if s.takes(k.name) {
-			d.kinds = append(d.kinds, k)
+			takes = append(takes, k)
 		}
 	}
+	d := &deliverer{n: n, sink: s, kinds: byType(takes)}
 	var rs []eventlog.Reaction
 	for _, on := range types() {
 		rs = append(rs, on(d.handle))
