@@ -28,7 +28,7 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true,
 	"login": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
@@ -89,7 +89,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.loginCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.loginCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}
@@ -144,15 +144,7 @@ func (c *cli) verb(use, short string, args []string, run func(ctx context.Contex
 	cmd := &cobra.Command{
 		Use:   use,
 		Short: short,
-		Args: func(_ *cobra.Command, got []string) error {
-			switch {
-			case len(got) < len(args):
-				return usagef("missing %s", args[len(got)])
-			case len(got) > len(args):
-				return usagef("unexpected argument %q", got[len(args)])
-			}
-			return nil
-		},
+		Args:  exactly(args),
 		RunE: func(cmd *cobra.Command, got []string) error {
 			if c.output != "table" && c.output != "json" {
 				return usagef("--output must be table or json, not %q", c.output)
@@ -169,6 +161,19 @@ func (c *cli) verb(use, short string, args []string, run func(ctx context.Contex
 	cmd.ValidArgsFunction = c.completeIDs(args)
 	c.connectionFlags(cmd.Flags())
 	return cmd
+}
+
+// exactly takes the named positional arguments, no more and no fewer.
+func exactly(args []string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, got []string) error {
+		switch {
+		case len(got) < len(args):
+			return usagef("missing %s", args[len(got)])
+		case len(got) > len(args):
+			return usagef("unexpected argument %q", got[len(args)])
+		}
+		return nil
+	}
 }
 
 // connectionFlags adds where Steward is and how to show its answers.

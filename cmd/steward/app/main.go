@@ -51,6 +51,7 @@ Usage:
   steward questions ls|answer
   steward actions settle
   steward budget raise
+  steward tools ls|show|register
                  for the people around a task: see, steer, decide, answer, settle
                  (docs/cli.md); a table, or -o json for scripts
   steward login --addr URL --token TOKEN [--ca FILE]
