@@ -43,7 +43,8 @@ func docBlocks(t *testing.T, page string) []string {
 // block. The docs run from the repository root: the session's directory
 // links examples/ and .bin/ there. `go run ./cmd/steward dev` is the
 // server this test started (with the docs' flags, checked), and any other
-// `go run ./cmd/steward` is the test's binary against it; `./scripts/test`
+// `go run ./cmd/steward` is the test's binary against it (`policy`, which
+// calls no server, without --addr); `./scripts/test`
 // is the command .ci/run runs (checked by the test), not run again here.
 func preamble(addr string) string {
 	return fmt.Sprintf(`set -euo pipefail
@@ -57,6 +58,7 @@ go() {
     [ "$*" = %[3]q ] || { echo "the docs start steward dev with '$*', the test with '%[3]s'" >&2; return 1; }
     echo "steward dev: serving on %[2]s (started by the test)"; return
   fi
+  if [ "$1" = policy ]; then %[1]q "$@"; return; fi   # runs here: no server, no --addr
   %[1]q "$@" --addr %[2]s
 }
 ./scripts/test() { echo "./scripts/test: the command .ci/run runs, so CI runs it"; }
@@ -76,12 +78,12 @@ func runDocBlocks(t *testing.T, page string) {
 }
 
 // docsDir returns a new directory the docs' blocks run in, as from the
-// repository's root: examples/ and .bin/ link there, and the token file
-// goes in .steward/data.
+// repository's root: examples/, .bin/ and services/ (its policy
+// bundles) link there, and the token file goes in .steward/data.
 func docsDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, link := range []string{"examples", ".bin"} {
+	for _, link := range []string{"examples", ".bin", "services"} {
 		target, err := filepath.Abs(filepath.Join("..", link))
 		if err != nil {
 			t.Fatal(err)

@@ -28,7 +28,7 @@ import (
 // peopleCommands are the commands Main hands to the cobra tree, and the
 // hidden ones its completion scripts call.
 var peopleCommands = map[string]bool{
-	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true,
+	"tasks": true, "approvals": true, "questions": true, "actions": true, "budget": true, "tools": true, "policy": true,
 	"login": true, "completion": true,
 	cobra.ShellCompRequestCmd: true, cobra.ShellCompNoDescRequestCmd: true,
 }
@@ -89,7 +89,7 @@ func (c *cli) root() *cobra.Command {
 	root.SetOut(c.raw)
 	root.SetErr(c.stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usagef("%v", err) })
-	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.loginCommand())
+	root.AddCommand(c.tasksCommand(), c.approvalsCommand(), c.questionsCommand(), c.actionsCommand(), c.budgetCommand(), c.toolsCommand(), c.policyCommand(), c.loginCommand())
 	for _, name := range []string{"dev", "serve", "gateway", "nats-users", "nats-streams", "secret-key", "audit", "receipt", "dead-letters", "version"} {
 		root.AddCommand(c.olderCommand(name))
 	}
@@ -139,44 +139,63 @@ func verbNames(cmd *cobra.Command) string {
 }
 
 // verb is a command of a group that takes the named positional
-// arguments, no more and no fewer, and the connection flags.
+// arguments, no more and no fewer, and the connection flags: a local
+// command with a client of Steward, its calls bounded by callTimeout.
 func (c *cli) verb(use, short string, args []string, run func(ctx context.Context, s *steward.Client, args []string) error) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args: func(_ *cobra.Command, got []string) error {
-			switch {
-			case len(got) < len(args):
-				return usagef("missing %s", args[len(got)])
-			case len(got) > len(args):
-				return usagef("unexpected argument %q", got[len(args)])
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, got []string) error {
-			if c.output != "table" && c.output != "json" {
-				return usagef("--output must be table or json, not %q", c.output)
-			}
-			s, err := c.client(steward.DefaultRetry)
-			if err != nil {
-				return err
-			}
-			ctx, cancel := context.WithTimeout(cmd.Context(), callTimeout)
-			defer cancel()
-			return run(ctx, s, got)
-		},
-	}
+	cmd := c.local(use, short, args, func(ctx context.Context, got []string) error {
+		s, err := c.client(steward.DefaultRetry)
+		if err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		return run(ctx, s, got)
+	})
 	cmd.ValidArgsFunction = c.completeIDs(args)
 	c.connectionFlags(cmd.Flags())
 	return cmd
 }
 
-// connectionFlags adds where Steward is and how to show its answers.
+// local is a verb of a group that runs here, calling no server: the
+// named positional arguments and -o. Its arguments complete as
+// directories (policy bundles).
+func (c *cli) local(use, short string, args []string, run func(ctx context.Context, args []string) error) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  exactly(args),
+		RunE: func(cmd *cobra.Command, got []string) error {
+			if c.output != "table" && c.output != "json" {
+				return usagef("--output must be table or json, not %q", c.output)
+			}
+			return run(cmd.Context(), got)
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			return nil, cobra.ShellCompDirectiveFilterDirs
+		},
+	}
+	cmd.Flags().StringVarP(&c.output, "output", "o", "table", "table (for people) or json (one object a line: protojson for Steward's messages)")
+	return cmd
+}
+
+// exactly takes the named positional arguments, no more and no fewer.
+func exactly(args []string) cobra.PositionalArgs {
+	return func(_ *cobra.Command, got []string) error {
+		switch {
+		case len(got) < len(args):
+			return usagef("missing %s", args[len(got)])
+		case len(got) > len(args):
+			return usagef("unexpected argument %q", got[len(args)])
+		}
+		return nil
+	}
+}
+
+// connectionFlags adds where Steward is.
 func (c *cli) connectionFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&c.addr, "addr", "", "`URL` (or HOST:PORT) of Steward (default $"+AddrEnv+", else the config file's, else "+DefaultAddr+")")
 	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else the config file's for its address)")
 	fs.StringVar(&c.ca, "ca", "", "PEM `FILE` of the CAs that sign the server's TLS certificate (default $"+CAEnv+", else the config file's)")
-	fs.StringVarP(&c.output, "output", "o", "table", "table (for people) or json (protojson, one object a line)")
 }
 
 // watching is the retry of a watch: a person following a task would

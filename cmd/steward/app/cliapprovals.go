@@ -38,12 +38,7 @@ func (c *cli) approvalsLs() *cobra.Command {
 			}
 		}
 		if c.json() {
-			for _, ap := range aps {
-				if err := c.message(ap); err != nil {
-					return err
-				}
-			}
-			return nil
+			return messages(c, aps)
 		}
 		rows := make([][]string, 0, len(aps))
 		for _, ap := range aps {

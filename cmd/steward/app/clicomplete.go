@@ -25,8 +25,9 @@ var olderShort = map[string]string{
 	"version":      "print the version",
 }
 
-// completeIDs offers, for a positional argument named TASK or APPROVAL,
-// the ids Steward has: its tasks, or the approvals that wait. It asks
+// completeIDs offers, for a positional argument named TASK, APPROVAL or
+// TOOL, the ids Steward has: its tasks, the approvals that wait, or the
+// tools it has. It asks
 // once, briefly, where the command's flags and config say: a completion
 // that cannot reach Steward offers nothing.
 func (c *cli) completeIDs(names []string) cobra.CompletionFunc {
@@ -34,6 +35,9 @@ func (c *cli) completeIDs(names []string) cobra.CompletionFunc {
 		none := cobra.ShellCompDirectiveNoFileComp
 		if len(args) >= len(names) {
 			return nil, none
+		}
+		if names[len(args)] == "FILE" {
+			return nil, cobra.ShellCompDirectiveDefault
 		}
 		s, err := c.client(steward.Retry{Attempts: 1})
 		if err != nil {
@@ -52,6 +56,11 @@ func (c *cli) completeIDs(names []string) cobra.CompletionFunc {
 			page, _ := s.ListApprovals(ctx, &stewardv1.ListApprovalsRequest{PendingOnly: true})
 			for _, ap := range page.GetApprovals() {
 				offered = append(offered, cobra.CompletionWithDesc(terminal.EscapeLine(ap.ApprovalId), terminal.EscapeLine(approvalSubject(ap)+" "+ap.Target)))
+			}
+		case "TOOL":
+			tools, _ := s.ListTools(ctx)
+			for _, t := range tools {
+				offered = append(offered, cobra.CompletionWithDesc(terminal.EscapeLine(t.Contract.GetName()), terminal.EscapeLine(short(t.Contract.GetDescription(), 40))))
 			}
 		}
 		return offered, none

@@ -28,6 +28,16 @@ func (c *cli) message(m proto.Message) error {
 	return err
 }
 
+// messages prints each of ms as a line of protojson (message).
+func messages[M proto.Message](c *cli, ms []M) error {
+	for _, m := range ms {
+		if err := c.message(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // table prints rows under header, in columns. A cell is one line: what
 // a client wrote cannot start a row of its own.
 func (c *cli) table(header []string, rows [][]string) error {

@@ -67,12 +67,7 @@ func listTasks(ctx context.Context, s *steward.Client, req *stewardv1.ListTasksR
 
 func (c *cli) taskRows(tasks []*stewardv1.Task) error {
 	if c.json() {
-		for _, t := range tasks {
-			if err := c.message(t); err != nil {
-				return err
-			}
-		}
-		return nil
+		return messages(c, tasks)
 	}
 	rows := make([][]string, 0, len(tasks))
 	for _, t := range tasks {

@@ -51,8 +51,12 @@ Usage:
   steward questions ls|answer
   steward actions settle
   steward budget raise
+  steward tools ls|show|register
                  for the people around a task: see, steer, decide, answer, settle
                  (docs/cli.md); a table, or -o json for scripts
+  steward policy test DIR | eval DIR --input FILE
+                 run a policy bundle's Rego tests, or judge one policy input with it, here:
+                 no server (docs/cli.md)
   steward login --addr URL --token TOKEN [--ca FILE]
                  save where Steward is and your token for the commands above
   steward completion bash|zsh|fish

@@ -19,6 +19,7 @@ type Client struct {
 	query      stewardv1connect.QueryServiceClient
 	governance stewardv1connect.GovernanceServiceClient
 	actions    stewardv1connect.ActionServiceClient
+	tools      stewardv1connect.ToolServiceClient
 	retry      Retry
 	newID      func() string
 }
@@ -70,6 +71,7 @@ func New(baseURL string, opts ...Option) *Client {
 		query:      stewardv1connect.NewQueryServiceClient(c.http, baseURL, c.opts...),
 		governance: stewardv1connect.NewGovernanceServiceClient(c.http, baseURL, c.opts...),
 		actions:    stewardv1connect.NewActionServiceClient(c.http, baseURL, c.opts...),
+		tools:      stewardv1connect.NewToolServiceClient(c.http, baseURL, c.opts...),
 		retry:      c.retry,
 		newID:      c.newID,
 	}
@@ -91,7 +93,7 @@ func randomID() string {
 
 // Bearer returns an interceptor that presents token on every call, unary
 // or streaming: for the generated clients of services this SDK does not
-// wrap (an operator's ToolService).
+// wrap (an auditor's AuditService).
 func Bearer(token string) connect.Interceptor { return bearer(token) }
 
 type bearer string

@@ -2,52 +2,81 @@ package policy_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/tester"
 
 	"github.com/steward-run/steward/services/governance/policy"
 )
 
-// TestDefaultBundleRegoTests runs the default bundle's _test.rego files: this
-// is how CI runs the Rego unit tests.
+// TestDefaultBundleRegoTests runs the default bundle's _test.rego files
+// with RunTests, as `steward policy test` does: this is how CI runs the
+// Rego unit tests.
 func TestDefaultBundleRegoTests(t *testing.T) {
-	ctx := context.Background()
-	modules, store, err := tester.LoadWithRegoVersion([]string{"default"}, nil, ast.RegoV1)
+	results, err := policy.RunTests(context.Background(), "default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	results, err := tester.NewRunner().
-		SetStore(store).
-		SetDefaultRegoVersion(ast.RegoV1).
-		SetTimeout(30*time.Second).
-		Run(ctx, modules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ran := 0
-	for r := range results {
-		ran++
-		switch {
-		case r.Error != nil:
-			t.Errorf("%s.%s: error: %v", r.Package, r.Name, r.Error)
-		case r.Skip:
-			t.Errorf("%s.%s: skipped; a todo_test_ is not a test", r.Package, r.Name)
-		case r.Fail:
-			t.Errorf("%s.%s: FAIL (%s)", r.Package, r.Name, r.Location)
+	for _, r := range results {
+		if r.Outcome != policy.TestPass {
+			t.Errorf("%s (%s:%d): %s %s", r.Name, r.File, r.Line, r.Outcome, r.Error)
 		}
 	}
-	if ran == 0 {
-		t.Fatal("no Rego tests ran")
+	t.Logf("%d Rego tests ran", len(results))
+}
+
+// TestRunTestsNamesWhatDidNotPass: a failing test, one that cannot be
+// evaluated and a todo_test_ are each reported as such, by name and
+// line, in file order; a bundle without tests, or that does not
+// compile, is an error.
+func TestRunTestsNamesWhatDidNotPass(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	t.Logf("%d Rego tests ran", ran)
+	write("policy.rego", "package steward.policy\n\ndecision := {\"decision\": \"allow\"}\n")
+	if _, err := policy.RunTests(ctx, dir); err == nil || !strings.Contains(err.Error(), "no tests") {
+		t.Fatalf("a bundle without tests: %v", err)
+	}
+	write("policy_test.rego", `package steward.policy_test
+
+import data.steward.policy
+
+test_allows if policy.decision.decision == "allow"
+
+test_denies if policy.decision.decision == "deny"
+
+test_conflicts if twice == 1
+
+todo_test_later if false
+
+twice = 1 if true
+
+twice = 2 if true
+`)
+	results, err := policy.RunTests(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range results {
+		got = append(got, fmt.Sprintf("%s:%d %s", strings.TrimPrefix(r.Name, "data.steward.policy_test."), r.Line, r.Outcome))
+	}
+	want := []string{"test_allows:5 pass", "test_denies:7 fail", "test_conflicts:9 error", "todo_test_later:11 skip"}
+	if !slices.Equal(got, want) {
+		t.Errorf("results %q, want %q", got, want)
+	}
+	write("broken.rego", "package steward.policy\n\ndecision := {\n")
+	if _, err := policy.RunTests(ctx, dir); err == nil || !strings.Contains(err.Error(), "broken.rego") {
+		t.Errorf("a bundle that does not parse: %v", err)
+	}
 }
 
 // TestDefaultBundleFilesHaveTests holds the rule that every .rego file has a
