@@ -51,7 +51,7 @@ func Approvers(ap *stewardv1.Approval) []string {
 // checked that d is a vote ap may take (approve or reject, by someone who
 // has not voted, while ap is undecided).
 func CastVote(ap *stewardv1.Approval, d *stewardv1.ApprovalDecided, at *timestamppb.Timestamp) bool {
-	ap.Votes = append(ap.Votes, &stewardv1.ApprovalVote{Principal: d.DecidedBy, Decision: d.Decision, Comment: d.Comment, DecidedAt: at, Signed: d.Signed})
+	ap.Votes = append(ap.Votes, &stewardv1.ApprovalVote{Principal: d.DecidedBy, Decision: d.Decision, Comment: d.Comment, DecidedAt: at, Signed: d.Signed, AsBackup: d.AsBackup})
 	if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && len(Approvers(ap)) < RequiredApprovals(ap) {
 		return false
 	}

@@ -33,6 +33,12 @@ func TestAnApprovalEscalationIsCheckedWhole(t *testing.T) {
 		{"agent", 0, 2 * time.Hour, 0, true, "contract.approval_backup_ref"},
 		{"user:bo", time.Hour, 2 * time.Hour, 3 * time.Hour, true, ""},
 		{"role:on-call", 0, 2 * time.Hour, 0, false, ""},
+		// Against governance's waits, defaults included: suspended at
+		// 72 hours by default, so never escalated at 73; a suspension
+		// set shorter than the escalation; a reminder before either.
+		{"user:bo", 0, 73 * time.Hour, 0, false, "contract.timers.approval_escalate_after"},
+		{"user:bo", 0, 2 * time.Hour, 90 * time.Minute, false, "contract.timers.approval_escalate_after"},
+		{"user:bo", 0, 30 * time.Hour, 0, false, ""},
 	} {
 		req := validRequest("escalation-" + string(rune('a'+i)))
 		req.Contract.ApprovalBackupRef, req.Contract.SeparationOfDuties = tt.backup, tt.sod

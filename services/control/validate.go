@@ -339,28 +339,6 @@ func checkAgentTimers(tm *stewardv1.TaskTimers) error {
 	return nil
 }
 
-// checkBackup refuses an approval escalation that could not happen: a
-// threshold without a backup, a backup without a threshold, a role with no
-// name, or a threshold not between the reminder and the suspension the
-// contract sets.
-func checkBackup(c *stewardv1.TaskContract) error {
-	tm := c.GetTimers()
-	after, backup := tm.GetApprovalEscalateAfter().AsDuration(), c.ApprovalBackupRef
-	switch {
-	case backup == "" && after > 0:
-		return errs.Field("contract.timers.approval_escalate_after", "needs contract.approval_backup_ref: someone to escalate to")
-	case backup != "" && after <= 0:
-		return errs.Field("contract.approval_backup_ref", "needs contract.timers.approval_escalate_after: when to escalate to them")
-	case backup == "role:":
-		return errs.Field("contract.approval_backup_ref", "names no role: \"role:<name>\", or a principal")
-	case after > 0 && tm.GetApprovalRemindAfter().AsDuration() >= after:
-		return errs.Field("contract.timers.approval_escalate_after", "must be longer than approval_remind_after: approvers are reminded before the backup hears")
-	case after > 0 && tm.GetApprovalSuspendAfter() != nil && tm.GetApprovalSuspendAfter().AsDuration() <= after:
-		return errs.Field("contract.timers.approval_escalate_after", "must be shorter than approval_suspend_after: the backup may decide before the task stops")
-	}
-	return limits.Duration("contract.timers.approval_escalate_after", tm.GetApprovalEscalateAfter(), MinApprovalTimer, MaxApprovalTimer)
-}
-
 // checkTimers refuses a timer outside its documented range, and a
 // suspension that would come before its reminder. Zero means the default.
 func checkTimers(tm *stewardv1.TaskTimers) error {

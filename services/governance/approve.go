@@ -83,7 +83,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		}
 		return p.vote(t, who, id, &stewardv1.ApprovalDecided{
 			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
-			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
+			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment, AsBackup: isBackup(t.Contract, ap, who),
 		})
 	})
 	if err != nil {

@@ -65,7 +65,7 @@ func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
 // mayVoteOn is mayVote for approval ap of subject: an action's, or a
 // plan version's, whose submitter is its proposer.
 func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	backup := isBackup(ap, who)
+	backup := isBackup(t.Contract, ap, who)
 	if !who.Holds(ap.RequiredRoles...) && !backup {
 		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s%s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "), escalatedTo(ap))
 	}
@@ -135,10 +135,11 @@ func escalatedTo(ap *stewardv1.Approval) string {
 	return ", or to be " + ap.GetEscalatedTo() + ", to whom it was escalated"
 }
 
-// backupVoted reports whether a principal named as ap's backup has approved
-// it: for a role, any approver voting since the escalation who holds it
-// is not known here, so only a backup by name counts.
+// backupVoted reports whether the backup ap was escalated to approved it,
+// as the backup (ApprovalVote.as_backup): a role's holder is known by
+// the part they voted in, not by the roles they hold now.
 func backupVoted(ap *stewardv1.Approval) bool {
-	to := ap.GetEscalatedTo()
-	return to != "" && !strings.HasPrefix(to, backupRole) && slices.Contains(task.Approvers(ap), to)
+	return slices.ContainsFunc(ap.GetVotes(), func(v *stewardv1.ApprovalVote) bool {
+		return v.AsBackup && v.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
+	})
 }

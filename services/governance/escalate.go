@@ -10,6 +10,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // An approval that waits past contract.timers.approval_escalate_after goes
@@ -22,13 +23,6 @@ import (
 // backupRole is the prefix of a backup that is a role.
 const backupRole = "role:"
 
-// escalateAfter is how long an approval of a task under c waits before it
-// is escalated; false when c names no backup.
-func escalateAfter(c *stewardv1.TaskContract) (time.Duration, bool) {
-	d := c.GetTimers().GetApprovalEscalateAfter().AsDuration()
-	return d, d > 0 && c.GetApprovalBackupRef() != ""
-}
-
 // escalate records that the approval still waits and went to the backup.
 // Its id derives from the approval, so a timer delivered twice escalates
 // once.
@@ -37,7 +31,7 @@ func (ck *clock) escalate(ctx context.Context, at approvalTimer) error {
 	err := ck.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		to = ""
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
-		if _, escalates := escalateAfter(t.Contract); !ok || !escalates || w.ap.GetEscalatedTo() != "" {
+		if !ok || task.ApprovalWaitsOf(t.Contract).Escalate == 0 || w.ap.GetEscalatedTo() != "" {
 			return nil, nil
 		}
 		to = t.Contract.GetApprovalBackupRef()
@@ -52,8 +46,13 @@ func (ck *clock) escalate(ctx context.Context, at approvalTimer) error {
 	return nil
 }
 
-// isBackup reports whether who is the backup ap was escalated to.
-func isBackup(ap *stewardv1.Approval, who rpc.Identity) bool {
+// isBackup reports whether who is the backup ap, an approval of a task
+// under c, was escalated to — no sooner than c allows: an escalation
+// recorded early (appended by another hand) makes nobody a backup.
+func isBackup(c *stewardv1.TaskContract, ap *stewardv1.Approval, who rpc.Identity) bool {
+	if !task.EscalatedInTime(c, ap) {
+		return false
+	}
 	to := ap.GetEscalatedTo()
 	if role, ok := strings.CutPrefix(to, backupRole); ok {
 		return role != "" && who.Holds(role)

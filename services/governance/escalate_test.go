@@ -15,10 +15,10 @@ import (
 )
 
 // awaitEscalation writes a running task whose one action, proposed by
-// user:a, waits for a treasurer's approval, asked for ago; its contract
-// names an authorizer and, past escalate, a backup, under separation of
-// duties.
-func (e *harness) awaitEscalation(t *testing.T, id, backup string, ago, remind, escalate time.Duration) {
+// user:a, waits for a treasurer's approval (or required of them), asked
+// for ago; its contract names an authorizer and, past escalate, a backup,
+// under separation of duties.
+func (e *harness) awaitEscalation(t *testing.T, id, backup string, ago, remind, escalate time.Duration, required uint32) {
 	t.Helper()
 	contract := &stewardv1.TaskContract{
 		Intent: "pay", DesiredOutcome: "paid", RequesterRef: "user:req", AccountableOwnerRef: "user:req",
@@ -33,7 +33,7 @@ func (e *harness) awaitEscalation(t *testing.T, id, backup string, ago, remind, 
 		&stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
 		&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{
 			ApprovalId: approvalID + "-" + id, TaskId: id, ActionId: actionID, ActionHash: "h",
-			RequiredRoles: []string{"treasurer"}, RequestedAt: timestamppb.New(time.Now().Add(-ago)),
+			RequiredRoles: []string{"treasurer"}, RequiredApprovals: required, RequestedAt: timestamppb.New(time.Now().Add(-ago)),
 		}},
 	} {
 		e.Append(id, p)
@@ -48,8 +48,8 @@ func (e *harness) awaitEscalation(t *testing.T, id, backup string, ago, remind, 
 // proposer.
 func TestAWaitingApprovalIsEscalatedToTheBackup(t *testing.T) {
 	e := newHarness(t)
-	e.awaitEscalation(t, "by-name", "user:backup", 2*time.Second, time.Second, 2*time.Second)
-	e.awaitEscalation(t, "by-role", "role:on-call", 0, time.Second, 2*time.Second)
+	e.awaitEscalation(t, "by-name", "user:backup", 2*time.Second, time.Second, 2*time.Second, 1)
+	e.awaitEscalation(t, "by-role", "role:on-call", 0, time.Second, 2*time.Second, 1)
 	e.start(t, withoutSigner)
 	backup := rpc.Identity{Principal: "user:backup"}
 	e.waitCounts(t, "by-name", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalEscalated] == 1 })
@@ -81,5 +81,42 @@ func TestAWaitingApprovalIsEscalatedToTheBackup(t *testing.T) {
 	}
 	if ap, err := e.vote("by-role", actionID, oncall, approve); err != nil || ap.Decision != approve {
 		t.Fatalf("the backup role's holder approving: %v, %v", ap.GetDecision(), err)
+	}
+}
+
+// TestABackupByRoleStandsInForTheAuthorizerWhenEverItVotes: of two
+// approvals the authorizer must be among, the backup by role gives the
+// first — as the backup, on the record — and a treasurer may then give
+// the last; before, that last vote was refused, a role's holder not being
+// known for the backup once they had voted.
+func TestABackupByRoleStandsInForTheAuthorizerWhenEverItVotes(t *testing.T) {
+	e := newHarness(t)
+	e.awaitEscalation(t, "two", "role:on-call", 2*time.Second, time.Second, 2*time.Second, 2)
+	e.start(t, withoutSigner)
+	e.waitCounts(t, "two", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalEscalated] == 1 })
+	ap, err := e.vote("two", actionID, rpc.Identity{Principal: "user:oc", Roles: []string{"on-call"}}, approve)
+	if err != nil || len(ap.Votes) != 1 || !ap.Votes[0].AsBackup {
+		t.Fatalf("the backup's vote: %v, %v; want one vote, as the backup", ap.GetVotes(), err)
+	}
+	ap, err = e.vote("two", actionID, rpc.Identity{Principal: "user:t", Roles: []string{"treasurer"}}, approve)
+	if err != nil || ap.Decision != approve || ap.Votes[1].AsBackup {
+		t.Fatalf("the treasurer's last vote after the backup's: %v, %v", ap.GetDecision(), err)
+	}
+}
+
+// TestAnEarlyEscalationMakesNobodyABackup: an ApprovalEscalated on the log
+// before the contract's approval_escalate_after (appended by another hand
+// than governance's timer) gives the backup nothing: refused as anyone
+// without the approval's roles would be.
+func TestAnEarlyEscalationMakesNobodyABackup(t *testing.T) {
+	e := newHarness(t)
+	e.awaitEscalation(t, "early", "user:backup", 0, 10*time.Minute, 30*time.Minute, 1)
+	e.Append("early", &stewardv1.ApprovalEscalated{ApprovalId: approvalID + "-early", ActionId: actionID, ToRef: "user:backup"})
+	e.start(t, withoutSigner)
+	if a := e.waitStatus("early", actionID, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL); a.Approval.EscalatedTo != "user:backup" {
+		t.Fatalf("the forged escalation is not on the approval: %v", a.Approval)
+	}
+	if _, err := e.vote("early", actionID, rpc.Identity{Principal: "user:backup"}, approve); errs.CodeOf(err) != errs.PermissionDenied {
+		t.Fatalf("the backup after an early escalation: %v, want refused", err)
 	}
 }

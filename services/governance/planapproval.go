@@ -44,7 +44,8 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		}
 		// Signed over the plan hash too.
 		return p.vote(t, who, event.ID(req.ApprovalId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
-			&stewardv1.ApprovalDecided{ApprovalId: req.ApprovalId, PlanHash: req.PlanHash, Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment})
+			&stewardv1.ApprovalDecided{ApprovalId: req.ApprovalId, PlanHash: req.PlanHash, Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
+				AsBackup: isBackup(t.Contract, ap, who)})
 	})
 	if err != nil {
 		return nil, err

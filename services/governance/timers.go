@@ -18,14 +18,6 @@ import (
 	"github.com/steward-run/steward/pkg/timer"
 )
 
-// How long an approval may wait when the task's contract does not say
-// (contract.timers): first its approvers are reminded, then the task is
-// suspended until someone resumes it.
-const (
-	DefaultApprovalRemindAfter  = 24 * time.Hour
-	DefaultApprovalSuspendAfter = 72 * time.Hour
-)
-
 // ApprovalTimerKind is the kind of the plane's approval timers, and
 // TimerConsumer the durable consumer that takes them when they fire.
 const (
@@ -62,24 +54,6 @@ type approvalTimer struct {
 	Stage      string `json:"stage"`
 }
 
-// approvalWaits returns the contract's thresholds; a missing or
-// non-positive one means the default, and the reminder always comes first.
-func approvalWaits(c *stewardv1.TaskContract) (remind, suspend time.Duration) {
-	remind, suspend = DefaultApprovalRemindAfter, DefaultApprovalSuspendAfter
-	if d := c.GetTimers().GetApprovalRemindAfter(); d != nil && d.AsDuration() > 0 {
-		remind = d.AsDuration()
-	}
-	if d := c.GetTimers().GetApprovalSuspendAfter(); d != nil && d.AsDuration() > 0 {
-		suspend = d.AsDuration()
-	}
-	if remind >= suspend {
-		// A contract that sets only a short suspension: remind halfway,
-		// so that approvers hear before the task stops.
-		remind = suspend / 2
-	}
-	return remind, suspend
-}
-
 // armOnRequest reacts to a requested approval by setting its timers.
 // Setting them again on redelivery is a no-op.
 func (ck *clock) armOnRequest(ctx context.Context, rec *stewardv1.EventRecord, requested *stewardv1.ApprovalRequested) error {
@@ -111,10 +85,10 @@ func (ck *clock) arm(ctx context.Context, taskID, actionID, approvalID string) e
 		return nil // decided, withdrawn, revised or ended before its timers were set
 	}
 	requested := w.requested
-	remind, suspend := approvalWaits(t.Contract)
-	stages := map[string]time.Duration{stageRemind: remind, stageSuspend: suspend}
-	if after, ok := escalateAfter(t.Contract); ok {
-		stages[stageEscalate] = after
+	waits := task.ApprovalWaitsOf(t.Contract)
+	stages := map[string]time.Duration{stageRemind: waits.Remind, stageSuspend: waits.Suspend}
+	if waits.Escalate > 0 {
+		stages[stageEscalate] = waits.Escalate
 	}
 	for stage, after := range stages {
 		payload, err := json.Marshal(approvalTimer{TaskID: taskID, ActionID: actionID, ApprovalID: approvalID, Stage: stage})
@@ -251,7 +225,7 @@ func (ck *clock) suspendWaiting(ctx context.Context, at approvalTimer) error {
 		if !ok || !(task.Active(t.Status) || t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT) {
 			return nil, nil
 		}
-		_, after := approvalWaits(t.Contract)
+		after := task.ApprovalWaitsOf(t.Contract).Suspend
 		reason = fmt.Sprintf("approval %s for %s waited longer than %s; resume the task to go on", at.ApprovalID, w.what, shortDuration(after))
 		return event.New(ck.timerMeta(event.ID(at.ApprovalID, "suspended"), t, w), &stewardv1.TaskSuspended{Reason: reason, Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_APPROVAL_OVERDUE})
 	})
@@ -270,7 +244,7 @@ func (ck *clock) suspendOverdue(ctx context.Context, rec *stewardv1.EventRecord)
 	if err != nil {
 		return err
 	}
-	_, after := approvalWaits(t.Contract)
+	after := task.ApprovalWaitsOf(t.Contract).Suspend
 	open := []approvalTimer{{ApprovalID: t.Plan.GetApproval().GetApprovalId()}} // the plan's, if any
 	for _, a := range t.Actions {
 		open = append(open, approvalTimer{ActionID: a.ActionId, ApprovalID: a.Approval.GetApprovalId()})

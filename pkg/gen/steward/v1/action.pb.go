@@ -657,7 +657,9 @@ type ApprovalVote struct {
 	// The decision as governance signed it (ApprovalDecided.signed): before
 	// a permit follows, governance checks every vote that counts towards it,
 	// not only the last.
-	Signed        *SignedApprovalDecision `protobuf:"bytes,5,opt,name=signed,proto3" json:"signed,omitempty"`
+	Signed *SignedApprovalDecision `protobuf:"bytes,5,opt,name=signed,proto3" json:"signed,omitempty"`
+	// Cast by the backup the approval was escalated to (ApprovalDecided.as_backup).
+	AsBackup      bool `protobuf:"varint,6,opt,name=as_backup,json=asBackup,proto3" json:"as_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -725,6 +727,13 @@ func (x *ApprovalVote) GetSigned() *SignedApprovalDecision {
 		return x.Signed
 	}
 	return nil
+}
+
+func (x *ApprovalVote) GetAsBackup() bool {
+	if x != nil {
+		return x.AsBackup
+	}
+	return false
 }
 
 // Approval is one request for a person's decision about one action hash,
@@ -1900,14 +1909,15 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0fexpected_impact\x18\x01 \x01(\tR\x0eexpectedImpact\x12#\n" +
 	"\rrollback_plan\x18\x02 \x01(\tR\frollbackPlan\x12\x1a\n" +
 	"\bevidence\x18\x03 \x03(\tR\bevidence\x12\"\n" +
-	"\falternatives\x18\x04 \x03(\tR\falternatives\"\xf7\x01\n" +
+	"\falternatives\x18\x04 \x03(\tR\falternatives\"\x94\x02\n" +
 	"\fApprovalVote\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x128\n" +
 	"\bdecision\x18\x02 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
 	"\acomment\x18\x03 \x01(\tR\acomment\x129\n" +
 	"\n" +
 	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
-	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\"\xfb\b\n" +
+	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
+	"\tas_backup\x18\x06 \x01(\bR\basBackup\"\xfb\b\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +

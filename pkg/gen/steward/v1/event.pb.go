@@ -2375,7 +2375,10 @@ type ApprovalDecided struct {
 	Signed *SignedApprovalDecision `protobuf:"bytes,7,opt,name=signed,proto3" json:"signed,omitempty"`
 	// Set, instead of action_id and action_hash, on a vote about a plan's
 	// approval: the hash of the plan version voted on.
-	PlanHash      string `protobuf:"bytes,8,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	PlanHash string `protobuf:"bytes,8,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	// The vote of the backup the approval was escalated to, in that part:
+	// it stands in for the contract's authorizer (docs/approvals.md).
+	AsBackup      bool `protobuf:"varint,9,opt,name=as_backup,json=asBackup,proto3" json:"as_backup,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2464,6 +2467,13 @@ func (x *ApprovalDecided) GetPlanHash() string {
 		return x.PlanHash
 	}
 	return ""
+}
+
+func (x *ApprovalDecided) GetAsBackup() bool {
+	if x != nil {
+		return x.AsBackup
+	}
+	return false
 }
 
 // ActionPermitted issues the one-time permit for an action (governance
@@ -4504,7 +4514,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vcost_micros\x18\x04 \x01(\x03R\n" +
 	"costMicros\"E\n" +
 	"\x11ApprovalRequested\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xbc\x02\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xd9\x02\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -4516,7 +4526,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"decided_by\x18\x05 \x01(\tR\tdecidedBy\x12\x18\n" +
 	"\acomment\x18\x06 \x01(\tR\acomment\x12:\n" +
 	"\x06signed\x18\a \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
-	"\tplan_hash\x18\b \x01(\tR\bplanHash\"\xad\x01\n" +
+	"\tplan_hash\x18\b \x01(\tR\bplanHash\x12\x1b\n" +
+	"\tas_backup\x18\t \x01(\bR\basBackup\"\xad\x01\n" +
 	"\x0fActionPermitted\x120\n" +
 	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\x126\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x120\n" +

@@ -152,6 +152,13 @@ export declare type ApprovalVote = Message<"steward.v1.ApprovalVote"> & {
    * @generated from field: steward.v1.SignedApprovalDecision signed = 5;
    */
   signed?: SignedApprovalDecision | undefined;
+
+  /**
+   * Cast by the backup the approval was escalated to (ApprovalDecided.as_backup).
+   *
+   * @generated from field: bool as_backup = 6;
+   */
+  asBackup: boolean;
 };
 
 /**

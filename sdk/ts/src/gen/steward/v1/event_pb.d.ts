@@ -1119,6 +1119,14 @@ export declare type ApprovalDecided = Message<"steward.v1.ApprovalDecided"> & {
    * @generated from field: string plan_hash = 8;
    */
   planHash: string;
+
+  /**
+   * The vote of the backup the approval was escalated to, in that part:
+   * it stands in for the contract's authorizer (docs/approvals.md).
+   *
+   * @generated from field: bool as_backup = 9;
+   */
+  asBackup: boolean;
 };
 
 /**

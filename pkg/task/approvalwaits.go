@@ -1,0 +1,64 @@
+package task
+
+import (
+	"time"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// How long an approval may wait when the task's contract does not say
+// (contract.timers): first its approvers are reminded, then the task is
+// suspended until someone resumes it.
+const (
+	DefaultApprovalRemindAfter  = 24 * time.Hour
+	DefaultApprovalSuspendAfter = 72 * time.Hour
+)
+
+// ApprovalWaits are how long an approval of a task waits before each rung
+// of its ladder (docs/approvals.md). Governance arms its timers with them
+// and control checks a contract's escalation against the same ones, so a
+// contract is refused for what governance would do, not for what it says.
+type ApprovalWaits struct {
+	Remind, Suspend time.Duration
+	// Escalate is zero when the contract names no backup or no threshold.
+	Escalate time.Duration
+}
+
+// ApprovalWaitsOf are c's waits: a missing or non-positive threshold means
+// the default, and the reminder always comes first — a contract that sets
+// only a short suspension or escalation is reminded halfway to the first
+// of them, so that approvers hear before the task stops or the backup does.
+// An escalation at or past the suspension never comes; control refuses
+// such a contract (CreateTask).
+func ApprovalWaitsOf(c *stewardv1.TaskContract) ApprovalWaits {
+	tm := c.GetTimers()
+	w := ApprovalWaits{Remind: DefaultApprovalRemindAfter, Suspend: DefaultApprovalSuspendAfter}
+	if d := tm.GetApprovalSuspendAfter().AsDuration(); d > 0 {
+		w.Suspend = d
+	}
+	if d := tm.GetApprovalEscalateAfter().AsDuration(); d > 0 && c.GetApprovalBackupRef() != "" {
+		w.Escalate = d
+	}
+	first := w.Suspend
+	if w.Escalate > 0 {
+		first = min(first, w.Escalate)
+	}
+	if d := tm.GetApprovalRemindAfter().AsDuration(); d > 0 {
+		w.Remind = d
+	} else if w.Remind >= first {
+		w.Remind = first / 2
+	}
+	if w.Remind >= w.Suspend {
+		w.Remind = w.Suspend / 2
+	}
+	return w
+}
+
+// EscalatedInTime reports whether ap's escalation came no sooner than c
+// allows: an ApprovalEscalated recorded early (appended by another hand)
+// gives its backup nothing.
+func EscalatedInTime(c *stewardv1.TaskContract, ap *stewardv1.Approval) bool {
+	after := ApprovalWaitsOf(c).Escalate
+	at, requested := ap.GetEscalatedAt(), ap.GetRequestedAt()
+	return after > 0 && at != nil && requested != nil && at.AsTime().Sub(requested.AsTime()) >= after
+}
