@@ -44,6 +44,13 @@ func TestCLILogin(t *testing.T) {
 	if ev := lastOfType(t, h, id, event.TypeTaskPaused); ev.Actor.GetPrincipal() != "user:ops" {
 		t.Fatalf("a pause with the saved token is %v, want user:ops's", ev)
 	}
+	// The older commands that call Steward read the same file.
+	if out, _ := me.run(0, "receipt", "--task", id); !strings.Contains(out, id) {
+		t.Errorf("the receipt with the saved address and token:\n%s", out)
+	}
+	if out, _ := me.run(0, "audit", "verify", "--task", id); !strings.Contains(out, "chain") {
+		t.Errorf("audit verify with the saved address and token:\n%s", out)
+	}
 	admin := me
 	admin.env = append(admin.env, "STEWARD_TOKEN="+adminToken)
 	admin.run(0, "tasks", "resume", id)
@@ -56,6 +63,9 @@ func TestCLILogin(t *testing.T) {
 	elsewhere.env = append(elsewhere.env, "STEWARD_ADDR="+strings.Replace(h.url, "127.0.0.1", "localhost", 1))
 	if _, stderr := elsewhere.run(4, "tasks", "pause", id); !strings.Contains(stderr, "unauthenticated") {
 		t.Errorf("the saved token went to another address: %s", stderr)
+	}
+	if _, stderr := elsewhere.run(1, "receipt", "--task", id); !strings.Contains(stderr, "unauthenticated") {
+		t.Errorf("the saved token went to another address with receipt: %s", stderr)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"crypto/ed25519"
-	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -64,10 +63,10 @@ forged); without it they say these were not checked. See docs/permits.md.
 const exitChainBroken = 3
 
 type auditCmd struct {
-	verb, taskID, addr, file, out, token string
-	trusted                              []ed25519.PublicKey
-	roots                                *x509.CertPool // --ca
-	stdout                               io.Writer
+	verb, taskID, file, out string
+	remote
+	trusted []ed25519.PublicKey
+	stdout  io.Writer
 	// key: how long to keep asking a governance plane that is starting.
 	wait time.Duration
 	// finding: what was found.
@@ -84,11 +83,9 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, auditUsage) }
 	fs.StringVar(&c.taskID, "task", "", "task `ID`")
-	fs.StringVar(&c.addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane (of the governance plane for key)")
+	c.remote.flags(fs, "the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
-	caFlag(fs, &c.roots)
-	fs.StringVar(&c.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
 	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {
@@ -148,7 +145,11 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		defer f.Close()
 		return audit.ReadEvents(f)
 	}
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
+	base, hc, err := c.dial()
+	if err != nil {
+		return nil, err
+	}
+	client := stewardv1connect.NewAuditServiceClient(hc, base)
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: c.taskID}))
 	if err != nil {
 		return nil, err
@@ -159,7 +160,7 @@ func (c *auditCmd) events(ctx context.Context) ([][]byte, error) {
 		out = append(out, stream.Msg().Data)
 	}
 	if err := stream.Err(); err != nil {
-		return out, fmt.Errorf("replay %s from %s: %w", c.taskID, serverURL(c.addr), err)
+		return out, fmt.Errorf("replay %s from %s: %w", c.taskID, base, err)
 	}
 	return out, nil
 }
@@ -252,10 +253,13 @@ func (c *auditCmd) key() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute+c.wait)
 	defer cancel()
-	client := stewardv1connect.NewGovernanceServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
+	base, hc, err := c.dial()
+	if err != nil {
+		return err
+	}
+	client := stewardv1connect.NewGovernanceServiceClient(hc, base)
 	giveUp := time.Now().Add(c.wait)
 	var resp *connect.Response[stewardv1.GetCredentialKeyResponse]
-	var err error
 	for {
 		resp, err = client.GetCredentialKey(ctx, connect.NewRequest(&stewardv1.GetCredentialKeyRequest{}))
 		// Unavailable is a governance not yet listening (or not yet
@@ -266,14 +270,14 @@ func (c *auditCmd) key() error {
 		time.Sleep(time.Second)
 	}
 	if err != nil {
-		return fmt.Errorf("credential key from %s: %w", serverURL(c.addr), err)
+		return fmt.Errorf("credential key from %s: %w", base, err)
 	}
 	if len(resp.Msg.PublicKey) != ed25519.PublicKeySize {
-		return fmt.Errorf("credential key from %s: %d bytes, not an Ed25519 public key", serverURL(c.addr), len(resp.Msg.PublicKey))
+		return fmt.Errorf("credential key from %s: %d bytes, not an Ed25519 public key", base, len(resp.Msg.PublicKey))
 	}
 	pub := ed25519.PublicKey(resp.Msg.PublicKey)
 	if id := credential.KeyID(pub); id != resp.Msg.KeyId {
-		return fmt.Errorf("credential key from %s: its id is %s, the server says %s", serverURL(c.addr), id, resp.Msg.KeyId)
+		return fmt.Errorf("credential key from %s: its id is %s, the server says %s", base, id, resp.Msg.KeyId)
 	}
 	pemBytes, err := credential.MarshalPublicKey(pub)
 	if err != nil {

@@ -32,7 +32,11 @@ func (c *auditCmd) forkLink(events [][]byte) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
+	base, hc, err := c.dial()
+	if err != nil {
+		return err
+	}
+	client := stewardv1connect.NewAuditServiceClient(hc, base)
 	stream, err := client.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: origin.ParentTaskId}))
 	if err != nil {
 		return fmt.Errorf("%s: read the parent: %w", where, err)

@@ -90,19 +90,24 @@ func writeConfig(path string, cfg cliConfig) error {
 	return os.Rename(tmp.Name(), path)
 }
 
-// connection is where the command's calls go and what they carry: each
-// of the address, token and CA from its flag, else the environment, else
-// the config file. The config file's token and CA go only to the
-// config file's address: a token saved for one Steward is never sent to
-// another named by a flag or the environment.
+// connection is where the command's calls go and what they carry
+// (resolveConnection).
 func (c *cli) connection() (base, token, ca string, err error) {
+	return resolveConnection(c.addr, c.token, c.ca)
+}
+
+// resolveConnection takes each of the address, token and CA from its
+// flag, else the environment, else the config file. The config file's
+// token and CA go only to the config file's address: a token saved for one
+// Steward is never sent to another named by a flag or the environment.
+func resolveConnection(addrFlag, tokenFlag, caFlag string) (base, token, ca string, err error) {
 	cfg, _, err := readConfig()
 	if err != nil {
 		return "", "", "", err
 	}
-	addr := firstOf(c.addr, os.Getenv(AddrEnv), cfg.Addr, DefaultAddr)
+	addr := firstOf(addrFlag, os.Getenv(AddrEnv), cfg.Addr, DefaultAddr)
 	base = strings.TrimSuffix(serverURL(addr), "/")
-	token, ca = firstOf(c.token, os.Getenv(TokenEnv)), firstOf(c.ca, os.Getenv(CAEnv))
+	token, ca = firstOf(tokenFlag, os.Getenv(TokenEnv)), firstOf(caFlag, os.Getenv(CAEnv))
 	if cfg.Addr != "" && base == strings.TrimSuffix(serverURL(cfg.Addr), "/") {
 		token, ca = firstOf(token, cfg.Token), firstOf(ca, cfg.CA)
 	}

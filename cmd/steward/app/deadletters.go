@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -43,15 +42,13 @@ func runDeadLetters(args []string, stdout, stderr io.Writer) error {
 		return errUsage
 	}
 	verb := args[0]
-	var format, addr, token, consumer string
+	var format, consumer string
 	var seq uint64
-	var roots *x509.CertPool
+	var r remote
 	fs := flag.NewFlagSet("steward dead-letters "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, deadLettersUsage) }
-	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
-	caFlag(fs, &roots)
-	fs.StringVar(&token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
+	r.flags(fs, "the state plane")
 	if verb == "list" {
 		fs.StringVar(&format, "format", "text", "text or json")
 	} else {
@@ -76,10 +73,13 @@ func runDeadLetters(args []string, stdout, stderr io.Writer) error {
 	case verb == "replay" && seq == 0:
 		return bad("--seq is required")
 	}
-	base := serverURL(addr)
+	base, hc, err := r.dial()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewDeadLetterServiceClient(httpClient(token, roots), base)
+	client := stewardv1connect.NewDeadLetterServiceClient(hc, base)
 	if verb == "replay" {
 		resp, err := client.ReplayDeadLetter(ctx, connect.NewRequest(&stewardv1.ReplayDeadLetterRequest{Sequence: seq, Consumer: consumer}))
 		if err != nil {

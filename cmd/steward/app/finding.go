@@ -41,12 +41,16 @@ func (c *auditCmd) recordFinding() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewAuditServiceClient(httpClient(c.token, c.roots), serverURL(c.addr))
+	base, hc, err := c.dial()
+	if err != nil {
+		return err
+	}
+	client := stewardv1connect.NewAuditServiceClient(hc, base)
 	resp, err := client.RecordFinding(ctx, connect.NewRequest(&stewardv1.RecordFindingRequest{
 		TaskId: c.taskID, RequestId: f.requestID, Kind: kind, ActionId: f.action, Description: f.description,
 	}))
 	if err != nil {
-		return fmt.Errorf("record finding on %s at %s: %w", c.taskID, serverURL(c.addr), err)
+		return fmt.Errorf("record finding on %s at %s: %w", c.taskID, base, err)
 	}
 	got := resp.Msg.Finding
 	verb := "recorded"

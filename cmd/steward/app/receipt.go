@@ -2,19 +2,16 @@ package app
 
 import (
 	"context"
-	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/steward-run/steward/pkg/eventlog"
-	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/sdk/go/steward"
 )
 
 const receiptUsage = `Usage:
@@ -27,16 +24,14 @@ hash with the head hash that 'steward audit verify --task ID' prints.
 `
 
 func runReceipt(args []string, stdout, stderr io.Writer) error {
-	var taskID, format, addr, token string
-	var roots *x509.CertPool
+	var taskID, format string
+	var r remote
 	fs := flag.NewFlagSet("steward receipt", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, receiptUsage) }
 	fs.StringVar(&taskID, "task", "", "task `ID`")
 	fs.StringVar(&format, "format", "markdown", "markdown or json")
-	fs.StringVar(&addr, "addr", DefaultAddr, "`HOST:PORT` (or URL) of the state plane")
-	caFlag(fs, &roots)
-	fs.StringVar(&token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
+	r.flags(fs, "the state plane")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
@@ -57,21 +52,23 @@ func runReceipt(args []string, stdout, stderr io.Writer) error {
 	case format != "markdown" && format != "json":
 		return bad("--format must be markdown or json, not %q", format)
 	}
-	base := serverURL(addr)
+	base, hc, err := r.dial()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client := stewardv1connect.NewQueryServiceClient(httpClient(token, roots), base)
-	resp, err := client.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: taskID}))
+	resp, err := steward.New(base, steward.WithHTTPClient(hc)).GetReceipt(ctx, taskID)
 	if err != nil {
 		return fmt.Errorf("receipt %s from %s: %w", taskID, base, err)
 	}
 	if format == "markdown" {
-		_, err = io.WriteString(stdout, resp.Msg.Markdown)
+		_, err = io.WriteString(stdout, resp.Markdown)
 		return err
 	}
 	// Every field, set or not, so that a machine sees the whole shape:
 	// an empty list of artifacts says "none recorded", not "left out".
-	out, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true}.Marshal(resp.Msg.Receipt)
+	out, err := protojson.MarshalOptions{Multiline: true, Indent: "  ", EmitUnpopulated: true}.Marshal(resp.Receipt)
 	if err != nil {
 		return fmt.Errorf("receipt %s: encode JSON: %w", taskID, err)
 	}

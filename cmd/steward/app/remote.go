@@ -56,14 +56,30 @@ func httpClient(token string, roots *x509.CertPool) *http.Client {
 	return &http.Client{Transport: rt, CheckRedirect: noRedirect}
 }
 
-// caFlag adds --ca to fs, which reads the CAs a server's certificate must
-// be signed by into *roots.
-func caFlag(fs *flag.FlagSet, roots **x509.CertPool) {
-	fs.Func("ca", "PEM `FILE` of the CA certificates that sign the server's TLS certificate (give --addr as https://HOST:PORT); trusted instead of the system's CAs", func(path string) error {
-		pool, err := readCA(path)
-		*roots = pool
-		return err
-	})
+// remote is where an older command's calls go (audit, receipt,
+// dead-letters): its --addr, --token and --ca, each else the environment,
+// else the config file 'steward login' wrote — the people's commands' rule
+// (resolveConnection).
+type remote struct{ addr, token, ca string }
+
+// flags adds --addr, --token and --ca to fs; of says what --addr names.
+func (r *remote) flags(fs *flag.FlagSet, of string) {
+	fs.StringVar(&r.addr, "addr", "", "`HOST:PORT` (or URL) of "+of+" (default $"+AddrEnv+", else the config file's, else "+DefaultAddr+")")
+	fs.StringVar(&r.token, "token", "", "bearer `TOKEN` (default $"+TokenEnv+", else the config file's for its address, else, for a server on this machine, the admin token in "+DefaultDataDir+"/"+TokensFileName+")")
+	fs.StringVar(&r.ca, "ca", "", "PEM `FILE` of the CA certificates that sign the server's TLS certificate (give --addr as https://HOST:PORT; default $"+CAEnv+", else the config file's); trusted instead of the system's CAs")
+}
+
+// dial is r's base URL and an HTTP client carrying its token.
+func (r remote) dial() (string, *http.Client, error) {
+	base, token, ca, err := resolveConnection(r.addr, r.token, r.ca)
+	if err != nil {
+		return "", nil, err
+	}
+	roots, err := readCA(ca)
+	if err != nil {
+		return "", nil, fmt.Errorf("--ca: %w", err)
+	}
+	return base, httpClient(token, roots), nil
 }
 
 func noRedirect(req *http.Request, _ []*http.Request) error {
