@@ -46,7 +46,7 @@ Usage:
                  print what happened to a task, from its recorded events
   steward dead-letters list | replay --seq N --consumer NAME [--addr HOST:PORT]
                  list the events the planes set aside, or replay one (operators)
-  steward tasks ls|show|watch|pause|resume|cancel|fail
+  steward tasks ls|show|watch|pause|resume|cancel|fail|accept|return
   steward approvals ls|show|approve|reject
   steward questions ls|answer
   steward actions settle

@@ -14,10 +14,7 @@ import (
 
 // CreateTask creates a task under req.RequestId (chosen when empty).
 func (c *Client) CreateTask(ctx context.Context, req *stewardv1.CreateTaskRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.CreateTask, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.CreateTask, req)
 }
 
 // Propose proposes an action under req.ProposalId (chosen when empty):

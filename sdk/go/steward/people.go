@@ -5,6 +5,7 @@ import (
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
@@ -15,55 +16,55 @@ import (
 // first attempt, as the agent's commands do: a pause sent again after a
 // lost answer finds the first and pauses nothing more.
 
+// taskCommand sends req, a command that answers with the task, on a copy
+// whose request_id is filled in when empty — once, so that every retry
+// sends the same.
+func taskCommand[Req any, PReq interface {
+	*Req
+	proto.Message
+	GetRequestId() string
+}, Res any, PRes interface {
+	*Res
+	GetTask() *stewardv1.Task
+}](ctx context.Context, c *Client, send func(context.Context, *connect.Request[Req]) (*connect.Response[Res], error), req PReq) (*stewardv1.Task, error) {
+	req = proto.CloneOf(req)
+	m := req.ProtoReflect()
+	m.Set(m.Descriptor().Fields().ByName("request_id"), protoreflect.ValueOfString(c.orNew(req.GetRequestId())))
+	resp, err := call(ctx, c.retry, send, (*Req)(req))
+	return PRes(resp).GetTask(), err
+}
+
 // PauseTask pauses a task under req.RequestId (chosen when empty).
 func (c *Client) PauseTask(ctx context.Context, req *stewardv1.PauseTaskRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.PauseTask, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.PauseTask, req)
 }
 
 // ResumeTask resumes a paused, suspended or waiting task under
 // req.RequestId (chosen when empty).
 func (c *Client) ResumeTask(ctx context.Context, req *stewardv1.ResumeTaskRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.ResumeTask, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.ResumeTask, req)
 }
 
 // CancelTask cancels a task under req.RequestId (chosen when empty).
 func (c *Client) CancelTask(ctx context.Context, req *stewardv1.CancelTaskRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.CancelTask, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.CancelTask, req)
 }
 
 // FailTask ends a task as failed under req.RequestId (chosen when empty).
 func (c *Client) FailTask(ctx context.Context, req *stewardv1.FailTaskRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.FailTask, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.FailTask, req)
 }
 
 // ProvideInput answers a task waiting for input under req.RequestId
 // (chosen when empty).
 func (c *Client) ProvideInput(ctx context.Context, req *stewardv1.ProvideInputRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.ProvideInput, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.ProvideInput, req)
 }
 
 // RaiseBudget raises a task's budget under req.RequestId (chosen when
 // empty).
 func (c *Client) RaiseBudget(ctx context.Context, req *stewardv1.RaiseBudgetRequest) (*stewardv1.Task, error) {
-	req = proto.CloneOf(req)
-	req.RequestId = c.orNew(req.RequestId)
-	resp, err := call(ctx, c.retry, c.tasks.RaiseBudget, req)
-	return resp.GetTask(), err
+	return taskCommand(ctx, c, c.tasks.RaiseBudget, req)
 }
 
 // ListTasks lists a page of the caller's tenant's tasks, as summaries.
@@ -121,4 +122,16 @@ func (c *Client) DecideApproval(ctx context.Context, req *stewardv1.DecideApprov
 func (c *Client) SettleAction(ctx context.Context, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
 	resp, err := call(ctx, c.retry, c.actions.SettleAction, req)
 	return resp.GetAction(), err
+}
+
+// AcceptTask accepts a produced task's result, as its acceptance owner,
+// under req.RequestId (chosen when empty).
+func (c *Client) AcceptTask(ctx context.Context, req *stewardv1.AcceptTaskRequest) (*stewardv1.Task, error) {
+	return taskCommand(ctx, c, c.tasks.AcceptTask, req)
+}
+
+// ReturnTask returns a produced task's result to its agent with what must
+// change, under req.RequestId (chosen when empty).
+func (c *Client) ReturnTask(ctx context.Context, req *stewardv1.ReturnTaskRequest) (*stewardv1.Task, error) {
+	return taskCommand(ctx, c, c.tasks.ReturnTask, req)
 }
