@@ -44,6 +44,12 @@ func TestBadLimitsAndTimersAreRefused(t *testing.T) {
 		{"stall past its range", func(c *stewardv1.TaskContract) {
 			c.Timers = &stewardv1.TaskTimers{StallAfter: d(control.MaxStallAfter + time.Second)}
 		}, "contract.timers.stall_after"},
+		{"stall suspension after a second", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{StallSuspendAfter: d(time.Second)}
+		}, "contract.timers.stall_suspend_after"},
+		{"stall suspension past its range", func(c *stewardv1.TaskContract) {
+			c.Timers = &stewardv1.TaskTimers{StallSuspendAfter: d(control.MaxStallAfter + time.Second)}
+		}, "contract.timers.stall_suspend_after"},
 		{"a duration protobuf cannot hold", func(c *stewardv1.TaskContract) {
 			c.Timers = &stewardv1.TaskTimers{StallAfter: &durationpb.Duration{Seconds: 1 << 62}}
 		}, "contract.timers.stall_after"},

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +58,7 @@ type recoveryPlane interface {
 const (
 	// DefaultRecoveryAttempts is the number when the contract sets none:
 	// the first proposal and two retries.
-	DefaultRecoveryAttempts = 3
+	DefaultRecoveryAttempts = task.DefaultRecoveryAttempts
 	// MaxRecoveryAttempts is the most a contract may set. Each attempt
 	// may itself be retried by the execution plane (the tool's retry
 	// policy) and may need an approval: more than this is a loop, not a
@@ -173,75 +172,10 @@ func (r *recovery) retryPending(ctx context.Context, rec *stewardv1.EventRecord)
 func (r *recovery) takesActions() bool { return r.tools != nil && r.requests != nil }
 
 // retryDue reports whether a, an action of t, is a failure that
-// RECOVERY_MODE_RETRY proposes again now, and has not yet: see retryable;
-// not one the task's plan no longer asks for (task.PlanWithdrew), nor
-// one it holds back (planHolds).
+// RECOVERY_MODE_RETRY proposes again now, and has not yet
+// (task.RetryOwed), on a plane that takes actions.
 func (r *recovery) retryDue(t *stewardv1.Task, a *stewardv1.Action) bool {
-	return r.takesActions() &&
-		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY &&
-		retryable(a) && recoveryAttempt(a) < maxRecoveryAttempts(t) &&
-		task.FindAction(t, retryID(t, a)) == nil &&
-		task.PlanWithdrew(t, a) == "" && // a retired plan step's action ran to its end; it is not run again
-		!planHolds(t, a)
-}
-
-// planHolds reports whether t's plan holds back a retry of a, one of its
-// steps' actions: while the version in force may not run yet (pending,
-// or awaiting its approval), the retry waits for the judgement that lets
-// it (retryPending reacts to it). And only the running attempt of a step
-// is retried, under the definition it started with: a step a revision
-// changed since is not retried on its old request — the failure ends it,
-// and it starts afresh under its new definition — nor is the action of
-// an attempt the step has left behind.
-func planHolds(t *stewardv1.Task, a *stewardv1.Action) bool {
-	if a.GetPlanStepId() == "" || t.Plan == nil {
-		return false
-	}
-	st := task.FindStep(t, a.PlanStepId)
-	return !task.PlanRuns(t.Plan) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING ||
-		st.Version < t.Plan.Version || !runs(t, st, a)
-}
-
-// runs reports whether a, or the action it retries (and so on), is one
-// the running attempt of step st runs: an action step's action and its
-// retries, a foreach's items'.
-func runs(t *stewardv1.Task, st *stewardv1.PlanStepState, a *stewardv1.Action) bool {
-	for x := a; x != nil; x = task.FindAction(t, x.RetryOf) {
-		if slices.Contains(st.ActionIds, x.ActionId) {
-			return true
-		}
-	}
-	return false
-}
-
-// retryable reports whether a failed in a way that the same request may
-// not fail again: transiently (the tool answered 408, 429 or 5xx, or the
-// call never reached it — the tool said it did not do the work — and the
-// execution plane's own retries, under the tool's retry policy, are
-// spent). A deterministic failure (another 4xx) would fail the same way
-// again, and a validation failure (a result that does not check out) may
-// have done the work: proposing either again would spend budget, and
-// maybe an approver's time, for nothing, or do the work twice under a new
-// op_key. A settled failure — a status query's or a person's word that
-// the call failed — carries no class worth retrying on (the fold records
-// it as deterministic), and is left to the agent too. Compensations are
-// never retried: a compensating task starts nothing of its own.
-func retryable(a *stewardv1.Action) bool {
-	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_FAILED && a.Compensates == "" && !a.Carried && a.SettledBy == "" &&
-		a.Outcome.GetFailureClass() == stewardv1.FailureClass_FAILURE_CLASS_TRANSIENT
-}
-
-// recoveryAttempt is which proposal of its original a is: 1 for one the
-// agent proposed.
-func recoveryAttempt(a *stewardv1.Action) uint32 { return max(a.RecoveryAttempt, 1) }
-
-// maxRecoveryAttempts is t's contract.recovery_policy.max_attempts, or
-// its default.
-func maxRecoveryAttempts(t *stewardv1.Task) uint32 {
-	if n := t.Contract.GetRecoveryPolicy().GetMaxAttempts(); n > 0 {
-		return n
-	}
-	return DefaultRecoveryAttempts
+	return r.takesActions() && task.RetryOwed(t, a)
 }
 
 // retryID is the action id of the retry of a, a failed action of t.
@@ -282,7 +216,7 @@ func (r *recovery) retry(ctx context.Context, rec *stewardv1.EventRecord, t *ste
 		err = errs.New(errs.FailedPrecondition, "the request of action %s does not come out the same again (hash %s, was %s)", a.ActionId, d.action.RequestHash, a.RequestHash)
 	}
 	if err == nil {
-		d.action.RetryOf, d.action.RecoveryAttempt = a.ActionId, recoveryAttempt(a)+1
+		d.action.RetryOf, d.action.RecoveryAttempt = a.ActionId, task.RecoveryAttempt(a)+1
 		d.action.PlanStepId = a.PlanStepId // the plan driver follows a step's action to its retry
 		d.action.Rationale = proto.CloneOf(a.Rationale)
 		_, _, _, err = r.plane.record(ctx, taskID, d, rec.Event.EventId, func(t *stewardv1.Task) (bool, error) {
@@ -294,7 +228,7 @@ func (r *recovery) retry(ctx context.Context, rec *stewardv1.EventRecord, t *ste
 	if err != nil && eventlog.Permanent(err) {
 		// A redelivery would meet the same refusal; the action cap's
 		// refusal has stopped the task already.
-		r.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", recoveryAttempt(a)+1, "err", err)
+		r.logger.WarnContext(ctx, "failed action not retried", "task", taskID, "action", a.ActionId, "attempt", task.RecoveryAttempt(a)+1, "err", err)
 		return r.failPlanStep(ctx, rec, taskID, a, err)
 	}
 	return err
@@ -310,7 +244,7 @@ func (r *recovery) failPlanStep(ctx context.Context, rec *stewardv1.EventRecord,
 	}
 	return r.plane.write(ctx, taskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		st := task.FindStep(t, a.PlanStepId)
-		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !runs(t, st, a) {
+		if !task.PlanMayRun(t) || st == nil || st.Status != stewardv1.StepStatus_STEP_STATUS_RUNNING || !task.StepRuns(t, st, a) {
 			return nil, nil
 		}
 		v, attempt := t.Plan.Version, strconv.FormatUint(uint64(st.Attempts), 10)

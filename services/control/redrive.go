@@ -38,8 +38,9 @@ func (r *recovery) redrive(ctx context.Context, rec *stewardv1.EventRecord) erro
 }
 
 // drives reports whether this plane moves working task t on by itself: it
-// has a plan, a compensation or retries to propose.
+// has a plan (whose driver may also end it), or owes it a compensation or
+// a retry (task.ControlOwes: the rule by which the watchdog does not take
+// such a task for its agent's turn).
 func drives(t *stewardv1.Task) bool {
-	return t.Plan != nil || t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING ||
-		t.Contract.GetRecoveryPolicy().GetMode() == stewardv1.RecoveryMode_RECOVERY_MODE_RETRY
+	return t.Plan != nil || task.ControlOwes(t)
 }

@@ -296,7 +296,9 @@ const (
 	MaxApprovalTimer = 365 * 24 * time.Hour
 	// MinStallAfter and MaxStallAfter bound stall_after: a live call
 	// heartbeats every few seconds (a third of the execution lease); a
-	// working task silent for a month is stalled by any measure.
+	// working task silent for a month is stalled by any measure. They bound
+	// stall_suspend_after too: the planes' re-drive takes milliseconds, and
+	// a mark that stands a month has been seen.
 	MinStallAfter = time.Minute
 	MaxStallAfter = 30 * 24 * time.Hour
 	// MinAgentTimer and MaxAgentTimer bound the agent's liveness timers
@@ -349,6 +351,7 @@ func checkTimers(tm *stewardv1.TaskTimers) error {
 		limits.Duration("contract.timers.approval_remind_after", tm.ApprovalRemindAfter, MinApprovalTimer, MaxApprovalTimer),
 		limits.Duration("contract.timers.approval_suspend_after", tm.ApprovalSuspendAfter, MinApprovalTimer, MaxApprovalTimer),
 		limits.Duration("contract.timers.stall_after", tm.StallAfter, MinStallAfter, MaxStallAfter),
+		limits.Duration("contract.timers.stall_suspend_after", tm.StallSuspendAfter, MinStallAfter, MaxStallAfter),
 		limits.Duration("contract.timers.agent_ask_after", tm.AgentAskAfter, MinAgentTimer, MaxAgentTimer),
 		limits.Duration("contract.timers.agent_escalate_after", tm.AgentEscalateAfter, MinAgentTimer, MaxAgentTimer),
 		limits.Duration("contract.timers.agent_suspend_after", tm.AgentSuspendAfter, MinAgentTimer, MaxAgentTimer),

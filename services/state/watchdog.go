@@ -183,13 +183,19 @@ func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string
 	return fmt.Sprintf("no progress for %s; %s", quiet.Round(time.Second), doing(t, append(stuck, open...)))
 }
 
-// agentsTurn reports whether t, working with nothing in flight, waits on
+// agentsTurn reports whether t, running with nothing in flight, waits on
 // its agent alone, and its contract watches the agent (docs/liveness.md):
 // an agent alive and idle is no stall, and one gone silent is asked,
-// escalated and suspended by its own ladder. A plan that runs is its
-// driver's to move on, so its task may stall.
+// escalated and suspended by its own ladder. Not when the control plane
+// owes t a step (task.ControlOwes: a plan that runs, a retry to propose):
+// that is its to move on, and a reaction that keeps failing is marked and
+// re-driven. And only while the ladder can still end a silence: before the
+// agent is asked, or to a suspension rung; asked, with none, a dead agent
+// would otherwise hide for ever.
 func agentsTurn(t *stewardv1.Task) bool {
-	return t.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING && t.Contract.GetTimers().GetAgentAskAfter() != nil && !task.PlanRuns(t.Plan)
+	tm := t.Contract.GetTimers()
+	return t.Status == stewardv1.TaskStatus_TASK_STATUS_RUNNING && tm.GetAgentAskAfter().AsDuration() > 0 &&
+		(!task.AgentAsked(t) || tm.GetAgentSuspendAfter().AsDuration() > 0) && !task.ControlOwes(t)
 }
 
 // redrivable reports whether an action in s, quiet for the re-drive

@@ -108,6 +108,27 @@ func startWatchdog(t *testing.T, env *stewardtest.Env, clk *stewardtest.Clock, o
 	return startPlane(t, env.Log, logger, state.Config{StallCheckEvery: 10 * time.Millisecond, Now: clk.Now})
 }
 
+// lookOnce starts a watchdog whose clock stands past every task's
+// threshold (and short of any timer of an hour), and returns once it has
+// marked task last, the one created last. A look judges every task at one
+// time, in creation order, and the clock stands still: once the last is
+// marked, any wrong mark would be on the log, and every mark is in the
+// views.
+func lookOnce(t *testing.T, env *stewardtest.Env, last string) (*state.Plane, *stewardtest.LogBuffer) {
+	t.Helper()
+	clk := &stewardtest.Clock{}
+	clk.Set(time.Now().Add(quietAfter + time.Second))
+	var out stewardtest.LogBuffer
+	p := startWatchdog(t, env, clk, &out)
+	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
+		return env.Count(last, event.TypeTaskStalled) > 0, last + " is not marked stalled"
+	})
+	if err := eventlog.CatchUp(context.Background(), p.Views(), env.Log.LastTaskSequence); err != nil {
+		t.Fatal(err)
+	}
+	return p, &out
+}
+
 // lastMark returns the last stall mark on task taskID, or nil.
 func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.TaskStalled {
 	t.Helper()
@@ -139,7 +160,6 @@ func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.Task
 // liveness ladder's), are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	env := stewardtest.NewEnv(t)
-	ctx := context.Background()
 	// In creation order; "idle", created last, is looked at last.
 	histories := []struct {
 		id      string
@@ -160,22 +180,8 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 	for _, h := range histories {
 		env.Append(h.id, h.history...)
 	}
-	// Every task has been quiet past its threshold, and no timer of an
-	// hour has come due.
-	clk := &stewardtest.Clock{}
-	clk.Set(time.Now().Add(quietAfter + time.Second))
-	var out stewardtest.LogBuffer
-	p := startWatchdog(t, env, clk, &out)
-	// A look at the tasks judges them all at one time, in creation order,
-	// and the clock stands still: once the last task is marked, any wrong
-	// mark would be on the log.
+	p, out := lookOnce(t, env, "idle")
 	want := map[string]int{"dispatched": 1, "dispatched-from-permit": 1, "idle": 1, "overdue-wait": 1, "approval-and-dispatched": 1}
-	stewardtest.Eventually(t, 10*time.Second, func() (bool, string) {
-		return env.Count("idle", event.TypeTaskStalled) > 0, "idle is not marked stalled"
-	})
-	if err := eventlog.CatchUp(ctx, p.Views(), env.Log.LastTaskSequence); err != nil {
-		t.Fatal(err)
-	}
 
 	for _, h := range histories {
 		id := h.id

@@ -23,8 +23,9 @@ type kind struct {
 
 // kinds are the notifications, each a person's cue: an approval to
 // decide or still waiting, a question to answer, a budget running out, a
-// task that stalled, an outcome only a person can settle, a result to
-// review, an end, and an agent gone silent (docs/notifications.md).
+// task that stalled or was suspended, an outcome only a person can
+// settle, a result to review, an end, and an agent gone silent
+// (docs/notifications.md).
 var kinds = []kind{
 	{name: "approval.requested", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalRequested]), act: decide},
 	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
@@ -32,6 +33,7 @@ var kinds = []kind{
 	{name: "question.asked", on: reactions(eventlog.OnRecord[*stewardv1.TaskNeedsInput]), act: answer},
 	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
 	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
+	{name: "task.suspended", on: reactions(eventlog.OnRecord[*stewardv1.TaskSuspended]), act: resume},
 	{name: "outcome.unknown", on: reactions(eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded]), match: unknown, act: settle},
 	{name: "task.produced", on: reactions(eventlog.OnRecord[*stewardv1.TaskProduced]), match: awaitsReview},
 	{name: "task.ended", on: reactions(eventlog.OnRecord[*stewardv1.TaskAccepted], eventlog.OnRecord[*stewardv1.TaskCancelled],
@@ -126,4 +128,18 @@ func answer(ev *stewardv1.Event) string {
 
 func settle(ev *stewardv1.Event) string {
 	return fmt.Sprintf("steward actions settle --task %s --action %s", ev.TaskId, ev.GetActionOutcomeRecorded().GetActionId())
+}
+
+// resume says what lets a suspended task go on, by the suspension's cause.
+func resume(ev *stewardv1.Event) string {
+	id := ev.TaskId
+	switch ev.GetTaskSuspended().GetCause() {
+	case stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT:
+		return fmt.Sprintf("steward budget raise %s --cost-micros N (or --tokens N): a raise that lifts it resumes the task", id)
+	case stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE:
+		return fmt.Sprintf("its accountable owner extends the deadline (ExtendDeadline), then steward tasks resume %s", id)
+	case stewardv1.SuspendCause_SUSPEND_CAUSE_AGENT_SILENT:
+		return fmt.Sprintf("its agent's next word resumes it; or steward tasks resume %s", id)
+	}
+	return fmt.Sprintf("steward tasks resume %s", id)
 }

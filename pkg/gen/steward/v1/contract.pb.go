@@ -866,8 +866,13 @@ type TaskTimers struct {
 	// (ApprovalEscalated); set with it, after the reminder and before the
 	// suspension.
 	ApprovalEscalateAfter *durationpb.Duration `protobuf:"bytes,7,opt,name=approval_escalate_after,json=approvalEscalateAfter,proto3" json:"approval_escalate_after,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// A task marked stalled that nothing moves for this long after the
+	// mark — no plane's re-drive, no event at all — is suspended
+	// (SUSPEND_CAUSE_STALLED) until a person resumes it (docs/stalls.md).
+	// Zero means the default, 15 minutes.
+	StallSuspendAfter *durationpb.Duration `protobuf:"bytes,11,opt,name=stall_suspend_after,json=stallSuspendAfter,proto3" json:"stall_suspend_after,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *TaskTimers) Reset() {
@@ -949,6 +954,13 @@ func (x *TaskTimers) GetApprovalEscalateAfter() *durationpb.Duration {
 	return nil
 }
 
+func (x *TaskTimers) GetStallSuspendAfter() *durationpb.Duration {
+	if x != nil {
+		return x.StallSuspendAfter
+	}
+	return nil
+}
+
 var File_steward_v1_contract_proto protoreflect.FileDescriptor
 
 const file_steward_v1_contract_proto_rawDesc = "" +
@@ -1021,7 +1033,7 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
 	"maxActions\x12*\n" +
-	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\x96\x04\n" +
+	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xe1\x04\n" +
 	"\n" +
 	"TaskTimers\x12M\n" +
 	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
@@ -1031,7 +1043,8 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x0fagent_ask_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\ragentAskAfter\x12K\n" +
 	"\x14agent_escalate_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x12agentEscalateAfter\x12I\n" +
 	"\x13agent_suspend_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x11agentSuspendAfter\x12Q\n" +
-	"\x17approval_escalate_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\x15approvalEscalateAfter*\x80\x01\n" +
+	"\x17approval_escalate_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\x15approvalEscalateAfter\x12I\n" +
+	"\x13stall_suspend_after\x18\v \x01(\v2\x19.google.protobuf.DurationR\x11stallSuspendAfter*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13RECOVERY_MODE_RETRY\x10\x01\x12\x1c\n" +
@@ -1093,11 +1106,12 @@ var file_steward_v1_contract_proto_depIdxs = []int32{
 	13, // 18: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
 	13, // 19: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
 	13, // 20: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
-	21, // [21:21] is the sub-list for method output_type
-	21, // [21:21] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	13, // 21: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
+	22, // [22:22] is the sub-list for method output_type
+	22, // [22:22] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }

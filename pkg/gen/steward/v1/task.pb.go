@@ -123,6 +123,10 @@ const (
 	// The agent said nothing for contract.timers.agent_suspend_after; its
 	// next word (any command, or a Heartbeat) resumes the task.
 	SuspendCause_SUSPEND_CAUSE_AGENT_SILENT SuspendCause = 4
+	// The task was marked stalled (TaskStalled) and nothing moved it for
+	// contract.timers.stall_suspend_after after the mark; a ResumeTask lets
+	// it go on, and the planes re-drive what it was left at.
+	SuspendCause_SUSPEND_CAUSE_STALLED SuspendCause = 6
 )
 
 // Enum value maps for SuspendCause.
@@ -133,6 +137,7 @@ var (
 		2: "SUSPEND_CAUSE_BUDGET_SPENT",
 		3: "SUSPEND_CAUSE_DEADLINE",
 		4: "SUSPEND_CAUSE_AGENT_SILENT",
+		6: "SUSPEND_CAUSE_STALLED",
 	}
 	SuspendCause_value = map[string]int32{
 		"SUSPEND_CAUSE_UNSPECIFIED":      0,
@@ -140,6 +145,7 @@ var (
 		"SUSPEND_CAUSE_BUDGET_SPENT":     2,
 		"SUSPEND_CAUSE_DEADLINE":         3,
 		"SUSPEND_CAUSE_AGENT_SILENT":     4,
+		"SUSPEND_CAUSE_STALLED":          6,
 	}
 )
 
@@ -1231,13 +1237,14 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*\xad\x01\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*\xc8\x01\n" +
 	"\fSuspendCause\x12\x1d\n" +
 	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
 	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02\x12\x1a\n" +
 	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03\x12\x1e\n" +
-	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04*\x88\x02\n" +
+	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04\x12\x19\n" +
+	"\x15SUSPEND_CAUSE_STALLED\x10\x06*\x88\x02\n" +
 	"\x0fNeedsInputCause\x12!\n" +
 	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNEEDS_INPUT_CAUSE_SAME_FAILURES\x10\x01\x12 \n" +

@@ -485,6 +485,16 @@ export declare type TaskTimers = Message<"steward.v1.TaskTimers"> & {
    * @generated from field: google.protobuf.Duration approval_escalate_after = 7;
    */
   approvalEscalateAfter?: Duration | undefined;
+
+  /**
+   * A task marked stalled that nothing moves for this long after the
+   * mark — no plane's re-drive, no event at all — is suspended
+   * (SUSPEND_CAUSE_STALLED) until a person resumes it (docs/stalls.md).
+   * Zero means the default, 15 minutes.
+   *
+   * @generated from field: google.protobuf.Duration stall_suspend_after = 11;
+   */
+  stallSuspendAfter?: Duration | undefined;
 };
 
 /**

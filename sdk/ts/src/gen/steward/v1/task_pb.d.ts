@@ -643,6 +643,15 @@ export enum SuspendCause {
    * @generated from enum value: SUSPEND_CAUSE_AGENT_SILENT = 4;
    */
   AGENT_SILENT = 4,
+
+  /**
+   * The task was marked stalled (TaskStalled) and nothing moved it for
+   * contract.timers.stall_suspend_after after the mark; a ResumeTask lets
+   * it go on, and the planes re-drive what it was left at.
+   *
+   * @generated from enum value: SUSPEND_CAUSE_STALLED = 6;
+   */
+  STALLED = 6,
 }
 
 /**
