@@ -127,7 +127,8 @@ func VerifyVote(ap *stewardv1.Approval, v *stewardv1.ApprovalVote, trusted ...ed
 		return errs.Wrap(errs.Corrupt, err, "decode signed %s", what)
 	}
 	if d.ApprovalId != ap.GetApprovalId() || d.ActionId != ap.GetActionId() || d.ActionHash != ap.GetActionHash() || d.PlanHash != ap.GetPlanHash() ||
-		d.DecidedBy != v.GetPrincipal() || d.Decision != v.GetDecision() || d.Comment != v.GetComment() {
+		d.DecidedBy != v.GetPrincipal() || d.Decision != v.GetDecision() || d.Comment != v.GetComment() ||
+		d.AsBackup != v.GetAsBackup() {
 		return errs.New(errs.Corrupt, "%s is not the vote that was signed (%s by %s on approval %s, hash %s)", what, d.Decision, d.DecidedBy, d.ApprovalId, d.ActionHash)
 	}
 	return nil

@@ -187,6 +187,7 @@ func TestVerifyVote(t *testing.T) {
 		{"another principal", ap, func(v *stewardv1.ApprovalVote) { v.Principal = "user:mallory" }, "is not the vote that was signed"},
 		{"another decision", ap, func(v *stewardv1.ApprovalVote) { v.Decision = stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT }, "is not the vote that was signed"},
 		{"another comment", ap, func(v *stewardv1.ApprovalVote) { v.Comment = "" }, "is not the vote that was signed"},
+		{"cast as the backup", ap, func(v *stewardv1.ApprovalVote) { v.AsBackup = true }, "is not the vote that was signed"},
 		{"another approval", &stewardv1.Approval{ApprovalId: "ap-2", ActionId: "act-1", ActionHash: "hash-1"}, func(*stewardv1.ApprovalVote) {}, "is not the vote that was signed"},
 		{"another hash", &stewardv1.Approval{ApprovalId: "ap-1", ActionId: "act-1", ActionHash: "hash-2"}, func(*stewardv1.ApprovalVote) {}, "is not the vote that was signed"},
 		{"bad signature", ap, func(v *stewardv1.ApprovalVote) { v.Signed.Signature[0] ^= 1 }, "does not verify"},

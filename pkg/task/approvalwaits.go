@@ -54,11 +54,13 @@ func ApprovalWaitsOf(c *stewardv1.TaskContract) ApprovalWaits {
 	return w
 }
 
-// EscalatedInTime reports whether ap's escalation came no sooner than c
-// allows: an ApprovalEscalated recorded early (appended by another hand)
-// gives its backup nothing.
-func EscalatedInTime(c *stewardv1.TaskContract, ap *stewardv1.Approval) bool {
-	after := ApprovalWaitsOf(c).Escalate
-	at, requested := ap.GetEscalatedAt(), ap.GetRequestedAt()
-	return after > 0 && at != nil && requested != nil && at.AsTime().Sub(requested.AsTime()) >= after
+// EscalationStands reports whether ap, an approval of a task under c, is
+// escalated at now: recorded so (ApprovalEscalated), and waited the
+// contract's threshold by now. Now is the deciding plane's clock, never the
+// event's time, which whoever appended the event chose: an escalation on the
+// log early, or dated late by another hand, gives its backup nothing before
+// its time.
+func EscalationStands(c *stewardv1.TaskContract, ap *stewardv1.Approval, now time.Time) bool {
+	after, requested := ApprovalWaitsOf(c).Escalate, ap.GetRequestedAt()
+	return after > 0 && ap.GetEscalatedTo() != "" && requested != nil && now.Sub(requested.AsTime()) >= after
 }

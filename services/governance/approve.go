@@ -69,7 +69,8 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		// Who may vote first: only they may read the action hash the
 		// refusal below quotes (content.Blind), and to anyone else it
 		// would be a plain SHA-256 of a request that may quote a result.
-		if err := mayVote(t, a, who, req.Decision); err != nil {
+		asBackup, err := mayVote(t, a, who, req.Decision, p.now())
+		if err != nil {
 			return nil, err
 		}
 		if req.ActionHash != a.ActionHash {
@@ -83,7 +84,7 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		}
 		return p.vote(t, who, id, &stewardv1.ApprovalDecided{
 			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
-			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment, AsBackup: isBackup(t.Contract, ap, who),
+			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment, AsBackup: asBackup,
 		})
 	})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -21,8 +22,8 @@ import (
 // an authorizer, they must be among the approvers — a vote that would
 // complete the approval without them is refused. A rejection needs only
 // the role: it can only stop the action, never let it run.
-func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	return mayVoteOn(t, a.Approval, voteSubject{what: "action " + a.ActionId, by: proposers(t, a)}, who, decision)
+func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision, now time.Time) (asBackup bool, err error) {
+	return mayVoteOn(t, a.Approval, voteSubject{what: "action " + a.ActionId, by: proposers(t, a)}, who, decision, now)
 }
 
 // voteSubject is what an approval is about, for mayVoteOn: what it is, in
@@ -63,11 +64,18 @@ func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
 }
 
 // mayVoteOn is mayVote for approval ap of subject: an action's, or a
-// plan version's, whose submitter is its proposer.
-func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision) error {
-	backup := isBackup(t.Contract, ap, who)
+// plan version's, whose submitter is its proposer. A vote who may cast is
+// the backup's (asBackup) when ap stands escalated to them at now, by this
+// plane's clock.
+func mayVoteOn(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision, now time.Time) (asBackup bool, err error) {
+	backup := isBackup(t.Contract, ap, who, now)
+	return backup, mayVoteAs(t, ap, subject, who, decision, backup)
+}
+
+// mayVoteAs is mayVoteOn's rule for who, the backup or not.
+func mayVoteAs(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, who rpc.Identity, decision stewardv1.ApprovalDecision, backup bool) error {
 	if !who.Holds(ap.RequiredRoles...) && !backup {
-		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s%s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "), escalatedTo(ap))
+		return errs.New(errs.PermissionDenied, "%s may not decide approval %s: it needs one of the roles %s%s", who.Principal, ap.ApprovalId, strings.Join(ap.RequiredRoles, ", "), escalatedTo(t.Contract, ap))
 	}
 	if v := task.VoteOf(ap, who.Principal); v != nil {
 		return errs.New(errs.AlreadyExists, "%s has already %s approval %s (%s); each approver decides once, and another must add theirs",
@@ -126,20 +134,31 @@ func tally(ap *stewardv1.Approval) string {
 	return fmt.Sprintf("%d of %d approvals", len(task.Approvers(ap)), task.RequiredApprovals(ap))
 }
 
-// escalatedTo says, for a refusal, who else may decide ap since it was
-// escalated.
-func escalatedTo(ap *stewardv1.Approval) string {
+// escalatedTo says, for a refusal, who else may decide ap, an approval of
+// a task under c, since it was escalated — and from when.
+func escalatedTo(c *stewardv1.TaskContract, ap *stewardv1.Approval) string {
 	if ap.GetEscalatedTo() == "" {
 		return ""
 	}
-	return ", or to be " + ap.GetEscalatedTo() + ", to whom it was escalated"
+	from := ""
+	if requested := ap.GetRequestedAt(); requested != nil {
+		from = " from " + requested.AsTime().Add(task.ApprovalWaitsOf(c).Escalate).UTC().Format(time.RFC3339)
+	}
+	return ", or to be " + ap.GetEscalatedTo() + ", to whom it was escalated" + from
 }
 
 // backupVoted reports whether the backup ap was escalated to approved it,
 // as the backup (ApprovalVote.as_backup): a role's holder is known by
-// the part they voted in, not by the roles they hold now.
+// the part they voted in, not by the roles they hold now. A vote recorded
+// before votes said so counts as the backup's when its voter is the backup
+// by name and voted after the escalation, as the rule then was.
 func backupVoted(ap *stewardv1.Approval) bool {
+	to, at := ap.GetEscalatedTo(), ap.GetEscalatedAt()
 	return slices.ContainsFunc(ap.GetVotes(), func(v *stewardv1.ApprovalVote) bool {
-		return v.AsBackup && v.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
+		if v.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			return false
+		}
+		byName := to != "" && !strings.HasPrefix(to, backupRole) && v.Principal == to && at != nil && !v.GetDecidedAt().AsTime().Before(at.AsTime())
+		return v.AsBackup || byName
 	})
 }

@@ -2,6 +2,7 @@ package governance
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"time"
 
@@ -31,8 +32,14 @@ func (ck *clock) escalate(ctx context.Context, at approvalTimer) error {
 	err := ck.tasks.Write(ctx, at.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		to = ""
 		w, ok := openApproval(t, at.ActionID, at.ApprovalID)
-		if !ok || task.ApprovalWaitsOf(t.Contract).Escalate == 0 || w.ap.GetEscalatedTo() != "" {
+		after := task.ApprovalWaitsOf(t.Contract).Escalate
+		if !ok || after == 0 || w.ap.GetEscalatedTo() != "" {
 			return nil, nil
+		}
+		if early := after - ck.now().Sub(w.requested); early > 0 {
+			// The timer came by the server's clock, ahead of this
+			// plane's: recorded now, the backup could not yet decide.
+			return nil, fmt.Errorf("approval %s escalates in %s by this plane's clock; not yet", at.ApprovalID, early)
 		}
 		to = t.Contract.GetApprovalBackupRef()
 		return event.New(ck.timerMeta(event.ID(at.ApprovalID, "escalated"), t, w), &stewardv1.ApprovalEscalated{
@@ -47,15 +54,14 @@ func (ck *clock) escalate(ctx context.Context, at approvalTimer) error {
 }
 
 // isBackup reports whether who is the backup ap, an approval of a task
-// under c, was escalated to — no sooner than c allows: an escalation
-// recorded early (appended by another hand) makes nobody a backup.
-func isBackup(c *stewardv1.TaskContract, ap *stewardv1.Approval, who rpc.Identity) bool {
-	if !task.EscalatedInTime(c, ap) {
+// under c, stands escalated to at now (task.EscalationStands).
+func isBackup(c *stewardv1.TaskContract, ap *stewardv1.Approval, who rpc.Identity, now time.Time) bool {
+	if !task.EscalationStands(c, ap, now) {
 		return false
 	}
 	to := ap.GetEscalatedTo()
 	if role, ok := strings.CutPrefix(to, backupRole); ok {
 		return role != "" && who.Holds(role)
 	}
-	return to != "" && to == who.Principal
+	return to == who.Principal
 }

@@ -104,19 +104,58 @@ func TestABackupByRoleStandsInForTheAuthorizerWhenEverItVotes(t *testing.T) {
 	}
 }
 
-// TestAnEarlyEscalationMakesNobodyABackup: an ApprovalEscalated on the log
-// before the contract's approval_escalate_after (appended by another hand
-// than governance's timer) gives the backup nothing: refused as anyone
-// without the approval's roles would be.
-func TestAnEarlyEscalationMakesNobodyABackup(t *testing.T) {
+// TestAnEscalationGivesNothingBeforeItsTime: an ApprovalEscalated on the
+// log before the contract's approval_escalate_after — appended by another
+// hand than governance's timer, dated now or dated past the threshold —
+// gives the backup nothing: it is judged by governance's clock when the
+// vote comes, not by the event's time.
+func TestAnEscalationGivesNothingBeforeItsTime(t *testing.T) {
 	e := newHarness(t)
 	e.awaitEscalation(t, "early", "user:backup", 0, 10*time.Minute, 30*time.Minute, 1)
 	e.Append("early", &stewardv1.ApprovalEscalated{ApprovalId: approvalID + "-early", ActionId: actionID, ToRef: "user:backup"})
-	e.start(t, withoutSigner)
-	if a := e.waitStatus("early", actionID, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL); a.Approval.EscalatedTo != "user:backup" {
-		t.Fatalf("the forged escalation is not on the approval: %v", a.Approval)
+	e.awaitEscalation(t, "late-dated", "user:backup", 0, 10*time.Minute, 30*time.Minute, 1)
+	ev, err := event.New(event.Meta{TaskID: "late-dated", Actor: &stewardv1.Actor{Principal: "steward", Plane: "governance"}, Time: time.Now().Add(31 * time.Minute)},
+		&stewardv1.ApprovalEscalated{ApprovalId: approvalID + "-late-dated", ActionId: actionID, ToRef: "user:backup"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := e.vote("early", actionID, rpc.Identity{Principal: "user:backup"}, approve); errs.CodeOf(err) != errs.PermissionDenied {
-		t.Fatalf("the backup after an early escalation: %v, want refused", err)
+	e.AppendEvents("late-dated", ev)
+	e.start(t, withoutSigner)
+	for _, id := range []string{"early", "late-dated"} {
+		if a := e.waitStatus(id, actionID, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL); a.Approval.EscalatedTo != "user:backup" {
+			t.Fatalf("%s: the forged escalation is not on the approval: %v", id, a.Approval)
+		}
+		_, err := e.vote(id, actionID, rpc.Identity{Principal: "user:backup"}, approve)
+		if errs.CodeOf(err) != errs.PermissionDenied || !strings.Contains(err.Error(), "to whom it was escalated from ") {
+			t.Fatalf("%s: the backup before its time: %v, want refused, saying from when they may decide", id, err)
+		}
+	}
+}
+
+// TestAnEscalationWaitsForThisPlanesClock: a governance whose clock is
+// behind the server that fires its timers records the escalation when its
+// own clock reaches it, not before — and the backup it names may decide.
+func TestAnEscalationWaitsForThisPlanesClock(t *testing.T) {
+	e := newHarness(t)
+	e.clock.Advance(-1500 * time.Millisecond)
+	e.awaitEscalation(t, "skew", "user:backup", 0, time.Second, 2*time.Second, 1)
+	e.start(t, withoutSigner)
+	e.waitCounts(t, "skew", func(n map[string]int, _ *stewardv1.Task) bool { return n[event.TypeApprovalEscalated] == 1 })
+	if _, err := e.vote("skew", actionID, rpc.Identity{Principal: "user:backup"}, approve); err != nil {
+		t.Fatalf("the backup after the escalation: %v", err)
+	}
+}
+
+// TestABackupsVoteFromBeforeAsBackupStillStandsIn: a backup by name who
+// voted after the escalation, recorded before votes said as_backup, stood
+// in for the authorizer then, and still does: the last vote is taken.
+func TestABackupsVoteFromBeforeAsBackupStillStandsIn(t *testing.T) {
+	e := newHarness(t)
+	e.awaitEscalation(t, "old", "user:backup", 3*time.Hour, time.Hour, 2*time.Hour, 2)
+	e.Append("old", &stewardv1.ApprovalEscalated{ApprovalId: approvalID + "-old", ActionId: actionID, ToRef: "user:backup"})
+	e.Append("old", &stewardv1.ApprovalDecided{ApprovalId: approvalID + "-old", ActionId: actionID, ActionHash: "h", Decision: approve, DecidedBy: "user:backup"})
+	e.start(t, withoutSigner)
+	if _, err := e.vote("old", actionID, rpc.Identity{Principal: "user:t", Roles: []string{"treasurer"}}, approve); err != nil {
+		t.Fatalf("the treasurer's last vote after an older backup's: %v", err)
 	}
 }

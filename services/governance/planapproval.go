@@ -36,7 +36,8 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		}
 		// Who may vote first, as for an action's approval (Decide).
 		subject := voteSubject{what: "the plan", by: []stake{{ps.SubmittedBy, "submitted the plan"}}}
-		if err := mayVoteOn(t, ap, subject, who, req.Decision); err != nil {
+		asBackup, err := mayVoteOn(t, ap, subject, who, req.Decision, p.now())
+		if err != nil {
 			return nil, err
 		}
 		if req.PlanHash != ap.PlanHash {
@@ -45,7 +46,7 @@ func (p *Plane) decidePlan(ctx context.Context, who rpc.Identity, req *stewardv1
 		// Signed over the plan hash too.
 		return p.vote(t, who, event.ID(req.ApprovalId, event.TypeApprovalDecided, who.Principal, req.Decision.String()),
 			&stewardv1.ApprovalDecided{ApprovalId: req.ApprovalId, PlanHash: req.PlanHash, Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment,
-				AsBackup: isBackup(t.Contract, ap, who)})
+				AsBackup: asBackup})
 	})
 	if err != nil {
 		return nil, err

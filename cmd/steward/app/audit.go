@@ -40,10 +40,11 @@ const auditUsage = `Usage:
                                                       record what you found on reviewing a task
                                                       (the auditor role)
 
-Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else, for a server on
-this machine, the admin token 'steward dev' wrote to .steward/data/tokens.json.
-A server over TLS: --addr https://HOST:PORT, and --ca FILE for a CA the system does
-not trust.
+Calls carry a bearer token: --token TOKEN, else $STEWARD_TOKEN, else the config file's
+that 'steward login' wrote (for its address only), else, for a server on this machine,
+the admin token 'steward dev' wrote to .steward/data/tokens.json. --addr and --ca come
+the same way ($STEWARD_ADDR, $STEWARD_CA, the config file). A server over TLS:
+--addr https://HOST:PORT, and --ca FILE for a CA the system does not trust.
 
 verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
