@@ -93,7 +93,7 @@ func (c *cli) budgetCommand() *cobra.Command {
 func (c *cli) budgetRaise() *cobra.Command {
 	var tokens, cost int64
 	var reason, requestID string
-	cmd := c.verb("raise TASK", "raise a task's budget (budget owners); a task suspended for its budget then needs 'tasks resume'", []string{"TASK"}, func(ctx context.Context, s *steward.Client, args []string) error {
+	cmd := c.verb("raise TASK", "raise a task's budget (budget owners); a task suspended for its budget resumes once the raise covers what it spent", []string{"TASK"}, func(ctx context.Context, s *steward.Client, args []string) error {
 		if tokens == 0 && cost == 0 {
 			return usagef("give --tokens, --cost-micros or both: the new limits")
 		}
