@@ -119,6 +119,13 @@ func TestNotificationsReachTheirSinks(t *testing.T) {
 	propose(t, h.agent, first, "wire-1", "wire", map[string]any{"amount": 5})
 	got := approvers.waitTaken(t, "approvers", "approval.requested", first)
 	checkApprovalNotification(t, got)
+	// Its act is the CLI's: the first command runs as written and shows
+	// the hash the decision binds to.
+	if act := strings.Fields(strings.Split(got.note.Act, ";")[0]); len(act) < 2 || act[0] != "steward" {
+		t.Errorf("act %q is not a steward command", got.note.Act)
+	} else if out, _ := newPerson(t, h.url, adminToken).run(0, act[1:]...); !strings.Contains(out, "hash:") {
+		t.Errorf("%q printed no hash:\n%s", got.note.Act, out)
+	}
 	checkSignature(t, python, got, approversSecret, true)
 	tampered := got
 	tampered.body = bytes.Replace(got.body, []byte(`"amount`), []byte(`"Amount`), 1)

@@ -119,15 +119,18 @@ func unknown(ev *stewardv1.Event) bool {
 
 func decide(ev *stewardv1.Event) string {
 	id := cmp.Or(ev.GetApprovalRequested().GetApproval().GetApprovalId(), ev.GetApprovalReminded().GetApprovalId(), ev.GetApprovalEscalated().GetApprovalId())
-	return fmt.Sprintf("steward approvals show --task %s --approval %s, then approve or reject it with the hash it shows", ev.TaskId, id)
+	return fmt.Sprintf("steward approvals show %s; then steward approvals approve|reject %[1]s --hash HASH, with the hash it shows", id)
 }
 
+// The commands below are the CLI's (docs/cli.md), words in capitals
+// what the person fills in.
+
 func answer(ev *stewardv1.Event) string {
-	return fmt.Sprintf("steward questions answer --task %s", ev.TaskId)
+	return fmt.Sprintf("steward questions answer %s ANSWER", ev.TaskId)
 }
 
 func settle(ev *stewardv1.Event) string {
-	return fmt.Sprintf("steward actions settle --task %s --action %s", ev.TaskId, ev.GetActionOutcomeRecorded().GetActionId())
+	return fmt.Sprintf("steward actions settle %s %s --state succeeded|failed|not_accepted --reason TEXT", ev.TaskId, ev.GetActionOutcomeRecorded().GetActionId())
 }
 
 // resume says what lets a suspended task go on, by the suspension's cause.
