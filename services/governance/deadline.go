@@ -62,6 +62,8 @@ func (ck *clock) onTimer(ctx context.Context, f timer.Fired) error {
 		return ck.onDeadlineTimer(ctx, f)
 	case AgentTimerKind:
 		return ck.onAgentTimer(ctx, f)
+	case InputTimerKind:
+		return ck.onInputTimer(ctx, f)
 	}
 	return ck.onApprovalTimer(ctx, f)
 }

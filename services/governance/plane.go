@@ -6,8 +6,8 @@
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers
 // (Config.Timers) an approval that waits too long reminds its approvers
-// and then suspends its task, and a task is suspended at its deadline
-// (deadline.go). With a signer (Config.Signer) it issues
+// and then suspends its task, a question likewise (inputladder.go), and a
+// task is suspended at its deadline (deadline.go). With a signer (Config.Signer) it issues
 // every task a signed credential, checks it before policy and before every
 // permit, and revokes it on an operator's word (credential.go); with the
 // same key it signs every permit (permit.go) and every approval decision
@@ -108,8 +108,9 @@ type Config struct {
 	Requests *action.Store
 	// Timers, when set, make every approval the plane asks for remind its
 	// approvers after the task's approval_remind_after and suspend the task
-	// after approval_suspend_after, unless it is decided first, and suspend
-	// a task at work when its deadline passes. Without them approvals wait
+	// after approval_suspend_after, unless it is decided first, make every
+	// question climb its ladder likewise (inputladder.go), and suspend a
+	// task at work when its deadline passes. Without them approvals wait
 	// as long as it takes, and a deadline only ends the credential.
 	Timers *timer.Timers
 	// Signer, when set, makes the plane issue, sign and check task
@@ -245,8 +246,11 @@ func (p *Plane) Start(ctx context.Context) error {
 			// or return to work.
 			eventlog.OnRecord[*stewardv1.TaskStarted](p.clock.armAgent),
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.armAgent),
-			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.armAgent))
-		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind, AgentTimerKind}, p.clock.onTimer)
+			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.armAgent),
+			// Questions that wait (inputladder.go).
+			eventlog.OnRecord[*stewardv1.TaskNeedsInput](p.clock.armInput),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.armInputOnResume))
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind, AgentTimerKind, InputTimerKind}, p.clock.onTimer)
 		if err != nil {
 			return err
 		}

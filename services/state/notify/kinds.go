@@ -22,7 +22,7 @@ type kind struct {
 }
 
 // kinds are the notifications, each a person's cue: an approval to
-// decide or still waiting, a question to answer, a budget running out, a
+// decide or still waiting, a question to answer or still waiting, a budget running out, a
 // task that stalled, an outcome only a person can settle, a result to
 // review, an end, and an agent gone silent (docs/notifications.md).
 var kinds = []kind{
@@ -30,6 +30,8 @@ var kinds = []kind{
 	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
 	{name: "approval.escalated", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalEscalated]), act: decide},
 	{name: "question.asked", on: reactions(eventlog.OnRecord[*stewardv1.TaskNeedsInput]), act: answer},
+	{name: "question.reminded", on: reactions(eventlog.OnRecord[*stewardv1.InputReminded]), act: answer},
+	{name: "question.escalated", on: reactions(eventlog.OnRecord[*stewardv1.InputEscalated]), act: answer},
 	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
 	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
 	{name: "outcome.unknown", on: reactions(eventlog.OnRecord[*stewardv1.ActionOutcomeRecorded]), match: unknown, act: settle},
