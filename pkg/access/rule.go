@@ -178,7 +178,7 @@ func (r Rule) Needs() string {
 		who = append(who, "its requester or accountable owner")
 	}
 	if r.Parties&Backup != 0 {
-		who = append(who, "its input backup, once a question was escalated to them")
+		who = append(who, "its input backup (once a question was escalated to them)")
 	}
 	switch len(r.Roles) {
 	case 0:
