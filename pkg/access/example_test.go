@@ -14,8 +14,8 @@ func ExampleFor() {
 	parties := access.TaskParties{Agents: []string{"agent:dev"}, Owners: []string{"user:ana"}}
 
 	fmt.Println(rule.Who())
-	fmt.Println(rule.AllowsRoles([]string{"authorizer"}), rule.AllowsParty("user:eve", parties))
-	fmt.Println(rule.AllowsRoles(nil), rule.AllowsParty("agent:dev", parties))
+	fmt.Println(rule.AllowsRoles([]string{"authorizer"}), rule.AllowsParty("user:eve", nil, parties))
+	fmt.Println(rule.AllowsRoles(nil), rule.AllowsParty("agent:dev", nil, parties))
 	fmt.Println(rule.AllowsRoles([]string{access.Admin}))
 	// Output:
 	// party:agent, party:owner, role:operator

@@ -39,6 +39,11 @@ const (
 	// Owner is the contract's requester or accountable owner: whom the
 	// task's work is for, who answers its questions and steers it.
 	Owner
+	// Backup is the contract's input_backup_ref: a principal, or anyone
+	// holding the role it names ("role:<name>"), to whom a question that
+	// waits too long is escalated. The plane lets them answer only once it
+	// was (docs/input.md).
+	Backup
 )
 
 // Group is the kind of call a procedure is, as docs/roles.md sorts them.
@@ -115,13 +120,25 @@ func (r Rule) AllowsRoles(roles []string) bool {
 type TaskParties struct {
 	Agents []string // creator and credential principal
 	Owners []string // requester and accountable owner
+	// Backup is the input backup: a principal, or "role:<name>".
+	Backup string
 }
 
-// AllowsParty reports whether principal plays one of the rule's parts in
-// the task p describes.
-func (r Rule) AllowsParty(principal string, p TaskParties) bool {
+// AllowsParty reports whether principal, holding roles, plays one of the
+// rule's parts in the task p describes.
+func (r Rule) AllowsParty(principal string, roles []string, p TaskParties) bool {
 	return r.Parties&Agent != 0 && slices.Contains(p.Agents, principal) ||
-		r.Parties&Owner != 0 && slices.Contains(p.Owners, principal)
+		r.Parties&Owner != 0 && slices.Contains(p.Owners, principal) ||
+		r.Parties&Backup != 0 && IsBackup(p.Backup, principal, roles)
+}
+
+// IsBackup reports whether principal, holding roles, is backup: the
+// principal it names, or a holder of the role "role:<name>" names.
+func IsBackup(backup, principal string, roles []string) bool {
+	if role, ok := strings.CutPrefix(backup, "role:"); ok {
+		return role != "" && slices.Contains(roles, role)
+	}
+	return backup != "" && backup == principal
 }
 
 // Who is the rule's "who may call" in the words docs/roles.md uses,
@@ -142,6 +159,9 @@ func (r Rule) Who() string {
 	if r.Parties&Owner != 0 {
 		who = append(who, "party:owner")
 	}
+	if r.Parties&Backup != 0 {
+		who = append(who, "party:backup")
+	}
 	for _, role := range r.Roles {
 		who = append(who, "role:"+role)
 	}
@@ -156,6 +176,9 @@ func (r Rule) Needs() string {
 	}
 	if r.Parties&Owner != 0 {
 		who = append(who, "its requester or accountable owner")
+	}
+	if r.Parties&Backup != 0 {
+		who = append(who, "its input backup (once a question was escalated to them)")
 	}
 	switch len(r.Roles) {
 	case 0:

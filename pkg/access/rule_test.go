@@ -13,7 +13,8 @@ func TestRuleKinds(t *testing.T) {
 	role := access.Rule{Roles: []string{access.ToolAdmin}}
 	agent := access.Rule{Parties: access.Agent}
 	steer := access.Rule{Parties: access.Agent | access.Owner, Roles: []string{access.Operator}}
-	task := access.TaskParties{Agents: []string{"agent:a", "agent:delegate"}, Owners: []string{"user:req", "user:owner"}}
+	answer := access.Rule{Parties: access.Owner | access.Backup}
+	task := access.TaskParties{Agents: []string{"agent:a", "agent:delegate"}, Owners: []string{"user:req", "user:owner"}, Backup: "role:on-call"}
 
 	for _, tc := range []struct {
 		name      string
@@ -36,12 +37,15 @@ func TestRuleKinds(t *testing.T) {
 		{"steering, the agent", steer, nil, "agent:a", false, true},
 		{"steering, an operator", steer, []string{access.Operator}, "user:ops", true, false},
 		{"steering, a stranger", steer, []string{"authorizer"}, "user:eve", false, false},
+		{"answering, the backup role's holder", answer, []string{"on-call"}, "user:oc", false, true},
+		{"answering, not the backup", answer, []string{"on-call-2"}, "user:eve", false, false},
+		{"steering, the backup is no party", steer, []string{"on-call"}, "user:oc", false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.rule.AllowsRoles(tc.roles); got != tc.byRoles {
 				t.Errorf("AllowsRoles(%v) = %v, want %v", tc.roles, got, tc.byRoles)
 			}
-			if got := tc.rule.AllowsParty(tc.principal, task); got != tc.byParty {
+			if got := tc.rule.AllowsParty(tc.principal, tc.roles, task); got != tc.byParty {
 				t.Errorf("AllowsParty(%s) = %v, want %v", tc.principal, got, tc.byParty)
 			}
 		})

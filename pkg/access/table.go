@@ -50,8 +50,8 @@ var Table = map[string]Rule{
 		Why: "the acceptance owner sends a result back"},
 	stewardv1connect.TaskServiceExtendDeadlineProcedure: {Group: Review, Plane: "the contract's accountable owner (the fold)",
 		Why: "the deadline is the accountable owner's promise"},
-	stewardv1connect.TaskServiceProvideInputProcedure: {Group: Review, Parties: Owner, Roles: []string{Operator},
-		Plane: "the same rule on the task as it is when answered, in every mode (mayAnswer); a question that names whom it asks (ask_ref) only by them or, with tokens, an operator (mayAnswerAsked)",
+	stewardv1connect.TaskServiceProvideInputProcedure: {Group: Review, Parties: Owner | Backup, Roles: []string{Operator},
+		Plane: "the same rule on the task as it is when answered, in every mode (mayAnswer); a question that names whom it asks (ask_ref) only by them or, with tokens, an operator (mayAnswerAsked); the input backup only once the question was escalated to them (isInputBackup)",
 		Why:   "the agent's question is answered by whom the task is for, or an operator"},
 
 	// GovernanceService: approvals and credentials.

@@ -46,6 +46,8 @@ const (
 	TypeTaskSuspended    = "task.suspended"
 	TypeTaskStalled      = "task.stalled"
 	TypeInputProvided    = "task.input_provided"
+	TypeInputReminded    = "task.input_reminded"
+	TypeInputEscalated   = "task.input_escalated"
 	TypeDeadlineExtended = "task.deadline_extended"
 	TypeFindingRecorded  = "audit.finding_recorded"
 
@@ -190,6 +192,8 @@ var typeNames = map[protoreflect.Name]string{
 	"agent_asked":             TypeAgentAsked,
 	"agent_escalated":         TypeAgentEscalated,
 	"agent_heartbeat":         TypeAgentHeartbeat,
+	"input_reminded":          TypeInputReminded,
+	"input_escalated":         TypeInputEscalated,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -53,6 +53,8 @@ var owners = map[string]string{
 	TypePlanEvaluated:     PlaneGovernance,
 	TypeAgentAsked:        PlaneGovernance,
 	TypeAgentEscalated:    PlaneGovernance,
+	TypeInputReminded:     PlaneGovernance,
+	TypeInputEscalated:    PlaneGovernance,
 
 	TypeActionClaimed:      PlaneExecution,
 	TypeActionDispatched:   PlaneExecution,

@@ -66,7 +66,7 @@ func authorizeParty(ctx context.Context, parties PartiesFunc, procedure string, 
 		// report would let it act on a task created between this read and
 		// the command's own.
 		return err
-	case rule.AllowsParty(who.Principal, p):
+	case rule.AllowsParty(who.Principal, who.Roles, p):
 		return nil
 	}
 	return errs.New(errs.PermissionDenied, "%s may not call %s on task %s: that needs %s%s",
@@ -89,6 +89,9 @@ func named(rule access.Rule, p access.TaskParties) string {
 	}
 	if rule.Parties&access.Owner != 0 {
 		add(p.Owners)
+	}
+	if rule.Parties&access.Backup != 0 {
+		add([]string{p.Backup})
 	}
 	if len(who) == 0 {
 		return ""

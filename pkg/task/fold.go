@@ -137,7 +137,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 // change to make, each for its own kind of event.
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
-	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep,
+	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep, inputStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.
@@ -239,6 +239,9 @@ func transition(t *stewardv1.Task, ev *stewardv1.Event) (stewardv1.TaskStatus, s
 	case *stewardv1.Event_TaskSuspended:
 		if !Active(from) && from != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
 			return 0, "", illegal(t, "suspend")
+		}
+		if err := checkInputSuspension(t, p.TaskSuspended); err != nil {
+			return 0, "", err
 		}
 		return stewardv1.TaskStatus_TASK_STATUS_SUSPENDED, orDefault(p.TaskSuspended.Reason, "suspended"), nil
 	case *stewardv1.Event_TaskStalled:

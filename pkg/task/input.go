@@ -15,8 +15,9 @@ import (
 // answer (InputProvided) is a resume with words: the task runs again, and
 // the permits issued before it are checked again, as after TaskResumed.
 // The question stays open while the task is paused from waiting for input
-// (a resume returns it there); any other move out of waiting for input
-// closes it.
+// (a resume returns it there), and while it is suspended because the
+// question waited too long (inputladder.go: an answer resumes it); any
+// other move out of waiting for input closes it.
 
 // askedInput is the open question a TaskNeedsInput event opens.
 func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.InputRequest {
@@ -24,7 +25,7 @@ func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.Inp
 	if q == "" {
 		q = orDefault(n.Reason, "needs input")
 	}
-	return &stewardv1.InputRequest{
+	in := &stewardv1.InputRequest{
 		Cause:    n.Cause,
 		Question: q,
 		Choices:  slices.Clone(n.Choices),
@@ -33,6 +34,12 @@ func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.Inp
 		ActionId: n.ActionId,
 		AskRef:   n.AskRef,
 	}
+	if Laddered(in) {
+		// What the ladder's rungs name (inputladder.go); Steward's own
+		// stops climb none, and read as they always did.
+		in.QuestionId = ev.EventId
+	}
+	return in
 }
 
 // checkAsked checks what a TaskNeedsInput asks: an agent's question must
@@ -57,10 +64,10 @@ func CheckAskRef(c *stewardv1.TaskContract, ref string) error {
 }
 
 // checkAnswer checks an answer against t's open question: the task must be
-// waiting for input, and an answer to a question that offered choices
+// waiting for input, or suspended for want of the answer, and an answer to a question that offered choices
 // must be one of them.
 func checkAnswer(t *stewardv1.Task, a *stewardv1.InputProvided) error {
-	if t.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT {
+	if t.Status != stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT && !SuspendedForInput(t) {
 		return illegal(t, "answer")
 	}
 	if choices := t.OpenInput.GetChoices(); len(choices) > 0 && !slices.Contains(choices, a.Answer) {
@@ -73,7 +80,7 @@ func checkAnswer(t *stewardv1.Task, a *stewardv1.InputProvided) error {
 // input, other than for a pause that will return to it.
 func keepInput(t *stewardv1.Task) {
 	waiting := stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT
-	if t.Status != waiting && (t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || t.PausedFrom != waiting) {
+	if t.Status != waiting && (t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED || t.PausedFrom != waiting) && !SuspendedForInput(t) {
 		t.OpenInput = nil
 	}
 }

@@ -14,7 +14,7 @@ import (
 // callers: its agents are the principal that created it and the one its
 // credential was issued to (the delegate of a sub-task), who do its work;
 // its owners are the contract's requester and accountable owner, whom it
-// is for. A task that does not exist is NotFound and a malformed id
+// is for; its backup is the contract's input_backup_ref. A task that does not exist is NotFound and a malformed id
 // Invalid: the edge answers the first itself and leaves the second to the
 // command, which names the field.
 func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties, error) {
@@ -31,6 +31,7 @@ func (p *Plane) Parties(ctx context.Context, taskID string) (access.TaskParties,
 		out = access.TaskParties{
 			Agents: []string{t.CreatedBy, t.Credential.GetCredential().GetPrincipal()},
 			Owners: []string{k.GetRequesterRef(), k.GetAccountableOwnerRef()},
+			Backup: k.GetInputBackupRef(),
 		}
 		final = t.Credential != nil
 	}

@@ -9,6 +9,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/taskstore"
 )
 
@@ -110,17 +111,18 @@ func (p *Plane) ResumeTask(ctx context.Context, who rpc.Identity, req *stewardv1
 
 // mayResume refuses, with tokens, a resume that would let an agent undo
 // what its people decided: a task waiting for input is resumed only by
-// those who may answer it (mayAnswer); a paused one only by whoever
+// those who may answer it (mayAnswer), as is one suspended because its
+// question waited too long; a paused one only by whoever
 // paused it, or by those. An agent may still resume a task it paused
 // itself.
 func mayResume(t *stewardv1.Task, who rpc.Identity) error {
 	if !who.Verified {
 		return nil
 	}
-	switch t.Status {
-	case stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT:
+	switch {
+	case t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, task.SuspendedForInput(t):
 		return mayAnswer(t, who)
-	case stewardv1.TaskStatus_TASK_STATUS_PAUSED:
+	case t.Status == stewardv1.TaskStatus_TASK_STATUS_PAUSED:
 		if t.PausedBy == "" || t.PausedBy == who.Principal || mayAnswer(t, who) == nil {
 			return nil
 		}

@@ -103,6 +103,9 @@ func (p *Plane) exists(taskID string) func(context.Context) bool {
 // delegate: the fold refuses the owner's decision and governance the
 // authorizer's approval, so say so now.
 func checkDuties(c *stewardv1.TaskContract, creator, delegate string) error {
+	if err := checkInputBackupDuty(c, creator, delegate); err != nil {
+		return err
+	}
 	switch authorizer := c.AuthorizerRef; {
 	case !c.SeparationOfDuties || authorizer == "":
 	case authorizer == creator:

@@ -70,10 +70,11 @@ func (p *Plane) RequestInput(ctx context.Context, principal string, req *steward
 // ProvideInput records a person's answer to the task's open question, and
 // the task runs again: an answer is a resume with words, so a task that
 // waits for input for any cause — the agent's question, a loop guard, an
-// escalated failure, the action cap — may be answered. The contract's
+// escalated failure, the action cap — may be answered, as may one
+// suspended because its question waited too long. The contract's
 // requester or accountable owner may answer, and, when callers are
-// authenticated, anyone with the operator role; anyone else is
-// PermissionDenied. A question that names whom it asks (ask_ref) is
+// authenticated, anyone with the operator role; once the question was
+// escalated, its backup too; anyone else is PermissionDenied. A question that names whom it asks (ask_ref) is
 // answered only by them or an operator (mayAnswerAsked). When the
 // question offered choices, the answer must be one of them (the fold
 // checks it, so a replay checks it too). With a request id it is
@@ -110,7 +111,8 @@ func (p *Plane) ProvideInput(ctx context.Context, who rpc.Identity, req *steward
 }
 
 // mayAnswer refuses who unless they are t's requester or accountable
-// owner, or an authenticated operator.
+// owner, an authenticated operator, or the backup its open question was
+// escalated to (inputladder.go).
 func mayAnswer(t *stewardv1.Task, who rpc.Identity) error {
 	c := t.Contract
 	switch {
@@ -118,19 +120,22 @@ func mayAnswer(t *stewardv1.Task, who rpc.Identity) error {
 		return nil
 	case who.Verified && who.HasRole(OperatorRole):
 		return nil
+	case isInputBackup(t, who):
+		return nil
 	}
-	return errs.New(errs.PermissionDenied, "%s may not answer task %s: its requester %s, its accountable owner %s or an operator may",
-		who.Principal, c.GetTaskId(), c.GetRequesterRef(), c.GetAccountableOwnerRef())
+	return errs.New(errs.PermissionDenied, "%s may not answer task %s: its requester %s, its accountable owner %s or an operator may%s",
+		who.Principal, c.GetTaskId(), c.GetRequesterRef(), c.GetAccountableOwnerRef(), notYetBackup(t, who))
 }
 
 // mayAnswerAsked refuses who an answer to t's open question when it names
 // someone else (ask_ref), unless who is an authenticated operator: the
 // break-glass role answers any task's question. Resuming the task, which
 // closes the question unanswered, stays with all who may answer it
-// (mayResume): the asked one answers, the task's people steer.
+// (mayResume): the asked one answers, the task's people steer. The
+// backup the question was escalated to stands in for the one it asks.
 func mayAnswerAsked(t *stewardv1.Task, who rpc.Identity) error {
 	asked := t.OpenInput.GetAskRef()
-	if asked == "" || who.Principal == asked || who.Verified && who.HasRole(OperatorRole) {
+	if asked == "" || who.Principal == asked || who.Verified && who.HasRole(OperatorRole) || isInputBackup(t, who) {
 		return nil
 	}
 	return errs.New(errs.PermissionDenied, "%s may not answer task %s: its question is for %s; they or an operator may",

@@ -67,6 +67,7 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkText("contract.authorizer_ref", c.AuthorizerRef, MaxRefLen, false),
 		checkText("contract.approval_backup_ref", c.ApprovalBackupRef, MaxRefLen, false),
 		checkBackup(c),
+		checkInputLadder(c),
 		checkText("contract.accountable_owner_ref", c.AccountableOwnerRef, MaxRefLen, true),
 		checkText("contract.acceptance_owner_ref", c.AcceptanceOwnerRef, MaxRefLen, false),
 		checkText("contract.credential_ref", c.CredentialRef, MaxRefLen, false),

@@ -158,7 +158,7 @@ func backupVoted(ap *stewardv1.Approval) bool {
 		if v.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
 			return false
 		}
-		byName := to != "" && !strings.HasPrefix(to, backupRole) && v.Principal == to && at != nil && !v.GetDecidedAt().AsTime().Before(at.AsTime())
+		byName := to != "" && !strings.HasPrefix(to, "role:") && v.Principal == to && at != nil && !v.GetDecidedAt().AsTime().Before(at.AsTime())
 		return v.AsBackup || byName
 	})
 }

@@ -64,6 +64,8 @@ func (ck *clock) onTimer(ctx context.Context, f timer.Fired) error {
 		return ck.onAgentTimer(ctx, f)
 	case StallTimerKind:
 		return ck.onStallTimer(ctx, f)
+	case InputTimerKind:
+		return ck.onInputTimer(ctx, f)
 	}
 	return ck.onApprovalTimer(ctx, f)
 }

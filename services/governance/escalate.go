@@ -3,11 +3,11 @@ package governance
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/steward-run/steward/pkg/access"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -20,9 +20,6 @@ import (
 // decide it — a principal by name, or anyone holding a role — under the
 // same rules of stake and separation of duties as every approver, and in
 // the authorizer's stead.
-
-// backupRole is the prefix of a backup that is a role.
-const backupRole = "role:"
 
 // escalate records that the approval still waits and went to the backup.
 // Its id derives from the approval, so a timer delivered twice escalates
@@ -59,9 +56,5 @@ func isBackup(c *stewardv1.TaskContract, ap *stewardv1.Approval, who rpc.Identit
 	if !task.EscalationStands(c, ap, now) {
 		return false
 	}
-	to := ap.GetEscalatedTo()
-	if role, ok := strings.CutPrefix(to, backupRole); ok {
-		return role != "" && who.Holds(role)
-	}
-	return to == who.Principal
+	return access.IsBackup(ap.GetEscalatedTo(), who.Principal, who.Roles)
 }

@@ -6,10 +6,11 @@
 // the exact action hash, and before a permit follows an approval, policy
 // and the task's state are checked again. With durable timers
 // (Config.Timers) an approval that waits too long reminds its approvers
-// and then suspends its task, a task is suspended at its deadline
-// (deadline.go), and one whose stall mark stands (stall.go). With a
-// signer (Config.Signer) it issues every task a signed credential, checks
-// it before policy and before every permit, and revokes it on an operator's word (credential.go); with the
+// and then suspends its task, a question likewise (inputladder.go), a
+// task is suspended at its deadline (deadline.go), and one whose stall
+// mark stands (stall.go). With a signer (Config.Signer) it issues every
+// task a signed credential, checks it before policy and before every
+// permit, and revokes it on an operator's word (credential.go); with the
 // same key it signs every permit (permit.go) and every approval decision
 // (approve.go), and permits nothing after a decision it cannot verify. It
 // judges each plan version whole by the bundle's plan query, and may ask
@@ -108,11 +109,12 @@ type Config struct {
 	Requests *action.Store
 	// Timers, when set, make every approval the plane asks for remind its
 	// approvers after the task's approval_remind_after and suspend the task
-	// after approval_suspend_after, unless it is decided first, suspend a
-	// task at work when its deadline passes, and suspend one whose stall
-	// mark stands for stall_suspend_after. Without them approvals wait as
-	// long as it takes, a deadline only ends the credential, and a stalled
-	// task stays marked.
+	// after approval_suspend_after, unless it is decided first, make every
+	// question climb its ladder likewise (inputladder.go), suspend a task
+	// at work when its deadline passes, and suspend one whose stall mark
+	// stands for stall_suspend_after. Without them approvals wait as long
+	// as it takes, a deadline only ends the credential, and a stalled task
+	// stays marked.
 	Timers *timer.Timers
 	// Signer, when set, makes the plane issue, sign and check task
 	// credentials. Without it the plane issues none and checks none.
@@ -249,8 +251,11 @@ func (p *Plane) Start(ctx context.Context) error {
 			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.armAgent),
 			eventlog.OnRecord[*stewardv1.InputProvided](p.clock.armAgent),
 			// A stall mark that stands suspends its task (stall.go).
-			eventlog.OnRecord[*stewardv1.TaskStalled](p.clock.armStall))
-		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind, AgentTimerKind, StallTimerKind}, p.clock.onTimer)
+			eventlog.OnRecord[*stewardv1.TaskStalled](p.clock.armStall),
+			// Questions that wait (inputladder.go).
+			eventlog.OnRecord[*stewardv1.TaskNeedsInput](p.clock.armInput),
+			eventlog.OnRecord[*stewardv1.TaskResumed](p.clock.armInputOnResume))
+		sub, err := p.timers.Run(bg, TimerConsumer, []string{ApprovalTimerKind, DeadlineTimerKind, AgentTimerKind, StallTimerKind, InputTimerKind}, p.clock.onTimer)
 		if err != nil {
 			return err
 		}

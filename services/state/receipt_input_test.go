@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -75,6 +78,61 @@ func TestReceiptAndTimelineTellQuestions(t *testing.T) {
 	for i, w := range wantSaid {
 		if !strings.Contains(said[i], w) {
 			t.Errorf("timeline entry %q, want it to say %q", said[i], w)
+		}
+	}
+}
+
+// TestReceiptAndTimelineTellTheQuestionLadder: a question reminded,
+// escalated and its task suspended for it shows each rung on the timeline
+// and on the receipt's question, in words and in markdown.
+func TestReceiptAndTimelineTellTheQuestionLadder(t *testing.T) {
+	const q = "question-1"
+	var evs []*stewardv1.Event
+	history := running()
+	history[0].(*stewardv1.TaskCreated).Contract.InputBackupRef = "role:on-call"
+	for _, p := range append(history,
+		&stewardv1.TaskNeedsInput{Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: "Which region?"},
+		&stewardv1.InputReminded{QuestionId: q, Waited: durationpb.New(time.Hour)},
+		&stewardv1.InputEscalated{QuestionId: q, ToRef: "role:on-call", Waited: durationpb.New(2 * time.Hour)},
+		&stewardv1.TaskSuspended{Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_INPUT_OVERDUE, Reason: "question waited longer than 3h"},
+		&stewardv1.InputProvided{Answer: "eu"}) {
+		ev := stewardtest.Event(t, "ladder", p)
+		if ev.GetTaskNeedsInput() != nil {
+			ev.EventId = q
+		}
+		evs = append(evs, ev)
+	}
+	var more []*stewardv1.EventRecord
+	var prev []byte
+	for i, ev := range evs {
+		if _, err := event.Seal(ev, prev); err != nil {
+			t.Fatal(err)
+		}
+		prev = ev.Hash
+		more = append(more, &stewardv1.EventRecord{Sequence: uint64(i + 1), Event: ev})
+	}
+	r, err := state.BuildReceipt(more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Questions[0]
+	if got.RemindedAt == nil || got.EscalatedTo != "role:on-call" || got.EscalatedAt == nil || got.SuspendedAt == nil || got.Answer != "eu" {
+		t.Fatalf("the receipt's question: %v", got)
+	}
+	if md := state.ReceiptMarkdown(r); !strings.Contains(md, "escalated to role:on-call at") || !strings.Contains(md, "the task suspended at") {
+		t.Errorf("markdown does not tell the ladder:\n%s", md)
+	}
+	said := map[string]string{}
+	for _, e := range state.Timeline(more) {
+		said[e.Type] += e.Summary
+	}
+	for typ, want := range map[string]string{
+		event.TypeInputReminded:  "has waited 1h0m0s; whom it asks were reminded",
+		event.TypeInputEscalated: "it went to the backup, role:on-call, who may answer it now",
+		event.TypeTaskSuspended:  "its question waited too long",
+	} {
+		if !strings.Contains(said[typ], want) {
+			t.Errorf("timeline of %s: %q, want it to say %q", typ, said[typ], want)
 		}
 	}
 }

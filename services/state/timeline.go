@@ -218,8 +218,11 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_InputProvided:
 		return inputProvidedSummary(who, p.InputProvided)
 	case *stewardv1.Event_TaskSuspended:
-		if p.TaskSuspended.Cause == stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE {
+		switch p.TaskSuspended.Cause {
+		case stewardv1.SuspendCause_SUSPEND_CAUSE_DEADLINE:
 			return withReason("The task was suspended at its deadline", p.TaskSuspended.Reason)
+		case stewardv1.SuspendCause_SUSPEND_CAUSE_INPUT_OVERDUE:
+			return withReason("The task was suspended: its question waited too long", p.TaskSuspended.Reason)
 		}
 		return withReason("The task was suspended", p.TaskSuspended.Reason)
 	case *stewardv1.Event_TaskStalled:
@@ -257,6 +260,8 @@ func failureSummary(ev *stewardv1.Event) string {
 	case *stewardv1.Event_BudgetRaised:
 		r := p.BudgetRaised
 		return withReason(fmt.Sprintf("%s raised the budget to %d tokens and %d micro-units (0: unchanged)", who, r.MaxTokens, r.MaxCostMicros), r.Reason)
+	case *stewardv1.Event_InputReminded, *stewardv1.Event_InputEscalated:
+		return inputLadderSummary(ev)
 	case *stewardv1.Event_ApprovalReminded:
 		return fmt.Sprintf("Approval %s has waited %s; its approvers were reminded", p.ApprovalReminded.ApprovalId, p.ApprovalReminded.Waited.AsDuration())
 	case *stewardv1.Event_ApprovalEscalated:

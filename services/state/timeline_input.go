@@ -34,3 +34,15 @@ func inputProvidedSummary(who string, a *stewardv1.InputProvided) string {
 	}
 	return fmt.Sprintf("%s answered %q, and the task goes on", who, a.Answer)
 }
+
+// inputLadderSummary tells a rung of an unanswered question's ladder.
+func inputLadderSummary(ev *stewardv1.Event) string {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_InputReminded:
+		return fmt.Sprintf("Question %s has waited %s; whom it asks were reminded", p.InputReminded.QuestionId, p.InputReminded.Waited.AsDuration())
+	case *stewardv1.Event_InputEscalated:
+		e := p.InputEscalated
+		return fmt.Sprintf("Question %s has waited %s; it went to the backup, %s, who may answer it now", e.QuestionId, e.Waited.AsDuration(), e.ToRef)
+	}
+	return ""
+}

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -22,10 +23,14 @@ func (c *cli) questionsCommand() *cobra.Command {
 
 func (c *cli) questionsLs() *cobra.Command {
 	return c.verb("ls", "list the tasks that wait for input, and what they ask", nil, func(ctx context.Context, s *steward.Client, _ []string) error {
-		waiting, err := listTasks(ctx, s, &stewardv1.ListTasksRequest{Statuses: []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT}}, 0)
+		// A task suspended because its question waited too long still
+		// waits for the answer (docs/input.md).
+		listed, err := listTasks(ctx, s, &stewardv1.ListTasksRequest{Statuses: []stewardv1.TaskStatus{
+			stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT, stewardv1.TaskStatus_TASK_STATUS_SUSPENDED}}, 0)
 		if err != nil {
 			return err
 		}
+		waiting := slices.DeleteFunc(listed, func(t *stewardv1.Task) bool { return t.OpenInput == nil })
 		if c.json() {
 			return c.taskRows(waiting)
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
@@ -39,6 +40,10 @@ type Notification struct {
 	// commitments), effect, policy reasons, the proposer's rationale, and
 	// the action hash a decision binds to.
 	Approval json.RawMessage `json:"approval,omitempty"`
+	// Question, for a question's notifications, is the open question as
+	// the task now has it: what it asks, its choices, whom it asks, and
+	// the rungs it has climbed unanswered. Absent once it is closed.
+	Question json.RawMessage `json:"question,omitempty"`
 	// Act is what a person runs to act on it, when one is to.
 	Act string `json:"act,omitempty"`
 }
@@ -66,10 +71,14 @@ func (d *deliverer) handle(ctx context.Context, rec *stewardv1.EventRecord) erro
 	note := &Notification{ID: ev.EventId, Kind: k.name, TaskID: ev.TaskId, Sequence: rec.Sequence, OccurredAt: ev.GetTime().AsTime()}
 	var tier stewardv1.RiskTier
 	var ap *stewardv1.Approval
+	var q *stewardv1.InputRequest
 	err := d.n.cfg.Tasks.Peek(ctx, ev.TaskId, rec.Sequence, func(t *stewardv1.Task) {
 		note.Tenant, tier = t.Tenant, t.GetContract().GetRiskTier()
 		if a := task.FindAction(t, approvalAction(ev)); a != nil && a.Approval != nil {
 			ap = proto.CloneOf(a.Approval)
+		}
+		if t.OpenInput != nil && strings.HasPrefix(k.name, "question.") {
+			q = proto.CloneOf(t.OpenInput)
 		}
 	})
 	if eventlog.Permanent(err) {
@@ -90,6 +99,11 @@ func (d *deliverer) handle(ctx context.Context, rec *stewardv1.EventRecord) erro
 	if ap != nil {
 		if note.Approval, err = protojson.Marshal(ap); err != nil {
 			return errs.Wrap(errs.Internal, err, "notify: encode approval")
+		}
+	}
+	if q != nil {
+		if note.Question, err = protojson.Marshal(q); err != nil {
+			return errs.Wrap(errs.Internal, err, "notify: encode question")
 		}
 	}
 	if k.act != nil {

@@ -22,15 +22,17 @@ type kind struct {
 }
 
 // kinds are the notifications, each a person's cue: an approval to
-// decide or still waiting, a question to answer, a budget running out, a
-// task that stalled or was suspended, an outcome only a person can
-// settle, a result to review, an end, and an agent gone silent
-// (docs/notifications.md).
+// decide or still waiting, a question to answer or still waiting, a
+// budget running out, a task that stalled or was suspended, an outcome
+// only a person can settle, a result to review, an end, and an agent gone
+// silent (docs/notifications.md).
 var kinds = []kind{
 	{name: "approval.requested", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalRequested]), act: decide},
 	{name: "approval.reminded", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalReminded]), act: decide},
 	{name: "approval.escalated", on: reactions(eventlog.OnRecord[*stewardv1.ApprovalEscalated]), act: decide},
 	{name: "question.asked", on: reactions(eventlog.OnRecord[*stewardv1.TaskNeedsInput]), act: answer},
+	{name: "question.reminded", on: reactions(eventlog.OnRecord[*stewardv1.InputReminded]), act: answer},
+	{name: "question.escalated", on: reactions(eventlog.OnRecord[*stewardv1.InputEscalated]), act: answer},
 	{name: "budget.alerted", on: reactions(eventlog.OnRecord[*stewardv1.BudgetAlerted])},
 	{name: "task.stalled", on: reactions(eventlog.OnRecord[*stewardv1.TaskStalled])},
 	{name: "task.suspended", on: reactions(eventlog.OnRecord[*stewardv1.TaskSuspended]), act: resume},

@@ -151,8 +151,19 @@ func (n *Notifier) apply(ctx context.Context, f *File) {
 	n.failed = false
 	want := map[string]bool{}
 	for i := range f.Sinks {
+		want[f.Sinks[i].Name] = true
+	}
+	// The removed first: once the file's new sinks run, the old are told
+	// nothing more.
+	for name, r := range n.running {
+		if !want[name] {
+			r.sub.Stop()
+			delete(n.running, name)
+			n.cfg.Logger.Info("notify: sink stopped", "sink", name)
+		}
+	}
+	for i := range f.Sinks {
 		s := &f.Sinks[i]
-		want[s.Name] = true
 		old := n.running[s.Name]
 		if old != nil && old.sink.same(s) {
 			continue
@@ -168,13 +179,6 @@ func (n *Notifier) apply(ctx context.Context, f *File) {
 		}
 		n.running[s.Name] = &running{sink: s, sub: sub}
 		n.cfg.Logger.Info("notify: sink running", "sink", s.Name, "kinds", s.Kinds)
-	}
-	for name, r := range n.running {
-		if !want[name] {
-			r.sub.Stop()
-			delete(n.running, name)
-			n.cfg.Logger.Info("notify: sink stopped", "sink", name)
-		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -28,16 +29,19 @@ const (
 	newSecret = "whsec_bmV3IHNlY3JldCBmb3IgdGhlIG9wcyBzaW5r"
 )
 
-// sink is a receiver that keeps what it took, by task.
+// sink is a receiver that keeps what it took, by task: the last
+// delivery's headers, and each delivery's kind and question.
 type sink struct {
-	mu   sync.Mutex
-	got  map[string]http.Header
-	srv  *httptest.Server
-	name string
+	mu        sync.Mutex
+	got       map[string]http.Header
+	kinds     map[string][]string
+	questions map[string][]json.RawMessage
+	srv       *httptest.Server
+	name      string
 }
 
 func newSink(t *testing.T, name string) *sink {
-	s := &sink{got: map[string]http.Header{}, name: name}
+	s := &sink{got: map[string]http.Header{}, kinds: map[string][]string{}, questions: map[string][]json.RawMessage{}, name: name}
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var n notify.Notification
 		if err := json.NewDecoder(r.Body).Decode(&n); err != nil {
@@ -45,6 +49,8 @@ func newSink(t *testing.T, name string) *sink {
 		}
 		s.mu.Lock()
 		s.got[n.TaskID] = r.Header.Clone()
+		s.kinds[n.TaskID] = append(s.kinds[n.TaskID], n.Kind)
+		s.questions[n.TaskID] = append(s.questions[n.TaskID], n.Question)
 		s.mu.Unlock()
 	}))
 	t.Cleanup(s.srv.Close)
@@ -69,6 +75,20 @@ func (s *sink) wait(t *testing.T, taskID string) http.Header {
 	return h
 }
 
+// waitKinds waits until the sink has taken n notifications of taskID and
+// returns their kinds and questions.
+func (s *sink) waitKinds(t *testing.T, taskID string, n int) ([]string, []json.RawMessage) {
+	t.Helper()
+	stewardtest.Eventually(t, 30*time.Second, func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.kinds[taskID]) >= n, fmt.Sprintf("sink %s has %v of %s, want %d", s.name, s.kinds[taskID], taskID, n)
+	})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.kinds[taskID]), slices.Clone(s.questions[taskID])
+}
+
 // TestSinksFollowTheirFile runs a notifier over a real log: an operator's
 // sink takes every tenant's ended tasks, acme's only acme's; the file is
 // then changed — acme's sink removed, another added, the operator's secret
@@ -90,7 +110,9 @@ func TestSinksFollowTheirFile(t *testing.T) {
 	}
 	high := newSink(t, "high")
 	highEntry := fmt.Sprintf(`{"name": "high", "url": %q, "riskTiers": ["RISK_TIER_HIGH"], "secrets": [%q]}`, high.srv.URL, oldSecret)
-	write(entry("ops", ops.srv.URL, "", oldSecret), entry("acme", acme.srv.URL, "acme", oldSecret), highEntry)
+	asks := newSink(t, "asks")
+	asksEntry := fmt.Sprintf(`{"name": "asks", "url": %q, "kinds": ["question.reminded", "question.escalated"], "secrets": [%q]}`, asks.srv.URL, oldSecret)
+	write(entry("ops", ops.srv.URL, "", oldSecret), entry("acme", acme.srv.URL, "acme", oldSecret), highEntry, asksEntry)
 	// The state plane's own NATS user runs the sinks' consumers, as it
 	// does in a deployment (pkg/natsperm): a consumer it may not make
 	// would never start.
@@ -133,7 +155,12 @@ func TestSinksFollowTheirFile(t *testing.T) {
 			&stewardv1.TaskStarted{}, &stewardv1.TaskCancelled{Reason: "done with"})
 	}
 	end := func(taskID, tenant string) { endAt(taskID, tenant, stewardv1.RiskTier_RISK_TIER_LOW) }
-	running("ops", "acme", "high")
+	running("ops", "acme", "high", "asks")
+	ask(t, env, "t-asks")
+	if kinds, questions := asks.waitKinds(t, "t-asks", 2); !slices.Equal(kinds, []string{"question.reminded", "question.escalated"}) ||
+		!strings.Contains(string(questions[1]), `"escalatedTo":"role:on-call"`) {
+		t.Errorf("the questions' sink took %v, questions %s; want the reminder, then the escalation with the question", kinds, questions)
+	}
 	end("t-default", "")
 	end("t-acme", "acme")
 	endAt("t-high", "", stewardv1.RiskTier_RISK_TIER_HIGH)
@@ -163,4 +190,15 @@ func TestSinksFollowTheirFile(t *testing.T) {
 	if _, ok := acme.has("t-after"); ok {
 		t.Error("a removed sink was still told")
 	}
+}
+
+// ask writes a task whose question is reminded, then escalated to its
+// backup.
+func ask(t *testing.T, env *stewardtest.Env, taskID string) {
+	t.Helper()
+	question := stewardtest.Event(t, taskID, &stewardv1.TaskNeedsInput{Cause: stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED, Question: "Which region?"})
+	env.Append(taskID, &stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: taskID, InputBackupRef: "role:on-call"}}, &stewardv1.TaskStarted{})
+	env.AppendEvents(taskID, question,
+		stewardtest.Event(t, taskID, &stewardv1.InputReminded{QuestionId: question.EventId}),
+		stewardtest.Event(t, taskID, &stewardv1.InputEscalated{QuestionId: question.EventId, ToRef: "role:on-call"}))
 }

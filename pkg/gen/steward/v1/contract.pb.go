@@ -585,8 +585,13 @@ type TaskContract struct {
 	// holders may — and stand in for the authorizer — under the same rules
 	// of stake and separation of duties.
 	ApprovalBackupRef string `protobuf:"bytes,23,opt,name=approval_backup_ref,json=approvalBackupRef,proto3" json:"approval_backup_ref,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Who a question (RequestInput, a plan checkpoint) that waits past
+	// timers.input_escalate_after is escalated to (docs/input.md): a
+	// principal or a role ("role:on-call"), who may then answer it as the
+	// task's people may, though it named someone else (ask_ref); not before.
+	InputBackupRef string `protobuf:"bytes,24,opt,name=input_backup_ref,json=inputBackupRef,proto3" json:"input_backup_ref,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskContract) Reset() {
@@ -780,6 +785,13 @@ func (x *TaskContract) GetApprovalBackupRef() string {
 	return ""
 }
 
+func (x *TaskContract) GetInputBackupRef() string {
+	if x != nil {
+		return x.InputBackupRef
+	}
+	return ""
+}
+
 // TaskLimits are the task's loop guards. Zero means the default (README).
 type TaskLimits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -866,6 +878,17 @@ type TaskTimers struct {
 	// (ApprovalEscalated); set with it, after the reminder and before the
 	// suspension.
 	ApprovalEscalateAfter *durationpb.Duration `protobuf:"bytes,7,opt,name=approval_escalate_after,json=approvalEscalateAfter,proto3" json:"approval_escalate_after,omitempty"`
+	// A question (RequestInput, a plan checkpoint) open this long reminds
+	// whom it asks (InputReminded); unset, 24 h.
+	InputRemindAfter *durationpb.Duration `protobuf:"bytes,8,opt,name=input_remind_after,json=inputRemindAfter,proto3" json:"input_remind_after,omitempty"`
+	// A question open this long is escalated to input_backup_ref
+	// (InputEscalated), only when one is named; unset, halfway between the
+	// reminder and the suspension (48 h). Set, it needs input_backup_ref.
+	InputEscalateAfter *durationpb.Duration `protobuf:"bytes,9,opt,name=input_escalate_after,json=inputEscalateAfter,proto3" json:"input_escalate_after,omitempty"`
+	// A question open this long suspends its task
+	// (SUSPEND_CAUSE_INPUT_OVERDUE), the question still open; unset, 72 h.
+	// The reminder, the escalation and the suspension come in that order.
+	InputSuspendAfter *durationpb.Duration `protobuf:"bytes,10,opt,name=input_suspend_after,json=inputSuspendAfter,proto3" json:"input_suspend_after,omitempty"`
 	// A task marked stalled that nothing moves for this long after the
 	// mark — no plane's re-drive, no event at all — is suspended
 	// (SUSPEND_CAUSE_STALLED) until a person resumes it (docs/stalls.md).
@@ -954,6 +977,27 @@ func (x *TaskTimers) GetApprovalEscalateAfter() *durationpb.Duration {
 	return nil
 }
 
+func (x *TaskTimers) GetInputRemindAfter() *durationpb.Duration {
+	if x != nil {
+		return x.InputRemindAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetInputEscalateAfter() *durationpb.Duration {
+	if x != nil {
+		return x.InputEscalateAfter
+	}
+	return nil
+}
+
+func (x *TaskTimers) GetInputSuspendAfter() *durationpb.Duration {
+	if x != nil {
+		return x.InputSuspendAfter
+	}
+	return nil
+}
+
 func (x *TaskTimers) GetStallSuspendAfter() *durationpb.Duration {
 	if x != nil {
 		return x.StallSuspendAfter
@@ -1003,7 +1047,7 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xd4\b\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xfe\b\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1028,12 +1072,13 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x06scopes\x18\x14 \x03(\tR\x06scopes\x120\n" +
 	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
 	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\x12.\n" +
-	"\x13approval_backup_ref\x18\x17 \x01(\tR\x11approvalBackupRef\"Y\n" +
+	"\x13approval_backup_ref\x18\x17 \x01(\tR\x11approvalBackupRef\x12(\n" +
+	"\x10input_backup_ref\x18\x18 \x01(\tR\x0einputBackupRef\"Y\n" +
 	"\n" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
 	"maxActions\x12*\n" +
-	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xe1\x04\n" +
+	"\x11max_same_failures\x18\x02 \x01(\rR\x0fmaxSameFailures\"\xc2\x06\n" +
 	"\n" +
 	"TaskTimers\x12M\n" +
 	"\x15approval_remind_after\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x13approvalRemindAfter\x12O\n" +
@@ -1043,7 +1088,11 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x0fagent_ask_after\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\ragentAskAfter\x12K\n" +
 	"\x14agent_escalate_after\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x12agentEscalateAfter\x12I\n" +
 	"\x13agent_suspend_after\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x11agentSuspendAfter\x12Q\n" +
-	"\x17approval_escalate_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\x15approvalEscalateAfter\x12I\n" +
+	"\x17approval_escalate_after\x18\a \x01(\v2\x19.google.protobuf.DurationR\x15approvalEscalateAfter\x12G\n" +
+	"\x12input_remind_after\x18\b \x01(\v2\x19.google.protobuf.DurationR\x10inputRemindAfter\x12K\n" +
+	"\x14input_escalate_after\x18\t \x01(\v2\x19.google.protobuf.DurationR\x12inputEscalateAfter\x12I\n" +
+	"\x13input_suspend_after\x18\n" +
+	" \x01(\v2\x19.google.protobuf.DurationR\x11inputSuspendAfter\x12I\n" +
 	"\x13stall_suspend_after\x18\v \x01(\v2\x19.google.protobuf.DurationR\x11stallSuspendAfter*\x80\x01\n" +
 	"\fRecoveryMode\x12\x1d\n" +
 	"\x19RECOVERY_MODE_UNSPECIFIED\x10\x00\x12\x17\n" +
@@ -1106,12 +1155,15 @@ var file_steward_v1_contract_proto_depIdxs = []int32{
 	13, // 18: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
 	13, // 19: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
 	13, // 20: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
-	13, // 21: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	13, // 21: steward.v1.TaskTimers.input_remind_after:type_name -> google.protobuf.Duration
+	13, // 22: steward.v1.TaskTimers.input_escalate_after:type_name -> google.protobuf.Duration
+	13, // 23: steward.v1.TaskTimers.input_suspend_after:type_name -> google.protobuf.Duration
+	13, // 24: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }

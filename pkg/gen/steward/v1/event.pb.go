@@ -150,6 +150,8 @@ type Event struct {
 	//	*Event_AgentAsked
 	//	*Event_AgentEscalated
 	//	*Event_AgentHeartbeat
+	//	*Event_InputReminded
+	//	*Event_InputEscalated
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -707,6 +709,24 @@ func (x *Event) GetAgentHeartbeat() *AgentHeartbeat {
 	return nil
 }
 
+func (x *Event) GetInputReminded() *InputReminded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_InputReminded); ok {
+			return x.InputReminded
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetInputEscalated() *InputEscalated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_InputEscalated); ok {
+			return x.InputEscalated
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -918,6 +938,14 @@ type Event_AgentHeartbeat struct {
 	AgentHeartbeat *AgentHeartbeat `protobuf:"bytes,78,opt,name=agent_heartbeat,json=agentHeartbeat,proto3,oneof"`
 }
 
+type Event_InputReminded struct {
+	InputReminded *InputReminded `protobuf:"bytes,80,opt,name=input_reminded,json=inputReminded,proto3,oneof"`
+}
+
+type Event_InputEscalated struct {
+	InputEscalated *InputEscalated `protobuf:"bytes,81,opt,name=input_escalated,json=inputEscalated,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1017,6 +1045,10 @@ func (*Event_AgentAsked) isEvent_Payload() {}
 func (*Event_AgentEscalated) isEvent_Payload() {}
 
 func (*Event_AgentHeartbeat) isEvent_Payload() {}
+
+func (*Event_InputReminded) isEvent_Payload() {}
+
+func (*Event_InputEscalated) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4263,6 +4295,126 @@ func (x *AgentEscalated) GetSilentFor() *durationpb.Duration {
 	return nil
 }
 
+// InputReminded records that a question (RequestInput, a plan checkpoint)
+// waited past contract.timers.input_remind_after and whom it asks were
+// reminded (governance plane).
+type InputReminded struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The open question's InputRequest.question_id.
+	QuestionId    string               `protobuf:"bytes,1,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
+	Waited        *durationpb.Duration `protobuf:"bytes,2,opt,name=waited,proto3" json:"waited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputReminded) Reset() {
+	*x = InputReminded{}
+	mi := &file_steward_v1_event_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputReminded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputReminded) ProtoMessage() {}
+
+func (x *InputReminded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputReminded.ProtoReflect.Descriptor instead.
+func (*InputReminded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *InputReminded) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
+func (x *InputReminded) GetWaited() *durationpb.Duration {
+	if x != nil {
+		return x.Waited
+	}
+	return nil
+}
+
+// InputEscalated records that a question waited past
+// contract.timers.input_escalate_after and went to the contract's
+// input_backup_ref, who may answer it since (governance plane).
+type InputEscalated struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	QuestionId string                 `protobuf:"bytes,1,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
+	// The contract's input_backup_ref.
+	ToRef         string               `protobuf:"bytes,2,opt,name=to_ref,json=toRef,proto3" json:"to_ref,omitempty"`
+	Waited        *durationpb.Duration `protobuf:"bytes,3,opt,name=waited,proto3" json:"waited,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputEscalated) Reset() {
+	*x = InputEscalated{}
+	mi := &file_steward_v1_event_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputEscalated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputEscalated) ProtoMessage() {}
+
+func (x *InputEscalated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputEscalated.ProtoReflect.Descriptor instead.
+func (*InputEscalated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *InputEscalated) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
+func (x *InputEscalated) GetToRef() string {
+	if x != nil {
+		return x.ToRef
+	}
+	return ""
+}
+
+func (x *InputEscalated) GetWaited() *durationpb.Duration {
+	if x != nil {
+		return x.Waited
+	}
+	return nil
+}
+
 // AgentHeartbeat records that the task's agent is at work (control plane,
 // TaskService.Heartbeat), when that is news: an ask or escalation is
 // open, or its last word is half an ask's wait old.
@@ -4275,7 +4427,7 @@ type AgentHeartbeat struct {
 
 func (x *AgentHeartbeat) Reset() {
 	*x = AgentHeartbeat{}
-	mi := &file_steward_v1_event_proto_msgTypes[51]
+	mi := &file_steward_v1_event_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4287,7 +4439,7 @@ func (x *AgentHeartbeat) String() string {
 func (*AgentHeartbeat) ProtoMessage() {}
 
 func (x *AgentHeartbeat) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[51]
+	mi := &file_steward_v1_event_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4300,7 +4452,7 @@ func (x *AgentHeartbeat) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentHeartbeat.ProtoReflect.Descriptor instead.
 func (*AgentHeartbeat) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{51}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *AgentHeartbeat) GetNote() string {
@@ -4321,7 +4473,7 @@ type ContextAttached struct {
 
 func (x *ContextAttached) Reset() {
 	*x = ContextAttached{}
-	mi := &file_steward_v1_event_proto_msgTypes[52]
+	mi := &file_steward_v1_event_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4333,7 +4485,7 @@ func (x *ContextAttached) String() string {
 func (*ContextAttached) ProtoMessage() {}
 
 func (x *ContextAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[52]
+	mi := &file_steward_v1_event_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4346,7 +4498,7 @@ func (x *ContextAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextAttached.ProtoReflect.Descriptor instead.
 func (*ContextAttached) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{52}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ContextAttached) GetItem() *ContextItem {
@@ -4361,7 +4513,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xb4\x1e\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4424,7 +4576,9 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vagent_asked\x18L \x01(\v2\x16.steward.v1.AgentAskedH\x00R\n" +
 	"agentAsked\x12E\n" +
 	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
-	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12\x12\n" +
+	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
+	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
+	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4657,7 +4811,16 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eAgentEscalated\x12\x16\n" +
 	"\x06owners\x18\x01 \x03(\tR\x06owners\x128\n" +
 	"\n" +
-	"silent_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tsilentFor\"$\n" +
+	"silent_for\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\tsilentFor\"c\n" +
+	"\rInputReminded\x12\x1f\n" +
+	"\vquestion_id\x18\x01 \x01(\tR\n" +
+	"questionId\x121\n" +
+	"\x06waited\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"{\n" +
+	"\x0eInputEscalated\x12\x1f\n" +
+	"\vquestion_id\x18\x01 \x01(\tR\n" +
+	"questionId\x12\x15\n" +
+	"\x06to_ref\x18\x02 \x01(\tR\x05toRef\x121\n" +
+	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"$\n" +
 	"\x0eAgentHeartbeat\x12\x12\n" +
 	"\x04note\x18\x01 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
@@ -4685,7 +4848,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4739,141 +4902,147 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*DecisionRecorded)(nil),       // 49: steward.v1.DecisionRecorded
 	(*AgentAsked)(nil),             // 50: steward.v1.AgentAsked
 	(*AgentEscalated)(nil),         // 51: steward.v1.AgentEscalated
-	(*AgentHeartbeat)(nil),         // 52: steward.v1.AgentHeartbeat
-	(*ContextAttached)(nil),        // 53: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 54: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 55: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 56: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 57: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 58: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 59: steward.v1.Finding
-	(*Plan)(nil),                   // 60: steward.v1.Plan
-	(*PlanRevision)(nil),           // 61: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 62: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 63: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 64: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 65: google.protobuf.Value
-	(SuspendCause)(0),              // 66: steward.v1.SuspendCause
-	(*Action)(nil),                 // 67: steward.v1.Action
-	(*Approval)(nil),               // 68: steward.v1.Approval
-	(ApprovalDecision)(0),          // 69: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 70: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 71: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 72: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 73: steward.v1.Outcome
-	(WaitKind)(0),                  // 74: steward.v1.WaitKind
-	(SettleState)(0),               // 75: steward.v1.SettleState
-	(RevalidationReason)(0),        // 76: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 77: google.protobuf.Duration
-	(*ToolContract)(nil),           // 78: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 79: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 80: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 81: steward.v1.CriterionResult
-	(*Decision)(nil),               // 82: steward.v1.Decision
-	(*ContextItem)(nil),            // 83: steward.v1.ContextItem
+	(*InputReminded)(nil),          // 52: steward.v1.InputReminded
+	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
+	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
+	(*ContextAttached)(nil),        // 55: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 57: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 58: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 59: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 60: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 61: steward.v1.Finding
+	(*Plan)(nil),                   // 62: steward.v1.Plan
+	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
+	(StepStatus)(0),                // 66: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 67: google.protobuf.Value
+	(SuspendCause)(0),              // 68: steward.v1.SuspendCause
+	(*Action)(nil),                 // 69: steward.v1.Action
+	(*Approval)(nil),               // 70: steward.v1.Approval
+	(ApprovalDecision)(0),          // 71: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 72: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 73: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 74: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 75: steward.v1.Outcome
+	(WaitKind)(0),                  // 76: steward.v1.WaitKind
+	(SettleState)(0),               // 77: steward.v1.SettleState
+	(RevalidationReason)(0),        // 78: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 79: google.protobuf.Duration
+	(*ToolContract)(nil),           // 80: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 81: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 82: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 83: steward.v1.CriterionResult
+	(*Decision)(nil),               // 84: steward.v1.Decision
+	(*ContextItem)(nil),            // 85: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	54, // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
-	3,  // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
-	4,  // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
-	5,  // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
-	6,  // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
-	7,  // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
-	8,  // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
-	9,  // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
-	10, // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
-	18, // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
-	19, // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
-	20, // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
-	21, // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
-	22, // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
-	23, // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
-	24, // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
-	25, // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
-	26, // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
-	27, // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
-	28, // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
-	29, // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
-	30, // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
-	31, // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
-	33, // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
-	32, // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
-	34, // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
-	35, // 27: steward.v1.Event.approval_escalated:type_name -> steward.v1.ApprovalEscalated
-	36, // 28: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
-	37, // 29: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
-	38, // 30: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
-	40, // 31: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
-	39, // 32: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
-	42, // 33: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
-	43, // 34: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
-	44, // 35: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
-	45, // 36: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
-	46, // 37: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
-	47, // 38: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
-	48, // 39: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
-	11, // 40: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
-	12, // 41: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
-	13, // 42: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
-	14, // 43: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
-	15, // 44: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
-	16, // 45: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
-	17, // 46: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
-	49, // 47: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
-	53, // 48: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
-	50, // 49: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
-	51, // 50: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
-	52, // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
-	55, // 52: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	56, // 53: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	57, // 54: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	58, // 55: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	54, // 56: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	54, // 57: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	59, // 58: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	60, // 59: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	61, // 60: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	62, // 61: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	63, // 62: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	54, // 63: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	64, // 64: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	65, // 65: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	66, // 66: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	54, // 67: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	67, // 68: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	63, // 69: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	68, // 70: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	69, // 71: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	70, // 72: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	71, // 73: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	63, // 74: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	72, // 75: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	73, // 76: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	74, // 77: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	54, // 78: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	75, // 79: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	76, // 80: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	77, // 81: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	77, // 82: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,  // 83: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,  // 84: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	54, // 85: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	78, // 86: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,  // 87: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	79, // 88: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	79, // 89: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	80, // 90: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	81, // 91: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	82, // 92: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	77, // 93: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	77, // 94: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	83, // 95: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	96, // [96:96] is the sub-list for method output_type
-	96, // [96:96] is the sub-list for method input_type
-	96, // [96:96] is the sub-list for extension type_name
-	96, // [96:96] is the sub-list for extension extendee
-	0,  // [0:96] is the sub-list for field type_name
+	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
+	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
+	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
+	5,   // 4: steward.v1.Event.task_paused:type_name -> steward.v1.TaskPaused
+	6,   // 5: steward.v1.Event.task_resumed:type_name -> steward.v1.TaskResumed
+	7,   // 6: steward.v1.Event.task_cancelled:type_name -> steward.v1.TaskCancelled
+	8,   // 7: steward.v1.Event.task_failed:type_name -> steward.v1.TaskFailed
+	9,   // 8: steward.v1.Event.task_compensating:type_name -> steward.v1.TaskCompensating
+	10,  // 9: steward.v1.Event.task_needs_input:type_name -> steward.v1.TaskNeedsInput
+	18,  // 10: steward.v1.Event.task_suspended:type_name -> steward.v1.TaskSuspended
+	19,  // 11: steward.v1.Event.task_stalled:type_name -> steward.v1.TaskStalled
+	20,  // 12: steward.v1.Event.action_proposed:type_name -> steward.v1.ActionProposed
+	21,  // 13: steward.v1.Event.policy_evaluated:type_name -> steward.v1.PolicyEvaluated
+	22,  // 14: steward.v1.Event.action_denied:type_name -> steward.v1.ActionDenied
+	23,  // 15: steward.v1.Event.approval_requested:type_name -> steward.v1.ApprovalRequested
+	24,  // 16: steward.v1.Event.approval_decided:type_name -> steward.v1.ApprovalDecided
+	25,  // 17: steward.v1.Event.action_permitted:type_name -> steward.v1.ActionPermitted
+	26,  // 18: steward.v1.Event.action_claimed:type_name -> steward.v1.ActionClaimed
+	27,  // 19: steward.v1.Event.action_dispatched:type_name -> steward.v1.ActionDispatched
+	28,  // 20: steward.v1.Event.action_outcome_recorded:type_name -> steward.v1.ActionOutcomeRecorded
+	29,  // 21: steward.v1.Event.action_withdrawn:type_name -> steward.v1.ActionWithdrawn
+	30,  // 22: steward.v1.Event.action_waiting:type_name -> steward.v1.ActionWaiting
+	31,  // 23: steward.v1.Event.action_settled:type_name -> steward.v1.ActionSettled
+	33,  // 24: steward.v1.Event.action_heartbeat:type_name -> steward.v1.ActionHeartbeat
+	32,  // 25: steward.v1.Event.action_revalidating:type_name -> steward.v1.ActionRevalidating
+	34,  // 26: steward.v1.Event.approval_reminded:type_name -> steward.v1.ApprovalReminded
+	35,  // 27: steward.v1.Event.approval_escalated:type_name -> steward.v1.ApprovalEscalated
+	36,  // 28: steward.v1.Event.budget_consumed:type_name -> steward.v1.BudgetConsumed
+	37,  // 29: steward.v1.Event.budget_alerted:type_name -> steward.v1.BudgetAlerted
+	38,  // 30: steward.v1.Event.budget_raised:type_name -> steward.v1.BudgetRaised
+	40,  // 31: steward.v1.Event.tool_registered:type_name -> steward.v1.ToolRegistered
+	39,  // 32: steward.v1.Event.breaker_changed:type_name -> steward.v1.BreakerChanged
+	42,  // 33: steward.v1.Event.credential_issued:type_name -> steward.v1.CredentialIssued
+	43,  // 34: steward.v1.Event.credential_revoked:type_name -> steward.v1.CredentialRevoked
+	44,  // 35: steward.v1.Event.artifact_submitted:type_name -> steward.v1.ArtifactSubmitted
+	45,  // 36: steward.v1.Event.task_produced:type_name -> steward.v1.TaskProduced
+	46,  // 37: steward.v1.Event.task_accepted:type_name -> steward.v1.TaskAccepted
+	47,  // 38: steward.v1.Event.task_returned:type_name -> steward.v1.TaskReturned
+	48,  // 39: steward.v1.Event.budget_released:type_name -> steward.v1.BudgetReleased
+	11,  // 40: steward.v1.Event.input_provided:type_name -> steward.v1.InputProvided
+	12,  // 41: steward.v1.Event.deadline_extended:type_name -> steward.v1.DeadlineExtended
+	13,  // 42: steward.v1.Event.finding_recorded:type_name -> steward.v1.FindingRecorded
+	14,  // 43: steward.v1.Event.plan_submitted:type_name -> steward.v1.PlanSubmitted
+	15,  // 44: steward.v1.Event.plan_evaluated:type_name -> steward.v1.PlanEvaluated
+	16,  // 45: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
+	17,  // 46: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
+	49,  // 47: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
+	55,  // 48: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
+	50,  // 49: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
+	51,  // 50: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
+	54,  // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
+	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
+	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
+	57,  // 54: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	58,  // 55: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	59,  // 56: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	60,  // 57: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	56,  // 58: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	56,  // 59: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	61,  // 60: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	62,  // 61: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	56,  // 65: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	66,  // 66: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	67,  // 67: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	68,  // 68: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	56,  // 69: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	69,  // 70: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	65,  // 71: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	70,  // 72: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	71,  // 73: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	72,  // 74: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	73,  // 75: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	65,  // 76: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	74,  // 77: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	75,  // 78: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	76,  // 79: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	56,  // 80: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	77,  // 81: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	78,  // 82: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	79,  // 83: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	79,  // 84: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 85: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 86: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	56,  // 87: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	80,  // 88: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 89: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	81,  // 90: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	81,  // 91: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	82,  // 92: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	83,  // 93: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	84,  // 94: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	79,  // 95: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	79,  // 96: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	79,  // 97: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	79,  // 98: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	85,  // 99: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	100, // [100:100] is the sub-list for method output_type
+	100, // [100:100] is the sub-list for method input_type
+	100, // [100:100] is the sub-list for extension type_name
+	100, // [100:100] is the sub-list for extension extendee
+	0,   // [0:100] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -4940,6 +5109,8 @@ func file_steward_v1_event_proto_init() {
 		(*Event_AgentAsked)(nil),
 		(*Event_AgentEscalated)(nil),
 		(*Event_AgentHeartbeat)(nil),
+		(*Event_InputReminded)(nil),
+		(*Event_InputEscalated)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -4947,7 +5118,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   53,
+			NumMessages:   55,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -633,9 +633,16 @@ type ReceiptQuestion struct {
 	AskedAt  *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=asked_at,json=askedAt,proto3" json:"asked_at,omitempty"`
 	// Empty until answered; a task resumed without an answer (ResumeTask)
 	// has none.
-	Answer        string                 `protobuf:"bytes,6,opt,name=answer,proto3" json:"answer,omitempty"`
-	AnsweredBy    string                 `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
-	AnsweredAt    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=answered_at,json=answeredAt,proto3" json:"answered_at,omitempty"`
+	Answer     string                 `protobuf:"bytes,6,opt,name=answer,proto3" json:"answer,omitempty"`
+	AnsweredBy string                 `protobuf:"bytes,7,opt,name=answered_by,json=answeredBy,proto3" json:"answered_by,omitempty"`
+	AnsweredAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=answered_at,json=answeredAt,proto3" json:"answered_at,omitempty"`
+	// The rungs it climbed unanswered (docs/input.md, "When nobody
+	// answers"): when whom it asks were reminded, to whom and when it was
+	// escalated, and when its task was suspended for it.
+	RemindedAt    *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=reminded_at,json=remindedAt,proto3" json:"reminded_at,omitempty"`
+	EscalatedTo   string                 `protobuf:"bytes,10,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
+	SuspendedAt   *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=suspended_at,json=suspendedAt,proto3" json:"suspended_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -722,6 +729,34 @@ func (x *ReceiptQuestion) GetAnsweredBy() string {
 func (x *ReceiptQuestion) GetAnsweredAt() *timestamppb.Timestamp {
 	if x != nil {
 		return x.AnsweredAt
+	}
+	return nil
+}
+
+func (x *ReceiptQuestion) GetRemindedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemindedAt
+	}
+	return nil
+}
+
+func (x *ReceiptQuestion) GetEscalatedTo() string {
+	if x != nil {
+		return x.EscalatedTo
+	}
+	return ""
+}
+
+func (x *ReceiptQuestion) GetEscalatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EscalatedAt
+	}
+	return nil
+}
+
+func (x *ReceiptQuestion) GetSuspendedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.SuspendedAt
 	}
 	return nil
 }
@@ -1484,7 +1519,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\brevision\x18\t \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\x12\x1d\n" +
 	"\n" +
 	"step_count\x18\n" +
-	" \x01(\rR\tstepCount\"\xc2\x02\n" +
+	" \x01(\rR\tstepCount\"\xa0\x04\n" +
 	"\x0fReceiptQuestion\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1495,7 +1530,13 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\vanswered_by\x18\a \x01(\tR\n" +
 	"answeredBy\x12;\n" +
 	"\vanswered_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"answeredAt\"\x8f\x06\n" +
+	"answeredAt\x12;\n" +
+	"\vreminded_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"remindedAt\x12!\n" +
+	"\fescalated_to\x18\n" +
+	" \x01(\tR\vescalatedTo\x12=\n" +
+	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12=\n" +
+	"\fsuspended_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendedAt\"\x8f\x06\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -1654,22 +1695,25 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	24, // 27: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
 	13, // 28: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
 	13, // 29: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	25, // 30: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	26, // 31: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	27, // 32: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	28, // 33: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	13, // 34: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	13, // 35: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	29, // 36: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	13, // 37: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	13, // 38: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 39: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	13, // 40: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	41, // [41:41] is the sub-list for method output_type
-	41, // [41:41] is the sub-list for method input_type
-	41, // [41:41] is the sub-list for extension type_name
-	41, // [41:41] is the sub-list for extension extendee
-	0,  // [0:41] is the sub-list for field type_name
+	13, // 30: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	13, // 31: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 32: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	25, // 33: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	26, // 34: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	27, // 35: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	28, // 36: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	13, // 37: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	13, // 38: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	29, // 39: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	13, // 40: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	13, // 41: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 42: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 43: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	44, // [44:44] is the sub-list for method output_type
+	44, // [44:44] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }

@@ -123,6 +123,10 @@ const (
 	// The agent said nothing for contract.timers.agent_suspend_after; its
 	// next word (any command, or a Heartbeat) resumes the task.
 	SuspendCause_SUSPEND_CAUSE_AGENT_SILENT SuspendCause = 4
+	// A question waited past input_suspend_after. It stays open: its answer
+	// resumes the task; a ResumeTask closes it unanswered, as from waiting
+	// for input.
+	SuspendCause_SUSPEND_CAUSE_INPUT_OVERDUE SuspendCause = 5
 	// The task was marked stalled (TaskStalled) and nothing moved it for
 	// contract.timers.stall_suspend_after after the mark; a ResumeTask lets
 	// it go on, and the planes re-drive what it was left at.
@@ -137,6 +141,7 @@ var (
 		2: "SUSPEND_CAUSE_BUDGET_SPENT",
 		3: "SUSPEND_CAUSE_DEADLINE",
 		4: "SUSPEND_CAUSE_AGENT_SILENT",
+		5: "SUSPEND_CAUSE_INPUT_OVERDUE",
 		6: "SUSPEND_CAUSE_STALLED",
 	}
 	SuspendCause_value = map[string]int32{
@@ -145,6 +150,7 @@ var (
 		"SUSPEND_CAUSE_BUDGET_SPENT":     2,
 		"SUSPEND_CAUSE_DEADLINE":         3,
 		"SUSPEND_CAUSE_AGENT_SILENT":     4,
+		"SUSPEND_CAUSE_INPUT_OVERDUE":    5,
 		"SUSPEND_CAUSE_STALLED":          6,
 	}
 )
@@ -316,7 +322,16 @@ type InputRequest struct {
 	ActionId string `protobuf:"bytes,6,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
 	// Who is asked, when only they (or an operator) may answer; empty for
 	// whoever may answer the task's questions (ProvideInput).
-	AskRef        string `protobuf:"bytes,7,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
+	AskRef string `protobuf:"bytes,7,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
+	// The id of the event that asked it (TaskNeedsInput): what its
+	// reminder and escalation name.
+	QuestionId string `protobuf:"bytes,8,opt,name=question_id,json=questionId,proto3" json:"question_id,omitempty"`
+	// When whom it asks were reminded (InputReminded), if they were.
+	RemindedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=reminded_at,json=remindedAt,proto3" json:"reminded_at,omitempty"`
+	// The contract's input_backup_ref, once the question was escalated to
+	// it (InputEscalated), and when: the backup may answer it since.
+	EscalatedTo   string                 `protobuf:"bytes,10,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -398,6 +413,34 @@ func (x *InputRequest) GetAskRef() string {
 		return x.AskRef
 	}
 	return ""
+}
+
+func (x *InputRequest) GetQuestionId() string {
+	if x != nil {
+		return x.QuestionId
+	}
+	return ""
+}
+
+func (x *InputRequest) GetRemindedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.RemindedAt
+	}
+	return nil
+}
+
+func (x *InputRequest) GetEscalatedTo() string {
+	if x != nil {
+		return x.EscalatedTo
+	}
+	return ""
+}
+
+func (x *InputRequest) GetEscalatedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EscalatedAt
+	}
+	return nil
 }
 
 // Finding is what an auditor recorded about a task after reviewing it.
@@ -1128,7 +1171,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xff\x01\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xbf\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1136,7 +1179,14 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\basked_by\x18\x04 \x01(\tR\aaskedBy\x125\n" +
 	"\basked_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aaskedAt\x12\x1b\n" +
 	"\taction_id\x18\x06 \x01(\tR\bactionId\x12\x17\n" +
-	"\aask_ref\x18\a \x01(\tR\x06askRef\"\xf2\x01\n" +
+	"\aask_ref\x18\a \x01(\tR\x06askRef\x12\x1f\n" +
+	"\vquestion_id\x18\b \x01(\tR\n" +
+	"questionId\x12;\n" +
+	"\vreminded_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"remindedAt\x12!\n" +
+	"\fescalated_to\x18\n" +
+	" \x01(\tR\vescalatedTo\x12=\n" +
+	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xf2\x01\n" +
 	"\aFinding\x12\x1d\n" +
 	"\n" +
 	"finding_id\x18\x01 \x01(\tR\tfindingId\x12+\n" +
@@ -1237,13 +1287,14 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x14TASK_STATUS_ACCEPTED\x10\n" +
 	"\x12\x16\n" +
 	"\x12TASK_STATUS_FAILED\x10\v\x12\x19\n" +
-	"\x15TASK_STATUS_CANCELLED\x10\f*\xc8\x01\n" +
+	"\x15TASK_STATUS_CANCELLED\x10\f*\xe9\x01\n" +
 	"\fSuspendCause\x12\x1d\n" +
 	"\x19SUSPEND_CAUSE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eSUSPEND_CAUSE_APPROVAL_OVERDUE\x10\x01\x12\x1e\n" +
 	"\x1aSUSPEND_CAUSE_BUDGET_SPENT\x10\x02\x12\x1a\n" +
 	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03\x12\x1e\n" +
-	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04\x12\x19\n" +
+	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04\x12\x1f\n" +
+	"\x1bSUSPEND_CAUSE_INPUT_OVERDUE\x10\x05\x12\x19\n" +
 	"\x15SUSPEND_CAUSE_STALLED\x10\x06*\x88\x02\n" +
 	"\x0fNeedsInputCause\x12!\n" +
 	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
@@ -1299,38 +1350,40 @@ var file_steward_v1_task_proto_goTypes = []any{
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
 	11, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
-	3,  // 2: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
-	11, // 3: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
-	12, // 4: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
-	0,  // 5: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	11, // 6: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	11, // 7: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
-	0,  // 8: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	13, // 9: steward.v1.Task.actions:type_name -> steward.v1.Action
-	6,  // 10: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	11, // 11: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
-	0,  // 12: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	9,  // 13: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	14, // 14: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	15, // 15: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	16, // 16: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
-	1,  // 17: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
-	4,  // 18: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
-	5,  // 19: steward.v1.Task.findings:type_name -> steward.v1.Finding
-	17, // 20: steward.v1.Task.plan:type_name -> steward.v1.PlanState
-	18, // 21: steward.v1.Task.decisions:type_name -> steward.v1.Decision
-	19, // 22: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
-	8,  // 23: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
-	11, // 24: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
-	11, // 25: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
-	11, // 26: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
-	7,  // 27: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	10, // 28: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	11, // 2: steward.v1.InputRequest.reminded_at:type_name -> google.protobuf.Timestamp
+	11, // 3: steward.v1.InputRequest.escalated_at:type_name -> google.protobuf.Timestamp
+	3,  // 4: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
+	11, // 5: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
+	12, // 6: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	0,  // 7: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
+	11, // 8: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	11, // 9: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	0,  // 10: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
+	13, // 11: steward.v1.Task.actions:type_name -> steward.v1.Action
+	6,  // 12: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	11, // 13: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	0,  // 14: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
+	9,  // 15: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	14, // 16: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	15, // 17: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	16, // 18: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	1,  // 19: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
+	4,  // 20: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
+	5,  // 21: steward.v1.Task.findings:type_name -> steward.v1.Finding
+	17, // 22: steward.v1.Task.plan:type_name -> steward.v1.PlanState
+	18, // 23: steward.v1.Task.decisions:type_name -> steward.v1.Decision
+	19, // 24: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
+	8,  // 25: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
+	11, // 26: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
+	11, // 27: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
+	11, // 28: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
+	7,  // 29: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	10, // 30: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }

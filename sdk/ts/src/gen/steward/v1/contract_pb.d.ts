@@ -382,6 +382,16 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
    * @generated from field: string approval_backup_ref = 23;
    */
   approvalBackupRef: string;
+
+  /**
+   * Who a question (RequestInput, a plan checkpoint) that waits past
+   * timers.input_escalate_after is escalated to (docs/input.md): a
+   * principal or a role ("role:on-call"), who may then answer it as the
+   * task's people may, though it named someone else (ask_ref); not before.
+   *
+   * @generated from field: string input_backup_ref = 24;
+   */
+  inputBackupRef: string;
 };
 
 /**
@@ -485,6 +495,32 @@ export declare type TaskTimers = Message<"steward.v1.TaskTimers"> & {
    * @generated from field: google.protobuf.Duration approval_escalate_after = 7;
    */
   approvalEscalateAfter?: Duration | undefined;
+
+  /**
+   * A question (RequestInput, a plan checkpoint) open this long reminds
+   * whom it asks (InputReminded); unset, 24 h.
+   *
+   * @generated from field: google.protobuf.Duration input_remind_after = 8;
+   */
+  inputRemindAfter?: Duration | undefined;
+
+  /**
+   * A question open this long is escalated to input_backup_ref
+   * (InputEscalated), only when one is named; unset, halfway between the
+   * reminder and the suspension (48 h). Set, it needs input_backup_ref.
+   *
+   * @generated from field: google.protobuf.Duration input_escalate_after = 9;
+   */
+  inputEscalateAfter?: Duration | undefined;
+
+  /**
+   * A question open this long suspends its task
+   * (SUSPEND_CAUSE_INPUT_OVERDUE), the question still open; unset, 72 h.
+   * The reminder, the escalation and the suspension come in that order.
+   *
+   * @generated from field: google.protobuf.Duration input_suspend_after = 10;
+   */
+  inputSuspendAfter?: Duration | undefined;
 
   /**
    * A task marked stalled that nothing moves for this long after the

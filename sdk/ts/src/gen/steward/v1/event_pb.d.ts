@@ -387,6 +387,18 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: AgentHeartbeat;
     case: "agentHeartbeat";
+  } | {
+    /**
+     * @generated from field: steward.v1.InputReminded input_reminded = 80;
+     */
+    value: InputReminded;
+    case: "inputReminded";
+  } | {
+    /**
+     * @generated from field: steward.v1.InputEscalated input_escalated = 81;
+     */
+    value: InputEscalated;
+    case: "inputEscalated";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -2034,6 +2046,65 @@ export declare type AgentEscalated = Message<"steward.v1.AgentEscalated"> & {
  * Use `create(AgentEscalatedSchema)` to create a new message.
  */
 export declare const AgentEscalatedSchema: GenMessage<AgentEscalated>;
+
+/**
+ * InputReminded records that a question (RequestInput, a plan checkpoint)
+ * waited past contract.timers.input_remind_after and whom it asks were
+ * reminded (governance plane).
+ *
+ * @generated from message steward.v1.InputReminded
+ */
+export declare type InputReminded = Message<"steward.v1.InputReminded"> & {
+  /**
+   * The open question's InputRequest.question_id.
+   *
+   * @generated from field: string question_id = 1;
+   */
+  questionId: string;
+
+  /**
+   * @generated from field: google.protobuf.Duration waited = 2;
+   */
+  waited?: Duration | undefined;
+};
+
+/**
+ * Describes the message steward.v1.InputReminded.
+ * Use `create(InputRemindedSchema)` to create a new message.
+ */
+export declare const InputRemindedSchema: GenMessage<InputReminded>;
+
+/**
+ * InputEscalated records that a question waited past
+ * contract.timers.input_escalate_after and went to the contract's
+ * input_backup_ref, who may answer it since (governance plane).
+ *
+ * @generated from message steward.v1.InputEscalated
+ */
+export declare type InputEscalated = Message<"steward.v1.InputEscalated"> & {
+  /**
+   * @generated from field: string question_id = 1;
+   */
+  questionId: string;
+
+  /**
+   * The contract's input_backup_ref.
+   *
+   * @generated from field: string to_ref = 2;
+   */
+  toRef: string;
+
+  /**
+   * @generated from field: google.protobuf.Duration waited = 3;
+   */
+  waited?: Duration | undefined;
+};
+
+/**
+ * Describes the message steward.v1.InputEscalated.
+ * Use `create(InputEscalatedSchema)` to create a new message.
+ */
+export declare const InputEscalatedSchema: GenMessage<InputEscalated>;
 
 /**
  * AgentHeartbeat records that the task's agent is at work (control plane,

@@ -446,6 +446,30 @@ export declare type ReceiptQuestion = Message<"steward.v1.ReceiptQuestion"> & {
    * @generated from field: google.protobuf.Timestamp answered_at = 8;
    */
   answeredAt?: Timestamp | undefined;
+
+  /**
+   * The rungs it climbed unanswered (docs/input.md, "When nobody
+   * answers"): when whom it asks were reminded, to whom and when it was
+   * escalated, and when its task was suspended for it.
+   *
+   * @generated from field: google.protobuf.Timestamp reminded_at = 9;
+   */
+  remindedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: string escalated_to = 10;
+   */
+  escalatedTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp escalated_at = 11;
+   */
+  escalatedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp suspended_at = 12;
+   */
+  suspendedAt?: Timestamp | undefined;
 };
 
 /**

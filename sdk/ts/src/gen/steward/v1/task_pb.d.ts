@@ -69,6 +69,34 @@ export declare type InputRequest = Message<"steward.v1.InputRequest"> & {
    * @generated from field: string ask_ref = 7;
    */
   askRef: string;
+
+  /**
+   * The id of the event that asked it (TaskNeedsInput): what its
+   * reminder and escalation name.
+   *
+   * @generated from field: string question_id = 8;
+   */
+  questionId: string;
+
+  /**
+   * When whom it asks were reminded (InputReminded), if they were.
+   *
+   * @generated from field: google.protobuf.Timestamp reminded_at = 9;
+   */
+  remindedAt?: Timestamp | undefined;
+
+  /**
+   * The contract's input_backup_ref, once the question was escalated to
+   * it (InputEscalated), and when: the backup may answer it since.
+   *
+   * @generated from field: string escalated_to = 10;
+   */
+  escalatedTo: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp escalated_at = 11;
+   */
+  escalatedAt?: Timestamp | undefined;
 };
 
 /**
@@ -643,6 +671,15 @@ export enum SuspendCause {
    * @generated from enum value: SUSPEND_CAUSE_AGENT_SILENT = 4;
    */
   AGENT_SILENT = 4,
+
+  /**
+   * A question waited past input_suspend_after. It stays open: its answer
+   * resumes the task; a ResumeTask closes it unanswered, as from waiting
+   * for input.
+   *
+   * @generated from enum value: SUSPEND_CAUSE_INPUT_OVERDUE = 5;
+   */
+  INPUT_OVERDUE = 5,
 
   /**
    * The task was marked stalled (TaskStalled) and nothing moved it for
