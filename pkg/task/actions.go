@@ -46,6 +46,7 @@ const (
 	withdrawn        = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN
 	waiting          = stewardv1.ActionStatus_ACTION_STATUS_WAITING
 	revalidating     = stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING
+	personExecuting  = stewardv1.ActionStatus_ACTION_STATUS_PERSON_EXECUTING
 )
 
 // requestHash is the hex SHA-256 of a canonical request, as pkg/action's
@@ -127,6 +128,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		return nil, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(a.MilestoneId))
 	case a.GetDecisionId() != "" && FindDecision(t, a.DecisionId) == nil:
 		return nil, errs.Field("decision_id", "task %s has recorded no decision %s: record it first (RecordDecision)", t.Contract.GetTaskId(), errs.Quote(a.DecisionId))
+	case a.GetAmendmentOf() != "" && checkAmendment(t, a) != nil:
+		return nil, errs.New(errs.FailedPrecondition, "%v", checkAmendment(t, a))
 	case a.GetCompensates() != "":
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))

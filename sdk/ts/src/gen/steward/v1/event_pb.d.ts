@@ -1119,6 +1119,21 @@ export declare type ApprovalDecided = Message<"steward.v1.ApprovalDecided"> & {
    * @generated from field: string plan_hash = 8;
    */
   planHash: string;
+
+  /**
+   * Set on APPROVAL_DECISION_AMEND: the parameters the approver gave, as
+   * canonical JSON, and the id of the action the control plane proposes
+   * with them (pkg/action.AmendmentID): one per approval and parameters,
+   * however often the decision is retried.
+   *
+   * @generated from field: string amended_params_json = 9;
+   */
+  amendedParamsJson: string;
+
+  /**
+   * @generated from field: string amended_action_id = 10;
+   */
+  amendedActionId: string;
 };
 
 /**
@@ -1374,6 +1389,13 @@ export declare type ActionSettled = Message<"steward.v1.ActionSettled"> & {
    * @generated from field: string settled_by = 6;
    */
   settledBy: string;
+
+  /**
+   * What the settler points at to show it (SettleActionRequest.evidence).
+   *
+   * @generated from field: repeated string evidence = 7;
+   */
+  evidence: string[];
 };
 
 /**
