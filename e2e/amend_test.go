@@ -195,6 +195,10 @@ func TestPersonExecutes(t *testing.T) {
 	}
 	_, err = settle(approverToken, done)
 	wantCode(t, err, connect.CodeInvalidArgument, "evidence")
+	_, err = settle(approverToken, done, "ticket:OPS-1", "")
+	wantCode(t, err, connect.CodeInvalidArgument, "evidence", "entry 1 is empty")
+	_, err = settle(approverToken, done, tooMuchEvidence()...)
+	wantCode(t, err, connect.CodeResourceExhausted, "evidence")
 	_, err = settle(approverToken, stewardv1.SettleState_SETTLE_STATE_NOT_ACCEPTED, "ticket:OPS-1")
 	wantCode(t, err, connect.CodeInvalidArgument, "state")
 
@@ -218,4 +222,13 @@ func TestPersonExecutes(t *testing.T) {
 	if c := rc.Msg.Receipt.Calls; len(c) != 1 || c[0].ExecutedBy != "user:bo" || len(c[0].Evidence) != 2 || !strings.Contains(rc.Msg.Markdown, "executed by user:bo, a person") {
 		t.Fatalf("the receipt does not show the person's execution: %v\n%s", c, rc.Msg.Markdown)
 	}
+}
+
+// tooMuchEvidence is one more piece of evidence than a settlement takes.
+func tooMuchEvidence() []string {
+	out := make([]string, 17)
+	for i := range out {
+		out[i] = "ticket:" + strings.Repeat("x", i+1)
+	}
+	return out
 }

@@ -52,6 +52,8 @@ func (p *Plane) amendmentOf(ctx context.Context, tenant string, ap *stewardv1.Ap
 		return nil, errs.Field("amended_params", "%v", err)
 	case len(canonical) > MaxAmendment:
 		return nil, &errs.Error{Code: errs.TooLarge, Field: "amended_params", Message: "are larger than 64 KiB"}
+	case string(canonical) == ap.ParametersJson:
+		return nil, errs.Field("amended_params", "are the action's own parameters: approve or reject it")
 	}
 	entry, err := p.tools.Lookup(ctx, p.log, tenant, ap.Tool, ap.ToolVersion)
 	if err != nil {
