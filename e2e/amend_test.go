@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/types/known/structpb"
@@ -122,9 +123,11 @@ func TestAmendedApproval(t *testing.T) {
 			t.Fatalf("the tool got %s, want the amended amount", r.Body)
 		}
 	}
-	if n := countType(replayTask(t, withToken(h.url, adminToken).clients, taskID), event.TypeApprovalDecided); n != 2 {
+	history := replayTask(t, withToken(h.url, adminToken).clients, taskID)
+	if n := countType(history, event.TypeApprovalDecided); n != 2 {
 		t.Fatalf("%d decisions on the log, want the amendment and the approval", n)
 	}
+	logAmendmentDelay(t, history, amendedID)
 
 	// The agent, watching, sees the amendment and the action it asks for.
 	wctx, cancel := context.WithCancel(ctx)
@@ -231,4 +234,23 @@ func tooMuchEvidence() []string {
 		out[i] = "ticket:" + strings.Repeat("x", i+1)
 	}
 	return out
+}
+
+// logAmendmentDelay logs, by the events' times, how long the amended
+// action took from the amendment to its proposal and to its own approval
+// request: what the round through the log costs an approver.
+func logAmendmentDelay(t *testing.T, history []*stewardv1.EventRecord, amendedID string) {
+	var decided, proposed, asked time.Time
+	for _, r := range history {
+		ev := r.Event
+		switch {
+		case ev.GetApprovalDecided().GetAmendedActionId() == amendedID:
+			decided = ev.Time.AsTime()
+		case ev.GetActionProposed().GetAction().GetActionId() == amendedID:
+			proposed = ev.Time.AsTime()
+		case ev.GetApprovalRequested().GetApproval().GetActionId() == amendedID:
+			asked = ev.Time.AsTime()
+		}
+	}
+	t.Logf("amendment → amended proposal %v, → its approval request %v", proposed.Sub(decided), asked.Sub(decided))
 }
