@@ -34,9 +34,10 @@ type amendment struct {
 }
 
 // amendmentOf checks req's amended parameters for ap, the approval of an
-// action of a task of tenant's: the parameters of the action's tool
-// version, by its schema, none of them secret. It reads the tool registry,
-// so it runs before the conditional write.
+// action of a task of tenant's: other parameters than the action's, for
+// its tool version (still usable, not a model's), by its schema, none of
+// them secret. It reads the tool registry, so it runs before the
+// conditional write.
 func (p *Plane) amendmentOf(ctx context.Context, tenant string, ap *stewardv1.Approval, req *stewardv1.DecideApprovalRequest) (*amendment, error) {
 	raw, err := protojson.Marshal(req.AmendedParams)
 	if err != nil {
@@ -58,6 +59,13 @@ func (p *Plane) amendmentOf(ctx context.Context, tenant string, ap *stewardv1.Ap
 	entry, err := p.tools.Lookup(ctx, p.log, tenant, ap.Tool, ap.ToolVersion)
 	if err != nil {
 		return nil, err
+	}
+	switch {
+	case entry.Unusable != nil:
+		return nil, errs.New(errs.FailedPrecondition, "tool %s version %s can no longer be proposed (%v): reject the action", ap.Tool, ap.ToolVersion, entry.Unusable)
+	case entry.Tool.Contract.GetModel() != nil:
+		// A model call's messages are the agent's decision, on its record.
+		return nil, errs.Field("decision", "tool %s calls a model, whose messages are the agent's decision: approve or reject the call", ap.Tool)
 	}
 	if entry.Schema.HasSecrets() {
 		// A secret's value would be on the log, in the decision: the

@@ -23,7 +23,8 @@ const (
 )
 
 // The tools the amendment tests register: a wire whose schema asks a
-// positive amount, and one with a secret parameter.
+// positive amount, one with a secret parameter, and a model call that
+// always asks a person.
 var (
 	schemaWire = &stewardv1.ToolContract{Name: "wire2", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
 		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
@@ -31,6 +32,9 @@ var (
 	secretWire = &stewardv1.ToolContract{Name: "wire3", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_IRREVERSIBLE,
 		DataSensitivity:  stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL,
 		ParametersSchema: `{"type":"object","properties":{"pin":{"type":"string","writeOnly":true}}}`}
+	modelCall = &stewardv1.ToolContract{Name: "chat", Version: "1", EffectClass: stewardv1.EffectClass_EFFECT_CLASS_READ,
+		DataSensitivity: stewardv1.DataSensitivity_DATA_SENSITIVITY_INTERNAL, DefaultApproval: stewardv1.ApprovalRule_APPROVAL_RULE_ALWAYS,
+		Endpoint: &stewardv1.ToolContract_Model{Model: &stewardv1.ModelEndpoint{BaseUrl: "http://127.0.0.1:1", Model: "m", Provider: "p"}}}
 )
 
 // decision is a DecideApprovalRequest for a's open approval.
@@ -62,13 +66,14 @@ func (e *harness) amendedProposal(t *testing.T, taskID string, orig *stewardv1.A
 // refused as invalid, naming the field, and records nothing.
 func TestDecideNamesTheBadField(t *testing.T) {
 	e := newHarness(t)
-	e.register(t, schemaWire, secretWire)
+	e.register(t, schemaWire, secretWire, modelCall)
 	e.start(t, withBundle(t, twoForWires))
-	e.create(t, "t", "user:ana", credContract([]string{"wire", "wire2", "wire3"}, []string{"payments:write"}))
+	e.create(t, "t", "user:ana", credContract([]string{"wire", "wire2", "wire3", "chat"}, []string{"payments:write"}))
 	e.credentialed("t")
 	two := e.waitStatus("t", e.propose(t, "t", "w1", "wire"), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	schema := e.waitStatus("t", e.proposeAction(t, "t", "w2", "wire2", "", "agent", map[string]any{"amount": 5}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	secret := e.waitStatus("t", e.proposeAction(t, "t", "w3", "wire3", "", "agent", map[string]any{"pin": "1234"}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	chat := e.waitStatus("t", e.proposeAction(t, "t", "c1", "chat", "", "agent", map[string]any{"messages": []any{}}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	for _, c := range []struct {
 		name, field string
 		req         *stewardv1.DecideApprovalRequest
@@ -81,6 +86,7 @@ func TestDecideNamesTheBadField(t *testing.T) {
 		{"parameters the schema refuses", "amended_params/amount", decision(schema, amend, map[string]any{"amount": 0})},
 		{"a secret parameter", "amended_params", decision(secret, amend, map[string]any{"pin": "9999"})},
 		{"the action's own parameters", "amended_params", decision(schema, amend, map[string]any{"amount": 5})},
+		{"a model call", "decision", decision(chat, amend, map[string]any{"messages": []any{map[string]any{"role": "user", "content": "hi"}}})},
 		{"a person executes it, as the first of two approvals", "decision", decision(two, personExecutes, nil)},
 	} {
 		_, err := e.plane.Decide(context.Background(), authorizer("user:bo"), c.req)
