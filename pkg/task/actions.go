@@ -18,7 +18,10 @@ import (
 // action) in the same append. Between claim and outcome an action may be
 // Waiting (a retry's backoff, an open breaker) and dispatched again, one
 // attempt at a time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
-// — Waiting for its one more dispatch. Each step names the statuses it may
+// — Waiting for its one more dispatch. An approval answered "a person
+// executes it" leads to PersonExecuting instead of Approved, which only
+// that person's settlement ends, Succeeded or Failed (amend.go). Each step
+// names the statuses it may
 // follow; anything else is refused, so a redelivered or out-of-order event
 // cannot move an action backwards. A permit may carry the snapshot it was
 // decided under (an allow with nothing to wait for): it records both steps

@@ -106,18 +106,25 @@ func TestDecideNamesTheBadField(t *testing.T) {
 	}
 }
 
+// awaitingWire starts a plane over a task that may call wire2, and
+// returns it with a wire2 of 500, proposed by by, awaiting its approval.
+func awaitingWire(t *testing.T, by string) (*harness, *stewardv1.Action) {
+	t.Helper()
+	e := newHarness(t)
+	e.register(t, schemaWire)
+	e.start(t)
+	e.create(t, "t", "user:ana", credContract([]string{"wire2"}, []string{"payments:write"}))
+	e.credentialed("t")
+	return e, e.waitStatus("t", e.proposeAction(t, "t", "w1", "wire2", "", by, map[string]any{"amount": 500}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+}
+
 // TestARetriedAmendmentRecordsOne: the same amendment sent eight times at
 // once, as a client retrying after lost answers would, is answered with
 // the same approval each time and recorded once; the approval names the
 // amended action, the original is rejected naming it; another amendment
 // after it is refused.
 func TestARetriedAmendmentRecordsOne(t *testing.T) {
-	e := newHarness(t)
-	e.register(t, schemaWire)
-	e.start(t)
-	e.create(t, "t", "user:ana", credContract([]string{"wire2"}, []string{"payments:write"}))
-	e.credentialed("t")
-	orig := e.waitStatus("t", e.proposeAction(t, "t", "w1", "wire2", "", "agent", map[string]any{"amount": 500}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e, orig := awaitingWire(t, "agent")
 
 	var wg sync.WaitGroup
 	answers := make([]*stewardv1.Approval, 8)
@@ -151,12 +158,7 @@ func TestARetriedAmendmentRecordsOne(t *testing.T) {
 // that a person executes it — whatever roles they hold; a third approver
 // may, and the permit follows.
 func TestTheAmenderMayNotApproveTheAmendment(t *testing.T) {
-	e := newHarness(t)
-	e.register(t, schemaWire)
-	e.start(t)
-	e.create(t, "t", "user:ana", credContract([]string{"wire2"}, []string{"payments:write"}))
-	e.credentialed("t")
-	orig := e.waitStatus("t", e.proposeAction(t, "t", "w1", "wire2", "", "user:cy", map[string]any{"amount": 500}), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	e, orig := awaitingWire(t, "user:cy")
 	ap, err := e.plane.Decide(context.Background(), authorizer("user:bo"), decision(orig, amend, map[string]any{"amount": 50}))
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,10 @@ import (
 // any other hash is refused, so an approval never stretches to a different
 // action. The approval is decided by the vote that completes it (the
 // required number of distinct approvals) or by a rejection; until then the
-// action waits, and Decide returns the approval with the votes so far.
+// action waits, and Decide returns the approval with the votes so far. An
+// amendment decides it as a rejection does, and an answer that a person
+// executes the action as the approval that completes it (amend.go); either,
+// repeated by the one who gave it, is answered with the approval.
 func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.DecideApprovalRequest) (*stewardv1.Approval, error) {
 	if err := checkDecision(req); err != nil {
 		return nil, err
