@@ -73,17 +73,7 @@ func TestApprovals(t *testing.T) {
 		}
 		return resp.Msg.Approval, nil
 	}
-	refused := func(t *testing.T, err error, code connect.Code, says ...string) {
-		t.Helper()
-		if connect.CodeOf(err) != code {
-			t.Fatalf("got %v, want %v", err, code)
-		}
-		for _, s := range says {
-			if !strings.Contains(err.Error(), s) {
-				t.Fatalf("got %v, want it to say %q", err, s)
-			}
-		}
-	}
+	refused := wantCode
 
 	t.Run("two distinct approvers, and what they see", func(t *testing.T) {
 		taskID := create(t, h.agent, "two-people", "")

@@ -36,6 +36,8 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.ListDecisionsRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -76,8 +76,9 @@ var Table = map[string]Rule{
 	stewardv1connect.ToolServiceListToolsProcedure: {Group: Read, Plane: "as GetTool", Why: "agents read the contracts of the tools they call"},
 
 	// ActionService.
-	stewardv1connect.ActionServiceSettleActionProcedure: {Group: Operation, Roles: []string{Operator},
-		Why: "settling says what happened in the world: not the agent whose action it was"},
+	stewardv1connect.ActionServiceSettleActionProcedure: {Group: Operation,
+		Plane: "an unknown outcome with the operator role; an action an approver said a person executes by that person alone, whatever roles others hold (mayFinish)",
+		Why:   "settling says what happened in the world: not the agent whose action it was, and a person's execution only the person who did it"},
 
 	// QueryService.
 	stewardv1connect.QueryServiceGetTaskProcedure:            {Group: Read, Plane: "its content (results, requests, plan step results, answers) is blanked and its digests keyed for a caller who may not read the task's content (pkg/content); an approver reads the request it decides", Why: "a task's state is shown to everyone known; its content is not"},

@@ -209,3 +209,15 @@ func Hash(actionID, requestHash string) string {
 func OpKey(taskID, actionID string) string {
 	return hash("steward.op.v1", taskID, actionID)
 }
+
+// AmendmentPrefix starts the proposal id of every action Steward proposes
+// for an approver's amendment; clients may not use it.
+const AmendmentPrefix = "amend-"
+
+// AmendmentID returns the proposal id of the action an approver's
+// amendment of approval approvalID proposes, params being the amended
+// parameters as canonical JSON: deterministic from both, so a retried
+// decision, or a redelivered one, proposes one action.
+func AmendmentID(approvalID string, canonicalParams []byte) string {
+	return AmendmentPrefix + approvalID + "-" + RequestHash(canonicalParams)[:32]
+}

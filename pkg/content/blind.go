@@ -160,9 +160,10 @@ func (b Blind) Approval(ap *stewardv1.Approval) {
 	}
 }
 
-// approval blanks ap's parameters and keys its action hash with d.
+// approval blanks ap's parameters (an amendment's too) and keys its
+// action hash with d.
 func (b Blind) approval(ap *stewardv1.Approval, d func(hash string) string) {
-	ap.ParametersJson = ""
+	ap.ParametersJson, ap.AmendedParamsJson = "", ""
 	ap.ActionHash = d(ap.ActionHash)
 	for _, v := range ap.Votes {
 		// A signed decision's bytes hold the plain action hash.

@@ -23,8 +23,9 @@ func compensated() *stewardv1.Task {
 		Actions: []*stewardv1.Action{
 			{ActionId: "a1", Outcome: &stewardv1.Outcome{Result: []byte(`{"ok":"R3SULT"}`), ResultHash: "aaaa1111", ResultRef: ""}},
 			{ActionId: "a2", Compensates: "a1", ProposalId: "plan-x-1-bbbb2222", Request: []byte(`{"result":{"ok":"R3SULT"}}`), RequestHash: "bbbb2222", ActionHash: "cccc3333",
-				Approval: &stewardv1.Approval{TaskId: "t1", RequiredRoles: []string{"authorizer"}, ParametersJson: `{"result":{"ok":"R3SULT"}}`, ActionHash: "cccc3333"},
-				Permit:   &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")},
+				Approval: &stewardv1.Approval{TaskId: "t1", RequiredRoles: []string{"authorizer"}, ParametersJson: `{"result":{"ok":"R3SULT"}}`, ActionHash: "cccc3333",
+					AmendedParamsJson: `{"amount":"4MEND"}`},
+				Permit: &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")},
 				Snapshot: &stewardv1.PolicySnapshot{InputHash: "eeee5555"}},
 		},
 		Plan:      &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
@@ -41,8 +42,8 @@ func TestBlind(t *testing.T) {
 		shows, hides []string
 	}{
 		{"a stranger", nil, []string{"hmac-sha256:t1:aaaa", "hmac-sha256:t1:bbbb", "plan-x-1-hmac-sha256:t1:bbbb", "hmac-sha256:t1:dddd", "hmac-sha256:t1:eeee"},
-			[]string{"R3SULT", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444", "eeee5555"}},
-		{"the approver", []string{"authorizer"}, []string{"R3SULT", "bbbb2222", "cccc3333", "eeee5555", "hmac-sha256:t1:aaaa"},
+			[]string{"R3SULT", "4MEND", "aaaa1111", "bbbb2222", "cccc3333", "dddd4444", "eeee5555"}},
+		{"the approver", []string{"authorizer"}, []string{"R3SULT", "4MEND", "bbbb2222", "cccc3333", "eeee5555", "hmac-sha256:t1:aaaa"},
 			[]string{"aaaa1111", "dddd4444"}},
 	} {
 		x := compensated()

@@ -50,9 +50,9 @@ func (b Blind) Receipt(r *stewardv1.Receipt) {
 
 // Event returns ev, or a copy of it without the content a timeline would
 // tell of: a result's reference and hash, an artifact's sha256, an
-// approved action's hash (unless the caller holds a role the approval
-// asked for — a decided event does not say which, so it is hidden from
-// every non-reader) and a person's answer (which may be a checkpoint's
+// approved action's hash and an amendment's parameters (unless the caller
+// holds a role the approval asked for — a decided event does not say
+// which, so they are hidden from every non-reader) and a person's answer (which may be a checkpoint's
 // result). The digests are hidden rather than keyed: a sentence shows a
 // prefix of a hash, and a prefix of a keyed digest says nothing. ev
 // itself is never changed: it is the log's record.
@@ -74,7 +74,7 @@ func (b Blind) Event(ev *stewardv1.Event) *stewardv1.Event {
 			a.Sha256 = ""
 		}
 	case *stewardv1.Event_ApprovalDecided:
-		p.ApprovalDecided.ActionHash = ""
+		p.ApprovalDecided.ActionHash, p.ApprovalDecided.AmendedParamsJson = "", ""
 	case *stewardv1.Event_InputProvided:
 		p.InputProvided.Answer = ""
 	}

@@ -18,7 +18,10 @@ import (
 // action) in the same append. Between claim and outcome an action may be
 // Waiting (a retry's backoff, an open breaker) and dispatched again, one
 // attempt at a time; an Unknown one is settled to Succeeded, Failed or — "not accepted"
-// — Waiting for its one more dispatch. Each step names the statuses it may
+// — Waiting for its one more dispatch. An approval answered "a person
+// executes it" leads to PersonExecuting instead of Approved, which only
+// that person's settlement ends, Succeeded or Failed (amend.go). Each step
+// names the statuses it may
 // follow; anything else is refused, so a redelivered or out-of-order event
 // cannot move an action backwards. A permit may carry the snapshot it was
 // decided under (an allow with nothing to wait for): it records both steps
@@ -46,6 +49,7 @@ const (
 	withdrawn        = stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN
 	waiting          = stewardv1.ActionStatus_ACTION_STATUS_WAITING
 	revalidating     = stewardv1.ActionStatus_ACTION_STATUS_REVALIDATING
+	personExecuting  = stewardv1.ActionStatus_ACTION_STATUS_PERSON_EXECUTING
 )
 
 // requestHash is the hex SHA-256 of a canonical request, as pkg/action's
@@ -127,6 +131,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		return nil, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(a.MilestoneId))
 	case a.GetDecisionId() != "" && FindDecision(t, a.DecisionId) == nil:
 		return nil, errs.Field("decision_id", "task %s has recorded no decision %s: record it first (RecordDecision)", t.Contract.GetTaskId(), errs.Quote(a.DecisionId))
+	case a.GetAmendmentOf() != "" && checkAmendment(t, a) != nil:
+		return nil, errs.New(errs.FailedPrecondition, "%v", checkAmendment(t, a))
 	case a.GetCompensates() != "":
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_COMPENSATING {
 			return nil, errs.New(errs.FailedPrecondition, "task %s is %s; compensations are proposed only while compensating", t.Contract.GetTaskId(), StatusName(t.Status))

@@ -34,15 +34,22 @@ func VoteOf(ap *stewardv1.Approval, principal string) *stewardv1.ApprovalVote {
 	return nil
 }
 
-// Approvers returns the principals who approved ap, in the order they did.
+// Approvers returns the principals who approved ap, in the order they did:
+// an answer that a person executes the action approves it too.
 func Approvers(ap *stewardv1.Approval) []string {
 	var out []string
 	for _, v := range ap.GetVotes() {
-		if v.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		if Approves(v.Decision) {
 			out = append(out, v.Principal)
 		}
 	}
 	return out
+}
+
+// Approves reports whether d lets the action be done: approve, or a
+// person executes it.
+func Approves(d stewardv1.ApprovalDecision) bool {
+	return d == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || d == stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES
 }
 
 // CastVote records d, decided at at, as a vote on ap, which it changes
@@ -52,10 +59,11 @@ func Approvers(ap *stewardv1.Approval) []string {
 // has not voted, while ap is undecided).
 func CastVote(ap *stewardv1.Approval, d *stewardv1.ApprovalDecided, at *timestamppb.Timestamp) bool {
 	ap.Votes = append(ap.Votes, &stewardv1.ApprovalVote{Principal: d.DecidedBy, Decision: d.Decision, Comment: d.Comment, DecidedAt: at, Signed: d.Signed, AsBackup: d.AsBackup})
-	if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && len(Approvers(ap)) < RequiredApprovals(ap) {
+	if Approves(d.Decision) && len(Approvers(ap)) < RequiredApprovals(ap) {
 		return false
 	}
 	ap.Decision, ap.DecidedBy, ap.Comment, ap.DecidedAt = d.Decision, d.DecidedBy, d.Comment, at
+	ap.AmendedParamsJson, ap.AmendedActionId = d.AmendedParamsJson, d.AmendedActionId
 	return true
 }
 
@@ -128,12 +136,10 @@ func vote(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			return fmt.Errorf("approval %s is not the action's open approval", d.ApprovalId)
 		case d.ActionHash != a.ActionHash:
 			return fmt.Errorf("the decision is for hash %s, the action's is %s", d.ActionHash, a.ActionHash)
-		case d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
-			return fmt.Errorf("decision %v is neither approve nor reject", d.Decision)
 		case VoteOf(a.Approval, d.DecidedBy) != nil:
 			return fmt.Errorf("%s has voted on approval %s already; each approver votes once", d.DecidedBy, d.ApprovalId)
 		}
-		return nil
+		return checkDecision(t, a, d)
 	}
 	tr.apply = func(a *stewardv1.Action) {
 		a.Approval = proto.CloneOf(a.Approval)
@@ -141,10 +147,15 @@ func vote(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			return // more approvals to come
 		}
 		tr.to = approved
-		if d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		switch d.Decision {
+		case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+			tr.to = personExecuting
+		case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
 			tr.to = rejected
-		}
-		if tr.to == rejected {
+			a.AmendedAs = d.AmendedActionId
+			a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "amended by " + d.DecidedBy + ": replaced by action " + d.AmendedActionId + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
+		case stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
+			tr.to = rejected
 			a.Outcome = &stewardv1.Outcome{Status: rejected, Reason: "rejected by " + d.DecidedBy + orEmpty(": ", d.Comment), FinishedAt: ev.Time}
 			if mayHaveWorked(a) {
 				tr.to = unknown

@@ -77,11 +77,12 @@ func outcome(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	return tr
 }
 
-// settlement ends an unknown outcome as it was settled: succeeded,
-// failed, or not accepted (one more dispatch).
+// settlement ends an unknown outcome as it was settled — succeeded,
+// failed, or not accepted (one more dispatch) — or a person's execution
+// as its executor settled it: done, or not.
 func settlement(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	st := ev.GetActionSettled()
-	tr := &actionChange{id: st.ActionId, from: []stewardv1.ActionStatus{unknown}}
+	tr := &actionChange{id: st.ActionId, from: []stewardv1.ActionStatus{unknown, personExecuting}}
 	switch st.State {
 	case stewardv1.SettleState_SETTLE_STATE_SUCCEEDED:
 		tr.to = succeeded
@@ -98,12 +99,20 @@ func settlement(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 			return fmt.Errorf("not accepted a second time; the action was dispatched again once already")
 		case st.SettledBy == "":
 			return fmt.Errorf("a settlement names who settled it")
+		case a.Status == personExecuting:
+			return checkPersonSettlement(a, st)
 		}
 		return nil
 	}
 	tr.apply = func(a *stewardv1.Action) {
 		a.SettledBy = st.SettledBy
-		o := &stewardv1.Outcome{Status: tr.to, Reason: "settled by " + st.SettledBy + orEmpty(": ", st.Reason), FinishedAt: ev.Time, Attempt: a.Attempt}
+		o := &stewardv1.Outcome{Status: tr.to, Reason: "settled by " + st.SettledBy + orEmpty(": ", st.Reason), FinishedAt: ev.Time, Attempt: a.Attempt, Evidence: st.Evidence}
+		if a.Status == personExecuting {
+			o.Reason = "done by " + st.SettledBy + ", a person" + orEmpty(": ", st.Reason)
+			if tr.to == failed {
+				o.Reason = "not done by " + st.SettledBy + ", a person" + orEmpty(": ", st.Reason)
+			}
+		}
 		switch tr.to {
 		case succeeded:
 			o.ResultRef, o.ResultHash = st.ResultRef, st.ResultHash

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -183,6 +184,8 @@ func validateProposal(req *stewardv1.ProposeActionRequest) error {
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the compensations Steward proposes", errs.Quote(req.ProposalId), errs.Quote(compensationPrefix))
 	case strings.HasPrefix(req.ProposalId, plandriver.Prefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the actions Steward proposes for the steps of a plan", errs.Quote(req.ProposalId), errs.Quote(plandriver.Prefix))
+	case strings.HasPrefix(req.ProposalId, action.AmendmentPrefix):
+		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the amendments approvers make", errs.Quote(req.ProposalId), errs.Quote(action.AmendmentPrefix))
 	case strings.HasPrefix(req.ProposalId, recoveryPrefix):
 		return errs.Field("proposal_id", "%s starts with %s, which is reserved for the retries Steward proposes (RECOVERY_MODE_RETRY)", errs.Quote(req.ProposalId), errs.Quote(recoveryPrefix))
 	}

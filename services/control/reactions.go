@@ -23,10 +23,10 @@ func (p *Plane) reactions() []eventlog.Reaction {
 	// Compensation and the plan driver propose actions of their own: only
 	// a plane that takes actions runs them.
 	rc, dg := p.recovery, p.delegation
-	var compensate, drivePlan, wakeParent, observe eventlog.Handler
+	var compensate, drivePlan, wakeParent, observe, amend eventlog.Handler
 	if rc.takesActions() {
 		compensate, drivePlan, wakeParent = rc.compensate, p.plans.Drive, p.plans.WakeParent
-		observe = p.observer.observe
+		observe, amend = p.observer.observe, rc.amendDue
 	}
 	var (
 		// A created task starts; one paused before it started goes back
@@ -35,7 +35,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// task that runs again gets the retries it owes before its plan
 		// moves (the contract).
 		onCreated = inOrder(p.startIfPending)
-		onResumed = inOrder(p.startIfPending, rc.retryPending, drivePlan)
+		onResumed = inOrder(p.startIfPending, rc.retryPending, amend, drivePlan)
 		// An action's end: a failure for good is retried, stopped as a
 		// loop or escalated (recovery.go) before the plan driver looks
 		// (the contract). The rest commute: recovery acts on an active
@@ -56,7 +56,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		// An answer, or a plan version judged to run again: the retries
 		// held back meanwhile are proposed before the driver looks for
 		// them (the contract).
-		onRunsAgain = inOrder(rc.retryPending, drivePlan)
+		onRunsAgain = inOrder(rc.retryPending, amend, drivePlan)
 		// A release to a task that has ended goes on to its parent
 		// (passOn); one to a task still running moves its plan, whose
 		// sub-task's step ends once the release is back. Each acts only
@@ -64,8 +64,12 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		onReleased     = inOrder(dg.passOn, drivePlan)
 		onCompensating = inOrder(compensate)
 		// compensate acts only on a compensating task, in which the
-		// driver moves no step: they commute.
-		onDecided   = inOrder(compensate, drivePlan)
+		// driver moves no step, and amend on an active task's amended
+		// actions, which no plan step has (governance refuses to amend
+		// one): they commute. An amendment decided while the task is
+		// stopped is proposed when it runs again (amend, above).
+		onDecided   = inOrder(amend, compensate, drivePlan)
+		onWithdrawn = inOrder(compensate, drivePlan)
 		onPlanMoved = inOrder(drivePlan)
 		// A stall mark: what the reactions above should have done, done
 		// again (redrive.go).
@@ -86,7 +90,7 @@ func (p *Plane) reactions() []eventlog.Reaction {
 		on[*stewardv1.BudgetReleased](onReleased),
 		on[*stewardv1.TaskCompensating](onCompensating),
 		on[*stewardv1.ApprovalDecided](onDecided),
-		on[*stewardv1.ActionWithdrawn](onDecided),
+		on[*stewardv1.ActionWithdrawn](onWithdrawn),
 		on[*stewardv1.PlanSubmitted](onPlanMoved),
 		on[*stewardv1.PlanStepStarted](onPlanMoved),
 		on[*stewardv1.PlanStepEnded](onPlanMoved),

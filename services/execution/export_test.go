@@ -4,6 +4,7 @@ import (
 	"context"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/services/execution/breaker"
 )
 
@@ -31,5 +32,5 @@ func (p *Plane) SettleLoaded(ctx context.Context, principal string, req *steward
 // Settle is the settlement's, as the plane's tests call it: the RPC
 // edge calls the settlement directly.
 func (p *Plane) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
-	return p.settlement.Settle(ctx, principal, req)
+	return p.settlement.Settle(ctx, rpc.Identity{Principal: principal}, req)
 }

@@ -2,6 +2,7 @@ package execution
 
 import (
 	"context"
+	"slices"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -20,12 +21,18 @@ import (
 // MaxSettleReason bounds the reason a person gives for a settlement.
 const MaxSettleReason = 4096
 
-// Settle records a person's settlement of an unknown outcome: who, and
-// why. Only an action whose outcome is unknown can be settled, and only
-// once per attempt: a second settlement, or one that loses the race to
-// another, is answered with the first's action only if it asks exactly
-// what was recorded (sameSettlement), and refused otherwise.
-func (sm *settlement) Settle(ctx context.Context, principal string, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
+// Settle records a person's settlement of an unknown outcome, or of an
+// action an approver said a person executes: who, why, and what shows it.
+// Only such an action can be settled, and only once per attempt: a second
+// settlement, or one that loses the race to another, is answered with the
+// first's action only if it asks exactly what was recorded
+// (sameSettlement), and refused otherwise. With tokens, an unknown outcome
+// is settled by an operator; a person's execution only ever by that
+// person (mayFinish).
+func (sm *settlement) Settle(ctx context.Context, who rpc.Identity, req *stewardv1.SettleActionRequest) (*stewardv1.Action, error) {
+	if err := checkEvidence(req.Evidence); err != nil {
+		return nil, err
+	}
 	switch {
 	case req.TaskId == "":
 		return nil, errs.Field("task_id", "is required")
@@ -50,18 +57,21 @@ func (sm *settlement) Settle(ctx context.Context, principal string, req *steward
 		return nil, err
 	}
 	a := task.FindAction(t, req.ActionId)
+	if err := mayFinish(a, who, req); err != nil {
+		return nil, err // first: what the task holds is not told to whom may not settle
+	}
 	if a == nil {
 		return nil, errs.New(errs.NotFound, "task %s has no action %s", req.TaskId, req.ActionId)
 	}
-	return sm.settleLoaded(ctx, principal, req, a)
+	return sm.settleLoaded(ctx, who.Principal, req, a)
 }
 
 // settleLoaded is Settle of a, the action as it was loaded — which may
 // be stale by the time the settlement is appended.
 func (sm *settlement) settleLoaded(ctx context.Context, principal string, req *stewardv1.SettleActionRequest, a *stewardv1.Action) (*stewardv1.Action, error) {
-	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal}
+	s := &stewardv1.ActionSettled{ActionId: a.ActionId, State: req.State, Reason: req.Reason, SettledBy: principal, Evidence: req.Evidence}
 	won, err := false, error(nil)
-	if a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
+	if settleable(a.Status) {
 		if won, err = sm.settleFirst(ctx, req, a, s); err != nil {
 			return nil, err
 		}
@@ -102,7 +112,7 @@ func (sm *settlement) settleFirst(ctx context.Context, req *stewardv1.SettleActi
 		// log, so nothing would be appended, and attempt 2's unknown
 		// outcome would pass for this one's to settle.
 		cur := task.FindAction(t, a.ActionId)
-		won = cur.GetStatus() == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN && cur.GetAttempt() == a.Attempt
+		won = cur.GetStatus() == a.Status && cur.GetAttempt() == a.Attempt
 		return won
 	})
 	return won && err == nil, err
@@ -140,7 +150,7 @@ func (sm *settlement) sameSettlement(ctx context.Context, req *stewardv1.SettleA
 		return sm.notSettleable(ctx, req.TaskId, a.ActionId)
 	case got.SettledBy != want.SettledBy || got.State != want.State:
 		return errs.New(errs.FailedPrecondition, "action %s was already settled by %s as %s: %s", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
-	case got.Reason != want.Reason:
+	case got.Reason != want.Reason || !slices.Equal(got.Evidence, want.Evidence):
 		return errs.New(errs.AlreadyExists, "action %s was already settled by %s as %s with another reason: %s; a settlement is recorded once", a.ActionId, got.SettledBy, settleWord(got.State), errs.Quote(got.Reason))
 	}
 	if want.State != stewardv1.SettleState_SETTLE_STATE_SUCCEEDED {
@@ -165,7 +175,7 @@ func (sm *settlement) notSettleable(ctx context.Context, taskID, actionID string
 	if st == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN {
 		return errs.New(errs.FailedPrecondition, "action %s became unknown while this settlement was asked; ask again to settle it", actionID)
 	}
-	return errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome is settled", actionID, task.ActionStatusName(st))
+	return errs.New(errs.FailedPrecondition, "action %s is %s; only an unknown outcome, or a person's execution, is settled", actionID, task.ActionStatusName(st))
 }
 
 // lastSettlement is the last ActionSettled of action actionID on the
@@ -219,9 +229,9 @@ type actionService struct {
 }
 
 func (s *actionService) SettleAction(ctx context.Context, req *connect.Request[stewardv1.SettleActionRequest]) (*connect.Response[stewardv1.SettleActionResponse], error) {
-	// Settling takes the operator role: the role table (pkg/access) says
-	// so, and the RPC edge enforces it.
-	a, err := s.plane.settlement.Settle(ctx, rpc.Principal(ctx), req.Msg)
+	// Who may settle depends on the action (mayFinish): the role table
+	// (pkg/access) lets every known caller through to it.
+	a, err := s.plane.settlement.Settle(ctx, rpc.Caller(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

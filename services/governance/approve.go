@@ -23,19 +23,13 @@ import (
 // any other hash is refused, so an approval never stretches to a different
 // action. The approval is decided by the vote that completes it (the
 // required number of distinct approvals) or by a rejection; until then the
-// action waits, and Decide returns the approval with the votes so far.
+// action waits, and Decide returns the approval with the votes so far. An
+// amendment decides it as a rejection does, and an answer that a person
+// executes the action as the approval that completes it (amend.go); either,
+// repeated by the one who gave it, is answered with the approval.
 func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.DecideApprovalRequest) (*stewardv1.Approval, error) {
-	switch {
-	case req.ApprovalId == "":
-		return nil, errs.Field("approval_id", "is required")
-	case req.ActionHash == "" && req.PlanHash == "":
-		return nil, errs.Field("action_hash", "is required: the hash of the action you decide on (plan_hash, for the approval of a plan)")
-	case req.ActionHash != "" && req.PlanHash != "":
-		return nil, errs.Field("plan_hash", "must be empty when action_hash is set: an approval is of an action or of a plan")
-	case req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE && req.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
-		return nil, errs.Field("decision", "must be APPROVAL_DECISION_APPROVE or APPROVAL_DECISION_REJECT")
-	case len(req.Comment) > 4096:
-		return nil, &errs.Error{Code: errs.TooLarge, Field: "comment", Message: "is longer than 4096 bytes"}
+	if err := checkDecision(req); err != nil {
+		return nil, err
 	}
 	known, err := p.approvals.Fresh(ctx, p.log, req.ApprovalId)
 	if err != nil {
@@ -48,10 +42,19 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		return nil, cmp.Or(err, approvalNotFound(req.ApprovalId))
 	}
 	if known.PlanHash != "" {
+		if !yesOrNo(req.Decision) {
+			return nil, errs.Field("decision", "approval %s is of a plan, which is approved or rejected: its submitter revises it", req.ApprovalId)
+		}
 		return p.decidePlan(ctx, who, req, known)
 	}
 	if req.ActionHash == "" {
 		return nil, errs.Field("action_hash", "is required: approval %s is for action %s; name the hash of the action you decide on", req.ApprovalId, known.ActionId)
+	}
+	var am *amendment
+	if req.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND {
+		if am, err = p.amendmentOf(ctx, who.Tenant, known, req); err != nil {
+			return nil, err
+		}
 	}
 	var decided *stewardv1.Approval
 	err = p.tasks.Write(ctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
@@ -60,9 +63,12 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 			return nil, approvalNotFound(req.ApprovalId)
 		}
 		ap := a.Approval
+		decided = proto.CloneOf(ap) // the build's task is not ours to keep
 		switch {
 		case ap.Withdrawn:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s is closed: its action was withdrawn (%s)", req.ApprovalId, a.Outcome.GetReason())
+		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL && repeated(ap, who, req, am):
+			return nil, nil // a retry of the decision that decided it: nothing more
 		case a.Status != stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL:
 			return nil, errs.New(errs.FailedPrecondition, "approval %s was already decided (%s by %s)", req.ApprovalId, decisionWord(ap.Decision), ap.DecidedBy)
 		}
@@ -76,21 +82,48 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		if req.ActionHash != a.ActionHash {
 			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
 		}
-		decided = proto.CloneOf(ap) // the build's task is not ours to keep
-		id := event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String())
-		if ap.ApprovalId != approvalID(a.ActionId, "") {
-			// A revalidation's approval: its decision is not the first's.
-			id = event.ID(a.ActionId, event.TypeApprovalDecided, who.Principal, req.Decision.String(), ap.ApprovalId)
+		if err := checkAnswer(a, req.Decision); err != nil {
+			return nil, err
 		}
-		return p.vote(t, who, id, &stewardv1.ApprovalDecided{
-			ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
-			Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment, AsBackup: asBackup,
-		})
+		return p.vote(t, who, decisionEventID(a, who, req.Decision, am), voteOf(a, who, req, am, asBackup))
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p.approvals.Fresh(ctx, p.log, decided.ApprovalId)
+}
+
+// decisionEventID is the id of who's vote decision on a's open approval,
+// with am for an amendment: it names who decided what, so a redelivery
+// appends nothing.
+func decisionEventID(a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision, am *amendment) string {
+	parts := []string{a.ActionId, event.TypeApprovalDecided, who.Principal, decision.String()}
+	if a.Approval.ApprovalId != approvalID(a.ActionId, "") {
+		// A revalidation's approval: its decision is not the first's.
+		parts = append(parts, a.Approval.ApprovalId)
+	}
+	if am != nil {
+		parts = append(parts, am.actionID)
+	}
+	return event.ID(parts...)
+}
+
+// voteOf is who's vote req on a's open approval, with am for an
+// amendment.
+func voteOf(a *stewardv1.Action, who rpc.Identity, req *stewardv1.DecideApprovalRequest, am *amendment, asBackup bool) *stewardv1.ApprovalDecided {
+	d := &stewardv1.ApprovalDecided{
+		ApprovalId: req.ApprovalId, ActionId: a.ActionId, ActionHash: req.ActionHash,
+		Decision: req.Decision, DecidedBy: who.Principal, Comment: req.Comment, AsBackup: asBackup,
+	}
+	if am != nil {
+		d.AmendedParamsJson, d.AmendedActionId = string(am.params), am.actionID
+	}
+	return d
+}
+
+// yesOrNo reports whether d is a plain approve or reject.
+func yesOrNo(d stewardv1.ApprovalDecision) bool {
+	return d == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE || d == stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT
 }
 
 // vote is the event that records who's vote d on a task t, under the
@@ -207,8 +240,13 @@ func (p *Plane) votesHold(taskID string, ap *stewardv1.Approval) bool {
 }
 
 func decisionWord(d stewardv1.ApprovalDecision) string {
-	if d == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+	switch d {
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE:
 		return "approved"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
+		return "amended"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+		return "approved for a person to execute"
 	}
 	return "rejected"
 }

@@ -21,7 +21,8 @@ import (
 // requester, the task's creator or a delegate; and when the contract names
 // an authorizer, they must be among the approvers — a vote that would
 // complete the approval without them is refused. A rejection needs only
-// the role: it can only stop the action, never let it run.
+// the role: it can only stop the action, never let it run; so does an
+// amendment, whose action is judged afresh and approved by another.
 func mayVote(t *stewardv1.Task, a *stewardv1.Action, who rpc.Identity, decision stewardv1.ApprovalDecision, now time.Time) (asBackup bool, err error) {
 	return mayVoteOn(t, a.Approval, voteSubject{what: "action " + a.ActionId, by: proposers(t, a)}, who, decision, now)
 }
@@ -43,7 +44,9 @@ const maxStakes = 64
 
 // proposers are those a was proposed on behalf of: its proposer and, down
 // the actions it stands in for, theirs — the original of a retry Steward
-// proposes (RECOVERY_MODE_RETRY), and the action a compensation undoes.
+// proposes (RECOVERY_MODE_RETRY), the action a compensation undoes, and
+// the action an approver amended (whose amendment is proposed in the
+// approver's name: they never approve what they amended).
 // Steward proposes those in its own name, which is nobody's judgement:
 // the person whose write a compensation undoes must not approve the
 // irreversible call that undoes it.
@@ -51,7 +54,10 @@ func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
 	by := []stake{{a.ProposedBy, "proposed action " + a.ActionId}}
 	for cur := a; len(by) < maxStakes; {
 		next, how := task.FindAction(t, cur.RetryOf), "a retry"
-		if cur.RetryOf == "" {
+		switch {
+		case cur.AmendmentOf != "":
+			next, how = task.FindAction(t, cur.AmendmentOf), "the amendment"
+		case cur.RetryOf == "":
 			next, how = task.FindAction(t, cur.Compensates), "the compensation"
 		}
 		if next == nil {
@@ -81,8 +87,8 @@ func mayVoteAs(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 		return errs.New(errs.AlreadyExists, "%s has already %s approval %s (%s); each approver decides once, and another must add theirs",
 			who.Principal, decisionWord(v.Decision), ap.ApprovalId, tally(ap))
 	}
-	if decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-		return nil
+	if !task.Approves(decision) {
+		return nil // a rejection, or an amendment: it can only stop the action
 	}
 	c := t.Contract
 	for _, s := range subject.by {

@@ -37,6 +37,7 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 		"effect_class": a.EffectClass.String(),
 		"proposed_by":  a.ProposedBy,
 		"edit_of":      a.EditOf,
+		"amendment_of": a.AmendmentOf,
 		"compensates":  a.Compensates,
 	}
 	// The proposer's case, every field present (empty when not given), so

@@ -84,6 +84,7 @@ func jsonRoutePolicyInput(t *stewardv1.Task, tool *stewardv1.ToolContract, a *st
 			"effect_class": a.EffectClass.String(),
 			"proposed_by":  a.ProposedBy,
 			"edit_of":      a.EditOf,
+			"amendment_of": a.AmendmentOf,
 		},
 		"credential": credential,
 		"risk":       map[string]any{"contract_risk_tier": t.Contract.GetRiskTier().String()},

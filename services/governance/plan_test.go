@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"google.golang.org/protobuf/types/known/structpb"
+
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -241,6 +243,10 @@ func TestPlanApproval(t *testing.T) {
 			authorizer("user:di"), errs.Invalid, "plan_hash"},
 		{"an action's hash", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, ActionHash: hash, Decision: approve},
 			authorizer("user:di"), errs.Invalid, "plan_hash"},
+		{"an amendment", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, PlanHash: hash, Decision: amend, AmendedParams: &structpb.Struct{}},
+			authorizer("user:di"), errs.Invalid, "decision"},
+		{"a person executes it", &stewardv1.DecideApprovalRequest{ApprovalId: ap.ApprovalId, PlanHash: hash, Decision: personExecutes},
+			authorizer("user:di"), errs.Invalid, "decision"},
 	}
 	for _, r := range refusals {
 		_, err := e.plane.Decide(context.Background(), r.who, r.req)

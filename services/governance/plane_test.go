@@ -214,7 +214,7 @@ func (e *harness) proposeAction(t *testing.T, taskID, proposalID, tool, compensa
 func (e *harness) proposeWith(t *testing.T, taskID, proposalID, tool, compensates, by string, params map[string]any, rationale *stewardv1.ActionRationale, edits ...func(*stewardv1.Action)) string {
 	t.Helper()
 	var tc *stewardv1.ToolContract
-	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool}, credTools...) {
+	for _, c := range append([]*stewardv1.ToolContract{paidTool, askingTool, schemaWire, secretWire, modelCall}, credTools...) {
 		if c.Name == tool {
 			tc = c
 		}

@@ -368,8 +368,8 @@ steward_recovery_seconds_count{from="unknown_outcome"} 1
 			t.Errorf("steward_actions{status=%q} = %v, want %v", status, actions[status], n)
 		}
 	}
-	if len(actions) != 15 {
-		t.Errorf("steward_actions has %d statuses, want all 15: %v", len(actions), actions)
+	if len(actions) != 16 {
+		t.Errorf("steward_actions has %d statuses, want all 16: %v", len(actions), actions)
 	}
 
 	// Metrics are projections: a projection rebuilt from the log reports

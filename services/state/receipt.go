@@ -186,8 +186,12 @@ func receiptCall(a *stewardv1.Action) *stewardv1.ReceiptCall {
 		Compensates:    a.Compensates,
 		OpKey:          a.OpKey,
 		ProposedAt:     a.ProposedAt,
+		AmendedAs:      a.AmendedAs,
+		AmendmentOf:    a.AmendmentOf,
+		ExecutedBy:     task.Executor(a),
+		Evidence:       slices.Clone(a.Outcome.GetEvidence()),
 	}
-	if ap := a.Approval; ap.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+	if ap := a.Approval; task.Approves(ap.GetDecision()) {
 		c.ApprovedBy = approvedBy(ap)
 	}
 	o := a.Outcome
@@ -216,24 +220,25 @@ func approvedBy(ap *stewardv1.Approval) string {
 
 func receiptApproval(ap *stewardv1.Approval) *stewardv1.ReceiptApproval {
 	decidedBy := ap.DecidedBy
-	if ap.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+	if task.Approves(ap.Decision) {
 		decidedBy = approvedBy(ap)
 	}
 	return &stewardv1.ReceiptApproval{
-		ApprovalId:    ap.ApprovalId,
-		ActionId:      ap.ActionId,
-		ActionHash:    ap.ActionHash,
-		RequiredRoles: slices.Clone(ap.RequiredRoles),
-		Decision:      ap.Decision,
-		DecidedBy:     decidedBy,
-		Comment:       ap.Comment,
-		RequestedAt:   ap.RequestedAt,
-		DecidedAt:     ap.DecidedAt,
-		PlanVersion:   ap.PlanVersion,
-		PlanHash:      ap.PlanHash,
-		Withdrawn:     ap.Withdrawn,
-		EscalatedTo:   ap.EscalatedTo,
-		EscalatedAt:   ap.EscalatedAt,
+		ApprovalId:      ap.ApprovalId,
+		ActionId:        ap.ActionId,
+		ActionHash:      ap.ActionHash,
+		RequiredRoles:   slices.Clone(ap.RequiredRoles),
+		Decision:        ap.Decision,
+		DecidedBy:       decidedBy,
+		Comment:         ap.Comment,
+		RequestedAt:     ap.RequestedAt,
+		DecidedAt:       ap.DecidedAt,
+		PlanVersion:     ap.PlanVersion,
+		PlanHash:        ap.PlanHash,
+		Withdrawn:       ap.Withdrawn,
+		EscalatedTo:     ap.EscalatedTo,
+		EscalatedAt:     ap.EscalatedAt,
+		AmendedActionId: ap.AmendedActionId,
 	}
 }
 
@@ -318,7 +323,11 @@ func readHistory(t *stewardv1.Task, recs []*stewardv1.EventRecord) history {
 		case *stewardv1.Event_ActionSettled:
 			st := p.ActionSettled
 			if st.State == stewardv1.SettleState_SETTLE_STATE_FAILED {
-				h.errors = append(h.errors, withReason(fmt.Sprintf("%s: unknown outcome settled as failed by %s", who(st.ActionId), st.SettledBy), st.Reason))
+				what := "%s: unknown outcome settled as failed by %s"
+				if task.Executor(task.FindAction(t, st.ActionId)) != "" {
+					what = "%s: not done, said %s, the person who was to execute it"
+				}
+				h.errors = append(h.errors, withReason(fmt.Sprintf(what, who(st.ActionId), st.SettledBy), st.Reason))
 			}
 		}
 		if id := actionOf(rec.Event); id != "" {

@@ -285,8 +285,20 @@ func callPeople(c *stewardv1.ReceiptCall) string {
 	if c.ApprovedBy != "" {
 		out = append(out, "approved by "+text(c.ApprovedBy))
 	}
-	if c.SettledBy != "" {
+	switch {
+	case c.ExecutedBy != "":
+		out = append(out, "executed by "+text(c.ExecutedBy)+", a person")
+		if len(c.Evidence) > 0 {
+			out = append(out, "evidence: "+text(strings.Join(c.Evidence, ", ")))
+		}
+	case c.SettledBy != "":
 		out = append(out, "settled by "+text(c.SettledBy))
+	}
+	if c.AmendmentOf != "" {
+		out = append(out, "amends "+code(c.AmendmentOf, true))
+	}
+	if c.AmendedAs != "" {
+		out = append(out, "amended as "+code(c.AmendedAs, true))
 	}
 	return strings.Join(out, "; ")
 }
@@ -297,6 +309,10 @@ func approvalDecision(a *stewardv1.ReceiptApproval, action stewardv1.ActionStatu
 		return "approved"
 	case a.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
 		return "rejected"
+	case a.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
+		return "amended, as " + code(a.AmendedActionId, true)
+	case a.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+		return "approved, a person executes it"
 	case a.Withdrawn && a.PlanVersion != 0:
 		return "withdrawn (the plan was revised)"
 	case action == stewardv1.ActionStatus_ACTION_STATUS_WITHDRAWN:

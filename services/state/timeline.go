@@ -8,6 +8,7 @@ import (
 	"github.com/steward-run/steward/pkg/content"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
+	"google.golang.org/protobuf/proto"
 )
 
 // Timeline tells a task's events as sentences a person can follow.
@@ -20,21 +21,32 @@ func Timeline(recs []*stewardv1.EventRecord) []*stewardv1.TimelineEntry {
 func timeline(recs []*stewardv1.EventRecord, b *content.Blind) []*stewardv1.TimelineEntry {
 	out := make([]*stewardv1.TimelineEntry, 0, len(recs))
 	var votes voteTally
+	byPerson := map[string]bool{} // action → an approver said a person executes it
 	for _, r := range recs {
 		ev := r.Event
 		if b != nil {
 			ev = b.Event(ev)
+		}
+		note := votes.count(ev)
+		if d := ev.GetApprovalDecided(); d.GetDecision() == stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES {
+			byPerson[d.ActionId] = true
+		}
+		if st := ev.GetActionSettled(); st != nil && byPerson[st.ActionId] {
+			note = personNote
 		}
 		out = append(out, &stewardv1.TimelineEntry{
 			Sequence: r.Sequence,
 			Time:     ev.Time,
 			Type:     ev.Type,
 			Actor:    actorName(ev.Actor),
-			Summary:  summary(ev, votes.count(ev)),
+			Summary:  summary(ev, note),
 		})
 	}
 	return out
 }
+
+// personNote is the note of a settlement of an action a person executes.
+const personNote = "person"
 
 // voteTally counts the approving votes of approvals that need more than one,
 // so that the timeline does not read the first of them as the decision.
@@ -55,7 +67,7 @@ func (t *voteTally) count(ev *stewardv1.Event) string {
 	case *stewardv1.Event_ApprovalDecided:
 		d := p.ApprovalDecided
 		v, ok := (*t)[d.ApprovalId]
-		if !ok || d.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		if !ok || !task.Approves(d.Decision) {
 			return ""
 		}
 		v[0]++
@@ -99,6 +111,9 @@ func summary(ev *stewardv1.Event, note string) string {
 		if a.EditOf != "" {
 			s += ", an edit of " + a.EditOf
 		}
+		if a.AmendmentOf != "" {
+			s += ", the amendment of " + a.AmendmentOf
+		}
 		return s
 	case *stewardv1.Event_PolicyEvaluated:
 		return policySaid(p.PolicyEvaluated.Snapshot, p.PolicyEvaluated.ActionId)
@@ -113,6 +128,8 @@ func summary(ev *stewardv1.Event, note string) string {
 		return fmt.Sprintf("Approval %s requested from %s with role %s: %s", ap.ApprovalId, from, strings.Join(ap.RequiredRoles, " or "), ap.ExpectedImpact)
 	case *stewardv1.Event_ApprovalDecided:
 		return decidedSummary(p.ApprovalDecided, note)
+	case *stewardv1.Event_ActionSettled:
+		return settledSummary(p.ActionSettled, note)
 
 	case *stewardv1.Event_ActionWithdrawn:
 		return fmt.Sprintf("%s withdrew action %s, replaced by the edited action %s", who, p.ActionWithdrawn.ActionId, p.ActionWithdrawn.ReplacedBy)
@@ -159,8 +176,15 @@ func summary(ev *stewardv1.Event, note string) string {
 // task's content (content.Blind.Event).
 func decidedSummary(d *stewardv1.ApprovalDecided, note string) string {
 	verb := "rejected"
-	if d.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+	switch d.Decision {
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE:
 		verb = "approved"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+		verb = "approved, for a person to execute (no permit),"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
+		verb = "amended"
+		d = proto.CloneOf(d)
+		d.Comment = strings.TrimSuffix("replaced by action "+d.AmendedActionId+": "+d.Comment, ": ")
 	}
 	if d.PlanHash != "" {
 		return withReason(fmt.Sprintf("%s %s the plan (%shash %.12s…)", d.DecidedBy, verb, note, d.PlanHash), d.Comment)
@@ -174,6 +198,19 @@ func decidedSummary(d *stewardv1.ApprovalDecided, note string) string {
 		return withReason(fmt.Sprintf("%s %s action %s%s", d.DecidedBy, verb, d.ActionId, tally), d.Comment)
 	}
 	return withReason(fmt.Sprintf("%s %s action %s (%shash %.12s…)", d.DecidedBy, verb, d.ActionId, note, d.ActionHash), d.Comment)
+}
+
+// settledSummary tells a settlement: of an unknown outcome, or, with
+// personNote, of a person's execution; with the evidence given.
+func settledSummary(st *stewardv1.ActionSettled, note string) string {
+	s := fmt.Sprintf("%s settled the unknown outcome of action %s: %s", st.SettledBy, st.ActionId, enumWords(st.State.String(), "SETTLE_STATE_"))
+	if note == personNote {
+		s = fmt.Sprintf("%s, who was to execute action %s, says it %s", st.SettledBy, st.ActionId, map[bool]string{true: "is done", false: "was not done"}[st.State == stewardv1.SettleState_SETTLE_STATE_SUCCEEDED])
+	}
+	if len(st.Evidence) > 0 {
+		s += "; evidence: " + strings.Join(st.Evidence, ", ")
+	}
+	return withReason(s, st.Reason)
 }
 
 // outcomeSummary tells an action's outcome: where its result is, unless
@@ -237,9 +274,6 @@ func failureSummary(ev *stewardv1.Event) string {
 			what = "waits for its tool's limits"
 		}
 		return withReason(fmt.Sprintf("Action %s %s: attempt %d at %s", w.ActionId, what, w.NextAttempt, w.Until.AsTime().UTC().Format("15:04:05.000")), w.Reason)
-	case *stewardv1.Event_ActionSettled:
-		st := p.ActionSettled
-		return withReason(fmt.Sprintf("%s settled the unknown outcome of action %s: %s", st.SettledBy, st.ActionId, enumWords(st.State.String(), "SETTLE_STATE_")), st.Reason)
 	case *stewardv1.Event_ActionRevalidating:
 		r := p.ActionRevalidating
 		return withReason(fmt.Sprintf("Permit %s of action %s was not used (%s): policy, credential and budget are checked again", r.PermitId, r.ActionId, enumWords(r.Reason.String(), "REVALIDATION_REASON_")), r.Detail)

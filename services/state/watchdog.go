@@ -229,11 +229,14 @@ func stuckable(a *stewardv1.Action, now time.Time) bool {
 }
 
 // declared reports whether a waits on something with its own clock: an
-// approval, the settling of an unknown outcome, or a timer not yet due.
+// approval, the settling of an unknown outcome, a person doing the work
+// themselves (they take the time it takes, and settle it), or a timer not
+// yet due.
 func declared(a *stewardv1.Action, now time.Time) bool {
 	switch a.Status {
 	case stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL,
-		stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN:
+		stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+		stewardv1.ActionStatus_ACTION_STATUS_PERSON_EXECUTING:
 		return true
 	case stewardv1.ActionStatus_ACTION_STATUS_WAITING:
 		return a.WaitUntil.AsTime().After(now)

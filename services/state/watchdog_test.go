@@ -47,6 +47,12 @@ func actionUpTo(upTo string) []event.Payload {
 		steps = append(steps,
 			step{"evaluated", &stewardv1.PolicyEvaluated{ActionId: id, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}}},
 			step{upTo, &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "apv-1", ActionId: id, ActionHash: "h", RequestedAt: timestamppb.Now()}}})
+	case "person executing":
+		steps = append(steps,
+			step{"evaluated", &stewardv1.PolicyEvaluated{ActionId: id, Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}}},
+			step{"awaiting approval", &stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "apv-1", ActionId: id, ActionHash: "h", RequestedAt: timestamppb.Now()}}},
+			step{upTo, &stewardv1.ApprovalDecided{ApprovalId: "apv-1", ActionId: id, ActionHash: "h", DecidedBy: "user:bo",
+				Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES}})
 	case "waiting to retry":
 		steps = append(append(steps, run...),
 			step{upTo, &stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Until: timestamppb.New(time.Now().Add(time.Hour))}})
@@ -155,7 +161,8 @@ func lastMark(t *testing.T, env *stewardtest.Env, taskID string) *stewardv1.Task
 // the one with an action dispatched with no heartbeat beside another
 // awaiting approval, are marked, and each once;
 // tasks waiting on an approval (alone or beside a retry timer not yet
-// due), a retry timer not yet due or the settling of an unknown outcome,
+// due), a retry timer not yet due, the settling of an unknown outcome or
+// a person doing the work themselves,
 // a paused task, and an idle one whose contract watches its agent (the
 // liveness ladder's), are not.
 func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
@@ -171,6 +178,7 @@ func TestWatchdogMarksOnlyUndeclaredSilence(t *testing.T) {
 		{"waiting-to-retry", actionUpTo("waiting to retry")},
 		{"overdue-wait", actionUpTo("overdue wait")},
 		{"unknown", actionUpTo("unknown")},
+		{"person-executing", actionUpTo("person executing")},
 		{"paused", []event.Payload{&stewardv1.TaskCreated{Contract: stallContract()}, &stewardv1.TaskStarted{}, &stewardv1.TaskPaused{}}},
 		{"approval-and-dispatched", beside(0)},
 		{"approval-and-waiting", beside(time.Hour)},

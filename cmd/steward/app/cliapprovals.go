@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 	"github.com/steward-run/steward/pkg/terminal"
 	"github.com/steward-run/steward/sdk/go/steward"
 )
@@ -18,7 +19,8 @@ func (c *cli) approvalsCommand() *cobra.Command {
 	return c.group("approvals", "see what waits for a decision, and decide",
 		c.approvalsLs(), c.approvalsShow(),
 		c.decide("approve", stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE),
-		c.decide("reject", stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT))
+		c.decide("reject", stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT),
+		c.approvalsAmend())
 }
 
 func (c *cli) approvalsLs() *cobra.Command {
@@ -68,6 +70,10 @@ func approvalState(ap *stewardv1.Approval) string {
 		return "approved"
 	case stewardv1.ApprovalDecision_APPROVAL_DECISION_REJECT:
 		return "rejected"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
+		return "amended"
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+		return "approved, by a person"
 	}
 	return "pending"
 }
@@ -76,7 +82,7 @@ func approvalState(ap *stewardv1.Approval) string {
 func votes(ap *stewardv1.Approval) string {
 	n := 0
 	for _, v := range ap.Votes {
-		if v.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		if task.Approves(v.Decision) {
 			n++
 		}
 	}
@@ -109,48 +115,73 @@ func (c *cli) approvalsShow() *cobra.Command {
 			"rollback plan", r.GetRollbackPlan(), "undone by", ap.Rollback, "evidence", strings.Join(r.GetEvidence(), "; "),
 			"alternatives", strings.Join(r.GetAlternatives(), "; "), "policy", strings.Join(ap.PolicyReasons, "; "),
 			"roles", strings.Join(ap.RequiredRoles, ", "), "requested", when(ap.RequestedAt)+" by "+ap.RequestedBy,
-			"state", approvalState(ap), "votes", votes(ap), "hash", hashOf(ap))
+			"state", approvalState(ap), "votes", votes(ap), "hash", hashOf(ap),
+			"amended as", ap.AmendedActionId, "amended to", ap.AmendedParamsJson)
 		for _, v := range ap.Votes {
 			fmt.Fprintf(c.stdout, "vote:        %s %s at %s %s\n", v.Principal, word(v.Decision, "APPROVAL_DECISION_"), when(v.DecidedAt), terminal.EscapeLine(v.Comment))
 		}
 		if approvalState(ap) == "pending" {
-			fmt.Fprintf(c.stdout, "\nto decide:   steward approvals approve %s --hash %s\n             steward approvals reject %s --hash %s\n", ap.ApprovalId, hashOf(ap), ap.ApprovalId, hashOf(ap))
+			fmt.Fprintf(c.stdout, "\nto decide:   steward approvals approve %s --hash %s [--by-person]\n             steward approvals reject %s --hash %s\n", ap.ApprovalId, hashOf(ap), ap.ApprovalId, hashOf(ap))
+			if ap.PlanHash == "" {
+				fmt.Fprintf(c.stdout, "             steward approvals amend %s --hash %s --params JSON\n", ap.ApprovalId, hashOf(ap))
+			}
 		}
 		return nil
 	})
 }
 
 // decide is approve or reject: a vote bound to the hash the person was
-// shown, which Steward refuses for any other action.
+// shown, which Steward refuses for any other action. Approve takes
+// --by-person: the person does the work, and no tool is called.
 func (c *cli) decide(name string, decision stewardv1.ApprovalDecision) *cobra.Command {
 	var hash, comment string
+	var byPerson bool
 	cmd := c.verb(name+" APPROVAL --hash HASH", name+" an action (or a plan), bound to the hash 'approvals show' showed you", []string{"APPROVAL"}, func(ctx context.Context, s *steward.Client, args []string) error {
-		if hash == "" {
-			return usagef("--hash is required: the hash 'steward approvals show %s' shows, so that only the action you saw is decided", args[0])
-		}
-		ap, err := s.GetApproval(ctx, args[0])
-		if err != nil {
-			return fmt.Errorf("approval %s: %w", args[0], err)
-		}
 		req := &stewardv1.DecideApprovalRequest{ApprovalId: args[0], Decision: decision, Comment: comment}
-		if ap.PlanHash != "" {
-			req.PlanHash = hash
-		} else {
-			req.ActionHash = hash
+		if byPerson {
+			req.Decision = stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES
 		}
-		decided, err := s.DecideApproval(ctx, req)
-		if err != nil {
-			return fmt.Errorf("%s %s with hash %s: %w%s", name, args[0], hash, err, staleHint(ap, hash, err))
-		}
-		if c.json() {
-			return c.message(decided)
-		}
-		_, err = fmt.Fprintf(c.stdout, "approval %s: %s, %s approvals\n", decided.ApprovalId, approvalState(decided), votes(decided))
-		return err
+		return c.sendDecision(ctx, s, name, hash, req)
 	})
 	cmd.Flags().StringVar(&hash, "hash", "", "the action's (or plan's) `HASH`, as 'approvals show' showed it; required")
 	cmd.Flags().StringVar(&comment, "comment", "", "why, for the record")
+	if decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+		cmd.Flags().BoolVar(&byPerson, "by-person", false, "approve it to be done by you, not the tool: no permit is issued, and the action waits for you to settle it with 'steward actions settle --evidence'")
+	}
 	return cmd
+}
+
+// sendDecision sends req, bound to hash, as the decision name: read the
+// approval first, so that a refusal for a hash that changed says so.
+func (c *cli) sendDecision(ctx context.Context, s *steward.Client, name, hash string, req *stewardv1.DecideApprovalRequest) error {
+	if hash == "" {
+		return usagef("--hash is required: the hash 'steward approvals show %s' shows, so that only the action you saw is decided", req.ApprovalId)
+	}
+	ap, err := s.GetApproval(ctx, req.ApprovalId)
+	if err != nil {
+		return fmt.Errorf("approval %s: %w", req.ApprovalId, err)
+	}
+	if ap.PlanHash != "" {
+		req.PlanHash = hash
+	} else {
+		req.ActionHash = hash
+	}
+	decided, err := s.DecideApproval(ctx, req)
+	if err != nil {
+		return fmt.Errorf("%s %s with hash %s: %w%s", name, req.ApprovalId, hash, err, staleHint(ap, hash, err))
+	}
+	if c.json() {
+		return c.message(decided)
+	}
+	line := fmt.Sprintf("approval %s: %s, %s approvals", decided.ApprovalId, approvalState(decided), votes(decided))
+	switch decided.Decision {
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
+		line += "; the amended action is " + decided.AmendedActionId
+	case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
+		line += fmt.Sprintf("; when done: steward actions settle %s %s --state succeeded --reason TEXT --evidence REF", decided.TaskId, decided.ActionId)
+	}
+	_, err = fmt.Fprintln(c.stdout, line)
+	return err
 }
 
 // staleHint says, when Steward refused a decision because what waits is

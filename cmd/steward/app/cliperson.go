@@ -63,12 +63,13 @@ func (c *cli) actionsCommand() *cobra.Command {
 
 func (c *cli) actionsSettle() *cobra.Command {
 	var state, reason, result string
-	cmd := c.verb("settle TASK ACTION --state STATE --reason TEXT", "record the truth about an action whose outcome is unknown (operators)", []string{"TASK", "ACTION"}, func(ctx context.Context, s *steward.Client, args []string) error {
+	var evidence []string
+	cmd := c.verb("settle TASK ACTION --state STATE --reason TEXT", "record the truth about an action whose outcome is unknown (operators), or that you said you execute", []string{"TASK", "ACTION"}, func(ctx context.Context, s *steward.Client, args []string) error {
 		v, ok := stewardv1.SettleState_value["SETTLE_STATE_"+strings.ToUpper(state)]
 		if !ok || v == 0 {
 			return usagef("--state must be succeeded, failed or not_accepted, not %q", state)
 		}
-		req := &stewardv1.SettleActionRequest{TaskId: args[0], ActionId: args[1], State: stewardv1.SettleState(v), Reason: reason}
+		req := &stewardv1.SettleActionRequest{TaskId: args[0], ActionId: args[1], State: stewardv1.SettleState(v), Reason: reason, Evidence: evidence}
 		if result != "" {
 			req.Result = &structpb.Value{}
 			if err := protojson.Unmarshal([]byte(result), req.Result); err != nil {
@@ -88,6 +89,7 @@ func (c *cli) actionsSettle() *cobra.Command {
 	cmd.Flags().StringVar(&state, "state", "", "what happened: succeeded, failed, or not_accepted (the tool has no record of it: it may be sent again)")
 	cmd.Flags().StringVar(&reason, "reason", "", "how you know; required")
 	cmd.Flags().StringVar(&result, "result", "", "with succeeded: the tool's result, as `JSON`")
+	cmd.Flags().StringArrayVar(&evidence, "evidence", nil, "what shows it: a ticket, a URL, a document (`REF`; repeat for more); required to settle as succeeded an action you execute")
 	return cmd
 }
 

@@ -90,7 +90,10 @@ func (c *Client) GetApproval(ctx context.Context, approvalID string) (*stewardv1
 // cast (or an approval already decided); DecideApproval then reads the
 // approval and answers with it if it holds a vote with this decision,
 // which may be the lost attempt's. Compare the votes' principals with
-// your own to know.
+// your own to know. An amendment, or an answer that a person executes the
+// action, repeated as it was decided by the same caller, is answered by
+// Steward itself with the approval (an amendment's amended_action_id
+// names the one action it proposed).
 func (c *Client) DecideApproval(ctx context.Context, req *stewardv1.DecideApprovalRequest) (*stewardv1.Approval, error) {
 	sent := 0
 	send := func(ctx context.Context, r *connect.Request[stewardv1.DecideApprovalRequest]) (*connect.Response[stewardv1.DecideApprovalResponse], error) {

@@ -40,10 +40,12 @@ ENDED_STATUSES = frozenset({
 })
 
 # Statuses where an action waits for someone other than Steward: a person's
-# approval, or the settling of an outcome nobody knows.
+# approval, the settling of an outcome nobody knows, or a person doing the
+# work an approver said they do.
 WAITING_STATUSES = frozenset({
     "ACTION_STATUS_AWAITING_APPROVAL",
     "ACTION_STATUS_UNKNOWN",
+    "ACTION_STATUS_PERSON_EXECUTING",
 })
 
 # How long Steward holds a GetAction with wait set, at most.

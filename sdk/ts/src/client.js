@@ -254,11 +254,12 @@ function defaultSleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-// Where an action stops for good, or waits for a person (an approval) or
-// for its tool's status query (an unknown outcome).
+// Where an action stops for good, or waits for a person (an approval, or
+// a person doing the work) or for its tool's status query (an unknown
+// outcome).
 const settled = new Set([
   ActionStatus.DENIED, ActionStatus.REJECTED, ActionStatus.SUCCEEDED, ActionStatus.FAILED,
-  ActionStatus.WITHDRAWN, ActionStatus.AWAITING_APPROVAL, ActionStatus.UNKNOWN,
+  ActionStatus.WITHDRAWN, ActionStatus.AWAITING_APPROVAL, ActionStatus.UNKNOWN, ActionStatus.PERSON_EXECUTING,
 ]);
 
 /** isSettled says whether Steward has stopped moving an action by itself. */
@@ -268,7 +269,8 @@ export function isSettled(status) {
 
 // needsPerson says whether a settled action waits for a person.
 function needsPerson(action) {
-  return action.status === ActionStatus.AWAITING_APPROVAL || action.status === ActionStatus.UNKNOWN;
+  return action.status === ActionStatus.AWAITING_APPROVAL || action.status === ActionStatus.UNKNOWN ||
+    action.status === ActionStatus.PERSON_EXECUTING;
 }
 
 /**

@@ -52,6 +52,11 @@ const (
 	// re-dispatch after "not accepted", or past the permit's expiry) waits
 	// for governance to decide again under what is in force now.
 	ActionStatus_ACTION_STATUS_REVALIDATING ActionStatus = 15
+	// An approver answered that a person does the work
+	// (APPROVAL_DECISION_PERSON_EXECUTES): no permit is issued and no tool
+	// is called; the action waits for that person to settle it, with
+	// evidence (ActionService.SettleAction).
+	ActionStatus_ACTION_STATUS_PERSON_EXECUTING ActionStatus = 16
 )
 
 // Enum value maps for ActionStatus.
@@ -73,6 +78,7 @@ var (
 		13: "ACTION_STATUS_WITHDRAWN",
 		14: "ACTION_STATUS_WAITING",
 		15: "ACTION_STATUS_REVALIDATING",
+		16: "ACTION_STATUS_PERSON_EXECUTING",
 	}
 	ActionStatus_value = map[string]int32{
 		"ACTION_STATUS_UNSPECIFIED":       0,
@@ -91,6 +97,7 @@ var (
 		"ACTION_STATUS_WITHDRAWN":         13,
 		"ACTION_STATUS_WAITING":           14,
 		"ACTION_STATUS_REVALIDATING":      15,
+		"ACTION_STATUS_PERSON_EXECUTING":  16,
 	}
 )
 
@@ -356,6 +363,13 @@ const (
 	ApprovalDecision_APPROVAL_DECISION_UNSPECIFIED ApprovalDecision = 0
 	ApprovalDecision_APPROVAL_DECISION_APPROVE     ApprovalDecision = 1
 	ApprovalDecision_APPROVAL_DECISION_REJECT      ApprovalDecision = 2
+	// Not this action, but this one with other parameters: the action is
+	// rejected, and the amended one is proposed in the approver's name,
+	// judged by policy afresh, and never approved by the one who amended it.
+	ApprovalDecision_APPROVAL_DECISION_AMEND ApprovalDecision = 3
+	// Approved, to be done by a person rather than by the tool: no permit
+	// is issued, and the action waits for that person to settle it.
+	ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES ApprovalDecision = 4
 )
 
 // Enum value maps for ApprovalDecision.
@@ -364,11 +378,15 @@ var (
 		0: "APPROVAL_DECISION_UNSPECIFIED",
 		1: "APPROVAL_DECISION_APPROVE",
 		2: "APPROVAL_DECISION_REJECT",
+		3: "APPROVAL_DECISION_AMEND",
+		4: "APPROVAL_DECISION_PERSON_EXECUTES",
 	}
 	ApprovalDecision_value = map[string]int32{
-		"APPROVAL_DECISION_UNSPECIFIED": 0,
-		"APPROVAL_DECISION_APPROVE":     1,
-		"APPROVAL_DECISION_REJECT":      2,
+		"APPROVAL_DECISION_UNSPECIFIED":     0,
+		"APPROVAL_DECISION_APPROVE":         1,
+		"APPROVAL_DECISION_REJECT":          2,
+		"APPROVAL_DECISION_AMEND":           3,
+		"APPROVAL_DECISION_PERSON_EXECUTES": 4,
 	}
 )
 
@@ -784,10 +802,15 @@ type Approval struct {
 	PlanHash    string `protobuf:"bytes,26,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	// Set when the approval waited past its escalation threshold: the
 	// backup it went to (ApprovalEscalated), who may decide it since.
-	EscalatedTo   string                 `protobuf:"bytes,27,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
-	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,28,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EscalatedTo string                 `protobuf:"bytes,27,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt *timestamppb.Timestamp `protobuf:"bytes,28,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
+	// Set when decided APPROVAL_DECISION_AMEND: the parameters the approver
+	// gave, as canonical JSON, and the id of the action proposed with them
+	// in the approver's name (docs/approvals.md, "Amend").
+	AmendedParamsJson string `protobuf:"bytes,29,opt,name=amended_params_json,json=amendedParamsJson,proto3" json:"amended_params_json,omitempty"`
+	AmendedActionId   string `protobuf:"bytes,30,opt,name=amended_action_id,json=amendedActionId,proto3" json:"amended_action_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -1014,6 +1037,20 @@ func (x *Approval) GetEscalatedAt() *timestamppb.Timestamp {
 		return x.EscalatedAt
 	}
 	return nil
+}
+
+func (x *Approval) GetAmendedParamsJson() string {
+	if x != nil {
+		return x.AmendedParamsJson
+	}
+	return ""
+}
+
+func (x *Approval) GetAmendedActionId() string {
+	if x != nil {
+		return x.AmendedActionId
+	}
+	return ""
 }
 
 // ActionPermit says that one action, with this hash, may run now. It can
@@ -1279,7 +1316,10 @@ type Outcome struct {
 	Result []byte `protobuf:"bytes,9,opt,name=result,proto3" json:"result,omitempty"`
 	// The tokens a model call spent, in and out, as the model reported them
 	// (a model tool, docs/models.md): charged to the budget with the cost.
-	Tokens        int64 `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	Tokens int64 `protobuf:"varint,10,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// Settled by a person: what they point at to show it (a ticket, a URL,
+	// a document), as they gave it.
+	Evidence      []string `protobuf:"bytes,11,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1382,6 +1422,13 @@ func (x *Outcome) GetTokens() int64 {
 		return x.Tokens
 	}
 	return 0
+}
+
+func (x *Outcome) GetEvidence() []string {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
 }
 
 // Action is one entry of a task's action ledger: a concrete tool call and
@@ -1487,7 +1534,14 @@ type Action struct {
 	// parent's, ran (or were withdrawn) there, and are carried only as the
 	// state the fork starts from. The fork never compensates, retries or
 	// counts one as its own work (docs/decisions.md, "Forks").
-	Carried       bool `protobuf:"varint,44,opt,name=carried,proto3" json:"carried,omitempty"`
+	Carried bool `protobuf:"varint,44,opt,name=carried,proto3" json:"carried,omitempty"`
+	// Set when an approver amended this action (APPROVAL_DECISION_AMEND):
+	// the action proposed in its place, which the agent follows instead.
+	AmendedAs string `protobuf:"bytes,45,opt,name=amended_as,json=amendedAs,proto3" json:"amended_as,omitempty"`
+	// Set on an amended action: the action whose approver amended it. Its
+	// proposer is the approver; neither they nor the original's proposers
+	// may approve it.
+	AmendmentOf   string `protobuf:"bytes,46,opt,name=amendment_of,json=amendmentOf,proto3" json:"amendment_of,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1830,6 +1884,20 @@ func (x *Action) GetCarried() bool {
 	return false
 }
 
+func (x *Action) GetAmendedAs() string {
+	if x != nil {
+		return x.AmendedAs
+	}
+	return ""
+}
+
+func (x *Action) GetAmendmentOf() string {
+	if x != nil {
+		return x.AmendmentOf
+	}
+	return ""
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1917,7 +1985,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
 	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
-	"\tas_backup\x18\x06 \x01(\bR\basBackup\"\xfb\b\n" +
+	"\tas_backup\x18\x06 \x01(\bR\basBackup\"\xd7\t\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -1951,7 +2019,9 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\fplan_version\x18\x19 \x01(\rR\vplanVersion\x12\x1b\n" +
 	"\tplan_hash\x18\x1a \x01(\tR\bplanHash\x12!\n" +
 	"\fescalated_to\x18\x1b \x01(\tR\vescalatedTo\x12=\n" +
-	"\fescalated_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xc8\x02\n" +
+	"\fescalated_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12.\n" +
+	"\x13amended_params_json\x18\x1d \x01(\tR\x11amendedParamsJson\x12*\n" +
+	"\x11amended_action_id\x18\x1e \x01(\tR\x0famendedActionId\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -1973,7 +2043,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\fR\bdecision\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
 	"\n" +
-	"public_key\x18\x03 \x01(\fR\tpublicKey\"\xfa\x02\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"\x96\x03\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
 	"\n" +
@@ -1989,7 +2059,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"costMicros\x12\x16\n" +
 	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
 	"\x06tokens\x18\n" +
-	" \x01(\x03R\x06tokens\"\xf4\x0e\n" +
+	" \x01(\x03R\x06tokens\x12\x1a\n" +
+	"\bevidence\x18\v \x03(\tR\bevidence\"\xb6\x0f\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2047,12 +2118,15 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\fmilestone_id\x18* \x01(\tR\vmilestoneId\x12\x1f\n" +
 	"\vdecision_id\x18+ \x01(\tR\n" +
 	"decisionId\x12\x18\n" +
-	"\acarried\x18, \x01(\bR\acarried\"F\n" +
+	"\acarried\x18, \x01(\bR\acarried\x12\x1d\n" +
+	"\n" +
+	"amended_as\x18- \x01(\tR\tamendedAs\x12!\n" +
+	"\famendment_of\x18. \x01(\tR\vamendmentOf\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +
 	"commitment\x12\x16\n" +
-	"\x06sealed\x18\x02 \x01(\fR\x06sealed*\xdd\x03\n" +
+	"\x06sealed\x18\x02 \x01(\fR\x06sealed*\x81\x04\n" +
 	"\fActionStatus\x12\x1d\n" +
 	"\x19ACTION_STATUS_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16ACTION_STATUS_PROPOSED\x10\x01\x12\x1b\n" +
@@ -2070,7 +2144,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x15ACTION_STATUS_UNKNOWN\x10\f\x12\x1b\n" +
 	"\x17ACTION_STATUS_WITHDRAWN\x10\r\x12\x19\n" +
 	"\x15ACTION_STATUS_WAITING\x10\x0e\x12\x1e\n" +
-	"\x1aACTION_STATUS_REVALIDATING\x10\x0f*\x8c\x01\n" +
+	"\x1aACTION_STATUS_REVALIDATING\x10\x0f\x12\"\n" +
+	"\x1eACTION_STATUS_PERSON_EXECUTING\x10\x10*\x8c\x01\n" +
 	"\x0ePolicyDecision\x12\x1f\n" +
 	"\x1bPOLICY_DECISION_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15POLICY_DECISION_ALLOW\x10\x01\x12\x18\n" +
@@ -2091,11 +2166,13 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x18SETTLE_STATE_UNSPECIFIED\x10\x00\x12\x1a\n" +
 	"\x16SETTLE_STATE_SUCCEEDED\x10\x01\x12\x17\n" +
 	"\x13SETTLE_STATE_FAILED\x10\x02\x12\x1d\n" +
-	"\x19SETTLE_STATE_NOT_ACCEPTED\x10\x03*r\n" +
+	"\x19SETTLE_STATE_NOT_ACCEPTED\x10\x03*\xb6\x01\n" +
 	"\x10ApprovalDecision\x12!\n" +
 	"\x1dAPPROVAL_DECISION_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19APPROVAL_DECISION_APPROVE\x10\x01\x12\x1c\n" +
-	"\x18APPROVAL_DECISION_REJECT\x10\x02*\xbf\x01\n" +
+	"\x18APPROVAL_DECISION_REJECT\x10\x02\x12\x1b\n" +
+	"\x17APPROVAL_DECISION_AMEND\x10\x03\x12%\n" +
+	"!APPROVAL_DECISION_PERSON_EXECUTES\x10\x04*\xbf\x01\n" +
 	"\x12RevalidationReason\x12#\n" +
 	"\x1fREVALIDATION_REASON_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aREVALIDATION_REASON_RESUME\x10\x01\x12\x1d\n" +

@@ -30,7 +30,11 @@ type SettleActionRequest struct {
 	// Succeeded: the tool's result, as the tool would have returned it.
 	Result *structpb.Value `protobuf:"bytes,4,opt,name=result,proto3" json:"result,omitempty"`
 	// Why the settler knows; required.
-	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// What shows it: references (a ticket, a URL, a document), at most 16
+	// of at most 1024 bytes each. Required to settle as succeeded an action
+	// a person executes (ACTION_STATUS_PERSON_EXECUTING).
+	Evidence      []string `protobuf:"bytes,6,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -100,6 +104,13 @@ func (x *SettleActionRequest) GetReason() string {
 	return ""
 }
 
+func (x *SettleActionRequest) GetEvidence() []string {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
 type SettleActionResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Action        *Action                `protobuf:"bytes,1,opt,name=action,proto3" json:"action,omitempty"`
@@ -149,13 +160,14 @@ var File_steward_v1_action_service_proto protoreflect.FileDescriptor
 const file_steward_v1_action_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1fsteward/v1/action_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\"\xc2\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\"\xde\x01\n" +
 	"\x13SettleActionRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12-\n" +
 	"\x05state\x18\x03 \x01(\x0e2\x17.steward.v1.SettleStateR\x05state\x12.\n" +
 	"\x06result\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\x06result\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"B\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1a\n" +
+	"\bevidence\x18\x06 \x03(\tR\bevidence\"B\n" +
 	"\x14SettleActionResponse\x12*\n" +
 	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action2d\n" +
 	"\rActionService\x12S\n" +

@@ -2410,9 +2410,15 @@ type ApprovalDecided struct {
 	PlanHash string `protobuf:"bytes,8,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
 	// The vote of the backup the approval was escalated to, in that part:
 	// it stands in for the contract's authorizer (docs/approvals.md).
-	AsBackup      bool `protobuf:"varint,9,opt,name=as_backup,json=asBackup,proto3" json:"as_backup,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AsBackup bool `protobuf:"varint,9,opt,name=as_backup,json=asBackup,proto3" json:"as_backup,omitempty"`
+	// Set on APPROVAL_DECISION_AMEND: the parameters the approver gave, as
+	// canonical JSON, and the id of the action the control plane proposes
+	// with them (pkg/action.AmendmentID): one per approval and parameters,
+	// however often the decision is retried.
+	AmendedParamsJson string `protobuf:"bytes,10,opt,name=amended_params_json,json=amendedParamsJson,proto3" json:"amended_params_json,omitempty"`
+	AmendedActionId   string `protobuf:"bytes,11,opt,name=amended_action_id,json=amendedActionId,proto3" json:"amended_action_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ApprovalDecided) Reset() {
@@ -2506,6 +2512,20 @@ func (x *ApprovalDecided) GetAsBackup() bool {
 		return x.AsBackup
 	}
 	return false
+}
+
+func (x *ApprovalDecided) GetAmendedParamsJson() string {
+	if x != nil {
+		return x.AmendedParamsJson
+	}
+	return ""
+}
+
+func (x *ApprovalDecided) GetAmendedActionId() string {
+	if x != nil {
+		return x.AmendedActionId
+	}
+	return ""
 }
 
 // ActionPermitted issues the one-time permit for an action (governance
@@ -2923,7 +2943,9 @@ type ActionSettled struct {
 	ResultHash string `protobuf:"bytes,4,opt,name=result_hash,json=resultHash,proto3" json:"result_hash,omitempty"`
 	Reason     string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
 	// "status query", or the principal who settled it.
-	SettledBy     string `protobuf:"bytes,6,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
+	SettledBy string `protobuf:"bytes,6,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
+	// What the settler points at to show it (SettleActionRequest.evidence).
+	Evidence      []string `protobuf:"bytes,7,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2998,6 +3020,13 @@ func (x *ActionSettled) GetSettledBy() string {
 		return x.SettledBy
 	}
 	return ""
+}
+
+func (x *ActionSettled) GetEvidence() []string {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
 }
 
 // ActionRevalidating records that an action's permit will not be used as
@@ -4668,7 +4697,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vcost_micros\x18\x04 \x01(\x03R\n" +
 	"costMicros\"E\n" +
 	"\x11ApprovalRequested\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xd9\x02\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xb5\x03\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -4681,7 +4710,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\acomment\x18\x06 \x01(\tR\acomment\x12:\n" +
 	"\x06signed\x18\a \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
 	"\tplan_hash\x18\b \x01(\tR\bplanHash\x12\x1b\n" +
-	"\tas_backup\x18\t \x01(\bR\basBackup\"\xad\x01\n" +
+	"\tas_backup\x18\t \x01(\bR\basBackup\x12.\n" +
+	"\x13amended_params_json\x18\n" +
+	" \x01(\tR\x11amendedParamsJson\x12*\n" +
+	"\x11amended_action_id\x18\v \x01(\tR\x0famendedActionId\"\xad\x01\n" +
 	"\x0fActionPermitted\x120\n" +
 	"\x06permit\x18\x01 \x01(\v2\x18.steward.v1.ActionPermitR\x06permit\x126\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x120\n" +
@@ -4708,7 +4740,7 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x04kind\x18\x02 \x01(\x0e2\x14.steward.v1.WaitKindR\x04kind\x120\n" +
 	"\x05until\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\x05until\x12!\n" +
 	"\fnext_attempt\x18\x04 \x01(\rR\vnextAttempt\x12\x16\n" +
-	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xd2\x01\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"\xee\x01\n" +
 	"\rActionSettled\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12-\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x17.steward.v1.SettleStateR\x05state\x12\x1d\n" +
@@ -4718,7 +4750,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"resultHash\x12\x16\n" +
 	"\x06reason\x18\x05 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"settled_by\x18\x06 \x01(\tR\tsettledBy\"\x9e\x01\n" +
+	"settled_by\x18\x06 \x01(\tR\tsettledBy\x12\x1a\n" +
+	"\bevidence\x18\a \x03(\tR\bevidence\"\x9e\x01\n" +
 	"\x12ActionRevalidating\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1b\n" +
 	"\tpermit_id\x18\x02 \x01(\tR\bpermitId\x126\n" +

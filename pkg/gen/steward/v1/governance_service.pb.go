@@ -9,6 +9,7 @@ package stewardv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	reflect "reflect"
 	sync "sync"
 	unsafe "unsafe"
@@ -244,7 +245,12 @@ type DecideApprovalRequest struct {
 	Comment    string           `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
 	// For the approval of a plan, instead of action_hash: the hash of the
 	// plan version being decided, as the approver saw it.
-	PlanHash      string `protobuf:"bytes,5,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	PlanHash string `protobuf:"bytes,5,opt,name=plan_hash,json=planHash,proto3" json:"plan_hash,omitempty"`
+	// With APPROVAL_DECISION_AMEND, and only then: the parameters the action
+	// should have instead, checked against its tool's schema. The action is
+	// rejected and an action with these parameters is proposed in the
+	// approver's name (docs/approvals.md, "Amend").
+	AmendedParams *structpb.Struct `protobuf:"bytes,6,opt,name=amended_params,json=amendedParams,proto3" json:"amended_params,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -312,6 +318,13 @@ func (x *DecideApprovalRequest) GetPlanHash() string {
 		return x.PlanHash
 	}
 	return ""
+}
+
+func (x *DecideApprovalRequest) GetAmendedParams() *structpb.Struct {
+	if x != nil {
+		return x.AmendedParams
+	}
+	return nil
 }
 
 type DecideApprovalResponse struct {
@@ -656,7 +669,7 @@ var File_steward_v1_governance_service_proto protoreflect.FileDescriptor
 const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\n" +
 	"#steward/v1/governance_service.proto\x12\n" +
-	"steward.v1\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\"\x8e\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x17steward/v1/action.proto\x1a\x1bsteward/v1/credential.proto\"\x8e\x01\n" +
 	"\x14ListApprovalsRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
 	"\fpending_only\x18\x02 \x01(\bR\vpendingOnly\x12\x1b\n" +
@@ -670,7 +683,7 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\"G\n" +
 	"\x13GetApprovalResponse\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xca\x01\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\x8a\x02\n" +
 	"\x15DecideApprovalRequest\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1f\n" +
@@ -678,7 +691,8 @@ const file_steward_v1_governance_service_proto_rawDesc = "" +
 	"actionHash\x128\n" +
 	"\bdecision\x18\x03 \x01(\x0e2\x1c.steward.v1.ApprovalDecisionR\bdecision\x12\x18\n" +
 	"\acomment\x18\x04 \x01(\tR\acomment\x12\x1b\n" +
-	"\tplan_hash\x18\x05 \x01(\tR\bplanHash\"J\n" +
+	"\tplan_hash\x18\x05 \x01(\tR\bplanHash\x12>\n" +
+	"\x0eamended_params\x18\x06 \x01(\v2\x17.google.protobuf.StructR\ramendedParams\"J\n" +
 	"\x16DecideApprovalResponse\x120\n" +
 	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"J\n" +
 	"\x17RevokeCredentialRequest\x12\x17\n" +
@@ -741,32 +755,34 @@ var file_steward_v1_governance_service_proto_goTypes = []any{
 	(*GetCredentialKeyResponse)(nil), // 11: steward.v1.GetCredentialKeyResponse
 	(*Approval)(nil),                 // 12: steward.v1.Approval
 	(ApprovalDecision)(0),            // 13: steward.v1.ApprovalDecision
-	(*CredentialState)(nil),          // 14: steward.v1.CredentialState
+	(*structpb.Struct)(nil),          // 14: google.protobuf.Struct
+	(*CredentialState)(nil),          // 15: steward.v1.CredentialState
 }
 var file_steward_v1_governance_service_proto_depIdxs = []int32{
 	12, // 0: steward.v1.ListApprovalsResponse.approvals:type_name -> steward.v1.Approval
 	12, // 1: steward.v1.GetApprovalResponse.approval:type_name -> steward.v1.Approval
 	13, // 2: steward.v1.DecideApprovalRequest.decision:type_name -> steward.v1.ApprovalDecision
-	12, // 3: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
-	14, // 4: steward.v1.RevokeCredentialResponse.credential:type_name -> steward.v1.CredentialState
-	14, // 5: steward.v1.RenewCredentialResponse.credential:type_name -> steward.v1.CredentialState
-	0,  // 6: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
-	2,  // 7: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
-	4,  // 8: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
-	6,  // 9: steward.v1.GovernanceService.RevokeCredential:input_type -> steward.v1.RevokeCredentialRequest
-	8,  // 10: steward.v1.GovernanceService.RenewCredential:input_type -> steward.v1.RenewCredentialRequest
-	10, // 11: steward.v1.GovernanceService.GetCredentialKey:input_type -> steward.v1.GetCredentialKeyRequest
-	1,  // 12: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
-	3,  // 13: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
-	5,  // 14: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
-	7,  // 15: steward.v1.GovernanceService.RevokeCredential:output_type -> steward.v1.RevokeCredentialResponse
-	9,  // 16: steward.v1.GovernanceService.RenewCredential:output_type -> steward.v1.RenewCredentialResponse
-	11, // 17: steward.v1.GovernanceService.GetCredentialKey:output_type -> steward.v1.GetCredentialKeyResponse
-	12, // [12:18] is the sub-list for method output_type
-	6,  // [6:12] is the sub-list for method input_type
-	6,  // [6:6] is the sub-list for extension type_name
-	6,  // [6:6] is the sub-list for extension extendee
-	0,  // [0:6] is the sub-list for field type_name
+	14, // 3: steward.v1.DecideApprovalRequest.amended_params:type_name -> google.protobuf.Struct
+	12, // 4: steward.v1.DecideApprovalResponse.approval:type_name -> steward.v1.Approval
+	15, // 5: steward.v1.RevokeCredentialResponse.credential:type_name -> steward.v1.CredentialState
+	15, // 6: steward.v1.RenewCredentialResponse.credential:type_name -> steward.v1.CredentialState
+	0,  // 7: steward.v1.GovernanceService.ListApprovals:input_type -> steward.v1.ListApprovalsRequest
+	2,  // 8: steward.v1.GovernanceService.GetApproval:input_type -> steward.v1.GetApprovalRequest
+	4,  // 9: steward.v1.GovernanceService.DecideApproval:input_type -> steward.v1.DecideApprovalRequest
+	6,  // 10: steward.v1.GovernanceService.RevokeCredential:input_type -> steward.v1.RevokeCredentialRequest
+	8,  // 11: steward.v1.GovernanceService.RenewCredential:input_type -> steward.v1.RenewCredentialRequest
+	10, // 12: steward.v1.GovernanceService.GetCredentialKey:input_type -> steward.v1.GetCredentialKeyRequest
+	1,  // 13: steward.v1.GovernanceService.ListApprovals:output_type -> steward.v1.ListApprovalsResponse
+	3,  // 14: steward.v1.GovernanceService.GetApproval:output_type -> steward.v1.GetApprovalResponse
+	5,  // 15: steward.v1.GovernanceService.DecideApproval:output_type -> steward.v1.DecideApprovalResponse
+	7,  // 16: steward.v1.GovernanceService.RevokeCredential:output_type -> steward.v1.RevokeCredentialResponse
+	9,  // 17: steward.v1.GovernanceService.RenewCredential:output_type -> steward.v1.RenewCredentialResponse
+	11, // 18: steward.v1.GovernanceService.GetCredentialKey:output_type -> steward.v1.GetCredentialKeyResponse
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_governance_service_proto_init() }

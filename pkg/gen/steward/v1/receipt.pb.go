@@ -784,10 +784,18 @@ type ReceiptCall struct {
 	ApprovedBy     string         `protobuf:"bytes,15,opt,name=approved_by,json=approvedBy,proto3" json:"approved_by,omitempty"`
 	SettledBy      string         `protobuf:"bytes,16,opt,name=settled_by,json=settledBy,proto3" json:"settled_by,omitempty"`
 	// The action this one undoes, if it is a compensation.
-	Compensates   string                 `protobuf:"bytes,17,opt,name=compensates,proto3" json:"compensates,omitempty"`
-	OpKey         string                 `protobuf:"bytes,18,opt,name=op_key,json=opKey,proto3" json:"op_key,omitempty"`
-	ProposedAt    *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=proposed_at,json=proposedAt,proto3" json:"proposed_at,omitempty"`
-	FinishedAt    *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	Compensates string                 `protobuf:"bytes,17,opt,name=compensates,proto3" json:"compensates,omitempty"`
+	OpKey       string                 `protobuf:"bytes,18,opt,name=op_key,json=opKey,proto3" json:"op_key,omitempty"`
+	ProposedAt  *timestamppb.Timestamp `protobuf:"bytes,19,opt,name=proposed_at,json=proposedAt,proto3" json:"proposed_at,omitempty"`
+	FinishedAt  *timestamppb.Timestamp `protobuf:"bytes,20,opt,name=finished_at,json=finishedAt,proto3" json:"finished_at,omitempty"`
+	// The amendment this call took part in: the action an approver amended
+	// it into, or the action it amends.
+	AmendedAs   string `protobuf:"bytes,21,opt,name=amended_as,json=amendedAs,proto3" json:"amended_as,omitempty"`
+	AmendmentOf string `protobuf:"bytes,22,opt,name=amendment_of,json=amendmentOf,proto3" json:"amendment_of,omitempty"`
+	// Set when a person did the work (APPROVAL_DECISION_PERSON_EXECUTES):
+	// who, and what they pointed at to show it.
+	ExecutedBy    string   `protobuf:"bytes,23,opt,name=executed_by,json=executedBy,proto3" json:"executed_by,omitempty"`
+	Evidence      []string `protobuf:"bytes,24,rep,name=evidence,proto3" json:"evidence,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -962,6 +970,34 @@ func (x *ReceiptCall) GetFinishedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ReceiptCall) GetAmendedAs() string {
+	if x != nil {
+		return x.AmendedAs
+	}
+	return ""
+}
+
+func (x *ReceiptCall) GetAmendmentOf() string {
+	if x != nil {
+		return x.AmendmentOf
+	}
+	return ""
+}
+
+func (x *ReceiptCall) GetExecutedBy() string {
+	if x != nil {
+		return x.ExecutedBy
+	}
+	return ""
+}
+
+func (x *ReceiptCall) GetEvidence() []string {
+	if x != nil {
+		return x.Evidence
+	}
+	return nil
+}
+
 // ReceiptApproval is one person's decision.
 type ReceiptApproval struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -983,10 +1019,12 @@ type ReceiptApproval struct {
 	Withdrawn bool `protobuf:"varint,12,opt,name=withdrawn,proto3" json:"withdrawn,omitempty"`
 	// Set when it waited past its escalation threshold: the backup it went
 	// to, who could decide it since, and when.
-	EscalatedTo   string                 `protobuf:"bytes,13,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
-	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	EscalatedTo string                 `protobuf:"bytes,13,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt *timestamppb.Timestamp `protobuf:"bytes,14,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
+	// Decided APPROVAL_DECISION_AMEND: the action proposed in its place.
+	AmendedActionId string `protobuf:"bytes,15,opt,name=amended_action_id,json=amendedActionId,proto3" json:"amended_action_id,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReceiptApproval) Reset() {
@@ -1115,6 +1153,13 @@ func (x *ReceiptApproval) GetEscalatedAt() *timestamppb.Timestamp {
 		return x.EscalatedAt
 	}
 	return nil
+}
+
+func (x *ReceiptApproval) GetAmendedActionId() string {
+	if x != nil {
+		return x.AmendedActionId
+	}
+	return ""
 }
 
 // ReceiptArtifact is one artifact the task produced.
@@ -1536,7 +1581,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\fescalated_to\x18\n" +
 	" \x01(\tR\vescalatedTo\x12=\n" +
 	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12=\n" +
-	"\fsuspended_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendedAt\"\x8f\x06\n" +
+	"\fsuspended_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendedAt\"\x8e\a\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -1565,7 +1610,13 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\vproposed_at\x18\x13 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"proposedAt\x12;\n" +
 	"\vfinished_at\x18\x14 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"finishedAt\"\xc4\x04\n" +
+	"finishedAt\x12\x1d\n" +
+	"\n" +
+	"amended_as\x18\x15 \x01(\tR\tamendedAs\x12!\n" +
+	"\famendment_of\x18\x16 \x01(\tR\vamendmentOf\x12\x1f\n" +
+	"\vexecuted_by\x18\x17 \x01(\tR\n" +
+	"executedBy\x12\x1a\n" +
+	"\bevidence\x18\x18 \x03(\tR\bevidence\"\xf0\x04\n" +
 	"\x0fReceiptApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -1585,7 +1636,8 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\tplan_hash\x18\v \x01(\tR\bplanHash\x12\x1c\n" +
 	"\twithdrawn\x18\f \x01(\bR\twithdrawn\x12!\n" +
 	"\fescalated_to\x18\r \x01(\tR\vescalatedTo\x12=\n" +
-	"\fescalated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xb5\x01\n" +
+	"\fescalated_at\x18\x0e \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12*\n" +
+	"\x11amended_action_id\x18\x0f \x01(\tR\x0famendedActionId\"\xb5\x01\n" +
 	"\x0fReceiptArtifact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +

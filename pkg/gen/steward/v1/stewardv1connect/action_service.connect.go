@@ -41,7 +41,9 @@ const (
 // ActionServiceClient is a client for the steward.v1.ActionService service.
 type ActionServiceClient interface {
 	// SettleAction records the truth about an unknown outcome, with who
-	// settled it and why. With --auth it needs the operator role.
+	// settled it and why; with --auth that needs the operator role. It also
+	// ends an action an approver said a person executes
+	// (ACTION_STATUS_PERSON_EXECUTING), and only that person may.
 	SettleAction(context.Context, *connect.Request[v1.SettleActionRequest]) (*connect.Response[v1.SettleActionResponse], error)
 }
 
@@ -78,7 +80,9 @@ func (c *actionServiceClient) SettleAction(ctx context.Context, req *connect.Req
 // ActionServiceHandler is an implementation of the steward.v1.ActionService service.
 type ActionServiceHandler interface {
 	// SettleAction records the truth about an unknown outcome, with who
-	// settled it and why. With --auth it needs the operator role.
+	// settled it and why; with --auth that needs the operator role. It also
+	// ends an action an approver said a person executes
+	// (ACTION_STATUS_PERSON_EXECUTING), and only that person may.
 	SettleAction(context.Context, *connect.Request[v1.SettleActionRequest]) (*connect.Response[v1.SettleActionResponse], error)
 }
 

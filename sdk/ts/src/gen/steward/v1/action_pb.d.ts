@@ -342,6 +342,20 @@ export declare type Approval = Message<"steward.v1.Approval"> & {
    * @generated from field: google.protobuf.Timestamp escalated_at = 28;
    */
   escalatedAt?: Timestamp | undefined;
+
+  /**
+   * Set when decided APPROVAL_DECISION_AMEND: the parameters the approver
+   * gave, as canonical JSON, and the id of the action proposed with them
+   * in the approver's name (docs/approvals.md, "Amend").
+   *
+   * @generated from field: string amended_params_json = 29;
+   */
+  amendedParamsJson: string;
+
+  /**
+   * @generated from field: string amended_action_id = 30;
+   */
+  amendedActionId: string;
 };
 
 /**
@@ -551,6 +565,14 @@ export declare type Outcome = Message<"steward.v1.Outcome"> & {
    * @generated from field: int64 tokens = 10;
    */
   tokens: bigint;
+
+  /**
+   * Settled by a person: what they point at to show it (a ticket, a URL,
+   * a document), as they gave it.
+   *
+   * @generated from field: repeated string evidence = 11;
+   */
+  evidence: string[];
 };
 
 /**
@@ -866,6 +888,23 @@ export declare type Action = Message<"steward.v1.Action"> & {
    * @generated from field: bool carried = 44;
    */
   carried: boolean;
+
+  /**
+   * Set when an approver amended this action (APPROVAL_DECISION_AMEND):
+   * the action proposed in its place, which the agent follows instead.
+   *
+   * @generated from field: string amended_as = 45;
+   */
+  amendedAs: string;
+
+  /**
+   * Set on an amended action: the action whose approver amended it. Its
+   * proposer is the approver; neither they nor the original's proposers
+   * may approve it.
+   *
+   * @generated from field: string amendment_of = 46;
+   */
+  amendmentOf: string;
 };
 
 /**
@@ -1002,6 +1041,16 @@ export enum ActionStatus {
    * @generated from enum value: ACTION_STATUS_REVALIDATING = 15;
    */
   REVALIDATING = 15,
+
+  /**
+   * An approver answered that a person does the work
+   * (APPROVAL_DECISION_PERSON_EXECUTES): no permit is issued and no tool
+   * is called; the action waits for that person to settle it, with
+   * evidence (ActionService.SettleAction).
+   *
+   * @generated from enum value: ACTION_STATUS_PERSON_EXECUTING = 16;
+   */
+  PERSON_EXECUTING = 16,
 }
 
 /**
@@ -1185,6 +1234,23 @@ export enum ApprovalDecision {
    * @generated from enum value: APPROVAL_DECISION_REJECT = 2;
    */
   REJECT = 2,
+
+  /**
+   * Not this action, but this one with other parameters: the action is
+   * rejected, and the amended one is proposed in the approver's name,
+   * judged by policy afresh, and never approved by the one who amended it.
+   *
+   * @generated from enum value: APPROVAL_DECISION_AMEND = 3;
+   */
+  AMEND = 3,
+
+  /**
+   * Approved, to be done by a person rather than by the tool: no permit
+   * is issued, and the action waits for that person to settle it.
+   *
+   * @generated from enum value: APPROVAL_DECISION_PERSON_EXECUTES = 4;
+   */
+  PERSON_EXECUTES = 4,
 }
 
 /**

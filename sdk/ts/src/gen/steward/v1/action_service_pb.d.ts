@@ -44,6 +44,15 @@ export declare type SettleActionRequest = Message<"steward.v1.SettleActionReques
    * @generated from field: string reason = 5;
    */
   reason: string;
+
+  /**
+   * What shows it: references (a ticket, a URL, a document), at most 16
+   * of at most 1024 bytes each. Required to settle as succeeded an action
+   * a person executes (ACTION_STATUS_PERSON_EXECUTING).
+   *
+   * @generated from field: repeated string evidence = 6;
+   */
+  evidence: string[];
 };
 
 /**
@@ -78,7 +87,9 @@ export declare const SettleActionResponseSchema: GenMessage<SettleActionResponse
 export declare const ActionService: GenService<{
   /**
    * SettleAction records the truth about an unknown outcome, with who
-   * settled it and why. With --auth it needs the operator role.
+   * settled it and why; with --auth that needs the operator role. It also
+   * ends an action an approver said a person executes
+   * (ACTION_STATUS_PERSON_EXECUTING), and only that person may.
    *
    * @generated from rpc steward.v1.ActionService.SettleAction
    */

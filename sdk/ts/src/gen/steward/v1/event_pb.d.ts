@@ -1139,6 +1139,21 @@ export declare type ApprovalDecided = Message<"steward.v1.ApprovalDecided"> & {
    * @generated from field: bool as_backup = 9;
    */
   asBackup: boolean;
+
+  /**
+   * Set on APPROVAL_DECISION_AMEND: the parameters the approver gave, as
+   * canonical JSON, and the id of the action the control plane proposes
+   * with them (pkg/action.AmendmentID): one per approval and parameters,
+   * however often the decision is retried.
+   *
+   * @generated from field: string amended_params_json = 10;
+   */
+  amendedParamsJson: string;
+
+  /**
+   * @generated from field: string amended_action_id = 11;
+   */
+  amendedActionId: string;
 };
 
 /**
@@ -1394,6 +1409,13 @@ export declare type ActionSettled = Message<"steward.v1.ActionSettled"> & {
    * @generated from field: string settled_by = 6;
    */
   settledBy: string;
+
+  /**
+   * What the settler points at to show it (SettleActionRequest.evidence).
+   *
+   * @generated from field: repeated string evidence = 7;
+   */
+  evidence: string[];
 };
 
 /**

@@ -3,7 +3,7 @@
 /* eslint-disable */
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 import type { Approval, ApprovalDecision } from "./action_pb.js";
 import type { CredentialState } from "./credential_pb.js";
 
@@ -140,6 +140,16 @@ export declare type DecideApprovalRequest = Message<"steward.v1.DecideApprovalRe
    * @generated from field: string plan_hash = 5;
    */
   planHash: string;
+
+  /**
+   * With APPROVAL_DECISION_AMEND, and only then: the parameters the action
+   * should have instead, checked against its tool's schema. The action is
+   * rejected and an action with these parameters is proposed in the
+   * approver's name (docs/approvals.md, "Amend").
+   *
+   * @generated from field: google.protobuf.Struct amended_params = 6;
+   */
+  amendedParams?: JsonObject | undefined;
 };
 
 /**

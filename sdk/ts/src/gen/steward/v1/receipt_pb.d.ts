@@ -590,6 +590,32 @@ export declare type ReceiptCall = Message<"steward.v1.ReceiptCall"> & {
    * @generated from field: google.protobuf.Timestamp finished_at = 20;
    */
   finishedAt?: Timestamp | undefined;
+
+  /**
+   * The amendment this call took part in: the action an approver amended
+   * it into, or the action it amends.
+   *
+   * @generated from field: string amended_as = 21;
+   */
+  amendedAs: string;
+
+  /**
+   * @generated from field: string amendment_of = 22;
+   */
+  amendmentOf: string;
+
+  /**
+   * Set when a person did the work (APPROVAL_DECISION_PERSON_EXECUTES):
+   * who, and what they pointed at to show it.
+   *
+   * @generated from field: string executed_by = 23;
+   */
+  executedBy: string;
+
+  /**
+   * @generated from field: repeated string evidence = 24;
+   */
+  evidence: string[];
 };
 
 /**
@@ -682,6 +708,13 @@ export declare type ReceiptApproval = Message<"steward.v1.ReceiptApproval"> & {
    * @generated from field: google.protobuf.Timestamp escalated_at = 14;
    */
   escalatedAt?: Timestamp | undefined;
+
+  /**
+   * Decided APPROVAL_DECISION_AMEND: the action proposed in its place.
+   *
+   * @generated from field: string amended_action_id = 15;
+   */
+  amendedActionId: string;
 };
 
 /**
