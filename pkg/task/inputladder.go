@@ -35,11 +35,11 @@ type InputLadder struct {
 	Backup string
 }
 
-// InputLadderOf is c's question ladder, its defaults filled in: a
-// contract that sets only a suspension sooner than the default reminder
-// is reminded halfway to it, as an approval is; an escalation the
-// contract names a backup for but no time comes halfway between the
-// reminder and the suspension.
+// InputLadderOf is c's question ladder, its defaults filled in as an
+// approval's are (ApprovalWaitsOf): a contract that does not set the
+// reminder is reminded halfway to a sooner escalation or suspension it
+// sets; an escalation the contract names a backup for but no time comes
+// halfway between the reminder and the suspension.
 func InputLadderOf(c *stewardv1.TaskContract) InputLadder {
 	tm := c.GetTimers()
 	l := InputLadder{
@@ -47,8 +47,12 @@ func InputLadderOf(c *stewardv1.TaskContract) InputLadder {
 		Suspend: orDuration(tm.GetInputSuspendAfter(), DefaultInputSuspendAfter),
 		Backup:  c.GetInputBackupRef(),
 	}
-	if tm.GetInputRemindAfter().AsDuration() <= 0 && l.Remind >= l.Suspend {
-		l.Remind = l.Suspend / 2
+	first := l.Suspend
+	if e := tm.GetInputEscalateAfter().AsDuration(); e > 0 && l.Backup != "" {
+		first = min(first, e)
+	}
+	if tm.GetInputRemindAfter().AsDuration() <= 0 && l.Remind >= first {
+		l.Remind = first / 2
 	}
 	if l.Backup != "" {
 		l.Escalate = orDuration(tm.GetInputEscalateAfter(), (l.Remind+l.Suspend)/2)

@@ -107,4 +107,8 @@ func TestInputLadderDefaults(t *testing.T) {
 	if l := task.InputLadderOf(short); l.Remind != 30*time.Minute {
 		t.Fatalf("only a short suspension: %+v, want a reminder halfway", l)
 	}
+	soon := &stewardv1.TaskContract{InputBackupRef: "user:bo", Timers: &stewardv1.TaskTimers{InputEscalateAfter: durationpb.New(time.Hour)}}
+	if l := task.InputLadderOf(soon); l.Remind != 30*time.Minute || l.Escalate != time.Hour {
+		t.Fatalf("only a short escalation: %+v, want a reminder halfway to it, as an approval's", l)
+	}
 }

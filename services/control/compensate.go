@@ -187,12 +187,17 @@ func (r *recovery) finishCompensation(ctx context.Context, rec *stewardv1.EventR
 }
 
 // inFlight reports whether an action of t's own (not a compensation) has a
-// call out whose end is not known yet: dispatched, or unknown until it is
-// settled. Nothing else of the task's own starts while it compensates.
+// call out whose end is not known yet — dispatched, or unknown until it is
+// settled — or a person at work on it, who settles it yet. Nothing else of
+// the task's own starts while it compensates.
 func inFlight(t *stewardv1.Task) bool {
 	for _, a := range t.Actions {
-		if a.Compensates == "" && (a.Status == stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED || a.Status == stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN) {
-			return true
+		switch a.Status {
+		case stewardv1.ActionStatus_ACTION_STATUS_DISPATCHED, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN,
+			stewardv1.ActionStatus_ACTION_STATUS_PERSON_EXECUTING: // a person at work settles it yet
+			if a.Compensates == "" {
+				return true
+			}
 		}
 	}
 	return false

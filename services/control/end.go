@@ -131,8 +131,10 @@ type undoers map[string]bool
 // names a compensating tool: it succeeded, is a reversible write, and is
 // not itself a compensation.
 func undoable(a *stewardv1.Action) bool {
+	// A person's own work (task.Executor) made no call for a compensating
+	// tool to undo: a person undoes it.
 	return a.Status == stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED &&
-		a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && a.Compensates == "" && !a.Carried
+		a.EffectClass == stewardv1.EffectClass_EFFECT_CLASS_REVERSIBLE_WRITE && a.Compensates == "" && !a.Carried && task.Executor(a) == ""
 }
 
 func toolVersion(a *stewardv1.Action) string { return a.Tool + "@" + a.ToolVersion }

@@ -52,3 +52,9 @@ func (p *Plane) ForkTask(ctx context.Context, principal string, req *stewardv1.F
 func (p *Plane) Heartbeat(ctx context.Context, principal string, req *stewardv1.HeartbeatRequest) (*stewardv1.HeartbeatResponse, error) {
 	return p.heartbeats.Heartbeat(ctx, principal, req)
 }
+
+// Undoable and InFlight are the compensation's rules, for its tests.
+var (
+	Undoable = undoable
+	InFlight = inFlight
+)

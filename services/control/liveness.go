@@ -63,9 +63,15 @@ func (hb *heartbeats) Heartbeat(ctx context.Context, principal string, req *stew
 }
 
 // news reports whether a heartbeat at now tells t anything: an ask or an
-// escalation is open, or the agent's last word is half an ask's wait old.
-// A task whose contract asks nothing takes none.
+// escalation is open, or the agent's last word is half an ask's wait old;
+// or, at work, t is marked stalled or has been quiet for half its stall
+// threshold — an agent alive and idle is no stall, and its word, on the
+// log, keeps the watchdog from marking the task (and governance from
+// suspending it). Else a heartbeat is taken and not recorded.
 func news(t *stewardv1.Task, now time.Time) bool {
+	if task.Working(t.Status) && (t.StalledSince != nil || now.Sub(t.UpdatedAt.AsTime()) >= task.StallAfter(t.Contract)/2) {
+		return true
+	}
 	ask := t.Contract.GetTimers().GetAgentAskAfter().AsDuration()
 	return ask > 0 && (task.AgentAsked(t) || task.AgentEscalated(t) || task.AgentSilentFor(t, now) >= ask/2)
 }

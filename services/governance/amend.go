@@ -3,6 +3,7 @@ package governance
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -90,14 +91,20 @@ func (p *Plane) amendmentOf(ctx context.Context, tenant string, ap *stewardv1.Ap
 // be given to: a, an action of t, that went out already (its call may
 // have done the work), that a plan step or a compensation proposes with
 // parameters Steward sets (an amendment), or an approval the answer would
-// not complete (person executes). Nil for approve and reject.
-func checkAnswer(a *stewardv1.Action, decision stewardv1.ApprovalDecision) error {
+// not complete, or whose task is not active (person executes). Nil for
+// approve and reject.
+func checkAnswer(t *stewardv1.Task, a *stewardv1.Action, decision stewardv1.ApprovalDecision) error {
 	amend := decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND
 	if !amend && decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES {
 		return nil
 	}
 	ap := a.Approval
 	switch {
+	case !amend && !task.Active(t.Status):
+		// An approval's permit waits for a live task (afterDecision);
+		// nobody is handed the work of one that is not.
+		return errs.New(errs.FailedPrecondition, "task %s is %s: nobody may be handed the work of action %s now; reject it, or resume the task first",
+			t.Contract.GetTaskId(), strings.ToLower(strings.TrimPrefix(t.Status.String(), "TASK_STATUS_")), a.ActionId)
 	case a.Attempt > 0:
 		return errs.New(errs.FailedPrecondition, "action %s went out already (attempt %d), and its call may have done the work: approve or reject it", a.ActionId, a.Attempt)
 	case amend && a.PlanStepId != "":
@@ -121,7 +128,7 @@ func repeated(ap *stewardv1.Approval, who rpc.Identity, req *stewardv1.DecideApp
 	}
 	switch req.Decision {
 	case stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND:
-		return ap.AmendedActionId == am.actionID
+		return am != nil && ap.AmendedActionId == am.actionID
 	case stewardv1.ApprovalDecision_APPROVAL_DECISION_PERSON_EXECUTES:
 		return true
 	}

@@ -159,11 +159,7 @@ func TestARetriedAmendmentRecordsOne(t *testing.T) {
 // may, and the permit follows.
 func TestTheAmenderMayNotApproveTheAmendment(t *testing.T) {
 	e, orig := awaitingWire(t, "user:cy")
-	ap, err := e.plane.Decide(context.Background(), authorizer("user:bo"), decision(orig, amend, map[string]any{"amount": 50}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	amended := e.waitStatus("t", e.amendedProposal(t, "t", orig, ap), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	amended := e.amendedByBo(t, orig)
 	admin := rpc.Identity{Principal: "user:bo", Roles: []string{"authorizer", "admin", "operator"}}
 	for _, c := range []struct {
 		who  rpc.Identity
@@ -206,4 +202,15 @@ func TestAPersonExecutesItNoPermit(t *testing.T) {
 	if a.Permit != nil || c[event.TypeActionPermitted] != 0 || c[event.TypeApprovalDecided] != 1 {
 		t.Fatalf("a person's execution: %v, events %v", a, c)
 	}
+}
+
+// amendedByBo is the action user:bo's amendment of orig (amount 50)
+// proposes, once it waits for its own approval.
+func (e *harness) amendedByBo(t *testing.T, orig *stewardv1.Action) *stewardv1.Action {
+	t.Helper()
+	ap, err := e.plane.Decide(context.Background(), authorizer("user:bo"), decision(orig, amend, map[string]any{"amount": 50}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e.waitStatus("t", e.amendedProposal(t, "t", orig, ap), stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 }

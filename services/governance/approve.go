@@ -50,11 +50,13 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 	if req.ActionHash == "" {
 		return nil, errs.Field("action_hash", "is required: approval %s is for action %s; name the hash of the action you decide on", req.ApprovalId, known.ActionId)
 	}
+	// An amendment is built here (it reads the tool registry) and its
+	// refusal kept for after the caller is known to be an approver of the
+	// hash: told sooner, anyone could try guesses at the parameters.
 	var am *amendment
+	var amendErr error
 	if req.Decision == stewardv1.ApprovalDecision_APPROVAL_DECISION_AMEND {
-		if am, err = p.amendmentOf(ctx, who.Tenant, known, req); err != nil {
-			return nil, err
-		}
+		am, amendErr = p.amendmentOf(ctx, who.Tenant, known, req)
 	}
 	var decided *stewardv1.Approval
 	err = p.tasks.Write(ctx, known.TaskId, func(t *stewardv1.Task) (*stewardv1.Event, error) {
@@ -82,8 +84,11 @@ func (p *Plane) Decide(ctx context.Context, who rpc.Identity, req *stewardv1.Dec
 		if req.ActionHash != a.ActionHash {
 			return nil, errs.Field("action_hash", "%s is not the hash of the action this approval is for (%s); an approval binds to one action", errs.Quote(req.ActionHash), a.ActionHash)
 		}
-		if err := checkAnswer(a, req.Decision); err != nil {
+		if err := checkAnswer(t, a, req.Decision); err != nil {
 			return nil, err
+		}
+		if amendErr != nil {
+			return nil, amendErr
 		}
 		return p.vote(t, who, decisionEventID(a, who, req.Decision, am), voteOf(a, who, req, am, asBackup))
 	})

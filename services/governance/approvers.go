@@ -44,20 +44,28 @@ const maxStakes = 64
 
 // proposers are those a was proposed on behalf of: its proposer and, down
 // the actions it stands in for, theirs — the original of a retry Steward
-// proposes (RECOVERY_MODE_RETRY), the action a compensation undoes, and
-// the action an approver amended (whose amendment is proposed in the
-// approver's name: they never approve what they amended).
+// proposes (RECOVERY_MODE_RETRY), the action a compensation undoes, the
+// action an edit replaced, and the action an approver amended (whose
+// amendment is proposed in the approver's name: they never approve what
+// they amended, nor the agent's edit of it).
 // Steward proposes those in its own name, which is nobody's judgement:
 // the person whose write a compensation undoes must not approve the
 // irreversible call that undoes it.
 func proposers(t *stewardv1.Task, a *stewardv1.Action) []stake {
 	by := []stake{{a.ProposedBy, "proposed action " + a.ActionId}}
 	for cur := a; len(by) < maxStakes; {
-		next, how := task.FindAction(t, cur.RetryOf), "a retry"
+		var next *stewardv1.Action
+		how := ""
 		switch {
 		case cur.AmendmentOf != "":
 			next, how = task.FindAction(t, cur.AmendmentOf), "the amendment"
-		case cur.RetryOf == "":
+		case cur.RetryOf != "":
+			next, how = task.FindAction(t, cur.RetryOf), "a retry"
+		case cur.EditOf != "":
+			// The agent's edit of an amendment is still the amender's
+			// parameters put forward.
+			next, how = task.FindAction(t, cur.EditOf), "an edit"
+		default:
 			next, how = task.FindAction(t, cur.Compensates), "the compensation"
 		}
 		if next == nil {

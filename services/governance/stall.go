@@ -61,7 +61,7 @@ func (ck *clock) armStall(ctx context.Context, rec *stewardv1.EventRecord) error
 	if err != nil {
 		return err
 	}
-	if !marked(t, quiet.AsTime()) {
+	if !marked(t, quiet.AsTime(), ck.now()) {
 		return nil // a re-drive, or anything else, moved it
 	}
 	payload, err := json.Marshal(stallTimer{TaskID: ev.TaskId, Mark: ev.EventId, QuietSince: quiet.AsTime()})
@@ -78,9 +78,11 @@ func (ck *clock) armStall(ctx context.Context, rec *stewardv1.EventRecord) error
 }
 
 // marked reports whether t is active and still carries the mark of the
-// quiet spell that began at quiet: nothing has happened to it since.
-func marked(t *stewardv1.Task, quiet time.Time) bool {
-	return task.Active(t.Status) && t.StalledSince != nil && t.StalledSince.AsTime().Equal(quiet)
+// quiet spell that began at quiet: nothing has happened to it since. A
+// plan that waits on a clock of its own (task.PlanWaitsDeclared) is no
+// stall, whichever watchdog marked it.
+func marked(t *stewardv1.Task, quiet, now time.Time) bool {
+	return task.Active(t.Status) && t.StalledSince != nil && t.StalledSince.AsTime().Equal(quiet) && !task.PlanWaitsDeclared(t, now)
 }
 
 // onStallTimer suspends a task whose mark still stands. A task paused,
@@ -97,7 +99,7 @@ func (ck *clock) onStallTimer(ctx context.Context, f timer.Fired) error {
 	var reason string
 	err := ck.tasks.Write(ctx, st.TaskID, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		reason = ""
-		if !marked(t, st.QuietSince) {
+		if !marked(t, st.QuietSince, ck.now()) {
 			return nil, nil
 		}
 		reason = task.Clip(fmt.Sprintf("stalled, and nothing moved it for %s after the mark: %s; resume the task (ResumeTask) and the planes re-drive it",

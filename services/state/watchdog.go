@@ -13,10 +13,8 @@ import (
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// DefaultStallAfter is how long a working task may go without an event
-// before it is marked stalled, when its contract does not say
-// (contract.timers.stall_after).
-const DefaultStallAfter = 15 * time.Minute
+// DefaultStallAfter is task.DefaultStallAfter, where the rule lives.
+const DefaultStallAfter = task.DefaultStallAfter
 
 // DefaultRedriveAfter is how long a task may stay where it should move
 // on by itself, with no event — pending, not started; an action proposed
@@ -125,15 +123,6 @@ func (p *Plane) markStalled(ctx context.Context, taskID string) error {
 	return nil
 }
 
-// stallAfter is t's stall threshold; a missing or non-positive one means
-// the default.
-func stallAfter(c *stewardv1.TaskContract) time.Duration {
-	if d := c.GetTimers().GetStallAfter(); d != nil && d.AsDuration() > 0 {
-		return d.AsDuration()
-	}
-	return DefaultStallAfter
-}
-
 // stallReason says why t is stalled at now, with the re-drive bound
 // redrive, or "" if it is not. It judges each action (see watchStalls): a
 // stuck one stalls the task even while others wait on an approval, a
@@ -144,7 +133,7 @@ func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string
 	if !task.Working(t.Status) && !pendingTask || t.StalledSince != nil || t.UpdatedAt == nil {
 		return ""
 	}
-	quiet, long := now.Sub(t.UpdatedAt.AsTime()), stallAfter(t.Contract)
+	quiet, long := now.Sub(t.UpdatedAt.AsTime()), task.StallAfter(t.Contract)
 	if redrive <= 0 || redrive > long {
 		redrive = long
 	}
@@ -173,7 +162,7 @@ func stallReason(t *stewardv1.Task, now time.Time, redrive time.Duration) string
 	if len(stuck) == 0 && task.PlanUnjudged(t.Plan) {
 		return fmt.Sprintf("no progress for %s; plan version %d was submitted and governance has not judged it", quiet.Round(time.Second), t.Plan.Version)
 	}
-	if len(stuck) == 0 && (pending || quiet < long) {
+	if len(stuck) == 0 && (pending || quiet < long || task.PlanWaitsDeclared(t, now)) {
 		return "" // waiting on something with its own clock, or not for long
 	}
 	if len(stuck) == 0 && len(open) == 0 && agentsTurn(t) {

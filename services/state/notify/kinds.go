@@ -145,6 +145,10 @@ func resume(ev *stewardv1.Event) string {
 		return fmt.Sprintf("its accountable owner extends the deadline (ExtendDeadline), then steward tasks resume %s", id)
 	case stewardv1.SuspendCause_SUSPEND_CAUSE_AGENT_SILENT:
 		return fmt.Sprintf("its agent's next word resumes it; or steward tasks resume %s", id)
+	case stewardv1.SuspendCause_SUSPEND_CAUSE_INPUT_OVERDUE:
+		// Its question is still open, and its answer resumes it; a resume
+		// would close the question unanswered.
+		return fmt.Sprintf("steward questions answer %s ANSWER resumes it (or steward tasks resume %[1]s goes on without one)", id)
 	}
 	return fmt.Sprintf("steward tasks resume %s", id)
 }
