@@ -20,12 +20,20 @@ import (
 const DefaultRecoveryAttempts = 3
 
 // ControlOwes reports whether the control plane owes t a step of its own:
-// t compensates, a plan of it runs, or a retry is owed (RetryOwed).
+// t compensates, a plan of it runs, a retry is owed (RetryOwed), or an
+// amendment is (AmendmentOwed).
 func ControlOwes(t *stewardv1.Task) bool {
 	if t.Status == stewardv1.TaskStatus_TASK_STATUS_COMPENSATING || PlanRuns(t.Plan) {
 		return true
 	}
-	return slices.ContainsFunc(t.Actions, func(a *stewardv1.Action) bool { return RetryOwed(t, a) })
+	return slices.ContainsFunc(t.Actions, func(a *stewardv1.Action) bool { return RetryOwed(t, a) || AmendmentOwed(t, a) })
+}
+
+// AmendmentOwed reports whether a, an action of t, was amended into an
+// action the control plane has not proposed yet (amended_as names it, and
+// t has none of that id).
+func AmendmentOwed(t *stewardv1.Task, a *stewardv1.Action) bool {
+	return a.AmendedAs != "" && FindAction(t, a.AmendedAs) == nil
 }
 
 // RetryOwed reports whether a, an action of t, is a failure that

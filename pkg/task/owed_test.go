@@ -44,3 +44,19 @@ func TestControlOwesARetryUntilItIsProposed(t *testing.T) {
 		})
 	}
 }
+
+// TestControlOwesAnAmendmentUntilItIsProposed: an action amended into one
+// the task does not have yet is owed (the control plane's re-drive
+// proposes it, and the watchdog takes the task for no agent's turn); once
+// the amended action is on the task, nothing is.
+func TestControlOwesAnAmendmentUntilItIsProposed(t *testing.T) {
+	orig := &stewardv1.Action{ActionId: "a1", Status: stewardv1.ActionStatus_ACTION_STATUS_REJECTED, AmendedAs: "a2"}
+	tk := &stewardv1.Task{Status: stewardv1.TaskStatus_TASK_STATUS_RUNNING, Actions: []*stewardv1.Action{orig}}
+	if !task.AmendmentOwed(tk, orig) || !task.ControlOwes(tk) {
+		t.Fatal("an amendment not yet proposed is not owed")
+	}
+	tk.Actions = append(tk.Actions, &stewardv1.Action{ActionId: "a2", AmendmentOf: "a1", Status: stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL})
+	if task.AmendmentOwed(tk, orig) || task.ControlOwes(tk) {
+		t.Fatal("a proposed amendment is still owed")
+	}
+}

@@ -35,7 +35,7 @@ func (r *recovery) amendDue(ctx context.Context, rec *stewardv1.EventRecord) err
 		return err
 	}
 	for _, a := range t.Actions {
-		if a.AmendedAs != "" && task.FindAction(t, a.AmendedAs) == nil {
+		if task.AmendmentOwed(t, a) {
 			if err := r.amend(ctx, rec, t, a); err != nil {
 				return err
 			}

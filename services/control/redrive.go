@@ -29,7 +29,7 @@ func (r *recovery) redrive(ctx context.Context, rec *stewardv1.EventRecord) erro
 	if pending {
 		return r.start(ctx, rec)
 	}
-	for _, again := range []func(context.Context, *stewardv1.EventRecord) error{r.retryPending, r.compensate, r.drivePlan} {
+	for _, again := range []func(context.Context, *stewardv1.EventRecord) error{r.retryPending, r.amendDue, r.compensate, r.drivePlan} {
 		if err := again(ctx, rec); err != nil {
 			return err
 		}
@@ -39,8 +39,8 @@ func (r *recovery) redrive(ctx context.Context, rec *stewardv1.EventRecord) erro
 
 // drives reports whether this plane moves working task t on by itself: it
 // has a plan (whose driver may also end it), or owes it a compensation or
-// a retry (task.ControlOwes: the rule by which the watchdog does not take
-// such a task for its agent's turn).
+// a retry or an amendment (task.ControlOwes: the rule by which the
+// watchdog does not take such a task for its agent's turn).
 func drives(t *stewardv1.Task) bool {
 	return t.Plan != nil || task.ControlOwes(t)
 }
