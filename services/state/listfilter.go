@@ -26,7 +26,8 @@ const (
 	// MaxFilterText bounds the text filter, in characters: the match is a
 	// pass over each task's intent, outcome and id per character of it.
 	MaxFilterText = 200
-	maxFilterRef  = 256
+	// MaxFilterRef bounds the owner and tool filters, in bytes.
+	MaxFilterRef = 256
 )
 
 // TaskFilter is what a task must match to be listed (ListTasksRequest's
@@ -54,10 +55,10 @@ func taskFilter(req *stewardv1.ListTasksRequest) (TaskFilter, error) {
 		}
 	}
 	switch {
-	case len(req.Owner) > maxFilterRef:
-		return f, errs.Field("owner", "is %d bytes, past the limit of %d", len(req.Owner), maxFilterRef)
-	case len(req.Tool) > maxFilterRef:
-		return f, errs.Field("tool", "is %d bytes, past the limit of %d", len(req.Tool), maxFilterRef)
+	case len(req.Owner) > MaxFilterRef:
+		return f, errs.Field("owner", "is %d bytes, past the limit of %d", len(req.Owner), MaxFilterRef)
+	case len(req.Tool) > MaxFilterRef:
+		return f, errs.Field("tool", "is %d bytes, past the limit of %d", len(req.Tool), MaxFilterRef)
 	case strings.Contains(req.Tool, "@"):
 		return f, errs.Field("tool", "%s is not a bare tool name: leave out @version", errs.Quote(req.Tool))
 	case utf8.RuneCountInString(req.Text) > MaxFilterText:
