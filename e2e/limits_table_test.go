@@ -71,8 +71,10 @@ func TestLimitsTableMatchesTheCode(t *testing.T) {
 			"stored content " + size(int(q.ContentBytesPerPrincipal)) + " / " + size(int(q.ContentBytesPerTenant))},
 		"an answer (every RPC)": {size(rpc.MaxResponseBytes) + " encoded"},
 		"a page (`ListTasks`, `ListApprovals`, `ListDeadLetters`)": {size(rpc.MaxPageBytes) + " of items", "on top of `page_size`"},
-		"responses in flight on one connection":                    {size(rpc.DefaultConnResponseBytes)},
-		"responses in flight on all connections":                   {size(rpc.DefaultServerResponseBytes)},
+		"`ListTasks`'s filters ([performance.md](performance.md#listing-tasks))": {fmt.Sprintf("`text` %d characters", state.MaxFilterText),
+			"`owner` and `tool` " + size(state.MaxFilterRef), count(state.MaxScan, "of the tenant's tasks")},
+		"responses in flight on one connection":  {size(rpc.DefaultConnResponseBytes)},
+		"responses in flight on all connections": {size(rpc.DefaultServerResponseBytes)},
 	}
 	if d := time.Duration(float64(time.Second) / toolreg.MinRatePerSecond); d.Round(time.Second) != time.Hour {
 		t.Errorf("docs/errors.md says a tool's rate is at least one call an hour; the code says one every %s", d)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -28,8 +27,9 @@ type Projection struct {
 	order []string // task ids by creation sequence
 	// byTenant is order for each tenant: a page token is a position in
 	// the caller's tenant's tasks alone, so that it counts no other
-	// tenant's (stable paging, and nothing told across tenants).
-	byTenant map[string][]string
+	// tenant's (stable paging, and nothing told across tenants). It
+	// holds the views themselves: a list's scan looks up no id.
+	byTenant map[string][]*view
 	// rejected counts events the fold refused (illegal on the log).
 	rejected int
 	// broken names the tasks whose views stopped at a refused event, and
@@ -53,18 +53,25 @@ type view struct {
 	// answered says a person answered a question of the task's
 	// (InputProvided), which the task itself does not keep once closed.
 	answered bool
+	// tools names the tools of the task's actions, for ListTasks's tool
+	// filter without a pass over the ledger; nil until the first action.
+	tools map[string]struct{}
 }
 
 // index records the actions the last event added to the ledger.
 func (v *view) index() {
 	for i := len(v.at); i < len(v.task.Actions); i++ {
 		v.at[v.task.Actions[i].ActionId] = i
+		if v.tools == nil {
+			v.tools = map[string]struct{}{}
+		}
+		v.tools[v.task.Actions[i].Tool] = struct{}{}
 	}
 }
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]string{}}
+	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]*view{}}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -92,7 +99,7 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		if !ok {
 			p.tasks[id] = v
 			p.order = append(p.order, id)
-			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], id)
+			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
 		}
 	}
 	p.progress.Advance(rec.Sequence)
@@ -200,26 +207,31 @@ func (p *Projection) moving(taskID, actionID string) bool {
 }
 
 // List returns the summaries (task.Summary) of up to limit tasks of tenant
-// created after position after (0 for the start) whose status is in
-// statuses (all when empty), in creation order, no more than maxBytes of
-// them as weigh weighs them (at least one), and the position to continue from (0
-// when there is no more). Another tenant's tasks are not there at all
-// (docs/tenants.md).
-func (p *Projection) List(tenant string, statuses []stewardv1.TaskStatus, after, limit, maxBytes int, weigh rpc.Weigher) ([]*stewardv1.Task, int) {
+// created after position after (0 for the start) that match f, in
+// creation order, no more than maxBytes of them as weigh weighs them (at
+// least one), and the position to continue from (0 when there is no
+// more). It examines at most scan tasks: a filter that matches few pays
+// for scan of them per call, not for the whole list, and the page may be
+// short or empty with a position to continue from. Another tenant's tasks
+// are not there at all (docs/tenants.md).
+func (p *Projection) List(tenant string, f TaskFilter, after, limit, scan, maxBytes int, weigh rpc.Weigher) ([]*stewardv1.Task, int) {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	var out []*stewardv1.Task
 	bytes := 0
 	order := p.byTenant[tenant]
 	for i := after; i < len(order); i++ {
-		t := p.tasks[order[i]].task
-		if len(statuses) > 0 && !slices.Contains(statuses, t.Status) {
+		if i-after == scan {
+			return out, i
+		}
+		v := order[i]
+		if !f.match(v) {
 			continue
 		}
 		if len(out) == limit {
 			return out, i
 		}
-		s := task.Summary(t)
+		s := task.Summary(v.task)
 		n := weigh(s)
 		if len(out) > 0 && bytes+n > maxBytes {
 			return out, i

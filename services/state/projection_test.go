@@ -126,7 +126,7 @@ func TestListPagesAreStable(t *testing.T) {
 	var seen []string
 	after := 0
 	for {
-		page, next := p.List("", nil, after, 3, rpc.MaxPageBytes, rpc.PageItemBytes)
+		page, next := p.List("", state.TaskFilter{}, after, 3, state.MaxScan, rpc.MaxPageBytes, rpc.PageItemBytes)
 		for _, tk := range page {
 			seen = append(seen, tk.Contract.Intent)
 		}
@@ -138,7 +138,7 @@ func TestListPagesAreStable(t *testing.T) {
 	if fmt.Sprint(seen) != "[task 0 task 1 task 2 task 3 task 4 task 5 task 6]" {
 		t.Fatalf("paged through %v", seen)
 	}
-	if page, _ := p.List("", []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_RUNNING}, 0, 10, rpc.MaxPageBytes, rpc.PageItemBytes); len(page) != 0 {
+	if page, _ := p.List("", state.TaskFilter{Statuses: []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_RUNNING}}, 0, 10, state.MaxScan, rpc.MaxPageBytes, rpc.PageItemBytes); len(page) != 0 {
 		t.Fatalf("no task was started, but %d are listed as running", len(page))
 	}
 }
@@ -165,7 +165,7 @@ func TestListPagesTellNothingOfOtherTenants(t *testing.T) {
 		var seen []string
 		after := 0
 		for {
-			page, next := p.List("acme", nil, after, 1, rpc.MaxPageBytes, rpc.PageItemBytes)
+			page, next := p.List("acme", state.TaskFilter{}, after, 1, state.MaxScan, rpc.MaxPageBytes, rpc.PageItemBytes)
 			for _, tk := range page {
 				seen = append(seen, fmt.Sprintf("%s@%d", tk.Contract.Intent, next))
 			}

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"connectrpc.com/connect"
@@ -182,10 +181,9 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 	if err != nil {
 		return nil, err
 	}
-	for i, st := range req.Msg.Statuses {
-		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
-			return nil, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
-		}
+	filter, err := taskFilter(req.Msg)
+	if err != nil {
+		return nil, err
 	}
 	// Like a read of one task, a list shows what the caller just wrote.
 	wctx, cancel := context.WithTimeout(ctx, freshnessWait)
@@ -194,17 +192,18 @@ func (s *queryService) ListTasks(ctx context.Context, req *connect.Request[stewa
 		return nil, err
 	}
 	who := rpc.Caller(ctx)
-	after, err := rpc.DecodePageToken(taskPages, req.Msg.PageToken, s.plane.views.Len(who.Tenant))
+	pages := filter.pages(req.Msg)
+	after, err := rpc.DecodePageToken(pages, req.Msg.PageToken, s.plane.views.Len(who.Tenant))
 	if err != nil {
 		return nil, err
 	}
-	tasks, next := s.plane.views.List(who.Tenant, req.Msg.Statuses, after, size, rpc.MaxPageBytes, rpc.PageWeigher(req.Header()))
+	tasks, next := s.plane.views.List(who.Tenant, filter, after, size, MaxScan, rpc.MaxPageBytes, rpc.PageWeigher(req.Header()))
 	for _, t := range tasks {
 		if b := s.plane.blind(who, func() parties { return partiesOf(t) }); b != nil {
 			b.Task(t)
 		}
 	}
-	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(taskPages, next)}), nil
+	return connect.NewResponse(&stewardv1.ListTasksResponse{Tasks: tasks, NextPageToken: rpc.EncodePageToken(pages, next)}), nil
 }
 
 // WatchTask streams the task's events, past and then new, as stored: to

@@ -25,16 +25,23 @@ func (c *cli) tasksCommand() *cobra.Command {
 }
 
 func (c *cli) tasksLs() *cobra.Command {
-	var statuses []string
+	var statuses, risks []string
 	var limit int
+	req := &stewardv1.ListTasksRequest{}
 	cmd := c.verb("ls", "list tasks, oldest first", nil, func(ctx context.Context, s *steward.Client, _ []string) error {
-		req := &stewardv1.ListTasksRequest{}
 		for _, st := range statuses {
 			v, ok := stewardv1.TaskStatus_value["TASK_STATUS_"+strings.ToUpper(st)]
 			if !ok || v == 0 {
 				return usagef("--status %q is not a task status (running, paused, waiting_for_input, …)", st)
 			}
 			req.Statuses = append(req.Statuses, stewardv1.TaskStatus(v))
+		}
+		for _, r := range risks {
+			v, ok := stewardv1.RiskTier_value["RISK_TIER_"+strings.ToUpper(r)]
+			if !ok || v == 0 {
+				return usagef("--risk %q is not a risk tier (low, medium, high, critical)", r)
+			}
+			req.RiskTiers = append(req.RiskTiers, stewardv1.RiskTier(v))
 		}
 		tasks, err := listTasks(ctx, s, req, limit)
 		if err != nil {
@@ -43,6 +50,10 @@ func (c *cli) tasksLs() *cobra.Command {
 		return c.taskRows(tasks)
 	})
 	cmd.Flags().StringSliceVar(&statuses, "status", nil, "only tasks in these `STATUSES` (running,paused,…)")
+	cmd.Flags().StringVar(&req.Owner, "owner", "", "only tasks whose accountable owner is `REF` (user:ann)")
+	cmd.Flags().StringSliceVar(&risks, "risk", nil, "only tasks of these risk `TIERS` (low,medium,high,critical)")
+	cmd.Flags().StringVar(&req.Tool, "tool", "", "only tasks that may call or have called `TOOL`")
+	cmd.Flags().StringVar(&req.Text, "text", "", "only tasks whose intent, outcome or id contain `TEXT`, ignoring case")
 	cmd.Flags().IntVar(&limit, "limit", 1000, "at most `N` tasks (0: all)")
 	return cmd
 }

@@ -774,8 +774,26 @@ type ListTasksRequest struct {
 	// Only tasks in one of these statuses; all when empty.
 	Statuses []TaskStatus `protobuf:"varint,1,rep,packed,name=statuses,proto3,enum=steward.v1.TaskStatus" json:"statuses,omitempty"`
 	// At most 1000; 100 when zero.
-	PageSize      int32  `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
-	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From the previous page of the same request: a token of other filters
+	// is refused.
+	PageToken string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Only tasks whose contract's accountable_owner_ref is this, exactly (at
+	// most 256 bytes).
+	Owner string `protobuf:"bytes,4,opt,name=owner,proto3" json:"owner,omitempty"`
+	// Only tasks of one of these risk tiers; all when empty.
+	RiskTiers []RiskTier `protobuf:"varint,5,rep,packed,name=risk_tiers,json=riskTiers,proto3,enum=steward.v1.RiskTier" json:"risk_tiers,omitempty"`
+	// Only tasks that may call this tool (a bare name in allowed_tools, or
+	// name@version) or have proposed an action of it: a name without
+	// @version, at most 256 bytes.
+	Tool string `protobuf:"bytes,6,opt,name=tool,proto3" json:"tool,omitempty"`
+	// Only tasks whose intent, desired outcome or id contain this, ignoring
+	// case (at most 200 characters).
+	Text string `protobuf:"bytes,7,opt,name=text,proto3" json:"text,omitempty"`
+	// Only tasks created at or after this time.
+	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
+	// Only tasks created before this time.
+	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -829,6 +847,48 @@ func (x *ListTasksRequest) GetPageToken() string {
 		return x.PageToken
 	}
 	return ""
+}
+
+func (x *ListTasksRequest) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetRiskTiers() []RiskTier {
+	if x != nil {
+		return x.RiskTiers
+	}
+	return nil
+}
+
+func (x *ListTasksRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetCreatedAfter() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedAfter
+	}
+	return nil
+}
+
+func (x *ListTasksRequest) GetCreatedBefore() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CreatedBefore
+	}
+	return nil
 }
 
 type ListTasksResponse struct {
@@ -1288,7 +1348,7 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/task.proto\"H\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/task.proto\"H\n" +
 	"\x10GetResultRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\"\x83\x01\n" +
@@ -1338,12 +1398,19 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\vtask_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
 	"taskStatus\x12,\n" +
 	"\x12task_status_reason\x18\x03 \x01(\tR\x10taskStatusReason\x12#\n" +
-	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\x82\x01\n" +
+	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\xf9\x02\n" +
 	"\x10ListTasksRequest\x122\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x16.steward.v1.TaskStatusR\bstatuses\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x03 \x01(\tR\tpageToken\"c\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\x12\x14\n" +
+	"\x05owner\x18\x04 \x01(\tR\x05owner\x123\n" +
+	"\n" +
+	"risk_tiers\x18\x05 \x03(\x0e2\x14.steward.v1.RiskTierR\triskTiers\x12\x12\n" +
+	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04text\x18\a \x01(\tR\x04text\x12?\n" +
+	"\rcreated_after\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
+	"\x0ecreated_before\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\"c\n" +
 	"\x11ListTasksResponse\x12&\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x10.steward.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"R\n" +
@@ -1432,9 +1499,10 @@ var file_steward_v1_query_service_proto_goTypes = []any{
 	(*Task)(nil),                       // 27: steward.v1.Task
 	(*Action)(nil),                     // 28: steward.v1.Action
 	(TaskStatus)(0),                    // 29: steward.v1.TaskStatus
-	(*EventRecord)(nil),                // 30: steward.v1.EventRecord
-	(*Decision)(nil),                   // 31: steward.v1.Decision
-	(*ContextItem)(nil),                // 32: steward.v1.ContextItem
+	(RiskTier)(0),                      // 30: steward.v1.RiskTier
+	(*EventRecord)(nil),                // 31: steward.v1.EventRecord
+	(*Decision)(nil),                   // 32: steward.v1.Decision
+	(*ContextItem)(nil),                // 33: steward.v1.ContextItem
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
 	22, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
@@ -1448,37 +1516,40 @@ var file_steward_v1_query_service_proto_depIdxs = []int32{
 	28, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
 	29, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
 	29, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	27, // 11: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	30, // 12: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	19, // 13: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	26, // 14: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	31, // 15: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
-	32, // 16: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
-	9,  // 17: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	11, // 18: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
-	13, // 19: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	15, // 20: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	17, // 21: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	6,  // 22: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	4,  // 23: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	0,  // 24: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
-	20, // 25: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
-	2,  // 26: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
-	10, // 27: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	12, // 28: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
-	14, // 29: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	16, // 30: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	18, // 31: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	7,  // 32: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	5,  // 33: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	1,  // 34: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
-	21, // 35: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
-	3,  // 36: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	30, // 11: steward.v1.ListTasksRequest.risk_tiers:type_name -> steward.v1.RiskTier
+	26, // 12: steward.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	26, // 13: steward.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	27, // 14: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	31, // 15: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	19, // 16: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	26, // 17: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	32, // 18: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
+	33, // 19: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
+	9,  // 20: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	11, // 21: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	13, // 22: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	15, // 23: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	17, // 24: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	6,  // 25: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	4,  // 26: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	0,  // 27: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
+	20, // 28: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
+	2,  // 29: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
+	10, // 30: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	12, // 31: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	14, // 32: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	16, // 33: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	18, // 34: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	7,  // 35: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	5,  // 36: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	1,  // 37: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
+	21, // 38: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
+	3,  // 39: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
+	30, // [30:40] is the sub-list for method output_type
+	20, // [20:30] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -1491,6 +1562,7 @@ func file_steward_v1_query_service_proto_init() {
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_event_proto_init()
 	file_steward_v1_receipt_proto_init()
+	file_steward_v1_risk_proto_init()
 	file_steward_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

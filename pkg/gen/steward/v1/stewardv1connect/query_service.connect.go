@@ -82,6 +82,9 @@ type QueryServiceClient interface {
 	// parameters and rationales, and its plan steps' results. The whole task
 	// is one GetTask away. A page ends at page_size tasks or before the task
 	// that would take it past 2 MiB, with a next_page_token to continue.
+	// The filters combine (a task matches all that are set); one call
+	// examines at most 10,000 of the tenant's tasks, so a page may be short,
+	// even empty, with a token: page on until next_page_token is empty.
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The
@@ -290,6 +293,9 @@ type QueryServiceHandler interface {
 	// parameters and rationales, and its plan steps' results. The whole task
 	// is one GetTask away. A page ends at page_size tasks or before the task
 	// that would take it past 2 MiB, with a next_page_token to continue.
+	// The filters combine (a task matches all that are set); one call
+	// examines at most 10,000 of the tenant's tasks, so a page may be short,
+	// even empty, with a token: page on until next_page_token is empty.
 	ListTasks(context.Context, *connect.Request[v1.ListTasksRequest]) (*connect.Response[v1.ListTasksResponse], error)
 	// WatchTask streams a task's events after a sequence, then follows new
 	// ones. Reconnect with the last sequence seen: no gap, no duplicate. The

@@ -10,6 +10,7 @@ import type { Receipt } from "./receipt_pb.js";
 import type { BreakerState, EventRecord } from "./event_pb.js";
 import type { Task, TaskStatus } from "./task_pb.js";
 import type { Action } from "./action_pb.js";
+import type { RiskTier } from "./risk_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 
 /**
@@ -373,9 +374,58 @@ export declare type ListTasksRequest = Message<"steward.v1.ListTasksRequest"> & 
   pageSize: number;
 
   /**
+   * From the previous page of the same request: a token of other filters
+   * is refused.
+   *
    * @generated from field: string page_token = 3;
    */
   pageToken: string;
+
+  /**
+   * Only tasks whose contract's accountable_owner_ref is this, exactly (at
+   * most 256 bytes).
+   *
+   * @generated from field: string owner = 4;
+   */
+  owner: string;
+
+  /**
+   * Only tasks of one of these risk tiers; all when empty.
+   *
+   * @generated from field: repeated steward.v1.RiskTier risk_tiers = 5;
+   */
+  riskTiers: RiskTier[];
+
+  /**
+   * Only tasks that may call this tool (a bare name in allowed_tools, or
+   * name@version) or have proposed an action of it: a name without
+   * @version, at most 256 bytes.
+   *
+   * @generated from field: string tool = 6;
+   */
+  tool: string;
+
+  /**
+   * Only tasks whose intent, desired outcome or id contain this, ignoring
+   * case (at most 200 characters).
+   *
+   * @generated from field: string text = 7;
+   */
+  text: string;
+
+  /**
+   * Only tasks created at or after this time.
+   *
+   * @generated from field: google.protobuf.Timestamp created_after = 8;
+   */
+  createdAfter?: Timestamp | undefined;
+
+  /**
+   * Only tasks created before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp created_before = 9;
+   */
+  createdBefore?: Timestamp | undefined;
 };
 
 /**
@@ -633,6 +683,9 @@ export declare const QueryService: GenService<{
    * parameters and rationales, and its plan steps' results. The whole task
    * is one GetTask away. A page ends at page_size tasks or before the task
    * that would take it past 2 MiB, with a next_page_token to continue.
+   * The filters combine (a task matches all that are set); one call
+   * examines at most 10,000 of the tenant's tasks, so a page may be short,
+   * even empty, with a token: page on until next_page_token is empty.
    *
    * @generated from rpc steward.v1.QueryService.ListTasks
    */
