@@ -22,8 +22,8 @@ func missingCredential(t *stewardv1.Task) bool { return t.Credential == nil }
 
 // unsignedFromBefore reports whether s, the signature of a snapshot or an
 // approval request governance is about to act on, is missing: one
-// recorded before snapshots and approval requests were signed
-// (2026-12-05) has none, and is taken as before, so that tasks in flight
+// recorded before snapshots and approval requests were signed (55ae104,
+// 2026-12-05) has none, and is taken as before, so that tasks in flight
 // across the upgrade go on. The checks that stood alone before stand for
 // every one still — a snapshot is weighed against a fresh evaluation
 // (checkRecorded), an approval's terms against those governance would
