@@ -57,16 +57,8 @@ func openStores(t *testing.T, js jetstream.JetStream) *stores.Set {
 func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	h := startSteward(t, setup{tools: governedTools(tool), nats: true})
-	ctx := context.Background()
 	id := governedTask(t, h.agent, "signed-1")
-	wire := propose(t, h.agent, id, "wire-1", "wire", map[string]any{"amount": 5})
-	_, a := waitAction(t, h.agent.clients, id, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
-	if _, err := h.approver.governance.DecideApproval(ctx, connect.NewRequest(&stewardv1.DecideApprovalRequest{
-		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
-	})); err != nil {
-		t.Fatal(err)
-	}
-	waitAction(t, h.agent.clients, id, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	approvedWire(t, h, id)
 	search := propose(t, h.agent, id, "search-1", "search", map[string]any{"q": "x"})
 	waitAction(t, h.agent.clients, id, search.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
 
@@ -79,10 +71,10 @@ func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 		return f
 	}
 	good := export("good.events")
-	if out := run(t, 0, "audit", "verify", "--file", good, "--trust-key", keyFile); !strings.Contains(out, "signatures: 2 permits and 1 approval decisions verified (trusted)") {
+	if out := run(t, 0, "audit", "verify", "--file", good, "--trust-key", keyFile); !strings.Contains(out, "signatures: 2 permits, 1 approval decisions, 2 policy snapshots and 1 approval requests verified (trusted)") {
 		t.Errorf("verify with the governance key:\n%s", out)
 	}
-	if out := run(t, 0, "audit", "verify", "--file", good); !strings.Contains(out, "signatures of permits and approval decisions not checked") {
+	if out := run(t, 0, "audit", "verify", "--file", good); !strings.Contains(out, "signatures of permits, approval decisions, policy snapshots and approval requests not checked") {
 		t.Errorf("verify without a key:\n%s", out)
 	}
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
@@ -96,7 +88,7 @@ func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 	js, _ := h.events(t)
 	st := openStores(t, js)
 	wire2 := propose(t, h.agent, id, "wire-2", "wire", map[string]any{"amount": 6})
-	_, a = waitAction(t, h.agent.clients, id, wire2.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	_, a := waitAction(t, h.agent.clients, id, wire2.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	forge(t, st, id, &stewardv1.ApprovalDecided{ApprovalId: a.Approval.ApprovalId, ActionId: wire2.ActionId, ActionHash: a.ActionHash,
 		Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: "user:mallory"})
 	waitAction(t, h.agent.clients, id, wire2.ActionId, stewardv1.ActionStatus_ACTION_STATUS_APPROVED)
@@ -122,6 +114,22 @@ func TestSignedApprovalsAndPermitsVerifyOffline(t *testing.T) {
 	if !strings.Contains(out, "approval decision on action "+wire2.ActionId+" does not hold") || !strings.Contains(out, "user:mallory") || !strings.Contains(out, "is not signed") {
 		t.Errorf("verify a history with a forged approval:\n%s", out)
 	}
+}
+
+// approvedWire proposes a wire in task id, has the approver approve it
+// and waits for it to succeed; it returns the action as it awaited the
+// approval.
+func approvedWire(t *testing.T, h *harness, id string) *stewardv1.Action {
+	t.Helper()
+	wire := propose(t, h.agent, id, "wire-1", "wire", map[string]any{"amount": 5})
+	_, a := waitAction(t, h.agent.clients, id, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
+	if _, err := h.approver.governance.DecideApproval(context.Background(), connect.NewRequest(&stewardv1.DecideApprovalRequest{
+		ApprovalId: a.Approval.ApprovalId, ActionHash: a.ActionHash, Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE,
+	})); err != nil {
+		t.Fatal(err)
+	}
+	waitAction(t, h.agent.clients, id, wire.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	return a
 }
 
 // lockedLog is a process's log, kept for the test to read and shown in

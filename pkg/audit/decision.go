@@ -10,12 +10,14 @@ import (
 )
 
 // WithDecisions makes the replayer check, offline, the signature of every
-// permit (ActionPermitted) and every approval decision (ApprovalDecided)
-// against trusted, the keys governance signs with: each must be signed by
-// one of them, over exactly the fields recorded beside it, and a permit
-// must name the action, id and hash, it was recorded for. The first that
-// does not hold — an unsigned one included, which is either recorded
-// before decisions were signed or forged — breaks the replay there. With
+// permit (ActionPermitted), approval decision (ApprovalDecided), policy
+// snapshot (PolicyEvaluated, PlanEvaluated) and approval request
+// (ApprovalRequested) against trusted, the keys governance signs with:
+// each must be signed by one of them, over exactly the fields recorded
+// beside it, and a permit must name the action, id and hash, it was
+// recorded for. The first that does not hold — an unsigned one included,
+// which is either recorded before these were signed or forged — breaks
+// the replay there. With
 // no trusted keys it checks nothing: a signature checked against the key
 // it carries proves nothing about who wrote it.
 func WithDecisions(trusted ...ed25519.PublicKey) Option {
@@ -29,6 +31,10 @@ func WithDecisions(trusted ...ed25519.PublicKey) Option {
 type DecisionChecks struct {
 	Permits   int
 	Approvals int
+	// Snapshots counts policy snapshots, of actions and of plan
+	// versions; Requests, approval requests.
+	Snapshots int
+	Requests  int
 }
 
 // checkDecision verifies ev's signature if it is a permit or an approval
@@ -48,6 +54,21 @@ func (r *Replayer) checkDecision(ev *stewardv1.Event) error {
 			return fmt.Errorf("approval decision on action %s does not hold: %v", d.ActionId, err)
 		}
 		r.decisions.Approvals++
+	case ev.GetPolicyEvaluated() != nil:
+		if err := credential.VerifyEvent(ev.GetPolicyEvaluated(), r.decisionKeys...); err != nil {
+			return fmt.Errorf("policy snapshot of action %s does not hold: %v", ev.GetPolicyEvaluated().ActionId, err)
+		}
+		r.decisions.Snapshots++
+	case ev.GetPlanEvaluated() != nil:
+		if err := credential.VerifyEvent(ev.GetPlanEvaluated(), r.decisionKeys...); err != nil {
+			return fmt.Errorf("policy snapshot of plan version %d does not hold: %v", ev.GetPlanEvaluated().Version, err)
+		}
+		r.decisions.Snapshots++
+	case ev.GetApprovalRequested() != nil:
+		if err := credential.VerifyEvent(ev.GetApprovalRequested(), r.decisionKeys...); err != nil {
+			return fmt.Errorf("approval request %s does not hold: %v", ev.GetApprovalRequested().GetApproval().GetApprovalId(), err)
+		}
+		r.decisions.Requests++
 	}
 	return nil
 }

@@ -146,6 +146,8 @@ func (b Blind) Action(taskID string, a *stewardv1.Action) {
 	if s := a.Snapshot; s != nil {
 		s.InputHash = d(s.InputHash)
 	}
+	// The signed snapshot's bytes hold the plain input hash.
+	a.SnapshotSigned = nil
 	if ap := a.Approval; ap != nil {
 		b.approval(ap, d)
 	}
@@ -165,6 +167,8 @@ func (b Blind) Approval(ap *stewardv1.Approval) {
 func (b Blind) approval(ap *stewardv1.Approval, d func(hash string) string) {
 	ap.ParametersJson, ap.AmendedParamsJson = "", ""
 	ap.ActionHash = d(ap.ActionHash)
+	// The signed request's bytes hold the parameters and the plain hash.
+	ap.RequestSigned = nil
 	for _, v := range ap.Votes {
 		// A signed decision's bytes hold the plain action hash.
 		v.Signed = nil

@@ -24,9 +24,9 @@ func compensated() *stewardv1.Task {
 			{ActionId: "a1", Outcome: &stewardv1.Outcome{Result: []byte(`{"ok":"R3SULT"}`), ResultHash: "aaaa1111", ResultRef: ""}},
 			{ActionId: "a2", Compensates: "a1", ProposalId: "plan-x-1-bbbb2222", Request: []byte(`{"result":{"ok":"R3SULT"}}`), RequestHash: "bbbb2222", ActionHash: "cccc3333",
 				Approval: &stewardv1.Approval{TaskId: "t1", RequiredRoles: []string{"authorizer"}, ParametersJson: `{"result":{"ok":"R3SULT"}}`, ActionHash: "cccc3333",
-					AmendedParamsJson: `{"amount":"4MEND"}`},
+					AmendedParamsJson: `{"amount":"4MEND"}`, RequestSigned: &stewardv1.SignedEvent{Payload: []byte(`{"ok":"R3SULT"} cccc3333`)}},
 				Permit: &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")},
-				Snapshot: &stewardv1.PolicySnapshot{InputHash: "eeee5555"}},
+				Snapshot: &stewardv1.PolicySnapshot{InputHash: "eeee5555"}, SnapshotSigned: &stewardv1.SignedEvent{Payload: []byte("eeee5555")}},
 		},
 		Plan:      &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
 		Artifacts: []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
@@ -52,7 +52,9 @@ func TestBlind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		shown := string(js) + string(x.Actions[1].GetRequest()) + string(x.Actions[1].GetSignedPermit().GetPermit())
+		a := x.Actions[1]
+		// Signed bytes, which protojson shows in base64, as they are.
+		shown := string(js) + string(a.GetRequest()) + string(a.GetSignedPermit().GetPermit()) + string(a.GetApproval().GetRequestSigned().GetPayload()) + string(a.GetSnapshotSigned().GetPayload())
 		for _, s := range tt.shows {
 			if !strings.Contains(shown, s) {
 				t.Errorf("%s is not shown %q: %s", tt.who, s, shown)

@@ -120,8 +120,16 @@ func approvalRequest(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 		}
 		return nil
 	}
-	tr.apply = func(a *stewardv1.Action) { a.Approval = proto.CloneOf(ap) }
+	tr.apply = func(a *stewardv1.Action) { a.Approval = requested(ev) }
 	return tr
+}
+
+// requested is the approval ev opens, with the request's signature kept
+// on it: governance checks it before anything follows the approval.
+func requested(ev *stewardv1.Event) *stewardv1.Approval {
+	ap := proto.CloneOf(ev.GetApprovalRequested().GetApproval())
+	ap.RequestSigned = ev.GetApprovalRequested().GetSigned()
+	return ap
 }
 
 // vote records one approver's decision.

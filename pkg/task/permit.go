@@ -101,7 +101,8 @@ func permit(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	}
 	tr.apply = func(a *stewardv1.Action) {
 		if snap != nil {
-			a.Snapshot = snap
+			// Recorded with its permit, whose signature covers its id.
+			a.Snapshot, a.SnapshotSigned = snap, nil
 		}
 		a.Permit, a.PermitStale = proto.CloneOf(pm), false
 		// Kept for the execution plane, which verifies it before it

@@ -25,7 +25,7 @@ func planApprovalStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok
 		if p.ApprovalRequested.GetApproval().GetPlanHash() == "" {
 			return nil, false, nil
 		}
-		commit, err = planApprovalRequest(t, p.ApprovalRequested.GetApproval())
+		commit, err = planApprovalRequest(t, ev)
 	case *stewardv1.Event_ApprovalDecided:
 		if p.ApprovalDecided.GetPlanHash() == "" {
 			return nil, false, nil
@@ -74,7 +74,8 @@ func planEscalation(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.Approva
 
 // planApprovalRequest opens the one approval of the version in force,
 // when governance's judgement of it asks for one.
-func planApprovalRequest(t *stewardv1.Task, ap *stewardv1.Approval) (func(), error) {
+func planApprovalRequest(t *stewardv1.Task, ev *stewardv1.Event) (func(), error) {
+	ap := ev.GetApprovalRequested().GetApproval()
 	id, cur := t.Contract.GetTaskId(), t.Plan
 	switch {
 	case cur == nil:
@@ -90,7 +91,7 @@ func planApprovalRequest(t *stewardv1.Task, ap *stewardv1.Approval) (func(), err
 		return nil, errs.New(errs.FailedPrecondition, "task %s: plan version %d has an approval already (%s)", id, cur.Version, cur.Approval.GetApprovalId())
 	}
 	return func() {
-		t.Plan = withPlan(cur, func(p *stewardv1.PlanState) { p.Approval = proto.CloneOf(ap) })
+		t.Plan = withPlan(cur, func(p *stewardv1.PlanState) { p.Approval = requested(ev) })
 	}, nil
 }
 

@@ -18,6 +18,8 @@ func evaluation(t *stewardv1.Task, ev *stewardv1.Event) *actionChange {
 	tr.from = []stewardv1.ActionStatus{proposed, approved, revalidating}
 	tr.apply = func(a *stewardv1.Action) {
 		a.Snapshot = ev.GetPolicyEvaluated().Snapshot
+		// Kept beside it, so governance can check it before acting on it.
+		a.SnapshotSigned = ev.GetPolicyEvaluated().Signed
 		if a.Status == proposed {
 			a.Status = evaluated
 		}

@@ -224,8 +224,9 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	return p.permit(ctx, t, a, rec.Event)
 }
 
-// votesHold reports whether every vote of approval ap holds (is signed
-// by this plane's key, or one it trusts, and is the vote recorded): an
+// votesHold reports whether the request that opened approval ap holds
+// (requestHolds), and every vote of it (is signed by this plane's key, or
+// one it trusts, and is the vote recorded): an
 // approval completed by a genuine vote may count one appended by another
 // hand, and revalidation counts them all again. A vote that does not hold
 // is logged and nothing follows the approval (no permit; for a plan, no
@@ -234,6 +235,9 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 func (p *Plane) votesHold(taskID string, ap *stewardv1.Approval) bool {
 	if p.signer == nil {
 		return true
+	}
+	if !p.requestHolds(taskID, ap) {
+		return false
 	}
 	for _, v := range ap.GetVotes() {
 		if err := credential.VerifyVote(ap, v, p.credentials.trustedKeys()...); err != nil {

@@ -190,7 +190,11 @@ func (p *Plane) requestApproval(ctx context.Context, t *stewardv1.Task, a *stewa
 			return event.New(p.meta(taskID, event.ID(a.ActionId, event.TypeActionDenied), cause),
 				&stewardv1.ActionDenied{ActionId: a.ActionId, SnapshotId: a.Snapshot.GetSnapshotId(), Reasons: []string{why}, CostMicros: cost})
 		}
-		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeApprovalRequired, a.Permit.GetPermitId()), cause), &stewardv1.ApprovalRequested{Approval: approval})
+		req, err := signed(p, &stewardv1.ApprovalRequested{Approval: approval})
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, keyedBy(a.ActionId, event.TypeApprovalRequired, a.Permit.GetPermitId()), cause), req)
 	})
 	return err
 }
@@ -244,10 +248,11 @@ func (p *Plane) approvalFor(ctx context.Context, t *stewardv1.Task, a *stewardv1
 
 // termsHold reports whether the approval a holds shows its approvers
 // what governance would have shown them: the action's tool, target,
-// parameters, effect, impact, rollback and rationale. An approval
-// request is not signed, and one appended ahead of governance's by
-// another hand could have shown a harmless call while its hash named a
-// dangerous one; no permit follows such an approval.
+// parameters, effect, impact, rollback and rationale. One recorded
+// before approval requests were signed carries no signature
+// (unsignedFromBefore), and one appended ahead of governance's by another
+// hand could have shown a harmless call while its hash named a dangerous
+// one; no permit follows such an approval.
 func (p *Plane) termsHold(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action) (bool, error) {
 	want, err := p.approvalFor(ctx, t, a)
 	if err != nil {

@@ -49,8 +49,11 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 			if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_PENDING) {
 				return nil, nil
 			}
-			return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypePlanEvaluated), rec.Event),
-				&stewardv1.PlanEvaluated{Version: version, PlanHash: hash, Snapshot: snap})
+			pe, err := signed(p, &stewardv1.PlanEvaluated{Version: version, PlanHash: hash, Snapshot: snap})
+			if err != nil {
+				return nil, err
+			}
+			return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypePlanEvaluated), rec.Event), pe)
 		})
 		if err != nil {
 			return err
@@ -64,7 +67,11 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 		if !inForce(t, stewardv1.PlanGovernance_PLAN_GOVERNANCE_AWAITING_APPROVAL) || t.Plan.Approval != nil {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypeApprovalRequired), rec.Event), &stewardv1.ApprovalRequested{Approval: approval})
+		req, err := signed(p, &stewardv1.ApprovalRequested{Approval: approval})
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, planEventID(taskID, version, hash, event.TypeApprovalRequired), rec.Event), req)
 	})
 	return err
 }

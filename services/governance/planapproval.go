@@ -82,9 +82,9 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 	want := p.planApprovalFor(t)
 	if ap.ApprovalId != want.ApprovalId || ap.RequestedBy != want.RequestedBy || ap.PlanVersion != want.PlanVersion ||
 		!task.SameRoles(ap.RequiredRoles, want.RequiredRoles) || task.RequiredApprovals(ap) != task.RequiredApprovals(want) {
-		// Approval requests are not signed: one appended ahead of
-		// governance's could ask other roles, fewer people, or let the
-		// submitter approve their own plan.
+		// An approval request may be unsigned (unsignedFromBefore): one
+		// appended ahead of governance's could ask other roles, fewer
+		// people, or let the submitter approve their own plan.
 		p.logger.Error("plan approval refused, the plan does not start: approval "+ap.ApprovalId+" is not the one governance opens for version "+want.ApprovalId,
 			"task", taskID, "plan_version", ps.Version)
 		return nil
@@ -111,8 +111,11 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 		if cur.GetPlanHash() != ps.PlanHash || cur.GetVersion() != ps.Version || cur.GetGovernance() != ps.Governance || !proto.Equal(cur.Approval, ap) {
 			return nil, nil
 		}
-		return event.New(p.meta(taskID, planEventID(taskID, ps.Version, ps.PlanHash, event.TypePlanEvaluated, ap.ApprovalId), rec.Event),
-			&stewardv1.PlanEvaluated{Version: ps.Version, PlanHash: ps.PlanHash, Snapshot: fresh, ApprovalId: ap.ApprovalId})
+		pe, err := signed(p, &stewardv1.PlanEvaluated{Version: ps.Version, PlanHash: ps.PlanHash, Snapshot: fresh, ApprovalId: ap.ApprovalId})
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, planEventID(taskID, ps.Version, ps.PlanHash, event.TypePlanEvaluated, ap.ApprovalId), rec.Event), pe)
 	})
 	return err
 }

@@ -88,7 +88,11 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 			}
 			return event.New(p.meta(taskID, keyedBy(actionID, event.TypeActionPermitted, permit), cause), pm)
 		}
-		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
+		pe, err := signed(p, &stewardv1.PolicyEvaluated{ActionId: actionID, Snapshot: snap})
+		if err != nil {
+			return nil, err
+		}
+		return event.New(p.meta(taskID, event.ID(actionID, event.TypePolicyEvaluated, round), cause), pe)
 	})
 	if err != nil {
 		return t, err
@@ -136,13 +140,14 @@ func recordedUnused(a *stewardv1.Action, from stewardv1.ActionStatus, round stri
 }
 
 // checkRecorded weighs a snapshot of round found on the ledger, under
-// the id this plane derives, before anything is decided on it. Snapshots
-// are not signed: anyone holding governance's NATS user can append one
-// under that id, ahead of governance's own (docs/permits.md). So policy
-// is evaluated again, and the recorded snapshot is acted on only if it
-// decides what policy decides now (the decision, the roles and the
-// number of approvers asked); otherwise it is logged and the action
-// denied — the one outcome a forger could have recorded anyway.
+// the id this plane derives, before anything is decided on it. Anyone
+// holding governance's NATS user can append one under that id, ahead of
+// governance's own (docs/permits.md). So its signature, when it has one,
+// must hold (snapshotFault); and policy is evaluated again, and the
+// recorded snapshot is acted on only if it decides what policy decides
+// now (the decision, the roles and the number of approvers asked).
+// Otherwise it is logged and the action denied — the one outcome a
+// forger could have recorded anyway.
 // fresh, when not nil, is this plane's evaluation of round, made already.
 func (p *Plane) checkRecorded(ctx context.Context, t *stewardv1.Task, a *stewardv1.Action, round string, cause *stewardv1.Event, fresh *stewardv1.PolicySnapshot) (*stewardv1.Task, error) {
 	if fresh == nil {
@@ -152,13 +157,18 @@ func (p *Plane) checkRecorded(ctx context.Context, t *stewardv1.Task, a *steward
 		}
 	}
 	rec := a.Snapshot
-	if rec.GetDecision() == fresh.Decision && task.SameRoles(rec.GetRequiredApproverRoles(), fresh.RequiredApproverRoles) &&
-		max(1, rec.GetRequiredApprovals()) == max(1, fresh.RequiredApprovals) {
+	why := ""
+	if fault := p.snapshotFault(a); fault != "" {
+		why = fmt.Sprintf("the policy snapshot %s on the ledger is not the one governance signed (%s): it is not acted on; propose the action again", rec.GetSnapshotId(), fault)
+	} else if rec.GetDecision() != fresh.Decision || !task.SameRoles(rec.GetRequiredApproverRoles(), fresh.RequiredApproverRoles) ||
+		max(1, rec.GetRequiredApprovals()) != max(1, fresh.RequiredApprovals) {
+		why = fmt.Sprintf("the policy snapshot %s on the ledger says %s, but policy says %s now: it is not acted on; propose the action again",
+			rec.GetSnapshotId(), rec.GetDecision(), fresh.Decision)
+	}
+	if why == "" {
 		return t, nil
 	}
 	taskID := t.Contract.GetTaskId()
-	why := fmt.Sprintf("the policy snapshot %s on the ledger says %s, but policy says %s now: it is not acted on; propose the action again",
-		rec.GetSnapshotId(), rec.GetDecision(), fresh.Decision)
 	p.logger.Error("policy snapshot refused, no permit follows: "+why, "task", taskID, "action", a.ActionId)
 	if err := p.deny(ctx, taskID, a, []string{why}, cause); err != nil {
 		return nil, err

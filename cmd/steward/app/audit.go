@@ -55,9 +55,10 @@ link's signature, and that each link keeps or narrows the one before. Pass
 --trust-key FILE (PEM or 64 hex digits; repeat for several keys) to require that
 every link is signed by a key you trust; without it they print the key id each
 credential was signed with. A credential that fails names the task and the link.
-With --trust-key they also check the signature of every permit and every approval
-decision (an unsigned one fails: it was recorded before Steward signed them, or
-forged); without it they say these were not checked. See docs/permits.md.
+With --trust-key they also check the signature of every permit, approval decision,
+policy snapshot and approval request (an unsigned one fails: it was recorded before
+Steward signed them, or forged); without it they say these were not checked. See
+docs/permits.md.
 `
 
 // exitChainBroken is verify's exit code for a history that does not hold.
@@ -87,7 +88,7 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	c.remote.flags(fs, "the state plane (of the governance plane for key)")
 	fs.StringVar(&c.file, "file", "", "exported event `FILE` to read instead of a server")
 	fs.StringVar(&c.out, "out", "", "export: `FILE` to write")
-	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit and approval decision must be signed with; repeat for several", func(path string) error {
+	fs.Func("trust-key", "public key `FILE` (PEM or hex) every credential link, permit, approval decision, snapshot and approval request must be signed with; repeat for several", func(path string) error {
 		pub, err := credential.LoadPublicKey(path)
 		if err != nil {
 			return err
@@ -234,9 +235,10 @@ func (c *auditCmd) replay(events [][]byte, fetchErr error) error {
 			terminal.EscapeLine(cc.CredentialID), terminal.EscapeLine(cc.TaskID), terminal.EscapeLine(cc.Principal), cc.Links, signed)
 	}
 	if len(c.trusted) > 0 {
-		fmt.Fprintf(c.stdout, "signatures: %d permits and %d approval decisions verified (trusted)\n", rep.Decisions.Permits, rep.Decisions.Approvals)
+		d := rep.Decisions
+		fmt.Fprintf(c.stdout, "signatures: %d permits, %d approval decisions, %d policy snapshots and %d approval requests verified (trusted)\n", d.Permits, d.Approvals, d.Snapshots, d.Requests)
 	} else {
-		fmt.Fprintln(c.stdout, "signatures of permits and approval decisions not checked: pass --trust-key to check them")
+		fmt.Fprintln(c.stdout, "signatures of permits, approval decisions, policy snapshots and approval requests not checked: pass --trust-key to check them")
 	}
 	if err := c.forkLink(events); err != nil {
 		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: %v", err)}

@@ -809,8 +809,13 @@ type Approval struct {
 	// in the approver's name (docs/approvals.md, "Amend").
 	AmendedParamsJson string `protobuf:"bytes,29,opt,name=amended_params_json,json=amendedParamsJson,proto3" json:"amended_params_json,omitempty"`
 	AmendedActionId   string `protobuf:"bytes,30,opt,name=amended_action_id,json=amendedActionId,proto3" json:"amended_action_id,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// The signature of the ApprovalRequested that opened this approval
+	// (ApprovalRequested.signed): it covers the fields above that were set
+	// then, what the approvers were shown. Unset on one opened before
+	// approval requests were signed.
+	RequestSigned *SignedEvent `protobuf:"bytes,31,opt,name=request_signed,json=requestSigned,proto3" json:"request_signed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Approval) Reset() {
@@ -1053,6 +1058,13 @@ func (x *Approval) GetAmendedActionId() string {
 	return ""
 }
 
+func (x *Approval) GetRequestSigned() *SignedEvent {
+	if x != nil {
+		return x.RequestSigned
+	}
+	return nil
+}
+
 // ActionPermit says that one action, with this hash, may run now. It can
 // be claimed once.
 type ActionPermit struct {
@@ -1292,6 +1304,73 @@ func (x *SignedApprovalDecision) GetPublicKey() []byte {
 	return nil
 }
 
+// SignedEvent is an event payload governance records (PolicyEvaluated,
+// PlanEvaluated, ApprovalRequested), without its own signature, with
+// governance's Ed25519 signature over a context naming the payload's type
+// ("steward.v1.PolicyEvaluated" and so on), a zero byte, and exactly the
+// bytes in payload: a signature made for one type never passes for
+// another's. It has SignedApprovalDecision's shape, named for any payload.
+type SignedEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The serialized payload, its signed field empty.
+	Payload       []byte `protobuf:"bytes,1,opt,name=payload,proto3" json:"payload,omitempty"`
+	Signature     []byte `protobuf:"bytes,2,opt,name=signature,proto3" json:"signature,omitempty"`
+	PublicKey     []byte `protobuf:"bytes,3,opt,name=public_key,json=publicKey,proto3" json:"public_key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignedEvent) Reset() {
+	*x = SignedEvent{}
+	mi := &file_steward_v1_action_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignedEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignedEvent) ProtoMessage() {}
+
+func (x *SignedEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_action_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignedEvent.ProtoReflect.Descriptor instead.
+func (*SignedEvent) Descriptor() ([]byte, []int) {
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SignedEvent) GetPayload() []byte {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *SignedEvent) GetSignature() []byte {
+	if x != nil {
+		return x.Signature
+	}
+	return nil
+}
+
+func (x *SignedEvent) GetPublicKey() []byte {
+	if x != nil {
+		return x.PublicKey
+	}
+	return nil
+}
+
 // Outcome is how a dispatched action ended.
 type Outcome struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -1326,7 +1405,7 @@ type Outcome struct {
 
 func (x *Outcome) Reset() {
 	*x = Outcome{}
-	mi := &file_steward_v1_action_proto_msgTypes[7]
+	mi := &file_steward_v1_action_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1417,7 @@ func (x *Outcome) String() string {
 func (*Outcome) ProtoMessage() {}
 
 func (x *Outcome) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[7]
+	mi := &file_steward_v1_action_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1430,7 @@ func (x *Outcome) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Outcome.ProtoReflect.Descriptor instead.
 func (*Outcome) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Outcome) GetStatus() ActionStatus {
@@ -1541,14 +1620,18 @@ type Action struct {
 	// Set on an amended action: the action whose approver amended it. Its
 	// proposer is the approver; neither they nor the original's proposers
 	// may approve it.
-	AmendmentOf   string `protobuf:"bytes,46,opt,name=amendment_of,json=amendmentOf,proto3" json:"amendment_of,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AmendmentOf string `protobuf:"bytes,46,opt,name=amendment_of,json=amendmentOf,proto3" json:"amendment_of,omitempty"`
+	// The signature of the PolicyEvaluated that recorded snapshot
+	// (PolicyEvaluated.signed); unset when the snapshot came with its
+	// permit, or was recorded before snapshots were signed.
+	SnapshotSigned *SignedEvent `protobuf:"bytes,47,opt,name=snapshot_signed,json=snapshotSigned,proto3" json:"snapshot_signed,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
 	*x = Action{}
-	mi := &file_steward_v1_action_proto_msgTypes[8]
+	mi := &file_steward_v1_action_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1560,7 +1643,7 @@ func (x *Action) String() string {
 func (*Action) ProtoMessage() {}
 
 func (x *Action) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[8]
+	mi := &file_steward_v1_action_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1573,7 +1656,7 @@ func (x *Action) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Action.ProtoReflect.Descriptor instead.
 func (*Action) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Action) GetActionId() string {
@@ -1898,6 +1981,13 @@ func (x *Action) GetAmendmentOf() string {
 	return ""
 }
 
+func (x *Action) GetSnapshotSigned() *SignedEvent {
+	if x != nil {
+		return x.SnapshotSigned
+	}
+	return nil
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -1913,7 +2003,7 @@ type SealedSecret struct {
 
 func (x *SealedSecret) Reset() {
 	*x = SealedSecret{}
-	mi := &file_steward_v1_action_proto_msgTypes[9]
+	mi := &file_steward_v1_action_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1925,7 +2015,7 @@ func (x *SealedSecret) String() string {
 func (*SealedSecret) ProtoMessage() {}
 
 func (x *SealedSecret) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_action_proto_msgTypes[9]
+	mi := &file_steward_v1_action_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1938,7 +2028,7 @@ func (x *SealedSecret) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SealedSecret.ProtoReflect.Descriptor instead.
 func (*SealedSecret) Descriptor() ([]byte, []int) {
-	return file_steward_v1_action_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_action_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SealedSecret) GetCommitment() string {
@@ -1985,7 +2075,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"decided_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x12:\n" +
 	"\x06signed\x18\x05 \x01(\v2\".steward.v1.SignedApprovalDecisionR\x06signed\x12\x1b\n" +
-	"\tas_backup\x18\x06 \x01(\bR\basBackup\"\xd7\t\n" +
+	"\tas_backup\x18\x06 \x01(\bR\basBackup\"\x97\n" +
+	"\n" +
 	"\bApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x17\n" +
@@ -2021,7 +2112,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\fescalated_to\x18\x1b \x01(\tR\vescalatedTo\x12=\n" +
 	"\fescalated_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12.\n" +
 	"\x13amended_params_json\x18\x1d \x01(\tR\x11amendedParamsJson\x12*\n" +
-	"\x11amended_action_id\x18\x1e \x01(\tR\x0famendedActionId\"\xc8\x02\n" +
+	"\x11amended_action_id\x18\x1e \x01(\tR\x0famendedActionId\x12>\n" +
+	"\x0erequest_signed\x18\x1f \x01(\v2\x17.steward.v1.SignedEventR\rrequestSigned\"\xc8\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -2043,6 +2135,11 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\fR\bdecision\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
 	"\n" +
+	"public_key\x18\x03 \x01(\fR\tpublicKey\"d\n" +
+	"\vSignedEvent\x12\x18\n" +
+	"\apayload\x18\x01 \x01(\fR\apayload\x12\x1c\n" +
+	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +
+	"\n" +
 	"public_key\x18\x03 \x01(\fR\tpublicKey\"\x96\x03\n" +
 	"\aOutcome\x120\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x18.steward.v1.ActionStatusR\x06status\x12\x1d\n" +
@@ -2060,7 +2157,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
 	"\x06tokens\x18\n" +
 	" \x01(\x03R\x06tokens\x12\x1a\n" +
-	"\bevidence\x18\v \x03(\tR\bevidence\"\xb6\x0f\n" +
+	"\bevidence\x18\v \x03(\tR\bevidence\"\xf8\x0f\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2121,7 +2218,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\acarried\x18, \x01(\bR\acarried\x12\x1d\n" +
 	"\n" +
 	"amended_as\x18- \x01(\tR\tamendedAs\x12!\n" +
-	"\famendment_of\x18. \x01(\tR\vamendmentOf\"F\n" +
+	"\famendment_of\x18. \x01(\tR\vamendmentOf\x12@\n" +
+	"\x0fsnapshot_signed\x18/ \x01(\v2\x17.steward.v1.SignedEventR\x0esnapshotSigned\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +
@@ -2196,7 +2294,7 @@ func file_steward_v1_action_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_action_proto_enumTypes = make([]protoimpl.EnumInfo, 7)
-var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_steward_v1_action_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_steward_v1_action_proto_goTypes = []any{
 	(ActionStatus)(0),              // 0: steward.v1.ActionStatus
 	(PolicyDecision)(0),            // 1: steward.v1.PolicyDecision
@@ -2212,58 +2310,61 @@ var file_steward_v1_action_proto_goTypes = []any{
 	(*ActionPermit)(nil),           // 11: steward.v1.ActionPermit
 	(*SignedPermit)(nil),           // 12: steward.v1.SignedPermit
 	(*SignedApprovalDecision)(nil), // 13: steward.v1.SignedApprovalDecision
-	(*Outcome)(nil),                // 14: steward.v1.Outcome
-	(*Action)(nil),                 // 15: steward.v1.Action
-	(*SealedSecret)(nil),           // 16: steward.v1.SealedSecret
-	(RiskTier)(0),                  // 17: steward.v1.RiskTier
-	(*timestamppb.Timestamp)(nil),  // 18: google.protobuf.Timestamp
-	(EffectClass)(0),               // 19: steward.v1.EffectClass
-	(DataSensitivity)(0),           // 20: steward.v1.DataSensitivity
-	(*RetryPolicy)(nil),            // 21: steward.v1.RetryPolicy
+	(*SignedEvent)(nil),            // 14: steward.v1.SignedEvent
+	(*Outcome)(nil),                // 15: steward.v1.Outcome
+	(*Action)(nil),                 // 16: steward.v1.Action
+	(*SealedSecret)(nil),           // 17: steward.v1.SealedSecret
+	(RiskTier)(0),                  // 18: steward.v1.RiskTier
+	(*timestamppb.Timestamp)(nil),  // 19: google.protobuf.Timestamp
+	(EffectClass)(0),               // 20: steward.v1.EffectClass
+	(DataSensitivity)(0),           // 21: steward.v1.DataSensitivity
+	(*RetryPolicy)(nil),            // 22: steward.v1.RetryPolicy
 }
 var file_steward_v1_action_proto_depIdxs = []int32{
 	1,  // 0: steward.v1.PolicySnapshot.decision:type_name -> steward.v1.PolicyDecision
-	17, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
-	18, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
+	18, // 1: steward.v1.PolicySnapshot.risk_tier:type_name -> steward.v1.RiskTier
+	19, // 2: steward.v1.PolicySnapshot.evaluated_at:type_name -> google.protobuf.Timestamp
 	5,  // 3: steward.v1.ApprovalVote.decision:type_name -> steward.v1.ApprovalDecision
-	18, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
+	19, // 4: steward.v1.ApprovalVote.decided_at:type_name -> google.protobuf.Timestamp
 	13, // 5: steward.v1.ApprovalVote.signed:type_name -> steward.v1.SignedApprovalDecision
-	19, // 6: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
-	20, // 7: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
-	18, // 8: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
+	20, // 6: steward.v1.Approval.effect_class:type_name -> steward.v1.EffectClass
+	21, // 7: steward.v1.Approval.data_sensitivity:type_name -> steward.v1.DataSensitivity
+	19, // 8: steward.v1.Approval.requested_at:type_name -> google.protobuf.Timestamp
 	5,  // 9: steward.v1.Approval.decision:type_name -> steward.v1.ApprovalDecision
-	18, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
+	19, // 10: steward.v1.Approval.decided_at:type_name -> google.protobuf.Timestamp
 	9,  // 11: steward.v1.Approval.votes:type_name -> steward.v1.ApprovalVote
 	8,  // 12: steward.v1.Approval.rationale:type_name -> steward.v1.ActionRationale
-	18, // 13: steward.v1.Approval.escalated_at:type_name -> google.protobuf.Timestamp
-	18, // 14: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
-	18, // 15: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
-	0,  // 16: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
-	2,  // 17: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
-	18, // 18: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
-	19, // 19: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
-	0,  // 20: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
-	7,  // 21: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
-	10, // 22: steward.v1.Action.approval:type_name -> steward.v1.Approval
-	11, // 23: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
-	14, // 24: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
-	18, // 25: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
-	18, // 26: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
-	21, // 27: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
-	3,  // 28: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
-	18, // 29: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
-	18, // 30: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
-	18, // 31: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
-	6,  // 32: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
-	18, // 33: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
-	8,  // 34: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
-	12, // 35: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
-	16, // 36: steward.v1.Action.sealed_secrets:type_name -> steward.v1.SealedSecret
-	37, // [37:37] is the sub-list for method output_type
-	37, // [37:37] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	19, // 13: steward.v1.Approval.escalated_at:type_name -> google.protobuf.Timestamp
+	14, // 14: steward.v1.Approval.request_signed:type_name -> steward.v1.SignedEvent
+	19, // 15: steward.v1.ActionPermit.issued_at:type_name -> google.protobuf.Timestamp
+	19, // 16: steward.v1.ActionPermit.expires_at:type_name -> google.protobuf.Timestamp
+	0,  // 17: steward.v1.Outcome.status:type_name -> steward.v1.ActionStatus
+	2,  // 18: steward.v1.Outcome.failure_class:type_name -> steward.v1.FailureClass
+	19, // 19: steward.v1.Outcome.finished_at:type_name -> google.protobuf.Timestamp
+	20, // 20: steward.v1.Action.effect_class:type_name -> steward.v1.EffectClass
+	0,  // 21: steward.v1.Action.status:type_name -> steward.v1.ActionStatus
+	7,  // 22: steward.v1.Action.snapshot:type_name -> steward.v1.PolicySnapshot
+	10, // 23: steward.v1.Action.approval:type_name -> steward.v1.Approval
+	11, // 24: steward.v1.Action.permit:type_name -> steward.v1.ActionPermit
+	15, // 25: steward.v1.Action.outcome:type_name -> steward.v1.Outcome
+	19, // 26: steward.v1.Action.proposed_at:type_name -> google.protobuf.Timestamp
+	19, // 27: steward.v1.Action.updated_at:type_name -> google.protobuf.Timestamp
+	22, // 28: steward.v1.Action.retry_policy:type_name -> steward.v1.RetryPolicy
+	3,  // 29: steward.v1.Action.wait_kind:type_name -> steward.v1.WaitKind
+	19, // 30: steward.v1.Action.wait_until:type_name -> google.protobuf.Timestamp
+	19, // 31: steward.v1.Action.last_heartbeat:type_name -> google.protobuf.Timestamp
+	19, // 32: steward.v1.Action.first_dispatched_at:type_name -> google.protobuf.Timestamp
+	6,  // 33: steward.v1.Action.last_revalidation:type_name -> steward.v1.RevalidationReason
+	19, // 34: steward.v1.Action.revalidated_at:type_name -> google.protobuf.Timestamp
+	8,  // 35: steward.v1.Action.rationale:type_name -> steward.v1.ActionRationale
+	12, // 36: steward.v1.Action.signed_permit:type_name -> steward.v1.SignedPermit
+	17, // 37: steward.v1.Action.sealed_secrets:type_name -> steward.v1.SealedSecret
+	14, // 38: steward.v1.Action.snapshot_signed:type_name -> steward.v1.SignedEvent
+	39, // [39:39] is the sub-list for method output_type
+	39, // [39:39] is the sub-list for method input_type
+	39, // [39:39] is the sub-list for extension type_name
+	39, // [39:39] is the sub-list for extension extendee
+	0,  // [0:39] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_action_proto_init() }
@@ -2279,7 +2380,7 @@ func file_steward_v1_action_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_action_proto_rawDesc), len(file_steward_v1_action_proto_rawDesc)),
 			NumEnums:      7,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

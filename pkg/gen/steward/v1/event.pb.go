@@ -1798,7 +1798,11 @@ type PlanEvaluated struct {
 	// verified. Unless it denies (policy changed since), it lets the plan
 	// start. A version is evaluated at most twice: when submitted, and
 	// after its approval.
-	ApprovalId    string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	ApprovalId string `protobuf:"bytes,4,opt,name=approval_id,json=approvalId,proto3" json:"approval_id,omitempty"`
+	// The fields above, signed by governance with its credential key
+	// (context "steward.v1.PlanEvaluated"); empty on an evaluation recorded
+	// before evaluations were signed.
+	Signed        *SignedEvent `protobuf:"bytes,5,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1859,6 +1863,13 @@ func (x *PlanEvaluated) GetApprovalId() string {
 		return x.ApprovalId
 	}
 	return ""
+}
+
+func (x *PlanEvaluated) GetSigned() *SignedEvent {
+	if x != nil {
+		return x.Signed
+	}
+	return nil
 }
 
 // PlanStepStarted records that the plan driver started one step of the
@@ -2225,9 +2236,13 @@ func (x *ActionProposed) GetAction() *Action {
 // action (governance plane). An allow that nothing holds back is recorded
 // with its permit instead, in ActionPermitted.snapshot.
 type PolicyEvaluated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	ActionId      string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
-	Snapshot      *PolicySnapshot        `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	ActionId string                 `protobuf:"bytes,1,opt,name=action_id,json=actionId,proto3" json:"action_id,omitempty"`
+	Snapshot *PolicySnapshot        `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// The fields above, signed by governance with its credential key
+	// (context "steward.v1.PolicyEvaluated"); empty on a snapshot recorded
+	// before snapshots were signed.
+	Signed        *SignedEvent `protobuf:"bytes,3,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2272,6 +2287,13 @@ func (x *PolicyEvaluated) GetActionId() string {
 func (x *PolicyEvaluated) GetSnapshot() *PolicySnapshot {
 	if x != nil {
 		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *PolicyEvaluated) GetSigned() *SignedEvent {
+	if x != nil {
+		return x.Signed
 	}
 	return nil
 }
@@ -2350,8 +2372,12 @@ func (x *ActionDenied) GetCostMicros() int64 {
 // ApprovalRequested asks a person to decide about one action hash
 // (governance plane).
 type ApprovalRequested struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Approval      *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Approval *Approval              `protobuf:"bytes,1,opt,name=approval,proto3" json:"approval,omitempty"`
+	// The approval, signed by governance with its credential key (context
+	// "steward.v1.ApprovalRequested"): the terms its approvers are shown.
+	// Empty on a request recorded before requests were signed.
+	Signed        *SignedEvent `protobuf:"bytes,2,opt,name=signed,proto3" json:"signed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2389,6 +2415,13 @@ func (*ApprovalRequested) Descriptor() ([]byte, []int) {
 func (x *ApprovalRequested) GetApproval() *Approval {
 	if x != nil {
 		return x.Approval
+	}
+	return nil
+}
+
+func (x *ApprovalRequested) GetSigned() *SignedEvent {
+	if x != nil {
+		return x.Signed
 	}
 	return nil
 }
@@ -4654,13 +4687,14 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x04plan\x18\x01 \x01(\v2\x10.steward.v1.PlanR\x04plan\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x124\n" +
 	"\brevision\x18\x03 \x01(\v2\x18.steward.v1.PlanRevisionR\brevision\x12?\n" +
-	"\x0esealed_secrets\x18\x04 \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\x9f\x01\n" +
+	"\x0esealed_secrets\x18\x04 \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\xd0\x01\n" +
 	"\rPlanEvaluated\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x1b\n" +
 	"\tplan_hash\x18\x02 \x01(\tR\bplanHash\x126\n" +
 	"\bsnapshot\x18\x03 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12\x1f\n" +
 	"\vapproval_id\x18\x04 \x01(\tR\n" +
-	"approvalId\"\xa9\x02\n" +
+	"approvalId\x12/\n" +
+	"\x06signed\x18\x05 \x01(\v2\x17.steward.v1.SignedEventR\x06signed\"\xa9\x02\n" +
 	"\x0fPlanStepStarted\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12\x17\n" +
 	"\astep_id\x18\x02 \x01(\tR\x06stepId\x12\x1b\n" +
@@ -4685,19 +4719,21 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vquiet_since\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"quietSince\"<\n" +
 	"\x0eActionProposed\x12*\n" +
-	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\"f\n" +
+	"\x06action\x18\x01 \x01(\v2\x12.steward.v1.ActionR\x06action\"\x97\x01\n" +
 	"\x0fPolicyEvaluated\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x126\n" +
-	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\"\x87\x01\n" +
+	"\bsnapshot\x18\x02 \x01(\v2\x1a.steward.v1.PolicySnapshotR\bsnapshot\x12/\n" +
+	"\x06signed\x18\x03 \x01(\v2\x17.steward.v1.SignedEventR\x06signed\"\x87\x01\n" +
 	"\fActionDenied\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vsnapshot_id\x18\x02 \x01(\tR\n" +
 	"snapshotId\x12\x18\n" +
 	"\areasons\x18\x03 \x03(\tR\areasons\x12\x1f\n" +
 	"\vcost_micros\x18\x04 \x01(\x03R\n" +
-	"costMicros\"E\n" +
+	"costMicros\"v\n" +
 	"\x11ApprovalRequested\x120\n" +
-	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\"\xb5\x03\n" +
+	"\bapproval\x18\x01 \x01(\v2\x14.steward.v1.ApprovalR\bapproval\x12/\n" +
+	"\x06signed\x18\x02 \x01(\v2\x17.steward.v1.SignedEventR\x06signed\"\xb5\x03\n" +
 	"\x0fApprovalDecided\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -4949,26 +4985,27 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
 	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
 	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
-	(StepStatus)(0),                // 66: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 67: google.protobuf.Value
-	(SuspendCause)(0),              // 68: steward.v1.SuspendCause
-	(*Action)(nil),                 // 69: steward.v1.Action
-	(*Approval)(nil),               // 70: steward.v1.Approval
-	(ApprovalDecision)(0),          // 71: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 72: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 73: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 74: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 75: steward.v1.Outcome
-	(WaitKind)(0),                  // 76: steward.v1.WaitKind
-	(SettleState)(0),               // 77: steward.v1.SettleState
-	(RevalidationReason)(0),        // 78: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 79: google.protobuf.Duration
-	(*ToolContract)(nil),           // 80: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 81: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 82: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 83: steward.v1.CriterionResult
-	(*Decision)(nil),               // 84: steward.v1.Decision
-	(*ContextItem)(nil),            // 85: steward.v1.ContextItem
+	(*SignedEvent)(nil),            // 66: steward.v1.SignedEvent
+	(StepStatus)(0),                // 67: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 68: google.protobuf.Value
+	(SuspendCause)(0),              // 69: steward.v1.SuspendCause
+	(*Action)(nil),                 // 70: steward.v1.Action
+	(*Approval)(nil),               // 71: steward.v1.Approval
+	(ApprovalDecision)(0),          // 72: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 73: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 74: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 75: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 76: steward.v1.Outcome
+	(WaitKind)(0),                  // 77: steward.v1.WaitKind
+	(SettleState)(0),               // 78: steward.v1.SettleState
+	(RevalidationReason)(0),        // 79: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
+	(*ToolContract)(nil),           // 81: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 83: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
+	(*Decision)(nil),               // 85: steward.v1.Decision
+	(*ContextItem)(nil),            // 86: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -5036,46 +5073,49 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
 	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
 	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	56,  // 65: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	66,  // 66: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	67,  // 67: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	68,  // 68: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	56,  // 69: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	69,  // 70: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	65,  // 71: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	70,  // 72: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	71,  // 73: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	72,  // 74: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	73,  // 75: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	65,  // 76: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	74,  // 77: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	75,  // 78: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	76,  // 79: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	56,  // 80: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	77,  // 81: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	78,  // 82: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	79,  // 83: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	79,  // 84: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 85: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 86: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	56,  // 87: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	80,  // 88: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 89: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	81,  // 90: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	81,  // 91: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	82,  // 92: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	83,  // 93: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	84,  // 94: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	79,  // 95: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	79,  // 96: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	79,  // 97: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	79,  // 98: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	85,  // 99: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	100, // [100:100] is the sub-list for method output_type
-	100, // [100:100] is the sub-list for method input_type
-	100, // [100:100] is the sub-list for extension type_name
-	100, // [100:100] is the sub-list for extension extendee
-	0,   // [0:100] is the sub-list for field type_name
+	66,  // 65: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	56,  // 66: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	67,  // 67: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	68,  // 68: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	69,  // 69: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	56,  // 70: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	70,  // 71: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	65,  // 72: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	66,  // 73: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	71,  // 74: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	66,  // 75: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	72,  // 76: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	73,  // 77: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	74,  // 78: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	65,  // 79: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	75,  // 80: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	76,  // 81: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	77,  // 82: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	56,  // 83: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	78,  // 84: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	79,  // 85: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	80,  // 86: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	80,  // 87: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 88: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 89: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	56,  // 90: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	81,  // 91: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 92: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	82,  // 93: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	85,  // 97: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	80,  // 98: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	80,  // 99: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	80,  // 100: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	80,  // 101: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	86,  // 102: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	103, // [103:103] is the sub-list for method output_type
+	103, // [103:103] is the sub-list for method input_type
+	103, // [103:103] is the sub-list for extension type_name
+	103, // [103:103] is the sub-list for extension extendee
+	0,   // [0:103] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }

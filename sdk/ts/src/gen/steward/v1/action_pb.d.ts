@@ -356,6 +356,16 @@ export declare type Approval = Message<"steward.v1.Approval"> & {
    * @generated from field: string amended_action_id = 30;
    */
   amendedActionId: string;
+
+  /**
+   * The signature of the ApprovalRequested that opened this approval
+   * (ApprovalRequested.signed): it covers the fields above that were set
+   * then, what the approvers were shown. Unset on one opened before
+   * approval requests were signed.
+   *
+   * @generated from field: steward.v1.SignedEvent request_signed = 31;
+   */
+  requestSigned?: SignedEvent | undefined;
 };
 
 /**
@@ -492,6 +502,41 @@ export declare type SignedApprovalDecision = Message<"steward.v1.SignedApprovalD
  * Use `create(SignedApprovalDecisionSchema)` to create a new message.
  */
 export declare const SignedApprovalDecisionSchema: GenMessage<SignedApprovalDecision>;
+
+/**
+ * SignedEvent is an event payload governance records (PolicyEvaluated,
+ * PlanEvaluated, ApprovalRequested), without its own signature, with
+ * governance's Ed25519 signature over a context naming the payload's type
+ * ("steward.v1.PolicyEvaluated" and so on), a zero byte, and exactly the
+ * bytes in payload: a signature made for one type never passes for
+ * another's. It has SignedApprovalDecision's shape, named for any payload.
+ *
+ * @generated from message steward.v1.SignedEvent
+ */
+export declare type SignedEvent = Message<"steward.v1.SignedEvent"> & {
+  /**
+   * The serialized payload, its signed field empty.
+   *
+   * @generated from field: bytes payload = 1;
+   */
+  payload: Uint8Array;
+
+  /**
+   * @generated from field: bytes signature = 2;
+   */
+  signature: Uint8Array;
+
+  /**
+   * @generated from field: bytes public_key = 3;
+   */
+  publicKey: Uint8Array;
+};
+
+/**
+ * Describes the message steward.v1.SignedEvent.
+ * Use `create(SignedEventSchema)` to create a new message.
+ */
+export declare const SignedEventSchema: GenMessage<SignedEvent>;
 
 /**
  * Outcome is how a dispatched action ended.
@@ -905,6 +950,15 @@ export declare type Action = Message<"steward.v1.Action"> & {
    * @generated from field: string amendment_of = 46;
    */
   amendmentOf: string;
+
+  /**
+   * The signature of the PolicyEvaluated that recorded snapshot
+   * (PolicyEvaluated.signed); unset when the snapshot came with its
+   * permit, or was recorded before snapshots were signed.
+   *
+   * @generated from field: steward.v1.SignedEvent snapshot_signed = 47;
+   */
+  snapshotSigned?: SignedEvent | undefined;
 };
 
 /**

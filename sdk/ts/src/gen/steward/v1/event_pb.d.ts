@@ -8,7 +8,7 @@ import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
 import type { Plan, PlanRevision, StepStatus } from "./plan_pb.js";
-import type { Action, ActionPermit, Approval, ApprovalDecision, Outcome, PolicySnapshot, RevalidationReason, SealedSecret, SettleState, SignedApprovalDecision, SignedPermit, WaitKind } from "./action_pb.js";
+import type { Action, ActionPermit, Approval, ApprovalDecision, Outcome, PolicySnapshot, RevalidationReason, SealedSecret, SettleState, SignedApprovalDecision, SignedEvent, SignedPermit, WaitKind } from "./action_pb.js";
 import type { ToolContract } from "./tool_pb.js";
 import type { SignedCredential } from "./credential_pb.js";
 import type { Artifact, CriterionResult } from "./acceptance_pb.js";
@@ -796,6 +796,15 @@ export declare type PlanEvaluated = Message<"steward.v1.PlanEvaluated"> & {
    * @generated from field: string approval_id = 4;
    */
   approvalId: string;
+
+  /**
+   * The fields above, signed by governance with its credential key
+   * (context "steward.v1.PlanEvaluated"); empty on an evaluation recorded
+   * before evaluations were signed.
+   *
+   * @generated from field: steward.v1.SignedEvent signed = 5;
+   */
+  signed?: SignedEvent | undefined;
 };
 
 /**
@@ -1017,6 +1026,15 @@ export declare type PolicyEvaluated = Message<"steward.v1.PolicyEvaluated"> & {
    * @generated from field: steward.v1.PolicySnapshot snapshot = 2;
    */
   snapshot?: PolicySnapshot | undefined;
+
+  /**
+   * The fields above, signed by governance with its credential key
+   * (context "steward.v1.PolicyEvaluated"); empty on a snapshot recorded
+   * before snapshots were signed.
+   *
+   * @generated from field: steward.v1.SignedEvent signed = 3;
+   */
+  signed?: SignedEvent | undefined;
 };
 
 /**
@@ -1072,6 +1090,15 @@ export declare type ApprovalRequested = Message<"steward.v1.ApprovalRequested"> 
    * @generated from field: steward.v1.Approval approval = 1;
    */
   approval?: Approval | undefined;
+
+  /**
+   * The approval, signed by governance with its credential key (context
+   * "steward.v1.ApprovalRequested"): the terms its approvers are shown.
+   * Empty on a request recorded before requests were signed.
+   *
+   * @generated from field: steward.v1.SignedEvent signed = 2;
+   */
+  signed?: SignedEvent | undefined;
 };
 
 /**
