@@ -101,23 +101,11 @@ func TestAQuestionClimbsItsLadder(t *testing.T) {
 	if tk.OpenInput.GetEscalatedTo() != "user:bo" {
 		t.Fatalf("suspended with the question %v; want it escalated to user:bo", tk.OpenInput)
 	}
-	recs, err := env.Log.Read(ctx, id)
-	if err != nil {
-		t.Fatal(err)
-	}
-	told := map[string][]string{}
-	for _, e := range state.Timeline(recs) {
-		told[e.Type] = append(told[e.Type], e.Summary)
-	}
-	for typ, want := range map[string]string{
+	tellsOnce(t, env, id, map[string]string{
 		event.TypeInputReminded:  "whom it asks were reminded",
 		event.TypeInputEscalated: "it went to the backup, user:bo, who may answer it now",
 		event.TypeTaskSuspended:  "its question waited too long",
-	} {
-		if len(told[typ]) != 1 || !strings.Contains(told[typ][0], want) {
-			t.Errorf("the timeline tells %s as %q; want it once, saying %q", typ, told[typ], want)
-		}
-	}
+	})
 	if tk, err := ctl.ProvideInput(ctx, bo, answer); err != nil || tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING {
 		t.Fatalf("the backup answering the escalated question: %v, %v; want the task running", tk.GetStatus(), err)
 	}
@@ -138,4 +126,23 @@ func TestAQuestionClimbsItsLadder(t *testing.T) {
 	env.WaitTask(plan, func(tk *stewardv1.Task) bool {
 		return task.FindStep(tk, "go").GetStatus() == stewardv1.StepStatus_STEP_STATUS_SUCCEEDED
 	})
+}
+
+// tellsOnce checks that task id's timeline tells each event type of want
+// once, its sentence holding want's words.
+func tellsOnce(t *testing.T, env *stewardtest.Env, id string, want map[string]string) {
+	t.Helper()
+	recs, err := env.Log.Read(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := map[string][]string{}
+	for _, e := range state.Timeline(recs) {
+		told[e.Type] = append(told[e.Type], e.Summary)
+	}
+	for typ, words := range want {
+		if len(told[typ]) != 1 || !strings.Contains(told[typ][0], words) {
+			t.Errorf("the timeline tells %s as %q; want it once, saying %q", typ, told[typ], words)
+		}
+	}
 }
