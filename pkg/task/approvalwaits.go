@@ -3,6 +3,8 @@ package task
 import (
 	"time"
 
+	"google.golang.org/protobuf/types/known/durationpb"
+
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -32,22 +34,11 @@ type ApprovalWaits struct {
 // such a contract (CreateTask).
 func ApprovalWaitsOf(c *stewardv1.TaskContract) ApprovalWaits {
 	tm := c.GetTimers()
-	w := ApprovalWaits{Remind: DefaultApprovalRemindAfter, Suspend: DefaultApprovalSuspendAfter}
-	if d := tm.GetApprovalSuspendAfter().AsDuration(); d > 0 {
-		w.Suspend = d
-	}
+	w := ApprovalWaits{Suspend: orDuration(tm.GetApprovalSuspendAfter(), DefaultApprovalSuspendAfter)}
 	if d := tm.GetApprovalEscalateAfter().AsDuration(); d > 0 && c.GetApprovalBackupRef() != "" {
 		w.Escalate = d
 	}
-	first := w.Suspend
-	if w.Escalate > 0 {
-		first = min(first, w.Escalate)
-	}
-	if d := tm.GetApprovalRemindAfter().AsDuration(); d > 0 {
-		w.Remind = d
-	} else if w.Remind >= first {
-		w.Remind = first / 2
-	}
+	w.Remind = remindBefore(tm.GetApprovalRemindAfter(), DefaultApprovalRemindAfter, w.Escalate, w.Suspend)
 	if w.Remind >= w.Suspend {
 		w.Remind = w.Suspend / 2
 	}
@@ -63,4 +54,21 @@ func ApprovalWaitsOf(c *stewardv1.TaskContract) ApprovalWaits {
 func EscalationStands(c *stewardv1.TaskContract, ap *stewardv1.Approval, now time.Time) bool {
 	after, requested := ApprovalWaitsOf(c).Escalate, ap.GetRequestedAt()
 	return after > 0 && ap.GetEscalatedTo() != "" && requested != nil && now.Sub(requested.AsTime()) >= after
+}
+
+// remindBefore is a ladder's reminder: set, else def — or, when def would
+// not come before the first of escalate (zero for none) and suspend,
+// halfway to it. Approvals and questions share it (InputLadderOf).
+func remindBefore(set *durationpb.Duration, def, escalate, suspend time.Duration) time.Duration {
+	if d := set.AsDuration(); d > 0 {
+		return d
+	}
+	first := suspend
+	if escalate > 0 {
+		first = min(first, escalate)
+	}
+	if def >= first {
+		return first / 2
+	}
+	return def
 }

@@ -42,18 +42,12 @@ type InputLadder struct {
 // halfway between the reminder and the suspension.
 func InputLadderOf(c *stewardv1.TaskContract) InputLadder {
 	tm := c.GetTimers()
-	l := InputLadder{
-		Remind:  orDuration(tm.GetInputRemindAfter(), DefaultInputRemindAfter),
-		Suspend: orDuration(tm.GetInputSuspendAfter(), DefaultInputSuspendAfter),
-		Backup:  c.GetInputBackupRef(),
+	l := InputLadder{Suspend: orDuration(tm.GetInputSuspendAfter(), DefaultInputSuspendAfter), Backup: c.GetInputBackupRef()}
+	var escalate time.Duration
+	if l.Backup != "" {
+		escalate = tm.GetInputEscalateAfter().AsDuration()
 	}
-	first := l.Suspend
-	if e := tm.GetInputEscalateAfter().AsDuration(); e > 0 && l.Backup != "" {
-		first = min(first, e)
-	}
-	if tm.GetInputRemindAfter().AsDuration() <= 0 && l.Remind >= first {
-		l.Remind = first / 2
-	}
+	l.Remind = remindBefore(tm.GetInputRemindAfter(), DefaultInputRemindAfter, escalate, l.Suspend)
 	if l.Backup != "" {
 		l.Escalate = orDuration(tm.GetInputEscalateAfter(), (l.Remind+l.Suspend)/2)
 	}
