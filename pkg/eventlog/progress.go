@@ -108,9 +108,9 @@ func (l *Log) KeepReadingServices(ctx context.Context, r Reader) {
 }
 
 // keepFollowing runs follow from where r got to, again whenever it stops:
-// a second after it fails, and at once when it stood still for
-// followStall while someone waited for more than r had applied
-// (watchStall). A follower whose consumer went with a lost node can sit
+// a second after it fails, at once when it lost its place (errFollowAgain)
+// or stood still for followStall while someone waited for more than r had
+// applied (watchStall). A follower whose consumer went with a lost node can sit
 // behind without an error or an event, its client reconnected elsewhere:
 // only the wait on it shows it, and following anew from where it got to
 // cures it.
@@ -127,6 +127,10 @@ func (l *Log) keepFollowing(ctx context.Context, r Reader, follow func(ctx conte
 			l.cfg.Logger.Warn("a reader stood still behind what was asked of it; following the log again", "at", applied, "want", wanted)
 			continue
 		default:
+		}
+		if errors.Is(err, errFollowAgain) && ctx.Err() == nil {
+			l.cfg.Logger.Warn("a reader lost its place on the log; following it again", "at", r.Progress().Applied(), "err", err)
+			continue
 		}
 		if err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 			l.cfg.Logger.Error("reader stopped following the log; restarting", "err", err)

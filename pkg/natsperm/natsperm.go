@@ -219,7 +219,7 @@ func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 			"$JS.API.CONSUMER.MSG.NEXT."+s+".*",
 			"$JS.ACK."+s+".>")
 	}
-	g.pub("run its durable and ordered consumers, pull and acknowledge", consume...)
+	g.pub("run its durable consumers and its followers', pull and acknowledge", consume...)
 }
 
 // deadLetterGrants are what plane may write on the dead-letter stream:
