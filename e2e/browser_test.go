@@ -208,6 +208,9 @@ func (p *page) screenshot(sel, name string) {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
 		p.t.Fatal(err)
 	}
