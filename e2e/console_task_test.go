@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
+	"github.com/chromedp/chromedp"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -104,4 +105,70 @@ func subTaskID(tk *stewardv1.Task, id string) string {
 		}
 	}
 	return ""
+}
+
+// TestConsoleListsAndSettles: the tasks list pages with ListTasks' page
+// token (one task a page here) through every task once, and its filters
+// narrow it as the server does; an operator settles, from the inbox, an
+// outcome nobody knows (a tool that never answered), and the action ends
+// as the operator said. axe-core finds no serious or critical issue on
+// the list or the inbox.
+func TestConsoleListsAndSettles(t *testing.T) {
+	tool := stewardtest.StartTool(t).Always("/slow", stewardtest.Silent)
+	h := startSteward(t, setup{tools: []string{fmt.Sprintf(`{"name": "slow", "version": "1.0.0", "effectClass": "EFFECT_CLASS_IDEMPOTENT_WRITE",
+	   "dataSensitivity": "DATA_SENSITIVITY_PUBLIC", "timeout": "1s", "http": {"url": %q}}`, tool.URL+"/slow")}})
+	b := browser(t)
+	k := contract()
+	k.AllowedTools = []string{"slow"}
+	k.Intent = "Charge the card once"
+	slow := h.create(t, "console-slow", k)
+	quiet := h.create(t, "console-quiet", contract())
+	high := contract()
+	high.RiskTier, high.Intent = stewardv1.RiskTier_RISK_TIER_HIGH, "Rotate the signing keys"
+	risky := h.create(t, "console-risky", high)
+	params, _ := structpb.NewStruct(nil)
+	resp, err := h.agent.tasks.ProposeAction(context.Background(), connect.NewRequest(&stewardv1.ProposeActionRequest{
+		TaskId: slow, ProposalId: "slow-1", Tool: "slow", Target: "card:1", Params: params}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	charge := resp.Msg.Action
+	waitAction(t, h.agent.clients, slow, charge.ActionId, stewardv1.ActionStatus_ACTION_STATUS_UNKNOWN)
+
+	ops := openConsole(t, b, h.url, operatorToken)
+	ops.goTo("#/tasks?size=1")
+	var listed []string
+	for {
+		ops.until(`document.querySelectorAll('tr[data-task-id]').length === 1`)
+		listed = append(listed, eval[string](ops, `document.querySelector('tr[data-task-id]').dataset.taskId`))
+		if !eval[bool](ops, `!!document.querySelector('a[rel="next"]')`) {
+			break
+		}
+		ops.do(chromedp.Click(chromedp.CSS(`a[rel="next"]`)))
+		ops.until(fmt.Sprintf(`!document.querySelector('tr[data-task-id=%q]')`, listed[len(listed)-1]))
+	}
+	if want := fmt.Sprint([]string{slow, quiet, risky}); fmt.Sprint(listed) != want {
+		t.Fatalf("the list paged through %v, want %s", listed, want)
+	}
+	ops.goTo("#/tasks")
+	ops.until(`document.querySelectorAll('tr[data-task-id]').length === 3`)
+	ops.accessible("the tasks list")
+	ops.do(chromedp.SetValue(chromedp.CSS("#f-risk"), "HIGH"))
+	ops.do(chromedp.Click(chromedp.CSS(`form.filters button[type="submit"]`)))
+	ops.until(fmt.Sprintf(`document.querySelectorAll('tr[data-task-id]').length === 1 && !!document.querySelector('tr[data-task-id=%q]')`, risky))
+	ops.goTo("#/tasks?text=CARD")
+	ops.until(fmt.Sprintf(`document.querySelectorAll('tr[data-task-id]').length === 1 && !!document.querySelector('tr[data-task-id=%q]')`, slow))
+
+	ops.goTo("#/inbox")
+	form := sel("data-settle", charge.ActionId)
+	ops.until(fmt.Sprintf(`!!document.querySelector('form%s')`, form))
+	ops.accessible("the inbox with an outcome to settle")
+	ops.do(setValue("form"+form, "select", "SETTLE_STATE_FAILED"))
+	ops.do(setValue("form"+form, "input[required]", "the card was not charged: the ledger has no entry"))
+	ops.do(clickIn("form"+form, `button[type="submit"]`))
+	_, settled := waitAction(t, h.agent.clients, slow, charge.ActionId, stewardv1.ActionStatus_ACTION_STATUS_FAILED)
+	if settled.SettledBy != "user:ops" || settled.Outcome.GetReason() == "" {
+		t.Fatalf("the settled action: %v", settled)
+	}
+	ops.until(fmt.Sprintf(`!document.querySelector('form%s')`, form))
 }

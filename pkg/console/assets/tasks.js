@@ -14,8 +14,14 @@ function select(name, values, prefix, chosen) {
     values.map((v) => h('option', { value: v, selected: chosen === v }, label(prefix + v, prefix))));
 }
 
+// pageSize is 25 tasks, or the size the address asks (1 to 100).
+function pageSize(params) {
+  const n = Number(params.get('size'));
+  return Number.isInteger(n) && n >= 1 && n <= 100 ? n : 25;
+}
+
 function request(params) {
-  const req = { pageSize: 25 };
+  const req = { pageSize: pageSize(params) };
   if (params.get('status')) req.statuses = ['TASK_STATUS_' + params.get('status')];
   if (params.get('risk')) req.riskTiers = ['RISK_TIER_' + params.get('risk')];
   for (const k of ['owner', 'tool', 'text']) if (params.get(k)) req[k] = params.get(k);
@@ -48,6 +54,7 @@ export async function tasksPage(ctx) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const q = new URLSearchParams();
+    if (p.get('size')) q.set('size', p.get('size'));
     for (const [k, v] of new FormData(form)) if (v) q.set(k, String(v));
     location.hash = '#/tasks?' + q;
   });
