@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/steward-run/steward/cmd/steward/app"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -123,8 +124,15 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 	}
 	bo.accessible("the inbox")
 	bo.screenshot("body", "inbox")
-	bo.do(clickIn(card, `[data-do="approve"]`))
+	// By keyboard: a comment, Tab to Approve, Enter.
+	bo.do(chromedp.SendKeys(chromedp.CSS(card+" form.decide textarea"), "checked the invoice"))
+	bo.do(chromedp.KeyEvent(kb.Tab))
+	bo.until(fmt.Sprintf(`document.activeElement === document.querySelector('%s [data-do="approve"]')`, card))
+	bo.do(chromedp.KeyEvent(kb.Enter))
 	ops.until(fmt.Sprintf(`!!document.querySelector('details%s[data-status="ACTION_STATUS_SUCCEEDED"]')`, sel("data-action-id", wire.ActionId)))
+	if vote := waitVote(t, h, taskID, wire.ActionId); vote.Principal != "user:bo" || vote.Comment != "checked the invoice" {
+		t.Fatalf("the vote: %v", vote)
+	}
 	if n := tool.CallsFor(wire.OpKey); n != 1 {
 		t.Fatalf("the tool was called %d times for the approved wire, want once", n)
 	}
@@ -156,4 +164,15 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 	ops.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`details%s summary`, sel("data-action-id", wire.ActionId)))))
 	ops.until(fmt.Sprintf(`document.querySelector('details%s').open`, sel("data-action-id", wire.ActionId)))
 	ops.screenshot("#overview", "task")
+}
+
+// waitVote is the one vote on the action's approval, once it is recorded.
+func waitVote(t *testing.T, h *harness, taskID, actionID string) *stewardv1.ApprovalVote {
+	t.Helper()
+	_, a := waitAction(t, h.agent.clients, taskID, actionID, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	if votes := a.GetApproval().GetVotes(); len(votes) == 1 {
+		return votes[0]
+	}
+	t.Fatalf("votes on %s: %v", actionID, a.GetApproval().GetVotes())
+	return nil
 }
