@@ -83,7 +83,7 @@ func checkConsoleServed(t *testing.T, base string) {
 // an operator's task page, open before, sees it succeed live (WatchTask);
 // the tool was called once. A second wire is amended from the inbox: the
 // original is rejected and the amended action, in the approver's name,
-// waits for someone else. A viewer, without the approver's role, sees the
+// waits for someone else, who rejects it from their inbox. A viewer, without the approver's role, sees the
 // approval but no approve button, and the same DecideApproval sent with
 // the viewer's token from the page is refused by the server. An approver
 // of another tenant finds no such task. axe-core finds no serious or
@@ -164,6 +164,15 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 	ops.do(chromedp.Click(chromedp.CSS(fmt.Sprintf(`details%s summary`, sel("data-action-id", wire.ActionId)))))
 	ops.until(fmt.Sprintf(`document.querySelector('details%s').open`, sel("data-action-id", wire.ActionId)))
 	ops.screenshot("#overview", "task")
+
+	// Another approver rejects the amendment.
+	di := openConsole(t, b, h.url, secondApproverToken)
+	di.goTo("#/inbox")
+	third := sel("data-approval-id", amended.Approval.ApprovalId)
+	di.until(fmt.Sprintf(`!!document.querySelector('%s [data-do="reject"]')`, third))
+	di.do(clickIn(third, `[data-do="reject"]`))
+	waitAction(t, h.agent.clients, taskID, amended.ActionId, stewardv1.ActionStatus_ACTION_STATUS_REJECTED)
+	ops.until(fmt.Sprintf(`!!document.querySelector('details%s[data-status="ACTION_STATUS_REJECTED"]')`, sel("data-action-id", amended.ActionId)))
 }
 
 // waitVote is the one vote on the action's approval, once it is recorded.
