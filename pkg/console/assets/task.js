@@ -95,24 +95,27 @@ function waiting(t, ctx, reload) {
   return parts.length ? section('waiting', 'Waiting for a person', parts) : null;
 }
 
-async function render(ctx, taskId, live) {
+// render reads the task and draws its page, unless the person has left
+// it meanwhile (gone): a late answer must not draw over another page.
+async function render(ctx, taskId, live, gone) {
   const [task, tl, rc] = await Promise.all([
     call('QueryService/GetTask', { taskId }),
     call('QueryService/GetTimeline', { taskId }).catch((err) => ({ err })),
     call('QueryService/GetReceipt', { taskId }).catch((err) => ({ err })),
   ]);
   const t = task.task;
-  const reload = () => refresh();
-  const refresh = () => render(ctx, taskId, live).catch((err) => toast('Reloading: ' + err.message, true));
+  const reload = () => render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
   const cur = (t.contract.budget || {}).currency;
+  const [subs, decided] = await Promise.all([subTasks(taskId, 0), decisions(taskId)]);
+  if (gone()) return t;
   ctx.main.replaceChildren(...[
     h('div', { id: 'overview' }, header(t), live,
       waiting(t, ctx, reload),
       budgets(t),
       t.plan ? section('plan', `Plan (version ${t.plan.version || 1})`, planGraph(t.plan)) : null,
       section('actions', `Actions (${(t.actions || []).length})`, (t.actions || []).length ? (t.actions || []).map((a) => actionItem(a, cur)) : h('p', { class: 'empty' }, 'No action yet.'))),
-    section('subtasks', 'Sub-tasks', (await subTasks(taskId, 0)) || h('p', { class: 'empty' }, 'None delegated.')),
-    section('decisions', 'Decisions and context', await decisions(taskId)),
+    section('subtasks', 'Sub-tasks', subs || h('p', { class: 'empty' }, 'None delegated.')),
+    section('decisions', 'Decisions and context', decided),
     section('timeline', 'Timeline', tl.err ? failure(tl.err, 'Timeline') : h('div', { class: 'scroll', tabindex: '0', role: 'group', 'aria-label': 'Timeline (scrolls)' }, timeline(tl.entries || []))),
     section('receipt', 'Receipt', rc.err ? failure(rc.err, 'Receipt') : receiptView(rc.markdown || '')),
   ].filter(Boolean));
@@ -125,15 +128,17 @@ const reloadDelay = 150;
 export async function taskPage(ctx, taskId) {
   ctx.main.replaceChildren(h('p', { 'aria-busy': 'true' }, 'Loading ', taskId, '…'));
   const live = h('p', { class: 'live', role: 'status', 'data-live': 'connecting' }, 'Connecting to live updates…');
+  const stop = new AbortController();
+  const gone = () => stop.signal.aborted;
+  let pending = 0;
+  ctx.onLeave(() => { stop.abort(); clearTimeout(pending); });
   let t;
   try {
-    t = await render(ctx, taskId, live);
+    t = await render(ctx, taskId, live, gone);
   } catch (err) {
-    ctx.main.replaceChildren(h('h1', {}, 'Task ', taskId), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the task'));
+    if (!gone()) ctx.main.replaceChildren(h('h1', {}, 'Task ', taskId), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the task'));
     return;
   }
-  const stop = new AbortController();
-  let pending = 0;
   const refresh = () => {
     clearTimeout(pending);
     // A burst of events (an approval, then a permit, a claim, a dispatch)
@@ -142,10 +147,9 @@ export async function taskPage(ctx, taskId) {
       // Never under a person's typing: the reload waits until they leave the field.
       const typing = document.activeElement && ctx.main.contains(document.activeElement) && /^(TEXTAREA|INPUT|SELECT)$/.test(document.activeElement.tagName);
       if (typing) { refresh(); return; }
-      render(ctx, taskId, live).catch((err) => toast('Reloading: ' + err.message, true));
+      render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
     }, reloadDelay);
   };
-  ctx.onLeave(() => { stop.abort(); clearTimeout(pending); });
   watch(taskId, t.lastSequence || '0', live, refresh, stop.signal);
 }
 
