@@ -369,6 +369,10 @@ var matrixCalls = map[string]matrixCall{
 		_, err := c.query.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{}))
 		return err
 	}},
+	stewardv1connect.QueryServiceWhoAmIProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {
+		_, err := c.query.WhoAmI(ctx, connect.NewRequest(&stewardv1.WhoAmIRequest{}))
+		return err
+	}},
 	stewardv1connect.QueryServiceGetReceiptProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.query.GetReceipt(ctx, connect.NewRequest(&stewardv1.GetReceiptRequest{TaskId: s.task}))
 		return err

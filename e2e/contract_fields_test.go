@@ -35,6 +35,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.AttachContextRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListDecisionsRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ListTasksRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.WhoAmIRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),

@@ -91,6 +91,7 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceGetArtifactContentProcedure: content("an artifact's bytes"),
 	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
 	stewardv1connect.QueryServiceListDecisionsProcedure:      content("the decisions' rationale and evidence, and where their context is"),
+	stewardv1connect.QueryServiceWhoAmIProcedure:             read("a caller learns its own principal, roles and tenant: the console hides what they may not do"),
 
 	// DeadLetterService.
 	stewardv1connect.DeadLetterServiceListDeadLettersProcedure: {Group: Operation, Roles: []string{Operator}, Plane: deadLetterTenant,

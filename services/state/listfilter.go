@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
@@ -39,11 +40,13 @@ type TaskFilter struct {
 	Tool                        string
 	Text                        string
 	CreatedAfter, CreatedBefore time.Time
+	// Parent is a task id: only the sub-tasks delegated from it.
+	Parent string
 }
 
 // taskFilter checks a request's filters, naming the field refused.
 func taskFilter(req *stewardv1.ListTasksRequest) (TaskFilter, error) {
-	f := TaskFilter{Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool, Text: req.Text}
+	f := TaskFilter{Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool, Text: req.Text, Parent: req.ParentTaskId}
 	for i, st := range req.Statuses {
 		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
 			return f, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
@@ -63,6 +66,8 @@ func taskFilter(req *stewardv1.ListTasksRequest) (TaskFilter, error) {
 		return f, errs.Field("tool", "%s is not a bare tool name: leave out @version", errs.Quote(req.Tool))
 	case utf8.RuneCountInString(req.Text) > MaxFilterText:
 		return f, errs.Field("text", "is %d characters, past the limit of %d", utf8.RuneCountInString(req.Text), MaxFilterText)
+	case req.ParentTaskId != "" && !eventlog.ValidTaskID(req.ParentTaskId):
+		return f, errs.Field("parent_task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.ParentTaskId))
 	}
 	var err error
 	if f.CreatedAfter, err = filterTime("created_after", req.CreatedAfter); err != nil {
@@ -94,7 +99,7 @@ func filterTime(field string, ts *timestamppb.Timestamp) (time.Time, error) {
 func (f TaskFilter) pages(req *stewardv1.ListTasksRequest) string {
 	key := &stewardv1.ListTasksRequest{
 		Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool,
-		Text: req.Text, CreatedAfter: req.CreatedAfter, CreatedBefore: req.CreatedBefore,
+		Text: req.Text, CreatedAfter: req.CreatedAfter, CreatedBefore: req.CreatedBefore, ParentTaskId: req.ParentTaskId,
 	}
 	if proto.Size(key) == 0 {
 		return taskPages
@@ -113,6 +118,8 @@ func (f TaskFilter) match(v *view) bool {
 	case len(f.Statuses) > 0 && !slices.Contains(f.Statuses, t.Status):
 		return false
 	case f.Owner != "" && k.GetAccountableOwnerRef() != f.Owner:
+		return false
+	case f.Parent != "" && k.GetParentTaskId() != f.Parent:
 		return false
 	case len(f.RiskTiers) > 0 && !slices.Contains(f.RiskTiers, k.GetRiskTier()):
 		return false

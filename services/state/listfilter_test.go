@@ -28,6 +28,7 @@ import (
 //	mail-c    user:ann  critical  proposed an action of fetch  "Résumé review"    running
 //	mail-d    user:bob  medium    (no tools)               "Close the books"        cancelled
 //	other-e   user:ann  low       of tenant globex         "Reconcile the ledger"   created
+//	sub-f     user:cat  low       delegated from ledger-a  "Count the coins"        created
 func filtered(t *testing.T, env *stewardtest.Env) {
 	t.Helper()
 	k := func(owner string, risk stewardv1.RiskTier, intent string, tools ...string) *stewardv1.TaskContract {
@@ -39,6 +40,9 @@ func filtered(t *testing.T, env *stewardtest.Env) {
 		act("a1", "fetch", "x", "r1")...)...)
 	env.Append("mail-d", &stewardv1.TaskCreated{Contract: k("user:bob", stewardv1.RiskTier_RISK_TIER_MEDIUM, "Close the books")}, &stewardv1.TaskCancelled{})
 	env.Append("other-e", &stewardv1.TaskCreated{Contract: k("user:ann", stewardv1.RiskTier_RISK_TIER_LOW, "Reconcile the ledger"), Tenant: "globex"})
+	sub := k("user:cat", stewardv1.RiskTier_RISK_TIER_LOW, "Count the coins")
+	sub.ParentTaskId = "ledger-a"
+	env.Append("sub-f", &stewardv1.TaskCreated{Contract: sub})
 }
 
 // ids lists every task req matches, page by page of size one: paging
@@ -74,7 +78,7 @@ func TestListTasksFilters(t *testing.T) {
 		req  *stewardv1.ListTasksRequest
 		want string
 	}{
-		{&stewardv1.ListTasksRequest{}, "[ledger-a ledger-b mail-c mail-d]"},
+		{&stewardv1.ListTasksRequest{}, "[ledger-a ledger-b mail-c mail-d sub-f]"},
 		{&stewardv1.ListTasksRequest{Owner: "user:ann"}, "[ledger-a mail-c]"},
 		{&stewardv1.ListTasksRequest{Owner: "user:req"}, "[]"}, // the requester is not the owner
 		{&stewardv1.ListTasksRequest{Owner: "user:an"}, "[]"},  // exact
@@ -84,10 +88,12 @@ func TestListTasksFilters(t *testing.T) {
 		{&stewardv1.ListTasksRequest{Tool: "sear"}, "[]"},
 		{&stewardv1.ListTasksRequest{Text: "ledger"}, "[ledger-a ledger-b]"}, // intent, ignoring case; the id
 		{&stewardv1.ListTasksRequest{Text: "RÉSUMÉ"}, "[mail-c]"},
-		{&stewardv1.ListTasksRequest{Text: "DONE"}, "[ledger-a ledger-b mail-c mail-d]"}, // the desired outcome
+		{&stewardv1.ListTasksRequest{Text: "DONE"}, "[ledger-a ledger-b mail-c mail-d sub-f]"}, // the desired outcome
 		{&stewardv1.ListTasksRequest{Text: "AIL-"}, "[mail-c mail-d]"},
 		{&stewardv1.ListTasksRequest{Owner: "user:bob", Text: "the", Statuses: []stewardv1.TaskStatus{stewardv1.TaskStatus_TASK_STATUS_CANCELLED}}, "[mail-d]"},
 		{&stewardv1.ListTasksRequest{Owner: "user:ann", Tool: "email"}, "[]"},
+		{&stewardv1.ListTasksRequest{ParentTaskId: "ledger-a"}, "[sub-f]"}, // its sub-tasks
+		{&stewardv1.ListTasksRequest{ParentTaskId: "ledger-b"}, "[]"},
 	} {
 		if got := fmt.Sprint(ids(t, client, c.req)); got != c.want {
 			t.Errorf("ListTasks %v lists %s, want %s", c.req, got, c.want)
@@ -118,6 +124,7 @@ func TestListTasksNamesTheBadFilter(t *testing.T) {
 		"owner":          {Owner: strings.Repeat("u", 257)},
 		"tool":           {Tool: "search@1.0.0"},
 		"text":           {Text: long},
+		"parent_task_id": {ParentTaskId: "not a task id"},
 		"created_after":  {CreatedAfter: &timestamppb.Timestamp{Seconds: -1 << 62}},
 		"created_before": {CreatedAfter: timestamppb.New(time.Unix(100, 0)), CreatedBefore: timestamppb.New(time.Unix(100, 0))},
 		"page_token":     {Owner: "user:bob", PageToken: tok},

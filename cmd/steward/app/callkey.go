@@ -9,6 +9,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/steward-run/steward/pkg/calltoken"
+	"github.com/steward-run/steward/pkg/console"
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -67,7 +68,12 @@ func (m *Server) routes(js jetstream.JetStream, log *eventlog.Log) ([]rpc.Option
 	if err != nil {
 		return nil, err
 	}
+	// The console is static and public: it holds no authority, and every
+	// call it makes carries its person's own token (pkg/console).
 	var routes []rpc.Option
+	for _, pattern := range console.Patterns() {
+		routes = append(routes, rpc.WithHandler(pattern, console.Handler()))
+	}
 	if m.MetricsAddr == "" {
 		routes = append(routes, rpc.WithHandler("GET /metrics", metrics))
 	} else if err := m.serveMetrics(metrics); err != nil {

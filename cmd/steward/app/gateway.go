@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/steward-run/steward/pkg/console"
 	"github.com/steward-run/steward/pkg/gateway"
 	"github.com/steward-run/steward/pkg/rpc"
 )
@@ -138,7 +139,13 @@ func runGateway(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	h := g.Handler()
+	// The console beside the routed calls: one address for people too.
+	mux := http.NewServeMux()
+	for _, pattern := range console.Patterns() {
+		mux.Handle(pattern, console.Handler())
+	}
+	mux.Handle("/", g.Handler())
+	var h http.Handler = mux
 	if loopback(f.addr) {
 		// A gateway on this machine only may front planes in the open
 		// mode, which trust whoever calls: a browser's page under a

@@ -23,6 +23,113 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+}
+
+type WhoAmIResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Principal string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// The roles the token grants, as the token file or the JWT names them.
+	Roles []string `protobuf:"bytes,2,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Empty for the default tenant.
+	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	// False in the open mode: the principal is whatever the caller named.
+	Authenticated bool `protobuf:"varint,4,opt,name=authenticated,proto3" json:"authenticated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WhoAmIResponse) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *WhoAmIResponse) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *WhoAmIResponse) GetAuthenticated() bool {
+	if x != nil {
+		return x.Authenticated
+	}
+	return false
+}
+
 type GetResultRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -33,7 +140,7 @@ type GetResultRequest struct {
 
 func (x *GetResultRequest) Reset() {
 	*x = GetResultRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +152,7 @@ func (x *GetResultRequest) String() string {
 func (*GetResultRequest) ProtoMessage() {}
 
 func (x *GetResultRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[0]
+	mi := &file_steward_v1_query_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +165,7 @@ func (x *GetResultRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResultRequest.ProtoReflect.Descriptor instead.
 func (*GetResultRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *GetResultRequest) GetTaskId() string {
@@ -88,7 +195,7 @@ type GetResultResponse struct {
 
 func (x *GetResultResponse) Reset() {
 	*x = GetResultResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -100,7 +207,7 @@ func (x *GetResultResponse) String() string {
 func (*GetResultResponse) ProtoMessage() {}
 
 func (x *GetResultResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[1]
+	mi := &file_steward_v1_query_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -113,7 +220,7 @@ func (x *GetResultResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetResultResponse.ProtoReflect.Descriptor instead.
 func (*GetResultResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *GetResultResponse) GetResult() *structpb.Value {
@@ -149,7 +256,7 @@ type GetArtifactContentRequest struct {
 
 func (x *GetArtifactContentRequest) Reset() {
 	*x = GetArtifactContentRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -161,7 +268,7 @@ func (x *GetArtifactContentRequest) String() string {
 func (*GetArtifactContentRequest) ProtoMessage() {}
 
 func (x *GetArtifactContentRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[2]
+	mi := &file_steward_v1_query_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -174,7 +281,7 @@ func (x *GetArtifactContentRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactContentRequest.ProtoReflect.Descriptor instead.
 func (*GetArtifactContentRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *GetArtifactContentRequest) GetTaskId() string {
@@ -209,7 +316,7 @@ type GetArtifactContentResponse struct {
 
 func (x *GetArtifactContentResponse) Reset() {
 	*x = GetArtifactContentResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +328,7 @@ func (x *GetArtifactContentResponse) String() string {
 func (*GetArtifactContentResponse) ProtoMessage() {}
 
 func (x *GetArtifactContentResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[3]
+	mi := &file_steward_v1_query_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +341,7 @@ func (x *GetArtifactContentResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetArtifactContentResponse.ProtoReflect.Descriptor instead.
 func (*GetArtifactContentResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetArtifactContentResponse) GetArtifact() *Artifact {
@@ -260,7 +367,7 @@ type GetReceiptRequest struct {
 
 func (x *GetReceiptRequest) Reset() {
 	*x = GetReceiptRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -272,7 +379,7 @@ func (x *GetReceiptRequest) String() string {
 func (*GetReceiptRequest) ProtoMessage() {}
 
 func (x *GetReceiptRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[4]
+	mi := &file_steward_v1_query_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -285,7 +392,7 @@ func (x *GetReceiptRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReceiptRequest.ProtoReflect.Descriptor instead.
 func (*GetReceiptRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *GetReceiptRequest) GetTaskId() string {
@@ -305,7 +412,7 @@ type GetReceiptResponse struct {
 
 func (x *GetReceiptResponse) Reset() {
 	*x = GetReceiptResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -317,7 +424,7 @@ func (x *GetReceiptResponse) String() string {
 func (*GetReceiptResponse) ProtoMessage() {}
 
 func (x *GetReceiptResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[5]
+	mi := &file_steward_v1_query_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -330,7 +437,7 @@ func (x *GetReceiptResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetReceiptResponse.ProtoReflect.Descriptor instead.
 func (*GetReceiptResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *GetReceiptResponse) GetReceipt() *Receipt {
@@ -357,7 +464,7 @@ type ListBreakersRequest struct {
 
 func (x *ListBreakersRequest) Reset() {
 	*x = ListBreakersRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -369,7 +476,7 @@ func (x *ListBreakersRequest) String() string {
 func (*ListBreakersRequest) ProtoMessage() {}
 
 func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[6]
+	mi := &file_steward_v1_query_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -382,7 +489,7 @@ func (x *ListBreakersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersRequest.ProtoReflect.Descriptor instead.
 func (*ListBreakersRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListBreakersRequest) GetNotClosed() bool {
@@ -402,7 +509,7 @@ type ListBreakersResponse struct {
 
 func (x *ListBreakersResponse) Reset() {
 	*x = ListBreakersResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -414,7 +521,7 @@ func (x *ListBreakersResponse) String() string {
 func (*ListBreakersResponse) ProtoMessage() {}
 
 func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[7]
+	mi := &file_steward_v1_query_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -427,7 +534,7 @@ func (x *ListBreakersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListBreakersResponse.ProtoReflect.Descriptor instead.
 func (*ListBreakersResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListBreakersResponse) GetBreakers() []*Breaker {
@@ -457,7 +564,7 @@ type Breaker struct {
 
 func (x *Breaker) Reset() {
 	*x = Breaker{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +576,7 @@ func (x *Breaker) String() string {
 func (*Breaker) ProtoMessage() {}
 
 func (x *Breaker) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[8]
+	mi := &file_steward_v1_query_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +589,7 @@ func (x *Breaker) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Breaker.ProtoReflect.Descriptor instead.
 func (*Breaker) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Breaker) GetServiceKey() string {
@@ -550,7 +657,7 @@ type GetTaskRequest struct {
 
 func (x *GetTaskRequest) Reset() {
 	*x = GetTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -562,7 +669,7 @@ func (x *GetTaskRequest) String() string {
 func (*GetTaskRequest) ProtoMessage() {}
 
 func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[9]
+	mi := &file_steward_v1_query_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -575,7 +682,7 @@ func (x *GetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskRequest.ProtoReflect.Descriptor instead.
 func (*GetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GetTaskRequest) GetTaskId() string {
@@ -594,7 +701,7 @@ type GetTaskResponse struct {
 
 func (x *GetTaskResponse) Reset() {
 	*x = GetTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +713,7 @@ func (x *GetTaskResponse) String() string {
 func (*GetTaskResponse) ProtoMessage() {}
 
 func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[10]
+	mi := &file_steward_v1_query_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +726,7 @@ func (x *GetTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTaskResponse.ProtoReflect.Descriptor instead.
 func (*GetTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GetTaskResponse) GetTask() *Task {
@@ -649,7 +756,7 @@ type GetActionRequest struct {
 
 func (x *GetActionRequest) Reset() {
 	*x = GetActionRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +768,7 @@ func (x *GetActionRequest) String() string {
 func (*GetActionRequest) ProtoMessage() {}
 
 func (x *GetActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[11]
+	mi := &file_steward_v1_query_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +781,7 @@ func (x *GetActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActionRequest.ProtoReflect.Descriptor instead.
 func (*GetActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *GetActionRequest) GetTaskId() string {
@@ -713,7 +820,7 @@ type GetActionResponse struct {
 
 func (x *GetActionResponse) Reset() {
 	*x = GetActionResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +832,7 @@ func (x *GetActionResponse) String() string {
 func (*GetActionResponse) ProtoMessage() {}
 
 func (x *GetActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[12]
+	mi := &file_steward_v1_query_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +845,7 @@ func (x *GetActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetActionResponse.ProtoReflect.Descriptor instead.
 func (*GetActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *GetActionResponse) GetAction() *Action {
@@ -794,13 +901,16 @@ type ListTasksRequest struct {
 	CreatedAfter *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=created_after,json=createdAfter,proto3" json:"created_after,omitempty"`
 	// Only tasks created before this time.
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
+	// Only the sub-tasks delegated from this task (their contract's
+	// parent_task_id), exactly: a task id.
+	ParentTaskId  string `protobuf:"bytes,10,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ListTasksRequest) Reset() {
 	*x = ListTasksRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +922,7 @@ func (x *ListTasksRequest) String() string {
 func (*ListTasksRequest) ProtoMessage() {}
 
 func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[13]
+	mi := &file_steward_v1_query_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +935,7 @@ func (x *ListTasksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksRequest.ProtoReflect.Descriptor instead.
 func (*ListTasksRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ListTasksRequest) GetStatuses() []TaskStatus {
@@ -891,6 +1001,13 @@ func (x *ListTasksRequest) GetCreatedBefore() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *ListTasksRequest) GetParentTaskId() string {
+	if x != nil {
+		return x.ParentTaskId
+	}
+	return ""
+}
+
 type ListTasksResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Summaries (see ListTasks).
@@ -903,7 +1020,7 @@ type ListTasksResponse struct {
 
 func (x *ListTasksResponse) Reset() {
 	*x = ListTasksResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[14]
+	mi := &file_steward_v1_query_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -915,7 +1032,7 @@ func (x *ListTasksResponse) String() string {
 func (*ListTasksResponse) ProtoMessage() {}
 
 func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[14]
+	mi := &file_steward_v1_query_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -928,7 +1045,7 @@ func (x *ListTasksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTasksResponse.ProtoReflect.Descriptor instead.
 func (*ListTasksResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ListTasksResponse) GetTasks() []*Task {
@@ -956,7 +1073,7 @@ type WatchTaskRequest struct {
 
 func (x *WatchTaskRequest) Reset() {
 	*x = WatchTaskRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[15]
+	mi := &file_steward_v1_query_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1085,7 @@ func (x *WatchTaskRequest) String() string {
 func (*WatchTaskRequest) ProtoMessage() {}
 
 func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[15]
+	mi := &file_steward_v1_query_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1098,7 @@ func (x *WatchTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskRequest.ProtoReflect.Descriptor instead.
 func (*WatchTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WatchTaskRequest) GetTaskId() string {
@@ -1012,7 +1129,7 @@ type WatchTaskResponse struct {
 
 func (x *WatchTaskResponse) Reset() {
 	*x = WatchTaskResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[16]
+	mi := &file_steward_v1_query_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1141,7 @@ func (x *WatchTaskResponse) String() string {
 func (*WatchTaskResponse) ProtoMessage() {}
 
 func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[16]
+	mi := &file_steward_v1_query_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1037,7 +1154,7 @@ func (x *WatchTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchTaskResponse.ProtoReflect.Descriptor instead.
 func (*WatchTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *WatchTaskResponse) GetRecord() *EventRecord {
@@ -1063,7 +1180,7 @@ type GetTimelineRequest struct {
 
 func (x *GetTimelineRequest) Reset() {
 	*x = GetTimelineRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[17]
+	mi := &file_steward_v1_query_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1075,7 +1192,7 @@ func (x *GetTimelineRequest) String() string {
 func (*GetTimelineRequest) ProtoMessage() {}
 
 func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[17]
+	mi := &file_steward_v1_query_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1088,7 +1205,7 @@ func (x *GetTimelineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineRequest.ProtoReflect.Descriptor instead.
 func (*GetTimelineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetTimelineRequest) GetTaskId() string {
@@ -1107,7 +1224,7 @@ type GetTimelineResponse struct {
 
 func (x *GetTimelineResponse) Reset() {
 	*x = GetTimelineResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[18]
+	mi := &file_steward_v1_query_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1119,7 +1236,7 @@ func (x *GetTimelineResponse) String() string {
 func (*GetTimelineResponse) ProtoMessage() {}
 
 func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[18]
+	mi := &file_steward_v1_query_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1132,7 +1249,7 @@ func (x *GetTimelineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetTimelineResponse.ProtoReflect.Descriptor instead.
 func (*GetTimelineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetTimelineResponse) GetEntries() []*TimelineEntry {
@@ -1156,7 +1273,7 @@ type TimelineEntry struct {
 
 func (x *TimelineEntry) Reset() {
 	*x = TimelineEntry{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[19]
+	mi := &file_steward_v1_query_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1168,7 +1285,7 @@ func (x *TimelineEntry) String() string {
 func (*TimelineEntry) ProtoMessage() {}
 
 func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[19]
+	mi := &file_steward_v1_query_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1181,7 +1298,7 @@ func (x *TimelineEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimelineEntry.ProtoReflect.Descriptor instead.
 func (*TimelineEntry) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TimelineEntry) GetSequence() uint64 {
@@ -1232,7 +1349,7 @@ type ListDecisionsRequest struct {
 
 func (x *ListDecisionsRequest) Reset() {
 	*x = ListDecisionsRequest{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[20]
+	mi := &file_steward_v1_query_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1244,7 +1361,7 @@ func (x *ListDecisionsRequest) String() string {
 func (*ListDecisionsRequest) ProtoMessage() {}
 
 func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[20]
+	mi := &file_steward_v1_query_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1257,7 +1374,7 @@ func (x *ListDecisionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDecisionsRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListDecisionsRequest) GetTaskId() string {
@@ -1294,7 +1411,7 @@ type ListDecisionsResponse struct {
 
 func (x *ListDecisionsResponse) Reset() {
 	*x = ListDecisionsResponse{}
-	mi := &file_steward_v1_query_service_proto_msgTypes[21]
+	mi := &file_steward_v1_query_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1306,7 +1423,7 @@ func (x *ListDecisionsResponse) String() string {
 func (*ListDecisionsResponse) ProtoMessage() {}
 
 func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_query_service_proto_msgTypes[21]
+	mi := &file_steward_v1_query_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1319,7 +1436,7 @@ func (x *ListDecisionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDecisionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDecisionsResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ListDecisionsResponse) GetDecisions() []*Decision {
@@ -1348,7 +1465,13 @@ var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/task.proto\"H\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/task.proto\"\x0f\n" +
+	"\rWhoAmIRequest\"\x82\x01\n" +
+	"\x0eWhoAmIResponse\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
+	"\x05roles\x18\x02 \x03(\tR\x05roles\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12$\n" +
+	"\rauthenticated\x18\x04 \x01(\bR\rauthenticated\"H\n" +
 	"\x10GetResultRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\"\x83\x01\n" +
@@ -1398,7 +1521,7 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\vtask_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
 	"taskStatus\x12,\n" +
 	"\x12task_status_reason\x18\x03 \x01(\tR\x10taskStatusReason\x12#\n" +
-	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\xf9\x02\n" +
+	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\x9f\x03\n" +
 	"\x10ListTasksRequest\x122\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x16.steward.v1.TaskStatusR\bstatuses\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1410,7 +1533,9 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x04tool\x18\x06 \x01(\tR\x04tool\x12\x12\n" +
 	"\x04text\x18\a \x01(\tR\x04text\x12?\n" +
 	"\rcreated_after\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
-	"\x0ecreated_before\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\"c\n" +
+	"\x0ecreated_before\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12$\n" +
+	"\x0eparent_task_id\x18\n" +
+	" \x01(\tR\fparentTaskId\"c\n" +
 	"\x11ListTasksResponse\x12&\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x10.steward.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"R\n" +
@@ -1438,7 +1563,7 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x15ListDecisionsResponse\x122\n" +
 	"\tdecisions\x18\x01 \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
 	"\rcontext_items\x18\x02 \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken2\xd8\x06\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken2\x9e\a\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tGetAction\x12\x1c.steward.v1.GetActionRequest\x1a\x1d.steward.v1.GetActionResponse\"\x03\x90\x02\x01\x12M\n" +
@@ -1450,7 +1575,8 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"GetReceipt\x12\x1d.steward.v1.GetReceiptRequest\x1a\x1e.steward.v1.GetReceiptResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tGetResult\x12\x1c.steward.v1.GetResultRequest\x1a\x1d.steward.v1.GetResultResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\rListDecisions\x12 .steward.v1.ListDecisionsRequest\x1a!.steward.v1.ListDecisionsResponse\"\x03\x90\x02\x01\x12j\n" +
-	"\x12GetArtifactContent\x12%.steward.v1.GetArtifactContentRequest\x1a&.steward.v1.GetArtifactContentResponse\"\x03\x90\x02\x010\x01B\xa9\x01\n" +
+	"\x12GetArtifactContent\x12%.steward.v1.GetArtifactContentRequest\x1a&.steward.v1.GetArtifactContentResponse\"\x03\x90\x02\x010\x01\x12D\n" +
+	"\x06WhoAmI\x12\x19.steward.v1.WhoAmIRequest\x1a\x1a.steward.v1.WhoAmIResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1467,86 +1593,90 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_steward_v1_query_service_proto_goTypes = []any{
-	(*GetResultRequest)(nil),           // 0: steward.v1.GetResultRequest
-	(*GetResultResponse)(nil),          // 1: steward.v1.GetResultResponse
-	(*GetArtifactContentRequest)(nil),  // 2: steward.v1.GetArtifactContentRequest
-	(*GetArtifactContentResponse)(nil), // 3: steward.v1.GetArtifactContentResponse
-	(*GetReceiptRequest)(nil),          // 4: steward.v1.GetReceiptRequest
-	(*GetReceiptResponse)(nil),         // 5: steward.v1.GetReceiptResponse
-	(*ListBreakersRequest)(nil),        // 6: steward.v1.ListBreakersRequest
-	(*ListBreakersResponse)(nil),       // 7: steward.v1.ListBreakersResponse
-	(*Breaker)(nil),                    // 8: steward.v1.Breaker
-	(*GetTaskRequest)(nil),             // 9: steward.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),            // 10: steward.v1.GetTaskResponse
-	(*GetActionRequest)(nil),           // 11: steward.v1.GetActionRequest
-	(*GetActionResponse)(nil),          // 12: steward.v1.GetActionResponse
-	(*ListTasksRequest)(nil),           // 13: steward.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),          // 14: steward.v1.ListTasksResponse
-	(*WatchTaskRequest)(nil),           // 15: steward.v1.WatchTaskRequest
-	(*WatchTaskResponse)(nil),          // 16: steward.v1.WatchTaskResponse
-	(*GetTimelineRequest)(nil),         // 17: steward.v1.GetTimelineRequest
-	(*GetTimelineResponse)(nil),        // 18: steward.v1.GetTimelineResponse
-	(*TimelineEntry)(nil),              // 19: steward.v1.TimelineEntry
-	(*ListDecisionsRequest)(nil),       // 20: steward.v1.ListDecisionsRequest
-	(*ListDecisionsResponse)(nil),      // 21: steward.v1.ListDecisionsResponse
-	(*structpb.Value)(nil),             // 22: google.protobuf.Value
-	(*Artifact)(nil),                   // 23: steward.v1.Artifact
-	(*Receipt)(nil),                    // 24: steward.v1.Receipt
-	(BreakerState)(0),                  // 25: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil),      // 26: google.protobuf.Timestamp
-	(*Task)(nil),                       // 27: steward.v1.Task
-	(*Action)(nil),                     // 28: steward.v1.Action
-	(TaskStatus)(0),                    // 29: steward.v1.TaskStatus
-	(RiskTier)(0),                      // 30: steward.v1.RiskTier
-	(*EventRecord)(nil),                // 31: steward.v1.EventRecord
-	(*Decision)(nil),                   // 32: steward.v1.Decision
-	(*ContextItem)(nil),                // 33: steward.v1.ContextItem
+	(*WhoAmIRequest)(nil),              // 0: steward.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),             // 1: steward.v1.WhoAmIResponse
+	(*GetResultRequest)(nil),           // 2: steward.v1.GetResultRequest
+	(*GetResultResponse)(nil),          // 3: steward.v1.GetResultResponse
+	(*GetArtifactContentRequest)(nil),  // 4: steward.v1.GetArtifactContentRequest
+	(*GetArtifactContentResponse)(nil), // 5: steward.v1.GetArtifactContentResponse
+	(*GetReceiptRequest)(nil),          // 6: steward.v1.GetReceiptRequest
+	(*GetReceiptResponse)(nil),         // 7: steward.v1.GetReceiptResponse
+	(*ListBreakersRequest)(nil),        // 8: steward.v1.ListBreakersRequest
+	(*ListBreakersResponse)(nil),       // 9: steward.v1.ListBreakersResponse
+	(*Breaker)(nil),                    // 10: steward.v1.Breaker
+	(*GetTaskRequest)(nil),             // 11: steward.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),            // 12: steward.v1.GetTaskResponse
+	(*GetActionRequest)(nil),           // 13: steward.v1.GetActionRequest
+	(*GetActionResponse)(nil),          // 14: steward.v1.GetActionResponse
+	(*ListTasksRequest)(nil),           // 15: steward.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),          // 16: steward.v1.ListTasksResponse
+	(*WatchTaskRequest)(nil),           // 17: steward.v1.WatchTaskRequest
+	(*WatchTaskResponse)(nil),          // 18: steward.v1.WatchTaskResponse
+	(*GetTimelineRequest)(nil),         // 19: steward.v1.GetTimelineRequest
+	(*GetTimelineResponse)(nil),        // 20: steward.v1.GetTimelineResponse
+	(*TimelineEntry)(nil),              // 21: steward.v1.TimelineEntry
+	(*ListDecisionsRequest)(nil),       // 22: steward.v1.ListDecisionsRequest
+	(*ListDecisionsResponse)(nil),      // 23: steward.v1.ListDecisionsResponse
+	(*structpb.Value)(nil),             // 24: google.protobuf.Value
+	(*Artifact)(nil),                   // 25: steward.v1.Artifact
+	(*Receipt)(nil),                    // 26: steward.v1.Receipt
+	(BreakerState)(0),                  // 27: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil),      // 28: google.protobuf.Timestamp
+	(*Task)(nil),                       // 29: steward.v1.Task
+	(*Action)(nil),                     // 30: steward.v1.Action
+	(TaskStatus)(0),                    // 31: steward.v1.TaskStatus
+	(RiskTier)(0),                      // 32: steward.v1.RiskTier
+	(*EventRecord)(nil),                // 33: steward.v1.EventRecord
+	(*Decision)(nil),                   // 34: steward.v1.Decision
+	(*ContextItem)(nil),                // 35: steward.v1.ContextItem
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	22, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
-	23, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
-	24, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
-	8,  // 3: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	25, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	26, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	26, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	27, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	28, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
-	29, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	29, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	30, // 11: steward.v1.ListTasksRequest.risk_tiers:type_name -> steward.v1.RiskTier
-	26, // 12: steward.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	26, // 13: steward.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	27, // 14: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	31, // 15: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
-	19, // 16: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	26, // 17: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	32, // 18: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
-	33, // 19: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
-	9,  // 20: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	11, // 21: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
-	13, // 22: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	15, // 23: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	17, // 24: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	6,  // 25: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	4,  // 26: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	0,  // 27: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
-	20, // 28: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
-	2,  // 29: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
-	10, // 30: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	12, // 31: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
-	14, // 32: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	16, // 33: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	18, // 34: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	7,  // 35: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	5,  // 36: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	1,  // 37: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
-	21, // 38: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
-	3,  // 39: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
-	30, // [30:40] is the sub-list for method output_type
-	20, // [20:30] is the sub-list for method input_type
+	24, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
+	25, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
+	26, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	10, // 3: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
+	27, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	28, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	28, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	29, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	30, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
+	31, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	31, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	32, // 11: steward.v1.ListTasksRequest.risk_tiers:type_name -> steward.v1.RiskTier
+	28, // 12: steward.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	28, // 13: steward.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	29, // 14: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	33, // 15: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	21, // 16: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
+	28, // 17: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	34, // 18: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
+	35, // 19: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
+	11, // 20: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	13, // 21: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	15, // 22: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	17, // 23: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	19, // 24: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	8,  // 25: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	6,  // 26: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	2,  // 27: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
+	22, // 28: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
+	4,  // 29: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
+	0,  // 30: steward.v1.QueryService.WhoAmI:input_type -> steward.v1.WhoAmIRequest
+	12, // 31: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	14, // 32: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	16, // 33: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	18, // 34: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	20, // 35: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	9,  // 36: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	7,  // 37: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	3,  // 38: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
+	23, // 39: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
+	5,  // 40: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
+	1,  // 41: steward.v1.QueryService.WhoAmI:output_type -> steward.v1.WhoAmIResponse
+	31, // [31:42] is the sub-list for method output_type
+	20, // [20:31] is the sub-list for method input_type
 	20, // [20:20] is the sub-list for extension type_name
 	20, // [20:20] is the sub-list for extension extendee
 	0,  // [0:20] is the sub-list for field type_name
@@ -1570,7 +1700,7 @@ func file_steward_v1_query_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -57,6 +57,8 @@ const (
 	// QueryServiceGetArtifactContentProcedure is the fully-qualified name of the QueryService's
 	// GetArtifactContent RPC.
 	QueryServiceGetArtifactContentProcedure = "/steward.v1.QueryService/GetArtifactContent"
+	// QueryServiceWhoAmIProcedure is the fully-qualified name of the QueryService's WhoAmI RPC.
+	QueryServiceWhoAmIProcedure = "/steward.v1.QueryService/WhoAmI"
 )
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
@@ -121,6 +123,11 @@ type QueryServiceClient interface {
 	// instead of asking the model again. Paged by sequence.
 	ListDecisions(context.Context, *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error)
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error)
+	// WhoAmI returns who the caller is to Steward: the principal, roles and
+	// tenant its token names; in the open mode (--insecure), the name the
+	// Steward-Principal header gives and no roles. The console asks it to
+	// hide what the caller may not do; the server refuses it anyway.
+	WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the steward.v1.QueryService service. By default, it
@@ -203,6 +210,13 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		whoAmI: connect.NewClient[v1.WhoAmIRequest, v1.WhoAmIResponse](
+			httpClient,
+			baseURL+QueryServiceWhoAmIProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("WhoAmI")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -218,6 +232,7 @@ type queryServiceClient struct {
 	getResult          *connect.Client[v1.GetResultRequest, v1.GetResultResponse]
 	listDecisions      *connect.Client[v1.ListDecisionsRequest, v1.ListDecisionsResponse]
 	getArtifactContent *connect.Client[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse]
+	whoAmI             *connect.Client[v1.WhoAmIRequest, v1.WhoAmIResponse]
 }
 
 // GetTask calls steward.v1.QueryService.GetTask.
@@ -268,6 +283,11 @@ func (c *queryServiceClient) ListDecisions(ctx context.Context, req *connect.Req
 // GetArtifactContent calls steward.v1.QueryService.GetArtifactContent.
 func (c *queryServiceClient) GetArtifactContent(ctx context.Context, req *connect.Request[v1.GetArtifactContentRequest]) (*connect.ServerStreamForClient[v1.GetArtifactContentResponse], error) {
 	return c.getArtifactContent.CallServerStream(ctx, req)
+}
+
+// WhoAmI calls steward.v1.QueryService.WhoAmI.
+func (c *queryServiceClient) WhoAmI(ctx context.Context, req *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error) {
+	return c.whoAmI.CallUnary(ctx, req)
 }
 
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
@@ -332,6 +352,11 @@ type QueryServiceHandler interface {
 	// instead of asking the model again. Paged by sequence.
 	ListDecisions(context.Context, *connect.Request[v1.ListDecisionsRequest]) (*connect.Response[v1.ListDecisionsResponse], error)
 	GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error
+	// WhoAmI returns who the caller is to Steward: the principal, roles and
+	// tenant its token names; in the open mode (--insecure), the name the
+	// Steward-Principal header gives and no roles. The console asks it to
+	// hide what the caller may not do; the server refuses it anyway.
+	WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -410,6 +435,13 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceWhoAmIHandler := connect.NewUnaryHandler(
+		QueryServiceWhoAmIProcedure,
+		svc.WhoAmI,
+		connect.WithSchema(queryServiceMethods.ByName("WhoAmI")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
@@ -432,6 +464,8 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceListDecisionsHandler.ServeHTTP(w, r)
 		case QueryServiceGetArtifactContentProcedure:
 			queryServiceGetArtifactContentHandler.ServeHTTP(w, r)
+		case QueryServiceWhoAmIProcedure:
+			queryServiceWhoAmIHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -479,4 +513,8 @@ func (UnimplementedQueryServiceHandler) ListDecisions(context.Context, *connect.
 
 func (UnimplementedQueryServiceHandler) GetArtifactContent(context.Context, *connect.Request[v1.GetArtifactContentRequest], *connect.ServerStream[v1.GetArtifactContentResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetArtifactContent is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.WhoAmI is not implemented"))
 }

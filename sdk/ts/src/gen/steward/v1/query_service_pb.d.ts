@@ -19,6 +19,55 @@ import type { ContextItem, Decision } from "./decision_pb.js";
 export declare const file_steward_v1_query_service: GenFile;
 
 /**
+ * @generated from message steward.v1.WhoAmIRequest
+ */
+export declare type WhoAmIRequest = Message<"steward.v1.WhoAmIRequest"> & {
+};
+
+/**
+ * Describes the message steward.v1.WhoAmIRequest.
+ * Use `create(WhoAmIRequestSchema)` to create a new message.
+ */
+export declare const WhoAmIRequestSchema: GenMessage<WhoAmIRequest>;
+
+/**
+ * @generated from message steward.v1.WhoAmIResponse
+ */
+export declare type WhoAmIResponse = Message<"steward.v1.WhoAmIResponse"> & {
+  /**
+   * @generated from field: string principal = 1;
+   */
+  principal: string;
+
+  /**
+   * The roles the token grants, as the token file or the JWT names them.
+   *
+   * @generated from field: repeated string roles = 2;
+   */
+  roles: string[];
+
+  /**
+   * Empty for the default tenant.
+   *
+   * @generated from field: string tenant = 3;
+   */
+  tenant: string;
+
+  /**
+   * False in the open mode: the principal is whatever the caller named.
+   *
+   * @generated from field: bool authenticated = 4;
+   */
+  authenticated: boolean;
+};
+
+/**
+ * Describes the message steward.v1.WhoAmIResponse.
+ * Use `create(WhoAmIResponseSchema)` to create a new message.
+ */
+export declare const WhoAmIResponseSchema: GenMessage<WhoAmIResponse>;
+
+/**
  * @generated from message steward.v1.GetResultRequest
  */
 export declare type GetResultRequest = Message<"steward.v1.GetResultRequest"> & {
@@ -426,6 +475,14 @@ export declare type ListTasksRequest = Message<"steward.v1.ListTasksRequest"> & 
    * @generated from field: google.protobuf.Timestamp created_before = 9;
    */
   createdBefore?: Timestamp | undefined;
+
+  /**
+   * Only the sub-tasks delegated from this task (their contract's
+   * parent_task_id), exactly: a task id.
+   *
+   * @generated from field: string parent_task_id = 10;
+   */
+  parentTaskId: string;
 };
 
 /**
@@ -782,6 +839,19 @@ export declare const QueryService: GenService<{
     methodKind: "server_streaming";
     input: typeof GetArtifactContentRequestSchema;
     output: typeof GetArtifactContentResponseSchema;
+  },
+  /**
+   * WhoAmI returns who the caller is to Steward: the principal, roles and
+   * tenant its token names; in the open mode (--insecure), the name the
+   * Steward-Principal header gives and no roles. The console asks it to
+   * hide what the caller may not do; the server refuses it anyway.
+   *
+   * @generated from rpc steward.v1.QueryService.WhoAmI
+   */
+  whoAmI: {
+    methodKind: "unary";
+    input: typeof WhoAmIRequestSchema;
+    output: typeof WhoAmIResponseSchema;
   },
 }>;
 

@@ -16,161 +16,175 @@ import { file_steward_v1_task } from "./task_pb.js";
  * Describes the file steward/v1/query_service.proto.
  */
 export const file_steward_v1_query_service = /*@__PURE__*/
-  fileDesc("Ch5zdGV3YXJkL3YxL3F1ZXJ5X3NlcnZpY2UucHJvdG8SCnN0ZXdhcmQudjEiNgoQR2V0UmVzdWx0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhEKCWFjdGlvbl9pZBgCIAEoCSJkChFHZXRSZXN1bHRSZXNwb25zZRImCgZyZXN1bHQYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEwoLcmVzdWx0X2hhc2gYAiABKAkSEgoKc2l6ZV9ieXRlcxgDIAEoAyJLChlHZXRBcnRpZmFjdENvbnRlbnRSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgNIlMKGkdldEFydGlmYWN0Q29udGVudFJlc3BvbnNlEiYKCGFydGlmYWN0GAEgASgLMhQuc3Rld2FyZC52MS5BcnRpZmFjdBINCgVjaHVuaxgCIAEoDCIkChFHZXRSZWNlaXB0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIkwKEkdldFJlY2VpcHRSZXNwb25zZRIkCgdyZWNlaXB0GAEgASgLMhMuc3Rld2FyZC52MS5SZWNlaXB0EhAKCG1hcmtkb3duGAIgASgJIikKE0xpc3RCcmVha2Vyc1JlcXVlc3QSEgoKbm90X2Nsb3NlZBgBIAEoCCI9ChRMaXN0QnJlYWtlcnNSZXNwb25zZRIlCghicmVha2VycxgBIAMoCzITLnN0ZXdhcmQudjEuQnJlYWtlciLhAQoHQnJlYWtlchITCgtzZXJ2aWNlX2tleRgBIAEoCRIOCgZ3b3JrZXIYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5zdGV3YXJkLnYxLkJyZWFrZXJTdGF0ZRIpCgVzaW5jZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJlcXVlc3RzGAYgASgNEhAKCGZhaWx1cmVzGAcgASgNEg4KBnRlbmFudBgIIAEoCSIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIjEKD0dldFRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIkQKEEdldEFjdGlvblJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglhY3Rpb25faWQYAiABKAkSDAoEd2FpdBgDIAEoCCKXAQoRR2V0QWN0aW9uUmVzcG9uc2USIgoGYWN0aW9uGAEgASgLMhIuc3Rld2FyZC52MS5BY3Rpb24SKwoLdGFza19zdGF0dXMYAiABKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSGgoSdGFza19zdGF0dXNfcmVhc29uGAMgASgJEhUKDWxhc3Rfc2VxdWVuY2UYBCABKAQinwIKEExpc3RUYXNrc1JlcXVlc3QSKAoIc3RhdHVzZXMYASADKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFb3duZXIYBCABKAkSKAoKcmlza190aWVycxgFIAMoDjIULnN0ZXdhcmQudjEuUmlza1RpZXISDAoEdG9vbBgGIAEoCRIMCgR0ZXh0GAcgASgJEjEKDWNyZWF0ZWRfYWZ0ZXIYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJNChFMaXN0VGFza3NSZXNwb25zZRIfCgV0YXNrcxgBIAMoCzIQLnN0ZXdhcmQudjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOwoQV2F0Y2hUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEIlMKEVdhdGNoVGFza1Jlc3BvbnNlEicKBnJlY29yZBgBIAEoCzIXLnN0ZXdhcmQudjEuRXZlbnRSZWNvcmQSFQoNbGFzdF9zZXF1ZW5jZRgCIAEoBCIlChJHZXRUaW1lbGluZVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJBChNHZXRUaW1lbGluZVJlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS5zdGV3YXJkLnYxLlRpbWVsaW5lRW50cnkieQoNVGltZWxpbmVFbnRyeRIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAMgASgJEg0KBWFjdG9yGAQgASgJEg8KB3N1bW1hcnkYBSABKAkiTgoUTGlzdERlY2lzaW9uc1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSKJAQoVTGlzdERlY2lzaW9uc1Jlc3BvbnNlEicKCWRlY2lzaW9ucxgBIAMoCzIULnN0ZXdhcmQudjEuRGVjaXNpb24SLgoNY29udGV4dF9pdGVtcxgCIAMoCzIXLnN0ZXdhcmQudjEuQ29udGV4dEl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAMgASgJMtgGCgxRdWVyeVNlcnZpY2USRwoHR2V0VGFzaxIaLnN0ZXdhcmQudjEuR2V0VGFza1JlcXVlc3QaGy5zdGV3YXJkLnYxLkdldFRhc2tSZXNwb25zZSIDkAIBEk0KCUdldEFjdGlvbhIcLnN0ZXdhcmQudjEuR2V0QWN0aW9uUmVxdWVzdBodLnN0ZXdhcmQudjEuR2V0QWN0aW9uUmVzcG9uc2UiA5ACARJNCglMaXN0VGFza3MSHC5zdGV3YXJkLnYxLkxpc3RUYXNrc1JlcXVlc3QaHS5zdGV3YXJkLnYxLkxpc3RUYXNrc1Jlc3BvbnNlIgOQAgESTAoJV2F0Y2hUYXNrEhwuc3Rld2FyZC52MS5XYXRjaFRhc2tSZXF1ZXN0Gh0uc3Rld2FyZC52MS5XYXRjaFRhc2tSZXNwb25zZSIAMAESUwoLR2V0VGltZWxpbmUSHi5zdGV3YXJkLnYxLkdldFRpbWVsaW5lUmVxdWVzdBofLnN0ZXdhcmQudjEuR2V0VGltZWxpbmVSZXNwb25zZSIDkAIBElYKDExpc3RCcmVha2VycxIfLnN0ZXdhcmQudjEuTGlzdEJyZWFrZXJzUmVxdWVzdBogLnN0ZXdhcmQudjEuTGlzdEJyZWFrZXJzUmVzcG9uc2UiA5ACARJQCgpHZXRSZWNlaXB0Eh0uc3Rld2FyZC52MS5HZXRSZWNlaXB0UmVxdWVzdBoeLnN0ZXdhcmQudjEuR2V0UmVjZWlwdFJlc3BvbnNlIgOQAgESTQoJR2V0UmVzdWx0Ehwuc3Rld2FyZC52MS5HZXRSZXN1bHRSZXF1ZXN0Gh0uc3Rld2FyZC52MS5HZXRSZXN1bHRSZXNwb25zZSIDkAIBElkKDUxpc3REZWNpc2lvbnMSIC5zdGV3YXJkLnYxLkxpc3REZWNpc2lvbnNSZXF1ZXN0GiEuc3Rld2FyZC52MS5MaXN0RGVjaXNpb25zUmVzcG9uc2UiA5ACARJqChJHZXRBcnRpZmFjdENvbnRlbnQSJS5zdGV3YXJkLnYxLkdldEFydGlmYWN0Q29udGVudFJlcXVlc3QaJi5zdGV3YXJkLnYxLkdldEFydGlmYWN0Q29udGVudFJlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_steward_v1_acceptance, file_steward_v1_action, file_steward_v1_decision, file_steward_v1_event, file_steward_v1_receipt, file_steward_v1_risk, file_steward_v1_task]);
+  fileDesc("Ch5zdGV3YXJkL3YxL3F1ZXJ5X3NlcnZpY2UucHJvdG8SCnN0ZXdhcmQudjEiDwoNV2hvQW1JUmVxdWVzdCJZCg5XaG9BbUlSZXNwb25zZRIRCglwcmluY2lwYWwYASABKAkSDQoFcm9sZXMYAiADKAkSDgoGdGVuYW50GAMgASgJEhUKDWF1dGhlbnRpY2F0ZWQYBCABKAgiNgoQR2V0UmVzdWx0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhEKCWFjdGlvbl9pZBgCIAEoCSJkChFHZXRSZXN1bHRSZXNwb25zZRImCgZyZXN1bHQYASABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEwoLcmVzdWx0X2hhc2gYAiABKAkSEgoKc2l6ZV9ieXRlcxgDIAEoAyJLChlHZXRBcnRpZmFjdENvbnRlbnRSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIPCgd2ZXJzaW9uGAMgASgNIlMKGkdldEFydGlmYWN0Q29udGVudFJlc3BvbnNlEiYKCGFydGlmYWN0GAEgASgLMhQuc3Rld2FyZC52MS5BcnRpZmFjdBINCgVjaHVuaxgCIAEoDCIkChFHZXRSZWNlaXB0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIkwKEkdldFJlY2VpcHRSZXNwb25zZRIkCgdyZWNlaXB0GAEgASgLMhMuc3Rld2FyZC52MS5SZWNlaXB0EhAKCG1hcmtkb3duGAIgASgJIikKE0xpc3RCcmVha2Vyc1JlcXVlc3QSEgoKbm90X2Nsb3NlZBgBIAEoCCI9ChRMaXN0QnJlYWtlcnNSZXNwb25zZRIlCghicmVha2VycxgBIAMoCzITLnN0ZXdhcmQudjEuQnJlYWtlciLhAQoHQnJlYWtlchITCgtzZXJ2aWNlX2tleRgBIAEoCRIOCgZ3b3JrZXIYAiABKAkSJwoFc3RhdGUYAyABKA4yGC5zdGV3YXJkLnYxLkJyZWFrZXJTdGF0ZRIpCgVzaW5jZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoFdW50aWwYBSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhAKCHJlcXVlc3RzGAYgASgNEhAKCGZhaWx1cmVzGAcgASgNEg4KBnRlbmFudBgIIAEoCSIhCg5HZXRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIjEKD0dldFRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIkQKEEdldEFjdGlvblJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglhY3Rpb25faWQYAiABKAkSDAoEd2FpdBgDIAEoCCKXAQoRR2V0QWN0aW9uUmVzcG9uc2USIgoGYWN0aW9uGAEgASgLMhIuc3Rld2FyZC52MS5BY3Rpb24SKwoLdGFza19zdGF0dXMYAiABKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSGgoSdGFza19zdGF0dXNfcmVhc29uGAMgASgJEhUKDWxhc3Rfc2VxdWVuY2UYBCABKAQitwIKEExpc3RUYXNrc1JlcXVlc3QSKAoIc3RhdHVzZXMYASADKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSDQoFb3duZXIYBCABKAkSKAoKcmlza190aWVycxgFIAMoDjIULnN0ZXdhcmQudjEuUmlza1RpZXISDAoEdG9vbBgGIAEoCRIMCgR0ZXh0GAcgASgJEjEKDWNyZWF0ZWRfYWZ0ZXIYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjIKDmNyZWF0ZWRfYmVmb3JlGAkgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIWCg5wYXJlbnRfdGFza19pZBgKIAEoCSJNChFMaXN0VGFza3NSZXNwb25zZRIfCgV0YXNrcxgBIAMoCzIQLnN0ZXdhcmQudjEuVGFzaxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOwoQV2F0Y2hUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhYKDmFmdGVyX3NlcXVlbmNlGAIgASgEIlMKEVdhdGNoVGFza1Jlc3BvbnNlEicKBnJlY29yZBgBIAEoCzIXLnN0ZXdhcmQudjEuRXZlbnRSZWNvcmQSFQoNbGFzdF9zZXF1ZW5jZRgCIAEoBCIlChJHZXRUaW1lbGluZVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJBChNHZXRUaW1lbGluZVJlc3BvbnNlEioKB2VudHJpZXMYASADKAsyGS5zdGV3YXJkLnYxLlRpbWVsaW5lRW50cnkieQoNVGltZWxpbmVFbnRyeRIQCghzZXF1ZW5jZRgBIAEoBBIoCgR0aW1lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIMCgR0eXBlGAMgASgJEg0KBWFjdG9yGAQgASgJEg8KB3N1bW1hcnkYBSABKAkiTgoUTGlzdERlY2lzaW9uc1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSKJAQoVTGlzdERlY2lzaW9uc1Jlc3BvbnNlEicKCWRlY2lzaW9ucxgBIAMoCzIULnN0ZXdhcmQudjEuRGVjaXNpb24SLgoNY29udGV4dF9pdGVtcxgCIAMoCzIXLnN0ZXdhcmQudjEuQ29udGV4dEl0ZW0SFwoPbmV4dF9wYWdlX3Rva2VuGAMgASgJMp4HCgxRdWVyeVNlcnZpY2USRwoHR2V0VGFzaxIaLnN0ZXdhcmQudjEuR2V0VGFza1JlcXVlc3QaGy5zdGV3YXJkLnYxLkdldFRhc2tSZXNwb25zZSIDkAIBEk0KCUdldEFjdGlvbhIcLnN0ZXdhcmQudjEuR2V0QWN0aW9uUmVxdWVzdBodLnN0ZXdhcmQudjEuR2V0QWN0aW9uUmVzcG9uc2UiA5ACARJNCglMaXN0VGFza3MSHC5zdGV3YXJkLnYxLkxpc3RUYXNrc1JlcXVlc3QaHS5zdGV3YXJkLnYxLkxpc3RUYXNrc1Jlc3BvbnNlIgOQAgESTAoJV2F0Y2hUYXNrEhwuc3Rld2FyZC52MS5XYXRjaFRhc2tSZXF1ZXN0Gh0uc3Rld2FyZC52MS5XYXRjaFRhc2tSZXNwb25zZSIAMAESUwoLR2V0VGltZWxpbmUSHi5zdGV3YXJkLnYxLkdldFRpbWVsaW5lUmVxdWVzdBofLnN0ZXdhcmQudjEuR2V0VGltZWxpbmVSZXNwb25zZSIDkAIBElYKDExpc3RCcmVha2VycxIfLnN0ZXdhcmQudjEuTGlzdEJyZWFrZXJzUmVxdWVzdBogLnN0ZXdhcmQudjEuTGlzdEJyZWFrZXJzUmVzcG9uc2UiA5ACARJQCgpHZXRSZWNlaXB0Eh0uc3Rld2FyZC52MS5HZXRSZWNlaXB0UmVxdWVzdBoeLnN0ZXdhcmQudjEuR2V0UmVjZWlwdFJlc3BvbnNlIgOQAgESTQoJR2V0UmVzdWx0Ehwuc3Rld2FyZC52MS5HZXRSZXN1bHRSZXF1ZXN0Gh0uc3Rld2FyZC52MS5HZXRSZXN1bHRSZXNwb25zZSIDkAIBElkKDUxpc3REZWNpc2lvbnMSIC5zdGV3YXJkLnYxLkxpc3REZWNpc2lvbnNSZXF1ZXN0GiEuc3Rld2FyZC52MS5MaXN0RGVjaXNpb25zUmVzcG9uc2UiA5ACARJqChJHZXRBcnRpZmFjdENvbnRlbnQSJS5zdGV3YXJkLnYxLkdldEFydGlmYWN0Q29udGVudFJlcXVlc3QaJi5zdGV3YXJkLnYxLkdldEFydGlmYWN0Q29udGVudFJlc3BvbnNlIgOQAgEwARJECgZXaG9BbUkSGS5zdGV3YXJkLnYxLldob0FtSVJlcXVlc3QaGi5zdGV3YXJkLnYxLldob0FtSVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_steward_v1_acceptance, file_steward_v1_action, file_steward_v1_decision, file_steward_v1_event, file_steward_v1_receipt, file_steward_v1_risk, file_steward_v1_task]);
+
+/**
+ * Describes the message steward.v1.WhoAmIRequest.
+ * Use `create(WhoAmIRequestSchema)` to create a new message.
+ */
+export const WhoAmIRequestSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_query_service, 0);
+
+/**
+ * Describes the message steward.v1.WhoAmIResponse.
+ * Use `create(WhoAmIResponseSchema)` to create a new message.
+ */
+export const WhoAmIResponseSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_query_service, 1);
 
 /**
  * Describes the message steward.v1.GetResultRequest.
  * Use `create(GetResultRequestSchema)` to create a new message.
  */
 export const GetResultRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 0);
+  messageDesc(file_steward_v1_query_service, 2);
 
 /**
  * Describes the message steward.v1.GetResultResponse.
  * Use `create(GetResultResponseSchema)` to create a new message.
  */
 export const GetResultResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 1);
+  messageDesc(file_steward_v1_query_service, 3);
 
 /**
  * Describes the message steward.v1.GetArtifactContentRequest.
  * Use `create(GetArtifactContentRequestSchema)` to create a new message.
  */
 export const GetArtifactContentRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 2);
+  messageDesc(file_steward_v1_query_service, 4);
 
 /**
  * Describes the message steward.v1.GetArtifactContentResponse.
  * Use `create(GetArtifactContentResponseSchema)` to create a new message.
  */
 export const GetArtifactContentResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 3);
+  messageDesc(file_steward_v1_query_service, 5);
 
 /**
  * Describes the message steward.v1.GetReceiptRequest.
  * Use `create(GetReceiptRequestSchema)` to create a new message.
  */
 export const GetReceiptRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 4);
+  messageDesc(file_steward_v1_query_service, 6);
 
 /**
  * Describes the message steward.v1.GetReceiptResponse.
  * Use `create(GetReceiptResponseSchema)` to create a new message.
  */
 export const GetReceiptResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 5);
+  messageDesc(file_steward_v1_query_service, 7);
 
 /**
  * Describes the message steward.v1.ListBreakersRequest.
  * Use `create(ListBreakersRequestSchema)` to create a new message.
  */
 export const ListBreakersRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 6);
+  messageDesc(file_steward_v1_query_service, 8);
 
 /**
  * Describes the message steward.v1.ListBreakersResponse.
  * Use `create(ListBreakersResponseSchema)` to create a new message.
  */
 export const ListBreakersResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 7);
+  messageDesc(file_steward_v1_query_service, 9);
 
 /**
  * Describes the message steward.v1.Breaker.
  * Use `create(BreakerSchema)` to create a new message.
  */
 export const BreakerSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 8);
+  messageDesc(file_steward_v1_query_service, 10);
 
 /**
  * Describes the message steward.v1.GetTaskRequest.
  * Use `create(GetTaskRequestSchema)` to create a new message.
  */
 export const GetTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 9);
+  messageDesc(file_steward_v1_query_service, 11);
 
 /**
  * Describes the message steward.v1.GetTaskResponse.
  * Use `create(GetTaskResponseSchema)` to create a new message.
  */
 export const GetTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 10);
+  messageDesc(file_steward_v1_query_service, 12);
 
 /**
  * Describes the message steward.v1.GetActionRequest.
  * Use `create(GetActionRequestSchema)` to create a new message.
  */
 export const GetActionRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 11);
+  messageDesc(file_steward_v1_query_service, 13);
 
 /**
  * Describes the message steward.v1.GetActionResponse.
  * Use `create(GetActionResponseSchema)` to create a new message.
  */
 export const GetActionResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 12);
+  messageDesc(file_steward_v1_query_service, 14);
 
 /**
  * Describes the message steward.v1.ListTasksRequest.
  * Use `create(ListTasksRequestSchema)` to create a new message.
  */
 export const ListTasksRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 13);
+  messageDesc(file_steward_v1_query_service, 15);
 
 /**
  * Describes the message steward.v1.ListTasksResponse.
  * Use `create(ListTasksResponseSchema)` to create a new message.
  */
 export const ListTasksResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 14);
+  messageDesc(file_steward_v1_query_service, 16);
 
 /**
  * Describes the message steward.v1.WatchTaskRequest.
  * Use `create(WatchTaskRequestSchema)` to create a new message.
  */
 export const WatchTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 15);
+  messageDesc(file_steward_v1_query_service, 17);
 
 /**
  * Describes the message steward.v1.WatchTaskResponse.
  * Use `create(WatchTaskResponseSchema)` to create a new message.
  */
 export const WatchTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 16);
+  messageDesc(file_steward_v1_query_service, 18);
 
 /**
  * Describes the message steward.v1.GetTimelineRequest.
  * Use `create(GetTimelineRequestSchema)` to create a new message.
  */
 export const GetTimelineRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 17);
+  messageDesc(file_steward_v1_query_service, 19);
 
 /**
  * Describes the message steward.v1.GetTimelineResponse.
  * Use `create(GetTimelineResponseSchema)` to create a new message.
  */
 export const GetTimelineResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 18);
+  messageDesc(file_steward_v1_query_service, 20);
 
 /**
  * Describes the message steward.v1.TimelineEntry.
  * Use `create(TimelineEntrySchema)` to create a new message.
  */
 export const TimelineEntrySchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 19);
+  messageDesc(file_steward_v1_query_service, 21);
 
 /**
  * Describes the message steward.v1.ListDecisionsRequest.
  * Use `create(ListDecisionsRequestSchema)` to create a new message.
  */
 export const ListDecisionsRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 20);
+  messageDesc(file_steward_v1_query_service, 22);
 
 /**
  * Describes the message steward.v1.ListDecisionsResponse.
  * Use `create(ListDecisionsResponseSchema)` to create a new message.
  */
 export const ListDecisionsResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_query_service, 21);
+  messageDesc(file_steward_v1_query_service, 23);
 
 /**
  * QueryService is the state plane's read surface over projected views.

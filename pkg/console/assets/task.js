@@ -1,0 +1,186 @@
+// A task's page: its state, what waits on it, budgets, plan, actions,
+// sub-tasks, decisions, timeline and receipt, kept live by WatchTask.
+import { call, stream } from './api.js';
+import { h, facts, label, badge, when, money, section, failure, toast } from './ui.js';
+import { planGraph } from './plan.js';
+import { actionItem } from './actions.js';
+import { decisionForm } from './decide.js';
+import { answerForm, settleForm, maySettle } from './forms.js';
+import { receiptView } from './receipt.js';
+
+// bar is one budget: what is used against its cap, as a progress bar.
+function bar(id, name, used, max, show) {
+  const u = Number(used || 0), m = Number(max || 0);
+  const pct = m > 0 ? Math.min(100, Math.round((u / m) * 100)) : 0;
+  const text = m > 0 ? `${show(u)} of ${show(m)} (${pct} %)` : `${show(u)} (no cap)`;
+  const fill = h('div', { class: 'fill' + (pct >= 80 ? ' hot' : pct >= 50 ? ' warm' : '') });
+  // Through the CSSOM: the policy (style-src 'self') refuses style attributes.
+  fill.style.width = pct + '%';
+  return h('div', { class: 'budget' },
+    h('span', { id }, name), h('span', { class: 'sub' }, text),
+    h('div', { class: 'track', role: 'progressbar', 'aria-labelledby': id, 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct, 'aria-valuetext': text }, fill));
+}
+
+function budgets(t) {
+  const b = (t.contract && t.contract.budget) || {};
+  const u = t.budgetUsed || {};
+  const cur = b.currency || '';
+  const rows = [bar('b-tokens', 'Tokens', u.tokens, b.maxTokens, String)];
+  if (b.maxCostMicros || u.costMicros) rows.push(bar('b-cost', 'Cost', u.costMicros, b.maxCostMicros, (v) => money(v, cur)));
+  for (const m of b.milestones || []) {
+    const mu = (u.milestones || []).find((x) => x.milestoneId === m.milestoneId) || {};
+    rows.push(bar(`b-m-${m.milestoneId}-c`, `Milestone ${m.milestoneId}: cost`, mu.costMicros, m.maxCostMicros, (v) => money(v, cur)));
+  }
+  return section('budgets', 'Budgets', rows, (u.alerts || []).length ? h('p', { class: 'note' }, 'Alerts: ', u.alerts.join(', ')) : null);
+}
+
+async function subTasks(taskId, depth) {
+  let resp;
+  try { resp = await call('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }); } catch (err) { return failure(err, 'Sub-tasks'); }
+  const kids = resp.tasks || [];
+  if (kids.length === 0) return null;
+  return h('ul', { class: 'tree' }, await Promise.all(kids.map(async (k) => h('li', {},
+    h('a', { href: '#/task/' + encodeURIComponent(k.contract.taskId) }, k.contract.intent || k.contract.taskId), ' ', badge(k.status, 'TASK_STATUS_'),
+    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))));
+}
+
+async function decisions(taskId) {
+  let resp;
+  try { resp = await call('QueryService/ListDecisions', { taskId, pageSize: 100 }); } catch (err) {
+    return err.code === 'permission_denied' ? h('p', { class: 'note' }, 'Decisions are the task\'s content: shown to its people, operators and auditors.') : failure(err, 'Decisions');
+  }
+  const ds = resp.decisions || [], items = resp.contextItems || [];
+  if (ds.length === 0 && items.length === 0) return h('p', { class: 'empty' }, 'No model decision or context item is on the record.');
+  return h('div', {},
+    ds.map((d) => {
+      const c = d.call || {}, v = d.versions || {};
+      const led = d.proposals ? 'proposals' : d.planVersion ? `plan version ${d.planVersion}` : d.question ? `a question: ${d.question}` : d.noAction ? 'no action' : '';
+      return h('article', { class: 'decision' }, h('h3', {}, d.decisionId), facts([
+        ['Model', [c.provider, c.modelId].filter(Boolean).join(' · ')],
+        ['Prompt', [v.promptTemplateId, v.promptVersion].filter(Boolean).join(' v')],
+        ['Policy revision', v.policyRevision], ['Code version', v.codeVersion],
+        ['Tokens', (Number(c.tokensIn || 0) + Number(c.tokensOut || 0)) || ''], ['Cost', c.costMicros ? money(c.costMicros) : ''],
+        ['Cites', d.contextIds], ['Rationale', d.rationale], ['Evidence', d.evidence], ['Led to', led],
+        ['Flags', (d.flags || []).map((f) => f.kind || JSON.stringify(f))], ['Decided', when(d.decidedAt)],
+      ]));
+    }),
+    items.length ? h('table', { class: 'list compact' }, h('caption', {}, 'Context items'),
+      h('thead', {}, h('tr', {}, ['Item', 'Source', 'Where', 'Sensitivity', 'Fetched', 'Expires', 'Digest'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, items.map((c) => h('tr', {}, h('td', { class: 'mono' }, c.contextId), h('td', {}, c.source || '—'), h('td', { class: 'mono' }, c.uri || '—'),
+        h('td', {}, label(c.sensitivity, 'DATA_SENSITIVITY_')), h('td', {}, when(c.fetchedAt)), h('td', {}, when(c.expiresAt)), h('td', { class: 'mono' }, c.digest || ''))))) : null);
+}
+
+function timeline(entries) {
+  return h('table', { class: 'list compact timeline' }, h('caption', { class: 'visually-hidden' }, 'Events, oldest first'),
+    h('thead', {}, h('tr', {}, ['#', 'Time', 'Event', 'By', 'What'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, entries.map((e) => h('tr', {}, h('td', {}, e.sequence), h('td', {}, when(e.time)), h('td', { class: 'mono' }, e.type), h('td', {}, e.actor || ''), h('td', {}, e.summary)))));
+}
+
+function header(t) {
+  const k = t.contract;
+  return h('div', { class: 'task-head' },
+    h('h1', {}, k.intent || k.taskId), h('p', {}, badge(t.status, 'TASK_STATUS_'), ' ', t.statusReason || ''),
+    facts([['Task', h('code', {}, k.taskId)], ['Desired outcome', k.desiredOutcome], ['Owner', k.accountableOwnerRef], ['Requester', k.requesterRef],
+      ['Authorizer', k.authorizerRef], ['Risk tier', label(k.riskTier, 'RISK_TIER_')], ['Tools', k.allowedTools], ['Parent', k.parentTaskId ? h('a', { href: '#/task/' + k.parentTaskId }, k.parentTaskId) : ''],
+      ['Created', when(t.createdAt)], ['Deadline', when(k.deadline)], ['Events', t.eventCount]]));
+}
+
+function waiting(t, ctx, reload) {
+  const parts = [];
+  if (t.openInput) parts.push(answerForm(t, ctx.me, reload));
+  for (const a of t.actions || []) {
+    if (a.status === 'ACTION_STATUS_AWAITING_APPROVAL' && a.approval) parts.push(h('div', { class: 'waiting-approval' }, h('h3', {}, `Approval of ${a.tool} → ${a.target}`), decisionForm({ ...a.approval, rationale: a.rationale }, ctx.me, reload)));
+    if (maySettle(a, ctx.me)) parts.push(settleForm(t.contract.taskId, a, reload));
+  }
+  return parts.length ? section('waiting', 'Waiting for a person', parts) : null;
+}
+
+// render reads the task and draws its page, unless the person has left
+// it meanwhile (gone): a late answer must not draw over another page.
+async function render(ctx, taskId, live, gone) {
+  const [task, tl, rc] = await Promise.all([
+    call('QueryService/GetTask', { taskId }),
+    call('QueryService/GetTimeline', { taskId }).catch((err) => ({ err })),
+    call('QueryService/GetReceipt', { taskId }).catch((err) => ({ err })),
+  ]);
+  const t = task.task;
+  const reload = () => render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
+  const cur = (t.contract.budget || {}).currency;
+  const [subs, decided] = await Promise.all([subTasks(taskId, 0), decisions(taskId)]);
+  if (gone()) return t;
+  ctx.main.replaceChildren(...[
+    h('div', { id: 'overview' }, header(t), live,
+      waiting(t, ctx, reload),
+      budgets(t),
+      t.plan ? section('plan', `Plan (version ${t.plan.version || 1})`, planGraph(t.plan)) : null,
+      section('actions', `Actions (${(t.actions || []).length})`, (t.actions || []).length ? (t.actions || []).map((a) => actionItem(a, cur)) : h('p', { class: 'empty' }, 'No action yet.'))),
+    section('subtasks', 'Sub-tasks', subs || h('p', { class: 'empty' }, 'None delegated.')),
+    section('decisions', 'Decisions and context', decided),
+    section('timeline', 'Timeline', tl.err ? failure(tl.err, 'Timeline') : h('div', { class: 'scroll', tabindex: '0', role: 'group', 'aria-label': 'Timeline (scrolls)' }, timeline(tl.entries || []))),
+    section('receipt', 'Receipt', rc.err ? failure(rc.err, 'Receipt') : receiptView(rc.markdown || '')),
+  ].filter(Boolean));
+  return t;
+}
+
+// reloadDelay gathers a burst of events into one reload.
+const reloadDelay = 150;
+
+export async function taskPage(ctx, taskId) {
+  ctx.main.replaceChildren(h('p', { 'aria-busy': 'true' }, 'Loading ', taskId, '…'));
+  const live = h('p', { class: 'live', role: 'status', 'data-live': 'connecting' }, 'Connecting to live updates…');
+  const stop = new AbortController();
+  const gone = () => stop.signal.aborted;
+  let pending = 0;
+  ctx.onLeave(() => { stop.abort(); clearTimeout(pending); });
+  let t;
+  try {
+    t = await render(ctx, taskId, live, gone);
+  } catch (err) {
+    if (!gone()) ctx.main.replaceChildren(h('h1', {}, 'Task ', taskId), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the task'));
+    return;
+  }
+  const refresh = () => {
+    clearTimeout(pending);
+    // A burst of events (an approval, then a permit, a claim, a dispatch)
+    // is one reload.
+    pending = setTimeout(() => {
+      // Never under a person's typing: the reload waits until they leave the field.
+      const typing = document.activeElement && ctx.main.contains(document.activeElement) && /^(TEXTAREA|INPUT|SELECT)$/.test(document.activeElement.tagName);
+      if (typing) { refresh(); return; }
+      render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
+    }, reloadDelay);
+  };
+  watch(taskId, t.lastSequence || '0', live, refresh, stop.signal);
+}
+
+// watch follows the task's events, reloading the page on each, and
+// reconnects after the last sequence seen. A caller who may not read the
+// task's content may not watch it: the page is then reloaded on a timer.
+async function watch(taskId, after, live, refresh, signal) {
+  let last = after;
+  while (!signal.aborted) {
+    try {
+      await stream('QueryService/WatchTask', { taskId, afterSequence: last }, (msg) => {
+        if (!msg.record) {
+          live.dataset.live = 'on';
+          live.textContent = 'Live: following the task\'s events.';
+          return;
+        }
+        last = msg.record.sequence || last;
+        refresh();
+      }, signal);
+    } catch (err) {
+      if (signal.aborted) return;
+      if (err.code === 'permission_denied') {
+        live.dataset.live = 'polling';
+        live.textContent = 'Refreshed every 5 seconds (the live feed carries the task\'s content, which is not shown to you).';
+        const timer = setInterval(refresh, 5000);
+        signal.addEventListener('abort', () => clearInterval(timer));
+        return;
+      }
+      live.dataset.live = 'off';
+      live.textContent = 'Live updates interrupted; reconnecting…';
+      await new Promise((r) => setTimeout(r, 2000));
+    }
+  }
+}

@@ -1,0 +1,103 @@
+// DOM building from text nodes, never from markup: every string the server
+// sends stays text, so a task's intent cannot script the page.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+    else if (k === 'class') el.className = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// svg builds an SVG element, as h does an HTML one.
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== undefined) el.setAttribute(k, String(v));
+  append(el, children);
+  return el;
+}
+
+// label turns an enum's JSON name into words: ACTION_STATUS_AWAITING_APPROVAL
+// with prefix ACTION_STATUS_ → "awaiting approval".
+export function label(value, prefix) {
+  if (!value) return '—';
+  return String(value).replace(prefix, '').toLowerCase().replaceAll('_', ' ');
+}
+
+// badge shows a status, coloured by what it means for a person.
+export function badge(value, prefix) {
+  const word = label(value, prefix);
+  let tone = 'neutral';
+  if (/succeeded|accepted|approve|allow|produced/.test(word)) tone = 'good';
+  else if (/failed|denied|reject|cancelled|deny|unknown|suspended/.test(word)) tone = 'bad';
+  else if (/await|waiting|needs|paused|require|stalled|executing/.test(word)) tone = 'wait';
+  else if (/running|dispatched|claimed|permitted|approved|reconciling/.test(word)) tone = 'run';
+  return h('span', { class: 'badge ' + tone, 'data-status': value || '' }, word);
+}
+
+export function when(ts) {
+  if (!ts) return '—';
+  const d = new Date(ts);
+  return h('time', { datetime: ts, title: ts }, d.toLocaleString());
+}
+
+// money shows micro-units (cost_micros) in the contract's currency.
+export function money(micros, currency) {
+  const n = Number(micros || 0) / 1e6;
+  return n.toFixed(n < 1 ? 4 : 2) + (currency ? ' ' + currency : '');
+}
+
+// facts is a description list of [term, value] pairs, values left out when empty.
+export function facts(pairs) {
+  const dl = h('dl', { class: 'facts' });
+  for (const [term, value] of pairs) {
+    if (value === undefined || value === null || value === '' || (Array.isArray(value) && value.length === 0)) continue;
+    dl.append(h('dt', {}, term), h('dd', {}, Array.isArray(value) ? value.join(', ') : value));
+  }
+  return dl;
+}
+
+// section is a titled region of a page, named by its heading.
+export function section(id, title, ...children) {
+  return h('section', { class: 'card', 'aria-labelledby': id + '-h', id },
+    h('h2', { id: id + '-h' }, title), ...children);
+}
+
+export function field(id, text, control) {
+  control.id = id;
+  return h('div', { class: 'field' }, h('label', { for: id }, text), control);
+}
+
+let toastTimer = 0;
+
+// toast says briefly what happened, to screen readers too (role=status).
+export function toast(message, bad = false) {
+  const el = document.getElementById('toast');
+  el.textContent = message;
+  el.className = 'toast show' + (bad ? ' bad' : '');
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { el.className = 'toast'; }, 6000);
+}
+
+// failure shows an error in place: what the server said, as it said it.
+export function failure(err, what) {
+  const code = err && err.code ? err.code : 'error';
+  return h('p', { class: 'error', role: 'alert', 'data-code': code },
+    `${what}: ${code.replaceAll('_', ' ')} — ${err && err.message ? err.message : err}`);
+}
+
+export function pretty(json) {
+  if (!json) return '';
+  try { return JSON.stringify(JSON.parse(json), null, 2); } catch { return json; }
+}
