@@ -146,11 +146,21 @@ func TestAuditBundleEndToEnd(t *testing.T) {
 	run(t, 0, "audit", "export", "--bundle", "--task", taskID, "--out", file, "--addr", p.url, "--token", auditorToken)
 	keyFile := filepath.Join(dir, "key.pem")
 	run(t, 0, "audit", "key", "--addr", p.url, "--token", auditorToken, "--out", keyFile)
+	began := time.Now()
 	out := run(t, 0, "audit", "verify", "--bundle", file, "--trust-key", keyFile)
+	took := time.Since(began)
 	if !strings.Contains(out, "ok: 2 tasks") || !strings.Contains(out, "trusted keys") || !strings.Contains(out, "1 approvals allowed") || !strings.Contains(out, "2 receipts recomputed") {
 		t.Errorf("verify --bundle:\n%s", out)
 	}
 	b := readBundle(t, file)
+	if info, err := os.Stat(file); err == nil {
+		inputs := 0
+		for _, in := range b.Inputs {
+			inputs += len(in.Data)
+		}
+		t.Logf("bundle: %d bytes, %d tasks, %d inputs (%d bytes), %d revisions; verify --bundle took %s (the binary's start included)",
+			info.Size(), len(b.Tasks), len(b.Inputs), inputs, len(b.Policies), took)
+	}
 	if len(b.Policies) != 2 || len(b.Requests) == 0 || len(b.Results) == 0 || len(b.Tools) < 2 {
 		t.Fatalf("the bundle holds %d revisions, %d requests, %d results, %d tools", len(b.Policies), len(b.Requests), len(b.Results), len(b.Tools))
 	}
