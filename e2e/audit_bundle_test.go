@@ -13,6 +13,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/steward-run/steward/cmd/steward/app"
 	"github.com/steward-run/steward/pkg/auditbundle"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -55,13 +56,14 @@ func bundleSetup(t *testing.T, tool *stewardtest.Tool, dir string) ([]string, st
 
 // TestAuditBundleEndToEnd runs the real binary and a real HTTP tool: a
 // task acts under one policy revision, delegates a sub-task, and after
-// the bundle is edited on disk and reloaded has an irreversible call
-// approved under the next revision. Its bundle, exported by an auditor,
-// holds both revisions and verifies offline — chains, credentials,
-// signatures under the trusted key, approvers, requests, results, tools,
-// every snapshot re-evaluated under its own revision, receipts
-// recomputed; and one byte flipped in any section is found and named by
-// section and event or item.
+// the bundle is edited on disk and reloaded (its reads get another
+// reason) has an irreversible call approved under the next revision. Its
+// bundle, exported by an auditor (not the agent, nor another tenant's
+// auditor), holds both revisions, and verifies offline: chains,
+// credentials, signatures under the trusted key, approvers, requests,
+// results, tools, receipts recomputed, and every snapshot re-evaluated
+// the same under its own revision (and not under the other). One byte
+// flipped in any section is found and named by section and event or item.
 func TestAuditBundleEndToEnd(t *testing.T) {
 	tool := stewardtest.StartTool(t)
 	dir := t.TempDir()
@@ -104,7 +106,10 @@ func TestAuditBundleEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, filepath.Dir(regoFile), filepath.Base(regoFile), string(src)+"\n# revision two: the same rules, another revision\n")
+	// Revision two gives reads another reason: a snapshot re-evaluated
+	// under the wrong revision would not match.
+	two := strings.Replace(string(src), `"reads change nothing"`, `"reads change nothing (revision two)"`, 1)
+	writeFile(t, filepath.Dir(regoFile), filepath.Base(regoFile), two)
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
 		probe := propose(t, agent, taskID, fmt.Sprintf("probe-%d", i), "search", map[string]any{"q": "probe"})
@@ -179,6 +184,16 @@ func TestAuditBundleEndToEnd(t *testing.T) {
 	}
 	if len(revisions) != 2 || revisions[b.Policies[0].Revision] == 0 || revisions[b.Policies[1].Revision] == 0 {
 		t.Errorf("snapshots by revision %v; the bundle holds %s and %s", revisions, b.Policies[0].Revision, b.Policies[1].Revision)
+	}
+	// Under one revision for all, the other's snapshots do not re-evaluate
+	// the same: verify does evaluate each under its own.
+	wrong := app.BundleChecks(nil)
+	restore := wrong.Restore
+	wrong.Restore = func(ctx context.Context, _ *stewardv1.PolicySources) (auditbundle.Evaluator, error) {
+		return restore(ctx, b.Policies[0])
+	}
+	if rep := auditbundle.Verify(ctx, b, wrong); rep.OK() || !strings.Contains(rep.Failures[0].Reason, "re-evaluates differently") {
+		t.Errorf("every snapshot re-evaluated under one revision: %v", rep.Failures)
 	}
 	rep := auditbundle.Verify(ctx, b, auditbundle.Checks{})
 	if rep.Snapshots < 4 {
