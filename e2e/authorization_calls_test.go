@@ -388,6 +388,9 @@ var matrixCalls = map[string]matrixCall{
 	stewardv1connect.AuditServiceReplayTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		return drain(c.audit.ReplayTask(ctx, connect.NewRequest(&stewardv1.ReplayTaskRequest{TaskId: s.task})))
 	}},
+	stewardv1connect.AuditServiceExportBundleProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		return drain(c.audit.ExportBundle(ctx, connect.NewRequest(&stewardv1.ExportBundleRequest{TaskId: s.task})))
+	}},
 	stewardv1connect.AuditServiceVerifyTaskProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		_, err := c.audit.VerifyTask(ctx, connect.NewRequest(&stewardv1.VerifyTaskRequest{TaskId: s.task}))
 		return err

@@ -40,6 +40,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -104,6 +104,9 @@ var Table = map[string]Rule{
 	stewardv1connect.AuditServiceVerifyTaskProcedure: read("anyone may check a task's hash chain"),
 	stewardv1connect.AuditServiceRecordFindingProcedure: {Group: Operation, Roles: []string{Auditor},
 		Why: "findings are an auditor's judgement on the record"},
+	stewardv1connect.AuditServiceExportBundleProcedure: {Group: Operation, Roles: []string{Auditor},
+		Plane: "the caller's tenant's task; its sub-tasks and ancestors only where the caller may read them (state's mayRead)",
+		Why:   "a bundle is a task's whole record, content and policy inputs included, taken away for audit"},
 }
 
 // deadLetterTenant is what the state plane checks besides the role on the

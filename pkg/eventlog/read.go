@@ -71,6 +71,15 @@ func (l *Log) ReadTool(ctx context.Context, name string) ([]*stewardv1.EventReco
 	return l.readChain(ctx, l.ToolSubject(name))
 }
 
+// ReadToolRaw returns a tool's registrations exactly as stored, unchecked:
+// an auditor's bundle carries the bytes (AuditService.ExportBundle).
+func (l *Log) ReadToolRaw(ctx context.Context, name string) ([]Raw, error) {
+	if !ValidTaskID(name) {
+		return nil, errs.Field("name", "%s is not a tool name", errs.Quote(name))
+	}
+	return l.readRaw(ctx, l.ToolSubject(name))
+}
+
 // readChain reads a subject that holds no task (a tool's, a service's),
 // checked against its hash chain.
 func (l *Log) readChain(ctx context.Context, subject string) ([]*stewardv1.EventRecord, error) {

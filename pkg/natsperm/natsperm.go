@@ -26,6 +26,7 @@ import (
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/timer"
 )
 
@@ -107,7 +108,7 @@ func timerStream(owner string) string { return timer.Stream(timer.DefaultStream,
 func Streams() []string {
 	s := []string{eventlog.DefaultStream, eventlog.DefaultDeadLetterStream,
 		kvStream(action.RequestBucket), kvStream(action.ResultBucket), kvStream(eventlog.DefaultFirstUseBucket),
-		kvStream(ToolKVBucket), kvStream(ToolLimitsBucket)}
+		kvStream(ToolKVBucket), kvStream(ToolLimitsBucket), kvStream(policystore.Bucket)}
 	return append(s, TimerStreams()...)
 }
 
@@ -161,6 +162,8 @@ func (g *grants) writes(plane string, ownTimers bool) {
 	switch plane {
 	case event.PlaneControl:
 		g.pub("store canonical requests (proposals) and submitted artifacts", kvKeys(action.RequestBucket), kvKeys(action.ResultBucket))
+	case event.PlaneGovernance:
+		g.pub("keep each policy input and bundle revision's sources for auditors (policystore)", kvKeys(policystore.Bucket))
 	case event.PlaneExecution:
 		g.pub("store tool results; the kv.append built-in tool's records; tools' calls in flight and rates (limits)", kvKeys(action.ResultBucket), kvKeys(ToolKVBucket), kvKeys(ToolLimitsBucket))
 	}
@@ -187,6 +190,10 @@ func (g *grants) jetStreamAPI(plane string, ownTimers bool) {
 	}
 	if plane == event.PlaneExecution {
 		streams = append(streams, kvStream(ToolKVBucket), kvStream(ToolLimitsBucket))
+	}
+	if plane == event.PlaneGovernance || plane == event.PlaneState {
+		// Governance keeps policy inputs and sources; state serves them.
+		streams = append(streams, kvStream(policystore.Bucket))
 	}
 	// Account info: creating a bucket asks what the server supports.
 	open := []string{"$JS.API.INFO"}

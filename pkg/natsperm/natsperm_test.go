@@ -267,7 +267,7 @@ func TestPlanesWork(t *testing.T) {
 			s := startServer(t)
 			c := s.connect(t, plane)
 			ctx := context.Background()
-			st, err := stores.Open(ctx, c.js, stores.Config{Logger: stewardtest.Logger(t)})
+			st, err := stores.Open(ctx, c.js, stores.Config{Logger: stewardtest.Logger(t), Plane: plane})
 			if err != nil {
 				t.Fatal(err, c.refused)
 			}

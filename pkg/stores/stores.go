@@ -12,7 +12,9 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	"github.com/steward-run/steward/pkg/bucket"
+	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
 	"github.com/steward-run/steward/pkg/toolreg"
@@ -39,6 +41,10 @@ type Config struct {
 	// which is NATS's admin): a bucket of an earlier version is made to
 	// refuse roll-ups and purges (bucket.Config.Harden).
 	Harden bool
+	// Plane, when set, is the one plane this process runs (steward serve):
+	// the policy bucket is opened only for governance and state, whose
+	// NATS users alone may (pkg/natsperm).
+	Plane string
 }
 
 // Set is the stores a process's planes share.
@@ -49,7 +55,10 @@ type Set struct {
 	Tasks    *taskstore.Store
 	Requests *action.Store // canonical requests, by hash
 	Results  *action.Store // tool results and artifacts, by hash
-	Timers   *timer.Timers
+	// Policy keeps policy inputs and bundle sources (governance writes,
+	// state reads).
+	Policy *policystore.Store
+	Timers *timer.Timers
 	// Tools follows the tool registrations on the log until Close.
 	Tools *toolreg.Registry
 
@@ -78,6 +87,12 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	if err != nil {
 		return nil, err
 	}
+	var pol *policystore.Store
+	if cfg.Plane == "" || keepsPolicy(cfg.Plane) {
+		if pol, err = policystore.Open(ctx, js, bucket.Config{Replicas: cfg.Replicas, Harden: cfg.Harden, Logger: cfg.Logger}); err != nil {
+			return nil, err
+		}
+	}
 	timers, err := timer.Open(ctx, js, timer.Config{Replicas: cfg.Replicas, Logger: cfg.Logger, SoleConsumer: cfg.SoleConsumer, Writers: cfg.Writers})
 	if err != nil {
 		return nil, err
@@ -92,6 +107,12 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 		if ps.Results, err = store(w, action.ResultBucket, false); err != nil {
 			return nil, err
 		}
+		// Only the planes the bucket is for may open it (pkg/natsperm).
+		if keepsPolicy(plane) {
+			if ps.Policy, err = policystore.Open(ctx, w, bucket.Config{Replicas: cfg.Replicas, Logger: cfg.Logger}); err != nil {
+				return nil, err
+			}
+		}
 		byPlane[plane] = ps
 	}
 	tools := toolreg.New(cfg.Logger)
@@ -104,7 +125,7 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Set, error)
 	for _, ps := range byPlane {
 		ps.Tools = tools
 	}
-	return &Set{Log: log, Tasks: tasks, Requests: requests, Results: results, Timers: timers, Tools: tools, byPlane: byPlane,
+	return &Set{Log: log, Tasks: tasks, Requests: requests, Results: results, Policy: pol, Timers: timers, Tools: tools, byPlane: byPlane,
 		stop: func() { cancel(); <-done }}, nil
 }
 
@@ -124,4 +145,10 @@ func (s *Set) Close() {
 	if s.stop != nil {
 		s.stop()
 	}
+}
+
+// keepsPolicy reports whether plane uses the policy bucket: governance
+// writes it, state reads it.
+func keepsPolicy(plane string) bool {
+	return plane == event.PlaneGovernance || plane == event.PlaneState
 }

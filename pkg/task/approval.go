@@ -2,6 +2,8 @@ package task
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -217,4 +219,41 @@ func escalated(ap *stewardv1.Approval, e *stewardv1.ApprovalEscalated, ev *stewa
 	ap = proto.CloneOf(ap)
 	ap.EscalatedTo, ap.EscalatedAt = e.ToRef, ev.Time
 	return ap
+}
+
+// Stakeholder names the part principal plays in asking for t's work — its
+// requester, its creator, a delegate in its chain or the principal its
+// credential was issued to — or "" for none.
+func Stakeholder(t *stewardv1.Task, principal string) string {
+	c := t.Contract
+	switch {
+	case principal == c.GetRequesterRef():
+		return "the requester"
+	case principal == t.CreatedBy:
+		return "the creator"
+	case principal == t.Credential.GetCredential().GetPrincipal():
+		return "the principal its credential was issued to"
+	}
+	for _, d := range c.GetDelegationChain() {
+		if principal == d.GetToRef() {
+			return "a delegate"
+		}
+	}
+	return ""
+}
+
+// BackupApproved reports whether the backup ap was escalated to approved it,
+// as the backup (ApprovalVote.as_backup): a role's holder is known by
+// the part they voted in, not by the roles they hold now. A vote recorded
+// before votes said so counts as the backup's when its voter is the backup
+// by name and voted after the escalation, as the rule then was.
+func BackupApproved(ap *stewardv1.Approval) bool {
+	to, at := ap.GetEscalatedTo(), ap.GetEscalatedAt()
+	return slices.ContainsFunc(ap.GetVotes(), func(v *stewardv1.ApprovalVote) bool {
+		if v.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
+			return false
+		}
+		byName := to != "" && !strings.HasPrefix(to, "role:") && v.Principal == to && at != nil && !v.GetDecidedAt().AsTime().Before(at.AsTime())
+		return v.AsBackup || byName
+	})
 }

@@ -105,13 +105,13 @@ func mayVoteAs(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 		}
 	}
 	switch {
-	case c.GetSeparationOfDuties() && stakeholder(t, who.Principal) != "":
+	case c.GetSeparationOfDuties() && task.Stakeholder(t, who.Principal) != "":
 		return errs.New(errs.PermissionDenied, "%s may not approve %s: they are %s of task %s, and its contract separates duties",
-			who.Principal, subject.what, stakeholder(t, who.Principal), c.GetTaskId())
+			who.Principal, subject.what, task.Stakeholder(t, who.Principal), c.GetTaskId())
 	}
 	// Escalated, the backup stands in for the authorizer (who did not come).
 	if authorizer := c.GetAuthorizerRef(); authorizer != "" && !backup && who.Principal != authorizer && !slices.Contains(task.Approvers(ap), authorizer) &&
-		!backupVoted(ap) && len(task.Approvers(ap))+1 >= task.RequiredApprovals(ap) {
+		!task.BackupApproved(ap) && len(task.Approvers(ap))+1 >= task.RequiredApprovals(ap) {
 		if task.RequiredApprovals(ap) == 1 {
 			return errs.New(errs.PermissionDenied, "%s may not approve %s: task %s names %s as its authorizer, who alone may approve it",
 				who.Principal, subject.what, c.GetTaskId(), authorizer)
@@ -120,27 +120,6 @@ func mayVoteAs(t *stewardv1.Task, ap *stewardv1.Approval, subject voteSubject, w
 			who.Principal, task.RequiredApprovals(ap), subject.what, c.GetTaskId(), authorizer)
 	}
 	return nil
-}
-
-// stakeholder names the part principal plays in asking for t's work — its
-// requester, its creator, a delegate in its chain or the principal its
-// credential was issued to — or "" for none.
-func stakeholder(t *stewardv1.Task, principal string) string {
-	c := t.Contract
-	switch {
-	case principal == c.GetRequesterRef():
-		return "the requester"
-	case principal == t.CreatedBy:
-		return "the creator"
-	case principal == t.Credential.GetCredential().GetPrincipal():
-		return "the principal its credential was issued to"
-	}
-	for _, d := range c.GetDelegationChain() {
-		if principal == d.GetToRef() {
-			return "a delegate"
-		}
-	}
-	return ""
 }
 
 // tally says how far ap's approvals are, e.g. "1 of 2 approvals".
@@ -159,20 +138,4 @@ func escalatedTo(c *stewardv1.TaskContract, ap *stewardv1.Approval) string {
 		from = " from " + requested.AsTime().Add(task.ApprovalWaitsOf(c).Escalate).UTC().Format(time.RFC3339)
 	}
 	return ", or to be " + ap.GetEscalatedTo() + ", to whom it was escalated" + from
-}
-
-// backupVoted reports whether the backup ap was escalated to approved it,
-// as the backup (ApprovalVote.as_backup): a role's holder is known by
-// the part they voted in, not by the roles they hold now. A vote recorded
-// before votes said so counts as the backup's when its voter is the backup
-// by name and voted after the escalation, as the rule then was.
-func backupVoted(ap *stewardv1.Approval) bool {
-	to, at := ap.GetEscalatedTo(), ap.GetEscalatedAt()
-	return slices.ContainsFunc(ap.GetVotes(), func(v *stewardv1.ApprovalVote) bool {
-		if v.Decision != stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE {
-			return false
-		}
-		byName := to != "" && !strings.HasPrefix(to, "role:") && v.Principal == to && at != nil && !v.GetDecidedAt().AsTime().Before(at.AsTime())
-		return v.AsBackup || byName
-	})
 }

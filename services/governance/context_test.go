@@ -73,7 +73,7 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			input, hash, err := policyInput(tk, facts, a, request)
+			input, rec, err := policyInput(tk, facts, a, request)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -89,11 +89,11 @@ func TestPolicyReadsContextAndInputs(t *testing.T) {
 			if len(tt.inputs) > 0 {
 				other := proto.CloneOf(tk)
 				other.Contract.InputSnapshot.Inputs[0].Digest = "sha256:" + strings.Repeat("1e", 32)
-				_, otherHash, err := policyInput(other, facts, a, request)
+				_, otherRec, err := policyInput(other, facts, a, request)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if otherHash == hash {
+				if otherRec.hash == rec.hash {
 					t.Errorf("the input hash does not cover the inputs' digests")
 				}
 			}

@@ -1,8 +1,7 @@
 package governance
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -10,23 +9,24 @@ import (
 
 	"github.com/steward-run/steward/pkg/action"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// policyInput builds the input document for one evaluation, and the hash
-// of its canonical form that the snapshot records. Every value in it is
+// policyInput builds the input document for one evaluation, and its
+// canonical form, whose hash the snapshot records (inputRecord). Every value in it is
 // one OPA takes as it is (map[string]any, []any, string, bool,
 // json.Number, nil); nothing in it is shared except tool.facts, which no
 // one writes to.
-func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, string, error) {
+func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request []byte) (map[string]any, inputRecord, error) {
 	taskFacts, err := protoFacts(t.Contract.ProtoReflect())
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
 	taskFacts["status"] = t.Status.String()
 	params, err := requestParams(request)
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
 	actionFacts := map[string]any{
 		"action_id":    a.ActionId,
@@ -44,7 +44,7 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 	// that policy may require it (the default bundle does for high risk).
 	rationale, err := protoFacts(rationaleOf(a).ProtoReflect())
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
 	actionFacts["rationale"] = rationale
 	credential := credentialFacts(t)
@@ -67,15 +67,15 @@ func policyInput(t *stewardv1.Task, tool toolFacts, a *stewardv1.Action, request
 		input["decision"] = facts
 		members = append(members, member{key: "decision", value: facts})
 	}
-	hash, err := inputHash(append(members,
+	rec, err := canonicalInput(append(members,
 		member{key: "risk", value: risk},
 		member{key: "task", value: taskFacts},
 		member{key: "tool", canonical: tool.canonical},
 	))
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
-	return input, hash, nil
+	return input, rec, nil
 }
 
 // rationaleOf is a's rationale, or an empty one.
@@ -94,29 +94,37 @@ type member struct {
 	canonical []byte
 }
 
-// inputHash is the hex SHA-256 of the canonical form of the document of
-// members, given in key order: the bytes action.CanonicalJSON writes for
-// the whole document, put together a member at a time so that the tool's
-// comes from the cache.
-func inputHash(members []member) (string, error) {
-	h := sha256.New()
+// inputRecord is an input document as governance keeps it for auditors:
+// its canonical form, and that form's hex SHA-256, the snapshot's
+// input_hash and the key it is kept under (policystore).
+type inputRecord struct {
+	canonical []byte
+	hash      string
+}
+
+// canonicalInput is the canonical form of the document of members, given
+// in key order: the bytes action.CanonicalJSON writes for the whole
+// document, put together a member at a time so that the tool's comes from
+// the cache.
+func canonicalInput(members []member) (inputRecord, error) {
+	var b bytes.Buffer
 	for i, m := range members {
 		sep := ","
 		if i == 0 {
 			sep = "{"
 		}
-		h.Write([]byte(sep + strconv.Quote(m.key) + ":"))
+		b.WriteString(sep + strconv.Quote(m.key) + ":")
 		canonical := m.canonical
 		if canonical == nil {
 			var err error
 			if canonical, err = action.CanonicalJSON(m.value); err != nil {
-				return "", err
+				return inputRecord{}, err
 			}
 		}
-		h.Write(canonical)
+		b.Write(canonical)
 	}
-	h.Write([]byte("}"))
-	return hex.EncodeToString(h.Sum(nil)), nil
+	b.WriteString("}")
+	return inputRecord{canonical: b.Bytes(), hash: policystore.InputHash(b.Bytes())}, nil
 }
 
 // requestParams is the params object of a canonical request, numbers as

@@ -1,6 +1,7 @@
 package governance
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/util"
@@ -113,6 +115,12 @@ func jsonRouteMap(m proto.Message) (map[string]any, error) {
 // (rego.parseRawInput), printed with every number's text.
 func opaView(t *testing.T, input any) string {
 	t.Helper()
+	return opaValue(t, input).String()
+}
+
+// opaValue is input as OPA holds it.
+func opaValue(t *testing.T, input any) ast.Value {
+	t.Helper()
 	if err := util.RoundTripFast(&input); err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +128,7 @@ func opaView(t *testing.T, input any) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return v.String()
+	return v
 }
 
 // weird are strings JSON treats specially.
@@ -343,15 +351,32 @@ func compareInputs(t *testing.T, name string, tk *stewardv1.Task, tool *stewardv
 	if err != nil {
 		t.Fatalf("%s: tool facts: %v", name, err)
 	}
-	got, gotHash, err := policyInput(tk, facts, a, request)
+	got, gotRec, err := policyInput(tk, facts, a, request)
 	if (err != nil) != (wantErr != nil) {
 		t.Fatalf("%s: err = %v, JSON route's = %v", name, err, wantErr)
 	}
 	if err != nil {
 		return
 	}
-	if gotHash != wantHash {
-		t.Errorf("%s: input hash %s, JSON route's %s", name, gotHash, wantHash)
+	if gotRec.hash != wantHash {
+		t.Errorf("%s: input hash %s, JSON route's %s", name, gotRec.hash, wantHash)
+	}
+	// What governance keeps for auditors is the document its hash is
+	// over, the JSON route's (which OPA sees for every string a decoded
+	// proto can hold: valid UTF-8), decoded as an auditor's
+	// re-evaluation decodes it.
+	dec := json.NewDecoder(bytes.NewReader(gotRec.canonical))
+	dec.UseNumber()
+	var recorded map[string]any
+	if err := dec.Decode(&recorded); err != nil {
+		t.Fatalf("%s: recorded input: %v", name, err)
+	}
+	// Equal as OPA compares values: numbers by value (1e+21 is
+	// 1000000000000000000000).
+	// A string of invalid UTF-8, which no decoded proto holds, is
+	// recorded as JSON carries it (U+FFFD), as it has always been hashed.
+	if g, w := opaValue(t, recorded), opaValue(t, want); utf8.ValidString(fmt.Sprint(want)) && ast.Compare(g, w) != 0 {
+		t.Errorf("%s: the recorded input reads as\n %s\nthe JSON route's\n %s", name, g, w)
 	}
 	if g, w := opaView(t, got), opaView(t, want); g != w {
 		t.Errorf("%s: OPA sees\n %s\nwant\n %s", name, g, w)

@@ -81,7 +81,7 @@ func (p *Plane) judgePlan(ctx context.Context, rec *stewardv1.EventRecord, s *st
 // a deny, in the engine.
 func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, round string) (*stewardv1.PolicySnapshot, error) {
 	ps := t.Plan
-	input, inputHash, err := p.planInput(ctx, t)
+	input, rec, err := p.planInput(ctx, t)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "plan policy input for version %d", ps.Version)
 	}
@@ -92,8 +92,11 @@ func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, round strin
 	if err != nil {
 		return nil, fmt.Errorf("evaluate plan policy for version %d: %w", ps.Version, err)
 	}
+	if err := p.keep(ctx, rec, res); err != nil {
+		return nil, err
+	}
 	id := planSnapshotID(t.Contract.GetTaskId(), ps.Version, ps.PlanHash, round)
-	return p.snapshotOf(id, res, inputHash, t.Contract.GetRiskTier()), nil
+	return p.snapshotOf(id, res, rec.hash, t.Contract.GetRiskTier()), nil
 }
 
 // planApprovalFor is the approval governance opens for t's plan in force,

@@ -36,6 +36,7 @@ import (
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/pkg/timer"
@@ -58,6 +59,7 @@ type Plane struct {
 	tasks     *taskstore.Store
 	logger    *slog.Logger
 	engine    *policy.Engine
+	kept      keptSources
 	tools     *toolreg.Registry
 	store     *action.Store
 	approvals *Approvals
@@ -134,6 +136,9 @@ type Config struct {
 	// Now is the plane's clock: when credentials and permits are issued
 	// and expire, how long an approval waited. Default time.Now.
 	Now func() time.Time
+	// Policy, when set, keeps every policy input and the sources of every
+	// bundle revision that decided one, for auditors (keep.go).
+	Policy *policystore.Store
 	// Digest is what ListApprovals and GetApproval show, in place of an
 	// action hash, to a caller who may neither read the task's content nor
 	// decide the approval (secret.Sealer.Digest, keyed); nil hides it. See
@@ -172,6 +177,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		log: log, tasks: cfg.Tasks, logger: logger, engine: cfg.Engine, tools: cfg.Tools, store: cfg.Requests, approvals: NewApprovals(logger),
 		now: cfg.Now, timers: cfg.Timers, signer: cfg.Signer, trusted: cfg.TrustedKeys,
 		credentialTTL: cfg.CredentialTTL, permitTTL: cfg.PermitTTL, digest: cfg.Digest,
+		kept: keptSources{store: cfg.Policy},
 	}
 	if p.now == nil {
 		p.now = time.Now

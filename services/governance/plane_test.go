@@ -86,7 +86,7 @@ func (e *harness) start(t *testing.T, settings ...func(*governance.Config)) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := governance.Config{Tasks: e.Tasks, Engine: engine, Tools: e.Tools, Requests: e.Requests, Timers: e.Timers, Signer: e.signer, Now: e.clock.Now}
+	cfg := governance.Config{Tasks: e.Tasks, Engine: engine, Tools: e.Tools, Requests: e.Requests, Timers: e.Timers, Signer: e.signer, Now: e.clock.Now, Policy: e.Policy}
 	for _, s := range settings {
 		s(&cfg)
 	}

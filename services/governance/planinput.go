@@ -19,21 +19,21 @@ import (
 // this version's steps (taskCalls), so that a rule can weigh the task's
 // calls in all: a revision that drops steps already run and adds new ones
 // does not start counting afresh.
-func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]any, string, error) {
+func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]any, inputRecord, error) {
 	ps := t.Plan
 	planFacts, err := protoFacts(ps.GetPlan().ProtoReflect())
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
 	taskFacts, err := protoFacts(t.Contract.ProtoReflect())
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
 	taskFacts["status"] = t.Status.String()
 	revision := any(nil)
 	if ps.Revision != nil {
 		if revision, err = protoFacts(ps.Revision.ProtoReflect()); err != nil {
-			return nil, "", err
+			return nil, inputRecord{}, err
 		}
 	}
 	steps := make([]any, 0, len(ps.GetPlan().GetSteps()))
@@ -43,7 +43,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 	for _, st := range ps.GetPlan().GetSteps() {
 		facts, kind, tool, n, err := p.stepFacts(ctx, t, st)
 		if err != nil {
-			return nil, "", err
+			return nil, inputRecord{}, err
 		}
 		steps = append(steps, facts)
 		kinds[kind]++
@@ -68,7 +68,7 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		"risk":       risk,
 		"task_calls": taskCalls,
 	}
-	hash, err := inputHash([]member{
+	rec, err := canonicalInput([]member{
 		{key: "counts", value: counts},
 		{key: "credential", value: hashedStrings(credential)},
 		{key: "plan", value: planFacts},
@@ -80,9 +80,9 @@ func (p *Plane) planInput(ctx context.Context, t *stewardv1.Task) (map[string]an
 		{key: "task_calls", value: taskCalls},
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, inputRecord{}, err
 	}
-	return input, hash, nil
+	return input, rec, nil
 }
 
 // stepFacts is what the plan query sees of one step: its id, kind and

@@ -205,7 +205,7 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
-	input, inputHash, err := policyInput(t, tool, a, request)
+	input, rec, err := policyInput(t, tool, a, request)
 	if err != nil {
 		return nil, errs.Wrap(errs.Internal, err, "policy input for %s", a.ActionId)
 	}
@@ -216,7 +216,10 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
-	s := p.snapshotOf(snapshotID(a.ActionId, round), res, inputHash, t.Contract.GetRiskTier())
+	if err := p.keep(ctx, rec, res); err != nil {
+		return nil, err
+	}
+	s := p.snapshotOf(snapshotID(a.ActionId, round), res, rec.hash, t.Contract.GetRiskTier())
 	askAlways(s, entry.Tool.Contract)
 	holdContext(s, t, entry.Tool.Contract, request, p.now())
 	return s, nil

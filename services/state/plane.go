@@ -35,6 +35,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	"github.com/steward-run/steward/pkg/gen/steward/v1/stewardv1connect"
+	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/taskstore"
 	"github.com/steward-run/steward/services/state/notify"
@@ -95,6 +96,11 @@ type Config struct {
 	// large to travel inline and GetArtifactContent reads artifacts. Nil
 	// serves inline results only.
 	Results *action.Store
+	// Requests is the request store, and Policy the store of policy
+	// inputs and bundle sources: ExportBundle reads both. Nil leaves what
+	// they hold out of a bundle (requests stored by reference fail it).
+	Requests *action.Store
+	Policy   *policystore.Store
 	// Digest is what a caller who may not read a task's content sees in
 	// place of a plain SHA-256 of it — a result's, an artifact's, a
 	// request's (secret.Sealer.Digest, keyed: a plain hash of a short

@@ -31,6 +31,17 @@ const auditUsage = `Usage:
   steward audit verify --file FILE                    the same, offline
   steward audit export --task ID --out FILE [--addr HOST:PORT]
                                                       save the events exactly as stored
+  steward audit export --bundle --task ID --out FILE  save an audit bundle: the task's events with
+                                                      its sub-tasks' and ancestors', the requests,
+                                                      results, tool contracts, policy inputs and
+                                                      sources, and keys (the auditor role)
+  steward audit export --bundle --tenant T --created-after TIME --created-before TIME --out FILE
+                                                      the same for every task of tenant T created
+                                                      in the range (RFC 3339), in one bundle
+  steward audit verify --bundle FILE [--trust-key FILE]
+                                                      check a bundle offline: chains, signatures,
+                                                      approvers, hashes, policy re-evaluated,
+                                                      receipts recomputed (docs/audit.md)
   steward audit key [--addr HOST:PORT] [--out FILE] [--wait DURATION]
                                                       print the public key governance signs
                                                       task credentials with (PEM); --wait keeps
@@ -46,7 +57,8 @@ the admin token 'steward dev' wrote to .steward/data/tokens.json. --addr and --c
 the same way ($STEWARD_ADDR, $STEWARD_CA, the config file). A server over TLS:
 --addr https://HOST:PORT, and --ca FILE for a CA the system does not trust.
 
-verify exits 0 when the chain holds and 3 when it does not, naming the first bad event.
+verify exits 0 when the chain holds and 3 when it does not, naming the first bad event;
+verify --bundle exits 3 naming every problem by section and event or item.
 It prints the head hash: compare it with VerifyTask's head_hash (or a receipt) to
 know that no events were cut off the end.
 
@@ -73,6 +85,8 @@ type auditCmd struct {
 	wait time.Duration
 	// finding: what was found.
 	finding findingFlags
+	// bundle: export --bundle, verify --bundle.
+	bundle bundleFlags
 }
 
 func runAudit(args []string, stdout, stderr io.Writer) error {
@@ -98,11 +112,15 @@ func runAudit(args []string, stdout, stderr io.Writer) error {
 	})
 	fs.DurationVar(&c.wait, "wait", 0, "key: keep asking until governance answers, for up to `DURATION` (a deployment job started with governance)")
 	c.finding.register(fs)
+	c.bundle.register(fs)
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
 		return errUsage
+	}
+	if c.bundle.on {
+		return c.runBundle(fs)
 	}
 	switch c.verb {
 	case "key":

@@ -166,7 +166,7 @@ func (m *Server) Run(ctx context.Context) error {
 	// its consumers and the only writer of its log, connected as its
 	// NATS's admin.
 	dev := m.Mode == "dev"
-	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev})
+	st, err := m.openStores(ctx, js, stores.Config{Logger: m.logger, Replicas: m.Replicas, SoleConsumer: dev, SoleWriter: dev, Writers: m.writers, Harden: dev, Plane: m.Plane})
 	if err != nil {
 		return err
 	}

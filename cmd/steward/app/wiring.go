@@ -92,7 +92,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 			planes = append(planes, governance.New(log, m.logger, governance.Config{
 				Tasks: ps.Tasks, Engine: engine, Tools: tools, Requests: requests, Timers: timers,
 				Signer: signer, TrustedKeys: trusted, CredentialTTL: m.CredentialTTL, PermitTTL: m.PermitTTL,
-				Digest: sealer.Digest,
+				Digest: sealer.Digest, Policy: ps.Policy,
 			}))
 		case execution.PlaneName:
 			p, err := m.executionPlane(ctx, js, log, ps.Tasks, tools, requests, results, timers)
@@ -106,7 +106,7 @@ func (m *Server) selectPlanes(ctx context.Context, js jetstream.JetStream, st *s
 					return nil, fmt.Errorf("--notify: %w", err)
 				}
 			}
-			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Digest: sealer.Digest, Notify: m.notifier}))
+			outcomes.state = state.New(log, m.logger, m.Stall.config(state.Config{Tasks: ps.Tasks, Results: results, Requests: requests, Policy: ps.Policy, Digest: sealer.Digest, Notify: m.notifier}))
 			planes = append(planes, outcomes.state)
 		}
 	}

@@ -8,12 +8,17 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/version"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // decisionQuery is the one document a bundle must define.
@@ -49,6 +54,8 @@ type bundle struct {
 	// planQuery is prepared only when the bundle defines planPackage.
 	planQuery   rego.PreparedEvalQuery
 	hasPlanRule bool
+	// sources are what governance keeps of the revision for auditors.
+	sources *stewardv1.PolicySources
 }
 
 // source is the policy files of a bundle, by slash-separated path relative
@@ -93,16 +100,32 @@ func readSource(fsys fs.FS) (source, error) {
 	}
 	// WalkDir visits in lexical order, so names is already sorted: the
 	// revision does not depend on how the directory lists its entries.
+	src.revision = revisionOf(src.files, names)
+	return src, nil
+}
+
+// revisionOf is the revision of a bundle of files, whose paths, sorted,
+// are names.
+func revisionOf(files map[string][]byte, names []string) string {
 	h := sha256.New()
 	for _, name := range names {
 		// Length-prefix each part so no two bundles hash the same input
 		// (moving bytes from one file's end to the next file's name, say).
-		content := src.files[name]
+		content := files[name]
 		h.Write([]byte(strconv.Itoa(len(name)) + ":" + name + strconv.Itoa(len(content)) + ":"))
 		h.Write(content)
 	}
-	src.revision = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	return src, nil
+	return "sha256:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// sources is src as governance keeps it for auditors: every file, sorted,
+// and the OPA version that evaluates it.
+func (src source) sources() *stewardv1.PolicySources {
+	out := &stewardv1.PolicySources{Revision: src.revision, OpaVersion: version.Version}
+	for _, name := range slices.Sorted(maps.Keys(src.files)) {
+		out.Files = append(out.Files, &stewardv1.PolicyFile{Path: name, Content: src.files[name]})
+	}
+	return out
 }
 
 // compile parses the source's modules and prepares the decision query,
@@ -110,6 +133,9 @@ func readSource(fsys fs.FS) (source, error) {
 // file names in compile errors, so they point at the files an operator
 // edits.
 func compile(ctx context.Context, src source, origin string) (*bundle, error) {
+	if err := checkDeterministic(src.files, origin); err != nil {
+		return nil, fmt.Errorf("compile policy %s: %w", src.revision, err)
+	}
 	modules := make([]func(*rego.Rego), 0, len(src.files))
 	hasPlanRule := false
 	for name, content := range src.files {
@@ -131,11 +157,17 @@ func compile(ctx context.Context, src source, origin string) (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle{query: query, revision: src.revision, hasPlanRule: hasPlanRule}
+	b := &bundle{query: query, revision: src.revision, hasPlanRule: hasPlanRule, sources: src.sources()}
 	if hasPlanRule {
 		if b.planQuery, err = prepare(planQuery); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
+}
+
+// withSources is r with the sources of the bundle that decided it.
+func (b *bundle) withSources(r Result) Result {
+	r.Sources = b.sources
+	return r
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/open-policy-agent/opa/v1/rego"
 )
 
 // Engine evaluates a policy bundle. It is safe for concurrent use:
@@ -65,14 +67,24 @@ func (e *Engine) Revision() string {
 // []any) goes to OPA without a copy.
 func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, error) {
 	b := e.current.Load() // one bundle for the whole evaluation
-	rs, err := b.query.Eval(ctx, inputOption(input))
+	return b.decide(ctx, b.query, decisionQuery, inputOption(input))
+}
+
+// decide evaluates query, named name, of b over input; an undefined
+// result is a deny that says so.
+func (b *bundle) decide(ctx context.Context, query rego.PreparedEvalQuery, name string, opts ...rego.EvalOption) (Result, error) {
+	rs, err := query.Eval(ctx, opts...)
 	if err != nil {
-		return Result{}, fmt.Errorf("evaluate policy %s: %w", b.revision, err)
+		what := "policy"
+		if name == planQuery {
+			what = "plan policy"
+		}
+		return Result{}, fmt.Errorf("evaluate %s %s: %w", what, b.revision, err)
 	}
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return denyResult(b.revision, "policy gave no decision: data.steward.policy.decision is undefined"), nil
+		return b.withSources(denyResult(b.revision, "policy gave no decision: "+name+" is undefined")), nil
 	}
-	return decodeDecision(rs[0].Expressions[0].Value, b.revision, decisionQuery), nil
+	return b.withSources(decodeDecision(rs[0].Expressions[0].Value, b.revision, name)), nil
 }
 
 // NoPlanRule is the reason of the allow EvaluatePlan gives under a bundle
@@ -90,16 +102,9 @@ const NoPlanRule = "the policy bundle has no plan rule (data.steward.plan.decisi
 func (e *Engine) EvaluatePlan(ctx context.Context, input map[string]any) (Result, error) {
 	b := e.current.Load()
 	if !b.hasPlanRule {
-		return Result{Decision: Allow, Reasons: []string{NoPlanRule}, Revision: b.revision}, nil
+		return b.withSources(Result{Decision: Allow, Reasons: []string{NoPlanRule}, Revision: b.revision}), nil
 	}
-	rs, err := b.planQuery.Eval(ctx, inputOption(input))
-	if err != nil {
-		return Result{}, fmt.Errorf("evaluate plan policy %s: %w", b.revision, err)
-	}
-	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return denyResult(b.revision, "policy gave no decision: "+planQuery+" is undefined"), nil
-	}
-	return decodeDecision(rs[0].Expressions[0].Value, b.revision, planQuery), nil
+	return b.decide(ctx, b.planQuery, planQuery, inputOption(input))
 }
 
 // Reload re-reads the bundle's directory. If its revision differs from the

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 )
 
 // Decision values, as the policy spells them.
@@ -34,6 +36,9 @@ type Result struct {
 	Reasons []string
 	// Revision is the revision of the bundle that decided, "sha256:<hex>".
 	Revision string
+	// Sources are that bundle's files and OPA version, shared and not to
+	// be changed: what governance keeps for auditors.
+	Sources *stewardv1.PolicySources
 }
 
 // MaxRequiredApprovals caps how many distinct approvers a policy may ask

@@ -21,6 +21,201 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ExportBundleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The task exported; required.
+	TaskId        string `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportBundleRequest) Reset() {
+	*x = ExportBundleRequest{}
+	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportBundleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportBundleRequest) ProtoMessage() {}
+
+func (x *ExportBundleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportBundleRequest.ProtoReflect.Descriptor instead.
+func (*ExportBundleRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ExportBundleRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// ExportBundleResponse is one piece of the bundle.
+type ExportBundleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Piece:
+	//
+	//	*ExportBundleResponse_Task
+	//	*ExportBundleResponse_Request
+	//	*ExportBundleResponse_Result
+	//	*ExportBundleResponse_Tool
+	//	*ExportBundleResponse_Input
+	//	*ExportBundleResponse_Policy
+	Piece         isExportBundleResponse_Piece `protobuf_oneof:"piece"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExportBundleResponse) Reset() {
+	*x = ExportBundleResponse{}
+	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExportBundleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExportBundleResponse) ProtoMessage() {}
+
+func (x *ExportBundleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExportBundleResponse.ProtoReflect.Descriptor instead.
+func (*ExportBundleResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ExportBundleResponse) GetPiece() isExportBundleResponse_Piece {
+	if x != nil {
+		return x.Piece
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetTask() *BundleTask {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Task); ok {
+			return x.Task
+		}
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetRequest() *BundleBlob {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Request); ok {
+			return x.Request
+		}
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetResult() *BundleBlob {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Result); ok {
+			return x.Result
+		}
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetTool() []byte {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Tool); ok {
+			return x.Tool
+		}
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetInput() *BundleBlob {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Input); ok {
+			return x.Input
+		}
+	}
+	return nil
+}
+
+func (x *ExportBundleResponse) GetPolicy() *PolicySources {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Policy); ok {
+			return x.Policy
+		}
+	}
+	return nil
+}
+
+type isExportBundleResponse_Piece interface {
+	isExportBundleResponse_Piece()
+}
+
+type ExportBundleResponse_Task struct {
+	// One task's events and receipt; a long history comes in several
+	// pieces of the same task, in order.
+	Task *BundleTask `protobuf:"bytes,1,opt,name=task,proto3,oneof"`
+}
+
+type ExportBundleResponse_Request struct {
+	Request *BundleBlob `protobuf:"bytes,2,opt,name=request,proto3,oneof"`
+}
+
+type ExportBundleResponse_Result struct {
+	Result *BundleBlob `protobuf:"bytes,3,opt,name=result,proto3,oneof"`
+}
+
+type ExportBundleResponse_Tool struct {
+	// A ToolRegistered event as stored.
+	Tool []byte `protobuf:"bytes,4,opt,name=tool,proto3,oneof"`
+}
+
+type ExportBundleResponse_Input struct {
+	Input *BundleBlob `protobuf:"bytes,5,opt,name=input,proto3,oneof"`
+}
+
+type ExportBundleResponse_Policy struct {
+	Policy *PolicySources `protobuf:"bytes,6,opt,name=policy,proto3,oneof"`
+}
+
+func (*ExportBundleResponse_Task) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Request) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Result) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Tool) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Input) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Policy) isExportBundleResponse_Piece() {}
+
 type RecordFindingRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
@@ -36,7 +231,7 @@ type RecordFindingRequest struct {
 
 func (x *RecordFindingRequest) Reset() {
 	*x = RecordFindingRequest{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +243,7 @@ func (x *RecordFindingRequest) String() string {
 func (*RecordFindingRequest) ProtoMessage() {}
 
 func (x *RecordFindingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[0]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +256,7 @@ func (x *RecordFindingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFindingRequest.ProtoReflect.Descriptor instead.
 func (*RecordFindingRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RecordFindingRequest) GetTaskId() string {
@@ -110,7 +305,7 @@ type RecordFindingResponse struct {
 
 func (x *RecordFindingResponse) Reset() {
 	*x = RecordFindingResponse{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -122,7 +317,7 @@ func (x *RecordFindingResponse) String() string {
 func (*RecordFindingResponse) ProtoMessage() {}
 
 func (x *RecordFindingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -135,7 +330,7 @@ func (x *RecordFindingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordFindingResponse.ProtoReflect.Descriptor instead.
 func (*RecordFindingResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RecordFindingResponse) GetFinding() *Finding {
@@ -161,7 +356,7 @@ type ReplayTaskRequest struct {
 
 func (x *ReplayTaskRequest) Reset() {
 	*x = ReplayTaskRequest{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -173,7 +368,7 @@ func (x *ReplayTaskRequest) String() string {
 func (*ReplayTaskRequest) ProtoMessage() {}
 
 func (x *ReplayTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -186,7 +381,7 @@ func (x *ReplayTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReplayTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReplayTaskRequest) GetTaskId() string {
@@ -209,7 +404,7 @@ type ReplayTaskResponse struct {
 
 func (x *ReplayTaskResponse) Reset() {
 	*x = ReplayTaskResponse{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -221,7 +416,7 @@ func (x *ReplayTaskResponse) String() string {
 func (*ReplayTaskResponse) ProtoMessage() {}
 
 func (x *ReplayTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -234,7 +429,7 @@ func (x *ReplayTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplayTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReplayTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReplayTaskResponse) GetRecord() *EventRecord {
@@ -267,7 +462,7 @@ type VerifyTaskRequest struct {
 
 func (x *VerifyTaskRequest) Reset() {
 	*x = VerifyTaskRequest{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -279,7 +474,7 @@ func (x *VerifyTaskRequest) String() string {
 func (*VerifyTaskRequest) ProtoMessage() {}
 
 func (x *VerifyTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -292,7 +487,7 @@ func (x *VerifyTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTaskRequest.ProtoReflect.Descriptor instead.
 func (*VerifyTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *VerifyTaskRequest) GetTaskId() string {
@@ -316,7 +511,7 @@ type VerifyTaskResponse struct {
 
 func (x *VerifyTaskResponse) Reset() {
 	*x = VerifyTaskResponse{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +523,7 @@ func (x *VerifyTaskResponse) String() string {
 func (*VerifyTaskResponse) ProtoMessage() {}
 
 func (x *VerifyTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +536,7 @@ func (x *VerifyTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VerifyTaskResponse.ProtoReflect.Descriptor instead.
 func (*VerifyTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *VerifyTaskResponse) GetOk() bool {
@@ -386,7 +581,7 @@ type ChainBreak struct {
 
 func (x *ChainBreak) Reset() {
 	*x = ChainBreak{}
-	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -398,7 +593,7 @@ func (x *ChainBreak) String() string {
 func (*ChainBreak) ProtoMessage() {}
 
 func (x *ChainBreak) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_service_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -411,7 +606,7 @@ func (x *ChainBreak) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChainBreak.ProtoReflect.Descriptor instead.
 func (*ChainBreak) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_audit_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ChainBreak) GetIndex() uint32 {
@@ -447,7 +642,17 @@ var File_steward_v1_audit_service_proto protoreflect.FileDescriptor
 const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/audit_service.proto\x12\n" +
-	"steward.v1\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\"\xba\x01\n" +
+	"steward.v1\x1a\x1dsteward/v1/audit_bundle.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\".\n" +
+	"\x13ExportBundleRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xae\x02\n" +
+	"\x14ExportBundleResponse\x12,\n" +
+	"\x04task\x18\x01 \x01(\v2\x16.steward.v1.BundleTaskH\x00R\x04task\x122\n" +
+	"\arequest\x18\x02 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\arequest\x120\n" +
+	"\x06result\x18\x03 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\x06result\x12\x14\n" +
+	"\x04tool\x18\x04 \x01(\fH\x00R\x04tool\x12.\n" +
+	"\x05input\x18\x05 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\x05input\x123\n" +
+	"\x06policy\x18\x06 \x01(\v2\x19.steward.v1.PolicySourcesH\x00R\x06policyB\a\n" +
+	"\x05piece\"\xba\x01\n" +
 	"\x14RecordFindingRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -477,13 +682,14 @@ const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x1a\n" +
 	"\bsequence\x18\x02 \x01(\x04R\bsequence\x12\x19\n" +
 	"\bevent_id\x18\x03 \x01(\tR\aeventId\x12\x16\n" +
-	"\x06reason\x18\x04 \x01(\tR\x06reason2\x89\x02\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason2\xe0\x02\n" +
 	"\fAuditService\x12O\n" +
 	"\n" +
 	"ReplayTask\x12\x1d.steward.v1.ReplayTaskRequest\x1a\x1e.steward.v1.ReplayTaskResponse\"\x000\x01\x12P\n" +
 	"\n" +
 	"VerifyTask\x12\x1d.steward.v1.VerifyTaskRequest\x1a\x1e.steward.v1.VerifyTaskResponse\"\x03\x90\x02\x01\x12V\n" +
-	"\rRecordFinding\x12 .steward.v1.RecordFindingRequest\x1a!.steward.v1.RecordFindingResponse\"\x00B\xa9\x01\n" +
+	"\rRecordFinding\x12 .steward.v1.RecordFindingRequest\x1a!.steward.v1.RecordFindingResponse\"\x00\x12U\n" +
+	"\fExportBundle\x12\x1f.steward.v1.ExportBundleRequest\x1a .steward.v1.ExportBundleResponse\"\x000\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11AuditServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -500,37 +706,49 @@ func file_steward_v1_audit_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_audit_service_proto_rawDescData
 }
 
-var file_steward_v1_audit_service_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_audit_service_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_steward_v1_audit_service_proto_goTypes = []any{
-	(*RecordFindingRequest)(nil),  // 0: steward.v1.RecordFindingRequest
-	(*RecordFindingResponse)(nil), // 1: steward.v1.RecordFindingResponse
-	(*ReplayTaskRequest)(nil),     // 2: steward.v1.ReplayTaskRequest
-	(*ReplayTaskResponse)(nil),    // 3: steward.v1.ReplayTaskResponse
-	(*VerifyTaskRequest)(nil),     // 4: steward.v1.VerifyTaskRequest
-	(*VerifyTaskResponse)(nil),    // 5: steward.v1.VerifyTaskResponse
-	(*ChainBreak)(nil),            // 6: steward.v1.ChainBreak
-	(FindingKind)(0),              // 7: steward.v1.FindingKind
-	(*Finding)(nil),               // 8: steward.v1.Finding
-	(*EventRecord)(nil),           // 9: steward.v1.EventRecord
-	(*Task)(nil),                  // 10: steward.v1.Task
+	(*ExportBundleRequest)(nil),   // 0: steward.v1.ExportBundleRequest
+	(*ExportBundleResponse)(nil),  // 1: steward.v1.ExportBundleResponse
+	(*RecordFindingRequest)(nil),  // 2: steward.v1.RecordFindingRequest
+	(*RecordFindingResponse)(nil), // 3: steward.v1.RecordFindingResponse
+	(*ReplayTaskRequest)(nil),     // 4: steward.v1.ReplayTaskRequest
+	(*ReplayTaskResponse)(nil),    // 5: steward.v1.ReplayTaskResponse
+	(*VerifyTaskRequest)(nil),     // 6: steward.v1.VerifyTaskRequest
+	(*VerifyTaskResponse)(nil),    // 7: steward.v1.VerifyTaskResponse
+	(*ChainBreak)(nil),            // 8: steward.v1.ChainBreak
+	(*BundleTask)(nil),            // 9: steward.v1.BundleTask
+	(*BundleBlob)(nil),            // 10: steward.v1.BundleBlob
+	(*PolicySources)(nil),         // 11: steward.v1.PolicySources
+	(FindingKind)(0),              // 12: steward.v1.FindingKind
+	(*Finding)(nil),               // 13: steward.v1.Finding
+	(*EventRecord)(nil),           // 14: steward.v1.EventRecord
+	(*Task)(nil),                  // 15: steward.v1.Task
 }
 var file_steward_v1_audit_service_proto_depIdxs = []int32{
-	7,  // 0: steward.v1.RecordFindingRequest.kind:type_name -> steward.v1.FindingKind
-	8,  // 1: steward.v1.RecordFindingResponse.finding:type_name -> steward.v1.Finding
-	9,  // 2: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
-	10, // 3: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
-	6,  // 4: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
-	2,  // 5: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
-	4,  // 6: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
-	0,  // 7: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
-	3,  // 8: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
-	5,  // 9: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
-	1,  // 10: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
-	8,  // [8:11] is the sub-list for method output_type
-	5,  // [5:8] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	9,  // 0: steward.v1.ExportBundleResponse.task:type_name -> steward.v1.BundleTask
+	10, // 1: steward.v1.ExportBundleResponse.request:type_name -> steward.v1.BundleBlob
+	10, // 2: steward.v1.ExportBundleResponse.result:type_name -> steward.v1.BundleBlob
+	10, // 3: steward.v1.ExportBundleResponse.input:type_name -> steward.v1.BundleBlob
+	11, // 4: steward.v1.ExportBundleResponse.policy:type_name -> steward.v1.PolicySources
+	12, // 5: steward.v1.RecordFindingRequest.kind:type_name -> steward.v1.FindingKind
+	13, // 6: steward.v1.RecordFindingResponse.finding:type_name -> steward.v1.Finding
+	14, // 7: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
+	15, // 8: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
+	8,  // 9: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
+	4,  // 10: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
+	6,  // 11: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
+	2,  // 12: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
+	0,  // 13: steward.v1.AuditService.ExportBundle:input_type -> steward.v1.ExportBundleRequest
+	5,  // 14: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
+	7,  // 15: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
+	3,  // 16: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
+	1,  // 17: steward.v1.AuditService.ExportBundle:output_type -> steward.v1.ExportBundleResponse
+	14, // [14:18] is the sub-list for method output_type
+	10, // [10:14] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_audit_service_proto_init() }
@@ -538,15 +756,24 @@ func file_steward_v1_audit_service_proto_init() {
 	if File_steward_v1_audit_service_proto != nil {
 		return
 	}
+	file_steward_v1_audit_bundle_proto_init()
 	file_steward_v1_event_proto_init()
 	file_steward_v1_task_proto_init()
+	file_steward_v1_audit_service_proto_msgTypes[1].OneofWrappers = []any{
+		(*ExportBundleResponse_Task)(nil),
+		(*ExportBundleResponse_Request)(nil),
+		(*ExportBundleResponse_Result)(nil),
+		(*ExportBundleResponse_Tool)(nil),
+		(*ExportBundleResponse_Input)(nil),
+		(*ExportBundleResponse_Policy)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_audit_service_proto_rawDesc), len(file_steward_v1_audit_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,9 @@ const (
 	// AuditServiceRecordFindingProcedure is the fully-qualified name of the AuditService's
 	// RecordFinding RPC.
 	AuditServiceRecordFindingProcedure = "/steward.v1.AuditService/RecordFinding"
+	// AuditServiceExportBundleProcedure is the fully-qualified name of the AuditService's ExportBundle
+	// RPC.
+	AuditServiceExportBundleProcedure = "/steward.v1.AuditService/ExportBundle"
 )
 
 // AuditServiceClient is a client for the steward.v1.AuditService service.
@@ -58,6 +61,14 @@ type AuditServiceClient interface {
 	// rule TaskService states: the same id and body return the finding with
 	// created false; the id used otherwise is ALREADY_EXISTS.
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
+	// ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
+	// docs/audit.md), one a message, for the auditor role: the task's
+	// events, its sub-tasks' and ancestors' that the caller may read, the
+	// requests and results they reference, the tool registrations, policy
+	// inputs and bundle sources that decided them. The caller assembles and
+	// sorts them; the signing keys come from GetCredentialKey. Another
+	// tenant's task is not found.
+	ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest]) (*connect.ServerStreamForClient[v1.ExportBundleResponse], error)
 }
 
 // NewAuditServiceClient constructs a client for the steward.v1.AuditService service. By default, it
@@ -90,6 +101,12 @@ func NewAuditServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithSchema(auditServiceMethods.ByName("RecordFinding")),
 			connect.WithClientOptions(opts...),
 		),
+		exportBundle: connect.NewClient[v1.ExportBundleRequest, v1.ExportBundleResponse](
+			httpClient,
+			baseURL+AuditServiceExportBundleProcedure,
+			connect.WithSchema(auditServiceMethods.ByName("ExportBundle")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -98,6 +115,7 @@ type auditServiceClient struct {
 	replayTask    *connect.Client[v1.ReplayTaskRequest, v1.ReplayTaskResponse]
 	verifyTask    *connect.Client[v1.VerifyTaskRequest, v1.VerifyTaskResponse]
 	recordFinding *connect.Client[v1.RecordFindingRequest, v1.RecordFindingResponse]
+	exportBundle  *connect.Client[v1.ExportBundleRequest, v1.ExportBundleResponse]
 }
 
 // ReplayTask calls steward.v1.AuditService.ReplayTask.
@@ -113,6 +131,11 @@ func (c *auditServiceClient) VerifyTask(ctx context.Context, req *connect.Reques
 // RecordFinding calls steward.v1.AuditService.RecordFinding.
 func (c *auditServiceClient) RecordFinding(ctx context.Context, req *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error) {
 	return c.recordFinding.CallUnary(ctx, req)
+}
+
+// ExportBundle calls steward.v1.AuditService.ExportBundle.
+func (c *auditServiceClient) ExportBundle(ctx context.Context, req *connect.Request[v1.ExportBundleRequest]) (*connect.ServerStreamForClient[v1.ExportBundleResponse], error) {
+	return c.exportBundle.CallServerStream(ctx, req)
 }
 
 // AuditServiceHandler is an implementation of the steward.v1.AuditService service.
@@ -131,6 +154,14 @@ type AuditServiceHandler interface {
 	// rule TaskService states: the same id and body return the finding with
 	// created false; the id used otherwise is ALREADY_EXISTS.
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
+	// ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
+	// docs/audit.md), one a message, for the auditor role: the task's
+	// events, its sub-tasks' and ancestors' that the caller may read, the
+	// requests and results they reference, the tool registrations, policy
+	// inputs and bundle sources that decided them. The caller assembles and
+	// sorts them; the signing keys come from GetCredentialKey. Another
+	// tenant's task is not found.
+	ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest], *connect.ServerStream[v1.ExportBundleResponse]) error
 }
 
 // NewAuditServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -159,6 +190,12 @@ func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOpti
 		connect.WithSchema(auditServiceMethods.ByName("RecordFinding")),
 		connect.WithHandlerOptions(opts...),
 	)
+	auditServiceExportBundleHandler := connect.NewServerStreamHandler(
+		AuditServiceExportBundleProcedure,
+		svc.ExportBundle,
+		connect.WithSchema(auditServiceMethods.ByName("ExportBundle")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.AuditService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case AuditServiceReplayTaskProcedure:
@@ -167,6 +204,8 @@ func NewAuditServiceHandler(svc AuditServiceHandler, opts ...connect.HandlerOpti
 			auditServiceVerifyTaskHandler.ServeHTTP(w, r)
 		case AuditServiceRecordFindingProcedure:
 			auditServiceRecordFindingHandler.ServeHTTP(w, r)
+		case AuditServiceExportBundleProcedure:
+			auditServiceExportBundleHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -186,4 +225,8 @@ func (UnimplementedAuditServiceHandler) VerifyTask(context.Context, *connect.Req
 
 func (UnimplementedAuditServiceHandler) RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.RecordFinding is not implemented"))
+}
+
+func (UnimplementedAuditServiceHandler) ExportBundle(context.Context, *connect.Request[v1.ExportBundleRequest], *connect.ServerStream[v1.ExportBundleResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.AuditService.ExportBundle is not implemented"))
 }

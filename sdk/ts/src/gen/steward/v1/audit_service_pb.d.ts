@@ -4,6 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
+import type { BundleBlob, BundleTask, PolicySources } from "./audit_bundle_pb.js";
 import type { Finding, FindingKind, Task } from "./task_pb.js";
 import type { EventRecord } from "./event_pb.js";
 
@@ -11,6 +12,83 @@ import type { EventRecord } from "./event_pb.js";
  * Describes the file steward/v1/audit_service.proto.
  */
 export declare const file_steward_v1_audit_service: GenFile;
+
+/**
+ * @generated from message steward.v1.ExportBundleRequest
+ */
+export declare type ExportBundleRequest = Message<"steward.v1.ExportBundleRequest"> & {
+  /**
+   * The task exported; required.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+};
+
+/**
+ * Describes the message steward.v1.ExportBundleRequest.
+ * Use `create(ExportBundleRequestSchema)` to create a new message.
+ */
+export declare const ExportBundleRequestSchema: GenMessage<ExportBundleRequest>;
+
+/**
+ * ExportBundleResponse is one piece of the bundle.
+ *
+ * @generated from message steward.v1.ExportBundleResponse
+ */
+export declare type ExportBundleResponse = Message<"steward.v1.ExportBundleResponse"> & {
+  /**
+   * @generated from oneof steward.v1.ExportBundleResponse.piece
+   */
+  piece: {
+    /**
+     * One task's events and receipt; a long history comes in several
+     * pieces of the same task, in order.
+     *
+     * @generated from field: steward.v1.BundleTask task = 1;
+     */
+    value: BundleTask;
+    case: "task";
+  } | {
+    /**
+     * @generated from field: steward.v1.BundleBlob request = 2;
+     */
+    value: BundleBlob;
+    case: "request";
+  } | {
+    /**
+     * @generated from field: steward.v1.BundleBlob result = 3;
+     */
+    value: BundleBlob;
+    case: "result";
+  } | {
+    /**
+     * A ToolRegistered event as stored.
+     *
+     * @generated from field: bytes tool = 4;
+     */
+    value: Uint8Array;
+    case: "tool";
+  } | {
+    /**
+     * @generated from field: steward.v1.BundleBlob input = 5;
+     */
+    value: BundleBlob;
+    case: "input";
+  } | {
+    /**
+     * @generated from field: steward.v1.PolicySources policy = 6;
+     */
+    value: PolicySources;
+    case: "policy";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message steward.v1.ExportBundleResponse.
+ * Use `create(ExportBundleResponseSchema)` to create a new message.
+ */
+export declare const ExportBundleResponseSchema: GenMessage<ExportBundleResponse>;
 
 /**
  * @generated from message steward.v1.RecordFindingRequest
@@ -251,6 +329,22 @@ export declare const AuditService: GenService<{
     methodKind: "unary";
     input: typeof RecordFindingRequestSchema;
     output: typeof RecordFindingResponseSchema;
+  },
+  /**
+   * ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
+   * docs/audit.md), one a message, for the auditor role: the task's
+   * events, its sub-tasks' and ancestors' that the caller may read, the
+   * requests and results they reference, the tool registrations, policy
+   * inputs and bundle sources that decided them. The caller assembles and
+   * sorts them; the signing keys come from GetCredentialKey. Another
+   * tenant's task is not found.
+   *
+   * @generated from rpc steward.v1.AuditService.ExportBundle
+   */
+  exportBundle: {
+    methodKind: "server_streaming";
+    input: typeof ExportBundleRequestSchema;
+    output: typeof ExportBundleResponseSchema;
   },
 }>;
 

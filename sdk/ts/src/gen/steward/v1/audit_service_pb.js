@@ -3,6 +3,7 @@
 /* eslint-disable */
 
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import { file_steward_v1_audit_bundle } from "./audit_bundle_pb.js";
 import { file_steward_v1_event } from "./event_pb.js";
 import { file_steward_v1_task } from "./task_pb.js";
 
@@ -10,56 +11,70 @@ import { file_steward_v1_task } from "./task_pb.js";
  * Describes the file steward/v1/audit_service.proto.
  */
 export const file_steward_v1_audit_service = /*@__PURE__*/
-  fileDesc("Ch5zdGV3YXJkL3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SCnN0ZXdhcmQudjEiigEKFFJlY29yZEZpbmRpbmdSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSEgoKcmVxdWVzdF9pZBgCIAEoCRIlCgRraW5kGAMgASgOMhcuc3Rld2FyZC52MS5GaW5kaW5nS2luZBIRCglhY3Rpb25faWQYBCABKAkSEwoLZGVzY3JpcHRpb24YBSABKAkiTgoVUmVjb3JkRmluZGluZ1Jlc3BvbnNlEiQKB2ZpbmRpbmcYASABKAsyEy5zdGV3YXJkLnYxLkZpbmRpbmcSDwoHY3JlYXRlZBgCIAEoCCIkChFSZXBsYXlUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJImsKElJlcGxheVRhc2tSZXNwb25zZRInCgZyZWNvcmQYASABKAsyFy5zdGV3YXJkLnYxLkV2ZW50UmVjb3JkEh4KBHRhc2sYAiABKAsyEC5zdGV3YXJkLnYxLlRhc2sSDAoEZGF0YRgDIAEoDCIkChFWZXJpZnlUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIm8KElZlcmlmeVRhc2tSZXNwb25zZRIKCgJvaxgBIAEoCBITCgtldmVudF9jb3VudBgCIAEoDRIRCgloZWFkX2hhc2gYAyABKAwSJQoFYnJlYWsYBCABKAsyFi5zdGV3YXJkLnYxLkNoYWluQnJlYWsiTwoKQ2hhaW5CcmVhaxINCgVpbmRleBgBIAEoDRIQCghzZXF1ZW5jZRgCIAEoBBIQCghldmVudF9pZBgDIAEoCRIOCgZyZWFzb24YBCABKAkyiQIKDEF1ZGl0U2VydmljZRJPCgpSZXBsYXlUYXNrEh0uc3Rld2FyZC52MS5SZXBsYXlUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuUmVwbGF5VGFza1Jlc3BvbnNlIgAwARJQCgpWZXJpZnlUYXNrEh0uc3Rld2FyZC52MS5WZXJpZnlUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuVmVyaWZ5VGFza1Jlc3BvbnNlIgOQAgESVgoNUmVjb3JkRmluZGluZxIgLnN0ZXdhcmQudjEuUmVjb3JkRmluZGluZ1JlcXVlc3QaIS5zdGV3YXJkLnYxLlJlY29yZEZpbmRpbmdSZXNwb25zZSIAYgZwcm90bzM", [file_steward_v1_event, file_steward_v1_task]);
+  fileDesc("Ch5zdGV3YXJkL3YxL2F1ZGl0X3NlcnZpY2UucHJvdG8SCnN0ZXdhcmQudjEiJgoTRXhwb3J0QnVuZGxlUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJIoICChRFeHBvcnRCdW5kbGVSZXNwb25zZRImCgR0YXNrGAEgASgLMhYuc3Rld2FyZC52MS5CdW5kbGVUYXNrSAASKQoHcmVxdWVzdBgCIAEoCzIWLnN0ZXdhcmQudjEuQnVuZGxlQmxvYkgAEigKBnJlc3VsdBgDIAEoCzIWLnN0ZXdhcmQudjEuQnVuZGxlQmxvYkgAEg4KBHRvb2wYBCABKAxIABInCgVpbnB1dBgFIAEoCzIWLnN0ZXdhcmQudjEuQnVuZGxlQmxvYkgAEisKBnBvbGljeRgGIAEoCzIZLnN0ZXdhcmQudjEuUG9saWN5U291cmNlc0gAQgcKBXBpZWNlIooBChRSZWNvcmRGaW5kaW5nUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSJQoEa2luZBgDIAEoDjIXLnN0ZXdhcmQudjEuRmluZGluZ0tpbmQSEQoJYWN0aW9uX2lkGAQgASgJEhMKC2Rlc2NyaXB0aW9uGAUgASgJIk4KFVJlY29yZEZpbmRpbmdSZXNwb25zZRIkCgdmaW5kaW5nGAEgASgLMhMuc3Rld2FyZC52MS5GaW5kaW5nEg8KB2NyZWF0ZWQYAiABKAgiJAoRUmVwbGF5VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJrChJSZXBsYXlUYXNrUmVzcG9uc2USJwoGcmVjb3JkGAEgASgLMhcuc3Rld2FyZC52MS5FdmVudFJlY29yZBIeCgR0YXNrGAIgASgLMhAuc3Rld2FyZC52MS5UYXNrEgwKBGRhdGEYAyABKAwiJAoRVmVyaWZ5VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSJvChJWZXJpZnlUYXNrUmVzcG9uc2USCgoCb2sYASABKAgSEwoLZXZlbnRfY291bnQYAiABKA0SEQoJaGVhZF9oYXNoGAMgASgMEiUKBWJyZWFrGAQgASgLMhYuc3Rld2FyZC52MS5DaGFpbkJyZWFrIk8KCkNoYWluQnJlYWsSDQoFaW5kZXgYASABKA0SEAoIc2VxdWVuY2UYAiABKAQSEAoIZXZlbnRfaWQYAyABKAkSDgoGcmVhc29uGAQgASgJMuACCgxBdWRpdFNlcnZpY2USTwoKUmVwbGF5VGFzaxIdLnN0ZXdhcmQudjEuUmVwbGF5VGFza1JlcXVlc3QaHi5zdGV3YXJkLnYxLlJlcGxheVRhc2tSZXNwb25zZSIAMAESUAoKVmVyaWZ5VGFzaxIdLnN0ZXdhcmQudjEuVmVyaWZ5VGFza1JlcXVlc3QaHi5zdGV3YXJkLnYxLlZlcmlmeVRhc2tSZXNwb25zZSIDkAIBElYKDVJlY29yZEZpbmRpbmcSIC5zdGV3YXJkLnYxLlJlY29yZEZpbmRpbmdSZXF1ZXN0GiEuc3Rld2FyZC52MS5SZWNvcmRGaW5kaW5nUmVzcG9uc2UiABJVCgxFeHBvcnRCdW5kbGUSHy5zdGV3YXJkLnYxLkV4cG9ydEJ1bmRsZVJlcXVlc3QaIC5zdGV3YXJkLnYxLkV4cG9ydEJ1bmRsZVJlc3BvbnNlIgAwAWIGcHJvdG8z", [file_steward_v1_audit_bundle, file_steward_v1_event, file_steward_v1_task]);
+
+/**
+ * Describes the message steward.v1.ExportBundleRequest.
+ * Use `create(ExportBundleRequestSchema)` to create a new message.
+ */
+export const ExportBundleRequestSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_audit_service, 0);
+
+/**
+ * Describes the message steward.v1.ExportBundleResponse.
+ * Use `create(ExportBundleResponseSchema)` to create a new message.
+ */
+export const ExportBundleResponseSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_audit_service, 1);
 
 /**
  * Describes the message steward.v1.RecordFindingRequest.
  * Use `create(RecordFindingRequestSchema)` to create a new message.
  */
 export const RecordFindingRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 0);
+  messageDesc(file_steward_v1_audit_service, 2);
 
 /**
  * Describes the message steward.v1.RecordFindingResponse.
  * Use `create(RecordFindingResponseSchema)` to create a new message.
  */
 export const RecordFindingResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 1);
+  messageDesc(file_steward_v1_audit_service, 3);
 
 /**
  * Describes the message steward.v1.ReplayTaskRequest.
  * Use `create(ReplayTaskRequestSchema)` to create a new message.
  */
 export const ReplayTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 2);
+  messageDesc(file_steward_v1_audit_service, 4);
 
 /**
  * Describes the message steward.v1.ReplayTaskResponse.
  * Use `create(ReplayTaskResponseSchema)` to create a new message.
  */
 export const ReplayTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 3);
+  messageDesc(file_steward_v1_audit_service, 5);
 
 /**
  * Describes the message steward.v1.VerifyTaskRequest.
  * Use `create(VerifyTaskRequestSchema)` to create a new message.
  */
 export const VerifyTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 4);
+  messageDesc(file_steward_v1_audit_service, 6);
 
 /**
  * Describes the message steward.v1.VerifyTaskResponse.
  * Use `create(VerifyTaskResponseSchema)` to create a new message.
  */
 export const VerifyTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 5);
+  messageDesc(file_steward_v1_audit_service, 7);
 
 /**
  * Describes the message steward.v1.ChainBreak.
  * Use `create(ChainBreakSchema)` to create a new message.
  */
 export const ChainBreakSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_audit_service, 6);
+  messageDesc(file_steward_v1_audit_service, 8);
 
 /**
  * AuditService lets an auditor replay a task's log, check its hash chain,

@@ -1,0 +1,90 @@
+package auditbundle
+
+import (
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// TestApproversAreCheckedFromTheRecord: an approval that governance
+// would have refused — given by the proposer, by a stakeholder under
+// separation of duties, without the authorizer, or by too few — fails in
+// the approvals section naming the action; an allowed one does not.
+func TestApproversAreCheckedFromTheRecord(t *testing.T) {
+	approve := stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE
+	vote := func(who string) *stewardv1.ApprovalVote {
+		return &stewardv1.ApprovalVote{Principal: who, Decision: approve}
+	}
+	base := &stewardv1.Task{
+		Contract:  &stewardv1.TaskContract{TaskId: "t1", RequesterRef: "user:ana", AuthorizerRef: "user:bo"},
+		CreatedBy: "agent:lead",
+		Actions: []*stewardv1.Action{{ActionId: "a1", ProposedBy: "agent:lead", Approval: &stewardv1.Approval{
+			ApprovalId: "ap1", Decision: approve, Votes: []*stewardv1.ApprovalVote{vote("user:bo")},
+		}}},
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(t *stewardv1.Task)
+		want   string // "" when allowed
+	}{
+		{"the authorizer alone", func(*stewardv1.Task) {}, ""},
+		{"the proposer", func(t *stewardv1.Task) {
+			t.Contract.AuthorizerRef = ""
+			t.Actions[0].Approval.Votes = []*stewardv1.ApprovalVote{vote("agent:lead")}
+		}, "approved by agent:lead, who proposed action a1"},
+		{"a stakeholder under separation of duties", func(t *stewardv1.Task) {
+			t.Contract.AuthorizerRef, t.Contract.SeparationOfDuties = "", true
+			t.Actions[0].Approval.Votes = []*stewardv1.ApprovalVote{vote("user:ana")}
+		}, "approved by user:ana, the requester"},
+		{"without the authorizer", func(t *stewardv1.Task) {
+			t.Actions[0].Approval.Votes = []*stewardv1.ApprovalVote{vote("user:di")}
+		}, "authorizer user:bo is not among its approvers"},
+		{"too few", func(t *stewardv1.Task) {
+			t.Actions[0].Approval.RequiredApprovals = 2
+		}, "approved by 1 of the 2 approvers it needs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tk := proto.CloneOf(base)
+			tc.change(tk)
+			r := &Report{}
+			checkApprovers(&bundleTask{id: "t1", task: tk}, r)
+			switch {
+			case tc.want == "" && !r.OK():
+				t.Errorf("refused: %v", r.Failures)
+			case tc.want != "" && (r.OK() || r.Failures[0].Section != SectionApprovals || !strings.Contains(r.Failures[0].Item, "action a1") || !strings.Contains(r.Failures[0].Reason, tc.want)):
+				t.Errorf("failures %v, want one in approvals naming action a1: %q", r.Failures, tc.want)
+			}
+		})
+	}
+}
+
+// TestMarshalIsDeterministic: the same content, in any order, gives the
+// same bytes.
+func TestMarshalIsDeterministic(t *testing.T) {
+	a := &stewardv1.AuditBundle{
+		Tasks:  []*stewardv1.BundleTask{{TaskId: "b"}, {TaskId: "a"}},
+		Inputs: []*stewardv1.BundleBlob{{Hash: "2"}, {Hash: "1"}},
+		Tools:  [][]byte{[]byte("y"), []byte("x")},
+		Keys:   []*stewardv1.BundleKey{{KeyId: "k2"}, {KeyId: "k1"}},
+	}
+	b := proto.CloneOf(a)
+	b.Tasks[0], b.Tasks[1] = b.Tasks[1], b.Tasks[0]
+	b.Tools[0], b.Tools[1] = b.Tools[1], b.Tools[0]
+	x, err := Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(x) != string(y) {
+		t.Error("the same bundle in another order marshals to other bytes")
+	}
+	if got, err := Unmarshal(x); err != nil || got.Tasks[0].TaskId != "a" {
+		t.Errorf("Unmarshal = %v, %v", got, err)
+	}
+}
