@@ -40,7 +40,7 @@ func (b *harness) process(name, consumer string) *process {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	set, err := stores.Open(ctx, js, stores.Config{Logger: b.Logger})
+	set, err := stores.Open(ctx, js, stores.Config{Logger: b.Logger, Plane: execution.PlaneName})
 	if err != nil {
 		b.t.Fatal(err)
 	}
