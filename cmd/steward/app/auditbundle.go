@@ -6,10 +6,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
 	"connectrpc.com/connect"
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/auditbundle"
@@ -26,6 +28,23 @@ type bundleFlags struct {
 	on                          bool
 	tenant                      string
 	createdAfter, createdBefore string
+	maxMiB                      int64
+}
+
+// defaultMaxBundleMiB bounds what export --bundle holds and verify --bundle
+// reads: the format is one deterministically encoded message, sorted
+// section by section, so both hold the whole bundle in memory.
+const (
+	defaultMaxBundleMiB = 1024
+	maxBundleMiB        = 1 << 20 // a TiB: past anything a machine holds
+)
+
+// limit is --max-bundle-mib in bytes.
+func (f *bundleFlags) limit() (int64, error) {
+	if f.maxMiB < 1 || f.maxMiB > maxBundleMiB {
+		return 0, fmt.Errorf("--max-bundle-mib: %d is not between 1 and %d", f.maxMiB, maxBundleMiB)
+	}
+	return f.maxMiB << 20, nil
 }
 
 // exportBundle fetches the bundle of c.taskID, or of every task of
@@ -38,6 +57,10 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 	case bulk == (c.taskID != ""):
 		return errors.New("audit export --bundle: give --task ID, or --tenant T with --created-after and --created-before")
 	}
+	limit, err := c.bundle.limit()
+	if err != nil {
+		return err
+	}
 	base, hc, err := c.dial()
 	if err != nil {
 		return err
@@ -49,7 +72,7 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 		}
 	}
 	b := &stewardv1.AuditBundle{}
-	m := newBundleMerge(b)
+	m := newBundleMerge(b, limit)
 	client := stewardv1connect.NewAuditServiceClient(hc, base)
 	for _, id := range ids {
 		if m.tasks[id] != nil {
@@ -68,6 +91,9 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if int64(len(data)) > limit { // so verify, with the same flag, reads what export writes
+		return exportTooBig(limit)
+	}
 	if err := os.WriteFile(c.out, data, 0o600); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
@@ -77,7 +103,9 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 }
 
 // bundleTasks lists the tasks of --tenant created in the range, by
-// ListTasks's filters, page by page.
+// ListTasks's filters, page by page. ListTasks has no tenant filter, so the
+// tenant's are kept from every task the caller may see in the range; only
+// their ids are held.
 func (c *auditCmd) bundleTasks(ctx context.Context, q stewardv1connect.QueryServiceClient) ([]string, error) {
 	req := &stewardv1.ListTasksRequest{PageSize: 1000}
 	for _, f := range []struct {
@@ -115,15 +143,17 @@ func (c *auditCmd) bundleTasks(ctx context.Context, q stewardv1connect.QueryServ
 }
 
 // bundleMerge puts the pieces ExportBundle streams into one bundle, each
-// once.
+// once, and stops when what it keeps passes limit bytes.
 type bundleMerge struct {
 	b     *stewardv1.AuditBundle
 	tasks map[string]*stewardv1.BundleTask
 	seen  map[string]bool // blobs by section and hash, tools by bytes
+	size  int64           // bytes of the pieces kept
+	limit int64
 }
 
-func newBundleMerge(b *stewardv1.AuditBundle) *bundleMerge {
-	return &bundleMerge{b: b, tasks: map[string]*stewardv1.BundleTask{}, seen: map[string]bool{}}
+func newBundleMerge(b *stewardv1.AuditBundle, limit int64) *bundleMerge {
+	return &bundleMerge{b: b, tasks: map[string]*stewardv1.BundleTask{}, seen: map[string]bool{}, limit: limit}
 }
 
 // fetch streams taskID's bundle into m.
@@ -135,12 +165,19 @@ func (m *bundleMerge) fetch(ctx context.Context, client stewardv1connect.AuditSe
 	defer stream.Close()
 	fresh := map[string]bool{} // tasks this stream sends: their chunks add up
 	for stream.Receive() {
-		m.add(stream.Msg(), fresh)
+		if !m.add(stream.Msg(), fresh) {
+			continue
+		}
+		if m.size += int64(proto.Size(stream.Msg())); m.size > m.limit {
+			return exportTooBig(m.limit)
+		}
 	}
 	return stream.Err()
 }
 
-func (m *bundleMerge) add(r *stewardv1.ExportBundleResponse, fresh map[string]bool) {
+// add puts r into the bundle, unless it has it already, and reports
+// whether it kept it.
+func (m *bundleMerge) add(r *stewardv1.ExportBundleResponse, fresh map[string]bool) bool {
 	once := func(key string) bool {
 		if m.seen[key] {
 			return false
@@ -151,44 +188,53 @@ func (m *bundleMerge) add(r *stewardv1.ExportBundleResponse, fresh map[string]bo
 	switch p := r.Piece.(type) {
 	case *stewardv1.ExportBundleResponse_Task:
 		id := p.Task.TaskId
-		if t := m.tasks[id]; t != nil && fresh[id] {
+		t := m.tasks[id]
+		switch {
+		case t != nil && fresh[id]:
 			t.Events = append(t.Events, p.Task.Events...)
 			t.Receipt = p.Task.Receipt
-		} else if t == nil {
+			return true
+		case t == nil:
 			fresh[id] = true
 			m.tasks[id] = p.Task
 			m.b.Tasks = append(m.b.Tasks, p.Task)
+			return true
 		}
 	case *stewardv1.ExportBundleResponse_Request:
-		m.blob(&m.b.Requests, "request", p.Request, once)
+		return m.blob(&m.b.Requests, "request", p.Request, once)
 	case *stewardv1.ExportBundleResponse_Result:
-		m.blob(&m.b.Results, "result", p.Result, once)
+		return m.blob(&m.b.Results, "result", p.Result, once)
 	case *stewardv1.ExportBundleResponse_Tool:
 		if once("tool " + string(p.Tool)) {
 			m.b.Tools = append(m.b.Tools, p.Tool)
+			return true
 		}
 	case *stewardv1.ExportBundleResponse_Input:
-		m.blob(&m.b.Inputs, "input", p.Input, once)
+		return m.blob(&m.b.Inputs, "input", p.Input, once)
 	case *stewardv1.ExportBundleResponse_Policy:
 		if once("policy " + p.Policy.Revision) {
 			m.b.Policies = append(m.b.Policies, p.Policy)
+			return true
 		}
 	}
+	return false
 }
 
-// blob adds b to section once.
-func (m *bundleMerge) blob(section *[]*stewardv1.BundleBlob, what string, b *stewardv1.BundleBlob, once func(string) bool) {
-	if once(what + " " + b.Hash) {
-		*section = append(*section, b)
+// blob adds b to section once, and reports whether it did.
+func (m *bundleMerge) blob(section *[]*stewardv1.BundleBlob, what string, b *stewardv1.BundleBlob, once func(string) bool) bool {
+	if !once(what + " " + b.Hash) {
+		return false
 	}
+	*section = append(*section, b)
+	return true
 }
 
 // verifyBundle checks a bundle file offline, with this binary's OPA and
 // receipt code, and prints what held and what did not.
 func (c *auditCmd) verifyBundle(ctx context.Context, file string) error {
-	data, err := os.ReadFile(file)
+	data, err := c.readBundle(file)
 	if err != nil {
-		return fmt.Errorf("--bundle: %w", err)
+		return err
 	}
 	b, err := auditbundle.Unmarshal(data)
 	if err != nil {
@@ -211,6 +257,32 @@ func (c *auditCmd) verifyBundle(ctx context.Context, file string) error {
 	fmt.Fprintf(c.stdout, "ok: %d tasks, %d events verified under %s; %d approvals allowed; %d of %d policy snapshots re-evaluated the same (OPA %s); %d receipts recomputed\n",
 		rep.Tasks, rep.Events, keys, rep.Approvals, rep.Reevaluated, rep.Snapshots, policy.OPAVersion(), rep.Receipts)
 	return nil
+}
+
+func exportTooBig(limit int64) error {
+	return fmt.Errorf("the bundle is over %d MiB (--max-bundle-mib): export a narrower range of tasks, or raise it", limit>>20)
+}
+
+// readBundle reads a bundle file of at most --max-bundle-mib: verify holds
+// it, decoded, in memory, and a file it was handed may be anything.
+func (c *auditCmd) readBundle(file string) ([]byte, error) {
+	limit, err := c.bundle.limit()
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, fmt.Errorf("--bundle: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("--bundle: %w", err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("--bundle: %s is over %d MiB, the most verify reads (--max-bundle-mib)", file, c.bundle.maxMiB)
+	}
+	return data, nil
 }
 
 // BundleChecks are the checks verify --bundle makes with this binary's
@@ -238,6 +310,7 @@ func (f *bundleFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tenant, "tenant", "", "export --bundle: every task of this `TENANT` (\"\" is the default tenant) created in the range")
 	fs.StringVar(&f.createdAfter, "created-after", "", "export --bundle --tenant: tasks created at or after this RFC 3339 `TIME`")
 	fs.StringVar(&f.createdBefore, "created-before", "", "export --bundle --tenant: tasks created before this RFC 3339 `TIME`")
+	fs.Int64Var(&f.maxMiB, "max-bundle-mib", defaultMaxBundleMiB, "export|verify --bundle: the largest bundle, in `MiB`, held in memory to write or read")
 }
 
 // runBundle runs export --bundle or verify --bundle FILE; the flags after

@@ -129,13 +129,11 @@ func (src source) sources() *stewardv1.PolicySources {
 }
 
 // compile parses the source's modules and prepares the decision query,
-// and the plan query when a module is in planPackage. origin prefixes
+// and the plan query when a module is in planPackage, without the
+// built-ins a bundle may not use (determinism.go). origin prefixes
 // file names in compile errors, so they point at the files an operator
 // edits.
 func compile(ctx context.Context, src source, origin string) (*bundle, error) {
-	if err := checkDeterministic(src.files, origin); err != nil {
-		return nil, fmt.Errorf("compile policy %s: %w", src.revision, err)
-	}
 	modules := make([]func(*rego.Rego), 0, len(src.files))
 	hasPlanRule := false
 	for name, content := range src.files {
@@ -146,10 +144,10 @@ func compile(ctx context.Context, src source, origin string) (*bundle, error) {
 		}
 	}
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
-		opts := append([]func(*rego.Rego){rego.Query(query), rego.SetRegoVersion(ast.RegoV1)}, modules...)
+		opts := append([]func(*rego.Rego){rego.Query(query), rego.SetRegoVersion(ast.RegoV1), rego.Capabilities(capabilities())}, modules...)
 		q, err := rego.New(opts...).PrepareForEval(ctx)
 		if err != nil {
-			return q, fmt.Errorf("compile policy %s: %w", src.revision, err)
+			return q, fmt.Errorf("compile policy %s: %w", src.revision, explainRefusal(src.files, origin, err))
 		}
 		return q, nil
 	}

@@ -8,24 +8,49 @@ import (
 	"github.com/open-policy-agent/opa/v1/ast"
 )
 
-// refusedBuiltin says why a bundle may not call name, or "". A decision
-// must re-evaluate the same from its recorded input and the bundle's
-// sources (docs/audit.md): a built-in whose answer depends on the network,
-// the clock, chance or the running process (OPA marks them
-// nondeterministic: http.send, net.lookup_ip_addr, time.now_ns, rand.intn,
-// uuid.rfc4122, opa.runtime, io.jwt's verifying and signing, json's schema
-// checks that may fetch) is not recorded, so it is refused at load.
-func refusedBuiltin(name string) string {
-	if b, ok := ast.BuiltinMap[name]; ok && b.Nondeterministic {
-		return "its answer is not recorded, so the decision could not be re-evaluated offline"
+// A decision must re-evaluate the same from its recorded input and the
+// bundle's sources (docs/audit.md), so a bundle may not use a built-in
+// whose answer is not recorded: one OPA marks nondeterministic (the
+// network, the clock, chance, the running process: http.send,
+// net.lookup_ip_addr, time.now_ns, rand.intn, uuid.rfc4122, opa.runtime,
+// io.jwt's verifying and signing, json's schema checks that may fetch), or
+// one that reads the clock unmarked (isRefused). The bundle compiles
+// with capabilities that leave them out, so no way of naming one (a call,
+// or `with f as http.send`) gets past the compiler: neither governance
+// nor an auditor restoring an untrusted bundle makes a network call or
+// reads the environment.
+
+// isRefused reports whether a bundle may not use b. OPA does not mark the
+// x509 chain checks, which verify at the time of the call unless told one.
+func isRefused(b *ast.Builtin) bool {
+	switch b.Name {
+	case "crypto.x509.parse_and_verify_certificates", "crypto.x509.parse_and_verify_certificates_with_options":
+		return true
 	}
-	return ""
+	return b.Nondeterministic
 }
 
-// checkDeterministic refuses a bundle whose policy calls a refused
-// built-in, naming the file, line and built-in. files are the bundle's
-// policy files by path; origin prefixes the paths as compile does.
-func checkDeterministic(files map[string][]byte, origin string) error {
+// capabilities are this OPA's, without the refused built-ins and with no
+// host to fetch a schema from.
+func capabilities() *ast.Capabilities {
+	c := ast.CapabilitiesForThisVersion(ast.CapabilitiesRegoVersion(ast.RegoV1))
+	kept := make([]*ast.Builtin, 0, len(c.Builtins))
+	for _, b := range c.Builtins {
+		if !isRefused(b) {
+			kept = append(kept, b)
+		}
+	}
+	c.Builtins = kept
+	c.AllowNet = []string{}
+	return c
+}
+
+// explainRefusal names the first reference to a refused built-in in the
+// bundle, by file, line and name, or returns compileErr: the compiler
+// already refused it, but as an undefined function or an unsafe var.
+// files are the bundle's policy files by path; origin prefixes the paths
+// as compile does.
+func explainRefusal(files map[string][]byte, origin string, compileErr error) error {
 	names := make([]string, 0, len(files))
 	for name := range files {
 		names = append(names, name)
@@ -35,39 +60,27 @@ func checkDeterministic(files map[string][]byte, origin string) error {
 		path := filepath.Join(origin, filepath.FromSlash(name))
 		m, err := ast.ParseModuleWithOpts(path, string(files[name]), ast.ParserOptions{RegoVersion: ast.RegoV1})
 		if err != nil {
-			continue // compile reports it, with its position
+			continue // the compile error reports it, with its position
 		}
-		if err := refusedCall(m); err != nil {
+		if err := refusedRef(m); err != nil {
 			return err
 		}
 	}
-	return nil
+	return compileErr
 }
 
-// refusedCall returns an error for the first call in m of a refused
-// built-in: a call as an expression (http.send(x, y)) or as a term
-// (y := http.send(x)).
-func refusedCall(m *ast.Module) error {
+// refusedRef returns an error for the first reference in m to a refused
+// built-in: a call (http.send(x)), or a function named as a value
+// (with f as http.send).
+func refusedRef(m *ast.Module) error {
 	var found error
-	check := func(ref ast.Ref, at *ast.Location) {
-		if found != nil || ref == nil {
-			return
-		}
-		if why := refusedBuiltin(ref.String()); why != "" {
-			found = fmt.Errorf("%s: built-in %s is refused in a policy bundle: %s", at, ref, why)
-		}
-	}
-	ast.WalkExprs(m, func(e *ast.Expr) bool {
-		if e.IsCall() {
-			check(e.Operator(), e.Location)
-		}
-		return found != nil
-	})
 	ast.WalkTerms(m, func(t *ast.Term) bool {
-		if c, ok := t.Value.(ast.Call); ok && len(c) > 0 {
-			if ref, ok := c[0].Value.(ast.Ref); ok {
-				check(ref, t.Location)
-			}
+		ref, ok := t.Value.(ast.Ref)
+		if !ok || found != nil {
+			return found != nil
+		}
+		if b, ok := ast.BuiltinMap[ref.String()]; ok && isRefused(b) {
+			found = fmt.Errorf("%s: built-in %s is refused in a policy bundle: its answer is not recorded, so the decision could not be re-evaluated offline", t.Location, ref)
 		}
 		return found != nil
 	})
