@@ -174,4 +174,9 @@ func TestConsoleListsAndSettles(t *testing.T) {
 	ops.until(fmt.Sprintf(`!!document.querySelector('.gone form%s')`, form))
 	ops.press("#unknown", "[data-show-latest]")
 	ops.until(fmt.Sprintf(`!document.querySelector('form%s') && document.getElementById('unknown-h').textContent === 'Outcomes to settle (0)'`, form))
+
+	// A token the server stops accepting mid-session ends it: the inbox's
+	// next refresh goes back to sign-in and the token is forgotten.
+	eval[bool](ops, `sessionStorage.setItem('steward.token', 'revoked'), true`)
+	ops.until(`(document.querySelector('form.signin') || {}).textContent?.includes('no longer accepted') && sessionStorage.getItem('steward.token') === null`)
 }

@@ -1,6 +1,6 @@
 // The inbox: what waits for a person — approvals to decide, questions to
 // answer, outcomes nobody knows to settle — refreshed while it is shown.
-import { call } from './api.js';
+import { listAll } from './api.js';
 import { h, section, failure, badge, label, raw } from './ui.js';
 import { approvalFacts, decisionForm } from './decide.js';
 import { steady } from './steady.js';
@@ -17,19 +17,22 @@ function approvalCard(a, me, done) {
     decisionForm(a, me, done));
 }
 
+// gather reads what waits, following each list's pages up to listAll's
+// bound: an empty first page does not mean that nothing waits.
 async function gather() {
   const [approvals, asking, busy] = await Promise.all([
-    call('GovernanceService/ListApprovals', { pendingOnly: true, pageSize: 100 }),
-    call('QueryService/ListTasks', { statuses: ['TASK_STATUS_WAITING_FOR_INPUT'], pageSize: 100 }),
-    call('QueryService/ListTasks', { statuses: open, pageSize: 100 }),
+    listAll('GovernanceService/ListApprovals', { pendingOnly: true, pageSize: 100 }, 'approvals'),
+    listAll('QueryService/ListTasks', { statuses: ['TASK_STATUS_WAITING_FOR_INPUT'], pageSize: 100 }, 'tasks'),
+    listAll('QueryService/ListTasks', { statuses: open, pageSize: 100 }, 'tasks'),
   ]);
   const unknown = [];
-  for (const t of busy.tasks || []) {
+  for (const t of busy.items) {
     for (const a of t.actions || []) {
       if (a.status === 'ACTION_STATUS_UNKNOWN' || a.status === 'ACTION_STATUS_PERSON_EXECUTING') unknown.push({ t, a });
     }
   }
-  return { approvals: approvals.approvals || [], questions: (asking.tasks || []).filter((t) => t.openInput), unknown };
+  return { approvals: approvals.items, questions: asking.items.filter((t) => t.openInput), unknown,
+    more: { approvals: approvals.more, questions: asking.more, unknown: busy.more } };
 }
 
 function questionCard(t, me, done) {
@@ -83,7 +86,8 @@ export async function inboxPage(ctx) {
     const all = items(g, ctx.me, () => load());
     for (const [k] of kinds) {
       if (first) lists[k].draw(all[k]); else lists[k].update(all[k]);
-      heads[k][0].textContent = `${heads[k][1]} (${all[k].length})`;
+      // Past the bound, the count says so: more wait than are shown.
+      heads[k][0].textContent = `${heads[k][1]} (${all[k].length}${g.more[k] ? ', and more' : ''})`;
     }
     first = false;
     body.setAttribute('aria-busy', 'false');

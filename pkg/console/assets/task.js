@@ -1,6 +1,6 @@
 // A task's page: its state, what waits on it, budgets, plan, actions,
 // sub-tasks, decisions, timeline and receipt, kept live by WatchTask.
-import { call, stream } from './api.js';
+import { call, stream, listAll } from './api.js';
 import { h, facts, label, badge, when, money, section, failure, toast, raw, visible } from './ui.js';
 import { planGraph } from './plan.js';
 import { actionItem } from './actions.js';
@@ -36,12 +36,13 @@ function budgets(t) {
 
 async function subTasks(taskId, depth) {
   let resp;
-  try { resp = await call('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }); } catch (err) { return failure(err, 'Sub-tasks'); }
-  const kids = resp.tasks || [];
-  if (kids.length === 0) return null;
+  try { resp = await listAll('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }, 'tasks', 200); } catch (err) { return failure(err, 'Sub-tasks'); }
+  const kids = resp.items;
+  if (kids.length === 0) return resp.more ? h('p', { class: 'note' }, 'More sub-tasks than the console reads; none found in the first pages.') : null;
   return h('ul', { class: 'tree' }, await Promise.all(kids.map(async (k) => h('li', {},
     h('a', { href: '#/task/' + encodeURIComponent(k.contract.taskId) }, k.contract.intent || k.contract.taskId), ' ', badge(k.status, 'TASK_STATUS_'),
-    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))));
+    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))),
+  resp.more ? h('li', { class: 'note' }, `more… (the first ${kids.length} are shown)`) : null);
 }
 
 async function decisions(taskId) {
