@@ -111,6 +111,17 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 		t.Fatalf("a viewer's DecideApproval from the console: %s, want permission_denied", forged)
 	}
 
+	// The viewer may not watch the task's content: their page polls, and a
+	// poll that finds nothing new leaves the page (and what they opened) alone.
+	viewer.goTo("#/task/" + taskID)
+	viewer.until(`!!document.querySelector('[data-live="polling"][data-checked]') && !!document.querySelector('#receipt details')`)
+	viewer.do(chromedp.Click(chromedp.CSS(`#receipt details summary`)))
+	eval[bool](viewer, `window.page = document.querySelector('#overview'), window.checked = document.querySelector('[data-live]').dataset.checked, true`)
+	viewer.until(`document.querySelector('[data-live]').dataset.checked !== window.checked`)
+	if same := eval[bool](viewer, `document.querySelector('#overview') === window.page && document.querySelector('#receipt details').open`); !same {
+		t.Fatal("a poll that found nothing new redrew the viewer's page")
+	}
+
 	ops := openConsole(t, b, h.url, operatorToken)
 	ops.goTo("#/task/" + taskID)
 	ops.until(`!!document.querySelector('[data-live="on"]')`)

@@ -126,7 +126,10 @@ async function render(ctx, taskId, view, force) {
   const t = task.task;
   const stale = () => gen !== view.gen || view.gone();
   const sig = JSON.stringify([t, (tl.entries || []).length, rc.markdown, tl.err && tl.err.code, rc.err && rc.err.code]);
-  if (stale() || (!force && sig === view.shown)) return t;
+  if (stale()) return t;
+  // Counted on the live line (kept across draws): when it was last checked.
+  view.live.dataset.checked = String(gen);
+  if (!force && sig === view.shown) return t;
   const reload = () => render(ctx, taskId, view, true).catch((err) => toast('Reloading: ' + err.message, true));
   const cur = (t.contract.budget || {}).currency;
   const [subs, decided] = await Promise.all([subTasks(taskId, 0), decisions(taskId)]);
