@@ -216,9 +216,13 @@ func (p *page) screenshot(sel, name string) {
 	}
 }
 
-// clickIn clicks the element s within the element scope.
-func clickIn(scope, s string) chromedp.Action[chromedp.Void] {
-	return chromedp.Click(chromedp.CSS(scope+" "+s), chromedp.NodeVisible)
+// press clicks the element s within the element scope once it is enabled:
+// the console arms a decision's buttons a second after drawing them.
+func (p *page) press(scope, s string) {
+	p.t.Helper()
+	q := scope + " " + s
+	p.until(fmt.Sprintf(`(document.querySelector(%q) || {}).disabled === false`, q))
+	p.do(chromedp.Click(chromedp.CSS(q), chromedp.NodeVisible))
 }
 
 // setValue sets the value of the field s within the element scope.

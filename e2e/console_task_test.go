@@ -92,7 +92,7 @@ func TestConsoleTaskPage(t *testing.T) {
 	ops.screenshot("#plan", "plan")
 
 	ops.do(setValue("form.answer", "select", "yes"))
-	ops.do(clickIn("form.answer", `button[type="submit"]`))
+	ops.press("form.answer", `button[type="submit"]`)
 	ops.until(step("ask", "STEP_STATUS_SUCCEEDED"))
 	ops.until(`!document.querySelector('form.answer')`)
 }
@@ -165,10 +165,18 @@ func TestConsoleListsAndSettles(t *testing.T) {
 	ops.accessible("the inbox with an outcome to settle")
 	ops.do(setValue("form"+form, "select", "SETTLE_STATE_FAILED"))
 	ops.do(setValue("form"+form, "input[required]", "the card was not charged: the ledger has no entry"))
-	ops.do(clickIn("form"+form, `button[type="submit"]`))
+	ops.press("form"+form, `button[type="submit"]`)
 	_, settled := waitAction(t, h.agent.clients, slow, charge.ActionId, stewardv1.ActionStatus_ACTION_STATUS_FAILED)
 	if settled.SettledBy != "user:ops" || settled.Outcome.GetReason() == "" {
 		t.Fatalf("the settled action: %v", settled)
 	}
-	ops.until(fmt.Sprintf(`!document.querySelector('form%s')`, form))
+	// Settled, it stays where it was, greyed, until the operator asks for the latest.
+	ops.until(fmt.Sprintf(`!!document.querySelector('.gone form%s')`, form))
+	ops.press("#unknown", "[data-show-latest]")
+	ops.until(fmt.Sprintf(`!document.querySelector('form%s') && document.getElementById('unknown-h').textContent === 'Outcomes to settle (0)'`, form))
+
+	// A token the server stops accepting mid-session ends it: the inbox's
+	// next refresh goes back to sign-in and the token is forgotten.
+	eval[bool](ops, `sessionStorage.setItem('steward.token', 'revoked'), true`)
+	ops.until(`(document.querySelector('form.signin') || {}).textContent?.includes('no longer accepted') && sessionStorage.getItem('steward.token') === null`)
 }

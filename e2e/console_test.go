@@ -111,6 +111,17 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 		t.Fatalf("a viewer's DecideApproval from the console: %s, want permission_denied", forged)
 	}
 
+	// The viewer may not watch the task's content: their page polls, and a
+	// poll that finds nothing new leaves the page (and what they opened) alone.
+	viewer.goTo("#/task/" + taskID)
+	viewer.until(`!!document.querySelector('[data-live="polling"][data-checked]') && !!document.querySelector('#receipt details')`)
+	viewer.do(chromedp.Click(chromedp.CSS(`#receipt details summary`)))
+	eval[bool](viewer, `window.page = document.querySelector('#overview'), window.checked = document.querySelector('[data-live]').dataset.checked, true`)
+	viewer.until(`document.querySelector('[data-live]').dataset.checked !== window.checked`)
+	if same := eval[bool](viewer, `document.querySelector('#overview') === window.page && document.querySelector('#receipt details').open`); !same {
+		t.Fatal("a poll that found nothing new redrew the viewer's page")
+	}
+
 	ops := openConsole(t, b, h.url, operatorToken)
 	ops.goTo("#/task/" + taskID)
 	ops.until(`!!document.querySelector('[data-live="on"]')`)
@@ -118,7 +129,7 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 
 	bo := openConsole(t, b, h.url, approverToken)
 	bo.goTo("#/inbox")
-	bo.until(fmt.Sprintf(`!!document.querySelector('%s [data-do="approve"]')`, card))
+	bo.until(fmt.Sprintf(`!!document.querySelector('%s [data-do="approve"]:enabled')`, card))
 	if shown := eval[string](bo, fmt.Sprintf(`document.querySelector('%s [data-hash]').textContent`, card)); shown != wire.ActionHash {
 		t.Fatalf("the inbox shows hash %q, want the action's %q", shown, wire.ActionHash)
 	}
@@ -137,19 +148,27 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 		t.Fatalf("the tool was called %d times for the approved wire, want once", n)
 	}
 
-	// Amend the second wire: 700 becomes 70.
+	// The decided card stays where it was, greyed and inert, until asked.
 	second2 := sel("data-approval-id", second.Approval.ApprovalId)
-	bo.until(fmt.Sprintf(`!document.querySelector('%s') && !!document.querySelector('%s [data-do="amend"]')`, card, second2))
-	bo.do(clickIn(second2, `[data-do="amend"]`))
+	bo.until(fmt.Sprintf(`!!document.querySelector('%s.gone [data-gone]') && document.querySelector('%s [data-do="reject"]').disabled`, card, card))
+	// Amend the second wire: 700 becomes 70.
+	bo.press(second2, `[data-do="amend"]`)
 	bo.do(setValue(second2, "textarea.mono", `{"amount": 70}`))
-	bo.do(clickIn(second2, `[data-do="amend-send"]`))
+	bo.press(second2, `[data-do="amend-send"]`)
 	_, orig := waitAction(t, h.agent.clients, taskID, second.ActionId, stewardv1.ActionStatus_ACTION_STATUS_REJECTED)
 	_, amended := waitAction(t, h.agent.clients, taskID, orig.AmendedAs, stewardv1.ActionStatus_ACTION_STATUS_AWAITING_APPROVAL)
 	if amended.ProposedBy != "user:bo" || amended.Approval.GetParametersJson() != `{"amount":70}` {
 		t.Fatalf("the amended action: %v", amended)
 	}
-	// The amender may not approve their own amendment: the inbox says so.
-	bo.until(fmt.Sprintf(`(document.querySelector('%s [data-cannot-decide]') || {}).textContent?.includes('You proposed it')`, sel("data-approval-id", amended.Approval.ApprovalId)))
+	// The amended action waits behind "1 new — show", not slid in under the pointer.
+	mine := sel("data-approval-id", amended.Approval.ApprovalId)
+	bo.until(fmt.Sprintf(`(document.querySelector('#approvals [data-show-latest]') || {}).textContent === '1 new — show' && !document.querySelector('%s')`, mine))
+	// Drawn, its buttons are armed only a second later: no redraw puts a live button under a click.
+	if armed := eval[bool](bo, fmt.Sprintf(`document.querySelector('#approvals [data-show-latest]').click(), document.querySelector('%s [data-do="reject"]').disabled`, mine)); !armed {
+		t.Fatal("a decision's buttons were live the moment they were drawn")
+	}
+	// The amender may reject their own amendment but not approve it: the inbox says so.
+	bo.until(fmt.Sprintf(`(document.querySelector('%s [data-may-not-approve]') || {}).textContent?.includes('You proposed it') && !document.querySelector('%s [data-do="approve"]') && !document.querySelector('%s')`, mine, mine, card))
 
 	// Another tenant's approver: no such task, and nothing in the inbox.
 	globex := openConsole(t, b, h.url, globexApproverToken)
@@ -169,10 +188,12 @@ func TestConsoleApprovesAndAmends(t *testing.T) {
 	di := openConsole(t, b, h.url, secondApproverToken)
 	di.goTo("#/inbox")
 	third := sel("data-approval-id", amended.Approval.ApprovalId)
-	di.until(fmt.Sprintf(`!!document.querySelector('%s [data-do="reject"]')`, third))
-	di.do(clickIn(third, `[data-do="reject"]`))
+	di.until(fmt.Sprintf(`!!document.querySelector('%s [data-do="reject"]:enabled')`, third))
+	di.press(third, `[data-do="reject"]`)
 	waitAction(t, h.agent.clients, taskID, amended.ActionId, stewardv1.ActionStatus_ACTION_STATUS_REJECTED)
 	ops.until(fmt.Sprintf(`!!document.querySelector('details%s[data-status="ACTION_STATUS_REJECTED"]')`, sel("data-action-id", amended.ActionId)))
+	// Redrawn for the rejection, the page keeps the record the operator opened open.
+	ops.until(fmt.Sprintf(`document.querySelector('details%s').open`, sel("data-action-id", wire.ActionId)))
 }
 
 // waitVote is the one vote on the action's approval, once it is recorded.

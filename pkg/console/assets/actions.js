@@ -1,6 +1,6 @@
 // Each action of a task as its ledger holds it: the policy snapshot that
 // decided it, the votes, the permit, the outcome, retries and cost.
-import { h, facts, label, badge, when, money } from './ui.js';
+import { h, facts, label, badge, when, money, raw } from './ui.js';
 import { votes } from './decide.js';
 
 function snapshot(s) {
@@ -45,9 +45,10 @@ function outcome(o, currency) {
 
 export function actionItem(a, currency) {
   const summary = h('summary', {},
-    h('span', { class: 'mono' }, a.tool + (a.toolVersion ? '@' + a.toolVersion : '')), ' → ', a.target || '—', ' ',
+    raw(a.tool + (a.toolVersion ? '@' + a.toolVersion : ''), 'mono'), ' → ', raw(a.target || '—', 'mono'), ' ',
     badge(a.status, 'ACTION_STATUS_'));
-  return h('details', { class: 'action', 'data-action-id': a.actionId, 'data-status': a.status, open: a.status === 'ACTION_STATUS_AWAITING_APPROVAL' || a.status === 'ACTION_STATUS_UNKNOWN' },
+  const open = a.status === 'ACTION_STATUS_AWAITING_APPROVAL' || a.status === 'ACTION_STATUS_UNKNOWN';
+  return h('details', { class: 'action', 'data-key': 'action-' + a.actionId, 'data-action-id': a.actionId, 'data-status': a.status, open, 'data-open-by-default': open },
     summary,
     facts([
       ['Action', h('code', {}, a.actionId)],

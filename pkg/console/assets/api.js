@@ -29,7 +29,11 @@ function headers(contentType) {
 async function errorOf(res) {
   let body = {};
   try { body = await res.json(); } catch { /* not JSON: a proxy's page */ }
-  return new RPCError(body.code || 'unknown', body.message || `HTTP ${res.status}`);
+  const err = new RPCError(body.code || 'unknown', body.message || `HTTP ${res.status}`);
+  // A token no longer accepted (expired, revoked) ends the session: the
+  // page goes back to sign-in rather than polling on with errors.
+  if (err.code === 'unauthenticated') window.dispatchEvent(new CustomEvent('steward-unauthenticated', { detail: err }));
+  return err;
 }
 
 // call makes one unary call, e.g. call('QueryService/GetTask', {taskId}).
@@ -89,4 +93,18 @@ export async function stream(method, body, onMessage, signal) {
       onMessage(msg);
     }
   }
+}
+
+// listAll follows a list's page tokens, up to bound items: a server list
+// stops short (a page, ListTasks' scan bound) and says so by a token.
+// It answers the items and whether more are left unread.
+export async function listAll(method, req, key, bound = 500) {
+  const items = [];
+  let token = '';
+  do {
+    const resp = await call(method, { ...req, pageToken: token || undefined });
+    items.push(...(resp[key] || []));
+    token = resp.nextPageToken || '';
+  } while (token && items.length < bound);
+  return { items, more: token !== '' };
 }

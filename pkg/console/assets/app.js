@@ -35,9 +35,16 @@ async function identify() {
   try {
     me = await call('QueryService/WhoAmI');
   } catch (err) {
-    session.signOut();
     me = null;
-    signInPage(err.code === 'unauthenticated' ? 'That token was not accepted.' : failure(err, 'Sign-in').textContent);
+    // Only a refused token is forgotten: a server down or unreachable
+    // keeps it, and the page offers to try again.
+    if (err.code === 'unauthenticated') {
+      session.signOut();
+      signInPage('That token was not accepted.');
+    } else {
+      main.replaceChildren(failure(err, 'Asking the server who you are'),
+        h('button', { type: 'button', class: 'primary', onclick: route }, 'Try again'));
+    }
     return false;
   }
   document.getElementById('who').textContent =
@@ -79,4 +86,14 @@ document.getElementById('signout').addEventListener('click', () => {
   route();
 });
 window.addEventListener('hashchange', route);
+window.addEventListener('steward-unauthenticated', () => {
+  if (!me) return; // signing in: identify says so itself
+  session.signOut();
+  me = null;
+  leave();
+  leave = () => {};
+  for (const id of ['nav', 'signout']) document.getElementById(id).hidden = true;
+  document.getElementById('who').textContent = '';
+  signInPage('Your token is no longer accepted (expired or revoked): sign in again.');
+});
 route();

@@ -1,7 +1,7 @@
 // What a person answers besides approvals: the agent's question
 // (ProvideInput) and an outcome nobody knows (SettleAction).
 import { call } from './api.js';
-import { h, field, toast, label, facts, when } from './ui.js';
+import { h, field, toast, label, facts, when, raw, arm } from './ui.js';
 
 async function submit(form, method, req, done, what) {
   for (const b of form.querySelectorAll('button')) b.disabled = true;
@@ -30,6 +30,7 @@ export function answerForm(t, me, done) {
     facts([['Asked by', q.askedBy], ['Asked', when(q.askedAt)], ['Asks', q.askRef], ['Escalated to', q.escalatedTo]]),
     field(`answer-${id}`, 'Your answer', answer),
     h('button', { type: 'submit', class: 'primary' }, 'Answer'));
+  arm(form.querySelectorAll('button'));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const requestId = `console-${id}-${q.questionId || ''}-${Date.now()}`;
@@ -54,12 +55,13 @@ export function settleForm(taskId, a, done) {
   const evidence = h('input', { placeholder: 'ticket:INC-7, https://…' });
   const result = h('textarea', { rows: 2, class: 'mono', placeholder: '{"ok": true}' });
   const form = h('form', { class: 'settle', 'aria-label': `Settle action ${key}`, 'data-settle': key },
-    h('h3', {}, `Settle ${a.tool} → ${a.target || '—'} (${label(a.status, 'ACTION_STATUS_')})`),
+    h('h3', {}, 'Settle ', raw(a.tool, 'mono'), ' → ', raw(a.target || '—', 'mono'), ` (${label(a.status, 'ACTION_STATUS_')})`),
     field(`settle-state-${key}`, 'What happened', state),
     field(`settle-reason-${key}`, 'How you know (required)', reason),
     field(`settle-evidence-${key}`, 'Evidence, comma-separated', evidence),
     field(`settle-result-${key}`, 'Result (JSON), if it succeeded', result),
     h('button', { type: 'submit', class: 'primary' }, 'Settle'));
+  arm(form.querySelectorAll('button'));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     const req = { taskId, actionId: key, state: state.value, reason: reason.value,

@@ -1,49 +1,89 @@
-// The receipt's Markdown, rendered by hand into DOM nodes: headings,
-// lists, tables, code spans and paragraphs — what receipts use — and every
-// character of it as text, never as markup.
-import { h } from './ui.js';
+// The receipt, drawn from GetReceipt's structured receipt (the proto), not
+// from its Markdown: a table cell is the field it says, whatever an agent
+// put in a target (a "|" cannot start a column of its own). The Markdown
+// is there too, as text, to take away.
+import { h, facts, label, badge, when, money, raw } from './ui.js';
 
-function inline(text) {
-  const out = [];
-  const parts = text.split(/(`[^`]*`|\*\*[^*]+\*\*)/);
-  for (const p of parts) {
-    if (p.startsWith('`') && p.endsWith('`') && p.length > 1) out.push(h('code', {}, p.slice(1, -1)));
-    else if (p.startsWith('**') && p.endsWith('**') && p.length > 3) out.push(h('strong', {}, p.slice(2, -2)));
-    else if (p) out.push(p);
-  }
-  return out;
+function table(caption, head, rows) {
+  return h('table', { class: 'list compact' }, h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((c) => h('td', {}, c ?? '—'))))));
 }
 
-function cells(line) {
-  return line.trim().replace(/^\||\|$/g, '').split('|').map((c) => c.trim());
+function summary(r) {
+  const p = r.progress || {};
+  const spent = r.budgetUsed || {};
+  return facts([
+    ['Task', h('code', {}, r.taskId)],
+    ['Intent', r.intent],
+    ['Status', h('span', {}, badge(r.status, 'TASK_STATUS_'), ' ', r.statusReason || '')],
+    ['Partial', r.partial ? 'yes: the task has not run to an end on its own' : 'no'],
+    ['Forked from', r.forkedFrom ? `${r.forkedFrom.parentTaskId} at sequence ${r.forkedFrom.atSequence}` : ''],
+    ['Desired outcome', r.desiredOutcome],
+    ['Input version', r.inputVersion],
+    ['Actions', `${(p.done || []).length} done, ${(p.failed || []).length} failed, ${(p.remaining || []).length} unfinished`],
+    ['Policy revisions', r.policyRevisions],
+    ['Retries', r.retries],
+    ['Spent', spent.tokens || spent.costMicros ? `${spent.tokens || 0} tokens, ${money(spent.costMicros, spent.currency)}` : ''],
+    ['Created', when(r.createdAt)],
+    ['Last event', r.lastSequence ? h('span', {}, `#${r.lastSequence} of ${r.eventCount || 0}, hash `, h('code', {}, r.lastEventHash || '—')) : ''],
+    ['Elapsed', r.elapsed],
+  ]);
 }
 
-export function receiptView(md) {
-  const root = h('div', { class: 'receipt' });
-  const lines = md.split('\n');
-  let list = null;
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const heading = /^(#{1,4})\s+(.*)$/.exec(line);
-    if (!/^\s*[-*]\s+/.test(line)) list = null;
-    if (heading) {
-      // The page's own h1 and h2 come first: the receipt's headings nest under them.
-      root.append(h('h' + Math.min(6, heading[1].length + 2), {}, inline(heading[2])));
-    } else if (/^\s*[-*]\s+/.test(line)) {
-      if (!list) { list = h('ul'); root.append(list); }
-      list.append(h('li', {}, inline(line.replace(/^\s*[-*]\s+/, ''))));
-    } else if (line.startsWith('|') && lines[i + 1] && /^\|?\s*:?-{3,}/.test(lines[i + 1])) {
-      const head = cells(line);
-      const body = [];
-      i += 2;
-      while (i < lines.length && lines[i].startsWith('|')) body.push(cells(lines[i++]));
-      i--;
-      root.append(h('table', { class: 'list compact' },
-        h('thead', {}, h('tr', {}, head.map((c) => h('th', { scope: 'col' }, inline(c))))),
-        h('tbody', {}, body.map((r) => h('tr', {}, r.map((c) => h('td', {}, inline(c))))))));
-    } else if (line.trim()) {
-      root.append(h('p', {}, inline(line)));
-    }
+function calls(list) {
+  if (!list.length) return h('p', { class: 'empty' }, 'No actions were proposed.');
+  return table('Tool calls', ['Action', 'Tool', 'Target', 'Status', 'Attempts', 'Result or reason', 'Approved / settled by'],
+    list.map((c) => [
+      h('code', {}, c.actionId), raw(c.tool + (c.toolVersion ? '@' + c.toolVersion : ''), 'mono'), raw(c.target || '—', 'mono'),
+      h('span', { 'data-call-status': c.status || '' }, label(c.status, 'ACTION_STATUS_')), String(c.attempts || 0),
+      c.reason || (c.resultHash ? ['result ', h('code', {}, c.resultHash)] : '—'),
+      [c.approvedBy, c.settledBy, c.executedBy].filter(Boolean).join(', ') || '—',
+    ]));
+}
+
+function approvals(list) {
+  if (!list.length) return null;
+  return table('Approvals', ['Approval', 'For', 'Decision', 'By', 'Comment', 'Roles asked'],
+    list.map((a) => [
+      h('code', {}, a.approvalId), a.planHash ? `plan version ${a.planVersion}` : h('code', {}, a.actionId),
+      a.withdrawn ? 'withdrawn' : a.decision ? label(a.decision, 'APPROVAL_DECISION_') : 'waiting',
+      a.decidedBy || (a.escalatedTo ? `escalated to ${a.escalatedTo}` : '—'), a.comment || '—', (a.requiredRoles || []).join(', ') || '—',
+    ]));
+}
+
+function questions(list) {
+  if (!list.length) return null;
+  return table('Questions', ['Asked', 'By', 'Answer', 'Answered by'],
+    list.map((q) => [q.question, q.askedBy || label(q.cause, 'NEEDS_INPUT_CAUSE_'), q.answer || '—', q.answeredBy || '—']));
+}
+
+function closing(r) {
+  const parts = [];
+  if ((r.errors || []).length) parts.push(h('h3', {}, 'Errors'), h('ul', {}, r.errors.map((e) => h('li', {}, e))));
+  for (const round of r.acceptanceRounds || []) {
+    parts.push(h('h3', {}, `Acceptance, round ${round.round}`), facts([
+      ['Decision', round.decision ? badge(round.decision, 'ACCEPTANCE_DECISION_') : 'waiting'], ['By', round.decidedBy], ['Reasons', round.reasons],
+      ['Checks', (round.checks || []).map((c) => `${c.criterionId}: ${c.passed ? 'passed' : 'failed'}`)]]));
   }
-  return root;
+  if ((r.findings || []).length) {
+    parts.push(table('Findings', ['Kind', 'Action', 'What', 'By'],
+      r.findings.map((f) => [label(f.kind, 'FINDING_KIND_'), f.actionId || '—', f.description, f.recordedBy])));
+  }
+  const c = r.credential;
+  if (c) parts.push(h('h3', {}, 'Credential'), facts([['Credential', c.credentialId], ['Principal', c.principal], ['Chain', c.chain], ['Expires', when(c.expiresAt)], ['Revoked', c.revoked ? c.revokedReason || 'yes' : '']]));
+  return parts;
+}
+
+// receiptView draws the receipt; markdown is the same receipt as the
+// server writes it for people, kept as text.
+export function receiptView(r, markdown) {
+  return h('div', { class: 'receipt' },
+    summary(r || {}),
+    calls((r && r.calls) || []),
+    approvals((r && r.approvals) || []),
+    questions((r && r.questions) || []),
+    closing(r || {}),
+    markdown ? h('details', { 'data-key': 'receipt-markdown' }, h('summary', {}, 'The receipt as Markdown, to copy'),
+      h('pre', { class: 'json', tabindex: '0' }, markdown)) : null);
 }

@@ -1,10 +1,10 @@
 // A task's page: its state, what waits on it, budgets, plan, actions,
 // sub-tasks, decisions, timeline and receipt, kept live by WatchTask.
-import { call, stream } from './api.js';
-import { h, facts, label, badge, when, money, section, failure, toast } from './ui.js';
+import { call, stream, listAll } from './api.js';
+import { h, facts, label, badge, when, money, section, failure, toast, raw, visible } from './ui.js';
 import { planGraph } from './plan.js';
 import { actionItem } from './actions.js';
-import { decisionForm } from './decide.js';
+import { approvalFacts, decisionForm } from './decide.js';
 import { answerForm, settleForm, maySettle } from './forms.js';
 import { receiptView } from './receipt.js';
 
@@ -36,12 +36,13 @@ function budgets(t) {
 
 async function subTasks(taskId, depth) {
   let resp;
-  try { resp = await call('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }); } catch (err) { return failure(err, 'Sub-tasks'); }
-  const kids = resp.tasks || [];
-  if (kids.length === 0) return null;
+  try { resp = await listAll('QueryService/ListTasks', { parentTaskId: taskId, pageSize: 100 }, 'tasks', 200); } catch (err) { return failure(err, 'Sub-tasks'); }
+  const kids = resp.items;
+  if (kids.length === 0) return resp.more ? h('p', { class: 'note' }, 'More sub-tasks than the console reads; none found in the first pages.') : null;
   return h('ul', { class: 'tree' }, await Promise.all(kids.map(async (k) => h('li', {},
     h('a', { href: '#/task/' + encodeURIComponent(k.contract.taskId) }, k.contract.intent || k.contract.taskId), ' ', badge(k.status, 'TASK_STATUS_'),
-    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))));
+    depth < 3 ? await subTasks(k.contract.taskId, depth + 1) : null))),
+  resp.more ? h('li', { class: 'note' }, `more… (the first ${kids.length} are shown)`) : null);
 }
 
 async function decisions(taskId) {
@@ -73,7 +74,7 @@ async function decisions(taskId) {
 function timeline(entries) {
   return h('table', { class: 'list compact timeline' }, h('caption', { class: 'visually-hidden' }, 'Events, oldest first'),
     h('thead', {}, h('tr', {}, ['#', 'Time', 'Event', 'By', 'What'].map((c) => h('th', { scope: 'col' }, c)))),
-    h('tbody', {}, entries.map((e) => h('tr', {}, h('td', {}, e.sequence), h('td', {}, when(e.time)), h('td', { class: 'mono' }, e.type), h('td', {}, e.actor || ''), h('td', {}, e.summary)))));
+    h('tbody', {}, entries.map((e) => h('tr', {}, h('td', {}, e.sequence), h('td', {}, when(e.time)), h('td', { class: 'mono' }, e.type), h('td', {}, e.actor || ''), h('td', {}, visible(e.summary))))));
 }
 
 function header(t) {
@@ -89,27 +90,53 @@ function waiting(t, ctx, reload) {
   const parts = [];
   if (t.openInput) parts.push(answerForm(t, ctx.me, reload));
   for (const a of t.actions || []) {
-    if (a.status === 'ACTION_STATUS_AWAITING_APPROVAL' && a.approval) parts.push(h('div', { class: 'waiting-approval' }, h('h3', {}, `Approval of ${a.tool} → ${a.target}`), decisionForm({ ...a.approval, rationale: a.rationale }, ctx.me, reload)));
+    if (a.status === 'ACTION_STATUS_AWAITING_APPROVAL' && a.approval) {
+      // The facts the decision rests on, above its buttons, as in the inbox.
+      const ap = { ...a.approval, rationale: a.approval.rationale || a.rationale };
+      parts.push(h('div', { class: 'waiting-approval', 'data-approval-id': ap.approvalId },
+        h('h3', {}, 'Approval of ', raw(a.tool, 'mono'), ' → ', raw(a.target || '—', 'mono')),
+        approvalFacts(ap), decisionForm(ap, ctx.me, reload)));
+    }
     if (maySettle(a, ctx.me)) parts.push(settleForm(t.contract.taskId, a, reload));
   }
   return parts.length ? section('waiting', 'Waiting for a person', parts) : null;
 }
 
-// render reads the task and draws its page, unless the person has left
-// it meanwhile (gone): a late answer must not draw over another page.
-async function render(ctx, taskId, live, gone) {
+// keepOpen carries which <details> a person opened or closed across a
+// redraw, by their data-key: those whose state is not the one they were
+// drawn with (data-open-by-default), which the next draw decides afresh.
+function keepOpen(root, draw) {
+  const was = new Map([...root.querySelectorAll('details[data-key]')]
+    .filter((d) => d.open !== d.hasAttribute('data-open-by-default')).map((d) => [d.dataset.key, d.open]));
+  draw();
+  for (const d of root.querySelectorAll('details[data-key]')) if (was.has(d.dataset.key)) d.open = was.get(d.dataset.key);
+}
+
+// render reads the task and draws its page. Renders overlap (an event, a
+// timer, a decision): each takes a generation, and only the latest draws,
+// so an older answer never lands last. A render that finds what is shown
+// unchanged (force aside) leaves the page, its focus and scroll, alone.
+async function render(ctx, taskId, view, force) {
+  const gen = ++view.gen;
   const [task, tl, rc] = await Promise.all([
     call('QueryService/GetTask', { taskId }),
     call('QueryService/GetTimeline', { taskId }).catch((err) => ({ err })),
     call('QueryService/GetReceipt', { taskId }).catch((err) => ({ err })),
   ]);
   const t = task.task;
-  const reload = () => render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
+  const stale = () => gen !== view.gen || view.gone();
+  const sig = JSON.stringify([t, (tl.entries || []).length, rc.markdown, tl.err && tl.err.code, rc.err && rc.err.code]);
+  if (stale()) return t;
+  // Counted on the live line (kept across draws): when it was last checked.
+  view.live.dataset.checked = String(gen);
+  if (!force && sig === view.shown) return t;
+  const reload = () => render(ctx, taskId, view, true).catch((err) => toast('Reloading: ' + err.message, true));
   const cur = (t.contract.budget || {}).currency;
   const [subs, decided] = await Promise.all([subTasks(taskId, 0), decisions(taskId)]);
-  if (gone()) return t;
-  ctx.main.replaceChildren(...[
-    h('div', { id: 'overview' }, header(t), live,
+  if (stale()) return t;
+  view.shown = sig;
+  keepOpen(ctx.main, () => ctx.main.replaceChildren(...[
+    h('div', { id: 'overview' }, header(t), view.live,
       waiting(t, ctx, reload),
       budgets(t),
       t.plan ? section('plan', `Plan (version ${t.plan.version || 1})`, planGraph(t.plan)) : null,
@@ -117,8 +144,8 @@ async function render(ctx, taskId, live, gone) {
     section('subtasks', 'Sub-tasks', subs || h('p', { class: 'empty' }, 'None delegated.')),
     section('decisions', 'Decisions and context', decided),
     section('timeline', 'Timeline', tl.err ? failure(tl.err, 'Timeline') : h('div', { class: 'scroll', tabindex: '0', role: 'group', 'aria-label': 'Timeline (scrolls)' }, timeline(tl.entries || []))),
-    section('receipt', 'Receipt', rc.err ? failure(rc.err, 'Receipt') : receiptView(rc.markdown || '')),
-  ].filter(Boolean));
+    section('receipt', 'Receipt', rc.err ? failure(rc.err, 'Receipt') : receiptView(rc.receipt, rc.markdown || '')),
+  ].filter(Boolean)));
   return t;
 }
 
@@ -129,14 +156,14 @@ export async function taskPage(ctx, taskId) {
   ctx.main.replaceChildren(h('p', { 'aria-busy': 'true' }, 'Loading ', taskId, '…'));
   const live = h('p', { class: 'live', role: 'status', 'data-live': 'connecting' }, 'Connecting to live updates…');
   const stop = new AbortController();
-  const gone = () => stop.signal.aborted;
+  const view = { gen: 0, shown: '', live, gone: () => stop.signal.aborted };
   let pending = 0;
   ctx.onLeave(() => { stop.abort(); clearTimeout(pending); });
   let t;
   try {
-    t = await render(ctx, taskId, live, gone);
+    t = await render(ctx, taskId, view, true);
   } catch (err) {
-    if (!gone()) ctx.main.replaceChildren(h('h1', {}, 'Task ', taskId), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the task'));
+    if (!view.gone()) ctx.main.replaceChildren(h('h1', {}, 'Task ', taskId), failure(err, err.code === 'not_found' ? 'Not found' : 'Reading the task'));
     return;
   }
   const refresh = () => {
@@ -147,7 +174,7 @@ export async function taskPage(ctx, taskId) {
       // Never under a person's typing: the reload waits until they leave the field.
       const typing = document.activeElement && ctx.main.contains(document.activeElement) && /^(TEXTAREA|INPUT|SELECT)$/.test(document.activeElement.tagName);
       if (typing) { refresh(); return; }
-      render(ctx, taskId, live, gone).catch((err) => toast('Reloading: ' + err.message, true));
+      render(ctx, taskId, view, false).catch((err) => toast('Reloading: ' + err.message, true));
     }, reloadDelay);
   };
   watch(taskId, t.lastSequence || '0', live, refresh, stop.signal);
@@ -169,6 +196,9 @@ async function watch(taskId, after, live, refresh, signal) {
         last = msg.record.sequence || last;
         refresh();
       }, signal);
+      // A stream the server ended cleanly (a restart, a drain) is picked
+      // up again after a pause, not at once in a loop.
+      await new Promise((r) => setTimeout(r, 1000));
     } catch (err) {
       if (signal.aborted) return;
       if (err.code === 'permission_denied') {

@@ -90,7 +90,8 @@ export async function tasksPage(ctx) {
       pager);
     body.setAttribute('aria-busy', 'false');
   };
-  await load();
+  // The timer is set before the first read: leaving during it stops it.
   const timer = setInterval(load, refreshEvery);
   ctx.onLeave(() => clearInterval(timer));
+  await load();
 }

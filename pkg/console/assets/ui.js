@@ -101,3 +101,28 @@ export function pretty(json) {
   if (!json) return '';
   try { return JSON.stringify(JSON.parse(json), null, 2); } catch { return json; }
 }
+
+// Characters that reorder or hide text (bidi overrides and isolates,
+// zero-width marks): in a target or parameters they could show one value
+// and mean another, so they are shown as escapes, \u202E and the like.
+const invisible = /[\u061C\u200B-\u200F\u202A-\u202E\u2060-\u2064\u2066-\u2069\uFEFF]/g;
+
+export function visible(s) {
+  return String(s ?? '').replace(invisible, (c) => '\\u' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0'));
+}
+
+// raw is a value from outside (a tool, a target), escaped as visible does
+// and isolated from the text around it.
+export function raw(s, cls = '') {
+  return h('span', { class: ('raw ' + cls).trim() }, visible(s));
+}
+
+// armDelay is how long a decision's buttons stay disabled after they are
+// drawn: a redraw never puts a live button under a click meant for
+// something else.
+const armDelay = 1000;
+
+export function arm(buttons) {
+  for (const b of buttons) b.disabled = true;
+  setTimeout(() => { for (const b of buttons) if (!b.closest('.gone')) b.disabled = false; }, armDelay);
+}
