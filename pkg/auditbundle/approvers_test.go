@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/stewardtest"
 )
 
 // TestApproversAreCheckedFromTheRecord: an approval that governance
@@ -104,5 +105,32 @@ func TestMarshalIsDeterministic(t *testing.T) {
 	}
 	if got, err := Unmarshal(x); err != nil || got.Tasks[0].TaskId != "a" {
 		t.Errorf("Unmarshal = %v, %v", got, err)
+	}
+}
+
+// TestApproversAreJudgedAtTheVote: checkApprovers folds the task's
+// events and judges each approval at the vote that decided it, an
+// action's as a plan's: the proposer's vote fails, naming it; the
+// authorizer's holds.
+func TestApproversAreJudgedAtTheVote(t *testing.T) {
+	approval := func(by string) []*stewardv1.EventRecord {
+		return stewardtest.History(t, "t1",
+			&stewardv1.TaskCreated{Contract: &stewardv1.TaskContract{TaskId: "t1", Intent: "i", DesiredOutcome: "o", RequesterRef: "user:ana", AccountableOwnerRef: "user:ana"}},
+			&stewardv1.TaskStarted{},
+			&stewardv1.ActionProposed{Action: &stewardv1.Action{ActionId: "a1", ProposalId: "p1", Tool: "wire", ActionHash: "h1", RequestHash: "r1", ProposedBy: "agent:lead"}},
+			&stewardv1.PolicyEvaluated{ActionId: "a1", Snapshot: &stewardv1.PolicySnapshot{SnapshotId: "s1", Decision: stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL}},
+			&stewardv1.ApprovalRequested{Approval: &stewardv1.Approval{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1", RequiredRoles: []string{"authorizer"}}},
+			&stewardv1.ApprovalDecided{ApprovalId: "ap1", ActionId: "a1", ActionHash: "h1", Decision: stewardv1.ApprovalDecision_APPROVAL_DECISION_APPROVE, DecidedBy: by},
+		)
+	}
+	r := &Report{}
+	checkApprovers(&bundleTask{id: "t1", recs: approval("user:bo")}, r)
+	if !r.OK() || r.Approvals != 1 {
+		t.Errorf("user:bo's approval: %v, %d approvals", r.Failures, r.Approvals)
+	}
+	r = &Report{}
+	checkApprovers(&bundleTask{id: "t1", recs: approval("agent:lead")}, r)
+	if len(r.Failures) != 1 || r.Failures[0].Item != "task t1 action a1 approval ap1" || !strings.Contains(r.Failures[0].Reason, "who proposed action a1") {
+		t.Errorf("the proposer's approval: %v", r.Failures)
 	}
 }
