@@ -61,6 +61,8 @@ type Report struct {
 	Notes []string
 	// Counts of what verified.
 	Tasks, Events, Snapshots, Reevaluated, Approvals, Receipts int
+	// Heads are the verified tasks' chains, by task id.
+	Heads []TaskHead
 	// Pinned is set when signatures were checked against --trust-key
 	// keys rather than the bundle's own.
 	Pinned bool
@@ -87,6 +89,7 @@ func Marshal(b *stewardv1.AuditBundle) ([]byte, error) {
 	}
 	slices.SortFunc(b.Tools, func(x, y []byte) int { return strings.Compare(string(x), string(y)) })
 	slices.SortFunc(b.Policies, func(x, y *stewardv1.PolicySources) int { return strings.Compare(x.Revision, y.Revision) })
+	slices.SortFunc(b.Withheld, func(x, y *stewardv1.WithheldTask) int { return strings.Compare(x.TaskId, y.TaskId) })
 	slices.SortFunc(b.Keys, func(x, y *stewardv1.BundleKey) int { return strings.Compare(x.KeyId, y.KeyId) })
 	return proto.MarshalOptions{Deterministic: true}.Marshal(b)
 }

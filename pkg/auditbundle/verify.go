@@ -70,6 +70,7 @@ func Verify(ctx context.Context, b *stewardv1.AuditBundle, c Checks) *Report {
 			checkReceipt(bt, t, c, r)
 		}
 	}
+	checkRelatives(b, tasks, r)
 	requests := checkBlobs(SectionRequests, b.Requests, r)
 	results := checkBlobs(SectionResults, b.Results, r)
 	tools := checkTools(b.Tools, r)
@@ -107,11 +108,13 @@ func checkKeys(b *stewardv1.AuditBundle, r *Report) []ed25519.PublicKey {
 // credentials, signatures — and returns it folded, or nil when it breaks.
 func verifyTask(bt *stewardv1.BundleTask, keys []ed25519.PublicKey, r *Report) *bundleTask {
 	data := make([][]byte, len(bt.Events))
+	// Sequences are the store's positions, outside the chain and unsigned:
+	// that they strictly increase is all a bundle can show of them.
 	var last uint64
 	for i, e := range bt.Events {
 		data[i] = e.Data
 		if e.Sequence <= last {
-			r.fail(SectionEvents, eventItem(bt.TaskId, i, e.Data), "stream sequence %d does not follow %d", e.Sequence, last)
+			r.fail(SectionEvents, eventItem(bt.TaskId, i, e.Data), "stream sequence %d does not follow %d: a task's sequences strictly increase", e.Sequence, last)
 			return nil
 		}
 		last = e.Sequence
@@ -139,6 +142,7 @@ func verifyTask(bt *stewardv1.BundleTask, keys []ed25519.PublicKey, r *Report) *
 	}
 	r.Tasks++
 	r.Events += rep.Events
+	r.Heads = append(r.Heads, TaskHead{ID: bt.TaskId, Events: rep.Events, LastSequence: last, Head: rep.Head})
 	return t
 }
 

@@ -3,11 +3,11 @@ package state
 import (
 	"context"
 	"fmt"
-	"slices"
 
 	"connectrpc.com/connect"
 
 	"github.com/steward-run/steward/pkg/action"
+	"github.com/steward-run/steward/pkg/auditbundle"
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
@@ -22,7 +22,8 @@ const bundleChunk = 64
 
 // ExportBundle streams what an offline verifier needs of a task
 // (docs/audit.md, "Audit bundles"): its events and those of its sub-tasks
-// and ancestors that the caller may read, each task's receipt, and what
+// and ancestors that the caller may read (the others it names as
+// withheld, auditbundle.TaskRelatives), each task's receipt, and what
 // their events reference — requests and results stored by reference,
 // the tool registrations of the versions their actions name, each
 // snapshot's recorded input and each deciding revision's sources.
@@ -42,8 +43,18 @@ func (s *auditService) ExportBundle(ctx context.Context, req *connect.Request[st
 	for len(queue) > 0 {
 		id := queue[0]
 		queue = queue[1:]
-		if id != root && s.plane.mayStream(ctx, who, id) != nil {
-			continue // a relative the caller may not read stays out
+		if id != root {
+			if err := s.plane.mayStream(ctx, who, id); err != nil {
+				if errs.CodeOf(err) != errs.PermissionDenied && errs.CodeOf(err) != errs.NotFound {
+					return err
+				}
+				// A relative the caller may not read stays out, and the
+				// bundle says so: verify requires every task named.
+				if err := sendWithheld(stream, id, "the exporter may not read it"); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		related, err := s.sendTask(ctx, id, id == root, refs, stream)
 		if err != nil {
@@ -59,6 +70,11 @@ func (s *auditService) ExportBundle(ctx context.Context, req *connect.Request[st
 	return s.sendRefs(ctx, refs, stream)
 }
 
+// sendWithheld says the bundle leaves taskID out, and why.
+func sendWithheld(stream *connect.ServerStream[stewardv1.ExportBundleResponse], taskID, reason string) error {
+	return stream.Send(&stewardv1.ExportBundleResponse{Piece: &stewardv1.ExportBundleResponse_Withheld{Withheld: &stewardv1.WithheldTask{TaskId: taskID, Reason: reason}}})
+}
+
 // sendTask sends one task's events and receipt, notes what they
 // reference, and returns the tasks related to it (sub-tasks, ancestors,
 // the task it was forked from).
@@ -71,7 +87,7 @@ func (s *auditService) sendTask(ctx context.Context, taskID string, required boo
 		if required {
 			return nil, errs.New(errs.NotFound, "task %s not found", taskID)
 		}
-		return nil, nil
+		return nil, sendWithheld(stream, taskID, "the log holds no event of it")
 	}
 	var recs []*stewardv1.EventRecord
 	t := &stewardv1.Task{}
@@ -82,14 +98,14 @@ func (s *auditService) sendTask(ctx context.Context, taskID string, required boo
 			return nil, errs.Wrap(errs.Corrupt, err, "task %s at sequence %d; export its events with 'steward audit export' and verify them", taskID, raw.Sequence)
 		}
 		recs = append(recs, &stewardv1.EventRecord{Sequence: raw.Sequence, Event: ev})
-		related = append(related, refs.noteEvent(ev)...)
+		refs.noteEvent(ev)
+		related = append(related, auditbundle.EventRelatives(ev)...)
 		if err := task.Apply(t, ev, raw.Sequence); err != nil {
 			return nil, errs.Wrap(errs.Corrupt, err, "task %s at sequence %d", taskID, raw.Sequence)
 		}
 	}
 	refs.noteTask(t)
-	related = append(related, t.Contract.GetParentTaskId(), t.ForkedFrom.GetParentTaskId())
-	related = append(related, subTasks(t)...)
+	related = append(related, auditbundle.TaskRelatives(t)...)
 	receipt, err := BuildReceipt(recs)
 	if err != nil {
 		return nil, err
@@ -107,17 +123,6 @@ func (s *auditService) sendTask(ctx context.Context, taskID string, required boo
 		}
 	}
 	return related, nil
-}
-
-// subTasks are the tasks t's plan delegated to, by its steps.
-func subTasks(t *stewardv1.Task) []string {
-	var out []string
-	if ps := t.Plan; ps != nil {
-		for _, st := range append(slices.Clone(ps.Steps), ps.Retired...) {
-			out = append(append(out, st.SubTaskId), st.ItemSubTaskIds...)
-		}
-	}
-	return out
 }
 
 // sendRefs sends what the tasks referenced, each piece once, sorted.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
@@ -29,9 +28,8 @@ func newBundleRefs() *bundleRefs {
 		inputs: map[string]bool{}, revisions: map[string]bool{}}
 }
 
-// noteEvent notes the snapshots and stored results ev carries, and
-// returns the tasks it names (a sub-task whose budget came back).
-func (r *bundleRefs) noteEvent(ev *stewardv1.Event) []string {
+// noteEvent notes the snapshots and stored results ev carries.
+func (r *bundleRefs) noteEvent(ev *stewardv1.Event) {
 	for _, s := range []*stewardv1.PolicySnapshot{ev.GetPolicyEvaluated().GetSnapshot(), ev.GetActionPermitted().GetSnapshot(), ev.GetPlanEvaluated().GetSnapshot()} {
 		if s != nil {
 			r.inputs[s.InputHash] = true
@@ -41,16 +39,6 @@ func (r *bundleRefs) noteEvent(ev *stewardv1.Event) []string {
 	if st := ev.GetActionSettled(); st != nil && st.ResultRef != "" {
 		r.results[st.ResultHash] = storedRef{st.ResultRef, st.ResultHash}
 	}
-	if b := ev.GetBudgetReleased(); b != nil {
-		return []string{b.ChildTaskId, b.PassedOnFromTaskId}
-	}
-	// A delegation reserves the sub-task's budget from the parent's, in
-	// the control plane's words (services/control/reserve.go): the one
-	// record of a sub-task on its parent's log before it ends.
-	if child, ok := strings.CutPrefix(ev.GetBudgetConsumed().GetSource(), "reserved for delegated task "); ok {
-		return []string{child}
-	}
-	return nil
 }
 
 // noteTask notes the requests, results and tools of t's actions.

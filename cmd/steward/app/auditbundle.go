@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"connectrpc.com/connect"
@@ -87,6 +88,9 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 		return fmt.Errorf("credential key from %s: %w", base, err)
 	}
 	b.Keys = append(b.Keys, &stewardv1.BundleKey{KeyId: key.Msg.KeyId, PublicKey: key.Msg.PublicKey})
+	// A task one export withheld (no events yet) may have come whole in a
+	// later one.
+	b.Withheld = slices.DeleteFunc(b.Withheld, func(w *stewardv1.WithheldTask) bool { return m.tasks[w.TaskId] != nil })
 	data, err := auditbundle.Marshal(b)
 	if err != nil {
 		return err
@@ -97,8 +101,8 @@ func (c *auditCmd) exportBundle(ctx context.Context) error {
 	if err := os.WriteFile(c.out, data, 0o600); err != nil {
 		return fmt.Errorf("--out: %w", err)
 	}
-	fmt.Fprintf(c.stdout, "exported a bundle of %d tasks (%d requests, %d results, %d tool registrations, %d policy inputs, %d policy revisions) to %s\n",
-		len(b.Tasks), len(b.Requests), len(b.Results), len(b.Tools), len(b.Inputs), len(b.Policies), c.out)
+	fmt.Fprintf(c.stdout, "exported a bundle of %d tasks (%d requests, %d results, %d tool registrations, %d policy inputs, %d policy revisions; %d related tasks withheld) to %s\n",
+		len(b.Tasks), len(b.Requests), len(b.Results), len(b.Tools), len(b.Inputs), len(b.Policies), len(b.Withheld), c.out)
 	return nil
 }
 
@@ -216,6 +220,10 @@ func (m *bundleMerge) add(r *stewardv1.ExportBundleResponse, fresh map[string]bo
 			m.b.Policies = append(m.b.Policies, p.Policy)
 			return true
 		}
+	case *stewardv1.ExportBundleResponse_Withheld:
+		if once("withheld " + p.Withheld.TaskId) {
+			m.b.Withheld = append(m.b.Withheld, p.Withheld)
+		}
 	}
 	return false
 }
@@ -241,6 +249,11 @@ func (c *auditCmd) verifyBundle(ctx context.Context, file string) error {
 		return &failure{code: exitChainBroken, err: fmt.Errorf("FAIL: bundle: %v", err)}
 	}
 	rep := auditbundle.Verify(ctx, b, BundleChecks(c.trusted))
+	// A tail cut off a task, receipt recomputed, verifies on its own: only
+	// the server's head (VerifyTask, audit verify --task) shows it.
+	for _, h := range rep.Heads {
+		fmt.Fprintln(c.stdout, terminal.EscapeLine(h.String()))
+	}
 	for _, n := range rep.Notes {
 		fmt.Fprintln(c.stdout, "note: "+terminal.EscapeLine(n))
 	}
@@ -256,6 +269,7 @@ func (c *auditCmd) verifyBundle(ctx context.Context, file string) error {
 	}
 	fmt.Fprintf(c.stdout, "ok: %d tasks, %d events verified under %s; %d approvals allowed; %d of %d policy snapshots re-evaluated the same (OPA %s); %d receipts recomputed\n",
 		rep.Tasks, rep.Events, keys, rep.Approvals, rep.Reevaluated, rep.Snapshots, policy.OPAVersion(), rep.Receipts)
+	fmt.Fprintln(c.stdout, "compare each task's events and head with the server's (steward audit verify --task ID, or VerifyTask): a tail cut off is found only so")
 	return nil
 }
 

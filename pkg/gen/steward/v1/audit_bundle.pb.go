@@ -47,7 +47,11 @@ type AuditBundle struct {
 	// The sources of every bundle revision that decided a snapshot.
 	Policies []*PolicySources `protobuf:"bytes,7,rep,name=policies,proto3" json:"policies,omitempty"`
 	// The keys governance signs with (GetCredentialKey), raw Ed25519.
-	Keys          []*BundleKey `protobuf:"bytes,8,rep,name=keys,proto3" json:"keys,omitempty"`
+	Keys []*BundleKey `protobuf:"bytes,8,rep,name=keys,proto3" json:"keys,omitempty"`
+	// The tasks the events name (a sub-task, a parent, a fork's origin) that
+	// the export left out, by id, and why: verify requires every task named
+	// to be here or in tasks. The exporter's word, not signed.
+	Withheld      []*WithheldTask `protobuf:"bytes,9,rep,name=withheld,proto3" json:"withheld,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -138,6 +142,69 @@ func (x *AuditBundle) GetKeys() []*BundleKey {
 	return nil
 }
 
+func (x *AuditBundle) GetWithheld() []*WithheldTask {
+	if x != nil {
+		return x.Withheld
+	}
+	return nil
+}
+
+// WithheldTask is a task named by a bundle's events that the export left
+// out.
+type WithheldTask struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// In words: the exporter may not read it, or the log holds no event of
+	// it (a sub-task whose budget was reserved but which was never created).
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WithheldTask) Reset() {
+	*x = WithheldTask{}
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WithheldTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WithheldTask) ProtoMessage() {}
+
+func (x *WithheldTask) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WithheldTask.ProtoReflect.Descriptor instead.
+func (*WithheldTask) Descriptor() ([]byte, []int) {
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WithheldTask) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *WithheldTask) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 // BundleTask is one task's stored events, in order.
 type BundleTask struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
@@ -152,7 +219,7 @@ type BundleTask struct {
 
 func (x *BundleTask) Reset() {
 	*x = BundleTask{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -164,7 +231,7 @@ func (x *BundleTask) String() string {
 func (*BundleTask) ProtoMessage() {}
 
 func (x *BundleTask) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[1]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -177,7 +244,7 @@ func (x *BundleTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleTask.ProtoReflect.Descriptor instead.
 func (*BundleTask) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *BundleTask) GetTaskId() string {
@@ -212,7 +279,7 @@ type BundleEvent struct {
 
 func (x *BundleEvent) Reset() {
 	*x = BundleEvent{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -224,7 +291,7 @@ func (x *BundleEvent) String() string {
 func (*BundleEvent) ProtoMessage() {}
 
 func (x *BundleEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[2]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -237,7 +304,7 @@ func (x *BundleEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleEvent.ProtoReflect.Descriptor instead.
 func (*BundleEvent) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *BundleEvent) GetSequence() uint64 {
@@ -265,7 +332,7 @@ type BundleBlob struct {
 
 func (x *BundleBlob) Reset() {
 	*x = BundleBlob{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -277,7 +344,7 @@ func (x *BundleBlob) String() string {
 func (*BundleBlob) ProtoMessage() {}
 
 func (x *BundleBlob) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[3]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -290,7 +357,7 @@ func (x *BundleBlob) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleBlob.ProtoReflect.Descriptor instead.
 func (*BundleBlob) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BundleBlob) GetHash() string {
@@ -318,7 +385,7 @@ type BundleKey struct {
 
 func (x *BundleKey) Reset() {
 	*x = BundleKey{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -330,7 +397,7 @@ func (x *BundleKey) String() string {
 func (*BundleKey) ProtoMessage() {}
 
 func (x *BundleKey) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[4]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -343,7 +410,7 @@ func (x *BundleKey) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BundleKey.ProtoReflect.Descriptor instead.
 func (*BundleKey) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *BundleKey) GetKeyId() string {
@@ -379,7 +446,7 @@ type PolicySources struct {
 
 func (x *PolicySources) Reset() {
 	*x = PolicySources{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -391,7 +458,7 @@ func (x *PolicySources) String() string {
 func (*PolicySources) ProtoMessage() {}
 
 func (x *PolicySources) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[5]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -404,7 +471,7 @@ func (x *PolicySources) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicySources.ProtoReflect.Descriptor instead.
 func (*PolicySources) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *PolicySources) GetRevision() string {
@@ -440,7 +507,7 @@ type PolicyFile struct {
 
 func (x *PolicyFile) Reset() {
 	*x = PolicyFile{}
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -452,7 +519,7 @@ func (x *PolicyFile) String() string {
 func (*PolicyFile) ProtoMessage() {}
 
 func (x *PolicyFile) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_audit_bundle_proto_msgTypes[6]
+	mi := &file_steward_v1_audit_bundle_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -465,7 +532,7 @@ func (x *PolicyFile) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PolicyFile.ProtoReflect.Descriptor instead.
 func (*PolicyFile) Descriptor() ([]byte, []int) {
-	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_audit_bundle_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *PolicyFile) GetPath() string {
@@ -487,7 +554,7 @@ var File_steward_v1_audit_bundle_proto protoreflect.FileDescriptor
 const file_steward_v1_audit_bundle_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/audit_bundle.proto\x12\n" +
-	"steward.v1\x1a\x18steward/v1/receipt.proto\"\xe1\x02\n" +
+	"steward.v1\x1a\x18steward/v1/receipt.proto\"\x97\x03\n" +
 	"\vAuditBundle\x12\x16\n" +
 	"\x06format\x18\x01 \x01(\rR\x06format\x12,\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x16.steward.v1.BundleTaskR\x05tasks\x122\n" +
@@ -496,7 +563,11 @@ const file_steward_v1_audit_bundle_proto_rawDesc = "" +
 	"\x05tools\x18\x05 \x03(\fR\x05tools\x12.\n" +
 	"\x06inputs\x18\x06 \x03(\v2\x16.steward.v1.BundleBlobR\x06inputs\x125\n" +
 	"\bpolicies\x18\a \x03(\v2\x19.steward.v1.PolicySourcesR\bpolicies\x12)\n" +
-	"\x04keys\x18\b \x03(\v2\x15.steward.v1.BundleKeyR\x04keys\"\x85\x01\n" +
+	"\x04keys\x18\b \x03(\v2\x15.steward.v1.BundleKeyR\x04keys\x124\n" +
+	"\bwithheld\x18\t \x03(\v2\x18.steward.v1.WithheldTaskR\bwithheld\"?\n" +
+	"\fWithheldTask\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"\x85\x01\n" +
 	"\n" +
 	"BundleTask\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12/\n" +
@@ -538,32 +609,34 @@ func file_steward_v1_audit_bundle_proto_rawDescGZIP() []byte {
 	return file_steward_v1_audit_bundle_proto_rawDescData
 }
 
-var file_steward_v1_audit_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_audit_bundle_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_steward_v1_audit_bundle_proto_goTypes = []any{
 	(*AuditBundle)(nil),   // 0: steward.v1.AuditBundle
-	(*BundleTask)(nil),    // 1: steward.v1.BundleTask
-	(*BundleEvent)(nil),   // 2: steward.v1.BundleEvent
-	(*BundleBlob)(nil),    // 3: steward.v1.BundleBlob
-	(*BundleKey)(nil),     // 4: steward.v1.BundleKey
-	(*PolicySources)(nil), // 5: steward.v1.PolicySources
-	(*PolicyFile)(nil),    // 6: steward.v1.PolicyFile
-	(*Receipt)(nil),       // 7: steward.v1.Receipt
+	(*WithheldTask)(nil),  // 1: steward.v1.WithheldTask
+	(*BundleTask)(nil),    // 2: steward.v1.BundleTask
+	(*BundleEvent)(nil),   // 3: steward.v1.BundleEvent
+	(*BundleBlob)(nil),    // 4: steward.v1.BundleBlob
+	(*BundleKey)(nil),     // 5: steward.v1.BundleKey
+	(*PolicySources)(nil), // 6: steward.v1.PolicySources
+	(*PolicyFile)(nil),    // 7: steward.v1.PolicyFile
+	(*Receipt)(nil),       // 8: steward.v1.Receipt
 }
 var file_steward_v1_audit_bundle_proto_depIdxs = []int32{
-	1, // 0: steward.v1.AuditBundle.tasks:type_name -> steward.v1.BundleTask
-	3, // 1: steward.v1.AuditBundle.requests:type_name -> steward.v1.BundleBlob
-	3, // 2: steward.v1.AuditBundle.results:type_name -> steward.v1.BundleBlob
-	3, // 3: steward.v1.AuditBundle.inputs:type_name -> steward.v1.BundleBlob
-	5, // 4: steward.v1.AuditBundle.policies:type_name -> steward.v1.PolicySources
-	4, // 5: steward.v1.AuditBundle.keys:type_name -> steward.v1.BundleKey
-	2, // 6: steward.v1.BundleTask.events:type_name -> steward.v1.BundleEvent
-	7, // 7: steward.v1.BundleTask.receipt:type_name -> steward.v1.Receipt
-	6, // 8: steward.v1.PolicySources.files:type_name -> steward.v1.PolicyFile
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	2,  // 0: steward.v1.AuditBundle.tasks:type_name -> steward.v1.BundleTask
+	4,  // 1: steward.v1.AuditBundle.requests:type_name -> steward.v1.BundleBlob
+	4,  // 2: steward.v1.AuditBundle.results:type_name -> steward.v1.BundleBlob
+	4,  // 3: steward.v1.AuditBundle.inputs:type_name -> steward.v1.BundleBlob
+	6,  // 4: steward.v1.AuditBundle.policies:type_name -> steward.v1.PolicySources
+	5,  // 5: steward.v1.AuditBundle.keys:type_name -> steward.v1.BundleKey
+	1,  // 6: steward.v1.AuditBundle.withheld:type_name -> steward.v1.WithheldTask
+	3,  // 7: steward.v1.BundleTask.events:type_name -> steward.v1.BundleEvent
+	8,  // 8: steward.v1.BundleTask.receipt:type_name -> steward.v1.Receipt
+	7,  // 9: steward.v1.PolicySources.files:type_name -> steward.v1.PolicyFile
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_audit_bundle_proto_init() }
@@ -578,7 +651,7 @@ func file_steward_v1_audit_bundle_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_audit_bundle_proto_rawDesc), len(file_steward_v1_audit_bundle_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -77,6 +77,7 @@ type ExportBundleResponse struct {
 	//	*ExportBundleResponse_Tool
 	//	*ExportBundleResponse_Input
 	//	*ExportBundleResponse_Policy
+	//	*ExportBundleResponse_Withheld
 	Piece         isExportBundleResponse_Piece `protobuf_oneof:"piece"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -173,6 +174,15 @@ func (x *ExportBundleResponse) GetPolicy() *PolicySources {
 	return nil
 }
 
+func (x *ExportBundleResponse) GetWithheld() *WithheldTask {
+	if x != nil {
+		if x, ok := x.Piece.(*ExportBundleResponse_Withheld); ok {
+			return x.Withheld
+		}
+	}
+	return nil
+}
+
 type isExportBundleResponse_Piece interface {
 	isExportBundleResponse_Piece()
 }
@@ -204,6 +214,11 @@ type ExportBundleResponse_Policy struct {
 	Policy *PolicySources `protobuf:"bytes,6,opt,name=policy,proto3,oneof"`
 }
 
+type ExportBundleResponse_Withheld struct {
+	// A task the events name that this export leaves out, and why.
+	Withheld *WithheldTask `protobuf:"bytes,7,opt,name=withheld,proto3,oneof"`
+}
+
 func (*ExportBundleResponse_Task) isExportBundleResponse_Piece() {}
 
 func (*ExportBundleResponse_Request) isExportBundleResponse_Piece() {}
@@ -215,6 +230,8 @@ func (*ExportBundleResponse_Tool) isExportBundleResponse_Piece() {}
 func (*ExportBundleResponse_Input) isExportBundleResponse_Piece() {}
 
 func (*ExportBundleResponse_Policy) isExportBundleResponse_Piece() {}
+
+func (*ExportBundleResponse_Withheld) isExportBundleResponse_Piece() {}
 
 type RecordFindingRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -644,14 +661,15 @@ const file_steward_v1_audit_service_proto_rawDesc = "" +
 	"\x1esteward/v1/audit_service.proto\x12\n" +
 	"steward.v1\x1a\x1dsteward/v1/audit_bundle.proto\x1a\x16steward/v1/event.proto\x1a\x15steward/v1/task.proto\".\n" +
 	"\x13ExportBundleRequest\x12\x17\n" +
-	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xae\x02\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\"\xe6\x02\n" +
 	"\x14ExportBundleResponse\x12,\n" +
 	"\x04task\x18\x01 \x01(\v2\x16.steward.v1.BundleTaskH\x00R\x04task\x122\n" +
 	"\arequest\x18\x02 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\arequest\x120\n" +
 	"\x06result\x18\x03 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\x06result\x12\x14\n" +
 	"\x04tool\x18\x04 \x01(\fH\x00R\x04tool\x12.\n" +
 	"\x05input\x18\x05 \x01(\v2\x16.steward.v1.BundleBlobH\x00R\x05input\x123\n" +
-	"\x06policy\x18\x06 \x01(\v2\x19.steward.v1.PolicySourcesH\x00R\x06policyB\a\n" +
+	"\x06policy\x18\x06 \x01(\v2\x19.steward.v1.PolicySourcesH\x00R\x06policy\x126\n" +
+	"\bwithheld\x18\a \x01(\v2\x18.steward.v1.WithheldTaskH\x00R\bwithheldB\a\n" +
 	"\x05piece\"\xba\x01\n" +
 	"\x14RecordFindingRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
@@ -720,10 +738,11 @@ var file_steward_v1_audit_service_proto_goTypes = []any{
 	(*BundleTask)(nil),            // 9: steward.v1.BundleTask
 	(*BundleBlob)(nil),            // 10: steward.v1.BundleBlob
 	(*PolicySources)(nil),         // 11: steward.v1.PolicySources
-	(FindingKind)(0),              // 12: steward.v1.FindingKind
-	(*Finding)(nil),               // 13: steward.v1.Finding
-	(*EventRecord)(nil),           // 14: steward.v1.EventRecord
-	(*Task)(nil),                  // 15: steward.v1.Task
+	(*WithheldTask)(nil),          // 12: steward.v1.WithheldTask
+	(FindingKind)(0),              // 13: steward.v1.FindingKind
+	(*Finding)(nil),               // 14: steward.v1.Finding
+	(*EventRecord)(nil),           // 15: steward.v1.EventRecord
+	(*Task)(nil),                  // 16: steward.v1.Task
 }
 var file_steward_v1_audit_service_proto_depIdxs = []int32{
 	9,  // 0: steward.v1.ExportBundleResponse.task:type_name -> steward.v1.BundleTask
@@ -731,24 +750,25 @@ var file_steward_v1_audit_service_proto_depIdxs = []int32{
 	10, // 2: steward.v1.ExportBundleResponse.result:type_name -> steward.v1.BundleBlob
 	10, // 3: steward.v1.ExportBundleResponse.input:type_name -> steward.v1.BundleBlob
 	11, // 4: steward.v1.ExportBundleResponse.policy:type_name -> steward.v1.PolicySources
-	12, // 5: steward.v1.RecordFindingRequest.kind:type_name -> steward.v1.FindingKind
-	13, // 6: steward.v1.RecordFindingResponse.finding:type_name -> steward.v1.Finding
-	14, // 7: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
-	15, // 8: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
-	8,  // 9: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
-	4,  // 10: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
-	6,  // 11: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
-	2,  // 12: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
-	0,  // 13: steward.v1.AuditService.ExportBundle:input_type -> steward.v1.ExportBundleRequest
-	5,  // 14: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
-	7,  // 15: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
-	3,  // 16: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
-	1,  // 17: steward.v1.AuditService.ExportBundle:output_type -> steward.v1.ExportBundleResponse
-	14, // [14:18] is the sub-list for method output_type
-	10, // [10:14] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	12, // 5: steward.v1.ExportBundleResponse.withheld:type_name -> steward.v1.WithheldTask
+	13, // 6: steward.v1.RecordFindingRequest.kind:type_name -> steward.v1.FindingKind
+	14, // 7: steward.v1.RecordFindingResponse.finding:type_name -> steward.v1.Finding
+	15, // 8: steward.v1.ReplayTaskResponse.record:type_name -> steward.v1.EventRecord
+	16, // 9: steward.v1.ReplayTaskResponse.task:type_name -> steward.v1.Task
+	8,  // 10: steward.v1.VerifyTaskResponse.break:type_name -> steward.v1.ChainBreak
+	4,  // 11: steward.v1.AuditService.ReplayTask:input_type -> steward.v1.ReplayTaskRequest
+	6,  // 12: steward.v1.AuditService.VerifyTask:input_type -> steward.v1.VerifyTaskRequest
+	2,  // 13: steward.v1.AuditService.RecordFinding:input_type -> steward.v1.RecordFindingRequest
+	0,  // 14: steward.v1.AuditService.ExportBundle:input_type -> steward.v1.ExportBundleRequest
+	5,  // 15: steward.v1.AuditService.ReplayTask:output_type -> steward.v1.ReplayTaskResponse
+	7,  // 16: steward.v1.AuditService.VerifyTask:output_type -> steward.v1.VerifyTaskResponse
+	3,  // 17: steward.v1.AuditService.RecordFinding:output_type -> steward.v1.RecordFindingResponse
+	1,  // 18: steward.v1.AuditService.ExportBundle:output_type -> steward.v1.ExportBundleResponse
+	15, // [15:19] is the sub-list for method output_type
+	11, // [11:15] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_audit_service_proto_init() }
@@ -766,6 +786,7 @@ func file_steward_v1_audit_service_proto_init() {
 		(*ExportBundleResponse_Tool)(nil),
 		(*ExportBundleResponse_Input)(nil),
 		(*ExportBundleResponse_Policy)(nil),
+		(*ExportBundleResponse_Withheld)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -63,7 +63,8 @@ type AuditServiceClient interface {
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 	// ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
 	// docs/audit.md), one a message, for the auditor role: the task's
-	// events, its sub-tasks' and ancestors' that the caller may read, the
+	// events, its sub-tasks' and ancestors' that the caller may read (the
+	// others, and those with no events, as withheld), the
 	// requests and results they reference, the tool registrations, policy
 	// inputs and bundle sources that decided them. The caller assembles and
 	// sorts them; the signing keys come from GetCredentialKey. Another
@@ -156,7 +157,8 @@ type AuditServiceHandler interface {
 	RecordFinding(context.Context, *connect.Request[v1.RecordFindingRequest]) (*connect.Response[v1.RecordFindingResponse], error)
 	// ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
 	// docs/audit.md), one a message, for the auditor role: the task's
-	// events, its sub-tasks' and ancestors' that the caller may read, the
+	// events, its sub-tasks' and ancestors' that the caller may read (the
+	// others, and those with no events, as withheld), the
 	// requests and results they reference, the tool registrations, policy
 	// inputs and bundle sources that decided them. The caller assembles and
 	// sorts them; the signing keys come from GetCredentialKey. Another

@@ -80,6 +80,15 @@ export declare type AuditBundle = Message<"steward.v1.AuditBundle"> & {
    * @generated from field: repeated steward.v1.BundleKey keys = 8;
    */
   keys: BundleKey[];
+
+  /**
+   * The tasks the events name (a sub-task, a parent, a fork's origin) that
+   * the export left out, by id, and why: verify requires every task named
+   * to be here or in tasks. The exporter's word, not signed.
+   *
+   * @generated from field: repeated steward.v1.WithheldTask withheld = 9;
+   */
+  withheld: WithheldTask[];
 };
 
 /**
@@ -87,6 +96,33 @@ export declare type AuditBundle = Message<"steward.v1.AuditBundle"> & {
  * Use `create(AuditBundleSchema)` to create a new message.
  */
 export declare const AuditBundleSchema: GenMessage<AuditBundle>;
+
+/**
+ * WithheldTask is a task named by a bundle's events that the export left
+ * out.
+ *
+ * @generated from message steward.v1.WithheldTask
+ */
+export declare type WithheldTask = Message<"steward.v1.WithheldTask"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * In words: the exporter may not read it, or the log holds no event of
+   * it (a sub-task whose budget was reserved but which was never created).
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.WithheldTask.
+ * Use `create(WithheldTaskSchema)` to create a new message.
+ */
+export declare const WithheldTaskSchema: GenMessage<WithheldTask>;
 
 /**
  * BundleTask is one task's stored events, in order.

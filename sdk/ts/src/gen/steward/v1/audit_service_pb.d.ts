@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
-import type { BundleBlob, BundleTask, PolicySources } from "./audit_bundle_pb.js";
+import type { BundleBlob, BundleTask, PolicySources, WithheldTask } from "./audit_bundle_pb.js";
 import type { Finding, FindingKind, Task } from "./task_pb.js";
 import type { EventRecord } from "./event_pb.js";
 
@@ -81,6 +81,14 @@ export declare type ExportBundleResponse = Message<"steward.v1.ExportBundleRespo
      */
     value: PolicySources;
     case: "policy";
+  } | {
+    /**
+     * A task the events name that this export leaves out, and why.
+     *
+     * @generated from field: steward.v1.WithheldTask withheld = 7;
+     */
+    value: WithheldTask;
+    case: "withheld";
   } | { case: undefined; value?: undefined };
 };
 
@@ -333,7 +341,8 @@ export declare const AuditService: GenService<{
   /**
    * ExportBundle streams the pieces of a task's audit bundle (AuditBundle;
    * docs/audit.md), one a message, for the auditor role: the task's
-   * events, its sub-tasks' and ancestors' that the caller may read, the
+   * events, its sub-tasks' and ancestors' that the caller may read (the
+   * others, and those with no events, as withheld), the
    * requests and results they reference, the tool registrations, policy
    * inputs and bundle sources that decided them. The caller assembles and
    * sorts them; the signing keys come from GetCredentialKey. Another
