@@ -15,7 +15,7 @@ import (
 // (ApprovalRequested) against trusted, the keys governance signs with:
 // each must be signed by one of them, over exactly the fields recorded
 // beside it, and a permit must name the action, id and hash, it was
-// recorded for. The first that does not hold — an unsigned one included,
+// recorded for, and the snapshot it was decided under by its hash. The first that does not hold — an unsigned one included,
 // which is either recorded before these were signed or forged — breaks
 // the replay there. With
 // no trusted keys it checks nothing: a signature checked against the key
@@ -44,8 +44,12 @@ func (r *Replayer) checkDecision(ev *stewardv1.Event) error {
 	case ev.GetActionPermitted() != nil:
 		pm := ev.GetActionPermitted()
 		id := pm.GetPermit().GetActionId()
-		if _, err := credential.VerifyPermit(pm.GetPermit(), pm.GetSigned(), id, task.FindAction(&r.task, id).GetActionHash(), r.decisionKeys...); err != nil {
+		a := task.FindAction(&r.task, id)
+		if _, err := credential.VerifyPermit(pm.GetPermit(), pm.GetSigned(), id, a.GetActionHash(), r.decisionKeys...); err != nil {
 			return fmt.Errorf("permit of action %s does not hold: %v", id, err)
+		}
+		if err := snapshotBound(pm, a); err != nil {
+			return err
 		}
 		r.decisions.Permits++
 	case ev.GetApprovalDecided() != nil:
@@ -69,6 +73,24 @@ func (r *Replayer) checkDecision(ev *stewardv1.Event) error {
 			return fmt.Errorf("approval request %s does not hold: %v", ev.GetApprovalRequested().GetApproval().GetApprovalId(), err)
 		}
 		r.decisions.Requests++
+	}
+	return nil
+}
+
+// snapshotBound checks that the snapshot permit pm was decided under —
+// carried beside it, or else action a's, recorded before — is the one
+// whose hash its signed permit names (unless UnboundSnapshot).
+func snapshotBound(pm *stewardv1.ActionPermitted, a *stewardv1.Action) error {
+	p := pm.GetPermit()
+	if UnboundSnapshot(p) {
+		return nil
+	}
+	snap := pm.GetSnapshot()
+	if snap == nil {
+		snap = a.GetSnapshot()
+	}
+	if got := credential.SnapshotHash(snap); got != p.SnapshotHash {
+		return fmt.Errorf("permit of action %s was signed for a snapshot hashing to %s; snapshot %s recorded with it hashes to %s", p.ActionId, p.SnapshotHash, snap.GetSnapshotId(), got)
 	}
 	return nil
 }

@@ -7,15 +7,20 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steward-run/steward/pkg/audit"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
 )
 
-// snapshotAt is one policy snapshot found in a task's events.
+// snapshotAt is one policy snapshot found in a task's events: of an
+// action (actionID; permit set when it came with its permit), or of a
+// plan version (plan set).
 type snapshotAt struct {
-	item string
-	snap *stewardv1.PolicySnapshot
-	plan bool
+	item     string
+	snap     *stewardv1.PolicySnapshot
+	actionID string
+	permit   *stewardv1.ActionPermit
+	plan     *stewardv1.PlanEvaluated
 }
 
 // snapshots are the snapshots t's events record, of actions and of plan
@@ -27,11 +32,13 @@ func snapshots(t *bundleTask) []snapshotAt {
 		item := fmt.Sprintf("task %s event %d (%s)", t.id, i, ev.EventId)
 		switch {
 		case ev.GetPolicyEvaluated() != nil:
-			out = append(out, snapshotAt{item, ev.GetPolicyEvaluated().Snapshot, false})
+			pe := ev.GetPolicyEvaluated()
+			out = append(out, snapshotAt{item: item, snap: pe.Snapshot, actionID: pe.ActionId})
 		case ev.GetActionPermitted().GetSnapshot() != nil:
-			out = append(out, snapshotAt{item, ev.GetActionPermitted().Snapshot, false})
+			pm := ev.GetActionPermitted()
+			out = append(out, snapshotAt{item: item, snap: pm.Snapshot, actionID: pm.GetPermit().GetActionId(), permit: pm.Permit})
 		case ev.GetPlanEvaluated() != nil:
-			out = append(out, snapshotAt{item, ev.GetPlanEvaluated().Snapshot, true})
+			out = append(out, snapshotAt{item: item, snap: ev.GetPlanEvaluated().Snapshot, plan: ev.GetPlanEvaluated()})
 		}
 	}
 	return out
@@ -41,10 +48,12 @@ func snapshots(t *bundleTask) []snapshotAt {
 // its own revision's sources, and checks inputs and sources re-hash.
 func checkPolicy(ctx context.Context, b *stewardv1.AuditBundle, tasks []*bundleTask, c Checks, r *Report) {
 	inputs := checkBlobs(SectionInputs, b.Inputs, r)
+	restored := map[string]bool{}
 	engines := map[string]Evaluator{}
 	for _, src := range b.Policies {
+		restored[src.Revision] = true
 		if c.Restore == nil {
-			break
+			continue
 		}
 		ev, err := c.Restore(ctx, src)
 		if err != nil {
@@ -53,38 +62,65 @@ func checkPolicy(ctx context.Context, b *stewardv1.AuditBundle, tasks []*bundleT
 		}
 		engines[src.Revision] = ev
 	}
-	if c.Restore == nil {
-		for _, t := range tasks {
-			r.Snapshots += len(snapshots(t))
-		}
-		r.note("policy not re-evaluated: this verifier was given no policy engine")
-		return
-	}
 	for _, t := range tasks {
 		for _, s := range snapshots(t) {
 			r.Snapshots++
-			input, ok := inputs[s.snap.InputHash]
-			if !ok {
-				inputNotKept(r, s)
+			input, ok := keptInput(t, s, inputs, restored, r)
+			if !ok || c.Restore == nil {
 				continue
 			}
-			eval, ok := engines[s.snap.BundleRevision]
-			if !ok {
-				r.fail(SectionPolicies, s.item, "the sources of revision %s that decided snapshot %s are not in the bundle", s.snap.BundleRevision, s.snap.SnapshotId)
-				continue
+			if eval, ok := engines[s.snap.BundleRevision]; ok && reevaluates(ctx, t, s, input, eval, r) {
+				r.Reevaluated++
 			}
-			got, err := eval(ctx, input, s.snap.EvaluatedAt.AsTime(), s.plan)
-			if err != nil {
-				r.fail(SectionPolicies, s.item, "snapshot %s does not re-evaluate: %v", s.snap.SnapshotId, err)
-				continue
-			}
-			if why := sameDecision(got, s.snap, input); why != "" {
-				r.fail(SectionPolicies, s.item, "snapshot %s re-evaluates differently under revision %s: %s", s.snap.SnapshotId, s.snap.BundleRevision, why)
-				continue
-			}
-			r.Reevaluated++
 		}
 	}
+	if c.Restore == nil {
+		r.note("policy not re-evaluated: this verifier was given no policy engine")
+	}
+}
+
+// keptInput is s's recorded input, checked against what it decided, when
+// the bundle holds it and its revision's sources. A snapshot that says
+// its input was kept fails without either; one recorded before inputs
+// were kept gets a note (inputNotKept).
+func keptInput(t *bundleTask, s snapshotAt, inputs map[string][]byte, restored map[string]bool, r *Report) ([]byte, bool) {
+	if s.permit != nil && audit.UnboundSnapshot(s.permit) {
+		snapshotNotSigned(r, s)
+	}
+	if !s.snap.InputKept {
+		inputNotKept(r, s)
+		return nil, false
+	}
+	input, ok := inputs[s.snap.InputHash]
+	if !ok {
+		r.fail(SectionInputs, s.item, "the input %s that snapshot %s was decided on is not in the bundle", s.snap.InputHash, s.snap.SnapshotId)
+	}
+	if !restored[s.snap.BundleRevision] {
+		r.fail(SectionPolicies, s.item, "the sources of revision %s that decided snapshot %s are not in the bundle", s.snap.BundleRevision, s.snap.SnapshotId)
+		ok = false
+	}
+	if ok {
+		if why := inputFault(t, s, input); why != "" {
+			r.fail(SectionInputs, s.item, "the input of snapshot %s is not about what it decided: %s", s.snap.SnapshotId, why)
+			ok = false
+		}
+	}
+	return input, ok
+}
+
+// reevaluates reports whether s re-evaluates, from input under eval, to
+// the decision recorded, and fails it under policies when not.
+func reevaluates(ctx context.Context, t *bundleTask, s snapshotAt, input []byte, eval Evaluator, r *Report) bool {
+	got, err := eval(ctx, input, s.snap.EvaluatedAt.AsTime(), s.plan != nil)
+	if err != nil {
+		r.fail(SectionPolicies, s.item, "snapshot %s does not re-evaluate: %v", s.snap.SnapshotId, err)
+		return false
+	}
+	if why := sameDecision(got, s.snap, input, planApproval(t, s)); why != "" {
+		r.fail(SectionPolicies, s.item, "snapshot %s re-evaluates differently under revision %s: %s", s.snap.SnapshotId, s.snap.BundleRevision, why)
+		return false
+	}
+	return true
 }
 
 // decisions maps policy's words to the snapshot's enum.
@@ -99,9 +135,11 @@ var decisions = map[string]stewardv1.PolicyDecision{
 // its own on top (services/governance: askAlways, holdContext), told by
 // their reasons: a tool that asks a person for every call turns an allow
 // into require_approval, adding a reason; a context item that may not go
-// to a model turns any decision into a deny with only such reasons. The
-// risk tier is policy's, never below the contract's.
-func sameDecision(got Decision, s *stewardv1.PolicySnapshot, input []byte) string {
+// to a model turns any decision into a deny with only such reasons; a
+// plan evaluated again after its approval ap, which policy no longer
+// supports, is denied with a reason first that says why (heldAfterApproval).
+// The risk tier is policy's, never below the contract's.
+func sameDecision(got Decision, s *stewardv1.PolicySnapshot, input []byte, ap *stewardv1.Approval) string {
 	want := decisions[got.Decision]
 	if got.Revision != s.BundleRevision {
 		return fmt.Sprintf("evaluated under %s", got.Revision)
@@ -114,6 +152,9 @@ func sameDecision(got Decision, s *stewardv1.PolicySnapshot, input []byte) strin
 	if want == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW && s.Decision == stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL &&
 		len(reasons) == len(got.Reasons)+1 && strings.Contains(reasons[len(reasons)-1], "asks a person for every call") {
 		want, reasons = s.Decision, reasons[:len(got.Reasons)]
+	}
+	if heldAfterApproval(got, s, ap) {
+		want, reasons = s.Decision, reasons[1:]
 	}
 	switch {
 	case want != s.Decision:
@@ -144,4 +185,22 @@ func contractTier(input []byte) stewardv1.RiskTier {
 	}
 	_ = json.Unmarshal(input, &doc) // an unreadable input failed its evaluation already
 	return stewardv1.RiskTier(stewardv1.RiskTier_value[doc.Risk.Tier])
+}
+
+// heldAfterApproval reports whether s is governance's deny of a plan
+// whose approval ap policy, deciding got, no longer supports
+// (task.ChangedSinceApproval, checked against the approval's terms): its
+// first reason says exactly why. A reload between the evaluation and the
+// check is such a reason too, whatever policy decided.
+func heldAfterApproval(got Decision, s *stewardv1.PolicySnapshot, ap *stewardv1.Approval) bool {
+	if ap == nil || s.Decision != stewardv1.PolicyDecision_POLICY_DECISION_DENY || len(s.Reasons) == 0 {
+		return false
+	}
+	fresh := &stewardv1.PolicySnapshot{BundleRevision: s.BundleRevision, Decision: decisions[got.Decision], RequiredApproverRoles: got.RequiredApproverRoles, RequiredApprovals: got.RequiredApprovals}
+	if fresh.Decision == stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL && len(fresh.RequiredApproverRoles) == 0 {
+		fresh.RequiredApproverRoles = []string{task.DefaultApproverRole}
+	}
+	why := task.ChangedSinceApproval(fresh, ap, s.BundleRevision, "the plan")
+	replaced := task.ChangedSinceApproval(fresh, ap, "", "the plan")
+	return (why != "" && s.Reasons[0] == task.PlanChangedReason(why)) || s.Reasons[0] == task.PlanChangedReason(replaced)
 }

@@ -3,9 +3,19 @@ package auditbundle
 // Rules for bundles of logs an earlier build wrote (docs/compatibility.md).
 
 // inputNotKept is the rule for a snapshot recorded before governance kept
-// policy inputs (issue 33, part 4): its input_hash names an input no store
-// holds, so its bundle has none. It is said plainly and not re-evaluated;
-// the chain, the signature and everything else about it still count.
+// policy inputs (issue 33, part 4): it does not say input_kept, and its
+// input_hash names an input no store holds, so its bundle has none. It is
+// said plainly and not re-evaluated; the chain, the signature and
+// everything else about it still count. One that says input_kept is held
+// to its input and sources (keptInput).
 func inputNotKept(r *Report, s snapshotAt) {
-	r.note("%s: snapshot %s has no recorded input (recorded before Steward kept policy inputs, or left out of the export): not re-evaluated", s.item, s.snap.SnapshotId)
+	r.note("%s: snapshot %s has no recorded input (recorded before Steward kept policy inputs): not re-evaluated", s.item, s.snap.SnapshotId)
+}
+
+// snapshotNotSigned is the rule for a snapshot carried by a permit signed
+// before permits named their snapshot's hash (audit.UnboundSnapshot): no
+// signature covers it, so what it says is the chain's word alone. Said
+// plainly; it is re-evaluated as any other.
+func snapshotNotSigned(r *Report, s snapshotAt) {
+	r.note("%s: snapshot %s came with a permit that does not name its hash (signed before permits did): no signature covers it", s.item, s.snap.SnapshotId)
 }

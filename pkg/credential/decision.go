@@ -2,6 +2,8 @@ package credential
 
 import (
 	"crypto/ed25519"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 
 	"google.golang.org/protobuf/proto"
@@ -146,4 +148,16 @@ func checkSignature(what string, key, data, sig []byte, trusted []ed25519.Public
 		return errs.New(errs.Corrupt, "%s: signature does not verify with key %s", what, KeyID(pub))
 	}
 	return nil
+}
+
+// SnapshotHash is the hex SHA-256 of s's deterministic encoding: what a
+// permit names (ActionPermit.snapshot_hash) so that its signature covers
+// the snapshot it was decided under. A nil s hashes as an empty one.
+func SnapshotHash(s *stewardv1.PolicySnapshot) string {
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(s)
+	if err != nil {
+		data = nil // a snapshot always encodes; none hashes as empty
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }

@@ -257,3 +257,37 @@ func BackupApproved(ap *stewardv1.Approval) bool {
 		return v.AsBackup || byName
 	})
 }
+
+// ChangedSinceApproval says why snap, the fresh snapshot of what
+// approval is about (what, in words), no longer supports the approval, or
+// "" if it does. revision is the one in force as governance checks: a
+// snapshot recorded under another no longer says what policy says. One
+// rule for governance and the offline verifier (pkg/auditbundle).
+func ChangedSinceApproval(snap *stewardv1.PolicySnapshot, approval *stewardv1.Approval, revision, what string) string {
+	switch {
+	case snap.GetBundleRevision() != revision:
+		// The snapshot was recorded before a crash and the bundle has
+		// changed since: it no longer says what policy says now.
+		return "the bundle was replaced after this check"
+	case snap.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
+		return ""
+	case snap.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
+		return "it now denies " + what
+	case !SameRoles(snap.GetRequiredApproverRoles(), approval.GetRequiredRoles()):
+		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(approval.GetRequiredRoles(), ", "))
+	case !EnoughApprovals(snap, approval):
+		return fmt.Sprintf("it now asks for %d approvals, not %d", snap.GetRequiredApprovals(), RequiredApprovals(approval))
+	}
+	return ""
+}
+
+// DefaultApproverRole decides approvals for which policy named no role
+// (governance opens them so).
+const DefaultApproverRole = "authorizer"
+
+// PlanChangedReason is the reason governance records first on a plan's
+// evaluation after its approval when policy no longer supports the
+// approval (ChangedSinceApproval says why): the version is denied.
+func PlanChangedReason(why string) string {
+	return "policy changed after the approval: " + why + "; submit the plan again"
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
@@ -186,7 +185,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 		round = roundApproved + "-" + d.ApprovalId
 	}
 	// The snapshot is recorded alone: it is weighed against the approval
-	// (changedSinceApproval) before any permit.
+	// (task.ChangedSinceApproval) before any permit.
 	t, err := p.evaluate(ctx, judging{taskID: taskID, actionID: d.ActionId, round: round, from: stewardv1.ActionStatus_ACTION_STATUS_APPROVED, rec: rec})
 	if err != nil {
 		return err
@@ -217,7 +216,7 @@ func (p *Plane) afterDecision(ctx context.Context, rec *stewardv1.EventRecord, d
 	if ok, err := p.termsHold(ctx, t, a); !ok || err != nil {
 		return err
 	}
-	if why := changedSinceApproval(a.Snapshot, a.Approval, p.engine.Revision(), "the action"); why != "" {
+	if why := task.ChangedSinceApproval(a.Snapshot, a.Approval, p.engine.Revision(), "the action"); why != "" {
 		reasons := append([]string{"policy changed after the approval: " + why + "; propose the action again"}, a.Snapshot.GetReasons()...)
 		return p.deny(ctx, taskID, a, reasons, rec.Event)
 	}
@@ -264,25 +263,4 @@ func jsonUnmarshal(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dec.Decode(v)
-}
-
-// changedSinceApproval says why snap, the fresh snapshot of what
-// approval is about (what, in words), no longer supports the approval, or
-// "" if it does.
-func changedSinceApproval(snap *stewardv1.PolicySnapshot, approval *stewardv1.Approval, revision, what string) string {
-	switch {
-	case snap.GetBundleRevision() != revision:
-		// The snapshot was recorded before a crash and the bundle has
-		// changed since: it no longer says what policy says now.
-		return "the bundle was replaced after this check"
-	case snap.GetDecision() == stewardv1.PolicyDecision_POLICY_DECISION_ALLOW:
-		return ""
-	case snap.GetDecision() != stewardv1.PolicyDecision_POLICY_DECISION_REQUIRE_APPROVAL:
-		return "it now denies " + what
-	case !task.SameRoles(snap.GetRequiredApproverRoles(), approval.GetRequiredRoles()):
-		return fmt.Sprintf("it now asks for approval by %s, not %s", strings.Join(snap.GetRequiredApproverRoles(), ", "), strings.Join(approval.GetRequiredRoles(), ", "))
-	case !task.EnoughApprovals(snap, approval):
-		return fmt.Sprintf("it now asks for %d approvals, not %d", snap.GetRequiredApprovals(), task.RequiredApprovals(approval))
-	}
-	return ""
 }

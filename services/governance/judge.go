@@ -44,7 +44,7 @@ func keyedBy(actionID, typ, prev string) string {
 }
 
 // DefaultApproverRole decides approvals for which policy named no role.
-const DefaultApproverRole = "authorizer"
+const DefaultApproverRole = task.DefaultApproverRole
 
 // Evaluation rounds: on proposal, and again after an approval.
 const (

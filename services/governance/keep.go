@@ -25,23 +25,28 @@ type keptSources struct {
 // same bytes under the same keys, which is a success. The sources are
 // stored before the first snapshot of a revision, whether it came with
 // the load or a reload, rather than at the reload itself, which the
-// engine's own watch makes: this way no reload can slip between.
-func (p *Plane) keep(ctx context.Context, rec inputRecord, res policy.Result) error {
+// engine's own watch makes: this way no reload can slip between. It
+// reports whether both are kept: the snapshot says so (input_kept), in
+// signed bytes, so that a bundle that leaves either out fails.
+func (p *Plane) keep(ctx context.Context, rec inputRecord, res policy.Result) (bool, error) {
 	k := &p.kept
 	if k.store == nil {
-		return nil
+		return false, nil
 	}
 	if _, err := k.store.PutInput(ctx, rec.canonical); err != nil {
-		return err
+		return false, err
 	}
 	k.mu.Lock()
 	done := k.done[res.Revision]
 	k.mu.Unlock()
-	if done || res.Sources == nil {
-		return nil
+	if done {
+		return true, nil
+	}
+	if res.Sources == nil {
+		return false, nil
 	}
 	if err := k.store.PutSources(ctx, res.Sources); err != nil {
-		return errs.Wrap(errs.Unavailable, err, "keep policy sources %s", res.Revision)
+		return false, errs.Wrap(errs.Unavailable, err, "keep policy sources %s", res.Revision)
 	}
 	k.mu.Lock()
 	if k.done == nil {
@@ -49,5 +54,5 @@ func (p *Plane) keep(ctx context.Context, rec inputRecord, res policy.Result) er
 	}
 	k.done[res.Revision] = true
 	k.mu.Unlock()
-	return nil
+	return true, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/steward-run/steward/pkg/credential"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/policystore"
 	"github.com/steward-run/steward/pkg/task"
@@ -14,7 +15,9 @@ import (
 // its full canonical input is in the policy store under the snapshot's
 // input_hash, and the sources of the revision that decided it — which
 // hash to that revision, with this binary's OPA version — are there too;
-// re-evaluating the input under them decides as the snapshot says.
+// re-evaluating the input under them decides as the snapshot says. The
+// snapshot says, in its bytes, that its input is kept, and its permit
+// names its hash.
 func TestWhatPolicyDecidedWithIsKept(t *testing.T) {
 	e := newHarness(t)
 	e.start(t, withoutSigner)
@@ -26,7 +29,11 @@ func TestWhatPolicyDecidedWithIsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	snap := task.FindAction(tk, id).Snapshot
+	a := task.FindAction(tk, id)
+	snap := a.Snapshot
+	if !snap.InputKept || a.Permit.SnapshotHash != credential.SnapshotHash(snap) {
+		t.Errorf("snapshot %s says input_kept %v; its permit names snapshot hash %q", snap.SnapshotId, snap.InputKept, a.Permit.SnapshotHash)
+	}
 	input, ok, err := e.Policy.Input(ctx, snap.InputHash)
 	if err != nil || !ok || policystore.InputHash(input) != snap.InputHash {
 		t.Fatalf("the input of snapshot %s: %v, %v", snap.SnapshotId, ok, err)

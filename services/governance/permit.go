@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/steward-run/steward/pkg/crashpoint"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/task"
@@ -36,7 +37,7 @@ func (p *Plane) permit(ctx context.Context, t *stewardv1.Task, a *stewardv1.Acti
 			})
 		}
 		prev := cur.Permit.GetPermitId()
-		pm, err := p.permitted(t, cur, cur.Snapshot.GetSnapshotId(), nil)
+		pm, err := p.permitted(t, cur, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -76,8 +77,9 @@ func (p *Plane) permitRefusal(t *stewardv1.Task, cur *stewardv1.Action, check cr
 }
 
 // newPermit is the permit for cur of t, decided under the snapshot
-// snapshotID. Its id is keyed by the permit it replaces, if any.
-func (p *Plane) newPermit(t *stewardv1.Task, cur *stewardv1.Action, snapshotID string) *stewardv1.ActionPermit {
+// snap, which it names by id and by hash. Its id is keyed by the permit it
+// replaces, if any.
+func (p *Plane) newPermit(t *stewardv1.Task, cur *stewardv1.Action, snap *stewardv1.PolicySnapshot) *stewardv1.ActionPermit {
 	credentialRef := t.Contract.GetCredentialRef()
 	if c := t.Credential.GetCredential(); c != nil {
 		credentialRef = c.CredentialId
@@ -88,19 +90,25 @@ func (p *Plane) newPermit(t *stewardv1.Task, cur *stewardv1.Action, snapshotID s
 		ActionId:      cur.ActionId,
 		ActionHash:    cur.ActionHash,
 		RequestHash:   cur.RequestHash,
-		SnapshotId:    snapshotID,
+		SnapshotId:    snap.GetSnapshotId(),
 		CredentialRef: credentialRef,
 		IssuedAt:      timestamppb.New(issued),
 		ExpiresAt:     timestamppb.New(issued.Add(p.permitTTL)),
+		SnapshotHash:  credential.SnapshotHash(snap),
 	}
 }
 
 // permitted is the event that issues cur of t its permit, decided under
-// the snapshot snapshotID (carried along when snap is set), signed with
-// the credential key when the plane has one. Signing is pure (Ed25519
-// signatures are deterministic), so a retried write signs the same bytes.
-func (p *Plane) permitted(t *stewardv1.Task, cur *stewardv1.Action, snapshotID string, snap *stewardv1.PolicySnapshot) (*stewardv1.ActionPermitted, error) {
-	pm := &stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, snapshotID), Snapshot: snap}
+// snap, carried along, or with snap nil under the action's snapshot,
+// recorded before; signed with the credential key when the plane has one.
+// Signing is pure (Ed25519 signatures are deterministic), so a retried
+// write signs the same bytes.
+func (p *Plane) permitted(t *stewardv1.Task, cur *stewardv1.Action, snap *stewardv1.PolicySnapshot) (*stewardv1.ActionPermitted, error) {
+	decided := snap
+	if decided == nil {
+		decided = cur.Snapshot
+	}
+	pm := &stewardv1.ActionPermitted{Permit: p.newPermit(t, cur, decided), Snapshot: snap}
 	if p.signer == nil {
 		return pm, nil
 	}

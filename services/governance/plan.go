@@ -92,11 +92,12 @@ func (p *Plane) planSnapshot(ctx context.Context, t *stewardv1.Task, round strin
 	if err != nil {
 		return nil, fmt.Errorf("evaluate plan policy for version %d: %w", ps.Version, err)
 	}
-	if err := p.keep(ctx, rec, res); err != nil {
+	kept, err := p.keep(ctx, rec, res)
+	if err != nil {
 		return nil, err
 	}
 	id := planSnapshotID(t.Contract.GetTaskId(), ps.Version, ps.PlanHash, round)
-	return p.snapshotOf(id, res, rec.hash, t.Contract.GetRiskTier()), nil
+	return p.snapshotOf(id, res, rec.hash, kept, t.Contract.GetRiskTier()), nil
 }
 
 // planApprovalFor is the approval governance opens for t's plan in force,

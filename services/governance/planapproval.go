@@ -102,9 +102,9 @@ func (p *Plane) afterPlanDecision(ctx context.Context, rec *stewardv1.EventRecor
 	if err != nil {
 		return err
 	}
-	if why := changedSinceApproval(withDefaultRole(fresh), ap, p.engine.Revision(), "the plan"); why != "" {
+	if why := task.ChangedSinceApproval(withDefaultRole(fresh), ap, p.engine.Revision(), "the plan"); why != "" {
 		fresh.Decision = stewardv1.PolicyDecision_POLICY_DECISION_DENY
-		fresh.Reasons = append([]string{"policy changed after the approval: " + why + "; submit the plan again"}, fresh.Reasons...)
+		fresh.Reasons = append([]string{task.PlanChangedReason(why)}, fresh.Reasons...)
 	}
 	_, err = p.tasks.UpdateFrom(ctx, t, func(t *stewardv1.Task) (*stewardv1.Event, error) {
 		cur := t.Plan

@@ -82,7 +82,7 @@ func (p *Plane) evaluate(ctx context.Context, j judging) (*stewardv1.Task, error
 			return nil, nil
 		}
 		if permitToo && p.permitRefusal(t, cur, check) == "" {
-			pm, err := p.permitted(t, cur, snap.SnapshotId, snap)
+			pm, err := p.permitted(t, cur, snap)
 			if err != nil {
 				return nil, err
 			}
@@ -122,7 +122,7 @@ type judging struct {
 // withPermit reports whether an allow of an action in status from may be
 // recorded with its permit: a proposal's or a revalidation's may; an
 // approved action's snapshot is recorded alone, since it is weighed
-// against the approval (changedSinceApproval) before any permit.
+// against the approval (task.ChangedSinceApproval) before any permit.
 func withPermit(from stewardv1.ActionStatus) bool {
 	return from != stewardv1.ActionStatus_ACTION_STATUS_APPROVED
 }
@@ -216,22 +216,25 @@ func (p *Plane) snapshot(ctx context.Context, t *stewardv1.Task, a *stewardv1.Ac
 	if err != nil {
 		return nil, fmt.Errorf("evaluate policy for %s: %w", a.ActionId, err)
 	}
-	if err := p.keep(ctx, rec, res); err != nil {
+	kept, err := p.keep(ctx, rec, res)
+	if err != nil {
 		return nil, err
 	}
-	s := p.snapshotOf(snapshotID(a.ActionId, round), res, rec.hash, t.Contract.GetRiskTier())
+	s := p.snapshotOf(snapshotID(a.ActionId, round), res, rec.hash, kept, t.Contract.GetRiskTier())
 	askAlways(s, entry.Tool.Contract)
 	holdContext(s, t, entry.Tool.Contract, request, p.now())
 	return s, nil
 }
 
 // snapshotOf records res, policy's evaluation of an input whose hash is
-// inputHash, as snapshot id, for a task whose contract has tier.
-func (p *Plane) snapshotOf(id string, res policy.Result, inputHash string, tier stewardv1.RiskTier) *stewardv1.PolicySnapshot {
+// inputHash (kept in the policy store when kept), as snapshot id, for a
+// task whose contract has tier.
+func (p *Plane) snapshotOf(id string, res policy.Result, inputHash string, kept bool, tier stewardv1.RiskTier) *stewardv1.PolicySnapshot {
 	return &stewardv1.PolicySnapshot{
 		SnapshotId:            id,
 		BundleRevision:        res.Revision,
 		InputHash:             inputHash,
+		InputKept:             kept,
 		Decision:              decisionOf(res.Decision),
 		RiskTier:              riskOf(res.RiskTier, tier),
 		RequiredApproverRoles: res.RequiredApproverRoles,

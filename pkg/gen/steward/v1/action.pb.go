@@ -494,8 +494,13 @@ type PolicySnapshot struct {
 	// How many distinct principals holding the required roles must approve
 	// (policy's required_approvals); zero means one.
 	RequiredApprovals uint32 `protobuf:"varint,9,opt,name=required_approvals,json=requiredApprovals,proto3" json:"required_approvals,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Set when governance kept this evaluation's input, and its revision's
+	// sources, in the policy store before recording it (docs/audit.md): an
+	// audit bundle of it must carry both. Unset on a snapshot recorded
+	// before inputs were kept, which is not re-evaluated.
+	InputKept     bool `protobuf:"varint,10,opt,name=input_kept,json=inputKept,proto3" json:"input_kept,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *PolicySnapshot) Reset() {
@@ -589,6 +594,13 @@ func (x *PolicySnapshot) GetRequiredApprovals() uint32 {
 		return x.RequiredApprovals
 	}
 	return 0
+}
+
+func (x *PolicySnapshot) GetInputKept() bool {
+	if x != nil {
+		return x.InputKept
+	}
+	return false
 }
 
 // ActionRationale is the proposer's case for an action: what an approver
@@ -1078,7 +1090,13 @@ type ActionPermit struct {
 	IssuedAt      *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=issued_at,json=issuedAt,proto3" json:"issued_at,omitempty"`
 	// After this the permit is not used: its action is revalidated and gets
 	// a new permit, or none. Unset on permits issued before expiry existed.
-	ExpiresAt     *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	ExpiresAt *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=expires_at,json=expiresAt,proto3" json:"expires_at,omitempty"`
+	// The hex SHA-256 of the deterministic encoding of the snapshot the
+	// permit was decided under (snapshot_id): the one carried beside it in
+	// ActionPermitted, or else the action's, recorded before. The permit's
+	// signature thereby covers that snapshot too. Empty on a permit signed
+	// before permits named it (pkg/audit/upcast.go).
+	SnapshotHash  string `protobuf:"bytes,9,opt,name=snapshot_hash,json=snapshotHash,proto3" json:"snapshot_hash,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1167,6 +1185,13 @@ func (x *ActionPermit) GetExpiresAt() *timestamppb.Timestamp {
 		return x.ExpiresAt
 	}
 	return nil
+}
+
+func (x *ActionPermit) GetSnapshotHash() string {
+	if x != nil {
+		return x.SnapshotHash
+	}
+	return ""
 }
 
 // SignedPermit is an ActionPermit with governance's Ed25519 signature,
@@ -2050,7 +2075,7 @@ var File_steward_v1_action_proto protoreflect.FileDescriptor
 const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"\x17steward/v1/action.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/tool.proto\"\xa4\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/tool.proto\"\xc3\x03\n" +
 	"\x0ePolicySnapshot\x12\x1f\n" +
 	"\vsnapshot_id\x18\x01 \x01(\tR\n" +
 	"snapshotId\x12'\n" +
@@ -2062,7 +2087,10 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x17required_approver_roles\x18\x06 \x03(\tR\x15requiredApproverRoles\x12\x18\n" +
 	"\areasons\x18\a \x03(\tR\areasons\x12=\n" +
 	"\fevaluated_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\vevaluatedAt\x12-\n" +
-	"\x12required_approvals\x18\t \x01(\rR\x11requiredApprovals\"\x9f\x01\n" +
+	"\x12required_approvals\x18\t \x01(\rR\x11requiredApprovals\x12\x1d\n" +
+	"\n" +
+	"input_kept\x18\n" +
+	" \x01(\bR\tinputKept\"\x9f\x01\n" +
 	"\x0fActionRationale\x12'\n" +
 	"\x0fexpected_impact\x18\x01 \x01(\tR\x0eexpectedImpact\x12#\n" +
 	"\rrollback_plan\x18\x02 \x01(\tR\frollbackPlan\x12\x1a\n" +
@@ -2113,7 +2141,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\fescalated_at\x18\x1c \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12.\n" +
 	"\x13amended_params_json\x18\x1d \x01(\tR\x11amendedParamsJson\x12*\n" +
 	"\x11amended_action_id\x18\x1e \x01(\tR\x0famendedActionId\x12>\n" +
-	"\x0erequest_signed\x18\x1f \x01(\v2\x17.steward.v1.SignedEventR\rrequestSigned\"\xc8\x02\n" +
+	"\x0erequest_signed\x18\x1f \x01(\v2\x17.steward.v1.SignedEventR\rrequestSigned\"\xed\x02\n" +
 	"\fActionPermit\x12\x1b\n" +
 	"\tpermit_id\x18\x01 \x01(\tR\bpermitId\x12\x1b\n" +
 	"\taction_id\x18\x02 \x01(\tR\bactionId\x12\x1f\n" +
@@ -2125,7 +2153,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x0ecredential_ref\x18\x06 \x01(\tR\rcredentialRef\x127\n" +
 	"\tissued_at\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bissuedAt\x129\n" +
 	"\n" +
-	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\"c\n" +
+	"expires_at\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\texpiresAt\x12#\n" +
+	"\rsnapshot_hash\x18\t \x01(\tR\fsnapshotHash\"c\n" +
 	"\fSignedPermit\x12\x16\n" +
 	"\x06permit\x18\x01 \x01(\fR\x06permit\x12\x1c\n" +
 	"\tsignature\x18\x02 \x01(\fR\tsignature\x12\x1d\n" +

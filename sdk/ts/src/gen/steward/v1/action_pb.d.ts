@@ -70,6 +70,16 @@ export declare type PolicySnapshot = Message<"steward.v1.PolicySnapshot"> & {
    * @generated from field: uint32 required_approvals = 9;
    */
   requiredApprovals: number;
+
+  /**
+   * Set when governance kept this evaluation's input, and its revision's
+   * sources, in the policy store before recording it (docs/audit.md): an
+   * audit bundle of it must carry both. Unset on a snapshot recorded
+   * before inputs were kept, which is not re-evaluated.
+   *
+   * @generated from field: bool input_kept = 10;
+   */
+  inputKept: boolean;
 };
 
 /**
@@ -423,6 +433,17 @@ export declare type ActionPermit = Message<"steward.v1.ActionPermit"> & {
    * @generated from field: google.protobuf.Timestamp expires_at = 8;
    */
   expiresAt?: Timestamp | undefined;
+
+  /**
+   * The hex SHA-256 of the deterministic encoding of the snapshot the
+   * permit was decided under (snapshot_id): the one carried beside it in
+   * ActionPermitted, or else the action's, recorded before. The permit's
+   * signature thereby covers that snapshot too. Empty on a permit signed
+   * before permits named it (pkg/audit/upcast.go).
+   *
+   * @generated from field: string snapshot_hash = 9;
+   */
+  snapshotHash: string;
 };
 
 /**
