@@ -30,6 +30,8 @@ const (
 	DefaultSubjectPrefix    = "steward.task"
 	DefaultToolPrefix       = "steward.tool"
 	DefaultServicePrefix    = "steward.service"
+	DefaultObjectivePrefix  = "steward.objective"
+	DefaultSchedulePrefix   = "steward.schedule"
 	DefaultDeadLetterStream = "STEWARD_DEADLETTER"
 	DefaultDeadLetterPrefix = "steward.deadletter"
 )
@@ -47,7 +49,13 @@ type Config struct {
 	ToolPrefix string
 	// ServicePrefix is where service-wide facts, such as circuit breaker
 	// changes, live: steward.service.<key>.
-	ServicePrefix    string
+	ServicePrefix string
+	// ObjectivePrefix is where objectives live, a chain each:
+	// steward.objective.<objective_id>.<type>.
+	ObjectivePrefix string
+	// SchedulePrefix is where schedules live, a chain each:
+	// steward.schedule.<schedule_id>.<type>.
+	SchedulePrefix   string
 	DeadLetterStream string
 	DeadLetterPrefix string
 	// Replicas of the streams when Open creates them; 1 for a single
@@ -96,6 +104,12 @@ func (c Config) withDefaults() Config {
 	if c.ServicePrefix == "" {
 		c.ServicePrefix = DefaultServicePrefix
 	}
+	if c.ObjectivePrefix == "" {
+		c.ObjectivePrefix = DefaultObjectivePrefix
+	}
+	if c.SchedulePrefix == "" {
+		c.SchedulePrefix = DefaultSchedulePrefix
+	}
 	if c.DeadLetterStream == "" {
 		c.DeadLetterStream = DefaultDeadLetterStream
 	}
@@ -138,8 +152,9 @@ func Open(ctx context.Context, js jetstream.JetStream, cfg Config) (*Log, error)
 	cfg = cfg.withDefaults()
 	stream, err := ensureStream(ctx, js, cfg, jetstream.StreamConfig{
 		Name:        cfg.Stream,
-		Description: "Steward events; one subject per task, one per tool and one per service",
-		Subjects:    []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>", cfg.ServicePrefix + ".>"},
+		Description: "Steward events; one chain per task, tool, service, objective and schedule",
+		Subjects: []string{cfg.SubjectPrefix + ".>", cfg.ToolPrefix + ".>", cfg.ServicePrefix + ".>",
+			cfg.ObjectivePrefix + ".>", cfg.SchedulePrefix + ".>"},
 		Storage:     cfg.Storage,
 		Replicas:    cfg.Replicas,
 		Retention:   jetstream.LimitsPolicy,
@@ -233,11 +248,13 @@ func ValidTaskID(id string) bool {
 
 // Each event is stored on a subject of its own type under its chain's:
 // steward.task.<task_id>.<type> (and steward.tool.<name>.<type>,
-// steward.service.<key>.<type>), so that a consumer can take only the
+// steward.service.<key>.<type>, steward.objective.<id>.<type>,
+// steward.schedule.<id>.<type>), so that a consumer can take only the
 // types it reacts to, and NATS can tell who may publish what. A chain —
-// a task's events, a tool's, a service's — is the wildcard over its
-// types, and appends to it are conditional on its last sequence across
-// all of them.
+// a task's events, a tool's, a service's, an objective's, a schedule's —
+// is the wildcard over its types, and appends to it are conditional on
+// its last sequence across all of them. An objective's or a schedule's
+// events carry its id where a task's carry the task's (Event.task_id).
 
 // Subject returns the wildcard over the subjects that hold taskID's
 // events, one per type.
@@ -248,8 +265,17 @@ func (l *Log) TaskSubject(taskID, typ string) string {
 	return l.cfg.SubjectPrefix + "." + taskID + "." + typ
 }
 
-// TypeFilter returns the wildcard over every task's events of type typ.
-func (l *Log) TypeFilter(typ string) string { return l.cfg.SubjectPrefix + ".*." + typ }
+// TypeFilter returns the wildcard over every chain's events of type typ:
+// every task's, or every objective's or schedule's for their types.
+func (l *Log) TypeFilter(typ string) string { return chainPrefix(l.cfg, typ) + ".*." + typ }
+
+// ObjectiveSubject returns the wildcard over the subjects that hold an
+// objective's events, one per type.
+func (l *Log) ObjectiveSubject(id string) string { return l.cfg.ObjectivePrefix + "." + id + ".>" }
+
+// ScheduleSubject returns the wildcard over the subjects that hold a
+// schedule's events, one per type.
+func (l *Log) ScheduleSubject(id string) string { return l.cfg.SchedulePrefix + "." + id + ".>" }
 
 // ToolSubject returns the wildcard over the subjects that hold the
 // registrations of a tool: the global ones and every tenant's of that
@@ -279,7 +305,7 @@ func tenantDot(tenant string) string {
 // so a task's events are handled in the order they were appended. A
 // tenant's service chain spans its tenant token and its key.
 func (l *Log) chainOf(subject string) string {
-	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix} {
+	for _, prefix := range []string{l.cfg.SubjectPrefix, l.cfg.ToolPrefix, l.cfg.ServicePrefix, l.cfg.ObjectivePrefix, l.cfg.SchedulePrefix} {
 		rest, ok := strings.CutPrefix(subject, prefix+".")
 		if !ok {
 			continue
@@ -349,8 +375,9 @@ func AppendSubjects(typ string) []string {
 
 // ChainPrefix returns the subject prefix, in the default configuration,
 // of the chains that hold events of type typ: a tool's for a tool
-// registration, a service's for a breaker change, a task's for every other
-// type.
+// registration, a service's for a breaker change, an objective's or a
+// schedule's for their types ("objective.…", "schedule.…"), a task's for
+// every other type.
 func ChainPrefix(typ string) string { return chainPrefix(Config{}.withDefaults(), typ) }
 
 func chainPrefix(c Config, typ string) string {
@@ -359,6 +386,12 @@ func chainPrefix(c Config, typ string) string {
 		return c.ServicePrefix
 	case event.TypeToolRegistered:
 		return c.ToolPrefix
+	}
+	switch kind, _, _ := strings.Cut(typ, "."); kind {
+	case "objective":
+		return c.ObjectivePrefix
+	case "schedule":
+		return c.SchedulePrefix
 	}
 	return c.SubjectPrefix
 }

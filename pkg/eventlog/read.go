@@ -80,6 +80,31 @@ func (l *Log) ReadToolRaw(ctx context.Context, name string) ([]Raw, error) {
 	return l.readRaw(ctx, l.ToolSubject(name))
 }
 
+// ReadObjective returns every event of objective id in order, each checked
+// against the objective's hash chain.
+func (l *Log) ReadObjective(ctx context.Context, id string) ([]*stewardv1.EventRecord, error) {
+	return l.readRecord(ctx, "objective_id", id, l.ObjectiveSubject)
+}
+
+// ReadSchedule returns every event of schedule id in order, each checked
+// against the schedule's hash chain.
+func (l *Log) ReadSchedule(ctx context.Context, id string) ([]*stewardv1.EventRecord, error) {
+	return l.readRecord(ctx, "schedule_id", id, l.ScheduleSubject)
+}
+
+// readRecord reads the chain of an objective or a schedule, whose events
+// carry its id as a task's carry the task's.
+func (l *Log) readRecord(ctx context.Context, field, id string, subject func(string) string) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(id) {
+		return nil, errs.Field(field, "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
+	}
+	raws, err := l.readRaw(ctx, subject(id))
+	if err != nil {
+		return nil, err
+	}
+	return l.verify(subject(id), id, raws)
+}
+
 // readChain reads a subject that holds no task (a tool's, a service's),
 // checked against its hash chain.
 func (l *Log) readChain(ctx context.Context, subject string) ([]*stewardv1.EventRecord, error) {
