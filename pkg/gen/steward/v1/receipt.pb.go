@@ -139,6 +139,9 @@ const (
 	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_REPORTED_USAGE ReceiptCostRowKind = 6
 	// Budget reserved for sub-tasks and forks, net of what they gave back.
 	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_RESERVED ReceiptCostRowKind = 7
+	// Spending the rows above do not account for. The receipt shows the
+	// difference rather than totals that do not add up; none is expected.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_UNATTRIBUTED ReceiptCostRowKind = 8
 )
 
 // Enum value maps for ReceiptCostRowKind.
@@ -152,6 +155,7 @@ var (
 		5: "RECEIPT_COST_ROW_KIND_DECISION",
 		6: "RECEIPT_COST_ROW_KIND_REPORTED_USAGE",
 		7: "RECEIPT_COST_ROW_KIND_RESERVED",
+		8: "RECEIPT_COST_ROW_KIND_UNATTRIBUTED",
 	}
 	ReceiptCostRowKind_value = map[string]int32{
 		"RECEIPT_COST_ROW_KIND_UNSPECIFIED":    0,
@@ -162,6 +166,7 @@ var (
 		"RECEIPT_COST_ROW_KIND_DECISION":       5,
 		"RECEIPT_COST_ROW_KIND_REPORTED_USAGE": 6,
 		"RECEIPT_COST_ROW_KIND_RESERVED":       7,
+		"RECEIPT_COST_ROW_KIND_UNATTRIBUTED":   8,
 	}
 )
 
@@ -2220,7 +2225,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x12*\n" +
 	"&RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED\x10\v\x12%\n" +
 	"!RECEIPT_WARNING_KIND_BUDGET_ALERT\x10\f\x12'\n" +
-	"#RECEIPT_WARNING_KIND_REVIEW_WAITING\x10\r*\xc1\x02\n" +
+	"#RECEIPT_WARNING_KIND_REVIEW_WAITING\x10\r*\xe9\x02\n" +
 	"\x12ReceiptCostRowKind\x12%\n" +
 	"!RECEIPT_COST_ROW_KIND_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fRECEIPT_COST_ROW_KIND_MILESTONE\x10\x01\x12&\n" +
@@ -2229,7 +2234,8 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\x1cRECEIPT_COST_ROW_KIND_ACTION\x10\x04\x12\"\n" +
 	"\x1eRECEIPT_COST_ROW_KIND_DECISION\x10\x05\x12(\n" +
 	"$RECEIPT_COST_ROW_KIND_REPORTED_USAGE\x10\x06\x12\"\n" +
-	"\x1eRECEIPT_COST_ROW_KIND_RESERVED\x10\aB\xa4\x01\n" +
+	"\x1eRECEIPT_COST_ROW_KIND_RESERVED\x10\a\x12&\n" +
+	"\"RECEIPT_COST_ROW_KIND_UNATTRIBUTED\x10\bB\xa4\x01\n" +
 	"\x0ecom.steward.v1B\fReceiptProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"

@@ -1265,6 +1265,14 @@ export enum ReceiptCostRowKind {
    * @generated from enum value: RECEIPT_COST_ROW_KIND_RESERVED = 7;
    */
   RESERVED = 7,
+
+  /**
+   * Spending the rows above do not account for. The receipt shows the
+   * difference rather than totals that do not add up; none is expected.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_UNATTRIBUTED = 8;
+   */
+  UNATTRIBUTED = 8,
 }
 
 /**
