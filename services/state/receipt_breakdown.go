@@ -9,7 +9,6 @@ import (
 
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
-	"github.com/steward-run/steward/pkg/task"
 )
 
 // costRow is one row of the breakdown as it is tallied.
@@ -41,6 +40,7 @@ type costTally struct {
 	steps      map[rowKey]costRow
 	stepOrder  []rowKey
 	stepOf     map[string]string // plan step id → its milestone, from the plan in force
+	actions    map[string]*stewardv1.Action
 }
 
 // breakdown tallies t's history, recs, per milestone and per step: the
@@ -52,7 +52,11 @@ type costTally struct {
 // the task, so the milestone rows add up to the task's totals; so do the
 // step rows.
 func breakdown(t *stewardv1.Task, recs []*stewardv1.EventRecord) *stewardv1.ReceiptBreakdown {
-	x := &costTally{t: t, milestones: map[string]costRow{}, steps: map[rowKey]costRow{}, stepOf: map[string]string{}}
+	x := &costTally{t: t, milestones: map[string]costRow{}, steps: map[rowKey]costRow{}, stepOf: map[string]string{},
+		actions: make(map[string]*stewardv1.Action, len(t.Actions))}
+	for _, a := range t.Actions {
+		x.actions[a.ActionId] = a
+	}
 	for _, st := range t.Plan.GetPlan().GetSteps() {
 		x.stepOf[st.Id] = st.MilestoneId
 	}
@@ -103,7 +107,7 @@ func (x *costTally) step(k rowKey) costRow {
 // ofAction is the step row and the milestone row action id belongs to:
 // its plan step's, or its own when no plan step ran it.
 func (x *costTally) ofAction(id string) (step, milestone costRow) {
-	a := task.FindAction(x.t, id)
+	a := x.actions[id]
 	m := a.GetMilestoneId()
 	k := rowKey{stewardv1.ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_ACTION, id, m}
 	if s := a.GetPlanStepId(); s != "" {
@@ -130,7 +134,7 @@ func (x *costTally) planStep(id string) rowKey {
 
 // action marks the time of an event about action id.
 func (x *costTally) action(id string, ts *timestamppb.Timestamp) {
-	if a := task.FindAction(x.t, id); a == nil || a.Carried {
+	if a := x.actions[id]; a == nil || a.Carried {
 		return
 	}
 	s, m := x.ofAction(id)

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -151,6 +152,32 @@ func TestBreakdownAddsUpToTheTotals(t *testing.T) {
 		"**Stage that failed most:** `write`, 2 failures", "| usage reported outside actions | `write` |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the Markdown lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// BenchmarkBuildReceiptLongTask builds the receipt of a task with 300
+// actions across three milestones, each retried once, and 300 reported
+// decisions: about 2,400 events.
+func BenchmarkBuildReceiptLongTask(b *testing.B) {
+	k := contract(1)
+	k.Budget = &stewardv1.Budget{Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "m0"}, {MilestoneId: "m1"}, {MilestoneId: "m2"}}}
+	h := []event.Payload{&stewardv1.TaskCreated{Contract: k}, &stewardv1.TaskStarted{}}
+	for i := range 300 {
+		id, m := fmt.Sprintf("act-%d", i), fmt.Sprintf("m%d", i%3)
+		h = append(h, inMilestone(m, act(id, "search", "web", "rev-A"))...)
+		h = append(h,
+			&stewardv1.ActionWaiting{ActionId: id, Kind: stewardv1.WaitKind_WAIT_KIND_RETRY, NextAttempt: 2, Reason: "503"},
+			&stewardv1.ActionDispatched{ActionId: id, Attempt: 2, Worker: "w1"},
+			&stewardv1.ActionOutcomeRecorded{ActionId: id, Outcome: &stewardv1.Outcome{Status: stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED, ResultRef: "r", ResultHash: "h", Attempt: 2, Tokens: 10, CostMicros: 5}},
+			reportedDecision(fmt.Sprintf("d-%d", i), m, 9, 1),
+		)
+	}
+	recs := stewardtest.History(b, "long", h...)
+	b.ResetTimer()
+	for range b.N {
+		if _, err := state.BuildReceipt(recs); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
