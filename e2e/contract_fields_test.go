@@ -41,6 +41,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.MarkProducedRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

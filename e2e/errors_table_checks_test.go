@@ -456,6 +456,17 @@ func errorsTableChecks() map[string]tableCheck {
 			_, err := e.reviewer.tasks.ReturnTask(ctx, connect.NewRequest(&stewardv1.ReturnTaskRequest{TaskId: e.produced(t)}))
 			return []error{onField(t, err, "reasons")}
 		},
+		"`MarkProduced` with an execution report naming an action, artifact, decision or plan step the task does not have, or a step or deviation without its words; one past a size limit ([receipts.md](receipts.md#the-agents-account))": func(t *testing.T, e *harness) []error {
+			id := e.create(t, "table-report", contract())
+			produce := func(r *stewardv1.ExecutionReport) error {
+				_, err := e.agent.tasks.MarkProduced(ctx, connect.NewRequest(&stewardv1.MarkProducedRequest{TaskId: id, Report: r}))
+				return err
+			}
+			return []error{
+				onField(t, produce(&stewardv1.ExecutionReport{Steps: []*stewardv1.ReportStep{{Description: "paid", ActionIds: []string{"act-nope"}}}}), "report.steps[0].action_ids[0]"),
+				onField(t, produce(&stewardv1.ExecutionReport{Summary: strings.Repeat("s", 4097)}), "report.summary"),
+			}
+		},
 		"`DelegateTask` that widens a tool, scope, budget cap or deadline, or lowers the risk tier; a cap missing where the parent's budget limits, or more than the parent has left; that sets `delegationChain` or `parentTaskId` itself": func(t *testing.T, e *harness) []error {
 			k := governed()
 			k.RiskTier = stewardv1.RiskTier_RISK_TIER_MEDIUM

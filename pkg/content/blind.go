@@ -65,6 +65,25 @@ func (b Blind) Task(t *stewardv1.Task) {
 	for _, c := range t.ContextItems {
 		b.Context(taskID, c)
 	}
+	for _, r := range t.Acceptance {
+		b.Report(r.Report)
+	}
+}
+
+// Report blanks what an execution report says in the agent's words — its
+// summary, steps, deviations and what it left open — as Decision does a
+// rationale. Its references stay: they name the record, not content.
+func (b Blind) Report(r *stewardv1.ExecutionReport) {
+	if r == nil {
+		return
+	}
+	r.Summary, r.LeftOpen = "", nil
+	for _, st := range r.Steps {
+		st.Description = ""
+	}
+	for _, d := range r.Deviations {
+		d.What, d.Why = "", ""
+	}
 }
 
 // Decision blanks what a decision says in the agent's words — its

@@ -28,8 +28,35 @@ func compensated() *stewardv1.Task {
 				Permit: &stewardv1.ActionPermit{ActionHash: "cccc3333", RequestHash: "bbbb2222"}, SignedPermit: &stewardv1.SignedPermit{Permit: []byte("cccc3333")},
 				Snapshot: &stewardv1.PolicySnapshot{InputHash: "eeee5555"}, SnapshotSigned: &stewardv1.SignedEvent{Payload: []byte("eeee5555")}},
 		},
-		Plan:      &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
-		Artifacts: []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
+		Plan:       &stewardv1.PlanState{Steps: []*stewardv1.PlanStepState{{StepId: "ask", Result: structpb.NewStringValue("R3SULT")}}},
+		Artifacts:  []*stewardv1.Artifact{{Name: "r", Uri: content.StoredPrefix + "dddd4444", Sha256: "dddd4444"}},
+		Acceptance: []*stewardv1.AcceptanceRound{{Round: 1, Report: said()}},
+	}
+}
+
+// said is an execution report whose every word quotes a result.
+func said() *stewardv1.ExecutionReport {
+	return &stewardv1.ExecutionReport{Summary: "R3SULT", LeftOpen: []string{"R3SULT"},
+		Steps:      []*stewardv1.ReportStep{{Description: "R3SULT", ActionIds: []string{"a1"}, Artifacts: []string{"r@1"}}},
+		Deviations: []*stewardv1.ReportDeviation{{PlanStepId: "ask", What: "R3SULT", Why: "R3SULT"}}}
+}
+
+// TestBlindReport: an execution report's words are blank to a caller who
+// may not read the task's content, wherever it is shown — a receipt, its
+// rounds, a TaskProduced event — and its references stay.
+func TestBlindReport(t *testing.T) {
+	r := &stewardv1.Receipt{TaskId: "t1", AgentReport: said(), AcceptanceRounds: []*stewardv1.AcceptanceRound{{Report: said()}}}
+	b := content.Blind{Digest: keyed}
+	b.Receipt(r)
+	ev := b.Event(&stewardv1.Event{TaskId: "t1", Payload: &stewardv1.Event_TaskProduced{TaskProduced: &stewardv1.TaskProduced{Report: said()}}})
+	for _, rep := range []*stewardv1.ExecutionReport{r.AgentReport, r.AcceptanceRounds[0].Report, ev.GetTaskProduced().Report} {
+		js, err := protojson.Marshal(rep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(js), "R3SULT") || rep.Steps[0].ActionIds[0] != "a1" || rep.Steps[0].Artifacts[0] != "r@1" || rep.Deviations[0].PlanStepId != "ask" {
+			t.Errorf("blinded report: %s", js)
+		}
 	}
 }
 

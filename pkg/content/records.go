@@ -46,19 +46,24 @@ func (b Blind) Receipt(r *stewardv1.Receipt) {
 		// An answer may be a checkpoint step's result.
 		q.Answer = ""
 	}
+	for _, round := range r.AcceptanceRounds {
+		b.Report(round.Report)
+	}
+	b.Report(r.AgentReport)
 }
 
 // Event returns ev, or a copy of it without the content a timeline would
 // tell of: a result's reference and hash, an artifact's sha256, an
 // approved action's hash and an amendment's parameters (unless the caller
 // holds a role the approval asked for — a decided event does not say
-// which, so they are hidden from every non-reader) and a person's answer (which may be a checkpoint's
-// result). The digests are hidden rather than keyed: a sentence shows a
+// which, so they are hidden from every non-reader), a person's answer (which may be a checkpoint's
+// result) and the agent's words in an execution report (Report). The digests are hidden rather than keyed: a sentence shows a
 // prefix of a hash, and a prefix of a keyed digest says nothing. ev
 // itself is never changed: it is the log's record.
 func (b Blind) Event(ev *stewardv1.Event) *stewardv1.Event {
 	switch ev.Payload.(type) {
-	case *stewardv1.Event_ActionOutcomeRecorded, *stewardv1.Event_ArtifactSubmitted, *stewardv1.Event_ApprovalDecided, *stewardv1.Event_InputProvided:
+	case *stewardv1.Event_ActionOutcomeRecorded, *stewardv1.Event_ArtifactSubmitted, *stewardv1.Event_ApprovalDecided, *stewardv1.Event_InputProvided,
+		*stewardv1.Event_TaskProduced:
 	default:
 		return ev
 	}
@@ -77,6 +82,8 @@ func (b Blind) Event(ev *stewardv1.Event) *stewardv1.Event {
 		p.ApprovalDecided.ActionHash, p.ApprovalDecided.AmendedParamsJson = "", ""
 	case *stewardv1.Event_InputProvided:
 		p.InputProvided.Answer = ""
+	case *stewardv1.Event_TaskProduced:
+		b.Report(p.TaskProduced.Report)
 	}
 	return ev
 }

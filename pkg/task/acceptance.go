@@ -41,7 +41,7 @@ func acceptanceStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok b
 		return func() {
 			r := &stewardv1.AcceptanceRound{
 				Round: pr.Round, ProducedAt: ev.Time, ProducedBy: ev.Actor.GetPrincipal(),
-				Checks: pr.Checks, Artifacts: pr.Artifacts,
+				Checks: pr.Checks, Artifacts: pr.Artifacts, Report: pr.Report,
 			}
 			failed := failedChecks(pr)
 			switch ProducedStatus(pr) {
@@ -163,7 +163,7 @@ func checkProduced(t *stewardv1.Task, pr *stewardv1.TaskProduced) error {
 			return errs.New(errs.FailedPrecondition, "task %s has no artifact %s", t.Contract.GetTaskId(), ref)
 		}
 	}
-	return nil
+	return CheckReport(t, pr.Report)
 }
 
 // checkReview checks that the event's actor may decide on t's current

@@ -87,7 +87,7 @@ func (h planHost) GivenBack(ctx context.Context, parentID, childID string, histo
 }
 
 func (h planHost) Produce(ctx context.Context, taskID, id string) error {
-	_, _, err := h.p.acceptance.produce(ctx, stewardPrincipal, taskID, id, "")
+	_, _, err := h.p.acceptance.produce(ctx, stewardPrincipal, taskID, id, "", nil)
 	return err
 }
 

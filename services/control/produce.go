@@ -41,20 +41,24 @@ func (ac *acceptance) MarkProduced(ctx context.Context, principal string, req *s
 	if err := checkCommand(req.TaskId, req.RequestId, ""); err != nil {
 		return nil, nil, err
 	}
+	if err := checkReportShape(req.Report); err != nil {
+		return nil, nil, err
+	}
 	u, err := ac.claimRequestID(ctx, principal, requestid.MarkProduced, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer u.settle(ctx, &err)
-	return ac.produce(ctx, principal, req.TaskId, u.id, req.RequestId)
+	return ac.produce(ctx, principal, req.TaskId, u.id, req.RequestId, req.Report)
 }
 
 // produce records, under event id (empty for a random one), that taskID
 // has produced its result, with its criteria evaluated: MarkProduced's
 // work after its request id is claimed, and a finished plan's ending
 // (plandriver), whose id derives from the plan version. A repeat of
-// an id already recorded returns the round it recorded.
-func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, requestID string) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
+// an id already recorded returns the round it recorded. report, if not
+// nil, is the agent's account, recorded with the round.
+func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, requestID string, report *stewardv1.ExecutionReport) (*stewardv1.Task, *stewardv1.AcceptanceRound, error) {
 	for range maxProduceTries {
 		t, history, err := ac.tasks.Load(ctx, taskID)
 		if err != nil {
@@ -71,7 +75,7 @@ func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, reques
 		// Dry-run without checks first: a task that may not produce now
 		// (an action under way, a round open) is refused before any
 		// content is read.
-		dry, err := ac.producedEvent(t, principal, id, requestID, unevaluated(t.Contract.GetAcceptanceCriteria()), ac.now())
+		dry, err := ac.producedEvent(t, principal, id, requestID, unevaluated(t.Contract.GetAcceptanceCriteria()), report, ac.now())
 		if err != nil {
 			return nil, nil, err
 		}
@@ -96,7 +100,7 @@ func (ac *acceptance) produce(ctx context.Context, principal, taskID, id, reques
 				return nil, errStale
 			}
 			round = uint32(len(cur.Acceptance)) + 1
-			return ac.producedEvent(cur, principal, id, requestID, checks, now)
+			return ac.producedEvent(cur, principal, id, requestID, checks, report, now)
 		})
 		if errors.Is(err, errStale) {
 			continue
@@ -124,7 +128,7 @@ func unevaluated(cs []*stewardv1.AcceptanceCriterion) []*stewardv1.CriterionResu
 }
 
 // producedEvent is the TaskProduced that records checks on t.
-func (ac *acceptance) producedEvent(t *stewardv1.Task, principal, id, requestID string, checks []*stewardv1.CriterionResult, now time.Time) (*stewardv1.Event, error) {
+func (ac *acceptance) producedEvent(t *stewardv1.Task, principal, id, requestID string, checks []*stewardv1.CriterionResult, report *stewardv1.ExecutionReport, now time.Time) (*stewardv1.Event, error) {
 	latest := task.LatestArtifacts(t)
 	refs := make([]string, len(latest))
 	for i, a := range latest {
@@ -137,6 +141,7 @@ func (ac *acceptance) producedEvent(t *stewardv1.Task, principal, id, requestID 
 			Checks:         checks,
 			Artifacts:      refs,
 			ReviewRequired: task.ReviewRequired(t.Contract),
+			Report:         report,
 		})
 }
 

@@ -125,6 +125,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	}
 	r.Questions = receiptQuestions(recs)
 	receiptDecisions(r, t)
+	reportSections(r, t, recs)
 	return r, nil
 }
 

@@ -21,6 +21,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	var b strings.Builder
 	w := md{&b}
 	summaryMarkdown(w, r)
+	warningsMarkdown(w, r.Warnings)
 	contextMarkdown(w, r)
 	callsMarkdown(w, r.Calls)
 	approvalsMarkdown(w, r)
@@ -29,7 +30,9 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	questionsMarkdown(w, r.Questions)
 	policyMarkdown(w, r)
 	spendMarkdown(w, r)
+	breakdownMarkdown(w, r.Breakdown)
 	acceptanceMarkdown(w, r.AcceptanceRounds)
+	agentReportMarkdown(w, r)
 	findingsMarkdown(w, r.Findings)
 	credentialMarkdown(w, r.Credential)
 	timingsMarkdown(w, r)
@@ -40,7 +43,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 func summaryMarkdown(w md, r *stewardv1.Receipt) {
 	w.line("# Receipt: task %s — %s", code(r.TaskId, false), orNone(text(r.Intent)))
 	w.line("")
-	w.line("Every line below is an event recorded on the task's log. Nothing here repeats an agent's own report of its work as fact.")
+	w.line("Every line below is an event recorded on the task's log, except the section headed \"The agent's account\", which is the agent's own words, shown as such. Nothing here repeats an agent's own report of its work as fact.")
 	w.line("")
 	w.line("- **Status:** %s", statusLine(r))
 	if r.Partial {
@@ -88,10 +91,7 @@ func approvalsMarkdown(w md, r *stewardv1.Receipt) {
 		w.line("No approvals were requested.")
 		return
 	}
-	status := map[string]stewardv1.ActionStatus{}
-	for _, c := range r.Calls {
-		status[c.ActionId] = c.Status
-	}
+	status := callStatus(r)
 	var rows [][]string
 	for _, a := range r.Approvals {
 		of := code(a.ActionId, true)
@@ -103,6 +103,15 @@ func approvalsMarkdown(w md, r *stewardv1.Receipt) {
 			orDash(text(a.DecidedBy)), orDash(text(a.Comment)), orDash(when(a.RequestedAt)), orDash(when(a.DecidedAt))})
 	}
 	w.table("Approval | Action | Required roles | Decision | By | Comment | Requested | Decided", rows)
+}
+
+// callStatus is the status of each of r's calls, by action id.
+func callStatus(r *stewardv1.Receipt) map[string]stewardv1.ActionStatus {
+	status := map[string]stewardv1.ActionStatus{}
+	for _, c := range r.Calls {
+		status[c.ActionId] = c.Status
+	}
+	return status
 }
 
 // escalation says, for the roles' cell, who an approval was escalated to.

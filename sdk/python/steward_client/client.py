@@ -328,10 +328,15 @@ class Client:
                 body[key] = value
         return self.call("TaskService", "SubmitArtifact", body)
 
-    def mark_produced(self, task_id, *, request_id=None):
-        """mark_produced says the task has produced its result. Returns the
+    def mark_produced(self, task_id, *, report=None, request_id=None):
+        """mark_produced says the task has produced its result, with the
+        agent's execution report if given (an ExecutionReport as a dict:
+        summary, steps, deviations, leftOpen; docs/receipts.md). Returns the
         MarkProducedResponse: {"task", "round"}."""
-        return self.call("TaskService", "MarkProduced", {"taskId": task_id, "requestId": request_id or new_id()})
+        req = {"taskId": task_id, "requestId": request_id or new_id()}
+        if report is not None:
+            req["report"] = report
+        return self.call("TaskService", "MarkProduced", req)
 
     def get_receipt(self, task_id):
         """get_receipt returns the task's receipt: {"receipt", "markdown"}."""

@@ -129,10 +129,14 @@ class AgentPathTest(unittest.TestCase):
         self.assertEqual([i["contextId"] for i in listed["contextItems"]], [item["contextId"]])
         art = c.submit_artifact(task_id, "summary.md", "# Incidents\n", media_type="text/markdown")
         self.assertEqual(art["artifact"]["name"], "summary.md")
-        produced = c.mark_produced(task_id)
-        self.assertIn("task", produced)
+        produced = c.mark_produced(task_id, report={
+            "summary": "summarised the incidents",
+            "steps": [{"description": "searched", "actionIds": [done["action"]["actionId"]], "artifacts": ["summary.md"]}],
+        })
+        self.assertEqual(produced["round"]["report"]["summary"], "summarised the incidents")
         receipt = c.get_receipt(task_id)
         self.assertIn(task_id, receipt["markdown"])
+        self.assertIn("The agent's account", receipt["markdown"])
 
     def test_generic_call(self):
         task_id = running_task(self.c)

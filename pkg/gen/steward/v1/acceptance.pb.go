@@ -276,11 +276,14 @@ type AcceptanceRound struct {
 	ProducedBy string                 `protobuf:"bytes,3,opt,name=produced_by,json=producedBy,proto3" json:"produced_by,omitempty"`
 	Checks     []*CriterionResult     `protobuf:"bytes,4,rep,name=checks,proto3" json:"checks,omitempty"`
 	// The artifacts the round covered, as "name@version".
-	Artifacts     []string               `protobuf:"bytes,5,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
-	Decision      AcceptanceDecision     `protobuf:"varint,6,opt,name=decision,proto3,enum=steward.v1.AcceptanceDecision" json:"decision,omitempty"`
-	DecidedBy     string                 `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
-	Reasons       []string               `protobuf:"bytes,8,rep,name=reasons,proto3" json:"reasons,omitempty"`
-	DecidedAt     *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	Artifacts []string               `protobuf:"bytes,5,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
+	Decision  AcceptanceDecision     `protobuf:"varint,6,opt,name=decision,proto3,enum=steward.v1.AcceptanceDecision" json:"decision,omitempty"`
+	DecidedBy string                 `protobuf:"bytes,7,opt,name=decided_by,json=decidedBy,proto3" json:"decided_by,omitempty"`
+	Reasons   []string               `protobuf:"bytes,8,rep,name=reasons,proto3" json:"reasons,omitempty"`
+	DecidedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=decided_at,json=decidedAt,proto3" json:"decided_at,omitempty"`
+	// The agent's account of its work handed in with the round, if any:
+	// its word, not a fact.
+	Report        *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -378,12 +381,19 @@ func (x *AcceptanceRound) GetDecidedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *AcceptanceRound) GetReport() *ExecutionReport {
+	if x != nil {
+		return x.Report
+	}
+	return nil
+}
+
 var File_steward_v1_acceptance_proto protoreflect.FileDescriptor
 
 const file_steward_v1_acceptance_proto_rawDesc = "" +
 	"\n" +
 	"\x1bsteward/v1/acceptance.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x9f\x02\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!steward/v1/execution_report.proto\"\x9f\x02\n" +
 	"\bArtifact\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
 	"\n" +
@@ -402,7 +412,7 @@ const file_steward_v1_acceptance_proto_rawDesc = "" +
 	"expression\x18\x02 \x01(\tR\n" +
 	"expression\x12\x16\n" +
 	"\x06passed\x18\x03 \x01(\bR\x06passed\x12\x16\n" +
-	"\x06detail\x18\x04 \x01(\tR\x06detail\"\x88\x03\n" +
+	"\x06detail\x18\x04 \x01(\tR\x06detail\"\xbd\x03\n" +
 	"\x0fAcceptanceRound\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12;\n" +
 	"\vproduced_at\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
@@ -416,7 +426,8 @@ const file_steward_v1_acceptance_proto_rawDesc = "" +
 	"decided_by\x18\a \x01(\tR\tdecidedBy\x12\x18\n" +
 	"\areasons\x18\b \x03(\tR\areasons\x129\n" +
 	"\n" +
-	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt*\xc5\x01\n" +
+	"decided_at\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\tdecidedAt\x123\n" +
+	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report*\xc5\x01\n" +
 	"\x12AcceptanceDecision\x12#\n" +
 	"\x1fACCEPTANCE_DECISION_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bACCEPTANCE_DECISION_PENDING\x10\x01\x12 \n" +
@@ -447,6 +458,7 @@ var file_steward_v1_acceptance_proto_goTypes = []any{
 	(*CriterionResult)(nil),       // 2: steward.v1.CriterionResult
 	(*AcceptanceRound)(nil),       // 3: steward.v1.AcceptanceRound
 	(*timestamppb.Timestamp)(nil), // 4: google.protobuf.Timestamp
+	(*ExecutionReport)(nil),       // 5: steward.v1.ExecutionReport
 }
 var file_steward_v1_acceptance_proto_depIdxs = []int32{
 	4, // 0: steward.v1.Artifact.submitted_at:type_name -> google.protobuf.Timestamp
@@ -454,11 +466,12 @@ var file_steward_v1_acceptance_proto_depIdxs = []int32{
 	2, // 2: steward.v1.AcceptanceRound.checks:type_name -> steward.v1.CriterionResult
 	0, // 3: steward.v1.AcceptanceRound.decision:type_name -> steward.v1.AcceptanceDecision
 	4, // 4: steward.v1.AcceptanceRound.decided_at:type_name -> google.protobuf.Timestamp
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	5, // 5: steward.v1.AcceptanceRound.report:type_name -> steward.v1.ExecutionReport
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_acceptance_proto_init() }
@@ -466,6 +479,7 @@ func file_steward_v1_acceptance_proto_init() {
 	if File_steward_v1_acceptance_proto != nil {
 		return
 	}
+	file_steward_v1_execution_report_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -3957,8 +3957,11 @@ type TaskProduced struct {
 	Artifacts []string `protobuf:"bytes,3,rep,name=artifacts,proto3" json:"artifacts,omitempty"`
 	// Whether a person must accept or return it.
 	ReviewRequired bool `protobuf:"varint,4,opt,name=review_required,json=reviewRequired,proto3" json:"review_required,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The agent's account of its work, if it gave one (MarkProduced).
+	// Events recorded before reports existed have none.
+	Report        *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskProduced) Reset() {
@@ -4017,6 +4020,13 @@ func (x *TaskProduced) GetReviewRequired() bool {
 		return x.ReviewRequired
 	}
 	return false
+}
+
+func (x *TaskProduced) GetReport() *ExecutionReport {
+	if x != nil {
+		return x.Report
+	}
+	return nil
 }
 
 // TaskAccepted records the acceptance owner accepting a produced result
@@ -4575,7 +4585,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4852,12 +4862,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\rcredential_id\x18\x01 \x01(\tR\fcredentialId\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\"E\n" +
 	"\x11ArtifactSubmitted\x120\n" +
-	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xa0\x01\n" +
+	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\"\xd5\x01\n" +
 	"\fTaskProduced\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x123\n" +
 	"\x06checks\x18\x02 \x03(\v2\x1b.steward.v1.CriterionResultR\x06checks\x12\x1c\n" +
 	"\tartifacts\x18\x03 \x03(\tR\tartifacts\x12'\n" +
-	"\x0freview_required\x18\x04 \x01(\bR\x0ereviewRequired\"<\n" +
+	"\x0freview_required\x18\x04 \x01(\bR\x0ereviewRequired\x123\n" +
+	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\"<\n" +
 	"\fTaskAccepted\x12\x14\n" +
 	"\x05round\x18\x01 \x01(\rR\x05round\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\">\n" +
@@ -5004,8 +5015,9 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
 	(*Artifact)(nil),               // 83: steward.v1.Artifact
 	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
-	(*Decision)(nil),               // 85: steward.v1.Decision
-	(*ContextItem)(nil),            // 86: steward.v1.ContextItem
+	(*ExecutionReport)(nil),        // 85: steward.v1.ExecutionReport
+	(*Decision)(nil),               // 86: steward.v1.Decision
+	(*ContextItem)(nil),            // 87: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -5105,17 +5117,18 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
 	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
 	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	85,  // 97: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	80,  // 98: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	80,  // 99: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	80,  // 100: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 101: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	86,  // 102: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	103, // [103:103] is the sub-list for method output_type
-	103, // [103:103] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	85,  // 97: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	86,  // 98: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	80,  // 99: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	80,  // 100: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	80,  // 101: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	80,  // 102: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	87,  // 103: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	104, // [104:104] is the sub-list for method output_type
+	104, // [104:104] is the sub-list for method input_type
+	104, // [104:104] is the sub-list for extension type_name
+	104, // [104:104] is the sub-list for extension extendee
+	0,   // [0:104] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5128,6 +5141,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()

@@ -23,6 +23,180 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ReceiptWarningKind is what a warning is about.
+type ReceiptWarningKind int32
+
+const (
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_UNSPECIFIED ReceiptWarningKind = 0
+	// An action's call went out and no answer came back; nothing settled it.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_UNKNOWN_OUTCOME ReceiptWarningKind = 1
+	// A criterion failed in the latest acceptance round.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_FAILED ReceiptWarningKind = 2
+	// The acceptance criteria were never evaluated, or there are none.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED ReceiptWarningKind = 3
+	// The result was accepted on its criteria alone: no person reviewed it.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_REVIEW_NOT_ASKED ReceiptWarningKind = 4
+	// A plan step did nothing: its condition was false.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_STEP_SKIPPED ReceiptWarningKind = 5
+	// Work went another way than asked: a plan step failed and the plan
+	// went on (on_failure continue), a person did an action's work, or the
+	// model or a version changed between decisions.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_FALLBACK ReceiptWarningKind = 6
+	// An auditor's finding.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_FINDING ReceiptWarningKind = 7
+	// An approval of an action or a plan version nobody has decided.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_APPROVAL_WAITING ReceiptWarningKind = 8
+	// A question nobody has answered.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_QUESTION_UNANSWERED ReceiptWarningKind = 9
+	// An action that has not ended (unknown outcomes and waiting approvals
+	// are their own kinds).
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_ACTION_NOT_ENDED ReceiptWarningKind = 10
+	// A plan step not yet done.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED ReceiptWarningKind = 11
+	// Spending reached 80 % or more of a budget limit.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_BUDGET_ALERT ReceiptWarningKind = 12
+	// A produced result waits for its acceptance owner.
+	ReceiptWarningKind_RECEIPT_WARNING_KIND_REVIEW_WAITING ReceiptWarningKind = 13
+)
+
+// Enum value maps for ReceiptWarningKind.
+var (
+	ReceiptWarningKind_name = map[int32]string{
+		0:  "RECEIPT_WARNING_KIND_UNSPECIFIED",
+		1:  "RECEIPT_WARNING_KIND_UNKNOWN_OUTCOME",
+		2:  "RECEIPT_WARNING_KIND_CHECK_FAILED",
+		3:  "RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED",
+		4:  "RECEIPT_WARNING_KIND_REVIEW_NOT_ASKED",
+		5:  "RECEIPT_WARNING_KIND_STEP_SKIPPED",
+		6:  "RECEIPT_WARNING_KIND_FALLBACK",
+		7:  "RECEIPT_WARNING_KIND_FINDING",
+		8:  "RECEIPT_WARNING_KIND_APPROVAL_WAITING",
+		9:  "RECEIPT_WARNING_KIND_QUESTION_UNANSWERED",
+		10: "RECEIPT_WARNING_KIND_ACTION_NOT_ENDED",
+		11: "RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED",
+		12: "RECEIPT_WARNING_KIND_BUDGET_ALERT",
+		13: "RECEIPT_WARNING_KIND_REVIEW_WAITING",
+	}
+	ReceiptWarningKind_value = map[string]int32{
+		"RECEIPT_WARNING_KIND_UNSPECIFIED":         0,
+		"RECEIPT_WARNING_KIND_UNKNOWN_OUTCOME":     1,
+		"RECEIPT_WARNING_KIND_CHECK_FAILED":        2,
+		"RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED": 3,
+		"RECEIPT_WARNING_KIND_REVIEW_NOT_ASKED":    4,
+		"RECEIPT_WARNING_KIND_STEP_SKIPPED":        5,
+		"RECEIPT_WARNING_KIND_FALLBACK":            6,
+		"RECEIPT_WARNING_KIND_FINDING":             7,
+		"RECEIPT_WARNING_KIND_APPROVAL_WAITING":    8,
+		"RECEIPT_WARNING_KIND_QUESTION_UNANSWERED": 9,
+		"RECEIPT_WARNING_KIND_ACTION_NOT_ENDED":    10,
+		"RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED":   11,
+		"RECEIPT_WARNING_KIND_BUDGET_ALERT":        12,
+		"RECEIPT_WARNING_KIND_REVIEW_WAITING":      13,
+	}
+)
+
+func (x ReceiptWarningKind) Enum() *ReceiptWarningKind {
+	p := new(ReceiptWarningKind)
+	*p = x
+	return p
+}
+
+func (x ReceiptWarningKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReceiptWarningKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_receipt_proto_enumTypes[0].Descriptor()
+}
+
+func (ReceiptWarningKind) Type() protoreflect.EnumType {
+	return &file_steward_v1_receipt_proto_enumTypes[0]
+}
+
+func (x ReceiptWarningKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReceiptWarningKind.Descriptor instead.
+func (ReceiptWarningKind) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{0}
+}
+
+// ReceiptCostRowKind is what a row of the breakdown stands for.
+type ReceiptCostRowKind int32
+
+const (
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_UNSPECIFIED ReceiptCostRowKind = 0
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_MILESTONE   ReceiptCostRowKind = 1
+	// Spending and events tagged with no milestone.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_NO_MILESTONE ReceiptCostRowKind = 2
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_PLAN_STEP    ReceiptCostRowKind = 3
+	// An action not run by a plan step.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_ACTION ReceiptCostRowKind = 4
+	// A model decision whose reported call charged the budget.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_DECISION ReceiptCostRowKind = 5
+	// Usage reported outside any action (ReportUsage).
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_REPORTED_USAGE ReceiptCostRowKind = 6
+	// Budget reserved for sub-tasks and forks, net of what they gave back.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_RESERVED ReceiptCostRowKind = 7
+	// Spending the rows above do not account for. The receipt shows the
+	// difference rather than totals that do not add up; none is expected.
+	ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_UNATTRIBUTED ReceiptCostRowKind = 8
+)
+
+// Enum value maps for ReceiptCostRowKind.
+var (
+	ReceiptCostRowKind_name = map[int32]string{
+		0: "RECEIPT_COST_ROW_KIND_UNSPECIFIED",
+		1: "RECEIPT_COST_ROW_KIND_MILESTONE",
+		2: "RECEIPT_COST_ROW_KIND_NO_MILESTONE",
+		3: "RECEIPT_COST_ROW_KIND_PLAN_STEP",
+		4: "RECEIPT_COST_ROW_KIND_ACTION",
+		5: "RECEIPT_COST_ROW_KIND_DECISION",
+		6: "RECEIPT_COST_ROW_KIND_REPORTED_USAGE",
+		7: "RECEIPT_COST_ROW_KIND_RESERVED",
+		8: "RECEIPT_COST_ROW_KIND_UNATTRIBUTED",
+	}
+	ReceiptCostRowKind_value = map[string]int32{
+		"RECEIPT_COST_ROW_KIND_UNSPECIFIED":    0,
+		"RECEIPT_COST_ROW_KIND_MILESTONE":      1,
+		"RECEIPT_COST_ROW_KIND_NO_MILESTONE":   2,
+		"RECEIPT_COST_ROW_KIND_PLAN_STEP":      3,
+		"RECEIPT_COST_ROW_KIND_ACTION":         4,
+		"RECEIPT_COST_ROW_KIND_DECISION":       5,
+		"RECEIPT_COST_ROW_KIND_REPORTED_USAGE": 6,
+		"RECEIPT_COST_ROW_KIND_RESERVED":       7,
+		"RECEIPT_COST_ROW_KIND_UNATTRIBUTED":   8,
+	}
+)
+
+func (x ReceiptCostRowKind) Enum() *ReceiptCostRowKind {
+	p := new(ReceiptCostRowKind)
+	*p = x
+	return p
+}
+
+func (x ReceiptCostRowKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ReceiptCostRowKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_receipt_proto_enumTypes[1].Descriptor()
+}
+
+func (ReceiptCostRowKind) Type() protoreflect.EnumType {
+	return &file_steward_v1_receipt_proto_enumTypes[1]
+}
+
+func (x ReceiptCostRowKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ReceiptCostRowKind.Descriptor instead.
+func (ReceiptCostRowKind) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
 // Receipt is the short record of what happened to a task, for people
 // (rendered as Markdown) and machines (this message as JSON). It is folded
 // from the log alone and names the last event it covers, so it can be
@@ -94,9 +268,21 @@ type Receipt struct {
 	VersionChanges []*VersionChange `protobuf:"bytes,33,rep,name=version_changes,json=versionChanges,proto3" json:"version_changes,omitempty"`
 	// Set on a fork's receipt: the task and point it was forked from. The
 	// calls it carried from there are on that task's receipt, not here.
-	ForkedFrom    *ForkOrigin `protobuf:"bytes,34,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForkedFrom *ForkOrigin `protobuf:"bytes,34,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// What is still unresolved (docs/receipts.md, "Warnings"): unknown
+	// outcomes, skipped or failed checks, fallbacks, findings, and anything
+	// left open, each with what it is about.
+	Warnings []*ReceiptWarning `protobuf:"bytes,90,rep,name=warnings,proto3" json:"warnings,omitempty"`
+	// Where the time, tokens, cost, retries, failures and people's
+	// interventions went, per milestone and per step.
+	Breakdown *ReceiptBreakdown `protobuf:"bytes,91,opt,name=breakdown,proto3" json:"breakdown,omitempty"`
+	// The agent's account of its work from the latest round that carried
+	// one (also on that acceptance round): its word, never a fact; unset
+	// when it gave none.
+	AgentReport      *ExecutionReport `protobuf:"bytes,92,opt,name=agent_report,json=agentReport,proto3" json:"agent_report,omitempty"`
+	AgentReportRound uint32           `protobuf:"varint,93,opt,name=agent_report_round,json=agentReportRound,proto3" json:"agent_report_round,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -360,6 +546,329 @@ func (x *Receipt) GetForkedFrom() *ForkOrigin {
 	return nil
 }
 
+func (x *Receipt) GetWarnings() []*ReceiptWarning {
+	if x != nil {
+		return x.Warnings
+	}
+	return nil
+}
+
+func (x *Receipt) GetBreakdown() *ReceiptBreakdown {
+	if x != nil {
+		return x.Breakdown
+	}
+	return nil
+}
+
+func (x *Receipt) GetAgentReport() *ExecutionReport {
+	if x != nil {
+		return x.AgentReport
+	}
+	return nil
+}
+
+func (x *Receipt) GetAgentReportRound() uint32 {
+	if x != nil {
+		return x.AgentReportRound
+	}
+	return 0
+}
+
+// ReceiptWarning is one thing still unresolved.
+type ReceiptWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  ReceiptWarningKind     `protobuf:"varint,1,opt,name=kind,proto3,enum=steward.v1.ReceiptWarningKind" json:"kind,omitempty"`
+	// What it is about, by id: an action, approval, plan step, criterion,
+	// finding, decision, question or budget alert ("cost:80:m1").
+	About string `protobuf:"bytes,2,opt,name=about,proto3" json:"about,omitempty"`
+	// In words.
+	Text          string `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptWarning) Reset() {
+	*x = ReceiptWarning{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptWarning) ProtoMessage() {}
+
+func (x *ReceiptWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptWarning.ProtoReflect.Descriptor instead.
+func (*ReceiptWarning) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReceiptWarning) GetKind() ReceiptWarningKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReceiptWarningKind_RECEIPT_WARNING_KIND_UNSPECIFIED
+}
+
+func (x *ReceiptWarning) GetAbout() string {
+	if x != nil {
+		return x.About
+	}
+	return ""
+}
+
+func (x *ReceiptWarning) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+// ReceiptBreakdown is a task's spending and trouble per milestone and per
+// step. The milestone rows, the "no milestone" row included, add up to
+// the task's budget_used; so do the step rows.
+type ReceiptBreakdown struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One row per milestone of the contract's budget, in its order, then
+	// one per other milestone tagged, then the "no milestone" row.
+	Milestones []*ReceiptCostRow `protobuf:"bytes,1,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	// One row per plan step (of any version), per action outside a plan,
+	// per model decision that charged the budget, then usage reported
+	// outside any action (per milestone) and budget reserved for sub-tasks
+	// and forks, net of what came back.
+	Steps []*ReceiptCostRow `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	// The milestone row, and the step row, with the most failures; the
+	// first of a tie; unset when nothing failed.
+	MostFailedMilestone *ReceiptCostRow `protobuf:"bytes,3,opt,name=most_failed_milestone,json=mostFailedMilestone,proto3" json:"most_failed_milestone,omitempty"`
+	MostFailedStep      *ReceiptCostRow `protobuf:"bytes,4,opt,name=most_failed_step,json=mostFailedStep,proto3" json:"most_failed_step,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *ReceiptBreakdown) Reset() {
+	*x = ReceiptBreakdown{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptBreakdown) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptBreakdown) ProtoMessage() {}
+
+func (x *ReceiptBreakdown) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptBreakdown.ProtoReflect.Descriptor instead.
+func (*ReceiptBreakdown) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReceiptBreakdown) GetMilestones() []*ReceiptCostRow {
+	if x != nil {
+		return x.Milestones
+	}
+	return nil
+}
+
+func (x *ReceiptBreakdown) GetSteps() []*ReceiptCostRow {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *ReceiptBreakdown) GetMostFailedMilestone() *ReceiptCostRow {
+	if x != nil {
+		return x.MostFailedMilestone
+	}
+	return nil
+}
+
+func (x *ReceiptBreakdown) GetMostFailedStep() *ReceiptCostRow {
+	if x != nil {
+		return x.MostFailedStep
+	}
+	return nil
+}
+
+// ReceiptCostRow is one milestone's or one step's share.
+type ReceiptCostRow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  ReceiptCostRowKind     `protobuf:"varint,1,opt,name=kind,proto3,enum=steward.v1.ReceiptCostRowKind" json:"kind,omitempty"`
+	// The milestone, plan step, action or decision; empty for the other
+	// kinds.
+	Id string `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	// For a step row: the milestone its spending is charged to.
+	MilestoneId string `protobuf:"bytes,3,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// From its first event to its last.
+	StartedAt  *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	EndedAt    *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	Elapsed    *durationpb.Duration   `protobuf:"bytes,6,opt,name=elapsed,proto3" json:"elapsed,omitempty"`
+	Tokens     int64                  `protobuf:"varint,7,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros int64                  `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	// Its share of the task's tokens and cost, in percent.
+	TokenShare float64 `protobuf:"fixed64,9,opt,name=token_share,json=tokenShare,proto3" json:"token_share,omitempty"`
+	CostShare  float64 `protobuf:"fixed64,10,opt,name=cost_share,json=costShare,proto3" json:"cost_share,omitempty"`
+	// Dispatches beyond each action's first, and plan step starts beyond
+	// each step's first.
+	Retries uint32 `protobuf:"varint,11,opt,name=retries,proto3" json:"retries,omitempty"`
+	// Failed and unknown outcomes, transient failures retried, outcomes
+	// settled as failed, plan steps failed.
+	Failures uint32 `protobuf:"varint,12,opt,name=failures,proto3" json:"failures,omitempty"`
+	// People's interventions: approvals decided (amendments included),
+	// questions answered, resumes, settlements by a person.
+	Interventions uint32 `protobuf:"varint,13,opt,name=interventions,proto3" json:"interventions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReceiptCostRow) Reset() {
+	*x = ReceiptCostRow{}
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReceiptCostRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReceiptCostRow) ProtoMessage() {}
+
+func (x *ReceiptCostRow) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReceiptCostRow.ProtoReflect.Descriptor instead.
+func (*ReceiptCostRow) Descriptor() ([]byte, []int) {
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ReceiptCostRow) GetKind() ReceiptCostRowKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ReceiptCostRowKind_RECEIPT_COST_ROW_KIND_UNSPECIFIED
+}
+
+func (x *ReceiptCostRow) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *ReceiptCostRow) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *ReceiptCostRow) GetStartedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *ReceiptCostRow) GetEndedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *ReceiptCostRow) GetElapsed() *durationpb.Duration {
+	if x != nil {
+		return x.Elapsed
+	}
+	return nil
+}
+
+func (x *ReceiptCostRow) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetTokenShare() float64 {
+	if x != nil {
+		return x.TokenShare
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetCostShare() float64 {
+	if x != nil {
+		return x.CostShare
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetRetries() uint32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetFailures() uint32 {
+	if x != nil {
+		return x.Failures
+	}
+	return 0
+}
+
+func (x *ReceiptCostRow) GetInterventions() uint32 {
+	if x != nil {
+		return x.Interventions
+	}
+	return 0
+}
+
 // VersionChange marks a decision made under another model or version than
 // the decision before it: a silent model swap, made visible.
 type VersionChange struct {
@@ -376,7 +885,7 @@ type VersionChange struct {
 
 func (x *VersionChange) Reset() {
 	*x = VersionChange{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -388,7 +897,7 @@ func (x *VersionChange) String() string {
 func (*VersionChange) ProtoMessage() {}
 
 func (x *VersionChange) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[1]
+	mi := &file_steward_v1_receipt_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -401,7 +910,7 @@ func (x *VersionChange) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use VersionChange.ProtoReflect.Descriptor instead.
 func (*VersionChange) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *VersionChange) GetDecisionId() string {
@@ -448,7 +957,7 @@ type ReceiptPlan struct {
 
 func (x *ReceiptPlan) Reset() {
 	*x = ReceiptPlan{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -460,7 +969,7 @@ func (x *ReceiptPlan) String() string {
 func (*ReceiptPlan) ProtoMessage() {}
 
 func (x *ReceiptPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[2]
+	mi := &file_steward_v1_receipt_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +982,7 @@ func (x *ReceiptPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptPlan.ProtoReflect.Descriptor instead.
 func (*ReceiptPlan) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ReceiptPlan) GetVersions() []*ReceiptPlanVersion {
@@ -524,7 +1033,7 @@ type ReceiptPlanVersion struct {
 
 func (x *ReceiptPlanVersion) Reset() {
 	*x = ReceiptPlanVersion{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -536,7 +1045,7 @@ func (x *ReceiptPlanVersion) String() string {
 func (*ReceiptPlanVersion) ProtoMessage() {}
 
 func (x *ReceiptPlanVersion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[3]
+	mi := &file_steward_v1_receipt_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -549,7 +1058,7 @@ func (x *ReceiptPlanVersion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptPlanVersion.ProtoReflect.Descriptor instead.
 func (*ReceiptPlanVersion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ReceiptPlanVersion) GetVersion() uint32 {
@@ -649,7 +1158,7 @@ type ReceiptQuestion struct {
 
 func (x *ReceiptQuestion) Reset() {
 	*x = ReceiptQuestion{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +1170,7 @@ func (x *ReceiptQuestion) String() string {
 func (*ReceiptQuestion) ProtoMessage() {}
 
 func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[4]
+	mi := &file_steward_v1_receipt_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +1183,7 @@ func (x *ReceiptQuestion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptQuestion.ProtoReflect.Descriptor instead.
 func (*ReceiptQuestion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ReceiptQuestion) GetCause() NeedsInputCause {
@@ -802,7 +1311,7 @@ type ReceiptCall struct {
 
 func (x *ReceiptCall) Reset() {
 	*x = ReceiptCall{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -814,7 +1323,7 @@ func (x *ReceiptCall) String() string {
 func (*ReceiptCall) ProtoMessage() {}
 
 func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[5]
+	mi := &file_steward_v1_receipt_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -827,7 +1336,7 @@ func (x *ReceiptCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCall.ProtoReflect.Descriptor instead.
 func (*ReceiptCall) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ReceiptCall) GetActionId() string {
@@ -1029,7 +1538,7 @@ type ReceiptApproval struct {
 
 func (x *ReceiptApproval) Reset() {
 	*x = ReceiptApproval{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1041,7 +1550,7 @@ func (x *ReceiptApproval) String() string {
 func (*ReceiptApproval) ProtoMessage() {}
 
 func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[6]
+	mi := &file_steward_v1_receipt_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1054,7 +1563,7 @@ func (x *ReceiptApproval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptApproval.ProtoReflect.Descriptor instead.
 func (*ReceiptApproval) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ReceiptApproval) GetApprovalId() string {
@@ -1178,7 +1687,7 @@ type ReceiptArtifact struct {
 
 func (x *ReceiptArtifact) Reset() {
 	*x = ReceiptArtifact{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1190,7 +1699,7 @@ func (x *ReceiptArtifact) String() string {
 func (*ReceiptArtifact) ProtoMessage() {}
 
 func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[7]
+	mi := &file_steward_v1_receipt_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1203,7 +1712,7 @@ func (x *ReceiptArtifact) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptArtifact.ProtoReflect.Descriptor instead.
 func (*ReceiptArtifact) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ReceiptArtifact) GetName() string {
@@ -1269,7 +1778,7 @@ type ReceiptCheck struct {
 
 func (x *ReceiptCheck) Reset() {
 	*x = ReceiptCheck{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[8]
+	mi := &file_steward_v1_receipt_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1281,7 +1790,7 @@ func (x *ReceiptCheck) String() string {
 func (*ReceiptCheck) ProtoMessage() {}
 
 func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[8]
+	mi := &file_steward_v1_receipt_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1294,7 +1803,7 @@ func (x *ReceiptCheck) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCheck.ProtoReflect.Descriptor instead.
 func (*ReceiptCheck) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ReceiptCheck) GetCriterionId() string {
@@ -1337,7 +1846,7 @@ type ReceiptBudget struct {
 
 func (x *ReceiptBudget) Reset() {
 	*x = ReceiptBudget{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[9]
+	mi := &file_steward_v1_receipt_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1349,7 +1858,7 @@ func (x *ReceiptBudget) String() string {
 func (*ReceiptBudget) ProtoMessage() {}
 
 func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[9]
+	mi := &file_steward_v1_receipt_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1362,7 +1871,7 @@ func (x *ReceiptBudget) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptBudget.ProtoReflect.Descriptor instead.
 func (*ReceiptBudget) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ReceiptBudget) GetTokens() int64 {
@@ -1406,7 +1915,7 @@ type ReceiptCredential struct {
 
 func (x *ReceiptCredential) Reset() {
 	*x = ReceiptCredential{}
-	mi := &file_steward_v1_receipt_proto_msgTypes[10]
+	mi := &file_steward_v1_receipt_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1927,7 @@ func (x *ReceiptCredential) String() string {
 func (*ReceiptCredential) ProtoMessage() {}
 
 func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_receipt_proto_msgTypes[10]
+	mi := &file_steward_v1_receipt_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1940,7 @@ func (x *ReceiptCredential) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReceiptCredential.ProtoReflect.Descriptor instead.
 func (*ReceiptCredential) Descriptor() ([]byte, []int) {
-	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_receipt_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ReceiptCredential) GetCredentialId() string {
@@ -1495,7 +2004,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xa9\x0e\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1537,7 +2046,41 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\rcontext_items\x18  \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12B\n" +
 	"\x0fversion_changes\x18! \x03(\v2\x19.steward.v1.VersionChangeR\x0eversionChanges\x127\n" +
 	"\vforked_from\x18\" \x01(\v2\x16.steward.v1.ForkOriginR\n" +
-	"forkedFrom\"j\n" +
+	"forkedFrom\x126\n" +
+	"\bwarnings\x18Z \x03(\v2\x1a.steward.v1.ReceiptWarningR\bwarnings\x12:\n" +
+	"\tbreakdown\x18[ \x01(\v2\x1c.steward.v1.ReceiptBreakdownR\tbreakdown\x12>\n" +
+	"\fagent_report\x18\\ \x01(\v2\x1b.steward.v1.ExecutionReportR\vagentReport\x12,\n" +
+	"\x12agent_report_round\x18] \x01(\rR\x10agentReportRound\"n\n" +
+	"\x0eReceiptWarning\x122\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1e.steward.v1.ReceiptWarningKindR\x04kind\x12\x14\n" +
+	"\x05about\x18\x02 \x01(\tR\x05about\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\x96\x02\n" +
+	"\x10ReceiptBreakdown\x12:\n" +
+	"\n" +
+	"milestones\x18\x01 \x03(\v2\x1a.steward.v1.ReceiptCostRowR\n" +
+	"milestones\x120\n" +
+	"\x05steps\x18\x02 \x03(\v2\x1a.steward.v1.ReceiptCostRowR\x05steps\x12N\n" +
+	"\x15most_failed_milestone\x18\x03 \x01(\v2\x1a.steward.v1.ReceiptCostRowR\x13mostFailedMilestone\x12D\n" +
+	"\x10most_failed_step\x18\x04 \x01(\v2\x1a.steward.v1.ReceiptCostRowR\x0emostFailedStep\"\xf3\x03\n" +
+	"\x0eReceiptCostRow\x122\n" +
+	"\x04kind\x18\x01 \x01(\x0e2\x1e.steward.v1.ReceiptCostRowKindR\x04kind\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12!\n" +
+	"\fmilestone_id\x18\x03 \x01(\tR\vmilestoneId\x129\n" +
+	"\n" +
+	"started_at\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tstartedAt\x125\n" +
+	"\bended_at\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\aendedAt\x123\n" +
+	"\aelapsed\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\aelapsed\x12\x16\n" +
+	"\x06tokens\x18\a \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\b \x01(\x03R\n" +
+	"costMicros\x12\x1f\n" +
+	"\vtoken_share\x18\t \x01(\x01R\n" +
+	"tokenShare\x12\x1d\n" +
+	"\n" +
+	"cost_share\x18\n" +
+	" \x01(\x01R\tcostShare\x12\x18\n" +
+	"\aretries\x18\v \x01(\rR\aretries\x12\x1a\n" +
+	"\bfailures\x18\f \x01(\rR\bfailures\x12$\n" +
+	"\rinterventions\x18\r \x01(\rR\rinterventions\"j\n" +
 	"\rVersionChange\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x14\n" +
@@ -1666,7 +2209,33 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\arevoked\x18\x05 \x01(\bR\arevoked\x12%\n" +
 	"\x0erevoked_reason\x18\x06 \x01(\tR\rrevokedReason\x12\x14\n" +
 	"\x05chain\x18\a \x03(\tR\x05chain\x12\x1a\n" +
-	"\brenewals\x18\b \x01(\rR\brenewalsB\xa4\x01\n" +
+	"\brenewals\x18\b \x01(\rR\brenewals*\xd0\x04\n" +
+	"\x12ReceiptWarningKind\x12$\n" +
+	" RECEIPT_WARNING_KIND_UNSPECIFIED\x10\x00\x12(\n" +
+	"$RECEIPT_WARNING_KIND_UNKNOWN_OUTCOME\x10\x01\x12%\n" +
+	"!RECEIPT_WARNING_KIND_CHECK_FAILED\x10\x02\x12,\n" +
+	"(RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED\x10\x03\x12)\n" +
+	"%RECEIPT_WARNING_KIND_REVIEW_NOT_ASKED\x10\x04\x12%\n" +
+	"!RECEIPT_WARNING_KIND_STEP_SKIPPED\x10\x05\x12!\n" +
+	"\x1dRECEIPT_WARNING_KIND_FALLBACK\x10\x06\x12 \n" +
+	"\x1cRECEIPT_WARNING_KIND_FINDING\x10\a\x12)\n" +
+	"%RECEIPT_WARNING_KIND_APPROVAL_WAITING\x10\b\x12,\n" +
+	"(RECEIPT_WARNING_KIND_QUESTION_UNANSWERED\x10\t\x12)\n" +
+	"%RECEIPT_WARNING_KIND_ACTION_NOT_ENDED\x10\n" +
+	"\x12*\n" +
+	"&RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED\x10\v\x12%\n" +
+	"!RECEIPT_WARNING_KIND_BUDGET_ALERT\x10\f\x12'\n" +
+	"#RECEIPT_WARNING_KIND_REVIEW_WAITING\x10\r*\xe9\x02\n" +
+	"\x12ReceiptCostRowKind\x12%\n" +
+	"!RECEIPT_COST_ROW_KIND_UNSPECIFIED\x10\x00\x12#\n" +
+	"\x1fRECEIPT_COST_ROW_KIND_MILESTONE\x10\x01\x12&\n" +
+	"\"RECEIPT_COST_ROW_KIND_NO_MILESTONE\x10\x02\x12#\n" +
+	"\x1fRECEIPT_COST_ROW_KIND_PLAN_STEP\x10\x03\x12 \n" +
+	"\x1cRECEIPT_COST_ROW_KIND_ACTION\x10\x04\x12\"\n" +
+	"\x1eRECEIPT_COST_ROW_KIND_DECISION\x10\x05\x12(\n" +
+	"$RECEIPT_COST_ROW_KIND_REPORTED_USAGE\x10\x06\x12\"\n" +
+	"\x1eRECEIPT_COST_ROW_KIND_RESERVED\x10\a\x12&\n" +
+	"\"RECEIPT_COST_ROW_KIND_UNATTRIBUTED\x10\bB\xa4\x01\n" +
 	"\x0ecom.steward.v1B\fReceiptProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1683,89 +2252,108 @@ func file_steward_v1_receipt_proto_rawDescGZIP() []byte {
 	return file_steward_v1_receipt_proto_rawDescData
 }
 
-var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_steward_v1_receipt_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_steward_v1_receipt_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_steward_v1_receipt_proto_goTypes = []any{
-	(*Receipt)(nil),               // 0: steward.v1.Receipt
-	(*VersionChange)(nil),         // 1: steward.v1.VersionChange
-	(*ReceiptPlan)(nil),           // 2: steward.v1.ReceiptPlan
-	(*ReceiptPlanVersion)(nil),    // 3: steward.v1.ReceiptPlanVersion
-	(*ReceiptQuestion)(nil),       // 4: steward.v1.ReceiptQuestion
-	(*ReceiptCall)(nil),           // 5: steward.v1.ReceiptCall
-	(*ReceiptApproval)(nil),       // 6: steward.v1.ReceiptApproval
-	(*ReceiptArtifact)(nil),       // 7: steward.v1.ReceiptArtifact
-	(*ReceiptCheck)(nil),          // 8: steward.v1.ReceiptCheck
-	(*ReceiptBudget)(nil),         // 9: steward.v1.ReceiptBudget
-	(*ReceiptCredential)(nil),     // 10: steward.v1.ReceiptCredential
-	(TaskStatus)(0),               // 11: steward.v1.TaskStatus
-	(*TaskProgress)(nil),          // 12: steward.v1.TaskProgress
-	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
-	(*AcceptanceRound)(nil),       // 15: steward.v1.AcceptanceRound
-	(*Finding)(nil),               // 16: steward.v1.Finding
-	(*ContextRef)(nil),            // 17: steward.v1.ContextRef
-	(*Decision)(nil),              // 18: steward.v1.Decision
-	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
-	(*ForkOrigin)(nil),            // 20: steward.v1.ForkOrigin
-	(*PlanStepState)(nil),         // 21: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 22: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 23: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 24: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 25: steward.v1.EffectClass
-	(ActionStatus)(0),             // 26: steward.v1.ActionStatus
-	(FailureClass)(0),             // 27: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 28: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 29: steward.v1.ApprovalDecision
+	(ReceiptWarningKind)(0),       // 0: steward.v1.ReceiptWarningKind
+	(ReceiptCostRowKind)(0),       // 1: steward.v1.ReceiptCostRowKind
+	(*Receipt)(nil),               // 2: steward.v1.Receipt
+	(*ReceiptWarning)(nil),        // 3: steward.v1.ReceiptWarning
+	(*ReceiptBreakdown)(nil),      // 4: steward.v1.ReceiptBreakdown
+	(*ReceiptCostRow)(nil),        // 5: steward.v1.ReceiptCostRow
+	(*VersionChange)(nil),         // 6: steward.v1.VersionChange
+	(*ReceiptPlan)(nil),           // 7: steward.v1.ReceiptPlan
+	(*ReceiptPlanVersion)(nil),    // 8: steward.v1.ReceiptPlanVersion
+	(*ReceiptQuestion)(nil),       // 9: steward.v1.ReceiptQuestion
+	(*ReceiptCall)(nil),           // 10: steward.v1.ReceiptCall
+	(*ReceiptApproval)(nil),       // 11: steward.v1.ReceiptApproval
+	(*ReceiptArtifact)(nil),       // 12: steward.v1.ReceiptArtifact
+	(*ReceiptCheck)(nil),          // 13: steward.v1.ReceiptCheck
+	(*ReceiptBudget)(nil),         // 14: steward.v1.ReceiptBudget
+	(*ReceiptCredential)(nil),     // 15: steward.v1.ReceiptCredential
+	(TaskStatus)(0),               // 16: steward.v1.TaskStatus
+	(*TaskProgress)(nil),          // 17: steward.v1.TaskProgress
+	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*AcceptanceRound)(nil),       // 20: steward.v1.AcceptanceRound
+	(*Finding)(nil),               // 21: steward.v1.Finding
+	(*ContextRef)(nil),            // 22: steward.v1.ContextRef
+	(*Decision)(nil),              // 23: steward.v1.Decision
+	(*ContextItem)(nil),           // 24: steward.v1.ContextItem
+	(*ForkOrigin)(nil),            // 25: steward.v1.ForkOrigin
+	(*ExecutionReport)(nil),       // 26: steward.v1.ExecutionReport
+	(*PlanStepState)(nil),         // 27: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 28: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 29: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 30: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 31: steward.v1.EffectClass
+	(ActionStatus)(0),             // 32: steward.v1.ActionStatus
+	(FailureClass)(0),             // 33: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 34: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 35: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
-	11, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
-	12, // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
-	5,  // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
-	6,  // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
-	7,  // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
-	8,  // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
-	9,  // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
-	13, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
-	13, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
-	14, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
-	15, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
-	10, // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
-	16, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
-	4,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
-	17, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
-	17, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
-	2,  // 16: steward.v1.Receipt.plan:type_name -> steward.v1.ReceiptPlan
-	18, // 17: steward.v1.Receipt.decisions:type_name -> steward.v1.Decision
-	19, // 18: steward.v1.Receipt.context_items:type_name -> steward.v1.ContextItem
-	1,  // 19: steward.v1.Receipt.version_changes:type_name -> steward.v1.VersionChange
-	20, // 20: steward.v1.Receipt.forked_from:type_name -> steward.v1.ForkOrigin
-	3,  // 21: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	21, // 22: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	21, // 23: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	13, // 24: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	22, // 25: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	23, // 26: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	24, // 27: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	13, // 28: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	13, // 29: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	13, // 30: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
-	13, // 31: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
-	13, // 32: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
-	25, // 33: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	26, // 34: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	27, // 35: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	28, // 36: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	13, // 37: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	13, // 38: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	29, // 39: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	13, // 40: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	13, // 41: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 42: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	13, // 43: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	16, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
+	17, // 1: steward.v1.Receipt.progress:type_name -> steward.v1.TaskProgress
+	10, // 2: steward.v1.Receipt.calls:type_name -> steward.v1.ReceiptCall
+	11, // 3: steward.v1.Receipt.approvals:type_name -> steward.v1.ReceiptApproval
+	12, // 4: steward.v1.Receipt.artifacts:type_name -> steward.v1.ReceiptArtifact
+	13, // 5: steward.v1.Receipt.acceptance_checks:type_name -> steward.v1.ReceiptCheck
+	14, // 6: steward.v1.Receipt.budget_used:type_name -> steward.v1.ReceiptBudget
+	18, // 7: steward.v1.Receipt.created_at:type_name -> google.protobuf.Timestamp
+	18, // 8: steward.v1.Receipt.updated_at:type_name -> google.protobuf.Timestamp
+	19, // 9: steward.v1.Receipt.elapsed:type_name -> google.protobuf.Duration
+	20, // 10: steward.v1.Receipt.acceptance_rounds:type_name -> steward.v1.AcceptanceRound
+	15, // 11: steward.v1.Receipt.credential:type_name -> steward.v1.ReceiptCredential
+	21, // 12: steward.v1.Receipt.findings:type_name -> steward.v1.Finding
+	9,  // 13: steward.v1.Receipt.questions:type_name -> steward.v1.ReceiptQuestion
+	22, // 14: steward.v1.Receipt.context_refs:type_name -> steward.v1.ContextRef
+	22, // 15: steward.v1.Receipt.inputs:type_name -> steward.v1.ContextRef
+	7,  // 16: steward.v1.Receipt.plan:type_name -> steward.v1.ReceiptPlan
+	23, // 17: steward.v1.Receipt.decisions:type_name -> steward.v1.Decision
+	24, // 18: steward.v1.Receipt.context_items:type_name -> steward.v1.ContextItem
+	6,  // 19: steward.v1.Receipt.version_changes:type_name -> steward.v1.VersionChange
+	25, // 20: steward.v1.Receipt.forked_from:type_name -> steward.v1.ForkOrigin
+	3,  // 21: steward.v1.Receipt.warnings:type_name -> steward.v1.ReceiptWarning
+	4,  // 22: steward.v1.Receipt.breakdown:type_name -> steward.v1.ReceiptBreakdown
+	26, // 23: steward.v1.Receipt.agent_report:type_name -> steward.v1.ExecutionReport
+	0,  // 24: steward.v1.ReceiptWarning.kind:type_name -> steward.v1.ReceiptWarningKind
+	5,  // 25: steward.v1.ReceiptBreakdown.milestones:type_name -> steward.v1.ReceiptCostRow
+	5,  // 26: steward.v1.ReceiptBreakdown.steps:type_name -> steward.v1.ReceiptCostRow
+	5,  // 27: steward.v1.ReceiptBreakdown.most_failed_milestone:type_name -> steward.v1.ReceiptCostRow
+	5,  // 28: steward.v1.ReceiptBreakdown.most_failed_step:type_name -> steward.v1.ReceiptCostRow
+	1,  // 29: steward.v1.ReceiptCostRow.kind:type_name -> steward.v1.ReceiptCostRowKind
+	18, // 30: steward.v1.ReceiptCostRow.started_at:type_name -> google.protobuf.Timestamp
+	18, // 31: steward.v1.ReceiptCostRow.ended_at:type_name -> google.protobuf.Timestamp
+	19, // 32: steward.v1.ReceiptCostRow.elapsed:type_name -> google.protobuf.Duration
+	8,  // 33: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	27, // 34: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	27, // 35: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	18, // 36: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	28, // 37: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	29, // 38: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	30, // 39: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	18, // 40: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	18, // 41: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	18, // 42: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	18, // 43: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 44: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	31, // 45: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	32, // 46: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	33, // 47: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	34, // 48: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	18, // 49: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	18, // 50: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	35, // 51: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	18, // 52: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	18, // 53: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	18, // 54: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	18, // 55: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	56, // [56:56] is the sub-list for method output_type
+	56, // [56:56] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -1777,6 +2365,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -1785,13 +2374,14 @@ func file_steward_v1_receipt_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_receipt_proto_rawDesc), len(file_steward_v1_receipt_proto_rawDesc)),
-			NumEnums:      0,
-			NumMessages:   11,
+			NumEnums:      2,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_steward_v1_receipt_proto_goTypes,
 		DependencyIndexes: file_steward_v1_receipt_proto_depIdxs,
+		EnumInfos:         file_steward_v1_receipt_proto_enumTypes,
 		MessageInfos:      file_steward_v1_receipt_proto_msgTypes,
 	}.Build()
 	File_steward_v1_receipt_proto = out.File

@@ -2173,9 +2173,13 @@ func (x *SubmitArtifactResponse) GetTask() *Task {
 }
 
 type MarkProducedRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
-	RequestId     string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The agent's account of its work (docs/receipts.md): recorded on the
+	// round and shown on the receipt as the agent's, never as fact.
+	// Optional; a reference to anything the task does not have is refused.
+	Report        *ExecutionReport `protobuf:"bytes,90,opt,name=report,proto3" json:"report,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2222,6 +2226,13 @@ func (x *MarkProducedRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *MarkProducedRequest) GetReport() *ExecutionReport {
+	if x != nil {
+		return x.Report
+	}
+	return nil
 }
 
 type MarkProducedResponse struct {
@@ -2636,7 +2647,7 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
 	"\x0fForkTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vat_sequence\x18\x02 \x01(\x04R\n" +
@@ -2800,11 +2811,12 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\t \x01(\tR\trequestId\"p\n" +
 	"\x16SubmitArtifactResponse\x120\n" +
 	"\bartifact\x18\x01 \x01(\v2\x14.steward.v1.ArtifactR\bartifact\x12$\n" +
-	"\x04task\x18\x02 \x01(\v2\x10.steward.v1.TaskR\x04task\"M\n" +
+	"\x04task\x18\x02 \x01(\v2\x10.steward.v1.TaskR\x04task\"\x82\x01\n" +
 	"\x13MarkProducedRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x02 \x01(\tR\trequestId\"o\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x123\n" +
+	"\x06report\x18Z \x01(\v2\x1b.steward.v1.ExecutionReportR\x06report\"o\n" +
 	"\x14MarkProducedResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x121\n" +
 	"\x05round\x18\x02 \x01(\v2\x1b.steward.v1.AcceptanceRoundR\x05round\"y\n" +
@@ -2933,7 +2945,8 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
 	(*Plan)(nil),                   // 52: steward.v1.Plan
 	(*Artifact)(nil),               // 53: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 54: steward.v1.AcceptanceRound
+	(*ExecutionReport)(nil),        // 54: steward.v1.ExecutionReport
+	(*AcceptanceRound)(nil),        // 55: steward.v1.AcceptanceRound
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
 	42, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
@@ -2964,58 +2977,59 @@ var file_steward_v1_task_service_proto_depIdxs = []int32{
 	42, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
 	53, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
 	42, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	42, // 28: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	54, // 29: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	42, // 30: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	42, // 31: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	50, // 32: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	14, // 33: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 34: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 35: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 36: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 37: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 38: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 39: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 40: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 41: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 42: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 43: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 44: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 45: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 46: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 47: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 48: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 49: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 50: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 51: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 52: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	40, // 53: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	15, // 54: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 55: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 56: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 57: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 58: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 59: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 60: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 61: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 62: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 63: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 64: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 65: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 66: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 67: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 68: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 69: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 70: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 71: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 72: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 73: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	41, // 74: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	54, // [54:75] is the sub-list for method output_type
-	33, // [33:54] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	54, // 28: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
+	42, // 29: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	55, // 30: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	42, // 31: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	42, // 32: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	50, // 33: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	14, // 34: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 35: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 36: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 37: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 38: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 39: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 40: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 41: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 42: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 43: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 44: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 45: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 46: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 47: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 48: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 49: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 50: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 51: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 52: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 53: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	40, // 54: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	15, // 55: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 56: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 57: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 58: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 59: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 60: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 61: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 62: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 63: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 64: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 65: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 66: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 67: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 68: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 69: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 70: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 71: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 72: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 73: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 74: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	41, // 75: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	55, // [55:76] is the sub-list for method output_type
+	34, // [34:55] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -3027,6 +3041,7 @@ func file_steward_v1_task_service_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()

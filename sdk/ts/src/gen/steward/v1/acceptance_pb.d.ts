@@ -5,6 +5,7 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
+import type { ExecutionReport } from "./execution_report_pb.js";
 
 /**
  * Describes the file steward/v1/acceptance.proto.
@@ -169,6 +170,14 @@ export declare type AcceptanceRound = Message<"steward.v1.AcceptanceRound"> & {
    * @generated from field: google.protobuf.Timestamp decided_at = 9;
    */
   decidedAt?: Timestamp | undefined;
+
+  /**
+   * The agent's account of its work handed in with the round, if any:
+   * its word, not a fact.
+   *
+   * @generated from field: steward.v1.ExecutionReport report = 90;
+   */
+  report?: ExecutionReport | undefined;
 };
 
 /**

@@ -12,6 +12,7 @@ import type { Action, ActionPermit, Approval, ApprovalDecision, Outcome, PolicyS
 import type { ToolContract } from "./tool_pb.js";
 import type { SignedCredential } from "./credential_pb.js";
 import type { Artifact, CriterionResult } from "./acceptance_pb.js";
+import type { ExecutionReport } from "./execution_report_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 
 /**
@@ -1931,6 +1932,14 @@ export declare type TaskProduced = Message<"steward.v1.TaskProduced"> & {
    * @generated from field: bool review_required = 4;
    */
   reviewRequired: boolean;
+
+  /**
+   * The agent's account of its work, if it gave one (MarkProduced).
+   * Events recorded before reports existed have none.
+   *
+   * @generated from field: steward.v1.ExecutionReport report = 90;
+   */
+  report?: ExecutionReport | undefined;
 };
 
 /**

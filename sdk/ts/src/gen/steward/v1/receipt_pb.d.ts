@@ -2,13 +2,14 @@
 // @generated from file steward/v1/receipt.proto (package steward.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Finding, ForkOrigin, NeedsInputCause, TaskProgress, TaskStatus } from "./task_pb.js";
 import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import type { AcceptanceRound } from "./acceptance_pb.js";
 import type { ContextRef } from "./contract_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
+import type { ExecutionReport } from "./execution_report_pb.js";
 import type { PlanGovernance, PlanRevision, PlanStepState } from "./plan_pb.js";
 import type { EffectClass } from "./tool_pb.js";
 import type { ActionStatus, ApprovalDecision, FailureClass, PolicyDecision } from "./action_pb.js";
@@ -240,6 +241,37 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
    * @generated from field: steward.v1.ForkOrigin forked_from = 34;
    */
   forkedFrom?: ForkOrigin | undefined;
+
+  /**
+   * What is still unresolved (docs/receipts.md, "Warnings"): unknown
+   * outcomes, skipped or failed checks, fallbacks, findings, and anything
+   * left open, each with what it is about.
+   *
+   * @generated from field: repeated steward.v1.ReceiptWarning warnings = 90;
+   */
+  warnings: ReceiptWarning[];
+
+  /**
+   * Where the time, tokens, cost, retries, failures and people's
+   * interventions went, per milestone and per step.
+   *
+   * @generated from field: steward.v1.ReceiptBreakdown breakdown = 91;
+   */
+  breakdown?: ReceiptBreakdown | undefined;
+
+  /**
+   * The agent's account of its work from the latest round that carried
+   * one (also on that acceptance round): its word, never a fact; unset
+   * when it gave none.
+   *
+   * @generated from field: steward.v1.ExecutionReport agent_report = 92;
+   */
+  agentReport?: ExecutionReport | undefined;
+
+  /**
+   * @generated from field: uint32 agent_report_round = 93;
+   */
+  agentReportRound: number;
 };
 
 /**
@@ -247,6 +279,181 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
  * Use `create(ReceiptSchema)` to create a new message.
  */
 export declare const ReceiptSchema: GenMessage<Receipt>;
+
+/**
+ * ReceiptWarning is one thing still unresolved.
+ *
+ * @generated from message steward.v1.ReceiptWarning
+ */
+export declare type ReceiptWarning = Message<"steward.v1.ReceiptWarning"> & {
+  /**
+   * @generated from field: steward.v1.ReceiptWarningKind kind = 1;
+   */
+  kind: ReceiptWarningKind;
+
+  /**
+   * What it is about, by id: an action, approval, plan step, criterion,
+   * finding, decision, question or budget alert ("cost:80:m1").
+   *
+   * @generated from field: string about = 2;
+   */
+  about: string;
+
+  /**
+   * In words.
+   *
+   * @generated from field: string text = 3;
+   */
+  text: string;
+};
+
+/**
+ * Describes the message steward.v1.ReceiptWarning.
+ * Use `create(ReceiptWarningSchema)` to create a new message.
+ */
+export declare const ReceiptWarningSchema: GenMessage<ReceiptWarning>;
+
+/**
+ * ReceiptBreakdown is a task's spending and trouble per milestone and per
+ * step. The milestone rows, the "no milestone" row included, add up to
+ * the task's budget_used; so do the step rows.
+ *
+ * @generated from message steward.v1.ReceiptBreakdown
+ */
+export declare type ReceiptBreakdown = Message<"steward.v1.ReceiptBreakdown"> & {
+  /**
+   * One row per milestone of the contract's budget, in its order, then
+   * one per other milestone tagged, then the "no milestone" row.
+   *
+   * @generated from field: repeated steward.v1.ReceiptCostRow milestones = 1;
+   */
+  milestones: ReceiptCostRow[];
+
+  /**
+   * One row per plan step (of any version), per action outside a plan,
+   * per model decision that charged the budget, then usage reported
+   * outside any action (per milestone) and budget reserved for sub-tasks
+   * and forks, net of what came back.
+   *
+   * @generated from field: repeated steward.v1.ReceiptCostRow steps = 2;
+   */
+  steps: ReceiptCostRow[];
+
+  /**
+   * The milestone row, and the step row, with the most failures; the
+   * first of a tie; unset when nothing failed.
+   *
+   * @generated from field: steward.v1.ReceiptCostRow most_failed_milestone = 3;
+   */
+  mostFailedMilestone?: ReceiptCostRow | undefined;
+
+  /**
+   * @generated from field: steward.v1.ReceiptCostRow most_failed_step = 4;
+   */
+  mostFailedStep?: ReceiptCostRow | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ReceiptBreakdown.
+ * Use `create(ReceiptBreakdownSchema)` to create a new message.
+ */
+export declare const ReceiptBreakdownSchema: GenMessage<ReceiptBreakdown>;
+
+/**
+ * ReceiptCostRow is one milestone's or one step's share.
+ *
+ * @generated from message steward.v1.ReceiptCostRow
+ */
+export declare type ReceiptCostRow = Message<"steward.v1.ReceiptCostRow"> & {
+  /**
+   * @generated from field: steward.v1.ReceiptCostRowKind kind = 1;
+   */
+  kind: ReceiptCostRowKind;
+
+  /**
+   * The milestone, plan step, action or decision; empty for the other
+   * kinds.
+   *
+   * @generated from field: string id = 2;
+   */
+  id: string;
+
+  /**
+   * For a step row: the milestone its spending is charged to.
+   *
+   * @generated from field: string milestone_id = 3;
+   */
+  milestoneId: string;
+
+  /**
+   * From its first event to its last.
+   *
+   * @generated from field: google.protobuf.Timestamp started_at = 4;
+   */
+  startedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp ended_at = 5;
+   */
+  endedAt?: Timestamp | undefined;
+
+  /**
+   * @generated from field: google.protobuf.Duration elapsed = 6;
+   */
+  elapsed?: Duration | undefined;
+
+  /**
+   * @generated from field: int64 tokens = 7;
+   */
+  tokens: bigint;
+
+  /**
+   * @generated from field: int64 cost_micros = 8;
+   */
+  costMicros: bigint;
+
+  /**
+   * Its share of the task's tokens and cost, in percent.
+   *
+   * @generated from field: double token_share = 9;
+   */
+  tokenShare: number;
+
+  /**
+   * @generated from field: double cost_share = 10;
+   */
+  costShare: number;
+
+  /**
+   * Dispatches beyond each action's first, and plan step starts beyond
+   * each step's first.
+   *
+   * @generated from field: uint32 retries = 11;
+   */
+  retries: number;
+
+  /**
+   * Failed and unknown outcomes, transient failures retried, outcomes
+   * settled as failed, plan steps failed.
+   *
+   * @generated from field: uint32 failures = 12;
+   */
+  failures: number;
+
+  /**
+   * People's interventions: approvals decided (amendments included),
+   * questions answered, resumes, settlements by a person.
+   *
+   * @generated from field: uint32 interventions = 13;
+   */
+  interventions: number;
+};
+
+/**
+ * Describes the message steward.v1.ReceiptCostRow.
+ * Use `create(ReceiptCostRowSchema)` to create a new message.
+ */
+export declare const ReceiptCostRowSchema: GenMessage<ReceiptCostRow>;
 
 /**
  * VersionChange marks a decision made under another model or version than
@@ -891,4 +1098,185 @@ export declare type ReceiptCredential = Message<"steward.v1.ReceiptCredential"> 
  * Use `create(ReceiptCredentialSchema)` to create a new message.
  */
 export declare const ReceiptCredentialSchema: GenMessage<ReceiptCredential>;
+
+/**
+ * ReceiptWarningKind is what a warning is about.
+ *
+ * @generated from enum steward.v1.ReceiptWarningKind
+ */
+export enum ReceiptWarningKind {
+  /**
+   * @generated from enum value: RECEIPT_WARNING_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * An action's call went out and no answer came back; nothing settled it.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_UNKNOWN_OUTCOME = 1;
+   */
+  UNKNOWN_OUTCOME = 1,
+
+  /**
+   * A criterion failed in the latest acceptance round.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_CHECK_FAILED = 2;
+   */
+  CHECK_FAILED = 2,
+
+  /**
+   * The acceptance criteria were never evaluated, or there are none.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED = 3;
+   */
+  CHECK_NOT_EVALUATED = 3,
+
+  /**
+   * The result was accepted on its criteria alone: no person reviewed it.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_REVIEW_NOT_ASKED = 4;
+   */
+  REVIEW_NOT_ASKED = 4,
+
+  /**
+   * A plan step did nothing: its condition was false.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_STEP_SKIPPED = 5;
+   */
+  STEP_SKIPPED = 5,
+
+  /**
+   * Work went another way than asked: a plan step failed and the plan
+   * went on (on_failure continue), a person did an action's work, or the
+   * model or a version changed between decisions.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_FALLBACK = 6;
+   */
+  FALLBACK = 6,
+
+  /**
+   * An auditor's finding.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_FINDING = 7;
+   */
+  FINDING = 7,
+
+  /**
+   * An approval of an action or a plan version nobody has decided.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_APPROVAL_WAITING = 8;
+   */
+  APPROVAL_WAITING = 8,
+
+  /**
+   * A question nobody has answered.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_QUESTION_UNANSWERED = 9;
+   */
+  QUESTION_UNANSWERED = 9,
+
+  /**
+   * An action that has not ended (unknown outcomes and waiting approvals
+   * are their own kinds).
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_ACTION_NOT_ENDED = 10;
+   */
+  ACTION_NOT_ENDED = 10,
+
+  /**
+   * A plan step not yet done.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_PLAN_NOT_FINISHED = 11;
+   */
+  PLAN_NOT_FINISHED = 11,
+
+  /**
+   * Spending reached 80 % or more of a budget limit.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_BUDGET_ALERT = 12;
+   */
+  BUDGET_ALERT = 12,
+
+  /**
+   * A produced result waits for its acceptance owner.
+   *
+   * @generated from enum value: RECEIPT_WARNING_KIND_REVIEW_WAITING = 13;
+   */
+  REVIEW_WAITING = 13,
+}
+
+/**
+ * Describes the enum steward.v1.ReceiptWarningKind.
+ */
+export declare const ReceiptWarningKindSchema: GenEnum<ReceiptWarningKind>;
+
+/**
+ * ReceiptCostRowKind is what a row of the breakdown stands for.
+ *
+ * @generated from enum steward.v1.ReceiptCostRowKind
+ */
+export enum ReceiptCostRowKind {
+  /**
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_MILESTONE = 1;
+   */
+  MILESTONE = 1,
+
+  /**
+   * Spending and events tagged with no milestone.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_NO_MILESTONE = 2;
+   */
+  NO_MILESTONE = 2,
+
+  /**
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_PLAN_STEP = 3;
+   */
+  PLAN_STEP = 3,
+
+  /**
+   * An action not run by a plan step.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_ACTION = 4;
+   */
+  ACTION = 4,
+
+  /**
+   * A model decision whose reported call charged the budget.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_DECISION = 5;
+   */
+  DECISION = 5,
+
+  /**
+   * Usage reported outside any action (ReportUsage).
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_REPORTED_USAGE = 6;
+   */
+  REPORTED_USAGE = 6,
+
+  /**
+   * Budget reserved for sub-tasks and forks, net of what they gave back.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_RESERVED = 7;
+   */
+  RESERVED = 7,
+
+  /**
+   * Spending the rows above do not account for. The receipt shows the
+   * difference rather than totals that do not add up; none is expected.
+   *
+   * @generated from enum value: RECEIPT_COST_ROW_KIND_UNATTRIBUTED = 8;
+   */
+  UNATTRIBUTED = 8,
+}
+
+/**
+ * Describes the enum steward.v1.ReceiptCostRowKind.
+ */
+export declare const ReceiptCostRowKindSchema: GenEnum<ReceiptCostRowKind>;
 

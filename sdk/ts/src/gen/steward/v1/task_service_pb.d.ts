@@ -12,6 +12,7 @@ import type { Action, ActionRationale } from "./action_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Plan } from "./plan_pb.js";
 import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
+import type { ExecutionReport } from "./execution_report_pb.js";
 
 /**
  * Describes the file steward/v1/task_service.proto.
@@ -1064,6 +1065,15 @@ export declare type MarkProducedRequest = Message<"steward.v1.MarkProducedReques
    * @generated from field: string request_id = 2;
    */
   requestId: string;
+
+  /**
+   * The agent's account of its work (docs/receipts.md): recorded on the
+   * round and shown on the receipt as the agent's, never as fact.
+   * Optional; a reference to anything the task does not have is refused.
+   *
+   * @generated from field: steward.v1.ExecutionReport report = 90;
+   */
+  report?: ExecutionReport | undefined;
 };
 
 /**

@@ -1,0 +1,84 @@
+package state
+
+import (
+	"fmt"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
+
+// reportSections puts on r, once the rest of it is built from t and its
+// history recs, what reports on it: the agent's own account, the
+// warnings, and the breakdown per milestone and per step.
+func reportSections(r *stewardv1.Receipt, t *stewardv1.Task, recs []*stewardv1.EventRecord) {
+	agentReport(r)
+	r.Warnings = warnings(r, t)
+	r.Breakdown = breakdown(t, recs)
+}
+
+// agentReport puts on r the agent's execution report of the latest round
+// that carried one: the account a reader wants next to the record, kept
+// apart from it and labelled as the agent's.
+func agentReport(r *stewardv1.Receipt) {
+	for i := len(r.AcceptanceRounds) - 1; i >= 0; i-- {
+		if rep := r.AcceptanceRounds[i].Report; rep != nil {
+			r.AgentReport, r.AgentReportRound = proto.CloneOf(rep), r.AcceptanceRounds[i].Round
+			return
+		}
+	}
+}
+
+// agentReportMarkdown renders the agent's account. Every line of it is
+// the agent's word: the heading says so, and nothing in it is restated
+// anywhere else as what happened. Its references were checked to name
+// things the task has; what it says of them was not.
+func agentReportMarkdown(w md, r *stewardv1.Receipt) {
+	rep := r.AgentReport
+	if rep == nil {
+		return
+	}
+	w.section("The agent's account (its own words, not verified)")
+	w.line("What the agent reported with round %d. Steward checked that the actions, artifacts, decisions and plan steps it names exist on the task; it did not check what it says about them. The sections above are the record.", r.AgentReportRound)
+	w.line("")
+	w.line("- **The agent's summary:** %s", orNone(text(rep.Summary)))
+	if len(rep.Steps) > 0 {
+		w.line("")
+		var rows [][]string
+		for i, st := range rep.Steps {
+			rows = append(rows, []string{fmt.Sprint(i + 1), orDash(code(st.PlanStepId, true)), orDash(text(st.Description)), orDash(evidence(st))})
+		}
+		w.table(">Step | Plan step | The agent says it did | Evidence it names", rows)
+	}
+	if len(rep.Deviations) > 0 {
+		w.line("")
+		var rows [][]string
+		for _, d := range rep.Deviations {
+			rows = append(rows, []string{orDash(code(d.PlanStepId, true)), orDash(text(d.What)), orDash(text(d.Why))})
+		}
+		w.table("Plan step | What differed, says the agent | Why, says the agent", rows)
+	}
+	if len(rep.LeftOpen) > 0 {
+		w.line("")
+		w.line("The agent says it left open:")
+		w.line("")
+		for _, s := range rep.LeftOpen {
+			w.line("- %s", text(s))
+		}
+	}
+}
+
+// evidence names a reported step's references, by kind.
+func evidence(st *stewardv1.ReportStep) string {
+	var parts []string
+	for _, refs := range []struct {
+		kind string
+		ids  []string
+	}{{"actions", st.ActionIds}, {"artifacts", st.Artifacts}, {"decisions", st.DecisionIds}} {
+		if len(refs.ids) > 0 {
+			parts = append(parts, refs.kind+" "+code(strings.Join(refs.ids, ", "), true))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
