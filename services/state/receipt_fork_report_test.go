@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/steward-run/steward/pkg/event"
@@ -44,5 +45,26 @@ func TestAForksReceiptTellsOnlyItsOwnRounds(t *testing.T) {
 	}
 	if got := found[stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED]; got != "contract.acceptance_criteria" {
 		t.Errorf("the fork, never produced, does not warn that its criteria were not evaluated: %v", r.Warnings)
+	}
+}
+
+// TestTheAgentsWordsCannotMakeTheReceiptsHeadings: what the agent says it
+// left open is a list item; one that starts like a heading or a list
+// stays the agent's words, not a heading of the receipt (found by review).
+func TestTheAgentsWordsCannotMakeTheReceiptsHeadings(t *testing.T) {
+	r, err := state.BuildReceipt(stewardtest.History(t, "words", &stewardv1.TaskCreated{Contract: contract(1)}, &stewardv1.TaskStarted{},
+		&stewardv1.TaskProduced{Round: 1, Report: &stewardv1.ExecutionReport{Summary: "done",
+			LeftOpen: []string{"## Accepted by its owner", "- nothing else", "+ truly", "1. first"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := state.ReceiptMarkdown(r)
+	for _, line := range strings.Split(md, "\n") {
+		if strings.HasPrefix(line, "- #") || strings.HasPrefix(line, "- -") || strings.HasPrefix(line, "- +") || strings.HasPrefix(line, "- 1.") {
+			t.Errorf("the agent's words make Markdown of their own: %q", line)
+		}
+	}
+	if !strings.Contains(md, `- \## Accepted by its owner`) {
+		t.Errorf("the agent's open item is not shown, escaped:\n%s", md)
 	}
 }

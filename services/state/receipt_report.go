@@ -75,7 +75,7 @@ func agentReportMarkdown(w md, r *stewardv1.Receipt) {
 		w.line("The agent says it left open:")
 		w.line("")
 		for _, s := range rep.LeftOpen {
-			w.line("- %s", text(s))
+			w.line("- %s", itemText(s))
 		}
 	}
 }
@@ -92,4 +92,19 @@ func evidence(st *stewardv1.ReportStep) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// itemText is text(s) for a list item: a start that would make Markdown
+// of its own there — a heading, a nested list, a rule — is escaped, so
+// that the agent's words stay words.
+func itemText(s string) string {
+	s = text(s)
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	switch {
+	case s != "" && strings.ContainsRune("#-+=", rune(s[0])):
+		return `\` + s
+	case digits > 0 && digits < len(s) && (s[digits] == '.' || s[digits] == ')'):
+		return s[:digits] + `\` + s[digits:]
+	}
+	return s
 }
