@@ -111,9 +111,10 @@ func (x *costTally) count(ev *stewardv1.Event, dispatches map[string]uint32, inF
 	case *stewardv1.Event_InputProvided:
 		intervention(x.milestone(""))
 	case *stewardv1.Event_TaskResumed:
-		// A resume by Steward, or by the agent's own heartbeat, is no
-		// person's intervention.
-		if who := ev.Actor.GetPrincipal(); who != "steward" && who != x.t.Credential.GetCredential().GetPrincipal() {
+		// A resume by Steward, or by the task's own agent (its creator or
+		// whom its credential names, as access and liveness take it), is
+		// no person's intervention.
+		if who := ev.Actor.GetPrincipal(); who != "steward" && who != x.t.CreatedBy && who != x.t.Credential.GetCredential().GetPrincipal() {
 			intervention(x.milestone(""))
 		}
 	}

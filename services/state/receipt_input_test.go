@@ -102,15 +102,7 @@ func TestReceiptAndTimelineTellTheQuestionLadder(t *testing.T) {
 		}
 		evs = append(evs, ev)
 	}
-	var more []*stewardv1.EventRecord
-	var prev []byte
-	for i, ev := range evs {
-		if _, err := event.Seal(ev, prev); err != nil {
-			t.Fatal(err)
-		}
-		prev = ev.Hash
-		more = append(more, &stewardv1.EventRecord{Sequence: uint64(i + 1), Event: ev})
-	}
+	more := sealed(t, evs)
 	r, err := state.BuildReceipt(more)
 	if err != nil {
 		t.Fatal(err)

@@ -13,18 +13,29 @@ import (
 // history recs, what reports on it: the agent's own account, the
 // warnings, and the breakdown per milestone and per step.
 func reportSections(r *stewardv1.Receipt, t *stewardv1.Task, recs []*stewardv1.EventRecord) {
-	agentReport(r)
-	r.Warnings = warnings(r, t)
+	own := r.AcceptanceRounds[min(carriedRounds(recs), len(r.AcceptanceRounds)):]
+	agentReport(r, own)
+	r.Warnings = warnings(r, own, t)
 	r.Breakdown = breakdown(t, recs)
 }
 
-// agentReport puts on r the agent's execution report of the latest round
-// that carried one: the account a reader wants next to the record, kept
-// apart from it and labelled as the agent's.
-func agentReport(r *stewardv1.Receipt) {
-	for i := len(r.AcceptanceRounds) - 1; i >= 0; i-- {
-		if rep := r.AcceptanceRounds[i].Report; rep != nil {
-			r.AgentReport, r.AgentReportRound = proto.CloneOf(rep), r.AcceptanceRounds[i].Round
+// carriedRounds is how many acceptance rounds a fork carried from its
+// parent (task.ForkState): the parent's rounds, its agent's reports and
+// checks, not the fork's own.
+func carriedRounds(recs []*stewardv1.EventRecord) int {
+	if len(recs) == 0 {
+		return 0
+	}
+	return len(recs[0].GetEvent().GetTaskCreated().GetFork().GetState().GetAcceptance())
+}
+
+// agentReport puts on r the agent's execution report of the latest of
+// its own rounds that carried one: the account a reader wants next to
+// the record, kept apart from it and labelled as the agent's.
+func agentReport(r *stewardv1.Receipt, own []*stewardv1.AcceptanceRound) {
+	for i := len(own) - 1; i >= 0; i-- {
+		if rep := own[i].Report; rep != nil {
+			r.AgentReport, r.AgentReportRound = proto.CloneOf(rep), own[i].Round
 			return
 		}
 	}
@@ -64,7 +75,7 @@ func agentReportMarkdown(w md, r *stewardv1.Receipt) {
 		w.line("The agent says it left open:")
 		w.line("")
 		for _, s := range rep.LeftOpen {
-			w.line("- %s", text(s))
+			w.line("- %s", itemText(s))
 		}
 	}
 }
@@ -81,4 +92,19 @@ func evidence(st *stewardv1.ReportStep) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// itemText is text(s) for a list item: a start that would make Markdown
+// of its own there — a heading, a nested list, a rule — is escaped, so
+// that the agent's words stay words.
+func itemText(s string) string {
+	s = text(s)
+	digits := len(s) - len(strings.TrimLeft(s, "0123456789"))
+	switch {
+	case s != "" && strings.ContainsRune("#-+=", rune(s[0])):
+		return `\` + s
+	case digits > 0 && digits < len(s) && (s[digits] == '.' || s[digits] == ')'):
+		return s[:digits] + `\` + s[digits:]
+	}
+	return s
 }

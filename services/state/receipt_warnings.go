@@ -14,8 +14,9 @@ import (
 // outcomes, failed, skipped or unevaluated checks, fallbacks, findings —
 // then what is left open — approvals, questions, actions, plan steps,
 // budget alerts, a review. Each names what it is about by id. r holds
-// the rest of the receipt, built from the same events.
-func warnings(r *stewardv1.Receipt, t *stewardv1.Task) []*stewardv1.ReceiptWarning {
+// the rest of the receipt, built from the same events; own are its
+// acceptance rounds less those a fork carried from its parent.
+func warnings(r *stewardv1.Receipt, own []*stewardv1.AcceptanceRound, t *stewardv1.Task) []*stewardv1.ReceiptWarning {
 	var w warningList
 	open := map[string]bool{} // actions told of already, by a kind of their own
 	for _, a := range t.Actions {
@@ -25,7 +26,7 @@ func warnings(r *stewardv1.Receipt, t *stewardv1.Task) []*stewardv1.ReceiptWarni
 				withReason(fmt.Sprintf("the call to %s went out and no answer came back; nothing has settled it", a.Tool), a.Outcome.GetReason()))
 		}
 	}
-	acceptanceWarnings(&w, r, t)
+	acceptanceWarnings(&w, own, t)
 	planWarnings(&w, r.Plan, t.Plan)
 	for _, c := range r.Calls {
 		if c.ExecutedBy != "" {
@@ -78,20 +79,20 @@ func (w *warningList) add(kind stewardv1.ReceiptWarningKind, about, text string)
 // acceptanceWarnings tells what the acceptance checks leave unresolved:
 // no criteria, criteria never evaluated, criteria that failed in the
 // latest round, a result accepted with no person's review, or one waiting
-// for it.
-func acceptanceWarnings(w *warningList, r *stewardv1.Receipt, t *stewardv1.Task) {
+// for it. rounds are the task's own.
+func acceptanceWarnings(w *warningList, rounds []*stewardv1.AcceptanceRound, t *stewardv1.Task) {
 	criteria := t.Contract.GetAcceptanceCriteria()
 	switch {
 	case len(criteria) == 0:
 		w.add(stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED, "contract.acceptance_criteria", "the contract has no acceptance criteria: nothing checks the result")
-	case len(r.AcceptanceRounds) == 0:
+	case len(rounds) == 0:
 		w.add(stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_NOT_EVALUATED, "contract.acceptance_criteria",
 			fmt.Sprintf("the task was never marked produced: none of its %d acceptance criteria was evaluated", len(criteria)))
 	}
-	if len(r.AcceptanceRounds) == 0 {
+	if len(rounds) == 0 {
 		return
 	}
-	last := r.AcceptanceRounds[len(r.AcceptanceRounds)-1]
+	last := rounds[len(rounds)-1]
 	for _, c := range last.Checks {
 		if !c.Passed {
 			w.add(stewardv1.ReceiptWarningKind_RECEIPT_WARNING_KIND_CHECK_FAILED, c.CriterionId, withReason(fmt.Sprintf("failed in round %d", last.Round), c.Detail))

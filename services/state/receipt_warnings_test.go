@@ -14,7 +14,13 @@ import (
 // each kind's abouts joined by spaces.
 func warned(t *testing.T, payloads ...event.Payload) (*stewardv1.Receipt, map[stewardv1.ReceiptWarningKind]string) {
 	t.Helper()
-	r, err := state.BuildReceipt(stewardtest.History(t, "warn", payloads...))
+	return warnedOf(t, stewardtest.History(t, "warn", payloads...))
+}
+
+// warnedOf is warned of a history.
+func warnedOf(t *testing.T, recs []*stewardv1.EventRecord) (*stewardv1.Receipt, map[stewardv1.ReceiptWarningKind]string) {
+	t.Helper()
+	r, err := state.BuildReceipt(recs)
 	if err != nil {
 		t.Fatal(err)
 	}
