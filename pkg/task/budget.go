@@ -25,8 +25,8 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		if Terminal(t.Status) && c.ReservedFor == "" {
 			return nil, true, illegal(t, "spend for") // a fork's reservation it lends still
 		}
-		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
-			return nil, true, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(c.MilestoneId))
+		if c.MilestoneId != "" && !KnownMilestone(t.Contract, c.MilestoneId) {
+			return nil, true, unknownMilestone(t, "milestone_id", c.MilestoneId)
 		}
 		if err := CheckSpend(t, c.Tokens, c.CostMicros); err != nil {
 			return nil, true, err
@@ -95,15 +95,6 @@ func usage(t *stewardv1.Task) *stewardv1.BudgetUsage {
 		t.BudgetUsed = proto.CloneOf(t.BudgetUsed)
 	}
 	return t.BudgetUsed
-}
-
-func milestoneBudget(t *stewardv1.Task, id string) *stewardv1.MilestoneBudget {
-	for _, m := range t.Contract.GetBudget().GetMilestones() {
-		if m.MilestoneId == id {
-			return m
-		}
-	}
-	return nil
 }
 
 // AlertKey names one budget alert, as Task.budget_used.alerts lists them.
