@@ -39,6 +39,7 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ReportProgressRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.RaiseBudgetRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),

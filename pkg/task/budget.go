@@ -224,13 +224,16 @@ func raise(t *stewardv1.Task, r *stewardv1.BudgetRaised) (func(), error) {
 		return nil, errs.Field("max_cost_micros", "must not be negative")
 	case r.MaxTokens == 0 && r.MaxCostMicros == 0:
 		return nil, errs.Field("max_tokens", "name a new token or cost limit")
-	case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
+	case r.MilestoneId == "" && r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
 		return nil, errs.Field("max_tokens", "%d is not above the current limit %d", r.MaxTokens, b.GetMaxTokens())
-	case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
+	case r.MilestoneId == "" && r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
 		return nil, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
 	}
 	if err := withinDelegation(t); err != nil {
 		return nil, err
+	}
+	if r.MilestoneId != "" {
+		return raiseMilestone(t, r) // milestone.go
 	}
 	return func() {
 		t.Contract = proto.CloneOf(t.Contract)

@@ -1,6 +1,9 @@
 package task
 
 import (
+	"slices"
+	"strings"
+
 	"google.golang.org/protobuf/proto"
 
 	"github.com/steward-run/steward/pkg/errs"
@@ -128,4 +131,53 @@ func milestoneStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bo
 		}
 		t.Milestones = out
 	}, true, nil
+}
+
+// raiseMilestone checks a raise of one milestone's budget line and
+// returns how to apply it: each new limit above the line's (a line with
+// no limit in a dimension has nothing to raise there), and every line
+// together still within the task's limits. Only the milestone's alerts
+// start over.
+func raiseMilestone(t *stewardv1.Task, r *stewardv1.BudgetRaised) (func(), error) {
+	b := t.Contract.GetBudget()
+	var line *stewardv1.MilestoneBudget
+	var tokens, cost int64 // the other lines'
+	for _, m := range b.GetMilestones() {
+		if m.MilestoneId == r.MilestoneId {
+			line = m
+			continue
+		}
+		tokens, cost = tokens+m.MaxTokens, cost+m.MaxCostMicros
+	}
+	switch {
+	case line == nil:
+		return nil, errs.Field("milestone_id", "task %s has no budget line for milestone %s (%v)", t.Contract.GetTaskId(), errs.Quote(r.MilestoneId), MilestoneIDs(t.Contract))
+	case r.MaxTokens != 0 && (line.MaxTokens == 0 || r.MaxTokens <= line.MaxTokens):
+		return nil, errs.Field("max_tokens", "%d does not raise milestone %s's token limit %d (zero is none)", r.MaxTokens, r.MilestoneId, line.MaxTokens)
+	case r.MaxCostMicros != 0 && (line.MaxCostMicros == 0 || r.MaxCostMicros <= line.MaxCostMicros):
+		return nil, errs.Field("max_cost_micros", "%d does not raise milestone %s's cost limit %d (zero is none)", r.MaxCostMicros, r.MilestoneId, line.MaxCostMicros)
+	case b.GetMaxTokens() > 0 && r.MaxTokens > b.GetMaxTokens()-tokens:
+		return nil, errs.Field("max_tokens", "milestone token limits would add up to more than the task's %d: raise the task's first", b.GetMaxTokens())
+	case b.GetMaxCostMicros() > 0 && r.MaxCostMicros > b.GetMaxCostMicros()-cost:
+		return nil, errs.Field("max_cost_micros", "milestone cost limits would add up to more than the task's %d: raise the task's first", b.GetMaxCostMicros())
+	}
+	return func() {
+		t.Contract = proto.CloneOf(t.Contract)
+		for _, m := range t.Contract.Budget.Milestones {
+			if m.MilestoneId == r.MilestoneId {
+				if r.MaxTokens != 0 {
+					m.MaxTokens = r.MaxTokens
+				}
+				if r.MaxCostMicros != 0 {
+					m.MaxCostMicros = r.MaxCostMicros
+				}
+			}
+		}
+		u := usage(t)
+		u.Alerts = slices.DeleteFunc(u.Alerts, func(key string) bool {
+			_, rest, _ := strings.Cut(key, ":") // "cost:80:<milestone>" (AlertKey)
+			_, milestone, _ := strings.Cut(rest, ":")
+			return milestone == r.MilestoneId
+		})
+	}, nil
 }

@@ -99,9 +99,12 @@ func milestoneCapStop(c commands, t *stewardv1.Task, milestoneID, what, causatio
 		taskID, milestoneID, limit, what)}
 }
 
+// progress takes the agents' reports on their milestones.
+type progress struct{ commands }
+
 // ReportProgress records the agent's word on how far a milestone has
 // come, when it is news: another percent or note than its last report.
-func (p *Plane) ReportProgress(ctx context.Context, principal string, req *stewardv1.ReportProgressRequest) (*stewardv1.ReportProgressResponse, error) {
+func (p *progress) ReportProgress(ctx context.Context, principal string, req *stewardv1.ReportProgressRequest) (*stewardv1.ReportProgressResponse, error) {
 	if err := checkCommand(req.TaskId, "", ""); err != nil {
 		return nil, err
 	}
@@ -139,7 +142,7 @@ func (p *Plane) ReportProgress(ctx context.Context, principal string, req *stewa
 }
 
 func (s *taskService) ReportProgress(ctx context.Context, req *connect.Request[stewardv1.ReportProgressRequest]) (*connect.Response[stewardv1.ReportProgressResponse], error) {
-	resp, err := s.plane.ReportProgress(ctx, rpc.Principal(ctx), req.Msg)
+	resp, err := s.plane.progress.ReportProgress(ctx, rpc.Principal(ctx), req.Msg)
 	if err != nil {
 		return nil, err
 	}

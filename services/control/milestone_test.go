@@ -190,3 +190,53 @@ func TestReportProgressRecordsNews(t *testing.T) {
 		t.Fatalf("a report on an ended task: %v", err)
 	}
 }
+
+// TestRaisingAMilestoneLineResumes: a task suspended because a milestone's
+// budget line is spent cannot be resumed by hand; a budget owner's raise
+// of that line — above it, and with every line still within the task's
+// limits — lifts it, starts that milestone's alerts over (the task's
+// stay) and resumes the task.
+func TestRaisingAMilestoneLineResumes(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	req := phasedRequest("raise-line")
+	req.Contract.Budget = &stewardv1.Budget{MaxCostMicros: 100, Currency: "USD", Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "collect", MaxCostMicros: 50}}}
+	tk, _, err := r.ctl.CreateTask(ctx, "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	r.running(id)
+	if _, err := r.ctl.ReportUsage(ctx, "agent", &stewardv1.ReportUsageRequest{TaskId: id, CostMicros: 50, MilestoneId: "collect", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	r.Append(id, &stewardv1.BudgetAlerted{Dimension: "cost", Percent: 50, Used: 50, Limit: 100},
+		&stewardv1.BudgetAlerted{Dimension: "cost", Percent: 100, Used: 50, Limit: 50, MilestoneId: "collect"},
+		&stewardv1.TaskSuspended{Reason: "spent", Cause: stewardv1.SuspendCause_SUSPEND_CAUSE_BUDGET_SPENT})
+	if _, err := r.ctl.ResumeTask(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.ResumeTaskRequest{TaskId: id, Reason: "go on"}); !errs.Is(err, errs.FailedPrecondition) {
+		t.Fatalf("a resume by hand while the line is spent: %v", err)
+	}
+	var e *errs.Error
+	for _, tc := range []struct {
+		milestone string
+		cost      int64
+		field     string
+	}{
+		{"report", 80, "milestone_id"},      // no line to raise
+		{"collect", 40, "max_cost_micros"},  // not above it
+		{"collect", 101, "max_cost_micros"}, // past the task's
+	} {
+		_, err := r.ctl.RaiseBudget(ctx, "user:fin", &stewardv1.RaiseBudgetRequest{TaskId: id, MilestoneId: tc.milestone, MaxCostMicros: tc.cost, Reason: "more"})
+		if !errors.As(err, &e) || e.Field != tc.field {
+			t.Fatalf("raise %s to %d: %v; want a refusal naming %s", tc.milestone, tc.cost, err, tc.field)
+		}
+	}
+	tk, err = r.ctl.RaiseBudget(ctx, "user:fin", &stewardv1.RaiseBudgetRequest{TaskId: id, MilestoneId: "collect", MaxCostMicros: 80, Reason: "the sources cost more"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.Contract.Budget.Milestones[0].MaxCostMicros != 80 || tk.Contract.Budget.MaxCostMicros != 100 ||
+		strings.Join(tk.BudgetUsed.Alerts, " ") != "cost:50" || tk.Milestones[0].MaxCostMicros != 80 {
+		t.Fatalf("after the raise: %s, budget %v, alerts %v", tk.Status, tk.Contract.Budget, tk.BudgetUsed.Alerts)
+	}
+}

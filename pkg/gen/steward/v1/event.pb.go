@@ -3529,6 +3529,8 @@ type BudgetRaised struct {
 	MaxTokens     int64                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	MaxCostMicros int64                  `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Set when the limits raised are a milestone's budget line.
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3580,6 +3582,13 @@ func (x *BudgetRaised) GetMaxCostMicros() int64 {
 func (x *BudgetRaised) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *BudgetRaised) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
 	}
 	return ""
 }
@@ -4912,12 +4921,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
 	"\x04used\x18\x03 \x01(\x03R\x04used\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x03R\x05limit\x12!\n" +
-	"\fmilestone_id\x18\x05 \x01(\tR\vmilestoneId\"m\n" +
+	"\fmilestone_id\x18\x05 \x01(\tR\vmilestoneId\"\x90\x01\n" +
 	"\fBudgetRaised\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
 	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\"\xa3\x02\n" +
 	"\x0eBreakerChanged\x12\x1f\n" +
 	"\vservice_key\x18\x01 \x01(\tR\n" +
 	"serviceKey\x12,\n" +

@@ -1649,6 +1649,11 @@ type RaiseBudgetRequest struct {
 	MaxCostMicros int64  `protobuf:"varint,3,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// When set, the limits raised are this milestone's budget line
+	// (contract.budget.milestones), not the task's: the lines may still add
+	// up to no more than the task's limits. A task suspended because the
+	// line was spent resumes once nothing is spent (docs/milestones.md).
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1714,6 +1719,13 @@ func (x *RaiseBudgetRequest) GetReason() string {
 func (x *RaiseBudgetRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RaiseBudgetRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
 	}
 	return ""
 }
@@ -2892,7 +2904,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\";\n" +
 	"\x13ReportUsageResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xab\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xce\x01\n" +
 	"\x12RaiseBudgetRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -2900,7 +2912,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\";\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\";\n" +
 	"\x13RaiseBudgetResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xb3\x01\n" +
 	"\x13DelegateTaskRequest\x12$\n" +

@@ -1711,6 +1711,13 @@ export declare type BudgetRaised = Message<"steward.v1.BudgetRaised"> & {
    * @generated from field: string reason = 3;
    */
   reason: string;
+
+  /**
+   * Set when the limits raised are a milestone's budget line.
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**

@@ -824,6 +824,16 @@ export declare type RaiseBudgetRequest = Message<"steward.v1.RaiseBudgetRequest"
    * @generated from field: string request_id = 5;
    */
   requestId: string;
+
+  /**
+   * When set, the limits raised are this milestone's budget line
+   * (contract.budget.milestones), not the task's: the lines may still add
+   * up to no more than the task's limits. A task suspended because the
+   * line was spent resumes once nothing is spent (docs/milestones.md).
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**
