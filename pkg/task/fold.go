@@ -41,7 +41,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 		return err
 	}
 	heard(t, ev)
-	DeriveMilestones(t) // what every event may have moved
+	deriveMilestones(t, ev) // what the event may have moved (milestone_status.go)
 	if progress(ev) {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""

@@ -14,17 +14,27 @@ type tally struct {
 	stepFailed bool
 }
 
-// DeriveMilestones sets t's milestones and current milestone from what is
-// tagged with each, keeping the agent's reports and the grants of
-// resumes from t's previous states. The fold calls it after every event;
-// it builds new states, never changing ones a view handed out may share.
-func DeriveMilestones(t *stewardv1.Task) {
+// deriveMilestones sets t's milestones and current milestone, after ev,
+// from what is tagged with each, keeping the agent's reports and the
+// grants of resumes from t's previous states. The fold calls it after
+// every event; it builds new states, never changing ones a view handed
+// out may share. The plan's steps are tallied afresh each time; actions
+// and decisions, which only ever add up, are counted once in full (when
+// the task is created, a fork's carried ones among them) and then by the
+// one ev adds, so that a replay does not pay for the whole ledger at
+// every event.
+func deriveMilestones(t *stewardv1.Task, ev *stewardv1.Event) {
 	declared := t.Contract.GetMilestones()
 	if len(declared) == 0 {
 		t.Milestones, t.CurrentMilestone = nil, ""
 		return
 	}
-	tallies := tallyMilestones(t)
+	var tallies tallies
+	if ev.GetTaskCreated() != nil || !sameMilestones(t.Milestones, declared) {
+		tallies = tallyMilestones(t) // the first derivation, or of another list
+	} else {
+		tallies = tallyEvent(t, ev)
+	}
 	out := make([]*stewardv1.MilestoneState, 0, len(declared))
 	current := ""
 	for _, m := range declared {
@@ -35,6 +45,19 @@ func DeriveMilestones(t *stewardv1.Task) {
 		out = append(out, s)
 	}
 	t.Milestones, t.CurrentMilestone = out, current
+}
+
+// sameMilestones reports whether states are of declared, in order.
+func sameMilestones(states []*stewardv1.MilestoneState, declared []*stewardv1.Milestone) bool {
+	if len(states) != len(declared) {
+		return false
+	}
+	for i, m := range declared {
+		if states[i].MilestoneId != m.MilestoneId {
+			return false
+		}
+	}
+	return true
 }
 
 // deriveMilestone is m's state in t, given what is tagged with it.
@@ -80,43 +103,76 @@ func milestoneStatus(s *stewardv1.MilestoneState, n *tally) stewardv1.MilestoneS
 	return stewardv1.MilestoneStatus_MILESTONE_STATUS_PENDING
 }
 
-// tallyMilestones gathers what is tagged with each milestone of t: its
-// actions and decisions (counted against its cap as the task's are
-// against its own: compensations, observed decisions and a fork's carried
-// ones not; though carried ones did start it), and the steps of the plan
-// in force.
-func tallyMilestones(t *stewardv1.Task) map[string]*tally {
-	out := map[string]*tally{}
-	of := func(id string) *tally {
-		n := out[id]
-		if n == nil {
-			n = &tally{}
-			out[id] = n
-		}
-		return n
+// tallies is what is tagged with each milestone, by id.
+type tallies map[string]*tally
+
+func (ts tallies) of(id string) *tally {
+	n := ts[id]
+	if n == nil {
+		n = &tally{}
+		ts[id] = n
 	}
+	return n
+}
+
+// action counts a, an action tagged or not, as the task's cap counts
+// actions: compensations and a fork's carried ones do not count, though
+// carried ones did start their milestone.
+func (ts tallies) action(a *stewardv1.Action) {
+	if a.GetMilestoneId() == "" {
+		return
+	}
+	n := ts.of(a.MilestoneId)
+	n.started = true
+	if a.Compensates == "" && !a.Carried {
+		n.used++
+	}
+}
+
+// decision counts d as the task's cap counts decisions: observed ones
+// (their call was an action) and carried ones do not count.
+func (ts tallies) decision(d *stewardv1.Decision) {
+	if d.GetMilestoneId() == "" {
+		return
+	}
+	n := ts.of(d.MilestoneId)
+	n.started = true
+	if !d.Carried && d.GetCall().GetProvenance() != stewardv1.Provenance_PROVENANCE_OBSERVED {
+		n.used++
+	}
+}
+
+// tallyMilestones gathers, in full, what is tagged with each milestone of
+// t: its actions, its decisions and the steps of the plan in force.
+func tallyMilestones(t *stewardv1.Task) tallies {
+	ts := tallies{}
 	for _, a := range t.Actions {
-		if a.MilestoneId == "" {
-			continue
-		}
-		n := of(a.MilestoneId)
-		n.started = true
-		if a.Compensates == "" && !a.Carried {
-			n.used++
-		}
+		ts.action(a)
 	}
 	for _, d := range t.Decisions {
-		if d.MilestoneId == "" {
-			continue
-		}
-		n := of(d.MilestoneId)
-		n.started = true
-		if !d.Carried && d.GetCall().GetProvenance() != stewardv1.Provenance_PROVENANCE_OBSERVED {
-			n.used++
-		}
+		ts.decision(d)
 	}
-	tallySteps(t.GetPlan(), of)
-	return out
+	tallySteps(t.GetPlan(), ts.of)
+	return ts
+}
+
+// tallyEvent is tallyMilestones from t's previous states: their counts,
+// and started for any not pending (once started, a milestone stays so),
+// plus what ev adds; the plan's steps afresh.
+func tallyEvent(t *stewardv1.Task, ev *stewardv1.Event) tallies {
+	ts := tallies{}
+	for _, m := range t.Milestones {
+		n := ts.of(m.MilestoneId)
+		n.used, n.started = m.ActionsUsed, m.Status != stewardv1.MilestoneStatus_MILESTONE_STATUS_PENDING
+	}
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_ActionProposed:
+		ts.action(p.ActionProposed.GetAction())
+	case *stewardv1.Event_DecisionRecorded:
+		ts.decision(p.DecisionRecorded.GetDecision())
+	}
+	tallySteps(t.GetPlan(), ts.of)
+	return ts
 }
 
 // tallySteps counts the steps of plan that name a milestone, by how they
