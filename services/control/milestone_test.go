@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/errs"
 	"github.com/steward-run/steward/pkg/event"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // phasedRequest is a task declaring collect (a cap of 2) and then report.
@@ -238,5 +240,39 @@ func TestRaisingAMilestoneLineResumes(t *testing.T) {
 	if tk.Status != stewardv1.TaskStatus_TASK_STATUS_RUNNING || tk.Contract.Budget.Milestones[0].MaxCostMicros != 80 || tk.Contract.Budget.MaxCostMicros != 100 ||
 		strings.Join(tk.BudgetUsed.Alerts, " ") != "cost:50" || tk.Milestones[0].MaxCostMicros != 80 {
 		t.Fatalf("after the raise: %s, budget %v, alerts %v", tk.Status, tk.Contract.Budget, tk.BudgetUsed.Alerts)
+	}
+}
+
+// TestPlanStepsWaitAtTheirMilestonesCap: a plan whose steps are tagged
+// with a milestone of cap 1 runs the first; the second's proposal stops the
+// task for a person and proposes nothing, and the plan waits with it; the
+// resume grants the milestone one more and the plan goes on to its end.
+func TestPlanStepsWaitAtTheirMilestonesCap(t *testing.T) {
+	r := newHarness(t)
+	id := r.planTaskWith(t, "plan-cap", func(c *stewardv1.TaskContract) {
+		c.Budget = nil
+		c.Milestones = []*stewardv1.Milestone{{MilestoneId: "collect", Title: "Collect", MaxActions: 1}}
+	}, nil)
+	one, two := act("one", nil, "search", "a", nil), act("two", []string{"one"}, "search", "b", nil)
+	one.MilestoneId, two.MilestoneId = "collect", "collect"
+	r.runPlan(t, id, &stewardv1.Plan{Version: 1, Ending: stewardv1.PlanEnding_PLAN_ENDING_HAND_BACK, Steps: []*stewardv1.Step{one, two}})
+	_, first := r.step(id, "one", stepRunning)
+	r.run(t, id, first.ActionId, succeeded(), []byte(`{}`), time.Now())
+	tk := r.WaitTask(id, func(tk *stewardv1.Task) bool { return tk.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT })
+	r.settle()
+	tk = r.task(t, id)
+	if tk.OpenInput.GetMilestoneId() != "collect" || len(tk.Actions) != 1 || task.FindStep(tk, "two").GetStatus() != stewardv1.StepStatus_STEP_STATUS_PENDING {
+		t.Fatalf("at the cap: %s, input %v, %d actions, step two %v", tk.Status, tk.OpenInput, len(tk.Actions), task.FindStep(tk, "two"))
+	}
+	if _, err := r.ctl.ResumeTask(context.Background(), rpc.Identity{Principal: "user:a"}, &stewardv1.ResumeTaskRequest{TaskId: id, Reason: "go on"}); err != nil {
+		t.Fatal(err)
+	}
+	_, second := r.step(id, "two", stepRunning)
+	r.run(t, id, second.ActionId, succeeded(), []byte(`{}`), time.Now())
+	tk = r.WaitTask(id, func(tk *stewardv1.Task) bool {
+		return tk.Milestones[0].Status == stewardv1.MilestoneStatus_MILESTONE_STATUS_DONE
+	})
+	if tk.CurrentMilestone != "" || r.Count(id, event.TypeTaskNeedsInput) != 1 {
+		t.Fatalf("after the plan: current %q, %d stops", tk.CurrentMilestone, r.Count(id, event.TypeTaskNeedsInput))
 	}
 }
