@@ -102,6 +102,7 @@ func matrixContract() *stewardv1.TaskContract {
 	// A credential lasts an hour (--credential-ttl), short of the deadline,
 	// so that a renewal extends it.
 	k.Deadline = timestamppb.New(time.Now().Add(24 * time.Hour))
+	k.Milestones = []*stewardv1.Milestone{{MilestoneId: "m1", Title: "All of it"}} // what ReportProgress reports on
 	return k
 }
 
@@ -260,6 +261,10 @@ var matrixCalls = map[string]matrixCall{
 	}},
 	stewardv1connect.TaskServiceHeartbeatProcedure: {state: "running", call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
 		_, err := c.tasks.Heartbeat(ctx, connect.NewRequest(&stewardv1.HeartbeatRequest{TaskId: s.task, Note: name}))
+		return err
+	}},
+	stewardv1connect.TaskServiceReportProgressProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.ReportProgress(ctx, connect.NewRequest(&stewardv1.ReportProgressRequest{TaskId: s.task, MilestoneId: "m1", Percent: 10, Note: name}))
 		return err
 	}},
 	stewardv1connect.TaskServiceForkTaskProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {

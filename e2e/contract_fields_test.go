@@ -38,6 +38,8 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.WhoAmIRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ForkTaskRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.HeartbeatRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ReportProgressRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.RaiseBudgetRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),

@@ -287,7 +287,7 @@ func errorsTableChecks() map[string]tableCheck {
 				TaskId: id, Kind: stewardv1.FindingKind_FINDING_KIND_POLICY_VIOLATION, Description: "I say so"}))
 			return []error{err}
 		},
-		"`ReportUsage` with negative or no figures, or totals that would overflow; `ReportUsage` or `ProposeAction` naming a milestone the contract's budget does not have": func(t *testing.T, e *harness) []error {
+		"`ReportUsage` with negative or no figures, or totals that would overflow; `ReportUsage`, `ProposeAction`, `RecordDecision` or `ReportProgress` naming a milestone the contract does not have ([milestones.md](milestones.md))": func(t *testing.T, e *harness) []error {
 			k := contract()
 			k.Budget.Milestones = []*stewardv1.MilestoneBudget{{MilestoneId: "draft", MaxTokens: 1_000}}
 			id := e.create(t, "table-usage", k)
@@ -310,11 +310,22 @@ func errorsTableChecks() map[string]tableCheck {
 					TaskId: id, ProposalId: "table-milestone", Tool: "search", Target: "index:incidents", Params: q, MilestoneId: "launch"}))
 				return err
 			}
+			progress := func() error {
+				_, err := e.agent.tasks.ReportProgress(ctx, connect.NewRequest(&stewardv1.ReportProgressRequest{TaskId: id, MilestoneId: "launch", Percent: 10}))
+				return err
+			}
+			decide := func() error {
+				_, err := e.agent.tasks.RecordDecision(ctx, connect.NewRequest(&stewardv1.RecordDecisionRequest{TaskId: id, Decision: &stewardv1.Decision{
+					DecisionId: "table-milestone", MilestoneId: "launch", Call: &stewardv1.ModelCall{Provider: "openai", ModelId: "gpt-a", TokensIn: 1},
+					LedTo: &stewardv1.Decision_NoAction{NoAction: &stewardv1.NoAction{}}}}))
+				return err
+			}
 			errs := e.unchanged(t, id, report("u-neg", -1, 0, ""), report("u-none", 0, 0, ""), report("u-overflow", math.MaxInt64, 0, ""),
-				report("u-milestone", 1, 0, "launch"), propose)
+				report("u-milestone", 1, 0, "launch"), propose, progress, decide)
 			return []error{
 				alike(t, onField(t, errs[0], "tokens"), onField(t, errs[1], "tokens"), onField(t, errs[2], "tokens")),
-				alike(t, onField(t, errs[3], "milestone_id"), onField(t, saying(t, errs[4], "no milestone \"launch\""), "milestone_id")),
+				alike(t, onField(t, errs[3], "milestone_id"), onField(t, saying(t, errs[4], "no milestone \"launch\""), "milestone_id"),
+					onField(t, errs[5], "milestone_id"), onField(t, errs[6], "decision.milestone_id")),
 			}
 		},
 		"`RaiseBudget` that lowers a limit or gives no reason; without the `budget-owner` role": func(t *testing.T, e *harness) []error {

@@ -38,6 +38,7 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceRecordDecisionProcedure: work("a decision is the agent's account of why it acts, and its reported cost is charged to the task"),
 	stewardv1connect.TaskServiceAttachContextProcedure:  work("the context ledger is what the agent drew on"),
 	stewardv1connect.TaskServiceHeartbeatProcedure:      work("the agent says it is at work: its silence is asked about, escalated and suspends its task (docs/liveness.md)"),
+	stewardv1connect.TaskServiceReportProgressProcedure: work("the agent says how far a milestone of its work has come (docs/milestones.md)"),
 	stewardv1connect.TaskServiceForkTaskProcedure:       work("a fork recomputes the agent's work from a point, on budget reserved from the task: only its agent forks"),
 	stewardv1connect.TaskServiceDelegateTaskProcedure: {Group: Work, Parties: Agent, TaskField: "parent_task_id",
 		Why: "a sub-task narrows the parent's credential: only the parent's agent hands its work on"},

@@ -49,7 +49,9 @@ const (
 	TypeInputReminded    = "task.input_reminded"
 	TypeInputEscalated   = "task.input_escalated"
 	TypeDeadlineExtended = "task.deadline_extended"
-	TypeFindingRecorded  = "audit.finding_recorded"
+	// TypeMilestoneProgressed is the agent's report on one milestone.
+	TypeMilestoneProgressed = "task.milestone_progressed"
+	TypeFindingRecorded     = "audit.finding_recorded"
 
 	TypePlanSubmitted   = "plan.submitted"
 	TypePlanEvaluated   = "plan.evaluated"
@@ -194,6 +196,7 @@ var typeNames = map[protoreflect.Name]string{
 	"agent_heartbeat":         TypeAgentHeartbeat,
 	"input_reminded":          TypeInputReminded,
 	"input_escalated":         TypeInputEscalated,
+	"milestone_progressed":    TypeMilestoneProgressed,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

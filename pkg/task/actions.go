@@ -127,8 +127,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		// The inline request is what governance evaluates and
 		// execution sends: it must be the request the hashes name.
 		return nil, errs.New(errs.FailedPrecondition, "action %s carries a request that hashes to %s, not its request_hash %s", a.ActionId, requestHash(a.Request), a.GetRequestHash())
-	case a.GetMilestoneId() != "" && milestoneBudget(t, a.MilestoneId) == nil:
-		return nil, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(a.MilestoneId))
+	case a.GetMilestoneId() != "" && !KnownMilestone(t.Contract, a.MilestoneId):
+		return nil, unknownMilestone(t, "milestone_id", a.MilestoneId)
 	case a.GetDecisionId() != "" && FindDecision(t, a.DecisionId) == nil:
 		return nil, errs.Field("decision_id", "task %s has recorded no decision %s: record it first (RecordDecision)", t.Contract.GetTaskId(), errs.Quote(a.DecisionId))
 	case a.GetAmendmentOf() != "" && checkAmendment(t, a) != nil:
@@ -144,6 +144,8 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 		return nil, errs.New(errs.FailedPrecondition, "task %s is %s; only a running task takes new actions", t.Contract.GetTaskId(), StatusName(t.Status))
 	case AtActionCap(t):
 		return nil, errs.New(errs.FailedPrecondition, "task %s reached its cap of %d actions (contract.limits.max_actions)", t.Contract.GetTaskId(), MaxActions(t))
+	case MilestoneAtCap(t, a.GetMilestoneId()):
+		return nil, errs.New(errs.FailedPrecondition, "task %s: milestone %s reached its cap of %d actions and decisions", t.Contract.GetTaskId(), a.MilestoneId, MilestoneOf(t, a.MilestoneId).MaxActions)
 	}
 	return func() {
 		a := proto.CloneOf(a)

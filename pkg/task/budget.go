@@ -25,8 +25,8 @@ func budgetStep(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), ok bool,
 		if Terminal(t.Status) && c.ReservedFor == "" {
 			return nil, true, illegal(t, "spend for") // a fork's reservation it lends still
 		}
-		if c.MilestoneId != "" && milestoneBudget(t, c.MilestoneId) == nil {
-			return nil, true, errs.Field("milestone_id", "task %s has no milestone %s in its budget", t.Contract.GetTaskId(), errs.Quote(c.MilestoneId))
+		if c.MilestoneId != "" && !KnownMilestone(t.Contract, c.MilestoneId) {
+			return nil, true, unknownMilestone(t, "milestone_id", c.MilestoneId)
 		}
 		if err := CheckSpend(t, c.Tokens, c.CostMicros); err != nil {
 			return nil, true, err
@@ -95,15 +95,6 @@ func usage(t *stewardv1.Task) *stewardv1.BudgetUsage {
 		t.BudgetUsed = proto.CloneOf(t.BudgetUsed)
 	}
 	return t.BudgetUsed
-}
-
-func milestoneBudget(t *stewardv1.Task, id string) *stewardv1.MilestoneBudget {
-	for _, m := range t.Contract.GetBudget().GetMilestones() {
-		if m.MilestoneId == id {
-			return m
-		}
-	}
-	return nil
 }
 
 // AlertKey names one budget alert, as Task.budget_used.alerts lists them.
@@ -233,13 +224,16 @@ func raise(t *stewardv1.Task, r *stewardv1.BudgetRaised) (func(), error) {
 		return nil, errs.Field("max_cost_micros", "must not be negative")
 	case r.MaxTokens == 0 && r.MaxCostMicros == 0:
 		return nil, errs.Field("max_tokens", "name a new token or cost limit")
-	case r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
+	case r.MilestoneId == "" && r.MaxTokens != 0 && r.MaxTokens <= b.GetMaxTokens():
 		return nil, errs.Field("max_tokens", "%d is not above the current limit %d", r.MaxTokens, b.GetMaxTokens())
-	case r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
+	case r.MilestoneId == "" && r.MaxCostMicros != 0 && r.MaxCostMicros <= b.GetMaxCostMicros():
 		return nil, errs.Field("max_cost_micros", "%d is not above the current limit %d", r.MaxCostMicros, b.GetMaxCostMicros())
 	}
 	if err := withinDelegation(t); err != nil {
 		return nil, err
+	}
+	if r.MilestoneId != "" {
+		return raiseMilestone(t, r) // milestone.go
 	}
 	return func() {
 		t.Contract = proto.CloneOf(t.Contract)

@@ -67,6 +67,12 @@ func recordDecision(t *stewardv1.Task, ev *stewardv1.Event, d *stewardv1.Decisio
 		return nil, errs.New(errs.AlreadyExists, "task %s already recorded decision %s", id, errs.Quote(d.DecisionId))
 	case AtDecisionCap(t) && d.GetCall().GetProvenance() != stewardv1.Provenance_PROVENANCE_OBSERVED:
 		return nil, errs.New(errs.FailedPrecondition, "task %s recorded %d decisions, its loop cap (contract.limits.max_actions)", id, len(t.Decisions))
+	case d.GetMilestoneId() != "" && len(t.Contract.GetMilestones()) > 0 && !KnownMilestone(t.Contract, d.MilestoneId):
+		// Declared milestones hold every tag; budget lines alone, only
+		// what is charged (below).
+		return nil, unknownMilestone(t, "decision.milestone_id", d.MilestoneId)
+	case MilestoneAtCap(t, d.GetMilestoneId()) && d.GetCall().GetProvenance() != stewardv1.Provenance_PROVENANCE_OBSERVED:
+		return nil, errs.New(errs.FailedPrecondition, "task %s: milestone %s reached its cap of %d actions and decisions", id, d.MilestoneId, MilestoneOf(t, d.MilestoneId).MaxActions)
 	}
 	for i, c := range d.ContextIds {
 		if slices.Contains(d.ContextIds[:i], c) {
@@ -80,8 +86,8 @@ func recordDecision(t *stewardv1.Task, ev *stewardv1.Event, d *stewardv1.Decisio
 	charged := DecisionCharges(d)
 	tokens := call.GetTokensIn() + call.GetTokensOut()
 	if charged {
-		if d.MilestoneId != "" && milestoneBudget(t, d.MilestoneId) == nil {
-			return nil, errs.Field("decision.milestone_id", "task %s has no milestone %s in its budget", id, errs.Quote(d.MilestoneId))
+		if d.MilestoneId != "" && !KnownMilestone(t.Contract, d.MilestoneId) {
+			return nil, unknownMilestone(t, "decision.milestone_id", d.MilestoneId)
 		}
 		if tokens < call.GetTokensIn() {
 			return nil, errs.Field("decision.call.tokens_out", "overflows the tokens in")

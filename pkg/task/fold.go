@@ -41,6 +41,7 @@ func Apply(t *stewardv1.Task, ev *stewardv1.Event, seq uint64) error {
 		return err
 	}
 	heard(t, ev)
+	deriveMilestones(t, ev) // what the event may have moved (milestone_status.go)
 	if progress(ev) {
 		// Any progress clears a stall mark.
 		t.StalledSince, t.StalledReason = nil, ""
@@ -107,6 +108,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 	}
 	if t.Status == stewardv1.TaskStatus_TASK_STATUS_WAITING_FOR_INPUT && Active(next) {
 		grantActions(t) // a person lets it go on: at its cap, with more
+		grantMilestone(t)
 	}
 	t.Status = next
 	t.StatusReason = reason
@@ -138,6 +140,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
 	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep, inputStep,
+	milestoneStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

@@ -33,6 +33,8 @@ func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.Inp
 		AskedAt:  ev.Time,
 		ActionId: n.ActionId,
 		AskRef:   n.AskRef,
+		// The milestone at its cap, which a resume grants more.
+		MilestoneId: n.MilestoneId,
 	}
 	if Laddered(in) {
 		// What the ladder's rungs name (inputladder.go); Steward's own
@@ -47,6 +49,9 @@ func askedInput(ev *stewardv1.Event, n *stewardv1.TaskNeedsInput) *stewardv1.Inp
 func checkAsked(t *stewardv1.Task, n *stewardv1.TaskNeedsInput) error {
 	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED && strings.TrimSpace(n.Question) == "" {
 		return errs.Field("question", "is required: say what you need to know")
+	}
+	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_MILESTONE_CAP && FindMilestone(t.Contract, n.MilestoneId) == nil {
+		return unknownMilestone(t, "milestone_id", n.MilestoneId)
 	}
 	return CheckAskRef(t.Contract, n.AskRef)
 }

@@ -62,6 +62,9 @@ func (dg *delegation) RaiseBudget(ctx context.Context, principal string, req *st
 	if req.Reason == "" {
 		return nil, errs.Field("reason", "is required: say why the budget goes up")
 	}
+	if err := checkText("milestone_id", req.MilestoneId, MaxRefLen, false); err != nil {
+		return nil, err
+	}
 	u, err := dg.claimRequestID(ctx, principal, requestid.RaiseBudget, req.TaskId, req.RequestId, req)
 	if err != nil {
 		return nil, err
@@ -69,7 +72,7 @@ func (dg *delegation) RaiseBudget(ctx context.Context, principal string, req *st
 	defer u.settle(ctx, &err)
 	id := u.id
 	t, err := dg.command(ctx, principal, req.TaskId, id, req.RequestId, &stewardv1.BudgetRaised{
-		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason,
+		MaxTokens: req.MaxTokens, MaxCostMicros: req.MaxCostMicros, Reason: req.Reason, MilestoneId: req.MilestoneId,
 	})
 	if err != nil {
 		return nil, err

@@ -59,6 +59,11 @@ func (ds *decisions) RecordDecision(ctx context.Context, principal string, req *
 				req.TaskId, len(cur.Decisions))
 			return ds.decisionCapStop(cur, principal)
 		}
+		if task.MilestoneAtCap(cur, d.MilestoneId) && task.Active(cur.Status) {
+			capped := milestoneCapStop(ds, cur, d.MilestoneId, "decision", "", d.DecisionId) // milestone.go
+			stop = capped.refusal
+			return capped.event, capped.err
+		}
 		flagged := proto.CloneOf(d) // this attempt's: a retry flags it afresh
 		flagged.Flags = task.DecisionFlags(cur, d, timestamppb.New(ds.now()))
 		created = true

@@ -167,6 +167,10 @@ func (p *Plane) record(ctx context.Context, taskID string, d *draft, causationID
 			capped = p.capStop(t, causationID, a.ProposalId)
 			return capped.event, capped.err
 		}
+		if a.Compensates == "" && task.Active(t.Status) && task.MilestoneAtCap(t, a.MilestoneId) {
+			capped = milestoneCapStop(p, t, a.MilestoneId, "proposal", causationID, a.ProposalId) // milestone.go
+			return capped.event, capped.err
+		}
 		appended = true
 		proposer := a.ProposedBy
 		if a.RetryOf != "" || a.PlanStepId != "" {

@@ -228,20 +228,13 @@ func planTools(t *stewardv1.Task) []string {
 }
 
 // checkMilestone checks that a step's milestone, if it names one, is one
-// of the contract's: its budget and action cap are what the step's work
-// counts against.
+// of the contract's (task.KnownMilestone): its budget and action cap are
+// what the step's work counts against.
 func checkMilestone(field, id string, c *stewardv1.TaskContract) error {
-	if id == "" {
+	if id == "" || task.KnownMilestone(c, id) {
 		return nil
 	}
-	var known []string
-	for _, m := range c.GetBudget().GetMilestones() {
-		if m.MilestoneId == id {
-			return nil
-		}
-		known = append(known, m.MilestoneId)
-	}
-	return errs.Field(field, "%s is not a milestone of the task's contract (%v)", errs.Quote(id), known)
+	return errs.Field(field, "%s is not a milestone of the task's contract (%v)", errs.Quote(id), task.MilestoneIDs(c))
 }
 
 // checkSubTask checks a sub-task step's contract as DelegateTask would

@@ -131,6 +131,8 @@ type Plane struct {
 	decisions *decisions
 	// heartbeats takes the agents' heartbeats (liveness.go).
 	heartbeats *heartbeats
+	// progress takes the agents' progress reports (milestone.go).
+	progress *progress
 	// observer records the decisions behind the model calls Steward
 	// makes itself (observe.go).
 	observer *observer
@@ -197,6 +199,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
 	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
 	p.heartbeats = &heartbeats{commands: p, now: cfg.Now}
+	p.progress = &progress{commands: p}
 	p.observer = &observer{commands: p, log: log, tasks: cfg.Tasks, tools: cfg.Tools, requests: cfg.Requests, results: cfg.Results}
 	p.plans = plandriver.New(planHost{p}, plandriver.Config{
 		Log: log, Tasks: cfg.Tasks, Timers: cfg.Timers, Logger: p.logger, Now: cfg.Now, StepProposed: p.stepProposed,

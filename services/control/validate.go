@@ -73,6 +73,7 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkText("contract.credential_ref", c.CredentialRef, MaxRefLen, false),
 		checkRiskTier(c.RiskTier),
 		checkBudget(c.Budget),
+		checkMilestones(c),
 		checkDeadline(c, now),
 		checkList("contract.delegation_chain", len(c.DelegationChain)),
 		checkAllowedTools(c.AllowedTools),

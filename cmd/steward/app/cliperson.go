@@ -99,12 +99,12 @@ func (c *cli) budgetCommand() *cobra.Command {
 
 func (c *cli) budgetRaise() *cobra.Command {
 	var tokens, cost int64
-	var reason, requestID string
+	var reason, requestID, milestone string
 	cmd := c.verb("raise TASK", "raise a task's budget (budget owners); a task suspended for its budget resumes once the raise covers what it spent", []string{"TASK"}, func(ctx context.Context, s *steward.Client, args []string) error {
 		if tokens == 0 && cost == 0 {
 			return usagef("give --tokens, --cost-micros or both: the new limits")
 		}
-		t, err := s.RaiseBudget(ctx, &stewardv1.RaiseBudgetRequest{TaskId: args[0], MaxTokens: tokens, MaxCostMicros: cost, Reason: reason, RequestId: requestID})
+		t, err := s.RaiseBudget(ctx, &stewardv1.RaiseBudgetRequest{TaskId: args[0], MaxTokens: tokens, MaxCostMicros: cost, Reason: reason, RequestId: requestID, MilestoneId: milestone})
 		if err != nil {
 			return fmt.Errorf("raise the budget of %s: %w", args[0], err)
 		}
@@ -117,6 +117,7 @@ func (c *cli) budgetRaise() *cobra.Command {
 	cmd.Flags().Int64Var(&tokens, "tokens", 0, "the new token limit, higher than the old (0: as it is)")
 	cmd.Flags().Int64Var(&cost, "cost-micros", 0, "the new cost limit in millionths, higher than the old (0: as it is)")
 	cmd.Flags().StringVar(&reason, "reason", "", "why, for the task's record")
+	cmd.Flags().StringVar(&milestone, "milestone", "", "raise this `MILESTONE`'s budget line instead of the task's")
 	requestIDFlag(cmd, &requestID)
 	return cmd
 }

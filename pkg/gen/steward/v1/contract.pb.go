@@ -224,6 +224,88 @@ func (x *MilestoneBudget) GetMaxCostMicros() int64 {
 	return 0
 }
 
+// Milestone is one phase of a task's work (docs/milestones.md): the
+// contract lists them in the order the work goes through them, and that
+// order is theirs — the task's current milestone is the first in it that
+// is not done. Plan steps, actions and decisions name the milestone they
+// belong to (milestone_id); its status is derived from them.
+type Milestone struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique within the contract, at most 256 bytes; what budget lines and
+	// tags name.
+	MilestoneId string `protobuf:"bytes,1,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// A few words a person reads in the task's view; required.
+	Title       string `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Description string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// The milestone's loop cap: the most actions and model decisions tagged
+	// with it (compensations, observed decisions and a fork's carried ones
+	// not counted). One past it is refused and stops the task, waiting for
+	// input (NEEDS_INPUT_CAUSE_MILESTONE_CAP); a person's resume grants the
+	// milestone max_actions more. Zero: no cap of its own (the task's cap,
+	// limits.max_actions, still holds).
+	MaxActions    uint32 `protobuf:"varint,4,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Milestone) Reset() {
+	*x = Milestone{}
+	mi := &file_steward_v1_contract_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Milestone) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Milestone) ProtoMessage() {}
+
+func (x *Milestone) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_contract_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Milestone.ProtoReflect.Descriptor instead.
+func (*Milestone) Descriptor() ([]byte, []int) {
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Milestone) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *Milestone) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *Milestone) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *Milestone) GetMaxActions() uint32 {
+	if x != nil {
+		return x.MaxActions
+	}
+	return 0
+}
+
 // Delegation is one hop in the chain of hands a task has passed through.
 type Delegation struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -237,7 +319,7 @@ type Delegation struct {
 
 func (x *Delegation) Reset() {
 	*x = Delegation{}
-	mi := &file_steward_v1_contract_proto_msgTypes[2]
+	mi := &file_steward_v1_contract_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +331,7 @@ func (x *Delegation) String() string {
 func (*Delegation) ProtoMessage() {}
 
 func (x *Delegation) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[2]
+	mi := &file_steward_v1_contract_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +344,7 @@ func (x *Delegation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Delegation.ProtoReflect.Descriptor instead.
 func (*Delegation) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Delegation) GetFromRef() string {
@@ -306,7 +388,7 @@ type ContextRef struct {
 
 func (x *ContextRef) Reset() {
 	*x = ContextRef{}
-	mi := &file_steward_v1_contract_proto_msgTypes[3]
+	mi := &file_steward_v1_contract_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -318,7 +400,7 @@ func (x *ContextRef) String() string {
 func (*ContextRef) ProtoMessage() {}
 
 func (x *ContextRef) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[3]
+	mi := &file_steward_v1_contract_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -331,7 +413,7 @@ func (x *ContextRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextRef.ProtoReflect.Descriptor instead.
 func (*ContextRef) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ContextRef) GetUri() string {
@@ -373,7 +455,7 @@ type AcceptanceCriterion struct {
 
 func (x *AcceptanceCriterion) Reset() {
 	*x = AcceptanceCriterion{}
-	mi := &file_steward_v1_contract_proto_msgTypes[4]
+	mi := &file_steward_v1_contract_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -385,7 +467,7 @@ func (x *AcceptanceCriterion) String() string {
 func (*AcceptanceCriterion) ProtoMessage() {}
 
 func (x *AcceptanceCriterion) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[4]
+	mi := &file_steward_v1_contract_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -398,7 +480,7 @@ func (x *AcceptanceCriterion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptanceCriterion.ProtoReflect.Descriptor instead.
 func (*AcceptanceCriterion) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *AcceptanceCriterion) GetId() string {
@@ -443,7 +525,7 @@ type RecoveryPolicy struct {
 
 func (x *RecoveryPolicy) Reset() {
 	*x = RecoveryPolicy{}
-	mi := &file_steward_v1_contract_proto_msgTypes[5]
+	mi := &file_steward_v1_contract_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +537,7 @@ func (x *RecoveryPolicy) String() string {
 func (*RecoveryPolicy) ProtoMessage() {}
 
 func (x *RecoveryPolicy) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[5]
+	mi := &file_steward_v1_contract_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +550,7 @@ func (x *RecoveryPolicy) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecoveryPolicy.ProtoReflect.Descriptor instead.
 func (*RecoveryPolicy) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RecoveryPolicy) GetMode() RecoveryMode {
@@ -496,7 +578,7 @@ type InputSnapshot struct {
 
 func (x *InputSnapshot) Reset() {
 	*x = InputSnapshot{}
-	mi := &file_steward_v1_contract_proto_msgTypes[6]
+	mi := &file_steward_v1_contract_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -508,7 +590,7 @@ func (x *InputSnapshot) String() string {
 func (*InputSnapshot) ProtoMessage() {}
 
 func (x *InputSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[6]
+	mi := &file_steward_v1_contract_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -521,7 +603,7 @@ func (x *InputSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputSnapshot.ProtoReflect.Descriptor instead.
 func (*InputSnapshot) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InputSnapshot) GetVersion() string {
@@ -590,13 +672,19 @@ type TaskContract struct {
 	// principal or a role ("role:on-call"), who may then answer it as the
 	// task's people may, though it named someone else (ask_ref); not before.
 	InputBackupRef string `protobuf:"bytes,24,opt,name=input_backup_ref,json=inputBackupRef,proto3" json:"input_backup_ref,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The task's milestones, in the order the work goes through them
+	// (docs/milestones.md). When any are declared, every budget line
+	// (budget.milestones) and every tag (a plan step's, an action's, a
+	// decision's milestone_id) must name one of them; when none are, budget
+	// lines alone name milestones, as before.
+	Milestones    []*Milestone `protobuf:"bytes,26,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskContract) Reset() {
 	*x = TaskContract{}
-	mi := &file_steward_v1_contract_proto_msgTypes[7]
+	mi := &file_steward_v1_contract_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -608,7 +696,7 @@ func (x *TaskContract) String() string {
 func (*TaskContract) ProtoMessage() {}
 
 func (x *TaskContract) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[7]
+	mi := &file_steward_v1_contract_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -621,7 +709,7 @@ func (x *TaskContract) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskContract.ProtoReflect.Descriptor instead.
 func (*TaskContract) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskContract) GetTaskId() string {
@@ -792,6 +880,13 @@ func (x *TaskContract) GetInputBackupRef() string {
 	return ""
 }
 
+func (x *TaskContract) GetMilestones() []*Milestone {
+	if x != nil {
+		return x.Milestones
+	}
+	return nil
+}
+
 // TaskLimits are the task's loop guards. Zero means the default (README).
 type TaskLimits struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -810,7 +905,7 @@ type TaskLimits struct {
 
 func (x *TaskLimits) Reset() {
 	*x = TaskLimits{}
-	mi := &file_steward_v1_contract_proto_msgTypes[8]
+	mi := &file_steward_v1_contract_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -822,7 +917,7 @@ func (x *TaskLimits) String() string {
 func (*TaskLimits) ProtoMessage() {}
 
 func (x *TaskLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[8]
+	mi := &file_steward_v1_contract_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -835,7 +930,7 @@ func (x *TaskLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
 func (*TaskLimits) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskLimits) GetMaxActions() uint32 {
@@ -900,7 +995,7 @@ type TaskTimers struct {
 
 func (x *TaskTimers) Reset() {
 	*x = TaskTimers{}
-	mi := &file_steward_v1_contract_proto_msgTypes[9]
+	mi := &file_steward_v1_contract_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -912,7 +1007,7 @@ func (x *TaskTimers) String() string {
 func (*TaskTimers) ProtoMessage() {}
 
 func (x *TaskTimers) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_contract_proto_msgTypes[9]
+	mi := &file_steward_v1_contract_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -925,7 +1020,7 @@ func (x *TaskTimers) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskTimers.ProtoReflect.Descriptor instead.
 func (*TaskTimers) Descriptor() ([]byte, []int) {
-	return file_steward_v1_contract_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_contract_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *TaskTimers) GetApprovalRemindAfter() *durationpb.Duration {
@@ -1023,7 +1118,13 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x02 \x01(\x03R\tmaxTokens\x12&\n" +
-	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\"\xa4\x01\n" +
+	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\"\x87\x01\n" +
+	"\tMilestone\x12!\n" +
+	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vmax_actions\x18\x04 \x01(\rR\n" +
+	"maxActions\"\xa4\x01\n" +
 	"\n" +
 	"Delegation\x12\x19\n" +
 	"\bfrom_ref\x18\x01 \x01(\tR\afromRef\x12\x15\n" +
@@ -1047,7 +1148,7 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xfe\b\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xb5\t\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1073,7 +1174,10 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
 	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\x12.\n" +
 	"\x13approval_backup_ref\x18\x17 \x01(\tR\x11approvalBackupRef\x12(\n" +
-	"\x10input_backup_ref\x18\x18 \x01(\tR\x0einputBackupRef\"Y\n" +
+	"\x10input_backup_ref\x18\x18 \x01(\tR\x0einputBackupRef\x125\n" +
+	"\n" +
+	"milestones\x18\x1a \x03(\v2\x15.steward.v1.MilestoneR\n" +
+	"milestones\"Y\n" +
 	"\n" +
 	"TaskLimits\x12\x1f\n" +
 	"\vmax_actions\x18\x01 \x01(\rR\n" +
@@ -1116,54 +1220,56 @@ func file_steward_v1_contract_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_contract_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_contract_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_steward_v1_contract_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_steward_v1_contract_proto_goTypes = []any{
 	(RecoveryMode)(0),             // 0: steward.v1.RecoveryMode
 	(*Budget)(nil),                // 1: steward.v1.Budget
 	(*MilestoneBudget)(nil),       // 2: steward.v1.MilestoneBudget
-	(*Delegation)(nil),            // 3: steward.v1.Delegation
-	(*ContextRef)(nil),            // 4: steward.v1.ContextRef
-	(*AcceptanceCriterion)(nil),   // 5: steward.v1.AcceptanceCriterion
-	(*RecoveryPolicy)(nil),        // 6: steward.v1.RecoveryPolicy
-	(*InputSnapshot)(nil),         // 7: steward.v1.InputSnapshot
-	(*TaskContract)(nil),          // 8: steward.v1.TaskContract
-	(*TaskLimits)(nil),            // 9: steward.v1.TaskLimits
-	(*TaskTimers)(nil),            // 10: steward.v1.TaskTimers
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(RiskTier)(0),                 // 12: steward.v1.RiskTier
-	(*durationpb.Duration)(nil),   // 13: google.protobuf.Duration
+	(*Milestone)(nil),             // 3: steward.v1.Milestone
+	(*Delegation)(nil),            // 4: steward.v1.Delegation
+	(*ContextRef)(nil),            // 5: steward.v1.ContextRef
+	(*AcceptanceCriterion)(nil),   // 6: steward.v1.AcceptanceCriterion
+	(*RecoveryPolicy)(nil),        // 7: steward.v1.RecoveryPolicy
+	(*InputSnapshot)(nil),         // 8: steward.v1.InputSnapshot
+	(*TaskContract)(nil),          // 9: steward.v1.TaskContract
+	(*TaskLimits)(nil),            // 10: steward.v1.TaskLimits
+	(*TaskTimers)(nil),            // 11: steward.v1.TaskTimers
+	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
+	(RiskTier)(0),                 // 13: steward.v1.RiskTier
+	(*durationpb.Duration)(nil),   // 14: google.protobuf.Duration
 }
 var file_steward_v1_contract_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.Budget.milestones:type_name -> steward.v1.MilestoneBudget
-	11, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
+	12, // 1: steward.v1.Delegation.delegated_at:type_name -> google.protobuf.Timestamp
 	0,  // 2: steward.v1.RecoveryPolicy.mode:type_name -> steward.v1.RecoveryMode
-	4,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
-	3,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
+	5,  // 3: steward.v1.InputSnapshot.inputs:type_name -> steward.v1.ContextRef
+	4,  // 4: steward.v1.TaskContract.delegation_chain:type_name -> steward.v1.Delegation
 	1,  // 5: steward.v1.TaskContract.budget:type_name -> steward.v1.Budget
-	11, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
-	4,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
-	12, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
-	5,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
-	6,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
-	7,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
-	9,  // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
-	10, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
-	13, // 14: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
-	13, // 15: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
-	13, // 16: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
-	13, // 17: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
-	13, // 18: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
-	13, // 19: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
-	13, // 20: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
-	13, // 21: steward.v1.TaskTimers.input_remind_after:type_name -> google.protobuf.Duration
-	13, // 22: steward.v1.TaskTimers.input_escalate_after:type_name -> google.protobuf.Duration
-	13, // 23: steward.v1.TaskTimers.input_suspend_after:type_name -> google.protobuf.Duration
-	13, // 24: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	12, // 6: steward.v1.TaskContract.deadline:type_name -> google.protobuf.Timestamp
+	5,  // 7: steward.v1.TaskContract.context_refs:type_name -> steward.v1.ContextRef
+	13, // 8: steward.v1.TaskContract.risk_tier:type_name -> steward.v1.RiskTier
+	6,  // 9: steward.v1.TaskContract.acceptance_criteria:type_name -> steward.v1.AcceptanceCriterion
+	7,  // 10: steward.v1.TaskContract.recovery_policy:type_name -> steward.v1.RecoveryPolicy
+	8,  // 11: steward.v1.TaskContract.input_snapshot:type_name -> steward.v1.InputSnapshot
+	10, // 12: steward.v1.TaskContract.limits:type_name -> steward.v1.TaskLimits
+	11, // 13: steward.v1.TaskContract.timers:type_name -> steward.v1.TaskTimers
+	3,  // 14: steward.v1.TaskContract.milestones:type_name -> steward.v1.Milestone
+	14, // 15: steward.v1.TaskTimers.approval_remind_after:type_name -> google.protobuf.Duration
+	14, // 16: steward.v1.TaskTimers.approval_suspend_after:type_name -> google.protobuf.Duration
+	14, // 17: steward.v1.TaskTimers.stall_after:type_name -> google.protobuf.Duration
+	14, // 18: steward.v1.TaskTimers.agent_ask_after:type_name -> google.protobuf.Duration
+	14, // 19: steward.v1.TaskTimers.agent_escalate_after:type_name -> google.protobuf.Duration
+	14, // 20: steward.v1.TaskTimers.agent_suspend_after:type_name -> google.protobuf.Duration
+	14, // 21: steward.v1.TaskTimers.approval_escalate_after:type_name -> google.protobuf.Duration
+	14, // 22: steward.v1.TaskTimers.input_remind_after:type_name -> google.protobuf.Duration
+	14, // 23: steward.v1.TaskTimers.input_escalate_after:type_name -> google.protobuf.Duration
+	14, // 24: steward.v1.TaskTimers.input_suspend_after:type_name -> google.protobuf.Duration
+	14, // 25: steward.v1.TaskTimers.stall_suspend_after:type_name -> google.protobuf.Duration
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_contract_proto_init() }
@@ -1178,7 +1284,7 @@ func file_steward_v1_contract_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_contract_proto_rawDesc), len(file_steward_v1_contract_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -152,6 +152,7 @@ type Event struct {
 	//	*Event_AgentHeartbeat
 	//	*Event_InputReminded
 	//	*Event_InputEscalated
+	//	*Event_MilestoneProgressed
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -727,6 +728,15 @@ func (x *Event) GetInputEscalated() *InputEscalated {
 	return nil
 }
 
+func (x *Event) GetMilestoneProgressed() *MilestoneProgressed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_MilestoneProgressed); ok {
+			return x.MilestoneProgressed
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -946,6 +956,10 @@ type Event_InputEscalated struct {
 	InputEscalated *InputEscalated `protobuf:"bytes,81,opt,name=input_escalated,json=inputEscalated,proto3,oneof"`
 }
 
+type Event_MilestoneProgressed struct {
+	MilestoneProgressed *MilestoneProgressed `protobuf:"bytes,85,opt,name=milestone_progressed,json=milestoneProgressed,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1049,6 +1063,8 @@ func (*Event_AgentHeartbeat) isEvent_Payload() {}
 func (*Event_InputReminded) isEvent_Payload() {}
 
 func (*Event_InputEscalated) isEvent_Payload() {}
+
+func (*Event_MilestoneProgressed) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -1473,7 +1489,10 @@ type TaskNeedsInput struct {
 	// Who is asked, when only one of the task's people may answer (a
 	// checkpoint's ask_ref, RequestInputRequest.ask_ref); empty for whoever
 	// may answer the task's questions.
-	AskRef        string `protobuf:"bytes,6,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
+	AskRef string `protobuf:"bytes,6,opt,name=ask_ref,json=askRef,proto3" json:"ask_ref,omitempty"`
+	// The milestone at its cap, for NEEDS_INPUT_CAUSE_MILESTONE_CAP: a
+	// person's resume grants it max_actions more.
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1546,6 +1565,13 @@ func (x *TaskNeedsInput) GetActionId() string {
 func (x *TaskNeedsInput) GetAskRef() string {
 	if x != nil {
 		return x.AskRef
+	}
+	return ""
+}
+
+func (x *TaskNeedsInput) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
 	}
 	return ""
 }
@@ -3503,6 +3529,8 @@ type BudgetRaised struct {
 	MaxTokens     int64                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
 	MaxCostMicros int64                  `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Set when the limits raised are a milestone's budget line.
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3554,6 +3582,13 @@ func (x *BudgetRaised) GetMaxCostMicros() int64 {
 func (x *BudgetRaised) GetReason() string {
 	if x != nil {
 		return x.Reason
+	}
+	return ""
+}
+
+func (x *BudgetRaised) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
 	}
 	return ""
 }
@@ -4534,6 +4569,70 @@ func (x *AgentHeartbeat) GetNote() string {
 	return ""
 }
 
+// MilestoneProgressed records the agent's report of how far one of the
+// contract's milestones has come (TaskService.ReportProgress; control
+// plane), when it is news.
+type MilestoneProgressed struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MilestoneId string                 `protobuf:"bytes,1,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// 0–100; 100 marks a milestone no plan step names done.
+	Percent       uint32 `protobuf:"varint,2,opt,name=percent,proto3" json:"percent,omitempty"`
+	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MilestoneProgressed) Reset() {
+	*x = MilestoneProgressed{}
+	mi := &file_steward_v1_event_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MilestoneProgressed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MilestoneProgressed) ProtoMessage() {}
+
+func (x *MilestoneProgressed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MilestoneProgressed.ProtoReflect.Descriptor instead.
+func (*MilestoneProgressed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *MilestoneProgressed) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *MilestoneProgressed) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *MilestoneProgressed) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 // ContextAttached adds one item to the task's context ledger (control
 // plane).
 type ContextAttached struct {
@@ -4545,7 +4644,7 @@ type ContextAttached struct {
 
 func (x *ContextAttached) Reset() {
 	*x = ContextAttached{}
-	mi := &file_steward_v1_event_proto_msgTypes[54]
+	mi := &file_steward_v1_event_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4557,7 +4656,7 @@ func (x *ContextAttached) String() string {
 func (*ContextAttached) ProtoMessage() {}
 
 func (x *ContextAttached) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_event_proto_msgTypes[54]
+	mi := &file_steward_v1_event_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4570,7 +4669,7 @@ func (x *ContextAttached) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextAttached.ProtoReflect.Descriptor instead.
 func (*ContextAttached) Descriptor() ([]byte, []int) {
-	return file_steward_v1_event_proto_rawDescGZIP(), []int{54}
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ContextAttached) GetItem() *ContextItem {
@@ -4585,7 +4684,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x95 \n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4650,7 +4749,8 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
 	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
 	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
-	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12\x12\n" +
+	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12T\n" +
+	"\x14milestone_progressed\x18U \x01(\v2\x1f.steward.v1.MilestoneProgressedH\x00R\x13milestoneProgressed\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4677,14 +4777,15 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x129\n" +
 	"\ffinal_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\vfinalStatus\x12\x1d\n" +
 	"\n" +
-	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xc7\x01\n" +
+	"action_ids\x18\x03 \x03(\tR\tactionIds\"\xea\x01\n" +
 	"\x0eTaskNeedsInput\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x121\n" +
 	"\x05cause\x18\x02 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
 	"\achoices\x18\x04 \x03(\tR\achoices\x12\x1b\n" +
 	"\taction_id\x18\x05 \x01(\tR\bactionId\x12\x17\n" +
-	"\aask_ref\x18\x06 \x01(\tR\x06askRef\"'\n" +
+	"\aask_ref\x18\x06 \x01(\tR\x06askRef\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\"'\n" +
 	"\rInputProvided\x12\x16\n" +
 	"\x06answer\x18\x01 \x01(\tR\x06answer\"\x9a\x01\n" +
 	"\x10DeadlineExtended\x126\n" +
@@ -4830,12 +4931,13 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
 	"\x04used\x18\x03 \x01(\x03R\x04used\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\x03R\x05limit\x12!\n" +
-	"\fmilestone_id\x18\x05 \x01(\tR\vmilestoneId\"m\n" +
+	"\fmilestone_id\x18\x05 \x01(\tR\vmilestoneId\"\x90\x01\n" +
 	"\fBudgetRaised\x12\x1d\n" +
 	"\n" +
 	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
 	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\xa3\x02\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\"\xa3\x02\n" +
 	"\x0eBreakerChanged\x12\x1f\n" +
 	"\vservice_key\x18\x01 \x01(\tR\n" +
 	"serviceKey\x12,\n" +
@@ -4902,7 +5004,11 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x06to_ref\x18\x02 \x01(\tR\x05toRef\x121\n" +
 	"\x06waited\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x06waited\"$\n" +
 	"\x0eAgentHeartbeat\x12\x12\n" +
-	"\x04note\x18\x01 \x01(\tR\x04note\">\n" +
+	"\x04note\x18\x01 \x01(\tR\x04note\"f\n" +
+	"\x13MilestoneProgressed\x12!\n" +
+	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x18\n" +
+	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
 	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
 	"\fBreakerState\x12\x1d\n" +
@@ -4928,7 +5034,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4985,42 +5091,43 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*InputReminded)(nil),          // 52: steward.v1.InputReminded
 	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
 	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
-	(*ContextAttached)(nil),        // 55: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 57: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 58: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 59: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 60: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 61: steward.v1.Finding
-	(*Plan)(nil),                   // 62: steward.v1.Plan
-	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),            // 66: steward.v1.SignedEvent
-	(StepStatus)(0),                // 67: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 68: google.protobuf.Value
-	(SuspendCause)(0),              // 69: steward.v1.SuspendCause
-	(*Action)(nil),                 // 70: steward.v1.Action
-	(*Approval)(nil),               // 71: steward.v1.Approval
-	(ApprovalDecision)(0),          // 72: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 73: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 74: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 75: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 76: steward.v1.Outcome
-	(WaitKind)(0),                  // 77: steward.v1.WaitKind
-	(SettleState)(0),               // 78: steward.v1.SettleState
-	(RevalidationReason)(0),        // 79: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ToolContract)(nil),           // 81: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 83: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),        // 85: steward.v1.ExecutionReport
-	(*Decision)(nil),               // 86: steward.v1.Decision
-	(*ContextItem)(nil),            // 87: steward.v1.ContextItem
+	(*MilestoneProgressed)(nil),    // 55: steward.v1.MilestoneProgressed
+	(*ContextAttached)(nil),        // 56: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),  // 57: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 58: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 59: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 60: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 61: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 62: steward.v1.Finding
+	(*Plan)(nil),                   // 63: steward.v1.Plan
+	(*PlanRevision)(nil),           // 64: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 65: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 66: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),            // 67: steward.v1.SignedEvent
+	(StepStatus)(0),                // 68: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 69: google.protobuf.Value
+	(SuspendCause)(0),              // 70: steward.v1.SuspendCause
+	(*Action)(nil),                 // 71: steward.v1.Action
+	(*Approval)(nil),               // 72: steward.v1.Approval
+	(ApprovalDecision)(0),          // 73: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 74: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 75: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 76: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 77: steward.v1.Outcome
+	(WaitKind)(0),                  // 78: steward.v1.WaitKind
+	(SettleState)(0),               // 79: steward.v1.SettleState
+	(RevalidationReason)(0),        // 80: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 81: google.protobuf.Duration
+	(*ToolContract)(nil),           // 82: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 83: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 84: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 85: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),        // 86: steward.v1.ExecutionReport
+	(*Decision)(nil),               // 87: steward.v1.Decision
+	(*ContextItem)(nil),            // 88: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	57,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5068,67 +5175,68 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	16,  // 45: steward.v1.Event.plan_step_started:type_name -> steward.v1.PlanStepStarted
 	17,  // 46: steward.v1.Event.plan_step_ended:type_name -> steward.v1.PlanStepEnded
 	49,  // 47: steward.v1.Event.decision_recorded:type_name -> steward.v1.DecisionRecorded
-	55,  // 48: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
+	56,  // 48: steward.v1.Event.context_attached:type_name -> steward.v1.ContextAttached
 	50,  // 49: steward.v1.Event.agent_asked:type_name -> steward.v1.AgentAsked
 	51,  // 50: steward.v1.Event.agent_escalated:type_name -> steward.v1.AgentEscalated
 	54,  // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
-	57,  // 54: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	58,  // 55: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	59,  // 56: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	60,  // 57: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	56,  // 58: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	56,  // 59: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	61,  // 60: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	62,  // 61: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 65: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	56,  // 66: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	67,  // 67: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	68,  // 68: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	69,  // 69: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	56,  // 70: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	70,  // 71: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	65,  // 72: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 73: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	71,  // 74: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	66,  // 75: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	72,  // 76: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	73,  // 77: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	74,  // 78: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	65,  // 79: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	75,  // 80: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	76,  // 81: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	77,  // 82: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	56,  // 83: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	78,  // 84: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	79,  // 85: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	80,  // 86: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 87: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 88: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 89: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	56,  // 90: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	81,  // 91: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 92: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	82,  // 93: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	85,  // 97: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	86,  // 98: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	80,  // 99: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	80,  // 100: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	80,  // 101: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 102: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	87,  // 103: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	104, // [104:104] is the sub-list for method output_type
-	104, // [104:104] is the sub-list for method input_type
-	104, // [104:104] is the sub-list for extension type_name
-	104, // [104:104] is the sub-list for extension extendee
-	0,   // [0:104] is the sub-list for field type_name
+	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
+	58,  // 55: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	59,  // 56: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	60,  // 57: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	61,  // 58: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	57,  // 59: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	57,  // 60: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	62,  // 61: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	63,  // 62: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	64,  // 63: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	65,  // 64: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	66,  // 65: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	67,  // 66: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	57,  // 67: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	68,  // 68: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	69,  // 69: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	70,  // 70: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	57,  // 71: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	71,  // 72: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	66,  // 73: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	67,  // 74: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	72,  // 75: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	67,  // 76: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	73,  // 77: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	74,  // 78: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	75,  // 79: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	66,  // 80: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	76,  // 81: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	77,  // 82: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	78,  // 83: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	57,  // 84: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	79,  // 85: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	80,  // 86: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	81,  // 87: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	81,  // 88: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 89: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 90: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	57,  // 91: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	82,  // 92: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 93: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	83,  // 94: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	83,  // 95: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	84,  // 96: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	85,  // 97: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	86,  // 98: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	87,  // 99: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	81,  // 100: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	81,  // 101: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	81,  // 102: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	81,  // 103: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	88,  // 104: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	105, // [105:105] is the sub-list for method output_type
+	105, // [105:105] is the sub-list for method input_type
+	105, // [105:105] is the sub-list for extension type_name
+	105, // [105:105] is the sub-list for extension extendee
+	0,   // [0:105] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5198,6 +5306,7 @@ func file_steward_v1_event_proto_init() {
 		(*Event_AgentHeartbeat)(nil),
 		(*Event_InputReminded)(nil),
 		(*Event_InputEscalated)(nil),
+		(*Event_MilestoneProgressed)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5205,7 +5314,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -205,6 +205,11 @@ const (
 	// A checkpoint step of the task's plan asks its question; the answer is
 	// the step's result.
 	NeedsInputCause_NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT NeedsInputCause = 6
+	// A proposal or decision tagged with a milestone past its cap
+	// (contract.milestones[].max_actions, plus its actions_granted) was
+	// refused; InputRequest.milestone_id names it, and a resume grants it
+	// max_actions more.
+	NeedsInputCause_NEEDS_INPUT_CAUSE_MILESTONE_CAP NeedsInputCause = 7
 )
 
 // Enum value maps for NeedsInputCause.
@@ -217,6 +222,7 @@ var (
 		4: "NEEDS_INPUT_CAUSE_ASKED",
 		5: "NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED",
 		6: "NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT",
+		7: "NEEDS_INPUT_CAUSE_MILESTONE_CAP",
 	}
 	NeedsInputCause_value = map[string]int32{
 		"NEEDS_INPUT_CAUSE_UNSPECIFIED":      0,
@@ -226,6 +232,7 @@ var (
 		"NEEDS_INPUT_CAUSE_ASKED":            4,
 		"NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED": 5,
 		"NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT":  6,
+		"NEEDS_INPUT_CAUSE_MILESTONE_CAP":    7,
 	}
 )
 
@@ -305,6 +312,74 @@ func (FindingKind) EnumDescriptor() ([]byte, []int) {
 	return file_steward_v1_task_proto_rawDescGZIP(), []int{3}
 }
 
+// MilestoneStatus is where a milestone stands, derived by the fold from
+// the plan steps, actions and decisions tagged with it.
+type MilestoneStatus int32
+
+const (
+	MilestoneStatus_MILESTONE_STATUS_UNSPECIFIED MilestoneStatus = 0
+	// Nothing tagged with it has started, and the agent reported nothing.
+	MilestoneStatus_MILESTONE_STATUS_PENDING MilestoneStatus = 1
+	// Something tagged with it started: a plan step, an action, a decision,
+	// or the agent reported progress.
+	MilestoneStatus_MILESTONE_STATUS_ACTIVE MilestoneStatus = 2
+	// Every plan step tagged with it ended well (succeeded or skipped); for
+	// a milestone no step of the plan names, the agent reported 100 %.
+	MilestoneStatus_MILESTONE_STATUS_DONE MilestoneStatus = 3
+	// A plan step tagged with it failed (and was not started again).
+	MilestoneStatus_MILESTONE_STATUS_FAILED MilestoneStatus = 4
+	// Its actions and decisions reached its cap: the next one tagged with it
+	// stops the task for a person.
+	MilestoneStatus_MILESTONE_STATUS_AT_CAP MilestoneStatus = 5
+)
+
+// Enum value maps for MilestoneStatus.
+var (
+	MilestoneStatus_name = map[int32]string{
+		0: "MILESTONE_STATUS_UNSPECIFIED",
+		1: "MILESTONE_STATUS_PENDING",
+		2: "MILESTONE_STATUS_ACTIVE",
+		3: "MILESTONE_STATUS_DONE",
+		4: "MILESTONE_STATUS_FAILED",
+		5: "MILESTONE_STATUS_AT_CAP",
+	}
+	MilestoneStatus_value = map[string]int32{
+		"MILESTONE_STATUS_UNSPECIFIED": 0,
+		"MILESTONE_STATUS_PENDING":     1,
+		"MILESTONE_STATUS_ACTIVE":      2,
+		"MILESTONE_STATUS_DONE":        3,
+		"MILESTONE_STATUS_FAILED":      4,
+		"MILESTONE_STATUS_AT_CAP":      5,
+	}
+)
+
+func (x MilestoneStatus) Enum() *MilestoneStatus {
+	p := new(MilestoneStatus)
+	*p = x
+	return p
+}
+
+func (x MilestoneStatus) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MilestoneStatus) Descriptor() protoreflect.EnumDescriptor {
+	return file_steward_v1_task_proto_enumTypes[4].Descriptor()
+}
+
+func (MilestoneStatus) Type() protoreflect.EnumType {
+	return &file_steward_v1_task_proto_enumTypes[4]
+}
+
+func (x MilestoneStatus) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MilestoneStatus.Descriptor instead.
+func (MilestoneStatus) EnumDescriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+}
+
 // InputRequest is the open question of a task waiting for input.
 type InputRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -330,8 +405,10 @@ type InputRequest struct {
 	RemindedAt *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=reminded_at,json=remindedAt,proto3" json:"reminded_at,omitempty"`
 	// The contract's input_backup_ref, once the question was escalated to
 	// it (InputEscalated), and when: the backup may answer it since.
-	EscalatedTo   string                 `protobuf:"bytes,10,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
-	EscalatedAt   *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
+	EscalatedTo string                 `protobuf:"bytes,10,opt,name=escalated_to,json=escalatedTo,proto3" json:"escalated_to,omitempty"`
+	EscalatedAt *timestamppb.Timestamp `protobuf:"bytes,11,opt,name=escalated_at,json=escalatedAt,proto3" json:"escalated_at,omitempty"`
+	// The milestone at its cap, for NEEDS_INPUT_CAUSE_MILESTONE_CAP.
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -441,6 +518,13 @@ func (x *InputRequest) GetEscalatedAt() *timestamppb.Timestamp {
 		return x.EscalatedAt
 	}
 	return nil
+}
+
+func (x *InputRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
 }
 
 // Finding is what an auditor recorded about a task after reviewing it.
@@ -672,6 +756,12 @@ type Task struct {
 	AgentSeenAt      *timestamppb.Timestamp `protobuf:"bytes,38,opt,name=agent_seen_at,json=agentSeenAt,proto3" json:"agent_seen_at,omitempty"`
 	AgentAskedAt     *timestamppb.Timestamp `protobuf:"bytes,39,opt,name=agent_asked_at,json=agentAskedAt,proto3" json:"agent_asked_at,omitempty"`
 	AgentEscalatedAt *timestamppb.Timestamp `protobuf:"bytes,40,opt,name=agent_escalated_at,json=agentEscalatedAt,proto3" json:"agent_escalated_at,omitempty"`
+	// The contract's milestones, in its order, each as it stands
+	// (docs/milestones.md); empty when the contract declares none.
+	Milestones []*MilestoneState `protobuf:"bytes,60,rep,name=milestones,proto3" json:"milestones,omitempty"`
+	// The first milestone, in the contract's order, that is not done: the
+	// phase the task is in. Empty when every one is done, or none declared.
+	CurrentMilestone string `protobuf:"bytes,61,opt,name=current_milestone,json=currentMilestone,proto3" json:"current_milestone,omitempty"`
 	unknownFields    protoimpl.UnknownFields
 	sizeCache        protoimpl.SizeCache
 }
@@ -951,6 +1041,187 @@ func (x *Task) GetAgentEscalatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Task) GetMilestones() []*MilestoneState {
+	if x != nil {
+		return x.Milestones
+	}
+	return nil
+}
+
+func (x *Task) GetCurrentMilestone() string {
+	if x != nil {
+		return x.CurrentMilestone
+	}
+	return ""
+}
+
+// MilestoneState is one milestone of a task as it stands. Status, counts
+// and spend are derived from the task's events; percent and note are the
+// agent's last report (TaskService.ReportProgress).
+type MilestoneState struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MilestoneId string                 `protobuf:"bytes,1,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	Title       string                 `protobuf:"bytes,2,opt,name=title,proto3" json:"title,omitempty"`
+	Status      MilestoneStatus        `protobuf:"varint,3,opt,name=status,proto3,enum=steward.v1.MilestoneStatus" json:"status,omitempty"`
+	// Actions and model decisions counted against its cap.
+	ActionsUsed uint32 `protobuf:"varint,4,opt,name=actions_used,json=actionsUsed,proto3" json:"actions_used,omitempty"`
+	// The cap in force: the contract's max_actions plus actions_granted;
+	// zero for no cap of its own.
+	MaxActions uint32 `protobuf:"varint,5,opt,name=max_actions,json=maxActions,proto3" json:"max_actions,omitempty"`
+	// What resumes at its cap granted (max_actions each).
+	ActionsGranted uint32 `protobuf:"varint,6,opt,name=actions_granted,json=actionsGranted,proto3" json:"actions_granted,omitempty"`
+	// What it has spent, and its budget line (contract.budget.milestones);
+	// a zero limit is none.
+	Tokens        int64 `protobuf:"varint,7,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros    int64 `protobuf:"varint,8,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	MaxTokens     int64 `protobuf:"varint,9,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxCostMicros int64 `protobuf:"varint,10,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	// The agent's last report: 0–100, a note, and when.
+	Percent      uint32                 `protobuf:"varint,11,opt,name=percent,proto3" json:"percent,omitempty"`
+	Note         string                 `protobuf:"bytes,12,opt,name=note,proto3" json:"note,omitempty"`
+	ProgressedAt *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=progressed_at,json=progressedAt,proto3" json:"progressed_at,omitempty"`
+	// The plan steps tagged with it, and how many ended well.
+	Steps         uint32 `protobuf:"varint,14,opt,name=steps,proto3" json:"steps,omitempty"`
+	StepsDone     uint32 `protobuf:"varint,15,opt,name=steps_done,json=stepsDone,proto3" json:"steps_done,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MilestoneState) Reset() {
+	*x = MilestoneState{}
+	mi := &file_steward_v1_task_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MilestoneState) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MilestoneState) ProtoMessage() {}
+
+func (x *MilestoneState) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MilestoneState.ProtoReflect.Descriptor instead.
+func (*MilestoneState) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *MilestoneState) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *MilestoneState) GetTitle() string {
+	if x != nil {
+		return x.Title
+	}
+	return ""
+}
+
+func (x *MilestoneState) GetStatus() MilestoneStatus {
+	if x != nil {
+		return x.Status
+	}
+	return MilestoneStatus_MILESTONE_STATUS_UNSPECIFIED
+}
+
+func (x *MilestoneState) GetActionsUsed() uint32 {
+	if x != nil {
+		return x.ActionsUsed
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetMaxActions() uint32 {
+	if x != nil {
+		return x.MaxActions
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetActionsGranted() uint32 {
+	if x != nil {
+		return x.ActionsGranted
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetMaxCostMicros() int64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+func (x *MilestoneState) GetProgressedAt() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ProgressedAt
+	}
+	return nil
+}
+
+func (x *MilestoneState) GetSteps() uint32 {
+	if x != nil {
+		return x.Steps
+	}
+	return 0
+}
+
+func (x *MilestoneState) GetStepsDone() uint32 {
+	if x != nil {
+		return x.StepsDone
+	}
+	return 0
+}
+
 // ForkOrigin is where a fork starts: a point on its parent's chain, and
 // the parent's state there, less what does not carry over
 // (docs/decisions.md, "Forks").
@@ -971,7 +1242,7 @@ type ForkOrigin struct {
 
 func (x *ForkOrigin) Reset() {
 	*x = ForkOrigin{}
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -983,7 +1254,7 @@ func (x *ForkOrigin) String() string {
 func (*ForkOrigin) ProtoMessage() {}
 
 func (x *ForkOrigin) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[4]
+	mi := &file_steward_v1_task_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1267,7 @@ func (x *ForkOrigin) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkOrigin.ProtoReflect.Descriptor instead.
 func (*ForkOrigin) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ForkOrigin) GetParentTaskId() string {
@@ -1049,7 +1320,7 @@ type BudgetUsage struct {
 
 func (x *BudgetUsage) Reset() {
 	*x = BudgetUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1061,7 +1332,7 @@ func (x *BudgetUsage) String() string {
 func (*BudgetUsage) ProtoMessage() {}
 
 func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[5]
+	mi := &file_steward_v1_task_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1074,7 +1345,7 @@ func (x *BudgetUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BudgetUsage.ProtoReflect.Descriptor instead.
 func (*BudgetUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *BudgetUsage) GetTokens() int64 {
@@ -1117,7 +1388,7 @@ type MilestoneUsage struct {
 
 func (x *MilestoneUsage) Reset() {
 	*x = MilestoneUsage{}
-	mi := &file_steward_v1_task_proto_msgTypes[6]
+	mi := &file_steward_v1_task_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1129,7 +1400,7 @@ func (x *MilestoneUsage) String() string {
 func (*MilestoneUsage) ProtoMessage() {}
 
 func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_proto_msgTypes[6]
+	mi := &file_steward_v1_task_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1142,7 +1413,7 @@ func (x *MilestoneUsage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MilestoneUsage.ProtoReflect.Descriptor instead.
 func (*MilestoneUsage) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *MilestoneUsage) GetMilestoneId() string {
@@ -1171,7 +1442,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xbf\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xe2\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1186,7 +1457,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"remindedAt\x12!\n" +
 	"\fescalated_to\x18\n" +
 	" \x01(\tR\vescalatedTo\x12=\n" +
-	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\"\xf2\x01\n" +
+	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\"\xf2\x01\n" +
 	"\aFinding\x12\x1d\n" +
 	"\n" +
 	"finding_id\x18\x01 \x01(\tR\tfindingId\x12+\n" +
@@ -1200,7 +1472,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xca\r\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xb3\x0e\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1250,7 +1522,32 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"forkedFrom\x12>\n" +
 	"\ragent_seen_at\x18& \x01(\v2\x1a.google.protobuf.TimestampR\vagentSeenAt\x12@\n" +
 	"\x0eagent_asked_at\x18' \x01(\v2\x1a.google.protobuf.TimestampR\fagentAskedAt\x12H\n" +
-	"\x12agent_escalated_at\x18( \x01(\v2\x1a.google.protobuf.TimestampR\x10agentEscalatedAt\"\xac\x01\n" +
+	"\x12agent_escalated_at\x18( \x01(\v2\x1a.google.protobuf.TimestampR\x10agentEscalatedAt\x12:\n" +
+	"\n" +
+	"milestones\x18< \x03(\v2\x1a.steward.v1.MilestoneStateR\n" +
+	"milestones\x12+\n" +
+	"\x11current_milestone\x18= \x01(\tR\x10currentMilestone\"\x8f\x04\n" +
+	"\x0eMilestoneState\x12!\n" +
+	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x14\n" +
+	"\x05title\x18\x02 \x01(\tR\x05title\x123\n" +
+	"\x06status\x18\x03 \x01(\x0e2\x1b.steward.v1.MilestoneStatusR\x06status\x12!\n" +
+	"\factions_used\x18\x04 \x01(\rR\vactionsUsed\x12\x1f\n" +
+	"\vmax_actions\x18\x05 \x01(\rR\n" +
+	"maxActions\x12'\n" +
+	"\x0factions_granted\x18\x06 \x01(\rR\x0eactionsGranted\x12\x16\n" +
+	"\x06tokens\x18\a \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\b \x01(\x03R\n" +
+	"costMicros\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\t \x01(\x03R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\n" +
+	" \x01(\x03R\rmaxCostMicros\x12\x18\n" +
+	"\apercent\x18\v \x01(\rR\apercent\x12\x12\n" +
+	"\x04note\x18\f \x01(\tR\x04note\x12?\n" +
+	"\rprogressed_at\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\fprogressedAt\x12\x14\n" +
+	"\x05steps\x18\x0e \x01(\rR\x05steps\x12\x1d\n" +
+	"\n" +
+	"steps_done\x18\x0f \x01(\rR\tstepsDone\"\xac\x01\n" +
 	"\n" +
 	"ForkOrigin\x12$\n" +
 	"\x0eparent_task_id\x18\x01 \x01(\tR\fparentTaskId\x12\x1f\n" +
@@ -1295,7 +1592,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x16SUSPEND_CAUSE_DEADLINE\x10\x03\x12\x1e\n" +
 	"\x1aSUSPEND_CAUSE_AGENT_SILENT\x10\x04\x12\x1f\n" +
 	"\x1bSUSPEND_CAUSE_INPUT_OVERDUE\x10\x05\x12\x19\n" +
-	"\x15SUSPEND_CAUSE_STALLED\x10\x06*\x88\x02\n" +
+	"\x15SUSPEND_CAUSE_STALLED\x10\x06*\xad\x02\n" +
 	"\x0fNeedsInputCause\x12!\n" +
 	"\x1dNEEDS_INPUT_CAUSE_UNSPECIFIED\x10\x00\x12#\n" +
 	"\x1fNEEDS_INPUT_CAUSE_SAME_FAILURES\x10\x01\x12 \n" +
@@ -1303,10 +1600,18 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\x1bNEEDS_INPUT_CAUSE_ESCALATED\x10\x03\x12\x1b\n" +
 	"\x17NEEDS_INPUT_CAUSE_ASKED\x10\x04\x12&\n" +
 	"\"NEEDS_INPUT_CAUSE_PLAN_STEP_FAILED\x10\x05\x12%\n" +
-	"!NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT\x10\x06*N\n" +
+	"!NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT\x10\x06\x12#\n" +
+	"\x1fNEEDS_INPUT_CAUSE_MILESTONE_CAP\x10\a*N\n" +
 	"\vFindingKind\x12\x1c\n" +
 	"\x18FINDING_KIND_UNSPECIFIED\x10\x00\x12!\n" +
-	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01B\xa1\x01\n" +
+	"\x1dFINDING_KIND_POLICY_VIOLATION\x10\x01*\xc3\x01\n" +
+	"\x0fMilestoneStatus\x12 \n" +
+	"\x1cMILESTONE_STATUS_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18MILESTONE_STATUS_PENDING\x10\x01\x12\x1b\n" +
+	"\x17MILESTONE_STATUS_ACTIVE\x10\x02\x12\x19\n" +
+	"\x15MILESTONE_STATUS_DONE\x10\x03\x12\x1b\n" +
+	"\x17MILESTONE_STATUS_FAILED\x10\x04\x12\x1b\n" +
+	"\x17MILESTONE_STATUS_AT_CAP\x10\x05B\xa1\x01\n" +
 	"\x0ecom.steward.v1B\tTaskProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1323,67 +1628,72 @@ func file_steward_v1_task_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_proto_rawDescData
 }
 
-var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_task_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_steward_v1_task_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_steward_v1_task_proto_goTypes = []any{
 	(TaskStatus)(0),               // 0: steward.v1.TaskStatus
 	(SuspendCause)(0),             // 1: steward.v1.SuspendCause
 	(NeedsInputCause)(0),          // 2: steward.v1.NeedsInputCause
 	(FindingKind)(0),              // 3: steward.v1.FindingKind
-	(*InputRequest)(nil),          // 4: steward.v1.InputRequest
-	(*Finding)(nil),               // 5: steward.v1.Finding
-	(*TaskProgress)(nil),          // 6: steward.v1.TaskProgress
-	(*Task)(nil),                  // 7: steward.v1.Task
-	(*ForkOrigin)(nil),            // 8: steward.v1.ForkOrigin
-	(*BudgetUsage)(nil),           // 9: steward.v1.BudgetUsage
-	(*MilestoneUsage)(nil),        // 10: steward.v1.MilestoneUsage
-	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 12: steward.v1.TaskContract
-	(*Action)(nil),                // 13: steward.v1.Action
-	(*CredentialState)(nil),       // 14: steward.v1.CredentialState
-	(*Artifact)(nil),              // 15: steward.v1.Artifact
-	(*AcceptanceRound)(nil),       // 16: steward.v1.AcceptanceRound
-	(*PlanState)(nil),             // 17: steward.v1.PlanState
-	(*Decision)(nil),              // 18: steward.v1.Decision
-	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
+	(MilestoneStatus)(0),          // 4: steward.v1.MilestoneStatus
+	(*InputRequest)(nil),          // 5: steward.v1.InputRequest
+	(*Finding)(nil),               // 6: steward.v1.Finding
+	(*TaskProgress)(nil),          // 7: steward.v1.TaskProgress
+	(*Task)(nil),                  // 8: steward.v1.Task
+	(*MilestoneState)(nil),        // 9: steward.v1.MilestoneState
+	(*ForkOrigin)(nil),            // 10: steward.v1.ForkOrigin
+	(*BudgetUsage)(nil),           // 11: steward.v1.BudgetUsage
+	(*MilestoneUsage)(nil),        // 12: steward.v1.MilestoneUsage
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
+	(*Action)(nil),                // 15: steward.v1.Action
+	(*CredentialState)(nil),       // 16: steward.v1.CredentialState
+	(*Artifact)(nil),              // 17: steward.v1.Artifact
+	(*AcceptanceRound)(nil),       // 18: steward.v1.AcceptanceRound
+	(*PlanState)(nil),             // 19: steward.v1.PlanState
+	(*Decision)(nil),              // 20: steward.v1.Decision
+	(*ContextItem)(nil),           // 21: steward.v1.ContextItem
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
-	11, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
-	11, // 2: steward.v1.InputRequest.reminded_at:type_name -> google.protobuf.Timestamp
-	11, // 3: steward.v1.InputRequest.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 1: steward.v1.InputRequest.asked_at:type_name -> google.protobuf.Timestamp
+	13, // 2: steward.v1.InputRequest.reminded_at:type_name -> google.protobuf.Timestamp
+	13, // 3: steward.v1.InputRequest.escalated_at:type_name -> google.protobuf.Timestamp
 	3,  // 4: steward.v1.Finding.kind:type_name -> steward.v1.FindingKind
-	11, // 5: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
-	12, // 6: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
+	13, // 5: steward.v1.Finding.recorded_at:type_name -> google.protobuf.Timestamp
+	14, // 6: steward.v1.Task.contract:type_name -> steward.v1.TaskContract
 	0,  // 7: steward.v1.Task.status:type_name -> steward.v1.TaskStatus
-	11, // 8: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
-	11, // 9: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
+	13, // 8: steward.v1.Task.created_at:type_name -> google.protobuf.Timestamp
+	13, // 9: steward.v1.Task.updated_at:type_name -> google.protobuf.Timestamp
 	0,  // 10: steward.v1.Task.paused_from:type_name -> steward.v1.TaskStatus
-	13, // 11: steward.v1.Task.actions:type_name -> steward.v1.Action
-	6,  // 12: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
-	11, // 13: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
+	15, // 11: steward.v1.Task.actions:type_name -> steward.v1.Action
+	7,  // 12: steward.v1.Task.progress:type_name -> steward.v1.TaskProgress
+	13, // 13: steward.v1.Task.stalled_since:type_name -> google.protobuf.Timestamp
 	0,  // 14: steward.v1.Task.final_status:type_name -> steward.v1.TaskStatus
-	9,  // 15: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
-	14, // 16: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
-	15, // 17: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
-	16, // 18: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
+	11, // 15: steward.v1.Task.budget_used:type_name -> steward.v1.BudgetUsage
+	16, // 16: steward.v1.Task.credential:type_name -> steward.v1.CredentialState
+	17, // 17: steward.v1.Task.artifacts:type_name -> steward.v1.Artifact
+	18, // 18: steward.v1.Task.acceptance:type_name -> steward.v1.AcceptanceRound
 	1,  // 19: steward.v1.Task.suspended_for:type_name -> steward.v1.SuspendCause
-	4,  // 20: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
-	5,  // 21: steward.v1.Task.findings:type_name -> steward.v1.Finding
-	17, // 22: steward.v1.Task.plan:type_name -> steward.v1.PlanState
-	18, // 23: steward.v1.Task.decisions:type_name -> steward.v1.Decision
-	19, // 24: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
-	8,  // 25: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
-	11, // 26: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
-	11, // 27: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
-	11, // 28: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
-	7,  // 29: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	10, // 30: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	5,  // 20: steward.v1.Task.open_input:type_name -> steward.v1.InputRequest
+	6,  // 21: steward.v1.Task.findings:type_name -> steward.v1.Finding
+	19, // 22: steward.v1.Task.plan:type_name -> steward.v1.PlanState
+	20, // 23: steward.v1.Task.decisions:type_name -> steward.v1.Decision
+	21, // 24: steward.v1.Task.context_items:type_name -> steward.v1.ContextItem
+	10, // 25: steward.v1.Task.forked_from:type_name -> steward.v1.ForkOrigin
+	13, // 26: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
+	13, // 27: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
+	13, // 28: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
+	9,  // 29: steward.v1.Task.milestones:type_name -> steward.v1.MilestoneState
+	4,  // 30: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
+	13, // 31: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
+	8,  // 32: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	12, // 33: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	34, // [34:34] is the sub-list for method output_type
+	34, // [34:34] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1402,8 +1712,8 @@ func file_steward_v1_task_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_proto_rawDesc), len(file_steward_v1_task_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   7,
+			NumEnums:      5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

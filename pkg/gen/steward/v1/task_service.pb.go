@@ -1649,6 +1649,11 @@ type RaiseBudgetRequest struct {
 	MaxCostMicros int64  `protobuf:"varint,3,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
 	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
 	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// When set, the limits raised are this milestone's budget line
+	// (contract.budget.milestones), not the task's: the lines may still add
+	// up to no more than the task's limits. A task suspended because the
+	// line was spent resumes once nothing is spent (docs/milestones.md).
+	MilestoneId   string `protobuf:"bytes,60,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1714,6 +1719,13 @@ func (x *RaiseBudgetRequest) GetReason() string {
 func (x *RaiseBudgetRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RaiseBudgetRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
 	}
 	return ""
 }
@@ -2642,6 +2654,141 @@ func (x *HeartbeatResponse) GetResumed() bool {
 	return false
 }
 
+type ReportProgressRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// One of the contract's milestones (contract.milestones).
+	MilestoneId string `protobuf:"bytes,2,opt,name=milestone_id,json=milestoneId,proto3" json:"milestone_id,omitempty"`
+	// How far it has come, 0–100. For a milestone no plan step names, 100
+	// marks it done.
+	Percent uint32 `protobuf:"varint,3,opt,name=percent,proto3" json:"percent,omitempty"`
+	// What is done and what is left, in a few words (at most 200 bytes).
+	Note          string `protobuf:"bytes,4,opt,name=note,proto3" json:"note,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReportProgressRequest) Reset() {
+	*x = ReportProgressRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressRequest) ProtoMessage() {}
+
+func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
+func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ReportProgressRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetMilestoneId() string {
+	if x != nil {
+		return x.MilestoneId
+	}
+	return ""
+}
+
+func (x *ReportProgressRequest) GetPercent() uint32 {
+	if x != nil {
+		return x.Percent
+	}
+	return 0
+}
+
+func (x *ReportProgressRequest) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
+type ReportProgressResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The milestone as it stands after the report.
+	Milestone *MilestoneState `protobuf:"bytes,1,opt,name=milestone,proto3" json:"milestone,omitempty"`
+	// Whether the report was news and was recorded.
+	Recorded bool `protobuf:"varint,2,opt,name=recorded,proto3" json:"recorded,omitempty"`
+	// The task's current milestone after it (Task.current_milestone).
+	CurrentMilestone string `protobuf:"bytes,3,opt,name=current_milestone,json=currentMilestone,proto3" json:"current_milestone,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ReportProgressResponse) Reset() {
+	*x = ReportProgressResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReportProgressResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReportProgressResponse) ProtoMessage() {}
+
+func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
+func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReportProgressResponse) GetMilestone() *MilestoneState {
+	if x != nil {
+		return x.Milestone
+	}
+	return nil
+}
+
+func (x *ReportProgressResponse) GetRecorded() bool {
+	if x != nil {
+		return x.Recorded
+	}
+	return false
+}
+
+func (x *ReportProgressResponse) GetCurrentMilestone() string {
+	if x != nil {
+		return x.CurrentMilestone
+	}
+	return ""
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
@@ -2768,7 +2915,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\";\n" +
 	"\x13ReportUsageResponse\x12$\n" +
-	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xab\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xce\x01\n" +
 	"\x12RaiseBudgetRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -2776,7 +2923,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x0fmax_cost_micros\x18\x03 \x01(\x03R\rmaxCostMicros\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x05 \x01(\tR\trequestId\";\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12!\n" +
+	"\fmilestone_id\x18< \x01(\tR\vmilestoneId\";\n" +
 	"\x13RaiseBudgetResponse\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\"\xb3\x01\n" +
 	"\x13DelegateTaskRequest\x12$\n" +
@@ -2844,7 +2992,16 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"taskStatus\x12,\n" +
 	"\x12task_status_reason\x18\x02 \x01(\tR\x10taskStatusReason\x12\x1a\n" +
 	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
-	"\aresumed\x18\x04 \x01(\bR\aresumed2\xca\r\n" +
+	"\aresumed\x18\x04 \x01(\bR\aresumed\"\x81\x01\n" +
+	"\x15ReportProgressRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12!\n" +
+	"\fmilestone_id\x18\x02 \x01(\tR\vmilestoneId\x12\x18\n" +
+	"\apercent\x18\x03 \x01(\rR\apercent\x12\x12\n" +
+	"\x04note\x18\x04 \x01(\tR\x04note\"\x9b\x01\n" +
+	"\x16ReportProgressResponse\x128\n" +
+	"\tmilestone\x18\x01 \x01(\v2\x1a.steward.v1.MilestoneStateR\tmilestone\x12\x1a\n" +
+	"\brecorded\x18\x02 \x01(\bR\brecorded\x12+\n" +
+	"\x11current_milestone\x18\x03 \x01(\tR\x10currentMilestone2\xa5\x0e\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2872,7 +3029,8 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x0eRecordDecision\x12!.steward.v1.RecordDecisionRequest\x1a\".steward.v1.RecordDecisionResponse\"\x00\x12V\n" +
 	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00\x12G\n" +
 	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00\x12J\n" +
-	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00B\xa8\x01\n" +
+	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00\x12Y\n" +
+	"\x0eReportProgress\x12!.steward.v1.ReportProgressRequest\x1a\".steward.v1.ReportProgressResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2889,7 +3047,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ForkTaskRequest)(nil),        // 0: steward.v1.ForkTaskRequest
 	(*ForkTaskResponse)(nil),       // 1: steward.v1.ForkTaskResponse
@@ -2933,103 +3091,109 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ReturnTaskResponse)(nil),     // 39: steward.v1.ReturnTaskResponse
 	(*HeartbeatRequest)(nil),       // 40: steward.v1.HeartbeatRequest
 	(*HeartbeatResponse)(nil),      // 41: steward.v1.HeartbeatResponse
-	(*Task)(nil),                   // 42: steward.v1.Task
-	(*Decision)(nil),               // 43: steward.v1.Decision
-	(*ContextItem)(nil),            // 44: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 46: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 47: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 48: steward.v1.ActionRationale
-	(*Action)(nil),                 // 49: steward.v1.Action
-	(TaskStatus)(0),                // 50: steward.v1.TaskStatus
-	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
-	(*Plan)(nil),                   // 52: steward.v1.Plan
-	(*Artifact)(nil),               // 53: steward.v1.Artifact
-	(*ExecutionReport)(nil),        // 54: steward.v1.ExecutionReport
-	(*AcceptanceRound)(nil),        // 55: steward.v1.AcceptanceRound
+	(*ReportProgressRequest)(nil),  // 42: steward.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil), // 43: steward.v1.ReportProgressResponse
+	(*Task)(nil),                   // 44: steward.v1.Task
+	(*Decision)(nil),               // 45: steward.v1.Decision
+	(*ContextItem)(nil),            // 46: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),        // 48: google.protobuf.Struct
+	(*RetryPolicy)(nil),            // 49: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),        // 50: steward.v1.ActionRationale
+	(*Action)(nil),                 // 51: steward.v1.Action
+	(TaskStatus)(0),                // 52: steward.v1.TaskStatus
+	(*TaskContract)(nil),           // 53: steward.v1.TaskContract
+	(*Plan)(nil),                   // 54: steward.v1.Plan
+	(*Artifact)(nil),               // 55: steward.v1.Artifact
+	(*ExecutionReport)(nil),        // 56: steward.v1.ExecutionReport
+	(*AcceptanceRound)(nil),        // 57: steward.v1.AcceptanceRound
+	(*MilestoneState)(nil),         // 58: steward.v1.MilestoneState
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	42, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
-	43, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	43, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	44, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	44, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	45, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	42, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	42, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	42, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	46, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	47, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	48, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	49, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	50, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	51, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	42, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	42, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	42, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	42, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	42, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	42, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	51, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	52, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	42, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	53, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	42, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	54, // 28: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
-	42, // 29: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	55, // 30: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	42, // 31: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	42, // 32: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	50, // 33: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	14, // 34: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 35: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 36: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 37: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 38: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 39: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 40: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 41: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 42: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 43: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 44: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 45: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 46: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 47: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 48: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 49: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 50: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 51: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 52: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 53: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	40, // 54: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	15, // 55: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 56: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 57: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 58: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 59: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 60: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 61: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 62: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 63: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 64: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 65: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 66: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 67: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 68: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 69: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 70: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 71: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 72: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 73: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 74: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	41, // 75: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	55, // [55:76] is the sub-list for method output_type
-	34, // [34:55] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	44, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	45, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	45, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	46, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	46, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	47, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	44, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	44, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	44, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	48, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	49, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	50, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	51, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	52, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	53, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	44, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	44, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	44, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	44, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	44, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	44, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	44, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	53, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	44, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	54, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	44, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	55, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	44, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	56, // 28: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
+	44, // 29: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	57, // 30: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	44, // 31: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	44, // 32: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	52, // 33: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	58, // 34: steward.v1.ReportProgressResponse.milestone:type_name -> steward.v1.MilestoneState
+	14, // 35: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 36: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 37: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 38: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 39: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 40: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 41: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 42: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 43: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 44: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 45: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 46: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 47: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 48: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 49: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 50: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 51: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 52: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 53: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 54: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	40, // 55: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	42, // 56: steward.v1.TaskService.ReportProgress:input_type -> steward.v1.ReportProgressRequest
+	15, // 57: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 58: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 59: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 60: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 61: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 62: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 63: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 64: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 65: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 66: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 67: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 68: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 69: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 70: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 71: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 72: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 73: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 74: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 75: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 76: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	41, // 77: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	43, // 78: steward.v1.TaskService.ReportProgress:output_type -> steward.v1.ReportProgressResponse
+	57, // [57:79] is the sub-list for method output_type
+	35, // [35:57] is the sub-list for method input_type
+	35, // [35:35] is the sub-list for extension type_name
+	35, // [35:35] is the sub-list for extension extendee
+	0,  // [0:35] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -3051,7 +3215,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

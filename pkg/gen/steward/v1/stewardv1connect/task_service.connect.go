@@ -84,6 +84,9 @@ const (
 	TaskServiceForkTaskProcedure = "/steward.v1.TaskService/ForkTask"
 	// TaskServiceHeartbeatProcedure is the fully-qualified name of the TaskService's Heartbeat RPC.
 	TaskServiceHeartbeatProcedure = "/steward.v1.TaskService/Heartbeat"
+	// TaskServiceReportProgressProcedure is the fully-qualified name of the TaskService's
+	// ReportProgress RPC.
+	TaskServiceReportProgressProcedure = "/steward.v1.TaskService/ReportProgress"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -199,6 +202,14 @@ type TaskServiceClient interface {
 	// its silence. Cheap to call often: it records an event only when that
 	// is news.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
+	// ReportProgress is the agent's word on how far one of its task's
+	// milestones has come (docs/milestones.md): a percent and a note, shown
+	// on the task's view (Task.milestones). Recorded only when it is news —
+	// another percent or note than the last report's — so a repeat records
+	// nothing. A milestone the contract does not declare, or a percent past
+	// 100, is INVALID_ARGUMENT naming the field; an ended task is
+	// FAILED_PRECONDITION. Only the task's agent reports.
+	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -338,6 +349,12 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
 			connect.WithClientOptions(opts...),
 		),
+		reportProgress: connect.NewClient[v1.ReportProgressRequest, v1.ReportProgressResponse](
+			httpClient,
+			baseURL+TaskServiceReportProgressProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ReportProgress")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -364,6 +381,7 @@ type taskServiceClient struct {
 	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
 	forkTask       *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
 	heartbeat      *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
+	reportProgress *connect.Client[v1.ReportProgressRequest, v1.ReportProgressResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -469,6 +487,11 @@ func (c *taskServiceClient) ForkTask(ctx context.Context, req *connect.Request[v
 // Heartbeat calls steward.v1.TaskService.Heartbeat.
 func (c *taskServiceClient) Heartbeat(ctx context.Context, req *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
 	return c.heartbeat.CallUnary(ctx, req)
+}
+
+// ReportProgress calls steward.v1.TaskService.ReportProgress.
+func (c *taskServiceClient) ReportProgress(ctx context.Context, req *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
+	return c.reportProgress.CallUnary(ctx, req)
 }
 
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
@@ -584,6 +607,14 @@ type TaskServiceHandler interface {
 	// its silence. Cheap to call often: it records an event only when that
 	// is news.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
+	// ReportProgress is the agent's word on how far one of its task's
+	// milestones has come (docs/milestones.md): a percent and a note, shown
+	// on the task's view (Task.milestones). Recorded only when it is news —
+	// another percent or note than the last report's — so a repeat records
+	// nothing. A milestone the contract does not declare, or a percent past
+	// 100, is INVALID_ARGUMENT naming the field; an ended task is
+	// FAILED_PRECONDITION. Only the task's agent reports.
+	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -719,6 +750,12 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceReportProgressHandler := connect.NewUnaryHandler(
+		TaskServiceReportProgressProcedure,
+		svc.ReportProgress,
+		connect.WithSchema(taskServiceMethods.ByName("ReportProgress")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -763,6 +800,8 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceForkTaskHandler.ServeHTTP(w, r)
 		case TaskServiceHeartbeatProcedure:
 			taskServiceHeartbeatHandler.ServeHTTP(w, r)
+		case TaskServiceReportProgressProcedure:
+			taskServiceReportProgressHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -854,4 +893,8 @@ func (UnimplementedTaskServiceHandler) ForkTask(context.Context, *connect.Reques
 
 func (UnimplementedTaskServiceHandler) Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.Heartbeat is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReportProgress is not implemented"))
 }

@@ -81,6 +81,55 @@ export declare type MilestoneBudget = Message<"steward.v1.MilestoneBudget"> & {
 export declare const MilestoneBudgetSchema: GenMessage<MilestoneBudget>;
 
 /**
+ * Milestone is one phase of a task's work (docs/milestones.md): the
+ * contract lists them in the order the work goes through them, and that
+ * order is theirs — the task's current milestone is the first in it that
+ * is not done. Plan steps, actions and decisions name the milestone they
+ * belong to (milestone_id); its status is derived from them.
+ *
+ * @generated from message steward.v1.Milestone
+ */
+export declare type Milestone = Message<"steward.v1.Milestone"> & {
+  /**
+   * Unique within the contract, at most 256 bytes; what budget lines and
+   * tags name.
+   *
+   * @generated from field: string milestone_id = 1;
+   */
+  milestoneId: string;
+
+  /**
+   * A few words a person reads in the task's view; required.
+   *
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string description = 3;
+   */
+  description: string;
+
+  /**
+   * The milestone's loop cap: the most actions and model decisions tagged
+   * with it (compensations, observed decisions and a fork's carried ones
+   * not counted). One past it is refused and stops the task, waiting for
+   * input (NEEDS_INPUT_CAUSE_MILESTONE_CAP); a person's resume grants the
+   * milestone max_actions more. Zero: no cap of its own (the task's cap,
+   * limits.max_actions, still holds).
+   *
+   * @generated from field: uint32 max_actions = 4;
+   */
+  maxActions: number;
+};
+
+/**
+ * Describes the message steward.v1.Milestone.
+ * Use `create(MilestoneSchema)` to create a new message.
+ */
+export declare const MilestoneSchema: GenMessage<Milestone>;
+
+/**
  * Delegation is one hop in the chain of hands a task has passed through.
  *
  * @generated from message steward.v1.Delegation
@@ -392,6 +441,17 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
    * @generated from field: string input_backup_ref = 24;
    */
   inputBackupRef: string;
+
+  /**
+   * The task's milestones, in the order the work goes through them
+   * (docs/milestones.md). When any are declared, every budget line
+   * (budget.milestones) and every tag (a plan step's, an action's, a
+   * decision's milestone_id) must name one of them; when none are, budget
+   * lines alone name milestones, as before.
+   *
+   * @generated from field: repeated steward.v1.Milestone milestones = 26;
+   */
+  milestones: Milestone[];
 };
 
 /**

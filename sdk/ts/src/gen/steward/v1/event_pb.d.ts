@@ -400,6 +400,12 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: InputEscalated;
     case: "inputEscalated";
+  } | {
+    /**
+     * @generated from field: steward.v1.MilestoneProgressed milestone_progressed = 85;
+     */
+    value: MilestoneProgressed;
+    case: "milestoneProgressed";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -641,6 +647,14 @@ export declare type TaskNeedsInput = Message<"steward.v1.TaskNeedsInput"> & {
    * @generated from field: string ask_ref = 6;
    */
   askRef: string;
+
+  /**
+   * The milestone at its cap, for NEEDS_INPUT_CAUSE_MILESTONE_CAP: a
+   * person's resume grants it max_actions more.
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**
@@ -1698,6 +1712,13 @@ export declare type BudgetRaised = Message<"steward.v1.BudgetRaised"> & {
    * @generated from field: string reason = 3;
    */
   reason: string;
+
+  /**
+   * Set when the limits raised are a milestone's budget line.
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**
@@ -2183,6 +2204,38 @@ export declare type AgentHeartbeat = Message<"steward.v1.AgentHeartbeat"> & {
  * Use `create(AgentHeartbeatSchema)` to create a new message.
  */
 export declare const AgentHeartbeatSchema: GenMessage<AgentHeartbeat>;
+
+/**
+ * MilestoneProgressed records the agent's report of how far one of the
+ * contract's milestones has come (TaskService.ReportProgress; control
+ * plane), when it is news.
+ *
+ * @generated from message steward.v1.MilestoneProgressed
+ */
+export declare type MilestoneProgressed = Message<"steward.v1.MilestoneProgressed"> & {
+  /**
+   * @generated from field: string milestone_id = 1;
+   */
+  milestoneId: string;
+
+  /**
+   * 0–100; 100 marks a milestone no plan step names done.
+   *
+   * @generated from field: uint32 percent = 2;
+   */
+  percent: number;
+
+  /**
+   * @generated from field: string note = 3;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message steward.v1.MilestoneProgressed.
+ * Use `create(MilestoneProgressedSchema)` to create a new message.
+ */
+export declare const MilestoneProgressedSchema: GenMessage<MilestoneProgressed>;
 
 /**
  * ContextAttached adds one item to the task's context ledger (control

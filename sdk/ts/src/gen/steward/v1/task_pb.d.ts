@@ -97,6 +97,13 @@ export declare type InputRequest = Message<"steward.v1.InputRequest"> & {
    * @generated from field: google.protobuf.Timestamp escalated_at = 11;
    */
   escalatedAt?: Timestamp | undefined;
+
+  /**
+   * The milestone at its cap, for NEEDS_INPUT_CAUSE_MILESTONE_CAP.
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**
@@ -426,6 +433,22 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: google.protobuf.Timestamp agent_escalated_at = 40;
    */
   agentEscalatedAt?: Timestamp | undefined;
+
+  /**
+   * The contract's milestones, in its order, each as it stands
+   * (docs/milestones.md); empty when the contract declares none.
+   *
+   * @generated from field: repeated steward.v1.MilestoneState milestones = 60;
+   */
+  milestones: MilestoneState[];
+
+  /**
+   * The first milestone, in the contract's order, that is not done: the
+   * phase the task is in. Empty when every one is done, or none declared.
+   *
+   * @generated from field: string current_milestone = 61;
+   */
+  currentMilestone: string;
 };
 
 /**
@@ -433,6 +456,110 @@ export declare type Task = Message<"steward.v1.Task"> & {
  * Use `create(TaskSchema)` to create a new message.
  */
 export declare const TaskSchema: GenMessage<Task>;
+
+/**
+ * MilestoneState is one milestone of a task as it stands. Status, counts
+ * and spend are derived from the task's events; percent and note are the
+ * agent's last report (TaskService.ReportProgress).
+ *
+ * @generated from message steward.v1.MilestoneState
+ */
+export declare type MilestoneState = Message<"steward.v1.MilestoneState"> & {
+  /**
+   * @generated from field: string milestone_id = 1;
+   */
+  milestoneId: string;
+
+  /**
+   * @generated from field: string title = 2;
+   */
+  title: string;
+
+  /**
+   * @generated from field: steward.v1.MilestoneStatus status = 3;
+   */
+  status: MilestoneStatus;
+
+  /**
+   * Actions and model decisions counted against its cap.
+   *
+   * @generated from field: uint32 actions_used = 4;
+   */
+  actionsUsed: number;
+
+  /**
+   * The cap in force: the contract's max_actions plus actions_granted;
+   * zero for no cap of its own.
+   *
+   * @generated from field: uint32 max_actions = 5;
+   */
+  maxActions: number;
+
+  /**
+   * What resumes at its cap granted (max_actions each).
+   *
+   * @generated from field: uint32 actions_granted = 6;
+   */
+  actionsGranted: number;
+
+  /**
+   * What it has spent, and its budget line (contract.budget.milestones);
+   * a zero limit is none.
+   *
+   * @generated from field: int64 tokens = 7;
+   */
+  tokens: bigint;
+
+  /**
+   * @generated from field: int64 cost_micros = 8;
+   */
+  costMicros: bigint;
+
+  /**
+   * @generated from field: int64 max_tokens = 9;
+   */
+  maxTokens: bigint;
+
+  /**
+   * @generated from field: int64 max_cost_micros = 10;
+   */
+  maxCostMicros: bigint;
+
+  /**
+   * The agent's last report: 0–100, a note, and when.
+   *
+   * @generated from field: uint32 percent = 11;
+   */
+  percent: number;
+
+  /**
+   * @generated from field: string note = 12;
+   */
+  note: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp progressed_at = 13;
+   */
+  progressedAt?: Timestamp | undefined;
+
+  /**
+   * The plan steps tagged with it, and how many ended well.
+   *
+   * @generated from field: uint32 steps = 14;
+   */
+  steps: number;
+
+  /**
+   * @generated from field: uint32 steps_done = 15;
+   */
+  stepsDone: number;
+};
+
+/**
+ * Describes the message steward.v1.MilestoneState.
+ * Use `create(MilestoneStateSchema)` to create a new message.
+ */
+export declare const MilestoneStateSchema: GenMessage<MilestoneState>;
 
 /**
  * ForkOrigin is where a fork starts: a point on its parent's chain, and
@@ -754,6 +881,16 @@ export enum NeedsInputCause {
    * @generated from enum value: NEEDS_INPUT_CAUSE_PLAN_CHECKPOINT = 6;
    */
   PLAN_CHECKPOINT = 6,
+
+  /**
+   * A proposal or decision tagged with a milestone past its cap
+   * (contract.milestones[].max_actions, plus its actions_granted) was
+   * refused; InputRequest.milestone_id names it, and a resume grants it
+   * max_actions more.
+   *
+   * @generated from enum value: NEEDS_INPUT_CAUSE_MILESTONE_CAP = 7;
+   */
+  MILESTONE_CAP = 7,
 }
 
 /**
@@ -785,4 +922,60 @@ export enum FindingKind {
  * Describes the enum steward.v1.FindingKind.
  */
 export declare const FindingKindSchema: GenEnum<FindingKind>;
+
+/**
+ * MilestoneStatus is where a milestone stands, derived by the fold from
+ * the plan steps, actions and decisions tagged with it.
+ *
+ * @generated from enum steward.v1.MilestoneStatus
+ */
+export enum MilestoneStatus {
+  /**
+   * @generated from enum value: MILESTONE_STATUS_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Nothing tagged with it has started, and the agent reported nothing.
+   *
+   * @generated from enum value: MILESTONE_STATUS_PENDING = 1;
+   */
+  PENDING = 1,
+
+  /**
+   * Something tagged with it started: a plan step, an action, a decision,
+   * or the agent reported progress.
+   *
+   * @generated from enum value: MILESTONE_STATUS_ACTIVE = 2;
+   */
+  ACTIVE = 2,
+
+  /**
+   * Every plan step tagged with it ended well (succeeded or skipped); for
+   * a milestone no step of the plan names, the agent reported 100 %.
+   *
+   * @generated from enum value: MILESTONE_STATUS_DONE = 3;
+   */
+  DONE = 3,
+
+  /**
+   * A plan step tagged with it failed (and was not started again).
+   *
+   * @generated from enum value: MILESTONE_STATUS_FAILED = 4;
+   */
+  FAILED = 4,
+
+  /**
+   * Its actions and decisions reached its cap: the next one tagged with it
+   * stops the task for a person.
+   *
+   * @generated from enum value: MILESTONE_STATUS_AT_CAP = 5;
+   */
+  AT_CAP = 5,
+}
+
+/**
+ * Describes the enum steward.v1.MilestoneStatus.
+ */
+export declare const MilestoneStatusSchema: GenEnum<MilestoneStatus>;
 

@@ -4,7 +4,7 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
-import type { Task, TaskStatus } from "./task_pb.js";
+import type { MilestoneState, Task, TaskStatus } from "./task_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { RetryPolicy } from "./tool_pb.js";
@@ -825,6 +825,16 @@ export declare type RaiseBudgetRequest = Message<"steward.v1.RaiseBudgetRequest"
    * @generated from field: string request_id = 5;
    */
   requestId: string;
+
+  /**
+   * When set, the limits raised are this milestone's budget line
+   * (contract.budget.milestones), not the task's: the lines may still add
+   * up to no more than the task's limits. A task suspended because the
+   * line was spent resumes once nothing is spent (docs/milestones.md).
+   *
+   * @generated from field: string milestone_id = 60;
+   */
+  milestoneId: string;
 };
 
 /**
@@ -1268,6 +1278,76 @@ export declare type HeartbeatResponse = Message<"steward.v1.HeartbeatResponse"> 
 export declare const HeartbeatResponseSchema: GenMessage<HeartbeatResponse>;
 
 /**
+ * @generated from message steward.v1.ReportProgressRequest
+ */
+export declare type ReportProgressRequest = Message<"steward.v1.ReportProgressRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * One of the contract's milestones (contract.milestones).
+   *
+   * @generated from field: string milestone_id = 2;
+   */
+  milestoneId: string;
+
+  /**
+   * How far it has come, 0–100. For a milestone no plan step names, 100
+   * marks it done.
+   *
+   * @generated from field: uint32 percent = 3;
+   */
+  percent: number;
+
+  /**
+   * What is done and what is left, in a few words (at most 200 bytes).
+   *
+   * @generated from field: string note = 4;
+   */
+  note: string;
+};
+
+/**
+ * Describes the message steward.v1.ReportProgressRequest.
+ * Use `create(ReportProgressRequestSchema)` to create a new message.
+ */
+export declare const ReportProgressRequestSchema: GenMessage<ReportProgressRequest>;
+
+/**
+ * @generated from message steward.v1.ReportProgressResponse
+ */
+export declare type ReportProgressResponse = Message<"steward.v1.ReportProgressResponse"> & {
+  /**
+   * The milestone as it stands after the report.
+   *
+   * @generated from field: steward.v1.MilestoneState milestone = 1;
+   */
+  milestone?: MilestoneState | undefined;
+
+  /**
+   * Whether the report was news and was recorded.
+   *
+   * @generated from field: bool recorded = 2;
+   */
+  recorded: boolean;
+
+  /**
+   * The task's current milestone after it (Task.current_milestone).
+   *
+   * @generated from field: string current_milestone = 3;
+   */
+  currentMilestone: string;
+};
+
+/**
+ * Describes the message steward.v1.ReportProgressResponse.
+ * Use `create(ReportProgressResponseSchema)` to create a new message.
+ */
+export declare const ReportProgressResponseSchema: GenMessage<ReportProgressResponse>;
+
+/**
  * TaskService is the control plane's command surface.
  *
  * Every command that takes a request_id (ProposeAction: proposal_id)
@@ -1558,6 +1638,22 @@ export declare const TaskService: GenService<{
     methodKind: "unary";
     input: typeof HeartbeatRequestSchema;
     output: typeof HeartbeatResponseSchema;
+  },
+  /**
+   * ReportProgress is the agent's word on how far one of its task's
+   * milestones has come (docs/milestones.md): a percent and a note, shown
+   * on the task's view (Task.milestones). Recorded only when it is news —
+   * another percent or note than the last report's — so a repeat records
+   * nothing. A milestone the contract does not declare, or a percent past
+   * 100, is INVALID_ARGUMENT naming the field; an ended task is
+   * FAILED_PRECONDITION. Only the task's agent reports.
+   *
+   * @generated from rpc steward.v1.TaskService.ReportProgress
+   */
+  reportProgress: {
+    methodKind: "unary";
+    input: typeof ReportProgressRequestSchema;
+    output: typeof ReportProgressResponseSchema;
   },
 }>;
 
