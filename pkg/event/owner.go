@@ -39,6 +39,10 @@ var owners = map[string]string{
 	TypeContextAttached:   PlaneControl,
 	TypeAgentHeartbeat:    PlaneControl,
 
+	TypeContractRevisionProposed:  PlaneControl,
+	TypeContractRevisionDecided:   PlaneControl,
+	TypeContractRevisionEvaluated: PlaneGovernance,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

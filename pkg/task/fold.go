@@ -86,6 +86,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.Tenant = p.TaskCreated.Tenant
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
+		firstContractVersion(t)
 	case *stewardv1.Event_TaskPaused:
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED { // not a pause taken over
 			t.PausedFrom = t.Status
@@ -138,6 +139,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
 	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep, inputStep,
+	revisionStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

@@ -152,6 +152,9 @@ type Event struct {
 	//	*Event_AgentHeartbeat
 	//	*Event_InputReminded
 	//	*Event_InputEscalated
+	//	*Event_ContractRevisionProposed
+	//	*Event_ContractRevisionEvaluated
+	//	*Event_ContractRevisionDecided
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -727,6 +730,33 @@ func (x *Event) GetInputEscalated() *InputEscalated {
 	return nil
 }
 
+func (x *Event) GetContractRevisionProposed() *ContractRevisionProposed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionProposed); ok {
+			return x.ContractRevisionProposed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetContractRevisionEvaluated() *ContractRevisionEvaluated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionEvaluated); ok {
+			return x.ContractRevisionEvaluated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetContractRevisionDecided() *ContractRevisionDecided {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionDecided); ok {
+			return x.ContractRevisionDecided
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -946,6 +976,18 @@ type Event_InputEscalated struct {
 	InputEscalated *InputEscalated `protobuf:"bytes,81,opt,name=input_escalated,json=inputEscalated,proto3,oneof"`
 }
 
+type Event_ContractRevisionProposed struct {
+	ContractRevisionProposed *ContractRevisionProposed `protobuf:"bytes,96,opt,name=contract_revision_proposed,json=contractRevisionProposed,proto3,oneof"`
+}
+
+type Event_ContractRevisionEvaluated struct {
+	ContractRevisionEvaluated *ContractRevisionEvaluated `protobuf:"bytes,97,opt,name=contract_revision_evaluated,json=contractRevisionEvaluated,proto3,oneof"`
+}
+
+type Event_ContractRevisionDecided struct {
+	ContractRevisionDecided *ContractRevisionDecided `protobuf:"bytes,98,opt,name=contract_revision_decided,json=contractRevisionDecided,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1049,6 +1091,12 @@ func (*Event_AgentHeartbeat) isEvent_Payload() {}
 func (*Event_InputReminded) isEvent_Payload() {}
 
 func (*Event_InputEscalated) isEvent_Payload() {}
+
+func (*Event_ContractRevisionProposed) isEvent_Payload() {}
+
+func (*Event_ContractRevisionEvaluated) isEvent_Payload() {}
+
+func (*Event_ContractRevisionDecided) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4575,7 +4623,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xf1!\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4640,7 +4688,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
 	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
 	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
-	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12\x12\n" +
+	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12d\n" +
+	"\x1acontract_revision_proposed\x18` \x01(\v2$.steward.v1.ContractRevisionProposedH\x00R\x18contractRevisionProposed\x12g\n" +
+	"\x1bcontract_revision_evaluated\x18a \x01(\v2%.steward.v1.ContractRevisionEvaluatedH\x00R\x19contractRevisionEvaluated\x12a\n" +
+	"\x19contract_revision_decided\x18b \x01(\v2#.steward.v1.ContractRevisionDecidedH\x00R\x17contractRevisionDecided\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4919,93 +4970,96 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
 var file_steward_v1_event_proto_goTypes = []any{
-	(BreakerState)(0),              // 0: steward.v1.BreakerState
-	(*Event)(nil),                  // 1: steward.v1.Event
-	(*Actor)(nil),                  // 2: steward.v1.Actor
-	(*TaskCreated)(nil),            // 3: steward.v1.TaskCreated
-	(*TaskStarted)(nil),            // 4: steward.v1.TaskStarted
-	(*TaskPaused)(nil),             // 5: steward.v1.TaskPaused
-	(*TaskResumed)(nil),            // 6: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),          // 7: steward.v1.TaskCancelled
-	(*TaskFailed)(nil),             // 8: steward.v1.TaskFailed
-	(*TaskCompensating)(nil),       // 9: steward.v1.TaskCompensating
-	(*TaskNeedsInput)(nil),         // 10: steward.v1.TaskNeedsInput
-	(*InputProvided)(nil),          // 11: steward.v1.InputProvided
-	(*DeadlineExtended)(nil),       // 12: steward.v1.DeadlineExtended
-	(*FindingRecorded)(nil),        // 13: steward.v1.FindingRecorded
-	(*PlanSubmitted)(nil),          // 14: steward.v1.PlanSubmitted
-	(*PlanEvaluated)(nil),          // 15: steward.v1.PlanEvaluated
-	(*PlanStepStarted)(nil),        // 16: steward.v1.PlanStepStarted
-	(*PlanStepEnded)(nil),          // 17: steward.v1.PlanStepEnded
-	(*TaskSuspended)(nil),          // 18: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),            // 19: steward.v1.TaskStalled
-	(*ActionProposed)(nil),         // 20: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),        // 21: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),           // 22: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),      // 23: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),        // 24: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),        // 25: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),          // 26: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),       // 27: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil),  // 28: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),        // 29: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),          // 30: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),          // 31: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),     // 32: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),        // 33: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),       // 34: steward.v1.ApprovalReminded
-	(*ApprovalEscalated)(nil),      // 35: steward.v1.ApprovalEscalated
-	(*BudgetConsumed)(nil),         // 36: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),          // 37: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),           // 38: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),         // 39: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),         // 40: steward.v1.ToolRegistered
-	(*EventRecord)(nil),            // 41: steward.v1.EventRecord
-	(*CredentialIssued)(nil),       // 42: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),      // 43: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),      // 44: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),           // 45: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),           // 46: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),           // 47: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),         // 48: steward.v1.BudgetReleased
-	(*DecisionRecorded)(nil),       // 49: steward.v1.DecisionRecorded
-	(*AgentAsked)(nil),             // 50: steward.v1.AgentAsked
-	(*AgentEscalated)(nil),         // 51: steward.v1.AgentEscalated
-	(*InputReminded)(nil),          // 52: steward.v1.InputReminded
-	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
-	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
-	(*ContextAttached)(nil),        // 55: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 57: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 58: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 59: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 60: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 61: steward.v1.Finding
-	(*Plan)(nil),                   // 62: steward.v1.Plan
-	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),            // 66: steward.v1.SignedEvent
-	(StepStatus)(0),                // 67: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 68: google.protobuf.Value
-	(SuspendCause)(0),              // 69: steward.v1.SuspendCause
-	(*Action)(nil),                 // 70: steward.v1.Action
-	(*Approval)(nil),               // 71: steward.v1.Approval
-	(ApprovalDecision)(0),          // 72: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 73: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 74: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 75: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 76: steward.v1.Outcome
-	(WaitKind)(0),                  // 77: steward.v1.WaitKind
-	(SettleState)(0),               // 78: steward.v1.SettleState
-	(RevalidationReason)(0),        // 79: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ToolContract)(nil),           // 81: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 83: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
-	(*Decision)(nil),               // 85: steward.v1.Decision
-	(*ContextItem)(nil),            // 86: steward.v1.ContextItem
+	(BreakerState)(0),                 // 0: steward.v1.BreakerState
+	(*Event)(nil),                     // 1: steward.v1.Event
+	(*Actor)(nil),                     // 2: steward.v1.Actor
+	(*TaskCreated)(nil),               // 3: steward.v1.TaskCreated
+	(*TaskStarted)(nil),               // 4: steward.v1.TaskStarted
+	(*TaskPaused)(nil),                // 5: steward.v1.TaskPaused
+	(*TaskResumed)(nil),               // 6: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),             // 7: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),                // 8: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),          // 9: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),            // 10: steward.v1.TaskNeedsInput
+	(*InputProvided)(nil),             // 11: steward.v1.InputProvided
+	(*DeadlineExtended)(nil),          // 12: steward.v1.DeadlineExtended
+	(*FindingRecorded)(nil),           // 13: steward.v1.FindingRecorded
+	(*PlanSubmitted)(nil),             // 14: steward.v1.PlanSubmitted
+	(*PlanEvaluated)(nil),             // 15: steward.v1.PlanEvaluated
+	(*PlanStepStarted)(nil),           // 16: steward.v1.PlanStepStarted
+	(*PlanStepEnded)(nil),             // 17: steward.v1.PlanStepEnded
+	(*TaskSuspended)(nil),             // 18: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),               // 19: steward.v1.TaskStalled
+	(*ActionProposed)(nil),            // 20: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),           // 21: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),              // 22: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),         // 23: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),           // 24: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),           // 25: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),             // 26: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),          // 27: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil),     // 28: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),           // 29: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),             // 30: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),             // 31: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),        // 32: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),           // 33: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),          // 34: steward.v1.ApprovalReminded
+	(*ApprovalEscalated)(nil),         // 35: steward.v1.ApprovalEscalated
+	(*BudgetConsumed)(nil),            // 36: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),             // 37: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),              // 38: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),            // 39: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),            // 40: steward.v1.ToolRegistered
+	(*EventRecord)(nil),               // 41: steward.v1.EventRecord
+	(*CredentialIssued)(nil),          // 42: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),         // 43: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),         // 44: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),              // 45: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),              // 46: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),              // 47: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),            // 48: steward.v1.BudgetReleased
+	(*DecisionRecorded)(nil),          // 49: steward.v1.DecisionRecorded
+	(*AgentAsked)(nil),                // 50: steward.v1.AgentAsked
+	(*AgentEscalated)(nil),            // 51: steward.v1.AgentEscalated
+	(*InputReminded)(nil),             // 52: steward.v1.InputReminded
+	(*InputEscalated)(nil),            // 53: steward.v1.InputEscalated
+	(*AgentHeartbeat)(nil),            // 54: steward.v1.AgentHeartbeat
+	(*ContextAttached)(nil),           // 55: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),     // 56: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 57: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 58: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 59: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 60: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 61: steward.v1.ForkOrigin
+	(TaskStatus)(0),                   // 62: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 63: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 64: steward.v1.Finding
+	(*Plan)(nil),                      // 65: steward.v1.Plan
+	(*PlanRevision)(nil),              // 66: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 67: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 68: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 69: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 70: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 71: google.protobuf.Value
+	(SuspendCause)(0),                 // 72: steward.v1.SuspendCause
+	(*Action)(nil),                    // 73: steward.v1.Action
+	(*Approval)(nil),                  // 74: steward.v1.Approval
+	(ApprovalDecision)(0),             // 75: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 76: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 77: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 78: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 79: steward.v1.Outcome
+	(WaitKind)(0),                     // 80: steward.v1.WaitKind
+	(SettleState)(0),                  // 81: steward.v1.SettleState
+	(RevalidationReason)(0),           // 82: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 83: google.protobuf.Duration
+	(*ToolContract)(nil),              // 84: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 85: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 86: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 87: steward.v1.CriterionResult
+	(*Decision)(nil),                  // 88: steward.v1.Decision
+	(*ContextItem)(nil),               // 89: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -5062,60 +5116,63 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	54,  // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
-	57,  // 54: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	58,  // 55: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	59,  // 56: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	60,  // 57: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	56,  // 58: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	56,  // 59: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	61,  // 60: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	62,  // 61: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 65: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	56,  // 66: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	67,  // 67: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	68,  // 68: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	69,  // 69: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	56,  // 70: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	70,  // 71: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	65,  // 72: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 73: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	71,  // 74: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	66,  // 75: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	72,  // 76: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	73,  // 77: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	74,  // 78: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	65,  // 79: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	75,  // 80: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	76,  // 81: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	77,  // 82: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	56,  // 83: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	78,  // 84: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	79,  // 85: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	80,  // 86: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 87: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 88: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 89: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	56,  // 90: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	81,  // 91: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 92: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	82,  // 93: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	85,  // 97: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	80,  // 98: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	80,  // 99: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	80,  // 100: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 101: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	86,  // 102: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	103, // [103:103] is the sub-list for method output_type
-	103, // [103:103] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	57,  // 54: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	58,  // 55: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	59,  // 56: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	60,  // 57: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	61,  // 58: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	62,  // 59: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	63,  // 60: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	56,  // 61: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	56,  // 62: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	64,  // 63: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	65,  // 64: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	66,  // 65: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	67,  // 66: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	68,  // 67: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	69,  // 68: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	56,  // 69: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	70,  // 70: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	71,  // 71: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	72,  // 72: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	56,  // 73: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	73,  // 74: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	68,  // 75: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	69,  // 76: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	74,  // 77: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	69,  // 78: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	75,  // 79: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	76,  // 80: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	77,  // 81: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	68,  // 82: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	78,  // 83: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	79,  // 84: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	80,  // 85: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	56,  // 86: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	81,  // 87: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	82,  // 88: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	83,  // 89: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	83,  // 90: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 91: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 92: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	56,  // 93: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	84,  // 94: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 95: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	85,  // 96: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	85,  // 97: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	86,  // 98: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	87,  // 99: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	88,  // 100: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	83,  // 101: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	83,  // 102: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	83,  // 103: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	83,  // 104: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	89,  // 105: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	106, // [106:106] is the sub-list for method output_type
+	106, // [106:106] is the sub-list for method input_type
+	106, // [106:106] is the sub-list for extension type_name
+	106, // [106:106] is the sub-list for extension extendee
+	0,   // [0:106] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5129,6 +5186,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
@@ -5184,6 +5242,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_AgentHeartbeat)(nil),
 		(*Event_InputReminded)(nil),
 		(*Event_InputEscalated)(nil),
+		(*Event_ContractRevisionProposed)(nil),
+		(*Event_ContractRevisionEvaluated)(nil),
+		(*Event_ContractRevisionDecided)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
