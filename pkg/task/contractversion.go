@@ -15,7 +15,17 @@ import (
 
 // A task's contract has versions (docs/revisions.md): version 1 is the
 // contract it was created with, and each approved revision the next. A
-// version is named by its number and its hash together.
+// version is named by its number and its hash together. Until a revision
+// takes effect the task, its actions and its plan steps record none (0
+// reads as 1): a history written before revisions existed folds as it
+// did (pkg/audit's corpus).
+
+// ContractVersion is the version of t's contract in force.
+func ContractVersion(t *stewardv1.Task) uint32 { return VersionOf(t.GetContractVersion()) }
+
+// VersionOf reads a recorded contract version: 0, recorded while version
+// 1 was in force, is 1.
+func VersionOf(v uint32) uint32 { return max(v, 1) }
 
 // ContractHash is the hex SHA-256 of c's canonical JSON, what a revision
 // and every approval of it bind to. protojson's output is deliberately
@@ -102,15 +112,16 @@ func equalAll[M proto.Message](a, b []M) bool {
 	return true
 }
 
-// firstContractVersion records the contract t was created with as its
-// version 1.
-func firstContractVersion(t *stewardv1.Task) {
+// firstContractVersion is version 1 of t's contract, as it stood before
+// the first revision took effect: what the task was created with, and
+// what has moved since by other means (a deadline extended, a budget
+// raised).
+func firstContractVersion(t *stewardv1.Task) *stewardv1.ContractVersion {
 	hash, _ := ContractHash(t.Contract) // a contract always encodes
-	t.ContractVersion, t.ContractHash, t.ContractRevisions = 1, hash, nil
-	t.ContractVersions = []*stewardv1.ContractVersion{{
+	return &stewardv1.ContractVersion{
 		Version: 1, ContractHash: hash, Reason: "created", ProposedBy: t.CreatedBy,
 		ProposedAt: t.CreatedAt, EffectiveAt: t.CreatedAt,
-	}}
+	}
 }
 
 // OpenRevision is t's open contract revision, or nil.

@@ -86,7 +86,6 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.Tenant = p.TaskCreated.Tenant
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
-		firstContractVersion(t)
 	case *stewardv1.Event_TaskPaused:
 		if t.Status != stewardv1.TaskStatus_TASK_STATUS_PAUSED { // not a pause taken over
 			t.PausedFrom = t.Status

@@ -57,8 +57,8 @@ func revisionProposal(t *stewardv1.Task, ev *stewardv1.Event, p *stewardv1.Contr
 		return nil, errs.New(errs.FailedPrecondition, "task %s already has an open contract revision %s (version %d): decide it first", id, open.RevisionId, open.Version)
 	case p.RevisionId == "" || FindRevision(t, p.RevisionId) != nil:
 		return nil, errs.New(errs.FailedPrecondition, "task %s: contract revision %s has no id or was proposed already", id, errs.Quote(p.RevisionId))
-	case p.Version != t.ContractVersion+1:
-		return nil, errs.New(errs.FailedPrecondition, "task %s: contract revision is version %d; the version in force is %d", id, p.Version, t.ContractVersion)
+	case p.Version != ContractVersion(t)+1:
+		return nil, errs.New(errs.FailedPrecondition, "task %s: contract revision is version %d; the version in force is %d", id, p.Version, ContractVersion(t))
 	case p.ContractHash != hash:
 		return nil, errs.New(errs.FailedPrecondition, "task %s: contract revision %s carries a contract that hashes to %s, not %s", id, p.RevisionId, hash, p.ContractHash)
 	case p.ProposedBy != who:
@@ -232,9 +232,13 @@ func takeEffect(t *stewardv1.Task, r *stewardv1.ContractRevision, ev *stewardv1.
 	if r.PolicyApprovedBy != "" {
 		approvedBy = append(approvedBy, r.PolicyApprovedBy)
 	}
+	versions := slices.Clip(t.ContractVersions)
+	if len(versions) == 0 {
+		versions = append(versions, firstContractVersion(t))
+	}
 	t.Contract = Revised(t.Contract, r.Contract)
 	t.ContractVersion, t.ContractHash = r.Version, r.ContractHash
-	t.ContractVersions = append(slices.Clip(t.ContractVersions), &stewardv1.ContractVersion{
+	t.ContractVersions = append(versions, &stewardv1.ContractVersion{
 		Version: r.Version, ContractHash: r.ContractHash, RevisionId: r.RevisionId, Reason: r.Reason,
 		ProposedBy: r.ProposedBy, ApprovedBy: approvedBy, ProposedAt: r.ProposedAt, EffectiveAt: ev.Time,
 		Changed: slices.Clone(r.Changed),

@@ -58,7 +58,7 @@ func (p revisions) ReviseContract(ctx context.Context, principal string, req *st
 	t, err = p.apply(ctx, req.TaskId, func(cur *stewardv1.Task) (*stewardv1.Event, error) {
 		c := task.Revised(cur.Contract, overlay(cur.Contract, req.Contract))
 		if len(task.Changed(cur.Contract, c)) == 0 {
-			return nil, errs.Field("contract", "changes nothing: it is the version in force (%d)", cur.ContractVersion)
+			return nil, errs.Field("contract", "changes nothing: it is the version in force (%d)", task.ContractVersion(cur))
 		}
 		hash, err := task.ContractHash(c)
 		if err != nil {
@@ -66,7 +66,7 @@ func (p revisions) ReviseContract(ctx context.Context, principal string, req *st
 		}
 		return p.event(event.Meta{ID: id, TaskID: req.TaskId, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: p.now()},
 			&stewardv1.ContractRevisionProposed{
-				RevisionId: revisionID(req.TaskId, id), Version: cur.ContractVersion + 1, ContractHash: hash,
+				RevisionId: revisionID(req.TaskId, id), Version: task.ContractVersion(cur) + 1, ContractHash: hash,
 				Contract: c, Reason: req.Reason, ProposedBy: principal,
 			})
 	})

@@ -58,12 +58,12 @@ func TestReviseContractMidTask(t *testing.T) {
 		t.Fatalf("a retry of the proposal: %v, %d revisions; want the one", err, len(again.ContractRevisions))
 	}
 	during := r.propose(t, id, "p-during", "search", "more", nil)
-	if tk = r.task(t, id); tk.ContractVersion != 1 || tk.Contract.Intent != "i" || len(tk.Contract.AcceptanceCriteria) != 0 {
+	if tk = r.task(t, id); task.ContractVersion(tk) != 1 || tk.Contract.Intent != "i" || len(tk.Contract.AcceptanceCriteria) != 0 {
 		t.Fatalf("before approval: version %d, intent %q, %d criteria; want version 1's", tk.ContractVersion, tk.Contract.Intent, len(tk.Contract.AcceptanceCriteria))
 	}
 
 	tk = r.judge(t, tk, stewardv1.PolicyDecision_POLICY_DECISION_ALLOW)
-	if tk.ContractVersion != 1 {
+	if task.ContractVersion(tk) != 1 {
 		t.Fatalf("policy's allow alone made version %d; the owner has not approved", tk.ContractVersion)
 	}
 	decide := func(who rpc.Identity, approve bool) error {
@@ -90,7 +90,7 @@ func TestReviseContractMidTask(t *testing.T) {
 		a    *stewardv1.Action
 		want uint32
 	}{{before, 1}, {during, 1}, {after, 2}} {
-		if got := task.FindAction(tk, c.a.ActionId).ContractVersion; got != c.want {
+		if got := task.VersionOf(task.FindAction(tk, c.a.ActionId).ContractVersion); got != c.want {
 			t.Errorf("action %s is under contract version %d, want %d", c.a.ProposalId, got, c.want)
 		}
 	}
@@ -168,7 +168,7 @@ func TestReviseContractHighRiskNeedsTheRole(t *testing.T) {
 	if err := decide(rpc.Identity{Principal: "user:a"}); err != nil {
 		t.Fatal(err)
 	}
-	if tk = r.task(t, id); tk.ContractVersion != 1 || task.OpenRevision(tk) == nil {
+	if tk = r.task(t, id); task.ContractVersion(tk) != 1 || task.OpenRevision(tk) == nil {
 		t.Fatalf("the owner's approval alone made version %d; policy asks for an authorizer", tk.ContractVersion)
 	}
 	if err := decide(rpc.Identity{Principal: "t", Roles: []string{"authorizer"}}); !errs.Is(err, errs.PermissionDenied) {
@@ -218,7 +218,7 @@ func TestReviseContractRejected(t *testing.T) {
 	}
 	revise()
 	tk := r.judge(t, r.task(t, id), stewardv1.PolicyDecision_POLICY_DECISION_DENY)
-	if tk.ContractVersion != 1 || task.OpenRevision(tk) != nil || len(tk.ContractRevisions) != 2 {
+	if task.ContractVersion(tk) != 1 || task.OpenRevision(tk) != nil || len(tk.ContractRevisions) != 2 {
 		t.Fatalf("after a rejection and a deny: version %d, %d revisions, open %v", tk.ContractVersion, len(tk.ContractRevisions), task.OpenRevision(tk))
 	}
 	for _, rv := range tk.ContractRevisions {

@@ -22,6 +22,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	w := md{&b}
 	summaryMarkdown(w, r)
 	contextMarkdown(w, r)
+	contractVersionsMarkdown(w, r)
 	callsMarkdown(w, r.Calls)
 	approvalsMarkdown(w, r)
 	planMarkdown(w, r.Plan)

@@ -1651,8 +1651,8 @@ type Action struct {
 	// permit, or was recorded before snapshots were signed.
 	SnapshotSigned *SignedEvent `protobuf:"bytes,47,opt,name=snapshot_signed,json=snapshotSigned,proto3" json:"snapshot_signed,omitempty"`
 	// The version of the task's contract in force when the action was
-	// proposed (Task.contract_version): a revision later leaves it on the
-	// record under this one.
+	// proposed (Task.contract_version; 0 reads as 1): a revision later
+	// leaves it on the record under this one.
 	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache

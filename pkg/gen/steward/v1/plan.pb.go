@@ -1336,7 +1336,7 @@ type PlanStepState struct {
 	// failure, one escalation.
 	EndedInVersion uint32 `protobuf:"varint,11,opt,name=ended_in_version,json=endedInVersion,proto3" json:"ended_in_version,omitempty"`
 	// The version of the task's contract in force when the step last
-	// started (Task.contract_version).
+	// started (Task.contract_version; 0 reads as 1).
 	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
 	unknownFields   protoimpl.UnknownFields
 	sizeCache       protoimpl.SizeCache

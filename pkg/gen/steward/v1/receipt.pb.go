@@ -94,9 +94,17 @@ type Receipt struct {
 	VersionChanges []*VersionChange `protobuf:"bytes,33,rep,name=version_changes,json=versionChanges,proto3" json:"version_changes,omitempty"`
 	// Set on a fork's receipt: the task and point it was forked from. The
 	// calls it carried from there are on that task's receipt, not here.
-	ForkedFrom    *ForkOrigin `protobuf:"bytes,34,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ForkedFrom *ForkOrigin `protobuf:"bytes,34,opt,name=forked_from,json=forkedFrom,proto3" json:"forked_from,omitempty"`
+	// Every version of the task's contract that was in force, in order
+	// (docs/revisions.md); empty for a contract never revised: number, hash, reason, who proposed and approved
+	// it, when it took effect and what it changed. Each call names the
+	// version it was proposed under (ReceiptCall.contract_version).
+	ContractVersions []*ContractVersion `protobuf:"bytes,80,rep,name=contract_versions,json=contractVersions,proto3" json:"contract_versions,omitempty"`
+	// The revisions that never took effect: rejected, denied by policy, or
+	// still open. Their contracts are left out (their hashes name them).
+	ContractRevisions []*ContractRevision `protobuf:"bytes,81,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Receipt) Reset() {
@@ -356,6 +364,20 @@ func (x *Receipt) GetVersionChanges() []*VersionChange {
 func (x *Receipt) GetForkedFrom() *ForkOrigin {
 	if x != nil {
 		return x.ForkedFrom
+	}
+	return nil
+}
+
+func (x *Receipt) GetContractVersions() []*ContractVersion {
+	if x != nil {
+		return x.ContractVersions
+	}
+	return nil
+}
+
+func (x *Receipt) GetContractRevisions() []*ContractRevision {
+	if x != nil {
+		return x.ContractRevisions
 	}
 	return nil
 }
@@ -794,10 +816,13 @@ type ReceiptCall struct {
 	AmendmentOf string `protobuf:"bytes,22,opt,name=amendment_of,json=amendmentOf,proto3" json:"amendment_of,omitempty"`
 	// Set when a person did the work (APPROVAL_DECISION_PERSON_EXECUTES):
 	// who, and what they pointed at to show it.
-	ExecutedBy    string   `protobuf:"bytes,23,opt,name=executed_by,json=executedBy,proto3" json:"executed_by,omitempty"`
-	Evidence      []string `protobuf:"bytes,24,rep,name=evidence,proto3" json:"evidence,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ExecutedBy string   `protobuf:"bytes,23,opt,name=executed_by,json=executedBy,proto3" json:"executed_by,omitempty"`
+	Evidence   []string `protobuf:"bytes,24,rep,name=evidence,proto3" json:"evidence,omitempty"`
+	// The version of the task's contract the action was proposed under (0
+	// reads as 1).
+	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ReceiptCall) Reset() {
@@ -996,6 +1021,13 @@ func (x *ReceiptCall) GetEvidence() []string {
 		return x.Evidence
 	}
 	return nil
+}
+
+func (x *ReceiptCall) GetContractVersion() uint32 {
+	if x != nil {
+		return x.ContractVersion
+	}
+	return 0
 }
 
 // ReceiptApproval is one person's decision.
@@ -1495,7 +1527,7 @@ var File_steward_v1_receipt_proto protoreflect.FileDescriptor
 const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\n" +
 	"\x18steward/v1/receipt.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xde\r\n" +
 	"\aReceipt\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1537,7 +1569,9 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\rcontext_items\x18  \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12B\n" +
 	"\x0fversion_changes\x18! \x03(\v2\x19.steward.v1.VersionChangeR\x0eversionChanges\x127\n" +
 	"\vforked_from\x18\" \x01(\v2\x16.steward.v1.ForkOriginR\n" +
-	"forkedFrom\"j\n" +
+	"forkedFrom\x12H\n" +
+	"\x11contract_versions\x18P \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
+	"\x12contract_revisions\x18Q \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\"j\n" +
 	"\rVersionChange\x12\x1f\n" +
 	"\vdecision_id\x18\x01 \x01(\tR\n" +
 	"decisionId\x12\x14\n" +
@@ -1581,7 +1615,7 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\fescalated_to\x18\n" +
 	" \x01(\tR\vescalatedTo\x12=\n" +
 	"\fescalated_at\x18\v \x01(\v2\x1a.google.protobuf.TimestampR\vescalatedAt\x12=\n" +
-	"\fsuspended_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendedAt\"\x8e\a\n" +
+	"\fsuspended_at\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vsuspendedAt\"\xb9\a\n" +
 	"\vReceiptCall\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x12\n" +
 	"\x04tool\x18\x02 \x01(\tR\x04tool\x12!\n" +
@@ -1616,7 +1650,8 @@ const file_steward_v1_receipt_proto_rawDesc = "" +
 	"\famendment_of\x18\x16 \x01(\tR\vamendmentOf\x12\x1f\n" +
 	"\vexecuted_by\x18\x17 \x01(\tR\n" +
 	"executedBy\x12\x1a\n" +
-	"\bevidence\x18\x18 \x03(\tR\bevidence\"\xf0\x04\n" +
+	"\bevidence\x18\x18 \x03(\tR\bevidence\x12)\n" +
+	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion\"\xf0\x04\n" +
 	"\x0fReceiptApproval\x12\x1f\n" +
 	"\vapproval_id\x18\x01 \x01(\tR\n" +
 	"approvalId\x12\x1b\n" +
@@ -1706,15 +1741,17 @@ var file_steward_v1_receipt_proto_goTypes = []any{
 	(*Decision)(nil),              // 18: steward.v1.Decision
 	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
 	(*ForkOrigin)(nil),            // 20: steward.v1.ForkOrigin
-	(*PlanStepState)(nil),         // 21: steward.v1.PlanStepState
-	(PlanGovernance)(0),           // 22: steward.v1.PlanGovernance
-	(*PlanRevision)(nil),          // 23: steward.v1.PlanRevision
-	(NeedsInputCause)(0),          // 24: steward.v1.NeedsInputCause
-	(EffectClass)(0),              // 25: steward.v1.EffectClass
-	(ActionStatus)(0),             // 26: steward.v1.ActionStatus
-	(FailureClass)(0),             // 27: steward.v1.FailureClass
-	(PolicyDecision)(0),           // 28: steward.v1.PolicyDecision
-	(ApprovalDecision)(0),         // 29: steward.v1.ApprovalDecision
+	(*ContractVersion)(nil),       // 21: steward.v1.ContractVersion
+	(*ContractRevision)(nil),      // 22: steward.v1.ContractRevision
+	(*PlanStepState)(nil),         // 23: steward.v1.PlanStepState
+	(PlanGovernance)(0),           // 24: steward.v1.PlanGovernance
+	(*PlanRevision)(nil),          // 25: steward.v1.PlanRevision
+	(NeedsInputCause)(0),          // 26: steward.v1.NeedsInputCause
+	(EffectClass)(0),              // 27: steward.v1.EffectClass
+	(ActionStatus)(0),             // 28: steward.v1.ActionStatus
+	(FailureClass)(0),             // 29: steward.v1.FailureClass
+	(PolicyDecision)(0),           // 30: steward.v1.PolicyDecision
+	(ApprovalDecision)(0),         // 31: steward.v1.ApprovalDecision
 }
 var file_steward_v1_receipt_proto_depIdxs = []int32{
 	11, // 0: steward.v1.Receipt.status:type_name -> steward.v1.TaskStatus
@@ -1738,34 +1775,36 @@ var file_steward_v1_receipt_proto_depIdxs = []int32{
 	19, // 18: steward.v1.Receipt.context_items:type_name -> steward.v1.ContextItem
 	1,  // 19: steward.v1.Receipt.version_changes:type_name -> steward.v1.VersionChange
 	20, // 20: steward.v1.Receipt.forked_from:type_name -> steward.v1.ForkOrigin
-	3,  // 21: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
-	21, // 22: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
-	21, // 23: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
-	13, // 24: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
-	22, // 25: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
-	23, // 26: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
-	24, // 27: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
-	13, // 28: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
-	13, // 29: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
-	13, // 30: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
-	13, // 31: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
-	13, // 32: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
-	25, // 33: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
-	26, // 34: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
-	27, // 35: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
-	28, // 36: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
-	13, // 37: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
-	13, // 38: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
-	29, // 39: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
-	13, // 40: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
-	13, // 41: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
-	13, // 42: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
-	13, // 43: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
-	44, // [44:44] is the sub-list for method output_type
-	44, // [44:44] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	21, // 21: steward.v1.Receipt.contract_versions:type_name -> steward.v1.ContractVersion
+	22, // 22: steward.v1.Receipt.contract_revisions:type_name -> steward.v1.ContractRevision
+	3,  // 23: steward.v1.ReceiptPlan.versions:type_name -> steward.v1.ReceiptPlanVersion
+	23, // 24: steward.v1.ReceiptPlan.steps:type_name -> steward.v1.PlanStepState
+	23, // 25: steward.v1.ReceiptPlan.retired:type_name -> steward.v1.PlanStepState
+	13, // 26: steward.v1.ReceiptPlanVersion.submitted_at:type_name -> google.protobuf.Timestamp
+	24, // 27: steward.v1.ReceiptPlanVersion.governance:type_name -> steward.v1.PlanGovernance
+	25, // 28: steward.v1.ReceiptPlanVersion.revision:type_name -> steward.v1.PlanRevision
+	26, // 29: steward.v1.ReceiptQuestion.cause:type_name -> steward.v1.NeedsInputCause
+	13, // 30: steward.v1.ReceiptQuestion.asked_at:type_name -> google.protobuf.Timestamp
+	13, // 31: steward.v1.ReceiptQuestion.answered_at:type_name -> google.protobuf.Timestamp
+	13, // 32: steward.v1.ReceiptQuestion.reminded_at:type_name -> google.protobuf.Timestamp
+	13, // 33: steward.v1.ReceiptQuestion.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 34: steward.v1.ReceiptQuestion.suspended_at:type_name -> google.protobuf.Timestamp
+	27, // 35: steward.v1.ReceiptCall.effect_class:type_name -> steward.v1.EffectClass
+	28, // 36: steward.v1.ReceiptCall.status:type_name -> steward.v1.ActionStatus
+	29, // 37: steward.v1.ReceiptCall.failure_class:type_name -> steward.v1.FailureClass
+	30, // 38: steward.v1.ReceiptCall.decision:type_name -> steward.v1.PolicyDecision
+	13, // 39: steward.v1.ReceiptCall.proposed_at:type_name -> google.protobuf.Timestamp
+	13, // 40: steward.v1.ReceiptCall.finished_at:type_name -> google.protobuf.Timestamp
+	31, // 41: steward.v1.ReceiptApproval.decision:type_name -> steward.v1.ApprovalDecision
+	13, // 42: steward.v1.ReceiptApproval.requested_at:type_name -> google.protobuf.Timestamp
+	13, // 43: steward.v1.ReceiptApproval.decided_at:type_name -> google.protobuf.Timestamp
+	13, // 44: steward.v1.ReceiptApproval.escalated_at:type_name -> google.protobuf.Timestamp
+	13, // 45: steward.v1.ReceiptCredential.expires_at:type_name -> google.protobuf.Timestamp
+	46, // [46:46] is the sub-list for method output_type
+	46, // [46:46] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_receipt_proto_init() }
@@ -1778,6 +1817,7 @@ func file_steward_v1_receipt_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}

@@ -675,10 +675,12 @@ type Task struct {
 	// The contract's version in force and its hash (task.ContractHash):
 	// version 1 is the contract the task was created with, and each
 	// approved revision (TaskService.ReviseContract) the next
-	// (docs/revisions.md).
+	// (docs/revisions.md). Unset until a revision takes effect (0 reads as
+	// 1), so that a history without revisions folds as it always did.
 	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
 	ContractHash    string `protobuf:"bytes,81,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
-	// Every version that was in force, in order, the first included.
+	// Every version that was in force, in order, version 1 included; empty
+	// until a revision takes effect.
 	ContractVersions []*ContractVersion `protobuf:"bytes,82,rep,name=contract_versions,json=contractVersions,proto3" json:"contract_versions,omitempty"`
 	// Every revision proposed, in order, whatever became of it; at most
 	// one is open.

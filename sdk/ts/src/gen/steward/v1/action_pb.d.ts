@@ -983,8 +983,8 @@ export declare type Action = Message<"steward.v1.Action"> & {
 
   /**
    * The version of the task's contract in force when the action was
-   * proposed (Task.contract_version): a revision later leaves it on the
-   * record under this one.
+   * proposed (Task.contract_version; 0 reads as 1): a revision later
+   * leaves it on the record under this one.
    *
    * @generated from field: uint32 contract_version = 80;
    */

@@ -680,7 +680,7 @@ export declare type PlanStepState = Message<"steward.v1.PlanStepState"> & {
 
   /**
    * The version of the task's contract in force when the step last
-   * started (Task.contract_version).
+   * started (Task.contract_version; 0 reads as 1).
    *
    * @generated from field: uint32 contract_version = 80;
    */

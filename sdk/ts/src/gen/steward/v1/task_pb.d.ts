@@ -432,7 +432,8 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * The contract's version in force and its hash (task.ContractHash):
    * version 1 is the contract the task was created with, and each
    * approved revision (TaskService.ReviseContract) the next
-   * (docs/revisions.md).
+   * (docs/revisions.md). Unset until a revision takes effect (0 reads as
+   * 1), so that a history without revisions folds as it always did.
    *
    * @generated from field: uint32 contract_version = 80;
    */
@@ -444,7 +445,8 @@ export declare type Task = Message<"steward.v1.Task"> & {
   contractHash: string;
 
   /**
-   * Every version that was in force, in order, the first included.
+   * Every version that was in force, in order, version 1 included; empty
+   * until a revision takes effect.
    *
    * @generated from field: repeated steward.v1.ContractVersion contract_versions = 82;
    */
