@@ -90,3 +90,43 @@ func TestCLIReviseContract(t *testing.T) {
 
 // vs0 is the hash of version 1 on r.
 func vs0(r *stewardv1.Receipt) string { return r.ContractVersions[0].ContractHash }
+
+// TestAuditBundleOfARevisedTask: an audit bundle of a task whose contract
+// was revised mid-way, an action done under each version, verifies
+// offline: the fold, the receipt recomputed and every policy decision
+// re-derived accept the revision's events.
+func TestAuditBundleOfARevisedTask(t *testing.T) {
+	tool := stewardtest.StartTool(t)
+	dir := t.TempDir()
+	flags, _ := bundleSetup(t, tool, dir)
+	p := startBinary(t, filepath.Join(dir, "data"), flags...)
+	agent, owner := withToken(p.url, agentToken), withToken(p.url, approverToken)
+	k := contract()
+	k.AccountableOwnerRef = "user:bo"
+	resp, err := agent.tasks.CreateTask(context.Background(), connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "revised-bundle", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Task.Contract.TaskId
+	waitStatus(t, agent.clients, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
+	first := propose(t, agent, id, "read-1", "search", map[string]any{"q": "incidents"})
+	waitAction(t, agent.clients, id, first.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+	rv, err := agent.tasks.ReviseContract(context.Background(), connect.NewRequest(&stewardv1.ReviseContractRequest{TaskId: id, Reason: "wider",
+		Contract: &stewardv1.TaskContract{DesiredOutcome: "A two-page summary"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := owner.tasks.DecideContractRevision(context.Background(), connect.NewRequest(&stewardv1.DecideContractRevisionRequest{TaskId: id, RevisionId: rv.Msg.Revision.RevisionId, Approve: true})); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, agent.clients, id, 20*time.Second, func(tk *stewardv1.Task) (bool, string) { return tk.ContractVersion == 2, "version 2 in force" })
+	second := propose(t, agent, id, "read-2", "search", map[string]any{"q": "more"})
+	waitAction(t, agent.clients, id, second.ActionId, stewardv1.ActionStatus_ACTION_STATUS_SUCCEEDED)
+
+	file, keyFile := filepath.Join(dir, "task.bundle"), filepath.Join(dir, "key.pem")
+	run(t, 0, "audit", "export", "--bundle", "--task", id, "--out", file, "--addr", p.url, "--token", auditorToken)
+	run(t, 0, "audit", "key", "--addr", p.url, "--token", auditorToken, "--out", keyFile)
+	if out := run(t, 0, "audit", "verify", "--bundle", file, "--trust-key", keyFile); !strings.Contains(out, "ok") {
+		t.Fatalf("verify --bundle of the revised task:\n%s", out)
+	}
+}
