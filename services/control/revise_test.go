@@ -289,3 +289,40 @@ func setAny(m protoreflect.Message, f protoreflect.FieldDescriptor) {
 		m.Set(f, protoreflect.ValueOfUint32(1))
 	}
 }
+
+// TestRevisedCriteriaJudgeOnceApproved: until a revision takes effect the
+// old criteria judge a produced result; after, the revised ones do.
+func TestRevisedCriteriaJudgeOnceApproved(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	req := validRequest("rev-criteria")
+	req.Contract.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "old", Expression: "size(artifacts) >= 1"}}
+	tk, _, err := r.ctl.CreateTask(ctx, "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	r.running(id)
+	_, rev, err := r.ctl.ReviseContract(ctx, "t", &stewardv1.ReviseContractRequest{TaskId: id, Reason: "no artifact is needed after all",
+		Contract: &stewardv1.TaskContract{AcceptanceCriteria: []*stewardv1.AcceptanceCriterion{{Id: "new", Expression: "size(artifacts) == 0"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce := func(requestID string) *stewardv1.AcceptanceRound {
+		_, round, err := r.ctl.MarkProduced(ctx, "t", &stewardv1.MarkProducedRequest{TaskId: id, RequestId: requestID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return round
+	}
+	if round := produce("m1"); len(round.Checks) != 1 || round.Checks[0].CriterionId != "old" || round.Decision != stewardv1.AcceptanceDecision_ACCEPTANCE_DECISION_CHECKS_FAILED {
+		t.Fatalf("before approval: %v, want the old criterion to fail it", round)
+	}
+	r.judge(t, r.task(t, id), stewardv1.PolicyDecision_POLICY_DECISION_ALLOW)
+	if _, _, err := r.ctl.DecideContractRevision(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.DecideContractRevisionRequest{TaskId: id, RevisionId: rev.RevisionId, Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if round := produce("m2"); len(round.Checks) != 1 || round.Checks[0].CriterionId != "new" || !round.Checks[0].Passed {
+		t.Fatalf("after approval: %v, want the revised criterion to pass it", round)
+	}
+}

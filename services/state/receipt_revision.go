@@ -61,3 +61,26 @@ func contractVersionsMarkdown(w md, r *stewardv1.Receipt) {
 	}
 	w.table("Revision | >Version | Hash | Reason | Proposed by | State | Why", rows)
 }
+
+// revisionSummary tells a revision of the task's contract on the
+// timeline, or "" for another event.
+func revisionSummary(who string, ev *stewardv1.Event) string {
+	switch p := ev.Payload.(type) {
+	case *stewardv1.Event_ContractRevisionProposed:
+		x := p.ContractRevisionProposed
+		return withReason(fmt.Sprintf("%s proposed version %d of the contract (revision %s, hash %.12s…)", who, x.Version, x.RevisionId, x.ContractHash), x.Reason)
+	case *stewardv1.Event_ContractRevisionEvaluated:
+		x := p.ContractRevisionEvaluated
+		return withReason(fmt.Sprintf("Policy %s said %s for contract revision %s", shortRev(x.Snapshot.GetBundleRevision()), decisionName(x.Snapshot.GetDecision()), x.RevisionId),
+			strings.Join(x.Snapshot.GetReasons(), "; "))
+	case *stewardv1.Event_ContractRevisionDecided:
+		d := p.ContractRevisionDecided.Decision
+		verb := "rejected"
+		if d.GetApprove() {
+			verb = "approved"
+		}
+		as := strings.ToLower(strings.ReplaceAll(strings.TrimPrefix(d.GetCapacity().String(), "CONTRACT_REVISION_CAPACITY_"), "_", " "))
+		return withReason(fmt.Sprintf("%s %s contract revision %s as %s", who, verb, p.ContractRevisionDecided.RevisionId, as), d.GetComment())
+	}
+	return ""
+}

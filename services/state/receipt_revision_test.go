@@ -62,6 +62,14 @@ func TestReceiptShowsEveryContractVersion(t *testing.T) {
 	if len(r.ContractRevisions) != 1 || r.ContractRevisions[0].RevisionId != "rev-2" || r.ContractRevisions[0].Contract != nil {
 		t.Errorf("revisions not in force = %v, want rev-2 alone, without its contract", r.ContractRevisions)
 	}
+	for _, c := range []struct {
+		i    int
+		want string
+	}{{3, "proposed version 2 of the contract (revision rev-1"}, {7, "said deny for contract revision rev-2: no"}} {
+		if got := state.Summary(stewardtest.History(t, id, h...)[c.i].Event); !strings.Contains(got, c.want) {
+			t.Errorf("the timeline says %q, want it to say %q", got, c.want)
+		}
+	}
 	md := state.ReceiptMarkdown(r)
 	for _, want := range []string{
 		"## Contract versions",
