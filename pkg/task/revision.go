@@ -152,8 +152,9 @@ func revisionDecision(t *stewardv1.Task, ev *stewardv1.Event, e *stewardv1.Contr
 // The accountable owner approves once, unless their proposal was their
 // approval. Where policy asks for a role's approval, it comes once policy
 // has judged, and from someone other than the proposer and the owner who
-// approved it: four eyes. A rejection only stops a change, so the
-// proposer may also withdraw their own.
+// approved it: four eyes. A rejection only stops a change: the owner may
+// reject while it is open, a role's holder whoever proposed it, and the
+// proposer may withdraw their own.
 func MayDecideRevision(t *stewardv1.Task, r *stewardv1.ContractRevision, who string, capacity stewardv1.ContractRevisionCapacity, role string, approve bool) error {
 	id := t.Contract.GetTaskId()
 	deny := func(format string, args ...any) error {
@@ -164,7 +165,7 @@ func MayDecideRevision(t *stewardv1.Task, r *stewardv1.ContractRevision, who str
 		switch {
 		case who != t.Contract.GetAccountableOwnerRef():
 			return deny("only its accountable owner %s decides as owner", t.Contract.GetAccountableOwnerRef())
-		case r.OwnerApprovedBy != "":
+		case approve && r.OwnerApprovedBy != "":
 			return deny("its accountable owner approved it already")
 		}
 	case asApprover:
@@ -175,6 +176,8 @@ func MayDecideRevision(t *stewardv1.Task, r *stewardv1.ContractRevision, who str
 			return deny("they hold none of the roles its policy snapshot asks for (%s)", strings.Join(r.Snapshot.GetRequiredApproverRoles(), ", "))
 		case !slices.Contains(r.Snapshot.GetRequiredApproverRoles(), role):
 			return deny("role %s is not one its policy snapshot asks for (%s)", errs.Quote(role), strings.Join(r.Snapshot.GetRequiredApproverRoles(), ", "))
+		case !approve:
+			// A rejection only stops a change: the role is enough.
 		case who == r.ProposedBy:
 			return deny("they proposed it")
 		case who == r.OwnerApprovedBy:

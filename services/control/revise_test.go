@@ -218,11 +218,20 @@ func TestReviseContractRejected(t *testing.T) {
 	}
 	revise()
 	tk := r.judge(t, r.task(t, id), stewardv1.PolicyDecision_POLICY_DECISION_DENY)
-	if task.ContractVersion(tk) != 1 || task.OpenRevision(tk) != nil || len(tk.ContractRevisions) != 2 {
+	// The owner's own proposal, approved by that act, may still be withdrawn.
+	_, own, err := r.ctl.ReviseContract(ctx, "user:a", &stewardv1.ReviseContractRequest{TaskId: id, Reason: "mine", Contract: &stewardv1.TaskContract{Intent: "the owner's"}})
+	if err != nil || own.OwnerApprovedBy != "user:a" {
+		t.Fatalf("the owner's proposal: %v, %v; want it approved by that act", own, err)
+	}
+	if _, _, err := r.ctl.DecideContractRevision(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.DecideContractRevisionRequest{TaskId: id, RevisionId: own.RevisionId, Comment: "not now"}); err != nil {
+		t.Fatalf("the owner withdrawing their own proposal: %v", err)
+	}
+	tk = r.task(t, id)
+	if task.ContractVersion(tk) != 1 || task.OpenRevision(tk) != nil || len(tk.ContractRevisions) != 3 {
 		t.Fatalf("after a rejection and a deny: version %d, %d revisions, open %v", tk.ContractVersion, len(tk.ContractRevisions), task.OpenRevision(tk))
 	}
 	for _, rv := range tk.ContractRevisions {
-		if rv.State != stewardv1.ContractRevisionState_CONTRACT_REVISION_STATE_REJECTED {
+		if rv.State != stewardv1.ContractRevisionState_CONTRACT_REVISION_STATE_REJECTED || rv.ClosedReason == "" {
 			t.Errorf("revision %s is %v, want rejected", rv.RevisionId, rv.State)
 		}
 	}
