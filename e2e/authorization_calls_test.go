@@ -22,6 +22,7 @@ import (
 type subject struct {
 	task, action string
 	approval     *stewardv1.Approval
+	revision     string
 }
 
 // matrixCall is how the matrix calls one RPC.
@@ -141,6 +142,16 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 		return subject{task: id}
 	},
 	// approval is a wire waiting for its approval.
+	// revising has a revision of its contract open, proposed by its agent.
+	"revising": func(t *testing.T, e *harness, name string) subject {
+		id := e.create(t, name, matrixContract())
+		resp, err := e.agent.tasks.ReviseContract(context.Background(), connect.NewRequest(&stewardv1.ReviseContractRequest{
+			TaskId: id, Reason: "the scope grew", Contract: &stewardv1.TaskContract{Intent: "Summarise last month's incidents"}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subject{task: id, revision: resp.Msg.Revision.RevisionId}
+	},
 	"approval": func(t *testing.T, e *harness, name string) subject {
 		id := e.create(t, name, matrixContract())
 		ap := e.approval(t, id, "wire-1", 120)
@@ -243,6 +254,15 @@ var matrixCalls = map[string]matrixCall{
 	stewardv1connect.TaskServiceExtendDeadlineProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
 		_, err := c.tasks.ExtendDeadline(ctx, connect.NewRequest(&stewardv1.ExtendDeadlineRequest{TaskId: s.task,
 			Deadline: timestamppb.New(time.Now().Add(48 * time.Hour)), Reason: "the data came late", RequestId: name}))
+		return err
+	}},
+	stewardv1connect.TaskServiceReviseContractProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.ReviseContract(ctx, connect.NewRequest(&stewardv1.ReviseContractRequest{TaskId: s.task, RequestId: name,
+			Reason: "the scope grew", Contract: &stewardv1.TaskContract{DesiredOutcome: "A two-page summary"}}))
+		return err
+	}},
+	stewardv1connect.TaskServiceDecideContractRevisionProcedure: {state: "revising", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {
+		_, err := c.tasks.DecideContractRevision(ctx, connect.NewRequest(&stewardv1.DecideContractRevisionRequest{TaskId: s.task, RevisionId: s.revision, Approve: true, RequestId: name}))
 		return err
 	}},
 	stewardv1connect.TaskServiceRequestInputProcedure: {state: "running", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, name string) error {

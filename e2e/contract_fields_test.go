@@ -44,6 +44,8 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.MarkProducedRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ReviseContractRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.DecideContractRevisionRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

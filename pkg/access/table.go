@@ -54,6 +54,12 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceProvideInputProcedure: {Group: Review, Parties: Owner | Backup, Roles: []string{Operator},
 		Plane: "the same rule on the task as it is when answered, in every mode (mayAnswer); a question that names whom it asks (ask_ref) only by them or, with tokens, an operator (mayAnswerAsked); the input backup only once the question was escalated to them (isInputBackup)",
 		Why:   "the agent's question is answered by whom the task is for, or an operator"},
+	stewardv1connect.TaskServiceReviseContractProcedure: {Group: Review, Parties: Agent | Owner,
+		Plane: "an ended task, or one with a revision open, is not revised; the accountable owner's proposal is their approval (the fold)",
+		Why:   "a goal changes with the people it is for, and its agent may propose the change; it takes effect when they approve (docs/revisions.md)"},
+	stewardv1connect.TaskServiceDecideContractRevisionProcedure: {Group: Review,
+		Plane: "the contract's accountable owner, or a holder of a role the revision's policy snapshot names who neither proposed it nor approved it as owner (the fold; the role, the control plane)",
+		Why:   "policy names the roles per revision, as per approval"},
 
 	// GovernanceService: approvals and credentials.
 	stewardv1connect.GovernanceServiceListApprovalsProcedure: {Group: Read, Plane: "parameters_json is blanked and action_hash keyed for a caller who may neither read the task's content nor decide the approval (pkg/content)", Why: "approvers find what waits for them"},

@@ -58,6 +58,10 @@ const (
 	TypePlanStepStarted = "plan.step_started"
 	TypePlanStepEnded   = "plan.step_ended"
 
+	TypeContractRevisionProposed  = "contract.revision_proposed"
+	TypeContractRevisionEvaluated = "contract.revision_evaluated"
+	TypeContractRevisionDecided   = "contract.revision_decided"
+
 	TypeDecisionRecorded = "decision.recorded"
 	TypeContextAttached  = "context.attached"
 
@@ -197,6 +201,10 @@ var typeNames = map[protoreflect.Name]string{
 	"input_reminded":          TypeInputReminded,
 	"input_escalated":         TypeInputEscalated,
 	"milestone_progressed":    TypeMilestoneProgressed,
+
+	"contract_revision_proposed":  TypeContractRevisionProposed,
+	"contract_revision_evaluated": TypeContractRevisionEvaluated,
+	"contract_revision_decided":   TypeContractRevisionDecided,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

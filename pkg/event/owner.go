@@ -40,6 +40,10 @@ var owners = map[string]string{
 	TypeAgentHeartbeat:      PlaneControl,
 	TypeMilestoneProgressed: PlaneControl,
 
+	TypeContractRevisionProposed:  PlaneControl,
+	TypeContractRevisionDecided:   PlaneControl,
+	TypeContractRevisionEvaluated: PlaneGovernance,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

@@ -150,6 +150,7 @@ func proposal(t *stewardv1.Task, ev *stewardv1.Event) (commit func(), err error)
 	return func() {
 		a := proto.CloneOf(a)
 		a.Status, a.ProposedAt, a.UpdatedAt = proposed, ev.Time, ev.Time
+		a.ContractVersion = t.ContractVersion // a later revision leaves it under this one
 		t.Actions = append(t.Actions, a)
 		followLedger(t) // the action is under way from now
 	}, nil

@@ -140,7 +140,7 @@ func Check(t *stewardv1.Task, ev *stewardv1.Event) error {
 var steps = []func(*stewardv1.Task, *stewardv1.Event) (func(), bool, error){
 	planApprovalStep, // before actionStep: it takes the approvals of plans
 	actionStep, budgetStep, credentialStep, acceptanceStep, deadlineStep, findingStep, planStep, decisionStep, livenessStep, inputStep,
-	milestoneStep,
+	milestoneStep, revisionStep,
 }
 
 // step runs the step that ev is for; ok is false for a lifecycle event.

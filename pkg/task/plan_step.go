@@ -63,6 +63,7 @@ func stepStart(t *stewardv1.Task, ev *stewardv1.Event, s *stewardv1.PlanStepStar
 	return func() {
 		t.Plan = withStep(t.Plan, s.StepId, func(st *stewardv1.PlanStepState) {
 			st.Status, st.Reason, st.Version, st.Attempts, st.WaitUntil, st.Result, st.EndedInVersion = stepRunning, "", s.Version, s.Attempt, s.WaitUntil, nil, 0
+			st.ContractVersion = t.ContractVersion
 			if s.ActionId != "" {
 				st.ActionIds = append(slices.Clip(st.ActionIds), s.ActionId)
 			}

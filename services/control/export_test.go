@@ -4,10 +4,19 @@ import (
 	"context"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/rpc"
 )
 
 // The commands of the plane's groups, as its tests call them: the RPC
 // edge (service.go) calls each group directly.
+
+func (p *Plane) ReviseContract(ctx context.Context, principal string, req *stewardv1.ReviseContractRequest) (*stewardv1.Task, *stewardv1.ContractRevision, error) {
+	return revisions{p}.ReviseContract(ctx, principal, req)
+}
+
+func (p *Plane) DecideContractRevision(ctx context.Context, who rpc.Identity, req *stewardv1.DecideContractRevisionRequest) (*stewardv1.Task, *stewardv1.ContractRevision, error) {
+	return revisions{p}.DecideContractRevision(ctx, who, req)
+}
 
 func (p *Plane) AcceptTask(ctx context.Context, principal string, req *stewardv1.AcceptTaskRequest) (*stewardv1.Task, error) {
 	return p.acceptance.AcceptTask(ctx, principal, req)

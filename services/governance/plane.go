@@ -218,6 +218,9 @@ func (p *Plane) Start(ctx context.Context) error {
 		eventlog.On(p.afterDecision),
 		// Plans: each version judged whole (plan.go, planapproval.go).
 		eventlog.On(p.judgePlan),
+		// Revisions of a task's contract, judged before they take effect
+		// (revision.go).
+		eventlog.On(p.judgeRevision),
 		// A permit that may not be used as it is: decide again.
 		eventlog.On(p.revalidate),
 		// The budget guard.

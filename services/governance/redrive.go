@@ -15,7 +15,7 @@ import (
 // to a person, is decided (decide); an approved one is permitted or
 // denied (afterDecision, with the decision that completed its approval);
 // a revalidating one is revalidated (revalidate); a plan version not yet
-// judged is judged (judgePlan). Each is that reaction, run again: every
+// judged is judged (judgePlan), and a contract revision too (judgeRevision). Each is that reaction, run again: every
 // id derives from the action or the plan, and every step runs only if the
 // ledger says it has not, so nothing is recorded twice. What waits on a
 // person (an approval asked for) is left to the approval's own timers.
@@ -33,6 +33,12 @@ func (p *Plane) redrive(ctx context.Context, rec *stewardv1.EventRecord, _ *stew
 	case task.PlanUnjudged(pl):
 		p.logger.Warn("re-driving a stalled task: judging its plan again", "task", taskID, "plan_version", pl.Version)
 		first = p.judgePlan(ctx, rec, &stewardv1.PlanSubmitted{Plan: &stewardv1.Plan{Version: pl.Version}, PlanHash: pl.PlanHash})
+	}
+	if r := task.OpenRevision(t); r != nil && r.Snapshot == nil {
+		p.logger.Warn("re-driving a stalled task: judging its contract revision again", "task", taskID, "revision", r.RevisionId)
+		if err := p.judgeRevision(ctx, rec, &stewardv1.ContractRevisionProposed{RevisionId: r.RevisionId, ContractHash: r.ContractHash}); first == nil {
+			first = err
+		}
 	}
 	for _, a := range t.Actions {
 		var err error

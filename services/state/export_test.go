@@ -1,6 +1,10 @@
 package state
 
-import "time"
+import (
+	"time"
+
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+)
 
 // Waiting returns how many watches and waiting GetAction calls follow
 // taskID: a test waits for a call to be waiting before it changes the
@@ -19,3 +23,6 @@ func (p *Plane) Looks() uint64 { return p.looks.Load() }
 func (p *Projection) Quiet(now time.Time, redrive time.Duration) []string {
 	return p.quiet(now, redrive)
 }
+
+// Summary is the timeline's sentence for ev, without a note.
+func Summary(ev *stewardv1.Event) string { return summary(ev, "") }

@@ -126,6 +126,7 @@ func BuildReceipt(recs []*stewardv1.EventRecord) (*stewardv1.Receipt, error) {
 	r.Questions = receiptQuestions(recs)
 	receiptDecisions(r, t)
 	reportSections(r, t, recs)
+	receiptContractVersions(r, t)
 	return r, nil
 }
 
@@ -173,24 +174,25 @@ func partial(t *stewardv1.Task) bool {
 // receiptCall is one ledger entry as the receipt shows it.
 func receiptCall(a *stewardv1.Action) *stewardv1.ReceiptCall {
 	c := &stewardv1.ReceiptCall{
-		ActionId:       a.ActionId,
-		Tool:           a.Tool,
-		ToolVersion:    a.ToolVersion,
-		Target:         a.Target,
-		EffectClass:    a.EffectClass,
-		Status:         a.Status,
-		Attempts:       a.Attempt,
-		SnapshotId:     a.Snapshot.GetSnapshotId(),
-		PolicyRevision: a.Snapshot.GetBundleRevision(),
-		Decision:       a.Snapshot.GetDecision(),
-		SettledBy:      a.SettledBy,
-		Compensates:    a.Compensates,
-		OpKey:          a.OpKey,
-		ProposedAt:     a.ProposedAt,
-		AmendedAs:      a.AmendedAs,
-		AmendmentOf:    a.AmendmentOf,
-		ExecutedBy:     task.Executor(a),
-		Evidence:       slices.Clone(a.Outcome.GetEvidence()),
+		ActionId:        a.ActionId,
+		Tool:            a.Tool,
+		ToolVersion:     a.ToolVersion,
+		Target:          a.Target,
+		ContractVersion: a.ContractVersion,
+		EffectClass:     a.EffectClass,
+		Status:          a.Status,
+		Attempts:        a.Attempt,
+		SnapshotId:      a.Snapshot.GetSnapshotId(),
+		PolicyRevision:  a.Snapshot.GetBundleRevision(),
+		Decision:        a.Snapshot.GetDecision(),
+		SettledBy:       a.SettledBy,
+		Compensates:     a.Compensates,
+		OpKey:           a.OpKey,
+		ProposedAt:      a.ProposedAt,
+		AmendedAs:       a.AmendedAs,
+		AmendmentOf:     a.AmendmentOf,
+		ExecutedBy:      task.Executor(a),
+		Evidence:        slices.Clone(a.Outcome.GetEvidence()),
 	}
 	if ap := a.Approval; task.Approves(ap.GetDecision()) {
 		c.ApprovedBy = approvedBy(ap)

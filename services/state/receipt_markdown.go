@@ -23,6 +23,7 @@ func ReceiptMarkdown(r *stewardv1.Receipt) string {
 	summaryMarkdown(w, r)
 	warningsMarkdown(w, r.Warnings)
 	contextMarkdown(w, r)
+	contractVersionsMarkdown(w, r)
 	callsMarkdown(w, r.Calls)
 	approvalsMarkdown(w, r)
 	planMarkdown(w, r.Plan)

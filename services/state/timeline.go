@@ -155,20 +155,25 @@ func summary(ev *stewardv1.Event, note string) string {
 	case *stewardv1.Event_ActionOutcomeRecorded:
 		return outcomeSummary(p.ActionOutcomeRecorded)
 	default:
-		if s := failureSummary(ev); s != "" {
-			return s
-		}
-		if s := responsibilitySummary(ev); s != "" {
-			return s
-		}
-		if s := planSummary(ev); s != "" {
-			return s
-		}
-		if s := decisionSummary(who, ev); s != "" {
-			return s
-		}
-		return fmt.Sprintf("%s recorded %s", who, ev.Type)
+		return otherSummary(who, ev)
 	}
+}
+
+// otherSummary tells the events summary leaves to the groups that tell
+// them, each "" for an event not its own; any other event by its type.
+func otherSummary(who string, ev *stewardv1.Event) string {
+	for _, tell := range []func() string{
+		func() string { return failureSummary(ev) },
+		func() string { return responsibilitySummary(ev) },
+		func() string { return planSummary(ev) },
+		func() string { return decisionSummary(who, ev) },
+		func() string { return revisionSummary(who, ev) },
+	} {
+		if s := tell(); s != "" {
+			return s
+		}
+	}
+	return fmt.Sprintf("%s recorded %s", who, ev.Type)
 }
 
 // decidedSummary tells a vote on an approval; note is what count said of

@@ -21,7 +21,7 @@ func (c *cli) tasksCommand() *cobra.Command {
 		c.steer("resume", "let a paused, suspended or waiting task go on", c.resume),
 		c.steer("cancel", "end a task as cancelled", c.cancel),
 		c.steer("fail", "end a task as failed (--compensate undoes its reversible writes first)", c.fail),
-		c.tasksAccept(), c.tasksReturn(), c.tasksProgress())
+		c.tasksAccept(), c.tasksReturn(), c.tasksProgress(), c.tasksRevise(), c.tasksRevision())
 }
 
 func (c *cli) tasksLs() *cobra.Command {
@@ -102,7 +102,7 @@ func (c *cli) tasksShow() *cobra.Command {
 			"task", k.GetTaskId(), "intent", k.GetIntent(), "status", word(t.Status, "TASK_STATUS_"), "why", t.StatusReason,
 			"created", when(t.CreatedAt)+" by "+t.CreatedBy, "updated", when(t.UpdatedAt),
 			"requester", k.GetRequesterRef(), "owner", k.GetAccountableOwnerRef(), "risk", word(k.GetRiskTier(), "RISK_TIER_"),
-			"budget", budgetLine(t), "milestone", currentMilestone(t), "acceptance", acceptanceLine(t), "question", t.OpenInput.GetQuestion(), "choices", strings.Join(t.OpenInput.GetChoices(), " | "),
+			"budget", budgetLine(t), "milestone", currentMilestone(t), "acceptance", acceptanceLine(t), "contract", contractLine(t), "question", t.OpenInput.GetQuestion(), "choices", strings.Join(t.OpenInput.GetChoices(), " | "),
 			"events", strconv.FormatUint(uint64(t.EventCount), 10))
 		if len(t.Milestones) > 0 {
 			fmt.Fprintln(c.stdout)

@@ -30,6 +30,11 @@ const decisionQuery = "data.steward.policy.decision"
 const (
 	planQuery   = "data.steward.plan.decision"
 	planPackage = "data.steward.plan"
+
+	// revisionQuery judges a proposed revision of a task's contract, in
+	// revisionPackage (Engine.EvaluateRevision).
+	revisionQuery   = "data.steward.revision.decision"
+	revisionPackage = "data.steward.revision"
 )
 
 //go:embed default/*.rego
@@ -54,6 +59,9 @@ type bundle struct {
 	// planQuery is prepared only when the bundle defines planPackage.
 	planQuery   rego.PreparedEvalQuery
 	hasPlanRule bool
+	// revisionQuery likewise, for revisionPackage.
+	revisionQuery   rego.PreparedEvalQuery
+	hasRevisionRule bool
 	// sources are what governance keeps of the revision for auditors.
 	sources *stewardv1.PolicySources
 }
@@ -135,12 +143,13 @@ func (src source) sources() *stewardv1.PolicySources {
 // edits.
 func compile(ctx context.Context, src source, origin string) (*bundle, error) {
 	modules := make([]func(*rego.Rego), 0, len(src.files))
-	hasPlanRule := false
+	hasPlanRule, hasRevisionRule := false, false
 	for name, content := range src.files {
 		path := filepath.Join(origin, filepath.FromSlash(name))
 		modules = append(modules, rego.Module(path, string(content)))
-		if m, err := ast.ParseModuleWithOpts(path, string(content), ast.ParserOptions{RegoVersion: ast.RegoV1}); err == nil && m.Package.Path.String() == planPackage {
-			hasPlanRule = true
+		if m, err := ast.ParseModuleWithOpts(path, string(content), ast.ParserOptions{RegoVersion: ast.RegoV1}); err == nil {
+			hasPlanRule = hasPlanRule || m.Package.Path.String() == planPackage
+			hasRevisionRule = hasRevisionRule || m.Package.Path.String() == revisionPackage
 		}
 	}
 	prepare := func(query string) (rego.PreparedEvalQuery, error) {
@@ -155,9 +164,14 @@ func compile(ctx context.Context, src source, origin string) (*bundle, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bundle{query: query, revision: src.revision, hasPlanRule: hasPlanRule, sources: src.sources()}
+	b := &bundle{query: query, revision: src.revision, hasPlanRule: hasPlanRule, hasRevisionRule: hasRevisionRule, sources: src.sources()}
 	if hasPlanRule {
 		if b.planQuery, err = prepare(planQuery); err != nil {
+			return nil, err
+		}
+	}
+	if hasRevisionRule {
+		if b.revisionQuery, err = prepare(revisionQuery); err != nil {
 			return nil, err
 		}
 	}

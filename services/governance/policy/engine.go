@@ -75,9 +75,9 @@ func (e *Engine) Evaluate(ctx context.Context, input map[string]any) (Result, er
 func (b *bundle) decide(ctx context.Context, query rego.PreparedEvalQuery, name string, opts ...rego.EvalOption) (Result, error) {
 	rs, err := query.Eval(ctx, opts...)
 	if err != nil {
-		what := "policy"
-		if name == planQuery {
-			what = "plan policy"
+		what := map[string]string{planQuery: "plan policy", revisionQuery: "revision policy"}[name]
+		if what == "" {
+			what = "policy"
 		}
 		return Result{}, fmt.Errorf("evaluate %s %s: %w", what, b.revision, err)
 	}

@@ -1650,8 +1650,12 @@ type Action struct {
 	// (PolicyEvaluated.signed); unset when the snapshot came with its
 	// permit, or was recorded before snapshots were signed.
 	SnapshotSigned *SignedEvent `protobuf:"bytes,47,opt,name=snapshot_signed,json=snapshotSigned,proto3" json:"snapshot_signed,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The version of the task's contract in force when the action was
+	// proposed (Task.contract_version; 0 reads as 1): a revision later
+	// leaves it on the record under this one.
+	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Action) Reset() {
@@ -2013,6 +2017,13 @@ func (x *Action) GetSnapshotSigned() *SignedEvent {
 	return nil
 }
 
+func (x *Action) GetContractVersion() uint32 {
+	if x != nil {
+		return x.ContractVersion
+	}
+	return 0
+}
+
 // SealedSecret is one secret parameter value, encrypted: commitment is the
 // {"$secret": …} value that stands for it in the canonical request
 // ("hmac-sha256:" and 64 hex digits), sealed the value's canonical JSON
@@ -2186,7 +2197,7 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\x06result\x18\t \x01(\fR\x06result\x12\x16\n" +
 	"\x06tokens\x18\n" +
 	" \x01(\x03R\x06tokens\x12\x1a\n" +
-	"\bevidence\x18\v \x03(\tR\bevidence\"\xf8\x0f\n" +
+	"\bevidence\x18\v \x03(\tR\bevidence\"\xa3\x10\n" +
 	"\x06Action\x12\x1b\n" +
 	"\taction_id\x18\x01 \x01(\tR\bactionId\x12\x1f\n" +
 	"\vproposal_id\x18\x02 \x01(\tR\n" +
@@ -2248,7 +2259,8 @@ const file_steward_v1_action_proto_rawDesc = "" +
 	"\n" +
 	"amended_as\x18- \x01(\tR\tamendedAs\x12!\n" +
 	"\famendment_of\x18. \x01(\tR\vamendmentOf\x12@\n" +
-	"\x0fsnapshot_signed\x18/ \x01(\v2\x17.steward.v1.SignedEventR\x0esnapshotSigned\"F\n" +
+	"\x0fsnapshot_signed\x18/ \x01(\v2\x17.steward.v1.SignedEventR\x0esnapshotSigned\x12)\n" +
+	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion\"F\n" +
 	"\fSealedSecret\x12\x1e\n" +
 	"\n" +
 	"commitment\x18\x01 \x01(\tR\n" +

@@ -153,6 +153,9 @@ type Event struct {
 	//	*Event_InputReminded
 	//	*Event_InputEscalated
 	//	*Event_MilestoneProgressed
+	//	*Event_ContractRevisionProposed
+	//	*Event_ContractRevisionEvaluated
+	//	*Event_ContractRevisionDecided
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -737,6 +740,33 @@ func (x *Event) GetMilestoneProgressed() *MilestoneProgressed {
 	return nil
 }
 
+func (x *Event) GetContractRevisionProposed() *ContractRevisionProposed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionProposed); ok {
+			return x.ContractRevisionProposed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetContractRevisionEvaluated() *ContractRevisionEvaluated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionEvaluated); ok {
+			return x.ContractRevisionEvaluated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetContractRevisionDecided() *ContractRevisionDecided {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ContractRevisionDecided); ok {
+			return x.ContractRevisionDecided
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -960,6 +990,18 @@ type Event_MilestoneProgressed struct {
 	MilestoneProgressed *MilestoneProgressed `protobuf:"bytes,85,opt,name=milestone_progressed,json=milestoneProgressed,proto3,oneof"`
 }
 
+type Event_ContractRevisionProposed struct {
+	ContractRevisionProposed *ContractRevisionProposed `protobuf:"bytes,96,opt,name=contract_revision_proposed,json=contractRevisionProposed,proto3,oneof"`
+}
+
+type Event_ContractRevisionEvaluated struct {
+	ContractRevisionEvaluated *ContractRevisionEvaluated `protobuf:"bytes,97,opt,name=contract_revision_evaluated,json=contractRevisionEvaluated,proto3,oneof"`
+}
+
+type Event_ContractRevisionDecided struct {
+	ContractRevisionDecided *ContractRevisionDecided `protobuf:"bytes,98,opt,name=contract_revision_decided,json=contractRevisionDecided,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1065,6 +1107,12 @@ func (*Event_InputReminded) isEvent_Payload() {}
 func (*Event_InputEscalated) isEvent_Payload() {}
 
 func (*Event_MilestoneProgressed) isEvent_Payload() {}
+
+func (*Event_ContractRevisionProposed) isEvent_Payload() {}
+
+func (*Event_ContractRevisionEvaluated) isEvent_Payload() {}
+
+func (*Event_ContractRevisionDecided) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4684,7 +4732,7 @@ var File_steward_v1_event_proto protoreflect.FileDescriptor
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x95 \n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\"\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4750,7 +4798,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
 	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
 	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12T\n" +
-	"\x14milestone_progressed\x18U \x01(\v2\x1f.steward.v1.MilestoneProgressedH\x00R\x13milestoneProgressed\x12\x12\n" +
+	"\x14milestone_progressed\x18U \x01(\v2\x1f.steward.v1.MilestoneProgressedH\x00R\x13milestoneProgressed\x12d\n" +
+	"\x1acontract_revision_proposed\x18` \x01(\v2$.steward.v1.ContractRevisionProposedH\x00R\x18contractRevisionProposed\x12g\n" +
+	"\x1bcontract_revision_evaluated\x18a \x01(\v2%.steward.v1.ContractRevisionEvaluatedH\x00R\x19contractRevisionEvaluated\x12a\n" +
+	"\x19contract_revision_decided\x18b \x01(\v2#.steward.v1.ContractRevisionDecidedH\x00R\x17contractRevisionDecided\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -5036,95 +5087,98 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_steward_v1_event_proto_goTypes = []any{
-	(BreakerState)(0),              // 0: steward.v1.BreakerState
-	(*Event)(nil),                  // 1: steward.v1.Event
-	(*Actor)(nil),                  // 2: steward.v1.Actor
-	(*TaskCreated)(nil),            // 3: steward.v1.TaskCreated
-	(*TaskStarted)(nil),            // 4: steward.v1.TaskStarted
-	(*TaskPaused)(nil),             // 5: steward.v1.TaskPaused
-	(*TaskResumed)(nil),            // 6: steward.v1.TaskResumed
-	(*TaskCancelled)(nil),          // 7: steward.v1.TaskCancelled
-	(*TaskFailed)(nil),             // 8: steward.v1.TaskFailed
-	(*TaskCompensating)(nil),       // 9: steward.v1.TaskCompensating
-	(*TaskNeedsInput)(nil),         // 10: steward.v1.TaskNeedsInput
-	(*InputProvided)(nil),          // 11: steward.v1.InputProvided
-	(*DeadlineExtended)(nil),       // 12: steward.v1.DeadlineExtended
-	(*FindingRecorded)(nil),        // 13: steward.v1.FindingRecorded
-	(*PlanSubmitted)(nil),          // 14: steward.v1.PlanSubmitted
-	(*PlanEvaluated)(nil),          // 15: steward.v1.PlanEvaluated
-	(*PlanStepStarted)(nil),        // 16: steward.v1.PlanStepStarted
-	(*PlanStepEnded)(nil),          // 17: steward.v1.PlanStepEnded
-	(*TaskSuspended)(nil),          // 18: steward.v1.TaskSuspended
-	(*TaskStalled)(nil),            // 19: steward.v1.TaskStalled
-	(*ActionProposed)(nil),         // 20: steward.v1.ActionProposed
-	(*PolicyEvaluated)(nil),        // 21: steward.v1.PolicyEvaluated
-	(*ActionDenied)(nil),           // 22: steward.v1.ActionDenied
-	(*ApprovalRequested)(nil),      // 23: steward.v1.ApprovalRequested
-	(*ApprovalDecided)(nil),        // 24: steward.v1.ApprovalDecided
-	(*ActionPermitted)(nil),        // 25: steward.v1.ActionPermitted
-	(*ActionClaimed)(nil),          // 26: steward.v1.ActionClaimed
-	(*ActionDispatched)(nil),       // 27: steward.v1.ActionDispatched
-	(*ActionOutcomeRecorded)(nil),  // 28: steward.v1.ActionOutcomeRecorded
-	(*ActionWithdrawn)(nil),        // 29: steward.v1.ActionWithdrawn
-	(*ActionWaiting)(nil),          // 30: steward.v1.ActionWaiting
-	(*ActionSettled)(nil),          // 31: steward.v1.ActionSettled
-	(*ActionRevalidating)(nil),     // 32: steward.v1.ActionRevalidating
-	(*ActionHeartbeat)(nil),        // 33: steward.v1.ActionHeartbeat
-	(*ApprovalReminded)(nil),       // 34: steward.v1.ApprovalReminded
-	(*ApprovalEscalated)(nil),      // 35: steward.v1.ApprovalEscalated
-	(*BudgetConsumed)(nil),         // 36: steward.v1.BudgetConsumed
-	(*BudgetAlerted)(nil),          // 37: steward.v1.BudgetAlerted
-	(*BudgetRaised)(nil),           // 38: steward.v1.BudgetRaised
-	(*BreakerChanged)(nil),         // 39: steward.v1.BreakerChanged
-	(*ToolRegistered)(nil),         // 40: steward.v1.ToolRegistered
-	(*EventRecord)(nil),            // 41: steward.v1.EventRecord
-	(*CredentialIssued)(nil),       // 42: steward.v1.CredentialIssued
-	(*CredentialRevoked)(nil),      // 43: steward.v1.CredentialRevoked
-	(*ArtifactSubmitted)(nil),      // 44: steward.v1.ArtifactSubmitted
-	(*TaskProduced)(nil),           // 45: steward.v1.TaskProduced
-	(*TaskAccepted)(nil),           // 46: steward.v1.TaskAccepted
-	(*TaskReturned)(nil),           // 47: steward.v1.TaskReturned
-	(*BudgetReleased)(nil),         // 48: steward.v1.BudgetReleased
-	(*DecisionRecorded)(nil),       // 49: steward.v1.DecisionRecorded
-	(*AgentAsked)(nil),             // 50: steward.v1.AgentAsked
-	(*AgentEscalated)(nil),         // 51: steward.v1.AgentEscalated
-	(*InputReminded)(nil),          // 52: steward.v1.InputReminded
-	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
-	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
-	(*MilestoneProgressed)(nil),    // 55: steward.v1.MilestoneProgressed
-	(*ContextAttached)(nil),        // 56: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 57: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 58: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 59: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 60: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 61: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 62: steward.v1.Finding
-	(*Plan)(nil),                   // 63: steward.v1.Plan
-	(*PlanRevision)(nil),           // 64: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 65: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 66: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),            // 67: steward.v1.SignedEvent
-	(StepStatus)(0),                // 68: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 69: google.protobuf.Value
-	(SuspendCause)(0),              // 70: steward.v1.SuspendCause
-	(*Action)(nil),                 // 71: steward.v1.Action
-	(*Approval)(nil),               // 72: steward.v1.Approval
-	(ApprovalDecision)(0),          // 73: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 74: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 75: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 76: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 77: steward.v1.Outcome
-	(WaitKind)(0),                  // 78: steward.v1.WaitKind
-	(SettleState)(0),               // 79: steward.v1.SettleState
-	(RevalidationReason)(0),        // 80: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 81: google.protobuf.Duration
-	(*ToolContract)(nil),           // 82: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 83: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 84: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 85: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),        // 86: steward.v1.ExecutionReport
-	(*Decision)(nil),               // 87: steward.v1.Decision
-	(*ContextItem)(nil),            // 88: steward.v1.ContextItem
+	(BreakerState)(0),                 // 0: steward.v1.BreakerState
+	(*Event)(nil),                     // 1: steward.v1.Event
+	(*Actor)(nil),                     // 2: steward.v1.Actor
+	(*TaskCreated)(nil),               // 3: steward.v1.TaskCreated
+	(*TaskStarted)(nil),               // 4: steward.v1.TaskStarted
+	(*TaskPaused)(nil),                // 5: steward.v1.TaskPaused
+	(*TaskResumed)(nil),               // 6: steward.v1.TaskResumed
+	(*TaskCancelled)(nil),             // 7: steward.v1.TaskCancelled
+	(*TaskFailed)(nil),                // 8: steward.v1.TaskFailed
+	(*TaskCompensating)(nil),          // 9: steward.v1.TaskCompensating
+	(*TaskNeedsInput)(nil),            // 10: steward.v1.TaskNeedsInput
+	(*InputProvided)(nil),             // 11: steward.v1.InputProvided
+	(*DeadlineExtended)(nil),          // 12: steward.v1.DeadlineExtended
+	(*FindingRecorded)(nil),           // 13: steward.v1.FindingRecorded
+	(*PlanSubmitted)(nil),             // 14: steward.v1.PlanSubmitted
+	(*PlanEvaluated)(nil),             // 15: steward.v1.PlanEvaluated
+	(*PlanStepStarted)(nil),           // 16: steward.v1.PlanStepStarted
+	(*PlanStepEnded)(nil),             // 17: steward.v1.PlanStepEnded
+	(*TaskSuspended)(nil),             // 18: steward.v1.TaskSuspended
+	(*TaskStalled)(nil),               // 19: steward.v1.TaskStalled
+	(*ActionProposed)(nil),            // 20: steward.v1.ActionProposed
+	(*PolicyEvaluated)(nil),           // 21: steward.v1.PolicyEvaluated
+	(*ActionDenied)(nil),              // 22: steward.v1.ActionDenied
+	(*ApprovalRequested)(nil),         // 23: steward.v1.ApprovalRequested
+	(*ApprovalDecided)(nil),           // 24: steward.v1.ApprovalDecided
+	(*ActionPermitted)(nil),           // 25: steward.v1.ActionPermitted
+	(*ActionClaimed)(nil),             // 26: steward.v1.ActionClaimed
+	(*ActionDispatched)(nil),          // 27: steward.v1.ActionDispatched
+	(*ActionOutcomeRecorded)(nil),     // 28: steward.v1.ActionOutcomeRecorded
+	(*ActionWithdrawn)(nil),           // 29: steward.v1.ActionWithdrawn
+	(*ActionWaiting)(nil),             // 30: steward.v1.ActionWaiting
+	(*ActionSettled)(nil),             // 31: steward.v1.ActionSettled
+	(*ActionRevalidating)(nil),        // 32: steward.v1.ActionRevalidating
+	(*ActionHeartbeat)(nil),           // 33: steward.v1.ActionHeartbeat
+	(*ApprovalReminded)(nil),          // 34: steward.v1.ApprovalReminded
+	(*ApprovalEscalated)(nil),         // 35: steward.v1.ApprovalEscalated
+	(*BudgetConsumed)(nil),            // 36: steward.v1.BudgetConsumed
+	(*BudgetAlerted)(nil),             // 37: steward.v1.BudgetAlerted
+	(*BudgetRaised)(nil),              // 38: steward.v1.BudgetRaised
+	(*BreakerChanged)(nil),            // 39: steward.v1.BreakerChanged
+	(*ToolRegistered)(nil),            // 40: steward.v1.ToolRegistered
+	(*EventRecord)(nil),               // 41: steward.v1.EventRecord
+	(*CredentialIssued)(nil),          // 42: steward.v1.CredentialIssued
+	(*CredentialRevoked)(nil),         // 43: steward.v1.CredentialRevoked
+	(*ArtifactSubmitted)(nil),         // 44: steward.v1.ArtifactSubmitted
+	(*TaskProduced)(nil),              // 45: steward.v1.TaskProduced
+	(*TaskAccepted)(nil),              // 46: steward.v1.TaskAccepted
+	(*TaskReturned)(nil),              // 47: steward.v1.TaskReturned
+	(*BudgetReleased)(nil),            // 48: steward.v1.BudgetReleased
+	(*DecisionRecorded)(nil),          // 49: steward.v1.DecisionRecorded
+	(*AgentAsked)(nil),                // 50: steward.v1.AgentAsked
+	(*AgentEscalated)(nil),            // 51: steward.v1.AgentEscalated
+	(*InputReminded)(nil),             // 52: steward.v1.InputReminded
+	(*InputEscalated)(nil),            // 53: steward.v1.InputEscalated
+	(*AgentHeartbeat)(nil),            // 54: steward.v1.AgentHeartbeat
+	(*MilestoneProgressed)(nil),       // 55: steward.v1.MilestoneProgressed
+	(*ContextAttached)(nil),           // 56: steward.v1.ContextAttached
+	(*timestamppb.Timestamp)(nil),     // 57: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 58: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 59: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 60: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 61: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 62: steward.v1.ForkOrigin
+	(TaskStatus)(0),                   // 63: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 64: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 65: steward.v1.Finding
+	(*Plan)(nil),                      // 66: steward.v1.Plan
+	(*PlanRevision)(nil),              // 67: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 68: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 69: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 70: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 71: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 72: google.protobuf.Value
+	(SuspendCause)(0),                 // 73: steward.v1.SuspendCause
+	(*Action)(nil),                    // 74: steward.v1.Action
+	(*Approval)(nil),                  // 75: steward.v1.Approval
+	(ApprovalDecision)(0),             // 76: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 77: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 78: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 79: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 80: steward.v1.Outcome
+	(WaitKind)(0),                     // 81: steward.v1.WaitKind
+	(SettleState)(0),                  // 82: steward.v1.SettleState
+	(RevalidationReason)(0),           // 83: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 84: google.protobuf.Duration
+	(*ToolContract)(nil),              // 85: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 86: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 87: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 88: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 89: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 90: steward.v1.Decision
+	(*ContextItem)(nil),               // 91: steward.v1.ContextItem
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
 	57,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
@@ -5182,61 +5236,64 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
 	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
-	58,  // 55: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	59,  // 56: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	60,  // 57: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	61,  // 58: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	57,  // 59: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	57,  // 60: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	62,  // 61: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	63,  // 62: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	64,  // 63: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	65,  // 64: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	66,  // 65: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	67,  // 66: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	57,  // 67: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	68,  // 68: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	69,  // 69: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	70,  // 70: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	57,  // 71: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	71,  // 72: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	66,  // 73: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	67,  // 74: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	72,  // 75: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	67,  // 76: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	73,  // 77: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	74,  // 78: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	75,  // 79: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	66,  // 80: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	76,  // 81: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	77,  // 82: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	78,  // 83: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	57,  // 84: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	79,  // 85: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	80,  // 86: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	81,  // 87: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	81,  // 88: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 89: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 90: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	57,  // 91: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	82,  // 92: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 93: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	83,  // 94: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	83,  // 95: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	84,  // 96: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	85,  // 97: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	86,  // 98: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	87,  // 99: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	81,  // 100: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	81,  // 101: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	81,  // 102: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	81,  // 103: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	88,  // 104: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	105, // [105:105] is the sub-list for method output_type
-	105, // [105:105] is the sub-list for method input_type
-	105, // [105:105] is the sub-list for extension type_name
-	105, // [105:105] is the sub-list for extension extendee
-	0,   // [0:105] is the sub-list for field type_name
+	58,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	59,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	60,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	61,  // 58: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	62,  // 59: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	63,  // 60: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	64,  // 61: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	57,  // 62: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	57,  // 63: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	65,  // 64: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	66,  // 65: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	67,  // 66: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	68,  // 67: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	69,  // 68: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	70,  // 69: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	57,  // 70: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	71,  // 71: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	72,  // 72: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	73,  // 73: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	57,  // 74: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	74,  // 75: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	69,  // 76: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	70,  // 77: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	75,  // 78: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	70,  // 79: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	76,  // 80: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	77,  // 81: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	78,  // 82: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	69,  // 83: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	79,  // 84: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	80,  // 85: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	81,  // 86: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	57,  // 87: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	82,  // 88: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	83,  // 89: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	84,  // 90: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	84,  // 91: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 92: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 93: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	57,  // 94: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	85,  // 95: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 96: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	86,  // 97: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	86,  // 98: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	87,  // 99: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	88,  // 100: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	89,  // 101: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	90,  // 102: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	84,  // 103: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	84,  // 104: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	84,  // 105: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	84,  // 106: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	91,  // 107: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	108, // [108:108] is the sub-list for method output_type
+	108, // [108:108] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5251,6 +5308,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
@@ -5307,6 +5365,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_InputReminded)(nil),
 		(*Event_InputEscalated)(nil),
 		(*Event_MilestoneProgressed)(nil),
+		(*Event_ContractRevisionProposed)(nil),
+		(*Event_ContractRevisionEvaluated)(nil),
+		(*Event_ContractRevisionDecided)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{

@@ -1335,8 +1335,11 @@ type PlanStepState struct {
 	// version, a revision that keeps the step does not move it: one
 	// failure, one escalation.
 	EndedInVersion uint32 `protobuf:"varint,11,opt,name=ended_in_version,json=endedInVersion,proto3" json:"ended_in_version,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The version of the task's contract in force when the step last
+	// started (Task.contract_version; 0 reads as 1).
+	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *PlanStepState) Reset() {
@@ -1446,6 +1449,13 @@ func (x *PlanStepState) GetEndedInVersion() uint32 {
 	return 0
 }
 
+func (x *PlanStepState) GetContractVersion() uint32 {
+	if x != nil {
+		return x.ContractVersion
+	}
+	return 0
+}
+
 var File_steward_v1_plan_proto protoreflect.FileDescriptor
 
 const file_steward_v1_plan_proto_rawDesc = "" +
@@ -1532,7 +1542,7 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\vsubmittedAt\x123\n" +
 	"\aretired\x18\v \x03(\v2\x19.steward.v1.PlanStepStateR\aretired\x120\n" +
 	"\bapproval\x18\f \x01(\v2\x14.steward.v1.ApprovalR\bapproval\x12?\n" +
-	"\x0esealed_secrets\x18\r \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\xa5\x03\n" +
+	"\x0esealed_secrets\x18\r \x03(\v2\x18.steward.v1.SealedSecretR\rsealedSecrets\"\xd0\x03\n" +
 	"\rPlanStepState\x12\x17\n" +
 	"\astep_id\x18\x01 \x01(\tR\x06stepId\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.StepStatusR\x06status\x12\x1d\n" +
@@ -1547,7 +1557,8 @@ const file_steward_v1_plan_proto_rawDesc = "" +
 	"\x06result\x18\t \x01(\v2\x16.google.protobuf.ValueR\x06result\x12)\n" +
 	"\x11item_sub_task_ids\x18\n" +
 	" \x03(\tR\x0eitemSubTaskIds\x12(\n" +
-	"\x10ended_in_version\x18\v \x01(\rR\x0eendedInVersion*]\n" +
+	"\x10ended_in_version\x18\v \x01(\rR\x0eendedInVersion\x12)\n" +
+	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion*]\n" +
 	"\n" +
 	"PlanEnding\x12\x1b\n" +
 	"\x17PLAN_ENDING_UNSPECIFIED\x10\x00\x12\x17\n" +

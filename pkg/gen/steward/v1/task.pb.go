@@ -762,8 +762,21 @@ type Task struct {
 	// The first milestone, in the contract's order, that is not done: the
 	// phase the task is in. Empty when every one is done, or none declared.
 	CurrentMilestone string `protobuf:"bytes,61,opt,name=current_milestone,json=currentMilestone,proto3" json:"current_milestone,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// The contract's version in force and its hash (task.ContractHash):
+	// version 1 is the contract the task was created with, and each
+	// approved revision (TaskService.ReviseContract) the next
+	// (docs/revisions.md). Unset until a revision takes effect (0 reads as
+	// 1), so that a history without revisions folds as it always did.
+	ContractVersion uint32 `protobuf:"varint,80,opt,name=contract_version,json=contractVersion,proto3" json:"contract_version,omitempty"`
+	ContractHash    string `protobuf:"bytes,81,opt,name=contract_hash,json=contractHash,proto3" json:"contract_hash,omitempty"`
+	// Every version that was in force, in order, version 1 included; empty
+	// until a revision takes effect.
+	ContractVersions []*ContractVersion `protobuf:"bytes,82,rep,name=contract_versions,json=contractVersions,proto3" json:"contract_versions,omitempty"`
+	// Every revision proposed, in order, whatever became of it; at most
+	// one is open.
+	ContractRevisions []*ContractRevision `protobuf:"bytes,83,rep,name=contract_revisions,json=contractRevisions,proto3" json:"contract_revisions,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -1053,6 +1066,34 @@ func (x *Task) GetCurrentMilestone() string {
 		return x.CurrentMilestone
 	}
 	return ""
+}
+
+func (x *Task) GetContractVersion() uint32 {
+	if x != nil {
+		return x.ContractVersion
+	}
+	return 0
+}
+
+func (x *Task) GetContractHash() string {
+	if x != nil {
+		return x.ContractHash
+	}
+	return ""
+}
+
+func (x *Task) GetContractVersions() []*ContractVersion {
+	if x != nil {
+		return x.ContractVersions
+	}
+	return nil
+}
+
+func (x *Task) GetContractRevisions() []*ContractRevision {
+	if x != nil {
+		return x.ContractRevisions
+	}
+	return nil
 }
 
 // MilestoneState is one milestone of a task as it stands. Status, counts
@@ -1442,7 +1483,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xe2\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\"\xe2\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1472,7 +1513,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xb3\x0e\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x9a\x10\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1526,7 +1567,11 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"milestones\x18< \x03(\v2\x1a.steward.v1.MilestoneStateR\n" +
 	"milestones\x12+\n" +
-	"\x11current_milestone\x18= \x01(\tR\x10currentMilestone\"\x8f\x04\n" +
+	"\x11current_milestone\x18= \x01(\tR\x10currentMilestone\x12)\n" +
+	"\x10contract_version\x18P \x01(\rR\x0fcontractVersion\x12#\n" +
+	"\rcontract_hash\x18Q \x01(\tR\fcontractHash\x12H\n" +
+	"\x11contract_versions\x18R \x03(\v2\x1b.steward.v1.ContractVersionR\x10contractVersions\x12K\n" +
+	"\x12contract_revisions\x18S \x03(\v2\x1c.steward.v1.ContractRevisionR\x11contractRevisions\"\x8f\x04\n" +
 	"\x0eMilestoneState\x12!\n" +
 	"\fmilestone_id\x18\x01 \x01(\tR\vmilestoneId\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x123\n" +
@@ -1653,6 +1698,8 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*PlanState)(nil),             // 19: steward.v1.PlanState
 	(*Decision)(nil),              // 20: steward.v1.Decision
 	(*ContextItem)(nil),           // 21: steward.v1.ContextItem
+	(*ContractVersion)(nil),       // 22: steward.v1.ContractVersion
+	(*ContractRevision)(nil),      // 23: steward.v1.ContractRevision
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -1685,15 +1732,17 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	13, // 27: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
 	13, // 28: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
 	9,  // 29: steward.v1.Task.milestones:type_name -> steward.v1.MilestoneState
-	4,  // 30: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
-	13, // 31: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
-	8,  // 32: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	12, // 33: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	34, // [34:34] is the sub-list for method output_type
-	34, // [34:34] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	22, // 30: steward.v1.Task.contract_versions:type_name -> steward.v1.ContractVersion
+	23, // 31: steward.v1.Task.contract_revisions:type_name -> steward.v1.ContractRevision
+	4,  // 32: steward.v1.MilestoneState.status:type_name -> steward.v1.MilestoneStatus
+	13, // 33: steward.v1.MilestoneState.progressed_at:type_name -> google.protobuf.Timestamp
+	8,  // 34: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	12, // 35: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	36, // [36:36] is the sub-list for method output_type
+	36, // [36:36] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1707,6 +1756,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_revision_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -23,6 +23,264 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type ReviseContractRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	TaskId    string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	RequestId string                 `protobuf:"bytes,2,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The revised fields; a field left unset keeps its value. Only intent,
+	// desired_outcome, acceptance_criteria (checked as at CreateTask; set,
+	// they replace the whole list), milestones (set, they replace the list;
+	// one that work was tagged with may not be dropped) and
+	// budget.milestones (set, they replace the list) may be set: any other
+	// field is refused, by name.
+	Contract *TaskContract `protobuf:"bytes,3,opt,name=contract,proto3" json:"contract,omitempty"`
+	// Why the contract changes; required, at most 4,096 bytes.
+	Reason        string `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviseContractRequest) Reset() {
+	*x = ReviseContractRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviseContractRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviseContractRequest) ProtoMessage() {}
+
+func (x *ReviseContractRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviseContractRequest.ProtoReflect.Descriptor instead.
+func (*ReviseContractRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *ReviseContractRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ReviseContractRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ReviseContractRequest) GetContract() *TaskContract {
+	if x != nil {
+		return x.Contract
+	}
+	return nil
+}
+
+func (x *ReviseContractRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type ReviseContractResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Task  *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	// The revision proposed, as the task records it.
+	Revision      *ContractRevision `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReviseContractResponse) Reset() {
+	*x = ReviseContractResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReviseContractResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReviseContractResponse) ProtoMessage() {}
+
+func (x *ReviseContractResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReviseContractResponse.ProtoReflect.Descriptor instead.
+func (*ReviseContractResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ReviseContractResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *ReviseContractResponse) GetRevision() *ContractRevision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
+type DecideContractRevisionRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// The open revision (ContractRevision.revision_id).
+	RevisionId string `protobuf:"bytes,2,opt,name=revision_id,json=revisionId,proto3" json:"revision_id,omitempty"`
+	Approve    bool   `protobuf:"varint,3,opt,name=approve,proto3" json:"approve,omitempty"`
+	// Optional, at most 4,096 bytes; required to reject.
+	Comment       string `protobuf:"bytes,4,opt,name=comment,proto3" json:"comment,omitempty"`
+	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideContractRevisionRequest) Reset() {
+	*x = DecideContractRevisionRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideContractRevisionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideContractRevisionRequest) ProtoMessage() {}
+
+func (x *DecideContractRevisionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideContractRevisionRequest.ProtoReflect.Descriptor instead.
+func (*DecideContractRevisionRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *DecideContractRevisionRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *DecideContractRevisionRequest) GetRevisionId() string {
+	if x != nil {
+		return x.RevisionId
+	}
+	return ""
+}
+
+func (x *DecideContractRevisionRequest) GetApprove() bool {
+	if x != nil {
+		return x.Approve
+	}
+	return false
+}
+
+func (x *DecideContractRevisionRequest) GetComment() string {
+	if x != nil {
+		return x.Comment
+	}
+	return ""
+}
+
+func (x *DecideContractRevisionRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+type DecideContractRevisionResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          *Task                  `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Revision      *ContractRevision      `protobuf:"bytes,2,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideContractRevisionResponse) Reset() {
+	*x = DecideContractRevisionResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideContractRevisionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideContractRevisionResponse) ProtoMessage() {}
+
+func (x *DecideContractRevisionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideContractRevisionResponse.ProtoReflect.Descriptor instead.
+func (*DecideContractRevisionResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *DecideContractRevisionResponse) GetTask() *Task {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *DecideContractRevisionResponse) GetRevision() *ContractRevision {
+	if x != nil {
+		return x.Revision
+	}
+	return nil
+}
+
 type ForkTaskRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The task to fork.
@@ -44,7 +302,7 @@ type ForkTaskRequest struct {
 
 func (x *ForkTaskRequest) Reset() {
 	*x = ForkTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -56,7 +314,7 @@ func (x *ForkTaskRequest) String() string {
 func (*ForkTaskRequest) ProtoMessage() {}
 
 func (x *ForkTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[0]
+	mi := &file_steward_v1_task_service_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -69,7 +327,7 @@ func (x *ForkTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkTaskRequest.ProtoReflect.Descriptor instead.
 func (*ForkTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{0}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ForkTaskRequest) GetTaskId() string {
@@ -124,7 +382,7 @@ type ForkTaskResponse struct {
 
 func (x *ForkTaskResponse) Reset() {
 	*x = ForkTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -136,7 +394,7 @@ func (x *ForkTaskResponse) String() string {
 func (*ForkTaskResponse) ProtoMessage() {}
 
 func (x *ForkTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[1]
+	mi := &file_steward_v1_task_service_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -149,7 +407,7 @@ func (x *ForkTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ForkTaskResponse.ProtoReflect.Descriptor instead.
 func (*ForkTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{1}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ForkTaskResponse) GetTask() *Task {
@@ -179,7 +437,7 @@ type RecordDecisionRequest struct {
 
 func (x *RecordDecisionRequest) Reset() {
 	*x = RecordDecisionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -191,7 +449,7 @@ func (x *RecordDecisionRequest) String() string {
 func (*RecordDecisionRequest) ProtoMessage() {}
 
 func (x *RecordDecisionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[2]
+	mi := &file_steward_v1_task_service_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -204,7 +462,7 @@ func (x *RecordDecisionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionRequest.ProtoReflect.Descriptor instead.
 func (*RecordDecisionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{2}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *RecordDecisionRequest) GetTaskId() string {
@@ -233,7 +491,7 @@ type RecordDecisionResponse struct {
 
 func (x *RecordDecisionResponse) Reset() {
 	*x = RecordDecisionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +503,7 @@ func (x *RecordDecisionResponse) String() string {
 func (*RecordDecisionResponse) ProtoMessage() {}
 
 func (x *RecordDecisionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[3]
+	mi := &file_steward_v1_task_service_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +516,7 @@ func (x *RecordDecisionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordDecisionResponse.ProtoReflect.Descriptor instead.
 func (*RecordDecisionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{3}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RecordDecisionResponse) GetDecision() *Decision {
@@ -287,7 +545,7 @@ type AttachContextRequest struct {
 
 func (x *AttachContextRequest) Reset() {
 	*x = AttachContextRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -299,7 +557,7 @@ func (x *AttachContextRequest) String() string {
 func (*AttachContextRequest) ProtoMessage() {}
 
 func (x *AttachContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[4]
+	mi := &file_steward_v1_task_service_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -312,7 +570,7 @@ func (x *AttachContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachContextRequest.ProtoReflect.Descriptor instead.
 func (*AttachContextRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *AttachContextRequest) GetTaskId() string {
@@ -339,7 +597,7 @@ type AttachContextResponse struct {
 
 func (x *AttachContextResponse) Reset() {
 	*x = AttachContextResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -351,7 +609,7 @@ func (x *AttachContextResponse) String() string {
 func (*AttachContextResponse) ProtoMessage() {}
 
 func (x *AttachContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[5]
+	mi := &file_steward_v1_task_service_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -364,7 +622,7 @@ func (x *AttachContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AttachContextResponse.ProtoReflect.Descriptor instead.
 func (*AttachContextResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *AttachContextResponse) GetItem() *ContextItem {
@@ -395,7 +653,7 @@ type ExtendDeadlineRequest struct {
 
 func (x *ExtendDeadlineRequest) Reset() {
 	*x = ExtendDeadlineRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +665,7 @@ func (x *ExtendDeadlineRequest) String() string {
 func (*ExtendDeadlineRequest) ProtoMessage() {}
 
 func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[6]
+	mi := &file_steward_v1_task_service_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -420,7 +678,7 @@ func (x *ExtendDeadlineRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineRequest.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ExtendDeadlineRequest) GetTaskId() string {
@@ -460,7 +718,7 @@ type ExtendDeadlineResponse struct {
 
 func (x *ExtendDeadlineResponse) Reset() {
 	*x = ExtendDeadlineResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -472,7 +730,7 @@ func (x *ExtendDeadlineResponse) String() string {
 func (*ExtendDeadlineResponse) ProtoMessage() {}
 
 func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[7]
+	mi := &file_steward_v1_task_service_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -485,7 +743,7 @@ func (x *ExtendDeadlineResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExtendDeadlineResponse.ProtoReflect.Descriptor instead.
 func (*ExtendDeadlineResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{7}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ExtendDeadlineResponse) GetTask() *Task {
@@ -513,7 +771,7 @@ type RequestInputRequest struct {
 
 func (x *RequestInputRequest) Reset() {
 	*x = RequestInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -525,7 +783,7 @@ func (x *RequestInputRequest) String() string {
 func (*RequestInputRequest) ProtoMessage() {}
 
 func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[8]
+	mi := &file_steward_v1_task_service_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -538,7 +796,7 @@ func (x *RequestInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputRequest.ProtoReflect.Descriptor instead.
 func (*RequestInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{8}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *RequestInputRequest) GetTaskId() string {
@@ -585,7 +843,7 @@ type RequestInputResponse struct {
 
 func (x *RequestInputResponse) Reset() {
 	*x = RequestInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -597,7 +855,7 @@ func (x *RequestInputResponse) String() string {
 func (*RequestInputResponse) ProtoMessage() {}
 
 func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[9]
+	mi := &file_steward_v1_task_service_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -610,7 +868,7 @@ func (x *RequestInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RequestInputResponse.ProtoReflect.Descriptor instead.
 func (*RequestInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{9}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *RequestInputResponse) GetTask() *Task {
@@ -633,7 +891,7 @@ type ProvideInputRequest struct {
 
 func (x *ProvideInputRequest) Reset() {
 	*x = ProvideInputRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +903,7 @@ func (x *ProvideInputRequest) String() string {
 func (*ProvideInputRequest) ProtoMessage() {}
 
 func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[10]
+	mi := &file_steward_v1_task_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +916,7 @@ func (x *ProvideInputRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputRequest.ProtoReflect.Descriptor instead.
 func (*ProvideInputRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{10}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ProvideInputRequest) GetTaskId() string {
@@ -691,7 +949,7 @@ type ProvideInputResponse struct {
 
 func (x *ProvideInputResponse) Reset() {
 	*x = ProvideInputResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -703,7 +961,7 @@ func (x *ProvideInputResponse) String() string {
 func (*ProvideInputResponse) ProtoMessage() {}
 
 func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[11]
+	mi := &file_steward_v1_task_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -716,7 +974,7 @@ func (x *ProvideInputResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideInputResponse.ProtoReflect.Descriptor instead.
 func (*ProvideInputResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{11}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProvideInputResponse) GetTask() *Task {
@@ -775,7 +1033,7 @@ type ProposeActionRequest struct {
 
 func (x *ProposeActionRequest) Reset() {
 	*x = ProposeActionRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -787,7 +1045,7 @@ func (x *ProposeActionRequest) String() string {
 func (*ProposeActionRequest) ProtoMessage() {}
 
 func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[12]
+	mi := &file_steward_v1_task_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -800,7 +1058,7 @@ func (x *ProposeActionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionRequest.ProtoReflect.Descriptor instead.
 func (*ProposeActionRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{12}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ProposeActionRequest) GetTaskId() string {
@@ -906,7 +1164,7 @@ type ProposeActionResponse struct {
 
 func (x *ProposeActionResponse) Reset() {
 	*x = ProposeActionResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -918,7 +1176,7 @@ func (x *ProposeActionResponse) String() string {
 func (*ProposeActionResponse) ProtoMessage() {}
 
 func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[13]
+	mi := &file_steward_v1_task_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -931,7 +1189,7 @@ func (x *ProposeActionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProposeActionResponse.ProtoReflect.Descriptor instead.
 func (*ProposeActionResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{13}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *ProposeActionResponse) GetAction() *Action {
@@ -980,7 +1238,7 @@ type CreateTaskRequest struct {
 
 func (x *CreateTaskRequest) Reset() {
 	*x = CreateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -992,7 +1250,7 @@ func (x *CreateTaskRequest) String() string {
 func (*CreateTaskRequest) ProtoMessage() {}
 
 func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[14]
+	mi := &file_steward_v1_task_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1005,7 +1263,7 @@ func (x *CreateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskRequest.ProtoReflect.Descriptor instead.
 func (*CreateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{14}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CreateTaskRequest) GetRequestId() string {
@@ -1033,7 +1291,7 @@ type CreateTaskResponse struct {
 
 func (x *CreateTaskResponse) Reset() {
 	*x = CreateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1045,7 +1303,7 @@ func (x *CreateTaskResponse) String() string {
 func (*CreateTaskResponse) ProtoMessage() {}
 
 func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[15]
+	mi := &file_steward_v1_task_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1058,7 +1316,7 @@ func (x *CreateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTaskResponse.ProtoReflect.Descriptor instead.
 func (*CreateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{15}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CreateTaskResponse) GetTask() *Task {
@@ -1088,7 +1346,7 @@ type CancelTaskRequest struct {
 
 func (x *CancelTaskRequest) Reset() {
 	*x = CancelTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1358,7 @@ func (x *CancelTaskRequest) String() string {
 func (*CancelTaskRequest) ProtoMessage() {}
 
 func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[16]
+	mi := &file_steward_v1_task_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1371,7 @@ func (x *CancelTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskRequest.ProtoReflect.Descriptor instead.
 func (*CancelTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{16}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelTaskRequest) GetTaskId() string {
@@ -1146,7 +1404,7 @@ type CancelTaskResponse struct {
 
 func (x *CancelTaskResponse) Reset() {
 	*x = CancelTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1158,7 +1416,7 @@ func (x *CancelTaskResponse) String() string {
 func (*CancelTaskResponse) ProtoMessage() {}
 
 func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[17]
+	mi := &file_steward_v1_task_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1171,7 +1429,7 @@ func (x *CancelTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelTaskResponse.ProtoReflect.Descriptor instead.
 func (*CancelTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{17}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *CancelTaskResponse) GetTask() *Task {
@@ -1194,7 +1452,7 @@ type PauseTaskRequest struct {
 
 func (x *PauseTaskRequest) Reset() {
 	*x = PauseTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1206,7 +1464,7 @@ func (x *PauseTaskRequest) String() string {
 func (*PauseTaskRequest) ProtoMessage() {}
 
 func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[18]
+	mi := &file_steward_v1_task_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1219,7 +1477,7 @@ func (x *PauseTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskRequest.ProtoReflect.Descriptor instead.
 func (*PauseTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{18}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PauseTaskRequest) GetTaskId() string {
@@ -1252,7 +1510,7 @@ type PauseTaskResponse struct {
 
 func (x *PauseTaskResponse) Reset() {
 	*x = PauseTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1264,7 +1522,7 @@ func (x *PauseTaskResponse) String() string {
 func (*PauseTaskResponse) ProtoMessage() {}
 
 func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[19]
+	mi := &file_steward_v1_task_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1277,7 +1535,7 @@ func (x *PauseTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseTaskResponse.ProtoReflect.Descriptor instead.
 func (*PauseTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{19}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PauseTaskResponse) GetTask() *Task {
@@ -1300,7 +1558,7 @@ type ResumeTaskRequest struct {
 
 func (x *ResumeTaskRequest) Reset() {
 	*x = ResumeTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1312,7 +1570,7 @@ func (x *ResumeTaskRequest) String() string {
 func (*ResumeTaskRequest) ProtoMessage() {}
 
 func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[20]
+	mi := &file_steward_v1_task_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1325,7 +1583,7 @@ func (x *ResumeTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskRequest.ProtoReflect.Descriptor instead.
 func (*ResumeTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{20}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ResumeTaskRequest) GetTaskId() string {
@@ -1358,7 +1616,7 @@ type ResumeTaskResponse struct {
 
 func (x *ResumeTaskResponse) Reset() {
 	*x = ResumeTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1628,7 @@ func (x *ResumeTaskResponse) String() string {
 func (*ResumeTaskResponse) ProtoMessage() {}
 
 func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[21]
+	mi := &file_steward_v1_task_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1641,7 @@ func (x *ResumeTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResumeTaskResponse.ProtoReflect.Descriptor instead.
 func (*ResumeTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{21}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ResumeTaskResponse) GetTask() *Task {
@@ -1409,7 +1667,7 @@ type FailTaskRequest struct {
 
 func (x *FailTaskRequest) Reset() {
 	*x = FailTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1421,7 +1679,7 @@ func (x *FailTaskRequest) String() string {
 func (*FailTaskRequest) ProtoMessage() {}
 
 func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[22]
+	mi := &file_steward_v1_task_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1434,7 +1692,7 @@ func (x *FailTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskRequest.ProtoReflect.Descriptor instead.
 func (*FailTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{22}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FailTaskRequest) GetTaskId() string {
@@ -1474,7 +1732,7 @@ type FailTaskResponse struct {
 
 func (x *FailTaskResponse) Reset() {
 	*x = FailTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1486,7 +1744,7 @@ func (x *FailTaskResponse) String() string {
 func (*FailTaskResponse) ProtoMessage() {}
 
 func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[23]
+	mi := &file_steward_v1_task_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1499,7 +1757,7 @@ func (x *FailTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FailTaskResponse.ProtoReflect.Descriptor instead.
 func (*FailTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{23}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *FailTaskResponse) GetTask() *Task {
@@ -1526,7 +1784,7 @@ type ReportUsageRequest struct {
 
 func (x *ReportUsageRequest) Reset() {
 	*x = ReportUsageRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1538,7 +1796,7 @@ func (x *ReportUsageRequest) String() string {
 func (*ReportUsageRequest) ProtoMessage() {}
 
 func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[24]
+	mi := &file_steward_v1_task_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1551,7 +1809,7 @@ func (x *ReportUsageRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageRequest.ProtoReflect.Descriptor instead.
 func (*ReportUsageRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{24}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *ReportUsageRequest) GetTaskId() string {
@@ -1605,7 +1863,7 @@ type ReportUsageResponse struct {
 
 func (x *ReportUsageResponse) Reset() {
 	*x = ReportUsageResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1617,7 +1875,7 @@ func (x *ReportUsageResponse) String() string {
 func (*ReportUsageResponse) ProtoMessage() {}
 
 func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[25]
+	mi := &file_steward_v1_task_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1630,7 +1888,7 @@ func (x *ReportUsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportUsageResponse.ProtoReflect.Descriptor instead.
 func (*ReportUsageResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{25}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ReportUsageResponse) GetTask() *Task {
@@ -1660,7 +1918,7 @@ type RaiseBudgetRequest struct {
 
 func (x *RaiseBudgetRequest) Reset() {
 	*x = RaiseBudgetRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1672,7 +1930,7 @@ func (x *RaiseBudgetRequest) String() string {
 func (*RaiseBudgetRequest) ProtoMessage() {}
 
 func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[26]
+	mi := &file_steward_v1_task_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1685,7 +1943,7 @@ func (x *RaiseBudgetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetRequest.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{26}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *RaiseBudgetRequest) GetTaskId() string {
@@ -1739,7 +1997,7 @@ type RaiseBudgetResponse struct {
 
 func (x *RaiseBudgetResponse) Reset() {
 	*x = RaiseBudgetResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1751,7 +2009,7 @@ func (x *RaiseBudgetResponse) String() string {
 func (*RaiseBudgetResponse) ProtoMessage() {}
 
 func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[27]
+	mi := &file_steward_v1_task_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1764,7 +2022,7 @@ func (x *RaiseBudgetResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaiseBudgetResponse.ProtoReflect.Descriptor instead.
 func (*RaiseBudgetResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{27}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RaiseBudgetResponse) GetTask() *Task {
@@ -1794,7 +2052,7 @@ type DelegateTaskRequest struct {
 
 func (x *DelegateTaskRequest) Reset() {
 	*x = DelegateTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1806,7 +2064,7 @@ func (x *DelegateTaskRequest) String() string {
 func (*DelegateTaskRequest) ProtoMessage() {}
 
 func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[28]
+	mi := &file_steward_v1_task_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1819,7 +2077,7 @@ func (x *DelegateTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskRequest.ProtoReflect.Descriptor instead.
 func (*DelegateTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{28}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *DelegateTaskRequest) GetParentTaskId() string {
@@ -1860,7 +2118,7 @@ type DelegateTaskResponse struct {
 
 func (x *DelegateTaskResponse) Reset() {
 	*x = DelegateTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1872,7 +2130,7 @@ func (x *DelegateTaskResponse) String() string {
 func (*DelegateTaskResponse) ProtoMessage() {}
 
 func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[29]
+	mi := &file_steward_v1_task_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1885,7 +2143,7 @@ func (x *DelegateTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DelegateTaskResponse.ProtoReflect.Descriptor instead.
 func (*DelegateTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{29}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DelegateTaskResponse) GetTask() *Task {
@@ -1916,7 +2174,7 @@ type SubmitPlanRequest struct {
 
 func (x *SubmitPlanRequest) Reset() {
 	*x = SubmitPlanRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2186,7 @@ func (x *SubmitPlanRequest) String() string {
 func (*SubmitPlanRequest) ProtoMessage() {}
 
 func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[30]
+	mi := &file_steward_v1_task_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2199,7 @@ func (x *SubmitPlanRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanRequest.ProtoReflect.Descriptor instead.
 func (*SubmitPlanRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{30}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SubmitPlanRequest) GetTaskId() string {
@@ -1977,7 +2235,7 @@ type SubmitPlanResponse struct {
 
 func (x *SubmitPlanResponse) Reset() {
 	*x = SubmitPlanResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1989,7 +2247,7 @@ func (x *SubmitPlanResponse) String() string {
 func (*SubmitPlanResponse) ProtoMessage() {}
 
 func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[31]
+	mi := &file_steward_v1_task_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2002,7 +2260,7 @@ func (x *SubmitPlanResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitPlanResponse.ProtoReflect.Descriptor instead.
 func (*SubmitPlanResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{31}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SubmitPlanResponse) GetTask() *Task {
@@ -2041,7 +2299,7 @@ type SubmitArtifactRequest struct {
 
 func (x *SubmitArtifactRequest) Reset() {
 	*x = SubmitArtifactRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2053,7 +2311,7 @@ func (x *SubmitArtifactRequest) String() string {
 func (*SubmitArtifactRequest) ProtoMessage() {}
 
 func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[32]
+	mi := &file_steward_v1_task_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2066,7 +2324,7 @@ func (x *SubmitArtifactRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactRequest.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{32}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SubmitArtifactRequest) GetTaskId() string {
@@ -2142,7 +2400,7 @@ type SubmitArtifactResponse struct {
 
 func (x *SubmitArtifactResponse) Reset() {
 	*x = SubmitArtifactResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2154,7 +2412,7 @@ func (x *SubmitArtifactResponse) String() string {
 func (*SubmitArtifactResponse) ProtoMessage() {}
 
 func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[33]
+	mi := &file_steward_v1_task_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2167,7 +2425,7 @@ func (x *SubmitArtifactResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitArtifactResponse.ProtoReflect.Descriptor instead.
 func (*SubmitArtifactResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{33}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SubmitArtifactResponse) GetArtifact() *Artifact {
@@ -2198,7 +2456,7 @@ type MarkProducedRequest struct {
 
 func (x *MarkProducedRequest) Reset() {
 	*x = MarkProducedRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[34]
+	mi := &file_steward_v1_task_service_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2210,7 +2468,7 @@ func (x *MarkProducedRequest) String() string {
 func (*MarkProducedRequest) ProtoMessage() {}
 
 func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[34]
+	mi := &file_steward_v1_task_service_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2223,7 +2481,7 @@ func (x *MarkProducedRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedRequest.ProtoReflect.Descriptor instead.
 func (*MarkProducedRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{34}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *MarkProducedRequest) GetTaskId() string {
@@ -2257,7 +2515,7 @@ type MarkProducedResponse struct {
 
 func (x *MarkProducedResponse) Reset() {
 	*x = MarkProducedResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[35]
+	mi := &file_steward_v1_task_service_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2269,7 +2527,7 @@ func (x *MarkProducedResponse) String() string {
 func (*MarkProducedResponse) ProtoMessage() {}
 
 func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[35]
+	mi := &file_steward_v1_task_service_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2282,7 +2540,7 @@ func (x *MarkProducedResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MarkProducedResponse.ProtoReflect.Descriptor instead.
 func (*MarkProducedResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{35}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *MarkProducedResponse) GetTask() *Task {
@@ -2314,7 +2572,7 @@ type AcceptTaskRequest struct {
 
 func (x *AcceptTaskRequest) Reset() {
 	*x = AcceptTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[36]
+	mi := &file_steward_v1_task_service_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2326,7 +2584,7 @@ func (x *AcceptTaskRequest) String() string {
 func (*AcceptTaskRequest) ProtoMessage() {}
 
 func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[36]
+	mi := &file_steward_v1_task_service_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2339,7 +2597,7 @@ func (x *AcceptTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskRequest.ProtoReflect.Descriptor instead.
 func (*AcceptTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{36}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AcceptTaskRequest) GetTaskId() string {
@@ -2379,7 +2637,7 @@ type AcceptTaskResponse struct {
 
 func (x *AcceptTaskResponse) Reset() {
 	*x = AcceptTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[37]
+	mi := &file_steward_v1_task_service_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2649,7 @@ func (x *AcceptTaskResponse) String() string {
 func (*AcceptTaskResponse) ProtoMessage() {}
 
 func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[37]
+	mi := &file_steward_v1_task_service_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2662,7 @@ func (x *AcceptTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AcceptTaskResponse.ProtoReflect.Descriptor instead.
 func (*AcceptTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{37}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *AcceptTaskResponse) GetTask() *Task {
@@ -2428,7 +2686,7 @@ type ReturnTaskRequest struct {
 
 func (x *ReturnTaskRequest) Reset() {
 	*x = ReturnTaskRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[38]
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2440,7 +2698,7 @@ func (x *ReturnTaskRequest) String() string {
 func (*ReturnTaskRequest) ProtoMessage() {}
 
 func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[38]
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2453,7 +2711,7 @@ func (x *ReturnTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskRequest.ProtoReflect.Descriptor instead.
 func (*ReturnTaskRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{38}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *ReturnTaskRequest) GetTaskId() string {
@@ -2493,7 +2751,7 @@ type ReturnTaskResponse struct {
 
 func (x *ReturnTaskResponse) Reset() {
 	*x = ReturnTaskResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[39]
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2505,7 +2763,7 @@ func (x *ReturnTaskResponse) String() string {
 func (*ReturnTaskResponse) ProtoMessage() {}
 
 func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[39]
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2518,7 +2776,7 @@ func (x *ReturnTaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReturnTaskResponse.ProtoReflect.Descriptor instead.
 func (*ReturnTaskResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{39}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *ReturnTaskResponse) GetTask() *Task {
@@ -2539,7 +2797,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[40]
+	mi := &file_steward_v1_task_service_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2551,7 +2809,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[40]
+	mi := &file_steward_v1_task_service_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2564,7 +2822,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{40}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *HeartbeatRequest) GetTaskId() string {
@@ -2598,7 +2856,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[41]
+	mi := &file_steward_v1_task_service_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2610,7 +2868,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[41]
+	mi := &file_steward_v1_task_service_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2623,7 +2881,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{41}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *HeartbeatResponse) GetTaskStatus() TaskStatus {
@@ -2670,7 +2928,7 @@ type ReportProgressRequest struct {
 
 func (x *ReportProgressRequest) Reset() {
 	*x = ReportProgressRequest{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	mi := &file_steward_v1_task_service_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2682,7 +2940,7 @@ func (x *ReportProgressRequest) String() string {
 func (*ReportProgressRequest) ProtoMessage() {}
 
 func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	mi := &file_steward_v1_task_service_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2695,7 +2953,7 @@ func (x *ReportProgressRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressRequest.ProtoReflect.Descriptor instead.
 func (*ReportProgressRequest) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{42}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReportProgressRequest) GetTaskId() string {
@@ -2740,7 +2998,7 @@ type ReportProgressResponse struct {
 
 func (x *ReportProgressResponse) Reset() {
 	*x = ReportProgressResponse{}
-	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	mi := &file_steward_v1_task_service_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2752,7 +3010,7 @@ func (x *ReportProgressResponse) String() string {
 func (*ReportProgressResponse) ProtoMessage() {}
 
 func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	mi := &file_steward_v1_task_service_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2765,7 +3023,7 @@ func (x *ReportProgressResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReportProgressResponse.ProtoReflect.Descriptor instead.
 func (*ReportProgressResponse) Descriptor() ([]byte, []int) {
-	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{43}
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ReportProgressResponse) GetMilestone() *MilestoneState {
@@ -2794,7 +3052,27 @@ var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9d\x01\n" +
+	"\x15ReviseContractRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x02 \x01(\tR\trequestId\x124\n" +
+	"\bcontract\x18\x03 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"x\n" +
+	"\x16ReviseContractResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x128\n" +
+	"\brevision\x18\x02 \x01(\v2\x1c.steward.v1.ContractRevisionR\brevision\"\xac\x01\n" +
+	"\x1dDecideContractRevisionRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
+	"\vrevision_id\x18\x02 \x01(\tR\n" +
+	"revisionId\x12\x18\n" +
+	"\aapprove\x18\x03 \x01(\bR\aapprove\x12\x18\n" +
+	"\acomment\x18\x04 \x01(\tR\acomment\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\"\x80\x01\n" +
+	"\x1eDecideContractRevisionResponse\x12$\n" +
+	"\x04task\x18\x01 \x01(\v2\x10.steward.v1.TaskR\x04task\x128\n" +
+	"\brevision\x18\x02 \x01(\v2\x1c.steward.v1.ContractRevisionR\brevision\"\xc9\x01\n" +
 	"\x0fForkTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vat_sequence\x18\x02 \x01(\x04R\n" +
@@ -3001,7 +3279,7 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x16ReportProgressResponse\x128\n" +
 	"\tmilestone\x18\x01 \x01(\v2\x1a.steward.v1.MilestoneStateR\tmilestone\x12\x1a\n" +
 	"\brecorded\x18\x02 \x01(\bR\brecorded\x12+\n" +
-	"\x11current_milestone\x18\x03 \x01(\tR\x10currentMilestone2\xa5\x0e\n" +
+	"\x11current_milestone\x18\x03 \x01(\tR\x10currentMilestone2\xf3\x0f\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -3030,7 +3308,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00\x12G\n" +
 	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00\x12J\n" +
 	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00\x12Y\n" +
-	"\x0eReportProgress\x12!.steward.v1.ReportProgressRequest\x1a\".steward.v1.ReportProgressResponse\"\x00B\xa8\x01\n" +
+	"\x0eReportProgress\x12!.steward.v1.ReportProgressRequest\x1a\".steward.v1.ReportProgressResponse\"\x00\x12Y\n" +
+	"\x0eReviseContract\x12!.steward.v1.ReviseContractRequest\x1a\".steward.v1.ReviseContractResponse\"\x00\x12q\n" +
+	"\x16DecideContractRevision\x12).steward.v1.DecideContractRevisionRequest\x1a*.steward.v1.DecideContractRevisionResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -3047,153 +3327,167 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*ForkTaskRequest)(nil),        // 0: steward.v1.ForkTaskRequest
-	(*ForkTaskResponse)(nil),       // 1: steward.v1.ForkTaskResponse
-	(*RecordDecisionRequest)(nil),  // 2: steward.v1.RecordDecisionRequest
-	(*RecordDecisionResponse)(nil), // 3: steward.v1.RecordDecisionResponse
-	(*AttachContextRequest)(nil),   // 4: steward.v1.AttachContextRequest
-	(*AttachContextResponse)(nil),  // 5: steward.v1.AttachContextResponse
-	(*ExtendDeadlineRequest)(nil),  // 6: steward.v1.ExtendDeadlineRequest
-	(*ExtendDeadlineResponse)(nil), // 7: steward.v1.ExtendDeadlineResponse
-	(*RequestInputRequest)(nil),    // 8: steward.v1.RequestInputRequest
-	(*RequestInputResponse)(nil),   // 9: steward.v1.RequestInputResponse
-	(*ProvideInputRequest)(nil),    // 10: steward.v1.ProvideInputRequest
-	(*ProvideInputResponse)(nil),   // 11: steward.v1.ProvideInputResponse
-	(*ProposeActionRequest)(nil),   // 12: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil),  // 13: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),      // 14: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),     // 15: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),      // 16: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),     // 17: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),       // 18: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),      // 19: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),      // 20: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),     // 21: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),        // 22: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 23: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),     // 24: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),    // 25: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),     // 26: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),    // 27: steward.v1.RaiseBudgetResponse
-	(*DelegateTaskRequest)(nil),    // 28: steward.v1.DelegateTaskRequest
-	(*DelegateTaskResponse)(nil),   // 29: steward.v1.DelegateTaskResponse
-	(*SubmitPlanRequest)(nil),      // 30: steward.v1.SubmitPlanRequest
-	(*SubmitPlanResponse)(nil),     // 31: steward.v1.SubmitPlanResponse
-	(*SubmitArtifactRequest)(nil),  // 32: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 33: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 34: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 35: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 36: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 37: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 38: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 39: steward.v1.ReturnTaskResponse
-	(*HeartbeatRequest)(nil),       // 40: steward.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),      // 41: steward.v1.HeartbeatResponse
-	(*ReportProgressRequest)(nil),  // 42: steward.v1.ReportProgressRequest
-	(*ReportProgressResponse)(nil), // 43: steward.v1.ReportProgressResponse
-	(*Task)(nil),                   // 44: steward.v1.Task
-	(*Decision)(nil),               // 45: steward.v1.Decision
-	(*ContextItem)(nil),            // 46: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),  // 47: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 48: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 49: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 50: steward.v1.ActionRationale
-	(*Action)(nil),                 // 51: steward.v1.Action
-	(TaskStatus)(0),                // 52: steward.v1.TaskStatus
-	(*TaskContract)(nil),           // 53: steward.v1.TaskContract
-	(*Plan)(nil),                   // 54: steward.v1.Plan
-	(*Artifact)(nil),               // 55: steward.v1.Artifact
-	(*ExecutionReport)(nil),        // 56: steward.v1.ExecutionReport
-	(*AcceptanceRound)(nil),        // 57: steward.v1.AcceptanceRound
-	(*MilestoneState)(nil),         // 58: steward.v1.MilestoneState
+	(*ReviseContractRequest)(nil),          // 0: steward.v1.ReviseContractRequest
+	(*ReviseContractResponse)(nil),         // 1: steward.v1.ReviseContractResponse
+	(*DecideContractRevisionRequest)(nil),  // 2: steward.v1.DecideContractRevisionRequest
+	(*DecideContractRevisionResponse)(nil), // 3: steward.v1.DecideContractRevisionResponse
+	(*ForkTaskRequest)(nil),                // 4: steward.v1.ForkTaskRequest
+	(*ForkTaskResponse)(nil),               // 5: steward.v1.ForkTaskResponse
+	(*RecordDecisionRequest)(nil),          // 6: steward.v1.RecordDecisionRequest
+	(*RecordDecisionResponse)(nil),         // 7: steward.v1.RecordDecisionResponse
+	(*AttachContextRequest)(nil),           // 8: steward.v1.AttachContextRequest
+	(*AttachContextResponse)(nil),          // 9: steward.v1.AttachContextResponse
+	(*ExtendDeadlineRequest)(nil),          // 10: steward.v1.ExtendDeadlineRequest
+	(*ExtendDeadlineResponse)(nil),         // 11: steward.v1.ExtendDeadlineResponse
+	(*RequestInputRequest)(nil),            // 12: steward.v1.RequestInputRequest
+	(*RequestInputResponse)(nil),           // 13: steward.v1.RequestInputResponse
+	(*ProvideInputRequest)(nil),            // 14: steward.v1.ProvideInputRequest
+	(*ProvideInputResponse)(nil),           // 15: steward.v1.ProvideInputResponse
+	(*ProposeActionRequest)(nil),           // 16: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),          // 17: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),              // 18: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),             // 19: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),              // 20: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),             // 21: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),               // 22: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),              // 23: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),              // 24: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),             // 25: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),                // 26: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),               // 27: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),             // 28: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),            // 29: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),             // 30: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),            // 31: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),            // 32: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),           // 33: steward.v1.DelegateTaskResponse
+	(*SubmitPlanRequest)(nil),              // 34: steward.v1.SubmitPlanRequest
+	(*SubmitPlanResponse)(nil),             // 35: steward.v1.SubmitPlanResponse
+	(*SubmitArtifactRequest)(nil),          // 36: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil),         // 37: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),            // 38: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),           // 39: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),              // 40: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),             // 41: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),              // 42: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),             // 43: steward.v1.ReturnTaskResponse
+	(*HeartbeatRequest)(nil),               // 44: steward.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),              // 45: steward.v1.HeartbeatResponse
+	(*ReportProgressRequest)(nil),          // 46: steward.v1.ReportProgressRequest
+	(*ReportProgressResponse)(nil),         // 47: steward.v1.ReportProgressResponse
+	(*TaskContract)(nil),                   // 48: steward.v1.TaskContract
+	(*Task)(nil),                           // 49: steward.v1.Task
+	(*ContractRevision)(nil),               // 50: steward.v1.ContractRevision
+	(*Decision)(nil),                       // 51: steward.v1.Decision
+	(*ContextItem)(nil),                    // 52: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),          // 53: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                // 54: google.protobuf.Struct
+	(*RetryPolicy)(nil),                    // 55: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),                // 56: steward.v1.ActionRationale
+	(*Action)(nil),                         // 57: steward.v1.Action
+	(TaskStatus)(0),                        // 58: steward.v1.TaskStatus
+	(*Plan)(nil),                           // 59: steward.v1.Plan
+	(*Artifact)(nil),                       // 60: steward.v1.Artifact
+	(*ExecutionReport)(nil),                // 61: steward.v1.ExecutionReport
+	(*AcceptanceRound)(nil),                // 62: steward.v1.AcceptanceRound
+	(*MilestoneState)(nil),                 // 63: steward.v1.MilestoneState
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	44, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
-	45, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	45, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	46, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	46, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	47, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	44, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	44, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	44, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	48, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	49, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	50, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	51, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	52, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	53, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	44, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	44, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	44, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	44, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	44, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	44, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	44, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	53, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	44, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	54, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	44, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	55, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	44, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	56, // 28: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
-	44, // 29: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	57, // 30: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	44, // 31: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	44, // 32: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	52, // 33: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	58, // 34: steward.v1.ReportProgressResponse.milestone:type_name -> steward.v1.MilestoneState
-	14, // 35: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 36: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 37: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 38: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 39: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 40: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 41: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 42: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 43: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 44: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 45: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 46: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 47: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 48: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 49: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 50: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 51: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 52: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 53: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 54: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	40, // 55: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	42, // 56: steward.v1.TaskService.ReportProgress:input_type -> steward.v1.ReportProgressRequest
-	15, // 57: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 58: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 59: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 60: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 61: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 62: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 63: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 64: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 65: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 66: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 67: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 68: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 69: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 70: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 71: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 72: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 73: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 74: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 75: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 76: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	41, // 77: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	43, // 78: steward.v1.TaskService.ReportProgress:output_type -> steward.v1.ReportProgressResponse
-	57, // [57:79] is the sub-list for method output_type
-	35, // [35:57] is the sub-list for method input_type
-	35, // [35:35] is the sub-list for extension type_name
-	35, // [35:35] is the sub-list for extension extendee
-	0,  // [0:35] is the sub-list for field type_name
+	48, // 0: steward.v1.ReviseContractRequest.contract:type_name -> steward.v1.TaskContract
+	49, // 1: steward.v1.ReviseContractResponse.task:type_name -> steward.v1.Task
+	50, // 2: steward.v1.ReviseContractResponse.revision:type_name -> steward.v1.ContractRevision
+	49, // 3: steward.v1.DecideContractRevisionResponse.task:type_name -> steward.v1.Task
+	50, // 4: steward.v1.DecideContractRevisionResponse.revision:type_name -> steward.v1.ContractRevision
+	49, // 5: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	51, // 6: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	51, // 7: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	52, // 8: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	52, // 9: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	53, // 10: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	49, // 11: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	49, // 12: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	49, // 13: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	54, // 14: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	55, // 15: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	56, // 16: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	57, // 17: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	58, // 18: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	48, // 19: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	49, // 20: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	49, // 21: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	49, // 22: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	49, // 23: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	49, // 24: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	49, // 25: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	49, // 26: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	48, // 27: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	49, // 28: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	59, // 29: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	49, // 30: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	60, // 31: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	49, // 32: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	61, // 33: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
+	49, // 34: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	62, // 35: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	49, // 36: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	49, // 37: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	58, // 38: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	63, // 39: steward.v1.ReportProgressResponse.milestone:type_name -> steward.v1.MilestoneState
+	18, // 40: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	20, // 41: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	22, // 42: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	24, // 43: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	26, // 44: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	28, // 45: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	30, // 46: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	16, // 47: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	32, // 48: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	34, // 49: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	36, // 50: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	38, // 51: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	40, // 52: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	42, // 53: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	10, // 54: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	12, // 55: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	14, // 56: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	6,  // 57: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	8,  // 58: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	4,  // 59: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	44, // 60: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	46, // 61: steward.v1.TaskService.ReportProgress:input_type -> steward.v1.ReportProgressRequest
+	0,  // 62: steward.v1.TaskService.ReviseContract:input_type -> steward.v1.ReviseContractRequest
+	2,  // 63: steward.v1.TaskService.DecideContractRevision:input_type -> steward.v1.DecideContractRevisionRequest
+	19, // 64: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	21, // 65: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	23, // 66: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	25, // 67: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	27, // 68: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	29, // 69: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	31, // 70: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	17, // 71: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	33, // 72: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	35, // 73: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	37, // 74: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	39, // 75: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	41, // 76: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	43, // 77: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	11, // 78: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	13, // 79: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	15, // 80: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	7,  // 81: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	9,  // 82: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	5,  // 83: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	45, // 84: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	47, // 85: steward.v1.TaskService.ReportProgress:output_type -> steward.v1.ReportProgressResponse
+	1,  // 86: steward.v1.TaskService.ReviseContract:output_type -> steward.v1.ReviseContractResponse
+	3,  // 87: steward.v1.TaskService.DecideContractRevision:output_type -> steward.v1.DecideContractRevisionResponse
+	64, // [64:88] is the sub-list for method output_type
+	40, // [40:64] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -3207,6 +3501,7 @@ func file_steward_v1_task_service_proto_init() {
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	type x struct{}
@@ -3215,7 +3510,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   44,
+			NumMessages:   48,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

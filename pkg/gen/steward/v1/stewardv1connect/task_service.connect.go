@@ -87,6 +87,12 @@ const (
 	// TaskServiceReportProgressProcedure is the fully-qualified name of the TaskService's
 	// ReportProgress RPC.
 	TaskServiceReportProgressProcedure = "/steward.v1.TaskService/ReportProgress"
+	// TaskServiceReviseContractProcedure is the fully-qualified name of the TaskService's
+	// ReviseContract RPC.
+	TaskServiceReviseContractProcedure = "/steward.v1.TaskService/ReviseContract"
+	// TaskServiceDecideContractRevisionProcedure is the fully-qualified name of the TaskService's
+	// DecideContractRevision RPC.
+	TaskServiceDecideContractRevisionProcedure = "/steward.v1.TaskService/DecideContractRevision"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -210,6 +216,20 @@ type TaskServiceClient interface {
 	// 100, is INVALID_ARGUMENT naming the field; an ended task is
 	// FAILED_PRECONDITION. Only the task's agent reports.
 	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
+	// ReviseContract proposes a new version of a running task's contract
+	// (docs/revisions.md): its intent, desired outcome, acceptance criteria
+	// or milestones, with the reason, bound to the hash of the whole revised
+	// contract. It takes effect once the accountable owner (whose own
+	// proposal is their approval) and, where the policy bundle's revision
+	// rule asks, a holder of the role it names have approved it
+	// (DecideContractRevision). At most one revision is open at a time; an
+	// ended task is not revised.
+	ReviseContract(context.Context, *connect.Request[v1.ReviseContractRequest]) (*connect.Response[v1.ReviseContractResponse], error)
+	// DecideContractRevision approves or rejects the open revision of a
+	// task's contract: as its accountable owner, or as a holder of a role
+	// its policy snapshot requires, who is neither its proposer nor the one
+	// who approved it as owner.
+	DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -355,33 +375,47 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("ReportProgress")),
 			connect.WithClientOptions(opts...),
 		),
+		reviseContract: connect.NewClient[v1.ReviseContractRequest, v1.ReviseContractResponse](
+			httpClient,
+			baseURL+TaskServiceReviseContractProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("ReviseContract")),
+			connect.WithClientOptions(opts...),
+		),
+		decideContractRevision: connect.NewClient[v1.DecideContractRevisionRequest, v1.DecideContractRevisionResponse](
+			httpClient,
+			baseURL+TaskServiceDecideContractRevisionProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("DecideContractRevision")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // taskServiceClient implements TaskServiceClient.
 type taskServiceClient struct {
-	createTask     *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
-	cancelTask     *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
-	pauseTask      *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
-	resumeTask     *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
-	failTask       *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
-	reportUsage    *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
-	raiseBudget    *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
-	proposeAction  *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
-	delegateTask   *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
-	submitPlan     *connect.Client[v1.SubmitPlanRequest, v1.SubmitPlanResponse]
-	submitArtifact *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
-	markProduced   *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
-	acceptTask     *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
-	returnTask     *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
-	extendDeadline *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
-	requestInput   *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
-	provideInput   *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
-	recordDecision *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
-	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
-	forkTask       *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
-	heartbeat      *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
-	reportProgress *connect.Client[v1.ReportProgressRequest, v1.ReportProgressResponse]
+	createTask             *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
+	cancelTask             *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
+	pauseTask              *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
+	resumeTask             *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	failTask               *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
+	reportUsage            *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
+	raiseBudget            *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
+	proposeAction          *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
+	delegateTask           *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
+	submitPlan             *connect.Client[v1.SubmitPlanRequest, v1.SubmitPlanResponse]
+	submitArtifact         *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
+	markProduced           *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
+	acceptTask             *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
+	returnTask             *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
+	extendDeadline         *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
+	requestInput           *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
+	provideInput           *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
+	recordDecision         *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
+	attachContext          *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
+	forkTask               *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
+	heartbeat              *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
+	reportProgress         *connect.Client[v1.ReportProgressRequest, v1.ReportProgressResponse]
+	reviseContract         *connect.Client[v1.ReviseContractRequest, v1.ReviseContractResponse]
+	decideContractRevision *connect.Client[v1.DecideContractRevisionRequest, v1.DecideContractRevisionResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -492,6 +526,16 @@ func (c *taskServiceClient) Heartbeat(ctx context.Context, req *connect.Request[
 // ReportProgress calls steward.v1.TaskService.ReportProgress.
 func (c *taskServiceClient) ReportProgress(ctx context.Context, req *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
 	return c.reportProgress.CallUnary(ctx, req)
+}
+
+// ReviseContract calls steward.v1.TaskService.ReviseContract.
+func (c *taskServiceClient) ReviseContract(ctx context.Context, req *connect.Request[v1.ReviseContractRequest]) (*connect.Response[v1.ReviseContractResponse], error) {
+	return c.reviseContract.CallUnary(ctx, req)
+}
+
+// DecideContractRevision calls steward.v1.TaskService.DecideContractRevision.
+func (c *taskServiceClient) DecideContractRevision(ctx context.Context, req *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error) {
+	return c.decideContractRevision.CallUnary(ctx, req)
 }
 
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
@@ -615,6 +659,20 @@ type TaskServiceHandler interface {
 	// 100, is INVALID_ARGUMENT naming the field; an ended task is
 	// FAILED_PRECONDITION. Only the task's agent reports.
 	ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error)
+	// ReviseContract proposes a new version of a running task's contract
+	// (docs/revisions.md): its intent, desired outcome, acceptance criteria
+	// or milestones, with the reason, bound to the hash of the whole revised
+	// contract. It takes effect once the accountable owner (whose own
+	// proposal is their approval) and, where the policy bundle's revision
+	// rule asks, a holder of the role it names have approved it
+	// (DecideContractRevision). At most one revision is open at a time; an
+	// ended task is not revised.
+	ReviseContract(context.Context, *connect.Request[v1.ReviseContractRequest]) (*connect.Response[v1.ReviseContractResponse], error)
+	// DecideContractRevision approves or rejects the open revision of a
+	// task's contract: as its accountable owner, or as a holder of a role
+	// its policy snapshot requires, who is neither its proposer nor the one
+	// who approved it as owner.
+	DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -756,6 +814,18 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("ReportProgress")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceReviseContractHandler := connect.NewUnaryHandler(
+		TaskServiceReviseContractProcedure,
+		svc.ReviseContract,
+		connect.WithSchema(taskServiceMethods.ByName("ReviseContract")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceDecideContractRevisionHandler := connect.NewUnaryHandler(
+		TaskServiceDecideContractRevisionProcedure,
+		svc.DecideContractRevision,
+		connect.WithSchema(taskServiceMethods.ByName("DecideContractRevision")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -802,6 +872,10 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceHeartbeatHandler.ServeHTTP(w, r)
 		case TaskServiceReportProgressProcedure:
 			taskServiceReportProgressHandler.ServeHTTP(w, r)
+		case TaskServiceReviseContractProcedure:
+			taskServiceReviseContractHandler.ServeHTTP(w, r)
+		case TaskServiceDecideContractRevisionProcedure:
+			taskServiceDecideContractRevisionHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -897,4 +971,12 @@ func (UnimplementedTaskServiceHandler) Heartbeat(context.Context, *connect.Reque
 
 func (UnimplementedTaskServiceHandler) ReportProgress(context.Context, *connect.Request[v1.ReportProgressRequest]) (*connect.Response[v1.ReportProgressResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReportProgress is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) ReviseContract(context.Context, *connect.Request[v1.ReviseContractRequest]) (*connect.Response[v1.ReviseContractResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.ReviseContract is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.DecideContractRevision is not implemented"))
 }

@@ -980,6 +980,15 @@ export declare type Action = Message<"steward.v1.Action"> & {
    * @generated from field: steward.v1.SignedEvent snapshot_signed = 47;
    */
   snapshotSigned?: SignedEvent | undefined;
+
+  /**
+   * The version of the task's contract in force when the action was
+   * proposed (Task.contract_version; 0 reads as 1): a revision later
+   * leaves it on the record under this one.
+   *
+   * @generated from field: uint32 contract_version = 80;
+   */
+  contractVersion: number;
 };
 
 /**

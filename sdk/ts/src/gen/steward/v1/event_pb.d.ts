@@ -5,6 +5,7 @@
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import type { Message } from "@bufbuild/protobuf";
 import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
+import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
 import type { Plan, PlanRevision, StepStatus } from "./plan_pb.js";
@@ -406,6 +407,24 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: MilestoneProgressed;
     case: "milestoneProgressed";
+  } | {
+    /**
+     * @generated from field: steward.v1.ContractRevisionProposed contract_revision_proposed = 96;
+     */
+    value: ContractRevisionProposed;
+    case: "contractRevisionProposed";
+  } | {
+    /**
+     * @generated from field: steward.v1.ContractRevisionEvaluated contract_revision_evaluated = 97;
+     */
+    value: ContractRevisionEvaluated;
+    case: "contractRevisionEvaluated";
+  } | {
+    /**
+     * @generated from field: steward.v1.ContractRevisionDecided contract_revision_decided = 98;
+     */
+    value: ContractRevisionDecided;
+    case: "contractRevisionDecided";
   } | { case: undefined; value?: undefined };
 
   /**

@@ -677,6 +677,14 @@ export declare type PlanStepState = Message<"steward.v1.PlanStepState"> & {
    * @generated from field: uint32 ended_in_version = 11;
    */
   endedInVersion: number;
+
+  /**
+   * The version of the task's contract in force when the step last
+   * started (Task.contract_version; 0 reads as 1).
+   *
+   * @generated from field: uint32 contract_version = 80;
+   */
+  contractVersion: number;
 };
 
 /**

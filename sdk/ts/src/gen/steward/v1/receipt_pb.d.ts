@@ -10,6 +10,7 @@ import type { AcceptanceRound } from "./acceptance_pb.js";
 import type { ContextRef } from "./contract_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
+import type { ContractRevision, ContractVersion } from "./revision_pb.js";
 import type { PlanGovernance, PlanRevision, PlanStepState } from "./plan_pb.js";
 import type { EffectClass } from "./tool_pb.js";
 import type { ActionStatus, ApprovalDecision, FailureClass, PolicyDecision } from "./action_pb.js";
@@ -272,6 +273,24 @@ export declare type Receipt = Message<"steward.v1.Receipt"> & {
    * @generated from field: uint32 agent_report_round = 93;
    */
   agentReportRound: number;
+
+  /**
+   * Every version of the task's contract that was in force, in order
+   * (docs/revisions.md); empty for a contract never revised: number, hash, reason, who proposed and approved
+   * it, when it took effect and what it changed. Each call names the
+   * version it was proposed under (ReceiptCall.contract_version).
+   *
+   * @generated from field: repeated steward.v1.ContractVersion contract_versions = 80;
+   */
+  contractVersions: ContractVersion[];
+
+  /**
+   * The revisions that never took effect: rejected, denied by policy, or
+   * still open. Their contracts are left out (their hashes name them).
+   *
+   * @generated from field: repeated steward.v1.ContractRevision contract_revisions = 81;
+   */
+  contractRevisions: ContractRevision[];
 };
 
 /**
@@ -823,6 +842,14 @@ export declare type ReceiptCall = Message<"steward.v1.ReceiptCall"> & {
    * @generated from field: repeated string evidence = 24;
    */
   evidence: string[];
+
+  /**
+   * The version of the task's contract the action was proposed under (0
+   * reads as 1).
+   *
+   * @generated from field: uint32 contract_version = 80;
+   */
+  contractVersion: number;
 };
 
 /**

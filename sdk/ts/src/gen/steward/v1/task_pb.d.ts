@@ -11,6 +11,7 @@ import type { CredentialState } from "./credential_pb.js";
 import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { PlanState } from "./plan_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
+import type { ContractRevision, ContractVersion } from "./revision_pb.js";
 
 /**
  * Describes the file steward/v1/task.proto.
@@ -449,6 +450,38 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: string current_milestone = 61;
    */
   currentMilestone: string;
+
+  /**
+   * The contract's version in force and its hash (task.ContractHash):
+   * version 1 is the contract the task was created with, and each
+   * approved revision (TaskService.ReviseContract) the next
+   * (docs/revisions.md). Unset until a revision takes effect (0 reads as
+   * 1), so that a history without revisions folds as it always did.
+   *
+   * @generated from field: uint32 contract_version = 80;
+   */
+  contractVersion: number;
+
+  /**
+   * @generated from field: string contract_hash = 81;
+   */
+  contractHash: string;
+
+  /**
+   * Every version that was in force, in order, version 1 included; empty
+   * until a revision takes effect.
+   *
+   * @generated from field: repeated steward.v1.ContractVersion contract_versions = 82;
+   */
+  contractVersions: ContractVersion[];
+
+  /**
+   * Every revision proposed, in order, whatever became of it; at most
+   * one is open.
+   *
+   * @generated from field: repeated steward.v1.ContractRevision contract_revisions = 83;
+   */
+  contractRevisions: ContractRevision[];
 };
 
 /**

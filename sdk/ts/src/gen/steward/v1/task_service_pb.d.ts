@@ -4,12 +4,13 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
+import type { TaskContract } from "./contract_pb.js";
 import type { MilestoneState, Task, TaskStatus } from "./task_pb.js";
+import type { ContractRevision } from "./revision_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import type { RetryPolicy } from "./tool_pb.js";
 import type { Action, ActionRationale } from "./action_pb.js";
-import type { TaskContract } from "./contract_pb.js";
 import type { Plan } from "./plan_pb.js";
 import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
@@ -18,6 +19,130 @@ import type { ExecutionReport } from "./execution_report_pb.js";
  * Describes the file steward/v1/task_service.proto.
  */
 export declare const file_steward_v1_task_service: GenFile;
+
+/**
+ * @generated from message steward.v1.ReviseContractRequest
+ */
+export declare type ReviseContractRequest = Message<"steward.v1.ReviseContractRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string request_id = 2;
+   */
+  requestId: string;
+
+  /**
+   * The revised fields; a field left unset keeps its value. Only intent,
+   * desired_outcome, acceptance_criteria (checked as at CreateTask; set,
+   * they replace the whole list), milestones (set, they replace the list;
+   * one that work was tagged with may not be dropped) and
+   * budget.milestones (set, they replace the list) may be set: any other
+   * field is refused, by name.
+   *
+   * @generated from field: steward.v1.TaskContract contract = 3;
+   */
+  contract?: TaskContract | undefined;
+
+  /**
+   * Why the contract changes; required, at most 4,096 bytes.
+   *
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ReviseContractRequest.
+ * Use `create(ReviseContractRequestSchema)` to create a new message.
+ */
+export declare const ReviseContractRequestSchema: GenMessage<ReviseContractRequest>;
+
+/**
+ * @generated from message steward.v1.ReviseContractResponse
+ */
+export declare type ReviseContractResponse = Message<"steward.v1.ReviseContractResponse"> & {
+  /**
+   * @generated from field: steward.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+
+  /**
+   * The revision proposed, as the task records it.
+   *
+   * @generated from field: steward.v1.ContractRevision revision = 2;
+   */
+  revision?: ContractRevision | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ReviseContractResponse.
+ * Use `create(ReviseContractResponseSchema)` to create a new message.
+ */
+export declare const ReviseContractResponseSchema: GenMessage<ReviseContractResponse>;
+
+/**
+ * @generated from message steward.v1.DecideContractRevisionRequest
+ */
+export declare type DecideContractRevisionRequest = Message<"steward.v1.DecideContractRevisionRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * The open revision (ContractRevision.revision_id).
+   *
+   * @generated from field: string revision_id = 2;
+   */
+  revisionId: string;
+
+  /**
+   * @generated from field: bool approve = 3;
+   */
+  approve: boolean;
+
+  /**
+   * Optional, at most 4,096 bytes; required to reject.
+   *
+   * @generated from field: string comment = 4;
+   */
+  comment: string;
+
+  /**
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message steward.v1.DecideContractRevisionRequest.
+ * Use `create(DecideContractRevisionRequestSchema)` to create a new message.
+ */
+export declare const DecideContractRevisionRequestSchema: GenMessage<DecideContractRevisionRequest>;
+
+/**
+ * @generated from message steward.v1.DecideContractRevisionResponse
+ */
+export declare type DecideContractRevisionResponse = Message<"steward.v1.DecideContractRevisionResponse"> & {
+  /**
+   * @generated from field: steward.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+
+  /**
+   * @generated from field: steward.v1.ContractRevision revision = 2;
+   */
+  revision?: ContractRevision | undefined;
+};
+
+/**
+ * Describes the message steward.v1.DecideContractRevisionResponse.
+ * Use `create(DecideContractRevisionResponseSchema)` to create a new message.
+ */
+export declare const DecideContractRevisionResponseSchema: GenMessage<DecideContractRevisionResponse>;
 
 /**
  * @generated from message steward.v1.ForkTaskRequest
@@ -1654,6 +1779,36 @@ export declare const TaskService: GenService<{
     methodKind: "unary";
     input: typeof ReportProgressRequestSchema;
     output: typeof ReportProgressResponseSchema;
+  },
+  /**
+   * ReviseContract proposes a new version of a running task's contract
+   * (docs/revisions.md): its intent, desired outcome, acceptance criteria
+   * or milestones, with the reason, bound to the hash of the whole revised
+   * contract. It takes effect once the accountable owner (whose own
+   * proposal is their approval) and, where the policy bundle's revision
+   * rule asks, a holder of the role it names have approved it
+   * (DecideContractRevision). At most one revision is open at a time; an
+   * ended task is not revised.
+   *
+   * @generated from rpc steward.v1.TaskService.ReviseContract
+   */
+  reviseContract: {
+    methodKind: "unary";
+    input: typeof ReviseContractRequestSchema;
+    output: typeof ReviseContractResponseSchema;
+  },
+  /**
+   * DecideContractRevision approves or rejects the open revision of a
+   * task's contract: as its accountable owner, or as a holder of a role
+   * its policy snapshot requires, who is neither its proposer nor the one
+   * who approved it as owner.
+   *
+   * @generated from rpc steward.v1.TaskService.DecideContractRevision
+   */
+  decideContractRevision: {
+    methodKind: "unary";
+    input: typeof DecideContractRevisionRequestSchema;
+    output: typeof DecideContractRevisionResponseSchema;
   },
 }>;
 

@@ -10,6 +10,7 @@ import { file_steward_v1_contract } from "./contract_pb.js";
 import { file_steward_v1_decision } from "./decision_pb.js";
 import { file_steward_v1_execution_report } from "./execution_report_pb.js";
 import { file_steward_v1_plan } from "./plan_pb.js";
+import { file_steward_v1_revision } from "./revision_pb.js";
 import { file_steward_v1_task } from "./task_pb.js";
 import { file_steward_v1_tool } from "./tool_pb.js";
 
@@ -17,315 +18,343 @@ import { file_steward_v1_tool } from "./tool_pb.js";
  * Describes the file steward/v1/task_service.proto.
  */
 export const file_steward_v1_task_service = /*@__PURE__*/
-  fileDesc("Ch1zdGV3YXJkL3YxL3Rhc2tfc2VydmljZS5wcm90bxIKc3Rld2FyZC52MSKIAQoPRm9ya1Rhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSEwoLYXRfc2VxdWVuY2UYAiABKAQSDgoGcmVhc29uGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkSEgoKbWF4X3Rva2VucxgFIAEoAxIXCg9tYXhfY29zdF9taWNyb3MYBiABKAMiQwoQRm9ya1Rhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrEg8KB2NyZWF0ZWQYAiABKAgiUAoVUmVjb3JkRGVjaXNpb25SZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSJgoIZGVjaXNpb24YAiABKAsyFC5zdGV3YXJkLnYxLkRlY2lzaW9uIlEKFlJlY29yZERlY2lzaW9uUmVzcG9uc2USJgoIZGVjaXNpb24YASABKAsyFC5zdGV3YXJkLnYxLkRlY2lzaW9uEg8KB2NyZWF0ZWQYAiABKAgiTgoUQXR0YWNoQ29udGV4dFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIlCgRpdGVtGAIgASgLMhcuc3Rld2FyZC52MS5Db250ZXh0SXRlbSJPChVBdHRhY2hDb250ZXh0UmVzcG9uc2USJQoEaXRlbRgBIAEoCzIXLnN0ZXdhcmQudjEuQ29udGV4dEl0ZW0SDwoHY3JlYXRlZBgCIAEoCCJ6ChVFeHRlbmREZWFkbGluZVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIsCghkZWFkbGluZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASDgoGcmVhc29uGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkiOAoWRXh0ZW5kRGVhZGxpbmVSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIm4KE1JlcXVlc3RJbnB1dFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIQCghxdWVzdGlvbhgCIAEoCRIPCgdjaG9pY2VzGAMgAygJEhIKCnJlcXVlc3RfaWQYBCABKAkSDwoHYXNrX3JlZhgFIAEoCSI2ChRSZXF1ZXN0SW5wdXRSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIkoKE1Byb3ZpZGVJbnB1dFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIOCgZhbnN3ZXIYAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSI2ChRQcm92aWRlSW5wdXRSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIsICChRQcm9wb3NlQWN0aW9uUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhMKC3Byb3Bvc2FsX2lkGAIgASgJEgwKBHRvb2wYAyABKAkSFAoMdG9vbF92ZXJzaW9uGAQgASgJEg4KBnRhcmdldBgFIAEoCRInCgZwYXJhbXMYBiABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2VkaXRfb2YYByABKAkSLQoMcmV0cnlfcG9saWN5GAggASgLMhcuc3Rld2FyZC52MS5SZXRyeVBvbGljeRIuCglyYXRpb25hbGUYCSABKAsyGy5zdGV3YXJkLnYxLkFjdGlvblJhdGlvbmFsZRIUCgxtaWxlc3RvbmVfaWQYCiABKAkSEwoLZGVjaXNpb25faWQYCyABKAkSDAoEd2FpdBgMIAEoCCKsAQoVUHJvcG9zZUFjdGlvblJlc3BvbnNlEiIKBmFjdGlvbhgBIAEoCzISLnN0ZXdhcmQudjEuQWN0aW9uEg8KB2NyZWF0ZWQYAiABKAgSKwoLdGFza19zdGF0dXMYAyABKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSGgoSdGFza19zdGF0dXNfcmVhc29uGAQgASgJEhUKDWxhc3Rfc2VxdWVuY2UYBSABKAQiUwoRQ3JlYXRlVGFza1JlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIqCghjb250cmFjdBgCIAEoCzIYLnN0ZXdhcmQudjEuVGFza0NvbnRyYWN0IkUKEkNyZWF0ZVRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrEg8KB2NyZWF0ZWQYAiABKAgiSAoRQ2FuY2VsVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSI0ChJDYW5jZWxUYXNrUmVzcG9uc2USHgoEdGFzaxgBIAEoCzIQLnN0ZXdhcmQudjEuVGFzayJHChBQYXVzZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiMwoRUGF1c2VUYXNrUmVzcG9uc2USHgoEdGFzaxgBIAEoCzIQLnN0ZXdhcmQudjEuVGFzayJIChFSZXN1bWVUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJIjQKElJlc3VtZVRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIloKD0ZhaWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJEhIKCmNvbXBlbnNhdGUYBCABKAgiMgoQRmFpbFRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIoMBChJSZXBvcnRVc2FnZVJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIOCgZ0b2tlbnMYAiABKAMSEwoLY29zdF9taWNyb3MYAyABKAMSFAoMbWlsZXN0b25lX2lkGAQgASgJEg0KBW1vZGVsGAUgASgJEhIKCnJlcXVlc3RfaWQYBiABKAkiNQoTUmVwb3J0VXNhZ2VSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIowBChJSYWlzZUJ1ZGdldFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRISCgptYXhfdG9rZW5zGAIgASgDEhcKD21heF9jb3N0X21pY3JvcxgDIAEoAxIOCgZyZWFzb24YBCABKAkSEgoKcmVxdWVzdF9pZBgFIAEoCRIUCgxtaWxlc3RvbmVfaWQYPCABKAkiNQoTUmFpc2VCdWRnZXRSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIoMBChNEZWxlZ2F0ZVRhc2tSZXF1ZXN0EhYKDnBhcmVudF90YXNrX2lkGAEgASgJEioKCGNvbnRyYWN0GAIgASgLMhguc3Rld2FyZC52MS5UYXNrQ29udHJhY3QSFAoMZGVsZWdhdGVfcmVmGAMgASgJEhIKCnJlcXVlc3RfaWQYBCABKAkiRwoURGVsZWdhdGVUYXNrUmVzcG9uc2USHgoEdGFzaxgBIAEoCzIQLnN0ZXdhcmQudjEuVGFzaxIPCgdjcmVhdGVkGAIgASgIIlgKEVN1Ym1pdFBsYW5SZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSHgoEcGxhbhgCIAEoCzIQLnN0ZXdhcmQudjEuUGxhbhISCgpyZXF1ZXN0X2lkGAMgASgJIkUKElN1Ym1pdFBsYW5SZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrEg8KB2NyZWF0ZWQYAiABKAgiswEKFVN1Ym1pdEFydGlmYWN0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSEgoKbWVkaWFfdHlwZRgDIAEoCRIPCgdjb250ZW50GAQgASgMEgsKA3VyaRgFIAEoCRIOCgZzaGEyNTYYBiABKAkSEgoKc2l6ZV9ieXRlcxgHIAEoAxIRCglhY3Rpb25faWQYCCABKAkSEgoKcmVxdWVzdF9pZBgJIAEoCSJgChZTdWJtaXRBcnRpZmFjdFJlc3BvbnNlEiYKCGFydGlmYWN0GAEgASgLMhQuc3Rld2FyZC52MS5BcnRpZmFjdBIeCgR0YXNrGAIgASgLMhAuc3Rld2FyZC52MS5UYXNrImcKE01hcmtQcm9kdWNlZFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEisKBnJlcG9ydBhaIAEoCzIbLnN0ZXdhcmQudjEuRXhlY3V0aW9uUmVwb3J0ImIKFE1hcmtQcm9kdWNlZFJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sSKgoFcm91bmQYAiABKAsyGy5zdGV3YXJkLnYxLkFjY2VwdGFuY2VSb3VuZCJXChFBY2NlcHRUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJEg0KBXJvdW5kGAQgASgNIjQKEkFjY2VwdFRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIlgKEVJldHVyblRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDwoHcmVhc29ucxgCIAMoCRISCgpyZXF1ZXN0X2lkGAMgASgJEg0KBXJvdW5kGAQgASgNIjQKElJldHVyblRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIjEKEEhlYXJ0YmVhdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIMCgRub3RlGAIgASgJIn8KEUhlYXJ0YmVhdFJlc3BvbnNlEisKC3Rhc2tfc3RhdHVzGAEgASgOMhYuc3Rld2FyZC52MS5UYXNrU3RhdHVzEhoKEnRhc2tfc3RhdHVzX3JlYXNvbhgCIAEoCRIQCghxdWVzdGlvbhgDIAEoCRIPCgdyZXN1bWVkGAQgASgIIl0KFVJlcG9ydFByb2dyZXNzUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhQKDG1pbGVzdG9uZV9pZBgCIAEoCRIPCgdwZXJjZW50GAMgASgNEgwKBG5vdGUYBCABKAkidAoWUmVwb3J0UHJvZ3Jlc3NSZXNwb25zZRItCgltaWxlc3RvbmUYASABKAsyGi5zdGV3YXJkLnYxLk1pbGVzdG9uZVN0YXRlEhAKCHJlY29yZGVkGAIgASgIEhkKEWN1cnJlbnRfbWlsZXN0b25lGAMgASgJMqUOCgtUYXNrU2VydmljZRJNCgpDcmVhdGVUYXNrEh0uc3Rld2FyZC52MS5DcmVhdGVUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuQ3JlYXRlVGFza1Jlc3BvbnNlIgASTQoKQ2FuY2VsVGFzaxIdLnN0ZXdhcmQudjEuQ2FuY2VsVGFza1JlcXVlc3QaHi5zdGV3YXJkLnYxLkNhbmNlbFRhc2tSZXNwb25zZSIAEkoKCVBhdXNlVGFzaxIcLnN0ZXdhcmQudjEuUGF1c2VUYXNrUmVxdWVzdBodLnN0ZXdhcmQudjEuUGF1c2VUYXNrUmVzcG9uc2UiABJNCgpSZXN1bWVUYXNrEh0uc3Rld2FyZC52MS5SZXN1bWVUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuUmVzdW1lVGFza1Jlc3BvbnNlIgASRwoIRmFpbFRhc2sSGy5zdGV3YXJkLnYxLkZhaWxUYXNrUmVxdWVzdBocLnN0ZXdhcmQudjEuRmFpbFRhc2tSZXNwb25zZSIAElAKC1JlcG9ydFVzYWdlEh4uc3Rld2FyZC52MS5SZXBvcnRVc2FnZVJlcXVlc3QaHy5zdGV3YXJkLnYxLlJlcG9ydFVzYWdlUmVzcG9uc2UiABJQCgtSYWlzZUJ1ZGdldBIeLnN0ZXdhcmQudjEuUmFpc2VCdWRnZXRSZXF1ZXN0Gh8uc3Rld2FyZC52MS5SYWlzZUJ1ZGdldFJlc3BvbnNlIgASVgoNUHJvcG9zZUFjdGlvbhIgLnN0ZXdhcmQudjEuUHJvcG9zZUFjdGlvblJlcXVlc3QaIS5zdGV3YXJkLnYxLlByb3Bvc2VBY3Rpb25SZXNwb25zZSIAElMKDERlbGVnYXRlVGFzaxIfLnN0ZXdhcmQudjEuRGVsZWdhdGVUYXNrUmVxdWVzdBogLnN0ZXdhcmQudjEuRGVsZWdhdGVUYXNrUmVzcG9uc2UiABJNCgpTdWJtaXRQbGFuEh0uc3Rld2FyZC52MS5TdWJtaXRQbGFuUmVxdWVzdBoeLnN0ZXdhcmQudjEuU3VibWl0UGxhblJlc3BvbnNlIgASWQoOU3VibWl0QXJ0aWZhY3QSIS5zdGV3YXJkLnYxLlN1Ym1pdEFydGlmYWN0UmVxdWVzdBoiLnN0ZXdhcmQudjEuU3VibWl0QXJ0aWZhY3RSZXNwb25zZSIAElMKDE1hcmtQcm9kdWNlZBIfLnN0ZXdhcmQudjEuTWFya1Byb2R1Y2VkUmVxdWVzdBogLnN0ZXdhcmQudjEuTWFya1Byb2R1Y2VkUmVzcG9uc2UiABJNCgpBY2NlcHRUYXNrEh0uc3Rld2FyZC52MS5BY2NlcHRUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuQWNjZXB0VGFza1Jlc3BvbnNlIgASTQoKUmV0dXJuVGFzaxIdLnN0ZXdhcmQudjEuUmV0dXJuVGFza1JlcXVlc3QaHi5zdGV3YXJkLnYxLlJldHVyblRhc2tSZXNwb25zZSIAElkKDkV4dGVuZERlYWRsaW5lEiEuc3Rld2FyZC52MS5FeHRlbmREZWFkbGluZVJlcXVlc3QaIi5zdGV3YXJkLnYxLkV4dGVuZERlYWRsaW5lUmVzcG9uc2UiABJTCgxSZXF1ZXN0SW5wdXQSHy5zdGV3YXJkLnYxLlJlcXVlc3RJbnB1dFJlcXVlc3QaIC5zdGV3YXJkLnYxLlJlcXVlc3RJbnB1dFJlc3BvbnNlIgASUwoMUHJvdmlkZUlucHV0Eh8uc3Rld2FyZC52MS5Qcm92aWRlSW5wdXRSZXF1ZXN0GiAuc3Rld2FyZC52MS5Qcm92aWRlSW5wdXRSZXNwb25zZSIAElkKDlJlY29yZERlY2lzaW9uEiEuc3Rld2FyZC52MS5SZWNvcmREZWNpc2lvblJlcXVlc3QaIi5zdGV3YXJkLnYxLlJlY29yZERlY2lzaW9uUmVzcG9uc2UiABJWCg1BdHRhY2hDb250ZXh0EiAuc3Rld2FyZC52MS5BdHRhY2hDb250ZXh0UmVxdWVzdBohLnN0ZXdhcmQudjEuQXR0YWNoQ29udGV4dFJlc3BvbnNlIgASRwoIRm9ya1Rhc2sSGy5zdGV3YXJkLnYxLkZvcmtUYXNrUmVxdWVzdBocLnN0ZXdhcmQudjEuRm9ya1Rhc2tSZXNwb25zZSIAEkoKCUhlYXJ0YmVhdBIcLnN0ZXdhcmQudjEuSGVhcnRiZWF0UmVxdWVzdBodLnN0ZXdhcmQudjEuSGVhcnRiZWF0UmVzcG9uc2UiABJZCg5SZXBvcnRQcm9ncmVzcxIhLnN0ZXdhcmQudjEuUmVwb3J0UHJvZ3Jlc3NSZXF1ZXN0GiIuc3Rld2FyZC52MS5SZXBvcnRQcm9ncmVzc1Jlc3BvbnNlIgBiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_steward_v1_acceptance, file_steward_v1_action, file_steward_v1_contract, file_steward_v1_decision, file_steward_v1_execution_report, file_steward_v1_plan, file_steward_v1_task, file_steward_v1_tool]);
+  fileDesc("Ch1zdGV3YXJkL3YxL3Rhc2tfc2VydmljZS5wcm90bxIKc3Rld2FyZC52MSJ4ChVSZXZpc2VDb250cmFjdFJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRISCgpyZXF1ZXN0X2lkGAIgASgJEioKCGNvbnRyYWN0GAMgASgLMhguc3Rld2FyZC52MS5UYXNrQ29udHJhY3QSDgoGcmVhc29uGAQgASgJImgKFlJldmlzZUNvbnRyYWN0UmVzcG9uc2USHgoEdGFzaxgBIAEoCzIQLnN0ZXdhcmQudjEuVGFzaxIuCghyZXZpc2lvbhgCIAEoCzIcLnN0ZXdhcmQudjEuQ29udHJhY3RSZXZpc2lvbiJ7Ch1EZWNpZGVDb250cmFjdFJldmlzaW9uUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhMKC3JldmlzaW9uX2lkGAIgASgJEg8KB2FwcHJvdmUYAyABKAgSDwoHY29tbWVudBgEIAEoCRISCgpyZXF1ZXN0X2lkGAUgASgJInAKHkRlY2lkZUNvbnRyYWN0UmV2aXNpb25SZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrEi4KCHJldmlzaW9uGAIgASgLMhwuc3Rld2FyZC52MS5Db250cmFjdFJldmlzaW9uIogBCg9Gb3JrVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRITCgthdF9zZXF1ZW5jZRgCIAEoBBIOCgZyZWFzb24YAyABKAkSEgoKcmVxdWVzdF9pZBgEIAEoCRISCgptYXhfdG9rZW5zGAUgASgDEhcKD21heF9jb3N0X21pY3JvcxgGIAEoAyJDChBGb3JrVGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sSDwoHY3JlYXRlZBgCIAEoCCJQChVSZWNvcmREZWNpc2lvblJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRImCghkZWNpc2lvbhgCIAEoCzIULnN0ZXdhcmQudjEuRGVjaXNpb24iUQoWUmVjb3JkRGVjaXNpb25SZXNwb25zZRImCghkZWNpc2lvbhgBIAEoCzIULnN0ZXdhcmQudjEuRGVjaXNpb24SDwoHY3JlYXRlZBgCIAEoCCJOChRBdHRhY2hDb250ZXh0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEiUKBGl0ZW0YAiABKAsyFy5zdGV3YXJkLnYxLkNvbnRleHRJdGVtIk8KFUF0dGFjaENvbnRleHRSZXNwb25zZRIlCgRpdGVtGAEgASgLMhcuc3Rld2FyZC52MS5Db250ZXh0SXRlbRIPCgdjcmVhdGVkGAIgASgIInoKFUV4dGVuZERlYWRsaW5lUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEiwKCGRlYWRsaW5lGAIgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIOCgZyZWFzb24YAyABKAkSEgoKcmVxdWVzdF9pZBgEIAEoCSI4ChZFeHRlbmREZWFkbGluZVJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sibgoTUmVxdWVzdElucHV0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhAKCHF1ZXN0aW9uGAIgASgJEg8KB2Nob2ljZXMYAyADKAkSEgoKcmVxdWVzdF9pZBgEIAEoCRIPCgdhc2tfcmVmGAUgASgJIjYKFFJlcXVlc3RJbnB1dFJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2siSgoTUHJvdmlkZUlucHV0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBmFuc3dlchgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJIjYKFFByb3ZpZGVJbnB1dFJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2siwgIKFFByb3Bvc2VBY3Rpb25SZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSEwoLcHJvcG9zYWxfaWQYAiABKAkSDAoEdG9vbBgDIAEoCRIUCgx0b29sX3ZlcnNpb24YBCABKAkSDgoGdGFyZ2V0GAUgASgJEicKBnBhcmFtcxgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDwoHZWRpdF9vZhgHIAEoCRItCgxyZXRyeV9wb2xpY3kYCCABKAsyFy5zdGV3YXJkLnYxLlJldHJ5UG9saWN5Ei4KCXJhdGlvbmFsZRgJIAEoCzIbLnN0ZXdhcmQudjEuQWN0aW9uUmF0aW9uYWxlEhQKDG1pbGVzdG9uZV9pZBgKIAEoCRITCgtkZWNpc2lvbl9pZBgLIAEoCRIMCgR3YWl0GAwgASgIIqwBChVQcm9wb3NlQWN0aW9uUmVzcG9uc2USIgoGYWN0aW9uGAEgASgLMhIuc3Rld2FyZC52MS5BY3Rpb24SDwoHY3JlYXRlZBgCIAEoCBIrCgt0YXNrX3N0YXR1cxgDIAEoDjIWLnN0ZXdhcmQudjEuVGFza1N0YXR1cxIaChJ0YXNrX3N0YXR1c19yZWFzb24YBCABKAkSFQoNbGFzdF9zZXF1ZW5jZRgFIAEoBCJTChFDcmVhdGVUYXNrUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEioKCGNvbnRyYWN0GAIgASgLMhguc3Rld2FyZC52MS5UYXNrQ29udHJhY3QiRQoSQ3JlYXRlVGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sSDwoHY3JlYXRlZBgCIAEoCCJIChFDYW5jZWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRISCgpyZXF1ZXN0X2lkGAMgASgJIjQKEkNhbmNlbFRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIkcKEFBhdXNlVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEgoKcmVxdWVzdF9pZBgDIAEoCSIzChFQYXVzZVRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrIkgKEVJlc3VtZVRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkiNAoSUmVzdW1lVGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2siWgoPRmFpbFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSEgoKY29tcGVuc2F0ZRgEIAEoCCIyChBGYWlsVGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sigwEKElJlcG9ydFVzYWdlUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnRva2VucxgCIAEoAxITCgtjb3N0X21pY3JvcxgDIAEoAxIUCgxtaWxlc3RvbmVfaWQYBCABKAkSDQoFbW9kZWwYBSABKAkSEgoKcmVxdWVzdF9pZBgGIAEoCSI1ChNSZXBvcnRVc2FnZVJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sijAEKElJhaXNlQnVkZ2V0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhIKCm1heF90b2tlbnMYAiABKAMSFwoPbWF4X2Nvc3RfbWljcm9zGAMgASgDEg4KBnJlYXNvbhgEIAEoCRISCgpyZXF1ZXN0X2lkGAUgASgJEhQKDG1pbGVzdG9uZV9pZBg8IAEoCSI1ChNSYWlzZUJ1ZGdldFJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sigwEKE0RlbGVnYXRlVGFza1JlcXVlc3QSFgoOcGFyZW50X3Rhc2tfaWQYASABKAkSKgoIY29udHJhY3QYAiABKAsyGC5zdGV3YXJkLnYxLlRhc2tDb250cmFjdBIUCgxkZWxlZ2F0ZV9yZWYYAyABKAkSEgoKcmVxdWVzdF9pZBgEIAEoCSJHChREZWxlZ2F0ZVRhc2tSZXNwb25zZRIeCgR0YXNrGAEgASgLMhAuc3Rld2FyZC52MS5UYXNrEg8KB2NyZWF0ZWQYAiABKAgiWAoRU3VibWl0UGxhblJlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIeCgRwbGFuGAIgASgLMhAuc3Rld2FyZC52MS5QbGFuEhIKCnJlcXVlc3RfaWQYAyABKAkiRQoSU3VibWl0UGxhblJlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2sSDwoHY3JlYXRlZBgCIAEoCCKzAQoVU3VibWl0QXJ0aWZhY3RSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDAoEbmFtZRgCIAEoCRISCgptZWRpYV90eXBlGAMgASgJEg8KB2NvbnRlbnQYBCABKAwSCwoDdXJpGAUgASgJEg4KBnNoYTI1NhgGIAEoCRISCgpzaXplX2J5dGVzGAcgASgDEhEKCWFjdGlvbl9pZBgIIAEoCRISCgpyZXF1ZXN0X2lkGAkgASgJImAKFlN1Ym1pdEFydGlmYWN0UmVzcG9uc2USJgoIYXJ0aWZhY3QYASABKAsyFC5zdGV3YXJkLnYxLkFydGlmYWN0Eh4KBHRhc2sYAiABKAsyEC5zdGV3YXJkLnYxLlRhc2siZwoTTWFya1Byb2R1Y2VkUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEhIKCnJlcXVlc3RfaWQYAiABKAkSKwoGcmVwb3J0GFogASgLMhsuc3Rld2FyZC52MS5FeGVjdXRpb25SZXBvcnQiYgoUTWFya1Byb2R1Y2VkUmVzcG9uc2USHgoEdGFzaxgBIAEoCzIQLnN0ZXdhcmQudjEuVGFzaxIqCgVyb3VuZBgCIAEoCzIbLnN0ZXdhcmQudjEuQWNjZXB0YW5jZVJvdW5kIlcKEUFjY2VwdFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhIKCnJlcXVlc3RfaWQYAyABKAkSDQoFcm91bmQYBCABKA0iNAoSQWNjZXB0VGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2siWAoRUmV0dXJuVGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIPCgdyZWFzb25zGAIgAygJEhIKCnJlcXVlc3RfaWQYAyABKAkSDQoFcm91bmQYBCABKA0iNAoSUmV0dXJuVGFza1Jlc3BvbnNlEh4KBHRhc2sYASABKAsyEC5zdGV3YXJkLnYxLlRhc2siMQoQSGVhcnRiZWF0UmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEgwKBG5vdGUYAiABKAkifwoRSGVhcnRiZWF0UmVzcG9uc2USKwoLdGFza19zdGF0dXMYASABKA4yFi5zdGV3YXJkLnYxLlRhc2tTdGF0dXMSGgoSdGFza19zdGF0dXNfcmVhc29uGAIgASgJEhAKCHF1ZXN0aW9uGAMgASgJEg8KB3Jlc3VtZWQYBCABKAgiXQoVUmVwb3J0UHJvZ3Jlc3NSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSFAoMbWlsZXN0b25lX2lkGAIgASgJEg8KB3BlcmNlbnQYAyABKA0SDAoEbm90ZRgEIAEoCSJ0ChZSZXBvcnRQcm9ncmVzc1Jlc3BvbnNlEi0KCW1pbGVzdG9uZRgBIAEoCzIaLnN0ZXdhcmQudjEuTWlsZXN0b25lU3RhdGUSEAoIcmVjb3JkZWQYAiABKAgSGQoRY3VycmVudF9taWxlc3RvbmUYAyABKAky8w8KC1Rhc2tTZXJ2aWNlEk0KCkNyZWF0ZVRhc2sSHS5zdGV3YXJkLnYxLkNyZWF0ZVRhc2tSZXF1ZXN0Gh4uc3Rld2FyZC52MS5DcmVhdGVUYXNrUmVzcG9uc2UiABJNCgpDYW5jZWxUYXNrEh0uc3Rld2FyZC52MS5DYW5jZWxUYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuQ2FuY2VsVGFza1Jlc3BvbnNlIgASSgoJUGF1c2VUYXNrEhwuc3Rld2FyZC52MS5QYXVzZVRhc2tSZXF1ZXN0Gh0uc3Rld2FyZC52MS5QYXVzZVRhc2tSZXNwb25zZSIAEk0KClJlc3VtZVRhc2sSHS5zdGV3YXJkLnYxLlJlc3VtZVRhc2tSZXF1ZXN0Gh4uc3Rld2FyZC52MS5SZXN1bWVUYXNrUmVzcG9uc2UiABJHCghGYWlsVGFzaxIbLnN0ZXdhcmQudjEuRmFpbFRhc2tSZXF1ZXN0Ghwuc3Rld2FyZC52MS5GYWlsVGFza1Jlc3BvbnNlIgASUAoLUmVwb3J0VXNhZ2USHi5zdGV3YXJkLnYxLlJlcG9ydFVzYWdlUmVxdWVzdBofLnN0ZXdhcmQudjEuUmVwb3J0VXNhZ2VSZXNwb25zZSIAElAKC1JhaXNlQnVkZ2V0Eh4uc3Rld2FyZC52MS5SYWlzZUJ1ZGdldFJlcXVlc3QaHy5zdGV3YXJkLnYxLlJhaXNlQnVkZ2V0UmVzcG9uc2UiABJWCg1Qcm9wb3NlQWN0aW9uEiAuc3Rld2FyZC52MS5Qcm9wb3NlQWN0aW9uUmVxdWVzdBohLnN0ZXdhcmQudjEuUHJvcG9zZUFjdGlvblJlc3BvbnNlIgASUwoMRGVsZWdhdGVUYXNrEh8uc3Rld2FyZC52MS5EZWxlZ2F0ZVRhc2tSZXF1ZXN0GiAuc3Rld2FyZC52MS5EZWxlZ2F0ZVRhc2tSZXNwb25zZSIAEk0KClN1Ym1pdFBsYW4SHS5zdGV3YXJkLnYxLlN1Ym1pdFBsYW5SZXF1ZXN0Gh4uc3Rld2FyZC52MS5TdWJtaXRQbGFuUmVzcG9uc2UiABJZCg5TdWJtaXRBcnRpZmFjdBIhLnN0ZXdhcmQudjEuU3VibWl0QXJ0aWZhY3RSZXF1ZXN0GiIuc3Rld2FyZC52MS5TdWJtaXRBcnRpZmFjdFJlc3BvbnNlIgASUwoMTWFya1Byb2R1Y2VkEh8uc3Rld2FyZC52MS5NYXJrUHJvZHVjZWRSZXF1ZXN0GiAuc3Rld2FyZC52MS5NYXJrUHJvZHVjZWRSZXNwb25zZSIAEk0KCkFjY2VwdFRhc2sSHS5zdGV3YXJkLnYxLkFjY2VwdFRhc2tSZXF1ZXN0Gh4uc3Rld2FyZC52MS5BY2NlcHRUYXNrUmVzcG9uc2UiABJNCgpSZXR1cm5UYXNrEh0uc3Rld2FyZC52MS5SZXR1cm5UYXNrUmVxdWVzdBoeLnN0ZXdhcmQudjEuUmV0dXJuVGFza1Jlc3BvbnNlIgASWQoORXh0ZW5kRGVhZGxpbmUSIS5zdGV3YXJkLnYxLkV4dGVuZERlYWRsaW5lUmVxdWVzdBoiLnN0ZXdhcmQudjEuRXh0ZW5kRGVhZGxpbmVSZXNwb25zZSIAElMKDFJlcXVlc3RJbnB1dBIfLnN0ZXdhcmQudjEuUmVxdWVzdElucHV0UmVxdWVzdBogLnN0ZXdhcmQudjEuUmVxdWVzdElucHV0UmVzcG9uc2UiABJTCgxQcm92aWRlSW5wdXQSHy5zdGV3YXJkLnYxLlByb3ZpZGVJbnB1dFJlcXVlc3QaIC5zdGV3YXJkLnYxLlByb3ZpZGVJbnB1dFJlc3BvbnNlIgASWQoOUmVjb3JkRGVjaXNpb24SIS5zdGV3YXJkLnYxLlJlY29yZERlY2lzaW9uUmVxdWVzdBoiLnN0ZXdhcmQudjEuUmVjb3JkRGVjaXNpb25SZXNwb25zZSIAElYKDUF0dGFjaENvbnRleHQSIC5zdGV3YXJkLnYxLkF0dGFjaENvbnRleHRSZXF1ZXN0GiEuc3Rld2FyZC52MS5BdHRhY2hDb250ZXh0UmVzcG9uc2UiABJHCghGb3JrVGFzaxIbLnN0ZXdhcmQudjEuRm9ya1Rhc2tSZXF1ZXN0Ghwuc3Rld2FyZC52MS5Gb3JrVGFza1Jlc3BvbnNlIgASSgoJSGVhcnRiZWF0Ehwuc3Rld2FyZC52MS5IZWFydGJlYXRSZXF1ZXN0Gh0uc3Rld2FyZC52MS5IZWFydGJlYXRSZXNwb25zZSIAElkKDlJlcG9ydFByb2dyZXNzEiEuc3Rld2FyZC52MS5SZXBvcnRQcm9ncmVzc1JlcXVlc3QaIi5zdGV3YXJkLnYxLlJlcG9ydFByb2dyZXNzUmVzcG9uc2UiABJZCg5SZXZpc2VDb250cmFjdBIhLnN0ZXdhcmQudjEuUmV2aXNlQ29udHJhY3RSZXF1ZXN0GiIuc3Rld2FyZC52MS5SZXZpc2VDb250cmFjdFJlc3BvbnNlIgAScQoWRGVjaWRlQ29udHJhY3RSZXZpc2lvbhIpLnN0ZXdhcmQudjEuRGVjaWRlQ29udHJhY3RSZXZpc2lvblJlcXVlc3QaKi5zdGV3YXJkLnYxLkRlY2lkZUNvbnRyYWN0UmV2aXNpb25SZXNwb25zZSIAYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_steward_v1_acceptance, file_steward_v1_action, file_steward_v1_contract, file_steward_v1_decision, file_steward_v1_execution_report, file_steward_v1_plan, file_steward_v1_revision, file_steward_v1_task, file_steward_v1_tool]);
+
+/**
+ * Describes the message steward.v1.ReviseContractRequest.
+ * Use `create(ReviseContractRequestSchema)` to create a new message.
+ */
+export const ReviseContractRequestSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_task_service, 0);
+
+/**
+ * Describes the message steward.v1.ReviseContractResponse.
+ * Use `create(ReviseContractResponseSchema)` to create a new message.
+ */
+export const ReviseContractResponseSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_task_service, 1);
+
+/**
+ * Describes the message steward.v1.DecideContractRevisionRequest.
+ * Use `create(DecideContractRevisionRequestSchema)` to create a new message.
+ */
+export const DecideContractRevisionRequestSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_task_service, 2);
+
+/**
+ * Describes the message steward.v1.DecideContractRevisionResponse.
+ * Use `create(DecideContractRevisionResponseSchema)` to create a new message.
+ */
+export const DecideContractRevisionResponseSchema = /*@__PURE__*/
+  messageDesc(file_steward_v1_task_service, 3);
 
 /**
  * Describes the message steward.v1.ForkTaskRequest.
  * Use `create(ForkTaskRequestSchema)` to create a new message.
  */
 export const ForkTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 0);
+  messageDesc(file_steward_v1_task_service, 4);
 
 /**
  * Describes the message steward.v1.ForkTaskResponse.
  * Use `create(ForkTaskResponseSchema)` to create a new message.
  */
 export const ForkTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 1);
+  messageDesc(file_steward_v1_task_service, 5);
 
 /**
  * Describes the message steward.v1.RecordDecisionRequest.
  * Use `create(RecordDecisionRequestSchema)` to create a new message.
  */
 export const RecordDecisionRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 2);
+  messageDesc(file_steward_v1_task_service, 6);
 
 /**
  * Describes the message steward.v1.RecordDecisionResponse.
  * Use `create(RecordDecisionResponseSchema)` to create a new message.
  */
 export const RecordDecisionResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 3);
+  messageDesc(file_steward_v1_task_service, 7);
 
 /**
  * Describes the message steward.v1.AttachContextRequest.
  * Use `create(AttachContextRequestSchema)` to create a new message.
  */
 export const AttachContextRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 4);
+  messageDesc(file_steward_v1_task_service, 8);
 
 /**
  * Describes the message steward.v1.AttachContextResponse.
  * Use `create(AttachContextResponseSchema)` to create a new message.
  */
 export const AttachContextResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 5);
+  messageDesc(file_steward_v1_task_service, 9);
 
 /**
  * Describes the message steward.v1.ExtendDeadlineRequest.
  * Use `create(ExtendDeadlineRequestSchema)` to create a new message.
  */
 export const ExtendDeadlineRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 6);
+  messageDesc(file_steward_v1_task_service, 10);
 
 /**
  * Describes the message steward.v1.ExtendDeadlineResponse.
  * Use `create(ExtendDeadlineResponseSchema)` to create a new message.
  */
 export const ExtendDeadlineResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 7);
+  messageDesc(file_steward_v1_task_service, 11);
 
 /**
  * Describes the message steward.v1.RequestInputRequest.
  * Use `create(RequestInputRequestSchema)` to create a new message.
  */
 export const RequestInputRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 8);
+  messageDesc(file_steward_v1_task_service, 12);
 
 /**
  * Describes the message steward.v1.RequestInputResponse.
  * Use `create(RequestInputResponseSchema)` to create a new message.
  */
 export const RequestInputResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 9);
+  messageDesc(file_steward_v1_task_service, 13);
 
 /**
  * Describes the message steward.v1.ProvideInputRequest.
  * Use `create(ProvideInputRequestSchema)` to create a new message.
  */
 export const ProvideInputRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 10);
+  messageDesc(file_steward_v1_task_service, 14);
 
 /**
  * Describes the message steward.v1.ProvideInputResponse.
  * Use `create(ProvideInputResponseSchema)` to create a new message.
  */
 export const ProvideInputResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 11);
+  messageDesc(file_steward_v1_task_service, 15);
 
 /**
  * Describes the message steward.v1.ProposeActionRequest.
  * Use `create(ProposeActionRequestSchema)` to create a new message.
  */
 export const ProposeActionRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 12);
+  messageDesc(file_steward_v1_task_service, 16);
 
 /**
  * Describes the message steward.v1.ProposeActionResponse.
  * Use `create(ProposeActionResponseSchema)` to create a new message.
  */
 export const ProposeActionResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 13);
+  messageDesc(file_steward_v1_task_service, 17);
 
 /**
  * Describes the message steward.v1.CreateTaskRequest.
  * Use `create(CreateTaskRequestSchema)` to create a new message.
  */
 export const CreateTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 14);
+  messageDesc(file_steward_v1_task_service, 18);
 
 /**
  * Describes the message steward.v1.CreateTaskResponse.
  * Use `create(CreateTaskResponseSchema)` to create a new message.
  */
 export const CreateTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 15);
+  messageDesc(file_steward_v1_task_service, 19);
 
 /**
  * Describes the message steward.v1.CancelTaskRequest.
  * Use `create(CancelTaskRequestSchema)` to create a new message.
  */
 export const CancelTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 16);
+  messageDesc(file_steward_v1_task_service, 20);
 
 /**
  * Describes the message steward.v1.CancelTaskResponse.
  * Use `create(CancelTaskResponseSchema)` to create a new message.
  */
 export const CancelTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 17);
+  messageDesc(file_steward_v1_task_service, 21);
 
 /**
  * Describes the message steward.v1.PauseTaskRequest.
  * Use `create(PauseTaskRequestSchema)` to create a new message.
  */
 export const PauseTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 18);
+  messageDesc(file_steward_v1_task_service, 22);
 
 /**
  * Describes the message steward.v1.PauseTaskResponse.
  * Use `create(PauseTaskResponseSchema)` to create a new message.
  */
 export const PauseTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 19);
+  messageDesc(file_steward_v1_task_service, 23);
 
 /**
  * Describes the message steward.v1.ResumeTaskRequest.
  * Use `create(ResumeTaskRequestSchema)` to create a new message.
  */
 export const ResumeTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 20);
+  messageDesc(file_steward_v1_task_service, 24);
 
 /**
  * Describes the message steward.v1.ResumeTaskResponse.
  * Use `create(ResumeTaskResponseSchema)` to create a new message.
  */
 export const ResumeTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 21);
+  messageDesc(file_steward_v1_task_service, 25);
 
 /**
  * Describes the message steward.v1.FailTaskRequest.
  * Use `create(FailTaskRequestSchema)` to create a new message.
  */
 export const FailTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 22);
+  messageDesc(file_steward_v1_task_service, 26);
 
 /**
  * Describes the message steward.v1.FailTaskResponse.
  * Use `create(FailTaskResponseSchema)` to create a new message.
  */
 export const FailTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 23);
+  messageDesc(file_steward_v1_task_service, 27);
 
 /**
  * Describes the message steward.v1.ReportUsageRequest.
  * Use `create(ReportUsageRequestSchema)` to create a new message.
  */
 export const ReportUsageRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 24);
+  messageDesc(file_steward_v1_task_service, 28);
 
 /**
  * Describes the message steward.v1.ReportUsageResponse.
  * Use `create(ReportUsageResponseSchema)` to create a new message.
  */
 export const ReportUsageResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 25);
+  messageDesc(file_steward_v1_task_service, 29);
 
 /**
  * Describes the message steward.v1.RaiseBudgetRequest.
  * Use `create(RaiseBudgetRequestSchema)` to create a new message.
  */
 export const RaiseBudgetRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 26);
+  messageDesc(file_steward_v1_task_service, 30);
 
 /**
  * Describes the message steward.v1.RaiseBudgetResponse.
  * Use `create(RaiseBudgetResponseSchema)` to create a new message.
  */
 export const RaiseBudgetResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 27);
+  messageDesc(file_steward_v1_task_service, 31);
 
 /**
  * Describes the message steward.v1.DelegateTaskRequest.
  * Use `create(DelegateTaskRequestSchema)` to create a new message.
  */
 export const DelegateTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 28);
+  messageDesc(file_steward_v1_task_service, 32);
 
 /**
  * Describes the message steward.v1.DelegateTaskResponse.
  * Use `create(DelegateTaskResponseSchema)` to create a new message.
  */
 export const DelegateTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 29);
+  messageDesc(file_steward_v1_task_service, 33);
 
 /**
  * Describes the message steward.v1.SubmitPlanRequest.
  * Use `create(SubmitPlanRequestSchema)` to create a new message.
  */
 export const SubmitPlanRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 30);
+  messageDesc(file_steward_v1_task_service, 34);
 
 /**
  * Describes the message steward.v1.SubmitPlanResponse.
  * Use `create(SubmitPlanResponseSchema)` to create a new message.
  */
 export const SubmitPlanResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 31);
+  messageDesc(file_steward_v1_task_service, 35);
 
 /**
  * Describes the message steward.v1.SubmitArtifactRequest.
  * Use `create(SubmitArtifactRequestSchema)` to create a new message.
  */
 export const SubmitArtifactRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 32);
+  messageDesc(file_steward_v1_task_service, 36);
 
 /**
  * Describes the message steward.v1.SubmitArtifactResponse.
  * Use `create(SubmitArtifactResponseSchema)` to create a new message.
  */
 export const SubmitArtifactResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 33);
+  messageDesc(file_steward_v1_task_service, 37);
 
 /**
  * Describes the message steward.v1.MarkProducedRequest.
  * Use `create(MarkProducedRequestSchema)` to create a new message.
  */
 export const MarkProducedRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 34);
+  messageDesc(file_steward_v1_task_service, 38);
 
 /**
  * Describes the message steward.v1.MarkProducedResponse.
  * Use `create(MarkProducedResponseSchema)` to create a new message.
  */
 export const MarkProducedResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 35);
+  messageDesc(file_steward_v1_task_service, 39);
 
 /**
  * Describes the message steward.v1.AcceptTaskRequest.
  * Use `create(AcceptTaskRequestSchema)` to create a new message.
  */
 export const AcceptTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 36);
+  messageDesc(file_steward_v1_task_service, 40);
 
 /**
  * Describes the message steward.v1.AcceptTaskResponse.
  * Use `create(AcceptTaskResponseSchema)` to create a new message.
  */
 export const AcceptTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 37);
+  messageDesc(file_steward_v1_task_service, 41);
 
 /**
  * Describes the message steward.v1.ReturnTaskRequest.
  * Use `create(ReturnTaskRequestSchema)` to create a new message.
  */
 export const ReturnTaskRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 38);
+  messageDesc(file_steward_v1_task_service, 42);
 
 /**
  * Describes the message steward.v1.ReturnTaskResponse.
  * Use `create(ReturnTaskResponseSchema)` to create a new message.
  */
 export const ReturnTaskResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 39);
+  messageDesc(file_steward_v1_task_service, 43);
 
 /**
  * Describes the message steward.v1.HeartbeatRequest.
  * Use `create(HeartbeatRequestSchema)` to create a new message.
  */
 export const HeartbeatRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 40);
+  messageDesc(file_steward_v1_task_service, 44);
 
 /**
  * Describes the message steward.v1.HeartbeatResponse.
  * Use `create(HeartbeatResponseSchema)` to create a new message.
  */
 export const HeartbeatResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 41);
+  messageDesc(file_steward_v1_task_service, 45);
 
 /**
  * Describes the message steward.v1.ReportProgressRequest.
  * Use `create(ReportProgressRequestSchema)` to create a new message.
  */
 export const ReportProgressRequestSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 42);
+  messageDesc(file_steward_v1_task_service, 46);
 
 /**
  * Describes the message steward.v1.ReportProgressResponse.
  * Use `create(ReportProgressResponseSchema)` to create a new message.
  */
 export const ReportProgressResponseSchema = /*@__PURE__*/
-  messageDesc(file_steward_v1_task_service, 43);
+  messageDesc(file_steward_v1_task_service, 47);
 
 /**
  * TaskService is the control plane's command surface.
