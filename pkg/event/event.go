@@ -93,6 +93,15 @@ const (
 
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
+
+	// A schedule's events live on its own chain (steward.schedule.<id>),
+	// chosen by their first token.
+	TypeScheduleCreated    = "schedule.created"
+	TypeSchedulePaused     = "schedule.paused"
+	TypeScheduleResumed    = "schedule.resumed"
+	TypeScheduleDeleted    = "schedule.deleted"
+	TypeScheduleFired      = "schedule.fired"
+	TypeScheduleRunStarted = "schedule.run_started"
 )
 
 // Payload is one of the event payload messages, such as
@@ -194,6 +203,12 @@ var typeNames = map[protoreflect.Name]string{
 	"agent_heartbeat":         TypeAgentHeartbeat,
 	"input_reminded":          TypeInputReminded,
 	"input_escalated":         TypeInputEscalated,
+	"schedule_created":        TypeScheduleCreated,
+	"schedule_paused":         TypeSchedulePaused,
+	"schedule_resumed":        TypeScheduleResumed,
+	"schedule_deleted":        TypeScheduleDeleted,
+	"schedule_fired":          TypeScheduleFired,
+	"schedule_run_started":    TypeScheduleRunStarted,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

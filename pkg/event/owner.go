@@ -39,6 +39,13 @@ var owners = map[string]string{
 	TypeContextAttached:   PlaneControl,
 	TypeAgentHeartbeat:    PlaneControl,
 
+	TypeScheduleCreated:    PlaneControl,
+	TypeSchedulePaused:     PlaneControl,
+	TypeScheduleResumed:    PlaneControl,
+	TypeScheduleDeleted:    PlaneControl,
+	TypeScheduleFired:      PlaneControl,
+	TypeScheduleRunStarted: PlaneControl,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

@@ -152,6 +152,12 @@ type Event struct {
 	//	*Event_AgentHeartbeat
 	//	*Event_InputReminded
 	//	*Event_InputEscalated
+	//	*Event_ScheduleCreated
+	//	*Event_SchedulePaused
+	//	*Event_ScheduleResumed
+	//	*Event_ScheduleDeleted
+	//	*Event_ScheduleFired
+	//	*Event_ScheduleRunStarted
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -727,6 +733,60 @@ func (x *Event) GetInputEscalated() *InputEscalated {
 	return nil
 }
 
+func (x *Event) GetScheduleCreated() *ScheduleCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCreated); ok {
+			return x.ScheduleCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSchedulePaused() *SchedulePaused {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SchedulePaused); ok {
+			return x.SchedulePaused
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleResumed() *ScheduleResumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleResumed); ok {
+			return x.ScheduleResumed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleDeleted() *ScheduleDeleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleDeleted); ok {
+			return x.ScheduleDeleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleFired() *ScheduleFired {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleFired); ok {
+			return x.ScheduleFired
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleRunStarted() *ScheduleRunStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleRunStarted); ok {
+			return x.ScheduleRunStarted
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -946,6 +1006,30 @@ type Event_InputEscalated struct {
 	InputEscalated *InputEscalated `protobuf:"bytes,81,opt,name=input_escalated,json=inputEscalated,proto3,oneof"`
 }
 
+type Event_ScheduleCreated struct {
+	ScheduleCreated *ScheduleCreated `protobuf:"bytes,88,opt,name=schedule_created,json=scheduleCreated,proto3,oneof"`
+}
+
+type Event_SchedulePaused struct {
+	SchedulePaused *SchedulePaused `protobuf:"bytes,89,opt,name=schedule_paused,json=schedulePaused,proto3,oneof"`
+}
+
+type Event_ScheduleResumed struct {
+	ScheduleResumed *ScheduleResumed `protobuf:"bytes,90,opt,name=schedule_resumed,json=scheduleResumed,proto3,oneof"`
+}
+
+type Event_ScheduleDeleted struct {
+	ScheduleDeleted *ScheduleDeleted `protobuf:"bytes,91,opt,name=schedule_deleted,json=scheduleDeleted,proto3,oneof"`
+}
+
+type Event_ScheduleFired struct {
+	ScheduleFired *ScheduleFired `protobuf:"bytes,92,opt,name=schedule_fired,json=scheduleFired,proto3,oneof"`
+}
+
+type Event_ScheduleRunStarted struct {
+	ScheduleRunStarted *ScheduleRunStarted `protobuf:"bytes,93,opt,name=schedule_run_started,json=scheduleRunStarted,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1050,6 +1134,18 @@ func (*Event_InputReminded) isEvent_Payload() {}
 
 func (*Event_InputEscalated) isEvent_Payload() {}
 
+func (*Event_ScheduleCreated) isEvent_Payload() {}
+
+func (*Event_SchedulePaused) isEvent_Payload() {}
+
+func (*Event_ScheduleResumed) isEvent_Payload() {}
+
+func (*Event_ScheduleDeleted) isEvent_Payload() {}
+
+func (*Event_ScheduleFired) isEvent_Payload() {}
+
+func (*Event_ScheduleRunStarted) isEvent_Payload() {}
+
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1114,7 +1210,10 @@ type TaskCreated struct {
 	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Set when the task is a fork (TaskService.ForkTask): it starts from
 	// fork.state instead of from nothing.
-	Fork          *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	Fork *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	// Set when the task is a schedule's run: its schedule, firing and the
+	// previous run.
+	ScheduleRun   *ScheduleRun `protobuf:"bytes,5,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1173,6 +1272,13 @@ func (x *TaskCreated) GetTenant() string {
 func (x *TaskCreated) GetFork() *ForkOrigin {
 	if x != nil {
 		return x.Fork
+	}
+	return nil
+}
+
+func (x *TaskCreated) GetScheduleRun() *ScheduleRun {
+	if x != nil {
+		return x.ScheduleRun
 	}
 	return nil
 }
@@ -4570,12 +4676,336 @@ func (x *ContextAttached) GetItem() *ContextItem {
 	return nil
 }
 
+// ScheduleCreated opens a schedule's chain (steward.schedule.<id>; the
+// envelope's task_id is the schedule's id). Control plane.
+type ScheduleCreated struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Spec     *ScheduleSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Template *ScheduleTemplate      `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	Overlap  *Overlap               `protobuf:"bytes,3,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	CatchUp  *CatchUp               `protobuf:"bytes,4,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
+	// The creator's tenant, from its verified identity.
+	Tenant        string `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCreated) Reset() {
+	*x = ScheduleCreated{}
+	mi := &file_steward_v1_event_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCreated) ProtoMessage() {}
+
+func (x *ScheduleCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCreated.ProtoReflect.Descriptor instead.
+func (*ScheduleCreated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ScheduleCreated) GetSpec() *ScheduleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetTemplate() *ScheduleTemplate {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetOverlap() *Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetCatchUp() *CatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleCreated) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// SchedulePaused stops a schedule firing until it is resumed.
+type SchedulePaused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulePaused) Reset() {
+	*x = SchedulePaused{}
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulePaused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulePaused) ProtoMessage() {}
+
+func (x *SchedulePaused) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulePaused.ProtoReflect.Descriptor instead.
+func (*SchedulePaused) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *SchedulePaused) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleResumed lets a paused schedule fire again, from now: firings
+// while it was paused are not caught up.
+type ScheduleResumed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleResumed) Reset() {
+	*x = ScheduleResumed{}
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleResumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleResumed) ProtoMessage() {}
+
+func (x *ScheduleResumed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleResumed.ProtoReflect.Descriptor instead.
+func (*ScheduleResumed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ScheduleResumed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleDeleted ends a schedule for good.
+type ScheduleDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleDeleted) Reset() {
+	*x = ScheduleDeleted{}
+	mi := &file_steward_v1_event_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleDeleted) ProtoMessage() {}
+
+func (x *ScheduleDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleDeleted.ProtoReflect.Descriptor instead.
+func (*ScheduleDeleted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ScheduleDeleted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleFired records one firing (or, for MISSED, a run of missed ones)
+// and what became of it; its event id derives from the schedule and the
+// firing time, so a firing is recorded once.
+type ScheduleFired struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Firing        *ScheduleFiring        `protobuf:"bytes,1,opt,name=firing,proto3" json:"firing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleFired) Reset() {
+	*x = ScheduleFired{}
+	mi := &file_steward_v1_event_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleFired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleFired) ProtoMessage() {}
+
+func (x *ScheduleFired) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleFired.ProtoReflect.Descriptor instead.
+func (*ScheduleFired) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ScheduleFired) GetFiring() *ScheduleFiring {
+	if x != nil {
+		return x.Firing
+	}
+	return nil
+}
+
+// ScheduleRunStarted records that a QUEUED firing started, its previous
+// run having ended.
+type ScheduleRunStarted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FiringTime    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
+	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRunStarted) Reset() {
+	*x = ScheduleRunStarted{}
+	mi := &file_steward_v1_event_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRunStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRunStarted) ProtoMessage() {}
+
+func (x *ScheduleRunStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRunStarted.ProtoReflect.Descriptor instead.
+func (*ScheduleRunStarted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ScheduleRunStarted) GetFiringTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FiringTime
+	}
+	return nil
+}
+
+func (x *ScheduleRunStarted) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xfc\"\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4640,18 +5070,25 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
 	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
 	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
-	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12\x12\n" +
+	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12H\n" +
+	"\x10schedule_created\x18X \x01(\v2\x1b.steward.v1.ScheduleCreatedH\x00R\x0fscheduleCreated\x12E\n" +
+	"\x0fschedule_paused\x18Y \x01(\v2\x1a.steward.v1.SchedulePausedH\x00R\x0eschedulePaused\x12H\n" +
+	"\x10schedule_resumed\x18Z \x01(\v2\x1b.steward.v1.ScheduleResumedH\x00R\x0fscheduleResumed\x12H\n" +
+	"\x10schedule_deleted\x18[ \x01(\v2\x1b.steward.v1.ScheduleDeletedH\x00R\x0fscheduleDeleted\x12B\n" +
+	"\x0eschedule_fired\x18\\ \x01(\v2\x19.steward.v1.ScheduleFiredH\x00R\rscheduleFired\x12R\n" +
+	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xa6\x01\n" +
+	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xe2\x01\n" +
 	"\vTaskCreated\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12*\n" +
-	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\"\r\n" +
+	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\x12:\n" +
+	"\fschedule_run\x18\x05 \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\"\r\n" +
 	"\vTaskStarted\"$\n" +
 	"\n" +
 	"TaskPaused\x12\x16\n" +
@@ -4893,7 +5330,27 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eAgentHeartbeat\x12\x12\n" +
 	"\x04note\x18\x01 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
-	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
+	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item\"\x8f\x02\n" +
+	"\x0fScheduleCreated\x12,\n" +
+	"\x04spec\x18\x01 \x01(\v2\x18.steward.v1.ScheduleSpecR\x04spec\x128\n" +
+	"\btemplate\x18\x02 \x01(\v2\x1c.steward.v1.ScheduleTemplateR\btemplate\x12-\n" +
+	"\aoverlap\x18\x03 \x01(\v2\x13.steward.v1.OverlapR\aoverlap\x12.\n" +
+	"\bcatch_up\x18\x04 \x01(\v2\x13.steward.v1.CatchUpR\acatchUp\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\"(\n" +
+	"\x0eSchedulePaused\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\")\n" +
+	"\x0fScheduleResumed\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\")\n" +
+	"\x0fScheduleDeleted\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"C\n" +
+	"\rScheduleFired\x122\n" +
+	"\x06firing\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleFiringR\x06firing\"j\n" +
+	"\x12ScheduleRunStarted\x12;\n" +
+	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"firingTime\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -4917,7 +5374,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4975,40 +5432,52 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
 	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
 	(*ContextAttached)(nil),        // 55: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 57: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 58: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 59: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 60: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 61: steward.v1.Finding
-	(*Plan)(nil),                   // 62: steward.v1.Plan
-	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),            // 66: steward.v1.SignedEvent
-	(StepStatus)(0),                // 67: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 68: google.protobuf.Value
-	(SuspendCause)(0),              // 69: steward.v1.SuspendCause
-	(*Action)(nil),                 // 70: steward.v1.Action
-	(*Approval)(nil),               // 71: steward.v1.Approval
-	(ApprovalDecision)(0),          // 72: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 73: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 74: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 75: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 76: steward.v1.Outcome
-	(WaitKind)(0),                  // 77: steward.v1.WaitKind
-	(SettleState)(0),               // 78: steward.v1.SettleState
-	(RevalidationReason)(0),        // 79: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ToolContract)(nil),           // 81: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 83: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
-	(*Decision)(nil),               // 85: steward.v1.Decision
-	(*ContextItem)(nil),            // 86: steward.v1.ContextItem
+	(*ScheduleCreated)(nil),        // 56: steward.v1.ScheduleCreated
+	(*SchedulePaused)(nil),         // 57: steward.v1.SchedulePaused
+	(*ScheduleResumed)(nil),        // 58: steward.v1.ScheduleResumed
+	(*ScheduleDeleted)(nil),        // 59: steward.v1.ScheduleDeleted
+	(*ScheduleFired)(nil),          // 60: steward.v1.ScheduleFired
+	(*ScheduleRunStarted)(nil),     // 61: steward.v1.ScheduleRunStarted
+	(*timestamppb.Timestamp)(nil),  // 62: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 63: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 64: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),            // 65: steward.v1.ScheduleRun
+	(TaskStatus)(0),                // 66: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 67: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 68: steward.v1.Finding
+	(*Plan)(nil),                   // 69: steward.v1.Plan
+	(*PlanRevision)(nil),           // 70: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 71: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 72: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),            // 73: steward.v1.SignedEvent
+	(StepStatus)(0),                // 74: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 75: google.protobuf.Value
+	(SuspendCause)(0),              // 76: steward.v1.SuspendCause
+	(*Action)(nil),                 // 77: steward.v1.Action
+	(*Approval)(nil),               // 78: steward.v1.Approval
+	(ApprovalDecision)(0),          // 79: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 80: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 81: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 82: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 83: steward.v1.Outcome
+	(WaitKind)(0),                  // 84: steward.v1.WaitKind
+	(SettleState)(0),               // 85: steward.v1.SettleState
+	(RevalidationReason)(0),        // 86: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 87: google.protobuf.Duration
+	(*ToolContract)(nil),           // 88: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 89: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 90: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 91: steward.v1.CriterionResult
+	(*Decision)(nil),               // 92: steward.v1.Decision
+	(*ContextItem)(nil),            // 93: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),           // 94: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),       // 95: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                // 96: steward.v1.Overlap
+	(*CatchUp)(nil),                // 97: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),         // 98: steward.v1.ScheduleFiring
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	62,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5062,60 +5531,73 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	54,  // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
-	57,  // 54: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	58,  // 55: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	59,  // 56: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	60,  // 57: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	56,  // 58: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	56,  // 59: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	61,  // 60: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	62,  // 61: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 65: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	56,  // 66: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	67,  // 67: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	68,  // 68: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	69,  // 69: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	56,  // 70: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	70,  // 71: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	65,  // 72: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 73: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	71,  // 74: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	66,  // 75: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	72,  // 76: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	73,  // 77: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	74,  // 78: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	65,  // 79: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	75,  // 80: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	76,  // 81: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	77,  // 82: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	56,  // 83: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	78,  // 84: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	79,  // 85: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	80,  // 86: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 87: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 88: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 89: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	56,  // 90: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	81,  // 91: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 92: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	82,  // 93: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	85,  // 97: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	80,  // 98: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	80,  // 99: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	80,  // 100: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 101: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	86,  // 102: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	103, // [103:103] is the sub-list for method output_type
-	103, // [103:103] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	56,  // 54: steward.v1.Event.schedule_created:type_name -> steward.v1.ScheduleCreated
+	57,  // 55: steward.v1.Event.schedule_paused:type_name -> steward.v1.SchedulePaused
+	58,  // 56: steward.v1.Event.schedule_resumed:type_name -> steward.v1.ScheduleResumed
+	59,  // 57: steward.v1.Event.schedule_deleted:type_name -> steward.v1.ScheduleDeleted
+	60,  // 58: steward.v1.Event.schedule_fired:type_name -> steward.v1.ScheduleFired
+	61,  // 59: steward.v1.Event.schedule_run_started:type_name -> steward.v1.ScheduleRunStarted
+	63,  // 60: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	64,  // 61: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	65,  // 62: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	66,  // 63: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	67,  // 64: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	62,  // 65: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	62,  // 66: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	68,  // 67: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	69,  // 68: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	70,  // 69: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	71,  // 70: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	72,  // 71: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	73,  // 72: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	62,  // 73: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	74,  // 74: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	75,  // 75: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	76,  // 76: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	62,  // 77: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	77,  // 78: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	72,  // 79: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	73,  // 80: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	78,  // 81: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	73,  // 82: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	79,  // 83: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	80,  // 84: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	81,  // 85: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	72,  // 86: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	82,  // 87: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	83,  // 88: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	84,  // 89: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	62,  // 90: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	85,  // 91: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	86,  // 92: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	87,  // 93: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	87,  // 94: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 95: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 96: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	62,  // 97: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	88,  // 98: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 99: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	89,  // 100: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	89,  // 101: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	90,  // 102: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	91,  // 103: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	92,  // 104: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	87,  // 105: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	87,  // 106: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	87,  // 107: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	87,  // 108: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	93,  // 109: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	94,  // 110: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	95,  // 111: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	96,  // 112: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	97,  // 113: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	98,  // 114: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	62,  // 115: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	116, // [116:116] is the sub-list for method output_type
+	116, // [116:116] is the sub-list for method input_type
+	116, // [116:116] is the sub-list for extension type_name
+	116, // [116:116] is the sub-list for extension extendee
+	0,   // [0:116] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5129,6 +5611,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_schedule_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
@@ -5184,6 +5667,12 @@ func file_steward_v1_event_proto_init() {
 		(*Event_AgentHeartbeat)(nil),
 		(*Event_InputReminded)(nil),
 		(*Event_InputEscalated)(nil),
+		(*Event_ScheduleCreated)(nil),
+		(*Event_SchedulePaused)(nil),
+		(*Event_ScheduleResumed)(nil),
+		(*Event_ScheduleDeleted)(nil),
+		(*Event_ScheduleFired)(nil),
+		(*Event_ScheduleRunStarted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5191,7 +5680,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
