@@ -67,6 +67,11 @@ func ParseSpec(pb *stewardv1.ScheduleSpec, created time.Time) (Spec, error) {
 	if pb.StartTime != nil {
 		s.start = pb.StartTime.AsTime()
 	}
+	// On a whole second: timers fire on whole seconds, and an interval's
+	// firings keep the start's fraction.
+	if frac := s.start.Sub(s.start.Truncate(time.Second)); frac > 0 {
+		s.start = s.start.Add(time.Second - frac)
+	}
 	if pb.EndTime != nil {
 		s.end = pb.EndTime.AsTime()
 		if !s.end.After(s.start) {
@@ -135,12 +140,17 @@ func (s Spec) unbounded(after time.Time) iter.Seq[time.Time] {
 	}
 }
 
+// MinGrace is the least grace a firing has: what a timer's delivery may
+// take on a loaded machine.
+const MinGrace = 2 * time.Second
+
 // Grace is how late firing f may start and still count as on time: a
-// minute, or half the time to the next firing if that is shorter.
+// minute, or half the time to the next firing if that is shorter, but at
+// least MinGrace.
 func (s Spec) Grace(f time.Time) time.Duration {
 	grace := time.Minute
 	if next := s.Next(f); !next.IsZero() {
 		grace = min(grace, next.Sub(f)/2)
 	}
-	return grace
+	return max(grace, MinGrace)
 }

@@ -4949,9 +4949,11 @@ func (x *ScheduleFired) GetFiring() *ScheduleFiring {
 // ScheduleRunStarted records that a QUEUED firing started, its previous
 // run having ended.
 type ScheduleRunStarted struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	FiringTime    *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
-	TaskId        string                 `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	FiringTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
+	// Empty when the run could not be created; reason says why.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4996,6 +4998,13 @@ func (x *ScheduleRunStarted) GetFiringTime() *timestamppb.Timestamp {
 func (x *ScheduleRunStarted) GetTaskId() string {
 	if x != nil {
 		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ScheduleRunStarted) GetReason() string {
+	if x != nil {
+		return x.Reason
 	}
 	return ""
 }
@@ -5346,11 +5355,12 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fScheduleDeleted\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\"C\n" +
 	"\rScheduleFired\x122\n" +
-	"\x06firing\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleFiringR\x06firing\"j\n" +
+	"\x06firing\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleFiringR\x06firing\"\x82\x01\n" +
 	"\x12ScheduleRunStarted\x12;\n" +
 	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12\x17\n" +
-	"\atask_id\x18\x02 \x01(\tR\x06taskId*|\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +

@@ -86,7 +86,7 @@ func (OverlapPolicy) EnumDescriptor() ([]byte, []int) {
 // CatchUpRule says which firings missed while Steward was down (or its
 // timer late) still run once it is back. A firing is missed when it is
 // more than its grace late: a minute, or half the time to the next
-// firing if that is shorter.
+// firing if that is shorter, but at least two seconds.
 type CatchUpRule int32
 
 const (
@@ -383,8 +383,9 @@ type ScheduleSpec_Cron struct {
 }
 
 type ScheduleSpec_Interval struct {
-	// Fires every interval from start_time (or the creation), at least one
-	// second. The time zone does not move it.
+	// Fires every interval from start_time (or one interval after the
+	// creation), rounded up to a whole second; a whole number of seconds,
+	// at least one. The time zone does not move it.
 	Interval *durationpb.Duration `protobuf:"bytes,2,opt,name=interval,proto3,oneof"`
 }
 

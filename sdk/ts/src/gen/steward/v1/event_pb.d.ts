@@ -2373,9 +2373,16 @@ export declare type ScheduleRunStarted = Message<"steward.v1.ScheduleRunStarted"
   firingTime?: Timestamp | undefined;
 
   /**
+   * Empty when the run could not be created; reason says why.
+   *
    * @generated from field: string task_id = 2;
    */
   taskId: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
 };
 
 /**

@@ -37,8 +37,9 @@ export declare type ScheduleSpec = Message<"steward.v1.ScheduleSpec"> & {
     case: "cron";
   } | {
     /**
-     * Fires every interval from start_time (or the creation), at least one
-     * second. The time zone does not move it.
+     * Fires every interval from start_time (or one interval after the
+     * creation), rounded up to a whole second; a whole number of seconds,
+     * at least one. The time zone does not move it.
      *
      * @generated from field: google.protobuf.Duration interval = 2;
      */
@@ -399,7 +400,7 @@ export declare const OverlapPolicySchema: GenEnum<OverlapPolicy>;
  * CatchUpRule says which firings missed while Steward was down (or its
  * timer late) still run once it is back. A firing is missed when it is
  * more than its grace late: a minute, or half the time to the next
- * firing if that is shorter.
+ * firing if that is shorter, but at least two seconds.
  *
  * @generated from enum steward.v1.CatchUpRule
  */

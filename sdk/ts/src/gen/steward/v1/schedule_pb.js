@@ -87,7 +87,7 @@ export const CatchUpRuleSchema = /*@__PURE__*/
  * CatchUpRule says which firings missed while Steward was down (or its
  * timer late) still run once it is back. A firing is missed when it is
  * more than its grace late: a minute, or half the time to the next
- * firing if that is shorter.
+ * firing if that is shorter, but at least two seconds.
  *
  * @generated from enum steward.v1.CatchUpRule
  */
