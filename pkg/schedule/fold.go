@@ -85,7 +85,13 @@ func Apply(s *stewardv1.Schedule, ev *stewardv1.Event, seq uint64) error {
 		}
 		s.Status = stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED
 	case *stewardv1.Event_ScheduleFired:
-		if err := from(s, ev, stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE); err != nil {
+		// A run made just before a pause or deletion landed is still
+		// recorded; no other firing is.
+		states := []stewardv1.ScheduleStatus{stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE}
+		if p.ScheduleFired.GetFiring().GetTaskId() != "" {
+			states = append(states, stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED, stewardv1.ScheduleStatus_SCHEDULE_STATUS_DELETED)
+		}
+		if err := from(s, ev, states...); err != nil {
 			return err
 		}
 		fired(s, p.ScheduleFired.GetFiring(), ev.Time)

@@ -84,9 +84,15 @@ func TestFold(t *testing.T) {
 		})
 	}
 	h.add("control", &stewardv1.ScheduleDeleted{})
+	// A run made before the deletion landed is still recorded; nothing
+	// else is.
 	h.add("control", fired(t0.Add(11*time.Hour), stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, "x"))
+	if s, err := schedule.Fold(h.recs); err != nil || s.LastTaskId != "x" {
+		t.Fatalf("a run made before the deletion: %v", err)
+	}
+	h.add("control", fired(t0.Add(12*time.Hour), stewardv1.FiringDisposition_FIRING_DISPOSITION_SKIPPED, ""))
 	if _, err := schedule.Fold(h.recs); !errs.Is(err, errs.FailedPrecondition) {
-		t.Fatalf("a firing after deletion: %v", err)
+		t.Fatalf("a skipped firing after deletion: %v", err)
 	}
 }
 

@@ -110,8 +110,10 @@ type Plane struct {
 	timerSub timer.Subscription
 	// scheduleSub fires schedules (schedule_fire.go).
 	scheduleSub timer.Subscription
-	// schedules makes tasks on schedules (schedule.go).
+	// schedules makes tasks on schedules (schedule.go); runMade, a test
+	// hook, runs between a run's creation and its firing's record.
 	schedules *schedules
+	runMade   func(scheduleID string)
 	// quota holds commands to the quotas, over the usage they bound
 	// (quota.go, usage.go); stopUsage ends usage's reader.
 	quota     *gate
@@ -159,6 +161,13 @@ type Option func(*Plane)
 // crash would, and the event is delivered again.
 func AfterStepProposal(fn func(step string) error) Option {
 	return func(p *Plane) { p.stepProposed = fn }
+}
+
+// AfterRunMade makes fn run after each schedule run is created, before
+// its firing is recorded: where a pause, a crash or another replica may
+// come between the two.
+func AfterRunMade(fn func(scheduleID string)) Option {
+	return func(p *Plane) { p.runMade = fn }
 }
 
 // StartWait sets how long a command that needs a running task waits for

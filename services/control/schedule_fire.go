@@ -148,6 +148,9 @@ func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decis
 			return err
 		default:
 			firing.TaskId = taskID
+			if p.runMade != nil {
+				p.runMade(s.ScheduleId)
+			}
 		}
 	}
 	var payload event.Payload = &stewardv1.ScheduleFired{Firing: firing}
@@ -160,7 +163,40 @@ func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decis
 		return err
 	}
 	_, err = p.log.Append(ctx, l.head, ev)
+	if errors.Is(err, eventlog.ErrConflict) && firing.TaskId != "" {
+		return p.recordMadeRun(ctx, s.ScheduleId, ev)
+	}
 	return err
+}
+
+// recordMadeRun records ev, the firing of a run already made, after a
+// conflict: if the schedule was paused or deleted meanwhile it is recorded
+// there all the same, so that no run goes unrecorded; on an active
+// schedule the conflict stands and the tick decides again (making the same
+// run, which is then recorded).
+func (p *schedules) recordMadeRun(ctx context.Context, id string, ev *stewardv1.Event) error {
+	for range maxScheduleTries {
+		recs, err := p.log.ReadSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Event.EventId == ev.EventId {
+				return nil
+			}
+		}
+		l, err := p.loadSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		if l.s.Status == stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE {
+			return eventlog.ErrConflict
+		}
+		if _, err = p.log.Append(ctx, l.head, ev); !errors.Is(err, eventlog.ErrConflict) {
+			return err
+		}
+	}
+	return errs.New(errs.Conflict, "schedule %s kept changing while its run %s was recorded", id, ev.GetScheduleFired().GetFiring().GetTaskId())
 }
 
 // refusedRun reports whether err refuses a run for good — its contract,

@@ -399,3 +399,25 @@ func TestListSchedulesPages(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulePausedBetweenARunAndItsRecord: a pause that lands after a
+// firing's run was made and before its record leaves the run recorded on
+// the paused schedule, not made and forgotten.
+func TestSchedulePausedBetweenARunAndItsRecord(t *testing.T) {
+	var r *schedules
+	var once sync.Once
+	h := newHarness(t, control.AfterRunMade(func(id string) {
+		once.Do(func() {
+			if _, err := r.ctl.PauseSchedule(context.Background(), "alice", id, "now"); err != nil {
+				t.Error(err)
+			}
+		})
+	}))
+	r = &schedules{harness: h, t: t}
+	r.clock.Set(time.Now().Truncate(time.Second))
+	s := r.create(hourly(stewardv1.CatchUpRule_CATCH_UP_RULE_NONE, 0, stewardv1.OverlapPolicy_OVERLAP_POLICY_SKIP, 0))
+	s = r.tick(s.ScheduleId, time.Hour)
+	if s.Status != stewardv1.ScheduleStatus_SCHEDULE_STATUS_PAUSED || firings(s, 0) != "+1h started" || !r.exists(s.LastTaskId) {
+		t.Fatalf("%s, firings %q, last run %q", s.Status, firings(s, 0), s.LastTaskId)
+	}
+}
