@@ -27,6 +27,9 @@ const (
 	RenewCredential = "RenewCredential"
 	RecordFinding   = "RecordFinding"
 	ForkTask        = "ForkTask"
+	// CreateSchedule derives the schedule's id from its name, the tenant,
+	// the caller and the request id; the schedule's chain is its record.
+	CreateSchedule = "CreateSchedule"
 )
 
 // Commands returns every command that takes a request id, in the order
@@ -36,5 +39,6 @@ func Commands() []string {
 		CreateTask, PauseTask, ResumeTask, CancelTask, FailTask, ReportUsage, RaiseBudget,
 		DelegateTask, SubmitPlan, SubmitArtifact, MarkProduced, AcceptTask, ReturnTask,
 		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding, ForkTask,
+		CreateSchedule,
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/steward-run/steward/pkg/event"
 	"github.com/steward-run/steward/pkg/eventlog"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/requestid"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/schedule"
 )
@@ -79,7 +80,7 @@ func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *s
 	created.Tenant = rpc.Caller(ctx).Tenant
 	id := "sch-" + event.RandomID()
 	if req.RequestId != "" {
-		id = "sch-" + event.ID("schedule", created.Tenant, principal, req.RequestId)
+		id = "sch-" + event.ID(requestid.CreateSchedule, created.Tenant, principal, req.RequestId)
 	}
 	ev, err := p.event(event.Meta{ID: event.ID(id, event.TypeScheduleCreated), TaskID: id, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now}, created)
 	if err != nil {

@@ -672,8 +672,11 @@ type Task struct {
 	AgentSeenAt      *timestamppb.Timestamp `protobuf:"bytes,38,opt,name=agent_seen_at,json=agentSeenAt,proto3" json:"agent_seen_at,omitempty"`
 	AgentAskedAt     *timestamppb.Timestamp `protobuf:"bytes,39,opt,name=agent_asked_at,json=agentAskedAt,proto3" json:"agent_asked_at,omitempty"`
 	AgentEscalatedAt *timestamppb.Timestamp `protobuf:"bytes,40,opt,name=agent_escalated_at,json=agentEscalatedAt,proto3" json:"agent_escalated_at,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Set on a schedule's run: its schedule, its firing and the previous
+	// run, whose result it may read (docs/schedules.md).
+	ScheduleRun   *ScheduleRun `protobuf:"bytes,70,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -951,6 +954,13 @@ func (x *Task) GetAgentEscalatedAt() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Task) GetScheduleRun() *ScheduleRun {
+	if x != nil {
+		return x.ScheduleRun
+	}
+	return nil
+}
+
 // ForkOrigin is where a fork starts: a point on its parent's chain, and
 // the parent's state there, less what does not carry over
 // (docs/decisions.md, "Forks").
@@ -1171,7 +1181,7 @@ var File_steward_v1_task_proto protoreflect.FileDescriptor
 const file_steward_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"\x15steward/v1/task.proto\x12\n" +
-	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\"\xbf\x03\n" +
+	"steward.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/schedule.proto\"\xbf\x03\n" +
 	"\fInputRequest\x121\n" +
 	"\x05cause\x18\x01 \x01(\x0e2\x1b.steward.v1.NeedsInputCauseR\x05cause\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x12\x18\n" +
@@ -1200,7 +1210,7 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"\fTaskProgress\x12\x12\n" +
 	"\x04done\x18\x01 \x03(\tR\x04done\x12\x16\n" +
 	"\x06failed\x18\x02 \x03(\tR\x06failed\x12\x1c\n" +
-	"\tremaining\x18\x03 \x03(\tR\tremaining\"\xca\r\n" +
+	"\tremaining\x18\x03 \x03(\tR\tremaining\"\x86\x0e\n" +
 	"\x04Task\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12.\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\x06status\x12#\n" +
@@ -1250,7 +1260,8 @@ const file_steward_v1_task_proto_rawDesc = "" +
 	"forkedFrom\x12>\n" +
 	"\ragent_seen_at\x18& \x01(\v2\x1a.google.protobuf.TimestampR\vagentSeenAt\x12@\n" +
 	"\x0eagent_asked_at\x18' \x01(\v2\x1a.google.protobuf.TimestampR\fagentAskedAt\x12H\n" +
-	"\x12agent_escalated_at\x18( \x01(\v2\x1a.google.protobuf.TimestampR\x10agentEscalatedAt\"\xac\x01\n" +
+	"\x12agent_escalated_at\x18( \x01(\v2\x1a.google.protobuf.TimestampR\x10agentEscalatedAt\x12:\n" +
+	"\fschedule_run\x18F \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\"\xac\x01\n" +
 	"\n" +
 	"ForkOrigin\x12$\n" +
 	"\x0eparent_task_id\x18\x01 \x01(\tR\fparentTaskId\x12\x1f\n" +
@@ -1346,6 +1357,7 @@ var file_steward_v1_task_proto_goTypes = []any{
 	(*PlanState)(nil),             // 17: steward.v1.PlanState
 	(*Decision)(nil),              // 18: steward.v1.Decision
 	(*ContextItem)(nil),           // 19: steward.v1.ContextItem
+	(*ScheduleRun)(nil),           // 20: steward.v1.ScheduleRun
 }
 var file_steward_v1_task_proto_depIdxs = []int32{
 	2,  // 0: steward.v1.InputRequest.cause:type_name -> steward.v1.NeedsInputCause
@@ -1377,13 +1389,14 @@ var file_steward_v1_task_proto_depIdxs = []int32{
 	11, // 26: steward.v1.Task.agent_seen_at:type_name -> google.protobuf.Timestamp
 	11, // 27: steward.v1.Task.agent_asked_at:type_name -> google.protobuf.Timestamp
 	11, // 28: steward.v1.Task.agent_escalated_at:type_name -> google.protobuf.Timestamp
-	7,  // 29: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
-	10, // 30: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	20, // 29: steward.v1.Task.schedule_run:type_name -> steward.v1.ScheduleRun
+	7,  // 30: steward.v1.ForkOrigin.state:type_name -> steward.v1.Task
+	10, // 31: steward.v1.BudgetUsage.milestones:type_name -> steward.v1.MilestoneUsage
+	32, // [32:32] is the sub-list for method output_type
+	32, // [32:32] is the sub-list for method input_type
+	32, // [32:32] is the sub-list for extension type_name
+	32, // [32:32] is the sub-list for extension extendee
+	0,  // [0:32] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_proto_init() }
@@ -1397,6 +1410,7 @@ func file_steward_v1_task_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_plan_proto_init()
+	file_steward_v1_schedule_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -11,6 +11,7 @@ import type { CredentialState } from "./credential_pb.js";
 import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { PlanState } from "./plan_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
+import type { ScheduleRun } from "./schedule_pb.js";
 
 /**
  * Describes the file steward/v1/task.proto.
@@ -426,6 +427,14 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: google.protobuf.Timestamp agent_escalated_at = 40;
    */
   agentEscalatedAt?: Timestamp | undefined;
+
+  /**
+   * Set on a schedule's run: its schedule, its firing and the previous
+   * run, whose result it may read (docs/schedules.md).
+   *
+   * @generated from field: steward.v1.ScheduleRun schedule_run = 70;
+   */
+  scheduleRun?: ScheduleRun | undefined;
 };
 
 /**
