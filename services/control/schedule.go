@@ -71,7 +71,7 @@ func (p *schedules) scheduleFor(ctx context.Context, id string) (loadedSchedule,
 // idempotent: the schedule's id derives from the caller and the request id,
 // so the same request again finds it (created false); the id used for a
 // different schedule is AlreadyExists.
-func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *stewardv1.CreateScheduleRequest) (*stewardv1.Schedule, bool, error) {
+func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *stewardv1.CreateScheduleRequest) (_ *stewardv1.Schedule, _ bool, err error) {
 	now := p.now()
 	created, first, err := p.checkSchedule(req, principal, now)
 	if err != nil {
@@ -80,7 +80,14 @@ func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *s
 	created.Tenant = rpc.Caller(ctx).Tenant
 	id := "sch-" + event.RandomID()
 	if req.RequestId != "" {
+		// Claimed as every command's request id is: used first for
+		// another command or another body, it is AlreadyExists.
 		id = "sch-" + event.ID(requestid.CreateSchedule, created.Tenant, principal, req.RequestId)
+		u, cerr := p.claimRequestIDFor(ctx, principal, requestid.CreateSchedule, id, req.RequestId, req, requestid.RecordedBy(p.scheduleExists(id)))
+		if cerr != nil {
+			return nil, false, cerr
+		}
+		defer u.settle(ctx, &err) // the named result: what CreateSchedule answers
 	}
 	ev, err := p.event(event.Meta{ID: event.ID(id, event.TypeScheduleCreated), TaskID: id, Actor: p.actor(principal), CorrelationID: req.RequestId, Time: now}, created)
 	if err != nil {
@@ -111,6 +118,15 @@ func (p *schedules) CreateSchedule(ctx context.Context, principal string, req *s
 		return nil, false, errs.New(errs.AlreadyExists, "request_id %s already created schedule %s, differently", errs.Quote(req.RequestId), id)
 	}
 	return schedule.View(l.s), false, nil
+}
+
+// scheduleExists reports whether schedule id was created, or whether the
+// log cannot say: what a CreateSchedule under a request id records.
+func (p *schedules) scheduleExists(id string) func(context.Context) bool {
+	return func(ctx context.Context) bool {
+		recs, err := p.log.ReadSchedule(ctx, id)
+		return err != nil || len(recs) > 0
+	}
 }
 
 // sameSchedule reports whether s was created as created would create it.

@@ -356,6 +356,9 @@ func TestCreateScheduleChecks(t *testing.T) {
 	if _, _, err := r.ctl.CreateSchedule(acme, "alice", req); !errs.Is(err, errs.AlreadyExists) {
 		t.Fatalf("the request id for another schedule: %v", err)
 	}
+	if _, _, err := r.ctl.CreateTask(acme, "alice", validRequest("daily-news")); !errs.Is(err, errs.AlreadyExists) {
+		t.Fatalf("the schedule's request id for a task: %v", err)
+	}
 	if _, err := r.ctl.GetSchedule(ctx, a.ScheduleId); !errs.Is(err, errs.NotFound) {
 		t.Fatalf("another tenant's get: %v", err)
 	}
