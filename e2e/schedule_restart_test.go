@@ -51,6 +51,7 @@ func TestScheduleCatchesUpAfterAKill(t *testing.T) {
 	p.kill()
 	down := time.Now()
 	waitPast(t, down.Add(7*time.Second)) // more than three intervals
+	execAt := time.Now()
 	p = startBinary(t, data)
 	restart := time.Now()
 	sc = stewardv1connect.NewScheduleServiceClient(&http.Client{Timeout: 30 * time.Second}, p.url)
@@ -66,6 +67,8 @@ func TestScheduleCatchesUpAfterAKill(t *testing.T) {
 		}
 		return false, fmt.Sprintf("no missed firings followed by a run yet: %v", s.GetRecentFirings())
 	})
+	t.Logf("the catch-up was on record %s after the exec (%s after the binary was serving)",
+		time.Since(execAt).Round(time.Millisecond), time.Since(restart).Round(time.Millisecond))
 	missed, caught := s.RecentFirings[missedAt], s.RecentFirings[missedAt+1]
 	if missed.MissedCount < 2 {
 		t.Errorf("%d firings missed over a downtime of more than three intervals", missed.MissedCount)
