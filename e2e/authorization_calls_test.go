@@ -23,6 +23,8 @@ type subject struct {
 	task, action string
 	approval     *stewardv1.Approval
 	revision     string
+	// schedule is a schedule of the agent's, for the schedule calls.
+	schedule string
 }
 
 // matrixCall is how the matrix calls one RPC.
@@ -169,11 +171,31 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 		}
 		return subject{task: id, action: a.ActionId}
 	},
+	"schedule":        func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, false) },
+	"paused schedule": func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, true) },
 	// unknown is a call to the slow tool, whose outcome is unknown.
 	"unknown": func(t *testing.T, e *harness, name string) subject {
 		a := e.unknownActionOn(t, e.create(t, name, matrixContract()))
 		return subject{task: a.task, action: a.action}
 	},
+}
+
+// matrixSchedule makes a schedule as e's agent, paused when paused.
+func matrixSchedule(t *testing.T, e *harness, name string, paused bool) subject {
+	resp, err := e.agent.schedules.CreateSchedule(context.Background(), connect.NewRequest(&stewardv1.CreateScheduleRequest{
+		RequestId: name, Spec: &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Cron{Cron: "0 9 * * *"}},
+		Template: &stewardv1.ScheduleTemplate{Contract: contract()},
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Schedule.ScheduleId
+	if paused {
+		if _, err := e.agent.schedules.PauseSchedule(context.Background(), connect.NewRequest(&stewardv1.PauseScheduleRequest{ScheduleId: id})); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return subject{schedule: id}
 }
 
 // inline returns errBlanked unless t, as served, carries the result of its
@@ -296,6 +318,37 @@ var matrixCalls = map[string]matrixCall{
 		return err
 	}},
 
+	stewardv1connect.ScheduleServiceCreateScheduleProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
+		_, err := c.schedules.CreateSchedule(ctx, connect.NewRequest(&stewardv1.CreateScheduleRequest{RequestId: name,
+			Spec: &stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Cron{Cron: "0 9 * * *"}}, Template: &stewardv1.ScheduleTemplate{Contract: contract()}}))
+		return err
+	}},
+	stewardv1connect.ScheduleServiceGetScheduleProcedure: {state: "schedule", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.schedules.GetSchedule(ctx, connect.NewRequest(&stewardv1.GetScheduleRequest{ScheduleId: s.schedule}))
+		return err
+	}},
+	stewardv1connect.ScheduleServiceListSchedulesProcedure: {state: "schedule", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		resp, err := c.schedules.ListSchedules(ctx, connect.NewRequest(&stewardv1.ListSchedulesRequest{PageSize: 1000}))
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(resp.Msg.Schedules, func(x *stewardv1.Schedule) bool { return x.ScheduleId == s.schedule }) {
+			return errLeftOut
+		}
+		return nil
+	}},
+	stewardv1connect.ScheduleServicePauseScheduleProcedure: {state: "schedule", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.schedules.PauseSchedule(ctx, connect.NewRequest(&stewardv1.PauseScheduleRequest{ScheduleId: s.schedule}))
+		return err
+	}},
+	stewardv1connect.ScheduleServiceResumeScheduleProcedure: {state: "paused schedule", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.schedules.ResumeSchedule(ctx, connect.NewRequest(&stewardv1.ResumeScheduleRequest{ScheduleId: s.schedule}))
+		return err
+	}},
+	stewardv1connect.ScheduleServiceDeleteScheduleProcedure: {state: "schedule", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.schedules.DeleteSchedule(ctx, connect.NewRequest(&stewardv1.DeleteScheduleRequest{ScheduleId: s.schedule}))
+		return err
+	}},
 	stewardv1connect.GovernanceServiceListApprovalsProcedure: {state: "approval", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
 		resp, err := c.governance.ListApprovals(ctx, connect.NewRequest(&stewardv1.ListApprovalsRequest{PendingOnly: true}))
 		if err != nil {

@@ -435,12 +435,14 @@ func newClients(url string, opts ...connect.ClientOption) clients {
 type authed struct {
 	clients
 	governance stewardv1connect.GovernanceServiceClient
+	schedules  stewardv1connect.ScheduleServiceClient
 }
 
 func withToken(url, token string) authed {
 	opt := connect.WithInterceptors(stewardtest.Bearer(token))
 	hc := &http.Client{Timeout: 30 * time.Second}
-	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt)}
+	return authed{clients: newClients(url, opt), governance: stewardv1connect.NewGovernanceServiceClient(hc, url, opt),
+		schedules: stewardv1connect.NewScheduleServiceClient(hc, url, opt)}
 }
 
 // actionClient is an ActionService client that presents token.

@@ -6,6 +6,10 @@ package main
 
 import (
 	"os"
+	// Schedules name IANA time zones (docs/schedules.md): the zone
+	// database goes in the binary, so a host or image without one
+	// (distroless, scratch) reads them the same.
+	_ "time/tzdata"
 
 	"github.com/steward-run/steward/cmd/steward/app"
 )

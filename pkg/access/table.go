@@ -9,6 +9,16 @@ import (
 // task. A stranger with a token must not stop someone else's work.
 var steer = Rule{Group: Steering, Parties: Agent | Owner, Roles: []string{Operator}}
 
+// scheduleTenant is the plane's check of every schedule RPC.
+const scheduleTenant = "only the caller's tenant's schedules; another tenant's is not_found"
+
+// scheduleSteer is the rule of the commands that steer a schedule: its
+// creator, whose runs it makes, or an operator; the control plane checks,
+// as a schedule is not a task the table can look parties up in.
+func scheduleSteer(what string) Rule {
+	return Rule{Group: Steering, Plane: scheduleTenant + "; only its creator or an operator", Why: "the schedule's creator, or an operator, " + what}
+}
+
 // work is the rule of the agent's commands: a task's work is done by the
 // agent it belongs to, not by anyone holding a token.
 func work(why string) Rule { return Rule{Group: Work, Parties: Agent, Why: why} }
@@ -60,6 +70,14 @@ var Table = map[string]Rule{
 	stewardv1connect.TaskServiceDecideContractRevisionProcedure: {Group: Review,
 		Plane: "the contract's accountable owner, or a holder of a role the revision's policy snapshot names who neither proposed it nor approved it as owner (the fold; the role, the control plane)",
 		Why:   "policy names the roles per revision, as per approval"},
+
+	// ScheduleService: tasks made again and again from one template.
+	stewardv1connect.ScheduleServiceCreateScheduleProcedure: {Group: Start, Why: "anyone known may ask for recurring work; they become its creator, and the agent of every run"},
+	stewardv1connect.ScheduleServiceGetScheduleProcedure:    {Group: Read, Plane: scheduleTenant, Why: "a schedule's state and firings are shown to everyone known, as a task's"},
+	stewardv1connect.ScheduleServiceListSchedulesProcedure:  {Group: Read, Plane: scheduleTenant, Why: "as GetSchedule"},
+	stewardv1connect.ScheduleServicePauseScheduleProcedure:  scheduleSteer("may hold it"),
+	stewardv1connect.ScheduleServiceResumeScheduleProcedure: scheduleSteer("may let it fire again"),
+	stewardv1connect.ScheduleServiceDeleteScheduleProcedure: scheduleSteer("may end it"),
 
 	// GovernanceService: approvals and credentials.
 	stewardv1connect.GovernanceServiceListApprovalsProcedure: {Group: Read, Plane: "parameters_json is blanked and action_hash keyed for a caller who may neither read the task's content nor decide the approval (pkg/content)", Why: "approvers find what waits for them"},

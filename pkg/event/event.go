@@ -99,6 +99,15 @@ const (
 
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
+
+	// A schedule's events live on its own chain (steward.schedule.<id>),
+	// chosen by their first token.
+	TypeScheduleCreated    = "schedule.created"
+	TypeSchedulePaused     = "schedule.paused"
+	TypeScheduleResumed    = "schedule.resumed"
+	TypeScheduleDeleted    = "schedule.deleted"
+	TypeScheduleFired      = "schedule.fired"
+	TypeScheduleRunStarted = "schedule.run_started"
 )
 
 // Payload is one of the event payload messages, such as
@@ -205,6 +214,12 @@ var typeNames = map[protoreflect.Name]string{
 	"contract_revision_proposed":  TypeContractRevisionProposed,
 	"contract_revision_evaluated": TypeContractRevisionEvaluated,
 	"contract_revision_decided":   TypeContractRevisionDecided,
+	"schedule_created":            TypeScheduleCreated,
+	"schedule_paused":             TypeSchedulePaused,
+	"schedule_resumed":            TypeScheduleResumed,
+	"schedule_deleted":            TypeScheduleDeleted,
+	"schedule_fired":              TypeScheduleFired,
+	"schedule_run_started":        TypeScheduleRunStarted,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

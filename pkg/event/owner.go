@@ -44,6 +44,13 @@ var owners = map[string]string{
 	TypeContractRevisionDecided:   PlaneControl,
 	TypeContractRevisionEvaluated: PlaneGovernance,
 
+	TypeScheduleCreated:    PlaneControl,
+	TypeSchedulePaused:     PlaneControl,
+	TypeScheduleResumed:    PlaneControl,
+	TypeScheduleDeleted:    PlaneControl,
+	TypeScheduleFired:      PlaneControl,
+	TypeScheduleRunStarted: PlaneControl,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

@@ -30,6 +30,9 @@ const (
 
 	ReviseContract         = "ReviseContract"
 	DecideContractRevision = "DecideContractRevision"
+	// CreateSchedule derives the schedule's id from its name, the tenant,
+	// the caller and the request id; the schedule's chain is its record.
+	CreateSchedule = "CreateSchedule"
 )
 
 // Commands returns every command that takes a request id, in the order
@@ -40,5 +43,6 @@ func Commands() []string {
 		DelegateTask, SubmitPlan, SubmitArtifact, MarkProduced, AcceptTask, ReturnTask,
 		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding, ForkTask,
 		ReviseContract, DecideContractRevision,
+		CreateSchedule,
 	}
 }

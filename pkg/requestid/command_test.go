@@ -21,6 +21,7 @@ func TestCommandNames(t *testing.T) {
 		"DelegateTask", "SubmitPlan", "SubmitArtifact", "MarkProduced", "AcceptTask", "ReturnTask",
 		"RequestInput", "ProvideInput", "ExtendDeadline", "RenewCredential", "RecordFinding", "ForkTask",
 		"ReviseContract", "DecideContractRevision",
+		"CreateSchedule",
 	}
 	if got := requestid.Commands(); !slices.Equal(got, want) {
 		t.Errorf("Commands() = %q\nwant          %q", got, want)

@@ -85,6 +85,7 @@ func lifecycleStep(t *stewardv1.Task, ev *stewardv1.Event) error {
 		t.Contract.TaskId = ev.TaskId
 		t.RequestId = p.TaskCreated.RequestId
 		t.Tenant = p.TaskCreated.Tenant
+		t.ScheduleRun = p.TaskCreated.ScheduleRun
 		t.CreatedAt = ev.Time
 		t.CreatedBy = ev.Actor.GetPrincipal()
 	case *stewardv1.Event_TaskPaused:

@@ -2,6 +2,7 @@ package control
 
 import (
 	"context"
+	"time"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
@@ -67,3 +68,32 @@ var (
 	Undoable = undoable
 	InFlight = inFlight
 )
+
+// TickSchedule ticks schedule id at the plane's time, as its timer would.
+func (p *Plane) TickSchedule(ctx context.Context, id string) error {
+	return p.schedules.tickSchedule(ctx, id, time.Time{})
+}
+
+func (p *Plane) PauseSchedule(ctx context.Context, principal, id, reason string) (*stewardv1.Schedule, error) {
+	return p.schedules.steerSchedule(ctx, principal, id, reason, &stewardv1.SchedulePaused{Reason: reason})
+}
+
+func (p *Plane) ResumeSchedule(ctx context.Context, principal, id, reason string) (*stewardv1.Schedule, error) {
+	return p.schedules.steerSchedule(ctx, principal, id, reason, &stewardv1.ScheduleResumed{Reason: reason})
+}
+
+func (p *Plane) DeleteSchedule(ctx context.Context, principal, id, reason string) (*stewardv1.Schedule, error) {
+	return p.schedules.steerSchedule(ctx, principal, id, reason, &stewardv1.ScheduleDeleted{Reason: reason})
+}
+
+func (p *Plane) CreateSchedule(ctx context.Context, principal string, req *stewardv1.CreateScheduleRequest) (*stewardv1.Schedule, bool, error) {
+	return p.schedules.CreateSchedule(ctx, principal, req)
+}
+
+func (p *Plane) GetSchedule(ctx context.Context, id string) (*stewardv1.Schedule, error) {
+	return p.schedules.GetSchedule(ctx, id)
+}
+
+func (p *Plane) ListSchedules(ctx context.Context, req *stewardv1.ListSchedulesRequest) ([]*stewardv1.Schedule, string, error) {
+	return p.schedules.ListSchedules(ctx, req)
+}

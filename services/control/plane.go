@@ -108,6 +108,12 @@ type Plane struct {
 	now      func() time.Time
 	sub      eventlog.Subscription
 	timerSub timer.Subscription
+	// scheduleSub fires schedules (schedule_fire.go).
+	scheduleSub timer.Subscription
+	// schedules makes tasks on schedules (schedule.go); runMade, a test
+	// hook, runs between a run's creation and its firing's record.
+	schedules *schedules
+	runMade   func(scheduleID string)
 	// quota holds commands to the quotas, over the usage they bound
 	// (quota.go, usage.go); stopUsage ends usage's reader.
 	quota     *gate
@@ -159,6 +165,13 @@ func AfterStepProposal(fn func(step string) error) Option {
 	return func(p *Plane) { p.stepProposed = fn }
 }
 
+// AfterRunMade makes fn run after each schedule run is created, before
+// its firing is recorded: where a pause, a crash or another replica may
+// come between the two.
+func AfterRunMade(fn func(scheduleID string)) Option {
+	return func(p *Plane) { p.runMade = fn }
+}
+
 // StartWait sets how long a command that needs a running task waits for
 // a pending one to start (startWait by default), and calls waiting, if
 // not nil, as such a wait begins.
@@ -188,6 +201,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		startWait: startWait, criteria: newProgramCache(), outcomes: cfg.Outcomes,
 	}
 	p.quota = &gate{usage: p.usage, quotas: cfg.Quotas.withDefaults()}
+	p.schedules = &schedules{p}
 	for _, o := range opts {
 		o(p)
 	}
@@ -230,6 +244,13 @@ func (p *Plane) Start(ctx context.Context) error {
 		}
 		p.timerSub = sub
 	}
+	if p.timers != nil {
+		sub, err := p.timers.Run(ctx, ScheduleConsumer, []string{ScheduleTimerKind}, p.schedules.onScheduleTimer)
+		if err != nil {
+			return err
+		}
+		p.scheduleSub = sub
+	}
 	p.usage.read()
 	sub, err := p.log.React(ctx, PlaneName, p.reactions()...)
 	if err != nil {
@@ -250,10 +271,15 @@ func (p *Plane) Stop() {
 	if p.timerSub != nil {
 		p.timerSub.Stop()
 	}
+	if p.scheduleSub != nil {
+		p.scheduleSub.Stop()
+	}
 }
 
 // Services returns the Connect services the plane serves, built with opts.
 func (p *Plane) Services(opts []connect.HandlerOption) []rpc.Service {
 	path, h := stewardv1connect.NewTaskServiceHandler(&taskService{plane: p}, opts...)
-	return []rpc.Service{{Name: stewardv1connect.TaskServiceName, Path: path, Handler: h}}
+	spath, sh := stewardv1connect.NewScheduleServiceHandler(&scheduleService{plane: p}, opts...)
+	return []rpc.Service{{Name: stewardv1connect.TaskServiceName, Path: path, Handler: h},
+		{Name: stewardv1connect.ScheduleServiceName, Path: spath, Handler: sh}}
 }

@@ -52,6 +52,7 @@ Usage:
   steward actions settle
   steward budget raise
   steward tools ls|show|register
+  steward schedules create|get|list|pause|resume|delete
                  for the people around a task: see, steer, decide, answer, settle
                  (docs/cli.md); a table, or -o json for scripts
   steward policy test DIR | eval DIR --input FILE

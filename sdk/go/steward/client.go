@@ -20,6 +20,7 @@ type Client struct {
 	governance stewardv1connect.GovernanceServiceClient
 	actions    stewardv1connect.ActionServiceClient
 	tools      stewardv1connect.ToolServiceClient
+	schedules  stewardv1connect.ScheduleServiceClient
 	retry      Retry
 	newID      func() string
 }
@@ -72,6 +73,7 @@ func New(baseURL string, opts ...Option) *Client {
 		governance: stewardv1connect.NewGovernanceServiceClient(c.http, baseURL, c.opts...),
 		actions:    stewardv1connect.NewActionServiceClient(c.http, baseURL, c.opts...),
 		tools:      stewardv1connect.NewToolServiceClient(c.http, baseURL, c.opts...),
+		schedules:  stewardv1connect.NewScheduleServiceClient(c.http, baseURL, c.opts...),
 		retry:      c.retry,
 		newID:      c.newID,
 	}

@@ -156,6 +156,12 @@ type Event struct {
 	//	*Event_ContractRevisionProposed
 	//	*Event_ContractRevisionEvaluated
 	//	*Event_ContractRevisionDecided
+	//	*Event_ScheduleCreated
+	//	*Event_SchedulePaused
+	//	*Event_ScheduleResumed
+	//	*Event_ScheduleDeleted
+	//	*Event_ScheduleFired
+	//	*Event_ScheduleRunStarted
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -767,6 +773,60 @@ func (x *Event) GetContractRevisionDecided() *ContractRevisionDecided {
 	return nil
 }
 
+func (x *Event) GetScheduleCreated() *ScheduleCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleCreated); ok {
+			return x.ScheduleCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSchedulePaused() *SchedulePaused {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SchedulePaused); ok {
+			return x.SchedulePaused
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleResumed() *ScheduleResumed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleResumed); ok {
+			return x.ScheduleResumed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleDeleted() *ScheduleDeleted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleDeleted); ok {
+			return x.ScheduleDeleted
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleFired() *ScheduleFired {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleFired); ok {
+			return x.ScheduleFired
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetScheduleRunStarted() *ScheduleRunStarted {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ScheduleRunStarted); ok {
+			return x.ScheduleRunStarted
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -1002,6 +1062,30 @@ type Event_ContractRevisionDecided struct {
 	ContractRevisionDecided *ContractRevisionDecided `protobuf:"bytes,98,opt,name=contract_revision_decided,json=contractRevisionDecided,proto3,oneof"`
 }
 
+type Event_ScheduleCreated struct {
+	ScheduleCreated *ScheduleCreated `protobuf:"bytes,88,opt,name=schedule_created,json=scheduleCreated,proto3,oneof"`
+}
+
+type Event_SchedulePaused struct {
+	SchedulePaused *SchedulePaused `protobuf:"bytes,89,opt,name=schedule_paused,json=schedulePaused,proto3,oneof"`
+}
+
+type Event_ScheduleResumed struct {
+	ScheduleResumed *ScheduleResumed `protobuf:"bytes,90,opt,name=schedule_resumed,json=scheduleResumed,proto3,oneof"`
+}
+
+type Event_ScheduleDeleted struct {
+	ScheduleDeleted *ScheduleDeleted `protobuf:"bytes,91,opt,name=schedule_deleted,json=scheduleDeleted,proto3,oneof"`
+}
+
+type Event_ScheduleFired struct {
+	ScheduleFired *ScheduleFired `protobuf:"bytes,92,opt,name=schedule_fired,json=scheduleFired,proto3,oneof"`
+}
+
+type Event_ScheduleRunStarted struct {
+	ScheduleRunStarted *ScheduleRunStarted `protobuf:"bytes,93,opt,name=schedule_run_started,json=scheduleRunStarted,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1114,6 +1198,18 @@ func (*Event_ContractRevisionEvaluated) isEvent_Payload() {}
 
 func (*Event_ContractRevisionDecided) isEvent_Payload() {}
 
+func (*Event_ScheduleCreated) isEvent_Payload() {}
+
+func (*Event_SchedulePaused) isEvent_Payload() {}
+
+func (*Event_ScheduleResumed) isEvent_Payload() {}
+
+func (*Event_ScheduleDeleted) isEvent_Payload() {}
+
+func (*Event_ScheduleFired) isEvent_Payload() {}
+
+func (*Event_ScheduleRunStarted) isEvent_Payload() {}
+
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1178,7 +1274,10 @@ type TaskCreated struct {
 	Tenant string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	// Set when the task is a fork (TaskService.ForkTask): it starts from
 	// fork.state instead of from nothing.
-	Fork          *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	Fork *ForkOrigin `protobuf:"bytes,4,opt,name=fork,proto3" json:"fork,omitempty"`
+	// Set when the task is a schedule's run: its schedule, firing and the
+	// previous run.
+	ScheduleRun   *ScheduleRun `protobuf:"bytes,5,opt,name=schedule_run,json=scheduleRun,proto3" json:"schedule_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1237,6 +1336,13 @@ func (x *TaskCreated) GetTenant() string {
 func (x *TaskCreated) GetFork() *ForkOrigin {
 	if x != nil {
 		return x.Fork
+	}
+	return nil
+}
+
+func (x *TaskCreated) GetScheduleRun() *ScheduleRun {
+	if x != nil {
+		return x.ScheduleRun
 	}
 	return nil
 }
@@ -4727,12 +4833,345 @@ func (x *ContextAttached) GetItem() *ContextItem {
 	return nil
 }
 
+// ScheduleCreated opens a schedule's chain (steward.schedule.<id>; the
+// envelope's task_id is the schedule's id). Control plane.
+type ScheduleCreated struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Spec     *ScheduleSpec          `protobuf:"bytes,1,opt,name=spec,proto3" json:"spec,omitempty"`
+	Template *ScheduleTemplate      `protobuf:"bytes,2,opt,name=template,proto3" json:"template,omitempty"`
+	Overlap  *Overlap               `protobuf:"bytes,3,opt,name=overlap,proto3" json:"overlap,omitempty"`
+	CatchUp  *CatchUp               `protobuf:"bytes,4,opt,name=catch_up,json=catchUp,proto3" json:"catch_up,omitempty"`
+	// The creator's tenant, from its verified identity.
+	Tenant        string `protobuf:"bytes,5,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleCreated) Reset() {
+	*x = ScheduleCreated{}
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleCreated) ProtoMessage() {}
+
+func (x *ScheduleCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleCreated.ProtoReflect.Descriptor instead.
+func (*ScheduleCreated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ScheduleCreated) GetSpec() *ScheduleSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetTemplate() *ScheduleTemplate {
+	if x != nil {
+		return x.Template
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetOverlap() *Overlap {
+	if x != nil {
+		return x.Overlap
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetCatchUp() *CatchUp {
+	if x != nil {
+		return x.CatchUp
+	}
+	return nil
+}
+
+func (x *ScheduleCreated) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *ScheduleCreated) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+// SchedulePaused stops a schedule firing until it is resumed.
+type SchedulePaused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SchedulePaused) Reset() {
+	*x = SchedulePaused{}
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SchedulePaused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SchedulePaused) ProtoMessage() {}
+
+func (x *SchedulePaused) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SchedulePaused.ProtoReflect.Descriptor instead.
+func (*SchedulePaused) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *SchedulePaused) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleResumed lets a paused schedule fire again, from now: firings
+// while it was paused are not caught up.
+type ScheduleResumed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleResumed) Reset() {
+	*x = ScheduleResumed{}
+	mi := &file_steward_v1_event_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleResumed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleResumed) ProtoMessage() {}
+
+func (x *ScheduleResumed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleResumed.ProtoReflect.Descriptor instead.
+func (*ScheduleResumed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *ScheduleResumed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleDeleted ends a schedule for good.
+type ScheduleDeleted struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleDeleted) Reset() {
+	*x = ScheduleDeleted{}
+	mi := &file_steward_v1_event_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleDeleted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleDeleted) ProtoMessage() {}
+
+func (x *ScheduleDeleted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleDeleted.ProtoReflect.Descriptor instead.
+func (*ScheduleDeleted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *ScheduleDeleted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ScheduleFired records one firing (or, for MISSED, a run of missed ones)
+// and what became of it; its event id derives from the schedule and the
+// firing time, so a firing is recorded once.
+type ScheduleFired struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Firing        *ScheduleFiring        `protobuf:"bytes,1,opt,name=firing,proto3" json:"firing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleFired) Reset() {
+	*x = ScheduleFired{}
+	mi := &file_steward_v1_event_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleFired) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleFired) ProtoMessage() {}
+
+func (x *ScheduleFired) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleFired.ProtoReflect.Descriptor instead.
+func (*ScheduleFired) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *ScheduleFired) GetFiring() *ScheduleFiring {
+	if x != nil {
+		return x.Firing
+	}
+	return nil
+}
+
+// ScheduleRunStarted records that a QUEUED firing started, its previous
+// run having ended.
+type ScheduleRunStarted struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	FiringTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=firing_time,json=firingTime,proto3" json:"firing_time,omitempty"`
+	// Empty when the run could not be created; reason says why.
+	TaskId        string `protobuf:"bytes,2,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleRunStarted) Reset() {
+	*x = ScheduleRunStarted{}
+	mi := &file_steward_v1_event_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleRunStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleRunStarted) ProtoMessage() {}
+
+func (x *ScheduleRunStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleRunStarted.ProtoReflect.Descriptor instead.
+func (*ScheduleRunStarted) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *ScheduleRunStarted) GetFiringTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.FiringTime
+	}
+	return nil
+}
+
+func (x *ScheduleRunStarted) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ScheduleRunStarted) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc7\"\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84&\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4801,18 +5240,25 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x14milestone_progressed\x18U \x01(\v2\x1f.steward.v1.MilestoneProgressedH\x00R\x13milestoneProgressed\x12d\n" +
 	"\x1acontract_revision_proposed\x18` \x01(\v2$.steward.v1.ContractRevisionProposedH\x00R\x18contractRevisionProposed\x12g\n" +
 	"\x1bcontract_revision_evaluated\x18a \x01(\v2%.steward.v1.ContractRevisionEvaluatedH\x00R\x19contractRevisionEvaluated\x12a\n" +
-	"\x19contract_revision_decided\x18b \x01(\v2#.steward.v1.ContractRevisionDecidedH\x00R\x17contractRevisionDecided\x12\x12\n" +
+	"\x19contract_revision_decided\x18b \x01(\v2#.steward.v1.ContractRevisionDecidedH\x00R\x17contractRevisionDecided\x12H\n" +
+	"\x10schedule_created\x18X \x01(\v2\x1b.steward.v1.ScheduleCreatedH\x00R\x0fscheduleCreated\x12E\n" +
+	"\x0fschedule_paused\x18Y \x01(\v2\x1a.steward.v1.SchedulePausedH\x00R\x0eschedulePaused\x12H\n" +
+	"\x10schedule_resumed\x18Z \x01(\v2\x1b.steward.v1.ScheduleResumedH\x00R\x0fscheduleResumed\x12H\n" +
+	"\x10schedule_deleted\x18[ \x01(\v2\x1b.steward.v1.ScheduleDeletedH\x00R\x0fscheduleDeleted\x12B\n" +
+	"\x0eschedule_fired\x18\\ \x01(\v2\x19.steward.v1.ScheduleFiredH\x00R\rscheduleFired\x12R\n" +
+	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
-	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xa6\x01\n" +
+	"\x05plane\x18\x02 \x01(\tR\x05plane\"\xe2\x01\n" +
 	"\vTaskCreated\x124\n" +
 	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x02 \x01(\tR\trequestId\x12\x16\n" +
 	"\x06tenant\x18\x03 \x01(\tR\x06tenant\x12*\n" +
-	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\"\r\n" +
+	"\x04fork\x18\x04 \x01(\v2\x16.steward.v1.ForkOriginR\x04fork\x12:\n" +
+	"\fschedule_run\x18\x05 \x01(\v2\x17.steward.v1.ScheduleRunR\vscheduleRun\"\r\n" +
 	"\vTaskStarted\"$\n" +
 	"\n" +
 	"TaskPaused\x12\x16\n" +
@@ -5061,7 +5507,28 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\apercent\x18\x02 \x01(\rR\apercent\x12\x12\n" +
 	"\x04note\x18\x03 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
-	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
+	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item\"\x8f\x02\n" +
+	"\x0fScheduleCreated\x12,\n" +
+	"\x04spec\x18\x01 \x01(\v2\x18.steward.v1.ScheduleSpecR\x04spec\x128\n" +
+	"\btemplate\x18\x02 \x01(\v2\x1c.steward.v1.ScheduleTemplateR\btemplate\x12-\n" +
+	"\aoverlap\x18\x03 \x01(\v2\x13.steward.v1.OverlapR\aoverlap\x12.\n" +
+	"\bcatch_up\x18\x04 \x01(\v2\x13.steward.v1.CatchUpR\acatchUp\x12\x16\n" +
+	"\x06tenant\x18\x05 \x01(\tR\x06tenant\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\"(\n" +
+	"\x0eSchedulePaused\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\")\n" +
+	"\x0fScheduleResumed\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\")\n" +
+	"\x0fScheduleDeleted\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"C\n" +
+	"\rScheduleFired\x122\n" +
+	"\x06firing\x18\x01 \x01(\v2\x1a.steward.v1.ScheduleFiringR\x06firing\"\x82\x01\n" +
+	"\x12ScheduleRunStarted\x12;\n" +
+	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"firingTime\x12\x17\n" +
+	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -5085,7 +5552,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),                 // 0: steward.v1.BreakerState
 	(*Event)(nil),                     // 1: steward.v1.Event
@@ -5144,44 +5611,56 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*AgentHeartbeat)(nil),            // 54: steward.v1.AgentHeartbeat
 	(*MilestoneProgressed)(nil),       // 55: steward.v1.MilestoneProgressed
 	(*ContextAttached)(nil),           // 56: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),     // 57: google.protobuf.Timestamp
-	(*ContractRevisionProposed)(nil),  // 58: steward.v1.ContractRevisionProposed
-	(*ContractRevisionEvaluated)(nil), // 59: steward.v1.ContractRevisionEvaluated
-	(*ContractRevisionDecided)(nil),   // 60: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 61: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 62: steward.v1.ForkOrigin
-	(TaskStatus)(0),                   // 63: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 64: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 65: steward.v1.Finding
-	(*Plan)(nil),                      // 66: steward.v1.Plan
-	(*PlanRevision)(nil),              // 67: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 68: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 69: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 70: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 71: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 72: google.protobuf.Value
-	(SuspendCause)(0),                 // 73: steward.v1.SuspendCause
-	(*Action)(nil),                    // 74: steward.v1.Action
-	(*Approval)(nil),                  // 75: steward.v1.Approval
-	(ApprovalDecision)(0),             // 76: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 77: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 78: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 79: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 80: steward.v1.Outcome
-	(WaitKind)(0),                     // 81: steward.v1.WaitKind
-	(SettleState)(0),                  // 82: steward.v1.SettleState
-	(RevalidationReason)(0),           // 83: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 84: google.protobuf.Duration
-	(*ToolContract)(nil),              // 85: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 86: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 87: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 88: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 89: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 90: steward.v1.Decision
-	(*ContextItem)(nil),               // 91: steward.v1.ContextItem
+	(*ScheduleCreated)(nil),           // 57: steward.v1.ScheduleCreated
+	(*SchedulePaused)(nil),            // 58: steward.v1.SchedulePaused
+	(*ScheduleResumed)(nil),           // 59: steward.v1.ScheduleResumed
+	(*ScheduleDeleted)(nil),           // 60: steward.v1.ScheduleDeleted
+	(*ScheduleFired)(nil),             // 61: steward.v1.ScheduleFired
+	(*ScheduleRunStarted)(nil),        // 62: steward.v1.ScheduleRunStarted
+	(*timestamppb.Timestamp)(nil),     // 63: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 64: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 65: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 66: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 67: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 68: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 69: steward.v1.ScheduleRun
+	(TaskStatus)(0),                   // 70: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 71: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 72: steward.v1.Finding
+	(*Plan)(nil),                      // 73: steward.v1.Plan
+	(*PlanRevision)(nil),              // 74: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 75: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 76: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 77: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 78: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 79: google.protobuf.Value
+	(SuspendCause)(0),                 // 80: steward.v1.SuspendCause
+	(*Action)(nil),                    // 81: steward.v1.Action
+	(*Approval)(nil),                  // 82: steward.v1.Approval
+	(ApprovalDecision)(0),             // 83: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 84: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 85: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 86: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 87: steward.v1.Outcome
+	(WaitKind)(0),                     // 88: steward.v1.WaitKind
+	(SettleState)(0),                  // 89: steward.v1.SettleState
+	(RevalidationReason)(0),           // 90: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 91: google.protobuf.Duration
+	(*ToolContract)(nil),              // 92: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 93: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 94: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 95: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 96: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 97: steward.v1.Decision
+	(*ContextItem)(nil),               // 98: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 99: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 100: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 101: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 102: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 103: steward.v1.ScheduleFiring
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	57,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	63,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5236,64 +5715,77 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
 	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
-	58,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
-	59,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
-	60,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
-	61,  // 58: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	62,  // 59: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	63,  // 60: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	64,  // 61: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	57,  // 62: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	57,  // 63: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	65,  // 64: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	66,  // 65: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	67,  // 66: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	68,  // 67: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	69,  // 68: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	70,  // 69: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	57,  // 70: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	71,  // 71: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	72,  // 72: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	73,  // 73: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	57,  // 74: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	74,  // 75: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	69,  // 76: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	70,  // 77: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	75,  // 78: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	70,  // 79: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	76,  // 80: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	77,  // 81: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	78,  // 82: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	69,  // 83: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	79,  // 84: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	80,  // 85: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	81,  // 86: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	57,  // 87: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	82,  // 88: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	83,  // 89: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	84,  // 90: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	84,  // 91: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 92: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 93: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	57,  // 94: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	85,  // 95: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 96: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	86,  // 97: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	86,  // 98: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	87,  // 99: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	88,  // 100: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	89,  // 101: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	90,  // 102: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	84,  // 103: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	84,  // 104: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	84,  // 105: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	84,  // 106: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	91,  // 107: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	108, // [108:108] is the sub-list for method output_type
-	108, // [108:108] is the sub-list for method input_type
-	108, // [108:108] is the sub-list for extension type_name
-	108, // [108:108] is the sub-list for extension extendee
-	0,   // [0:108] is the sub-list for field type_name
+	64,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	65,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	66,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	57,  // 58: steward.v1.Event.schedule_created:type_name -> steward.v1.ScheduleCreated
+	58,  // 59: steward.v1.Event.schedule_paused:type_name -> steward.v1.SchedulePaused
+	59,  // 60: steward.v1.Event.schedule_resumed:type_name -> steward.v1.ScheduleResumed
+	60,  // 61: steward.v1.Event.schedule_deleted:type_name -> steward.v1.ScheduleDeleted
+	61,  // 62: steward.v1.Event.schedule_fired:type_name -> steward.v1.ScheduleFired
+	62,  // 63: steward.v1.Event.schedule_run_started:type_name -> steward.v1.ScheduleRunStarted
+	67,  // 64: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	68,  // 65: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	69,  // 66: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	70,  // 67: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	71,  // 68: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	63,  // 69: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	63,  // 70: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	72,  // 71: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	73,  // 72: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	74,  // 73: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	75,  // 74: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	76,  // 75: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	77,  // 76: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	63,  // 77: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	78,  // 78: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	79,  // 79: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	80,  // 80: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	63,  // 81: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	81,  // 82: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	76,  // 83: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	77,  // 84: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	82,  // 85: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	77,  // 86: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	83,  // 87: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	84,  // 88: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	85,  // 89: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	76,  // 90: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	86,  // 91: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	87,  // 92: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	88,  // 93: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	63,  // 94: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	89,  // 95: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	90,  // 96: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	91,  // 97: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	91,  // 98: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 99: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 100: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	63,  // 101: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	92,  // 102: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 103: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	93,  // 104: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	93,  // 105: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	94,  // 106: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	95,  // 107: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	96,  // 108: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	97,  // 109: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	91,  // 110: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	91,  // 111: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	91,  // 112: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	91,  // 113: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	98,  // 114: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	99,  // 115: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	100, // 116: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	101, // 117: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	102, // 118: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	103, // 119: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	63,  // 120: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	121, // [121:121] is the sub-list for method output_type
+	121, // [121:121] is the sub-list for method input_type
+	121, // [121:121] is the sub-list for extension type_name
+	121, // [121:121] is the sub-list for extension extendee
+	0,   // [0:121] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5309,6 +5801,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_execution_report_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
+	file_steward_v1_schedule_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
 	file_steward_v1_event_proto_msgTypes[0].OneofWrappers = []any{
@@ -5368,6 +5861,12 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ContractRevisionProposed)(nil),
 		(*Event_ContractRevisionEvaluated)(nil),
 		(*Event_ContractRevisionDecided)(nil),
+		(*Event_ScheduleCreated)(nil),
+		(*Event_SchedulePaused)(nil),
+		(*Event_ScheduleResumed)(nil),
+		(*Event_ScheduleDeleted)(nil),
+		(*Event_ScheduleFired)(nil),
+		(*Event_ScheduleRunStarted)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5375,7 +5874,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   56,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -8,6 +8,7 @@ import type { Duration, Timestamp, Value } from "@bufbuild/protobuf/wkt";
 import type { ContractRevisionDecided, ContractRevisionEvaluated, ContractRevisionProposed } from "./revision_pb.js";
 import type { TaskContract } from "./contract_pb.js";
 import type { Finding, ForkOrigin, NeedsInputCause, SuspendCause, TaskStatus } from "./task_pb.js";
+import type { CatchUp, Overlap, ScheduleFiring, ScheduleRun, ScheduleSpec, ScheduleTemplate } from "./schedule_pb.js";
 import type { Plan, PlanRevision, StepStatus } from "./plan_pb.js";
 import type { Action, ActionPermit, Approval, ApprovalDecision, Outcome, PolicySnapshot, RevalidationReason, SealedSecret, SettleState, SignedApprovalDecision, SignedEvent, SignedPermit, WaitKind } from "./action_pb.js";
 import type { ToolContract } from "./tool_pb.js";
@@ -425,6 +426,42 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ContractRevisionDecided;
     case: "contractRevisionDecided";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleCreated schedule_created = 88;
+     */
+    value: ScheduleCreated;
+    case: "scheduleCreated";
+  } | {
+    /**
+     * @generated from field: steward.v1.SchedulePaused schedule_paused = 89;
+     */
+    value: SchedulePaused;
+    case: "schedulePaused";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleResumed schedule_resumed = 90;
+     */
+    value: ScheduleResumed;
+    case: "scheduleResumed";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleDeleted schedule_deleted = 91;
+     */
+    value: ScheduleDeleted;
+    case: "scheduleDeleted";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleFired schedule_fired = 92;
+     */
+    value: ScheduleFired;
+    case: "scheduleFired";
+  } | {
+    /**
+     * @generated from field: steward.v1.ScheduleRunStarted schedule_run_started = 93;
+     */
+    value: ScheduleRunStarted;
+    case: "scheduleRunStarted";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -496,6 +533,14 @@ export declare type TaskCreated = Message<"steward.v1.TaskCreated"> & {
    * @generated from field: steward.v1.ForkOrigin fork = 4;
    */
   fork?: ForkOrigin | undefined;
+
+  /**
+   * Set when the task is a schedule's run: its schedule, firing and the
+   * previous run.
+   *
+   * @generated from field: steward.v1.ScheduleRun schedule_run = 5;
+   */
+  scheduleRun?: ScheduleRun | undefined;
 };
 
 /**
@@ -2274,6 +2319,158 @@ export declare type ContextAttached = Message<"steward.v1.ContextAttached"> & {
  * Use `create(ContextAttachedSchema)` to create a new message.
  */
 export declare const ContextAttachedSchema: GenMessage<ContextAttached>;
+
+/**
+ * ScheduleCreated opens a schedule's chain (steward.schedule.<id>; the
+ * envelope's task_id is the schedule's id). Control plane.
+ *
+ * @generated from message steward.v1.ScheduleCreated
+ */
+export declare type ScheduleCreated = Message<"steward.v1.ScheduleCreated"> & {
+  /**
+   * @generated from field: steward.v1.ScheduleSpec spec = 1;
+   */
+  spec?: ScheduleSpec | undefined;
+
+  /**
+   * @generated from field: steward.v1.ScheduleTemplate template = 2;
+   */
+  template?: ScheduleTemplate | undefined;
+
+  /**
+   * @generated from field: steward.v1.Overlap overlap = 3;
+   */
+  overlap?: Overlap | undefined;
+
+  /**
+   * @generated from field: steward.v1.CatchUp catch_up = 4;
+   */
+  catchUp?: CatchUp | undefined;
+
+  /**
+   * The creator's tenant, from its verified identity.
+   *
+   * @generated from field: string tenant = 5;
+   */
+  tenant: string;
+
+  /**
+   * @generated from field: string request_id = 6;
+   */
+  requestId: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleCreated.
+ * Use `create(ScheduleCreatedSchema)` to create a new message.
+ */
+export declare const ScheduleCreatedSchema: GenMessage<ScheduleCreated>;
+
+/**
+ * SchedulePaused stops a schedule firing until it is resumed.
+ *
+ * @generated from message steward.v1.SchedulePaused
+ */
+export declare type SchedulePaused = Message<"steward.v1.SchedulePaused"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.SchedulePaused.
+ * Use `create(SchedulePausedSchema)` to create a new message.
+ */
+export declare const SchedulePausedSchema: GenMessage<SchedulePaused>;
+
+/**
+ * ScheduleResumed lets a paused schedule fire again, from now: firings
+ * while it was paused are not caught up.
+ *
+ * @generated from message steward.v1.ScheduleResumed
+ */
+export declare type ScheduleResumed = Message<"steward.v1.ScheduleResumed"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleResumed.
+ * Use `create(ScheduleResumedSchema)` to create a new message.
+ */
+export declare const ScheduleResumedSchema: GenMessage<ScheduleResumed>;
+
+/**
+ * ScheduleDeleted ends a schedule for good.
+ *
+ * @generated from message steward.v1.ScheduleDeleted
+ */
+export declare type ScheduleDeleted = Message<"steward.v1.ScheduleDeleted"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleDeleted.
+ * Use `create(ScheduleDeletedSchema)` to create a new message.
+ */
+export declare const ScheduleDeletedSchema: GenMessage<ScheduleDeleted>;
+
+/**
+ * ScheduleFired records one firing (or, for MISSED, a run of missed ones)
+ * and what became of it; its event id derives from the schedule and the
+ * firing time, so a firing is recorded once.
+ *
+ * @generated from message steward.v1.ScheduleFired
+ */
+export declare type ScheduleFired = Message<"steward.v1.ScheduleFired"> & {
+  /**
+   * @generated from field: steward.v1.ScheduleFiring firing = 1;
+   */
+  firing?: ScheduleFiring | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleFired.
+ * Use `create(ScheduleFiredSchema)` to create a new message.
+ */
+export declare const ScheduleFiredSchema: GenMessage<ScheduleFired>;
+
+/**
+ * ScheduleRunStarted records that a QUEUED firing started, its previous
+ * run having ended.
+ *
+ * @generated from message steward.v1.ScheduleRunStarted
+ */
+export declare type ScheduleRunStarted = Message<"steward.v1.ScheduleRunStarted"> & {
+  /**
+   * @generated from field: google.protobuf.Timestamp firing_time = 1;
+   */
+  firingTime?: Timestamp | undefined;
+
+  /**
+   * Empty when the run could not be created; reason says why.
+   *
+   * @generated from field: string task_id = 2;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ScheduleRunStarted.
+ * Use `create(ScheduleRunStartedSchema)` to create a new message.
+ */
+export declare const ScheduleRunStartedSchema: GenMessage<ScheduleRunStarted>;
 
 /**
  * BreakerState is a circuit breaker's state.

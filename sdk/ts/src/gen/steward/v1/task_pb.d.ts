@@ -12,6 +12,7 @@ import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { PlanState } from "./plan_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
 import type { ContractRevision, ContractVersion } from "./revision_pb.js";
+import type { ScheduleRun } from "./schedule_pb.js";
 
 /**
  * Describes the file steward/v1/task.proto.
@@ -482,6 +483,14 @@ export declare type Task = Message<"steward.v1.Task"> & {
    * @generated from field: repeated steward.v1.ContractRevision contract_revisions = 83;
    */
   contractRevisions: ContractRevision[];
+
+  /**
+   * Set on a schedule's run: its schedule, its firing and the previous
+   * run, whose result it may read (docs/schedules.md).
+   *
+   * @generated from field: steward.v1.ScheduleRun schedule_run = 70;
+   */
+  scheduleRun?: ScheduleRun | undefined;
 };
 
 /**

@@ -1,0 +1,259 @@
+package control
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/steward-run/steward/pkg/errs"
+	"github.com/steward-run/steward/pkg/event"
+	"github.com/steward-run/steward/pkg/eventlog"
+	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/schedule"
+	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/pkg/timer"
+)
+
+// The firing engine. Each firing is a durable timer (pkg/timer) of kind
+// ScheduleTimerKind, id "<schedule>/<firing time>", set before the write
+// that makes it due (the creation, a resumption, the tick before it), so
+// that it fires once across restarts and replicas. Its handler ticks the
+// schedule: it decides (schedule.Decide) with the plane's clock, does one
+// decision's side effect — cancel the previous run, create the run as a
+// task whose id derives from the schedule and the firing — then records
+// it with an event id derived from the same, conditionally on the
+// schedule's head; and again, until nothing is left to decide; then it
+// sets the next firing's timer. A redelivered timer, a second replica or
+// a crash between the side effect and the record makes the same task and
+// the same record, which the log keeps once.
+
+// ScheduleTimerKind is the kind of the timers that fire schedules;
+// ScheduleConsumer is the consumer that runs them.
+const (
+	ScheduleTimerKind = "control.schedule"
+	ScheduleConsumer  = "control-schedules"
+)
+
+// maxTickSteps bounds the decisions one tick records before it gives up
+// (and the timer is delivered again): a queued start, a MISSED record and
+// at most schedule.MaxCatchUp firings, plus conflicts.
+const maxTickSteps = schedule.MaxCatchUp + 16
+
+// setFiringTimer sets the timer of schedule id's firing at at; nothing for
+// the zero time (no firing).
+func (p *schedules) setFiringTimer(ctx context.Context, id string, at time.Time) error {
+	if at.IsZero() {
+		return nil
+	}
+	if p.timers == nil {
+		return errs.New(errs.Unavailable, "this control plane has no timers to fire schedule %s", id)
+	}
+	return p.timers.Set(ctx, ScheduleTimerKind, id+"/"+at.UTC().Format(time.RFC3339Nano), at, []byte(id))
+}
+
+// onScheduleTimer is a schedule's timer. The timer is a clock too: a
+// plane whose clock runs behind the server's still fires the firing the
+// timer is for.
+func (p *schedules) onScheduleTimer(ctx context.Context, f timer.Fired) error {
+	return p.tickSchedule(ctx, string(f.Payload), f.At)
+}
+
+// tickSchedule does what schedule id owes at the plane's time (or at, if
+// later), one decision at a time, and sets its next timer.
+func (p *schedules) tickSchedule(ctx context.Context, id string, at time.Time) error {
+	for range maxTickSteps {
+		l, err := p.loadSchedule(ctx, id)
+		if errs.Is(err, errs.NotFound) {
+			return nil // a timer set for a creation that was not recorded
+		}
+		if err != nil {
+			return err
+		}
+		if l.s.Status != stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE {
+			return nil // paused or deleted: a resumption sets a timer anew
+		}
+		active, err := p.runGoesOn(ctx, l.s.LastTaskId)
+		if err != nil {
+			return err
+		}
+		tick, err := schedule.TickAt(l.s, later(p.now(), at), active)
+		if err != nil {
+			p.logger.Warn("schedule does not parse: it fires no more", "schedule", id, "err", err)
+			return nil
+		}
+		ds := schedule.Decide(tick)
+		if len(ds) == 0 {
+			return p.setFiringTimer(ctx, id, schedule.Next(l.s))
+		}
+		if err := p.fire(ctx, l, ds[0]); err != nil && !errors.Is(err, eventlog.ErrConflict) {
+			return err
+		}
+	}
+	return errs.New(errs.Unavailable, "schedule %s: a tick did not settle in %d steps", id, maxTickSteps)
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// runGoesOn reports whether run taskID has not ended: it is neither
+// produced nor at an end. A run not on the log yet is a read behind the
+// write that recorded it: an error, to be tried again.
+func (p *schedules) runGoesOn(ctx context.Context, taskID string) (bool, error) {
+	if taskID == "" {
+		return false, nil
+	}
+	recs, err := p.log.Read(ctx, taskID)
+	if err != nil {
+		return false, err
+	}
+	if len(recs) == 0 {
+		return false, errs.New(errs.Unavailable, "run %s is not on the log yet", taskID)
+	}
+	t, err := task.Fold(recs)
+	if err != nil {
+		return false, err
+	}
+	return !task.Terminal(t.Status) && t.Status != stewardv1.TaskStatus_TASK_STATUS_PRODUCED, nil
+}
+
+// fire does decision d of schedule l — the side effect first, then the
+// conditional record.
+func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decision) error {
+	s := l.s
+	firing := &stewardv1.ScheduleFiring{
+		FiringTime: timestamppb.New(d.Firing), Disposition: d.Disposition, Reason: d.Reason, MissedCount: uint32(d.MissedCount),
+	}
+	if d.MissedCount > 0 {
+		firing.MissedFrom = timestamppb.New(d.MissedFrom)
+	}
+	if d.Runs() {
+		if d.Disposition == stewardv1.FiringDisposition_FIRING_DISPOSITION_CANCELLED_PREVIOUS {
+			if err := p.cancelRun(ctx, s, s.LastTaskId); err != nil {
+				return err
+			}
+			firing.CancelledTaskId = s.LastTaskId
+		}
+		taskID, err := p.createRun(ctx, s, d.Firing)
+		switch {
+		case refusedRun(err):
+			firing.Disposition, firing.Reason = stewardv1.FiringDisposition_FIRING_DISPOSITION_REFUSED, err.Error()
+		case err != nil:
+			return err
+		default:
+			firing.TaskId = taskID
+			if p.runMade != nil {
+				p.runMade(s.ScheduleId)
+			}
+		}
+	}
+	var payload event.Payload = &stewardv1.ScheduleFired{Firing: firing}
+	kind := "fired"
+	if d.StartQueued {
+		payload, kind = &stewardv1.ScheduleRunStarted{FiringTime: firing.FiringTime, TaskId: firing.TaskId, Reason: firing.Reason}, "run_started"
+	}
+	ev, err := p.event(event.Meta{ID: schedule.FiredEventID(s.ScheduleId, kind, d.Firing), TaskID: s.ScheduleId, Actor: p.actor(s.Creator)}, payload)
+	if err != nil {
+		return err
+	}
+	_, err = p.log.Append(ctx, l.head, ev)
+	if errors.Is(err, eventlog.ErrConflict) && firing.TaskId != "" {
+		return p.recordMadeRun(ctx, s.ScheduleId, ev)
+	}
+	return err
+}
+
+// recordMadeRun records ev, the firing of a run already made, after a
+// conflict: if the schedule was paused or deleted meanwhile it is recorded
+// there all the same, so that no run goes unrecorded; on an active
+// schedule the conflict stands and the tick decides again (making the same
+// run, which is then recorded).
+func (p *schedules) recordMadeRun(ctx context.Context, id string, ev *stewardv1.Event) error {
+	for range maxScheduleTries {
+		recs, err := p.log.ReadSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Event.EventId == ev.EventId {
+				return nil
+			}
+		}
+		l, err := p.loadSchedule(ctx, id)
+		if err != nil {
+			return err
+		}
+		if l.s.Status == stewardv1.ScheduleStatus_SCHEDULE_STATUS_ACTIVE {
+			return eventlog.ErrConflict
+		}
+		if _, err = p.log.Append(ctx, l.head, ev); !errors.Is(err, eventlog.ErrConflict) {
+			return err
+		}
+	}
+	return errs.New(errs.Conflict, "schedule %s kept changing while its run %s was recorded", id, ev.GetScheduleFired().GetFiring().GetTaskId())
+}
+
+// refusedRun reports whether err refuses a run for good — its contract,
+// a quota — rather than for now.
+func refusedRun(err error) bool {
+	switch errs.CodeOf(err) {
+	case errs.Invalid, errs.QuotaExceeded, errs.FailedPrecondition, errs.AlreadyExists, errs.PermissionDenied, errs.TooLarge:
+		return err != nil
+	}
+	return false
+}
+
+// createRun creates the run of s's firing at firing, as its creator: a
+// task whose id derives from both, admitted under the creator's quotas.
+// The run names its schedule, its firing and the run before it.
+func (p *schedules) createRun(ctx context.Context, s *stewardv1.Schedule, firing time.Time) (string, error) {
+	taskID := schedule.RunTaskID(s.ScheduleId, firing)
+	contract := proto.CloneOf(s.GetTemplate().GetContract())
+	contract.TaskId = taskID
+	created := &stewardv1.TaskCreated{Contract: contract, Tenant: s.Tenant, ScheduleRun: &stewardv1.ScheduleRun{
+		ScheduleId: s.ScheduleId, FiringTime: timestamppb.New(firing), PreviousTaskId: s.LastTaskId,
+	}}
+	ev, err := p.event(event.Meta{ID: event.ID(taskID, event.TypeTaskCreated), TaskID: taskID, Actor: p.actor(s.Creator), CausationID: s.ScheduleId}, created)
+	if err != nil {
+		return "", err
+	}
+	done, err := p.admitTask(ctx, owner{tenant: s.Tenant, principal: s.Creator}, taskID)
+	if err != nil {
+		return "", err
+	}
+	t, made, err := openTask(ctx, p.log, ev)
+	done(createdAt(t, made, err))
+	return taskID, err
+}
+
+// cancelRun cancels s's run taskID for cancel_previous, as the schedule's
+// creator; a run that ended meanwhile is left as it is.
+func (p *schedules) cancelRun(ctx context.Context, s *stewardv1.Schedule, taskID string) error {
+	id := event.ID(s.ScheduleId, "cancel_previous", taskID)
+	_, err := p.end(ctx, s.Creator, taskID, id, "", "a later firing of schedule "+s.ScheduleId+" cancels it", stewardv1.TaskStatus_TASK_STATUS_CANCELLED, false)
+	if errs.Is(err, errs.FailedPrecondition) {
+		return nil
+	}
+	return err
+}
+
+// runEnded is the reaction to a task's end (or production): when it is a
+// schedule's run, the schedule ticks, so that a queued firing starts now
+// rather than at the next firing.
+func (p *schedules) runEnded(ctx context.Context, rec *stewardv1.EventRecord) error {
+	recs, err := p.log.Read(ctx, rec.Event.TaskId)
+	if err != nil || len(recs) == 0 {
+		return err
+	}
+	run := recs[0].Event.GetTaskCreated().GetScheduleRun()
+	if run == nil {
+		return nil
+	}
+	return p.tickSchedule(ctx, run.ScheduleId, time.Time{})
+}
