@@ -93,6 +93,11 @@ const (
 
 	TypeToolRegistered = "tool.registered"
 	TypeBreakerChanged = "service.breaker_changed"
+
+	// An objective's events live on its own chain (eventlog.ChainPrefix).
+	TypeObjectiveCreated   = "objective.created"
+	TypeObjectiveClosed    = "objective.closed"
+	TypeObjectiveTaskAdded = "objective.task_added"
 )
 
 // Payload is one of the event payload messages, such as
@@ -194,6 +199,9 @@ var typeNames = map[protoreflect.Name]string{
 	"agent_heartbeat":         TypeAgentHeartbeat,
 	"input_reminded":          TypeInputReminded,
 	"input_escalated":         TypeInputEscalated,
+	"objective_created":       TypeObjectiveCreated,
+	"objective_closed":        TypeObjectiveClosed,
+	"objective_task_added":    TypeObjectiveTaskAdded,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

@@ -39,6 +39,10 @@ var owners = map[string]string{
 	TypeContextAttached:   PlaneControl,
 	TypeAgentHeartbeat:    PlaneControl,
 
+	TypeObjectiveCreated:   PlaneControl,
+	TypeObjectiveClosed:    PlaneControl,
+	TypeObjectiveTaskAdded: PlaneControl,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

@@ -27,6 +27,7 @@ const (
 	RenewCredential = "RenewCredential"
 	RecordFinding   = "RecordFinding"
 	ForkTask        = "ForkTask"
+	CreateObjective = "CreateObjective"
 )
 
 // Commands returns every command that takes a request id, in the order
@@ -36,5 +37,6 @@ func Commands() []string {
 		CreateTask, PauseTask, ResumeTask, CancelTask, FailTask, ReportUsage, RaiseBudget,
 		DelegateTask, SubmitPlan, SubmitArtifact, MarkProduced, AcceptTask, ReturnTask,
 		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding, ForkTask,
+		CreateObjective,
 	}
 }

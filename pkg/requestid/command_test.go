@@ -20,6 +20,7 @@ func TestCommandNames(t *testing.T) {
 		"CreateTask", "PauseTask", "ResumeTask", "CancelTask", "FailTask", "ReportUsage", "RaiseBudget",
 		"DelegateTask", "SubmitPlan", "SubmitArtifact", "MarkProduced", "AcceptTask", "ReturnTask",
 		"RequestInput", "ProvideInput", "ExtendDeadline", "RenewCredential", "RecordFinding", "ForkTask",
+		"CreateObjective",
 	}
 	if got := requestid.Commands(); !slices.Equal(got, want) {
 		t.Errorf("Commands() = %q\nwant          %q", got, want)

@@ -152,6 +152,9 @@ type Event struct {
 	//	*Event_AgentHeartbeat
 	//	*Event_InputReminded
 	//	*Event_InputEscalated
+	//	*Event_ObjectiveCreated
+	//	*Event_ObjectiveClosed
+	//	*Event_ObjectiveTaskAdded
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -727,6 +730,33 @@ func (x *Event) GetInputEscalated() *InputEscalated {
 	return nil
 }
 
+func (x *Event) GetObjectiveCreated() *ObjectiveCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveCreated); ok {
+			return x.ObjectiveCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetObjectiveClosed() *ObjectiveClosed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveClosed); ok {
+			return x.ObjectiveClosed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetObjectiveTaskAdded() *ObjectiveTaskAdded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveTaskAdded); ok {
+			return x.ObjectiveTaskAdded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -946,6 +976,18 @@ type Event_InputEscalated struct {
 	InputEscalated *InputEscalated `protobuf:"bytes,81,opt,name=input_escalated,json=inputEscalated,proto3,oneof"`
 }
 
+type Event_ObjectiveCreated struct {
+	ObjectiveCreated *ObjectiveCreated `protobuf:"bytes,82,opt,name=objective_created,json=objectiveCreated,proto3,oneof"`
+}
+
+type Event_ObjectiveClosed struct {
+	ObjectiveClosed *ObjectiveClosed `protobuf:"bytes,83,opt,name=objective_closed,json=objectiveClosed,proto3,oneof"`
+}
+
+type Event_ObjectiveTaskAdded struct {
+	ObjectiveTaskAdded *ObjectiveTaskAdded `protobuf:"bytes,84,opt,name=objective_task_added,json=objectiveTaskAdded,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1049,6 +1091,12 @@ func (*Event_AgentHeartbeat) isEvent_Payload() {}
 func (*Event_InputReminded) isEvent_Payload() {}
 
 func (*Event_InputEscalated) isEvent_Payload() {}
+
+func (*Event_ObjectiveCreated) isEvent_Payload() {}
+
+func (*Event_ObjectiveClosed) isEvent_Payload() {}
+
+func (*Event_ObjectiveTaskAdded) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -4570,12 +4618,176 @@ func (x *ContextAttached) GetItem() *ContextItem {
 	return nil
 }
 
+// ObjectiveCreated opens an objective on its own chain (control plane,
+// TaskService.CreateObjective).
+type ObjectiveCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objective     *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveCreated) Reset() {
+	*x = ObjectiveCreated{}
+	mi := &file_steward_v1_event_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveCreated) ProtoMessage() {}
+
+func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveCreated.ProtoReflect.Descriptor instead.
+func (*ObjectiveCreated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ObjectiveCreated) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
+// ObjectiveClosed ends an objective, done or abandoned, by its owner or an
+// operator (control plane): no task names it since.
+type ObjectiveClosed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        ObjectiveStatus        `protobuf:"varint,1,opt,name=status,proto3,enum=steward.v1.ObjectiveStatus" json:"status,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveClosed) Reset() {
+	*x = ObjectiveClosed{}
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveClosed) ProtoMessage() {}
+
+func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveClosed.ProtoReflect.Descriptor instead.
+func (*ObjectiveClosed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ObjectiveClosed) GetStatus() ObjectiveStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ObjectiveStatus_OBJECTIVE_STATUS_UNSPECIFIED
+}
+
+func (x *ObjectiveClosed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ObjectiveTaskAdded records, on the objective's chain, that a task names
+// it and the budget the task reserved out of the objective's (control
+// plane, before the task is created). Its event id derives from the task
+// id, so a retried CreateTask reserves once.
+type ObjectiveTaskAdded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Tokens        int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros    int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveTaskAdded) Reset() {
+	*x = ObjectiveTaskAdded{}
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveTaskAdded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveTaskAdded) ProtoMessage() {}
+
+func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveTaskAdded.ProtoReflect.Descriptor instead.
+func (*ObjectiveTaskAdded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *ObjectiveTaskAdded) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ObjectiveTaskAdded) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *ObjectiveTaskAdded) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xbf\x1f\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xaa!\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -4640,7 +4852,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0fagent_escalated\x18M \x01(\v2\x1a.steward.v1.AgentEscalatedH\x00R\x0eagentEscalated\x12E\n" +
 	"\x0fagent_heartbeat\x18N \x01(\v2\x1a.steward.v1.AgentHeartbeatH\x00R\x0eagentHeartbeat\x12B\n" +
 	"\x0einput_reminded\x18P \x01(\v2\x19.steward.v1.InputRemindedH\x00R\rinputReminded\x12E\n" +
-	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12\x12\n" +
+	"\x0finput_escalated\x18Q \x01(\v2\x1a.steward.v1.InputEscalatedH\x00R\x0einputEscalated\x12K\n" +
+	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
+	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
+	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -4893,7 +5108,17 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x0eAgentHeartbeat\x12\x12\n" +
 	"\x04note\x18\x01 \x01(\tR\x04note\">\n" +
 	"\x0fContextAttached\x12+\n" +
-	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item*|\n" +
+	"\x04item\x18\x01 \x01(\v2\x17.steward.v1.ContextItemR\x04item\"G\n" +
+	"\x10ObjectiveCreated\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\"^\n" +
+	"\x0fObjectiveClosed\x123\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1b.steward.v1.ObjectiveStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"f\n" +
+	"\x12ObjectiveTaskAdded\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x03R\n" +
+	"costMicros*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -4917,7 +5142,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 55)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),              // 0: steward.v1.BreakerState
 	(*Event)(nil),                  // 1: steward.v1.Event
@@ -4975,40 +5200,45 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*InputEscalated)(nil),         // 53: steward.v1.InputEscalated
 	(*AgentHeartbeat)(nil),         // 54: steward.v1.AgentHeartbeat
 	(*ContextAttached)(nil),        // 55: steward.v1.ContextAttached
-	(*timestamppb.Timestamp)(nil),  // 56: google.protobuf.Timestamp
-	(*TaskContract)(nil),           // 57: steward.v1.TaskContract
-	(*ForkOrigin)(nil),             // 58: steward.v1.ForkOrigin
-	(TaskStatus)(0),                // 59: steward.v1.TaskStatus
-	(NeedsInputCause)(0),           // 60: steward.v1.NeedsInputCause
-	(*Finding)(nil),                // 61: steward.v1.Finding
-	(*Plan)(nil),                   // 62: steward.v1.Plan
-	(*PlanRevision)(nil),           // 63: steward.v1.PlanRevision
-	(*SealedSecret)(nil),           // 64: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),         // 65: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),            // 66: steward.v1.SignedEvent
-	(StepStatus)(0),                // 67: steward.v1.StepStatus
-	(*structpb.Value)(nil),         // 68: google.protobuf.Value
-	(SuspendCause)(0),              // 69: steward.v1.SuspendCause
-	(*Action)(nil),                 // 70: steward.v1.Action
-	(*Approval)(nil),               // 71: steward.v1.Approval
-	(ApprovalDecision)(0),          // 72: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil), // 73: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),           // 74: steward.v1.ActionPermit
-	(*SignedPermit)(nil),           // 75: steward.v1.SignedPermit
-	(*Outcome)(nil),                // 76: steward.v1.Outcome
-	(WaitKind)(0),                  // 77: steward.v1.WaitKind
-	(SettleState)(0),               // 78: steward.v1.SettleState
-	(RevalidationReason)(0),        // 79: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),    // 80: google.protobuf.Duration
-	(*ToolContract)(nil),           // 81: steward.v1.ToolContract
-	(*SignedCredential)(nil),       // 82: steward.v1.SignedCredential
-	(*Artifact)(nil),               // 83: steward.v1.Artifact
-	(*CriterionResult)(nil),        // 84: steward.v1.CriterionResult
-	(*Decision)(nil),               // 85: steward.v1.Decision
-	(*ContextItem)(nil),            // 86: steward.v1.ContextItem
+	(*ObjectiveCreated)(nil),       // 56: steward.v1.ObjectiveCreated
+	(*ObjectiveClosed)(nil),        // 57: steward.v1.ObjectiveClosed
+	(*ObjectiveTaskAdded)(nil),     // 58: steward.v1.ObjectiveTaskAdded
+	(*timestamppb.Timestamp)(nil),  // 59: google.protobuf.Timestamp
+	(*TaskContract)(nil),           // 60: steward.v1.TaskContract
+	(*ForkOrigin)(nil),             // 61: steward.v1.ForkOrigin
+	(TaskStatus)(0),                // 62: steward.v1.TaskStatus
+	(NeedsInputCause)(0),           // 63: steward.v1.NeedsInputCause
+	(*Finding)(nil),                // 64: steward.v1.Finding
+	(*Plan)(nil),                   // 65: steward.v1.Plan
+	(*PlanRevision)(nil),           // 66: steward.v1.PlanRevision
+	(*SealedSecret)(nil),           // 67: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),         // 68: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),            // 69: steward.v1.SignedEvent
+	(StepStatus)(0),                // 70: steward.v1.StepStatus
+	(*structpb.Value)(nil),         // 71: google.protobuf.Value
+	(SuspendCause)(0),              // 72: steward.v1.SuspendCause
+	(*Action)(nil),                 // 73: steward.v1.Action
+	(*Approval)(nil),               // 74: steward.v1.Approval
+	(ApprovalDecision)(0),          // 75: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil), // 76: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),           // 77: steward.v1.ActionPermit
+	(*SignedPermit)(nil),           // 78: steward.v1.SignedPermit
+	(*Outcome)(nil),                // 79: steward.v1.Outcome
+	(WaitKind)(0),                  // 80: steward.v1.WaitKind
+	(SettleState)(0),               // 81: steward.v1.SettleState
+	(RevalidationReason)(0),        // 82: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),    // 83: google.protobuf.Duration
+	(*ToolContract)(nil),           // 84: steward.v1.ToolContract
+	(*SignedCredential)(nil),       // 85: steward.v1.SignedCredential
+	(*Artifact)(nil),               // 86: steward.v1.Artifact
+	(*CriterionResult)(nil),        // 87: steward.v1.CriterionResult
+	(*Decision)(nil),               // 88: steward.v1.Decision
+	(*ContextItem)(nil),            // 89: steward.v1.ContextItem
+	(*Objective)(nil),              // 90: steward.v1.Objective
+	(ObjectiveStatus)(0),           // 91: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	56,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	59,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5062,60 +5292,65 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	54,  // 51: steward.v1.Event.agent_heartbeat:type_name -> steward.v1.AgentHeartbeat
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
-	57,  // 54: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	58,  // 55: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	59,  // 56: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	60,  // 57: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	56,  // 58: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	56,  // 59: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	61,  // 60: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	62,  // 61: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	63,  // 62: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	64,  // 63: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	65,  // 64: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 65: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	56,  // 66: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	67,  // 67: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	68,  // 68: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	69,  // 69: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	56,  // 70: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	70,  // 71: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	65,  // 72: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	66,  // 73: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	71,  // 74: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	66,  // 75: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	72,  // 76: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	73,  // 77: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	74,  // 78: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	65,  // 79: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	75,  // 80: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	76,  // 81: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	77,  // 82: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	56,  // 83: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	78,  // 84: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	79,  // 85: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	80,  // 86: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 87: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 88: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 89: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	56,  // 90: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	81,  // 91: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 92: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	82,  // 93: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	82,  // 94: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	83,  // 95: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	84,  // 96: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	85,  // 97: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	80,  // 98: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	80,  // 99: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	80,  // 100: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	80,  // 101: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	86,  // 102: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	103, // [103:103] is the sub-list for method output_type
-	103, // [103:103] is the sub-list for method input_type
-	103, // [103:103] is the sub-list for extension type_name
-	103, // [103:103] is the sub-list for extension extendee
-	0,   // [0:103] is the sub-list for field type_name
+	56,  // 54: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
+	57,  // 55: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
+	58,  // 56: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
+	60,  // 57: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	61,  // 58: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	62,  // 59: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	63,  // 60: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	59,  // 61: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	59,  // 62: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	64,  // 63: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	65,  // 64: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	66,  // 65: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	67,  // 66: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	68,  // 67: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	69,  // 68: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	59,  // 69: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	70,  // 70: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	71,  // 71: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	72,  // 72: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	59,  // 73: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	73,  // 74: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	68,  // 75: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	69,  // 76: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	74,  // 77: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	69,  // 78: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	75,  // 79: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	76,  // 80: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	77,  // 81: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	68,  // 82: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	78,  // 83: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	79,  // 84: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	80,  // 85: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	59,  // 86: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	81,  // 87: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	82,  // 88: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	83,  // 89: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	83,  // 90: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 91: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 92: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	59,  // 93: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	84,  // 94: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 95: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	85,  // 96: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	85,  // 97: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	86,  // 98: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	87,  // 99: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	88,  // 100: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	83,  // 101: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	83,  // 102: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	83,  // 103: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	83,  // 104: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	89,  // 105: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	90,  // 106: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	91,  // 107: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	108, // [108:108] is the sub-list for method output_type
+	108, // [108:108] is the sub-list for method input_type
+	108, // [108:108] is the sub-list for extension type_name
+	108, // [108:108] is the sub-list for extension extendee
+	0,   // [0:108] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5128,6 +5363,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -5184,6 +5420,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_AgentHeartbeat)(nil),
 		(*Event_InputReminded)(nil),
 		(*Event_InputEscalated)(nil),
+		(*Event_ObjectiveCreated)(nil),
+		(*Event_ObjectiveClosed)(nil),
+		(*Event_ObjectiveTaskAdded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5191,7 +5430,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   55,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2631,12 +2631,250 @@ func (x *HeartbeatResponse) GetResumed() bool {
 	return false
 }
 
+type CreateObjectiveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen id that makes the call safe to retry. Optional.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Who answers for the objective; the caller when empty.
+	OwnerRef       string `protobuf:"bytes,2,opt,name=owner_ref,json=ownerRef,proto3" json:"owner_ref,omitempty"`
+	Intent         string `protobuf:"bytes,3,opt,name=intent,proto3" json:"intent,omitempty"`
+	DesiredOutcome string `protobuf:"bytes,4,opt,name=desired_outcome,json=desiredOutcome,proto3" json:"desired_outcome,omitempty"`
+	// What its tasks may spend together; unset for no limit.
+	Budget        *ObjectiveBudget `protobuf:"bytes,5,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateObjectiveRequest) Reset() {
+	*x = CreateObjectiveRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateObjectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateObjectiveRequest) ProtoMessage() {}
+
+func (x *CreateObjectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateObjectiveRequest.ProtoReflect.Descriptor instead.
+func (*CreateObjectiveRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CreateObjectiveRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetOwnerRef() string {
+	if x != nil {
+		return x.OwnerRef
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetIntent() string {
+	if x != nil {
+		return x.Intent
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetDesiredOutcome() string {
+	if x != nil {
+		return x.DesiredOutcome
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetBudget() *ObjectiveBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type CreateObjectiveResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Objective *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	// False when the request id named an objective that already existed.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateObjectiveResponse) Reset() {
+	*x = CreateObjectiveResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateObjectiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateObjectiveResponse) ProtoMessage() {}
+
+func (x *CreateObjectiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateObjectiveResponse.ProtoReflect.Descriptor instead.
+func (*CreateObjectiveResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CreateObjectiveResponse) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
+func (x *CreateObjectiveResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type CloseObjectiveRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectiveId string                 `protobuf:"bytes,1,opt,name=objective_id,json=objectiveId,proto3" json:"objective_id,omitempty"`
+	// OBJECTIVE_STATUS_DONE or OBJECTIVE_STATUS_ABANDONED.
+	Status ObjectiveStatus `protobuf:"varint,2,opt,name=status,proto3,enum=steward.v1.ObjectiveStatus" json:"status,omitempty"`
+	// Why, in words a person can read. Required.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseObjectiveRequest) Reset() {
+	*x = CloseObjectiveRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseObjectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseObjectiveRequest) ProtoMessage() {}
+
+func (x *CloseObjectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseObjectiveRequest.ProtoReflect.Descriptor instead.
+func (*CloseObjectiveRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *CloseObjectiveRequest) GetObjectiveId() string {
+	if x != nil {
+		return x.ObjectiveId
+	}
+	return ""
+}
+
+func (x *CloseObjectiveRequest) GetStatus() ObjectiveStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ObjectiveStatus_OBJECTIVE_STATUS_UNSPECIFIED
+}
+
+func (x *CloseObjectiveRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CloseObjectiveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objective     *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseObjectiveResponse) Reset() {
+	*x = CloseObjectiveResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseObjectiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseObjectiveResponse) ProtoMessage() {}
+
+func (x *CloseObjectiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseObjectiveResponse.ProtoReflect.Descriptor instead.
+func (*CloseObjectiveResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *CloseObjectiveResponse) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xc9\x01\n" +
 	"\x0fForkTaskRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1f\n" +
 	"\vat_sequence\x18\x02 \x01(\x04R\n" +
@@ -2832,7 +3070,23 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"taskStatus\x12,\n" +
 	"\x12task_status_reason\x18\x02 \x01(\tR\x10taskStatusReason\x12\x1a\n" +
 	"\bquestion\x18\x03 \x01(\tR\bquestion\x12\x18\n" +
-	"\aresumed\x18\x04 \x01(\bR\aresumed2\xca\r\n" +
+	"\aresumed\x18\x04 \x01(\bR\aresumed\"\xca\x01\n" +
+	"\x16CreateObjectiveRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
+	"\towner_ref\x18\x02 \x01(\tR\bownerRef\x12\x16\n" +
+	"\x06intent\x18\x03 \x01(\tR\x06intent\x12'\n" +
+	"\x0fdesired_outcome\x18\x04 \x01(\tR\x0edesiredOutcome\x123\n" +
+	"\x06budget\x18\x05 \x01(\v2\x1b.steward.v1.ObjectiveBudgetR\x06budget\"h\n" +
+	"\x17CreateObjectiveResponse\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x87\x01\n" +
+	"\x15CloseObjectiveRequest\x12!\n" +
+	"\fobjective_id\x18\x01 \x01(\tR\vobjectiveId\x123\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1b.steward.v1.ObjectiveStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"M\n" +
+	"\x16CloseObjectiveResponse\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective2\x83\x0f\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -2860,7 +3114,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x0eRecordDecision\x12!.steward.v1.RecordDecisionRequest\x1a\".steward.v1.RecordDecisionResponse\"\x00\x12V\n" +
 	"\rAttachContext\x12 .steward.v1.AttachContextRequest\x1a!.steward.v1.AttachContextResponse\"\x00\x12G\n" +
 	"\bForkTask\x12\x1b.steward.v1.ForkTaskRequest\x1a\x1c.steward.v1.ForkTaskResponse\"\x00\x12J\n" +
-	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00B\xa8\x01\n" +
+	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00\x12\\\n" +
+	"\x0fCreateObjective\x12\".steward.v1.CreateObjectiveRequest\x1a#.steward.v1.CreateObjectiveResponse\"\x00\x12Y\n" +
+	"\x0eCloseObjective\x12!.steward.v1.CloseObjectiveRequest\x1a\".steward.v1.CloseObjectiveResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -2877,145 +3133,160 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 42)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_steward_v1_task_service_proto_goTypes = []any{
-	(*ForkTaskRequest)(nil),        // 0: steward.v1.ForkTaskRequest
-	(*ForkTaskResponse)(nil),       // 1: steward.v1.ForkTaskResponse
-	(*RecordDecisionRequest)(nil),  // 2: steward.v1.RecordDecisionRequest
-	(*RecordDecisionResponse)(nil), // 3: steward.v1.RecordDecisionResponse
-	(*AttachContextRequest)(nil),   // 4: steward.v1.AttachContextRequest
-	(*AttachContextResponse)(nil),  // 5: steward.v1.AttachContextResponse
-	(*ExtendDeadlineRequest)(nil),  // 6: steward.v1.ExtendDeadlineRequest
-	(*ExtendDeadlineResponse)(nil), // 7: steward.v1.ExtendDeadlineResponse
-	(*RequestInputRequest)(nil),    // 8: steward.v1.RequestInputRequest
-	(*RequestInputResponse)(nil),   // 9: steward.v1.RequestInputResponse
-	(*ProvideInputRequest)(nil),    // 10: steward.v1.ProvideInputRequest
-	(*ProvideInputResponse)(nil),   // 11: steward.v1.ProvideInputResponse
-	(*ProposeActionRequest)(nil),   // 12: steward.v1.ProposeActionRequest
-	(*ProposeActionResponse)(nil),  // 13: steward.v1.ProposeActionResponse
-	(*CreateTaskRequest)(nil),      // 14: steward.v1.CreateTaskRequest
-	(*CreateTaskResponse)(nil),     // 15: steward.v1.CreateTaskResponse
-	(*CancelTaskRequest)(nil),      // 16: steward.v1.CancelTaskRequest
-	(*CancelTaskResponse)(nil),     // 17: steward.v1.CancelTaskResponse
-	(*PauseTaskRequest)(nil),       // 18: steward.v1.PauseTaskRequest
-	(*PauseTaskResponse)(nil),      // 19: steward.v1.PauseTaskResponse
-	(*ResumeTaskRequest)(nil),      // 20: steward.v1.ResumeTaskRequest
-	(*ResumeTaskResponse)(nil),     // 21: steward.v1.ResumeTaskResponse
-	(*FailTaskRequest)(nil),        // 22: steward.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),       // 23: steward.v1.FailTaskResponse
-	(*ReportUsageRequest)(nil),     // 24: steward.v1.ReportUsageRequest
-	(*ReportUsageResponse)(nil),    // 25: steward.v1.ReportUsageResponse
-	(*RaiseBudgetRequest)(nil),     // 26: steward.v1.RaiseBudgetRequest
-	(*RaiseBudgetResponse)(nil),    // 27: steward.v1.RaiseBudgetResponse
-	(*DelegateTaskRequest)(nil),    // 28: steward.v1.DelegateTaskRequest
-	(*DelegateTaskResponse)(nil),   // 29: steward.v1.DelegateTaskResponse
-	(*SubmitPlanRequest)(nil),      // 30: steward.v1.SubmitPlanRequest
-	(*SubmitPlanResponse)(nil),     // 31: steward.v1.SubmitPlanResponse
-	(*SubmitArtifactRequest)(nil),  // 32: steward.v1.SubmitArtifactRequest
-	(*SubmitArtifactResponse)(nil), // 33: steward.v1.SubmitArtifactResponse
-	(*MarkProducedRequest)(nil),    // 34: steward.v1.MarkProducedRequest
-	(*MarkProducedResponse)(nil),   // 35: steward.v1.MarkProducedResponse
-	(*AcceptTaskRequest)(nil),      // 36: steward.v1.AcceptTaskRequest
-	(*AcceptTaskResponse)(nil),     // 37: steward.v1.AcceptTaskResponse
-	(*ReturnTaskRequest)(nil),      // 38: steward.v1.ReturnTaskRequest
-	(*ReturnTaskResponse)(nil),     // 39: steward.v1.ReturnTaskResponse
-	(*HeartbeatRequest)(nil),       // 40: steward.v1.HeartbeatRequest
-	(*HeartbeatResponse)(nil),      // 41: steward.v1.HeartbeatResponse
-	(*Task)(nil),                   // 42: steward.v1.Task
-	(*Decision)(nil),               // 43: steward.v1.Decision
-	(*ContextItem)(nil),            // 44: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),  // 45: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),        // 46: google.protobuf.Struct
-	(*RetryPolicy)(nil),            // 47: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),        // 48: steward.v1.ActionRationale
-	(*Action)(nil),                 // 49: steward.v1.Action
-	(TaskStatus)(0),                // 50: steward.v1.TaskStatus
-	(*TaskContract)(nil),           // 51: steward.v1.TaskContract
-	(*Plan)(nil),                   // 52: steward.v1.Plan
-	(*Artifact)(nil),               // 53: steward.v1.Artifact
-	(*AcceptanceRound)(nil),        // 54: steward.v1.AcceptanceRound
+	(*ForkTaskRequest)(nil),         // 0: steward.v1.ForkTaskRequest
+	(*ForkTaskResponse)(nil),        // 1: steward.v1.ForkTaskResponse
+	(*RecordDecisionRequest)(nil),   // 2: steward.v1.RecordDecisionRequest
+	(*RecordDecisionResponse)(nil),  // 3: steward.v1.RecordDecisionResponse
+	(*AttachContextRequest)(nil),    // 4: steward.v1.AttachContextRequest
+	(*AttachContextResponse)(nil),   // 5: steward.v1.AttachContextResponse
+	(*ExtendDeadlineRequest)(nil),   // 6: steward.v1.ExtendDeadlineRequest
+	(*ExtendDeadlineResponse)(nil),  // 7: steward.v1.ExtendDeadlineResponse
+	(*RequestInputRequest)(nil),     // 8: steward.v1.RequestInputRequest
+	(*RequestInputResponse)(nil),    // 9: steward.v1.RequestInputResponse
+	(*ProvideInputRequest)(nil),     // 10: steward.v1.ProvideInputRequest
+	(*ProvideInputResponse)(nil),    // 11: steward.v1.ProvideInputResponse
+	(*ProposeActionRequest)(nil),    // 12: steward.v1.ProposeActionRequest
+	(*ProposeActionResponse)(nil),   // 13: steward.v1.ProposeActionResponse
+	(*CreateTaskRequest)(nil),       // 14: steward.v1.CreateTaskRequest
+	(*CreateTaskResponse)(nil),      // 15: steward.v1.CreateTaskResponse
+	(*CancelTaskRequest)(nil),       // 16: steward.v1.CancelTaskRequest
+	(*CancelTaskResponse)(nil),      // 17: steward.v1.CancelTaskResponse
+	(*PauseTaskRequest)(nil),        // 18: steward.v1.PauseTaskRequest
+	(*PauseTaskResponse)(nil),       // 19: steward.v1.PauseTaskResponse
+	(*ResumeTaskRequest)(nil),       // 20: steward.v1.ResumeTaskRequest
+	(*ResumeTaskResponse)(nil),      // 21: steward.v1.ResumeTaskResponse
+	(*FailTaskRequest)(nil),         // 22: steward.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),        // 23: steward.v1.FailTaskResponse
+	(*ReportUsageRequest)(nil),      // 24: steward.v1.ReportUsageRequest
+	(*ReportUsageResponse)(nil),     // 25: steward.v1.ReportUsageResponse
+	(*RaiseBudgetRequest)(nil),      // 26: steward.v1.RaiseBudgetRequest
+	(*RaiseBudgetResponse)(nil),     // 27: steward.v1.RaiseBudgetResponse
+	(*DelegateTaskRequest)(nil),     // 28: steward.v1.DelegateTaskRequest
+	(*DelegateTaskResponse)(nil),    // 29: steward.v1.DelegateTaskResponse
+	(*SubmitPlanRequest)(nil),       // 30: steward.v1.SubmitPlanRequest
+	(*SubmitPlanResponse)(nil),      // 31: steward.v1.SubmitPlanResponse
+	(*SubmitArtifactRequest)(nil),   // 32: steward.v1.SubmitArtifactRequest
+	(*SubmitArtifactResponse)(nil),  // 33: steward.v1.SubmitArtifactResponse
+	(*MarkProducedRequest)(nil),     // 34: steward.v1.MarkProducedRequest
+	(*MarkProducedResponse)(nil),    // 35: steward.v1.MarkProducedResponse
+	(*AcceptTaskRequest)(nil),       // 36: steward.v1.AcceptTaskRequest
+	(*AcceptTaskResponse)(nil),      // 37: steward.v1.AcceptTaskResponse
+	(*ReturnTaskRequest)(nil),       // 38: steward.v1.ReturnTaskRequest
+	(*ReturnTaskResponse)(nil),      // 39: steward.v1.ReturnTaskResponse
+	(*HeartbeatRequest)(nil),        // 40: steward.v1.HeartbeatRequest
+	(*HeartbeatResponse)(nil),       // 41: steward.v1.HeartbeatResponse
+	(*CreateObjectiveRequest)(nil),  // 42: steward.v1.CreateObjectiveRequest
+	(*CreateObjectiveResponse)(nil), // 43: steward.v1.CreateObjectiveResponse
+	(*CloseObjectiveRequest)(nil),   // 44: steward.v1.CloseObjectiveRequest
+	(*CloseObjectiveResponse)(nil),  // 45: steward.v1.CloseObjectiveResponse
+	(*Task)(nil),                    // 46: steward.v1.Task
+	(*Decision)(nil),                // 47: steward.v1.Decision
+	(*ContextItem)(nil),             // 48: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),   // 49: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),         // 50: google.protobuf.Struct
+	(*RetryPolicy)(nil),             // 51: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),         // 52: steward.v1.ActionRationale
+	(*Action)(nil),                  // 53: steward.v1.Action
+	(TaskStatus)(0),                 // 54: steward.v1.TaskStatus
+	(*TaskContract)(nil),            // 55: steward.v1.TaskContract
+	(*Plan)(nil),                    // 56: steward.v1.Plan
+	(*Artifact)(nil),                // 57: steward.v1.Artifact
+	(*AcceptanceRound)(nil),         // 58: steward.v1.AcceptanceRound
+	(*ObjectiveBudget)(nil),         // 59: steward.v1.ObjectiveBudget
+	(*Objective)(nil),               // 60: steward.v1.Objective
+	(ObjectiveStatus)(0),            // 61: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	42, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
-	43, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	43, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	44, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	44, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	45, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	42, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	42, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	42, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	46, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	47, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	48, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	49, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	50, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	51, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	42, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	42, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	42, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	42, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	42, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	42, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	51, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	42, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	52, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	42, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	53, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	42, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	42, // 28: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	54, // 29: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	42, // 30: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	42, // 31: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	50, // 32: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	14, // 33: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	16, // 34: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	18, // 35: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	20, // 36: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	22, // 37: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	24, // 38: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	26, // 39: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	12, // 40: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	28, // 41: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	30, // 42: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	32, // 43: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	34, // 44: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	36, // 45: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	38, // 46: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	6,  // 47: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	8,  // 48: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	10, // 49: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	2,  // 50: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	4,  // 51: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	0,  // 52: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	40, // 53: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	15, // 54: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	17, // 55: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	19, // 56: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	21, // 57: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	23, // 58: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	25, // 59: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	27, // 60: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	13, // 61: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	29, // 62: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	31, // 63: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	33, // 64: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	35, // 65: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	37, // 66: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	39, // 67: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	7,  // 68: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	9,  // 69: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	11, // 70: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	3,  // 71: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	5,  // 72: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	1,  // 73: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	41, // 74: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	54, // [54:75] is the sub-list for method output_type
-	33, // [33:54] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	46, // 0: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	47, // 1: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	47, // 2: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	48, // 3: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	48, // 4: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	49, // 5: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	46, // 6: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	46, // 7: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	46, // 8: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	50, // 9: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	51, // 10: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	52, // 11: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	53, // 12: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	54, // 13: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	55, // 14: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	46, // 15: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	46, // 16: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	46, // 17: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	46, // 18: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	46, // 19: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	46, // 20: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	46, // 21: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	55, // 22: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	46, // 23: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	56, // 24: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	46, // 25: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	57, // 26: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	46, // 27: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	46, // 28: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	58, // 29: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	46, // 30: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	46, // 31: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	54, // 32: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	59, // 33: steward.v1.CreateObjectiveRequest.budget:type_name -> steward.v1.ObjectiveBudget
+	60, // 34: steward.v1.CreateObjectiveResponse.objective:type_name -> steward.v1.Objective
+	61, // 35: steward.v1.CloseObjectiveRequest.status:type_name -> steward.v1.ObjectiveStatus
+	60, // 36: steward.v1.CloseObjectiveResponse.objective:type_name -> steward.v1.Objective
+	14, // 37: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	16, // 38: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	18, // 39: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	20, // 40: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	22, // 41: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	24, // 42: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	26, // 43: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	12, // 44: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	28, // 45: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	30, // 46: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	32, // 47: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	34, // 48: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	36, // 49: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	38, // 50: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	6,  // 51: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	8,  // 52: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	10, // 53: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	2,  // 54: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	4,  // 55: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	0,  // 56: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	40, // 57: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	42, // 58: steward.v1.TaskService.CreateObjective:input_type -> steward.v1.CreateObjectiveRequest
+	44, // 59: steward.v1.TaskService.CloseObjective:input_type -> steward.v1.CloseObjectiveRequest
+	15, // 60: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	17, // 61: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	19, // 62: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	21, // 63: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	23, // 64: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	25, // 65: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	27, // 66: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	13, // 67: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	29, // 68: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	31, // 69: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	33, // 70: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	35, // 71: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	37, // 72: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	39, // 73: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	7,  // 74: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	9,  // 75: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	11, // 76: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	3,  // 77: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	5,  // 78: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	1,  // 79: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	41, // 80: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	43, // 81: steward.v1.TaskService.CreateObjective:output_type -> steward.v1.CreateObjectiveResponse
+	45, // 82: steward.v1.TaskService.CloseObjective:output_type -> steward.v1.CloseObjectiveResponse
+	60, // [60:83] is the sub-list for method output_type
+	37, // [37:60] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -3027,6 +3298,7 @@ func file_steward_v1_task_service_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
+	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_task_proto_init()
 	file_steward_v1_tool_proto_init()
@@ -3036,7 +3308,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   42,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -84,6 +84,12 @@ const (
 	TaskServiceForkTaskProcedure = "/steward.v1.TaskService/ForkTask"
 	// TaskServiceHeartbeatProcedure is the fully-qualified name of the TaskService's Heartbeat RPC.
 	TaskServiceHeartbeatProcedure = "/steward.v1.TaskService/Heartbeat"
+	// TaskServiceCreateObjectiveProcedure is the fully-qualified name of the TaskService's
+	// CreateObjective RPC.
+	TaskServiceCreateObjectiveProcedure = "/steward.v1.TaskService/CreateObjective"
+	// TaskServiceCloseObjectiveProcedure is the fully-qualified name of the TaskService's
+	// CloseObjective RPC.
+	TaskServiceCloseObjectiveProcedure = "/steward.v1.TaskService/CloseObjective"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -199,6 +205,15 @@ type TaskServiceClient interface {
 	// its silence. Cheap to call often: it records an event only when that
 	// is news.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
+	// CreateObjective opens an objective: an outcome that tasks work
+	// towards (TaskContract.objective_id), with an owner and a budget across
+	// those tasks. It is idempotent on request_id as CreateTask is: the
+	// objective's id derives from the caller and the request id.
+	CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error)
+	// CloseObjective ends an objective, done or abandoned, with a reason:
+	// its owner or an operator. No task names it since; its tasks run on.
+	// The same close again answers the objective as it is.
+	CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -338,32 +353,46 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
 			connect.WithClientOptions(opts...),
 		),
+		createObjective: connect.NewClient[v1.CreateObjectiveRequest, v1.CreateObjectiveResponse](
+			httpClient,
+			baseURL+TaskServiceCreateObjectiveProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("CreateObjective")),
+			connect.WithClientOptions(opts...),
+		),
+		closeObjective: connect.NewClient[v1.CloseObjectiveRequest, v1.CloseObjectiveResponse](
+			httpClient,
+			baseURL+TaskServiceCloseObjectiveProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("CloseObjective")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // taskServiceClient implements TaskServiceClient.
 type taskServiceClient struct {
-	createTask     *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
-	cancelTask     *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
-	pauseTask      *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
-	resumeTask     *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
-	failTask       *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
-	reportUsage    *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
-	raiseBudget    *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
-	proposeAction  *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
-	delegateTask   *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
-	submitPlan     *connect.Client[v1.SubmitPlanRequest, v1.SubmitPlanResponse]
-	submitArtifact *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
-	markProduced   *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
-	acceptTask     *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
-	returnTask     *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
-	extendDeadline *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
-	requestInput   *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
-	provideInput   *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
-	recordDecision *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
-	attachContext  *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
-	forkTask       *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
-	heartbeat      *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
+	createTask      *connect.Client[v1.CreateTaskRequest, v1.CreateTaskResponse]
+	cancelTask      *connect.Client[v1.CancelTaskRequest, v1.CancelTaskResponse]
+	pauseTask       *connect.Client[v1.PauseTaskRequest, v1.PauseTaskResponse]
+	resumeTask      *connect.Client[v1.ResumeTaskRequest, v1.ResumeTaskResponse]
+	failTask        *connect.Client[v1.FailTaskRequest, v1.FailTaskResponse]
+	reportUsage     *connect.Client[v1.ReportUsageRequest, v1.ReportUsageResponse]
+	raiseBudget     *connect.Client[v1.RaiseBudgetRequest, v1.RaiseBudgetResponse]
+	proposeAction   *connect.Client[v1.ProposeActionRequest, v1.ProposeActionResponse]
+	delegateTask    *connect.Client[v1.DelegateTaskRequest, v1.DelegateTaskResponse]
+	submitPlan      *connect.Client[v1.SubmitPlanRequest, v1.SubmitPlanResponse]
+	submitArtifact  *connect.Client[v1.SubmitArtifactRequest, v1.SubmitArtifactResponse]
+	markProduced    *connect.Client[v1.MarkProducedRequest, v1.MarkProducedResponse]
+	acceptTask      *connect.Client[v1.AcceptTaskRequest, v1.AcceptTaskResponse]
+	returnTask      *connect.Client[v1.ReturnTaskRequest, v1.ReturnTaskResponse]
+	extendDeadline  *connect.Client[v1.ExtendDeadlineRequest, v1.ExtendDeadlineResponse]
+	requestInput    *connect.Client[v1.RequestInputRequest, v1.RequestInputResponse]
+	provideInput    *connect.Client[v1.ProvideInputRequest, v1.ProvideInputResponse]
+	recordDecision  *connect.Client[v1.RecordDecisionRequest, v1.RecordDecisionResponse]
+	attachContext   *connect.Client[v1.AttachContextRequest, v1.AttachContextResponse]
+	forkTask        *connect.Client[v1.ForkTaskRequest, v1.ForkTaskResponse]
+	heartbeat       *connect.Client[v1.HeartbeatRequest, v1.HeartbeatResponse]
+	createObjective *connect.Client[v1.CreateObjectiveRequest, v1.CreateObjectiveResponse]
+	closeObjective  *connect.Client[v1.CloseObjectiveRequest, v1.CloseObjectiveResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -469,6 +498,16 @@ func (c *taskServiceClient) ForkTask(ctx context.Context, req *connect.Request[v
 // Heartbeat calls steward.v1.TaskService.Heartbeat.
 func (c *taskServiceClient) Heartbeat(ctx context.Context, req *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
 	return c.heartbeat.CallUnary(ctx, req)
+}
+
+// CreateObjective calls steward.v1.TaskService.CreateObjective.
+func (c *taskServiceClient) CreateObjective(ctx context.Context, req *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error) {
+	return c.createObjective.CallUnary(ctx, req)
+}
+
+// CloseObjective calls steward.v1.TaskService.CloseObjective.
+func (c *taskServiceClient) CloseObjective(ctx context.Context, req *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error) {
+	return c.closeObjective.CallUnary(ctx, req)
 }
 
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
@@ -584,6 +623,15 @@ type TaskServiceHandler interface {
 	// its silence. Cheap to call often: it records an event only when that
 	// is news.
 	Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error)
+	// CreateObjective opens an objective: an outcome that tasks work
+	// towards (TaskContract.objective_id), with an owner and a budget across
+	// those tasks. It is idempotent on request_id as CreateTask is: the
+	// objective's id derives from the caller and the request id.
+	CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error)
+	// CloseObjective ends an objective, done or abandoned, with a reason:
+	// its owner or an operator. No task names it since; its tasks run on.
+	// The same close again answers the objective as it is.
+	CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -719,6 +767,18 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("Heartbeat")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceCreateObjectiveHandler := connect.NewUnaryHandler(
+		TaskServiceCreateObjectiveProcedure,
+		svc.CreateObjective,
+		connect.WithSchema(taskServiceMethods.ByName("CreateObjective")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceCloseObjectiveHandler := connect.NewUnaryHandler(
+		TaskServiceCloseObjectiveProcedure,
+		svc.CloseObjective,
+		connect.WithSchema(taskServiceMethods.ByName("CloseObjective")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -763,6 +823,10 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceForkTaskHandler.ServeHTTP(w, r)
 		case TaskServiceHeartbeatProcedure:
 			taskServiceHeartbeatHandler.ServeHTTP(w, r)
+		case TaskServiceCreateObjectiveProcedure:
+			taskServiceCreateObjectiveHandler.ServeHTTP(w, r)
+		case TaskServiceCloseObjectiveProcedure:
+			taskServiceCloseObjectiveHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -854,4 +918,12 @@ func (UnimplementedTaskServiceHandler) ForkTask(context.Context, *connect.Reques
 
 func (UnimplementedTaskServiceHandler) Heartbeat(context.Context, *connect.Request[v1.HeartbeatRequest]) (*connect.Response[v1.HeartbeatResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.Heartbeat is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.CreateObjective is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.CloseObjective is not implemented"))
 }

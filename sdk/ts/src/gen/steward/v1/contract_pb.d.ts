@@ -392,6 +392,17 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
    * @generated from field: string input_backup_ref = 24;
    */
   inputBackupRef: string;
+
+  /**
+   * The objective the task works towards (TaskService.CreateObjective):
+   * open, of the caller's tenant, and the caller its owner or an
+   * operator. The task's budget is reserved out of the objective's. A
+   * sub-task inherits its parent's; a DelegateTask that names another is
+   * refused (docs/objectives.md).
+   *
+   * @generated from field: string objective_id = 25;
+   */
+  objectiveId: string;
 };
 
 /**
