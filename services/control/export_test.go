@@ -58,3 +58,13 @@ var (
 	Undoable = undoable
 	InFlight = inFlight
 )
+
+// CreateObjective is TaskService.CreateObjective without the RPC.
+func (p *Plane) CreateObjective(ctx context.Context, principal string, req *stewardv1.CreateObjectiveRequest) (*stewardv1.Objective, bool, error) {
+	return p.objectives.Create(ctx, principal, req)
+}
+
+// CloseObjective is TaskService.CloseObjective without the RPC.
+func (p *Plane) CloseObjective(ctx context.Context, principal string, req *stewardv1.CloseObjectiveRequest) (*stewardv1.Objective, error) {
+	return p.objectives.Close(ctx, principal, req)
+}
