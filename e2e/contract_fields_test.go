@@ -41,6 +41,11 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.DecideApprovalRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.SettleActionRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ExportBundleRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.CreateObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.CloseObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.GetObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListObjectivesRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.GetTaskTreeRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

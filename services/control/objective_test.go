@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/steward-run/steward/pkg/access"
+	"github.com/steward-run/steward/pkg/credential"
 	"github.com/steward-run/steward/pkg/errs"
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/objective"
@@ -180,4 +182,75 @@ func fold(t *testing.T, r *harness, id string) *stewardv1.Objective {
 		t.Fatal(err)
 	}
 	return o
+}
+
+// TestObjectiveCommandsNameTheBadField: a bad CreateObjective or
+// CloseObjective is refused naming its field, and records nothing.
+func TestObjectiveCommandsNameTheBadField(t *testing.T) {
+	r := idleHarness(t)
+	ctx := caller("user:ana", "acme")
+	long := string(make([]byte, 5000))
+	for field, req := range map[string]*stewardv1.CreateObjectiveRequest{
+		"intent":                 {},
+		"desired_outcome":        {Intent: "i", DesiredOutcome: long},
+		"owner_ref":              {Intent: "i", OwnerRef: long},
+		"request_id":             {Intent: "i", RequestId: long},
+		"budget.max_tokens":      {Intent: "i", Budget: &stewardv1.ObjectiveBudget{MaxTokens: -1}},
+		"budget.max_cost_micros": {Intent: "i", Budget: &stewardv1.ObjectiveBudget{MaxCostMicros: -1}},
+		"budget.currency":        {Intent: "i", Budget: &stewardv1.ObjectiveBudget{MaxCostMicros: 5}},
+	} {
+		if _, _, err := r.ctl.CreateObjective(ctx, "user:ana", req); !asField(err, field) {
+			t.Errorf("%s: %v, want it named", field, err)
+		}
+	}
+	o := newObjective(t, r, "q3", 0)
+	for field, req := range map[string]*stewardv1.CloseObjectiveRequest{
+		"objective_id": {Status: stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_DONE, Reason: "r"},
+		"status":       {ObjectiveId: o.ObjectiveId, Status: stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_OPEN, Reason: "r"},
+		"reason":       {ObjectiveId: o.ObjectiveId, Status: stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_DONE},
+	} {
+		if _, err := r.ctl.CloseObjective(ctx, "user:ana", req); !asField(err, field) {
+			t.Errorf("%s: %v, want it named", field, err)
+		}
+	}
+	if got := fold(t, r, o.ObjectiveId); got.Status != stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_OPEN {
+		t.Fatalf("a refused close closed it: %v", got)
+	}
+	bad := validRequest("bad-ref")
+	bad.Contract.ObjectiveId = "not an id"
+	if _, _, err := r.ctl.CreateTask(ctx, "user:ana", bad); !asField(err, "contract.objective_id") {
+		t.Errorf("a malformed objective id: %v", err)
+	}
+}
+
+// TestSubTasksInheritTheObjective: a sub-task works for its parent's
+// objective, reserving nothing of it; naming another is refused.
+func TestSubTasksInheritTheObjective(t *testing.T) {
+	d := idleHarness(t)
+	ctx := caller("user:ana", "")
+	o, _, err := d.ctl.CreateObjective(ctx, "user:ana", &stewardv1.CreateObjectiveRequest{Intent: "q3", Budget: &stewardv1.ObjectiveBudget{MaxTokens: 1000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := parentContract()
+	k.ObjectiveId = o.ObjectiveId
+	tk, _, err := d.ctl.CreateTask(ctx, "user:ana", &stewardv1.CreateTaskRequest{RequestId: "parent", Contract: k})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.issue(t, tk, credential.Root(tk.Contract, tk.CreatedBy, time.Now(), time.Hour))
+	req := &stewardv1.DelegateTaskRequest{ParentTaskId: tk.Contract.TaskId, Contract: subContract(), DelegateRef: "agent:researcher", RequestId: "sub"}
+	sub, _, err := d.ctl.DelegateTask(ctx, "user:ana", req)
+	if err != nil || sub.Contract.ObjectiveId != o.ObjectiveId {
+		t.Fatalf("sub-task: %v, objective %q, want %s", err, sub.GetContract().GetObjectiveId(), o.ObjectiveId)
+	}
+	if got := fold(t, d, o.ObjectiveId); got.ReservedTokens != 1000 || got.TasksAdded != 1 {
+		t.Fatalf("objective reserved %d for %d tasks; the sub-task spends out of its parent's 1000", got.ReservedTokens, got.TasksAdded)
+	}
+	other := subContract()
+	other.ObjectiveId = "another"
+	req = &stewardv1.DelegateTaskRequest{ParentTaskId: tk.Contract.TaskId, Contract: other, DelegateRef: "agent:researcher", RequestId: "sub-2"}
+	if _, _, err := d.ctl.DelegateTask(ctx, "user:ana", req); !asField(err, "contract.objective_id") {
+		t.Fatalf("a sub-task naming another objective: %v", err)
+	}
 }
