@@ -22,6 +22,8 @@ import (
 type subject struct {
 	task, action string
 	approval     *stewardv1.Approval
+	// objective is the objective of the "objective" state, its owner's.
+	objective string
 }
 
 // matrixCall is how the matrix calls one RPC.
@@ -156,6 +158,14 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 			t.Fatal(err)
 		}
 		return subject{task: id, action: a.ActionId}
+	},
+	// objective is an objective of acme's owner's (user:ana).
+	"objective": func(t *testing.T, e *harness, name string) subject {
+		resp, err := e.owner.tasks.CreateObjective(context.Background(), connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: name, Intent: "ship Q3"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subject{objective: resp.Msg.Objective.ObjectiveId}
 	},
 	// unknown is a call to the slow tool, whose outcome is unknown.
 	"unknown": func(t *testing.T, e *harness, name string) subject {
@@ -367,6 +377,39 @@ var matrixCalls = map[string]matrixCall{
 	}},
 	stewardv1connect.QueryServiceListBreakersProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {
 		_, err := c.query.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{}))
+		return err
+	}},
+	stewardv1connect.TaskServiceCreateObjectiveProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
+		_, err := c.tasks.CreateObjective(ctx, connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: name, Intent: "ship Q3"}))
+		return err
+	}},
+	stewardv1connect.TaskServiceCloseObjectiveProcedure: {state: "objective", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.tasks.CloseObjective(ctx, connect.NewRequest(&stewardv1.CloseObjectiveRequest{
+			ObjectiveId: s.objective, Status: stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_DONE, Reason: "shipped"}))
+		return err
+	}},
+	stewardv1connect.QueryServiceGetObjectiveProcedure: {state: "objective", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.query.GetObjective(ctx, connect.NewRequest(&stewardv1.GetObjectiveRequest{ObjectiveId: s.objective}))
+		return err
+	}},
+	stewardv1connect.QueryServiceListObjectivesProcedure: {state: "objective", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		req := &stewardv1.ListObjectivesRequest{}
+		for {
+			resp, err := c.query.ListObjectives(ctx, connect.NewRequest(req))
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(resp.Msg.Objectives, func(o *stewardv1.Objective) bool { return o.ObjectiveId == s.objective }) {
+				return nil
+			}
+			if resp.Msg.NextPageToken == "" {
+				return errLeftOut
+			}
+			req.PageToken = resp.Msg.NextPageToken
+		}
+	}},
+	stewardv1connect.QueryServiceGetTaskTreeProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.query.GetTaskTree(ctx, connect.NewRequest(&stewardv1.GetTaskTreeRequest{TaskId: s.task}))
 		return err
 	}},
 	stewardv1connect.QueryServiceWhoAmIProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {

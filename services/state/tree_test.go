@@ -28,7 +28,9 @@ func withTree(t *testing.T, env *stewardtest.Env) {
 		c.Budget = &stewardv1.Budget{MaxTokens: 1000, Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "collect", MaxTokens: 100}}}
 		return c
 	}
-	spent := func(n int64) *stewardv1.BudgetConsumed { return &stewardv1.BudgetConsumed{Tokens: n, CostMicros: n * 10, Source: "model:m"} }
+	spent := func(n int64) *stewardv1.BudgetConsumed {
+		return &stewardv1.BudgetConsumed{Tokens: n, CostMicros: n * 10, Source: "model:m"}
+	}
 	reserve := func(child string) *stewardv1.BudgetConsumed {
 		return &stewardv1.BudgetConsumed{Tokens: 100, CostMicros: 1000, Source: task.DelegationReserveSource + child}
 	}
