@@ -152,14 +152,3 @@ func Fold(records []*stewardv1.EventRecord) (*stewardv1.Objective, error) {
 	}
 	return o, nil
 }
-
-// Added returns the records' reservation for taskID, or nil: what a
-// retried CreateTask finds made.
-func Added(records []*stewardv1.EventRecord, taskID string) *stewardv1.ObjectiveTaskAdded {
-	for _, r := range records {
-		if a := r.Event.GetObjectiveTaskAdded(); a != nil && a.TaskId == taskID {
-			return a
-		}
-	}
-	return nil
-}

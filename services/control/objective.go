@@ -24,7 +24,10 @@ const maxObjectiveTries = 8
 
 // objectives are the plane's commands on objectives, and the check and
 // reservation of a task that names one.
-type objectives struct{ *Plane }
+type objectives struct {
+	*Plane
+	cache *objectiveCache
+}
 
 // Create opens an objective (CreateObjective) on its own chain. With a request id
 // it is idempotent as CreateTask is: the objective's id derives from the
@@ -122,7 +125,7 @@ func (p objectives) Close(ctx context.Context, principal string, req *stewardv1.
 		return nil, err
 	}
 	for try := 1; ; try++ {
-		o, _, err := p.load(ctx, "objective_id", req.ObjectiveId)
+		o, err := p.load(ctx, "objective_id", req.ObjectiveId)
 		if err != nil {
 			return nil, err
 		}
@@ -167,22 +170,18 @@ func validateClose(req *stewardv1.CloseObjectiveRequest) error {
 	return checkText("reason", req.Reason, MaxReasonLen, true)
 }
 
-// load folds objective id from the log, as the caller's tenant
+// load folds objective id from the log (its cache), as the caller's tenant
 // sees it: one of another tenant's, or none, is NotFound naming field,
 // in the same words, so that the answer tells another tenant nothing.
-func (p objectives) load(ctx context.Context, field, id string) (*stewardv1.Objective, []*stewardv1.EventRecord, error) {
-	recs, err := p.log.ReadObjective(ctx, id)
+func (p objectives) load(ctx context.Context, field, id string) (*stewardv1.Objective, error) {
+	o, err := p.cache.fold(ctx, id)
 	if err != nil {
-		return nil, nil, err
-	}
-	o, err := objective.Fold(recs)
-	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if o == nil || o.Tenant != rpc.Caller(ctx).Tenant {
-		return nil, nil, &errs.Error{Code: errs.NotFound, Field: field, Message: "objective " + id + " not found"}
+		return nil, &errs.Error{Code: errs.NotFound, Field: field, Message: "objective " + id + " not found"}
 	}
-	return o, recs, nil
+	return o, nil
 }
 
 // mayAnswerFor refuses a caller who is neither the objective's owner nor,

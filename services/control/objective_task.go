@@ -38,11 +38,11 @@ func (p objectives) join(ctx context.Context, principal, taskID string, c *stewa
 		return nil
 	}
 	for try := 1; ; try++ {
-		o, recs, err := p.load(ctx, "contract.objective_id", id)
+		o, err := p.load(ctx, "contract.objective_id", id)
 		if err != nil {
 			return err
 		}
-		if objective.Added(recs, taskID) != nil {
+		if p.cache.added(id, taskID) {
 			return nil // a retry: reserved once
 		}
 		if err := mayAnswerFor(ctx, principal, o, "contract.objective_id"); err != nil {

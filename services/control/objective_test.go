@@ -14,6 +14,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/objective"
 	"github.com/steward-run/steward/pkg/rpc"
+	"github.com/steward-run/steward/services/control"
 )
 
 // caller is a verified caller of tenant.
@@ -252,5 +253,32 @@ func TestSubTasksInheritTheObjective(t *testing.T) {
 	req = &stewardv1.DelegateTaskRequest{ParentTaskId: tk.Contract.TaskId, Contract: other, DelegateRef: "agent:researcher", RequestId: "sub-2"}
 	if _, _, err := d.ctl.DelegateTask(ctx, "user:ana", req); !asField(err, "contract.objective_id") {
 		t.Fatalf("a sub-task naming another objective: %v", err)
+	}
+}
+
+// TestTwoPlanesShareAnObjectivesBudget: two control planes over one log
+// (replicas) each keep the objective folded; each reads what the other
+// reserved before it reserves, so together they stay within the budget,
+// and a retry through the other plane reserves nothing more.
+func TestTwoPlanesShareAnObjectivesBudget(t *testing.T) {
+	r := idleHarness(t)
+	other := control.New(r.Log, r.Logger, r.config())
+	t.Cleanup(other.Stop)
+	o := newObjective(t, r, "q3", 100)
+	ctx := caller("user:ana", "acme")
+	if _, _, err := r.ctl.CreateTask(ctx, "user:ana", forObjective("a", o.ObjectiveId, 60)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.CreateTask(ctx, "user:ana", forObjective("b", o.ObjectiveId, 30)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := r.ctl.CreateTask(ctx, "user:ana", forObjective("c", o.ObjectiveId, 20)); !asField(err, "contract.budget.max_tokens") {
+		t.Fatalf("past what the other plane left: %v", err)
+	}
+	if _, _, err := other.CreateTask(ctx, "user:ana", forObjective("a", o.ObjectiveId, 60)); err != nil {
+		t.Fatalf("a retry through the other plane: %v", err)
+	}
+	if got := fold(t, r, o.ObjectiveId); got.ReservedTokens != 90 || got.TasksAdded != 2 {
+		t.Fatalf("reserved %d for %d tasks, want 90 for 2", got.ReservedTokens, got.TasksAdded)
 	}
 }

@@ -196,7 +196,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		criteria:  p.criteria,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
-	p.objectives = objectives{p}
+	p.objectives = objectives{Plane: p, cache: newObjectiveCache(log)}
 	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
 	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
 	p.heartbeats = &heartbeats{commands: p, now: cfg.Now}
