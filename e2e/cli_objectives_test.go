@@ -93,3 +93,31 @@ func delegateTo(t *testing.T, a authed, parent, delegate, requestID string, k *s
 	waitStatus(t, a.clients, id, stewardv1.TaskStatus_TASK_STATUS_RUNNING)
 	return id
 }
+
+// TestObjectivesInServicesMode: with each plane its own process, an
+// objective the control plane records is read by the state plane with
+// the task that reserved out of it.
+func TestObjectivesInServicesMode(t *testing.T) {
+	urls := startServices(t, nil)
+	control, state := newClients(urls["control"]), newClients(urls["state"])
+	ctx := context.Background()
+	resp, err := control.tasks.CreateObjective(ctx, connect.NewRequest(&stewardv1.CreateObjectiveRequest{
+		RequestId: "services-q3", Intent: "ship Q3", Budget: &stewardv1.ObjectiveBudget{MaxTokens: 80_000}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := resp.Msg.Objective.ObjectiveId
+	k := contract()
+	k.ObjectiveId = id
+	task, err := control.tasks.CreateTask(ctx, connect.NewRequest(&stewardv1.CreateTaskRequest{RequestId: "services-obj", Contract: k}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := state.query.GetObjective(ctx, connect.NewRequest(&stewardv1.GetObjectiveRequest{ObjectiveId: id}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := got.Msg.Objective; o.ReservedTokens != 50_000 || len(got.Msg.Tasks) != 1 || got.Msg.Tasks[0].Contract.TaskId != task.Msg.Task.Contract.TaskId {
+		t.Fatalf("the state plane serves %v with tasks %v", o, got.Msg.Tasks)
+	}
+}
