@@ -25,6 +25,8 @@ type subject struct {
 	revision     string
 	// schedule is a schedule of the agent's, for the schedule calls.
 	schedule string
+	// objective is the objective of the "objective" state, its owner's.
+	objective string
 }
 
 // matrixCall is how the matrix calls one RPC.
@@ -173,6 +175,14 @@ var matrixStates = map[string]func(t *testing.T, e *harness, name string) subjec
 	},
 	"schedule":        func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, false) },
 	"paused schedule": func(t *testing.T, e *harness, name string) subject { return matrixSchedule(t, e, name, true) },
+	// objective is an objective of acme's owner's (user:ana).
+	"objective": func(t *testing.T, e *harness, name string) subject {
+		resp, err := e.owner.tasks.CreateObjective(context.Background(), connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: name, Intent: "ship Q3"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subject{objective: resp.Msg.Objective.ObjectiveId}
+	},
 	// unknown is a call to the slow tool, whose outcome is unknown.
 	"unknown": func(t *testing.T, e *harness, name string) subject {
 		a := e.unknownActionOn(t, e.create(t, name, matrixContract()))
@@ -445,6 +455,39 @@ var matrixCalls = map[string]matrixCall{
 	}},
 	stewardv1connect.QueryServiceListBreakersProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {
 		_, err := c.query.ListBreakers(ctx, connect.NewRequest(&stewardv1.ListBreakersRequest{}))
+		return err
+	}},
+	stewardv1connect.TaskServiceCreateObjectiveProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, name string) error {
+		_, err := c.tasks.CreateObjective(ctx, connect.NewRequest(&stewardv1.CreateObjectiveRequest{RequestId: name, Intent: "ship Q3"}))
+		return err
+	}},
+	stewardv1connect.TaskServiceCloseObjectiveProcedure: {state: "objective", changes: true, call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.tasks.CloseObjective(ctx, connect.NewRequest(&stewardv1.CloseObjectiveRequest{
+			ObjectiveId: s.objective, Status: stewardv1.ObjectiveStatus_OBJECTIVE_STATUS_DONE, Reason: "shipped"}))
+		return err
+	}},
+	stewardv1connect.QueryServiceGetObjectiveProcedure: {state: "objective", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.query.GetObjective(ctx, connect.NewRequest(&stewardv1.GetObjectiveRequest{ObjectiveId: s.objective}))
+		return err
+	}},
+	stewardv1connect.QueryServiceListObjectivesProcedure: {state: "objective", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		req := &stewardv1.ListObjectivesRequest{}
+		for {
+			resp, err := c.query.ListObjectives(ctx, connect.NewRequest(req))
+			if err != nil {
+				return err
+			}
+			if slices.ContainsFunc(resp.Msg.Objectives, func(o *stewardv1.Objective) bool { return o.ObjectiveId == s.objective }) {
+				return nil
+			}
+			if resp.Msg.NextPageToken == "" {
+				return errLeftOut
+			}
+			req.PageToken = resp.Msg.NextPageToken
+		}
+	}},
+	stewardv1connect.QueryServiceGetTaskTreeProcedure: {state: "worked", call: func(ctx context.Context, c matrixCaller, s subject, _ string) error {
+		_, err := c.query.GetTaskTree(ctx, connect.NewRequest(&stewardv1.GetTaskTreeRequest{TaskId: s.task}))
 		return err
 	}},
 	stewardv1connect.QueryServiceWhoAmIProcedure: {call: func(ctx context.Context, c matrixCaller, _ subject, _ string) error {

@@ -52,6 +52,11 @@ func TestEveryContractFieldIsLive(t *testing.T) {
 		(&stewardv1.PauseScheduleRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.ResumeScheduleRequest{}).ProtoReflect().Descriptor(),
 		(&stewardv1.DeleteScheduleRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.CreateObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.CloseObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.GetObjectiveRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.ListObjectivesRequest{}).ProtoReflect().Descriptor(),
+		(&stewardv1.GetTaskTreeRequest{}).ProtoReflect().Descriptor(),
 	} {
 		want = append(want, leafFields(string(root.Name()), root)...)
 	}

@@ -61,6 +61,9 @@ var Table = map[string]Rule{
 		Why: "the acceptance owner sends a result back"},
 	stewardv1connect.TaskServiceExtendDeadlineProcedure: {Group: Review, Plane: "the contract's accountable owner (the fold)",
 		Why: "the deadline is the accountable owner's promise"},
+	stewardv1connect.TaskServiceCreateObjectiveProcedure: {Group: Start, Why: "anyone known may set an objective; they own it unless they name another owner"},
+	stewardv1connect.TaskServiceCloseObjectiveProcedure: {Group: Steering, Plane: objectiveOwner,
+		Why: "whoever answers for an objective says it is done or abandoned"},
 	stewardv1connect.TaskServiceProvideInputProcedure: {Group: Review, Parties: Owner | Backup, Roles: []string{Operator},
 		Plane: "the same rule on the task as it is when answered, in every mode (mayAnswer); a question that names whom it asks (ask_ref) only by them or, with tokens, an operator (mayAnswerAsked); the input backup only once the question was escalated to them (isInputBackup)",
 		Why:   "the agent's question is answered by whom the task is for, or an operator"},
@@ -117,6 +120,10 @@ var Table = map[string]Rule{
 	stewardv1connect.QueryServiceWatchTaskProcedure:          content("raw events carry small results inline"),
 	stewardv1connect.QueryServiceListDecisionsProcedure:      content("the decisions' rationale and evidence, and where their context is"),
 	stewardv1connect.QueryServiceWhoAmIProcedure:             read("a caller learns its own principal, roles and tenant: the console hides what they may not do"),
+	stewardv1connect.QueryServiceGetObjectiveProcedure: {Group: Read, Plane: "only the caller's tenant's objective (another's is not_found); its tasks as ListTasks's summaries, blanked as there",
+		Why: "an objective's progress is shown to everyone known, as its tasks' state is"},
+	stewardv1connect.QueryServiceListObjectivesProcedure: {Group: Read, Plane: "only the caller's tenant's objectives", Why: "as GetObjective"},
+	stewardv1connect.QueryServiceGetTaskTreeProcedure:    {Group: Read, Plane: "the tasks' state, never their content: as GetTask", Why: "as GetTask"},
 
 	// DeadLetterService.
 	stewardv1connect.DeadLetterServiceListDeadLettersProcedure: {Group: Operation, Roles: []string{Operator}, Plane: deadLetterTenant,
@@ -133,6 +140,10 @@ var Table = map[string]Rule{
 		Plane: "the caller's tenant's task; its sub-tasks and ancestors only where the caller may read them (state's mayRead)",
 		Why:   "a bundle is a task's whole record, content and policy inputs included, taken away for audit"},
 }
+
+// objectiveOwner is what the control plane checks besides the table on
+// an objective.
+const objectiveOwner = "the objective's owner, or an operator, of the caller's tenant (another's is not_found); the same check for a task that names an objective (contract.objective_id)"
 
 // deadLetterTenant is what the state plane checks besides the role on the
 // dead-letter RPCs.

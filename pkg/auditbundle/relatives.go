@@ -3,9 +3,9 @@ package auditbundle
 import (
 	"fmt"
 	"slices"
-	"strings"
 
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
+	"github.com/steward-run/steward/pkg/task"
 )
 
 // The tasks a task's events name: a bundle holds each, or lists it as
@@ -21,8 +21,8 @@ func EventRelatives(ev *stewardv1.Event) []string {
 	// A delegation reserves the sub-task's budget from the parent's, in
 	// the control plane's words (services/control/reserve.go): the one
 	// record of a sub-task on its parent's log before it ends.
-	if child, ok := strings.CutPrefix(ev.GetBudgetConsumed().GetSource(), "reserved for delegated task "); ok {
-		return nonEmpty(child)
+	if c := ev.GetBudgetConsumed(); c != nil && c.ReservedFor == "" {
+		return nonEmpty(task.ReservedFor(c))
 	}
 	return nil
 }

@@ -108,6 +108,10 @@ const (
 	TypeScheduleDeleted    = "schedule.deleted"
 	TypeScheduleFired      = "schedule.fired"
 	TypeScheduleRunStarted = "schedule.run_started"
+	// An objective's events live on its own chain (eventlog.ChainPrefix).
+	TypeObjectiveCreated   = "objective.created"
+	TypeObjectiveClosed    = "objective.closed"
+	TypeObjectiveTaskAdded = "objective.task_added"
 )
 
 // Payload is one of the event payload messages, such as
@@ -220,6 +224,9 @@ var typeNames = map[protoreflect.Name]string{
 	"schedule_deleted":            TypeScheduleDeleted,
 	"schedule_fired":              TypeScheduleFired,
 	"schedule_run_started":        TypeScheduleRunStarted,
+	"objective_created":           TypeObjectiveCreated,
+	"objective_closed":            TypeObjectiveClosed,
+	"objective_task_added":        TypeObjectiveTaskAdded,
 }
 
 // payloadFields maps each payload message to its field in the envelope.

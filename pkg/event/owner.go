@@ -51,6 +51,10 @@ var owners = map[string]string{
 	TypeScheduleFired:      PlaneControl,
 	TypeScheduleRunStarted: PlaneControl,
 
+	TypeObjectiveCreated:   PlaneControl,
+	TypeObjectiveClosed:    PlaneControl,
+	TypeObjectiveTaskAdded: PlaneControl,
+
 	TypePolicyEvaluated:   PlaneGovernance,
 	TypeActionDenied:      PlaneGovernance,
 	TypeApprovalRequired:  PlaneGovernance,

@@ -92,6 +92,27 @@ func (l *Log) ReadSchedule(ctx context.Context, id string) ([]*stewardv1.EventRe
 	return l.readRecord(ctx, "schedule_id", id, l.ScheduleSubject)
 }
 
+// ReadObjectiveAfter returns the events of objective id stored after
+// stream sequence after, in order, each checked against its own hash and
+// subject; linking them to the events before is the caller's part, as
+// for ReadAfter: a reader that keeps an objective folded reads only what
+// is new.
+func (l *Log) ReadObjectiveAfter(ctx context.Context, id string, after uint64) ([]*stewardv1.EventRecord, error) {
+	if !ValidTaskID(id) {
+		return nil, errs.Field("objective_id", "%s is not an id: want 1-64 letters, digits, '-' or '_'", errs.Quote(id))
+	}
+	var out []*stewardv1.EventRecord
+	err := l.scan(ctx, l.ObjectiveSubject(id), after+1, func(seq uint64, subject string, data []byte) error {
+		ev, err := l.decode(subject, data)
+		if err != nil {
+			return errs.Wrap(errs.Corrupt, err, "%s: event %d", subject, seq)
+		}
+		out = append(out, &stewardv1.EventRecord{Sequence: seq, Event: ev})
+		return nil
+	})
+	return out, err
+}
+
 // readRecord reads the chain of an objective or a schedule, whose events
 // carry its id as a task's carry the task's.
 func (l *Log) readRecord(ctx context.Context, field, id string, subject func(string) string) ([]*stewardv1.EventRecord, error) {

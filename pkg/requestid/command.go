@@ -32,7 +32,8 @@ const (
 	DecideContractRevision = "DecideContractRevision"
 	// CreateSchedule derives the schedule's id from its name, the tenant,
 	// the caller and the request id; the schedule's chain is its record.
-	CreateSchedule = "CreateSchedule"
+	CreateSchedule  = "CreateSchedule"
+	CreateObjective = "CreateObjective"
 )
 
 // Commands returns every command that takes a request id, in the order
@@ -44,5 +45,6 @@ func Commands() []string {
 		RequestInput, ProvideInput, ExtendDeadline, RenewCredential, RecordFinding, ForkTask,
 		ReviseContract, DecideContractRevision,
 		CreateSchedule,
+		CreateObjective,
 	}
 }

@@ -22,6 +22,7 @@ func TestCommandNames(t *testing.T) {
 		"RequestInput", "ProvideInput", "ExtendDeadline", "RenewCredential", "RecordFinding", "ForkTask",
 		"ReviseContract", "DecideContractRevision",
 		"CreateSchedule",
+		"CreateObjective",
 	}
 	if got := requestid.Commands(); !slices.Equal(got, want) {
 		t.Errorf("Commands() = %q\nwant          %q", got, want)

@@ -83,6 +83,12 @@ func (s Scope) TaskID(requestID string) string {
 	return event.ID(append([]string{"task"}, s.parts(requestID)...)...)
 }
 
+// ObjectiveID is the id of the objective requestID creates in s
+// (TaskService.CreateObjective), derived as a task's is.
+func (s Scope) ObjectiveID(requestID string) string {
+	return event.ID(append([]string{"objective"}, s.parts(requestID)...)...)
+}
+
 // EventID is the id of the event command (its RPC's name) with requestID
 // records on taskID: a retry finds it in the task's history. The command
 // is part of it, so that no other command's event is ever taken for it,

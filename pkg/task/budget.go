@@ -182,11 +182,16 @@ func Spent(t *stewardv1.Task) (BudgetLine, bool) {
 
 // withinDelegation refuses to raise a delegated task's budget: what it
 // may spend was reserved from its parent's budget when it was delegated,
-// and only a new delegation reserves more. A task's own budget owner may
-// raise its budget.
+// and only a new delegation reserves more; so is a task's that works for
+// an objective, out of whose budget it reserved its own. A task's own
+// budget owner may raise its budget.
 func withinDelegation(t *stewardv1.Task) error {
 	if parent := t.Contract.GetParentTaskId(); parent != "" {
 		return errs.New(errs.FailedPrecondition, "task %s was delegated from task %s with the budget it has: raise the parent's budget and delegate again", t.Contract.GetTaskId(), parent)
+	}
+	if o := t.Contract.GetObjectiveId(); o != "" {
+		// Its budget is its share of the objective's, reserved there.
+		return errs.New(errs.FailedPrecondition, "task %s works for objective %s with the budget it reserved there: start another task for it", t.Contract.GetTaskId(), o)
 	}
 	return nil
 }

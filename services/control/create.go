@@ -50,6 +50,14 @@ func (p *Plane) CreateTask(ctx context.Context, principal string, req *stewardv1
 		}
 		defer u.settle(ctx, &err) // the named result: what CreateTask answers
 	}
+	// An objective's share of budget is reserved before the task is
+	// written, and only once its duties are known to pass.
+	if err = checkDuties(contract, principal, ""); err != nil {
+		return nil, false, err
+	}
+	if err = p.objectives.join(ctx, principal, taskID, contract); err != nil {
+		return nil, false, err
+	}
 	t, created, err = p.create(ctx, principal, tenant, taskID, req.RequestId, contract)
 	return t, created, err
 }

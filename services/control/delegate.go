@@ -119,6 +119,9 @@ func (dg *delegation) delegate(ctx context.Context, principal string, parent *st
 		hop.DelegatedAt = prior.DelegatedAt
 	}
 	contract.ParentTaskId = parentID
+	if err := inheritObjective(contract, parent); err != nil {
+		return nil, false, err
+	}
 	contract.DelegationChain = append(slices.Clone(parent.Contract.GetDelegationChain()), hop)
 	if n := len(contract.DelegationChain); n > MaxDelegationDepth {
 		return nil, false, errs.New(errs.FailedPrecondition, "parent task %s is already %d delegations deep; the limit is %d", parentID, n-1, MaxDelegationDepth)

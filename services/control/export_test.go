@@ -97,3 +97,13 @@ func (p *Plane) GetSchedule(ctx context.Context, id string) (*stewardv1.Schedule
 func (p *Plane) ListSchedules(ctx context.Context, req *stewardv1.ListSchedulesRequest) ([]*stewardv1.Schedule, string, error) {
 	return p.schedules.ListSchedules(ctx, req)
 }
+
+// CreateObjective is TaskService.CreateObjective without the RPC.
+func (p *Plane) CreateObjective(ctx context.Context, principal string, req *stewardv1.CreateObjectiveRequest) (*stewardv1.Objective, bool, error) {
+	return p.objectives.Create(ctx, principal, req)
+}
+
+// CloseObjective is TaskService.CloseObjective without the RPC.
+func (p *Plane) CloseObjective(ctx context.Context, principal string, req *stewardv1.CloseObjectiveRequest) (*stewardv1.Objective, error) {
+	return p.objectives.Close(ctx, principal, req)
+}

@@ -132,6 +132,8 @@ type Plane struct {
 	acceptance *acceptance
 	// delegation makes sub-tasks and lends them budget (delegation.go).
 	delegation *delegation
+	// objectives are the commands on objectives (objective.go).
+	objectives objectives
 	// decisions keeps tasks' model decisions and context ledgers
 	// (decision.go).
 	decisions *decisions
@@ -210,6 +212,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 		criteria:  p.criteria,
 		maxInline: cfg.MaxInlineArtifact, maxReferenced: cfg.MaxReferencedArtifact,
 	}
+	p.objectives = objectives{Plane: p, cache: newObjectiveCache(log)}
 	p.delegation = &delegation{making: p, log: log, tasks: cfg.Tasks, now: cfg.Now}
 	p.decisions = &decisions{commands: p, tasks: cfg.Tasks, now: cfg.Now}
 	p.heartbeats = &heartbeats{commands: p, now: cfg.Now}

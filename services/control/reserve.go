@@ -99,7 +99,7 @@ func (dg *delegation) reserve(ctx context.Context, principal, parentID, childID 
 			return nil, nil // the parent's budget limits nothing
 		}
 		return dg.event(event.Meta{ID: id, TaskID: parentID, Actor: dg.actor(principal)}, &stewardv1.BudgetConsumed{
-			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: "reserved for delegated task " + childID,
+			Tokens: tokens.reserved, CostMicros: cost.reserved, Source: task.DelegationReserveSource + childID,
 		})
 	})
 	return err

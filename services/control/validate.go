@@ -83,6 +83,7 @@ func validateContract(c *stewardv1.TaskContract, now time.Time) error {
 		checkRecovery(c.RecoveryPolicy),
 		checkLimits(c.Limits),
 		checkTimers(c.Timers),
+		checkObjectiveRef(c.ObjectiveId),
 	}
 	for _, err := range checks {
 		if err != nil {

@@ -42,11 +42,13 @@ type TaskFilter struct {
 	CreatedAfter, CreatedBefore time.Time
 	// Parent is a task id: only the sub-tasks delegated from it.
 	Parent string
+	// Objective is an objective id: only the tasks that work towards it.
+	Objective string
 }
 
 // taskFilter checks a request's filters, naming the field refused.
 func taskFilter(req *stewardv1.ListTasksRequest) (TaskFilter, error) {
-	f := TaskFilter{Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool, Text: req.Text, Parent: req.ParentTaskId}
+	f := TaskFilter{Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool, Text: req.Text, Parent: req.ParentTaskId, Objective: req.ObjectiveId}
 	for i, st := range req.Statuses {
 		if _, ok := stewardv1.TaskStatus_name[int32(st)]; !ok || st == stewardv1.TaskStatus_TASK_STATUS_UNSPECIFIED {
 			return f, errs.Field(fmt.Sprintf("statuses[%d]", i), "%d is not a task status", st)
@@ -68,6 +70,8 @@ func taskFilter(req *stewardv1.ListTasksRequest) (TaskFilter, error) {
 		return f, errs.Field("text", "is %d characters, past the limit of %d", utf8.RuneCountInString(req.Text), MaxFilterText)
 	case req.ParentTaskId != "" && !eventlog.ValidTaskID(req.ParentTaskId):
 		return f, errs.Field("parent_task_id", "%s is not a task id: "+eventlog.TaskIDRule, errs.Quote(req.ParentTaskId))
+	case req.ObjectiveId != "" && !eventlog.ValidTaskID(req.ObjectiveId):
+		return f, errs.Field("objective_id", "%s is not an objective id: "+eventlog.TaskIDRule, errs.Quote(req.ObjectiveId))
 	}
 	var err error
 	if f.CreatedAfter, err = filterTime("created_after", req.CreatedAfter); err != nil {
@@ -100,6 +104,7 @@ func (f TaskFilter) pages(req *stewardv1.ListTasksRequest) string {
 	key := &stewardv1.ListTasksRequest{
 		Statuses: req.Statuses, Owner: req.Owner, RiskTiers: req.RiskTiers, Tool: req.Tool,
 		Text: req.Text, CreatedAfter: req.CreatedAfter, CreatedBefore: req.CreatedBefore, ParentTaskId: req.ParentTaskId,
+		ObjectiveId: req.ObjectiveId,
 	}
 	if proto.Size(key) == 0 {
 		return taskPages
@@ -120,6 +125,8 @@ func (f TaskFilter) match(v *view) bool {
 	case f.Owner != "" && k.GetAccountableOwnerRef() != f.Owner:
 		return false
 	case f.Parent != "" && k.GetParentTaskId() != f.Parent:
+		return false
+	case f.Objective != "" && k.GetObjectiveId() != f.Objective:
 		return false
 	case len(f.RiskTiers) > 0 && !slices.Contains(f.RiskTiers, k.GetRiskTier()):
 		return false

@@ -52,6 +52,8 @@ type Plane struct {
 	tasks  *taskstore.Store
 	logger *slog.Logger
 	views  *Projection
+	// objectives is the view of the objectives (objective.go).
+	objectives *Objectives
 	// breakers is the view of the execution workers' circuit breakers.
 	breakers *Breakers
 	cfg      Config
@@ -139,7 +141,7 @@ func New(log *eventlog.Log, logger *slog.Logger, cfg Config, opts ...Option) *Pl
 	streams, endStreams := context.WithCancel(ctx)
 	logger = logger.With("plane", PlaneName)
 	p := &Plane{
-		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
+		log: log, tasks: cfg.Tasks, logger: logger, views: NewProjection(logger), objectives: NewObjectives(logger), breakers: NewBreakers(), cfg: cfg.withDefaults(),
 		ctx: ctx, cancel: cancel, streams: streams, endStreams: endStreams,
 	}
 	for _, o := range opts {
@@ -158,6 +160,7 @@ func (p *Plane) Start(ctx context.Context) error {
 	}
 	p.done.Go(func() { p.log.KeepReading(p.ctx, p.views) })
 	p.done.Go(func() { p.log.KeepReadingServices(p.ctx, p.breakers) })
+	p.done.Go(func() { p.log.KeepReadingTypes(p.ctx, p.objectives, objectiveTypes...) })
 	start := time.Now() // how long it took, not what the plane's clock says
 	if err := p.views.WaitFor(ctx, last); err != nil {
 		return err

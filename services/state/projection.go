@@ -35,6 +35,11 @@ type Projection struct {
 	// broken names the tasks whose views stopped at a refused event, and
 	// why: their views are stale and must not be served as current.
 	broken map[string]string
+	// children are each task's sub-tasks (parent_task_id), and
+	// byObjective each objective's tasks (objective_id), in creation
+	// order: the task tree and an objective's view without a scan.
+	children    map[string][]*view
+	byObjective map[string][]*view
 
 	watchers watchers
 }
@@ -56,6 +61,9 @@ type view struct {
 	// tools names the tools of the task's actions, for ListTasks's tool
 	// filter without a pass over the ledger; nil until the first action.
 	tools map[string]struct{}
+	// spent is what the task spent itself, its reservations for
+	// sub-tasks and forks left out (noteSpend).
+	spent spend
 }
 
 // index records the actions the last event added to the ledger.
@@ -71,7 +79,8 @@ func (v *view) index() {
 
 // NewProjection returns an empty projection.
 func NewProjection(logger *slog.Logger) *Projection {
-	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]*view{}}
+	return &Projection{logger: logger, tasks: map[string]*view{}, broken: map[string]string{}, byTenant: map[string][]*view{},
+		children: map[string][]*view{}, byObjective: map[string][]*view{}}
 }
 
 // Apply folds one record into its task's view. It never fails: an event the
@@ -96,10 +105,12 @@ func (p *Projection) Apply(rec *stewardv1.EventRecord) error {
 		v.index()
 		v.noteRecovery(rec.Event, actionID, before)
 		v.answered = v.answered || rec.Event.GetInputProvided() != nil
+		v.noteSpend(rec.Event)
 		if !ok {
 			p.tasks[id] = v
 			p.order = append(p.order, id)
 			p.byTenant[v.task.Tenant] = append(p.byTenant[v.task.Tenant], v)
+			p.relate(v)
 		}
 	}
 	p.progress.Advance(rec.Sequence)

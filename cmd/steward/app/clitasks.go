@@ -16,7 +16,7 @@ import (
 
 func (c *cli) tasksCommand() *cobra.Command {
 	return c.group("tasks", "see and steer tasks",
-		c.tasksLs(), c.tasksShow(), c.tasksWatch(),
+		c.tasksLs(), c.tasksShow(), c.tasksWatch(), c.tasksTree(),
 		c.steer("pause", "hold a task: nothing new is dispatched until it is resumed", c.pause),
 		c.steer("resume", "let a paused, suspended or waiting task go on", c.resume),
 		c.steer("cancel", "end a task as cancelled", c.cancel),

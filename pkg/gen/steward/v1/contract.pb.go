@@ -672,6 +672,12 @@ type TaskContract struct {
 	// principal or a role ("role:on-call"), who may then answer it as the
 	// task's people may, though it named someone else (ask_ref); not before.
 	InputBackupRef string `protobuf:"bytes,24,opt,name=input_backup_ref,json=inputBackupRef,proto3" json:"input_backup_ref,omitempty"`
+	// The objective the task works towards (TaskService.CreateObjective):
+	// open, of the caller's tenant, and the caller its owner or an
+	// operator. The task's budget is reserved out of the objective's. A
+	// sub-task inherits its parent's; a DelegateTask that names another is
+	// refused (docs/objectives.md).
+	ObjectiveId string `protobuf:"bytes,25,opt,name=objective_id,json=objectiveId,proto3" json:"objective_id,omitempty"`
 	// The task's milestones, in the order the work goes through them
 	// (docs/milestones.md). When any are declared, every budget line
 	// (budget.milestones) and every tag (a plan step's, an action's, a
@@ -876,6 +882,13 @@ func (x *TaskContract) GetApprovalBackupRef() string {
 func (x *TaskContract) GetInputBackupRef() string {
 	if x != nil {
 		return x.InputBackupRef
+	}
+	return ""
+}
+
+func (x *TaskContract) GetObjectiveId() string {
+	if x != nil {
+		return x.ObjectiveId
 	}
 	return ""
 }
@@ -1148,7 +1161,7 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\fmax_attempts\x18\x02 \x01(\rR\vmaxAttempts\"Y\n" +
 	"\rInputSnapshot\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\tR\aversion\x12.\n" +
-	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xb5\t\n" +
+	"\x06inputs\x18\x02 \x03(\v2\x16.steward.v1.ContextRefR\x06inputs\"\xd8\t\n" +
 	"\fTaskContract\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
 	"\x06intent\x18\x02 \x01(\tR\x06intent\x12'\n" +
@@ -1174,7 +1187,8 @@ const file_steward_v1_contract_proto_rawDesc = "" +
 	"\x14separation_of_duties\x18\x15 \x01(\bR\x12separationOfDuties\x12$\n" +
 	"\x0eparent_task_id\x18\x16 \x01(\tR\fparentTaskId\x12.\n" +
 	"\x13approval_backup_ref\x18\x17 \x01(\tR\x11approvalBackupRef\x12(\n" +
-	"\x10input_backup_ref\x18\x18 \x01(\tR\x0einputBackupRef\x125\n" +
+	"\x10input_backup_ref\x18\x18 \x01(\tR\x0einputBackupRef\x12!\n" +
+	"\fobjective_id\x18\x19 \x01(\tR\vobjectiveId\x125\n" +
 	"\n" +
 	"milestones\x18\x1a \x03(\v2\x15.steward.v1.MilestoneR\n" +
 	"milestones\"Y\n" +

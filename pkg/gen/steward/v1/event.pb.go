@@ -162,6 +162,9 @@ type Event struct {
 	//	*Event_ScheduleDeleted
 	//	*Event_ScheduleFired
 	//	*Event_ScheduleRunStarted
+	//	*Event_ObjectiveCreated
+	//	*Event_ObjectiveClosed
+	//	*Event_ObjectiveTaskAdded
 	Payload isEvent_Payload `protobuf_oneof:"payload"`
 	// Last field so that it reads as a trailer; unset while hashing.
 	Hash          []byte `protobuf:"bytes,99,opt,name=hash,proto3" json:"hash,omitempty"`
@@ -827,6 +830,33 @@ func (x *Event) GetScheduleRunStarted() *ScheduleRunStarted {
 	return nil
 }
 
+func (x *Event) GetObjectiveCreated() *ObjectiveCreated {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveCreated); ok {
+			return x.ObjectiveCreated
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetObjectiveClosed() *ObjectiveClosed {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveClosed); ok {
+			return x.ObjectiveClosed
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetObjectiveTaskAdded() *ObjectiveTaskAdded {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ObjectiveTaskAdded); ok {
+			return x.ObjectiveTaskAdded
+		}
+	}
+	return nil
+}
+
 func (x *Event) GetHash() []byte {
 	if x != nil {
 		return x.Hash
@@ -1086,6 +1116,18 @@ type Event_ScheduleRunStarted struct {
 	ScheduleRunStarted *ScheduleRunStarted `protobuf:"bytes,93,opt,name=schedule_run_started,json=scheduleRunStarted,proto3,oneof"`
 }
 
+type Event_ObjectiveCreated struct {
+	ObjectiveCreated *ObjectiveCreated `protobuf:"bytes,82,opt,name=objective_created,json=objectiveCreated,proto3,oneof"`
+}
+
+type Event_ObjectiveClosed struct {
+	ObjectiveClosed *ObjectiveClosed `protobuf:"bytes,83,opt,name=objective_closed,json=objectiveClosed,proto3,oneof"`
+}
+
+type Event_ObjectiveTaskAdded struct {
+	ObjectiveTaskAdded *ObjectiveTaskAdded `protobuf:"bytes,84,opt,name=objective_task_added,json=objectiveTaskAdded,proto3,oneof"`
+}
+
 func (*Event_TaskCreated) isEvent_Payload() {}
 
 func (*Event_TaskStarted) isEvent_Payload() {}
@@ -1209,6 +1251,12 @@ func (*Event_ScheduleDeleted) isEvent_Payload() {}
 func (*Event_ScheduleFired) isEvent_Payload() {}
 
 func (*Event_ScheduleRunStarted) isEvent_Payload() {}
+
+func (*Event_ObjectiveCreated) isEvent_Payload() {}
+
+func (*Event_ObjectiveClosed) isEvent_Payload() {}
+
+func (*Event_ObjectiveTaskAdded) isEvent_Payload() {}
 
 // Actor is who caused an event: a person or service, through which plane.
 type Actor struct {
@@ -5166,12 +5214,176 @@ func (x *ScheduleRunStarted) GetReason() string {
 	return ""
 }
 
+// ObjectiveCreated opens an objective on its own chain (control plane,
+// TaskService.CreateObjective).
+type ObjectiveCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objective     *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveCreated) Reset() {
+	*x = ObjectiveCreated{}
+	mi := &file_steward_v1_event_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveCreated) ProtoMessage() {}
+
+func (x *ObjectiveCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveCreated.ProtoReflect.Descriptor instead.
+func (*ObjectiveCreated) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ObjectiveCreated) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
+// ObjectiveClosed ends an objective, done or abandoned, by its owner or an
+// operator (control plane): no task names it since.
+type ObjectiveClosed struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Status        ObjectiveStatus        `protobuf:"varint,1,opt,name=status,proto3,enum=steward.v1.ObjectiveStatus" json:"status,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveClosed) Reset() {
+	*x = ObjectiveClosed{}
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveClosed) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveClosed) ProtoMessage() {}
+
+func (x *ObjectiveClosed) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveClosed.ProtoReflect.Descriptor instead.
+func (*ObjectiveClosed) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ObjectiveClosed) GetStatus() ObjectiveStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ObjectiveStatus_OBJECTIVE_STATUS_UNSPECIFIED
+}
+
+func (x *ObjectiveClosed) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// ObjectiveTaskAdded records, on the objective's chain, that a task names
+// it and the budget the task reserved out of the objective's (control
+// plane, before the task is created). Its event id derives from the task
+// id, so a retried CreateTask reserves once.
+type ObjectiveTaskAdded struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	TaskId        string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	Tokens        int64                  `protobuf:"varint,2,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	CostMicros    int64                  `protobuf:"varint,3,opt,name=cost_micros,json=costMicros,proto3" json:"cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ObjectiveTaskAdded) Reset() {
+	*x = ObjectiveTaskAdded{}
+	mi := &file_steward_v1_event_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ObjectiveTaskAdded) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ObjectiveTaskAdded) ProtoMessage() {}
+
+func (x *ObjectiveTaskAdded) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_event_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ObjectiveTaskAdded.ProtoReflect.Descriptor instead.
+func (*ObjectiveTaskAdded) Descriptor() ([]byte, []int) {
+	return file_steward_v1_event_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *ObjectiveTaskAdded) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *ObjectiveTaskAdded) GetTokens() int64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *ObjectiveTaskAdded) GetCostMicros() int64 {
+	if x != nil {
+		return x.CostMicros
+	}
+	return 0
+}
+
 var File_steward_v1_event_proto protoreflect.FileDescriptor
 
 const file_steward_v1_event_proto_rawDesc = "" +
 	"\n" +
 	"\x16steward/v1/event.proto\x12\n" +
-	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x84&\n" +
+	"steward.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x1bsteward/v1/credential.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x19steward/v1/schedule.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\xef'\n" +
 	"\x05Event\x12\x19\n" +
 	"\bevent_id\x18\x01 \x01(\tR\aeventId\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x12\n" +
@@ -5246,7 +5458,10 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\x10schedule_resumed\x18Z \x01(\v2\x1b.steward.v1.ScheduleResumedH\x00R\x0fscheduleResumed\x12H\n" +
 	"\x10schedule_deleted\x18[ \x01(\v2\x1b.steward.v1.ScheduleDeletedH\x00R\x0fscheduleDeleted\x12B\n" +
 	"\x0eschedule_fired\x18\\ \x01(\v2\x19.steward.v1.ScheduleFiredH\x00R\rscheduleFired\x12R\n" +
-	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12\x12\n" +
+	"\x14schedule_run_started\x18] \x01(\v2\x1e.steward.v1.ScheduleRunStartedH\x00R\x12scheduleRunStarted\x12K\n" +
+	"\x11objective_created\x18R \x01(\v2\x1c.steward.v1.ObjectiveCreatedH\x00R\x10objectiveCreated\x12H\n" +
+	"\x10objective_closed\x18S \x01(\v2\x1b.steward.v1.ObjectiveClosedH\x00R\x0fobjectiveClosed\x12R\n" +
+	"\x14objective_task_added\x18T \x01(\v2\x1e.steward.v1.ObjectiveTaskAddedH\x00R\x12objectiveTaskAdded\x12\x12\n" +
 	"\x04hash\x18c \x01(\fR\x04hashB\t\n" +
 	"\apayload\";\n" +
 	"\x05Actor\x12\x1c\n" +
@@ -5528,7 +5743,17 @@ const file_steward_v1_event_proto_rawDesc = "" +
 	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12\x17\n" +
 	"\atask_id\x18\x02 \x01(\tR\x06taskId\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason*|\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"G\n" +
+	"\x10ObjectiveCreated\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\"^\n" +
+	"\x0fObjectiveClosed\x123\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1b.steward.v1.ObjectiveStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"f\n" +
+	"\x12ObjectiveTaskAdded\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x16\n" +
+	"\x06tokens\x18\x02 \x01(\x03R\x06tokens\x12\x1f\n" +
+	"\vcost_micros\x18\x03 \x01(\x03R\n" +
+	"costMicros*|\n" +
 	"\fBreakerState\x12\x1d\n" +
 	"\x19BREAKER_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14BREAKER_STATE_CLOSED\x10\x01\x12\x16\n" +
@@ -5552,7 +5777,7 @@ func file_steward_v1_event_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_event_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_steward_v1_event_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_steward_v1_event_proto_goTypes = []any{
 	(BreakerState)(0),                 // 0: steward.v1.BreakerState
 	(*Event)(nil),                     // 1: steward.v1.Event
@@ -5617,50 +5842,55 @@ var file_steward_v1_event_proto_goTypes = []any{
 	(*ScheduleDeleted)(nil),           // 60: steward.v1.ScheduleDeleted
 	(*ScheduleFired)(nil),             // 61: steward.v1.ScheduleFired
 	(*ScheduleRunStarted)(nil),        // 62: steward.v1.ScheduleRunStarted
-	(*timestamppb.Timestamp)(nil),     // 63: google.protobuf.Timestamp
-	(*ContractRevisionProposed)(nil),  // 64: steward.v1.ContractRevisionProposed
-	(*ContractRevisionEvaluated)(nil), // 65: steward.v1.ContractRevisionEvaluated
-	(*ContractRevisionDecided)(nil),   // 66: steward.v1.ContractRevisionDecided
-	(*TaskContract)(nil),              // 67: steward.v1.TaskContract
-	(*ForkOrigin)(nil),                // 68: steward.v1.ForkOrigin
-	(*ScheduleRun)(nil),               // 69: steward.v1.ScheduleRun
-	(TaskStatus)(0),                   // 70: steward.v1.TaskStatus
-	(NeedsInputCause)(0),              // 71: steward.v1.NeedsInputCause
-	(*Finding)(nil),                   // 72: steward.v1.Finding
-	(*Plan)(nil),                      // 73: steward.v1.Plan
-	(*PlanRevision)(nil),              // 74: steward.v1.PlanRevision
-	(*SealedSecret)(nil),              // 75: steward.v1.SealedSecret
-	(*PolicySnapshot)(nil),            // 76: steward.v1.PolicySnapshot
-	(*SignedEvent)(nil),               // 77: steward.v1.SignedEvent
-	(StepStatus)(0),                   // 78: steward.v1.StepStatus
-	(*structpb.Value)(nil),            // 79: google.protobuf.Value
-	(SuspendCause)(0),                 // 80: steward.v1.SuspendCause
-	(*Action)(nil),                    // 81: steward.v1.Action
-	(*Approval)(nil),                  // 82: steward.v1.Approval
-	(ApprovalDecision)(0),             // 83: steward.v1.ApprovalDecision
-	(*SignedApprovalDecision)(nil),    // 84: steward.v1.SignedApprovalDecision
-	(*ActionPermit)(nil),              // 85: steward.v1.ActionPermit
-	(*SignedPermit)(nil),              // 86: steward.v1.SignedPermit
-	(*Outcome)(nil),                   // 87: steward.v1.Outcome
-	(WaitKind)(0),                     // 88: steward.v1.WaitKind
-	(SettleState)(0),                  // 89: steward.v1.SettleState
-	(RevalidationReason)(0),           // 90: steward.v1.RevalidationReason
-	(*durationpb.Duration)(nil),       // 91: google.protobuf.Duration
-	(*ToolContract)(nil),              // 92: steward.v1.ToolContract
-	(*SignedCredential)(nil),          // 93: steward.v1.SignedCredential
-	(*Artifact)(nil),                  // 94: steward.v1.Artifact
-	(*CriterionResult)(nil),           // 95: steward.v1.CriterionResult
-	(*ExecutionReport)(nil),           // 96: steward.v1.ExecutionReport
-	(*Decision)(nil),                  // 97: steward.v1.Decision
-	(*ContextItem)(nil),               // 98: steward.v1.ContextItem
-	(*ScheduleSpec)(nil),              // 99: steward.v1.ScheduleSpec
-	(*ScheduleTemplate)(nil),          // 100: steward.v1.ScheduleTemplate
-	(*Overlap)(nil),                   // 101: steward.v1.Overlap
-	(*CatchUp)(nil),                   // 102: steward.v1.CatchUp
-	(*ScheduleFiring)(nil),            // 103: steward.v1.ScheduleFiring
+	(*ObjectiveCreated)(nil),          // 63: steward.v1.ObjectiveCreated
+	(*ObjectiveClosed)(nil),           // 64: steward.v1.ObjectiveClosed
+	(*ObjectiveTaskAdded)(nil),        // 65: steward.v1.ObjectiveTaskAdded
+	(*timestamppb.Timestamp)(nil),     // 66: google.protobuf.Timestamp
+	(*ContractRevisionProposed)(nil),  // 67: steward.v1.ContractRevisionProposed
+	(*ContractRevisionEvaluated)(nil), // 68: steward.v1.ContractRevisionEvaluated
+	(*ContractRevisionDecided)(nil),   // 69: steward.v1.ContractRevisionDecided
+	(*TaskContract)(nil),              // 70: steward.v1.TaskContract
+	(*ForkOrigin)(nil),                // 71: steward.v1.ForkOrigin
+	(*ScheduleRun)(nil),               // 72: steward.v1.ScheduleRun
+	(TaskStatus)(0),                   // 73: steward.v1.TaskStatus
+	(NeedsInputCause)(0),              // 74: steward.v1.NeedsInputCause
+	(*Finding)(nil),                   // 75: steward.v1.Finding
+	(*Plan)(nil),                      // 76: steward.v1.Plan
+	(*PlanRevision)(nil),              // 77: steward.v1.PlanRevision
+	(*SealedSecret)(nil),              // 78: steward.v1.SealedSecret
+	(*PolicySnapshot)(nil),            // 79: steward.v1.PolicySnapshot
+	(*SignedEvent)(nil),               // 80: steward.v1.SignedEvent
+	(StepStatus)(0),                   // 81: steward.v1.StepStatus
+	(*structpb.Value)(nil),            // 82: google.protobuf.Value
+	(SuspendCause)(0),                 // 83: steward.v1.SuspendCause
+	(*Action)(nil),                    // 84: steward.v1.Action
+	(*Approval)(nil),                  // 85: steward.v1.Approval
+	(ApprovalDecision)(0),             // 86: steward.v1.ApprovalDecision
+	(*SignedApprovalDecision)(nil),    // 87: steward.v1.SignedApprovalDecision
+	(*ActionPermit)(nil),              // 88: steward.v1.ActionPermit
+	(*SignedPermit)(nil),              // 89: steward.v1.SignedPermit
+	(*Outcome)(nil),                   // 90: steward.v1.Outcome
+	(WaitKind)(0),                     // 91: steward.v1.WaitKind
+	(SettleState)(0),                  // 92: steward.v1.SettleState
+	(RevalidationReason)(0),           // 93: steward.v1.RevalidationReason
+	(*durationpb.Duration)(nil),       // 94: google.protobuf.Duration
+	(*ToolContract)(nil),              // 95: steward.v1.ToolContract
+	(*SignedCredential)(nil),          // 96: steward.v1.SignedCredential
+	(*Artifact)(nil),                  // 97: steward.v1.Artifact
+	(*CriterionResult)(nil),           // 98: steward.v1.CriterionResult
+	(*ExecutionReport)(nil),           // 99: steward.v1.ExecutionReport
+	(*Decision)(nil),                  // 100: steward.v1.Decision
+	(*ContextItem)(nil),               // 101: steward.v1.ContextItem
+	(*ScheduleSpec)(nil),              // 102: steward.v1.ScheduleSpec
+	(*ScheduleTemplate)(nil),          // 103: steward.v1.ScheduleTemplate
+	(*Overlap)(nil),                   // 104: steward.v1.Overlap
+	(*CatchUp)(nil),                   // 105: steward.v1.CatchUp
+	(*ScheduleFiring)(nil),            // 106: steward.v1.ScheduleFiring
+	(*Objective)(nil),                 // 107: steward.v1.Objective
+	(ObjectiveStatus)(0),              // 108: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_event_proto_depIdxs = []int32{
-	63,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
+	66,  // 0: steward.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,   // 1: steward.v1.Event.actor:type_name -> steward.v1.Actor
 	3,   // 2: steward.v1.Event.task_created:type_name -> steward.v1.TaskCreated
 	4,   // 3: steward.v1.Event.task_started:type_name -> steward.v1.TaskStarted
@@ -5715,77 +5945,82 @@ var file_steward_v1_event_proto_depIdxs = []int32{
 	52,  // 52: steward.v1.Event.input_reminded:type_name -> steward.v1.InputReminded
 	53,  // 53: steward.v1.Event.input_escalated:type_name -> steward.v1.InputEscalated
 	55,  // 54: steward.v1.Event.milestone_progressed:type_name -> steward.v1.MilestoneProgressed
-	64,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
-	65,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
-	66,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
+	67,  // 55: steward.v1.Event.contract_revision_proposed:type_name -> steward.v1.ContractRevisionProposed
+	68,  // 56: steward.v1.Event.contract_revision_evaluated:type_name -> steward.v1.ContractRevisionEvaluated
+	69,  // 57: steward.v1.Event.contract_revision_decided:type_name -> steward.v1.ContractRevisionDecided
 	57,  // 58: steward.v1.Event.schedule_created:type_name -> steward.v1.ScheduleCreated
 	58,  // 59: steward.v1.Event.schedule_paused:type_name -> steward.v1.SchedulePaused
 	59,  // 60: steward.v1.Event.schedule_resumed:type_name -> steward.v1.ScheduleResumed
 	60,  // 61: steward.v1.Event.schedule_deleted:type_name -> steward.v1.ScheduleDeleted
 	61,  // 62: steward.v1.Event.schedule_fired:type_name -> steward.v1.ScheduleFired
 	62,  // 63: steward.v1.Event.schedule_run_started:type_name -> steward.v1.ScheduleRunStarted
-	67,  // 64: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
-	68,  // 65: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
-	69,  // 66: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
-	70,  // 67: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
-	71,  // 68: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
-	63,  // 69: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
-	63,  // 70: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
-	72,  // 71: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
-	73,  // 72: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
-	74,  // 73: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
-	75,  // 74: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
-	76,  // 75: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	77,  // 76: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
-	63,  // 77: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
-	78,  // 78: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
-	79,  // 79: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
-	80,  // 80: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
-	63,  // 81: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
-	81,  // 82: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
-	76,  // 83: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
-	77,  // 84: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
-	82,  // 85: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
-	77,  // 86: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
-	83,  // 87: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
-	84,  // 88: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
-	85,  // 89: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
-	76,  // 90: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
-	86,  // 91: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
-	87,  // 92: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
-	88,  // 93: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
-	63,  // 94: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
-	89,  // 95: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
-	90,  // 96: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
-	91,  // 97: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
-	91,  // 98: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
-	0,   // 99: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
-	0,   // 100: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
-	63,  // 101: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
-	92,  // 102: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
-	1,   // 103: steward.v1.EventRecord.event:type_name -> steward.v1.Event
-	93,  // 104: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
-	93,  // 105: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
-	94,  // 106: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
-	95,  // 107: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
-	96,  // 108: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
-	97,  // 109: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
-	91,  // 110: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
-	91,  // 111: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
-	91,  // 112: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
-	91,  // 113: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
-	98,  // 114: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
-	99,  // 115: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
-	100, // 116: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
-	101, // 117: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
-	102, // 118: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
-	103, // 119: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
-	63,  // 120: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
-	121, // [121:121] is the sub-list for method output_type
-	121, // [121:121] is the sub-list for method input_type
-	121, // [121:121] is the sub-list for extension type_name
-	121, // [121:121] is the sub-list for extension extendee
-	0,   // [0:121] is the sub-list for field type_name
+	63,  // 64: steward.v1.Event.objective_created:type_name -> steward.v1.ObjectiveCreated
+	64,  // 65: steward.v1.Event.objective_closed:type_name -> steward.v1.ObjectiveClosed
+	65,  // 66: steward.v1.Event.objective_task_added:type_name -> steward.v1.ObjectiveTaskAdded
+	70,  // 67: steward.v1.TaskCreated.contract:type_name -> steward.v1.TaskContract
+	71,  // 68: steward.v1.TaskCreated.fork:type_name -> steward.v1.ForkOrigin
+	72,  // 69: steward.v1.TaskCreated.schedule_run:type_name -> steward.v1.ScheduleRun
+	73,  // 70: steward.v1.TaskCompensating.final_status:type_name -> steward.v1.TaskStatus
+	74,  // 71: steward.v1.TaskNeedsInput.cause:type_name -> steward.v1.NeedsInputCause
+	66,  // 72: steward.v1.DeadlineExtended.previous:type_name -> google.protobuf.Timestamp
+	66,  // 73: steward.v1.DeadlineExtended.deadline:type_name -> google.protobuf.Timestamp
+	75,  // 74: steward.v1.FindingRecorded.finding:type_name -> steward.v1.Finding
+	76,  // 75: steward.v1.PlanSubmitted.plan:type_name -> steward.v1.Plan
+	77,  // 76: steward.v1.PlanSubmitted.revision:type_name -> steward.v1.PlanRevision
+	78,  // 77: steward.v1.PlanSubmitted.sealed_secrets:type_name -> steward.v1.SealedSecret
+	79,  // 78: steward.v1.PlanEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	80,  // 79: steward.v1.PlanEvaluated.signed:type_name -> steward.v1.SignedEvent
+	66,  // 80: steward.v1.PlanStepStarted.wait_until:type_name -> google.protobuf.Timestamp
+	81,  // 81: steward.v1.PlanStepEnded.status:type_name -> steward.v1.StepStatus
+	82,  // 82: steward.v1.PlanStepEnded.result:type_name -> google.protobuf.Value
+	83,  // 83: steward.v1.TaskSuspended.cause:type_name -> steward.v1.SuspendCause
+	66,  // 84: steward.v1.TaskStalled.quiet_since:type_name -> google.protobuf.Timestamp
+	84,  // 85: steward.v1.ActionProposed.action:type_name -> steward.v1.Action
+	79,  // 86: steward.v1.PolicyEvaluated.snapshot:type_name -> steward.v1.PolicySnapshot
+	80,  // 87: steward.v1.PolicyEvaluated.signed:type_name -> steward.v1.SignedEvent
+	85,  // 88: steward.v1.ApprovalRequested.approval:type_name -> steward.v1.Approval
+	80,  // 89: steward.v1.ApprovalRequested.signed:type_name -> steward.v1.SignedEvent
+	86,  // 90: steward.v1.ApprovalDecided.decision:type_name -> steward.v1.ApprovalDecision
+	87,  // 91: steward.v1.ApprovalDecided.signed:type_name -> steward.v1.SignedApprovalDecision
+	88,  // 92: steward.v1.ActionPermitted.permit:type_name -> steward.v1.ActionPermit
+	79,  // 93: steward.v1.ActionPermitted.snapshot:type_name -> steward.v1.PolicySnapshot
+	89,  // 94: steward.v1.ActionPermitted.signed:type_name -> steward.v1.SignedPermit
+	90,  // 95: steward.v1.ActionOutcomeRecorded.outcome:type_name -> steward.v1.Outcome
+	91,  // 96: steward.v1.ActionWaiting.kind:type_name -> steward.v1.WaitKind
+	66,  // 97: steward.v1.ActionWaiting.until:type_name -> google.protobuf.Timestamp
+	92,  // 98: steward.v1.ActionSettled.state:type_name -> steward.v1.SettleState
+	93,  // 99: steward.v1.ActionRevalidating.reason:type_name -> steward.v1.RevalidationReason
+	94,  // 100: steward.v1.ApprovalReminded.waited:type_name -> google.protobuf.Duration
+	94,  // 101: steward.v1.ApprovalEscalated.waited:type_name -> google.protobuf.Duration
+	0,   // 102: steward.v1.BreakerChanged.from:type_name -> steward.v1.BreakerState
+	0,   // 103: steward.v1.BreakerChanged.to:type_name -> steward.v1.BreakerState
+	66,  // 104: steward.v1.BreakerChanged.until:type_name -> google.protobuf.Timestamp
+	95,  // 105: steward.v1.ToolRegistered.contract:type_name -> steward.v1.ToolContract
+	1,   // 106: steward.v1.EventRecord.event:type_name -> steward.v1.Event
+	96,  // 107: steward.v1.CredentialIssued.credential:type_name -> steward.v1.SignedCredential
+	96,  // 108: steward.v1.CredentialIssued.chain:type_name -> steward.v1.SignedCredential
+	97,  // 109: steward.v1.ArtifactSubmitted.artifact:type_name -> steward.v1.Artifact
+	98,  // 110: steward.v1.TaskProduced.checks:type_name -> steward.v1.CriterionResult
+	99,  // 111: steward.v1.TaskProduced.report:type_name -> steward.v1.ExecutionReport
+	100, // 112: steward.v1.DecisionRecorded.decision:type_name -> steward.v1.Decision
+	94,  // 113: steward.v1.AgentAsked.silent_for:type_name -> google.protobuf.Duration
+	94,  // 114: steward.v1.AgentEscalated.silent_for:type_name -> google.protobuf.Duration
+	94,  // 115: steward.v1.InputReminded.waited:type_name -> google.protobuf.Duration
+	94,  // 116: steward.v1.InputEscalated.waited:type_name -> google.protobuf.Duration
+	101, // 117: steward.v1.ContextAttached.item:type_name -> steward.v1.ContextItem
+	102, // 118: steward.v1.ScheduleCreated.spec:type_name -> steward.v1.ScheduleSpec
+	103, // 119: steward.v1.ScheduleCreated.template:type_name -> steward.v1.ScheduleTemplate
+	104, // 120: steward.v1.ScheduleCreated.overlap:type_name -> steward.v1.Overlap
+	105, // 121: steward.v1.ScheduleCreated.catch_up:type_name -> steward.v1.CatchUp
+	106, // 122: steward.v1.ScheduleFired.firing:type_name -> steward.v1.ScheduleFiring
+	66,  // 123: steward.v1.ScheduleRunStarted.firing_time:type_name -> google.protobuf.Timestamp
+	107, // 124: steward.v1.ObjectiveCreated.objective:type_name -> steward.v1.Objective
+	108, // 125: steward.v1.ObjectiveClosed.status:type_name -> steward.v1.ObjectiveStatus
+	126, // [126:126] is the sub-list for method output_type
+	126, // [126:126] is the sub-list for method input_type
+	126, // [126:126] is the sub-list for extension type_name
+	126, // [126:126] is the sub-list for extension extendee
+	0,   // [0:126] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_event_proto_init() }
@@ -5799,6 +6034,7 @@ func file_steward_v1_event_proto_init() {
 	file_steward_v1_credential_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
 	file_steward_v1_schedule_proto_init()
@@ -5867,6 +6103,9 @@ func file_steward_v1_event_proto_init() {
 		(*Event_ScheduleDeleted)(nil),
 		(*Event_ScheduleFired)(nil),
 		(*Event_ScheduleRunStarted)(nil),
+		(*Event_ObjectiveCreated)(nil),
+		(*Event_ObjectiveClosed)(nil),
+		(*Event_ObjectiveTaskAdded)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5874,7 +6113,7 @@ func file_steward_v1_event_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_event_proto_rawDesc), len(file_steward_v1_event_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   62,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -903,7 +903,10 @@ type ListTasksRequest struct {
 	CreatedBefore *timestamppb.Timestamp `protobuf:"bytes,9,opt,name=created_before,json=createdBefore,proto3" json:"created_before,omitempty"`
 	// Only the sub-tasks delegated from this task (their contract's
 	// parent_task_id), exactly: a task id.
-	ParentTaskId  string `protobuf:"bytes,10,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	ParentTaskId string `protobuf:"bytes,10,opt,name=parent_task_id,json=parentTaskId,proto3" json:"parent_task_id,omitempty"`
+	// Only the tasks that work towards this objective (their contract's
+	// objective_id), sub-tasks included, exactly: an objective id.
+	ObjectiveId   string `protobuf:"bytes,50,opt,name=objective_id,json=objectiveId,proto3" json:"objective_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1004,6 +1007,13 @@ func (x *ListTasksRequest) GetCreatedBefore() *timestamppb.Timestamp {
 func (x *ListTasksRequest) GetParentTaskId() string {
 	if x != nil {
 		return x.ParentTaskId
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetObjectiveId() string {
+	if x != nil {
+		return x.ObjectiveId
 	}
 	return ""
 }
@@ -1460,12 +1470,376 @@ func (x *ListDecisionsResponse) GetNextPageToken() string {
 	return ""
 }
 
+type GetObjectiveRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectiveId string                 `protobuf:"bytes,1,opt,name=objective_id,json=objectiveId,proto3" json:"objective_id,omitempty"`
+	// Of its tasks listed: at most 1000; 100 when zero.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From the previous page of the same objective.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetObjectiveRequest) Reset() {
+	*x = GetObjectiveRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetObjectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetObjectiveRequest) ProtoMessage() {}
+
+func (x *GetObjectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetObjectiveRequest.ProtoReflect.Descriptor instead.
+func (*GetObjectiveRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *GetObjectiveRequest) GetObjectiveId() string {
+	if x != nil {
+		return x.ObjectiveId
+	}
+	return ""
+}
+
+func (x *GetObjectiveRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *GetObjectiveRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type GetObjectiveResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Objective *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	Progress  *ObjectiveProgress     `protobuf:"bytes,2,opt,name=progress,proto3" json:"progress,omitempty"`
+	// Its tasks as ListTasks's summaries, in creation order.
+	Tasks []*Task `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,4,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetObjectiveResponse) Reset() {
+	*x = GetObjectiveResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetObjectiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetObjectiveResponse) ProtoMessage() {}
+
+func (x *GetObjectiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetObjectiveResponse.ProtoReflect.Descriptor instead.
+func (*GetObjectiveResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetObjectiveResponse) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
+func (x *GetObjectiveResponse) GetProgress() *ObjectiveProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+func (x *GetObjectiveResponse) GetTasks() []*Task {
+	if x != nil {
+		return x.Tasks
+	}
+	return nil
+}
+
+func (x *GetObjectiveResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type ListObjectivesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Only objectives in one of these statuses; all when empty.
+	Statuses []ObjectiveStatus `protobuf:"varint,1,rep,packed,name=statuses,proto3,enum=steward.v1.ObjectiveStatus" json:"statuses,omitempty"`
+	// At most 1000; 100 when zero.
+	PageSize int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
+	// From the previous page of the same request.
+	PageToken     string `protobuf:"bytes,3,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectivesRequest) Reset() {
+	*x = ListObjectivesRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectivesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectivesRequest) ProtoMessage() {}
+
+func (x *ListObjectivesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectivesRequest.ProtoReflect.Descriptor instead.
+func (*ListObjectivesRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ListObjectivesRequest) GetStatuses() []ObjectiveStatus {
+	if x != nil {
+		return x.Statuses
+	}
+	return nil
+}
+
+func (x *ListObjectivesRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
+func (x *ListObjectivesRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type ListObjectivesResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Objectives []*Objective           `protobuf:"bytes,1,rep,name=objectives,proto3" json:"objectives,omitempty"`
+	// Empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListObjectivesResponse) Reset() {
+	*x = ListObjectivesResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListObjectivesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListObjectivesResponse) ProtoMessage() {}
+
+func (x *ListObjectivesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListObjectivesResponse.ProtoReflect.Descriptor instead.
+func (*ListObjectivesResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ListObjectivesResponse) GetObjectives() []*Objective {
+	if x != nil {
+		return x.Objectives
+	}
+	return nil
+}
+
+func (x *ListObjectivesResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
+}
+
+type GetTaskTreeRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	TaskId string                 `protobuf:"bytes,1,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Levels of sub-tasks below task_id: 3 when zero, at most 16.
+	MaxDepth uint32 `protobuf:"varint,2,opt,name=max_depth,json=maxDepth,proto3" json:"max_depth,omitempty"`
+	// Sub-tasks listed per node: 50 when zero, at most 200.
+	MaxChildren uint32 `protobuf:"varint,3,opt,name=max_children,json=maxChildren,proto3" json:"max_children,omitempty"`
+	// A node's children_page_token, with that node's task_id: the tree
+	// from its next sub-tasks on.
+	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskTreeRequest) Reset() {
+	*x = GetTaskTreeRequest{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskTreeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskTreeRequest) ProtoMessage() {}
+
+func (x *GetTaskTreeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskTreeRequest.ProtoReflect.Descriptor instead.
+func (*GetTaskTreeRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *GetTaskTreeRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *GetTaskTreeRequest) GetMaxDepth() uint32 {
+	if x != nil {
+		return x.MaxDepth
+	}
+	return 0
+}
+
+func (x *GetTaskTreeRequest) GetMaxChildren() uint32 {
+	if x != nil {
+		return x.MaxChildren
+	}
+	return 0
+}
+
+func (x *GetTaskTreeRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+type GetTaskTreeResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Root          *TaskTreeNode          `protobuf:"bytes,1,opt,name=root,proto3" json:"root,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetTaskTreeResponse) Reset() {
+	*x = GetTaskTreeResponse{}
+	mi := &file_steward_v1_query_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetTaskTreeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetTaskTreeResponse) ProtoMessage() {}
+
+func (x *GetTaskTreeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_query_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetTaskTreeResponse.ProtoReflect.Descriptor instead.
+func (*GetTaskTreeResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_query_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *GetTaskTreeResponse) GetRoot() *TaskTreeNode {
+	if x != nil {
+		return x.Root
+	}
+	return nil
+}
+
 var File_steward_v1_query_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1esteward/v1/query_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/task.proto\"\x0f\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/decision.proto\x1a\x16steward/v1/event.proto\x1a\x1asteward/v1/objective.proto\x1a\x18steward/v1/receipt.proto\x1a\x15steward/v1/risk.proto\x1a\x15steward/v1/task.proto\x1a\x1asteward/v1/task_tree.proto\"\x0f\n" +
 	"\rWhoAmIRequest\"\x82\x01\n" +
 	"\x0eWhoAmIResponse\x12\x1c\n" +
 	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x14\n" +
@@ -1521,7 +1895,7 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\vtask_status\x18\x02 \x01(\x0e2\x16.steward.v1.TaskStatusR\n" +
 	"taskStatus\x12,\n" +
 	"\x12task_status_reason\x18\x03 \x01(\tR\x10taskStatusReason\x12#\n" +
-	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\x9f\x03\n" +
+	"\rlast_sequence\x18\x04 \x01(\x04R\flastSequence\"\xc2\x03\n" +
 	"\x10ListTasksRequest\x122\n" +
 	"\bstatuses\x18\x01 \x03(\x0e2\x16.steward.v1.TaskStatusR\bstatuses\x12\x1b\n" +
 	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
@@ -1535,7 +1909,8 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\rcreated_after\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\fcreatedAfter\x12A\n" +
 	"\x0ecreated_before\x18\t \x01(\v2\x1a.google.protobuf.TimestampR\rcreatedBefore\x12$\n" +
 	"\x0eparent_task_id\x18\n" +
-	" \x01(\tR\fparentTaskId\"c\n" +
+	" \x01(\tR\fparentTaskId\x12!\n" +
+	"\fobjective_id\x182 \x01(\tR\vobjectiveId\"c\n" +
 	"\x11ListTasksResponse\x12&\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x10.steward.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"R\n" +
@@ -1563,7 +1938,35 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\x15ListDecisionsResponse\x122\n" +
 	"\tdecisions\x18\x01 \x03(\v2\x14.steward.v1.DecisionR\tdecisions\x12<\n" +
 	"\rcontext_items\x18\x02 \x03(\v2\x17.steward.v1.ContextItemR\fcontextItems\x12&\n" +
-	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken2\x9e\a\n" +
+	"\x0fnext_page_token\x18\x03 \x01(\tR\rnextPageToken\"t\n" +
+	"\x13GetObjectiveRequest\x12!\n" +
+	"\fobjective_id\x18\x01 \x01(\tR\vobjectiveId\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"\xd6\x01\n" +
+	"\x14GetObjectiveResponse\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\x129\n" +
+	"\bprogress\x18\x02 \x01(\v2\x1d.steward.v1.ObjectiveProgressR\bprogress\x12&\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x10.steward.v1.TaskR\x05tasks\x12&\n" +
+	"\x0fnext_page_token\x18\x04 \x01(\tR\rnextPageToken\"\x8c\x01\n" +
+	"\x15ListObjectivesRequest\x127\n" +
+	"\bstatuses\x18\x01 \x03(\x0e2\x1b.steward.v1.ObjectiveStatusR\bstatuses\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x03 \x01(\tR\tpageToken\"w\n" +
+	"\x16ListObjectivesResponse\x125\n" +
+	"\n" +
+	"objectives\x18\x01 \x03(\v2\x15.steward.v1.ObjectiveR\n" +
+	"objectives\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8c\x01\n" +
+	"\x12GetTaskTreeRequest\x12\x17\n" +
+	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1b\n" +
+	"\tmax_depth\x18\x02 \x01(\rR\bmaxDepth\x12!\n" +
+	"\fmax_children\x18\x03 \x01(\rR\vmaxChildren\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\"C\n" +
+	"\x13GetTaskTreeResponse\x12,\n" +
+	"\x04root\x18\x01 \x01(\v2\x18.steward.v1.TaskTreeNodeR\x04root2\xa9\t\n" +
 	"\fQueryService\x12G\n" +
 	"\aGetTask\x12\x1a.steward.v1.GetTaskRequest\x1a\x1b.steward.v1.GetTaskResponse\"\x03\x90\x02\x01\x12M\n" +
 	"\tGetAction\x12\x1c.steward.v1.GetActionRequest\x1a\x1d.steward.v1.GetActionResponse\"\x03\x90\x02\x01\x12M\n" +
@@ -1576,7 +1979,10 @@ const file_steward_v1_query_service_proto_rawDesc = "" +
 	"\tGetResult\x12\x1c.steward.v1.GetResultRequest\x1a\x1d.steward.v1.GetResultResponse\"\x03\x90\x02\x01\x12Y\n" +
 	"\rListDecisions\x12 .steward.v1.ListDecisionsRequest\x1a!.steward.v1.ListDecisionsResponse\"\x03\x90\x02\x01\x12j\n" +
 	"\x12GetArtifactContent\x12%.steward.v1.GetArtifactContentRequest\x1a&.steward.v1.GetArtifactContentResponse\"\x03\x90\x02\x010\x01\x12D\n" +
-	"\x06WhoAmI\x12\x19.steward.v1.WhoAmIRequest\x1a\x1a.steward.v1.WhoAmIResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
+	"\x06WhoAmI\x12\x19.steward.v1.WhoAmIRequest\x1a\x1a.steward.v1.WhoAmIResponse\"\x03\x90\x02\x01\x12V\n" +
+	"\fGetObjective\x12\x1f.steward.v1.GetObjectiveRequest\x1a .steward.v1.GetObjectiveResponse\"\x03\x90\x02\x01\x12\\\n" +
+	"\x0eListObjectives\x12!.steward.v1.ListObjectivesRequest\x1a\".steward.v1.ListObjectivesResponse\"\x03\x90\x02\x01\x12S\n" +
+	"\vGetTaskTree\x12\x1e.steward.v1.GetTaskTreeRequest\x1a\x1f.steward.v1.GetTaskTreeResponse\"\x03\x90\x02\x01B\xa9\x01\n" +
 	"\x0ecom.steward.v1B\x11QueryServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1593,7 +1999,7 @@ func file_steward_v1_query_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_query_service_proto_rawDescData
 }
 
-var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_steward_v1_query_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_steward_v1_query_service_proto_goTypes = []any{
 	(*WhoAmIRequest)(nil),              // 0: steward.v1.WhoAmIRequest
 	(*WhoAmIResponse)(nil),             // 1: steward.v1.WhoAmIResponse
@@ -1619,67 +2025,89 @@ var file_steward_v1_query_service_proto_goTypes = []any{
 	(*TimelineEntry)(nil),              // 21: steward.v1.TimelineEntry
 	(*ListDecisionsRequest)(nil),       // 22: steward.v1.ListDecisionsRequest
 	(*ListDecisionsResponse)(nil),      // 23: steward.v1.ListDecisionsResponse
-	(*structpb.Value)(nil),             // 24: google.protobuf.Value
-	(*Artifact)(nil),                   // 25: steward.v1.Artifact
-	(*Receipt)(nil),                    // 26: steward.v1.Receipt
-	(BreakerState)(0),                  // 27: steward.v1.BreakerState
-	(*timestamppb.Timestamp)(nil),      // 28: google.protobuf.Timestamp
-	(*Task)(nil),                       // 29: steward.v1.Task
-	(*Action)(nil),                     // 30: steward.v1.Action
-	(TaskStatus)(0),                    // 31: steward.v1.TaskStatus
-	(RiskTier)(0),                      // 32: steward.v1.RiskTier
-	(*EventRecord)(nil),                // 33: steward.v1.EventRecord
-	(*Decision)(nil),                   // 34: steward.v1.Decision
-	(*ContextItem)(nil),                // 35: steward.v1.ContextItem
+	(*GetObjectiveRequest)(nil),        // 24: steward.v1.GetObjectiveRequest
+	(*GetObjectiveResponse)(nil),       // 25: steward.v1.GetObjectiveResponse
+	(*ListObjectivesRequest)(nil),      // 26: steward.v1.ListObjectivesRequest
+	(*ListObjectivesResponse)(nil),     // 27: steward.v1.ListObjectivesResponse
+	(*GetTaskTreeRequest)(nil),         // 28: steward.v1.GetTaskTreeRequest
+	(*GetTaskTreeResponse)(nil),        // 29: steward.v1.GetTaskTreeResponse
+	(*structpb.Value)(nil),             // 30: google.protobuf.Value
+	(*Artifact)(nil),                   // 31: steward.v1.Artifact
+	(*Receipt)(nil),                    // 32: steward.v1.Receipt
+	(BreakerState)(0),                  // 33: steward.v1.BreakerState
+	(*timestamppb.Timestamp)(nil),      // 34: google.protobuf.Timestamp
+	(*Task)(nil),                       // 35: steward.v1.Task
+	(*Action)(nil),                     // 36: steward.v1.Action
+	(TaskStatus)(0),                    // 37: steward.v1.TaskStatus
+	(RiskTier)(0),                      // 38: steward.v1.RiskTier
+	(*EventRecord)(nil),                // 39: steward.v1.EventRecord
+	(*Decision)(nil),                   // 40: steward.v1.Decision
+	(*ContextItem)(nil),                // 41: steward.v1.ContextItem
+	(*Objective)(nil),                  // 42: steward.v1.Objective
+	(*ObjectiveProgress)(nil),          // 43: steward.v1.ObjectiveProgress
+	(ObjectiveStatus)(0),               // 44: steward.v1.ObjectiveStatus
+	(*TaskTreeNode)(nil),               // 45: steward.v1.TaskTreeNode
 }
 var file_steward_v1_query_service_proto_depIdxs = []int32{
-	24, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
-	25, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
-	26, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
+	30, // 0: steward.v1.GetResultResponse.result:type_name -> google.protobuf.Value
+	31, // 1: steward.v1.GetArtifactContentResponse.artifact:type_name -> steward.v1.Artifact
+	32, // 2: steward.v1.GetReceiptResponse.receipt:type_name -> steward.v1.Receipt
 	10, // 3: steward.v1.ListBreakersResponse.breakers:type_name -> steward.v1.Breaker
-	27, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
-	28, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
-	28, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
-	29, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
-	30, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
-	31, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	31, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
-	32, // 11: steward.v1.ListTasksRequest.risk_tiers:type_name -> steward.v1.RiskTier
-	28, // 12: steward.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
-	28, // 13: steward.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
-	29, // 14: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
-	33, // 15: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
+	33, // 4: steward.v1.Breaker.state:type_name -> steward.v1.BreakerState
+	34, // 5: steward.v1.Breaker.since:type_name -> google.protobuf.Timestamp
+	34, // 6: steward.v1.Breaker.until:type_name -> google.protobuf.Timestamp
+	35, // 7: steward.v1.GetTaskResponse.task:type_name -> steward.v1.Task
+	36, // 8: steward.v1.GetActionResponse.action:type_name -> steward.v1.Action
+	37, // 9: steward.v1.GetActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	37, // 10: steward.v1.ListTasksRequest.statuses:type_name -> steward.v1.TaskStatus
+	38, // 11: steward.v1.ListTasksRequest.risk_tiers:type_name -> steward.v1.RiskTier
+	34, // 12: steward.v1.ListTasksRequest.created_after:type_name -> google.protobuf.Timestamp
+	34, // 13: steward.v1.ListTasksRequest.created_before:type_name -> google.protobuf.Timestamp
+	35, // 14: steward.v1.ListTasksResponse.tasks:type_name -> steward.v1.Task
+	39, // 15: steward.v1.WatchTaskResponse.record:type_name -> steward.v1.EventRecord
 	21, // 16: steward.v1.GetTimelineResponse.entries:type_name -> steward.v1.TimelineEntry
-	28, // 17: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
-	34, // 18: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
-	35, // 19: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
-	11, // 20: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
-	13, // 21: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
-	15, // 22: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
-	17, // 23: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
-	19, // 24: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
-	8,  // 25: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
-	6,  // 26: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
-	2,  // 27: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
-	22, // 28: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
-	4,  // 29: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
-	0,  // 30: steward.v1.QueryService.WhoAmI:input_type -> steward.v1.WhoAmIRequest
-	12, // 31: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
-	14, // 32: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
-	16, // 33: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
-	18, // 34: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
-	20, // 35: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
-	9,  // 36: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
-	7,  // 37: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
-	3,  // 38: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
-	23, // 39: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
-	5,  // 40: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
-	1,  // 41: steward.v1.QueryService.WhoAmI:output_type -> steward.v1.WhoAmIResponse
-	31, // [31:42] is the sub-list for method output_type
-	20, // [20:31] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	34, // 17: steward.v1.TimelineEntry.time:type_name -> google.protobuf.Timestamp
+	40, // 18: steward.v1.ListDecisionsResponse.decisions:type_name -> steward.v1.Decision
+	41, // 19: steward.v1.ListDecisionsResponse.context_items:type_name -> steward.v1.ContextItem
+	42, // 20: steward.v1.GetObjectiveResponse.objective:type_name -> steward.v1.Objective
+	43, // 21: steward.v1.GetObjectiveResponse.progress:type_name -> steward.v1.ObjectiveProgress
+	35, // 22: steward.v1.GetObjectiveResponse.tasks:type_name -> steward.v1.Task
+	44, // 23: steward.v1.ListObjectivesRequest.statuses:type_name -> steward.v1.ObjectiveStatus
+	42, // 24: steward.v1.ListObjectivesResponse.objectives:type_name -> steward.v1.Objective
+	45, // 25: steward.v1.GetTaskTreeResponse.root:type_name -> steward.v1.TaskTreeNode
+	11, // 26: steward.v1.QueryService.GetTask:input_type -> steward.v1.GetTaskRequest
+	13, // 27: steward.v1.QueryService.GetAction:input_type -> steward.v1.GetActionRequest
+	15, // 28: steward.v1.QueryService.ListTasks:input_type -> steward.v1.ListTasksRequest
+	17, // 29: steward.v1.QueryService.WatchTask:input_type -> steward.v1.WatchTaskRequest
+	19, // 30: steward.v1.QueryService.GetTimeline:input_type -> steward.v1.GetTimelineRequest
+	8,  // 31: steward.v1.QueryService.ListBreakers:input_type -> steward.v1.ListBreakersRequest
+	6,  // 32: steward.v1.QueryService.GetReceipt:input_type -> steward.v1.GetReceiptRequest
+	2,  // 33: steward.v1.QueryService.GetResult:input_type -> steward.v1.GetResultRequest
+	22, // 34: steward.v1.QueryService.ListDecisions:input_type -> steward.v1.ListDecisionsRequest
+	4,  // 35: steward.v1.QueryService.GetArtifactContent:input_type -> steward.v1.GetArtifactContentRequest
+	0,  // 36: steward.v1.QueryService.WhoAmI:input_type -> steward.v1.WhoAmIRequest
+	24, // 37: steward.v1.QueryService.GetObjective:input_type -> steward.v1.GetObjectiveRequest
+	26, // 38: steward.v1.QueryService.ListObjectives:input_type -> steward.v1.ListObjectivesRequest
+	28, // 39: steward.v1.QueryService.GetTaskTree:input_type -> steward.v1.GetTaskTreeRequest
+	12, // 40: steward.v1.QueryService.GetTask:output_type -> steward.v1.GetTaskResponse
+	14, // 41: steward.v1.QueryService.GetAction:output_type -> steward.v1.GetActionResponse
+	16, // 42: steward.v1.QueryService.ListTasks:output_type -> steward.v1.ListTasksResponse
+	18, // 43: steward.v1.QueryService.WatchTask:output_type -> steward.v1.WatchTaskResponse
+	20, // 44: steward.v1.QueryService.GetTimeline:output_type -> steward.v1.GetTimelineResponse
+	9,  // 45: steward.v1.QueryService.ListBreakers:output_type -> steward.v1.ListBreakersResponse
+	7,  // 46: steward.v1.QueryService.GetReceipt:output_type -> steward.v1.GetReceiptResponse
+	3,  // 47: steward.v1.QueryService.GetResult:output_type -> steward.v1.GetResultResponse
+	23, // 48: steward.v1.QueryService.ListDecisions:output_type -> steward.v1.ListDecisionsResponse
+	5,  // 49: steward.v1.QueryService.GetArtifactContent:output_type -> steward.v1.GetArtifactContentResponse
+	1,  // 50: steward.v1.QueryService.WhoAmI:output_type -> steward.v1.WhoAmIResponse
+	25, // 51: steward.v1.QueryService.GetObjective:output_type -> steward.v1.GetObjectiveResponse
+	27, // 52: steward.v1.QueryService.ListObjectives:output_type -> steward.v1.ListObjectivesResponse
+	29, // 53: steward.v1.QueryService.GetTaskTree:output_type -> steward.v1.GetTaskTreeResponse
+	40, // [40:54] is the sub-list for method output_type
+	26, // [26:40] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_query_service_proto_init() }
@@ -1691,16 +2119,18 @@ func file_steward_v1_query_service_proto_init() {
 	file_steward_v1_action_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_event_proto_init()
+	file_steward_v1_objective_proto_init()
 	file_steward_v1_receipt_proto_init()
 	file_steward_v1_risk_proto_init()
 	file_steward_v1_task_proto_init()
+	file_steward_v1_task_tree_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_query_service_proto_rawDesc), len(file_steward_v1_query_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

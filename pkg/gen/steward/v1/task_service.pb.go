@@ -3047,12 +3047,250 @@ func (x *ReportProgressResponse) GetCurrentMilestone() string {
 	return ""
 }
 
+type CreateObjectiveRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Client-chosen id that makes the call safe to retry. Optional.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Who answers for the objective; the caller when empty.
+	OwnerRef       string `protobuf:"bytes,2,opt,name=owner_ref,json=ownerRef,proto3" json:"owner_ref,omitempty"`
+	Intent         string `protobuf:"bytes,3,opt,name=intent,proto3" json:"intent,omitempty"`
+	DesiredOutcome string `protobuf:"bytes,4,opt,name=desired_outcome,json=desiredOutcome,proto3" json:"desired_outcome,omitempty"`
+	// What its tasks may spend together; unset for no limit.
+	Budget        *ObjectiveBudget `protobuf:"bytes,5,opt,name=budget,proto3" json:"budget,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateObjectiveRequest) Reset() {
+	*x = CreateObjectiveRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateObjectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateObjectiveRequest) ProtoMessage() {}
+
+func (x *CreateObjectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateObjectiveRequest.ProtoReflect.Descriptor instead.
+func (*CreateObjectiveRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *CreateObjectiveRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetOwnerRef() string {
+	if x != nil {
+		return x.OwnerRef
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetIntent() string {
+	if x != nil {
+		return x.Intent
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetDesiredOutcome() string {
+	if x != nil {
+		return x.DesiredOutcome
+	}
+	return ""
+}
+
+func (x *CreateObjectiveRequest) GetBudget() *ObjectiveBudget {
+	if x != nil {
+		return x.Budget
+	}
+	return nil
+}
+
+type CreateObjectiveResponse struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Objective *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	// False when the request id named an objective that already existed.
+	Created       bool `protobuf:"varint,2,opt,name=created,proto3" json:"created,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateObjectiveResponse) Reset() {
+	*x = CreateObjectiveResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateObjectiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateObjectiveResponse) ProtoMessage() {}
+
+func (x *CreateObjectiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateObjectiveResponse.ProtoReflect.Descriptor instead.
+func (*CreateObjectiveResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *CreateObjectiveResponse) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
+func (x *CreateObjectiveResponse) GetCreated() bool {
+	if x != nil {
+		return x.Created
+	}
+	return false
+}
+
+type CloseObjectiveRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	ObjectiveId string                 `protobuf:"bytes,1,opt,name=objective_id,json=objectiveId,proto3" json:"objective_id,omitempty"`
+	// OBJECTIVE_STATUS_DONE or OBJECTIVE_STATUS_ABANDONED.
+	Status ObjectiveStatus `protobuf:"varint,2,opt,name=status,proto3,enum=steward.v1.ObjectiveStatus" json:"status,omitempty"`
+	// Why, in words a person can read. Required.
+	Reason        string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseObjectiveRequest) Reset() {
+	*x = CloseObjectiveRequest{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseObjectiveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseObjectiveRequest) ProtoMessage() {}
+
+func (x *CloseObjectiveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseObjectiveRequest.ProtoReflect.Descriptor instead.
+func (*CloseObjectiveRequest) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *CloseObjectiveRequest) GetObjectiveId() string {
+	if x != nil {
+		return x.ObjectiveId
+	}
+	return ""
+}
+
+func (x *CloseObjectiveRequest) GetStatus() ObjectiveStatus {
+	if x != nil {
+		return x.Status
+	}
+	return ObjectiveStatus_OBJECTIVE_STATUS_UNSPECIFIED
+}
+
+func (x *CloseObjectiveRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type CloseObjectiveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Objective     *Objective             `protobuf:"bytes,1,opt,name=objective,proto3" json:"objective,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CloseObjectiveResponse) Reset() {
+	*x = CloseObjectiveResponse{}
+	mi := &file_steward_v1_task_service_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CloseObjectiveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CloseObjectiveResponse) ProtoMessage() {}
+
+func (x *CloseObjectiveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_task_service_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CloseObjectiveResponse.ProtoReflect.Descriptor instead.
+func (*CloseObjectiveResponse) Descriptor() ([]byte, []int) {
+	return file_steward_v1_task_service_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *CloseObjectiveResponse) GetObjective() *Objective {
+	if x != nil {
+		return x.Objective
+	}
+	return nil
+}
+
 var File_steward_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\n" +
 	"\x1dsteward/v1/task_service.proto\x12\n" +
-	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9d\x01\n" +
+	"steward.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bsteward/v1/acceptance.proto\x1a\x17steward/v1/action.proto\x1a\x19steward/v1/contract.proto\x1a\x19steward/v1/decision.proto\x1a!steward/v1/execution_report.proto\x1a\x1asteward/v1/objective.proto\x1a\x15steward/v1/plan.proto\x1a\x19steward/v1/revision.proto\x1a\x15steward/v1/task.proto\x1a\x15steward/v1/tool.proto\"\x9d\x01\n" +
 	"\x15ReviseContractRequest\x12\x17\n" +
 	"\atask_id\x18\x01 \x01(\tR\x06taskId\x12\x1d\n" +
 	"\n" +
@@ -3279,7 +3517,23 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\x16ReportProgressResponse\x128\n" +
 	"\tmilestone\x18\x01 \x01(\v2\x1a.steward.v1.MilestoneStateR\tmilestone\x12\x1a\n" +
 	"\brecorded\x18\x02 \x01(\bR\brecorded\x12+\n" +
-	"\x11current_milestone\x18\x03 \x01(\tR\x10currentMilestone2\xf3\x0f\n" +
+	"\x11current_milestone\x18\x03 \x01(\tR\x10currentMilestone\"\xca\x01\n" +
+	"\x16CreateObjectiveRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12\x1b\n" +
+	"\towner_ref\x18\x02 \x01(\tR\bownerRef\x12\x16\n" +
+	"\x06intent\x18\x03 \x01(\tR\x06intent\x12'\n" +
+	"\x0fdesired_outcome\x18\x04 \x01(\tR\x0edesiredOutcome\x123\n" +
+	"\x06budget\x18\x05 \x01(\v2\x1b.steward.v1.ObjectiveBudgetR\x06budget\"h\n" +
+	"\x17CreateObjectiveResponse\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective\x12\x18\n" +
+	"\acreated\x18\x02 \x01(\bR\acreated\"\x87\x01\n" +
+	"\x15CloseObjectiveRequest\x12!\n" +
+	"\fobjective_id\x18\x01 \x01(\tR\vobjectiveId\x123\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x1b.steward.v1.ObjectiveStatusR\x06status\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"M\n" +
+	"\x16CloseObjectiveResponse\x123\n" +
+	"\tobjective\x18\x01 \x01(\v2\x15.steward.v1.ObjectiveR\tobjective2\xac\x11\n" +
 	"\vTaskService\x12M\n" +
 	"\n" +
 	"CreateTask\x12\x1d.steward.v1.CreateTaskRequest\x1a\x1e.steward.v1.CreateTaskResponse\"\x00\x12M\n" +
@@ -3310,7 +3564,9 @@ const file_steward_v1_task_service_proto_rawDesc = "" +
 	"\tHeartbeat\x12\x1c.steward.v1.HeartbeatRequest\x1a\x1d.steward.v1.HeartbeatResponse\"\x00\x12Y\n" +
 	"\x0eReportProgress\x12!.steward.v1.ReportProgressRequest\x1a\".steward.v1.ReportProgressResponse\"\x00\x12Y\n" +
 	"\x0eReviseContract\x12!.steward.v1.ReviseContractRequest\x1a\".steward.v1.ReviseContractResponse\"\x00\x12q\n" +
-	"\x16DecideContractRevision\x12).steward.v1.DecideContractRevisionRequest\x1a*.steward.v1.DecideContractRevisionResponse\"\x00B\xa8\x01\n" +
+	"\x16DecideContractRevision\x12).steward.v1.DecideContractRevisionRequest\x1a*.steward.v1.DecideContractRevisionResponse\"\x00\x12\\\n" +
+	"\x0fCreateObjective\x12\".steward.v1.CreateObjectiveRequest\x1a#.steward.v1.CreateObjectiveResponse\"\x00\x12Y\n" +
+	"\x0eCloseObjective\x12!.steward.v1.CloseObjectiveRequest\x1a\".steward.v1.CloseObjectiveResponse\"\x00B\xa8\x01\n" +
 	"\x0ecom.steward.v1B\x10TaskServiceProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -3327,7 +3583,7 @@ func file_steward_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_steward_v1_task_service_proto_rawDescData
 }
 
-var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 48)
+var file_steward_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_steward_v1_task_service_proto_goTypes = []any{
 	(*ReviseContractRequest)(nil),          // 0: steward.v1.ReviseContractRequest
 	(*ReviseContractResponse)(nil),         // 1: steward.v1.ReviseContractResponse
@@ -3377,117 +3633,132 @@ var file_steward_v1_task_service_proto_goTypes = []any{
 	(*HeartbeatResponse)(nil),              // 45: steward.v1.HeartbeatResponse
 	(*ReportProgressRequest)(nil),          // 46: steward.v1.ReportProgressRequest
 	(*ReportProgressResponse)(nil),         // 47: steward.v1.ReportProgressResponse
-	(*TaskContract)(nil),                   // 48: steward.v1.TaskContract
-	(*Task)(nil),                           // 49: steward.v1.Task
-	(*ContractRevision)(nil),               // 50: steward.v1.ContractRevision
-	(*Decision)(nil),                       // 51: steward.v1.Decision
-	(*ContextItem)(nil),                    // 52: steward.v1.ContextItem
-	(*timestamppb.Timestamp)(nil),          // 53: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),                // 54: google.protobuf.Struct
-	(*RetryPolicy)(nil),                    // 55: steward.v1.RetryPolicy
-	(*ActionRationale)(nil),                // 56: steward.v1.ActionRationale
-	(*Action)(nil),                         // 57: steward.v1.Action
-	(TaskStatus)(0),                        // 58: steward.v1.TaskStatus
-	(*Plan)(nil),                           // 59: steward.v1.Plan
-	(*Artifact)(nil),                       // 60: steward.v1.Artifact
-	(*ExecutionReport)(nil),                // 61: steward.v1.ExecutionReport
-	(*AcceptanceRound)(nil),                // 62: steward.v1.AcceptanceRound
-	(*MilestoneState)(nil),                 // 63: steward.v1.MilestoneState
+	(*CreateObjectiveRequest)(nil),         // 48: steward.v1.CreateObjectiveRequest
+	(*CreateObjectiveResponse)(nil),        // 49: steward.v1.CreateObjectiveResponse
+	(*CloseObjectiveRequest)(nil),          // 50: steward.v1.CloseObjectiveRequest
+	(*CloseObjectiveResponse)(nil),         // 51: steward.v1.CloseObjectiveResponse
+	(*TaskContract)(nil),                   // 52: steward.v1.TaskContract
+	(*Task)(nil),                           // 53: steward.v1.Task
+	(*ContractRevision)(nil),               // 54: steward.v1.ContractRevision
+	(*Decision)(nil),                       // 55: steward.v1.Decision
+	(*ContextItem)(nil),                    // 56: steward.v1.ContextItem
+	(*timestamppb.Timestamp)(nil),          // 57: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                // 58: google.protobuf.Struct
+	(*RetryPolicy)(nil),                    // 59: steward.v1.RetryPolicy
+	(*ActionRationale)(nil),                // 60: steward.v1.ActionRationale
+	(*Action)(nil),                         // 61: steward.v1.Action
+	(TaskStatus)(0),                        // 62: steward.v1.TaskStatus
+	(*Plan)(nil),                           // 63: steward.v1.Plan
+	(*Artifact)(nil),                       // 64: steward.v1.Artifact
+	(*ExecutionReport)(nil),                // 65: steward.v1.ExecutionReport
+	(*AcceptanceRound)(nil),                // 66: steward.v1.AcceptanceRound
+	(*MilestoneState)(nil),                 // 67: steward.v1.MilestoneState
+	(*ObjectiveBudget)(nil),                // 68: steward.v1.ObjectiveBudget
+	(*Objective)(nil),                      // 69: steward.v1.Objective
+	(ObjectiveStatus)(0),                   // 70: steward.v1.ObjectiveStatus
 }
 var file_steward_v1_task_service_proto_depIdxs = []int32{
-	48, // 0: steward.v1.ReviseContractRequest.contract:type_name -> steward.v1.TaskContract
-	49, // 1: steward.v1.ReviseContractResponse.task:type_name -> steward.v1.Task
-	50, // 2: steward.v1.ReviseContractResponse.revision:type_name -> steward.v1.ContractRevision
-	49, // 3: steward.v1.DecideContractRevisionResponse.task:type_name -> steward.v1.Task
-	50, // 4: steward.v1.DecideContractRevisionResponse.revision:type_name -> steward.v1.ContractRevision
-	49, // 5: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
-	51, // 6: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
-	51, // 7: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
-	52, // 8: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
-	52, // 9: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
-	53, // 10: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
-	49, // 11: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
-	49, // 12: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
-	49, // 13: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
-	54, // 14: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
-	55, // 15: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
-	56, // 16: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
-	57, // 17: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
-	58, // 18: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
-	48, // 19: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	49, // 20: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
-	49, // 21: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
-	49, // 22: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
-	49, // 23: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
-	49, // 24: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
-	49, // 25: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
-	49, // 26: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
-	48, // 27: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
-	49, // 28: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
-	59, // 29: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
-	49, // 30: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
-	60, // 31: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
-	49, // 32: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
-	61, // 33: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
-	49, // 34: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
-	62, // 35: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
-	49, // 36: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
-	49, // 37: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
-	58, // 38: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
-	63, // 39: steward.v1.ReportProgressResponse.milestone:type_name -> steward.v1.MilestoneState
-	18, // 40: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
-	20, // 41: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
-	22, // 42: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
-	24, // 43: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
-	26, // 44: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
-	28, // 45: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
-	30, // 46: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
-	16, // 47: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
-	32, // 48: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
-	34, // 49: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
-	36, // 50: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
-	38, // 51: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
-	40, // 52: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
-	42, // 53: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
-	10, // 54: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
-	12, // 55: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
-	14, // 56: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
-	6,  // 57: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
-	8,  // 58: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
-	4,  // 59: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
-	44, // 60: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
-	46, // 61: steward.v1.TaskService.ReportProgress:input_type -> steward.v1.ReportProgressRequest
-	0,  // 62: steward.v1.TaskService.ReviseContract:input_type -> steward.v1.ReviseContractRequest
-	2,  // 63: steward.v1.TaskService.DecideContractRevision:input_type -> steward.v1.DecideContractRevisionRequest
-	19, // 64: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
-	21, // 65: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
-	23, // 66: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
-	25, // 67: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
-	27, // 68: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
-	29, // 69: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
-	31, // 70: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
-	17, // 71: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
-	33, // 72: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
-	35, // 73: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
-	37, // 74: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
-	39, // 75: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
-	41, // 76: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
-	43, // 77: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
-	11, // 78: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
-	13, // 79: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
-	15, // 80: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
-	7,  // 81: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
-	9,  // 82: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
-	5,  // 83: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
-	45, // 84: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
-	47, // 85: steward.v1.TaskService.ReportProgress:output_type -> steward.v1.ReportProgressResponse
-	1,  // 86: steward.v1.TaskService.ReviseContract:output_type -> steward.v1.ReviseContractResponse
-	3,  // 87: steward.v1.TaskService.DecideContractRevision:output_type -> steward.v1.DecideContractRevisionResponse
-	64, // [64:88] is the sub-list for method output_type
-	40, // [40:64] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	52, // 0: steward.v1.ReviseContractRequest.contract:type_name -> steward.v1.TaskContract
+	53, // 1: steward.v1.ReviseContractResponse.task:type_name -> steward.v1.Task
+	54, // 2: steward.v1.ReviseContractResponse.revision:type_name -> steward.v1.ContractRevision
+	53, // 3: steward.v1.DecideContractRevisionResponse.task:type_name -> steward.v1.Task
+	54, // 4: steward.v1.DecideContractRevisionResponse.revision:type_name -> steward.v1.ContractRevision
+	53, // 5: steward.v1.ForkTaskResponse.task:type_name -> steward.v1.Task
+	55, // 6: steward.v1.RecordDecisionRequest.decision:type_name -> steward.v1.Decision
+	55, // 7: steward.v1.RecordDecisionResponse.decision:type_name -> steward.v1.Decision
+	56, // 8: steward.v1.AttachContextRequest.item:type_name -> steward.v1.ContextItem
+	56, // 9: steward.v1.AttachContextResponse.item:type_name -> steward.v1.ContextItem
+	57, // 10: steward.v1.ExtendDeadlineRequest.deadline:type_name -> google.protobuf.Timestamp
+	53, // 11: steward.v1.ExtendDeadlineResponse.task:type_name -> steward.v1.Task
+	53, // 12: steward.v1.RequestInputResponse.task:type_name -> steward.v1.Task
+	53, // 13: steward.v1.ProvideInputResponse.task:type_name -> steward.v1.Task
+	58, // 14: steward.v1.ProposeActionRequest.params:type_name -> google.protobuf.Struct
+	59, // 15: steward.v1.ProposeActionRequest.retry_policy:type_name -> steward.v1.RetryPolicy
+	60, // 16: steward.v1.ProposeActionRequest.rationale:type_name -> steward.v1.ActionRationale
+	61, // 17: steward.v1.ProposeActionResponse.action:type_name -> steward.v1.Action
+	62, // 18: steward.v1.ProposeActionResponse.task_status:type_name -> steward.v1.TaskStatus
+	52, // 19: steward.v1.CreateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	53, // 20: steward.v1.CreateTaskResponse.task:type_name -> steward.v1.Task
+	53, // 21: steward.v1.CancelTaskResponse.task:type_name -> steward.v1.Task
+	53, // 22: steward.v1.PauseTaskResponse.task:type_name -> steward.v1.Task
+	53, // 23: steward.v1.ResumeTaskResponse.task:type_name -> steward.v1.Task
+	53, // 24: steward.v1.FailTaskResponse.task:type_name -> steward.v1.Task
+	53, // 25: steward.v1.ReportUsageResponse.task:type_name -> steward.v1.Task
+	53, // 26: steward.v1.RaiseBudgetResponse.task:type_name -> steward.v1.Task
+	52, // 27: steward.v1.DelegateTaskRequest.contract:type_name -> steward.v1.TaskContract
+	53, // 28: steward.v1.DelegateTaskResponse.task:type_name -> steward.v1.Task
+	63, // 29: steward.v1.SubmitPlanRequest.plan:type_name -> steward.v1.Plan
+	53, // 30: steward.v1.SubmitPlanResponse.task:type_name -> steward.v1.Task
+	64, // 31: steward.v1.SubmitArtifactResponse.artifact:type_name -> steward.v1.Artifact
+	53, // 32: steward.v1.SubmitArtifactResponse.task:type_name -> steward.v1.Task
+	65, // 33: steward.v1.MarkProducedRequest.report:type_name -> steward.v1.ExecutionReport
+	53, // 34: steward.v1.MarkProducedResponse.task:type_name -> steward.v1.Task
+	66, // 35: steward.v1.MarkProducedResponse.round:type_name -> steward.v1.AcceptanceRound
+	53, // 36: steward.v1.AcceptTaskResponse.task:type_name -> steward.v1.Task
+	53, // 37: steward.v1.ReturnTaskResponse.task:type_name -> steward.v1.Task
+	62, // 38: steward.v1.HeartbeatResponse.task_status:type_name -> steward.v1.TaskStatus
+	67, // 39: steward.v1.ReportProgressResponse.milestone:type_name -> steward.v1.MilestoneState
+	68, // 40: steward.v1.CreateObjectiveRequest.budget:type_name -> steward.v1.ObjectiveBudget
+	69, // 41: steward.v1.CreateObjectiveResponse.objective:type_name -> steward.v1.Objective
+	70, // 42: steward.v1.CloseObjectiveRequest.status:type_name -> steward.v1.ObjectiveStatus
+	69, // 43: steward.v1.CloseObjectiveResponse.objective:type_name -> steward.v1.Objective
+	18, // 44: steward.v1.TaskService.CreateTask:input_type -> steward.v1.CreateTaskRequest
+	20, // 45: steward.v1.TaskService.CancelTask:input_type -> steward.v1.CancelTaskRequest
+	22, // 46: steward.v1.TaskService.PauseTask:input_type -> steward.v1.PauseTaskRequest
+	24, // 47: steward.v1.TaskService.ResumeTask:input_type -> steward.v1.ResumeTaskRequest
+	26, // 48: steward.v1.TaskService.FailTask:input_type -> steward.v1.FailTaskRequest
+	28, // 49: steward.v1.TaskService.ReportUsage:input_type -> steward.v1.ReportUsageRequest
+	30, // 50: steward.v1.TaskService.RaiseBudget:input_type -> steward.v1.RaiseBudgetRequest
+	16, // 51: steward.v1.TaskService.ProposeAction:input_type -> steward.v1.ProposeActionRequest
+	32, // 52: steward.v1.TaskService.DelegateTask:input_type -> steward.v1.DelegateTaskRequest
+	34, // 53: steward.v1.TaskService.SubmitPlan:input_type -> steward.v1.SubmitPlanRequest
+	36, // 54: steward.v1.TaskService.SubmitArtifact:input_type -> steward.v1.SubmitArtifactRequest
+	38, // 55: steward.v1.TaskService.MarkProduced:input_type -> steward.v1.MarkProducedRequest
+	40, // 56: steward.v1.TaskService.AcceptTask:input_type -> steward.v1.AcceptTaskRequest
+	42, // 57: steward.v1.TaskService.ReturnTask:input_type -> steward.v1.ReturnTaskRequest
+	10, // 58: steward.v1.TaskService.ExtendDeadline:input_type -> steward.v1.ExtendDeadlineRequest
+	12, // 59: steward.v1.TaskService.RequestInput:input_type -> steward.v1.RequestInputRequest
+	14, // 60: steward.v1.TaskService.ProvideInput:input_type -> steward.v1.ProvideInputRequest
+	6,  // 61: steward.v1.TaskService.RecordDecision:input_type -> steward.v1.RecordDecisionRequest
+	8,  // 62: steward.v1.TaskService.AttachContext:input_type -> steward.v1.AttachContextRequest
+	4,  // 63: steward.v1.TaskService.ForkTask:input_type -> steward.v1.ForkTaskRequest
+	44, // 64: steward.v1.TaskService.Heartbeat:input_type -> steward.v1.HeartbeatRequest
+	46, // 65: steward.v1.TaskService.ReportProgress:input_type -> steward.v1.ReportProgressRequest
+	0,  // 66: steward.v1.TaskService.ReviseContract:input_type -> steward.v1.ReviseContractRequest
+	2,  // 67: steward.v1.TaskService.DecideContractRevision:input_type -> steward.v1.DecideContractRevisionRequest
+	48, // 68: steward.v1.TaskService.CreateObjective:input_type -> steward.v1.CreateObjectiveRequest
+	50, // 69: steward.v1.TaskService.CloseObjective:input_type -> steward.v1.CloseObjectiveRequest
+	19, // 70: steward.v1.TaskService.CreateTask:output_type -> steward.v1.CreateTaskResponse
+	21, // 71: steward.v1.TaskService.CancelTask:output_type -> steward.v1.CancelTaskResponse
+	23, // 72: steward.v1.TaskService.PauseTask:output_type -> steward.v1.PauseTaskResponse
+	25, // 73: steward.v1.TaskService.ResumeTask:output_type -> steward.v1.ResumeTaskResponse
+	27, // 74: steward.v1.TaskService.FailTask:output_type -> steward.v1.FailTaskResponse
+	29, // 75: steward.v1.TaskService.ReportUsage:output_type -> steward.v1.ReportUsageResponse
+	31, // 76: steward.v1.TaskService.RaiseBudget:output_type -> steward.v1.RaiseBudgetResponse
+	17, // 77: steward.v1.TaskService.ProposeAction:output_type -> steward.v1.ProposeActionResponse
+	33, // 78: steward.v1.TaskService.DelegateTask:output_type -> steward.v1.DelegateTaskResponse
+	35, // 79: steward.v1.TaskService.SubmitPlan:output_type -> steward.v1.SubmitPlanResponse
+	37, // 80: steward.v1.TaskService.SubmitArtifact:output_type -> steward.v1.SubmitArtifactResponse
+	39, // 81: steward.v1.TaskService.MarkProduced:output_type -> steward.v1.MarkProducedResponse
+	41, // 82: steward.v1.TaskService.AcceptTask:output_type -> steward.v1.AcceptTaskResponse
+	43, // 83: steward.v1.TaskService.ReturnTask:output_type -> steward.v1.ReturnTaskResponse
+	11, // 84: steward.v1.TaskService.ExtendDeadline:output_type -> steward.v1.ExtendDeadlineResponse
+	13, // 85: steward.v1.TaskService.RequestInput:output_type -> steward.v1.RequestInputResponse
+	15, // 86: steward.v1.TaskService.ProvideInput:output_type -> steward.v1.ProvideInputResponse
+	7,  // 87: steward.v1.TaskService.RecordDecision:output_type -> steward.v1.RecordDecisionResponse
+	9,  // 88: steward.v1.TaskService.AttachContext:output_type -> steward.v1.AttachContextResponse
+	5,  // 89: steward.v1.TaskService.ForkTask:output_type -> steward.v1.ForkTaskResponse
+	45, // 90: steward.v1.TaskService.Heartbeat:output_type -> steward.v1.HeartbeatResponse
+	47, // 91: steward.v1.TaskService.ReportProgress:output_type -> steward.v1.ReportProgressResponse
+	1,  // 92: steward.v1.TaskService.ReviseContract:output_type -> steward.v1.ReviseContractResponse
+	3,  // 93: steward.v1.TaskService.DecideContractRevision:output_type -> steward.v1.DecideContractRevisionResponse
+	49, // 94: steward.v1.TaskService.CreateObjective:output_type -> steward.v1.CreateObjectiveResponse
+	51, // 95: steward.v1.TaskService.CloseObjective:output_type -> steward.v1.CloseObjectiveResponse
+	70, // [70:96] is the sub-list for method output_type
+	44, // [44:70] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_task_service_proto_init() }
@@ -3500,6 +3771,7 @@ func file_steward_v1_task_service_proto_init() {
 	file_steward_v1_contract_proto_init()
 	file_steward_v1_decision_proto_init()
 	file_steward_v1_execution_report_proto_init()
+	file_steward_v1_objective_proto_init()
 	file_steward_v1_plan_proto_init()
 	file_steward_v1_revision_proto_init()
 	file_steward_v1_task_proto_init()
@@ -3510,7 +3782,7 @@ func file_steward_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_task_service_proto_rawDesc), len(file_steward_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   48,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -59,6 +59,15 @@ const (
 	QueryServiceGetArtifactContentProcedure = "/steward.v1.QueryService/GetArtifactContent"
 	// QueryServiceWhoAmIProcedure is the fully-qualified name of the QueryService's WhoAmI RPC.
 	QueryServiceWhoAmIProcedure = "/steward.v1.QueryService/WhoAmI"
+	// QueryServiceGetObjectiveProcedure is the fully-qualified name of the QueryService's GetObjective
+	// RPC.
+	QueryServiceGetObjectiveProcedure = "/steward.v1.QueryService/GetObjective"
+	// QueryServiceListObjectivesProcedure is the fully-qualified name of the QueryService's
+	// ListObjectives RPC.
+	QueryServiceListObjectivesProcedure = "/steward.v1.QueryService/ListObjectives"
+	// QueryServiceGetTaskTreeProcedure is the fully-qualified name of the QueryService's GetTaskTree
+	// RPC.
+	QueryServiceGetTaskTreeProcedure = "/steward.v1.QueryService/GetTaskTree"
 )
 
 // QueryServiceClient is a client for the steward.v1.QueryService service.
@@ -128,6 +137,21 @@ type QueryServiceClient interface {
 	// Steward-Principal header gives and no roles. The console asks it to
 	// hide what the caller may not do; the server refuses it anyway.
 	WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error)
+	// GetObjective returns an objective of the caller's tenant and its
+	// tasks taken together — how many in each status, what they spent, how
+	// many were accepted — with its tasks as ListTasks's summaries, paged.
+	// Another tenant's is NotFound.
+	GetObjective(context.Context, *connect.Request[v1.GetObjectiveRequest]) (*connect.Response[v1.GetObjectiveResponse], error)
+	// ListObjectives lists the caller's tenant's objectives in creation
+	// order, paged.
+	ListObjectives(context.Context, *connect.Request[v1.ListObjectivesRequest]) (*connect.Response[v1.ListObjectivesResponse], error)
+	// GetTaskTree returns a task with its sub-tasks (parent_task_id),
+	// recursively: each with its status, spend, its subtree's spend and its
+	// current milestone, never its content. Bounded: max_depth levels below
+	// the task (default 3, at most 16), max_children sub-tasks of each node
+	// (default 50, at most 200) and 2,000 nodes in all; a node whose
+	// sub-tasks are not all listed carries a token for the rest.
+	GetTaskTree(context.Context, *connect.Request[v1.GetTaskTreeRequest]) (*connect.Response[v1.GetTaskTreeResponse], error)
 }
 
 // NewQueryServiceClient constructs a client for the steward.v1.QueryService service. By default, it
@@ -217,6 +241,27 @@ func NewQueryServiceClient(httpClient connect.HTTPClient, baseURL string, opts .
 			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 			connect.WithClientOptions(opts...),
 		),
+		getObjective: connect.NewClient[v1.GetObjectiveRequest, v1.GetObjectiveResponse](
+			httpClient,
+			baseURL+QueryServiceGetObjectiveProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetObjective")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		listObjectives: connect.NewClient[v1.ListObjectivesRequest, v1.ListObjectivesResponse](
+			httpClient,
+			baseURL+QueryServiceListObjectivesProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("ListObjectives")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
+		getTaskTree: connect.NewClient[v1.GetTaskTreeRequest, v1.GetTaskTreeResponse](
+			httpClient,
+			baseURL+QueryServiceGetTaskTreeProcedure,
+			connect.WithSchema(queryServiceMethods.ByName("GetTaskTree")),
+			connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -233,6 +278,9 @@ type queryServiceClient struct {
 	listDecisions      *connect.Client[v1.ListDecisionsRequest, v1.ListDecisionsResponse]
 	getArtifactContent *connect.Client[v1.GetArtifactContentRequest, v1.GetArtifactContentResponse]
 	whoAmI             *connect.Client[v1.WhoAmIRequest, v1.WhoAmIResponse]
+	getObjective       *connect.Client[v1.GetObjectiveRequest, v1.GetObjectiveResponse]
+	listObjectives     *connect.Client[v1.ListObjectivesRequest, v1.ListObjectivesResponse]
+	getTaskTree        *connect.Client[v1.GetTaskTreeRequest, v1.GetTaskTreeResponse]
 }
 
 // GetTask calls steward.v1.QueryService.GetTask.
@@ -288,6 +336,21 @@ func (c *queryServiceClient) GetArtifactContent(ctx context.Context, req *connec
 // WhoAmI calls steward.v1.QueryService.WhoAmI.
 func (c *queryServiceClient) WhoAmI(ctx context.Context, req *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error) {
 	return c.whoAmI.CallUnary(ctx, req)
+}
+
+// GetObjective calls steward.v1.QueryService.GetObjective.
+func (c *queryServiceClient) GetObjective(ctx context.Context, req *connect.Request[v1.GetObjectiveRequest]) (*connect.Response[v1.GetObjectiveResponse], error) {
+	return c.getObjective.CallUnary(ctx, req)
+}
+
+// ListObjectives calls steward.v1.QueryService.ListObjectives.
+func (c *queryServiceClient) ListObjectives(ctx context.Context, req *connect.Request[v1.ListObjectivesRequest]) (*connect.Response[v1.ListObjectivesResponse], error) {
+	return c.listObjectives.CallUnary(ctx, req)
+}
+
+// GetTaskTree calls steward.v1.QueryService.GetTaskTree.
+func (c *queryServiceClient) GetTaskTree(ctx context.Context, req *connect.Request[v1.GetTaskTreeRequest]) (*connect.Response[v1.GetTaskTreeResponse], error) {
+	return c.getTaskTree.CallUnary(ctx, req)
 }
 
 // QueryServiceHandler is an implementation of the steward.v1.QueryService service.
@@ -357,6 +420,21 @@ type QueryServiceHandler interface {
 	// Steward-Principal header gives and no roles. The console asks it to
 	// hide what the caller may not do; the server refuses it anyway.
 	WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error)
+	// GetObjective returns an objective of the caller's tenant and its
+	// tasks taken together — how many in each status, what they spent, how
+	// many were accepted — with its tasks as ListTasks's summaries, paged.
+	// Another tenant's is NotFound.
+	GetObjective(context.Context, *connect.Request[v1.GetObjectiveRequest]) (*connect.Response[v1.GetObjectiveResponse], error)
+	// ListObjectives lists the caller's tenant's objectives in creation
+	// order, paged.
+	ListObjectives(context.Context, *connect.Request[v1.ListObjectivesRequest]) (*connect.Response[v1.ListObjectivesResponse], error)
+	// GetTaskTree returns a task with its sub-tasks (parent_task_id),
+	// recursively: each with its status, spend, its subtree's spend and its
+	// current milestone, never its content. Bounded: max_depth levels below
+	// the task (default 3, at most 16), max_children sub-tasks of each node
+	// (default 50, at most 200) and 2,000 nodes in all; a node whose
+	// sub-tasks are not all listed carries a token for the rest.
+	GetTaskTree(context.Context, *connect.Request[v1.GetTaskTreeRequest]) (*connect.Response[v1.GetTaskTreeResponse], error)
 }
 
 // NewQueryServiceHandler builds an HTTP handler from the service implementation. It returns the
@@ -442,6 +520,27 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
 		connect.WithHandlerOptions(opts...),
 	)
+	queryServiceGetObjectiveHandler := connect.NewUnaryHandler(
+		QueryServiceGetObjectiveProcedure,
+		svc.GetObjective,
+		connect.WithSchema(queryServiceMethods.ByName("GetObjective")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	queryServiceListObjectivesHandler := connect.NewUnaryHandler(
+		QueryServiceListObjectivesProcedure,
+		svc.ListObjectives,
+		connect.WithSchema(queryServiceMethods.ByName("ListObjectives")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
+	queryServiceGetTaskTreeHandler := connect.NewUnaryHandler(
+		QueryServiceGetTaskTreeProcedure,
+		svc.GetTaskTree,
+		connect.WithSchema(queryServiceMethods.ByName("GetTaskTree")),
+		connect.WithIdempotency(connect.IdempotencyNoSideEffects),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.QueryService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case QueryServiceGetTaskProcedure:
@@ -466,6 +565,12 @@ func NewQueryServiceHandler(svc QueryServiceHandler, opts ...connect.HandlerOpti
 			queryServiceGetArtifactContentHandler.ServeHTTP(w, r)
 		case QueryServiceWhoAmIProcedure:
 			queryServiceWhoAmIHandler.ServeHTTP(w, r)
+		case QueryServiceGetObjectiveProcedure:
+			queryServiceGetObjectiveHandler.ServeHTTP(w, r)
+		case QueryServiceListObjectivesProcedure:
+			queryServiceListObjectivesHandler.ServeHTTP(w, r)
+		case QueryServiceGetTaskTreeProcedure:
+			queryServiceGetTaskTreeHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -517,4 +622,16 @@ func (UnimplementedQueryServiceHandler) GetArtifactContent(context.Context, *con
 
 func (UnimplementedQueryServiceHandler) WhoAmI(context.Context, *connect.Request[v1.WhoAmIRequest]) (*connect.Response[v1.WhoAmIResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.WhoAmI is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetObjective(context.Context, *connect.Request[v1.GetObjectiveRequest]) (*connect.Response[v1.GetObjectiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetObjective is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) ListObjectives(context.Context, *connect.Request[v1.ListObjectivesRequest]) (*connect.Response[v1.ListObjectivesResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.ListObjectives is not implemented"))
+}
+
+func (UnimplementedQueryServiceHandler) GetTaskTree(context.Context, *connect.Request[v1.GetTaskTreeRequest]) (*connect.Response[v1.GetTaskTreeResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.QueryService.GetTaskTree is not implemented"))
 }

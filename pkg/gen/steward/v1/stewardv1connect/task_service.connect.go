@@ -93,6 +93,12 @@ const (
 	// TaskServiceDecideContractRevisionProcedure is the fully-qualified name of the TaskService's
 	// DecideContractRevision RPC.
 	TaskServiceDecideContractRevisionProcedure = "/steward.v1.TaskService/DecideContractRevision"
+	// TaskServiceCreateObjectiveProcedure is the fully-qualified name of the TaskService's
+	// CreateObjective RPC.
+	TaskServiceCreateObjectiveProcedure = "/steward.v1.TaskService/CreateObjective"
+	// TaskServiceCloseObjectiveProcedure is the fully-qualified name of the TaskService's
+	// CloseObjective RPC.
+	TaskServiceCloseObjectiveProcedure = "/steward.v1.TaskService/CloseObjective"
 )
 
 // TaskServiceClient is a client for the steward.v1.TaskService service.
@@ -230,6 +236,15 @@ type TaskServiceClient interface {
 	// its policy snapshot requires, who is neither its proposer nor the one
 	// who approved it as owner.
 	DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error)
+	// CreateObjective opens an objective: an outcome that tasks work
+	// towards (TaskContract.objective_id), with an owner and a budget across
+	// those tasks. It is idempotent on request_id as CreateTask is: the
+	// objective's id derives from the caller and the request id.
+	CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error)
+	// CloseObjective ends an objective, done or abandoned, with a reason:
+	// its owner or an operator. No task names it since; its tasks run on.
+	// The same close again answers the objective as it is.
+	CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error)
 }
 
 // NewTaskServiceClient constructs a client for the steward.v1.TaskService service. By default, it
@@ -387,6 +402,18 @@ func NewTaskServiceClient(httpClient connect.HTTPClient, baseURL string, opts ..
 			connect.WithSchema(taskServiceMethods.ByName("DecideContractRevision")),
 			connect.WithClientOptions(opts...),
 		),
+		createObjective: connect.NewClient[v1.CreateObjectiveRequest, v1.CreateObjectiveResponse](
+			httpClient,
+			baseURL+TaskServiceCreateObjectiveProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("CreateObjective")),
+			connect.WithClientOptions(opts...),
+		),
+		closeObjective: connect.NewClient[v1.CloseObjectiveRequest, v1.CloseObjectiveResponse](
+			httpClient,
+			baseURL+TaskServiceCloseObjectiveProcedure,
+			connect.WithSchema(taskServiceMethods.ByName("CloseObjective")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -416,6 +443,8 @@ type taskServiceClient struct {
 	reportProgress         *connect.Client[v1.ReportProgressRequest, v1.ReportProgressResponse]
 	reviseContract         *connect.Client[v1.ReviseContractRequest, v1.ReviseContractResponse]
 	decideContractRevision *connect.Client[v1.DecideContractRevisionRequest, v1.DecideContractRevisionResponse]
+	createObjective        *connect.Client[v1.CreateObjectiveRequest, v1.CreateObjectiveResponse]
+	closeObjective         *connect.Client[v1.CloseObjectiveRequest, v1.CloseObjectiveResponse]
 }
 
 // CreateTask calls steward.v1.TaskService.CreateTask.
@@ -536,6 +565,16 @@ func (c *taskServiceClient) ReviseContract(ctx context.Context, req *connect.Req
 // DecideContractRevision calls steward.v1.TaskService.DecideContractRevision.
 func (c *taskServiceClient) DecideContractRevision(ctx context.Context, req *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error) {
 	return c.decideContractRevision.CallUnary(ctx, req)
+}
+
+// CreateObjective calls steward.v1.TaskService.CreateObjective.
+func (c *taskServiceClient) CreateObjective(ctx context.Context, req *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error) {
+	return c.createObjective.CallUnary(ctx, req)
+}
+
+// CloseObjective calls steward.v1.TaskService.CloseObjective.
+func (c *taskServiceClient) CloseObjective(ctx context.Context, req *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error) {
+	return c.closeObjective.CallUnary(ctx, req)
 }
 
 // TaskServiceHandler is an implementation of the steward.v1.TaskService service.
@@ -673,6 +712,15 @@ type TaskServiceHandler interface {
 	// its policy snapshot requires, who is neither its proposer nor the one
 	// who approved it as owner.
 	DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error)
+	// CreateObjective opens an objective: an outcome that tasks work
+	// towards (TaskContract.objective_id), with an owner and a budget across
+	// those tasks. It is idempotent on request_id as CreateTask is: the
+	// objective's id derives from the caller and the request id.
+	CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error)
+	// CloseObjective ends an objective, done or abandoned, with a reason:
+	// its owner or an operator. No task names it since; its tasks run on.
+	// The same close again answers the objective as it is.
+	CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error)
 }
 
 // NewTaskServiceHandler builds an HTTP handler from the service implementation. It returns the path
@@ -826,6 +874,18 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 		connect.WithSchema(taskServiceMethods.ByName("DecideContractRevision")),
 		connect.WithHandlerOptions(opts...),
 	)
+	taskServiceCreateObjectiveHandler := connect.NewUnaryHandler(
+		TaskServiceCreateObjectiveProcedure,
+		svc.CreateObjective,
+		connect.WithSchema(taskServiceMethods.ByName("CreateObjective")),
+		connect.WithHandlerOptions(opts...),
+	)
+	taskServiceCloseObjectiveHandler := connect.NewUnaryHandler(
+		TaskServiceCloseObjectiveProcedure,
+		svc.CloseObjective,
+		connect.WithSchema(taskServiceMethods.ByName("CloseObjective")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/steward.v1.TaskService/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case TaskServiceCreateTaskProcedure:
@@ -876,6 +936,10 @@ func NewTaskServiceHandler(svc TaskServiceHandler, opts ...connect.HandlerOption
 			taskServiceReviseContractHandler.ServeHTTP(w, r)
 		case TaskServiceDecideContractRevisionProcedure:
 			taskServiceDecideContractRevisionHandler.ServeHTTP(w, r)
+		case TaskServiceCreateObjectiveProcedure:
+			taskServiceCreateObjectiveHandler.ServeHTTP(w, r)
+		case TaskServiceCloseObjectiveProcedure:
+			taskServiceCloseObjectiveHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -979,4 +1043,12 @@ func (UnimplementedTaskServiceHandler) ReviseContract(context.Context, *connect.
 
 func (UnimplementedTaskServiceHandler) DecideContractRevision(context.Context, *connect.Request[v1.DecideContractRevisionRequest]) (*connect.Response[v1.DecideContractRevisionResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.DecideContractRevision is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) CreateObjective(context.Context, *connect.Request[v1.CreateObjectiveRequest]) (*connect.Response[v1.CreateObjectiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.CreateObjective is not implemented"))
+}
+
+func (UnimplementedTaskServiceHandler) CloseObjective(context.Context, *connect.Request[v1.CloseObjectiveRequest]) (*connect.Response[v1.CloseObjectiveResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("steward.v1.TaskService.CloseObjective is not implemented"))
 }

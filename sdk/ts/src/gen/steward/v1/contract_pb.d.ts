@@ -443,6 +443,17 @@ export declare type TaskContract = Message<"steward.v1.TaskContract"> & {
   inputBackupRef: string;
 
   /**
+   * The objective the task works towards (TaskService.CreateObjective):
+   * open, of the caller's tenant, and the caller its owner or an
+   * operator. The task's budget is reserved out of the objective's. A
+   * sub-task inherits its parent's; a DelegateTask that names another is
+   * refused (docs/objectives.md).
+   *
+   * @generated from field: string objective_id = 25;
+   */
+  objectiveId: string;
+
+  /**
    * The task's milestones, in the order the work goes through them
    * (docs/milestones.md). When any are declared, every budget line
    * (budget.milestones) and every tag (a plan step's, an action's, a

@@ -16,6 +16,7 @@ import type { SignedCredential } from "./credential_pb.js";
 import type { Artifact, CriterionResult } from "./acceptance_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
+import type { Objective, ObjectiveStatus } from "./objective_pb.js";
 
 /**
  * Describes the file steward/v1/event.proto.
@@ -462,6 +463,24 @@ export declare type Event = Message<"steward.v1.Event"> & {
      */
     value: ScheduleRunStarted;
     case: "scheduleRunStarted";
+  } | {
+    /**
+     * @generated from field: steward.v1.ObjectiveCreated objective_created = 82;
+     */
+    value: ObjectiveCreated;
+    case: "objectiveCreated";
+  } | {
+    /**
+     * @generated from field: steward.v1.ObjectiveClosed objective_closed = 83;
+     */
+    value: ObjectiveClosed;
+    case: "objectiveClosed";
+  } | {
+    /**
+     * @generated from field: steward.v1.ObjectiveTaskAdded objective_task_added = 84;
+     */
+    value: ObjectiveTaskAdded;
+    case: "objectiveTaskAdded";
   } | { case: undefined; value?: undefined };
 
   /**
@@ -2471,6 +2490,80 @@ export declare type ScheduleRunStarted = Message<"steward.v1.ScheduleRunStarted"
  * Use `create(ScheduleRunStartedSchema)` to create a new message.
  */
 export declare const ScheduleRunStartedSchema: GenMessage<ScheduleRunStarted>;
+
+/**
+ * ObjectiveCreated opens an objective on its own chain (control plane,
+ * TaskService.CreateObjective).
+ *
+ * @generated from message steward.v1.ObjectiveCreated
+ */
+export declare type ObjectiveCreated = Message<"steward.v1.ObjectiveCreated"> & {
+  /**
+   * @generated from field: steward.v1.Objective objective = 1;
+   */
+  objective?: Objective | undefined;
+};
+
+/**
+ * Describes the message steward.v1.ObjectiveCreated.
+ * Use `create(ObjectiveCreatedSchema)` to create a new message.
+ */
+export declare const ObjectiveCreatedSchema: GenMessage<ObjectiveCreated>;
+
+/**
+ * ObjectiveClosed ends an objective, done or abandoned, by its owner or an
+ * operator (control plane): no task names it since.
+ *
+ * @generated from message steward.v1.ObjectiveClosed
+ */
+export declare type ObjectiveClosed = Message<"steward.v1.ObjectiveClosed"> & {
+  /**
+   * @generated from field: steward.v1.ObjectiveStatus status = 1;
+   */
+  status: ObjectiveStatus;
+
+  /**
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.ObjectiveClosed.
+ * Use `create(ObjectiveClosedSchema)` to create a new message.
+ */
+export declare const ObjectiveClosedSchema: GenMessage<ObjectiveClosed>;
+
+/**
+ * ObjectiveTaskAdded records, on the objective's chain, that a task names
+ * it and the budget the task reserved out of the objective's (control
+ * plane, before the task is created). Its event id derives from the task
+ * id, so a retried CreateTask reserves once.
+ *
+ * @generated from message steward.v1.ObjectiveTaskAdded
+ */
+export declare type ObjectiveTaskAdded = Message<"steward.v1.ObjectiveTaskAdded"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: int64 tokens = 2;
+   */
+  tokens: bigint;
+
+  /**
+   * @generated from field: int64 cost_micros = 3;
+   */
+  costMicros: bigint;
+};
+
+/**
+ * Describes the message steward.v1.ObjectiveTaskAdded.
+ * Use `create(ObjectiveTaskAddedSchema)` to create a new message.
+ */
+export declare const ObjectiveTaskAddedSchema: GenMessage<ObjectiveTaskAdded>;
 
 /**
  * BreakerState is a circuit breaker's state.

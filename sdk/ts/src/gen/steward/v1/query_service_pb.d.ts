@@ -12,6 +12,8 @@ import type { Task, TaskStatus } from "./task_pb.js";
 import type { Action } from "./action_pb.js";
 import type { RiskTier } from "./risk_pb.js";
 import type { ContextItem, Decision } from "./decision_pb.js";
+import type { Objective, ObjectiveProgress, ObjectiveStatus } from "./objective_pb.js";
+import type { TaskTreeNode } from "./task_tree_pb.js";
 
 /**
  * Describes the file steward/v1/query_service.proto.
@@ -483,6 +485,14 @@ export declare type ListTasksRequest = Message<"steward.v1.ListTasksRequest"> & 
    * @generated from field: string parent_task_id = 10;
    */
   parentTaskId: string;
+
+  /**
+   * Only the tasks that work towards this objective (their contract's
+   * objective_id), sub-tasks included, exactly: an objective id.
+   *
+   * @generated from field: string objective_id = 50;
+   */
+  objectiveId: string;
 };
 
 /**
@@ -697,6 +707,180 @@ export declare type ListDecisionsResponse = Message<"steward.v1.ListDecisionsRes
 export declare const ListDecisionsResponseSchema: GenMessage<ListDecisionsResponse>;
 
 /**
+ * @generated from message steward.v1.GetObjectiveRequest
+ */
+export declare type GetObjectiveRequest = Message<"steward.v1.GetObjectiveRequest"> & {
+  /**
+   * @generated from field: string objective_id = 1;
+   */
+  objectiveId: string;
+
+  /**
+   * Of its tasks listed: at most 1000; 100 when zero.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * From the previous page of the same objective.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message steward.v1.GetObjectiveRequest.
+ * Use `create(GetObjectiveRequestSchema)` to create a new message.
+ */
+export declare const GetObjectiveRequestSchema: GenMessage<GetObjectiveRequest>;
+
+/**
+ * @generated from message steward.v1.GetObjectiveResponse
+ */
+export declare type GetObjectiveResponse = Message<"steward.v1.GetObjectiveResponse"> & {
+  /**
+   * @generated from field: steward.v1.Objective objective = 1;
+   */
+  objective?: Objective | undefined;
+
+  /**
+   * @generated from field: steward.v1.ObjectiveProgress progress = 2;
+   */
+  progress?: ObjectiveProgress | undefined;
+
+  /**
+   * Its tasks as ListTasks's summaries, in creation order.
+   *
+   * @generated from field: repeated steward.v1.Task tasks = 3;
+   */
+  tasks: Task[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 4;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message steward.v1.GetObjectiveResponse.
+ * Use `create(GetObjectiveResponseSchema)` to create a new message.
+ */
+export declare const GetObjectiveResponseSchema: GenMessage<GetObjectiveResponse>;
+
+/**
+ * @generated from message steward.v1.ListObjectivesRequest
+ */
+export declare type ListObjectivesRequest = Message<"steward.v1.ListObjectivesRequest"> & {
+  /**
+   * Only objectives in one of these statuses; all when empty.
+   *
+   * @generated from field: repeated steward.v1.ObjectiveStatus statuses = 1;
+   */
+  statuses: ObjectiveStatus[];
+
+  /**
+   * At most 1000; 100 when zero.
+   *
+   * @generated from field: int32 page_size = 2;
+   */
+  pageSize: number;
+
+  /**
+   * From the previous page of the same request.
+   *
+   * @generated from field: string page_token = 3;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message steward.v1.ListObjectivesRequest.
+ * Use `create(ListObjectivesRequestSchema)` to create a new message.
+ */
+export declare const ListObjectivesRequestSchema: GenMessage<ListObjectivesRequest>;
+
+/**
+ * @generated from message steward.v1.ListObjectivesResponse
+ */
+export declare type ListObjectivesResponse = Message<"steward.v1.ListObjectivesResponse"> & {
+  /**
+   * @generated from field: repeated steward.v1.Objective objectives = 1;
+   */
+  objectives: Objective[];
+
+  /**
+   * Empty on the last page.
+   *
+   * @generated from field: string next_page_token = 2;
+   */
+  nextPageToken: string;
+};
+
+/**
+ * Describes the message steward.v1.ListObjectivesResponse.
+ * Use `create(ListObjectivesResponseSchema)` to create a new message.
+ */
+export declare const ListObjectivesResponseSchema: GenMessage<ListObjectivesResponse>;
+
+/**
+ * @generated from message steward.v1.GetTaskTreeRequest
+ */
+export declare type GetTaskTreeRequest = Message<"steward.v1.GetTaskTreeRequest"> & {
+  /**
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * Levels of sub-tasks below task_id: 3 when zero, at most 16.
+   *
+   * @generated from field: uint32 max_depth = 2;
+   */
+  maxDepth: number;
+
+  /**
+   * Sub-tasks listed per node: 50 when zero, at most 200.
+   *
+   * @generated from field: uint32 max_children = 3;
+   */
+  maxChildren: number;
+
+  /**
+   * A node's children_page_token, with that node's task_id: the tree
+   * from its next sub-tasks on.
+   *
+   * @generated from field: string page_token = 4;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message steward.v1.GetTaskTreeRequest.
+ * Use `create(GetTaskTreeRequestSchema)` to create a new message.
+ */
+export declare const GetTaskTreeRequestSchema: GenMessage<GetTaskTreeRequest>;
+
+/**
+ * @generated from message steward.v1.GetTaskTreeResponse
+ */
+export declare type GetTaskTreeResponse = Message<"steward.v1.GetTaskTreeResponse"> & {
+  /**
+   * @generated from field: steward.v1.TaskTreeNode root = 1;
+   */
+  root?: TaskTreeNode | undefined;
+};
+
+/**
+ * Describes the message steward.v1.GetTaskTreeResponse.
+ * Use `create(GetTaskTreeResponseSchema)` to create a new message.
+ */
+export declare const GetTaskTreeResponseSchema: GenMessage<GetTaskTreeResponse>;
+
+/**
  * QueryService is the state plane's read surface over projected views.
  *
  * @generated from service steward.v1.QueryService
@@ -852,6 +1036,45 @@ export declare const QueryService: GenService<{
     methodKind: "unary";
     input: typeof WhoAmIRequestSchema;
     output: typeof WhoAmIResponseSchema;
+  },
+  /**
+   * GetObjective returns an objective of the caller's tenant and its
+   * tasks taken together — how many in each status, what they spent, how
+   * many were accepted — with its tasks as ListTasks's summaries, paged.
+   * Another tenant's is NotFound.
+   *
+   * @generated from rpc steward.v1.QueryService.GetObjective
+   */
+  getObjective: {
+    methodKind: "unary";
+    input: typeof GetObjectiveRequestSchema;
+    output: typeof GetObjectiveResponseSchema;
+  },
+  /**
+   * ListObjectives lists the caller's tenant's objectives in creation
+   * order, paged.
+   *
+   * @generated from rpc steward.v1.QueryService.ListObjectives
+   */
+  listObjectives: {
+    methodKind: "unary";
+    input: typeof ListObjectivesRequestSchema;
+    output: typeof ListObjectivesResponseSchema;
+  },
+  /**
+   * GetTaskTree returns a task with its sub-tasks (parent_task_id),
+   * recursively: each with its status, spend, its subtree's spend and its
+   * current milestone, never its content. Bounded: max_depth levels below
+   * the task (default 3, at most 16), max_children sub-tasks of each node
+   * (default 50, at most 200) and 2,000 nodes in all; a node whose
+   * sub-tasks are not all listed carries a token for the rest.
+   *
+   * @generated from rpc steward.v1.QueryService.GetTaskTree
+   */
+  getTaskTree: {
+    methodKind: "unary";
+    input: typeof GetTaskTreeRequestSchema;
+    output: typeof GetTaskTreeResponseSchema;
   },
 }>;
 

@@ -14,6 +14,7 @@ import type { Action, ActionRationale } from "./action_pb.js";
 import type { Plan } from "./plan_pb.js";
 import type { AcceptanceRound, Artifact } from "./acceptance_pb.js";
 import type { ExecutionReport } from "./execution_report_pb.js";
+import type { Objective, ObjectiveBudget, ObjectiveStatus } from "./objective_pb.js";
 
 /**
  * Describes the file steward/v1/task_service.proto.
@@ -1473,6 +1474,117 @@ export declare type ReportProgressResponse = Message<"steward.v1.ReportProgressR
 export declare const ReportProgressResponseSchema: GenMessage<ReportProgressResponse>;
 
 /**
+ * @generated from message steward.v1.CreateObjectiveRequest
+ */
+export declare type CreateObjectiveRequest = Message<"steward.v1.CreateObjectiveRequest"> & {
+  /**
+   * Client-chosen id that makes the call safe to retry. Optional.
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * Who answers for the objective; the caller when empty.
+   *
+   * @generated from field: string owner_ref = 2;
+   */
+  ownerRef: string;
+
+  /**
+   * @generated from field: string intent = 3;
+   */
+  intent: string;
+
+  /**
+   * @generated from field: string desired_outcome = 4;
+   */
+  desiredOutcome: string;
+
+  /**
+   * What its tasks may spend together; unset for no limit.
+   *
+   * @generated from field: steward.v1.ObjectiveBudget budget = 5;
+   */
+  budget?: ObjectiveBudget | undefined;
+};
+
+/**
+ * Describes the message steward.v1.CreateObjectiveRequest.
+ * Use `create(CreateObjectiveRequestSchema)` to create a new message.
+ */
+export declare const CreateObjectiveRequestSchema: GenMessage<CreateObjectiveRequest>;
+
+/**
+ * @generated from message steward.v1.CreateObjectiveResponse
+ */
+export declare type CreateObjectiveResponse = Message<"steward.v1.CreateObjectiveResponse"> & {
+  /**
+   * @generated from field: steward.v1.Objective objective = 1;
+   */
+  objective?: Objective | undefined;
+
+  /**
+   * False when the request id named an objective that already existed.
+   *
+   * @generated from field: bool created = 2;
+   */
+  created: boolean;
+};
+
+/**
+ * Describes the message steward.v1.CreateObjectiveResponse.
+ * Use `create(CreateObjectiveResponseSchema)` to create a new message.
+ */
+export declare const CreateObjectiveResponseSchema: GenMessage<CreateObjectiveResponse>;
+
+/**
+ * @generated from message steward.v1.CloseObjectiveRequest
+ */
+export declare type CloseObjectiveRequest = Message<"steward.v1.CloseObjectiveRequest"> & {
+  /**
+   * @generated from field: string objective_id = 1;
+   */
+  objectiveId: string;
+
+  /**
+   * OBJECTIVE_STATUS_DONE or OBJECTIVE_STATUS_ABANDONED.
+   *
+   * @generated from field: steward.v1.ObjectiveStatus status = 2;
+   */
+  status: ObjectiveStatus;
+
+  /**
+   * Why, in words a person can read. Required.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message steward.v1.CloseObjectiveRequest.
+ * Use `create(CloseObjectiveRequestSchema)` to create a new message.
+ */
+export declare const CloseObjectiveRequestSchema: GenMessage<CloseObjectiveRequest>;
+
+/**
+ * @generated from message steward.v1.CloseObjectiveResponse
+ */
+export declare type CloseObjectiveResponse = Message<"steward.v1.CloseObjectiveResponse"> & {
+  /**
+   * @generated from field: steward.v1.Objective objective = 1;
+   */
+  objective?: Objective | undefined;
+};
+
+/**
+ * Describes the message steward.v1.CloseObjectiveResponse.
+ * Use `create(CloseObjectiveResponseSchema)` to create a new message.
+ */
+export declare const CloseObjectiveResponseSchema: GenMessage<CloseObjectiveResponse>;
+
+/**
  * TaskService is the control plane's command surface.
  *
  * Every command that takes a request_id (ProposeAction: proposal_id)
@@ -1809,6 +1921,31 @@ export declare const TaskService: GenService<{
     methodKind: "unary";
     input: typeof DecideContractRevisionRequestSchema;
     output: typeof DecideContractRevisionResponseSchema;
+  },
+  /**
+   * CreateObjective opens an objective: an outcome that tasks work
+   * towards (TaskContract.objective_id), with an owner and a budget across
+   * those tasks. It is idempotent on request_id as CreateTask is: the
+   * objective's id derives from the caller and the request id.
+   *
+   * @generated from rpc steward.v1.TaskService.CreateObjective
+   */
+  createObjective: {
+    methodKind: "unary";
+    input: typeof CreateObjectiveRequestSchema;
+    output: typeof CreateObjectiveResponseSchema;
+  },
+  /**
+   * CloseObjective ends an objective, done or abandoned, with a reason:
+   * its owner or an operator. No task names it since; its tasks run on.
+   * The same close again answers the objective as it is.
+   *
+   * @generated from rpc steward.v1.TaskService.CloseObjective
+   */
+  closeObjective: {
+    methodKind: "unary";
+    input: typeof CloseObjectiveRequestSchema;
+    output: typeof CloseObjectiveResponseSchema;
   },
 }>;
 
