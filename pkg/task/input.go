@@ -50,8 +50,14 @@ func checkAsked(t *stewardv1.Task, n *stewardv1.TaskNeedsInput) error {
 	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_ASKED && strings.TrimSpace(n.Question) == "" {
 		return errs.Field("question", "is required: say what you need to know")
 	}
-	if n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_MILESTONE_CAP && FindMilestone(t.Contract, n.MilestoneId) == nil {
+	capped := n.Cause == stewardv1.NeedsInputCause_NEEDS_INPUT_CAUSE_MILESTONE_CAP
+	switch {
+	case capped && FindMilestone(t.Contract, n.MilestoneId) == nil:
 		return unknownMilestone(t, "milestone_id", n.MilestoneId)
+	case !capped && n.MilestoneId != "":
+		// A resume grants the milestone an open question names more:
+		// only a stop at its cap may name one.
+		return errs.Field("milestone_id", "names a milestone only for NEEDS_INPUT_CAUSE_MILESTONE_CAP, not %s", n.Cause)
 	}
 	return CheckAskRef(t.Contract, n.AskRef)
 }

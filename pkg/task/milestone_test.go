@@ -143,6 +143,7 @@ func TestMilestoneCapIsHeldAndGranted(t *testing.T) {
 		{"past the grant", []event.Payload{stop, resumed(), tagged("x3", "collect"), tagged("x4", "collect"), tagged("x5", "collect")}, 2, "cap of 4"},
 		{"resumed from another stop", []event.Payload{asked, resumed(), tagged("x3", "collect")}, 0, "cap of 2"},
 		{"a stop for an unknown milestone", []event.Payload{&stewardv1.TaskNeedsInput{Reason: "cap", Cause: stop.Cause, MilestoneId: "nope"}}, 0, "no milestone"},
+		{"a milestone named on another stop", []event.Payload{&stewardv1.TaskNeedsInput{Question: "?", Cause: asked.Cause, MilestoneId: "collect"}, resumed()}, 0, "only for NEEDS_INPUT_CAUSE_MILESTONE_CAP"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tk, err := task.Fold(stewardtest.History(t, "t1", append(slices.Clip(full), tc.then...)...))

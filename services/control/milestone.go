@@ -130,8 +130,11 @@ func (p *progress) ReportProgress(ctx context.Context, principal string, req *st
 			return nil, nil // not news
 		}
 		recorded = true
+		// The id names the report, not only the head: another replica's
+		// report at the same head must conflict, not pass for this one.
 		return p.event(event.Meta{
-			ID:     event.ID(req.TaskId, event.TypeMilestoneProgressed, req.MilestoneId, strconv.FormatUint(t.LastSequence, 10)),
+			ID: event.ID(req.TaskId, event.TypeMilestoneProgressed, req.MilestoneId, strconv.FormatUint(t.LastSequence, 10),
+				strconv.FormatUint(uint64(req.Percent), 10), req.Note),
 			TaskID: req.TaskId, Actor: p.actor(principal),
 		}, &stewardv1.MilestoneProgressed{MilestoneId: req.MilestoneId, Percent: req.Percent, Note: req.Note})
 	})

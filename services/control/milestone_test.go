@@ -111,6 +111,7 @@ func TestMilestonesAreCheckedOnCreate(t *testing.T) {
 		{"an id twice", func(c *stewardv1.TaskContract) { c.Milestones[1].MilestoneId = "collect" }, "contract.milestones[1].milestone_id"},
 		{"an id with a colon", func(c *stewardv1.TaskContract) { c.Milestones[0].MilestoneId = "a:b" }, "contract.milestones[0].milestone_id"},
 		{"no title", func(c *stewardv1.TaskContract) { c.Milestones[0].Title = "" }, "contract.milestones[0].title"},
+		{"a description past 4 KiB", func(c *stewardv1.TaskContract) { c.Milestones[1].Description = strings.Repeat("d", 4097) }, "contract.milestones[1].description"},
 		{"a cap past the limit", func(c *stewardv1.TaskContract) { c.Milestones[0].MaxActions = 1 << 30 }, "contract.milestones[0].max_actions"},
 		{"a budget line naming none", func(c *stewardv1.TaskContract) {
 			c.Budget = &stewardv1.Budget{MaxTokens: 10, Milestones: []*stewardv1.MilestoneBudget{{MilestoneId: "collect", MaxTokens: 5}, {MilestoneId: "other", MaxTokens: 1}}}
@@ -120,8 +121,8 @@ func TestMilestonesAreCheckedOnCreate(t *testing.T) {
 			req := phasedRequest("bad-" + strings.ReplaceAll(tc.name, " ", "-"))
 			tc.edit(req.Contract)
 			_, _, err := r.ctl.CreateTask(context.Background(), "t", req)
-			if e := (*errs.Error)(nil); !errors.As(err, &e) || e.Code != errs.Invalid || e.Field != tc.field {
-				t.Fatalf("%v; want invalid_argument on %s", err, tc.field)
+			if e := (*errs.Error)(nil); !errors.As(err, &e) || (e.Code != errs.Invalid && e.Code != errs.TooLarge) || e.Field != tc.field {
+				t.Fatalf("%v; want invalid_argument (or too large) on %s", err, tc.field)
 			}
 		})
 	}
