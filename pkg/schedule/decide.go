@@ -14,8 +14,10 @@ const (
 	MaxCatchUp = 100
 	// MaxQueue is the largest queue_limit.
 	MaxQueue = 100
-	// maxDueWalk bounds the walk over the firings due at a tick: past it,
-	// a downtime's firings are counted no further (missed_count stops).
+	// maxDueWalk bounds the walk over the firings due at a tick. An
+	// interval's firings past it are counted without a walk; a cron's walk
+	// resumes just before now (see Spec.lookback), and the firings between
+	// are not counted (missed_count is then short of the true count).
 	maxDueWalk = 1_000_000
 )
 
@@ -138,23 +140,29 @@ func Decide(t Tick) []Decision {
 // runs — always a suffix: the newest — and the rest, as one MISSED
 // decision.
 func (t Tick) due() (run []time.Time, missed Decision) {
-	var first time.Time
-	total := 0
+	first := t.Spec.Next(t.DueAfter)
+	from, total := t.Spec.skip(t.DueAfter, t.Now, maxDueWalk)
 	var recent []time.Time // the newest MaxCatchUp+1 at least
-	for f := range t.Spec.Firings(t.DueAfter) {
-		if f.After(t.Now) || total == maxDueWalk {
+	for walked := 0; ; walked = 0 {
+		for f := range t.Spec.Firings(from) {
+			if f.After(t.Now) || walked == maxDueWalk {
+				break
+			}
+			if len(recent) == 2*(MaxCatchUp+1) {
+				recent = append(recent[:0], recent[MaxCatchUp+1:]...)
+			}
+			recent = append(recent, f)
+			total++
+			walked++
+		}
+		if walked < maxDueWalk {
 			break
 		}
-		if total == 0 {
-			first = f
-		}
-		if len(recent) == 2*(MaxCatchUp+1) {
-			recent = append(recent[:0], recent[MaxCatchUp+1:]...)
-		}
-		recent = append(recent, f)
-		total++
+		// Walked as far as a tick walks and not yet at now: on from
+		// just before now, so that the newest firings are the ones seen.
+		from = t.Spec.lookback(recent[len(recent)-1], t.Now, MaxCatchUp+1)
 	}
-	if total == 0 {
+	if total == 0 || first.IsZero() || first.After(t.Now) {
 		return nil, Decision{}
 	}
 	last := recent[len(recent)-1]

@@ -160,3 +160,42 @@ func BenchmarkDecideLongDowntime(b *testing.B) {
 		}
 	}
 }
+
+// A downtime with more firings than a tick walks (a 1s interval down 30
+// days: 2,592,000) still runs the newest under LAST, once: not a firing
+// days old, and not one per walk.
+func TestDecideLastAfterMoreFiringsThanAWalk(t *testing.T) {
+	created := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	spec, err := schedule.ParseSpec(&stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Interval{Interval: durationpb.New(time.Second)}}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := created.Add(30 * 24 * time.Hour)
+	ds := schedule.Decide(schedule.Tick{Spec: spec, Rules: schedule.Rules{CatchUp: last, Overlap: skip}, DueAfter: created, Now: now})
+	if len(ds) != 2 {
+		t.Fatalf("decisions = %s, want a MISSED and a run", decided(ds))
+	}
+	missed, run := ds[0], ds[1]
+	want := 30*24*3600 - 1
+	if missed.MissedCount != want || !missed.MissedFrom.Equal(created.Add(time.Second)) || !missed.Firing.Equal(now.Add(-time.Second)) {
+		t.Errorf("missed = %d from %s to %s, want %d from %s to %s", missed.MissedCount, missed.MissedFrom, missed.Firing, want, created.Add(time.Second), now.Add(-time.Second))
+	}
+	if !run.Runs() || !run.Firing.Equal(now) {
+		t.Errorf("run = %s at %s, want the firing at now, %s", run.Disposition, run.Firing, now)
+	}
+}
+
+// The same for a minutely cron down 800 days (1,152,000 firings): the walk
+// resumes just before now, and LAST runs the firing at now.
+func TestDecideLastAfterMoreCronFiringsThanAWalk(t *testing.T) {
+	created := time.Date(2026, 5, 1, 9, 0, 0, 0, time.UTC)
+	spec, err := schedule.ParseSpec(&stewardv1.ScheduleSpec{Every: &stewardv1.ScheduleSpec_Cron{Cron: "* * * * *"}}, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := created.Add(800 * 24 * time.Hour)
+	ds := schedule.Decide(schedule.Tick{Spec: spec, Rules: schedule.Rules{CatchUp: last, Overlap: skip}, DueAfter: created, Now: now})
+	if len(ds) != 2 || ds[0].MissedCount == 0 || !ds[1].Runs() || !ds[1].Firing.Equal(now) {
+		t.Fatalf("decisions = %s (run at %v), want a MISSED and a run of the firing at now, %s", decided(ds), ds[len(ds)-1].Firing, now)
+	}
+}

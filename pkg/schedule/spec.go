@@ -154,3 +154,52 @@ func (s Spec) Grace(f time.Time) time.Duration {
 	}
 	return max(grace, MinGrace)
 }
+
+// skip returns where a walk over the firings after `after`, up to now,
+// starts so that it sees at most limit of them, the newest, and how many
+// it skips: an interval's are counted, not walked; a cron's are not
+// skipped here (0).
+func (s Spec) skip(after, now time.Time, limit int) (time.Time, int) {
+	if s.cron == nil {
+		upTo := now
+		if !s.end.IsZero() && !upTo.Before(s.end) {
+			upTo = s.end.Add(-time.Nanosecond)
+		}
+		if n := s.index(upTo) - s.index(after); n > limit {
+			skipped := n - limit
+			return s.start.Add(time.Duration(s.index(after)+skipped-1) * s.interval), skipped
+		}
+	}
+	return after, 0
+}
+
+// index returns how many of an interval's firings are not after t.
+func (s Spec) index(t time.Time) int {
+	if t.Before(s.start) {
+		return 0
+	}
+	return int(t.Sub(s.start)/s.interval) + 1
+}
+
+// lookback returns a time after floor and before now after which at
+// least n firings are due up to now, or floor if there is none: an hour
+// back, doubled until enough.
+func (s Spec) lookback(floor, now time.Time, n int) time.Time {
+	for back := time.Hour; back > 0; back *= 2 {
+		from := now.Add(-back)
+		if !from.After(floor) {
+			break
+		}
+		seen := 0
+		for f := range s.Firings(from) {
+			if f.After(now) || seen == n {
+				break
+			}
+			seen++
+		}
+		if seen == n {
+			return from
+		}
+	}
+	return floor
+}
