@@ -67,3 +67,7 @@ var (
 	Undoable = undoable
 	InFlight = inFlight
 )
+
+// CriteriaInputs is what MarkProduced compares before writing the checks
+// it evaluated, for its tests.
+var CriteriaInputs = criteriaInputs
