@@ -13,18 +13,19 @@ import (
 )
 
 // snapshotAt is one policy snapshot found in a task's events: of an
-// action (actionID; permit set when it came with its permit), or of a
-// plan version (plan set).
+// action (actionID; permit set when it came with its permit), of a plan
+// version (plan set), or of a revision of the task's contract (revision).
 type snapshotAt struct {
 	item     string
 	snap     *stewardv1.PolicySnapshot
 	actionID string
 	permit   *stewardv1.ActionPermit
 	plan     *stewardv1.PlanEvaluated
+	revision string
 }
 
-// snapshots are the snapshots t's events record, of actions and of plan
-// versions.
+// snapshots are the snapshots t's events record, of actions, of plan
+// versions and of contract revisions.
 func snapshots(t *bundleTask) []snapshotAt {
 	var out []snapshotAt
 	for i, rec := range t.recs {
@@ -39,6 +40,9 @@ func snapshots(t *bundleTask) []snapshotAt {
 			out = append(out, snapshotAt{item: item, snap: pm.Snapshot, actionID: pm.GetPermit().GetActionId(), permit: pm.Permit})
 		case ev.GetPlanEvaluated() != nil:
 			out = append(out, snapshotAt{item: item, snap: ev.GetPlanEvaluated().Snapshot, plan: ev.GetPlanEvaluated()})
+		case ev.GetContractRevisionEvaluated().GetSnapshot() != nil:
+			re := ev.GetContractRevisionEvaluated()
+			out = append(out, snapshotAt{item: item, snap: re.Snapshot, revision: re.RevisionId})
 		}
 	}
 	return out
@@ -86,6 +90,10 @@ func checkPolicy(ctx context.Context, b *stewardv1.AuditBundle, tasks []*bundleT
 func keptInput(t *bundleTask, s snapshotAt, inputs map[string][]byte, restored map[string]bool, r *Report) ([]byte, bool) {
 	if s.permit != nil && audit.UnboundSnapshot(s.permit) {
 		snapshotNotSigned(r, s)
+	}
+	if s.revision != "" {
+		revisionNotReevaluated(r, s)
+		return nil, false
 	}
 	if !s.snap.InputKept {
 		inputNotKept(r, s)

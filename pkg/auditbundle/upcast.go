@@ -19,3 +19,11 @@ func inputNotKept(r *Report, s snapshotAt) {
 func snapshotNotSigned(r *Report, s snapshotAt) {
 	r.note("%s: snapshot %s came with a permit that does not name its hash (signed before permits did): no signature covers it", s.item, s.snap.SnapshotId)
 }
+
+// revisionNotReevaluated is the rule for governance's judgement of a
+// contract revision (ContractRevisionEvaluated): governance does not keep
+// its input yet (docs/revisions.md), so it is counted and said plainly,
+// not re-evaluated; the fold still holds the revision's approvals to it.
+func revisionNotReevaluated(r *Report, s snapshotAt) {
+	r.note("%s: snapshot %s of contract revision %s: a revision's policy input is not kept yet: not re-evaluated", s.item, s.snap.SnapshotId, s.revision)
+}

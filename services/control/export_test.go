@@ -107,3 +107,7 @@ func (p *Plane) CreateObjective(ctx context.Context, principal string, req *stew
 func (p *Plane) CloseObjective(ctx context.Context, principal string, req *stewardv1.CloseObjectiveRequest) (*stewardv1.Objective, error) {
 	return p.objectives.Close(ctx, principal, req)
 }
+
+// CriteriaInputs is what MarkProduced compares before writing the checks
+// it evaluated, for its tests.
+var CriteriaInputs = criteriaInputs

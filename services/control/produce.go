@@ -172,10 +172,12 @@ func roundOf(t *stewardv1.Task, round uint32) *stewardv1.AcceptanceRound {
 }
 
 // criteriaInputs sums up what criteria read from t, to tell whether t
-// changed in a way that matters while they were evaluated.
+// changed in a way that matters while they were evaluated — the criteria
+// themselves too: a revision that takes effect meanwhile may keep a
+// criterion's id and change what it says, which the fold cannot tell.
 func criteriaInputs(t *stewardv1.Task) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "round %d;", len(t.Acceptance))
+	fmt.Fprintf(&b, "round %d; contract %d %s;", len(t.Acceptance), task.ContractVersion(t), t.ContractHash)
 	for _, a := range task.LatestArtifacts(t) {
 		fmt.Fprintf(&b, "%s %s;", task.ArtifactRef(a), a.Sha256)
 	}

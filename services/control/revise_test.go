@@ -13,6 +13,7 @@ import (
 	stewardv1 "github.com/steward-run/steward/pkg/gen/steward/v1"
 	"github.com/steward-run/steward/pkg/rpc"
 	"github.com/steward-run/steward/pkg/task"
+	"github.com/steward-run/steward/services/control"
 )
 
 // revisedCriteria is the criterion a revision in these tests puts in
@@ -333,5 +334,36 @@ func TestRevisedCriteriaJudgeOnceApproved(t *testing.T) {
 	}
 	if round := produce("m2"); len(round.Checks) != 1 || round.Checks[0].CriterionId != "new" || !round.Checks[0].Passed {
 		t.Fatalf("after approval: %v, want the revised criterion to pass it", round)
+	}
+}
+
+// TestCriteriaStaleOnceARevisionTakesEffect: MarkProduced evaluates the
+// criteria, then writes the checks only if what they read is unchanged. A
+// revision that takes effect in between — here one that keeps a
+// criterion's id and changes its expression, which the fold cannot tell —
+// must make the checks stale, or a result is judged by the old version's
+// criteria after the new one is in force.
+func TestCriteriaStaleOnceARevisionTakesEffect(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	req := validRequest("rev-stale")
+	req.Contract.AcceptanceCriteria = []*stewardv1.AcceptanceCriterion{{Id: "done", Expression: "size(artifacts) >= 0"}}
+	tk, _, err := r.ctl.CreateTask(ctx, "t", req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := tk.Contract.TaskId
+	r.running(id)
+	_, rev, err := r.ctl.ReviseContract(ctx, "t", &stewardv1.ReviseContractRequest{TaskId: id, Reason: "one artifact at least",
+		Contract: &stewardv1.TaskContract{AcceptanceCriteria: []*stewardv1.AcceptanceCriterion{{Id: "done", Expression: "size(artifacts) >= 1"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := control.CriteriaInputs(r.judge(t, r.task(t, id), stewardv1.PolicyDecision_POLICY_DECISION_ALLOW))
+	if _, _, err := r.ctl.DecideContractRevision(ctx, rpc.Identity{Principal: "user:a"}, &stewardv1.DecideContractRevisionRequest{TaskId: id, RevisionId: rev.RevisionId, Approve: true}); err != nil {
+		t.Fatal(err)
+	}
+	if after := control.CriteriaInputs(r.task(t, id)); after == before {
+		t.Fatalf("criteria inputs %q did not change when version 2 took effect: checks of version 1's criteria would be written", after)
 	}
 }
