@@ -29,6 +29,8 @@ template:
     requesterRef: user:ana
     accountableOwnerRef: user:ana
     riskTier: RISK_TIER_LOW
+    budget: {maxTokens: "400"}
+  runsBudget: {maxTokens: "1000"}
 overlap: {policy: OVERLAP_POLICY_QUEUE, queueLimit: 2}
 catchUp: {rule: CATCH_UP_RULE_LAST}
 `)
@@ -43,7 +45,8 @@ catchUp: {rule: CATCH_UP_RULE_LAST}
 	if out, _ := agent.run(0, "schedules", "create", file); !strings.Contains(out, s.ScheduleId) || !strings.Contains(out, "made already") {
 		t.Errorf("the same request again printed %q", out)
 	}
-	if out, _ := agent.run(0, "schedules", "get", s.ScheduleId); !strings.Contains(out, "cron 30 2 * * * America/New_York") || !strings.Contains(out, "overlap:") {
+	if out, _ := agent.run(0, "schedules", "get", s.ScheduleId); !strings.Contains(out, "cron 30 2 * * * America/New_York") || !strings.Contains(out, "overlap:") ||
+		!strings.Contains(out, "runs budget: 0 of 1000 tokens") {
 		t.Errorf("schedules get printed:\n%s", out)
 	}
 	if out, _ := agent.run(0, "schedules", "list"); !strings.HasPrefix(out, "SCHEDULE ") || !strings.Contains(out, s.ScheduleId) {

@@ -127,6 +127,7 @@ func fired(s *stewardv1.Schedule, f *stewardv1.ScheduleFiring, at *timestamppb.T
 	case stewardv1.FiringDisposition_FIRING_DISPOSITION_STARTED, stewardv1.FiringDisposition_FIRING_DISPOSITION_CANCELLED_PREVIOUS:
 		s.LastTaskId = f.TaskId
 		s.RunsStarted++
+		commit(s)
 	}
 	s.RecentFirings = append(s.RecentFirings, f)
 	if n := len(s.RecentFirings) - MaxRecentFirings; n > 0 {
@@ -142,6 +143,9 @@ func runStarted(s *stewardv1.Schedule, r *stewardv1.ScheduleRunStarted) error {
 	s.Queued = s.Queued[1:]
 	s.LastTaskId = r.TaskId
 	s.RunsStarted++
+	if r.TaskId != "" {
+		commit(s)
+	}
 	for _, f := range s.RecentFirings {
 		if f.FiringTime.AsTime().Equal(r.FiringTime.AsTime()) {
 			f.TaskId = r.TaskId

@@ -157,7 +157,7 @@ func (p *schedules) checkSchedule(req *stewardv1.CreateScheduleRequest, principa
 		return nil, time.Time{}, err
 	}
 	return &stewardv1.ScheduleCreated{
-		Spec: req.Spec, Template: &stewardv1.ScheduleTemplate{Contract: contract},
+		Spec: req.Spec, Template: &stewardv1.ScheduleTemplate{Contract: contract, RunsBudget: req.GetTemplate().GetRunsBudget()},
 		Overlap: req.Overlap, CatchUp: req.CatchUp, RequestId: req.RequestId,
 	}, first, nil
 }
@@ -179,7 +179,7 @@ func checkTemplate(t *stewardv1.ScheduleTemplate, principal string, now time.Tim
 	if err := checkDuties(contract, principal, ""); err != nil {
 		return nil, underTemplate(err)
 	}
-	return contract, nil
+	return contract, schedule.CheckRunsBudget(t)
 }
 
 // underTemplate names err's field as the template's.

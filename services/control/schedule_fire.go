@@ -133,7 +133,9 @@ func (p *schedules) fire(ctx context.Context, l loadedSchedule, d schedule.Decis
 	if d.MissedCount > 0 {
 		firing.MissedFrom = timestamppb.New(d.MissedFrom)
 	}
-	if d.Runs() {
+	if why := schedule.OverBudget(s); d.Runs() && why != "" {
+		firing.Disposition, firing.Reason = stewardv1.FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET, why
+	} else if d.Runs() {
 		if d.Disposition == stewardv1.FiringDisposition_FIRING_DISPOSITION_CANCELLED_PREVIOUS {
 			if err := p.cancelRun(ctx, s, s.LastTaskId); err != nil {
 				return err

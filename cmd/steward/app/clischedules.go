@@ -79,7 +79,7 @@ func (c *cli) schedulesGet() *cobra.Command {
 		fields(c.stdout, "schedule", sc.ScheduleId, "status", scheduleStatus(sc), "when", scheduleWhen(sc.Spec),
 			"overlap", word(sc.GetOverlap().GetPolicy(), "OVERLAP_POLICY_"), "catch up", word(sc.GetCatchUp().GetRule(), "CATCH_UP_RULE_"),
 			"intent", sc.GetTemplate().GetContract().GetIntent(), "creator", sc.Creator, "created", when(sc.CreatedAt),
-			"next firing", when(sc.NextFiringTime), "runs", strconv.FormatUint(sc.RunsStarted, 10), "last run", sc.LastTaskId)
+			"next firing", when(sc.NextFiringTime), "runs", strconv.FormatUint(sc.RunsStarted, 10), "runs budget", runsBudget(sc), "last run", sc.LastTaskId)
 		rows := make([][]string, 0, len(sc.RecentFirings))
 		for _, f := range sc.RecentFirings {
 			what := f.Reason

@@ -72,15 +72,20 @@ func (d *deliverer) handle(ctx context.Context, rec *stewardv1.EventRecord) erro
 	var tier stewardv1.RiskTier
 	var ap *stewardv1.Approval
 	var q *stewardv1.InputRequest
-	err := d.n.cfg.Tasks.Peek(ctx, ev.TaskId, rec.Sequence, func(t *stewardv1.Task) {
-		note.Tenant, tier = t.Tenant, t.GetContract().GetRiskTier()
-		if a := task.FindAction(t, approvalAction(ev)); a != nil && a.Approval != nil {
-			ap = proto.CloneOf(a.Approval)
-		}
-		if t.OpenInput != nil && strings.HasPrefix(k.name, "question.") {
-			q = proto.CloneOf(t.OpenInput)
-		}
-	})
+	var err error
+	if scheduleEvent(ev) {
+		note.Tenant, err = d.scheduleTenant(ctx, ev.TaskId)
+	} else {
+		err = d.n.cfg.Tasks.Peek(ctx, ev.TaskId, rec.Sequence, func(t *stewardv1.Task) {
+			note.Tenant, tier = t.Tenant, t.GetContract().GetRiskTier()
+			if a := task.FindAction(t, approvalAction(ev)); a != nil && a.Approval != nil {
+				ap = proto.CloneOf(a.Approval)
+			}
+			if t.OpenInput != nil && strings.HasPrefix(k.name, "question.") {
+				q = proto.CloneOf(t.OpenInput)
+			}
+		})
+	}
 	if eventlog.Permanent(err) {
 		// A task the fold cannot read (broken) tells no one; its
 		// projection has set the bad event aside and says so.

@@ -41,6 +41,7 @@ var kinds = []kind{
 	{name: "task.ended", on: reactions(eventlog.OnRecord[*stewardv1.TaskAccepted], eventlog.OnRecord[*stewardv1.TaskCancelled],
 		eventlog.OnRecord[*stewardv1.TaskFailed], eventlog.OnRecord[*stewardv1.TaskProduced]), match: task.Ends},
 	{name: "agent.escalated", on: reactions(eventlog.OnRecord[*stewardv1.AgentEscalated])},
+	{name: "schedule.not_run", on: reactions(eventlog.OnRecord[*stewardv1.ScheduleFired]), match: notRun, act: scheduleAct},
 }
 
 func reactions(on ...func(eventlog.Handler) eventlog.Reaction) []func(eventlog.Handler) eventlog.Reaction {

@@ -222,6 +222,9 @@ const (
 	// Its run could not be created (reason says why: a quota, a contract
 	// the server no longer takes).
 	FiringDisposition_FIRING_DISPOSITION_REFUSED FiringDisposition = 6
+	// Not run: its run's budget would take the sum of the runs' budgets
+	// past the schedule's runs_budget (reason says which).
+	FiringDisposition_FIRING_DISPOSITION_OVER_BUDGET FiringDisposition = 7
 )
 
 // Enum value maps for FiringDisposition.
@@ -234,6 +237,7 @@ var (
 		4: "FIRING_DISPOSITION_MISSED",
 		5: "FIRING_DISPOSITION_CANCELLED_PREVIOUS",
 		6: "FIRING_DISPOSITION_REFUSED",
+		7: "FIRING_DISPOSITION_OVER_BUDGET",
 	}
 	FiringDisposition_value = map[string]int32{
 		"FIRING_DISPOSITION_UNSPECIFIED":        0,
@@ -243,6 +247,7 @@ var (
 		"FIRING_DISPOSITION_MISSED":             4,
 		"FIRING_DISPOSITION_CANCELLED_PREVIOUS": 5,
 		"FIRING_DISPOSITION_REFUSED":            6,
+		"FIRING_DISPOSITION_OVER_BUDGET":        7,
 	}
 )
 
@@ -504,8 +509,10 @@ func (x *CatchUp) GetWindow() *durationpb.Duration {
 // ScheduleTemplate is what each run of a schedule is: a task with this
 // contract, created by the schedule's creator.
 type ScheduleTemplate struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Contract      *TaskContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Contract *TaskContract          `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	// A budget across all the schedule's runs; none when unset.
+	RunsBudget    *RunsBudget `protobuf:"bytes,2,opt,name=runs_budget,json=runsBudget,proto3" json:"runs_budget,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -547,6 +554,73 @@ func (x *ScheduleTemplate) GetContract() *TaskContract {
 	return nil
 }
 
+func (x *ScheduleTemplate) GetRunsBudget() *RunsBudget {
+	if x != nil {
+		return x.RunsBudget
+	}
+	return nil
+}
+
+// RunsBudget bounds the sum of a schedule's runs' budgets (the
+// template's budget.max_tokens and max_cost_micros, in its currency, once
+// for each run started): a firing whose run would take that sum past it
+// is not started (OVER_BUDGET). Committed budgets, not spending, are
+// summed: a live run's spending is not known when a firing comes, and
+// each run's own budget caps it, so the sum is a bound the schedule's
+// spending can never pass. A dimension set here must be set in the
+// template's budget; zero is no bound.
+type RunsBudget struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MaxTokens     int64                  `protobuf:"varint,1,opt,name=max_tokens,json=maxTokens,proto3" json:"max_tokens,omitempty"`
+	MaxCostMicros int64                  `protobuf:"varint,2,opt,name=max_cost_micros,json=maxCostMicros,proto3" json:"max_cost_micros,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunsBudget) Reset() {
+	*x = RunsBudget{}
+	mi := &file_steward_v1_schedule_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunsBudget) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunsBudget) ProtoMessage() {}
+
+func (x *RunsBudget) ProtoReflect() protoreflect.Message {
+	mi := &file_steward_v1_schedule_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunsBudget.ProtoReflect.Descriptor instead.
+func (*RunsBudget) Descriptor() ([]byte, []int) {
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *RunsBudget) GetMaxTokens() int64 {
+	if x != nil {
+		return x.MaxTokens
+	}
+	return 0
+}
+
+func (x *RunsBudget) GetMaxCostMicros() int64 {
+	if x != nil {
+		return x.MaxCostMicros
+	}
+	return 0
+}
+
 // ScheduleFiring is one firing as its schedule recorded it.
 type ScheduleFiring struct {
 	state       protoimpl.MessageState `protogen:"open.v1"`
@@ -570,7 +644,7 @@ type ScheduleFiring struct {
 
 func (x *ScheduleFiring) Reset() {
 	*x = ScheduleFiring{}
-	mi := &file_steward_v1_schedule_proto_msgTypes[4]
+	mi := &file_steward_v1_schedule_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -582,7 +656,7 @@ func (x *ScheduleFiring) String() string {
 func (*ScheduleFiring) ProtoMessage() {}
 
 func (x *ScheduleFiring) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_schedule_proto_msgTypes[4]
+	mi := &file_steward_v1_schedule_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -595,7 +669,7 @@ func (x *ScheduleFiring) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleFiring.ProtoReflect.Descriptor instead.
 func (*ScheduleFiring) Descriptor() ([]byte, []int) {
-	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{4}
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ScheduleFiring) GetFiringTime() *timestamppb.Timestamp {
@@ -669,7 +743,7 @@ type ScheduleRun struct {
 
 func (x *ScheduleRun) Reset() {
 	*x = ScheduleRun{}
-	mi := &file_steward_v1_schedule_proto_msgTypes[5]
+	mi := &file_steward_v1_schedule_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -681,7 +755,7 @@ func (x *ScheduleRun) String() string {
 func (*ScheduleRun) ProtoMessage() {}
 
 func (x *ScheduleRun) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_schedule_proto_msgTypes[5]
+	mi := &file_steward_v1_schedule_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -694,7 +768,7 @@ func (x *ScheduleRun) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleRun.ProtoReflect.Descriptor instead.
 func (*ScheduleRun) Descriptor() ([]byte, []int) {
-	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{5}
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ScheduleRun) GetScheduleId() string {
@@ -746,14 +820,18 @@ type Schedule struct {
 	RunsStarted uint64 `protobuf:"varint,15,opt,name=runs_started,json=runsStarted,proto3" json:"runs_started,omitempty"`
 	RequestId   string `protobuf:"bytes,16,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// The schedule chain's last sequence on the log.
-	LastSequence  uint64 `protobuf:"varint,17,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	LastSequence uint64 `protobuf:"varint,17,opt,name=last_sequence,json=lastSequence,proto3" json:"last_sequence,omitempty"`
+	// The sum of the budgets of the runs started, against
+	// template.runs_budget.
+	CommittedTokens     int64 `protobuf:"varint,18,opt,name=committed_tokens,json=committedTokens,proto3" json:"committed_tokens,omitempty"`
+	CommittedCostMicros int64 `protobuf:"varint,19,opt,name=committed_cost_micros,json=committedCostMicros,proto3" json:"committed_cost_micros,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *Schedule) Reset() {
 	*x = Schedule{}
-	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	mi := &file_steward_v1_schedule_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +843,7 @@ func (x *Schedule) String() string {
 func (*Schedule) ProtoMessage() {}
 
 func (x *Schedule) ProtoReflect() protoreflect.Message {
-	mi := &file_steward_v1_schedule_proto_msgTypes[6]
+	mi := &file_steward_v1_schedule_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +856,7 @@ func (x *Schedule) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Schedule.ProtoReflect.Descriptor instead.
 func (*Schedule) Descriptor() ([]byte, []int) {
-	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{6}
+	return file_steward_v1_schedule_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Schedule) GetScheduleId() string {
@@ -900,6 +978,20 @@ func (x *Schedule) GetLastSequence() uint64 {
 	return 0
 }
 
+func (x *Schedule) GetCommittedTokens() int64 {
+	if x != nil {
+		return x.CommittedTokens
+	}
+	return 0
+}
+
+func (x *Schedule) GetCommittedCostMicros() int64 {
+	if x != nil {
+		return x.CommittedCostMicros
+	}
+	return 0
+}
+
 var File_steward_v1_schedule_proto protoreflect.FileDescriptor
 
 const file_steward_v1_schedule_proto_rawDesc = "" +
@@ -920,9 +1012,16 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"queueLimit\"i\n" +
 	"\aCatchUp\x12+\n" +
 	"\x04rule\x18\x01 \x01(\x0e2\x17.steward.v1.CatchUpRuleR\x04rule\x121\n" +
-	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\"H\n" +
+	"\x06window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x06window\"\x81\x01\n" +
 	"\x10ScheduleTemplate\x124\n" +
-	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\"\x88\x03\n" +
+	"\bcontract\x18\x01 \x01(\v2\x18.steward.v1.TaskContractR\bcontract\x127\n" +
+	"\vruns_budget\x18\x02 \x01(\v2\x16.steward.v1.RunsBudgetR\n" +
+	"runsBudget\"S\n" +
+	"\n" +
+	"RunsBudget\x12\x1d\n" +
+	"\n" +
+	"max_tokens\x18\x01 \x01(\x03R\tmaxTokens\x12&\n" +
+	"\x0fmax_cost_micros\x18\x02 \x01(\x03R\rmaxCostMicros\"\x88\x03\n" +
 	"\x0eScheduleFiring\x12;\n" +
 	"\vfiring_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12?\n" +
@@ -940,7 +1039,7 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"scheduleId\x12;\n" +
 	"\vfiring_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"firingTime\x12(\n" +
-	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\x92\x06\n" +
+	"\x10previous_task_id\x18\x03 \x01(\tR\x0epreviousTaskId\"\xf1\x06\n" +
 	"\bSchedule\x12\x1f\n" +
 	"\vschedule_id\x18\x01 \x01(\tR\n" +
 	"scheduleId\x12\x16\n" +
@@ -963,7 +1062,9 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\fruns_started\x18\x0f \x01(\x04R\vrunsStarted\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x10 \x01(\tR\trequestId\x12#\n" +
-	"\rlast_sequence\x18\x11 \x01(\x04R\flastSequence*\x86\x01\n" +
+	"\rlast_sequence\x18\x11 \x01(\x04R\flastSequence\x12)\n" +
+	"\x10committed_tokens\x18\x12 \x01(\x03R\x0fcommittedTokens\x122\n" +
+	"\x15committed_cost_micros\x18\x13 \x01(\x03R\x13committedCostMicros*\x86\x01\n" +
 	"\rOverlapPolicy\x12\x1e\n" +
 	"\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n" +
 	"\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x18\n" +
@@ -979,7 +1080,7 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x16SCHEDULE_STATUS_ACTIVE\x10\x01\x12\x1a\n" +
 	"\x16SCHEDULE_STATUS_PAUSED\x10\x02\x12\x1b\n" +
 	"\x17SCHEDULE_STATUS_DELETED\x10\x03\x12\x19\n" +
-	"\x15SCHEDULE_STATUS_ENDED\x10\x04*\x80\x02\n" +
+	"\x15SCHEDULE_STATUS_ENDED\x10\x04*\xa4\x02\n" +
 	"\x11FiringDisposition\x12\"\n" +
 	"\x1eFIRING_DISPOSITION_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aFIRING_DISPOSITION_STARTED\x10\x01\x12\x1e\n" +
@@ -987,7 +1088,8 @@ const file_steward_v1_schedule_proto_rawDesc = "" +
 	"\x19FIRING_DISPOSITION_QUEUED\x10\x03\x12\x1d\n" +
 	"\x19FIRING_DISPOSITION_MISSED\x10\x04\x12)\n" +
 	"%FIRING_DISPOSITION_CANCELLED_PREVIOUS\x10\x05\x12\x1e\n" +
-	"\x1aFIRING_DISPOSITION_REFUSED\x10\x06B\xa5\x01\n" +
+	"\x1aFIRING_DISPOSITION_REFUSED\x10\x06\x12\"\n" +
+	"\x1eFIRING_DISPOSITION_OVER_BUDGET\x10\aB\xa5\x01\n" +
 	"\x0ecom.steward.v1B\rScheduleProtoP\x01Z;github.com/steward-run/steward/pkg/gen/steward/v1;stewardv1\xa2\x02\x03SXX\xaa\x02\n" +
 	"Steward.V1\xca\x02\n" +
 	"Steward\\V1\xe2\x02\x16Steward\\V1\\GPBMetadata\xea\x02\vSteward::V1b\x06proto3"
@@ -1005,7 +1107,7 @@ func file_steward_v1_schedule_proto_rawDescGZIP() []byte {
 }
 
 var file_steward_v1_schedule_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_steward_v1_schedule_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_steward_v1_schedule_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_steward_v1_schedule_proto_goTypes = []any{
 	(OverlapPolicy)(0),            // 0: steward.v1.OverlapPolicy
 	(CatchUpRule)(0),              // 1: steward.v1.CatchUpRule
@@ -1015,41 +1117,43 @@ var file_steward_v1_schedule_proto_goTypes = []any{
 	(*Overlap)(nil),               // 5: steward.v1.Overlap
 	(*CatchUp)(nil),               // 6: steward.v1.CatchUp
 	(*ScheduleTemplate)(nil),      // 7: steward.v1.ScheduleTemplate
-	(*ScheduleFiring)(nil),        // 8: steward.v1.ScheduleFiring
-	(*ScheduleRun)(nil),           // 9: steward.v1.ScheduleRun
-	(*Schedule)(nil),              // 10: steward.v1.Schedule
-	(*durationpb.Duration)(nil),   // 11: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil), // 12: google.protobuf.Timestamp
-	(*TaskContract)(nil),          // 13: steward.v1.TaskContract
+	(*RunsBudget)(nil),            // 8: steward.v1.RunsBudget
+	(*ScheduleFiring)(nil),        // 9: steward.v1.ScheduleFiring
+	(*ScheduleRun)(nil),           // 10: steward.v1.ScheduleRun
+	(*Schedule)(nil),              // 11: steward.v1.Schedule
+	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil), // 13: google.protobuf.Timestamp
+	(*TaskContract)(nil),          // 14: steward.v1.TaskContract
 }
 var file_steward_v1_schedule_proto_depIdxs = []int32{
-	11, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
-	12, // 1: steward.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
-	12, // 2: steward.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
+	12, // 0: steward.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
+	13, // 1: steward.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
+	13, // 2: steward.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
 	0,  // 3: steward.v1.Overlap.policy:type_name -> steward.v1.OverlapPolicy
 	1,  // 4: steward.v1.CatchUp.rule:type_name -> steward.v1.CatchUpRule
-	11, // 5: steward.v1.CatchUp.window:type_name -> google.protobuf.Duration
-	13, // 6: steward.v1.ScheduleTemplate.contract:type_name -> steward.v1.TaskContract
-	12, // 7: steward.v1.ScheduleFiring.firing_time:type_name -> google.protobuf.Timestamp
-	3,  // 8: steward.v1.ScheduleFiring.disposition:type_name -> steward.v1.FiringDisposition
-	12, // 9: steward.v1.ScheduleFiring.recorded_at:type_name -> google.protobuf.Timestamp
-	12, // 10: steward.v1.ScheduleFiring.missed_from:type_name -> google.protobuf.Timestamp
-	12, // 11: steward.v1.ScheduleRun.firing_time:type_name -> google.protobuf.Timestamp
-	4,  // 12: steward.v1.Schedule.spec:type_name -> steward.v1.ScheduleSpec
-	7,  // 13: steward.v1.Schedule.template:type_name -> steward.v1.ScheduleTemplate
-	5,  // 14: steward.v1.Schedule.overlap:type_name -> steward.v1.Overlap
-	6,  // 15: steward.v1.Schedule.catch_up:type_name -> steward.v1.CatchUp
-	2,  // 16: steward.v1.Schedule.status:type_name -> steward.v1.ScheduleStatus
-	12, // 17: steward.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
-	12, // 18: steward.v1.Schedule.next_firing_time:type_name -> google.protobuf.Timestamp
-	12, // 19: steward.v1.Schedule.due_after:type_name -> google.protobuf.Timestamp
-	8,  // 20: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
-	12, // 21: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	12, // 5: steward.v1.CatchUp.window:type_name -> google.protobuf.Duration
+	14, // 6: steward.v1.ScheduleTemplate.contract:type_name -> steward.v1.TaskContract
+	8,  // 7: steward.v1.ScheduleTemplate.runs_budget:type_name -> steward.v1.RunsBudget
+	13, // 8: steward.v1.ScheduleFiring.firing_time:type_name -> google.protobuf.Timestamp
+	3,  // 9: steward.v1.ScheduleFiring.disposition:type_name -> steward.v1.FiringDisposition
+	13, // 10: steward.v1.ScheduleFiring.recorded_at:type_name -> google.protobuf.Timestamp
+	13, // 11: steward.v1.ScheduleFiring.missed_from:type_name -> google.protobuf.Timestamp
+	13, // 12: steward.v1.ScheduleRun.firing_time:type_name -> google.protobuf.Timestamp
+	4,  // 13: steward.v1.Schedule.spec:type_name -> steward.v1.ScheduleSpec
+	7,  // 14: steward.v1.Schedule.template:type_name -> steward.v1.ScheduleTemplate
+	5,  // 15: steward.v1.Schedule.overlap:type_name -> steward.v1.Overlap
+	6,  // 16: steward.v1.Schedule.catch_up:type_name -> steward.v1.CatchUp
+	2,  // 17: steward.v1.Schedule.status:type_name -> steward.v1.ScheduleStatus
+	13, // 18: steward.v1.Schedule.created_at:type_name -> google.protobuf.Timestamp
+	13, // 19: steward.v1.Schedule.next_firing_time:type_name -> google.protobuf.Timestamp
+	13, // 20: steward.v1.Schedule.due_after:type_name -> google.protobuf.Timestamp
+	9,  // 21: steward.v1.Schedule.recent_firings:type_name -> steward.v1.ScheduleFiring
+	13, // 22: steward.v1.Schedule.queued:type_name -> google.protobuf.Timestamp
+	23, // [23:23] is the sub-list for method output_type
+	23, // [23:23] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_steward_v1_schedule_proto_init() }
@@ -1068,7 +1172,7 @@ func file_steward_v1_schedule_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_steward_v1_schedule_proto_rawDesc), len(file_steward_v1_schedule_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -136,6 +136,13 @@ export declare type ScheduleTemplate = Message<"steward.v1.ScheduleTemplate"> & 
    * @generated from field: steward.v1.TaskContract contract = 1;
    */
   contract?: TaskContract | undefined;
+
+  /**
+   * A budget across all the schedule's runs; none when unset.
+   *
+   * @generated from field: steward.v1.RunsBudget runs_budget = 2;
+   */
+  runsBudget?: RunsBudget | undefined;
 };
 
 /**
@@ -143,6 +150,36 @@ export declare type ScheduleTemplate = Message<"steward.v1.ScheduleTemplate"> & 
  * Use `create(ScheduleTemplateSchema)` to create a new message.
  */
 export declare const ScheduleTemplateSchema: GenMessage<ScheduleTemplate>;
+
+/**
+ * RunsBudget bounds the sum of a schedule's runs' budgets (the
+ * template's budget.max_tokens and max_cost_micros, in its currency, once
+ * for each run started): a firing whose run would take that sum past it
+ * is not started (OVER_BUDGET). Committed budgets, not spending, are
+ * summed: a live run's spending is not known when a firing comes, and
+ * each run's own budget caps it, so the sum is a bound the schedule's
+ * spending can never pass. A dimension set here must be set in the
+ * template's budget; zero is no bound.
+ *
+ * @generated from message steward.v1.RunsBudget
+ */
+export declare type RunsBudget = Message<"steward.v1.RunsBudget"> & {
+  /**
+   * @generated from field: int64 max_tokens = 1;
+   */
+  maxTokens: bigint;
+
+  /**
+   * @generated from field: int64 max_cost_micros = 2;
+   */
+  maxCostMicros: bigint;
+};
+
+/**
+ * Describes the message steward.v1.RunsBudget.
+ * Use `create(RunsBudgetSchema)` to create a new message.
+ */
+export declare const RunsBudgetSchema: GenMessage<RunsBudget>;
 
 /**
  * ScheduleFiring is one firing as its schedule recorded it.
@@ -345,6 +382,19 @@ export declare type Schedule = Message<"steward.v1.Schedule"> & {
    * @generated from field: uint64 last_sequence = 17;
    */
   lastSequence: bigint;
+
+  /**
+   * The sum of the budgets of the runs started, against
+   * template.runs_budget.
+   *
+   * @generated from field: int64 committed_tokens = 18;
+   */
+  committedTokens: bigint;
+
+  /**
+   * @generated from field: int64 committed_cost_micros = 19;
+   */
+  committedCostMicros: bigint;
 };
 
 /**
@@ -536,6 +586,14 @@ export enum FiringDisposition {
    * @generated from enum value: FIRING_DISPOSITION_REFUSED = 6;
    */
   REFUSED = 6,
+
+  /**
+   * Not run: its run's budget would take the sum of the runs' budgets
+   * past the schedule's runs_budget (reason says which).
+   *
+   * @generated from enum value: FIRING_DISPOSITION_OVER_BUDGET = 7;
+   */
+  OVER_BUDGET = 7,
 }
 
 /**
