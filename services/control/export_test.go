@@ -68,3 +68,14 @@ func (p *Plane) CreateObjective(ctx context.Context, principal string, req *stew
 func (p *Plane) CloseObjective(ctx context.Context, principal string, req *stewardv1.CloseObjectiveRequest) (*stewardv1.Objective, error) {
 	return p.objectives.Close(ctx, principal, req)
 }
+
+// ReserveForRequest reserves out of contract's objective what CreateTask
+// under requestID would, and writes no task: the first try of a
+// CreateTask that died between its reservation and its task.
+func (p *Plane) ReserveForRequest(ctx context.Context, principal, requestID string, contract *stewardv1.TaskContract) error {
+	taskID, _, err := p.requestedTask(ctx, principal, requestID)
+	if err != nil {
+		return err
+	}
+	return p.objectives.join(ctx, principal, taskID, contract)
+}
