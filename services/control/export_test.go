@@ -111,3 +111,14 @@ func (p *Plane) CloseObjective(ctx context.Context, principal string, req *stewa
 // CriteriaInputs is what MarkProduced compares before writing the checks
 // it evaluated, for its tests.
 var CriteriaInputs = criteriaInputs
+
+// ReserveForRequest reserves out of contract's objective what CreateTask
+// under requestID would, and writes no task: the first try of a
+// CreateTask that died between its reservation and its task.
+func (p *Plane) ReserveForRequest(ctx context.Context, principal, requestID string, contract *stewardv1.TaskContract) error {
+	taskID, _, err := p.requestedTask(ctx, principal, requestID)
+	if err != nil {
+		return err
+	}
+	return p.objectives.join(ctx, principal, taskID, contract)
+}

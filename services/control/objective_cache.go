@@ -29,13 +29,14 @@ type objectiveCache struct {
 	mu sync.Mutex
 	// heads are the objectives folded so far, never changed once here.
 	heads map[string]*stewardv1.Objective
-	// tasks are the tasks each objective reserved budget for, as far as
-	// its head: a task in it was reserved for, whatever head is read.
-	tasks map[string]map[string]bool
+	// tasks are the tasks each objective reserved budget for, and what
+	// it reserved, as far as its head: a task in it was reserved for,
+	// whatever head is read.
+	tasks map[string]map[string]*stewardv1.ObjectiveTaskAdded
 }
 
 func newObjectiveCache(log *eventlog.Log) *objectiveCache {
-	return &objectiveCache{log: log, heads: map[string]*stewardv1.Objective{}, tasks: map[string]map[string]bool{}}
+	return &objectiveCache{log: log, heads: map[string]*stewardv1.Objective{}, tasks: map[string]map[string]*stewardv1.ObjectiveTaskAdded{}}
 }
 
 // fold returns a copy of objective id, folded up to the log's last event
@@ -52,13 +53,13 @@ func (c *objectiveCache) fold(ctx context.Context, id string) (*stewardv1.Object
 	if err != nil {
 		return nil, err
 	}
-	var added []string
+	var added []*stewardv1.ObjectiveTaskAdded
 	for _, r := range recs {
 		if err := objective.Apply(next, r.Event, r.Sequence); err != nil {
 			return nil, errs.Wrap(errs.Corrupt, err, "objective %s", id)
 		}
 		if a := r.Event.GetObjectiveTaskAdded(); a != nil {
-			added = append(added, a.TaskId)
+			added = append(added, a)
 		}
 	}
 	if next.ObjectiveId == "" {
@@ -70,27 +71,27 @@ func (c *objectiveCache) fold(ctx context.Context, id string) (*stewardv1.Object
 
 // keep stores o as its objective's head, unless a later one is there, and
 // notes the tasks added.
-func (c *objectiveCache) keep(o *stewardv1.Objective, added []string) {
+func (c *objectiveCache) keep(o *stewardv1.Objective, added []*stewardv1.ObjectiveTaskAdded) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.heads) >= maxCachedObjectives {
-		c.heads, c.tasks = map[string]*stewardv1.Objective{}, map[string]map[string]bool{}
+		c.heads, c.tasks = map[string]*stewardv1.Objective{}, map[string]map[string]*stewardv1.ObjectiveTaskAdded{}
 	}
 	id := o.ObjectiveId
 	if cur := c.heads[id]; cur == nil || cur.LastSequence < o.LastSequence {
 		c.heads[id] = o
 	}
 	if c.tasks[id] == nil {
-		c.tasks[id] = map[string]bool{}
+		c.tasks[id] = map[string]*stewardv1.ObjectiveTaskAdded{}
 	}
-	for _, t := range added {
-		c.tasks[id][t] = true
+	for _, a := range added {
+		c.tasks[id][a.TaskId] = a
 	}
 }
 
-// added reports whether objective id reserved budget for taskID, as far
-// as it was folded: what a retried CreateTask finds.
-func (c *objectiveCache) added(id, taskID string) bool {
+// added is what objective id reserved for taskID, as far as it was
+// folded, or nil: what a retried CreateTask finds.
+func (c *objectiveCache) added(id, taskID string) *stewardv1.ObjectiveTaskAdded {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.tasks[id][taskID]

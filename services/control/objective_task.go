@@ -42,8 +42,8 @@ func (p objectives) join(ctx context.Context, principal, taskID string, c *stewa
 		if err != nil {
 			return err
 		}
-		if p.cache.added(id, taskID) {
-			return nil // a retry: reserved once
+		if made := p.cache.added(id, taskID); made != nil {
+			return sameShare(o, c, made) // a retry: reserved once
 		}
 		if err := mayAnswerFor(ctx, principal, o, "contract.objective_id"); err != nil {
 			return err
@@ -71,6 +71,23 @@ func (p objectives) join(ctx context.Context, principal, taskID string, c *stewa
 		}
 		return err
 	}
+}
+
+// sameShare checks that c, a retry's contract for a task reserved for
+// already, asks for what was reserved (made): a first try that reserved
+// and died before its task was written frees its request id, and a
+// retry under it with a larger budget would otherwise spend what the
+// objective never reserved for it.
+func sameShare(o *stewardv1.Objective, c *stewardv1.TaskContract, made *stewardv1.ObjectiveTaskAdded) error {
+	want, err := objectiveShare(o, c)
+	if err != nil {
+		return err
+	}
+	if want.Tokens != made.Tokens || want.CostMicros != made.CostMicros {
+		return errs.Field("contract.budget", "task %s reserved %d tokens and %d cost micro-units out of objective %s already: its retry must ask for the same, not %d and %d",
+			made.TaskId, made.Tokens, made.CostMicros, o.ObjectiveId, want.Tokens, want.CostMicros)
+	}
+	return nil
 }
 
 // objectiveShare is what task c reserves out of objective o: its caps where o

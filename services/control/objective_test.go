@@ -282,3 +282,23 @@ func TestTwoPlanesShareAnObjectivesBudget(t *testing.T) {
 		t.Fatalf("reserved %d for %d tasks, want 90 for 2", got.ReservedTokens, got.TasksAdded)
 	}
 }
+
+// TestObjectiveRetryCannotGrowItsReservation: a CreateTask that reserved
+// its share and died before its task was written frees its request id;
+// a retry under it with a larger budget must not find "reserved already"
+// and take more than was reserved.
+func TestObjectiveRetryCannotGrowItsReservation(t *testing.T) {
+	r := idleHarness(t)
+	o := newObjective(t, r, "q3", 100)
+	ctx := caller("user:ana", "acme")
+	if err := r.ctl.ReserveForRequest(ctx, "user:ana", "a", forObjective("a", o.ObjectiveId, 10).Contract); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := r.ctl.CreateTask(ctx, "user:ana", forObjective("a", o.ObjectiveId, 100))
+	if !asField(err, "contract.budget") {
+		t.Fatalf("a retry with 100 tokens where 10 were reserved: %v, want a refusal naming contract.budget", err)
+	}
+	if _, _, err := r.ctl.CreateTask(ctx, "user:ana", forObjective("a", o.ObjectiveId, 10)); err != nil {
+		t.Fatalf("the retry with the budget reserved: %v", err)
+	}
+}
