@@ -71,7 +71,7 @@ var Table = map[string]Rule{
 		Plane: "an ended task, or one with a revision open, is not revised; the accountable owner's proposal is their approval (the fold)",
 		Why:   "a goal changes with the people it is for, and its agent may propose the change; it takes effect when they approve (docs/revisions.md)"},
 	stewardv1connect.TaskServiceDecideContractRevisionProcedure: {Group: Review,
-		Plane: "the contract's accountable owner, or a holder of a role the revision's policy snapshot names who neither proposed it nor approved it as owner (the fold; the role, the control plane)",
+		Plane: "the contract's accountable owner, or a holder of a role the revision's policy snapshot names who neither proposed it nor approved it as owner (the fold; the role, the control plane); the task it answers with is blanked as GetTask's for a role's holder who may not read its content (pkg/content)",
 		Why:   "policy names the roles per revision, as per approval"},
 
 	// ScheduleService: tasks made again and again from one template.

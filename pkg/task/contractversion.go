@@ -20,6 +20,12 @@ import (
 // reads as 1): a history written before revisions existed folds as it
 // did (pkg/audit's corpus).
 
+// MaxContractRevisions bounds the revisions proposed to one task's
+// contract, whatever became of them: each stays on the task with its whole
+// contract, and its proposer may withdraw it, so a loop of proposals would
+// grow the task without end.
+const MaxContractRevisions = 64
+
 // ContractVersion is the version of t's contract in force.
 func ContractVersion(t *stewardv1.Task) uint32 { return VersionOf(t.GetContractVersion()) }
 

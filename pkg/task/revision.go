@@ -1,6 +1,7 @@
 package task
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 
@@ -55,6 +56,8 @@ func revisionProposal(t *stewardv1.Task, ev *stewardv1.Event, p *stewardv1.Contr
 		return nil, illegal(t, "revise the contract of")
 	case open != nil:
 		return nil, errs.New(errs.FailedPrecondition, "task %s already has an open contract revision %s (version %d): decide it first", id, open.RevisionId, open.Version)
+	case len(t.ContractRevisions) >= MaxContractRevisions:
+		return nil, RevisionsExhausted(t)
 	case p.RevisionId == "" || FindRevision(t, p.RevisionId) != nil:
 		return nil, errs.New(errs.FailedPrecondition, "task %s: contract revision %s has no id or was proposed already", id, errs.Quote(p.RevisionId))
 	case p.Version != ContractVersion(t)+1:
@@ -246,4 +249,11 @@ func takeEffect(t *stewardv1.Task, r *stewardv1.ContractRevision, ev *stewardv1.
 		ProposedBy: r.ProposedBy, ApprovedBy: approvedBy, ProposedAt: r.ProposedAt, EffectiveAt: ev.Time,
 		Changed: slices.Clone(r.Changed),
 	})
+}
+
+// RevisionsExhausted is the refusal of a proposal past
+// MaxContractRevisions.
+func RevisionsExhausted(t *stewardv1.Task) error {
+	return &errs.Error{Code: errs.TooLarge, Field: "task_id",
+		Message: fmt.Sprintf("task %s has had %d contract revisions proposed, the most one task may", t.Contract.GetTaskId(), MaxContractRevisions)}
 }

@@ -1,6 +1,7 @@
 package task_test
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 
@@ -111,5 +112,26 @@ func TestFoldRefusesRevisionEvents(t *testing.T) {
 				t.Fatalf("err = %v, want %v", err, tt.code)
 			}
 		})
+	}
+}
+
+// TestFoldBoundsRevisions: the fold, an auditor's replay too, refuses a
+// proposal past task.MaxContractRevisions, as the control plane does.
+func TestFoldBoundsRevisions(t *testing.T) {
+	evs, revised, hash := revisable(t)
+	proposal := evs[len(evs)-1]
+	tk, err := sealed(t, evs[:len(evs)-1]...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Check(tk, proposal); err != nil {
+		t.Fatalf("the first proposal: %v", err)
+	}
+	for i := range task.MaxContractRevisions {
+		tk.ContractRevisions = append(tk.ContractRevisions, &stewardv1.ContractRevision{RevisionId: fmt.Sprintf("old-%d", i), Version: 2, ContractHash: hash, Contract: revised,
+			State: stewardv1.ContractRevisionState_CONTRACT_REVISION_STATE_REJECTED})
+	}
+	if err := task.Check(tk, proposal); !errs.Is(err, errs.TooLarge) {
+		t.Fatalf("proposal %d: %v, want TooLarge", task.MaxContractRevisions+1, err)
 	}
 }

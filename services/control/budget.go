@@ -134,10 +134,18 @@ func (s *taskService) RaiseBudget(ctx context.Context, req *connect.Request[stew
 	if err != nil {
 		return nil, err
 	}
-	if !content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.tasks)) {
-		// A copy: the task returned shares its actions with the fold.
-		t = proto.CloneOf(t)
-		content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)
+	return connect.NewResponse(&stewardv1.RaiseBudgetResponse{Task: s.shown(ctx, who, t)}), nil
+}
+
+// shown is t as GetTask would show it to who: without its content for a
+// caller the task does not name (content.Blind; docs/results.md), such as
+// a role's holder deciding on it.
+func (s *taskService) shown(ctx context.Context, who rpc.Identity, t *stewardv1.Task) *stewardv1.Task {
+	if t == nil || content.Reads(who, content.PartiesOf(t), content.Ancestors(ctx, s.plane.tasks)) {
+		return t
 	}
-	return connect.NewResponse(&stewardv1.RaiseBudgetResponse{Task: t}), nil
+	// A copy: the task returned shares its actions with the fold.
+	t = proto.CloneOf(t)
+	content.Blind{Digest: s.plane.secrets.Digest, Roles: who.Roles}.Task(t)
+	return t
 }

@@ -92,6 +92,9 @@ func revisable(t *stewardv1.Task) error {
 		return &errs.Error{Code: errs.FailedPrecondition, Field: "task_id",
 			Message: fmt.Sprintf("task %s is %s: an ended task's contract is not revised", t.Contract.GetTaskId(), task.StatusName(t.Status))}
 	}
+	if len(t.ContractRevisions) >= task.MaxContractRevisions {
+		return task.RevisionsExhausted(t)
+	}
 	if r := task.OpenRevision(t); r != nil {
 		return &errs.Error{Code: errs.FailedPrecondition, Field: "task_id",
 			Message: fmt.Sprintf("task %s already has an open contract revision %s (version %d): it is approved or rejected first (DecideContractRevision)", t.Contract.GetTaskId(), r.RevisionId, r.Version)}

@@ -367,3 +367,34 @@ func TestCriteriaStaleOnceARevisionTakesEffect(t *testing.T) {
 		t.Fatalf("criteria inputs %q did not change when version 2 took effect: checks of version 1's criteria would be written", after)
 	}
 }
+
+// TestReviseContractBounded: every proposal stays on the task with its
+// whole contract, whatever became of it, so a party proposing and
+// withdrawing in a loop would grow the task without end. Past
+// task.MaxContractRevisions a proposal is refused naming task_id.
+func TestReviseContractBounded(t *testing.T) {
+	r := newHarness(t)
+	ctx := context.Background()
+	id := r.runningTask(t, "rev-bounded", stewardv1.RecoveryMode_RECOVERY_MODE_UNSPECIFIED, nil)
+	revise := func() (*stewardv1.ContractRevision, error) {
+		_, rev, err := r.ctl.ReviseContract(ctx, "t", &stewardv1.ReviseContractRequest{TaskId: id, Reason: "r", Contract: &stewardv1.TaskContract{Intent: "other"}})
+		return rev, err
+	}
+	for range task.MaxContractRevisions {
+		rev, err := revise()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := r.ctl.DecideContractRevision(ctx, rpc.Identity{Principal: "t"}, &stewardv1.DecideContractRevisionRequest{TaskId: id, RevisionId: rev.RevisionId, Comment: "withdrawn"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := revise()
+	var e *errs.Error
+	if !errs.Is(err, errs.TooLarge) || !errors.As(err, &e) || e.Field != "task_id" {
+		t.Fatalf("revision %d: %v, want TooLarge naming task_id", task.MaxContractRevisions+1, err)
+	}
+	if n := len(r.task(t, id).ContractRevisions); n != task.MaxContractRevisions {
+		t.Fatalf("%d revisions recorded, want %d", n, task.MaxContractRevisions)
+	}
+}

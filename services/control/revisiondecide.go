@@ -105,9 +105,11 @@ func checkDecideRevision(req *stewardv1.DecideContractRevisionRequest) error {
 }
 
 func (s *taskService) DecideContractRevision(ctx context.Context, req *connect.Request[stewardv1.DecideContractRevisionRequest]) (*connect.Response[stewardv1.DecideContractRevisionResponse], error) {
-	t, r, err := revisions{s.plane}.DecideContractRevision(ctx, rpc.Caller(ctx), req.Msg)
+	who := rpc.Caller(ctx)
+	t, r, err := revisions{s.plane}.DecideContractRevision(ctx, who, req.Msg)
 	if err != nil {
 		return nil, err
 	}
-	return connect.NewResponse(&stewardv1.DecideContractRevisionResponse{Task: t, Revision: r}), nil
+	// A role's holder decides without being named by the task.
+	return connect.NewResponse(&stewardv1.DecideContractRevisionResponse{Task: s.shown(ctx, who, t), Revision: r}), nil
 }
